@@ -1,0 +1,1 @@
+"""Headers that numdyn's generated C includes (shipped as package data)."""

@@ -1,0 +1,47 @@
+"""Build of numdyn's C extension (numdyn._C) and its Python package.
+
+The C core lives in src/, numpy_shim/ and guards/; the headers that generated
+code includes live in kernels/ and ship inside the package as numdyn/kernels.
+"""
+import glob
+import os
+
+import numpy
+from setuptools import Extension, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sources():
+    out = []
+    for d in ("src", "numpy_shim", "guards"):
+        out += sorted(glob.glob(os.path.join(d, "*.c")))
+    return out
+
+
+cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
+          "-Wno-unused-parameter", "-Wno-missing-field-initializers",
+          "-fvisibility=hidden"]
+if os.environ.get("NUMDYN_SANITIZE"):
+    cflags += ["-O1", "-g", "-fno-omit-frame-pointer",
+               "-fsanitize=address,undefined"]
+
+ext = Extension(
+    "numdyn._C",
+    sources=sources(),
+    include_dirs=[numpy.get_include(), "src", "numpy_shim", "guards", "kernels"],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+    extra_compile_args=cflags,
+    extra_link_args=(["-fsanitize=address,undefined"]
+                     if os.environ.get("NUMDYN_SANITIZE") else []),
+    libraries=["dl"],
+    depends=(glob.glob("src/*.h") + glob.glob("numpy_shim/*.h") +
+             glob.glob("guards/*.h") + glob.glob("src/*.def")),
+)
+
+setup(
+    ext_modules=[ext],
+    package_dir={"numdyn": "src/numdyn", "numdyn.kernels": "kernels"},
+    packages=["numdyn", "numdyn.kernels"],
+    package_data={"numdyn.kernels": ["*.h", "*.c", "*.cuh"]},
+)

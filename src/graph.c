@@ -1,0 +1,229 @@
+/* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
+#include "graph.h"
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
+#include <numpy/arrayobject.h>
+#include <string.h>
+
+nd_graph *nd_graph_new(void)
+{
+    nd_graph *g = PyMem_Calloc(1, sizeof(*g));
+    if (!g) { PyErr_NoMemory(); return NULL; }
+    return g;
+}
+
+static void node_clear(nd_node *n)
+{
+    Py_CLEAR(n->obj);
+    Py_CLEAR(n->attrs);
+    Py_CLEAR(n->value);
+    PyMem_Free(n->extra);
+    n->extra = NULL;
+}
+
+void nd_graph_free(nd_graph *g)
+{
+    if (!g) return;
+    for (int32_t i = 0; i < g->n; i++) node_clear(&g->nodes[i]);
+    PyMem_Free(g->nodes);
+    PyMem_Free(g);
+}
+
+void nd_node_init(nd_node *n, int op, int dtype, int ndim, const npy_intp *shape)
+{
+    memset(n, 0, sizeof(*n));
+    n->op = (uint8_t)op;
+    n->dtype = dtype;
+    n->ndim = (uint8_t)ndim;
+    for (int k = 0; k < ND_MAXIN; k++) { n->in[k] = ND_NONE; n->in_dtype[k] = -1; }
+    if (shape && ndim > 0) memcpy(n->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+}
+
+npy_intp nd_node_size(const nd_node *n)
+{
+    npy_intp s = 1;
+    for (int d = 0; d < n->ndim; d++) s *= n->shape[d];
+    return s;
+}
+
+nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
+{
+    if (proto->ndim > ND_MAXDIMS) {
+        PyErr_SetString(PyExc_ValueError, "numdyn: rank above ND_MAXDIMS");
+        return ND_NONE;
+    }
+    if (g->n == g->cap) {
+        int32_t cap = g->cap ? g->cap * 2 : 64;
+        nd_node *nn = PyMem_Realloc(g->nodes, sizeof(nd_node) * (size_t)cap);
+        if (!nn) { PyErr_NoMemory(); return ND_NONE; }
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    nd_id id = g->n++;
+    nd_node *n = &g->nodes[id];
+    *n = *proto;
+    n->refs = 0;
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0) g->nodes[n->in[k]].refs++;
+    for (int k = 0; k < n->nextra; k++)
+        if (n->extra[k] >= 0) g->nodes[n->extra[k]].refs++;
+    return id;
+}
+
+static int node_ninputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
+static nd_id node_input(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+
+nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
+                           nd_id *map_out, nd_id *new_outs)
+{
+    nd_id *map = map_out;
+    char *need = PyMem_Calloc((size_t)g->n + 1, 1);
+    if (!map) map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    nd_graph *r = nd_graph_new();
+    if (!need || !map || !r) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto fail;
+    }
+    for (int i = 0; i < nout; i++) need[outs[i]] = 1;
+    /* ids are topological: one backward sweep marks every ancestor */
+    for (nd_id i = g->n - 1; i >= 0; i--) {
+        nd_node *n = &g->nodes[i];
+        map[i] = ND_NONE;
+        if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
+        for (int k = 0; k < node_ninputs(n); k++) need[node_input(n, k)] = 1;
+    }
+    for (nd_id i = 0; i < g->n; i++) {
+        if (!need[i]) continue;
+        nd_node *n = &g->nodes[i];
+        nd_node c;
+        if (n->value || n->op == ND_OP_INPUT) {
+            PyArrayObject *a = (PyArrayObject *)(n->value ? n->value : n->obj);
+            nd_node_init(&c, ND_OP_INPUT, PyArray_TYPE(a), PyArray_NDIM(a), PyArray_DIMS(a));
+            c.obj = (PyObject *)a;
+            Py_INCREF(c.obj);
+        } else {
+            c = *n;
+            c.value = NULL;
+            Py_XINCREF(c.obj);
+            Py_XINCREF(c.attrs);
+            c.extra = NULL;
+            for (int k = 0; k < c.nin; k++) if (c.in[k] >= 0) c.in[k] = map[c.in[k]];
+            if (n->op == ND_OP_EXTERN && n->nextra) {
+                c.extra = PyMem_Malloc(sizeof(nd_id) * (size_t)n->nextra);
+                if (!c.extra) { PyErr_NoMemory(); Py_XDECREF(c.obj); Py_XDECREF(c.attrs); goto fail; }
+                for (int k = 0; k < n->nextra; k++) c.extra[k] = map[n->extra[k]];
+            }
+        }
+        map[i] = nd_graph_add(r, &c);
+        if (map[i] == ND_NONE) goto fail;
+    }
+    for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
+    PyMem_Free(need);
+    if (map != map_out) PyMem_Free(map);
+    return r;
+fail:
+    PyMem_Free(need);
+    if (map != map_out) PyMem_Free(map);
+    nd_graph_free(r);
+    return NULL;
+}
+
+/* FNV-1a over the structure; sizes only as "is this dim 1" */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) { h ^= (v >> (8 * i)) & 0xff; h *= 1099511628211ULL; }
+    return h;
+}
+
+static uint64_t layout_class(PyArrayObject *a)
+{
+    int f = PyArray_FLAGS(a);
+    uint64_t c = (f & NPY_ARRAY_C_CONTIGUOUS) ? 1 : (f & NPY_ARRAY_F_CONTIGUOUS) ? 2 : 3;
+    if (!(f & NPY_ARRAY_ALIGNED)) c |= 8;
+    return c;
+}
+
+uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *n = &g->nodes[i];
+        h = mix(h, ((uint64_t)n->op << 48) ^ ((uint64_t)(uint16_t)n->aux << 32) ^ (uint32_t)n->sub);
+        h = mix(h, ((uint64_t)(uint32_t)n->dtype << 32) ^ ((uint64_t)n->ndim << 16) ^ (uint64_t)n->nin);
+        for (int k = 0; k < ND_MAXIN; k++) h = mix(h, ((uint64_t)(uint32_t)n->in[k] << 32) ^ (uint32_t)n->in_dtype[k]);
+        uint64_t ones = 0;
+        for (int d = 0; d < n->ndim; d++) if (n->shape[d] == 1) ones |= 1ULL << d;
+        h = mix(h, ones);
+        h = mix(h, n->flags & ~(uint64_t)ND_F_OUTPUT);
+        h = mix(h, n->axes);
+        if (n->op == ND_OP_VIEW || n->op == ND_OP_SETITEM) {
+            /* view maps are structure: offsets/strides change the code */
+            h = mix(h, (uint64_t)n->voff);
+            h = mix(h, n->vndim);
+            for (int d = 0; d < ND_MAXDIMS; d++) {
+                h = mix(h, (uint64_t)n->vstrides[d]);
+                h = mix(h, (uint64_t)n->vshape[d]);
+            }
+        }
+        if (n->op == ND_OP_INPUT && n->obj && PyArray_Check(n->obj))
+            h = mix(h, layout_class((PyArrayObject *)n->obj));
+        if (n->op == ND_OP_EXTERN) {
+            h = mix(h, (uint64_t)(uintptr_t)n->obj);
+            for (int k = 0; k < n->nextra; k++) h = mix(h, (uint64_t)n->extra[k]);
+            if (n->attrs) {
+                Py_hash_t ah = PyObject_Hash(n->attrs);
+                if (ah == -1) { PyErr_Clear(); ah = (Py_hash_t)(uintptr_t)n->attrs; }
+                h = mix(h, (uint64_t)ah);
+            }
+        }
+    }
+    for (int i = 0; i < nout; i++) h = mix(h, (uint64_t)outs[i]);
+    return h;
+}
+
+static const char *op_names[ND_OP_COUNT] = {
+    "input", "scalar", "ufunc", "cast", "where", "reduce", "scan", "view",
+    "setitem", "index", "gather", "extern",
+};
+
+const char *nd_op_name(int op)
+{
+    return (op >= 0 && op < ND_OP_COUNT) ? op_names[op] : "?";
+}
+
+static const struct { const char *name; int nin, nout; } uf_table[ND_UF_COUNT] = {
+#define ND_UF(id, pyname, nin, nout) {pyname, nin, nout},
+#include "ufuncs.def"
+#undef ND_UF
+};
+static PyObject *uf_objects[ND_UF_COUNT];
+
+const char *nd_ufunc_name(int id)
+{
+    if (id == ND_RED_ARGMAX) return "argmax";
+    if (id == ND_RED_ARGMIN) return "argmin";
+    return (id >= 0 && id < ND_UF_COUNT) ? uf_table[id].name : "?";
+}
+int nd_ufunc_nin(int id) { return uf_table[id].nin; }
+int nd_ufunc_nout(int id) { return uf_table[id].nout; }
+PyObject *nd_ufunc_object(int id) { return uf_objects[id]; }
+
+int nd_ufunc_lookup(PyObject *ufunc)
+{
+    /* identity scan: 87 pointer compares, cheaper than a dict lookup's hash */
+    for (int i = 0; i < ND_UF_COUNT; i++)
+        if (uf_objects[i] == ufunc) return i;
+    return -1;
+}
+
+int nd_ufuncs_init(void)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return -1;
+    for (int i = 0; i < ND_UF_COUNT; i++) {
+        uf_objects[i] = PyObject_GetAttrString(np, uf_table[i].name);
+        if (!uf_objects[i]) { Py_DECREF(np); return -1; }
+    }
+    Py_DECREF(np);
+    return 0;
+}

@@ -1,0 +1,169 @@
+/* graph.h -- numdyn's one IR: a typed DAG of array operations.
+ *
+ * Contract shared by the tracer (src/trace_*), the NumPy shim (numpy_shim/),
+ * the passes (src/pass_*), the backends (src/backend_*, src/codegen_*) and
+ * guards (guards/). Nodes are stored in one growable array and referred to
+ * by index (nd_id); a node only ever refers to nodes with smaller ids, so
+ * index order is a topological order.
+ *
+ * Every node has a concrete NumPy dtype (typenum) and a concrete shape.
+ * Scalar operand *values* live in node->scalar and are kernel parameters;
+ * graph hashing ignores them so that `x * 0.5` and `x * 0.25` share code.
+ *
+ * Reference rules: every PyObject* field of a node is an owned reference
+ * (or NULL); nd_graph_free releases them.
+ */
+#ifndef ND_GRAPH_H
+#define ND_GRAPH_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#ifndef NPY_NO_DEPRECATED_API
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#endif
+#include <numpy/ndarraytypes.h>
+
+#define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */
+#define ND_MAXIN 3    /* fixed inputs; EXTERN nodes keep more in `extra` */
+
+typedef int32_t nd_id;
+#define ND_NONE ((nd_id)-1)
+
+/* The ufuncs numdyn knows by identity. Codegen emits C for these; the eager
+ * interpreter calls node->obj (the ufunc object itself) for any of them. */
+typedef enum {
+#define ND_UF(id, pyname, nin, nout) ND_UF_##id,
+#include "ufuncs.def"
+#undef ND_UF
+    ND_UF_COUNT
+} nd_ufunc_id;
+
+typedef enum {
+    ND_OP_INPUT = 0, /* obj: an ndarray (argument, global, or an already
+                        materialized value). Shape/dtype are the array's. */
+    ND_OP_SCALAR,    /* 0-d scalar parameter; value in `scalar`, typed at
+                        `dtype` (weak Python scalars are typed at the
+                        dtype they take by NEP 50). obj: the Python scalar. */
+    ND_OP_UFUNC,     /* elementwise: sub = nd_ufunc_id, obj = ufunc object;
+                        inputs broadcast to `shape`; each input is cast to
+                        in_dtype[k] (the loop's dtype) before the op; aux =
+                        which output for multi-output ufuncs (divmod...). */
+    ND_OP_CAST,      /* in[0] converted to `dtype` (astype semantics). */
+    ND_OP_WHERE,     /* in[0] ? in[1] : in[2], broadcast; in[1], in[2] are
+                        already cast to `dtype` by the shim. */
+    ND_OP_REDUCE,    /* sub = nd_ufunc_id of the reducing ufunc (add,
+                        multiply, maximum, minimum, fmax, fmin, logical_and,
+                        logical_or, bitwise_*), or ND_RED_ARGMAX/ARGMIN;
+                        axes: bitmask over in[0]'s dims; flags ND_F_KEEPDIMS;
+                        in_dtype[0] is the accumulation dtype; optional
+                        in[1] = initial (SCALAR). */
+    ND_OP_SCAN,      /* accumulate along axis `aux` (cumsum/cumprod...):
+                        sub = ufunc id, in_dtype[0] = accumulation dtype. */
+    ND_OP_VIEW,      /* affine view of in[0]: output element at index i
+                        reads in[0]'s C-order flat element
+                        voff + sum_d i_d * vstrides[d] (element units, may be
+                        negative or 0 for broadcasting). Covers slicing,
+                        transpose, reshape, broadcast_to, flip, diagonal,
+                        expand_dims, squeeze, real/imag (see flags). */
+    ND_OP_SETITEM,   /* functional update: result = in[0] (the whole base,
+                        same shape/dtype as in[0]) with the region given by
+                        the affine map (voff, vstrides over `vshape`) replaced by
+                        in[1] broadcast to vshape and cast to dtype. */
+    ND_OP_INDEX,     /* int64 array of `shape` whose value is the index
+                        along axis `aux` (iota); the basis of arange, eye,
+                        linspace, tri, indices. */
+    ND_OP_GATHER,    /* advanced indexing read: in[0] array, in[1] int64
+                        flat indices (already bounds-checked / wrapped). */
+    ND_OP_EXTERN,    /* a NumPy function run on materialized inputs inside
+                        the compiled program: obj = callable, attrs = (args
+                        template, kwargs) where nd_placeholder objects mark
+                        inputs; extra/nextra list every input node. */
+    ND_OP_COUNT
+} nd_op;
+
+#define ND_RED_ARGMAX (ND_UF_COUNT + 1)
+#define ND_RED_ARGMIN (ND_UF_COUNT + 2)
+
+/* node->flags */
+#define ND_F_WEAK      0x0001u /* SCALAR came from a Python int/float/complex */
+#define ND_F_KEEPDIMS  0x0002u
+#define ND_F_VIEW_REAL 0x0004u /* VIEW selects the real part of complex in[0] */
+#define ND_F_VIEW_IMAG 0x0008u /* VIEW selects the imaginary part */
+#define ND_F_OUTPUT    0x0010u /* value is needed outside the graph */
+#define ND_F_NOFUSE    0x0020u /* scheduler must materialize this node */
+
+typedef union {
+    double f;
+    int64_t i;
+    uint64_t u;
+    struct { double re, im; } c;
+} nd_scalar;
+
+typedef struct nd_node {
+    uint8_t op;          /* nd_op */
+    uint8_t ndim;
+    int16_t aux;         /* op-specific small integer (see nd_op) */
+    int32_t sub;         /* op-specific: ufunc id / reduce kind */
+    int32_t dtype;       /* NPY_TYPES typenum of the result */
+    int32_t nin;
+    nd_id in[ND_MAXIN];
+    int32_t in_dtype[ND_MAXIN]; /* loop / accumulation dtypes (see op) */
+    uint32_t flags;
+    uint64_t axes;       /* REDUCE: bitmask over in[0]'s dims */
+    npy_intp shape[ND_MAXDIMS];
+    /* VIEW / SETITEM affine map, element units, C-order flat index of in[0] */
+    npy_intp voff;
+    uint8_t vndim;       /* SETITEM: rank of the written region */
+    npy_intp vshape[ND_MAXDIMS];  /* SETITEM: shape of the written region */
+    npy_intp vstrides[ND_MAXDIMS];
+    nd_scalar scalar;    /* SCALAR value (kernel parameter) */
+    nd_id *extra;        /* EXTERN: all input ids (malloc'd, owned) */
+    int32_t nextra;
+    PyObject *obj;       /* owned or NULL (see op) */
+    PyObject *attrs;     /* owned or NULL: extra attributes for printing and
+                            the eager interpreter (e.g. {'axis':..,'keepdims':..}) */
+    PyObject *value;     /* owned or NULL: the materialized ndarray; once set,
+                            the node behaves as an INPUT for later flushes */
+    int32_t refs;        /* number of consumers; maintained by nd_graph_add */
+} nd_node;
+
+typedef struct nd_graph {
+    nd_node *nodes;
+    int32_t n, cap;
+} nd_graph;
+
+nd_graph *nd_graph_new(void);                    /* NULL + MemoryError */
+void nd_graph_free(nd_graph *g);
+/* Append a node (copied from *proto, whose PyObject fields are *stolen*).
+ * Returns its id, or ND_NONE with an exception set. Increments `refs` of
+ * the inputs. */
+nd_id nd_graph_add(nd_graph *g, const nd_node *proto);
+static inline nd_node *nd_graph_node(nd_graph *g, nd_id id) { return &g->nodes[id]; }
+void nd_node_init(nd_node *n, int op, int dtype, int ndim, const npy_intp *shape);
+npy_intp nd_node_size(const nd_node *n);
+
+/* Copy into a fresh standalone graph the nodes needed to compute `outs`.
+ * Nodes with a `value` (and INPUT nodes) become INPUT nodes holding that
+ * array. map (length g->n, may be NULL) receives old id -> new id or ND_NONE.
+ * new_outs receives the new ids of outs. */
+nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
+                           nd_id *map, nd_id *new_outs);
+
+/* Structural hash: ops, dtypes, ranks, which dims are 1, view maps, attrs,
+ * the layout class of INPUT arrays -- but not sizes or scalar values. */
+uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout);
+
+const char *nd_op_name(int op);
+const char *nd_ufunc_name(int ufunc_id);  /* NumPy's name, e.g. "add" */
+int nd_ufunc_nin(int ufunc_id);
+int nd_ufunc_nout(int ufunc_id);
+/* id of a ufunc object, or -1 when it is not one numdyn knows */
+int nd_ufunc_lookup(PyObject *ufunc);
+PyObject *nd_ufunc_object(int ufunc_id);         /* borrowed */
+int nd_ufuncs_init(void);                        /* at module init */
+
+/* Readable listing, one node a line (used by str(numdyn.Graph)). */
+PyObject *nd_graph_repr(nd_graph *g, const nd_id *outs, int nout);
+
+#endif

@@ -1,0 +1,9 @@
+/* graph_py.h -- numdyn.Graph: the Python view of a standalone graph. */
+#ifndef ND_GRAPH_PY_H
+#define ND_GRAPH_PY_H
+#include "graph.h"
+extern PyTypeObject NdGraph_Type;
+/* Wrap a standalone graph (steals g) with its output ids (copied). */
+PyObject *nd_graphpy_wrap(nd_graph *g, const nd_id *outs, int nout);
+int nd_graphpy_init(PyObject *module);
+#endif

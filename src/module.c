@@ -1,0 +1,35 @@
+/* module.c -- numdyn._C: module init; each module registers its own types
+ * and functions through its *_init(module) function. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
+#define PY_UFUNC_UNIQUE_SYMBOL numdyn_UFUNC_API
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
+#include "graph.h"
+#include "trace.h"
+#include "backend.h"
+#include "graph_py.h"
+#include "../numpy_shim/shim.h"
+#include "../guards/guards.h"
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "numdyn._C",
+    "numdyn's C core: tracer, graph, NumPy shim, passes, codegen, runtime.",
+    -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    import_array();
+    import_umath();
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    if (nd_ufuncs_init() < 0 || nd_graphpy_init(m) < 0 || nd_trace_init(m) < 0 ||
+        nd_shim_init(m) < 0 || nd_native_init(m) < 0 || nd_guards_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,36 @@
+/* runtime_counters.c -- process-wide counters behind numdyn.utils.counters. */
+#include "backend.h"
+
+static long long counters[ND_CTR_COUNT];
+static const char *counter_names[ND_CTR_COUNT] = {
+    "kernels_compiled", "kernel_cache_hits", "disk_cache_hits", "graphs",
+    "graph_breaks", "recompiles", "graph_cache_hits", "flushes",
+};
+
+void nd_counter_add(nd_counter c, long long v)
+{
+    /* counters are statistics: a lost update under free-threading is fine,
+     * and with the GIL every caller holds it */
+    counters[c] += v;
+}
+
+PyObject *nd_counters_dict(void)
+{
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int i = 0; i < ND_CTR_COUNT; i++) {
+        PyObject *v = PyLong_FromLongLong(counters[i]);
+        if (!v || PyDict_SetItemString(d, counter_names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+void nd_counters_reset(void)
+{
+    for (int i = 0; i < ND_CTR_COUNT; i++) counters[i] = 0;
+}

@@ -1,0 +1,73 @@
+/* trace.h -- the tracer: per-thread trace state, the lazy proxy type, flush.
+ *
+ * Owned by src/trace_*.c. The shim (numpy_shim/) builds graph nodes through
+ * this interface only; it never touches nd_trace or proxy internals.
+ *
+ * Views and mutation are functionalized here: a proxy is (storage, affine
+ * view of that storage). Reading a proxy yields the node of the storage's
+ * latest version seen through the view; writing a proxy appends a SETITEM to
+ * the storage. Storages that came from caller arrays are written back at
+ * flush/return.
+ */
+#ifndef ND_TRACE_H
+#define ND_TRACE_H
+#include "graph.h"
+
+typedef struct nd_trace nd_trace;
+
+/* The trace active on this thread, or NULL when not tracing. */
+nd_trace *nd_trace_current(void);
+nd_graph *nd_trace_graph(nd_trace *t);
+
+/* Proxy type (numdyn._C.LazyArray). */
+extern PyTypeObject NdProxy_Type;
+static inline int nd_proxy_check(PyObject *o) { return Py_IS_TYPE(o, &NdProxy_Type); }
+
+/* New proxy owning a fresh storage whose value is node `id` (new ref).
+ * is_scalar: the value stands for what NumPy returns as a NumPy scalar
+ * (a full reduction, an op on NumPy scalars only); it is 0-d and is handed
+ * back to Python code as a NumPy scalar when materialized. */
+PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar);
+int nd_proxy_is_scalar(PyObject *proxy);
+/* Node holding the proxy's current value (appends VIEW nodes as needed).
+ * ND_NONE + exception on error. */
+nd_id nd_proxy_read(PyObject *proxy);
+/* dtype / ndim / shape of the proxy's current value, without new nodes. */
+int nd_proxy_dtype(PyObject *proxy);
+int nd_proxy_ndim(PyObject *proxy);
+const npy_intp *nd_proxy_shape(PyObject *proxy);
+/* Replace the proxy's whole region by `value` (broadcast to the proxy's
+ * shape; the caller has already cast it to the proxy's dtype and checked
+ * casting rules). Every view of the same storage sees the new value. */
+int nd_proxy_write(PyObject *proxy, nd_id value);
+/* A view of `base` (new ref): element i of the view is base's C-order flat
+ * element off + sum i_d * strides[d] (element units). Shares base's storage,
+ * so writes through the view are seen by base and vice versa. */
+PyObject *nd_proxy_view(PyObject *base, int ndim, const npy_intp *shape,
+                        npy_intp off, const npy_intp *strides);
+
+/* Turn any operand into a node of the current trace: a proxy (its current
+ * value), an ndarray (INPUT node), a NumPy scalar (strong SCALAR), a Python
+ * bool/int/float/complex (weak SCALAR, provisional dtype: bool/int64/float64/
+ * complex128 with ND_F_WEAK set: the shim retypes it per NEP 50), or a
+ * sequence (converted with np.asarray). ND_NONE + exception on error. */
+nd_id nd_trace_lift(nd_trace *t, PyObject *obj);
+
+/* Materialize a proxy: compute what its value needs (plus pending writes the
+ * caller could see) with the trace's backend and return a real ndarray
+ * (new ref). If `reason` is not NULL this is a graph break: it is recorded
+ * with the user's file/line (and raises GraphBreakError under fullgraph). */
+PyObject *nd_trace_materialize(PyObject *proxy, const char *reason);
+
+/* Call the real NumPy `func` with every proxy in args/kwargs (nested in
+ * tuples, lists, dicts) materialized: the fallback for functions the shim does
+ * not cover. Records a graph break with `reason`. Result is returned as is. */
+PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args,
+                                 PyObject *kwargs, const char *reason);
+
+/* Record a graph break (reason + user location) without materializing.
+ * Returns -1 with GraphBreakError set under fullgraph. */
+int nd_trace_record_break(nd_trace *t, const char *reason);
+
+int nd_trace_init(PyObject *module);  /* module init: types and functions */
+#endif
