@@ -1,8 +1,5 @@
 /* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
-#include "graph.h"
-#define NO_IMPORT_ARRAY
-#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
-#include <numpy/arrayobject.h>
+#include "npy.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)

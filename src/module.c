@@ -1,12 +1,7 @@
 /* module.c -- numdyn._C: module init; each module registers its own types
  * and functions through its *_init(module) function. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL numdyn_UFUNC_API
-#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
-#include <numpy/arrayobject.h>
-#include <numpy/ufuncobject.h>
+#define ND_MODULE_INIT
+#include "npy.h"
 #include "graph.h"
 #include "trace.h"
 #include "backend.h"
