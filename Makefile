@@ -2,7 +2,7 @@
 PYTHON ?= python3
 BUILD ?= build/dev
 EXT_SUFFIX := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
-NP_INC := $(shell $(PYTHON) -c "import numpy;print(numpy.get_include())")
+NP_INC := $(shell $(PYTHON) -c "import numpy;print(numpy.get_include())" 2>/dev/null)
 PY_INC := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 SRCS := $(wildcard src/*.c numpy_shim/*.c guards/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS))
@@ -29,3 +29,107 @@ $(BUILD)/obj/%.o: %.c $(HDRS)
 $(BUILD)/numdyn/_C$(EXT_SUFFIX): $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(OBJS) -ldl
+
+# ---------------------------------------------------------------------------
+# User / CI entry points. Everything below runs inside an isolated virtual
+# environment at $(VENV) made from $(PYTHON); nothing is installed into the
+# interpreter you run make with. Each step is a stamp file, so a second
+# `make test` with nothing changed goes straight to pytest.
+#   make test       set up, build (the real setup.py build, -Werror), whole suite
+#   make demo       set up, build, NumPy vs numdyn on a few real functions
+#   make test-asan  the suite against an AddressSanitizer+UBSan build
+#   make fuzz       the long differential run (hypothesis profile "fuzz")
+#   make bench      every bench/bench_*.py, markdown table for BENCHMARKS.md
+#   make wheel      a wheel in dist/
+VENV ?= .venv
+VPY := $(VENV)/bin/python
+PYTEST_ARGS ?= -q -ra
+# A hung test fails after this many seconds instead of stalling CI.
+TEST_TIMEOUT ?= 900
+FUZZ_EXAMPLES ?= 20000
+TEST_DEPS := "setuptools>=77" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout
+# What the extension build depends on. Lists that make cannot see through
+# timestamps (files added or removed, the test requirements) are recorded in
+# build/*.txt, rewritten only when they change, so a change rebuilds too.
+EXT_INPUTS := $(sort $(wildcard src/*.c src/*.h src/*.def numpy_shim/*.c \
+  numpy_shim/*.h guards/*.c guards/*.h)) setup.py pyproject.toml
+EXT_LIST := build/ext-sources.txt
+DEPS_LIST := build/test-deps.txt
+record = $(shell mkdir -p build; echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1))
+$(call record,$(EXT_LIST),$(EXT_INPUTS))
+$(call record,$(DEPS_LIST),$(PYTHON) $(TEST_DEPS))
+
+.PHONY: sysdeps venv build test demo test-asan fuzz bench wheel clean
+
+# The C compiler is required; SLEEF only makes the native backend faster.
+sysdeps:
+	@command -v $(CC) >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "numdyn: no C compiler ($(CC)); installing gcc with apt-get"; \
+	    { apt-get install -y -q gcc >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && apt-get install -y -q gcc >/dev/null; }; }; \
+	  fi; \
+	  command -v $(CC) >/dev/null 2>&1 || { \
+	    echo "numdyn: no C compiler found (CC=$(CC)). Install gcc or clang, or set CC." >&2; \
+	    exit 1; }; }
+	@if printf '#include <sleef.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "numdyn: SLEEF headers missing; installing libsleef-dev with apt-get"; \
+	  apt-get install -y -q libsleef-dev >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q libsleef-dev >/dev/null; } || \
+	  echo "numdyn: WARNING: could not install libsleef-dev; the native backend will use libm loops (slower)." >&2; \
+	else \
+	  echo "numdyn: WARNING: SLEEF (libsleef-dev) is not installed and cannot be installed here (needs root and apt-get): the native backend will use libm loops (slower). Install it with: sudo apt-get install libsleef-dev" >&2; \
+	fi
+
+$(VENV)/.deps-stamp: pyproject.toml $(DEPS_LIST)
+	@want=$$($(PYTHON) -c 'import sys;print(sys.version)'); \
+	if [ -x $(VPY) ] && [ "$$($(VPY) -c 'import sys;print(sys.version)')" != "$$want" ]; then \
+	  echo "numdyn: $(VENV) was made with another Python; making it again"; rm -rf $(VENV); fi; \
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "numdyn: '$(PYTHON) -m venv' failed; on Debian/Ubuntu install python3-venv." >&2; exit 1; }
+	$(VPY) -m pip install -q --disable-pip-version-check $(TEST_DEPS)
+	@touch $@
+
+# An editable install: Python files under src/numdyn are live; C changes
+# rebuild the extension with setup.py's flags (-Wall -Wextra -Werror).
+$(VENV)/.build-stamp: $(VENV)/.deps-stamp $(EXT_INPUTS) $(EXT_LIST)
+	$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+	@touch $@
+
+venv: $(VENV)/.deps-stamp
+build: sysdeps $(VENV)/.build-stamp
+
+test: build
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) $(PYTEST_ARGS)
+
+demo: build
+	$(VPY) bench/demo.py
+
+bench: build
+	$(VPY) bench/run_all.py --output build/benchmarks.md
+
+fuzz: build
+	@test -n "$(wildcard tests/test_fuzz_*.py)" || { echo "no tests/test_fuzz_*.py yet" >&2; exit 1; }
+	HYPOTHESIS_PROFILE=fuzz NUMDYN_FUZZ=1 NUMDYN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(VPY) -m pytest --timeout=0 $(PYTEST_ARGS) $(wildcard tests/test_fuzz_*.py)
+
+# The sanitized extension is built apart (build/asan) and put first on the
+# path, so the normal install in $(VENV) stays as it is. libasan must be the
+# first library loaded, hence LD_PRELOAD; leaks are not checked (CPython
+# keeps much alive until exit by design).
+ASAN_LIB = $(shell $(CC) -print-file-name=libasan.so)
+test-asan: sysdeps $(VENV)/.deps-stamp
+	NUMDYN_SANITIZE=1 $(VPY) setup.py -q build --build-base build/asan \
+	  --build-lib build/asan/lib
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LD_PRELOAD=$(ASAN_LIB) PYTHONPATH=$(CURDIR)/build/asan/lib \
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} NUMDYN_EXPECT_BUILD=$(CURDIR)/build/asan/lib \
+	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) $(PYTEST_ARGS) -p no:cacheprovider
+
+wheel: $(VENV)/.deps-stamp
+	$(VPY) -m pip wheel -q --no-deps -w dist .
+
+clean:
+	rm -rf build dist $(VENV) *.egg-info src/*.egg-info src/numdyn/_C*.so

@@ -8,6 +8,7 @@ import os
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,7 +40,21 @@ ext = Extension(
              glob.glob("guards/*.h") + glob.glob("src/*.def")),
 )
 
+
+
+class parallel_build_ext(build_ext):
+    """Compile the extension's C files on all cores unless told otherwise
+    (`build_ext -j N`, or NUMDYN_BUILD_JOBS): it is many small files."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            jobs = os.environ.get("NUMDYN_BUILD_JOBS") or os.cpu_count() or 1
+            self.parallel = int(jobs)
+
+
 setup(
+    cmdclass={"build_ext": parallel_build_ext},
     ext_modules=[ext],
     package_dir={"numdyn": "src/numdyn", "numdyn.kernels": "kernels"},
     packages=["numdyn", "numdyn.kernels"],

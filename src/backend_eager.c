@@ -1,6 +1,415 @@
-/* backend_eager.c -- (STUB: to be replaced by the shim owner). */
+/* backend_eager.c -- run a standalone graph node by node with NumPy.
+ *
+ * The reference semantics of every node kind (graph.h) in terms of NumPy
+ * calls: the native backend falls back to nd_eval_node for what it does
+ * not compile, numdyn.Graph.__call__ uses it, and tests compare against it.
+ * Intermediates are released as soon as their last consumer has run, so
+ * peak memory is bounded by the graph's live set, not its size.
+ *
+ * VIEW results are read-only NumPy views onto a C-contiguous copy of the
+ * input (element offsets and strides as the node states); SETITEM copies
+ * its base, so no node ever writes into an array another node can see.
+ */
+#include "npy.h"
 #include "backend.h"
+#include "../numpy_shim/shim_internal.h"
+#include <string.h>
+
+static PyObject *as_array(PyObject *o)
+{
+    if (!o) return NULL;
+    if (PyArray_Check(o)) return o;
+    PyObject *a = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
+    Py_DECREF(o);
+    return a;
+}
+
+/* a converted to typenum dtype (steals a; no copy when already that type;
+ * NPY_LONG and NPY_LONGLONG are the same type on LP64). */
+static PyObject *astype(PyObject *a, int dtype)
+{
+    if (!a) return NULL;
+    PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)a);
+    if (PyArray_EquivTypenums(d->type_num, dtype) && PyArray_ISNBO(d->byteorder)) return a;
+    PyObject *r = PyArray_CastToType((PyArrayObject *)a, PyArray_DescrFromType(dtype), 0);
+    Py_DECREF(a);
+    return r;
+}
+
+/* element value of a SCALAR node as the Python object NumPy converts */
+static PyObject *scalar_pyobj(const nd_node *n)
+{
+    int t = n->dtype;
+    if (t == NPY_BOOL) return PyBool_FromLong(n->scalar.i != 0);
+    if (PyTypeNum_ISCOMPLEX(t)) return PyComplex_FromDoubles(n->scalar.c.re, n->scalar.c.im);
+    if (PyTypeNum_ISFLOAT(t)) return PyFloat_FromDouble(n->scalar.f);
+    if (PyTypeNum_ISUNSIGNED(t)) return PyLong_FromUnsignedLongLong(n->scalar.u);
+    return PyLong_FromLongLong(n->scalar.i);
+}
+
+static PyObject *eval_scalar(const nd_node *n)
+{
+    PyObject *v = scalar_pyobj(n);
+    if (!v) return NULL;
+    PyArrayObject *a = (PyArrayObject *)PyArray_Zeros(0, NULL, PyArray_DescrFromType(n->dtype), 0);
+    if (!a) { Py_DECREF(v); return NULL; }
+    /* setitem casts like np.array(v, dtype): a weak float beyond float16's
+     * range becomes inf, as NumPy's own scalar conversion does */
+    int rc = PyArray_SETITEM(a, PyArray_DATA(a), v);
+    Py_DECREF(v);
+    if (rc < 0) { Py_DECREF(a); return NULL; }
+    return (PyObject *)a;
+}
+
+static PyObject *contiguous(PyObject *a)
+{
+    return (PyObject *)PyArray_GETCONTIGUOUS((PyArrayObject *)a);
+}
+
+/* Strided view of `base` (made C-contiguous) per an affine element map. */
+static PyObject *affine_view(PyObject *base, npy_intp off, int ndim, const npy_intp *shape,
+                             const npy_intp *estrides, int writeable)
+{
+    PyArrayObject *c = (PyArrayObject *)contiguous(base);
+    if (!c) return NULL;
+    PyArray_Descr *d = PyArray_DESCR(c);
+    npy_intp isz = PyArray_ITEMSIZE(c), strides[ND_MAXDIMS];
+    for (int k = 0; k < ndim; k++) strides[k] = estrides[k] * isz;
+    Py_INCREF(d);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, ndim, (npy_intp *)shape, strides,
+                                       PyArray_BYTES(c) + off * isz,
+                                       writeable ? NPY_ARRAY_WRITEABLE : 0, NULL);
+    if (!v) { Py_DECREF(c); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)v, (PyObject *)c) < 0) { Py_DECREF(v); return NULL; }
+    return v;
+}
+
+static PyObject *axes_tuple(uint64_t mask, int ndim)
+{
+    int n = 0;
+    for (int d = 0; d < ndim; d++) if (mask & (1ULL << d)) n++;
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int d = 0, k = 0; d < ndim; d++)
+        if (mask & (1ULL << d)) PyTuple_SET_ITEM(t, k++, PyLong_FromLong(d));
+    return t;
+}
+
+static PyObject *call_kw(PyObject *f, PyObject *args, const char *fmt_names[], PyObject *vals[], int n)
+{
+    PyObject *kw = PyDict_New();
+    if (!kw) return NULL;
+    for (int i = 0; i < n; i++)
+        if (vals[i] && PyDict_SetItemString(kw, fmt_names[i], vals[i]) < 0) { Py_DECREF(kw); return NULL; }
+    PyObject *r = PyObject_Call(f, args, kw);
+    Py_DECREF(kw);
+    return r;
+}
+
+static PyObject *eval_reduce(const nd_node *n, PyObject *const *in)
+{
+    PyArrayObject *x = (PyArrayObject *)in[0];
+    int ndim = PyArray_NDIM(x), keep = (n->flags & ND_F_KEEPDIMS) != 0;
+    if (n->sub == ND_RED_ARGMAX || n->sub == ND_RED_ARGMIN) {
+        int bits = 0, axis = 0;
+        for (int d = 0; d < ndim; d++) if (n->axes & (1ULL << d)) { bits++; axis = d; }
+        PyObject *src = (PyObject *)x, *r;
+        Py_INCREF(src);
+        if (bits != 1 && ndim != 1) {
+            /* axis=None over a nd array: NumPy flattens in C order */
+            Py_SETREF(src, PyArray_Ravel(x, NPY_CORDER));
+            if (!src) return NULL;
+            axis = 0;
+        }
+        r = n->sub == ND_RED_ARGMAX ? PyArray_ArgMax((PyArrayObject *)src, ndim ? axis : NPY_RAVEL_AXIS, NULL)
+                                    : PyArray_ArgMin((PyArrayObject *)src, ndim ? axis : NPY_RAVEL_AXIS, NULL);
+        Py_DECREF(src);
+        r = as_array(r);
+        if (r && keep) {
+            PyArray_Dims dims = {(npy_intp *)n->shape, n->ndim};
+            Py_SETREF(r, PyArray_Newshape((PyArrayObject *)r, &dims, NPY_CORDER));
+        }
+        return astype(r, n->dtype);
+    }
+    PyObject *reduce = PyObject_GetAttrString(n->obj, "reduce");
+    if (!reduce) return NULL;
+    PyObject *axes = axes_tuple(n->axes, ndim);
+    PyObject *dt = (PyObject *)PyArray_DescrFromType(n->in_dtype[0]);
+    PyObject *kd = PyBool_FromLong(keep);
+    PyObject *init = NULL;
+    if (n->nin > 1 && in[1]) init = PyObject_CallMethod(in[1], "item", NULL);
+    PyObject *args = PyTuple_Pack(1, (PyObject *)x);
+    PyObject *r = NULL;
+    if (axes && dt && args && (n->nin < 2 || init)) {
+        const char *names[] = {"axis", "dtype", "keepdims", "initial"};
+        PyObject *vals[] = {axes, dt, kd, init};
+        r = call_kw(reduce, args, names, vals, 4);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(init);
+    Py_XDECREF(kd);
+    Py_XDECREF(dt);
+    Py_XDECREF(axes);
+    Py_DECREF(reduce);
+    return astype(as_array(r), n->dtype);
+}
+
+static PyObject *eval_scan(const nd_node *n, PyObject *const *in)
+{
+    PyObject *acc = PyObject_GetAttrString(n->obj, "accumulate");
+    if (!acc) return NULL;
+    PyObject *axis = PyLong_FromLong(n->aux);
+    PyObject *dt = (PyObject *)PyArray_DescrFromType(n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype);
+    PyObject *args = PyTuple_Pack(1, in[0]);
+    PyObject *r = NULL;
+    if (axis && dt && args) {
+        const char *names[] = {"axis", "dtype"};
+        PyObject *vals[] = {axis, dt};
+        r = call_kw(acc, args, names, vals, 2);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(dt);
+    Py_XDECREF(axis);
+    Py_DECREF(acc);
+    return astype(as_array(r), n->dtype);
+}
+
+static PyObject *eval_ufunc(const nd_node *n, PyObject *const *in)
+{
+    PyObject *args = PyTuple_New(n->nin);
+    if (!args) return NULL;
+    for (int k = 0; k < n->nin; k++) {
+        PyObject *a = in[k];
+        Py_INCREF(a);
+        if (n->in_dtype[k] >= 0) a = astype(a, n->in_dtype[k]);
+        if (!a) { Py_DECREF(args); return NULL; }
+        PyTuple_SET_ITEM(args, k, a);
+    }
+    PyObject *r = PyObject_Call(n->obj, args, NULL);
+    Py_DECREF(args);
+    if (r && PyTuple_Check(r)) {
+        PyObject *one = PyTuple_GET_ITEM(r, n->aux);
+        Py_INCREF(one);
+        Py_SETREF(r, one);
+    }
+    return astype(as_array(r), n->dtype);
+}
+
+static PyObject *eval_view(const nd_node *n, PyObject *const *in)
+{
+    PyObject *v = affine_view(in[0], n->voff, n->ndim, n->shape, n->vstrides, 0);
+    if (!v || !(n->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG))) return v;
+    PyObject *part = PyObject_GetAttrString(v, (n->flags & ND_F_VIEW_REAL) ? "real" : "imag");
+    Py_DECREF(v);
+    return part;
+}
+
+static PyObject *eval_setitem(const nd_node *n, PyObject *const *in)
+{
+    PyArrayObject *res = (PyArrayObject *)PyArray_NewCopy((PyArrayObject *)in[0], NPY_CORDER);
+    if (!res) return NULL;
+    res = (PyArrayObject *)astype((PyObject *)res, n->dtype);
+    if (!res) return NULL;
+    PyObject *region = affine_view((PyObject *)res, n->voff, n->vndim, n->vshape, n->vstrides, 1);
+    if (!region) { Py_DECREF(res); return NULL; }
+    /* unsafe casting: the shim checked NumPy's rules when it recorded the write */
+    PyObject *src = in[1];
+    Py_INCREF(src);
+    src = astype(src, n->dtype);
+    int rc = src ? PyArray_CopyInto((PyArrayObject *)region, (PyArrayObject *)src) : -1;
+    Py_XDECREF(src);
+    Py_DECREF(region);
+    if (rc < 0) { Py_DECREF(res); return NULL; }
+    return (PyObject *)res;
+}
+
+static PyObject *eval_index(const nd_node *n)
+{
+    npy_intp len = n->ndim ? n->shape[n->aux] : 1;
+    PyObject *ar = PyArray_Arange(0, (double)len, 1, NPY_INT64);
+    if (!ar || n->ndim == 0) {
+        if (ar && n->ndim == 0) { Py_DECREF(ar); return PyArray_Zeros(0, NULL, PyArray_DescrFromType(NPY_INT64), 0); }
+        return ar;
+    }
+    npy_intp estr[ND_MAXDIMS];
+    for (int d = 0; d < n->ndim; d++) estr[d] = d == n->aux ? 1 : 0;
+    PyObject *v = affine_view(ar, 0, n->ndim, n->shape, estr, 0);
+    Py_DECREF(ar);
+    return v;
+}
+
+static PyObject *eval_gather(const nd_node *n, PyObject *const *in)
+{
+    PyObject *flat = PyArray_Ravel((PyArrayObject *)in[0], NPY_CORDER);
+    if (!flat) return NULL;
+    PyObject *r = PyArray_TakeFrom((PyArrayObject *)flat, in[1], NPY_RAVEL_AXIS, NULL, NPY_RAISE);
+    Py_DECREF(flat);
+    return astype(as_array(r), n->dtype);
+}
+
+/* An EXTERN node's (args, kwargs) template with every placeholder
+ * (numpy_shim's nd_shim_placeholder(k)) replaced by input array k, looking
+ * into tuples, lists and dict values at any depth. */
+static PyObject *fill_template(PyObject *o, PyObject *const *in, int nin)
+{
+    int k = nd_shim_placeholder_index(o);
+    if (k >= 0) {
+        if (k >= nin) {
+            PyErr_Format(PyExc_SystemError, "numdyn: extern placeholder %d of %d inputs", k, nin);
+            return NULL;
+        }
+        Py_INCREF(in[k]);
+        return in[k];
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *r = PyTuple_CheckExact(o) ? PyTuple_New(n) : PyList_New(n);
+        if (!r) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = fill_template(PySequence_Fast_GET_ITEM(o, i), in, nin);
+            if (!x) { Py_DECREF(r); return NULL; }
+            if (PyTuple_CheckExact(o)) PyTuple_SET_ITEM(r, i, x); else PyList_SET_ITEM(r, i, x);
+        }
+        return r;
+    }
+    if (PyDict_CheckExact(o)) {
+        PyObject *r = PyDict_New();
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        while (r && PyDict_Next(o, &pos, &key, &val)) {
+            PyObject *x = fill_template(val, in, nin);
+            if (!x || PyDict_SetItem(r, key, x) < 0) { Py_XDECREF(x); Py_CLEAR(r); break; }
+            Py_DECREF(x);
+        }
+        return r;
+    }
+    Py_INCREF(o);
+    return o;
+}
+
+static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
+{
+    if (!n->attrs || !PyTuple_Check(n->attrs) || PyTuple_GET_SIZE(n->attrs) != 2) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: EXTERN node without (args, kwargs) attrs");
+        return NULL;
+    }
+    PyObject *args = fill_template(PyTuple_GET_ITEM(n->attrs, 0), in, n->nextra);
+    PyObject *kw = args ? fill_template(PyTuple_GET_ITEM(n->attrs, 1), in, n->nextra) : NULL;
+    PyObject *r = NULL;
+    if (kw) {
+        if (!PyTuple_Check(args)) Py_SETREF(args, PySequence_Tuple(args));
+        if (args) r = PyObject_Call(n->obj, args, kw);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (r && n->aux >= 0) {
+        PyObject *one = PySequence_GetItem(r, n->aux);
+        Py_SETREF(r, one);
+    }
+    r = astype(as_array(r), n->dtype);
+    if (r && (PyArray_NDIM((PyArrayObject *)r) != n->ndim ||
+              memcmp(PyArray_DIMS((PyArrayObject *)r), n->shape, sizeof(npy_intp) * n->ndim) != 0)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "numdyn: extern call %R returned a shape other than the traced one", n->obj);
+        Py_CLEAR(r);
+    }
+    return r;
+}
+
+PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *in)
+{
+    nd_node *n = nd_graph_node(g, id);
+    if (n->value) { Py_INCREF(n->value); return n->value; }
+    switch (n->op) {
+    case ND_OP_INPUT:
+        if (!n->obj) break;
+        Py_INCREF(n->obj);
+        return n->obj;
+    case ND_OP_SCALAR: return eval_scalar(n);
+    case ND_OP_UFUNC: return eval_ufunc(n, in);
+    case ND_OP_CAST: {
+        PyObject *a = in[0];
+        Py_INCREF(a);
+        return astype(a, n->dtype);
+    }
+    case ND_OP_WHERE: {
+        PyObject *r = PyArray_Where(in[0], in[1], in[2]);
+        return astype(as_array(r), n->dtype);
+    }
+    case ND_OP_REDUCE: return eval_reduce(n, in);
+    case ND_OP_SCAN: return eval_scan(n, in);
+    case ND_OP_VIEW: return eval_view(n, in);
+    case ND_OP_SETITEM: return eval_setitem(n, in);
+    case ND_OP_INDEX: return eval_index(n);
+    case ND_OP_GATHER: return eval_gather(n, in);
+    case ND_OP_EXTERN: return eval_extern(n, in);
+    }
+    PyErr_Format(PyExc_SystemError, "numdyn eager: cannot evaluate %s node %d", nd_op_name(n->op), id);
+    return NULL;
+}
+
+static int n_inputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
+static nd_id input_of(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
-{ PyErr_SetString(PyExc_NotImplementedError, "eager backend: not yet implemented"); return NULL; }
-PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *inputs)
-{ PyErr_SetString(PyExc_NotImplementedError, "eager eval: not yet implemented"); return NULL; }
+{
+    int32_t N = g->n;
+    PyObject **val = PyMem_Calloc((size_t)N + 1, sizeof(PyObject *));
+    int32_t *uses = PyMem_Calloc((size_t)N + 1, sizeof(int32_t));
+    char *need = PyMem_Calloc((size_t)N + 1, 1);
+    PyObject *result = NULL;
+    if (!val || !uses || !need) { PyErr_NoMemory(); goto done; }
+    for (int i = 0; i < nout; i++) {
+        if (outs[i] < 0 || outs[i] >= N) {
+            PyErr_SetString(PyExc_ValueError, "numdyn eager: output id out of range");
+            goto done;
+        }
+        need[outs[i]] = 1;
+        uses[outs[i]]++;  /* outputs stay alive until the end */
+    }
+    for (nd_id i = N - 1; i >= 0; i--) {
+        nd_node *n = &g->nodes[i];
+        if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
+        for (int k = 0; k < n_inputs(n); k++) {
+            nd_id j = input_of(n, k);
+            if (j >= 0) { need[j] = 1; uses[j]++; }
+        }
+    }
+    for (nd_id i = 0; i < N; i++) {
+        if (!need[i]) continue;
+        nd_node *n = &g->nodes[i];
+        PyObject *ins[ND_MAXIN > 8 ? ND_MAXIN : 8], **inp = ins;
+        int nin = (n->value || n->op == ND_OP_INPUT) ? 0 : n_inputs(n);
+        if (nin > 8 && !(inp = PyMem_Malloc(sizeof(PyObject *) * (size_t)nin))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int k = 0; k < nin; k++) inp[k] = input_of(n, k) >= 0 ? val[input_of(n, k)] : NULL;
+        val[i] = nd_eval_node(g, i, inp);
+        if (inp != ins) PyMem_Free(inp);
+        if (!val[i]) goto done;
+        for (int k = 0; k < nin; k++) {
+            nd_id j = input_of(n, k);
+            if (j >= 0 && --uses[j] == 0) Py_CLEAR(val[j]);
+        }
+    }
+    result = PyList_New(nout);
+    if (!result) goto done;
+    for (int i = 0; i < nout; i++) {
+        PyObject *v = val[outs[i]];
+        /* results escape to user code: hand out writeable arrays, never a
+         * read-only (possibly 0-stride) view of an intermediate */
+        if (!(PyArray_FLAGS((PyArrayObject *)v) & NPY_ARRAY_WRITEABLE))
+            v = PyArray_NewCopy((PyArrayObject *)v, NPY_CORDER);
+        else
+            Py_INCREF(v);
+        if (!v) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, i, v);
+    }
+done:
+    if (val) for (int32_t i = 0; i < N; i++) Py_XDECREF(val[i]);
+    PyMem_Free(val);
+    PyMem_Free(uses);
+    PyMem_Free(need);
+    return result;
+}

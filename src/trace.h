@@ -69,5 +69,38 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args,
  * Returns -1 with GraphBreakError set under fullgraph. */
 int nd_trace_record_break(nd_trace *t, const char *reason);
 
+/* ---- additions (tracer) ---------------------------------------------
+ *
+ * View semantics, exactly: a proxy is (storage, off, strides[ndim],
+ * shape[ndim]); element i of the proxy is the storage's C-order flat element
+ * off + sum_d i_d * strides[d]. nd_proxy_view(base, ndim, shape, off, s)
+ * takes (off, s) over *base's* C-order flat index and composes: off and
+ * each s[d] are split into per-dimension steps over base's shape (mixed
+ * radix; the split must keep every index inside base's dims -- true for
+ * slicing, transpose, broadcasting (0 strides), diagonal, flips, and
+ * no-copy reshapes), then mapped through base's own per-dim strides. A map
+ * that is not expressible per dimension raises SystemError (a reshape that
+ * NumPy would copy must be a new value, not a view). A view whose map is
+ * the identity reads the storage's version node directly (no VIEW node).
+ *
+ * Proxies outlive their trace safely: a proxy used after its compiled call
+ * returned (or from another thread) computes its value once ("detaches")
+ * and then behaves as that concrete ndarray. */
+
+/* Nonzero when the proxy belongs to the trace active on this thread. */
+int nd_proxy_live(PyObject *proxy);
+/* The concrete ndarray behind a proxy, without graph work, when its
+ * storage's current version is already concrete (an untouched caller array,
+ * or a value computed by an earlier flush): a NumPy view of it through the
+ * proxy's map (the array itself for an identity map: `return a` keeps
+ * identity). New ref; NULL with NO exception when the storage has pending
+ * lazy work (use nd_trace_materialize(p, NULL) then); NULL + exception on
+ * error. Used for element reads (a[i, j] -> NumPy scalar, no flush). */
+PyObject *nd_proxy_base_array(PyObject *proxy);
+/* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,
+ * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
+ * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */
+int nd_trace_supported_array(PyObject *arr);
+
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 #endif

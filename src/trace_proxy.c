@@ -1,19 +1,821 @@
-/* trace_proxy.c -- (STUB: to be replaced by the tracer owner). */
-#include "trace.h"
-#define STUB_NULL { PyErr_SetString(PyExc_NotImplementedError, "numdyn tracer: not yet implemented"); return NULL; }
-PyTypeObject NdProxy_Type = { PyVarObject_HEAD_INIT(NULL, 0) .tp_name = "numdyn._C.LazyArray" };
-nd_trace *nd_trace_current(void) { return NULL; }
-nd_graph *nd_trace_graph(nd_trace *t) { return NULL; }
-PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar) STUB_NULL
-int nd_proxy_is_scalar(PyObject *p) { return 0; }
-nd_id nd_proxy_read(PyObject *p) { PyErr_SetString(PyExc_NotImplementedError, "stub"); return ND_NONE; }
-int nd_proxy_dtype(PyObject *p) { return -1; }
-int nd_proxy_ndim(PyObject *p) { return -1; }
-const npy_intp *nd_proxy_shape(PyObject *p) { return NULL; }
-int nd_proxy_write(PyObject *p, nd_id v) { PyErr_SetString(PyExc_NotImplementedError, "stub"); return -1; }
-PyObject *nd_proxy_view(PyObject *b, int nd, const npy_intp *sh, npy_intp off, const npy_intp *st) STUB_NULL
-nd_id nd_trace_lift(nd_trace *t, PyObject *o) { PyErr_SetString(PyExc_NotImplementedError, "stub"); return ND_NONE; }
-PyObject *nd_trace_materialize(PyObject *p, const char *r) STUB_NULL
-PyObject *nd_trace_fallback_call(PyObject *f, PyObject *a, PyObject *k, const char *r) STUB_NULL
-int nd_trace_record_break(nd_trace *t, const char *r) { return 0; }
-int nd_trace_init(PyObject *module) { (void)module; return 0; }
+/* trace_proxy.c -- numdyn._C.LazyArray: the lazy stand-in for an ndarray.
+ *
+ * Every operator, method and protocol NumPy code uses on an ndarray is
+ * routed to the shim (numpy_shim/shim.h), which appends graph nodes. What
+ * needs a concrete value (bool(), float(), repr(), the buffer protocol,
+ * __array__, pickling) materializes it: a recorded graph break.
+ *
+ * A proxy that is not live (its compiled call has returned, or it belongs
+ * to another thread's trace) never reaches the shim: it computes its value
+ * and the operation runs on that concrete array with plain NumPy.
+ */
+#include "trace_internal.h"
+#include "../numpy_shim/shim.h"
+#include <string.h>
+
+static PyObject *np_matmul;  /* numpy.matmul (a ufunc) */
+static PyObject *str_call;   /* "__call__" */
+
+/* ------------------------------------------------------------- helpers */
+
+/* What Python code should see for a non-live proxy: its concrete value, a
+ * NumPy scalar for is_scalar values (as NumPy would have returned). */
+static PyObject *user_value(NdProxy *p, const char *reason)
+{
+    PyObject *v = nd__proxy_value(p, reason);
+    if (v && p->is_scalar && PyArray_Check(v) && PyArray_NDIM((PyArrayObject *)v) == 0)
+        return PyArray_Return((PyArrayObject *)v);
+    return v;
+}
+
+/* obj itself, or the concrete value of a non-live proxy (new ref) */
+static PyObject *resolve(PyObject *o)
+{
+    if (nd_proxy_check(o) && !nd__live((NdProxy *)o)) return user_value((NdProxy *)o, NULL);
+    return Py_NewRef(o);
+}
+
+static int is_live_proxy(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *)o); }
+static int is_dead_proxy(PyObject *o) { return nd_proxy_check(o) && !nd__live((NdProxy *)o); }
+
+static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
+{
+    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_shim_ufunc2(uf, a, b);
+    PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
+    if (ra && rb)
+        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_shim_ufunc2(uf, ra, rb)
+                                                     : numpy_op(ra, rb);
+    Py_XDECREF(ra);
+    Py_XDECREF(rb);
+    return r;
+}
+
+static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
+{
+    if (is_live_proxy(a)) {
+        if (!is_dead_proxy(b)) return nd_shim_ufunc2_inplace(uf, a, b);
+        PyObject *rb = resolve(b);
+        PyObject *r = rb ? nd_shim_ufunc2_inplace(uf, a, rb) : NULL;
+        Py_XDECREF(rb);
+        return r;
+    }
+    PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
+    if (ra && rb) r = numpy_op(ra, rb);
+    if (r == ra && r) {  /* updated the detached value in place: keep identity */
+        Py_DECREF(r);
+        r = Py_NewRef(a);
+    }
+    Py_XDECREF(ra);
+    Py_XDECREF(rb);
+    return r;
+}
+
+static PyObject *unop(int uf, PyObject *a, unaryfunc numpy_op)
+{
+    if (is_live_proxy(a)) return nd_shim_ufunc1(uf, a);
+    PyObject *ra = resolve(a);
+    PyObject *r = ra ? numpy_op(ra) : NULL;
+    Py_XDECREF(ra);
+    return r;
+}
+
+#define BINOP(name, UF, npop) \
+    static PyObject *p_##name(PyObject *a, PyObject *b) { return binop(ND_UF_##UF, a, b, npop); }
+#define IBINOP(name, UF, npop) \
+    static PyObject *p_i##name(PyObject *a, PyObject *b) { return inplace(ND_UF_##UF, a, b, npop); }
+
+BINOP(add, ADD, PyNumber_Add)
+BINOP(sub, SUBTRACT, PyNumber_Subtract)
+BINOP(mul, MULTIPLY, PyNumber_Multiply)
+BINOP(truediv, TRUE_DIVIDE, PyNumber_TrueDivide)
+BINOP(floordiv, FLOOR_DIVIDE, PyNumber_FloorDivide)
+BINOP(mod, REMAINDER, PyNumber_Remainder)
+BINOP(divmod, DIVMOD, PyNumber_Divmod)
+BINOP(and, BITWISE_AND, PyNumber_And)
+BINOP(or, BITWISE_OR, PyNumber_Or)
+BINOP(xor, BITWISE_XOR, PyNumber_Xor)
+BINOP(lshift, LEFT_SHIFT, PyNumber_Lshift)
+BINOP(rshift, RIGHT_SHIFT, PyNumber_Rshift)
+IBINOP(add, ADD, PyNumber_InPlaceAdd)
+IBINOP(sub, SUBTRACT, PyNumber_InPlaceSubtract)
+IBINOP(mul, MULTIPLY, PyNumber_InPlaceMultiply)
+IBINOP(truediv, TRUE_DIVIDE, PyNumber_InPlaceTrueDivide)
+IBINOP(floordiv, FLOOR_DIVIDE, PyNumber_InPlaceFloorDivide)
+IBINOP(mod, REMAINDER, PyNumber_InPlaceRemainder)
+IBINOP(and, BITWISE_AND, PyNumber_InPlaceAnd)
+IBINOP(or, BITWISE_OR, PyNumber_InPlaceOr)
+IBINOP(xor, BITWISE_XOR, PyNumber_InPlaceXor)
+IBINOP(lshift, LEFT_SHIFT, PyNumber_InPlaceLshift)
+IBINOP(rshift, RIGHT_SHIFT, PyNumber_InPlaceRshift)
+
+static PyObject *np_power2(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
+static PyObject *np_ipower2(PyObject *a, PyObject *b) { return PyNumber_InPlacePower(a, b, Py_None); }
+
+static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod == Py_None) return binop(ND_UF_POWER, a, b, np_power2);
+    /* three-argument pow is not an ndarray operation: NumPy's own answer */
+    PyObject *ra = nd__materialize_tree(a, 1), *rb = ra ? nd__materialize_tree(b, 1) : NULL;
+    PyObject *r = ra && rb ? PyNumber_Power(ra, rb, mod) : NULL;
+    Py_XDECREF(ra);
+    Py_XDECREF(rb);
+    return r;
+}
+
+static PyObject *p_ipow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod != Py_None) return p_pow(a, b, mod);
+    return inplace(ND_UF_POWER, a, b, np_ipower2);
+}
+
+static PyObject *matmul_call(PyObject *a, PyObject *b, PyObject *out)
+{
+    PyObject *args = PyTuple_Pack(2, a, b), *kw = NULL, *r = NULL;
+    if (!args) return NULL;
+    if (out) {
+        kw = Py_BuildValue("{s(O)}", "out", out);
+        if (!kw) { Py_DECREF(args); return NULL; }
+    }
+    if (nd_trace_current()) {
+        r = nd_shim_array_ufunc(np_matmul, str_call, args, kw);
+    } else {
+        PyObject *a2, *k2;
+        if (nd__materialize_call(args, kw, &a2, &k2) == 0) {
+            r = PyObject_Call(np_matmul, a2, k2);
+            Py_DECREF(a2);
+            Py_XDECREF(k2);
+        }
+    }
+    Py_DECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static PyObject *p_matmul(PyObject *a, PyObject *b) { return matmul_call(a, b, NULL); }
+
+static PyObject *p_imatmul(PyObject *a, PyObject *b)
+{
+    PyObject *r = matmul_call(a, b, a);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    return Py_NewRef(a);
+}
+
+static PyObject *p_neg(PyObject *a) { return unop(ND_UF_NEGATIVE, a, PyNumber_Negative); }
+static PyObject *p_pos(PyObject *a) { return unop(ND_UF_POSITIVE, a, PyNumber_Positive); }
+static PyObject *p_abs(PyObject *a) { return unop(ND_UF_ABSOLUTE, a, PyNumber_Absolute); }
+static PyObject *p_invert(PyObject *a) { return unop(ND_UF_INVERT, a, PyNumber_Invert); }
+
+static npy_intp proxy_size(NdProxy *p)
+{
+    npy_intp s = 1;
+    for (int d = 0; d < p->ndim; d++) s *= p->shape[d];
+    return s;
+}
+
+static int p_bool(PyObject *o)
+{
+    NdProxy *p = (NdProxy *)o;
+    npy_intp n = proxy_size(p);
+    if (n != 1) {
+        /* NumPy refuses without looking at the data: same error, no flush */
+        npy_intp dim = n == 0 ? 0 : 2;
+        PyObject *dummy = PyArray_ZEROS(1, &dim, p->dtype, 0);
+        if (!dummy) return -1;
+        int r = PyObject_IsTrue(dummy);
+        Py_DECREF(dummy);
+        return r;
+    }
+    PyObject *v = nd__proxy_value(p, "bool() of an array: a data-dependent branch "
+                                     "(if/while/and/or/not on an array value)");
+    if (!v) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *p_int(PyObject *o)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o, "int() of an array value");
+    PyObject *r = v ? PyNumber_Long(v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyObject *p_float(PyObject *o)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o, "float() of an array value");
+    PyObject *r = v ? PyNumber_Float(v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyObject *p_index(PyObject *o)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o,
+                                  "an array value used as a Python integer (__index__)");
+    PyObject *r = v ? PyNumber_Index(v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyNumberMethods proxy_as_number = {
+    .nb_add = p_add, .nb_subtract = p_sub, .nb_multiply = p_mul,
+    .nb_remainder = p_mod, .nb_divmod = p_divmod, .nb_power = p_pow,
+    .nb_negative = p_neg, .nb_positive = p_pos, .nb_absolute = p_abs,
+    .nb_bool = p_bool, .nb_invert = p_invert, .nb_lshift = p_lshift,
+    .nb_rshift = p_rshift, .nb_and = p_and, .nb_xor = p_xor, .nb_or = p_or,
+    .nb_int = p_int, .nb_float = p_float,
+    .nb_inplace_add = p_iadd, .nb_inplace_subtract = p_isub,
+    .nb_inplace_multiply = p_imul, .nb_inplace_remainder = p_imod,
+    .nb_inplace_power = p_ipow, .nb_inplace_lshift = p_ilshift,
+    .nb_inplace_rshift = p_irshift, .nb_inplace_and = p_iand,
+    .nb_inplace_xor = p_ixor, .nb_inplace_or = p_ior,
+    .nb_floor_divide = p_floordiv, .nb_true_divide = p_truediv,
+    .nb_inplace_floor_divide = p_ifloordiv, .nb_inplace_true_divide = p_itruediv,
+    .nb_index = p_index, .nb_matrix_multiply = p_matmul,
+    .nb_inplace_matrix_multiply = p_imatmul,
+};
+
+static PyObject *p_richcompare(PyObject *a, PyObject *b, int op)
+{
+    static const int ufs[6] = {ND_UF_LESS, ND_UF_LESS_EQUAL, ND_UF_EQUAL,
+                               ND_UF_NOT_EQUAL, ND_UF_GREATER, ND_UF_GREATER_EQUAL};
+    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_shim_ufunc2(ufs[op], a, b);
+    PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
+    if (ra && rb)
+        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_shim_ufunc2(ufs[op], ra, rb)
+                                                     : PyObject_RichCompare(ra, rb, op);
+    Py_XDECREF(ra);
+    Py_XDECREF(rb);
+    return r;
+}
+
+/* ----------------------------------------------------------- mapping */
+
+static Py_ssize_t p_len(PyObject *o)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (p->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of unsized object");
+        return -1;
+    }
+    return p->shape[0];
+}
+
+static PyObject *p_getitem(PyObject *o, PyObject *key)
+{
+    if (is_live_proxy(o)) return nd_shim_getitem(o, key);
+    PyObject *v = user_value((NdProxy *)o, NULL);
+    PyObject *r = v ? PyObject_GetItem(v, key) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static int p_setitem(PyObject *o, PyObject *key, PyObject *value)
+{
+    if (!value) {
+        PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
+        return -1;
+    }
+    if (is_live_proxy(o)) return nd_shim_setitem(o, key, value);
+    PyObject *v = nd__proxy_value((NdProxy *)o, NULL);
+    int r = v ? PyObject_SetItem(v, key, value) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyMappingMethods proxy_as_mapping = {
+    .mp_length = p_len, .mp_subscript = p_getitem, .mp_ass_subscript = p_setitem,
+};
+
+static int p_contains(PyObject *o, PyObject *x)
+{
+    /* NumPy: (a == x).any() */
+    PyObject *eq = PyObject_RichCompare(o, x, Py_EQ);
+    if (!eq) return -1;
+    PyObject *any = PyObject_CallMethod(eq, "any", NULL);
+    Py_DECREF(eq);
+    if (!any) return -1;
+    int r = PyObject_IsTrue(any);
+    Py_DECREF(any);
+    return r;
+}
+
+static PySequenceMethods proxy_as_sequence = {
+    .sq_length = p_len, .sq_contains = p_contains,
+};
+
+/* ------------------------------------------------------------ buffer */
+
+static int p_getbuffer(PyObject *o, Py_buffer *view, int flags)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o,
+                                  "the buffer protocol (memoryview, bytes(), C code) "
+                                  "needs the array's data");
+    if (!v) return -1;
+    int r = PyObject_GetBuffer(v, view, flags);  /* view->obj keeps v alive */
+    Py_DECREF(v);
+    return r;
+}
+
+static PyBufferProcs proxy_as_buffer = { .bf_getbuffer = p_getbuffer };
+
+/* ------------------------------------------------------------ iteration */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *proxy;
+    Py_ssize_t i, n;
+} NdProxyIter;
+
+static void it_dealloc(PyObject *o)
+{
+    Py_XDECREF(((NdProxyIter *)o)->proxy);
+    PyObject_Free(o);
+}
+
+static PyObject *it_next(PyObject *o)
+{
+    NdProxyIter *it = (NdProxyIter *)o;
+    if (!it->proxy || it->i >= it->n) return NULL;
+    PyObject *k = PyLong_FromSsize_t(it->i++);
+    if (!k) return NULL;
+    PyObject *r = p_getitem(it->proxy, k);
+    Py_DECREF(k);
+    return r;
+}
+
+static PyTypeObject NdProxyIter_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.LazyArrayIterator",
+    .tp_basicsize = sizeof(NdProxyIter),
+    .tp_dealloc = it_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = it_next,
+};
+
+static PyObject *p_iter(PyObject *o)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (p->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
+        return NULL;
+    }
+    NdProxyIter *it = PyObject_New(NdProxyIter, &NdProxyIter_Type);
+    if (!it) return NULL;
+    it->proxy = Py_NewRef(o);
+    it->i = 0;
+    it->n = p->shape[0];
+    return (PyObject *)it;
+}
+
+/* ------------------------------------------------------- repr / dealloc */
+
+static PyObject *p_repr(PyObject *o)
+{
+    PyObject *v = user_value((NdProxy *)o, "repr() of an array needs its values");
+    PyObject *r = v ? PyObject_Repr(v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyObject *p_str(PyObject *o)
+{
+    PyObject *v = user_value((NdProxy *)o, "str()/print() of an array needs its values");
+    PyObject *r = v ? PyObject_Str(v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static void p_dealloc(PyObject *o)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (p->weakrefs) PyObject_ClearWeakRefs(o);
+    if (p->st) {
+        nd_trace *t = p->st->trace;
+        if (p->prev) p->prev->next = p->next;
+        else t->proxies = p->next;
+        if (p->next) p->next->prev = p->prev;
+        nd__storage_decref(p->st);
+    }
+    Py_XDECREF(p->value);
+    PyObject_Free(o);
+}
+
+/* ----------------------------------------------------------- methods */
+
+static PyObject *kw_dict(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++)
+        if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, k), args[nargs + k]) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    return d;
+}
+
+/* A method NumPy code calls on the proxy: the shim's version when live,
+ * else the same method of the concrete value. */
+static PyObject *call_method(const char *name, PyObject *self, PyObject *const *args,
+                             size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!is_live_proxy(self)) {
+        PyObject *v = user_value((NdProxy *)self, NULL);
+        if (!v) return NULL;
+        PyObject *m = PyObject_GetAttrString(v, name);
+        Py_DECREF(v);
+        if (!m) return NULL;
+        PyObject *r = PyObject_Vectorcall(m, args, (size_t)nargs, kwnames);
+        Py_DECREF(m);
+        return r;
+    }
+    PyObject *tup = PyTuple_New(nargs), *kw = NULL;
+    if (!tup) return NULL;
+    for (Py_ssize_t k = 0; k < nargs; k++) PyTuple_SET_ITEM(tup, k, Py_NewRef(args[k]));
+    if (kwnames && PyTuple_GET_SIZE(kwnames) && !(kw = kw_dict(args, nargs, kwnames))) {
+        Py_DECREF(tup);
+        return NULL;
+    }
+    PyObject *r = nd_shim_method(name, self, tup, kw);
+    Py_DECREF(tup);
+    Py_XDECREF(kw);
+    return r;
+}
+
+/* A method that needs the concrete data whatever the trace state. */
+static PyObject *call_concrete(const char *name, const char *reason, PyObject *self,
+                               PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *v = user_value((NdProxy *)self, reason);
+    if (!v) return NULL;
+    PyObject *m = PyObject_GetAttrString(v, name);
+    Py_DECREF(v);
+    if (!m) return NULL;
+    PyObject *r = PyObject_Vectorcall(m, args, nargsf, kwnames);
+    Py_DECREF(m);
+    return r;
+}
+
+#define SHIM_METHOD(name) \
+    static PyObject *m_##name(PyObject *self, PyObject *const *args, size_t nargsf, \
+                              PyObject *kwnames) \
+    { return call_method(#name, self, args, nargsf, kwnames); }
+#define CONCRETE_METHOD(name, why) \
+    static PyObject *m_##name(PyObject *self, PyObject *const *args, size_t nargsf, \
+                              PyObject *kwnames) \
+    { return call_concrete(#name, why, self, args, nargsf, kwnames); }
+
+#define SHIM_METHODS(X) \
+    X(all) X(any) X(argmax) X(argmin) X(argpartition) X(argsort) X(astype) X(byteswap) \
+    X(choose) X(clip) X(compress) X(conj) X(conjugate) X(copy) X(cumprod) X(cumsum) \
+    X(diagonal) X(dot) X(fill) X(flatten) X(getfield) X(item) X(max) X(mean) X(min) \
+    X(nonzero) X(partition) X(prod) X(put) X(ravel) X(repeat) X(reshape) X(resize) \
+    X(round) X(searchsorted) X(setfield) X(setflags) X(sort) X(squeeze) X(std) X(sum) \
+    X(swapaxes) X(take) X(to_device) X(tolist) X(trace) X(transpose) X(var) X(view) \
+    X(ptp) X(__round__)
+SHIM_METHODS(SHIM_METHOD)
+
+static PyObject *m___copy__(PyObject *self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
+{
+    return call_method("copy", self, NULL, 0, NULL);
+}
+
+CONCRETE_METHOD(tobytes, "ndarray.tobytes() needs the array's data")
+CONCRETE_METHOD(tofile, "ndarray.tofile() needs the array's data")
+CONCRETE_METHOD(dump, "ndarray.dump() needs the array's data")
+CONCRETE_METHOD(dumps, "ndarray.dumps() needs the array's data")
+CONCRETE_METHOD(__reduce__, "pickling an array needs its data")
+CONCRETE_METHOD(__reduce_ex__, "pickling an array needs its data")
+CONCRETE_METHOD(__deepcopy__, "copy.deepcopy() of an array needs its data")
+CONCRETE_METHOD(__format__, "format() of an array needs its values")
+CONCRETE_METHOD(__dlpack__, "__dlpack__ exports the array's data")
+CONCRETE_METHOD(__dlpack_device__, "__dlpack_device__ of a lazy array")
+CONCRETE_METHOD(__array_namespace__, "__array_namespace__ of a lazy array")
+
+static PyObject *m___complex__(PyObject *self, PyObject *unused)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)self, "complex() of an array value");
+    PyObject *r = v ? PyObject_CallOneArg((PyObject *)&PyComplex_Type, v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kwlist, &dtype, &copy))
+        return NULL;
+    PyObject *v = nd__proxy_value((NdProxy *)self,
+                                  "NumPy needs the array's data (np.asarray, or NumPy C code)");
+    if (!v) return NULL;
+    if (dtype != Py_None) {
+        PyArray_Descr *d = NULL;
+        if (!PyArray_DescrConverter(dtype, &d)) { Py_DECREF(v); return NULL; }
+        PyObject *c = PyArray_CastToType((PyArrayObject *)v, d, 0);  /* steals d */
+        Py_DECREF(v);
+        return c;
+    }
+    if (copy == Py_True) {
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+        Py_DECREF(v);
+        return c;
+    }
+    return v;
+}
+
+static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) < 2) {
+        PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
+        return NULL;
+    }
+    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
+    PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
+    if (!inputs) return NULL;
+    PyObject *r = NULL;
+    if (nd_trace_current()) {
+        r = nd_shim_array_ufunc(ufunc, method, inputs, kwargs);
+    } else {
+        PyObject *a2, *k2, *m = PyObject_GetAttr(ufunc, method);
+        if (m && nd__materialize_call(inputs, kwargs, &a2, &k2) == 0) {
+            r = PyObject_Call(m, a2, k2);
+            Py_DECREF(a2);
+            Py_XDECREF(k2);
+        }
+        Py_XDECREF(m);
+    }
+    Py_DECREF(inputs);
+    return r;
+}
+
+static PyObject *m___array_function__(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *func, *types, *fargs, *fkwargs;
+    if (!PyArg_ParseTuple(args, "OOOO:__array_function__", &func, &types, &fargs, &fkwargs))
+        return NULL;
+    if (nd_trace_current()) return nd_shim_array_function(func, types, fargs, fkwargs);
+    PyObject *a2, *k2;
+    if (nd__materialize_call(fargs, fkwargs, &a2, &k2) < 0) return NULL;
+    PyObject *r = PyObject_Call(func, a2, k2);
+    Py_DECREF(a2);
+    Py_XDECREF(k2);
+    return r;
+}
+
+#define METHOD_ENTRY(name) \
+    {#name, (PyCFunction)(void (*)(void))m_##name, METH_FASTCALL | METH_KEYWORDS, NULL},
+
+static PyMethodDef proxy_methods[] = {
+    SHIM_METHODS(METHOD_ENTRY)
+    METHOD_ENTRY(__copy__)
+    METHOD_ENTRY(tobytes) METHOD_ENTRY(tofile) METHOD_ENTRY(dump) METHOD_ENTRY(dumps)
+    METHOD_ENTRY(__reduce__) METHOD_ENTRY(__reduce_ex__) METHOD_ENTRY(__deepcopy__)
+    METHOD_ENTRY(__format__) METHOD_ENTRY(__dlpack__) METHOD_ENTRY(__dlpack_device__)
+    METHOD_ENTRY(__array_namespace__)
+    {"__complex__", m___complex__, METH_NOARGS, NULL},
+    {"__array__", (PyCFunction)(void (*)(void))m___array__, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__array_ufunc__", (PyCFunction)(void (*)(void))m___array_ufunc__,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__array_function__", (PyCFunction)(void (*)(void))m___array_function__,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+/* --------------------------------------------------------- attributes */
+
+static PyObject *g_shape(PyObject *o, void *c)
+{
+    NdProxy *p = (NdProxy *)o;
+    PyObject *t = PyTuple_New(p->ndim);
+    if (!t) return NULL;
+    for (int d = 0; d < p->ndim; d++) {
+        PyObject *v = PyLong_FromSsize_t(p->shape[d]);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
+static int s_shape(PyObject *o, PyObject *value, void *c)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "Cannot delete array shape");
+        return -1;
+    }
+    if (!nd__live(p)) {
+        PyObject *v = nd__proxy_value(p, NULL);
+        int r = v ? PyObject_SetAttrString(v, "shape", value) : -1;
+        if (r == 0 && v) {  /* the detached value changed shape */
+            PyArrayObject *a = (PyArrayObject *)v;
+            p->ndim = (uint8_t)PyArray_NDIM(a);
+            memcpy(p->shape, PyArray_DIMS(a), sizeof(npy_intp) * p->ndim);
+        }
+        Py_XDECREF(v);
+        return r;
+    }
+    PyObject *args = PyTuple_Pack(1, value);
+    if (!args) return -1;
+    PyObject *r = nd_shim_method("reshape", o, args, NULL);
+    Py_DECREF(args);
+    if (!r) return -1;
+    NdProxy *q = nd_proxy_check(r) ? (NdProxy *)r : NULL;
+    if (!q || q->st != p->st) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_AttributeError,
+                        "Incompatible shape for in-place modification. Use `.reshape()` "
+                        "to make a copy with the desired shape.");
+        return -1;
+    }
+    p->ndim = q->ndim;
+    memcpy(p->shape, q->shape, sizeof(npy_intp) * q->ndim);
+    memcpy(p->strides, q->strides, sizeof(npy_intp) * q->ndim);
+    p->off = q->off;
+    p->identity = q->identity;
+    p->vnode = p->vver = ND_NONE;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *g_dtype(PyObject *o, void *c)
+{
+    return (PyObject *)PyArray_DescrFromType(((NdProxy *)o)->dtype);
+}
+
+static PyObject *g_ndim(PyObject *o, void *c) { return PyLong_FromLong(((NdProxy *)o)->ndim); }
+static PyObject *g_size(PyObject *o, void *c) { return PyLong_FromSsize_t(proxy_size((NdProxy *)o)); }
+
+static Py_ssize_t itemsize(NdProxy *p)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(p->dtype);
+    if (!d) return -1;
+    Py_ssize_t s = PyDataType_ELSIZE(d);
+    Py_DECREF(d);
+    return s;
+}
+
+static PyObject *g_itemsize(PyObject *o, void *c)
+{
+    Py_ssize_t s = itemsize((NdProxy *)o);
+    return s < 0 ? NULL : PyLong_FromSsize_t(s);
+}
+
+static PyObject *g_nbytes(PyObject *o, void *c)
+{
+    Py_ssize_t s = itemsize((NdProxy *)o);
+    return s < 0 ? NULL : PyLong_FromSsize_t(s * proxy_size((NdProxy *)o));
+}
+
+static PyObject *method0(PyObject *o, const char *name)
+{
+    return call_method(name, o, NULL, 0, NULL);
+}
+
+static PyObject *g_T(PyObject *o, void *c) { return method0(o, "transpose"); }
+static PyObject *g_real(PyObject *o, void *c) { return method0(o, "real"); }
+static PyObject *g_imag(PyObject *o, void *c) { return method0(o, "imag"); }
+static PyObject *g_flat(PyObject *o, void *c) { return method0(o, "flat"); }
+
+static PyObject *g_mT(PyObject *o, void *c)
+{
+    if (((NdProxy *)o)->ndim < 2) {
+        PyErr_SetString(PyExc_ValueError, "matrix transpose with ndim < 2 is undefined");
+        return NULL;
+    }
+    PyObject *args[2];
+    args[0] = PyLong_FromLong(-2);
+    args[1] = PyLong_FromLong(-1);
+    PyObject *r = args[0] && args[1] ? call_method("swapaxes", o, args, 2, NULL) : NULL;
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    return r;
+}
+
+/* x.real = v / x.imag = v: the part is not an affine view of the same
+ * dtype, so the update runs on a concrete copy that becomes x's new value. */
+static int set_part(PyObject *o, PyObject *value, const char *part)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (!value) {
+        PyErr_Format(PyExc_AttributeError, "Cannot delete array %s part", part);
+        return -1;
+    }
+    int cplx = p->dtype == NPY_CFLOAT || p->dtype == NPY_CDOUBLE;
+    if (!cplx && part[0] == 'r' && nd__live(p)) return nd_shim_setitem(o, Py_Ellipsis, value);
+    if (!nd__live(p)) {
+        PyObject *v = nd__proxy_value(p, NULL);
+        int r = v ? PyObject_SetAttrString(v, part, value) : -1;
+        Py_XDECREF(v);
+        return r;
+    }
+    PyObject *v = nd__proxy_value(p, cplx ? "setting .real/.imag of a complex array"
+                                          : "setting .imag of a real array");
+    if (!v) return -1;
+    PyObject *cp = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+    Py_DECREF(v);
+    if (!cp) return -1;
+    PyObject *val = nd__materialize_tree(value, 1);
+    int r = val ? PyObject_SetAttrString(cp, part, val) : -1;
+    Py_XDECREF(val);
+    if (r == 0) r = nd__proxy_write_array(p, cp);
+    Py_DECREF(cp);
+    return r;
+}
+
+static int s_real(PyObject *o, PyObject *v, void *c) { return set_part(o, v, "real"); }
+static int s_imag(PyObject *o, PyObject *v, void *c) { return set_part(o, v, "imag"); }
+
+static PyObject *g_concrete_attr(PyObject *o, void *c)
+{
+    const char *name = c;
+    char reason[96];
+    PyOS_snprintf(reason, sizeof reason, "ndarray.%s needs the concrete array", name);
+    PyObject *v = nd__proxy_value((NdProxy *)o, reason);
+    if (!v) return NULL;
+    PyObject *r = PyObject_GetAttrString(v, name);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *g_class(PyObject *o, void *c)
+{
+    /* isinstance(x, np.ndarray) holds inside compiled code as it would
+     * under NumPy; type(x) still names the LazyArray */
+    return Py_NewRef((PyObject *)&PyArray_Type);
+}
+
+static PyObject *g_priority(PyObject *o, void *c) { return PyFloat_FromDouble(1000.0); }
+static PyObject *g_device(PyObject *o, void *c) { return PyUnicode_FromString("cpu"); }
+
+static PyObject *g_is_scalar(PyObject *o, void *c)
+{
+    return PyBool_FromLong(((NdProxy *)o)->is_scalar);
+}
+
+static PyObject *g_live(PyObject *o, void *c) { return PyBool_FromLong(nd__live((NdProxy *)o)); }
+
+static PyGetSetDef proxy_getset[] = {
+    {"shape", g_shape, s_shape, NULL, NULL},
+    {"dtype", g_dtype, NULL, NULL, NULL},
+    {"ndim", g_ndim, NULL, NULL, NULL},
+    {"size", g_size, NULL, NULL, NULL},
+    {"itemsize", g_itemsize, NULL, NULL, NULL},
+    {"nbytes", g_nbytes, NULL, NULL, NULL},
+    {"T", g_T, NULL, NULL, NULL},
+    {"mT", g_mT, NULL, NULL, NULL},
+    {"real", g_real, s_real, NULL, NULL},
+    {"imag", g_imag, s_imag, NULL, NULL},
+    {"flat", g_flat, NULL, NULL, NULL},
+    {"strides", g_concrete_attr, NULL, NULL, "strides"},
+    {"flags", g_concrete_attr, NULL, NULL, "flags"},
+    {"base", g_concrete_attr, NULL, NULL, "base"},
+    {"data", g_concrete_attr, NULL, NULL, "data"},
+    {"ctypes", g_concrete_attr, NULL, NULL, "ctypes"},
+    {"__class__", g_class, NULL, NULL, NULL},
+    {"__array_priority__", g_priority, NULL, NULL, NULL},
+    {"device", g_device, NULL, NULL, NULL},
+    {"_numdyn_is_scalar", g_is_scalar, NULL, "stands for a NumPy scalar", NULL},
+    {"_numdyn_live", g_live, NULL, "belongs to the trace running on this thread", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject NdProxy_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.LazyArray",
+    .tp_doc = "A lazy ndarray inside a numdyn-compiled function: operations on it are "
+              "recorded into a graph and computed when a value is needed.",
+    .tp_basicsize = sizeof(NdProxy),
+    .tp_dealloc = p_dealloc,
+    .tp_repr = p_repr,
+    .tp_str = p_str,
+    .tp_as_number = &proxy_as_number,
+    .tp_as_sequence = &proxy_as_sequence,
+    .tp_as_mapping = &proxy_as_mapping,
+    .tp_as_buffer = &proxy_as_buffer,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_richcompare = p_richcompare,
+    .tp_weaklistoffset = offsetof(NdProxy, weakrefs),
+    .tp_iter = p_iter,
+    .tp_methods = proxy_methods,
+    .tp_getset = proxy_getset,
+};
+
+int nd__proxy_type_init(PyObject *m)
+{
+    if (PyType_Ready(&NdProxy_Type) < 0 || PyType_Ready(&NdProxyIter_Type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "LazyArray", (PyObject *)&NdProxy_Type) < 0) return -1;
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return -1;
+    np_matmul = PyObject_GetAttrString(np, "matmul");
+    Py_DECREF(np);
+    str_call = PyUnicode_InternFromString("__call__");
+    return np_matmul && str_call ? 0 : -1;
+}

@@ -1,0 +1,350 @@
+/* nd_kernel.h -- everything numdyn's generated C includes.
+ *
+ * Generated kernels are plain C11 + OpenMP with no Python or NumPy headers:
+ * this file gives them NumPy's dtypes, NumPy's edge semantics for each ufunc
+ * (floor division and remainder toward -inf, integer division by zero -> 0,
+ * wrapping integer overflow, NaN-propagating maximum/minimum, ...), float16
+ * rounding after every operation, complex arithmetic as NumPy does it, the
+ * SLEEF vector math declarations and the pairwise-summation helpers.
+ *
+ * The whole text of this file is part of every disk-cache key, so editing it
+ * invalidates cached kernels.
+ */
+#ifndef ND_KERNEL_H
+#define ND_KERNEL_H
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <complex.h>
+
+#define ND_INLINE static inline __attribute__((always_inline))
+/* the integer helpers are written once for signed and unsigned types */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+/* Kernel ABI: every kernel is
+ *   void name(char *const *P, const int64_t *I, const nd_sv *S, int *E)
+ * P: base pointers (inputs then outputs), I: sizes and element strides,
+ * S: scalar parameters (layout of graph.h's nd_scalar), E[0]: error bits. */
+typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } nd_sv;
+
+#define ND_ERR_DIVZERO 1   /* integer division by zero: RuntimeWarning */
+#define ND_ERR_OVERFLOW 2  /* MIN // -1: RuntimeWarning */
+#define ND_ERR_NEGPOW 4    /* integer ** negative: ValueError */
+
+typedef uint8_t nd_bool;
+typedef float _Complex nd_c64;
+typedef double _Complex nd_c128;
+
+/* ------------------------------------------------------------ float16 */
+/* float16 values are computed as float holding a value exactly representable
+ * in half; every operation rounds back (NumPy converts to float, computes,
+ * converts to half after EACH op). */
+#if defined(__FLT16_MAX__) && !defined(ND_SOFT_HALF)
+typedef _Float16 nd_half;
+ND_INLINE float nd_h2f(nd_half h) { return (float)h; }
+ND_INLINE nd_half nd_f2h(float f) { return (nd_half)f; }
+ND_INLINE nd_half nd_d2h(double d) { return (nd_half)d; }
+#else
+typedef uint16_t nd_half;
+ND_INLINE float nd_h2f(nd_half h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, b;
+    if (e == 0x1f) b = s | 0x7f800000u | (m << 13);
+    else if (e) b = s | ((e + 112) << 23) | (m << 13);
+    else if (!m) b = s;
+    else { /* subnormal half: normalize */
+        e = 113;
+        while (!(m & 0x400u)) { m <<= 1; e--; }
+        b = s | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+    float f; memcpy(&f, &b, 4); return f;
+}
+ND_INLINE nd_half nd_d2h(double d)
+{
+    /* round-to-nearest-even directly from double (no double rounding) */
+    uint64_t b; memcpy(&b, &d, 8);
+    uint16_t s = (uint16_t)((b >> 48) & 0x8000u);
+    uint64_t a = b & 0x7fffffffffffffffull;
+    if (a >= 0x7ff0000000000000ull)
+        return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
+    if (a >= 0x40f0000000000000ull) return (uint16_t)(s | 0x7c00u); /* >= 65536: inf */
+    int e = (int)(a >> 52) - 1023;
+    uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
+    int shift;
+    uint32_t hb;
+    if (e < -25) return s;
+    if (e < -14) { shift = 42 + (-14 - e); hb = 0; }
+    else { shift = 42; hb = (uint32_t)(e + 15) << 10; m &= 0xfffffffffffffull; }
+    uint64_t q = m >> shift, r = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    uint32_t h = hb + (uint32_t)q;
+    if (r > half || (r == half && (q & 1))) h++;
+    return (uint16_t)(s | h);
+}
+ND_INLINE nd_half nd_f2h(float f) { return nd_d2h((double)f); }
+#endif
+ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
+
+/* ------------------------------------------------ SLEEF vector math */
+/* Declared under private names bound to the libm symbols: with the simd
+ * attribute GCC calls the GNU vector-ABI variants (_ZGVeN8v_exp...) that
+ * libsleefgnuabi exports, at the widest ISA -march=native allows. */
+#ifdef ND_NO_SLEEF
+#define ND_VM
+#else
+#define ND_VM __attribute__((simd("notinbranch")))
+#endif
+#define ND_DECL1(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_##nm(double) __asm__(#nm); \
+    ND_VM __attribute__((const, nothrow)) float nd_##nm##f(float) __asm__(#nm "f");
+#define ND_DECL2(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_##nm(double, double) __asm__(#nm); \
+    ND_VM __attribute__((const, nothrow)) float nd_##nm##f(float, float) __asm__(#nm "f");
+ND_DECL1(exp) ND_DECL1(exp2) ND_DECL1(expm1) ND_DECL1(log) ND_DECL1(log2)
+ND_DECL1(log10) ND_DECL1(log1p) ND_DECL1(sin) ND_DECL1(cos) ND_DECL1(tan)
+ND_DECL1(asin) ND_DECL1(acos) ND_DECL1(atan) ND_DECL1(sinh) ND_DECL1(cosh)
+ND_DECL1(tanh) ND_DECL1(asinh) ND_DECL1(acosh) ND_DECL1(atanh) ND_DECL1(cbrt)
+ND_DECL2(atan2) ND_DECL2(pow) ND_DECL2(hypot)
+
+/* --------------------------------------------------- float helpers */
+#define ND_LOGE2 0.693147180559945309417232121458176568
+#define ND_LOG2E 1.442695040888963407359924681001892137
+
+#define ND_FLOAT_HELPERS(T, S, FLOOR, FMOD, COPYSIGN, LOG1P, EXP, EXP2, NEXTAFTER) \
+ND_INLINE T nd_divmod_##S(T a, T b, T *modp) \
+{ \
+    T mod = FMOD(a, b), div, fdiv; \
+    if (!b) { *modp = mod; return a / b; } \
+    div = (a - mod) / b; \
+    if (mod) { if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; } } \
+    else mod = COPYSIGN((T)0, b); \
+    if (div) { fdiv = FLOOR(div); if (div - fdiv > (T)0.5) fdiv += (T)1; } \
+    else fdiv = COPYSIGN((T)0, a / b); \
+    *modp = mod; \
+    return fdiv; \
+} \
+ND_INLINE T nd_floordiv_##S(T a, T b) \
+{ T m; if (!b) return a / b; return nd_divmod_##S(a, b, &m); } \
+ND_INLINE T nd_remainder_##S(T a, T b) \
+{ T m; if (!b) return FMOD(a, b); nd_divmod_##S(a, b, &m); return m; } \
+ND_INLINE T nd_max_##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
+ND_INLINE T nd_min_##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
+ND_INLINE T nd_fmax_##S(T a, T b) { return (a >= b || b != b) ? a : b; } \
+ND_INLINE T nd_fmin_##S(T a, T b) { return (a <= b || b != b) ? a : b; } \
+ND_INLINE T nd_sign_##S(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; } \
+ND_INLINE T nd_heaviside_##S(T a, T h) \
+{ return a < 0 ? (T)0 : a > 0 ? (T)1 : a == 0 ? h : a; } \
+ND_INLINE T nd_logaddexp_##S(T x, T y) \
+{ \
+    if (x == y) return x + (T)ND_LOGE2; \
+    T t = x - y; \
+    if (t > 0) return x + LOG1P(EXP(-t)); \
+    if (t <= 0) return y + LOG1P(EXP(t)); \
+    return t; \
+} \
+ND_INLINE T nd_logaddexp2_##S(T x, T y) \
+{ \
+    if (x == y) return x + (T)1; \
+    T t = x - y; \
+    if (t > 0) return x + (T)ND_LOG2E * LOG1P(EXP2(-t)); \
+    if (t <= 0) return y + (T)ND_LOG2E * LOG1P(EXP2(t)); \
+    return t; \
+} \
+ND_INLINE T nd_spacing_##S(T x) \
+{ \
+    if (isinf(x)) return (T)NAN; \
+    return NEXTAFTER(x, COPYSIGN((T)INFINITY, x)) - x; \
+}
+ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
+ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
+
+/* ------------------------------------------- float -> int conversions */
+/* C leaves out-of-range/NaN conversions undefined; NumPy gets what x86's
+ * cvtt* instructions give (the "integer indefinite" MIN value). Spell that
+ * out so the optimizer cannot exploit UB. */
+ND_INLINE int64_t nd_d2i64(double x)
+{ return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }
+ND_INLINE int32_t nd_d2i32(double x)
+{ return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
+ND_INLINE uint64_t nd_d2u64(double x)
+{
+    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
+        return (uint64_t)(x - 9223372036854775808.0) + 9223372036854775808ull;
+    return (uint64_t)nd_d2i64(x);
+}
+
+/* ------------------------------------------------- integer helpers */
+#define ND_INT_HELPERS(T, UT, S, TMIN, SIGNED) \
+ND_INLINE T nd_fdiv_##S(T a, T b, int *e) \
+{ \
+    if (b == 0) { *e |= ND_ERR_DIVZERO; return 0; } \
+    if (SIGNED && a == TMIN && b == (T)-1) { *e |= ND_ERR_OVERFLOW; return TMIN; } \
+    T q = a / b; \
+    if (SIGNED && ((a > 0) != (b > 0)) && (T)(q * b) != a) q--; \
+    return q; \
+} \
+ND_INLINE T nd_irem_##S(T a, T b, int *e) \
+{ \
+    if (b == 0) { *e |= ND_ERR_DIVZERO; return 0; } \
+    if (SIGNED && a == TMIN && b == (T)-1) return 0; \
+    T r = a % b; \
+    if (SIGNED && r != 0 && ((r < 0) != (b < 0))) r += b; \
+    return r; \
+} \
+ND_INLINE T nd_ifmod_##S(T a, T b, int *e) \
+{ \
+    if (b == 0) { *e |= ND_ERR_DIVZERO; return 0; } \
+    if (SIGNED && a == TMIN && b == (T)-1) return 0; \
+    return a % b; \
+} \
+ND_INLINE T nd_ipow_##S(T a, T b, int *e) \
+{ \
+    if (SIGNED && b < 0) { *e |= ND_ERR_NEGPOW; return 0; } \
+    UT r = 1, x = (UT)a; \
+    uint64_t n = (uint64_t)b; \
+    while (n) { if (n & 1) r *= x; x *= x; n >>= 1; } \
+    return (T)r; \
+} \
+ND_INLINE T nd_lshift_##S(T a, T b) \
+{ return ((uint64_t)b < sizeof(T) * 8) ? (T)((UT)a << b) : (T)0; } \
+ND_INLINE T nd_rshift_##S(T a, T b) \
+{ \
+    if ((uint64_t)b < sizeof(T) * 8) return (T)(a >> b); \
+    return (SIGNED && a < 0) ? (T)-1 : (T)0; \
+} \
+ND_INLINE T nd_iabs_##S(T a) { return (SIGNED && a < 0) ? (T)(0 - (UT)a) : a; } \
+ND_INLINE T nd_gcd_##S(T a, T b) \
+{ \
+    UT x = (UT)nd_iabs_##S(a), y = (UT)nd_iabs_##S(b); \
+    while (y) { UT t = x % y; x = y; y = t; } \
+    return (T)x; \
+} \
+ND_INLINE T nd_lcm_##S(T a, T b) \
+{ \
+    T g = nd_gcd_##S(a, b); \
+    if (!g) return 0; \
+    return (T)((UT)nd_iabs_##S(a) / (UT)g * (UT)nd_iabs_##S(b)); \
+} \
+ND_INLINE T nd_isign_##S(T a) { return a > 0 ? (T)1 : (SIGNED && a < 0) ? (T)-1 : (T)0; } \
+ND_INLINE uint8_t nd_popcnt_##S(T a) \
+{ return (uint8_t)__builtin_popcountll((uint64_t)(UT)nd_iabs_##S(a)); }
+ND_INT_HELPERS(int8_t, uint8_t, i8, INT8_MIN, 1)
+ND_INT_HELPERS(int16_t, uint16_t, i16, INT16_MIN, 1)
+ND_INT_HELPERS(int32_t, uint32_t, i32, INT32_MIN, 1)
+ND_INT_HELPERS(int64_t, uint64_t, i64, INT64_MIN, 1)
+ND_INT_HELPERS(uint8_t, uint8_t, u8, 0, 0)
+ND_INT_HELPERS(uint16_t, uint16_t, u16, 0, 0)
+ND_INT_HELPERS(uint32_t, uint32_t, u32, 0, 0)
+ND_INT_HELPERS(uint64_t, uint64_t, u64, 0, 0)
+
+/* ------------------------------------------------------------ complex */
+/* NumPy multiplies complex numbers naively (no C99 Annex G recovery of
+ * infinities) and divides with Smith's algorithm; C's `*` and `/` on
+ * _Complex would call __muldc3/__divdc3. */
+#define ND_COMPLEX_HELPERS(CT, T, S, FABS, HYPOT, CEXP, CLOG, CPOW) \
+ND_INLINE CT nd_cmk_##S(T re, T im) { CT z; __real__ z = re; __imag__ z = im; return z; } \
+ND_INLINE CT nd_cmul_##S(CT a, CT b) \
+{ \
+    T ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b; \
+    return nd_cmk_##S(ar * br - ai * bi, ar * bi + ai * br); \
+} \
+ND_INLINE CT nd_cdiv_##S(CT a, CT b) \
+{ \
+    T in1r = __real__ a, in1i = __imag__ a, in2r = __real__ b, in2i = __imag__ b; \
+    T in2r_abs = FABS(in2r), in2i_abs = FABS(in2i); \
+    if (in2r_abs >= in2i_abs) { \
+        if (in2r_abs == 0 && in2i_abs == 0) \
+            return nd_cmk_##S(in1r / in2r_abs, in1i / in2i_abs); \
+        T rat = in2i / in2r, scl = (T)1.0 / (in2r + in2i * rat); \
+        return nd_cmk_##S((in1r + in1i * rat) * scl, (in1i - in1r * rat) * scl); \
+    } \
+    T rat = in2r / in2i, scl = (T)1.0 / (in2i + in2r * rat); \
+    return nd_cmk_##S((in1r * rat + in1i) * scl, (in1i * rat - in1r) * scl); \
+} \
+ND_INLINE T nd_cabs_##S(CT a) { return HYPOT(__real__ a, __imag__ a); } \
+ND_INLINE int nd_clt_##S(CT a, CT b) \
+{ \
+    T ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b; \
+    return (ar < br && ai == ai && bi == bi) || (ar == br && ai < bi); \
+} \
+ND_INLINE int nd_cle_##S(CT a, CT b) \
+{ \
+    T ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b; \
+    return (ar < br && ai == ai && bi == bi) || (ar == br && ai <= bi); \
+} \
+ND_INLINE int nd_cisnan_##S(CT a) { return __real__ a != __real__ a || __imag__ a != __imag__ a; } \
+ND_INLINE CT nd_cmax_##S(CT a, CT b) \
+{ return (nd_cisnan_##S(a) || nd_cle_##S(b, a)) ? a : b; } \
+ND_INLINE CT nd_cmin_##S(CT a, CT b) \
+{ return (nd_cisnan_##S(a) || nd_cle_##S(a, b)) ? a : b; } \
+ND_INLINE CT nd_cfmax_##S(CT a, CT b) \
+{ return (nd_cisnan_##S(b) || nd_cle_##S(b, a)) ? a : b; } \
+ND_INLINE CT nd_cfmin_##S(CT a, CT b) \
+{ return (nd_cisnan_##S(b) || nd_cle_##S(a, b)) ? a : b; } \
+ND_INLINE CT nd_csign_##S(CT a) \
+{ \
+    T ab = nd_cabs_##S(a); \
+    if (ab == 0) return nd_cmk_##S(0, 0); \
+    if (ab != ab) return nd_cmk_##S((T)NAN, (T)NAN); \
+    if (isinf(ab)) { \
+        T r = __real__ a, i = __imag__ a; \
+        if (isinf(r) && isinf(i)) return nd_cmk_##S((T)NAN, (T)NAN); \
+        return nd_cmk_##S(isinf(r) ? (r > 0 ? 1 : -1) : 0, isinf(i) ? (i > 0 ? 1 : -1) : 0); \
+    } \
+    return nd_cmk_##S(__real__ a / ab, __imag__ a / ab); \
+} \
+ND_INLINE CT nd_cexp_##S(CT a) { return CEXP(a); } \
+ND_INLINE CT nd_clog_##S(CT a) { return CLOG(a); } \
+ND_INLINE CT nd_cpow_##S(CT a, CT b) \
+{ \
+    T br = __real__ b, bi = __imag__ b, ar = __real__ a, ai = __imag__ a; \
+    if (br == 0 && bi == 0) return nd_cmk_##S(1, 0); \
+    if (ar == 0 && ai == 0) { \
+        if (br > 0 && bi == 0) return nd_cmk_##S(0, 0); \
+        return nd_cmk_##S((T)NAN, (T)NAN); \
+    } \
+    if (bi == 0 && br == (T)(int64_t)br && br > -100 && br < 100) { \
+        int64_t n = (int64_t)br, m = n < 0 ? -n : n; \
+        CT r = nd_cmk_##S(1, 0), x = a; \
+        while (m) { if (m & 1) r = nd_cmul_##S(r, x); x = nd_cmul_##S(x, x); m >>= 1; } \
+        return n < 0 ? nd_cdiv_##S(nd_cmk_##S(1, 0), r) : r; \
+    } \
+    return CPOW(a, b); \
+}
+ND_COMPLEX_HELPERS(nd_c128, double, cd, fabs, hypot, cexp, clog, cpow)
+ND_COMPLEX_HELPERS(nd_c64, float, cf, fabsf, hypotf, cexpf, clogf, cpowf)
+
+/* -------------------------------------------------- pairwise summation */
+/* A binary counter of partial sums: pushing block sums and merging equal
+ * levels gives pairwise summation's O(log n) error bound for any number of
+ * blocks, streaming, with 64 slots of state. */
+#define ND_CASCADE(T, S) \
+ND_INLINE void nd_cas_push_##S(T *st, uint64_t *cnt, T v) \
+{ \
+    uint64_t c = *cnt; \
+    int k = 0; \
+    while (c & 1) { v = st[k] + v; c >>= 1; k++; } \
+    st[k] = v; \
+    (*cnt)++; \
+} \
+ND_INLINE T nd_cas_sum_##S(const T *st, uint64_t cnt, T zero) \
+{ \
+    T s = zero; \
+    for (int k = 0; cnt; k++, cnt >>= 1) if (cnt & 1) s = st[k] + s; \
+    return s; \
+}
+ND_CASCADE(double, d)
+ND_CASCADE(float, f)
+
+#define ND_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Parallel threshold: below this much work (elements x cost) a kernel runs
+ * on the calling thread; waking the OpenMP team costs a few microseconds. */
+#ifndef ND_PAR_WORK
+#define ND_PAR_WORK 32768
+#endif
+#define ND_BLOCK 4096    /* inner-loop block of a parallel task */
+#define ND_RBLOCK 256    /* leaf block of a pairwise sum */
+
+#endif

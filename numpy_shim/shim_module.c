@@ -1,0 +1,481 @@
+/* shim_module.c -- the function table, the dispatcher, and numdyn._C.shim.
+ *
+ * Each registered def becomes a ShimFunction object: a vectorcall callable
+ * that runs the def's impl when there is lazy work to record (an active
+ * trace and a proxy argument, or a creation function under a trace) and
+ * otherwise calls NumPy's own function with the same arguments, so outside
+ * tracing and on plain arrays results are NumPy's by construction. The
+ * shim module holds these objects under NumPy's names; every other name
+ * falls through to numpy (np.pi, np.float32, ufuncs, np.random).
+ */
+#include "shim_priv.h"
+#include <stddef.h>
+#include <string.h>
+
+struct nd_shim_table {
+    PyObject *by_func;    /* numpy function object -> ShimFunction */
+    PyObject *methods;    /* method name -> ShimFunction */
+    PyObject *module;     /* numdyn._C.shim */
+};
+
+static nd_shim_table table;
+static PyObject *numpy_mod;
+
+PyObject *nd_shim_numpy(void) { return numpy_mod; }
+PyObject *nd_shim_module(void) { return table.module; }
+
+/* ------------------------------------------------------------ ShimFunction */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    const nd_shim_def *def;
+    PyObject *numpy_func;   /* NULL for methods */
+} shimfunc;
+
+static PyTypeObject ShimFunction_Type;
+
+PyObject *nd_shim_numpy_object(const nd_shim_def *def)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    while (table.by_func && PyDict_Next(table.by_func, &pos, &key, &val))
+        if (((shimfunc *)val)->def == def) return key;
+    return NULL;
+}
+
+static int has_proxy(PyObject *o, int depth)
+{
+    if (nd_proxy_check(o)) return 1;
+    if (depth > 0 && (PyTuple_CheckExact(o) || PyList_CheckExact(o))) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject **items = PySequence_Fast_ITEMS(o);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (has_proxy(items[i], depth - 1)) return 1;
+    }
+    return 0;
+}
+
+static PyObject *fallback(PyObject *func, const char *reason, PyObject *args, PyObject *kwargs)
+{
+    if (!func) {
+        PyErr_Format(PyExc_SystemError, "numdyn shim: no NumPy function to fall back to (%s)", reason);
+        return NULL;
+    }
+    return nd_trace_fallback_call(func, args, kwargs, reason);
+}
+
+PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
+                           PyObject *func, PyObject *args, PyObject *kwargs)
+{
+    PyObject *r = def->impl(t, argv);
+    if (r || PyErr_Occurred()) {
+        (void)nd_shim_take_unsupported();
+        return r;
+    }
+    const char *reason = nd_shim_take_unsupported();
+    char buf[320];
+    if (!reason) {
+        PyErr_Format(PyExc_SystemError, "numdyn shim: %s returned NULL without a reason", def->name);
+        return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s", reason);
+    return fallback(func, buf, args, kwargs);
+}
+
+static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames)
+{
+    shimfunc *f = (shimfunc *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    nd_trace *t = nd_trace_current();
+    int lazy = 0;
+    if (t) {
+        lazy = (f->def->flags & ND_SHIM_CREATE) != 0;
+        Py_ssize_t ntot = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+        for (Py_ssize_t i = 0; !lazy && i < ntot; i++) lazy = has_proxy(args[i], 2);
+    }
+    if (!lazy) return PyObject_Vectorcall(f->numpy_func, args, nargsf, kwnames);
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_fast(f->def, args, nargs, kwnames, argv) < 0) return NULL;
+    PyObject *r = f->def->impl(t, argv);
+    if (r || PyErr_Occurred()) {
+        (void)nd_shim_take_unsupported();
+        return r;
+    }
+    const char *reason = nd_shim_take_unsupported();
+    if (!reason) {
+        PyErr_Format(PyExc_SystemError, "numdyn shim: %s returned NULL without a reason", f->def->name);
+        return NULL;
+    }
+    char buf[320];
+    snprintf(buf, sizeof buf, "%s", reason);
+    PyObject *tup = PyTuple_New(nargs), *kw = NULL;
+    if (!tup) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tup, i, args[i]); }
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        if (!(kw = PyDict_New())) { Py_DECREF(tup); return NULL; }
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); j++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0) {
+                Py_DECREF(tup); Py_DECREF(kw); return NULL;
+            }
+    }
+    r = fallback(f->numpy_func, buf, tup, kw);
+    Py_DECREF(tup);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static void shimfunc_dealloc(PyObject *self)
+{
+    Py_XDECREF(((shimfunc *)self)->numpy_func);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *shimfunc_repr(PyObject *self)
+{
+    shimfunc *f = (shimfunc *)self;
+    return PyUnicode_FromFormat("<numdyn shim of %s %s>", f->numpy_func ? "numpy" : "ndarray",
+                                f->def->name);
+}
+
+/* Introspection goes to NumPy's function (name, doc, signature), so code
+ * that inspects np.sum inside a compiled function sees NumPy's. */
+static PyObject *shimfunc_getattro(PyObject *self, PyObject *name)
+{
+    shimfunc *f = (shimfunc *)self;
+    if (f->numpy_func && PyUnicode_Check(name)) {
+        if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+            Py_INCREF(f->numpy_func);
+            return f->numpy_func;
+        }
+        static const char *fwd[] = {"__name__", "__qualname__", "__doc__", "__module__",
+                                    "__signature__", "__text_signature__", "__defaults__",
+                                    "__kwdefaults__", NULL};
+        int dunder = PyUnicode_GET_LENGTH(name) > 2 && PyUnicode_READ_CHAR(name, 0) == '_' &&
+                     PyUnicode_READ_CHAR(name, 1) == '_';
+        int forward = !dunder;
+        for (int i = 0; !forward && fwd[i]; i++)
+            forward = PyUnicode_CompareWithASCIIString(name, fwd[i]) == 0;
+        if (forward) return PyObject_GetAttr(f->numpy_func, name);
+    }
+    return PyObject_GenericGetAttr(self, name);
+}
+
+static PyTypeObject ShimFunction_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.ShimFunction",
+    .tp_basicsize = sizeof(shimfunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(shimfunc, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = shimfunc_dealloc,
+    .tp_repr = shimfunc_repr,
+    .tp_getattro = shimfunc_getattro,
+    .tp_doc = "A NumPy function as numdyn's shim records it inside compiled functions.",
+};
+
+static PyObject *shimfunc_new(const nd_shim_def *def, PyObject *numpy_func)
+{
+    shimfunc *f = PyObject_New(shimfunc, &ShimFunction_Type);
+    if (!f) return NULL;
+    f->vectorcall = shimfunc_vectorcall;
+    f->def = def;
+    Py_XINCREF(numpy_func);
+    f->numpy_func = numpy_func;
+    return (PyObject *)f;
+}
+
+/* ------------------------------------------------------------ module */
+
+static PyObject *fallthrough_getattr(PyObject *target, PyObject *name)
+{
+    return PyObject_GetAttr(target, name);
+}
+
+static PyMethodDef getattr_def = {"__getattr__", fallthrough_getattr, METH_O,
+                                  "Names the shim does not define come from NumPy."};
+
+static PyObject *new_shim_module(const char *name, PyObject *target)
+{
+    PyObject *m = PyModule_New(name);
+    if (!m) return NULL;
+    PyObject *ga = PyCFunction_New(&getattr_def, target);
+    if (!ga || PyModule_AddObject(m, "__getattr__", ga) < 0) {
+        Py_XDECREF(ga);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+static PyObject *numpy_path(const char *path);
+static PyObject *submods;  /* "linalg" -> the shim's numdyn._C.shim.linalg */
+
+/* The shim (sub)module holding the leaf of a dotted name, created on first
+ * use as a module whose unknown names fall through to NumPy's submodule.
+ * Borrowed (kept alive by `submods`). */
+static PyObject *submodule_for(const char *path, const char **leaf)
+{
+    const char *dot = strrchr(path, '.');
+    if (!dot) { *leaf = path; return table.module; }
+    *leaf = dot + 1;
+    PyObject *prefix = PyUnicode_FromStringAndSize(path, dot - path);
+    if (!prefix) return NULL;
+    PyObject *m = PyDict_GetItemWithError(submods, prefix);
+    if (m || PyErr_Occurred()) { Py_DECREF(prefix); return m; }
+    const char *pleaf;
+    PyObject *parent = submodule_for(PyUnicode_AsUTF8(prefix), &pleaf);
+    PyObject *target = parent ? numpy_path(PyUnicode_AsUTF8(prefix)) : NULL;
+    PyObject *name = target ? PyUnicode_FromFormat("numdyn._C.shim.%U", prefix) : NULL;
+    m = name ? new_shim_module(PyUnicode_AsUTF8(name), target) : NULL;
+    int rc = (m && PyObject_SetAttrString(parent, pleaf, m) == 0 &&
+              PyDict_SetItem(submods, prefix, m) == 0) ? 0 : -1;
+    Py_XDECREF(m);   /* submods holds it */
+    Py_XDECREF(name);
+    Py_XDECREF(target);
+    Py_DECREF(prefix);
+    return rc == 0 ? m : NULL;
+}
+
+static PyObject *numpy_path(const char *path)
+{
+    PyObject *o = numpy_mod;
+    Py_INCREF(o);
+    const char *p = path;
+    while (*p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        PyObject *part = PyUnicode_FromStringAndSize(p, (Py_ssize_t)n);
+        if (!part) { Py_DECREF(o); return NULL; }
+        PyObject *next = PyObject_GetAttr(o, part);
+        Py_DECREF(part);
+        Py_DECREF(o);
+        if (!next) return NULL;
+        o = next;
+        p += n + (dot ? 1 : 0);
+    }
+    return o;
+}
+
+int nd_shim_add_functions(nd_shim_table *tab, const nd_shim_def *defs)
+{
+    for (const nd_shim_def *d = defs; d->name; d++) {
+        if (!nd_shim_spec(d)) return -1;
+        PyObject *np = numpy_path(d->name);
+        if (!np) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            continue;
+        }
+        PyObject *f = shimfunc_new(d, np);
+        if (!f) { Py_DECREF(np); return -1; }
+        const char *leaf;
+        PyObject *mod = submodule_for(d->name, &leaf);
+        int rc = (mod && PyObject_SetAttrString(mod, leaf, f) == 0 &&
+                  PyDict_SetItem(tab->by_func, np, f) == 0) ? 0 : -1;
+        Py_DECREF(f);
+        Py_DECREF(np);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+int nd_shim_add_methods(nd_shim_table *tab, const nd_shim_def *defs)
+{
+    for (const nd_shim_def *d = defs; d->name; d++) {
+        if (!nd_shim_spec(d)) return -1;
+        PyObject *f = shimfunc_new(d, NULL);
+        if (!f) return -1;
+        int rc = PyDict_SetItemString(tab->methods, d->name, f);
+        Py_DECREF(f);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+PyObject *nd_shim_lookup(PyObject *numpy_func)
+{
+    if (!table.by_func) return NULL;
+    PyObject *f = PyDict_GetItemWithError(table.by_func, numpy_func);
+    if (!f) PyErr_Clear();
+    return f;
+}
+
+PyObject *nd_shim_call_numpy(const nd_shim_def *def, PyObject *args, PyObject *kwargs)
+{
+    PyObject *np = numpy_path(def->name);
+    if (!np) return NULL;
+    PyObject *r = PyObject_Call(np, args, kwargs);
+    Py_DECREF(np);
+    return r;
+}
+
+/* ------------------------------------------------------------ protocols */
+
+static PyObject *not_supported(PyObject *func, PyObject *args, PyObject *kwargs)
+{
+    char buf[200];
+    PyObject *mod = PyObject_GetAttrString(func, "__module__");
+    PyObject *name = mod ? PyObject_GetAttrString(func, "__name__") : NULL;
+    if (!name) PyErr_Clear();
+    snprintf(buf, sizeof buf, "%s.%s is not supported in-graph",
+             (mod && PyUnicode_Check(mod)) ? PyUnicode_AsUTF8(mod) : "numpy",
+             (name && PyUnicode_Check(name)) ? PyUnicode_AsUTF8(name) : "?");
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_XDECREF(mod);
+    Py_XDECREF(name);
+    return nd_trace_fallback_call(func, args, kwargs, buf);
+}
+
+static PyObject *run_def(nd_trace *t, PyObject *sf, PyObject *args, PyObject *kwargs)
+{
+    shimfunc *f = (shimfunc *)sf;
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(f->def, args, kwargs, argv) < 0) return NULL;
+    return nd_shim_run_impl(t, f->def, argv, f->numpy_func, args, kwargs);
+}
+
+PyObject *nd_shim_array_function(PyObject *func, PyObject *types, PyObject *args, PyObject *kwargs)
+{
+    (void)types;
+    nd_trace *t = nd_trace_current();
+    PyObject *sf = t ? nd_shim_lookup(func) : NULL;
+    if (!sf) return not_supported(func, args, kwargs);
+    return run_def(t, sf, args, kwargs);
+}
+
+PyObject *nd_shim_array_ufunc(PyObject *ufunc, PyObject *method, PyObject *args, PyObject *kwargs)
+{
+    nd_trace *t = nd_trace_current();
+    int uf = nd_ufunc_lookup(ufunc);
+    const char *m = PyUnicode_Check(method) ? PyUnicode_AsUTF8(method) : NULL;
+    if (!m) return NULL;
+    if (t && strcmp(m, "__call__") == 0) {
+        if (uf >= 0) return nd_shim_ufunc_call(t, uf, args, kwargs);
+        PyObject *sf = nd_shim_lookup(ufunc);
+        if (sf) return run_def(t, sf, args, kwargs);
+        return not_supported(ufunc, args, kwargs);
+    }
+    if (t && uf >= 0 && strcmp(m, "reduce") == 0) return nd_shim_ufunc_reduce(t, uf, args, kwargs);
+    if (t && uf >= 0 && strcmp(m, "accumulate") == 0) return nd_shim_ufunc_accumulate(t, uf, args, kwargs);
+    if (t && uf >= 0 && strcmp(m, "outer") == 0) return nd_shim_ufunc_outer(t, uf, args, kwargs);
+    if (t && strcmp(m, "at") == 0) return nd_shim_ufunc_at(t, ufunc, args, kwargs);
+    PyObject *bound = PyObject_GetAttr(ufunc, method);
+    if (!bound) return NULL;
+    char buf[200];
+    PyObject *name = PyObject_GetAttrString(ufunc, "__name__");
+    if (!name) PyErr_Clear();
+    snprintf(buf, sizeof buf, "numpy.%s.%s is not supported in-graph",
+             (name && PyUnicode_Check(name)) ? PyUnicode_AsUTF8(name) : "?", m);
+    Py_XDECREF(name);
+    PyObject *r = nd_trace_fallback_call(bound, args, kwargs, buf);
+    Py_DECREF(bound);
+    return r;
+}
+
+/* Methods the shim does not cover run on the materialized value. Those
+ * that mutate in place run on a private copy that then becomes the
+ * proxy's new value, so the mutation is seen by every view (functional). */
+static int mutating_method(const char *name)
+{
+    static const char *names[] = {"sort", "fill", "put", "partition", "itemset", "resize",
+                                  "setfield", "byteswap", NULL};
+    for (int i = 0; names[i]; i++) if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
+static PyObject *method_fallback(const char *name, PyObject *self, PyObject *args,
+                                 PyObject *kwargs, const char *reason)
+{
+    char buf[320];
+    if (reason) snprintf(buf, sizeof buf, "%s", reason);
+    else snprintf(buf, sizeof buf, "ndarray.%s is not supported in-graph", name);
+    if (!nd_proxy_check(self)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn shim: method call on a non-proxy");
+        return NULL;
+    }
+    PyObject *arr = nd_trace_materialize(self, buf);
+    if (!arr) return NULL;
+    nd_trace *t = nd_trace_current();
+    int mut = t && mutating_method(name);
+    if (mut) {
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)arr, NPY_ANYORDER);
+        Py_DECREF(arr);
+        if (!(arr = c)) return NULL;
+    }
+    PyObject *meth = PyObject_GetAttrString(arr, name);
+    if (!meth) { Py_DECREF(arr); return NULL; }
+    PyObject *r = nd_trace_fallback_call(meth, args ? args : PyTuple_New(0), kwargs, buf);
+    Py_DECREF(meth);
+    if (r && mut) {
+        nd_id v = nd_trace_lift(t, arr);
+        if (v == ND_NONE || nd_proxy_write(self, v) < 0) Py_CLEAR(r);
+    }
+    Py_DECREF(arr);
+    return r;
+}
+
+PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    nd_trace *t = nd_trace_current();
+    PyObject *sf = (t && table.methods) ? PyDict_GetItemString(table.methods, name) : NULL;
+    if (!sf) return method_fallback(name, self, args, kwargs, NULL);
+    shimfunc *f = (shimfunc *)sf;
+    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
+    PyObject *full = PyTuple_New(n + 1);
+    if (!full) return NULL;
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(full, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(o);
+        PyTuple_SET_ITEM(full, i + 1, o);
+    }
+    PyObject *argv[ND_SHIM_MAXARGS];
+    PyObject *r = NULL;
+    if (nd_shim_parse_args(f->def, full, kwargs, argv) == 0) {
+        r = f->def->impl(t, argv);
+        if (!r && !PyErr_Occurred()) {
+            const char *reason = nd_shim_take_unsupported();
+            char buf[320];
+            snprintf(buf, sizeof buf, "%s", reason ? reason : "ndarray method not supported in-graph");
+            r = method_fallback(name, self, args, kwargs, buf);
+        } else {
+            (void)nd_shim_take_unsupported();
+        }
+    }
+    Py_DECREF(full);
+    return r;
+}
+
+/* ------------------------------------------------------------ init */
+
+int nd_shim_init(PyObject *module)
+{
+    if (PyType_Ready(&ShimFunction_Type) < 0 || nd_shim_types_init() < 0) return -1;
+    numpy_mod = PyImport_ImportModule("numpy");
+    if (!numpy_mod) return -1;
+    table.by_func = PyDict_New();
+    table.methods = PyDict_New();
+    table.module = new_shim_module("numdyn._C.shim", numpy_mod);
+    submods = PyDict_New();
+    if (!submods || !table.by_func || !table.methods || !table.module) return -1;
+    if (nd_shim_register_ufunc(&table) < 0 || nd_shim_register_reduce(&table) < 0 ||
+        nd_shim_register_create(&table) < 0 || nd_shim_register_index(&table) < 0 ||
+        nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
+        nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
+        nd_shim_register_advidx(&table) < 0)
+        return -1;
+    Py_INCREF(table.module);
+    if (PyModule_AddObject(module, "shim", table.module) < 0) {
+        Py_DECREF(table.module);
+        return -1;
+    }
+    Py_INCREF(&ShimFunction_Type);
+    if (PyModule_AddObject(module, "ShimFunction", (PyObject *)&ShimFunction_Type) < 0) {
+        Py_DECREF(&ShimFunction_Type);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,725 @@
+/* shim_reduce.c -- reductions and scans: sum prod min max any all argmin
+ * argmax mean var std ptp count_nonzero cumsum cumprod nansum..., their
+ * ndarray methods, and ufunc.reduce / ufunc.accumulate.
+ *
+ * Result dtypes are NumPy's: each (function, input dtype, dtype=) is asked
+ * once of NumPy itself on a one-element probe array and cached (sum of int8
+ * is int64, mean of float16 is float16 computed in float32, var of
+ * complex64 is float32...). mean/var/std are composed from REDUCE and
+ * pointwise nodes, exactly as numpy/_core/_methods.py composes them, so the
+ * native backend can fuse them.
+ */
+#include "shim_priv.h"
+#include <string.h>
+
+/* ------------------------------------------------------------ oracle */
+
+static PyObject *probe_cache;  /* (callable, dtype, dtarg, method) -> typenum */
+
+static int typenum_of_result(PyObject *r)
+{
+    PyObject *dt = PyObject_GetAttrString(r, "dtype");
+    if (!dt) return -1;
+    int t = -1;
+    if (PyArray_DescrCheck(dt)) {
+        PyArray_Descr *d = (PyArray_Descr *)dt;
+        t = d->type_num;
+        if (PyTypeNum_ISINTEGER(t)) {
+            int u = PyTypeNum_ISUNSIGNED(t);
+            switch (PyDataType_ELSIZE(d)) {
+            case 1: t = u ? NPY_UINT8 : NPY_INT8; break;
+            case 2: t = u ? NPY_UINT16 : NPY_INT16; break;
+            case 4: t = u ? NPY_UINT32 : NPY_INT32; break;
+            case 8: t = u ? NPY_UINT64 : NPY_INT64; break;
+            }
+        }
+    }
+    Py_DECREF(dt);
+    if (t < 0 || !nd_shim_dtype_ok(t)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "numdyn: reduction result is not numeric");
+        return -1;
+    }
+    return t;
+}
+
+/* dtype NumPy's `func` (or func.<method>) returns for input dtype `dt` and
+ * dtype= `dtarg` (-1: not given). NumPy's own exception on failure. */
+static int probe(PyObject *func, const char *method, int dt, int dtarg)
+{
+    if (!probe_cache && !(probe_cache = PyDict_New())) return -1;
+    PyObject *key = Py_BuildValue("(Oiis)", func, dt, dtarg, method ? method : "");
+    if (!key) return -1;
+    PyObject *hit = PyDict_GetItemWithError(probe_cache, key);
+    if (hit) { Py_DECREF(key); return (int)PyLong_AsLong(hit); }
+    if (PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    npy_intp one = 1;
+    PyObject *arr = PyArray_Zeros(1, &one, PyArray_DescrFromType(dt), 0);
+    PyObject *callee = method ? PyObject_GetAttrString(func, method) : (Py_INCREF(func), func);
+    PyObject *r = NULL;
+    if (arr && callee) {
+        PyObject *args = PyTuple_Pack(1, arr), *kw = PyDict_New();
+        PyObject *d = dtarg >= 0 ? nd_shim_descr(dtarg) : NULL;
+        if (args && kw && (dtarg < 0 || (d && PyDict_SetItemString(kw, "dtype", d) == 0)))
+            r = PyObject_Call(callee, args, kw);
+        Py_XDECREF(d);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+    }
+    Py_XDECREF(arr);
+    Py_XDECREF(callee);
+    int t = -1;
+    if (r) {
+        t = typenum_of_result(r);
+        Py_DECREF(r);
+    }
+    if (t >= 0) {
+        PyObject *v = PyLong_FromLong(t);
+        if (!v || PyDict_SetItem(probe_cache, key, v) < 0) t = -1;
+        Py_XDECREF(v);
+    }
+    Py_DECREF(key);
+    return t;
+}
+
+static PyObject *np_attr(const char *name)
+{
+    /* borrowed-like: cached for the process (module attributes are stable) */
+    static struct { const char *n; PyObject *o; } cache[32];
+    for (int i = 0; i < 32; i++) {
+        if (cache[i].n && strcmp(cache[i].n, name) == 0) return cache[i].o;
+        if (!cache[i].n) {
+            PyObject *o = PyObject_GetAttrString(nd_shim_numpy(), name);
+            if (!o) return NULL;
+            cache[i].n = name;
+            cache[i].o = o;
+            return o;
+        }
+    }
+    return PyObject_GetAttrString(nd_shim_numpy(), name);  /* not reached in practice */
+}
+
+/* ------------------------------------------------------------ helpers */
+
+typedef struct {
+    PyObject *a, *axis, *dtype, *out, *keepdims, *initial, *where, *ddof, *correction, *mean;
+} red_args;
+
+static int operand_array(nd_trace *t, PyObject *obj, nd_operand *op)
+{
+    int rc = nd_shim_operand(t, obj, op);
+    if (rc) return rc;
+    if (op->weak) {
+        /* np.sum(3.0): a Python scalar becomes a 0-d array of its default dtype */
+        op->id = nd_shim_operand_node(t, op, op->dtype);
+        op->weak = 0;
+        if (op->id == ND_NONE) return -1;
+    }
+    return 0;
+}
+
+static npy_intp count_of(const nd_operand *op, uint64_t mask)
+{
+    npy_intp n = 1;
+    for (int d = 0; d < op->ndim; d++) if (mask & (1ULL << d)) n *= op->shape[d];
+    return n;
+}
+
+static npy_intp size_of(const nd_operand *op) { return count_of(op, ~0ULL); }
+
+static PyObject *finish(nd_trace *t, nd_id r, PyObject *out)
+{
+    if (r == ND_NONE) return NULL;
+    if (out && out != Py_None) {
+        if (PyTuple_Check(out)) {
+            if (PyTuple_GET_SIZE(out) != 1) {
+                PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly one entry");
+                return NULL;
+            }
+            out = PyTuple_GET_ITEM(out, 0);
+        }
+        if (!nd_proxy_check(out) && !PyArray_Check(out)) {
+            PyErr_SetString(PyExc_TypeError, "output must be an array");
+            return NULL;
+        }
+        if (nd_shim_store_out(t, out, r, NULL, NPY_UNSAFE_CASTING) < 0) return NULL;
+        Py_INCREF(out);
+        return out;
+    }
+    return nd_shim_wrap(t, r, nd_shim_node_ndim(t, r) == 0);
+}
+
+/* A scalar node holding `value` (a Python object) at dtype. */
+static nd_id const_node(nd_trace *t, PyObject *value, int dtype)
+{
+    return nd_shim_node_scalar(t, value, dtype, 1);
+}
+
+static nd_id const_long(nd_trace *t, long v, int dtype)
+{
+    PyObject *o = PyLong_FromLong(v);
+    if (!o) return ND_NONE;
+    nd_id r = const_node(t, o, dtype);
+    Py_DECREF(o);
+    return r;
+}
+
+/* x / n with NumPy's true_divide typing for (x dtype, weak Python number) */
+static nd_id divide_by(nd_trace *t, nd_id x, PyObject *n)
+{
+    int dt[2] = {nd_shim_node_dtype(t, x), PyFloat_Check(n) ? NPY_FLOAT64 : NPY_INT64};
+    int weak[2] = {0, 1}, loop[2], out;
+    PyObject *vals[2] = {NULL, n};
+    if (nd_shim_resolve_ufunc(ND_UF_TRUE_DIVIDE, 2, dt, weak, vals, loop, &out) < 0) return ND_NONE;
+    nd_id s = nd_shim_node_scalar(t, n, loop[1], 1);
+    if (s == ND_NONE) return ND_NONE;
+    nd_id in[2] = {x, s};
+    return nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
+}
+
+static nd_id binary(nd_trace *t, int uf, nd_id a, nd_id b)
+{
+    int dt[2] = {nd_shim_node_dtype(t, a), nd_shim_node_dtype(t, b)}, loop[2], out[2];
+    if (nd_shim_resolve_ufunc(uf, 2, dt, NULL, NULL, loop, out) < 0) return ND_NONE;
+    nd_id in[2] = {a, b};
+    return nd_shim_node_ufunc(t, uf, in, loop, out[0], 0);
+}
+
+static nd_id unary(nd_trace *t, int uf, nd_id a)
+{
+    int dt[1] = {nd_shim_node_dtype(t, a)}, loop[1], out[2];
+    if (nd_shim_resolve_ufunc(uf, 1, dt, NULL, NULL, loop, out) < 0) return ND_NONE;
+    return nd_shim_node_ufunc(t, uf, &a, loop, out[0], 0);
+}
+
+static int keepdims_arg(PyObject *o)
+{
+    if (!o) return 0;
+    return PyObject_IsTrue(o);
+}
+
+/* ------------------------------------------------------------ ufunc reductions */
+
+static PyObject *ufunc_identity(int uf)
+{
+    PyObject *id = PyObject_GetAttrString(nd_ufunc_object(uf), "identity");
+    if (!id) return NULL;
+    return id;  /* new ref; None when the ufunc has none */
+}
+
+/* The reduction of ufunc `uf` with NumPy's reduce semantics. oracle +
+ * method name give NumPy's result dtype; axis_all: NULL axis means all
+ * axes (np.sum) rather than axis 0 (ufunc.reduce). */
+static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_all,
+                             PyObject *oracle, const char *method, int fixed_res)
+{
+    nd_operand a;
+    int rc = operand_array(t, ra->a, &a);
+    if (rc) return NULL;
+    uint64_t mask;
+    if (!ra->axis && !axis_all) {
+        if (a.ndim == 0) {
+            nd_shim_raise_axis_error(0, 0);
+            return NULL;
+        }
+        mask = 1;
+    } else if (nd_shim_axis_mask(ra->axis, a.ndim, 1, &mask) < 0) {
+        return NULL;
+    }
+    int dtarg;
+    rc = nd_shim_dtype_arg(ra->dtype, &dtarg);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("reduction with a non-numeric dtype=");
+    int keep = keepdims_arg(ra->keepdims);
+    if (keep < 0) return NULL;
+    /* fixed_res: any/all always give bool (they reduce with dtype=bool) */
+    int res = fixed_res >= 0 ? fixed_res : probe(oracle, method, a.dtype, dtarg);
+    if (res < 0) return NULL;
+    int acc = (uf == ND_UF_ADD && res == NPY_FLOAT16) ? NPY_FLOAT32 : res;
+    PyObject *ident = ufunc_identity(uf);
+    if (!ident) return NULL;
+    int has_initial = ra->initial != NULL;
+    nd_id x = a.id;
+    if (ra->where && ra->where != Py_True) {
+        PyObject *fill = has_initial ? ra->initial : ident;
+        if (fill == Py_None) {
+            Py_DECREF(ident);
+            PyErr_Format(PyExc_ValueError,
+                         "reduction operation '%s' does not have an identity, so to use a where mask "
+                         "one has to specify 'initial'", nd_ufunc_name(uf));
+            return NULL;
+        }
+        nd_operand w;
+        rc = nd_shim_operand(t, ra->where, &w);
+        if (rc == 0 && w.weak) w.id = nd_shim_operand_node(t, &w, NPY_BOOL);
+        nd_id f = rc == 0 && w.id != ND_NONE ? const_node(t, fill, acc) : ND_NONE;
+        if (f != ND_NONE) {
+            /* where's shape must broadcast to a's (NumPy reports it too) */
+            int nds[2] = {a.ndim, w.ndim}, nd;
+            const npy_intp *shs[2] = {a.shape, w.shape};
+            npy_intp sh[ND_MAXDIMS];
+            if (nd_shim_broadcast(2, nds, shs, &nd, sh) < 0 || nd != a.ndim) f = ND_NONE;
+        }
+        if (f == ND_NONE || (x = nd_shim_node_where(t, w.id, a.id, f, acc)) == ND_NONE) {
+            Py_DECREF(ident);
+            if (rc == 1) return NULL;
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "where mask does not broadcast to the array");
+            return NULL;
+        }
+    }
+    if (ident == Py_None && !has_initial && count_of(&a, mask) == 0) {
+        npy_intp outer = 1;
+        for (int d = 0; d < a.ndim; d++) if (!(mask & (1ULL << d))) outer *= a.shape[d];
+        if (outer > 0) {
+            Py_DECREF(ident);
+            PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+                         nd_ufunc_name(uf));
+            return NULL;
+        }
+    }
+    Py_DECREF(ident);
+    nd_id init = ND_NONE;
+    if (has_initial && (init = const_node(t, ra->initial, acc)) == ND_NONE) return NULL;
+    nd_id r = nd_shim_node_reduce(t, uf, x, mask, keep, acc, res, init);
+    return finish(t, r, ra->out);
+}
+
+typedef struct { const char *name; int uf; } named_uf;
+
+/* argv layouts, by spec */
+#define A(i) argv[i]
+
+/* sum/prod/nansum/nanprod: a, axis, dtype, out, keepdims, initial, where */
+static PyObject *sum_impl_uf(nd_trace *t, PyObject **argv, int uf, const char *fname)
+{
+    red_args ra = {A(0), A(1), A(2), A(3), A(4), A(5), A(6), NULL, NULL, NULL};
+    return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+}
+static PyObject *sum_impl(nd_trace *t, PyObject **argv) { return sum_impl_uf(t, argv, ND_UF_ADD, "sum"); }
+static PyObject *prod_impl(nd_trace *t, PyObject **argv) { return sum_impl_uf(t, argv, ND_UF_MULTIPLY, "prod"); }
+
+/* max/min: a, axis, out, keepdims, initial, where */
+static PyObject *minmax(nd_trace *t, PyObject **argv, int uf, const char *fname)
+{
+    red_args ra = {A(0), A(1), NULL, A(2), A(3), A(4), A(5), NULL, NULL, NULL};
+    return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+}
+static PyObject *max_impl(nd_trace *t, PyObject **argv) { return minmax(t, argv, ND_UF_MAXIMUM, "max"); }
+static PyObject *min_impl(nd_trace *t, PyObject **argv) { return minmax(t, argv, ND_UF_MINIMUM, "min"); }
+
+/* any/all: a, axis, out, keepdims, where */
+static PyObject *anyall(nd_trace *t, PyObject **argv, int uf, const char *fname)
+{
+    red_args ra = {A(0), A(1), NULL, A(2), A(3), NULL, A(4), NULL, NULL, NULL};
+    return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, NPY_BOOL);
+}
+static PyObject *any_impl(nd_trace *t, PyObject **argv) { return anyall(t, argv, ND_UF_LOGICAL_OR, "any"); }
+static PyObject *all_impl(nd_trace *t, PyObject **argv) { return anyall(t, argv, ND_UF_LOGICAL_AND, "all"); }
+
+/* nansum/nanprod: NaNs count as the identity */
+static PyObject *nan_reduce(nd_trace *t, PyObject **argv, int uf, const char *fname, int nout_is_minmax)
+{
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    if (!PyTypeNum_ISFLOAT(a.dtype) && !PyTypeNum_ISCOMPLEX(a.dtype)) {
+        if (nout_is_minmax) return minmax(t, argv, uf == ND_UF_FMAX ? ND_UF_MAXIMUM : ND_UF_MINIMUM,
+                                          uf == ND_UF_FMAX ? "max" : "min");
+        return sum_impl_uf(t, argv, uf, fname);
+    }
+    if (nout_is_minmax) {
+        /* fmax/fmin skip NaNs; an all-NaN slice gives NaN as NumPy does
+         * (NumPy also warns "All-NaN slice encountered") */
+        red_args ra = {a.obj, A(1), NULL, A(2), A(3), A(4), A(5), NULL, NULL, NULL};
+        return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+    }
+    nd_id isn = unary(t, ND_UF_ISNAN, a.id);
+    nd_id fill = isn == ND_NONE ? ND_NONE : const_long(t, uf == ND_UF_MULTIPLY ? 1 : 0, a.dtype);
+    nd_id x = fill == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, fill, a.id, a.dtype);
+    PyObject *px = x == ND_NONE ? NULL : nd_shim_wrap(t, x, 0);
+    if (!px) return NULL;
+    red_args ra = {px, A(1), A(2), A(3), A(4), A(5), A(6), NULL, NULL, NULL};
+    PyObject *r = reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+    Py_DECREF(px);
+    return r;
+}
+static PyObject *nansum_impl(nd_trace *t, PyObject **argv) { return nan_reduce(t, argv, ND_UF_ADD, "nansum", 0); }
+static PyObject *nanprod_impl(nd_trace *t, PyObject **argv) { return nan_reduce(t, argv, ND_UF_MULTIPLY, "nanprod", 0); }
+static PyObject *nanmax_impl(nd_trace *t, PyObject **argv) { return nan_reduce(t, argv, ND_UF_FMAX, "nanmax", 1); }
+static PyObject *nanmin_impl(nd_trace *t, PyObject **argv) { return nan_reduce(t, argv, ND_UF_FMIN, "nanmin", 1); }
+
+/* ------------------------------------------------------------ arg reductions */
+
+/* argmax/argmin: a, axis, out, keepdims */
+static PyObject *argred(nd_trace *t, PyObject **argv, int which, const char *name)
+{
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    uint64_t mask;
+    if (A(1) && A(1) != Py_None) {
+        int ax;
+        if (nd_shim_axis_index(A(1), a.ndim ? a.ndim : 1, &ax) < 0) return NULL;
+        mask = a.ndim ? 1ULL << ax : 0;
+    } else {
+        mask = a.ndim ? ((a.ndim >= 64 ? ~0ULL : (1ULL << a.ndim) - 1)) : 0;
+    }
+    int keep = keepdims_arg(A(3));
+    if (keep < 0) return NULL;
+    npy_intp outer = 1;
+    for (int d = 0; d < a.ndim; d++) if (!(mask & (1ULL << d))) outer *= a.shape[d];
+    if (count_of(&a, mask) == 0 && outer > 0) {
+        PyErr_Format(PyExc_ValueError, "attempt to get %s of an empty sequence", name);
+        return NULL;
+    }
+    nd_id r = nd_shim_node_reduce(t, which, a.id, mask, keep, a.dtype, NPY_INT64, ND_NONE);
+    return finish(t, r, A(2));
+}
+static PyObject *argmax_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMAX, "argmax"); }
+static PyObject *argmin_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMIN, "argmin"); }
+
+/* ------------------------------------------------------------ mean/var/std */
+
+static int mean_acc(int dt, int dtarg)
+{
+    if (dtarg >= 0) return dtarg;
+    if (dt == NPY_BOOL || PyTypeNum_ISINTEGER(dt)) return NPY_FLOAT64;
+    if (dt == NPY_FLOAT16) return NPY_FLOAT32;
+    return dt;
+}
+
+/* mean: a, axis, dtype, out, keepdims, where */
+static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int acc)
+{
+    nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, a->id, mask, keep, acc, acc, ND_NONE);
+    if (s == ND_NONE) return ND_NONE;
+    PyObject *n = PyLong_FromSsize_t(count_of(a, mask));
+    if (!n) return ND_NONE;
+    nd_id r = divide_by(t, s, n);
+    Py_DECREF(n);
+    return r;
+}
+
+static PyObject *mean_impl(nd_trace *t, PyObject **argv)
+{
+    if (A(5) && A(5) != Py_True) return nd_shim_unsupported("numpy.mean with where= is not supported in-graph");
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    uint64_t mask;
+    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    int dtarg;
+    rc = nd_shim_dtype_arg(A(2), &dtarg);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("numpy.mean with a non-numeric dtype=");
+    int keep = keepdims_arg(A(4));
+    if (keep < 0) return NULL;
+    int res = probe(np_attr("mean"), NULL, a.dtype, dtarg);
+    if (res < 0) return NULL;
+    nd_id m = mean_node(t, &a, mask, keep, mean_acc(a.dtype, dtarg));
+    if (m == ND_NONE || (m = nd_shim_node_cast(t, m, res)) == ND_NONE) return NULL;
+    return finish(t, m, A(3));
+}
+
+/* var/std: a, axis, dtype, out, ddof, keepdims, where, mean, correction */
+static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
+{
+    const char *fname = is_std ? "std" : "var";
+    if (A(6) && A(6) != Py_True) return nd_shim_unsupported("numpy.%s with where= is not supported in-graph", fname);
+    if (A(7)) return nd_shim_unsupported("numpy.%s with mean= is not supported in-graph", fname);
+    PyObject *ddof = A(4);
+    if (A(8)) {
+        if (ddof) {
+            PyErr_SetString(PyExc_ValueError, "ddof and correction can't be provided simultaneously.");
+            return NULL;
+        }
+        ddof = A(8);
+    }
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    uint64_t mask;
+    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    int dtarg;
+    rc = nd_shim_dtype_arg(A(2), &dtarg);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("numpy.%s with a non-numeric dtype=", fname);
+    int keep = keepdims_arg(A(5));
+    if (keep < 0) return NULL;
+    int res = probe(np_attr(fname), NULL, a.dtype, dtarg);
+    if (res < 0) return NULL;
+    /* as numpy/_core/_methods.py _var: the mean in dtype (f8 for ints) */
+    int acc = dtarg >= 0 ? dtarg : (a.dtype == NPY_BOOL || PyTypeNum_ISINTEGER(a.dtype)) ? NPY_FLOAT64 : a.dtype;
+    nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, a.id, mask, 1, acc, acc, ND_NONE);
+    PyObject *n = PyLong_FromSsize_t(count_of(&a, mask));
+    if (s == ND_NONE || !n) { Py_XDECREF(n); return NULL; }
+    nd_id m = divide_by(t, s, n);
+    Py_DECREF(n);
+    if (m == ND_NONE) return NULL;
+    nd_id d = binary(t, ND_UF_SUBTRACT, a.id, m);
+    if (d == ND_NONE) return NULL;
+    nd_id sq;
+    if (PyTypeNum_ISCOMPLEX(nd_shim_node_dtype(t, d))) {
+        nd_id re = nd_shim_node_part(t, d, 0), im = re == ND_NONE ? ND_NONE : nd_shim_node_part(t, d, 1);
+        nd_id re2 = im == ND_NONE ? ND_NONE : binary(t, ND_UF_MULTIPLY, re, re);
+        nd_id im2 = re2 == ND_NONE ? ND_NONE : binary(t, ND_UF_MULTIPLY, im, im);
+        sq = im2 == ND_NONE ? ND_NONE : binary(t, ND_UF_ADD, re2, im2);
+    } else {
+        sq = binary(t, ND_UF_MULTIPLY, d, d);
+    }
+    if (sq == ND_NONE) return NULL;
+    int sacc = dtarg >= 0 ? nd_shim_complex_part_dtype(dtarg) : nd_shim_node_dtype(t, sq);
+    nd_id ss = nd_shim_node_reduce(t, ND_UF_ADD, sq, mask, keep, sacc, sacc, ND_NONE);
+    if (ss == ND_NONE) return NULL;
+    /* rcount = max(n - ddof, 0), a Python number as in NumPy */
+    PyObject *cnt = PyLong_FromSsize_t(count_of(&a, mask)), *rc_obj = NULL;
+    if (!cnt) return NULL;
+    if (ddof && ddof != Py_None) {
+        PyObject *diff = PyNumber_Subtract(cnt, ddof);
+        Py_DECREF(cnt);
+        if (!diff) return NULL;
+        PyObject *zero = PyLong_FromLong(0);
+        int neg = zero ? PyObject_RichCompareBool(diff, zero, Py_LT) : -1;
+        if (neg < 0) { Py_XDECREF(zero); Py_DECREF(diff); return NULL; }
+        if (neg) { Py_DECREF(diff); rc_obj = zero; } else { Py_DECREF(zero); rc_obj = diff; }
+        if (!PyLong_Check(rc_obj) && !PyFloat_Check(rc_obj)) {
+            PyObject *f = PyNumber_Float(rc_obj);
+            Py_DECREF(rc_obj);
+            if (!(rc_obj = f)) return NULL;
+        }
+    } else {
+        rc_obj = cnt;
+    }
+    nd_id v = divide_by(t, ss, rc_obj);
+    Py_DECREF(rc_obj);
+    if (v == ND_NONE) return NULL;
+    if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
+    if ((v = nd_shim_node_cast(t, v, res)) == ND_NONE) return NULL;
+    return finish(t, v, A(3));
+}
+static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }
+static PyObject *std_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 1); }
+
+/* nanmean: a, axis, dtype, out, keepdims, where */
+static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
+{
+    if (A(5) && A(5) != Py_True) return nd_shim_unsupported("numpy.nanmean with where= is not supported in-graph");
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    if (!PyTypeNum_ISFLOAT(a.dtype) && !PyTypeNum_ISCOMPLEX(a.dtype)) return mean_impl(t, argv);
+    uint64_t mask;
+    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    int dtarg;
+    rc = nd_shim_dtype_arg(A(2), &dtarg);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("numpy.nanmean with a non-numeric dtype=");
+    int keep = keepdims_arg(A(4));
+    if (keep < 0) return NULL;
+    int res = probe(np_attr("nanmean"), NULL, a.dtype, dtarg);
+    if (res < 0) return NULL;
+    int acc = mean_acc(a.dtype, dtarg);
+    nd_id isn = unary(t, ND_UF_ISNAN, a.id);
+    nd_id zero = isn == ND_NONE ? ND_NONE : const_long(t, 0, a.dtype);
+    nd_id x = zero == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, zero, a.id, a.dtype);
+    nd_id s = x == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, x, mask, keep, acc, acc, ND_NONE);
+    nd_id ok = s == ND_NONE ? ND_NONE : unary(t, ND_UF_LOGICAL_NOT, isn);
+    nd_id cnt = ok == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, ok, mask, keep, NPY_INT64, NPY_INT64, ND_NONE);
+    nd_id q = cnt == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, s, cnt);
+    if (q == ND_NONE) return NULL;
+    /* s / cnt promotes int64 with acc: keep acc's precision like NumPy */
+    if ((q = nd_shim_node_cast(t, q, res)) == ND_NONE) return NULL;
+    return finish(t, q, A(3));
+}
+
+/* ------------------------------------------------------------ ptp, count_nonzero */
+
+/* ptp: a, axis, out, keepdims */
+static PyObject *ptp_impl(nd_trace *t, PyObject **argv)
+{
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    PyObject *maxargs[6] = {a.obj, A(1), NULL, A(3), NULL, NULL};
+    PyObject *hi = minmax(t, maxargs, ND_UF_MAXIMUM, "max");
+    if (!hi) return NULL;
+    PyObject *lo = minmax(t, maxargs, ND_UF_MINIMUM, "min");
+    if (!lo) { Py_DECREF(hi); return NULL; }
+    nd_id h = nd_proxy_read(hi), l = nd_proxy_read(lo);
+    Py_DECREF(hi);
+    Py_DECREF(lo);
+    if (h == ND_NONE || l == ND_NONE) return NULL;
+    nd_id r = binary(t, ND_UF_SUBTRACT, h, l);
+    return finish(t, r, A(2));
+}
+
+/* count_nonzero: a, axis, keepdims */
+static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
+{
+    nd_operand a;
+    int rc = operand_array(t, A(0), &a);
+    if (rc) return NULL;
+    uint64_t mask;
+    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    int keep = keepdims_arg(A(2));
+    if (keep < 0) return NULL;
+    nd_id nz = nd_shim_node_cast(t, a.id, NPY_BOOL);
+    nd_id r = nz == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, nz, mask, keep, NPY_INT64, NPY_INT64, ND_NONE);
+    return finish(t, r, NULL);
+}
+
+/* ------------------------------------------------------------ scans */
+
+static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, PyObject *dtype,
+                           PyObject *out, PyObject *oracle, const char *method, int axis_none_flat)
+{
+    nd_operand a;
+    int rc = operand_array(t, aobj, &a);
+    if (rc) return NULL;
+    int dtarg;
+    rc = nd_shim_dtype_arg(dtype, &dtarg);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("cumulative op with a non-numeric dtype=");
+    int res = probe(oracle, method, a.dtype, dtarg);
+    if (res < 0) return NULL;
+    nd_id x = a.id;
+    int ax = 0;
+    if ((!axis || axis == Py_None) && axis_none_flat) {
+        npy_intp n = size_of(&a);
+        if ((x = nd_shim_node_reshape(t, a.id, 1, &n)) == ND_NONE) return NULL;
+    } else {
+        if (a.ndim == 0) {
+            PyErr_SetString(PyExc_ValueError, "cannot accumulate on a scalar");
+            return NULL;
+        }
+        if (nd_shim_axis_index(axis ? axis : Py_False, a.ndim, &ax) < 0) return NULL;
+    }
+    nd_id r = nd_shim_node_scan(t, uf, x, ax, res, res);
+    if (r == ND_NONE) return NULL;
+    if (out && out != Py_None) return finish(t, r, out);
+    return nd_shim_wrap(t, r, 0);
+}
+
+/* cumsum/cumprod: a, axis, dtype, out */
+static PyObject *cumsum_impl(nd_trace *t, PyObject **argv)
+{
+    return scan_core(t, ND_UF_ADD, A(0), A(1), A(2), A(3), np_attr("cumsum"), NULL, 1);
+}
+static PyObject *cumprod_impl(nd_trace *t, PyObject **argv)
+{
+    return scan_core(t, ND_UF_MULTIPLY, A(0), A(1), A(2), A(3), np_attr("cumprod"), NULL, 1);
+}
+
+/* ------------------------------------------------------------ ufunc methods */
+
+static const nd_shim_def ureduce_def = {"reduce", "array|axis,dtype,out,keepdims,initial,where", NULL, 0};
+static const nd_shim_def uaccum_def = {"accumulate", "array|axis,dtype,out", NULL, 0};
+
+static int binary_single_out(int uf)
+{
+    return nd_ufunc_nin(uf) == 2 && nd_ufunc_nout(uf) == 1;
+}
+
+static PyObject *method_fallback(int uf, const char *m, PyObject *args, PyObject *kwargs, const char *why)
+{
+    PyObject *f = PyObject_GetAttrString(nd_ufunc_object(uf), m);
+    if (!f) return NULL;
+    char buf[256];
+    snprintf(buf, sizeof buf, "numpy.%s.%s %s", nd_ufunc_name(uf), m, why);
+    PyObject *r = nd_trace_fallback_call(f, args, kwargs, buf);
+    Py_DECREF(f);
+    return r;
+}
+
+PyObject *nd_shim_ufunc_reduce(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
+{
+    if (!binary_single_out(uf)) return method_fallback(uf, "reduce", args, kwargs, "of a non-binary ufunc");
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(&ureduce_def, args, kwargs, argv) < 0) return NULL;
+    red_args ra = {argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], NULL, NULL, NULL};
+    if (ra.axis == Py_None) {
+        /* explicit axis=None: all axes */
+        ra.axis = NULL;
+        PyObject *r = reduce_core(t, uf, &ra, 1, nd_ufunc_object(uf), "reduce", -1);
+        if (r || PyErr_Occurred()) { (void)nd_shim_take_unsupported(); return r; }
+    } else {
+        PyObject *r = reduce_core(t, uf, &ra, 0, nd_ufunc_object(uf), "reduce", -1);
+        if (r || PyErr_Occurred()) { (void)nd_shim_take_unsupported(); return r; }
+    }
+    const char *why = nd_shim_take_unsupported();
+    char buf[200];
+    snprintf(buf, sizeof buf, "%s", why ? why : "is not supported in-graph");
+    return method_fallback(uf, "reduce", args, kwargs, buf);
+}
+
+PyObject *nd_shim_ufunc_accumulate(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
+{
+    if (!binary_single_out(uf)) return method_fallback(uf, "accumulate", args, kwargs, "of a non-binary ufunc");
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(&uaccum_def, args, kwargs, argv) < 0) return NULL;
+    PyObject *r = scan_core(t, uf, argv[0], argv[1], argv[2], argv[3], nd_ufunc_object(uf), "accumulate", 0);
+    if (r || PyErr_Occurred()) { (void)nd_shim_take_unsupported(); return r; }
+    const char *why = nd_shim_take_unsupported();
+    char buf[200];
+    snprintf(buf, sizeof buf, "%s", why ? why : "is not supported in-graph");
+    return method_fallback(uf, "accumulate", args, kwargs, buf);
+}
+
+/* ------------------------------------------------------------ registration */
+
+#define SUMSPEC "a|axis,dtype,out,keepdims,initial,where"
+#define MAXSPEC "a|axis,out,keepdims,initial,where"
+#define ANYSPEC "a|axis,out,keepdims;where"
+#define MEANSPEC "a|axis,dtype,out,keepdims;where"
+#define VARSPEC "a|axis,dtype,out,ddof,keepdims;where,mean,correction"
+
+static const nd_shim_def functions[] = {
+    {"sum", SUMSPEC, sum_impl, 0},
+    {"prod", SUMSPEC, prod_impl, 0},
+    {"nansum", SUMSPEC, nansum_impl, 0},
+    {"nanprod", SUMSPEC, nanprod_impl, 0},
+    {"max", MAXSPEC, max_impl, 0},
+    {"amax", MAXSPEC, max_impl, 0},
+    {"min", MAXSPEC, min_impl, 0},
+    {"amin", MAXSPEC, min_impl, 0},
+    {"nanmax", MAXSPEC, nanmax_impl, 0},
+    {"nanmin", MAXSPEC, nanmin_impl, 0},
+    {"any", ANYSPEC, any_impl, 0},
+    {"all", ANYSPEC, all_impl, 0},
+    {"argmax", "a|axis,out;keepdims", argmax_impl, 0},
+    {"argmin", "a|axis,out;keepdims", argmin_impl, 0},
+    {"mean", MEANSPEC, mean_impl, 0},
+    {"nanmean", MEANSPEC, nanmean_impl, 0},
+    {"var", VARSPEC, var_impl, 0},
+    {"std", VARSPEC, std_impl, 0},
+    {"ptp", "a|axis,out,keepdims", ptp_impl, 0},
+    {"count_nonzero", "a|axis;keepdims", count_nonzero_impl, 0},
+    {"cumsum", "a|axis,dtype,out", cumsum_impl, 0},
+    {"cumprod", "a|axis,dtype,out", cumprod_impl, 0},
+    {NULL},
+};
+
+/* ndarray methods: self first, keepdims and later keyword-only */
+static const nd_shim_def methods[] = {
+    {"sum", "self|axis,dtype,out;keepdims,initial,where", sum_impl, 0},
+    {"prod", "self|axis,dtype,out;keepdims,initial,where", prod_impl, 0},
+    {"max", "self|axis,out;keepdims,initial,where", max_impl, 0},
+    {"min", "self|axis,out;keepdims,initial,where", min_impl, 0},
+    {"any", "self|axis,out;keepdims,where", any_impl, 0},
+    {"all", "self|axis,out;keepdims,where", all_impl, 0},
+    {"argmax", "self|axis,out;keepdims", argmax_impl, 0},
+    {"argmin", "self|axis,out;keepdims", argmin_impl, 0},
+    {"mean", "self|axis,dtype,out;keepdims,where", mean_impl, 0},
+    {"var", "self|axis,dtype,out,ddof;keepdims,where,mean,correction", var_impl, 0},
+    {"std", "self|axis,dtype,out,ddof;keepdims,where,mean,correction", std_impl, 0},
+    {"cumsum", "self|axis,dtype,out", cumsum_impl, 0},
+    {"cumprod", "self|axis,dtype,out", cumprod_impl, 0},
+    {NULL},
+};
+
+int nd_shim_register_reduce(nd_shim_table *tab)
+{
+    if (!nd_shim_spec(&ureduce_def) || !nd_shim_spec(&uaccum_def)) return -1;
+    if (nd_shim_add_functions(tab, functions) < 0) return -1;
+    return nd_shim_add_methods(tab, methods);
+}

@@ -1,0 +1,393 @@
+/* shim_ufunc.c -- ufunc __call__ as UFUNC nodes (operators, np.<ufunc>,
+ * __array_ufunc__), plus ufunc.outer.
+ *
+ * Typing is NumPy's (shim_typing.c). Inputs keep their own dtype and the
+ * UFUNC node records the loop dtype per input in in_dtype[k] (the node
+ * casts, see graph.h); weak Python scalars become SCALAR nodes typed at the
+ * loop dtype. Results are 0-d proxies marked is_scalar when 0-d: NumPy
+ * returns NumPy scalars from ufuncs whose result is 0-d and no out= given.
+ *
+ * out=: a proxy is written through nd_proxy_write after NumPy's same_kind
+ * output-cast check; a real ndarray that the trace does not own is filled
+ * at once (the value is computed by a flush and np.copyto'd in), because
+ * its buffer is visible to the caller from this call on.
+ *
+ * where= without out=: NumPy leaves the masked-out elements uninitialized;
+ * we give them the computed value (any value is NumPy-conformant).
+ */
+#include "shim_priv.h"
+#include <string.h>
+
+typedef struct {
+    PyObject *outs[2];    /* borrowed; NULL when not given */
+    int nouts_given;
+    PyObject *where;      /* borrowed or NULL */
+    int sig_dtype;        /* dtype= as typenum or -1 */
+    NPY_CASTING casting;
+} ufunc_opts;
+
+static int is_comparison(int uf)
+{
+    switch (uf) {
+    case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS:
+    case ND_UF_LESS_EQUAL: case ND_UF_EQUAL: case ND_UF_NOT_EQUAL:
+        return 1;
+    }
+    return 0;
+}
+
+/* A comparison with a Python int outside the integer loop dtype's range:
+ * NumPy 2 compares true values, so the answer does not depend on the
+ * array: e.g. uint8 < 300 is all True. */
+static int comparison_constant(int uf, nd_operand *ops, int *loop_in, int *value)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!ops[k].weak || !PyLong_Check(ops[k].obj)) continue;
+        int fits = nd_shim_pyint_fits(ops[k].obj, loop_in[k]);
+        if (fits < 0) return -1;
+        if (fits) continue;
+        PyObject *zero = PyLong_FromLong(0);
+        if (!zero) return -1;
+        int below = PyObject_RichCompareBool(ops[k].obj, zero, Py_LT);
+        Py_DECREF(zero);
+        if (below < 0) return -1;
+        /* big: the int is above every array value (or below, if below) */
+        int arr_lt_int = !below;  /* for k == 1: a < v */
+        int r;
+        switch (uf) {
+        case ND_UF_EQUAL: r = 0; break;
+        case ND_UF_NOT_EQUAL: r = 1; break;
+        case ND_UF_LESS: r = k == 1 ? arr_lt_int : !arr_lt_int; break;
+        case ND_UF_LESS_EQUAL: r = k == 1 ? arr_lt_int : !arr_lt_int; break;
+        case ND_UF_GREATER: r = k == 1 ? !arr_lt_int : arr_lt_int; break;
+        default: r = k == 1 ? !arr_lt_int : arr_lt_int; break; /* greater_equal */
+        }
+        *value = r;
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_opts *o,
+                        int *out_dtypes)
+{
+    if (o->nouts_given == 0) {
+        if (nout == 1) return nd_shim_wrap(t, res[0], nd_shim_node_ndim(t, res[0]) == 0);
+        PyObject *tup = PyTuple_New(nout);
+        if (!tup) return NULL;
+        for (int i = 0; i < nout; i++) {
+            PyObject *p = nd_shim_wrap(t, res[i], nd_shim_node_ndim(t, res[i]) == 0);
+            if (!p) { Py_DECREF(tup); return NULL; }
+            PyTuple_SET_ITEM(tup, i, p);
+        }
+        return tup;
+    }
+    for (int i = 0; i < nout; i++) {
+        if (!o->outs[i]) continue;
+        PyObject *out = o->outs[i];
+        int od = nd_proxy_check(out) ? nd_proxy_dtype(out)
+                 : PyArray_Check(out) ? PyArray_TYPE((PyArrayObject *)out) : -1;
+        if (od >= 0 && nd_shim_check_output_cast_i(uf, i, out_dtypes[i], od, o->casting) < 0)
+            return NULL;
+        nd_id v = res[i];
+        if (o->where && nd_proxy_check(out)) {
+            /* masked-out elements keep out's current value */
+            nd_operand w, cur;
+            int rc = nd_shim_operand(t, o->where, &w);
+            if (rc == 0 && w.weak) w.id = nd_shim_operand_node(t, &w, NPY_BOOL);
+            if (rc == 1) return nd_shim_unsupported("ufunc where= of this type");
+            if (rc < 0 || w.id == ND_NONE) return NULL;
+            if (nd_shim_operand(t, out, &cur) != 0) return NULL;
+            v = nd_shim_node_where(t, w.id, v, cur.id, od);
+            if (v == ND_NONE) return NULL;
+        } else if (o->where) {
+            return nd_shim_unsupported("ufunc where= with a non-lazy out= array");
+        }
+        if (nd_shim_store_out(t, out, v, NULL, o->casting) < 0) return NULL;
+    }
+    if (nout == 1) {
+        Py_INCREF(o->outs[0]);
+        return o->outs[0];
+    }
+    PyObject *tup = PyTuple_New(nout);
+    if (!tup) return NULL;
+    for (int i = 0; i < nout; i++) {
+        PyObject *p = o->outs[i] ? o->outs[i] : NULL;
+        if (p) Py_INCREF(p);
+        else if (!(p = nd_shim_wrap(t, res[i], nd_shim_node_ndim(t, res[i]) == 0))) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, p);
+    }
+    return tup;
+}
+
+/* The one path of every ufunc call: operands -> NEP 50 loop -> nodes. */
+static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc_opts *o)
+{
+    int nin = nd_ufunc_nin(uf), nout = nd_ufunc_nout(uf);
+    nd_operand ops[ND_MAXIN];
+    int dtypes[ND_MAXIN], weak[ND_MAXIN], loop_in[ND_MAXIN], out_dt[2];
+    PyObject *vals[ND_MAXIN];
+    for (int k = 0; k < nin; k++) {
+        int rc = nd_shim_operand(t, inputs[k], &ops[k]);
+        if (rc) return NULL;  /* rc 1: reason recorded, dispatcher falls back */
+        dtypes[k] = ops[k].dtype;
+        weak[k] = ops[k].weak;
+        vals[k] = ops[k].obj;
+    }
+    int rc = nd_shim_resolve_ufunc_ex(uf, nin, dtypes, weak, vals, o->sig_dtype, o->casting,
+                                      loop_in, out_dt);
+    if (rc < 0) return NULL;
+    nd_id res[2];
+    if (rc == 2 && is_comparison(uf)) {
+        int value = 0;
+        if (comparison_constant(uf, ops, loop_in, &value) < 0) return NULL;
+        int ndims[2] = {ops[0].ndim, ops[1].ndim};
+        const npy_intp *shapes[2] = {ops[0].shape, ops[1].shape};
+        int nd;
+        npy_intp shape[ND_MAXDIMS];
+        if (nd_shim_broadcast(2, ndims, shapes, &nd, shape) < 0) return NULL;
+        nd_id c = nd_shim_node_scalar(t, value ? Py_True : Py_False, NPY_BOOL, 0);
+        if (c == ND_NONE || (res[0] = nd_shim_node_broadcast(t, c, nd, shape)) == ND_NONE)
+            return NULL;
+        return finish(t, uf, res, 1, o, out_dt);
+    }
+    nd_id ids[ND_MAXIN];
+    for (int k = 0; k < nin; k++)
+        if ((ids[k] = nd_shim_operand_node(t, &ops[k], loop_in[k])) == ND_NONE) return NULL;
+    for (int i = 0; i < nout; i++)
+        if ((res[i] = nd_shim_node_ufunc(t, uf, ids, loop_in, out_dt[i], i)) == ND_NONE)
+            return NULL;
+    return finish(t, uf, res, nout, o, out_dt);
+}
+
+static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING};
+
+static PyObject *no_trace_call(int uf, PyObject *args)
+{
+    return nd_trace_fallback_call(nd_ufunc_object(uf), args, NULL,
+                                  "array operation outside of a trace");
+}
+
+static PyObject *operator_fallback(int uf, PyObject *const *in, int n)
+{
+    const char *reason = nd_shim_take_unsupported();
+    char buf[320];
+    snprintf(buf, sizeof buf, "%s", reason ? reason : "operand not supported in-graph");
+    PyObject *args = n == 1 ? PyTuple_Pack(1, in[0]) : PyTuple_Pack(2, in[0], in[1]);
+    if (!args) return NULL;
+    PyObject *r = nd_trace_fallback_call(nd_ufunc_object(uf), args, NULL, buf);
+    Py_DECREF(args);
+    return r;
+}
+
+PyObject *nd_shim_ufunc1(int uf, PyObject *a)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t) {
+        PyObject *args = PyTuple_Pack(1, a);
+        PyObject *r = args ? no_trace_call(uf, args) : NULL;
+        Py_XDECREF(args);
+        return r;
+    }
+    PyObject *in[1] = {a};
+    PyObject *r = apply(t, uf, in, &plain);
+    if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 1);
+    return r;
+}
+
+PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t) {
+        PyObject *args = PyTuple_Pack(2, a, b);
+        PyObject *r = args ? no_trace_call(uf, args) : NULL;
+        Py_XDECREF(args);
+        return r;
+    }
+    PyObject *in[2] = {a, b};
+    PyObject *r = apply(t, uf, in, &plain);
+    if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 2);
+    return r;
+}
+
+PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || !nd_proxy_check(a)) {
+        PyObject *args = PyTuple_Pack(3, a, b, a);
+        PyObject *r = args ? no_trace_call(uf, args) : NULL;
+        Py_XDECREF(args);
+        return r;
+    }
+    ufunc_opts o = plain;
+    o.outs[0] = a;
+    o.nouts_given = 1;
+    PyObject *in[2] = {a, b};
+    PyObject *r = apply(t, uf, in, &o);
+    if (!r && !PyErr_Occurred()) {
+        const char *reason = nd_shim_take_unsupported();
+        char buf[320];
+        snprintf(buf, sizeof buf, "%s", reason ? reason : "operand not supported in-graph");
+        /* compute out of place with NumPy, then store functionally */
+        PyObject *args = PyTuple_Pack(2, a, b);
+        PyObject *v = args ? nd_trace_fallback_call(nd_ufunc_object(uf), args, NULL, buf) : NULL;
+        Py_XDECREF(args);
+        if (!v) return NULL;
+        nd_operand op;
+        int rc = nd_shim_operand(t, v, &op);
+        if (rc == 0 && op.weak) op.id = nd_shim_operand_node(t, &op, op.dtype);
+        if (rc != 0 || op.id == ND_NONE ||
+            nd_shim_store_out(t, a, op.id, nd_ufunc_name(uf), NPY_SAME_KIND_CASTING) < 0) {
+            Py_DECREF(v);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, buf);
+            return NULL;
+        }
+        Py_DECREF(v);
+        Py_INCREF(a);
+        return a;
+    }
+    return r;
+}
+
+/* kwargs of ufunc.__call__ the shim understands; others fall back. */
+static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
+{
+    int nin = nd_ufunc_nin(uf), nout = nd_ufunc_nout(uf);
+    *o = plain;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < nin || n > nin + nout) {
+        PyErr_Format(PyExc_TypeError, "%s() takes from %d to %d positional arguments but %zd were given",
+                     nd_ufunc_name(uf), nin, nin + nout, n);
+        return -1;
+    }
+    for (Py_ssize_t i = nin; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(args, i);
+        if (x != Py_None) { o->outs[i - nin] = x; o->nouts_given++; }
+    }
+    if (!kwargs) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    while (PyDict_Next(kwargs, &pos, &key, &val)) {
+        const char *k = PyUnicode_AsUTF8(key);
+        if (!k) return -1;
+        if (strcmp(k, "out") == 0) {
+            if (n > nin) {
+                PyErr_SetString(PyExc_TypeError,
+                                "cannot specify 'out' as both a positional and keyword argument");
+                return -1;
+            }
+            if (val == Py_None) continue;
+            if (PyTuple_Check(val)) {
+                if (PyTuple_GET_SIZE(val) != nout) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "The 'out' tuple must have exactly one entry per ufunc output");
+                    return -1;
+                }
+                for (int i = 0; i < nout; i++) {
+                    PyObject *x = PyTuple_GET_ITEM(val, i);
+                    if (x != Py_None) { o->outs[i] = x; o->nouts_given++; }
+                }
+            } else {
+                if (nout != 1) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "'out' must be a tuple of arrays for ufuncs with several outputs");
+                    return -1;
+                }
+                o->outs[0] = val;
+                o->nouts_given = 1;
+            }
+        } else if (strcmp(k, "where") == 0) {
+            if (val != Py_True) o->where = val;
+        } else if (strcmp(k, "dtype") == 0) {
+            int rc = nd_shim_dtype_arg(val, &o->sig_dtype);
+            if (rc < 0) return -1;
+            if (rc == 1) { nd_shim_unsupported("ufunc dtype= of a non-numeric dtype"); return 1; }
+        } else if (strcmp(k, "casting") == 0) {
+            if (nd_shim_casting_arg(val, NPY_SAME_KIND_CASTING, &o->casting) < 0) return -1;
+        } else if (strcmp(k, "order") == 0 || strcmp(k, "subok") == 0) {
+            /* layout / subclass requests do not change values */
+            continue;
+        } else {
+            nd_shim_unsupported("numpy.%s with %s= is not supported in-graph", nd_ufunc_name(uf), k);
+            return 1;
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        PyObject *x = o->outs[i];
+        if (x && !nd_proxy_check(x) && !PyArray_Check(x)) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyObject *nd_shim_ufunc_call(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
+{
+    ufunc_opts o;
+    int rc = parse_opts(uf, args, kwargs, &o);
+    PyObject *r = NULL;
+    if (rc == 0) r = apply(t, uf, &PyTuple_GET_ITEM(args, 0), &o);
+    if (r || PyErr_Occurred()) {
+        (void)nd_shim_take_unsupported();
+        return r;
+    }
+    const char *reason = nd_shim_take_unsupported();
+    char buf[320];
+    snprintf(buf, sizeof buf, "%s", reason ? reason : "ufunc call not supported in-graph");
+    return nd_trace_fallback_call(nd_ufunc_object(uf), args, kwargs, buf);
+}
+
+/* ufunc.outer(a, b): a's dims then b's, pointwise: a reshaped to
+ * a.shape + (1,)*b.ndim, broadcast against b. */
+PyObject *nd_shim_ufunc_outer(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
+{
+    if (nd_ufunc_nin(uf) != 2) {
+        PyErr_Format(PyExc_ValueError, "method outer is only supported for binary functions");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) != 2 || (kwargs && PyDict_GET_SIZE(kwargs)))
+        goto fallback;
+    nd_operand a;
+    int rc = nd_shim_operand(t, PyTuple_GET_ITEM(args, 0), &a);
+    if (rc < 0) return NULL;
+    if (rc > 0 || a.weak) goto fallback;
+    nd_operand b;
+    rc = nd_shim_operand(t, PyTuple_GET_ITEM(args, 1), &b);
+    if (rc < 0) return NULL;
+    if (rc > 0 || b.weak || a.ndim + b.ndim > ND_MAXDIMS) goto fallback;
+    {
+        npy_intp shape[ND_MAXDIMS], strides[ND_MAXDIMS], s = 1;
+        int nd = a.ndim + b.ndim;
+        for (int d = 0; d < a.ndim; d++) shape[d] = a.shape[d];
+        for (int d = 0; d < b.ndim; d++) shape[a.ndim + d] = 1;
+        for (int d = nd - 1; d >= 0; d--) { strides[d] = d < a.ndim ? s : 0; if (d < a.ndim) s *= a.shape[d]; }
+        nd_id av = nd_shim_node_view(t, a.id, nd, shape, 0, strides);
+        if (av == ND_NONE) return NULL;
+        ufunc_opts o = plain;
+        PyObject *pa = nd_shim_wrap(t, av, 0);
+        if (!pa) return NULL;
+        PyObject *in[2] = {pa, b.obj};
+        PyObject *r = apply(t, uf, in, &o);
+        Py_DECREF(pa);
+        if (r || PyErr_Occurred()) return r;
+    }
+fallback:;
+    PyObject *m = PyObject_GetAttrString(nd_ufunc_object(uf), "outer");
+    if (!m) return NULL;
+    PyObject *r = nd_trace_fallback_call(m, args, kwargs, "ufunc.outer with these arguments is not supported in-graph");
+    Py_DECREF(m);
+    return r;
+}
+
+/* np.<ufunc> in the shim module stays NumPy's own ufunc object: calls with
+ * a proxy operand reach nd_shim_array_ufunc through __array_ufunc__, and
+ * calls on plain values run NumPy directly. Nothing to register here. */
+int nd_shim_register_ufunc(nd_shim_table *tab)
+{
+    (void)tab;
+    return 0;
+}

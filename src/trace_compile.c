@@ -1,0 +1,447 @@
+/* trace_compile.c -- numdyn._C.CompiledFunction: what numdyn.compile returns.
+ *
+ * Calling it with no trace active on the thread starts a capture: every
+ * ndarray argument (also inside tuples, lists and dicts) becomes a proxy on
+ * a caller storage, the function runs (its numpy remapped to the shim, see
+ * trace_remap.c), and the return value's proxies are computed in ONE flush
+ * together with pending writes to caller arrays. Called while its thread is
+ * already tracing, it joins that trace and returns proxies (inlining).
+ *
+ * Containers holding arrays are passed as copies (a list argument the
+ * function appends to is not the caller's list): the price of replacing
+ * the arrays inside them by proxies.
+ */
+#include "trace_internal.h"
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn;            /* the user's callable */
+    PyObject *dict;          /* __dict__: functools.update_wrapper fills it */
+    PyObject *backend_fn;    /* custom compiler_fn or NULL */
+    PyObject *backend_name;  /* for repr */
+    PyObject *options;
+    PyObject *cache;         /* custom backends: graph key -> compiled callable */
+    PyObject *dynamic;
+    PyObject *remapped;      /* fn with numpy resolved to the shim, or NULL */
+    PyObject *guards;        /* when `remapped` is still valid (trace_remap.c) */
+    PyObject *weakrefs;
+    unsigned gen;            /* reset() generation the caches belong to */
+    int backend, fullgraph, disable;
+} NdCompiled;
+
+static unsigned reset_gen = 1;
+static PyObject *backends;   /* registered name -> compiler_fn */
+
+/* ------------------------------------------------------------ wrapping */
+
+static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth)
+{
+    if (PyArray_CheckExact(o)) {
+        if (!nd_trace_supported_array(o)) return Py_NewRef(o);
+        nd_storage *s = nd__caller_storage(t, o);
+        return s ? nd__proxy_new(s, 0) : NULL;
+    }
+    if (depth > 16) return Py_NewRef(o);
+    int is_tuple = PyTuple_Check(o);
+    if (is_tuple || PyList_Check(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *items = PyList_New(n);
+        if (!items) return NULL;
+        int changed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(o, i);
+            PyObject *w = wrap_obj(t, it, depth + 1);
+            if (!w) { Py_DECREF(items); return NULL; }
+            changed |= w != it;
+            PyList_SET_ITEM(items, i, w);
+        }
+        if (!changed) { Py_DECREF(items); return Py_NewRef(o); }
+        if (!is_tuple) return items;
+        PyObject *r = PyTuple_CheckExact(o) || !PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make")
+            ? PyList_AsTuple(items)
+            : PyObject_CallMethod((PyObject *)Py_TYPE(o), "_make", "O", items);
+        Py_DECREF(items);
+        return r;
+    }
+    if (PyDict_CheckExact(o)) {
+        PyObject *d = PyDict_New();
+        if (!d) return NULL;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        int changed = 0;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            PyObject *w = wrap_obj(t, v, depth + 1);
+            if (!w || PyDict_SetItem(d, k, w) < 0) { Py_XDECREF(w); Py_DECREF(d); return NULL; }
+            changed |= w != v;
+            Py_DECREF(w);
+        }
+        if (!changed) { Py_DECREF(d); return Py_NewRef(o); }
+        return d;
+    }
+    return Py_NewRef(o);
+}
+
+/* the function to run: the remapped copy when the shim is there */
+static PyObject *target(NdCompiled *cf)
+{
+    if (cf->gen != reset_gen) {
+        Py_CLEAR(cf->remapped);
+        Py_CLEAR(cf->guards);
+        if (cf->cache) PyDict_Clear(cf->cache);
+        cf->gen = reset_gen;
+    }
+    if (cf->remapped) {
+        int ok = nd__remap_valid(cf->guards);
+        if (ok < 0) return NULL;
+        if (ok) return Py_NewRef(cf->remapped);
+        Py_CLEAR(cf->remapped);
+        Py_CLEAR(cf->guards);
+    }
+    PyObject *guards = NULL;
+    PyObject *r = nd__remap(cf->fn, &guards);
+    if (!r) return NULL;
+    if (guards) {  /* NULL while the shim is not ready: retry next call */
+        cf->remapped = Py_NewRef(r);
+        cf->guards = guards;
+    }
+    return r;
+}
+
+static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject *const *args,
+                             size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8], **w = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
+    if (!w) return PyErr_NoMemory();
+    Py_ssize_t k = 0;
+    PyObject *r = NULL;
+    for (; k < n; k++)
+        if (!(w[k] = wrap_obj(t, args[k], 0))) goto done;
+    t->fullgraph += cf->fullgraph;
+    r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);
+    t->fullgraph -= cf->fullgraph;
+done:
+    for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(w[i]);
+    if (w != small) PyMem_Free(w);
+    return r;
+}
+
+static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    NdCompiled *cf = (NdCompiled *)self;
+    if (cf->disable || nd__tls_disabled > 0)
+        return PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+    PyObject *fn = target(cf);
+    if (!fn) return NULL;
+    nd_trace *outer = nd_trace_current();
+    if (outer) {  /* inline into the running capture */
+        PyObject *r = call_traced(cf, outer, fn, args, nargsf, kwnames);
+        Py_DECREF(fn);
+        return r;
+    }
+    nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options);
+    if (!t) { Py_DECREF(fn); return NULL; }
+    nd_trace *prev = nd__tls_trace;
+    nd__tls_trace = t;
+    PyObject *res = call_traced(cf, t, fn, args, nargsf, kwnames);
+    Py_DECREF(fn);
+    PyObject *out = NULL;
+    if (res) {
+        out = nd__materialize_tree(res, 1);
+        Py_DECREF(res);
+        if (out && nd__flush_writes(t) < 0) Py_CLEAR(out);
+    } else {
+        /* NumPy would have mutated the caller's arrays before raising */
+        ND_EXC_SAVE(exc);
+        if (nd__flush_writes(t) < 0) PyErr_WriteUnraisable(self);
+        ND_EXC_RESTORE(exc);
+    }
+    nd__tls_trace = prev;
+    nd__trace_end(t);
+    nd__trace_decref(t);
+    return out;
+}
+
+static PyObject *cf_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int cf_traverse(PyObject *o, visitproc visit, void *arg)
+{
+    NdCompiled *cf = (NdCompiled *)o;
+    Py_VISIT(cf->fn);
+    Py_VISIT(cf->dict);
+    Py_VISIT(cf->backend_fn);
+    Py_VISIT(cf->backend_name);
+    Py_VISIT(cf->options);
+    Py_VISIT(cf->cache);
+    Py_VISIT(cf->dynamic);
+    Py_VISIT(cf->remapped);
+    Py_VISIT(cf->guards);
+    return 0;
+}
+
+static int cf_clear(PyObject *o)
+{
+    NdCompiled *cf = (NdCompiled *)o;
+    Py_CLEAR(cf->fn);
+    Py_CLEAR(cf->dict);
+    Py_CLEAR(cf->backend_fn);
+    Py_CLEAR(cf->backend_name);
+    Py_CLEAR(cf->options);
+    Py_CLEAR(cf->cache);
+    Py_CLEAR(cf->dynamic);
+    Py_CLEAR(cf->remapped);
+    Py_CLEAR(cf->guards);
+    return 0;
+}
+
+static void cf_dealloc(PyObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    if (((NdCompiled *)o)->weakrefs) PyObject_ClearWeakRefs(o);
+    cf_clear(o);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *cf_repr(PyObject *o)
+{
+    NdCompiled *cf = (NdCompiled *)o;
+    return PyUnicode_FromFormat("<numdyn compiled %R backend=%R%s>", cf->fn, cf->backend_name,
+                                cf->fullgraph ? " fullgraph" : "");
+}
+
+static PyObject *cf_get_backend(PyObject *o, void *c)
+{
+    return Py_NewRef(((NdCompiled *)o)->backend_name);
+}
+static PyObject *cf_get_fullgraph(PyObject *o, void *c)
+{
+    return PyBool_FromLong(((NdCompiled *)o)->fullgraph);
+}
+static PyObject *cf_get_fn(PyObject *o, void *c) { return Py_NewRef(((NdCompiled *)o)->fn); }
+static PyObject *cf_get_dynamic(PyObject *o, void *c) { return Py_NewRef(((NdCompiled *)o)->dynamic); }
+static PyObject *cf_get_options(PyObject *o, void *c)
+{
+    NdCompiled *cf = (NdCompiled *)o;
+    return Py_NewRef(cf->options ? cf->options : Py_None);
+}
+
+static PyGetSetDef cf_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"backend", cf_get_backend, NULL, "the backend name or callable", NULL},
+    {"fullgraph", cf_get_fullgraph, NULL, NULL, NULL},
+    {"dynamic", cf_get_dynamic, NULL, NULL, NULL},
+    {"options", cf_get_options, NULL, NULL, NULL},
+    {"_fn", cf_get_fn, NULL, "the wrapped callable", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject NdCompiled_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.CompiledFunction",
+    .tp_doc = "A function compiled by numdyn.compile.",
+    .tp_basicsize = sizeof(NdCompiled),
+    .tp_dealloc = cf_dealloc,
+    .tp_vectorcall_offset = offsetof(NdCompiled, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = cf_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_traverse = cf_traverse,
+    .tp_clear = cf_clear,
+    .tp_weaklistoffset = offsetof(NdCompiled, weakrefs),
+    .tp_getset = cf_getset,
+    .tp_descr_get = cf_descr_get,
+    .tp_dictoffset = offsetof(NdCompiled, dict),
+};
+
+/* ------------------------------------------------------ module functions */
+
+static int resolve_backend(PyObject *backend, int *kind, PyObject **fn)
+{
+    *fn = NULL;
+    if (PyUnicode_Check(backend)) {
+        if (PyUnicode_CompareWithASCIIString(backend, "eager") == 0 ||
+            PyUnicode_CompareWithASCIIString(backend, "aot_eager") == 0) {
+            *kind = ND_BACKEND_EAGER;
+            return 0;
+        }
+        if (PyUnicode_CompareWithASCIIString(backend, "native") == 0) {
+            *kind = ND_BACKEND_NATIVE;
+            return 0;
+        }
+        PyObject *f = PyDict_GetItemWithError(backends, backend);
+        if (f) {
+            *kind = ND_BACKEND_CUSTOM;
+            *fn = Py_NewRef(f);
+            return 0;
+        }
+        if (PyErr_Occurred()) return -1;
+        PyObject *names = PyDict_Keys(backends);
+        if (names && PyList_Sort(names) == 0)
+            PyErr_Format(PyExc_ValueError,
+                         "numdyn: unknown backend %R; use 'native', 'eager', 'aot_eager', a "
+                         "name from numdyn.register_backend (registered: %R), or a callable "
+                         "compiler_fn(graph, example_inputs)", backend, names);
+        Py_XDECREF(names);
+        return -1;
+    }
+    if (PyCallable_Check(backend)) {
+        *kind = ND_BACKEND_CUSTOM;
+        *fn = Py_NewRef(backend);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "numdyn: backend must be a name or a callable, not %.80s",
+                 Py_TYPE(backend)->tp_name);
+    return -1;
+}
+
+static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"fn", "fullgraph", "dynamic", "backend", "options", "disable", NULL};
+    PyObject *fn, *dynamic = Py_None, *backend = NULL, *options = Py_None;
+    int fullgraph = 0, disable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pOOOp:compile", kwlist, &fn, &fullgraph,
+                                     &dynamic, &backend, &options, &disable))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.compile expects a callable, got %.80s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    PyObject *bname = backend ? Py_NewRef(backend) : PyUnicode_FromString("native");
+    if (!bname) return NULL;
+    int kind;
+    PyObject *bfn;
+    if (resolve_backend(bname, &kind, &bfn) < 0) { Py_DECREF(bname); return NULL; }
+    NdCompiled *cf = PyObject_GC_New(NdCompiled, &NdCompiled_Type);
+    if (!cf) { Py_DECREF(bname); Py_XDECREF(bfn); return NULL; }
+    cf->vectorcall = cf_vectorcall;
+    cf->fn = Py_NewRef(fn);
+    cf->dict = NULL;
+    cf->backend_fn = bfn;
+    cf->backend_name = bname;
+    cf->options = options == Py_None ? NULL : Py_NewRef(options);
+    cf->cache = kind == ND_BACKEND_CUSTOM ? PyDict_New() : NULL;
+    cf->dynamic = Py_NewRef(dynamic);
+    cf->remapped = cf->guards = NULL;
+    cf->weakrefs = NULL;
+    cf->gen = reset_gen;
+    cf->backend = kind;
+    cf->fullgraph = fullgraph;
+    cf->disable = disable;
+    PyObject_GC_Track((PyObject *)cf);
+    if (kind == ND_BACKEND_CUSTOM && !cf->cache) { Py_DECREF(cf); return NULL; }
+    PyObject *functools = PyImport_ImportModule("functools");
+    PyObject *r = functools
+        ? PyObject_CallMethod(functools, "update_wrapper", "OO", (PyObject *)cf, fn) : NULL;
+    Py_XDECREF(functools);
+    if (!r) { Py_DECREF(cf); return NULL; }
+    Py_DECREF(r);
+    return (PyObject *)cf;
+}
+
+static PyObject *mod_explain_call(PyObject *m, PyObject *args)
+{
+    PyObject *fn, *fargs, *fkwargs;
+    if (!PyArg_ParseTuple(args, "OO!O:_explain_call", &fn, &PyTuple_Type, &fargs, &fkwargs))
+        return NULL;
+    PyObject *records = PyList_New(0);
+    if (!records) return NULL;
+    PyObject *saved = nd__tls_explain;
+    nd__tls_explain = records;
+    PyObject *r = PyObject_Call(fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
+    nd__tls_explain = saved;
+    if (!r) { Py_DECREF(records); return NULL; }
+    PyObject *out = PyTuple_Pack(2, r, records);
+    Py_DECREF(r);
+    Py_DECREF(records);
+    return out;
+}
+
+static PyObject *mod_graph_break(PyObject *m, PyObject *unused)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t) Py_RETURN_NONE;
+    if (nd_trace_record_break(t, "numdyn.graph_break()") < 0 || nd__flush_all(t) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_reset(PyObject *m, PyObject *unused)
+{
+    reset_gen++;
+    nd_counters_reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_disable_enter(PyObject *m, PyObject *unused)
+{
+    nd__tls_disabled++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_disable_exit(PyObject *m, PyObject *unused)
+{
+    if (nd__tls_disabled > 0) nd__tls_disabled--;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_is_tracing(PyObject *m, PyObject *unused)
+{
+    return PyBool_FromLong(nd_trace_current() != NULL);
+}
+
+static PyObject *mod_register_backend(PyObject *m, PyObject *args)
+{
+    PyObject *name, *fn;
+    if (!PyArg_ParseTuple(args, "UO:_register_backend", &name, &fn)) return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn: a backend must be callable");
+        return NULL;
+    }
+    if (PyDict_SetItem(backends, name, fn) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_set_log_hook(PyObject *m, PyObject *hook)
+{
+    Py_XSETREF(nd__log_hook, hook == Py_None ? NULL : Py_NewRef(hook));
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_counters(PyObject *m, PyObject *unused) { return nd_counters_dict(); }
+
+static PyMethodDef compile_functions[] = {
+    {"compile", (PyCFunction)(void (*)(void))mod_compile, METH_VARARGS | METH_KEYWORDS,
+     "compile(fn, fullgraph=False, dynamic=None, backend='native', options=None, "
+     "disable=False) -> CompiledFunction"},
+    {"_explain_call", mod_explain_call, METH_VARARGS,
+     "_explain_call(fn, args, kwargs) -> (result, records)"},
+    {"graph_break", mod_graph_break, METH_NOARGS,
+     "Flush the pending graph here and record a graph break."},
+    {"_reset", mod_reset, METH_NOARGS, "Drop compiled-function caches; zero the counters."},
+    {"_disable_enter", mod_disable_enter, METH_NOARGS, NULL},
+    {"_disable_exit", mod_disable_exit, METH_NOARGS, NULL},
+    {"is_tracing", mod_is_tracing, METH_NOARGS, "True while this thread is capturing."},
+    {"_register_backend", mod_register_backend, METH_VARARGS, NULL},
+    {"_set_log_hook", mod_set_log_hook, METH_O, NULL},
+    {"_trace_counters", mod_counters, METH_NOARGS, "The runtime counters as a dict."},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd__compile_init(PyObject *m)
+{
+    if (PyType_Ready(&NdCompiled_Type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "CompiledFunction", (PyObject *)&NdCompiled_Type) < 0)
+        return -1;
+    backends = PyDict_New();
+    if (!backends || PyModule_AddObjectRef(m, "_backends", backends) < 0) return -1;
+    return PyModule_AddFunctions(m, compile_functions);
+}

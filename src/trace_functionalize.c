@@ -1,0 +1,562 @@
+/* trace_functionalize.c -- views and mutation as functional graph updates.
+ *
+ * A storage is one buffer's history: `version` is the node of its current
+ * value. A proxy is that storage seen through an affine map: element i of
+ * the proxy is the storage's C-order flat element off + sum_d i_d*strides[d].
+ *
+ *   read   identity map -> the version node itself; else a VIEW node of the
+ *          version, cached per (proxy, version) so repeated reads of an
+ *          unchanged view add nothing.
+ *   write  the version becomes SETITEM(version, value) over the proxy's map
+ *          (or `value` itself for a whole-buffer write of the same shape and
+ *          dtype). Every proxy on the storage reads the new version next.
+ *   view   same storage, composed map (see nd_proxy_view in trace.h).
+ *
+ * Storages standing for caller arrays (arguments, globals met while
+ * tracing) are written back into those arrays at every flush: see
+ * trace_flush.c.
+ */
+#include "trace_internal.h"
+#include <string.h>
+
+extern PyTypeObject NdProxy_Type;
+
+nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
+{
+    nd_storage *s = PyMem_Malloc(sizeof(*s));
+    if (!s) { PyErr_NoMemory(); return NULL; }
+    const nd_node *n = nd_graph_node(t->g, version);
+    s->refcnt = 1;
+    s->trace = t;
+    nd__trace_incref(t);
+    s->version = version;
+    s->caller = Py_XNewRef(caller);
+    s->dirty = 0;
+    s->readonly = caller && PyArray_Check(caller) &&
+                  !PyArray_ISWRITEABLE((PyArrayObject *)caller);
+    s->ndim = n->ndim;
+    s->dtype = n->dtype;
+    memcpy(s->shape, n->shape, sizeof(npy_intp) * n->ndim);
+    s->mark = 0;
+    return s;
+}
+
+void nd__storage_decref(nd_storage *s)
+{
+    if (!s || --s->refcnt > 0) return;
+    Py_XDECREF(s->caller);
+    nd__trace_decref(s->trace);
+    PyMem_Free(s);
+}
+
+static void c_strides(int ndim, const npy_intp *shape, npy_intp *out)
+{
+    npy_intp acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        out[d] = acc;
+        acc *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+static int is_identity(const nd_storage *s, int ndim, const npy_intp *shape,
+                       npy_intp off, const npy_intp *strides)
+{
+    if (ndim != s->ndim || off != 0) return 0;
+    npy_intp cs[ND_MAXDIMS];
+    c_strides(ndim, shape, cs);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] != s->shape[d]) return 0;
+        if (shape[d] > 1 && strides[d] != cs[d]) return 0;
+    }
+    return 1;
+}
+
+PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
+{
+    NdProxy *p = PyObject_New(NdProxy, &NdProxy_Type);
+    if (!p) return NULL;
+    s->refcnt++;
+    p->st = s;
+    p->value = NULL;
+    p->weakrefs = NULL;
+    p->vnode = p->vver = ND_NONE;
+    p->ndim = s->ndim;
+    p->is_scalar = (uint8_t)(is_scalar != 0);
+    p->identity = 1;
+    p->dtype = s->dtype;
+    p->off = 0;
+    memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);
+    c_strides(s->ndim, s->shape, p->strides);
+    nd_trace *t = s->trace;
+    p->prev = NULL;
+    p->next = t->proxies;
+    if (t->proxies) t->proxies->prev = p;
+    t->proxies = p;
+    return (PyObject *)p;
+}
+
+static NdProxy *as_proxy(PyObject *o)
+{
+    if (!o || !nd_proxy_check(o)) {
+        PyErr_Format(PyExc_TypeError, "numdyn: expected a LazyArray, got %s",
+                     o ? Py_TYPE(o)->tp_name : "NULL");
+        return NULL;
+    }
+    return (NdProxy *)o;
+}
+
+PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar)
+{
+    if (!t) t = nd_trace_current();
+    if (!t) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: nd_proxy_wrap outside a trace");
+        return NULL;
+    }
+    if (id < 0 || id >= t->g->n) {
+        PyErr_Format(PyExc_SystemError, "numdyn: nd_proxy_wrap of bad node %d", (int)id);
+        return NULL;
+    }
+    nd_storage *s = nd__storage_new(t, id, NULL);
+    if (!s) return NULL;
+    PyObject *p = nd__proxy_new(s, is_scalar);
+    nd__storage_decref(s);
+    return p;
+}
+
+int nd_proxy_is_scalar(PyObject *o) { return nd_proxy_check(o) && ((NdProxy *)o)->is_scalar; }
+int nd_proxy_dtype(PyObject *o) { return nd_proxy_check(o) ? ((NdProxy *)o)->dtype : -1; }
+int nd_proxy_ndim(PyObject *o) { return nd_proxy_check(o) ? ((NdProxy *)o)->ndim : -1; }
+const npy_intp *nd_proxy_shape(PyObject *o)
+{
+    return nd_proxy_check(o) ? ((NdProxy *)o)->shape : NULL;
+}
+int nd_proxy_live(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *)o); }
+
+nd_id nd__proxy_read_own(NdProxy *p)
+{
+    nd_storage *s = p->st;
+    if (p->identity) return s->version;
+    if (p->vver == s->version) return p->vnode;
+    nd_node n;
+    nd_node_init(&n, ND_OP_VIEW, s->dtype, p->ndim, p->shape);
+    n.nin = 1;
+    n.in[0] = s->version;
+    n.voff = p->off;
+    memcpy(n.vstrides, p->strides, sizeof(npy_intp) * p->ndim);
+    nd_id id = nd_graph_add(s->trace->g, &n);
+    if (id == ND_NONE) return ND_NONE;
+    p->vnode = id;
+    p->vver = s->version;
+    return id;
+}
+
+/* A live proxy of the current trace standing for a foreign or detached
+ * proxy's concrete value (its writes reach that value at the next flush). */
+static NdProxy *adopt(NdProxy *p)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "numdyn: a lazy array was used outside any compiled function "
+                        "in a way that needs tracing");
+        return NULL;
+    }
+    PyObject *v = nd__proxy_value(p, NULL);
+    if (!v) return NULL;
+    nd_storage *s = nd__caller_find(t, v);
+    if (!s) {
+        nd_id id = nd_trace_lift(t, v);  /* registers a caller storage */
+        s = id == ND_NONE ? NULL : nd__caller_find(t, v);
+    }
+    Py_DECREF(v);
+    if (!s) return NULL;
+    return (NdProxy *)nd__proxy_new(s, p->is_scalar);
+}
+
+nd_id nd_proxy_read(PyObject *o)
+{
+    NdProxy *p = as_proxy(o);
+    if (!p) return ND_NONE;
+    if (nd__live(p)) return nd__proxy_read_own(p);
+    NdProxy *a = adopt(p);
+    if (!a) return ND_NONE;
+    nd_id id = nd__proxy_read_own(a);
+    Py_DECREF(a);
+    return id;
+}
+
+static int write_node(NdProxy *p, nd_id value)
+{
+    nd_storage *s = p->st;
+    nd_graph *g = s->trace->g;
+    if (s->readonly) {
+        PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
+        return -1;
+    }
+    if (value < 0 || value >= g->n) {
+        PyErr_Format(PyExc_SystemError, "numdyn: nd_proxy_write of bad node %d", (int)value);
+        return -1;
+    }
+    const nd_node *v = nd_graph_node(g, value);
+    int same = p->identity && v->dtype == s->dtype && v->ndim == s->ndim &&
+               memcmp(v->shape, s->shape, sizeof(npy_intp) * s->ndim) == 0;
+    nd_id nv = value;
+    if (!same) {
+        nd_node n;
+        nd_node_init(&n, ND_OP_SETITEM, s->dtype, s->ndim, s->shape);
+        n.nin = 2;
+        n.in[0] = s->version;
+        n.in[1] = value;
+        n.in_dtype[1] = s->dtype;
+        n.voff = p->off;
+        n.vndim = p->ndim;
+        memcpy(n.vshape, p->shape, sizeof(npy_intp) * p->ndim);
+        memcpy(n.vstrides, p->strides, sizeof(npy_intp) * p->ndim);
+        nv = nd_graph_add(g, &n);
+        if (nv == ND_NONE) return -1;
+    }
+    s->version = nv;
+    if (s->caller) s->dirty = 1;
+    return 0;
+}
+
+int nd_proxy_write(PyObject *o, nd_id value)
+{
+    NdProxy *p = as_proxy(o);
+    if (!p) return -1;
+    if (nd__live(p)) return write_node(p, value);
+    /* the value is a node of the current trace; the target is concrete */
+    nd_trace *t = nd_trace_current();
+    if (!t) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: nd_proxy_write outside a trace");
+        return -1;
+    }
+    NdProxy *a = adopt(p);
+    if (!a) return -1;
+    int r = write_node(a, value);
+    Py_DECREF(a);
+    return r;
+}
+
+/* Greedy mixed-radix split of a flat stride into per-dim coefficients;
+ * `mode` picks how each digit rounds (0 toward zero, 1 nearest, 2 away
+ * from zero), since only some splits keep every index inside its dim. */
+static void split_stride(int bndim, const npy_intp *cs, npy_intp s, int mode, npy_intp *coef)
+{
+    for (int e = 0; e < bndim; e++) {
+        npy_intp c = s / cs[e], r = s - c * cs[e];
+        if (r != 0 && e + 1 < bndim) {
+            npy_intp sg = r > 0 ? 1 : -1;
+            if (mode == 2 || (mode == 1 && 2 * (r > 0 ? r : -r) > cs[e])) c += sg;
+        }
+        coef[e] = c;
+        s -= c * cs[e];
+    }
+}
+
+int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *shape,
+                  npy_intp off, const npy_intp *strides, npy_intp *start,
+                  npy_intp coef[][ND_MAXDIMS])
+{
+    npy_intp cs[ND_MAXDIMS], size = 1;
+    c_strides(bndim, bshape, cs);
+    for (int e = 0; e < bndim; e++) size *= bshape[e];
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {  /* no element: any map is exact */
+            memset(start, 0, sizeof(npy_intp) * (size_t)bndim);
+            for (int k = 0; k < ndim; k++)
+                memset(coef[k], 0, sizeof(npy_intp) * (size_t)bndim);
+            return 0;
+        }
+    }
+    if (off < 0 || (off >= size && size > 0)) return 1;
+    npy_intp rem = off;
+    for (int e = 0; e < bndim; e++) {
+        start[e] = cs[e] ? rem / cs[e] : 0;
+        rem -= start[e] * cs[e];
+    }
+    for (int mode = 0; mode < 3; mode++) {
+        for (int d = 0; d < ndim; d++) {
+            if (shape[d] > 1) split_stride(bndim, cs, strides[d], mode, coef[d]);
+            else memset(coef[d], 0, sizeof(npy_intp) * (size_t)bndim);
+        }
+        int ok = 1;
+        for (int e = 0; e < bndim && ok; e++) {
+            npy_intp lo = start[e], hi = start[e];
+            for (int d = 0; d < ndim; d++) {
+                npy_intp c = coef[d][e] * (shape[d] - 1);
+                if (c < 0) lo += c; else hi += c;
+            }
+            ok = lo >= 0 && hi < bshape[e];
+        }
+        if (ok) return 0;
+    }
+    return 1;
+}
+
+PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
+                        npy_intp off, const npy_intp *strides)
+{
+    NdProxy *b = as_proxy(o);
+    if (!b) return NULL;
+    if (ndim < 0 || ndim > ND_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "numdyn: view of rank %d", ndim);
+        return NULL;
+    }
+    NdProxy *adopted = NULL;
+    if (!nd__live(b)) {
+        if (!(adopted = adopt(b))) return NULL;
+        b = adopted;
+    }
+    npy_intp noff, nstr[ND_MAXDIMS];
+    if (b->identity) {
+        noff = off;
+        memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+    } else {
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+        if (nd__decompose(b->ndim, b->shape, ndim, shape, off, strides, start, coef)) {
+            Py_XDECREF(adopted);
+            PyErr_SetString(PyExc_SystemError,
+                            "numdyn: view map is not expressible per dimension "
+                            "(a shim bug: such a reshape must copy)");
+            return NULL;
+        }
+        noff = b->off;
+        for (int e = 0; e < b->ndim; e++) noff += start[e] * b->strides[e];
+        for (int d = 0; d < ndim; d++) {
+            nstr[d] = 0;
+            for (int e = 0; e < b->ndim; e++) nstr[d] += coef[d][e] * b->strides[e];
+        }
+    }
+    NdProxy *p = (NdProxy *)nd__proxy_new(b->st, 0);
+    Py_XDECREF(adopted);
+    if (!p) return NULL;
+    p->ndim = (uint8_t)ndim;
+    memcpy(p->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    memcpy(p->strides, nstr, sizeof(npy_intp) * (size_t)ndim);
+    p->off = noff;
+    p->identity = (uint8_t)is_identity(p->st, ndim, shape, noff, nstr);
+    return (PyObject *)p;
+}
+
+/* The concrete array behind a version node, if it has one (borrowed). */
+static PyObject *node_array(nd_graph *g, nd_id id)
+{
+    nd_node *n = nd_graph_node(g, id);
+    if (n->value) return n->value;
+    if (n->op == ND_OP_INPUT) return n->obj;
+    return NULL;
+}
+
+/* NumPy view of `arr` (shaped like the storage) through proxy p's map. */
+static PyObject *view_of(NdProxy *p, PyArrayObject *arr)
+{
+    if (p->identity) return Py_NewRef((PyObject *)arr);
+    const npy_intp *bs = PyArray_DIMS(arr), *bst = PyArray_STRIDES(arr);
+    int bndim = PyArray_NDIM(arr);
+    npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+    if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef)) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: proxy view map is not per-dimension");
+        return NULL;
+    }
+    npy_intp boff = 0, bstrides[ND_MAXDIMS];
+    int any_empty = 0;
+    for (int d = 0; d < p->ndim; d++) any_empty |= p->shape[d] == 0;
+    if (!any_empty)
+        for (int e = 0; e < bndim; e++) boff += start[e] * bst[e];
+    for (int d = 0; d < p->ndim; d++) {
+        bstrides[d] = 0;
+        for (int e = 0; e < bndim; e++) bstrides[d] += coef[d][e] * bst[e];
+    }
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    int flags = PyArray_ISWRITEABLE(arr) ? NPY_ARRAY_WRITEABLE : 0;
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, p->ndim, p->shape, bstrides,
+                                       PyArray_BYTES(arr) + boff, flags, NULL);
+    if (!v) return NULL;
+    if (PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef((PyObject *)arr)) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyArray_UpdateFlags((PyArrayObject *)v, NPY_ARRAY_UPDATE_ALL);
+    return v;
+}
+
+PyObject *nd_proxy_base_array(PyObject *o)
+{
+    NdProxy *p = as_proxy(o);
+    if (!p) return NULL;
+    if (p->value) return Py_NewRef(p->value);
+    if (!p->st) return NULL;
+    PyObject *arr = node_array(p->st->trace->g, p->st->version);
+    if (!arr || !PyArray_Check(arr)) return NULL;
+    return view_of(p, (PyArrayObject *)arr);
+}
+
+/* A node of array `arr` that is not a caller buffer (a fresh value we own). */
+nd_id nd__input_node(nd_trace *t, PyObject *arr)
+{
+    PyArrayObject *a = (PyArrayObject *)arr;
+    nd_node n;
+    nd_node_init(&n, ND_OP_INPUT, PyArray_TYPE(a), PyArray_NDIM(a), PyArray_DIMS(a));
+    n.obj = Py_NewRef(arr);
+    nd_id id = nd_graph_add(t->g, &n);
+    if (id == ND_NONE) Py_DECREF(arr);
+    return id;
+}
+
+int nd__proxy_write_array(NdProxy *p, PyObject *arr)
+{
+    if (!nd__live(p)) {
+        PyObject *v = nd__proxy_value(p, NULL);
+        if (!v) return -1;
+        int r = PyArray_CopyInto((PyArrayObject *)v, (PyArrayObject *)arr);
+        Py_DECREF(v);
+        return r;
+    }
+    nd_id id = nd__input_node(p->st->trace, arr);
+    return id == ND_NONE ? -1 : write_node(p, id);
+}
+
+int nd_trace_supported_array(PyObject *obj)
+{
+    if (!PyArray_Check(obj)) return 0;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (PyArray_NDIM(a) > ND_MAXDIMS || !PyArray_ISNOTSWAPPED(a)) return 0;
+    switch (PyArray_TYPE(a)) {
+    case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT:
+    case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG:
+    case NPY_ULONGLONG: case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
+    case NPY_CFLOAT: case NPY_CDOUBLE:
+        return PyArray_DESCR(a)->elsize > 0;
+    default:
+        return 0;
+    }
+}
+
+/* Storage for a caller array, created on first sight (borrowed result). */
+nd_storage *nd__caller_storage(nd_trace *t, PyObject *arr)
+{
+    nd_storage *s = nd__caller_find(t, arr);
+    if (s) return s;
+    PyObject *base = arr;
+    if (!PyArray_CheckExact(arr)) {
+        /* subclasses (matrix, memmap...) take part as plain ndarray data */
+        base = PyArray_View((PyArrayObject *)arr, NULL, &PyArray_Type);
+        if (!base) return NULL;
+    } else {
+        Py_INCREF(base);
+    }
+    nd_id id = nd__input_node(t, base);
+    Py_DECREF(base);
+    if (id == ND_NONE) return NULL;
+    s = nd__storage_new(t, id, arr);
+    if (!s) return NULL;
+    if (nd__caller_add(t, s) < 0) { nd__storage_decref(s); return NULL; }
+    nd__storage_decref(s);  /* the caller table holds it */
+    return s;
+}
+
+static nd_id scalar_node(nd_trace *t, PyObject *obj, int dtype, int weak)
+{
+    nd_node n;
+    nd_node_init(&n, ND_OP_SCALAR, dtype, 0, NULL);
+    if (weak) n.flags |= ND_F_WEAK;
+    switch (dtype) {
+    case NPY_BOOL:
+        if ((n.scalar.i = PyObject_IsTrue(obj)) < 0) return ND_NONE;
+        break;
+    case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
+        n.scalar.f = PyFloat_AsDouble(obj);
+        if (n.scalar.f == -1.0 && PyErr_Occurred()) return ND_NONE;
+        break;
+    case NPY_CFLOAT: case NPY_CDOUBLE: {
+        Py_complex c = PyComplex_AsCComplex(obj);
+        if (c.real == -1.0 && PyErr_Occurred()) return ND_NONE;
+        n.scalar.c.re = c.real;
+        n.scalar.c.im = c.imag;
+        break;
+    }
+    default: {  /* integers */
+        PyObject *i = PyNumber_Index(obj);
+        if (!i) return ND_NONE;
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+        if (overflow > 0) {
+            /* a weak int above int64 keeps its value as uint64 when it fits;
+             * beyond that the shim raises NumPy's OverflowError from obj */
+            unsigned long long u = PyLong_AsUnsignedLongLong(i);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                u = 0;
+            } else if (weak) {
+                n.dtype = NPY_UINT64;
+            }
+            n.scalar.u = u;
+        } else if (overflow < 0) {
+            n.scalar.i = 0;
+        } else {
+            if (v == -1 && PyErr_Occurred()) { Py_DECREF(i); return ND_NONE; }
+            n.scalar.i = v;
+        }
+        Py_DECREF(i);
+    }
+    }
+    n.obj = Py_NewRef(obj);
+    nd_id id = nd_graph_add(t->g, &n);
+    if (id == ND_NONE) Py_DECREF(obj);
+    return id;
+}
+
+nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
+{
+    if (!t) t = nd_trace_current();
+    if (!t) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: nd_trace_lift outside a trace");
+        return ND_NONE;
+    }
+    if (nd_proxy_check(obj)) return nd_proxy_read(obj);
+    if (PyArray_Check(obj)) {
+        if (!nd_trace_supported_array(obj)) {
+            PyErr_Format(PyExc_TypeError,
+                         "numdyn: arrays of dtype %R (or rank above %d, or non-native "
+                         "byte order) are not traced",
+                         (PyObject *)PyArray_DESCR((PyArrayObject *)obj), ND_MAXDIMS);
+            return ND_NONE;
+        }
+        nd_storage *s = nd__caller_storage(t, obj);
+        return s ? s->version : ND_NONE;
+    }
+    if (PyBool_Check(obj)) return scalar_node(t, obj, NPY_BOOL, 1);
+    if (PyLong_Check(obj)) return scalar_node(t, obj, NPY_INT64, 1);
+    if (PyFloat_Check(obj)) return scalar_node(t, obj, NPY_DOUBLE, 1);
+    if (PyComplex_Check(obj)) return scalar_node(t, obj, NPY_CDOUBLE, 1);
+    if (PyArray_IsScalar(obj, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
+        if (!d) return ND_NONE;
+        int tn = d->type_num;
+        Py_DECREF(d);
+        PyObject *probe = PyArray_FROM_O(obj);
+        if (!probe) return ND_NONE;
+        int ok = nd_trace_supported_array(probe);
+        Py_DECREF(probe);
+        if (ok) return scalar_node(t, obj, tn, 0);
+        PyErr_Format(PyExc_TypeError, "numdyn: NumPy scalars of type %s are not traced",
+                     Py_TYPE(obj)->tp_name);
+        return ND_NONE;
+    }
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        PyObject *arr = PyArray_FROM_O(obj);
+        if (!arr) return ND_NONE;
+        nd_id id = ND_NONE;
+        if (nd_trace_supported_array(arr)) id = nd__input_node(t, arr);
+        else PyErr_Format(PyExc_TypeError,
+                          "numdyn: a sequence converting to dtype %R is not traced",
+                          (PyObject *)PyArray_DESCR((PyArrayObject *)arr));
+        Py_DECREF(arr);
+        return id;
+    }
+    PyErr_Format(PyExc_TypeError, "numdyn: cannot use an object of type %s as an array",
+                 Py_TYPE(obj)->tp_name);
+    return ND_NONE;
+}

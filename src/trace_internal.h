@@ -1,0 +1,177 @@
+/* trace_internal.h -- what the tracer's own files (src/trace_*.c) share.
+ *
+ * Nothing outside src/trace_*.c includes this: other modules use trace.h.
+ *
+ * Object model
+ * ------------
+ * nd_trace    one capture session: the pending graph, the backend to flush
+ *             with, the caller storages (arrays from outside the function,
+ *             by identity), the list of live proxies. Refcounted C struct:
+ *             the thread's "current" slot, every storage and every running
+ *             compiled call hold a reference; it outlives its capture while
+ *             escaped proxies still need it to compute their value.
+ * nd_storage  one functional buffer: the node of its current version, the
+ *             caller ndarray it stands for (or NULL for a fresh value), and
+ *             whether pending writes must reach that caller array.
+ * NdProxy     (storage, affine view). Once its trace has ended (or when it
+ *             is used from another thread's trace) a proxy *detaches*: it
+ *             computes its value once, drops the storage and forwards every
+ *             operation to that concrete ndarray.
+ *
+ * Every function here follows the usual CPython rule: NULL / -1 / ND_NONE
+ * with an exception set on error.
+ */
+#ifndef ND_TRACE_INTERNAL_H
+#define ND_TRACE_INTERNAL_H
+#include "npy.h"
+#include "trace.h"
+#include "backend.h"
+
+typedef struct nd_storage nd_storage;
+typedef struct NdProxy NdProxy;
+
+/* Save / restore the raised exception across cleanup code (3.10 .. 3.13). */
+#if PY_VERSION_HEX >= 0x030C0000
+#define ND_EXC_SAVE(v) PyObject *v = PyErr_GetRaisedException()
+#define ND_EXC_RESTORE(v) PyErr_SetRaisedException(v)
+#else
+#define ND_EXC_SAVE(v) PyObject *v##_t, *v##_v, *v##_tb; PyErr_Fetch(&v##_t, &v##_v, &v##_tb)
+#define ND_EXC_RESTORE(v) PyErr_Restore(v##_t, v##_v, v##_tb)
+#endif
+
+enum { ND_BACKEND_EAGER = 0, ND_BACKEND_NATIVE = 1, ND_BACKEND_CUSTOM = 2 };
+
+/* open-addressing map: caller ndarray pointer -> storage */
+typedef struct {
+    PyObject **keys;
+    nd_storage **vals;
+    Py_ssize_t n, cap;
+} nd_ptrmap;
+
+struct nd_trace {
+    Py_ssize_t refcnt;
+    nd_graph *g;
+    int backend;              /* ND_BACKEND_* */
+    PyObject *backend_fn;     /* owned: custom compiler_fn, or NULL */
+    PyObject *backend_cache;  /* owned dict (custom backends): key -> callable */
+    PyObject *options;        /* owned or NULL: compile(options=...) */
+    PyObject *explain;        /* owned list of records while explaining, or NULL */
+    int fullgraph;            /* active compiled frames with fullgraph=True */
+    int ended;                /* the capture has returned */
+    int flushing;             /* a backend is running this trace's graph */
+    nd_ptrmap callers;        /* caller storages, by caller array identity */
+    nd_storage **clist;       /* the same storages, in creation order */
+    Py_ssize_t nclist, capclist;
+    NdProxy *proxies;         /* intrusive list of attached proxies */
+    Py_ssize_t value_bytes;   /* bytes held by node values since last sweep */
+};
+
+struct nd_storage {
+    Py_ssize_t refcnt;
+    nd_trace *trace;          /* owned reference */
+    nd_id version;            /* node holding the current value */
+    PyObject *caller;         /* owned: the caller ndarray, or NULL */
+    uint8_t dirty;            /* writes pending for `caller` */
+    uint8_t readonly;         /* caller array is not writeable */
+    uint8_t ndim;
+    int dtype;
+    npy_intp shape[ND_MAXDIMS];
+    unsigned mark;            /* scratch for sweeps */
+};
+
+struct NdProxy {
+    PyObject_HEAD
+    nd_storage *st;           /* owned; NULL once detached */
+    PyObject *value;          /* owned: the concrete array once detached */
+    NdProxy *prev, *next;     /* st->trace->proxies while attached */
+    PyObject *weakrefs;
+    nd_id vnode, vver;        /* read cache: node `vnode` is this view of version `vver` */
+    uint8_t ndim, is_scalar, identity;
+    int dtype;
+    npy_intp off;             /* element offset into the storage's C-order flat index */
+    npy_intp shape[ND_MAXDIMS];
+    npy_intp strides[ND_MAXDIMS]; /* element units over that flat index */
+};
+
+/* ---- trace_state.c */
+extern _Thread_local nd_trace *nd__tls_trace;  /* the thread's current trace */
+extern _Thread_local int nd__tls_disabled;     /* >0: compiled functions run eagerly */
+extern _Thread_local PyObject *nd__tls_explain; /* list collecting explain records */
+extern PyObject *nd__GraphBreakError;
+extern PyObject *nd__log_hook;                  /* callable(kind, msg) or NULL */
+
+nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
+                        PyObject *options);
+void nd__trace_incref(nd_trace *t);
+void nd__trace_decref(nd_trace *t);
+/* End a capture: detach nothing (escaped proxies detach lazily), drop the
+ * caller table so storages no longer pin the trace. */
+void nd__trace_end(nd_trace *t);
+nd_storage *nd__caller_find(nd_trace *t, PyObject *arr);
+int nd__caller_add(nd_trace *t, nd_storage *s);
+/* "file:line: source" of the user's innermost frame, as a tuple
+ * (reason, filename, lineno, source). New ref. */
+PyObject *nd__user_location(const char *reason);
+void nd__log(const char *kind, PyObject *msg);
+
+/* ---- trace_functionalize.c */
+nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller);
+void nd__storage_decref(nd_storage *s);
+PyObject *nd__proxy_new(nd_storage *s, int is_scalar);  /* identity view */
+/* the proxy belongs to the trace active on this thread */
+static inline int nd__live(NdProxy *p)
+{
+    return p->st && p->st->trace == nd__tls_trace && !p->st->trace->ended &&
+           !p->st->trace->flushing;
+}
+/* read a proxy's value in its own trace (no foreign-proxy redirection) */
+nd_id nd__proxy_read_own(NdProxy *p);
+/* storage for a caller ndarray (arguments, globals), created on first
+ * sight; borrowed (the trace's caller table owns it) */
+nd_storage *nd__caller_storage(nd_trace *t, PyObject *arr);
+/* INPUT node for an array that is not a caller buffer */
+nd_id nd__input_node(nd_trace *t, PyObject *arr);
+/* per-dim decomposition of an affine map over a C-order flat index of
+ * `bshape` into a map over `bshape`'s dims: out_off (multi-index of the
+ * start) and coef[d][e]. 0 ok, 1 not expressible. */
+int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *shape,
+                  npy_intp off, const npy_intp *strides, npy_intp *start,
+                  npy_intp coef[][ND_MAXDIMS]);
+/* Write the concrete array `arr` into the proxy's region (used after a
+ * mutation that had to run on a materialized copy). */
+int nd__proxy_write_array(NdProxy *p, PyObject *arr);
+
+/* ---- trace_flush.c */
+/* Compute nodes ids[0..n) of t (plus pending caller writes) and return new
+ * references to their arrays in results[]. */
+int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results);
+/* Concrete value of any proxy (its own trace, detached or foreign): new ref
+ * to an ndarray; 0-d is_scalar values stay 0-d arrays. */
+PyObject *nd__proxy_value(NdProxy *p, const char *reason);
+/* Replace every proxy in obj (tuples, lists, dicts, nested) by its value,
+ * with ONE flush per trace. as_scalar: is_scalar proxies become NumPy
+ * scalars (what the user's Python code should see). New ref. */
+PyObject *nd__materialize_tree(PyObject *obj, int as_scalar);
+/* Same for args + kwargs, returned through *out_args / *out_kwargs. */
+int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
+                         PyObject **out_kwargs);
+/* Flush every attached proxy of t and pending writes (graph_break()). */
+int nd__flush_all(nd_trace *t);
+/* Write pending caller writes (used when the user's function raised). */
+int nd__flush_writes(nd_trace *t);
+
+/* ---- trace_compile.c */
+int nd__compile_init(PyObject *m);
+/* ---- trace_proxy.c */
+int nd__proxy_type_init(PyObject *m);
+/* ---- trace_remap.c */
+/* The copy of `fn` whose globals that name numpy (or numpy functions, or
+ * policy-wrapped functions) resolve to the shim. *guards receives a tuple
+ * (globals, name, expected, ...) checked by nd__remap_valid. New refs;
+ * returns fn itself (incref'd) when nothing is remapped. */
+PyObject *nd__remap(PyObject *fn, PyObject **guards);
+int nd__remap_valid(PyObject *guards);
+/* Registry of allow/disallow/forbid/disable policy wrappers (trace_policy.c). */
+PyObject *nd__policy_for(PyObject *fn);  /* borrowed wrapper or NULL */
+int nd__policy_init(PyObject *m);
+#endif

@@ -1,0 +1,230 @@
+/* trace_policy.c -- allow_in_graph / disallow_in_graph / forbid_in_graph /
+ * disable: wrappers that decide what a call does while a capture runs.
+ *
+ *   allow     a marker (the function is pure: later replay may skip it);
+ *             under tracing it simply runs on the proxies.
+ *   disallow  under tracing: a recorded graph break; the function runs
+ *             eagerly on concrete arrays with the capture suspended.
+ *   forbid    under tracing: an error.
+ *   disable   like disallow, and compiled functions it calls run eagerly
+ *             too (numdyn is off inside it).
+ *
+ * Compiled functions also see these wrappers where their globals name the
+ * original function (trace_remap.c looks them up with nd__policy_for), so
+ * `numdyn.disallow_in_graph(f)` works even where the code calls `f` by its
+ * own name.
+ */
+#include "trace_internal.h"
+#include <string.h>
+
+enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE };
+static const char *pol_names[] = {"allow_in_graph", "disallow_in_graph", "forbid_in_graph",
+                                  "disable"};
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn;
+    PyObject *dict;
+    int kind;
+} NdPolicy;
+
+static PyObject *policies;  /* fn -> wrapper (a dict; functions hash by identity) */
+
+static PyObject *fn_name(PyObject *fn)
+{
+    PyObject *n = PyObject_GetAttrString(fn, "__qualname__");
+    if (!n) {
+        PyErr_Clear();
+        n = PyObject_Repr(fn);
+    }
+    return n;
+}
+
+static PyObject *run_eagerly(NdPolicy *p, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames, int disable)
+{
+    nd_trace *t = nd_trace_current();
+    if (t) {
+        PyObject *name = fn_name(p->fn);
+        if (!name) return NULL;
+        PyObject *why = PyUnicode_FromFormat(
+            "call of %U (numdyn.%s): runs eagerly on concrete arrays", name, pol_names[p->kind]);
+        Py_DECREF(name);
+        if (!why) return NULL;
+        int r = nd_trace_record_break(t, PyUnicode_AsUTF8(why));
+        Py_DECREF(why);
+        if (r < 0) return NULL;
+    }
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *a = PyTuple_New(nargs), *kw = NULL, *a2 = NULL, *k2 = NULL, *res = NULL;
+    if (!a) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(a, i, Py_NewRef(args[i]));
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        if (!(kw = PyDict_New())) goto done;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
+    }
+    if (nd__materialize_call(a, kw, &a2, &k2) < 0) goto done;
+    {
+        nd_trace *saved = nd__tls_trace;
+        nd__tls_trace = NULL;  /* suspended: nothing lazy leaks into fn */
+        nd__tls_disabled += disable;
+        res = PyObject_Call(p->fn, a2, k2);
+        nd__tls_disabled -= disable;
+        nd__tls_trace = saved;
+    }
+done:
+    Py_DECREF(a);
+    Py_XDECREF(kw);
+    Py_XDECREF(a2);
+    Py_XDECREF(k2);
+    return res;
+}
+
+static PyObject *pol_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    NdPolicy *p = (NdPolicy *)self;
+    switch (p->kind) {
+    case POL_DISALLOW:
+        if (nd_trace_current()) return run_eagerly(p, args, nargsf, kwnames, 0);
+        break;
+    case POL_DISABLE:
+        return run_eagerly(p, args, nargsf, kwnames, 1);
+    case POL_FORBID:
+        if (nd_trace_current()) {
+            PyObject *name = fn_name(p->fn);
+            if (name)
+                PyErr_Format(PyExc_RuntimeError,
+                             "numdyn: %U is marked numdyn.forbid_in_graph and was called "
+                             "inside a compiled function; call it outside, or remove the mark",
+                             name);
+            Py_XDECREF(name);
+            return NULL;
+        }
+        break;
+    default:
+        break;
+    }
+    return PyObject_Vectorcall(p->fn, args, nargsf, kwnames);
+}
+
+static PyObject *pol_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int pol_traverse(PyObject *o, visitproc visit, void *arg)
+{
+    Py_VISIT(((NdPolicy *)o)->fn);
+    Py_VISIT(((NdPolicy *)o)->dict);
+    return 0;
+}
+
+static int pol_clear(PyObject *o)
+{
+    Py_CLEAR(((NdPolicy *)o)->fn);
+    Py_CLEAR(((NdPolicy *)o)->dict);
+    return 0;
+}
+
+static void pol_dealloc(PyObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    pol_clear(o);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *pol_repr(PyObject *o)
+{
+    NdPolicy *p = (NdPolicy *)o;
+    return PyUnicode_FromFormat("<numdyn.%s %R>", pol_names[p->kind], p->fn);
+}
+
+static PyObject *pol_get_kind(PyObject *o, void *c)
+{
+    return PyUnicode_FromString(pol_names[((NdPolicy *)o)->kind]);
+}
+
+static PyGetSetDef pol_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"_numdyn_policy", pol_get_kind, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject NdPolicy_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.PolicyWrapper",
+    .tp_basicsize = sizeof(NdPolicy),
+    .tp_dealloc = pol_dealloc,
+    .tp_vectorcall_offset = offsetof(NdPolicy, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = pol_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_traverse = pol_traverse,
+    .tp_clear = pol_clear,
+    .tp_getset = pol_getset,
+    .tp_descr_get = pol_descr_get,
+    .tp_dictoffset = offsetof(NdPolicy, dict),
+};
+
+PyObject *nd__policy_for(PyObject *fn)
+{
+    if (!policies || Py_IS_TYPE(fn, &NdPolicy_Type)) return NULL;
+    PyObject *r = PyDict_GetItemWithError(policies, fn);
+    if (!r) PyErr_Clear();  /* unhashable: no policy */
+    return r;
+}
+
+static PyObject *mod_policy(PyObject *m, PyObject *args)
+{
+    PyObject *fn;
+    const char *kind;
+    if (!PyArg_ParseTuple(args, "Os:_policy", &fn, &kind)) return NULL;
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(kind, pol_names[i]) == 0) k = i;
+    if (k < 0) {
+        PyErr_Format(PyExc_ValueError, "numdyn: unknown policy %s", kind);
+        return NULL;
+    }
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.%s expects a callable, got %.80s", kind,
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    if (Py_IS_TYPE(fn, &NdPolicy_Type)) fn = ((NdPolicy *)fn)->fn;  /* re-mark */
+    NdPolicy *p = PyObject_GC_New(NdPolicy, &NdPolicy_Type);
+    if (!p) return NULL;
+    p->vectorcall = pol_vectorcall;
+    p->fn = Py_NewRef(fn);
+    p->dict = NULL;
+    p->kind = k;
+    PyObject_GC_Track((PyObject *)p);
+    PyObject *functools = PyImport_ImportModule("functools");
+    PyObject *r = functools
+        ? PyObject_CallMethod(functools, "update_wrapper", "OO", (PyObject *)p, fn) : NULL;
+    Py_XDECREF(functools);
+    if (!r) { Py_DECREF(p); return NULL; }
+    Py_DECREF(r);
+    if (PyDict_SetItem(policies, fn, (PyObject *)p) < 0) {
+        PyErr_Clear();  /* an unhashable callable: the wrapper still works */
+    }
+    return (PyObject *)p;
+}
+
+static PyMethodDef policy_functions[] = {
+    {"_policy", mod_policy, METH_VARARGS, "_policy(fn, kind) -> wrapper"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd__policy_init(PyObject *m)
+{
+    if (PyType_Ready(&NdPolicy_Type) < 0) return -1;
+    policies = PyDict_New();
+    if (!policies || PyModule_AddObjectRef(m, "_policies", policies) < 0) return -1;
+    return PyModule_AddFunctions(m, policy_functions);
+}

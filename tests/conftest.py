@@ -1,0 +1,115 @@
+"""Test-session set-up shared by every numdyn test.
+
+- A kernel cache directory private to this test session (NUMDYN_CACHE_DIR),
+  so the suite never reads or writes the user's ~/.cache/numdyn and compiled
+  kernels are reused across tests of one run. Set NUMDYN_TEST_CACHE_DIR to
+  keep it between runs (it must be owned by you and not group/world-writable).
+- Hypothesis profiles:
+    "ci"   derandomized (fixed seed), no deadline: the default under CI=true
+           and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
+    "dev"  the default otherwise: random search, no deadline;
+    "fuzz" the long search of `make fuzz` (NUMDYN_FUZZ=1, or
+           HYPOTHESIS_PROFILE=fuzz); NUMDYN_FUZZ_EXAMPLES sets its size.
+  Tests that choose their own max_examples should scale it with
+  `settings().max_examples` or read NUMDYN_FUZZ_EXAMPLES, so that `make fuzz`
+  searches longer.
+- A `backend` fixture: every test taking it runs once per backend
+  ("eager", "native").
+- numdyn.reset() after each test (when numdyn provides it), so one test's
+  caches, counters and marks don't leak into the next.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+# tests/ itself holds helper modules (oracle.py, fuzz_gen.py).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# ---- kernel cache: before anything imports numdyn -------------------------
+_OWN_CACHE = None
+if os.environ.get("NUMDYN_TEST_CACHE_DIR"):
+    os.makedirs(os.environ["NUMDYN_TEST_CACHE_DIR"], mode=0o700, exist_ok=True)
+    os.environ["NUMDYN_CACHE_DIR"] = os.environ["NUMDYN_TEST_CACHE_DIR"]
+else:
+    _OWN_CACHE = tempfile.mkdtemp(prefix="numdyn-test-cache-")  # mode 0700
+    os.environ["NUMDYN_CACHE_DIR"] = _OWN_CACHE
+
+# ---- hypothesis profiles ----------------------------------------------------
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is a test requirement; tests that need it fail loudly
+    settings = None
+
+if settings is not None:
+    _slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large,
+                HealthCheck.filter_too_much]
+    settings.register_profile(
+        "ci", derandomize=True, deadline=None, print_blob=True,
+        suppress_health_check=_slow_ok, database=None)
+    settings.register_profile(
+        "dev", deadline=None, print_blob=True, suppress_health_check=_slow_ok)
+    settings.register_profile(
+        "fuzz", deadline=None, print_blob=True, suppress_health_check=_slow_ok,
+        max_examples=int(os.environ.get("NUMDYN_FUZZ_EXAMPLES", "20000")))
+
+    def _profile():
+        if os.environ.get("HYPOTHESIS_PROFILE"):
+            return os.environ["HYPOTHESIS_PROFILE"]
+        if os.environ.get("NUMDYN_FUZZ"):
+            return "fuzz"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+            return "ci"
+        return "dev"
+
+    PROFILE = _profile()
+    settings.load_profile(PROFILE)
+
+
+def pytest_report_header(config):
+    lines = [f"numdyn kernel cache: {os.environ['NUMDYN_CACHE_DIR']}"]
+    if settings is not None:
+        lines.append(f"hypothesis profile: {PROFILE}")
+    try:
+        import numdyn
+        lines.append(f"numdyn: {os.path.dirname(numdyn.__file__ or '?')}")
+    except Exception as e:  # reported by the tests themselves
+        lines.append(f"numdyn: import failed: {type(e).__name__}: {e}")
+    return lines
+
+
+def pytest_sessionstart(session):
+    # `make test-asan` runs against a separate build; make sure that is the
+    # numdyn the tests see, not the one installed in the venv.
+    expect = os.environ.get("NUMDYN_EXPECT_BUILD")
+    if expect:
+        import numdyn
+        where = os.path.realpath(numdyn.__file__)
+        if not where.startswith(os.path.realpath(expect) + os.sep):
+            raise pytest.UsageError(
+                f"numdyn was imported from {where}, not from the build in {expect}")
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+BACKENDS = ["eager", "native"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """The numdyn backend a test runs with; each test runs once per backend."""
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _numdyn_reset():
+    yield
+    nd = sys.modules.get("numdyn")
+    reset = getattr(nd, "reset", None) if nd is not None else None
+    if reset is not None:
+        reset()

@@ -1,0 +1,129 @@
+"""numdyn builds into a wheel that installs into a fresh virtual environment
+and works there: the extension imports, the kernel headers ship as
+numdyn/kernels, and a compiled function gives NumPy's result.
+
+The wheel is built the way a user's `pip wheel .` / `pip install .` builds it
+(build isolation: setuptools and NumPy come from the package index) from a
+copy of the source tree, so the working tree is not touched.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+IGNORE = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "wheelhouse",
+                                "__pycache__", "*.so", "*.o", "*.egg-info",
+                                ".hypothesis", ".pytest_cache")
+
+
+def _clean_env(**extra):
+    """The environment of a user's shell: nothing of this test run's own
+    build (PYTHONPATH, a sanitizer preload) leaks into what is tested."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "NUMDYN_SANITIZE",
+                        "NUMDYN_EXPECT_BUILD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    env.update(extra)
+    return env
+
+
+def _run(cmd, cwd, env=None, timeout=600):
+    env = _clean_env() if env is None else env
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        shown = " ".join("<script>" if "\n" in str(c) else str(c) for c in cmd)
+        pytest.fail(f"{shown} failed (exit {proc.returncode}):\n"
+                    f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}", pytrace=False)
+    return proc.stdout
+
+
+def _source_copy(dest):
+    """The files a clean clone would have (tracked + new, minus ignored)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], cwd=ROOT, capture_output=True,
+                             check=True, timeout=60).stdout
+        files = [f for f in out.decode().split("\0") if f]
+    except (OSError, subprocess.SubprocessError):
+        files = None
+    if not files:
+        shutil.copytree(ROOT, dest, ignore=IGNORE)
+        return
+    for f in files:
+        src = os.path.join(ROOT, f)
+        if not os.path.isfile(src):  # deleted in the working tree
+            continue
+        os.makedirs(os.path.dirname(os.path.join(dest, f)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dest, f))
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    _source_copy(src)
+    out = tmp / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
+          ".", "--no-deps", "-w", str(out)], cwd=src)
+    wheels = glob.glob(str(out / "numdyn-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def test_wheel_contents(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "numdyn/__init__.py" in names
+    assert any(n.startswith("numdyn/_C") and n.endswith(".so") for n in names), names
+    headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "kernels", "*.h")))
+    assert headers, "kernels/ has no headers for generated code to include"
+    shipped = sorted(n.split("/")[-1] for n in names
+                     if n.startswith("numdyn/kernels/") and n.endswith(".h"))
+    assert shipped == headers
+    # No build or test debris in what users install.
+    assert not [n for n in names if "/tests/" in n or "__pycache__" in n or n.endswith(".o")]
+
+
+CHECK = textwrap.dedent("""
+    import glob, os, sys
+    import numpy as np
+    import numdyn
+
+    here = os.path.dirname(numdyn.__file__)
+    assert here.startswith(sys.prefix), (here, sys.prefix)
+    kdir = os.path.join(here, "kernels")
+    headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(kdir, "*.h")))
+    print("headers", ",".join(headers))
+
+    def f(x, y):
+        return np.sin(x) * y + 0.5
+
+    x = np.linspace(-3, 3, 1000).reshape(10, 100)
+    want = f(x, 2.0)
+    for backend in ("eager", "native"):
+        got = numdyn.compile(f, backend=backend)(x, 2.0)
+        assert type(got) is np.ndarray and got.dtype == want.dtype, (backend, type(got))
+        assert got.shape == want.shape, (backend, got.shape)
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-15), backend
+        print("ok", backend)
+""")
+
+
+def test_wheel_installs_and_runs(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    py = str(venv / "bin" / "python")
+    # numpy comes from the package index as the wheel's dependency.
+    _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel],
+         cwd=tmp_path)
+    out = _run([py, "-c", CHECK], cwd=tmp_path,
+               env=_clean_env(NUMDYN_CACHE_DIR=str(tmp_path / "cache")))
+    headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "kernels", "*.h")))
+    assert f"headers {','.join(headers)}" in out
+    assert "ok eager" in out and "ok native" in out, out
