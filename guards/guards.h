@@ -3,4 +3,19 @@
 #define ND_GUARDS_H
 #include "../src/graph.h"
 int nd_guards_init(PyObject *module);
+
+/* guard_key.c: the properties a compiled program specializes on, as one
+ * 64-bit key. Two inputs with the same key run the same kernels: dtype
+ * (incl. byte order), rank, which dims are 1 (broadcasting), layout class
+ * (C-contiguous / F-contiguous / strided) and alignment -- never the sizes
+ * or the data. Pure C on the array struct: a replay path can evaluate it
+ * without running Python code. */
+uint64_t nd_guard_array_key(PyObject *array);
+/* Key of a standalone graph for the program cache: its structural hash
+ * (nd_graph_hash) combined with every INPUT's nd_guard_array_key. */
+uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout);
+/* The same graph ignoring every guard-relevant property (size-1 dims,
+ * layouts, view maps): two graphs with equal skeletons but different keys
+ * mean a recompile for guard reasons. */
+uint64_t nd_guard_skeleton(nd_graph *g, const nd_id *outs, int nout);
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <math.h>
 #include <complex.h>
+#undef I  /* kernels name their size/stride argument I */
 
 #define ND_INLINE static inline __attribute__((always_inline))
 /* the integer helpers are written once for signed and unsigned types */
@@ -32,6 +33,7 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 #define ND_ERR_DIVZERO 1   /* integer division by zero: RuntimeWarning */
 #define ND_ERR_OVERFLOW 2  /* MIN // -1: RuntimeWarning */
 #define ND_ERR_NEGPOW 4    /* integer ** negative: ValueError */
+#define ND_ERR_NOMEM 8     /* a kernel's scratch allocation failed */
 
 typedef uint8_t nd_bool;
 typedef float _Complex nd_c64;

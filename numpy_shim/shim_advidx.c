@@ -1,35 +1,551 @@
-/* shim_advidx.c -- advanced indexing, ufunc.at (owned by the "extern"
- * helper). Initial version written by shim: correct fallbacks that
- * materialize, run real NumPy and record a graph break. */
+/* shim_advidx.c -- advanced indexing, take/put, ufunc.at (owned by the
+ * "extern" helper).
+ *
+ * Reads a[idx...] become one GATHER: its flat source indices are int64
+ * arithmetic on INDEX (iota) nodes for the slice/newaxis parts plus the
+ * index arrays broadcast into place, laid out by NumPy's rules (advanced
+ * indices adjacent -> their broadcast dims replace them in place, else they
+ * go first; integer scalars count as advanced when an array is present).
+ * Index values are normalized (negative wrap) and bounds-checked where the
+ * values exist: concrete index arrays (lists, globals) right now, with
+ * NumPy's IndexError at the user's line; lazy index arrays by a checking
+ * extern node (index_check below) that raises the same IndexError when the
+ * graph runs -- an out-of-range index never reaches memory.
+ *
+ * Writes a[idx...] = v are an extern scatter (last write wins, as NumPy)
+ * producing the storage's next version; a[mask] = scalar-like is a WHERE
+ * over the storage (no break). Reading a[lazy_mask] has a data-dependent
+ * shape: a recorded break. A concrete boolean mask is turned into integer
+ * indices now (NumPy does the same with nonzero()).
+ *
+ * Shape and type errors are NumPy's own: the key is applied to a
+ * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
 #include "shim_internal.h"
+#include <string.h>
 
-int nd_shim_register_advidx(nd_shim_table *tab)
+/* shared helpers from shim_join.c (same owner) */
+typedef struct nd_xj_arr {
+    nd_id id;
+    int dtype, ndim;
+    npy_intp shape[ND_MAXDIMS];
+} nd_xj_arr;
+void nd_xj_fill(nd_trace *t, nd_xj_arr *a);
+npy_intp nd_xj_size(int ndim, const npy_intp *shape);
+void nd_xj_cstrides(int ndim, const npy_intp *shape, npy_intp *st);
+int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);
+int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape);
+nd_id nd_xj_i64(nd_trace *t, long long v);
+nd_id nd_xj_ibin(nd_trace *t, int uf, nd_id x, nd_id y);
+nd_id nd_xj_ibin_c(nd_trace *t, int uf, nd_id x, long long c);
+nd_id nd_xj_zeros(nd_trace *t, int dtype, int ndim, const npy_intp *shape);
+nd_id nd_xj_gather(nd_trace *t, nd_id src, nd_id flat);
+nd_id nd_xj_take_axis(nd_trace *t, const nd_xj_arr *a, int ax, const nd_xj_arr *idx);
+PyObject *nd_xj_standin(int dtype, int ndim, const npy_intp *shape);
+PyObject *nd_xj_numpy_error(const char *path, const char *params, PyObject **argv);
+
+/* ------------------------------------------------- runtime helper callables */
+
+enum { MODE_RAISE = 0, MODE_WRAP = 1, MODE_CLIP = 2 };
+
+/* int64 copy of idx with negative indices wrapped (mode raise), wrapped
+ * modulo n (wrap) or clipped (clip); IndexError like NumPy when out of
+ * range. Used at trace time on concrete indices and as an extern node on
+ * lazy ones. */
+static PyObject *normalize_indices(PyObject *idx, npy_intp n, int axis, int mode)
 {
-    (void)tab;
+    PyObject *a = PyArray_FROMANY(idx, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
+    if (!a) return NULL;
+    PyObject *r = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER);
+    Py_DECREF(a);
+    if (!r) return NULL;
+    int64_t *p = PyArray_DATA((PyArrayObject *)r);
+    npy_intp m = PyArray_SIZE((PyArrayObject *)r);
+    if (m > 0 && n == 0 && mode != MODE_RAISE) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_IndexError, "cannot do a non-empty take from an empty axes.");
+        return NULL;
+    }
+    for (npy_intp i = 0; i < m; i++) {
+        int64_t v = p[i];
+        if (mode == MODE_RAISE) {
+            if (v < -n || v >= n) {
+                Py_DECREF(r);
+                PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
+                             (long long)v, axis, (long long)n);
+                return NULL;
+            }
+            if (v < 0) v += n;
+        } else if (mode == MODE_WRAP) {
+            v %= n;
+            if (v < 0) v += n;
+        } else {
+            v = v < 0 ? 0 : v >= n ? n - 1 : v;
+        }
+        p[i] = v;
+    }
+    return r;
+}
+
+static PyObject *index_check_fn(PyObject *self, PyObject *args)
+{
+    PyObject *idx;
+    Py_ssize_t n;
+    int axis, mode;
+    if (!PyArg_ParseTuple(args, "Onii", &idx, &n, &axis, &mode)) return NULL;
+    return normalize_indices(idx, n, axis, mode);
+}
+
+/* copy of base (C order) with base.flat[flat[i]] = vals[i] in order: the
+ * last write to a repeated index wins, as in NumPy */
+static PyObject *scatter_fn(PyObject *self, PyObject *args)
+{
+    PyObject *base, *flat, *vals;
+    if (!PyArg_ParseTuple(args, "OOO", &base, &flat, &vals)) return NULL;
+    if (!PyArray_Check(base)) { PyErr_SetString(PyExc_TypeError, "scatter: base must be an array"); return NULL; }
+    PyArrayObject *b = (PyArrayObject *)base;
+    PyObject *out = PyArray_NewCopy(b, NPY_CORDER);
+    if (!out) return NULL;
+    PyObject *fi = PyArray_FROMANY(flat, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY);
+    PyArray_Descr *d = PyArray_DESCR(b);
+    Py_INCREF(d);
+    PyObject *va = fi ? PyArray_FromAny(vals, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL)
+                      : (Py_DECREF(d), NULL);
+    if (!fi || !va) { Py_XDECREF(fi); Py_XDECREF(va); Py_DECREF(out); return NULL; }
+    npy_intp m = PyArray_SIZE((PyArrayObject *)fi);
+    npy_intp total = PyArray_SIZE((PyArrayObject *)out);
+    if (PyArray_SIZE((PyArrayObject *)va) != m) {
+        PyErr_SetString(PyExc_ValueError, "numdyn scatter: values and indices differ in size");
+        Py_DECREF(fi); Py_DECREF(va); Py_DECREF(out);
+        return NULL;
+    }
+    size_t isz = (size_t)PyArray_ITEMSIZE((PyArrayObject *)out);
+    char *dst = PyArray_DATA((PyArrayObject *)out);
+    const char *src = PyArray_DATA((PyArrayObject *)va);
+    const int64_t *ix = PyArray_DATA((PyArrayObject *)fi);
+    for (npy_intp i = 0; i < m; i++) {
+        if (ix[i] < 0 || ix[i] >= total) {
+            /* indices were checked when traced; never write out of range */
+            PyErr_SetString(PyExc_IndexError, "numdyn scatter: index out of range");
+            Py_DECREF(fi); Py_DECREF(va); Py_DECREF(out);
+            return NULL;
+        }
+        memcpy(dst + (size_t)ix[i] * isz, src + (size_t)i * isz, isz);
+    }
+    Py_DECREF(fi);
+    Py_DECREF(va);
+    return out;
+}
+
+/* copy of base with ufunc.at(copy.flat-view, flat, vals) applied */
+static PyObject *ufunc_at_fn(PyObject *self, PyObject *args)
+{
+    PyObject *uf, *base, *flat, *vals;
+    if (!PyArg_ParseTuple(args, "OOOO", &uf, &base, &flat, &vals)) return NULL;
+    if (!PyArray_Check(base)) { PyErr_SetString(PyExc_TypeError, "ufunc_at: base must be an array"); return NULL; }
+    PyObject *out = PyArray_NewCopy((PyArrayObject *)base, NPY_CORDER);
+    if (!out) return NULL;
+    PyObject *fl = PyArray_Ravel((PyArrayObject *)out, NPY_CORDER);
+    PyObject *r = NULL;
+    if (fl) {
+        r = vals == Py_None ? PyObject_CallMethod(uf, "at", "OO", fl, flat)
+                            : PyObject_CallMethod(uf, "at", "OOO", fl, flat, vals);
+        Py_DECREF(fl);
+    }
+    if (!r) { Py_DECREF(out); return NULL; }
+    Py_DECREF(r);
+    return out;
+}
+
+static PyMethodDef helper_defs[] = {
+    {"index_check", index_check_fn, METH_VARARGS, "numdyn: normalize and bounds-check indices"},
+    {"scatter", scatter_fn, METH_VARARGS, "numdyn: functional a.flat[idx] = v"},
+    {"ufunc_at", ufunc_at_fn, METH_VARARGS, "numdyn: functional ufunc.at"},
+};
+static PyObject *index_check_obj, *scatter_obj, *ufunc_at_obj;
+
+/* ------------------------------------------------------- key analysis */
+
+enum { IT_INT, IT_SLICE, IT_NONE, IT_ADV };
+
+typedef struct {
+    int kind;
+    int src;               /* source dim (IT_INT, IT_SLICE, IT_ADV) */
+    npy_intp ival;         /* IT_INT: normalized */
+    npy_intp start, step, len;
+    nd_xj_arr arr;         /* IT_ADV: int64, normalized */
+} idx_item;
+
+typedef struct {
+    int n;
+    idx_item it[2 * ND_MAXDIMS];
+    int nadv;              /* IT_ADV items */
+    int ond;
+    npy_intp oshape[ND_MAXDIMS];
+    int bnd;               /* broadcast shape of the advanced indices */
+    npy_intp bshape[ND_MAXDIMS];
+    int bpos;              /* out position of the broadcast block */
+    int pos[2 * ND_MAXDIMS]; /* out position of each slice/newaxis item */
+    int lazy_mask;         /* a proxy boolean mask was seen */
+} idx_plan;
+
+/* key -> tuple (new ref) as NumPy reads it: a tuple stays a tuple, anything
+ * else (list, array, proxy, int...) is a single index */
+static PyObject *key_tuple(PyObject *key)
+{
+    if (PyTuple_Check(key)) { Py_INCREF(key); return key; }
+    return PyTuple_Pack(1, key);
+}
+
+/* Let NumPy raise for self[key] (or self[key] = value) on a stand-in. */
+static PyObject *index_error(PyObject *self, PyObject *key, PyObject *value)
+{
+    PyObject *sa = nd_xj_standin(nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self));
+    if (!sa) return NULL;
+    PyObject *k = key_tuple(key), *sk = NULL;
+    if (!k) { Py_DECREF(sa); return NULL; }
+    Py_ssize_t n = PyTuple_GET_SIZE(k);
+    sk = PyTuple_New(n);
+    for (Py_ssize_t i = 0; sk && i < n; i++) {
+        PyObject *e = PyTuple_GET_ITEM(k, i), *s;
+        if (nd_proxy_check(e)) s = nd_xj_standin(nd_proxy_dtype(e), nd_proxy_ndim(e), nd_proxy_shape(e));
+        else { Py_INCREF(e); s = e; }
+        if (!s) { Py_CLEAR(sk); break; }
+        PyTuple_SET_ITEM(sk, i, s);
+    }
+    Py_DECREF(k);
+    PyObject *r = NULL;
+    if (sk) {
+        PyObject *kk = PyTuple_Check(key) ? sk : PyTuple_GET_ITEM(sk, 0);
+        if (value) {
+            PyObject *sv = nd_proxy_check(value)
+                               ? nd_xj_standin(nd_proxy_dtype(value), nd_proxy_ndim(value), nd_proxy_shape(value))
+                               : (Py_INCREF(value), value);
+            /* the stand-in is read-only: copy it so NumPy gets to the shape checks */
+            PyObject *wa = sv ? PyArray_NewCopy((PyArrayObject *)sa, NPY_CORDER) : NULL;
+            if (wa) {
+                int rc = PyObject_SetItem(wa, kk, sv);
+                if (rc == 0) r = Py_None;
+                Py_DECREF(wa);
+            }
+            Py_XDECREF(sv);
+        } else {
+            r = PyObject_GetItem(sa, kk);
+            Py_XDECREF(r);
+        }
+        Py_DECREF(sk);
+    }
+    Py_DECREF(sa);
+    if (!r) return NULL;
+    return nd_shim_unsupported("an indexing case numdyn's rules do not model");
+}
+
+static int is_int_scalar(PyObject *o)
+{
+    if (PyBool_Check(o)) return 0;
+    if (PyLong_Check(o)) return 1;
+    return PyArray_IsScalar(o, Integer);
+}
+
+/* Lift a normalized concrete int64 index array. */
+static int lift_index(nd_trace *t, PyObject *norm, nd_xj_arr *out)
+{
+    out->id = nd_trace_lift(t, norm);
+    if (out->id == ND_NONE) return -1;
+    nd_xj_fill(t, out);
     return 0;
 }
 
-static PyObject *operator_attr(const char *name)
+/* A lazy integer index: normalized by an index_check extern node. */
+static int lazy_index(nd_trace *t, PyObject *proxy, npy_intp n, int axis, int mode, nd_xj_arr *out)
+{
+    nd_xj_arr a;
+    if (nd_xj_array(t, proxy, &a)) return -1;
+    PyObject *ph = nd_shim_placeholder(0);
+    if (!ph) return -1;
+    PyObject *tmpl = Py_BuildValue("(Onii)", ph, (Py_ssize_t)n, axis, mode);
+    Py_DECREF(ph);
+    if (!tmpl) return -1;
+    out->id = nd_shim_node_extern(t, index_check_obj, tmpl, NULL, 1, &a.id, -1, NPY_INT64,
+                                  a.ndim, a.shape);
+    Py_DECREF(tmpl);
+    if (out->id == ND_NONE) return -1;
+    nd_xj_fill(t, out);
+    return 0;
+}
+
+/* Build the plan for self[key]. 0 ok, -1 error (maybe NumPy's via the
+ * stand-in), 1 unsupported (reason set), 2 a lazy boolean mask (reads of it
+ * have a data-dependent shape). */
+static int plan_key(nd_trace *t, PyObject *self, PyObject *key, idx_plan *pl, PyObject *value)
+{
+    memset(pl, 0, sizeof(*pl));
+    int sdim = nd_proxy_ndim(self);
+    npy_intp sshape[ND_MAXDIMS];
+    memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
+    PyObject *k = key_tuple(key);
+    if (!k) return -1;
+    Py_ssize_t nk = PyTuple_GET_SIZE(k);
+    int rc = 0;
+    /* pass 1: how many source dims the key consumes (for Ellipsis) */
+    int consumed = 0, ell = 0;
+    PyObject **conv = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(PyObject *));
+    if (!conv) { Py_DECREF(k); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *e = PyTuple_GET_ITEM(k, i);
+        if (e == Py_Ellipsis) { if (ell++) goto numpy_err; continue; }
+        if (e == Py_None) continue;
+        if (PyBool_Check(e)) { rc = 1; nd_shim_unsupported("indexing with a Python bool"); goto done; }
+        if (PySlice_Check(e) || is_int_scalar(e)) { consumed++; continue; }
+        if (nd_proxy_check(e)) {
+            int dt = nd_proxy_dtype(e);
+            if (dt == NPY_BOOL) {
+                if (nd_proxy_ndim(e) == 0) { rc = 1; nd_shim_unsupported("indexing with a 0-d boolean"); goto done; }
+                pl->lazy_mask = 1;
+                consumed += nd_proxy_ndim(e);
+            } else if (PyTypeNum_ISINTEGER(dt)) {
+                consumed++;
+            } else {
+                goto numpy_err;
+            }
+            continue;
+        }
+        /* concrete array-like */
+        PyObject *arr = PyArray_FROM_O(e);
+        if (!arr) goto done_err;
+        PyArrayObject *aa = (PyArrayObject *)arr;
+        if (PyArray_SIZE(aa) == 0 && !PyArray_Check(e) && PyArray_TYPE(aa) == NPY_FLOAT64) {
+            /* an empty list indexes as intp */
+            PyObject *c = PyArray_FROMANY(arr, NPY_INT64, 0, 0, NPY_ARRAY_DEFAULT | NPY_ARRAY_FORCECAST);
+            Py_DECREF(arr);
+            if (!c) goto done_err;
+            arr = c;
+            aa = (PyArrayObject *)arr;
+        }
+        if (PyArray_TYPE(aa) == NPY_BOOL) {
+            if (PyArray_NDIM(aa) == 0) { Py_DECREF(arr); rc = 1; nd_shim_unsupported("indexing with a 0-d boolean"); goto done; }
+            consumed += PyArray_NDIM(aa);
+        } else if (PyArray_ISINTEGER(aa)) {
+            consumed++;
+        } else {
+            Py_DECREF(arr);
+            goto numpy_err;
+        }
+        conv[i] = arr;
+    }
+    if (consumed > sdim) goto numpy_err;
+    if (pl->lazy_mask && !value) { rc = 2; goto done; }
+    if (pl->lazy_mask) { rc = 1; nd_shim_unsupported("assignment through a lazy boolean mask with this key"); goto done; }
+    /* pass 2: items over source dims */
+    int sd = 0;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *e = PyTuple_GET_ITEM(k, i);
+        if (pl->n + ND_MAXDIMS >= 2 * ND_MAXDIMS) { rc = 1; nd_shim_unsupported("a very long index"); goto done; }
+        if (e == Py_Ellipsis) {
+            for (int j = 0; j < sdim - consumed; j++) {
+                idx_item *it = &pl->it[pl->n++];
+                it->kind = IT_SLICE; it->src = sd; it->start = 0; it->step = 1; it->len = sshape[sd];
+                sd++;
+            }
+            continue;
+        }
+        idx_item *it = &pl->it[pl->n];
+        if (e == Py_None) { it->kind = IT_NONE; pl->n++; continue; }
+        if (PySlice_Check(e)) {
+            Py_ssize_t st, sp, step;
+            if (PySlice_Unpack(e, &st, &sp, &step) < 0) goto done_err;
+            it->len = PySlice_AdjustIndices(sshape[sd], &st, &sp, step);
+            it->kind = IT_SLICE; it->src = sd++; it->start = st; it->step = step;
+            pl->n++;
+            continue;
+        }
+        if (is_int_scalar(e)) {
+            Py_ssize_t v = PyNumber_AsSsize_t(e, PyExc_IndexError);
+            if (v == -1 && PyErr_Occurred()) goto done_err;
+            if (v < -sshape[sd] || v >= sshape[sd]) goto numpy_err;
+            it->kind = IT_INT; it->src = sd++; it->ival = v < 0 ? v + sshape[sd - 1] : v;
+            pl->n++;
+            continue;
+        }
+        if (nd_proxy_check(e)) {
+            it->kind = IT_ADV; it->src = sd;
+            if (lazy_index(t, e, sshape[sd], sd, MODE_RAISE, &it->arr) < 0) goto done_err;
+            sd++;
+            pl->n++;
+            continue;
+        }
+        PyArrayObject *aa = (PyArrayObject *)conv[i];
+        if (PyArray_TYPE(aa) == NPY_BOOL) {
+            /* NumPy: a k-d mask is nonzero()'s k integer arrays */
+            int md = PyArray_NDIM(aa);
+            for (int d = 0; d < md; d++)
+                if (PyArray_DIMS(aa)[d] != sshape[sd + d]) goto numpy_err;
+            PyObject *nz = PyArray_Nonzero(aa);
+            if (!nz) goto done_err;
+            for (int d = 0; d < md; d++) {
+                idx_item *jt = &pl->it[pl->n++];
+                jt->kind = IT_ADV; jt->src = sd++;
+                if (lift_index(t, PyTuple_GET_ITEM(nz, d), &jt->arr) < 0) { Py_DECREF(nz); goto done_err; }
+            }
+            Py_DECREF(nz);
+            continue;
+        }
+        PyObject *norm = normalize_indices(conv[i], sshape[sd], sd, MODE_RAISE);
+        if (!norm) goto done_err;
+        it->kind = IT_ADV; it->src = sd;
+        int lr = lift_index(t, norm, &it->arr);
+        Py_DECREF(norm);
+        if (lr < 0) goto done_err;
+        sd++;
+        pl->n++;
+    }
+    for (; sd < sdim; sd++) {
+        idx_item *it = &pl->it[pl->n++];
+        it->kind = IT_SLICE; it->src = sd; it->start = 0; it->step = 1; it->len = sshape[sd];
+    }
+    /* the advanced block: integer scalars count as advanced next to arrays */
+    int first = -1, last = -1, count = 0;
+    for (int i = 0; i < pl->n; i++) {
+        int adv = pl->it[i].kind == IT_ADV;
+        if (adv) pl->nadv++;
+    }
+    for (int i = 0; i < pl->n; i++) {
+        int adv = pl->it[i].kind == IT_ADV || (pl->nadv && pl->it[i].kind == IT_INT);
+        if (!adv) continue;
+        if (first < 0) first = i;
+        last = i;
+        count++;
+    }
+    int adjacent = count == 0 || last - first + 1 == count;
+    {
+        int nds[2 * ND_MAXDIMS];
+        const npy_intp *shs[2 * ND_MAXDIMS];
+        int m = 0;
+        for (int i = 0; i < pl->n; i++)
+            if (pl->it[i].kind == IT_ADV) { nds[m] = pl->it[i].arr.ndim; shs[m] = pl->it[i].arr.shape; m++; }
+        pl->bnd = 0;
+        if (m && nd_shim_broadcast(m, nds, shs, &pl->bnd, pl->bshape) < 0) {
+            PyErr_Clear();
+            goto numpy_err;
+        }
+    }
+    int o = 0;
+    if (pl->nadv && !adjacent) {
+        pl->bpos = 0;
+        for (int d = 0; d < pl->bnd; d++) pl->oshape[o++] = pl->bshape[d];
+    }
+    for (int i = 0; i < pl->n; i++) {
+        idx_item *it = &pl->it[i];
+        if (o + pl->bnd > ND_MAXDIMS) { rc = 1; nd_shim_unsupported("an indexing result above rank 16"); goto done; }
+        pl->pos[i] = o;
+        if (it->kind == IT_SLICE) pl->oshape[o++] = it->len;
+        else if (it->kind == IT_NONE) pl->oshape[o++] = 1;
+        else if (pl->nadv && adjacent && i == first) {
+            pl->bpos = o;
+            for (int d = 0; d < pl->bnd; d++) pl->oshape[o++] = pl->bshape[d];
+        }
+    }
+    pl->ond = o;
+    goto done;
+numpy_err:
+    rc = -1;
+    {
+        PyObject *r = index_error(self, key, value);
+        if (!r && !PyErr_Occurred()) rc = 1;
+        Py_XDECREF(r);
+    }
+    goto done;
+done_err:
+    rc = -1;
+done:
+    for (Py_ssize_t i = 0; i < nk; i++) Py_XDECREF(conv[i]);
+    PyMem_Free(conv);
+    Py_DECREF(k);
+    return rc;
+}
+
+/* flat C-order source index of every output element (int64, out shape) */
+static nd_id plan_flat(nd_trace *t, const idx_plan *pl, int sdim, const npy_intp *sshape)
+{
+    npy_intp cs[ND_MAXDIMS];
+    nd_xj_cstrides(sdim, sshape, cs);
+    nd_id flat = ND_NONE;
+    long long konst = 0;
+    const int *pos = pl->pos;
+    for (int i = 0; i < pl->n; i++) {
+        const idx_item *it = &pl->it[i];
+        nd_id term = ND_NONE;
+        if (it->kind == IT_INT) {
+            konst += (long long)it->ival * cs[it->src];
+            continue;
+        }
+        if (it->kind == IT_NONE) continue;
+        if (it->kind == IT_SLICE) {
+            konst += (long long)it->start * cs[it->src];
+            if (pl->oshape[pos[i]] <= 1) continue;
+            term = nd_shim_node_index(t, pl->ond, pl->oshape, pos[i]);
+            term = nd_xj_ibin_c(t, ND_UF_MULTIPLY, term, (long long)(it->step * cs[it->src]));
+        } else {
+            /* index array broadcast into the block, right-aligned */
+            npy_intp st[ND_MAXDIMS] = {0}, acs[ND_MAXDIMS];
+            nd_xj_cstrides(it->arr.ndim, it->arr.shape, acs);
+            int off = pl->bpos + pl->bnd - it->arr.ndim;
+            for (int d = 0; d < it->arr.ndim; d++)
+                st[off + d] = it->arr.shape[d] == 1 ? 0 : acs[d];
+            term = nd_shim_node_view(t, it->arr.id, pl->ond, pl->oshape, 0, st);
+            term = nd_xj_ibin_c(t, ND_UF_MULTIPLY, term, (long long)cs[it->src]);
+        }
+        if (term == ND_NONE || (flat = nd_xj_ibin(t, ND_UF_ADD, flat, term)) == ND_NONE)
+            return ND_NONE;
+    }
+    if (flat == ND_NONE) {
+        flat = nd_xj_zeros(t, NPY_INT64, pl->ond, pl->oshape);
+        if (flat == ND_NONE) return ND_NONE;
+    }
+    return nd_xj_ibin_c(t, ND_UF_ADD, flat, konst);
+}
+
+static PyObject *fallback_getitem(PyObject *self, PyObject *key, const char *reason)
 {
     PyObject *op = PyImport_ImportModule("operator");
-    if (!op) return NULL;
-    PyObject *f = PyObject_GetAttrString(op, name);
-    Py_DECREF(op);
-    return f;
+    PyObject *getitem = op ? PyObject_GetAttrString(op, "getitem") : NULL;
+    Py_XDECREF(op);
+    if (!getitem) return NULL;
+    PyObject *args = PyTuple_Pack(2, self, key);
+    PyObject *r = args ? nd_trace_fallback_call(getitem, args, NULL, reason) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(getitem);
+    return r;
 }
 
 PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
 {
-    (void)t;
-    PyObject *getitem = operator_attr("getitem");
-    if (!getitem) return NULL;
-    PyObject *args = PyTuple_Pack(2, self, key);
-    if (!args) { Py_DECREF(getitem); return NULL; }
-    PyObject *r = nd_trace_fallback_call(getitem, args, NULL,
-                                         "advanced indexing is not supported in-graph");
-    Py_DECREF(args);
-    Py_DECREF(getitem);
-    return r;
+    idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
+    if (!pl) return PyErr_NoMemory();
+    PyObject *res = NULL;
+    int rc = plan_key(t, self, key, pl, NULL);
+    if (rc == 2) {
+        res = fallback_getitem(self, key, "boolean mask indexing: data-dependent output shape");
+        goto done;
+    }
+    if (rc == 1) {
+        res = fallback_getitem(self, key, "advanced indexing case not supported in-graph");
+        goto done;
+    }
+    if (rc < 0) goto done;
+    {
+        int sdim = nd_proxy_ndim(self);
+        npy_intp sshape[ND_MAXDIMS];
+        memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
+        nd_id src = nd_proxy_read(self);
+        if (src == ND_NONE) goto done;
+        nd_id flat = plan_flat(t, pl, sdim, sshape);
+        if (flat == ND_NONE) goto done;
+        nd_id g = nd_xj_gather(t, src, flat);
+        res = nd_shim_wrap(t, g, pl->ond == 0);
+    }
+done:
+    PyMem_Free(pl);
+    return res;
 }
 
 /* Functional update: run NumPy on a private copy of self's value, then make
@@ -62,32 +578,453 @@ static int fallback_update(nd_trace *t, PyObject *self, PyObject *func,
     return nd_proxy_write(self, v);
 }
 
-int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+static PyObject *operator_attr(const char *name)
+{
+    PyObject *op = PyImport_ImportModule("operator");
+    if (!op) return NULL;
+    PyObject *f = PyObject_GetAttrString(op, name);
+    Py_DECREF(op);
+    return f;
+}
+
+static int fallback_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value,
+                            const char *reason)
 {
     PyObject *setitem = operator_attr("setitem");
     if (!setitem) return -1;
     PyObject *rest = PyTuple_Pack(2, key, value);
     if (!rest) { Py_DECREF(setitem); return -1; }
-    int r = fallback_update(t, self, setitem, rest, NULL,
-                            "advanced index assignment is not supported in-graph");
+    int r = fallback_update(t, self, setitem, rest, NULL, reason);
     Py_DECREF(rest);
     Py_DECREF(setitem);
     return r;
 }
 
+/* value typed for assignment into dtype: weak Python scalars by NEP 50
+ * (OverflowError like NumPy), then an unsafe cast as NumPy's setitem does */
+static nd_id value_node(nd_trace *t, PyObject *value, int dtype)
+{
+    nd_operand op;
+    int r = nd_shim_operand(t, value, &op);
+    if (r) return ND_NONE;
+    if (PyTypeNum_ISCOMPLEX(op.dtype) && !PyTypeNum_ISCOMPLEX(dtype)) {
+        nd_shim_unsupported("assigning complex values into a real array");
+        return ND_NONE;
+    }
+    nd_id v = nd_shim_operand_node(t, &op, dtype);
+    if (v == ND_NONE) return ND_NONE;
+    return nd_shim_node_cast(t, v, dtype);
+}
+
+/* a[mask] = v with mask covering the leading dims and v independent of
+ * the position among the selected elements: a WHERE over the storage */
+static int mask_where(nd_trace *t, PyObject *self, PyObject *key, PyObject *value, int *done)
+{
+    *done = 0;
+    PyObject *m = key;
+    if (PyTuple_Check(key)) {
+        if (PyTuple_GET_SIZE(key) != 1) return 0;
+        m = PyTuple_GET_ITEM(key, 0);
+    }
+    int sdim = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
+    const npy_intp *sshape = nd_proxy_shape(self);
+    nd_xj_arr mask;
+    if (nd_proxy_check(m)) {
+        if (nd_proxy_dtype(m) != NPY_BOOL) return 0;
+    } else if (PyArray_Check(m)) {
+        if (PyArray_TYPE((PyArrayObject *)m) != NPY_BOOL) return 0;
+    } else {
+        return 0;
+    }
+    if (nd_xj_array(t, m, &mask)) return PyErr_Occurred() ? -1 : 0;
+    if (mask.ndim == 0 || mask.ndim > sdim) return 0;
+    for (int d = 0; d < mask.ndim; d++) if (mask.shape[d] != sshape[d]) return 0;
+    /* value must broadcast to the trailing dims alone */
+    int vnd;
+    npy_intp vsh[ND_MAXDIMS];
+    if (nd_proxy_check(value)) {
+        vnd = nd_proxy_ndim(value);
+        memcpy(vsh, nd_proxy_shape(value), sizeof(npy_intp) * (size_t)vnd);
+    } else if (PyArray_Check(value)) {
+        vnd = PyArray_NDIM((PyArrayObject *)value);
+        memcpy(vsh, PyArray_DIMS((PyArrayObject *)value), sizeof(npy_intp) * (size_t)vnd);
+    } else if (PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value) ||
+               PyArray_IsScalar(value, Generic)) {
+        vnd = 0;
+    } else {
+        return 0;
+    }
+    int trail = sdim - mask.ndim;
+    if (vnd > trail) {
+        /* (1, ...) values broadcast against (count, ...) too */
+        for (int d = 0; d < vnd - trail; d++) if (vsh[d] != 1) return 0;
+    }
+    for (int d = 0; d < vnd && d < trail; d++) {
+        npy_intp v = vsh[vnd - 1 - d], s = sshape[sdim - 1 - d];
+        if (v != 1 && v != s) return 0;
+    }
+    nd_id v = value_node(t, value, dtype);
+    if (v == ND_NONE) return PyErr_Occurred() ? -1 : 0;
+    if (vnd > trail) {
+        nd_xj_arr va;
+        va.id = v;
+        nd_xj_fill(t, &va);
+        if (nd_xj_reshape(t, &va, trail, va.shape + (vnd - trail)) < 0) return -1;
+        v = va.id;
+    }
+    npy_intp cst[ND_MAXDIMS] = {0}, mcs[ND_MAXDIMS];
+    nd_xj_cstrides(mask.ndim, mask.shape, mcs);
+    for (int d = 0; d < mask.ndim; d++) cst[d] = mask.shape[d] == 1 ? 0 : mcs[d];
+    nd_id cond = nd_shim_node_view(t, mask.id, sdim, sshape, 0, cst);
+    nd_id cur = cond == ND_NONE ? ND_NONE : nd_proxy_read(self);
+    if (cur == ND_NONE) return -1;
+    nd_id w = nd_shim_node_where(t, cond, v, cur, dtype);
+    if (w == ND_NONE || nd_proxy_write(self, w) < 0) return -1;
+    *done = 1;
+    return 0;
+}
+
+int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+{
+    int done;
+    if (mask_where(t, self, key, value, &done) < 0) return -1;
+    if (done) return 0;
+    idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
+    if (!pl) { PyErr_NoMemory(); return -1; }
+    int res = -1;
+    int rc = plan_key(t, self, key, pl, value);
+    if (rc > 0) {
+        res = fallback_setitem(t, self, key, value,
+                               rc == 2 ? "assignment through a lazy boolean mask"
+                                       : "advanced index assignment case not supported in-graph");
+        goto done;
+    }
+    if (rc < 0) goto done;
+    {
+        int sdim = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
+        npy_intp sshape[ND_MAXDIMS];
+        memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
+        nd_id v = value_node(t, value, dtype);
+        if (v == ND_NONE) {
+            if (!PyErr_Occurred())
+                res = fallback_setitem(t, self, key, value, "advanced index assignment of this value");
+            goto done;
+        }
+        nd_xj_arr va;
+        va.id = v;
+        nd_xj_fill(t, &va);
+        /* the value must broadcast to the indexing result (NumPy's check) */
+        int ok = va.ndim <= pl->ond;
+        for (int d = 0; ok && d < va.ndim; d++) {
+            npy_intp a = va.shape[va.ndim - 1 - d], b = pl->oshape[pl->ond - 1 - d];
+            ok = a == b || a == 1;
+        }
+        if (!ok) {
+            /* NumPy also strips leading 1s of the value */
+            int lead = 0;
+            while (lead < va.ndim && va.shape[lead] == 1 && va.ndim - lead > pl->ond) lead++;
+            ok = va.ndim - lead <= pl->ond;
+            for (int d = 0; ok && d < va.ndim - lead; d++) {
+                npy_intp a = va.shape[va.ndim - 1 - d], b = pl->oshape[pl->ond - 1 - d];
+                ok = a == b || a == 1;
+            }
+            if (ok && nd_xj_reshape(t, &va, va.ndim - lead, va.shape + lead) < 0) goto done;
+        }
+        if (!ok) {
+            PyObject *r = index_error(self, key, value);
+            if (r || !PyErr_Occurred()) {
+                Py_XDECREF(r);
+                res = fallback_setitem(t, self, key, value, "advanced index assignment case not modelled");
+            }
+            goto done;
+        }
+        nd_id vb = nd_shim_node_broadcast(t, va.id, pl->ond, pl->oshape);
+        nd_id flat = vb == ND_NONE ? ND_NONE : plan_flat(t, pl, sdim, sshape);
+        nd_id cur = flat == ND_NONE ? ND_NONE : nd_proxy_read(self);
+        if (cur == ND_NONE) goto done;
+        PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1), *p2 = nd_shim_placeholder(2);
+        PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(3, p0, p1, p2) : NULL;
+        Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
+        if (!tmpl) goto done;
+        nd_id ins[3] = {cur, flat, vb};
+        nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, dtype, sdim, sshape);
+        Py_DECREF(tmpl);
+        if (nv == ND_NONE) goto done;
+        res = nd_proxy_write(self, nv);
+    }
+done:
+    PyMem_Free(pl);
+    return res;
+}
+
+/* ufunc.at(a, indices, b=None) */
 PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args, PyObject *kwargs)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n < 1 || !nd_proxy_check(PyTuple_GET_ITEM(args, 0)))
-        return nd_trace_fallback_call(ufunc, args, kwargs, "ufunc.at is not supported in-graph");
-    PyObject *at = PyObject_GetAttrString(ufunc, "at");
-    if (!at) return NULL;
-    PyObject *rest = PyTuple_GetSlice(args, 1, n);
-    if (!rest) { Py_DECREF(at); return NULL; }
-    int r = fallback_update(t, PyTuple_GET_ITEM(args, 0), at, rest, kwargs,
-                            "ufunc.at is not supported in-graph");
-    Py_DECREF(rest);
-    Py_DECREF(at);
+    PyObject *self = n >= 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+    const char *reason = "ufunc.at case not supported in-graph";
+    if (!self || !nd_proxy_check(self) || n < 2 || n > 3 || (kwargs && PyDict_Size(kwargs)) ||
+        nd_ufunc_lookup(ufunc) < 0) {
+        if (self && nd_proxy_check(self)) goto fallback;
+        return nd_trace_fallback_call(ufunc, args, kwargs, reason);
+    }
+    int uf = nd_ufunc_lookup(ufunc);
+    int nin = nd_ufunc_nin(uf);
+    if ((nin == 2) != (n == 3) || nd_ufunc_nout(uf) != 1) goto fallback;
+    PyObject *key = PyTuple_GET_ITEM(args, 1), *b = n == 3 ? PyTuple_GET_ITEM(args, 2) : NULL;
+    int sdim = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
+    npy_intp sshape[ND_MAXDIMS];
+    memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
+    /* NumPy's own type resolution/casting errors, on a tiny probe */
+    {
+        PyObject *pa = PyArray_Zeros(1, (npy_intp[]){1}, PyArray_DescrFromType(dtype), 0);
+        PyObject *pi = pa ? PyLong_FromLong(0) : NULL;
+        PyObject *pb = NULL;
+        if (pi && b) {
+            if (nd_proxy_check(b)) pb = nd_xj_standin(nd_proxy_dtype(b), 0, NULL);
+            else if (PyArray_Check(b)) pb = PyArray_Zeros(0, NULL, PyArray_DescrFromType(PyArray_TYPE((PyArrayObject *)b)), 0);
+            else { Py_INCREF(b); pb = b; }
+        }
+        PyObject *r = (pi && (!b || pb)) ? (b ? PyObject_CallMethod(ufunc, "at", "OOO", pa, pi, pb)
+                                             : PyObject_CallMethod(ufunc, "at", "OO", pa, pi))
+                                         : NULL;
+        Py_XDECREF(pa); Py_XDECREF(pi); Py_XDECREF(pb);
+        if (!r) {
+            /* a weak-scalar value that did not fit is NumPy's error too */
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
+    if (!pl) return PyErr_NoMemory();
+    PyObject *res = NULL;
+    int rc = plan_key(t, self, key, pl, b ? b : Py_None);
+    if (rc > 0) { PyMem_Free(pl); goto fallback; }
+    if (rc < 0) { PyMem_Free(pl); return NULL; }
+    nd_id flat = plan_flat(t, pl, sdim, sshape);
+    nd_id cur = flat == ND_NONE ? ND_NONE : nd_proxy_read(self);
+    nd_id ins[3] = {cur, flat, ND_NONE};
+    int nins = 2;
+    if (cur != ND_NONE && b) {
+        nd_xj_arr ba;
+        if (nd_proxy_check(b) || PyArray_Check(b)) {
+            int ar = nd_xj_array(t, b, &ba);
+            if (ar) { PyMem_Free(pl); if (ar < 0) return NULL; goto fallback; }
+        } else {
+            /* a Python/NumPy scalar stays a template constant: ufunc.at
+             * types it exactly as NumPy does */
+            ba.id = ND_NONE;
+        }
+        if (ba.id != ND_NONE) {
+            int ok = ba.ndim <= pl->ond;
+            for (int d = 0; ok && d < ba.ndim; d++) {
+                npy_intp x = ba.shape[ba.ndim - 1 - d], y = pl->oshape[pl->ond - 1 - d];
+                ok = x == y || x == 1;
+            }
+            if (!ok) { PyMem_Free(pl); goto fallback; }
+            ins[2] = ba.id;
+            nins = 3;
+        }
+    }
+    if (cur == ND_NONE) { PyMem_Free(pl); return NULL; }
+    PyMem_Free(pl);
+    PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1);
+    PyObject *p2 = nins == 3 ? nd_shim_placeholder(2) : (b ? (Py_INCREF(b), b) : (Py_INCREF(Py_None), Py_None));
+    PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(4, ufunc, p0, p1, p2) : NULL;
+    Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
+    if (!tmpl) return NULL;
+    nd_id nv = nd_shim_node_extern(t, ufunc_at_obj, tmpl, NULL, nins, ins, -1, dtype, sdim, sshape);
+    Py_DECREF(tmpl);
+    if (nv == ND_NONE || nd_proxy_write(self, nv) < 0) return NULL;
+    res = Py_None;
+    Py_INCREF(res);
+    return res;
+fallback:
+    {
+        PyObject *at = PyObject_GetAttrString(ufunc, "at");
+        if (!at) return NULL;
+        PyObject *rest = PyTuple_GetSlice(args, 1, n);
+        if (!rest) { Py_DECREF(at); return NULL; }
+        int r = fallback_update(t, self, at, rest, kwargs, reason);
+        Py_DECREF(rest);
+        Py_DECREF(at);
+        if (r < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+}
+
+/* ------------------------------------------------------------ take / put */
+
+static int mode_arg(PyObject *o, int *mode)
+{
+    *mode = MODE_RAISE;
+    if (!o) return 0;
+    if (!PyUnicode_Check(o)) return 1;
+    const char *s = PyUnicode_AsUTF8(o);
+    if (!s) return -1;
+    if (strcmp(s, "raise") == 0) *mode = MODE_RAISE;
+    else if (strcmp(s, "wrap") == 0) *mode = MODE_WRAP;
+    else if (strcmp(s, "clip") == 0) *mode = MODE_CLIP;
+    else return 1;
+    return 0;
+}
+
+/* indices for one axis of length n: concrete ones normalized now, lazy
+ * ones by an index_check node. 0 ok, -1 error, 1 unsupported. */
+static int axis_indices(nd_trace *t, PyObject *ind, npy_intp n, int axis, int mode, nd_xj_arr *out)
+{
+    if (nd_proxy_check(ind)) {
+        if (!PyTypeNum_ISINTEGER(nd_proxy_dtype(ind))) return 1;
+        return lazy_index(t, ind, n, axis, mode, out) < 0 ? -1 : 0;
+    }
+    PyObject *arr = PyArray_FROM_O(ind);
+    if (!arr) return -1;
+    if (!PyArray_ISINTEGER((PyArrayObject *)arr) &&
+        !(PyArray_SIZE((PyArrayObject *)arr) == 0 && !PyArray_Check(ind))) {
+        Py_DECREF(arr);
+        return 1;
+    }
+    PyObject *norm = normalize_indices(arr, n, axis, mode);
+    Py_DECREF(arr);
+    if (!norm) return -1;
+    int r = lift_index(t, norm, out);
+    Py_DECREF(norm);
+    return r;
+}
+
+static PyObject *take_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *P = "a,indices|axis,out,mode";
+    if (argv[3] && argv[3] != Py_None) return nd_shim_unsupported("numpy.take with out=");
+    int mode, r;
+    if ((r = mode_arg(argv[4], &mode))) return r < 0 ? NULL : nd_xj_numpy_error("take", P, argv);
+    nd_xj_arr a, idx;
+    if (nd_xj_array(t, argv[0], &a)) return NULL;
+    int ax = 0;
+    if (!argv[2] || argv[2] == Py_None) {
+        npy_intp n = nd_xj_size(a.ndim, a.shape);
+        if (nd_xj_reshape(t, &a, 1, &n) < 0) return NULL;
+    } else if (nd_shim_axis_index(argv[2], a.ndim, &ax) < 0) {
+        return NULL;
+    }
+    if (a.ndim == 0) return nd_xj_numpy_error("take", P, argv);
+    r = axis_indices(t, argv[1], a.shape[ax], ax, mode, &idx);
     if (r < 0) return NULL;
+    if (r > 0) return nd_xj_numpy_error("take", P, argv);
+    nd_id g = nd_xj_take_axis(t, &a, ax, &idx);
+    if (g == ND_NONE) return NULL;
+    return nd_shim_wrap(t, g, nd_shim_node_ndim(t, g) == 0);
+}
+
+static PyObject *take_method(nd_trace *t, PyObject **argv) { return take_impl(t, argv); }
+
+static PyObject *take_along_axis_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *P = "arr,indices|axis";
+    nd_xj_arr a, idx;
+    if (nd_xj_array(t, argv[0], &a)) return NULL;
+    int ax = a.ndim - 1; /* NumPy 2's default axis=-1 */
+    if (argv[2] == Py_None) {
+        npy_intp n = nd_xj_size(a.ndim, a.shape);
+        if (nd_xj_reshape(t, &a, 1, &n) < 0) return NULL;
+        ax = 0;
+    } else if (argv[2] && nd_shim_axis_index(argv[2], a.ndim, &ax) < 0) {
+        return NULL;
+    }
+    if (a.ndim == 0) return nd_xj_numpy_error("take_along_axis", P, argv);
+    nd_xj_arr ia;
+    if (nd_xj_array(t, argv[1], &ia)) return NULL;
+    if (!PyTypeNum_ISINTEGER(ia.dtype) || ia.ndim != a.ndim) return nd_xj_numpy_error("take_along_axis", P, argv);
+    /* shapes broadcast except along ax */
+    npy_intp osh[ND_MAXDIMS];
+    for (int d = 0; d < a.ndim; d++) {
+        if (d == ax) { osh[d] = ia.shape[d]; continue; }
+        if (a.shape[d] != ia.shape[d] && a.shape[d] != 1 && ia.shape[d] != 1)
+            return nd_xj_numpy_error("take_along_axis", P, argv);
+        osh[d] = a.shape[d] == 1 ? ia.shape[d] : a.shape[d];
+    }
+    int r = axis_indices(t, argv[1], a.shape[ax], ax, MODE_RAISE, &idx);
+    if (r) return r < 0 ? NULL : nd_xj_numpy_error("take_along_axis", P, argv);
+    npy_intp acs[ND_MAXDIMS], ics[ND_MAXDIMS], ist[ND_MAXDIMS];
+    nd_xj_cstrides(a.ndim, a.shape, acs);
+    nd_xj_cstrides(idx.ndim, idx.shape, ics);
+    for (int d = 0; d < a.ndim; d++) ist[d] = idx.shape[d] == 1 ? 0 : ics[d];
+    nd_id flat = nd_shim_node_view(t, idx.id, a.ndim, osh, 0, ist);
+    flat = nd_xj_ibin_c(t, ND_UF_MULTIPLY, flat, (long long)acs[ax]);
+    for (int d = 0; flat != ND_NONE && d < a.ndim; d++) {
+        if (d == ax || a.shape[d] == 1) continue;
+        nd_id term = nd_shim_node_index(t, a.ndim, osh, d);
+        term = nd_xj_ibin_c(t, ND_UF_MULTIPLY, term, (long long)acs[d]);
+        flat = term == ND_NONE ? ND_NONE : nd_xj_ibin(t, ND_UF_ADD, flat, term);
+    }
+    if (flat == ND_NONE) return NULL;
+    return nd_shim_wrap(t, nd_xj_gather(t, a.id, flat), 0);
+}
+
+static PyObject *put_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *P = "a,ind,v|mode";
+    PyObject *self = argv[0];
+    if (!nd_proxy_check(self)) return nd_shim_unsupported("numpy.put into a non-lazy array");
+    int mode, r;
+    if ((r = mode_arg(argv[3], &mode))) return r < 0 ? NULL : nd_xj_numpy_error("put", P, argv);
+    int sdim = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
+    npy_intp sshape[ND_MAXDIMS];
+    memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
+    npy_intp total = nd_xj_size(sdim, sshape);
+    nd_xj_arr idx;
+    r = axis_indices(t, argv[1], total, 0, mode, &idx);
+    if (r) return r < 0 ? NULL : nd_xj_numpy_error("put", P, argv);
+    npy_intp m = nd_xj_size(idx.ndim, idx.shape);
+    if (nd_xj_reshape(t, &idx, 1, &m) < 0) return NULL;
+    nd_id v = value_node(t, argv[2], dtype);
+    if (v == ND_NONE) return PyErr_Occurred() ? NULL : nd_shim_unsupported("numpy.put of these values");
+    nd_xj_arr va;
+    va.id = v;
+    nd_xj_fill(t, &va);
+    npy_intp vn = nd_xj_size(va.ndim, va.shape);
+    if (vn != m && vn != 1) return nd_shim_unsupported("numpy.put with values repeated cyclically");
+    if (m == 0) Py_RETURN_NONE;
+    if (nd_xj_reshape(t, &va, 1, &vn) < 0) return NULL;
+    nd_id vb = nd_shim_node_broadcast(t, va.id, 1, &m);
+    nd_id cur = vb == ND_NONE ? ND_NONE : nd_proxy_read(self);
+    if (cur == ND_NONE) return NULL;
+    PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1), *p2 = nd_shim_placeholder(2);
+    PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(3, p0, p1, p2) : NULL;
+    Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
+    if (!tmpl) return NULL;
+    nd_id ins[3] = {cur, idx.id, vb};
+    nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, dtype, sdim, sshape);
+    Py_DECREF(tmpl);
+    if (nv == ND_NONE || nd_proxy_write(self, nv) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *put_method(nd_trace *t, PyObject **argv) { return put_impl(t, argv); }
+
+/* -------------------------------------------------------------- register */
+
+static const nd_shim_def advidx_defs[] = {
+    {"take", "a,indices|axis,out,mode", take_impl, 0},
+    {"take_along_axis", "arr,indices|axis", take_along_axis_impl, 0},
+    {"put", "a,ind,v|mode", put_impl, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const nd_shim_def advidx_methods[] = {
+    {"take", "self,indices|axis,out,mode", take_method, 0},
+    {"put", "self,ind,v|mode", put_method, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+int nd_shim_register_advidx(nd_shim_table *tab)
+{
+    if (!index_check_obj) {
+        index_check_obj = PyCFunction_New(&helper_defs[0], NULL);
+        scatter_obj = PyCFunction_New(&helper_defs[1], NULL);
+        ufunc_at_obj = PyCFunction_New(&helper_defs[2], NULL);
+        if (!index_check_obj || !scatter_obj || !ufunc_at_obj) return -1;
+    }
+    if (nd_shim_add_functions(tab, advidx_defs) < 0) return -1;
+    return nd_shim_add_methods(tab, advidx_methods);
 }

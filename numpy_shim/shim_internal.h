@@ -90,6 +90,7 @@ int nd_shim_register_ufunc(nd_shim_table *tab);   /* shim_ufunc.c */
 int nd_shim_register_reduce(nd_shim_table *tab);  /* shim_reduce.c */
 int nd_shim_register_create(nd_shim_table *tab);  /* shim_create.c */
 int nd_shim_register_index(nd_shim_table *tab);   /* shim_index.c */
+int nd_shim_register_views(nd_shim_table *tab);   /* shim_views.c */
 int nd_shim_register_methods(nd_shim_table *tab); /* shim_methods.c */
 int nd_shim_register_elementwise(nd_shim_table *tab); /* shim_elementwise.c */
 int nd_shim_register_join(nd_shim_table *tab);    /* shim_join.c   (extern) */
@@ -228,7 +229,10 @@ nd_id nd_shim_node_index(nd_trace *t, int ndim, const npy_intp *shape, int axis)
  * which >= 0: the result is a tuple and this node is result[which]; -1: the
  * result itself. Result converted with np.asarray and must have (dtype,
  * ndim, shape). Steals nothing: callable/args_template/kwargs are increfed.
- * kwargs may be NULL. */
+ * kwargs may be NULL. Stored as attrs = (args_template, None or a tuple of
+ * sorted (key, value) pairs) so attrs hash by value (graph cache): keep
+ * templates to hashable constants + placeholders (placeholders hash and
+ * compare by index). */
 nd_id nd_shim_node_extern(nd_trace *t, PyObject *callable, PyObject *args_template,
                           PyObject *kwargs, int nin, const nd_id *ids, int which,
                           int dtype, int ndim, const npy_intp *shape);
@@ -245,6 +249,15 @@ PyObject *nd_shim_wrap(nd_trace *t, nd_id id, int is_scalar);
  * casting check for `ufunc_name` (NULL: no check). Returns 0 or -1. */
 int nd_shim_store_out(nd_trace *t, PyObject *out, nd_id value, const char *ufunc_name,
                       NPY_CASTING casting);
+
+/* Basic-indexing key (ints, slices, Ellipsis, None only)? 1/0. */
+int nd_shim_key_is_basic(PyObject *key);
+/* A value prepared for assignment into a region (ndim, shape) of dtype:
+ * NumPy's setitem rules (unsafe cast of arrays, Python ints range-checked,
+ * leading 1-dims dropped, broadcast). ND_NONE with an exception, or with
+ * none and an nd_shim_unsupported reason (caller falls back). */
+nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim,
+                           const npy_intp *shape);
 
 /* ------------------------------------------------------------- typing */
 

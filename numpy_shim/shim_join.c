@@ -138,6 +138,20 @@ nd_id nd_xj_ibin_c(nd_trace *t, int uf, nd_id x, long long c)
 nd_id nd_xj_full(nd_trace *t, PyObject *value, int dtype, int weak, int ndim,
                  const npy_intp *shape)
 {
+    if (weak && PyLong_Check(value) && !PyBool_Check(value) && PyTypeNum_ISINTEGER(dtype)) {
+        /* NEP 50: a Python int must fit the dtype it takes */
+        int fits = nd_shim_pyint_fits(value, dtype);
+        if (fits < 0) return ND_NONE;
+        if (!fits) {
+            PyArray_Descr *d = PyArray_DescrFromType(dtype);
+            if (d) {
+                PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s", value,
+                             d->typeobj->tp_name + (strncmp(d->typeobj->tp_name, "numpy.", 6) ? 0 : 6));
+                Py_DECREF(d);
+            }
+            return ND_NONE;
+        }
+    }
     nd_id s = nd_shim_node_scalar(t, value, dtype, weak);
     if (s == ND_NONE) return ND_NONE;
     return nd_shim_node_broadcast(t, s, ndim, shape);
@@ -356,6 +370,13 @@ fail:
     return NULL;
 }
 
+/* axis argument that may be absent (NULL: dflt, not normalized) */
+int nd_xj_axis(PyObject *o, int dflt, int ndim, int *out)
+{
+    if (!o) { *out = dflt; return 0; }
+    return nd_shim_axis_index(o, ndim, out);
+}
+
 int nd_xj_can_cast(int from, int to, NPY_CASTING casting)
 {
     if (from == to) return 1;
@@ -478,7 +499,7 @@ static PyObject *concat_finish(nd_trace *t, const char *path, const char *params
             if (nd_xj_ravel(t, &l->a[i]) < 0) goto done;
     } else {
         if (l->a[0].ndim == 0) goto numpy_error;
-        if (nd_shim_axis_index(axis_obj, l->a[0].ndim, &ax) < 0) goto done;
+        if (nd_xj_axis(axis_obj, 0, l->a[0].ndim, &ax) < 0) goto done;
     }
     if (concat_mismatch(l->a, l->n, ax)) goto numpy_error;
     if (dtype < 0) {
@@ -567,7 +588,7 @@ static PyObject *stack_impl(nd_trace *t, PyObject **argv)
             memcmp(l.a[i].shape, l.a[0].shape, sizeof(npy_intp) * (size_t)l.a[0].ndim))
             goto err;
     if (l.a[0].ndim + 1 > ND_MAXDIMS) { arrlist_free(&l); return nd_shim_unsupported("stack above rank 16"); }
-    if (nd_shim_axis_index(argv[1], l.a[0].ndim + 1, &ax) < 0 || expand_all(t, &l, ax) < 0) {
+    if (nd_xj_axis(argv[1], 0, l.a[0].ndim + 1, &ax) < 0 || expand_all(t, &l, ax) < 0) {
         arrlist_free(&l);
         return NULL;
     }
@@ -767,7 +788,7 @@ static PyObject *unstack_impl(nd_trace *t, PyObject **argv)
     if (!nd_proxy_check(x) || nd_proxy_is_scalar(x) || nd_proxy_ndim(x) == 0)
         return nd_xj_numpy_error("unstack", P, argv);
     int nd = nd_proxy_ndim(x), ax;
-    if (nd_shim_axis_index(argv[1], nd, &ax) < 0) return NULL;
+    if (nd_xj_axis(argv[1], 0, nd, &ax) < 0) return NULL;
     npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS], sh[ND_MAXDIMS], st[ND_MAXDIMS];
     memcpy(shape, nd_proxy_shape(x), sizeof(npy_intp) * (size_t)nd);
     nd_xj_cstrides(nd, shape, cs);

@@ -385,6 +385,15 @@ static int mutating_method(const char *name)
     return 0;
 }
 
+/* ndarray attributes the proxy routes through nd_shim_method (x.flat ...):
+ * their fallback reads the attribute instead of calling it */
+static int attribute_name(const char *name)
+{
+    static const char *names[] = {"flat", "real", "imag", "T", "mT", "base", NULL};
+    for (int i = 0; names[i]; i++) if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
 static PyObject *method_fallback(const char *name, PyObject *self, PyObject *args,
                                  PyObject *kwargs, const char *reason)
 {
@@ -395,9 +404,17 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
         PyErr_SetString(PyExc_TypeError, "numdyn shim: method call on a non-proxy");
         return NULL;
     }
-    PyObject *arr = nd_trace_materialize(self, buf);
-    if (!arr) return NULL;
     nd_trace *t = nd_trace_current();
+    /* the value is computed here (a flush); the break is recorded once, by
+     * nd_trace_fallback_call / nd_trace_record_break below */
+    PyObject *arr = nd_trace_materialize(self, NULL);
+    if (!arr) return NULL;
+    if (attribute_name(name)) {
+        PyObject *r = NULL;
+        if (!t || nd_trace_record_break(t, buf) == 0) r = PyObject_GetAttrString(arr, name);
+        Py_DECREF(arr);
+        return r;
+    }
     int mut = t && mutating_method(name);
     if (mut) {
         PyObject *c = PyArray_NewCopy((PyArrayObject *)arr, NPY_ANYORDER);
@@ -406,7 +423,9 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
     }
     PyObject *meth = PyObject_GetAttrString(arr, name);
     if (!meth) { Py_DECREF(arr); return NULL; }
-    PyObject *r = nd_trace_fallback_call(meth, args ? args : PyTuple_New(0), kwargs, buf);
+    PyObject *empty = args ? NULL : PyTuple_New(0);
+    PyObject *r = (args || empty) ? nd_trace_fallback_call(meth, args ? args : empty, kwargs, buf) : NULL;
+    Py_XDECREF(empty);
     Py_DECREF(meth);
     if (r && mut) {
         nd_id v = nd_trace_lift(t, arr);
@@ -463,6 +482,7 @@ int nd_shim_init(PyObject *module)
     if (!submods || !table.by_func || !table.methods || !table.module) return -1;
     if (nd_shim_register_ufunc(&table) < 0 || nd_shim_register_reduce(&table) < 0 ||
         nd_shim_register_create(&table) < 0 || nd_shim_register_index(&table) < 0 ||
+        nd_shim_register_views(&table) < 0 ||
         nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
         nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
         nd_shim_register_advidx(&table) < 0)

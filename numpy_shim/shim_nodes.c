@@ -96,18 +96,7 @@ int nd_shim_operand(nd_trace *t, PyObject *obj, nd_operand *op)
         op->is_scalar = nd_proxy_is_scalar(obj);
         return 0;
     }
-    if (PyBool_Check(obj)) {
-        op->dtype = NPY_BOOL;
-        op->is_scalar = 1;
-        op->id = nd_shim_node_scalar(t, obj, NPY_BOOL, 0);
-        return op->id == ND_NONE ? -1 : 0;
-    }
-    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
-        op->weak = 1;
-        op->is_scalar = 1;
-        op->dtype = PyLong_Check(obj) ? NPY_INT64 : PyFloat_Check(obj) ? NPY_FLOAT64 : NPY_COMPLEX128;
-        return 0;
-    }
+    /* NumPy scalars first: np.float64 subclasses float but is strong */
     if (PyArray_IsScalar(obj, Generic)) {
         PyArray_Descr *d = PyArray_DescrFromScalar(obj);
         if (!d) return -1;
@@ -122,6 +111,18 @@ int nd_shim_operand(nd_trace *t, PyObject *obj, nd_operand *op)
         op->is_scalar = 1;
         op->id = nd_shim_node_scalar(t, obj, dt, 0);
         return op->id == ND_NONE ? -1 : 0;
+    }
+    if (PyBool_Check(obj)) {
+        op->dtype = NPY_BOOL;
+        op->is_scalar = 1;
+        op->id = nd_shim_node_scalar(t, obj, NPY_BOOL, 0);
+        return op->id == ND_NONE ? -1 : 0;
+    }
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
+        op->weak = 1;
+        op->is_scalar = 1;
+        op->dtype = PyLong_Check(obj) ? NPY_INT64 : PyFloat_Check(obj) ? NPY_FLOAT64 : NPY_COMPLEX128;
+        return 0;
     }
     if (PyArray_CheckExact(obj)) return operand_array(t, obj, op);
     if (PyArray_Check(obj)) {
@@ -148,8 +149,7 @@ nd_id nd_shim_operand_node(nd_trace *t, nd_operand *op, int dtype)
         int fits = nd_shim_pyint_fits(op->obj, dtype);
         if (fits < 0) return ND_NONE;
         if (!fits) {
-            PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s",
-                         op->obj, nd_shim_dtype_name(dtype));
+            nd_shim_raise_pyint_overflow(op->obj, dtype);
             return ND_NONE;
         }
     }
@@ -415,9 +415,20 @@ nd_id nd_shim_node_extern(nd_trace *t, PyObject *callable, PyObject *args_templa
     nd_node n;
     nd_node_init(&n, ND_OP_EXTERN, dtype, ndim, shape);
     n.aux = (int16_t)which;
-    PyObject *kw = kwargs ? kwargs : PyDict_New();
-    if (!kw) return ND_NONE;
-    if (kwargs) Py_INCREF(kw);
+    /* attrs must hash by value (graph cache): kwargs are kept as None or a
+     * tuple of sorted (key, value) pairs; the eager interpreter rebuilds
+     * the dict */
+    PyObject *kw = NULL;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyObject *items = PyDict_Items(kwargs);
+        if (!items || PyList_Sort(items) < 0) { Py_XDECREF(items); return ND_NONE; }
+        kw = PyList_AsTuple(items);
+        Py_DECREF(items);
+        if (!kw) return ND_NONE;
+    } else {
+        kw = Py_None;
+        Py_INCREF(kw);
+    }
     n.attrs = PyTuple_Pack(2, args_template, kw);
     Py_DECREF(kw);
     if (!n.attrs) return ND_NONE;
@@ -494,12 +505,28 @@ static PyObject *placeholder_repr(PyObject *self)
     return PyUnicode_FromFormat("<input %d>", ((placeholder *)self)->index);
 }
 
+static Py_hash_t placeholder_hash(PyObject *self)
+{
+    return 0x5eed + ((placeholder *)self)->index;
+}
+
+static PyTypeObject Placeholder_Type;
+
+static PyObject *placeholder_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (!Py_IS_TYPE(b, &Placeholder_Type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+    int eq = ((placeholder *)a)->index == ((placeholder *)b)->index;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
 static PyTypeObject Placeholder_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn._C.Placeholder",
     .tp_basicsize = sizeof(placeholder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_repr = placeholder_repr,
+    .tp_hash = placeholder_hash,
+    .tp_richcompare = placeholder_richcompare,
     .tp_doc = "Marks where an EXTERN node's k-th input array goes in its argument template.",
 };
 

@@ -59,4 +59,6 @@ nd_id nd_shim_node_reshape(nd_trace *t, nd_id in, int ndim, const npy_intp *shap
 int nd_shim_complex_part_dtype(int dtype);
 /* Broadcast operand + retype weak -> node at dtype (casts strong ones too). */
 nd_id nd_shim_operand_at(nd_trace *t, nd_operand *op, int dtype);
+/* OverflowError for a Python int that does not fit `dtype`, NumPy's message */
+void nd_shim_raise_pyint_overflow(PyObject *value, int dtype);
 #endif

@@ -234,6 +234,20 @@ int nd_shim_pyint_fits(PyObject *value, int dtype)
     return 1;
 }
 
+/* NumPy's two messages: ints beyond C long fail converting first */
+void nd_shim_raise_pyint_overflow(PyObject *value, int dtype)
+{
+    int overflow = 0;
+    (void)PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (PyErr_Occurred()) return;
+    if (overflow && !(dtype == NPY_UINT64 && overflow > 0 && nd_shim_pyint_fits(value, NPY_UINT64) == 1)) {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
+        return;
+    }
+    PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s", value,
+                 nd_shim_dtype_name(dtype));
+}
+
 static int is_comparison(int uf)
 {
     switch (uf) {
@@ -267,9 +281,10 @@ int nd_shim_resolve_ufunc_ex(int uf, int nin, const int *dtypes, const int *weak
         int fits = nd_shim_pyint_fits(vals[i], loop_in[i]);
         if (fits < 0) return -1;
         if (fits) continue;
-        if (is_comparison(uf)) return 2;
-        PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s",
-                     vals[i], nd_shim_dtype_name(loop_in[i]));
+        /* NumPy compares true values only against integer arrays; a bool
+         * operand takes the plain conversion path (and its error) */
+        if (is_comparison(uf) && nin == 2 && PyTypeNum_ISINTEGER(dtypes[1 - i])) return 2;
+        nd_shim_raise_pyint_overflow(vals[i], loop_in[i]);
         return -1;
     }
     return 0;

@@ -294,7 +294,24 @@ static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
         return NULL;
     }
     PyObject *args = fill_template(PyTuple_GET_ITEM(n->attrs, 0), in, n->nextra);
-    PyObject *kw = args ? fill_template(PyTuple_GET_ITEM(n->attrs, 1), in, n->nextra) : NULL;
+    /* kwargs are stored hashable: None or a tuple of (key, value) pairs */
+    PyObject *kwt = PyTuple_GET_ITEM(n->attrs, 1), *kw = args ? PyDict_New() : NULL;
+    if (kw && PyTuple_Check(kwt)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwt); i++) {
+            PyObject *kv = PyTuple_GET_ITEM(kwt, i), *v;
+            if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2 ||
+                !(v = fill_template(PyTuple_GET_ITEM(kv, 1), in, n->nextra))) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn: bad EXTERN kwargs");
+                Py_CLEAR(kw);
+                break;
+            }
+            int rc = PyDict_SetItem(kw, PyTuple_GET_ITEM(kv, 0), v);
+            Py_DECREF(v);
+            if (rc < 0) { Py_CLEAR(kw); break; }
+        }
+    } else if (kw && PyDict_Check(kwt)) {
+        Py_SETREF(kw, fill_template(kwt, in, n->nextra));
+    }
     PyObject *r = NULL;
     if (kw) {
         if (!PyTuple_Check(args)) Py_SETREF(args, PySequence_Tuple(args));

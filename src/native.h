@@ -39,7 +39,13 @@ uint64_t nd_fnv64(const void *data, size_t n, uint64_t h);
 #define ND_FNV_INIT 1469598103934665603ULL
 
 /* ------------------------------------------------------------- kernels */
-typedef void (*nd_kfn)(char *const *P, const int64_t *I, const nd_scalar *S, int *E);
+typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *scalars, int *err);
+
+/* kernel error bits: the same values as kernels/nd_kernel.h */
+#define ND_ERR_DIVZERO 1
+#define ND_ERR_OVERFLOW 2
+#define ND_ERR_NEGPOW 4
+#define ND_ERR_NOMEM 8
 
 enum nd_kkind { ND_K_POINTWISE, ND_K_REDUCE, ND_K_SCAN, ND_K_REGION, ND_K_ROW };
 
@@ -49,6 +55,8 @@ enum nd_access {
     ND_A_VIEW,     /* via = VIEW node: affine map into buf's C-contiguous array */
     ND_A_REGION,   /* via = SETITEM node: its region inside buf's array */
     ND_A_REDOUT,   /* the output of a REDUCE over the domain (reduced dims: stride 0) */
+    ND_A_ROWB,     /* a row value without the reduced dims: its dims are the
+                      domain's leading (kept) dims */
 };
 
 typedef struct nd_kop {
@@ -115,6 +123,11 @@ typedef struct nd_program {
     nd_id *outs;
 } nd_program;
 
+/* pass_rowfuse.c: row groups (see there). rowgrp[i]: group or -1; level[i]:
+ * ND_ROW_*. Returns the number of groups, -1 + exception. */
+enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level);
+
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
 void nd_program_free(nd_program *p);
@@ -161,7 +174,8 @@ extern PyObject *nd_CompileError;
 /* The cache directory (checked: owned by us, not group/world writable). */
 const char *nd_disk_dir(void);           /* NULL + exception */
 /* Load (or compile and store) the unit `src`; returns a dlopen handle. */
-void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key);
+/* *compiled: 1 when the compiler ran (0: loaded from the cache) */
+void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key, int *compiled);
 int nd_disk_clear(void);
 
 /* cache_mem.c */

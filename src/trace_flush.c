@@ -311,8 +311,9 @@ static int overlaps_any(PyObject *x, PyObject *const *ws, Py_ssize_t nw, PyObjec
     return 0;
 }
 
-/* Nodes a later flush may still read: versions and cached views of live
- * storages/proxies, and inputs of nodes not computed yet. */
+/* Nodes a later flush may still read: what the versions and cached views
+ * of live storages/proxies need, walking back through nodes that have no
+ * value yet (a node with a value is a leaf: its inputs are not needed). */
 static char *needed_nodes(nd_trace *t)
 {
     nd_graph *g = t->g;
@@ -323,9 +324,9 @@ static char *needed_nodes(nd_trace *t)
         if (p->vver == p->st->version && p->vnode >= 0) need[p->vnode] = 1;
     }
     for (Py_ssize_t k = 0; k < t->nclist; k++) need[t->clist[k]->version] = 1;
-    for (nd_id i = 0; i < g->n; i++) {
+    for (nd_id i = g->n - 1; i >= 0; i--) {
         nd_node *n = &g->nodes[i];
-        if (n->value || n->op == ND_OP_INPUT) continue;
+        if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
         for (int k = 0; k < n->nin; k++) if (n->in[k] >= 0) need[n->in[k]] = 1;
         for (int k = 0; k < n->nextra; k++) if (n->extra[k] >= 0) need[n->extra[k]] = 1;
     }
@@ -454,6 +455,38 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         seen[id] = 1;
     }
     if (nt) {
+        /* live values the flush computes on the way are kept too: reading
+         * y[i] of a lazy y in a loop must not recompute y every time */
+        Py_ssize_t np_ = 0;
+        for (NdProxy *p = t->proxies; p; p = p->next) np_++;
+        nd_id *more = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(cap + np_ + 1));
+        char *anc = PyMem_Calloc((size_t)g->n + 1, 1);
+        if (!more || !anc) {
+            if (more) targets = more;
+            PyMem_Free(anc);
+            PyErr_NoMemory();
+            goto done;
+        }
+        targets = more;
+        nd_id hi = 0;
+        for (int i = 0; i < nt; i++) {
+            anc[targets[i]] = 1;
+            if (targets[i] > hi) hi = targets[i];
+        }
+        for (nd_id i = hi; i >= 0; i--) {
+            nd_node *nn = &g->nodes[i];
+            if (!anc[i] || nn->value || nn->op == ND_OP_INPUT) continue;
+            for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) anc[nn->in[k]] = 1;
+            for (int k = 0; k < nn->nextra; k++) if (nn->extra[k] >= 0) anc[nn->extra[k]] = 1;
+        }
+        for (NdProxy *p = t->proxies; p; p = p->next) {
+            nd_id v = p->st->version;
+            if (anc[v] && !seen[v] && !node_array(g, v) && g->nodes[v].op != ND_OP_SCALAR) {
+                targets[nt++] = v;
+                seen[v] = 1;
+            }
+        }
+        PyMem_Free(anc);
         res = run_graph(t, targets, nt);
         if (!res) goto done;
         for (int i = 0; i < nt; i++) {
@@ -718,6 +751,35 @@ int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
     return 0;
 }
 
+static int note_one(nd_trace *t, PyObject *r)
+{
+    if (!PyArray_Check(r)) return 0;
+    nd_storage *s = NULL;
+    for (PyObject *b = r; b && PyArray_Check(b); b = PyArray_BASE((PyArrayObject *)b))
+        if ((s = nd__caller_find(t, b))) break;
+    if (!s) return 0;
+    if (!s->exports && !(s->exports = PyList_New(0))) return -1;
+    PyObject *w = PyWeakref_NewRef(r, NULL);
+    if (!w) return -1;
+    int rc = PyList_Append(s->exports, w);
+    Py_DECREF(w);
+    return rc;
+}
+
+PyObject *nd__note_escape(PyObject *r)
+{
+    nd_trace *t;
+    if (!r || !(t = nd_trace_current()) || !t->nclist) return r;
+    int rc = 0;
+    if (PyArray_Check(r)) {
+        rc = note_one(t, r);
+    } else if (PyTuple_Check(r) || PyList_Check(r)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r) && rc == 0; i++)
+            rc = note_one(t, PySequence_Fast_GET_ITEM(r, i));
+    }
+    return rc < 0 ? NULL : r;
+}
+
 PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwargs,
                                  const char *reason)
 {
@@ -728,6 +790,9 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
     PyObject *r = PyObject_Call(func, a, k);
     Py_DECREF(a);
     Py_XDECREF(k);
+    /* a break lets Python code look at caller arrays: pending writes land */
+    if (r && t && nd__flush_writes(t) < 0) Py_CLEAR(r);
+    if (r && !nd__note_escape(r)) Py_CLEAR(r);
     return r;
 }
 

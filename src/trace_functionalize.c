@@ -38,6 +38,7 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->dtype = n->dtype;
     memcpy(s->shape, n->shape, sizeof(npy_intp) * n->ndim);
     s->mark = 0;
+    s->exports = NULL;
     return s;
 }
 
@@ -45,6 +46,7 @@ void nd__storage_decref(nd_storage *s)
 {
     if (!s || --s->refcnt > 0) return;
     Py_XDECREF(s->caller);
+    Py_XDECREF(s->exports);
     nd__trace_decref(s->trace);
     PyMem_Free(s);
 }
@@ -185,6 +187,34 @@ nd_id nd_proxy_read(PyObject *o)
     return id;
 }
 
+/* A real NumPy alias of this caller buffer is held by Python code: it must
+ * see the write now, as it would under NumPy. */
+static int write_through(nd_storage *s)
+{
+    Py_ssize_t n = PyList_GET_SIZE(s->exports), alive = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        PyObject *w = PyList_GET_ITEM(s->exports, i);
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *o = NULL;
+        int live = PyWeakref_GetRef(w, &o);
+        Py_XDECREF(o);
+        if (live < 0) return -1;
+#else
+        int live = PyWeakref_GetObject(w) != Py_None;
+#endif
+        if (!live) {
+            if (PySequence_DelItem(s->exports, i) < 0) return -1;
+        } else {
+            alive++;
+        }
+    }
+    if (!alive) {
+        Py_CLEAR(s->exports);
+        return 0;
+    }
+    return nd__flush(s->trace, NULL, 0, NULL);
+}
+
 static int write_node(NdProxy *p, nd_id value)
 {
     nd_storage *s = p->st;
@@ -217,7 +247,7 @@ static int write_node(NdProxy *p, nd_id value)
     }
     s->version = nv;
     if (s->caller) s->dirty = 1;
-    return 0;
+    return s->exports ? write_through(s) : 0;
 }
 
 int nd_proxy_write(PyObject *o, nd_id value)
@@ -428,7 +458,7 @@ int nd_trace_supported_array(PyObject *obj)
     case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG:
     case NPY_ULONGLONG: case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
     case NPY_CFLOAT: case NPY_CDOUBLE:
-        return PyArray_DESCR(a)->elsize > 0;
+        return PyArray_ITEMSIZE(a) > 0;
     default:
         return 0;
     }

@@ -26,6 +26,7 @@
 #include "npy.h"
 #include "trace.h"
 #include "backend.h"
+#include <stddef.h>
 
 typedef struct nd_storage nd_storage;
 typedef struct NdProxy NdProxy;
@@ -77,6 +78,9 @@ struct nd_storage {
     int dtype;
     npy_intp shape[ND_MAXDIMS];
     unsigned mark;            /* scratch for sweeps */
+    PyObject *exports;        /* owned list of weakrefs: real NumPy arrays that
+                                 alias `caller` and escaped to Python code;
+                                 while one lives, writes are flushed at once */
 };
 
 struct NdProxy {
@@ -155,6 +159,11 @@ PyObject *nd__materialize_tree(PyObject *obj, int as_scalar);
 /* Same for args + kwargs, returned through *out_args / *out_kwargs. */
 int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
                          PyObject **out_kwargs);
+/* A value handed back to Python code (a fallback's result...): if it is a
+ * NumPy array aliasing a caller storage's buffer (or a tuple/list of
+ * them), remember it so later writes to that storage reach it at once.
+ * Returns r (borrowed) or NULL on error. */
+PyObject *nd__note_escape(PyObject *r);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */

@@ -66,6 +66,7 @@ static PyObject *run_eagerly(NdPolicy *p, PyObject *const *args, size_t nargsf,
             if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
     }
     if (nd__materialize_call(a, kw, &a2, &k2) < 0) goto done;
+    if (t && nd__flush_writes(t) < 0) goto done;  /* fn may look at caller arrays */
     {
         nd_trace *saved = nd__tls_trace;
         nd__tls_trace = NULL;  /* suspended: nothing lazy leaks into fn */

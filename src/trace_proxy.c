@@ -35,6 +35,13 @@ static PyObject *resolve(PyObject *o)
     return Py_NewRef(o);
 }
 
+/* shim results are checked for real arrays aliasing caller buffers */
+static PyObject *escaped(PyObject *r)
+{
+    if (r && !nd_proxy_check(r) && !nd__note_escape(r)) Py_CLEAR(r);
+    return r;
+}
+
 static int is_live_proxy(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *)o); }
 static int is_dead_proxy(PyObject *o) { return nd_proxy_check(o) && !nd__live((NdProxy *)o); }
 
@@ -265,7 +272,7 @@ static Py_ssize_t p_len(PyObject *o)
 
 static PyObject *p_getitem(PyObject *o, PyObject *key)
 {
-    if (is_live_proxy(o)) return nd_shim_getitem(o, key);
+    if (is_live_proxy(o)) return escaped(nd_shim_getitem(o, key));
     PyObject *v = user_value((NdProxy *)o, NULL);
     PyObject *r = v ? PyObject_GetItem(v, key) : NULL;
     Py_XDECREF(v);
@@ -441,7 +448,7 @@ static PyObject *call_method(const char *name, PyObject *self, PyObject *const *
         Py_DECREF(tup);
         return NULL;
     }
-    PyObject *r = nd_shim_method(name, self, tup, kw);
+    PyObject *r = escaped(nd_shim_method(name, self, tup, kw));
     Py_DECREF(tup);
     Py_XDECREF(kw);
     return r;
@@ -541,7 +548,7 @@ static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwa
     if (!inputs) return NULL;
     PyObject *r = NULL;
     if (nd_trace_current()) {
-        r = nd_shim_array_ufunc(ufunc, method, inputs, kwargs);
+        r = escaped(nd_shim_array_ufunc(ufunc, method, inputs, kwargs));
     } else {
         PyObject *a2, *k2, *m = PyObject_GetAttr(ufunc, method);
         if (m && nd__materialize_call(inputs, kwargs, &a2, &k2) == 0) {
@@ -560,7 +567,7 @@ static PyObject *m___array_function__(PyObject *self, PyObject *args, PyObject *
     PyObject *func, *types, *fargs, *fkwargs;
     if (!PyArg_ParseTuple(args, "OOOO:__array_function__", &func, &types, &fargs, &fkwargs))
         return NULL;
-    if (nd_trace_current()) return nd_shim_array_function(func, types, fargs, fkwargs);
+    if (nd_trace_current()) return escaped(nd_shim_array_function(func, types, fargs, fkwargs));
     PyObject *a2, *k2;
     if (nd__materialize_call(fargs, fkwargs, &a2, &k2) < 0) return NULL;
     PyObject *r = PyObject_Call(func, a2, k2);

@@ -5,6 +5,7 @@
  * compiled function called while its thread is tracing joins that trace.
  */
 #include "trace_internal.h"
+#include <frameobject.h>  /* PyFrame_GetBack on 3.10 */
 #include <string.h>
 
 _Thread_local nd_trace *nd__tls_trace;

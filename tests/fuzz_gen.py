@@ -724,6 +724,29 @@ class Builder:
             return [t], f"{t} = np.round({x})", "rint"
         return [t], f"{t} = np.round({x}, {d})", "round"
 
+    def s_extern(self):
+        """Ops numdyn runs as extern nodes or joins: matmul, dot, sort,
+        concatenate, stack."""
+        x = self.pick_name(lambda v: isinstance(v, np.ndarray))
+        if x is None:
+            return None
+        v = self.env[x]
+        t = self.new_name()
+        k = self.randint(0, 6)
+        if k == 0 and v.ndim >= 1:
+            return [t], f"{t} = {x} @ {x}.T" if v.ndim >= 2 else f"{t} = {x} @ {x}", "matmul"
+        if k == 1:
+            y = self.pick_name(lambda w: isinstance(w, np.ndarray)) or x
+            return [t], f"{t} = np.dot({x}, {y})", "matmul"
+        if k == 2 and v.ndim >= 1:
+            return [t], f"{t} = np.sort({x}, axis={self.randint(-v.ndim, v.ndim - 1)})", "sort"
+        y = self.pick_name(lambda w: isinstance(w, np.ndarray)) or x
+        if k in (3, 4) and v.ndim >= 1:
+            return [t], f"{t} = np.concatenate(({x}, {y}), axis={self.randint(0, v.ndim - 1)})", "concatenate"
+        if k == 5:
+            return [t], f"{t} = np.stack([{x}, {y}])", "stack"
+        return [t], f"{t} = np.outer({x}, {y})", "outer"
+
     # ---- views and in-place (mode "views") -----------------------------------
     def index_expr(self, shape) -> str:
         parts = []
@@ -854,6 +877,8 @@ class Builder:
             fam += [(self.s_reduce, 4), (self.s_where, 2), (self.s_clip, 1),
                     (self.s_astype, 2), (self.s_create, 1), (self.s_round, 1),
                     (self.s_multi, 1)]
+        if self.mode in ("all", "views"):
+            fam += [(self.s_extern, 1)]
         if self.mode == "views":
             fam += [(self.s_view, 6), (self.s_inplace, 6)]
         return fam
@@ -1063,7 +1088,7 @@ def stmt_mutates(stmt: str) -> bool:
 def _backward_ulps(opname, stmt, snap, reads) -> float:
     """Input-side error of ops whose result depends on evaluation order."""
     if opname in ("sum", "prod", "mean", "std", "var", "cumsum", "cumprod",
-                  "nansum"):
+                  "nansum", "matmul"):
         n = 1
         for r in reads:
             n = max(n, int(np.size(snap[r])))
@@ -1249,10 +1274,13 @@ def collect_programs(mode: str, n: int, *, derandomize: bool = True,
 class Report:
     """Outcome of running many programs against one backend."""
 
-    def __init__(self, backend: str, max_reports: int = 4, compiler=None):
+    def __init__(self, backend: str, max_reports: int | None = None, compiler=None):
+        import os
         self.backend = backend
         self.compiler = compiler
-        self.max_reports = max_reports
+        # how many kinds of failure get a minimized reproducer
+        self.max_reports = (int(os.environ.get("NUMDYN_FUZZ_REPORTS", "4"))
+                            if max_reports is None else max_reports)
         self.ran = 0
         self.failed = 0
         self.groups: dict = {}   # signature -> [count, first failing program, message]

@@ -1,0 +1,50 @@
+/* guard_key.c -- the fit rule: which input properties a compiled program
+ * depends on (see guards.h). */
+#include "npy.h"
+#include "guards.h"
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t nd_guard_array_key(PyObject *obj)
+{
+    if (!PyArray_Check(obj)) return 0;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    int f = PyArray_FLAGS(a);
+    uint64_t layout = (f & NPY_ARRAY_C_CONTIGUOUS) ? 1 : (f & NPY_ARRAY_F_CONTIGUOUS) ? 2 : 3;
+    uint64_t ones = 0;
+    for (int d = 0; d < PyArray_NDIM(a) && d < 64; d++)
+        if (PyArray_DIM(a, d) == 1) ones |= 1ULL << d;
+    uint64_t h = mix(0x6e64677561726473ULL, (uint64_t)PyArray_TYPE(a));
+    h = mix(h, (uint64_t)PyArray_NDIM(a));
+    h = mix(h, ones);
+    h = mix(h, layout | ((f & NPY_ARRAY_ALIGNED) ? 0 : 8) | (PyArray_ISNOTSWAPPED(a) ? 0 : 16));
+    return h;
+}
+
+uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
+{
+    uint64_t h = nd_graph_hash(g, outs, nout);
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *n = &g->nodes[i];
+        if (n->op == ND_OP_INPUT && n->obj) h = mix(h, nd_guard_array_key(n->obj));
+    }
+    return h;
+}
+
+uint64_t nd_guard_skeleton(nd_graph *g, const nd_id *outs, int nout)
+{
+    uint64_t h = 0x736b656c65746f6eULL;
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *n = &g->nodes[i];
+        h = mix(h, ((uint64_t)n->op << 40) ^ ((uint64_t)(uint32_t)n->sub << 8) ^ (uint64_t)n->ndim);
+        h = mix(h, ((uint64_t)(uint32_t)n->dtype << 32) ^ (uint32_t)n->in_dtype[0]);
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++) h = mix(h, (uint64_t)(uint32_t)n->in[k]);
+        h = mix(h, n->axes ^ ((uint64_t)(uint16_t)n->aux << 48));
+    }
+    for (int i = 0; i < nout; i++) h = mix(h, (uint64_t)(uint32_t)outs[i]);
+    return h;
+}

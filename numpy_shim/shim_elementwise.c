@@ -1,0 +1,546 @@
+/* shim_elementwise.c -- elementwise functions that are not single ufuncs:
+ * where (3-arg), clip, round/around, isclose/allclose, nan_to_num, astype,
+ * asarray/array/ascontiguousarray, result_type, can_cast; and the ndarray
+ * methods astype, fill, item, clip, round, conj/conjugate.
+ *
+ * Each is composed of UFUNC/CAST/WHERE nodes with NumPy's NEP 50 typing,
+ * following NumPy's own Python implementation where it has one (isclose,
+ * nan_to_num), so values and dtypes agree.
+ */
+#include "shim_priv.h"
+#include <math.h>
+#include <float.h>
+#include <string.h>
+
+/* a ufunc applied through the shim's full ufunc path (typing, weak scalars) */
+static PyObject *uf2(int uf, PyObject *a, PyObject *b) { return nd_shim_ufunc2(uf, a, b); }
+static PyObject *uf1(int uf, PyObject *a) { return nd_shim_ufunc1(uf, a); }
+
+/* ------------------------------------------------------------ where */
+
+static PyObject *where_impl(nd_trace *t, PyObject **argv)
+{
+    if (!argv[1] && !argv[2])
+        return nd_shim_unsupported("numpy.where with one argument has a data-dependent shape");
+    if (!argv[1] || !argv[2]) {
+        PyErr_SetString(PyExc_ValueError, "either both or neither of x and y should be given");
+        return NULL;
+    }
+    nd_operand c, x, y;
+    if (nd_shim_operand(t, argv[0], &c) || nd_shim_operand(t, argv[1], &x) ||
+        nd_shim_operand(t, argv[2], &y))
+        return NULL;
+    int dts[2] = {x.dtype, y.dtype}, weak[2] = {x.weak, y.weak}, dt;
+    if (nd_shim_result_type(2, dts, weak, &dt) < 0) return NULL;
+    if (c.weak && (c.id = nd_shim_operand_node(t, &c, c.dtype)) == ND_NONE) return NULL;
+    /* np.where casts x and y to the result dtype unsafely: a weak 300
+     * into int8 wraps (it does not raise like a ufunc operand) */
+    if (x.weak && (x.id = nd_shim_operand_node(t, &x, x.dtype)) == ND_NONE) return NULL;
+    if (y.weak && (y.id = nd_shim_operand_node(t, &y, y.dtype)) == ND_NONE) return NULL;
+    x.weak = y.weak = 0;
+    nd_id xi = nd_shim_operand_at(t, &x, dt);
+    nd_id yi = xi == ND_NONE ? ND_NONE : nd_shim_operand_at(t, &y, dt);
+    nd_id r = yi == ND_NONE ? ND_NONE : nd_shim_node_where(t, c.id, xi, yi, dt);
+    return nd_shim_wrap(t, r, 0);
+}
+
+/* ------------------------------------------------------------ clip */
+
+static int dtype_of_result(PyObject *r)
+{
+    PyObject *d = PyObject_GetAttrString(r, "dtype");
+    if (!d) return -1;
+    int t = PyArray_DescrCheck(d) ? ((PyArray_Descr *)d)->type_num : -1;
+    if (t == NPY_LONGLONG) t = NPY_INT64;
+    if (t == NPY_ULONGLONG) t = NPY_UINT64;
+    Py_DECREF(d);
+    return t;
+}
+
+/* the clip result dtype from NumPy itself on one-element stand-ins */
+static int clip_dtype(nd_trace *t, nd_operand *ops, int n)
+{
+    PyObject *args = PyTuple_New(n);
+    if (!args) return -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *o;
+        if (!ops[i].obj || ops[i].obj == Py_None) { o = Py_None; Py_INCREF(o); }
+        else if (ops[i].weak) { o = ops[i].obj; Py_INCREF(o); }
+        else {
+            npy_intp one = 1;
+            o = PyArray_Zeros(i == 0 ? 1 : 0, &one, PyArray_DescrFromType(ops[i].dtype), 0);
+        }
+        if (!o) { Py_DECREF(args); return -1; }
+        PyTuple_SET_ITEM(args, i, o);
+    }
+    PyObject *f = PyObject_GetAttrString(nd_shim_numpy(), "clip");
+    PyObject *r = f ? PyObject_Call(f, args, NULL) : NULL;
+    Py_XDECREF(f);
+    Py_DECREF(args);
+    if (!r) return -1;
+    int dt = dtype_of_result(r);
+    Py_DECREF(r);
+    if (dt < 0 || !nd_shim_dtype_ok(dt)) {
+        if (!PyErr_Occurred()) nd_shim_unsupported("numpy.clip to a non-numeric dtype");
+        return -2;
+    }
+    return dt;
+}
+
+/* clamp a weak Python int bound into an integer dtype's range (NumPy's clip
+ * accepts out-of-range Python ints and compares true values) */
+static PyObject *clamped_bound(PyObject *v, int dtype)
+{
+    if (!PyLong_Check(v) || !PyTypeNum_ISINTEGER(dtype)) { Py_INCREF(v); return v; }
+    int fits = nd_shim_pyint_fits(v, dtype);
+    if (fits < 0) return NULL;
+    if (fits) { Py_INCREF(v); return v; }
+    PyObject *zero = PyLong_FromLong(0);
+    int neg = zero ? PyObject_RichCompareBool(v, zero, Py_LT) : -1;
+    Py_XDECREF(zero);
+    if (neg < 0) return NULL;
+    PyObject *info = PyObject_CallMethod(nd_shim_numpy(), "iinfo", "N", nd_shim_descr(dtype));
+    if (!info) return NULL;
+    PyObject *b = PyObject_GetAttrString(info, neg ? "min" : "max");
+    Py_DECREF(info);
+    return b;
+}
+
+static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi, PyObject *out)
+{
+    if (lo == Py_None) lo = NULL;
+    if (hi == Py_None) hi = NULL;
+    nd_operand ops[3];
+    if (nd_shim_operand(t, a, &ops[0])) return NULL;
+    ops[1].obj = lo; ops[1].weak = 0;
+    ops[2].obj = hi; ops[2].weak = 0;
+    if (lo && nd_shim_operand(t, lo, &ops[1])) return NULL;
+    if (hi && nd_shim_operand(t, hi, &ops[2])) return NULL;
+    int dt = clip_dtype(t, ops, 3);
+    if (dt < 0) return NULL;
+    nd_id x = nd_shim_operand_at(t, &ops[0], dt);
+    if (x == ND_NONE) return NULL;
+    for (int k = 1; k < 3; k++) {
+        if (!ops[k].obj) continue;
+        nd_id b;
+        if (ops[k].weak) {
+            PyObject *v = clamped_bound(ops[k].obj, dt);
+            b = v ? nd_shim_node_scalar(t, v, dt, 1) : ND_NONE;
+            Py_XDECREF(v);
+        } else {
+            b = nd_shim_node_cast(t, ops[k].id, dt);
+        }
+        if (b == ND_NONE) return NULL;
+        int loop[2] = {dt, dt};
+        nd_id in[2] = {x, b};
+        x = nd_shim_node_ufunc(t, k == 1 ? ND_UF_MAXIMUM : ND_UF_MINIMUM, in, loop, dt, 0);
+        if (x == ND_NONE) return NULL;
+    }
+    if (!lo && !hi && (x = nd_shim_node_reshape(t, x, ops[0].ndim, ops[0].shape)) == ND_NONE) return NULL;
+    if (out && out != Py_None) {
+        if (nd_shim_store_out(t, out, x, "clip", NPY_SAME_KIND_CASTING) < 0) return NULL;
+        Py_INCREF(out);
+        return out;
+    }
+    return nd_shim_wrap(t, x, nd_shim_node_ndim(t, x) == 0 && ops[0].is_scalar);
+}
+
+/* clip: a, a_min, a_max, out; min, max */
+static PyObject *clip_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *lo = argv[1], *hi = argv[2];
+    if (argv[4]) {
+        if (lo) { PyErr_SetString(PyExc_TypeError, "Passed `min` and `a_min`, but only one may be given."); return NULL; }
+        lo = argv[4];
+    }
+    if (argv[5]) {
+        if (hi) { PyErr_SetString(PyExc_TypeError, "Passed `max` and `a_max`, but only one may be given."); return NULL; }
+        hi = argv[5];
+    }
+    return clip_core(t, argv[0], lo ? lo : Py_None, hi ? hi : Py_None, argv[3]);
+}
+
+/* ndarray.clip(min=None, max=None, out=None) */
+static PyObject *clip_method(nd_trace *t, PyObject **argv)
+{
+    return clip_core(t, argv[0], argv[1] ? argv[1] : Py_None, argv[2] ? argv[2] : Py_None, argv[3]);
+}
+
+/* ------------------------------------------------------------ round */
+
+static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObject *out)
+{
+    Py_ssize_t d = 0;
+    if (decimals && (d = PyNumber_AsSsize_t(decimals, PyExc_OverflowError)) == -1 && PyErr_Occurred())
+        return NULL;
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
+    if (PyTypeNum_ISCOMPLEX(op.dtype) || ((PyTypeNum_ISINTEGER(op.dtype) || op.dtype == NPY_BOOL) && d < 0))
+        return nd_shim_unsupported("numpy.round of this dtype/decimals is not supported in-graph");
+    PyObject *p = nd_shim_wrap(t, op.id, op.is_scalar && op.ndim == 0);
+    if (!p) return NULL;
+    PyObject *r;
+    if (PyTypeNum_ISINTEGER(op.dtype) || op.dtype == NPY_BOOL) {
+        /* NumPy returns a copy for integers with decimals >= 0 */
+        nd_id c = nd_shim_node_reshape(t, op.id, op.ndim, op.shape);
+        r = c == ND_NONE ? NULL : nd_shim_wrap(t, c, op.is_scalar && op.ndim == 0);
+    } else if (d == 0) {
+        r = uf1(ND_UF_RINT, p);
+    } else {
+        /* NumPy: multiply by 10**d (a Python float: weak), rint, divide */
+        double f = pow(10.0, (double)(d < 0 ? -d : d));
+        PyObject *pf = PyFloat_FromDouble(f), *y = NULL, *z = NULL;
+        if (pf) y = uf2(d > 0 ? ND_UF_MULTIPLY : ND_UF_TRUE_DIVIDE, p, pf);
+        if (y) z = uf1(ND_UF_RINT, y);
+        r = z ? uf2(d > 0 ? ND_UF_TRUE_DIVIDE : ND_UF_MULTIPLY, z, pf) : NULL;
+        Py_XDECREF(pf);
+        Py_XDECREF(y);
+        Py_XDECREF(z);
+    }
+    Py_DECREF(p);
+    if (!r || !out || out == Py_None) return r;
+    nd_id v = nd_proxy_read(r);
+    Py_DECREF(r);
+    if (v == ND_NONE || nd_shim_store_out(t, out, v, NULL, NPY_UNSAFE_CASTING) < 0) return NULL;
+    Py_INCREF(out);
+    return out;
+}
+
+static PyObject *round_impl(nd_trace *t, PyObject **argv) { return round_core(t, argv[0], argv[1], argv[2]); }
+
+/* ------------------------------------------------------------ isclose */
+
+/* as numpy/_core/numeric.py isclose, NumPy 2 */
+static PyObject *isclose_core(nd_trace *t, PyObject *a, PyObject *b, PyObject *rtol, PyObject *atol,
+                              PyObject *equal_nan)
+{
+    PyObject *one = PyFloat_FromDouble(1.0);
+    PyObject *x = a, *y = b, *yy = NULL, *r = NULL;
+    PyObject *rt = rtol ? rtol : NULL, *at = atol ? atol : NULL;
+    PyObject *rtd = NULL, *atd = NULL;
+    if (!one) return NULL;
+    if (!rt) rt = rtd = PyFloat_FromDouble(1e-05);
+    if (!at) at = atd = PyFloat_FromDouble(1e-08);
+    nd_operand oy;
+    if (!rt || !at || nd_shim_operand(t, y, &oy)) goto done;
+    if (!oy.weak) {
+        /* y = asanyarray(y, dtype=result_type(y, 1.)) */
+        int dts[2] = {oy.dtype, NPY_FLOAT64}, w[2] = {0, 1}, dt;
+        if (nd_shim_result_type(2, dts, w, &dt) < 0) goto done;
+        nd_id c = nd_shim_node_cast(t, oy.id, dt);
+        if (c == ND_NONE || !(yy = nd_shim_wrap(t, c, oy.is_scalar && oy.ndim == 0))) goto done;
+        y = yy;
+    } else if (PyLong_Check(y)) {
+        if (!(yy = PyNumber_Float(y))) goto done;
+        y = yy;
+    }
+    {
+        PyObject *diff = uf2(ND_UF_SUBTRACT, x, y);
+        PyObject *adiff = diff ? uf1(ND_UF_ABSOLUTE, diff) : NULL;
+        PyObject *ay = adiff ? uf1(ND_UF_ABSOLUTE, y) : NULL;
+        PyObject *rtay = ay ? uf2(ND_UF_MULTIPLY, rt, ay) : NULL;
+        PyObject *tol = rtay ? uf2(ND_UF_ADD, at, rtay) : NULL;
+        PyObject *le = tol ? uf2(ND_UF_LESS_EQUAL, adiff, tol) : NULL;
+        PyObject *fin = le ? uf1(ND_UF_ISFINITE, y) : NULL;
+        PyObject *lf = fin ? uf2(ND_UF_BITWISE_AND, le, fin) : NULL;
+        PyObject *eq = lf ? uf2(ND_UF_EQUAL, x, y) : NULL;
+        r = eq ? uf2(ND_UF_BITWISE_OR, lf, eq) : NULL;
+        Py_XDECREF(diff); Py_XDECREF(adiff); Py_XDECREF(ay); Py_XDECREF(rtay); Py_XDECREF(tol);
+        Py_XDECREF(le); Py_XDECREF(fin); Py_XDECREF(lf); Py_XDECREF(eq);
+    }
+    if (r && equal_nan && PyObject_IsTrue(equal_nan) == 1) {
+        PyObject *nx = uf1(ND_UF_ISNAN, x), *ny = nx ? uf1(ND_UF_ISNAN, y) : NULL;
+        PyObject *both = ny ? uf2(ND_UF_BITWISE_AND, nx, ny) : NULL;
+        PyObject *r2 = both ? uf2(ND_UF_BITWISE_OR, r, both) : NULL;
+        Py_XDECREF(nx); Py_XDECREF(ny); Py_XDECREF(both);
+        Py_SETREF(r, r2);
+    }
+done:
+    Py_XDECREF(yy);
+    Py_XDECREF(rtd);
+    Py_XDECREF(atd);
+    Py_DECREF(one);
+    return r;
+}
+
+static PyObject *isclose_impl(nd_trace *t, PyObject **argv)
+{
+    /* NumPy's isclose works on warnings-suppressed floats; values agree */
+    PyObject *r = isclose_core(t, argv[0], argv[1], argv[2], argv[3], argv[4]);
+    if (r && nd_proxy_check(r) && nd_proxy_ndim(r) == 0 && !nd_proxy_is_scalar(r)) {
+        /* result[()] : 0-d results are NumPy scalars */
+        nd_id id = nd_proxy_read(r);
+        Py_DECREF(r);
+        return id == ND_NONE ? NULL : nd_shim_wrap(t, id, 1);
+    }
+    return r;
+}
+
+/* allclose returns a Python bool: a concrete value, so a graph break */
+static PyObject *allclose_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *r = isclose_core(t, argv[0], argv[1], argv[2], argv[3], argv[4]);
+    if (!r) return NULL;
+    nd_operand op;
+    if (nd_shim_operand(t, r, &op)) { Py_DECREF(r); return NULL; }
+    Py_DECREF(r);
+    uint64_t mask = op.ndim ? ((1ULL << op.ndim) - 1) : 0;
+    nd_id all = nd_shim_node_reduce(t, ND_UF_LOGICAL_AND, op.id, mask, 0, NPY_BOOL, NPY_BOOL, ND_NONE);
+    PyObject *p = nd_shim_wrap(t, all, 1);
+    if (!p) return NULL;
+    PyObject *v = nd_trace_materialize(p, "numpy.allclose returns a Python bool");
+    Py_DECREF(p);
+    if (!v) return NULL;
+    int b = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (b < 0) return NULL;
+    return PyBool_FromLong(b);
+}
+
+/* ------------------------------------------------------------ nan_to_num */
+
+static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
+{
+    nd_operand op;
+    if (nd_shim_operand(t, argv[0], &op)) return NULL;
+    if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
+    int dt = op.dtype;
+    if (PyTypeNum_ISCOMPLEX(dt)) return nd_shim_unsupported("numpy.nan_to_num of complex values");
+    if (argv[1] && PyObject_IsTrue(argv[1]) == 0 && !nd_proxy_check(argv[0]))
+        return nd_shim_unsupported("numpy.nan_to_num(copy=False) of a non-lazy array");
+    nd_id x = op.id;
+    if (PyTypeNum_ISFLOAT(dt)) {
+        double big = dt == NPY_FLOAT16 ? 65504.0 : dt == NPY_FLOAT32 ? FLT_MAX : DBL_MAX;
+        PyObject *nanv = argv[2] ? argv[2] : NULL;
+        PyObject *pos = (argv[3] && argv[3] != Py_None) ? argv[3] : NULL;
+        PyObject *neg = (argv[4] && argv[4] != Py_None) ? argv[4] : NULL;
+        PyObject *dn = nanv ? (Py_INCREF(nanv), nanv) : PyFloat_FromDouble(0.0);
+        PyObject *dp = pos ? (Py_INCREF(pos), pos) : PyFloat_FromDouble(big);
+        PyObject *dm = neg ? (Py_INCREF(neg), neg) : PyFloat_FromDouble(-big);
+        nd_id sn = dn ? nd_shim_node_scalar(t, dn, dt, 1) : ND_NONE;
+        nd_id sp = dp && sn != ND_NONE ? nd_shim_node_scalar(t, dp, dt, 1) : ND_NONE;
+        nd_id sm = dm && sp != ND_NONE ? nd_shim_node_scalar(t, dm, dt, 1) : ND_NONE;
+        Py_XDECREF(dn); Py_XDECREF(dp); Py_XDECREF(dm);
+        if (sm == ND_NONE) return NULL;
+        int loop1[1] = {dt};
+        nd_id isn = nd_shim_node_ufunc(t, ND_UF_ISNAN, &x, loop1, NPY_BOOL, 0);
+        nd_id isi = isn == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_ISINF, &x, loop1, NPY_BOOL, 0);
+        nd_id sgn = isi == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_SIGNBIT, &x, loop1, NPY_BOOL, 0);
+        nd_id infv = sgn == ND_NONE ? ND_NONE : nd_shim_node_where(t, sgn, sm, sp, dt);
+        nd_id y = infv == ND_NONE ? ND_NONE : nd_shim_node_where(t, isi, infv, x, dt);
+        x = y == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, sn, y, dt);
+    } else {
+        x = nd_shim_node_reshape(t, x, op.ndim, op.shape);
+    }
+    if (x == ND_NONE) return NULL;
+    if (argv[1] && PyObject_IsTrue(argv[1]) == 0) {
+        if (nd_proxy_write(argv[0], x) < 0) return NULL;
+        Py_INCREF(argv[0]);
+        return argv[0];
+    }
+    return nd_shim_wrap(t, x, op.is_scalar && op.ndim == 0);
+}
+
+/* ------------------------------------------------------------ casts */
+
+static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *casting, PyObject *copy)
+{
+    int dt;
+    int rc = nd_shim_dtype_arg(dtype, &dt);
+    if (rc < 0) return NULL;
+    if (rc || dt < 0) return nd_shim_unsupported("astype to a non-numeric dtype is not supported in-graph");
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
+    NPY_CASTING c;
+    if (nd_shim_casting_arg(casting, NPY_UNSAFE_CASTING, &c) < 0) return NULL;
+    if (c != NPY_UNSAFE_CASTING) {
+        PyArray_Descr *f = PyArray_DescrFromType(op.dtype), *d = PyArray_DescrFromType(dt);
+        int ok = PyArray_CanCastTypeTo(f, d, c);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError,
+                         "Cannot cast array data from %R to %R according to the rule '%s'",
+                         (PyObject *)f, (PyObject *)d, nd_shim_casting_name(c));
+        }
+        Py_DECREF(f);
+        Py_DECREF(d);
+        if (!ok) return NULL;
+    }
+    int want_copy = copy ? PyObject_IsTrue(copy) : 1;
+    if (want_copy < 0) return NULL;
+    if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
+        Py_INCREF(a);
+        return a;
+    }
+    nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
+                                                   : nd_shim_node_cast(t, op.id, dt);
+    return nd_shim_wrap(t, r, 0);
+}
+
+/* ndarray.astype(dtype, order, casting, subok, copy) */
+static PyObject *astype_method(nd_trace *t, PyObject **argv)
+{
+    return astype_core(t, argv[0], argv[1], argv[3], argv[5]);
+}
+
+/* np.astype(x, dtype, /, *, copy, device) */
+static PyObject *astype_impl(nd_trace *t, PyObject **argv)
+{
+    return astype_core(t, argv[0], argv[1], NULL, argv[2]);
+}
+
+/* np.asarray / asanyarray / ascontiguousarray / array: a proxy with the
+ * requested dtype; array() copies unless copy=False. */
+static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
+                              PyObject *ndmin)
+{
+    if (ndmin && PyLong_Check(ndmin) && PyLong_AsLong(ndmin) != 0)
+        return nd_shim_unsupported("numpy.array with ndmin= is not supported in-graph");
+    if (!nd_proxy_check(a) && !PyList_Check(a) && !PyTuple_Check(a) && !PyArray_Check(a))
+        return nd_shim_unsupported("numpy.asarray of this object is not supported in-graph");
+    if (PyList_Check(a) || PyTuple_Check(a)) {
+        /* sequences holding proxies: NumPy would materialize each through
+         * __array__; stacking them lazily is the join helper's business */
+        return nd_shim_unsupported("numpy.array of a sequence of lazy arrays is not supported in-graph");
+    }
+    int want_copy = dflt_copy;
+    if (copy && copy != Py_None) {
+        want_copy = PyObject_IsTrue(copy);
+        if (want_copy < 0) return NULL;
+    }
+    int dt = -1;
+    int rc = nd_shim_dtype_arg(dtype, &dt);
+    if (rc < 0) return NULL;
+    if (rc) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    if (dt < 0) dt = op.dtype;
+    if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
+        Py_INCREF(a);
+        return a;
+    }
+    if (copy == Py_False) {
+        PyErr_SetString(PyExc_ValueError, "Unable to avoid copy while creating an array as requested.");
+        return NULL;
+    }
+    nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
+                                                   : nd_shim_node_cast(t, op.id, dt);
+    return nd_shim_wrap(t, r, 0);
+}
+
+static PyObject *asarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[4], 0, NULL); }
+static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], NULL, 0, NULL); }
+static PyObject *array_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[2], 1, argv[5]); }
+
+/* result_type / can_cast: metadata only -- proxies stand in by their dtype
+ * (a 0-d proxy is as strong as a dtype under NEP 50). */
+static PyObject *replace_proxies(PyObject *args)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *r = PyTuple_New(n);
+    if (!r) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        PyObject *v = nd_proxy_check(o) ? nd_shim_descr(nd_proxy_dtype(o)) : (Py_INCREF(o), o);
+        if (!v) { Py_DECREF(r); return NULL; }
+        PyTuple_SET_ITEM(r, i, v);
+    }
+    return r;
+}
+
+static PyObject *result_type_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *args = replace_proxies(argv[0]);
+    if (!args) return NULL;
+    PyObject *f = PyObject_GetAttrString(nd_shim_numpy(), "result_type");
+    PyObject *r = f ? PyObject_Call(f, args, NULL) : NULL;
+    Py_XDECREF(f);
+    Py_DECREF(args);
+    return r;
+}
+
+static PyObject *can_cast_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *from = argv[0];
+    if (nd_proxy_check(from)) from = nd_shim_descr(nd_proxy_dtype(from));
+    else Py_INCREF(from);
+    if (!from) return NULL;
+    PyObject *f = PyObject_GetAttrString(nd_shim_numpy(), "can_cast");
+    PyObject *r = NULL;
+    if (f) {
+        r = argv[2] ? PyObject_CallFunction(f, "OOO", from, argv[1], argv[2])
+                    : PyObject_CallFunction(f, "OO", from, argv[1]);
+        Py_DECREF(f);
+    }
+    Py_DECREF(from);
+    return r;
+}
+
+/* ------------------------------------------------------------ methods */
+
+static PyObject *fill_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *self = argv[0];
+    nd_id v = nd_shim_assign_value(t, argv[1], nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self));
+    if (v == ND_NONE) return NULL;
+    if (nd_proxy_write(self, v) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* item() reads values: a flush (not a break), then NumPy's item */
+static PyObject *item_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *arr = nd_trace_materialize(argv[0], NULL);
+    if (!arr) return NULL;
+    PyObject *item = PyObject_GetAttrString(arr, "item");
+    Py_DECREF(arr);
+    if (!item) return NULL;
+    PyObject *r = PyObject_Call(item, argv[1], NULL);
+    Py_DECREF(item);
+    return r;
+}
+
+static PyObject *conj_method(nd_trace *t, PyObject **argv) { return uf1(ND_UF_CONJUGATE, argv[0]); }
+
+static PyObject *round_method(nd_trace *t, PyObject **argv) { return round_core(t, argv[0], argv[1], argv[2]); }
+
+static const nd_shim_def functions[] = {
+    {"where", "condition|x,y", where_impl, 0},
+    {"clip", "a|a_min,a_max,out;min,max", clip_impl, 0},
+    {"round", "a|decimals,out", round_impl, 0},
+    {"around", "a|decimals,out", round_impl, 0},
+    {"isclose", "a,b|rtol,atol,equal_nan", isclose_impl, 0},
+    {"allclose", "a,b|rtol,atol,equal_nan", allclose_impl, 0},
+    {"nan_to_num", "x|copy,nan,posinf,neginf", nan_to_num_impl, 0},
+    {"astype", "x,dtype|;copy,device", astype_impl, 0},
+    {"asarray", "a|dtype,order;device,copy,like", asarray_impl, 0},
+    {"asanyarray", "a|dtype,order;device,copy,like", asarray_impl, 0},
+    {"ascontiguousarray", "a|dtype;like", ascontiguousarray_impl, 0},
+    {"array", "object|dtype;copy,order,subok,ndmin,ndmax,like", array_impl, 0},
+    {"result_type", "*arrays_and_dtypes", result_type_impl, 0},
+    {"can_cast", "from_,to|casting", can_cast_impl, 0},
+    {NULL},
+};
+
+static const nd_shim_def methods[] = {
+    {"astype", "self,dtype|order,casting,subok,copy", astype_method, 0},
+    {"fill", "self,value", fill_method, 0},
+    {"item", "self|*args", item_method, 0},
+    {"clip", "self|min,max,out", clip_method, 0},
+    {"round", "self|decimals,out", round_method, 0},
+    {"conj", "self", conj_method, 0},
+    {"conjugate", "self", conj_method, 0},
+    {NULL},
+};
+
+int nd_shim_register_elementwise(nd_shim_table *tab)
+{
+    return nd_shim_add_functions(tab, functions);
+}
+
+/* the ndarray methods without a numpy-function twin elsewhere live here */
+int nd_shim_register_methods(nd_shim_table *tab)
+{
+    return nd_shim_add_methods(tab, methods);
+}

@@ -1,0 +1,251 @@
+/* shim_index.c -- basic indexing of proxies: a[int, slice, ..., None].
+ *
+ * A basic index is an affine map over the proxy's C-order flat index
+ * (offset + per-dim strides), handed to nd_proxy_view so reads and writes
+ * through the result share the proxy's storage (functionalized by the
+ * tracer). An index of integers only reads one element and returns a real
+ * NumPy scalar at once (a flush only if the storage has pending work, never
+ * a graph break). Everything else (integer/boolean arrays, lists, proxies as
+ * indices) is advanced indexing: shim_advidx.c.
+ */
+#include "shim_priv.h"
+#include <string.h>
+
+typedef struct {
+    int ndim;                   /* result rank */
+    npy_intp shape[ND_MAXDIMS];
+    npy_intp strides[ND_MAXDIMS];
+    npy_intp off;
+    int all_int;                /* only integers, one per dim: an element */
+} basic_map;
+
+static int is_integer_index(PyObject *o)
+{
+    if (PyBool_Check(o) || PyArray_IsScalar(o, Bool)) return 0;
+    if (PyLong_Check(o) || PyArray_IsScalar(o, Integer)) return 1;
+    /* 0-d integer ndarrays index like integers */
+    if (PyArray_Check(o) && PyArray_NDIM((PyArrayObject *)o) == 0 &&
+        PyArray_ISINTEGER((PyArrayObject *)o))
+        return 1;
+    return 0;
+}
+
+/* 1: basic, 0: advanced (or unknown: let NumPy's rules decide) */
+static int is_basic_item(PyObject *o)
+{
+    return o == Py_None || o == Py_Ellipsis || PySlice_Check(o) || is_integer_index(o);
+}
+
+int nd_shim_key_is_basic(PyObject *key)
+{
+    if (PyTuple_Check(key)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+            if (!is_basic_item(PyTuple_GET_ITEM(key, i))) return 0;
+        return 1;
+    }
+    return is_basic_item(key);
+}
+
+static int index_value(PyObject *o, npy_intp *v)
+{
+    Py_ssize_t x = PyNumber_AsSsize_t(o, PyExc_IndexError);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *v = x;
+    return 0;
+}
+
+/* Build the affine map of a basic key over a base of (ndim, shape). */
+static int basic_index(PyObject *key, int ndim, const npy_intp *shape, basic_map *m)
+{
+    PyObject *single[1] = {key};
+    PyObject *const *items = single;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    npy_intp cs[ND_MAXDIMS];
+    npy_intp s = 1;
+    for (int d = ndim - 1; d >= 0; d--) { cs[d] = s; s *= shape[d]; }
+    int consumed = 0, ellipsis = -1, nnone = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = items[i];
+        if (o == Py_Ellipsis) {
+            if (ellipsis >= 0) {
+                PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+                return -1;
+            }
+            ellipsis = (int)i;
+        } else if (o == Py_None) {
+            nnone++;
+        } else {
+            consumed++;
+        }
+    }
+    if (consumed > ndim) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, but %d were indexed",
+                     ndim, consumed);
+        return -1;
+    }
+    if (ndim - consumed + nnone + consumed > ND_MAXDIMS) {
+        nd_shim_unsupported("indexing to rank above %d", ND_MAXDIMS);
+        return 1;
+    }
+    m->ndim = 0;
+    m->off = 0;
+    m->all_int = ellipsis < 0 && nnone == 0;
+    int d = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = items[i];
+        if (o == Py_Ellipsis) {
+            int take = ndim - consumed;
+            for (int k = 0; k < take; k++, d++) {
+                m->shape[m->ndim] = shape[d];
+                m->strides[m->ndim++] = cs[d];
+            }
+            continue;
+        }
+        if (o == Py_None) {
+            m->shape[m->ndim] = 1;
+            m->strides[m->ndim++] = 0;
+            continue;
+        }
+        if (PySlice_Check(o)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(o, &start, &stop, &step) < 0) return -1;
+            Py_ssize_t len = PySlice_AdjustIndices(shape[d], &start, &stop, step);
+            m->shape[m->ndim] = len;
+            m->strides[m->ndim++] = len > 1 ? step * cs[d] : (len == 1 ? cs[d] : 0);
+            if (len > 0) m->off += start * cs[d];
+            m->all_int = 0;
+            d++;
+            continue;
+        }
+        npy_intp v;
+        if (index_value(o, &v) < 0) return -1;
+        if (v < -shape[d] || v >= shape[d]) {
+            PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis %d with size %zd",
+                         (Py_ssize_t)v, d, (Py_ssize_t)shape[d]);
+            return -1;
+        }
+        if (v < 0) v += shape[d];
+        m->off += v * cs[d];
+        d++;
+    }
+    for (; d < ndim; d++) {
+        m->shape[m->ndim] = shape[d];
+        m->strides[m->ndim++] = cs[d];
+        m->all_int = 0;
+    }
+    return 0;
+}
+
+static PyObject *materialized_getitem(PyObject *self, PyObject *key)
+{
+    PyObject *arr = nd_trace_materialize(self, NULL);
+    if (!arr) return NULL;
+    PyObject *r = PyObject_GetItem(arr, key);
+    Py_DECREF(arr);
+    return r;
+}
+
+PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || !nd_proxy_live(self)) return materialized_getitem(self, key);
+    if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_getitem(t, self, key);
+    basic_map m;
+    int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
+    if (rc < 0) return NULL;
+    if (rc > 0) {
+        const char *why = nd_shim_take_unsupported();
+        char buf[200];
+        snprintf(buf, sizeof buf, "%s", why ? why : "indexing not supported in-graph");
+        PyObject *arr = nd_trace_materialize(self, buf);
+        if (!arr) return NULL;
+        PyObject *r = PyObject_GetItem(arr, key);
+        Py_DECREF(arr);
+        return r;
+    }
+    if (m.all_int) {
+        /* one element: a real NumPy scalar now (flush only if pending) */
+        return materialized_getitem(self, key);
+    }
+    return nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
+}
+
+/* A value for assignment into a region of (ndim, shape) at dtype, with
+ * NumPy's setitem rules: unsafe casting of arrays, Python ints range-checked,
+ * leading size-1 dims of the value dropped before broadcasting. */
+nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, const npy_intp *shape)
+{
+    nd_operand op;
+    int rc = nd_shim_operand(t, value, &op);
+    if (rc) return ND_NONE;
+    if (op.weak && PyComplex_Check(value) && !PyTypeNum_ISCOMPLEX(dtype)) {
+        nd_shim_unsupported("assigning a complex into a real array");
+        return ND_NONE;
+    }
+    nd_id v = nd_shim_operand_at(t, &op, dtype);
+    if (v == ND_NONE) return ND_NONE;
+    if (op.ndim > ndim) {
+        int drop = 0;
+        while (op.ndim - drop > ndim && op.shape[drop] == 1) drop++;
+        if (drop && (v = nd_shim_node_reshape(t, v, op.ndim - drop, op.shape + drop)) == ND_NONE)
+            return ND_NONE;
+    }
+    return nd_shim_node_broadcast(t, v, ndim, shape);
+}
+
+int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || !nd_proxy_live(self)) {
+        PyObject *arr = nd_trace_materialize(self, NULL);
+        if (!arr) return -1;
+        int r = PyObject_SetItem(arr, key, value);
+        Py_DECREF(arr);
+        return r;
+    }
+    if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_setitem(t, self, key, value);
+    basic_map m;
+    int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
+    if (rc < 0) return -1;
+    nd_id v = ND_NONE;
+    if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape);
+    if (v == ND_NONE) {
+        if (PyErr_Occurred()) return -1;
+        /* unsupported value or key: NumPy on a private copy, then the copy
+         * becomes the proxy's value (functional, every view sees it) */
+        const char *why = nd_shim_take_unsupported();
+        char buf[200];
+        snprintf(buf, sizeof buf, "%s", why ? why : "assignment not supported in-graph");
+        PyObject *cur = nd_trace_materialize(self, NULL);  /* break recorded below */
+        if (!cur) return -1;
+        PyObject *copy = PyArray_NewCopy((PyArrayObject *)cur, NPY_CORDER);
+        Py_DECREF(cur);
+        if (!copy) return -1;
+        PyObject *setitem = PyObject_GetAttrString(copy, "__setitem__");
+        PyObject *args = setitem ? PyTuple_Pack(2, key, value) : NULL;
+        PyObject *r = args ? nd_trace_fallback_call(setitem, args, NULL, buf) : NULL;
+        Py_XDECREF(args);
+        Py_XDECREF(setitem);
+        if (!r) { Py_DECREF(copy); return -1; }
+        Py_DECREF(r);
+        nd_id c = nd_trace_lift(t, copy);
+        Py_DECREF(copy);
+        return c == ND_NONE ? -1 : nd_proxy_write(self, c);
+    }
+    PyObject *view = nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
+    if (!view) return -1;
+    int r = nd_proxy_write(view, v);
+    Py_DECREF(view);
+    return r;
+}
+
+int nd_shim_register_index(nd_shim_table *tab)
+{
+    (void)tab;
+    return 0;
+}

@@ -1,0 +1,634 @@
+/* shim_views.c -- functions and methods that return views: transpose,
+ * swapaxes, moveaxis, reshape/ravel (a view when NumPy's no-copy rule
+ * allows, else a new value), squeeze, expand_dims, broadcast_to, flip,
+ * diagonal, atleast_*d, real/imag; and the copies: flatten, copy.
+ *
+ * Every view is an affine map over the base's C-order flat index given to
+ * nd_proxy_view, so writes through it reach the base. A C-order reshape is
+ * offered as a view first; the tracer refuses (SystemError) a map that is
+ * not expressible per dimension over the storage -- exactly when NumPy
+ * would have to copy -- and we then make a new value.
+ */
+#include "shim_priv.h"
+#include <string.h>
+
+static void c_strides(int ndim, const npy_intp *shape, npy_intp *cs)
+{
+    npy_intp s = 1;
+    for (int d = ndim - 1; d >= 0; d--) { cs[d] = s; s *= shape[d]; }
+}
+
+/* The proxy for argument `a` (a new ref): proxies as they are, anything else
+ * lifted as a fresh value. NULL + reason when unsupported. */
+static PyObject *as_proxy(nd_trace *t, PyObject *a)
+{
+    if (nd_proxy_check(a)) { Py_INCREF(a); return a; }
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    nd_id id = nd_shim_operand_node(t, &op, op.dtype);
+    return id == ND_NONE ? NULL : nd_shim_wrap(t, id, 0);
+}
+
+static PyObject *view_of(PyObject *p, int ndim, const npy_intp *shape, npy_intp off,
+                         const npy_intp *strides)
+{
+    return nd_proxy_view(p, ndim, shape, off, strides);
+}
+
+/* ------------------------------------------------------------ permutations */
+
+static PyObject *permute(PyObject *p, const int *perm)
+{
+    int nd = nd_proxy_ndim(p);
+    const npy_intp *sh = nd_proxy_shape(p);
+    npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS];
+    c_strides(nd, sh, cs);
+    for (int d = 0; d < nd; d++) { shape[d] = sh[perm[d]]; st[d] = cs[perm[d]]; }
+    return view_of(p, nd, shape, 0, st);
+}
+
+static PyObject *transpose_axes(nd_trace *t, PyObject *a, PyObject *axes)
+{
+    PyObject *p = as_proxy(t, a);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p), perm[ND_MAXDIMS];
+    if (!axes || axes == Py_None || (PyTuple_Check(axes) && PyTuple_GET_SIZE(axes) == 0)) {
+        for (int d = 0; d < nd; d++) perm[d] = nd - 1 - d;
+    } else {
+        PyObject *seq = PySequence_Fast(axes, "axes must be a sequence");
+        if (!seq) { Py_DECREF(p); return NULL; }
+        if (PySequence_Fast_GET_SIZE(seq) != nd) {
+            Py_DECREF(seq);
+            Py_DECREF(p);
+            PyErr_SetString(PyExc_ValueError, "axes don't match array");
+            return NULL;
+        }
+        uint64_t seen = 0;
+        for (int d = 0; d < nd; d++) {
+            if (nd_shim_axis_index(PySequence_Fast_GET_ITEM(seq, d), nd, &perm[d]) < 0) {
+                Py_DECREF(seq);
+                Py_DECREF(p);
+                return NULL;
+            }
+            if (seen & (1ULL << perm[d])) {
+                Py_DECREF(seq);
+                Py_DECREF(p);
+                PyErr_SetString(PyExc_ValueError, "repeated axis in transpose");
+                return NULL;
+            }
+            seen |= 1ULL << perm[d];
+        }
+        Py_DECREF(seq);
+    }
+    PyObject *r = permute(p, perm);
+    Py_DECREF(p);
+    return r;
+}
+
+static PyObject *transpose_impl(nd_trace *t, PyObject **argv) { return transpose_axes(t, argv[0], argv[1]); }
+
+/* ndarray.transpose(*axes): one tuple/list argument or the axes inline */
+static PyObject *transpose_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *axes = argv[1];
+    if (axes && PyTuple_GET_SIZE(axes) == 1 && PyTuple_GET_ITEM(axes, 0) != Py_None &&
+        !PyIndex_Check(PyTuple_GET_ITEM(axes, 0)))
+        axes = PyTuple_GET_ITEM(axes, 0);
+    else if (axes && PyTuple_GET_SIZE(axes) == 1 && PyTuple_GET_ITEM(axes, 0) == Py_None)
+        axes = NULL;
+    return transpose_axes(t, argv[0], axes);
+}
+
+static PyObject *swapaxes_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p), a1, a2, perm[ND_MAXDIMS];
+    if (nd_shim_axis_index(argv[1], nd, &a1) < 0 || nd_shim_axis_index(argv[2], nd, &a2) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    perm[a1] = a2;
+    perm[a2] = a1;
+    PyObject *r = permute(p, perm);
+    Py_DECREF(p);
+    return r;
+}
+
+static int axes_list(PyObject *o, int nd, int *out, int *n)
+{
+    if (PyIndex_Check(o)) {
+        *n = 1;
+        return nd_shim_axis_index(o, nd, &out[0]);
+    }
+    PyObject *seq = PySequence_Fast(o, "axes must be integers");
+    if (!seq) return -1;
+    *n = (int)PySequence_Fast_GET_SIZE(seq);
+    int rc = 0;
+    if (*n > ND_MAXDIMS) { *n = 0; rc = -1; PyErr_SetString(PyExc_ValueError, "too many axes"); }
+    for (int i = 0; rc == 0 && i < *n; i++)
+        rc = nd_shim_axis_index(PySequence_Fast_GET_ITEM(seq, i), nd, &out[i]);
+    Py_DECREF(seq);
+    return rc;
+}
+
+static PyObject *moveaxis_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p), src[ND_MAXDIMS], dst[ND_MAXDIMS], ns, ndst;
+    if (axes_list(argv[1], nd, src, &ns) < 0 || axes_list(argv[2], nd, dst, &ndst) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    if (ns != ndst) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_ValueError,
+                        "`source` and `destination` arguments must have the same number of elements");
+        return NULL;
+    }
+    int perm[ND_MAXDIMS], used[ND_MAXDIMS] = {0}, placed[ND_MAXDIMS];
+    for (int d = 0; d < nd; d++) placed[d] = -1;
+    for (int i = 0; i < ns; i++) {
+        if (used[src[i]] || placed[dst[i]] >= 0) {
+            Py_DECREF(p);
+            PyErr_SetString(PyExc_ValueError, "repeated axis in `source` or `destination` argument");
+            return NULL;
+        }
+        used[src[i]] = 1;
+        placed[dst[i]] = src[i];
+    }
+    int next = 0;
+    for (int d = 0; d < nd; d++) {
+        if (placed[d] >= 0) { perm[d] = placed[d]; continue; }
+        while (used[next]) next++;
+        perm[d] = next++;
+    }
+    PyObject *r = permute(p, perm);
+    Py_DECREF(p);
+    return r;
+}
+
+/* ------------------------------------------------------------ reshape */
+
+static int shape_with_unknown(PyObject *o, npy_intp size, int *nd, npy_intp *shape)
+{
+    PyObject *seq;
+    if (PyIndex_Check(o)) seq = PyTuple_Pack(1, o);
+    else seq = PySequence_Tuple(o);
+    if (!seq) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (n > ND_MAXDIMS) { Py_DECREF(seq); nd_shim_unsupported("reshape to rank above %d", ND_MAXDIMS); return 1; }
+    int unknown = -1;
+    npy_intp known = 1, orig[ND_MAXDIMS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t v = PyNumber_AsSsize_t(PyTuple_GET_ITEM(seq, i), PyExc_ValueError);
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        orig[i] = v;
+        if (v < 0) {
+            if (v != -1) {
+                Py_DECREF(seq);
+                PyErr_SetString(PyExc_ValueError, "negative dimensions not allowed");
+                return -1;
+            }
+            if (unknown >= 0) {
+                Py_DECREF(seq);
+                PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
+                return -1;
+            }
+            unknown = (int)i;
+            shape[i] = 1;
+        } else {
+            shape[i] = v;
+            known *= v;
+        }
+    }
+    Py_DECREF(seq);
+    int ok = 1;
+    if (unknown >= 0) {
+        if (known > 0 && size % known == 0) shape[unknown] = size / known;
+        else ok = 0;
+    } else {
+        ok = known == size;
+    }
+    if (!ok) {
+        PyObject *tup = PyTuple_New(n);
+        for (Py_ssize_t i = 0; tup && i < n; i++) PyTuple_SET_ITEM(tup, i, PyLong_FromSsize_t(orig[i]));
+        if (tup) {
+            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %R",
+                         (Py_ssize_t)size, tup);
+            Py_DECREF(tup);
+        }
+        return -1;
+    }
+    *nd = (int)n;
+    return 0;
+}
+
+static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObject *order, PyObject *copy)
+{
+    if (order && order != Py_None &&
+        !(PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "C") == 0))
+        return nd_shim_unsupported("reshape with order other than 'C' is not supported in-graph");
+    PyObject *p = as_proxy(t, a);
+    if (!p) return NULL;
+    npy_intp size = 1;
+    for (int d = 0; d < nd_proxy_ndim(p); d++) size *= nd_proxy_shape(p)[d];
+    int nd;
+    npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS];
+    int rc = shape_with_unknown(shape_o, size, &nd, shape);
+    if (rc) { Py_DECREF(p); return NULL; }
+    c_strides(nd, shape, cs);
+    int force_copy = copy && copy != Py_None && PyObject_IsTrue(copy) == 1;
+    if (!force_copy) {
+        PyObject *v = view_of(p, nd, shape, 0, cs);
+        if (v || !PyErr_ExceptionMatches(PyExc_SystemError)) { Py_DECREF(p); return v; }
+        PyErr_Clear();
+        if (copy == Py_False) {
+            Py_DECREF(p);
+            PyErr_SetString(PyExc_ValueError,
+                            "Unable to avoid creating a copy while reshaping.");
+            return NULL;
+        }
+    }
+    nd_id id = nd_proxy_read(p);
+    Py_DECREF(p);
+    if (id == ND_NONE || (id = nd_shim_node_reshape(t, id, nd, shape)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, id, 0);
+}
+
+static PyObject *reshape_impl(nd_trace *t, PyObject **argv)
+{
+    return reshape_core(t, argv[0], argv[1], argv[2], argv[3]);
+}
+
+/* ndarray.reshape(*shape, order=, copy=) */
+static PyObject *reshape_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *shape = argv[1];
+    if (PyTuple_GET_SIZE(shape) == 1) shape = PyTuple_GET_ITEM(shape, 0);
+    if (PyTuple_Check(argv[1]) && PyTuple_GET_SIZE(argv[1]) == 0) {
+        PyErr_SetString(PyExc_TypeError, "reshape() missing required argument 'shape' (pos 1)");
+        return NULL;
+    }
+    return reshape_core(t, argv[0], shape, argv[2], argv[3]);
+}
+
+static PyObject *minus_one(void) { return PyLong_FromLong(-1); }
+
+static PyObject *ravel_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *m1 = minus_one();
+    if (!m1) return NULL;
+    PyObject *r = reshape_core(t, argv[0], m1, argv[1], NULL);
+    Py_DECREF(m1);
+    return r;
+}
+
+static PyObject *flatten_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *m1 = minus_one();
+    if (!m1) return NULL;
+    PyObject *r = reshape_core(t, argv[0], m1, argv[1], Py_True);
+    Py_DECREF(m1);
+    return r;
+}
+
+/* a distinct new value equal to a (np.copy, ndarray.copy) */
+static PyObject *copy_of(nd_trace *t, PyObject *a)
+{
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    nd_id id = nd_shim_operand_node(t, &op, op.dtype);
+    /* an identity VIEW node: a new value, never the caller's array itself */
+    if (id == ND_NONE || (id = nd_shim_node_reshape(t, id, op.ndim, op.shape)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, id, 0);
+}
+
+static PyObject *copy_impl(nd_trace *t, PyObject **argv) { return copy_of(t, argv[0]); }
+
+/* ------------------------------------------------------------ squeeze & co */
+
+static PyObject *squeeze_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p);
+    const npy_intp *sh = nd_proxy_shape(p);
+    uint64_t mask = 0;
+    if (argv[1] && argv[1] != Py_None) {
+        if (nd_shim_axis_mask(argv[1], nd, 1, &mask) < 0) { Py_DECREF(p); return NULL; }
+        for (int d = 0; d < nd; d++) {
+            if ((mask & (1ULL << d)) && sh[d] != 1) {
+                Py_DECREF(p);
+                PyErr_SetString(PyExc_ValueError,
+                                "cannot select an axis to squeeze out which has size not equal to one");
+                return NULL;
+            }
+        }
+    } else {
+        for (int d = 0; d < nd; d++) if (sh[d] == 1) mask |= 1ULL << d;
+    }
+    npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS];
+    c_strides(nd, sh, cs);
+    int k = 0;
+    for (int d = 0; d < nd; d++) {
+        if (mask & (1ULL << d)) continue;
+        shape[k] = sh[d];
+        st[k++] = cs[d];
+    }
+    PyObject *r = view_of(p, k, shape, 0, st);
+    Py_DECREF(p);
+    return r;
+}
+
+static PyObject *expand_dims_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p);
+    const npy_intp *sh = nd_proxy_shape(p);
+    int n = PyIndex_Check(argv[1]) ? 1 : (int)PyObject_Length(argv[1]);
+    if (n < 0) { Py_DECREF(p); return NULL; }
+    int out_nd = nd + n;
+    if (out_nd > ND_MAXDIMS) { Py_DECREF(p); return nd_shim_unsupported("expand_dims to rank above %d", ND_MAXDIMS); }
+    uint64_t mask;
+    if (nd_shim_axis_mask(argv[1], out_nd, 1, &mask) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) && !PyIndex_Check(argv[1])) {
+            /* lists are accepted too */
+            PyErr_Clear();
+            PyObject *tup = PySequence_Tuple(argv[1]);
+            int rc = tup ? nd_shim_axis_mask(tup, out_nd, 1, &mask) : -1;
+            Py_XDECREF(tup);
+            if (rc < 0) { Py_DECREF(p); return NULL; }
+        } else {
+            Py_DECREF(p);
+            return NULL;
+        }
+    }
+    if (PyErr_Occurred()) { Py_DECREF(p); return NULL; }
+    npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS];
+    c_strides(nd, sh, cs);
+    for (int d = 0, k = 0; d < out_nd; d++) {
+        if (mask & (1ULL << d)) { shape[d] = 1; st[d] = 0; }
+        else { shape[d] = sh[k]; st[d] = cs[k]; k++; }
+    }
+    PyObject *r = view_of(p, out_nd, shape, 0, st);
+    Py_DECREF(p);
+    return r;
+}
+
+static int shape_arg(PyObject *o, int *nd, npy_intp *shape)
+{
+    PyObject *seq = PyIndex_Check(o) ? PyTuple_Pack(1, o) : PySequence_Tuple(o);
+    if (!seq) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (n > ND_MAXDIMS) { Py_DECREF(seq); nd_shim_unsupported("rank above %d", ND_MAXDIMS); return 1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t v = PyNumber_AsSsize_t(PyTuple_GET_ITEM(seq, i), PyExc_ValueError);
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        if (v < 0) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "all elements of broadcast shape must be non-negative");
+            return -1;
+        }
+        shape[i] = v;
+    }
+    Py_DECREF(seq);
+    *nd = (int)n;
+    return 0;
+}
+
+static PyObject *broadcast_to_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd, ind = nd_proxy_ndim(p);
+    npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS], st[ND_MAXDIMS];
+    const npy_intp *sh = nd_proxy_shape(p);
+    if (shape_arg(argv[1], &nd, shape)) { Py_DECREF(p); return NULL; }
+    c_strides(ind, sh, cs);
+    int ok = ind <= nd;
+    for (int d = 0; ok && d < nd; d++) {
+        int k = d - (nd - ind);
+        if (k < 0) { st[d] = 0; continue; }
+        if (sh[k] == shape[d]) st[d] = cs[k];
+        else if (sh[k] == 1) st[d] = 0;
+        else ok = 0;
+    }
+    if (!ok) {
+        PyObject *a = PyTuple_New(ind), *b = PyTuple_New(nd);
+        for (int d = 0; a && d < ind; d++) PyTuple_SET_ITEM(a, d, PyLong_FromSsize_t(sh[d]));
+        for (int d = 0; b && d < nd; d++) PyTuple_SET_ITEM(b, d, PyLong_FromSsize_t(shape[d]));
+        if (a && b)
+            PyErr_Format(PyExc_ValueError,
+                         "operands could not be broadcast together with remapped shapes "
+                         "[original->remapped]: %R  and requested shape %R", a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_DECREF(p);
+        return NULL;
+    }
+    PyObject *r = view_of(p, nd, shape, 0, st);
+    Py_DECREF(p);
+    return r;
+}
+
+static PyObject *flip_mask(nd_trace *t, PyObject *a, PyObject *axis, int fixed)
+{
+    PyObject *p = as_proxy(t, a);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p);
+    const npy_intp *sh = nd_proxy_shape(p);
+    uint64_t mask;
+    if (fixed >= 0) {
+        if (nd <= fixed) {
+            Py_DECREF(p);
+            PyErr_SetString(PyExc_ValueError, fixed ? "Input must be >= 2-d." : "Input must be >= 1-d.");
+            return NULL;
+        }
+        mask = 1ULL << fixed;
+    } else if (nd_shim_axis_mask(axis, nd, 1, &mask) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS], off = 0;
+    c_strides(nd, sh, cs);
+    for (int d = 0; d < nd; d++) {
+        if ((mask & (1ULL << d)) && sh[d] > 1) { st[d] = -cs[d]; off += (sh[d] - 1) * cs[d]; }
+        else st[d] = cs[d];
+    }
+    PyObject *r = view_of(p, nd, sh, off, st);
+    Py_DECREF(p);
+    return r;
+}
+
+static PyObject *flip_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, argv[0], argv[1], -1); }
+static PyObject *flipud_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, argv[0], NULL, 0); }
+static PyObject *fliplr_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, argv[0], NULL, 1); }
+
+static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int nd = nd_proxy_ndim(p), a1 = 0, a2 = 1;
+    const npy_intp *sh = nd_proxy_shape(p);
+    Py_ssize_t off = 0;
+    if (nd < 2) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_ValueError, "diag requires an array of at least two dimensions");
+        return NULL;
+    }
+    if ((argv[1] && (off = PyNumber_AsSsize_t(argv[1], PyExc_OverflowError)) == -1 && PyErr_Occurred()) ||
+        (argv[2] && nd_shim_axis_index(argv[2], nd, &a1) < 0) ||
+        (argv[3] && nd_shim_axis_index(argv[3], nd, &a2) < 0)) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    if (a1 == a2) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_ValueError, "axis1 and axis2 cannot be the same");
+        return NULL;
+    }
+    npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS], start = 0;
+    c_strides(nd, sh, cs);
+    npy_intp n1 = sh[a1], n2 = sh[a2], len;
+    if (off >= 0) { len = n2 - off < n1 ? n2 - off : n1; if (len > 0) start = off * cs[a2]; }
+    else { len = n1 + off < n2 ? n1 + off : n2; if (len > 0) start = -off * cs[a1]; }
+    if (len < 0) len = 0;
+    int k = 0;
+    for (int d = 0; d < nd; d++) {
+        if (d == a1 || d == a2) continue;
+        shape[k] = sh[d];
+        st[k++] = cs[d];
+    }
+    shape[k] = len;
+    st[k++] = cs[a1] + cs[a2];
+    PyObject *r = view_of(p, k, shape, len > 0 ? start : 0, st);
+    Py_DECREF(p);
+    return r;
+}
+
+/* real/imag: for complex values a new (read-only in spirit) value of the
+ * part; writes through it do not reach the base (not expressible as an
+ * element-strided view of the storage). */
+static PyObject *part(nd_trace *t, PyObject *a, int imag)
+{
+    nd_operand op;
+    if (nd_shim_operand(t, a, &op)) return NULL;
+    nd_id id = nd_shim_operand_node(t, &op, op.dtype);
+    if (id == ND_NONE) return NULL;
+    if (PyTypeNum_ISCOMPLEX(op.dtype)) {
+        id = nd_shim_node_part(t, id, imag);
+        return id == ND_NONE ? NULL : nd_shim_wrap(t, id, op.is_scalar && op.ndim == 0 && !nd_proxy_check(a));
+    }
+    if (!imag) {
+        if (nd_proxy_check(a)) {
+            npy_intp cs[ND_MAXDIMS];
+            c_strides(op.ndim, op.shape, cs);
+            return view_of(a, op.ndim, op.shape, 0, cs);
+        }
+        return nd_shim_wrap(t, id, 0);
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    nd_id z = zero ? nd_shim_node_scalar(t, zero, op.dtype, 0) : ND_NONE;
+    Py_XDECREF(zero);
+    if (z == ND_NONE || (z = nd_shim_node_broadcast(t, z, op.ndim, op.shape)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, z, 0);
+}
+
+static PyObject *real_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0], 0); }
+static PyObject *imag_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0], 1); }
+
+static PyObject *atleast(nd_trace *t, PyObject *arys, int k)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(arys);
+    PyObject *res = PyList_New(n);
+    if (!res) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = as_proxy(t, PyTuple_GET_ITEM(arys, i));
+        if (!p) { Py_DECREF(res); return NULL; }
+        int nd = nd_proxy_ndim(p);
+        const npy_intp *sh = nd_proxy_shape(p);
+        npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS], st[ND_MAXDIMS];
+        c_strides(nd, sh, cs);
+        int out = nd;
+        if (nd < k) {
+            /* NumPy: 1d -> (1, N) for 2d; (1, N, 1) / (M, N, 1) for 3d */
+            npy_intp s1[3] = {1, 1, 1}, c1[3] = {0, 0, 0};
+            if (k == 1) { s1[0] = 1; }
+            else if (k == 2) { if (nd == 1) { s1[1] = sh[0]; c1[1] = cs[0]; } }
+            else {
+                if (nd == 1) { s1[1] = sh[0]; c1[1] = cs[0]; }
+                else if (nd == 2) { s1[0] = sh[0]; c1[0] = cs[0]; s1[1] = sh[1]; c1[1] = cs[1]; }
+            }
+            memcpy(shape, s1, sizeof(npy_intp) * (size_t)k);
+            memcpy(st, c1, sizeof(npy_intp) * (size_t)k);
+            out = k;
+            PyObject *v = view_of(p, out, shape, 0, st);
+            Py_DECREF(p);
+            if (!v) { Py_DECREF(res); return NULL; }
+            PyList_SET_ITEM(res, i, v);
+        } else {
+            PyList_SET_ITEM(res, i, p);
+        }
+    }
+    if (n == 1) {
+        PyObject *one = PyList_GET_ITEM(res, 0);
+        Py_INCREF(one);
+        Py_DECREF(res);
+        return one;
+    }
+    PyObject *tup = PyList_AsTuple(res);
+    Py_DECREF(res);
+    return tup;
+}
+
+static PyObject *atleast_1d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 1); }
+static PyObject *atleast_2d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 2); }
+static PyObject *atleast_3d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 3); }
+
+static const nd_shim_def functions[] = {
+    {"transpose", "a|axes", transpose_impl, 0},
+    {"permute_dims", "a|axes", transpose_impl, 0},
+    {"swapaxes", "a,axis1,axis2", swapaxes_impl, 0},
+    {"moveaxis", "a,source,destination", moveaxis_impl, 0},
+    {"reshape", "a,shape|order;copy", reshape_impl, 0},
+    {"ravel", "a|order", ravel_impl, 0},
+    {"copy", "a|order,subok", copy_impl, 0},
+    {"squeeze", "a|axis", squeeze_impl, 0},
+    {"expand_dims", "a,axis", expand_dims_impl, 0},
+    {"broadcast_to", "array,shape|subok", broadcast_to_impl, 0},
+    {"flip", "m|axis", flip_impl, 0},
+    {"flipud", "m", flipud_impl, 0},
+    {"fliplr", "m", fliplr_impl, 0},
+    {"diagonal", "a|offset,axis1,axis2", diagonal_impl, 0},
+    {"real", "val", real_impl, 0},
+    {"imag", "val", imag_impl, 0},
+    {"atleast_1d", "*arys", atleast_1d_impl, 0},
+    {"atleast_2d", "*arys", atleast_2d_impl, 0},
+    {"atleast_3d", "*arys", atleast_3d_impl, 0},
+    {NULL},
+};
+
+static const nd_shim_def methods[] = {
+    {"transpose", "self|*axes", transpose_method, 0},
+    {"swapaxes", "self,axis1,axis2", swapaxes_impl, 0},
+    {"reshape", "self|*shape;order,copy", reshape_method, 0},
+    {"ravel", "self|order", ravel_impl, 0},
+    {"flatten", "self|order", flatten_impl, 0},
+    {"copy", "self|order", copy_impl, 0},
+    {"__copy__", "self", copy_impl, 0},
+    {"squeeze", "self|axis", squeeze_impl, 0},
+    {"diagonal", "self|offset,axis1,axis2", diagonal_impl, 0},
+    {"real", "self", real_impl, 0},
+    {"imag", "self", imag_impl, 0},
+    {NULL},
+};
+
+int nd_shim_register_views(nd_shim_table *tab)
+{
+    if (nd_shim_add_functions(tab, functions) < 0) return -1;
+    return nd_shim_add_methods(tab, methods);
+}

@@ -1,0 +1,1076 @@
+/* codegen_loops.c -- the loop nest of a kernel around the per-element code
+ * of codegen_expr.c.
+ *
+ * Every kernel has the same C signature (see kernels/nd_kernel.h):
+ *   I[0..R)                   the kernel dims' sizes (R = kernel rank)
+ *   I[R + k*R + d]            operand k's element stride along dim d
+ *   P[k]                      operand k's base pointer (view offset applied)
+ *   S[j]                      the j-th scalar parameter
+ * so one kernel serves every size: sizes and strides are arguments, only
+ * structure is compiled in (rank, dtypes, which operand is broadcast along
+ * the innermost dim, which has unit stride there).
+ *
+ * Work is split into tasks: the outer dims times blocks of the innermost
+ * dim. Tasks are the iterations of an OpenMP loop that only goes parallel
+ * above a work threshold (elements x per-element cost); the innermost loop
+ * is an `omp simd` loop so GCC vectorizes it, calling SLEEF's vector math.
+ */
+#include "npy.h"
+#include "native.h"
+
+#define RBLOCK_K 512  /* inner block when accumulators are per output element */
+
+typedef struct kctx {
+    nd_graph *g;
+    nd_kernel *k;
+    nd_sb *sb;
+    int R;
+    int uses_err;
+    /* row kernels: nodes kept per row in a scratch buffer */
+    int8_t *cache_phase;   /* per node: phase that computes and stores it, -1 */
+    int phase;             /* the pass being emitted */
+    const char *rowidx;    /* the element's index within its row */
+} kctx;
+
+static int stride_idx(kctx *c, int op, int d) { return c->R + op * c->R + d; }
+
+static const char *ctype_of(int t) { return nd_cg_ctype(t); }
+
+static int is_cls_float(int t) { return t == NPY_HALF || t == NPY_FLOAT || t == NPY_DOUBLE; }
+static int is_cls_cplx(int t) { return t == NPY_CFLOAT || t == NPY_CDOUBLE; }
+static int is_cls_int(int t) { return nd_cg_dtype_ok(t) && !is_cls_float(t) && !is_cls_cplx(t); }
+
+/* ------------------------------------------------------------ prologue */
+static void scalar_decl(kctx *c, nd_id sid, int j)
+{
+    nd_node *n = &c->g->nodes[sid];
+    const char *T = ctype_of(n->dtype);
+    nd_sb *sb = c->sb;
+    switch (n->dtype) {
+    case NPY_BOOL: nd_sb_printf(sb, "const %s v%d = (nd_bool)(S[%d].i != 0);\n", T, (int)sid, j); break;
+    case NPY_HALF: nd_sb_printf(sb, "const float v%d = nd_h2f(nd_d2h(S[%d].f));\n", (int)sid, j); break;
+    case NPY_FLOAT: nd_sb_printf(sb, "const float v%d = (float)S[%d].f;\n", (int)sid, j); break;
+    case NPY_DOUBLE: nd_sb_printf(sb, "const double v%d = S[%d].f;\n", (int)sid, j); break;
+    case NPY_CFLOAT:
+        nd_sb_printf(sb, "const nd_c64 v%d = nd_cmk_cf((float)S[%d].c.re, (float)S[%d].c.im);\n", (int)sid, j, j);
+        break;
+    case NPY_CDOUBLE:
+        nd_sb_printf(sb, "const nd_c128 v%d = nd_cmk_cd(S[%d].c.re, S[%d].c.im);\n", (int)sid, j, j);
+        break;
+    case NPY_UBYTE: case NPY_USHORT: case NPY_UINT: case NPY_ULONG: case NPY_ULONGLONG:
+        nd_sb_printf(sb, "const %s v%d = (%s)S[%d].u;\n", T, (int)sid, T, j);
+        break;
+    default:
+        nd_sb_printf(sb, "const %s v%d = (%s)S[%d].i;\n", T, (int)sid, T, j);
+        break;
+    }
+}
+
+static void prologue(kctx *c)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int R = c->R;
+    for (int d = 0; d < R; d++) nd_sb_printf(sb, "const int64_t n%d = I[%d];\n", d, d);
+    nd_sb_puts(sb, "int64_t tot_ = 1;\n");
+    for (int d = 0; d < R; d++) nd_sb_printf(sb, "tot_ *= n%d;\n", d);
+    nd_sb_puts(sb, "(void)tot_;\n");
+    for (int o = 0; o < k->nin + k->nout; o++) {
+        nd_kop *op = &k->ops[o];
+        int isout = o >= k->nin;
+        nd_sb_printf(sb, "%s%s *const B%d = (%s%s *)P[%d];\n", isout ? "" : "const ",
+                     nd_cg_stype(op->dtype), o, isout ? "" : "const ", nd_cg_stype(op->dtype), o);
+        if (R > 0 && op->inner < 0)
+            nd_sb_printf(sb, "const int64_t is%d = I[%d];\n", o, stride_idx(c, o, R - 1));
+    }
+    for (int j = 0; j < k->nscal; j++) scalar_decl(c, k->scal[j], j);
+    nd_sb_puts(sb, "int nd_err = 0;\n");
+}
+
+static void epilogue(kctx *c)
+{
+    nd_sb_puts(c->sb, "if (nd_err) __atomic_fetch_or(E, nd_err, __ATOMIC_RELAXED);\n");
+}
+
+/* "p<o> = B<o> + i<d>*stride..." for operand o over the bound dims in mask */
+static void pointer(kctx *c, int o, uint32_t bound, const char *name)
+{
+    nd_kop *op = &c->k->ops[o];
+    int isout = o >= c->k->nin;
+    nd_sb_printf(c->sb, "%s%s *const restrict %s%d = B%d", isout ? "" : "const ",
+                 nd_cg_stype(op->dtype), name, o, o);
+    for (int d = 0; d < c->R; d++)
+        if (bound & (1u << d)) nd_sb_printf(c->sb, " + i%d * I[%d]", d, stride_idx(c, o, d));
+    nd_sb_puts(c->sb, ";\n");
+}
+
+static void elem(char *buf, size_t n, kctx *c, int o, const char *pfx, const char *jv)
+{
+    nd_kop *op = &c->k->ops[o];
+    if (c->R == 0 || op->inner == 0) snprintf(buf, n, "%s%d[0]", pfx, o);
+    else if (op->inner == 1) snprintf(buf, n, "%s%d[%s]", pfx, o, jv);
+    else snprintf(buf, n, "%s%d[%s * is%d]", pfx, o, jv, o);
+}
+
+/* the value of INDEX node `id` at the current element */
+static void index_value(kctx *c, nd_id id, const char *jv)
+{
+    nd_node *n = &c->g->nodes[id];
+    nd_node *dom = &c->g->nodes[c->k->dom];
+    int drank = c->k->dom_v ? dom->vndim : dom->ndim;
+    int dd = n->aux + (drank - n->ndim);
+    int kd = -1;
+    if (n->shape[n->aux] != 1)
+        for (int q = 0; q < c->R; q++) if (c->k->dims[q] == dd) kd = q;
+    char ix[64];
+    if (kd < 0) snprintf(ix, sizeof ix, "0");
+    else if (kd == c->R - 1) snprintf(ix, sizeof ix, "%s", jv);
+    else snprintf(ix, sizeof ix, "i%d", kd);
+    nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(n->dtype), (int)id);
+    nd_cg_cast(c->sb, ix, NPY_LONGLONG, n->dtype);
+    nd_sb_puts(c->sb, ";\n");
+}
+
+/* inputs' loads and the inlined nodes in `which` (NULL: all) */
+static int body(kctx *c, const char *jv, const uint8_t *which)
+{
+    nd_kernel *k = c->k;
+    char e[96];
+    for (int o = 0; o < k->nin; o++) {
+        nd_kop *op = &k->ops[o];
+        if (which && !which[op->via]) continue;
+        nd_node *vn = &c->g->nodes[op->via];
+        elem(e, sizeof e, c, o, "p", jv);
+        if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG))) {
+            nd_sb_printf(c->sb, "const %s v%d = __%s__ (%s);\n", ctype_of(vn->dtype), (int)op->via,
+                         (vn->flags & ND_F_VIEW_REAL) ? "real" : "imag", e);
+        } else {
+            nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(op->dtype), (int)op->via);
+            nd_cg_load(c->sb, e, op->dtype);
+            nd_sb_puts(c->sb, ";\n");
+        }
+    }
+    for (int i = 0; i < k->ninl; i++) {
+        nd_id id = k->inl[i];
+        if (which && !which[id]) continue;
+        nd_node *n = &c->g->nodes[id];
+        if (n->op == ND_OP_SCALAR || n->op == ND_OP_INPUT) continue;
+        if (n->op == ND_OP_VIEW && c->g->nodes[n->in[0]].op != ND_OP_SCALAR) continue;  /* a load */
+        if (n->op == ND_OP_INDEX) { index_value(c, id, jv); continue; }
+        int cp = c->cache_phase ? c->cache_phase[id] : -1;
+        if (cp >= 0 && cp < c->phase) {
+            nd_sb_printf(c->sb, "const %s v%d = scr%d[%s];\n", ctype_of(n->dtype), (int)id, (int)id, c->rowidx);
+            continue;
+        }
+        if (nd_cg_node(c->g, id, c->sb, &c->uses_err) < 0) return -1;
+        if (cp >= 0 && cp == c->phase)
+            nd_sb_printf(c->sb, "scr%d[%s] = v%d;\n", (int)id, c->rowidx, (int)id);
+    }
+    return 0;
+}
+
+static void store(kctx *c, int o, nd_id val, const char *pfx, const char *jv)
+{
+    nd_kop *op = &c->k->ops[o];
+    char e[96], v[32];
+    elem(e, sizeof e, c, o, pfx, jv);
+    snprintf(v, sizeof v, "v%d", (int)val);
+    nd_sb t;
+    nd_sb_init(&t);
+    nd_cg_cast(&t, v, c->g->nodes[val].dtype, op->dtype);
+    if (!t.oom) nd_cg_store(c->sb, e, t.p, op->dtype);
+    else c->sb->oom = 1;
+    nd_sb_free(&t);
+}
+
+/* The task loop header: tasks over the dims in `td` (a mask, outer first)
+ * and, when `blocked`, blocks of `blk` along the innermost dim. Opens the
+ * loop body; binds i<d> for d in td and j0/j1 when blocked. */
+static void task_loop(kctx *c, uint32_t td, int blocked, int blk, int cost, int par_ok)
+{
+    nd_sb *sb = c->sb;
+    int R = c->R;
+    if (blocked) nd_sb_printf(sb, "const int64_t nb_ = (n%d + %d - 1) / %d;\n", R - 1, blk, blk);
+    nd_sb_printf(sb, "const int64_t ntask_ = 1%s", blocked ? " * nb_" : "");
+    for (int d = 0; d < R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
+    nd_sb_puts(sb, ";\n");
+    if (par_ok)
+        nd_sb_printf(sb, "#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+                     cost, c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
+    nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
+    if (blocked) {
+        nd_sb_puts(sb, "const int64_t jb_ = r_ % nb_;\nr_ /= nb_;\n");
+        nd_sb_printf(sb, "const int64_t j0 = jb_ * %d, j1 = ND_MIN(j0 + %d, n%d);\n", blk, blk, R - 1);
+    }
+    int first = -1;
+    for (int d = 0; d < R; d++) if (td & (1u << d)) { first = d; break; }
+    for (int d = R - 1; d >= 0; d--) {
+        if (!(td & (1u << d))) continue;
+        if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
+        else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
+    }
+}
+
+static int kernel_cost(kctx *c)
+{
+    int cost = 1;
+    for (int i = 0; i < c->k->ninl; i++) cost += nd_cg_cost(c->g, c->k->inl[i]);
+    return cost;
+}
+
+/* ------------------------------------------------------------ pointwise */
+static int gen_pointwise(kctx *c)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int R = c->R;
+    if (R == 0) {
+        for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, 0, "p");
+        if (body(c, "0", NULL) < 0) return -1;
+        for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin], "p", "0");
+        return 0;
+    }
+    uint32_t outer = (1u << (R - 1)) - 1;
+    task_loop(c, outer, 1, 4096, k->cost, 1);
+    for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, outer, "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (body(c, "j", NULL) < 0) return -1;
+    for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin], "p", "j");
+    nd_sb_puts(sb, "}\n}\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------ reductions */
+enum { RK_CASCADE, RK_SIMD, RK_FMINMAX, RK_SEQ, RK_ARG };
+
+typedef struct redop {
+    int uf;           /* reducing ufunc, or ND_RED_ARGMAX/ARGMIN */
+    int acc;          /* accumulation dtype */
+    int kind;
+    char AT[24];      /* C type of the accumulator */
+    char clause[8];   /* omp reduction operator for RK_SIMD */
+    char init[48];
+} redop;
+
+static const char *unsigned_of(const char *T)
+{
+    if (!strcmp(T, "int8_t")) return "uint8_t";
+    if (!strcmp(T, "int16_t")) return "uint16_t";
+    if (!strcmp(T, "int32_t")) return "uint32_t";
+    if (!strcmp(T, "int64_t")) return "uint64_t";
+    return T;
+}
+
+static void int_limit(char *buf, size_t n, const char *T, int max)
+{
+    if (!strcmp(T, "nd_bool")) { snprintf(buf, n, max ? "1" : "0"); return; }
+    char up[16];
+    size_t i = 0;
+    for (; T[i] && T[i] != '_' && i < sizeof up - 1; i++) up[i] = (char)(T[i] >= 'a' && T[i] <= 'z' ? T[i] - 32 : T[i]);
+    up[i] = 0;
+    if (up[0] == 'U') snprintf(buf, n, max ? "%s_MAX" : "0", up);
+    else snprintf(buf, n, "%s_%s", up, max ? "MAX" : "MIN");
+}
+
+static int redop_make(redop *r, int uf, int acc)
+{
+    memset(r, 0, sizeof *r);
+    r->uf = uf;
+    r->acc = acc;
+    if (!nd_cg_dtype_ok(acc)) return -1;
+    const char *T = ctype_of(acc);
+    snprintf(r->AT, sizeof r->AT, "%s", T);
+    int fl = is_cls_float(acc), cx = is_cls_cplx(acc), in = is_cls_int(acc);
+    const char *inf = acc == NPY_DOUBLE ? "INFINITY" : "(float)INFINITY";
+    switch (uf) {
+    case ND_UF_ADD:
+        if (fl || cx) { r->kind = RK_CASCADE; snprintf(r->init, sizeof r->init, "0"); return 0; }
+        if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "|"); strcpy(r->init, "0"); return 0; }
+        snprintf(r->AT, sizeof r->AT, "%s", unsigned_of(T));
+        r->kind = RK_SIMD; strcpy(r->clause, "+"); strcpy(r->init, "0");
+        return 0;
+    case ND_UF_MULTIPLY:
+        if (cx) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "nd_cmk_%s(1, 0)", nd_cg_sfx(acc)); return 0; }
+        if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "&"); strcpy(r->init, "1"); return 0; }
+        if (in) snprintf(r->AT, sizeof r->AT, "%s", unsigned_of(T));
+        if (acc == NPY_HALF) { r->kind = RK_SEQ; strcpy(r->init, "1"); return 0; }
+        r->kind = RK_SIMD; strcpy(r->clause, "*"); strcpy(r->init, "1");
+        return 0;
+    case ND_UF_MAXIMUM: case ND_UF_MINIMUM: {
+        int mx = uf == ND_UF_MAXIMUM;
+        if (fl) { r->kind = RK_FMINMAX; snprintf(r->init, sizeof r->init, "%s%s", mx ? "-" : "", inf); return 0; }
+        if (in) {
+            r->kind = RK_SIMD; strcpy(r->clause, mx ? "max" : "min");
+            int_limit(r->init, sizeof r->init, T, !mx);
+            return 0;
+        }
+        return -1;
+    }
+    case ND_UF_FMAX: case ND_UF_FMIN:
+        if (fl) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "(%s)NAN", T); return 0; }
+        if (in) {
+            int mx = uf == ND_UF_FMAX;
+            r->kind = RK_SIMD; strcpy(r->clause, mx ? "max" : "min");
+            int_limit(r->init, sizeof r->init, T, !mx);
+            return 0;
+        }
+        return -1;
+    case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR:
+        if (acc != NPY_BOOL) return -1;
+        r->kind = RK_SIMD;
+        strcpy(r->clause, uf == ND_UF_LOGICAL_AND ? "&" : "|");
+        strcpy(r->init, uf == ND_UF_LOGICAL_AND ? "1" : "0");
+        return 0;
+    case ND_UF_BITWISE_AND: case ND_UF_BITWISE_OR: case ND_UF_BITWISE_XOR:
+        if (!in) return -1;
+        r->kind = RK_SIMD;
+        strcpy(r->clause, uf == ND_UF_BITWISE_AND ? "&" : uf == ND_UF_BITWISE_OR ? "|" : "^");
+        if (uf == ND_UF_BITWISE_AND) snprintf(r->init, sizeof r->init, "(%s)~(%s)0", T, T);
+        else strcpy(r->init, "0");
+        return 0;
+    case ND_RED_ARGMAX: case ND_RED_ARGMIN:
+        if (cx) return -1;
+        r->kind = RK_ARG;
+        strcpy(r->init, "0");
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* "acc = acc OP v;" for an accumulator of type r->AT and a value of r->acc */
+static void red_update(nd_sb *sb, const redop *r, const char *acc, const char *v)
+{
+    const char *s = nd_cg_sfx(r->acc);
+    int fl = is_cls_float(r->acc), cx = is_cls_cplx(r->acc);
+    switch (r->uf) {
+    case ND_UF_ADD:
+        if (r->acc == NPY_BOOL) nd_sb_printf(sb, "%s = (nd_bool)(%s | %s);\n", acc, acc, v);
+        else if (fl || cx) nd_sb_printf(sb, "%s = %s + %s;\n", acc, acc, v);
+        else nd_sb_printf(sb, "%s = (%s)(%s + (%s)%s);\n", acc, r->AT, acc, r->AT, v);
+        return;
+    case ND_UF_MULTIPLY:
+        if (cx) nd_sb_printf(sb, "%s = nd_cmul_%s(%s, %s);\n", acc, s, acc, v);
+        else if (r->acc == NPY_BOOL) nd_sb_printf(sb, "%s = (nd_bool)(%s & %s);\n", acc, acc, v);
+        else if (r->acc == NPY_HALF) nd_sb_printf(sb, "%s = nd_rh(%s * %s);\n", acc, acc, v);
+        else if (fl) nd_sb_printf(sb, "%s = %s * %s;\n", acc, acc, v);
+        else nd_sb_printf(sb, "%s = (%s)(%s * (%s)%s);\n", acc, r->AT, acc, r->AT, v);
+        return;
+    case ND_UF_MAXIMUM: case ND_UF_FMAX:
+        if (fl) nd_sb_printf(sb, "%s = nd_%s_%s(%s, %s);\n", acc, r->uf == ND_UF_MAXIMUM ? "max" : "fmax",
+                             r->acc == NPY_DOUBLE ? "d" : "f", acc, v);
+        else nd_sb_printf(sb, "%s = %s > %s ? %s : %s;\n", acc, v, acc, v, acc);
+        return;
+    case ND_UF_MINIMUM: case ND_UF_FMIN:
+        if (fl) nd_sb_printf(sb, "%s = nd_%s_%s(%s, %s);\n", acc, r->uf == ND_UF_MINIMUM ? "min" : "fmin",
+                             r->acc == NPY_DOUBLE ? "d" : "f", acc, v);
+        else nd_sb_printf(sb, "%s = %s < %s ? %s : %s;\n", acc, v, acc, v, acc);
+        return;
+    case ND_UF_LOGICAL_AND: case ND_UF_BITWISE_AND:
+        nd_sb_printf(sb, "%s = (%s)(%s & %s);\n", acc, r->AT, acc, v);
+        return;
+    case ND_UF_LOGICAL_OR: case ND_UF_BITWISE_OR:
+        nd_sb_printf(sb, "%s = (%s)(%s | %s);\n", acc, r->AT, acc, v);
+        return;
+    case ND_UF_BITWISE_XOR:
+        nd_sb_printf(sb, "%s = (%s)(%s ^ %s);\n", acc, r->AT, acc, v);
+        return;
+    default:
+        return;
+    }
+}
+
+/* argmax/argmin: "if (better) { bv = v; bi = idx; }" */
+static void arg_update(nd_sb *sb, const redop *r, const char *bv, const char *bi,
+                       const char *v, const char *idx)
+{
+    const char *cmp = r->uf == ND_RED_ARGMAX ? ">" : "<";
+    if (is_cls_float(r->acc))
+        nd_sb_printf(sb, "if (%s < 0 || %s %s %s || (%s != %s && %s == %s)) { %s = %s; %s = %s; }\n",
+                     bi, v, cmp, bv, v, v, bv, bv, bv, v, bi, idx);
+    else
+        nd_sb_printf(sb, "if (%s < 0 || %s %s %s) { %s = %s; %s = %s; }\n",
+                     bi, v, cmp, bv, bv, v, bi, idx);
+}
+
+/* declarations of a per-output accumulator named with suffix `x` */
+static void acc_decl(kctx *c, const redop *r, const char *x)
+{
+    nd_sb *sb = c->sb;
+    switch (r->kind) {
+    case RK_CASCADE:
+        if (is_cls_cplx(r->acc)) {
+            const char *RT = r->acc == NPY_CFLOAT ? "float" : "double";
+            nd_sb_printf(sb, "%s csr%s[64], csi%s[64];\nuint64_t ccr%s = 0, cci%s = 0;\n", RT, x, x, x, x);
+        } else {
+            nd_sb_printf(sb, "%s cs%s[64];\nuint64_t cc%s = 0;\n", r->AT, x, x);
+        }
+        return;
+    case RK_FMINMAX:
+        nd_sb_printf(sb, "%s acc%s = %s;\nint nan%s = 0;\n", r->AT, x, r->init, x);
+        return;
+    case RK_ARG:
+        nd_sb_printf(sb, "%s bv%s = 0;\nint64_t bi%s = -1;\n", r->AT, x, x);
+        return;
+    default:
+        nd_sb_printf(sb, "%s acc%s = %s;\n", r->AT, x, r->init);
+        return;
+    }
+}
+
+/* The value to accumulate: "const AT cv_ = cast(v<val>)". */
+static void acc_value(kctx *c, const redop *r, nd_id val, const char *name)
+{
+    char v[32];
+    snprintf(v, sizeof v, "v%d", (int)val);
+    nd_sb_printf(c->sb, "const %s %s = ", ctype_of(r->acc), name);
+    nd_cg_cast(c->sb, v, c->g->nodes[val].dtype, r->acc);
+    nd_sb_puts(c->sb, ";\n");
+}
+
+/* The inner loop over the innermost (reduced) dim, from j = lo to hi,
+ * accumulating v<val> into accumulator `x`. `flat` is the C expression of
+ * the flat index over the reduced dims without j's term (argmax). */
+static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which,
+                        const char *x, const char *lo, const char *hi, const char *flat)
+{
+    nd_sb *sb = c->sb;
+    const char *err = c->uses_err ? " reduction(|:nd_err)" : "";
+    switch (r->kind) {
+    case RK_CASCADE: {
+        int cx = is_cls_cplx(r->acc);
+        const char *RT = r->acc == NPY_CFLOAT ? "float" : r->acc == NPY_CDOUBLE ? "double" : r->AT;
+        const char *s = (r->acc == NPY_DOUBLE || r->acc == NPY_CDOUBLE) ? "d" : "f";
+        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n", lo, hi);
+        nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n", hi);
+        if (cx) nd_sb_printf(sb, "%s br_ = 0, bi_ = 0;\n#pragma omp simd reduction(+:br_, bi_)%s\n", RT, err);
+        else nd_sb_printf(sb, "%s bs_ = 0;\n#pragma omp simd reduction(+:bs_)%s\n", RT, err);
+        nd_sb_puts(sb, "for (int64_t j = jb_; j < je_; j++) {\n");
+        if (body(c, "j", which) < 0) return -1;
+        acc_value(c, r, val, "cv_");
+        if (cx) nd_sb_puts(sb, "br_ += __real__ cv_;\nbi_ += __imag__ cv_;\n}\n");
+        else nd_sb_puts(sb, "bs_ += cv_;\n}\n");
+        if (cx) nd_sb_printf(sb, "nd_cas_push_%s(csr%s, &ccr%s, br_);\nnd_cas_push_%s(csi%s, &cci%s, bi_);\n}\n",
+                             s, x, x, s, x, x);
+        else nd_sb_printf(sb, "nd_cas_push_%s(cs%s, &cc%s, bs_);\n}\n", s, x, x);
+        return 0;
+    }
+    case RK_SIMD: {
+        nd_sb_printf(sb, "{\n%s bs_ = %s;\n#pragma omp simd reduction(%s:bs_)%s\n", r->AT, r->init, r->clause, err);
+        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
+        if (body(c, "j", which) < 0) return -1;
+        acc_value(c, r, val, "cv_");
+        red_update(sb, r, "bs_", "cv_");
+        nd_sb_puts(sb, "}\n");
+        char a[32];
+        snprintf(a, sizeof a, "acc%s", x);
+        red_update(sb, r, a, "bs_");
+        nd_sb_puts(sb, "}\n");
+        return 0;
+    }
+    case RK_FMINMAX: {
+        int mx = r->uf == ND_UF_MAXIMUM;
+        nd_sb_printf(sb, "{\n%s bs_ = %s;\nint bn_ = 0;\n#pragma omp simd reduction(%s:bs_) reduction(|:bn_)%s\n",
+                     r->AT, r->init, mx ? "max" : "min", err);
+        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
+        if (body(c, "j", which) < 0) return -1;
+        acc_value(c, r, val, "cv_");
+        nd_sb_printf(sb, "bs_ = cv_ %s bs_ ? cv_ : bs_;\nbn_ |= (cv_ != cv_);\n}\n", mx ? ">" : "<");
+        nd_sb_printf(sb, "acc%s = bs_ %s acc%s ? bs_ : acc%s;\nnan%s |= bn_;\n}\n", x, mx ? ">" : "<", x, x, x);
+        return 0;
+    }
+    case RK_SEQ: {
+        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
+        if (body(c, "j", which) < 0) return -1;
+        acc_value(c, r, val, "cv_");
+        char a[32];
+        snprintf(a, sizeof a, "acc%s", x);
+        red_update(sb, r, a, "cv_");
+        nd_sb_puts(sb, "}\n");
+        return 0;
+    }
+    case RK_ARG: {
+        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
+        if (body(c, "j", which) < 0) return -1;
+        acc_value(c, r, val, "cv_");
+        char bv[32], bi[32], idx[160];
+        snprintf(bv, sizeof bv, "bv%s", x);
+        snprintf(bi, sizeof bi, "bi%s", x);
+        snprintf(idx, sizeof idx, "(%s) + j", flat);
+        arg_update(sb, r, bv, bi, "cv_", idx);
+        nd_sb_puts(sb, "}\n");
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* "const AT res<x> = <final value of accumulator x>;" */
+static void acc_final(kctx *c, const redop *r, const char *x)
+{
+    nd_sb *sb = c->sb;
+    const char *s = (r->acc == NPY_DOUBLE || r->acc == NPY_CDOUBLE) ? "d" : "f";
+    switch (r->kind) {
+    case RK_CASCADE:
+        if (is_cls_cplx(r->acc))
+            nd_sb_printf(sb, "const %s res%s = nd_cmk_%s(nd_cas_sum_%s(csr%s, ccr%s, 0), nd_cas_sum_%s(csi%s, cci%s, 0));\n",
+                         r->AT, x, nd_cg_sfx(r->acc), s, x, x, s, x, x);
+        else if (r->acc == NPY_HALF)
+            nd_sb_printf(sb, "const float res%s = nd_rh(nd_cas_sum_f(cs%s, cc%s, 0));\n", x, x, x);
+        else
+            nd_sb_printf(sb, "const %s res%s = nd_cas_sum_%s(cs%s, cc%s, 0);\n", r->AT, x, s, x, x);
+        return;
+    case RK_FMINMAX:
+        nd_sb_printf(sb, "const %s res%s = nan%s ? (%s)NAN : acc%s;\n", r->AT, x, x, r->AT, x);
+        return;
+    case RK_ARG:
+        nd_sb_printf(sb, "const int64_t res%s = bi%s < 0 ? 0 : bi%s;\n", x, x, x);
+        return;
+    default:
+        nd_sb_printf(sb, "const %s res%s = acc%s;\n", r->AT, x, x);
+        return;
+    }
+}
+
+/* the reduction's result value v<rid> (node dtype) from res<x>, with the
+ * initial value folded in */
+static void red_result(kctx *c, const redop *r, nd_id rid, const char *x)
+{
+    nd_node *rn = &c->g->nodes[rid];
+    nd_sb *sb = c->sb;
+    char res[32];
+    snprintf(res, sizeof res, "res%s", x);
+    if (r->kind != RK_ARG && rn->nin > 1 && rn->in[1] >= 0) {
+        char iv[32], a[40];
+        snprintf(iv, sizeof iv, "v%d", (int)rn->in[1]);
+        nd_sb_printf(sb, "%s ini%s = ", r->AT, x);
+        nd_cg_cast(sb, iv, c->g->nodes[rn->in[1]].dtype, r->acc);
+        nd_sb_puts(sb, ";\n");
+        snprintf(a, sizeof a, "ini%s", x);
+        red_update(sb, r, a, res);
+        snprintf(res, sizeof res, "ini%s", x);
+    }
+    nd_sb_printf(sb, "const %s v%d = ", ctype_of(rn->dtype), (int)rid);
+    if (r->kind == RK_ARG) nd_cg_cast(sb, res, NPY_LONGLONG, rn->dtype);
+    else if (strcmp(r->AT, ctype_of(r->acc))) {
+        /* unsigned accumulator of a signed dtype */
+        char t[64];
+        snprintf(t, sizeof t, "(%s)%s", ctype_of(r->acc), res);
+        nd_cg_cast(sb, t, r->acc, rn->dtype);
+    } else nd_cg_cast(sb, res, r->acc, rn->dtype);
+    nd_sb_puts(sb, ";\n");
+}
+
+/* Combine a chunk's partial result (res-like value `p`, index `pi`) into
+ * accumulator x (full reductions split across threads). */
+static void acc_combine(kctx *c, const redop *r, const char *x, const char *p, const char *pi)
+{
+    nd_sb *sb = c->sb;
+    char a[32];
+    switch (r->kind) {
+    case RK_CASCADE:
+        if (is_cls_cplx(r->acc)) {
+            const char *s = r->acc == NPY_CFLOAT ? "f" : "d";
+            nd_sb_printf(sb, "nd_cas_push_%s(csr%s, &ccr%s, __real__ %s);\nnd_cas_push_%s(csi%s, &cci%s, __imag__ %s);\n",
+                         s, x, x, p, s, x, x, p);
+        } else {
+            nd_sb_printf(sb, "nd_cas_push_%s(cs%s, &cc%s, %s);\n", r->acc == NPY_DOUBLE ? "d" : "f", x, x, p);
+        }
+        return;
+    case RK_FMINMAX: {
+        int mx = r->uf == ND_UF_MAXIMUM;
+        nd_sb_printf(sb, "if (%s != %s) nan%s = 1; else if (%s %s acc%s) acc%s = %s;\n",
+                     p, p, x, p, mx ? ">" : "<", x, x, p);
+        return;
+    }
+    case RK_ARG: {
+        char bv[32], bi[32];
+        snprintf(bv, sizeof bv, "bv%s", x);
+        snprintf(bi, sizeof bi, "bi%s", x);
+        nd_sb_printf(sb, "if (%s >= 0) {\n", pi);
+        arg_update(sb, r, bv, bi, p, pi);
+        nd_sb_puts(sb, "}\n");
+        return;
+    }
+    default:
+        snprintf(a, sizeof a, "acc%s", x);
+        red_update(sb, r, a, p);
+        return;
+    }
+}
+
+static nd_id red_value_node(kctx *c)
+{
+    return c->g->nodes[c->k->root].in[0];
+}
+
+/* serial loops over the dims in `sd` (outer first); returns how many were opened */
+static int open_serial(kctx *c, uint32_t sd, int chunk_dim)
+{
+    int opened = 0;
+    for (int d = 0; d < c->R; d++) {
+        if (!(sd & (1u << d))) continue;
+        if (d == chunk_dim) nd_sb_printf(c->sb, "for (int64_t i%d = lo_; i%d < hi_; i%d++) {\n", d, d, d);
+        else nd_sb_printf(c->sb, "for (int64_t i%d = 0; i%d < n%d; i%d++) {\n", d, d, d, d);
+        opened++;
+    }
+    return opened;
+}
+
+/* the C-order flat index over the reduced dims other than the innermost,
+ * scaled by the innermost size (argmax) */
+static void flat_expr(kctx *c, char *buf, size_t n, int with_inner_scale)
+{
+    nd_kernel *k = c->k;
+    int R = c->R;
+    snprintf(buf, n, "0");
+    for (int d = 0; d < R - (with_inner_scale ? 1 : 0); d++) {
+        if (!(k->red & (1u << d))) continue;
+        char t[256];
+        snprintf(t, sizeof t, "((%s) * n%d + i%d)", buf, d, d);
+        snprintf(buf, n, "%s", t);
+    }
+    if (with_inner_scale) {
+        char t[256];
+        snprintf(t, sizeof t, "((%s) * n%d)", buf, R - 1);
+        snprintf(buf, n, "%s", t);
+    }
+}
+
+static int gen_reduce(kctx *c)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    nd_node *rn = &c->g->nodes[k->root];
+    int R = c->R;
+    redop r;
+    if (redop_make(&r, rn->sub, rn->in_dtype[0] >= 0 ? rn->in_dtype[0] : rn->dtype) < 0) {
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
+        return -1;
+    }
+    nd_id val = red_value_node(c);
+    int outo = k->nin;  /* the REDUCE output operand */
+    uint32_t all = R ? (uint32_t)((1u << R) - 1) : 0;
+    uint32_t kept = all & ~k->red;
+    int inner_red = R > 0 && (k->red & (1u << (R - 1)));
+    char flat[256];
+
+    if (!inner_red) {
+        /* accumulators per output element, vectorized across the innermost
+         * kept dim (or a single element when R == 0) */
+        uint32_t td = R ? (kept & ~(1u << (R - 1))) : 0;
+        if (R == 0) {
+            nd_sb_puts(sb, "{\nconst int64_t j0 = 0, j1 = 1;\n");
+        } else {
+            task_loop(c, td, 1, RBLOCK_K, k->cost, 1);
+        }
+        const char *AT = r.kind == RK_ARG ? ctype_of(r.acc) : r.AT;
+        nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
+        if (r.kind == RK_ARG) nd_sb_printf(sb, "int64_t bi_[%d];\n", RBLOCK_K);
+        if (r.kind == RK_CASCADE) nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = 0;\n");
+        else if (r.kind == RK_ARG) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc_[j] = 0; bi_[j] = -1; }\n");
+        else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r.init);
+        int opened = open_serial(c, k->red, -1);
+        for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
+        nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+        nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+        if (body(c, R ? "j" : "0", NULL) < 0) return -1;
+        acc_value(c, &r, val, "cv_");
+        if (r.kind == RK_ARG) {
+            flat_expr(c, flat, sizeof flat, 0);
+            arg_update(sb, &r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
+        } else if (r.kind == RK_FMINMAX) {
+            /* per-element: NaN-propagating update */
+            red_update(sb, &r, "acc_[j - j0]", "cv_");
+        } else {
+            redop seq = r;
+            red_update(sb, &seq, "acc_[j - j0]", "cv_");
+        }
+        nd_sb_puts(sb, "}\n");
+        for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+        pointer(c, outo, td, "q");
+        nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+        if (r.kind == RK_ARG) nd_sb_puts(sb, "const int64_t res_ = bi_[j - j0] < 0 ? 0 : bi_[j - j0];\n");
+        else if (r.acc == NPY_HALF && r.kind == RK_CASCADE) nd_sb_puts(sb, "const float res_ = nd_rh(acc_[j - j0]);\n");
+        else nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
+        red_result(c, &r, k->root, "_");
+        store(c, outo, k->root, "q", R ? "j" : "0");
+        nd_sb_puts(sb, "}\n}\n");
+        return 0;
+    }
+
+    if (kept) {
+        task_loop(c, kept, 0, 0, k->cost, 1);
+        acc_decl(c, &r, "0");
+        int opened = open_serial(c, k->red & ~(1u << (R - 1)), -1);
+        for (int o = 0; o < k->nin; o++) pointer(c, o, all & ~(1u << (R - 1)), "p");
+        flat_expr(c, flat, sizeof flat, 1);
+        char hi[16];
+        snprintf(hi, sizeof hi, "n%d", R - 1);
+        if (inner_reduce(c, &r, val, NULL, "0", "0", hi, flat) < 0) return -1;
+        for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+        acc_final(c, &r, "0");
+        red_result(c, &r, k->root, "0");
+        pointer(c, outo, kept, "q");
+        store(c, outo, k->root, "q", "0");
+        nd_sb_puts(sb, "}\n");
+        return 0;
+    }
+
+    /* Full reduction: a fixed number of chunks of the outermost reduced dim
+     * (so results do not depend on the thread count), partials combined in
+     * chunk order. */
+    int cd = 0;  /* chunked dim: the outermost kernel dim */
+    const char *PT = r.kind == RK_ARG ? ctype_of(r.acc) : r.AT;
+    nd_sb_printf(sb, "const int64_t nch_ = n%d < 64 ? (n%d > 0 ? n%d : 1) : 64;\n", cd, cd, cd);
+    nd_sb_printf(sb, "%s part_[64];\nint64_t pidx_[64];\n", PT);
+    nd_sb_printf(sb, "#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+                 k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
+    nd_sb_printf(sb, "const int64_t lo_ = n%d * ch_ / nch_, hi_ = n%d * (ch_ + 1) / nch_;\n", cd, cd);
+    acc_decl(c, &r, "0");
+    int opened = 0;
+    if (R > 1) opened = open_serial(c, all & ~(1u << (R - 1)), cd);
+    for (int o = 0; o < k->nin; o++) pointer(c, o, all & ~(1u << (R - 1)), "p");
+    flat_expr(c, flat, sizeof flat, 1);
+    if (R > 1) {
+        char hi[16];
+        snprintf(hi, sizeof hi, "n%d", R - 1);
+        if (inner_reduce(c, &r, val, NULL, "0", "0", hi, flat) < 0) return -1;
+    } else {
+        if (inner_reduce(c, &r, val, NULL, "0", "lo_", "hi_", "0") < 0) return -1;
+    }
+    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    acc_final(c, &r, "0");
+    nd_sb_puts(sb, "part_[ch_] = res0;\n");
+    if (r.kind == RK_ARG) nd_sb_puts(sb, "pidx_[ch_] = bi0;\n");
+    else nd_sb_puts(sb, "pidx_[ch_] = 0;\n");
+    nd_sb_puts(sb, "}\n{\n");
+    acc_decl(c, &r, "1");
+    nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
+    acc_combine(c, &r, "1", "part_[ch_]", "pidx_[ch_]");
+    nd_sb_puts(sb, "}\n");
+    acc_final(c, &r, "1");
+    red_result(c, &r, k->root, "1");
+    pointer(c, outo, 0, "q");
+    store(c, outo, k->root, "q", "0");
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------ scans */
+static int gen_scan(kctx *c)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    nd_node *sn = &c->g->nodes[k->root];
+    int R = c->R;
+    redop r;
+    if (redop_make(&r, sn->sub, sn->in_dtype[0] >= 0 ? sn->in_dtype[0] : sn->dtype) < 0 ||
+        r.kind == RK_ARG) {
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn: scan without a C form");
+        return -1;
+    }
+    redop seq = r;
+    if (seq.kind == RK_FMINMAX) seq.kind = RK_SEQ;
+    nd_id val = sn->in[0];
+    int outo = k->nin;
+    uint32_t all = R ? (uint32_t)((1u << R) - 1) : 0;
+    int s = k->scan;
+    const char *AT = r.AT;
+    if (R == 0 || s < 0 || s == R - 1) {
+        /* the axis is innermost (sequential loop per task) or absent */
+        uint32_t td = (s < 0) ? all & ~(R ? (1u << (R - 1)) : 0) : all & ~(1u << s);
+        int blocked = (s < 0 && R > 0);
+        if (R == 0) nd_sb_puts(sb, "{\n");
+        else task_loop(c, td, blocked, 4096, k->cost, 1);
+        for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, td, "p");
+        if (s < 0) {
+            if (R) nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+            else nd_sb_puts(sb, "{\n");
+            nd_sb_printf(sb, "%s acc_ = %s;\n", AT, r.init);
+        } else {
+            nd_sb_printf(sb, "%s acc_ = %s;\n", AT, r.init);
+            nd_sb_printf(sb, "for (int64_t j = 0; j < n%d; j++) {\n", R - 1);
+        }
+        const char *jv = R ? "j" : "0";
+        if (body(c, jv, NULL) < 0) return -1;
+        acc_value(c, &r, val, "cv_");
+        red_update(sb, &seq, "acc_", "cv_");
+        nd_sb_printf(sb, "const %s res_ = acc_;\n", AT);
+        red_result(c, &r, k->root, "_");
+        store(c, outo, k->root, "p", jv);
+        nd_sb_puts(sb, "}\n}\n");
+        return 0;
+    }
+    /* axis not innermost: accumulators across the innermost dim */
+    uint32_t td = all & ~(1u << s) & ~(1u << (R - 1));
+    task_loop(c, td, 1, RBLOCK_K, k->cost, 1);
+    nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
+    nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r.init);
+    nd_sb_printf(sb, "for (int64_t i%d = 0; i%d < n%d; i%d++) {\n", s, s, s, s);
+    for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, td | (1u << s), "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (body(c, "j", NULL) < 0) return -1;
+    acc_value(c, &r, val, "cv_");
+    red_update(sb, &seq, "acc_[j - j0]", "cv_");
+    nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
+    red_result(c, &r, k->root, "_");
+    store(c, outo, k->root, "p", "j");
+    nd_sb_puts(sb, "}\n}\n}\n");
+    return 0;
+}
+
+
+/* ------------------------------------------------------------ row kernels */
+/* One task per row (the kept dims); per row one pass over the reduced dims
+ * for each reduction, the row values computed between passes, and a last
+ * pass writing the domain-shaped outputs. A transcendental value needed by
+ * several passes is kept in a per-thread row scratch buffer instead of being
+ * computed again. */
+
+/* mark what computing node x needs in `need` (roles: 1 computed element
+ * node, 2 operand load, 0 row value / scalar: available) */
+static void need_mark(kctx *c, const uint8_t *role, uint8_t *need, nd_id x, int phase)
+{
+    if (need[x]) return;
+    need[x] = 1;
+    if (role[x] != 1) return;
+    if (c->cache_phase[x] >= 0 && c->cache_phase[x] < phase) return;
+    nd_node *n = &c->g->nodes[x];
+    if (n->op == ND_OP_VIEW && c->g->nodes[n->in[0]].op != ND_OP_SCALAR) return;
+    for (int k = 0; k < n->nin; k++) if (n->in[k] >= 0) need_mark(c, role, need, n->in[k], phase);
+}
+
+/* an output of the row kernel stored per element (domain-shaped) */
+static int dom_out(kctx *c, int o)
+{
+    nd_kop *op = &c->k->ops[o];
+    nd_node *m = &c->g->nodes[op->buf], *d = &c->g->nodes[c->k->dom];
+    return op->acc == ND_A_DIRECT && m->ndim == d->ndim && m->shape[c->k->dims[c->R - 1]] != 1;
+}
+
+static int gen_row(kctx *c)
+{
+    nd_kernel *k = c->k;
+    nd_graph *g = c->g;
+    nd_sb *sb = c->sb;
+    int R = c->R, np = k->nred, rc = -1;
+    size_t N = (size_t)g->n;
+    uint32_t all = (uint32_t)((1u << R) - 1), kept = all & ~k->red;
+    uint32_t sred = k->red & ~(1u << (R - 1));
+    int ndom = 0;
+    for (int o = k->nin; o < k->nin + k->nout; o++) ndom += dom_out(c, o);
+    uint8_t *role = PyMem_Calloc(N, 1);
+    uint8_t *need = PyMem_Calloc(N * (size_t)(np + 1), 1);
+    int8_t *cph = PyMem_Malloc(N);
+    uint8_t *done = PyMem_Calloc(N, 1);
+    if (!role || !need || !cph || !done) { PyErr_NoMemory(); goto out; }
+    memset(cph, -1, N);
+    c->cache_phase = cph;
+    for (int i = 0; i < k->ninl; i++) role[k->inl[i]] = 1;
+    for (int o = 0; o < k->nin; o++) role[k->ops[o].via] = 2;
+    for (int i = 0; i < k->nscal; i++) role[k->scal[i]] = 0;
+    /* what each pass needs, first without scratch; then keep a
+     * transcendental needed by two passes */
+    for (int pass = 0; pass < 2; pass++) {
+        memset(need, 0, N * (size_t)(np + 1));
+        for (int p = 0; p < np; p++)
+            need_mark(c, role, need + N * (size_t)p, g->nodes[k->reds[p]].in[0], p);
+        for (int o = k->nin; o < k->nin + k->nout; o++) {
+            nd_kop *op = &k->ops[o];
+            if (dom_out(c, o) && role[op->buf] == 1)
+                need_mark(c, role, need + N * (size_t)np, op->buf, np);
+        }
+        if (pass) break;
+        for (int i = 0; i < k->ninl; i++) {
+            nd_id x = k->inl[i];
+            nd_node *n = &g->nodes[x];
+            if (n->op != ND_OP_UFUNC || nd_cg_cost(g, x) < 20) continue;
+            int first = -1, cnt = 0;
+            for (int p = 0; p <= np; p++)
+                if (need[N * (size_t)p + (size_t)x]) { if (first < 0) first = p; cnt++; }
+            if (cnt >= 2 && first < np) cph[x] = (int8_t)first;
+        }
+    }
+    /* sizes */
+    nd_sb_puts(sb, "int64_t rowlen_ = 1;\n");
+    for (int d = 0; d < R; d++) if (k->red & (1u << d)) nd_sb_printf(sb, "rowlen_ *= n%d;\n", d);
+    nd_sb_puts(sb, "int64_t ntask_ = 1;\n");
+    for (int d = 0; d < R; d++) if (kept & (1u << d)) nd_sb_printf(sb, "ntask_ *= n%d;\n", d);
+    nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
+                 k->cost);
+    nd_sb_puts(sb, "int ok_ = 1;\n");
+    for (nd_id x = 0; x < (nd_id)N; x++)
+        if (cph[x] >= 0)
+            nd_sb_printf(sb, "%s *scr%d = (%s *)malloc(sizeof(%s) * (size_t)(rowlen_ > 0 ? rowlen_ : 1));\n"
+                         "if (!scr%d) ok_ = 0;\n", ctype_of(g->nodes[x].dtype), (int)x,
+                         ctype_of(g->nodes[x].dtype), ctype_of(g->nodes[x].dtype), (int)x);
+    nd_sb_puts(sb, "if (!ok_) nd_err |= ND_ERR_NOMEM;\n");
+    nd_sb_puts(sb, "#pragma omp for schedule(static)\nfor (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
+    nd_sb_puts(sb, "if (!ok_) continue;\nint64_t r_ = t_;\n(void)r_;\n");
+    {
+        int first = -1;
+        for (int d = 0; d < R; d++) if (kept & (1u << d)) { first = d; break; }
+        for (int d = R - 1; d >= 0; d--) {
+            if (!(kept & (1u << d))) continue;
+            if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
+            else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
+        }
+    }
+    char flat[256], rowidx[300];
+    flat_expr(c, flat, sizeof flat, 1);
+    snprintf(rowidx, sizeof rowidx, "rb_ + j");
+    c->rowidx = rowidx;
+    char hi[16];
+    snprintf(hi, sizeof hi, "n%d", R - 1);
+    for (int p = 0; p <= np; p++) {
+        c->phase = p;
+        uint8_t *nd_need = need + N * (size_t)p;
+        if (p < np) {
+            nd_id rid = k->reds[p];
+            nd_node *rn = &g->nodes[rid];
+            redop r;
+            char x[16];
+            snprintf(x, sizeof x, "%d", p);
+            if (redop_make(&r, rn->sub, rn->in_dtype[0] >= 0 ? rn->in_dtype[0] : rn->dtype) < 0) {
+                PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
+                goto out;
+            }
+            acc_decl(c, &r, x);
+            int opened = open_serial(c, sred, -1);
+            for (int o = 0; o < k->nin; o++)
+                if (nd_need[k->ops[o].via]) pointer(c, o, kept | sred, "p");
+            nd_sb_printf(sb, "const int64_t rb_ = %s;\n(void)rb_;\n", flat);
+            if (inner_reduce(c, &r, rn->in[0], nd_need, x, "0", hi, "0") < 0) goto out;
+            for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+            acc_final(c, &r, x);
+            red_result(c, &r, rid, x);
+            done[rid] = 1;
+            /* row values now computable, in order */
+            for (int i = 0; i < k->nrow; i++) {
+                nd_id v = k->rowv[i];
+                if (done[v]) continue;
+                nd_node *vn = &g->nodes[v];
+                int ready = 1;
+                for (int q = 0; q < vn->nin; q++) {
+                    nd_id in = vn->in[q];
+                    if (in < 0) continue;
+                    int member = 0;
+                    for (int t = 0; t < k->nrow; t++) if (k->rowv[t] == in) member = 1;
+                    for (int t = 0; t < np; t++) if (k->reds[t] == in) member = 1;
+                    if (member && !done[in]) ready = 0;
+                }
+                if (!ready) continue;
+                if (vn->op == ND_OP_VIEW)
+                    nd_sb_printf(sb, "const %s v%d = v%d;\n", ctype_of(vn->dtype), (int)v, (int)vn->in[0]);
+                else if (nd_cg_node(g, v, sb, &c->uses_err) < 0) goto out;
+                done[v] = 1;
+            }
+            /* row outputs that are ready */
+            for (int o = k->nin; o < k->nin + k->nout; o++) {
+                nd_kop *op = &k->ops[o];
+                if (!done[op->buf] || dom_out(c, o)) continue;
+                if (done[op->buf] == 2) continue;
+                nd_sb_puts(sb, "{\n");
+                pointer(c, o, kept, "q");
+                store(c, o, op->buf, "q", "0");
+                nd_sb_puts(sb, "}\n");
+                done[op->buf] = 2;
+            }
+        } else if (ndom) {
+            int opened = open_serial(c, sred, -1);
+            for (int o = 0; o < k->nin + k->nout; o++) {
+                nd_kop *op = &k->ops[o];
+                if (o < k->nin ? nd_need[op->via] != 0 : dom_out(c, o))
+                    pointer(c, o, kept | sred, "p");
+            }
+            nd_sb_printf(sb, "const int64_t rb_ = %s;\n(void)rb_;\n", flat);
+            nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+            nd_sb_printf(sb, "for (int64_t j = 0; j < %s; j++) {\n", hi);
+            if (body(c, "j", nd_need) < 0) goto out;
+            for (int o = k->nin; o < k->nin + k->nout; o++) {
+                nd_kop *op = &k->ops[o];
+                if (dom_out(c, o)) store(c, o, op->buf, "p", "j");
+            }
+            nd_sb_puts(sb, "}\n");
+            for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+        }
+    }
+    nd_sb_puts(sb, "}\n");
+    for (nd_id x = 0; x < (nd_id)N; x++) if (cph[x] >= 0) nd_sb_printf(sb, "free(scr%d);\n", (int)x);
+    nd_sb_puts(sb, "}\n");
+    rc = 0;
+out:
+    c->cache_phase = NULL;
+    PyMem_Free(role);
+    PyMem_Free(need);
+    PyMem_Free(cph);
+    PyMem_Free(done);
+    return rc;
+}
+
+/* ------------------------------------------------------------ entry */
+int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
+{
+    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0"};
+    nd_sb body_sb;
+    int rc = -1;
+    /* the error-flag reduction is decided by whether any node uses it */
+    for (int i = 0; i < k->ninl; i++) {
+        nd_sb tmp;
+        nd_sb_init(&tmp);
+        nd_node *n = &g->nodes[k->inl[i]];
+        if (n->op == ND_OP_UFUNC) {
+            int e = 0;
+            if (nd_cg_node(g, k->inl[i], &tmp, &e) == 0 && e) c.uses_err = 1;
+            else if (PyErr_Occurred()) PyErr_Clear();
+        }
+        nd_sb_free(&tmp);
+    }
+    nd_sb_init(&body_sb);
+    c.sb = &body_sb;
+    k->cost = kernel_cost(&c);
+    prologue(&c);
+    switch (k->kind) {
+    case ND_K_POINTWISE: case ND_K_REGION: rc = gen_pointwise(&c); break;
+    case ND_K_REDUCE: rc = gen_reduce(&c); break;
+    case ND_K_SCAN: rc = gen_scan(&c); break;
+    case ND_K_ROW: rc = gen_row(&c); break;
+    default:
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn: kernel kind without codegen");
+        rc = -1;
+    }
+    if (rc == 0) {
+        epilogue(&c);
+        rc = nd_sb_check(&body_sb);
+    }
+    if (rc == 0) {
+        k->hash = nd_fnv64(body_sb.p, body_sb.n, ND_FNV_INIT);
+        nd_sb_printf(out, "void ndk_%016llx(char *const *P, const int64_t *I, const nd_sv *S, int *E)\n{\n",
+                     (unsigned long long)k->hash);
+        nd_sb_puts(out, body_sb.p);
+        nd_sb_puts(out, "}\n");
+        rc = nd_sb_check(out);
+    }
+    nd_sb_free(&body_sb);
+    return rc;
+}
+
+int nd_cg_reduce_supported(nd_graph *g, nd_id id)
+{
+    nd_node *n = &g->nodes[id];
+    redop r;
+    return redop_make(&r, n->sub, n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype) == 0;
+}
+
+int nd_cg_scan_supported(nd_graph *g, nd_id id)
+{
+    nd_node *n = &g->nodes[id];
+    redop r;
+    int acc = n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype;
+    return redop_make(&r, n->sub, acc) == 0 && r.kind != RK_ARG;
+}

@@ -1,0 +1,57 @@
+"""Formatting of numdyn.explain results (the records come from the C tracer)."""
+from dataclasses import dataclass, field
+from typing import Any, List
+
+
+@dataclass
+class BreakReason:
+    reason: str
+    filename: str
+    lineno: int
+    source: str
+
+    def __str__(self):
+        return f"{self.reason}\n    {self.filename}:{self.lineno}: {self.source}"
+
+
+@dataclass
+class ExplainOutput:
+    graphs: List[Any] = field(default_factory=list)
+    graph_count: int = 0
+    graph_break_count: int = 0
+    break_reasons: List[BreakReason] = field(default_factory=list)
+    ops_per_graph: List[List[str]] = field(default_factory=list)
+    result: Any = None
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {sum(len(ops) for ops in self.ops_per_graph)}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            for i, b in enumerate(self.break_reasons, 1):
+                lines.append(f"  Break Reason {i}:")
+                lines.append(f"    Reason: {b.reason}")
+                lines.append(f"    User Stack: {b.filename}:{b.lineno}: {b.source}")
+        if self.ops_per_graph:
+            lines.append("Ops per Graph:")
+            for i, ops in enumerate(self.ops_per_graph, 1):
+                lines.append(f"  Graph {i}: {', '.join(ops) if ops else '(no ops)'}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def build(records, result):
+    out = ExplainOutput(result=result)
+    for rec in records:
+        if rec[0] == "graph":
+            _, graph, ops = rec
+            out.graphs.append(graph)
+            out.ops_per_graph.append(list(ops))
+        elif rec[0] == "break":
+            reason, filename, lineno, source = rec[1]
+            out.break_reasons.append(BreakReason(reason, filename, lineno, source))
+    out.graph_count = len(out.ops_per_graph)
+    out.graph_break_count = len(out.break_reasons)
+    return out

@@ -1,0 +1,58 @@
+"""numdyn.utils: the native backend's counters and caches.
+
+``counters`` is a live read-only mapping::
+
+    numdyn.utils.counters["kernels_compiled"]   # C compiler runs' kernels
+    dict(numdyn.utils.counters)                 # a snapshot
+
+Keys: kernels_compiled (kernels built by the C compiler), kernel_cache_hits
+(kernels found in the in-memory kernel cache), disk_cache_hits (translation
+units loaded from the on-disk cache), graphs, graph_breaks, recompiles
+(new kernels for a graph that differed from an earlier one only in guarded
+properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
+(graphs run straight from the program cache), flushes.
+"""
+from collections.abc import Mapping
+
+from . import _C
+
+CompileError = _C.CompileError
+
+
+class Counters(Mapping):
+    """Read-only live view of the C runtime's counters."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        return _C._native_counters()[key]
+
+    def __iter__(self):
+        return iter(_C._native_counters())
+
+    def __len__(self):
+        return len(_C._native_counters())
+
+    def __repr__(self):
+        return "numdyn.utils.counters(%r)" % (_C._native_counters(),)
+
+
+counters = Counters()
+
+
+def clear_cache():
+    """Empty the on-disk kernel cache and the in-memory kernel and graph
+    caches: the next call of a compiled function compiles again."""
+    _C._native_clear_cache(disk=True)
+
+
+def cache_dir():
+    """The kernel cache directory in use ($NUMDYN_CACHE_DIR, else
+    $XDG_CACHE_HOME/numdyn, else ~/.cache/numdyn), checked to be private."""
+    return _C._native_cache_dir()
+
+
+def reset():
+    """Drop the in-memory kernel and graph caches (numdyn.reset() calls this);
+    the disk cache stays."""
+    _C._native_clear_cache(disk=False)

@@ -1,0 +1,181 @@
+/* pass_rowfuse.c -- row fusion: reductions over the trailing dims of one
+ * domain D, together with their pointwise consumers, become ONE kernel that
+ * walks each row several times while it is in cache (softmax:
+ * max, then sum of exp, then the division; logsumexp; mean/var/normalize).
+ *
+ * Levels of the nodes in a row group:
+ *   ND_ROW_DOMAIN  pointwise over D (shape D): computed per element in a pass
+ *   ND_ROW_A       a row value in keepdims form (D with 1 at the reduced dims)
+ *   ND_ROW_B       a row value without the reduced dims (the kept dims only)
+ * REDUCE members are row values (A or B by keepdims). A domain node reads
+ * row values of form A only (that is how NumPy broadcasts them per row);
+ * a row value combines row values of its own form and scalars; a VIEW that
+ * only inserts/removes size-1 dims turns one form into the other (m[:, 0]).
+ *
+ * Only structure decides membership (shapes through rank and size-1
+ * patterns), so the plan fits every graph with the same key. A node that
+ * depends on the group but cannot join is a later consumer, and nothing
+ * that depends on such a node may join (no cycles through the kernel).
+ */
+#include "npy.h"
+#include "native.h"
+
+static int same_ones_shape(int ra, const npy_intp *a, int rb, const npy_intp *b)
+{
+    if (ra != rb) return 0;
+    for (int d = 0; d < ra; d++) if ((a[d] == 1) != (b[d] == 1)) return 0;
+    return 1;
+}
+
+typedef struct rowdom {
+    int rank;
+    npy_intp shape[ND_MAXDIMS];
+    uint64_t axes;
+    int krank;
+    npy_intp kshape[ND_MAXDIMS];   /* D without the reduced dims */
+    npy_intp ashape[ND_MAXDIMS];   /* D with 1 at the reduced dims */
+} rowdom;
+
+static int form_of(const rowdom *D, const nd_node *n)
+{
+    if (same_ones_shape(n->ndim, n->shape, D->rank, D->shape)) return ND_ROW_DOMAIN;
+    if (same_ones_shape(n->ndim, n->shape, D->rank, D->ashape)) return ND_ROW_A;
+    if (same_ones_shape(n->ndim, n->shape, D->krank, D->kshape)) return ND_ROW_B;
+    return 0;
+}
+
+/* trailing reduced dims, at least one kept and one reduced non-1 dim */
+static int eligible_reduce(nd_graph *g, nd_id r, rowdom *D)
+{
+    nd_node *n = &g->nodes[r];
+    if (n->sub == ND_RED_ARGMAX || n->sub == ND_RED_ARGMIN) return 0;
+    if (!nd_cg_reduce_supported(g, r)) return 0;
+    if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
+    nd_node *x = &g->nodes[n->in[0]];
+    if (!nd_cg_dtype_ok(x->dtype) || !nd_cg_dtype_ok(n->dtype)) return 0;
+    int seen_red = 0, kept = 0, red = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        int isr = (n->axes >> d) & 1;
+        if (x->shape[d] == 1) continue;
+        if (isr) { seen_red = 1; red++; }
+        else { if (seen_red) return 0; kept++; }
+    }
+    if (!kept || !red) return 0;
+    D->rank = x->ndim;
+    memcpy(D->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim);
+    D->axes = n->axes;
+    D->krank = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        D->ashape[d] = ((n->axes >> d) & 1) ? 1 : x->shape[d];
+        if (!((n->axes >> d) & 1)) D->kshape[D->krank++] = x->shape[d];
+    }
+    return 1;
+}
+
+/* a VIEW that only inserts or removes size-1 dims of a row value */
+static int pure_reshape(nd_graph *g, nd_id v)
+{
+    nd_node *n = &g->nodes[v], *b = &g->nodes[n->in[0]];
+    if (n->voff != 0 || (n->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) || n->dtype != b->dtype) return 0;
+    npy_intp cs[ND_MAXDIMS], acc = 1;
+    for (int d = b->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= b->shape[d]; }
+    int bd = 0;
+    for (int d = 0; d < n->ndim; d++) {
+        if (n->shape[d] == 1) continue;
+        while (bd < b->ndim && b->shape[bd] == 1) bd++;
+        if (bd >= b->ndim || b->shape[bd] != n->shape[d] || n->vstrides[d] != cs[bd]) return 0;
+        bd++;
+    }
+    while (bd < b->ndim && b->shape[bd] == 1) bd++;
+    return bd == b->ndim;
+}
+
+static int is_scalar_like(nd_graph *g, nd_id i)
+{
+    nd_node *n = &g->nodes[i];
+    if (n->op == ND_OP_SCALAR) return 1;
+    return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
+}
+
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
+{
+    int n = g->n, ngroups = 0;
+    uint8_t *dep = PyMem_Calloc((size_t)n + 1, 1);
+    uint8_t *lv = PyMem_Calloc((size_t)n + 1, 1);
+    nd_id *mem = PyMem_Malloc(sizeof(nd_id) * ((size_t)n + 1));
+    if (!dep || !lv || !mem) {
+        PyMem_Free(dep); PyMem_Free(lv); PyMem_Free(mem);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n; i++) { rowgrp[i] = -1; level[i] = 0; }
+    for (nd_id r = 0; r < n; r++) {
+        nd_node *rn = &g->nodes[r];
+        rowdom D;
+        if (rn->op != ND_OP_REDUCE || rowgrp[r] >= 0 || !eligible_reduce(g, r, &D)) continue;
+        memset(dep, 0, (size_t)n);
+        memset(lv, 0, (size_t)n);
+        int nm = 0, nred = 1;
+        mem[nm++] = r;
+        lv[r] = (rn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
+        for (nd_id j = r + 1; j < n; j++) {
+            nd_node *jn = &g->nodes[j];
+            int nin = jn->op == ND_OP_EXTERN ? jn->nextra : jn->nin;
+            int related = 0, bad = 0;
+            for (int k = 0; k < nin; k++) {
+                nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+                if (in < 0) continue;
+                if (lv[in]) related = 1;
+                if (dep[in]) bad = 1;
+            }
+            if (!related && !bad) continue;
+            if (bad || rowgrp[j] >= 0) { dep[j] = 1; continue; }
+            int join = 0, f = form_of(&D, jn);
+            switch (jn->op) {
+            case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
+                if (!f || !nd_cg_supported(g, j)) break;
+                join = 1;
+                for (int k = 0; k < jn->nin && join; k++) {
+                    nd_id in = jn->in[k];
+                    if (in < 0) continue;
+                    if (lv[in]) {
+                        if (f == ND_ROW_DOMAIN) join = lv[in] == ND_ROW_DOMAIN || lv[in] == ND_ROW_A;
+                        else join = lv[in] == f;
+                    } else if (f != ND_ROW_DOMAIN) {
+                        join = is_scalar_like(g, in);
+                    }
+                }
+                break;
+            case ND_OP_REDUCE: {
+                rowdom D2;
+                if (!lv[jn->in[0]] || lv[jn->in[0]] != ND_ROW_DOMAIN) break;
+                if (!eligible_reduce(g, j, &D2) || D2.axes != D.axes ||
+                    !same_ones_shape(D2.rank, D2.shape, D.rank, D.shape))
+                    break;
+                join = 1;
+                f = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
+                nred++;
+                break;
+            }
+            case ND_OP_VIEW:
+                if (lv[jn->in[0]] && lv[jn->in[0]] != ND_ROW_DOMAIN &&
+                    (f == ND_ROW_A || f == ND_ROW_B) && pure_reshape(g, j))
+                    join = 1;
+                break;
+            default:
+                break;
+            }
+            if (!join) { dep[j] = 1; continue; }
+            lv[j] = (uint8_t)f;
+            mem[nm++] = j;
+        }
+        (void)nred;
+        if (nm < 2) continue;
+        for (int q = 0; q < nm; q++) { rowgrp[mem[q]] = ngroups; level[mem[q]] = lv[mem[q]]; }
+        ngroups++;
+    }
+    PyMem_Free(dep);
+    PyMem_Free(lv);
+    PyMem_Free(mem);
+    return ngroups;
+}

@@ -1,0 +1,718 @@
+/* pass_schedule.c -- the scheduler: which nodes get a buffer, how the rest
+ * fuse into kernels, the order of steps and when buffers die.
+ *
+ * Rules (decided from structure only, so a program fits every graph with
+ * the same structural key):
+ *  - pointwise nodes (ufunc, cast, where, scalar, index, view-of-buffer) are
+ *    computed inside the kernel of the node that consumes them;
+ *  - a node gets a buffer when it is an output, a reduction/scan/setitem, run
+ *    by NumPy (eager), the base of a view or setitem, a broadcast operand
+ *    whose own computation is expensive (computed once instead of once per
+ *    broadcast element), or consumed by kernels that cannot share a loop;
+ *  - pointwise outputs of the same shape that share work become ONE kernel
+ *    with several outputs (the shape equality must follow from structure:
+ *    same rank and size-1 pattern as the shared node);
+ *  - a reduction reads its pointwise producers inline; a scan likewise;
+ *  - a setitem writes its region in place into its base's buffer when
+ *    nothing else reads that buffer, otherwise into a copy.
+ * Nodes without a C form run through nd_eval_node (NumPy), never wrongly.
+ */
+#include "npy.h"
+#include "native.h"
+
+#define MAXG 8
+
+typedef struct sched {
+    nd_graph *g;
+    int n;
+    uint8_t *mat, *eager, *freen, *isout;
+    int32_t *grp;       /* group of a mat node's kernel / of an inlined node */
+    int32_t *parent;    /* union-find over groups */
+    nd_id *groot;       /* first root of each group */
+    int8_t *gkind;      /* kernel kind of each group */
+    int32_t *growg;     /* row group of each group (-1) */
+    int ngroups;
+    int32_t *rowgrp;    /* per node: row group (pass_rowfuse.c) or -1 */
+    uint8_t *level;     /* per node: ND_ROW_* */
+    int32_t *cstart, *clist;   /* consumers, CSR */
+    int nomerge;
+} sched;
+
+static int find(sched *s, int a)
+{
+    while (s->parent[a] != a) { s->parent[a] = s->parent[s->parent[a]]; a = s->parent[a]; }
+    return a;
+}
+
+static int node_nin(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
+static nd_id node_in(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+
+static int view_of_buffer(nd_graph *g, nd_id i)
+{
+    nd_node *n = &g->nodes[i];
+    return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op != ND_OP_SCALAR;
+}
+
+static int reduce_ok(nd_graph *g, nd_id i)
+{
+    nd_node *n = &g->nodes[i];
+    if (!nd_cg_dtype_ok(n->dtype) || !nd_cg_dtype_ok(g->nodes[n->in[0]].dtype)) return 0;
+    int acc = n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype;
+    if (!nd_cg_dtype_ok(acc)) return 0;
+    if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
+    if (n->op == ND_OP_REDUCE) return nd_cg_reduce_supported(g, i);
+    return nd_cg_scan_supported(g, i);
+}
+
+/* the domain shape a consumer c iterates when it reads input slot k */
+static void consumer_domain(nd_graph *g, nd_id c, int *rank, const npy_intp **shape)
+{
+    nd_node *n = &g->nodes[c];
+    if (n->op == ND_OP_SETITEM) { *rank = n->vndim; *shape = n->vshape; return; }
+    if (n->op == ND_OP_REDUCE || n->op == ND_OP_SCAN) {
+        nd_node *a = &g->nodes[n->in[0]];
+        *rank = a->ndim; *shape = a->shape; return;
+    }
+    *rank = n->ndim; *shape = n->shape;
+}
+
+/* is node i (right-aligned) broadcast along some dim of the domain? */
+static int broadcast_in(nd_graph *g, nd_id i, int rank, const npy_intp *shape)
+{
+    nd_node *n = &g->nodes[i];
+    for (int d = 0; d < rank; d++) {
+        int di = d - (rank - n->ndim);
+        int one = di < 0 || n->shape[di] == 1;
+        if (one && shape[d] != 1) return 1;
+    }
+    return 0;
+}
+
+static int same_ones(const nd_node *a, const nd_node *b)
+{
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++) if ((a->shape[d] == 1) != (b->shape[d] == 1)) return 0;
+    return 1;
+}
+
+static int new_group(sched *s, nd_id root, int rowg)
+{
+    int gi = s->ngroups++;
+    s->parent[gi] = gi;
+    s->groot[gi] = root;
+    s->growg[gi] = rowg;
+    if (rowg >= 0) { s->gkind[gi] = ND_K_ROW; return gi; }
+    switch (s->g->nodes[root].op) {
+    case ND_OP_REDUCE: s->gkind[gi] = ND_K_REDUCE; break;
+    case ND_OP_SCAN: s->gkind[gi] = ND_K_SCAN; break;
+    case ND_OP_SETITEM: s->gkind[gi] = ND_K_REGION; break;
+    default: s->gkind[gi] = ND_K_POINTWISE; break;
+    }
+    return gi;
+}
+
+static int group_kind(sched *s, int gi) { return s->gkind[gi]; }
+
+/* ---------------------------------------------------- kernel assembly */
+typedef struct kbuild {
+    nd_kop *ops; int nops, capops;
+    nd_id *inl; int ninl, capinl;
+    nd_id *scal; int nscal, capscal;
+    uint8_t *seen;
+} kbuild;
+
+static int push_id(nd_id **a, int *n, int *cap, nd_id v)
+{
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 8;
+        nd_id *p = PyMem_Realloc(*a, sizeof(nd_id) * (size_t)c);
+        if (!p) { PyErr_NoMemory(); return -1; }
+        *a = p; *cap = c;
+    }
+    (*a)[(*n)++] = v;
+    return 0;
+}
+
+static int add_op(kbuild *b, nd_id buf, nd_id via, int acc, int dtype)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i].buf == buf && b->ops[i].via == via && b->ops[i].acc == acc) return 0;
+    if (b->nops == b->capops) {
+        int c = b->capops ? b->capops * 2 : 8;
+        nd_kop *p = PyMem_Realloc(b->ops, sizeof(nd_kop) * (size_t)c);
+        if (!p) { PyErr_NoMemory(); return -1; }
+        b->ops = p; b->capops = c;
+    }
+    nd_kop *o = &b->ops[b->nops++];
+    o->buf = buf; o->via = via; o->acc = (int8_t)acc; o->inner = -1; o->dtype = dtype;
+    return 0;
+}
+
+/* walk the value node v and its non-buffer ancestors into the kernel */
+static int collect(sched *s, kbuild *b, nd_id v, int is_root)
+{
+    nd_graph *g = s->g;
+    if (b->seen[v]) return 0;
+    b->seen[v] = 1;
+    nd_node *n = &g->nodes[v];
+    if (n->op == ND_OP_SCALAR) {
+        if (push_id(&b->scal, &b->nscal, &b->capscal, v) < 0) return -1;
+        return push_id(&b->inl, &b->ninl, &b->capinl, v);
+    }
+    if (view_of_buffer(g, v) && (is_root || !s->mat[v])) {
+        if (add_op(b, n->in[0], v, ND_A_VIEW, g->nodes[n->in[0]].dtype) < 0) return -1;
+        return push_id(&b->inl, &b->ninl, &b->capinl, v);
+    }
+    if (s->mat[v] && !is_root)
+        return add_op(b, v, v, ND_A_DIRECT, n->dtype);
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && collect(s, b, n->in[k], 0) < 0) return -1;
+    return push_id(&b->inl, &b->ninl, &b->capinl, v);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    nd_id x = *(const nd_id *)a, y = *(const nd_id *)b;
+    return (x > y) - (x < y);
+}
+
+static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int drank)
+{
+    nd_graph *g = s->g;
+    if (k->rank == 0) return 0;
+    int dl = k->dims[k->rank - 1];
+    switch (op->acc) {
+    case ND_A_DIRECT: {
+        nd_node *m = &g->nodes[op->buf];
+        int dm = dl - (drank - m->ndim);
+        if (dm < 0 || m->shape[dm] == 1) return 0;
+        if (p->own[op->buf]) return 1;
+        if (m->op == ND_OP_INPUT && m->obj && PyArray_Check(m->obj) &&
+            PyArray_IS_C_CONTIGUOUS((PyArrayObject *)m->obj))
+            return 1;
+        return -1;
+    }
+    case ND_A_VIEW: {
+        nd_node *v = &g->nodes[op->via];
+        int dv = dl - (drank - v->ndim);
+        if (dv < 0 || v->shape[dv] == 1) return 0;
+        if (v->vstrides[dv] == 0) return 0;
+        if (v->vstrides[dv] == 1) return 1;
+        return -1;
+    }
+    case ND_A_REGION: {
+        nd_node *v = &g->nodes[op->via];
+        if (v->vstrides[dl] == 0) return 0;
+        return v->vstrides[dl] == 1 ? 1 : -1;
+    }
+    case ND_A_REDOUT:
+        return (k->red & (1u << (k->rank - 1))) ? 0 : 1;
+    case ND_A_ROWB:
+        return 0;  /* a row kernel's innermost dim is reduced */
+    }
+    return -1;
+}
+
+static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *seen)
+{
+    nd_graph *g = s->g;
+    kbuild b;
+    memset(&b, 0, sizeof b);
+    b.seen = seen;
+    memset(seen, 0, (size_t)s->n);
+    int rg = s->growg[gi];
+    nd_id *rowv = NULL, *reds = NULL;
+    int nrow = 0, caprow = 0, nred = 0, capred = 0;
+    memset(k, 0, sizeof *k);
+    k->kind = ND_K_ROW;
+    k->scan = -1;
+    k->err_uf = -1;
+    for (nd_id i = 0; i < s->n; i++) if (s->rowgrp[i] == rg) seen[i] = 1;
+    for (nd_id i = 0; i < s->n; i++) {
+        if (s->rowgrp[i] != rg) continue;
+        nd_node *n = &g->nodes[i];
+        for (int q = 0; q < n->nin; q++)
+            if (n->in[q] >= 0 && s->rowgrp[n->in[q]] != rg && collect(s, &b, n->in[q], 0) < 0) goto fail;
+        if (n->op == ND_OP_REDUCE) {
+            if (!nred) { k->root = i; k->dom = n->in[0]; }
+            if (push_id(&reds, &nred, &capred, i) < 0) goto fail;
+        } else if (s->level[i] == ND_ROW_DOMAIN) {
+            if (push_id(&b.inl, &b.ninl, &b.capinl, i) < 0) goto fail;
+        } else {
+            if (push_id(&rowv, &nrow, &caprow, i) < 0) goto fail;
+        }
+    }
+    nd_node *rn = &g->nodes[k->root], *dn = &g->nodes[k->dom];
+    for (int d = 0; d < dn->ndim; d++) {
+        if (dn->shape[d] == 1) continue;
+        if (rn->axes & (1ull << d)) k->red |= 1u << k->rank;
+        k->dims[k->rank++] = (int8_t)d;
+    }
+    int nin = b.nops;
+    for (nd_id i = 0; i < s->n; i++) {
+        if (s->rowgrp[i] != rg || !p->mat[i]) continue;
+        int acc = s->level[i] == ND_ROW_B ? ND_A_ROWB : ND_A_DIRECT;
+        if (add_op(&b, i, i, acc, g->nodes[i].dtype) < 0) goto fail;
+    }
+    k->nin = nin;
+    k->nout = b.nops - nin;
+    k->ops = b.ops; b.ops = NULL;
+    k->oval = PyMem_Malloc(sizeof(nd_id) * ((size_t)k->nout + 1));
+    if (!k->oval) { PyErr_NoMemory(); goto fail; }
+    for (int o = 0; o < k->nin + k->nout; o++) {
+        if (o >= nin) k->oval[o - nin] = k->ops[o].buf;
+        k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], dn->ndim);
+    }
+    qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
+    k->inl = b.inl; k->ninl = b.ninl;
+    k->scal = b.scal; k->nscal = b.nscal;
+    k->rowv = rowv; k->nrow = nrow;
+    k->reds = reds; k->nred = nred;
+    for (int i = 0; i < k->ninl; i++) {
+        nd_node *n = &g->nodes[k->inl[i]];
+        if (n->op == ND_OP_INDEX) k->nomerge = 1;
+        if (k->err_uf < 0 && n->op == ND_OP_UFUNC &&
+            (n->sub == ND_UF_FLOOR_DIVIDE || n->sub == ND_UF_REMAINDER || n->sub == ND_UF_FMOD ||
+             n->sub == ND_UF_DIVMOD || n->sub == ND_UF_POWER))
+            k->err_uf = n->sub;
+    }
+    return 0;
+fail:
+    PyMem_Free(b.ops); PyMem_Free(b.inl); PyMem_Free(b.scal);
+    PyMem_Free(rowv); PyMem_Free(reds);
+    return -1;
+}
+
+static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *seen)
+{
+    if (s->gkind[gi] == ND_K_ROW) return build_row_kernel(s, p, k, gi, seen);
+    nd_graph *g = s->g;
+    kbuild b;
+    memset(&b, 0, sizeof b);
+    b.seen = seen;
+    memset(seen, 0, (size_t)s->n);
+    nd_id *roots = NULL;
+    int nroots = 0, caproots = 0;
+    for (nd_id i = 0; i < s->n; i++)
+        if (s->mat[i] && !s->eager[i] && g->nodes[i].op != ND_OP_INPUT && find(s, s->grp[i]) == gi)
+            if (push_id(&roots, &nroots, &caproots, i) < 0) goto fail;
+    memset(k, 0, sizeof *k);
+    k->kind = group_kind(s, gi);
+    k->root = roots[0];
+    k->scan = -1;
+    k->err_uf = -1;
+    nd_node *rn = &g->nodes[k->root];
+    int drank;
+    const npy_intp *dshape;
+    if (k->kind == ND_K_POINTWISE) {
+        k->dom = k->root;
+        for (int r = 0; r < nroots; r++) if (collect(s, &b, roots[r], 1) < 0) goto fail;
+    } else if (k->kind == ND_K_REGION) {
+        k->dom = k->root;
+        k->dom_v = 1;
+        if (collect(s, &b, rn->in[1], 0) < 0) goto fail;
+    } else {
+        k->dom = rn->in[0];
+        if (collect(s, &b, rn->in[0], 0) < 0) goto fail;
+        if (rn->nin > 1 && rn->in[1] >= 0 && collect(s, &b, rn->in[1], 0) < 0) goto fail;
+    }
+    nd_node *dn = &g->nodes[k->dom];
+    drank = k->dom_v ? dn->vndim : dn->ndim;
+    dshape = k->dom_v ? dn->vshape : dn->shape;
+    for (int d = 0; d < drank; d++) {
+        if (dshape[d] == 1) continue;
+        if (k->kind == ND_K_REDUCE && (rn->axes & (1ull << d))) k->red |= 1u << k->rank;
+        if (k->kind == ND_K_SCAN && d == (rn->aux < 0 ? rn->aux + drank : rn->aux)) k->scan = k->rank;
+        k->dims[k->rank++] = (int8_t)d;
+    }
+    /* outputs after the inputs */
+    int nin = b.nops;
+    if (k->kind == ND_K_POINTWISE) {
+        for (int r = 0; r < nroots; r++)
+            if (add_op(&b, roots[r], roots[r], ND_A_DIRECT, g->nodes[roots[r]].dtype) < 0) goto fail;
+    } else if (k->kind == ND_K_REGION) {
+        if (add_op(&b, k->root, k->root, ND_A_REGION, rn->dtype) < 0) goto fail;
+    } else if (k->kind == ND_K_REDUCE) {
+        if (add_op(&b, k->root, k->root, ND_A_REDOUT, rn->dtype) < 0) goto fail;
+    } else {
+        if (add_op(&b, k->root, k->root, ND_A_DIRECT, rn->dtype) < 0) goto fail;
+    }
+    k->nin = nin;
+    k->nout = b.nops - nin;
+    k->ops = b.ops; b.ops = NULL;
+    k->oval = PyMem_Malloc(sizeof(nd_id) * (size_t)k->nout);
+    if (!k->oval) { PyErr_NoMemory(); goto fail; }
+    for (int o = 0; o < k->nout; o++) {
+        nd_kop *op = &k->ops[nin + o];
+        k->oval[o] = k->kind == ND_K_REGION ? rn->in[1] : op->buf;
+        op->inner = (int8_t)static_inner(s, p, k, op, drank);
+    }
+    for (int o = 0; o < nin; o++) k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], drank);
+    qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
+    k->inl = b.inl; b.inl = NULL;
+    k->ninl = b.ninl;
+    k->scal = b.scal; b.scal = NULL;
+    k->nscal = b.nscal;
+    for (int i = 0; i < k->ninl; i++) {
+        nd_node *n = &g->nodes[k->inl[i]];
+        if (n->op == ND_OP_INDEX) k->nomerge = 1;
+        if (k->err_uf < 0 && n->op == ND_OP_UFUNC &&
+            (n->sub == ND_UF_FLOOR_DIVIDE || n->sub == ND_UF_REMAINDER || n->sub == ND_UF_FMOD ||
+             n->sub == ND_UF_DIVMOD || n->sub == ND_UF_POWER))
+            k->err_uf = n->sub;
+    }
+    PyMem_Free(roots);
+    return 0;
+fail:
+    PyMem_Free(roots);
+    PyMem_Free(b.ops);
+    PyMem_Free(b.inl);
+    PyMem_Free(b.scal);
+    return -1;
+}
+
+static void kernel_clear(nd_kernel *k)
+{
+    PyMem_Free(k->ops);
+    PyMem_Free(k->oval);
+    PyMem_Free(k->scal);
+    PyMem_Free(k->inl);
+    PyMem_Free(k->rowv);
+    PyMem_Free(k->reds);
+}
+
+void nd_program_free(nd_program *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->nkern; i++) kernel_clear(&p->kerns[i]);
+    PyMem_Free(p->kerns);
+    PyMem_Free(p->steps);
+    PyMem_Free(p->mat);
+    PyMem_Free(p->own);
+    PyMem_Free(p->take);
+    PyMem_Free(p->last);
+    PyMem_Free(p->isout);
+    PyMem_Free(p->outs);
+    PyMem_Free(p);
+}
+
+void nd_program_decref(nd_program *p)
+{
+    if (p && --p->refcnt == 0) nd_program_free(p);
+}
+
+/* ------------------------------------------------------------- the pass */
+static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_merge, int allow_rows,
+                            int *retry)
+{
+    int n = g->n;
+    sched s;
+    memset(&s, 0, sizeof s);
+    s.g = g;
+    s.n = n;
+    nd_program *p = PyMem_Calloc(1, sizeof *p);
+    int32_t *gsets = NULL;   /* per node: up to MAXG groups */
+    uint8_t *ng = NULL, *seen = NULL;
+    int32_t *cost = NULL, *kpos = NULL;
+    if (!p) { PyErr_NoMemory(); return NULL; }
+    p->refcnt = 1;
+    p->nnodes = n;
+    size_t N = (size_t)n + 1;
+    s.mat = PyMem_Calloc(N, 1); s.eager = PyMem_Calloc(N, 1); s.freen = PyMem_Calloc(N, 1);
+    s.isout = PyMem_Calloc(N, 1);
+    s.grp = PyMem_Calloc(N, sizeof(int32_t)); s.parent = PyMem_Calloc(N, sizeof(int32_t));
+    s.groot = PyMem_Calloc(N, sizeof(nd_id));
+    s.gkind = PyMem_Calloc(N, 1);
+    s.growg = PyMem_Calloc(N, sizeof(int32_t));
+    s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
+    s.level = PyMem_Calloc(N, 1);
+    s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
+    gsets = PyMem_Calloc(N * MAXG, sizeof(int32_t));
+    ng = PyMem_Calloc(N, 1);
+    seen = PyMem_Calloc(N, 1);
+    cost = PyMem_Calloc(N, sizeof(int32_t));
+    kpos = PyMem_Calloc(N, sizeof(int32_t));
+    p->own = PyMem_Calloc(N, 1);
+    p->take = PyMem_Calloc(N, 1);
+    p->last = PyMem_Malloc(N * sizeof(int32_t));
+    p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
+    p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
+    if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
+        !s.gkind || !s.growg || !s.rowgrp || !s.level ||
+        !s.cstart || !gsets || !ng || !seen || !cost || !kpos || !p->own || !p->take ||
+        !p->last || !p->outs || !p->steps) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* consumers (CSR) */
+    int ncons = 0;
+    for (nd_id i = 0; i < n; i++) {
+        nd_node *nn = &g->nodes[i];
+        for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) { s.cstart[node_in(nn, k) + 1]++; ncons++; }
+    }
+    for (int i = 0; i < n; i++) s.cstart[i + 1] += s.cstart[i];
+    s.clist = PyMem_Malloc(sizeof(int32_t) * (size_t)(ncons + 1));
+    if (!s.clist) { PyErr_NoMemory(); goto fail; }
+    {
+        int32_t *fill = kpos;  /* scratch */
+        for (int i = 0; i < n; i++) fill[i] = s.cstart[i];
+        for (nd_id i = 0; i < n; i++) {
+            nd_node *nn = &g->nodes[i];
+            for (int k = 0; k < node_nin(nn); k++) {
+                nd_id in = node_in(nn, k);
+                if (in >= 0) s.clist[fill[in]++] = i;
+            }
+        }
+    }
+    for (int i = 0; i < nout; i++) { s.isout[outs[i]] = 1; s.mat[outs[i]] = 1; }
+
+    /* 1. classify */
+    for (nd_id i = 0; i < n; i++) {
+        nd_node *nn = &g->nodes[i];
+        int eg = 0;
+        switch (nn->op) {
+        case ND_OP_INPUT: s.mat[i] = 1; break;
+        case ND_OP_SCALAR: s.freen[i] = nd_cg_dtype_ok(nn->dtype); eg = !s.freen[i]; break;
+        case ND_OP_INDEX: s.freen[i] = nd_cg_supported(g, i); eg = !s.freen[i]; break;
+        case ND_OP_VIEW:
+            if (!nd_cg_supported(g, i)) { eg = 1; break; }
+            s.freen[i] = 1;
+            if (g->nodes[nn->in[0]].op != ND_OP_SCALAR) s.mat[nn->in[0]] = 1;
+            break;
+        case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
+            eg = !nd_cg_supported(g, i);
+            break;
+        case ND_OP_REDUCE: case ND_OP_SCAN:
+            if (!reduce_ok(g, i)) eg = 1;
+            else s.mat[i] = 1;
+            break;
+        case ND_OP_SETITEM:
+            if (!nd_cg_dtype_ok(nn->dtype) || !nd_cg_dtype_ok(g->nodes[nn->in[1]].dtype)) eg = 1;
+            else { s.mat[i] = 1; s.mat[nn->in[0]] = 1; }
+            break;
+        default:
+            eg = 1;
+        }
+        if (eg) {
+            s.eager[i] = 1;
+            s.mat[i] = 1;
+            s.freen[i] = 0;
+            for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) s.mat[node_in(nn, k)] = 1;
+        }
+    }
+    for (nd_id i = 0; i < n; i++) if (s.mat[i]) s.freen[i] = 0;
+
+    /* 1b. row groups: members get a buffer only when read outside */
+    int nrg = 0;
+    if (allow_rows) {
+        nrg = nd_rowfuse_find(g, s.rowgrp, s.level);
+        if (nrg < 0) goto fail;
+    } else {
+        for (nd_id i = 0; i < n; i++) s.rowgrp[i] = -1;
+    }
+    int32_t *rg2g = NULL;
+    if (nrg > 0) {
+        rg2g = PyMem_Malloc(sizeof(int32_t) * (size_t)nrg);
+        if (!rg2g) { PyErr_NoMemory(); goto fail; }
+        for (int q = 0; q < nrg; q++) rg2g[q] = -1;
+        for (nd_id i = 0; i < n; i++) {
+            if (s.rowgrp[i] < 0) continue;
+            int m = s.isout[i];
+            for (int q = s.cstart[i]; q < s.cstart[i + 1]; q++)
+                if (s.rowgrp[s.clist[q]] != s.rowgrp[i]) m = 1;
+            s.mat[i] = (uint8_t)m;
+            s.freen[i] = 0;
+        }
+    }
+
+    /* 2. broadcast operands with an expensive computation get a buffer */
+    for (nd_id i = 0; i < n; i++) {
+        nd_node *nn = &g->nodes[i];
+        if (s.mat[i] || s.freen[i] || s.rowgrp[i] >= 0) { cost[i] = 0; continue; }
+        int c = nd_cg_cost(g, i);
+        for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) c += cost[nn->in[k]];
+        cost[i] = c > 100000 ? 100000 : c;
+    }
+    for (nd_id c = 0; c < n; c++) {
+        nd_node *cn = &g->nodes[c];
+        if (s.eager[c] || cn->op == ND_OP_INPUT || view_of_buffer(g, c)) continue;
+        int rank;
+        const npy_intp *shape;
+        consumer_domain(g, c, &rank, &shape);
+        for (int k = 0; k < cn->nin; k++) {
+            nd_id i = cn->in[k];
+            if (i < 0 || s.mat[i] || s.freen[i] || s.rowgrp[i] >= 0 || cost[i] < 20) continue;
+            if (broadcast_in(g, i, rank, shape)) s.mat[i] = 1;
+        }
+    }
+
+    /* 3. groups, from the outputs back */
+    for (nd_id i = n - 1; i >= 0; i--) {
+        nd_node *nn = &g->nodes[i];
+        if (s.rowgrp[i] >= 0) {
+            int rg = s.rowgrp[i];
+            if (rg2g[rg] < 0) rg2g[rg] = new_group(&s, i, rg);
+            if (s.mat[i]) s.grp[i] = rg2g[rg];
+            else { gsets[(size_t)i * MAXG] = rg2g[rg]; ng[i] = 1; }
+            continue;
+        }
+        if (s.mat[i]) {
+            if (!s.eager[i] && nn->op != ND_OP_INPUT) s.grp[i] = new_group(&s, i, -1);
+            continue;
+        }
+        if (s.freen[i]) continue;
+        int cnt = 0;
+        int32_t set[MAXG * 4];
+        int overflow = 0;
+        for (int q = s.cstart[i]; q < s.cstart[i + 1]; q++) {
+            nd_id c = s.clist[q];
+            int add[MAXG], na = 0;
+            if (s.mat[c]) {
+                if (s.eager[c] || g->nodes[c].op == ND_OP_INPUT) continue;
+                add[na++] = find(&s, s.grp[c]);
+            } else if (!s.freen[c]) {
+                for (int t = 0; t < ng[c]; t++) add[na++] = find(&s, gsets[(size_t)c * MAXG + t]);
+            }
+            for (int t = 0; t < na; t++) {
+                int dup = 0;
+                for (int u = 0; u < cnt; u++) if (set[u] == add[t]) dup = 1;
+                if (dup) continue;
+                if (cnt >= MAXG) { overflow = 1; continue; }
+                set[cnt++] = add[t];
+            }
+        }
+        if (cnt == 0) continue;  /* dead */
+        int ok = !overflow;
+        if (cnt > 1) {
+            if (!allow_merge) ok = 0;
+            for (int t = 0; ok && t < cnt; t++) {
+                if (group_kind(&s, set[t]) != ND_K_POINTWISE) ok = 0;
+                else if (!same_ones(&g->nodes[s.groot[set[t]]], nn)) ok = 0;
+            }
+            if (ok) for (int t = 1; t < cnt; t++) s.parent[find(&s, set[t])] = find(&s, set[0]);
+        }
+        if (!ok) {
+            s.mat[i] = 1;
+            s.grp[i] = new_group(&s, i, -1);
+            continue;
+        }
+        gsets[(size_t)i * MAXG] = find(&s, set[0]);
+        ng[i] = 1;
+    }
+
+    PyMem_Free(rg2g);
+    rg2g = NULL;
+
+    /* 4. kernels */
+    p->mat = s.mat; s.mat = NULL;
+    p->isout = s.isout; s.isout = NULL;
+    int *gk = PyMem_Malloc(sizeof(int) * ((size_t)s.ngroups + 1));
+    if (!gk) { PyErr_NoMemory(); goto fail; }
+    for (int t = 0; t < s.ngroups; t++) gk[t] = -1;
+    int nk = 0;
+    for (int t = 0; t < s.ngroups; t++) if (find(&s, t) == t) gk[t] = nk++;
+    for (nd_id i = 0; i < n; i++)
+        if (p->mat[i] && (!s.eager[i] && g->nodes[i].op != ND_OP_INPUT)) p->own[i] = 1;
+    p->kerns = PyMem_Calloc((size_t)nk + 1, sizeof(nd_kernel));
+    if (!p->kerns) { PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
+    s.mat = p->mat;  /* collect() reads it */
+    for (int t = 0; t < s.ngroups; t++) {
+        if (gk[t] < 0) continue;
+        if (build_kernel(&s, p, &p->kerns[gk[t]], t, seen) < 0) {
+            s.mat = NULL;
+            p->nkern = gk[t];
+            PyMem_Free(gk);
+            goto fail;
+        }
+        p->nkern = gk[t] + 1;
+    }
+    s.mat = NULL;
+    p->nkern = nk;
+    /* kernel position: its last root */
+    for (int q = 0; q < nk; q++) kpos[q] = -1;
+    for (nd_id i = 0; i < n; i++)
+        if (p->mat[i] && p->own[i]) {
+            int q = gk[find(&s, s.grp[i])];
+            if (i > kpos[q]) kpos[q] = i;
+        }
+
+    /* 5. steps, in order; check every read has been produced */
+    uint8_t *ready = seen;
+    memset(ready, 0, N);
+    for (nd_id i = 0; i < n; i++) if (g->nodes[i].op == ND_OP_INPUT) ready[i] = 1;
+    int ns = 0;
+    for (nd_id i = 0; i < n; i++) {
+        if (s.eager[i]) {
+            nd_node *nn = &g->nodes[i];
+            for (int k = 0; k < node_nin(nn); k++)
+                if (node_in(nn, k) >= 0 && !ready[node_in(nn, k)]) { *retry = 1; PyMem_Free(gk); goto fail; }
+            p->steps[ns++] = (nd_step){ND_S_EAGER, -1, i};
+            ready[i] = 1;
+            continue;
+        }
+        if (!p->own[i]) continue;
+        int q = gk[find(&s, s.grp[i])];
+        if (kpos[q] != i) continue;
+        nd_kernel *k = &p->kerns[q];
+        for (int o = 0; o < k->nin; o++)
+            if (!ready[k->ops[o].buf]) { *retry = 1; PyMem_Free(gk); goto fail; }
+        if (k->kind == ND_K_REGION) {
+            nd_id base = g->nodes[k->root].in[0];
+            if (!ready[base]) { *retry = 1; PyMem_Free(gk); goto fail; }
+            p->steps[ns++] = (nd_step){ND_S_BASE, -1, k->root};
+        }
+        p->steps[ns++] = (nd_step){ND_S_KERNEL, q, i};
+        for (int o = k->nin; o < k->nin + k->nout; o++) ready[k->ops[o].buf] = 1;
+    }
+    PyMem_Free(gk);
+    p->nsteps = ns;
+    for (int i = 0; i < nout; i++) if (!ready[outs[i]]) { *retry = 1; goto fail; }
+
+    /* 6. lifetimes and in-place setitems */
+    for (int i = 0; i < n; i++) p->last[i] = -1;
+    for (int t = 0; t < ns; t++) {
+        nd_step *st = &p->steps[t];
+        if (st->kind == ND_S_EAGER) {
+            nd_node *nn = &g->nodes[st->node];
+            for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) p->last[node_in(nn, k)] = t;
+        } else if (st->kind == ND_S_BASE) {
+            p->last[g->nodes[st->node].in[0]] = t;
+        } else {
+            nd_kernel *k = &p->kerns[st->kern];
+            for (int o = 0; o < k->nin; o++) p->last[k->ops[o].buf] = t;
+        }
+    }
+    for (int t = 0; t < ns; t++) {
+        nd_step *st = &p->steps[t];
+        if (st->kind != ND_S_BASE) continue;
+        nd_id base = g->nodes[st->node].in[0];
+        if (p->own[base] && !p->isout[base] && g->nodes[base].refs == 1 && p->last[base] == t)
+            p->take[st->node] = 1;
+    }
+    memcpy(p->outs, outs, sizeof(nd_id) * (size_t)nout);
+    p->nout = nout;
+    goto done;
+fail:
+    nd_program_free(p);
+    p = NULL;
+done:
+    PyMem_Free(s.mat); PyMem_Free(s.eager); PyMem_Free(s.freen); PyMem_Free(s.isout);
+    PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
+    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
+    PyMem_Free(s.clist);
+    PyMem_Free(gsets); PyMem_Free(ng); PyMem_Free(seen); PyMem_Free(cost); PyMem_Free(kpos);
+    return p;
+}
+
+nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout)
+{
+    int retry = 0;
+    nd_program *p = schedule(g, outs, nout, 1, 1, &retry);
+    if (!p && retry && !PyErr_Occurred()) {
+        retry = 0;
+        p = schedule(g, outs, nout, 0, 0, &retry);
+        if (!p && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: no valid kernel order");
+    }
+    return p;
+}

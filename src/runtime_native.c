@@ -1,0 +1,279 @@
+/* runtime_native.c -- runs a program on a graph: buffers, kernel arguments,
+ * eager steps, in-place setitems, outputs.
+ *
+ * Everything size-dependent is read here from the graph being run (node
+ * shapes, view maps, scalar values, the input arrays), never from the graph
+ * the program was built for. Buffers are ndarrays allocated through the
+ * NumPy C-API, so eager steps (nd_eval_node) take them as they are and
+ * outputs go back to Python without copies. Kernels run with the GIL
+ * released.
+ */
+#include "npy.h"
+#include "native.h"
+#include "backend.h"
+#undef I  /* complex.h (via NumPy): this file names the kernel argument I */
+
+#define MAXOPS 64
+#define GIL_WORK 16384  /* below this, releasing the GIL costs more than it frees */
+
+/* an input array the kernels can read: aligned, native byte order, element
+ * strides (element-size multiples) */
+static PyObject *usable(PyObject *a, int need_c)
+{
+    PyArrayObject *x = (PyArrayObject *)a;
+    int ok = PyArray_ISALIGNED(x) && PyArray_ISNOTSWAPPED(x);
+    npy_intp it = PyArray_ITEMSIZE(x);
+    for (int d = 0; ok && d < PyArray_NDIM(x); d++)
+        if (PyArray_STRIDE(x, d) % it) ok = 0;
+    if (need_c && !PyArray_IS_C_CONTIGUOUS(x)) ok = 0;
+    if (ok) { Py_INCREF(a); return a; }
+    return PyArray_FromAny(a, PyArray_DescrFromType(PyArray_TYPE(x)), 0, 0,
+                           NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY, NULL);
+}
+
+static int popcount_below(uint64_t mask, int d)
+{
+    int c = 0;
+    for (int q = 0; q < d; q++) if (mask & (1ull << q)) c++;
+    return c;
+}
+
+/* element stride of operand `op` along domain dim dd */
+static npy_intp op_stride(nd_graph *g, nd_kernel *k, nd_kop *op, PyArrayObject *a, int dd, int drank)
+{
+    switch (op->acc) {
+    case ND_A_DIRECT: {
+        nd_node *m = &g->nodes[op->buf];
+        int dm = dd - (drank - m->ndim);
+        if (dm < 0 || m->shape[dm] == 1) return 0;
+        return PyArray_STRIDE(a, dm) / PyArray_ITEMSIZE(a);
+    }
+    case ND_A_VIEW: {
+        nd_node *v = &g->nodes[op->via];
+        int dv = dd - (drank - v->ndim);
+        if (dv < 0 || v->shape[dv] == 1) return 0;
+        return v->vstrides[dv];
+    }
+    case ND_A_REGION:
+        return g->nodes[op->via].vstrides[dd];
+    case ND_A_REDOUT: {
+        nd_node *r = &g->nodes[op->buf];
+        if (r->axes & (1ull << dd)) return 0;
+        int od = (r->flags & ND_F_KEEPDIMS) ? dd : dd - popcount_below(r->axes, dd);
+        if (od < 0 || od >= PyArray_NDIM(a)) return 0;
+        return PyArray_STRIDE(a, od) / PyArray_ITEMSIZE(a);
+    }
+    }
+    (void)k;
+    return 0;
+}
+
+static char *op_base(nd_graph *g, nd_kop *op, PyArrayObject *a)
+{
+    char *p = PyArray_BYTES(a);
+    if (op->acc == ND_A_VIEW || op->acc == ND_A_REGION)
+        p += g->nodes[op->via].voff * PyArray_ITEMSIZE(a);
+    return p;
+}
+
+static int may_merge(nd_kernel *k, int a, int b)
+{
+    if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW)
+        if (((k->red >> a) & 1) != ((k->red >> b) & 1)) return 0;
+    if (k->kind == ND_K_SCAN && (a == k->scan || b == k->scan)) return 0;
+    return 1;
+}
+
+static int report_errors(nd_kernel *k, int e)
+{
+    if (e & ND_ERR_NEGPOW) {
+        PyErr_SetString(PyExc_ValueError, "Integers to negative integer powers are not allowed.");
+        return -1;
+    }
+    const char *nm = k->err_uf >= 0 ? nd_ufunc_name(k->err_uf) : "divide";
+    if ((e & ND_ERR_DIVZERO) &&
+        PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "divide by zero encountered in %s", nm) < 0)
+        return -1;
+    if ((e & ND_ERR_OVERFLOW) &&
+        PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "overflow encountered in %s", nm) < 0)
+        return -1;
+    return 0;
+}
+
+static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
+{
+    int nops = k->nin + k->nout, R = k->rank;
+    char *P[MAXOPS];
+    int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS];
+    nd_scalar S[MAXOPS];
+    nd_scalar *Sp = S, *Sheap = NULL;
+    if (nops > MAXOPS) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: kernel with too many operands");
+        return -1;
+    }
+    if (k->nscal > MAXOPS) {
+        Sheap = PyMem_Malloc(sizeof(nd_scalar) * (size_t)k->nscal);
+        if (!Sheap) { PyErr_NoMemory(); return -1; }
+        Sp = Sheap;
+    }
+    nd_node *dn = &g->nodes[k->dom];
+    int drank = k->dom_v ? dn->vndim : dn->ndim;
+    const npy_intp *dshape = k->dom_v ? dn->vshape : dn->shape;
+    /* outputs */
+    for (int o = k->nin; o < nops; o++) {
+        nd_kop *op = &k->ops[o];
+        if (op->acc == ND_A_REGION) continue;  /* the BASE step made it */
+        if (arr[op->buf]) continue;            /* two outputs, one node */
+        nd_node *m = &g->nodes[op->buf];
+        arr[op->buf] = PyArray_SimpleNew(m->ndim, m->shape, m->dtype);
+        if (!arr[op->buf]) goto fail;
+    }
+    /* view bases must be C-contiguous (the map is over the C-order index) */
+    for (int o = 0; o < k->nin; o++) {
+        nd_kop *op = &k->ops[o];
+        PyArrayObject *a = (PyArrayObject *)arr[op->buf];
+        if (!a) {
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: kernel operand not computed");
+            goto fail;
+        }
+        if (op->acc == ND_A_VIEW && !PyArray_IS_C_CONTIGUOUS(a)) {
+            PyObject *c = usable((PyObject *)a, 1);
+            if (!c) goto fail;
+            Py_SETREF(arr[op->buf], c);
+        }
+    }
+    int64_t n[ND_MAXDIMS];
+    for (int d = 0; d < R; d++) n[d] = dshape[k->dims[d]];
+    for (int o = 0; o < nops; o++) {
+        nd_kop *op = &k->ops[o];
+        PyArrayObject *a = (PyArrayObject *)arr[op->buf];
+        P[o] = op_base(g, op, a);
+        for (int d = 0; d < R; d++)
+            I[R + o * R + d] = op_stride(g, k, op, a, k->dims[d], drank);
+    }
+    /* merge adjacent dims every operand walks as one (fewer, longer loops) */
+    if (!k->nomerge && R > 1) {
+        int cur = R - 1;
+        for (int d = R - 2; d >= 0; d--) {
+            int ok = may_merge(k, d, cur);
+            for (int o = 0; ok && o < nops; o++)
+                if (I[R + o * R + d] != I[R + o * R + cur] * n[cur]) ok = 0;
+            if (n[d] == 1) ok = may_merge(k, d, cur);
+            if (ok) {
+                n[cur] *= n[d];
+                n[d] = 1;
+                for (int o = 0; o < nops; o++) I[R + o * R + d] = 0;
+            } else {
+                cur = d;
+            }
+        }
+    }
+    int64_t tot = 1;
+    for (int d = 0; d < R; d++) { I[d] = n[d]; tot *= n[d]; }
+    for (int j = 0; j < k->nscal; j++) Sp[j] = g->nodes[k->scal[j]].scalar;
+    int E = 0;
+    if (tot * (int64_t)(k->cost > 0 ? k->cost : 1) >= GIL_WORK) {
+        Py_BEGIN_ALLOW_THREADS
+        k->fn(P, I, Sp, &E);
+        Py_END_ALLOW_THREADS
+    } else {
+        k->fn(P, I, Sp, &E);
+    }
+    PyMem_Free(Sheap);
+    if (E && report_errors(k, E) < 0) return -1;
+    (void)p;
+    return 0;
+fail:
+    PyMem_Free(Sheap);
+    return -1;
+}
+
+static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
+{
+    nd_node *n = &g->nodes[id];
+    int nin = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+    PyObject *small[8], **ins = small;
+    if (nin > 8) {
+        ins = PyMem_Malloc(sizeof(PyObject *) * (size_t)nin);
+        if (!ins) { PyErr_NoMemory(); return -1; }
+    }
+    for (int k = 0; k < nin; k++) {
+        nd_id in = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
+        ins[k] = in >= 0 ? arr[in] : Py_None;
+    }
+    PyObject *r = nd_eval_node(g, id, (PyObject *const *)ins);
+    if (ins != small) PyMem_Free(ins);
+    if (!r) return -1;
+    if (!PyArray_Check(r)) {
+        PyObject *a = PyArray_FromAny(r, NULL, 0, 0, 0, NULL);
+        Py_DECREF(r);
+        if (!a) return -1;
+        r = a;
+    }
+    arr[id] = r;
+    return 0;
+}
+
+PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout)
+{
+    int n = g->n;
+    PyObject *small[64], **arr = small;
+    PyObject *res = NULL;
+    if (n != p->nnodes) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
+        return NULL;
+    }
+    if (n > 64) {
+        arr = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+        if (!arr) return PyErr_NoMemory();
+    } else {
+        memset(small, 0, sizeof small);
+    }
+    for (nd_id i = 0; i < n; i++) {
+        nd_node *nn = &g->nodes[i];
+        if (nn->op != ND_OP_INPUT) continue;
+        if (!nn->obj || !PyArray_Check(nn->obj)) {
+            PyErr_SetString(PyExc_TypeError, "numdyn: graph input is not an ndarray");
+            goto done;
+        }
+        arr[i] = usable(nn->obj, 0);
+        if (!arr[i]) goto done;
+    }
+    for (int t = 0; t < p->nsteps; t++) {
+        nd_step *st = &p->steps[t];
+        if (st->kind == ND_S_EAGER) {
+            if (run_eager(g, st->node, arr) < 0) goto done;
+        } else if (st->kind == ND_S_BASE) {
+            nd_id base = g->nodes[st->node].in[0];
+            PyArrayObject *b = (PyArrayObject *)arr[base];
+            if (p->take[st->node] && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
+                Py_INCREF(b);
+                arr[st->node] = (PyObject *)b;
+            } else {
+                arr[st->node] = PyArray_NewCopy(b, NPY_CORDER);
+                if (!arr[st->node]) goto done;
+            }
+        } else {
+            if (run_kernel(p, &p->kerns[st->kern], g, arr) < 0) goto done;
+        }
+        /* buffers whose last reader was this step */
+        for (nd_id i = 0; i < n; i++)
+            if (arr[i] && p->last[i] == t && !p->isout[i]) Py_CLEAR(arr[i]);
+    }
+    res = PyList_New(nout);
+    if (!res) goto done;
+    for (int i = 0; i < nout; i++) {
+        PyObject *a = arr[outs[i]];
+        if (!a) {
+            Py_CLEAR(res);
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: output not computed");
+            goto done;
+        }
+        Py_INCREF(a);
+        PyList_SET_ITEM(res, i, a);
+    }
+done:
+    for (nd_id i = 0; i < n; i++) Py_XDECREF(arr[i]);
+    if (arr != small) PyMem_Free(arr);
+    return res;
+}

@@ -1,0 +1,272 @@
+/* toolchain_cc.c -- the system C compiler: finding it, its identity (part
+ * of every disk-cache key), and compiling a translation unit into a shared
+ * object.
+ *
+ * The compiler runs through posix_spawn with an argument vector (never a
+ * shell command line), its output captured through a pipe, with the GIL
+ * released. A failure raises numdyn.CompileError showing the compiler's
+ * message and the generated source's path.
+ */
+#define _GNU_SOURCE
+#include "npy.h"
+#include "native.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+PyObject *nd_CompileError;
+
+#define MAXARGS 64
+
+static char cc_path[4096];
+static char *cc_extra[16];   /* extra words of $CC ("ccache gcc", "gcc -m64") */
+static int cc_nextra;
+static char cc_words[4096];
+static int cc_state;         /* 0 unknown, 1 found, -1 missing */
+static char cc_env[4096];    /* the $CC value the state was computed for */
+static uint64_t cc_ident;
+static int sleef_ok = -1;
+static int warned_cc, warned_sleef;
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ND_ARCH_FLAGS "-march=native", "-mprefer-vector-width=512"
+#define ND_ARCH_FLAGS_STR "-march=native -mprefer-vector-width=512"
+#else
+#define ND_ARCH_FLAGS "-mcpu=native"
+#define ND_ARCH_FLAGS_STR "-mcpu=native"
+#endif
+static const char *base_flags[] = {
+    "-O3", ND_ARCH_FLAGS, "-fopenmp", "-fno-math-errno", "-fPIC", "-shared", NULL
+};
+
+const char *nd_cc_flags(void)
+{
+    return "-O3 " ND_ARCH_FLAGS_STR " -fopenmp -fno-math-errno -fPIC -shared";
+}
+
+static int find_in_path(const char *name, char *out, size_t n)
+{
+    if (strchr(name, '/')) {
+        if (access(name, X_OK) == 0) { snprintf(out, n, "%s", name); return 0; }
+        return -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *e = strchr(path, ':');
+        size_t len = e ? (size_t)(e - path) : strlen(path);
+        if (len && len + strlen(name) + 2 < n) {
+            snprintf(out, n, "%.*s/%s", (int)len, path, name);
+            struct stat st;
+            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
+        }
+        if (!e) break;
+        path = e + 1;
+    }
+    return -1;
+}
+
+/* split $CC into program + extra words (no shell: plain whitespace) */
+static int resolve_cc(void)
+{
+    const char *env = getenv("CC");
+    const char *want = (env && *env) ? env : "cc";
+    if (cc_state != 0 && !strcmp(cc_env, want)) return cc_state;
+    snprintf(cc_env, sizeof cc_env, "%s", want);
+    snprintf(cc_words, sizeof cc_words, "%s", want);
+    cc_nextra = 0;
+    cc_ident = 0;
+    sleef_ok = -1;
+    char *save = NULL, *tok = strtok_r(cc_words, " \t", &save);
+    char *prog = tok;
+    while ((tok = strtok_r(NULL, " \t", &save)) && cc_nextra < 15) cc_extra[cc_nextra++] = tok;
+    cc_state = (prog && find_in_path(prog, cc_path, sizeof cc_path) == 0) ? 1 : -1;
+    warned_cc = 0;
+    return cc_state;
+}
+
+int nd_cc_available(void)
+{
+    if (resolve_cc() > 0) return 1;
+    if (!warned_cc) {
+        warned_cc = 1;
+        if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                             "numdyn: no C compiler found (CC=%s): the native backend runs "
+                             "graphs with NumPy instead. Install gcc or set CC.", cc_env) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Run argv, capture stdout+stderr into *out (malloc'd, NUL-terminated).
+ * Returns the exit status (>= 0), or -1 with errno when it could not run. */
+static int run_capture(char *const argv[], char **out, size_t *outlen)
+{
+    int fd[2];
+    *out = NULL;
+    *outlen = 0;
+    if (pipe(fd) < 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    if (rc != 0) { close(fd[0]); errno = rc; return -1; }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf && n + 1024 > cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; } else { buf = nb; cap *= 2; }
+        }
+        char tmp[1024];
+        ssize_t k = read(fd[0], buf ? buf + n : tmp, buf ? cap - n - 1 : sizeof tmp);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        if (buf) n += (size_t)k;
+    }
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (buf) buf[n] = 0;
+    *out = buf;
+    *outlen = n;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int build_argv(char **argv, int max, char **extra, int nextra)
+{
+    int a = 0;
+    argv[a++] = cc_path;
+    for (int i = 0; i < cc_nextra && a < max - 1; i++) argv[a++] = cc_extra[i];
+    for (int i = 0; i < nextra && a < max - 1; i++) argv[a++] = extra[i];
+    argv[a] = NULL;
+    return a;
+}
+
+static int detect_sleef(void)
+{
+    if (sleef_ok >= 0) return sleef_ok;
+    char *argv[MAXARGS], *out;
+    size_t len;
+    char *ex[] = {"-print-file-name=libsleefgnuabi.so"};
+    build_argv(argv, MAXARGS, ex, 1);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = run_capture(argv, &out, &len);
+    Py_END_ALLOW_THREADS
+    sleef_ok = 0;
+    if (rc == 0 && out) {
+        char *nl = strchr(out, '\n');
+        if (nl) *nl = 0;
+        if (out[0] == '/' && access(out, R_OK) == 0) sleef_ok = 1;
+    }
+    free(out);
+    if (getenv("NUMDYN_NO_SLEEF")) sleef_ok = 0;
+    if (!sleef_ok && !warned_sleef) {
+        warned_sleef = 1;
+        if (PyErr_WarnEx(PyExc_RuntimeWarning,
+                         "numdyn: SLEEF (libsleefgnuabi) not found: generated kernels call scalar "
+                         "libm math (slower). Install libsleef-dev.", 1) < 0)
+            return -1;
+    }
+    return sleef_ok;
+}
+
+uint64_t nd_cc_identity(void)
+{
+    if (resolve_cc() <= 0) return 0;
+    if (cc_ident) return cc_ident;
+    if (detect_sleef() < 0) { PyErr_Clear(); }
+    uint64_t h = ND_FNV_INIT;
+    char *argv[MAXARGS], *out;
+    size_t len;
+    char *ex1[] = {"--version"};
+    char *ex2[] = {ND_ARCH_FLAGS, "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+    int rc;
+    build_argv(argv, MAXARGS, ex1, 1);
+    Py_BEGIN_ALLOW_THREADS
+    rc = run_capture(argv, &out, &len);
+    Py_END_ALLOW_THREADS
+    if (out) h = nd_fnv64(out, len, h);
+    free(out);
+    /* the -march=native resolution: the driver prints the expanded flags */
+    build_argv(argv, MAXARGS, ex2, (int)(sizeof ex2 / sizeof ex2[0]));
+    Py_BEGIN_ALLOW_THREADS
+    rc = run_capture(argv, &out, &len);
+    Py_END_ALLOW_THREADS
+    if (out) h = nd_fnv64(out, len, h);
+    h = nd_fnv64(&rc, sizeof rc, h);
+    free(out);
+    const char *fl = nd_cc_flags();
+    h = nd_fnv64(fl, strlen(fl), h);
+    h = nd_fnv64(&sleef_ok, sizeof sleef_ok, h);
+    uint64_t hh = nd_cg_header_hash();
+    h = nd_fnv64(&hh, sizeof hh, h);
+    h = nd_fnv64(cc_path, strlen(cc_path), h);
+    static const char version[] = "numdyn-native-1";
+    h = nd_fnv64(version, sizeof version, h);
+    cc_ident = h ? h : 1;
+    return cc_ident;
+}
+
+int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *src_path)
+{
+    (void)src; (void)len;
+    if (resolve_cc() <= 0) {
+        PyErr_Format(nd_CompileError, "numdyn: no C compiler (CC=%s)", cc_env);
+        return -1;
+    }
+    int sl = detect_sleef();
+    if (sl < 0) return -1;
+    const char *hdr = nd_cg_header_dir();
+    if (!hdr) return -1;
+    char inc[4200];
+    snprintf(inc, sizeof inc, "-I%s", hdr);
+    char *ex[MAXARGS];
+    int ne = 0;
+    for (int i = 0; base_flags[i]; i++) ex[ne++] = (char *)base_flags[i];
+    ex[ne++] = inc;
+    if (!sl) ex[ne++] = "-DND_NO_SLEEF";
+    ex[ne++] = (char *)src_path;
+    ex[ne++] = "-o";
+    ex[ne++] = (char *)so_path;
+    if (sl) ex[ne++] = "-lsleefgnuabi";
+    ex[ne++] = "-lm";
+    char *argv[MAXARGS];
+    build_argv(argv, MAXARGS, ex, ne);
+    char *out;
+    size_t olen;
+    int rc, err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = run_capture(argv, &out, &olen);
+    if (rc < 0) err = errno;
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        free(out);
+        errno = err;
+        PyErr_Format(nd_CompileError, "numdyn: could not run the C compiler %s: %s (source: %s)",
+                     cc_path, strerror(err), src_path);
+        return -1;
+    }
+    if (rc != 0) {
+        PyErr_Format(nd_CompileError,
+                     "numdyn: the C compiler failed (exit status %d) on the generated source %s\n"
+                     "compiler: %s\n%s", rc, src_path, cc_path, out ? out : "(no output)");
+        free(out);
+        return -1;
+    }
+    free(out);
+    return 0;
+}

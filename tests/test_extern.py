@@ -1,0 +1,345 @@
+"""Extern ops (numpy_shim/shim_extern.c) vs NumPy: matmul/dot/einsum,
+linalg, fft, sort, histogram, and the data-dependent ones that must break.
+
+`captured` asserts no graph break happened, so an in-graph op cannot
+silently pass by falling back to NumPy; `breaks` asserts the recorded break
+of a data-dependent op and its reason.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from oracle import check
+from test_join import arr, LAYOUTS
+
+
+def captured(fn, *args):
+    out = numdyn.explain(fn)(*args)
+    assert out.graph_break_count == 0, [r.reason for r in out.break_reasons]
+    return out
+
+
+def breaks(fn, *args, reason):
+    out = numdyn.explain(fn)(*args)
+    assert out.graph_break_count >= 1
+    assert any(reason in r.reason for r in out.break_reasons), [r.reason for r in out.break_reasons]
+
+
+def spd(n, dtype=np.float64, batch=()):
+    a = arr(batch + (n, n), dtype, seed=7)
+    return (a @ np.swapaxes(a, -1, -2).conj() + n * np.eye(n)).astype(dtype)
+
+
+# ---------------------------------------------------------------- products
+
+MM_SHAPES = [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
+             ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 2)), ((3, 0), (0, 2))]
+
+
+@pytest.mark.parametrize("sa,sb", MM_SHAPES)
+def test_matmul_shapes(backend, sa, sb):
+    f = lambda a, b: (a @ b) * 2 + 1
+    check(f, arr(sa), arr(sb, seed=1), backend=backend)
+    captured(f, arr(sa), arr(sb, seed=1))
+
+
+@pytest.mark.parametrize("d1,d2", [(np.float32, np.float32), (np.float32, np.float64),
+                                   (np.int8, np.int8), (np.int32, np.float32), (np.bool_, np.bool_),
+                                   (np.complex64, np.float64), (np.uint8, np.int8)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_matmul_dtypes_layouts(backend, d1, d2, layout):
+    check(lambda a, b: np.matmul(a, b), arr((3, 4), d1, layout), arr((4, 2), d2, layout, 1),
+          backend=backend)
+
+
+def test_matmul_errors(backend):
+    check(lambda a, b: a @ b, arr((3, 4)), arr((3, 4)), backend=backend)
+    check(lambda a, b: a @ b.sum(), arr((3, 4)), arr((3, 4)), backend=backend)
+    check(lambda a, b: np.matmul(a, b), arr((2, 3, 4)), arr((3, 4, 2)), backend=backend)
+
+
+def test_matmul_out_and_inplace(backend):
+    def f(a, b, o):
+        np.matmul(a, b, out=o)
+        return o
+    check(f, arr((3, 4)), arr((4, 2)), np.zeros((3, 2)), backend=backend)
+
+    def g(a, b):
+        a @= b
+        return a
+    check(g, arr((3, 3)), arr((3, 3), seed=4), backend=backend)
+
+
+DOT_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)),
+              ((2, 2, 3), (4, 3, 5)), ((), (3,)), ((2, 3), ())]
+
+
+@pytest.mark.parametrize("sa,sb", DOT_SHAPES)
+def test_dot(backend, sa, sb):
+    f = lambda a, b: np.dot(a, b)
+    check(f, arr(sa), arr(sb, seed=1), backend=backend)
+    check(lambda a, b: a.dot(b), arr(sa), arr(sb, seed=1), backend=backend)
+
+
+def test_dot_errors_and_scalars(backend):
+    check(lambda a, b: np.dot(a, b), arr((2, 3)), arr((2, 3)), backend=backend)
+    check(lambda a: np.dot(a, 2.5), arr((3,), np.float32), backend=backend)
+    check(lambda a: np.dot(a, a) + 1, arr((3,), np.int16), backend=backend)
+
+
+@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (4, 3)), ((3,), (2, 3)), ((), (2,))])
+def test_inner_vdot(backend, sa, sb):
+    check(lambda a, b: np.inner(a, b), arr(sa), arr(sb, seed=2), backend=backend)
+    check(lambda a, b: np.vdot(a, a), arr(sa, np.complex128), arr(sb), backend=backend)
+    check(lambda a, b: np.inner(a, b), arr((2, 3)), arr((2, 4)), backend=backend)
+    check(lambda a, b: np.vdot(a, b), arr((2, 3)), arr((2, 4)), backend=backend)
+
+
+@pytest.mark.parametrize("sa,sb,axes", [((3, 4, 5), (4, 5, 2), 2), ((3, 4), (4, 5), 1),
+                                        ((3, 4), (3, 4), ([0, 1], [0, 1])),
+                                        ((3, 4, 5), (5, 3), ((0, 2), (1, 0))), ((3,), (2,), 0),
+                                        ((3, 4), (5, 4), (1, 1))])
+def test_tensordot(backend, sa, sb, axes):
+    f = lambda a, b: np.tensordot(a, b, axes=axes)
+    check(f, arr(sa), arr(sb, seed=3), backend=backend)
+    captured(f, arr(sa), arr(sb, seed=3))
+
+
+def test_tensordot_errors(backend):
+    check(lambda a, b: np.tensordot(a, b, 1), arr((3, 4)), arr((3, 4)), backend=backend)
+    check(lambda a, b: np.tensordot(a, b, 3), arr((3, 4)), arr((3, 4)), backend=backend)
+
+
+# ---------------------------------------------------------------- einsum
+
+EINSUMS = [
+    ("ij,ij->i", [(3, 4), (3, 4)]), ("i,j->ij", [(3,), (4,)]), ("ij->", [(3, 4)]),
+    ("ij->ji", [(3, 4)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("ij,j->i", [(3, 4), (4,)]),
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("i,i", [(5,), (5,)]),
+    ("ij,ij", [(2, 3), (2, 3)]), ("Ba,ab", [(2, 2), (2, 2)]), ("...i,...i->...", [(2, 3), (3,)]),
+    ("ijk->kj", [(2, 3, 4)]), ("i,i,i->", [(4,), (4,), (4,)]), ("ij,ik->jk", [(3, 2), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize("subs,shapes", EINSUMS)
+def test_einsum(backend, subs, shapes):
+    args = [arr(s, seed=i) for i, s in enumerate(shapes)]
+    f = lambda *xs: np.einsum(subs, *xs)
+    check(f, *args, backend=backend)
+    captured(f, *args)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.bool_, np.float32, np.complex64, np.uint16])
+def test_einsum_dtypes(backend, dtype):
+    check(lambda a, b: np.einsum("ij,ij->", a, b), arr((3, 4), dtype), arr((3, 4), dtype, seed=1),
+          backend=backend)
+    check(lambda a, b: np.einsum("ij,jk", a, b), arr((3, 4), dtype), arr((4, 2), dtype, seed=1),
+          backend=backend)
+    check(lambda a, b: np.einsum("ij,j->i", a, b), arr((3, 4), dtype), arr((4,), np.float64),
+          backend=backend)
+
+
+def test_einsum_errors_and_options(backend):
+    check(lambda a, b: np.einsum("ij,jk->ik", a, b), arr((3, 4)), arr((3, 4)), backend=backend)
+    check(lambda a: np.einsum("ijk->", a), arr((3, 4)), backend=backend)
+    check(lambda a, b: np.einsum("ij,jk->ik", a, b, optimize=True), arr((3, 4)), arr((4, 3)),
+          backend=backend)
+    check(lambda a: np.einsum(a, [0, 1], [1]), arr((3, 4)), backend=backend)
+
+
+# ---------------------------------------------------------------- linalg
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_linalg_square(backend, dtype, batch):
+    a = spd(3, np.float64, batch).astype(dtype) if dtype != np.int64 else \
+        (np.eye(3, dtype=dtype) * 3 + 1) * np.ones(batch + (1, 1), dtype)
+    b = arr(batch + (3,), np.float64, seed=5)
+    for f in [lambda a: np.linalg.inv(a) + 1, lambda a: np.linalg.det(a),
+              lambda a: np.linalg.slogdet(a), lambda a: np.linalg.cholesky(a),
+              lambda a: np.linalg.eigvalsh(a), lambda a: np.linalg.matrix_power(a, 3),
+              lambda a: np.linalg.matrix_power(a, -2)]:
+        check(f, a, backend=backend, rtol=1e-4 if dtype == np.float32 else 1e-9)
+    rt = 1e-4 if dtype == np.float32 else 1e-9
+    check(lambda a, b: np.linalg.solve(a, b), a, b if not batch else b[0], backend=backend, rtol=rt)
+    check(lambda a, b: np.linalg.solve(a, b[..., None]), a, b, backend=backend, rtol=rt)
+    # eigenvectors/singular vectors are unique up to sign: compare invariants
+    check(lambda a: np.abs(np.linalg.eigh(a).eigenvectors), a, backend=backend, rtol=rt, atol=1e-6)
+    check(lambda a: np.linalg.eigh(a)[0], a, backend=backend, rtol=rt)
+    captured(lambda a: np.linalg.inv(a) @ a, a)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3)])
+def test_qr_svd_pinv(backend, shape):
+    a = arr(shape, seed=11)
+    tol = dict(rtol=1e-9, atol=1e-9)
+    check(lambda a: np.abs(np.linalg.qr(a).R), a, backend=backend, **tol)
+    check(lambda a: np.abs(np.linalg.qr(a, mode="complete")[0]), a, backend=backend, **tol)
+    check(lambda a: np.abs(np.linalg.qr(a, mode="r")), a, backend=backend, **tol)
+    check(lambda a: [x.shape for x in np.linalg.qr(a, mode="raw")], a, backend=backend)
+    check(lambda a: np.linalg.svd(a, compute_uv=False), a, backend=backend, **tol)
+    check(lambda a: [np.abs(x) for x in np.linalg.svd(a)], a, backend=backend, **tol)
+    check(lambda a: [np.abs(x) for x in np.linalg.svd(a, full_matrices=False)], a,
+          backend=backend, **tol)
+    check(lambda a: np.linalg.pinv(a), a, backend=backend, **tol)
+    check(lambda a: type(np.linalg.svd(a)).__name__, a, backend=backend)
+    captured(lambda a: np.linalg.svd(a, compute_uv=False) * 2, a)
+
+
+def test_linalg_errors(backend):
+    check(lambda a: np.linalg.inv(a), arr((3,)), backend=backend)
+    check(lambda a: np.linalg.inv(a), arr((2, 3)), backend=backend)
+    check(lambda a: np.linalg.inv(a), arr((2, 2), np.float16), backend=backend)
+    check(lambda a, b: np.linalg.solve(a, b), spd(3), arr((4,)), backend=backend)
+    check(lambda a: np.linalg.qr(a, mode="bogus"), arr((3, 3)), backend=backend)
+
+
+def test_multi_dot(backend):
+    check(lambda a, b, c: np.linalg.multi_dot([a, b, c]), arr((3,)), arr((3, 4)), arr((4,)),
+          backend=backend)
+    check(lambda a, b, c: np.linalg.multi_dot([a, b, c]), arr((2, 3)), arr((3, 4)), arr((4, 5)),
+          backend=backend)
+
+
+NORMS = [(None, None, False), (None, None, True), (2, None, False), (1, None, False),
+         (np.inf, None, False), (-np.inf, None, False), (0, None, False), (3, None, False),
+         (0.5, None, False), (None, 0, False), (None, 1, True), (1, 0, False), (2, -1, True)]
+
+
+@pytest.mark.parametrize("ord,axis,keepdims", NORMS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.complex128])
+def test_norm_vector(backend, ord, axis, keepdims, dtype):
+    shape = (5,) if axis is None else (3, 4)
+    f = lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    rt = 1e-5 if dtype == np.float32 else 1e-12
+    check(f, arr(shape, dtype), backend=backend, rtol=rt)
+    captured(f, arr(shape, dtype))
+
+
+@pytest.mark.parametrize("ord", [None, "fro", 2, "nuc", 1, np.inf])
+def test_norm_matrix(backend, ord):
+    check(lambda x: np.linalg.norm(x, ord=ord), arr((3, 4)), backend=backend)
+    check(lambda x: np.linalg.norm(x, ord=ord, axis=(1, 2)), arr((2, 3, 4)), backend=backend)
+    check(lambda x: np.linalg.norm(x, ord=ord, axis=(0, 1), keepdims=True), arr((3, 4)),
+          backend=backend)
+
+
+def test_data_dependent_linalg_break(backend):
+    a = spd(3)
+    check(lambda a: np.linalg.eigvals(a), a, backend=backend)
+    check(lambda a, b: np.linalg.lstsq(a, b), a, arr((3,)), backend=backend)
+    breaks(lambda a: np.linalg.eig(a)[0] + 1, a, reason="depends on the data")
+
+
+# ------------------------------------------------------------------- fft
+
+@pytest.mark.parametrize("fn", [np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.hfft,
+                                np.fft.ihfft])
+@pytest.mark.parametrize("n,axis", [(None, -1), (6, 0), (3, 1), (None, 0)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64, np.int16])
+def test_fft_1d(backend, fn, n, axis, dtype):
+    if fn in (np.fft.rfft, np.fft.ihfft) and np.dtype(dtype).kind == "c":
+        dtype = np.float64
+    f = lambda a: fn(a, n=n, axis=axis, norm="ortho")
+    check(f, arr((4, 5), dtype), backend=backend, rtol=1e-4)
+    captured(f, arr((4, 5), dtype))
+
+
+@pytest.mark.parametrize("fn", [np.fft.fft2, np.fft.ifft2, np.fft.fftn, np.fft.ifftn, np.fft.rfft2,
+                                np.fft.irfft2, np.fft.rfftn, np.fft.irfftn])
+@pytest.mark.parametrize("s,axes", [(None, None), ((4, 6), (0, 1)), (None, (0, 2)), (None, [1])])
+def test_fft_nd(backend, fn, s, axes):
+    f = lambda a: fn(a, s=s, axes=axes)
+    check(f, arr((3, 4, 5)), backend=backend)
+
+
+def test_fft_errors(backend):
+    check(lambda a: np.fft.fft(a, n=0), arr((4,)), backend=backend)
+    check(lambda a: np.fft.fft(a, axis=2), arr((4,)), backend=backend)
+
+
+# ------------------------------------------------------------------- sort
+
+@pytest.mark.parametrize("fn", [np.sort, np.argsort])
+@pytest.mark.parametrize("axis", [-1, 0, None])
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.uint32, np.bool_, np.complex64,
+                                   np.float16])
+def test_sort_argsort(backend, fn, axis, dtype):
+    f = lambda a: fn(a * 1, axis=axis, kind="stable")
+    check(f, arr((4, 5), dtype, layout="F"), backend=backend)
+    captured(f, arr((4, 5), dtype))
+
+
+def test_sort_methods_in_place(backend):
+    def f(a):
+        b = a * 2
+        b.sort()
+        a.sort(axis=0)
+        return b, a.argsort(axis=None)
+    check(f, arr((4, 5)), backend=backend)
+
+    def g(a):
+        a[1:].sort()     # through a view: the caller sees it
+        return a
+    check(g, arr((6,)), backend=backend)
+
+
+@pytest.mark.parametrize("kth", [2, -1, (0, 3)])
+def test_partition(backend, kth):
+    # partition order is unspecified except around kth: compare sorted rows
+    check(lambda a: np.sort(np.partition(a, kth, axis=1), axis=1), arr((3, 5)), backend=backend)
+    check(lambda a: np.partition(a, kth)[..., kth], arr((3, 5)), backend=backend)
+    check(lambda a: np.take_along_axis(a, np.argpartition(a, kth), -1)[..., kth], arr((3, 5)),
+          backend=backend)
+    check(lambda a: np.partition(a, 7), arr((3, 5)), backend=backend)
+
+
+def test_searchsorted(backend):
+    s = np.sort(arr((10,)))
+    check(lambda a, v: np.searchsorted(a, v), s, arr((3, 2), seed=2), backend=backend)
+    check(lambda a: np.searchsorted(a, 0.1, side="right"), s, backend=backend)
+    check(lambda a, v: a.searchsorted(v), s, arr((4,), seed=2), backend=backend)
+
+
+def test_histogram(backend):
+    check(lambda a: np.histogram(a), arr((50,)), backend=backend)
+    check(lambda a: np.histogram(a, bins=5, range=(-1, 1), density=True), arr((50,)),
+          backend=backend)
+    check(lambda a, w: np.histogram(a, 4, weights=w), arr((50,)), arr((50,), seed=2),
+          backend=backend)
+    check(lambda a: np.histogram(a, bins="auto"), arr((50,)), backend=backend)
+
+
+@pytest.mark.parametrize("f,reason", [
+    (lambda a: np.unique(a) + 1, "data"),
+    (lambda a: np.bincount(a) + 1, "data"),
+    (lambda a: np.nonzero(a)[0] + 1, "data"),
+    (lambda a: np.flatnonzero(a) + 1, "data"),
+    (lambda a: np.argwhere(a) + 1, "data"),
+])
+def test_data_dependent_break(backend, f, reason):
+    a = arr((8,), np.int64) % 4
+    check(f, a, backend=backend)
+    breaks(f, a, reason=reason)
+
+
+def test_mlp_and_attention(backend):
+    def mlp(x, w1, b1, w2, b2):
+        h = np.maximum(x @ w1 + b1, 0)
+        return h @ w2 + b2
+
+    check(mlp, arr((8, 16)), arr((16, 32), seed=1), arr((32,), seed=2), arr((32, 4), seed=3),
+          arr((4,), seed=4), backend=backend)
+    captured(mlp, arr((8, 16)), arr((16, 32), seed=1), arr((32,), seed=2), arr((32, 4), seed=3),
+             arr((4,), seed=4))
+
+    def attention(q, k, v):
+        s = np.einsum("bqd,bkd->bqk", q, k) / np.sqrt(q.shape[-1])
+        s = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = s / s.sum(axis=-1, keepdims=True)
+        return np.einsum("bqk,bkd->bqd", p, v)
+
+    check(attention, arr((2, 5, 4)), arr((2, 6, 4), seed=1), arr((2, 6, 4), seed=2),
+          backend=backend)
+    captured(attention, arr((2, 5, 4)), arr((2, 6, 4), seed=1), arr((2, 6, 4), seed=2))
