@@ -47,7 +47,7 @@ PYTEST_ARGS ?= -q -ra
 # A hung test fails after this many seconds instead of stalling CI.
 TEST_TIMEOUT ?= 900
 FUZZ_EXAMPLES ?= 20000
-TEST_DEPS := "setuptools>=77" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout
+TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout
 # What the extension build depends on. Lists that make cannot see through
 # timestamps (files added or removed, the test requirements) are recorded in
 # build/*.txt, rewritten only when they change, so a change rebuilds too.
@@ -59,7 +59,15 @@ record = $(shell mkdir -p build; echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(
 $(call record,$(EXT_LIST),$(EXT_INPUTS))
 $(call record,$(DEPS_LIST),$(PYTHON) $(TEST_DEPS))
 
-.PHONY: sysdeps venv build test demo test-asan fuzz bench wheel clean
+.PHONY: sysdeps venv build test demo test-asan fuzz bench wheel clean check-werror
+
+# The extension exactly as `pip install .` builds it: Python's own CFLAGS
+# (-DNDEBUG -fwrapv -O3 ...) then setup.py's -Wall -Wextra -Werror, into
+# $(BUILD)/setup. It sees warnings `make dev WERROR=1` does not (asserts
+# compiled out change what gcc's flow analysis finds). Use your BUILD dir.
+check-werror:
+	$(PYTHON) setup.py -q build_ext --build-temp $(BUILD)/setup/tmp \
+	  --build-lib $(BUILD)/setup/lib
 
 # The C compiler is required; SLEEF only makes the native backend faster.
 sysdeps:

@@ -491,7 +491,12 @@ static nd_id plan_flat(nd_trace *t, const idx_plan *pl, int sdim, const npy_intp
             int off = pl->bpos + pl->bnd - it->arr.ndim;
             for (int d = 0; d < it->arr.ndim; d++)
                 st[off + d] = it->arr.shape[d] == 1 ? 0 : acs[d];
-            term = nd_shim_node_view(t, it->arr.id, pl->ond, pl->oshape, 0, st);
+            npy_intp ocs[ND_MAXDIMS];
+            nd_xj_cstrides(pl->ond, pl->oshape, ocs);
+            int same = it->arr.ndim == pl->ond;
+            for (int d = 0; same && d < pl->ond; d++)
+                same = it->arr.shape[d] == pl->oshape[d];
+            term = same ? it->arr.id : nd_shim_node_view(t, it->arr.id, pl->ond, pl->oshape, 0, st);
             term = nd_xj_ibin_c(t, ND_UF_MULTIPLY, term, (long long)cs[it->src]);
         }
         if (term == ND_NONE || (flat = nd_xj_ibin(t, ND_UF_ADD, flat, term)) == ND_NONE)

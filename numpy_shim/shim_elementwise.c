@@ -375,7 +375,8 @@ static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast(t, op.id, dt);
-    return nd_shim_wrap(t, r, 0);
+    /* a NumPy scalar's astype gives a NumPy scalar */
+    return nd_shim_wrap(t, r, nd_proxy_check(a) && nd_proxy_is_scalar(a));
 }
 
 /* ndarray.astype(dtype, order, casting, subok, copy) */

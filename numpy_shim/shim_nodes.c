@@ -174,11 +174,17 @@ static int scalar_value(PyObject *v, int dtype, nd_scalar *s)
         s->c.im = c.imag;
         return 0;
     }
+    if (PyComplex_Check(v) || PyArray_IsScalar(v, ComplexFloating)) {
+        /* a complex value into a real dtype keeps the real part (NumPy's
+         * unsafe cast, which also warns ComplexWarning) */
+        Py_complex c = PyComplex_AsCComplex(v);
+        if (c.real == -1.0 && PyErr_Occurred()) return -1;
+        if (PyTypeNum_ISFLOAT(dtype)) s->f = c.real;
+        else if (PyTypeNum_ISUNSIGNED(dtype)) s->u = (uint64_t)(int64_t)c.real;
+        else s->i = (int64_t)c.real;
+        return 0;
+    }
     if (PyTypeNum_ISFLOAT(dtype)) {
-        if (PyComplex_Check(v) || PyArray_IsScalar(v, ComplexFloating)) {
-            PyErr_SetString(PyExc_TypeError, "numdyn: complex value for a real dtype");
-            return -1;
-        }
         s->f = PyFloat_AsDouble(v);
         return (s->f == -1.0 && PyErr_Occurred()) ? -1 : 0;
     }

@@ -191,6 +191,16 @@ static nd_id unary(nd_trace *t, int uf, nd_id a)
     return nd_shim_node_ufunc(t, uf, &a, loop, out[0], 0);
 }
 
+/* NumPy accepts axis=0 / -1 / (0,) when reducing a 0-d value */
+static int red_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
+{
+    if (ndim > 0) return nd_shim_axis_mask(axis, ndim, 1, mask);
+    uint64_t m;
+    if (nd_shim_axis_mask(axis, 1, 1, &m) < 0) return -1;
+    *mask = 0;
+    return 0;
+}
+
 static int keepdims_arg(PyObject *o)
 {
     if (!o) return 0;
@@ -217,12 +227,8 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     if (rc) return NULL;
     uint64_t mask;
     if (!ra->axis && !axis_all) {
-        if (a.ndim == 0) {
-            nd_shim_raise_axis_error(0, 0);
-            return NULL;
-        }
-        mask = 1;
-    } else if (nd_shim_axis_mask(ra->axis, a.ndim, 1, &mask) < 0) {
+        mask = a.ndim ? 1 : 0;
+    } else if (red_axis_mask(ra->axis, a.ndim, &mask) < 0) {
         return NULL;
     }
     int dtarg;
@@ -407,7 +413,7 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
     uint64_t mask;
-    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int dtarg;
     rc = nd_shim_dtype_arg(A(2), &dtarg);
     if (rc < 0) return NULL;
@@ -439,7 +445,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
     uint64_t mask;
-    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int dtarg;
     rc = nd_shim_dtype_arg(A(2), &dtarg);
     if (rc < 0) return NULL;
@@ -509,7 +515,7 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
     if (rc) return NULL;
     if (!PyTypeNum_ISFLOAT(a.dtype) && !PyTypeNum_ISCOMPLEX(a.dtype)) return mean_impl(t, argv);
     uint64_t mask;
-    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int dtarg;
     rc = nd_shim_dtype_arg(A(2), &dtarg);
     if (rc < 0) return NULL;
@@ -560,7 +566,7 @@ static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
     uint64_t mask;
-    if (nd_shim_axis_mask(A(1), a.ndim, 1, &mask) < 0) return NULL;
+    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int keep = keepdims_arg(A(2));
     if (keep < 0) return NULL;
     nd_id nz = nd_shim_node_cast(t, a.id, NPY_BOOL);
@@ -589,10 +595,18 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
         if ((x = nd_shim_node_reshape(t, a.id, 1, &n)) == ND_NONE) return NULL;
     } else {
         if (a.ndim == 0) {
-            PyErr_SetString(PyExc_ValueError, "cannot accumulate on a scalar");
+            /* NumPy accumulates a 0-d value as a 1-element 1-d array */
+            if (!axis_none_flat) {
+                PyErr_SetString(PyExc_ValueError, "cannot accumulate on a scalar");
+                return NULL;
+            }
+            npy_intp one = 1;
+            if (nd_shim_axis_index(axis, 1, &ax) < 0 ||
+                (x = nd_shim_node_reshape(t, a.id, 1, &one)) == ND_NONE)
+                return NULL;
+        } else if (nd_shim_axis_index(axis ? axis : Py_False, a.ndim, &ax) < 0) {
             return NULL;
         }
-        if (nd_shim_axis_index(axis ? axis : Py_False, a.ndim, &ax) < 0) return NULL;
     }
     nd_id r = nd_shim_node_scan(t, uf, x, ax, res, res);
     if (r == ND_NONE) return NULL;

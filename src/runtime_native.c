@@ -56,6 +56,15 @@ static npy_intp op_stride(nd_graph *g, nd_kernel *k, nd_kop *op, PyArrayObject *
     }
     case ND_A_REGION:
         return g->nodes[op->via].vstrides[dd];
+    case ND_A_ROWB: {
+        /* the kept dims of the row domain, in order */
+        nd_node *m = &g->nodes[op->buf];
+        uint64_t axes = g->nodes[k->root].axes;
+        if (axes & (1ull << dd)) return 0;
+        int od = dd - popcount_below(axes, dd);
+        if (od < 0 || od >= m->ndim || m->shape[od] == 1) return 0;
+        return PyArray_STRIDE(a, od) / PyArray_ITEMSIZE(a);
+    }
     case ND_A_REDOUT: {
         nd_node *r = &g->nodes[op->buf];
         if (r->axes & (1ull << dd)) return 0;
@@ -64,7 +73,6 @@ static npy_intp op_stride(nd_graph *g, nd_kernel *k, nd_kop *op, PyArrayObject *
         return PyArray_STRIDE(a, od) / PyArray_ITEMSIZE(a);
     }
     }
-    (void)k;
     return 0;
 }
 
@@ -86,6 +94,10 @@ static int may_merge(nd_kernel *k, int a, int b)
 
 static int report_errors(nd_kernel *k, int e)
 {
+    if (e & ND_ERR_NOMEM) {
+        PyErr_SetString(PyExc_MemoryError, "numdyn: a kernel could not allocate its row scratch buffer");
+        return -1;
+    }
     if (e & ND_ERR_NEGPOW) {
         PyErr_SetString(PyExc_ValueError, "Integers to negative integer powers are not allowed.");
         return -1;
