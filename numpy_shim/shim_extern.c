@@ -272,7 +272,26 @@ static PyObject *ext_build(nd_trace *t, PyObject *fn, PyObject *tmpl, PyObject *
     return r;
 }
 
+/* numpy.<path> (new ref). Looked up once per path: the paths are static
+ * strings, so their addresses key a small cache (the functions live as
+ * long as numpy). */
+static PyObject *np_fn_lookup(const char *path);
 static PyObject *np_fn(const char *path)
+{
+    static struct { const char *path; PyObject *fn; } cache[96];
+    static int ncache;
+    for (int i = 0; i < ncache; i++)
+        if (cache[i].path == path) { Py_INCREF(cache[i].fn); return cache[i].fn; }
+    PyObject *fn = np_fn_lookup(path);
+    if (fn && ncache < 96) {
+        cache[ncache].path = path;
+        cache[ncache++].fn = fn;
+        Py_INCREF(fn);
+    }
+    return fn;
+}
+
+static PyObject *np_fn_lookup(const char *path)
 {
     PyObject *o = nd_shim_numpy();
     Py_INCREF(o);
@@ -341,6 +360,31 @@ static int batch_broadcast(int n1, const npy_intp *s1, int n2, const npy_intp *s
 
 /* ------------------------------------------------------------- products */
 
+/* sum(a * b) over two equal-length vectors as fused graph ops (conj_a:
+ * vdot's conjugated first operand). Same dtype as np.dot: the multiply's
+ * NEP-50 result; float16 accumulates in float32 like NumPy's dot. */
+static PyObject *vector_dot(nd_trace *t, const nd_xj_arr *a0, const nd_xj_arr *b0, int conj_a)
+{
+    nd_xj_arr a = *a0, b = *b0;
+    npy_intp n = nd_xj_size(a.ndim, a.shape);
+    if (nd_xj_reshape(t, &a, 1, &n) < 0 || nd_xj_reshape(t, &b, 1, &n) < 0) return NULL;
+    if (conj_a && PyTypeNum_ISCOMPLEX(a.dtype)) {
+        int loop[1] = {a.dtype};
+        nd_id in[1] = {a.id};
+        a.id = nd_shim_node_ufunc(t, ND_UF_CONJUGATE, in, loop, a.dtype, 0);
+        if (a.id == ND_NONE) return NULL;
+    }
+    int dts[2] = {a.dtype, b.dtype}, weak[2] = {0, 0}, loop[2], od;
+    PyObject *sv[2] = {NULL, NULL};
+    if (nd_shim_resolve_ufunc(ND_UF_MULTIPLY, 2, dts, weak, sv, loop, &od) < 0) return NULL;
+    nd_id in[2] = {a.id, b.id};
+    nd_id p = nd_shim_node_ufunc(t, ND_UF_MULTIPLY, in, loop, od, 0);
+    if (p == ND_NONE) return NULL;
+    int acc = od == NPY_HALF ? NPY_FLOAT : od;
+    nd_id r = nd_shim_node_reduce(t, ND_UF_ADD, p, 1, 0, acc, od, ND_NONE);
+    return nd_shim_wrap(t, r, 1);
+}
+
 #define P_MATMUL "x1,x2|out;casting,order,dtype,subok,signature,axes,axis,keepdims"
 
 static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
@@ -350,6 +394,8 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
     const nd_xj_arr *a = &in[0], *b = &in[1];
     if (a->ndim == 0 || b->ndim == 0) return nd_xj_numpy_error("matmul", P_MATMUL, argv);
+    if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0] && (!argv[2] || argv[2] == Py_None))
+        return vector_dot(t, a, b, 0);
     npy_intp ka = a->shape[a->ndim - 1], kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
     int nd;
     npy_intp sh[ND_MAXDIMS + 2];
@@ -384,6 +430,8 @@ static PyObject *dot_impl(nd_trace *t, PyObject **argv)
     const nd_xj_arr *a = &in[0], *b = &in[1];
     npy_intp sh[2 * ND_MAXDIMS];
     int nd = 0;
+    if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0])
+        return vector_dot(t, a, b, 0);
     if (a->ndim == 0 || b->ndim == 0) {
         const nd_xj_arr *o = a->ndim == 0 ? b : a;
         nd = o->ndim;
@@ -409,9 +457,7 @@ static PyObject *vdot_impl(nd_trace *t, PyObject **argv)
     if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
     if (nd_xj_size(in[0].ndim, in[0].shape) != nd_xj_size(in[1].ndim, in[1].shape))
         return nd_xj_numpy_error("vdot", "a,b", argv);
-    ext_out o;
-    ext_init(&o, 1, 0, 1);
-    return ext_simple(t, "vdot", 2, in, 0, NULL, NULL, &o);
+    return vector_dot(t, &in[0], &in[1], 1);
 }
 
 static PyObject *inner_impl(nd_trace *t, PyObject **argv)
@@ -421,6 +467,8 @@ static PyObject *inner_impl(nd_trace *t, PyObject **argv)
     const nd_xj_arr *a = &in[0], *b = &in[1];
     npy_intp sh[2 * ND_MAXDIMS];
     int nd = 0;
+    if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0])
+        return vector_dot(t, a, b, 0);
     if (a->ndim == 0 || b->ndim == 0) {
         const nd_xj_arr *o = a->ndim == 0 ? b : a;
         nd = o->ndim;

@@ -1211,6 +1211,78 @@ static PyObject *pad_impl(nd_trace *t, PyObject **argv)
     return nd_shim_wrap(t, r, 0);
 }
 
+/* ------------------------------------------------------------------ diff */
+
+/* a[1:] - a[:-1] along axis, n times (not_equal for bool, as NumPy);
+ * prepend/append are concatenated first, scalars broadcast to one slice */
+static PyObject *diff_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *P = "a|n,axis,prepend,append";
+    long n = 1;
+    if (argv[1]) {
+        if (!PyIndex_Check(argv[1])) return nd_xj_numpy_error("diff", P, argv);
+        n = PyLong_AsLong(argv[1]);
+        if (n == -1 && PyErr_Occurred()) return NULL;
+    }
+    if (n == 0 && nd_proxy_check(argv[0])) { Py_INCREF(argv[0]); return argv[0]; }
+    nd_xj_arr a;
+    if (nd_xj_array(t, argv[0], &a)) return NULL;
+    if (a.ndim == 0 || n < 0) return nd_xj_numpy_error("diff", P, argv);
+    int ax = a.ndim - 1;
+    if (nd_xj_axis(argv[2], a.ndim - 1, a.ndim, &ax) < 0) return NULL;
+    if (argv[3] || argv[4]) {
+        nd_xj_arr parts[3];
+        int np_ = 0;
+        for (int k = 3; k <= 4; k++) {
+            if (k == 4) parts[np_++] = a;
+            if (!argv[k]) continue;
+            nd_xj_arr e;
+            if (nd_xj_array(t, argv[k], &e)) return NULL;
+            if (e.ndim == 0) {
+                npy_intp sh[ND_MAXDIMS];
+                memcpy(sh, a.shape, sizeof(sh));
+                sh[ax] = 1;
+                e.id = nd_shim_node_broadcast(t, e.id, a.ndim, sh);
+                if (e.id == ND_NONE) return NULL;
+                nd_xj_fill(t, &e);
+            }
+            parts[np_++] = e;
+        }
+        if (concat_mismatch(parts, np_, ax)) return nd_xj_numpy_error("diff", P, argv);
+        int dts[3], weak[3] = {0, 0, 0}, dt;
+        for (int k = 0; k < np_; k++) dts[k] = parts[k].dtype;
+        if (nd_shim_result_type(np_, dts, weak, &dt) < 0) return NULL;
+        a.id = concat_nodes(t, parts, np_, ax, dt);
+        if (a.id == ND_NONE) return NULL;
+        nd_xj_fill(t, &a);
+    }
+    npy_intp cs[ND_MAXDIMS];
+    PyObject *cur = nd_shim_wrap(t, a.id, 0);
+    if (!cur) return NULL;
+    for (long i = 0; i < n; i++) {
+        nd_xj_arr c;
+        c.id = nd_proxy_read(cur);
+        if (c.id == ND_NONE) { Py_DECREF(cur); return NULL; }
+        nd_xj_fill(t, &c);
+        npy_intp sh[ND_MAXDIMS];
+        memcpy(sh, c.shape, sizeof(sh));
+        sh[ax] = c.shape[ax] > 0 ? c.shape[ax] - 1 : 0;
+        nd_xj_cstrides(c.ndim, c.shape, cs);
+        nd_id hi = nd_shim_node_view(t, c.id, c.ndim, sh, sh[ax] > 0 ? cs[ax] : 0, cs);
+        nd_id lo = hi == ND_NONE ? ND_NONE : nd_shim_node_view(t, c.id, c.ndim, sh, 0, cs);
+        PyObject *ph = lo == ND_NONE ? NULL : nd_shim_wrap(t, hi, 0);
+        PyObject *pl = ph ? nd_shim_wrap(t, lo, 0) : NULL;
+        PyObject *r = pl ? nd_shim_ufunc2(c.dtype == NPY_BOOL ? ND_UF_NOT_EQUAL : ND_UF_SUBTRACT,
+                                          ph, pl) : NULL;
+        Py_XDECREF(ph);
+        Py_XDECREF(pl);
+        Py_DECREF(cur);
+        if (!r) return NULL;
+        cur = r;
+    }
+    return cur;
+}
+
 /* -------------------------------------------------------------- register */
 
 static const nd_shim_def join_defs[] = {
@@ -1237,10 +1309,17 @@ static const nd_shim_def join_defs[] = {
     {"tril", "m|k", tril_impl, 0},
     {"outer", "a,b|out", outer_impl, 0},
     {"pad", "array,pad_width|mode;constant_values,end_values,reflect_type,stat_length", pad_impl, 0},
+    {"diff", "a|n,axis,prepend,append", diff_impl, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const nd_shim_def join_methods[] = {
+    {"repeat", "self,repeats|axis", repeat_impl, 0},
     {NULL, NULL, NULL, 0},
 };
 
 int nd_shim_register_join(nd_shim_table *tab)
 {
-    return nd_shim_add_functions(tab, join_defs);
+    if (nd_shim_add_functions(tab, join_defs) < 0) return -1;
+    return nd_shim_add_methods(tab, join_methods);
 }

@@ -198,6 +198,139 @@ PyObject *nd_shim_ufunc1(int uf, PyObject *a)
     return r;
 }
 
+/* ---- operator fast path ------------------------------------------------
+ * `x + y` on live proxies and Python floats/ints is what traced code does
+ * most, and recording it must cost less than NumPy's own call (~1 us). The
+ * general path (apply) classifies operands into nd_operand records, copies
+ * shapes, broadcasts and wraps through several layers; this one reads the
+ * proxies' fields in place, skips broadcasting for equal shapes and builds
+ * one UFUNC node. Anything else (NumPy scalars, arrays, bools, out-of-range
+ * ints in comparisons, multi-output ufuncs) returns FAST_MISS and takes the
+ * general path, which gives the same result. */
+
+#define FAST_MISS Py_NotImplemented
+
+typedef struct {
+    nd_id id;
+    int dtype, weak, ndim;
+    const npy_intp *shape;
+} fast_op;
+
+static int fast_classify(PyObject *o, fast_op *f)
+{
+    if (nd_proxy_check(o)) {
+        if (!nd_proxy_live(o)) return 0;
+        f->weak = 0;
+        f->dtype = nd_proxy_dtype(o);
+        f->ndim = nd_proxy_ndim(o);
+        f->shape = nd_proxy_shape(o);
+        f->id = ND_NONE;  /* read after typing succeeded: reads may add a VIEW */
+        return 1;
+    }
+    if (PyFloat_CheckExact(o)) { f->dtype = NPY_FLOAT64; goto weak; }
+    if (PyLong_CheckExact(o)) { f->dtype = NPY_INT64; goto weak; }
+    return 0;
+weak:
+    f->weak = 1;
+    f->ndim = 0;
+    f->shape = NULL;
+    f->id = ND_NONE;
+    return 1;
+}
+
+/* The last typing answer per ufunc: a loop of `x = x + b` asks the same
+ * question every time, and this hit is a compare instead of the packed-key
+ * hash probe. Weak ints are still range-checked on every call. */
+typedef struct { int key; int8_t loop[2], out; } fast_memo;
+static fast_memo memo[ND_UF_COUNT];
+
+/* out[0] = -1: not for the fast path (the general path decides, e.g. an
+ * out-of-range Python int in a comparison). 0 or -1 with an exception. */
+static int fast_typing(int uf, const fast_op *f, PyObject *a, PyObject *b,
+                       int *loop_in, int *out)
+{
+    int key = 1 | (f[0].dtype << 1) | (f[1].dtype << 6) | (f[0].weak << 11) | (f[1].weak << 12);
+    fast_memo *m = &memo[uf];
+    if (m->key == key) {
+        loop_in[0] = m->loop[0];
+        loop_in[1] = m->loop[1];
+        out[0] = m->out;
+        PyObject *w = f[0].weak ? a : f[1].weak ? b : NULL;
+        int k = f[0].weak ? 0 : 1;
+        if (w && PyLong_CheckExact(w) && PyTypeNum_ISINTEGER(loop_in[k])) {
+            int fits = nd_shim_pyint_fits(w, loop_in[k]);
+            if (fits < 0) return -1;
+            if (!fits) out[0] = -1;  /* the general path raises NumPy's error */
+        }
+        return 0;
+    }
+    int dtypes[2] = {f[0].dtype, f[1].dtype}, weak[2] = {f[0].weak, f[1].weak};
+    PyObject *vals[2] = {a, b};
+    int rc = nd_shim_resolve_ufunc_ex(uf, 2, dtypes, weak, vals, -1, NPY_SAME_KIND_CASTING,
+                                      loop_in, out);
+    if (rc < 0) return -1;
+    if (rc == 2) {  /* comparison with an out-of-range int */
+        out[0] = -1;
+        return 0;
+    }
+    m->key = key;
+    m->loop[0] = (int8_t)loop_in[0];
+    m->loop[1] = (int8_t)loop_in[1];
+    m->out = (int8_t)out[0];
+    return 0;
+}
+
+static PyObject *fast2(nd_trace *t, int uf, PyObject *a, PyObject *b)
+{
+    fast_op f[2];
+    if (nd_ufunc_nout(uf) != 1 || nd_ufunc_nin(uf) != 2 || !fast_classify(a, &f[0]) ||
+        !fast_classify(b, &f[1]) || (f[0].weak && f[1].weak))
+        return FAST_MISS;
+    int loop_in[2], out[2];
+    if (fast_typing(uf, f, a, b, loop_in, out) < 0) return NULL;
+    if (out[0] < 0) return FAST_MISS;
+    PyObject *objs[2] = {a, b};
+    nd_id ids[2];
+    for (int k = 0; k < 2; k++) {
+        ids[k] = f[k].weak ? nd_shim_node_scalar(t, objs[k], loop_in[k], 1)
+                           : nd_proxy_read(objs[k]);
+        if (ids[k] == ND_NONE) return NULL;
+    }
+    /* the result shape: the proxy's when the other is a scalar or has the
+     * same shape, NumPy's broadcasting otherwise */
+    int nd;
+    npy_intp shape[ND_MAXDIMS];
+    const npy_intp *shp;
+    if (f[1].weak || (f[0].ndim == f[1].ndim && !f[1].weak && !f[0].weak &&
+                      memcmp(f[0].shape, f[1].shape, sizeof(npy_intp) * (size_t)f[0].ndim) == 0)) {
+        nd = f[0].ndim;
+        shp = f[0].shape;
+    } else if (f[0].weak) {
+        nd = f[1].ndim;
+        shp = f[1].shape;
+    } else {
+        int ndims[2] = {f[0].ndim, f[1].ndim};
+        const npy_intp *shapes[2] = {f[0].shape, f[1].shape};
+        if (nd_shim_broadcast(2, ndims, shapes, &nd, shape) < 0) return NULL;
+        shp = shape;
+    }
+    nd_node n;
+    nd_node_init(&n, ND_OP_UFUNC, out[0], nd, shp);
+    n.sub = uf;
+    n.nin = 2;
+    n.in[0] = ids[0];
+    n.in[1] = ids[1];
+    n.in_dtype[0] = loop_in[0];
+    n.in_dtype[1] = loop_in[1];
+    n.obj = Py_NewRef(nd_ufunc_object(uf));
+    nd_id id = nd_graph_add(nd_trace_graph(t), &n);
+    if (id == ND_NONE) {
+        Py_DECREF(n.obj);
+        return NULL;
+    }
+    return nd_proxy_wrap(t, id, nd == 0);
+}
+
 PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
 {
     nd_trace *t = nd_trace_current();
@@ -207,6 +340,8 @@ PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
         Py_XDECREF(args);
         return r;
     }
+    PyObject *r0 = fast2(t, uf, a, b);
+    if (r0 != FAST_MISS) return r0;
     PyObject *in[2] = {a, b};
     PyObject *r = apply(t, uf, in, &plain);
     if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 2);

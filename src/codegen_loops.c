@@ -30,6 +30,8 @@ typedef struct kctx {
     int8_t *cache_phase;   /* per node: phase that computes and stores it, -1 */
     int phase;             /* the pass being emitted */
     const char *rowidx;    /* the element's index within its row */
+    int vdim;              /* the dim of the vector (simd) loop: R-1, or another
+                              dim walked with runtime strides vs<o> */
 } kctx;
 
 static int stride_idx(kctx *c, int op, int d) { return c->R + op * c->R + d; }
@@ -107,6 +109,7 @@ static void pointer(kctx *c, int o, uint32_t bound, const char *name)
 static void elem(char *buf, size_t n, kctx *c, int o, const char *pfx, const char *jv)
 {
     nd_kop *op = &c->k->ops[o];
+    if (c->R > 0 && c->vdim != c->R - 1) { snprintf(buf, n, "%s%d[%s * vs%d]", pfx, o, jv, o); return; }
     if (c->R == 0 || op->inner == 0) snprintf(buf, n, "%s%d[0]", pfx, o);
     else if (op->inner == 1) snprintf(buf, n, "%s%d[%s]", pfx, o, jv);
     else snprintf(buf, n, "%s%d[%s * is%d]", pfx, o, jv, o);
@@ -124,7 +127,7 @@ static void index_value(kctx *c, nd_id id, const char *jv)
         for (int q = 0; q < c->R; q++) if (c->k->dims[q] == dd) kd = q;
     char ix[64];
     if (kd < 0) snprintf(ix, sizeof ix, "0");
-    else if (kd == c->R - 1) snprintf(ix, sizeof ix, "%s", jv);
+    else if (kd == c->vdim) snprintf(ix, sizeof ix, "%s", jv);
     else snprintf(ix, sizeof ix, "i%d", kd);
     nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(n->dtype), (int)id);
     nd_cg_cast(c->sb, ix, NPY_LONGLONG, n->dtype);
@@ -184,15 +187,15 @@ static void store(kctx *c, int o, nd_id val, const char *pfx, const char *jv)
 }
 
 /* The task loop header: tasks over the dims in `td` (a mask, outer first)
- * and, when `blocked`, blocks of `blk` along the innermost dim. Opens the
- * loop body; binds i<d> for d in td and j0/j1 when blocked. */
-static void task_loop(kctx *c, uint32_t td, int blocked, int blk, int cost, int par_ok)
+ * and, when bdim >= 0, blocks of `blk` along dim bdim. Opens the loop
+ * body; binds i<d> for d in td and j0/j1 when blocked. */
+static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par_ok)
 {
     nd_sb *sb = c->sb;
-    int R = c->R;
-    if (blocked) nd_sb_printf(sb, "const int64_t nb_ = (n%d + %d - 1) / %d;\n", R - 1, blk, blk);
+    int blocked = bdim >= 0;
+    if (blocked) nd_sb_printf(sb, "const int64_t nb_ = (n%d + %d - 1) / %d;\n", bdim, blk, blk);
     nd_sb_printf(sb, "const int64_t ntask_ = 1%s", blocked ? " * nb_" : "");
-    for (int d = 0; d < R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
+    for (int d = 0; d < c->R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
     if (par_ok)
         nd_sb_printf(sb, "#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
@@ -201,11 +204,11 @@ static void task_loop(kctx *c, uint32_t td, int blocked, int blk, int cost, int 
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
     if (blocked) {
         nd_sb_puts(sb, "const int64_t jb_ = r_ % nb_;\nr_ /= nb_;\n");
-        nd_sb_printf(sb, "const int64_t j0 = jb_ * %d, j1 = ND_MIN(j0 + %d, n%d);\n", blk, blk, R - 1);
+        nd_sb_printf(sb, "const int64_t j0 = jb_ * %d, j1 = ND_MIN(j0 + %d, n%d);\n", blk, blk, bdim);
     }
     int first = -1;
-    for (int d = 0; d < R; d++) if (td & (1u << d)) { first = d; break; }
-    for (int d = R - 1; d >= 0; d--) {
+    for (int d = 0; d < c->R; d++) if (td & (1u << d)) { first = d; break; }
+    for (int d = c->R - 1; d >= 0; d--) {
         if (!(td & (1u << d))) continue;
         if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
         else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
@@ -232,7 +235,7 @@ static int gen_pointwise(kctx *c)
         return 0;
     }
     uint32_t outer = (1u << (R - 1)) - 1;
-    task_loop(c, outer, 1, 4096, k->cost, 1);
+    task_loop(c, outer, R - 1, 4096, k->cost, 1);
     for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, outer, "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
@@ -295,7 +298,7 @@ static int redop_make(redop *r, int uf, int acc)
         if (cx) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "nd_cmk_%s(1, 0)", nd_cg_sfx(acc)); return 0; }
         if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "&"); strcpy(r->init, "1"); return 0; }
         if (in) snprintf(r->AT, sizeof r->AT, "%s", unsigned_of(T));
-        if (acc == NPY_HALF) { r->kind = RK_SEQ; strcpy(r->init, "1"); return 0; }
+        if (acc == NPY_HALF) { r->kind = RK_SEQ; strcpy(r->init, "1"); return 0; }  /* float product */
         r->kind = RK_SIMD; strcpy(r->clause, "*"); strcpy(r->init, "1");
         return 0;
     case ND_UF_MAXIMUM: case ND_UF_MINIMUM: {
@@ -354,7 +357,6 @@ static void red_update(nd_sb *sb, const redop *r, const char *acc, const char *v
     case ND_UF_MULTIPLY:
         if (cx) nd_sb_printf(sb, "%s = nd_cmul_%s(%s, %s);\n", acc, s, acc, v);
         else if (r->acc == NPY_BOOL) nd_sb_printf(sb, "%s = (nd_bool)(%s & %s);\n", acc, acc, v);
-        else if (r->acc == NPY_HALF) nd_sb_printf(sb, "%s = nd_rh(%s * %s);\n", acc, acc, v);
         else if (fl) nd_sb_printf(sb, "%s = %s * %s;\n", acc, acc, v);
         else nd_sb_printf(sb, "%s = (%s)(%s * (%s)%s);\n", acc, r->AT, acc, r->AT, v);
         return;
@@ -639,6 +641,74 @@ static void flat_expr(kctx *c, char *buf, size_t n, int with_inner_scale)
     }
 }
 
+/* the epilogue: row values computed from the reduction's result (e.g.
+ * sqrt(sum(...))), then every output stored at pointer prefix q */
+static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
+{
+    nd_kernel *k = c->k;
+    for (int i = 0; i < k->nrow; i++) {
+        nd_id v = k->rowv[i];
+        nd_node *vn = &c->g->nodes[v];
+        if (vn->op == ND_OP_VIEW)
+            nd_sb_printf(c->sb, "const %s v%d = v%d;\n", ctype_of(vn->dtype), (int)v, (int)vn->in[0]);
+        else if (nd_cg_node(c->g, v, c->sb, &c->uses_err) < 0) return -1;
+    }
+    for (int o = k->nin; o < k->nin + k->nout; o++) {
+        nd_sb_puts(c->sb, "{\n");
+        pointer(c, o, bound, "q");
+        store(c, o, k->oval[o - k->nin], "q", jv);
+        nd_sb_puts(c->sb, "}\n");
+    }
+    return 0;
+}
+
+/* Accumulators per output element, the vector loop across the output dim
+ * vd: tasks over td (+ blocks of vd), serial loops over the reduced dims. */
+static int reduce_across(kctx *c, const redop *r, nd_id val, int vd, uint32_t td)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int R = c->R;
+    char flat[256];
+    if (R == 0) nd_sb_puts(sb, "{\nconst int64_t j0 = 0, j1 = 1;\n");
+    else task_loop(c, td, vd, RBLOCK_K, k->cost, 1);
+    c->vdim = R ? vd : -1;
+    if (R && vd != R - 1)
+        for (int o = 0; o < k->nin + k->nout; o++)
+            nd_sb_printf(sb, "const int64_t vs%d = I[%d];\n", o, stride_idx(c, o, vd));
+    const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+    nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
+    if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t bi_[%d];\n", RBLOCK_K);
+    if (r->kind == RK_CASCADE) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = 0;\n");
+    else if (r->kind == RK_ARG) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc_[j] = 0; bi_[j] = -1; }\n");
+    else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r->init);
+    nd_sb_puts(sb, "{\n");
+    int opened = open_serial(c, k->red, -1);
+    for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (body(c, R ? "j" : "0", NULL) < 0) return -1;
+    acc_value(c, r, val, "cv_");
+    if (r->kind == RK_ARG) {
+        flat_expr(c, flat, sizeof flat, 0);
+        arg_update(sb, r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
+    } else {
+        red_update(sb, r, "acc_[j - j0]", "cv_");
+    }
+    nd_sb_puts(sb, "}\n");
+    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (r->kind == RK_ARG) nd_sb_puts(sb, "const int64_t res_ = bi_[j - j0] < 0 ? 0 : bi_[j - j0];\n");
+    else if (r->acc == NPY_HALF && r->kind == RK_CASCADE) nd_sb_puts(sb, "const float res_ = nd_rh(acc_[j - j0]);\n");
+    else nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
+    red_result(c, r, k->root, "_");
+    if (epilogue_store(c, td, R ? "j" : "0") < 0) return -1;
+    nd_sb_puts(sb, "}\n}\n");
+    c->vdim = R - 1;
+    return 0;
+}
+
 static int gen_reduce(kctx *c)
 {
     nd_kernel *k = c->k;
@@ -651,59 +721,25 @@ static int gen_reduce(kctx *c)
         return -1;
     }
     nd_id val = red_value_node(c);
-    int outo = k->nin;  /* the REDUCE output operand */
     uint32_t all = R ? (uint32_t)((1u << R) - 1) : 0;
     uint32_t kept = all & ~k->red;
     int inner_red = R > 0 && (k->red & (1u << (R - 1)));
     char flat[256];
 
-    if (!inner_red) {
-        /* accumulators per output element, vectorized across the innermost
-         * kept dim (or a single element when R == 0) */
-        uint32_t td = R ? (kept & ~(1u << (R - 1))) : 0;
-        if (R == 0) {
-            nd_sb_puts(sb, "{\nconst int64_t j0 = 0, j1 = 1;\n");
-        } else {
-            task_loop(c, td, 1, RBLOCK_K, k->cost, 1);
-        }
-        const char *AT = r.kind == RK_ARG ? ctype_of(r.acc) : r.AT;
-        nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
-        if (r.kind == RK_ARG) nd_sb_printf(sb, "int64_t bi_[%d];\n", RBLOCK_K);
-        if (r.kind == RK_CASCADE) nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = 0;\n");
-        else if (r.kind == RK_ARG) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc_[j] = 0; bi_[j] = -1; }\n");
-        else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r.init);
-        int opened = open_serial(c, k->red, -1);
-        for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
-        nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
-        nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-        if (body(c, R ? "j" : "0", NULL) < 0) return -1;
-        acc_value(c, &r, val, "cv_");
-        if (r.kind == RK_ARG) {
-            flat_expr(c, flat, sizeof flat, 0);
-            arg_update(sb, &r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
-        } else if (r.kind == RK_FMINMAX) {
-            /* per-element: NaN-propagating update */
-            red_update(sb, &r, "acc_[j - j0]", "cv_");
-        } else {
-            redop seq = r;
-            red_update(sb, &seq, "acc_[j - j0]", "cv_");
-        }
-        nd_sb_puts(sb, "}\n");
-        for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
-        pointer(c, outo, td, "q");
-        nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-        if (r.kind == RK_ARG) nd_sb_puts(sb, "const int64_t res_ = bi_[j - j0] < 0 ? 0 : bi_[j - j0];\n");
-        else if (r.acc == NPY_HALF && r.kind == RK_CASCADE) nd_sb_puts(sb, "const float res_ = nd_rh(acc_[j - j0]);\n");
-        else nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
-        red_result(c, &r, k->root, "_");
-        store(c, outo, k->root, "q", R ? "j" : "0");
-        nd_sb_puts(sb, "}\n}\n");
-        return 0;
-    }
+    if (!inner_red)
+        return reduce_across(c, &r, val, R - 1, R ? (kept & ~(1u << (R - 1))) : 0);
 
     if (kept) {
-        task_loop(c, kept, 0, 0, k->cost, 1);
+        /* short reduced rows (e.g. the 3 coordinates of a distance): walk
+         * the last kept dim in the vector loop instead */
+        int vk = -1;
+        for (int d = 0; d < R; d++) if (kept & (1u << d)) vk = d;
+        nd_sb_printf(sb, "if (n%d <= 16 && n%d >= 64) {\n", R - 1, vk);
+        if (reduce_across(c, &r, val, vk, kept & ~(1u << vk)) < 0) return -1;
+        nd_sb_puts(sb, "} else {\n");
+        task_loop(c, kept, -1, 0, k->cost, 1);
         acc_decl(c, &r, "0");
+        nd_sb_puts(sb, "{\n");
         int opened = open_serial(c, k->red & ~(1u << (R - 1)), -1);
         for (int o = 0; o < k->nin; o++) pointer(c, o, all & ~(1u << (R - 1)), "p");
         flat_expr(c, flat, sizeof flat, 1);
@@ -711,11 +747,11 @@ static int gen_reduce(kctx *c)
         snprintf(hi, sizeof hi, "n%d", R - 1);
         if (inner_reduce(c, &r, val, NULL, "0", "0", hi, flat) < 0) return -1;
         for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+        nd_sb_puts(sb, "}\n");
         acc_final(c, &r, "0");
         red_result(c, &r, k->root, "0");
-        pointer(c, outo, kept, "q");
-        store(c, outo, k->root, "q", "0");
-        nd_sb_puts(sb, "}\n");
+        if (epilogue_store(c, kept, "0") < 0) return -1;
+        nd_sb_puts(sb, "}\n}\n");
         return 0;
     }
 
@@ -744,9 +780,8 @@ static int gen_reduce(kctx *c)
     }
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
     acc_final(c, &r, "0");
-    nd_sb_puts(sb, "part_[ch_] = res0;\n");
-    if (r.kind == RK_ARG) nd_sb_puts(sb, "pidx_[ch_] = bi0;\n");
-    else nd_sb_puts(sb, "pidx_[ch_] = 0;\n");
+    if (r.kind == RK_ARG) nd_sb_puts(sb, "part_[ch_] = bv0;\npidx_[ch_] = bi0;\n");
+    else nd_sb_puts(sb, "part_[ch_] = res0;\npidx_[ch_] = 0;\n");
     nd_sb_puts(sb, "}\n{\n");
     acc_decl(c, &r, "1");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
@@ -754,8 +789,7 @@ static int gen_reduce(kctx *c)
     nd_sb_puts(sb, "}\n");
     acc_final(c, &r, "1");
     red_result(c, &r, k->root, "1");
-    pointer(c, outo, 0, "q");
-    store(c, outo, k->root, "q", "0");
+    if (epilogue_store(c, 0, "0") < 0) return -1;
     nd_sb_puts(sb, "}\n");
     return 0;
 }
@@ -776,6 +810,9 @@ static int gen_scan(kctx *c)
     redop seq = r;
     if (seq.kind == RK_FMINMAX) seq.kind = RK_SEQ;
     nd_id val = sn->in[0];
+    /* NumPy's accumulate stores (and so rounds to half) after every step */
+    const char *rnd = r.acc == NPY_HALF ? "acc_ = nd_rh(acc_);\n" : "";
+    const char *rndj = r.acc == NPY_HALF ? "acc_[j - j0] = nd_rh(acc_[j - j0]);\n" : "";
     int outo = k->nin;
     uint32_t all = R ? (uint32_t)((1u << R) - 1) : 0;
     int s = k->scan;
@@ -785,7 +822,7 @@ static int gen_scan(kctx *c)
         uint32_t td = (s < 0) ? all & ~(R ? (1u << (R - 1)) : 0) : all & ~(1u << s);
         int blocked = (s < 0 && R > 0);
         if (R == 0) nd_sb_puts(sb, "{\n");
-        else task_loop(c, td, blocked, 4096, k->cost, 1);
+        else task_loop(c, td, blocked ? R - 1 : -1, 4096, k->cost, 1);
         for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, td, "p");
         if (s < 0) {
             if (R) nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
@@ -799,6 +836,7 @@ static int gen_scan(kctx *c)
         if (body(c, jv, NULL) < 0) return -1;
         acc_value(c, &r, val, "cv_");
         red_update(sb, &seq, "acc_", "cv_");
+        nd_sb_puts(sb, rnd);
         nd_sb_printf(sb, "const %s res_ = acc_;\n", AT);
         red_result(c, &r, k->root, "_");
         store(c, outo, k->root, "p", jv);
@@ -807,7 +845,7 @@ static int gen_scan(kctx *c)
     }
     /* axis not innermost: accumulators across the innermost dim */
     uint32_t td = all & ~(1u << s) & ~(1u << (R - 1));
-    task_loop(c, td, 1, RBLOCK_K, k->cost, 1);
+    task_loop(c, td, R - 1, RBLOCK_K, k->cost, 1);
     nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
     nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r.init);
     nd_sb_printf(sb, "for (int64_t i%d = 0; i%d < n%d; i%d++) {\n", s, s, s, s);
@@ -817,6 +855,7 @@ static int gen_scan(kctx *c)
     if (body(c, "j", NULL) < 0) return -1;
     acc_value(c, &r, val, "cv_");
     red_update(sb, &seq, "acc_[j - j0]", "cv_");
+    nd_sb_puts(sb, rndj);
     nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
     red_result(c, &r, k->root, "_");
     store(c, outo, k->root, "p", "j");
@@ -941,12 +980,14 @@ static int gen_row(kctx *c)
                 goto out;
             }
             acc_decl(c, &r, x);
+            nd_sb_puts(sb, "{\n");
             int opened = open_serial(c, sred, -1);
             for (int o = 0; o < k->nin; o++)
                 if (nd_need[k->ops[o].via]) pointer(c, o, kept | sred, "p");
             nd_sb_printf(sb, "const int64_t rb_ = %s;\n(void)rb_;\n", flat);
             if (inner_reduce(c, &r, rn->in[0], nd_need, x, "0", hi, "0") < 0) goto out;
             for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+            nd_sb_puts(sb, "}\n");
             acc_final(c, &r, x);
             red_result(c, &r, rid, x);
             done[rid] = 1;
@@ -982,6 +1023,7 @@ static int gen_row(kctx *c)
                 done[op->buf] = 2;
             }
         } else if (ndom) {
+            nd_sb_puts(sb, "{\n");
             int opened = open_serial(c, sred, -1);
             for (int o = 0; o < k->nin + k->nout; o++) {
                 nd_kop *op = &k->ops[o];
@@ -998,6 +1040,7 @@ static int gen_row(kctx *c)
             }
             nd_sb_puts(sb, "}\n");
             for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+            nd_sb_puts(sb, "}\n");
         }
     }
     nd_sb_puts(sb, "}\n");
@@ -1016,7 +1059,7 @@ out:
 /* ------------------------------------------------------------ entry */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
 {
-    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0"};
+    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1};
     nd_sb body_sb;
     int rc = -1;
     /* the error-flag reduction is decided by whether any node uses it */

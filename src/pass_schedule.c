@@ -208,7 +208,7 @@ static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int d
     case ND_A_REDOUT:
         return (k->red & (1u << (k->rank - 1))) ? 0 : 1;
     case ND_A_ROWB:
-        return 0;  /* a row kernel's innermost dim is reduced */
+        return (k->red & (1u << (k->rank - 1))) ? 0 : 1;
     }
     return -1;
 }
@@ -242,6 +242,11 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
             if (push_id(&rowv, &nrow, &caprow, i) < 0) goto fail;
         }
     }
+    /* one reduction and only row values after it: a reduction kernel with
+     * an epilogue (it may vectorize across rows when rows are short) */
+    int ndomain = 0;
+    for (int i = 0; i < b.ninl; i++) if (s->rowgrp[b.inl[i]] == rg) ndomain++;
+    if (nred == 1 && ndomain == 0) k->kind = ND_K_REDUCE;
     nd_node *rn = &g->nodes[k->root], *dn = &g->nodes[k->dom];
     for (int d = 0; d < dn->ndim; d++) {
         if (dn->shape[d] == 1) continue;
@@ -252,6 +257,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     for (nd_id i = 0; i < s->n; i++) {
         if (s->rowgrp[i] != rg || !p->mat[i]) continue;
         int acc = s->level[i] == ND_ROW_B ? ND_A_ROWB : ND_A_DIRECT;
+        if (k->kind == ND_K_REDUCE && i == k->root) acc = ND_A_REDOUT;
         if (add_op(&b, i, i, acc, g->nodes[i].dtype) < 0) goto fail;
     }
     k->nin = nin;

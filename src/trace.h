@@ -101,6 +101,11 @@ PyObject *nd_proxy_base_array(PyObject *proxy);
  * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
  * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */
 int nd_trace_supported_array(PyObject *arr);
+/* Mark a proxy read-only like NumPy's read-only views (np.broadcast_to,
+ * ndarray.diagonal): writes through it -- or through views of it -- raise
+ * ValueError("assignment destination is read-only"). Views of read-only
+ * caller arrays are read-only already. 0 or -1. */
+int nd_proxy_set_readonly(PyObject *proxy);
 
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 #endif

@@ -36,10 +36,18 @@ static PyObject *backends;   /* registered name -> compiler_fn */
 
 /* ------------------------------------------------------------ wrapping */
 
-static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth)
+static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
 {
     if (PyArray_CheckExact(o)) {
         if (!nd_trace_supported_array(o)) return Py_NewRef(o);
+        if (alias != Py_None) {
+            PyObject *key = PyLong_FromVoidPtr(o);
+            if (!key) return NULL;
+            PyObject *p = PyDict_GetItemWithError(alias, key);
+            Py_DECREF(key);
+            if (p) return Py_NewRef(p);
+            if (PyErr_Occurred()) return NULL;
+        }
         nd_storage *s = nd__caller_storage(t, o);
         return s ? nd__proxy_new(s, 0) : NULL;
     }
@@ -52,7 +60,7 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth)
         int changed = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = PySequence_Fast_GET_ITEM(o, i);
-            PyObject *w = wrap_obj(t, it, depth + 1);
+            PyObject *w = wrap_obj(t, it, depth + 1, alias);
             if (!w) { Py_DECREF(items); return NULL; }
             changed |= w != it;
             PyList_SET_ITEM(items, i, w);
@@ -72,7 +80,7 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth)
         PyObject *k, *v;
         int changed = 0;
         while (PyDict_Next(o, &pos, &k, &v)) {
-            PyObject *w = wrap_obj(t, v, depth + 1);
+            PyObject *w = wrap_obj(t, v, depth + 1, alias);
             if (!w || PyDict_SetItem(d, k, w) < 0) { Py_XDECREF(w); Py_DECREF(d); return NULL; }
             changed |= w != v;
             Py_DECREF(w);
@@ -81,6 +89,97 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth)
         return d;
     }
     return Py_NewRef(o);
+}
+
+/* ---------------------------------------------- arguments sharing memory */
+
+static int gather_arrays(PyObject *o, PyObject *list, int depth)
+{
+    if (PyArray_CheckExact(o)) return nd_trace_supported_array(o) ? PyList_Append(list, o) : 0;
+    if (depth > 16) return 0;
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (gather_arrays(PySequence_Fast_GET_ITEM(o, i), list, depth + 1) < 0) return -1;
+    } else if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (gather_arrays(v, list, depth + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+static PyObject *ultimate_base(PyObject *a)
+{
+    PyObject *b = a, *nb;
+    while ((nb = PyArray_BASE((PyArrayObject *)b)) && PyArray_Check(nb)) b = nb;
+    return b;
+}
+
+static int mem_overlap(PyArrayObject *x, PyArrayObject *y)
+{
+    char *b[2][2];
+    PyArrayObject *xs[2] = {x, y};
+    for (int k = 0; k < 2; k++) {
+        char *p = PyArray_BYTES(xs[k]), *lo = p, *hi = p;
+        for (int d = 0; d < PyArray_NDIM(xs[k]); d++) {
+            npy_intp n = PyArray_DIM(xs[k], d), st = PyArray_STRIDE(xs[k], d);
+            if (n == 0) return 0;
+            if (st < 0) lo += st * (n - 1); else hi += st * (n - 1);
+        }
+        b[k][0] = lo;
+        b[k][1] = hi + PyArray_ITEMSIZE(xs[k]);
+    }
+    return b[0][0] < b[1][1] && b[1][0] < b[0][1];
+}
+
+/* Arguments that are overlapping views of one C-contiguous base array get
+ * proxies on ONE storage for that base, so a write through one is seen
+ * through the others as under NumPy. Returns a dict id(array) -> proxy, or
+ * None when no arguments alias. */
+static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(0), *out = NULL;
+    if (!list) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (gather_arrays(args[k], list, 0) < 0) goto done;
+    Py_ssize_t m = PyList_GET_SIZE(list);
+    if (m < 2) { out = Py_NewRef(Py_None); goto done; }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *a = PyList_GET_ITEM(list, i), *ba = ultimate_base(a);
+        int alias = 0;
+        for (Py_ssize_t j = 0; j < m && !alias; j++) {
+            PyObject *c = PyList_GET_ITEM(list, j);
+            alias = c != a && ultimate_base(c) == ba &&
+                    mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
+        }
+        PyArrayObject *A = (PyArrayObject *)a, *B = (PyArrayObject *)ba;
+        if (!alias || !PyArray_IS_C_CONTIGUOUS(B) || !nd_trace_supported_array(ba) ||
+            !PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR(B)))
+            continue;
+        npy_intp isz = PyArray_ITEMSIZE(A), off = PyArray_BYTES(A) - PyArray_BYTES(B);
+        npy_intp st[ND_MAXDIMS];
+        int ok = off % isz == 0;
+        for (int d = 0; ok && d < PyArray_NDIM(A); d++) {
+            ok = PyArray_STRIDE(A, d) % isz == 0;
+            st[d] = PyArray_STRIDE(A, d) / isz;
+        }
+        if (!ok) continue;  /* not an element-aligned view: stays independent */
+        nd_storage *s = nd__caller_storage(t, ba);
+        if (!s) goto done;
+        if (!out && !(out = PyDict_New())) goto done;
+        PyObject *p = nd__proxy_on(s, PyArray_NDIM(A), PyArray_DIMS(A), off / isz, st);
+        PyObject *key = p ? PyLong_FromVoidPtr(a) : NULL;
+        if (p && !PyArray_ISWRITEABLE(A)) ((NdProxy *)p)->readonly = 1;
+        int r = key ? PyDict_SetItem(out, key, p) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(p);
+        if (r < 0) { Py_CLEAR(out); goto done; }
+    }
+    if (!out) out = Py_NewRef(Py_None);
+done:
+    Py_DECREF(list);
+    return out;
 }
 
 /* the function to run: the remapped copy when the shim is there */
@@ -116,15 +215,17 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     PyObject *small[8], **w = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
     if (!w) return PyErr_NoMemory();
     Py_ssize_t k = 0;
-    PyObject *r = NULL;
+    PyObject *r = NULL, *alias = alias_proxies(t, args, n);
+    if (!alias) goto done;
     for (; k < n; k++)
-        if (!(w[k] = wrap_obj(t, args[k], 0))) goto done;
+        if (!(w[k] = wrap_obj(t, args[k], 0, alias))) goto done;
     t->fullgraph += cf->fullgraph;
     r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);
     t->fullgraph -= cf->fullgraph;
 done:
     for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(w[i]);
     if (w != small) PyMem_Free(w);
+    Py_XDECREF(alias);
     return r;
 }
 

@@ -85,6 +85,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->ndim = s->ndim;
     p->is_scalar = (uint8_t)(is_scalar != 0);
     p->identity = 1;
+    p->readonly = 0;
     p->dtype = s->dtype;
     p->off = 0;
     memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);
@@ -219,7 +220,7 @@ static int write_node(NdProxy *p, nd_id value)
 {
     nd_storage *s = p->st;
     nd_graph *g = s->trace->g;
-    if (s->readonly) {
+    if (s->readonly || p->readonly) {
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return -1;
     }
@@ -358,15 +359,31 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
             for (int e = 0; e < b->ndim; e++) nstr[d] += coef[d][e] * b->strides[e];
         }
     }
-    NdProxy *p = (NdProxy *)nd__proxy_new(b->st, 0);
+    NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
+    if (p) p->readonly = b->readonly;
     Py_XDECREF(adopted);
+    return (PyObject *)p;
+}
+
+PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,
+                       const npy_intp *strides)
+{
+    NdProxy *p = (NdProxy *)nd__proxy_new(s, 0);
     if (!p) return NULL;
     p->ndim = (uint8_t)ndim;
     memcpy(p->shape, shape, sizeof(npy_intp) * (size_t)ndim);
-    memcpy(p->strides, nstr, sizeof(npy_intp) * (size_t)ndim);
-    p->off = noff;
-    p->identity = (uint8_t)is_identity(p->st, ndim, shape, noff, nstr);
+    memcpy(p->strides, strides, sizeof(npy_intp) * (size_t)ndim);
+    p->off = off;
+    p->identity = (uint8_t)is_identity(s, ndim, shape, off, strides);
     return (PyObject *)p;
+}
+
+int nd_proxy_set_readonly(PyObject *o)
+{
+    NdProxy *p = as_proxy(o);
+    if (!p) return -1;
+    p->readonly = 1;
+    return 0;
 }
 
 /* The concrete array behind a version node, if it has one (borrowed). */
@@ -378,25 +395,31 @@ static PyObject *node_array(nd_graph *g, nd_id id)
     return NULL;
 }
 
-/* NumPy view of `arr` (shaped like the storage) through proxy p's map. */
+/* NumPy view of `arr` (shaped like the storage) through proxy p's map;
+ * NULL without an exception when no strided view of arr expresses it. */
 static PyObject *view_of(NdProxy *p, PyArrayObject *arr)
 {
     if (p->identity) return Py_NewRef((PyObject *)arr);
     const npy_intp *bs = PyArray_DIMS(arr), *bst = PyArray_STRIDES(arr);
     int bndim = PyArray_NDIM(arr);
-    npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
-    if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef)) {
-        PyErr_SetString(PyExc_SystemError, "numdyn: proxy view map is not per-dimension");
-        return NULL;
-    }
-    npy_intp boff = 0, bstrides[ND_MAXDIMS];
+    npy_intp boff = 0, bstrides[ND_MAXDIMS], isz = PyArray_ITEMSIZE(arr);
     int any_empty = 0;
     for (int d = 0; d < p->ndim; d++) any_empty |= p->shape[d] == 0;
-    if (!any_empty)
-        for (int e = 0; e < bndim; e++) boff += start[e] * bst[e];
-    for (int d = 0; d < p->ndim; d++) {
-        bstrides[d] = 0;
-        for (int e = 0; e < bndim; e++) bstrides[d] += coef[d][e] * bst[e];
+    if (PyArray_IS_C_CONTIGUOUS(arr)) {
+        /* the storage's flat index is the memory order: the map applies as is
+         * (this also covers reshapes that merge the storage's dims) */
+        boff = any_empty ? 0 : p->off * isz;
+        for (int d = 0; d < p->ndim; d++) bstrides[d] = p->strides[d] * isz;
+    } else {
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+        if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef))
+            return NULL;  /* no NumPy view expresses it: the caller computes it */
+        if (!any_empty)
+            for (int e = 0; e < bndim; e++) boff += start[e] * bst[e];
+        for (int d = 0; d < p->ndim; d++) {
+            bstrides[d] = 0;
+            for (int e = 0; e < bndim; e++) bstrides[d] += coef[d][e] * bst[e];
+        }
     }
     PyArray_Descr *descr = PyArray_DESCR(arr);
     Py_INCREF(descr);

@@ -90,7 +90,7 @@ struct NdProxy {
     NdProxy *prev, *next;     /* st->trace->proxies while attached */
     PyObject *weakrefs;
     nd_id vnode, vver;        /* read cache: node `vnode` is this view of version `vver` */
-    uint8_t ndim, is_scalar, identity;
+    uint8_t ndim, is_scalar, identity, readonly;
     int dtype;
     npy_intp off;             /* element offset into the storage's C-order flat index */
     npy_intp shape[ND_MAXDIMS];
@@ -122,6 +122,9 @@ void nd__log(const char *kind, PyObject *msg);
 nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller);
 void nd__storage_decref(nd_storage *s);
 PyObject *nd__proxy_new(nd_storage *s, int is_scalar);  /* identity view */
+/* proxy on s with map (off, strides) over s's C-order flat index */
+PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,
+                       const npy_intp *strides);
 /* the proxy belongs to the trace active on this thread */
 static inline int nd__live(NdProxy *p)
 {

@@ -343,3 +343,14 @@ def test_mlp_and_attention(backend):
     check(attention, arr((2, 5, 4)), arr((2, 6, 4), seed=1), arr((2, 6, 4), seed=2),
           backend=backend)
     captured(attention, arr((2, 5, 4)), arr((2, 6, 4), seed=1), arr((2, 6, 4), seed=2))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int64, np.float16, np.float32,
+                                   np.complex64, np.complex128])
+def test_vector_dot_fused(backend, dtype):
+    a, b = arr((9,), dtype), arr((9,), dtype, seed=1)
+    for f in [lambda a, b: np.dot(a, b), lambda a, b: a @ b, lambda a, b: np.inner(a, b),
+              lambda a, b: np.vdot(a, b), lambda a, b: np.vdot(a.reshape(3, 3), b)]:
+        check(f, a, b, backend=backend, rtol=2e-3 if dtype == np.float16 else None)
+        captured(f, a, b)
+    check(lambda a, b: np.dot(a, b), a, arr((8,), dtype), backend=backend)

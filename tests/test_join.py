@@ -303,3 +303,23 @@ def test_pad_errors(backend):
 def test_pad_other_modes_break_but_match(backend):
     # not in-graph: a recorded break with NumPy's own result
     check(lambda a: np.pad(a, 2, mode="reflect"), arr((5,)), backend=backend)
+
+
+# ---------------------------------------------------------------------- diff
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.float32, np.complex64])
+@pytest.mark.parametrize("n,axis", [(1, -1), (2, 0), (0, 1), (3, 1), (5, 0)])
+def test_diff(backend, dtype, n, axis):
+    f = lambda a: np.diff(a, n=n, axis=axis)
+    check(f, arr((4, 5), dtype, layout="F"), backend=backend)
+    no_breaks(f, arr((4, 5), dtype))
+
+
+def test_diff_prepend_append_errors(backend):
+    check(lambda a: np.diff(a, prepend=0.5, append=a[:, :1]), arr((3, 4)), backend=backend)
+    check(lambda a: np.diff(a, axis=0, prepend=np.zeros((1, 4), np.int8)), arr((3, 4)),
+          backend=backend)
+    check(lambda a: np.diff(a, n=-1), arr((3, 4)), backend=backend)
+    check(lambda a: np.diff(a.sum()), arr((3, 4)), backend=backend)
+    check(lambda a: np.diff(a, axis=2), arr((3, 4)), backend=backend)
+    check(lambda a: np.diff(a, prepend=np.zeros((2, 2))), arr((3, 4)), backend=backend)

@@ -1,0 +1,108 @@
+"""Edge semantics of compiled reductions and scans, numdyn vs NumPy, both backends.
+
+argmax/argmin (first occurrence, NaN wins, keepdims), cumsum/cumprod (the
+first element is copied, not combined with the identity: -0.0 and complex
+NaN survive; float16 rounds after every step), reductions of 0-d values with
+axis=0 / -1 / (0,) (NumPy accepts some and raises for others), empty
+reductions (identity, or ValueError without one), result dtypes (int8 sum ->
+int64, bool sum -> int64, float16 mean), integer overflow wrap in prod.
+"""
+import numpy as np
+import pytest
+
+from oracle import check
+
+ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+       "uint64", "float16", "float32", "float64", "complex64", "complex128"]
+REAL = [d for d in ALL if not d.startswith("complex")]
+
+
+@pytest.mark.parametrize("dt", REAL)
+def test_argmax_argmin_first_occurrence(backend, dt):
+    cases = [[4, 2, 0], [0, 2, 4], [1, 5, 3], [3, 3, 1], [1, 3, 3, 0], [2]]
+    if dt == "bool":
+        cases = [[1, 0, 1], [0, 0, 1], [1, 1, 1], [0]]
+    for v in cases:
+        a = np.array(v, dtype=dt)
+        check(lambda x: (x.argmax(), x.argmin(), np.argmax(x, keepdims=True),
+                         np.argmin(x, axis=0), np.argmax(x, axis=-1, keepdims=True)),
+              a, backend=backend)
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_argmax_nan_and_2d(backend, dt):
+    a = np.array([[1.0, 7.0, 7.0, -1.0], [np.nan, 2.0, np.nan, 9.0], [0.0, -0.0, 5.0, 5.0]], dtype=dt)
+    check(lambda x: (x.argmax(), x.argmin(), x.argmax(axis=0), x.argmin(axis=1),
+                     np.argmax(x, axis=1, keepdims=True), x.T.argmax(axis=1)),
+          a, backend=backend)
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_scan_first_element_is_copied(backend, dt):
+    a = np.array([-0.0, 1.5, -2.0], dtype=dt)
+    check(lambda x: (np.cumsum(x), np.cumprod(x), x[:1].cumsum(), x[:1].cumprod()),
+          a, backend=backend, signed_zeros=True)
+    b = np.array([np.nan, 0.5, 2.0], dtype=np.float32)
+    check(lambda x: (x.cumprod(dtype=dt), x.cumsum(dtype=dt)), b, backend=backend)
+
+
+@pytest.mark.parametrize("dt", ["float16"])
+def test_float16_scans_round_each_step(backend, dt):
+    a = np.array([2048, 1, 1, 1, 1, 3, 0.1], dtype=dt)
+    check(lambda x: (np.cumsum(x), np.cumprod(x[1:] * 3)), a, backend=backend)
+    b = np.full(40, 0.1, dtype=dt)
+    check(lambda x: np.cumsum(x), b, backend=backend)
+
+
+REDUCERS = ["sum", "prod", "max", "min", "mean", "std", "var", "any", "all", "argmax",
+            "argmin", "cumsum", "cumprod", "count_nonzero", "nansum", "ptp", "amax", "amin"]
+
+
+@pytest.mark.parametrize("name", REDUCERS)
+@pytest.mark.parametrize("axis", [0, -1, (0,), 1])
+def test_zero_d_reduction_axis(backend, name, axis):
+    """NumPy 2 accepts axis=0/-1 on a 0-d array for some reductions and
+    raises (AxisError, TypeError) for others; numdyn must do the same."""
+    fn = getattr(np, name)
+    check(lambda x: fn(x, axis=axis), np.array(3.0), backend=backend)
+    check(lambda x: fn(x * 2, axis=axis), np.array(3, dtype=np.int16), backend=backend)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all", "argmax",
+                                  "std", "count_nonzero"])
+def test_empty_reductions(backend, name):
+    """Identity for sum/prod/any/all; ValueError for max/min/argmax of
+    nothing; nan for mean/std (warnings are not compared)."""
+    fn = getattr(np, name)
+    check(lambda x: fn(x), np.zeros((0,)), backend=backend)
+    check(lambda x: fn(x, axis=1), np.zeros((3, 0)), backend=backend)
+    check(lambda x: fn(x, axis=0), np.zeros((3, 0)), backend=backend)
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_reduction_result_dtypes(backend, dt):
+    a = (np.arange(12) % 5).astype(dt).reshape(3, 4)
+    check(lambda x: (x.sum(), x.sum(axis=0), np.prod(x, axis=1), x.max(), x.min(axis=0),
+                     x.any(axis=1), x.all(), np.cumsum(x, axis=1)),
+          a, backend=backend)
+    if not dt.startswith("complex") and dt != "bool":
+        check(lambda x: (x.mean(), x.mean(axis=1), x.var(), x.std(axis=0, ddof=1)),
+              a, backend=backend)
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int32", "int64", "uint64"])
+def test_prod_sum_wrap(backend, dt):
+    info = np.iinfo(dt)
+    a = np.array([info.max, 3, 5, 7, info.max // 2], dtype=dt)
+    check(lambda x: (np.prod(x), np.prod(x, dtype=x.dtype), np.sum(x, dtype=x.dtype),
+                     np.cumprod(x, dtype=x.dtype), np.cumsum(x)),
+          a, backend=backend)
+
+
+def test_keepdims_and_tuple_axes(backend):
+    a = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4) - 7.5
+    check(lambda x: (x.sum(axis=(0, 2), keepdims=True), x.max(axis=(-1, 0)),
+                     np.mean(x, axis=(1,), keepdims=True), x.min(axis=(0, 1, 2))),
+          a, backend=backend)
+    check(lambda x: x.sum(axis=(0, 0)), a, backend=backend)   # duplicate axis: ValueError
+    check(lambda x: x.sum(axis=3), a, backend=backend)        # AxisError
