@@ -87,7 +87,7 @@ def _error_line(e):
 
 
 def _tolerance(dt):
-    return {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-4}.get(np.dtype(dt), 1e-9)
+    return {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 2e-5}.get(np.dtype(dt), 1e-9)
 
 
 def _mismatch(got, want):
@@ -105,8 +105,12 @@ def _mismatch(got, want):
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape or g.dtype != w.dtype:
         return f"returned {g.dtype}{list(g.shape)}, NumPy returns {w.dtype}{list(w.shape)}"
+    # Absolute room in proportion to the result's magnitude: e.g. GELU's
+    # 1 + tanh(x) near -1 cancels, leaving a few ulp of |x|, not of the result.
     tol = _tolerance(w.dtype)
-    if not np.allclose(g, w, rtol=tol, atol=tol * 1e-3, equal_nan=True):
+    finite = np.abs(w[np.isfinite(w)]) if w.size else np.zeros(1)
+    scale = float(finite.max()) if finite.size else 1.0
+    if not np.allclose(g, w, rtol=tol, atol=tol * max(scale, 1e-30), equal_nan=True):
         err = np.nanmax(np.abs(g.astype(np.float64) - w.astype(np.float64)))
         return f"values differ from NumPy's (max abs error {err:.3g})"
     return None

@@ -25,13 +25,51 @@ uint64_t nd_guard_array_key(PyObject *obj)
     return h;
 }
 
+/* Word-wise, so a graph-cache hit costs a few ns per node. Covers what
+ * nd_graph_hash covers (ops, dtypes, ranks, size-1 dims, view maps, attrs,
+ * extern identity) plus each input's guard key. */
 uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
 {
-    uint64_t h = nd_graph_hash(g, outs, nout);
+    uint64_t h = 0x67726170686b6579ULL ^ (uint64_t)g->n;
     for (nd_id i = 0; i < g->n; i++) {
         nd_node *n = &g->nodes[i];
-        if (n->op == ND_OP_INPUT && n->obj) h = mix(h, nd_guard_array_key(n->obj));
+        h = mix(h, ((uint64_t)n->op << 56) ^ ((uint64_t)(uint16_t)n->aux << 40) ^
+                   ((uint64_t)n->ndim << 32) ^ (uint32_t)n->sub);
+        h = mix(h, ((uint64_t)(uint32_t)n->dtype << 32) ^ ((uint64_t)(uint32_t)n->nin << 16) ^
+                   (n->flags & ~(uint64_t)ND_F_OUTPUT));
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
+            h = mix(h, ((uint64_t)(uint32_t)n->in[k] << 32) ^ (uint32_t)n->in_dtype[k]);
+        uint64_t ones = 0;
+        for (int d = 0; d < n->ndim; d++) if (n->shape[d] == 1) ones |= 1ULL << d;
+        h = mix(h, ones ^ (n->axes * 0x9e3779b97f4a7c15ULL));
+        switch (n->op) {
+        case ND_OP_INPUT:
+            if (n->obj) h = mix(h, nd_guard_array_key(n->obj));
+            break;
+        case ND_OP_VIEW: case ND_OP_SETITEM: {
+            /* view maps are structure: offsets/strides change the code */
+            int vr = n->op == ND_OP_SETITEM ? n->vndim : n->ndim;
+            h = mix(h, (uint64_t)n->voff ^ ((uint64_t)n->vndim << 56));
+            for (int d = 0; d < vr && d < ND_MAXDIMS; d++) {
+                h = mix(h, (uint64_t)n->vstrides[d]);
+                if (n->op == ND_OP_SETITEM) h = mix(h, (uint64_t)n->vshape[d]);
+            }
+            break;
+        }
+        case ND_OP_EXTERN:
+            h = mix(h, (uint64_t)(uintptr_t)n->obj);
+            for (int k = 0; k < n->nextra; k++) h = mix(h, (uint64_t)(uint32_t)n->extra[k]);
+            if (n->attrs) {
+                Py_hash_t ah = PyObject_Hash(n->attrs);
+                if (ah == -1) { PyErr_Clear(); ah = (Py_hash_t)(uintptr_t)n->attrs; }
+                h = mix(h, (uint64_t)ah);
+            }
+            break;
+        default:
+            break;
+        }
     }
+    for (int i = 0; i < nout; i++) h = mix(h, (uint64_t)(uint32_t)outs[i] ^ 0x6f7574ULL);
     return h;
 }
 

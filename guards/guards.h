@@ -11,8 +11,8 @@ int nd_guards_init(PyObject *module);
  * or the data. Pure C on the array struct: a replay path can evaluate it
  * without running Python code. */
 uint64_t nd_guard_array_key(PyObject *array);
-/* Key of a standalone graph for the program cache: its structural hash
- * (nd_graph_hash) combined with every INPUT's nd_guard_array_key. */
+/* Key of a standalone graph for the program cache: its structure (what
+ * nd_graph_hash covers) combined with every INPUT's nd_guard_array_key. */
 uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout);
 /* The same graph ignoring every guard-relevant property (size-1 dims,
  * layouts, view maps): two graphs with equal skeletons but different keys

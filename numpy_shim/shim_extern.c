@@ -414,6 +414,25 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     if (!r || !argv[2] || argv[2] == Py_None) return r;
     PyObject *out = argv[2];
     if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) out = PyTuple_GET_ITEM(out, 0);
+    {
+        /* out must have the result's exact shape and accept its dtype */
+        int ok = nd_proxy_check(out) || PyArray_Check(out);
+        int ond = ok ? (nd_proxy_check(out) ? nd_proxy_ndim(out) : PyArray_NDIM((PyArrayObject *)out)) : 0;
+        const npy_intp *osh = ok ? (nd_proxy_check(out) ? nd_proxy_shape(out)
+                                                       : PyArray_DIMS((PyArrayObject *)out)) : NULL;
+        int odt = ok ? (nd_proxy_check(out) ? nd_proxy_dtype(out) : PyArray_TYPE((PyArrayObject *)out)) : 0;
+        ok = ok && ond == nd && memcmp(osh, sh, sizeof(npy_intp) * (size_t)nd) == 0;
+        if (ok) {
+            PyArray_Descr *f = PyArray_DescrFromType(nd_proxy_dtype(r)), *d = PyArray_DescrFromType(odt);
+            ok = f && d && PyArray_CanCastTypeTo(f, d, casting);
+            Py_XDECREF(f);
+            Py_XDECREF(d);
+        }
+        if (!ok) {
+            Py_DECREF(r);
+            return nd_xj_numpy_error("matmul", P_MATMUL, argv);
+        }
+    }
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);
     if (v == ND_NONE || nd_shim_store_out(t, out, v, "matmul", casting) < 0) return NULL;
@@ -1181,9 +1200,57 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
     }
     if (naxes == 2 && a.ndim >= 2) {
         int fro = !ordo;
+        int ax2[2] = {a.ndim - 2, a.ndim - 1};
+        if (axis) {
+            PyObject *seq = PySequence_Fast(axis, "axis");
+            if (!seq) goto done;
+            for (int i = 0; i < 2; i++) {
+                PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+                long v = PyIndex_Check(e) ? PyLong_AsLong(e) : LONG_MAX;
+                if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); goto done; }
+                if (v < -a.ndim || v >= a.ndim) { Py_DECREF(seq); goto numpy_err; }
+                ax2[i] = (int)(v < 0 ? v + a.ndim : v);
+            }
+            Py_DECREF(seq);
+            if (ax2[0] == ax2[1]) goto numpy_err;
+        }
         if (ordo && PyUnicode_Check(ordo)) {
-            if (PyUnicode_CompareWithASCIIString(ordo, "fro") == 0) fro = 1;
+            if (PyUnicode_CompareWithASCIIString(ordo, "fro") == 0 ||
+                PyUnicode_CompareWithASCIIString(ordo, "f") == 0) fro = 1;
             else { Py_DECREF(x); goto extern_norm; }
+        }
+        if (!fro && (PyFloat_Check(ordo) || PyLong_Check(ordo))) {
+            /* ord 1/-1: max/min over columns of the column sums; inf/-inf:
+             * over rows of the row sums (NumPy's order of reductions) */
+            double o = PyFloat_AsDouble(ordo);
+            if (o == -1.0 && PyErr_Occurred()) goto done;
+            int inf = o > 1e308 || o < -1e308;
+            if (!(o == 1.0 || o == -1.0 || inf)) { Py_DECREF(x); goto extern_norm; }
+            int row = ax2[0], col = ax2[1];
+            int sum_ax = inf ? col : row, red_ax = inf ? row : col;
+            if (red_ax > sum_ax) red_ax--;
+            absx = nd_shim_ufunc1(ND_UF_ABSOLUTE, x);
+            PyObject *sa = absx ? PyLong_FromLong(sum_ax) : NULL;
+            PyObject *ra = sa ? PyLong_FromLong(red_ax) : NULL;
+            tmp = ra ? sum_axis(absx, sa, Py_False) : NULL;
+            PyObject *m = tmp ? red_axis(o > 0 ? "max" : "min", tmp, ra, Py_False) : NULL;
+            Py_XDECREF(sa);
+            Py_XDECREF(ra);
+            if (m && keepdims) {
+                nd_xj_arr mv;
+                npy_intp ksh[ND_MAXDIMS];
+                memcpy(ksh, a.shape, sizeof(ksh));
+                ksh[ax2[0]] = ksh[ax2[1]] = 1;
+                mv.id = nd_proxy_read(m);
+                Py_DECREF(m);
+                m = NULL;
+                if (mv.id != ND_NONE) {
+                    nd_xj_fill(t, &mv);
+                    if (nd_xj_reshape(t, &mv, a.ndim, ksh) == 0) m = nd_shim_wrap(t, mv.id, 0);
+                }
+            }
+            res = m;
+            goto done;
         }
         if (fro) {
             if (!axis) {

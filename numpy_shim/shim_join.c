@@ -233,8 +233,7 @@ nd_id nd_xj_take_axis(nd_trace *t, const nd_xj_arr *a, int ax, const nd_xj_arr *
             return ND_NONE;
     }
     /* idx broadcast over the out shape, then scaled by a's stride on ax */
-    npy_intp bst[ND_MAXDIMS];
-    for (int d = 0; d < ond; d++) bst[d] = 0;
+    npy_intp bst[ND_MAXDIMS] = {0};
     for (int d = 0; d < idx->ndim; d++) bst[ax + d] = idx->shape[d] == 1 ? 0 : ics[d];
     nd_id ib = nd_shim_node_view(t, idx->id, ond, oshape, 0, bst);
     ib = nd_xj_ibin_c(t, ND_UF_MULTIPLY, ib, (long long)acs[ax]);
@@ -262,8 +261,8 @@ static PyObject *np_attr(const char *path)
     return o;
 }
 
-/* A read-only array of the given dtype and shape whose every element is
- * one zero (all strides 0): NumPy validates shapes on it without work. */
+/* An array of the given dtype and shape whose every element is one zero
+ * (all strides 0): NumPy validates shapes on it without work. */
 PyObject *nd_xj_standin(int dtype, int ndim, const npy_intp *shape)
 {
     PyArray_Descr *d = PyArray_DescrFromType(dtype);
@@ -274,8 +273,10 @@ PyObject *nd_xj_standin(int dtype, int ndim, const npy_intp *shape)
     npy_intp st[ND_MAXDIMS];
     for (int k = 0; k < ndim; k++) st[k] = 0;
     /* NewFromDescr steals d; SetBaseObject steals z */
+    /* writeable so NumPy gets past its out= checks to the shape/type ones;
+     * any write lands in the private zero element */
     PyObject *r = PyArray_NewFromDescr(&PyArray_Type, d, ndim, shape, st,
-                                       PyArray_DATA((PyArrayObject *)z), 0, NULL);
+                                       PyArray_DATA((PyArrayObject *)z), NPY_ARRAY_WRITEABLE, NULL);
     if (!r) { Py_DECREF(z); return NULL; }
     if (PyArray_SetBaseObject((PyArrayObject *)r, z) < 0) { Py_DECREF(r); return NULL; }
     return r;

@@ -835,7 +835,14 @@ static int gen_scan(kctx *c)
         const char *jv = R ? "j" : "0";
         if (body(c, jv, NULL) < 0) return -1;
         acc_value(c, &r, val, "cv_");
-        red_update(sb, &seq, "acc_", "cv_");
+        /* NumPy's accumulate starts from the first element itself (not
+         * identity OP x: -0.0 and complex NaNs survive) */
+        if (s < 0) nd_sb_printf(sb, "acc_ = (%s)cv_;\n", AT);
+        else {
+            nd_sb_printf(sb, "if (j == 0) acc_ = (%s)cv_;\nelse {\n", AT);
+            red_update(sb, &seq, "acc_", "cv_");
+            nd_sb_puts(sb, "}\n");
+        }
         nd_sb_puts(sb, rnd);
         nd_sb_printf(sb, "const %s res_ = acc_;\n", AT);
         red_result(c, &r, k->root, "_");
@@ -854,7 +861,9 @@ static int gen_scan(kctx *c)
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     if (body(c, "j", NULL) < 0) return -1;
     acc_value(c, &r, val, "cv_");
+    nd_sb_printf(sb, "if (i%d == 0) acc_[j - j0] = (%s)cv_;\nelse {\n", s, AT);
     red_update(sb, &seq, "acc_[j - j0]", "cv_");
+    nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, rndj);
     nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
     red_result(c, &r, k->root, "_");
@@ -1057,6 +1066,51 @@ out:
 }
 
 /* ------------------------------------------------------------ entry */
+/* Rename the value variables v<node id> / scr<node id> by order of first
+ * appearance: the same computation at other node ids (the next iteration of
+ * a loop, another graph) then has the same text, hash and kernel. */
+static int canonical_names(nd_sb *in, nd_sb *out)
+{
+    int32_t map_from[4096], map_to[4096];
+    int nmap = 0, next = 0;
+    const char *p = in->p;
+    while (*p) {
+        int vlen = 0;
+        if (p[0] == 'v' && p[1] >= '0' && p[1] <= '9') vlen = 1;
+        else if (p[0] == 's' && p[1] == 'c' && p[2] == 'r' && p[3] >= '0' && p[3] <= '9') vlen = 3;
+        int ident_before = p > in->p && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+                                          (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
+        if (!vlen || ident_before) {
+            char ch[2] = {*p, 0};
+            nd_sb_puts(out, ch);
+            p++;
+            continue;
+        }
+        const char *q = p + vlen;
+        long id = 0;
+        while (*q >= '0' && *q <= '9') { id = id * 10 + (*q - '0'); q++; }
+        if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_') {
+            /* part of a longer identifier */
+            nd_sb_printf(out, "%.*s", (int)(q - p), p);
+            p = q;
+            continue;
+        }
+        int to = -1;
+        for (int i = 0; i < nmap; i++) if (map_from[i] == (int32_t)id) { to = map_to[i]; break; }
+        if (to < 0) {
+            if (nmap == 4096) {
+                PyErr_SetString(PyExc_RuntimeError, "numdyn: kernel with too many values");
+                return -1;
+            }
+            map_from[nmap] = (int32_t)id;
+            map_to[nmap++] = to = next++;
+        }
+        nd_sb_printf(out, "%.*s%d", vlen, p, to);
+        p = q;
+    }
+    return nd_sb_check(out);
+}
+
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
 {
     kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1};
@@ -1091,7 +1145,13 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
         epilogue(&c);
         rc = nd_sb_check(&body_sb);
     }
+    nd_sb canon;
+    nd_sb_init(&canon);
+    if (rc == 0) rc = canonical_names(&body_sb, &canon);
     if (rc == 0) {
+        nd_sb_free(&body_sb);
+        body_sb = canon;
+        nd_sb_init(&canon);
         k->hash = nd_fnv64(body_sb.p, body_sb.n, ND_FNV_INIT);
         nd_sb_printf(out, "void ndk_%016llx(char *const *P, const int64_t *I, const nd_sv *S, int *E)\n{\n",
                      (unsigned long long)k->hash);
@@ -1099,6 +1159,7 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
         nd_sb_puts(out, "}\n");
         rc = nd_sb_check(out);
     }
+    nd_sb_free(&canon);
     nd_sb_free(&body_sb);
     return rc;
 }

@@ -193,7 +193,10 @@ uint64_t nd_cc_identity(void)
     char *argv[MAXARGS], *out;
     size_t len;
     char *ex1[] = {"--version"};
-    char *ex2[] = {ND_ARCH_FLAGS, "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+    /* the predefined macros under -march=native name the ISA it resolved
+     * to (__AVX512F__...), deterministically (the driver's -### output
+     * holds temporary file names) */
+    char *ex2[] = {ND_ARCH_FLAGS, "-E", "-dM", "-x", "c", "/dev/null"};
     int rc;
     build_argv(argv, MAXARGS, ex1, 1);
     Py_BEGIN_ALLOW_THREADS
@@ -201,7 +204,6 @@ uint64_t nd_cc_identity(void)
     Py_END_ALLOW_THREADS
     if (out) h = nd_fnv64(out, len, h);
     free(out);
-    /* the -march=native resolution: the driver prints the expanded flags */
     build_argv(argv, MAXARGS, ex2, (int)(sizeof ex2 / sizeof ex2[0]));
     Py_BEGIN_ALLOW_THREADS
     rc = run_capture(argv, &out, &len);

@@ -106,6 +106,13 @@ int nd_trace_supported_array(PyObject *arr);
  * ValueError("assignment destination is read-only"). Views of read-only
  * caller arrays are read-only already. 0 or -1. */
 int nd_proxy_set_readonly(PyObject *proxy);
+/* x.real / x.imag of a complex proxy as a view (new ref): same storage and
+ * map, dtype float32/float64; which = ND_F_VIEW_REAL or ND_F_VIEW_IMAG.
+ * Reads are VIEW nodes with that flag; writes through it (or its views)
+ * update only that part of the complex storage (done on a concrete copy:
+ * a flush, exact). For non-complex x NumPy's x.real is x itself: use
+ * nd_proxy_view with the identity map instead. */
+PyObject *nd_proxy_part(PyObject *base, int which);
 
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 #endif

@@ -28,6 +28,7 @@ typedef struct {
     PyObject *guards;        /* when `remapped` is still valid (trace_remap.c) */
     PyObject *weakrefs;
     unsigned gen;            /* reset() generation the caches belong to */
+    int32_t last_nodes;      /* graph size of the last capture (reservation hint) */
     int backend, fullgraph, disable;
 } NdCompiled;
 
@@ -243,7 +244,8 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         Py_DECREF(fn);
         return r;
     }
-    nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options);
+    nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options,
+                                cf->last_nodes);
     if (!t) { Py_DECREF(fn); return NULL; }
     nd_trace *prev = nd__tls_trace;
     nd__tls_trace = t;
@@ -261,6 +263,7 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         ND_EXC_RESTORE(exc);
     }
     nd__tls_trace = prev;
+    cf->last_nodes = t->g->n;
     nd__trace_end(t);
     nd__trace_decref(t);
     return out;
@@ -434,6 +437,7 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->remapped = cf->guards = NULL;
     cf->weakrefs = NULL;
     cf->gen = reset_gen;
+    cf->last_nodes = 0;
     cf->backend = kind;
     cf->fullgraph = fullgraph;
     cf->disable = disable;

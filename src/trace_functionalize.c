@@ -21,9 +21,23 @@
 
 extern PyTypeObject NdProxy_Type;
 
+/* Small free lists: a traced op creates one storage and one proxy and most
+ * die within a statement; the GIL serializes access. */
+#define ND_FREELIST 64
+static nd_storage *storage_free[ND_FREELIST];
+static int nstorage_free;
+static NdProxy *proxy_free[ND_FREELIST];
+static int nproxy_free;
+
+void nd__proxy_free(PyObject *o)
+{
+    if (nproxy_free < ND_FREELIST) proxy_free[nproxy_free++] = (NdProxy *)o;
+    else PyObject_Free(o);
+}
+
 nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
 {
-    nd_storage *s = PyMem_Malloc(sizeof(*s));
+    nd_storage *s = nstorage_free ? storage_free[--nstorage_free] : PyMem_Malloc(sizeof(*s));
     if (!s) { PyErr_NoMemory(); return NULL; }
     const nd_node *n = nd_graph_node(t->g, version);
     s->refcnt = 1;
@@ -48,7 +62,8 @@ void nd__storage_decref(nd_storage *s)
     Py_XDECREF(s->caller);
     Py_XDECREF(s->exports);
     nd__trace_decref(s->trace);
-    PyMem_Free(s);
+    if (nstorage_free < ND_FREELIST) storage_free[nstorage_free++] = s;
+    else PyMem_Free(s);
 }
 
 static void c_strides(int ndim, const npy_intp *shape, npy_intp *out)
@@ -75,8 +90,13 @@ static int is_identity(const nd_storage *s, int ndim, const npy_intp *shape,
 
 PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
 {
-    NdProxy *p = PyObject_New(NdProxy, &NdProxy_Type);
-    if (!p) return NULL;
+    NdProxy *p;
+    if (nproxy_free) {
+        p = proxy_free[--nproxy_free];
+        PyObject_Init((PyObject *)p, &NdProxy_Type);
+    } else if (!(p = PyObject_New(NdProxy, &NdProxy_Type))) {
+        return NULL;
+    }
     s->refcnt++;
     p->st = s;
     p->value = NULL;
@@ -86,6 +106,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->is_scalar = (uint8_t)(is_scalar != 0);
     p->identity = 1;
     p->readonly = 0;
+    p->part = 0;
     p->dtype = s->dtype;
     p->off = 0;
     memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);
@@ -141,7 +162,8 @@ nd_id nd__proxy_read_own(NdProxy *p)
     if (p->identity) return s->version;
     if (p->vver == s->version) return p->vnode;
     nd_node n;
-    nd_node_init(&n, ND_OP_VIEW, s->dtype, p->ndim, p->shape);
+    nd_node_init(&n, ND_OP_VIEW, p->dtype, p->ndim, p->shape);
+    n.flags |= p->part;
     n.nin = 1;
     n.in[0] = s->version;
     n.voff = p->off;
@@ -216,6 +238,9 @@ static int write_through(nd_storage *s)
     return nd__flush(s->trace, NULL, 0, NULL);
 }
 
+static PyObject *view_of(NdProxy *p, PyArrayObject *arr);
+static int write_part(NdProxy *p, nd_id value);
+
 static int write_node(NdProxy *p, nd_id value)
 {
     nd_storage *s = p->st;
@@ -224,6 +249,7 @@ static int write_node(NdProxy *p, nd_id value)
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return -1;
     }
+    if (p->part) return write_part(p, value);
     if (value < 0 || value >= g->n) {
         PyErr_Format(PyExc_SystemError, "numdyn: nd_proxy_write of bad node %d", (int)value);
         return -1;
@@ -249,6 +275,65 @@ static int write_node(NdProxy *p, nd_id value)
     s->version = nv;
     if (s->caller) s->dirty = 1;
     return s->exports ? write_through(s) : 0;
+}
+
+/* A write into .real/.imag of a complex storage: the graph has no node
+ * for "replace one part", so it runs with NumPy on a concrete copy of the
+ * storage, which becomes the new version (a flush; exact values). */
+static int write_part(NdProxy *p, nd_id value)
+{
+    nd_storage *s = p->st;
+    nd_trace *t = s->trace;
+    nd_id ids[2] = {s->version, value};
+    PyObject *res[2] = {NULL, NULL}, *copy = NULL, *region = NULL, *part = NULL;
+    int rc = -1;
+    if (nd__flush(t, ids, 2, res) < 0) goto done;
+    copy = PyArray_NewCopy((PyArrayObject *)res[0], NPY_CORDER);
+    if (!copy) goto done;
+    uint8_t saved = p->part;
+    p->part = 0;
+    region = view_of(p, (PyArrayObject *)copy);  /* copy is C-contiguous: never NULL w/o error */
+    p->part = saved;
+    if (!region) goto done;
+    part = PyObject_GetAttrString(region, saved == ND_F_VIEW_REAL ? "real" : "imag");
+    if (!part || PyArray_CopyInto((PyArrayObject *)part, (PyArrayObject *)res[1]) < 0) goto done;
+    nd_id nv = nd__input_node(t, copy);
+    if (nv == ND_NONE) goto done;
+    s->version = nv;
+    if (s->caller) s->dirty = 1;
+    rc = s->exports ? write_through(s) : 0;
+done:
+    Py_XDECREF(res[0]);
+    Py_XDECREF(res[1]);
+    Py_XDECREF(copy);
+    Py_XDECREF(region);
+    Py_XDECREF(part);
+    return rc;
+}
+
+PyObject *nd_proxy_part(PyObject *o, int which)
+{
+    NdProxy *b = as_proxy(o);
+    if (!b) return NULL;
+    if ((which != ND_F_VIEW_REAL && which != ND_F_VIEW_IMAG) || b->part ||
+        (b->dtype != NPY_CFLOAT && b->dtype != NPY_CDOUBLE)) {
+        PyErr_SetString(PyExc_SystemError,
+                        "numdyn: nd_proxy_part needs a complex proxy and REAL or IMAG");
+        return NULL;
+    }
+    NdProxy *adopted = NULL;
+    if (!nd__live(b)) {
+        if (!(adopted = adopt(b))) return NULL;
+        b = adopted;
+    }
+    NdProxy *p = (NdProxy *)nd__proxy_on(b->st, b->ndim, b->shape, b->off, b->strides);
+    Py_XDECREF(adopted);
+    if (!p) return NULL;
+    p->readonly = b->readonly;
+    p->part = (uint8_t)which;
+    p->identity = 0;
+    p->dtype = b->dtype == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;
+    return (PyObject *)p;
 }
 
 int nd_proxy_write(PyObject *o, nd_id value)
@@ -360,7 +445,14 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
         }
     }
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
-    if (p) p->readonly = b->readonly;
+    if (p) {
+        p->readonly = b->readonly;
+        if (b->part) {
+            p->part = b->part;
+            p->dtype = b->dtype;
+            p->identity = 0;
+        }
+    }
     Py_XDECREF(adopted);
     return (PyObject *)p;
 }
@@ -443,7 +535,18 @@ PyObject *nd_proxy_base_array(PyObject *o)
     if (!p->st) return NULL;
     PyObject *arr = node_array(p->st->trace->g, p->st->version);
     if (!arr || !PyArray_Check(arr)) return NULL;
-    return view_of(p, (PyArrayObject *)arr);
+    if (!p->part) return view_of(p, (PyArrayObject *)arr);
+    /* the complex region, then NumPy's own .real/.imag view of it */
+    uint8_t part = p->part, ident = p->identity;
+    p->part = 0;
+    p->identity = (uint8_t)is_identity(p->st, p->ndim, p->shape, p->off, p->strides);
+    PyObject *v = view_of(p, (PyArrayObject *)arr);
+    p->identity = ident;
+    p->part = part;
+    if (!v) return NULL;
+    PyObject *r = PyObject_GetAttrString(v, part == ND_F_VIEW_REAL ? "real" : "imag");
+    Py_DECREF(v);
+    return r;
 }
 
 /* A node of array `arr` that is not a caller buffer (a fresh value we own). */

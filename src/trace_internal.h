@@ -91,6 +91,7 @@ struct NdProxy {
     PyObject *weakrefs;
     nd_id vnode, vver;        /* read cache: node `vnode` is this view of version `vver` */
     uint8_t ndim, is_scalar, identity, readonly;
+    uint8_t part;             /* 0, or ND_F_VIEW_REAL / ND_F_VIEW_IMAG of a complex storage */
     int dtype;
     npy_intp off;             /* element offset into the storage's C-order flat index */
     npy_intp shape[ND_MAXDIMS];
@@ -104,8 +105,9 @@ extern _Thread_local PyObject *nd__tls_explain; /* list collecting explain recor
 extern PyObject *nd__GraphBreakError;
 extern PyObject *nd__log_hook;                  /* callable(kind, msg) or NULL */
 
+/* nodes_hint: expected graph size (the last capture's), to reserve once */
 nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
-                        PyObject *options);
+                        PyObject *options, int32_t nodes_hint);
 void nd__trace_incref(nd_trace *t);
 void nd__trace_decref(nd_trace *t);
 /* End a capture: detach nothing (escaped proxies detach lazily), drop the
@@ -121,6 +123,7 @@ void nd__log(const char *kind, PyObject *msg);
 /* ---- trace_functionalize.c */
 nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller);
 void nd__storage_decref(nd_storage *s);
+void nd__proxy_free(PyObject *o);  /* tp_dealloc's last step (free list) */
 PyObject *nd__proxy_new(nd_storage *s, int is_scalar);  /* identity view */
 /* proxy on s with map (off, strides) over s's C-order flat index */
 PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,

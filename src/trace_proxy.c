@@ -408,7 +408,7 @@ static void p_dealloc(PyObject *o)
         nd__storage_decref(p->st);
     }
     Py_XDECREF(p->value);
-    PyObject_Free(o);
+    nd__proxy_free(o);
 }
 
 /* ----------------------------------------------------------- methods */
@@ -686,8 +686,37 @@ static PyObject *method0(PyObject *o, const char *name)
 }
 
 static PyObject *g_T(PyObject *o, void *c) { return method0(o, "transpose"); }
-static PyObject *g_real(PyObject *o, void *c) { return method0(o, "real"); }
-static PyObject *g_imag(PyObject *o, void *c) { return method0(o, "imag"); }
+/* x.real / x.imag are views that writes go through (NumPy semantics) */
+static PyObject *get_part(PyObject *o, int which, const char *name)
+{
+    NdProxy *p = (NdProxy *)o;
+    int cplx = p->dtype == NPY_CFLOAT || p->dtype == NPY_CDOUBLE;
+    if (!is_live_proxy(o)) {
+        PyObject *v = user_value(p, NULL);
+        PyObject *r = v ? PyObject_GetAttrString(v, name) : NULL;
+        Py_XDECREF(v);
+        return r;
+    }
+    PyObject *r;
+    if (cplx && !p->part) {
+        r = nd_proxy_part(o, which);
+    } else if (which == ND_F_VIEW_REAL) {
+        /* real of a real array: the array itself, as a view */
+        npy_intp st[ND_MAXDIMS], acc = 1;
+        for (int d = p->ndim - 1; d >= 0; d--) {
+            st[d] = acc;
+            acc *= p->shape[d] > 0 ? p->shape[d] : 1;
+        }
+        r = nd_proxy_view(o, p->ndim, p->shape, 0, st);
+    } else {
+        return method0(o, name);  /* imag of a real array: read-only zeros */
+    }
+    if (r) ((NdProxy *)r)->is_scalar = p->is_scalar;
+    return r;
+}
+
+static PyObject *g_real(PyObject *o, void *c) { return get_part(o, ND_F_VIEW_REAL, "real"); }
+static PyObject *g_imag(PyObject *o, void *c) { return get_part(o, ND_F_VIEW_IMAG, "imag"); }
 static PyObject *g_flat(PyObject *o, void *c) { return method0(o, "flat"); }
 
 static PyObject *g_mT(PyObject *o, void *c)

@@ -23,12 +23,19 @@ nd_trace *nd_trace_current(void)
 nd_graph *nd_trace_graph(nd_trace *t) { return t ? t->g : NULL; }
 
 nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
-                        PyObject *options)
+                        PyObject *options, int32_t nodes_hint)
 {
     nd_trace *t = PyMem_Calloc(1, sizeof(*t));
     if (!t) { PyErr_NoMemory(); return NULL; }
     t->g = nd_graph_new();
     if (!t->g) { PyMem_Free(t); return NULL; }
+    if (nodes_hint > 64) {
+        /* a compiled function traces about as many nodes as last time:
+         * reserve once instead of re-growing (and re-copying) every call */
+        if (nodes_hint > (1 << 16)) nodes_hint = 1 << 16;
+        t->g->nodes = PyMem_Malloc(sizeof(nd_node) * (size_t)nodes_hint);
+        if (t->g->nodes) t->g->cap = nodes_hint;  /* else: grows on demand */
+    }
     t->refcnt = 1;
     t->backend = backend;
     t->backend_fn = Py_XNewRef(backend_fn);

@@ -1186,10 +1186,20 @@ def _failure(prog: Program, backend: str, compiler=None):
     return None
 
 
-def minimize(prog: Program, backend: str, budget: int = 60, compiler=None) -> Program:
+def minimize(prog: Program, backend: str, budget: int = 60, compiler=None,
+             kind: str | None = None) -> Program:
     """Greedy shrink of a failing program: drop statements and returned
-    values while numdyn still disagrees with NumPy (each candidate is
-    re-validated, so the smaller program is as free of float noise)."""
+    values while numdyn still disagrees with NumPy in the same way (same
+    _signature as `kind`, or as prog's own failure); each candidate is
+    re-validated, so the smaller program is as free of float noise."""
+    if kind is None:
+        first = _failure(prog, backend, compiler)
+        kind = _signature(first) if first else None
+
+    def still_fails(cand):
+        msg = _failure(cand, backend, compiler)
+        return msg is not None and (kind is None or _signature(msg) == kind)
+
     cur = prog
     tries = 0
     progress = True
@@ -1201,7 +1211,7 @@ def minimize(prog: Program, backend: str, budget: int = 60, compiler=None) -> Pr
             for r in rets:
                 tries += 1
                 cand = replay(cur, ret=r)
-                if cand is not None and _failure(cand, backend, compiler):
+                if cand is not None and still_fails(cand):
                     cur, progress = cand, True
                     break
         last = len(cur.body) - 1 if cur.raises else len(cur.body)
@@ -1217,7 +1227,7 @@ def minimize(prog: Program, backend: str, budget: int = 60, compiler=None) -> Pr
                 ret = tgt[0]
             tries += 1
             cand = replay(cur, body=body, meta=meta, ret=ret)
-            if cand is not None and _failure(cand, backend, compiler):
+            if cand is not None and still_fails(cand):
                 cur, progress = cand, True
                 break
     return cur
@@ -1230,7 +1240,7 @@ def check_program(prog: Program, backend: str, shrink: bool = True, compiler=Non
     msg = _failure(prog, backend, compiler)
     if msg is None:
         return
-    small = minimize(prog, backend, compiler=compiler) if shrink else prog
+    small = minimize(prog, backend, compiler=compiler, kind=_signature(msg)) if shrink else prog
     small_msg = _failure(small, backend, compiler) or msg
     raise AssertionError(
         f"numdyn ({backend}) disagrees with NumPy:\n{small_msg}\n"
@@ -1248,7 +1258,9 @@ def _signature(msg: str) -> str:
     first = msg.strip().splitlines()[0] if msg.strip() else msg
     first = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", first)
     first = re.sub(r"\(.*?\)", "(…)", first)
-    return re.sub(r"[-+]?\d[\d.e+-]*", "#", first)[:160]
+    first = re.sub(r"[-+]?\d[\d.e+-]*", "#", first)
+    first = re.sub(r"(\[#\]|\.real|\.imag)+", "", first)  # where in the result
+    return first[:160]
 
 
 def collect_programs(mode: str, n: int, *, derandomize: bool = True,
@@ -1305,7 +1317,7 @@ class Report:
         for sig, (count, _, _) in ranked:
             lines.append(f"  {count:5d} x {sig}")
         for sig, (count, prog, msg) in ranked[:self.max_reports]:
-            small = minimize(prog, self.backend, compiler=self.compiler, budget=40)
+            small = minimize(prog, self.backend, compiler=self.compiler, budget=40, kind=sig)
             small_msg = _failure(small, self.backend, self.compiler) or msg
             lines += ["", "=" * 72, f"[{count} x] {small_msg}", "--- minimized reproducer ---",
                       small.repro(self.backend).rstrip()]

@@ -283,3 +283,84 @@ def test_ufunc_at_unary_and_errors(backend):
         np.add.at(a, [0, 0, 1], 1.5)     # int array, float value: NumPy casts
         return a
     check(h, arr((4,), np.int64), backend=backend)
+
+
+# ------------------------------------------------- randomized key combinations
+
+def _random_key(rng, shape):
+    """A random index mixing ints, slices, None, Ellipsis, integer arrays
+    (lists and ndarrays, some out of range) and boolean masks."""
+    items, dim, used_ell = [], 0, False
+    nitems = rng.integers(1, len(shape) + 2)
+    for _ in range(nitems):
+        kind = rng.choice(["int", "slice", "none", "ell", "list", "arr", "mask"],
+                          p=[.15, .2, .1, .05, .2, .2, .1])
+        n = shape[dim] if dim < len(shape) else 3
+        if kind == "int":
+            items.append(int(rng.integers(-n - 1, n + 1)) if n else 0); dim += 1
+        elif kind == "slice":
+            items.append(slice(int(rng.integers(-n, n + 1)), None, int(rng.choice([1, 2, -1]))))
+            dim += 1
+        elif kind == "none":
+            items.append(None)
+        elif kind == "ell" and not used_ell:
+            items.append(Ellipsis); used_ell = True
+        elif kind == "list":
+            items.append([int(v) for v in rng.integers(-n, n, size=rng.integers(0, 4))] if n else [])
+            dim += 1
+        elif kind == "arr":
+            items.append(rng.integers(-n, max(n, 1), size=tuple(rng.integers(1, 3, size=rng.integers(1, 3)))))
+            dim += 1
+        elif kind == "mask" and dim < len(shape):
+            items.append(rng.integers(0, 2, size=shape[dim]).astype(bool)); dim += 1
+    return tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_keys(backend, seed):
+    rng = np.random.default_rng(1000 + seed)
+    shape = tuple(int(s) for s in rng.integers(1, 5, size=rng.integers(1, 4)))
+    a = arr(shape, np.float64, layout=["C", "F", "neg"][seed % 3], seed=seed)
+    for _ in range(5):
+        key = _random_key(rng, shape)
+
+        def read(a):
+            return a[key] * 1
+
+        def write(a):
+            a[key] = -7.5
+            return a
+
+        check(read, a, backend=backend)
+        check(write, a, backend=backend)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_keys_lazy_indices(backend, seed):
+    """The same keys with their index arrays passed in as arguments: lazy
+    indices, normalized and bounds-checked by the index_check extern."""
+    rng = np.random.default_rng(5000 + seed)
+    shape = tuple(int(s) for s in rng.integers(1, 5, size=rng.integers(1, 4)))
+    a = arr(shape, np.float32, layout=["C", "F", "neg"][seed % 3], seed=seed)
+    for _ in range(4):
+        key = _random_key(rng, shape)
+        arrays = [k for k in key if isinstance(k, np.ndarray) and k.dtype != bool]
+        if not arrays:
+            continue
+        pos = [i for i, k in enumerate(key) if isinstance(k, np.ndarray) and k.dtype != bool]
+
+        def build(idx):
+            k = list(key)
+            for p, v in zip(pos, idx):
+                k[p] = v
+            return tuple(k)
+
+        def read(a, *idx):
+            return a[build(idx)] + 0
+
+        def write(a, *idx):
+            a[build(idx)] = np.float32(3)
+            return a
+
+        check(read, a, *arrays, backend=backend)
+        check(write, a, *arrays, backend=backend)

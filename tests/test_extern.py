@@ -63,6 +63,9 @@ def test_matmul_out_and_inplace(backend):
         np.matmul(a, b, out=o)
         return o
     check(f, arr((3, 4)), arr((4, 2)), np.zeros((3, 2)), backend=backend)
+    check(f, arr((3, 4)), arr((4, 2)), np.zeros((3, 2), np.float32), backend=backend)
+    check(f, arr((3, 4)), arr((4, 2)), np.zeros((3, 2), np.int64), backend=backend)
+    check(f, arr((3, 4)), arr((4, 2)), np.zeros((2, 2)), backend=backend)
 
     def g(a, b):
         a @= b
@@ -217,12 +220,16 @@ def test_norm_vector(backend, ord, axis, keepdims, dtype):
     captured(f, arr(shape, dtype))
 
 
-@pytest.mark.parametrize("ord", [None, "fro", 2, "nuc", 1, np.inf])
+@pytest.mark.parametrize("ord", [None, "fro", "f", 2, "nuc", 1, -1, np.inf, -np.inf, 3])
 def test_norm_matrix(backend, ord):
     check(lambda x: np.linalg.norm(x, ord=ord), arr((3, 4)), backend=backend)
     check(lambda x: np.linalg.norm(x, ord=ord, axis=(1, 2)), arr((2, 3, 4)), backend=backend)
+    check(lambda x: np.linalg.norm(x, ord=ord, axis=(2, 0)), arr((2, 3, 4)), backend=backend)
     check(lambda x: np.linalg.norm(x, ord=ord, axis=(0, 1), keepdims=True), arr((3, 4)),
           backend=backend)
+    check(lambda x: np.linalg.norm(x, ord=ord, axis=(1, 1)), arr((3, 4)), backend=backend)
+    if ord in (None, "fro", 1, -1, np.inf, -np.inf):
+        captured(lambda x: np.linalg.norm(x, ord=ord, axis=(2, 0), keepdims=True), arr((2, 3, 4)))
 
 
 def test_data_dependent_linalg_break(backend):

@@ -258,3 +258,23 @@ def test_shape_setter():
         return b
 
     check(f, np.arange(6.0), backend="eager")
+
+
+def test_complex_part_views_write_through(backend):
+    def f(a):
+        v0 = a.imag
+        v0[:] = 0
+        a.real[1] = 5
+        r = a.real
+        return a, r + 1, a.imag * 2
+
+    check(f, np.array([1 + 2j, 3 - 4j]), backend=backend)
+    check(f, np.array([1 + 2j, 3 - 4j, 0.5j], dtype=np.complex64), backend=backend)
+
+
+def test_real_of_real_array_is_the_array(backend):
+    def f(a):
+        a.real[0] = 7
+        return a.real + 0, a
+
+    check(f, np.arange(3.0), backend=backend)

@@ -32,11 +32,13 @@ __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
-    "mark_static", "config", "is_compiling",
+    "mark_static", "config", "is_compiling", "CompileError",
 ]
 
 GraphBreakError = _C.GraphBreakError
 GraphBreakError.__module__ = "numdyn"
+if hasattr(_C, "CompileError"):  # defined by the native backend
+    CompileError = _C.CompileError
 CompiledFunction = _C.CompiledFunction
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)
