@@ -52,7 +52,7 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
             h = mix(h, (uint64_t)n->voff ^ ((uint64_t)n->vndim << 56));
             for (int d = 0; d < vr && d < ND_MAXDIMS; d++) {
                 h = mix(h, (uint64_t)n->vstrides[d]);
-                if (n->op == ND_OP_SETITEM) h = mix(h, (uint64_t)n->vshape[d]);
+                if (n->op == ND_OP_SETITEM) h = mix(h, (uint64_t)(n->vshape[d] == 1));
             }
             break;
         }

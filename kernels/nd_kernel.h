@@ -43,35 +43,48 @@ typedef double _Complex nd_c128;
 /* float16 values are computed as float holding a value exactly representable
  * in half; every operation rounds back (NumPy converts to float, computes,
  * converts to half after EACH op). */
-#if defined(__FLT16_MAX__) && !defined(ND_SOFT_HALF)
-typedef _Float16 nd_half;
-ND_INLINE float nd_h2f(nd_half h) { return (float)h; }
-ND_INLINE nd_half nd_f2h(float f) { return (nd_half)f; }
-ND_INLINE nd_half nd_d2h(double d) { return (nd_half)d; }
-#else
+/* Storage is the raw 16 bits; the conversions are branch-free integer and
+ * float operations (exact round-to-nearest-even, checked against the
+ * hardware for every half and a sweep of floats) so loops over float16 data
+ * vectorize -- GCC does not vectorize _Float16 conversions. */
 typedef uint16_t nd_half;
 ND_INLINE float nd_h2f(nd_half h)
 {
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, b;
-    if (e == 0x1f) b = s | 0x7f800000u | (m << 13);
-    else if (e) b = s | ((e + 112) << 23) | (m << 13);
-    else if (!m) b = s;
-    else { /* subnormal half: normalize */
-        e = 113;
-        while (!(m & 0x400u)) { m <<= 1; e--; }
-        b = s | (e << 23) | ((m & 0x3ffu) << 13);
-    }
-    float f; memcpy(&f, &b, 4); return f;
+    uint32_t em = (uint32_t)(h & 0x7fffu) << 13, s = (uint32_t)(h & 0x8000u) << 16, xb;
+    float x;
+    memcpy(&x, &em, 4);
+    x *= 0x1p112f;  /* rebias the exponent; subnormal halves become normal floats */
+    memcpy(&xb, &x, 4);
+    xb = em >= (0x7c00u << 13) ? (em | 0x7f800000u) : xb;  /* inf / nan */
+    xb |= s;
+    memcpy(&x, &xb, 4);
+    return x;
 }
+ND_INLINE nd_half nd_f2h(float f)
+{
+    uint32_t x, tb;
+    memcpy(&x, &f, 4);
+    uint32_t sign = x & 0x80000000u;
+    x ^= sign;
+    float t;
+    memcpy(&t, &x, 4);
+    t += 0.5f;  /* subnormal results: let the FPU round at the right bit */
+    memcpy(&tb, &t, 4);
+    uint32_t sub = tb - 0x3f000000u;
+    uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+    uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    uint32_t o = x >= 0x47800000u ? big : x < 0x38800000u ? sub : nrm;
+    return (nd_half)(o | (sign >> 16));
+}
+/* double -> half with ONE rounding (NumPy converts doubles directly) */
 ND_INLINE nd_half nd_d2h(double d)
 {
-    /* round-to-nearest-even directly from double (no double rounding) */
     uint64_t b; memcpy(&b, &d, 8);
     uint16_t s = (uint16_t)((b >> 48) & 0x8000u);
     uint64_t a = b & 0x7fffffffffffffffull;
     if (a >= 0x7ff0000000000000ull)
         return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
-    if (a >= 0x40f0000000000000ull) return (uint16_t)(s | 0x7c00u); /* >= 65536: inf */
+    if (a >= 0x40effe0000000000ull) return (uint16_t)(s | 0x7c00u); /* >= 65520: inf */
     int e = (int)(a >> 52) - 1023;
     uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
     int shift;
@@ -84,8 +97,6 @@ ND_INLINE nd_half nd_d2h(double d)
     if (r > half || (r == half && (q & 1))) h++;
     return (uint16_t)(s | h);
 }
-ND_INLINE nd_half nd_f2h(float f) { return nd_d2h((double)f); }
-#endif
 ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
 
 /* ------------------------------------------------ SLEEF vector math */
@@ -160,6 +171,10 @@ ND_INLINE T nd_spacing_##S(T x) \
 }
 ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
 ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
+
+/* signbit from the bits: GCC 12 fails (ICE) vectorizing signbit() with AVX-512 */
+ND_INLINE nd_bool nd_signbit_f(float x) { uint32_t b; memcpy(&b, &x, 4); return (nd_bool)(b >> 31); }
+ND_INLINE nd_bool nd_signbit_d(double x) { uint64_t b; memcpy(&b, &x, 8); return (nd_bool)(b >> 63); }
 
 /* ------------------------------------------- float -> int conversions */
 /* C leaves out-of-range/NaN conversions undefined; NumPy gets what x86's

@@ -1621,6 +1621,159 @@ static PyObject *histogram_impl(nd_trace *t, PyObject **argv)
     return r;
 }
 
+/* ------------------------------------------ order statistics, interp, conv */
+
+static int reduced_shape(const nd_xj_arr *a, PyObject *axis, int keepdims, int *nd, npy_intp *sh)
+{
+    uint64_t mask;
+    if (nd_shim_axis_mask(axis == Py_None ? NULL : axis, a->ndim, 1, &mask) < 0) return -1;
+    int o = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (mask & (1ULL << d)) { if (keepdims) sh[o++] = 1; }
+        else sh[o++] = a->shape[d];
+    }
+    *nd = o;
+    return 0;
+}
+
+/* a hashable constant for the template: lists become tuples */
+static PyObject *as_const(PyObject *o)
+{
+    if (!o) Py_RETURN_NONE;
+    if (PyList_Check(o)) return PyList_AsTuple(o);
+    Py_INCREF(o);
+    return o;
+}
+
+static PyObject *median_impl(nd_trace *t, PyObject **argv)
+{
+    /* a, axis, out, overwrite_input, keepdims */
+    if (argv[2] && argv[2] != Py_None) return nd_shim_unsupported("numpy.median with out=");
+    if (argv[1] && nd_proxy_check(argv[1])) return nd_shim_unsupported("numpy.median with a lazy axis");
+    if (argv[3] && PyObject_IsTrue(argv[3]))
+        return nd_shim_unsupported("numpy.median with overwrite_input=True (partitions its input)");
+    nd_xj_arr a;
+    if (nd_xj_array(t, argv[0], &a)) return NULL;
+    int keep = nd_shim_bool_arg(argv[4], 0);
+    if (keep < 0) return NULL;
+    int nd;
+    npy_intp sh[ND_MAXDIMS];
+    if (reduced_shape(&a, argv[1], keep, &nd, sh) < 0) return NULL;
+    ext_out o;
+    ext_init(&o, 1, 0, 1);
+    ext_shape(&o, 0, nd, sh);
+    /* never overwrite_input: the input buffer may be the caller's array */
+    PyObject *ax = as_const(argv[1]);
+    if (!ax) return NULL;
+    PyObject *extra[4] = {ax, Py_None, Py_False, keep ? Py_True : Py_False};
+    PyObject *r = ext_simple(t, "median", 1, &a, 4, extra, NULL, &o);
+    Py_DECREF(ax);
+    return r;
+}
+
+/* percentile (scale 100) / quantile (scale 1) */
+static PyObject *quantile_common(nd_trace *t, PyObject **argv, const char *path, double scale)
+{
+    static const char *P = "a,q|axis,out,overwrite_input,method,keepdims;weights,interpolation";
+    /* a, q, axis, out, overwrite_input, method, keepdims; weights, interpolation */
+    if ((argv[3] && argv[3] != Py_None) || (argv[7] && argv[7] != Py_None) || argv[8] ||
+        (argv[4] && PyObject_IsTrue(argv[4])))
+        return nd_shim_unsupported("numpy.%s with out=/weights=/interpolation=/overwrite_input=", path);
+    if (nd_proxy_check(argv[1]) || (argv[2] && nd_proxy_check(argv[2])))
+        return nd_shim_unsupported("numpy.%s with lazy q or axis", path);
+    nd_xj_arr a;
+    if (nd_xj_array(t, argv[0], &a)) return NULL;
+    int keep = nd_shim_bool_arg(argv[6], 0);
+    if (keep < 0) return NULL;
+    PyObject *qa = PyArray_FROMANY(argv[1], NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY);
+    if (!qa) { PyErr_Clear(); return nd_xj_numpy_error(path, P, argv); }
+    PyArrayObject *q = (PyArrayObject *)qa;
+    const double *qv = PyArray_DATA(q);
+    for (npy_intp i = 0; i < PyArray_SIZE(q); i++)
+        if (!(qv[i] >= 0 && qv[i] <= scale)) { Py_DECREF(qa); return nd_xj_numpy_error(path, P, argv); }
+    int nd, qnd = PyArray_NDIM(q);
+    npy_intp sh[ND_MAXDIMS], rsh[ND_MAXDIMS];
+    if (qnd > ND_MAXDIMS || reduced_shape(&a, argv[2], keep, &nd, rsh) < 0 || qnd + nd > ND_MAXDIMS) {
+        Py_DECREF(qa);
+        return PyErr_Occurred() ? NULL : nd_shim_unsupported("numpy.%s above rank 16", path);
+    }
+    memcpy(sh, PyArray_DIMS(q), sizeof(npy_intp) * (size_t)qnd);
+    memcpy(sh + qnd, rsh, sizeof(npy_intp) * (size_t)nd);
+    Py_DECREF(qa);
+    ext_out o;
+    ext_init(&o, 1, 0, 1);
+    ext_shape(&o, 0, qnd + nd, sh);
+    PyObject *qc = as_const(argv[1]), *ax = qc ? as_const(argv[2]) : NULL;
+    PyObject *meth = ax ? (argv[5] ? (Py_INCREF(argv[5]), argv[5]) : PyUnicode_FromString("linear")) : NULL;
+    PyObject *r = NULL;
+    if (meth) {
+        PyObject *extra[6] = {qc, ax, Py_None, Py_False, meth, keep ? Py_True : Py_False};
+        r = ext_simple(t, path, 1, &a, 6, extra, NULL, &o);
+    }
+    Py_XDECREF(qc);
+    Py_XDECREF(ax);
+    Py_XDECREF(meth);
+    return r;
+}
+
+static PyObject *percentile_impl(nd_trace *t, PyObject **argv) { return quantile_common(t, argv, "percentile", 100.0); }
+static PyObject *quantile_impl(nd_trace *t, PyObject **argv) { return quantile_common(t, argv, "quantile", 1.0); }
+
+static PyObject *interp_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *P = "x,xp,fp|left,right,period";
+    for (int k = 3; k < 6; k++)
+        if (argv[k] && nd_proxy_check(argv[k]))
+            return nd_shim_unsupported("numpy.interp with lazy left/right/period");
+    nd_xj_arr in[3];
+    for (int k = 0; k < 3; k++)
+        if (nd_xj_array(t, argv[k], &in[k])) return NULL;
+    if (in[1].ndim != 1 || in[2].ndim != 1 || in[1].shape[0] != in[2].shape[0] || in[1].shape[0] == 0)
+        return nd_xj_numpy_error("interp", P, argv);
+    ext_out o;
+    ext_init(&o, 1, 0, 1);
+    ext_shape(&o, 0, in[0].ndim, in[0].shape);
+    PyObject *extra[3] = {argv[3], argv[4], argv[5]};
+    return ext_simple(t, "interp", 3, in, 3, extra, NULL, &o);
+}
+
+static PyObject *conv_common(nd_trace *t, PyObject **argv, const char *path, const char *dflt)
+{
+    static const char *P = "a,v|mode";
+    nd_xj_arr in[2];
+    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    for (int k = 0; k < 2; k++) {
+        if (in[k].ndim > 1) return nd_xj_numpy_error(path, P, argv);
+        if (in[k].ndim == 0) {
+            npy_intp one = 1;
+            if (nd_xj_reshape(t, &in[k], 1, &one) < 0) return NULL;
+        }
+    }
+    const char *mode = dflt;
+    if (argv[2]) {
+        if (!PyUnicode_Check(argv[2])) return nd_shim_unsupported("numpy.%s with a numeric mode", path);
+        if (!(mode = PyUnicode_AsUTF8(argv[2]))) return NULL;
+    }
+    npy_intp n = in[0].shape[0], m = in[1].shape[0], len;
+    npy_intp big = n > m ? n : m, small = n > m ? m : n;
+    if (n == 0 || m == 0) return nd_xj_numpy_error(path, P, argv);
+    if (strcmp(mode, "full") == 0) len = n + m - 1;
+    else if (strcmp(mode, "same") == 0) len = big;
+    else if (strcmp(mode, "valid") == 0) len = big - small + 1;
+    else return nd_xj_numpy_error(path, P, argv);
+    ext_out o;
+    ext_init(&o, 1, 0, 0);
+    ext_shape(&o, 0, 1, &len);
+    PyObject *mo = PyUnicode_FromString(mode);
+    if (!mo) return NULL;
+    PyObject *r = ext_simple(t, path, 2, in, 1, &mo, NULL, &o);
+    Py_DECREF(mo);
+    return r;
+}
+
+static PyObject *convolve_impl(nd_trace *t, PyObject **argv) { return conv_common(t, argv, "convolve", "full"); }
+static PyObject *correlate_impl(nd_trace *t, PyObject **argv) { return conv_common(t, argv, "correlate", "valid"); }
+
 #define DATA_DEP(NAME, MSG) \
     static PyObject *NAME(nd_trace *t, PyObject **argv) { return nd_shim_unsupported(MSG); }
 DATA_DEP(bincount_impl, "numpy.bincount: output length depends on the data")
@@ -1676,6 +1829,12 @@ static const nd_shim_def extern_defs[] = {
     {"argpartition", "a,kth|axis,kind,order", argpartition_impl, 0},
     {"searchsorted", "a,v|side,sorter", searchsorted_impl, 0},
     {"histogram", "a|bins,range,density,weights", histogram_impl, 0},
+    {"median", "a|axis,out,overwrite_input,keepdims", median_impl, 0},
+    {"percentile", "a,q|axis,out,overwrite_input,method,keepdims;weights,interpolation", percentile_impl, 0},
+    {"quantile", "a,q|axis,out,overwrite_input,method,keepdims;weights,interpolation", quantile_impl, 0},
+    {"interp", "x,xp,fp|left,right,period", interp_impl, 0},
+    {"convolve", "a,v|mode", convolve_impl, 0},
+    {"correlate", "a,v|mode", correlate_impl, 0},
     {"bincount", "x|weights,minlength", bincount_impl, 0},
     {"unique", "ar|return_index,return_inverse,return_counts,axis;equal_nan,sorted", unique_impl, 0},
     {"nonzero", "a", nonzero_impl, 0},

@@ -188,9 +188,17 @@ static PyObject *shimfunc_new(const nd_shim_def *def, PyObject *numpy_func)
 
 /* ------------------------------------------------------------ module */
 
-static PyObject *fallthrough_getattr(PyObject *target, PyObject *name)
+/* self: (numpy (sub)module, the shim module's dict). A name found in NumPy
+ * is kept in the shim module's dict: a module attribute miss costs an
+ * AttributeError plus this call (~4000 instructions), which `np.pi` or
+ * `np.float32` in a traced loop would otherwise pay on every use. NumPy's
+ * attributes are not rebound in practice; `numdyn.reset()` does not undo
+ * the cache (it holds the same objects NumPy does). */
+static PyObject *fallthrough_getattr(PyObject *self, PyObject *name)
 {
-    return PyObject_GetAttr(target, name);
+    PyObject *v = PyObject_GetAttr(PyTuple_GET_ITEM(self, 0), name);
+    if (v && PyDict_SetItem(PyTuple_GET_ITEM(self, 1), name, v) < 0) Py_CLEAR(v);
+    return v;
 }
 
 static PyMethodDef getattr_def = {"__getattr__", fallthrough_getattr, METH_O,
@@ -200,7 +208,10 @@ static PyObject *new_shim_module(const char *name, PyObject *target)
 {
     PyObject *m = PyModule_New(name);
     if (!m) return NULL;
-    PyObject *ga = PyCFunction_New(&getattr_def, target);
+    /* the dict is referenced, not the module: no module <-> function cycle */
+    PyObject *self = PyTuple_Pack(2, target, PyModule_GetDict(m));
+    PyObject *ga = self ? PyCFunction_New(&getattr_def, self) : NULL;
+    Py_XDECREF(self);
     if (!ga || PyModule_AddObject(m, "__getattr__", ga) < 0) {
         Py_XDECREF(ga);
         Py_DECREF(m);
@@ -294,11 +305,19 @@ int nd_shim_add_methods(nd_shim_table *tab, const nd_shim_def *defs)
     return 0;
 }
 
-PyObject *nd_shim_lookup(PyObject *numpy_func)
+/* the ShimFunction registered for a NumPy function object (borrowed) */
+static PyObject *lookup_def(PyObject *numpy_func)
 {
     if (!table.by_func) return NULL;
     PyObject *f = PyDict_GetItemWithError(table.by_func, numpy_func);
     if (!f) PyErr_Clear();
+    return f;
+}
+
+PyObject *nd_shim_lookup(PyObject *numpy_func)
+{
+    PyObject *f = lookup_def(numpy_func);
+    if (!f) f = nd_shim_ufunc_wrapper(nd_ufunc_lookup(numpy_func));
     return f;
 }
 
@@ -340,7 +359,7 @@ PyObject *nd_shim_array_function(PyObject *func, PyObject *types, PyObject *args
 {
     (void)types;
     nd_trace *t = nd_trace_current();
-    PyObject *sf = t ? nd_shim_lookup(func) : NULL;
+    PyObject *sf = t ? lookup_def(func) : NULL;
     if (!sf) return not_supported(func, args, kwargs);
     return run_def(t, sf, args, kwargs);
 }
@@ -353,7 +372,7 @@ PyObject *nd_shim_array_ufunc(PyObject *ufunc, PyObject *method, PyObject *args,
     if (!m) return NULL;
     if (t && strcmp(m, "__call__") == 0) {
         if (uf >= 0) return nd_shim_ufunc_call(t, uf, args, kwargs);
-        PyObject *sf = nd_shim_lookup(ufunc);
+        PyObject *sf = lookup_def(ufunc);
         if (sf) return run_def(t, sf, args, kwargs);
         return not_supported(ufunc, args, kwargs);
     }
@@ -485,7 +504,7 @@ int nd_shim_init(PyObject *module)
         nd_shim_register_views(&table) < 0 ||
         nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
         nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
-        nd_shim_register_advidx(&table) < 0)
+        nd_shim_register_advidx(&table) < 0 || nd_shim_install_ufuncs(table.module) < 0)
         return -1;
     Py_INCREF(table.module);
     if (PyModule_AddObject(module, "shim", table.module) < 0) {

@@ -61,4 +61,10 @@ int nd_shim_complex_part_dtype(int dtype);
 nd_id nd_shim_operand_at(nd_trace *t, nd_operand *op, int dtype);
 /* OverflowError for a Python int that does not fit `dtype`, NumPy's message */
 void nd_shim_raise_pyint_overflow(PyObject *value, int dtype);
+/* The shim module's ufunc objects (shim_ufunc.c): wrappers that record
+ * plain calls on proxies directly; installed into `module` under every
+ * numpy name bound to a known ufunc the module does not define. */
+int nd_shim_install_ufuncs(PyObject *module);
+/* The wrapper of ufunc id uf (borrowed), or NULL before installation. */
+PyObject *nd_shim_ufunc_wrapper(int uf);
 #endif

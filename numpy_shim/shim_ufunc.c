@@ -16,6 +16,7 @@
  * we give them the computed value (any value is NumPy-conformant).
  */
 #include "shim_priv.h"
+#include <stddef.h>
 #include <string.h>
 
 typedef struct {
@@ -518,9 +519,143 @@ fallback:;
     return r;
 }
 
-/* np.<ufunc> in the shim module stays NumPy's own ufunc object: calls with
- * a proxy operand reach nd_shim_array_ufunc through __array_ufunc__, and
- * calls on plain values run NumPy directly. Nothing to register here. */
+/* ---- np.<ufunc> inside compiled functions ------------------------------
+ * The shim module's `exp`, `add`, ... are ShimUfunc objects wrapping NumPy's
+ * ufuncs. NumPy's own route for np.exp(proxy) -- override lookup, an args
+ * tuple and kwargs dict, __array_ufunc__, its method-name dispatch -- costs
+ * several times what recording the op does. A ShimUfunc called during a
+ * trace with exactly its nin positional operands, no keywords, at least one
+ * live proxy and otherwise plain scalars/arrays records the op directly
+ * (the operator path); every other call -- keywords (out=, dtype=, where=),
+ * no trace, no proxy, foreign objects with their own __array_ufunc__ -- is
+ * forwarded to the real ufunc, i.e. NumPy's behaviour by construction.
+ * Attributes (reduce, accumulate, outer, at, nin, types, __name__ ...) are
+ * the real ufunc's, so np.add.reduce(proxy) still goes through
+ * __array_ufunc__. Not an np.ufunc instance (that type cannot be
+ * subclassed): `isinstance(np.add, np.ufunc)` inside a compiled function is
+ * False; it compares equal to and hashes like the ufunc it wraps. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *ufunc;  /* owned: NumPy's ufunc */
+    int uf;           /* nd_ufunc_id */
+} shim_ufunc;
+
+static PyTypeObject ShimUfunc_Type;
+
+/* an operand the direct path takes: live proxy, exact ndarray, Python or
+ * NumPy scalar. 1 = plain operand, 2 = live proxy, 0 = forward. */
+static int direct_operand(PyObject *o)
+{
+    if (nd_proxy_check(o)) return nd_proxy_live(o) ? 2 : 0;
+    if (PyFloat_CheckExact(o) || PyLong_Check(o) || PyComplex_CheckExact(o) ||
+        PyArray_CheckExact(o) || PyArray_IsScalar(o, Generic))
+        return 1;
+    return 0;
+}
+
+static PyObject *shim_ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    shim_ufunc *f = (shim_ufunc *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int nin = nd_ufunc_nin(f->uf);
+    if (!kwnames && nargs == nin && nin <= 2 && nd_trace_current()) {
+        int k0 = direct_operand(args[0]), k1 = nin == 2 ? direct_operand(args[1]) : 1;
+        if (k0 && k1 && (k0 == 2 || k1 == 2))
+            return nin == 1 ? nd_shim_ufunc1(f->uf, args[0])
+                            : nd_shim_ufunc2(f->uf, args[0], args[1]);
+    }
+    return PyObject_Vectorcall(f->ufunc, args, nargsf, kwnames);
+}
+
+static void shim_ufunc_dealloc(PyObject *self)
+{
+    Py_XDECREF(((shim_ufunc *)self)->ufunc);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *shim_ufunc_repr(PyObject *self)
+{
+    return PyObject_Repr(((shim_ufunc *)self)->ufunc);
+}
+
+static PyObject *shim_ufunc_getattro(PyObject *self, PyObject *name)
+{
+    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0)
+        return Py_NewRef(((shim_ufunc *)self)->ufunc);
+    return PyObject_GetAttr(((shim_ufunc *)self)->ufunc, name);
+}
+
+static Py_hash_t shim_ufunc_hash(PyObject *self)
+{
+    return PyObject_Hash(((shim_ufunc *)self)->ufunc);
+}
+
+static PyObject *unwrap_ufunc(PyObject *o)
+{
+    return Py_IS_TYPE(o, &ShimUfunc_Type) ? ((shim_ufunc *)o)->ufunc : o;
+}
+
+static PyObject *shim_ufunc_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    int same = unwrap_ufunc(a) == unwrap_ufunc(b);
+    return Py_NewRef((same == (op == Py_EQ)) ? Py_True : Py_False);
+}
+
+static PyTypeObject ShimUfunc_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.ShimUfunc",
+    .tp_basicsize = sizeof(shim_ufunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(shim_ufunc, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = shim_ufunc_dealloc,
+    .tp_repr = shim_ufunc_repr,
+    .tp_getattro = shim_ufunc_getattro,
+    .tp_hash = shim_ufunc_hash,
+    .tp_richcompare = shim_ufunc_richcompare,
+    .tp_doc = "A NumPy ufunc as numdyn's shim records it inside compiled functions.",
+};
+
+static PyObject *ufunc_wrappers[ND_UF_COUNT];
+
+PyObject *nd_shim_ufunc_wrapper(int uf)
+{
+    return (uf >= 0 && uf < ND_UF_COUNT) ? ufunc_wrappers[uf] : NULL;
+}
+
+int nd_shim_install_ufuncs(PyObject *module)
+{
+    if (PyType_Ready(&ShimUfunc_Type) < 0) return -1;
+    for (int k = 0; k < ND_UF_COUNT; k++) {
+        if (ufunc_wrappers[k]) continue;
+        shim_ufunc *f = PyObject_New(shim_ufunc, &ShimUfunc_Type);
+        if (!f) return -1;
+        f->vectorcall = shim_ufunc_vectorcall;
+        f->ufunc = Py_NewRef(nd_ufunc_object(k));
+        f->uf = k;
+        ufunc_wrappers[k] = (PyObject *)f;
+    }
+    /* every numpy name bound to a known ufunc (aliases too: abs/absolute,
+     * pow/power, acos/arccos) unless the shim defines that name itself */
+    PyObject *mdict = PyModule_GetDict(module), *npdict = PyModule_GetDict(nd_shim_numpy());
+    Py_ssize_t pos = 0;
+    PyObject *name, *val;
+    while (PyDict_Next(npdict, &pos, &name, &val)) {
+        int uf = nd_ufunc_lookup(val);
+        if (uf < 0) continue;
+        int has = PyDict_Contains(mdict, name);
+        if (has < 0) return -1;
+        if (!has && PyDict_SetItem(mdict, name, ufunc_wrappers[uf]) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Ufuncs are installed by nd_shim_install_ufuncs once every area has
+ * registered its functions (a def with a ufunc's name wins). */
 int nd_shim_register_ufunc(nd_shim_table *tab)
 {
     (void)tab;

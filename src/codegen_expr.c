@@ -230,7 +230,7 @@ static int ufunc_float(nd_sb *sb, int uf, int aux, char c, const char *a, const 
     case ND_UF_ISFINITE: nd_sb_printf(sb, "(nd_bool)(isfinite(%s) != 0)", a); return 0;
     case ND_UF_ISINF: nd_sb_printf(sb, "(nd_bool)(isinf(%s) != 0)", a); return 0;
     case ND_UF_ISNAN: nd_sb_printf(sb, "(nd_bool)(%s != %s)", a, a); return 0;
-    case ND_UF_SIGNBIT: nd_sb_printf(sb, "(nd_bool)(signbit(%s) != 0)", a); return 0;
+    case ND_UF_SIGNBIT: nd_sb_printf(sb, "nd_signbit_%s(%s)", s, a); return 0;
     case ND_UF_COPYSIGN: fn2(sb, c, "copysign", a, b); return 0;
     case ND_UF_NEXTAFTER:
         if (c == 'h') return -1;  /* NumPy steps in half's own bit pattern */

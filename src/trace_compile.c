@@ -11,7 +11,7 @@
  * function appends to is not the caller's list): the price of replacing
  * the arrays inside them by proxies.
  */
-#include "trace_internal.h"
+#include "trace_replay.h"
 #include <string.h>
 
 typedef struct {
@@ -27,6 +27,7 @@ typedef struct {
     PyObject *remapped;      /* fn with numpy resolved to the shim, or NULL */
     PyObject *guards;        /* when `remapped` is still valid (trace_remap.c) */
     PyObject *weakrefs;
+    nd_replay *replay;       /* recorded traces (trace_replay.c), or NULL */
     unsigned gen;            /* reset() generation the caches belong to */
     int32_t last_nodes;      /* graph size of the last capture (reservation hint) */
     int backend, fullgraph, disable;
@@ -190,6 +191,7 @@ static PyObject *target(NdCompiled *cf)
         Py_CLEAR(cf->remapped);
         Py_CLEAR(cf->guards);
         if (cf->cache) PyDict_Clear(cf->cache);
+        nd__replay_reset(cf->replay);
         cf->gen = reset_gen;
     }
     if (cf->remapped) {
@@ -244,18 +246,38 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         Py_DECREF(fn);
         return r;
     }
+    /* replay: a recorded trace whose guards fit runs without the Python code */
+    int want = 0;
+    if ((cf->backend == ND_BACKEND_NATIVE || cf->backend == ND_BACKEND_EAGER) &&
+        !nd__tls_explain) {
+        if (!cf->replay && !(cf->replay = nd__replay_new())) { Py_DECREF(fn); return NULL; }
+        PyObject *r = nd__replay_try(cf->replay, fn, args, nargsf, kwnames, cf->backend,
+                                     cf->options);
+        if (r || PyErr_Occurred()) { Py_DECREF(fn); return r; }
+        want = nd__replay_want(cf->replay, fn);
+        if (want < 0) { Py_DECREF(fn); return NULL; }
+    }
     nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options,
                                 cf->last_nodes);
     if (!t) { Py_DECREF(fn); return NULL; }
     nd_trace *prev = nd__tls_trace;
+    nd_replay_rec rec, *prev_rec = nd__tls_rec;
+    memset(&rec, 0, sizeof rec);
+    if (want) {
+        rec.trace = t;
+        nd__tls_rec = &rec;
+    }
     nd__tls_trace = t;
     PyObject *res = call_traced(cf, t, fn, args, nargsf, kwnames);
-    Py_DECREF(fn);
     PyObject *out = NULL;
     if (res) {
+        rec.final = 1;
         out = nd__materialize_tree(res, 1);
-        Py_DECREF(res);
         if (out && nd__flush_writes(t) < 0) Py_CLEAR(out);
+        if (out && want &&
+            nd__replay_record(cf->replay, &rec, fn, args, nargsf, kwnames, res) < 0)
+            Py_CLEAR(out);
+        Py_DECREF(res);
     } else {
         /* NumPy would have mutated the caller's arrays before raising */
         ND_EXC_SAVE(exc);
@@ -263,6 +285,9 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         ND_EXC_RESTORE(exc);
     }
     nd__tls_trace = prev;
+    nd__tls_rec = prev_rec;
+    nd__rec_clear(&rec);
+    Py_DECREF(fn);
     cf->last_nodes = t->g->n;
     nd__trace_end(t);
     nd__trace_decref(t);
@@ -287,7 +312,7 @@ static int cf_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(cf->dynamic);
     Py_VISIT(cf->remapped);
     Py_VISIT(cf->guards);
-    return 0;
+    return nd__replay_traverse(cf->replay, visit, arg);
 }
 
 static int cf_clear(PyObject *o)
@@ -302,6 +327,7 @@ static int cf_clear(PyObject *o)
     Py_CLEAR(cf->dynamic);
     Py_CLEAR(cf->remapped);
     Py_CLEAR(cf->guards);
+    nd__replay_reset(cf->replay);
     return 0;
 }
 
@@ -310,6 +336,7 @@ static void cf_dealloc(PyObject *o)
     PyObject_GC_UnTrack(o);
     if (((NdCompiled *)o)->weakrefs) PyObject_ClearWeakRefs(o);
     cf_clear(o);
+    nd__replay_free(((NdCompiled *)o)->replay);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -346,6 +373,17 @@ static PyGetSetDef cf_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyObject *cf_replay_info(PyObject *o, PyObject *unused)
+{
+    return nd__replay_info(((NdCompiled *)o)->replay);
+}
+
+static PyMethodDef cf_methods[] = {
+    {"_replay_info", cf_replay_info, METH_NOARGS,
+     "Replay state: eligible, reason, entries, hits, misses, last_miss."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject NdCompiled_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn.CompiledFunction",
@@ -361,6 +399,7 @@ static PyTypeObject NdCompiled_Type = {
     .tp_clear = cf_clear,
     .tp_weaklistoffset = offsetof(NdCompiled, weakrefs),
     .tp_getset = cf_getset,
+    .tp_methods = cf_methods,
     .tp_descr_get = cf_descr_get,
     .tp_dictoffset = offsetof(NdCompiled, dict),
 };
@@ -436,6 +475,7 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->dynamic = Py_NewRef(dynamic);
     cf->remapped = cf->guards = NULL;
     cf->weakrefs = NULL;
+    cf->replay = NULL;
     cf->gen = reset_gen;
     cf->last_nodes = 0;
     cf->backend = kind;

@@ -14,7 +14,7 @@
  * storage's version is the caller array again, so later work reads it
  * without a copy.
  */
-#include "trace_internal.h"
+#include "trace_replay.h"
 #include "graph_py.h"
 #include <string.h>
 
@@ -262,6 +262,22 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
     }
     t->flushing = 0;
     if (res && check_results(t->g, targets, nt, res) < 0) Py_CLEAR(res);
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (res && rec && rec->final && !rec->g && g && !t->explain) {
+        /* the return flush of a recording capture: its graph is the replay
+         * program (trace_replay.c) */
+        nd_id *o = PyMem_Malloc(sizeof(nd_id) * (size_t)nt);
+        if (o) {
+            memcpy(o, outs, sizeof(nd_id) * (size_t)nt);
+            rec->g = g;
+            rec->outs = o;
+            rec->nout = nt;
+            rec->res = Py_NewRef(res);
+            g = NULL;
+        } else {
+            rec->escapes++;  /* no memory to keep it: just do not record */
+        }
+    }
     if (res) {
         nd_counter_add(ND_CTR_GRAPHS, 1);
         if (t->explain) {
@@ -441,6 +457,12 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         return -1;
     }
     nd_counter_add(ND_CTR_FLUSHES, 1);
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (rec) {
+        rec->flushes++;
+        rec->escapes += !rec->final;
+        for (Py_ssize_t k = 0; k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
+    }
     nd_graph *g = t->g;
     Py_ssize_t cap = n + t->nclist;
     nd_id *targets = PyMem_Malloc(sizeof(nd_id) * (size_t)(cap ? cap : 1));
@@ -541,6 +563,8 @@ static void detach(NdProxy *p, PyObject *value)
 
 PyObject *nd__proxy_value(NdProxy *p, const char *reason)
 {
+    /* array contents reach Python code: a recording capture is not replayable */
+    if (nd__tls_rec && !nd__tls_rec->final) nd__tls_rec->escapes++;
     if (p->value) return Py_NewRef(p->value);
     nd_storage *s = p->st;
     nd_trace *t = s->trace;
@@ -790,6 +814,7 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
                                  const char *reason)
 {
     nd_trace *t = nd_trace_current();
+    if (nd__tls_rec) nd__tls_rec->escapes++;
     if (t && reason && nd_trace_record_break(t, reason) < 0) return NULL;
     PyObject *a, *k;
     if (nd__materialize_call(args, kwargs, &a, &k) < 0) return NULL;

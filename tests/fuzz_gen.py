@@ -747,6 +747,75 @@ class Builder:
             return [t], f"{t} = np.stack([{x}, {y}])", "stack"
         return [t], f"{t} = np.outer({x}, {y})", "outer"
 
+    def s_break(self):
+        """Statements that need concrete values (graph breaks: bool of an
+        array, float(), .item(), data-dependent shapes) or advanced
+        indexing; pending lazy work must be flushed correctly around them."""
+        x = self.pick_name(lambda v: isinstance(v, np.ndarray))
+        if x is None:
+            return None
+        v = self.env[x]
+        t = self.new_name()
+        k = self.randint(0, 8)
+        if k == 0:
+            return [t], f"{t} = {x}[{x} > {self.choice(['0', '1', '0.5', 'False'])}]", "mask"
+        if k == 1:
+            return [t], f"{t} = float(np.max({x}))", "float"
+        if k == 2:
+            y = self.operand(0.2)
+            z = self.operand(0.3)
+            return [t], f"{t} = {y} * 2 if np.any({x} > 1) else {z} - 1", "cond"
+        if k == 3 and v.ndim >= 1 and v.shape[0] > 0:
+            return [t], f"{t} = {x}[[0, -1, 0]]", "gather"
+        if k == 4 and v.ndim >= 1 and v.shape[0] > 0:
+            n = v.shape[0]
+            idx = [int(i) for i in self.rng.integers(-n, n, size=self.randint(1, 4))]
+            if self.chance(0.05):
+                idx.append(n)  # IndexError
+            return [t], f"{t} = {x}[np.array({idx})]", "gather"
+        if k == 5:
+            return [t], f"{t} = np.nonzero({x})[0]", "nonzero"
+        if k == 6 and v.size:
+            return [t], f"{t} = {x}.item({self.randint(-v.size, v.size - 1)})", "item"
+        if k == 7:
+            return [t], f"{t} = np.unique({x})", "unique"
+        return [t], f"{t} = {x}.sum() if {x}.sum() > 0 else -{x}.max(initial=0)", "cond"
+
+    def s_loop(self):
+        """A Python loop repeating one array statement (the same kernels
+        again and again; a rebinding, not an in-place write)."""
+        x = self.pick_name(lambda v: isinstance(v, (np.ndarray, np.generic)))
+        if x is None or x in self.params:
+            return None
+        op = self.choice(["+", "-", "*", "/", "//", "%"])
+        y = self.operand(0.5)
+        k = self.randint(1, 4)
+        if self.chance(0.3):
+            f = self.choice(["maximum", "minimum", "hypot", "add"])
+            return [x], f"for _i in range({k}): {x} = np.{f}({x}, {y})", f
+        return [x], f"for _i in range({k}): {x} = {x} {op} {y}", op
+
+    def s_adv_write(self):
+        """Advanced-index writes: masks, integer arrays (repeated indices:
+        last write wins, `+=` adds once), np.add.at (adds every time)."""
+        x = self.array_name(lambda v: v.ndim >= 1 and v.shape[0] > 0)
+        if x is None:
+            return None
+        v = self.env[x]
+        n = v.shape[0]
+        idx = [int(i) for i in self.rng.integers(-n, n, size=self.randint(1, 4))]
+        y = self.operand(0.6)
+        k = self.randint(0, 4)
+        if k == 0:
+            return [], f"{x}[{x} > {self.choice(['0', '1', '2.5'])}] = {y}", "setitem"
+        if k == 1:
+            return [], f"{x}[{idx}] = {y}", "setitem"
+        if k == 2:
+            return [], f"{x}[{idx}] += {y}", "+="
+        if k == 3:
+            return [], f"np.add.at({x}, {idx}, {y})", "add"
+        return [], f"{x}[{x} < 0] *= {y}", "*="
+
     # ---- views and in-place (mode "views") -----------------------------------
     def index_expr(self, shape) -> str:
         parts = []
@@ -878,9 +947,9 @@ class Builder:
                     (self.s_astype, 2), (self.s_create, 1), (self.s_round, 1),
                     (self.s_multi, 1)]
         if self.mode in ("all", "views"):
-            fam += [(self.s_extern, 1)]
+            fam += [(self.s_extern, 1), (self.s_break, 2), (self.s_loop, 1)]
         if self.mode == "views":
-            fam += [(self.s_view, 6), (self.s_inplace, 6)]
+            fam += [(self.s_view, 6), (self.s_inplace, 6), (self.s_adv_write, 2)]
         return fam
 
     def draw_candidate(self):
@@ -922,8 +991,8 @@ class Builder:
             except Exception as e:  # NumPy refuses this statement
                 return ("raise", e)
             # which names did the statement write or change
-            changed = [n for n in after if n not in snap or not (
-                after[n] is snap[n] or _same(after[n], snap[n]))]
+            changed = [n for n in after if not n.startswith("_") and (n not in snap or not (
+                after[n] is snap[n] or _same(after[n], snap[n])))]
             for n in targets:
                 if n not in changed:
                     changed.append(n)
@@ -931,6 +1000,9 @@ class Builder:
                 return ("ok", after, {})
             reads = [n for n in self.names if n in snap and n in _names_in(stmt)]
             fwd = _FWD_ULPS.get(opname, 0)
+            loop = re.match(r"for _i in range\((\d+)\)", stmt)
+            if loop:
+                fwd *= int(loop.group(1))
             backward = _backward_ulps(opname, stmt, snap, reads)
             to_perturb = {}
             for n in reads:
@@ -1015,8 +1087,7 @@ class Builder:
             if raised or not done:
                 break
         if raised:
-            last = self.body[-1]
-            tgt = _assigned_names(last)
+            tgt = self.meta[-1][0]
             ret = tgt[0] if tgt else "None"
             return self.program(ret, raises=True)
         if not self.body:
@@ -1037,7 +1108,7 @@ class Builder:
 
     def pick_return(self) -> str:
         last = self.body[-1]
-        tg = _assigned_names(last)
+        tg = self.meta[-1][0]
         if not tg:  # an in-place statement: return what it wrote into
             tg = [_inplace_target(last)]
         rets = [tg[0]]
@@ -1063,6 +1134,8 @@ def _names_in(stmt: str) -> set:
 
 
 def _assigned_names(stmt: str) -> list:
+    if stmt.startswith("for "):
+        return []
     if " = " not in stmt:
         return []
     lhs = stmt.split(" = ", 1)[0]
@@ -1072,7 +1145,7 @@ def _assigned_names(stmt: str) -> list:
 
 
 def _inplace_target(stmt: str) -> str:
-    m = re.search(r"out=([a-c]|v\d+)", stmt)
+    m = re.search(r"out=([a-c]|v\d+)", stmt) or re.match(r"np\.add\.at\(([a-c]|v\d+)", stmt)
     if m:
         return m.group(1)
     m = re.match(r"([a-c]|v\d+)", stmt)
@@ -1080,6 +1153,8 @@ def _inplace_target(stmt: str) -> str:
 
 
 def stmt_mutates(stmt: str) -> bool:
+    if stmt.startswith("for "):
+        return False
     if "out=" in stmt or ".fill(" in stmt:
         return True
     return not _assigned_names(stmt)

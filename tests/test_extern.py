@@ -361,3 +361,55 @@ def test_vector_dot_fused(backend, dtype):
         check(f, a, b, backend=backend, rtol=2e-3 if dtype == np.float16 else None)
         captured(f, a, b)
     check(lambda a, b: np.dot(a, b), a, arr((8,), dtype), backend=backend)
+
+
+# ------------------------------------------ order statistics, interp, convolve
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False),
+                                           (-1, False)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16, np.float16])
+def test_median_percentile_quantile(backend, axis, keepdims, dtype):
+    a = arr((5, 4), dtype, layout="F")
+    fs = [lambda a: np.median(a, axis=axis, keepdims=keepdims),
+          lambda a: np.percentile(a, 30, axis=axis, keepdims=keepdims),
+          lambda a: np.percentile(a, [10, 90], axis=axis, keepdims=keepdims, method="nearest"),
+          lambda a: np.quantile(a, (0.25, 0.5), axis=axis, keepdims=keepdims)]
+    for f in fs:
+        check(f, a, backend=backend, rtol=2e-3 if dtype == np.float16 else None)
+        captured(f, a)
+    check(lambda a: np.percentile(a, 101), a, backend=backend)
+    check(lambda a: np.quantile(a, [0.5, -1]), a, backend=backend)
+    check(lambda a: np.median(a, axis=2), a, backend=backend)
+
+
+def test_median_does_not_touch_input(backend):
+    def f(a):
+        m = np.median(a, overwrite_input=True)
+        return m, a
+    check(f, arr((7,)), backend=backend)
+
+
+def test_interp(backend):
+    xp = np.linspace(0, 1, 6)
+    check(lambda x, xp, fp: np.interp(x, xp, fp), arr((3, 4)), xp, np.sin(xp), backend=backend)
+    check(lambda x, xp, fp: np.interp(x, xp, fp, left=-1, right=2), arr((5,)), xp, np.cos(xp),
+          backend=backend)
+    check(lambda xp, fp: np.interp(0.3, xp, fp), xp, np.sin(xp), backend=backend)
+    check(lambda x, xp, fp: np.interp(x, xp, fp), arr((5,)), xp, np.cos(xp)[:3], backend=backend)
+    captured(lambda x, xp, fp: np.interp(x * 2, xp, fp) + 1, arr((3, 4)), xp, np.sin(xp))
+
+
+@pytest.mark.parametrize("fn", [np.convolve, np.correlate])
+@pytest.mark.parametrize("mode", [None, "full", "same", "valid", "bogus"])
+@pytest.mark.parametrize("n,m", [(5, 3), (3, 5), (4, 4), (1, 6)])
+def test_convolve_correlate(backend, fn, mode, n, m):
+    f = (lambda a, v: fn(a, v)) if mode is None else (lambda a, v: fn(a, v, mode=mode))
+    check(f, arr((n,)), arr((m,), seed=1), backend=backend)
+    check(f, arr((n,), np.int8), arr((m,), np.int8, seed=1), backend=backend)
+    check(f, arr((n,), np.complex128), arr((m,), np.complex128, seed=1), backend=backend)
+
+
+def test_convolve_edge_cases(backend):
+    check(lambda a: np.convolve(a, np.zeros(0)), arr((3,)), backend=backend)
+    check(lambda a: np.convolve(a, 2.0), arr((3,)), backend=backend)
+    check(lambda a: np.convolve(a, a), arr((2, 2)), backend=backend)

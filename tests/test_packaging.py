@@ -127,3 +127,21 @@ def test_wheel_installs_and_runs(wheel, tmp_path):
     headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "kernels", "*.h")))
     assert f"headers {','.join(headers)}" in out
     assert "ok eager" in out and "ok native" in out, out
+
+
+def test_readme_quick_start(tmp_path):
+    """The README's quick-start code runs as written and says what it claims."""
+    import re
+    with open(os.path.join(ROOT, "README.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert blocks, "README.md has no python example"
+    script = tmp_path / "quick_start.py"
+    script.write_text(blocks[0])
+    env = dict(os.environ)  # the numdyn under test, as the rest of the suite sees it
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # explain's report: two graphs, one break at the `if` line.
+    assert re.search(r"(?i)graph.count\W*2\b", proc.stdout), proc.stdout
+    assert re.search(r"(?i)graph.break.count\W*1\b", proc.stdout), proc.stdout
+    assert "if b.sum() < 0:" in proc.stdout, proc.stdout

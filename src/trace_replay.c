@@ -1,0 +1,856 @@
+/* trace_replay.c -- later calls of a compiled function without its Python.
+ *
+ * Soundness rests on two independent checks; both must pass:
+ *
+ * 1. A bytecode scan, once per function (its code and every code object
+ *    nested in it): only an allowlist of instructions (locals, constants,
+ *    operators, calls, subscripts, attribute loads, containers, jumps and
+ *    loops); no imports, no stores to globals or attributes, no try/with,
+ *    no generators; a closure cell may not be rebound. Every global it loads
+ *    must be immutable data (numbers, str, NumPy scalars/dtypes, tuples of
+ *    those), the numpy module or the shim, a NumPy ufunc, a function the
+ *    shim replaces, an allow_in_graph function, or one of a few pure
+ *    builtins (len, range, abs, min, ...; not print). Those globals, the
+ *    closure cells and the defaults are guarded by identity on every call.
+ *    Attribute loads of side-effecting NumPy state (np.random, np.seterr,
+ *    np.save...) are refused. So a call can only compute from its
+ *    arguments, and whatever Python code decides is decided by guarded
+ *    things -- or by array contents, which check 2 catches.
+ *
+ * 2. The capture itself (hooks in trace_flush.c): array contents must never
+ *    have reached Python code (no graph break, no element read, no
+ *    materialization before the return), the only flush is the return
+ *    value's, no caller array was written, every graph input is an
+ *    argument, and the return value is made of computed arrays, arguments
+ *    returned as they are, and immutable constants.
+ *
+ * Arguments are guarded exactly (guards/replay_guard.c): a changed shape,
+ * dtype, layout or scalar value records another entry, up to
+ * numdyn.config.cache_size_limit entries; each miss has a reason that
+ * NUMDYN_LOGS=recompiles logs.
+ *
+ * Replay binds the new arrays to the recorded graph's INPUT nodes and runs
+ * it with the function's backend (a native graph-cache hit: one structural
+ * hash, one lookup, the kernels), then rebuilds the return value.
+ */
+#include "trace_replay.h"
+#include "../numpy_shim/shim.h"
+#include "../guards/replay_guard.h"
+#include <string.h>
+
+_Thread_local nd_replay_rec *nd__tls_rec;
+
+enum { T_TUPLE, T_LIST, T_DICT, T_OUT, T_OUTSCALAR, T_ARG, T_CONST };
+
+typedef struct {
+    uint8_t kind;
+    int32_t n;        /* containers: number of children */
+    int32_t idx;      /* OUT: output index; ARG: argument index */
+    PyObject *obj;    /* owned: CONST value; DICT: tuple of keys */
+} tnode;
+
+typedef struct {
+    Py_ssize_t nargs;          /* positional */
+    PyObject *kwnames;         /* owned tuple or NULL */
+    Py_ssize_t nag;
+    nd_argguard *ag;
+    nd_graph *g;               /* owned or NULL (nothing to compute) */
+    nd_id *outs;
+    int nout;
+    int nbind;
+    nd_id *bind_node;          /* INPUT node ... */
+    int32_t *bind_arg;         /* ... takes this argument */
+    int ntmpl;
+    tnode *tmpl;
+    int busy;                  /* running (kernels release the GIL) */
+    int orphan;                /* dropped while running: the runner frees it */
+} entry;
+
+struct nd_replay {
+    PyObject *fn;              /* owned: the function scanned */
+    int scanned;               /* 0 not yet, 1 replayable, -1 not */
+    PyObject *why;             /* owned str: why not replayable */
+    Py_ssize_t nglob;
+    PyObject **gname, **gval;  /* owned: guarded globals and their values */
+    uint8_t *gbuiltin;         /* found in builtins (absent from globals) */
+    Py_ssize_t ncell;
+    PyObject **cellval;        /* owned: closure cell contents */
+    int nentries, capentries;
+    entry **entries;
+    long long hits, misses;
+    PyObject *last_miss;       /* owned str or NULL */
+    int limit_logged;
+};
+
+/* ----------------------------------------------------------- tables */
+
+static PyObject *get_instructions, *allowed_ops, *denied_attrs, *pure_builtins, *numpy_mod;
+
+static const char *const ops_list[] = {
+    "NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "CALL", "CALL_FUNCTION",
+    "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_KW", "KW_NAMES", "PUSH_NULL",
+    "POP_TOP", "COPY", "SWAP", "ROT_TWO", "ROT_THREE", "ROT_FOUR", "ROT_N", "DUP_TOP",
+    "DUP_TOP_TWO", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST",
+    "STORE_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "DELETE_FAST", "LOAD_CONST",
+    "RETURN_VALUE", "RETURN_CONST", "BINARY_OP", "BINARY_ADD", "BINARY_SUBTRACT",
+    "BINARY_MULTIPLY", "BINARY_TRUE_DIVIDE", "BINARY_FLOOR_DIVIDE", "BINARY_MODULO",
+    "BINARY_POWER", "BINARY_MATRIX_MULTIPLY", "BINARY_LSHIFT", "BINARY_RSHIFT", "BINARY_AND",
+    "BINARY_OR", "BINARY_XOR", "INPLACE_ADD", "INPLACE_SUBTRACT", "INPLACE_MULTIPLY",
+    "INPLACE_TRUE_DIVIDE", "INPLACE_FLOOR_DIVIDE", "INPLACE_MODULO", "INPLACE_POWER",
+    "INPLACE_MATRIX_MULTIPLY", "INPLACE_LSHIFT", "INPLACE_RSHIFT", "INPLACE_AND", "INPLACE_OR",
+    "INPLACE_XOR", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT", "COMPARE_OP",
+    "IS_OP", "CONTAINS_OP", "BINARY_SUBSCR", "BINARY_SLICE", "STORE_SUBSCR", "STORE_SLICE",
+    "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SLICE", "BUILD_SET",
+    "BUILD_STRING", "FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE",
+    "LIST_APPEND", "LIST_EXTEND", "LIST_TO_TUPLE", "SET_ADD", "SET_UPDATE", "MAP_ADD",
+    "DICT_UPDATE", "DICT_MERGE", "UNPACK_SEQUENCE", "UNPACK_EX", "LOAD_ATTR", "LOAD_METHOD",
+    "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLOSURE", "MAKE_CELL", "COPY_FREE_VARS", "STORE_DEREF",
+    "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE", "GET_ITER", "FOR_ITER", "END_FOR", "JUMP_FORWARD",
+    "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT",
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "JUMP_IF_TRUE_OR_POP",
+    "JUMP_IF_FALSE_OR_POP", "TO_BOOL", "RAISE_VARARGS", "LOAD_ASSERTION_ERROR", NULL,
+};
+
+/* NumPy module attributes with effects beyond the call's result */
+static const char *const denied_attr_list[] = {
+    "random", "seterr", "seterrcall", "errstate", "set_printoptions", "printoptions",
+    "setbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
+    "genfromtxt", "fromfile", "tofile", "dump", "dumps", "memmap", "ctypes", "testing",
+    "show_config", "info", "__dict__", "__globals__", "__code__", "__closure__", "__builtins__",
+    "__defaults__", "__kwdefaults__", NULL,
+};
+
+static const char *const builtin_list[] = {
+    "range", "len", "abs", "float", "int", "complex", "bool", "min", "max", "sum", "tuple",
+    "list", "dict", "zip", "enumerate", "isinstance", "slice", "round", "pow", "divmod",
+    "reversed", "all", "any", "map", "sorted", "str", "ValueError", "TypeError", "IndexError",
+    "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "ZeroDivisionError",
+    NULL,
+};
+
+static PyObject *str_set(const char *const *names, int frozen)
+{
+    PyObject *s = frozen ? PyFrozenSet_New(NULL) : PySet_New(NULL);
+    for (int i = 0; s && names[i]; i++) {
+        PyObject *n = PyUnicode_InternFromString(names[i]);
+        if (!n || PySet_Add(s, n) < 0) Py_CLEAR(s);
+        Py_XDECREF(n);
+    }
+    return s;
+}
+
+static int tables_init(void)
+{
+    if (get_instructions) return 0;
+    PyObject *dis = PyImport_ImportModule("dis");
+    if (!dis) return -1;
+    PyObject *gi = PyObject_GetAttrString(dis, "get_instructions");
+    Py_DECREF(dis);
+    if (!gi) return -1;
+    if (!(numpy_mod = PyImport_ImportModule("numpy")) ||
+        !(allowed_ops = str_set(ops_list, 1)) || !(denied_attrs = str_set(denied_attr_list, 1)) ||
+        !(pure_builtins = str_set(builtin_list, 1))) {
+        Py_DECREF(gi);
+        return -1;
+    }
+    get_instructions = gi;
+    return 0;
+}
+
+/* ------------------------------------------------------------ scan */
+
+static int set_why(nd_replay *r, PyObject *why)
+{
+    if (!why) return -1;
+    Py_XSETREF(r->why, why);
+    return 1;
+}
+
+/* Immutable data: its identity pins its value. */
+static int immutable_const(PyObject *v, int depth)
+{
+    if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
+        PyFloat_CheckExact(v) || PyComplex_CheckExact(v) || PyUnicode_CheckExact(v) ||
+        PyBytes_CheckExact(v))
+        return 1;
+    if (PyArray_IsScalar(v, Generic))
+        return !PyArray_IsScalar(v, Object) && !PyArray_IsScalar(v, Void);
+    if (PyArray_DescrCheck(v)) return 1;
+    if (PyType_Check(v) && (PyType_IsSubtype((PyTypeObject *)v, &PyGenericArrType_Type) ||
+                            v == (PyObject *)&PyFloat_Type || v == (PyObject *)&PyLong_Type ||
+                            v == (PyObject *)&PyBool_Type || v == (PyObject *)&PyComplex_Type))
+        return 1;
+    if (PyTuple_CheckExact(v) && depth < 8) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+            if (!immutable_const(PyTuple_GET_ITEM(v, i), depth + 1)) return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* What a guarded global (or closure cell) may hold. */
+static int allowed_value(PyObject *name, PyObject *v, int builtin)
+{
+    if (builtin) return PySet_Contains(pure_builtins, name);
+    if (immutable_const(v, 0)) return 1;
+    PyObject *shim = nd_shim_module();
+    if (!shim) PyErr_Clear();
+    if (v == numpy_mod || (shim && v == shim)) return 1;
+    if (PyObject_TypeCheck(v, &PyUFunc_Type)) return 1;
+    PyObject *pol = PyObject_GetAttrString(v, "_numdyn_policy");
+    if (pol) {
+        int ok = PyUnicode_Check(pol) &&
+                 PyUnicode_CompareWithASCIIString(pol, "allow_in_graph") == 0;
+        Py_DECREF(pol);
+        return ok;
+    }
+    PyErr_Clear();
+    /* names trace_remap.c injected for functions the shim replaces */
+    if (name && PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) > 11) {
+        PyObject *pre = PyUnicode_FromString("__numdyn_");
+        if (!pre) return -1;
+        Py_ssize_t m = PyUnicode_Tailmatch(name, pre, 0, PY_SSIZE_T_MAX, -1);
+        Py_DECREF(pre);
+        if (m < 0) return -1;
+        if (m) return 1;
+    }
+    return 0;
+}
+
+static int scan_code(nd_replay *r, PyObject *code, PyObject *top_free, PyObject *names, int depth)
+{
+    PyCodeObject *co = (PyCodeObject *)code;
+    if (depth > 16) return set_why(r, PyUnicode_FromString("code nested too deeply"));
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR))
+        return set_why(r, PyUnicode_FromFormat("%U is a generator or coroutine", co->co_name));
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *et = PyObject_GetAttrString(code, "co_exceptiontable");
+    if (!et) return -1;
+    Py_ssize_t etn = PyBytes_Check(et) ? PyBytes_GET_SIZE(et) : 0;
+    Py_DECREF(et);
+    if (etn) return set_why(r, PyUnicode_FromFormat("%U uses try/except or with", co->co_name));
+#endif
+    PyObject *it = PyObject_CallOneArg(get_instructions, code);
+    PyObject *iter = it ? PyObject_GetIter(it) : NULL, *ins;
+    Py_XDECREF(it);
+    if (!iter) return -1;
+    int rc = 0;
+    while (rc == 0 && (ins = PyIter_Next(iter))) {
+        PyObject *op = PyObject_GetAttrString(ins, "opname");
+        PyObject *arg = op ? PyObject_GetAttrString(ins, "argval") : NULL;
+        if (!arg) { Py_DECREF(ins); Py_XDECREF(op); rc = -1; break; }
+        int ok = PySet_Contains(allowed_ops, op);
+        if (ok == 0) {
+            PyObject *pos = PyObject_GetAttrString(ins, "positions");
+            PyObject *line = pos ? PyObject_GetAttrString(pos, "lineno") : NULL;
+            if (!line) PyErr_Clear();
+            rc = set_why(r, PyUnicode_FromFormat("bytecode %U (%R) in %U line %S", op, arg,
+                                                 co->co_name, line ? line : Py_None));
+            Py_XDECREF(pos);
+            Py_XDECREF(line);
+        } else if (ok < 0) {
+            rc = -1;
+        } else if (PyUnicode_CompareWithASCIIString(op, "LOAD_GLOBAL") == 0) {
+            if (PySet_Add(names, arg) < 0) rc = -1;
+        } else if (PyUnicode_CompareWithASCIIString(op, "LOAD_ATTR") == 0 ||
+                   PyUnicode_CompareWithASCIIString(op, "LOAD_METHOD") == 0) {
+            int bad = PyUnicode_Check(arg) ? PySet_Contains(denied_attrs, arg) : 0;
+            if (bad < 0) rc = -1;
+            else if (bad) rc = set_why(r, PyUnicode_FromFormat("reads attribute .%U (a side "
+                                                               "effect or outside state)", arg));
+        } else if (PyUnicode_CompareWithASCIIString(op, "STORE_DEREF") == 0) {
+            int bad = PySequence_Contains(top_free, arg);
+            if (bad < 0) rc = -1;
+            else if (bad) rc = set_why(r, PyUnicode_FromFormat("rebinds closure variable %R", arg));
+        }
+        Py_DECREF(op);
+        Py_DECREF(arg);
+        Py_DECREF(ins);
+    }
+    Py_DECREF(iter);
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(co->co_consts); i++) {
+        PyObject *c = PyTuple_GET_ITEM(co->co_consts, i);
+        if (PyCode_Check(c)) rc = scan_code(r, c, top_free, names, depth + 1);
+    }
+    return rc;
+}
+
+static void env_clear(nd_replay *r)
+{
+    for (Py_ssize_t i = 0; i < r->nglob; i++) {
+        Py_XDECREF(r->gname[i]);
+        Py_XDECREF(r->gval[i]);
+    }
+    PyMem_Free(r->gname);
+    PyMem_Free(r->gval);
+    PyMem_Free(r->gbuiltin);
+    r->gname = r->gval = NULL;
+    r->gbuiltin = NULL;
+    r->nglob = 0;
+    for (Py_ssize_t i = 0; i < r->ncell; i++) Py_XDECREF(r->cellval[i]);
+    PyMem_Free(r->cellval);
+    r->cellval = NULL;
+    r->ncell = 0;
+}
+
+static PyObject *fn_builtins(PyObject *fn)
+{
+#if PY_VERSION_HEX >= 0x030A0000
+    return ((PyFunctionObject *)fn)->func_builtins;
+#else
+    return PyEval_GetBuiltins();
+#endif
+}
+
+/* 0 replayable, 1 not (r->why), -1 error */
+static int scan(nd_replay *r, PyObject *fn)
+{
+    if (!PyFunction_Check(fn))
+        return set_why(r, PyUnicode_FromFormat("%.80s is not a plain function", Py_TYPE(fn)->tp_name));
+    PyObject *code = PyFunction_GET_CODE(fn), *globals = PyFunction_GET_GLOBALS(fn);
+    PyObject *builtins = fn_builtins(fn);
+    PyObject *names = PySet_New(NULL), *free = NULL, *list = NULL;
+    int rc = -1;
+    if (!names) return -1;
+    if (!(free = PyObject_GetAttrString(code, "co_freevars"))) goto done;
+    if ((rc = scan_code(r, code, free, names, 0)) != 0) goto done;
+    rc = -1;
+    PyObject *defs[2] = {PyFunction_GET_DEFAULTS(fn), PyFunction_GET_KW_DEFAULTS(fn)};
+    for (int k = 0; k < 2; k++) {
+        PyObject *d = defs[k];
+        if (!d) continue;
+        PyObject *vals = PyDict_Check(d) ? PyDict_Values(d) : Py_NewRef(d);
+        if (!vals) goto done;
+        PyObject *tv = PySequence_Tuple(vals);
+        Py_DECREF(vals);
+        if (!tv) goto done;
+        int ok = immutable_const(tv, 0);
+        Py_DECREF(tv);
+        if (!ok) { rc = set_why(r, PyUnicode_FromString("a default argument value is mutable")); goto done; }
+    }
+    if (!(list = PySequence_List(names))) goto done;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    r->gname = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
+    r->gval = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
+    r->gbuiltin = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    if (!r->gname || !r->gval || !r->gbuiltin) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyList_GET_ITEM(list, i);
+        PyObject *v = PyDict_GetItemWithError(globals, name);
+        int builtin = 0;
+        if (!v && !PyErr_Occurred() && builtins && PyDict_Check(builtins)) {
+            v = PyDict_GetItemWithError(builtins, name);
+            builtin = 1;
+        }
+        if (!v) {
+            if (PyErr_Occurred()) goto done;
+            rc = set_why(r, PyUnicode_FromFormat("global %R is not defined", name));
+            goto done;
+        }
+        r->gname[i] = Py_NewRef(name);
+        r->gval[i] = Py_NewRef(v);
+        r->gbuiltin[i] = (uint8_t)builtin;
+        r->nglob = i + 1;
+        int ok = allowed_value(name, v, builtin);
+        if (ok < 0) goto done;
+        if (!ok) {
+            rc = set_why(r, builtin ? PyUnicode_FromFormat("calls builtin %U", name)
+                                    : PyUnicode_FromFormat("reads global %U (a %.80s)", name,
+                                                           Py_TYPE(v)->tp_name));
+            goto done;
+        }
+    }
+    PyObject *cl = PyFunction_GET_CLOSURE(fn);
+    Py_ssize_t nc = cl ? PyTuple_GET_SIZE(cl) : 0;
+    r->cellval = PyMem_Calloc((size_t)(nc ? nc : 1), sizeof(PyObject *));
+    if (!r->cellval) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        PyObject *v = PyCell_GET(PyTuple_GET_ITEM(cl, i));
+        PyObject *name = PyTuple_GET_ITEM(free, i);
+        if (!v) { rc = set_why(r, PyUnicode_FromFormat("closure variable %R is unbound", name)); goto done; }
+        r->cellval[i] = Py_NewRef(v);
+        r->ncell = i + 1;
+        int ok = allowed_value(NULL, v, 0);
+        if (ok < 0) goto done;
+        if (!ok) {
+            rc = set_why(r, PyUnicode_FromFormat("closure variable %U is a %.80s", name,
+                                                 Py_TYPE(v)->tp_name));
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(free);
+    Py_XDECREF(list);
+    if (rc != 0) env_clear(r);
+    return rc;
+}
+
+/* 1 when every guarded global and cell is still the object scanned;
+ * 0 with *why (new ref) naming the first that is not. */
+static int env_ok(nd_replay *r, PyObject **why)
+{
+    PyObject *fn = r->fn, *globals = PyFunction_GET_GLOBALS(fn), *builtins = fn_builtins(fn);
+    for (Py_ssize_t i = 0; i < r->nglob; i++) {
+        PyObject *v = PyDict_GetItemWithError(globals, r->gname[i]);
+        if (!v && !PyErr_Occurred() && r->gbuiltin[i] && builtins)
+            v = PyDict_GetItemWithError(builtins, r->gname[i]);
+        if (!v && PyErr_Occurred()) PyErr_Clear();
+        if (v != r->gval[i]) {
+            if (why) *why = PyUnicode_FromFormat("global %U was rebound", r->gname[i]);
+            return 0;
+        }
+    }
+    PyObject *cl = PyFunction_GET_CLOSURE(fn);
+    for (Py_ssize_t i = 0; i < r->ncell; i++) {
+        if (!cl || PyCell_GET(PyTuple_GET_ITEM(cl, i)) != r->cellval[i]) {
+            if (why) *why = PyUnicode_FromFormat("closure variable %zd was rebound", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------- entries */
+
+static void tmpl_free(tnode *t, int n)
+{
+    if (t) for (int i = 0; i < n; i++) Py_XDECREF(t[i].obj);
+    PyMem_Free(t);
+}
+
+static void entry_clear(entry *e)
+{
+    Py_CLEAR(e->kwnames);
+    if (e->ag) for (Py_ssize_t i = 0; i < e->nag; i++) nd_argguard_clear(&e->ag[i]);
+    PyMem_Free(e->ag);
+    nd_graph_free(e->g);
+    PyMem_Free(e->outs);
+    PyMem_Free(e->bind_node);
+    PyMem_Free(e->bind_arg);
+    tmpl_free(e->tmpl, e->ntmpl);
+    memset(e, 0, sizeof(*e));
+}
+
+static void entries_clear(nd_replay *r)
+{
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = r->entries[i];
+        /* an entry running on another thread is freed by that thread */
+        if (e->busy) {
+            e->orphan = 1;
+            continue;
+        }
+        entry_clear(e);
+        PyMem_Free(e);
+    }
+    r->nentries = 0;
+}
+
+nd_replay *nd__replay_new(void)
+{
+    nd_replay *r = PyMem_Calloc(1, sizeof(*r));
+    if (!r) PyErr_NoMemory();
+    return r;
+}
+
+void nd__replay_reset(nd_replay *r)
+{
+    if (!r) return;
+    entries_clear(r);
+    env_clear(r);
+    Py_CLEAR(r->fn);
+    Py_CLEAR(r->why);
+    r->scanned = 0;
+    r->limit_logged = 0;
+}
+
+void nd__replay_free(nd_replay *r)
+{
+    if (!r) return;
+    nd__replay_reset(r);
+    PyMem_Free(r->entries);
+    Py_CLEAR(r->last_miss);
+    PyMem_Free(r);
+}
+
+int nd__replay_traverse(nd_replay *r, visitproc visit, void *arg)
+{
+    if (!r) return 0;
+    Py_VISIT(r->fn);
+    for (Py_ssize_t i = 0; i < r->nglob; i++) Py_VISIT(r->gval[i]);
+    for (Py_ssize_t i = 0; i < r->ncell; i++) Py_VISIT(r->cellval[i]);
+    return 0;
+}
+
+void nd__rec_clear(nd_replay_rec *rec)
+{
+    nd_graph_free(rec->g);
+    rec->g = NULL;
+    PyMem_Free(rec->outs);
+    rec->outs = NULL;
+    Py_CLEAR(rec->res);
+}
+
+static int kwnames_equal(PyObject *a, PyObject *b)
+{
+    if (a == b) return 1;
+    Py_ssize_t na = a ? PyTuple_GET_SIZE(a) : 0, nb = b ? PyTuple_GET_SIZE(b) : 0;
+    if (na != nb) return 0;
+    for (Py_ssize_t i = 0; i < na; i++) {
+        PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
+        if (x != y && PyUnicode_Compare(x, y) != 0) { PyErr_Clear(); return 0; }
+    }
+    return 1;
+}
+
+static int entry_fits(const entry *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (e->nargs != PyVectorcall_NARGS(nargsf) || !kwnames_equal(e->kwnames, kwnames)) return 0;
+    for (Py_ssize_t i = 0; i < e->nag; i++)
+        if (!nd_argguard_check(&e->ag[i], args, i)) return 0;
+    return 1;
+}
+
+static PyObject *miss_reason(const entry *e, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    if (e->nargs != PyVectorcall_NARGS(nargsf) || !kwnames_equal(e->kwnames, kwnames))
+        return PyUnicode_FromString("the arguments are passed differently (count or keywords)");
+    for (Py_ssize_t i = 0; i < e->nag; i++)
+        if (!nd_argguard_check(&e->ag[i], args, i)) return nd_argguard_miss(&e->ag[i], args, i);
+    return PyUnicode_FromString("the matching entry is running on another thread");
+}
+
+/* ------------------------------------------------------- template */
+
+typedef struct {
+    tnode *t;
+    int n, cap;
+} tbuf;
+
+static int tpush(tbuf *b, int kind, int32_t n, int32_t idx, PyObject *obj)
+{
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 8;
+        tnode *nt = PyMem_Realloc(b->t, sizeof(tnode) * (size_t)cap);
+        if (!nt) { PyErr_NoMemory(); return -1; }
+        b->t = nt;
+        b->cap = cap;
+    }
+    b->t[b->n++] = (tnode){(uint8_t)kind, n, idx, Py_XNewRef(obj)};
+    return 0;
+}
+
+/* 0 ok, 1 not replayable (*why), -1 error */
+static int build_tmpl(tbuf *b, nd_replay_rec *rec, PyObject *o, PyObject *const *args,
+                      Py_ssize_t nargs, int depth, const char **why)
+{
+    if (depth > 32) { *why = "the return value is nested too deeply"; return 1; }
+    if (nd_proxy_check(o)) {
+        PyObject *v = nd_proxy_base_array(o);
+        if (!v) {
+            if (PyErr_Occurred()) return -1;
+            *why = "a returned array was not computed by the return flush";
+            return 1;
+        }
+        Py_DECREF(v);  /* identity is all we compare; rec->res / args keep it alive */
+        int scalar = nd_proxy_is_scalar(o) && PyArray_NDIM((PyArrayObject *)v) == 0;
+        for (Py_ssize_t k = 0; rec->res && k < PyList_GET_SIZE(rec->res); k++)
+            if (PyList_GET_ITEM(rec->res, k) == v)
+                return tpush(b, scalar ? T_OUTSCALAR : T_OUT, 0, (int32_t)k, NULL);
+        for (Py_ssize_t j = 0; j < nargs; j++)
+            if (args[j] == v && !scalar) return tpush(b, T_ARG, 0, (int32_t)j, NULL);
+        *why = "the return value holds a view of an argument";
+        return 1;
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        if (tpush(b, PyTuple_CheckExact(o) ? T_TUPLE : T_LIST, (int32_t)n, 0, NULL) < 0) return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int rc = build_tmpl(b, rec, PySequence_Fast_GET_ITEM(o, i), args, nargs, depth + 1, why);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    if (PyDict_CheckExact(o)) {
+        PyObject *keys = PyDict_Keys(o), *kt = keys ? PyList_AsTuple(keys) : NULL;
+        Py_XDECREF(keys);
+        if (!kt) return -1;
+        if (!immutable_const(kt, 0)) { Py_DECREF(kt); *why = "a returned dict has unusual keys"; return 1; }
+        int rc = tpush(b, T_DICT, (int32_t)PyTuple_GET_SIZE(kt), 0, kt);
+        for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(kt); i++) {
+            PyObject *v = PyDict_GetItemWithError(o, PyTuple_GET_ITEM(kt, i));
+            rc = v ? build_tmpl(b, rec, v, args, nargs, depth + 1, why) : -1;
+        }
+        Py_DECREF(kt);
+        return rc;
+    }
+    if (immutable_const(o, 0)) return tpush(b, T_CONST, 0, 0, o);
+    *why = "the return value holds an object that is neither a traced array nor a constant";
+    return 1;
+}
+
+static PyObject *rebuild(const tnode *t, int *pos, PyObject *res, PyObject *const *args)
+{
+    const tnode *n = &t[(*pos)++];
+    switch (n->kind) {
+    case T_OUT:
+        return Py_NewRef(PyList_GET_ITEM(res, n->idx));
+    case T_OUTSCALAR:
+        return PyArray_Return((PyArrayObject *)Py_NewRef(PyList_GET_ITEM(res, n->idx)));
+    case T_ARG:
+        return Py_NewRef(args[n->idx]);
+    case T_CONST:
+        return Py_NewRef(n->obj);
+    case T_TUPLE:
+    case T_LIST: {
+        PyObject *c = n->kind == T_TUPLE ? PyTuple_New(n->n) : PyList_New(n->n);
+        if (!c) return NULL;
+        for (int32_t i = 0; i < n->n; i++) {
+            PyObject *v = rebuild(t, pos, res, args);
+            if (!v) { Py_DECREF(c); return NULL; }
+            if (n->kind == T_TUPLE) PyTuple_SET_ITEM(c, i, v);
+            else PyList_SET_ITEM(c, i, v);
+        }
+        return c;
+    }
+    case T_DICT: {
+        PyObject *d = PyDict_New();
+        if (!d) return NULL;
+        for (int32_t i = 0; i < n->n; i++) {
+            PyObject *v = rebuild(t, pos, res, args);
+            if (!v || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), v) < 0) {
+                Py_XDECREF(v);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(v);
+        }
+        return d;
+    }
+    default:
+        PyErr_SetString(PyExc_SystemError, "numdyn: bad replay template");
+        return NULL;
+    }
+}
+
+/* ---------------------------------------------------------- public */
+
+static long config_limit(void)
+{
+    long lim = 8;
+    PyObject *cfg = PyImport_ImportModule("numdyn.config");
+    PyObject *v = cfg ? PyObject_GetAttrString(cfg, "cache_size_limit") : NULL;
+    Py_XDECREF(cfg);
+    if (v) {
+        long x = PyLong_AsLong(v);
+        if (!(x == -1 && PyErr_Occurred())) lim = x;
+        Py_DECREF(v);
+    }
+    PyErr_Clear();
+    return lim;
+}
+
+static void log_msg(const char *kind, PyObject *msg)
+{
+    if (msg) nd__log(kind, msg);
+    else PyErr_Clear();
+}
+
+static void note_miss(nd_replay *r, PyObject *why)
+{
+    r->misses++;
+    if (!why) { PyErr_Clear(); return; }
+    Py_XSETREF(r->last_miss, why);
+    if (nd__log_hook && r->fn) {
+        PyObject *name = PyObject_GetAttrString(r->fn, "__qualname__");
+        if (!name) PyErr_Clear();
+        log_msg("recompiles", PyUnicode_FromFormat("replay guard miss for %S: %U; tracing again",
+                                                   name ? name : Py_None, why));
+        Py_XDECREF(name);
+    }
+}
+
+int nd__replay_want(nd_replay *r, PyObject *fn)
+{
+    if (r->fn != fn) {
+        nd__replay_reset(r);
+        r->fn = Py_NewRef(fn);
+    }
+    if (r->scanned > 0 && !env_ok(r, NULL)) {
+        nd__replay_reset(r);
+        r->fn = Py_NewRef(fn);
+    }
+    if (!r->scanned) {
+        if (tables_init() < 0) return -1;
+        int rc = scan(r, fn);
+        if (rc < 0) return -1;
+        r->scanned = rc == 0 ? 1 : -1;
+        if (rc && nd__log_hook && r->why) {
+            PyObject *name = PyObject_GetAttrString(fn, "__qualname__");
+            if (!name) PyErr_Clear();
+            log_msg("recompiles", PyUnicode_FromFormat("%S is traced on every call (no replay): %U",
+                                                       name ? name : Py_None, r->why));
+            Py_XDECREF(name);
+        }
+    }
+    if (r->scanned < 0) return 0;
+    long lim = config_limit();
+    if (r->nentries >= lim) {
+        if (!r->limit_logged) {
+            r->limit_logged = 1;
+            log_msg("recompiles",
+                    PyUnicode_FromFormat("numdyn.config.cache_size_limit (%ld) reached: later "
+                                         "argument variants are traced on every call", lim));
+        }
+        return 0;
+    }
+    return 1;
+}
+
+int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *const *args,
+                      size_t nargsf, PyObject *kwnames, PyObject *raw)
+{
+    if (r->fn != fn || r->scanned <= 0) return 0;
+    if (rec->escapes || rec->mutated || rec->flushes > 1) return 0;
+    Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (int i = 0; i < r->nentries; i++)
+        if (entry_fits(r->entries[i], args, nargsf, kwnames)) return 0;  /* raced: have it */
+    entry e;
+    memset(&e, 0, sizeof e);
+    tbuf tb = {0};
+    const char *why = NULL;
+    int rc = -1;
+    e.nargs = npos;
+    e.kwnames = Py_XNewRef(kwnames);
+    e.ag = PyMem_Calloc((size_t)(n ? n : 1), sizeof(nd_argguard));
+    if (!e.ag) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int k = nd_argguard_record(&e.ag[i], args, n, i, &why);
+        e.nag = i + 1;
+        if (k) { rc = k < 0 ? -1 : 1; goto done; }
+    }
+    if (rec->g) {
+        nd_graph *g = rec->g;
+        int ninput = 0;
+        for (nd_id i = 0; i < g->n; i++) ninput += g->nodes[i].op == ND_OP_INPUT;
+        e.bind_node = PyMem_Malloc(sizeof(nd_id) * (size_t)(ninput ? ninput : 1));
+        e.bind_arg = PyMem_Malloc(sizeof(int32_t) * (size_t)(ninput ? ninput : 1));
+        if (!e.bind_node || !e.bind_arg) { PyErr_NoMemory(); goto done; }
+        for (nd_id i = 0; i < g->n; i++) {
+            nd_node *nn = &g->nodes[i];
+            if (nn->op != ND_OP_INPUT) continue;
+            Py_ssize_t j = 0;
+            while (j < n && args[j] != nn->obj) j++;
+            if (j == n) { why = "the graph reads an array that is not an argument"; rc = 1; goto done; }
+            e.bind_node[e.nbind] = i;
+            e.bind_arg[e.nbind++] = (int32_t)j;
+        }
+    }
+    if ((rc = build_tmpl(&tb, rec, raw, args, n, 0, &why)) != 0) goto done;
+    /* the entry owns the graph; between calls its inputs hold nothing */
+    if (rec->g) {
+        for (int b = 0; b < e.nbind; b++) Py_CLEAR(rec->g->nodes[e.bind_node[b]].obj);
+        e.g = rec->g;
+        e.outs = rec->outs;
+        e.nout = rec->nout;
+        rec->g = NULL;
+        rec->outs = NULL;
+    }
+    e.tmpl = tb.t;
+    e.ntmpl = tb.n;
+    tb.t = NULL;
+    if (r->nentries == r->capentries) {
+        int cap = r->capentries ? r->capentries * 2 : 4;
+        entry **ne = PyMem_Realloc(r->entries, sizeof(entry *) * (size_t)cap);
+        if (!ne) { PyErr_NoMemory(); rc = -1; goto done; }
+        r->entries = ne;
+        r->capentries = cap;
+    }
+    entry *pe = PyMem_Malloc(sizeof(entry));
+    if (!pe) { PyErr_NoMemory(); rc = -1; goto done; }
+    *pe = e;
+    r->entries[r->nentries++] = pe;
+    memset(&e, 0, sizeof e);
+    rc = 0;
+done:
+    tmpl_free(tb.t, tb.n);
+    entry_clear(&e);
+    if (rc > 0) {
+        /* this call's arguments are not replayable; others may be */
+        if (nd__log_hook && why)
+            log_msg("recompiles", PyUnicode_FromFormat("capture not recorded for replay: %s", why));
+        rc = 0;
+    }
+    return rc;
+}
+
+static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObject *options)
+{
+    PyObject *res = NULL;
+    if (e->g) {
+        e->busy = 1;
+        for (int b = 0; b < e->nbind; b++)
+            e->g->nodes[e->bind_node[b]].obj = Py_NewRef(args[e->bind_arg[b]]);
+        res = backend == ND_BACKEND_NATIVE ? nd_backend_native_run(e->g, e->outs, e->nout, options)
+                                           : nd_backend_eager_run(e->g, e->outs, e->nout);
+        for (int b = 0; b < e->nbind; b++) Py_CLEAR(e->g->nodes[e->bind_node[b]].obj);
+        if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != e->nout)) {
+            Py_CLEAR(res);
+            PyErr_SetString(PyExc_SystemError, "numdyn: replayed graph returned a wrong result list");
+        }
+    }
+    int pos = 0;
+    PyObject *out = res || !e->g ? rebuild(e->tmpl, &pos, res, args) : NULL;
+    Py_XDECREF(res);
+    e->busy = 0;
+    if (e->orphan) {
+        entry_clear(e);
+        PyMem_Free(e);
+    }
+    return out;
+}
+
+PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames, int backend, PyObject *options)
+{
+    if (!r->nentries) return NULL;
+    if (r->fn != fn) {
+        nd__replay_reset(r);
+        r->fn = Py_NewRef(fn);
+        note_miss(r, PyUnicode_FromString("the function or its numpy globals were rebound"));
+        return NULL;
+    }
+    PyObject *why = NULL;
+    if (!env_ok(r, &why)) {
+        PyObject *f = Py_NewRef(fn);
+        nd__replay_reset(r);
+        r->fn = f;
+        note_miss(r, why);
+        return NULL;
+    }
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = r->entries[i];
+        if (e->busy || !entry_fits(e, args, nargsf, kwnames)) continue;
+        r->hits++;
+        return run_entry(e, args, backend, options);
+    }
+    note_miss(r, miss_reason(r->entries[r->nentries - 1], args, nargsf, kwnames));
+    return NULL;
+}
+
+PyObject *nd__replay_info(nd_replay *r)
+{
+    const char *state = !r || !r->scanned ? "unknown" : r->scanned > 0 ? "yes" : "no";
+    return Py_BuildValue("{sssOsisLsLsO}", "eligible", state, "reason",
+                         r && r->why ? r->why : Py_None, "entries", r ? r->nentries : 0,
+                         "hits", r ? r->hits : 0LL, "misses", r ? r->misses : 0LL, "last_miss",
+                         r && r->last_miss ? r->last_miss : Py_None);
+}

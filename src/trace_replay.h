@@ -1,0 +1,59 @@
+/* trace_replay.h -- replaying a compiled function's trace without running
+ * its Python code (src/trace_replay.c). Tracer-internal: included by
+ * src/trace_*.c only.
+ *
+ * A compiled function is *replayable* when a conservative scan of its
+ * bytecode finds no way for a call to do anything but array work on its
+ * arguments (see trace_replay.c), and a capture of it showed that the
+ * result depended on nothing but what the guards check. Such a capture is
+ * recorded as an entry: argument guards, the graph of its one flush, which
+ * graph INPUT is which argument, and the shape of the return value. A later
+ * call whose arguments fit an entry runs that graph directly.
+ */
+#ifndef ND_TRACE_REPLAY_H
+#define ND_TRACE_REPLAY_H
+#include "trace_internal.h"
+
+/* What a recording capture did (the hooks in trace_flush.c fill it). */
+typedef struct nd_replay_rec {
+    nd_trace *trace;
+    int escapes;    /* concrete array contents reached Python code mid-capture */
+    int flushes;    /* flushes run (the return's included) */
+    int final;      /* the return value's flush is running */
+    int mutated;    /* a caller array was written */
+    nd_graph *g;    /* owned: standalone graph of the return flush, or NULL */
+    nd_id *outs;    /* PyMem: its output ids */
+    int nout;
+    PyObject *res;  /* owned list: the arrays that flush computed */
+} nd_replay_rec;
+
+/* The recording on this thread, or NULL. */
+extern _Thread_local nd_replay_rec *nd__tls_rec;
+static inline nd_replay_rec *nd__rec_of(nd_trace *t)
+{
+    nd_replay_rec *r = nd__tls_rec;
+    return r && r->trace == t ? r : NULL;
+}
+void nd__rec_clear(nd_replay_rec *rec);
+
+typedef struct nd_replay nd_replay;   /* per compiled function */
+nd_replay *nd__replay_new(void);      /* NULL + MemoryError */
+void nd__replay_free(nd_replay *r);
+void nd__replay_reset(nd_replay *r);  /* forget entries and the scan */
+int nd__replay_traverse(nd_replay *r, visitproc visit, void *arg);
+
+/* Run a recorded entry that fits the call. Returns the result (new ref);
+ * NULL with no exception when none fits (the caller traces); NULL with an
+ * exception on error. fn: the function the caller would run. */
+PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames, int backend, PyObject *options);
+/* 1 when this call's capture should be recorded (fn is replayable and the
+ * entry limit is not reached), 0 when not, -1 on error. */
+int nd__replay_want(nd_replay *r, PyObject *fn);
+/* Make an entry of a finished capture (rec), if it qualifies. raw: what the
+ * function returned (with proxies), before materialization. 0 or -1. */
+int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *const *args,
+                      size_t nargsf, PyObject *kwnames, PyObject *raw);
+/* {"eligible", "reason", "entries", "hits", "misses", "last_miss"} */
+PyObject *nd__replay_info(nd_replay *r);
+#endif
