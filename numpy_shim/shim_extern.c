@@ -794,6 +794,19 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
         for (int j = 0; j < e.nout; j++) in_out[e.out[j]] = 1;
         for (int l = 0; l < EIN_MAXL; l++) has_sum |= e.count[l] && !in_out[l];
     }
+    PyObject *op0 = PyTuple_GET_ITEM(ops, 1);
+    if (nop == 1 && !has_sum && nd_proxy_check(op0) && !nd_proxy_is_scalar(op0)) {
+        /* NumPy returns a (writeable) view for a pure relabeling: a
+         * transpose or diagonal of the operand */
+        npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS] = {0}, sh[ND_MAXDIMS];
+        nd_xj_cstrides(in[0].ndim, in[0].shape, cs);
+        for (int j = 0; j < e.nout; j++) {
+            sh[j] = e.size[e.out[j]];
+            for (int k = 0; k < e.nl[0]; k++)
+                if (e.lab[0][k] == e.out[j] && in[0].shape[k] != 1) st[j] += cs[k];
+        }
+        return nd_proxy_view(op0, e.nout, sh, 0, st);
+    }
     if ((fusable || !has_sum) && nop <= 3)
         return ein_fused(t, &e, in, dtype);
     npy_intp sh[ND_MAXDIMS];

@@ -13,7 +13,7 @@
  * not match its .sum (truncated, corrupted, or a writer that died between
  * the renames) or that dlopen rejects is rebuilt.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "npy.h"
 #include "native.h"
 #include "backend.h"

@@ -7,7 +7,7 @@
  * released. A failure raises numdyn.CompileError showing the compiler's
  * message and the generated source's path.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "npy.h"
 #include "native.h"
 #include <errno.h>

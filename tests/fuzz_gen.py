@@ -812,7 +812,8 @@ class Builder:
             return [], f"{x}[{idx}] = {y}", "setitem"
         if k == 2:
             return [], f"{x}[{idx}] += {y}", "+="
-        if k == 3:
+        if k == 3 and v.flags.writeable:
+            # (NumPy's add.at writes even into read-only arrays: not asked)
             return [], f"np.add.at({x}, {idx}, {y})", "add"
         return [], f"{x}[{x} < 0] *= {y}", "*="
 

@@ -413,3 +413,14 @@ def test_convolve_edge_cases(backend):
     check(lambda a: np.convolve(a, np.zeros(0)), arr((3,)), backend=backend)
     check(lambda a: np.convolve(a, 2.0), arr((3,)), backend=backend)
     check(lambda a: np.convolve(a, a), arr((2, 2)), backend=backend)
+
+
+@pytest.mark.parametrize("subs,shape", [("ij->ji", (3, 4)), ("ii->i", (3, 3)), ("ij", (2, 3)),
+                                        ("...i->i...", (2, 3, 4)), ("iji->ij", (2, 3, 2))])
+def test_einsum_relabel_is_a_view(backend, subs, shape):
+    def f(a):
+        v = np.einsum(subs, a)
+        v[...] = v * 2 + 1      # NumPy's result is a writeable view of a
+        return a, v
+    check(f, arr(shape), backend=backend)
+    captured(f, arr(shape))
