@@ -127,6 +127,8 @@ fuzz: build
 # first library loaded, hence LD_PRELOAD; leaks are not checked (CPython
 # keeps much alive until exit by design).
 ASAN_LIB = $(shell $(CC) -print-file-name=libasan.so)
+# --capture=sys: a sanitizer writes its report to fd 2 and stops the
+# process; pytest's default fd capture would swallow the report with it.
 test-asan: sysdeps $(VENV)/.deps-stamp
 	NUMDYN_SANITIZE=1 $(VPY) setup.py -q build --build-base build/asan \
 	  --build-lib build/asan/lib
@@ -134,7 +136,7 @@ test-asan: sysdeps $(VENV)/.deps-stamp
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LD_PRELOAD=$(ASAN_LIB) PYTHONPATH=$(CURDIR)/build/asan/lib \
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} NUMDYN_EXPECT_BUILD=$(CURDIR)/build/asan/lib \
-	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) $(PYTEST_ARGS) -p no:cacheprovider
+	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) --capture=sys -p no:cacheprovider $(PYTEST_ARGS)
 
 wheel: $(VENV)/.deps-stamp
 	$(VPY) -m pip wheel -q --no-deps -w dist .

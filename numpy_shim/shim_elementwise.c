@@ -142,7 +142,8 @@ static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi,
         Py_INCREF(out);
         return out;
     }
-    return nd_shim_wrap(t, x, nd_shim_node_ndim(t, x) == 0 && ops[0].is_scalar);
+    /* np.clip is a ufunc in NumPy 2: a 0-d result is a NumPy scalar */
+    return nd_shim_wrap(t, x, nd_shim_node_ndim(t, x) == 0);
 }
 
 /* clip: a, a_min, a_max, out; min, max */
@@ -168,6 +169,26 @@ static PyObject *clip_method(nd_trace *t, PyObject **argv)
 
 /* ------------------------------------------------------------ round */
 
+/* numpy.<name> (borrowed, looked up once; NumPy's functions live as long as
+ * the numpy module) */
+static PyObject *numpy_attr(const char *name)
+{
+    static PyObject *cache[4];
+    static const char *names[4];
+    for (int i = 0; i < 4; i++) {
+        if (names[i] && strcmp(names[i], name) == 0) return cache[i];
+        if (!names[i]) {
+            PyObject *f = PyObject_GetAttrString(nd_shim_numpy(), name);
+            if (!f) return NULL;
+            cache[i] = f;
+            names[i] = name;
+            return f;
+        }
+    }
+    PyErr_SetString(PyExc_SystemError, "numdyn shim: numpy_attr cache full");
+    return NULL;
+}
+
 static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObject *out)
 {
     Py_ssize_t d = 0;
@@ -176,15 +197,30 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
     nd_operand op;
     if (nd_shim_operand(t, a, &op)) return NULL;
     if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
-    if (PyTypeNum_ISCOMPLEX(op.dtype) || ((PyTypeNum_ISINTEGER(op.dtype) || op.dtype == NPY_BOOL) && d < 0))
-        return nd_shim_unsupported("numpy.round of this dtype/decimals is not supported in-graph");
-    PyObject *p = nd_shim_wrap(t, op.id, op.is_scalar && op.ndim == 0);
-    if (!p) return NULL;
+    /* NumPy's round gives a NumPy scalar for any 0-d input (ndarray.round
+     * goes through ufuncs) */
+    int scalar = op.ndim == 0;
     PyObject *r;
+    if (op.dtype == NPY_BOOL && d < 0)  /* NumPy raises its casting error */
+        return nd_shim_unsupported("numpy.round of booleans with decimals < 0");
+    if (PyTypeNum_ISCOMPLEX(op.dtype) || (PyTypeNum_ISINTEGER(op.dtype) && d < 0)) {
+        /* complex parts are rounded separately and integers with decimals
+         * < 0 in integer arithmetic: NumPy's own round, inside the program */
+        PyObject *tmpl = Py_BuildValue("(Nn)", nd_shim_placeholder(0), d);
+        PyObject *fn = tmpl ? numpy_attr("round") : NULL;
+        nd_id e = fn ? nd_shim_node_extern(t, fn, tmpl, NULL, 1, &op.id, -1, op.dtype,
+                                           op.ndim, op.shape)
+                     : ND_NONE;
+        Py_XDECREF(tmpl);
+        r = e == ND_NONE ? NULL : nd_shim_wrap(t, e, scalar);
+        goto stored;
+    }
+    PyObject *p = nd_shim_wrap(t, op.id, scalar);
+    if (!p) return NULL;
     if (PyTypeNum_ISINTEGER(op.dtype) || op.dtype == NPY_BOOL) {
         /* NumPy returns a copy for integers with decimals >= 0 */
         nd_id c = nd_shim_node_reshape(t, op.id, op.ndim, op.shape);
-        r = c == ND_NONE ? NULL : nd_shim_wrap(t, c, op.is_scalar && op.ndim == 0);
+        r = c == ND_NONE ? NULL : nd_shim_wrap(t, c, scalar);
     } else if (d == 0) {
         r = uf1(ND_UF_RINT, p);
     } else {
@@ -199,6 +235,7 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
         Py_XDECREF(z);
     }
     Py_DECREF(p);
+stored:
     if (!r || !out || out == Py_None) return r;
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);

@@ -132,6 +132,7 @@ static PyObject *py_clear_cache(PyObject *self, PyObject *args, PyObject *kw)
     int disk = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &disk)) return NULL;
     nd_mcache_clear();
+    nd_pool_clear();
     if (disk && nd_disk_clear() < 0) return NULL;
     Py_RETURN_NONE;
 }

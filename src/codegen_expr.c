@@ -59,6 +59,21 @@ const char *nd_cg_ctype(int t) { return dt(t)->ctype; }
 const char *nd_cg_stype(int t) { return dt(t)->stype; }
 const char *nd_cg_sfx(int t) { return dt(t)->sfx; }
 
+int nd_cg_elsize(int t)
+{
+    switch (dt(t)->cls) {
+    case 'b': return 1;
+    case 'h': return 2;
+    case 'f': return 4;
+    case 'd': return 8;
+    case 'F': return 8;
+    case 'D': return 16;
+    default: break;
+    }
+    const char *c = dt(t)->ctype;
+    return strstr(c, "64") ? 8 : strstr(c, "32") ? 4 : strstr(c, "16") ? 2 : 1;
+}
+
 static int is_float(char c) { return c == 'h' || c == 'f' || c == 'd'; }
 static int is_cplx(char c) { return c == 'F' || c == 'D'; }
 static int is_intlike(char c) { return c == 'b' || c == 'i' || c == 'u'; }

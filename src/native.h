@@ -143,6 +143,7 @@ const char *nd_cg_ctype(int dtype);      /* computation type */
 const char *nd_cg_stype(int dtype);      /* storage type */
 const char *nd_cg_sfx(int dtype);        /* helper suffix */
 int nd_cg_dtype_ok(int dtype);
+int nd_cg_elsize(int dtype);             /* bytes of one element */
 /* append "<ctype> v<id> = <expr>;" for a pointwise node; the inputs'
  * variables v<in> already exist. -1 + exception when unsupported. */
 int nd_cg_node(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err);
@@ -186,6 +187,11 @@ int nd_pcache_put(uint64_t key, nd_program *p);   /* takes a reference */
 /* 1 when this skeleton was compiled before under another guard key */
 int nd_pcache_note_skeleton(uint64_t skeleton, uint64_t key);
 void nd_mcache_clear(void);
+
+/* runtime_alloc.c: uninitialized C-contiguous arrays; big ones from a
+ * bounded pool of recycled blocks (no page faults on reuse) */
+PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype);
+void nd_pool_clear(void);
 
 /* runtime_native.c */
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout);

@@ -137,7 +137,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         if (op->acc == ND_A_REGION) continue;  /* the BASE step made it */
         if (arr[op->buf]) continue;            /* two outputs, one node */
         nd_node *m = &g->nodes[op->buf];
-        arr[op->buf] = PyArray_SimpleNew(m->ndim, m->shape, m->dtype);
+        arr[op->buf] = nd_alloc_array(m->ndim, m->shape, m->dtype);
         if (!arr[op->buf]) goto fail;
     }
     /* view bases must be C-contiguous (the map is over the C-order index) */
@@ -262,8 +262,10 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
                 Py_INCREF(b);
                 arr[st->node] = (PyObject *)b;
             } else {
-                arr[st->node] = PyArray_NewCopy(b, NPY_CORDER);
+                nd_node *sn = &g->nodes[st->node];
+                arr[st->node] = nd_alloc_array(sn->ndim, sn->shape, sn->dtype);
                 if (!arr[st->node]) goto done;
+                if (PyArray_CopyInto((PyArrayObject *)arr[st->node], b) < 0) goto done;
             }
         } else {
             if (run_kernel(p, &p->kerns[st->kern], g, arr) < 0) goto done;

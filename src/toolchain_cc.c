@@ -40,13 +40,15 @@ static int warned_cc, warned_sleef;
 #define ND_ARCH_FLAGS "-mcpu=native"
 #define ND_ARCH_FLAGS_STR "-mcpu=native"
 #endif
+/* -ffp-contract=off: NumPy rounds a*b before adding c; a fused multiply-add
+ * would not (x*y - x*y would not be 0). */
 static const char *base_flags[] = {
-    "-O3", ND_ARCH_FLAGS, "-fopenmp", "-fno-math-errno", "-fPIC", "-shared", NULL
+    "-O3", ND_ARCH_FLAGS, "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-shared", NULL
 };
 
 const char *nd_cc_flags(void)
 {
-    return "-O3 " ND_ARCH_FLAGS_STR " -fopenmp -fno-math-errno -fPIC -shared";
+    return "-O3 " ND_ARCH_FLAGS_STR " -fopenmp -fno-math-errno -ffp-contract=off -fPIC -shared";
 }
 
 static int find_in_path(const char *name, char *out, size_t n)

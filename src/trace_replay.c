@@ -66,15 +66,24 @@ typedef struct {
     int orphan;                /* dropped while running: the runner frees it */
 } entry;
 
+/* One thing the scan relied on (all references owned). */
+enum { G_GLOBAL, G_CELL, G_FUNC };
+typedef struct {
+    int kind;
+    PyObject *a, *b, *c, *d;
+    /* GLOBAL: a = globals dict, b = builtins dict (the name was found there,
+     *         absent from a) or NULL, c = name, d = value
+     * CELL:   a = cell, c = variable name, d = value
+     * FUNC:   a = function, b = its code, c = defaults, d = kwdefaults
+     *         (None when absent): a function the call may run */
+} eguard;
+
 struct nd_replay {
     PyObject *fn;              /* owned: the function scanned */
     int scanned;               /* 0 not yet, 1 replayable, -1 not */
     PyObject *why;             /* owned str: why not replayable */
-    Py_ssize_t nglob;
-    PyObject **gname, **gval;  /* owned: guarded globals and their values */
-    uint8_t *gbuiltin;         /* found in builtins (absent from globals) */
-    Py_ssize_t ncell;
-    PyObject **cellval;        /* owned: closure cell contents */
+    Py_ssize_t nenv, capenv;
+    eguard *env;               /* what the scan saw, checked on every call */
     int nentries, capentries;
     entry **entries;
     long long hits, misses;
@@ -281,64 +290,81 @@ static int scan_code(nd_replay *r, PyObject *code, PyObject *top_free, PyObject 
 
 static void env_clear(nd_replay *r)
 {
-    for (Py_ssize_t i = 0; i < r->nglob; i++) {
-        Py_XDECREF(r->gname[i]);
-        Py_XDECREF(r->gval[i]);
+    for (Py_ssize_t i = 0; i < r->nenv; i++) {
+        eguard *g = &r->env[i];
+        Py_XDECREF(g->a);
+        Py_XDECREF(g->b);
+        Py_XDECREF(g->c);
+        Py_XDECREF(g->d);
     }
-    PyMem_Free(r->gname);
-    PyMem_Free(r->gval);
-    PyMem_Free(r->gbuiltin);
-    r->gname = r->gval = NULL;
-    r->gbuiltin = NULL;
-    r->nglob = 0;
-    for (Py_ssize_t i = 0; i < r->ncell; i++) Py_XDECREF(r->cellval[i]);
-    PyMem_Free(r->cellval);
-    r->cellval = NULL;
-    r->ncell = 0;
+    PyMem_Free(r->env);
+    r->env = NULL;
+    r->nenv = r->capenv = 0;
+}
+
+static int env_push(nd_replay *r, int kind, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    if (r->nenv == r->capenv) {
+        Py_ssize_t cap = r->capenv ? r->capenv * 2 : 16;
+        eguard *ne = PyMem_Realloc(r->env, sizeof(eguard) * (size_t)cap);
+        if (!ne) { PyErr_NoMemory(); return -1; }
+        r->env = ne;
+        r->capenv = cap;
+    }
+    r->env[r->nenv++] = (eguard){kind, Py_XNewRef(a), Py_XNewRef(b), Py_XNewRef(c), Py_XNewRef(d)};
+    return 0;
 }
 
 static PyObject *fn_builtins(PyObject *fn)
 {
-#if PY_VERSION_HEX >= 0x030A0000
     return ((PyFunctionObject *)fn)->func_builtins;
-#else
-    return PyEval_GetBuiltins();
-#endif
 }
 
-/* 0 replayable, 1 not (r->why), -1 error */
-static int scan(nd_replay *r, PyObject *fn)
+static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth);
+
+/* A value the scanned code reads by name: allowed data, or a plain Python
+ * function that is itself scanned (its own globals guarded the same way). */
+static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, PyObject *seen,
+                       int depth)
 {
-    if (!PyFunction_Check(fn))
-        return set_why(r, PyUnicode_FromFormat("%.80s is not a plain function", Py_TYPE(fn)->tp_name));
+    int ok = allowed_value(name, v, builtin);
+    if (ok) return ok < 0 ? -1 : 0;
+    if (!builtin && PyFunction_Check(v)) return scan_fn(r, v, seen, depth + 1);
+    if (builtin) return set_why(r, PyUnicode_FromFormat("calls builtin %U", name));
+    return set_why(r, PyUnicode_FromFormat("reads %U (a %.80s)", name, Py_TYPE(v)->tp_name));
+}
+
+/* 0 replayable so far, 1 not (r->why), -1 error */
+static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth)
+{
+    if (depth > 8) return set_why(r, PyUnicode_FromString("calls nested too deeply"));
     PyObject *code = PyFunction_GET_CODE(fn), *globals = PyFunction_GET_GLOBALS(fn);
+    int has = PySet_Contains(seen, fn);
+    if (has) return has < 0 ? -1 : 0;  /* recursion: guarded once */
+    if (PySet_Add(seen, fn) < 0) return -1;
     PyObject *builtins = fn_builtins(fn);
+    PyObject *d = PyFunction_GET_DEFAULTS(fn), *kd = PyFunction_GET_KW_DEFAULTS(fn);
+    if (env_push(r, G_FUNC, fn, code, d ? d : Py_None, kd ? kd : Py_None) < 0) return -1;
     PyObject *names = PySet_New(NULL), *free = NULL, *list = NULL;
     int rc = -1;
     if (!names) return -1;
     if (!(free = PyObject_GetAttrString(code, "co_freevars"))) goto done;
     if ((rc = scan_code(r, code, free, names, 0)) != 0) goto done;
     rc = -1;
-    PyObject *defs[2] = {PyFunction_GET_DEFAULTS(fn), PyFunction_GET_KW_DEFAULTS(fn)};
+    PyObject *defs[2] = {d, kd};
     for (int k = 0; k < 2; k++) {
-        PyObject *d = defs[k];
-        if (!d) continue;
-        PyObject *vals = PyDict_Check(d) ? PyDict_Values(d) : Py_NewRef(d);
-        if (!vals) goto done;
-        PyObject *tv = PySequence_Tuple(vals);
-        Py_DECREF(vals);
+        if (!defs[k]) continue;
+        PyObject *vals = PyDict_Check(defs[k]) ? PyDict_Values(defs[k]) : Py_NewRef(defs[k]);
+        PyObject *tv = vals ? PySequence_Tuple(vals) : NULL;
+        Py_XDECREF(vals);
         if (!tv) goto done;
         int ok = immutable_const(tv, 0);
         Py_DECREF(tv);
         if (!ok) { rc = set_why(r, PyUnicode_FromString("a default argument value is mutable")); goto done; }
     }
     if (!(list = PySequence_List(names))) goto done;
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    r->gname = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    r->gval = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    r->gbuiltin = PyMem_Calloc((size_t)(n ? n : 1), 1);
-    if (!r->gname || !r->gval || !r->gbuiltin) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    if (PyList_Sort(list) < 0) goto done;  /* a stable order for the guards */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         PyObject *name = PyList_GET_ITEM(list, i);
         PyObject *v = PyDict_GetItemWithError(globals, name);
         int builtin = 0;
@@ -351,66 +377,68 @@ static int scan(nd_replay *r, PyObject *fn)
             rc = set_why(r, PyUnicode_FromFormat("global %R is not defined", name));
             goto done;
         }
-        r->gname[i] = Py_NewRef(name);
-        r->gval[i] = Py_NewRef(v);
-        r->gbuiltin[i] = (uint8_t)builtin;
-        r->nglob = i + 1;
-        int ok = allowed_value(name, v, builtin);
-        if (ok < 0) goto done;
-        if (!ok) {
-            rc = set_why(r, builtin ? PyUnicode_FromFormat("calls builtin %U", name)
-                                    : PyUnicode_FromFormat("reads global %U (a %.80s)", name,
-                                                           Py_TYPE(v)->tp_name));
-            goto done;
-        }
+        if (env_push(r, G_GLOBAL, globals, builtin ? builtins : NULL, name, v) < 0) goto done;
+        if ((rc = check_value(r, name, v, builtin, seen, depth)) != 0) goto done;
+        rc = -1;
     }
     PyObject *cl = PyFunction_GET_CLOSURE(fn);
-    Py_ssize_t nc = cl ? PyTuple_GET_SIZE(cl) : 0;
-    r->cellval = PyMem_Calloc((size_t)(nc ? nc : 1), sizeof(PyObject *));
-    if (!r->cellval) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < nc; i++) {
-        PyObject *v = PyCell_GET(PyTuple_GET_ITEM(cl, i));
+    for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); i++) {
+        PyObject *cell = PyTuple_GET_ITEM(cl, i), *v = PyCell_GET(cell);
         PyObject *name = PyTuple_GET_ITEM(free, i);
         if (!v) { rc = set_why(r, PyUnicode_FromFormat("closure variable %R is unbound", name)); goto done; }
-        r->cellval[i] = Py_NewRef(v);
-        r->ncell = i + 1;
-        int ok = allowed_value(NULL, v, 0);
-        if (ok < 0) goto done;
-        if (!ok) {
-            rc = set_why(r, PyUnicode_FromFormat("closure variable %U is a %.80s", name,
-                                                 Py_TYPE(v)->tp_name));
-            goto done;
-        }
+        if (env_push(r, G_CELL, cell, NULL, name, v) < 0) goto done;
+        if ((rc = check_value(r, name, v, 0, seen, depth)) != 0) goto done;
+        rc = -1;
     }
     rc = 0;
 done:
     Py_XDECREF(names);
     Py_XDECREF(free);
     Py_XDECREF(list);
+    return rc;
+}
+
+/* 0 replayable, 1 not (r->why), -1 error */
+static int scan(nd_replay *r, PyObject *fn)
+{
+    if (!PyFunction_Check(fn))
+        return set_why(r, PyUnicode_FromFormat("%.80s is not a plain function", Py_TYPE(fn)->tp_name));
+    PyObject *seen = PySet_New(NULL);
+    if (!seen) return -1;
+    int rc = scan_fn(r, fn, seen, 0);
+    Py_DECREF(seen);
     if (rc != 0) env_clear(r);
     return rc;
 }
 
-/* 1 when every guarded global and cell is still the object scanned;
- * 0 with *why (new ref) naming the first that is not. */
+/* 1 when everything the scan relied on is still the object it saw; 0 with
+ * *why (new ref, when why is not NULL) naming the first that is not. */
 static int env_ok(nd_replay *r, PyObject **why)
 {
-    PyObject *fn = r->fn, *globals = PyFunction_GET_GLOBALS(fn), *builtins = fn_builtins(fn);
-    for (Py_ssize_t i = 0; i < r->nglob; i++) {
-        PyObject *v = PyDict_GetItemWithError(globals, r->gname[i]);
-        if (!v && !PyErr_Occurred() && r->gbuiltin[i] && builtins)
-            v = PyDict_GetItemWithError(builtins, r->gname[i]);
-        if (!v && PyErr_Occurred()) PyErr_Clear();
-        if (v != r->gval[i]) {
-            if (why) *why = PyUnicode_FromFormat("global %U was rebound", r->gname[i]);
+    for (Py_ssize_t i = 0; i < r->nenv; i++) {
+        eguard *g = &r->env[i];
+        PyObject *v;
+        switch (g->kind) {
+        case G_GLOBAL:
+            v = PyDict_GetItemWithError(g->a, g->c);
+            if (!v && !PyErr_Occurred() && g->b) v = PyDict_GetItemWithError(g->b, g->c);
+            else if (v && g->b) v = NULL;  /* a new global shadows the builtin */
+            if (!v && PyErr_Occurred()) PyErr_Clear();
+            if (v == g->d) continue;
+            if (why) *why = PyUnicode_FromFormat("global %U was rebound", g->c);
+            return 0;
+        case G_CELL:
+            if (PyCell_GET(g->a) == g->d) continue;
+            if (why) *why = PyUnicode_FromFormat("closure variable %U was rebound", g->c);
+            return 0;
+        default: {
+            PyObject *d = PyFunction_GET_DEFAULTS(g->a), *kd = PyFunction_GET_KW_DEFAULTS(g->a);
+            if (PyFunction_GET_CODE(g->a) == g->b && (d ? d : Py_None) == g->c &&
+                (kd ? kd : Py_None) == g->d)
+                continue;
+            if (why) *why = PyUnicode_FromFormat("the code or defaults of %R changed", g->a);
             return 0;
         }
-    }
-    PyObject *cl = PyFunction_GET_CLOSURE(fn);
-    for (Py_ssize_t i = 0; i < r->ncell; i++) {
-        if (!cl || PyCell_GET(PyTuple_GET_ITEM(cl, i)) != r->cellval[i]) {
-            if (why) *why = PyUnicode_FromFormat("closure variable %zd was rebound", i);
-            return 0;
         }
     }
     return 1;
@@ -483,8 +511,12 @@ int nd__replay_traverse(nd_replay *r, visitproc visit, void *arg)
 {
     if (!r) return 0;
     Py_VISIT(r->fn);
-    for (Py_ssize_t i = 0; i < r->nglob; i++) Py_VISIT(r->gval[i]);
-    for (Py_ssize_t i = 0; i < r->ncell; i++) Py_VISIT(r->cellval[i]);
+    for (Py_ssize_t i = 0; i < r->nenv; i++) {
+        Py_VISIT(r->env[i].a);
+        Py_VISIT(r->env[i].b);
+        Py_VISIT(r->env[i].c);
+        Py_VISIT(r->env[i].d);
+    }
     return 0;
 }
 
@@ -666,6 +698,7 @@ static void log_msg(const char *kind, PyObject *msg)
 static void note_miss(nd_replay *r, PyObject *why)
 {
     r->misses++;
+    nd_counter_add(ND_CTR_REPLAY_MISSES, 1);
     if (!why) { PyErr_Clear(); return; }
     Py_XSETREF(r->last_miss, why);
     if (nd__log_hook && r->fn) {
@@ -840,6 +873,7 @@ PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size
         entry *e = r->entries[i];
         if (e->busy || !entry_fits(e, args, nargsf, kwnames)) continue;
         r->hits++;
+        nd_counter_add(ND_CTR_REPLAYS, 1);
         return run_entry(e, args, backend, options);
     }
     note_miss(r, miss_reason(r->entries[r->nentries - 1], args, nargsf, kwnames));

@@ -1,8 +1,11 @@
 """Differential testing: random NumPy programs, numdyn vs NumPy.
 
 tests/fuzz_gen.py builds programs of 1 to 12 statements (operators, ufuncs,
-reductions with axis/keepdims/dtype, where, clip, astype, creation
-functions, multi-output ufuncs) over random dtypes (bool, ints, uints,
+reductions with axis/keepdims/dtype, where, clip, astype, round, creation
+functions, multi-output ufuncs; in mode "all" also matmul/dot/sort/
+concatenate/stack/outer, graph breaks -- a data-dependent `if`, float(),
+.item(), boolean masks, integer-array gathers, nonzero, unique -- and
+Python loops) over random dtypes (bool, ints, uints,
 float16/32/64, complex64/128), random broadcasting shapes including 0-d and
 empty arrays, NumPy scalars and 0-d arrays as arguments, weak Python scalars
 and strong NumPy scalars as operands. Each program runs under NumPy and
@@ -13,9 +16,12 @@ returned types, exceptions (type and message) and the arguments' state.
 Each generated program also runs on VARIANTS other argument values of the
 same dtypes and shapes: the same kernels again, new data.
 
-CI (hypothesis profile "ci": derandomized) runs EXAMPLES programs per
-backend; `make fuzz` (profile "fuzz", NUMDYN_FUZZ_EXAMPLES) searches longer.
-A failure prints a minimized, self-contained reproducer script.
+CI (hypothesis profile "ci": derandomized) runs EXAMPLES generated programs
+per backend here and 500 more in test_fuzz_views.py; `make fuzz` (profile
+"fuzz", NUMDYN_FUZZ_EXAMPLES) searches longer with random seeds. A failing
+test lists every kind of disagreement with its count, and a minimized,
+self-contained reproducer script for the most frequent ones
+(NUMDYN_FUZZ_REPORTS=N for more).
 """
 import functools
 import os
@@ -29,11 +35,10 @@ import fuzz_gen as fg
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 VARIANTS = 2
 
-# (mode, generated programs in CI). 1700 programs per backend (plus 500 in
-# test_fuzz_views.py), each also run
-# on up to VARIANTS other argument values (same kernels, new data): about
-# 6000 checks per backend. The programs are generated once (fixed seed) and
-# shared by both backends.
+# (mode, generated programs in CI): 1700 per backend (plus 500 in
+# test_fuzz_views.py), each also run on up to VARIANTS other argument values
+# (same kernels, new data): about 5000 checks per backend here. The programs
+# are generated once (fixed seed) and shared by both backends.
 CASES = [("arith", 600), ("reduce", 500), ("all", 600)]
 EXAMPLES = sum(n for _, n in CASES)
 

@@ -316,6 +316,41 @@ def test_plain_user_helper_not_replayed(backend, capsys):
     assert info(f)["eligible"] == "no"
 
 
+OFFSET = 1.0
+
+
+def pure_helper(x):
+    return np.exp(-x) + OFFSET
+
+
+def other_helper(x):
+    return np.exp(-x) - OFFSET
+
+
+def uses_pure_helper(a):
+    return pure_helper(a) * 2
+
+
+def test_plain_pure_helper_is_scanned_and_guarded(backend):
+    global OFFSET
+    f = numdyn.compile(uses_pure_helper, backend=backend)
+    a = np.linspace(0, 1, 5)
+    code = pure_helper.__code__
+    try:
+        same(f(a), uses_pure_helper(a))
+        same(f(a), uses_pure_helper(a))
+        assert info(f)["hits"] == 1
+        OFFSET = 3.0   # the helper's global
+        same(f(a), uses_pure_helper(a))
+        assert "OFFSET" in info(f)["last_miss"]
+        pure_helper.__code__ = other_helper.__code__
+        same(f(a), uses_pure_helper(a))
+        assert "code or defaults" in info(f)["last_miss"]
+    finally:
+        OFFSET = 1.0
+        pure_helper.__code__ = code
+
+
 def test_shape_dependent_python_logic(backend):
     def g(a):
         out = a
