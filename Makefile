@@ -9,7 +9,7 @@ OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS))
 HDRS := $(wildcard src/*.h src/*.def numpy_shim/*.h guards/*.h)
 DEV_CFLAGS ?= -std=c11 -O2 -g -fPIC -Wall -Wextra -Wno-unused-parameter \
   -Wno-missing-field-initializers -fvisibility=hidden \
-  -DNPY_NO_DEPRECATED_API=NPY_2_0_API_VERSION
+  -DNPY_NO_DEPRECATED_API=NPY_2_0_API_VERSION -DNPY_TARGET_VERSION=NPY_2_0_API_VERSION
 ifeq ($(WERROR),1)
 DEV_CFLAGS += -Werror
 endif

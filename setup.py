@@ -31,7 +31,10 @@ ext = Extension(
     "numdyn._C",
     sources=sources(),
     include_dirs=[numpy.get_include(), "src", "numpy_shim", "guards", "kernels"],
-    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+    # One C-API level whatever NumPy builds it (each NumPy's default
+    # differs): the 2.0 API, the oldest NumPy the package runs with.
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
+                   ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
     extra_compile_args=cflags,
     extra_link_args=(["-fsanitize=address,undefined"]
                      if os.environ.get("NUMDYN_SANITIZE") else []),

@@ -35,9 +35,17 @@ static PyObject *where_impl(nd_trace *t, PyObject **argv)
     if (c.weak && (c.id = nd_shim_operand_node(t, &c, c.dtype)) == ND_NONE) return NULL;
     /* np.where casts x and y to the result dtype unsafely: a weak 300
      * into int8 wraps (it does not raise like a ufunc operand) */
-    if (x.weak && (x.id = nd_shim_operand_node(t, &x, x.dtype)) == ND_NONE) return NULL;
-    if (y.weak && (y.id = nd_shim_operand_node(t, &y, y.dtype)) == ND_NONE) return NULL;
-    x.weak = y.weak = 0;
+    nd_operand *xy[2] = {&x, &y};
+    for (int k = 0; k < 2; k++) {
+        nd_operand *o = xy[k];
+        if (!o->weak) continue;
+        /* a weak value taking a float/complex result dtype is converted to
+         * it directly (2**64 into complex64 is fine, not an int64 overflow) */
+        int at = (PyTypeNum_ISFLOAT(dt) || PyTypeNum_ISCOMPLEX(dt)) ? dt : o->dtype;
+        if ((o->id = nd_shim_node_scalar(t, o->obj, at, 1)) == ND_NONE) return NULL;
+        o->dtype = at;
+        o->weak = 0;
+    }
     nd_id xi = nd_shim_operand_at(t, &x, dt);
     nd_id yi = xi == ND_NONE ? ND_NONE : nd_shim_operand_at(t, &y, dt);
     nd_id r = yi == ND_NONE ? ND_NONE : nd_shim_node_where(t, c.id, xi, yi, dt);
@@ -201,8 +209,8 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
      * goes through ufuncs) */
     int scalar = op.ndim == 0;
     PyObject *r;
-    if (op.dtype == NPY_BOOL && d < 0)  /* NumPy raises its casting error */
-        return nd_shim_unsupported("numpy.round of booleans with decimals < 0");
+    if (op.dtype == NPY_BOOL && d != 0)  /* NumPy raises its casting error */
+        return nd_shim_unsupported("numpy.round of booleans with decimals != 0");
     if (PyTypeNum_ISCOMPLEX(op.dtype) || (PyTypeNum_ISINTEGER(op.dtype) && d < 0)) {
         /* complex parts are rounded separately and integers with decimals
          * < 0 in integer arithmetic: NumPy's own round, inside the program */
@@ -217,7 +225,9 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
     }
     PyObject *p = nd_shim_wrap(t, op.id, scalar);
     if (!p) return NULL;
-    if (PyTypeNum_ISINTEGER(op.dtype) || op.dtype == NPY_BOOL) {
+    if (op.dtype == NPY_BOOL) {
+        r = uf1(ND_UF_RINT, p);  /* NumPy: rint's bool loop gives float16 */
+    } else if (PyTypeNum_ISINTEGER(op.dtype)) {
         /* NumPy returns a copy for integers with decimals >= 0 */
         nd_id c = nd_shim_node_reshape(t, op.id, op.ndim, op.shape);
         r = c == ND_NONE ? NULL : nd_shim_wrap(t, c, scalar);
@@ -343,11 +353,32 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
     if (nd_shim_operand(t, argv[0], &op)) return NULL;
     if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
     int dt = op.dtype;
-    if (PyTypeNum_ISCOMPLEX(dt)) return nd_shim_unsupported("numpy.nan_to_num of complex values");
     if (argv[1] && PyObject_IsTrue(argv[1]) == 0 && !nd_proxy_check(argv[0]))
         return nd_shim_unsupported("numpy.nan_to_num(copy=False) of a non-lazy array");
     nd_id x = op.id;
-    if (PyTypeNum_ISFLOAT(dt)) {
+    if (PyTypeNum_ISCOMPLEX(dt)) {
+        /* each part replaced separately: NumPy's own nan_to_num inside the
+         * program (nan/posinf/neginf must be plain numbers to be kept in the
+         * node's hashable template) */
+        PyObject *kw = PyDict_New();
+        static const char *keys[3] = {"nan", "posinf", "neginf"};
+        for (int k = 0; kw && k < 3; k++) {
+            PyObject *v = argv[2 + k];
+            if (!v || v == Py_None) continue;
+            if (!PyFloat_Check(v) && !PyLong_Check(v) && !PyComplex_Check(v) &&
+                !PyArray_IsScalar(v, Number)) {
+                Py_DECREF(kw);
+                return nd_shim_unsupported("numpy.nan_to_num of complex values with array fill values");
+            }
+            if (PyDict_SetItemString(kw, keys[k], v) < 0) Py_CLEAR(kw);
+        }
+        PyObject *tmpl = kw ? Py_BuildValue("(N)", nd_shim_placeholder(0)) : NULL;
+        PyObject *fn = tmpl ? numpy_attr("nan_to_num") : NULL;
+        x = fn ? nd_shim_node_extern(t, fn, tmpl, kw, 1, &op.id, -1, dt, op.ndim, op.shape)
+               : ND_NONE;
+        Py_XDECREF(tmpl);
+        Py_XDECREF(kw);
+    } else if (PyTypeNum_ISFLOAT(dt)) {
         double big = dt == NPY_FLOAT16 ? 65504.0 : dt == NPY_FLOAT32 ? FLT_MAX : DBL_MAX;
         PyObject *nanv = argv[2] ? argv[2] : NULL;
         PyObject *pos = (argv[3] && argv[3] != Py_None) ? argv[3] : NULL;
@@ -376,7 +407,8 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
         Py_INCREF(argv[0]);
         return argv[0];
     }
-    return nd_shim_wrap(t, x, op.is_scalar && op.ndim == 0);
+    /* NumPy returns a NumPy scalar for any 0-d input */
+    return nd_shim_wrap(t, x, op.ndim == 0);
 }
 
 /* ------------------------------------------------------------ casts */
@@ -407,8 +439,10 @@ static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject
     int want_copy = copy ? PyObject_IsTrue(copy) : 1;
     if (want_copy < 0) return NULL;
     if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
-        Py_INCREF(a);
-        return a;
+        if (!nd_proxy_is_scalar(a)) return Py_NewRef(a);
+        /* a NumPy-scalar-valued proxy: asarray gives a 0-d ndarray, i.e. a
+         * plain (not is_scalar) proxy on the same storage */
+        return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast(t, op.id, dt);
@@ -455,8 +489,10 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     if (nd_shim_operand(t, a, &op)) return NULL;
     if (dt < 0) dt = op.dtype;
     if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
-        Py_INCREF(a);
-        return a;
+        if (!nd_proxy_is_scalar(a)) return Py_NewRef(a);
+        /* a NumPy-scalar-valued proxy: asarray gives a 0-d ndarray, i.e. a
+         * plain (not is_scalar) proxy on the same storage */
+        return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     if (copy == Py_False) {
         PyErr_SetString(PyExc_ValueError, "Unable to avoid copy while creating an array as requested.");

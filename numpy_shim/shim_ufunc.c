@@ -128,6 +128,16 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
 static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc_opts *o)
 {
     int nin = nd_ufunc_nin(uf), nout = nd_ufunc_nout(uf);
+    /* NumPy checks writeability of out= before typing (read-only views:
+     * broadcast_to, diagonal, read-only caller arrays) */
+    for (int i = 0; o->nouts_given && i < nout; i++) {
+        PyObject *x = o->outs[i];
+        if (x && (nd_proxy_is_readonly(x) ||
+                  (PyArray_Check(x) && !PyArray_ISWRITEABLE((PyArrayObject *)x)))) {
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+            return NULL;
+        }
+    }
     nd_operand ops[ND_MAXIN];
     int dtypes[ND_MAXIN], weak[ND_MAXIN], loop_in[ND_MAXIN], out_dt[2];
     PyObject *vals[ND_MAXIN];

@@ -213,13 +213,19 @@ static int shape_with_unknown(PyObject *o, npy_intp size, int *nd, npy_intp *sha
         ok = known == size;
     }
     if (!ok) {
-        PyObject *tup = PyTuple_New(n);
-        for (Py_ssize_t i = 0; tup && i < n; i++) PyTuple_SET_ITEM(tup, i, PyLong_FromSsize_t(orig[i]));
-        if (tup) {
-            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %R",
-                         (Py_ssize_t)size, tup);
-            Py_DECREF(tup);
+        /* NumPy's spelling: "(5,5)", "(5,)", "(7,newaxis)" for the -1 */
+        char buf[ND_MAXDIMS * 24 + 8];
+        size_t len = 0;
+        buf[len++] = '(';
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (orig[i] < 0) len += (size_t)snprintf(buf + len, sizeof buf - len, "newaxis");
+            else len += (size_t)snprintf(buf + len, sizeof buf - len, "%zd", (Py_ssize_t)orig[i]);
+            if (i + 1 < n || n == 1) buf[len++] = ',';
         }
+        buf[len++] = ')';
+        buf[len] = 0;
+        PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %s",
+                     (Py_ssize_t)size, buf);
         return -1;
     }
     *nd = (int)n;
@@ -400,6 +406,20 @@ static int shape_arg(PyObject *o, int *nd, npy_intp *shape)
     return 0;
 }
 
+/* a shape as NumPy's C code prints it: "(3,)", "(2,4)", "()" */
+static const char *numpy_shape_str(char *buf, size_t cap, int n, const npy_intp *shape)
+{
+    size_t len = 0;
+    buf[len++] = '(';
+    for (int i = 0; i < n && len + 24 < cap; i++) {
+        len += (size_t)snprintf(buf + len, cap - len, "%zd", (Py_ssize_t)shape[i]);
+        if (i + 1 < n || n == 1) buf[len++] = ',';
+    }
+    buf[len++] = ')';
+    buf[len] = 0;
+    return buf;
+}
+
 static PyObject *broadcast_to_impl(nd_trace *t, PyObject **argv)
 {
     PyObject *p = as_proxy(t, argv[0]);
@@ -418,20 +438,24 @@ static PyObject *broadcast_to_impl(nd_trace *t, PyObject **argv)
         else ok = 0;
     }
     if (!ok) {
-        PyObject *a = PyTuple_New(ind), *b = PyTuple_New(nd);
-        for (int d = 0; a && d < ind; d++) PyTuple_SET_ITEM(a, d, PyLong_FromSsize_t(sh[d]));
-        for (int d = 0; b && d < nd; d++) PyTuple_SET_ITEM(b, d, PyLong_FromSsize_t(shape[d]));
-        if (a && b)
+        if (ind > nd) {
+            PyErr_SetString(PyExc_ValueError,
+                            "input operand has more dimensions than allowed by the axis remapping");
+        } else {
+            char a[ND_MAXDIMS * 24 + 4], b[ND_MAXDIMS * 24 + 4];
             PyErr_Format(PyExc_ValueError,
                          "operands could not be broadcast together with remapped shapes "
-                         "[original->remapped]: %R  and requested shape %R", a, b);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
+                         "[original->remapped]: %s  and requested shape %s",
+                         numpy_shape_str(a, sizeof a, ind, sh),
+                         numpy_shape_str(b, sizeof b, nd, shape));
+        }
         Py_DECREF(p);
         return NULL;
     }
     PyObject *r = view_of(p, nd, shape, 0, st);
     Py_DECREF(p);
+    /* NumPy's broadcast_to returns a read-only view */
+    if (r && nd_proxy_check(r) && nd_proxy_set_readonly(r) < 0) Py_CLEAR(r);
     return r;
 }
 
@@ -507,6 +531,8 @@ static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
     st[k++] = cs[a1] + cs[a2];
     PyObject *r = view_of(p, k, shape, len > 0 ? start : 0, st);
     Py_DECREF(p);
+    /* NumPy's diagonal is a read-only view */
+    if (r && nd_proxy_check(r) && nd_proxy_set_readonly(r) < 0) Py_CLEAR(r);
     return r;
 }
 
@@ -519,6 +545,8 @@ static PyObject *part(nd_trace *t, PyObject *a, int imag)
     if (nd_shim_operand(t, a, &op)) return NULL;
     nd_id id = nd_shim_operand_node(t, &op, op.dtype);
     if (id == ND_NONE) return NULL;
+    if (PyTypeNum_ISCOMPLEX(op.dtype) && nd_proxy_check(a))  /* a view: writes reach a */
+        return nd_proxy_part(a, imag ? ND_F_VIEW_IMAG : ND_F_VIEW_REAL);
     if (PyTypeNum_ISCOMPLEX(op.dtype)) {
         id = nd_shim_node_part(t, id, imag);
         return id == ND_NONE ? NULL : nd_shim_wrap(t, id, op.is_scalar && op.ndim == 0 && !nd_proxy_check(a));

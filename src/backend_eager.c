@@ -325,7 +325,8 @@ static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
     }
     r = astype(as_array(r), n->dtype);
     if (r && (PyArray_NDIM((PyArrayObject *)r) != n->ndim ||
-              memcmp(PyArray_DIMS((PyArrayObject *)r), n->shape, sizeof(npy_intp) * n->ndim) != 0)) {
+              (n->ndim > 0 &&
+               memcmp(PyArray_DIMS((PyArrayObject *)r), n->shape, sizeof(npy_intp) * n->ndim) != 0))) {
         PyErr_Format(PyExc_RuntimeError,
                      "numdyn: extern call %R returned a shape other than the traced one", n->obj);
         Py_CLEAR(r);

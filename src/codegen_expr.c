@@ -10,6 +10,7 @@
  */
 #include "npy.h"
 #include "native.h"
+#include "../guards/guards.h"
 
 typedef struct dtinfo {
     const char *ctype, *stype, *sfx;
@@ -525,6 +526,9 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         if (is_float(ld->cls)) {
             if (uf == ND_UF_LDEXP && !dt(n->in_dtype[1] >= 0 ? n->in_dtype[1] : g->nodes[n->in[1]].dtype))
                 rc = -1;
+            else if ((uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
+                     g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_guard_scalar_is_two(&g->nodes[n->in[1]]))
+                nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
             else
                 rc = ufunc_float(&e, uf, n->aux, ld->cls == 'd' ? 'd' : ld->cls, a.p, bp);
         } else if (is_cplx(ld->cls)) rc = ufunc_cplx(&e, uf, ld, a.p, bp);

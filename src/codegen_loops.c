@@ -198,7 +198,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
     for (int d = 0; d < c->R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
     if (par_ok)
-        nd_sb_printf(sb, "#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                      cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
@@ -800,7 +800,7 @@ static int gen_reduce(kctx *c)
     const char *PT = r.kind == RK_ARG ? ctype_of(r.acc) : r.AT;
     nd_sb_printf(sb, "const int64_t nch_ = n%d < 64 ? (n%d > 0 ? n%d : 1) : 64;\n", cd, cd, cd);
     nd_sb_printf(sb, "%s part_[64];\nint64_t pidx_[64];\n", PT);
-    nd_sb_printf(sb, "#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
     nd_sb_printf(sb, "const int64_t lo_ = n%d * ch_ / nch_, hi_ = n%d * (ch_ + 1) / nch_;\n", cd, cd);
@@ -1104,6 +1104,43 @@ out:
 }
 
 /* ------------------------------------------------------------ entry */
+/* `#pragma omp parallel for if(small)` still enters libgomp (a team of
+ * one, a futex wake) on every call: each marked parallel loop becomes
+ *   if (COND) { #pragma omp parallel for ... LOOP } else { LOOP }
+ * so small kernels never call into the OpenMP runtime. */
+static int split_parallel(nd_sb *in, nd_sb *out)
+{
+    static const char mark[] = "/*ND_PAR*/";
+    const char *p = in->p;
+    for (;;) {
+        const char *m = strstr(p, mark);
+        if (!m) { nd_sb_puts(out, p); break; }
+        nd_sb_printf(out, "%.*s", (int)(m - p), p);
+        const char *prag = m + sizeof mark - 1, *eol = strchr(prag, '\n');
+        const char *ifp = strstr(prag, " if(");
+        if (!eol || !ifp || ifp > eol) goto bad;
+        const char *q = ifp + 4;
+        int depth = 1;
+        while (q < eol && depth) { if (*q == '(') depth++; else if (*q == ')') depth--; q++; }
+        if (depth) goto bad;
+        const char *cond = ifp + 4, *cend = q - 1;
+        const char *loop = eol + 1, *br = strchr(loop, '{');
+        if (!br) goto bad;
+        const char *e = br + 1;
+        depth = 1;
+        while (*e && depth) { if (*e == '{') depth++; else if (*e == '}') depth--; e++; }
+        if (depth) goto bad;
+        nd_sb_printf(out, "if (%.*s) {\n%.*s%.*s\n", (int)(cend - cond), cond,
+                     (int)(ifp - prag), prag, (int)(eol - q), q);
+        nd_sb_printf(out, "%.*s\n} else {\n%.*s\n}\n", (int)(e - loop), loop, (int)(e - loop), loop);
+        p = e;
+    }
+    return nd_sb_check(out);
+bad:
+    PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: malformed parallel loop");
+    return -1;
+}
+
 /* Rename the value variables v<node id> / scr<node id> by order of first
  * appearance: the same computation at other node ids (the next iteration of
  * a loop, another graph) then has the same text, hash and kernel. */
@@ -1183,9 +1220,12 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
         epilogue(&c);
         rc = nd_sb_check(&body_sb);
     }
-    nd_sb canon;
+    nd_sb canon, split;
     nd_sb_init(&canon);
-    if (rc == 0) rc = canonical_names(&body_sb, &canon);
+    nd_sb_init(&split);
+    if (rc == 0) rc = split_parallel(&body_sb, &split);
+    if (rc == 0) rc = canonical_names(&split, &canon);
+    nd_sb_free(&split);
     if (rc == 0) {
         nd_sb_free(&body_sb);
         body_sb = canon;

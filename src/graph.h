@@ -22,6 +22,15 @@
 #ifndef NPY_NO_DEPRECATED_API
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #endif
+/* NumPy >= 2.5's ndarraytypes.h declares the C-API table itself, so the
+ * table's shared name and import mode (see npy.h) must be set before it;
+ * else each file gets a private, never-imported table and crashes. */
+#ifndef ND_MODULE_INIT
+#define NO_IMPORT_ARRAY
+#define NO_IMPORT_UFUNC
+#endif
+#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
+#define PY_UFUNC_UNIQUE_SYMBOL numdyn_UFUNC_API
 #include <numpy/ndarraytypes.h>
 
 #define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */

@@ -692,7 +692,8 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
         nd_step *st = &p->steps[t];
         if (st->kind != ND_S_BASE) continue;
         nd_id base = g->nodes[st->node].in[0];
-        if (p->own[base] && !p->isout[base] && g->nodes[base].refs == 1 && p->last[base] == t)
+        /* every other reader of the base ran in an earlier step: write in place */
+        if (p->own[base] && !p->isout[base] && p->last[base] == t)
             p->take[st->node] = 1;
     }
     memcpy(p->outs, outs, sizeof(nd_id) * (size_t)nout);

@@ -106,6 +106,10 @@ int nd_trace_supported_array(PyObject *arr);
  * ValueError("assignment destination is read-only"). Views of read-only
  * caller arrays are read-only already. 0 or -1. */
 int nd_proxy_set_readonly(PyObject *proxy);
+/* Nonzero when writes through the proxy raise (read-only view or caller
+ * array). Lets the shim raise NumPy's own message first, e.g. ufunc out=
+ * "output array is read-only". */
+int nd_proxy_is_readonly(PyObject *proxy);
 /* x.real / x.imag of a complex proxy as a view (new ref): same storage and
  * map, dtype float32/float64; which = ND_F_VIEW_REAL or ND_F_VIEW_IMAG.
  * Reads are VIEW nodes with that flag; writes through it (or its views)

@@ -7,6 +7,11 @@
  * together with pending writes to caller arrays. Called while its thread is
  * already tracing, it joins that trace and returns proxies (inlining).
  *
+ * A top-level call first tries a recorded trace (trace_replay.c): when the
+ * function is replayable and the arguments fit an entry's guards, the
+ * entry's graph runs directly and the Python code does not run at all.
+ * Otherwise the call is captured, and recorded when it qualifies.
+ *
  * Containers holding arrays are passed as copies (a list argument the
  * function appends to is not the caller's list): the price of replacing
  * the arrays inside them by proxies.
@@ -403,6 +408,11 @@ static PyTypeObject NdCompiled_Type = {
     .tp_descr_get = cf_descr_get,
     .tp_dictoffset = offsetof(NdCompiled, dict),
 };
+
+PyObject *nd__compiled_fn(PyObject *v)
+{
+    return Py_IS_TYPE(v, &NdCompiled_Type) ? ((NdCompiled *)v)->fn : NULL;
+}
 
 /* ------------------------------------------------------ module functions */
 

@@ -470,6 +470,13 @@ PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp 
     return (PyObject *)p;
 }
 
+int nd_proxy_is_readonly(PyObject *o)
+{
+    if (!nd_proxy_check(o)) return 0;
+    NdProxy *p = (NdProxy *)o;
+    return p->readonly || (p->st && p->st->readonly);
+}
+
 int nd_proxy_set_readonly(PyObject *o)
 {
     NdProxy *p = as_proxy(o);

@@ -40,13 +40,14 @@
 
 _Thread_local nd_replay_rec *nd__tls_rec;
 
-enum { T_TUPLE, T_LIST, T_DICT, T_OUT, T_OUTSCALAR, T_ARG, T_CONST };
+enum { T_TUPLE, T_LIST, T_DICT, T_OUT, T_OUTSCALAR, T_ARG, T_CONST, T_OUTVIEW, T_ARGVIEW };
 
 typedef struct {
     uint8_t kind;
     int32_t n;        /* containers: number of children */
-    int32_t idx;      /* OUT: output index; ARG: argument index */
-    PyObject *obj;    /* owned: CONST value; DICT: tuple of keys */
+    int32_t idx;      /* OUT(VIEW): output index; ARG(VIEW): argument index */
+    PyObject *obj;    /* owned: CONST value; DICT: tuple of keys; *VIEW: a
+                         view_spec capsule-free tuple, see view_spec() */
 } tnode;
 
 typedef struct {
@@ -330,6 +331,8 @@ static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, P
     int ok = allowed_value(name, v, builtin);
     if (ok) return ok < 0 ? -1 : 0;
     if (!builtin && PyFunction_Check(v)) return scan_fn(r, v, seen, depth + 1);
+    PyObject *inner = builtin ? NULL : nd__compiled_fn(v);
+    if (inner && PyFunction_Check(inner)) return scan_fn(r, inner, seen, depth + 1);
     if (builtin) return set_why(r, PyUnicode_FromFormat("calls builtin %U", name));
     return set_why(r, PyUnicode_FromFormat("reads %U (a %.80s)", name, Py_TYPE(v)->tp_name));
 }
@@ -579,6 +582,72 @@ static int tpush(tbuf *b, int kind, int32_t n, int32_t idx, PyObject *obj)
     return 0;
 }
 
+static PyObject *dims_tuple(int n, const npy_intp *v)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int d = 0; t && d < n; d++) {
+        PyObject *x = PyLong_FromSsize_t(v[d]);
+        if (!x) { Py_CLEAR(t); break; }
+        PyTuple_SET_ITEM(t, d, x);
+    }
+    return t;
+}
+
+/* view spec: (descr, byte offset, shape, strides, flags, base shape, base strides) */
+static int push_view(tbuf *b, int kind, int32_t idx, PyObject *v, PyObject *base)
+{
+    PyArrayObject *a = (PyArrayObject *)v, *s = (PyArrayObject *)base;
+    PyObject *spec = Py_BuildValue(
+        "(OnNNiNN)", (PyObject *)PyArray_DESCR(a), (Py_ssize_t)(PyArray_BYTES(a) - PyArray_BYTES(s)),
+        dims_tuple(PyArray_NDIM(a), PyArray_DIMS(a)), dims_tuple(PyArray_NDIM(a), PyArray_STRIDES(a)),
+        PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, dims_tuple(PyArray_NDIM(s), PyArray_DIMS(s)),
+        dims_tuple(PyArray_NDIM(s), PyArray_STRIDES(s)));
+    if (!spec) return -1;
+    int rc = tpush(b, kind, 0, idx, spec);
+    Py_DECREF(spec);
+    return rc;
+}
+
+static int dims_equal(PyObject *t, int n, const npy_intp *v)
+{
+    if (PyTuple_GET_SIZE(t) != n) return 0;
+    for (int d = 0; d < n; d++)
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(t, d)) != v[d]) return 0;
+    return 1;
+}
+
+static PyObject *make_view(PyObject *spec, PyObject *src)
+{
+    PyArrayObject *s = (PyArrayObject *)src;
+    PyObject *shape = PyTuple_GET_ITEM(spec, 2), *strides = PyTuple_GET_ITEM(spec, 3);
+    if (!dims_equal(PyTuple_GET_ITEM(spec, 5), PyArray_NDIM(s), PyArray_DIMS(s)) ||
+        !dims_equal(PyTuple_GET_ITEM(spec, 6), PyArray_NDIM(s), PyArray_STRIDES(s))) {
+        PyErr_SetString(PyExc_SystemError,
+                        "numdyn: replay: a returned view's base changed layout");
+        return NULL;
+    }
+    int nd = (int)PyTuple_GET_SIZE(shape);
+    npy_intp dims[ND_MAXDIMS], st[ND_MAXDIMS];
+    for (int d = 0; d < nd && d < ND_MAXDIMS; d++) {
+        dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        st[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+    }
+    PyArray_Descr *descr = (PyArray_Descr *)PyTuple_GET_ITEM(spec, 0);
+    Py_INCREF(descr);
+    int writeable = (int)PyLong_AsLong(PyTuple_GET_ITEM(spec, 4));
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, st,
+                                       PyArray_BYTES(s) + PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 1)),
+                                       writeable && PyArray_ISWRITEABLE(s) ? NPY_ARRAY_WRITEABLE : 0,
+                                       NULL);
+    if (!v) return NULL;
+    if (PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef(src)) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyArray_UpdateFlags((PyArrayObject *)v, NPY_ARRAY_UPDATE_ALL);
+    return v;
+}
+
 /* 0 ok, 1 not replayable (*why), -1 error */
 static int build_tmpl(tbuf *b, nd_replay_rec *rec, PyObject *o, PyObject *const *args,
                       Py_ssize_t nargs, int depth, const char **why)
@@ -598,7 +667,17 @@ static int build_tmpl(tbuf *b, nd_replay_rec *rec, PyObject *o, PyObject *const 
                 return tpush(b, scalar ? T_OUTSCALAR : T_OUT, 0, (int32_t)k, NULL);
         for (Py_ssize_t j = 0; j < nargs; j++)
             if (args[j] == v && !scalar) return tpush(b, T_ARG, 0, (int32_t)j, NULL);
-        *why = "the return value holds a view of an argument";
+        /* a NumPy view of a computed value or of an argument: the same view
+         * of the new one (y[1:], a.T) */
+        PyObject *base = PyArray_BASE((PyArrayObject *)v);
+        if (!scalar && base && PyArray_Check(base)) {
+            for (Py_ssize_t k = 0; rec->res && k < PyList_GET_SIZE(rec->res); k++)
+                if (PyList_GET_ITEM(rec->res, k) == base)
+                    return push_view(b, T_OUTVIEW, (int32_t)k, v, base);
+            for (Py_ssize_t j = 0; j < nargs; j++)
+                if (args[j] == base) return push_view(b, T_ARGVIEW, (int32_t)j, v, base);
+        }
+        *why = "the return value holds a view of something that is not an output or argument";
         return 1;
     }
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
@@ -638,6 +717,10 @@ static PyObject *rebuild(const tnode *t, int *pos, PyObject *res, PyObject *cons
         return PyArray_Return((PyArrayObject *)Py_NewRef(PyList_GET_ITEM(res, n->idx)));
     case T_ARG:
         return Py_NewRef(args[n->idx]);
+    case T_OUTVIEW:
+        return make_view(n->obj, PyList_GET_ITEM(res, n->idx));
+    case T_ARGVIEW:
+        return make_view(n->obj, args[n->idx]);
     case T_CONST:
         return Py_NewRef(n->obj);
     case T_TUPLE:

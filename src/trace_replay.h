@@ -54,6 +54,9 @@ int nd__replay_want(nd_replay *r, PyObject *fn);
  * function returned (with proxies), before materialization. 0 or -1. */
 int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *const *args,
                       size_t nargsf, PyObject *kwnames, PyObject *raw);
+/* The function a numdyn.CompiledFunction wraps (borrowed), or NULL when v
+ * is not one (trace_compile.c). Called from a capture, it is traced inline. */
+PyObject *nd__compiled_fn(PyObject *v);
 /* {"eligible", "reason", "entries", "hits", "misses", "last_miss"} */
 PyObject *nd__replay_info(nd_replay *r);
 #endif

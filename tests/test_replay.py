@@ -53,6 +53,19 @@ def test_repeated_calls_replay_and_match_numpy(backend):
     assert st["hits"] == 4 and st["misses"] == 0
 
 
+def test_counters(backend):
+    from numdyn import utils
+    f = numdyn.compile(tiny, backend=backend)
+    a, b = np.ones(4), np.ones(4)
+    r0, m0 = utils.counters["replays"], utils.counters["replay_misses"]
+    f(a, b)
+    f(a, b)
+    f(a, b)
+    f(a[:3], b[:3])
+    assert utils.counters["replays"] - r0 == 2
+    assert utils.counters["replay_misses"] - m0 == 1
+
+
 def test_replay_sees_new_data_in_same_buffers(backend):
     f = numdyn.compile(tiny, backend=backend)
     a, b = np.ones(10), np.full(10, 2.0)
@@ -261,6 +274,22 @@ def test_returned_pair_of_same_array_keeps_identity(backend):
     assert info(f)["hits"] == 2
 
 
+def test_returned_views_of_computed_values(backend):
+    def g(a):
+        y = a + 1
+        z = a * 1j + 2
+        return y[1:], y, z.imag, z
+    f = numdyn.compile(g, backend=backend)
+    a = np.arange(6.0).reshape(2, 3)
+    for _ in range(3):
+        r = f(a)
+        same(r, g(a))
+        assert r[0].base is r[1] and r[2].base is r[3]
+        r[1][1, 1] = 100.0            # the views alias their bases, as in NumPy
+        assert r[0][0, 1] == 100.0
+    assert info(f)["hits"] == 2
+
+
 def test_same_array_twice_then_distinct(backend):
     def g(a, b):
         return a * 2 + b
@@ -349,6 +378,28 @@ def test_plain_pure_helper_is_scanned_and_guarded(backend):
     finally:
         OFFSET = 1.0
         pure_helper.__code__ = code
+
+
+def test_nested_compiled_function(backend):
+    inner = numdyn.compile(lambda x: np.sin(x) * 2, backend=backend)
+
+    def outer(a):
+        return inner(a) + inner(a * 2)
+    f = numdyn.compile(outer, backend=backend)
+    a = np.linspace(-1, 1, 7)
+    for _ in range(3):
+        same(f(a), np.sin(a) * 2 + np.sin(a * 2) * 2)
+    assert info(f)["hits"] == 2
+
+
+def test_generator_expression_not_replayed(backend):
+    def g(a):
+        return sum(a * i for i in range(3))
+    f = numdyn.compile(g, backend=backend)
+    a = np.arange(3.0)
+    for _ in range(2):
+        same(f(a), g(a))
+    assert info(f)["eligible"] == "no"
 
 
 def test_shape_dependent_python_logic(backend):
