@@ -17,6 +17,7 @@
  * the arrays inside them by proxies.
  */
 #include "trace_replay.h"
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -253,8 +254,13 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     }
     /* replay: a recorded trace whose guards fit runs without the Python code */
     int want = 0;
+    static int replay_off = -1;  /* NUMDYN_REPLAY=0: always trace (debugging, measuring) */
+    if (replay_off < 0) {
+        const char *e = getenv("NUMDYN_REPLAY");
+        replay_off = e && strcmp(e, "0") == 0;
+    }
     if ((cf->backend == ND_BACKEND_NATIVE || cf->backend == ND_BACKEND_EAGER) &&
-        !nd__tls_explain) {
+        !nd__tls_explain && !replay_off) {
         if (!cf->replay && !(cf->replay = nd__replay_new())) { Py_DECREF(fn); return NULL; }
         PyObject *r = nd__replay_try(cf->replay, fn, args, nargsf, kwnames, cf->backend,
                                      cf->options);
