@@ -201,9 +201,21 @@ static int p_bool(PyObject *o)
     return r;
 }
 
+/* A proxy standing for a NumPy scalar converts as that scalar does:
+ * float(np.complex128) warns and drops the imaginary part, while float() of a
+ * 0-d complex array raises. */
+static PyObject *proxy_value_as_numpy(PyObject *o, const char *reason)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o, reason);
+    if (v && nd_proxy_is_scalar(o) && PyArray_Check(v) &&
+        PyArray_NDIM((PyArrayObject *)v) == 0)
+        v = PyArray_Return((PyArrayObject *)v);
+    return v;
+}
+
 static PyObject *p_int(PyObject *o)
 {
-    PyObject *v = nd__proxy_value((NdProxy *)o, "int() of an array value");
+    PyObject *v = proxy_value_as_numpy(o, "int() of an array value");
     PyObject *r = v ? PyNumber_Long(v) : NULL;
     Py_XDECREF(v);
     return r;
@@ -211,7 +223,7 @@ static PyObject *p_int(PyObject *o)
 
 static PyObject *p_float(PyObject *o)
 {
-    PyObject *v = nd__proxy_value((NdProxy *)o, "float() of an array value");
+    PyObject *v = proxy_value_as_numpy(o, "float() of an array value");
     PyObject *r = v ? PyNumber_Float(v) : NULL;
     Py_XDECREF(v);
     return r;
