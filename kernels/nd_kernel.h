@@ -340,7 +340,7 @@ ND_INLINE CT nd_cpow_##S(CT a, CT b) \
     T br = __real__ b, bi = __imag__ b, ar = __real__ a, ai = __imag__ a; \
     if (br == 0 && bi == 0) return nd_cmk_##S(1, 0); \
     if (ar == 0 && ai == 0) { \
-        if (br > 0 && bi == 0) return nd_cmk_##S(0, 0); \
+        if (br > 0) return nd_cmk_##S(0, 0); \
         return nd_cmk_##S((T)NAN, (T)NAN); \
     } \
     if (bi == 0 && br == (T)(int64_t)br && br > -100 && br < 100) { \

@@ -155,8 +155,7 @@ void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 /* codegen_loops.c: the kernel function (name from its hash) */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
 
-/* codegen_c.c: a translation unit of several kernels */
-int nd_cg_unit(nd_graph *g, nd_kernel **ks, int nk, nd_sb *out);
+/* codegen_c.c */
 const char *nd_cg_header_dir(void);      /* kernels/ directory; NULL + exc */
 uint64_t nd_cg_header_hash(void);        /* of the headers' text */
 

@@ -10,7 +10,9 @@ Keys: kernels_compiled (kernels built by the C compiler), kernel_cache_hits
 units loaded from the on-disk cache), graphs, graph_breaks, recompiles
 (new kernels for a graph that differed from an earlier one only in guarded
 properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
-(graphs run straight from the program cache), flushes.
+(graphs run straight from the program cache), flushes, replays / replay_misses
+(calls that skipped running Python through a recorded trace, and those
+whose guards did not fit).
 """
 from collections.abc import Mapping
 
