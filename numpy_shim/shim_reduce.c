@@ -191,14 +191,32 @@ static nd_id unary(nd_trace *t, int uf, nd_id a)
     return nd_shim_node_ufunc(t, uf, &a, loop, out[0], 0);
 }
 
-/* NumPy accepts axis=0 / -1 / (0,) when reducing a 0-d value */
+/* NumPy's ufunc reductions accept an integer axis 0 or -1 on a 0-d value
+ * (a tuple, even (0,), is checked against ndim 0 and raises AxisError
+ * "axis 0 is out of bounds for array of dimension 0"; axis=1 says
+ * "dimension 0" too). mean/var/std are stricter: see strict_axis_mask. */
 static int red_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
 {
-    if (ndim > 0) return nd_shim_axis_mask(axis, ndim, 1, mask);
-    uint64_t m;
-    if (nd_shim_axis_mask(axis, 1, 1, &m) < 0) return -1;
+    if (ndim > 0 || !axis || axis == Py_None || PyTuple_Check(axis))
+        return nd_shim_axis_mask(axis, ndim, 1, mask);
+    int k;
+    if (nd_shim_axis_index(axis, 1, &k) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_IndexError)) return -1;  /* AxisError is one */
+        PyErr_Clear();
+        long v = PyLong_AsLong(axis);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        nd_shim_raise_axis_error(v, 0);
+        return -1;
+    }
     *mask = 0;
     return 0;
+}
+
+/* np.mean / var / std check any axis against the true ndim (a 0-d value
+ * with axis=0 raises AxisError) */
+static int strict_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
+{
+    return nd_shim_axis_mask(axis, ndim, 1, mask);
 }
 
 static int keepdims_arg(PyObject *o)
@@ -413,7 +431,7 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
     uint64_t mask;
-    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
+    if (strict_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int dtarg;
     rc = nd_shim_dtype_arg(A(2), &dtarg);
     if (rc < 0) return NULL;
@@ -445,7 +463,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
     uint64_t mask;
-    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
+    if (strict_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
     int dtarg;
     rc = nd_shim_dtype_arg(A(2), &dtarg);
     if (rc < 0) return NULL;
