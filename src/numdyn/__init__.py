@@ -18,6 +18,8 @@ Compiled functions see numdyn's NumPy shim where their globals name numpy
 (or a NumPy function it replaces): numdyn injects private names
 ``__numdyn_<name>__`` into the function's module globals for that.
 """
+__version__ = "0.1.0"  # keep equal to pyproject.toml
+
 import functools
 import importlib.util
 import logging
