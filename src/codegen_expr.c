@@ -385,9 +385,9 @@ static int ufunc_cplx(nd_sb *sb, int uf, const dtinfo *d, const char *a, const c
     switch (uf) {
     case ND_UF_ADD: nd_sb_printf(sb, "(%s + %s)", a, b); return 0;
     case ND_UF_SUBTRACT: nd_sb_printf(sb, "(%s - %s)", a, b); return 0;
-    case ND_UF_MULTIPLY: nd_sb_printf(sb, "nd_cmul_%s(%s, %s)", s, a, b); return 0;
+    case ND_UF_MULTIPLY: nd_sb_printf(sb, "nd_cmul_fused_%s(%s, %s)", s, a, b); return 0;
     case ND_UF_TRUE_DIVIDE: nd_sb_printf(sb, "nd_cdiv_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_SQUARE: nd_sb_printf(sb, "nd_cmul_%s(%s, %s)", s, a, a); return 0;
+    case ND_UF_SQUARE: nd_sb_printf(sb, "nd_cmul_fused_%s(%s, %s)", s, a, a); return 0;
     case ND_UF_RECIPROCAL: nd_sb_printf(sb, "nd_cdiv_%s(nd_cmk_%s(1, 0), %s)", s, s, a); return 0;
     case ND_UF_NEGATIVE: nd_sb_printf(sb, "nd_cmk_%s(-__real__ %s, -__imag__ %s)", s, a, a); return 0;
     case ND_UF_POSITIVE: nd_sb_printf(sb, "(%s)", a); return 0;

@@ -120,7 +120,18 @@ static PyObject *np_ipower2(PyObject *a, PyObject *b) { return PyNumber_InPlaceP
 
 static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
 {
-    if (mod == Py_None) return binop(ND_UF_POWER, a, b, np_power2);
+    if (mod == Py_None) {
+        /* ndarray.__pow__'s fast path: `x ** 2` with a Python int 2 is
+         * np.square(x) (differs from power for bool dtype and for complex
+         * cancellation); `x **= 2` and np.power(x, 2) are not rewritten. */
+        if (nd_proxy_check(a) && PyLong_CheckExact(b)) {
+            int overflow = 0;
+            if (PyLong_AsLongAndOverflow(b, &overflow) == 2 && !overflow)
+                return nd_shim_ufunc1(ND_UF_SQUARE, a);
+            if (PyErr_Occurred()) return NULL;
+        }
+        return binop(ND_UF_POWER, a, b, np_power2);
+    }
     /* three-argument pow is not an ndarray operation: NumPy's own answer */
     PyObject *ra = nd__materialize_tree(a, 1), *rb = ra ? nd__materialize_tree(b, 1) : NULL;
     PyObject *r = ra && rb ? PyNumber_Power(ra, rb, mod) : NULL;
