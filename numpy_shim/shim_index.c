@@ -169,7 +169,10 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
         return r;
     }
     if (m.all_int) {
-        /* one element: a real NumPy scalar now (flush only if pending) */
+        /* one element: lazy while the call records for replay, else a real
+         * NumPy scalar now (flush only if pending) */
+        PyObject *e = nd_proxy_element(self, m.off);
+        if (e || PyErr_Occurred()) return e;
         return materialized_getitem(self, key);
     }
     return nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);

@@ -119,6 +119,8 @@ typedef struct nd_program {
     uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
     int32_t *last;          /* per node: last step reading it (-1: none) */
     uint8_t *isout;         /* per node: an output (kept) */
+    int32_t *freeat;        /* nsteps + 1 offsets into freen: the buffers */
+    nd_id *freen;           /* whose last reader is step t (not outputs) */
     int nout;
     nd_id *outs;
 } nd_program;

@@ -21,6 +21,12 @@
 #include "native.h"
 
 #define MAXG 8
+/* Bounds on one kernel: nodes inlined (generated code size, compile time)
+ * and buffers it reads (the runtime passes at most 64 operand pointers).
+ * A long chain of 0-d work -- lazy element reads in a scalar loop -- is cut
+ * into several kernels instead of one that cannot be built. */
+#define KMAX_NODES 512
+#define KMAX_OPS 40
 
 typedef struct sched {
     nd_graph *g;
@@ -31,6 +37,7 @@ typedef struct sched {
     nd_id *groot;       /* first root of each group */
     int8_t *gkind;      /* kernel kind of each group */
     int32_t *growg;     /* row group of each group (-1) */
+    int32_t *gsize, *gops;  /* per group: nodes inlined, buffers read (upper bound) */
     int ngroups;
     int32_t *rowgrp;    /* per node: row group (pass_rowfuse.c) or -1 */
     uint8_t *level;     /* per node: ND_ROW_* */
@@ -101,6 +108,8 @@ static int new_group(sched *s, nd_id root, int rowg)
     s->parent[gi] = gi;
     s->groot[gi] = root;
     s->growg[gi] = rowg;
+    s->gsize[gi] = 1;
+    s->gops[gi] = 1;
     if (rowg >= 0) { s->gkind[gi] = ND_K_ROW; return gi; }
     switch (s->g->nodes[root].op) {
     case ND_OP_REDUCE: s->gkind[gi] = ND_K_REDUCE; break;
@@ -398,6 +407,8 @@ void nd_program_free(nd_program *p)
     PyMem_Free(p->take);
     PyMem_Free(p->last);
     PyMem_Free(p->isout);
+    PyMem_Free(p->freeat);
+    PyMem_Free(p->freen);
     PyMem_Free(p->outs);
     PyMem_Free(p);
 }
@@ -430,6 +441,8 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     s.groot = PyMem_Calloc(N, sizeof(nd_id));
     s.gkind = PyMem_Calloc(N, 1);
     s.growg = PyMem_Calloc(N, sizeof(int32_t));
+    s.gsize = PyMem_Calloc(N, sizeof(int32_t));
+    s.gops = PyMem_Calloc(N, sizeof(int32_t));
     s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
     s.level = PyMem_Calloc(N, 1);
     s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
@@ -444,7 +457,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
     p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
     if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
-        !s.gkind || !s.growg || !s.rowgrp || !s.level ||
+        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.rowgrp || !s.level ||
         !s.cstart || !gsets || !ng || !seen || !cost || !kpos || !p->own || !p->take ||
         !p->last || !p->outs || !p->steps) {
         PyErr_NoMemory();
@@ -595,9 +608,30 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
                 if (group_kind(&s, set[t]) != ND_K_POINTWISE) ok = 0;
                 else if (!same_ones(&g->nodes[s.groot[set[t]]], nn)) ok = 0;
             }
-            if (ok) for (int t = 1; t < cnt; t++) s.parent[find(&s, set[t])] = find(&s, set[0]);
+        }
+        if (ok) {
+            /* would the kernel outgrow its bounds with i inlined? */
+            int64_t sz = 1, nop = 0;
+            for (int k = 0; k < node_nin(nn); k++) {
+                nd_id in = node_in(nn, k);
+                if (in >= 0 && (s.mat[in] || view_of_buffer(g, in))) nop++;
+            }
+            for (int t = 0; t < cnt; t++) {
+                int r = find(&s, set[t]), dup = 0;
+                for (int u = 0; u < t; u++) if (find(&s, set[u]) == r) dup = 1;
+                if (!dup) { sz += s.gsize[r]; nop += s.gops[r]; }
+            }
+            if (sz > KMAX_NODES || nop > KMAX_OPS) ok = 0;
+            else {
+                for (int t = 1; t < cnt; t++) s.parent[find(&s, set[t])] = find(&s, set[0]);
+                int r = find(&s, set[0]);
+                s.gsize[r] = (int32_t)sz;
+                s.gops[r] = (int32_t)nop;
+            }
         }
         if (!ok) {
+            /* i becomes a buffer: one more operand of each group reading it */
+            for (int t = 0; t < cnt; t++) s.gops[find(&s, set[t])]++;
             s.mat[i] = 1;
             s.grp[i] = new_group(&s, i, -1);
             continue;
@@ -688,6 +722,21 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
             for (int o = 0; o < k->nin; o++) p->last[k->ops[o].buf] = t;
         }
     }
+    /* per step, the buffers to drop after it: a run walks each list once */
+    p->freeat = PyMem_Calloc((size_t)ns + 1, sizeof(int32_t));
+    p->freen = PyMem_Malloc(sizeof(nd_id) * (size_t)(n ? n : 1));
+    if (!p->freeat || !p->freen) { PyErr_NoMemory(); goto fail; }
+    for (int i = 0; i < n; i++)
+        if (p->last[i] >= 0 && !p->isout[i]) p->freeat[p->last[i] + 1]++;
+    for (int t = 0; t < ns; t++) p->freeat[t + 1] += p->freeat[t];
+    {
+        int32_t *fill = PyMem_Malloc(sizeof(int32_t) * ((size_t)ns + 1));
+        if (!fill) { PyErr_NoMemory(); goto fail; }
+        memcpy(fill, p->freeat, sizeof(int32_t) * ((size_t)ns + 1));
+        for (int i = 0; i < n; i++)
+            if (p->last[i] >= 0 && !p->isout[i]) p->freen[fill[p->last[i]]++] = i;
+        PyMem_Free(fill);
+    }
     for (int t = 0; t < ns; t++) {
         nd_step *st = &p->steps[t];
         if (st->kind != ND_S_BASE) continue;
@@ -705,7 +754,7 @@ fail:
 done:
     PyMem_Free(s.mat); PyMem_Free(s.eager); PyMem_Free(s.freen); PyMem_Free(s.isout);
     PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
-    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
+    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
     PyMem_Free(s.clist);
     PyMem_Free(gsets); PyMem_Free(ng); PyMem_Free(seen); PyMem_Free(cost); PyMem_Free(kpos);
     return p;

@@ -271,8 +271,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             if (run_kernel(p, &p->kerns[st->kern], g, arr) < 0) goto done;
         }
         /* buffers whose last reader was this step */
-        for (nd_id i = 0; i < n; i++)
-            if (arr[i] && p->last[i] == t && !p->isout[i]) Py_CLEAR(arr[i]);
+        for (int32_t f = p->freeat[t]; f < p->freeat[t + 1]; f++) Py_CLEAR(arr[p->freen[f]]);
     }
     res = PyList_New(nout);
     if (!res) goto done;

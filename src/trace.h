@@ -97,6 +97,18 @@ int nd_proxy_live(PyObject *proxy);
  * lazy work (use nd_trace_materialize(p, NULL) then); NULL + exception on
  * error. Used for element reads (a[i, j] -> NumPy scalar, no flush). */
 PyObject *nd_proxy_base_array(PyObject *proxy);
+/* An element read a[i, j] (off: the element's C-order flat index in
+ * proxy's own shape). While the call is being recorded for replay the
+ * value must stay out of Python for the recording to hold, so the read is
+ * lazy: a new is_scalar proxy holding a snapshot (later writes to the array
+ * do not change it), no flush. Otherwise -- not recording, the function's
+ * earlier captures let array contents reach Python anyway, this capture
+ * already did, or it made ND_LAZY_ELEM_MAX lazy reads (a long scalar loop
+ * would grow an unbounded graph) -- it returns NULL with no exception and
+ * the caller reads a real NumPy scalar at once (DESIGN's cost rule).
+ * NULL + exception on error. */
+#define ND_LAZY_ELEM_MAX 4096
+PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
 /* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,
  * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
  * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */

@@ -276,6 +276,7 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     memset(&rec, 0, sizeof rec);
     if (want) {
         rec.trace = t;
+        rec.elem_lazy = !nd__replay_elem_eager(cf->replay);
         nd__tls_rec = &rec;
     }
     nd__tls_trace = t;
@@ -297,6 +298,7 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     }
     nd__tls_trace = prev;
     nd__tls_rec = prev_rec;
+    if (want && out && rec.nelem && rec.escapes) nd__replay_set_elem_eager(cf->replay);
     nd__rec_clear(&rec);
     Py_DECREF(fn);
     cf->last_nodes = t->g->n;

@@ -17,6 +17,7 @@
  * trace_flush.c.
  */
 #include "trace_internal.h"
+#include "trace_replay.h"
 #include <string.h>
 
 extern PyTypeObject NdProxy_Type;
@@ -455,6 +456,24 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     }
     Py_XDECREF(adopted);
     return (PyObject *)p;
+}
+
+PyObject *nd_proxy_element(PyObject *o, npy_intp off)
+{
+    NdProxy *b = as_proxy(o);
+    if (!b || !nd__live(b)) return NULL;
+    nd_replay_rec *rec = nd__rec_of(b->st->trace);
+    if (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX)
+        return NULL;
+    npy_intp str[ND_MAXDIMS] = {0}, z = 0;
+    /* off over the proxy's own C-order index -> a 0-d view of it */
+    PyObject *v = b->ndim ? nd_proxy_view(o, 0, &z, off, str) : Py_NewRef(o);
+    if (!v) return NULL;
+    nd_id id = nd_proxy_read(v);
+    Py_DECREF(v);
+    if (id == ND_NONE) return NULL;
+    rec->nelem++;
+    return nd_proxy_wrap(b->st->trace, id, 1);
 }
 
 PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,

@@ -90,6 +90,7 @@ struct nd_replay {
     long long hits, misses;
     PyObject *last_miss;       /* owned str or NULL */
     int limit_logged;
+    int elem_eager;            /* see nd__replay_elem_eager */
 };
 
 /* ----------------------------------------------------------- tables */
@@ -962,6 +963,9 @@ PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size
     note_miss(r, miss_reason(r->entries[r->nentries - 1], args, nargsf, kwnames));
     return NULL;
 }
+
+int nd__replay_elem_eager(nd_replay *r) { return r->elem_eager; }
+void nd__replay_set_elem_eager(nd_replay *r) { r->elem_eager = 1; }
 
 PyObject *nd__replay_info(nd_replay *r)
 {

@@ -21,6 +21,8 @@ typedef struct nd_replay_rec {
     int flushes;    /* flushes run (the return's included) */
     int final;      /* the return value's flush is running */
     int mutated;    /* a caller array was written */
+    int elem_lazy;  /* element reads may stay lazy (nd_proxy_element) */
+    int nelem;      /* lazy element reads so far */
     nd_graph *g;    /* owned: standalone graph of the return flush, or NULL */
     nd_id *outs;    /* PyMem: its output ids */
     int nout;
@@ -57,6 +59,12 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
 /* The function a numdyn.CompiledFunction wraps (borrowed), or NULL when v
  * is not one (trace_compile.c). Called from a capture, it is traced inline. */
 PyObject *nd__compiled_fn(PyObject *v);
+/* Element reads of this function: lazy while recording (0) or eager NumPy
+ * scalars (1), decided by what earlier captures did (see nd_proxy_element). */
+int nd__replay_elem_eager(nd_replay *r);
+/* A capture made lazy element reads and still let array contents reach
+ * Python: later captures read elements eagerly. */
+void nd__replay_set_elem_eager(nd_replay *r);
 /* {"eligible", "reason", "entries", "hits", "misses", "last_miss"} */
 PyObject *nd__replay_info(nd_replay *r);
 #endif
