@@ -141,6 +141,35 @@ static int basic_index(PyObject *key, int ndim, const npy_intp *shape, basic_map
     return 0;
 }
 
+/* A lazily computed 0-d integer used as an index is an integer index in
+ * NumPy (a view, or an element; IndexError at this line when out of range):
+ * its value decides the view's offset, so it is computed now (a flush, not a
+ * break: no Python code sees it). Returns a new ref to the key with those
+ * proxies replaced by 0-d arrays, or NULL + exception. */
+static int lazy_int_index(PyObject *o)
+{
+    return nd_proxy_check(o) && nd_proxy_ndim(o) == 0 &&
+           PyTypeNum_ISINTEGER(nd_proxy_dtype(o));
+}
+
+static PyObject *concrete_key(PyObject *key)
+{
+    if (lazy_int_index(key)) return nd_trace_materialize(key, NULL);
+    if (!PyTuple_Check(key)) return Py_NewRef(key);
+    Py_ssize_t n = PyTuple_GET_SIZE(key), i;
+    for (i = 0; i < n; i++) if (lazy_int_index(PyTuple_GET_ITEM(key, i))) break;
+    if (i == n) return Py_NewRef(key);
+    PyObject *k = PyTuple_New(n);
+    if (!k) return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(key, i);
+        PyObject *v = lazy_int_index(o) ? nd_trace_materialize(o, NULL) : Py_NewRef(o);
+        if (!v) { Py_DECREF(k); return NULL; }
+        PyTuple_SET_ITEM(k, i, v);
+    }
+    return k;
+}
+
 static PyObject *materialized_getitem(PyObject *self, PyObject *key)
 {
     PyObject *arr = nd_trace_materialize(self, NULL);
@@ -150,10 +179,21 @@ static PyObject *materialized_getitem(PyObject *self, PyObject *key)
     return r;
 }
 
+static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key);
+
 PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
 {
     nd_trace *t = nd_trace_current();
     if (!t || !nd_proxy_live(self)) return materialized_getitem(self, key);
+    PyObject *k = concrete_key(key);
+    if (!k) return NULL;
+    PyObject *r = getitem(t, self, k);
+    Py_DECREF(k);
+    return r;
+}
+
+static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key)
+{
     if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_getitem(t, self, key);
     basic_map m;
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
@@ -201,6 +241,8 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
     return nd_shim_node_broadcast(t, v, ndim, shape);
 }
 
+static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value);
+
 int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     nd_trace *t = nd_trace_current();
@@ -211,6 +253,15 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         Py_DECREF(arr);
         return r;
     }
+    PyObject *k = concrete_key(key);
+    if (!k) return -1;
+    int r = setitem(t, self, k, value);
+    Py_DECREF(k);
+    return r;
+}
+
+static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+{
     if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_setitem(t, self, key, value);
     basic_map m;
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);

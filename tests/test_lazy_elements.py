@@ -152,3 +152,33 @@ def test_out_of_range_element_raises_like_numpy():
 
     check(f, np.arange(3.0), backend="native")
     check(f, np.arange(3.0), backend="eager")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lazy_integer_index_gives_a_view(backend):
+    # a[k] with k computed in the graph is integer indexing in NumPy: a view
+    # (writes through it reach a) and IndexError at that line when out of range
+    def f(a, idx):
+        k = idx[0]
+        row = a[k]
+        row += 100
+        j = idx.sum()
+        a[j - 3, k] = -1.0
+        return a, a[j - 3, k], a[:, k]
+
+    a = np.arange(12.0).reshape(4, 3)
+    calls(f, [(a, np.array([1, 3])), (a, np.array([2, 2])), (a, np.array([0, 3]))], backend)
+    check(f, a, np.array([7, 1]), backend=backend)
+    check(f, a, np.array([1, 9]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lazy_integer_index_in_setitem_and_tuple(backend):
+    def f(a, n):
+        k = n.sum() - 1
+        a[k] = 5
+        a[0, k] += 1
+        return a[..., k]
+
+    calls(f, [(np.zeros((3, 3), np.int32), np.array([1, 1])),
+              (np.zeros((3, 3), np.int32), np.array([0, 1]))], backend)
