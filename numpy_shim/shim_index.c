@@ -185,6 +185,28 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
 {
     nd_trace *t = nd_trace_current();
     if (!t || !nd_proxy_live(self)) return materialized_getitem(self, key);
+    /* a[i] / a[i, j] with Python ints, the scalar-loop case: straight to the
+     * element (in-range checks as in basic_index) */
+    int nd = nd_proxy_ndim(self);
+    Py_ssize_t nk = PyTuple_CheckExact(key) ? PyTuple_GET_SIZE(key) : PyLong_CheckExact(key) ? 1 : -1;
+    if (nk == nd && nd > 0) {
+        PyObject *const *items = PyTuple_CheckExact(key) ? &PyTuple_GET_ITEM(key, 0) : &key;
+        const npy_intp *shape = nd_proxy_shape(self);
+        npy_intp off = 0;
+        int d = 0;
+        for (; d < nd; d++) {
+            if (!PyLong_CheckExact(items[d])) break;
+            Py_ssize_t v = PyLong_AsSsize_t(items[d]);
+            if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); break; }
+            if (v < -shape[d] || v >= shape[d]) break;  /* basic_index raises */
+            off = off * shape[d] + (v < 0 ? v + shape[d] : v);
+        }
+        if (d == nd) {
+            PyObject *e = nd_proxy_element(self, off);
+            if (e || PyErr_Occurred()) return e;
+            return materialized_getitem(self, key);
+        }
+    }
     PyObject *k = concrete_key(key);
     if (!k) return NULL;
     PyObject *r = getitem(t, self, k);

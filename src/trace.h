@@ -104,9 +104,10 @@ PyObject *nd_proxy_base_array(PyObject *proxy);
  * do not change it), no flush. Otherwise -- not recording, the function's
  * earlier captures let array contents reach Python anyway, this capture
  * already did, or it made ND_LAZY_ELEM_MAX lazy reads (a long scalar loop
- * would grow an unbounded graph) -- it returns NULL with no exception and
- * the caller reads a real NumPy scalar at once (DESIGN's cost rule).
- * NULL + exception on error. */
+ * would grow an unbounded graph) -- the read is a real NumPy scalar at once
+ * (DESIGN's cost rule): taken straight from the concrete array when the
+ * storage has no pending work, else NULL with no exception and the caller
+ * flushes. NULL + exception on error. */
 #define ND_LAZY_ELEM_MAX 4096
 PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
 /* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,

@@ -458,13 +458,44 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     return (PyObject *)p;
 }
 
+/* The element as a NumPy scalar straight from the storage's concrete
+ * array: no view object, no flush (the cost of NumPy's own a[i]). NULL
+ * without an exception when the storage has pending work. */
+static PyObject *node_array(nd_graph *g, nd_id id);
+static PyObject *element_now(NdProxy *p, npy_intp off)
+{
+    if (p->part) return NULL;
+    PyObject *a = node_array(p->st->trace->g, p->st->version);
+    if (!a || !PyArray_Check(a)) return NULL;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    npy_intp flat = p->off;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        npy_intp n = p->shape[d];
+        flat += (off % n) * p->strides[d];
+        off /= n;
+    }
+    char *ptr = PyArray_BYTES(arr);
+    if (PyArray_IS_C_CONTIGUOUS(arr)) {
+        ptr += flat * PyArray_ITEMSIZE(arr);
+    } else {
+        for (int d = PyArray_NDIM(arr) - 1; d >= 0; d--) {
+            npy_intp n = PyArray_DIM(arr, d);
+            ptr += (flat % n) * PyArray_STRIDE(arr, d);
+            flat /= n;
+        }
+    }
+    /* array contents reach Python code: a recording capture is not replayable */
+    if (nd__tls_rec && !nd__tls_rec->final) nd__tls_rec->escapes++;
+    return PyArray_Scalar(ptr, PyArray_DESCR(arr), a);
+}
+
 PyObject *nd_proxy_element(PyObject *o, npy_intp off)
 {
     NdProxy *b = as_proxy(o);
     if (!b || !nd__live(b)) return NULL;
     nd_replay_rec *rec = nd__rec_of(b->st->trace);
     if (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX)
-        return NULL;
+        return element_now(b, off);
     npy_intp str[ND_MAXDIMS] = {0}, z = 0;
     /* off over the proxy's own C-order index -> a 0-d view of it */
     PyObject *v = b->ndim ? nd_proxy_view(o, 0, &z, off, str) : Py_NewRef(o);
