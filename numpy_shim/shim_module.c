@@ -504,7 +504,8 @@ int nd_shim_init(PyObject *module)
         nd_shim_register_views(&table) < 0 ||
         nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
         nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
-        nd_shim_register_advidx(&table) < 0 || nd_shim_install_ufuncs(table.module) < 0)
+        nd_shim_register_advidx(&table) < 0 || nd_shim_register_copyto(&table) < 0 ||
+        nd_shim_install_ufuncs(table.module) < 0)
         return -1;
     Py_INCREF(table.module);
     if (PyModule_AddObject(module, "shim", table.module) < 0) {
