@@ -152,18 +152,37 @@ static int lazy_int_index(PyObject *o)
            PyTypeNum_ISINTEGER(nd_proxy_dtype(o));
 }
 
-static PyObject *concrete_key(PyObject *key)
+/* An integer index array computed in the graph: its bounds are checked at
+ * this line unless the call defers such checks (nd_trace_checks_deferred). */
+static int lazy_int_array(PyObject *o, int defer)
 {
-    if (lazy_int_index(key)) return nd_trace_materialize(key, NULL);
+    return !defer && nd_proxy_check(o) && nd_proxy_ndim(o) > 0 &&
+           PyTypeNum_ISINTEGER(nd_proxy_dtype(o));
+}
+
+PyObject *nd_shim_checked_index(nd_trace *t, PyObject *index)
+{
+    if (lazy_int_array(index, nd_trace_checks_deferred(t))) return nd_trace_materialize(index, NULL);
+    return Py_NewRef(index);
+}
+
+static PyObject *concrete_key(nd_trace *t, PyObject *key)
+{
+    int defer = nd_trace_checks_deferred(t);
+    if (lazy_int_index(key) || lazy_int_array(key, defer)) return nd_trace_materialize(key, NULL);
     if (!PyTuple_Check(key)) return Py_NewRef(key);
     Py_ssize_t n = PyTuple_GET_SIZE(key), i;
-    for (i = 0; i < n; i++) if (lazy_int_index(PyTuple_GET_ITEM(key, i))) break;
+    for (i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(key, i);
+        if (lazy_int_index(o) || lazy_int_array(o, defer)) break;
+    }
     if (i == n) return Py_NewRef(key);
     PyObject *k = PyTuple_New(n);
     if (!k) return NULL;
     for (i = 0; i < n; i++) {
         PyObject *o = PyTuple_GET_ITEM(key, i);
-        PyObject *v = lazy_int_index(o) ? nd_trace_materialize(o, NULL) : Py_NewRef(o);
+        PyObject *v = lazy_int_index(o) || lazy_int_array(o, defer) ? nd_trace_materialize(o, NULL)
+                                                                     : Py_NewRef(o);
         if (!v) { Py_DECREF(k); return NULL; }
         PyTuple_SET_ITEM(k, i, v);
     }
@@ -207,7 +226,7 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
             return materialized_getitem(self, key);
         }
     }
-    PyObject *k = concrete_key(key);
+    PyObject *k = concrete_key(t, key);
     if (!k) return NULL;
     PyObject *r = getitem(t, self, k);
     Py_DECREF(k);
@@ -275,7 +294,7 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         Py_DECREF(arr);
         return r;
     }
-    PyObject *k = concrete_key(key);
+    PyObject *k = concrete_key(t, key);
     if (!k) return -1;
     int r = setitem(t, self, k, value);
     Py_DECREF(k);

@@ -111,6 +111,12 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key,
 PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args,
                            PyObject *kwargs);
 
+/* An integer index array for take/put/ufunc.at: a lazily computed one is
+ * computed now so its bounds are checked at this line (NumPy's IndexError
+ * with every earlier write landed), unless the call defers such checks to
+ * its one flush (nd_trace_checks_deferred). New ref or NULL. */
+PyObject *nd_shim_checked_index(nd_trace *t, PyObject *index);
+
 /* ------------------------------------------------------------ dispatch */
 
 /* See "What an impl returns". Formats the reason (printf-style) into a

@@ -110,6 +110,13 @@ PyObject *nd_proxy_base_array(PyObject *proxy);
  * flushes. NULL + exception on error. */
 #define ND_LAZY_ELEM_MAX 4096
 PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
+/* 1 while the call is recorded for replay and nothing has left the graph:
+ * then value-dependent checks (index bounds of a lazily computed index)
+ * run with the graph, raising when it runs -- such a capture has no
+ * caller-visible effect before its one flush, so the caller sees what
+ * NumPy leaves. 0 otherwise: the shim computes such an index now and checks
+ * it at its line, so writes before it land and writes after it do not. */
+int nd_trace_checks_deferred(nd_trace *t);
 /* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,
  * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
  * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */

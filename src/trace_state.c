@@ -5,6 +5,7 @@
  * compiled function called while its thread is tracing joins that trace.
  */
 #include "trace_internal.h"
+#include "trace_replay.h"
 #include <frameobject.h>  /* PyFrame_GetBack on 3.10 */
 #include <string.h>
 
@@ -295,4 +296,13 @@ int nd_trace_init(PyObject *module)
         nd__policy_init(module) < 0)
         return -1;
     return 0;
+}
+
+int nd_trace_checks_deferred(nd_trace *t)
+{
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (!rec || rec->final || rec->escapes || rec->flushes || rec->mutated) return 0;
+    for (Py_ssize_t k = 0; k < t->nclist; k++)
+        if (t->clist[k]->dirty) return 0;  /* a caller write is pending: it must land first */
+    return 1;
 }

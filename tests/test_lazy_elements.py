@@ -182,3 +182,42 @@ def test_lazy_integer_index_in_setitem_and_tuple(backend):
 
     calls(f, [(np.zeros((3, 3), np.int32), np.array([1, 1])),
               (np.zeros((3, 3), np.int32), np.array([0, 1]))], backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_computed_index_error_leaves_numpys_state(backend):
+    # NumPy raises at the indexing line: writes before it have landed in the
+    # caller's arrays, writes after it have not
+    def before(a, b):
+        a += 1
+        c = a[b * 2]
+        a *= 10
+        return c
+
+    def after(a, b):
+        c = a[b * 2]
+        a[0] = 5
+        a[1:] += 1
+        return c
+
+    def in_setitem(a, b):
+        a += 1
+        a[b * 2] = 0
+        return a
+
+    for fn in (before, after, in_setitem):
+        check(fn, np.arange(5.0), np.array([1, 3]), backend=backend)
+        check(fn, np.arange(5.0), np.array([1, 2]), backend=backend)
+
+
+def test_computed_index_replays_and_checks_each_call():
+    def f(x, k):
+        return x[np.argsort(x)[:2] + k]
+
+    cf = numdyn.compile(f, backend="native")
+    x = np.array([5.0, 1.0, 4.0, 2.0, 3.0])
+    for k in (0, 1):
+        assert_same(cf(x, np.int64(k)), f(x, np.int64(k)))
+    with pytest.raises(IndexError):
+        cf(x, np.int64(3))
+    assert_same(cf(x, np.int64(0)), f(x, np.int64(0)))
