@@ -97,6 +97,7 @@ int nd_shim_register_join(nd_shim_table *tab);    /* shim_join.c   (extern) */
 int nd_shim_register_extern(nd_shim_table *tab);  /* shim_extern.c (extern) */
 int nd_shim_register_advidx(nd_shim_table *tab);  /* shim_advidx.c (extern) */
 int nd_shim_register_copyto(nd_shim_table *tab);  /* shim_copyto.c */
+int nd_shim_register_flat(nd_shim_table *tab);    /* shim_flat.c */
 
 /* Hooks implemented in shim_advidx.c (extern helper). Called under an
  * active trace with `self` a proxy. The initial versions are correct
@@ -116,6 +117,14 @@ PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args,
  * with every earlier write landed), unless the call defers such checks to
  * its one flush (nd_trace_checks_deferred). New ref or NULL. */
 PyObject *nd_shim_checked_index(nd_trace *t, PyObject *index);
+
+/* shim_inline.c: NumPy functions written in Python, traced through that
+ * code. nd_shim_inline_call returns the result, or NULL: with an exception
+ * on error; without one when func is not inlined (*why NULL) or its code
+ * raised under tracing (*why: the break reason; the caller runs NumPy). */
+int nd_shim_inline_init(void);
+PyObject *nd_shim_inline_call(PyObject *func, PyObject *args, PyObject *kwargs,
+                              const char **why);
 
 /* ------------------------------------------------------------ dispatch */
 

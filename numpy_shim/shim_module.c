@@ -334,7 +334,16 @@ PyObject *nd_shim_call_numpy(const nd_shim_def *def, PyObject *args, PyObject *k
 
 static PyObject *not_supported(PyObject *func, PyObject *args, PyObject *kwargs)
 {
-    char buf[200];
+    char buf[260];
+    if (nd_trace_current()) {
+        const char *why = NULL;
+        PyObject *r = nd_shim_inline_call(func, args, kwargs, &why);
+        if (r || PyErr_Occurred()) return r;
+        if (why) {
+            snprintf(buf, sizeof buf, "%s", why);
+            return nd_trace_fallback_call(func, args, kwargs, buf);
+        }
+    }
     PyObject *mod = PyObject_GetAttrString(func, "__module__");
     PyObject *name = mod ? PyObject_GetAttrString(func, "__name__") : NULL;
     if (!name) PyErr_Clear();
@@ -505,6 +514,8 @@ int nd_shim_init(PyObject *module)
         nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
         nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
         nd_shim_register_advidx(&table) < 0 || nd_shim_register_copyto(&table) < 0 ||
+        nd_shim_register_flat(&table) < 0 ||
+        nd_shim_inline_init() < 0 ||
         nd_shim_install_ufuncs(table.module) < 0)
         return -1;
     Py_INCREF(table.module);

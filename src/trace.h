@@ -117,6 +117,11 @@ PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
  * NumPy leaves. 0 otherwise: the shim computes such an index now and checks
  * it at its line, so writes before it land and writes after it do not. */
 int nd_trace_checks_deferred(nd_trace *t);
+/* fn with its global references to numpy (and to functions the shim
+ * replaces) pointing at the shim, as compiled functions run (new ref; fn
+ * itself when nothing is renamed). For NumPy's own Python code that the
+ * shim traces through (shim_inline.c); the caller caches it. */
+PyObject *nd_trace_remap_function(PyObject *fn);
 /* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,
  * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
  * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */

@@ -250,3 +250,11 @@ PyObject *nd__remap(PyObject *fn, PyObject **guards)
     }
     return remap_function(fn, shim, guards);
 }
+
+PyObject *nd_trace_remap_function(PyObject *fn)
+{
+    PyObject *guards = NULL;
+    PyObject *r = nd__remap(fn, &guards);
+    Py_XDECREF(guards);
+    return r;
+}
