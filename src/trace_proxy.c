@@ -240,6 +240,19 @@ static PyObject *p_float(PyObject *o)
     return r;
 }
 
+/* NumPy scalars hash (dict keys, sets); arrays do not */
+static Py_hash_t p_hash(PyObject *o)
+{
+    if (!nd_proxy_is_scalar(o)) {
+        PyErr_SetString(PyExc_TypeError, "unhashable type: 'numpy.ndarray'");
+        return -1;
+    }
+    PyObject *v = proxy_value_as_numpy(o, "hash() of an array value (a dict key or set item)");
+    Py_hash_t h = v ? PyObject_Hash(v) : -1;
+    Py_XDECREF(v);
+    return h;
+}
+
 static PyObject *p_index(PyObject *o)
 {
     PyObject *v = nd__proxy_value((NdProxy *)o,
@@ -858,7 +871,7 @@ PyTypeObject NdProxy_Type = {
     .tp_as_sequence = &proxy_as_sequence,
     .tp_as_mapping = &proxy_as_mapping,
     .tp_as_buffer = &proxy_as_buffer,
-    .tp_hash = PyObject_HashNotImplemented,
+    .tp_hash = p_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_richcompare = p_richcompare,
     .tp_weaklistoffset = offsetof(NdProxy, weakrefs),

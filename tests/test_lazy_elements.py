@@ -221,3 +221,20 @@ def test_computed_index_replays_and_checks_each_call():
     with pytest.raises(IndexError):
         cf(x, np.int64(3))
     assert_same(cf(x, np.int64(0)), f(x, np.int64(0)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_elements_hash_like_numpy_scalars(backend):
+    def f(a):
+        d = {}
+        for i in range(a.shape[0]):
+            d[a[i]] = i
+        s = {a.sum(), a[0]}
+        try:
+            hash(a)
+            err = None
+        except TypeError as e:
+            err = str(e)
+        return sorted(d.items()), len(s), err
+
+    calls(f, [(np.array([1.0, 2.0, 1.0]),), (np.array([3.0, 3.0, 3.0]),)], backend)
