@@ -20,28 +20,8 @@
  *
  * Shape and type errors are NumPy's own: the key is applied to a
  * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
-#include "shim_internal.h"
+#include "shim_xj.h"
 #include <string.h>
-
-/* shared helpers from shim_join.c (same owner) */
-typedef struct nd_xj_arr {
-    nd_id id;
-    int dtype, ndim;
-    npy_intp shape[ND_MAXDIMS];
-} nd_xj_arr;
-void nd_xj_fill(nd_trace *t, nd_xj_arr *a);
-npy_intp nd_xj_size(int ndim, const npy_intp *shape);
-void nd_xj_cstrides(int ndim, const npy_intp *shape, npy_intp *st);
-int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);
-int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape);
-nd_id nd_xj_i64(nd_trace *t, long long v);
-nd_id nd_xj_ibin(nd_trace *t, int uf, nd_id x, nd_id y);
-nd_id nd_xj_ibin_c(nd_trace *t, int uf, nd_id x, long long c);
-nd_id nd_xj_zeros(nd_trace *t, int dtype, int ndim, const npy_intp *shape);
-nd_id nd_xj_gather(nd_trace *t, nd_id src, nd_id flat);
-nd_id nd_xj_take_axis(nd_trace *t, const nd_xj_arr *a, int ax, const nd_xj_arr *idx);
-PyObject *nd_xj_standin(int dtype, int ndim, const npy_intp *shape);
-PyObject *nd_xj_numpy_error(const char *path, const char *params, PyObject **argv);
 
 /* ------------------------------------------------- runtime helper callables */
 
@@ -509,11 +489,18 @@ static nd_id plan_flat(nd_trace *t, const idx_plan *pl, int sdim, const npy_intp
     return nd_xj_ibin_c(t, ND_UF_ADD, flat, konst);
 }
 
-static PyObject *fallback_getitem(PyObject *self, PyObject *key, const char *reason)
+static PyObject *operator_attr(const char *name)
 {
     PyObject *op = PyImport_ImportModule("operator");
-    PyObject *getitem = op ? PyObject_GetAttrString(op, "getitem") : NULL;
-    Py_XDECREF(op);
+    if (!op) return NULL;
+    PyObject *f = PyObject_GetAttrString(op, name);
+    Py_DECREF(op);
+    return f;
+}
+
+static PyObject *fallback_getitem(PyObject *self, PyObject *key, const char *reason)
+{
+    PyObject *getitem = operator_attr("getitem");
     if (!getitem) return NULL;
     PyObject *args = PyTuple_Pack(2, self, key);
     PyObject *r = args ? nd_trace_fallback_call(getitem, args, NULL, reason) : NULL;
@@ -553,12 +540,28 @@ done:
     return res;
 }
 
+/* self's storage gets its next version: vals written at the int64 flat
+ * indices `flat` (same shape as vals) of its current value, by the scatter
+ * extern (last write wins, as NumPy). 0 or -1. */
+static int scatter_write(nd_trace *t, PyObject *self, nd_id flat, nd_id vals)
+{
+    nd_id cur = nd_proxy_read(self);
+    PyObject *tmpl = cur == ND_NONE ? NULL : nd_xj_tmpl(3, 0, NULL);
+    if (!tmpl) return -1;
+    nd_id ins[3] = {cur, flat, vals};
+    nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, nd_proxy_dtype(self),
+                                   nd_proxy_ndim(self), nd_proxy_shape(self));
+    Py_DECREF(tmpl);
+    return nv == ND_NONE ? -1 : nd_proxy_write(self, nv);
+}
+
 /* Functional update: run NumPy on a private copy of self's value, then make
  * that copy self's new value, so every view of the storage sees it. */
 static int fallback_update(nd_trace *t, PyObject *self, PyObject *func,
                            PyObject *rest, PyObject *kwargs, const char *reason)
 {
-    PyObject *cur = nd_trace_materialize(self, reason);
+    /* the break is recorded once, by nd_trace_fallback_call below */
+    PyObject *cur = nd_trace_materialize(self, NULL);
     if (!cur) return -1;
     PyObject *copy = PyObject_CallMethod(cur, "copy", NULL);
     Py_DECREF(cur);
@@ -581,15 +584,6 @@ static int fallback_update(nd_trace *t, PyObject *self, PyObject *func,
     Py_DECREF(copy);
     if (v == ND_NONE) return -1;
     return nd_proxy_write(self, v);
-}
-
-static PyObject *operator_attr(const char *name)
-{
-    PyObject *op = PyImport_ImportModule("operator");
-    if (!op) return NULL;
-    PyObject *f = PyObject_GetAttrString(op, name);
-    Py_DECREF(op);
-    return f;
 }
 
 static int fallback_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value,
@@ -745,17 +739,8 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject 
         }
         nd_id vb = nd_shim_node_broadcast(t, va.id, pl->ond, pl->oshape);
         nd_id flat = vb == ND_NONE ? ND_NONE : plan_flat(t, pl, sdim, sshape);
-        nd_id cur = flat == ND_NONE ? ND_NONE : nd_proxy_read(self);
-        if (cur == ND_NONE) goto done;
-        PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1), *p2 = nd_shim_placeholder(2);
-        PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(3, p0, p1, p2) : NULL;
-        Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
-        if (!tmpl) goto done;
-        nd_id ins[3] = {cur, flat, vb};
-        nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, dtype, sdim, sshape);
-        Py_DECREF(tmpl);
-        if (nv == ND_NONE) goto done;
-        res = nd_proxy_write(self, nv);
+        if (flat == ND_NONE) goto done;
+        res = scatter_write(t, self, flat, vb);
     }
 done:
     PyMem_Free(pl);
@@ -803,7 +788,11 @@ PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args, PyObjec
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
     if (!pl) return PyErr_NoMemory();
     PyObject *res = NULL;
-    int rc = plan_key(t, self, key, pl, b ? b : Py_None);
+    /* a computed index is checked at this line (nd_shim_checked_index) */
+    PyObject *ckey = nd_shim_checked_index(t, key);
+    if (!ckey) { PyMem_Free(pl); return NULL; }
+    int rc = plan_key(t, self, ckey, pl, b ? b : Py_None);
+    Py_DECREF(ckey);
     if (rc > 0) { PyMem_Free(pl); goto fallback; }
     if (rc < 0) { PyMem_Free(pl); return NULL; }
     nd_id flat = plan_flat(t, pl, sdim, sshape);
@@ -880,7 +869,16 @@ static int axis_indices(nd_trace *t, PyObject *ind, npy_intp n, int axis, int mo
 {
     if (nd_proxy_check(ind)) {
         if (!PyTypeNum_ISINTEGER(nd_proxy_dtype(ind))) return 1;
-        return lazy_index(t, ind, n, axis, mode, out) < 0 ? -1 : 0;
+        /* a computed index is checked at this line unless the call defers */
+        PyObject *c = nd_shim_checked_index(t, ind);
+        if (!c) return -1;
+        if (nd_proxy_check(c)) {
+            Py_DECREF(c);
+            return lazy_index(t, ind, n, axis, mode, out) < 0 ? -1 : 0;
+        }
+        int r = axis_indices(t, c, n, axis, mode, out);
+        Py_DECREF(c);
+        return r;
     }
     PyObject *arr = PyArray_FROM_O(ind);
     if (!arr) return -1;
@@ -966,6 +964,52 @@ static PyObject *take_along_axis_impl(nd_trace *t, PyObject **argv)
     return nd_shim_wrap(t, nd_xj_gather(t, a.id, flat), 0);
 }
 
+/* np.put raising IndexError has already written the values before the bad
+ * index (NumPy stores in order): NumPy does it on a copy of a's value,
+ * which becomes a's value, and its error stands. */
+static PyObject *put_partial(nd_trace *t, PyObject **argv)
+{
+    PyErr_Clear();
+    PyObject *cur = nd_trace_materialize(argv[0], NULL);
+    PyObject *c = cur ? PyArray_NewCopy((PyArrayObject *)cur, NPY_CORDER) : NULL;
+    Py_XDECREF(cur);
+    if (!c) return NULL;
+    PyObject *ind = nd_proxy_check(argv[1]) ? nd_trace_materialize(argv[1], NULL) : Py_NewRef(argv[1]);
+    PyObject *v = !ind ? NULL : nd_proxy_check(argv[2]) ? nd_trace_materialize(argv[2], NULL)
+                                                        : Py_NewRef(argv[2]);
+    PyObject *fn = v ? nd_xj_np_attr("put") : NULL;
+    PyObject *r = NULL;
+    if (fn) r = argv[3] ? PyObject_CallFunctionObjArgs(fn, c, ind, v, argv[3], NULL)
+                        : PyObject_CallFunctionObjArgs(fn, c, ind, v, NULL);
+    Py_XDECREF(fn);
+    Py_XDECREF(ind);
+    Py_XDECREF(v);
+    if (r) {  /* NumPy accepted what the trace-time check refused: its result stands */
+        Py_DECREF(r);
+        nd_id id = nd_trace_lift(t, c);
+        Py_DECREF(c);
+        if (id == ND_NONE || nd_proxy_write(argv[0], id) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+#endif
+    nd_id id = nd_trace_lift(t, c);
+    Py_DECREF(c);
+    int ok = id != ND_NONE && nd_proxy_write(argv[0], id) == 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!ok) Py_XDECREF(exc);
+    else PyErr_SetRaisedException(exc);
+#else
+    if (!ok) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); }
+    else PyErr_Restore(et, ev, tb);
+#endif
+    return NULL;
+}
+
 static PyObject *put_impl(nd_trace *t, PyObject **argv)
 {
     static const char *P = "a,ind,v|mode";
@@ -979,6 +1023,7 @@ static PyObject *put_impl(nd_trace *t, PyObject **argv)
     npy_intp total = nd_xj_size(sdim, sshape);
     nd_xj_arr idx;
     r = axis_indices(t, argv[1], total, 0, mode, &idx);
+    if (r < 0 && PyErr_ExceptionMatches(PyExc_IndexError)) return put_partial(t, argv);
     if (r) return r < 0 ? NULL : nd_xj_numpy_error("put", P, argv);
     npy_intp m = nd_xj_size(idx.ndim, idx.shape);
     if (nd_xj_reshape(t, &idx, 1, &m) < 0) return NULL;
@@ -992,16 +1037,7 @@ static PyObject *put_impl(nd_trace *t, PyObject **argv)
     if (m == 0) Py_RETURN_NONE;
     if (nd_xj_reshape(t, &va, 1, &vn) < 0) return NULL;
     nd_id vb = nd_shim_node_broadcast(t, va.id, 1, &m);
-    nd_id cur = vb == ND_NONE ? ND_NONE : nd_proxy_read(self);
-    if (cur == ND_NONE) return NULL;
-    PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1), *p2 = nd_shim_placeholder(2);
-    PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(3, p0, p1, p2) : NULL;
-    Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
-    if (!tmpl) return NULL;
-    nd_id ins[3] = {cur, idx.id, vb};
-    nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, dtype, sdim, sshape);
-    Py_DECREF(tmpl);
-    if (nv == ND_NONE || nd_proxy_write(self, nv) < 0) return NULL;
+    if (vb == ND_NONE || scatter_write(t, self, idx.id, vb) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -19,21 +19,8 @@
  * vector/Frobenius norms are built from fused graph ops instead.
  * Functions whose result shape or dtype depends on the data (unique,
  * bincount, nonzero, eig, lstsq's residuals) are recorded graph breaks. */
-#include "shim_internal.h"
+#include "shim_xj.h"
 #include <string.h>
-
-/* shared helpers from shim_join.c (same owner) */
-typedef struct nd_xj_arr {
-    nd_id id;
-    int dtype, ndim;
-    npy_intp shape[ND_MAXDIMS];
-} nd_xj_arr;
-void nd_xj_fill(nd_trace *t, nd_xj_arr *a);
-npy_intp nd_xj_size(int ndim, const npy_intp *shape);
-void nd_xj_cstrides(int ndim, const npy_intp *shape, npy_intp *st);
-int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);
-int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape);
-PyObject *nd_xj_numpy_error(const char *path, const char *params, PyObject **argv);
 
 /* ------------------------------------------------------ dtype probe cache */
 
@@ -79,27 +66,14 @@ static PyObject *probe_array(int dtype, int ndim, const npy_intp *shape)
     return a;
 }
 
-/* template with every placeholder replaced by arrs[k] (new ref) */
-static PyObject *subst(PyObject *o, PyObject *const *arrs)
+/* leaf of nd_xj_map_template: placeholder k becomes arrs[k] */
+static int placeholder_leaf(PyObject *o, void *arrs, PyObject **out)
 {
     int k = nd_shim_placeholder_index(o);
-    if (k >= 0) { Py_INCREF(arrs[k]); return arrs[k]; }
-    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        PyObject *r = PyList_New(n);
-        if (!r) return NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *e = subst(PySequence_Fast_GET_ITEM(o, i), arrs);
-            if (!e) { Py_DECREF(r); return NULL; }
-            PyList_SET_ITEM(r, i, e);
-        }
-        if (PyList_CheckExact(o)) return r;
-        PyObject *tup = PyList_AsTuple(r);
-        Py_DECREF(r);
-        return tup;
-    }
-    Py_INCREF(o);
-    return o;
+    if (k < 0) return 0;
+    *out = ((PyObject *const *)arrs)[k];
+    Py_INCREF(*out);
+    return 1;
 }
 
 static Py_hash_t kw_hash(PyObject *kw)
@@ -146,7 +120,7 @@ static int probe(PyObject *fn, PyObject *tmpl, PyObject *kw, int nin, const nd_x
     PyObject *args = NULL, *kwargs = NULL, *res = NULL;
     for (; made < nin; made++)
         if (!(arrs[made] = probe_array(ins[made].dtype, ins[made].ndim, ins[made].shape))) goto done;
-    if (!(args = subst(tmpl, arrs))) goto done;
+    if (!(args = nd_xj_map_template(tmpl, placeholder_leaf, arrs))) goto done;
     if (kw && !(kwargs = PyDict_Copy(kw))) goto done;
     if (!(res = PyObject_Call(fn, args, kwargs))) goto done;
     for (int k = 0; k < nout; k++) {
@@ -226,6 +200,13 @@ static void ext_shape(ext_out *o, int k, int ndim, const npy_intp *shape)
     if (ndim) memcpy(o->shape[k], shape, sizeof(npy_intp) * (size_t)ndim);
 }
 
+/* one array result (not a tuple) of the given shape */
+static void ext_init1(ext_out *o, int scalar0d, int ndim, const npy_intp *shape)
+{
+    ext_init(o, 1, 0, scalar0d);
+    ext_shape(o, 0, ndim, shape);
+}
+
 /* Nodes for fn(*tmpl, **kw) on ins; the result NumPy would return. */
 static PyObject *ext_build(nd_trace *t, PyObject *fn, PyObject *tmpl, PyObject *kw, int nin,
                            const nd_xj_arr *ins, ext_out *o)
@@ -272,69 +253,13 @@ static PyObject *ext_build(nd_trace *t, PyObject *fn, PyObject *tmpl, PyObject *
     return r;
 }
 
-/* numpy.<path> (new ref). Looked up once per path: the paths are static
- * strings, so their addresses key a small cache (the functions live as
- * long as numpy). */
-static PyObject *np_fn_lookup(const char *path);
-static PyObject *np_fn(const char *path)
-{
-    static struct { const char *path; PyObject *fn; } cache[96];
-    static int ncache;
-    for (int i = 0; i < ncache; i++)
-        if (cache[i].path == path) { Py_INCREF(cache[i].fn); return cache[i].fn; }
-    PyObject *fn = np_fn_lookup(path);
-    if (fn && ncache < 96) {
-        cache[ncache].path = path;
-        cache[ncache++].fn = fn;
-        Py_INCREF(fn);
-    }
-    return fn;
-}
-
-static PyObject *np_fn_lookup(const char *path)
-{
-    PyObject *o = nd_shim_numpy();
-    Py_INCREF(o);
-    const char *p = path;
-    while (*p) {
-        const char *e = strchr(p, '.');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        PyObject *name = PyUnicode_FromStringAndSize(p, (Py_ssize_t)len);
-        PyObject *n = name ? PyObject_GetAttr(o, name) : NULL;
-        Py_XDECREF(name);
-        Py_DECREF(o);
-        if (!n) return NULL;
-        o = n;
-        p += len + (e ? 1 : 0);
-    }
-    return o;
-}
-
-/* (ph0, ph1, ..., extra...) */
-static PyObject *tmpl_of(int nin, int nextra, PyObject *const *extra)
-{
-    PyObject *t = PyTuple_New(nin + nextra);
-    if (!t) return NULL;
-    for (int k = 0; k < nin; k++) {
-        PyObject *p = nd_shim_placeholder(k);
-        if (!p) { Py_DECREF(t); return NULL; }
-        PyTuple_SET_ITEM(t, k, p);
-    }
-    for (int k = 0; k < nextra; k++) {
-        PyObject *e = extra[k] ? extra[k] : Py_None;
-        Py_INCREF(e);
-        PyTuple_SET_ITEM(t, nin + k, e);
-    }
-    return t;
-}
-
 /* call fn as NumPy would, with a simple positional template */
 static PyObject *ext_simple(nd_trace *t, const char *path, int nin, const nd_xj_arr *ins,
                             int nextra, PyObject *const *extra, PyObject *kw, ext_out *o)
 {
-    PyObject *fn = np_fn(path);
+    PyObject *fn = nd_xj_np_attr(path);
     if (!fn) return NULL;
-    PyObject *tmpl = tmpl_of(nin, nextra, extra);
+    PyObject *tmpl = nd_xj_tmpl(nin, nextra, extra);
     PyObject *r = tmpl ? ext_build(t, fn, tmpl, kw, nin, ins, o) : NULL;
     Py_XDECREF(tmpl);
     Py_DECREF(fn);
@@ -391,7 +316,7 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
 {
     if (given(argv, 3, 10)) return nd_shim_unsupported("numpy.matmul with dtype/order/axes arguments");
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     const nd_xj_arr *a = &in[0], *b = &in[1];
     if (a->ndim == 0 || b->ndim == 0) return nd_xj_numpy_error("matmul", P_MATMUL, argv);
     if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0] && (!argv[2] || argv[2] == Py_None))
@@ -406,8 +331,7 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     if (a->ndim >= 2) sh[nd++] = a->shape[a->ndim - 2];
     if (b->ndim >= 2) sh[nd++] = b->shape[b->ndim - 1];
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, nd, sh);
+    ext_init1(&o, 1, nd, sh);
     NPY_CASTING casting;
     if (nd_shim_casting_arg(argv[3], NPY_SAME_KIND_CASTING, &casting) < 0) return NULL;
     PyObject *r = ext_simple(t, "matmul", 2, in, 0, NULL, NULL, &o);
@@ -440,12 +364,13 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     return out;
 }
 
-static PyObject *dot_impl(nd_trace *t, PyObject **argv)
+/* dot and inner: vectors as a fused sum of products, a 0-d operand scales
+ * the other, else a's last dim contracts with b's dim bk (dot: b's
+ * second-to-last, or its only one; inner: b's last). */
+static PyObject *dot_like(nd_trace *t, PyObject **argv, const char *path, const char *P, int inner)
 {
-    static const char *P = "a,b|out";
-    if (argv[2] && argv[2] != Py_None) return nd_shim_unsupported("numpy.dot with out=");
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     const nd_xj_arr *a = &in[0], *b = &in[1];
     npy_intp sh[2 * ND_MAXDIMS];
     int nd = 0;
@@ -456,78 +381,45 @@ static PyObject *dot_impl(nd_trace *t, PyObject **argv)
         nd = o->ndim;
         memcpy(sh, o->shape, sizeof(npy_intp) * (size_t)nd);
     } else {
-        npy_intp ka = a->shape[a->ndim - 1];
-        npy_intp kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
-        if (ka != kb) return nd_xj_numpy_error("dot", P, argv);
+        int bk = inner || b->ndim == 1 ? b->ndim - 1 : b->ndim - 2;
+        if (a->shape[a->ndim - 1] != b->shape[bk]) return nd_xj_numpy_error(path, P, argv);
         for (int d = 0; d < a->ndim - 1; d++) sh[nd++] = a->shape[d];
-        for (int d = 0; d < b->ndim - 2; d++) sh[nd++] = b->shape[d];
-        if (b->ndim >= 2) sh[nd++] = b->shape[b->ndim - 1];
+        for (int d = 0; d < b->ndim; d++) if (d != bk) sh[nd++] = b->shape[d];
     }
+    if (nd > ND_MAXDIMS) return nd_shim_unsupported("numpy.%s result above rank 16", path);
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    if (nd > ND_MAXDIMS) return nd_shim_unsupported("numpy.dot result above rank 16");
-    ext_shape(&o, 0, nd, sh);
-    return ext_simple(t, "dot", 2, in, 0, NULL, NULL, &o);
+    ext_init1(&o, 1, nd, sh);
+    return ext_simple(t, path, 2, in, 0, NULL, NULL, &o);
 }
+
+static PyObject *dot_impl(nd_trace *t, PyObject **argv)
+{
+    if (argv[2] && argv[2] != Py_None) return nd_shim_unsupported("numpy.dot with out=");
+    return dot_like(t, argv, "dot", "a,b|out", 0);
+}
+
+static PyObject *inner_impl(nd_trace *t, PyObject **argv) { return dot_like(t, argv, "inner", "a,b", 1); }
 
 static PyObject *vdot_impl(nd_trace *t, PyObject **argv)
 {
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     if (nd_xj_size(in[0].ndim, in[0].shape) != nd_xj_size(in[1].ndim, in[1].shape))
         return nd_xj_numpy_error("vdot", "a,b", argv);
     return vector_dot(t, &in[0], &in[1], 1);
 }
 
-static PyObject *inner_impl(nd_trace *t, PyObject **argv)
-{
-    nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
-    const nd_xj_arr *a = &in[0], *b = &in[1];
-    npy_intp sh[2 * ND_MAXDIMS];
-    int nd = 0;
-    if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0])
-        return vector_dot(t, a, b, 0);
-    if (a->ndim == 0 || b->ndim == 0) {
-        const nd_xj_arr *o = a->ndim == 0 ? b : a;
-        nd = o->ndim;
-        memcpy(sh, o->shape, sizeof(npy_intp) * (size_t)nd);
-    } else {
-        if (a->shape[a->ndim - 1] != b->shape[b->ndim - 1]) return nd_xj_numpy_error("inner", "a,b", argv);
-        for (int d = 0; d < a->ndim - 1; d++) sh[nd++] = a->shape[d];
-        for (int d = 0; d < b->ndim - 1; d++) sh[nd++] = b->shape[d];
-    }
-    if (nd > ND_MAXDIMS) return nd_shim_unsupported("numpy.inner result above rank 16");
-    ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, nd, sh);
-    return ext_simple(t, "inner", 2, in, 0, NULL, NULL, &o);
-}
-
 /* axes argument of tensordot -> lists; 0 ok, 1 not modelled/invalid */
 static int axes_list(PyObject *o, int ndim, int *ax, int *n)
 {
-    if (PyIndex_Check(o)) {
-        long v = PyLong_AsLong(o);
-        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 1; }
-        if (v < -ndim || v >= ndim) return 1;
-        ax[0] = (int)(v < 0 ? v + ndim : v);
-        *n = 1;
-        return 0;
+    npy_intp v[ND_MAXDIMS];
+    int r = nd_xj_int_list(o, 1, v, ND_MAXDIMS, n);
+    if (r < 0) PyErr_Clear();
+    if (r) return 1;
+    for (int i = 0; i < *n; i++) {
+        if (v[i] < -ndim || v[i] >= ndim) return 1;
+        ax[i] = (int)(v[i] < 0 ? v[i] + ndim : v[i]);
     }
-    PyObject *seq = PySequence_Fast(o, "");
-    if (!seq) { PyErr_Clear(); return 1; }
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-    if (k > ND_MAXDIMS) { Py_DECREF(seq); return 1; }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        long v = PyIndex_Check(e) ? PyLong_AsLong(e) : LONG_MAX;
-        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); Py_DECREF(seq); return 1; }
-        if (v < -ndim || v >= ndim) { Py_DECREF(seq); return 1; }
-        ax[i] = (int)(v < 0 ? v + ndim : v);
-    }
-    Py_DECREF(seq);
-    *n = (int)k;
     return 0;
 }
 
@@ -535,7 +427,7 @@ static PyObject *tensordot_impl(nd_trace *t, PyObject **argv)
 {
     static const char *P = "a,b|axes";
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     const nd_xj_arr *a = &in[0], *b = &in[1];
     int axa[ND_MAXDIMS], axb[ND_MAXDIMS], na = 0, nb = 0;
     PyObject *axes = argv[2];
@@ -566,8 +458,7 @@ static PyObject *tensordot_impl(nd_trace *t, PyObject **argv)
     for (int d = 0; d < b->ndim; d++) if (!used_b[d]) sh[nd++] = b->shape[d];
     if (nd > ND_MAXDIMS) return nd_shim_unsupported("numpy.tensordot result above rank 16");
     ext_out o;
-    ext_init(&o, 1, 0, 0); /* tensordot returns a 0-d array, not a scalar */
-    ext_shape(&o, 0, nd, sh);
+    ext_init1(&o, 0, nd, sh); /* tensordot returns a 0-d array, not a scalar */
     /* the axes as canonical tuples: hashable and independent of list
      * identity, so equal calls share the graph's structure */
     PyObject *ta = PyTuple_New(na), *tb = PyTuple_New(nb);
@@ -812,10 +703,9 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
     npy_intp sh[ND_MAXDIMS];
     for (int j = 0; j < e.nout; j++) sh[j] = e.size[e.out[j]];
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, e.nout, sh);
+    ext_init1(&o, 1, e.nout, sh);
     o.dtype[0] = dtype;
-    PyObject *fn = np_fn("einsum");
+    PyObject *fn = nd_xj_np_attr("einsum");
     if (!fn) return NULL;
     PyObject *tmpl = PyTuple_New(nop + 1), *kw = NULL, *r = NULL;
     if (!tmpl) goto done;
@@ -844,6 +734,15 @@ static int is_square_stack(const nd_xj_arr *a)
     return a->ndim >= 2 && a->shape[a->ndim - 1] == a->shape[a->ndim - 2];
 }
 
+/* argv[0] as a stack of square matrices, else NumPy's own error for
+ * numpy.<path>(argv). 0, or -1: return NULL (exception or reason set). */
+static int square_arg(nd_trace *t, PyObject **argv, const char *path, const char *P, nd_xj_arr *a)
+{
+    if (nd_xj_array(t, argv[0], a)) return -1;
+    if (!is_square_stack(a)) { nd_xj_numpy_error(path, P, argv); return -1; }
+    return 0;
+}
+
 #define LINALG_SIMPLE(NAME, PATH, PARAMS, SQUARE, DROP, NEXTRA)                        \
     static PyObject *NAME(nd_trace *t, PyObject **argv)                                 \
     {                                                                                   \
@@ -852,8 +751,7 @@ static int is_square_stack(const nd_xj_arr *a)
         if (a.ndim < 2 || ((SQUARE) && !is_square_stack(&a)))                           \
             return nd_xj_numpy_error(PATH, PARAMS, argv);                               \
         ext_out o;                                                                      \
-        ext_init(&o, 1, 0, 1);                                                          \
-        ext_shape(&o, 0, a.ndim - (DROP), a.shape);                                     \
+        ext_init1(&o, 1, a.ndim - (DROP), a.shape);                                     \
         return ext_simple(t, PATH, 1, &a, NEXTRA, argv + 1, NULL, &o);                  \
     }
 
@@ -863,11 +761,9 @@ LINALG_SIMPLE(det_impl, "linalg.det", "a", 1, 2, 0)
 static PyObject *cholesky_impl(nd_trace *t, PyObject **argv)
 {
     nd_xj_arr a;
-    if (nd_xj_array(t, argv[0], &a)) return NULL;
-    if (!is_square_stack(&a)) return nd_xj_numpy_error("linalg.cholesky", "a|;upper", argv);
+    if (square_arg(t, argv, "linalg.cholesky", "a|;upper", &a)) return NULL;
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a.ndim, a.shape);
+    ext_init1(&o, 0, a.ndim, a.shape);
     PyObject *kw = NULL, *r;
     if (argv[1] && !(kw = Py_BuildValue("{sO}", "upper", argv[1]))) return NULL;
     r = ext_simple(t, "linalg.cholesky", 1, &a, 0, NULL, kw, &o);
@@ -882,16 +778,14 @@ static PyObject *matrix_power_impl(nd_trace *t, PyObject **argv)
     if (!is_square_stack(&a) || !PyIndex_Check(argv[1]))
         return nd_xj_numpy_error("linalg.matrix_power", "a,n", argv);
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a.ndim, a.shape);
+    ext_init1(&o, 0, a.ndim, a.shape);
     return ext_simple(t, "linalg.matrix_power", 1, &a, 1, argv + 1, NULL, &o);
 }
 
 static PyObject *slogdet_impl(nd_trace *t, PyObject **argv)
 {
     nd_xj_arr a;
-    if (nd_xj_array(t, argv[0], &a)) return NULL;
-    if (!is_square_stack(&a)) return nd_xj_numpy_error("linalg.slogdet", "a", argv);
+    if (square_arg(t, argv, "linalg.slogdet", "a", &a)) return NULL;
     ext_out o;
     ext_init(&o, 2, 1, 1);
     ext_shape(&o, 0, a.ndim - 2, a.shape);
@@ -902,7 +796,7 @@ static PyObject *slogdet_impl(nd_trace *t, PyObject **argv)
 static PyObject *solve_impl(nd_trace *t, PyObject **argv)
 {
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     const nd_xj_arr *a = &in[0], *b = &in[1];
     if (!is_square_stack(a) || b->ndim == 0) return nd_xj_numpy_error("linalg.solve", "a,b", argv);
     npy_intp m = a->shape[a->ndim - 1], sh[ND_MAXDIMS + 2];
@@ -919,8 +813,7 @@ static PyObject *solve_impl(nd_trace *t, PyObject **argv)
         sh[nd++] = b->shape[b->ndim - 1];
     }
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, nd, sh);
+    ext_init1(&o, 0, nd, sh);
     return ext_simple(t, "linalg.solve", 2, in, 0, NULL, NULL, &o);
 }
 
@@ -951,8 +844,7 @@ static PyObject *qr_impl(nd_trace *t, PyObject **argv)
         ext_shape(&o, 1, nd, s1);
     } else if (strcmp(mode, "r") == 0) {
         s1[nd - 2] = K;
-        ext_init(&o, 1, 0, 0);
-        ext_shape(&o, 0, nd, s1);
+        ext_init1(&o, 0, nd, s1);
     } else if (strcmp(mode, "raw") == 0) {
         s0[nd - 2] = N;       /* h (..., N, M) */
         s0[nd - 1] = M;
@@ -974,8 +866,7 @@ static PyObject *eigh_common(nd_trace *t, PyObject **argv, int vectors)
 {
     const char *path = vectors ? "linalg.eigh" : "linalg.eigvalsh";
     nd_xj_arr a;
-    if (nd_xj_array(t, argv[0], &a)) return NULL;
-    if (!is_square_stack(&a)) return nd_xj_numpy_error(path, "a|UPLO", argv);
+    if (square_arg(t, argv, path, "a|UPLO", &a)) return NULL;
     ext_out o;
     ext_init(&o, vectors ? 2 : 1, vectors, 0);
     ext_shape(&o, 0, a.ndim - 1, a.shape);
@@ -1011,8 +902,7 @@ static PyObject *svd_impl(nd_trace *t, PyObject **argv)
     PyObject *extra[3] = {full ? Py_True : Py_False, uv ? Py_True : Py_False,
                           herm ? Py_True : Py_False};
     if (!uv) {
-        ext_init(&o, 1, 0, 0);
-        ext_shape(&o, 0, nd - 1, ss);
+        ext_init1(&o, 0, nd - 1, ss);
     } else {
         su[nd - 1] = full ? M : K;  /* U (..., M, M|K) */
         sv[nd - 2] = full ? N : K;  /* Vh (..., N|K, N) */
@@ -1036,8 +926,7 @@ static PyObject *pinv_impl(nd_trace *t, PyObject **argv)
     sh[a.ndim - 2] = a.shape[a.ndim - 1];
     sh[a.ndim - 1] = a.shape[a.ndim - 2];
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a.ndim, sh);
+    ext_init1(&o, 0, a.ndim, sh);
     PyObject *kw = NULL, *r;
     if (argv[3] && !(kw = Py_BuildValue("{sO}", "rtol", argv[3]))) return NULL;
     PyObject *extra[2] = {argv[1], argv[2] ? argv[2] : Py_False};
@@ -1078,9 +967,8 @@ static PyObject *multi_dot_impl(nd_trace *t, PyObject **argv)
     if (in[0].ndim == 2) sh[nd++] = in[0].shape[0];
     if (in[n - 1].ndim == 2) sh[nd++] = in[n - 1].shape[1];
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, nd, sh);
-    PyObject *fn = np_fn("linalg.multi_dot");
+    ext_init1(&o, 1, nd, sh);
+    PyObject *fn = nd_xj_np_attr("linalg.multi_dot");
     if (!fn) return NULL;
     PyObject *lst = PyList_New(n), *tmpl = NULL, *r = NULL;
     if (!lst) goto done;
@@ -1105,32 +993,21 @@ done:
 /* norm: the common vector/Frobenius forms as fused reductions built from
  * shim ops (so NEP-50 typing and scalar-vs-array results are the shim's);
  * ord=2/-2/'nuc' matrix norms need singular values: extern. */
-static PyObject *call_method(const char *name, PyObject *self, PyObject *args, PyObject *kw)
-{
-    PyObject *r = nd_shim_method(name, self, args, kw);
-    return r;
-}
-
-static PyObject *sum_axis(PyObject *x, PyObject *axis, PyObject *keepdims)
-{
-    PyObject *kw = Py_BuildValue("{sOsO}", "axis", axis ? axis : Py_None, "keepdims",
-                                 keepdims ? keepdims : Py_False);
-    PyObject *args = PyTuple_New(0);
-    PyObject *r = (kw && args) ? call_method("sum", x, args, kw) : NULL;
-    Py_XDECREF(kw);
-    Py_XDECREF(args);
-    return r;
-}
-
+/* x.<name>(axis=axis, keepdims=keepdims) through the shim: sum/max/min */
 static PyObject *red_axis(const char *name, PyObject *x, PyObject *axis, PyObject *keepdims)
 {
     PyObject *kw = Py_BuildValue("{sOsO}", "axis", axis ? axis : Py_None, "keepdims",
                                  keepdims ? keepdims : Py_False);
     PyObject *args = PyTuple_New(0);
-    PyObject *r = (kw && args) ? call_method(name, x, args, kw) : NULL;
+    PyObject *r = (kw && args) ? nd_shim_method(name, x, args, kw) : NULL;
     Py_XDECREF(kw);
     Py_XDECREF(args);
     return r;
+}
+
+static PyObject *sum_axis(PyObject *x, PyObject *axis, PyObject *keepdims)
+{
+    return red_axis("sum", x, axis, keepdims);
 }
 
 static PyObject *norm_impl(nd_trace *t, PyObject **argv)
@@ -1330,8 +1207,7 @@ static PyObject *fft1_common(nd_trace *t, PyObject **argv, const char *path, int
     memcpy(sh, a.shape, sizeof(sh));
     sh[ax] = kind == 1 ? n / 2 + 1 : n;
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a.ndim, sh);
+    ext_init1(&o, 0, a.ndim, sh);
     PyObject *nobj = PyLong_FromSsize_t(n), *axo = PyLong_FromLong(ax);
     PyObject *extra[3] = {nobj, axo, argv[3] ? argv[3] : Py_None};
     PyObject *r = (nobj && axo) ? ext_simple(t, path, 1, &a, 3, extra, NULL, &o) : NULL;
@@ -1411,8 +1287,7 @@ static PyObject *fftn_common(nd_trace *t, PyObject **argv, const char *path, int
     for (int i = 0; i < nax; i++) sh[axes[i]] = s[i];
     if (kind == 1) sh[axes[nax - 1]] = s[nax - 1] / 2 + 1;
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a.ndim, sh);
+    ext_init1(&o, 0, a.ndim, sh);
     PyObject *st = PyTuple_New(nax), *at = PyTuple_New(nax), *r = NULL;
     if (!st || !at) goto done;
     for (int i = 0; i < nax; i++) {
@@ -1470,8 +1345,7 @@ static PyObject *sort_node(nd_trace *t, const char *path, nd_xj_arr *a, PyObject
         Py_DECREF(seq);
     }
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, a->ndim, a->shape);
+    ext_init1(&o, 0, a->ndim, a->shape);
     o.dtype[0] = which & 1 ? NPY_INTP : a->dtype;
     PyObject *axo = PyLong_FromLong(ax);
     if (!axo) return NULL;
@@ -1557,7 +1431,7 @@ static PyObject *searchsorted_impl(nd_trace *t, PyObject **argv)
 {
     static const char *P = "a,v|side,sorter";
     nd_xj_arr in[3];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     if (in[0].ndim != 1) return nd_xj_numpy_error("searchsorted", P, argv);
     int nin = 2;
     if (argv[3] && argv[3] != Py_None) {
@@ -1565,10 +1439,9 @@ static PyObject *searchsorted_impl(nd_trace *t, PyObject **argv)
         nin = 3;
     }
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, in[1].ndim, in[1].shape);
+    ext_init1(&o, 1, in[1].ndim, in[1].shape);
     o.dtype[0] = NPY_INTP;
-    PyObject *fn = np_fn("searchsorted");
+    PyObject *fn = nd_xj_np_attr("searchsorted");
     if (!fn) return NULL;
     PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1);
     PyObject *p2 = nin == 3 ? nd_shim_placeholder(2) : (Py_INCREF(Py_None), Py_None);
@@ -1615,7 +1488,7 @@ static PyObject *histogram_impl(nd_trace *t, PyObject **argv)
     npy_intp h = nb, e = nb + 1;
     ext_shape(&o, 0, 1, &h);
     ext_shape(&o, 1, 1, &e);
-    PyObject *fn = np_fn("histogram");
+    PyObject *fn = nd_xj_np_attr("histogram");
     if (!fn) return NULL;
     PyObject *nbo = PyLong_FromSsize_t(nb);
     PyObject *rng = argv[2] ? argv[2] : Py_None, *r = NULL, *tmpl = NULL;
@@ -1673,8 +1546,7 @@ static PyObject *median_impl(nd_trace *t, PyObject **argv)
     npy_intp sh[ND_MAXDIMS];
     if (reduced_shape(&a, argv[1], keep, &nd, sh) < 0) return NULL;
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, nd, sh);
+    ext_init1(&o, 1, nd, sh);
     /* never overwrite_input: the input buffer may be the caller's array */
     PyObject *ax = as_const(argv[1]);
     if (!ax) return NULL;
@@ -1714,8 +1586,7 @@ static PyObject *quantile_common(nd_trace *t, PyObject **argv, const char *path,
     memcpy(sh + qnd, rsh, sizeof(npy_intp) * (size_t)nd);
     Py_DECREF(qa);
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, qnd + nd, sh);
+    ext_init1(&o, 1, qnd + nd, sh);
     PyObject *qc = as_const(argv[1]), *ax = qc ? as_const(argv[2]) : NULL;
     PyObject *meth = ax ? (argv[5] ? (Py_INCREF(argv[5]), argv[5]) : PyUnicode_FromString("linear")) : NULL;
     PyObject *r = NULL;
@@ -1744,8 +1615,7 @@ static PyObject *interp_impl(nd_trace *t, PyObject **argv)
     if (in[1].ndim != 1 || in[2].ndim != 1 || in[1].shape[0] != in[2].shape[0] || in[1].shape[0] == 0)
         return nd_xj_numpy_error("interp", P, argv);
     ext_out o;
-    ext_init(&o, 1, 0, 1);
-    ext_shape(&o, 0, in[0].ndim, in[0].shape);
+    ext_init1(&o, 1, in[0].ndim, in[0].shape);
     PyObject *extra[3] = {argv[3], argv[4], argv[5]};
     return ext_simple(t, "interp", 3, in, 3, extra, NULL, &o);
 }
@@ -1754,7 +1624,7 @@ static PyObject *conv_common(nd_trace *t, PyObject **argv, const char *path, con
 {
     static const char *P = "a,v|mode";
     nd_xj_arr in[2];
-    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (nd_xj_array2(t, argv, in)) return NULL;
     for (int k = 0; k < 2; k++) {
         if (in[k].ndim > 1) return nd_xj_numpy_error(path, P, argv);
         if (in[k].ndim == 0) {
@@ -1775,8 +1645,7 @@ static PyObject *conv_common(nd_trace *t, PyObject **argv, const char *path, con
     else if (strcmp(mode, "valid") == 0) len = big - small + 1;
     else return nd_xj_numpy_error(path, P, argv);
     ext_out o;
-    ext_init(&o, 1, 0, 0);
-    ext_shape(&o, 0, 1, &len);
+    ext_init1(&o, 0, 1, &len);
     PyObject *mo = PyUnicode_FromString(mode);
     if (!mo) return NULL;
     PyObject *r = ext_simple(t, path, 2, in, 1, &mo, NULL, &o);

@@ -225,6 +225,58 @@ static int keepdims_arg(PyObject *o)
     return PyObject_IsTrue(o);
 }
 
+/* How a reduction family reads axis=: */
+enum {
+    AX_UFUNC,   /* np.sum & co: red_axis_mask; absent = all axes */
+    AX_FIRST,   /* ufunc.reduce: absent = axis 0 */
+    AX_STRICT,  /* mean/var/std: strict_axis_mask */
+    AX_ARG,     /* argmax/argmin: one axis (a 0-d value counts as 1-d); absent = all */
+    AX_SKIP,    /* scans read axis themselves */
+};
+
+/* The options every reduction reads, in NumPy's order of checks: axis=
+ * (as a mask over a's dims), dtype=, keepdims=, then the result dtype:
+ * `fixed` when >= 0, else NumPy's answer for oracle(.method), else -1.
+ * -1 with an exception, or with an unsupported reason naming `what`. */
+typedef struct { uint64_t mask; int dtarg, keep, res; } red_opts;
+
+static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject *dtype,
+                       PyObject *keepdims, PyObject *oracle, const char *method, int fixed,
+                       const char *what, red_opts *o)
+{
+    o->mask = 0;
+    switch (axmode) {
+    case AX_FIRST:
+        if (!axis) { o->mask = a->ndim ? 1 : 0; break; }
+        /* fall through */
+    case AX_UFUNC:
+        if (red_axis_mask(axis, a->ndim, &o->mask) < 0) return -1;
+        break;
+    case AX_STRICT:
+        if (strict_axis_mask(axis, a->ndim, &o->mask) < 0) return -1;
+        break;
+    case AX_ARG:
+        if (axis && axis != Py_None) {
+            int ax;
+            if (nd_shim_axis_index(axis, a->ndim ? a->ndim : 1, &ax) < 0) return -1;
+            o->mask = a->ndim ? 1ULL << ax : 0;
+        } else {
+            o->mask = a->ndim ? ((a->ndim >= 64 ? ~0ULL : (1ULL << a->ndim) - 1)) : 0;
+        }
+        break;
+    }
+    int rc = nd_shim_dtype_arg(dtype, &o->dtarg);
+    if (rc < 0) return -1;
+    if (rc) { nd_shim_unsupported("%s with a non-numeric dtype=", what); return -1; }
+    if ((o->keep = keepdims_arg(keepdims)) < 0) return -1;
+    o->res = fixed >= 0 ? fixed : oracle ? probe(oracle, method, a->dtype, o->dtarg) : -1;
+    return (fixed >= 0 || oracle) && o->res < 0 ? -1 : 0;
+}
+
+/* where= other than True: mean/var/std compose their own reductions and
+ * do not model it */
+static int where_given(PyObject *where) { return where && where != Py_True; }
+
 /* ------------------------------------------------------------ ufunc reductions */
 
 static PyObject *ufunc_identity(int uf)
@@ -243,21 +295,13 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     nd_operand a;
     int rc = operand_array(t, ra->a, &a);
     if (rc) return NULL;
-    uint64_t mask;
-    if (!ra->axis && !axis_all) {
-        mask = a.ndim ? 1 : 0;
-    } else if (red_axis_mask(ra->axis, a.ndim, &mask) < 0) {
-        return NULL;
-    }
-    int dtarg;
-    rc = nd_shim_dtype_arg(ra->dtype, &dtarg);
-    if (rc < 0) return NULL;
-    if (rc) return nd_shim_unsupported("reduction with a non-numeric dtype=");
-    int keep = keepdims_arg(ra->keepdims);
-    if (keep < 0) return NULL;
     /* fixed_res: any/all always give bool (they reduce with dtype=bool) */
-    int res = fixed_res >= 0 ? fixed_res : probe(oracle, method, a.dtype, dtarg);
-    if (res < 0) return NULL;
+    red_opts o;
+    if (red_options(&a, ra->axis, axis_all ? AX_UFUNC : AX_FIRST, ra->dtype, ra->keepdims,
+                    oracle, method, fixed_res, "reduction", &o) < 0)
+        return NULL;
+    uint64_t mask = o.mask;
+    int keep = o.keep, res = o.res;
     int acc = (uf == ND_UF_ADD && res == NPY_FLOAT16) ? NPY_FLOAT32 : res;
     PyObject *ident = ufunc_identity(uf);
     if (!ident) return NULL;
@@ -380,23 +424,16 @@ static PyObject *argred(nd_trace *t, PyObject **argv, int which, const char *nam
     nd_operand a;
     int rc = operand_array(t, A(0), &a);
     if (rc) return NULL;
-    uint64_t mask;
-    if (A(1) && A(1) != Py_None) {
-        int ax;
-        if (nd_shim_axis_index(A(1), a.ndim ? a.ndim : 1, &ax) < 0) return NULL;
-        mask = a.ndim ? 1ULL << ax : 0;
-    } else {
-        mask = a.ndim ? ((a.ndim >= 64 ? ~0ULL : (1ULL << a.ndim) - 1)) : 0;
-    }
-    int keep = keepdims_arg(A(3));
-    if (keep < 0) return NULL;
+    red_opts o;
+    if (red_options(&a, A(1), AX_ARG, NULL, A(3), NULL, NULL, -1, name, &o) < 0) return NULL;
+    uint64_t mask = o.mask;
     npy_intp outer = 1;
     for (int d = 0; d < a.ndim; d++) if (!(mask & (1ULL << d))) outer *= a.shape[d];
     if (count_of(&a, mask) == 0 && outer > 0) {
         PyErr_Format(PyExc_ValueError, "attempt to get %s of an empty sequence", name);
         return NULL;
     }
-    nd_id r = nd_shim_node_reduce(t, which, a.id, mask, keep, a.dtype, NPY_INT64, ND_NONE);
+    nd_id r = nd_shim_node_reduce(t, which, a.id, mask, o.keep, a.dtype, NPY_INT64, ND_NONE);
     return finish(t, r, A(2));
 }
 static PyObject *argmax_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMAX, "argmax"); }
@@ -426,22 +463,14 @@ static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int 
 
 static PyObject *mean_impl(nd_trace *t, PyObject **argv)
 {
-    if (A(5) && A(5) != Py_True) return nd_shim_unsupported("numpy.mean with where= is not supported in-graph");
+    if (where_given(A(5))) return nd_shim_unsupported("numpy.mean with where= is not supported in-graph");
     nd_operand a;
-    int rc = operand_array(t, A(0), &a);
-    if (rc) return NULL;
-    uint64_t mask;
-    if (strict_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
-    int dtarg;
-    rc = nd_shim_dtype_arg(A(2), &dtarg);
-    if (rc < 0) return NULL;
-    if (rc) return nd_shim_unsupported("numpy.mean with a non-numeric dtype=");
-    int keep = keepdims_arg(A(4));
-    if (keep < 0) return NULL;
-    int res = probe(np_attr("mean"), NULL, a.dtype, dtarg);
-    if (res < 0) return NULL;
-    nd_id m = mean_node(t, &a, mask, keep, mean_acc(a.dtype, dtarg));
-    if (m == ND_NONE || (m = nd_shim_node_cast(t, m, res)) == ND_NONE) return NULL;
+    red_opts o;
+    if (operand_array(t, A(0), &a) ||
+        red_options(&a, A(1), AX_STRICT, A(2), A(4), np_attr("mean"), NULL, -1, "numpy.mean", &o) < 0)
+        return NULL;
+    nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg));
+    if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
     return finish(t, m, A(3));
 }
 
@@ -449,7 +478,7 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
 static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
 {
     const char *fname = is_std ? "std" : "var";
-    if (A(6) && A(6) != Py_True) return nd_shim_unsupported("numpy.%s with where= is not supported in-graph", fname);
+    if (where_given(A(6))) return nd_shim_unsupported("numpy.%s with where= is not supported in-graph", fname);
     if (A(7)) return nd_shim_unsupported("numpy.%s with mean= is not supported in-graph", fname);
     PyObject *ddof = A(4);
     if (A(8)) {
@@ -460,25 +489,16 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
         ddof = A(8);
     }
     nd_operand a;
-    int rc = operand_array(t, A(0), &a);
-    if (rc) return NULL;
-    uint64_t mask;
-    if (strict_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
-    int dtarg;
-    rc = nd_shim_dtype_arg(A(2), &dtarg);
-    if (rc < 0) return NULL;
-    if (rc) return nd_shim_unsupported("numpy.%s with a non-numeric dtype=", fname);
-    int keep = keepdims_arg(A(5));
-    if (keep < 0) return NULL;
-    int res = probe(np_attr(fname), NULL, a.dtype, dtarg);
-    if (res < 0) return NULL;
+    red_opts o;
+    if (operand_array(t, A(0), &a) ||
+        red_options(&a, A(1), AX_STRICT, A(2), A(5), np_attr(fname), NULL, -1,
+                    is_std ? "numpy.std" : "numpy.var", &o) < 0)
+        return NULL;
+    uint64_t mask = o.mask;
+    int dtarg = o.dtarg;
     /* as numpy/_core/_methods.py _var: the mean in dtype (f8 for ints) */
     int acc = dtarg >= 0 ? dtarg : (a.dtype == NPY_BOOL || PyTypeNum_ISINTEGER(a.dtype)) ? NPY_FLOAT64 : a.dtype;
-    nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, a.id, mask, 1, acc, acc, ND_NONE);
-    PyObject *n = PyLong_FromSsize_t(count_of(&a, mask));
-    if (s == ND_NONE || !n) { Py_XDECREF(n); return NULL; }
-    nd_id m = divide_by(t, s, n);
-    Py_DECREF(n);
+    nd_id m = mean_node(t, &a, mask, 1, acc);
     if (m == ND_NONE) return NULL;
     nd_id d = binary(t, ND_UF_SUBTRACT, a.id, m);
     if (d == ND_NONE) return NULL;
@@ -493,7 +513,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     }
     if (sq == ND_NONE) return NULL;
     int sacc = dtarg >= 0 ? nd_shim_complex_part_dtype(dtarg) : nd_shim_node_dtype(t, sq);
-    nd_id ss = nd_shim_node_reduce(t, ND_UF_ADD, sq, mask, keep, sacc, sacc, ND_NONE);
+    nd_id ss = nd_shim_node_reduce(t, ND_UF_ADD, sq, mask, o.keep, sacc, sacc, ND_NONE);
     if (ss == ND_NONE) return NULL;
     /* rcount = max(n - ddof, 0), a Python number as in NumPy */
     PyObject *cnt = PyLong_FromSsize_t(count_of(&a, mask)), *rc_obj = NULL;
@@ -518,7 +538,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     Py_DECREF(rc_obj);
     if (v == ND_NONE) return NULL;
     if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
-    if ((v = nd_shim_node_cast(t, v, res)) == ND_NONE) return NULL;
+    if ((v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
     return finish(t, v, A(3));
 }
 static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }
@@ -527,22 +547,15 @@ static PyObject *std_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv
 /* nanmean: a, axis, dtype, out, keepdims, where */
 static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
 {
-    if (A(5) && A(5) != Py_True) return nd_shim_unsupported("numpy.nanmean with where= is not supported in-graph");
+    if (where_given(A(5))) return nd_shim_unsupported("numpy.nanmean with where= is not supported in-graph");
     nd_operand a;
-    int rc = operand_array(t, A(0), &a);
-    if (rc) return NULL;
+    if (operand_array(t, A(0), &a)) return NULL;
     if (!PyTypeNum_ISFLOAT(a.dtype) && !PyTypeNum_ISCOMPLEX(a.dtype)) return mean_impl(t, argv);
-    uint64_t mask;
-    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
-    int dtarg;
-    rc = nd_shim_dtype_arg(A(2), &dtarg);
-    if (rc < 0) return NULL;
-    if (rc) return nd_shim_unsupported("numpy.nanmean with a non-numeric dtype=");
-    int keep = keepdims_arg(A(4));
-    if (keep < 0) return NULL;
-    int res = probe(np_attr("nanmean"), NULL, a.dtype, dtarg);
-    if (res < 0) return NULL;
-    int acc = mean_acc(a.dtype, dtarg);
+    red_opts o;
+    if (red_options(&a, A(1), AX_UFUNC, A(2), A(4), np_attr("nanmean"), NULL, -1, "numpy.nanmean", &o) < 0)
+        return NULL;
+    uint64_t mask = o.mask;
+    int keep = o.keep, acc = mean_acc(a.dtype, o.dtarg);
     nd_id isn = unary(t, ND_UF_ISNAN, a.id);
     nd_id zero = isn == ND_NONE ? ND_NONE : const_long(t, 0, a.dtype);
     nd_id x = zero == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, zero, a.id, a.dtype);
@@ -552,7 +565,7 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
     nd_id q = cnt == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, s, cnt);
     if (q == ND_NONE) return NULL;
     /* s / cnt promotes int64 with acc: keep acc's precision like NumPy */
-    if ((q = nd_shim_node_cast(t, q, res)) == ND_NONE) return NULL;
+    if ((q = nd_shim_node_cast(t, q, o.res)) == ND_NONE) return NULL;
     return finish(t, q, A(3));
 }
 
@@ -581,14 +594,12 @@ static PyObject *ptp_impl(nd_trace *t, PyObject **argv)
 static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
 {
     nd_operand a;
-    int rc = operand_array(t, A(0), &a);
-    if (rc) return NULL;
-    uint64_t mask;
-    if (red_axis_mask(A(1), a.ndim, &mask) < 0) return NULL;
-    int keep = keepdims_arg(A(2));
-    if (keep < 0) return NULL;
+    red_opts o;
+    if (operand_array(t, A(0), &a) ||
+        red_options(&a, A(1), AX_UFUNC, NULL, A(2), NULL, NULL, -1, "numpy.count_nonzero", &o) < 0)
+        return NULL;
     nd_id nz = nd_shim_node_cast(t, a.id, NPY_BOOL);
-    nd_id r = nz == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, nz, mask, keep, NPY_INT64, NPY_INT64, ND_NONE);
+    nd_id r = nz == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, nz, o.mask, o.keep, NPY_INT64, NPY_INT64, ND_NONE);
     return finish(t, r, NULL);
 }
 
@@ -598,14 +609,11 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
                            PyObject *out, PyObject *oracle, const char *method, int axis_none_flat)
 {
     nd_operand a;
-    int rc = operand_array(t, aobj, &a);
-    if (rc) return NULL;
-    int dtarg;
-    rc = nd_shim_dtype_arg(dtype, &dtarg);
-    if (rc < 0) return NULL;
-    if (rc) return nd_shim_unsupported("cumulative op with a non-numeric dtype=");
-    int res = probe(oracle, method, a.dtype, dtarg);
-    if (res < 0) return NULL;
+    red_opts o;
+    if (operand_array(t, aobj, &a) ||
+        red_options(&a, axis, AX_SKIP, dtype, NULL, oracle, method, -1, "cumulative op", &o) < 0)
+        return NULL;
+    int res = o.res;
     nd_id x = a.id;
     int ax = 0;
     if ((!axis || axis == Py_None) && axis_none_flat) {

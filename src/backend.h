@@ -15,6 +15,17 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout);
  * in[0..nin-1], or extra[] for EXTERN). New ref. Used by the eager backend,
  * Graph.__call__, and the native runtime for nodes it does not compile. */
 PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *inputs);
+/* nd_eval_node into vals[id] (new ref; vals has g->n entries), except that
+ * a multi-output extern (graph.h, EXTERN with aux >= 0) calls NumPy once for
+ * all its outputs: every other output j of the same call with vals[j] NULL
+ * and (want == NULL || want[j]) is stored too. Backends evaluate through it
+ * (and skip a node whose vals entry is already set) so svd, qr, eigh,
+ * histogram... run once per run. 0, or -1 with an exception set (what was
+ * stored stays in vals, owned by the caller). */
+int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *inputs, PyObject **vals,
+                         const char *want);
+/* Nonzero when b (not yet computed) is another output of a's NumPy call. */
+int nd_extern_sibling(const nd_node *a, const nd_node *b);
 
 /* Native: fused C kernels (src/backend_native.c and friends). Falls back to
  * nd_eval_node for nodes it cannot compile. */

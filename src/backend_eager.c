@@ -6,6 +6,9 @@
  * Intermediates are released as soon as their last consumer has run, so
  * peak memory is bounded by the graph's live set, not its size.
  *
+ * The outputs of one multi-output extern call (svd, qr, eigh, histogram...)
+ * come from one NumPy call per run (nd_eval_extern_group).
+ *
  * VIEW results are read-only NumPy views onto a C-contiguous copy of the
  * input (element offsets and strides as the node states); SETITEM copies
  * its base, so no node ever writes into an array another node can see.
@@ -287,7 +290,9 @@ static PyObject *fill_template(PyObject *o, PyObject *const *in, int nin)
     return o;
 }
 
-static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
+/* fn(*args, **kwargs) of an EXTERN node: the whole result, before a
+ * multi-output node picks its item (new ref). */
+static PyObject *extern_call(const nd_node *n, PyObject *const *in)
 {
     if (!n->attrs || !PyTuple_Check(n->attrs) || PyTuple_GET_SIZE(n->attrs) != 2) {
         PyErr_SetString(PyExc_SystemError, "numdyn: EXTERN node without (args, kwargs) attrs");
@@ -319,10 +324,15 @@ static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
     }
     Py_XDECREF(args);
     Py_XDECREF(kw);
-    if (r && n->aux >= 0) {
-        PyObject *one = PySequence_GetItem(r, n->aux);
-        Py_SETREF(r, one);
-    }
+    return r;
+}
+
+/* Node n's array out of its call's result r (borrowed): item aux of a
+ * multi-output call, at the traced dtype, checked against the traced shape. */
+static PyObject *extern_pick(const nd_node *n, PyObject *r)
+{
+    if (n->aux >= 0) r = PySequence_GetItem(r, n->aux);
+    else Py_INCREF(r);
     r = astype(as_array(r), n->dtype);
     if (r && (PyArray_NDIM((PyArrayObject *)r) != n->ndim ||
               (n->ndim > 0 &&
@@ -332,6 +342,54 @@ static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
         Py_CLEAR(r);
     }
     return r;
+}
+
+static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
+{
+    PyObject *r = extern_call(n, in);
+    if (!r) return NULL;
+    PyObject *v = extern_pick(n, r);
+    Py_DECREF(r);
+    return v;
+}
+
+/* b is another output of a's call (graph.h, EXTERN): the shim builds the
+ * outputs of one call from one args template object and one kwargs dict,
+ * so identity of the template and equality of the kwargs pairs (same
+ * objects) tell the call apart from a second call with equal arguments. */
+int nd_extern_sibling(const nd_node *a, const nd_node *b)
+{
+    if (b->op != ND_OP_EXTERN || b->aux < 0 || b->value || b->obj != a->obj ||
+        b->nextra != a->nextra)
+        return 0;
+    if (a->nextra && memcmp(a->extra, b->extra, sizeof(nd_id) * (size_t)a->nextra) != 0) return 0;
+    if (a->attrs == b->attrs) return 1;
+    if (!b->attrs || !PyTuple_Check(b->attrs) || PyTuple_GET_SIZE(b->attrs) != 2 ||
+        PyTuple_GET_ITEM(a->attrs, 0) != PyTuple_GET_ITEM(b->attrs, 0))
+        return 0;
+    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(a->attrs, 1), PyTuple_GET_ITEM(b->attrs, 1), Py_EQ);
+    if (eq < 0) { PyErr_Clear(); return 0; }  /* uncomparable kwargs: two calls, as before */
+    return eq;
+}
+
+int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *in, PyObject **vals,
+                         const char *want)
+{
+    const nd_node *n = nd_graph_node(g, id);
+    if (n->op != ND_OP_EXTERN || n->aux < 0 || n->value) {
+        vals[id] = nd_eval_node(g, id, in);
+        return vals[id] ? 0 : -1;
+    }
+    PyObject *r = extern_call(n, in);
+    if (!r) return -1;
+    int rc = 0;
+    if (!(vals[id] = extern_pick(n, r))) rc = -1;
+    for (nd_id j = 0; rc == 0 && j < g->n; j++) {
+        if (j == id || vals[j] || (want && !want[j]) || !nd_extern_sibling(n, &g->nodes[j])) continue;
+        if (!(vals[j] = extern_pick(&g->nodes[j], r))) rc = -1;
+    }
+    Py_DECREF(r);
+    return rc;
 }
 
 PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *in)
@@ -403,9 +461,11 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
             goto done;
         }
         for (int k = 0; k < nin; k++) inp[k] = input_of(n, k) >= 0 ? val[input_of(n, k)] : NULL;
-        val[i] = nd_eval_node(g, i, inp);
+        /* val[i] set already: an earlier output of the same extern call made it */
+        int rc = 0;
+        if (!val[i]) rc = nd_eval_extern_group(g, i, inp, val, need);
         if (inp != ins) PyMem_Free(inp);
-        if (!val[i]) goto done;
+        if (rc < 0) goto done;
         for (int k = 0; k < nin; k++) {
             nd_id j = input_of(n, k);
             if (j >= 0 && --uses[j] == 0) Py_CLEAR(val[j]);

@@ -87,7 +87,12 @@ typedef enum {
     ND_OP_EXTERN,    /* a NumPy function run on materialized inputs inside
                         the compiled program: obj = callable, attrs = (args
                         template, kwargs) where nd_placeholder objects mark
-                        inputs; extra/nextra list every input node. */
+                        inputs; extra/nextra list every input node.
+                        aux: -1, or item aux of a tuple result: a
+                        multi-output call (svd, qr...) is one node per item,
+                        all sharing one args template object, kwargs and
+                        inputs; backends make the call once per run
+                        (nd_eval_extern_group, backend.h). */
     ND_OP_COUNT
 } nd_op;
 

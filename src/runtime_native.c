@@ -200,9 +200,13 @@ fail:
     return -1;
 }
 
+/* One eager step. A multi-output extern stores all its outputs at its
+ * first output's step (one NumPy call, nd_eval_extern_group); the steps of
+ * the others then find their buffer made. */
 static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
 {
     nd_node *n = &g->nodes[id];
+    if (n->op == ND_OP_EXTERN && n->aux >= 0 && arr[id]) return 0;
     int nin = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
     PyObject *small[8], **ins = small;
     if (nin > 8) {
@@ -213,16 +217,14 @@ static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
         nd_id in = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
         ins[k] = in >= 0 ? arr[in] : Py_None;
     }
-    PyObject *r = nd_eval_node(g, id, (PyObject *const *)ins);
+    int rc = nd_eval_extern_group(g, id, (PyObject *const *)ins, arr, NULL);
     if (ins != small) PyMem_Free(ins);
-    if (!r) return -1;
-    if (!PyArray_Check(r)) {
-        PyObject *a = PyArray_FromAny(r, NULL, 0, 0, 0, NULL);
-        Py_DECREF(r);
+    if (rc < 0) return -1;
+    if (!PyArray_Check(arr[id])) {
+        PyObject *a = PyArray_FromAny(arr[id], NULL, 0, 0, 0, NULL);
+        Py_SETREF(arr[id], a);
         if (!a) return -1;
-        r = a;
     }
-    arr[id] = r;
     return 0;
 }
 

@@ -16,6 +16,7 @@
  */
 #include "trace_replay.h"
 #include "graph_py.h"
+#include "backend.h"
 #include <string.h>
 
 static PyObject *node_array(nd_graph *g, nd_id id)
@@ -513,6 +514,26 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 targets[nt++] = v;
                 seen[v] = 1;
             }
+        }
+        /* the other outputs of a multi-output NumPy call this flush makes
+         * (u, vh of an svd whose s is needed) are kept too: a later flush
+         * must not call NumPy again for them */
+        int nsib = 0;
+        for (nd_id i = 0; i <= hi; i++)
+            if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
+                for (nd_id j = 0; j < g->n; j++)
+                    if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) nsib++;
+        if (nsib) {
+            nd_id *more2 = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nsib + 1));
+            if (!more2) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+            targets = more2;
+            for (nd_id i = 0; i <= hi; i++)
+                if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
+                    for (nd_id j = 0; j < g->n; j++)
+                        if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) {
+                            targets[nt++] = j;
+                            seen[j] = 1;
+                        }
         }
         PyMem_Free(anc);
         res = run_graph(t, targets, nt);

@@ -40,7 +40,7 @@
 
 _Thread_local nd_replay_rec *nd__tls_rec;
 
-enum { T_TUPLE, T_LIST, T_DICT, T_OUT, T_OUTSCALAR, T_ARG, T_CONST, T_OUTVIEW, T_ARGVIEW };
+enum { T_TUPLE, T_LIST, T_DICT, T_OUT, T_OUTSCALAR, T_ARG, T_CONST, T_OUTVIEW, T_ARGVIEW, T_NAMEDTUPLE };
 
 typedef struct {
     uint8_t kind;
@@ -324,6 +324,19 @@ static PyObject *fn_builtins(PyObject *fn)
 
 static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth);
 
+/* A class made by collections.namedtuple or typing.NamedTuple itself (not a
+ * subclass that could override __new__): calling it only builds a tuple. */
+static int named_tuple_class(PyObject *v)
+{
+    if (!PyType_Check(v) || Py_TYPE(v) != &PyType_Type) return 0;
+    PyTypeObject *tp = (PyTypeObject *)v;
+    PyObject *bases = tp->tp_bases;
+    if (!bases || PyTuple_GET_SIZE(bases) != 1 || PyTuple_GET_ITEM(bases, 0) != (PyObject *)&PyTuple_Type)
+        return 0;
+    PyObject *d = tp->tp_dict;
+    return d && PyDict_GetItemString(d, "_fields") && PyDict_GetItemString(d, "_make");
+}
+
 /* A value the scanned code reads by name: allowed data, or a plain Python
  * function that is itself scanned (its own globals guarded the same way). */
 static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, PyObject *seen,
@@ -332,6 +345,7 @@ static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, P
     int ok = allowed_value(name, v, builtin);
     if (ok) return ok < 0 ? -1 : 0;
     if (!builtin && PyFunction_Check(v)) return scan_fn(r, v, seen, depth + 1);
+    if (!builtin && named_tuple_class(v)) return 0;
     PyObject *inner = builtin ? NULL : nd__compiled_fn(v);
     if (inner && PyFunction_Check(inner)) return scan_fn(r, inner, seen, depth + 1);
     if (builtin) return set_why(r, PyUnicode_FromFormat("calls builtin %U", name));
@@ -681,9 +695,14 @@ static int build_tmpl(tbuf *b, nd_replay_rec *rec, PyObject *o, PyObject *const 
         *why = "the return value holds a view of something that is not an output or argument";
         return 1;
     }
-    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    /* a named tuple (NumPy's SVDResult, SlogdetResult...; the user's own):
+     * rebuilt through its type's _make */
+    int named = PyTuple_Check(o) && !PyTuple_CheckExact(o) &&
+                PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make");
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o) || named) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        if (tpush(b, PyTuple_CheckExact(o) ? T_TUPLE : T_LIST, (int32_t)n, 0, NULL) < 0) return -1;
+        int kind = named ? T_NAMEDTUPLE : PyTuple_CheckExact(o) ? T_TUPLE : T_LIST;
+        if (tpush(b, kind, (int32_t)n, 0, named ? (PyObject *)Py_TYPE(o) : NULL) < 0) return -1;
         for (Py_ssize_t i = 0; i < n; i++) {
             int rc = build_tmpl(b, rec, PySequence_Fast_GET_ITEM(o, i), args, nargs, depth + 1, why);
             if (rc) return rc;
@@ -725,15 +744,17 @@ static PyObject *rebuild(const tnode *t, int *pos, PyObject *res, PyObject *cons
     case T_CONST:
         return Py_NewRef(n->obj);
     case T_TUPLE:
-    case T_LIST: {
-        PyObject *c = n->kind == T_TUPLE ? PyTuple_New(n->n) : PyList_New(n->n);
+    case T_LIST:
+    case T_NAMEDTUPLE: {
+        PyObject *c = n->kind == T_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
         if (!c) return NULL;
         for (int32_t i = 0; i < n->n; i++) {
             PyObject *v = rebuild(t, pos, res, args);
             if (!v) { Py_DECREF(c); return NULL; }
-            if (n->kind == T_TUPLE) PyTuple_SET_ITEM(c, i, v);
-            else PyList_SET_ITEM(c, i, v);
+            if (n->kind == T_LIST) PyList_SET_ITEM(c, i, v);
+            else PyTuple_SET_ITEM(c, i, v);
         }
+        if (n->kind == T_NAMEDTUPLE) Py_SETREF(c, PyObject_CallMethod(n->obj, "_make", "(O)", c));
         return c;
     }
     case T_DICT: {

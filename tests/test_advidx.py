@@ -364,3 +364,20 @@ def test_random_keys_lazy_indices(backend, seed):
 
         check(read, a, *arrays, backend=backend)
         check(write, a, *arrays, backend=backend)
+
+
+def test_fallback_assignment_records_one_break():
+    """An advanced-index assignment the shim does not model runs NumPy on
+    the materialized array: one recorded break, not two."""
+    import warnings
+
+    def f(a, v):
+        b = a + 1
+        b[[0, 2]] = v
+        return b
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ComplexWarning on both sides
+        check(f, np.zeros(4), np.array([1 + 2j, 3j]), backend="eager")
+        out = numdyn.explain(f)(np.zeros(4), np.array([1 + 2j, 3j]))
+    assert out.graph_break_count == 1, [r.reason for r in out.break_reasons]
+    assert "advanced index assignment" in out.break_reasons[0].reason

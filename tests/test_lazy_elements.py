@@ -205,7 +205,21 @@ def test_computed_index_error_leaves_numpys_state(backend):
         a[b * 2] = 0
         return a
 
-    for fn in (before, after, in_setitem):
+    def in_take(a, b):
+        a += 1
+        return np.take(a, b * 2)
+
+    def in_add_at(a, b):
+        a += 1
+        np.add.at(a, b * 2, 1.0)
+        return a
+
+    def in_put(a, b):
+        a += 1
+        np.put(a, b * 2, -1.0)
+        return a
+
+    for fn in (before, after, in_setitem, in_take, in_add_at, in_put):
         check(fn, np.arange(5.0), np.array([1, 3]), backend=backend)
         check(fn, np.arange(5.0), np.array([1, 2]), backend=backend)
 

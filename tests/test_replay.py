@@ -481,3 +481,26 @@ def test_exceptions_not_recorded(backend):
     same(f(np.ones(3), np.ones(3)), np.full(3, 2.0))
     with pytest.raises(ValueError):
         f(np.ones(3), np.ones(4))
+
+
+def test_named_tuple_results_replay():
+    import collections
+    Pair = collections.namedtuple("Pair", "lo hi")
+
+    def f(a):
+        return Pair(a.min(axis=0), a.max(axis=0) * 2)
+
+    def g(a):
+        return np.linalg.slogdet(a @ a.T + np.eye(3))
+
+    rng = np.random.default_rng(5)
+    for fn in (f, g):
+        cf = numdyn.compile(fn, backend="native")
+        for _ in range(3):
+            a = rng.random((3, 3))
+            got, want = cf(a), fn(a)
+            assert type(got) is type(want) and got._fields == want._fields
+            for x, y in zip(got, want):
+                assert type(x) is type(y)
+                np.testing.assert_allclose(x, y, rtol=1e-12)
+        assert cf._replay_info()["hits"] == 2, cf._replay_info()

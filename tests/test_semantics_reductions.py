@@ -106,3 +106,53 @@ def test_keepdims_and_tuple_axes(backend):
           a, backend=backend)
     check(lambda x: x.sum(axis=(0, 0)), a, backend=backend)   # duplicate axis: ValueError
     check(lambda x: x.sum(axis=3), a, backend=backend)        # AxisError
+
+
+def test_reduction_options(backend):
+    """axis=/dtype=/keepdims=/initial=/where=/ddof=/correction= as each
+    reduction family reads them (one option path in shim_reduce.c)."""
+    a = (np.arange(24.0).reshape(2, 3, 4) - 9) / 4
+    check(lambda x: (np.sum(x, axis=1, dtype=np.float32, keepdims=True),
+                     np.prod(x, axis=(0, 2), initial=2.0),
+                     np.max(x, axis=-1, initial=-100.0, where=x < 1),
+                     np.sum(x, where=x > 0, axis=0),
+                     np.any(x > 1, axis=0, keepdims=True),
+                     np.mean(x, axis=2, dtype=np.float32),
+                     np.var(x, axis=(0, 1), ddof=1, keepdims=True),
+                     np.std(x, correction=2), np.std(x, axis=1, dtype=np.float32),
+                     np.nanmean(x, axis=1, keepdims=True),
+                     np.argmax(x, axis=1, keepdims=True), np.argmin(x, keepdims=True),
+                     np.count_nonzero(x, axis=(0, 2), keepdims=True),
+                     np.cumsum(x, axis=1, dtype=np.float32), np.cumprod(x, axis=None),
+                     np.add.reduce(x, keepdims=True), np.multiply.reduce(x, axis=None),
+                     np.maximum.reduce(x, axis=(1, 2), initial=0.5),
+                     np.add.accumulate(x, axis=2, dtype=np.float32)),
+          a, backend=backend)
+    check(lambda x: np.std(x, ddof=1, correction=1), a, backend=backend)  # ValueError
+    check(lambda x: np.min(x, where=x > 0), a, backend=backend)  # no identity: ValueError
+
+    def outs(x):
+        o1, o2, o3 = np.empty((2, 4)), np.empty(3, np.float32), np.empty((3,), np.int64)
+        np.sum(x, axis=1, out=o1)
+        np.mean(x, axis=(0, 2), out=o2)
+        r = np.argmax(x.reshape(6, 4)[:3], axis=1, out=o3)
+        return o1, o2, o3, r is o3
+    check(outs, a, backend=backend)
+
+
+@pytest.mark.parametrize("fn, reason", [
+    (lambda x: np.sum(x, dtype=object), "reduction with a non-numeric dtype="),
+    (lambda x: np.cumsum(x, dtype=object), "cumulative op with a non-numeric dtype="),
+    (lambda x: np.mean(x, dtype=object), "numpy.mean with a non-numeric dtype="),
+    (lambda x: np.std(x, dtype=object), "numpy.std with a non-numeric dtype="),
+    (lambda x: np.mean(x, where=x > 0), "numpy.mean with where="),
+    (lambda x: np.var(x, where=x > 0), "numpy.var with where="),
+    (lambda x: np.nanmean(x, where=x > 0), "numpy.nanmean with where="),
+])
+def test_reduction_options_not_modelled_break(backend, fn, reason):
+    import numdyn
+    a = np.arange(6.0).reshape(2, 3) - 2
+    check(fn, a, backend=backend)
+    out = numdyn.explain(fn)(a)
+    assert out.graph_break_count == 1
+    assert reason in out.break_reasons[0].reason, out.break_reasons[0].reason
