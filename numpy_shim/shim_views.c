@@ -232,7 +232,80 @@ static int shape_with_unknown(PyObject *o, npy_intp size, int *nd, npy_intp *sha
     return 0;
 }
 
-static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObject *order, PyObject *copy)
+/* NumPy's C-contiguous flag for (ndim, dims, byte strides, itemsize):
+ * dims of length 1 do not count, an empty array is contiguous. */
+static int c_contiguous(int ndim, const npy_intp *dims, const npy_intp *strides, npy_intp isz)
+{
+    npy_intp expect = isz;
+    for (int d = 0; d < ndim; d++) if (dims[d] == 0) return 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (dims[d] == 1) continue;
+        if (strides[d] != expect) return 0;
+        expect *= dims[d];
+    }
+    return 1;
+}
+
+/* NumPy's _attempt_nocopy_reshape (numpy/_core/src/multiarray/shape.c):
+ * whether memory laid out as (ndim, dims, strides) can be viewed with the
+ * C-order shape (nnd, ndims) without a copy. */
+static int nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
+                          int nnd, const npy_intp *ndims)
+{
+    npy_intp od[ND_MAXDIMS], os[ND_MAXDIMS], nsize = 1, osize = 1;
+    int ond = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (dims[d] == 1) continue;
+        od[ond] = dims[d];
+        os[ond++] = strides[d];
+        osize *= dims[d];
+    }
+    for (int d = 0; d < nnd; d++) nsize *= ndims[d];
+    if (nsize != osize || nsize == 0) return 0;
+    int oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nnd && oi < ond) {
+        npy_intp np_ = ndims[ni], op = od[oi];
+        while (np_ != op) {
+            if (np_ < op) np_ *= ndims[nj++];
+            else op *= od[oj++];
+        }
+        for (int ok = oi; ok < oj - 1; ok++)
+            if (os[ok] != od[ok + 1] * os[ok + 1]) return 0;
+        ni = nj++;
+        oi = oj++;
+    }
+    return 1;
+}
+
+/* Whether NumPy's reshape (ravel: its stricter rule, a view only of a
+ * C-contiguous array) of proxy p to (nd, shape) copies: 1 copy, 0 view,
+ * -1 unknown (the storage has pending lazy work, so its memory layout is
+ * not at hand: the tracer's own rule decides), -2 error.
+ *
+ * NumPy decides from the array's real byte strides, and a caller's array
+ * may be Fortran-ordered, strided or reversed in memory, so the tracer's
+ * rule -- a map expressible over the storage's C-order index -- is not
+ * enough: an F array's ravel() would be a view, a[::2].ravel() too. */
+static int numpy_copies(PyObject *p, int nd, const npy_intp *shape, int ravel)
+{
+    PyObject *arr = nd_proxy_base_array(p);
+    if (!arr) return PyErr_Occurred() ? -2 : -1;
+    if (!PyArray_Check(arr)) { Py_DECREF(arr); return -1; }
+    PyArrayObject *a = (PyArrayObject *)arr;
+    int and_ = PyArray_NDIM(a);
+    const npy_intp *ad = PyArray_DIMS(a), *as = PyArray_STRIDES(a);
+    int view = c_contiguous(and_, ad, as, PyArray_ITEMSIZE(a));
+    if (!view && !ravel) {
+        int same = nd == and_;
+        for (int d = 0; same && d < nd; d++) same = shape[d] == ad[d];
+        view = same || nocopy_reshape(and_, ad, as, nd, shape);
+    }
+    Py_DECREF(arr);
+    return !view;
+}
+
+static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObject *order,
+                              PyObject *copy, int ravel)
 {
     if (order && order != Py_None &&
         !(PyUnicode_Check(order) && PyUnicode_CompareWithASCIIString(order, "C") == 0))
@@ -247,7 +320,14 @@ static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObj
     if (rc) { Py_DECREF(p); return NULL; }
     c_strides(nd, shape, cs);
     int force_copy = copy && copy != Py_None && PyObject_IsTrue(copy) == 1;
-    if (!force_copy) {
+    int copies = force_copy ? 1 : numpy_copies(p, nd, shape, ravel);
+    if (copies == -2) { Py_DECREF(p); return NULL; }
+    if (copies == 1 && copy == Py_False) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_ValueError, "Unable to avoid creating a copy while reshaping.");
+        return NULL;
+    }
+    if (copies != 1) {
         PyObject *v = view_of(p, nd, shape, 0, cs);
         if (v || !PyErr_ExceptionMatches(PyExc_SystemError)) { Py_DECREF(p); return v; }
         PyErr_Clear();
@@ -266,7 +346,7 @@ static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObj
 
 static PyObject *reshape_impl(nd_trace *t, PyObject **argv)
 {
-    return reshape_core(t, argv[0], argv[1], argv[2], argv[3]);
+    return reshape_core(t, argv[0], argv[1], argv[2], argv[3], 0);
 }
 
 /* ndarray.reshape(*shape, order=, copy=) */
@@ -278,7 +358,7 @@ static PyObject *reshape_method(nd_trace *t, PyObject **argv)
         PyErr_SetString(PyExc_TypeError, "reshape() missing required argument 'shape' (pos 1)");
         return NULL;
     }
-    return reshape_core(t, argv[0], shape, argv[2], argv[3]);
+    return reshape_core(t, argv[0], shape, argv[2], argv[3], 0);
 }
 
 static PyObject *minus_one(void) { return PyLong_FromLong(-1); }
@@ -287,7 +367,7 @@ static PyObject *ravel_impl(nd_trace *t, PyObject **argv)
 {
     PyObject *m1 = minus_one();
     if (!m1) return NULL;
-    PyObject *r = reshape_core(t, argv[0], m1, argv[1], NULL);
+    PyObject *r = reshape_core(t, argv[0], m1, argv[1], NULL, 1);
     Py_DECREF(m1);
     return r;
 }
@@ -296,7 +376,7 @@ static PyObject *flatten_impl(nd_trace *t, PyObject **argv)
 {
     PyObject *m1 = minus_one();
     if (!m1) return NULL;
-    PyObject *r = reshape_core(t, argv[0], m1, argv[1], Py_True);
+    PyObject *r = reshape_core(t, argv[0], m1, argv[1], Py_True, 1);
     Py_DECREF(m1);
     return r;
 }
