@@ -294,6 +294,11 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         Py_DECREF(arr);
         return r;
     }
+    /* NumPy refuses a read-only destination before looking at key or value */
+    if (nd_proxy_is_readonly(self)) {
+        PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
+        return -1;
+    }
     PyObject *k = concrete_key(t, key);
     if (!k) return -1;
     int r = setitem(t, self, k, value);

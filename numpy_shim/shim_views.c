@@ -643,7 +643,10 @@ static PyObject *part(nd_trace *t, PyObject *a, int imag)
     nd_id z = zero ? nd_shim_node_scalar(t, zero, op.dtype, 0) : ND_NONE;
     Py_XDECREF(zero);
     if (z == ND_NONE || (z = nd_shim_node_broadcast(t, z, op.ndim, op.shape)) == ND_NONE) return NULL;
-    return nd_shim_wrap(t, z, 0);
+    /* NumPy's .imag of a real array is a read-only array of zeros */
+    PyObject *r = nd_shim_wrap(t, z, 0);
+    if (r && nd_proxy_set_readonly(r) < 0) Py_CLEAR(r);
+    return r;
 }
 
 static PyObject *real_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0], 0); }
