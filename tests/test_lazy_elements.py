@@ -12,6 +12,7 @@ import pytest
 
 import numdyn
 from oracle import assert_same, check
+from test_loops import levinson_durbin
 
 BACKENDS = ["eager", "native"]
 
@@ -32,16 +33,7 @@ def calls(fn, arg_sets, backend):
     return cf
 
 
-def levinson(r, order):
-    a = np.zeros(order + 1)
-    a[0] = 1.0
-    e = r[0]
-    for k in range(1, order + 1):
-        lam = -(r[k] + np.dot(a[1:k], r[k - 1:0:-1])) / e
-        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
-        a[k] = lam
-        e = e * (1.0 - lam * lam)
-    return a, e
+levinson = levinson_durbin  # the recursion of tests/test_loops.py
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
