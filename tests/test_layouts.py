@@ -520,10 +520,6 @@ def add_at_rows(a, b):
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="shim_advidx.c ufunc_at_fn() calls ufunc.at(flat, "
-                   "flat_indices of the row shape, values) and NumPy 2.4's ufunc.at does not "
-                   "broadcast values against a multi-dimensional index array (it reads "
-                   "garbage / adds once): the values need np.broadcast_to(vals, flat.shape)")
 def test_add_at_repeated_rows(backend):
     run(add_at_rows, lambda: (arg((4, 6), "float64"), arg((4, 6), "float64", seed=3)), backend)
 
