@@ -300,11 +300,6 @@ def _rv_of_slice(a):
     return a
 
 
-@pytest.mark.xfail(strict=True, reason="trace_functionalize.c nd_proxy_view() composes a "
-                   "reshape of a view over the view's own dims and refuses one that crosses "
-                   "them even where the view is contiguous in its storage: a[1:].reshape(-1), "
-                   "a.reshape(2, 12).reshape(4, 6), a[None].reshape(-1) are copies, so writes "
-                   "through them are lost")
 def test_reshape_of_a_view_is_a_view(backend):
     run(_rv_of_slice, lambda: (arg((4, 6), "float64"),), backend)
 
