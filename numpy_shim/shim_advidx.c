@@ -125,12 +125,24 @@ static PyObject *ufunc_at_fn(PyObject *self, PyObject *args)
     PyObject *out = PyArray_NewCopy((PyArrayObject *)base, NPY_CORDER);
     if (!out) return NULL;
     PyObject *fl = PyArray_Ravel((PyArrayObject *)out, NPY_CORDER);
-    PyObject *r = NULL;
+    PyObject *r = NULL, *bv = NULL;
+    /* flat is the index array of the user's whole key (rows of a row
+     * index): the values broadcast against it as NumPy's at() does for the
+     * original key, which it does not do by itself against flat */
+    if (fl && vals != Py_None && PyArray_Check(flat)) {
+        PyObject *bt = nd_xj_np_attr("broadcast_to");
+        PyObject *shape = bt ? PyObject_GetAttrString(flat, "shape") : NULL;
+        bv = shape ? PyObject_CallFunctionObjArgs(bt, vals, shape, NULL) : NULL;
+        Py_XDECREF(bt);
+        Py_XDECREF(shape);
+        if (!bv) PyErr_Clear();  /* not broadcastable: at() raises NumPy's error */
+    }
     if (fl) {
         r = vals == Py_None ? PyObject_CallMethod(uf, "at", "OO", fl, flat)
-                            : PyObject_CallMethod(uf, "at", "OOO", fl, flat, vals);
+                            : PyObject_CallMethod(uf, "at", "OOO", fl, flat, bv ? bv : vals);
         Py_DECREF(fl);
     }
+    Py_XDECREF(bv);
     if (!r) { Py_DECREF(out); return NULL; }
     Py_DECREF(r);
     return out;

@@ -411,6 +411,20 @@ int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *s
     return 1;
 }
 
+/* p's map walks the storage's flat index contiguously in p's C order:
+ * element i of p (C-order flat) is storage element p->off + i. */
+static int c_contiguous_map(const NdProxy *p)
+{
+    if (p->part) return 0;
+    npy_intp want = 1;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        if (p->shape[d] == 0) return 1;
+        if (p->shape[d] != 1 && p->strides[d] != want) return 0;
+        want *= p->shape[d];
+    }
+    return 1;
+}
+
 PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
                         npy_intp off, const npy_intp *strides)
 {
@@ -428,6 +442,11 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     npy_intp noff, nstr[ND_MAXDIMS];
     if (b->identity) {
         noff = off;
+        memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+    } else if (c_contiguous_map(b)) {
+        /* b's own flat index is a run of the storage's: a view over it may
+         * cross b's dims (a[1:].reshape(-1), as NumPy views it) */
+        noff = b->off + off;
         memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
     } else {
         npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];

@@ -300,11 +300,6 @@ def _rv_of_slice(a):
     return a
 
 
-@pytest.mark.xfail(strict=True, reason="trace_functionalize.c nd_proxy_view() composes a "
-                   "reshape of a view over the view's own dims and refuses one that crosses "
-                   "them even where the view is contiguous in its storage: a[1:].reshape(-1), "
-                   "a.reshape(2, 12).reshape(4, 6), a[None].reshape(-1) are copies, so writes "
-                   "through them are lost")
 def test_reshape_of_a_view_is_a_view(backend):
     run(_rv_of_slice, lambda: (arg((4, 6), "float64"),), backend)
 
@@ -520,10 +515,6 @@ def add_at_rows(a, b):
     return b
 
 
-@pytest.mark.xfail(strict=True, reason="shim_advidx.c ufunc_at_fn() calls ufunc.at(flat, "
-                   "flat_indices of the row shape, values) and NumPy 2.4's ufunc.at does not "
-                   "broadcast values against a multi-dimensional index array (it reads "
-                   "garbage / adds once): the values need np.broadcast_to(vals, flat.shape)")
 def test_add_at_repeated_rows(backend):
     run(add_at_rows, lambda: (arg((4, 6), "float64"), arg((4, 6), "float64", seed=3)), backend)
 
