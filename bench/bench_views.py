@@ -17,6 +17,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from programs import (attention, gemver, heat_3d, jacobi_2d,  # noqa: E402
+                      levinson_durbin, mlp, nbody_step)
 from runner import report, timeit_interleaved  # noqa: E402
 
 import numdyn  # noqa: E402
@@ -43,74 +45,6 @@ def _row(name, fn, make_args, rtol, repeat, note=None):
     if note:
         row["note"] = note
     return row
-
-
-# ----------------------------------------------------------------- stencils
-def jacobi_2d(A, B, steps):
-    for _ in range(steps):
-        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
-        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
-    return A, B
-
-
-def heat_3d(A, B, steps):
-    for _ in range(steps):
-        B[1:-1, 1:-1, 1:-1] = (
-            0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
-            + 0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1])
-            + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
-            + A[1:-1, 1:-1, 1:-1])
-        A[1:-1, 1:-1, 1:-1] = (
-            0.125 * (B[2:, 1:-1, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[:-2, 1:-1, 1:-1])
-            + 0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1])
-            + 0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, :-2])
-            + B[1:-1, 1:-1, 1:-1])
-    return A, B
-
-
-# --------------------------------------------------------- linear algebra mix
-def gemver(A, u1, v1, u2, v2, w, x, y, z, alpha, beta):
-    A += np.outer(u1, v1) + np.outer(u2, v2)
-    x += beta * (y @ A) + z
-    w += alpha * (A @ x)
-    return A, x, w
-
-
-def mlp(x, w1, b1, w2, b2, w3, b3):
-    h = np.maximum(x @ w1 + b1, 0.0)
-    h = np.maximum(h @ w2 + b2, 0.0)
-    z = h @ w3 + b3
-    z = z - z.max(axis=1, keepdims=True)
-    return np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-
-
-def attention(q, k, v):
-    s = np.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
-    s = np.exp(s - s.max(axis=-1, keepdims=True))
-    p = s / s.sum(axis=-1, keepdims=True)
-    return np.einsum("bhqk,bhkd->bhqd", p, v)
-
-
-def nbody_step(pos, vel, mass, dt):
-    d = pos[None, :, :] - pos[:, None, :]
-    r2 = (d * d).sum(axis=-1) + 1e-3
-    inv = mass[None, :] / (r2 * np.sqrt(r2))
-    acc = (d * inv[:, :, None]).sum(axis=1)
-    vel = vel + dt * acc
-    pos = pos + dt * vel
-    return pos, vel
-
-
-def levinson_durbin(r, order):
-    a = np.zeros(order + 1)
-    a[0] = 1.0
-    e = r[0]
-    for k in range(1, order + 1):
-        lam = -(r[k] + np.dot(a[1:k], r[k - 1:0:-1])) / e
-        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
-        a[k] = lam
-        e = e * (1.0 - lam * lam)
-    return a, e
 
 
 def run(quick=False, only=None):

@@ -223,19 +223,17 @@ ND_INLINE T nd_fdiv_##S(T a, T b, int *e) \
     if (SIGNED && ((a > 0) != (b > 0)) && (T)(q * b) != a) q--; \
     return q; \
 } \
-ND_INLINE T nd_irem_##S(T a, T b, int *e) \
-{ \
-    if (b == 0) { *e |= ND_ERR_DIVZERO; return 0; } \
-    if (SIGNED && a == TMIN && b == (T)-1) return 0; \
-    T r = a % b; \
-    if (SIGNED && r != 0 && ((r < 0) != (b < 0))) r += b; \
-    return r; \
-} \
 ND_INLINE T nd_ifmod_##S(T a, T b, int *e) \
 { \
     if (b == 0) { *e |= ND_ERR_DIVZERO; return 0; } \
     if (SIGNED && a == TMIN && b == (T)-1) return 0; \
     return a % b; \
+} \
+ND_INLINE T nd_irem_##S(T a, T b, int *e) \
+{ \
+    T r = nd_ifmod_##S(a, b, e); \
+    if (SIGNED && r != 0 && ((r < 0) != (b < 0))) r += b; \
+    return r; \
 } \
 ND_INLINE T nd_ipow_##S(T a, T b, int *e) \
 { \
@@ -290,7 +288,7 @@ ND_INT_HELPERS(uint64_t, uint64_t, u64, 0, 0)
 #else
 #define ND_CMUL_PART(FMA, a, b, c) ((a) * (b) + (c))
 #endif
-#define ND_COMPLEX_HELPERS(CT, T, S, FABS, HYPOT, CEXP, CLOG, CPOW, FMA) \
+#define ND_COMPLEX_HELPERS(CT, T, S, FABS, HYPOT, CPOW, FMA) \
 ND_INLINE CT nd_cmk_##S(T re, T im) { CT z; __real__ z = re; __imag__ z = im; return z; } \
 ND_INLINE CT nd_cmul_##S(CT a, CT b) \
 { \
@@ -348,8 +346,6 @@ ND_INLINE CT nd_csign_##S(CT a) \
     } \
     return nd_cmk_##S(__real__ a / ab, __imag__ a / ab); \
 } \
-ND_INLINE CT nd_cexp_##S(CT a) { return CEXP(a); } \
-ND_INLINE CT nd_clog_##S(CT a) { return CLOG(a); } \
 ND_INLINE CT nd_cpow_##S(CT a, CT b) \
 { \
     T br = __real__ b, bi = __imag__ b, ar = __real__ a, ai = __imag__ a; \
@@ -358,16 +354,189 @@ ND_INLINE CT nd_cpow_##S(CT a, CT b) \
         if (br > 0) return nd_cmk_##S(0, 0); \
         return nd_cmk_##S((T)NAN, (T)NAN); \
     } \
-    if (bi == 0 && br == (T)(int64_t)br && br > -100 && br < 100) { \
+    if (bi == 0 && br > -100 && br < 100 && br == (T)(int64_t)br) { \
         int64_t n = (int64_t)br, m = n < 0 ? -n : n; \
+        /* NumPy multiplies out n = 1, 2, 3 directly: starting from 1 * a \
+         * would make an infinite part's 0 * inf a nan */ \
+        if (n == 1) return a; \
+        if (n == 2) return nd_cmul_##S(a, a); \
+        if (n == 3) return nd_cmul_##S(a, nd_cmul_##S(a, a)); \
         CT r = nd_cmk_##S(1, 0), x = a; \
         while (m) { if (m & 1) r = nd_cmul_##S(r, x); x = nd_cmul_##S(x, x); m >>= 1; } \
         return n < 0 ? nd_cdiv_##S(nd_cmk_##S(1, 0), r) : r; \
     } \
     return CPOW(a, b); \
 }
-ND_COMPLEX_HELPERS(nd_c128, double, cd, fabs, hypot, cexp, clog, cpow, fma)
-ND_COMPLEX_HELPERS(nd_c64, float, cf, fabsf, hypotf, cexpf, clogf, cpowf, fmaf)
+ND_COMPLEX_HELPERS(nd_c128, double, cd, fabs, hypot, cpow, fma)
+ND_COMPLEX_HELPERS(nd_c64, float, cf, fabsf, hypotf, cpowf, fmaf)
+
+/* ------------------------------------ complex transcendentals (vector) */
+/* NumPy's complex exp, log, sqrt, sin, cos, tan, sinh, cosh, tanh are C99's
+ * (glibc's: Annex G special values, glibc's overflow scaling). These give
+ * the same from SLEEF's real vector functions, so loops over complex data
+ * vectorize: every SLEEF call runs unconditionally and special cases are
+ * chosen with branch-free selects -- GCC sinks a call that feeds only one
+ * arm of ?: into that arm, where it cannot call a vector variant. complex64
+ * is computed in double and rounded once. */
+ND_INLINE double nd_sel_d(int c, double a, double b)
+{
+    uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0);
+    memcpy(&x, &a, 8);
+    memcpy(&y, &b, 8);
+    x = (x & m) | (y & ~m);
+    memcpy(&a, &x, 8);
+    return a;
+}
+#define ND_ISINF(x) (fabs(x) == INFINITY)
+#define ND_NONFINITE(x) (!(fabs(x) < INFINITY))
+
+/* glibc's e^x * (c, s) for x > 709 (its t = (DBL_MAX_EXP - 1) ln 2): c and s
+ * are scaled by k e^709, then e^709 again while x stays above t, so a
+ * finite product survives an e^x that would overflow. Returns the x left. */
+ND_INLINE double nd_cx_reduce(double x, double k, double *c, double *s)
+{
+    const double E = 0x1.d422d2be5dc9bp+1022;  /* e^709 */
+    int b = x > 709;
+    double f = nd_sel_d(b, E * k, 1);
+    x = nd_sel_d(b, x - 709, x);
+    *c *= f;
+    *s *= f;
+    b = x > 709;
+    f = nd_sel_d(b, E, 1);
+    x = nd_sel_d(b, x - 709, x);
+    *c *= f;
+    *s *= f;
+    /* above 3 t every product is +-inf or +-0 whatever the last factor */
+    return nd_sel_d(x > 709, 709, x);
+}
+
+ND_INLINE nd_c128 nd_cexp_cd(nd_c128 z)
+{
+    double x = __real__ z, y = __imag__ z;
+    double c = nd_cos(y), s = nd_sin(y);
+    double ev = nd_exp(nd_cx_reduce(x, 1, &c, &s));
+    double re = ev * c, im = ev * s;
+    /* Annex G: exp(+-inf + i(inf|nan)) = (inf, nan) | (0, +-0); a zero
+     * imaginary part stays (exp(nan + i0) = (nan, 0)) */
+    int odd = ND_ISINF(x) & ND_NONFINITE(y);
+    re = nd_sel_d(odd, nd_sel_d(x > 0, INFINITY, 0), re);
+    im = nd_sel_d(odd, nd_sel_d(x > 0, NAN, copysign(0, y)), nd_sel_d(y == 0, y, im));
+    return nd_cmk_cd(re, im);
+}
+
+/* log|z| + i arg z. |z| is scaled by a power of two away from overflow
+ * and the subnormals; near |z| = 1, log|z| = log1p(|z|^2 - 1) / 2 with
+ * |z|^2 - 1 = (m - 1)(m + 1) + n^2 (m >= n the parts' magnitudes), whose
+ * error stays far below the tolerance where glibc is exact. */
+ND_INLINE nd_c128 nd_clog_cd(nd_c128 z)
+{
+    double x = __real__ z, y = __imag__ z, ax = fabs(x), ay = fabs(y);
+    double mx = nd_sel_d(ax > ay, ax, ay), mn = nd_sel_d(ax > ay, ay, ax);
+    int big = mx > 0x1p1020, small = mx < 0x1p-1000;
+    double sc = nd_sel_d(big, 0x1p-4, nd_sel_d(small, 0x1p600, 1));
+    double lsc = nd_sel_d(big, 4 * ND_LOGE2, nd_sel_d(small, -600 * ND_LOGE2, 0));
+    double h = nd_hypot(x * sc, y * sc);
+    double d = (mx - 1) * (mx + 1) + mn * mn;
+    int near1 = (h > 0.5) & (h < 2) & !big & !small;
+    double re = nd_sel_d(near1, 0.5 * nd_log1p(d), nd_log(h) + lsc);
+    return nd_cmk_cd(re, nd_atan2(y, x));
+}
+
+/* Kahan's: sqrt((|x| + |z|) / 2) and y / (2 that), scaled by an even power
+ * of two away from overflow and from the subnormals */
+ND_INLINE nd_c128 nd_csqrt_cd(nd_c128 z)
+{
+    double x = __real__ z, y = __imag__ z;
+    double m = nd_sel_d(fabs(x) > fabs(y), fabs(x), fabs(y));
+    int big = m > 0x1p1020, small = m < 0x1p-1000;
+    double sc = nd_sel_d(big, 0x1p-4, nd_sel_d(small, 0x1p600, 1));
+    double us = nd_sel_d(big, 0x1p2, nd_sel_d(small, 0x1p-300, 1));
+    double xs = x * sc, ys = y * sc;
+    double t = sqrt((fabs(xs) + nd_hypot(xs, ys)) * 0.5);
+    double q = 0.5 * (ys / t), ay = fabs(q);
+    int neg = x < 0;
+    double re = nd_sel_d(neg, ay, t) * us;
+    double im = nd_sel_d(neg, copysign(t, y), q) * us;
+    im = nd_sel_d(t == 0, y, im);
+    int yinf = ND_ISINF(y);
+    re = nd_sel_d(yinf, INFINITY, re);
+    im = nd_sel_d(yinf, y, im);
+    return nd_cmk_cd(re, im);
+}
+
+/* sinh (h = 0) or cosh (h = 1) of x + iy:
+ *   sinh = (sinh x cos y, cosh x sin y), cosh = (cosh x cos y, sinh x sin y)
+ * sinh x and cosh x both from one expm1; past |x| = 709 glibc's scaling.
+ * u: the sign C leaves open for sinh(+-inf + i(inf|nan)), as glibc's
+ * csinh (1) and csin (-1, through sin z = -i sinh(iz)) choose it. */
+ND_INLINE nd_c128 nd_csinhcosh_cd(nd_c128 z, int h, double u)
+{
+    double x = __real__ z, y = __imag__ z, ax = fabs(x);
+    double c = nd_cos(y), s = nd_sin(y), cb = c, sb = s;
+    double xr = nd_cx_reduce(ax, 0.5, &cb, &sb);
+    double em1 = nd_expm1(xr), e = em1 + 1;
+    double sh = copysign(0.5 * (em1 + em1 / e), x), ch = 0.5 * (e + 1 / e);
+    double sg = nd_sel_d(x < 0, -1, 1);
+    int big = ax > 709;
+    double re = nd_sel_d(big, e * cb, (h ? ch : sh) * c);
+    double im = nd_sel_d(big, e * sb, (h ? sh : ch) * s);
+    if (h) im = nd_sel_d(big, sg * im, im);
+    else re = nd_sel_d(big, sg * re, re);
+    /* Annex G: sinh(+-inf + i(inf|nan)) = (u inf, nan), sinh(+-0 +
+     * i(inf|nan)) = (+-0, nan), cosh(+-0 + i(inf|nan)) = (nan, 0); a zero
+     * imaginary part stays in sinh, and in cosh(nan + i0) */
+    int ynf = ND_NONFINITE(y);
+    re = nd_sel_d(ND_ISINF(x) & ynf, u * INFINITY, re);
+    if (!h) re = nd_sel_d((x == 0) & ynf, x, re);
+    im = nd_sel_d((y == 0) & (h ? x != x : 1), y, im);
+    if (h) im = nd_sel_d((x == 0) & ynf, 0, im);
+    return nd_cmk_cd(re, im);
+}
+
+/* tanh(x + iy) = (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y);
+ * past |x| = 354 the real part is +-1 and the imaginary part
+ * 4 sin y cos y / e^(2|x|), as glibc */
+ND_INLINE nd_c128 nd_ctanh_cd(nd_c128 z)
+{
+    double x = __real__ z, y = __imag__ z, ax = fabs(x);
+    double c = nd_cos(y), s = nd_sin(y);
+    int big = ax > 354;
+    double a2 = 2 * (ax - 354);
+    double em1 = nd_expm1(nd_sel_d(big, nd_sel_d(a2 > 708, 708, a2), ax)), e = em1 + 1;
+    double sh = copysign(0.5 * (em1 + em1 / e), x), ch = 0.5 * (e + 1 / e);
+    double den = nd_sel_d(fabs(sh) > fabs(c) * 0x1p-52, sh * sh + c * c, c * c);
+    double re = sh * ch / den, im = s * c / den;
+    const double E2 = 0x1.586f6bf260cf1p+1021;  /* e^708 */
+    re = nd_sel_d(big, copysign(1, x), re);
+    im = nd_sel_d(big, 4 * s * c / E2 / e, im);
+    /* Annex G: tanh(+-inf + iy) = (+-1, +-0) (the zero's sign: sin 2y's
+     * for finite |y| > 1, else y's); otherwise a nonfinite part gives
+     * (nan, nan) but for x = 0 or y = 0, which stay */
+    int xinf = ND_ISINF(x), nf = ND_NONFINITE(x) | ND_NONFINITE(y);
+    double iinf = nd_sel_d((fabs(y) > 1) & !ND_NONFINITE(y), copysign(0, s * c), copysign(0, y));
+    re = nd_sel_d(nf, nd_sel_d(xinf, copysign(1, x), nd_sel_d((y == 0) | (x == 0), x, NAN)), re);
+    im = nd_sel_d(nf, nd_sel_d(xinf, iinf, nd_sel_d(y == 0, y, NAN)), im);
+    return nd_cmk_cd(re, im);
+}
+
+/* sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz) */
+ND_INLINE nd_c128 nd_ctimesi_cd(nd_c128 z) { return nd_cmk_cd(-__imag__ z, __real__ z); }
+ND_INLINE nd_c128 nd_ctimesmi_cd(nd_c128 z) { return nd_cmk_cd(__imag__ z, -__real__ z); }
+ND_INLINE nd_c128 nd_csinh_cd(nd_c128 z) { return nd_csinhcosh_cd(z, 0, 1); }
+ND_INLINE nd_c128 nd_ccosh_cd(nd_c128 z) { return nd_csinhcosh_cd(z, 1, 1); }
+ND_INLINE nd_c128 nd_csin_cd(nd_c128 z) { return nd_ctimesmi_cd(nd_csinhcosh_cd(nd_ctimesi_cd(z), 0, -1)); }
+ND_INLINE nd_c128 nd_ccos_cd(nd_c128 z) { return nd_csinhcosh_cd(nd_ctimesi_cd(z), 1, 1); }
+ND_INLINE nd_c128 nd_ctan_cd(nd_c128 z) { return nd_ctimesmi_cd(nd_ctanh_cd(nd_ctimesi_cd(z))); }
+
+/* complex64: computed in double, rounded once */
+#define ND_CX64(nm) \
+ND_INLINE nd_c64 nd_##nm##_cf(nd_c64 z) \
+{ \
+    nd_c128 r = nd_##nm##_cd(nd_cmk_cd(__real__ z, __imag__ z)); \
+    return nd_cmk_cf((float)__real__ r, (float)__imag__ r); \
+}
+ND_CX64(cexp) ND_CX64(clog) ND_CX64(csqrt) ND_CX64(csinh) ND_CX64(ccosh) ND_CX64(ctanh)
+ND_CX64(csin) ND_CX64(ccos) ND_CX64(ctan)
 
 /* -------------------------------------------------- pairwise summation */
 /* A binary counter of partial sums: pushing block sums and merging equal
@@ -408,24 +577,25 @@ ND_CASCADE(float, f)
 #include <immintrin.h>
 #endif
 /* copy a tile to memory with non-temporal stores (dst any alignment) */
+#if defined(__AVX512F__)
+#define ND_NT_BYTES 64
+#define ND_NT_STORE(d, s) _mm512_stream_si512((__m512i *)(void *)(d), _mm512_loadu_si512((const void *)(s)))
+#elif defined(__AVX__)
+#define ND_NT_BYTES 32
+#define ND_NT_STORE(d, s) \
+    _mm256_stream_si256((__m256i *)(void *)(d), _mm256_loadu_si256((const __m256i *)(const void *)(s)))
+#endif
 ND_INLINE void nd_stream_copy(void *dst, const void *src, size_t n)
 {
     char *d = (char *)dst;
     const char *s = (const char *)src;
-#if defined(__AVX512F__)
-    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+#ifdef ND_NT_BYTES
+    size_t head = (ND_NT_BYTES - ((uintptr_t)d & (ND_NT_BYTES - 1))) & (ND_NT_BYTES - 1);
     if (head > n) head = n;
     memcpy(d, s, head);
     d += head; s += head; n -= head;
-    for (; n >= 64; n -= 64, d += 64, s += 64)
-        _mm512_stream_si512((__m512i *)(void *)d, _mm512_loadu_si512((const void *)s));
-#elif defined(__AVX__)
-    size_t head = (32 - ((uintptr_t)d & 31)) & 31;
-    if (head > n) head = n;
-    memcpy(d, s, head);
-    d += head; s += head; n -= head;
-    for (; n >= 32; n -= 32, d += 32, s += 32)
-        _mm256_stream_si256((__m256i *)(void *)d, _mm256_loadu_si256((const __m256i *)(const void *)s));
+    for (; n >= ND_NT_BYTES; n -= ND_NT_BYTES, d += ND_NT_BYTES, s += ND_NT_BYTES)
+        ND_NT_STORE(d, s);
 #endif
     memcpy(d, s, n);
 }

@@ -7,6 +7,11 @@
  * float16 is computed as float holding a half value (rounded after every
  * op, as NumPy does), bool as uint8_t 0/1, complex as C99 _Complex. All the
  * edge semantics are in kernels/nd_kernel.h helpers; this file picks them.
+ *
+ * What differs between dtypes is data: a row per dtype (its C types, helper
+ * suffix, how a scalar parameter and a float become one) and a row per
+ * ufunc (its C form per dtype class, as a template). One expander writes
+ * every template, so a ufunc's C form is stated once per class.
  */
 #include "npy.h"
 #include "native.h"
@@ -14,23 +19,36 @@
 
 typedef struct dtinfo {
     const char *ctype, *stype, *sfx;
-    char cls;  /* b bool, i signed, u unsigned, h half, f float, d double, F c64, D c128 */
+    char cls;           /* b bool, i signed, u unsigned, h half, f float, d double, F c64, D c128 */
+    int8_t size;        /* bytes in memory */
+    int8_t dbl;         /* its real parts are double (libm names without "f") */
+    const char *utype;  /* the unsigned type of the same width (wrapping arithmetic) */
+    const char *param;  /* the value of scalar parameter S[$j] (kernel ABI nd_sv) */
+    const char *fromf;  /* the value of float expression $a (x86's result when out of range) */
 } dtinfo;
 
-static const dtinfo DT_BOOL = {"nd_bool", "nd_bool", "b", 'b'};
-static const dtinfo DT_I8 = {"int8_t", "int8_t", "i8", 'i'};
-static const dtinfo DT_U8 = {"uint8_t", "uint8_t", "u8", 'u'};
-static const dtinfo DT_I16 = {"int16_t", "int16_t", "i16", 'i'};
-static const dtinfo DT_U16 = {"uint16_t", "uint16_t", "u16", 'u'};
-static const dtinfo DT_I32 = {"int32_t", "int32_t", "i32", 'i'};
-static const dtinfo DT_U32 = {"uint32_t", "uint32_t", "u32", 'u'};
-static const dtinfo DT_I64 = {"int64_t", "int64_t", "i64", 'i'};
-static const dtinfo DT_U64 = {"uint64_t", "uint64_t", "u64", 'u'};
-static const dtinfo DT_F16 = {"float", "nd_half", "f", 'h'};
-static const dtinfo DT_F32 = {"float", "float", "f", 'f'};
-static const dtinfo DT_F64 = {"double", "double", "d", 'd'};
-static const dtinfo DT_C64 = {"nd_c64", "nd_c64", "cf", 'F'};
-static const dtinfo DT_C128 = {"nd_c128", "nd_c128", "cd", 'D'};
+#define D2I32 "($T)nd_d2i32((double)($a))"
+static const dtinfo DT_BOOL = {"nd_bool", "nd_bool", "b", 'b', 1, 0, "nd_bool",
+                               "(nd_bool)(S[$j].i != 0)", NULL};
+static const dtinfo DT_I8 = {"int8_t", "int8_t", "i8", 'i', 1, 0, "uint8_t", "($T)S[$j].i", D2I32};
+static const dtinfo DT_U8 = {"uint8_t", "uint8_t", "u8", 'u', 1, 0, "uint8_t", "($T)S[$j].u", D2I32};
+static const dtinfo DT_I16 = {"int16_t", "int16_t", "i16", 'i', 2, 0, "uint16_t", "($T)S[$j].i", D2I32};
+static const dtinfo DT_U16 = {"uint16_t", "uint16_t", "u16", 'u', 2, 0, "uint16_t", "($T)S[$j].u", D2I32};
+static const dtinfo DT_I32 = {"int32_t", "int32_t", "i32", 'i', 4, 0, "uint32_t", "($T)S[$j].i", D2I32};
+static const dtinfo DT_U32 = {"uint32_t", "uint32_t", "u32", 'u', 4, 0, "uint32_t", "($T)S[$j].u",
+                              "(uint32_t)nd_d2i64((double)($a))"};
+static const dtinfo DT_I64 = {"int64_t", "int64_t", "i64", 'i', 8, 0, "uint64_t", "($T)S[$j].i",
+                              "nd_d2i64((double)($a))"};
+static const dtinfo DT_U64 = {"uint64_t", "uint64_t", "u64", 'u', 8, 0, "uint64_t", "($T)S[$j].u",
+                              "nd_d2u64((double)($a))"};
+static const dtinfo DT_F16 = {"float", "nd_half", "f", 'h', 2, 0, NULL, "nd_h2f(nd_d2h(S[$j].f))", NULL};
+static const dtinfo DT_F32 = {"float", "float", "f", 'f', 4, 0, NULL, "(float)S[$j].f", NULL};
+static const dtinfo DT_F64 = {"double", "double", "d", 'd', 8, 1, NULL, "S[$j].f", NULL};
+static const dtinfo DT_C64 = {"nd_c64", "nd_c64", "cf", 'F', 8, 0, NULL,
+                              "nd_cmk_cf((float)S[$j].c.re, (float)S[$j].c.im)", NULL};
+static const dtinfo DT_C128 = {"nd_c128", "nd_c128", "cd", 'D', 16, 1, NULL,
+                               "nd_cmk_cd(S[$j].c.re, S[$j].c.im)", NULL};
+#undef D2I32
 
 static const dtinfo *dt(int t)
 {
@@ -59,25 +77,44 @@ int nd_cg_dtype_ok(int t) { return dt(t) != NULL; }
 const char *nd_cg_ctype(int t) { return dt(t)->ctype; }
 const char *nd_cg_stype(int t) { return dt(t)->stype; }
 const char *nd_cg_sfx(int t) { return dt(t)->sfx; }
-
-int nd_cg_elsize(int t)
-{
-    switch (dt(t)->cls) {
-    case 'b': return 1;
-    case 'h': return 2;
-    case 'f': return 4;
-    case 'd': return 8;
-    case 'F': return 8;
-    case 'D': return 16;
-    default: break;
-    }
-    const char *c = dt(t)->ctype;
-    return strstr(c, "64") ? 8 : strstr(c, "32") ? 4 : strstr(c, "16") ? 2 : 1;
-}
+int nd_cg_elsize(int t) { return dt(t)->size; }
 
 static int is_float(char c) { return c == 'h' || c == 'f' || c == 'd'; }
 static int is_cplx(char c) { return c == 'F' || c == 'D'; }
 static int is_intlike(char c) { return c == 'b' || c == 'i' || c == 'u'; }
+
+int nd_cg_is_complex(int t) { return dt(t) && is_cplx(dt(t)->cls); }
+int nd_cg_part_dtype(int t)
+{
+    const dtinfo *d = dt(t);
+    if (d && is_cplx(d->cls)) return d->dbl ? NPY_DOUBLE : NPY_FLOAT;
+    return t;
+}
+
+/* Write template `t`: $a $b the operands, $T the computation type, $U its
+ * unsigned twin, $R the type of its real parts, $s the helper suffix, $m
+ * libm's suffix ("" for double parts, "f" otherwise), $j = `b`. */
+static void expand(nd_sb *sb, const char *t, const dtinfo *d, const char *a, const char *b)
+{
+    for (;;) {
+        const char *p = strchr(t, '$');
+        if (!p) { nd_sb_puts(sb, t); return; }
+        nd_sb_printf(sb, "%.*s", (int)(p - t), t);
+        const char *s = "";
+        switch (p[1]) {
+        case 'a': s = a; break;
+        case 'b': case 'j': s = b; break;
+        case 'T': s = d->ctype; break;
+        case 'U': s = d->utype ? d->utype : d->ctype; break;
+        case 'R': s = d->dbl ? "double" : "float"; break;
+        case 's': s = d->sfx; break;
+        case 'm': s = d->dbl ? "" : "f"; break;
+        default: sb->oom = 1; return;  /* a bad template: the text is unusable */
+        }
+        nd_sb_puts(sb, s);
+        t = p + 2;
+    }
+}
 
 void nd_cg_load(nd_sb *sb, const char *elem, int t)
 {
@@ -93,8 +130,12 @@ void nd_cg_store(nd_sb *sb, const char *lv, const char *val, int t)
     else nd_sb_printf(sb, "%s = %s;\n", lv, val);
 }
 
-/* the real type of a complex class */
-static const char *realof(char c) { return c == 'F' ? "float" : "double"; }
+void nd_cg_param(nd_sb *sb, int t, int j)
+{
+    char js[16];
+    snprintf(js, sizeof js, "%d", j);
+    expand(sb, dt(t)->param, dt(t), "", js);
+}
 
 void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
 {
@@ -110,18 +151,17 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         return;
     }
     if (is_cplx(t->cls)) {
-        const char *rt = realof(t->cls), *s = t->sfx;
         if (is_cplx(f->cls))
-            nd_sb_printf(sb, "nd_cmk_%s((%s)__real__ (%s), (%s)__imag__ (%s))", s, rt, x, rt, x);
+            expand(sb, "nd_cmk_$s(($R)__real__ ($a), ($R)__imag__ ($a))", t, x, "");
         else
-            nd_sb_printf(sb, "nd_cmk_%s((%s)(%s), 0)", s, rt, x);
+            expand(sb, "nd_cmk_$s(($R)($a), 0)", t, x, "");
         return;
     }
     if (is_cplx(f->cls)) {
         /* NumPy keeps the real part (its ComplexWarning is the shim's) */
         char buf[512];
         snprintf(buf, sizeof buf, "__real__ (%s)", x);
-        nd_cg_cast(sb, buf, f->cls == 'F' ? NPY_FLOAT : NPY_DOUBLE, to);
+        nd_cg_cast(sb, buf, nd_cg_part_dtype(from), to);
         return;
     }
     if (t->cls == 'h') {
@@ -134,21 +174,186 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         nd_sb_printf(sb, "(%s)(%s)", t->ctype, x);
         return;
     }
-    /* float -> integer: defined behaviour for NaN/out of range (x86's) */
-    if (!strcmp(t->ctype, "int64_t")) nd_sb_printf(sb, "nd_d2i64((double)(%s))", x);
-    else if (!strcmp(t->ctype, "uint64_t")) nd_sb_printf(sb, "nd_d2u64((double)(%s))", x);
-    else if (!strcmp(t->ctype, "uint32_t")) nd_sb_printf(sb, "(uint32_t)nd_d2i64((double)(%s))", x);
-    else nd_sb_printf(sb, "(%s)nd_d2i32((double)(%s))", t->ctype, x);
+    expand(sb, t->fromf, t, x, "");  /* float -> integer */
 }
 
-/* C name of a float math function: base for double, base+"f" for float */
-static void fn1(nd_sb *sb, char c, const char *base, const char *a)
+/* ------------------------------------------------------------ ufuncs */
+/* A ufunc's C form per dtype class. A NULL cell inherits: half from float,
+ * float and integer from `r` (every real class), bool from integer; NO
+ * stops inheritance (the class has no loop). Complex never inherits: a C
+ * operator on _Complex rarely means what NumPy means. Templates that use
+ * nd_err make the kernel collect error bits.
+ *
+ * Complex exp, log, sqrt and the (hyperbolic) sine, cosine and tangent are
+ * nd_kernel.h's vectorizable forms of C99's (SLEEF inside, glibc's special
+ * values). The inverse (hyperbolic) functions stay libm's: their branch
+ * cuts and accuracy near branch points are glibc's own algorithms, not a
+ * formula over real functions. So does complex power's general case
+ * (nd_cpow calls cpow): exp(b log a) turns a 1-ulp difference in arg a
+ * into |b| ulps of the angle, past the per-part tolerance wherever one
+ * part of the result is small. */
+typedef struct ufform {
+    const char *r, *f, *h, *i, *b, *c;
+} ufform;
+
+#define NO ""
+#define CMP(op, cx) {.r = "(nd_bool)($a " op " $b)", .c = cx}
+#define F1(fn) {.f = fn "$m($a)"}
+#define FC1(fn, cfn) {.f = fn "$m($a)", .c = cfn "$m($a)"}
+#define FV1(fn, cfn) {.f = fn "$m($a)", .c = cfn "_$s($a)"}
+#define F2(fn) {.f = fn "$m($a, $b)"}
+#define INT_ERR(fn) "nd_" fn "_$s($a, $b, &nd_err)"
+#define WRAP(op) "($T)(($U)$a " op " ($U)$b)"
+#define PI "3.141592653589793238462643383279502884"
+#define CTRUE(x) "((__real__ " x " != 0 || __imag__ " x " != 0))"
+
+static const ufform UFORM[ND_UF_COUNT] = {
+    [ND_UF_ADD] = {.f = "($a + $b)", .i = WRAP("+"), .b = "(nd_bool)($a | $b)", .c = "($a + $b)"},
+    [ND_UF_SUBTRACT] = {.f = "($a - $b)", .i = WRAP("-"), .b = NO, .c = "($a - $b)"},
+    [ND_UF_MULTIPLY] = {.f = "($a * $b)", .i = WRAP("*"), .b = "(nd_bool)($a & $b)",
+                        .c = "nd_cmul_fused_$s($a, $b)"},
+    [ND_UF_TRUE_DIVIDE] = {.f = "($a / $b)", .c = "nd_cdiv_$s($a, $b)"},
+    [ND_UF_FLOOR_DIVIDE] = {.f = "nd_floordiv_$s($a, $b)", .i = INT_ERR("fdiv"), .b = NO},
+    [ND_UF_REMAINDER] = {.f = "nd_remainder_$s($a, $b)", .i = INT_ERR("irem"), .b = NO},
+    [ND_UF_FMOD] = {.f = "fmod$m($a, $b)", .i = INT_ERR("ifmod"), .b = NO},
+    [ND_UF_POWER] = {.f = "nd_pow$m($a, $b)", .i = INT_ERR("ipow"), .b = NO, .c = "nd_cpow_$s($a, $b)"},
+    [ND_UF_FLOAT_POWER] = {.f = "nd_pow$m($a, $b)", .c = "nd_cpow_$s($a, $b)"},
+    [ND_UF_NEGATIVE] = {.f = "(-$a)", .i = "($T)(($U)0 - ($U)$a)", .b = NO,
+                        .c = "nd_cmk_$s(-__real__ $a, -__imag__ $a)"},
+    [ND_UF_POSITIVE] = {.r = "($a)", .c = "($a)"},
+    [ND_UF_CONJUGATE] = {.r = "($a)", .c = "nd_cmk_$s(__real__ $a, -__imag__ $a)"},
+    [ND_UF_ABSOLUTE] = {.f = "fabs$m($a)", .i = "nd_iabs_$s($a)", .b = "($a)", .c = "nd_cabs_$s($a)"},
+    [ND_UF_FABS] = F1("fabs"),
+    [ND_UF_RINT] = F1("rint"),
+    [ND_UF_FLOOR] = {.f = "floor$m($a)", .i = "($a)"},
+    [ND_UF_CEIL] = {.f = "ceil$m($a)", .i = "($a)"},
+    [ND_UF_TRUNC] = {.f = "trunc$m($a)", .i = "($a)"},
+    [ND_UF_SIGN] = {.f = "nd_sign_$s($a)", .i = "nd_isign_$s($a)", .b = NO, .c = "nd_csign_$s($a)"},
+    [ND_UF_HEAVISIDE] = {.f = "nd_heaviside_$s($a, $b)"},
+    [ND_UF_EXP] = FV1("nd_exp", "nd_cexp"),
+    [ND_UF_EXP2] = F1("nd_exp2"),
+    [ND_UF_EXPM1] = F1("nd_expm1"),
+    [ND_UF_LOG] = FV1("nd_log", "nd_clog"),
+    [ND_UF_LOG2] = {.f = "nd_log2$m($a)", .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
+    [ND_UF_LOG10] = {.f = "nd_log10$m($a)", .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
+    [ND_UF_LOG1P] = F1("nd_log1p"),
+    [ND_UF_LOGADDEXP] = {.f = "nd_logaddexp_$s($a, $b)"},
+    [ND_UF_LOGADDEXP2] = {.f = "nd_logaddexp2_$s($a, $b)"},
+    [ND_UF_SQRT] = FV1("sqrt", "nd_csqrt"),
+    [ND_UF_SQUARE] = {.f = "($a * $a)", .i = "($T)(($U)$a * ($U)$a)", .b = NO, .c = "nd_cmul_fused_$s($a, $a)"},
+    [ND_UF_CBRT] = F1("nd_cbrt"),
+    [ND_UF_RECIPROCAL] = {.f = "(($T)1 / $a)", .b = NO, .c = "nd_cdiv_$s(nd_cmk_$s(1, 0), $a)"},
+    [ND_UF_SIN] = FV1("nd_sin", "nd_csin"),
+    [ND_UF_COS] = FV1("nd_cos", "nd_ccos"),
+    [ND_UF_TAN] = FV1("nd_tan", "nd_ctan"),
+    [ND_UF_ARCSIN] = FC1("nd_asin", "casin"),
+    [ND_UF_ARCCOS] = FC1("nd_acos", "cacos"),
+    [ND_UF_ARCTAN] = FC1("nd_atan", "catan"),
+    [ND_UF_ARCTAN2] = F2("nd_atan2"),
+    [ND_UF_HYPOT] = F2("nd_hypot"),
+    [ND_UF_SINH] = FV1("nd_sinh", "nd_csinh"),
+    [ND_UF_COSH] = FV1("nd_cosh", "nd_ccosh"),
+    [ND_UF_TANH] = FV1("nd_tanh", "nd_ctanh"),
+    [ND_UF_ARCSINH] = FC1("nd_asinh", "casinh"),
+    [ND_UF_ARCCOSH] = FC1("nd_acosh", "cacosh"),
+    [ND_UF_ARCTANH] = FC1("nd_atanh", "catanh"),
+    [ND_UF_DEG2RAD] = {.f = "($a * ($T)(" PI " / 180.0))"},
+    [ND_UF_RADIANS] = {.f = "($a * ($T)(" PI " / 180.0))"},
+    [ND_UF_RAD2DEG] = {.f = "($a * ($T)(180.0 / " PI "))"},
+    [ND_UF_DEGREES] = {.f = "($a * ($T)(180.0 / " PI "))"},
+    [ND_UF_GREATER] = CMP(">", "(nd_bool)nd_clt_$s($b, $a)"),
+    [ND_UF_GREATER_EQUAL] = CMP(">=", "(nd_bool)nd_cle_$s($b, $a)"),
+    [ND_UF_LESS] = CMP("<", "(nd_bool)nd_clt_$s($a, $b)"),
+    [ND_UF_LESS_EQUAL] = CMP("<=", "(nd_bool)nd_cle_$s($a, $b)"),
+    [ND_UF_NOT_EQUAL] = CMP("!=", "(nd_bool)(__real__ $a != __real__ $b || __imag__ $a != __imag__ $b)"),
+    [ND_UF_EQUAL] = CMP("==", "(nd_bool)(__real__ $a == __real__ $b && __imag__ $a == __imag__ $b)"),
+    [ND_UF_LOGICAL_AND] = {.r = "(nd_bool)($a != 0 && $b != 0)",
+                           .c = "(nd_bool)(" CTRUE("$a") " && " CTRUE("$b") ")"},
+    [ND_UF_LOGICAL_OR] = {.r = "(nd_bool)($a != 0 || $b != 0)",
+                          .c = "(nd_bool)(" CTRUE("$a") " || " CTRUE("$b") ")"},
+    [ND_UF_LOGICAL_XOR] = {.r = "(nd_bool)(($a != 0) != ($b != 0))",
+                           .c = "(nd_bool)(" CTRUE("$a") " != " CTRUE("$b") ")"},
+    [ND_UF_LOGICAL_NOT] = {.r = "(nd_bool)($a == 0)", .c = "(nd_bool)(__real__ $a == 0 && __imag__ $a == 0)"},
+    [ND_UF_MAXIMUM] = {.f = "nd_max_$s($a, $b)", .i = "($a >= $b ? $a : $b)", .c = "nd_cmax_$s($a, $b)"},
+    [ND_UF_MINIMUM] = {.f = "nd_min_$s($a, $b)", .i = "($a <= $b ? $a : $b)", .c = "nd_cmin_$s($a, $b)"},
+    [ND_UF_FMAX] = {.f = "nd_fmax_$s($a, $b)", .i = "($a >= $b ? $a : $b)", .c = "nd_cfmax_$s($a, $b)"},
+    [ND_UF_FMIN] = {.f = "nd_fmin_$s($a, $b)", .i = "($a <= $b ? $a : $b)", .c = "nd_cfmin_$s($a, $b)"},
+    [ND_UF_ISFINITE] = {.f = "(nd_bool)(isfinite($a) != 0)", .i = "(nd_bool)1",
+                        .c = "(nd_bool)(isfinite(__real__ $a) && isfinite(__imag__ $a))"},
+    [ND_UF_ISINF] = {.f = "(nd_bool)(isinf($a) != 0)", .i = "(nd_bool)0",
+                     .c = "(nd_bool)(isinf(__real__ $a) || isinf(__imag__ $a))"},
+    [ND_UF_ISNAN] = {.f = "(nd_bool)($a != $a)", .i = "(nd_bool)0", .c = "(nd_bool)nd_cisnan_$s($a)"},
+    [ND_UF_SIGNBIT] = {.f = "nd_signbit_$s($a)"},
+    [ND_UF_COPYSIGN] = F2("copysign"),
+    /* NumPy steps float16 in half's own bit pattern */
+    [ND_UF_NEXTAFTER] = {.f = "nextafter$m($a, $b)", .h = NO},
+    [ND_UF_SPACING] = {.f = "nd_spacing_$s($a)", .h = NO},
+    [ND_UF_MODF] = {.f = "(isinf($a) ? copysign$m(0, $a) : copysign$m($a - trunc$m($a), $a))"},
+    [ND_UF_LDEXP] = {.f = "ldexp$m($a, (int)(($b) > 100000 ? 100000 : ($b) < -100000 ? -100000 : ($b)))"},
+    [ND_UF_FREXP] = {.f = "({ int e_; frexp$m($a, &e_); })"},
+    [ND_UF_GCD] = {.i = "nd_gcd_$s($a, $b)", .b = NO},
+    [ND_UF_LCM] = {.i = "nd_lcm_$s($a, $b)", .b = NO},
+    [ND_UF_BITWISE_AND] = {.i = "($T)($a & $b)"},
+    [ND_UF_BITWISE_OR] = {.i = "($T)($a | $b)"},
+    [ND_UF_BITWISE_XOR] = {.i = "($T)($a ^ $b)"},
+    [ND_UF_INVERT] = {.i = "($T)~$a", .b = "(nd_bool)!$a"},
+    [ND_UF_LEFT_SHIFT] = {.i = "nd_lshift_$s($a, $b)", .b = NO},
+    [ND_UF_RIGHT_SHIFT] = {.i = "nd_rshift_$s($a, $b)", .b = NO},
+    [ND_UF_BITWISE_COUNT] = {.i = "nd_popcnt_$s($a)", .b = NO},
+};
+
+/* second outputs (aux = 1); divmod's are floor_divide's and remainder's */
+static const ufform UFORM2[ND_UF_COUNT] = {
+    [ND_UF_MODF] = F1("trunc"),
+    [ND_UF_FREXP] = {.f = "({ int e_; (void)frexp$m($a, &e_); (int32_t)((isinf($a) || $a != $a) ? 0 : e_); })"},
+};
+#undef NO
+#undef CMP
+#undef F1
+#undef FC1
+#undef FV1
+#undef F2
+#undef INT_ERR
+#undef WRAP
+#undef PI
+#undef CTRUE
+
+static const char *form_cell(const ufform *f, char cls)
 {
-    nd_sb_printf(sb, "%s%s(%s)", base, c == 'd' ? "" : "f", a);
+    const char *s = NULL;
+    switch (cls) {
+    case 'F': case 'D': return f->c;
+    case 'h': s = f->h ? f->h : f->f; break;
+    case 'f': case 'd': s = f->f; break;
+    case 'b': s = f->b ? f->b : f->i; break;
+    default: s = f->i; break;
+    }
+    if (!s) s = f->r;
+    return s && *s ? s : NULL;
 }
-static void fn2(nd_sb *sb, char c, const char *base, const char *a, const char *b)
+
+int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char *b, int *uses_err)
 {
-    nd_sb_printf(sb, "%s%s(%s, %s)", base, c == 'd' ? "" : "f", a, b);
+    const dtinfo *d = dt(loop);
+    if (!d || uf < 0 || uf >= ND_UF_COUNT) return -1;
+    if (uf == ND_UF_DIVMOD) uf = aux ? ND_UF_REMAINDER : ND_UF_FLOOR_DIVIDE;
+    const ufform *row = &UFORM[uf];
+    if (aux && (UFORM2[uf].f || UFORM2[uf].i || UFORM2[uf].c)) row = &UFORM2[uf];
+    if (uf == ND_UF_RECIPROCAL && (d->cls == 'i' || d->cls == 'u')) {
+        /* NumPy's integer loop divides in double and casts back */
+        nd_sb t;
+        nd_sb_init(&t);
+        nd_sb_printf(&t, "(1.0 / (double)%s)", a);
+        int rc = t.oom ? -1 : 0;
+        if (rc == 0) nd_cg_cast(sb, t.p, NPY_DOUBLE, loop);
+        nd_sb_free(&t);
+        return rc;
+    }
+    const char *t = form_cell(row, d->cls);
+    if (!t) return -1;
+    if (strstr(t, "nd_err")) *uses_err = 1;
+    expand(sb, t, d, a, b);
+    return 0;
 }
 
 static int natural_type(int uf, int aux, int loop)
@@ -159,293 +364,10 @@ static int natural_type(int uf, int aux, int loop)
     case ND_UF_LOGICAL_XOR: case ND_UF_LOGICAL_NOT: case ND_UF_ISFINITE: case ND_UF_ISINF:
     case ND_UF_ISNAN: case ND_UF_SIGNBIT:
         return NPY_BOOL;
-    case ND_UF_ABSOLUTE:
-        if (loop == NPY_CFLOAT) return NPY_FLOAT;
-        if (loop == NPY_CDOUBLE) return NPY_DOUBLE;
-        return loop;
+    case ND_UF_ABSOLUTE: return nd_cg_part_dtype(loop);
     case ND_UF_BITWISE_COUNT: return NPY_UBYTE;
     case ND_UF_FREXP: return aux == 1 ? NPY_INT : loop;
     default: return loop;
-    }
-}
-
-/* Float classes: the expression, without float16 rounding. 0, or -1 when
- * the ufunc has no float loop here. */
-static int ufunc_float(nd_sb *sb, int uf, int aux, char c, const char *a, const char *b)
-{
-    const char *s = c == 'd' ? "d" : "f";
-    const char *T = c == 'd' ? "double" : "float";
-    switch (uf) {
-    case ND_UF_ADD: nd_sb_printf(sb, "(%s + %s)", a, b); return 0;
-    case ND_UF_SUBTRACT: nd_sb_printf(sb, "(%s - %s)", a, b); return 0;
-    case ND_UF_MULTIPLY: nd_sb_printf(sb, "(%s * %s)", a, b); return 0;
-    case ND_UF_TRUE_DIVIDE: nd_sb_printf(sb, "(%s / %s)", a, b); return 0;
-    case ND_UF_FLOOR_DIVIDE: nd_sb_printf(sb, "nd_floordiv_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_REMAINDER: nd_sb_printf(sb, "nd_remainder_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_FMOD: fn2(sb, c, "fmod", a, b); return 0;
-    case ND_UF_DIVMOD:
-        nd_sb_printf(sb, aux ? "nd_remainder_%s(%s, %s)" : "nd_floordiv_%s(%s, %s)", s, a, b);
-        return 0;
-    case ND_UF_POWER: case ND_UF_FLOAT_POWER: fn2(sb, c, "nd_pow", a, b); return 0;
-    case ND_UF_NEGATIVE: nd_sb_printf(sb, "(-%s)", a); return 0;
-    case ND_UF_POSITIVE: case ND_UF_CONJUGATE: nd_sb_printf(sb, "(%s)", a); return 0;
-    case ND_UF_ABSOLUTE: case ND_UF_FABS: fn1(sb, c, "fabs", a); return 0;
-    case ND_UF_RINT: fn1(sb, c, "rint", a); return 0;
-    case ND_UF_FLOOR: fn1(sb, c, "floor", a); return 0;
-    case ND_UF_CEIL: fn1(sb, c, "ceil", a); return 0;
-    case ND_UF_TRUNC: fn1(sb, c, "trunc", a); return 0;
-    case ND_UF_SIGN: nd_sb_printf(sb, "nd_sign_%s(%s)", s, a); return 0;
-    case ND_UF_HEAVISIDE: nd_sb_printf(sb, "nd_heaviside_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_EXP: fn1(sb, c, "nd_exp", a); return 0;
-    case ND_UF_EXP2: fn1(sb, c, "nd_exp2", a); return 0;
-    case ND_UF_EXPM1: fn1(sb, c, "nd_expm1", a); return 0;
-    case ND_UF_LOG: fn1(sb, c, "nd_log", a); return 0;
-    case ND_UF_LOG2: fn1(sb, c, "nd_log2", a); return 0;
-    case ND_UF_LOG10: fn1(sb, c, "nd_log10", a); return 0;
-    case ND_UF_LOG1P: fn1(sb, c, "nd_log1p", a); return 0;
-    case ND_UF_LOGADDEXP: nd_sb_printf(sb, "nd_logaddexp_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_LOGADDEXP2: nd_sb_printf(sb, "nd_logaddexp2_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_SQRT: fn1(sb, c, "sqrt", a); return 0;
-    case ND_UF_SQUARE: nd_sb_printf(sb, "(%s * %s)", a, a); return 0;
-    case ND_UF_CBRT: fn1(sb, c, "nd_cbrt", a); return 0;
-    case ND_UF_RECIPROCAL: nd_sb_printf(sb, "((%s)1 / %s)", T, a); return 0;
-    case ND_UF_SIN: fn1(sb, c, "nd_sin", a); return 0;
-    case ND_UF_COS: fn1(sb, c, "nd_cos", a); return 0;
-    case ND_UF_TAN: fn1(sb, c, "nd_tan", a); return 0;
-    case ND_UF_ARCSIN: fn1(sb, c, "nd_asin", a); return 0;
-    case ND_UF_ARCCOS: fn1(sb, c, "nd_acos", a); return 0;
-    case ND_UF_ARCTAN: fn1(sb, c, "nd_atan", a); return 0;
-    case ND_UF_ARCTAN2: fn2(sb, c, "nd_atan2", a, b); return 0;
-    case ND_UF_HYPOT: fn2(sb, c, "nd_hypot", a, b); return 0;
-    case ND_UF_SINH: fn1(sb, c, "nd_sinh", a); return 0;
-    case ND_UF_COSH: fn1(sb, c, "nd_cosh", a); return 0;
-    case ND_UF_TANH: fn1(sb, c, "nd_tanh", a); return 0;
-    case ND_UF_ARCSINH: fn1(sb, c, "nd_asinh", a); return 0;
-    case ND_UF_ARCCOSH: fn1(sb, c, "nd_acosh", a); return 0;
-    case ND_UF_ARCTANH: fn1(sb, c, "nd_atanh", a); return 0;
-    case ND_UF_DEG2RAD: case ND_UF_RADIANS:
-        nd_sb_printf(sb, "(%s * (%s)(3.141592653589793238462643383279502884 / 180.0))", a, T);
-        return 0;
-    case ND_UF_RAD2DEG: case ND_UF_DEGREES:
-        nd_sb_printf(sb, "(%s * (%s)(180.0 / 3.141592653589793238462643383279502884))", a, T);
-        return 0;
-    case ND_UF_GREATER: nd_sb_printf(sb, "(nd_bool)(%s > %s)", a, b); return 0;
-    case ND_UF_GREATER_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s >= %s)", a, b); return 0;
-    case ND_UF_LESS: nd_sb_printf(sb, "(nd_bool)(%s < %s)", a, b); return 0;
-    case ND_UF_LESS_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s <= %s)", a, b); return 0;
-    case ND_UF_NOT_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s != %s)", a, b); return 0;
-    case ND_UF_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s == %s)", a, b); return 0;
-    case ND_UF_LOGICAL_AND: nd_sb_printf(sb, "(nd_bool)(%s != 0 && %s != 0)", a, b); return 0;
-    case ND_UF_LOGICAL_OR: nd_sb_printf(sb, "(nd_bool)(%s != 0 || %s != 0)", a, b); return 0;
-    case ND_UF_LOGICAL_XOR: nd_sb_printf(sb, "(nd_bool)((%s != 0) != (%s != 0))", a, b); return 0;
-    case ND_UF_LOGICAL_NOT: nd_sb_printf(sb, "(nd_bool)(%s == 0)", a); return 0;
-    case ND_UF_MAXIMUM: nd_sb_printf(sb, "nd_max_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_MINIMUM: nd_sb_printf(sb, "nd_min_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_FMAX: nd_sb_printf(sb, "nd_fmax_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_FMIN: nd_sb_printf(sb, "nd_fmin_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_ISFINITE: nd_sb_printf(sb, "(nd_bool)(isfinite(%s) != 0)", a); return 0;
-    case ND_UF_ISINF: nd_sb_printf(sb, "(nd_bool)(isinf(%s) != 0)", a); return 0;
-    case ND_UF_ISNAN: nd_sb_printf(sb, "(nd_bool)(%s != %s)", a, a); return 0;
-    case ND_UF_SIGNBIT: nd_sb_printf(sb, "nd_signbit_%s(%s)", s, a); return 0;
-    case ND_UF_COPYSIGN: fn2(sb, c, "copysign", a, b); return 0;
-    case ND_UF_NEXTAFTER:
-        if (c == 'h') return -1;  /* NumPy steps in half's own bit pattern */
-        fn2(sb, c, "nextafter", a, b);
-        return 0;
-    case ND_UF_SPACING:
-        if (c == 'h') return -1;
-        nd_sb_printf(sb, "nd_spacing_%s(%s)", s, a);
-        return 0;
-    case ND_UF_MODF:
-        if (aux) fn1(sb, c, "trunc", a);
-        else nd_sb_printf(sb, "(isinf(%s) ? copysign%s(0, %s) : copysign%s(%s - trunc%s(%s), %s))",
-                          a, c == 'd' ? "" : "f", a, c == 'd' ? "" : "f", a,
-                          c == 'd' ? "" : "f", a, a);
-        return 0;
-    case ND_UF_LDEXP:
-        nd_sb_printf(sb, "ldexp%s(%s, (int)((%s) > 100000 ? 100000 : (%s) < -100000 ? -100000 : (%s)))",
-                     c == 'd' ? "" : "f", a, b, b, b);
-        return 0;
-    case ND_UF_FREXP:
-        if (aux) nd_sb_printf(sb, "({ int e_; (void)frexp%s(%s, &e_); (int32_t)((isinf(%s) || %s != %s) ? 0 : e_); })",
-                              c == 'd' ? "" : "f", a, a, a, a);
-        else nd_sb_printf(sb, "({ int e_; frexp%s(%s, &e_); })", c == 'd' ? "" : "f", a);
-        return 0;
-    default:
-        return -1;
-    }
-}
-
-static int ufunc_int(nd_sb *sb, int uf, int aux, const dtinfo *d, const char *a, const char *b, int *err)
-{
-    const char *T = d->ctype, *s = d->sfx;
-    const char *UT = d->cls == 'i' ? (!strcmp(T, "int8_t") ? "uint8_t" : !strcmp(T, "int16_t") ? "uint16_t" :
-                                      !strcmp(T, "int32_t") ? "uint32_t" : "uint64_t") : T;
-    int isb = d->cls == 'b';
-    switch (uf) {
-    case ND_UF_ADD:
-        if (isb) nd_sb_printf(sb, "(nd_bool)(%s | %s)", a, b);
-        else nd_sb_printf(sb, "(%s)((%s)%s + (%s)%s)", T, UT, a, UT, b);
-        return 0;
-    case ND_UF_SUBTRACT:
-        if (isb) return -1;
-        nd_sb_printf(sb, "(%s)((%s)%s - (%s)%s)", T, UT, a, UT, b);
-        return 0;
-    case ND_UF_MULTIPLY:
-        if (isb) nd_sb_printf(sb, "(nd_bool)(%s & %s)", a, b);
-        else nd_sb_printf(sb, "(%s)((%s)%s * (%s)%s)", T, UT, a, UT, b);
-        return 0;
-    case ND_UF_SQUARE:
-        if (isb) return -1;
-        nd_sb_printf(sb, "(%s)((%s)%s * (%s)%s)", T, UT, a, UT, a);
-        return 0;
-    case ND_UF_FLOOR_DIVIDE: case ND_UF_REMAINDER: case ND_UF_FMOD: case ND_UF_DIVMOD:
-    case ND_UF_POWER:
-        if (isb) return -1;
-        *err = 1;
-        nd_sb_printf(sb, "nd_%s_%s(%s, %s, &nd_err)",
-                     uf == ND_UF_FLOOR_DIVIDE ? "fdiv" : uf == ND_UF_REMAINDER ? "irem" :
-                     uf == ND_UF_FMOD ? "ifmod" : uf == ND_UF_POWER ? "ipow" :
-                     aux ? "irem" : "fdiv", s, a, b);
-        return 0;
-    case ND_UF_NEGATIVE:
-        if (isb) return -1;
-        nd_sb_printf(sb, "(%s)((%s)0 - (%s)%s)", T, UT, UT, a);
-        return 0;
-    case ND_UF_POSITIVE: case ND_UF_CONJUGATE: case ND_UF_FLOOR: case ND_UF_CEIL: case ND_UF_TRUNC:
-        nd_sb_printf(sb, "(%s)", a);
-        return 0;
-    case ND_UF_ABSOLUTE:
-        if (isb) nd_sb_printf(sb, "(%s)", a);
-        else nd_sb_printf(sb, "nd_iabs_%s(%s)", s, a);
-        return 0;
-    case ND_UF_SIGN:
-        if (isb) return -1;
-        nd_sb_printf(sb, "nd_isign_%s(%s)", s, a);
-        return 0;
-    case ND_UF_RECIPROCAL:
-        if (isb) return -1;
-        {
-            nd_sb t; nd_sb_init(&t);
-            nd_sb_printf(&t, "(1.0 / (double)%s)", a);
-            if (nd_sb_check(&t) < 0) { PyErr_Clear(); nd_sb_free(&t); return -1; }
-            int dtn = d == dt(NPY_BYTE) ? NPY_BYTE : d == dt(NPY_UBYTE) ? NPY_UBYTE :
-                      d == dt(NPY_SHORT) ? NPY_SHORT : d == dt(NPY_USHORT) ? NPY_USHORT :
-                      d == dt(NPY_INT) ? NPY_INT : d == dt(NPY_UINT) ? NPY_UINT :
-                      d == dt(NPY_LONGLONG) ? NPY_LONGLONG : NPY_ULONGLONG;
-            nd_cg_cast(sb, t.p, NPY_DOUBLE, dtn);
-            nd_sb_free(&t);
-        }
-        return 0;
-    case ND_UF_GCD: case ND_UF_LCM:
-        if (isb) return -1;
-        nd_sb_printf(sb, "nd_%s_%s(%s, %s)", uf == ND_UF_GCD ? "gcd" : "lcm", s, a, b);
-        return 0;
-    case ND_UF_BITWISE_AND: nd_sb_printf(sb, "(%s)(%s & %s)", T, a, b); return 0;
-    case ND_UF_BITWISE_OR: nd_sb_printf(sb, "(%s)(%s | %s)", T, a, b); return 0;
-    case ND_UF_BITWISE_XOR: nd_sb_printf(sb, "(%s)(%s ^ %s)", T, a, b); return 0;
-    case ND_UF_INVERT:
-        if (isb) nd_sb_printf(sb, "(nd_bool)!%s", a);
-        else nd_sb_printf(sb, "(%s)~%s", T, a);
-        return 0;
-    case ND_UF_LEFT_SHIFT: case ND_UF_RIGHT_SHIFT:
-        if (isb) return -1;
-        nd_sb_printf(sb, "nd_%cshift_%s(%s, %s)", uf == ND_UF_LEFT_SHIFT ? 'l' : 'r', s, a, b);
-        return 0;
-    case ND_UF_BITWISE_COUNT:
-        if (isb) return -1;
-        nd_sb_printf(sb, "nd_popcnt_%s(%s)", s, a);
-        return 0;
-    case ND_UF_GREATER: nd_sb_printf(sb, "(nd_bool)(%s > %s)", a, b); return 0;
-    case ND_UF_GREATER_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s >= %s)", a, b); return 0;
-    case ND_UF_LESS: nd_sb_printf(sb, "(nd_bool)(%s < %s)", a, b); return 0;
-    case ND_UF_LESS_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s <= %s)", a, b); return 0;
-    case ND_UF_NOT_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s != %s)", a, b); return 0;
-    case ND_UF_EQUAL: nd_sb_printf(sb, "(nd_bool)(%s == %s)", a, b); return 0;
-    case ND_UF_LOGICAL_AND: nd_sb_printf(sb, "(nd_bool)(%s != 0 && %s != 0)", a, b); return 0;
-    case ND_UF_LOGICAL_OR: nd_sb_printf(sb, "(nd_bool)(%s != 0 || %s != 0)", a, b); return 0;
-    case ND_UF_LOGICAL_XOR: nd_sb_printf(sb, "(nd_bool)((%s != 0) != (%s != 0))", a, b); return 0;
-    case ND_UF_LOGICAL_NOT: nd_sb_printf(sb, "(nd_bool)(%s == 0)", a); return 0;
-    case ND_UF_MAXIMUM: case ND_UF_FMAX:
-        nd_sb_printf(sb, "(%s >= %s ? %s : %s)", a, b, a, b);
-        return 0;
-    case ND_UF_MINIMUM: case ND_UF_FMIN:
-        nd_sb_printf(sb, "(%s <= %s ? %s : %s)", a, b, a, b);
-        return 0;
-    case ND_UF_ISFINITE: nd_sb_puts(sb, "(nd_bool)1"); return 0;
-    case ND_UF_ISINF: case ND_UF_ISNAN: nd_sb_puts(sb, "(nd_bool)0"); return 0;
-    default:
-        return -1;
-    }
-}
-
-static int ufunc_cplx(nd_sb *sb, int uf, const dtinfo *d, const char *a, const char *b)
-{
-    const char *s = d->sfx, *R = realof(d->cls), *f = d->cls == 'F' ? "f" : "";
-    switch (uf) {
-    case ND_UF_ADD: nd_sb_printf(sb, "(%s + %s)", a, b); return 0;
-    case ND_UF_SUBTRACT: nd_sb_printf(sb, "(%s - %s)", a, b); return 0;
-    case ND_UF_MULTIPLY: nd_sb_printf(sb, "nd_cmul_fused_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_TRUE_DIVIDE: nd_sb_printf(sb, "nd_cdiv_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_SQUARE: nd_sb_printf(sb, "nd_cmul_fused_%s(%s, %s)", s, a, a); return 0;
-    case ND_UF_RECIPROCAL: nd_sb_printf(sb, "nd_cdiv_%s(nd_cmk_%s(1, 0), %s)", s, s, a); return 0;
-    case ND_UF_NEGATIVE: nd_sb_printf(sb, "nd_cmk_%s(-__real__ %s, -__imag__ %s)", s, a, a); return 0;
-    case ND_UF_POSITIVE: nd_sb_printf(sb, "(%s)", a); return 0;
-    case ND_UF_CONJUGATE: nd_sb_printf(sb, "nd_cmk_%s(__real__ %s, -__imag__ %s)", s, a, a); return 0;
-    case ND_UF_ABSOLUTE: nd_sb_printf(sb, "nd_cabs_%s(%s)", s, a); return 0;
-    case ND_UF_POWER: case ND_UF_FLOAT_POWER: nd_sb_printf(sb, "nd_cpow_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_SIGN: nd_sb_printf(sb, "nd_csign_%s(%s)", s, a); return 0;
-    case ND_UF_EXP: nd_sb_printf(sb, "cexp%s(%s)", f, a); return 0;
-    case ND_UF_LOG: nd_sb_printf(sb, "clog%s(%s)", f, a); return 0;
-    case ND_UF_LOG2:
-        nd_sb_printf(sb, "(clog%s(%s) * (%s)1.442695040888963407359924681001892137)", f, a, R);
-        return 0;
-    case ND_UF_LOG10:
-        nd_sb_printf(sb, "(clog%s(%s) * (%s)0.434294481903251827651128918916605082)", f, a, R);
-        return 0;
-    case ND_UF_SQRT: nd_sb_printf(sb, "csqrt%s(%s)", f, a); return 0;
-    case ND_UF_SIN: nd_sb_printf(sb, "csin%s(%s)", f, a); return 0;
-    case ND_UF_COS: nd_sb_printf(sb, "ccos%s(%s)", f, a); return 0;
-    case ND_UF_TAN: nd_sb_printf(sb, "ctan%s(%s)", f, a); return 0;
-    case ND_UF_SINH: nd_sb_printf(sb, "csinh%s(%s)", f, a); return 0;
-    case ND_UF_COSH: nd_sb_printf(sb, "ccosh%s(%s)", f, a); return 0;
-    case ND_UF_TANH: nd_sb_printf(sb, "ctanh%s(%s)", f, a); return 0;
-    case ND_UF_ARCSIN: nd_sb_printf(sb, "casin%s(%s)", f, a); return 0;
-    case ND_UF_ARCCOS: nd_sb_printf(sb, "cacos%s(%s)", f, a); return 0;
-    case ND_UF_ARCTAN: nd_sb_printf(sb, "catan%s(%s)", f, a); return 0;
-    case ND_UF_ARCSINH: nd_sb_printf(sb, "casinh%s(%s)", f, a); return 0;
-    case ND_UF_ARCCOSH: nd_sb_printf(sb, "cacosh%s(%s)", f, a); return 0;
-    case ND_UF_ARCTANH: nd_sb_printf(sb, "catanh%s(%s)", f, a); return 0;
-    case ND_UF_EQUAL:
-        nd_sb_printf(sb, "(nd_bool)(__real__ %s == __real__ %s && __imag__ %s == __imag__ %s)", a, b, a, b);
-        return 0;
-    case ND_UF_NOT_EQUAL:
-        nd_sb_printf(sb, "(nd_bool)(__real__ %s != __real__ %s || __imag__ %s != __imag__ %s)", a, b, a, b);
-        return 0;
-    case ND_UF_LESS: nd_sb_printf(sb, "(nd_bool)nd_clt_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_LESS_EQUAL: nd_sb_printf(sb, "(nd_bool)nd_cle_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_GREATER: nd_sb_printf(sb, "(nd_bool)nd_clt_%s(%s, %s)", s, b, a); return 0;
-    case ND_UF_GREATER_EQUAL: nd_sb_printf(sb, "(nd_bool)nd_cle_%s(%s, %s)", s, b, a); return 0;
-    case ND_UF_MAXIMUM: nd_sb_printf(sb, "nd_cmax_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_MINIMUM: nd_sb_printf(sb, "nd_cmin_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_FMAX: nd_sb_printf(sb, "nd_cfmax_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_FMIN: nd_sb_printf(sb, "nd_cfmin_%s(%s, %s)", s, a, b); return 0;
-    case ND_UF_ISNAN: nd_sb_printf(sb, "(nd_bool)nd_cisnan_%s(%s)", s, a); return 0;
-    case ND_UF_ISFINITE:
-        nd_sb_printf(sb, "(nd_bool)(isfinite(__real__ %s) && isfinite(__imag__ %s))", a, a);
-        return 0;
-    case ND_UF_ISINF:
-        nd_sb_printf(sb, "(nd_bool)(isinf(__real__ %s) || isinf(__imag__ %s))", a, a);
-        return 0;
-    case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR: case ND_UF_LOGICAL_XOR:
-        nd_sb_printf(sb, "(nd_bool)(((__real__ %s != 0 || __imag__ %s != 0)) %s ((__real__ %s != 0 || __imag__ %s != 0)))",
-                     a, a, uf == ND_UF_LOGICAL_AND ? "&&" : uf == ND_UF_LOGICAL_OR ? "||" : "!=", b, b);
-        return 0;
-    case ND_UF_LOGICAL_NOT:
-        nd_sb_printf(sb, "(nd_bool)(__real__ %s == 0 && __imag__ %s == 0)", a, a);
-        return 0;
-    default:
-        return -1;
     }
 }
 
@@ -522,17 +444,11 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
     nd_sb e;
     nd_sb_init(&e);
     if (rc == 0) {
-        const char *bp = nin > 1 ? b.p : "";
-        if (is_float(ld->cls)) {
-            if (uf == ND_UF_LDEXP && !dt(n->in_dtype[1] >= 0 ? n->in_dtype[1] : g->nodes[n->in[1]].dtype))
-                rc = -1;
-            else if ((uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
-                     g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_guard_scalar_is_two(&g->nodes[n->in[1]]))
-                nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
-            else
-                rc = ufunc_float(&e, uf, n->aux, ld->cls == 'd' ? 'd' : ld->cls, a.p, bp);
-        } else if (is_cplx(ld->cls)) rc = ufunc_cplx(&e, uf, ld, a.p, bp);
-        else rc = (uf == ND_UF_LDEXP) ? -1 : ufunc_int(&e, uf, n->aux, ld, a.p, bp, uses_err);
+        if (is_float(ld->cls) && (uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
+            g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_guard_scalar_is_two(&g->nodes[n->in[1]]))
+            nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
+        else
+            rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }
     if (rc == 0 && e.oom) rc = -1;
     if (rc == 0) {

@@ -39,33 +39,15 @@ static int stride_idx(kctx *c, int op, int d) { return c->R + op * c->R + d; }
 static const char *ctype_of(int t) { return nd_cg_ctype(t); }
 
 static int is_cls_float(int t) { return t == NPY_HALF || t == NPY_FLOAT || t == NPY_DOUBLE; }
-static int is_cls_cplx(int t) { return t == NPY_CFLOAT || t == NPY_CDOUBLE; }
-static int is_cls_int(int t) { return nd_cg_dtype_ok(t) && !is_cls_float(t) && !is_cls_cplx(t); }
+static int is_cls_int(int t) { return nd_cg_dtype_ok(t) && !is_cls_float(t) && !nd_cg_is_complex(t); }
 
 /* ------------------------------------------------------------ prologue */
 static void scalar_decl(kctx *c, nd_id sid, int j)
 {
-    nd_node *n = &c->g->nodes[sid];
-    const char *T = ctype_of(n->dtype);
-    nd_sb *sb = c->sb;
-    switch (n->dtype) {
-    case NPY_BOOL: nd_sb_printf(sb, "const %s v%d = (nd_bool)(S[%d].i != 0);\n", T, (int)sid, j); break;
-    case NPY_HALF: nd_sb_printf(sb, "const float v%d = nd_h2f(nd_d2h(S[%d].f));\n", (int)sid, j); break;
-    case NPY_FLOAT: nd_sb_printf(sb, "const float v%d = (float)S[%d].f;\n", (int)sid, j); break;
-    case NPY_DOUBLE: nd_sb_printf(sb, "const double v%d = S[%d].f;\n", (int)sid, j); break;
-    case NPY_CFLOAT:
-        nd_sb_printf(sb, "const nd_c64 v%d = nd_cmk_cf((float)S[%d].c.re, (float)S[%d].c.im);\n", (int)sid, j, j);
-        break;
-    case NPY_CDOUBLE:
-        nd_sb_printf(sb, "const nd_c128 v%d = nd_cmk_cd(S[%d].c.re, S[%d].c.im);\n", (int)sid, j, j);
-        break;
-    case NPY_UBYTE: case NPY_USHORT: case NPY_UINT: case NPY_ULONG: case NPY_ULONGLONG:
-        nd_sb_printf(sb, "const %s v%d = (%s)S[%d].u;\n", T, (int)sid, T, j);
-        break;
-    default:
-        nd_sb_printf(sb, "const %s v%d = (%s)S[%d].i;\n", T, (int)sid, T, j);
-        break;
-    }
+    int t = c->g->nodes[sid].dtype;
+    nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(t), (int)sid);
+    nd_cg_param(c->sb, t, j);
+    nd_sb_puts(c->sb, ";\n");
 }
 
 static void prologue(kctx *c)
@@ -172,18 +154,46 @@ static int body(kctx *c, const char *jv, const uint8_t *which)
     return 0;
 }
 
-static void store(kctx *c, int o, nd_id val, const char *pfx, const char *jv)
+/* "lv = v<val>" converted to dtype `to` and its storage */
+static void store_val(kctx *c, const char *lv, nd_id val, int to)
 {
-    nd_kop *op = &c->k->ops[o];
-    char e[96], v[32];
-    elem(e, sizeof e, c, o, pfx, jv);
+    char v[32];
     snprintf(v, sizeof v, "v%d", (int)val);
     nd_sb t;
     nd_sb_init(&t);
-    nd_cg_cast(&t, v, c->g->nodes[val].dtype, op->dtype);
-    if (!t.oom) nd_cg_store(c->sb, e, t.p, op->dtype);
+    nd_cg_cast(&t, v, c->g->nodes[val].dtype, to);
+    if (!t.oom) nd_cg_store(c->sb, lv, t.p, to);
     else c->sb->oom = 1;
     nd_sb_free(&t);
+}
+
+static void store(kctx *c, int o, nd_id val, const char *pfx, const char *jv)
+{
+    char e[96];
+    elem(e, sizeof e, c, o, pfx, jv);
+    store_val(c, e, val, c->k->ops[o].dtype);
+}
+
+/* output o at the element bound by the dims in `bound` (j = jv), in a
+ * block of its own */
+static void store_at(kctx *c, int o, uint32_t bound, nd_id val, const char *jv)
+{
+    nd_sb_puts(c->sb, "{\n");
+    pointer(c, o, bound, "q");
+    store(c, o, val, "q", jv);
+    nd_sb_puts(c->sb, "}\n");
+}
+
+/* i<d> for the dims in `mask` from the task number in r_ (C order) */
+static void bind_dims(kctx *c, uint32_t mask)
+{
+    int first = -1;
+    for (int d = 0; d < c->R; d++) if (mask & (1u << d)) { first = d; break; }
+    for (int d = c->R - 1; d >= 0; d--) {
+        if (!(mask & (1u << d))) continue;
+        if (d == first) nd_sb_printf(c->sb, "const int64_t i%d = r_;\n", d);
+        else nd_sb_printf(c->sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
+    }
 }
 
 /* The task loop header: tasks over the dims in `td` (a mask, outer first)
@@ -206,13 +216,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
         nd_sb_puts(sb, "const int64_t jb_ = r_ % nb_;\nr_ /= nb_;\n");
         nd_sb_printf(sb, "const int64_t j0 = jb_ * %d, j1 = ND_MIN(j0 + %d, n%d);\n", blk, blk, bdim);
     }
-    int first = -1;
-    for (int d = 0; d < c->R; d++) if (td & (1u << d)) { first = d; break; }
-    for (int d = c->R - 1; d >= 0; d--) {
-        if (!(td & (1u << d))) continue;
-        if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
-        else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
-    }
+    bind_dims(c, td);
 }
 
 static int kernel_cost(kctx *c)
@@ -258,15 +262,9 @@ static int gen_pointwise(kctx *c)
         nd_sb_puts(sb, "for (int64_t j = jt; j < je; j++) {\n");
         if (body(c, "j", NULL) < 0) return -1;
         for (int o = k->nin; o < k->nin + k->nout; o++) {
-            char lv[32], v[32];
+            char lv[32];
             snprintf(lv, sizeof lv, "tl%d[j - jt]", o);
-            snprintf(v, sizeof v, "v%d", (int)k->oval[o - k->nin]);
-            nd_sb t;
-            nd_sb_init(&t);
-            nd_cg_cast(&t, v, c->g->nodes[k->oval[o - k->nin]].dtype, k->ops[o].dtype);
-            if (t.oom) { nd_sb_free(&t); return nd_sb_check(&t); }
-            nd_cg_store(sb, lv, t.p, k->ops[o].dtype);
-            nd_sb_free(&t);
+            store_val(c, lv, k->oval[o - k->nin], k->ops[o].dtype);
         }
         nd_sb_puts(sb, "}\n");
         for (int o = k->nin; o < k->nin + k->nout; o++)
@@ -290,18 +288,40 @@ typedef struct redop {
     int uf;           /* reducing ufunc, or ND_RED_ARGMAX/ARGMIN */
     int acc;          /* accumulation dtype */
     int kind;
-    char AT[24];      /* C type of the accumulator */
+    int adt;          /* dtype of the accumulator variable (acc, or its unsigned twin) */
+    int upd;          /* ufunc whose C form folds a value into the accumulator */
+    const char *AT;   /* C type of the accumulator */
     char clause[8];   /* omp reduction operator for RK_SIMD */
     char init[48];
 } redop;
 
-static const char *unsigned_of(const char *T)
+/* A cascade (pairwise) sum keeps one running sum per part: a complex sum is
+ * the sums of its real and imaginary parts. tag names a part's variables,
+ * sel reads it out of a value. */
+typedef struct rpart { const char *tag, *sel; } rpart;
+static const rpart REAL_PART[1] = {{"", ""}};
+static const rpart CPLX_PARTS[2] = {{"r", "__real__ "}, {"i", "__imag__ "}};
+
+static int parts_of(const redop *r, const rpart **p)
 {
-    if (!strcmp(T, "int8_t")) return "uint8_t";
-    if (!strcmp(T, "int16_t")) return "uint16_t";
-    if (!strcmp(T, "int32_t")) return "uint32_t";
-    if (!strcmp(T, "int64_t")) return "uint64_t";
-    return T;
+    if (nd_cg_is_complex(r->acc)) { *p = CPLX_PARTS; return 2; }
+    *p = REAL_PART;
+    return 1;
+}
+static const char *part_ctype(const redop *r) { return ctype_of(nd_cg_part_dtype(r->acc)); }
+static const char *part_sfx(const redop *r) { return nd_cg_sfx(nd_cg_part_dtype(r->acc)); }
+
+/* integers sum and multiply in their unsigned twin: wrapping, no UB */
+static int unsigned_twin(int t)
+{
+    switch (t) {
+    case NPY_BYTE: return NPY_UBYTE;
+    case NPY_SHORT: return NPY_USHORT;
+    case NPY_INT: return NPY_UINT;
+    case NPY_LONG: return NPY_ULONG;
+    case NPY_LONGLONG: return NPY_ULONGLONG;
+    default: return t;
+    }
 }
 
 static void int_limit(char *buf, size_t n, const char *T, int max)
@@ -318,48 +338,43 @@ static void int_limit(char *buf, size_t n, const char *T, int max)
 static int redop_make(redop *r, int uf, int acc)
 {
     memset(r, 0, sizeof *r);
-    r->uf = uf;
-    r->acc = acc;
+    r->uf = r->upd = uf;
+    r->acc = r->adt = acc;
     if (!nd_cg_dtype_ok(acc)) return -1;
     const char *T = ctype_of(acc);
-    snprintf(r->AT, sizeof r->AT, "%s", T);
-    int fl = is_cls_float(acc), cx = is_cls_cplx(acc), in = is_cls_int(acc);
+    r->AT = T;
+    int fl = is_cls_float(acc), cx = nd_cg_is_complex(acc), in = is_cls_int(acc);
     const char *inf = acc == NPY_DOUBLE ? "INFINITY" : "(float)INFINITY";
     switch (uf) {
     case ND_UF_ADD:
         if (fl || cx) { r->kind = RK_CASCADE; snprintf(r->init, sizeof r->init, "0"); return 0; }
         if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "|"); strcpy(r->init, "0"); return 0; }
-        snprintf(r->AT, sizeof r->AT, "%s", unsigned_of(T));
+        r->adt = unsigned_twin(acc);
+        r->AT = ctype_of(r->adt);
         r->kind = RK_SIMD; strcpy(r->clause, "+"); strcpy(r->init, "0");
         return 0;
     case ND_UF_MULTIPLY:
         if (cx) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "nd_cmk_%s(1, 0)", nd_cg_sfx(acc)); return 0; }
         if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "&"); strcpy(r->init, "1"); return 0; }
-        if (in) snprintf(r->AT, sizeof r->AT, "%s", unsigned_of(T));
+        if (in) { r->adt = unsigned_twin(acc); r->AT = ctype_of(r->adt); }
         if (acc == NPY_HALF) { r->kind = RK_SEQ; strcpy(r->init, "1"); return 0; }  /* float product */
         r->kind = RK_SIMD; strcpy(r->clause, "*"); strcpy(r->init, "1");
         return 0;
-    case ND_UF_MAXIMUM: case ND_UF_MINIMUM: {
-        int mx = uf == ND_UF_MAXIMUM;
-        if (fl) { r->kind = RK_FMINMAX; snprintf(r->init, sizeof r->init, "%s%s", mx ? "-" : "", inf); return 0; }
-        if (in) {
-            r->kind = RK_SIMD; strcpy(r->clause, mx ? "max" : "min");
-            int_limit(r->init, sizeof r->init, T, !mx);
-            return 0;
-        }
-        return -1;
-    }
-    case ND_UF_FMAX: case ND_UF_FMIN:
+    case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
+        int mx = uf == ND_UF_MAXIMUM || uf == ND_UF_FMAX, fnan = uf == ND_UF_FMAX || uf == ND_UF_FMIN;
+        if (fl && !fnan) { r->kind = RK_FMINMAX; snprintf(r->init, sizeof r->init, "%s%s", mx ? "-" : "", inf); return 0; }
         if (fl) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "(%s)NAN", T); return 0; }
-        if (in) {
-            int mx = uf == ND_UF_FMAX;
-            r->kind = RK_SIMD; strcpy(r->clause, mx ? "max" : "min");
-            int_limit(r->init, sizeof r->init, T, !mx);
-            return 0;
-        }
-        return -1;
+        if (!in) return -1;
+        r->kind = RK_SIMD;
+        strcpy(r->clause, mx ? "max" : "min");
+        int_limit(r->init, sizeof r->init, T, !mx);
+        return 0;
+    }
     case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR:
         if (acc != NPY_BOOL) return -1;
+        /* on 0/1 bools the logical ops are the bitwise ones, which
+         * vectorize as reductions */
+        r->upd = uf == ND_UF_LOGICAL_AND ? ND_UF_BITWISE_AND : ND_UF_BITWISE_OR;
         r->kind = RK_SIMD;
         strcpy(r->clause, uf == ND_UF_LOGICAL_AND ? "&" : "|");
         strcpy(r->init, uf == ND_UF_LOGICAL_AND ? "1" : "0");
@@ -381,45 +396,25 @@ static int redop_make(redop *r, int uf, int acc)
     }
 }
 
-/* "acc = acc OP v;" for an accumulator of type r->AT and a value of r->acc */
+/* the redop of REDUCE/SCAN node id; -1 when it has no C form */
+static int redop_of(nd_graph *g, nd_id id, redop *r)
+{
+    nd_node *n = &g->nodes[id];
+    return redop_make(r, n->sub, n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype);
+}
+
+/* "acc = acc OP v;": the ufunc's own C form on the accumulator's dtype.
+ * NumPy's reductions multiply complex numbers without the FMA its
+ * multiply array loop uses. */
 static void red_update(nd_sb *sb, const redop *r, const char *acc, const char *v)
 {
-    const char *s = nd_cg_sfx(r->acc);
-    int fl = is_cls_float(r->acc), cx = is_cls_cplx(r->acc);
-    switch (r->uf) {
-    case ND_UF_ADD:
-        if (r->acc == NPY_BOOL) nd_sb_printf(sb, "%s = (nd_bool)(%s | %s);\n", acc, acc, v);
-        else if (fl || cx) nd_sb_printf(sb, "%s = %s + %s;\n", acc, acc, v);
-        else nd_sb_printf(sb, "%s = (%s)(%s + (%s)%s);\n", acc, r->AT, acc, r->AT, v);
-        return;
-    case ND_UF_MULTIPLY:
-        if (cx) nd_sb_printf(sb, "%s = nd_cmul_%s(%s, %s);\n", acc, s, acc, v);
-        else if (r->acc == NPY_BOOL) nd_sb_printf(sb, "%s = (nd_bool)(%s & %s);\n", acc, acc, v);
-        else if (fl) nd_sb_printf(sb, "%s = %s * %s;\n", acc, acc, v);
-        else nd_sb_printf(sb, "%s = (%s)(%s * (%s)%s);\n", acc, r->AT, acc, r->AT, v);
-        return;
-    case ND_UF_MAXIMUM: case ND_UF_FMAX:
-        if (fl) nd_sb_printf(sb, "%s = nd_%s_%s(%s, %s);\n", acc, r->uf == ND_UF_MAXIMUM ? "max" : "fmax",
-                             r->acc == NPY_DOUBLE ? "d" : "f", acc, v);
-        else nd_sb_printf(sb, "%s = %s > %s ? %s : %s;\n", acc, v, acc, v, acc);
-        return;
-    case ND_UF_MINIMUM: case ND_UF_FMIN:
-        if (fl) nd_sb_printf(sb, "%s = nd_%s_%s(%s, %s);\n", acc, r->uf == ND_UF_MINIMUM ? "min" : "fmin",
-                             r->acc == NPY_DOUBLE ? "d" : "f", acc, v);
-        else nd_sb_printf(sb, "%s = %s < %s ? %s : %s;\n", acc, v, acc, v, acc);
-        return;
-    case ND_UF_LOGICAL_AND: case ND_UF_BITWISE_AND:
-        nd_sb_printf(sb, "%s = (%s)(%s & %s);\n", acc, r->AT, acc, v);
-        return;
-    case ND_UF_LOGICAL_OR: case ND_UF_BITWISE_OR:
-        nd_sb_printf(sb, "%s = (%s)(%s | %s);\n", acc, r->AT, acc, v);
-        return;
-    case ND_UF_BITWISE_XOR:
-        nd_sb_printf(sb, "%s = (%s)(%s ^ %s);\n", acc, r->AT, acc, v);
-        return;
-    default:
-        return;
-    }
+    int e = 0;
+    nd_sb_printf(sb, "%s = ", acc);
+    if (r->upd == ND_UF_MULTIPLY && nd_cg_is_complex(r->adt))
+        nd_sb_printf(sb, "nd_cmul_%s(%s, %s)", nd_cg_sfx(r->adt), acc, v);
+    else if (nd_cg_ufunc(sb, r->upd, 0, r->adt, acc, v, &e) < 0)
+        sb->oom = 1;  /* redop_make admits only ufuncs with a form */
+    nd_sb_puts(sb, ";\n");
 }
 
 /* argmax/argmin: "if (better) { bv = v; bi = idx; }" */
@@ -439,14 +434,11 @@ static void arg_update(nd_sb *sb, const redop *r, const char *bv, const char *bi
 static void acc_decl(kctx *c, const redop *r, const char *x)
 {
     nd_sb *sb = c->sb;
+    const rpart *p;
     switch (r->kind) {
     case RK_CASCADE:
-        if (is_cls_cplx(r->acc)) {
-            const char *RT = r->acc == NPY_CFLOAT ? "float" : "double";
-            nd_sb_printf(sb, "%s csr%s[64], csi%s[64];\nuint64_t ccr%s = 0, cci%s = 0;\n", RT, x, x, x, x);
-        } else {
-            nd_sb_printf(sb, "%s cs%s[64];\nuint64_t cc%s = 0;\n", r->AT, x, x);
-        }
+        for (int q = 0, np = parts_of(r, &p); q < np; q++)
+            nd_sb_printf(sb, "%s cs%s%s[64];\nuint64_t cc%s%s = 0;\n", part_ctype(r), p[q].tag, x, p[q].tag, x);
         return;
     case RK_FMINMAX:
         nd_sb_printf(sb, "%s acc%s = %s;\nint nan%s = 0;\n", r->AT, x, r->init, x);
@@ -460,6 +452,18 @@ static void acc_decl(kctx *c, const redop *r, const char *x)
     }
 }
 
+/* push into cascade x each part of value v, or (v NULL) the block sums bs<tag>_ */
+static void cascade_push(kctx *c, const redop *r, const char *x, const char *v)
+{
+    const rpart *p;
+    char val[128];
+    for (int q = 0, np = parts_of(r, &p); q < np; q++) {
+        if (v) snprintf(val, sizeof val, "%s%s", p[q].sel, v);
+        else snprintf(val, sizeof val, "bs%s_", p[q].tag);
+        nd_sb_printf(c->sb, "nd_cas_push_%s(cs%s%s, &cc%s%s, %s);\n", part_sfx(r), p[q].tag, x, p[q].tag, x, val);
+    }
+}
+
 /* The value to accumulate: "const AT cv_ = cast(v<val>)". */
 static void acc_value(kctx *c, const redop *r, nd_id val, const char *name)
 {
@@ -470,6 +474,15 @@ static void acc_value(kctx *c, const redop *r, nd_id val, const char *name)
     nd_sb_puts(c->sb, ";\n");
 }
 
+/* "for (j = lo; j < hi; j++) {" with the element's values and cv_ */
+static int elem_loop(kctx *c, const redop *r, nd_id val, const uint8_t *which, const char *lo, const char *hi)
+{
+    nd_sb_printf(c->sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
+    if (body(c, "j", which) < 0) return -1;
+    acc_value(c, r, val, "cv_");
+    return 0;
+}
+
 /* The inner loop over the innermost (reduced) dim, from j = lo to hi,
  * accumulating v<val> into accumulator `x`. `flat` is the C expression of
  * the flat index over the reduced dims without j's term (argmax). */
@@ -478,63 +491,50 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
 {
     nd_sb *sb = c->sb;
     const char *err = c->uses_err ? " reduction(|:nd_err)" : "";
+    char a[32];
+    snprintf(a, sizeof a, "acc%s", x);
     switch (r->kind) {
     case RK_CASCADE: {
-        int cx = is_cls_cplx(r->acc);
-        const char *RT = r->acc == NPY_CFLOAT ? "float" : r->acc == NPY_CDOUBLE ? "double" : r->AT;
-        const char *s = (r->acc == NPY_DOUBLE || r->acc == NPY_CDOUBLE) ? "d" : "f";
+        /* blocks of ND_RBLOCK summed by a vector loop, pushed into the cascade */
+        const rpart *p;
+        int np = parts_of(r, &p);
         nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n", lo, hi);
-        nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n", hi);
-        if (cx) nd_sb_printf(sb, "%s br_ = 0, bi_ = 0;\n#pragma omp simd reduction(+:br_, bi_)%s\n", RT, err);
-        else nd_sb_printf(sb, "%s bs_ = 0;\n#pragma omp simd reduction(+:bs_)%s\n", RT, err);
-        nd_sb_puts(sb, "for (int64_t j = jb_; j < je_; j++) {\n");
-        if (body(c, "j", which) < 0) return -1;
-        acc_value(c, r, val, "cv_");
-        if (cx) nd_sb_puts(sb, "br_ += __real__ cv_;\nbi_ += __imag__ cv_;\n}\n");
-        else nd_sb_puts(sb, "bs_ += cv_;\n}\n");
-        if (cx) nd_sb_printf(sb, "nd_cas_push_%s(csr%s, &ccr%s, br_);\nnd_cas_push_%s(csi%s, &cci%s, bi_);\n}\n",
-                             s, x, x, s, x, x);
-        else nd_sb_printf(sb, "nd_cas_push_%s(cs%s, &cc%s, bs_);\n}\n", s, x, x);
+        nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n%s ", hi, part_ctype(r));
+        for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_ = 0", q ? ", " : "", p[q].tag);
+        nd_sb_puts(sb, ";\n#pragma omp simd reduction(+:");
+        for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_", q ? ", " : "", p[q].tag);
+        nd_sb_printf(sb, ")%s\n", err);
+        if (elem_loop(c, r, val, which, "jb_", "je_") < 0) return -1;
+        for (int q = 0; q < np; q++) nd_sb_printf(sb, "bs%s_ += %scv_;\n", p[q].tag, p[q].sel);
+        nd_sb_puts(sb, "}\n");
+        cascade_push(c, r, x, NULL);
+        nd_sb_puts(sb, "}\n");
         return 0;
     }
-    case RK_SIMD: {
+    case RK_SIMD:
         nd_sb_printf(sb, "{\n%s bs_ = %s;\n#pragma omp simd reduction(%s:bs_)%s\n", r->AT, r->init, r->clause, err);
-        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
-        if (body(c, "j", which) < 0) return -1;
-        acc_value(c, r, val, "cv_");
+        if (elem_loop(c, r, val, which, lo, hi) < 0) return -1;
         red_update(sb, r, "bs_", "cv_");
         nd_sb_puts(sb, "}\n");
-        char a[32];
-        snprintf(a, sizeof a, "acc%s", x);
         red_update(sb, r, a, "bs_");
         nd_sb_puts(sb, "}\n");
         return 0;
-    }
     case RK_FMINMAX: {
         int mx = r->uf == ND_UF_MAXIMUM;
         nd_sb_printf(sb, "{\n%s bs_ = %s;\nint bn_ = 0;\n#pragma omp simd reduction(%s:bs_) reduction(|:bn_)%s\n",
                      r->AT, r->init, mx ? "max" : "min", err);
-        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
-        if (body(c, "j", which) < 0) return -1;
-        acc_value(c, r, val, "cv_");
+        if (elem_loop(c, r, val, which, lo, hi) < 0) return -1;
         nd_sb_printf(sb, "bs_ = cv_ %s bs_ ? cv_ : bs_;\nbn_ |= (cv_ != cv_);\n}\n", mx ? ">" : "<");
         nd_sb_printf(sb, "acc%s = bs_ %s acc%s ? bs_ : acc%s;\nnan%s |= bn_;\n}\n", x, mx ? ">" : "<", x, x, x);
         return 0;
     }
-    case RK_SEQ: {
-        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
-        if (body(c, "j", which) < 0) return -1;
-        acc_value(c, r, val, "cv_");
-        char a[32];
-        snprintf(a, sizeof a, "acc%s", x);
+    case RK_SEQ:
+        if (elem_loop(c, r, val, which, lo, hi) < 0) return -1;
         red_update(sb, r, a, "cv_");
         nd_sb_puts(sb, "}\n");
         return 0;
-    }
     case RK_ARG: {
-        nd_sb_printf(sb, "for (int64_t j = %s; j < %s; j++) {\n", lo, hi);
-        if (body(c, "j", which) < 0) return -1;
-        acc_value(c, r, val, "cv_");
+        if (elem_loop(c, r, val, which, lo, hi) < 0) return -1;
         char bv[32], bi[32], idx[160];
         snprintf(bv, sizeof bv, "bv%s", x);
         snprintf(bi, sizeof bi, "bi%s", x);
@@ -551,17 +551,19 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
 static void acc_final(kctx *c, const redop *r, const char *x)
 {
     nd_sb *sb = c->sb;
-    const char *s = (r->acc == NPY_DOUBLE || r->acc == NPY_CDOUBLE) ? "d" : "f";
     switch (r->kind) {
-    case RK_CASCADE:
-        if (is_cls_cplx(r->acc))
-            nd_sb_printf(sb, "const %s res%s = nd_cmk_%s(nd_cas_sum_%s(csr%s, ccr%s, 0), nd_cas_sum_%s(csi%s, cci%s, 0));\n",
-                         r->AT, x, nd_cg_sfx(r->acc), s, x, x, s, x, x);
-        else if (r->acc == NPY_HALF)
-            nd_sb_printf(sb, "const float res%s = nd_rh(nd_cas_sum_f(cs%s, cc%s, 0));\n", x, x, x);
-        else
-            nd_sb_printf(sb, "const %s res%s = nd_cas_sum_%s(cs%s, cc%s, 0);\n", r->AT, x, s, x, x);
+    case RK_CASCADE: {
+        /* the parts' sums, made one value of the accumulation dtype (a
+         * float16 sum is rounded to half once, at the end) */
+        const rpart *p;
+        int np = parts_of(r, &p);
+        const char *wrap = np > 1 ? "nd_cmk_" : r->acc == NPY_HALF ? "nd_rh" : "";
+        nd_sb_printf(sb, "const %s res%s = %s%s%s", r->AT, x, wrap, np > 1 ? nd_cg_sfx(r->acc) : "", *wrap ? "(" : "");
+        for (int q = 0; q < np; q++)
+            nd_sb_printf(sb, "%snd_cas_sum_%s(cs%s%s, cc%s%s, 0)", q ? ", " : "", part_sfx(r), p[q].tag, x, p[q].tag, x);
+        nd_sb_puts(sb, *wrap ? ");\n" : ";\n");
         return;
+    }
     case RK_FMINMAX:
         nd_sb_printf(sb, "const %s res%s = nan%s ? (%s)NAN : acc%s;\n", r->AT, x, x, r->AT, x);
         return;
@@ -594,7 +596,7 @@ static void red_result(kctx *c, const redop *r, nd_id rid, const char *x)
     }
     nd_sb_printf(sb, "const %s v%d = ", ctype_of(rn->dtype), (int)rid);
     if (r->kind == RK_ARG) nd_cg_cast(sb, res, NPY_LONGLONG, rn->dtype);
-    else if (strcmp(r->AT, ctype_of(r->acc))) {
+    else if (r->adt != r->acc) {
         /* unsigned accumulator of a signed dtype */
         char t[64];
         snprintf(t, sizeof t, "(%s)%s", ctype_of(r->acc), res);
@@ -611,13 +613,7 @@ static void acc_combine(kctx *c, const redop *r, const char *x, const char *p, c
     char a[32];
     switch (r->kind) {
     case RK_CASCADE:
-        if (is_cls_cplx(r->acc)) {
-            const char *s = r->acc == NPY_CFLOAT ? "f" : "d";
-            nd_sb_printf(sb, "nd_cas_push_%s(csr%s, &ccr%s, __real__ %s);\nnd_cas_push_%s(csi%s, &cci%s, __imag__ %s);\n",
-                         s, x, x, p, s, x, x, p);
-        } else {
-            nd_sb_printf(sb, "nd_cas_push_%s(cs%s, &cc%s, %s);\n", r->acc == NPY_DOUBLE ? "d" : "f", x, x, p);
-        }
+        cascade_push(c, r, x, p);
         return;
     case RK_FMINMAX: {
         int mx = r->uf == ND_UF_MAXIMUM;
@@ -679,24 +675,23 @@ static void flat_expr(kctx *c, char *buf, size_t n, int with_inner_scale)
     }
 }
 
+/* a value computed once per row from the reductions' results */
+static int row_value(kctx *c, nd_id v)
+{
+    nd_node *vn = &c->g->nodes[v];
+    if (vn->op != ND_OP_VIEW) return nd_cg_node(c->g, v, c->sb, &c->uses_err);
+    nd_sb_printf(c->sb, "const %s v%d = v%d;\n", ctype_of(vn->dtype), (int)v, (int)vn->in[0]);
+    return 0;
+}
+
 /* the epilogue: row values computed from the reduction's result (e.g.
  * sqrt(sum(...))), then every output stored at pointer prefix q */
 static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
 {
     nd_kernel *k = c->k;
-    for (int i = 0; i < k->nrow; i++) {
-        nd_id v = k->rowv[i];
-        nd_node *vn = &c->g->nodes[v];
-        if (vn->op == ND_OP_VIEW)
-            nd_sb_printf(c->sb, "const %s v%d = v%d;\n", ctype_of(vn->dtype), (int)v, (int)vn->in[0]);
-        else if (nd_cg_node(c->g, v, c->sb, &c->uses_err) < 0) return -1;
-    }
-    for (int o = k->nin; o < k->nin + k->nout; o++) {
-        nd_sb_puts(c->sb, "{\n");
-        pointer(c, o, bound, "q");
-        store(c, o, k->oval[o - k->nin], "q", jv);
-        nd_sb_puts(c->sb, "}\n");
-    }
+    for (int i = 0; i < k->nrow; i++)
+        if (row_value(c, k->rowv[i]) < 0) return -1;
+    for (int o = k->nin; o < k->nin + k->nout; o++) store_at(c, o, bound, k->oval[o - k->nin], jv);
     return 0;
 }
 
@@ -751,10 +746,9 @@ static int gen_reduce(kctx *c)
 {
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
-    nd_node *rn = &c->g->nodes[k->root];
     int R = c->R;
     redop r;
-    if (redop_make(&r, rn->sub, rn->in_dtype[0] >= 0 ? rn->in_dtype[0] : rn->dtype) < 0) {
+    if (redop_of(c->g, k->root, &r) < 0) {
         PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
         return -1;
     }
@@ -840,8 +834,7 @@ static int gen_scan(kctx *c)
     nd_node *sn = &c->g->nodes[k->root];
     int R = c->R;
     redop r;
-    if (redop_make(&r, sn->sub, sn->in_dtype[0] >= 0 ? sn->in_dtype[0] : sn->dtype) < 0 ||
-        r.kind == RK_ARG) {
+    if (redop_of(c->g, k->root, &r) < 0 || r.kind == RK_ARG) {
         PyErr_SetString(PyExc_NotImplementedError, "numdyn: scan without a C form");
         return -1;
     }
@@ -998,15 +991,7 @@ static int gen_row(kctx *c)
     nd_sb_puts(sb, "if (!ok_) nd_err |= ND_ERR_NOMEM;\n");
     nd_sb_puts(sb, "#pragma omp for schedule(static)\nfor (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
     nd_sb_puts(sb, "if (!ok_) continue;\nint64_t r_ = t_;\n(void)r_;\n");
-    {
-        int first = -1;
-        for (int d = 0; d < R; d++) if (kept & (1u << d)) { first = d; break; }
-        for (int d = R - 1; d >= 0; d--) {
-            if (!(kept & (1u << d))) continue;
-            if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
-            else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
-        }
-    }
+    bind_dims(c, kept);
     char flat[256], rowidx[300];
     flat_expr(c, flat, sizeof flat, 1);
     snprintf(rowidx, sizeof rowidx, "rb_ + j");
@@ -1022,7 +1007,7 @@ static int gen_row(kctx *c)
             redop r;
             char x[16];
             snprintf(x, sizeof x, "%d", p);
-            if (redop_make(&r, rn->sub, rn->in_dtype[0] >= 0 ? rn->in_dtype[0] : rn->dtype) < 0) {
+            if (redop_of(g, rid, &r) < 0) {
                 PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
                 goto out;
             }
@@ -1053,9 +1038,7 @@ static int gen_row(kctx *c)
                     if (member && !done[in]) ready = 0;
                 }
                 if (!ready) continue;
-                if (vn->op == ND_OP_VIEW)
-                    nd_sb_printf(sb, "const %s v%d = v%d;\n", ctype_of(vn->dtype), (int)v, (int)vn->in[0]);
-                else if (nd_cg_node(g, v, sb, &c->uses_err) < 0) goto out;
+                if (row_value(c, v) < 0) goto out;
                 done[v] = 1;
             }
             /* row outputs that are ready */
@@ -1063,10 +1046,7 @@ static int gen_row(kctx *c)
                 nd_kop *op = &k->ops[o];
                 if (!done[op->buf] || dom_out(c, o)) continue;
                 if (done[op->buf] == 2) continue;
-                nd_sb_puts(sb, "{\n");
-                pointer(c, o, kept, "q");
-                store(c, o, op->buf, "q", "0");
-                nd_sb_puts(sb, "}\n");
+                store_at(c, o, kept, op->buf, "0");
                 done[op->buf] = 2;
             }
         } else if (ndom) {
@@ -1244,15 +1224,12 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
 
 int nd_cg_reduce_supported(nd_graph *g, nd_id id)
 {
-    nd_node *n = &g->nodes[id];
     redop r;
-    return redop_make(&r, n->sub, n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype) == 0;
+    return redop_of(g, id, &r) == 0;
 }
 
 int nd_cg_scan_supported(nd_graph *g, nd_id id)
 {
-    nd_node *n = &g->nodes[id];
     redop r;
-    int acc = n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype;
-    return redop_make(&r, n->sub, acc) == 0 && r.kind != RK_ARG;
+    return redop_of(g, id, &r) == 0 && r.kind != RK_ARG;
 }

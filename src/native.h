@@ -149,6 +149,14 @@ int nd_cg_elsize(int dtype);             /* bytes of one element */
 /* append "<ctype> v<id> = <expr>;" for a pointwise node; the inputs'
  * variables v<in> already exist. -1 + exception when unsupported. */
 int nd_cg_node(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err);
+/* append the C form of ufunc `uf` (output `aux`) over loop dtype `loop`
+ * applied to operand texts a, b; sets *uses_err when it collects error
+ * bits. -1 (no exception) when the ufunc has no loop for that dtype. */
+int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char *b, int *uses_err);
+/* the value of scalar parameter S[j] as dtype t's computation type */
+void nd_cg_param(nd_sb *sb, int t, int j);
+int nd_cg_is_complex(int dtype);
+int nd_cg_part_dtype(int dtype);         /* complex: the dtype of each part; else dtype */
 /* an expression converting `expr` (a value of computation type `from`) to `to` */
 void nd_cg_cast(nd_sb *sb, const char *expr, int from, int to);
 void nd_cg_load(nd_sb *sb, const char *ptr_elem, int dtype);   /* value from storage */

@@ -25,8 +25,11 @@ import tempfile
 
 import pytest
 
-# tests/ itself holds helper modules (oracle.py, fuzz_gen.py).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/ itself holds helper modules (oracle.py, fuzz_gen.py); bench/ holds
+# the NumPy programs the benchmarks time and the tests check (programs.py).
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _TESTS)
+sys.path.append(os.path.join(os.path.dirname(_TESTS), "bench"))
 
 # ---- kernel cache: before anything imports numdyn -------------------------
 _OWN_CACHE = None

@@ -1361,25 +1361,99 @@ def collect_programs(mode: str, n: int, *, derandomize: bool = True,
     return out
 
 
-class Report:
-    """Outcome of running many programs against one backend."""
+def batch(progs) -> Program:
+    """One Program running every program of progs, in order, in one call:
+    each keeps its own source as a nested function (its names and text
+    unchanged; numdyn remaps np inside nested functions too), and the batch
+    returns the tuple of their results. Traced as one function, the batch
+    flushes once (plus the programs' own graph breaks), so its kernels
+    compile in one compiler run instead of one per program. None of progs
+    may raise: an exception would hide the later programs' results."""
+    assert progs and not any(p.raises for p in progs)
+    params, args, body, calls = [], [], [], []
+    for i, p in enumerate(progs):
+        mine = [f"p{i}_{n}" for n in p.params]
+        params += mine
+        args += list(p.args)
+        body += p.source(f"prog{i}").rstrip("\n").splitlines()
+        calls.append(f"prog{i}({', '.join(mine)})")
+    return Program(params, args, body, "(" + ", ".join(calls) + ",)", mode="batch")
 
-    def __init__(self, backend: str, max_reports: int | None = None, compiler=None):
+
+class Report:
+    """Outcome of running many programs against one backend.
+
+    Programs are checked in batches of `batch_size` (see batch()): a batch
+    that agrees with NumPy on every result and argument clears all its
+    programs; one that does not is checked again program by program, so
+    each failure is reported (and minimized) as the program's own. A batch
+    that fails while each of its programs passes alone is a failure too,
+    reported with the batch's reproducer. A program never shares a batch
+    with another of the same source (its value variants): those run in a
+    later batch, so they exercise kernels cached by an earlier call."""
+
+    def __init__(self, backend: str, max_reports: int | None = None, compiler=None,
+                 batch_size: int = 1):
         import os
         self.backend = backend
         self.compiler = compiler
+        self.batch_size = batch_size
         # how many kinds of failure get a minimized reproducer
         self.max_reports = (int(os.environ.get("NUMDYN_FUZZ_REPORTS", "4"))
                             if max_reports is None else max_reports)
         self.ran = 0
         self.failed = 0
+        self.batches = 0
         self.groups: dict = {}   # signature -> [count, first failing program, message]
+        self._open: list = []    # batches being filled: [(sources, programs)]
 
     def check(self, prog: Program):
+        """Check prog (now, or with its batch once the batch is full)."""
+        if prog.raises or self.batch_size <= 1:
+            self._check_one(prog)
+            return
+        src = prog.source()
+        for i, (sources, progs) in enumerate(self._open):
+            if src not in sources:
+                break
+        else:
+            self._open.append((set(), []))
+            i = len(self._open) - 1
+        sources, progs = self._open[i]
+        sources.add(src)
+        progs.append(prog)
+        if len(progs) >= self.batch_size:
+            del self._open[i]
+            self._check_batch(progs)
+
+    def flush(self):
+        """Check the programs of batches not yet full."""
+        while self._open:
+            self._check_batch(self._open.pop(0)[1])
+
+    def _check_batch(self, progs):
+        if len(progs) == 1:
+            self._check_one(progs[0])
+            return
+        self.batches += 1
+        whole = batch(progs)
+        msg = _failure(whole, self.backend, self.compiler)
+        if msg is None:
+            self.ran += len(progs)
+            return
+        before = self.failed
+        for p in progs:
+            self._check_one(p)
+        if self.failed == before:
+            self._record(whole, "only in a batch: " + msg)
+
+    def _check_one(self, prog: Program):
         self.ran += 1
         msg = _failure(prog, self.backend, self.compiler)
-        if msg is None:
-            return
+        if msg is not None:
+            self._record(prog, msg)
+
+    def _record(self, prog: Program, msg: str):
         self.failed += 1
         sig = _signature(msg)
         g = self.groups.get(sig)
@@ -1395,12 +1469,16 @@ class Report:
         for sig, (count, _, _) in ranked:
             lines.append(f"  {count:5d} x {sig}")
         for sig, (count, prog, msg) in ranked[:self.max_reports]:
-            small = minimize(prog, self.backend, compiler=self.compiler, budget=40, kind=sig)
-            small_msg = _failure(small, self.backend, self.compiler) or msg
+            if prog.mode == "batch":  # nested functions: not shrinkable statement by statement
+                small, small_msg = prog, msg
+            else:
+                small = minimize(prog, self.backend, compiler=self.compiler, budget=40, kind=sig)
+                small_msg = _failure(small, self.backend, self.compiler) or msg
             lines += ["", "=" * 72, f"[{count} x] {small_msg}", "--- minimized reproducer ---",
                       small.repro(self.backend).rstrip()]
         return "\n".join(lines)
 
     def assert_ok(self):
+        self.flush()
         if self.failed:
             raise AssertionError(self.text())

@@ -16,6 +16,11 @@ returned types, exceptions (type and message) and the arguments' state.
 Each generated program also runs on VARIANTS other argument values of the
 same dtypes and shapes: the same kernels again, new data.
 
+Programs run BATCH at a time in one compiled call (fuzz_gen.batch: each
+program a nested function, unchanged), so their kernels compile in one
+compiler run; a batch that disagrees with NumPy is checked again program by
+program, so every failure is still reported as its own program's.
+
 CI (hypothesis profile "ci": derandomized) runs EXAMPLES generated programs
 per backend here and 500 more in test_fuzz_views.py; `make fuzz` (profile
 "fuzz", NUMDYN_FUZZ_EXAMPLES) searches longer with random seeds. A failing
@@ -34,6 +39,7 @@ import fuzz_gen as fg
 
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 VARIANTS = 2
+BATCH = 32
 
 # (mode, generated programs in CI): 1700 per backend (plus 500 in
 # test_fuzz_views.py), each also run on up to VARIANTS other argument values
@@ -50,7 +56,7 @@ def _corpus(mode, n):
 
 @pytest.mark.parametrize("mode,n", CASES, ids=[m for m, _ in CASES])
 def test_fuzz_programs(backend, mode, n):
-    report = fg.Report(backend)
+    report = fg.Report(backend, batch_size=BATCH)
     if FUZZ:
         # the long search: random (not derandomized), streamed, sized by the
         # "fuzz" profile (NUMDYN_FUZZ_EXAMPLES)
@@ -184,6 +190,53 @@ def test_harness_catches_wrong_results(kind):
             assert "minimized reproducer" in str(e)
             caught += 1
     assert caught >= 5, caught
+
+
+def _bump_float64(r):
+    """r with the first element of every float64 array in it changed."""
+    if isinstance(r, np.ndarray) and r.dtype == np.float64 and r.size:
+        r = r.copy()
+        r.flat[0] += 1
+        return r
+    if isinstance(r, (tuple, list)):
+        return type(r)(_bump_float64(x) for x in r)
+    return r
+
+
+def test_batched_report_blames_each_failing_program():
+    """Checking in batches finds exactly the failures that checking program
+    by program finds, each blamed on its own program."""
+    def make(fn):
+        return lambda *args: _bump_float64(fn(*args))
+    progs = _programs("all", 120)
+    alone = fg.Report("eager", compiler=make)
+    batched = fg.Report("eager", compiler=make, batch_size=8)
+    for p in progs:
+        alone.check(p)
+        batched.check(p)
+    alone.flush()
+    batched.flush()
+    assert batched.batches >= len(progs) // 10
+    assert batched.ran == alone.ran == len(progs)
+    assert 0 < batched.failed == alone.failed < len(progs)
+    assert ({sig: g[0] for sig, g in batched.groups.items()}
+            == {sig: g[0] for sig, g in alone.groups.items()})
+    assert "only in a batch" not in batched.text()
+
+
+def test_batch_only_failure_is_reported():
+    """A disagreement that shows only when programs share a call (each
+    passes alone) still fails, with the batch as the reproducer."""
+    def make(fn):
+        if not fn.__code__.co_varnames[0].startswith("p0_"):
+            return fn
+        return lambda *args: ("wrong",) + tuple(fn(*args))[1:]
+    rep = fg.Report("eager", compiler=make, batch_size=4)
+    for p in [p for p in _programs("all", 120) if not p.raises][:8]:
+        rep.check(p)
+    with pytest.raises(AssertionError, match="only in a batch") as e:
+        rep.assert_ok()
+    assert "def prog0(" in str(e.value)
 
 
 def test_harness_minimizes_failures():

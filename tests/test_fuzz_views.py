@@ -24,6 +24,7 @@ import fuzz_gen as fg
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 VARIANTS = 2
 N_CI = 500   # generated programs per backend in CI (each + VARIANTS value variants)
+BATCH = 32   # programs per compiled call (see test_fuzz_programs.py)
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,7 +33,7 @@ def _corpus(n):
 
 
 def test_fuzz_views(backend):
-    report = fg.Report(backend)
+    report = fg.Report(backend, batch_size=BATCH)
     if FUZZ:
         total = max(N_CI, settings().max_examples // 3)
         fg.collect_programs("views", total, derandomize=False, variants=VARIANTS,

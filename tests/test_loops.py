@@ -7,48 +7,7 @@ import pytest
 
 import numdyn
 from oracle import check
-
-
-def jacobi_2d(A, B, steps):
-    for _ in range(steps):
-        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
-        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
-    return A, B
-
-
-def heat_3d(A, B, steps):
-    for _ in range(steps):
-        B[1:-1, 1:-1, 1:-1] = (
-            0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
-            + 0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1])
-            + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
-            + A[1:-1, 1:-1, 1:-1])
-        A[1:-1, 1:-1, 1:-1] = (
-            0.125 * (B[2:, 1:-1, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[:-2, 1:-1, 1:-1])
-            + 0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1])
-            + 0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, :-2])
-            + B[1:-1, 1:-1, 1:-1])
-    return A, B
-
-
-def levinson_durbin(r, order):
-    """Levinson-Durbin recursion: scalar reads and small vector updates."""
-    a = np.zeros(order + 1)
-    a[0] = 1.0
-    e = r[0]
-    for k in range(1, order + 1):
-        lam = -(r[k] + np.dot(a[1:k], r[k - 1:0:-1])) / e
-        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
-        a[k] = lam
-        e = e * (1.0 - lam * lam)
-    return a, e
-
-
-def gemver(A, u1, v1, u2, v2, w, x, y, z, alpha, beta):
-    A += np.outer(u1, v1) + np.outer(u2, v2)
-    x += beta * (y @ A) + z
-    w += alpha * (A @ x)
-    return A, x, w
+from programs import gemver, heat_3d, jacobi_2d, levinson_durbin
 
 
 def grid(n, seed=0):

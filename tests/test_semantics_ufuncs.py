@@ -6,7 +6,8 @@ wrap-around, shifts by >= the bit width or by negative counts, NaN through
 maximum/minimum (propagates) vs fmax/fmin (ignored), comparisons with NaN,
 signed zeros, float16 rounding after every op, integer power, casts.
 Values are exact for integers and compared with the sign of zero for
-floats where it matters.
+floats where it matters. Each case runs grids of the interesting values plus
+random full-range values (the native backend's vector loops see both).
 """
 import numpy as np
 import pytest
@@ -20,20 +21,30 @@ FLOATS = ["float16", "float32", "float64"]
 COMPLEX = ["complex64", "complex128"]
 
 
-def _int_grid(dt):
-    """Every pair of interesting values of dt (as two flat arrays)."""
+def _random_ints(dt, n=64, seed=0):
+    """n random values over dt's whole range, the extremes first."""
+    info = np.iinfo(dt)
+    a = np.random.default_rng(seed).integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    a[:6] = [info.min, info.max, 0, 1, info.max // 2, info.min // 2 if info.min else 3]
+    return a
+
+
+def _int_grid(dt, random=64):
+    """Every pair of interesting values of dt (as two flat arrays), then
+    `random` pairs of random full-range values."""
     info = np.iinfo(dt)
     vals = [0, 1, 2, 3, 7, info.max, info.max - 1]
     if info.min < 0:
         vals += [-1, -2, -3, -7, info.min, info.min + 1]
     v = np.array(vals, dtype=dt)
     a, b = np.meshgrid(v, v, indexing="ij")
-    return a.ravel().copy(), b.ravel().copy()
+    return (np.concatenate([a.ravel(), _random_ints(dt, random, 1)]),
+            np.concatenate([b.ravel(), _random_ints(dt, random, 2)]))
 
 
 def _float_grid(dt):
     vals = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 3.0, -7.0, 1e-3,
-            np.inf, -np.inf, np.nan, 5.75, -0.1]
+            np.inf, -np.inf, np.nan, 5.75, -0.1, 7.0, 2.5, 1e-300]
     v = np.array(vals, dtype=dt)
     a, b = np.meshgrid(v, v, indexing="ij")
     return a.ravel().copy(), b.ravel().copy()
@@ -47,7 +58,7 @@ def _divmods(a, b):
 
 def _divmod_tuple(a, b):
     q, r = np.divmod(a, b)
-    return q, r
+    return q, r, divmod(a, b)
 
 
 @pytest.mark.parametrize("dt", INTS)
@@ -78,7 +89,7 @@ def test_true_divide_by_zero(backend, dt):
 # ---- integer overflow, negation, abs -----------------------------------------
 
 def _wrap(a, b):
-    return a + b, a - b, a * b, -a, abs(a), np.square(a), a + 1, a * 3
+    return a + b, a - b, a * b, -a, abs(a), np.square(a), a * a, a + 1, a * 3
 
 
 @pytest.mark.parametrize("dt", INTS)
@@ -87,11 +98,14 @@ def test_int_overflow_wraps(backend, dt):
     check(_wrap, a, b, backend=backend)
 
 
-@pytest.mark.parametrize("dt", SIGNED)
+@pytest.mark.parametrize("dt", INTS)
 def test_int_power(backend, dt):
-    """Integer power wraps on overflow; 0 ** 0 == 1; a negative base."""
-    a = np.array([0, 1, -1, 2, -2, 3, 7, -7, 0], dtype=dt)
-    b = np.array([0, 0, 5, 7, 3, 40, 2, 3, 5], dtype=dt)
+    """Integer power (by squaring) wraps on overflow; 0 ** 0 == 1; a
+    negative base."""
+    a = [0, 1, 2, 3, 7, 0] + ([-1, -2, -7] if dt in SIGNED else [255, 254, 9])
+    b = [0, 0, 7, 40, 2, 5, 5, 3, 3]
+    a = np.concatenate([np.array(a, dtype=dt), _random_ints(dt, 16)])
+    b = np.concatenate([np.array(b, dtype=dt), np.arange(16, dtype=dt) % 9])
     check(lambda x, y: (x ** y, np.power(y, 2), x ** 3), a, b, backend=backend)
 
 
@@ -111,6 +125,7 @@ def test_shifts(backend, dt):
     bits = np.iinfo(dt).bits
     info = np.iinfo(dt)
     vals = [1, 3, 5, info.max] + ([-1, -8, info.min] if info.min < 0 else [])
+    vals += [int(v) for v in _random_ints(dt, 12)[6:]]
     counts = [0, 1, 2, bits - 1, bits, bits + 1, 2 * bits] + ([-1, -bits] if info.min < 0 else [])
     a, b = np.meshgrid(np.array(vals, dtype=dt), np.array(counts, dtype=dt), indexing="ij")
     a, b = a.ravel().copy(), b.ravel().copy()
@@ -122,7 +137,11 @@ def test_shifts(backend, dt):
 def test_bitwise(backend, dt):
     a = np.array([0, 1, 5, 7, 1, 0], dtype=dt)
     b = np.array([3, 1, 6, 0, 0, 0], dtype=dt)
-    check(lambda x, y: (x & y, x | y, x ^ y, ~x, np.invert(y), np.bitwise_count(x) if x.dtype != bool else x),
+    if dt != "bool":
+        a = np.concatenate([a, _random_ints(dt, 64, 3)])
+        b = np.concatenate([b, _random_ints(dt, 64, 4)])
+        check(lambda x, y: np.gcd(x, y), a, b, backend=backend)
+    check(lambda x, y: (x & y, x | y, x ^ y, ~x, np.invert(y), np.bitwise_count(x)),
           a, b, backend=backend)
 
 
@@ -201,29 +220,50 @@ def test_float16_overflow_to_inf(backend):
 
 @pytest.mark.parametrize("dt", FLOATS)
 def test_rint_half_even_and_round(backend, dt):
-    a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, 3.7, -3.7, 1e4 + 0.5], dtype=dt)
-    check(lambda x: (np.rint(x), np.round(x), np.floor(x), np.ceil(x), np.trunc(x)),
+    a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, 3.7, -3.7, 1e4 + 0.5,
+                  0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, -7.0], dtype=dt)
+    check(lambda x: (np.rint(x), np.round(x), np.floor(x), np.ceil(x), np.trunc(x),
+                     np.sign(x), -x, abs(x)),
           a, backend=backend, signed_zeros=True)
 
 
+def _each(fn, keys):
+    """A function of one argument per key returning {key: fn(key, arg)}:
+    many small cases in one compiled call (one compiler run), each result
+    named by its key in a failure message."""
+    def f(*args):
+        return {k: fn(k, a) for k, a in zip(keys, args)}
+    return f
+
+
+FLOAT_CAST_TARGETS = INTS + ["bool"] + FLOATS
+
+
 @pytest.mark.parametrize("src", FLOATS)
-@pytest.mark.parametrize("dst", INTS + ["bool"])
-def test_float_to_int_casts_truncate(backend, src, dst):
+def test_float_casts_truncate(backend, src):
     """In-range float -> int casts truncate toward zero (out of range is
-    platform garbage in NumPy too, so not tested)."""
-    vals = [0.0, -0.0, 0.9, 1.5, 2.99, 7.0, 100.7, 127.0]
-    if dst in SIGNED:
-        vals += [-0.9, -1.5, -2.99, -100.7, -128.0]
-    a = np.array(vals, dtype=src)
-    check(lambda x: (x.astype(dst), (x * 1).astype(dst)), a, backend=backend)
+    platform garbage in NumPy too, so not tested); float -> float rounds.
+    Every target dtype in one call."""
+    def values(dst):
+        vals = [0.0, -0.0, 0.9, 1.5, 2.99, 7.0, 100.7, 127.0, 0.49, 7.99, 100.75]
+        if dst in SIGNED or dst in FLOATS:
+            vals += [-0.9, -1.5, -2.5, -2.99, -100.7, -128.0]
+        return np.array(vals, dtype=src)
+    check(_each(lambda dst, x: (x.astype(dst), (x * 1).astype(dst)), FLOAT_CAST_TARGETS),
+          *[values(d) for d in FLOAT_CAST_TARGETS], backend=backend, signed_zeros=True)
+
+
+INT_CAST_TARGETS = INTS + FLOATS + ["bool"]
 
 
 @pytest.mark.parametrize("src", INTS)
-@pytest.mark.parametrize("dst", INTS + FLOATS + ["bool"])
-def test_int_casts_wrap(backend, src, dst):
+def test_int_casts_wrap(backend, src):
+    """Integer -> integer casts wrap, -> float round, -> bool is != 0; every
+    target dtype in one call."""
     info = np.iinfo(src)
     a = np.array([0, 1, info.max, info.min, 200 % (info.max + 1), info.max // 3], dtype=src)
-    check(lambda x: x.astype(dst) + x.astype(dst), a, backend=backend)
+    check(lambda x: {dst: x.astype(dst) + x.astype(dst) for dst in INT_CAST_TARGETS},
+          a, backend=backend)
 
 
 # ---- weak scalars (NEP 50) --------------------------------------------------------
@@ -254,6 +294,42 @@ def test_numpy_scalar_is_strong(backend):
 
 
 # ---- complex ----------------------------------------------------------------------
+
+# Complex exp/log/sqrt/trig/hyperbolic: C99 Annex G special values (inf, nan,
+# signed zeros, branch cuts) as glibc gives them -- NumPy's npymath calls it.
+# Parts of +-709..2200 exercise glibc's overflow-free scaling of e^x.
+_CX_PARTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-310, -1e-310, 30.0, 354.5, -355.0, 709.5,
+             710.0, -745.0, 1500.0, -2200.0, 1e300, -1e300, np.pi / 2, np.inf, -np.inf, np.nan]
+_CX_FUNCS = {"exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+             "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+             "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh}
+
+
+def _complex_grid(dt):
+    re, im = np.meshgrid(np.array(_CX_PARTS), np.array(_CX_PARTS), indexing="ij")
+    z = np.empty(re.size, np.complex128)
+    z.real, z.imag = re.ravel(), im.ravel()
+    with np.errstate(over="ignore"):
+        return z.astype(dt)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+@pytest.mark.parametrize("name", sorted(_CX_FUNCS))
+def test_complex_transcendental_special_values(backend, dt, name):
+    f = _CX_FUNCS[name]
+    check(lambda z: f(z), _complex_grid(dt), backend=backend, signed_zeros=True)
+
+
+@pytest.mark.parametrize("dt", COMPLEX)
+def test_complex_power_integer_exponents(backend, dt):
+    """NumPy multiplies out |n| < 100 (1, 2, 3 without a leading 1 * a, so
+    an infinite part stays finite-free of 0 * inf), 0 ** p is 0 for
+    Re p > 0, and other exponents go to C's cpow."""
+    a = np.array([complex(np.inf, 0), complex(np.inf, 1), 1 + 2j, complex(np.nan, 0), 0j,
+                  -3 + 0.5j, 1e30 + 1e30j, 0.5 - 0.25j], dtype=dt)
+    for p in (1, 3, 4, 7, 99, 100, -1, -3, 0, 2.5, 1 + 2j, -1 + 2j):
+        check(lambda x: np.power(x, p), a, backend=backend)
+
 
 @pytest.mark.parametrize("dt", COMPLEX)
 def test_complex_edge(backend, dt):
