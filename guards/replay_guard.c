@@ -32,8 +32,10 @@ int nd_argguard_record(nd_argguard *g, PyObject *const *args, Py_ssize_t n, Py_s
         g->typenum = PyArray_TYPE(a);
         g->ndim = PyArray_NDIM(a);
         g->flags = PyArray_FLAGS(a) & AG_FLAGS;
-        memcpy(g->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)g->ndim);
-        memcpy(g->strides, PyArray_STRIDES(a), sizeof(npy_intp) * (size_t)g->ndim);
+        if (g->ndim) {  /* a 0-d array's dims/strides are NULL */
+            memcpy(g->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)g->ndim);
+            memcpy(g->strides, PyArray_STRIDES(a), sizeof(npy_intp) * (size_t)g->ndim);
+        }
         for (Py_ssize_t j = 0; j < i; j++)
             if (args[j] == o) { g->same_as = (int)j; break; }
         return 0;

@@ -7,6 +7,7 @@
  * following NumPy's own Python implementation where it has one (isclose,
  * nan_to_num), so values and dtypes agree.
  */
+#include "strides.h"
 #include "shim_priv.h"
 #include <math.h>
 #include <float.h>
@@ -464,8 +465,27 @@ static PyObject *astype_impl(nd_trace *t, PyObject **argv)
 
 /* np.asarray / asanyarray / ascontiguousarray / array: a proxy with the
  * requested dtype; array() copies unless copy=False. */
+/* Whether `order` (None, 'K', 'A', 'C', 'F') makes NumPy copy proxy p for
+ * its memory layout: 1 copy, 0 no, -1 an order NumPy would reject (the
+ * fallback gives its error). */
+static int layout_copies(PyObject *p, PyObject *order)
+{
+    if (!order || order == Py_None) return 0;
+    if (!PyUnicode_Check(order) || PyUnicode_GetLength(order) != 1) return -1;
+    Py_UCS4 o = PyUnicode_READ_CHAR(order, 0);
+    if (o == 'K') return 0;
+    if (o != 'C' && o != 'F' && o != 'A') return -1;
+    npy_intp ms[ND_MAXDIMS], rd[ND_MAXDIMS], rs[ND_MAXDIMS];
+    if (nd_proxy_memory_strides(p, ms)) return 1;
+    int nd = nd_proxy_ndim(p);
+    const npy_intp *sh = nd_proxy_shape(p);
+    for (int d = 0; d < nd; d++) { rd[d] = sh[nd - 1 - d]; rs[d] = ms[nd - 1 - d]; }
+    int c = nd_c_contiguous(nd, sh, ms, 1), f = nd_c_contiguous(nd, rd, rs, 1);
+    return o == 'C' ? !c : o == 'F' ? !f : !(c || f);
+}
+
 static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
-                              PyObject *ndmin)
+                              PyObject *ndmin, PyObject *order)
 {
     if (ndmin && PyLong_Check(ndmin) && PyLong_AsLong(ndmin) != 0)
         return nd_shim_unsupported("numpy.array with ndmin= is not supported in-graph");
@@ -488,6 +508,11 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     nd_operand op;
     if (nd_shim_operand(t, a, &op)) return NULL;
     if (dt < 0) dt = op.dtype;
+    if (!want_copy && nd_proxy_check(a)) {
+        int lc = layout_copies(a, order);
+        if (lc < 0) return nd_shim_unsupported("numpy.asarray with this order is not supported in-graph");
+        want_copy = lc;
+    }
     if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
         if (!nd_proxy_is_scalar(a)) return Py_NewRef(a);
         /* a NumPy-scalar-valued proxy: asarray gives a 0-d ndarray, i.e. a
@@ -503,9 +528,21 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     return nd_shim_wrap(t, r, 0);
 }
 
-static PyObject *asarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[4], 0, NULL); }
-static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], NULL, 0, NULL); }
-static PyObject *array_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[2], 1, argv[5]); }
+static PyObject *asarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[4], 0, NULL, argv[2]); }
+static PyObject *array_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[2], 1, argv[5], argv[3]); }
+
+/* a C-contiguous array of rank >= 1: 0-d input becomes shape (1,) */
+static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *c = PyUnicode_FromString("C");
+    PyObject *r = c ? asarray_core(t, argv[0], argv[1], NULL, 0, NULL, c) : NULL;
+    Py_XDECREF(c);
+    if (!r || !nd_proxy_check(r) || nd_proxy_ndim(r) != 0) return r;
+    npy_intp one = 1, st = 0;
+    PyObject *v = nd_proxy_view(r, 1, &one, 0, &st);
+    Py_DECREF(r);
+    return v;
+}
 
 /* result_type / can_cast: metadata only -- proxies stand in by their dtype
  * (a 0-d proxy is as strong as a dtype under NEP 50). */

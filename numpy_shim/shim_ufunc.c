@@ -148,6 +148,28 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
         weak[k] = ops[k].weak;
         vals[k] = ops[k].obj;
     }
+    if (o->nouts_given) {
+        /* inputs that do not broadcast: NumPy's message lists out= too */
+        int nds[ND_MAXIN + 2], m = 0, nd;
+        const npy_intp *shs[ND_MAXIN + 2];
+        npy_intp sh[ND_MAXDIMS];
+        for (int k = 0; k < nin; k++, m++) { nds[m] = ops[k].ndim; shs[m] = ops[k].shape; }
+        if (nd_shim_broadcast(nin, nds, shs, &nd, sh) < 0) {
+            for (int i = 0; i < nout; i++) {
+                PyObject *x = o->outs[i];
+                if (x && nd_proxy_check(x)) {
+                    nds[m] = nd_proxy_ndim(x);
+                    shs[m++] = nd_proxy_shape(x);
+                } else if (x && PyArray_Check(x)) {
+                    nds[m] = PyArray_NDIM((PyArrayObject *)x);
+                    shs[m++] = PyArray_DIMS((PyArrayObject *)x);
+                }
+            }
+            PyErr_Clear();
+            nd_shim_broadcast(m, nds, shs, &nd, sh);
+            return NULL;
+        }
+    }
     int rc = nd_shim_resolve_ufunc_ex(uf, nin, dtypes, weak, vals, o->sig_dtype, o->casting,
                                       loop_in, out_dt);
     if (rc < 0) return NULL;

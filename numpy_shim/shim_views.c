@@ -9,6 +9,7 @@
  * not expressible per dimension over the storage -- exactly when NumPy
  * would have to copy -- and we then make a new value.
  */
+#include "strides.h"
 #include "shim_priv.h"
 #include <string.h>
 
@@ -232,75 +233,27 @@ static int shape_with_unknown(PyObject *o, npy_intp size, int *nd, npy_intp *sha
     return 0;
 }
 
-/* NumPy's C-contiguous flag for (ndim, dims, byte strides, itemsize):
- * dims of length 1 do not count, an empty array is contiguous. */
-static int c_contiguous(int ndim, const npy_intp *dims, const npy_intp *strides, npy_intp isz)
-{
-    npy_intp expect = isz;
-    for (int d = 0; d < ndim; d++) if (dims[d] == 0) return 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        if (dims[d] == 1) continue;
-        if (strides[d] != expect) return 0;
-        expect *= dims[d];
-    }
-    return 1;
-}
-
-/* NumPy's _attempt_nocopy_reshape (numpy/_core/src/multiarray/shape.c):
- * whether memory laid out as (ndim, dims, strides) can be viewed with the
- * C-order shape (nnd, ndims) without a copy. */
-static int nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
-                          int nnd, const npy_intp *ndims)
-{
-    npy_intp od[ND_MAXDIMS], os[ND_MAXDIMS], nsize = 1, osize = 1;
-    int ond = 0;
-    for (int d = 0; d < ndim; d++) {
-        if (dims[d] == 1) continue;
-        od[ond] = dims[d];
-        os[ond++] = strides[d];
-        osize *= dims[d];
-    }
-    for (int d = 0; d < nnd; d++) nsize *= ndims[d];
-    if (nsize != osize || nsize == 0) return 0;
-    int oi = 0, oj = 1, ni = 0, nj = 1;
-    while (ni < nnd && oi < ond) {
-        npy_intp np_ = ndims[ni], op = od[oi];
-        while (np_ != op) {
-            if (np_ < op) np_ *= ndims[nj++];
-            else op *= od[oj++];
-        }
-        for (int ok = oi; ok < oj - 1; ok++)
-            if (os[ok] != od[ok + 1] * os[ok + 1]) return 0;
-        ni = nj++;
-        oi = oj++;
-    }
-    return 1;
-}
-
 /* Whether NumPy's reshape (ravel: its stricter rule, a view only of a
  * C-contiguous array) of proxy p to (nd, shape) copies: 1 copy, 0 view,
- * -1 unknown (the storage has pending lazy work, so its memory layout is
- * not at hand: the tracer's own rule decides), -2 error.
+ * -1 unknown (the map has no per-dimension form over the storage's memory:
+ * the tracer's own rule decides).
  *
- * NumPy decides from the array's real byte strides, and a caller's array
- * may be Fortran-ordered, strided or reversed in memory, so the tracer's
- * rule -- a map expressible over the storage's C-order index -- is not
- * enough: an F array's ravel() would be a view, a[::2].ravel() too. */
+ * NumPy decides from the array's real strides, and a caller's array may be
+ * Fortran-ordered, strided or reversed in memory, so the tracer's rule -- a
+ * map expressible over the storage's C-order index -- is not enough: an F
+ * array's ravel() would be a view, a[::2].ravel() too. */
 static int numpy_copies(PyObject *p, int nd, const npy_intp *shape, int ravel)
 {
-    PyObject *arr = nd_proxy_base_array(p);
-    if (!arr) return PyErr_Occurred() ? -2 : -1;
-    if (!PyArray_Check(arr)) { Py_DECREF(arr); return -1; }
-    PyArrayObject *a = (PyArrayObject *)arr;
-    int and_ = PyArray_NDIM(a);
-    const npy_intp *ad = PyArray_DIMS(a), *as = PyArray_STRIDES(a);
-    int view = c_contiguous(and_, ad, as, PyArray_ITEMSIZE(a));
+    npy_intp ms[ND_MAXDIMS];
+    if (nd_proxy_memory_strides(p, ms)) return -1;
+    int pnd = nd_proxy_ndim(p);
+    const npy_intp *pd = nd_proxy_shape(p);
+    int view = nd_c_contiguous(pnd, pd, ms, 1);
     if (!view && !ravel) {
-        int same = nd == and_;
-        for (int d = 0; same && d < nd; d++) same = shape[d] == ad[d];
-        view = same || nocopy_reshape(and_, ad, as, nd, shape);
+        int same = nd == pnd;
+        for (int d = 0; same && d < nd; d++) same = shape[d] == pd[d];
+        view = same || nd_nocopy_reshape(pnd, pd, ms, nd, shape, NULL);
     }
-    Py_DECREF(arr);
     return !view;
 }
 
@@ -328,7 +281,9 @@ static PyObject *reshape_core(nd_trace *t, PyObject *a, PyObject *shape_o, PyObj
         return NULL;
     }
     if (copies != 1) {
-        PyObject *v = view_of(p, nd, shape, 0, cs);
+        PyObject *v = nd_proxy_reshape_view(p, nd, shape);
+        if (v || PyErr_Occurred()) { Py_DECREF(p); return v; }
+        v = view_of(p, nd, shape, 0, cs);
         if (v || !PyErr_ExceptionMatches(PyExc_SystemError)) { Py_DECREF(p); return v; }
         PyErr_Clear();
         if (copy == Py_False) {
@@ -632,11 +587,7 @@ static PyObject *part(nd_trace *t, PyObject *a, int imag)
         return id == ND_NONE ? NULL : nd_shim_wrap(t, id, op.is_scalar && op.ndim == 0 && !nd_proxy_check(a));
     }
     if (!imag) {
-        if (nd_proxy_check(a)) {
-            npy_intp cs[ND_MAXDIMS];
-            c_strides(op.ndim, op.shape, cs);
-            return view_of(a, op.ndim, op.shape, 0, cs);
-        }
+        if (nd_proxy_check(a)) return Py_NewRef(a);  /* NumPy: x.real is x */
         return nd_shim_wrap(t, id, 0);
     }
     PyObject *zero = PyLong_FromLong(0);

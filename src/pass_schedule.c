@@ -278,7 +278,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
         if (o >= nin) k->oval[o - nin] = k->ops[o].buf;
         k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], dn->ndim);
     }
-    qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
+    if (b.ninl) qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
     k->inl = b.inl; k->ninl = b.ninl;
     k->scal = b.scal; k->nscal = b.nscal;
     k->rowv = rowv; k->nrow = nrow;
@@ -363,7 +363,7 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
         op->inner = (int8_t)static_inner(s, p, k, op, drank);
     }
     for (int o = 0; o < nin; o++) k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], drank);
-    qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
+    if (b.ninl) qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
     k->inl = b.inl; b.inl = NULL;
     k->ninl = b.ninl;
     k->scal = b.scal; b.scal = NULL;

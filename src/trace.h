@@ -143,5 +143,17 @@ int nd_proxy_is_readonly(PyObject *proxy);
  * nd_proxy_view with the identity map instead. */
 PyObject *nd_proxy_part(PyObject *base, int which);
 
+/* The proxy's strides in its storage's memory (element units of the
+ * proxy's dtype): a caller array's own layout, C order for values the
+ * graph computes (NumPy may lay those out in K order: a known difference
+ * that only shows in view-vs-copy of reshapes of F-ordered results).
+ * 0, or 1 when the map has no per-dimension form over that memory. */
+int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);
+/* A reshape of `base` to the C-order shape (ndim, shape) as a view on the
+ * same storage (new ref), when NumPy's no-copy rule applied to base's map
+ * allows one (it merges dims a per-dimension map cannot: a[1:].reshape(-1),
+ * a[::-1, ::-2].reshape(-1)); NULL with no exception when it does not. */
+PyObject *nd_proxy_reshape_view(PyObject *base, int ndim, const npy_intp *shape);
+
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 #endif

@@ -101,22 +101,6 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
 
 /* ---------------------------------------------- arguments sharing memory */
 
-static int gather_arrays(PyObject *o, PyObject *list, int depth)
-{
-    if (PyArray_CheckExact(o)) return nd_trace_supported_array(o) ? PyList_Append(list, o) : 0;
-    if (depth > 16) return 0;
-    if (PyTuple_Check(o) || PyList_Check(o)) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
-            if (gather_arrays(PySequence_Fast_GET_ITEM(o, i), list, depth + 1) < 0) return -1;
-    } else if (PyDict_CheckExact(o)) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        while (PyDict_Next(o, &pos, &k, &v))
-            if (gather_arrays(v, list, depth + 1) < 0) return -1;
-    }
-    return 0;
-}
-
 static PyObject *ultimate_base(PyObject *a)
 {
     PyObject *b = a, *nb;
@@ -141,16 +125,46 @@ static int mem_overlap(PyArrayObject *x, PyArrayObject *y)
     return b[0][0] < b[1][1] && b[1][0] < b[0][1];
 }
 
-/* Arguments that are overlapping views of one C-contiguous base array get
- * proxies on ONE storage for that base, so a write through one is seen
+/* The array whose C-order flat index is the base's memory order: the base
+ * itself when C-contiguous, else (any other dense layout: Fortran, a
+ * permutation, negative strides) a 1-d view of its whole byte extent, so
+ * views of it are affine maps of that flat index. NULL with no exception
+ * when the base has gaps (views of it stay independent). New ref. */
+static PyObject *memory_order_base(PyObject *ba)
+{
+    PyArrayObject *B = (PyArrayObject *)ba;
+    if (PyArray_IS_C_CONTIGUOUS(B)) return Py_NewRef(ba);
+    npy_intp isz = PyArray_ITEMSIZE(B), n = PyArray_SIZE(B);
+    char *lo = PyArray_BYTES(B), *hi = lo;
+    for (int d = 0; d < PyArray_NDIM(B); d++) {
+        npy_intp st = PyArray_STRIDE(B, d), k = PyArray_DIM(B, d) - 1;
+        if (st % isz) return NULL;
+        if (st < 0) lo += st * k; else hi += st * k;
+    }
+    if (n == 0 || hi + isz - lo != n * isz) return NULL;
+    PyArray_Descr *dt = PyArray_DESCR(B);
+    Py_INCREF(dt);
+    int flags = PyArray_ISWRITEABLE(B) ? NPY_ARRAY_WRITEABLE : 0;
+    PyObject *m = PyArray_NewFromDescr(&PyArray_Type, dt, 1, &n, NULL, lo, flags, NULL);
+    if (!m) { PyErr_Clear(); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)m, Py_NewRef(ba)) < 0) {
+        PyErr_Clear();
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Arguments that are overlapping views of one dense base array get proxies
+ * on ONE storage for that base's memory, so a write through one is seen
  * through the others as under NumPy. Returns a dict id(array) -> proxy, or
  * None when no arguments alias. */
 static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
 {
-    PyObject *list = PyList_New(0), *out = NULL;
+    PyObject *list = PyList_New(0), *out = NULL, *mem = NULL;
     if (!list) return NULL;
     for (Py_ssize_t k = 0; k < n; k++)
-        if (gather_arrays(args[k], list, 0) < 0) goto done;
+        if (nd__gather_arrays(args[k], list, 1, 0) < 0) goto done;
     Py_ssize_t m = PyList_GET_SIZE(list);
     if (m < 2) { out = Py_NewRef(Py_None); goto done; }
     for (Py_ssize_t i = 0; i < m; i++) {
@@ -162,9 +176,32 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
                     mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
         }
         PyArrayObject *A = (PyArrayObject *)a, *B = (PyArrayObject *)ba;
-        if (!alias || !PyArray_IS_C_CONTIGUOUS(B) || !nd_trace_supported_array(ba) ||
+        if (!alias || !nd_trace_supported_array(ba) ||
             !PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR(B)))
             continue;
+        /* one memory-order array per base, shared by all its views */
+        if (!mem && !(mem = PyDict_New())) goto done;
+        PyObject *bkey = PyLong_FromVoidPtr(ba);
+        if (!bkey) goto done;
+        PyObject *M = PyDict_GetItemWithError(mem, bkey);
+        if (!M && !PyErr_Occurred()) {
+            M = memory_order_base(ba);
+            if (M) {
+                int r = PyDict_SetItem(mem, bkey, M);
+                Py_DECREF(M);  /* the dict keeps it */
+                if (r < 0) M = NULL;
+            } else if (PyDict_SetItem(mem, bkey, Py_None) < 0) {
+                Py_DECREF(bkey);
+                goto done;
+            }
+        }
+        Py_DECREF(bkey);
+        if (!M) {
+            if (PyErr_Occurred()) goto done;
+            continue;
+        }
+        if (M == Py_None) continue;  /* a base with gaps: stays independent */
+        B = (PyArrayObject *)M;
         npy_intp isz = PyArray_ITEMSIZE(A), off = PyArray_BYTES(A) - PyArray_BYTES(B);
         npy_intp st[ND_MAXDIMS];
         int ok = off % isz == 0;
@@ -173,7 +210,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
             st[d] = PyArray_STRIDE(A, d) / isz;
         }
         if (!ok) continue;  /* not an element-aligned view: stays independent */
-        nd_storage *s = nd__caller_storage(t, ba);
+        nd_storage *s = nd__caller_storage(t, M);
         if (!s) goto done;
         if (!out && !(out = PyDict_New())) goto done;
         PyObject *p = nd__proxy_on(s, PyArray_NDIM(A), PyArray_DIMS(A), off / isz, st);
@@ -187,6 +224,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
     if (!out) out = Py_NewRef(Py_None);
 done:
     Py_DECREF(list);
+    Py_XDECREF(mem);  /* the storages own their memory-order arrays */
     return out;
 }
 

@@ -19,7 +19,7 @@
 #include "backend.h"
 #include <string.h>
 
-static PyObject *node_array(nd_graph *g, nd_id id)
+PyObject *nd__node_array(nd_graph *g, nd_id id)
 {
     nd_node *n = nd_graph_node(g, id);
     if (n->value) return n->value;
@@ -327,7 +327,7 @@ static int overlaps(PyObject *x, PyObject *y)
     return a0 < b1 && b0 < a1 && a0 != a1 && b0 != b1;
 }
 
-static int overlaps_any(PyObject *x, PyObject *const *ws, Py_ssize_t nw, PyObject *skip)
+int nd__overlaps_any(PyObject *x, PyObject *const *ws, Py_ssize_t nw, PyObject *skip)
 {
     for (Py_ssize_t k = 0; k < nw; k++)
         if (ws[k] != skip && overlaps(x, ws[k])) return 1;
@@ -337,7 +337,7 @@ static int overlaps_any(PyObject *x, PyObject *const *ws, Py_ssize_t nw, PyObjec
 /* Nodes a later flush may still read: what the versions and cached views
  * of live storages/proxies need, walking back through nodes that have no
  * value yet (a node with a value is a leaf: its inputs are not needed). */
-static char *needed_nodes(nd_trace *t)
+char *nd__needed_nodes(nd_trace *t)
 {
     nd_graph *g = t->g;
     char *need = PyMem_Calloc((size_t)g->n + 1, 1);
@@ -378,24 +378,24 @@ static int write_back(nd_trace *t)
     }
     /* results that live in a buffer about to be overwritten: copy first */
     for (Py_ssize_t k = 0; k < nd; k++) {
-        PyObject *r = node_array(g, ds[k]->version);
+        PyObject *r = nd__node_array(g, ds[k]->version);
         if (!r) {
             PyErr_SetString(PyExc_SystemError, "numdyn: write-back of an uncomputed version");
             goto done;
         }
-        if (r != dst[k] && overlaps_any(r, dst, nd, dst[k]))
+        if (r != dst[k] && nd__overlaps_any(r, dst, nd, dst[k]))
             src[k] = PyArray_NewCopy((PyArrayObject *)r, NPY_KEEPORDER);
         else
             src[k] = Py_NewRef(r);
         if (!src[k]) goto done;
     }
     /* old contents that later work still reads: private copies */
-    if (!(need = needed_nodes(t))) goto done;
+    if (!(need = nd__needed_nodes(t))) goto done;
     for (Py_ssize_t k = 0; k < nd; k++) need[ds[k]->version] = 0;
     for (nd_id i = 0; i < g->n; i++) {
         if (!need[i]) continue;
-        PyObject *a = node_array(g, i);
-        if (!a || !PyArray_Check(a) || !overlaps_any(a, dst, nd, NULL)) continue;
+        PyObject *a = nd__node_array(g, i);
+        if (!a || !PyArray_Check(a) || !nd__overlaps_any(a, dst, nd, NULL)) continue;
         PyObject *c = PyArray_NewCopy((PyArrayObject *)a, NPY_KEEPORDER);
         if (!c) goto done;
         Py_XSETREF(g->nodes[i].value, c);
@@ -437,7 +437,7 @@ done:
 
 static int sweep_values(nd_trace *t)
 {
-    char *need = needed_nodes(t);
+    char *need = nd__needed_nodes(t);
     if (!need) return -1;
     nd_graph *g = t->g;
     for (nd_id i = 0; i < g->n; i++)
@@ -473,14 +473,14 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     if (!targets || !seen) { PyErr_NoMemory(); goto done; }
     for (int i = 0; i < n; i++) {
         nd_id id = ids[i];
-        if (!seen[id] && !node_array(g, id)) targets[nt++] = id;
+        if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
         seen[id] = 1;
     }
     for (Py_ssize_t k = 0; k < t->nclist; k++) {
         nd_storage *s = t->clist[k];
         if (!s->dirty) continue;
         nd_id id = s->version;
-        if (!seen[id] && !node_array(g, id)) targets[nt++] = id;
+        if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
         seen[id] = 1;
     }
     if (nt) {
@@ -510,7 +510,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         }
         for (NdProxy *p = t->proxies; p; p = p->next) {
             nd_id v = p->st->version;
-            if (anc[v] && !seen[v] && !node_array(g, v) && g->nodes[v].op != ND_OP_SCALAR) {
+            if (anc[v] && !seen[v] && !nd__node_array(g, v) && g->nodes[v].op != ND_OP_SCALAR) {
                 targets[nt++] = v;
                 seen[v] = 1;
             }
@@ -547,7 +547,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     }
     if (write_back(t) < 0) goto done;
     for (int i = 0; i < n; i++) {
-        PyObject *a = node_array(t->g, ids[i]);
+        PyObject *a = nd__node_array(t->g, ids[i]);
         results[i] = Py_XNewRef(a);
     }
     if (t->value_bytes > ND_SWEEP_BYTES && sweep_values(t) < 0) {
@@ -839,7 +839,13 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
     if (t && reason && nd_trace_record_break(t, reason) < 0) return NULL;
     PyObject *a, *k;
     if (nd__materialize_call(args, kwargs, &a, &k) < 0) return NULL;
-    PyObject *r = PyObject_Call(func, a, k);
+    nd_outside o;
+    PyObject *r = NULL, *handed = PyTuple_Pack(2, a, k ? k : Py_None);
+    if (handed && nd__outside_begin(t, handed, &o) == 0) {
+        r = PyObject_Call(func, a, k);
+        if (nd__outside_end(t, &o, r != NULL) < 0) Py_CLEAR(r);
+    }
+    Py_XDECREF(handed);
     Py_DECREF(a);
     Py_XDECREF(k);
     /* a break lets Python code look at caller arrays: pending writes land */

@@ -17,6 +17,7 @@
  * trace_flush.c.
  */
 #include "trace_internal.h"
+#include "strides.h"
 #include "trace_replay.h"
 #include <string.h>
 
@@ -106,6 +107,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->ndim = s->ndim;
     p->is_scalar = (uint8_t)(is_scalar != 0);
     p->identity = 1;
+    p->fresh = 0;
     p->readonly = 0;
     p->part = 0;
     p->dtype = s->dtype;
@@ -442,12 +444,12 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     npy_intp noff, nstr[ND_MAXDIMS];
     if (b->identity) {
         noff = off;
-        memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+        if (ndim) memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
     } else if (c_contiguous_map(b)) {
         /* b's own flat index is a run of the storage's: a view over it may
          * cross b's dims (a[1:].reshape(-1), as NumPy views it) */
         noff = b->off + off;
-        memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+        if (ndim) memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
     } else {
         npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
         if (nd__decompose(b->ndim, b->shape, ndim, shape, off, strides, start, coef)) {
@@ -466,6 +468,7 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     }
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
     if (p) {
+        p->fresh = 1;
         p->readonly = b->readonly;
         if (b->part) {
             p->part = b->part;
@@ -474,6 +477,72 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
         }
     }
     Py_XDECREF(adopted);
+    return (PyObject *)p;
+}
+
+/* The storage's memory strides, element units (0), or 1 when unknown. */
+static int storage_memory_strides(const nd_storage *s, npy_intp *ms)
+{
+    PyArrayObject *c = s->caller && PyArray_Check(s->caller) ? (PyArrayObject *)s->caller : NULL;
+    if (c && PyArray_NDIM(c) == s->ndim && !PyArray_IS_C_CONTIGUOUS(c)) {
+        npy_intp isz = PyArray_ITEMSIZE(c);
+        for (int d = 0; d < s->ndim; d++) {
+            if (PyArray_STRIDE(c, d) % isz) return 1;
+            ms[d] = PyArray_STRIDE(c, d) / isz;
+        }
+        return 0;
+    }
+    c_strides(s->ndim, s->shape, ms);
+    return 0;
+}
+
+int nd_proxy_memory_strides(PyObject *o, npy_intp *out)
+{
+    NdProxy *p = as_proxy(o);
+    if (!p) { PyErr_Clear(); return 1; }
+    if (!p->st) {
+        PyArrayObject *v = (PyArrayObject *)p->value;
+        if (!v || !PyArray_Check(v)) return 1;
+        for (int d = 0; d < PyArray_NDIM(v); d++) {
+            if (PyArray_STRIDE(v, d) % PyArray_ITEMSIZE(v)) return 1;
+            out[d] = PyArray_STRIDE(v, d) / PyArray_ITEMSIZE(v);
+        }
+        return 0;
+    }
+    nd_storage *s = p->st;
+    npy_intp ms[ND_MAXDIMS], cs[ND_MAXDIMS];
+    if (storage_memory_strides(s, ms)) return 1;
+    c_strides(s->ndim, s->shape, cs);
+    int c_order = 1;
+    for (int d = 0; d < s->ndim; d++) c_order &= s->shape[d] <= 1 || ms[d] == cs[d];
+    /* .real/.imag of a complex storage step over two of their own elements */
+    npy_intp k = p->part ? 2 : 1;
+    if (c_order) {
+        for (int d = 0; d < p->ndim; d++) out[d] = p->strides[d] * k;
+        return 0;
+    }
+    npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+    if (nd__decompose(s->ndim, s->shape, p->ndim, p->shape, p->off, p->strides, start, coef))
+        return 1;
+    for (int d = 0; d < p->ndim; d++) {
+        out[d] = 0;
+        for (int e = 0; e < s->ndim; e++) out[d] += coef[d][e] * ms[e] * k;
+    }
+    return 0;
+}
+
+PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
+{
+    NdProxy *b = as_proxy(o);
+    if (!b) return NULL;
+    if (b->part || !nd__live(b)) return NULL;  /* the general path handles these */
+    npy_intp nstr[ND_MAXDIMS];
+    if (!nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr)) return NULL;
+    NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, b->off, nstr);
+    if (p) {
+        p->fresh = 1;
+        p->readonly = b->readonly;
+    }
     return (PyObject *)p;
 }
 
@@ -532,8 +601,10 @@ PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp 
     NdProxy *p = (NdProxy *)nd__proxy_new(s, 0);
     if (!p) return NULL;
     p->ndim = (uint8_t)ndim;
-    memcpy(p->shape, shape, sizeof(npy_intp) * (size_t)ndim);
-    memcpy(p->strides, strides, sizeof(npy_intp) * (size_t)ndim);
+    if (ndim) {  /* 0-d: shape/strides may be NULL */
+        memcpy(p->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+        memcpy(p->strides, strides, sizeof(npy_intp) * (size_t)ndim);
+    }
     p->off = off;
     p->identity = (uint8_t)is_identity(s, ndim, shape, off, strides);
     return (PyObject *)p;
@@ -567,7 +638,8 @@ static PyObject *node_array(nd_graph *g, nd_id id)
  * NULL without an exception when no strided view of arr expresses it. */
 static PyObject *view_of(NdProxy *p, PyArrayObject *arr)
 {
-    if (p->identity) return Py_NewRef((PyObject *)arr);
+    if (p->identity && !p->fresh) return Py_NewRef((PyObject *)arr);
+    if (p->identity) return PyArray_View(arr, NULL, &PyArray_Type);
     const npy_intp *bs = PyArray_DIMS(arr), *bst = PyArray_STRIDES(arr);
     int bndim = PyArray_NDIM(arr);
     npy_intp boff = 0, bstrides[ND_MAXDIMS], isz = PyArray_ITEMSIZE(arr);
@@ -579,9 +651,16 @@ static PyObject *view_of(NdProxy *p, PyArrayObject *arr)
         boff = any_empty ? 0 : p->off * isz;
         for (int d = 0; d < p->ndim; d++) bstrides[d] = p->strides[d] * isz;
     } else {
-        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
-        if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef))
-            return NULL;  /* no NumPy view expresses it: the caller computes it */
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS], size = PyArray_SIZE(arr), fs;
+        if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef)) {
+            /* memory uniformly strided (a[::-1, ::-2] of a C array): the
+             * flat index is one byte stride, any map applies through it */
+            if (!nd_nocopy_reshape(bndim, bs, bst, 1, &size, &fs))
+                return NULL;  /* no NumPy view expresses it: the caller computes it */
+            boff = any_empty ? 0 : p->off * fs;
+            for (int d = 0; d < p->ndim; d++) bstrides[d] = p->strides[d] * fs;
+            goto make;
+        }
         if (!any_empty)
             for (int e = 0; e < bndim; e++) boff += start[e] * bst[e];
         for (int d = 0; d < p->ndim; d++) {
@@ -589,6 +668,7 @@ static PyObject *view_of(NdProxy *p, PyArrayObject *arr)
             for (int e = 0; e < bndim; e++) bstrides[d] += coef[d][e] * bst[e];
         }
     }
+make:;
     PyArray_Descr *descr = PyArray_DESCR(arr);
     Py_INCREF(descr);
     int flags = PyArray_ISWRITEABLE(arr) ? NPY_ARRAY_WRITEABLE : 0;

@@ -91,6 +91,9 @@ struct NdProxy {
     PyObject *weakrefs;
     nd_id vnode, vver;        /* read cache: node `vnode` is this view of version `vver` */
     uint8_t ndim, is_scalar, identity, readonly;
+    uint8_t fresh;            /* a view object of its own (a[...], a.T.T): even
+                                 with an identity map it is not the storage's
+                                 array itself, as under NumPy */
     uint8_t part;             /* 0, or ND_F_VIEW_REAL / ND_F_VIEW_IMAG of a complex storage */
     int dtype;
     npy_intp off;             /* element offset into the storage's C-order flat index */
@@ -174,6 +177,35 @@ PyObject *nd__note_escape(PyObject *r);
 int nd__flush_all(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */
 int nd__flush_writes(nd_trace *t);
+
+/* The node's concrete array (its value, or an INPUT's array), or NULL
+ * (borrowed). */
+PyObject *nd__node_array(nd_graph *g, nd_id id);
+/* x's bytes overlap those of one of ws[0..nw) other than skip. */
+int nd__overlaps_any(PyObject *x, PyObject *const *ws, Py_ssize_t nw, PyObject *skip);
+/* Nodes a later flush may still read (PyMem array of g->n + 1 flags). */
+char *nd__needed_nodes(nd_trace *t);
+
+/* ---- trace_outside.c
+ * Arrays handed to code outside the graph (a NumPy fallback, a disabled
+ * function) may be written there (np.fill_diagonal, np.put...), while
+ * lazy work still to run reads their old contents. begin() snapshots
+ * every needed node value the handed arrays overlap; end() compares, and
+ * for each one that changed the node keeps the snapshot (its readers see
+ * the old contents, as under NumPy's eager order) and every storage whose
+ * version it was gets the written buffer as its new version (views see
+ * the new contents). */
+typedef struct {
+    Py_ssize_t n;
+    nd_id *ids;
+    PyObject **orig, **snap;  /* owned */
+} nd_outside;
+int nd__outside_begin(nd_trace *t, PyObject *handed, nd_outside *o);
+/* Append the ndarrays in o (nested tuples, lists, dicts) to list;
+ * traced_only: exact ndarrays the tracer lifts, in exact dicts. 0 or -1. */
+int nd__gather_arrays(PyObject *o, PyObject *list, int traced_only, int depth);
+/* ok == 0 (the call raised): only releases; the error stays set. */
+int nd__outside_end(nd_trace *t, nd_outside *o, int ok);
 
 /* ---- trace_compile.c */
 int nd__compile_init(PyObject *m);

@@ -70,10 +70,17 @@ static PyObject *run_eagerly(NdPolicy *p, PyObject *const *args, size_t nargsf,
     {
         nd_trace *saved = nd__tls_trace;
         nd__tls_trace = NULL;  /* suspended: nothing lazy leaks into fn */
-        nd__tls_disabled += disable;
-        res = PyObject_Call(p->fn, a2, k2);
-        nd__tls_disabled -= disable;
+        nd_outside o;
+        PyObject *handed = PyTuple_Pack(2, a2, k2 ? k2 : Py_None);
+        if (handed && nd__outside_begin(t, handed, &o) == 0) {
+            nd__tls_disabled += disable;
+            res = PyObject_Call(p->fn, a2, k2);
+            nd__tls_disabled -= disable;
+            nd__tls_trace = saved;
+            if (nd__outside_end(t, &o, res != NULL) < 0) Py_CLEAR(res);
+        }
         nd__tls_trace = saved;
+        Py_XDECREF(handed);
     }
 done:
     Py_DECREF(a);

@@ -737,13 +737,7 @@ static PyObject *get_part(PyObject *o, int which, const char *name)
     if (cplx && !p->part) {
         r = nd_proxy_part(o, which);
     } else if (which == ND_F_VIEW_REAL) {
-        /* real of a real array: the array itself, as a view */
-        npy_intp st[ND_MAXDIMS], acc = 1;
-        for (int d = p->ndim - 1; d >= 0; d--) {
-            st[d] = acc;
-            acc *= p->shape[d] > 0 ? p->shape[d] : 1;
-        }
-        r = nd_proxy_view(o, p->ndim, p->shape, 0, st);
+        return Py_NewRef(o);  /* real of a real array: the array itself, as NumPy's */
     } else {
         return method0(o, name);  /* imag of a real array: read-only zeros */
     }

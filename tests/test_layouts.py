@@ -180,16 +180,10 @@ def _reshape_neg(a):
     return a.reshape(-1)
 
 
-@pytest.mark.xfail(strict=True, reason="trace_functionalize.c view_of(): a returned view whose "
-                   "map is the identity is the argument itself (`a[...] is a`), NumPy makes a "
-                   "new view object")
 def test_identity_view_is_a_new_object(backend):
     run(_ident_views, lambda: (arg((4, 6), "float64"),), backend, check_aliasing=True)
 
 
-@pytest.mark.xfail(strict=True, reason="trace_functionalize.c view_of(): a returned view of a "
-                   "non-contiguous caller array is found only per storage dim (nd__decompose), "
-                   "not from its byte strides: a[::-1, ::-2].reshape(-1) is a copy, NumPy a view")
 def test_reshape_of_uniform_negative_strides_is_a_view(backend):
     run(_reshape_neg, lambda: (arg((4, 6), "float64", "neg"),), backend, check_aliasing=True)
 
@@ -271,14 +265,6 @@ def _rv_F_transposed(a):
     return a
 
 
-PENDING = ("shim_views.c reshape_core() knows a view's memory strides only from "
-           "nd_proxy_base_array(), i.e. while its storage has no pending lazy work; after "
-           "a write (or for a traced value) the tracer's rule decides, which takes "
-           "a[:, 1:2].ravel() as a view where NumPy copies. Needs a tracer accessor for a "
-           "proxy's map and its storage's memory strides.")
-
-
-@pytest.mark.xfail(strict=True, reason=PENDING)
 @pytest.mark.parametrize("fn", [_rv_after_write, _rv_of_value], ids=["after_write", "of_value"])
 def test_ravel_of_pending_storage(backend, fn):
     run(fn, lambda: (arg((4, 6), "float64"),), backend)
@@ -316,10 +302,6 @@ def _fallback_mutation2(a):
     return before
 
 
-@pytest.mark.xfail(strict=True, reason="trace fallback (nd_trace_fallback_call): a graph break "
-                   "that hands a caller's array to NumPy code which mutates it in place runs "
-                   "before pending lazy readers of the old contents are computed; they then "
-                   "read the new contents (a silently wrong result)")
 @pytest.mark.parametrize("case", ["put", "fill_diagonal"])
 def test_fallback_mutation_after_lazy_read(backend, case):
     if case == "put":
@@ -464,16 +446,9 @@ def _alias_same_args(dtype, layout):
                                      (alias_transpose, _alias_t_args),
                                      (alias_same, _alias_same_args)],
                          ids=["views", "views_rev", "transpose", "same"])
-def test_aliased_arguments(request, backend, dtype, layout, fn, make):
-    if layout == "F" and fn is not alias_same:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ALIAS_F))
+def test_aliased_arguments(backend, dtype, layout, fn, make):
     run(fn, lambda: make(dtype, layout), backend)
 
-
-ALIAS_F = ("trace_compile.c alias_proxies() shares one storage only for views of a "
-           "C-contiguous base: overlapping view arguments of a Fortran-ordered base are "
-           "traced as independent arrays, so a write through one is not seen through the "
-           "other (a silently wrong result)")
 
 
 # ------------------------------------------------------- 4. advanced indexing

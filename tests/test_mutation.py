@@ -278,3 +278,18 @@ def test_real_of_real_array_is_the_array(backend):
         return a.real + 0, a
 
     check(f, np.arange(3.0), backend=backend)
+
+
+def _iadd_view(a, b):
+    v = a[0]
+    v += b
+
+
+def _add_out(a, b):
+    np.add(a[0], b, out=a[0])
+
+
+@pytest.mark.parametrize("fn", [_iadd_view, _add_out], ids=["iadd", "out"])
+def test_unbroadcastable_inputs_with_out_name_every_operand(backend, fn):
+    """NumPy's message lists the out= operand's shape too."""
+    check(fn, np.zeros((3, 2, 1)), np.ones((2, 4, 1)), backend=backend)

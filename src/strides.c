@@ -1,0 +1,49 @@
+/* strides.c -- see strides.h. */
+#include "strides.h"
+
+int nd_c_contiguous(int ndim, const npy_intp *dims, const npy_intp *strides, npy_intp unit)
+{
+    npy_intp expect = unit;
+    for (int d = 0; d < ndim; d++) if (dims[d] == 0) return 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (dims[d] == 1) continue;
+        if (strides[d] != expect) return 0;
+        expect *= dims[d];
+    }
+    return 1;
+}
+
+int nd_nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
+                      int nnd, const npy_intp *ndims, npy_intp *nstrides)
+{
+    npy_intp od[ND_MAXDIMS], os[ND_MAXDIMS], ns[ND_MAXDIMS], nsize = 1, osize = 1;
+    int ond = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (dims[d] == 1) continue;  /* length-1 axes carry no layout */
+        od[ond] = dims[d];
+        os[ond++] = strides[d];
+        osize *= dims[d];
+    }
+    for (int d = 0; d < nnd; d++) nsize *= ndims[d];
+    if (nsize != osize || nsize == 0) return 0;
+    int oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nnd && oi < ond) {
+        npy_intp np_ = ndims[ni], op = od[oi];
+        while (np_ != op) {
+            if (np_ < op) np_ *= ndims[nj++];
+            else op *= od[oj++];
+        }
+        for (int ok = oi; ok < oj - 1; ok++)
+            if (os[ok] != od[ok + 1] * os[ok + 1]) return 0;
+        ns[nj - 1] = os[oj - 1];
+        for (int nk = nj - 1; nk > ni; nk--) ns[nk - 1] = ns[nk] * ndims[nk];
+        ni = nj++;
+        oi = oj++;
+    }
+    /* trailing length-1 axes of the new shape */
+    npy_intp last = ni >= 1 ? ns[ni - 1] : 1;
+    for (int nk = ni; nk < nnd; nk++) ns[nk] = last;
+    if (nstrides)
+        for (int d = 0; d < nnd; d++) nstrides[d] = ns[d];
+    return 1;
+}

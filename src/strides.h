@@ -1,0 +1,22 @@
+/* strides.h -- NumPy's layout rules as pure arithmetic on (shape, strides).
+ *
+ * Shared by the tracer (a proxy's map over its storage's flat index is a
+ * strided layout in element units) and the shim (a caller array's memory,
+ * in bytes or elements): the same rule decides NumPy's view-vs-copy and
+ * builds the view, so the two can never disagree.
+ */
+#ifndef ND_STRIDES_H
+#define ND_STRIDES_H
+#include "npy.h"
+
+/* NumPy's C-contiguous flag for (ndim, dims, strides) with unit stride
+ * `unit`: dims of length 1 do not count, an empty array is contiguous. */
+int nd_c_contiguous(int ndim, const npy_intp *dims, const npy_intp *strides, npy_intp unit);
+
+/* NumPy's _attempt_nocopy_reshape (numpy/_core/src/multiarray/shape.c):
+ * whether (ndim, dims, strides) can be viewed with the C-order shape
+ * (nnd, ndims) without a copy; 1 and the view's strides in nstrides (may
+ * be NULL), else 0. Empty sizes answer 0 (NumPy's caller handles them). */
+int nd_nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
+                      int nnd, const npy_intp *ndims, npy_intp *nstrides);
+#endif

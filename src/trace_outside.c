@@ -1,0 +1,156 @@
+/* trace_outside.c -- arrays handed to code outside the graph.
+ *
+ * A graph break gives real arrays to NumPy (or to a disabled function):
+ * often a caller's buffer itself, or the buffer of a value the graph holds.
+ * That code may write into them (np.fill_diagonal, np.put, ndarray.sort),
+ * while nodes not yet computed read the old contents: under NumPy's eager
+ * order those reads happened before the write. The graph is functional, so
+ * the fix is to split the version: the node keeps a snapshot of what it held
+ * (its lazy readers see that), and storages whose version it was move to a
+ * new version, the written buffer (their views see the write).
+ *
+ * The snapshot is a copy per overlapping live value per break; a break is a
+ * Python call into NumPy already, and NumPy's own copy is the same order of
+ * cost. Values no later flush can read are not copied.
+ */
+#include "trace_internal.h"
+#include <string.h>
+
+int nd__gather_arrays(PyObject *o, PyObject *list, int traced_only, int depth)
+{
+    if (PyArray_Check(o)) {
+        if (traced_only && (!PyArray_CheckExact(o) || !nd_trace_supported_array(o))) return 0;
+        return PyList_Append(list, o);
+    }
+    if (depth > 16) return 0;
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (nd__gather_arrays(PySequence_Fast_GET_ITEM(o, i), list, traced_only, depth + 1) < 0)
+                return -1;
+    } else if (PyDict_Check(o)) {
+        if (traced_only && !PyDict_CheckExact(o)) return 0;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (nd__gather_arrays(v, list, traced_only, depth + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+static void release(nd_outside *o)
+{
+    for (Py_ssize_t k = 0; k < o->n; k++) {
+        Py_XDECREF(o->orig[k]);
+        Py_XDECREF(o->snap[k]);
+    }
+    PyMem_Free(o->ids);
+    PyMem_Free(o->orig);
+    PyMem_Free(o->snap);
+    memset(o, 0, sizeof(*o));
+}
+
+int nd__outside_begin(nd_trace *t, PyObject *handed, nd_outside *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (!t || t->ended) return 0;
+    PyObject *list = PyList_New(0);
+    char *need = NULL;
+    int rc = -1;
+    if (!list || nd__gather_arrays(handed, list, 0, 0) < 0) goto done;
+    Py_ssize_t nh = PyList_GET_SIZE(list);
+    if (!nh) { rc = 0; goto done; }
+    /* only writeable arrays can be written */
+    Py_ssize_t w = 0;
+    for (Py_ssize_t i = 0; i < nh; i++)
+        if (PyArray_ISWRITEABLE((PyArrayObject *)PyList_GET_ITEM(list, i))) w++;
+    if (!w) { rc = 0; goto done; }
+    if (!(need = nd__needed_nodes(t))) goto done;
+    nd_graph *g = t->g;
+    PyObject *const *hs = ((PyListObject *)list)->ob_item;
+    Py_ssize_t cap = 0;
+    for (nd_id i = 0; i < g->n; i++) {
+        if (!need[i]) continue;
+        PyObject *a = nd__node_array(g, i);
+        if (!a || !PyArray_Check(a) || !PyArray_ISWRITEABLE((PyArrayObject *)a) ||
+            !nd__overlaps_any(a, hs, nh, NULL))
+            continue;
+        if (o->n == cap) {
+            cap = cap ? 2 * cap : 4;
+            nd_id *ni = PyMem_Realloc(o->ids, sizeof(nd_id) * (size_t)cap);
+            if (ni) o->ids = ni;
+            PyObject **no = PyMem_Realloc(o->orig, sizeof(PyObject *) * (size_t)cap);
+            if (no) o->orig = no;
+            PyObject **ns = PyMem_Realloc(o->snap, sizeof(PyObject *) * (size_t)cap);
+            if (ns) o->snap = ns;
+            if (!ni || !no || !ns) { PyErr_NoMemory(); goto done; }
+        }
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER);
+        if (!c) goto done;
+        o->ids[o->n] = i;
+        o->orig[o->n] = Py_NewRef(a);
+        o->snap[o->n] = c;
+        o->n++;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(list);
+    PyMem_Free(need);
+    if (rc < 0) release(o);
+    return rc;
+}
+
+/* 1 when a's contents differ from the C-order copy `snap` (bytes: a NaN
+ * written over a NaN is no change, -0.0 over 0.0 is one). */
+static int changed(PyObject *a, PyObject *snap)
+{
+    PyArrayObject *A = (PyArrayObject *)a;
+    size_t nb = (size_t)PyArray_NBYTES((PyArrayObject *)snap);
+    if (PyArray_IS_C_CONTIGUOUS(A))
+        return memcmp(PyArray_DATA(A), PyArray_DATA((PyArrayObject *)snap), nb) != 0;
+    PyObject *now = PyArray_NewCopy(A, NPY_CORDER);
+    if (!now) return -1;
+    int r = memcmp(PyArray_DATA((PyArrayObject *)now),
+                   PyArray_DATA((PyArrayObject *)snap), nb) != 0;
+    Py_DECREF(now);
+    return r;
+}
+
+static int move_version(nd_trace *t, nd_storage *s, nd_id old, PyObject *buf, nd_id *nv)
+{
+    if (s->version != old) return 0;
+    if (*nv == ND_NONE) {
+        PyObject *v = PyArray_CheckExact(buf) ? Py_NewRef(buf)
+                      : PyArray_View((PyArrayObject *)buf, NULL, &PyArray_Type);
+        if (!v) return -1;
+        *nv = nd__input_node(t, v);
+        Py_DECREF(v);
+        if (*nv == ND_NONE) return -1;
+    }
+    s->version = *nv;
+    return 0;
+}
+
+int nd__outside_end(nd_trace *t, nd_outside *o, int ok)
+{
+    int rc = 0;
+    if (ok && o->n && !t->ended) {
+        nd_graph *g = t->g;
+        for (Py_ssize_t k = 0; k < o->n && rc == 0; k++) {
+            int c = changed(o->orig[k], o->snap[k]);
+            if (c < 0) { rc = -1; break; }
+            if (!c) continue;
+            nd_id id = o->ids[k], nv = ND_NONE;
+            for (Py_ssize_t j = 0; j < t->nclist && rc == 0; j++)
+                rc = move_version(t, t->clist[j], id, o->orig[k], &nv);
+            for (NdProxy *p = t->proxies; p && rc == 0; p = p->next)
+                rc = move_version(t, p->st, id, o->orig[k], &nv);
+            if (rc == 0) {
+                /* the node's readers see what it held before the call */
+                Py_XSETREF(g->nodes[id].value, o->snap[k]);
+                o->snap[k] = NULL;
+            }
+        }
+    }
+    release(o);
+    return rc;
+}

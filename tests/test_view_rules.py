@@ -1,0 +1,90 @@
+"""NumPy's view-vs-copy rules for reshape/ravel/asarray, decided from the
+array's memory strides (src/strides.c, nd_proxy_memory_strides) and built
+on the proxy's own map (nd_proxy_reshape_view): writes through a view must
+reach the base and writes through a copy must not, exactly as in NumPy."""
+import numpy as np
+import pytest
+
+from oracle import check
+
+
+def _layout(layout):
+    a = np.arange(48.0).reshape(4, 12) * 0.5
+    if layout == "C":
+        return a[:, :12].copy()
+    if layout == "F":
+        return np.asfortranarray(a)
+    if layout == "neg":
+        big = np.arange(96.0).reshape(4, 24)
+        v = big[::-1, ::-2]
+        v[...] = a
+        return v
+    big = np.arange(192.0).reshape(8, 24)
+    v = big[::2, 1::2]
+    v[...] = a
+    return v
+
+
+LAYOUTS = ["C", "F", "neg", "strided"]
+
+
+def merge_split(a):
+    v = a.reshape(2, 2, 12)            # split: a view of any layout
+    w = v[:, :, 2:6].reshape(2, 8)     # merges dims only where strides allow
+    w[0, 0] = -1
+    x = a[1:3].reshape(-1)             # crosses the view's dims
+    x[5] = -2
+    y = a[:, ::3].reshape(16)          # uniform stride 3: a view in C
+    y[1] = -3
+    return a, w, x, y
+
+
+def ravel_rules(a):
+    r = a[:, 1:2].ravel()              # not C-contiguous: a copy
+    r[0] = -9
+    s = a.ravel()                      # a view only of a C-contiguous array
+    s[2] = -8
+    k = np.ravel(a.T, order="K")
+    return a, r, s, k
+
+
+def after_pending_write(a):
+    a += 1                             # the storage has pending lazy work
+    v = a.reshape(48)
+    v[3] = -4
+    u = a[::2].ravel()
+    u[0] = -5
+    return a, u
+
+
+def order_copies(a):
+    c = np.ascontiguousarray(a)
+    c[0, 0] = 100
+    s = np.ascontiguousarray(a[:, ::2])
+    s[1, 1] = -5
+    d = np.asarray(a, order="C")
+    d[2, 2] = 7
+    f = np.asarray(a, order="F")
+    f[3, 3] = 9
+    k = np.asarray(a, order="K")
+    k[0, 1] = 11
+    return a, c, s, d, f
+
+
+def identity_views(a):
+    r = a.real                         # x.real of a real array is x
+    e = a[...]                         # a new view object
+    r[0, 0] = 42
+    return a, r, e, a.T.T, a[None].squeeze(0)
+
+
+@pytest.mark.parametrize("fn", [merge_split, ravel_rules, after_pending_write, order_copies,
+                                identity_views], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_view_or_copy_like_numpy(backend, fn, layout):
+    check(fn, make_args=lambda: (_layout(layout),), backend=backend, check_aliasing=True)
+
+
+def test_ascontiguousarray_of_0d_is_1d(backend):
+    check(lambda x: np.ascontiguousarray(x * 2), np.float64(3.0), backend=backend)
+    check(lambda x: np.ascontiguousarray(x + 0), np.array(2, dtype=np.int16), backend=backend)
