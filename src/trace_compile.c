@@ -57,7 +57,7 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
             if (PyErr_Occurred()) return NULL;
         }
         nd_storage *s = nd__caller_storage(t, o);
-        return s ? nd__proxy_new(s, 0) : NULL;
+        return s ? nd__caller_proxy(s, 0) : NULL;
     }
     if (depth > 16) return Py_NewRef(o);
     int is_tuple = PyTuple_Check(o);
@@ -125,36 +125,6 @@ static int mem_overlap(PyArrayObject *x, PyArrayObject *y)
     return b[0][0] < b[1][1] && b[1][0] < b[0][1];
 }
 
-/* The array whose C-order flat index is the base's memory order: the base
- * itself when C-contiguous, else (any other dense layout: Fortran, a
- * permutation, negative strides) a 1-d view of its whole byte extent, so
- * views of it are affine maps of that flat index. NULL with no exception
- * when the base has gaps (views of it stay independent). New ref. */
-static PyObject *memory_order_base(PyObject *ba)
-{
-    PyArrayObject *B = (PyArrayObject *)ba;
-    if (PyArray_IS_C_CONTIGUOUS(B)) return Py_NewRef(ba);
-    npy_intp isz = PyArray_ITEMSIZE(B), n = PyArray_SIZE(B);
-    char *lo = PyArray_BYTES(B), *hi = lo;
-    for (int d = 0; d < PyArray_NDIM(B); d++) {
-        npy_intp st = PyArray_STRIDE(B, d), k = PyArray_DIM(B, d) - 1;
-        if (st % isz) return NULL;
-        if (st < 0) lo += st * k; else hi += st * k;
-    }
-    if (n == 0 || hi + isz - lo != n * isz) return NULL;
-    PyArray_Descr *dt = PyArray_DESCR(B);
-    Py_INCREF(dt);
-    int flags = PyArray_ISWRITEABLE(B) ? NPY_ARRAY_WRITEABLE : 0;
-    PyObject *m = PyArray_NewFromDescr(&PyArray_Type, dt, 1, &n, NULL, lo, flags, NULL);
-    if (!m) { PyErr_Clear(); return NULL; }
-    if (PyArray_SetBaseObject((PyArrayObject *)m, Py_NewRef(ba)) < 0) {
-        PyErr_Clear();
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
-}
-
 /* Arguments that are overlapping views of one dense base array get proxies
  * on ONE storage for that base's memory, so a write through one is seen
  * through the others as under NumPy. Returns a dict id(array) -> proxy, or
@@ -185,7 +155,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         if (!bkey) goto done;
         PyObject *M = PyDict_GetItemWithError(mem, bkey);
         if (!M && !PyErr_Occurred()) {
-            M = memory_order_base(ba);
+            M = nd__memory_order_base(ba);
             if (M) {
                 int r = PyDict_SetItem(mem, bkey, M);
                 Py_DECREF(M);  /* the dict keeps it */

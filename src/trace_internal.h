@@ -78,6 +78,11 @@ struct nd_storage {
     int dtype;
     npy_intp shape[ND_MAXDIMS];
     unsigned mark;            /* scratch for sweeps */
+    uint8_t rebased;          /* re-expressed over its caller's memory order:
+                                 1-d, caller = that memory (see rebase_memory) */
+    PyObject *root;           /* rebased: owned, the caller array itself */
+    npy_intp root_off;        /* rebased: the caller array's own map over it */
+    npy_intp root_strides[ND_MAXDIMS];
     PyObject *exports;        /* owned list of weakrefs: real NumPy arrays that
                                  alias `caller` and escaped to Python code;
                                  while one lives, writes are flushed at once */
@@ -142,6 +147,12 @@ nd_id nd__proxy_read_own(NdProxy *p);
 /* storage for a caller ndarray (arguments, globals), created on first
  * sight; borrowed (the trace's caller table owns it) */
 nd_storage *nd__caller_storage(nd_trace *t, PyObject *arr);
+/* the proxy standing for the caller array of s itself (new ref) */
+PyObject *nd__caller_proxy(nd_storage *s, int is_scalar);
+/* The array whose C-order flat index is base's memory order: base itself
+ * when C-contiguous, else (any other dense layout) a 1-d view of its whole
+ * byte extent. NULL with no exception when base has gaps. New ref. */
+PyObject *nd__memory_order_base(PyObject *base);
 /* INPUT node for an array that is not a caller buffer */
 nd_id nd__input_node(nd_trace *t, PyObject *arr);
 /* per-dim decomposition of an affine map over a C-order flat index of

@@ -9,9 +9,9 @@
  * (its lazy readers see that), and storages whose version it was move to a
  * new version, the written buffer (their views see the write).
  *
- * The snapshot is a copy per overlapping live value per break; a break is a
- * Python call into NumPy already, and NumPy's own copy is the same order of
- * cost. Values no later flush can read are not copied.
+ * A snapshot (a copy, compared after the call) is taken only of values that
+ * work still to run reads; a version nothing pending reads just moves on to
+ * a new node of the same buffer, so cached views of it are re-read.
  */
 #include "trace_internal.h"
 #include <string.h>
@@ -66,6 +66,15 @@ int nd__outside_begin(nd_trace *t, PyObject *handed, nd_outside *o)
     if (!w) { rc = 0; goto done; }
     if (!(need = nd__needed_nodes(t))) goto done;
     nd_graph *g = t->g;
+    /* nodes that work still to run reads: only their old contents need a
+     * snapshot; any other overlapping version just moves on after the call
+     * (its cached views are then re-read) */
+    for (nd_id j = 0; j < g->n; j++) {
+        nd_node *nj = &g->nodes[j];
+        if (!(need[j] & 1) || nj->value || nj->op == ND_OP_INPUT) continue;
+        for (int k = 0; k < nj->nin; k++) if (nj->in[k] >= 0) need[nj->in[k]] |= 2;
+        for (int k = 0; k < nj->nextra; k++) if (nj->extra[k] >= 0) need[nj->extra[k]] |= 2;
+    }
     PyObject *const *hs = ((PyListObject *)list)->ob_item;
     Py_ssize_t cap = 0;
     for (nd_id i = 0; i < g->n; i++) {
@@ -84,8 +93,8 @@ int nd__outside_begin(nd_trace *t, PyObject *handed, nd_outside *o)
             if (ns) o->snap = ns;
             if (!ni || !no || !ns) { PyErr_NoMemory(); goto done; }
         }
-        PyObject *c = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER);
-        if (!c) goto done;
+        PyObject *c = NULL;
+        if ((need[i] & 2) && !(c = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER))) goto done;
         o->ids[o->n] = i;
         o->orig[o->n] = Py_NewRef(a);
         o->snap[o->n] = c;
@@ -136,7 +145,7 @@ int nd__outside_end(nd_trace *t, nd_outside *o, int ok)
     if (ok && o->n && !t->ended) {
         nd_graph *g = t->g;
         for (Py_ssize_t k = 0; k < o->n && rc == 0; k++) {
-            int c = changed(o->orig[k], o->snap[k]);
+            int c = o->snap[k] ? changed(o->orig[k], o->snap[k]) : 1;
             if (c < 0) { rc = -1; break; }
             if (!c) continue;
             nd_id id = o->ids[k], nv = ND_NONE;
@@ -144,7 +153,7 @@ int nd__outside_end(nd_trace *t, nd_outside *o, int ok)
                 rc = move_version(t, t->clist[j], id, o->orig[k], &nv);
             for (NdProxy *p = t->proxies; p && rc == 0; p = p->next)
                 rc = move_version(t, p->st, id, o->orig[k], &nv);
-            if (rc == 0) {
+            if (rc == 0 && o->snap[k]) {
                 /* the node's readers see what it held before the call */
                 Py_XSETREF(g->nodes[id].value, o->snap[k]);
                 o->snap[k] = NULL;

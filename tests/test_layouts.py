@@ -16,8 +16,8 @@ across families every (dtype, layout) pair occurs, without the full
 product per family (the views run the full product). The kernel cache is
 the test session's (conftest.py; NUMDYN_TEST_CACHE_DIR keeps it warm).
 
-Known product bugs are strict xfails naming the file at fault, so they
-turn into failures (XPASS) once fixed.
+A product bug found here is recorded as a strict xfail naming the file at
+fault, so it turns into a failure (XPASS) once fixed; none is open.
 
 The oracle (tests/oracle.py) compares returned values, dtypes, shapes and
 returned types, exceptions, and the caller's arrays after the call; for a
@@ -270,10 +270,6 @@ def test_ravel_of_pending_storage(backend, fn):
     run(fn, lambda: (arg((4, 6), "float64"),), backend)
 
 
-@pytest.mark.xfail(strict=True, reason="the tracer's view maps are over the storage's C-order "
-                   "index: a view NumPy makes from an F array's memory order "
-                   "(np.asfortranarray(x).T.reshape(-1)) is not expressible, so it is a copy "
-                   "and writes through it are lost")
 def test_reshape_view_in_fortran_memory_order(backend):
     run(_rv_F_transposed, lambda: (arg((4, 6), "float64", "F"),), backend)
 

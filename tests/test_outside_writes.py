@@ -93,7 +93,14 @@ def loop_of_breaks(a):
     return acc, a
 
 
-CASES = [read_then_fill, write_then_fill, fill_a_view, fill_a_computed_value,
+def view_read_before_and_after(a):
+    r = a[1:]
+    t = float(r.sum())             # a flush: r's view value may be cached
+    np.fill_diagonal(a, 0)         # nothing pending reads a: no snapshot taken
+    return r.sum(), t, r, r * 1
+
+
+CASES = [view_read_before_and_after, read_then_fill, write_then_fill, fill_a_view, fill_a_computed_value,
          copies_and_views, fill_view_of_computed, sort_in_place_fallback, no_write,
          disabled_function_writes, loop_of_breaks]
 

@@ -88,3 +88,51 @@ def test_view_or_copy_like_numpy(backend, fn, layout):
 def test_ascontiguousarray_of_0d_is_1d(backend):
     check(lambda x: np.ascontiguousarray(x * 2), np.float64(3.0), backend=backend)
     check(lambda x: np.ascontiguousarray(x + 0), np.array(2, dtype=np.int16), backend=backend)
+
+
+def memory_order_views(a):
+    before = a * 2                     # reads the contents before the writes
+    v = a.T.reshape(-1)                # F memory: a view NumPy makes from a.T
+    v[0] = 100
+    w = a.T.reshape(6, 8)
+    w[1, 1] = -7
+    s = a.sum(axis=0)
+    a[2, 3] = 55                       # seen through v and w
+    x = v + 1                          # after the write
+    return a, v, w, before, s, x
+
+
+def memory_order_inplace(a, b):
+    v = a.T.reshape(-1)
+    v += b
+    u = a[::-1].T.reshape(2, -1)
+    u *= 2
+    return a.copy(), v, u
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_views_of_memory_order(backend, layout):
+    """Views NumPy builds from an array's memory order, not its index order
+    (src/trace_functionalize.c rebase_memory)."""
+    check(memory_order_views, make_args=lambda: (_layout(layout),), backend=backend,
+          check_aliasing=True)
+    check(memory_order_inplace, make_args=lambda: (_layout(layout), 1.5), backend=backend,
+          check_aliasing=True)
+
+
+def views_made_before_the_rebase(a):
+    r = a[1:, ::2]
+    c = a[:, 0]
+    d = a.T[::-1]
+    e = a.reshape(2, 2, 12)            # a split, made before
+    v = a.T.reshape(-1)
+    v[3] = 9
+    r[0, 0] = -1
+    e[1, 0, 5] = 77
+    return a, r, c, d, e, v, np.ascontiguousarray(a), np.asarray(a, order="F")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_views_made_before_a_memory_order_view(backend, layout):
+    check(views_made_before_the_rebase, make_args=lambda: (_layout(layout),), backend=backend,
+          check_aliasing=True)
