@@ -21,6 +21,7 @@
  * Shape and type errors are NumPy's own: the key is applied to a
  * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
 #include "shim_xj.h"
+#include "shim_priv.h"
 #include <string.h>
 
 /* ------------------------------------------------- runtime helper callables */
@@ -695,6 +696,63 @@ static int mask_where(nd_trace *t, PyObject *self, PyObject *key, PyObject *valu
     return 0;
 }
 
+/* NumPy treats a boolean index array as its nonzero() positions. A key
+ * with boolean arrays becomes one with those integer arrays, so the
+ * assignment is an in-graph scatter instead of a NumPy call on the whole
+ * array. A lazy mask is computed first (a recorded break: the graph then
+ * depends on its data; after `a[m]` was read it is computed already).
+ * New ref; NULL with no exception when the key has no boolean array, or
+ * one NumPy would reject (shape mismatch: NumPy's error comes from the
+ * fallback), or Ellipsis/None make the dims it indexes unclear. */
+static PyObject *mask_as_positions(PyObject *self, PyObject *key, PyObject **concrete)
+{
+    PyObject *k = key_tuple(key), *items = k ? PyList_New(0) : NULL, *out = NULL;
+    PyObject *ck = k ? PyList_New(0) : NULL;  /* the key with masks concrete */
+    *concrete = NULL;
+    if (!items || !ck) { Py_XDECREF(k); Py_XDECREF(items); Py_XDECREF(ck); return NULL; }
+    int sdim = nd_proxy_ndim(self), pos = 0, any = 0;
+    const npy_intp *sshape = nd_proxy_shape(self);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k); i++) {
+        PyObject *e = PyTuple_GET_ITEM(k, i);
+        if (e == Py_Ellipsis || e == Py_None || PyBool_Check(e)) goto done;
+        int isb = nd_proxy_check(e) ? nd_proxy_dtype(e) == NPY_BOOL
+                  : PyArray_Check(e) && PyArray_TYPE((PyArrayObject *)e) == NPY_BOOL;
+        if (!isb) {
+            if (PyList_Append(items, e) < 0 || PyList_Append(ck, e) < 0) goto done;
+            pos++;
+            continue;
+        }
+        int mnd = nd_proxy_check(e) ? nd_proxy_ndim(e) : PyArray_NDIM((PyArrayObject *)e);
+        const npy_intp *msh = nd_proxy_check(e) ? nd_proxy_shape(e) : PyArray_DIMS((PyArrayObject *)e);
+        if (mnd == 0 || pos + mnd > sdim) goto done;
+        for (int d = 0; d < mnd; d++) if (msh[d] != sshape[pos + d]) goto done;
+        PyObject *arr = Py_NewRef(e);
+        if (nd_proxy_check(e)) {
+            /* a break only when the mask still has to be computed */
+            PyObject *b = nd_proxy_base_array(e);
+            if (!b && PyErr_Occurred()) goto done;
+            Py_XDECREF(b);
+            Py_SETREF(arr, nd_trace_materialize(
+                e, b ? NULL : "boolean mask assignment: the mask's positions (nonzero)"));
+        }
+        PyObject *nz = arr ? PyArray_Nonzero((PyArrayObject *)arr) : NULL;
+        int bad = arr && PyList_Append(ck, arr) < 0;
+        Py_XDECREF(arr);
+        if (!nz || bad) { Py_XDECREF(nz); goto done; }
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(nz); j++)
+            if (PyList_Append(items, PyTuple_GET_ITEM(nz, j)) < 0) { Py_DECREF(nz); goto done; }
+        Py_DECREF(nz);
+        pos += mnd;
+        any = 1;
+    }
+    if (any && (out = PyList_AsTuple(items)) && !(*concrete = PyList_AsTuple(ck))) Py_CLEAR(out);
+done:
+    Py_DECREF(items);
+    Py_DECREF(ck);
+    Py_DECREF(k);
+    return out;
+}
+
 int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
     int done;
@@ -705,6 +763,29 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject 
     int res = -1;
     int rc = plan_key(t, self, key, pl, value);
     if (rc > 0) {
+        PyObject *ck, *pk = mask_as_positions(self, key, &ck);
+        if (pk || PyErr_Occurred()) {
+            res = pk ? nd_shim_advidx_setitem(t, self, pk, value) : -1;
+            if (res < 0 && ck && PyErr_ExceptionMatches(PyExc_ValueError)) {
+                /* a value that does not fit: NumPy's own message for the
+                 * boolean key (its boolean fast path words it otherwise) */
+                PyObject *et, *ev, *tb;
+                PyErr_Fetch(&et, &ev, &tb);
+                PyObject *r = index_error(self, PyTuple_Check(key) ? ck : PyTuple_GET_ITEM(ck, 0), value);
+                Py_XDECREF(r);
+                if (PyErr_Occurred()) {
+                    Py_XDECREF(et);
+                    Py_XDECREF(ev);
+                    Py_XDECREF(tb);
+                } else {
+                    nd_shim_take_unsupported();
+                    PyErr_Restore(et, ev, tb);
+                }
+            }
+            Py_XDECREF(pk);
+            Py_XDECREF(ck);
+            goto done;
+        }
         res = fallback_setitem(t, self, key, value,
                                rc == 2 ? "assignment through a lazy boolean mask"
                                        : "advanced index assignment case not supported in-graph");
