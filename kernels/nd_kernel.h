@@ -573,36 +573,63 @@ ND_CASCADE(float, f)
 #define ND_STREAM_BYTES (64ll << 20)  /* outputs this big bypass the caches */
 #endif
 
-#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
-#include <immintrin.h>
-#endif
-/* copy a tile to memory with non-temporal stores (dst any alignment) */
+/* Non-temporal stores through the compiler's builtins, not <immintrin.h>:
+ * parsing that header is ~0.15 s of every kernel's compile (more than half
+ * of a small kernel's), and these two instructions are all kernels use of it.
+ * A compiler without the builtins gets the header. */
 #if defined(__AVX512F__)
 #define ND_NT_BYTES 64
-#define ND_NT_STORE(d, s) _mm512_stream_si512((__m512i *)(void *)(d), _mm512_loadu_si512((const void *)(s)))
 #elif defined(__AVX__)
 #define ND_NT_BYTES 32
-#define ND_NT_STORE(d, s) \
-    _mm256_stream_si256((__m256i *)(void *)(d), _mm256_loadu_si256((const __m256i *)(const void *)(s)))
 #endif
+#if defined(__has_builtin) && !defined(ND_NT_HEADER)
+#if __has_builtin(__builtin_nontemporal_store)
+#define ND_NT_STORE(d, v) __builtin_nontemporal_store((v), (nd_ntv *)(void *)(d))
+#elif defined(ND_NT_BYTES) && ND_NT_BYTES == 64 && __has_builtin(__builtin_ia32_movntdq512)
+#define ND_NT_STORE(d, v) __builtin_ia32_movntdq512((nd_ntv *)(void *)(d), (v))
+#elif defined(ND_NT_BYTES) && ND_NT_BYTES == 32 && __has_builtin(__builtin_ia32_movntdq256)
+#define ND_NT_STORE(d, v) __builtin_ia32_movntdq256((nd_ntv *)(void *)(d), (v))
+#endif
+#if __has_builtin(__builtin_ia32_sfence)
+#define ND_SFENCE() __builtin_ia32_sfence()
+#endif
+#endif
+#if (defined(ND_NT_BYTES) && !defined(ND_NT_STORE)) || (defined(__SSE__) && !defined(ND_SFENCE))
+#include <immintrin.h>
+#endif
+#if defined(ND_NT_BYTES) && !defined(ND_NT_STORE)
+#if ND_NT_BYTES == 64
+#define ND_NT_STORE(d, v) _mm512_stream_si512((void *)(d), (__m512i)(v))
+#else
+#define ND_NT_STORE(d, v) _mm256_stream_si256((__m256i *)(void *)(d), (__m256i)(v))
+#endif
+#endif
+#if defined(__SSE__) && !defined(ND_SFENCE)
+#define ND_SFENCE() _mm_sfence()
+#endif
+/* copy a tile to memory with non-temporal stores (dst any alignment) */
 ND_INLINE void nd_stream_copy(void *dst, const void *src, size_t n)
 {
     char *d = (char *)dst;
     const char *s = (const char *)src;
 #ifdef ND_NT_BYTES
+    typedef long long nd_ntv __attribute__((vector_size(ND_NT_BYTES)));
     size_t head = (ND_NT_BYTES - ((uintptr_t)d & (ND_NT_BYTES - 1))) & (ND_NT_BYTES - 1);
     if (head > n) head = n;
     memcpy(d, s, head);
     d += head; s += head; n -= head;
-    for (; n >= ND_NT_BYTES; n -= ND_NT_BYTES, d += ND_NT_BYTES, s += ND_NT_BYTES)
-        ND_NT_STORE(d, s);
+    for (; n >= ND_NT_BYTES; n -= ND_NT_BYTES, d += ND_NT_BYTES, s += ND_NT_BYTES) {
+        nd_ntv v;
+        memcpy(&v, s, ND_NT_BYTES);
+        ND_NT_STORE(d, v);
+    }
 #endif
     memcpy(d, s, n);
 }
 ND_INLINE void nd_sfence(void)
 {
-#if defined(__SSE2__)
-    _mm_sfence();
+#ifdef ND_SFENCE
+    ND_SFENCE();
 #endif
 }
 #define ND_RBLOCK 256    /* leaf block of a pairwise sum */

@@ -650,35 +650,32 @@ def minimize(prog: LayoutProgram, backend: str, budget: int = 40, compiler=None,
     return cur
 
 
-class Report:
-    """Distinct failures of many programs against one backend."""
+def batch(progs) -> LayoutProgram:
+    """fuzz_gen.batch() for LayoutPrograms: each program's arguments are
+    still built from its own bases (aliasing stays within a program), and
+    the batch's bases are all of theirs, each compared after the call."""
+    whole = fg.batch(progs)
+    bases, recipes = [], []
+    for p in progs:
+        off = len(bases)
+        bases += p.bases
+        recipes += [("base", r[1] + off, r[2]) if r[0] == "base" else r for r in p.recipes]
+    return LayoutProgram(whole.params, whole.args, whole.body, whole.ret, mode="batch",
+                         bases=bases, recipes=recipes)
 
-    def __init__(self, backend: str, max_reports: int = 4, compiler=None):
-        self.backend, self.max_reports, self.compiler = backend, max_reports, compiler
-        self.ran = self.failed = 0
-        self.groups: dict = {}
 
-    def check(self, prog: LayoutProgram):
-        self.ran += 1
-        msg = failure(prog, self.backend, self.compiler)
-        if msg is None:
-            return
-        self.failed += 1
-        g = self.groups.setdefault(fg._signature(msg), [0, prog, msg])
-        g[0] += 1
+class Report(fg.Report):
+    """fuzz_gen.Report for LayoutPrograms (batches, failures, reproducers)."""
 
-    def text(self) -> str:
-        lines = [f"numdyn ({self.backend}) disagrees with NumPy on {self.failed} of "
-                 f"{self.ran} programs, {len(self.groups)} kinds of failure:"]
-        ranked = sorted(self.groups.items(), key=lambda kv: -kv[1][0])
-        lines += [f"  {c:5d} x {sig}" for sig, (c, _, _) in ranked]
-        for sig, (count, prog, msg) in ranked[:self.max_reports]:
-            small = minimize(prog, self.backend, compiler=self.compiler, kind=sig)
-            small_msg = failure(small, self.backend, self.compiler) or msg
-            lines += ["", "=" * 72, f"[{count} x] {small_msg}", "--- minimized reproducer ---",
-                      small.repro(self.backend).rstrip()]
-        return "\n".join(lines)
+    def __init__(self, backend: str, max_reports: int = 4, compiler=None, batch_size: int = 1):
+        super().__init__(backend, max_reports=max_reports, compiler=compiler,
+                         batch_size=batch_size)
 
-    def assert_ok(self):
-        if self.failed:
-            raise AssertionError(self.text())
+    def _fail(self, prog: LayoutProgram):
+        return failure(prog, self.backend, self.compiler)
+
+    def _batch(self, progs) -> LayoutProgram:
+        return batch(progs)
+
+    def _minimize(self, prog: LayoutProgram, kind: str) -> LayoutProgram:
+        return minimize(prog, self.backend, compiler=self.compiler, kind=kind)

@@ -6,12 +6,14 @@ plus more view / in-place / join / extern statement kinds, with arguments
 in C, Fortran, strided or negative-stride layouts, or views of one base
 (the same array twice, reversed, transposed, shifted overlapping views).
 The oracle compares results, exceptions, the arguments and their base
-arrays after the call. The hypothesis seed is fixed; `make fuzz`
-(NUMDYN_FUZZ=1) searches longer with random seeds.
+arrays after the call. Programs run BATCH at a time in one compiled call
+(fuzz_views_extra.batch: each keeps its own arguments and bases); a batch
+that disagrees with NumPy is checked again program by program. The
+hypothesis seed is fixed; `make fuzz` (NUMDYN_FUZZ=1) searches longer with
+random seeds.
 """
 import functools
 import os
-import re
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ import fuzz_views_extra as fx
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 N_CI = 360      # generated programs per backend (each + VARIANTS value variants)
 VARIANTS = 1
+BATCH = 32      # programs per compiled call (see test_fuzz_programs.py)
 SEED = 20251105
 
 
@@ -51,73 +54,24 @@ def test_corpus_covers_layouts_and_aliasing():
         assert kind in src, kind
 
 
-# Known product bugs (see the reasons): programs that can meet them are
-# checked apart, in test_fuzz_layouts_known_gaps (strict xfail: when the
-# bugs are fixed it passes, and these filters go).
-KNOWN_GAPS = {
-    "alias-F": "trace_compile.c alias_proxies(): overlapping view arguments of a "
-               "Fortran-ordered base are traced as independent arrays",
-    "reshape-pending": "shim_views.c/tracer: ravel()/reshape() of a storage with pending "
-                       "lazy work decides view-vs-copy over the C-order index, not NumPy's "
-                       "memory strides",
-    "reshape-of-view": "trace_functionalize.c nd_proxy_view(): a reshape of a view is "
-                       "composed over the view's own dims, so one that crosses them "
-                       "(a[1:].reshape(-1), a.reshape(2, 6).reshape(4, 3)) is a copy where "
-                       "NumPy makes a view: writes through either side are lost",
-    "fallback-mutation": "a graph break that hands a caller's array to NumPy code that "
-                         "mutates it (np.put with cyclic values...) runs before pending lazy "
-                         "readers of the old contents are computed",
-}
-
-
-def known_gap(prog):
-    """The KNOWN_GAPS key prog may meet, or None."""
-    bases = [r[1] for r in prog.recipes if r[0] == "base"]
-    for k in set(bases):
-        if bases.count(k) > 1 and prog.bases[k][1] == "F":
-            return "alias-F"
-    mutates = any(fx.fg.stmt_mutates(stmt) for stmt in prog.body)
-    if mutates and any(re.search(r"(v\d+|\]|\))\.reshape\(|(v\d+|\]|\))\.ravel\(|np\.(reshape|ravel)\(v\d+",
-                                 stmt) for stmt in prog.body):
-        return "reshape-of-view"
-    wrote = False
-    for stmt in prog.body:
-        if wrote and ("ravel(" in stmt or "reshape(" in stmt):
-            return "reshape-pending"
-        wrote = wrote or fx.fg.stmt_mutates(stmt)
-    if any("put(" in stmt for stmt in prog.body):
-        return "fallback-mutation"
-    return None
-
-
 def test_fuzz_layouts(backend):
-    report = fx.Report(backend)
-    skipped = []
-
-    def check(prog):
-        if known_gap(prog):
-            skipped.append(prog)
-        else:
-            report.check(prog)
+    report = fx.Report(backend, batch_size=BATCH)
     if FUZZ:
         total = max(N_CI, settings().max_examples // 3)
-        fx.collect_programs(total, derandomize=False, variants=VARIANTS, sink=check)
+        fx.collect_programs(total, derandomize=False, variants=VARIANTS, sink=report.check)
     else:
         for prog in _corpus(N_CI):
-            check(prog)
-    report.assert_ok()
-    assert report.ran >= N_CI, (report.ran, len(skipped))
-
-
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_GAPS.values()))
-def test_fuzz_layouts_known_gaps():
-    # (the bugs are in the tracer, shared by both backends: eager is enough
-    # to tell when they are fixed, and compiles nothing)
-    report = fx.Report("eager", max_reports=len(KNOWN_GAPS))
-    for prog in _corpus(N_CI):
-        if known_gap(prog):
             report.check(prog)
     report.assert_ok()
+    assert report.ran >= N_CI, report.ran
+
+
+def test_batched_report_blames_each_failing_program():
+    """Checking layout programs in batches finds exactly the failures that
+    checking them one by one finds, each blamed on its own program."""
+    def make(fn):
+        return lambda *args: fx.fg.bump_float64(fn(*args))
+    fx.fg.assert_batching_blames_like_alone(fx.Report, _corpus(N_CI)[:80], make)
 
 
 def test_repro_is_self_contained():

@@ -192,36 +192,12 @@ def test_harness_catches_wrong_results(kind):
     assert caught >= 5, caught
 
 
-def _bump_float64(r):
-    """r with the first element of every float64 array in it changed."""
-    if isinstance(r, np.ndarray) and r.dtype == np.float64 and r.size:
-        r = r.copy()
-        r.flat[0] += 1
-        return r
-    if isinstance(r, (tuple, list)):
-        return type(r)(_bump_float64(x) for x in r)
-    return r
-
-
 def test_batched_report_blames_each_failing_program():
     """Checking in batches finds exactly the failures that checking program
     by program finds, each blamed on its own program."""
     def make(fn):
-        return lambda *args: _bump_float64(fn(*args))
-    progs = _programs("all", 120)
-    alone = fg.Report("eager", compiler=make)
-    batched = fg.Report("eager", compiler=make, batch_size=8)
-    for p in progs:
-        alone.check(p)
-        batched.check(p)
-    alone.flush()
-    batched.flush()
-    assert batched.batches >= len(progs) // 10
-    assert batched.ran == alone.ran == len(progs)
-    assert 0 < batched.failed == alone.failed < len(progs)
-    assert ({sig: g[0] for sig, g in batched.groups.items()}
-            == {sig: g[0] for sig, g in alone.groups.items()})
-    assert "only in a batch" not in batched.text()
+        return lambda *args: fg.bump_float64(fn(*args))
+    fg.assert_batching_blames_like_alone(fg.Report, _programs("all", 120), make)
 
 
 def test_batch_only_failure_is_reported():
