@@ -1582,7 +1582,7 @@ static PyObject *quantile_common(nd_trace *t, PyObject **argv, const char *path,
         Py_DECREF(qa);
         return PyErr_Occurred() ? NULL : nd_shim_unsupported("numpy.%s above rank 16", path);
     }
-    memcpy(sh, PyArray_DIMS(q), sizeof(npy_intp) * (size_t)qnd);
+    if (qnd) memcpy(sh, PyArray_DIMS(q), sizeof(npy_intp) * (size_t)qnd);  /* 0-d q: NULL dims */
     memcpy(sh + qnd, rsh, sizeof(npy_intp) * (size_t)nd);
     Py_DECREF(qa);
     ext_out o;
