@@ -21,6 +21,7 @@
  * Shape and type errors are NumPy's own: the key is applied to a
  * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
 #include "shim_xj.h"
+#include "strides.h"
 #include "shim_priv.h"
 #include <string.h>
 
@@ -1063,6 +1064,12 @@ static PyObject *take_along_axis_impl(nd_trace *t, PyObject **argv)
 static PyObject *put_partial(nd_trace *t, PyObject **argv)
 {
     PyErr_Clear();
+    /* NumPy puts into a C-contiguous array in place, but into a copy of any
+     * other (written back only on success): only then is a failed put's
+     * partial write seen */
+    npy_intp ms[ND_MAXDIMS];
+    int inplace = !nd_proxy_memory_strides(argv[0], ms) &&
+                  nd_c_contiguous(nd_proxy_ndim(argv[0]), nd_proxy_shape(argv[0]), ms, 1);
     PyObject *cur = nd_trace_materialize(argv[0], NULL);
     PyObject *c = cur ? PyArray_NewCopy((PyArrayObject *)cur, NPY_CORDER) : NULL;
     Py_XDECREF(cur);
@@ -1090,9 +1097,9 @@ static PyObject *put_partial(nd_trace *t, PyObject **argv)
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
 #endif
-    nd_id id = nd_trace_lift(t, c);
+    nd_id id = inplace ? nd_trace_lift(t, c) : ND_NONE;
     Py_DECREF(c);
-    int ok = id != ND_NONE && nd_proxy_write(argv[0], id) == 0;
+    int ok = !inplace || (id != ND_NONE && nd_proxy_write(argv[0], id) == 0);
 #if PY_VERSION_HEX >= 0x030C0000
     if (!ok) Py_XDECREF(exc);
     else PyErr_SetRaisedException(exc);

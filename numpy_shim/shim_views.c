@@ -117,21 +117,50 @@ static PyObject *swapaxes_impl(nd_trace *t, PyObject **argv)
     return r;
 }
 
-static int axes_list(PyObject *o, int nd, int *out, int *n)
+/* NumPy's normalize_axis_tuple(o, nd, argname): AxisError with the
+ * argument's name as prefix, ValueError for a repeated axis. */
+static int axes_list(PyObject *o, int nd, int *out, int *n, const char *argname)
 {
+    PyObject *seq = NULL;
+    int rc = 0;
     if (PyIndex_Check(o)) {
         *n = 1;
-        return nd_shim_axis_index(o, nd, &out[0]);
+        rc = nd_shim_axis_index(o, nd, &out[0]);
+    } else {
+        if (!(seq = PySequence_Fast(o, "axes must be integers"))) return -1;
+        *n = (int)PySequence_Fast_GET_SIZE(seq);
+        if (*n > ND_MAXDIMS) { *n = 0; rc = -1; PyErr_SetString(PyExc_ValueError, "too many axes"); }
+        for (int i = 0; rc == 0 && i < *n; i++)
+            rc = nd_shim_axis_index(PySequence_Fast_GET_ITEM(seq, i), nd, &out[i]);
     }
-    PyObject *seq = PySequence_Fast(o, "axes must be integers");
-    if (!seq) return -1;
-    *n = (int)PySequence_Fast_GET_SIZE(seq);
-    int rc = 0;
-    if (*n > ND_MAXDIMS) { *n = 0; rc = -1; PyErr_SetString(PyExc_ValueError, "too many axes"); }
-    for (int i = 0; rc == 0 && i < *n; i++)
-        rc = nd_shim_axis_index(PySequence_Fast_GET_ITEM(seq, i), nd, &out[i]);
-    Py_DECREF(seq);
-    return rc;
+    Py_XDECREF(seq);
+    if (rc < 0) {
+        PyObject *cls = nd_shim_exc("numpy.exceptions.AxisError");
+        if (cls && PyErr_ExceptionMatches(cls)) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_NormalizeException(&et, &ev, &tb);
+            PyObject *ax = ev ? PyObject_GetAttrString(ev, "axis") : NULL;
+            PyObject *e = ax ? PyObject_CallFunction(cls, "Ois", ax, nd, argname) : NULL;
+            Py_XDECREF(ax);
+            if (e) {
+                Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+                PyErr_SetObject(cls, e);
+                Py_DECREF(e);
+            } else {
+                PyErr_Clear();
+                PyErr_Restore(et, ev, tb);
+            }
+        }
+        return -1;
+    }
+    for (int i = 0; i < *n; i++)
+        for (int j = 0; j < i; j++)
+            if (out[i] == out[j]) {
+                PyErr_Format(PyExc_ValueError, "repeated axis in `%s` argument", argname);
+                return -1;
+            }
+    return 0;
 }
 
 static PyObject *moveaxis_impl(nd_trace *t, PyObject **argv)
@@ -139,7 +168,8 @@ static PyObject *moveaxis_impl(nd_trace *t, PyObject **argv)
     PyObject *p = as_proxy(t, argv[0]);
     if (!p) return NULL;
     int nd = nd_proxy_ndim(p), src[ND_MAXDIMS], dst[ND_MAXDIMS], ns, ndst;
-    if (axes_list(argv[1], nd, src, &ns) < 0 || axes_list(argv[2], nd, dst, &ndst) < 0) {
+    if (axes_list(argv[1], nd, src, &ns, "source") < 0 ||
+        axes_list(argv[2], nd, dst, &ndst, "destination") < 0) {
         Py_DECREF(p);
         return NULL;
     }

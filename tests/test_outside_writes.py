@@ -127,3 +127,22 @@ def test_unchanged_buffers_keep_their_version(backend):
         return a
     a = np.eye(3)
     assert numdyn.compile(f, backend=backend)(a) is a
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "neg"])
+def test_failed_put_writes_partially_only_in_place(backend, layout):
+    """NumPy puts into a C-contiguous array in place (a failing index leaves
+    the earlier values written) and into a copy of any other array (nothing
+    written)."""
+    def f(a):
+        np.put(a, [1, 200], [5, 6])
+        return a
+
+    def make():
+        a = np.arange(12.0).reshape(3, 4)
+        if layout == "F":
+            a = np.asfortranarray(a)
+        elif layout == "neg":
+            a = a[::-1]
+        return (a,)
+    check(f, make_args=make, backend=backend)

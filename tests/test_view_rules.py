@@ -136,3 +136,9 @@ def views_made_before_the_rebase(a):
 def test_views_made_before_a_memory_order_view(backend, layout):
     check(views_made_before_the_rebase, make_args=lambda: (_layout(layout),), backend=backend,
           check_aliasing=True)
+
+
+@pytest.mark.parametrize("src,dst", [(0, 5), (7, 0), ([0, 0], [1, 0]), ([0, 1], [1, 1]),
+                                     ([0, 1], [0]), (-3, 0)])
+def test_moveaxis_errors_name_the_argument(backend, src, dst):
+    check(lambda a: np.moveaxis(a, src, dst), np.zeros((2, 3)), backend=backend)
