@@ -14,6 +14,7 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from programs import toy_example  # noqa: E402  (the explain example, shared with the tests)
 from runner import format_time, machine_description, report, timeit_interleaved  # noqa: E402
 
 
@@ -52,15 +53,6 @@ def small_chain(a, b):
     c = np.sqrt(np.abs(c)) - a
     c = c * c + b / 3.0
     return np.maximum(c, 0.0) - np.minimum(a, b)
-
-
-def toy_example(a, b):
-    # TorchDynamo's toy example: one data-dependent branch -> 2 graphs, 1 break
-    x = a / (np.abs(a) + 1)
-    print("woo")
-    if b.sum() < 0:
-        b = b * -1
-    return x * b
 
 
 def cases(rng):
