@@ -50,6 +50,8 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
         uint64_t ones = 0;
         for (int d = 0; d < n->ndim; d++) if (n->shape[d] == 1) ones |= 1ULL << d;
         h = mix(h, ones ^ (n->axes * 0x9e3779b97f4a7c15ULL));
+        if (n->flags & ND_F_KORDER)  /* the memory order of an output is structure */
+            for (int d = 0; d < n->ndim; d++) h = mix(h, 0x6b6f7264ULL ^ (uint64_t)(uint8_t)n->kperm[d]);
         switch (n->op) {
         case ND_OP_UFUNC:
             /* x ** 2 with a scalar 2 compiles to x * x (NumPy's fast path):

@@ -154,7 +154,7 @@ static PyObject *full_impl(nd_trace *t, PyObject **argv)
 
 /* *_like: a, [fill_value,] dtype, order, subok, shape; device */
 static PyObject *like_core(nd_trace *t, PyObject *a, PyObject *fill, long c, PyObject *dtarg,
-                           PyObject *shape_o, PyObject *device)
+                           PyObject *shape_o, PyObject *device, PyObject *order)
 {
     if (plain_extras(NULL, device)) return NULL;
     nd_operand op;
@@ -165,16 +165,19 @@ static PyObject *like_core(nd_trace *t, PyObject *a, PyObject *fill, long c, PyO
     int ndim = op.ndim;
     npy_intp shape[ND_MAXDIMS];
     memcpy(shape, op.shape, sizeof(npy_intp) * (size_t)ndim);
-    if (shape_o && shape_o != Py_None && shape_arg(shape_o, &ndim, shape)) return NULL;
-    if (fill) return filled(t, ndim, shape, fill, dtype);
-    return const_filled(t, ndim, shape, c, dtype);
+    int reshaped = shape_o && shape_o != Py_None;
+    if (reshaped && shape_arg(shape_o, &ndim, shape)) return NULL;
+    PyObject *r = fill ? filled(t, ndim, shape, fill, dtype) : const_filled(t, ndim, shape, c, dtype);
+    /* laid out like a (NumPy's PyArray_NewLikeArray), unless given a shape */
+    if (r && !reshaped) nd_proxy_set_order(r, a, nd_shim_order_char(order, 'K'));
+    return r;
 }
 static PyObject *zeros_like_impl(nd_trace *t, PyObject **argv)
-{ return like_core(t, argv[0], NULL, 0, argv[1], argv[4], argv[5]); }
+{ return like_core(t, argv[0], NULL, 0, argv[1], argv[4], argv[5], argv[2]); }
 static PyObject *ones_like_impl(nd_trace *t, PyObject **argv)
-{ return like_core(t, argv[0], NULL, 1, argv[1], argv[4], argv[5]); }
+{ return like_core(t, argv[0], NULL, 1, argv[1], argv[4], argv[5], argv[2]); }
 static PyObject *full_like_impl(nd_trace *t, PyObject **argv)
-{ return like_core(t, argv[0], argv[1], 0, argv[2], argv[5], argv[6]); }
+{ return like_core(t, argv[0], argv[1], 0, argv[2], argv[5], argv[6], argv[3]); }
 
 /* ------------------------------------------------------------ arange */
 

@@ -50,7 +50,7 @@ static PyObject *where_impl(nd_trace *t, PyObject **argv)
     nd_id xi = nd_shim_operand_at(t, &x, dt);
     nd_id yi = xi == ND_NONE ? ND_NONE : nd_shim_operand_at(t, &y, dt);
     nd_id r = yi == ND_NONE ? ND_NONE : nd_shim_node_where(t, c.id, xi, yi, dt);
-    return nd_shim_wrap(t, r, 0);
+    return nd_shim_wrap_k(t, r, 0, 3, (PyObject *const *)argv, 1);
 }
 
 /* ------------------------------------------------------------ clip */
@@ -152,7 +152,8 @@ static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi,
         return out;
     }
     /* np.clip is a ufunc in NumPy 2: a 0-d result is a NumPy scalar */
-    return nd_shim_wrap(t, x, nd_shim_node_ndim(t, x) == 0);
+    PyObject *in3[3] = {a, lo, hi};
+    return nd_shim_wrap_k(t, x, nd_shim_node_ndim(t, x) == 0, 3, in3, 1);
 }
 
 /* clip: a, a_min, a_max, out; min, max */
@@ -247,6 +248,12 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
     }
     Py_DECREF(p);
 stored:
+    /* NumPy's PyArray_Round: the scaled float path (and integers scaled
+     * down) allocate in order 'A'; rint and the integer copy keep 'K' */
+    if (r && ((PyTypeNum_ISFLOAT(op.dtype) && d != 0) || (PyTypeNum_ISINTEGER(op.dtype) && d < 0)))
+        nd_proxy_set_order(r, a, 'A');
+    else if (r)
+        nd_proxy_set_korder(r, 1, &a, 1);
     if (!r || !out || out == Py_None) return r;
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);
@@ -316,6 +323,7 @@ static PyObject *isclose_impl(nd_trace *t, PyObject **argv)
 {
     /* NumPy's isclose works on warnings-suppressed floats; values agree */
     PyObject *r = isclose_core(t, argv[0], argv[1], argv[2], argv[3], argv[4]);
+    if (r) nd_proxy_set_korder(r, 2, argv, 1);
     if (r && nd_proxy_check(r) && nd_proxy_ndim(r) == 0 && !nd_proxy_is_scalar(r)) {
         /* result[()] : 0-d results are NumPy scalars */
         nd_id id = nd_proxy_read(r);
@@ -408,13 +416,14 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
         Py_INCREF(argv[0]);
         return argv[0];
     }
-    /* NumPy returns a NumPy scalar for any 0-d input */
-    return nd_shim_wrap(t, x, op.ndim == 0);
+    /* NumPy returns a NumPy scalar for any 0-d input; the copy keeps a's order */
+    return nd_shim_wrap_k(t, x, op.ndim == 0, 1, argv, 0);
 }
 
 /* ------------------------------------------------------------ casts */
 
-static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *casting, PyObject *copy)
+static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *casting, PyObject *copy,
+                             char order)
 {
     int dt;
     int rc = nd_shim_dtype_arg(dtype, &dt);
@@ -448,19 +457,21 @@ static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast(t, op.id, dt);
     /* a NumPy scalar's astype gives a NumPy scalar */
-    return nd_shim_wrap(t, r, nd_proxy_check(a) && nd_proxy_is_scalar(a));
+    PyObject *res = nd_shim_wrap(t, r, nd_proxy_check(a) && nd_proxy_is_scalar(a));
+    if (res) nd_proxy_set_order(res, a, order);
+    return res;
 }
 
 /* ndarray.astype(dtype, order, casting, subok, copy) */
 static PyObject *astype_method(nd_trace *t, PyObject **argv)
 {
-    return astype_core(t, argv[0], argv[1], argv[3], argv[5]);
+    return astype_core(t, argv[0], argv[1], argv[3], argv[5], nd_shim_order_char(argv[2], 'K'));
 }
 
 /* np.astype(x, dtype, /, *, copy, device) */
 static PyObject *astype_impl(nd_trace *t, PyObject **argv)
 {
-    return astype_core(t, argv[0], argv[1], NULL, argv[2]);
+    return astype_core(t, argv[0], argv[1], NULL, argv[2], 'K');
 }
 
 /* np.asarray / asanyarray / ascontiguousarray / array: a proxy with the
@@ -525,7 +536,9 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast(t, op.id, dt);
-    return nd_shim_wrap(t, r, 0);
+    PyObject *res = nd_shim_wrap(t, r, 0);
+    if (res) nd_proxy_set_order(res, a, nd_shim_order_char(order, 'K'));
+    return res;
 }
 
 static PyObject *asarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[4], 0, NULL, argv[2]); }

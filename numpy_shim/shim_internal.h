@@ -260,6 +260,15 @@ int nd_shim_placeholder_index(PyObject *obj);
 
 /* Proxy for node id (new ref). is_scalar: see nd_proxy_wrap. */
 PyObject *nd_shim_wrap(nd_trace *t, nd_id id, int is_scalar);
+/* The same, laid out in memory as NumPy lays out that op's new array:
+ * order 'K' from the operands (nd_proxy_set_korder; iter=1 for ufunc-like
+ * ops, 0 for copies and joins). */
+PyObject *nd_shim_wrap_k(nd_trace *t, nd_id id, int is_scalar, int nops, PyObject *const *ops,
+                         int iter);
+/* An order= argument's letter ('C', 'F', 'A', 'K'), dflt for None/absent
+ * or anything else (NumPy's own parsing has rejected that already or will
+ * on the fallback path). */
+char nd_shim_order_char(PyObject *order, char dflt);
 /* Store value into an out= target (a proxy, or a real ndarray: materialize
  * value and np.copyto -- a flush, documented in shim_ufunc.c) after the
  * casting check for `ufunc_name` (NULL: no check). Returns 0 or -1. */

@@ -121,9 +121,12 @@ static int concat_mismatch(const nd_xj_arr *a, Py_ssize_t n, int ax)
 
 /* Common tail of the concatenate family: dtype / casting / out, the node,
  * the result. axis_none: ravel every piece first. */
+/* ins_axis: stack's new axis (the pieces' own dims skip it), else -1;
+ * -2: argv[0] is not the sequence of pieces (np.append) */
 static PyObject *concat_finish(nd_trace *t, const char *path, const char *params, PyObject **argv,
                                arrlist *l, PyObject *axis_obj, int axis_none,
-                               PyObject *out, PyObject *dtype_obj, PyObject *casting_obj)
+                               PyObject *out, PyObject *dtype_obj, PyObject *casting_obj,
+                               int ins_axis)
 {
     PyObject *res = NULL;
     int dtype = -1;
@@ -176,6 +179,11 @@ static PyObject *concat_finish(nd_trace *t, const char *path, const char *params
         goto done;
     }
     res = nd_shim_wrap(t, id, 0);
+    /* NumPy lays the result out by its pieces' order (concatenate's
+     * PyArray_CreateMultiSortedStridePerm) */
+    if (res && !axis_none && ins_axis != -2 && (PyList_Check(argv[0]) || PyTuple_Check(argv[0])) &&
+        PySequence_Fast_GET_SIZE(argv[0]) == l->n)
+        nd_proxy_set_korder_join(res, (int)l->n, PySequence_Fast_ITEMS(argv[0]), ins_axis);
     goto done;
 numpy_error:
     res = nd_xj_numpy_error(path, params, argv);
@@ -193,7 +201,7 @@ static PyObject *concatenate_impl(nd_trace *t, PyObject **argv)
     if (r) return NULL;
     int none = argv[1] == Py_None;
     return concat_finish(t, "concatenate", P_CONCAT, argv, &l, argv[1], none, argv[2], argv[3],
-                         argv[4]);
+                         argv[4], -1);
 }
 
 static PyObject *concat_impl(nd_trace *t, PyObject **argv)
@@ -201,7 +209,7 @@ static PyObject *concat_impl(nd_trace *t, PyObject **argv)
     arrlist l;
     if (arrlist_get(t, argv[0], &l)) return NULL;
     return concat_finish(t, "concat", P_CONCAT, argv, &l, argv[1], argv[1] == Py_None, argv[2],
-                         argv[3], argv[4]);
+                         argv[3], argv[4], -1);
 }
 
 /* insert a length-1 axis at ax into every piece */
@@ -239,7 +247,7 @@ static PyObject *stack_impl(nd_trace *t, PyObject **argv)
     {
         PyObject *axo = PyLong_FromLong(ax);
         if (!axo) { arrlist_free(&l); return NULL; }
-        PyObject *r = concat_finish(t, "stack", P, argv, &l, axo, 0, argv[2], argv[3], argv[4]);
+        PyObject *r = concat_finish(t, "stack", P, argv, &l, axo, 0, argv[2], argv[3], argv[4], ax);
         Py_DECREF(axo);
         return r;
     }
@@ -288,7 +296,7 @@ static PyObject *stack_family(nd_trace *t, PyObject **argv, const char *path, co
     PyObject *axo = PyLong_FromLong(ax);
     if (!axo) { arrlist_free(&l); return NULL; }
     PyObject *r = concat_finish(t, path, params, argv, &l, axo, 0, NULL,
-                                has_dtype ? argv[1] : NULL, has_dtype ? argv[2] : NULL);
+                                has_dtype ? argv[1] : NULL, has_dtype ? argv[2] : NULL, -1);
     Py_DECREF(axo);
     return r;
 }
@@ -315,7 +323,8 @@ static PyObject *append_impl(nd_trace *t, PyObject **argv)
     memcpy(l.a, ab, sizeof(ab));
     l.n = 2;
     int none = !argv[2] || argv[2] == Py_None;
-    return concat_finish(t, "append", P, argv, &l, argv[2], none, NULL, NULL, NULL);
+    /* argv[0] is not the pieces here: no layout from it (C order) */
+    return concat_finish(t, "append", P, argv, &l, argv[2], none, NULL, NULL, NULL, -2);
 }
 
 /* ------------------------------------------------------------- splitting */

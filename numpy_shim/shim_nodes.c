@@ -573,6 +573,22 @@ PyObject *nd_shim_wrap(nd_trace *t, nd_id id, int is_scalar)
     return nd_proxy_wrap(t, id, is_scalar);
 }
 
+char nd_shim_order_char(PyObject *order, char dflt)
+{
+    if (!order || !PyUnicode_Check(order) || PyUnicode_GetLength(order) != 1) return dflt;
+    Py_UCS4 c = PyUnicode_READ_CHAR(order, 0);
+    if (c >= 'a' && c <= 'z') c -= 'a' - 'A';
+    return c == 'C' || c == 'F' || c == 'A' || c == 'K' ? (char)c : dflt;
+}
+
+PyObject *nd_shim_wrap_k(nd_trace *t, nd_id id, int is_scalar, int nops, PyObject *const *ops,
+                         int iter)
+{
+    PyObject *p = nd_shim_wrap(t, id, is_scalar);
+    if (p) nd_proxy_set_korder(p, nops, ops, iter);
+    return p;
+}
+
 static int shapes_str(char *buf, size_t cap, int ndim, const npy_intp *shape)
 {
     size_t l = (size_t)snprintf(buf, cap, "(");

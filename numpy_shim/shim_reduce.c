@@ -126,7 +126,10 @@ static npy_intp count_of(const nd_operand *op, uint64_t mask)
 
 static npy_intp size_of(const nd_operand *op) { return count_of(op, ~0ULL); }
 
-static PyObject *finish(nd_trace *t, nd_id r, PyObject *out)
+/* src: the reduced operand (NULL: the result is laid out in C order, as
+ * NumPy's argmax/argmin lay it out); the result keeps its order */
+static PyObject *finish(nd_trace *t, nd_id r, PyObject *out, const nd_operand *src,
+                        uint64_t mask, int keep)
 {
     if (r == ND_NONE) return NULL;
     if (out && out != Py_None) {
@@ -145,7 +148,9 @@ static PyObject *finish(nd_trace *t, nd_id r, PyObject *out)
         Py_INCREF(out);
         return out;
     }
-    return nd_shim_wrap(t, r, nd_shim_node_ndim(t, r) == 0);
+    PyObject *p = nd_shim_wrap(t, r, nd_shim_node_ndim(t, r) == 0);
+    if (p && src && src->obj) nd_proxy_set_korder_reduced(p, src->obj, mask, keep);
+    return p;
 }
 
 /* A scalar node holding `value` (a Python object) at dtype. */
@@ -349,7 +354,7 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     nd_id init = ND_NONE;
     if (has_initial && (init = const_node(t, ra->initial, acc)) == ND_NONE) return NULL;
     nd_id r = nd_shim_node_reduce(t, uf, x, mask, keep, acc, res, init);
-    return finish(t, r, ra->out);
+    return finish(t, r, ra->out, &a, mask, keep);
 }
 
 typedef struct { const char *name; int uf; } named_uf;
@@ -434,7 +439,7 @@ static PyObject *argred(nd_trace *t, PyObject **argv, int which, const char *nam
         return NULL;
     }
     nd_id r = nd_shim_node_reduce(t, which, a.id, mask, o.keep, a.dtype, NPY_INT64, ND_NONE);
-    return finish(t, r, A(2));
+    return finish(t, r, A(2), NULL, 0, 0);
 }
 static PyObject *argmax_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMAX, "argmax"); }
 static PyObject *argmin_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMIN, "argmin"); }
@@ -471,7 +476,7 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
         return NULL;
     nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg));
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
-    return finish(t, m, A(3));
+    return finish(t, m, A(3), &a, o.mask, o.keep);
 }
 
 /* var/std: a, axis, dtype, out, ddof, keepdims, where, mean, correction */
@@ -539,7 +544,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     if (v == ND_NONE) return NULL;
     if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
     if ((v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
-    return finish(t, v, A(3));
+    return finish(t, v, A(3), &a, mask, o.keep);
 }
 static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }
 static PyObject *std_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 1); }
@@ -566,7 +571,7 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
     if (q == ND_NONE) return NULL;
     /* s / cnt promotes int64 with acc: keep acc's precision like NumPy */
     if ((q = nd_shim_node_cast(t, q, o.res)) == ND_NONE) return NULL;
-    return finish(t, q, A(3));
+    return finish(t, q, A(3), &a, mask, keep);
 }
 
 /* ------------------------------------------------------------ ptp, count_nonzero */
@@ -587,7 +592,16 @@ static PyObject *ptp_impl(nd_trace *t, PyObject **argv)
     Py_DECREF(lo);
     if (h == ND_NONE || l == ND_NONE) return NULL;
     nd_id r = binary(t, ND_UF_SUBTRACT, h, l);
-    return finish(t, r, A(2));
+    uint64_t mask = 0;
+    int keep = 0;
+    red_opts o;
+    if (red_options(&a, A(1), AX_UFUNC, NULL, A(3), NULL, NULL, -1, "numpy.ptp", &o) == 0) {
+        mask = o.mask;
+        keep = o.keep;
+    } else {
+        PyErr_Clear();
+    }
+    return finish(t, r, A(2), &a, mask, keep);
 }
 
 /* count_nonzero: a, axis, keepdims */
@@ -600,7 +614,7 @@ static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
         return NULL;
     nd_id nz = nd_shim_node_cast(t, a.id, NPY_BOOL);
     nd_id r = nz == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, nz, o.mask, o.keep, NPY_INT64, NPY_INT64, ND_NONE);
-    return finish(t, r, NULL);
+    return finish(t, r, NULL, &a, o.mask, o.keep);
 }
 
 /* ------------------------------------------------------------ scans */
@@ -636,8 +650,10 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
     }
     nd_id r = nd_shim_node_scan(t, uf, x, ax, res, res);
     if (r == ND_NONE) return NULL;
-    if (out && out != Py_None) return finish(t, r, out);
-    return nd_shim_wrap(t, r, 0);
+    if (out && out != Py_None) return finish(t, r, out, NULL, 0, 0);
+    PyObject *p = nd_shim_wrap(t, r, 0);
+    if (p && x == a.id) nd_proxy_set_korder(p, 1, &aobj, 1);
+    return p;
 }
 
 /* cumsum/cumprod: a, axis, dtype, out */

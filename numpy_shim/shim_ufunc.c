@@ -69,15 +69,24 @@ static int comparison_constant(int uf, nd_operand *ops, int *loop_in, int *value
     return 0;
 }
 
-static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_opts *o,
-                        int *out_dtypes)
+/* a new ufunc result, laid out as NumPy's iterator lays it out */
+static PyObject *result(nd_trace *t, nd_id id, int nin, PyObject *const *inputs)
 {
+    PyObject *p = nd_shim_wrap(t, id, nd_shim_node_ndim(t, id) == 0);
+    if (p) nd_proxy_set_korder(p, nin, inputs, 1);
+    return p;
+}
+
+static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_opts *o,
+                        int *out_dtypes, PyObject *const *inputs)
+{
+    int nin = nd_ufunc_nin(uf);
     if (o->nouts_given == 0) {
-        if (nout == 1) return nd_shim_wrap(t, res[0], nd_shim_node_ndim(t, res[0]) == 0);
+        if (nout == 1) return result(t, res[0], nin, inputs);
         PyObject *tup = PyTuple_New(nout);
         if (!tup) return NULL;
         for (int i = 0; i < nout; i++) {
-            PyObject *p = nd_shim_wrap(t, res[i], nd_shim_node_ndim(t, res[i]) == 0);
+            PyObject *p = result(t, res[i], nin, inputs);
             if (!p) { Py_DECREF(tup); return NULL; }
             PyTuple_SET_ITEM(tup, i, p);
         }
@@ -115,7 +124,7 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
     for (int i = 0; i < nout; i++) {
         PyObject *p = o->outs[i] ? o->outs[i] : NULL;
         if (p) Py_INCREF(p);
-        else if (!(p = nd_shim_wrap(t, res[i], nd_shim_node_ndim(t, res[i]) == 0))) {
+        else if (!(p = result(t, res[i], nin, inputs))) {
             Py_DECREF(tup);
             return NULL;
         }
@@ -185,7 +194,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
         nd_id c = nd_shim_node_scalar(t, value ? Py_True : Py_False, NPY_BOOL, 0);
         if (c == ND_NONE || (res[0] = nd_shim_node_broadcast(t, c, nd, shape)) == ND_NONE)
             return NULL;
-        return finish(t, uf, res, 1, o, out_dt);
+        return finish(t, uf, res, 1, o, out_dt, inputs);
     }
     nd_id ids[ND_MAXIN];
     for (int k = 0; k < nin; k++)
@@ -193,7 +202,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
     for (int i = 0; i < nout; i++)
         if ((res[i] = nd_shim_node_ufunc(t, uf, ids, loop_in, out_dt[i], i)) == ND_NONE)
             return NULL;
-    return finish(t, uf, res, nout, o, out_dt);
+    return finish(t, uf, res, nout, o, out_dt, inputs);
 }
 
 static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING};
@@ -361,7 +370,9 @@ static PyObject *fast2(nd_trace *t, int uf, PyObject *a, PyObject *b)
         Py_DECREF(n.obj);
         return NULL;
     }
-    return nd_proxy_wrap(t, id, nd == 0);
+    PyObject *r = nd_proxy_wrap(t, id, nd == 0);
+    if (r && nd >= 2) nd_proxy_set_korder(r, 2, objs, 1);
+    return r;
 }
 
 PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)

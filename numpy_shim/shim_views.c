@@ -366,18 +366,29 @@ static PyObject *flatten_impl(nd_trace *t, PyObject **argv)
     return r;
 }
 
-/* a distinct new value equal to a (np.copy, ndarray.copy) */
-static PyObject *copy_of(nd_trace *t, PyObject *a)
+/* a distinct new value equal to a (np.copy, ndarray.copy), laid out by
+ * order= as NumPy lays out the copy */
+static PyObject *copy_of(nd_trace *t, PyObject *a, char order)
 {
     nd_operand op;
     if (nd_shim_operand(t, a, &op)) return NULL;
     nd_id id = nd_shim_operand_node(t, &op, op.dtype);
     /* an identity VIEW node: a new value, never the caller's array itself */
     if (id == ND_NONE || (id = nd_shim_node_reshape(t, id, op.ndim, op.shape)) == ND_NONE) return NULL;
-    return nd_shim_wrap(t, id, 0);
+    PyObject *r = nd_shim_wrap(t, id, 0);
+    if (r) nd_proxy_set_order(r, a, order);
+    return r;
 }
 
-static PyObject *copy_impl(nd_trace *t, PyObject **argv) { return copy_of(t, argv[0]); }
+static PyObject *copy_impl(nd_trace *t, PyObject **argv)
+{
+    return copy_of(t, argv[0], nd_shim_order_char(argv[1], 'K'));
+}
+static PyObject *copy_method(nd_trace *t, PyObject **argv)
+{
+    return copy_of(t, argv[0], nd_shim_order_char(argv[1], 'C'));
+}
+static PyObject *dunder_copy(nd_trace *t, PyObject **argv) { return copy_of(t, argv[0], 'K'); }
 
 /* ------------------------------------------------------------ squeeze & co */
 
@@ -710,8 +721,8 @@ static const nd_shim_def methods[] = {
     {"reshape", "self|*shape;order,copy", reshape_method, 0},
     {"ravel", "self|order", ravel_impl, 0},
     {"flatten", "self|order", flatten_impl, 0},
-    {"copy", "self|order", copy_impl, 0},
-    {"__copy__", "self", copy_impl, 0},
+    {"copy", "self|order", copy_method, 0},
+    {"__copy__", "self", dunder_copy, 0},
     {"squeeze", "self|axis", squeeze_impl, 0},
     {"diagonal", "self|offset,axis1,axis2", diagonal_impl, 0},
     {"real", "self", real_impl, 0},

@@ -27,6 +27,12 @@ int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *inputs, PyObjec
 /* Nonzero when b (not yet computed) is another output of a's NumPy call. */
 int nd_extern_sibling(const nd_node *a, const nd_node *b);
 
+/* Outputs whose node asks for a memory order (ND_F_KORDER, graph.h) are
+ * replaced in `list` (one array per out) by copies in that order unless
+ * already so laid out: NumPy lays out a ufunc of Fortran arrays in Fortran
+ * order, and what the caller gets must match (runtime_alloc.c). 0 / -1. */
+int nd_outputs_in_order(nd_graph *g, const nd_id *outs, int nout, PyObject *list);
+
 /* Native: fused C kernels (src/backend_native.c and friends). Falls back to
  * nd_eval_node for nodes it cannot compile. */
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout,

@@ -484,6 +484,7 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
         if (!v) { Py_CLEAR(result); goto done; }
         PyList_SET_ITEM(result, i, v);
     }
+    if (nd_outputs_in_order(g, outs, nout, result) < 0) Py_CLEAR(result);
 done:
     if (val) for (int32_t i = 0; i < N; i++) Py_XDECREF(val[i]);
     PyMem_Free(val);

@@ -153,6 +153,8 @@ uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout)
         h = mix(h, ones);
         h = mix(h, n->flags & ~(uint64_t)ND_F_OUTPUT);
         h = mix(h, n->axes);
+        if (n->flags & ND_F_KORDER)
+            for (int d = 0; d < n->ndim; d++) h = mix(h, (uint64_t)(uint8_t)n->kperm[d]);
         if (n->op == ND_OP_VIEW || n->op == ND_OP_SETITEM) {
             /* view maps are structure: offsets/strides change the code */
             h = mix(h, (uint64_t)n->voff);

@@ -106,6 +106,9 @@ typedef enum {
 #define ND_F_VIEW_IMAG 0x0008u /* VIEW selects the imaginary part */
 #define ND_F_OUTPUT    0x0010u /* value is needed outside the graph */
 #define ND_F_NOFUSE    0x0020u /* scheduler must materialize this node */
+#define ND_F_KORDER    0x0040u /* an output NumPy lays out in memory order
+                                  kperm, not C order (a ufunc of Fortran
+                                  arrays): backends return it so laid out */
 
 typedef union {
     double f;
@@ -132,6 +135,7 @@ typedef struct nd_node {
     npy_intp vshape[ND_MAXDIMS];  /* SETITEM: shape of the written region */
     npy_intp vstrides[ND_MAXDIMS];
     nd_scalar scalar;    /* SCALAR value (kernel parameter) */
+    int8_t kperm[ND_MAXDIMS]; /* ND_F_KORDER: dims outermost first */
     nd_id *extra;        /* EXTERN: all input ids (malloc'd, owned) */
     int32_t nextra;
     PyObject *obj;       /* owned or NULL (see op) */

@@ -116,6 +116,10 @@ typedef struct nd_program {
     nd_kernel *kerns;
     uint8_t *mat;           /* per node: holds an array at run time */
     uint8_t *own;           /* per node: array allocated by a kernel step */
+    uint8_t *kord;          /* per node: own array allocated in the node's
+                               memory order kperm (graph.h ND_F_KORDER), not
+                               C: a pointwise kernel's output NumPy lays out
+                               so (a ufunc of Fortran arrays) */
     uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
     int32_t *last;          /* per node: last step reading it (-1: none) */
     uint8_t *isout;         /* per node: an output (kept) */
@@ -200,6 +204,8 @@ void nd_mcache_clear(void);
 /* runtime_alloc.c: uninitialized C-contiguous arrays; big ones from a
  * bounded pool of recycled blocks (no page faults on reuse) */
 PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype);
+/* The same laid out in memory order kperm (dims outermost first). */
+PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm);
 void nd_pool_clear(void);
 
 /* runtime_native.c */

@@ -185,6 +185,21 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The innermost dim (length > 1) of node m's memory order kperm, or -1
+ * when that order is C order over those dims. */
+static int korder_inner(const nd_node *m)
+{
+    if (!(m->flags & ND_F_KORDER)) return -1;
+    int last = -1, prev = -1, c_order = 1;
+    for (int i = 0; i < m->ndim; i++) {
+        int d = m->kperm[i];
+        if (d < 0 || d >= m->ndim || m->shape[d] == 1) continue;
+        if (d < prev) c_order = 0;
+        prev = last = d;
+    }
+    return c_order ? -1 : last;
+}
+
 static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int drank)
 {
     nd_graph *g = s->g;
@@ -195,10 +210,21 @@ static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int d
         nd_node *m = &g->nodes[op->buf];
         int dm = dl - (drank - m->ndim);
         if (dm < 0 || m->shape[dm] == 1) return 0;
-        if (p->own[op->buf]) return 1;
-        if (m->op == ND_OP_INPUT && m->obj && PyArray_Check(m->obj) &&
-            PyArray_IS_C_CONTIGUOUS((PyArrayObject *)m->obj))
-            return 1;
+        if (p->kord[op->buf]) return korder_inner(m) == dm ? 1 : -1;
+        /* a C-ordered buffer has unit stride along its last long dim only
+         * (a kernel walking Fortran order reads it along another) */
+        int c_inner = 1, f_inner = 1;
+        for (int e = dm + 1; e < m->ndim; e++) c_inner &= m->shape[e] == 1;
+        for (int e = 0; e < dm; e++) f_inner &= m->shape[e] == 1;
+        if (p->own[op->buf]) return c_inner ? 1 : -1;
+        if (m->op == ND_OP_INPUT && m->obj && PyArray_Check(m->obj)) {
+            PyArrayObject *a = (PyArrayObject *)m->obj;
+            /* the layout class (C, F) is part of the program's key */
+            if (PyArray_IS_C_CONTIGUOUS(a)) return c_inner ? 1 : -1;
+            /* (the runtime copies an unaligned or byte-swapped one to C) */
+            if (PyArray_IS_F_CONTIGUOUS(a) && PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a))
+                return f_inner ? 1 : -1;
+        }
         return -1;
     }
     case ND_A_VIEW: {
@@ -340,6 +366,24 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
         if (k->kind == ND_K_SCAN && d == (rn->aux < 0 ? rn->aux + drank : rn->aux)) k->scan = k->rank;
         k->dims[k->rank++] = (int8_t)d;
     }
+    if (k->kind == ND_K_POINTWISE) {
+        /* outputs NumPy lays out in another memory order are allocated in
+         * it; when they all agree, the loops walk that order (a ufunc of
+         * Fortran arrays: unit strides everywhere) */
+        int agree = 1;
+        for (int r = 0; r < nroots; r++) {
+            nd_node *m = &g->nodes[roots[r]];
+            if (m->ndim == rn->ndim && korder_inner(m) >= 0) p->kord[roots[r]] = 1;
+            agree &= p->kord[roots[r]] && memcmp(m->kperm, rn->kperm, sizeof m->kperm) == 0;
+        }
+        if (agree && drank == rn->ndim) {
+            k->rank = 0;
+            for (int i = 0; i < drank; i++) {
+                int d = rn->kperm[i];
+                if (dshape[d] != 1) k->dims[k->rank++] = (int8_t)d;
+            }
+        }
+    }
     /* outputs after the inputs */
     int nin = b.nops;
     if (k->kind == ND_K_POINTWISE) {
@@ -404,6 +448,7 @@ void nd_program_free(nd_program *p)
     PyMem_Free(p->steps);
     PyMem_Free(p->mat);
     PyMem_Free(p->own);
+    PyMem_Free(p->kord);
     PyMem_Free(p->take);
     PyMem_Free(p->last);
     PyMem_Free(p->isout);
@@ -452,13 +497,14 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     cost = PyMem_Calloc(N, sizeof(int32_t));
     kpos = PyMem_Calloc(N, sizeof(int32_t));
     p->own = PyMem_Calloc(N, 1);
+    p->kord = PyMem_Calloc(N, 1);
     p->take = PyMem_Calloc(N, 1);
     p->last = PyMem_Malloc(N * sizeof(int32_t));
     p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
     p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
     if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
         !s.gkind || !s.growg || !s.gsize || !s.gops || !s.rowgrp || !s.level ||
-        !s.cstart || !gsets || !ng || !seen || !cost || !kpos || !p->own || !p->take ||
+        !s.cstart || !gsets || !ng || !seen || !cost || !kpos || !p->own || !p->kord || !p->take ||
         !p->last || !p->outs || !p->steps) {
         PyErr_NoMemory();
         goto fail;

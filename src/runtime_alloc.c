@@ -13,6 +13,8 @@
 #define _GNU_SOURCE 1
 #include "npy.h"
 #include "native.h"
+#include "backend.h"
+#include "strides.h"
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -150,28 +152,100 @@ static PyDataMem_Handler handler = {
 };
 static PyObject *handler_capsule;
 
-/* An uninitialized C-contiguous array; big ones come from the pool. */
-PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype)
+/* a new uninitialized array: C order (strides NULL) or the given dense
+ * byte strides; big ones come from the pool */
+static PyObject *new_array(int ndim, const npy_intp *shape, int dtype, const npy_intp *strides)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(dtype);
+    if (!descr) return NULL;
+    return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, (npy_intp *)shape, (npy_intp *)strides,
+                                NULL, 0, NULL);
+}
+
+static PyObject *alloc_array(int ndim, const npy_intp *shape, int dtype, const npy_intp *strides)
 {
     PyArray_Descr *descr = PyArray_DescrFromType(dtype);
     if (!descr) return NULL;
     size_t bytes = (size_t)PyDataType_ELSIZE(descr);
     Py_DECREF(descr);
     for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
-    if (bytes < ND_POOL_MIN || pool_limit() == 0)
-        return PyArray_SimpleNew(ndim, shape, dtype);
+    if (bytes < ND_POOL_MIN || pool_limit() == 0) return new_array(ndim, shape, dtype, strides);
     if (!handler_capsule) {
         handler_capsule = PyCapsule_New(&handler, "mem_handler", NULL);
         if (!handler_capsule) return NULL;
     }
     PyObject *old = PyDataMem_SetHandler(handler_capsule);
     if (!old) return NULL;
-    PyObject *a = PyArray_SimpleNew(ndim, shape, dtype);
+    PyObject *a = new_array(ndim, shape, dtype, strides);
     PyObject *back = PyDataMem_SetHandler(old);
     Py_DECREF(old);
     if (!back) { Py_XDECREF(a); return NULL; }
     Py_DECREF(back);
     return a;
+}
+
+PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype)
+{
+    return alloc_array(ndim, shape, dtype, NULL);
+}
+
+/* byte strides of the dense array of `shape` laid out in order perm */
+static int order_strides(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm,
+                         npy_intp *st)
+{
+    int perm[ND_MAXDIMS];
+    int isz = nd_cg_elsize(dtype);
+    if (isz <= 0) {
+        PyArray_Descr *d = PyArray_DescrFromType(dtype);
+        if (!d) return -1;
+        isz = (int)PyDataType_ELSIZE(d);
+        Py_DECREF(d);
+    }
+    for (int d = 0; d < ndim; d++) perm[d] = kperm[d];
+    nd_perm_strides(ndim, shape, perm, st);
+    for (int d = 0; d < ndim; d++) st[d] *= isz;
+    return 0;
+}
+
+PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm)
+{
+    npy_intp st[ND_MAXDIMS];
+    if (order_strides(ndim, shape, dtype, kperm, st) < 0) return NULL;
+    return alloc_array(ndim, shape, dtype, st);
+}
+
+int nd_outputs_in_order(nd_graph *g, const nd_id *outs, int nout, PyObject *list)
+{
+    for (int i = 0; i < nout; i++) {
+        nd_node *n = &g->nodes[outs[i]];
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(list, i);
+        if (!(n->flags & ND_F_KORDER) || !PyArray_Check(a) || PyArray_NDIM(a) != n->ndim)
+            continue;
+        int perm[ND_MAXDIMS], same = 1;
+        npy_intp st[ND_MAXDIMS], isz = PyArray_ITEMSIZE(a);
+        for (int d = 0; d < n->ndim; d++) perm[d] = n->kperm[d];
+        nd_perm_strides(n->ndim, PyArray_DIMS(a), perm, st);
+        for (int d = 0; d < n->ndim; d++) {
+            st[d] *= isz;
+            same &= PyArray_DIM(a, d) <= 1 || PyArray_STRIDE(a, d) == st[d];
+        }
+        if (same) continue;
+        PyObject *c = PyArray_TYPE(a) == n->dtype ? alloc_array(n->ndim, PyArray_DIMS(a), n->dtype, st)
+                                                   : NULL;
+        if (!c) {
+            if (PyErr_Occurred()) return -1;
+            PyArray_Descr *descr = PyArray_DESCR(a);
+            Py_INCREF(descr);
+            c = PyArray_NewFromDescr(&PyArray_Type, descr, n->ndim, PyArray_DIMS(a), st, NULL, 0, NULL);
+            if (!c) return -1;
+        }
+        if (PyArray_CopyInto((PyArrayObject *)c, a) < 0) {
+            Py_DECREF(c);
+            return -1;
+        }
+        PyList_SetItem(list, i, c);  /* steals c, drops a */
+    }
+    return 0;
 }
 
 void nd_pool_clear(void)

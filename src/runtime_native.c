@@ -137,10 +137,15 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         if (op->acc == ND_A_REGION) continue;  /* the BASE step made it */
         if (arr[op->buf]) continue;            /* two outputs, one node */
         nd_node *m = &g->nodes[op->buf];
-        arr[op->buf] = nd_alloc_array(m->ndim, m->shape, m->dtype);
+        arr[op->buf] = p->kord[op->buf] ? nd_alloc_array_order(m->ndim, m->shape, m->dtype, m->kperm)
+                                        : nd_alloc_array(m->ndim, m->shape, m->dtype);
         if (!arr[op->buf]) goto fail;
     }
-    /* view bases must be C-contiguous (the map is over the C-order index) */
+    /* view bases must be C-contiguous (the map is over the C-order index):
+     * a C copy kept apart (arr[N + buf]), since direct reads of the same
+     * array may rely on its own layout (a Fortran input walked in F order) */
+    PyObject *opa[MAXOPS];
+    for (int o = 0; o < nops; o++) opa[o] = arr[k->ops[o].buf];
     for (int o = 0; o < k->nin; o++) {
         nd_kop *op = &k->ops[o];
         PyArrayObject *a = (PyArrayObject *)arr[op->buf];
@@ -149,16 +154,16 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
             goto fail;
         }
         if (op->acc == ND_A_VIEW && !PyArray_IS_C_CONTIGUOUS(a)) {
-            PyObject *c = usable((PyObject *)a, 1);
-            if (!c) goto fail;
-            Py_SETREF(arr[op->buf], c);
+            PyObject **slot = &arr[g->n + op->buf];
+            if (!*slot && !(*slot = usable((PyObject *)a, 1))) goto fail;
+            opa[o] = *slot;
         }
     }
     int64_t n[ND_MAXDIMS];
     for (int d = 0; d < R; d++) n[d] = dshape[k->dims[d]];
     for (int o = 0; o < nops; o++) {
         nd_kop *op = &k->ops[o];
-        PyArrayObject *a = (PyArrayObject *)arr[op->buf];
+        PyArrayObject *a = (PyArrayObject *)opa[o];
         P[o] = op_base(g, op, a);
         for (int d = 0; d < R; d++)
             I[R + o * R + d] = op_stride(g, k, op, a, k->dims[d], drank);
@@ -231,14 +236,15 @@ static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout)
 {
     int n = g->n;
-    PyObject *small[64], **arr = small;
+    /* arr[i]: node i's array; arr[n + i]: its C copy for view reads */
+    PyObject *small[128], **arr = small;
     PyObject *res = NULL;
     if (n != p->nnodes) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
         return NULL;
     }
     if (n > 64) {
-        arr = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+        arr = PyMem_Calloc((size_t)n * 2, sizeof(PyObject *));
         if (!arr) return PyErr_NoMemory();
     } else {
         memset(small, 0, sizeof small);
@@ -273,7 +279,10 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             if (run_kernel(p, &p->kerns[st->kern], g, arr) < 0) goto done;
         }
         /* buffers whose last reader was this step */
-        for (int32_t f = p->freeat[t]; f < p->freeat[t + 1]; f++) Py_CLEAR(arr[p->freen[f]]);
+        for (int32_t f = p->freeat[t]; f < p->freeat[t + 1]; f++) {
+            Py_CLEAR(arr[p->freen[f]]);
+            Py_CLEAR(arr[n + p->freen[f]]);
+        }
     }
     res = PyList_New(nout);
     if (!res) goto done;
@@ -287,8 +296,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         Py_INCREF(a);
         PyList_SET_ITEM(res, i, a);
     }
+    if (nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
 done:
-    for (nd_id i = 0; i < n; i++) Py_XDECREF(arr[i]);
+    for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
     if (arr != small) PyMem_Free(arr);
     return res;
 }

@@ -47,3 +47,45 @@ int nd_nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
         for (int d = 0; d < nnd; d++) nstrides[d] = ns[d];
     return 1;
 }
+
+static npy_intp iabs(npy_intp x) { return x < 0 ? -x : x; }
+
+void nd_korder(int nops, int ndim, const npy_intp (*st)[ND_MAXDIMS], int iter, int *perm)
+{
+    /* the iterator sorts fastest dim first, so it starts from the reversed
+     * C order and its result is read backwards */
+    int q[ND_MAXDIMS];
+    for (int i = 0; i < ndim; i++) q[i] = iter ? ndim - 1 - i : i;
+    for (int i0 = 1; i0 < ndim; i0++) {
+        int ipos = i0, j0 = q[i0];
+        for (int i1 = i0 - 1; i1 >= 0; i1--) {
+            int j1 = q[i1], ambig = 1, swap = 0;
+            for (int k = 0; k < nops; k++) {
+                if (!st[k][j0] || !st[k][j1]) continue;
+                /* conflicting operands: any that keeps the order wins */
+                int keep = iter ? iabs(st[k][j1]) <= iabs(st[k][j0])
+                                : iabs(st[k][j0]) <= iabs(st[k][j1]);
+                if (keep) swap = 0;
+                else if (ambig) swap = 1;
+                ambig = 0;
+            }
+            if (ambig) continue;
+            if (!swap) break;
+            ipos = i1;
+        }
+        if (ipos != i0) {
+            for (int i = i0; i > ipos; i--) q[i] = q[i - 1];
+            q[ipos] = j0;
+        }
+    }
+    for (int i = 0; i < ndim; i++) perm[i] = iter ? q[ndim - 1 - i] : q[i];
+}
+
+void nd_perm_strides(int ndim, const npy_intp *shape, const int *perm, npy_intp *strides)
+{
+    npy_intp s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[perm[i]] = s;
+        s *= shape[perm[i]] > 0 ? shape[perm[i]] : 1;
+    }
+}

@@ -19,4 +19,18 @@ int nd_c_contiguous(int ndim, const npy_intp *dims, const npy_intp *strides, npy
  * be NULL), else 0. Empty sizes answer 0 (NumPy's caller handles them). */
 int nd_nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
                       int nnd, const npy_intp *ndims, npy_intp *nstrides);
+
+/* NumPy's memory order (order='K') for a new array of rank ndim made from
+ * nops operands: perm[0] its outermost dim .. perm[ndim-1] its innermost.
+ * st[k][d] is operand k's element stride along the new array's dim d, 0
+ * where it carries no order (broadcast, length 1, missing). iter=1 is the
+ * iterator's rule (npyiter_find_best_axis_ordering: ufuncs, reductions,
+ * scans), iter=0 PyArray_CreateMultiSortedStridePerm's (copy, astype,
+ * *_like, concatenate). They differ only when operands disagree: each
+ * keeps the running order on a conflict, but they sort from opposite ends. */
+void nd_korder(int nops, int ndim, const npy_intp (*st)[ND_MAXDIMS], int iter, int *perm);
+
+/* Element strides of a dense array of `shape` whose dims lie in memory in
+ * the order perm (outermost first). */
+void nd_perm_strides(int ndim, const npy_intp *shape, const int *perm, npy_intp *strides);
 #endif

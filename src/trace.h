@@ -144,10 +144,25 @@ int nd_proxy_is_readonly(PyObject *proxy);
 PyObject *nd_proxy_part(PyObject *base, int which);
 
 /* The proxy's strides in its storage's memory (element units of the
- * proxy's dtype): a caller array's own layout, C order for values the
- * graph computes (NumPy may lay those out in K order: a known difference
- * that only shows in view-vs-copy of reshapes of F-ordered results).
+ * proxy's dtype): a caller array's own layout, or for values the graph
+ * computes the order NumPy would give them (nd_proxy_set_korder...).
  * 0, or 1 when the map has no per-dimension form over that memory. */
+
+/* The memory order NumPy gives a value the shim just made (res: the proxy
+ * of a fresh computed value; anything else is left alone). Only layout
+ * follows: view-vs-copy of its reshapes, and the strides of the array the
+ * caller gets (trace_layout.c). Never fails: the order is advisory. */
+/* order 'K' from operands ops (proxies, ndarrays; scalars count for
+ * nothing): iter=1 the iterator's rule (ufuncs, where, scans), iter=0
+ * PyArray_CreateMultiSortedStridePerm's (copies, astype, *_like, concatenate) */
+void nd_proxy_set_korder(PyObject *res, int nops, PyObject *const *ops, int iter);
+/* res reduces src over `axes` (bitmask of src's dims): src's order without them */
+void nd_proxy_set_korder_reduced(PyObject *res, PyObject *src, uint64_t axes, int keepdims);
+/* res joins ops (concatenate's rule); pieces one rank short of res skip
+ * res's dim ins_axis (stack), others of another rank count for nothing */
+void nd_proxy_set_korder_join(PyObject *res, int nops, PyObject *const *ops, int ins_axis);
+/* res copies src with NumPy's order= letter: 'C', 'F', 'A' or 'K' */
+void nd_proxy_set_order(PyObject *res, PyObject *src, char order);
 int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);
 /* A reshape of `base` to the C-order shape (ndim, shape) as a view on the
  * same storage (new ref), when NumPy's no-copy rule applied to base's map

@@ -536,6 +536,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                         }
         }
         PyMem_Free(anc);
+        nd__flush_mark_layouts(t, seen);
         res = run_graph(t, targets, nt);
         if (!res) goto done;
         for (int i = 0; i < nt; i++) {
@@ -544,6 +545,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
             Py_XSETREF(nn->value, Py_NewRef(a));
             t->value_bytes += (Py_ssize_t)PyArray_NBYTES((PyArrayObject *)a);
         }
+        nd__flush_adopt_layouts(t);
     }
     if (write_back(t) < 0) goto done;
     for (int i = 0; i < n; i++) {
@@ -603,6 +605,13 @@ PyObject *nd__proxy_value(NdProxy *p, const char *reason)
     } else if (!PyErr_Occurred()) {
         nd_id id = nd__proxy_read_own(p);
         if (id == ND_NONE || nd__flush(t, &id, 1, &r) < 0) r = NULL;
+        if (r && !s->caller && p->st == s) {
+            /* the flush computed p's storage too (a live value): p is a
+             * view of it, as under NumPy (strides, flags, base) */
+            PyObject *v = nd_proxy_base_array((PyObject *)p);
+            if (v) Py_SETREF(r, v);
+            else PyErr_Clear();
+        }
     }
     if (r && t->ended) detach(p, r);
     return r;

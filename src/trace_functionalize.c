@@ -57,6 +57,7 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->exports = NULL;
     s->rebased = 0;
     s->root = NULL;
+    s->korder = 0;
     return s;
 }
 
@@ -135,6 +136,7 @@ static NdProxy *as_proxy(PyObject *o)
     return (NdProxy *)o;
 }
 
+static PyObject *node_array(nd_graph *g, nd_id id);
 PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar)
 {
     if (!t) t = nd_trace_current();
@@ -148,6 +150,8 @@ PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar)
     }
     nd_storage *s = nd__storage_new(t, id, NULL);
     if (!s) return NULL;
+    PyObject *arr = node_array(t->g, id);
+    if (arr && PyArray_Check(arr)) nd__storage_adopt_layout(s, arr);
     PyObject *p = nd__proxy_new(s, is_scalar);
     nd__storage_decref(s);
     return p;
@@ -483,22 +487,6 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     return (PyObject *)p;
 }
 
-/* The storage's memory strides, element units (0), or 1 when unknown. */
-static int storage_memory_strides(const nd_storage *s, npy_intp *ms)
-{
-    PyArrayObject *c = s->caller && PyArray_Check(s->caller) ? (PyArrayObject *)s->caller : NULL;
-    if (c && PyArray_NDIM(c) == s->ndim && !PyArray_IS_C_CONTIGUOUS(c)) {
-        npy_intp isz = PyArray_ITEMSIZE(c);
-        for (int d = 0; d < s->ndim; d++) {
-            if (PyArray_STRIDE(c, d) % isz) return 1;
-            ms[d] = PyArray_STRIDE(c, d) / isz;
-        }
-        return 0;
-    }
-    c_strides(s->ndim, s->shape, ms);
-    return 0;
-}
-
 int nd_proxy_memory_strides(PyObject *o, npy_intp *out)
 {
     NdProxy *p = as_proxy(o);
@@ -514,7 +502,7 @@ int nd_proxy_memory_strides(PyObject *o, npy_intp *out)
     }
     nd_storage *s = p->st;
     npy_intp ms[ND_MAXDIMS], cs[ND_MAXDIMS];
-    if (storage_memory_strides(s, ms)) return 1;
+    if (nd__storage_memory_strides(s, ms)) return 1;
     c_strides(s->ndim, s->shape, cs);
     int c_order = 1;
     for (int d = 0; d < s->ndim; d++) c_order &= s->shape[d] <= 1 || ms[d] == cs[d];
@@ -586,16 +574,26 @@ PyObject *nd__caller_proxy(nd_storage *s, int is_scalar)
  * INPUT nodes. 1 done, 0 not possible (nothing changed), -1 error. */
 static int rebase_memory(nd_storage *s)
 {
-    if (s->rebased || !s->caller || !PyArray_CheckExact(s->caller)) return 0;
-    PyArrayObject *c = (PyArrayObject *)s->caller;
-    if (PyArray_NDIM(c) != s->ndim || PyArray_IS_C_CONTIGUOUS(c)) return 0;
-    PyObject *M = nd__memory_order_base(s->caller);
-    if (!M) return PyErr_Occurred() ? -1 : 0;
+    /* a computed value NumPy lays out in K order (trace_layout.c) is
+     * re-expressed the same way, over the memory it would have */
+    int computed = !s->caller && s->korder;
+    if (s->rebased || (!computed && (!s->caller || !PyArray_CheckExact(s->caller)))) return 0;
+    PyArrayObject *c = computed ? NULL : (PyArrayObject *)s->caller;
+    if (c && (PyArray_NDIM(c) != s->ndim || PyArray_IS_C_CONTIGUOUS(c))) return 0;
+    PyObject *M = c ? nd__memory_order_base(s->caller) : NULL;
+    if (c && !M) return PyErr_Occurred() ? -1 : 0;
     nd_trace *t = s->trace;
     int nd = s->ndim, rc = 0;
-    npy_intp isz = PyArray_ITEMSIZE(c), n = PyArray_SIZE(c), ms[ND_MAXDIMS];
-    npy_intp off0 = (PyArray_BYTES(c) - PyArray_BYTES((PyArrayObject *)M)) / isz;
-    for (int d = 0; d < nd; d++) ms[d] = PyArray_STRIDE(c, d) / isz;
+    npy_intp n = 1, ms[ND_MAXDIMS], off0 = 0;
+    if (c) {
+        npy_intp isz = PyArray_ITEMSIZE(c);
+        n = PyArray_SIZE(c);
+        off0 = (PyArray_BYTES(c) - PyArray_BYTES((PyArrayObject *)M)) / isz;
+        for (int d = 0; d < nd; d++) ms[d] = PyArray_STRIDE(c, d) / isz;
+    } else {
+        for (int d = 0; d < nd; d++) n *= s->shape[d];
+        if (n == 0 || nd__storage_memory_strides(s, ms)) return 0;
+    }
     Py_ssize_t np_ = 0;
     for (NdProxy *q = t->proxies; q; q = q->next) np_ += q->st == s;
     npy_intp *noff = PyMem_Malloc(sizeof(npy_intp) * (size_t)(np_ + 1));
@@ -645,11 +643,15 @@ static int rebase_memory(nd_storage *s)
     s->version = g2;
     s->ndim = 1;
     s->shape[0] = n;
-    s->rebased = 1;
-    s->root_off = off0;
-    memcpy(s->root_strides, ms, sizeof(npy_intp) * (size_t)nd);
-    s->root = s->caller;  /* the caller table's key: kept alive */
-    s->caller = Py_NewRef(M);
+    if (computed) {
+        s->korder = 0;  /* 1-d: its memory order is its own */
+    } else {
+        s->rebased = 1;
+        s->root_off = off0;
+        memcpy(s->root_strides, ms, sizeof(npy_intp) * (size_t)nd);
+        s->root = s->caller;  /* the caller table's key: kept alive */
+        s->caller = Py_NewRef(M);
+    }
     k = 0;
     for (NdProxy *q = t->proxies; q; q = q->next) {
         if (q->st != s) continue;
@@ -663,7 +665,7 @@ static int rebase_memory(nd_storage *s)
 done:
     PyMem_Free(noff);
     PyMem_Free(nstr);
-    Py_DECREF(M);
+    Py_XDECREF(M);
     return rc;
 }
 

@@ -83,6 +83,10 @@ struct nd_storage {
     PyObject *root;           /* rebased: owned, the caller array itself */
     npy_intp root_off;        /* rebased: the caller array's own map over it */
     npy_intp root_strides[ND_MAXDIMS];
+    uint8_t korder;           /* computed value NumPy lays out in memory
+                                 order kperm (outermost first), not C order
+                                 (trace_layout.c); 0 for caller storages */
+    int8_t kperm[ND_MAXDIMS];
     PyObject *exports;        /* owned list of weakrefs: real NumPy arrays that
                                  alias `caller` and escaped to Python code;
                                  while one lives, writes are flushed at once */
@@ -164,6 +168,20 @@ int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *s
 /* Write the concrete array `arr` into the proxy's region (used after a
  * mutation that had to run on a materialized copy). */
 int nd__proxy_write_array(NdProxy *p, PyObject *arr);
+
+/* ---- trace_layout.c */
+/* s's memory strides (element units): its caller array's, its K order's,
+ * else C order. 0, or 1 when unknown (a caller with odd strides). */
+int nd__storage_memory_strides(const nd_storage *s, npy_intp *ms);
+/* The layout of a computed value's concrete array (a fallback's result, an
+ * extern's output) becomes its storage's K order, when it is dense. */
+void nd__storage_adopt_layout(nd_storage *s, PyObject *arr);
+/* Mark the output nodes of a flush that are versions of computed storages
+ * (ND_F_KORDER, their order or C): the backend returns them so laid out. */
+void nd__flush_mark_layouts(nd_trace *t, const char *is_target);
+/* After a flush: storages of values NumPy computed (externs) take the
+ * layout NumPy gave them. */
+void nd__flush_adopt_layouts(nd_trace *t);
 
 /* ---- trace_flush.c */
 /* Compute nodes ids[0..n) of t (plus pending caller writes) and return new
