@@ -5,8 +5,9 @@ numdyn (native backend), interleaved in one process, median seconds per call.
 
 Benchmarks: jacobi-2d 400x400 x 100 steps, heat-3d, a gemver-like mix of
 np.outer, @ and +=, an MLP forward pass, attention via einsum, an n-body
-step, and a Levinson-Durbin loop (scalar reads and small vector updates,
-where numdyn must stay within 1.2x of NumPy). Every numdyn result is
+step, a Levinson-Durbin loop (scalar reads and small vector updates,
+where numdyn must stay within 1.2x of NumPy), and pointwise work on
+Fortran-ordered arrays (the result Fortran-ordered, as NumPy lays it out). Every numdyn result is
 checked against NumPy before it is timed; in-place kernels are checked on
 copies and timed on arrays they keep updating (both sides do the same work).
 """
@@ -45,6 +46,10 @@ def _row(name, fn, make_args, rtol, repeat, note=None):
     if note:
         row["note"] = note
     return row
+
+
+def fortran_pointwise(a, b):
+    return np.sqrt(a * 2.0 + b) - a * b
 
 
 def run(quick=False, only=None):
@@ -89,6 +94,15 @@ def run(quick=False, only=None):
         r = np.array([1.0 / (1 + k) for k in range(order + 1)])
         rows.append(_row(f"Levinson-Durbin order {order}", levinson_durbin, lambda: (r, order),
                          1e-8, rep, note="target: numdyn <= 1.2x NumPy"))
+    if want("fortran"):
+        n = 500 if quick else 2000
+        a, b = np.asfortranarray(rng.random((n, n))), np.asfortranarray(rng.random((n, n)))
+        got = numdyn.compile(fortran_pointwise, backend="native")(a, b)
+        if got.strides != fortran_pointwise(a, b).strides:
+            raise AssertionError("Fortran result laid out %s, NumPy %s"
+                                 % (got.strides, fortran_pointwise(a, b).strides))
+        rows.append(_row(f"Fortran-order pointwise {n}x{n}", fortran_pointwise, lambda: (a, b),
+                         1e-12, rep, note="result Fortran-ordered, as NumPy's"))
     return rows
 
 

@@ -523,6 +523,34 @@ static PyObject *fallback_getitem(PyObject *self, PyObject *key, const char *rea
     return r;
 }
 
+/* NumPy's mapiter lays a fancy-indexing result out with the index dims
+ * outermost, then the sliced dims in the source's memory order. */
+static void gather_layout(PyObject *res, PyObject *self, const idx_plan *pl)
+{
+    int sdim = nd_proxy_ndim(self), perm[ND_MAXDIMS], rank[ND_MAXDIMS], n = 0;
+    npy_intp ms[1][ND_MAXDIMS];
+    if (pl->ond < 2 || !nd_proxy_check(res) || nd_proxy_memory_strides(self, ms[0])) {
+        PyErr_Clear();
+        return;
+    }
+    const npy_intp *ssh = nd_proxy_shape(self);
+    for (int d = 0; d < sdim; d++) if (ssh[d] == 1) ms[0][d] = 0;
+    int sperm[ND_MAXDIMS], used[ND_MAXDIMS] = {0};
+    nd_korder(1, sdim, (const npy_intp (*)[ND_MAXDIMS])ms, 0, sperm);
+    for (int i = 0; i < sdim; i++) rank[sperm[i]] = i;
+    for (int d = pl->bpos; d < pl->bpos + pl->bnd && d < pl->ond; d++) { perm[n++] = d; used[d] = 1; }
+    for (int r = 0; r < sdim; r++)
+        for (int i = 0; i < pl->n; i++) {
+            const idx_item *it = &pl->it[i];
+            if (it->kind == IT_SLICE && rank[it->src] == r && !used[pl->pos[i]]) {
+                perm[n++] = pl->pos[i];
+                used[pl->pos[i]] = 1;
+            }
+        }
+    for (int d = 0; d < pl->ond; d++) if (!used[d]) perm[n++] = d;
+    nd_proxy_set_perm(res, perm);
+}
+
 PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
 {
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
@@ -548,6 +576,7 @@ PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
         if (flat == ND_NONE) goto done;
         nd_id g = nd_xj_gather(t, src, flat);
         res = nd_shim_wrap(t, g, pl->ond == 0);
+        if (res) gather_layout(res, self, pl);
     }
 done:
     PyMem_Free(pl);

@@ -20,6 +20,7 @@
  * Functions whose result shape or dtype depends on the data (unique,
  * bincount, nonzero, eig, lstsq's residuals) are recorded graph breaks. */
 #include "shim_xj.h"
+#include "strides.h"
 #include <string.h>
 
 /* ------------------------------------------------------ dtype probe cache */
@@ -608,7 +609,46 @@ static int ein_parse(const char *s, int nop, const nd_xj_arr *ops, einspec *e)
 
 /* Pointwise product + reduction when it never builds anything larger than
  * the largest operand (no contraction that BLAS would do better). */
-static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, int dtype)
+/* NumPy's c_einsum allocates the output through its iterator over every
+ * label (order 'K'): the output's memory order is the labels' iterator
+ * order, restricted to the output labels. */
+static void ein_layout(PyObject *res, const einspec *e, PyObject *const *objs, const int *L, int nL)
+{
+    if (!res || e->nout < 2) return;
+    npy_intp st[ND_SHIM_MAXARGS][ND_MAXDIMS];
+    int m = 0, perm[ND_MAXDIMS], out[ND_MAXDIMS], n = 0;
+    for (int o = 0; o < e->nop; o++) {
+        PyObject *x = objs[o];
+        npy_intp ms[ND_MAXDIMS];
+        int nd;
+        const npy_intp *sh;
+        if (nd_proxy_check(x)) {
+            nd = nd_proxy_ndim(x);
+            sh = nd_proxy_shape(x);
+            if (nd_proxy_memory_strides(x, ms)) { PyErr_Clear(); continue; }
+        } else if (PyArray_Check(x)) {
+            PyArrayObject *a = (PyArrayObject *)x;
+            nd = PyArray_NDIM(a);
+            sh = PyArray_DIMS(a);
+            for (int k = 0; k < nd; k++) ms[k] = PyArray_STRIDE(a, k) / PyArray_ITEMSIZE(a);
+        } else {
+            continue;
+        }
+        if (nd != e->nl[o]) continue;
+        for (int i = 0; i < nL; i++) {
+            st[m][i] = 0;
+            for (int k = 0; k < nd; k++)
+                if (L[i] == e->lab[o][k] && sh[k] != 1) st[m][i] += ms[k];
+        }
+        m++;
+    }
+    nd_korder(m, nL, (const npy_intp (*)[ND_MAXDIMS])st, 1, perm);
+    for (int i = 0; i < nL; i++) if (perm[i] < e->nout) out[n++] = perm[i];
+    if (n == e->nout) nd_proxy_set_perm(res, out);
+}
+
+static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, int dtype,
+                           PyObject *const *objs)
 {
     int L[EIN_MAXL], nL = 0, in_out[EIN_MAXL] = {0};
     for (int j = 0; j < e->nout; j++) { L[nL++] = e->out[j]; in_out[e->out[j]] = 1; }
@@ -644,7 +684,9 @@ static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, 
         prod = nd_shim_node_reduce(t, ND_UF_ADD, prod, mask, 0, dtype, dtype, ND_NONE);
         if (prod == ND_NONE) return NULL;
     }
-    return nd_shim_wrap(t, prod, e->nout == 0);
+    PyObject *res = nd_shim_wrap(t, prod, e->nout == 0);
+    ein_layout(res, e, objs, L, nL);
+    return res;
 }
 
 static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
@@ -699,7 +741,7 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
         return nd_proxy_view(op0, e.nout, sh, 0, st);
     }
     if ((fusable || !has_sum) && nop <= 3)
-        return ein_fused(t, &e, in, dtype);
+        return ein_fused(t, &e, in, dtype, &PyTuple_GET_ITEM(ops, 1));
     npy_intp sh[ND_MAXDIMS];
     for (int j = 0; j < e.nout; j++) sh[j] = e.size[e.out[j]];
     ext_out o;

@@ -640,8 +640,9 @@ static PyObject *roll_impl(nd_trace *t, PyObject **argv)
     nd_xj_arr c = a;
     if (roll_value(t, &c, shifts) == ND_NONE) return NULL;
     /* a zero shift returns a's value node: the new proxy gets its own
-     * storage, so it is still a new array as np.roll promises */
-    return nd_shim_wrap(t, c.id, 0);
+     * storage, so it is still a new array as np.roll promises; NumPy
+     * fills an empty_like(a) */
+    return nd_shim_wrap_k(t, c.id, 0, 1, argv, 0);
 }
 
 /* fft.fftshift / ifftshift: rolls by n//2 (or -(n//2)) over axes */
@@ -704,7 +705,16 @@ static PyObject *tri_common(nd_trace *t, PyObject **argv, int upper)
     zero = nd_shim_node_cast(t, zero, m.dtype);
     if (zero == ND_NONE) return NULL;
     nd_id r = nd_shim_node_where(t, keep, m.id, zero, m.dtype);
-    return nd_shim_wrap(t, r, 0);
+    PyObject *res = nd_shim_wrap(t, r, 0);
+    if (res && m.ndim >= 2) {
+        /* NumPy: where(tri(N, M) mask, zeros(1), m): the C-ordered mask
+         * over the last two dims goes first */
+        npy_intp mask[1][ND_MAXDIMS] = {{0}};
+        mask[0][m.ndim - 2] = rc[1];
+        mask[0][m.ndim - 1] = 1;
+        nd_proxy_set_korder_st(res, 1, (const npy_intp (*)[ND_MAXDIMS])mask, 1, argv, 1);
+    }
+    return res;
 }
 
 static PyObject *triu_impl(nd_trace *t, PyObject **argv) { return tri_common(t, argv, 1); }
@@ -825,7 +835,10 @@ static PyObject *pad_impl(nd_trace *t, PyObject **argv)
             r = nd_xj_gather(t, a.id, flat);
         }
     }
-    return nd_shim_wrap(t, r, 0);
+    /* NumPy's _pad_simple: Fortran when the array is F- and not C-contiguous */
+    PyObject *res = nd_shim_wrap(t, r, 0);
+    if (res) nd_proxy_set_order(res, argv[0], 'A');
+    return res;
 }
 
 /* ------------------------------------------------------------------ diff */
@@ -874,7 +887,8 @@ static PyObject *diff_impl(nd_trace *t, PyObject **argv)
         nd_xj_fill(t, &a);
     }
     npy_intp cs[ND_MAXDIMS];
-    PyObject *cur = nd_shim_wrap(t, a.id, 0);
+    /* NumPy's diff is a ufunc of slices of a: a's memory order throughout */
+    PyObject *cur = nd_shim_wrap_k(t, a.id, 0, 1, argv, 0);
     if (!cur) return NULL;
     for (long i = 0; i < n; i++) {
         nd_xj_arr c;
@@ -893,6 +907,7 @@ static PyObject *diff_impl(nd_trace *t, PyObject **argv)
                                           ph, pl) : NULL;
         Py_XDECREF(ph);
         Py_XDECREF(pl);
+        if (r) nd_proxy_set_korder(r, 1, &cur, 1);
         Py_DECREF(cur);
         if (!r) return NULL;
         cur = r;

@@ -409,7 +409,8 @@ static PyObject *nan_reduce(nd_trace *t, PyObject **argv, int uf, const char *fn
     nd_id isn = unary(t, ND_UF_ISNAN, a.id);
     nd_id fill = isn == ND_NONE ? ND_NONE : const_long(t, uf == ND_UF_MULTIPLY ? 1 : 0, a.dtype);
     nd_id x = fill == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, fill, a.id, a.dtype);
-    PyObject *px = x == ND_NONE ? NULL : nd_shim_wrap(t, x, 0);
+    /* NumPy's nansum reduces a copy of a: a's order */
+    PyObject *px = x == ND_NONE ? NULL : nd_shim_wrap_k(t, x, 0, 1, &a.obj, 0);
     if (!px) return NULL;
     red_args ra = {px, A(1), A(2), A(3), A(4), A(5), A(6), NULL, NULL, NULL};
     PyObject *r = reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);

@@ -552,6 +552,7 @@ PyObject *nd_shim_ufunc_outer(nd_trace *t, int uf, PyObject *args, PyObject *kwa
         PyObject *in[2] = {pa, b.obj};
         PyObject *r = apply(t, uf, in, &o);
         Py_DECREF(pa);
+        if (r) nd_proxy_set_korder_outer(r, a.obj, b.obj);
         if (r || PyErr_Occurred()) return r;
     }
 fallback:;

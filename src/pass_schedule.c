@@ -373,8 +373,8 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
         int agree = 1;
         for (int r = 0; r < nroots; r++) {
             nd_node *m = &g->nodes[roots[r]];
-            if (m->ndim == rn->ndim && korder_inner(m) >= 0) p->kord[roots[r]] = 1;
-            agree &= p->kord[roots[r]] && memcmp(m->kperm, rn->kperm, sizeof m->kperm) == 0;
+            agree &= p->kord[roots[r]] && m->ndim == rn->ndim &&
+                     memcmp(m->kperm, rn->kperm, sizeof m->kperm) == 0;
         }
         if (agree && drank == rn->ndim) {
             k->rank = 0;
@@ -699,6 +699,14 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     for (int t = 0; t < s.ngroups; t++) if (find(&s, t) == t) gk[t] = nk++;
     for (nd_id i = 0; i < n; i++)
         if (p->mat[i] && (!s.eager[i] && g->nodes[i].op != ND_OP_INPUT)) p->own[i] = 1;
+    /* pointwise outputs NumPy lays out in another memory order are
+     * allocated in it: known before any kernel is built, since a kernel's
+     * static strides of its inputs depend on it (build order is not
+     * topological) */
+    for (nd_id i = 0; i < n; i++)
+        if (p->own[i] && group_kind(&s, find(&s, s.grp[i])) == ND_K_POINTWISE &&
+            korder_inner(&g->nodes[i]) >= 0)
+            p->kord[i] = 1;
     p->kerns = PyMem_Calloc((size_t)nk + 1, sizeof(nd_kernel));
     if (!p->kerns) { PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
     s.mat = p->mat;  /* collect() reads it */

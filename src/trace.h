@@ -161,6 +161,14 @@ void nd_proxy_set_korder_reduced(PyObject *res, PyObject *src, uint64_t axes, in
 /* res joins ops (concatenate's rule); pieces one rank short of res skip
  * res's dim ins_axis (stack), others of another rank count for nothing */
 void nd_proxy_set_korder_join(PyObject *res, int nops, PyObject *const *ops, int ins_axis);
+/* the same with operands known only by their element strides over res's
+ * dims (a mask NumPy builds itself, as np.triu's), these first */
+void nd_proxy_set_korder_st(PyObject *res, int nfixed, const npy_intp (*fixed)[ND_MAXDIMS],
+                            int nops, PyObject *const *ops, int iter);
+/* res laid out with its dims in memory order perm (outermost first) */
+void nd_proxy_set_perm(PyObject *res, const int *perm);
+/* res = ufunc.outer(a, b): a's dims first, then b's */
+void nd_proxy_set_korder_outer(PyObject *res, PyObject *a, PyObject *b);
 /* res copies src with NumPy's order= letter: 'C', 'F', 'A' or 'K' */
 void nd_proxy_set_order(PyObject *res, PyObject *src, char order);
 int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);

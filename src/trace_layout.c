@@ -128,19 +128,29 @@ static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, npy_int
     return 0;
 }
 
-void nd_proxy_set_korder(PyObject *res, int nops, PyObject *const *ops, int iter)
+void nd_proxy_set_korder_st(PyObject *res, int nfixed, const npy_intp (*fixed)[ND_MAXDIMS],
+                            int nops, PyObject *const *ops, int iter)
 {
     nd_storage *s = fresh_storage(res);
     if (!s) return;
-    npy_intp (*st)[ND_MAXDIMS] = PyMem_Malloc(sizeof(*st) * (size_t)(nops > 0 ? nops : 1));
-    if (!st) return;  /* the layout is advisory: C order stands */
+    int tot = nfixed + nops;
+    npy_intp small[4][ND_MAXDIMS];  /* every ufunc: no allocation per op */
+    npy_intp (*st)[ND_MAXDIMS] = tot <= 4 ? small : PyMem_Malloc(sizeof(*st) * (size_t)tot);
+    if (!st) { PyErr_Clear(); return; }  /* the layout is advisory: C order stands */
     int m = 0, perm[ND_MAXDIMS];
+    for (int k = 0; k < nfixed; k++, m++)
+        for (int d = 0; d < s->ndim; d++) st[m][d] = s->shape[d] == 1 ? 0 : fixed[k][d];
     for (int k = 0; k < nops; k++)
         if (ops[k] && !operand_strides(ops[k], s->ndim, s->shape, st[m])) m++;
     nd_korder(m, s->ndim, (const npy_intp (*)[ND_MAXDIMS])st, iter, perm);
-    PyMem_Free(st);
+    if (st != small) PyMem_Free(st);
     set_perm(s, perm);
     if (PyErr_Occurred()) PyErr_Clear();
+}
+
+void nd_proxy_set_korder(PyObject *res, int nops, PyObject *const *ops, int iter)
+{
+    nd_proxy_set_korder_st(res, 0, NULL, nops, ops, iter);
 }
 
 void nd_proxy_set_korder_join(PyObject *res, int nops, PyObject *const *ops, int ins_axis)
@@ -164,6 +174,35 @@ void nd_proxy_set_korder_join(PyObject *res, int nops, PyObject *const *ops, int
     nd_korder(m, nd, (const npy_intp (*)[ND_MAXDIMS])st, 0, perm);
     PyMem_Free(st);
     if (PyErr_Occurred()) PyErr_Clear();
+    set_perm(s, perm);
+}
+
+void nd_proxy_set_perm(PyObject *res, const int *perm)
+{
+    nd_storage *s = fresh_storage(res);
+    if (s) set_perm(s, perm);
+}
+
+void nd_proxy_set_korder_outer(PyObject *res, PyObject *a, PyObject *b)
+{
+    nd_storage *s = fresh_storage(res);
+    if (!s) return;
+    int nd = s->ndim, m = 0, perm[ND_MAXDIMS];
+    npy_intp st[2][ND_MAXDIMS], own[ND_MAXDIMS];
+    int na = nd_proxy_check(a) ? nd_proxy_ndim(a) : PyArray_Check(a) ? PyArray_NDIM((PyArrayObject *)a) : -1;
+    PyObject *ops[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        PyObject *o = ops[k];
+        int ond = nd_proxy_check(o) ? nd_proxy_ndim(o) : PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1;
+        const npy_intp *osh = nd_proxy_check(o) ? nd_proxy_shape(o)
+                              : PyArray_Check(o) ? PyArray_DIMS((PyArrayObject *)o) : NULL;
+        int lead = k == 0 ? 0 : na;
+        if (!osh || na < 0 || lead + ond > nd || operand_strides(o, ond, osh, own)) continue;
+        for (int d = 0; d < nd; d++) st[m][d] = d >= lead && d < lead + ond ? own[d - lead] : 0;
+        m++;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    nd_korder(m, nd, (const npy_intp (*)[ND_MAXDIMS])st, 1, perm);
     set_perm(s, perm);
 }
 
@@ -194,15 +233,22 @@ void nd_proxy_set_order(PyObject *res, PyObject *src, char order)
     if (!s) return;
     int perm[ND_MAXDIMS], nd = s->ndim;
     if (order == 'A') {
-        npy_intp st[ND_MAXDIMS], rd[ND_MAXDIMS], rs[ND_MAXDIMS];
-        if (operand_strides(src, nd, s->shape, st)) { PyErr_Clear(); return; }
-        for (int d = 0; d < nd; d++) { rd[d] = s->shape[nd - 1 - d]; rs[d] = st[nd - 1 - d]; }
         /* NumPy's 'A': Fortran when the source is F- and not C-contiguous */
+        int snd = nd_proxy_check(src) ? nd_proxy_ndim(src)
+                  : PyArray_Check(src) ? PyArray_NDIM((PyArrayObject *)src) : -1;
+        const npy_intp *ssh = nd_proxy_check(src) ? nd_proxy_shape(src)
+                              : PyArray_Check(src) ? PyArray_DIMS((PyArrayObject *)src) : NULL;
+        npy_intp st[ND_MAXDIMS];
         int c = 1, f = 1;
-        npy_intp ec = 1, ef = 1;
-        for (int d = nd - 1; d >= 0; d--) {
-            if (s->shape[d] > 1) { c &= st[d] == ec; ec *= s->shape[d]; }
-            if (rd[d] > 1) { f &= rs[d] == ef; ef *= rd[d]; }
+        if (!ssh || snd != nd || operand_strides(src, nd, ssh, st)) {
+            PyErr_Clear();
+            c = 1;
+        } else {
+            npy_intp ec = 1, ef = 1;
+            for (int d = nd - 1; d >= 0; d--)
+                if (ssh[d] > 1) { c &= st[d] == ec; ec *= ssh[d]; }
+            for (int d = 0; d < nd; d++)
+                if (ssh[d] > 1) { f &= st[d] == ef; ef *= ssh[d]; }
         }
         order = f && !c ? 'F' : 'C';
     }

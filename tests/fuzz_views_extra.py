@@ -599,7 +599,7 @@ def failure(prog: LayoutProgram, backend: str, compiler=None):
 
     with fg.quiet():
         try:
-            oracle.check(fn, make_args=make_args, backend=backend,
+            oracle.check(fn, make_args=make_args, backend=backend, check_layout=True,
                          compiled=None if compiler is None else compiler(fn))
             np_bases, nd_bases = made
             for k, (x, y) in enumerate(zip(nd_bases, np_bases)):
