@@ -1255,6 +1255,8 @@ static PyObject *fft1_common(nd_trace *t, PyObject **argv, const char *path, int
     PyObject *r = (nobj && axo) ? ext_simple(t, path, 1, &a, 3, extra, NULL, &o) : NULL;
     Py_XDECREF(nobj);
     Py_XDECREF(axo);
+    /* pocketfft's result keeps a's memory order */
+    if (r) nd_proxy_set_order(r, argv[0], 'K');
     return r;
 }
 
@@ -1428,8 +1430,13 @@ static PyObject *sort_fn(nd_trace *t, PyObject **argv, int which)
         return nd_shim_unsupported("numpy.%s with lazy kth/axis", paths[which]);
     nd_xj_arr a;
     if (nd_xj_array(t, argv[0], &a)) return NULL;
-    return sort_node(t, paths[which], &a, rest[0], rest[1], kth, part ? NULL : rest[3], which,
-                     params[which], argv);
+    PyObject *r = sort_node(t, paths[which], &a, rest[0], rest[1], kth, part ? NULL : rest[3], which,
+                            params[which], argv);
+    /* np.sort / np.partition sort a.copy(order='K'); the arg* forms are C.
+     * NumPy computes the value; the order is known before it runs, for
+     * view-vs-copy of the pending result */
+    if (r && !(which & 1)) nd_proxy_set_order(r, argv[0], 'K');
+    return r;
 }
 
 static PyObject *sort_impl(nd_trace *t, PyObject **argv) { return sort_fn(t, argv, 0); }

@@ -95,6 +95,11 @@ OPS = {
     "einsum_t": lambda a, b: np.einsum("ijk,ijk->kj", a, b),
     "nansum": lambda a, b: np.nansum(a, axis=2),
     "ptp": lambda a, b: np.ptp(a, axis=0),
+    "sort": lambda a, b: np.sort(a, axis=1),
+    "argsort": lambda a, b: np.argsort(a),
+    "partition": lambda a, b: np.partition(a, 1),
+    "fft": lambda a, b: np.fft.fft(a, axis=1),
+    "rfft": lambda a, b: np.fft.rfft(a),
 }
 
 
@@ -240,7 +245,15 @@ def update_then_return(a):
     return t, t.sum(axis=2)
 
 
-MIXED = [mask_and_count, softmax_rows, outputs_feed_views, chain_with_copy, update_then_return]
+def sorted_ravel_write(a):
+    s = np.sort(a, axis=0)     # NumPy computes it; Fortran when a is
+    v = s.ravel()              # so this copies, and s keeps its values
+    v[0] = -9.0
+    return s, v
+
+
+MIXED = [mask_and_count, softmax_rows, outputs_feed_views, chain_with_copy, update_then_return,
+         sorted_ravel_write]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
