@@ -527,14 +527,10 @@ static PyObject *fallback_getitem(PyObject *self, PyObject *key, const char *rea
  * outermost, then the sliced dims in the source's memory order. */
 static void gather_layout(PyObject *res, PyObject *self, const idx_plan *pl)
 {
-    int sdim = nd_proxy_ndim(self), perm[ND_MAXDIMS], rank[ND_MAXDIMS], n = 0;
+    int sdim, perm[ND_MAXDIMS], rank[ND_MAXDIMS], n = 0;
+    const npy_intp *ssh;
     npy_intp ms[1][ND_MAXDIMS];
-    if (pl->ond < 2 || !nd_proxy_check(res) || nd_proxy_memory_strides(self, ms[0])) {
-        PyErr_Clear();
-        return;
-    }
-    const npy_intp *ssh = nd_proxy_shape(self);
-    for (int d = 0; d < sdim; d++) if (ssh[d] == 1) ms[0][d] = 0;
+    if (pl->ond < 2 || nd_operand_memory_strides(self, &sdim, &ssh, ms[0])) return;
     int sperm[ND_MAXDIMS], used[ND_MAXDIMS] = {0};
     nd_korder(1, sdim, (const npy_intp (*)[ND_MAXDIMS])ms, 0, sperm);
     for (int i = 0; i < sdim; i++) rank[sperm[i]] = i;

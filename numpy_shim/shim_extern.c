@@ -618,27 +618,14 @@ static void ein_layout(PyObject *res, const einspec *e, PyObject *const *objs, c
     npy_intp st[ND_SHIM_MAXARGS][ND_MAXDIMS];
     int m = 0, perm[ND_MAXDIMS], out[ND_MAXDIMS], n = 0;
     for (int o = 0; o < e->nop; o++) {
-        PyObject *x = objs[o];
         npy_intp ms[ND_MAXDIMS];
         int nd;
         const npy_intp *sh;
-        if (nd_proxy_check(x)) {
-            nd = nd_proxy_ndim(x);
-            sh = nd_proxy_shape(x);
-            if (nd_proxy_memory_strides(x, ms)) { PyErr_Clear(); continue; }
-        } else if (PyArray_Check(x)) {
-            PyArrayObject *a = (PyArrayObject *)x;
-            nd = PyArray_NDIM(a);
-            sh = PyArray_DIMS(a);
-            for (int k = 0; k < nd; k++) ms[k] = PyArray_STRIDE(a, k) / PyArray_ITEMSIZE(a);
-        } else {
-            continue;
-        }
-        if (nd != e->nl[o]) continue;
+        if (nd_operand_memory_strides(objs[o], &nd, &sh, ms) || nd != e->nl[o]) continue;
         for (int i = 0; i < nL; i++) {
             st[m][i] = 0;
             for (int k = 0; k < nd; k++)
-                if (L[i] == e->lab[o][k] && sh[k] != 1) st[m][i] += ms[k];
+                if (L[i] == e->lab[o][k]) st[m][i] += ms[k];
         }
         m++;
     }

@@ -189,28 +189,23 @@ PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype)
     return alloc_array(ndim, shape, dtype, NULL);
 }
 
-/* byte strides of the dense array of `shape` laid out in order perm */
-static int order_strides(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm,
-                         npy_intp *st)
+/* byte strides of the dense array of `shape` laid out in order kperm */
+static void order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const int8_t *kperm,
+                          npy_intp *st)
 {
     int perm[ND_MAXDIMS];
-    int isz = nd_cg_elsize(dtype);
-    if (isz <= 0) {
-        PyArray_Descr *d = PyArray_DescrFromType(dtype);
-        if (!d) return -1;
-        isz = (int)PyDataType_ELSIZE(d);
-        Py_DECREF(d);
-    }
     for (int d = 0; d < ndim; d++) perm[d] = kperm[d];
     nd_perm_strides(ndim, shape, perm, st);
-    for (int d = 0; d < ndim; d++) st[d] *= isz;
-    return 0;
+    for (int d = 0; d < ndim; d++) st[d] *= itemsize;
 }
 
 PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm)
 {
     npy_intp st[ND_MAXDIMS];
-    if (order_strides(ndim, shape, dtype, kperm, st) < 0) return NULL;
+    PyArray_Descr *d = PyArray_DescrFromType(dtype);
+    if (!d) return NULL;
+    order_strides(ndim, shape, PyDataType_ELSIZE(d), kperm, st);
+    Py_DECREF(d);
     return alloc_array(ndim, shape, dtype, st);
 }
 
@@ -221,24 +216,13 @@ int nd_outputs_in_order(nd_graph *g, const nd_id *outs, int nout, PyObject *list
         PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(list, i);
         if (!(n->flags & ND_F_KORDER) || !PyArray_Check(a) || PyArray_NDIM(a) != n->ndim)
             continue;
-        int perm[ND_MAXDIMS], same = 1;
-        npy_intp st[ND_MAXDIMS], isz = PyArray_ITEMSIZE(a);
-        for (int d = 0; d < n->ndim; d++) perm[d] = n->kperm[d];
-        nd_perm_strides(n->ndim, PyArray_DIMS(a), perm, st);
-        for (int d = 0; d < n->ndim; d++) {
-            st[d] *= isz;
-            same &= PyArray_DIM(a, d) <= 1 || PyArray_STRIDE(a, d) == st[d];
-        }
+        npy_intp st[ND_MAXDIMS];
+        int same = 1;
+        order_strides(n->ndim, PyArray_DIMS(a), PyArray_ITEMSIZE(a), n->kperm, st);
+        for (int d = 0; d < n->ndim; d++) same &= PyArray_DIM(a, d) <= 1 || PyArray_STRIDE(a, d) == st[d];
         if (same) continue;
-        PyObject *c = PyArray_TYPE(a) == n->dtype ? alloc_array(n->ndim, PyArray_DIMS(a), n->dtype, st)
-                                                   : NULL;
-        if (!c) {
-            if (PyErr_Occurred()) return -1;
-            PyArray_Descr *descr = PyArray_DESCR(a);
-            Py_INCREF(descr);
-            c = PyArray_NewFromDescr(&PyArray_Type, descr, n->ndim, PyArray_DIMS(a), st, NULL, 0, NULL);
-            if (!c) return -1;
-        }
+        PyObject *c = alloc_array(n->ndim, PyArray_DIMS(a), PyArray_TYPE(a), st);
+        if (!c) return -1;
         if (PyArray_CopyInto((PyArrayObject *)c, a) < 0) {
             Py_DECREF(c);
             return -1;

@@ -148,6 +148,10 @@ PyObject *nd_proxy_part(PyObject *base, int which);
  * computes the order NumPy would give them (nd_proxy_set_korder...).
  * 0, or 1 when the map has no per-dimension form over that memory. */
 
+/* o's own dims, shape and element memory strides (0 along length-1
+ * dims) when o is a proxy or an ndarray with element strides; else 1. */
+int nd_operand_memory_strides(PyObject *o, int *ndim, const npy_intp **shape, npy_intp *ms);
+
 /* The memory order NumPy gives a value the shim just made (res: the proxy
  * of a fresh computed value; anything else is left alone). Only layout
  * follows: view-vs-copy of its reshapes, and the strides of the array the

@@ -97,33 +97,41 @@ void nd__storage_adopt_layout(nd_storage *s, PyObject *arr)
     set_perm(s, perm);
 }
 
-/* operand o's element strides broadcast to (ndim, shape): 0 where it
- * carries no order; 1 when o has none to give (a scalar, an odd layout) */
-static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, npy_intp *st)
+int nd_operand_memory_strides(PyObject *o, int *ndim, const npy_intp **shape, npy_intp *ms)
 {
-    int ond;
-    const npy_intp *osh;
-    npy_intp ms[ND_MAXDIMS];
     if (nd_proxy_check(o)) {
-        ond = nd_proxy_ndim(o);
-        osh = nd_proxy_shape(o);
-        if (ond > ndim || nd_proxy_memory_strides(o, ms)) return 1;
+        *ndim = nd_proxy_ndim(o);
+        *shape = nd_proxy_shape(o);
+        if (nd_proxy_memory_strides(o, ms)) { PyErr_Clear(); return 1; }
     } else if (PyArray_Check(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
-        ond = PyArray_NDIM(a);
-        osh = PyArray_DIMS(a);
-        if (ond > ndim) return 1;
-        for (int d = 0; d < ond; d++) {
+        *ndim = PyArray_NDIM(a);
+        *shape = PyArray_DIMS(a);
+        for (int d = 0; d < *ndim; d++) {
             if (PyArray_STRIDE(a, d) % PyArray_ITEMSIZE(a)) return 1;
             ms[d] = PyArray_STRIDE(a, d) / PyArray_ITEMSIZE(a);
         }
     } else {
         return 1;
     }
-    int lead = ndim - ond;
+    for (int d = 0; d < *ndim; d++) if ((*shape)[d] == 1) ms[d] = 0;
+    return 0;
+}
+
+/* operand o's element strides placed on (ndim, shape) from dim `lead`
+ * on (lead < 0: right-aligned, as broadcasting places it), 0 where it
+ * carries no order; 1 when o has none to give (a scalar, an odd layout) */
+static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, int lead, npy_intp *st)
+{
+    int ond;
+    const npy_intp *osh;
+    npy_intp ms[ND_MAXDIMS];
+    if (nd_operand_memory_strides(o, &ond, &osh, ms)) return 1;
+    if (lead < 0) lead = ndim - ond;
+    if (lead + ond > ndim) return 1;
     for (int d = 0; d < ndim; d++) {
         int e = d - lead;
-        st[d] = e < 0 || osh[e] == 1 || shape[d] == 1 ? 0 : ms[e];
+        st[d] = e < 0 || e >= ond || shape[d] == 1 ? 0 : ms[e];
     }
     return 0;
 }
@@ -141,7 +149,7 @@ void nd_proxy_set_korder_st(PyObject *res, int nfixed, const npy_intp (*fixed)[N
     for (int k = 0; k < nfixed; k++, m++)
         for (int d = 0; d < s->ndim; d++) st[m][d] = s->shape[d] == 1 ? 0 : fixed[k][d];
     for (int k = 0; k < nops; k++)
-        if (ops[k] && !operand_strides(ops[k], s->ndim, s->shape, st[m])) m++;
+        if (ops[k] && !operand_strides(ops[k], s->ndim, s->shape, -1, st[m])) m++;
     nd_korder(m, s->ndim, (const npy_intp (*)[ND_MAXDIMS])st, iter, perm);
     if (st != small) PyMem_Free(st);
     set_perm(s, perm);
@@ -161,19 +169,17 @@ void nd_proxy_set_korder_join(PyObject *res, int nops, PyObject *const *ops, int
     if (!st) { PyErr_Clear(); return; }
     int m = 0, nd = s->ndim, perm[ND_MAXDIMS];
     for (int k = 0; k < nops; k++) {
-        int ond = nd_proxy_check(ops[k]) ? nd_proxy_ndim(ops[k])
-                  : PyArray_Check(ops[k]) ? PyArray_NDIM((PyArrayObject *)ops[k]) : -1;
-        const npy_intp *osh = nd_proxy_check(ops[k]) ? nd_proxy_shape(ops[k])
-                              : PyArray_Check(ops[k]) ? PyArray_DIMS((PyArrayObject *)ops[k]) : NULL;
+        int ond;
+        const npy_intp *osh;
         npy_intp own[ND_MAXDIMS];
+        if (nd_operand_memory_strides(ops[k], &ond, &osh, own)) continue;
         int skip = ond == nd - 1 && ins_axis >= 0 && ins_axis < nd ? ins_axis : -1;
-        if (!osh || (ond != nd && skip < 0) || operand_strides(ops[k], ond, osh, own)) continue;
+        if (ond != nd && skip < 0) continue;
         for (int d = 0, e = 0; d < nd; d++) st[m][d] = d == skip ? 0 : own[e++];
         m++;
     }
     nd_korder(m, nd, (const npy_intp (*)[ND_MAXDIMS])st, 0, perm);
     PyMem_Free(st);
-    if (PyErr_Occurred()) PyErr_Clear();
     set_perm(s, perm);
 }
 
@@ -187,21 +193,12 @@ void nd_proxy_set_korder_outer(PyObject *res, PyObject *a, PyObject *b)
 {
     nd_storage *s = fresh_storage(res);
     if (!s) return;
-    int nd = s->ndim, m = 0, perm[ND_MAXDIMS];
-    npy_intp st[2][ND_MAXDIMS], own[ND_MAXDIMS];
-    int na = nd_proxy_check(a) ? nd_proxy_ndim(a) : PyArray_Check(a) ? PyArray_NDIM((PyArrayObject *)a) : -1;
-    PyObject *ops[2] = {a, b};
-    for (int k = 0; k < 2; k++) {
-        PyObject *o = ops[k];
-        int ond = nd_proxy_check(o) ? nd_proxy_ndim(o) : PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1;
-        const npy_intp *osh = nd_proxy_check(o) ? nd_proxy_shape(o)
-                              : PyArray_Check(o) ? PyArray_DIMS((PyArrayObject *)o) : NULL;
-        int lead = k == 0 ? 0 : na;
-        if (!osh || na < 0 || lead + ond > nd || operand_strides(o, ond, osh, own)) continue;
-        for (int d = 0; d < nd; d++) st[m][d] = d >= lead && d < lead + ond ? own[d - lead] : 0;
-        m++;
-    }
-    if (PyErr_Occurred()) PyErr_Clear();
+    int nd = s->ndim, m = 0, na, perm[ND_MAXDIMS];
+    const npy_intp *ash;
+    npy_intp st[2][ND_MAXDIMS];
+    if (nd_operand_memory_strides(a, &na, &ash, st[0])) return;
+    m += !operand_strides(a, nd, s->shape, 0, st[m]);
+    m += !operand_strides(b, nd, s->shape, na, st[m]);
     nd_korder(m, nd, (const npy_intp (*)[ND_MAXDIMS])st, 1, perm);
     set_perm(s, perm);
 }
@@ -209,22 +206,15 @@ void nd_proxy_set_korder_outer(PyObject *res, PyObject *a, PyObject *b)
 void nd_proxy_set_korder_reduced(PyObject *res, PyObject *src, uint64_t axes, int keepdims)
 {
     nd_storage *s = fresh_storage(res);
-    if (!s || (!nd_proxy_check(src) && !PyArray_Check(src))) return;
-    int snd = nd_proxy_check(src) ? nd_proxy_ndim(src) : PyArray_NDIM((PyArrayObject *)src);
-    const npy_intp *ssh = nd_proxy_check(src) ? nd_proxy_shape(src)
-                                              : PyArray_DIMS((PyArrayObject *)src);
+    int snd, perm[ND_MAXDIMS], out[ND_MAXDIMS], newd[ND_MAXDIMS], n = 0;
+    const npy_intp *ssh;
     npy_intp st[1][ND_MAXDIMS];
-    int perm[ND_MAXDIMS], out[ND_MAXDIMS], newd[ND_MAXDIMS], n = 0;
-    if (snd > ND_MAXDIMS || operand_strides(src, snd, ssh, st[0])) {
-        PyErr_Clear();
-        return;
-    }
+    if (!s || nd_operand_memory_strides(src, &snd, &ssh, st[0])) return;
     nd_korder(1, snd, (const npy_intp (*)[ND_MAXDIMS])st, 1, perm);
     for (int d = 0, k = 0; d < snd; d++) newd[d] = keepdims || !(axes >> d & 1) ? k++ : -1;
     for (int i = 0; i < snd; i++)
         if (newd[perm[i]] >= 0) out[n++] = newd[perm[i]];
-    if (n != s->ndim) return;
-    set_perm(s, out);
+    if (n == s->ndim) set_perm(s, out);
 }
 
 void nd_proxy_set_order(PyObject *res, PyObject *src, char order)
@@ -234,17 +224,11 @@ void nd_proxy_set_order(PyObject *res, PyObject *src, char order)
     int perm[ND_MAXDIMS], nd = s->ndim;
     if (order == 'A') {
         /* NumPy's 'A': Fortran when the source is F- and not C-contiguous */
-        int snd = nd_proxy_check(src) ? nd_proxy_ndim(src)
-                  : PyArray_Check(src) ? PyArray_NDIM((PyArrayObject *)src) : -1;
-        const npy_intp *ssh = nd_proxy_check(src) ? nd_proxy_shape(src)
-                              : PyArray_Check(src) ? PyArray_DIMS((PyArrayObject *)src) : NULL;
-        npy_intp st[ND_MAXDIMS];
-        int c = 1, f = 1;
-        if (!ssh || snd != nd || operand_strides(src, nd, ssh, st)) {
-            PyErr_Clear();
-            c = 1;
-        } else {
-            npy_intp ec = 1, ef = 1;
+        int snd, c = 1, f = 0;
+        const npy_intp *ssh;
+        npy_intp st[ND_MAXDIMS], ec = 1, ef = 1;
+        if (!nd_operand_memory_strides(src, &snd, &ssh, st) && snd == nd) {
+            f = 1;
             for (int d = nd - 1; d >= 0; d--)
                 if (ssh[d] > 1) { c &= st[d] == ec; ec *= ssh[d]; }
             for (int d = 0; d < nd; d++)
