@@ -4,9 +4,9 @@ BUILD ?= build/dev
 EXT_SUFFIX := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
 NP_INC := $(shell $(PYTHON) -c "import numpy;print(numpy.get_include())" 2>/dev/null)
 PY_INC := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
-SRCS := $(wildcard src/*.c numpy_shim/*.c guards/*.c)
+SRCS := $(wildcard src/*.c src/*/*.c numpy_shim/*.c guards/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS))
-HDRS := $(wildcard src/*.h src/*.def numpy_shim/*.h guards/*.h)
+HDRS := $(wildcard src/*/*.h src/*/*.def numpy_shim/*.h guards/*.h)
 DEV_CFLAGS ?= -std=c11 -O2 -g -fPIC -Wall -Wextra -Wno-unused-parameter \
   -Wno-missing-field-initializers -fvisibility=hidden \
   -DNPY_NO_DEPRECATED_API=NPY_2_0_API_VERSION -DNPY_TARGET_VERSION=NPY_2_0_API_VERSION
@@ -24,7 +24,7 @@ dev: $(BUILD)/numdyn/_C$(EXT_SUFFIX)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(DEV_CFLAGS) -I$(NP_INC) -I$(PY_INC) -Isrc -Inumpy_shim -Iguards -Ikernels -c $< -o $@
+	$(CC) $(DEV_CFLAGS) -I$(NP_INC) -I$(PY_INC) -Isrc -I. -Ikernels -c $< -o $@
 
 $(BUILD)/numdyn/_C$(EXT_SUFFIX): $(OBJS)
 	@mkdir -p $(dir $@)
@@ -51,8 +51,8 @@ TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pyt
 # What the extension build depends on. Lists that make cannot see through
 # timestamps (files added or removed, the test requirements) are recorded in
 # build/*.txt, rewritten only when they change, so a change rebuilds too.
-EXT_INPUTS := $(sort $(wildcard src/*.c src/*.h src/*.def numpy_shim/*.c \
-  numpy_shim/*.h guards/*.c guards/*.h)) setup.py pyproject.toml
+EXT_INPUTS := $(sort $(wildcard src/*.c src/*/*.c src/*/*.h src/*/*.def \
+  numpy_shim/*.c numpy_shim/*.h guards/*.c guards/*.h)) setup.py pyproject.toml
 EXT_LIST := build/ext-sources.txt
 DEPS_LIST := build/test-deps.txt
 record = $(shell mkdir -p build; echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1))

@@ -1,7 +1,10 @@
 """Build of numdyn's C extension (numdyn._C) and its Python package.
 
-The C core lives in src/, numpy_shim/ and guards/; the headers that generated
-code includes live in kernels/ and ship inside the package as numdyn/kernels.
+The C core lives in src/<layer>/ (core, graph, passes, codegen, toolchain,
+runtime, trace; module init in src/module.c), numpy_shim/ and guards/;
+sources include each other's headers by path from src/ or the repository
+root ("graph/graph.h", "guards/guards.h"). The headers that generated code
+includes live in kernels/ and ship inside the package as numdyn/kernels.
 """
 import glob
 import os
@@ -15,8 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def sources():
     out = []
-    for d in ("src", "numpy_shim", "guards"):
-        out += sorted(glob.glob(os.path.join(d, "*.c")))
+    for pattern in ("src/*.c", "src/*/*.c", "numpy_shim/*.c", "guards/*.c"):
+        out += sorted(glob.glob(pattern))
     return out
 
 
@@ -30,7 +33,7 @@ if os.environ.get("NUMDYN_SANITIZE"):
 ext = Extension(
     "numdyn._C",
     sources=sources(),
-    include_dirs=[numpy.get_include(), "src", "numpy_shim", "guards", "kernels"],
+    include_dirs=[numpy.get_include(), "src", ".", "kernels"],
     # One C-API level whatever NumPy builds it (each NumPy's default
     # differs): the 2.0 API, the oldest NumPy the package runs with.
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
@@ -39,8 +42,8 @@ ext = Extension(
     extra_link_args=(["-fsanitize=address,undefined"]
                      if os.environ.get("NUMDYN_SANITIZE") else []),
     libraries=["dl"],
-    depends=(glob.glob("src/*.h") + glob.glob("numpy_shim/*.h") +
-             glob.glob("guards/*.h") + glob.glob("src/*.def")),
+    depends=(glob.glob("src/*/*.h") + glob.glob("src/*/*.def") +
+             glob.glob("numpy_shim/*.h") + glob.glob("guards/*.h")),
 )
 
 

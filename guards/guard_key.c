@@ -1,6 +1,6 @@
 /* guard_key.c -- the fit rule: which input properties a compiled program
  * depends on (see guards.h). */
-#include "npy.h"
+#include "core/npy.h"
 #include "guards.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)

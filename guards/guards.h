@@ -1,7 +1,7 @@
 /* guards.h -- does something cached fit new inputs? (see guards.c) */
 #ifndef ND_GUARDS_H
 #define ND_GUARDS_H
-#include "../src/graph.h"
+#include "graph/graph.h"
 int nd_guards_init(PyObject *module);
 
 /* guard_key.c: the properties a compiled program specializes on, as one

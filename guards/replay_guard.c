@@ -9,9 +9,9 @@
  * were the same array object must be the same object again, and vice
  * versa: the trace gave them one storage (one graph input).
  */
-#include "npy.h"
+#include "core/npy.h"
 #include "replay_guard.h"
-#include "../src/trace.h"
+#include "trace/trace.h"
 #include <string.h>
 
 #define AG_FLAGS (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)

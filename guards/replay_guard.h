@@ -6,7 +6,7 @@
  */
 #ifndef ND_REPLAY_GUARD_H
 #define ND_REPLAY_GUARD_H
-#include "../src/graph.h"
+#include "graph/graph.h"
 
 enum {
     ND_AG_ARRAY = 1,  /* exact ndarray: dtype, shape, strides, flags; identity pattern */

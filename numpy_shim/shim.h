@@ -8,7 +8,7 @@
  */
 #ifndef ND_SHIM_H
 #define ND_SHIM_H
-#include "../src/graph.h"
+#include "graph/graph.h"
 
 /* ufunc call on operands (proxies, arrays, scalars) -- operator fast path */
 PyObject *nd_shim_ufunc1(int ufunc_id, PyObject *a);

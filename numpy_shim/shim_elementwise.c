@@ -7,7 +7,7 @@
  * following NumPy's own Python implementation where it has one (isclose,
  * nan_to_num), so values and dtypes agree.
  */
-#include "strides.h"
+#include "core/strides.h"
 #include "shim_priv.h"
 #include <math.h>
 #include <float.h>

@@ -20,7 +20,7 @@
  * Functions whose result shape or dtype depends on the data (unique,
  * bincount, nonzero, eig, lstsq's residuals) are recorded graph breaks. */
 #include "shim_xj.h"
-#include "strides.h"
+#include "core/strides.h"
 #include <string.h>
 
 /* ------------------------------------------------------ dtype probe cache */

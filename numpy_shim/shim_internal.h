@@ -57,8 +57,8 @@
  */
 #ifndef ND_SHIM_INTERNAL_H
 #define ND_SHIM_INTERNAL_H
-#include "npy.h"
-#include "trace.h"
+#include "core/npy.h"
+#include "trace/trace.h"
 #include "shim.h"
 
 #define ND_SHIM_MAXARGS 16

@@ -9,7 +9,7 @@
  * not expressible per dimension over the storage -- exactly when NumPy
  * would have to copy -- and we then make a new value.
  */
-#include "strides.h"
+#include "core/strides.h"
 #include "shim_priv.h"
 #include <string.h>
 

@@ -1,13 +1,13 @@
 /* module.c -- numdyn._C: module init; each module registers its own types
  * and functions through its *_init(module) function. */
 #define ND_MODULE_INIT
-#include "npy.h"
-#include "graph.h"
-#include "trace.h"
-#include "backend.h"
-#include "graph_py.h"
-#include "../numpy_shim/shim.h"
-#include "../guards/guards.h"
+#include "core/npy.h"
+#include "graph/graph.h"
+#include "trace/trace.h"
+#include "runtime/backend.h"
+#include "graph/graph_py.h"
+#include "numpy_shim/shim.h"
+#include "guards/guards.h"
 
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "numdyn._C",

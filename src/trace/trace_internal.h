@@ -23,9 +23,9 @@
  */
 #ifndef ND_TRACE_INTERNAL_H
 #define ND_TRACE_INTERNAL_H
-#include "npy.h"
+#include "core/npy.h"
 #include "trace.h"
-#include "backend.h"
+#include "runtime/backend.h"
 #include <stddef.h>
 
 typedef struct nd_storage nd_storage;

@@ -6,10 +6,10 @@
  * one table lookup, then the kernels; no Python objects are made beyond
  * the outputs.
  */
-#include "npy.h"
+#include "core/npy.h"
 #include "native.h"
 #include "backend.h"
-#include "../guards/guards.h"
+#include "guards/guards.h"
 #include <dlfcn.h>
 
 /* Compile the kernels of p that no cache has, in one translation unit. */

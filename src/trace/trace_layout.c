@@ -12,7 +12,7 @@
  * asks the backend to return such an output in that order (ND_F_KORDER).
  */
 #include "trace_internal.h"
-#include "strides.h"
+#include "core/strides.h"
 
 static void c_order_strides(int ndim, const npy_intp *shape, npy_intp *out)
 {

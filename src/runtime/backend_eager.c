@@ -13,9 +13,9 @@
  * input (element offsets and strides as the node states); SETITEM copies
  * its base, so no node ever writes into an array another node can see.
  */
-#include "npy.h"
+#include "core/npy.h"
 #include "backend.h"
-#include "../numpy_shim/shim_internal.h"
+#include "numpy_shim/shim_internal.h"
 #include <string.h>
 
 static PyObject *as_array(PyObject *o)

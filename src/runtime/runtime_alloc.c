@@ -11,10 +11,10 @@
  * Blocks are mmap'ed with a transparent-huge-page hint.
  */
 #define _GNU_SOURCE 1
-#include "npy.h"
+#include "core/npy.h"
 #include "native.h"
 #include "backend.h"
-#include "strides.h"
+#include "core/strides.h"
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>

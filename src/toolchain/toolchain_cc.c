@@ -8,8 +8,8 @@
  * message and the generated source's path.
  */
 #define _GNU_SOURCE 1
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>

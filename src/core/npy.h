@@ -2,7 +2,7 @@
  * the NumPy C-API; module.c alone imports the API tables. */
 #ifndef ND_NPY_H
 #define ND_NPY_H
-#include "graph.h"
+#include "graph/graph.h"
 #ifndef ND_MODULE_INIT
 #define NO_IMPORT_ARRAY
 #define NO_IMPORT_UFUNC

@@ -6,9 +6,9 @@
  * node a line), and g(*arrays) which interprets the graph with NumPy (the
  * eager backend) on new input arrays of the traced dtypes and shapes.
  */
-#include "npy.h"
+#include "core/npy.h"
 #include "graph_py.h"
-#include "backend.h"
+#include "runtime/backend.h"
 #include <string.h>
 
 typedef struct {

@@ -8,7 +8,7 @@
  * outputs go back to Python without copies. Kernels run with the GIL
  * released.
  */
-#include "npy.h"
+#include "core/npy.h"
 #include "native.h"
 #include "backend.h"
 #undef I  /* complex.h (via NumPy): this file names the kernel argument I */

@@ -15,8 +15,8 @@
  * without a copy.
  */
 #include "trace_replay.h"
-#include "graph_py.h"
-#include "backend.h"
+#include "graph/graph_py.h"
+#include "runtime/backend.h"
 #include <string.h>
 
 PyObject *nd__node_array(nd_graph *g, nd_id id)

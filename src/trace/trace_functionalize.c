@@ -17,7 +17,7 @@
  * trace_flush.c.
  */
 #include "trace_internal.h"
-#include "strides.h"
+#include "core/strides.h"
 #include "trace_replay.h"
 #include <string.h>
 

@@ -17,8 +17,8 @@
  * depends on the group but cannot join is a later consumer, and nothing
  * that depends on such a node may join (no cycles through the kernel).
  */
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 
 static int same_ones_shape(int ra, const npy_intp *a, int rb, const npy_intp *b)
 {

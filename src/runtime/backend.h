@@ -7,7 +7,7 @@
  */
 #ifndef ND_BACKEND_H
 #define ND_BACKEND_H
-#include "graph.h"
+#include "graph/graph.h"
 
 /* Eager: op by op with NumPy (src/backend_eager.c). */
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout);

@@ -15,8 +15,8 @@
  * above a work threshold (elements x per-element cost); the innermost loop
  * is an `omp simd` loop so GCC vectorizes it, calling SLEEF's vector math.
  */
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 
 #define RBLOCK_K 512  /* inner block when accumulators are per output element */
 

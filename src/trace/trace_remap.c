@@ -24,7 +24,7 @@
  * rebuilds it on the next call.
  */
 #include "trace_internal.h"
-#include "../numpy_shim/shim.h"
+#include "numpy_shim/shim.h"
 
 static PyObject *numpy_mod, *get_instructions;
 

@@ -4,8 +4,8 @@
  * No text from user code ever reaches generated source: names are derived
  * from hashes, comments are fixed strings, values are kernel parameters.
  */
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 #include <stdio.h>
 #include <string.h>
 

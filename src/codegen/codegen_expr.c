@@ -13,9 +13,9 @@
  * ufunc (its C form per dtype class, as a template). One expander writes
  * every template, so a ufunc's C form is stated once per class.
  */
-#include "npy.h"
-#include "native.h"
-#include "../guards/guards.h"
+#include "core/npy.h"
+#include "runtime/native.h"
+#include "guards/guards.h"
 
 typedef struct dtinfo {
     const char *ctype, *stype, *sfx;

@@ -34,8 +34,8 @@
  * hash, one lookup, the kernels), then rebuilds the return value.
  */
 #include "trace_replay.h"
-#include "../numpy_shim/shim.h"
-#include "../guards/replay_guard.h"
+#include "numpy_shim/shim.h"
+#include "guards/replay_guard.h"
 #include <string.h>
 
 _Thread_local nd_replay_rec *nd__tls_rec;

@@ -1,5 +1,5 @@
 /* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
-#include "npy.h"
+#include "core/npy.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)

@@ -17,8 +17,8 @@
  *    nothing else reads that buffer, otherwise into a copy.
  * Nodes without a C form run through nd_eval_node (NumPy), never wrongly.
  */
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 
 #define MAXG 8
 /* Bounds on one kernel: nodes inlined (generated code size, compile time)

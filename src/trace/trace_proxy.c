@@ -10,7 +10,7 @@
  * and the operation runs on that concrete array with plain NumPy.
  */
 #include "trace_internal.h"
-#include "../numpy_shim/shim.h"
+#include "numpy_shim/shim.h"
 #include <string.h>
 
 static PyObject *np_matmul;  /* numpy.matmul (a ufunc) */

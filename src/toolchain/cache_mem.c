@@ -6,8 +6,8 @@
  * Loaded shared objects are never closed: a cleared cache only drops
  * lookups, and a program still running elsewhere keeps its functions.
  */
-#include "npy.h"
-#include "native.h"
+#include "core/npy.h"
+#include "runtime/native.h"
 
 typedef struct slot {
     uint64_t key;

@@ -20,7 +20,7 @@
  */
 #ifndef ND_NATIVE_H
 #define ND_NATIVE_H
-#include "graph.h"
+#include "graph/graph.h"
 #include <stdarg.h>
 
 /* ------------------------------------------------------ string builder */

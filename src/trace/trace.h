@@ -11,7 +11,7 @@
  */
 #ifndef ND_TRACE_H
 #define ND_TRACE_H
-#include "graph.h"
+#include "graph/graph.h"
 
 typedef struct nd_trace nd_trace;
 

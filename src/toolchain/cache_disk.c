@@ -14,9 +14,9 @@
  * the renames) or that dlopen rejects is rebuilt.
  */
 #define _GNU_SOURCE 1
-#include "npy.h"
-#include "native.h"
-#include "backend.h"
+#include "core/npy.h"
+#include "runtime/native.h"
+#include "runtime/backend.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
