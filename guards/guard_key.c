@@ -9,14 +9,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdULL;
 }
 
-int nd_guard_scalar_is_two(const nd_node *sc)
-{
-    switch (sc->dtype) {
-    case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE: return sc->scalar.f == 2.0;
-    default: return 0;
-    }
-}
-
 uint64_t nd_guard_array_key(PyObject *obj)
 {
     if (!PyArray_Check(obj)) return 0;
@@ -58,7 +50,7 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
              * which exponents are 2 is structure */
             if ((n->sub == ND_UF_POWER || n->sub == ND_UF_FLOAT_POWER) && n->nin > 1 && n->in[1] >= 0 &&
                 g->nodes[n->in[1]].op == ND_OP_SCALAR)
-                h = mix(h, 0x706f7732ULL ^ (uint64_t)nd_guard_scalar_is_two(&g->nodes[n->in[1]]));
+                h = mix(h, 0x706f7732ULL ^ (uint64_t)nd_scalar_is_two(&g->nodes[n->in[1]]));
             break;
         case ND_OP_INPUT:
             if (n->obj) h = mix(h, nd_guard_array_key(n->obj));

@@ -18,6 +18,4 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout);
  * layouts, view maps): two graphs with equal skeletons but different keys
  * mean a recompile for guard reasons. */
 uint64_t nd_guard_skeleton(nd_graph *g, const nd_id *outs, int nout);
-/* 1 when a float SCALAR node holds exactly 2 (x ** 2 compiles to x * x) */
-int nd_guard_scalar_is_two(const nd_node *scalar);
 #endif

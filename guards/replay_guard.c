@@ -11,7 +11,6 @@
  */
 #include "core/npy.h"
 #include "replay_guard.h"
-#include "trace/trace.h"
 #include <string.h>
 
 #define AG_FLAGS (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
@@ -24,7 +23,7 @@ int nd_argguard_record(nd_argguard *g, PyObject *const *args, Py_ssize_t n, Py_s
     g->same_as = -1;
     if (PyArray_CheckExact(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
-        if (!nd_trace_supported_array(o)) {
+        if (!nd_supported_array(o)) {
             *why = "an array argument of a dtype the tracer does not capture";
             return 1;
         }

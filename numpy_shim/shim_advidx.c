@@ -254,7 +254,7 @@ static int lazy_index(nd_trace *t, PyObject *proxy, npy_intp n, int axis, int mo
 {
     nd_xj_arr a;
     if (nd_xj_array(t, proxy, &a)) return -1;
-    PyObject *ph = nd_shim_placeholder(0);
+    PyObject *ph = nd_extern_placeholder(0);
     if (!ph) return -1;
     PyObject *tmpl = Py_BuildValue("(Onii)", ph, (Py_ssize_t)n, axis, mode);
     Py_DECREF(ph);
@@ -941,8 +941,8 @@ PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args, PyObjec
     }
     if (cur == ND_NONE) { PyMem_Free(pl); return NULL; }
     PyMem_Free(pl);
-    PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1);
-    PyObject *p2 = nins == 3 ? nd_shim_placeholder(2) : (b ? (Py_INCREF(b), b) : (Py_INCREF(Py_None), Py_None));
+    PyObject *p0 = nd_extern_placeholder(0), *p1 = nd_extern_placeholder(1);
+    PyObject *p2 = nins == 3 ? nd_extern_placeholder(2) : (b ? (Py_INCREF(b), b) : (Py_INCREF(Py_None), Py_None));
     PyObject *tmpl = (p0 && p1 && p2) ? PyTuple_Pack(4, ufunc, p0, p1, p2) : NULL;
     Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
     if (!tmpl) return NULL;

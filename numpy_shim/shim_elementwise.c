@@ -216,7 +216,7 @@ static PyObject *round_core(nd_trace *t, PyObject *a, PyObject *decimals, PyObje
     if (PyTypeNum_ISCOMPLEX(op.dtype) || (PyTypeNum_ISINTEGER(op.dtype) && d < 0)) {
         /* complex parts are rounded separately and integers with decimals
          * < 0 in integer arithmetic: NumPy's own round, inside the program */
-        PyObject *tmpl = Py_BuildValue("(Nn)", nd_shim_placeholder(0), d);
+        PyObject *tmpl = Py_BuildValue("(Nn)", nd_extern_placeholder(0), d);
         PyObject *fn = tmpl ? numpy_attr("round") : NULL;
         nd_id e = fn ? nd_shim_node_extern(t, fn, tmpl, NULL, 1, &op.id, -1, op.dtype,
                                            op.ndim, op.shape)
@@ -381,7 +381,7 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
             }
             if (PyDict_SetItemString(kw, keys[k], v) < 0) Py_CLEAR(kw);
         }
-        PyObject *tmpl = kw ? Py_BuildValue("(N)", nd_shim_placeholder(0)) : NULL;
+        PyObject *tmpl = kw ? Py_BuildValue("(N)", nd_extern_placeholder(0)) : NULL;
         PyObject *fn = tmpl ? numpy_attr("nan_to_num") : NULL;
         x = fn ? nd_shim_node_extern(t, fn, tmpl, kw, 1, &op.id, -1, dt, op.ndim, op.shape)
                : ND_NONE;

@@ -70,7 +70,7 @@ static PyObject *probe_array(int dtype, int ndim, const npy_intp *shape)
 /* leaf of nd_xj_map_template: placeholder k becomes arrs[k] */
 static int placeholder_leaf(PyObject *o, void *arrs, PyObject **out)
 {
-    int k = nd_shim_placeholder_index(o);
+    int k = nd_extern_placeholder_index(o);
     if (k < 0) return 0;
     *out = ((PyObject *const *)arrs)[k];
     Py_INCREF(*out);
@@ -741,7 +741,7 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
     Py_INCREF(PyTuple_GET_ITEM(ops, 0));
     PyTuple_SET_ITEM(tmpl, 0, PyTuple_GET_ITEM(ops, 0));
     for (int k = 0; k < nop; k++) {
-        PyObject *ph = nd_shim_placeholder(k);
+        PyObject *ph = nd_extern_placeholder(k);
         if (!ph) goto done;
         PyTuple_SET_ITEM(tmpl, k + 1, ph);
     }
@@ -1002,7 +1002,7 @@ static PyObject *multi_dot_impl(nd_trace *t, PyObject **argv)
     PyObject *lst = PyList_New(n), *tmpl = NULL, *r = NULL;
     if (!lst) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *ph = nd_shim_placeholder((int)i);
+        PyObject *ph = nd_extern_placeholder((int)i);
         if (!ph) goto done;
         PyList_SET_ITEM(lst, i, ph);
     }
@@ -1479,8 +1479,8 @@ static PyObject *searchsorted_impl(nd_trace *t, PyObject **argv)
     o.dtype[0] = NPY_INTP;
     PyObject *fn = nd_xj_np_attr("searchsorted");
     if (!fn) return NULL;
-    PyObject *p0 = nd_shim_placeholder(0), *p1 = nd_shim_placeholder(1);
-    PyObject *p2 = nin == 3 ? nd_shim_placeholder(2) : (Py_INCREF(Py_None), Py_None);
+    PyObject *p0 = nd_extern_placeholder(0), *p1 = nd_extern_placeholder(1);
+    PyObject *p2 = nin == 3 ? nd_extern_placeholder(2) : (Py_INCREF(Py_None), Py_None);
     PyObject *side = argv[2] ? (Py_INCREF(argv[2]), argv[2]) : PyUnicode_FromString("left");
     PyObject *tmpl = (p0 && p1 && p2 && side) ? PyTuple_Pack(4, p0, p1, side, p2) : NULL;
     PyObject *r = NULL;
@@ -1529,8 +1529,8 @@ static PyObject *histogram_impl(nd_trace *t, PyObject **argv)
     PyObject *nbo = PyLong_FromSsize_t(nb);
     PyObject *rng = argv[2] ? argv[2] : Py_None, *r = NULL, *tmpl = NULL;
     PyObject *rt = (rng != Py_None && PyList_Check(rng)) ? PyList_AsTuple(rng) : (Py_INCREF(rng), rng);
-    PyObject *p0 = nd_shim_placeholder(0);
-    PyObject *pw = nin == 2 ? nd_shim_placeholder(1) : (Py_INCREF(Py_None), Py_None);
+    PyObject *p0 = nd_extern_placeholder(0);
+    PyObject *pw = nin == 2 ? nd_extern_placeholder(1) : (Py_INCREF(Py_None), Py_None);
     if (nbo && rt && p0 && pw)
         tmpl = PyTuple_Pack(5, p0, nbo, rt, argv[3] ? argv[3] : Py_None, pw);
     if (tmpl) r = ext_build(t, fn, tmpl, NULL, nin, in, &o);

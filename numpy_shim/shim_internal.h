@@ -240,7 +240,7 @@ nd_id nd_shim_node_where(nd_trace *t, nd_id cond, nd_id x, nd_id y, int dtype);
 nd_id nd_shim_node_index(nd_trace *t, int ndim, const npy_intp *shape, int axis);
 
 /* EXTERN: run `callable(*args_template, **kwargs)` inside the program, with
- * every placeholder (nd_shim_placeholder(k), in the template at any depth of
+ * every placeholder (nd_extern_placeholder(k), in the template at any depth of
  * tuples/lists or as a kwargs value) replaced by the array of input ids[k].
  * which >= 0: the result is a tuple and this node is result[which]; -1: the
  * result itself. Result converted with np.asarray and must have (dtype,
@@ -252,9 +252,6 @@ nd_id nd_shim_node_index(nd_trace *t, int ndim, const npy_intp *shape, int axis)
 nd_id nd_shim_node_extern(nd_trace *t, PyObject *callable, PyObject *args_template,
                           PyObject *kwargs, int nin, const nd_id *ids, int which,
                           int dtype, int ndim, const npy_intp *shape);
-/* Placeholder object for input k (new ref); nd_shim_is_placeholder -> k or -1. */
-PyObject *nd_shim_placeholder(int k);
-int nd_shim_placeholder_index(PyObject *obj);
 
 /* ------------------------------------------------------------- results */
 

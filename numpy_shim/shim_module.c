@@ -498,9 +498,23 @@ PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObj
 
 /* ------------------------------------------------------------ init */
 
+/* What the tracer calls (src/trace/trace.h, nd_numpy_entries). */
+static const nd_numpy_entries entries = {
+    .ufunc1 = nd_shim_ufunc1,
+    .ufunc2 = nd_shim_ufunc2,
+    .ufunc2_inplace = nd_shim_ufunc2_inplace,
+    .array_ufunc = nd_shim_array_ufunc,
+    .array_function = nd_shim_array_function,
+    .method = nd_shim_method,
+    .getitem = nd_shim_getitem,
+    .setitem = nd_shim_setitem,
+    .module = nd_shim_module,
+    .lookup = nd_shim_lookup,
+};
+
 int nd_shim_init(PyObject *module)
 {
-    if (PyType_Ready(&ShimFunction_Type) < 0 || nd_shim_types_init() < 0) return -1;
+    if (PyType_Ready(&ShimFunction_Type) < 0) return -1;
     numpy_mod = PyImport_ImportModule("numpy");
     if (!numpy_mod) return -1;
     table.by_func = PyDict_New();
@@ -528,5 +542,6 @@ int nd_shim_init(PyObject *module)
         Py_DECREF(&ShimFunction_Type);
         return -1;
     }
+    nd_trace_register_numpy(&entries);
     return 0;
 }

@@ -29,7 +29,6 @@ const char *nd_shim_dtype_name(int typenum);
 /* Run an impl: fallback through NumPy's function when it says unsupported. */
 PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
                            PyObject *func, PyObject *args, PyObject *kwargs);
-int nd_shim_types_init(void);
 /* A node copy-out helper: dtype/ndim/shape of a node. */
 typedef struct { int dtype, ndim; npy_intp shape[ND_MAXDIMS]; } nd_info;
 void nd_shim_info(nd_trace *t, nd_id id, nd_info *out);

@@ -367,7 +367,7 @@ PyObject *nd_xj_tmpl(int nin, int nextra, PyObject *const *extra)
     PyObject *t = PyTuple_New(nin + nextra);
     if (!t) return NULL;
     for (int k = 0; k < nin; k++) {
-        PyObject *p = nd_shim_placeholder(k);
+        PyObject *p = nd_extern_placeholder(k);
         if (!p) { Py_DECREF(t); return NULL; }
         PyTuple_SET_ITEM(t, k, p);
     }

@@ -14,8 +14,7 @@
  * every template, so a ufunc's C form is stated once per class.
  */
 #include "core/npy.h"
-#include "runtime/native.h"
-#include "guards/guards.h"
+#include "codegen.h"
 
 typedef struct dtinfo {
     const char *ctype, *stype, *sfx;
@@ -445,7 +444,7 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
     nd_sb_init(&e);
     if (rc == 0) {
         if (is_float(ld->cls) && (uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
-            g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_guard_scalar_is_two(&g->nodes[n->in[1]]))
+            g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_scalar_is_two(&g->nodes[n->in[1]]))
             nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
         else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);

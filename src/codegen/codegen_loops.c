@@ -16,7 +16,7 @@
  * is an `omp simd` loop so GCC vectorizes it, calling SLEEF's vector math.
  */
 #include "core/npy.h"
-#include "runtime/native.h"
+#include "codegen.h"
 
 #define RBLOCK_K 512  /* inner block when accumulators are per output element */
 

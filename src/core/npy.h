@@ -1,8 +1,18 @@
-/* npy.h -- include this (not numpy/arrayobject.h) in every C file that uses
- * the NumPy C-API; module.c alone imports the API tables. */
+/* npy.h -- the NumPy C-API as every layer sees it, and the limits all of
+ * them share. Include this (not numpy/arrayobject.h) in every C file that
+ * uses the NumPy C-API; module.c alone imports the API tables (it defines
+ * ND_MODULE_INIT first). core/ depends on nothing else of numdyn. */
 #ifndef ND_NPY_H
 #define ND_NPY_H
-#include "graph/graph.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#ifndef NPY_NO_DEPRECATED_API
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#endif
+/* NumPy >= 2.5's ndarraytypes.h declares the C-API table itself, so the
+ * table's shared name and import mode must be set before any NumPy header;
+ * else each file gets a private, never-imported table and crashes. */
 #ifndef ND_MODULE_INIT
 #define NO_IMPORT_ARRAY
 #define NO_IMPORT_UFUNC
@@ -11,4 +21,6 @@
 #define PY_UFUNC_UNIQUE_SYMBOL numdyn_UFUNC_API
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
+
+#define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */
 #endif

@@ -1,5 +1,5 @@
 /* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
-#include "core/npy.h"
+#include "graph.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)
@@ -225,4 +225,28 @@ int nd_ufuncs_init(void)
     }
     Py_DECREF(np);
     return 0;
+}
+
+int nd_supported_array(PyObject *obj)
+{
+    if (!PyArray_Check(obj)) return 0;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (PyArray_NDIM(a) > ND_MAXDIMS || !PyArray_ISNOTSWAPPED(a)) return 0;
+    switch (PyArray_TYPE(a)) {
+    case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT:
+    case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG:
+    case NPY_ULONGLONG: case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
+    case NPY_CFLOAT: case NPY_CDOUBLE:
+        return PyArray_ITEMSIZE(a) > 0;
+    default:
+        return 0;
+    }
+}
+
+int nd_scalar_is_two(const nd_node *sc)
+{
+    switch (sc->dtype) {
+    case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE: return sc->scalar.f == 2.0;
+    default: return 0;
+    }
 }

@@ -16,24 +16,8 @@
 #ifndef ND_GRAPH_H
 #define ND_GRAPH_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#ifndef NPY_NO_DEPRECATED_API
-#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
-#endif
-/* NumPy >= 2.5's ndarraytypes.h declares the C-API table itself, so the
- * table's shared name and import mode (see npy.h) must be set before it;
- * else each file gets a private, never-imported table and crashes. */
-#ifndef ND_MODULE_INIT
-#define NO_IMPORT_ARRAY
-#define NO_IMPORT_UFUNC
-#endif
-#define PY_ARRAY_UNIQUE_SYMBOL numdyn_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL numdyn_UFUNC_API
-#include <numpy/ndarraytypes.h>
+#include "core/npy.h"
 
-#define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */
 #define ND_MAXIN 3    /* fixed inputs; EXTERN nodes keep more in `extra` */
 
 typedef int32_t nd_id;
@@ -183,5 +167,20 @@ int nd_ufuncs_init(void);                        /* at module init */
 
 /* Readable listing, one node a line (used by str(numdyn.Graph)). */
 PyObject *nd_graph_repr(nd_graph *g, const nd_id *outs, int nout);
+
+/* 1 when an ndarray can be an INPUT node: a dtype of the IR (bool, ints,
+ * float16/32/64, complex64/128), native byte order, rank <= ND_MAXDIMS. */
+int nd_supported_array(PyObject *arr);
+/* 1 when a float SCALAR node holds exactly 2 (x ** 2 compiles to x * x;
+ * the guard key covers it, so a kernel may depend on it). */
+int nd_scalar_is_two(const nd_node *scalar);
+
+/* EXTERN argument templates (graph_extern.c): the placeholder object for
+ * input k (new ref) marks where the k-th input array goes;
+ * nd_extern_placeholder_index gives k, or -1 for any other object.
+ * Placeholders hash and compare by index. */
+PyObject *nd_extern_placeholder(int k);
+int nd_extern_placeholder_index(PyObject *obj);
+int nd_extern_placeholder_init(void);            /* at module init */
 
 #endif

@@ -8,7 +8,6 @@
  */
 #include "core/npy.h"
 #include "graph_py.h"
-#include "runtime/backend.h"
 #include <string.h>
 
 typedef struct {
@@ -431,6 +430,10 @@ static PyObject *graph_hash_get(PyObject *self, void *c)
 
 /* g(*arrays): run on new inputs (one per INPUT node, same dtype/shape as
  * traced) with the eager interpreter; returns a list of arrays. */
+static nd_graph_runner graph_runner;
+
+void nd_graphpy_set_runner(nd_graph_runner run) { graph_runner = run; }
+
 static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     graphobj *o = (graphobj *)self;
@@ -475,7 +478,8 @@ static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_TypeError, "numdyn.Graph takes %zd input arrays, %zd given", k, nargs);
         goto done;
     }
-    r = nd_backend_eager_run(c, nouts, o->nout);
+    if (!graph_runner) PyErr_SetString(PyExc_RuntimeError, "numdyn.Graph: no backend to run it");
+    else r = graph_runner(c, nouts, o->nout);
 done:
     nd_graph_free(c);
     PyMem_Free(map);

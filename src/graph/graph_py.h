@@ -6,4 +6,8 @@ extern PyTypeObject NdGraph_Type;
 /* Wrap a standalone graph (steals g) with its output ids (copied). */
 PyObject *nd_graphpy_wrap(nd_graph *g, const nd_id *outs, int nout);
 int nd_graphpy_init(PyObject *module);
+/* What Graph.__call__ runs the graph with (a backend's run, e.g. the eager
+ * one), set at module init: graph/ depends on no backend. */
+typedef PyObject *(*nd_graph_runner)(nd_graph *g, const nd_id *outs, int nout);
+void nd_graphpy_set_runner(nd_graph_runner run);
 #endif

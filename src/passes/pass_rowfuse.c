@@ -18,7 +18,7 @@
  * that depends on such a node may join (no cycles through the kernel).
  */
 #include "core/npy.h"
-#include "runtime/native.h"
+#include "schedule.h"
 
 static int same_ones_shape(int ra, const npy_intp *a, int rb, const npy_intp *b)
 {
@@ -49,10 +49,10 @@ static int eligible_reduce(nd_graph *g, nd_id r, rowdom *D)
 {
     nd_node *n = &g->nodes[r];
     if (n->sub == ND_RED_ARGMAX || n->sub == ND_RED_ARGMIN) return 0;
-    if (!nd_cg_reduce_supported(g, r)) return 0;
+    if (!nd_emit->reduce_supported(g, r)) return 0;
     if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
     nd_node *x = &g->nodes[n->in[0]];
-    if (!nd_cg_dtype_ok(x->dtype) || !nd_cg_dtype_ok(n->dtype)) return 0;
+    if (!nd_emit->dtype_ok(x->dtype) || !nd_emit->dtype_ok(n->dtype)) return 0;
     int seen_red = 0, kept = 0, red = 0;
     for (int d = 0; d < x->ndim; d++) {
         int isr = (n->axes >> d) & 1;
@@ -133,7 +133,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
             int join = 0, f = form_of(&D, jn);
             switch (jn->op) {
             case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
-                if (!f || !nd_cg_supported(g, j)) break;
+                if (!f || !nd_emit->supported(g, j)) break;
                 join = 1;
                 for (int k = 0; k < jn->nin && join; k++) {
                     nd_id in = jn->in[k];

@@ -18,7 +18,7 @@
  * Nodes without a C form run through nd_eval_node (NumPy), never wrongly.
  */
 #include "core/npy.h"
-#include "runtime/native.h"
+#include "schedule.h"
 
 #define MAXG 8
 /* Bounds on one kernel: nodes inlined (generated code size, compile time)
@@ -63,12 +63,12 @@ static int view_of_buffer(nd_graph *g, nd_id i)
 static int reduce_ok(nd_graph *g, nd_id i)
 {
     nd_node *n = &g->nodes[i];
-    if (!nd_cg_dtype_ok(n->dtype) || !nd_cg_dtype_ok(g->nodes[n->in[0]].dtype)) return 0;
+    if (!nd_emit->dtype_ok(n->dtype) || !nd_emit->dtype_ok(g->nodes[n->in[0]].dtype)) return 0;
     int acc = n->in_dtype[0] >= 0 ? n->in_dtype[0] : n->dtype;
-    if (!nd_cg_dtype_ok(acc)) return 0;
+    if (!nd_emit->dtype_ok(acc)) return 0;
     if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
-    if (n->op == ND_OP_REDUCE) return nd_cg_reduce_supported(g, i);
-    return nd_cg_scan_supported(g, i);
+    if (n->op == ND_OP_REDUCE) return nd_emit->reduce_supported(g, i);
+    return nd_emit->scan_supported(g, i);
 }
 
 /* the domain shape a consumer c iterates when it reads input slot k */
@@ -537,22 +537,22 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
         int eg = 0;
         switch (nn->op) {
         case ND_OP_INPUT: s.mat[i] = 1; break;
-        case ND_OP_SCALAR: s.freen[i] = nd_cg_dtype_ok(nn->dtype); eg = !s.freen[i]; break;
-        case ND_OP_INDEX: s.freen[i] = nd_cg_supported(g, i); eg = !s.freen[i]; break;
+        case ND_OP_SCALAR: s.freen[i] = nd_emit->dtype_ok(nn->dtype); eg = !s.freen[i]; break;
+        case ND_OP_INDEX: s.freen[i] = nd_emit->supported(g, i); eg = !s.freen[i]; break;
         case ND_OP_VIEW:
-            if (!nd_cg_supported(g, i)) { eg = 1; break; }
+            if (!nd_emit->supported(g, i)) { eg = 1; break; }
             s.freen[i] = 1;
             if (g->nodes[nn->in[0]].op != ND_OP_SCALAR) s.mat[nn->in[0]] = 1;
             break;
         case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
-            eg = !nd_cg_supported(g, i);
+            eg = !nd_emit->supported(g, i);
             break;
         case ND_OP_REDUCE: case ND_OP_SCAN:
             if (!reduce_ok(g, i)) eg = 1;
             else s.mat[i] = 1;
             break;
         case ND_OP_SETITEM:
-            if (!nd_cg_dtype_ok(nn->dtype) || !nd_cg_dtype_ok(g->nodes[nn->in[1]].dtype)) eg = 1;
+            if (!nd_emit->dtype_ok(nn->dtype) || !nd_emit->dtype_ok(g->nodes[nn->in[1]].dtype)) eg = 1;
             else { s.mat[i] = 1; s.mat[nn->in[0]] = 1; }
             break;
         default:
@@ -594,7 +594,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     for (nd_id i = 0; i < n; i++) {
         nd_node *nn = &g->nodes[i];
         if (s.mat[i] || s.freen[i] || s.rowgrp[i] >= 0) { cost[i] = 0; continue; }
-        int c = nd_cg_cost(g, i);
+        int c = nd_emit->cost(g, i);
         for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) c += cost[nn->in[k]];
         cost[i] = c > 100000 ? 100000 : c;
     }

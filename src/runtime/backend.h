@@ -9,7 +9,23 @@
 #define ND_BACKEND_H
 #include "graph/graph.h"
 
-/* Eager: op by op with NumPy (src/backend_eager.c). */
+/* The built-in backends, one table: name -> run. Every place that runs a
+ * standalone graph (a flush, a replayed call) runs nd_backends[kind].run;
+ * the only place a name is turned into a kind is nd_backend_find.
+ * options: the compile options dict (or NULL); backends may ignore it. */
+typedef PyObject *(*nd_backend_run_fn)(nd_graph *g, const nd_id *outs, int nout,
+                                       PyObject *options);
+typedef struct nd_backend {
+    const char *name;
+    nd_backend_run_fn run;
+} nd_backend;
+enum { ND_BACKEND_EAGER = 0, ND_BACKEND_NATIVE = 1, ND_BACKEND_BUILTIN = 2 };
+extern const nd_backend nd_backends[ND_BACKEND_BUILTIN];
+/* Kind of a built-in backend name ("aot_eager" is "eager" until autodiff
+ * lands), or -1 (no exception) when the name is none of them. */
+int nd_backend_find(PyObject *name);
+
+/* Eager: op by op with NumPy (backend_eager.c). */
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout);
 /* Evaluate one node with NumPy from its inputs' arrays (borrowed, in order
  * in[0..nin-1], or extra[] for EXTERN). New ref. Used by the eager backend,
@@ -39,16 +55,5 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout,
                                 PyObject *options);
 int nd_native_init(PyObject *module);
 
-/* Counters shown as numdyn.utils.counters (src/runtime_counters.c). */
-typedef enum {
-    ND_CTR_KERNELS_COMPILED, ND_CTR_KERNEL_CACHE_HITS, ND_CTR_DISK_CACHE_HITS,
-    ND_CTR_GRAPHS, ND_CTR_GRAPH_BREAKS, ND_CTR_RECOMPILES, ND_CTR_GRAPH_CACHE_HITS,
-    ND_CTR_FLUSHES,
-    ND_CTR_REPLAYS,        /* calls answered by a recorded trace (trace_replay.c) */
-    ND_CTR_REPLAY_MISSES,  /* calls whose guards fit no recorded trace: traced again */
-    ND_CTR_COUNT
-} nd_counter;
-void nd_counter_add(nd_counter c, long long v);
-PyObject *nd_counters_dict(void);
-void nd_counters_reset(void);
+#include "core/counters.h"
 #endif

@@ -15,7 +15,6 @@
  */
 #include "core/npy.h"
 #include "backend.h"
-#include "numpy_shim/shim_internal.h"
 #include <string.h>
 
 static PyObject *as_array(PyObject *o)
@@ -251,11 +250,11 @@ static PyObject *eval_gather(const nd_node *n, PyObject *const *in)
 }
 
 /* An EXTERN node's (args, kwargs) template with every placeholder
- * (numpy_shim's nd_shim_placeholder(k)) replaced by input array k, looking
+ * (graph.h: nd_extern_placeholder(k)) replaced by input array k, looking
  * into tuples, lists and dict values at any depth. */
 static PyObject *fill_template(PyObject *o, PyObject *const *in, int nin)
 {
-    int k = nd_shim_placeholder_index(o);
+    int k = nd_extern_placeholder_index(o);
     if (k >= 0) {
         if (k >= nin) {
             PyErr_Format(PyExc_SystemError, "numdyn: extern placeholder %d of %d inputs", k, nin);

@@ -155,6 +155,7 @@ static PyMethodDef methods[] = {
 
 int nd_native_init(PyObject *module)
 {
+    nd_schedule_set_emitter(&nd_cg_emit_caps);
     nd_CompileError = PyErr_NewExceptionWithDoc(
         "numdyn._C.CompileError",
         "The C compiler failed on generated code; the message holds the compiler's output "

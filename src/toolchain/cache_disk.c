@@ -15,8 +15,8 @@
  */
 #define _GNU_SOURCE 1
 #include "core/npy.h"
-#include "runtime/native.h"
-#include "runtime/backend.h"
+#include "toolchain.h"
+#include "core/counters.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * lookups, and a program still running elsewhere keeps its functions.
  */
 #include "core/npy.h"
-#include "runtime/native.h"
+#include "toolchain.h"
 
 typedef struct slot {
     uint64_t key;

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE 1
 #include "core/npy.h"
-#include "runtime/native.h"
+#include "toolchain.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>

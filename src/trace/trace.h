@@ -122,10 +122,8 @@ int nd_trace_checks_deferred(nd_trace *t);
  * itself when nothing is renamed). For NumPy's own Python code that the
  * shim traces through (shim_inline.c); the caller caches it. */
 PyObject *nd_trace_remap_function(PyObject *fn);
-/* Nonzero for ndarrays the tracer lifts: the 14 numeric dtypes (bool,
- * int8..64, uint8..64, float16/32/64, complex64/128), native byte order,
- * rank <= ND_MAXDIMS. nd_trace_lift raises TypeError for other arrays. */
-int nd_trace_supported_array(PyObject *arr);
+/* The tracer lifts the ndarrays nd_supported_array (graph.h) accepts;
+ * nd_trace_lift raises TypeError for other arrays. */
 /* Mark a proxy read-only like NumPy's read-only views (np.broadcast_to,
  * ndarray.diagonal): writes through it -- or through views of it -- raise
  * ValueError("assignment destination is read-only"). Views of read-only
@@ -183,4 +181,29 @@ int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);
 PyObject *nd_proxy_reshape_view(PyObject *base, int ndim, const npy_intp *shape);
 
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
+/* ------------------------------------------------- NumPy semantics entry
+ * The tracer reaches NumPy's semantics only through this table, which the
+ * shim (numpy_shim/) fills at module init (nd_trace_register_numpy), so
+ * src/trace/ depends on nothing of numpy_shim/. Each entry has the
+ * contract of the shim function that fills it (numpy_shim/shim.h): a new
+ * reference (or 0), or NULL (-1) with NumPy's exception set. */
+typedef struct nd_numpy_entries {
+    PyObject *(*ufunc1)(int ufunc_id, PyObject *a);           /* operators */
+    PyObject *(*ufunc2)(int ufunc_id, PyObject *a, PyObject *b);
+    PyObject *(*ufunc2_inplace)(int ufunc_id, PyObject *a, PyObject *b);
+    PyObject *(*array_ufunc)(PyObject *ufunc, PyObject *method, PyObject *args,
+                             PyObject *kwargs);               /* __array_ufunc__ */
+    PyObject *(*array_function)(PyObject *func, PyObject *types, PyObject *args,
+                                PyObject *kwargs);            /* __array_function__ */
+    PyObject *(*method)(const char *name, PyObject *self, PyObject *args,
+                        PyObject *kwargs);                    /* ndarray methods */
+    PyObject *(*getitem)(PyObject *self, PyObject *key);
+    int (*setitem)(PyObject *self, PyObject *key, PyObject *value);
+    PyObject *(*module)(void);                 /* borrowed: the shim module */
+    PyObject *(*lookup)(PyObject *numpy_func); /* borrowed, or NULL: none */
+} nd_numpy_entries;
+extern nd_numpy_entries nd_np;
+/* Called once by the shim's init; every entry must be set. */
+void nd_trace_register_numpy(const nd_numpy_entries *entries);
+
 #endif

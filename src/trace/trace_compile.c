@@ -47,7 +47,7 @@ static PyObject *backends;   /* registered name -> compiler_fn */
 static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
 {
     if (PyArray_CheckExact(o)) {
-        if (!nd_trace_supported_array(o)) return Py_NewRef(o);
+        if (!nd_supported_array(o)) return Py_NewRef(o);
         if (alias != Py_None) {
             PyObject *key = PyLong_FromVoidPtr(o);
             if (!key) return NULL;
@@ -146,7 +146,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
                     mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
         }
         PyArrayObject *A = (PyArrayObject *)a, *B = (PyArrayObject *)ba;
-        if (!alias || !nd_trace_supported_array(ba) ||
+        if (!alias || !nd_supported_array(ba) ||
             !PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR(B)))
             continue;
         /* one memory-order array per base, shared by all its views */
@@ -267,7 +267,7 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         const char *e = getenv("NUMDYN_REPLAY");
         replay_off = e && strcmp(e, "0") == 0;
     }
-    if ((cf->backend == ND_BACKEND_NATIVE || cf->backend == ND_BACKEND_EAGER) &&
+    if (cf->backend != ND_BACKEND_CUSTOM &&
         !nd__tls_explain && !replay_off) {
         if (!cf->replay && !(cf->replay = nd__replay_new())) { Py_DECREF(fn); return NULL; }
         PyObject *r = nd__replay_try(cf->replay, fn, args, nargsf, kwnames, cf->backend,
@@ -436,13 +436,9 @@ static int resolve_backend(PyObject *backend, int *kind, PyObject **fn)
 {
     *fn = NULL;
     if (PyUnicode_Check(backend)) {
-        if (PyUnicode_CompareWithASCIIString(backend, "eager") == 0 ||
-            PyUnicode_CompareWithASCIIString(backend, "aot_eager") == 0) {
-            *kind = ND_BACKEND_EAGER;
-            return 0;
-        }
-        if (PyUnicode_CompareWithASCIIString(backend, "native") == 0) {
-            *kind = ND_BACKEND_NATIVE;
+        int builtin = nd_backend_find(backend);
+        if (builtin >= 0) {
+            *kind = builtin;
             return 0;
         }
         PyObject *f = PyDict_GetItemWithError(backends, backend);

@@ -238,28 +238,26 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
     if (t->backend == ND_BACKEND_CUSTOM) {
         res = run_custom(t, g, outs, nt, &gobj);
         g = NULL;  /* stolen */
-    } else if (t->backend == ND_BACKEND_NATIVE) {
-        res = nd_backend_native_run(g, outs, nt, t->options);
-        if (!res) {
-            /* config.suppress_errors: a failing native compile falls back to
-             * the eager interpreter, loudly; otherwise the error stands */
+    } else {
+        res = nd_backends[t->backend].run(g, outs, nt, t->options);
+        if (!res && t->backend != ND_BACKEND_EAGER) {
+            /* config.suppress_errors: a failing compiling backend falls back
+             * to the eager interpreter, loudly; otherwise the error stands */
             ND_EXC_SAVE(exc);
             int suppress = config_flag("suppress_errors");
             ND_EXC_RESTORE(exc);
             if (suppress) {
                 PyObject *why = take_exception_str();
                 PyObject *msg = PyUnicode_FromFormat(
-                    "numdyn: native backend failed (%S); running this graph with the "
+                    "numdyn: %s backend failed (%S); running this graph with the "
                     "eager backend (numdyn.config.suppress_errors is set)",
-                    why ? why : Py_None);
+                    nd_backends[t->backend].name, why ? why : Py_None);
                 Py_XDECREF(why);
                 if (msg && PyErr_WarnEx(PyExc_RuntimeWarning, PyUnicode_AsUTF8(msg), 1) == 0)
                     res = nd_backend_eager_run(g, outs, nt);
                 Py_XDECREF(msg);
             }
         }
-    } else {
-        res = nd_backend_eager_run(g, outs, nt);
     }
     t->flushing = 0;
     if (res && check_results(t->g, targets, nt, res) < 0) Py_CLEAR(res);

@@ -886,22 +886,6 @@ int nd__proxy_write_array(NdProxy *p, PyObject *arr)
     return id == ND_NONE ? -1 : write_node(p, id);
 }
 
-int nd_trace_supported_array(PyObject *obj)
-{
-    if (!PyArray_Check(obj)) return 0;
-    PyArrayObject *a = (PyArrayObject *)obj;
-    if (PyArray_NDIM(a) > ND_MAXDIMS || !PyArray_ISNOTSWAPPED(a)) return 0;
-    switch (PyArray_TYPE(a)) {
-    case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT:
-    case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG:
-    case NPY_ULONGLONG: case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
-    case NPY_CFLOAT: case NPY_CDOUBLE:
-        return PyArray_ITEMSIZE(a) > 0;
-    default:
-        return 0;
-    }
-}
-
 /* Storage for a caller array, created on first sight (borrowed result). */
 nd_storage *nd__caller_storage(nd_trace *t, PyObject *arr)
 {
@@ -985,7 +969,7 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
     }
     if (nd_proxy_check(obj)) return nd_proxy_read(obj);
     if (PyArray_Check(obj)) {
-        if (!nd_trace_supported_array(obj)) {
+        if (!nd_supported_array(obj)) {
             PyErr_Format(PyExc_TypeError,
                          "numdyn: arrays of dtype %R (or rank above %d, or non-native "
                          "byte order) are not traced",
@@ -1011,7 +995,7 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
         Py_DECREF(d);
         PyObject *probe = PyArray_FROM_O(obj);
         if (!probe) return ND_NONE;
-        int ok = nd_trace_supported_array(probe);
+        int ok = nd_supported_array(probe);
         Py_DECREF(probe);
         if (ok) return scalar_node(t, obj, tn, 0);
         PyErr_Format(PyExc_TypeError, "numdyn: NumPy scalars of type %s are not traced",
@@ -1022,7 +1006,7 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
         PyObject *arr = PyArray_FROM_O(obj);
         if (!arr) return ND_NONE;
         nd_id id = ND_NONE;
-        if (nd_trace_supported_array(arr)) id = nd__input_node(t, arr);
+        if (nd_supported_array(arr)) id = nd__input_node(t, arr);
         else PyErr_Format(PyExc_TypeError,
                           "numdyn: a sequence converting to dtype %R is not traced",
                           (PyObject *)PyArray_DESCR((PyArrayObject *)arr));

@@ -40,7 +40,8 @@ typedef struct NdProxy NdProxy;
 #define ND_EXC_RESTORE(v) PyErr_Restore(v##_t, v##_v, v##_tb)
 #endif
 
-enum { ND_BACKEND_EAGER = 0, ND_BACKEND_NATIVE = 1, ND_BACKEND_CUSTOM = 2 };
+/* a backend kind: an index of nd_backends (runtime/backend.h), or this */
+enum { ND_BACKEND_CUSTOM = ND_BACKEND_BUILTIN };
 
 /* open-addressing map: caller ndarray pointer -> storage */
 typedef struct {

@@ -19,7 +19,7 @@
 int nd__gather_arrays(PyObject *o, PyObject *list, int traced_only, int depth)
 {
     if (PyArray_Check(o)) {
-        if (traced_only && (!PyArray_CheckExact(o) || !nd_trace_supported_array(o))) return 0;
+        if (traced_only && (!PyArray_CheckExact(o) || !nd_supported_array(o))) return 0;
         return PyList_Append(list, o);
     }
     if (depth > 16) return 0;

@@ -10,7 +10,6 @@
  * and the operation runs on that concrete array with plain NumPy.
  */
 #include "trace_internal.h"
-#include "numpy_shim/shim.h"
 #include <string.h>
 
 static PyObject *np_matmul;  /* numpy.matmul (a ufunc) */
@@ -47,10 +46,10 @@ static int is_dead_proxy(PyObject *o) { return nd_proxy_check(o) && !nd__live((N
 
 static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
-    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_shim_ufunc2(uf, a, b);
+    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_np.ufunc2(uf, a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)
-        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_shim_ufunc2(uf, ra, rb)
+        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_np.ufunc2(uf, ra, rb)
                                                      : numpy_op(ra, rb);
     Py_XDECREF(ra);
     Py_XDECREF(rb);
@@ -60,9 +59,9 @@ static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
     if (is_live_proxy(a)) {
-        if (!is_dead_proxy(b)) return nd_shim_ufunc2_inplace(uf, a, b);
+        if (!is_dead_proxy(b)) return nd_np.ufunc2_inplace(uf, a, b);
         PyObject *rb = resolve(b);
-        PyObject *r = rb ? nd_shim_ufunc2_inplace(uf, a, rb) : NULL;
+        PyObject *r = rb ? nd_np.ufunc2_inplace(uf, a, rb) : NULL;
         Py_XDECREF(rb);
         return r;
     }
@@ -79,7 +78,7 @@ static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 
 static PyObject *unop(int uf, PyObject *a, unaryfunc numpy_op)
 {
-    if (is_live_proxy(a)) return nd_shim_ufunc1(uf, a);
+    if (is_live_proxy(a)) return nd_np.ufunc1(uf, a);
     PyObject *ra = resolve(a);
     PyObject *r = ra ? numpy_op(ra) : NULL;
     Py_XDECREF(ra);
@@ -127,7 +126,7 @@ static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
         if (nd_proxy_check(a) && PyLong_CheckExact(b)) {
             int overflow = 0;
             if (PyLong_AsLongAndOverflow(b, &overflow) == 2 && !overflow)
-                return nd_shim_ufunc1(ND_UF_SQUARE, a);
+                return nd_np.ufunc1(ND_UF_SQUARE, a);
             if (PyErr_Occurred()) return NULL;
         }
         return binop(ND_UF_POWER, a, b, np_power2);
@@ -155,7 +154,7 @@ static PyObject *matmul_call(PyObject *a, PyObject *b, PyObject *out)
         if (!kw) { Py_DECREF(args); return NULL; }
     }
     if (nd_trace_current()) {
-        r = nd_shim_array_ufunc(np_matmul, str_call, args, kw);
+        r = nd_np.array_ufunc(np_matmul, str_call, args, kw);
     } else {
         PyObject *a2, *k2;
         if (nd__materialize_call(args, kw, &a2, &k2) == 0) {
@@ -284,10 +283,10 @@ static PyObject *p_richcompare(PyObject *a, PyObject *b, int op)
 {
     static const int ufs[6] = {ND_UF_LESS, ND_UF_LESS_EQUAL, ND_UF_EQUAL,
                                ND_UF_NOT_EQUAL, ND_UF_GREATER, ND_UF_GREATER_EQUAL};
-    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_shim_ufunc2(ufs[op], a, b);
+    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_np.ufunc2(ufs[op], a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)
-        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_shim_ufunc2(ufs[op], ra, rb)
+        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_np.ufunc2(ufs[op], ra, rb)
                                                      : PyObject_RichCompare(ra, rb, op);
     Py_XDECREF(ra);
     Py_XDECREF(rb);
@@ -308,7 +307,7 @@ static Py_ssize_t p_len(PyObject *o)
 
 static PyObject *p_getitem(PyObject *o, PyObject *key)
 {
-    if (is_live_proxy(o)) return escaped(nd_shim_getitem(o, key));
+    if (is_live_proxy(o)) return escaped(nd_np.getitem(o, key));
     PyObject *v = user_value((NdProxy *)o, NULL);
     PyObject *r = v ? PyObject_GetItem(v, key) : NULL;
     Py_XDECREF(v);
@@ -321,7 +320,7 @@ static int p_setitem(PyObject *o, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
-    if (is_live_proxy(o)) return nd_shim_setitem(o, key, value);
+    if (is_live_proxy(o)) return nd_np.setitem(o, key, value);
     PyObject *v = nd__proxy_value((NdProxy *)o, NULL);
     int r = v ? PyObject_SetItem(v, key, value) : -1;
     Py_XDECREF(v);
@@ -484,7 +483,7 @@ static PyObject *call_method(const char *name, PyObject *self, PyObject *const *
         Py_DECREF(tup);
         return NULL;
     }
-    PyObject *r = escaped(nd_shim_method(name, self, tup, kw));
+    PyObject *r = escaped(nd_np.method(name, self, tup, kw));
     Py_DECREF(tup);
     Py_XDECREF(kw);
     return r;
@@ -584,7 +583,7 @@ static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwa
     if (!inputs) return NULL;
     PyObject *r = NULL;
     if (nd_trace_current()) {
-        r = escaped(nd_shim_array_ufunc(ufunc, method, inputs, kwargs));
+        r = escaped(nd_np.array_ufunc(ufunc, method, inputs, kwargs));
     } else {
         PyObject *a2, *k2, *m = PyObject_GetAttr(ufunc, method);
         if (m && nd__materialize_call(inputs, kwargs, &a2, &k2) == 0) {
@@ -603,7 +602,7 @@ static PyObject *m___array_function__(PyObject *self, PyObject *args, PyObject *
     PyObject *func, *types, *fargs, *fkwargs;
     if (!PyArg_ParseTuple(args, "OOOO:__array_function__", &func, &types, &fargs, &fkwargs))
         return NULL;
-    if (nd_trace_current()) return escaped(nd_shim_array_function(func, types, fargs, fkwargs));
+    if (nd_trace_current()) return escaped(nd_np.array_function(func, types, fargs, fkwargs));
     PyObject *a2, *k2;
     if (nd__materialize_call(fargs, fkwargs, &a2, &k2) < 0) return NULL;
     PyObject *r = PyObject_Call(func, a2, k2);
@@ -666,7 +665,7 @@ static int s_shape(PyObject *o, PyObject *value, void *c)
     }
     PyObject *args = PyTuple_Pack(1, value);
     if (!args) return -1;
-    PyObject *r = nd_shim_method("reshape", o, args, NULL);
+    PyObject *r = nd_np.method("reshape", o, args, NULL);
     Py_DECREF(args);
     if (!r) return -1;
     NdProxy *q = nd_proxy_check(r) ? (NdProxy *)r : NULL;
@@ -774,7 +773,7 @@ static int set_part(PyObject *o, PyObject *value, const char *part)
         return -1;
     }
     int cplx = p->dtype == NPY_CFLOAT || p->dtype == NPY_CDOUBLE;
-    if (!cplx && part[0] == 'r' && nd__live(p)) return nd_shim_setitem(o, Py_Ellipsis, value);
+    if (!cplx && part[0] == 'r' && nd__live(p)) return nd_np.setitem(o, Py_Ellipsis, value);
     if (!nd__live(p)) {
         PyObject *v = nd__proxy_value(p, NULL);
         int r = v ? PyObject_SetAttrString(v, part, value) : -1;

@@ -24,7 +24,6 @@
  * rebuilds it on the next call.
  */
 #include "trace_internal.h"
-#include "numpy_shim/shim.h"
 
 static PyObject *numpy_mod, *get_instructions;
 
@@ -60,7 +59,7 @@ static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObjec
         }
         PyObject *repl = NULL;
         if (v == numpy_mod) repl = shim;
-        if (!repl) repl = nd_shim_lookup(v);
+        if (!repl) repl = nd_np.lookup(v);
         if (!repl) repl = nd__policy_for(v);
         PyErr_Clear();
         if (!repl) continue;
@@ -227,7 +226,7 @@ done:
 PyObject *nd__remap(PyObject *fn, PyObject **guards)
 {
     *guards = NULL;
-    PyObject *shim = nd_shim_module();
+    PyObject *shim = nd_np.module();
     if (!shim) {
         PyErr_Clear();
         return Py_NewRef(fn);  /* shim not ready: protocols only; retried next call */

@@ -34,7 +34,6 @@
  * hash, one lookup, the kernels), then rebuilds the return value.
  */
 #include "trace_replay.h"
-#include "numpy_shim/shim.h"
 #include "guards/replay_guard.h"
 #include <string.h>
 
@@ -207,7 +206,7 @@ static int allowed_value(PyObject *name, PyObject *v, int builtin)
 {
     if (builtin) return PySet_Contains(pure_builtins, name);
     if (immutable_const(v, 0)) return 1;
-    PyObject *shim = nd_shim_module();
+    PyObject *shim = nd_np.module();
     if (!shim) PyErr_Clear();
     if (v == numpy_mod || (shim && v == shim)) return 1;
     if (PyObject_TypeCheck(v, &PyUFunc_Type)) return 1;
@@ -937,8 +936,7 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
         e->busy = 1;
         for (int b = 0; b < e->nbind; b++)
             e->g->nodes[e->bind_node[b]].obj = Py_NewRef(args[e->bind_arg[b]]);
-        res = backend == ND_BACKEND_NATIVE ? nd_backend_native_run(e->g, e->outs, e->nout, options)
-                                           : nd_backend_eager_run(e->g, e->outs, e->nout);
+        res = nd_backends[backend].run(e->g, e->outs, e->nout, options);
         for (int b = 0; b < e->nbind; b++) Py_CLEAR(e->g->nodes[e->bind_node[b]].obj);
         if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != e->nout)) {
             Py_CLEAR(res);

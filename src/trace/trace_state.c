@@ -306,3 +306,10 @@ int nd_trace_checks_deferred(nd_trace *t)
         if (t->clist[k]->dirty) return 0;  /* a caller write is pending: it must land first */
     return 1;
 }
+
+nd_numpy_entries nd_np;
+
+void nd_trace_register_numpy(const nd_numpy_entries *entries)
+{
+    nd_np = *entries;
+}

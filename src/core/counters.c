@@ -1,5 +1,5 @@
-/* runtime_counters.c -- process-wide counters behind numdyn.utils.counters. */
-#include "backend.h"
+/* counters.c -- process-wide counters behind numdyn.utils.counters. */
+#include "counters.h"
 
 static long long counters[ND_CTR_COUNT];
 static const char *counter_names[ND_CTR_COUNT] = {

@@ -1,0 +1,46 @@
+/* codegen.h -- kernel -> C text (codegen_expr.c: one element's scalar
+ * expression; codegen_loops.c: the loop nest around it; codegen_c.c: where
+ * the headers generated code includes live). Names in generated source are
+ * derived from hashes: no text from user code reaches it. */
+#ifndef ND_CODEGEN_H
+#define ND_CODEGEN_H
+#include "core/sb.h"
+#include "passes/schedule.h"
+
+/* codegen_expr.c: one element */
+/* 1 when the node can be computed by generated code (op, ufunc, dtypes) */
+int nd_cg_supported(nd_graph *g, nd_id id);
+int nd_cg_reduce_supported(nd_graph *g, nd_id id);
+int nd_cg_scan_supported(nd_graph *g, nd_id id);
+int nd_cg_cost(nd_graph *g, nd_id id);   /* rough cycles per element */
+const char *nd_cg_ctype(int dtype);      /* computation type */
+const char *nd_cg_stype(int dtype);      /* storage type */
+const char *nd_cg_sfx(int dtype);        /* helper suffix */
+int nd_cg_dtype_ok(int dtype);
+int nd_cg_elsize(int dtype);             /* bytes of one element */
+/* append "<ctype> v<id> = <expr>;" for a pointwise node; the inputs'
+ * variables v<in> already exist. -1 + exception when unsupported. */
+int nd_cg_node(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err);
+/* append the C form of ufunc `uf` (output `aux`) over loop dtype `loop`
+ * applied to operand texts a, b; sets *uses_err when it collects error
+ * bits. -1 (no exception) when the ufunc has no loop for that dtype. */
+int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char *b, int *uses_err);
+/* the value of scalar parameter S[j] as dtype t's computation type */
+void nd_cg_param(nd_sb *sb, int t, int j);
+int nd_cg_is_complex(int dtype);
+int nd_cg_part_dtype(int dtype);         /* complex: the dtype of each part; else dtype */
+/* an expression converting `expr` (a value of computation type `from`) to `to` */
+void nd_cg_cast(nd_sb *sb, const char *expr, int from, int to);
+void nd_cg_load(nd_sb *sb, const char *ptr_elem, int dtype);   /* value from storage */
+void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
+
+/* codegen_loops.c: the kernel function (name from its hash) */
+int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
+
+/* codegen_c.c */
+const char *nd_cg_header_dir(void);      /* kernels/ directory; NULL + exc */
+uint64_t nd_cg_header_hash(void);        /* of the headers' text */
+
+/* The table the scheduler asks (passes/schedule.h), for the C generator. */
+extern const nd_emit_caps nd_cg_emit_caps;
+#endif

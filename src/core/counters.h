@@ -1,0 +1,18 @@
+/* counters.h -- process-wide statistics every layer may count into. */
+#ifndef ND_COUNTERS_H
+#define ND_COUNTERS_H
+#include "npy.h"
+
+/* Counters shown as numdyn.utils.counters (counters.c). */
+typedef enum {
+    ND_CTR_KERNELS_COMPILED, ND_CTR_KERNEL_CACHE_HITS, ND_CTR_DISK_CACHE_HITS,
+    ND_CTR_GRAPHS, ND_CTR_GRAPH_BREAKS, ND_CTR_RECOMPILES, ND_CTR_GRAPH_CACHE_HITS,
+    ND_CTR_FLUSHES,
+    ND_CTR_REPLAYS,        /* calls answered by a recorded trace (trace_replay.c) */
+    ND_CTR_REPLAY_MISSES,  /* calls whose guards fit no recorded trace: traced again */
+    ND_CTR_COUNT
+} nd_counter;
+void nd_counter_add(nd_counter c, long long v);
+PyObject *nd_counters_dict(void);
+void nd_counters_reset(void);
+#endif

@@ -1,0 +1,131 @@
+/* schedule.h -- the passes' product: a program of fused kernels and eager
+ * steps for one graph (pass_schedule.c, pass_rowfuse.c), and what the
+ * code generator tells the scheduler it can emit (nd_emit_caps).
+ *
+ * A program refers to nodes by id only. It is built for one graph and
+ * reused for every graph with the same structural key (same hash: same ops,
+ * dtypes, ranks, size-1 dims, view maps, input layouts): sizes, scalar
+ * values and arrays are read from the graph at run time, so nothing a
+ * program decides may depend on a size.
+ */
+#ifndef ND_SCHEDULE_H
+#define ND_SCHEDULE_H
+#include "graph/graph.h"
+
+/* ------------------------------------------------------------- kernels */
+typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *scalars, int *err);
+
+/* kernel error bits: the same values as kernels/nd_kernel.h */
+#define ND_ERR_DIVZERO 1
+#define ND_ERR_OVERFLOW 2
+#define ND_ERR_NEGPOW 4
+#define ND_ERR_NOMEM 8
+
+enum nd_kkind { ND_K_POINTWISE, ND_K_REDUCE, ND_K_SCAN, ND_K_REGION, ND_K_ROW };
+
+/* How a kernel reaches one array. */
+enum nd_access {
+    ND_A_DIRECT,   /* the node's own array, broadcast to the domain */
+    ND_A_VIEW,     /* via = VIEW node: affine map into buf's C-contiguous array */
+    ND_A_REGION,   /* via = SETITEM node: its region inside buf's array */
+    ND_A_REDOUT,   /* the output of a REDUCE over the domain (reduced dims: stride 0) */
+    ND_A_ROWB,     /* a row value without the reduced dims: its dims are the
+                      domain's leading (kept) dims */
+};
+
+typedef struct nd_kop {
+    nd_id buf;      /* node whose array is read or written */
+    nd_id via;      /* access node (== buf for DIRECT/REDOUT) */
+    int8_t acc;     /* enum nd_access */
+    int8_t inner;   /* element stride along the innermost kernel dim when
+                       known from structure: 0 or 1; -1: a runtime value */
+    int32_t dtype;  /* element dtype in memory */
+} nd_kop;
+
+typedef struct nd_kernel {
+    int kind;
+    nd_id root;          /* REDUCE/SCAN/SETITEM node; POINTWISE: first output */
+    nd_id dom;           /* node whose shape is the iteration domain */
+    int dom_v;           /* 1: the domain is dom's vshape (a SETITEM region) */
+    int rank;            /* kernel dims: the domain's dims that are not 1 */
+    int8_t dims[ND_MAXDIMS];  /* kernel dim -> domain dim */
+    uint32_t red;        /* REDUCE/ROW: reduced kernel dims */
+    int scan;            /* SCAN: kernel dim of the axis, -1 when it has size 1 */
+    int nin, nout;
+    nd_kop *ops;         /* nin inputs, then nout outputs */
+    nd_id *oval;         /* per output: the node whose value is stored */
+    int nscal;
+    nd_id *scal;         /* SCALAR nodes passed as parameters, in S order */
+    int ninl;
+    nd_id *inl;          /* nodes computed per element, topological */
+    int nrow;            /* ROW: nodes computed once per row (after the reductions) */
+    nd_id *rowv;
+    int nred;            /* ROW: the REDUCE nodes, in order */
+    nd_id *reds;
+    int cost;            /* per-element cost, for the thread threshold */
+    int nomerge;         /* dims may not be merged (an INDEX reads them) */
+    int err_uf;          /* ufunc id named in integer-division warnings */
+    uint64_t hash;       /* of the generated text: the kernel's name */
+    nd_kfn fn;
+} nd_kernel;
+
+enum nd_stepkind {
+    ND_S_KERNEL,    /* run kerns[kern] */
+    ND_S_EAGER,     /* nd_eval_node(node) with NumPy */
+    ND_S_BASE,      /* SETITEM `node`: its array = in[0]'s array (taken, or copied) */
+};
+typedef struct nd_step {
+    int kind;
+    int kern;
+    nd_id node;
+} nd_step;
+
+typedef struct nd_program {
+    uint64_t key;
+    int refcnt;             /* owners: the graph cache and running calls */
+    int32_t nnodes;
+    int nsteps;
+    nd_step *steps;
+    int nkern;
+    nd_kernel *kerns;
+    uint8_t *mat;           /* per node: holds an array at run time */
+    uint8_t *own;           /* per node: array allocated by a kernel step */
+    uint8_t *kord;          /* per node: own array allocated in the node's
+                               memory order kperm (graph.h ND_F_KORDER), not
+                               C: a pointwise kernel's output NumPy lays out
+                               so (a ufunc of Fortran arrays) */
+    uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
+    int32_t *last;          /* per node: last step reading it (-1: none) */
+    uint8_t *isout;         /* per node: an output (kept) */
+    int32_t *freeat;        /* nsteps + 1 offsets into freen: the buffers */
+    nd_id *freen;           /* whose last reader is step t (not outputs) */
+    int nout;
+    nd_id *outs;
+} nd_program;
+
+/* pass_rowfuse.c: row groups (see there). rowgrp[i]: group or -1; level[i]:
+ * ND_ROW_*. Returns the number of groups, -1 + exception. */
+enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level);
+
+/* pass_schedule.c */
+nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
+void nd_program_free(nd_program *p);
+void nd_program_decref(nd_program *p);
+
+/* What a code generator can emit, asked by the scheduler while it groups
+ * nodes into kernels. The runtime registers its generator's table before
+ * anything is scheduled (nd_native_init), so passes/ does not depend on
+ * codegen/. supported: the node can be computed per element; reduce/scan:
+ * the REDUCE/SCAN node has a loop form; cost: rough cycles per element;
+ * dtype_ok: values of this dtype can live in generated code. */
+typedef struct nd_emit_caps {
+    int (*supported)(nd_graph *g, nd_id id);
+    int (*reduce_supported)(nd_graph *g, nd_id id);
+    int (*scan_supported)(nd_graph *g, nd_id id);
+    int (*cost)(nd_graph *g, nd_id id);
+    int (*dtype_ok)(int dtype);
+} nd_emit_caps;
+extern const nd_emit_caps *nd_emit;
+void nd_schedule_set_emitter(const nd_emit_caps *caps);
+#endif

@@ -1,0 +1,36 @@
+/* toolchain.h -- C text -> loaded code: the C compiler (toolchain_cc.c),
+ * the on-disk cache of shared objects (cache_disk.c) and the in-memory
+ * caches of kernels and programs (cache_mem.c). */
+#ifndef ND_TOOLCHAIN_H
+#define ND_TOOLCHAIN_H
+#include "core/sb.h"
+#include "codegen/codegen.h"
+
+/* toolchain_cc.c */
+/* Compile `src` into a shared object at `so_path` (written atomically by the
+ * caller's choice of path); returns 0, or -1 with CompileError (compiler
+ * message + source path) or another exception. */
+int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *src_path);
+/* 1 when a compiler was found (warns once when not), 0 otherwise. */
+int nd_cc_available(void);
+uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
+const char *nd_cc_flags(void);
+extern PyObject *nd_CompileError;
+
+/* cache_disk.c */
+/* The cache directory (checked: owned by us, not group/world writable). */
+const char *nd_disk_dir(void);           /* NULL + exception */
+/* Load (or compile and store) the unit `src`; returns a dlopen handle. */
+/* *compiled: 1 when the compiler ran (0: loaded from the cache) */
+void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key, int *compiled);
+int nd_disk_clear(void);
+
+/* cache_mem.c */
+nd_kfn nd_kcache_get(uint64_t hash);
+int nd_kcache_put(uint64_t hash, nd_kfn fn);
+nd_program *nd_pcache_get(uint64_t key);          /* borrowed */
+int nd_pcache_put(uint64_t key, nd_program *p);   /* takes a reference */
+/* 1 when this skeleton was compiled before under another guard key */
+int nd_pcache_note_skeleton(uint64_t skeleton, uint64_t key);
+void nd_mcache_clear(void);
+#endif

@@ -1,0 +1,123 @@
+"""Dependencies between numdyn's C layers run one way (DESIGN.md, README's
+layout section):
+
+    core <- graph <- guards, passes <- codegen <- toolchain <- runtime
+         <- trace <- numpy_shim <- module init (src/module.c)
+
+guards/ and passes/ both sit on graph/ and know nothing of each other. Every
+`#include "..."` of every .c/.h is resolved as the compiler resolves it (the
+including file's folder, then src/, then the repository root) and must name
+a file of its own layer or of a layer below. The tracer reaches NumPy
+semantics through the table the shim registers (trace.h nd_numpy_entries),
+never by including numpy_shim/.
+"""
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# layer -> the layers it may include (besides itself)
+BELOW = {
+    "core": set(),
+    "graph": {"core"},
+    "guards": {"core", "graph"},
+    "passes": {"core", "graph"},
+    "codegen": {"core", "graph", "passes"},
+    "toolchain": {"core", "graph", "passes", "codegen"},
+    "runtime": {"core", "graph", "guards", "passes", "codegen", "toolchain"},
+    "trace": {"core", "graph", "guards", "passes", "codegen", "toolchain", "runtime"},
+    "numpy_shim": {"core", "graph", "guards", "passes", "codegen", "toolchain", "runtime",
+                   "trace"},
+}
+BELOW["module"] = set(BELOW) - {"module"}
+SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "trace")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(rel):
+    parts = rel.split("/")
+    if parts[0] == "src":
+        if len(parts) == 2 and parts[1] == "module.c":
+            return "module"
+        if len(parts) == 3 and parts[1] in SRC_LAYERS:
+            return parts[1]
+        return None
+    if parts[0] in ("guards", "numpy_shim") and len(parts) == 2:
+        return parts[0]
+    return None
+
+
+def c_files():
+    out = []
+    for top in ("src", "guards", "numpy_shim"):
+        for dirpath, dirnames, files in os.walk(os.path.join(ROOT, top)):
+            dirnames[:] = [d for d in dirnames if d not in ("numdyn", "__pycache__")]
+            for f in files:
+                if f.endswith((".c", ".h", ".def")):
+                    out.append(os.path.relpath(os.path.join(dirpath, f), ROOT))
+    return sorted(out)
+
+
+def resolve(rel, inc):
+    for base in (os.path.dirname(rel), "src", ".", "kernels"):
+        cand = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(os.path.join(ROOT, cand)):
+            return cand
+    return None
+
+
+def test_every_c_file_has_a_layer():
+    files = c_files()
+    assert len(files) > 40
+    strays = [f for f in files if layer_of(f) is None]
+    assert not strays, f"C files outside the pipeline's folders: {strays}"
+
+
+def test_sources_are_in_the_build():
+    """The Makefile and setup.py globs see every folder of src/."""
+    mk = open(os.path.join(ROOT, "Makefile")).read()
+    setup = open(os.path.join(ROOT, "setup.py")).read()
+    assert "src/*/*.c" in mk and "src/*/*.c" in setup
+
+
+def test_includes_run_down_the_pipeline():
+    bad = []
+    for rel in c_files():
+        me = layer_of(rel)
+        text = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        for inc in INCLUDE.findall(text):
+            if inc.startswith("../"):
+                bad.append(f"{rel}: #include \"{inc}\" climbs out of its folder; "
+                           f"name it from src/ or the root (\"graph/graph.h\")")
+                continue
+            target = resolve(rel, inc)
+            if target is None:
+                bad.append(f"{rel}: #include \"{inc}\" names no file of the tree")
+                continue
+            if target.startswith("kernels" + os.sep):
+                continue
+            it = layer_of(target)
+            if it is None:
+                bad.append(f"{rel}: #include \"{inc}\" is outside every layer")
+            elif it != me and it not in BELOW[me]:
+                bad.append(f"{rel} ({me}) includes {target} ({it}): {it} is not below {me}")
+    assert not bad, "includes against the layer order:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("layer", ["trace", "runtime", "codegen", "passes", "guards", "graph",
+                                   "core"])
+def test_no_layer_below_the_shim_names_its_internals(layer):
+    """Below the shim, nothing calls a nd_shim_* function: the tracer goes
+    through nd_np (trace.h), the backends through the graph's EXTERN
+    contract (nd_extern_placeholder)."""
+    hits = []
+    for rel in c_files():
+        if layer_of(rel) != layer:
+            continue
+        text = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        for m in re.finditer(r"\bnd_shim_\w+\s*\(", code):
+            hits.append(f"{rel}: {m.group(0)}")
+    assert not hits, hits
