@@ -461,7 +461,7 @@ done:
 static nd_id plan_flat(nd_trace *t, const idx_plan *pl, int sdim, const npy_intp *sshape)
 {
     npy_intp cs[ND_MAXDIMS];
-    nd_xj_cstrides(sdim, sshape, cs);
+    nd_c_strides(sdim, sshape, cs);
     nd_id flat = ND_NONE;
     long long konst = 0;
     const int *pos = pl->pos;
@@ -481,12 +481,12 @@ static nd_id plan_flat(nd_trace *t, const idx_plan *pl, int sdim, const npy_intp
         } else {
             /* index array broadcast into the block, right-aligned */
             npy_intp st[ND_MAXDIMS] = {0}, acs[ND_MAXDIMS];
-            nd_xj_cstrides(it->arr.ndim, it->arr.shape, acs);
+            nd_c_strides(it->arr.ndim, it->arr.shape, acs);
             int off = pl->bpos + pl->bnd - it->arr.ndim;
             for (int d = 0; d < it->arr.ndim; d++)
                 st[off + d] = it->arr.shape[d] == 1 ? 0 : acs[d];
             npy_intp ocs[ND_MAXDIMS];
-            nd_xj_cstrides(pl->ond, pl->oshape, ocs);
+            nd_c_strides(pl->ond, pl->oshape, ocs);
             int same = it->arr.ndim == pl->ond;
             for (int d = 0; same && d < pl->ond; d++)
                 same = it->arr.shape[d] == pl->oshape[d];
@@ -711,7 +711,7 @@ static int mask_where(nd_trace *t, PyObject *self, PyObject *key, PyObject *valu
         v = va.id;
     }
     npy_intp cst[ND_MAXDIMS] = {0}, mcs[ND_MAXDIMS];
-    nd_xj_cstrides(mask.ndim, mask.shape, mcs);
+    nd_c_strides(mask.ndim, mask.shape, mcs);
     for (int d = 0; d < mask.ndim; d++) cst[d] = mask.shape[d] == 1 ? 0 : mcs[d];
     nd_id cond = nd_shim_node_view(t, mask.id, sdim, sshape, 0, cst);
     nd_id cur = cond == ND_NONE ? ND_NONE : nd_proxy_read(self);
@@ -1068,8 +1068,8 @@ static PyObject *take_along_axis_impl(nd_trace *t, PyObject **argv)
     int r = axis_indices(t, argv[1], a.shape[ax], ax, MODE_RAISE, &idx);
     if (r) return r < 0 ? NULL : nd_xj_numpy_error("take_along_axis", P, argv);
     npy_intp acs[ND_MAXDIMS], ics[ND_MAXDIMS], ist[ND_MAXDIMS];
-    nd_xj_cstrides(a.ndim, a.shape, acs);
-    nd_xj_cstrides(idx.ndim, idx.shape, ics);
+    nd_c_strides(a.ndim, a.shape, acs);
+    nd_c_strides(idx.ndim, idx.shape, ics);
     for (int d = 0; d < a.ndim; d++) ist[d] = idx.shape[d] == 1 ? 0 : ics[d];
     nd_id flat = nd_shim_node_view(t, idx.id, a.ndim, osh, 0, ist);
     flat = nd_xj_ibin_c(t, ND_UF_MULTIPLY, flat, (long long)acs[ax]);

@@ -319,19 +319,6 @@ int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask)
     return 0;
 }
 
-int nd_shim_dtype_ok(int t)
-{
-    switch (t) {
-    case NPY_BOOL: case NPY_INT8: case NPY_INT16: case NPY_INT32: case NPY_INT64:
-    case NPY_UINT8: case NPY_UINT16: case NPY_UINT32: case NPY_UINT64:
-    case NPY_FLOAT16: case NPY_FLOAT32: case NPY_FLOAT64:
-    case NPY_COMPLEX64: case NPY_COMPLEX128:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* NumPy has two typenums for some sizes (NPY_LONG vs NPY_LONGLONG on
  * LP64); the graph speaks sized typenums only, so map aliases onto one. */
 static int canonical_typenum(PyArray_Descr *d)
@@ -341,15 +328,7 @@ static int canonical_typenum(PyArray_Descr *d)
         if (t == NPY_LONGDOUBLE || t == NPY_CLONGDOUBLE) return -1;
         return t;
     }
-    if (t == NPY_BOOL) return t;
-    int u = PyTypeNum_ISUNSIGNED(t);
-    switch (PyDataType_ELSIZE(d)) {
-    case 1: return u ? NPY_UINT8 : NPY_INT8;
-    case 2: return u ? NPY_UINT16 : NPY_INT16;
-    case 4: return u ? NPY_UINT32 : NPY_INT32;
-    case 8: return u ? NPY_UINT64 : NPY_INT64;
-    }
-    return -1;
+    return nd_dtype_canonical(d);
 }
 
 int nd_shim_dtype_arg(PyObject *obj, int *typenum)
@@ -361,7 +340,7 @@ int nd_shim_dtype_arg(PyObject *obj, int *typenum)
     int t = canonical_typenum(d);
     int byteswapped = !PyArray_ISNBO(d->byteorder);
     Py_DECREF(d);
-    if (t < 0 || byteswapped || !nd_shim_dtype_ok(t)) return 1;
+    if (t < 0 || byteswapped || !nd_dtype_ok(t)) return 1;
     *typenum = t;
     return 0;
 }

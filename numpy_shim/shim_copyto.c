@@ -38,7 +38,7 @@ static PyObject *probe_operand(PyObject *o)
     if (nd_proxy_check(o))
         return standin(nd_proxy_dtype(o), nd_proxy_ndim(o), nd_proxy_shape(o), 0);
     if (PyArray_Check(o) && PyArray_NDIM((PyArrayObject *)o) <= ND_MAXDIMS &&
-        nd_shim_dtype_ok(PyArray_TYPE((PyArrayObject *)o)))
+        nd_dtype_ok(PyArray_TYPE((PyArrayObject *)o)))
         return standin(PyArray_TYPE((PyArrayObject *)o), PyArray_NDIM((PyArrayObject *)o),
                        PyArray_DIMS((PyArrayObject *)o), 0);
     return Py_NewRef(o);

@@ -251,7 +251,7 @@ static PyObject *arange_impl(nd_trace *t, PyObject **argv)
     int dtype;
     if (dtype_or(argv[3], (ks || ke || kp) ? NPY_FLOAT64 : NPY_INT64, &dtype)) goto done;
     if (PyTypeNum_ISCOMPLEX(dtype) || dtype == NPY_BOOL) {
-        nd_shim_unsupported("numpy.arange with dtype %s is not supported in-graph", nd_shim_dtype_name(dtype));
+        nd_shim_unsupported("numpy.arange with dtype %s is not supported in-graph", nd_dtype_name(dtype));
         goto done;
     }
     /* NumPy computes the length with Python number arithmetic */

@@ -89,7 +89,7 @@ static int clip_dtype(nd_trace *t, nd_operand *ops, int n)
     if (!r) return -1;
     int dt = dtype_of_result(r);
     Py_DECREF(r);
-    if (dt < 0 || !nd_shim_dtype_ok(dt)) {
+    if (dt < 0 || !nd_dtype_ok(dt)) {
         if (!PyErr_Occurred()) nd_shim_unsupported("numpy.clip to a non-numeric dtype");
         return -2;
     }

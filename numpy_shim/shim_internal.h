@@ -58,6 +58,7 @@
 #ifndef ND_SHIM_INTERNAL_H
 #define ND_SHIM_INTERNAL_H
 #include "core/npy.h"
+#include "core/dtypes.h"
 #include "trace/trace.h"
 #include "shim.h"
 
@@ -174,8 +175,6 @@ int nd_shim_operand(nd_trace *t, PyObject *obj, nd_operand *op);
  * unchanged (no cast: UFUNC nodes cast via in_dtype). */
 nd_id nd_shim_operand_node(nd_trace *t, nd_operand *op, int dtype);
 
-/* True if typenum is one of the 14 numeric dtypes numdyn traces. */
-int nd_shim_dtype_ok(int typenum);
 /* Node info copied out (node pointers move when the graph grows). */
 int nd_shim_node_dtype(nd_trace *t, nd_id id);
 int nd_shim_node_ndim(nd_trace *t, nd_id id);

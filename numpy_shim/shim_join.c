@@ -97,7 +97,7 @@ static nd_id concat_nodes(nd_trace *t, const nd_xj_arr *a, Py_ssize_t n, int ax,
     shape[ax] = 0;
     for (Py_ssize_t i = 0; i < n; i++) shape[ax] += a[i].shape[ax];
     if (n == 1) return nd_shim_node_cast(t, a[0].id, dtype);
-    nd_xj_cstrides(nd, shape, cs);
+    nd_c_strides(nd, shape, cs);
     nd_id base = nd_xj_zeros(t, dtype, nd, shape);
     npy_intp off = 0;
     for (Py_ssize_t i = 0; base != ND_NONE && i < n; i++) {
@@ -346,7 +346,7 @@ static PyObject *split_views(PyObject *ary, int ax, const npy_intp *pts, Py_ssiz
     int nd = nd_proxy_ndim(ary);
     npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS];
     memcpy(shape, nd_proxy_shape(ary), sizeof(npy_intp) * (size_t)nd);
-    nd_xj_cstrides(nd, shape, cs);
+    nd_c_strides(nd, shape, cs);
     npy_intp n = shape[ax];
     PyObject *res = as_tuple ? PyTuple_New(npts - 1) : PyList_New(npts - 1);
     if (!res) return NULL;
@@ -444,7 +444,7 @@ static PyObject *unstack_impl(nd_trace *t, PyObject **argv)
     if (axis_arg(argv[1], 0, nd, &ax) < 0) return NULL;
     npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS], sh[ND_MAXDIMS], st[ND_MAXDIMS];
     memcpy(shape, nd_proxy_shape(x), sizeof(npy_intp) * (size_t)nd);
-    nd_xj_cstrides(nd, shape, cs);
+    nd_c_strides(nd, shape, cs);
     int o = 0;
     for (int d = 0; d < nd; d++)
         if (d != ax) { sh[o] = shape[d]; st[o] = cs[d]; o++; }
@@ -483,7 +483,7 @@ static PyObject *tile_impl(nd_trace *t, PyObject **argv)
     if (2 * nd > ND_MAXDIMS) return nd_shim_unsupported("numpy.tile above rank 8");
     /* (r0, n0, r1, n1, ...) broadcast, then reshape to (r0*n0, ...) */
     npy_intp bsh[ND_MAXDIMS], bst[ND_MAXDIMS], acs[ND_MAXDIMS];
-    nd_xj_cstrides(nd, ash, acs);
+    nd_c_strides(nd, ash, acs);
     for (int d = 0; d < nd; d++) {
         bsh[2 * d] = rp[d];
         bst[2 * d] = 0;
@@ -530,7 +530,7 @@ static PyObject *repeat_impl(nd_trace *t, PyObject **argv)
         npy_intp r = rv[0];
         if (a.ndim + 1 > ND_MAXDIMS) { Py_DECREF(r64); return nd_shim_unsupported("numpy.repeat above rank 15"); }
         npy_intp bsh[ND_MAXDIMS], bst[ND_MAXDIMS], acs[ND_MAXDIMS], osh[ND_MAXDIMS];
-        nd_xj_cstrides(a.ndim, a.shape, acs);
+        nd_c_strides(a.ndim, a.shape, acs);
         int o = 0;
         for (int d = 0; d < a.ndim; d++) {
             bsh[o] = a.shape[d];
@@ -574,7 +574,7 @@ static PyObject *repeat_impl(nd_trace *t, PyObject **argv)
 static nd_id roll_axis(nd_trace *t, const nd_xj_arr *a, int ax, npy_intp s)
 {
     npy_intp cs[ND_MAXDIMS];
-    nd_xj_cstrides(a->ndim, a->shape, cs);
+    nd_c_strides(a->ndim, a->shape, cs);
     npy_intp n = a->shape[ax];
     nd_xj_arr p[2];
     p[0] = *a;
@@ -792,8 +792,8 @@ static PyObject *pad_impl(nd_trace *t, PyObject **argv)
     }
     npy_intp osh[ND_MAXDIMS], ocs[ND_MAXDIMS], acs[ND_MAXDIMS];
     for (int d = 0; d < a.ndim; d++) osh[d] = a.shape[d] + before[d] + after[d];
-    nd_xj_cstrides(a.ndim, osh, ocs);
-    nd_xj_cstrides(a.ndim, a.shape, acs);
+    nd_c_strides(a.ndim, osh, ocs);
+    nd_c_strides(a.ndim, a.shape, acs);
     nd_id r;
     if (constant) {
         PyObject *cv = argv[3];
@@ -898,7 +898,7 @@ static PyObject *diff_impl(nd_trace *t, PyObject **argv)
         npy_intp sh[ND_MAXDIMS];
         memcpy(sh, c.shape, sizeof(sh));
         sh[ax] = c.shape[ax] > 0 ? c.shape[ax] - 1 : 0;
-        nd_xj_cstrides(c.ndim, c.shape, cs);
+        nd_c_strides(c.ndim, c.shape, cs);
         nd_id hi = nd_shim_node_view(t, c.id, c.ndim, sh, sh[ax] > 0 ? cs[ax] : 0, cs);
         nd_id lo = hi == ND_NONE ? ND_NONE : nd_shim_node_view(t, c.id, c.ndim, sh, 0, cs);
         PyObject *ph = lo == ND_NONE ? NULL : nd_shim_wrap(t, hi, 0);

@@ -46,17 +46,8 @@ static nd_id add(nd_trace *t, nd_node *n)
 static int array_typenum(PyArray_Descr *d)
 {
     if (!PyArray_ISNBO(d->byteorder)) return -1;
-    int t = d->type_num;
-    if (PyTypeNum_ISINTEGER(t)) {
-        int u = PyTypeNum_ISUNSIGNED(t);
-        switch (PyDataType_ELSIZE(d)) {
-        case 1: t = u ? NPY_UINT8 : NPY_INT8; break;
-        case 2: t = u ? NPY_UINT16 : NPY_INT16; break;
-        case 4: t = u ? NPY_UINT32 : NPY_INT32; break;
-        case 8: t = u ? NPY_UINT64 : NPY_INT64; break;
-        }
-    }
-    return nd_shim_dtype_ok(t) ? t : -1;
+    int t = nd_dtype_canonical(d);
+    return nd_dtype_ok(t) ? t : -1;
 }
 
 static int operand_array(nd_trace *t, PyObject *arr, nd_operand *op)
@@ -294,7 +285,7 @@ int nd_shim_check_output_cast(const char *ufunc_name, int from, int to, NPY_CAST
         if (from == to || can_cast(from, to, casting)) return 0;
         PyErr_Format(PyExc_TypeError,
                      "Cannot cast %s output from dtype('%s') to dtype('%s') with casting rule '%s'",
-                     ufunc_name, nd_shim_dtype_name(from), nd_shim_dtype_name(to),
+                     ufunc_name, nd_dtype_name(from), nd_dtype_name(to),
                      nd_shim_casting_name(casting));
         return -1;
     }

@@ -24,8 +24,6 @@ const char *nd_shim_take_unsupported(void);
 void nd_shim_raise_axis_error(long axis, int ndim);
 /* dtype object for a typenum (new ref). */
 PyObject *nd_shim_descr(int typenum);
-/* "float64" etc. */
-const char *nd_shim_dtype_name(int typenum);
 /* Run an impl: fallback through NumPy's function when it says unsupported. */
 PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
                            PyObject *func, PyObject *args, PyObject *kwargs);

@@ -23,19 +23,10 @@ static int typenum_of_result(PyObject *r)
     int t = -1;
     if (PyArray_DescrCheck(dt)) {
         PyArray_Descr *d = (PyArray_Descr *)dt;
-        t = d->type_num;
-        if (PyTypeNum_ISINTEGER(t)) {
-            int u = PyTypeNum_ISUNSIGNED(t);
-            switch (PyDataType_ELSIZE(d)) {
-            case 1: t = u ? NPY_UINT8 : NPY_INT8; break;
-            case 2: t = u ? NPY_UINT16 : NPY_INT16; break;
-            case 4: t = u ? NPY_UINT32 : NPY_INT32; break;
-            case 8: t = u ? NPY_UINT64 : NPY_INT64; break;
-            }
-        }
+        t = nd_dtype_canonical(d);
     }
     Py_DECREF(dt);
-    if (t < 0 || !nd_shim_dtype_ok(t)) {
+    if (t < 0 || !nd_dtype_ok(t)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "numdyn: reduction result is not numeric");
         return -1;
     }

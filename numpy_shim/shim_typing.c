@@ -21,27 +21,6 @@ PyObject *nd_shim_descr(int typenum)
     return (PyObject *)PyArray_DescrFromType(typenum);
 }
 
-const char *nd_shim_dtype_name(int t)
-{
-    switch (t) {
-    case NPY_BOOL: return "bool";
-    case NPY_INT8: return "int8";
-    case NPY_INT16: return "int16";
-    case NPY_INT32: return "int32";
-    case NPY_INT64: return "int64";
-    case NPY_UINT8: return "uint8";
-    case NPY_UINT16: return "uint16";
-    case NPY_UINT32: return "uint32";
-    case NPY_UINT64: return "uint64";
-    case NPY_FLOAT16: return "float16";
-    case NPY_FLOAT32: return "float32";
-    case NPY_FLOAT64: return "float64";
-    case NPY_COMPLEX64: return "complex64";
-    case NPY_COMPLEX128: return "complex128";
-    default: return "?";
-    }
-}
-
 /* ------------------------------------------------------------ cache */
 
 typedef struct {
@@ -121,18 +100,7 @@ static int typenum_of(PyObject *descr)
         return -1;
     }
     PyArray_Descr *d = (PyArray_Descr *)descr;
-    int t = d->type_num;
-    /* fold NumPy's platform aliases onto sized typenums */
-    if (PyTypeNum_ISINTEGER(t)) {
-        int u = PyTypeNum_ISUNSIGNED(t);
-        switch (PyDataType_ELSIZE(d)) {
-        case 1: return u ? NPY_UINT8 : NPY_INT8;
-        case 2: return u ? NPY_UINT16 : NPY_INT16;
-        case 4: return u ? NPY_UINT32 : NPY_INT32;
-        case 8: return u ? NPY_UINT64 : NPY_INT64;
-        }
-    }
-    return t;
+    return nd_dtype_canonical(d);
 }
 
 static int ask_numpy(int uf, int nin, int nout, const int *dt, const int *weak, int sig,
@@ -187,7 +155,7 @@ static int ask_numpy(int uf, int nin, int nout, const int *dt, const int *weak, 
     for (int i = 0; i < nin + nout; i++) {
         int t = typenum_of(PyTuple_GET_ITEM(res, i));
         if (t < 0) goto done;
-        if (!nd_shim_dtype_ok(t)) {
+        if (!nd_dtype_ok(t)) {
             /* e.g. an object loop: not something numdyn compiles */
             PyErr_Format(PyExc_TypeError, "numdyn: ufunc '%s' resolved to a non-numeric loop",
                          nd_ufunc_name(uf));
@@ -245,7 +213,7 @@ void nd_shim_raise_pyint_overflow(PyObject *value, int dtype)
         return;
     }
     PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s", value,
-                 nd_shim_dtype_name(dtype));
+                 nd_dtype_name(dtype));
 }
 
 static int is_comparison(int uf)
@@ -338,7 +306,7 @@ int nd_shim_result_type(int n, const int *dtypes, const int *weak, int *out)
     int t = typenum_of(r);
     Py_DECREF(r);
     if (t < 0) return -1;
-    if (!nd_shim_dtype_ok(t)) {
+    if (!nd_dtype_ok(t)) {
         PyErr_SetString(PyExc_TypeError, "numdyn: result_type is not numeric");
         return -1;
     }

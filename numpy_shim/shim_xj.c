@@ -19,15 +19,6 @@ npy_intp nd_xj_size(int ndim, const npy_intp *shape)
     return s;
 }
 
-void nd_xj_cstrides(int ndim, const npy_intp *shape, npy_intp *st)
-{
-    npy_intp s = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= shape[d] > 0 ? shape[d] : 1;
-    }
-}
-
 /* An array-like argument as a node, with np.asarray semantics: Python
  * scalars are *strong* here (np.concatenate, np.outer... convert them with
  * asarray first). 0 ok, -1 error, 1 unsupported (reason recorded). */
@@ -38,7 +29,7 @@ int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a)
     } else {
         PyObject *arr = PyArray_FROM_O(obj);
         if (!arr) return -1;
-        if (!nd_shim_dtype_ok(PyArray_TYPE((PyArrayObject *)arr)) ||
+        if (!nd_dtype_ok(PyArray_TYPE((PyArrayObject *)arr)) ||
             PyArray_NDIM((PyArrayObject *)arr) > ND_MAXDIMS) {
             Py_DECREF(arr);
             nd_shim_unsupported("an operand of dtype or rank numdyn does not trace");
@@ -49,7 +40,7 @@ int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a)
     }
     if (a->id == ND_NONE) return -1;
     nd_xj_fill(t, a);
-    if (!nd_shim_dtype_ok(a->dtype)) {
+    if (!nd_dtype_ok(a->dtype)) {
         nd_shim_unsupported("an operand of dtype numdyn does not trace");
         return 1;
     }
@@ -62,7 +53,7 @@ int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape)
     if (ndim == a->ndim && memcmp(shape, a->shape, sizeof(npy_intp) * (size_t)ndim) == 0)
         return 0;
     npy_intp st[ND_MAXDIMS];
-    nd_xj_cstrides(ndim, shape, st);
+    nd_c_strides(ndim, shape, st);
     nd_id v = nd_shim_node_view(t, a->id, ndim, shape, 0, st);
     if (v == ND_NONE) return -1;
     a->id = v;
@@ -194,8 +185,8 @@ nd_id nd_xj_take_axis(nd_trace *t, const nd_xj_arr *a, int ax, const nd_xj_arr *
     for (int d = 0; d < ax; d++) oshape[o++] = a->shape[d];
     for (int d = 0; d < idx->ndim; d++) oshape[o++] = idx->shape[d];
     for (int d = ax + 1; d < a->ndim; d++) oshape[o++] = a->shape[d];
-    nd_xj_cstrides(a->ndim, a->shape, acs);
-    nd_xj_cstrides(idx->ndim, idx->shape, ics);
+    nd_c_strides(a->ndim, a->shape, acs);
+    nd_c_strides(idx->ndim, idx->shape, ics);
     nd_id flat = ND_NONE;
     for (int d = 0; d < ond; d++) {
         nd_id term;

@@ -16,6 +16,7 @@
 #ifndef ND_SHIM_XJ_H
 #define ND_SHIM_XJ_H
 #include "shim_internal.h"
+#include "core/strides.h"
 
 typedef struct nd_xj_arr {
     nd_id id;
@@ -28,8 +29,6 @@ typedef struct nd_xj_arr {
 /* refresh a->dtype/ndim/shape from a->id */
 void nd_xj_fill(nd_trace *t, nd_xj_arr *a);
 npy_intp nd_xj_size(int ndim, const npy_intp *shape);
-/* C-order element strides of shape (0-size dims count as 1) */
-void nd_xj_cstrides(int ndim, const npy_intp *shape, npy_intp *st);
 /* An array-like argument as a node, with np.asarray semantics (Python
  * scalars are strong). 0, -1, or 1 unsupported (reason recorded). */
 int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);

@@ -1,4 +1,4 @@
-/* sb.c -- the growable string builder and the FNV-1a hash (sb.h). */
+/* sb.c -- the growable string builder (sb.h). */
 #include "sb.h"
 #include <stdio.h>
 #include <string.h>
@@ -51,11 +51,4 @@ int nd_sb_check(nd_sb *b)
     if (b->oom) { PyErr_NoMemory(); return -1; }
     if (!b->p && sb_reserve(b, 0) < 0) { PyErr_NoMemory(); return -1; }
     return 0;
-}
-
-uint64_t nd_fnv64(const void *data, size_t n, uint64_t h)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
-    return h;
 }

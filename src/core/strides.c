@@ -89,3 +89,12 @@ void nd_perm_strides(int ndim, const npy_intp *shape, const int *perm, npy_intp 
         s *= shape[perm[i]] > 0 ? shape[perm[i]] : 1;
     }
 }
+
+void nd_c_strides(int ndim, const npy_intp *shape, npy_intp *strides)
+{
+    npy_intp acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = acc;
+        acc *= shape[d] > 0 ? shape[d] : 1;
+    }
+}

@@ -30,6 +30,9 @@ int nd_nocopy_reshape(int ndim, const npy_intp *dims, const npy_intp *strides,
  * keeps the running order on a conflict, but they sort from opposite ends. */
 void nd_korder(int nops, int ndim, const npy_intp (*st)[ND_MAXDIMS], int iter, int *perm);
 
+/* C-order element strides of shape (0-size dims count as 1). */
+void nd_c_strides(int ndim, const npy_intp *shape, npy_intp *strides);
+
 /* Element strides of a dense array of `shape` whose dims lie in memory in
  * the order perm (outermost first). */
 void nd_perm_strides(int ndim, const npy_intp *shape, const int *perm, npy_intp *strides);

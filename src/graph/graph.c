@@ -1,5 +1,7 @@
 /* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
 #include "graph.h"
+#include "core/hash.h"
+#include "core/dtypes.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)
@@ -125,12 +127,6 @@ fail:
     return NULL;
 }
 
-/* FNV-1a over the structure; sizes only as "is this dim 1" */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) { h ^= (v >> (8 * i)) & 0xff; h *= 1099511628211ULL; }
-    return h;
-}
 
 static uint64_t layout_class(PyArrayObject *a)
 {
@@ -140,43 +136,44 @@ static uint64_t layout_class(PyArrayObject *a)
     return c;
 }
 
+/* The structure, word by word; sizes only as "is this dim 1" */
 uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = ND_FNV_INIT;
     for (nd_id i = 0; i < g->n; i++) {
         nd_node *n = &g->nodes[i];
-        h = mix(h, ((uint64_t)n->op << 48) ^ ((uint64_t)(uint16_t)n->aux << 32) ^ (uint32_t)n->sub);
-        h = mix(h, ((uint64_t)(uint32_t)n->dtype << 32) ^ ((uint64_t)n->ndim << 16) ^ (uint64_t)n->nin);
-        for (int k = 0; k < ND_MAXIN; k++) h = mix(h, ((uint64_t)(uint32_t)n->in[k] << 32) ^ (uint32_t)n->in_dtype[k]);
+        h = nd_hash_mix(h, ((uint64_t)n->op << 48) ^ ((uint64_t)(uint16_t)n->aux << 32) ^ (uint32_t)n->sub);
+        h = nd_hash_mix(h, ((uint64_t)(uint32_t)n->dtype << 32) ^ ((uint64_t)n->ndim << 16) ^ (uint64_t)n->nin);
+        for (int k = 0; k < ND_MAXIN; k++) h = nd_hash_mix(h, ((uint64_t)(uint32_t)n->in[k] << 32) ^ (uint32_t)n->in_dtype[k]);
         uint64_t ones = 0;
         for (int d = 0; d < n->ndim; d++) if (n->shape[d] == 1) ones |= 1ULL << d;
-        h = mix(h, ones);
-        h = mix(h, n->flags & ~(uint64_t)ND_F_OUTPUT);
-        h = mix(h, n->axes);
+        h = nd_hash_mix(h, ones);
+        h = nd_hash_mix(h, n->flags & ~(uint64_t)ND_F_OUTPUT);
+        h = nd_hash_mix(h, n->axes);
         if (n->flags & ND_F_KORDER)
-            for (int d = 0; d < n->ndim; d++) h = mix(h, (uint64_t)(uint8_t)n->kperm[d]);
+            for (int d = 0; d < n->ndim; d++) h = nd_hash_mix(h, (uint64_t)(uint8_t)n->kperm[d]);
         if (n->op == ND_OP_VIEW || n->op == ND_OP_SETITEM) {
             /* view maps are structure: offsets/strides change the code */
-            h = mix(h, (uint64_t)n->voff);
-            h = mix(h, n->vndim);
+            h = nd_hash_mix(h, (uint64_t)n->voff);
+            h = nd_hash_mix(h, n->vndim);
             for (int d = 0; d < ND_MAXDIMS; d++) {
-                h = mix(h, (uint64_t)n->vstrides[d]);
-                h = mix(h, (uint64_t)n->vshape[d]);
+                h = nd_hash_mix(h, (uint64_t)n->vstrides[d]);
+                h = nd_hash_mix(h, (uint64_t)n->vshape[d]);
             }
         }
         if (n->op == ND_OP_INPUT && n->obj && PyArray_Check(n->obj))
-            h = mix(h, layout_class((PyArrayObject *)n->obj));
+            h = nd_hash_mix(h, layout_class((PyArrayObject *)n->obj));
         if (n->op == ND_OP_EXTERN) {
-            h = mix(h, (uint64_t)(uintptr_t)n->obj);
-            for (int k = 0; k < n->nextra; k++) h = mix(h, (uint64_t)n->extra[k]);
+            h = nd_hash_mix(h, (uint64_t)(uintptr_t)n->obj);
+            for (int k = 0; k < n->nextra; k++) h = nd_hash_mix(h, (uint64_t)n->extra[k]);
             if (n->attrs) {
                 Py_hash_t ah = PyObject_Hash(n->attrs);
                 if (ah == -1) { PyErr_Clear(); ah = (Py_hash_t)(uintptr_t)n->attrs; }
-                h = mix(h, (uint64_t)ah);
+                h = nd_hash_mix(h, (uint64_t)ah);
             }
         }
     }
-    for (int i = 0; i < nout; i++) h = mix(h, (uint64_t)outs[i]);
+    for (int i = 0; i < nout; i++) h = nd_hash_mix(h, (uint64_t)outs[i]);
     return h;
 }
 
@@ -232,15 +229,7 @@ int nd_supported_array(PyObject *obj)
     if (!PyArray_Check(obj)) return 0;
     PyArrayObject *a = (PyArrayObject *)obj;
     if (PyArray_NDIM(a) > ND_MAXDIMS || !PyArray_ISNOTSWAPPED(a)) return 0;
-    switch (PyArray_TYPE(a)) {
-    case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT:
-    case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG:
-    case NPY_ULONGLONG: case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE:
-    case NPY_CFLOAT: case NPY_CDOUBLE:
-        return PyArray_ITEMSIZE(a) > 0;
-    default:
-        return 0;
-    }
+    return nd_dtype_known(PyArray_TYPE(a)) && PyArray_ITEMSIZE(a) > 0;
 }
 
 int nd_scalar_is_two(const nd_node *sc)

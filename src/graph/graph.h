@@ -168,6 +168,16 @@ int nd_ufuncs_init(void);                        /* at module init */
 /* Readable listing, one node a line (used by str(numdyn.Graph)). */
 PyObject *nd_graph_repr(nd_graph *g, const nd_id *outs, int nout);
 
+/* The IR's invariants (graph_verify.c): ops, ranks, dtypes, inputs that
+ * are earlier nodes (index order is topological), broadcastable operands,
+ * reduced axes, view/setitem/extern operands, kperm permutations, INPUT
+ * arrays shaped like their nodes, outputs in range. 0, or -1 with
+ * SystemError naming `stage` ("tracing", "scheduling"), the node, the rule. */
+int nd_graph_verify(const nd_graph *g, const nd_id *outs, int nout, const char *stage);
+/* 1 when NUMDYN_DEBUG is set (not "0"): the pipeline verifies the graph
+ * after tracing and the program after scheduling. */
+int nd_debug_checks(void);
+
 /* 1 when an ndarray can be an INPUT node: a dtype of the IR (bool, ints,
  * float16/32/64, complex64/128), native byte order, rank <= ND_MAXDIMS. */
 int nd_supported_array(PyObject *arr);

@@ -8,6 +8,7 @@
  */
 #include "core/npy.h"
 #include "graph_py.h"
+#include "core/dtypes.h"
 #include <string.h>
 
 typedef struct {
@@ -37,27 +38,6 @@ static PyObject *shape_tuple(int ndim, const npy_intp *shape)
         PyTuple_SET_ITEM(t, d, v);
     }
     return t;
-}
-
-static const char *dtype_name(int t)
-{
-    switch (t) {
-    case NPY_BOOL: return "bool";
-    case NPY_INT8: return "int8";
-    case NPY_INT16: return "int16";
-    case NPY_INT32: return "int32";
-    case NPY_LONG: case NPY_LONGLONG: return "int64";
-    case NPY_UINT8: return "uint8";
-    case NPY_UINT16: return "uint16";
-    case NPY_UINT32: return "uint32";
-    case NPY_ULONG: case NPY_ULONGLONG: return "uint64";
-    case NPY_FLOAT16: return "float16";
-    case NPY_FLOAT32: return "float32";
-    case NPY_FLOAT64: return "float64";
-    case NPY_COMPLEX64: return "complex64";
-    case NPY_COMPLEX128: return "complex128";
-    default: return "?";
-    }
 }
 
 /* Appends to a growing Python list of str pieces (joined at the end). */
@@ -127,7 +107,7 @@ static PyObject *node_line(nd_graph *g, nd_id i)
         if (ok && differs) {
             ok = put(parts, PyUnicode_FromString(" loop=(")) == 0;
             for (int k = 0; ok && k < n->nin; k++)
-                ok = put(parts, PyUnicode_FromFormat(k ? ", %s" : "%s", dtype_name(n->in_dtype[k]))) == 0;
+                ok = put(parts, PyUnicode_FromFormat(k ? ", %s" : "%s", nd_dtype_name(n->in_dtype[k]))) == 0;
             if (ok) ok = put(parts, PyUnicode_FromString(")")) == 0;
         }
         if (ok && nd_ufunc_nout(n->sub) > 1)
@@ -142,7 +122,7 @@ static PyObject *node_line(nd_graph *g, nd_id i)
         Py_XDECREF(s);
         if (ok && (n->flags & ND_F_KEEPDIMS)) ok = put(parts, PyUnicode_FromString(" keepdims")) == 0;
         if (ok && n->in_dtype[0] >= 0 && !PyArray_EquivTypenums(n->in_dtype[0], n->dtype))
-            ok = put(parts, PyUnicode_FromFormat(" acc=%s", dtype_name(n->in_dtype[0]))) == 0;
+            ok = put(parts, PyUnicode_FromFormat(" acc=%s", nd_dtype_name(n->in_dtype[0]))) == 0;
         break;
     }
     case ND_OP_SCAN:
@@ -171,7 +151,7 @@ static PyObject *node_line(nd_graph *g, nd_id i)
     }
     if (ok) {
         PyObject *sh = ints_str(n->ndim, n->shape);
-        ok = put(parts, sh ? PyUnicode_FromFormat(" %s %U", dtype_name(n->dtype), sh) : NULL) == 0;
+        ok = put(parts, sh ? PyUnicode_FromFormat(" %s %U", nd_dtype_name(n->dtype), sh) : NULL) == 0;
         Py_XDECREF(sh);
     }
     if (ok && n->op == ND_OP_SCALAR && (n->flags & ND_F_WEAK))
@@ -466,7 +446,7 @@ static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kwargs)
             PyObject *sh = shape_tuple(n->ndim, n->shape);
             PyErr_Format(PyExc_ValueError,
                          "numdyn.Graph input %zd must have dtype %s and shape %R (as traced)",
-                         k - 1, dtype_name(n->dtype), sh);
+                         k - 1, nd_dtype_name(n->dtype), sh);
             Py_XDECREF(sh);
             Py_DECREF(arr);
             goto done;
@@ -494,6 +474,20 @@ static PyGetSetDef graph_getset[] = {
     {NULL},
 };
 
+static PyObject *graph_verify(PyObject *self, PyObject *noargs)
+{
+    graphobj *o = (graphobj *)self;
+    if (nd_graph_verify(o->g, o->outs, o->nout, "capture") < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef graph_methods[] = {
+    {"verify", graph_verify, METH_NOARGS,
+     "Check the IR's invariants (graph.h); SystemError names a broken one. The pipeline "
+     "runs the same check after tracing and scheduling when NUMDYN_DEBUG=1."},
+    {NULL},
+};
+
 static PySequenceMethods graph_seq = {
     .sq_length = graph_len,
     .sq_item = graph_item,
@@ -510,6 +504,7 @@ PyTypeObject NdGraph_Type = {
     .tp_call = graph_call,
     .tp_as_sequence = &graph_seq,
     .tp_getset = graph_getset,
+    .tp_methods = graph_methods,
     .tp_doc = "A captured numdyn graph: iterate its nodes, print it, or call it on arrays.",
 };
 

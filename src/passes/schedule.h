@@ -113,6 +113,11 @@ nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
 void nd_program_free(nd_program *p);
 void nd_program_decref(nd_program *p);
 
+/* A program's invariants against its graph (pass_verify.c): node ids in
+ * range, kernels and steps well formed, buffer lifetimes ordered. 0, or -1
+ * with SystemError. Run after scheduling when NUMDYN_DEBUG=1. */
+int nd_program_verify(const nd_program *p, const nd_graph *g);
+
 /* What a code generator can emit, asked by the scheduler while it groups
  * nodes into kernels. The runtime registers its generator's table before
  * anything is scheduled (nd_native_init), so passes/ does not depend on

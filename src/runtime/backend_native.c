@@ -98,6 +98,11 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     if (!avail) return nd_backend_eager_run(g, outs, nout);
     p = nd_schedule(g, outs, nout);
     if (!p) return NULL;
+    if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||
+                              nd_program_verify(p, g) < 0)) {
+        nd_program_decref(p);
+        return NULL;
+    }
     p->key = key;
     int nnew = compile_program(p, g);
     if (nnew < 0) { nd_program_decref(p); return NULL; }

@@ -17,6 +17,7 @@
 #include "trace_replay.h"
 #include "graph/graph_py.h"
 #include "runtime/backend.h"
+#include "core/hash.h"
 #include <string.h>
 
 PyObject *nd__node_array(nd_graph *g, nd_id id)
@@ -61,12 +62,6 @@ static PyObject *take_exception_str(void)
     return r;
 }
 
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h;
-}
-
 /* Custom backends compile a graph once per structure -- but a compiled
  * callable only receives the input arrays, so scalar values and sizes the
  * structural hash ignores are part of its cache key too. */
@@ -76,12 +71,12 @@ static PyObject *custom_key(nd_graph *g, const nd_id *outs, int nout)
     for (nd_id i = 0; i < g->n; i++) {
         nd_node *n = &g->nodes[i];
         if (n->op == ND_OP_SCALAR) {
-            h = mix64(h, (uint64_t)n->scalar.i);
+            h = nd_hash_mix(h, (uint64_t)n->scalar.i);
             uint64_t bits;
             memcpy(&bits, &n->scalar.c.im, sizeof bits);
-            h = mix64(h, bits);
+            h = nd_hash_mix(h, bits);
         }
-        for (int d = 0; d < n->ndim; d++) h = mix64(h, (uint64_t)n->shape[d]);
+        for (int d = 0; d < n->ndim; d++) h = nd_hash_mix(h, (uint64_t)n->shape[d]);
     }
     return PyLong_FromUnsignedLongLong(h);
 }
@@ -231,6 +226,11 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
     nd_graph *g = nd_graph_extract(t->g, targets, nt, NULL, outs);
     if (!g) { PyMem_Free(outs); return NULL; }
     for (int i = 0; i < nt; i++) g->nodes[outs[i]].flags |= ND_F_OUTPUT;
+    if (nd_debug_checks() && nd_graph_verify(g, outs, nt, "tracing") < 0) {
+        nd_graph_free(g);
+        PyMem_Free(outs);
+        return NULL;
+    }
     PyObject *labels = t->explain ? op_labels(g) : NULL;
     if (t->explain && !labels) { nd_graph_free(g); PyMem_Free(outs); return NULL; }
     PyObject *gobj = NULL, *res = NULL;

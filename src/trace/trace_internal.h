@@ -170,6 +170,20 @@ int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *s
  * mutation that had to run on a materialized copy). */
 int nd__proxy_write_array(NdProxy *p, PyObject *arr);
 
+/* ---- shared by trace_storage.c, trace_views.c, trace_layout.c, trace_lift.c */
+/* 1 when (ndim, shape, off, strides) maps the whole storage s in C order */
+int nd__map_is_identity(const nd_storage *s, int ndim, const npy_intp *shape,
+                        npy_intp off, const npy_intp *strides);
+/* o as a proxy, or NULL with TypeError */
+NdProxy *nd__as_proxy(PyObject *o);
+/* A live proxy of the current trace standing for a foreign or detached
+ * proxy's concrete value (its writes reach that value at the next flush). */
+NdProxy *nd__adopt(NdProxy *p);
+/* NumPy view of `arr` (shaped like the storage) through proxy p's map. */
+PyObject *nd__view_of(NdProxy *p, PyArrayObject *arr);
+/* Re-express caller storage s over its caller's memory order (trace_layout.c). */
+int nd__rebase_memory(nd_storage *s);
+
 /* ---- trace_layout.c */
 /* s's memory strides (element units): its caller array's, its K order's,
  * else C order. 0, or 1 when unknown (a caller with odd strides). */

@@ -272,3 +272,187 @@ void nd__flush_adopt_layouts(nd_trace *t)
         if (n->value && PyArray_Check(n->value)) nd__storage_adopt_layout(s, n->value);
     }
 }
+
+/* ------------------------------------------- the caller arrays' memory order */
+
+int nd_proxy_memory_strides(PyObject *o, npy_intp *out)
+{
+    NdProxy *p = nd__as_proxy(o);
+    if (!p) { PyErr_Clear(); return 1; }
+    if (!p->st) {
+        PyArrayObject *v = (PyArrayObject *)p->value;
+        if (!v || !PyArray_Check(v)) return 1;
+        for (int d = 0; d < PyArray_NDIM(v); d++) {
+            if (PyArray_STRIDE(v, d) % PyArray_ITEMSIZE(v)) return 1;
+            out[d] = PyArray_STRIDE(v, d) / PyArray_ITEMSIZE(v);
+        }
+        return 0;
+    }
+    nd_storage *s = p->st;
+    npy_intp ms[ND_MAXDIMS], cs[ND_MAXDIMS];
+    if (nd__storage_memory_strides(s, ms)) return 1;
+    nd_c_strides(s->ndim, s->shape, cs);
+    int c_order = 1;
+    for (int d = 0; d < s->ndim; d++) c_order &= s->shape[d] <= 1 || ms[d] == cs[d];
+    /* .real/.imag of a complex storage step over two of their own elements */
+    npy_intp k = p->part ? 2 : 1;
+    if (c_order) {
+        for (int d = 0; d < p->ndim; d++) out[d] = p->strides[d] * k;
+        return 0;
+    }
+    npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+    if (nd__decompose(s->ndim, s->shape, p->ndim, p->shape, p->off, p->strides, start, coef))
+        return 1;
+    for (int d = 0; d < p->ndim; d++) {
+        out[d] = 0;
+        for (int e = 0; e < s->ndim; e++) out[d] += coef[d][e] * ms[e] * k;
+    }
+    return 0;
+}
+
+/* The array whose C-order flat index is the base's memory order: the base
+ * itself when C-contiguous, else (any other dense layout: Fortran, a
+ * permutation, negative strides) a 1-d view of its whole byte extent, so
+ * views of it are affine maps of that flat index. NULL with no exception
+ * when the base has gaps (views of it stay independent). New ref. */
+PyObject *nd__memory_order_base(PyObject *ba)
+{
+    PyArrayObject *B = (PyArrayObject *)ba;
+    if (PyArray_IS_C_CONTIGUOUS(B)) return Py_NewRef(ba);
+    npy_intp isz = PyArray_ITEMSIZE(B), n = PyArray_SIZE(B);
+    char *lo = PyArray_BYTES(B), *hi = lo;
+    for (int d = 0; d < PyArray_NDIM(B); d++) {
+        npy_intp st = PyArray_STRIDE(B, d), k = PyArray_DIM(B, d) - 1;
+        if (st % isz) return NULL;
+        if (st < 0) lo += st * k; else hi += st * k;
+    }
+    if (n == 0 || hi + isz - lo != n * isz) return NULL;
+    PyArray_Descr *dt = PyArray_DESCR(B);
+    Py_INCREF(dt);
+    int flags = PyArray_ISWRITEABLE(B) ? NPY_ARRAY_WRITEABLE : 0;
+    PyObject *m = PyArray_NewFromDescr(&PyArray_Type, dt, 1, &n, NULL, lo, flags, NULL);
+    if (!m) { PyErr_Clear(); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)m, Py_NewRef(ba)) < 0) {
+        PyErr_Clear();
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+PyObject *nd__caller_proxy(nd_storage *s, int is_scalar)
+{
+    if (!s->rebased) return nd__proxy_new(s, is_scalar);
+    PyArrayObject *c = (PyArrayObject *)s->root;
+    NdProxy *p = (NdProxy *)nd__proxy_on(s, PyArray_NDIM(c), PyArray_DIMS(c), s->root_off,
+                                         s->root_strides);
+    if (p) {
+        p->is_scalar = (uint8_t)(is_scalar != 0);
+        p->fresh = 0;
+    }
+    return (PyObject *)p;
+}
+
+/* Re-express caller storage s over its caller's memory order, so views
+ * NumPy makes from that memory (np.asfortranarray(x).T.reshape(-1)) are
+ * affine maps of the storage: s becomes 1-d, its caller the 1-d memory
+ * view, its version the memory-order gather of the current value, and
+ * every proxy on it gets the equivalent map. Done on demand (the first
+ * view that needs it): until then reads of a Fortran array stay plain
+ * INPUT nodes. 1 done, 0 not possible (nothing changed), -1 error. */
+int nd__rebase_memory(nd_storage *s)
+{
+    /* a computed value NumPy lays out in K order (trace_layout.c) is
+     * re-expressed the same way, over the memory it would have */
+    int computed = !s->caller && s->korder;
+    if (s->rebased || (!computed && (!s->caller || !PyArray_CheckExact(s->caller)))) return 0;
+    PyArrayObject *c = computed ? NULL : (PyArrayObject *)s->caller;
+    if (c && (PyArray_NDIM(c) != s->ndim || PyArray_IS_C_CONTIGUOUS(c))) return 0;
+    PyObject *M = c ? nd__memory_order_base(s->caller) : NULL;
+    if (c && !M) return PyErr_Occurred() ? -1 : 0;
+    nd_trace *t = s->trace;
+    int nd = s->ndim, rc = 0;
+    npy_intp n = 1, ms[ND_MAXDIMS], off0 = 0;
+    if (c) {
+        npy_intp isz = PyArray_ITEMSIZE(c);
+        n = PyArray_SIZE(c);
+        off0 = (PyArray_BYTES(c) - PyArray_BYTES((PyArrayObject *)M)) / isz;
+        for (int d = 0; d < nd; d++) ms[d] = PyArray_STRIDE(c, d) / isz;
+    } else {
+        for (int d = 0; d < nd; d++) n *= s->shape[d];
+        if (n == 0 || nd__storage_memory_strides(s, ms)) return 0;
+    }
+    Py_ssize_t np_ = 0;
+    for (NdProxy *q = t->proxies; q; q = q->next) np_ += q->st == s;
+    npy_intp *noff = PyMem_Malloc(sizeof(npy_intp) * (size_t)(np_ + 1));
+    npy_intp (*nstr)[ND_MAXDIMS] = PyMem_Malloc(sizeof(*nstr) * (size_t)(np_ + 1));
+    if (!noff || !nstr) { PyErr_NoMemory(); rc = -1; goto done; }
+    /* every map first: a proxy whose map has no per-dim form (one that
+     * already crosses s's dims) leaves s as it is */
+    Py_ssize_t k = 0;
+    for (NdProxy *q = t->proxies; q; q = q->next) {
+        if (q->st != s) continue;
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+        if (nd__decompose(nd, s->shape, q->ndim, q->shape, q->off, q->strides, start, coef))
+            goto done;
+        noff[k] = off0;
+        for (int e = 0; e < nd; e++) noff[k] += start[e] * ms[e];
+        for (int d = 0; d < q->ndim; d++) {
+            nstr[k][d] = 0;
+            for (int e = 0; e < nd; e++) nstr[k][d] += coef[d][e] * ms[e];
+        }
+        k++;
+    }
+    /* the value in memory order: s's dims by decreasing |stride|, reversed
+     * where the stride is negative, then flattened */
+    int perm[ND_MAXDIMS];
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    for (int i = 1; i < nd; i++)
+        for (int j = i; j > 0 && llabs((long long)ms[perm[j]]) > llabs((long long)ms[perm[j - 1]]); j--) {
+            int x = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = x;
+        }
+    npy_intp cs[ND_MAXDIMS], wsh[ND_MAXDIMS], wst[ND_MAXDIMS], woff = 0, one = 1;
+    nd_c_strides(nd, s->shape, cs);
+    for (int i = 0; i < nd; i++) {
+        int d = perm[i];
+        wsh[i] = s->shape[d];
+        wst[i] = ms[d] < 0 ? -cs[d] : cs[d];
+        if (ms[d] < 0) woff += (s->shape[d] - 1) * cs[d];
+    }
+    PyObject *w = nd__proxy_on(s, nd, wsh, woff, wst);
+    nd_id g1 = w ? nd__proxy_read_own((NdProxy *)w) : ND_NONE;
+    Py_XDECREF(w);
+    PyObject *tmp = g1 == ND_NONE ? NULL : nd_proxy_wrap(t, g1, 0);
+    PyObject *flat = tmp ? nd__proxy_on(((NdProxy *)tmp)->st, 1, &n, 0, &one) : NULL;
+    nd_id g2 = flat ? nd__proxy_read_own((NdProxy *)flat) : ND_NONE;
+    Py_XDECREF(flat);
+    Py_XDECREF(tmp);
+    if (g2 == ND_NONE) { rc = -1; goto done; }
+    s->version = g2;
+    s->ndim = 1;
+    s->shape[0] = n;
+    if (computed) {
+        s->korder = 0;  /* 1-d: its memory order is its own */
+    } else {
+        s->rebased = 1;
+        s->root_off = off0;
+        memcpy(s->root_strides, ms, sizeof(npy_intp) * (size_t)nd);
+        s->root = s->caller;  /* the caller table's key: kept alive */
+        s->caller = Py_NewRef(M);
+    }
+    k = 0;
+    for (NdProxy *q = t->proxies; q; q = q->next) {
+        if (q->st != s) continue;
+        q->off = noff[k];
+        if (q->ndim) memcpy(q->strides, nstr[k], sizeof(npy_intp) * q->ndim);
+        q->identity = (uint8_t)nd__map_is_identity(s, q->ndim, q->shape, q->off, q->strides) && !q->part;
+        q->vnode = q->vver = ND_NONE;
+        k++;
+    }
+    rc = 1;
+done:
+    PyMem_Free(noff);
+    PyMem_Free(nstr);
+    Py_XDECREF(M);
+    return rc;
+}

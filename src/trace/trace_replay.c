@@ -24,17 +24,18 @@
  *    argument, and the return value is made of computed arrays, arguments
  *    returned as they are, and immutable constants.
  *
- * Arguments are guarded exactly (guards/replay_guard.c): a changed shape,
- * dtype, layout or scalar value records another entry, up to
- * numdyn.config.cache_size_limit entries; each miss has a reason that
- * NUMDYN_LOGS=recompiles logs.
+ * Arguments are guarded exactly (guards/fn_guards.h, guards/replay_guard.c):
+ * a changed shape, dtype, layout or scalar value records another entry, up
+ * to numdyn.config.cache_size_limit entries; each miss has a reason that
+ * NUMDYN_LOGS=recompiles logs. The scan's globals, cells and functions are
+ * guarded there too (nd_envguards).
  *
  * Replay binds the new arrays to the recorded graph's INPUT nodes and runs
  * it with the function's backend (a native graph-cache hit: one structural
  * hash, one lookup, the kernels), then rebuilds the return value.
  */
 #include "trace_replay.h"
-#include "guards/replay_guard.h"
+#include "guards/fn_guards.h"
 #include <string.h>
 
 _Thread_local nd_replay_rec *nd__tls_rec;
@@ -50,10 +51,7 @@ typedef struct {
 } tnode;
 
 typedef struct {
-    Py_ssize_t nargs;          /* positional */
-    PyObject *kwnames;         /* owned tuple or NULL */
-    Py_ssize_t nag;
-    nd_argguard *ag;
+    nd_callguard cg;           /* how its arguments were passed, and each one */
     nd_graph *g;               /* owned or NULL (nothing to compute) */
     nd_id *outs;
     int nout;
@@ -66,24 +64,11 @@ typedef struct {
     int orphan;                /* dropped while running: the runner frees it */
 } entry;
 
-/* One thing the scan relied on (all references owned). */
-enum { G_GLOBAL, G_CELL, G_FUNC };
-typedef struct {
-    int kind;
-    PyObject *a, *b, *c, *d;
-    /* GLOBAL: a = globals dict, b = builtins dict (the name was found there,
-     *         absent from a) or NULL, c = name, d = value
-     * CELL:   a = cell, c = variable name, d = value
-     * FUNC:   a = function, b = its code, c = defaults, d = kwdefaults
-     *         (None when absent): a function the call may run */
-} eguard;
-
 struct nd_replay {
     PyObject *fn;              /* owned: the function scanned */
     int scanned;               /* 0 not yet, 1 replayable, -1 not */
     PyObject *why;             /* owned str: why not replayable */
-    Py_ssize_t nenv, capenv;
-    eguard *env;               /* what the scan saw, checked on every call */
+    nd_envguards env;          /* what the scan saw, checked on every call */
     int nentries, capentries;
     entry **entries;
     long long hits, misses;
@@ -289,33 +274,6 @@ static int scan_code(nd_replay *r, PyObject *code, PyObject *top_free, PyObject 
     return rc;
 }
 
-static void env_clear(nd_replay *r)
-{
-    for (Py_ssize_t i = 0; i < r->nenv; i++) {
-        eguard *g = &r->env[i];
-        Py_XDECREF(g->a);
-        Py_XDECREF(g->b);
-        Py_XDECREF(g->c);
-        Py_XDECREF(g->d);
-    }
-    PyMem_Free(r->env);
-    r->env = NULL;
-    r->nenv = r->capenv = 0;
-}
-
-static int env_push(nd_replay *r, int kind, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
-{
-    if (r->nenv == r->capenv) {
-        Py_ssize_t cap = r->capenv ? r->capenv * 2 : 16;
-        eguard *ne = PyMem_Realloc(r->env, sizeof(eguard) * (size_t)cap);
-        if (!ne) { PyErr_NoMemory(); return -1; }
-        r->env = ne;
-        r->capenv = cap;
-    }
-    r->env[r->nenv++] = (eguard){kind, Py_XNewRef(a), Py_XNewRef(b), Py_XNewRef(c), Py_XNewRef(d)};
-    return 0;
-}
-
 static PyObject *fn_builtins(PyObject *fn)
 {
     return ((PyFunctionObject *)fn)->func_builtins;
@@ -361,7 +319,7 @@ static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth)
     if (PySet_Add(seen, fn) < 0) return -1;
     PyObject *builtins = fn_builtins(fn);
     PyObject *d = PyFunction_GET_DEFAULTS(fn), *kd = PyFunction_GET_KW_DEFAULTS(fn);
-    if (env_push(r, G_FUNC, fn, code, d ? d : Py_None, kd ? kd : Py_None) < 0) return -1;
+    if (nd_envguards_push(&r->env, ND_EG_FUNC, fn, code, d ? d : Py_None, kd ? kd : Py_None) < 0) return -1;
     PyObject *names = PySet_New(NULL), *free = NULL, *list = NULL;
     int rc = -1;
     if (!names) return -1;
@@ -394,7 +352,7 @@ static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth)
             rc = set_why(r, PyUnicode_FromFormat("global %R is not defined", name));
             goto done;
         }
-        if (env_push(r, G_GLOBAL, globals, builtin ? builtins : NULL, name, v) < 0) goto done;
+        if (nd_envguards_push(&r->env, ND_EG_GLOBAL, globals, builtin ? builtins : NULL, name, v) < 0) goto done;
         if ((rc = check_value(r, name, v, builtin, seen, depth)) != 0) goto done;
         rc = -1;
     }
@@ -403,7 +361,7 @@ static int scan_fn(nd_replay *r, PyObject *fn, PyObject *seen, int depth)
         PyObject *cell = PyTuple_GET_ITEM(cl, i), *v = PyCell_GET(cell);
         PyObject *name = PyTuple_GET_ITEM(free, i);
         if (!v) { rc = set_why(r, PyUnicode_FromFormat("closure variable %R is unbound", name)); goto done; }
-        if (env_push(r, G_CELL, cell, NULL, name, v) < 0) goto done;
+        if (nd_envguards_push(&r->env, ND_EG_CELL, cell, NULL, name, v) < 0) goto done;
         if ((rc = check_value(r, name, v, 0, seen, depth)) != 0) goto done;
         rc = -1;
     }
@@ -424,41 +382,8 @@ static int scan(nd_replay *r, PyObject *fn)
     if (!seen) return -1;
     int rc = scan_fn(r, fn, seen, 0);
     Py_DECREF(seen);
-    if (rc != 0) env_clear(r);
+    if (rc != 0) nd_envguards_clear(&r->env);
     return rc;
-}
-
-/* 1 when everything the scan relied on is still the object it saw; 0 with
- * *why (new ref, when why is not NULL) naming the first that is not. */
-static int env_ok(nd_replay *r, PyObject **why)
-{
-    for (Py_ssize_t i = 0; i < r->nenv; i++) {
-        eguard *g = &r->env[i];
-        PyObject *v;
-        switch (g->kind) {
-        case G_GLOBAL:
-            v = PyDict_GetItemWithError(g->a, g->c);
-            if (!v && !PyErr_Occurred() && g->b) v = PyDict_GetItemWithError(g->b, g->c);
-            else if (v && g->b) v = NULL;  /* a new global shadows the builtin */
-            if (!v && PyErr_Occurred()) PyErr_Clear();
-            if (v == g->d) continue;
-            if (why) *why = PyUnicode_FromFormat("global %U was rebound", g->c);
-            return 0;
-        case G_CELL:
-            if (PyCell_GET(g->a) == g->d) continue;
-            if (why) *why = PyUnicode_FromFormat("closure variable %U was rebound", g->c);
-            return 0;
-        default: {
-            PyObject *d = PyFunction_GET_DEFAULTS(g->a), *kd = PyFunction_GET_KW_DEFAULTS(g->a);
-            if (PyFunction_GET_CODE(g->a) == g->b && (d ? d : Py_None) == g->c &&
-                (kd ? kd : Py_None) == g->d)
-                continue;
-            if (why) *why = PyUnicode_FromFormat("the code or defaults of %R changed", g->a);
-            return 0;
-        }
-        }
-    }
-    return 1;
 }
 
 /* ------------------------------------------------------- entries */
@@ -471,9 +396,7 @@ static void tmpl_free(tnode *t, int n)
 
 static void entry_clear(entry *e)
 {
-    Py_CLEAR(e->kwnames);
-    if (e->ag) for (Py_ssize_t i = 0; i < e->nag; i++) nd_argguard_clear(&e->ag[i]);
-    PyMem_Free(e->ag);
+    nd_callguard_clear(&e->cg);
     nd_graph_free(e->g);
     PyMem_Free(e->outs);
     PyMem_Free(e->bind_node);
@@ -508,7 +431,7 @@ void nd__replay_reset(nd_replay *r)
 {
     if (!r) return;
     entries_clear(r);
-    env_clear(r);
+    nd_envguards_clear(&r->env);
     Py_CLEAR(r->fn);
     Py_CLEAR(r->why);
     r->scanned = 0;
@@ -528,13 +451,7 @@ int nd__replay_traverse(nd_replay *r, visitproc visit, void *arg)
 {
     if (!r) return 0;
     Py_VISIT(r->fn);
-    for (Py_ssize_t i = 0; i < r->nenv; i++) {
-        Py_VISIT(r->env[i].a);
-        Py_VISIT(r->env[i].b);
-        Py_VISIT(r->env[i].c);
-        Py_VISIT(r->env[i].d);
-    }
-    return 0;
+    return nd_envguards_traverse(&r->env, visit, arg);
 }
 
 void nd__rec_clear(nd_replay_rec *rec)
@@ -544,36 +461,6 @@ void nd__rec_clear(nd_replay_rec *rec)
     PyMem_Free(rec->outs);
     rec->outs = NULL;
     Py_CLEAR(rec->res);
-}
-
-static int kwnames_equal(PyObject *a, PyObject *b)
-{
-    if (a == b) return 1;
-    Py_ssize_t na = a ? PyTuple_GET_SIZE(a) : 0, nb = b ? PyTuple_GET_SIZE(b) : 0;
-    if (na != nb) return 0;
-    for (Py_ssize_t i = 0; i < na; i++) {
-        PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
-        if (x != y && PyUnicode_Compare(x, y) != 0) { PyErr_Clear(); return 0; }
-    }
-    return 1;
-}
-
-static int entry_fits(const entry *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    if (e->nargs != PyVectorcall_NARGS(nargsf) || !kwnames_equal(e->kwnames, kwnames)) return 0;
-    for (Py_ssize_t i = 0; i < e->nag; i++)
-        if (!nd_argguard_check(&e->ag[i], args, i)) return 0;
-    return 1;
-}
-
-static PyObject *miss_reason(const entry *e, PyObject *const *args, size_t nargsf,
-                             PyObject *kwnames)
-{
-    if (e->nargs != PyVectorcall_NARGS(nargsf) || !kwnames_equal(e->kwnames, kwnames))
-        return PyUnicode_FromString("the arguments are passed differently (count or keywords)");
-    for (Py_ssize_t i = 0; i < e->nag; i++)
-        if (!nd_argguard_check(&e->ag[i], args, i)) return nd_argguard_miss(&e->ag[i], args, i);
-    return PyUnicode_FromString("the matching entry is running on another thread");
 }
 
 /* ------------------------------------------------------- template */
@@ -778,21 +665,6 @@ static PyObject *rebuild(const tnode *t, int *pos, PyObject *res, PyObject *cons
 
 /* ---------------------------------------------------------- public */
 
-static long config_limit(void)
-{
-    long lim = 8;
-    PyObject *cfg = PyImport_ImportModule("numdyn.config");
-    PyObject *v = cfg ? PyObject_GetAttrString(cfg, "cache_size_limit") : NULL;
-    Py_XDECREF(cfg);
-    if (v) {
-        long x = PyLong_AsLong(v);
-        if (!(x == -1 && PyErr_Occurred())) lim = x;
-        Py_DECREF(v);
-    }
-    PyErr_Clear();
-    return lim;
-}
-
 static void log_msg(const char *kind, PyObject *msg)
 {
     if (msg) nd__log(kind, msg);
@@ -820,7 +692,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
         nd__replay_reset(r);
         r->fn = Py_NewRef(fn);
     }
-    if (r->scanned > 0 && !env_ok(r, NULL)) {
+    if (r->scanned > 0 && !nd_envguards_ok(&r->env, NULL)) {
         nd__replay_reset(r);
         r->fn = Py_NewRef(fn);
     }
@@ -838,7 +710,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
         }
     }
     if (r->scanned < 0) return 0;
-    long lim = config_limit();
+    long lim = nd_guard_cache_limit();
     if (r->nentries >= lim) {
         if (!r->limit_logged) {
             r->limit_logged = 1;
@@ -859,21 +731,14 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     for (int i = 0; i < r->nentries; i++)
-        if (entry_fits(r->entries[i], args, nargsf, kwnames)) return 0;  /* raced: have it */
+        if (nd_callguard_fits(&r->entries[i]->cg, args, nargsf, kwnames)) return 0;  /* raced: have it */
     entry e;
     memset(&e, 0, sizeof e);
     tbuf tb = {0};
     const char *why = NULL;
     int rc = -1;
-    e.nargs = npos;
-    e.kwnames = Py_XNewRef(kwnames);
-    e.ag = PyMem_Calloc((size_t)(n ? n : 1), sizeof(nd_argguard));
-    if (!e.ag) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int k = nd_argguard_record(&e.ag[i], args, n, i, &why);
-        e.nag = i + 1;
-        if (k) { rc = k < 0 ? -1 : 1; goto done; }
-    }
+    int k = nd_callguard_record(&e.cg, args, nargsf, kwnames, &why);
+    if (k) { rc = k; goto done; }
     if (rec->g) {
         nd_graph *g = rec->g;
         int ninput = 0;
@@ -965,7 +830,7 @@ PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size
         return NULL;
     }
     PyObject *why = NULL;
-    if (!env_ok(r, &why)) {
+    if (!nd_envguards_ok(&r->env, &why)) {
         PyObject *f = Py_NewRef(fn);
         nd__replay_reset(r);
         r->fn = f;
@@ -974,12 +839,12 @@ PyObject *nd__replay_try(nd_replay *r, PyObject *fn, PyObject *const *args, size
     }
     for (int i = 0; i < r->nentries; i++) {
         entry *e = r->entries[i];
-        if (e->busy || !entry_fits(e, args, nargsf, kwnames)) continue;
+        if (e->busy || !nd_callguard_fits(&e->cg, args, nargsf, kwnames)) continue;
         r->hits++;
         nd_counter_add(ND_CTR_REPLAYS, 1);
         return run_entry(e, args, backend, options);
     }
-    note_miss(r, miss_reason(r->entries[r->nentries - 1], args, nargsf, kwnames));
+    note_miss(r, nd_callguard_miss(&r->entries[r->nentries - 1]->cg, args, nargsf, kwnames));
     return NULL;
 }
 

@@ -1,0 +1,301 @@
+/* trace_views.c -- the view algebra of proxies: a view is the same storage
+ * seen through a composed affine map (element i reads the storage's C-order
+ * flat element off + sum_d i_d*strides[d]); reshape's view-vs-copy rule;
+ * single elements read straight from concrete arrays; the NumPy view of a
+ * proxy's base array. */
+#include "trace_internal.h"
+#include "core/strides.h"
+#include "trace_replay.h"
+#include <string.h>
+
+extern PyTypeObject NdProxy_Type;
+
+/* Greedy mixed-radix split of a flat stride into per-dim coefficients;
+ * `mode` picks how each digit rounds (0 toward zero, 1 nearest, 2 away
+ * from zero), since only some splits keep every index inside its dim. */
+static void split_stride(int bndim, const npy_intp *cs, npy_intp s, int mode, npy_intp *coef)
+{
+    for (int e = 0; e < bndim; e++) {
+        npy_intp c = s / cs[e], r = s - c * cs[e];
+        if (r != 0 && e + 1 < bndim) {
+            npy_intp sg = r > 0 ? 1 : -1;
+            if (mode == 2 || (mode == 1 && 2 * (r > 0 ? r : -r) > cs[e])) c += sg;
+        }
+        coef[e] = c;
+        s -= c * cs[e];
+    }
+}
+
+int nd__decompose(int bndim, const npy_intp *bshape, int ndim, const npy_intp *shape,
+                  npy_intp off, const npy_intp *strides, npy_intp *start,
+                  npy_intp coef[][ND_MAXDIMS])
+{
+    npy_intp cs[ND_MAXDIMS], size = 1;
+    nd_c_strides(bndim, bshape, cs);
+    for (int e = 0; e < bndim; e++) size *= bshape[e];
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {  /* no element: any map is exact */
+            memset(start, 0, sizeof(npy_intp) * (size_t)bndim);
+            for (int k = 0; k < ndim; k++)
+                memset(coef[k], 0, sizeof(npy_intp) * (size_t)bndim);
+            return 0;
+        }
+    }
+    if (off < 0 || (off >= size && size > 0)) return 1;
+    npy_intp rem = off;
+    for (int e = 0; e < bndim; e++) {
+        start[e] = cs[e] ? rem / cs[e] : 0;
+        rem -= start[e] * cs[e];
+    }
+    for (int mode = 0; mode < 3; mode++) {
+        for (int d = 0; d < ndim; d++) {
+            if (shape[d] > 1) split_stride(bndim, cs, strides[d], mode, coef[d]);
+            else memset(coef[d], 0, sizeof(npy_intp) * (size_t)bndim);
+        }
+        int ok = 1;
+        for (int e = 0; e < bndim && ok; e++) {
+            npy_intp lo = start[e], hi = start[e];
+            for (int d = 0; d < ndim; d++) {
+                npy_intp c = coef[d][e] * (shape[d] - 1);
+                if (c < 0) lo += c; else hi += c;
+            }
+            ok = lo >= 0 && hi < bshape[e];
+        }
+        if (ok) return 0;
+    }
+    return 1;
+}
+
+/* p's map walks the storage's flat index contiguously in p's C order:
+ * element i of p (C-order flat) is storage element p->off + i. */
+static int c_contiguous_map(const NdProxy *p)
+{
+    if (p->part) return 0;
+    npy_intp want = 1;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        if (p->shape[d] == 0) return 1;
+        if (p->shape[d] != 1 && p->strides[d] != want) return 0;
+        want *= p->shape[d];
+    }
+    return 1;
+}
+
+PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
+                        npy_intp off, const npy_intp *strides)
+{
+    NdProxy *b = nd__as_proxy(o);
+    if (!b) return NULL;
+    if (ndim < 0 || ndim > ND_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "numdyn: view of rank %d", ndim);
+        return NULL;
+    }
+    NdProxy *adopted = NULL;
+    if (!nd__live(b)) {
+        if (!(adopted = nd__adopt(b))) return NULL;
+        b = adopted;
+    }
+    npy_intp noff, nstr[ND_MAXDIMS];
+    if (b->identity) {
+        noff = off;
+        if (ndim) memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+    } else if (c_contiguous_map(b)) {
+        /* b's own flat index is a run of the storage's: a view over it may
+         * cross b's dims (a[1:].reshape(-1), as NumPy views it) */
+        noff = b->off + off;
+        if (ndim) memcpy(nstr, strides, sizeof(npy_intp) * (size_t)ndim);
+    } else {
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+        if (nd__decompose(b->ndim, b->shape, ndim, shape, off, strides, start, coef)) {
+            Py_XDECREF(adopted);
+            PyErr_SetString(PyExc_SystemError,
+                            "numdyn: view map is not expressible per dimension "
+                            "(a shim bug: such a reshape must copy)");
+            return NULL;
+        }
+        noff = b->off;
+        for (int e = 0; e < b->ndim; e++) noff += start[e] * b->strides[e];
+        for (int d = 0; d < ndim; d++) {
+            nstr[d] = 0;
+            for (int e = 0; e < b->ndim; e++) nstr[d] += coef[d][e] * b->strides[e];
+        }
+    }
+    NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
+    if (p) {
+        p->fresh = 1;
+        p->readonly = b->readonly;
+        if (b->part) {
+            p->part = b->part;
+            p->dtype = b->dtype;
+            p->identity = 0;
+        }
+    }
+    Py_XDECREF(adopted);
+    return (PyObject *)p;
+}
+
+PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
+{
+    NdProxy *b = nd__as_proxy(o);
+    if (!b) return NULL;
+    if (b->part || !nd__live(b)) return NULL;  /* the general path handles these */
+    npy_intp nstr[ND_MAXDIMS], ms[ND_MAXDIMS];
+    if (!nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr)) {
+        /* a view of the caller's memory order that the map over the
+         * storage's C-order index cannot express: re-base the storage */
+        if (nd_proxy_memory_strides(o, ms) ||
+            !nd_nocopy_reshape(b->ndim, b->shape, ms, ndim, shape, NULL))
+            return NULL;
+        int r = nd__rebase_memory(b->st);
+        if (r <= 0) return NULL;
+        if (!nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr)) return NULL;
+    }
+    NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, b->off, nstr);
+    if (p) {
+        p->fresh = 1;
+        p->readonly = b->readonly;
+    }
+    return (PyObject *)p;
+}
+
+/* The element as a NumPy scalar straight from the storage's concrete
+ * array: no view object, no flush (the cost of NumPy's own a[i]). NULL
+ * without an exception when the storage has pending work. */
+static PyObject *element_now(NdProxy *p, npy_intp off)
+{
+    if (p->part) return NULL;
+    PyObject *a = nd__node_array(p->st->trace->g, p->st->version);
+    if (!a || !PyArray_Check(a)) return NULL;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    npy_intp flat = p->off;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        npy_intp n = p->shape[d];
+        flat += (off % n) * p->strides[d];
+        off /= n;
+    }
+    char *ptr = PyArray_BYTES(arr);
+    if (PyArray_IS_C_CONTIGUOUS(arr)) {
+        ptr += flat * PyArray_ITEMSIZE(arr);
+    } else {
+        for (int d = PyArray_NDIM(arr) - 1; d >= 0; d--) {
+            npy_intp n = PyArray_DIM(arr, d);
+            ptr += (flat % n) * PyArray_STRIDE(arr, d);
+            flat /= n;
+        }
+    }
+    /* array contents reach Python code: a recording capture is not replayable */
+    if (nd__tls_rec && !nd__tls_rec->final) nd__tls_rec->escapes++;
+    return PyArray_Scalar(ptr, PyArray_DESCR(arr), a);
+}
+
+PyObject *nd_proxy_element(PyObject *o, npy_intp off)
+{
+    NdProxy *b = nd__as_proxy(o);
+    if (!b || !nd__live(b)) return NULL;
+    nd_replay_rec *rec = nd__rec_of(b->st->trace);
+    if (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX)
+        return element_now(b, off);
+    npy_intp str[ND_MAXDIMS] = {0}, z = 0;
+    /* off over the proxy's own C-order index -> a 0-d view of it */
+    PyObject *v = b->ndim ? nd_proxy_view(o, 0, &z, off, str) : Py_NewRef(o);
+    if (!v) return NULL;
+    nd_id id = nd_proxy_read(v);
+    Py_DECREF(v);
+    if (id == ND_NONE) return NULL;
+    rec->nelem++;
+    return nd_proxy_wrap(b->st->trace, id, 1);
+}
+
+PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,
+                       const npy_intp *strides)
+{
+    NdProxy *p = (NdProxy *)nd__proxy_new(s, 0);
+    if (!p) return NULL;
+    p->ndim = (uint8_t)ndim;
+    if (ndim) {  /* 0-d: shape/strides may be NULL */
+        memcpy(p->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+        memcpy(p->strides, strides, sizeof(npy_intp) * (size_t)ndim);
+    }
+    p->off = off;
+    p->identity = (uint8_t)nd__map_is_identity(s, ndim, shape, off, strides);
+    return (PyObject *)p;
+}
+
+/* NumPy view of `arr` (shaped like the storage) through proxy p's map;
+ * NULL without an exception when no strided view of arr expresses it. */
+PyObject *nd__view_of(NdProxy *p, PyArrayObject *arr)
+{
+    if (p->identity && !p->fresh) return Py_NewRef((PyObject *)arr);
+    if (p->identity) return PyArray_View(arr, NULL, &PyArray_Type);
+    const npy_intp *bs = PyArray_DIMS(arr), *bst = PyArray_STRIDES(arr);
+    int bndim = PyArray_NDIM(arr);
+    npy_intp boff = 0, bstrides[ND_MAXDIMS], isz = PyArray_ITEMSIZE(arr);
+    int any_empty = 0;
+    for (int d = 0; d < p->ndim; d++) any_empty |= p->shape[d] == 0;
+    if (PyArray_IS_C_CONTIGUOUS(arr)) {
+        /* the storage's flat index is the memory order: the map applies as is
+         * (this also covers reshapes that merge the storage's dims) */
+        boff = any_empty ? 0 : p->off * isz;
+        for (int d = 0; d < p->ndim; d++) bstrides[d] = p->strides[d] * isz;
+    } else {
+        npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS], size = PyArray_SIZE(arr), fs;
+        if (nd__decompose(bndim, bs, p->ndim, p->shape, p->off, p->strides, start, coef)) {
+            /* memory uniformly strided (a[::-1, ::-2] of a C array): the
+             * flat index is one byte stride, any map applies through it */
+            if (!nd_nocopy_reshape(bndim, bs, bst, 1, &size, &fs))
+                return NULL;  /* no NumPy view expresses it: the caller computes it */
+            boff = any_empty ? 0 : p->off * fs;
+            for (int d = 0; d < p->ndim; d++) bstrides[d] = p->strides[d] * fs;
+            goto make;
+        }
+        if (!any_empty)
+            for (int e = 0; e < bndim; e++) boff += start[e] * bst[e];
+        for (int d = 0; d < p->ndim; d++) {
+            bstrides[d] = 0;
+            for (int e = 0; e < bndim; e++) bstrides[d] += coef[d][e] * bst[e];
+        }
+    }
+make:;
+    PyArray_Descr *descr = PyArray_DESCR(arr);
+    Py_INCREF(descr);
+    int flags = PyArray_ISWRITEABLE(arr) ? NPY_ARRAY_WRITEABLE : 0;
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, p->ndim, p->shape, bstrides,
+                                       PyArray_BYTES(arr) + boff, flags, NULL);
+    if (!v) return NULL;
+    if (PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef((PyObject *)arr)) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyArray_UpdateFlags((PyArrayObject *)v, NPY_ARRAY_UPDATE_ALL);
+    return v;
+}
+
+PyObject *nd_proxy_base_array(PyObject *o)
+{
+    NdProxy *p = nd__as_proxy(o);
+    if (!p) return NULL;
+    if (p->value) return Py_NewRef(p->value);
+    if (!p->st) return NULL;
+    PyObject *arr = nd__node_array(p->st->trace->g, p->st->version);
+    if (!arr || !PyArray_Check(arr)) return NULL;
+    nd_storage *s = p->st;
+    if (s->rebased && !p->fresh && !p->part && arr == s->caller) {
+        /* the caller array itself, as `return a` gives it */
+        PyArrayObject *r = (PyArrayObject *)s->root;
+        int same = p->off == s->root_off && p->ndim == PyArray_NDIM(r);
+        for (int d = 0; same && d < p->ndim; d++)
+            same = p->shape[d] == PyArray_DIM(r, d) && p->strides[d] == s->root_strides[d];
+        if (same) return Py_NewRef(s->root);
+    }
+    if (!p->part) return nd__view_of(p, (PyArrayObject *)arr);
+    /* the complex region, then NumPy's own .real/.imag view of it */
+    uint8_t part = p->part, ident = p->identity;
+    p->part = 0;
+    p->identity = (uint8_t)nd__map_is_identity(p->st, p->ndim, p->shape, p->off, p->strides);
+    PyObject *v = nd__view_of(p, (PyArrayObject *)arr);
+    p->identity = ident;
+    p->part = part;
+    if (!v) return NULL;
+    PyObject *r = PyObject_GetAttrString(v, part == ND_F_VIEW_REAL ? "real" : "imag");
+    Py_DECREF(v);
+    return r;
+}
