@@ -2,7 +2,7 @@
  * depends on (see guards.h). */
 #include "core/npy.h"
 #include "guards.h"
-#include "core/hash.h"
+#include "graph/hash.h"
 
 uint64_t nd_guard_array_key(PyObject *obj)
 {

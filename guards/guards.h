@@ -1,7 +1,20 @@
-/* guards.h -- does something cached fit new inputs? (see guards.c) */
+/* guards.h -- the contract of guards/: does something cached fit new
+ * inputs? Layers above include this header only.
+ *
+ *   guard_key.c     keys of arrays and graphs for the program cache (here)
+ *   replay_guard.h  one argument of a replayed call: record, check, reason
+ *   fn_guards.h     one compiled function's cache: environment guards
+ *                   (globals, cells, functions), call guards (how the
+ *                   arguments were passed, one argument guard each), its
+ *                   size limit and the recompile reasons they give
+ *   guards.c        module-level helpers (nd_guards_init)
+ * guards/ sits on graph/ and core/ only; it knows nothing of passes/, the
+ * tracer or the shim (tests/test_layering.py).
+ */
 #ifndef ND_GUARDS_H
 #define ND_GUARDS_H
 #include "graph/graph.h"
+#include "fn_guards.h"
 int nd_guards_init(PyObject *module);
 
 /* guard_key.c: the properties a compiled program specializes on, as one

@@ -11,6 +11,7 @@
  */
 #include "core/npy.h"
 #include "replay_guard.h"
+#include "core/containers.h"
 #include <string.h>
 
 #define AG_FLAGS (NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
@@ -122,17 +123,6 @@ int nd_argguard_check(const nd_argguard *g, PyObject *const *args, Py_ssize_t i)
     }
 }
 
-static PyObject *tuple_of(const npy_intp *v, int n)
-{
-    PyObject *t = PyTuple_New(n);
-    for (int d = 0; t && d < n; d++) {
-        PyObject *x = PyLong_FromSsize_t(v[d]);
-        if (!x) { Py_CLEAR(t); break; }
-        PyTuple_SET_ITEM(t, d, x);
-    }
-    return t;
-}
-
 static const char *kind_name(int kind)
 {
     switch (kind) {
@@ -175,7 +165,7 @@ PyObject *nd_argguard_miss(const nd_argguard *g, PyObject *const *args, Py_ssize
     }
     if (PyArray_NDIM(a) != g->ndim ||
         memcmp(PyArray_DIMS(a), g->shape, sizeof(npy_intp) * (size_t)g->ndim)) {
-        PyObject *was = tuple_of(g->shape, g->ndim), *now = tuple_of(PyArray_DIMS(a), PyArray_NDIM(a));
+        PyObject *was = nd_intp_tuple(g->ndim, g->shape), *now = nd_intp_tuple(PyArray_NDIM(a), PyArray_DIMS(a));
         PyObject *r = was && now ? PyUnicode_FromFormat("shape of argument %zd changed: %S -> %S",
                                                         i, was, now)
                                  : NULL;
@@ -184,7 +174,7 @@ PyObject *nd_argguard_miss(const nd_argguard *g, PyObject *const *args, Py_ssize
         return r;
     }
     if (memcmp(PyArray_STRIDES(a), g->strides, sizeof(npy_intp) * (size_t)g->ndim)) {
-        PyObject *was = tuple_of(g->strides, g->ndim), *now = tuple_of(PyArray_STRIDES(a), g->ndim);
+        PyObject *was = nd_intp_tuple(g->ndim, g->strides), *now = nd_intp_tuple(g->ndim, PyArray_STRIDES(a));
         PyObject *r = was && now ? PyUnicode_FromFormat(
                                        "strides (layout) of argument %zd changed: %S -> %S", i,
                                        was, now)

@@ -20,9 +20,7 @@
  *
  * Shape and type errors are NumPy's own: the key is applied to a
  * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
-#include "shim_xj.h"
-#include "core/strides.h"
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 /* ------------------------------------------------- runtime helper callables */

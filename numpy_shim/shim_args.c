@@ -6,7 +6,7 @@
  * It also holds the normalizers of NumPy's common argument kinds (axis,
  * dtype, casting, flags) and broadcasting, each raising NumPy's exceptions.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <stdarg.h>
 #include <string.h>
 

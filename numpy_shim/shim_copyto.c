@@ -9,7 +9,7 @@
  * graph then writes dst's new value: src cast to dst's dtype and broadcast,
  * or where(mask, src, dst) with a mask.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 
 /* A zero-stride array of (dtype, ndim, shape) over one zeroed element. */
 static PyObject *standin(int dtype, int ndim, const npy_intp *shape, int writeable)

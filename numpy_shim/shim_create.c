@@ -9,7 +9,7 @@
  * arithmetic, its values start + i*delta with delta = (start+step) - start
  * in the result dtype, exactly as NumPy's fill loops).
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <math.h>
 #include <string.h>
 

@@ -7,8 +7,7 @@
  * following NumPy's own Python implementation where it has one (isclose,
  * nan_to_num), so values and dtypes agree.
  */
-#include "core/strides.h"
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <math.h>
 #include <float.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* shim_extern.c -- how an EXTERN call is built (shim_extern.h): the dtype
+/* shim_extern.c -- how an EXTERN call is built (shim_internal.h, "EXTERN calls"): the dtype
  * probe cache and the builder the NumPy areas share (shim_matmul.c,
  * shim_linalg.c, shim_fft.c, shim_sort.c, shim_stats.c).
  *
@@ -20,8 +20,7 @@
  * vector/Frobenius norms are built from fused graph ops instead.
  * Functions whose result shape or dtype depends on the data (unique,
  * bincount, nonzero, eig, lstsq's residuals) are recorded graph breaks. */
-#include "shim_extern.h"
-#include "core/strides.h"
+#include "shim_internal.h"
 #include <string.h>
 
 /* ------------------------------------------------------ dtype probe cache */

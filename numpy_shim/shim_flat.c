@@ -10,7 +10,7 @@
  * the assignment on x's concrete value (a recorded break), written back
  * into x the same way.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 
 typedef struct {
     PyObject_HEAD

@@ -8,7 +8,7 @@
  * a graph break). Everything else (integer/boolean arrays, lists, proxies as
  * indices) is advanced indexing: shim_advidx.c.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 typedef struct {

@@ -14,7 +14,7 @@
  * arrays instead (a recorded graph break): a genuine NumPy error is then
  * NumPy's own, and a proxy the code could not handle costs speed only.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 static const char *const inline_paths[] = {

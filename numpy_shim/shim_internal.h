@@ -1,9 +1,13 @@
 /* shim_internal.h -- the internal contract between the numpy_shim/ sources.
  *
- * Owners: the "shim" helper owns this header and every numpy_shim file except
- * shim_join.c, shim_extern.c and shim_advidx.c, which the "extern" helper
- * owns (they start as empty registrations / correct fallbacks written by
- * shim; extern replaces them). Changes to this header: additive only.
+ * The shim's one internal header: every numpy_shim/ source includes it, and
+ * nothing outside numpy_shim/ does (the rest of numdyn sees shim.h). Its
+ * sections: the function table and parameter specs; operands and nodes;
+ * results; the shared helpers of the dispatcher, typing and ufunc files;
+ * array-argument helpers (nd_xj_*, shim_xj.c) of the join, indexing and
+ * extern areas; and EXTERN calls (nd_ext_*, shim_extern.c) shared by the
+ * NumPy areas that run NumPy's own code (shim_matmul.c, shim_linalg.c,
+ * shim_fft.c, shim_sort.c, shim_stats.c).
  *
  * How a NumPy function gets into the shim
  * ---------------------------------------
@@ -59,6 +63,7 @@
 #define ND_SHIM_INTERNAL_H
 #include "core/npy.h"
 #include "core/dtypes.h"
+#include "core/strides.h"
 #include "trace/trace.h"
 #include "shim.h"
 
@@ -292,4 +297,198 @@ int nd_shim_resolve_ufunc_ex(int ufunc_id, int nin, const int *dtypes,
 int nd_shim_result_type(int n, const int *dtypes, const int *weak, int *out);
 /* Weak Python int `value` fits `dtype` (an integer typenum)? 1/0, -1 error. */
 int nd_shim_pyint_fits(PyObject *value, int dtype);
+/* ================================================================
+ * shared helpers of the dispatcher, typing and ufunc files
+ * ================================================================ */
+/* Compiled parameter spec of a def (see "Parameter spec" above). */
+typedef struct nd_spec {
+    int n;              /* number of names */
+    int nreq;           /* first nreq are required */
+    int npos;           /* first npos may be passed positionally */
+    int varargs;        /* index of the "*name" slot, or -1 */
+    PyObject *names[ND_SHIM_MAXARGS]; /* interned */
+} nd_spec;
+
+/* Compile (once) and fetch the spec of a def. NULL + exception on a bad spec. */
+const nd_spec *nd_shim_spec(const nd_shim_def *def);
+/* vectorcall form of nd_shim_parse_args. */
+int nd_shim_parse_fast(const nd_shim_def *def, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, PyObject **argv);
+/* The pending reason of nd_shim_unsupported, cleared by the call (NULL if none). */
+const char *nd_shim_take_unsupported(void);
+/* AxisError(axis, ndim) raised like NumPy. */
+void nd_shim_raise_axis_error(long axis, int ndim);
+/* dtype object for a typenum (new ref). */
+PyObject *nd_shim_descr(int typenum);
+/* Run an impl: fallback through NumPy's function when it says unsupported. */
+PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
+                           PyObject *func, PyObject *args, PyObject *kwargs);
+/* A node copy-out helper: dtype/ndim/shape of a node. */
+typedef struct { int dtype, ndim; npy_intp shape[ND_MAXDIMS]; } nd_info;
+void nd_shim_info(nd_trace *t, nd_id id, nd_info *out);
+/* ufunc output cast check with the output index (NumPy's message). */
+int nd_shim_check_output_cast_i(int uf, int i, int from, int to, NPY_CASTING casting);
+/* NPY_NO_CASTING.. -> "no", "equiv", ... */
+const char *nd_shim_casting_name(NPY_CASTING c);
+/* numpy._core._exceptions._UFuncOutputCastingError etc. lookups */
+PyObject *nd_shim_exc(const char *name);
+/* The shim's ufunc path with full kwargs (used by array_ufunc and the shim
+ * module's ufunc wrappers): args tuple/kwargs dict as NumPy's ufunc call. */
+PyObject *nd_shim_ufunc_call(nd_trace *t, int ufunc_id, PyObject *args, PyObject *kwargs);
+/* ufunc.reduce / accumulate / outer with a proxy operand. */
+PyObject *nd_shim_ufunc_reduce(nd_trace *t, int ufunc_id, PyObject *args, PyObject *kwargs);
+PyObject *nd_shim_ufunc_accumulate(nd_trace *t, int ufunc_id, PyObject *args, PyObject *kwargs);
+PyObject *nd_shim_ufunc_outer(nd_trace *t, int ufunc_id, PyObject *args, PyObject *kwargs);
+/* Materialize-or-pass-through: a NumPy scalar for is_scalar results when
+ * the value is already concrete (used by item-like reads). */
+PyObject *nd_shim_scalar_from_array(PyObject *arr);
+/* SCAN node: ufunc accumulate along axis, accumulating at acc. */
+nd_id nd_shim_node_scan(nd_trace *t, int uf, nd_id in, int axis, int acc, int out_dtype);
+/* Real (imag=0) or imaginary part of a complex node, as a VIEW value. */
+nd_id nd_shim_node_part(nd_trace *t, nd_id in, int imag);
+/* A node value reshaped (C order) -- always a VIEW of a node's value. */
+nd_id nd_shim_node_reshape(nd_trace *t, nd_id in, int ndim, const npy_intp *shape);
+/* float dtype of a complex dtype's parts */
+int nd_shim_complex_part_dtype(int dtype);
+/* Broadcast operand + retype weak -> node at dtype (casts strong ones too). */
+nd_id nd_shim_operand_at(nd_trace *t, nd_operand *op, int dtype);
+/* OverflowError for a Python int that does not fit `dtype`, NumPy's message */
+void nd_shim_raise_pyint_overflow(PyObject *value, int dtype);
+/* The shim module's ufunc objects (shim_ufunc.c): wrappers that record
+ * plain calls on proxies directly; installed into `module` under every
+ * numpy name bound to a known ufunc the module does not define. */
+int nd_shim_install_ufuncs(PyObject *module);
+/* The wrapper of ufunc id uf (borrowed), or NULL before installation. */
+PyObject *nd_shim_ufunc_wrapper(int uf);
+
+/* ================================================================
+ * array-argument helpers (shim_xj.c)
+ * ================================================================ */
+/* Array-argument and node helpers of shim_join.c, shim_advidx.c and the
+ * EXTERN areas (implemented in shim_xj.c). Conventions:
+ *  - an nd_xj_arr is a node id with a snapshot of its dtype, rank and
+ *    shape; helpers that change the id (reshape) refresh the snapshot;
+ *  - int-returning helpers: 0 ok, -1 error with an exception set, 1 (where
+ *    stated) "not modelled": a reason is recorded with nd_shim_unsupported
+ *    or, for argument parsers, nothing is set and the caller decides;
+ *  - nd_id-returning helpers: ND_NONE with an exception set;
+ *  - `path` arguments name a numpy attribute ("linalg.svd") and must be
+ *    static strings: lookups are cached by the pointer.
+ */
+
+typedef struct nd_xj_arr {
+    nd_id id;
+    int dtype, ndim;
+    npy_intp shape[ND_MAXDIMS];
+} nd_xj_arr;
+
+/* ------------------------------------------------------- shapes, arrays */
+
+/* refresh a->dtype/ndim/shape from a->id */
+void nd_xj_fill(nd_trace *t, nd_xj_arr *a);
+npy_intp nd_xj_size(int ndim, const npy_intp *shape);
+/* An array-like argument as a node, with np.asarray semantics (Python
+ * scalars are strong). 0, -1, or 1 unsupported (reason recorded). */
+int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);
+/* value-level C-order reshape (a VIEW); a no-op when the shape is a's */
+int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape);
+int nd_xj_ravel(nd_trace *t, nd_xj_arr *a);
+
+/* ---------------------------------------------------------------- nodes */
+
+nd_id nd_xj_i64(nd_trace *t, long long v);
+/* int64 ufunc node (comparisons give bool); for add, an ND_NONE operand
+ * means "absent" and the other is returned */
+nd_id nd_xj_ibin(nd_trace *t, int uf, nd_id x, nd_id y);
+/* x uf c for a constant c (identities fold away) */
+nd_id nd_xj_ibin_c(nd_trace *t, int uf, nd_id x, long long c);
+/* value broadcast to shape at dtype; a weak Python int must fit (NEP 50) */
+nd_id nd_xj_full(nd_trace *t, PyObject *value, int dtype, int weak, int ndim,
+                 const npy_intp *shape);
+nd_id nd_xj_zeros(nd_trace *t, int dtype, int ndim, const npy_intp *shape);
+/* base with the affine region (voff, vstrides over vshape, base's C-order
+ * flat index) replaced by val (broadcast, cast to base's dtype) */
+nd_id nd_xj_setitem(nd_trace *t, nd_id base, nd_id val, int vndim, const npy_intp *vshape,
+                    npy_intp voff, const npy_intp *vstrides);
+/* src's elements at the int64 flat indices `flat` (already in range) */
+nd_id nd_xj_gather(nd_trace *t, nd_id src, nd_id flat);
+/* np.take along axis ax with int64 indices already in [0, a.shape[ax]) */
+nd_id nd_xj_take_axis(nd_trace *t, const nd_xj_arr *a, int ax, const nd_xj_arr *idx);
+
+/* ------------------------------------------------------- NumPy's word */
+
+/* numpy.<path> (new ref), cached per path */
+PyObject *nd_xj_np_attr(const char *path);
+/* o with every leaf replaced: leaf(o, ctx, &out) returns 1 with *out (new
+ * ref) for a leaf it replaces, 0 to keep o (tuples and lists are walked,
+ * keeping their type; anything else is kept as is), -1 on error. */
+typedef int (*nd_xj_leaf_fn)(PyObject *o, void *ctx, PyObject **out);
+PyObject *nd_xj_map_template(PyObject *o, nd_xj_leaf_fn leaf, void *ctx);
+/* EXTERN args template (placeholder 0..nin-1, then extra[], NULL = None) */
+PyObject *nd_xj_tmpl(int nin, int nextra, PyObject *const *extra);
+/* dtype/shape-faithful array whose elements all alias one zero (strides 0) */
+PyObject *nd_xj_standin(int dtype, int ndim, const npy_intp *shape);
+/* Let NumPy raise its own error for a call the shape rules reject: calls
+ * numpy.<path> with proxies replaced by stand-ins (argv/params as the
+ * def's). NULL with NumPy's exception, or with an unsupported reason when
+ * NumPy accepts the call after all. */
+PyObject *nd_xj_numpy_error(const char *path, const char *params, PyObject **argv);
+
+/* -------------------------------------------------------------- arguments */
+
+/* A sequence of ints -- or with allow_int a single int too -- (axes=,
+ * shift=, reps=...) into out[0..*n). 0 ok; 1 not that (or an item is not
+ * an int), 2 more than cap items: both with no exception set; -1 a value
+ * beyond npy_intp (OverflowError set). The length is checked before the
+ * items are read. */
+int nd_xj_int_list(PyObject *o, int allow_int, npy_intp *out, int cap, int *n);
+/* Two array arguments argv[0], argv[1] (nd_xj_array each): 0, -1 or 1. */
+int nd_xj_array2(nd_trace *t, PyObject **argv, nd_xj_arr *in);
+
+/* ================================================================
+ * EXTERN calls (shim_extern.c)
+ * ================================================================ */
+/* Building EXTERN calls: what the NumPy areas that run NumPy's own code
+ * inside the compiled program share (shim_extern.c).
+ *
+ * An area (shim_matmul.c, shim_linalg.c, shim_fft.c, shim_sort.c,
+ * shim_stats.c) computes the result shapes by NumPy's rules, fills an
+ * nd_ext_out, and calls nd_ext_build / nd_ext_simple; dtypes it leaves at
+ * -1 come from a probe of NumPy itself on tiny arrays, cached per
+ * (function, input dtypes and ranks, constant arguments).
+ */
+
+typedef struct {
+    int nout;     /* number of result arrays */
+    int tuple;    /* NumPy returns a tuple (or namedtuple) of them */
+    int scalar0d; /* 0-d results are NumPy scalars (np.dot, det...) */
+    int dtype[4]; /* -1: ask the probe */
+    int ndim[4];
+    npy_intp shape[4][ND_MAXDIMS];
+} nd_ext_out;
+
+void nd_ext_init(nd_ext_out *o, int nout, int tuple, int scalar0d);
+void nd_ext_shape(nd_ext_out *o, int k, int ndim, const npy_intp *shape);
+/* one array result (not a tuple) of the given shape */
+void nd_ext_init1(nd_ext_out *o, int scalar0d, int ndim, const npy_intp *shape);
+/* Nodes for fn(*tmpl, **kw) on ins; the result NumPy would return (new ref). */
+PyObject *nd_ext_build(nd_trace *t, PyObject *fn, PyObject *tmpl, PyObject *kw, int nin,
+                       const nd_xj_arr *ins, nd_ext_out *o);
+/* call numpy.<path> as NumPy would, with a simple positional template:
+ * the nin inputs, then extra[0..nextra) */
+PyObject *nd_ext_simple(nd_trace *t, const char *path, int nin, const nd_xj_arr *ins,
+                        int nextra, PyObject *const *extra, PyObject *kw, nd_ext_out *o);
+/* any of argv[from..to) given -> not modelled */
+int nd_ext_given(PyObject **argv, int from, int to);
+/* broadcast two batch shapes; 0 ok, 1 mismatch (no exception) */
+int nd_ext_batch_broadcast(int n1, const npy_intp *s1, int n2, const npy_intp *s2, int *nd,
+                           npy_intp *out);
+
+/* each area registers its functions and methods */
+int nd_shim_register_matmul(nd_shim_table *tab);
+int nd_shim_register_linalg(nd_shim_table *tab);
+int nd_shim_register_fft(nd_shim_table *tab);
+int nd_shim_register_sort(nd_shim_table *tab);
+int nd_shim_register_stats(nd_shim_table *tab);
+
 #endif

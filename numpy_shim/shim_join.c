@@ -17,10 +17,9 @@
  * anything; if NumPy unexpectedly accepts them, the call falls back to real
  * NumPy with a recorded break instead of guessing.
  *
- * The nd_xj_* helpers (shim_xj.h) are shared with shim_advidx.c and
+ * The nd_xj_* helpers (shim_internal.h) are shared with shim_advidx.c and
  * shim_extern.c. */
-#include "shim_xj.h"
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 /* ------------------------------------------------------------ helpers */

@@ -8,7 +8,7 @@
  * shim module holds these objects under NumPy's names; every other name
  * falls through to numpy (np.pi, np.float32, ufuncs, np.random).
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <stddef.h>
 #include <string.h>
 

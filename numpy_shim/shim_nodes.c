@@ -5,7 +5,7 @@
  * ids back. Node pointers move when the graph grows, so nothing here keeps
  * one across an nd_graph_add.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 void nd_shim_info(nd_trace *t, nd_id id, nd_info *out)

@@ -9,7 +9,7 @@
  * pointwise nodes, exactly as numpy/_core/_methods.py composes them, so the
  * native backend can fuse them.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 /* ------------------------------------------------------------ oracle */

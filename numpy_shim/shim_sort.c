@@ -1,9 +1,8 @@
 /* shim_sort.c -- sort, argsort, partition, argpartition, searchsorted (and the methods)
- * as EXTERN nodes or fused graph ops (see shim_extern.h for how an extern
+ * as EXTERN nodes or fused graph ops (see shim_internal.h, "EXTERN calls", for how an extern
  * call is built: shapes by NumPy's rules written in C, dtypes from a cached
  * probe of NumPy itself). */
-#include "shim_extern.h"
-#include "core/strides.h"
+#include "shim_internal.h"
 #include <string.h>
 
 /* ------------------------------------------------------------------ sort */

@@ -13,7 +13,7 @@
  * true values; we report that case to the caller (return 2), which knows the
  * answer is a constant.
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 PyObject *nd_shim_descr(int typenum)
@@ -216,16 +216,6 @@ void nd_shim_raise_pyint_overflow(PyObject *value, int dtype)
                  nd_dtype_name(dtype));
 }
 
-static int is_comparison(int uf)
-{
-    switch (uf) {
-    case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS:
-    case ND_UF_LESS_EQUAL: case ND_UF_EQUAL: case ND_UF_NOT_EQUAL:
-        return 1;
-    }
-    return 0;
-}
-
 int nd_shim_resolve_ufunc_ex(int uf, int nin, const int *dtypes, const int *weak,
                              PyObject *const *vals, int sig, NPY_CASTING casting,
                              int *loop_in, int *out)
@@ -251,7 +241,7 @@ int nd_shim_resolve_ufunc_ex(int uf, int nin, const int *dtypes, const int *weak
         if (fits) continue;
         /* NumPy compares true values only against integer arrays; a bool
          * operand takes the plain conversion path (and its error) */
-        if (is_comparison(uf) && nin == 2 && PyTypeNum_ISINTEGER(dtypes[1 - i])) return 2;
+        if (nd_ufunc_is_comparison(uf) && nin == 2 && PyTypeNum_ISINTEGER(dtypes[1 - i])) return 2;
         nd_shim_raise_pyint_overflow(vals[i], loop_in[i]);
         return -1;
     }

@@ -15,7 +15,7 @@
  * where= without out=: NumPy leaves the masked-out elements uninitialized;
  * we give them the computed value (any value is NumPy-conformant).
  */
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -26,16 +26,6 @@ typedef struct {
     int sig_dtype;        /* dtype= as typenum or -1 */
     NPY_CASTING casting;
 } ufunc_opts;
-
-static int is_comparison(int uf)
-{
-    switch (uf) {
-    case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS:
-    case ND_UF_LESS_EQUAL: case ND_UF_EQUAL: case ND_UF_NOT_EQUAL:
-        return 1;
-    }
-    return 0;
-}
 
 /* A comparison with a Python int outside the integer loop dtype's range:
  * NumPy 2 compares true values, so the answer does not depend on the
@@ -183,7 +173,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
                                       loop_in, out_dt);
     if (rc < 0) return NULL;
     nd_id res[2];
-    if (rc == 2 && is_comparison(uf)) {
+    if (rc == 2 && nd_ufunc_is_comparison(uf)) {
         int value = 0;
         if (comparison_constant(uf, ops, loop_in, &value) < 0) return NULL;
         int ndims[2] = {ops[0].ndim, ops[1].ndim};

@@ -9,8 +9,7 @@
  * not expressible per dimension over the storage -- exactly when NumPy
  * would have to copy -- and we then make a new value.
  */
-#include "core/strides.h"
-#include "shim_priv.h"
+#include "shim_internal.h"
 #include <string.h>
 
 static void c_strides(int ndim, const npy_intp *shape, npy_intp *cs)

@@ -1,8 +1,8 @@
-/* shim_xj.c -- the helpers of shim_xj.h: array arguments as nodes, int64
+/* shim_xj.c -- the array-argument helpers (shim_internal.h): array arguments as nodes, int64
  * index arithmetic, and asking NumPy itself (attribute lookup, stand-ins
  * that make NumPy raise its own shape errors). Shared by shim_join.c,
  * shim_extern.c and shim_advidx.c. */
-#include "shim_xj.h"
+#include "shim_internal.h"
 #include <string.h>
 
 void nd_xj_fill(nd_trace *t, nd_xj_arr *a)

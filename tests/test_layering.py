@@ -33,6 +33,21 @@ BELOW = {
 }
 BELOW["module"] = set(BELOW) - {"module"}
 SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "trace")
+# layer -> its contract: the headers another layer may include. Everything
+# else in a folder (trace_internal.h, native.h, shim_internal.h...) is
+# private to it. core/ is a toolbox: any of its headers (core.h lists them).
+CONTRACT = {
+    "core": {"src/core/core.h", "src/core/npy.h", "src/core/dtypes.h", "src/core/strides.h",
+             "src/core/sb.h", "src/core/counters.h", "src/core/containers.h"},
+    "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h"},
+    "guards": {"guards/guards.h"},
+    "passes": {"src/passes/schedule.h"},
+    "codegen": {"src/codegen/codegen.h"},
+    "toolchain": {"src/toolchain/toolchain.h"},
+    "runtime": {"src/runtime/backend.h"},
+    "trace": {"src/trace/trace.h"},
+    "numpy_shim": {"numpy_shim/shim.h"},
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -104,6 +119,31 @@ def test_includes_run_down_the_pipeline():
             elif it != me and it not in BELOW[me]:
                 bad.append(f"{rel} ({me}) includes {target} ({it}): {it} is not below {me}")
     assert not bad, "includes against the layer order:\n" + "\n".join(bad)
+
+
+def test_each_layer_has_its_contract_header():
+    for layer, headers in CONTRACT.items():
+        for h in headers:
+            assert os.path.isfile(os.path.join(ROOT, h)), f"{layer}: contract header {h} is missing"
+
+
+def test_layers_meet_only_through_contract_headers():
+    """No module reads another's structs except through its header."""
+    bad = []
+    for rel in c_files():
+        me = layer_of(rel)
+        text = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        for inc in INCLUDE.findall(text):
+            target = resolve(rel, inc)
+            if target is None or target.startswith("kernels" + os.sep):
+                continue
+            it = layer_of(target)
+            if it is None or it == me or it == "module":
+                continue
+            if target.replace(os.sep, "/") not in CONTRACT[it]:
+                bad.append(f"{rel} ({me}) includes {target}, private to {it} "
+                           f"(its contract: {sorted(CONTRACT[it])})")
+    assert not bad, "includes of another layer's private headers:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("layer", ["trace", "runtime", "codegen", "passes", "guards", "graph",

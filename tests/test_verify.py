@@ -67,3 +67,21 @@ def test_numdyn_debug_runs_the_checks_and_changes_nothing():
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("ok")
+
+
+# Files whose programs cover setitem, views, reductions, joins and externs:
+# run again with NUMDYN_DEBUG=1, every captured graph and every scheduled
+# program is checked, and the results must still be NumPy's.
+DEBUG_SLICE = ["test_mutation.py", "test_view_rules.py", "test_join.py", "test_extern.py"]
+
+
+def test_a_slice_of_the_suite_passes_under_numdyn_debug():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, NUMDYN_DEBUG="1")
+    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         *[os.path.join(here, f) for f in DEBUG_SLICE]],
+        env=env, capture_output=True, text=True, timeout=1800, cwd=os.path.dirname(here))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout

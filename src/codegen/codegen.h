@@ -5,6 +5,7 @@
 #ifndef ND_CODEGEN_H
 #define ND_CODEGEN_H
 #include "core/sb.h"
+#include "graph/hash.h"
 #include "passes/schedule.h"
 
 /* codegen_expr.c: one element */

@@ -2,7 +2,6 @@
 #ifndef ND_SB_H
 #define ND_SB_H
 #include "npy.h"
-#include "hash.h"
 #include <stdarg.h>
 
 typedef struct nd_sb {

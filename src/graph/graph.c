@@ -1,6 +1,6 @@
 /* graph.c -- storage, extraction and hashing of the typed DAG (graph.h). */
 #include "graph.h"
-#include "core/hash.h"
+#include "hash.h"
 #include "core/dtypes.h"
 #include <string.h>
 
@@ -202,6 +202,16 @@ const char *nd_ufunc_name(int id)
 }
 int nd_ufunc_nin(int id) { return uf_table[id].nin; }
 int nd_ufunc_nout(int id) { return uf_table[id].nout; }
+
+int nd_ufunc_is_comparison(int uf)
+{
+    switch (uf) {
+    case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS:
+    case ND_UF_LESS_EQUAL: case ND_UF_EQUAL: case ND_UF_NOT_EQUAL:
+        return 1;
+    }
+    return 0;
+}
 PyObject *nd_ufunc_object(int id) { return uf_objects[id]; }
 
 int nd_ufunc_lookup(PyObject *ufunc)

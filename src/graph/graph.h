@@ -160,6 +160,8 @@ const char *nd_op_name(int op);
 const char *nd_ufunc_name(int ufunc_id);  /* NumPy's name, e.g. "add" */
 int nd_ufunc_nin(int ufunc_id);
 int nd_ufunc_nout(int ufunc_id);
+/* 1 for the six comparisons (greater ... not_equal). */
+int nd_ufunc_is_comparison(int ufunc_id);
 /* id of a ufunc object, or -1 when it is not one numdyn knows */
 int nd_ufunc_lookup(PyObject *ufunc);
 PyObject *nd_ufunc_object(int ufunc_id);         /* borrowed */

@@ -9,6 +9,7 @@
 #include "core/npy.h"
 #include "graph_py.h"
 #include "core/dtypes.h"
+#include "core/containers.h"
 #include <string.h>
 
 typedef struct {
@@ -28,17 +29,6 @@ static PyTypeObject NdNode_Type;
 
 /* ------------------------------------------------------------ formatting */
 
-static PyObject *shape_tuple(int ndim, const npy_intp *shape)
-{
-    PyObject *t = PyTuple_New(ndim);
-    if (!t) return NULL;
-    for (int d = 0; d < ndim; d++) {
-        PyObject *v = PyLong_FromSsize_t(shape[d]);
-        if (!v) { Py_DECREF(t); return NULL; }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
-}
 
 /* Appends to a growing Python list of str pieces (joined at the end). */
 static int put(PyObject *parts, PyObject *s)
@@ -51,7 +41,7 @@ static int put(PyObject *parts, PyObject *s)
 
 static PyObject *ints_str(int n, const npy_intp *v)
 {
-    PyObject *t = shape_tuple(n, v);
+    PyObject *t = nd_intp_tuple(n, v);
     if (!t) return NULL;
     PyObject *s = PyObject_Repr(t);
     Py_DECREF(t);
@@ -63,7 +53,7 @@ static PyObject *axes_of(uint64_t mask, int ndim)
     npy_intp ax[64];
     int n = 0;
     for (int d = 0; d < ndim && d < 64; d++) if (mask & (1ULL << d)) ax[n++] = d;
-    return shape_tuple(n, ax);
+    return nd_intp_tuple(n, ax);
 }
 
 static int in_ndim(nd_graph *g, const nd_node *n)
@@ -207,7 +197,7 @@ static PyObject *node_dtype(PyObject *self, void *c) { return (PyObject *)PyArra
 static PyObject *node_shape(PyObject *self, void *c)
 {
     nd_node *n = node_of(self);
-    return shape_tuple(n->ndim, n->shape);
+    return nd_intp_tuple(n->ndim, n->shape);
 }
 
 static PyObject *node_inputs(PyObject *self, void *c)
@@ -280,8 +270,8 @@ static PyObject *node_attrs(PyObject *self, void *c)
     case ND_OP_VIEW:
     case ND_OP_SETITEM:
         ok = set_item(d, "offset", PyLong_FromSsize_t(n->voff)) == 0 &&
-             set_item(d, "strides", shape_tuple(n->op == ND_OP_VIEW ? n->ndim : n->vndim, n->vstrides)) == 0;
-        if (ok && n->op == ND_OP_SETITEM) ok = set_item(d, "region", shape_tuple(n->vndim, n->vshape)) == 0;
+             set_item(d, "strides", nd_intp_tuple(n->op == ND_OP_VIEW ? n->ndim : n->vndim, n->vstrides)) == 0;
+        if (ok && n->op == ND_OP_SETITEM) ok = set_item(d, "region", nd_intp_tuple(n->vndim, n->vshape)) == 0;
         if (ok && (n->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
             ok = set_item(d, "part", PyUnicode_FromString((n->flags & ND_F_VIEW_REAL) ? "real" : "imag")) == 0;
         break;
@@ -443,7 +433,7 @@ static PyObject *graph_call(PyObject *self, PyObject *args, PyObject *kwargs)
         if (!arr) goto done;
         if (!PyArray_EquivTypenums(PyArray_TYPE(arr), n->dtype) || PyArray_NDIM(arr) != n->ndim ||
             memcmp(PyArray_DIMS(arr), n->shape, sizeof(npy_intp) * n->ndim) != 0) {
-            PyObject *sh = shape_tuple(n->ndim, n->shape);
+            PyObject *sh = nd_intp_tuple(n->ndim, n->shape);
             PyErr_Format(PyExc_ValueError,
                          "numdyn.Graph input %zd must have dtype %s and shape %R (as traced)",
                          k - 1, nd_dtype_name(n->dtype), sh);

@@ -44,59 +44,35 @@ static PyObject *backends;   /* registered name -> compiler_fn */
 
 /* ------------------------------------------------------------ wrapping */
 
-static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
+typedef struct {
+    nd_trace *t;
+    PyObject *alias;
+} wrap_ctx;
+
+/* An exact ndarray argument becomes a caller proxy (the same proxy for an
+ * array passed twice: alias maps id -> proxy), looking into tuples, lists
+ * and dicts down to 16 levels. */
+static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
 {
-    if (PyArray_CheckExact(o)) {
-        if (!nd_supported_array(o)) return Py_NewRef(o);
-        if (alias != Py_None) {
-            PyObject *key = PyLong_FromVoidPtr(o);
-            if (!key) return NULL;
-            PyObject *p = PyDict_GetItemWithError(alias, key);
-            Py_DECREF(key);
-            if (p) return Py_NewRef(p);
-            if (PyErr_Occurred()) return NULL;
-        }
-        nd_storage *s = nd__caller_storage(t, o);
-        return s ? nd__caller_proxy(s, 0) : NULL;
+    wrap_ctx *c = ctx;
+    if (!PyArray_CheckExact(o)) return ND_NOT_LEAF;
+    if (!nd_supported_array(o)) return Py_NewRef(o);
+    if (c->alias != Py_None) {
+        PyObject *key = PyLong_FromVoidPtr(o);
+        if (!key) return NULL;
+        PyObject *p = PyDict_GetItemWithError(c->alias, key);
+        Py_DECREF(key);
+        if (p) return Py_NewRef(p);
+        if (PyErr_Occurred()) return NULL;
     }
-    if (depth > 16) return Py_NewRef(o);
-    int is_tuple = PyTuple_Check(o);
-    if (is_tuple || PyList_Check(o)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        PyObject *items = PyList_New(n);
-        if (!items) return NULL;
-        int changed = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *it = PySequence_Fast_GET_ITEM(o, i);
-            PyObject *w = wrap_obj(t, it, depth + 1, alias);
-            if (!w) { Py_DECREF(items); return NULL; }
-            changed |= w != it;
-            PyList_SET_ITEM(items, i, w);
-        }
-        if (!changed) { Py_DECREF(items); return Py_NewRef(o); }
-        if (!is_tuple) return items;
-        PyObject *r = PyTuple_CheckExact(o) || !PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make")
-            ? PyList_AsTuple(items)
-            : PyObject_CallMethod((PyObject *)Py_TYPE(o), "_make", "O", items);
-        Py_DECREF(items);
-        return r;
-    }
-    if (PyDict_CheckExact(o)) {
-        PyObject *d = PyDict_New();
-        if (!d) return NULL;
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        int changed = 0;
-        while (PyDict_Next(o, &pos, &k, &v)) {
-            PyObject *w = wrap_obj(t, v, depth + 1, alias);
-            if (!w || PyDict_SetItem(d, k, w) < 0) { Py_XDECREF(w); Py_DECREF(d); return NULL; }
-            changed |= w != v;
-            Py_DECREF(w);
-        }
-        if (!changed) { Py_DECREF(d); return Py_NewRef(o); }
-        return d;
-    }
-    return Py_NewRef(o);
+    nd_storage *s = nd__caller_storage(c->t, o);
+    return s ? nd__caller_proxy(s, 0) : NULL;
+}
+
+static PyObject *wrap_obj(nd_trace *t, PyObject *o, PyObject *alias)
+{
+    wrap_ctx c = {t, alias};
+    return nd_map_leaves(o, wrap_leaf, &c, 16, 0);
 }
 
 /* ---------------------------------------------- arguments sharing memory */
@@ -235,7 +211,7 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     PyObject *r = NULL, *alias = alias_proxies(t, args, n);
     if (!alias) goto done;
     for (; k < n; k++)
-        if (!(w[k] = wrap_obj(t, args[k], 0, alias))) goto done;
+        if (!(w[k] = wrap_obj(t, args[k], alias))) goto done;
     t->fullgraph += cf->fullgraph;
     r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);
     t->fullgraph -= cf->fullgraph;

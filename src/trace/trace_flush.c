@@ -17,7 +17,7 @@
 #include "trace_replay.h"
 #include "graph/graph_py.h"
 #include "runtime/backend.h"
-#include "core/hash.h"
+#include "graph/hash.h"
 #include <string.h>
 
 PyObject *nd__node_array(nd_graph *g, nd_id id)
@@ -254,7 +254,7 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
                     nd_backends[t->backend].name, why ? why : Py_None);
                 Py_XDECREF(why);
                 if (msg && PyErr_WarnEx(PyExc_RuntimeWarning, PyUnicode_AsUTF8(msg), 1) == 0)
-                    res = nd_backend_eager_run(g, outs, nt);
+                    res = nd_backends[ND_BACKEND_EAGER].run(g, outs, nt, t->options);
                 Py_XDECREF(msg);
             }
         }
@@ -718,66 +718,34 @@ done:
     return rc;
 }
 
-static PyObject *rebuild(PyObject *o, proxy_set *ps, int as_scalar, int depth)
+typedef struct {
+    proxy_set *ps;
+    int as_scalar;
+} rebuild_ctx;
+
+/* A proxy of ps becomes its value (a NumPy scalar where the proxy stands
+ * for one and as_scalar), down to 64 levels of containers. */
+static PyObject *rebuild_leaf(PyObject *o, int depth, void *ctx)
 {
+    rebuild_ctx *c = ctx;
     if (depth > 64) return Py_NewRef(o);
-    if (nd_proxy_check(o)) {
-        for (Py_ssize_t k = 0; k < ps->n; k++) {
-            if (ps->p[k] != (NdProxy *)o) continue;
-            PyObject *v = Py_NewRef(ps->v[k]);
-            if (as_scalar && ps->p[k]->is_scalar && PyArray_Check(v) &&
-                PyArray_NDIM((PyArrayObject *)v) == 0)
-                return PyArray_Return((PyArrayObject *)v);
-            return v;
-        }
-        return Py_NewRef(o);
-    }
-    int is_tuple = PyTuple_Check(o);
-    if (is_tuple || PyList_Check(o)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        PyObject *items = PyList_New(n);
-        if (!items) return NULL;
-        int changed = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *it = PySequence_Fast_GET_ITEM(o, i);
-            PyObject *r = rebuild(it, ps, as_scalar, depth + 1);
-            if (!r) { Py_DECREF(items); return NULL; }
-            changed |= r != it;
-            PyList_SET_ITEM(items, i, r);
-        }
-        if (!changed) { Py_DECREF(items); return Py_NewRef(o); }
-        if (!is_tuple) return items;
-        PyObject *r;
-        if (PyTuple_CheckExact(o)) r = PyList_AsTuple(items);
-        else if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make"))
-            r = PyObject_CallMethod((PyObject *)Py_TYPE(o), "_make", "O", items);  /* namedtuple */
-        else r = PyList_AsTuple(items);
-        Py_DECREF(items);
-        return r;
-    }
-    if (PyDict_Check(o)) {
-        PyObject *d = PyDict_New();
-        if (!d) return NULL;
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        int changed = 0;
-        while (PyDict_Next(o, &pos, &k, &v)) {
-            PyObject *r = rebuild(v, ps, as_scalar, depth + 1);
-            if (!r || PyDict_SetItem(d, k, r) < 0) { Py_XDECREF(r); Py_DECREF(d); return NULL; }
-            changed |= r != v;
-            Py_DECREF(r);
-        }
-        if (!changed) { Py_DECREF(d); return Py_NewRef(o); }
-        if (!PyDict_CheckExact(o)) {
-            /* OrderedDict, defaultdict...: same type, same items */
-            PyObject *r = PyObject_CallMethod(o, "copy", NULL);
-            if (r && PyDict_Update(r, d) < 0) Py_CLEAR(r);
-            Py_DECREF(d);
-            return r;
-        }
-        return d;
+    if (!nd_proxy_check(o)) return ND_NOT_LEAF;
+    proxy_set *ps = c->ps;
+    for (Py_ssize_t k = 0; k < ps->n; k++) {
+        if (ps->p[k] != (NdProxy *)o) continue;
+        PyObject *v = Py_NewRef(ps->v[k]);
+        if (c->as_scalar && ps->p[k]->is_scalar && PyArray_Check(v) &&
+            PyArray_NDIM((PyArrayObject *)v) == 0)
+            return PyArray_Return((PyArrayObject *)v);
+        return v;
     }
     return Py_NewRef(o);
+}
+
+static PyObject *rebuild(PyObject *o, proxy_set *ps, int as_scalar)
+{
+    rebuild_ctx c = {ps, as_scalar};
+    return nd_map_leaves(o, rebuild_leaf, &c, 64, ND_WALK_DICT_SUBCLASSES);
 }
 
 PyObject *nd__materialize_tree(PyObject *obj, int as_scalar)
@@ -787,7 +755,7 @@ PyObject *nd__materialize_tree(PyObject *obj, int as_scalar)
     if (collect(obj, &ps, 0) < 0) goto done;
     if (!ps.n) { r = Py_NewRef(obj); goto done; }
     if (compute_set(&ps) < 0) goto done;
-    r = rebuild(obj, &ps, as_scalar, 0);
+    r = rebuild(obj, &ps, as_scalar);
 done:
     proxy_set_clear(&ps);
     return r;

@@ -24,6 +24,7 @@
 #ifndef ND_TRACE_INTERNAL_H
 #define ND_TRACE_INTERNAL_H
 #include "core/npy.h"
+#include "core/containers.h"
 #include "trace.h"
 #include "runtime/backend.h"
 #include <stddef.h>

@@ -35,7 +35,7 @@
  * hash, one lookup, the kernels), then rebuilds the return value.
  */
 #include "trace_replay.h"
-#include "guards/fn_guards.h"
+#include "guards/guards.h"
 #include <string.h>
 
 _Thread_local nd_replay_rec *nd__tls_rec;
@@ -483,26 +483,15 @@ static int tpush(tbuf *b, int kind, int32_t n, int32_t idx, PyObject *obj)
     return 0;
 }
 
-static PyObject *dims_tuple(int n, const npy_intp *v)
-{
-    PyObject *t = PyTuple_New(n);
-    for (int d = 0; t && d < n; d++) {
-        PyObject *x = PyLong_FromSsize_t(v[d]);
-        if (!x) { Py_CLEAR(t); break; }
-        PyTuple_SET_ITEM(t, d, x);
-    }
-    return t;
-}
-
 /* view spec: (descr, byte offset, shape, strides, flags, base shape, base strides) */
 static int push_view(tbuf *b, int kind, int32_t idx, PyObject *v, PyObject *base)
 {
     PyArrayObject *a = (PyArrayObject *)v, *s = (PyArrayObject *)base;
     PyObject *spec = Py_BuildValue(
         "(OnNNiNN)", (PyObject *)PyArray_DESCR(a), (Py_ssize_t)(PyArray_BYTES(a) - PyArray_BYTES(s)),
-        dims_tuple(PyArray_NDIM(a), PyArray_DIMS(a)), dims_tuple(PyArray_NDIM(a), PyArray_STRIDES(a)),
-        PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, dims_tuple(PyArray_NDIM(s), PyArray_DIMS(s)),
-        dims_tuple(PyArray_NDIM(s), PyArray_STRIDES(s)));
+        nd_intp_tuple(PyArray_NDIM(a), PyArray_DIMS(a)), nd_intp_tuple(PyArray_NDIM(a), PyArray_STRIDES(a)),
+        PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, nd_intp_tuple(PyArray_NDIM(s), PyArray_DIMS(s)),
+        nd_intp_tuple(PyArray_NDIM(s), PyArray_STRIDES(s)));
     if (!spec) return -1;
     int rc = tpush(b, kind, 0, idx, spec);
     Py_DECREF(spec);

@@ -1,6 +1,7 @@
-/* hash.h -- the one hasher: every structural hash and cache key of numdyn
- * (graph hash, guard keys, skeletons, custom-backend keys, source-text
- * keys) is built from these two. */
+/* hash.h -- the one hasher (graph/): every structural hash and cache key
+ * of numdyn (graph hash, guard keys, skeletons, custom-backend keys,
+ * source-text and compiler-identity keys) is built from these two. It
+ * lives with the IR it mostly hashes; every layer above graph/ uses it. */
 #ifndef ND_HASH_H
 #define ND_HASH_H
 #include <stddef.h>

@@ -1,0 +1,75 @@
+/* containers.c -- Python containers: built from C arrays, and walked
+ * (containers.h). */
+#include "containers.h"
+
+PyObject *nd_intp_tuple(int n, const npy_intp *v)
+{
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int d = 0; d < n; d++) {
+        PyObject *x = PyLong_FromSsize_t(v[d]);
+        if (!x) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, d, x);
+    }
+    return t;
+}
+
+char nd__not_leaf;
+
+static PyObject *walk(PyObject *o, nd_leaf_fn fn, void *ctx, int depth, int maxdepth,
+                      unsigned flags)
+{
+    PyObject *r = fn(o, depth, ctx);
+    if (r != ND_NOT_LEAF) return r;
+    if (depth > maxdepth) return Py_NewRef(o);
+    int is_tuple = PyTuple_Check(o);
+    if (is_tuple || PyList_Check(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *items = PyList_New(n);
+        if (!items) return NULL;
+        int changed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(o, i);
+            PyObject *w = walk(it, fn, ctx, depth + 1, maxdepth, flags);
+            if (!w) { Py_DECREF(items); return NULL; }
+            changed |= w != it;
+            PyList_SET_ITEM(items, i, w);
+        }
+        if (!changed) { Py_DECREF(items); return Py_NewRef(o); }
+        if (!is_tuple) return items;
+        if (PyTuple_CheckExact(o) || !PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make"))
+            r = PyList_AsTuple(items);
+        else  /* namedtuple */
+            r = PyObject_CallMethod((PyObject *)Py_TYPE(o), "_make", "O", items);
+        Py_DECREF(items);
+        return r;
+    }
+    if (PyDict_CheckExact(o) || ((flags & ND_WALK_DICT_SUBCLASSES) && PyDict_Check(o))) {
+        PyObject *d = PyDict_New();
+        if (!d) return NULL;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        int changed = 0;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            PyObject *w = walk(v, fn, ctx, depth + 1, maxdepth, flags);
+            if (!w || PyDict_SetItem(d, k, w) < 0) { Py_XDECREF(w); Py_DECREF(d); return NULL; }
+            changed |= w != v;
+            Py_DECREF(w);
+        }
+        if (!changed) { Py_DECREF(d); return Py_NewRef(o); }
+        if (!PyDict_CheckExact(o)) {
+            /* OrderedDict, defaultdict...: same type, same items */
+            r = PyObject_CallMethod(o, "copy", NULL);
+            if (r && PyDict_Update(r, d) < 0) Py_CLEAR(r);
+            Py_DECREF(d);
+            return r;
+        }
+        return d;
+    }
+    return Py_NewRef(o);
+}
+
+PyObject *nd_map_leaves(PyObject *o, nd_leaf_fn fn, void *ctx, int maxdepth, unsigned flags)
+{
+    return walk(o, fn, ctx, 0, maxdepth, flags);
+}

@@ -1,0 +1,24 @@
+/* containers.h -- Python containers: built from C arrays, and walked
+ * (containers.c). */
+#ifndef ND_CONTAINERS_H
+#define ND_CONTAINERS_H
+#include "npy.h"
+
+/* A tuple of Python ints (shape, strides, axes); new ref, or NULL with an
+ * exception set. */
+PyObject *nd_intp_tuple(int n, const npy_intp *v);
+
+/* Container walking: the same structure with some leaves replaced.
+ * fn(o, depth, ctx) returns o's replacement (new ref; o itself to keep
+ * it), NULL with an exception set, or ND_NOT_LEAF to look inside o.
+ * Inside: tuples (namedtuples rebuilt through their type's _make), lists
+ * and dicts (subclasses of dict too with ND_WALK_DICT_SUBCLASSES: same
+ * type, same items, through o.copy()); anything else, or anything deeper
+ * than maxdepth, is kept. A container none of whose leaves changed is
+ * returned as it is (new ref). */
+extern char nd__not_leaf;
+#define ND_NOT_LEAF ((PyObject *)&nd__not_leaf)
+#define ND_WALK_DICT_SUBCLASSES 0x1u
+typedef PyObject *(*nd_leaf_fn)(PyObject *o, int depth, void *ctx);
+PyObject *nd_map_leaves(PyObject *o, nd_leaf_fn fn, void *ctx, int maxdepth, unsigned flags);
+#endif
