@@ -3,7 +3,7 @@
 - A kernel cache directory private to this test session (NUMDYN_CACHE_DIR),
   so the suite never reads or writes the user's ~/.cache/numdyn and compiled
   kernels are reused across tests of one run. Set NUMDYN_TEST_CACHE_DIR to
-  keep it between runs (it must be owned by you and not group/world-writable).
+  keep it between runs (it must be owned by you, mode 0700).
 - Hypothesis profiles:
     "ci"   derandomized (fixed seed), no deadline: the default under CI=true
            and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
