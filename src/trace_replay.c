@@ -794,10 +794,12 @@ static long config_limit(void)
     return lim;
 }
 
+/* log and release msg (a new reference, or NULL after a failed format) */
 static void log_msg(const char *kind, PyObject *msg)
 {
     if (msg) nd__log(kind, msg);
     else PyErr_Clear();
+    Py_XDECREF(msg);
 }
 
 static void note_miss(nd_replay *r, PyObject *why)

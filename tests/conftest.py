@@ -3,7 +3,7 @@
 - A kernel cache directory private to this test session (NUMDYN_CACHE_DIR),
   so the suite never reads or writes the user's ~/.cache/numdyn and compiled
   kernels are reused across tests of one run. Set NUMDYN_TEST_CACHE_DIR to
-  keep it between runs (it must be owned by you and not group/world-writable).
+  keep it between runs (it must be owned by you, mode 0700).
 - Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
   store against their output's bounds.
 - Hypothesis profiles:
