@@ -91,6 +91,8 @@ static int dtype_or(PyObject *o, int dflt, int *out)
  * np.copyto(..., casting='unsafe'); a Python int still has to fit. */
 static PyObject *filled(nd_trace *t, int ndim, const npy_intp *shape, PyObject *value, int dtype)
 {
+    /* a broadcast scalar stands in for what NumPy allocates and fills */
+    if (nd_shim_check_alloc(ndim, shape, dtype) < 0) return NULL;
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
     if (rc) return NULL;
@@ -101,6 +103,7 @@ static PyObject *filled(nd_trace *t, int ndim, const npy_intp *shape, PyObject *
 
 static PyObject *const_filled(nd_trace *t, int ndim, const npy_intp *shape, long c, int dtype)
 {
+    if (nd_shim_check_alloc(ndim, shape, dtype) < 0) return NULL;  /* as filled() */
     PyObject *v = PyLong_FromLong(c);
     if (!v) return NULL;
     nd_id s = nd_shim_node_scalar(t, v, dtype, 0);

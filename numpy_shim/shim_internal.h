@@ -259,8 +259,12 @@ nd_id nd_shim_node_extern(nd_trace *t, PyObject *callable, PyObject *args_templa
 
 /* ------------------------------------------------------------- results */
 
-/* Proxy for node id (new ref). is_scalar: see nd_proxy_wrap. */
+/* Proxy for node id (new ref). is_scalar: see nd_proxy_wrap. A computed
+ * node of a size NumPy could not allocate raises NumPy's error here. */
 PyObject *nd_shim_wrap(nd_trace *t, nd_id id, int is_scalar);
+/* NumPy's outcome of allocating shape x dtype (ValueError "array is too
+ * big" / MemoryError), tried only for sizes that could fail; 0 or -1. */
+int nd_shim_check_alloc(int ndim, const npy_intp *shape, int dtype);
 /* The same, laid out in memory as NumPy lays out that op's new array:
  * order 'K' from the operands (nd_proxy_set_korder; iter=1 for ufunc-like
  * ops, 0 for copies and joins). */

@@ -495,9 +495,45 @@ nd_id nd_shim_operand_at(nd_trace *t, nd_operand *op, int dtype)
 
 /* ------------------------------------------------------------ results */
 
+/* NumPy allocates every array it computes or creates, so an impossible
+ * size fails there at once: ValueError "array is too big" when size *
+ * itemsize overflows npy_intp, MemoryError when the allocation fails. A
+ * lazy node allocates nothing while tracing (a fused np.ones(2**40).sum()
+ * would run a kernel for minutes), so a size that could fail is tried the
+ * way NumPy would try it, by NumPy: an uninitialised array is allocated
+ * (untouched pages) and freed. Below the probe size nothing is done. */
+#define ND_ALLOC_PROBE ((npy_intp)1 << 28)
+
+int nd_shim_check_alloc(int ndim, const npy_intp *shape, int dtype)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(dtype);
+    if (!d) return -1;
+    npy_intp nbytes = PyDataType_ELSIZE(d);
+    int probe = 0;
+    for (int i = 0; i < ndim && !probe; i++) {
+        if (shape[i] == 0) continue;  /* NumPy checks the other dims still */
+        if (nbytes > NPY_MAX_INTP / shape[i]) probe = 1;
+        else nbytes *= shape[i];
+    }
+    if (!probe && nbytes < ND_ALLOC_PROBE) {
+        Py_DECREF(d);
+        return 0;
+    }
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, d, ndim, (npy_intp *)shape, NULL, NULL, 0,
+                                       NULL);  /* steals d */
+    if (!a) return -1;
+    Py_DECREF(a);
+    return 0;
+}
+
 PyObject *nd_shim_wrap(nd_trace *t, nd_id id, int is_scalar)
 {
     if (id == ND_NONE) return NULL;
+    /* a computed value (not a view, not an argument): NumPy allocated it */
+    const nd_node *n = nd_graph_node(nd_trace_graph(t), id);
+    if (n->op != ND_OP_VIEW && n->op != ND_OP_INPUT && n->op != ND_OP_SCALAR &&
+        nd_shim_check_alloc(n->ndim, n->shape, n->dtype) < 0)
+        return NULL;
     return nd_proxy_wrap(t, id, is_scalar);
 }
 

@@ -360,7 +360,7 @@ static PyObject *fast2(nd_trace *t, int uf, PyObject *a, PyObject *b)
         Py_DECREF(n.obj);
         return NULL;
     }
-    PyObject *r = nd_proxy_wrap(t, id, nd == 0);
+    PyObject *r = nd_shim_wrap(t, id, nd == 0);  /* (checks the size NumPy allocates) */
     if (r && nd >= 2) nd_proxy_set_korder(r, 2, objs, 1);
     return r;
 }

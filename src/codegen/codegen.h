@@ -37,6 +37,11 @@ void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 
 /* codegen_loops.c: the kernel function (name from its hash) */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
+/* Store-check mode (NUMDYN_CHECK_STORES=1, fixed per process; the test
+ * suite turns it on): every store of a generated kernel first checks that it
+ * lands inside its output's bytes, which the runtime passes after the
+ * operand pointers; a stray store is skipped and raised as an error. */
+int nd_cg_check_stores(void);
 
 /* codegen_c.c */
 const char *nd_cg_header_dir(void);      /* kernels/ directory; NULL + exc */

@@ -20,6 +20,7 @@ typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *
 #define ND_ERR_OVERFLOW 2
 #define ND_ERR_NEGPOW 4
 #define ND_ERR_NOMEM 8
+#define ND_ERR_OOB 16
 
 enum nd_kkind { ND_K_POINTWISE, ND_K_REDUCE, ND_K_SCAN, ND_K_REGION, ND_K_ROW };
 

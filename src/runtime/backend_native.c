@@ -50,20 +50,32 @@ static int compile_program(nd_program *p, nd_graph *g)
         uint64_t ident = nd_cc_identity();
         uint64_t key = nd_fnv64(unit.p, unit.n, ND_FNV_INIT ^ ident);
         int compiled = 0;
-        void *h = nd_disk_load_or_build(unit.p, unit.n, key, &compiled);
-        nd_sb_free(&unit);
-        if (!h) goto done;
+        char (*names)[40] = PyMem_Calloc((size_t)nnew, sizeof *names);
+        const char **syms = PyMem_Calloc((size_t)nnew, sizeof *syms);
+        if (!names || !syms) {
+            PyMem_Free(names); PyMem_Free(syms); nd_sb_free(&unit);
+            PyErr_NoMemory();
+            goto done;
+        }
         for (int j = 0; j < nnew; j++) {
-            char name[40];
-            snprintf(name, sizeof name, "ndk_%016llx", (unsigned long long)todo[j]->hash);
-            nd_kfn fn = (nd_kfn)dlsym(h, name);
+            snprintf(names[j], sizeof names[j], "ndk_%016llx", (unsigned long long)todo[j]->hash);
+            syms[j] = names[j];
+        }
+        void *h = nd_disk_load_or_build(unit.p, unit.n, key, syms, nnew, &compiled);
+        nd_sb_free(&unit);
+        PyMem_Free(syms);
+        if (!h) { PyMem_Free(names); goto done; }
+        for (int j = 0; j < nnew; j++) {
+            nd_kfn fn = (nd_kfn)dlsym(h, names[j]);
             if (!fn) {
-                PyErr_Format(PyExc_RuntimeError, "numdyn: compiled unit lacks %s", name);
+                PyErr_Format(PyExc_RuntimeError, "numdyn: compiled unit lacks %s", names[j]);
+                PyMem_Free(names);
                 goto done;
             }
-            if (nd_kcache_put(todo[j]->hash, fn) < 0) goto done;
+            if (nd_kcache_put(todo[j]->hash, fn) < 0) { PyMem_Free(names); goto done; }
             if (compiled) nd_counter_add(ND_CTR_KERNELS_COMPILED, 1);
         }
+        PyMem_Free(names);
     }
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &p->kerns[i];

@@ -1,17 +1,43 @@
-/* cache_disk.c -- compiled translation units on disk.
+/* cache_disk.c -- compiled translation units on disk, and the trust
+ * boundary around them.
  *
  * Directory: $NUMDYN_CACHE_DIR, else $XDG_CACHE_HOME/numdyn, else
  * ~/.cache/numdyn. A shared object loaded from it runs with the user's
- * rights, so a directory not owned by the user or writable by group/others
- * is refused.
+ * rights, so whoever can write into it, or replace it, can run code as the
+ * user. Hence, every time it is used:
+ *   - the path is resolved (realpath) and walked from "/" one component at
+ *     a time with O_NOFOLLOW, the way ssh checks ~/.ssh: every parent must
+ *     be owned by root or the user and not writable by group/others (a
+ *     sticky directory such as /tmp is fine: nobody else can rename our
+ *     entry in it); the directory itself must be owned by the user, with no
+ *     group/other permission bits at all (0700). The descriptor of the
+ *     checked directory is what every later step works in (openat,
+ *     renameat, ...), so a path swapped afterwards changes nothing.
+ *   - a compile happens in a private build directory (mkdirat 0700, one per
+ *     compile) inside it: the source is written there with mode 0600, the
+ *     compiler runs with that directory as its working directory (fchdir
+ *     through posix_spawn), and its output is made 0600 before anything
+ *     else happens to it.
+ *   - a file is loaded only through a descriptor opened with O_NOFOLLOW |
+ *     O_NONBLOCK (a FIFO or a device planted under an entry's name neither
+ *     hangs nor is read: it is refused after fstat), that fstat says is a
+ *     regular file owned by the user and writable by nobody else; the bytes
+ *     checksummed are read through that descriptor, and dlopen gets the
+ *     descriptor itself (/proc/self/fd/N), so what runs is what was checked.
  *
  * Entry <key> (key = hash of the source + compiler identity, flags, headers,
  * numdyn version): <key>.c (the source, kept for error messages and
  * debugging), <key>.so, and <key>.sum holding the .so's size and checksum.
- * Every file is written to a unique temporary name and renamed into place,
- * so concurrent processes never see a partial file; an entry whose .so does
- * not match its .sum (truncated, corrupted, or a writer that died between
- * the renames) or that dlopen rejects is rebuilt.
+ * Files move into place with rename, so concurrent processes never see a
+ * partial file; an entry whose .so does not match its .sum (truncated,
+ * corrupted, or a writer that died between the renames), that dlopen
+ * rejects, that lacks a kernel's symbol, or that fails the checks above is
+ * rebuilt (the rebuild's rename replaces it).
+ *
+ * clear (numdyn.utils.clear_cache) removes final entries only: a compile in
+ * progress lives in its own build directory, which clear leaves alone unless
+ * it is stale (its process is gone and it is over an hour old), so
+ * concurrent writers' compiles still succeed.
  */
 #define _GNU_SOURCE 1
 #include "core/npy.h"
@@ -21,14 +47,53 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-static char dir_buf[4000];
+/* Longest cache directory path accepted: room is left for the names made
+ * inside it ("/build-<pid>-<n>-<x>/u.sum"). */
+#define ND_DIR_MAX (PATH_MAX - 128)
+
+static char dir_buf[PATH_MAX];
+
+/* The configured directory path into out (trailing slashes dropped);
+ * -1 with an exception when there is none or it does not fit. */
+static int cache_path(char *out, size_t n)
+{
+    const char *env = getenv("NUMDYN_CACHE_DIR");
+    int k;
+    const char *what = "NUMDYN_CACHE_DIR";
+    if (env && *env) {
+        k = snprintf(out, n, "%s", env);
+    } else {
+        const char *xdg = getenv("XDG_CACHE_HOME");
+        const char *home = getenv("HOME");
+        if (xdg && *xdg) { k = snprintf(out, n, "%s/numdyn", xdg); what = "XDG_CACHE_HOME"; }
+        else if (home && *home) { k = snprintf(out, n, "%s/.cache/numdyn", home); what = "HOME"; }
+        else {
+            PyErr_SetString(PyExc_OSError,
+                            "numdyn: no kernel cache directory: set NUMDYN_CACHE_DIR (or HOME)");
+            return -1;
+        }
+    }
+    if (k < 0 || (size_t)k >= n || k > ND_DIR_MAX) {
+        errno = ENAMETOOLONG;
+        PyErr_Format(PyExc_OSError,
+                     "numdyn: the kernel cache directory path from %s is too long (%d bytes; at "
+                     "most %d): set NUMDYN_CACHE_DIR to a shorter path", what, k, ND_DIR_MAX);
+        return -1;
+    }
+    size_t l = strlen(out);
+    while (l > 1 && out[l - 1] == '/') out[--l] = 0;
+    return 0;
+}
 
 static int mkdirs(const char *path)
 {
-    char tmp[4096];
+    char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
@@ -40,107 +105,272 @@ static int mkdirs(const char *path)
     return 0;
 }
 
-const char *nd_disk_dir(void)
+/* A parent may be changed only by root or the user: owned by one of them,
+ * and not writable by group/others unless sticky (then nobody else can
+ * rename or remove what we own in it). */
+static int parent_ok(const struct stat *st)
 {
-    const char *env = getenv("NUMDYN_CACHE_DIR");
-    if (env && *env) {
-        snprintf(dir_buf, sizeof dir_buf, "%s", env);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME");
-        const char *home = getenv("HOME");
-        if (xdg && *xdg) snprintf(dir_buf, sizeof dir_buf, "%s/numdyn", xdg);
-        else if (home && *home) snprintf(dir_buf, sizeof dir_buf, "%s/.cache/numdyn", home);
-        else {
-            PyErr_SetString(PyExc_OSError,
-                            "numdyn: no kernel cache directory: set NUMDYN_CACHE_DIR (or HOME)");
-            return NULL;
-        }
-    }
-    size_t l = strlen(dir_buf);
-    while (l > 1 && dir_buf[l - 1] == '/') dir_buf[--l] = 0;
-    if (mkdirs(dir_buf) < 0) {
+    if (!S_ISDIR(st->st_mode)) return 0;
+    if (st->st_uid != 0 && st->st_uid != geteuid()) return 0;
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) return 0;
+    return 1;
+}
+
+/* PyErr_Format has no %o: modes are formatted here ("0755") */
+static const char *mode_str(char *buf, mode_t m)
+{
+    snprintf(buf, 8, "%04o", (unsigned)(m & 07777));
+    return buf;
+}
+
+static int refuse_parent(const char *given, const char *parent, const struct stat *st)
+{
+    char mb[8];
+    PyErr_Format(PyExc_PermissionError,
+                 "numdyn: refusing the kernel cache directory %s: its parent directory %s is "
+                 "owned by uid %d and has mode %s, so another user could replace the cache "
+                 "with code numdyn would load (parents must be owned by you or root and not "
+                 "writable by group or others, as ssh requires of ~/.ssh). Fix: set "
+                 "NUMDYN_CACHE_DIR to a directory under one you own.",
+                 given, parent, (int)st->st_uid, mode_str(mb, st->st_mode));
+    return -1;
+}
+
+/* Open the cache directory (created 0700 when missing) after checking it
+ * and every parent; returns an O_PATH descriptor of the checked directory,
+ * or -1 with an exception. `given` is the configured path (for messages);
+ * `resolved` (PATH_MAX bytes) receives the real path. */
+static int open_checked_dir(const char *given, char *resolved)
+{
+    if (mkdirs(given) < 0) {
         PyErr_Format(PyExc_OSError, "numdyn: cannot create the kernel cache directory %s: %s "
-                     "(set NUMDYN_CACHE_DIR to a writable directory)", dir_buf, strerror(errno));
-        return NULL;
+                     "(set NUMDYN_CACHE_DIR to a writable directory)", given, strerror(errno));
+        return -1;
+    }
+    if (!realpath(given, resolved)) {
+        PyErr_Format(PyExc_OSError, "numdyn: cannot resolve the kernel cache directory %s: %s",
+                     given, strerror(errno));
+        return -1;
+    }
+    if (strlen(resolved) > ND_DIR_MAX) {
+        PyErr_Format(PyExc_OSError, "numdyn: the kernel cache directory %s resolves to a path "
+                     "too long (%s): set NUMDYN_CACHE_DIR to a shorter path", given, resolved);
+        return -1;
+    }
+    int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/");
+        return -1;
     }
     struct stat st;
-    if (stat(dir_buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        PyErr_Format(PyExc_OSError, "numdyn: the kernel cache path %s is not a directory", dir_buf);
-        return NULL;
+    char walked[PATH_MAX];
+    snprintf(walked, sizeof walked, "/");
+    if (fstat(fd, &st) < 0) { close(fd); goto oserr; }
+    if (!parent_ok(&st)) { close(fd); return refuse_parent(given, "/", &st); }
+    const char *p = resolved;
+    while (*p) {
+        while (*p == '/') p++;
+        if (!*p) break;
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX) { close(fd); errno = ENAMETOOLONG; goto oserr; }
+        memcpy(comp, p, len);
+        comp[len] = 0;
+        int last = p[len] == 0;  /* realpath: no trailing or doubled slash */
+        /* O_NOFOLLOW: realpath gave no links; one appearing now is an attack */
+        int nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        if (nfd < 0) goto oserr;
+        fd = nfd;
+        size_t wl = strlen(walked);
+        snprintf(walked + wl, sizeof walked - wl, "%s%s", wl > 1 ? "/" : "", comp);
+        if (fstat(fd, &st) < 0) { close(fd); goto oserr; }
+        if (!last && !parent_ok(&st)) { close(fd); return refuse_parent(given, walked, &st); }
+        p += len;
     }
+    if (!S_ISDIR(st.st_mode)) {
+        close(fd);
+        PyErr_Format(PyExc_OSError, "numdyn: the kernel cache path %s is not a directory", given);
+        return -1;
+    }
+    const char *shown_res = strcmp(given, resolved) ? resolved : NULL;
     if (st.st_uid != geteuid()) {
+        close(fd);
         PyErr_Format(PyExc_PermissionError,
-                     "numdyn: refusing the kernel cache directory %s: it is owned by uid %d, not "
-                     "by you (uid %d), and shared objects loaded from it would run its owner's "
-                     "code. Fix: set NUMDYN_CACHE_DIR to a directory you own.",
-                     dir_buf, (int)st.st_uid, (int)geteuid());
-        return NULL;
+                     "numdyn: refusing the kernel cache directory %s%s%s%s: it is owned by uid %d, "
+                     "not by you (uid %d), and shared objects loaded from it would run its "
+                     "owner's code. Fix: set NUMDYN_CACHE_DIR to a directory you own.",
+                     given, shown_res ? " (" : "", shown_res ? shown_res : "", shown_res ? ")" : "",
+                     (int)st.st_uid, (int)geteuid());
+        return -1;
     }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    if (st.st_mode & 077) {
+        close(fd);
+        int w = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+        char mb[8];
         PyErr_Format(PyExc_PermissionError,
-                     "numdyn: refusing the kernel cache directory %s: it is writable by group or "
-                     "others (mode %03o), so anyone could plant code numdyn would load. "
-                     "Fix: chmod go-w %s, or set NUMDYN_CACHE_DIR to a private directory.",
-                     dir_buf, (unsigned)(st.st_mode & 0777), dir_buf);
-        return NULL;
+                     "numdyn: refusing the kernel cache directory %s%s%s%s: it has mode %s; %s. "
+                     "numdyn loads shared objects from it and needs it private (0700). "
+                     "Fix: %s%s, or set NUMDYN_CACHE_DIR to a private directory.",
+                     given, shown_res ? " (" : "", shown_res ? shown_res : "", shown_res ? ")" : "",
+                     mode_str(mb, st.st_mode),
+                     w ? "it is writable by group or others, so anyone could plant code numdyn "
+                         "would load"
+                       : "group or others can reach the files in it",
+                     w ? "chmod go-w,go-rx " : "chmod 700 ", given);
+        return -1;
     }
+    return fd;
+oserr:
+    PyErr_Format(PyExc_OSError, "numdyn: cannot open the kernel cache directory %s (at %s): %s",
+                 given, walked, strerror(errno));
+    return -1;
+}
+
+const char *nd_disk_dir(void)
+{
+    char resolved[PATH_MAX];
+    if (cache_path(dir_buf, sizeof dir_buf) < 0) return NULL;
+    int fd = open_checked_dir(dir_buf, resolved);
+    if (fd < 0) return NULL;
+    close(fd);
     return dir_buf;
 }
 
-/* write data to path atomically: unique temp file in the same dir + rename */
-static int write_atomic(const char *path, const void *data, size_t n)
+/* ------------------------------------------------------------ files */
+
+/* A file we may trust: a regular file owned by us, writable by nobody
+ * else. */
+static int file_ok(const struct stat *st)
 {
-    char tmp[4200];
-    static unsigned counter;
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld.%u", path, (long)getpid(), counter++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Open name in dfd for reading, or -1 (errno; EPERM when it exists but is
+ * not a file we trust). Neither follows a link nor blocks on a FIFO, and
+ * opens nothing but a regular file (a device is refused before open). */
+static int open_trusted(int dfd, const char *name, struct stat *st)
+{
+    if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) return -1;
+    if (!file_ok(st)) { errno = EPERM; return -1; }
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (fstat(fd, st) < 0 || !file_ok(st)) { close(fd); errno = EPERM; return -1; }
+    return fd;
+}
+
+/* create name in dfd (mode 0600, must not exist) holding data */
+static int write_new_at(int dfd, const char *name, const void *data, size_t n)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     const char *p = data;
     while (n) {
         ssize_t k = write(fd, p, n);
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) { close(fd); unlink(tmp); return -1; }
+        if (k <= 0) { close(fd); unlinkat(dfd, name, 0); return -1; }
         p += k;
         n -= (size_t)k;
     }
-    if (close(fd) < 0 || rename(tmp, path) < 0) { unlink(tmp); return -1; }
+    if (close(fd) < 0) { unlinkat(dfd, name, 0); return -1; }
     return 0;
 }
 
-/* size + checksum of a file; -1 when unreadable */
-static int file_sum(const char *path, uint64_t *size, uint64_t *sum)
+/* size + checksum of what fd holds (read from its start); -1 on error */
+static int fd_sum(int fd, uint64_t *size, uint64_t *sum)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
     uint64_t h = ND_FNV_INIT, n = 0;
     char buf[65536];
     for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
+        ssize_t k = pread(fd, buf, sizeof buf, (off_t)n);
         if (k < 0 && errno == EINTR) continue;
-        if (k < 0) { close(fd); return -1; }
+        if (k < 0) return -1;
         if (k == 0) break;
         h = nd_fnv64(buf, (size_t)k, h);
         n += (uint64_t)k;
     }
-    close(fd);
     *size = n;
     *sum = h;
     return 0;
 }
 
-static void *try_load(const char *base)
+/* dlopen the file open on fd: the object loaded is the one checked, even
+ * if its name is replaced meanwhile. glibc recognises an object already
+ * loaded by the *name* given first, and "/proc/self/fd/N" names recur as
+ * descriptors are reused (a later dlopen would silently return the first
+ * library). Shared objects here are never closed, so each load gets a name
+ * no earlier load used: generation g of descriptor N is N's magic link
+ * behind g "/." prefixes; a descriptor whose names run out is duplicated to
+ * a higher number. Called with the GIL held. */
+#define ND_FD_GEN_MAX 1500
+static unsigned short *fd_gen;
+static size_t fd_gen_n;
+
+static void *dlopen_fd(int fd, int *err)
 {
-    char so[4200], sp[4200];
+    int use = fd, dupd = -1;
+    *err = 0;
+    while ((size_t)use < fd_gen_n && fd_gen[use] >= ND_FD_GEN_MAX) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, use + 1);
+        if (nfd < 0) { *err = errno; if (dupd >= 0) close(dupd); return NULL; }
+        if (dupd >= 0) close(dupd);
+        dupd = use = nfd;
+    }
+    if ((size_t)use >= fd_gen_n) {
+        size_t n = (size_t)use + 64;
+        unsigned short *g = PyMem_Realloc(fd_gen, n * sizeof *g);
+        if (!g) { *err = ENOMEM; if (dupd >= 0) close(dupd); return NULL; }
+        memset(g + fd_gen_n, 0, (n - fd_gen_n) * sizeof *g);
+        fd_gen = g;
+        fd_gen_n = n;
+    }
+    char name[2 * ND_FD_GEN_MAX + 64];
+    size_t o = 0;
+    for (unsigned g = 0; g < fd_gen[use]; g++) { name[o++] = '/'; name[o++] = '.'; }
+    snprintf(name + o, sizeof name - o, "/proc/self/fd/%d", use);
+    fd_gen[use]++;
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (dupd >= 0) close(dupd);
+    return h;
+}
+
+/* 1 when every symbol is in h */
+static int has_syms(void *h, const char *const *syms, int nsyms)
+{
+    for (int i = 0; i < nsyms; i++)
+        if (!dlsym(h, syms[i])) return 0;
+    return 1;
+}
+
+/* Load entry base (no extension) from dfd when it is intact and trusted;
+ * NULL (no exception) otherwise: the caller rebuilds it. */
+static void *try_load(int dfd, const char *base, const char *const *syms, int nsyms)
+{
+    char so[64], sp[64], line[96];
     snprintf(so, sizeof so, "%s.so", base);
     snprintf(sp, sizeof sp, "%s.sum", base);
-    FILE *f = fopen(sp, "r");
-    if (!f) return NULL;
+    struct stat st;
+    int fd = open_trusted(dfd, sp, &st);
+    if (fd < 0) return NULL;
+    ssize_t k = st.st_size < (off_t)sizeof line ? pread(fd, line, sizeof line - 1, 0) : -1;
+    close(fd);
+    if (k <= 0) return NULL;
+    line[k] = 0;
     unsigned long long want_n = 0, want_h = 0;
-    int ok = fscanf(f, "%llu %llx", &want_n, &want_h) == 2;
-    fclose(f);
+    if (sscanf(line, "%llu %llx", &want_n, &want_h) != 2) return NULL;
+    fd = open_trusted(dfd, so, &st);
+    if (fd < 0) return NULL;
     uint64_t n, h;
-    if (!ok || file_sum(so, &n, &h) < 0 || n != want_n || h != want_h) return NULL;
-    return dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    void *lib = NULL;
+    int err;
+    if (fd_sum(fd, &n, &h) == 0 && n == want_n && h == want_h) lib = dlopen_fd(fd, &err);
+    close(fd);
+    if (lib && !has_syms(lib, syms, nsyms)) {
+        dlclose(lib);  /* nothing of it is in use: the entry is rebuilt */
+        lib = NULL;
+    }
+    return lib;
 }
 
 /* libgomp reads its settings when the first kernel library loads it. Its
@@ -156,86 +386,211 @@ static void omp_defaults(void)
     if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
 }
 
-void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key, int *compiled)
+/* remove the build directory name (its few files first) */
+static void remove_build_dir(int dfd, const char *name)
 {
-    *compiled = 0;
-    omp_defaults();
-    const char *dir = nd_disk_dir();
-    if (!dir) return NULL;
-    char base[4100];
-    snprintf(base, sizeof base, "%s/%016llx", dir, (unsigned long long)key);
-    void *h = try_load(base);
-    if (h) {
-        nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
-        return h;
+    int bfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd >= 0) {
+        DIR *d = fdopendir(bfd);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)))
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    unlinkat(dirfd(d), e->d_name, 0);
+            closedir(d);
+        } else {
+            close(bfd);
+        }
     }
-    char cpath[4200], so[4200], tmpso[4300], sp[4200];
-    snprintf(cpath, sizeof cpath, "%s.c", base);
-    snprintf(so, sizeof so, "%s.so", base);
-    snprintf(sp, sizeof sp, "%s.sum", base);
+    unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* make a private build directory in dfd; its name into name (64 bytes) */
+static int make_build_dir(int dfd, char *name)
+{
     static unsigned counter;
-    snprintf(tmpso, sizeof tmpso, "%s.tmp%ld.%u.so", base, (long)getpid(), counter++);
-    if (write_atomic(cpath, src, len) < 0) {
-        PyErr_Format(PyExc_OSError, "numdyn: cannot write %s: %s", cpath, strerror(errno));
+    for (int tries = 0; tries < 20; tries++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(name, 64, "build-%ld-%u-%lx", (long)getpid(), counter++,
+                 (unsigned long)(ts.tv_nsec ^ ((unsigned long)ts.tv_sec << 20)));
+        if (mkdirat(dfd, name, 0700) == 0) break;
+        if (errno != EEXIST) return -1;
+        if (tries == 19) return -1;
+    }
+    int bfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (bfd < 0) return -1;
+    if (fstat(bfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        close(bfd);
+        errno = EPERM;
+        return -1;
+    }
+    return bfd;
+}
+
+static void *build(int dfd, const char *dirpath, const char *base, const char *src, size_t len,
+                   const char *const *syms, int nsyms, int *compiled)
+{
+    char bname[64], cfinal[PATH_MAX + 64], shown[PATH_MAX + 64], fname[64];
+    snprintf(cfinal, sizeof cfinal, "%s.c", base);
+    snprintf(shown, sizeof shown, "%s/%s.c", dirpath, base);
+    void *h = NULL;
+    int bfd = make_build_dir(dfd, bname);
+    if (bfd < 0) {
+        PyErr_Format(PyExc_OSError, "numdyn: cannot make a build directory in %s: %s",
+                     dirpath, strerror(errno));
         return NULL;
     }
-    if (nd_cc_compile(src, len, tmpso, cpath) < 0) {
-        unlink(tmpso);
-        return NULL;
+    if (write_new_at(bfd, "u.c", src, len) < 0) {
+        PyErr_Format(PyExc_OSError, "numdyn: cannot write the generated source in %s/%s: %s",
+                     dirpath, bname, strerror(errno));
+        goto out;
+    }
+    if (nd_cc_compile(bfd, "u.c", "u.so", shown) < 0) {
+        /* keep the source where the message says it is */
+        (void)renameat(bfd, "u.c", dfd, cfinal);
+        goto out;
     }
     *compiled = 1;
+    /* the compiler created u.so with the umask's mode: make it 0600 before
+     * it is checked and loaded */
+    int fd = openat(bfd, "u.so", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 || !file_ok(&st)) {
+        PyErr_Format(PyExc_OSError, "numdyn: the compiled kernels %s/%s/u.so cannot be opened "
+                     "as a private file: %s (source: %s)", dirpath, bname,
+                     fd < 0 ? strerror(errno) : "not a regular file of yours", shown);
+        if (fd >= 0) close(fd);
+        (void)renameat(bfd, "u.c", dfd, cfinal);
+        goto out;
+    }
     uint64_t n, sum;
-    if (file_sum(tmpso, &n, &sum) < 0) {
-        PyErr_Format(PyExc_OSError, "numdyn: cannot read the compiled %s", tmpso);
-        unlink(tmpso);
-        return NULL;
+    int err = 0;
+    if (fd_sum(fd, &n, &sum) < 0) {
+        PyErr_Format(PyExc_OSError, "numdyn: cannot read the compiled kernels: %s (source: %s)",
+                     strerror(errno), shown);
+        close(fd);
+        goto out;
     }
-    /* load from the private temp name: another process may be replacing
-     * the final name right now */
-    h = dlopen(tmpso, RTLD_NOW | RTLD_LOCAL);
+    h = dlopen_fd(fd, &err);
+    close(fd);
     if (!h) {
-        const char *e = dlerror();
-        PyErr_Format(nd_CompileError, "numdyn: cannot load the compiled kernels %s: %s (source: %s)",
-                     tmpso, e ? e : "?", cpath);
-        unlink(tmpso);
-        return NULL;
+        const char *e = err ? strerror(err) : dlerror();
+        PyErr_Format(nd_CompileError, "numdyn: cannot load the compiled kernels: %s (source: %s)",
+                     e ? e : "?", shown);
+        (void)renameat(bfd, "u.c", dfd, cfinal);
+        goto out;
     }
-    if (rename(tmpso, so) < 0) {
-        unlink(tmpso);  /* still loaded; the entry is rebuilt next time */
-        return h;
+    if (!has_syms(h, syms, nsyms)) {
+        PyErr_Format(PyExc_RuntimeError, "numdyn: internal error: the compiled unit lacks a "
+                     "kernel's symbol (source: %s)", shown);
+        (void)renameat(bfd, "u.c", dfd, cfinal);
+        h = NULL;  /* stays loaded, unused */
+        goto out;
     }
-    char line[64];
-    int k = snprintf(line, sizeof line, "%llu %016llx\n", (unsigned long long)n, (unsigned long long)sum);
-    (void)write_atomic(sp, line, (size_t)k);  /* a missing .sum only costs a rebuild */
+    /* publish: .so first, .sum last (a reader trusts the pair only when
+     * they agree); a failed rename costs a rebuild next time, no more */
+    snprintf(fname, sizeof fname, "%s.so", base);
+    if (renameat(bfd, "u.so", dfd, fname) == 0) {
+        char line[64];
+        int k = snprintf(line, sizeof line, "%llu %016llx\n", (unsigned long long)n,
+                         (unsigned long long)sum);
+        snprintf(fname, sizeof fname, "%s.sum", base);
+        if (write_new_at(bfd, "u.sum", line, (size_t)k) == 0)
+            (void)renameat(bfd, "u.sum", dfd, fname);
+    }
+    (void)renameat(bfd, "u.c", dfd, cfinal);
+out:
+    close(bfd);
+    remove_build_dir(dfd, bname);
     return h;
 }
 
-static int ours(const char *name)
+void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key,
+                            const char *const *syms, int nsyms, int *compiled)
 {
-    /* <16 hex>.c/.so/.sum and their temporaries: nothing else is touched */
+    *compiled = 0;
+    omp_defaults();
+    char given[PATH_MAX], resolved[PATH_MAX];
+    if (cache_path(given, sizeof given) < 0) return NULL;
+    int dfd = open_checked_dir(given, resolved);
+    if (dfd < 0) return NULL;
+    char base[32];
+    snprintf(base, sizeof base, "%016llx", (unsigned long long)key);
+    void *h = try_load(dfd, base, syms, nsyms);
+    if (h) {
+        nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+    } else {
+        h = build(dfd, given, base, src, len, syms, nsyms, compiled);
+    }
+    close(dfd);
+    return h;
+}
+
+/* <16 hex>.c / .so / .sum exactly: a published entry */
+static int final_entry(const char *name)
+{
     for (int i = 0; i < 16; i++) {
         char c = name[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 0;
     }
-    return name[16] == '.';
+    return !strcmp(name + 16, ".c") || !strcmp(name + 16, ".so") || !strcmp(name + 16, ".sum");
+}
+
+/* <16 hex>.<...>.tmp<pid>... written by older numdyn versions */
+static int legacy_temp(const char *name)
+{
+    for (int i = 0; i < 16; i++) {
+        char c = name[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 0;
+    }
+    return name[16] == '.' && strstr(name + 16, ".tmp") != NULL;
+}
+
+/* A build directory another compile may still be using is left alone:
+ * stale only when over an hour old and its process is gone (or over a day
+ * old: a pid from another PID namespace cannot be asked). */
+static int stale_build(int dfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return 0;
+    time_t age = time(NULL) - st.st_mtime;
+    if (age > 86400) return 1;
+    if (age < 3600) return 0;
+    long pid = strtol(name + 6, NULL, 10);
+    return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
 int nd_disk_clear(void)
 {
-    const char *dir = nd_disk_dir();
-    if (!dir) return -1;
-    DIR *d = opendir(dir);
+    char given[PATH_MAX], resolved[PATH_MAX];
+    if (cache_path(given, sizeof given) < 0) return -1;
+    int dfd = open_checked_dir(given, resolved);
+    if (dfd < 0) return -1;
+    int rfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
     if (!d) {
-        PyErr_Format(PyExc_OSError, "numdyn: cannot list %s: %s", dir, strerror(errno));
+        PyErr_Format(PyExc_OSError, "numdyn: cannot list %s: %s", given, strerror(errno));
+        if (rfd >= 0) close(rfd);
+        close(dfd);
         return -1;
     }
     struct dirent *e;
-    char path[4400];
     while ((e = readdir(d))) {
-        if (!ours(e->d_name)) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        if (final_entry(e->d_name)) {
+            unlinkat(dfd, e->d_name, 0);
+        } else if (!strncmp(e->d_name, "build-", 6)) {
+            if (stale_build(dfd, e->d_name)) remove_build_dir(dfd, e->d_name);
+        } else if (legacy_temp(e->d_name)) {
+            struct stat st;
+            if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                time(NULL) - st.st_mtime > 3600)
+                unlinkat(dfd, e->d_name, 0);
+        }
     }
     closedir(d);
+    close(dfd);
     return 0;
 }

@@ -7,10 +7,12 @@
 #include "codegen/codegen.h"
 
 /* toolchain_cc.c */
-/* Compile `src` into a shared object at `so_path` (written atomically by the
- * caller's choice of path); returns 0, or -1 with CompileError (compiler
- * message + source path) or another exception. */
-int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *src_path);
+/* Compile the source file src_name of directory dirfd into the shared
+ * object so_name there (the compiler runs with dirfd as its working
+ * directory, so no path outside it is resolved); returns 0, or -1 with
+ * CompileError (compiler message + shown_src, the path the source is kept
+ * at) or another exception. */
+int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *shown_src);
 /* 1 when a compiler was found (warns once when not), 0 otherwise. */
 int nd_cc_available(void);
 uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
@@ -20,9 +22,11 @@ extern PyObject *nd_CompileError;
 /* cache_disk.c */
 /* The cache directory (checked: owned by us, not group/world writable). */
 const char *nd_disk_dir(void);           /* NULL + exception */
-/* Load (or compile and store) the unit `src`; returns a dlopen handle. */
-/* *compiled: 1 when the compiler ran (0: loaded from the cache) */
-void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key, int *compiled);
+/* Load (or compile and store) the unit `src`; returns a dlopen handle that
+ * has every symbol of syms (a cached unit lacking one is rebuilt).
+ * *compiled: 1 when the compiler ran (0: loaded from the cache) */
+void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key,
+                            const char *const *syms, int nsyms, int *compiled);
 int nd_disk_clear(void);
 
 /* cache_mem.c */

@@ -107,7 +107,7 @@ int nd_cc_available(void)
 
 /* Run argv, capture stdout+stderr into *out (malloc'd, NUL-terminated).
  * Returns the exit status (>= 0), or -1 with errno when it could not run. */
-static int run_capture(char *const argv[], char **out, size_t *outlen)
+static int run_capture_in(int cwd_fd, char *const argv[], char **out, size_t *outlen)
 {
     int fd[2];
     *out = NULL;
@@ -119,6 +119,7 @@ static int run_capture(char *const argv[], char **out, size_t *outlen)
     posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
     posix_spawn_file_actions_addclose(&fa, fd[0]);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (cwd_fd >= 0) posix_spawn_file_actions_addfchdir_np(&fa, cwd_fd);
     pid_t pid;
     int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -145,6 +146,11 @@ static int run_capture(char *const argv[], char **out, size_t *outlen)
     *outlen = n;
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int run_capture(char *const argv[], char **out, size_t *outlen)
+{
+    return run_capture_in(-1, argv, out, outlen);
 }
 
 static int build_argv(char **argv, int max, char **extra, int nextra)
@@ -225,9 +231,8 @@ uint64_t nd_cc_identity(void)
     return cc_ident;
 }
 
-int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *src_path)
+int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *src_path)
 {
-    (void)src; (void)len;
     if (resolve_cc() <= 0) {
         PyErr_Format(nd_CompileError, "numdyn: no C compiler (CC=%s)", cc_env);
         return -1;
@@ -243,9 +248,9 @@ int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *
     for (int i = 0; base_flags[i]; i++) ex[ne++] = (char *)base_flags[i];
     ex[ne++] = inc;
     if (!sl) ex[ne++] = "-DND_NO_SLEEF";
-    ex[ne++] = (char *)src_path;
+    ex[ne++] = (char *)src_name;
     ex[ne++] = "-o";
-    ex[ne++] = (char *)so_path;
+    ex[ne++] = (char *)so_name;
     if (sl) ex[ne++] = "-lsleefgnuabi";
     ex[ne++] = "-lm";
     char *argv[MAXARGS];
@@ -254,7 +259,7 @@ int nd_cc_compile(const char *src, size_t len, const char *so_path, const char *
     size_t olen;
     int rc, err = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = run_capture(argv, &out, &olen);
+    rc = run_capture_in(dirfd, argv, &out, &olen);
     if (rc < 0) err = errno;
     Py_END_ALLOW_THREADS
     if (rc < 0) {

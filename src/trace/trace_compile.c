@@ -66,7 +66,9 @@ static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
         if (PyErr_Occurred()) return NULL;
     }
     nd_storage *s = nd__caller_storage(c->t, o);
-    return s ? nd__caller_proxy(s, 0) : NULL;
+    PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+    if (p) nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)o);
+    return p;
 }
 
 static PyObject *wrap_obj(nd_trace *t, PyObject *o, PyObject *alias)
@@ -162,6 +164,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         PyObject *p = nd__proxy_on(s, PyArray_NDIM(A), PyArray_DIMS(A), off / isz, st);
         PyObject *key = p ? PyLong_FromVoidPtr(a) : NULL;
         if (p && !PyArray_ISWRITEABLE(A)) ((NdProxy *)p)->readonly = 1;
+        if (p) nd__proxy_set_caller((NdProxy *)p, A);
         int r = key ? PyDict_SetItem(out, key, p) : -1;
         Py_XDECREF(key);
         Py_XDECREF(p);

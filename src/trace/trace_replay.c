@@ -654,10 +654,12 @@ static PyObject *rebuild(const tnode *t, int *pos, PyObject *res, PyObject *cons
 
 /* ---------------------------------------------------------- public */
 
+/* log and release msg (a new reference, or NULL after a failed format) */
 static void log_msg(const char *kind, PyObject *msg)
 {
     if (msg) nd__log(kind, msg);
     else PyErr_Clear();
+    Py_XDECREF(msg);
 }
 
 static void note_miss(nd_replay *r, PyObject *why)

@@ -106,6 +106,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->fresh = 0;
     p->readonly = 0;
     p->part = 0;
+    p->base = p->vbase = NULL;
     p->dtype = s->dtype;
     p->off = 0;
     memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);
@@ -329,7 +330,7 @@ PyObject *nd_proxy_part(PyObject *o, int which)
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, b->ndim, b->shape, b->off, b->strides);
     Py_XDECREF(adopted);
     if (!p) return NULL;
-    p->readonly = b->readonly;
+    nd__proxy_view_of(p, b);
     p->part = (uint8_t)which;
     p->identity = 0;
     p->dtype = b->dtype == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;

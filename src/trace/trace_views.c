@@ -122,7 +122,7 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
     if (p) {
         p->fresh = 1;
-        p->readonly = b->readonly;
+        nd__proxy_view_of(p, b);
         if (b->part) {
             p->part = b->part;
             p->dtype = b->dtype;
@@ -152,7 +152,7 @@ PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, b->off, nstr);
     if (p) {
         p->fresh = 1;
-        p->readonly = b->readonly;
+        nd__proxy_view_of(p, b);
     }
     return (PyObject *)p;
 }
@@ -218,6 +218,28 @@ PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp 
     p->off = off;
     p->identity = (uint8_t)nd__map_is_identity(s, ndim, shape, off, strides);
     return (PyObject *)p;
+}
+
+void nd__proxy_view_of(NdProxy *p, NdProxy *b)
+{
+    p->readonly = b->readonly;
+    PyObject *o = b->vbase ? b->vbase : (PyObject *)b;
+    Py_XSETREF(p->base, Py_NewRef(o));
+    Py_XSETREF(p->vbase, Py_NewRef(o));
+}
+
+void nd__proxy_set_caller(NdProxy *p, PyArrayObject *a)
+{
+    Py_XSETREF(p->base, Py_XNewRef(PyArray_BASE(a)));
+    /* PyArray_SetBaseObject's collapse: up the chain while the array does
+     * not own its data and its base is an exact ndarray */
+    PyObject *obj = (PyObject *)a;
+    while (PyArray_Check(obj) && !PyArray_CHKFLAGS((PyArrayObject *)obj, NPY_ARRAY_OWNDATA)) {
+        PyObject *up = PyArray_BASE((PyArrayObject *)obj);
+        if (!up || Py_TYPE(up) != &PyArray_Type) break;
+        obj = up;
+    }
+    Py_XSETREF(p->vbase, obj == (PyObject *)a ? NULL : Py_NewRef(obj));
 }
 
 /* NumPy view of `arr` (shaped like the storage) through proxy p's map;
