@@ -1,6 +1,6 @@
 /* replay_guard.h -- guards on one argument of a replayed call (replay_guard.c).
  *
- * A replay entry (src/trace_replay.c) remembers, per argument, what its
+ * A replay entry (src/trace/trace_replay.c) remembers, per argument, what its
  * trace specialized on; a later call replays the entry only when every
  * argument fits. The checks are plain C on the objects: no Python code runs.
  */

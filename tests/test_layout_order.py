@@ -1,4 +1,4 @@
-"""The memory order of values a graph computes (src/trace_layout.c).
+"""The memory order of values a graph computes (src/trace/trace_layout.c).
 
 NumPy lays out a new array in order 'K' from its operands: a ufunc of
 Fortran arrays is Fortran, a reduction keeps its input's order over the

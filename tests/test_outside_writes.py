@@ -1,7 +1,7 @@
 """Arrays handed to code outside the graph (a NumPy fallback, a
 numdyn.disable'd function) that writes into them: values computed lazily
 before the call must hold the old contents, views and the caller's arrays
-the new ones, exactly as NumPy's eager order gives (src/trace_outside.c).
+the new ones, exactly as NumPy's eager order gives (src/trace/trace_outside.c).
 Each case fails without the version split: the lazy reader computes after
 the write and sees it."""
 import numpy as np

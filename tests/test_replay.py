@@ -1,5 +1,5 @@
 """Replay: later calls of a compiled function skip its Python code when the
-recorded trace provably fits (src/trace_replay.c, guards/replay_guard.c).
+recorded trace provably fits (src/trace/trace_replay.c, guards/replay_guard.c).
 
 Every test compares against NumPy; replay state is read from
 CompiledFunction._replay_info() (entries, hits, misses, last_miss).

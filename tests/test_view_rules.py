@@ -1,5 +1,5 @@
 """NumPy's view-vs-copy rules for reshape/ravel/asarray, decided from the
-array's memory strides (src/strides.c, nd_proxy_memory_strides) and built
+array's memory strides (src/core/strides.c, nd_proxy_memory_strides) and built
 on the proxy's own map (nd_proxy_reshape_view): writes through a view must
 reach the base and writes through a copy must not, exactly as in NumPy."""
 import numpy as np
@@ -113,7 +113,7 @@ def memory_order_inplace(a, b):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_views_of_memory_order(backend, layout):
     """Views NumPy builds from an array's memory order, not its index order
-    (src/trace_functionalize.c rebase_memory)."""
+    (src/trace/trace_layout.c nd__rebase_memory)."""
     check(memory_order_views, make_args=lambda: (_layout(layout),), backend=backend,
           check_aliasing=True)
     check(memory_order_inplace, make_args=lambda: (_layout(layout), 1.5), backend=backend,

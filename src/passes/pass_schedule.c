@@ -43,6 +43,14 @@ typedef struct sched {
     uint8_t *level;     /* per node: ND_ROW_* */
     int32_t *cstart, *clist;   /* consumers, CSR */
     int nomerge;
+    /* phase scratch (see "the pass" below) */
+    int32_t *gsets;     /* per node: up to MAXG groups it is inlined into */
+    uint8_t *ng;        /* per node: how many of gsets are set */
+    uint8_t *seen;      /* per node: kernel assembly marks, then "ready" */
+    int32_t *cost;      /* per node: cost of computing it inline */
+    int32_t *kpos;      /* per kernel: its position (last root) */
+    int32_t *rg2g;      /* per row group: its group */
+    int *gk;            /* per group: its kernel, or -1 */
 } sched;
 
 static int find(sched *s, int a)
@@ -466,179 +474,177 @@ void nd_program_decref(nd_program *p)
 }
 
 /* ------------------------------------------------------------- the pass */
-static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_merge, int allow_rows,
-                            int *retry)
+/* The pass runs as named phases over one sched (a phase returns 0, or -1
+ * with an exception set; order_steps returns 1 when the kernel order it
+ * finds is invalid and the caller retries without merging):
+ *
+ *   find_consumers        consumers of every node (CSR)
+ *   classify              which nodes need a buffer, run eagerly, or are free
+ *   find_row_groups       row fusion (pass_rowfuse.c): members of a row group
+ *                         get a buffer only when read outside it
+ *   buffer_broadcasts     broadcast operands with an expensive computation
+ *                         get a buffer (computed once, not per element)
+ *   group_kernels         groups of nodes that share a loop, from the outputs
+ *                         back (merging pointwise groups of one domain)
+ *   build_kernels         one nd_kernel per group, its operands and position
+ *   order_steps           steps in order; every read must have been produced
+ *   plan_buffers          lifetimes (last use, what to free after each step)
+ *                         and setitems that may write their base in place
+ */
+
+/* per node: up to MAXG groups (scratch of group_kernels) */
+#define GSETS(s, i) ((s)->gsets + (size_t)(i) * MAXG)
+
+static int find_consumers(sched *s, const nd_id *outs, int nout)
 {
-    int n = g->n;
-    sched s;
-    memset(&s, 0, sizeof s);
-    s.g = g;
-    s.n = n;
-    nd_program *p = PyMem_Calloc(1, sizeof *p);
-    int32_t *gsets = NULL;   /* per node: up to MAXG groups */
-    uint8_t *ng = NULL, *seen = NULL;
-    int32_t *cost = NULL, *kpos = NULL;
-    if (!p) { PyErr_NoMemory(); return NULL; }
-    p->refcnt = 1;
-    p->nnodes = n;
-    size_t N = (size_t)n + 1;
-    s.mat = PyMem_Calloc(N, 1); s.eager = PyMem_Calloc(N, 1); s.freen = PyMem_Calloc(N, 1);
-    s.isout = PyMem_Calloc(N, 1);
-    s.grp = PyMem_Calloc(N, sizeof(int32_t)); s.parent = PyMem_Calloc(N, sizeof(int32_t));
-    s.groot = PyMem_Calloc(N, sizeof(nd_id));
-    s.gkind = PyMem_Calloc(N, 1);
-    s.growg = PyMem_Calloc(N, sizeof(int32_t));
-    s.gsize = PyMem_Calloc(N, sizeof(int32_t));
-    s.gops = PyMem_Calloc(N, sizeof(int32_t));
-    s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
-    s.level = PyMem_Calloc(N, 1);
-    s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
-    gsets = PyMem_Calloc(N * MAXG, sizeof(int32_t));
-    ng = PyMem_Calloc(N, 1);
-    seen = PyMem_Calloc(N, 1);
-    cost = PyMem_Calloc(N, sizeof(int32_t));
-    kpos = PyMem_Calloc(N, sizeof(int32_t));
-    p->own = PyMem_Calloc(N, 1);
-    p->kord = PyMem_Calloc(N, 1);
-    p->take = PyMem_Calloc(N, 1);
-    p->last = PyMem_Malloc(N * sizeof(int32_t));
-    p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
-    p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
-    if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
-        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.rowgrp || !s.level ||
-        !s.cstart || !gsets || !ng || !seen || !cost || !kpos || !p->own || !p->kord || !p->take ||
-        !p->last || !p->outs || !p->steps) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    /* consumers (CSR) */
+    nd_graph *g = s->g;
+    int n = s->n;
     int ncons = 0;
     for (nd_id i = 0; i < n; i++) {
         nd_node *nn = &g->nodes[i];
-        for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) { s.cstart[node_in(nn, k) + 1]++; ncons++; }
+        for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) { s->cstart[node_in(nn, k) + 1]++; ncons++; }
     }
-    for (int i = 0; i < n; i++) s.cstart[i + 1] += s.cstart[i];
-    s.clist = PyMem_Malloc(sizeof(int32_t) * (size_t)(ncons + 1));
-    if (!s.clist) { PyErr_NoMemory(); goto fail; }
+    for (int i = 0; i < n; i++) s->cstart[i + 1] += s->cstart[i];
+    s->clist = PyMem_Malloc(sizeof(int32_t) * (size_t)(ncons + 1));
+    if (!s->clist) { PyErr_NoMemory(); return -1; }
     {
-        int32_t *fill = kpos;  /* scratch */
-        for (int i = 0; i < n; i++) fill[i] = s.cstart[i];
+        int32_t *fill = s->kpos;  /* scratch */
+        for (int i = 0; i < n; i++) fill[i] = s->cstart[i];
         for (nd_id i = 0; i < n; i++) {
             nd_node *nn = &g->nodes[i];
             for (int k = 0; k < node_nin(nn); k++) {
                 nd_id in = node_in(nn, k);
-                if (in >= 0) s.clist[fill[in]++] = i;
+                if (in >= 0) s->clist[fill[in]++] = i;
             }
         }
     }
-    for (int i = 0; i < nout; i++) { s.isout[outs[i]] = 1; s.mat[outs[i]] = 1; }
+    for (int i = 0; i < nout; i++) { s->isout[outs[i]] = 1; s->mat[outs[i]] = 1; }
+    return 0;
+}
 
-    /* 1. classify */
+static void classify(sched *s)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
     for (nd_id i = 0; i < n; i++) {
         nd_node *nn = &g->nodes[i];
         int eg = 0;
         switch (nn->op) {
-        case ND_OP_INPUT: s.mat[i] = 1; break;
-        case ND_OP_SCALAR: s.freen[i] = nd_emit->dtype_ok(nn->dtype); eg = !s.freen[i]; break;
-        case ND_OP_INDEX: s.freen[i] = nd_emit->supported(g, i); eg = !s.freen[i]; break;
+        case ND_OP_INPUT: s->mat[i] = 1; break;
+        case ND_OP_SCALAR: s->freen[i] = nd_emit->dtype_ok(nn->dtype); eg = !s->freen[i]; break;
+        case ND_OP_INDEX: s->freen[i] = nd_emit->supported(g, i); eg = !s->freen[i]; break;
         case ND_OP_VIEW:
             if (!nd_emit->supported(g, i)) { eg = 1; break; }
-            s.freen[i] = 1;
-            if (g->nodes[nn->in[0]].op != ND_OP_SCALAR) s.mat[nn->in[0]] = 1;
+            s->freen[i] = 1;
+            if (g->nodes[nn->in[0]].op != ND_OP_SCALAR) s->mat[nn->in[0]] = 1;
             break;
         case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
             eg = !nd_emit->supported(g, i);
             break;
         case ND_OP_REDUCE: case ND_OP_SCAN:
             if (!reduce_ok(g, i)) eg = 1;
-            else s.mat[i] = 1;
+            else s->mat[i] = 1;
             break;
         case ND_OP_SETITEM:
             if (!nd_emit->dtype_ok(nn->dtype) || !nd_emit->dtype_ok(g->nodes[nn->in[1]].dtype)) eg = 1;
-            else { s.mat[i] = 1; s.mat[nn->in[0]] = 1; }
+            else { s->mat[i] = 1; s->mat[nn->in[0]] = 1; }
             break;
         default:
             eg = 1;
         }
         if (eg) {
-            s.eager[i] = 1;
-            s.mat[i] = 1;
-            s.freen[i] = 0;
-            for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) s.mat[node_in(nn, k)] = 1;
+            s->eager[i] = 1;
+            s->mat[i] = 1;
+            s->freen[i] = 0;
+            for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) s->mat[node_in(nn, k)] = 1;
         }
     }
-    for (nd_id i = 0; i < n; i++) if (s.mat[i]) s.freen[i] = 0;
+    for (nd_id i = 0; i < n; i++) if (s->mat[i]) s->freen[i] = 0;
+}
 
-    /* 1b. row groups: members get a buffer only when read outside */
+static int find_row_groups(sched *s, int allow_rows)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
     int nrg = 0;
     if (allow_rows) {
-        nrg = nd_rowfuse_find(g, s.rowgrp, s.level);
-        if (nrg < 0) goto fail;
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level);
+        if (nrg < 0) return -1;
     } else {
-        for (nd_id i = 0; i < n; i++) s.rowgrp[i] = -1;
+        for (nd_id i = 0; i < n; i++) s->rowgrp[i] = -1;
     }
-    int32_t *rg2g = NULL;
     if (nrg > 0) {
-        rg2g = PyMem_Malloc(sizeof(int32_t) * (size_t)nrg);
-        if (!rg2g) { PyErr_NoMemory(); goto fail; }
-        for (int q = 0; q < nrg; q++) rg2g[q] = -1;
+        s->rg2g = PyMem_Malloc(sizeof(int32_t) * (size_t)nrg);
+        if (!s->rg2g) { PyErr_NoMemory(); return -1; }
+        for (int q = 0; q < nrg; q++) s->rg2g[q] = -1;
         for (nd_id i = 0; i < n; i++) {
-            if (s.rowgrp[i] < 0) continue;
-            int m = s.isout[i];
-            for (int q = s.cstart[i]; q < s.cstart[i + 1]; q++)
-                if (s.rowgrp[s.clist[q]] != s.rowgrp[i]) m = 1;
-            s.mat[i] = (uint8_t)m;
-            s.freen[i] = 0;
+            if (s->rowgrp[i] < 0) continue;
+            int m = s->isout[i];
+            for (int q = s->cstart[i]; q < s->cstart[i + 1]; q++)
+                if (s->rowgrp[s->clist[q]] != s->rowgrp[i]) m = 1;
+            s->mat[i] = (uint8_t)m;
+            s->freen[i] = 0;
         }
     }
+    return 0;
+}
 
-    /* 2. broadcast operands with an expensive computation get a buffer */
+static void buffer_broadcasts(sched *s)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    int32_t *cost = s->cost;
     for (nd_id i = 0; i < n; i++) {
         nd_node *nn = &g->nodes[i];
-        if (s.mat[i] || s.freen[i] || s.rowgrp[i] >= 0) { cost[i] = 0; continue; }
+        if (s->mat[i] || s->freen[i] || s->rowgrp[i] >= 0) { cost[i] = 0; continue; }
         int c = nd_emit->cost(g, i);
         for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) c += cost[nn->in[k]];
         cost[i] = c > 100000 ? 100000 : c;
     }
     for (nd_id c = 0; c < n; c++) {
         nd_node *cn = &g->nodes[c];
-        if (s.eager[c] || cn->op == ND_OP_INPUT || view_of_buffer(g, c)) continue;
+        if (s->eager[c] || cn->op == ND_OP_INPUT || view_of_buffer(g, c)) continue;
         int rank;
         const npy_intp *shape;
         consumer_domain(g, c, &rank, &shape);
         for (int k = 0; k < cn->nin; k++) {
             nd_id i = cn->in[k];
-            if (i < 0 || s.mat[i] || s.freen[i] || s.rowgrp[i] >= 0 || cost[i] < 20) continue;
-            if (broadcast_in(g, i, rank, shape)) s.mat[i] = 1;
+            if (i < 0 || s->mat[i] || s->freen[i] || s->rowgrp[i] >= 0 || cost[i] < 20) continue;
+            if (broadcast_in(g, i, rank, shape)) s->mat[i] = 1;
         }
     }
+}
 
-    /* 3. groups, from the outputs back */
+static void group_kernels(sched *s, int allow_merge)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    uint8_t *ng = s->ng;
     for (nd_id i = n - 1; i >= 0; i--) {
         nd_node *nn = &g->nodes[i];
-        if (s.rowgrp[i] >= 0) {
-            int rg = s.rowgrp[i];
-            if (rg2g[rg] < 0) rg2g[rg] = new_group(&s, i, rg);
-            if (s.mat[i]) s.grp[i] = rg2g[rg];
-            else { gsets[(size_t)i * MAXG] = rg2g[rg]; ng[i] = 1; }
+        if (s->rowgrp[i] >= 0) {
+            int rg = s->rowgrp[i];
+            if (s->rg2g[rg] < 0) s->rg2g[rg] = new_group(s, i, rg);
+            if (s->mat[i]) s->grp[i] = s->rg2g[rg];
+            else { GSETS(s, i)[0] = s->rg2g[rg]; ng[i] = 1; }
             continue;
         }
-        if (s.mat[i]) {
-            if (!s.eager[i] && nn->op != ND_OP_INPUT) s.grp[i] = new_group(&s, i, -1);
+        if (s->mat[i]) {
+            if (!s->eager[i] && nn->op != ND_OP_INPUT) s->grp[i] = new_group(s, i, -1);
             continue;
         }
-        if (s.freen[i]) continue;
+        if (s->freen[i]) continue;
         int cnt = 0;
         int32_t set[MAXG * 4];
         int overflow = 0;
-        for (int q = s.cstart[i]; q < s.cstart[i + 1]; q++) {
-            nd_id c = s.clist[q];
+        for (int q = s->cstart[i]; q < s->cstart[i + 1]; q++) {
+            nd_id c = s->clist[q];
             int add[MAXG], na = 0;
-            if (s.mat[c]) {
-                if (s.eager[c] || g->nodes[c].op == ND_OP_INPUT) continue;
-                add[na++] = find(&s, s.grp[c]);
-            } else if (!s.freen[c]) {
-                for (int t = 0; t < ng[c]; t++) add[na++] = find(&s, gsets[(size_t)c * MAXG + t]);
+            if (s->mat[c]) {
+                if (s->eager[c] || g->nodes[c].op == ND_OP_INPUT) continue;
+                add[na++] = find(s, s->grp[c]);
+            } else if (!s->freen[c]) {
+                for (int t = 0; t < ng[c]; t++) add[na++] = find(s, GSETS(s, c)[t]);
             }
             for (int t = 0; t < na; t++) {
                 int dup = 0;
@@ -653,8 +659,8 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
         if (cnt > 1) {
             if (!allow_merge) ok = 0;
             for (int t = 0; ok && t < cnt; t++) {
-                if (group_kind(&s, set[t]) != ND_K_POINTWISE) ok = 0;
-                else if (!same_domain(&g->nodes[s.groot[set[t]]], nn)) ok = 0;
+                if (group_kind(s, set[t]) != ND_K_POINTWISE) ok = 0;
+                else if (!same_domain(&g->nodes[s->groot[set[t]]], nn)) ok = 0;
             }
         }
         if (ok) {
@@ -662,109 +668,125 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
             int64_t sz = 1, nop = 0;
             for (int k = 0; k < node_nin(nn); k++) {
                 nd_id in = node_in(nn, k);
-                if (in >= 0 && (s.mat[in] || view_of_buffer(g, in))) nop++;
+                if (in >= 0 && (s->mat[in] || view_of_buffer(g, in))) nop++;
             }
             for (int t = 0; t < cnt; t++) {
-                int r = find(&s, set[t]), dup = 0;
-                for (int u = 0; u < t; u++) if (find(&s, set[u]) == r) dup = 1;
-                if (!dup) { sz += s.gsize[r]; nop += s.gops[r]; }
+                int r = find(s, set[t]), dup = 0;
+                for (int u = 0; u < t; u++) if (find(s, set[u]) == r) dup = 1;
+                if (!dup) { sz += s->gsize[r]; nop += s->gops[r]; }
             }
             if (sz > KMAX_NODES || nop > KMAX_OPS) ok = 0;
             else {
-                for (int t = 1; t < cnt; t++) s.parent[find(&s, set[t])] = find(&s, set[0]);
-                int r = find(&s, set[0]);
-                s.gsize[r] = (int32_t)sz;
-                s.gops[r] = (int32_t)nop;
+                for (int t = 1; t < cnt; t++) s->parent[find(s, set[t])] = find(s, set[0]);
+                int r = find(s, set[0]);
+                s->gsize[r] = (int32_t)sz;
+                s->gops[r] = (int32_t)nop;
             }
         }
         if (!ok) {
             /* i becomes a buffer: one more operand of each group reading it */
-            for (int t = 0; t < cnt; t++) s.gops[find(&s, set[t])]++;
-            s.mat[i] = 1;
-            s.grp[i] = new_group(&s, i, -1);
+            for (int t = 0; t < cnt; t++) s->gops[find(s, set[t])]++;
+            s->mat[i] = 1;
+            s->grp[i] = new_group(s, i, -1);
             continue;
         }
-        gsets[(size_t)i * MAXG] = find(&s, set[0]);
+        GSETS(s, i)[0] = find(s, set[0]);
         ng[i] = 1;
     }
+    PyMem_Free(s->rg2g);
+    s->rg2g = NULL;
+}
 
-    PyMem_Free(rg2g);
-    rg2g = NULL;
-
-    /* 4. kernels */
-    p->mat = s.mat; s.mat = NULL;
-    p->isout = s.isout; s.isout = NULL;
-    int *gk = PyMem_Malloc(sizeof(int) * ((size_t)s.ngroups + 1));
-    if (!gk) { PyErr_NoMemory(); goto fail; }
-    for (int t = 0; t < s.ngroups; t++) gk[t] = -1;
+static int build_kernels(sched *s, nd_program *p)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    p->mat = s->mat; s->mat = NULL;
+    p->isout = s->isout; s->isout = NULL;
+    s->gk = PyMem_Malloc(sizeof(int) * ((size_t)s->ngroups + 1));
+    if (!s->gk) { PyErr_NoMemory(); return -1; }
+    int *gk = s->gk;
+    for (int t = 0; t < s->ngroups; t++) gk[t] = -1;
     int nk = 0;
-    for (int t = 0; t < s.ngroups; t++) if (find(&s, t) == t) gk[t] = nk++;
+    for (int t = 0; t < s->ngroups; t++) if (find(s, t) == t) gk[t] = nk++;
     for (nd_id i = 0; i < n; i++)
-        if (p->mat[i] && (!s.eager[i] && g->nodes[i].op != ND_OP_INPUT)) p->own[i] = 1;
+        if (p->mat[i] && (!s->eager[i] && g->nodes[i].op != ND_OP_INPUT)) p->own[i] = 1;
     /* pointwise outputs NumPy lays out in another memory order are
      * allocated in it: known before any kernel is built, since a kernel's
      * static strides of its inputs depend on it (build order is not
      * topological) */
     for (nd_id i = 0; i < n; i++)
-        if (p->own[i] && group_kind(&s, find(&s, s.grp[i])) == ND_K_POINTWISE &&
+        if (p->own[i] && group_kind(s, find(s, s->grp[i])) == ND_K_POINTWISE &&
             korder_inner(&g->nodes[i]) >= 0)
             p->kord[i] = 1;
     p->kerns = PyMem_Calloc((size_t)nk + 1, sizeof(nd_kernel));
-    if (!p->kerns) { PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
-    s.mat = p->mat;  /* collect() reads it */
-    for (int t = 0; t < s.ngroups; t++) {
+    if (!p->kerns) { PyErr_NoMemory(); return -1; }
+    s->mat = p->mat;  /* collect() reads it */
+    for (int t = 0; t < s->ngroups; t++) {
         if (gk[t] < 0) continue;
-        if (build_kernel(&s, p, &p->kerns[gk[t]], t, seen) < 0) {
-            s.mat = NULL;
+        if (build_kernel(s, p, &p->kerns[gk[t]], t, s->seen) < 0) {
+            s->mat = NULL;
             p->nkern = gk[t];
-            PyMem_Free(gk);
-            goto fail;
+            return -1;
         }
         p->nkern = gk[t] + 1;
     }
-    s.mat = NULL;
+    s->mat = NULL;
     p->nkern = nk;
     /* kernel position: its last root */
+    int32_t *kpos = s->kpos;
     for (int q = 0; q < nk; q++) kpos[q] = -1;
     for (nd_id i = 0; i < n; i++)
         if (p->mat[i] && p->own[i]) {
-            int q = gk[find(&s, s.grp[i])];
+            int q = gk[find(s, s->grp[i])];
             if (i > kpos[q]) kpos[q] = i;
         }
+    return 0;
+}
 
-    /* 5. steps, in order; check every read has been produced */
-    uint8_t *ready = seen;
-    memset(ready, 0, N);
+/* 0, or 1 when some read would not have been produced (no exception) */
+static int order_steps(sched *s, nd_program *p, const nd_id *outs, int nout)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    int *gk = s->gk;
+    uint8_t *ready = s->seen;
+    memset(ready, 0, (size_t)n + 1);
     for (nd_id i = 0; i < n; i++) if (g->nodes[i].op == ND_OP_INPUT) ready[i] = 1;
     int ns = 0;
     for (nd_id i = 0; i < n; i++) {
-        if (s.eager[i]) {
+        if (s->eager[i]) {
             nd_node *nn = &g->nodes[i];
             for (int k = 0; k < node_nin(nn); k++)
-                if (node_in(nn, k) >= 0 && !ready[node_in(nn, k)]) { *retry = 1; PyMem_Free(gk); goto fail; }
+                if (node_in(nn, k) >= 0 && !ready[node_in(nn, k)]) return 1;
             p->steps[ns++] = (nd_step){ND_S_EAGER, -1, i};
             ready[i] = 1;
             continue;
         }
         if (!p->own[i]) continue;
-        int q = gk[find(&s, s.grp[i])];
-        if (kpos[q] != i) continue;
+        int q = gk[find(s, s->grp[i])];
+        if (s->kpos[q] != i) continue;
         nd_kernel *k = &p->kerns[q];
         for (int o = 0; o < k->nin; o++)
-            if (!ready[k->ops[o].buf]) { *retry = 1; PyMem_Free(gk); goto fail; }
+            if (!ready[k->ops[o].buf]) return 1;
         if (k->kind == ND_K_REGION) {
             nd_id base = g->nodes[k->root].in[0];
-            if (!ready[base]) { *retry = 1; PyMem_Free(gk); goto fail; }
+            if (!ready[base]) return 1;
             p->steps[ns++] = (nd_step){ND_S_BASE, -1, k->root};
         }
         p->steps[ns++] = (nd_step){ND_S_KERNEL, q, i};
         for (int o = k->nin; o < k->nin + k->nout; o++) ready[k->ops[o].buf] = 1;
     }
-    PyMem_Free(gk);
     p->nsteps = ns;
-    for (int i = 0; i < nout; i++) if (!ready[outs[i]]) { *retry = 1; goto fail; }
+    for (int i = 0; i < nout; i++) if (!ready[outs[i]]) return 1;
+    return 0;
+}
 
-    /* 6. lifetimes and in-place setitems */
+static int plan_buffers(sched *s, nd_program *p)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    int ns = p->nsteps;
     for (int i = 0; i < n; i++) p->last[i] = -1;
     for (int t = 0; t < ns; t++) {
         nd_step *st = &p->steps[t];
@@ -781,13 +803,13 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     /* per step, the buffers to drop after it: a run walks each list once */
     p->freeat = PyMem_Calloc((size_t)ns + 1, sizeof(int32_t));
     p->freen = PyMem_Malloc(sizeof(nd_id) * (size_t)(n ? n : 1));
-    if (!p->freeat || !p->freen) { PyErr_NoMemory(); goto fail; }
+    if (!p->freeat || !p->freen) { PyErr_NoMemory(); return -1; }
     for (int i = 0; i < n; i++)
         if (p->last[i] >= 0 && !p->isout[i]) p->freeat[p->last[i] + 1]++;
     for (int t = 0; t < ns; t++) p->freeat[t + 1] += p->freeat[t];
     {
         int32_t *fill = PyMem_Malloc(sizeof(int32_t) * ((size_t)ns + 1));
-        if (!fill) { PyErr_NoMemory(); goto fail; }
+        if (!fill) { PyErr_NoMemory(); return -1; }
         memcpy(fill, p->freeat, sizeof(int32_t) * ((size_t)ns + 1));
         for (int i = 0; i < n; i++)
             if (p->last[i] >= 0 && !p->isout[i]) p->freen[fill[p->last[i]]++] = i;
@@ -801,6 +823,60 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
         if (p->own[base] && !p->isout[base] && p->last[base] == t)
             p->take[st->node] = 1;
     }
+    return 0;
+}
+
+static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_merge, int allow_rows,
+                            int *retry)
+{
+    int n = g->n;
+    sched s;
+    memset(&s, 0, sizeof s);
+    s.g = g;
+    s.n = n;
+    nd_program *p = PyMem_Calloc(1, sizeof *p);
+    if (!p) { PyErr_NoMemory(); return NULL; }
+    p->refcnt = 1;
+    p->nnodes = n;
+    size_t N = (size_t)n + 1;
+    s.mat = PyMem_Calloc(N, 1); s.eager = PyMem_Calloc(N, 1); s.freen = PyMem_Calloc(N, 1);
+    s.isout = PyMem_Calloc(N, 1);
+    s.grp = PyMem_Calloc(N, sizeof(int32_t)); s.parent = PyMem_Calloc(N, sizeof(int32_t));
+    s.groot = PyMem_Calloc(N, sizeof(nd_id));
+    s.gkind = PyMem_Calloc(N, 1);
+    s.growg = PyMem_Calloc(N, sizeof(int32_t));
+    s.gsize = PyMem_Calloc(N, sizeof(int32_t));
+    s.gops = PyMem_Calloc(N, sizeof(int32_t));
+    s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
+    s.level = PyMem_Calloc(N, 1);
+    s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
+    s.gsets = PyMem_Calloc(N * MAXG, sizeof(int32_t));
+    s.ng = PyMem_Calloc(N, 1);
+    s.seen = PyMem_Calloc(N, 1);
+    s.cost = PyMem_Calloc(N, sizeof(int32_t));
+    s.kpos = PyMem_Calloc(N, sizeof(int32_t));
+    p->own = PyMem_Calloc(N, 1);
+    p->kord = PyMem_Calloc(N, 1);
+    p->take = PyMem_Calloc(N, 1);
+    p->last = PyMem_Malloc(N * sizeof(int32_t));
+    p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
+    p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
+    if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
+        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.rowgrp || !s.level ||
+        !s.cstart || !s.gsets || !s.ng || !s.seen || !s.cost || !s.kpos || !p->own || !p->kord ||
+        !p->take || !p->last || !p->outs || !p->steps) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (find_consumers(&s, outs, nout) < 0) goto fail;
+    classify(&s);
+    if (find_row_groups(&s, allow_rows) < 0) goto fail;
+    buffer_broadcasts(&s);
+    group_kernels(&s, allow_merge);
+    if (build_kernels(&s, p) < 0) goto fail;
+    int r = order_steps(&s, p, outs, nout);
+    if (r) { *retry = 1; goto fail; }
+    if (plan_buffers(&s, p) < 0) goto fail;
     memcpy(p->outs, outs, sizeof(nd_id) * (size_t)nout);
     p->nout = nout;
     goto done;
@@ -812,7 +888,8 @@ done:
     PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
     PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
     PyMem_Free(s.clist);
-    PyMem_Free(gsets); PyMem_Free(ng); PyMem_Free(seen); PyMem_Free(cost); PyMem_Free(kpos);
+    PyMem_Free(s.gsets); PyMem_Free(s.ng); PyMem_Free(s.seen); PyMem_Free(s.cost); PyMem_Free(s.kpos);
+    PyMem_Free(s.rg2g); PyMem_Free(s.gk);
     return p;
 }
 

@@ -1,4 +1,4 @@
-/* trace_internal.h -- what the tracer's own files (src/trace_*.c) share.
+/* trace_internal.h -- what the tracer's own files (the .c files of src/trace/) share.
  *
  * Nothing outside src/trace_*.c includes this: other modules use trace.h.
  *
@@ -137,7 +137,7 @@ int nd__caller_add(nd_trace *t, nd_storage *s);
 PyObject *nd__user_location(const char *reason);
 void nd__log(const char *kind, PyObject *msg);
 
-/* ---- trace_functionalize.c */
+/* ---- trace_storage.c, trace_views.c: storages, proxies and their maps */
 nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller);
 void nd__storage_decref(nd_storage *s);
 void nd__proxy_free(PyObject *o);  /* tp_dealloc's last step (free list) */
