@@ -258,6 +258,21 @@ static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int d
     return -1;
 }
 
+/* What a kernel's inlined nodes imply: an INDEX node keeps it from merging
+ * with others; the first ufunc that can raise (floor_divide, remainder,
+ * fmod, divmod, power) names its error. */
+static void note_inlined(nd_graph *g, nd_kernel *k)
+{
+    for (int i = 0; i < k->ninl; i++) {
+        nd_node *n = &g->nodes[k->inl[i]];
+        if (n->op == ND_OP_INDEX) k->nomerge = 1;
+        if (k->err_uf < 0 && n->op == ND_OP_UFUNC &&
+            (n->sub == ND_UF_FLOOR_DIVIDE || n->sub == ND_UF_REMAINDER || n->sub == ND_UF_FMOD ||
+             n->sub == ND_UF_DIVMOD || n->sub == ND_UF_POWER))
+            k->err_uf = n->sub;
+    }
+}
+
 static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *seen)
 {
     nd_graph *g = s->g;
@@ -319,14 +334,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     k->scal = b.scal; k->nscal = b.nscal;
     k->rowv = rowv; k->nrow = nrow;
     k->reds = reds; k->nred = nred;
-    for (int i = 0; i < k->ninl; i++) {
-        nd_node *n = &g->nodes[k->inl[i]];
-        if (n->op == ND_OP_INDEX) k->nomerge = 1;
-        if (k->err_uf < 0 && n->op == ND_OP_UFUNC &&
-            (n->sub == ND_UF_FLOOR_DIVIDE || n->sub == ND_UF_REMAINDER || n->sub == ND_UF_FMOD ||
-             n->sub == ND_UF_DIVMOD || n->sub == ND_UF_POWER))
-            k->err_uf = n->sub;
-    }
+    note_inlined(g, k);
     return 0;
 fail:
     PyMem_Free(b.ops); PyMem_Free(b.inl); PyMem_Free(b.scal);
@@ -422,14 +430,7 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
     k->ninl = b.ninl;
     k->scal = b.scal; b.scal = NULL;
     k->nscal = b.nscal;
-    for (int i = 0; i < k->ninl; i++) {
-        nd_node *n = &g->nodes[k->inl[i]];
-        if (n->op == ND_OP_INDEX) k->nomerge = 1;
-        if (k->err_uf < 0 && n->op == ND_OP_UFUNC &&
-            (n->sub == ND_UF_FLOOR_DIVIDE || n->sub == ND_UF_REMAINDER || n->sub == ND_UF_FMOD ||
-             n->sub == ND_UF_DIVMOD || n->sub == ND_UF_POWER))
-            k->err_uf = n->sub;
-    }
+    note_inlined(g, k);
     PyMem_Free(roots);
     return 0;
 fail:
