@@ -44,7 +44,7 @@ CONTRACT = {
     "passes": {"src/passes/schedule.h"},
     "codegen": {"src/codegen/codegen.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
-    "runtime": {"src/runtime/backend.h"},
+    "runtime": {"src/runtime/backend.h", "src/runtime/floor.h"},
     "trace": {"src/trace/trace.h"},
     "numpy_shim": {"numpy_shim/shim.h"},
 }
