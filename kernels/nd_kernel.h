@@ -18,6 +18,7 @@
 #include <string.h>
 #include <math.h>
 #include <complex.h>
+#include <fenv.h>
 #undef I  /* kernels name their size/stride argument I */
 
 #define ND_INLINE static inline __attribute__((always_inline))
@@ -34,6 +35,32 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 #define ND_ERR_OVERFLOW 2  /* MIN // -1: RuntimeWarning */
 #define ND_ERR_NEGPOW 4    /* integer ** negative: ValueError */
 #define ND_ERR_NOMEM 8     /* a kernel's scratch allocation failed */
+#define ND_ERR_INTERRUPT 32 /* set by the runtime's SIGINT handler while a long kernel
+                               runs: the kernel skips its remaining tasks */
+/* the floating-point status flags a kernel raised (NumPy's divide / over /
+ * under / invalid): collected from every thread that ran a task, checked by
+ * the runtime against np.geterr() after the kernel */
+#define ND_ERR_FPE_DIV 64
+#define ND_ERR_FPE_OVER 128
+#define ND_ERR_FPE_UNDER 256
+#define ND_ERR_FPE_INVALID 512
+/* At the top of each task / reduction block: a Ctrl-C stops a long kernel
+ * within one task (a few thousand elements), at the cost of one relaxed
+ * load per task. */
+#define ND_POLL(E) if (__builtin_expect(__atomic_load_n((E), __ATOMIC_RELAXED) & ND_ERR_INTERRUPT, 0)) continue
+/* At the end of each task of a parallel loop: this thread's status flags
+ * into the kernel's error word, then cleared (two register reads when none
+ * is set). The calling thread's are read by the runtime. */
+#define ND_FPE_ALL (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
+ND_INLINE int nd_fpe_take(void)
+{
+    int f = fetestexcept(ND_FPE_ALL);
+    if (__builtin_expect(f == 0, 1)) return 0;
+    feclearexcept(f);
+    return (f & FE_DIVBYZERO ? ND_ERR_FPE_DIV : 0) | (f & FE_OVERFLOW ? ND_ERR_FPE_OVER : 0) |
+           (f & FE_UNDERFLOW ? ND_ERR_FPE_UNDER : 0) | (f & FE_INVALID ? ND_ERR_FPE_INVALID : 0);
+}
+#define ND_FPE_TAKE nd_err |= nd_fpe_take()
 
 typedef uint8_t nd_bool;
 typedef float _Complex nd_c64;
@@ -60,6 +87,10 @@ ND_INLINE float nd_h2f(nd_half h)
     memcpy(&x, &xb, 4);
     return x;
 }
+/* 2^127, weak so that the compiler cannot know it: the multiplications
+ * below that overflow on purpose (raising the flag NumPy reports for a
+ * float16 result past 65504) are neither folded nor removed */
+__attribute__((weak)) float nd_ovf_f = 0x1p127f;
 ND_INLINE nd_half nd_f2h(float f)
 {
     uint32_t x, tb;
@@ -74,7 +105,11 @@ ND_INLINE nd_half nd_f2h(float f)
     uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
     uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
     uint32_t o = x >= 0x47800000u ? big : x < 0x38800000u ? sub : nrm;
-    return (nd_half)(o | (sign >> 16));
+    /* a finite value past float16's range (>= 65520): raise the overflow
+     * flag NumPy reports, by a float multiplication that overflows */
+    float ov = x >= 0x477ff000u && x < 0x7f800000u ? nd_ovf_f : 1.0f;
+    ov *= ov;
+    return (nd_half)(o | (sign >> 16) | (ov != ov));
 }
 /* double -> half with ONE rounding (NumPy converts doubles directly) */
 ND_INLINE nd_half nd_d2h(double d)
@@ -84,7 +119,11 @@ ND_INLINE nd_half nd_d2h(double d)
     uint64_t a = b & 0x7fffffffffffffffull;
     if (a >= 0x7ff0000000000000ull)
         return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
-    if (a >= 0x40effe0000000000ull) return (uint16_t)(s | 0x7c00u); /* >= 65520: inf */
+    if (a >= 0x40effe0000000000ull) {  /* >= 65520: inf, and the overflow flag */
+        float ov = nd_ovf_f * nd_ovf_f;
+        s |= (uint16_t)(ov != ov);
+        return (uint16_t)(s | 0x7c00u);
+    }
     int e = (int)(a >> 52) - 1023;
     uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
     int shift;
@@ -191,6 +230,30 @@ ND_INLINE T nd_spacing_##S(T x) \
     if (isinf(x)) return (T)NAN; \
     return NEXTAFTER(x, COPYSIGN((T)INFINITY, x)) - x; \
 }
+/* SLEEF's vector functions raise no status flags: for those NumPy flags
+ * (log of 0, exp overflowing, sin of inf, ...) the flag comes from the
+ * operand and the result, with quiet comparisons only. nd_ckdiv: an
+ * infinite result of a finite operand is "divide by zero" (log, atanh);
+ * nd_ckover: it is "overflow" (exp, sinh); a NaN from no NaN: "invalid". */
+#define ND_FPCHK(T, S) \
+ND_INLINE T nd_ckdiv_##S(T x, T r, int *e) \
+{ \
+    *e |= (r != r && x == x ? ND_ERR_FPE_INVALID : 0) | (isinf(r) && !isinf(x) ? ND_ERR_FPE_DIV : 0); \
+    return r; \
+} \
+ND_INLINE T nd_ckover_##S(T x, T r, int *e) \
+{ \
+    *e |= (r != r && x == x ? ND_ERR_FPE_INVALID : 0) | (isinf(r) && !isinf(x) ? ND_ERR_FPE_OVER : 0); \
+    return r; \
+} \
+ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \
+{ \
+    *e |= (r != r && x == x && y == y ? ND_ERR_FPE_INVALID : 0) | \
+          (isinf(r) && !isinf(x) && !isinf(y) ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
+    return r; \
+}
+ND_FPCHK(double, d)
+ND_FPCHK(float, f)
 ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
 ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
 

@@ -12,7 +12,9 @@ units loaded from the on-disk cache), graphs, graph_breaks, recompiles
 properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
 (graphs run straight from the program cache), flushes, replays / replay_misses
 (calls that skipped running Python through a recorded trace, and those
-whose guards did not fit).
+whose guards did not fit), errstate_reruns (graphs run again by NumPy
+because a kernel raised a floating-point flag that np.geterr() does not
+ignore, so NumPy's warnings / errors come out as NumPy gives them).
 """
 from collections.abc import Mapping
 
