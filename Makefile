@@ -38,6 +38,7 @@ $(BUILD)/numdyn/_C$(EXT_SUFFIX): $(OBJS)
 #   make test       set up, build (the real setup.py build, -Werror), whole suite
 #   make demo       set up, build, NumPy vs numdyn on a few real functions
 #   make test-asan  the suite against an AddressSanitizer+UBSan build
+#   make fuzz-asan  the differential generators under the sanitizers
 #   make fuzz       the long differential run (hypothesis profile "fuzz")
 #   make bench      every bench/bench_*.py, markdown table for BENCHMARKS.md
 #   make wheel      a wheel in dist/
@@ -59,7 +60,7 @@ record = $(shell mkdir -p build; echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(
 $(call record,$(EXT_LIST),$(EXT_INPUTS))
 $(call record,$(DEPS_LIST),$(PYTHON) $(TEST_DEPS))
 
-.PHONY: sysdeps venv build test demo test-asan fuzz bench wheel clean check-werror
+.PHONY: sysdeps venv build test demo test-asan fuzz-asan fuzz bench wheel clean check-werror
 
 # The extension exactly as `pip install .` builds it: Python's own CFLAGS
 # (-DNDEBUG -fwrapv -O3 ...) then setup.py's -Wall -Wextra -Werror, into
@@ -129,14 +130,27 @@ fuzz: build
 ASAN_LIB = $(shell $(CC) -print-file-name=libasan.so)
 # --capture=sys: a sanitizer writes its report to fd 2 and stops the
 # process; pytest's default fd capture would swallow the report with it.
+# The generated kernels are built sanitized too ($CC's extra words reach the
+# kernel compiler), in store-check mode, and glibc's own heap checks
+# (MALLOC_CHECK_=3) are on for whatever ASan does not intercept.
+SANITIZED_CC = $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer
 test-asan: sysdeps $(VENV)/.deps-stamp
 	NUMDYN_SANITIZE=1 $(VPY) setup.py -q build --build-base build/asan \
 	  --build-lib build/asan/lib
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	MALLOC_CHECK_=3 NUMDYN_CHECK_STORES=1 CC="$(SANITIZED_CC)" \
 	LD_PRELOAD=$(ASAN_LIB) PYTHONPATH=$(CURDIR)/build/asan/lib \
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} NUMDYN_EXPECT_BUILD=$(CURDIR)/build/asan/lib \
 	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) --capture=sys -p no:cacheprovider $(PYTEST_ARGS)
+
+# The differential generators (random programs, views, layouts, the
+# reduced-rows class) and the wrong-answer regressions under the sanitizers:
+# `make fuzz-asan`, longer with FUZZ_EXAMPLES=N.
+SANITIZE_TESTS = tests/test_fuzz_programs.py tests/test_fuzz_views.py \
+  tests/test_fuzz_layouts.py tests/test_wrong_answers.py
+fuzz-asan:
+	$(MAKE) test-asan PYTEST_ARGS="$(PYTEST_ARGS) $(SANITIZE_TESTS)"
 
 wheel: $(VENV)/.deps-stamp
 	$(VPY) -m pip wheel -q --no-deps -w dist .

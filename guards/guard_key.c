@@ -34,11 +34,12 @@ uint64_t nd_guard_array_key(PyObject *obj)
 }
 
 /* Word-wise, so a graph-cache hit costs a few ns per node. Covers what
- * nd_graph_hash covers (ops, dtypes, ranks, size-1 dims, view maps, attrs,
+ * nd_graph_hash covers (ops, dtypes, ranks, size-1 dims, the equality
+ * pattern of the other sizes, view maps, attrs,
  * extern identity) plus each input's guard key. */
 uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
 {
-    uint64_t h = 0x67726170686b6579ULL ^ (uint64_t)g->n;
+    uint64_t h = mix(0x67726170686b6579ULL ^ (uint64_t)g->n, nd_graph_size_pattern(g));
     for (nd_id i = 0; i < g->n; i++) {
         nd_node *n = &g->nodes[i];
         h = mix(h, ((uint64_t)n->op << 56) ^ ((uint64_t)(uint16_t)n->aux << 40) ^

@@ -28,13 +28,19 @@
 /* Kernel ABI: every kernel is
  *   void name(char *const *P, const int64_t *I, const nd_sv *S, int *E)
  * P: base pointers (inputs then outputs), I: sizes and element strides,
- * S: scalar parameters (layout of graph.h's nd_scalar), E[0]: error bits. */
+ * S: scalar parameters (layout of graph.h's nd_scalar), E[0]: error bits.
+ * In store-check mode P also holds each output's [lo, hi) after the operands. */
 typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } nd_sv;
 
 #define ND_ERR_DIVZERO 1   /* integer division by zero: RuntimeWarning */
 #define ND_ERR_OVERFLOW 2  /* MIN // -1: RuntimeWarning */
 #define ND_ERR_NEGPOW 4    /* integer ** negative: ValueError */
 #define ND_ERR_NOMEM 8     /* a kernel's scratch allocation failed */
+#define ND_ERR_OOB 16      /* store-check mode: a store fell outside its output */
+/* Store-check mode (NUMDYN_CHECK_STORES=1): P[nops + 2*k], P[nops + 2*k + 1]
+ * bound output k's bytes; a store outside them is skipped and reported. */
+#define ND_OOB(addr, lo, hi) \
+    ((const char *)(addr) < (lo) || (const char *)((addr) + 1) > (hi))
 #define ND_ERR_INTERRUPT 32 /* set by the runtime's SIGINT handler while a long kernel
                                runs: the kernel skips its remaining tasks */
 /* the floating-point status flags a kernel raised (NumPy's divide / over /

@@ -66,6 +66,10 @@ static void prologue(kctx *c)
                      nd_cg_stype(op->dtype), o, isout ? "" : "const ", nd_cg_stype(op->dtype), o);
         if (R > 0 && op->inner < 0)
             nd_sb_printf(sb, "const int64_t is%d = I[%d];\n", o, stride_idx(c, o, R - 1));
+        if (isout && nd_cg_check_stores()) {
+            int q = k->nin + k->nout + 2 * (o - k->nin);
+            nd_sb_printf(sb, "const char *const lo%d = P[%d], *const hi%d = P[%d];\n", o, q, o, q + 1);
+        }
     }
     for (int j = 0; j < k->nscal; j++) scalar_decl(c, k->scal[j], j);
     nd_sb_puts(sb, "int nd_err = 0;\n");
@@ -167,10 +171,22 @@ static void store_val(kctx *c, const char *lv, nd_id val, int to)
     nd_sb_free(&t);
 }
 
+int nd_cg_check_stores(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("NUMDYN_CHECK_STORES");
+        mode = e && *e && strcmp(e, "0") != 0;
+    }
+    return mode;
+}
+
 static void store(kctx *c, int o, nd_id val, const char *pfx, const char *jv)
 {
     char e[96];
     elem(e, sizeof e, c, o, pfx, jv);
+    if (nd_cg_check_stores())
+        nd_sb_printf(c->sb, "if (ND_OOB(&(%s), lo%d, hi%d)) nd_err |= ND_ERR_OOB; else\n", e, o, o);
     store_val(c, e, val, c->k->ops[o].dtype);
 }
 
@@ -242,7 +258,7 @@ static int gen_pointwise(kctx *c)
     /* Outputs far bigger than the caches go out with streaming stores:
      * computed into an L1 tile, then copied with non-temporal stores (no
      * read-for-ownership of the destination: a third less memory traffic) */
-    int stream = k->nout > 0;
+    int stream = k->nout > 0 && !nd_cg_check_stores();
     size_t obytes = 0;
     for (int o = k->nin; o < k->nin + k->nout; o++) {
         if (k->ops[o].inner != 1) stream = 0;
@@ -1209,6 +1225,7 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
     nd_sb body_sb;
     int rc = -1;
     /* the error-flag reduction is decided by whether any node uses it */
+    if (nd_cg_check_stores()) c.uses_err = 1;
     for (int i = 0; i < k->ninl; i++) {
         nd_sb tmp;
         nd_sb_init(&tmp);

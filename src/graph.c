@@ -140,9 +140,38 @@ static uint64_t layout_class(PyArrayObject *a)
     return c;
 }
 
+/* Which non-1 sizes are equal to which. Passes may rely on two dims having
+ * the same extent where broadcasting does not promise it (a reduction's
+ * input domain against a consumer of its keepdims result: (4,3)->(4,1)
+ * then + (4,6)), so a plan is only reusable for a graph whose sizes repeat
+ * in the same pattern. Each non-1 dim contributes the index of its size in
+ * the order sizes first appear. */
+uint64_t nd_graph_size_pattern(const nd_graph *g)
+{
+    enum { NCLS = 64 };
+    npy_intp seen[NCLS];
+    int ns = 0;
+    uint64_t h = 0x73697a6570617474ULL;
+    for (nd_id i = 0; i < g->n; i++) {
+        const nd_node *n = &g->nodes[i];
+        for (int d = 0; d < n->ndim; d++) {
+            npy_intp s = n->shape[d];
+            if (s == 1) continue;
+            uint64_t cls;
+            int k = 0;
+            while (k < ns && seen[k] != s) k++;
+            if (k < ns) cls = (uint64_t)k;
+            else if (ns < NCLS) { seen[ns] = s; cls = (uint64_t)ns++; }
+            else cls = NCLS + (uint64_t)s;  /* past the table: the size itself */
+            h = mix(h, cls ^ ((uint64_t)d << 56));
+        }
+    }
+    return h;
+}
+
 uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = mix(1469598103934665603ULL, nd_graph_size_pattern(g));
     for (nd_id i = 0; i < g->n; i++) {
         nd_node *n = &g->nodes[i];
         h = mix(h, ((uint64_t)n->op << 48) ^ ((uint64_t)(uint16_t)n->aux << 32) ^ (uint32_t)n->sub);

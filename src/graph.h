@@ -168,9 +168,12 @@ npy_intp nd_node_size(const nd_node *n);
 nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
                            nd_id *map, nd_id *new_outs);
 
-/* Structural hash: ops, dtypes, ranks, which dims are 1, view maps, attrs,
- * the layout class of INPUT arrays -- but not sizes or scalar values. */
+/* Structural hash: ops, dtypes, ranks, which dims are 1, which non-1 dims
+ * are equal (nd_graph_size_pattern), view maps, attrs, the layout class of
+ * INPUT arrays -- but not the sizes themselves or scalar values. */
 uint64_t nd_graph_hash(nd_graph *g, const nd_id *outs, int nout);
+/* Hash of the equality pattern of the graph's non-1 dims (not the sizes). */
+uint64_t nd_graph_size_pattern(const nd_graph *g);
 
 const char *nd_op_name(int op);
 const char *nd_ufunc_name(int ufunc_id);  /* NumPy's name, e.g. "add" */

@@ -46,6 +46,7 @@ typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *
 #define ND_ERR_OVERFLOW 2
 #define ND_ERR_NEGPOW 4
 #define ND_ERR_NOMEM 8
+#define ND_ERR_OOB 16
 #define ND_ERR_INTERRUPT 32
 #define ND_ERR_FPE_DIV 64      /* floating-point status flags (kernels/nd_kernel.h) */
 #define ND_ERR_FPE_OVER 128
@@ -173,6 +174,11 @@ void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 
 /* codegen_loops.c: the kernel function (name from its hash) */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
+/* Store-check mode (NUMDYN_CHECK_STORES=1, fixed per process; the test
+ * suite turns it on): every store of a generated kernel first checks that it
+ * lands inside its output's bytes, which the runtime passes after the
+ * operand pointers; a stray store is skipped and raised as an error. */
+int nd_cg_check_stores(void);
 
 /* codegen_c.c */
 const char *nd_cg_header_dir(void);      /* kernels/ directory; NULL + exc */

@@ -12,19 +12,23 @@
  * a row value combines row values of its own form and scalars; a VIEW that
  * only inserts/removes size-1 dims turns one form into the other (m[:, 0]).
  *
- * Only structure decides membership (shapes through rank and size-1
- * patterns), so the plan fits every graph with the same key. A node that
+ * Only structure decides membership (shapes through rank, size-1 patterns
+ * and which sizes are equal), so the plan fits every graph with the same
+ * key. A node that
  * depends on the group but cannot join is a later consumer, and nothing
  * that depends on such a node may join (no cycles through the kernel).
  */
 #include "npy.h"
 #include "native.h"
 
-static int same_ones_shape(int ra, const npy_intp *a, int rb, const npy_intp *b)
+/* Exact shapes: a keepdims row value broadcasts against operands of any
+ * width ((4,1) + (4,6) over a (4,3) domain), so the ones pattern alone
+ * does not say a node lives on the domain. The graph key holds the
+ * equality pattern of sizes (nd_graph_size_pattern), so the plan still
+ * fits every graph with the same key. */
+static int same_shape(int ra, const npy_intp *a, int rb, const npy_intp *b)
 {
-    if (ra != rb) return 0;
-    for (int d = 0; d < ra; d++) if ((a[d] == 1) != (b[d] == 1)) return 0;
-    return 1;
+    return ra == rb && (ra == 0 || memcmp(a, b, sizeof(npy_intp) * (size_t)ra) == 0);
 }
 
 typedef struct rowdom {
@@ -38,9 +42,9 @@ typedef struct rowdom {
 
 static int form_of(const rowdom *D, const nd_node *n)
 {
-    if (same_ones_shape(n->ndim, n->shape, D->rank, D->shape)) return ND_ROW_DOMAIN;
-    if (same_ones_shape(n->ndim, n->shape, D->rank, D->ashape)) return ND_ROW_A;
-    if (same_ones_shape(n->ndim, n->shape, D->krank, D->kshape)) return ND_ROW_B;
+    if (same_shape(n->ndim, n->shape, D->rank, D->shape)) return ND_ROW_DOMAIN;
+    if (same_shape(n->ndim, n->shape, D->rank, D->ashape)) return ND_ROW_A;
+    if (same_shape(n->ndim, n->shape, D->krank, D->kshape)) return ND_ROW_B;
     return 0;
 }
 
@@ -150,7 +154,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
                 rowdom D2;
                 if (!lv[jn->in[0]] || lv[jn->in[0]] != ND_ROW_DOMAIN) break;
                 if (!eligible_reduce(g, j, &D2) || D2.axes != D.axes ||
-                    !same_ones_shape(D2.rank, D2.shape, D.rank, D.shape))
+                    !same_shape(D2.rank, D2.shape, D.rank, D.shape))
                     break;
                 join = 1;
                 f = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;

@@ -95,10 +95,12 @@ static int broadcast_in(nd_graph *g, nd_id i, int rank, const npy_intp *shape)
     return 0;
 }
 
-static int same_ones(const nd_node *a, const nd_node *b)
+/* one iteration space: the same sizes, not just the same size-1 dims (the
+ * graph key holds the sizes' equality pattern, so this is structure) */
+static int same_domain(const nd_node *a, const nd_node *b)
 {
     if (a->ndim != b->ndim) return 0;
-    for (int d = 0; d < a->ndim; d++) if ((a->shape[d] == 1) != (b->shape[d] == 1)) return 0;
+    for (int d = 0; d < a->ndim; d++) if (a->shape[d] != b->shape[d]) return 0;
     return 1;
 }
 
@@ -652,7 +654,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
             if (!allow_merge) ok = 0;
             for (int t = 0; ok && t < cnt; t++) {
                 if (group_kind(&s, set[t]) != ND_K_POINTWISE) ok = 0;
-                else if (!same_ones(&g->nodes[s.groot[set[t]]], nn)) ok = 0;
+                else if (!same_domain(&g->nodes[s.groot[set[t]]], nn)) ok = 0;
             }
         }
         if (ok) {

@@ -216,8 +216,31 @@ static int errstate_acts(int e)
 #define ERRSTATE_BITS (ND_ERR_DIVZERO | ND_ERR_OVERFLOW | ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | \
                        ND_ERR_FPE_UNDER | ND_ERR_FPE_INVALID)
 
+/* [lo, hi) of the bytes an array's elements occupy (store-check mode) */
+static void byte_extent(PyArrayObject *a, char **lohi)
+{
+    char *lo = PyArray_BYTES(a), *hi = lo;
+    int empty = 0;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d), st = PyArray_STRIDE(a, d);
+        if (n == 0) empty = 1;
+        else if (st < 0) lo += (n - 1) * st;
+        else hi += (n - 1) * st;
+    }
+    lohi[0] = lo;
+    lohi[1] = empty ? lo : hi + PyArray_ITEMSIZE(a);
+}
+
 static int report_errors(nd_kernel *k, int e)
 {
+    if (e & ND_ERR_OOB) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "ndk_%016llx", (unsigned long long)k->hash);
+        PyErr_Format(PyExc_SystemError,
+                     "numdyn: internal error: kernel %s stored outside its output "
+                     "(caught by NUMDYN_CHECK_STORES; please report)", nm);
+        return -1;
+    }
     if (e & ND_ERR_NOMEM) {
         PyErr_SetString(PyExc_MemoryError, "numdyn: a kernel could not allocate its row scratch buffer");
         return -1;
@@ -304,7 +327,7 @@ static int fpe_take(void)
 static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
 {
     int nops = k->nin + k->nout, R = k->rank;
-    char *P[MAXOPS];
+    char *P[3 * MAXOPS];
     int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS];
     nd_scalar S[MAXOPS];
     nd_scalar *Sp = S, *Sheap = NULL;
@@ -374,6 +397,9 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
             }
         }
     }
+    if (nd_cg_check_stores())
+        for (int o = k->nin; o < nops; o++)
+            byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
     int64_t tot = 1;
     for (int d = 0; d < R; d++) { I[d] = n[d]; tot *= n[d]; }
     for (int j = 0; j < k->nscal; j++) Sp[j] = g->nodes[k->scal[j]].scalar;

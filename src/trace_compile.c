@@ -57,7 +57,9 @@ static PyObject *wrap_obj(nd_trace *t, PyObject *o, int depth, PyObject *alias)
             if (PyErr_Occurred()) return NULL;
         }
         nd_storage *s = nd__caller_storage(t, o);
-        return s ? nd__caller_proxy(s, 0) : NULL;
+        PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+        if (p) nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)o);
+        return p;
     }
     if (depth > 16) return Py_NewRef(o);
     int is_tuple = PyTuple_Check(o);
@@ -186,6 +188,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         PyObject *p = nd__proxy_on(s, PyArray_NDIM(A), PyArray_DIMS(A), off / isz, st);
         PyObject *key = p ? PyLong_FromVoidPtr(a) : NULL;
         if (p && !PyArray_ISWRITEABLE(A)) ((NdProxy *)p)->readonly = 1;
+        if (p) nd__proxy_set_caller((NdProxy *)p, A);
         int r = key ? PyDict_SetItem(out, key, p) : -1;
         Py_XDECREF(key);
         Py_XDECREF(p);

@@ -114,6 +114,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->fresh = 0;
     p->readonly = 0;
     p->part = 0;
+    p->base = p->vbase = NULL;
     p->dtype = s->dtype;
     p->off = 0;
     memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);
@@ -339,7 +340,7 @@ PyObject *nd_proxy_part(PyObject *o, int which)
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, b->ndim, b->shape, b->off, b->strides);
     Py_XDECREF(adopted);
     if (!p) return NULL;
-    p->readonly = b->readonly;
+    nd__proxy_view_of(p, b);
     p->part = (uint8_t)which;
     p->identity = 0;
     p->dtype = b->dtype == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;
@@ -476,7 +477,7 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, noff, nstr);
     if (p) {
         p->fresh = 1;
-        p->readonly = b->readonly;
+        nd__proxy_view_of(p, b);
         if (b->part) {
             p->part = b->part;
             p->dtype = b->dtype;
@@ -688,7 +689,7 @@ PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, b->off, nstr);
     if (p) {
         p->fresh = 1;
-        p->readonly = b->readonly;
+        nd__proxy_view_of(p, b);
     }
     return (PyObject *)p;
 }
@@ -755,6 +756,28 @@ PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp 
     p->off = off;
     p->identity = (uint8_t)is_identity(s, ndim, shape, off, strides);
     return (PyObject *)p;
+}
+
+void nd__proxy_view_of(NdProxy *p, NdProxy *b)
+{
+    p->readonly = b->readonly;
+    PyObject *o = b->vbase ? b->vbase : (PyObject *)b;
+    Py_XSETREF(p->base, Py_NewRef(o));
+    Py_XSETREF(p->vbase, Py_NewRef(o));
+}
+
+void nd__proxy_set_caller(NdProxy *p, PyArrayObject *a)
+{
+    Py_XSETREF(p->base, Py_XNewRef(PyArray_BASE(a)));
+    /* PyArray_SetBaseObject's collapse: up the chain while the array does
+     * not own its data and its base is an exact ndarray */
+    PyObject *obj = (PyObject *)a;
+    while (PyArray_Check(obj) && !PyArray_CHKFLAGS((PyArrayObject *)obj, NPY_ARRAY_OWNDATA)) {
+        PyObject *up = PyArray_BASE((PyArrayObject *)obj);
+        if (!up || Py_TYPE(up) != &PyArray_Type) break;
+        obj = up;
+    }
+    Py_XSETREF(p->vbase, obj == (PyObject *)a ? NULL : Py_NewRef(obj));
 }
 
 int nd_proxy_is_readonly(PyObject *o)

@@ -104,6 +104,9 @@ struct NdProxy {
                                  with an identity map it is not the storage's
                                  array itself, as under NumPy */
     uint8_t part;             /* 0, or ND_F_VIEW_REAL / ND_F_VIEW_IMAG of a complex storage */
+    PyObject *base;           /* owned: what ndarray.base gives (NULL: None) */
+    PyObject *vbase;          /* owned: the base a view of this gets, NumPy's
+                                 collapsed chain (NULL: this proxy itself) */
     int dtype;
     npy_intp off;             /* element offset into the storage's C-order flat index */
     npy_intp shape[ND_MAXDIMS];
@@ -137,6 +140,10 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller);
 void nd__storage_decref(nd_storage *s);
 void nd__proxy_free(PyObject *o);  /* tp_dealloc's last step (free list) */
 PyObject *nd__proxy_new(nd_storage *s, int is_scalar);  /* identity view */
+/* p is a view NumPy makes of b: b's read-only state, NumPy's base */
+void nd__proxy_view_of(NdProxy *p, NdProxy *b);
+/* p stands for the caller's array a inside the function: a's base */
+void nd__proxy_set_caller(NdProxy *p, PyArrayObject *a);
 /* proxy on s with map (off, strides) over s's C-order flat index */
 PyObject *nd__proxy_on(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,
                        const npy_intp *strides);

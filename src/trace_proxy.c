@@ -491,6 +491,8 @@ static void p_dealloc(PyObject *o)
         nd__storage_decref(p->st);
     }
     Py_XDECREF(p->value);
+    Py_CLEAR(p->base);
+    Py_CLEAR(p->vbase);
     nd__proxy_free(o);
 }
 
@@ -565,7 +567,7 @@ static PyObject *call_concrete(const char *name, const char *reason, PyObject *s
     X(choose) X(clip) X(compress) X(conj) X(conjugate) X(copy) X(cumprod) X(cumsum) \
     X(diagonal) X(dot) X(fill) X(flatten) X(getfield) X(item) X(max) X(mean) X(min) \
     X(nonzero) X(partition) X(prod) X(put) X(ravel) X(repeat) X(reshape) X(resize) \
-    X(round) X(searchsorted) X(setfield) X(setflags) X(sort) X(squeeze) X(std) X(sum) \
+    X(round) X(searchsorted) X(setfield) X(sort) X(squeeze) X(std) X(sum) \
     X(swapaxes) X(take) X(to_device) X(tolist) X(trace) X(transpose) X(var) X(view) \
     X(ptp) X(__round__)
 SHIM_METHODS(SHIM_METHOD)
@@ -662,9 +664,12 @@ static PyObject *m___array_function__(PyObject *self, PyObject *args, PyObject *
 #define METHOD_ENTRY(name) \
     {#name, (PyCFunction)(void (*)(void))m_##name, METH_FASTCALL | METH_KEYWORDS, NULL},
 
+static PyObject *m_setflags(PyObject *self, PyObject *args, PyObject *kwargs);
+
 static PyMethodDef proxy_methods[] = {
     SHIM_METHODS(METHOD_ENTRY)
     METHOD_ENTRY(__copy__)
+    {"setflags", (PyCFunction)(void (*)(void))m_setflags, METH_VARARGS | METH_KEYWORDS, NULL},
     METHOD_ENTRY(tobytes) METHOD_ENTRY(tofile) METHOD_ENTRY(dump) METHOD_ENTRY(dumps)
     METHOD_ENTRY(__reduce__) METHOD_ENTRY(__reduce_ex__) METHOD_ENTRY(__deepcopy__)
     METHOD_ENTRY(__format__) METHOD_ENTRY(__dlpack__) METHOD_ENTRY(__dlpack_device__)
@@ -874,6 +879,154 @@ static PyObject *g_is_scalar(PyObject *o, void *c)
 
 static PyObject *g_live(PyObject *o, void *c) { return PyBool_FromLong(nd__live((NdProxy *)o)); }
 
+/* ------------------------------------------------- base and flags */
+
+/* NumPy's base: the owner of the memory a view was made from (collapsed
+ * as PyArray_SetBaseObject does), the caller's own base for an argument,
+ * None for a value computed inside the function */
+static PyObject *g_base(PyObject *o, void *c)
+{
+    NdProxy *p = (NdProxy *)o;
+    return Py_NewRef(p->base ? p->base : Py_None);
+}
+
+/* Read-only is a property of one array object (a view taken before
+ * `Z.flags.writeable = False` stays writeable), so it lives on the proxy;
+ * turning it back on follows NumPy: not for a view whose owner, or the
+ * caller's array behind it, is read-only. */
+static int set_writeable(NdProxy *p, PyObject *value)
+{
+    int w = PyObject_IsTrue(value);
+    if (w < 0) return -1;
+    if (!w) { p->readonly = 1; return 0; }
+    int owner_ro = (p->st && p->st->readonly) ||
+                   (p->base && nd_proxy_check(p->base) && nd_proxy_is_readonly(p->base)) ||
+                   (p->base && PyArray_Check(p->base) &&
+                    !PyArray_ISWRITEABLE((PyArrayObject *)p->base));
+    if (owner_ro) {
+        PyErr_SetString(PyExc_ValueError, "cannot set WRITEABLE flag to True of this array");
+        return -1;
+    }
+    p->readonly = 0;
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *proxy;   /* owned */
+    PyObject *flags;   /* owned: the concrete array's flagsobj */
+} NdFlags;
+
+static int is_writeable_key(PyObject *name, int attr)
+{
+    if (!PyUnicode_Check(name)) return 0;
+    if (attr) return PyUnicode_CompareWithASCIIString(name, "writeable") == 0;
+    return PyUnicode_CompareWithASCIIString(name, "WRITEABLE") == 0 ||
+           PyUnicode_CompareWithASCIIString(name, "W") == 0;
+}
+
+static PyObject *flags_writeable(NdFlags *f)
+{
+    return PyBool_FromLong(!nd_proxy_is_readonly(f->proxy));
+}
+
+static PyObject *fl_getattro(PyObject *o, PyObject *name)
+{
+    NdFlags *f = (NdFlags *)o;
+    if (is_writeable_key(name, 1)) return flags_writeable(f);
+    return PyObject_GetAttr(f->flags, name);
+}
+
+static int fl_setattro(PyObject *o, PyObject *name, PyObject *v)
+{
+    NdFlags *f = (NdFlags *)o;
+    if (v && is_writeable_key(name, 1)) return set_writeable((NdProxy *)f->proxy, v);
+    return PyObject_SetAttr(f->flags, name, v);
+}
+
+static PyObject *fl_getitem(PyObject *o, PyObject *key)
+{
+    NdFlags *f = (NdFlags *)o;
+    if (is_writeable_key(key, 0)) return flags_writeable(f);
+    return PyObject_GetItem(f->flags, key);
+}
+
+static int fl_setitem(PyObject *o, PyObject *key, PyObject *v)
+{
+    NdFlags *f = (NdFlags *)o;
+    if (v && is_writeable_key(key, 0)) return set_writeable((NdProxy *)f->proxy, v);
+    return v ? PyObject_SetItem(f->flags, key, v) : PyObject_DelItem(f->flags, key);
+}
+
+static PyObject *fl_repr(PyObject *o)
+{
+    NdFlags *f = (NdFlags *)o;
+    PyObject *r = PyObject_Repr(f->flags);
+    if (!r || !nd_proxy_is_readonly(f->proxy)) return r;
+    PyObject *from = PyUnicode_FromString("WRITEABLE : True");
+    PyObject *to = from ? PyUnicode_FromString("WRITEABLE : False") : NULL;
+    PyObject *t = to ? PyUnicode_Replace(r, from, to, -1) : NULL;
+    Py_XDECREF(from);
+    Py_XDECREF(to);
+    Py_DECREF(r);
+    return t;
+}
+
+static void fl_dealloc(PyObject *o)
+{
+    NdFlags *f = (NdFlags *)o;
+    Py_XDECREF(f->proxy);
+    Py_XDECREF(f->flags);
+    PyObject_Free(o);
+}
+
+static PyMappingMethods flags_as_mapping = {.mp_subscript = fl_getitem, .mp_ass_subscript = fl_setitem};
+
+static PyTypeObject NdFlags_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.LazyArrayFlags",
+    .tp_doc = "ndarray.flags of a lazy array: WRITEABLE is the lazy array's own.",
+    .tp_basicsize = sizeof(NdFlags),
+    .tp_dealloc = fl_dealloc,
+    .tp_repr = fl_repr,
+    .tp_getattro = fl_getattro,
+    .tp_setattro = fl_setattro,
+    .tp_as_mapping = &flags_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+static PyObject *g_flags(PyObject *o, void *c)
+{
+    PyObject *v = nd__proxy_value((NdProxy *)o, "ndarray.flags needs the concrete array");
+    if (!v) return NULL;
+    PyObject *real = PyObject_GetAttrString(v, "flags");
+    Py_DECREF(v);
+    if (!real) return NULL;
+    NdFlags *f = PyObject_New(NdFlags, &NdFlags_Type);
+    if (!f) { Py_DECREF(real); return NULL; }
+    f->proxy = Py_NewRef(o);
+    f->flags = real;
+    return (PyObject *)f;
+}
+
+static PyObject *m_setflags(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"write", "align", "uic", NULL};
+    PyObject *write = Py_None, *align = Py_None, *uic = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOO:setflags", kwlist, &write, &align, &uic))
+        return NULL;
+    if (align != Py_None || uic != Py_None) {
+        PyObject *v = nd__proxy_value((NdProxy *)self, "ndarray.setflags(align=, uic=) needs the array");
+        if (!v) return NULL;
+        PyObject *r = PyObject_CallMethod(v, "setflags", "OOO", Py_None, align, uic);
+        Py_DECREF(v);
+        if (!r) return NULL;
+        Py_DECREF(r);
+    }
+    if (write != Py_None && set_writeable((NdProxy *)self, write) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyGetSetDef proxy_getset[] = {
     {"shape", g_shape, s_shape, NULL, NULL},
     {"dtype", g_dtype, NULL, NULL, NULL},
@@ -887,8 +1040,8 @@ static PyGetSetDef proxy_getset[] = {
     {"imag", g_imag, s_imag, NULL, NULL},
     {"flat", g_flat, NULL, NULL, NULL},
     {"strides", g_concrete_attr, NULL, NULL, "strides"},
-    {"flags", g_concrete_attr, NULL, NULL, "flags"},
-    {"base", g_concrete_attr, NULL, NULL, "base"},
+    {"flags", g_flags, NULL, NULL, NULL},
+    {"base", g_base, NULL, NULL, NULL},
     {"data", g_concrete_attr, NULL, NULL, "data"},
     {"ctypes", g_concrete_attr, NULL, NULL, "ctypes"},
     {"__class__", g_class, NULL, NULL, NULL},
@@ -923,7 +1076,9 @@ PyTypeObject NdProxy_Type = {
 
 int nd__proxy_type_init(PyObject *m)
 {
-    if (PyType_Ready(&NdProxy_Type) < 0 || PyType_Ready(&NdProxyIter_Type) < 0) return -1;
+    if (PyType_Ready(&NdProxy_Type) < 0 || PyType_Ready(&NdProxyIter_Type) < 0 ||
+        PyType_Ready(&NdFlags_Type) < 0)
+        return -1;
     if (PyModule_AddObjectRef(m, "LazyArray", (PyObject *)&NdProxy_Type) < 0) return -1;
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return -1;

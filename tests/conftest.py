@@ -4,6 +4,8 @@
   so the suite never reads or writes the user's ~/.cache/numdyn and compiled
   kernels are reused across tests of one run. Set NUMDYN_TEST_CACHE_DIR to
   keep it between runs (it must be owned by you, mode 0700).
+- Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
+  store against their output's bounds.
 - Hypothesis profiles:
     "ci"   derandomized (fixed seed), no deadline: the default under CI=true
            and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
@@ -39,6 +41,11 @@ if os.environ.get("NUMDYN_TEST_CACHE_DIR"):
 else:
     _OWN_CACHE = tempfile.mkdtemp(prefix="numdyn-test-cache-")  # mode 0700
     os.environ["NUMDYN_CACHE_DIR"] = _OWN_CACHE
+
+# ---- store-check mode: every generated kernel checks that each store lands
+# inside its output's bytes (a stray store raises SystemError instead of
+# corrupting the heap). NUMDYN_CHECK_STORES=0 turns it off for a run.
+os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
 
 # ---- hypothesis profiles ----------------------------------------------------
 try:

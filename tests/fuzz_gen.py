@@ -380,7 +380,9 @@ class Builder:
     """Draws one Program. `mode` selects statement families:
     "arith" (operators and ufuncs), "reduce" (+ reductions, where, clip,
     astype, creation), "all" (everything but views), "views" (everything
-    plus views and in-place statements)."""
+    plus views and in-place statements), "rows" (reduced values kept as rows
+    broadcast against operands of other widths and ranks, pointwise work and
+    matmuls around them)."""
 
     def __init__(self, draw, mode: str = "all", max_stmts: int = 12):
         self.draw = draw
@@ -616,6 +618,42 @@ class Builder:
         if method_ok and isinstance(v, np.ndarray) and self.chance(0.5):
             return [t], f"{t} = {x}.{r}({args})", r
         return [t], f"{t} = np.{r}({x}{', ' if args else ''}{args})", r
+
+    def s_rowbcast(self):
+        """A reduced value kept as a row (keepdims, expand_dims, reshape)
+        broadcast against an operand of ANOTHER extent along the reduced
+        axis, sometimes of a higher rank: the reduction's domain and its
+        consumer's differ (issue 18's class of wrong answers)."""
+        x = self.array_name(lambda v: v.ndim >= 1 and v.size > 0 and v.dtype.kind in "biuf")
+        if x is None:
+            return None
+        v = self.env[x]
+        ax = v.ndim - 1 if self.chance(0.7) else self.randint(0, v.ndim - 1)
+        r = self.choice(["sum", "max", "min", "mean", "prod", "sum"])
+        form = self.randint(0, 2)
+        if form == 0:
+            red = f"{x}.{r}(axis={ax}, keepdims=True)"
+        elif form == 1:
+            red = f"np.expand_dims(np.{r}({x}, axis={ax}), {ax})"
+        else:
+            shp = list(v.shape)
+            shp[ax] = 1
+            red = f"{x}.{r}(axis={ax}).reshape({tuple(shp)!r})"
+        oshape = list(v.shape)
+        oshape[ax] = self.choice([1, 2, 3, 5, 7, v.shape[ax] + 1, max(v.shape[ax] - 1, 1)])
+        if self.chance(0.3):
+            oshape = [self.choice([2, 3])] + oshape
+        other = None
+        if self.chance(0.4):
+            other = self.array_name(lambda u: u.shape == tuple(oshape))
+        if other is None:
+            dt = self.choice(["float64", "float32", "int32", "int64", "bool", "uint8"])
+            other = value_literal(self.gen_array_values(dt, tuple(oshape)))
+        op = self.choice(["+", "-", "*", "+"])
+        t = self.new_name()
+        if self.chance(0.3):
+            return [t], f"{t} = {other} {op} {red}", r
+        return [t], f"{t} = {red} {op} {other}", r
 
     def s_where(self):
         c = self.pick_name()
@@ -943,6 +981,8 @@ class Builder:
     # ---- choosing, validating, accepting statements --------------------------
     def families(self):
         fam = [(self.s_binop, 6), (self.s_binufunc, 4), (self.s_unary, 4)]
+        if self.mode == "rows":
+            fam += [(self.s_rowbcast, 8), (self.s_reduce, 3), (self.s_extern, 1)]
         if self.mode in ("reduce", "all", "views"):
             fam += [(self.s_reduce, 4), (self.s_where, 2), (self.s_clip, 1),
                     (self.s_astype, 2), (self.s_create, 1), (self.s_round, 1),

@@ -1,0 +1,264 @@
+"""Wrong answers real programs found (issue 18), each against NumPy.
+
+1. A reduced value (keepdims, [:, None], reshape) broadcast against an
+   operand of another width: row fusion took the consumer for a member of
+   the reduction's domain, because only the pattern of size-1 dims was
+   compared (columns left unwritten, or writes past the buffer).
+2. An array made read-only inside the function was still written.
+3. ``.base`` identity of views inside compiled code.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from oracle import check
+
+rng = np.random.default_rng(18)
+
+
+def _r(*shape, dtype=np.float64):
+    return rng.random(shape).astype(dtype)
+
+
+# ---------------------------------------------------------------- 1. rows
+
+def keepdims_plus(a, y):
+    return a.sum(axis=1, keepdims=True) + y
+
+
+def none_index_plus(a, y):
+    return a.sum(axis=1)[:, None] + y
+
+
+def reshape_div(a, y):
+    return y / a.sum(axis=1).reshape(a.shape[0], 1)
+
+
+def last_axis_3d(x, y):
+    return x.sum(axis=-1, keepdims=True) * y
+
+
+def matmul_plus_rowsum(a, w):
+    return a @ w + a.sum(axis=1, keepdims=True)
+
+
+def softmax_then_other(a, y):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) + y.mean(axis=1, keepdims=True) * y[:, :1]
+
+
+def two_widths(a, y):
+    m = a.max(axis=-1, keepdims=True)
+    return (a - m).sum(axis=-1, keepdims=True) + y, np.exp(a - m)
+
+
+def flocking(mask, v):
+    n = mask.shape[0]
+    return np.dot(mask, v) / np.maximum(mask.sum(axis=1), 1).reshape(n, 1)
+
+
+@pytest.mark.parametrize("widths", [(3, 6), (6, 3), (3, 1), (1, 5), (4, 4), (7, 2)])
+@pytest.mark.parametrize("fn", [keepdims_plus, none_index_plus, reshape_div, softmax_then_other])
+def test_row_value_against_other_width(backend, fn, widths):
+    wa, wy = widths
+    check(fn, _r(5, wa), _r(5, wy), backend=backend)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (2, 3, 7)), ((2, 3, 4), (2, 3, 1)),
+                                    ((2, 3, 4), (3, 9)), ((2, 3, 9), (2, 3, 4)),
+                                    ((2, 3, 4), (5, 2, 3, 4))])
+def test_last_axis_3d(backend, shapes):
+    check(last_axis_3d, _r(*shapes[0]), _r(*shapes[1]), backend=backend)
+    check(two_widths, _r(*shapes[0]), _r(*shapes[1]), backend=backend)
+
+
+@pytest.mark.parametrize("n,k", [(32, 2), (2, 32), (64, 64), (33, 7)])
+def test_matmul_plus_row_sum(backend, n, k):
+    check(matmul_plus_rowsum, _r(n, n), _r(n, k), backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+def test_flocking_mean_velocity(backend, dtype):
+    n = 40
+    pos = rng.random((n, 2))
+    d = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(-1))
+    mask = (d < 0.3).astype(dtype)
+    check(flocking, mask, _r(n, 2), backend=backend)
+
+
+def test_one_compiled_function_over_many_widths():
+    """The plan cached for equal widths must not serve unequal ones: the
+    graph key holds which sizes are equal, not only which are 1."""
+    cf = numdyn.compile(keepdims_plus)
+    for wy in [3, 6, 3, 2, 3, 9, 1, 3]:
+        a, y = _r(4, 3), _r(4, wy)
+        np.testing.assert_allclose(cf(a, y), keepdims_plus(a, y), rtol=1e-12)
+    cg = numdyn.compile(last_axis_3d)
+    for wy in [4, 7, 4, 1, 4]:
+        x, y = _r(2, 3, 4), _r(2, 3, wy)
+        np.testing.assert_allclose(cg(x, y), last_axis_3d(x, y), rtol=1e-12)
+
+
+def test_graph_hash_holds_size_equality():
+    def f(a, y):
+        return a.sum(axis=1, keepdims=True) + y
+
+    def hashes(*args):
+        ex = numdyn.explain(f)(*args)
+        assert ex.graphs
+        return [g.structural_hash for g in ex.graphs]
+    equal, unequal, other = hashes(_r(4, 3), _r(4, 3)), hashes(_r(4, 3), _r(4, 6)), hashes(_r(8, 5), _r(8, 5))
+    assert equal != unequal      # 3 == 3 versus 3 != 6
+    assert equal == other        # the same pattern with other sizes
+
+
+# ----------------------------------------------------------- 2. read-only
+
+def ro_attr():
+    Z = np.zeros(3)
+    Z.flags.writeable = False
+    Z[0] = 1
+    return Z
+
+
+def ro_setflags():
+    Z = np.zeros(3)
+    Z.setflags(write=False)
+    Z[0] = 1
+    return Z
+
+
+def ro_item():
+    Z = np.arange(6.0)
+    Z.flags["WRITEABLE"] = False
+    Z += 1
+    return Z
+
+
+def ro_view_after(x):
+    Z = x * 2
+    Z.flags.writeable = False
+    V = Z[1:]
+    V[0] = 7
+    return V
+
+
+def ro_view_before(x):
+    Z = x * 2
+    V = Z[1:]
+    Z.flags.writeable = False
+    V[0] = 7                      # V is its own array: still writeable
+    return Z, V, Z.flags.writeable, V.flags.writeable
+
+
+def ro_then_back(x):
+    Z = x + 1
+    Z.flags.writeable = False
+    r = Z.flags.writeable
+    Z.flags.writeable = True
+    Z[0] = -1
+    return Z, r, Z.flags.writeable
+
+
+def ro_view_cannot_go_back(x):
+    Z = x + 1
+    Z.flags.writeable = False
+    V = Z[:2]
+    V.flags.writeable = True
+    return V
+
+
+def ro_argument(x):
+    x.flags.writeable = False
+    x[0] = 5
+    return x
+
+
+def ro_out(x):
+    Z = np.empty_like(x)
+    Z.setflags(write=False)
+    np.add(x, 1, out=Z)
+    return Z
+
+
+@pytest.mark.parametrize("fn", [ro_attr, ro_setflags, ro_item])
+def test_made_read_only_inside(backend, fn):
+    check(fn, backend=backend)
+
+
+@pytest.mark.parametrize("fn", [ro_view_after, ro_view_before, ro_then_back,
+                                ro_view_cannot_go_back, ro_out])
+def test_read_only_views(backend, fn):
+    check(fn, np.arange(5.0), backend=backend)
+
+
+def test_read_only_argument(backend):
+    check(ro_argument, np.arange(4.0), backend=backend)
+
+
+def test_flags_repr_shows_read_only():
+    def f(x):
+        Z = x * 2
+        Z.flags.writeable = False
+        return repr(Z.flags)
+    assert numdyn.compile(f)(np.ones(3)) == f(np.ones(3))
+
+
+# ----------------------------------------------------------------- 3. base
+
+def base_of_argument_views(Z):
+    return (Z[:3].base is Z, Z.ravel().base is Z, Z.T.base is Z, Z[::2][1:].base is Z,
+            Z.reshape(-1, 1).base is Z, Z.base is None, (Z * 2).base is None)
+
+
+def base_inside():
+    W = np.zeros(6)
+    V = W[1:]
+    return (W[:3].base is W, W.ravel().base is W, V.base is W, V[1:].base is W,
+            W.reshape(2, 3).base is W, W.base is None, (W + 1).base is None,
+            W.copy().base is None)
+
+
+def base_of_computed():
+    t = np.arange(6.0) * 2
+    return t.base is None, t[1:].base is t, t.reshape(3, 2).T.base is t
+
+
+def base_of_view_argument(V):
+    # V is a view of an array made outside: NumPy's base is that array, and a
+    # view of V collapses to it as well
+    return V.base is not None, V[1:].base is V.base, V[1:].base is V
+
+
+@pytest.mark.parametrize("fn", [base_of_argument_views])
+def test_base_identity_arguments(backend, fn):
+    check(fn, np.arange(6.0), backend=backend)
+
+
+@pytest.mark.parametrize("fn", [base_inside, base_of_computed])
+def test_base_identity_inside(backend, fn):
+    check(fn, backend=backend)
+
+
+def test_base_of_a_view_argument(backend):
+    base = np.arange(10.0)
+    check(base_of_view_argument, make_args=lambda: (np.arange(10.0)[2:],), backend=backend)
+    V = base[2:]
+    assert numdyn.compile(lambda v: v[1:].base is base, backend=backend)(V)
+
+
+# ------------------------------------------------------- store-check mode
+
+def test_store_check_mode_is_on_in_tests():
+    """conftest turns on NUMDYN_CHECK_STORES: the kernels this suite compiles
+    check each store against their output's bounds."""
+    import glob
+    import os
+    assert os.environ.get("NUMDYN_CHECK_STORES") == "1"
+
+    def f(x):
+        return np.sqrt(x) * 3.0 + 1.25
+    numdyn.compile(f)(np.arange(7.0))
+    srcs = glob.glob(os.path.join(os.environ["NUMDYN_CACHE_DIR"], "*.c"))
+    assert srcs
+    assert any("ND_OOB(" in open(p).read() for p in srcs)
