@@ -341,6 +341,7 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return -1;
     }
+    if (nd_trace_errstate_sync(t) < 0) return -1;
     PyObject *k = concrete_key(t, key);
     if (!k) return -1;
     int r = setitem(t, self, k, value);

@@ -82,6 +82,7 @@ void nd__trace_decref(nd_trace *t)
     Py_XDECREF(t->backend_cache);
     Py_XDECREF(t->options);
     Py_XDECREF(t->explain);
+    Py_XDECREF(t->fpstate);
     PyMem_Free(t);
 }
 

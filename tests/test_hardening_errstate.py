@@ -93,6 +93,44 @@ def test_errstate_decided_at_each_call():
             np.testing.assert_array_equal(f(a), [1.0, np.inf])
 
 
+def _inside_block(a):
+    with np.errstate(divide="ignore"):
+        r = 1.0 / a  # traced inside the block, run after it
+    return r + 1.0
+
+
+def _before_and_inside(a):
+    r = 1.0 / a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.log(a)
+    return r + s
+
+
+def _seterr_inside(a):
+    old = np.seterr(divide="raise")
+    try:
+        return 1.0 / a
+    finally:
+        np.seterr(**old)
+
+
+def _nested_states(a):
+    with np.errstate(all="ignore"):
+        b = a / 0.0
+        with np.errstate(invalid="raise"):
+            c = b * 2.0
+        d = np.sqrt(-a)
+    return b + c + d
+
+
+@pytest.mark.parametrize("fn", [_inside_block, _before_and_inside, _seterr_inside, _nested_states])
+@pytest.mark.parametrize("outer", ["warn", "ignore", "raise"])
+def test_errstate_inside_the_compiled_function(fn, outer):
+    # each op runs under the state it was traced under, whenever the graph runs
+    with np.errstate(all=outer):
+        check(fn, np.array([0.0, 1.0, 4.0]), warnings=True)
+
+
 def _calls(fn, *args):
     got = []
     with np.errstate(all="call"):
