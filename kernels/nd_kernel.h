@@ -236,20 +236,26 @@ ND_INLINE T nd_spacing_##S(T x) \
     if (isinf(x)) return (T)NAN; \
     return NEXTAFTER(x, COPYSIGN((T)INFINITY, x)) - x; \
 }
-/* SLEEF's vector functions raise no status flags: for those NumPy flags
- * (log of 0, exp overflowing, sin of inf, ...) the flag comes from the
- * operand and the result, with quiet comparisons only. nd_ckdiv: an
- * infinite result of a finite operand is "divide by zero" (log, atanh);
- * nd_ckover: it is "overflow" (exp, sinh); a NaN from no NaN: "invalid". */
+/* SLEEF's vector functions raise no status flags where NumPy reports one:
+ * the flag comes from the operand (and result), with quiet comparisons only,
+ * as little per element as each case allows. nd_ckat: "divide by zero" at
+ * the pole (log of 0, log1p of -1); nd_ckover: an infinite result of a
+ * finite operand is "overflow" (exp, sinh); nd_ckinf: "invalid" for an
+ * infinite operand (sin, cos, tan). */
 #define ND_FPCHK(T, S) \
-ND_INLINE T nd_ckdiv_##S(T x, T r, int *e) \
+ND_INLINE T nd_ckat_##S(T x, T r, T at, int *e) \
 { \
-    *e |= (r != r && x == x ? ND_ERR_FPE_INVALID : 0) | (isinf(r) && !isinf(x) ? ND_ERR_FPE_DIV : 0); \
+    *e |= (x == at) * ND_ERR_FPE_DIV; \
     return r; \
 } \
 ND_INLINE T nd_ckover_##S(T x, T r, int *e) \
 { \
-    *e |= (r != r && x == x ? ND_ERR_FPE_INVALID : 0) | (isinf(r) && !isinf(x) ? ND_ERR_FPE_OVER : 0); \
+    *e |= ((__builtin_fabs(r) == (T)INFINITY) & (__builtin_fabs(x) != (T)INFINITY)) * ND_ERR_FPE_OVER; \
+    return r; \
+} \
+ND_INLINE T nd_ckinf_##S(T x, T r, int *e) \
+{ \
+    *e |= (__builtin_fabs(x) == (T)INFINITY) * ND_ERR_FPE_INVALID; \
     return r; \
 } \
 ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \

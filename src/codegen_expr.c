@@ -203,9 +203,10 @@ typedef struct ufform {
 #define FV1(fn, cfn) {.f = fn "$m($a)", .c = cfn "_$s($a)"}
 #define F2(fn) {.f = fn "$m($a, $b)"}
 /* SLEEF-backed functions NumPy flags for: status flags derived from operand
- * and result (kernels/nd_kernel.h nd_ckdiv / nd_ckover) */
-#define CKD(fn) "nd_ckdiv_$s($a, " fn "$m($a), &nd_err)"
+ * and result (kernels/nd_kernel.h nd_ckat / nd_ckover / nd_ckinf) */
+#define CKD(fn) "nd_ckat_$s($a, " fn "$m($a), 0, &nd_err)"
 #define CKO(fn) "nd_ckover_$s($a, " fn "$m($a), &nd_err)"
+#define CKI(fn) "nd_ckinf_$s($a, " fn "$m($a), &nd_err)"
 #define INT_ERR(fn) "nd_" fn "_$s($a, $b, &nd_err)"
 #define WRAP(op) "($T)(($U)$a " op " ($U)$b)"
 #define PI "3.141592653589793238462643383279502884"
@@ -240,16 +241,16 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_LOG] = {.f = CKD("nd_log"), .c = "nd_clog_$s($a)"},
     [ND_UF_LOG2] = {.f = CKD("nd_log2"), .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
     [ND_UF_LOG10] = {.f = CKD("nd_log10"), .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
-    [ND_UF_LOG1P] = {.f = CKD("nd_log1p")},
+    [ND_UF_LOG1P] = {.f = "nd_ckat_$s($a, nd_log1p$m($a), -1, &nd_err)"},
     [ND_UF_LOGADDEXP] = {.f = "nd_logaddexp_$s($a, $b)"},
     [ND_UF_LOGADDEXP2] = {.f = "nd_logaddexp2_$s($a, $b)"},
     [ND_UF_SQRT] = FV1("sqrt", "nd_csqrt"),
     [ND_UF_SQUARE] = {.f = "($a * $a)", .i = "($T)(($U)$a * ($U)$a)", .b = NO, .c = "nd_cmul_fused_$s($a, $a)"},
     [ND_UF_CBRT] = F1("nd_cbrt"),
     [ND_UF_RECIPROCAL] = {.f = "(($T)1 / $a)", .b = NO, .c = "nd_cdiv_$s(nd_cmk_$s(1, 0), $a)"},
-    [ND_UF_SIN] = {.f = CKO("nd_sin"), .c = "nd_csin_$s($a)"},
-    [ND_UF_COS] = {.f = CKO("nd_cos"), .c = "nd_ccos_$s($a)"},
-    [ND_UF_TAN] = {.f = CKO("nd_tan"), .c = "nd_ctan_$s($a)"},
+    [ND_UF_SIN] = {.f = CKI("nd_sin"), .c = "nd_csin_$s($a)"},
+    [ND_UF_COS] = {.f = CKI("nd_cos"), .c = "nd_ccos_$s($a)"},
+    [ND_UF_TAN] = {.f = CKI("nd_tan"), .c = "nd_ctan_$s($a)"},
     [ND_UF_ARCSIN] = FC1("nd_asin", "casin"),
     [ND_UF_ARCCOS] = FC1("nd_acos", "cacos"),
     [ND_UF_ARCTAN] = FC1("nd_atan", "catan"),
