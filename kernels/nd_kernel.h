@@ -60,6 +60,15 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 #define ND_FPE_ALL (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
 ND_INLINE int nd_fpe_take(void)
 {
+#if defined(__x86_64__) && defined(__SSE__)
+    /* kernels compute in SSE/AVX registers: MXCSR alone (stmxcsr, a few
+     * cycles; fetestexcept also reads the x87 status word) */
+    unsigned csr = __builtin_ia32_stmxcsr();
+    if (__builtin_expect((csr & 0x1d) == 0, 1)) return 0;
+    __builtin_ia32_ldmxcsr(csr & ~0x3fu);
+    return (csr & 0x4 ? ND_ERR_FPE_DIV : 0) | (csr & 0x8 ? ND_ERR_FPE_OVER : 0) |
+           (csr & 0x10 ? ND_ERR_FPE_UNDER : 0) | (csr & 0x1 ? ND_ERR_FPE_INVALID : 0);
+#endif
     int f = fetestexcept(ND_FPE_ALL);
     if (__builtin_expect(f == 0, 1)) return 0;
     feclearexcept(f);
@@ -238,19 +247,27 @@ ND_INLINE T nd_spacing_##S(T x) \
 }
 /* SLEEF's vector functions raise no status flags where NumPy reports one:
  * the flag comes from the operand (and result), with quiet comparisons only,
- * as little per element as each case allows. nd_ckat: "divide by zero" at
- * the pole (log of 0, log1p of -1); nd_ckover: an infinite result of a
- * finite operand is "overflow" (exp, sinh); nd_ckinf: "invalid" for an
+ * as little per element as each case allows (one compare). nd_ckat:
+ * "divide by zero" at the pole (log of 0, log1p of -1); nd_ckgt: "overflow"
+ * for an operand past (a little below) the largest that does not overflow
+ * (exp, sinh of |x|; +inf flags too: a flag NumPy would not raise only has
+ * NumPy run the graph, see runtime_native.c); nd_ckinf: "invalid" for an
  * infinite operand (sin, cos, tan). */
+#define ND_LIM_EXP_d 709.78
+#define ND_LIM_EXP_f 88.72f
+#define ND_LIM_EXP2_d 1023.99
+#define ND_LIM_EXP2_f 127.99f
+#define ND_LIM_SINH_d 710.47
+#define ND_LIM_SINH_f 89.41f
 #define ND_FPCHK(T, S) \
 ND_INLINE T nd_ckat_##S(T x, T r, T at, int *e) \
 { \
     *e |= (x == at) * ND_ERR_FPE_DIV; \
     return r; \
 } \
-ND_INLINE T nd_ckover_##S(T x, T r, int *e) \
+ND_INLINE T nd_ckgt_##S(T x, T r, T lim, int *e) \
 { \
-    *e |= ((__builtin_fabs(r) == (T)INFINITY) & (__builtin_fabs(x) != (T)INFINITY)) * ND_ERR_FPE_OVER; \
+    *e |= __builtin_isgreater(x, lim) * ND_ERR_FPE_OVER; \
     return r; \
 } \
 ND_INLINE T nd_ckinf_##S(T x, T r, int *e) \

@@ -203,9 +203,10 @@ typedef struct ufform {
 #define FV1(fn, cfn) {.f = fn "$m($a)", .c = cfn "_$s($a)"}
 #define F2(fn) {.f = fn "$m($a, $b)"}
 /* SLEEF-backed functions NumPy flags for: status flags derived from operand
- * and result (kernels/nd_kernel.h nd_ckat / nd_ckover / nd_ckinf) */
+ * (kernels/nd_kernel.h nd_ckat / nd_ckgt / nd_ckinf) */
 #define CKD(fn) "nd_ckat_$s($a, " fn "$m($a), 0, &nd_err)"
-#define CKO(fn) "nd_ckover_$s($a, " fn "$m($a), &nd_err)"
+#define CKO(fn, lim) "nd_ckgt_$s($a, " fn "$m($a), " lim "_$s, &nd_err)"
+#define CKOA(fn, lim) "nd_ckgt_$s(__builtin_fabs($a), " fn "$m($a), " lim "_$s, &nd_err)"
 #define CKI(fn) "nd_ckinf_$s($a, " fn "$m($a), &nd_err)"
 #define INT_ERR(fn) "nd_" fn "_$s($a, $b, &nd_err)"
 #define WRAP(op) "($T)(($U)$a " op " ($U)$b)"
@@ -235,9 +236,9 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_TRUNC] = {.f = "trunc$m($a)", .i = "($a)"},
     [ND_UF_SIGN] = {.f = "nd_sign_$s($a)", .i = "nd_isign_$s($a)", .b = NO, .c = "nd_csign_$s($a)"},
     [ND_UF_HEAVISIDE] = {.f = "nd_heaviside_$s($a, $b)"},
-    [ND_UF_EXP] = {.f = CKO("nd_exp"), .c = "nd_cexp_$s($a)"},
-    [ND_UF_EXP2] = {.f = CKO("nd_exp2")},
-    [ND_UF_EXPM1] = {.f = CKO("nd_expm1")},
+    [ND_UF_EXP] = {.f = CKO("nd_exp", "ND_LIM_EXP"), .c = "nd_cexp_$s($a)"},
+    [ND_UF_EXP2] = {.f = CKO("nd_exp2", "ND_LIM_EXP2")},
+    [ND_UF_EXPM1] = {.f = CKO("nd_expm1", "ND_LIM_EXP")},
     [ND_UF_LOG] = {.f = CKD("nd_log"), .c = "nd_clog_$s($a)"},
     [ND_UF_LOG2] = {.f = CKD("nd_log2"), .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
     [ND_UF_LOG10] = {.f = CKD("nd_log10"), .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
@@ -256,8 +257,8 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_ARCTAN] = FC1("nd_atan", "catan"),
     [ND_UF_ARCTAN2] = F2("nd_atan2"),
     [ND_UF_HYPOT] = F2("nd_hypot"),
-    [ND_UF_SINH] = {.f = CKO("nd_sinh"), .c = "nd_csinh_$s($a)"},
-    [ND_UF_COSH] = {.f = CKO("nd_cosh"), .c = "nd_ccosh_$s($a)"},
+    [ND_UF_SINH] = {.f = CKOA("nd_sinh", "ND_LIM_SINH"), .c = "nd_csinh_$s($a)"},
+    [ND_UF_COSH] = {.f = CKOA("nd_cosh", "ND_LIM_SINH"), .c = "nd_ccosh_$s($a)"},
     [ND_UF_TANH] = FV1("nd_tanh", "nd_ctanh"),
     [ND_UF_ARCSINH] = FC1("nd_asinh", "casinh"),
     [ND_UF_ARCCOSH] = FC1("nd_acosh", "cacosh"),
