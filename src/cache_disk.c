@@ -429,30 +429,51 @@ static int make_build_dir(int dfd, char *name)
     return bfd;
 }
 
-static void *build(int dfd, const char *dirpath, const char *base, const char *src, size_t len,
-                   const char *const *syms, int nsyms, int *compiled)
+/* One unit being built: its private build directory holds u.c, then u.so. */
+typedef struct {
+    const char *base;
+    char bname[64];
+    char shown[PATH_MAX + 64];
+    int bfd;
+} unit_build;
+
+/* Make the unit's build directory and write its source; -1 + exception. */
+static int build_prepare(int dfd, const char *dirpath, unit_build *u, const char *src, size_t len)
 {
-    char bname[64], cfinal[PATH_MAX + 64], shown[PATH_MAX + 64], fname[64];
-    snprintf(cfinal, sizeof cfinal, "%s.c", base);
-    snprintf(shown, sizeof shown, "%s/%s.c", dirpath, base);
-    void *h = NULL;
-    int bfd = make_build_dir(dfd, bname);
-    if (bfd < 0) {
+    snprintf(u->shown, sizeof u->shown, "%s/%s.c", dirpath, u->base);
+    u->bfd = make_build_dir(dfd, u->bname);
+    if (u->bfd < 0) {
         PyErr_Format(PyExc_OSError, "numdyn: cannot make a build directory in %s: %s",
                      dirpath, strerror(errno));
-        return NULL;
+        return -1;
     }
-    if (write_new_at(bfd, "u.c", src, len) < 0) {
+    if (write_new_at(u->bfd, "u.c", src, len) < 0) {
         PyErr_Format(PyExc_OSError, "numdyn: cannot write the generated source in %s/%s: %s",
-                     dirpath, bname, strerror(errno));
-        goto out;
+                     dirpath, u->bname, strerror(errno));
+        close(u->bfd);
+        remove_build_dir(dfd, u->bname);
+        u->bfd = -1;
+        return -1;
     }
-    if (nd_cc_compile(bfd, "u.c", "u.so", shown) < 0) {
+    return 0;
+}
+
+/* After the compiler ran (ok: it succeeded): check, load and publish the
+ * unit, and remove its build directory. The handle, or NULL (+ exception
+ * when ok). */
+static void *build_finish(int dfd, const char *dirpath, unit_build *u, int ok,
+                          const char *const *syms, int nsyms)
+{
+    char cfinal[PATH_MAX + 64], fname[64];
+    const char *base = u->base, *bname = u->bname, *shown = u->shown;
+    int bfd = u->bfd;
+    snprintf(cfinal, sizeof cfinal, "%s.c", base);
+    void *h = NULL;
+    if (!ok) {
         /* keep the source where the message says it is */
         (void)renameat(bfd, "u.c", dfd, cfinal);
         goto out;
     }
-    *compiled = 1;
     /* the compiler created u.so with the umask's mode: make it 0600 before
      * it is checked and loaded */
     int fd = openat(bfd, "u.so", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -508,25 +529,65 @@ out:
     return h;
 }
 
+int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
+{
+    omp_defaults();
+    for (int i = 0; i < n; i++) handles[i] = NULL;
+    char given[PATH_MAX], resolved[PATH_MAX];
+    if (cache_path(given, sizeof given) < 0) return -1;
+    int dfd = open_checked_dir(given, resolved);
+    if (dfd < 0) return -1;
+    char (*bases)[32] = PyMem_Calloc((size_t)n, sizeof *bases);
+    unit_build *ub = PyMem_Calloc((size_t)n, sizeof *ub);
+    int *todo = PyMem_Calloc((size_t)n, sizeof(int)), *fds = PyMem_Calloc((size_t)n, sizeof(int));
+    const char **shown = PyMem_Calloc((size_t)n, sizeof(char *));
+    int nb = 0, rc = -1;
+    if (!bases || !ub || !todo || !fds || !shown) { PyErr_NoMemory(); goto done; }
+    for (int i = 0; i < n; i++) {
+        snprintf(bases[i], sizeof bases[i], "%016llx", (unsigned long long)units[i].key);
+        handles[i] = try_load(dfd, bases[i], units[i].syms, units[i].nsyms);
+        if (handles[i]) {
+            nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+            continue;
+        }
+        ub[nb].base = bases[i];
+        if (build_prepare(dfd, given, &ub[nb], units[i].src, units[i].len) < 0) goto done;
+        fds[nb] = ub[nb].bfd;
+        shown[nb] = ub[nb].shown;
+        todo[nb++] = i;
+    }
+    int ok = nb ? nd_cc_compile_many(nb, fds, "u.c", "u.so", shown) == 0 : 1;
+    rc = ok ? 0 : -1;
+    for (int b = 0; b < nb; b++) {
+        int i = todo[b];
+        if (ok) {
+            handles[i] = build_finish(dfd, given, &ub[b], 1, units[i].syms, units[i].nsyms);
+            if (!handles[i]) { ok = 0; rc = -1; }
+            else *units[i].compiled = 1;
+        } else {
+            /* the first failure's message stands; the rest are cleaned up
+             * (build_finish raises nothing when !ok) */
+            (void)build_finish(dfd, given, &ub[b], 0, NULL, 0);
+        }
+    }
+    nb = 0;
+done:
+    for (int b = 0; b < nb; b++) {  /* prepared, never compiled (an error above) */
+        close(ub[b].bfd);
+        remove_build_dir(dfd, ub[b].bname);
+    }
+    close(dfd);
+    PyMem_Free(bases); PyMem_Free(ub); PyMem_Free(todo); PyMem_Free(fds); PyMem_Free((void *)shown);
+    return rc;
+}
+
 void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key,
                             const char *const *syms, int nsyms, int *compiled)
 {
     *compiled = 0;
-    omp_defaults();
-    char given[PATH_MAX], resolved[PATH_MAX];
-    if (cache_path(given, sizeof given) < 0) return NULL;
-    int dfd = open_checked_dir(given, resolved);
-    if (dfd < 0) return NULL;
-    char base[32];
-    snprintf(base, sizeof base, "%016llx", (unsigned long long)key);
-    void *h = try_load(dfd, base, syms, nsyms);
-    if (h) {
-        nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
-    } else {
-        h = build(dfd, given, base, src, len, syms, nsyms, compiled);
-    }
-    close(dfd);
-    return h;
+    nd_disk_unit u = {src, len, key, syms, nsyms, compiled};
+    void *h = NULL;
+    return nd_disk_load_or_build_many(1, &u, &h) == 0 ? h : NULL;
 }
 
 /* <16 hex>.c / .so / .sum exactly: a published entry */

@@ -152,6 +152,10 @@ typedef struct nd_graph {
 } nd_graph;
 
 nd_graph *nd_graph_new(void);                    /* NULL + MemoryError */
+/* Room for n nodes without regrowing (best effort: no error when memory
+ * is short, the graph then grows on demand). Node arrays of freed graphs
+ * are reused, so a capture loop does not fault fresh pages in each time. */
+void nd_graph_reserve(nd_graph *g, int32_t n);
 void nd_graph_free(nd_graph *g);
 /* Append a node (copied from *proto, whose PyObject fields are *stolen*).
  * Returns its id, or ND_NONE with an exception set. Increments `refs` of

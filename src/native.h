@@ -191,6 +191,14 @@ uint64_t nd_cg_header_hash(void);        /* of the headers' text */
  * CompileError (compiler message + shown_src, the path the source is kept
  * at) or another exception. */
 int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *shown_src);
+/* The same for n sources at once, each src_name -> so_name in its own
+ * directory dirfds[i] (shown as shown_srcs[i]): up to nd_cc_jobs()
+ * compilers run in parallel. 0 when all compiled; -1 with the first
+ * failure's exception. */
+int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
+                       const char *const *shown_srcs);
+/* Compilers run at once: the online cores, at most 16 (NUMDYN_COMPILE_JOBS). */
+int nd_cc_jobs(void);
 /* 1 when a compiler was found (warns once when not), 0 otherwise. */
 int nd_cc_available(void);
 uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
@@ -205,6 +213,18 @@ const char *nd_disk_dir(void);           /* NULL + exception */
  * *compiled: 1 when the compiler ran (0: loaded from the cache) */
 void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key,
                             const char *const *syms, int nsyms, int *compiled);
+/* Several units at once: the ones not in the cache compile in parallel
+ * (nd_cc_compile_many). handles[i] for units[i]; 0, or -1 with an
+ * exception (handles of units that did load stay set). */
+typedef struct {
+    const char *src;
+    size_t len;
+    uint64_t key;
+    const char *const *syms;
+    int nsyms;
+    int *compiled;    /* set to 1 when the compiler ran for this unit */
+} nd_disk_unit;
+int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles);
 int nd_disk_clear(void);
 
 /* cache_mem.c */

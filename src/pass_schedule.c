@@ -25,7 +25,7 @@
  * and buffers it reads (the runtime passes at most 64 operand pointers).
  * A long chain of 0-d work -- lazy element reads in a scalar loop -- is cut
  * into several kernels instead of one that cannot be built. */
-#define KMAX_NODES 512
+#define KMAX_NODES 64
 #define KMAX_OPS 40
 
 typedef struct sched {
@@ -42,6 +42,9 @@ typedef struct sched {
     int32_t *rowgrp;    /* per node: row group (pass_rowfuse.c) or -1 */
     uint8_t *level;     /* per node: ND_ROW_* */
     int32_t *cstart, *clist;   /* consumers, CSR */
+    int32_t *rstart;    /* kernel roots per final group, CSR over rlist ... */
+    nd_id *rlist;       /* ... in node order (built once: a per-group scan of
+                           the graph was quadratic in a loop's statements) */
     int nomerge;
 } sched;
 
@@ -336,9 +339,8 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
     memset(seen, 0, (size_t)s->n);
     nd_id *roots = NULL;
     int nroots = 0, caproots = 0;
-    for (nd_id i = 0; i < s->n; i++)
-        if (s->mat[i] && !s->eager[i] && g->nodes[i].op != ND_OP_INPUT && find(s, s->grp[i]) == gi)
-            if (push_id(&roots, &nroots, &caproots, i) < 0) goto fail;
+    for (int32_t q = s->rstart[gi]; q < s->rstart[gi + 1]; q++)
+        if (push_id(&roots, &nroots, &caproots, s->rlist[q]) < 0) goto fail;
     memset(k, 0, sizeof *k);
     k->kind = group_kind(s, gi);
     k->root = roots[0];
@@ -466,6 +468,49 @@ void nd_program_decref(nd_program *p)
 }
 
 /* ------------------------------------------------------------- the pass */
+/* The flat element range [lo, hi] an affine map (offset, strides over
+ * shape; element units) touches; 0 when it touches nothing. */
+static int affine_span(npy_intp off, int nd, const npy_intp *shape, const npy_intp *strides,
+                       npy_intp *lo, npy_intp *hi)
+{
+    *lo = *hi = off;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) return 0;
+        npy_intp e = (shape[d] - 1) * strides[d];
+        if (e < 0) *lo += e; else *hi += e;
+    }
+    return 1;
+}
+
+/* May SETITEM `set`'s region kernel k write into its base's own array?
+ * Its elements are computed in parallel, each read before its own store:
+ * every read of the base must be either the very element being stored
+ * (the same affine map over the region) or outside the region. */
+static int region_reads_in_place(nd_graph *g, const nd_kernel *k, nd_id set)
+{
+    const nd_node *sn = &g->nodes[set];
+    nd_id base = sn->in[0];
+    if (k->kind != ND_K_REGION || k->root != set) return 0;
+    npy_intp rlo, rhi;
+    if (!affine_span(sn->voff, sn->vndim, sn->vshape, sn->vstrides, &rlo, &rhi)) return 1;
+    for (int o = 0; o < k->nin; o++) {
+        const nd_kop *op = &k->ops[o];
+        if (op->buf != base) continue;
+        if (op->acc != ND_A_VIEW) return 0;
+        const nd_node *v = &g->nodes[op->via];
+        if (v->op != ND_OP_VIEW || v->in[0] != base || (v->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
+            return 0;
+        if (v->ndim == sn->vndim && v->voff == sn->voff &&
+            memcmp(v->shape, sn->vshape, sizeof(npy_intp) * v->ndim) == 0 &&
+            memcmp(v->vstrides, sn->vstrides, sizeof(npy_intp) * v->ndim) == 0)
+            continue;  /* the element itself */
+        npy_intp lo, hi;
+        if (affine_span(v->voff, v->ndim, v->shape, v->vstrides, &lo, &hi) && hi >= rlo && lo <= rhi)
+            return 0;
+    }
+    return 1;
+}
+
 static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_merge, int allow_rows,
                             int *retry)
 {
@@ -712,6 +757,21 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     p->kerns = PyMem_Calloc((size_t)nk + 1, sizeof(nd_kernel));
     if (!p->kerns) { PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
     s.mat = p->mat;  /* collect() reads it */
+    s.rstart = PyMem_Calloc((size_t)s.ngroups + 1, sizeof(int32_t));
+    s.rlist = PyMem_Malloc(sizeof(nd_id) * (size_t)(n ? n : 1));
+    if (!s.rstart || !s.rlist) { s.mat = NULL; PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
+    for (nd_id i = 0; i < n; i++)
+        if (p->mat[i] && !s.eager[i] && g->nodes[i].op != ND_OP_INPUT) s.rstart[find(&s, s.grp[i]) + 1]++;
+    for (int t = 0; t < s.ngroups; t++) s.rstart[t + 1] += s.rstart[t];
+    {
+        int32_t *fill = PyMem_Malloc(sizeof(int32_t) * ((size_t)s.ngroups + 1));
+        if (!fill) { s.mat = NULL; PyMem_Free(gk); PyErr_NoMemory(); goto fail; }
+        memcpy(fill, s.rstart, sizeof(int32_t) * ((size_t)s.ngroups + 1));
+        for (nd_id i = 0; i < n; i++)
+            if (p->mat[i] && !s.eager[i] && g->nodes[i].op != ND_OP_INPUT)
+                s.rlist[fill[find(&s, s.grp[i])]++] = i;
+        PyMem_Free(fill);
+    }
     for (int t = 0; t < s.ngroups; t++) {
         if (gk[t] < 0) continue;
         if (build_kernel(&s, p, &p->kerns[gk[t]], t, seen) < 0) {
@@ -797,8 +857,14 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
         nd_step *st = &p->steps[t];
         if (st->kind != ND_S_BASE) continue;
         nd_id base = g->nodes[st->node].in[0];
-        /* every other reader of the base ran in an earlier step: write in place */
-        if (p->own[base] && !p->isout[base] && p->last[base] == t)
+        /* every other reader of the base ran in an earlier step, or is the
+         * region's own kernel (the next step) reading it in place-safe
+         * ways: write in place instead of copying the whole base (a loop
+         * of row updates A[i] = f(A[i-1]) would copy A per row) */
+        if (p->own[base] && !p->isout[base] &&
+            (p->last[base] == t ||
+             (p->last[base] == t + 1 && t + 1 < ns && p->steps[t + 1].kind == ND_S_KERNEL &&
+              region_reads_in_place(g, &p->kerns[p->steps[t + 1].kern], st->node))))
             p->take[st->node] = 1;
     }
     memcpy(p->outs, outs, sizeof(nd_id) * (size_t)nout);
@@ -812,6 +878,7 @@ done:
     PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
     PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
     PyMem_Free(s.clist);
+    PyMem_Free(s.rstart); PyMem_Free(s.rlist);
     PyMem_Free(gsets); PyMem_Free(ng); PyMem_Free(seen); PyMem_Free(cost); PyMem_Free(kpos);
     return p;
 }

@@ -107,11 +107,11 @@ int nd_cc_available(void)
 
 /* Run argv, capture stdout+stderr into *out (malloc'd, NUL-terminated).
  * Returns the exit status (>= 0), or -1 with errno when it could not run. */
-static int run_capture_in(int cwd_fd, char *const argv[], char **out, size_t *outlen)
+/* Start argv with stdout+stderr into a pipe: 0 (*pid, *rfd set) or -1
+ * with errno. */
+static int spawn_capture(int cwd_fd, char *const argv[], pid_t *pid_out, int *rfd)
 {
     int fd[2];
-    *out = NULL;
-    *outlen = 0;
     if (pipe(fd) < 0) return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -125,6 +125,16 @@ static int run_capture_in(int cwd_fd, char *const argv[], char **out, size_t *ou
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
     if (rc != 0) { close(fd[0]); errno = rc; return -1; }
+    *pid_out = pid;
+    *rfd = fd[0];
+    return 0;
+}
+
+/* Read a spawned process's output to EOF (*out malloc'd, NUL-terminated)
+ * and reap it: its exit status (>= 0). */
+static int collect_capture(pid_t pid, int rfd, char **out, size_t *outlen)
+{
+    int fd[1] = {rfd};
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (;;) {
@@ -146,6 +156,18 @@ static int run_capture_in(int cwd_fd, char *const argv[], char **out, size_t *ou
     *outlen = n;
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Run argv, capture stdout+stderr into *out (malloc'd, NUL-terminated).
+ * Returns the exit status (>= 0), or -1 with errno when it could not run. */
+static int run_capture_in(int cwd_fd, char *const argv[], char **out, size_t *outlen)
+{
+    pid_t pid;
+    int rfd;
+    *out = NULL;
+    *outlen = 0;
+    if (spawn_capture(cwd_fd, argv, &pid, &rfd) < 0) return -1;
+    return collect_capture(pid, rfd, out, outlen);
 }
 
 static int run_capture(char *const argv[], char **out, size_t *outlen)
@@ -231,7 +253,19 @@ uint64_t nd_cc_identity(void)
     return cc_ident;
 }
 
-int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *src_path)
+int nd_cc_jobs(void)
+{
+    static int jobs = 0;
+    if (!jobs) {
+        const char *e = getenv("NUMDYN_COMPILE_JOBS");
+        long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = n < 1 ? 1 : n > 16 ? 16 : (int)n;
+    }
+    return jobs;
+}
+
+int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
+                       const char *const *src_paths)
 {
     if (resolve_cc() <= 0) {
         PyErr_Format(nd_CompileError, "numdyn: no C compiler (CC=%s)", cc_env);
@@ -255,27 +289,55 @@ int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const ch
     ex[ne++] = "-lm";
     char *argv[MAXARGS];
     build_argv(argv, MAXARGS, ex, ne);
-    char *out;
-    size_t olen;
-    int rc, err = 0;
+    int *rc = PyMem_Calloc((size_t)n, sizeof(int)), *err = PyMem_Calloc((size_t)n, sizeof(int));
+    char **out = PyMem_Calloc((size_t)n, sizeof(char *));
+    pid_t *pid = PyMem_Calloc((size_t)n, sizeof(pid_t));
+    int *rfd = PyMem_Calloc((size_t)n, sizeof(int));
+    if (!rc || !err || !out || !pid || !rfd) {
+        PyMem_Free(rc); PyMem_Free(err); PyMem_Free(out); PyMem_Free(pid); PyMem_Free(rfd);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int jobs = nd_cc_jobs();
     Py_BEGIN_ALLOW_THREADS
-    rc = run_capture_in(dirfd, argv, &out, &olen);
-    if (rc < 0) err = errno;
+    /* up to `jobs` compilers at once; outputs are read in order (a later
+     * one whose pipe fills just waits: none waits on an earlier one) */
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        while (started < n && started < i + jobs) {
+            if (spawn_capture(dirfds[started], argv, &pid[started], &rfd[started]) < 0) {
+                rc[started] = -1;
+                err[started] = errno;
+                pid[started] = 0;
+            }
+            started++;
+        }
+        if (pid[i]) {
+            size_t olen;
+            rc[i] = collect_capture(pid[i], rfd[i], &out[i], &olen);
+        }
+    }
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        free(out);
-        errno = err;
-        PyErr_Format(nd_CompileError, "numdyn: could not run the C compiler %s: %s (source: %s)",
-                     cc_path, strerror(err), src_path);
-        return -1;
+    int status = 0;
+    for (int i = 0; i < n; i++) {
+        if (!status && rc[i] < 0) {
+            PyErr_Format(nd_CompileError, "numdyn: could not run the C compiler %s: %s (source: %s)",
+                         cc_path, strerror(err[i]), src_paths[i]);
+            status = -1;
+        } else if (!status && rc[i] != 0) {
+            PyErr_Format(nd_CompileError,
+                         "numdyn: the C compiler failed (exit status %d) on the generated source %s\n"
+                         "compiler: %s\n%s", rc[i], src_paths[i], cc_path,
+                         out[i] ? out[i] : "(no output)");
+            status = -1;
+        }
+        free(out[i]);
     }
-    if (rc != 0) {
-        PyErr_Format(nd_CompileError,
-                     "numdyn: the C compiler failed (exit status %d) on the generated source %s\n"
-                     "compiler: %s\n%s", rc, src_path, cc_path, out ? out : "(no output)");
-        free(out);
-        return -1;
-    }
-    free(out);
-    return 0;
+    PyMem_Free(rc); PyMem_Free(err); PyMem_Free(out); PyMem_Free(pid); PyMem_Free(rfd);
+    return status;
+}
+
+int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *src_path)
+{
+    return nd_cc_compile_many(1, &dirfd, src_name, so_name, &src_path);
 }

@@ -17,6 +17,7 @@
  * the arrays inside them by proxies.
  */
 #include "trace_replay.h"
+#include "floor.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ typedef struct {
     PyObject *guards;        /* when `remapped` is still valid (trace_remap.c) */
     PyObject *weakrefs;
     nd_replay *replay;       /* recorded traces (trace_replay.c), or NULL */
+    nd_floor *floor;         /* speed floor (floor.h), or NULL when off */
     unsigned gen;            /* reset() generation the caches belong to */
     int32_t last_nodes;      /* graph size of the last capture (reservation hint) */
     int backend, fullgraph, disable;
@@ -209,6 +211,7 @@ static PyObject *target(NdCompiled *cf)
         Py_CLEAR(cf->guards);
         if (cf->cache) PyDict_Clear(cf->cache);
         nd__replay_reset(cf->replay);
+        nd_floor_reset(cf->floor);
         cf->gen = reset_gen;
     }
     if (cf->remapped) {
@@ -249,6 +252,9 @@ done:
     return r;
 }
 
+static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *args,
+                               size_t nargsf, PyObject *kwnames);
+
 static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames)
 {
@@ -263,6 +269,29 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         Py_DECREF(fn);
         return r;
     }
+    if (!cf->floor || nd__tls_explain)
+        return compiled_call(cf, fn, args, nargsf, kwnames);
+    /* the speed floor: numdyn or the original function, whichever is faster
+     * for arguments like these (floor.h) */
+    nd_floor_call fc;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    nd_floor_choose(cf->floor, args, n, &fc);
+    PyObject *r;
+    if (fc.path == ND_FLOOR_NUMPY) {
+        Py_DECREF(fn);
+        r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+    } else {
+        r = compiled_call(cf, fn, args, nargsf, kwnames);
+    }
+    nd_floor_done(&fc, r != NULL);
+    return r;
+}
+
+/* a top-level call under numdyn: replay or capture. Steals fn. */
+static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *args,
+                               size_t nargsf, PyObject *kwnames)
+{
+    PyObject *self = (PyObject *)cf;
     /* replay: a recorded trace whose guards fit runs without the Python code */
     int want = 0;
     static int replay_off = -1;  /* NUMDYN_REPLAY=0: always trace (debugging, measuring) */
@@ -364,6 +393,7 @@ static void cf_dealloc(PyObject *o)
     if (((NdCompiled *)o)->weakrefs) PyObject_ClearWeakRefs(o);
     cf_clear(o);
     nd__replay_free(((NdCompiled *)o)->replay);
+    nd_floor_free(((NdCompiled *)o)->floor);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -405,7 +435,23 @@ static PyObject *cf_replay_info(PyObject *o, PyObject *unused)
     return nd__replay_info(((NdCompiled *)o)->replay);
 }
 
+static PyObject *cf_floor_info(PyObject *o, PyObject *unused)
+{
+    return nd_floor_info(((NdCompiled *)o)->floor);
+}
+
+static PyObject *cf_floor_info_for(PyObject *o, PyObject *args)
+{
+    if (!PyTuple_Check(args)) return PyErr_BadArgument(), NULL;
+    return nd_floor_info_for(((NdCompiled *)o)->floor, &PyTuple_GET_ITEM(args, 0),
+                             PyTuple_GET_SIZE(args));
+}
+
 static PyMethodDef cf_methods[] = {
+    {"_floor_info", cf_floor_info, METH_NOARGS,
+     "Speed floor per argument signature: signature, path, calls, numdyn_s, numpy_s."},
+    {"_floor_info_for", cf_floor_info_for, METH_VARARGS,
+     "The speed floor's entry for arguments like these, or None."},
     {"_replay_info", cf_replay_info, METH_NOARGS,
      "Replay state: eligible, reason, entries, hits, misses, last_miss."},
     {NULL, NULL, 0, NULL},
@@ -477,6 +523,31 @@ static int resolve_backend(PyObject *backend, int *kind, PyObject **fn)
     return -1;
 }
 
+/* The speed floor guards numdyn's own backends (a custom backend is the
+ * user's measurement to make). options["floor"] wins over
+ * numdyn.config.floor (whose default NUMDYN_FLOOR sets). 1, 0 or -1. */
+static int floor_wanted(int kind, PyObject *options, int disable)
+{
+    if (disable || kind == ND_BACKEND_CUSTOM) return 0;
+    PyObject *v = NULL;
+    if (options && PyDict_Check(options)) {
+        v = PyDict_GetItemString(options, "floor");
+        if (v) return PyObject_IsTrue(v);
+    }
+    PyObject *cfg = PyImport_ImportModule("numdyn.config");
+    if (!cfg) return -1;
+    v = PyObject_GetAttrString(cfg, "floor");
+    Py_DECREF(cfg);
+    if (!v) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 1;
+    }
+    int on = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return on;
+}
+
 static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"fn", "fullgraph", "dynamic", "backend", "options", "disable", NULL};
@@ -508,6 +579,7 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->remapped = cf->guards = NULL;
     cf->weakrefs = NULL;
     cf->replay = NULL;
+    cf->floor = NULL;
     cf->gen = reset_gen;
     cf->last_nodes = 0;
     cf->backend = kind;
@@ -515,6 +587,8 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->disable = disable;
     PyObject_GC_Track((PyObject *)cf);
     if (kind == ND_BACKEND_CUSTOM && !cf->cache) { Py_DECREF(cf); return NULL; }
+    int floor = floor_wanted(kind, options, disable);
+    if (floor < 0 || (floor && !(cf->floor = nd_floor_new()))) { Py_DECREF(cf); return NULL; }
     PyObject *functools = PyImport_ImportModule("functools");
     PyObject *r = functools
         ? PyObject_CallMethod(functools, "update_wrapper", "OO", (PyObject *)cf, fn) : NULL;

@@ -507,6 +507,30 @@ static int sweep_values(nd_trace *t)
 
 /* ---------------------------------------------------------------- flush */
 
+/* The return flush of a recording capture: which of its outputs each
+ * caller array about to be written back gets (trace_replay.c replays the
+ * write-backs). A dirty storage whose version this flush did not compute
+ * makes the capture unrecordable. */
+static int note_write_backs(nd_trace *t, nd_replay_rec *rec, const nd_id *targets, int nt)
+{
+    int nd = 0;
+    for (Py_ssize_t k = 0; k < t->nclist; k++) nd += t->clist[k]->dirty;
+    if (!nd) return 0;
+    rec->wb_out = PyMem_Malloc(sizeof(int32_t) * (size_t)nd);
+    rec->wb_caller = PyMem_Malloc(sizeof(PyObject *) * (size_t)nd);
+    if (!rec->wb_out || !rec->wb_caller) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+        nd_storage *s = t->clist[k];
+        if (!s->dirty) continue;
+        int i = 0;
+        while (i < nt && targets[i] != s->version) i++;
+        if (i == nt) { rec->wb_bad = 1; continue; }
+        rec->wb_out[rec->nwb] = i;
+        rec->wb_caller[rec->nwb++] = s->caller;
+    }
+    return 0;
+}
+
 int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
 {
     if (t->flushing) {
@@ -604,6 +628,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
             t->value_bytes += (Py_ssize_t)PyArray_NBYTES((PyArrayObject *)a);
         }
         nd__flush_adopt_layouts(t);
+        if (rec && rec->final && rec->g && note_write_backs(t, rec, targets, nt) < 0) goto done;
     }
     if (write_back(t) < 0) goto done;
     for (int i = 0; i < n; i++) {

@@ -20,9 +20,12 @@
  * 2. The capture itself (hooks in trace_flush.c): array contents must never
  *    have reached Python code (no graph break, no element read, no
  *    materialization before the return), the only flush is the return
- *    value's, no caller array was written, every graph input is an
- *    argument, and the return value is made of computed arrays, arguments
- *    returned as they are, and immutable constants.
+ *    value's, every graph input is an argument, every caller array written
+ *    is an argument whose final value that flush computed (replay writes it
+ *    back the same way; a written argument may not share memory with
+ *    another argument, at record time or replay time), and the return value
+ *    is made of computed arrays, arguments returned as they are, and
+ *    immutable constants.
  *
  * Arguments are guarded exactly (guards/replay_guard.c): a changed shape,
  * dtype, layout or scalar value records another entry, up to
@@ -61,6 +64,9 @@ typedef struct {
     int nbind;
     nd_id *bind_node;          /* INPUT node ... */
     int32_t *bind_arg;         /* ... takes this argument */
+    int nwb;
+    int32_t *wb_out;           /* output ... */
+    int32_t *wb_arg;           /* ... written back into this argument */
     int ntmpl;
     tnode *tmpl;
     int busy;                  /* running (kernels release the GIL) */
@@ -479,6 +485,8 @@ static void entry_clear(entry *e)
     PyMem_Free(e->outs);
     PyMem_Free(e->bind_node);
     PyMem_Free(e->bind_arg);
+    PyMem_Free(e->wb_out);
+    PyMem_Free(e->wb_arg);
     tmpl_free(e->tmpl, e->ntmpl);
     memset(e, 0, sizeof(*e));
 }
@@ -545,6 +553,11 @@ void nd__rec_clear(nd_replay_rec *rec)
     PyMem_Free(rec->outs);
     rec->outs = NULL;
     Py_CLEAR(rec->res);
+    PyMem_Free(rec->wb_out);
+    PyMem_Free(rec->wb_caller);
+    rec->wb_out = NULL;
+    rec->wb_caller = NULL;
+    rec->nwb = rec->wb_bad = 0;
 }
 
 static int kwnames_equal(PyObject *a, PyObject *b)
@@ -559,11 +572,41 @@ static int kwnames_equal(PyObject *a, PyObject *b)
     return 1;
 }
 
+/* The bytes [lo, hi) an array's elements span. */
+static void byte_bounds(PyArrayObject *a, char **lo, char **hi)
+{
+    char *l = PyArray_BYTES(a), *h = l;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d), st = PyArray_STRIDE(a, d);
+        if (n == 0) { *lo = *hi = l; return; }
+        if (st < 0) l += (n - 1) * st; else h += (n - 1) * st;
+    }
+    *lo = l;
+    *hi = h + PyArray_ITEMSIZE(a);
+}
+
+/* The trace wrote argument w back as if no other argument shared its
+ * memory (the identity pattern is guarded; views of one buffer are not):
+ * 1 when some other array argument overlaps it. */
+static int written_arg_overlaps(PyObject *const *args, Py_ssize_t n, Py_ssize_t w)
+{
+    char *lo, *hi, *l2, *h2;
+    byte_bounds((PyArrayObject *)args[w], &lo, &hi);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (j == w || !PyArray_Check(args[j])) continue;
+        byte_bounds((PyArrayObject *)args[j], &l2, &h2);
+        if (l2 < hi && lo < h2) return 1;
+    }
+    return 0;
+}
+
 static int entry_fits(const entry *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     if (e->nargs != PyVectorcall_NARGS(nargsf) || !kwnames_equal(e->kwnames, kwnames)) return 0;
     for (Py_ssize_t i = 0; i < e->nag; i++)
         if (!nd_argguard_check(&e->ag[i], args, i)) return 0;
+    for (int k = 0; k < e->nwb; k++)
+        if (written_arg_overlaps(args, e->nag, e->wb_arg[k])) return 0;
     return 1;
 }
 
@@ -574,6 +617,10 @@ static PyObject *miss_reason(const entry *e, PyObject *const *args, size_t nargs
         return PyUnicode_FromString("the arguments are passed differently (count or keywords)");
     for (Py_ssize_t i = 0; i < e->nag; i++)
         if (!nd_argguard_check(&e->ag[i], args, i)) return nd_argguard_miss(&e->ag[i], args, i);
+    for (int k = 0; k < e->nwb; k++)
+        if (written_arg_overlaps(args, e->nag, e->wb_arg[k]))
+            return PyUnicode_FromFormat("argument %d, which the function writes, overlaps "
+                                        "another argument", (int)e->wb_arg[k]);
     return PyUnicode_FromString("the matching entry is running on another thread");
 }
 
@@ -858,7 +905,9 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
                       size_t nargsf, PyObject *kwnames, PyObject *raw)
 {
     if (r->fn != fn || r->scanned <= 0) return 0;
-    if (rec->escapes || rec->mutated || rec->flushes > 1) return 0;
+    /* caller writes replay when the return flush made them all */
+    if (rec->escapes || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
+        return 0;
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     for (int i = 0; i < r->nentries; i++)
@@ -892,6 +941,27 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
             if (j == n) { why = "the graph reads an array that is not an argument"; rc = 1; goto done; }
             e.bind_node[e.nbind] = i;
             e.bind_arg[e.nbind++] = (int32_t)j;
+        }
+    }
+    if (rec->nwb) {
+        e.wb_out = PyMem_Malloc(sizeof(int32_t) * (size_t)rec->nwb);
+        e.wb_arg = PyMem_Malloc(sizeof(int32_t) * (size_t)rec->nwb);
+        if (!e.wb_out || !e.wb_arg) { PyErr_NoMemory(); goto done; }
+        for (int k = 0; k < rec->nwb; k++) {
+            Py_ssize_t j = 0;
+            while (j < n && args[j] != rec->wb_caller[k]) j++;
+            if (j == n || !PyArray_CheckExact(args[j])) {
+                why = "the function writes an array that is not an argument";
+                rc = 1;
+                goto done;
+            }
+            if (written_arg_overlaps(args, n, j)) {
+                why = "an argument the function writes overlaps another argument";
+                rc = 1;
+                goto done;
+            }
+            e.wb_out[e.nwb] = rec->wb_out[k];
+            e.wb_arg[e.nwb++] = (int32_t)j;
         }
     }
     if ((rc = build_tmpl(&tb, rec, raw, args, n, 0, &why)) != 0) goto done;
@@ -932,6 +1002,40 @@ done:
     return rc;
 }
 
+/* The caller arrays the trace wrote, written as its return flush wrote
+ * them (trace_flush.c write_back): a value that lives in another written
+ * argument is copied first, so no write reads a buffer already written. */
+static int write_back_args(entry *e, PyObject *res, PyObject *const *args)
+{
+    PyObject *small[8], **src = e->nwb <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)e->nwb);
+    if (!src) { PyErr_NoMemory(); return -1; }
+    int k = 0, rc = -1;
+    for (; k < e->nwb; k++) {
+        PyObject *v = PyList_GET_ITEM(res, e->wb_out[k]), *dst = args[e->wb_arg[k]];
+        int shared = 0;
+        for (int m = 0; m < e->nwb && !shared; m++) {
+            PyObject *d = args[e->wb_arg[m]];
+            if (d == dst || !PyArray_Check(v)) continue;
+            char *l1, *h1, *l2, *h2;
+            byte_bounds((PyArrayObject *)v, &l1, &h1);
+            byte_bounds((PyArrayObject *)d, &l2, &h2);
+            shared = l1 < h2 && l2 < h1;
+        }
+        src[k] = shared ? PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER) : Py_NewRef(v);
+        if (!src[k]) goto done;
+    }
+    for (int m = 0; m < e->nwb; m++) {
+        PyObject *dst = args[e->wb_arg[m]];
+        if (src[m] != dst && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)src[m]) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    for (int m = 0; m < k; m++) Py_DECREF(src[m]);
+    if (src != small) PyMem_Free(src);
+    return rc;
+}
+
 static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObject *options)
 {
     PyObject *res = NULL;
@@ -946,6 +1050,7 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
             Py_CLEAR(res);
             PyErr_SetString(PyExc_SystemError, "numdyn: replayed graph returned a wrong result list");
         }
+        if (res && e->nwb && write_back_args(e, res, args) < 0) Py_CLEAR(res);
     }
     int pos = 0;
     PyObject *out = res || !e->g ? rebuild(e->tmpl, &pos, res, args) : NULL;

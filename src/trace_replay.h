@@ -7,8 +7,9 @@
  * arguments (see trace_replay.c), and a capture of it showed that the
  * result depended on nothing but what the guards check. Such a capture is
  * recorded as an entry: argument guards, the graph of its one flush, which
- * graph INPUT is which argument, and the shape of the return value. A later
- * call whose arguments fit an entry runs that graph directly.
+ * graph INPUT is which argument, which argument each written-back caller
+ * array is, and the shape of the return value. A later call whose arguments
+ * fit an entry runs that graph directly and writes those arguments back.
  */
 #ifndef ND_TRACE_REPLAY_H
 #define ND_TRACE_REPLAY_H
@@ -27,6 +28,10 @@ typedef struct nd_replay_rec {
     nd_id *outs;    /* PyMem: its output ids */
     int nout;
     PyObject *res;  /* owned list: the arrays that flush computed */
+    int nwb;        /* caller arrays the return flush wrote back ... */
+    int32_t *wb_out;       /* PyMem: ... output index of their final value */
+    PyObject **wb_caller;  /* PyMem, borrowed (the call's arguments hold them) */
+    int wb_bad;     /* a write-back the return flush did not compute */
 } nd_replay_rec;
 
 /* The recording on this thread, or NULL. */

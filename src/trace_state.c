@@ -34,8 +34,7 @@ nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
         /* a compiled function traces about as many nodes as last time:
          * reserve once instead of re-growing (and re-copying) every call */
         if (nodes_hint > (1 << 16)) nodes_hint = 1 << 16;
-        t->g->nodes = PyMem_Malloc(sizeof(nd_node) * (size_t)nodes_hint);
-        if (t->g->nodes) t->g->cap = nodes_hint;  /* else: grows on demand */
+        nd_graph_reserve(t->g, nodes_hint);
     }
     t->refcnt = 1;
     t->backend = backend;

@@ -6,6 +6,7 @@
   keep it between runs (it must be owned by you, mode 0700).
 - Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
   store against their output's bounds.
+- The speed floor off (NUMDYN_FLOOR=0) except where a test asks for it.
 - Hypothesis profiles:
     "ci"   derandomized (fixed seed), no deadline: the default under CI=true
            and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
@@ -46,6 +47,12 @@ else:
 # inside its output's bytes (a stray store raises SystemError instead of
 # corrupting the heap). NUMDYN_CHECK_STORES=0 turns it off for a run.
 os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
+
+# ---- the speed floor (numdyn.config.floor) would, after a few calls, run a
+# compiled function as plain NumPy when that is faster: the suite tests
+# numdyn's own paths, so it is off by default here; tests/test_floor.py turns
+# it on per function (options={"floor": True}).
+os.environ.setdefault("NUMDYN_FLOOR", "0")
 
 # ---- hypothesis profiles ----------------------------------------------------
 try:

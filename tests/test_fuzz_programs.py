@@ -70,6 +70,49 @@ def test_fuzz_programs(backend, mode, n):
     _assert_backend_used(backend)
 
 
+# ---- replay: later calls skip the Python code (trace_replay.c), writes to
+# caller arrays included. Each program is called three times by one
+# compiled function: twice on copies of its arguments (the first traces and
+# records, the second replays), then on the arguments NumPy's result is
+# compared with -- a replayed call whenever the program is replayable.
+# Small batches: one graph break anywhere in a batch makes it unreplayable.
+REPLAY_CASES = [("views", 300), ("rows", 150), ("all", 150)]
+REPLAY_BATCH = 4
+
+
+def _called_thrice(backend):
+    import copy
+
+    import numdyn
+
+    def compiler(fn):
+        cf = numdyn.compile(fn, backend=backend)
+
+        def run(*args):
+            for _ in range(2):
+                try:
+                    cf(*copy.deepcopy(args))
+                except Exception:
+                    pass  # a raising program: the third call must raise alike
+            return cf(*args)
+        return run
+    return compiler
+
+
+@pytest.mark.parametrize("mode,n", REPLAY_CASES, ids=[m for m, _ in REPLAY_CASES])
+def test_fuzz_programs_replayed(backend, mode, n):
+    import numdyn
+    before = numdyn.utils.counters["replays"]
+    report = fg.Report(backend, batch_size=REPLAY_BATCH, compiler=_called_thrice(backend))
+    for prog in _corpus(mode, n):
+        report.check(prog)
+    report.assert_ok()
+    # many third calls really replayed (not all traced again)
+    replays = numdyn.utils.counters["replays"] - before
+    print(f"{mode}: {replays} replayed calls over {report.batches} batches")
+    assert replays >= report.batches // 4, (replays, report.batches)
+
+
 def _assert_backend_used(backend):
     """The native runs must really have run compiled kernels (not quietly
     the eager interpreter)."""

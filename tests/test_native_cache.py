@@ -4,6 +4,7 @@ kernel cache (relocation, concurrent processes, corruption, unsafe
 directories, clear_cache), compiler errors and a missing compiler."""
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -267,3 +268,65 @@ def test_generated_code_calls_sleef_vector_math(tmp_path):
     so = [p for p in d.iterdir() if p.suffix == ".so"][0]
     dis = subprocess.run(["objdump", "-d", str(so)], capture_output=True, text=True).stdout
     assert "_ZGV" in dis and "v_exp" in dis and "v_tanh" in dis
+
+
+# ------------------------------------------------------- parallel compiles
+MULTI = """
+import json, numpy as np, numdyn
+from numdyn import utils
+def f(a, b, w):
+    # several kernels: reductions, a matmul between them, scans
+    m = a.mean(axis=0)
+    s = np.sqrt(((a - m) ** 2).sum(axis=0))
+    z = (a - m) / s
+    h = np.tanh(z @ w)
+    c = np.cumsum(h, axis=1) * b.max()
+    return np.exp(-c).sum(axis=1), z.std(axis=0), np.argmax(h, axis=1)
+rng = np.random.default_rng(0)
+a = rng.standard_normal((300, 8)); b = rng.standard_normal(5); w = rng.standard_normal((8, 6))
+r = numdyn.compile(f, backend="native")(a, b, w)
+e = f(a, b, w)
+ok = all(bool(np.allclose(x, y, rtol=1e-10)) and x.dtype == y.dtype for x, y in zip(r, e))
+print(json.dumps({"ok": ok, **dict(utils.counters)}))
+"""
+
+
+def test_kernels_compile_in_parallel_units(tmp_path):
+    # NUMDYN_COMPILE_JOBS compilers share a program's kernels: more than one
+    # unit (one .so each) is built, every kernel is found, the answer is NumPy's
+    d = tmp_path / "jobs"
+    r = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3"}))
+    assert r["ok"] and r["kernels_compiled"] >= 3, r
+    units = [p for p in d.iterdir() if p.suffix == ".so"]
+    assert len(units) >= 2, sorted(p.name for p in d.iterdir())
+    # a second process loads the same units from disk: nothing compiled
+    r2 = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3"}))
+    assert r2["ok"] and r2["kernels_compiled"] == 0 and r2["disk_cache_hits"] == len(units), r2
+    # one compiler at a time: a single unit, the same answer
+    d1 = tmp_path / "one"
+    r1 = last_json(run_py(MULTI, d1, {"NUMDYN_COMPILE_JOBS": "1"}))
+    assert r1["ok"] and len([p for p in d1.iterdir() if p.suffix == ".so"]) == 1
+
+
+def test_a_failing_unit_among_parallel_ones_raises_compile_error(tmp_path):
+    # a compiler that builds the first unit it is given and fails on every
+    # other one: CompileError names a kept source, no build directory is left
+    lock = tmp_path / "first"
+    fake = tmp_path / "cc"
+    real = shutil.which("cc") or "cc"
+    fake.write_text("#!/bin/sh\n"
+                    "case \" $* \" in *\" u.c \"*)\n"
+                    f"  mkdir {lock} 2>/dev/null || {{ echo 'not this one' >&2; exit 1; }};;\n"
+                    "esac\n"
+                    f"exec {real} \"$@\"\n")
+    fake.chmod(0o755)
+    code = MULTI.replace("r = numdyn.compile", "try:\n    r = numdyn.compile").replace(
+        "e = f(a, b, w)", "except utils.CompileError as ex:\n"
+        "    import os; src = [w for w in str(ex).split() if w.endswith('.c')]\n"
+        "    print(json.dumps({'raised': 1, 'ok': bool(src) and os.path.exists(src[0]) and 'not this one' in str(ex)}))\n"
+        "    raise SystemExit\n"
+        "e = f(a, b, w)")
+    d = tmp_path / "fail"
+    r = last_json(run_py(code, d, {"NUMDYN_COMPILE_JOBS": "3", "CC": str(fake)}))
+    assert r.get("raised") and r["ok"], r
+    assert not [p for p in d.iterdir() if p.is_dir()], sorted(p.name for p in d.iterdir())

@@ -70,13 +70,17 @@ def explain(fn, *extra_args, **extra_kwargs):
     Runs fn once under numdyn (fn's own backend if it is already compiled,
     else "eager") and reports the graphs and graph breaks: graph_count,
     graph_break_count, break_reasons (reason, filename, lineno, source),
-    ops_per_graph, graphs (numdyn.Graph objects) and result.
+    ops_per_graph, graphs (numdyn.Graph objects), result, and floor: the
+    speed floor's measurement for arguments like these (None before fn was
+    called with them), e.g. that they run as plain NumPy because numdyn was
+    slower (see numdyn.config.floor).
     """
     compiled = fn if isinstance(fn, CompiledFunction) else _C.compile(fn, backend="eager")
 
     def run_explained(*args, **kwargs):
         result, records = _C._explain_call(compiled, args, kwargs)
-        return _explain.build(records, result)
+        floor = compiled._floor_info_for(*args, *kwargs.values())
+        return _explain.build(records, result, floor)
 
     if extra_args or extra_kwargs:
         return run_explained(*extra_args, **extra_kwargs)

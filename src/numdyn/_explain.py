@@ -22,6 +22,8 @@ class ExplainOutput:
     break_reasons: List[BreakReason] = field(default_factory=list)
     ops_per_graph: List[List[str]] = field(default_factory=list)
     result: Any = None
+    floor: Any = None  # the speed floor's measurement for these arguments (dict) or None
+
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -37,13 +39,27 @@ class ExplainOutput:
             lines.append("Ops per Graph:")
             for i, ops in enumerate(self.ops_per_graph, 1):
                 lines.append(f"  Graph {i}: {', '.join(ops) if ops else '(no ops)'}")
+        if self.floor:
+            lines.append(_floor_line(self.floor))
         return "\n".join(lines)
 
     __repr__ = __str__
 
 
-def build(records, result):
-    out = ExplainOutput(result=result)
+def _us(t):
+    return "not measured yet" if t is None else f"{t * 1e6:.1f} us"
+
+
+def _floor_line(f):
+    what = {"numpy": "runs as plain NumPy (numdyn was slower)",
+            "numdyn": "runs under numdyn (faster than NumPy)",
+            "measuring": "still measuring"}[f["path"]]
+    return (f"Speed Floor: {what} for arguments ({f['signature']}): numdyn "
+            f"{_us(f['numdyn_s'])}, NumPy {_us(f['numpy_s'])} per call over {f['calls']} calls")
+
+
+def build(records, result, floor=None):
+    out = ExplainOutput(result=result, floor=floor)
     for rec in records:
         if rec[0] == "graph":
             _, graph, ops = rec

@@ -14,7 +14,9 @@ properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
 (calls that skipped running Python through a recorded trace, and those
 whose guards did not fit), errstate_reruns (graphs run again by NumPy
 because a kernel raised a floating-point flag that np.geterr() does not
-ignore, so NumPy's warnings / errors come out as NumPy gives them).
+ignore, so NumPy's warnings / errors come out as NumPy gives them),
+floor_numpy_calls (timed calls the speed floor ran as the original function
+under plain NumPy: see numdyn.config.floor).
 """
 from collections.abc import Mapping
 

@@ -1,0 +1,322 @@
+"""Element-loop programs for bench/bench_loops.py (issue 17: "loop capture:
+Python loops over elements").
+
+Plain Python loops over the elements of NumPy arrays, as people write them
+before (or instead of) vectorizing: scalar reads ``a[i, j]``, scalar writes,
+branches on element values, index arrays. The same function objects run as
+they are (what a NumPy user runs), under numdyn.compile and under numba.njit.
+Every program leaves its arguments untouched.
+"""
+import numpy as np
+
+
+# ============================================================ linear algebra
+def cholesky_loops(A):
+    """Cholesky-Banachiewicz with three scalar loops."""
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, j] = np.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    return L
+
+
+def lu_loops(A):
+    """Doolittle LU without pivoting, in place on a copy, scalar loops."""
+    A = A.copy()
+    n = A.shape[0]
+    for k in range(n):
+        for i in range(k + 1, n):
+            A[i, k] = A[i, k] / A[k, k]
+            for j in range(k + 1, n):
+                A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def thomas(a, b, c, d):
+    """Tridiagonal solve (Thomas algorithm): sub-, main and super-diagonal a, b, c."""
+    n = d.shape[0]
+    cp = np.zeros(n)
+    dp = np.zeros(n)
+    cp[0] = c[0] / b[0]
+    dp[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * cp[i - 1]
+        cp[i] = c[i] / m
+        dp[i] = (d[i] - a[i] * dp[i - 1]) / m
+    x = np.zeros(n)
+    x[n - 1] = dp[n - 1]
+    for i in range(n - 2, -1, -1):
+        x[i] = dp[i] - cp[i] * x[i + 1]
+    return x
+
+
+def matmul_loops(A, B):
+    """Matrix product by the textbook triple loop."""
+    n, m = A.shape
+    p = B.shape[1]
+    C = np.zeros((n, p))
+    for i in range(n):
+        for j in range(p):
+            s = 0.0
+            for k in range(m):
+                s += A[i, k] * B[k, j]
+            C[i, j] = s
+    return C
+
+
+def csr_matvec(indptr, indices, data, x):
+    """Sparse matrix (CSR) times vector over index arrays."""
+    n = indptr.shape[0] - 1
+    y = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * x[indices[p]]
+        y[i] = s
+    return y
+
+
+def gauss_seidel_points(u0, f, sweeps):
+    """Point Gauss-Seidel for -Laplace(u) = f, element by element."""
+    u = u0.copy()
+    n = u.shape[0]
+    h2 = 1.0 / (n - 1) ** 2
+    for _ in range(sweeps):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+                                  + h2 * f[i, j])
+    return u
+
+
+# ======================================================= dynamic programming
+def nussinov(seq):
+    """Nussinov RNA folding: most nested base pairs (A=0 C=1 G=2 U=3, pair if sum is 3)."""
+    n = seq.shape[0]
+    N = np.zeros((n, n), dtype=np.int64)
+    for span in range(1, n):
+        for i in range(n - span):
+            j = i + span
+            best = N[i + 1, j]
+            if N[i, j - 1] > best:
+                best = N[i, j - 1]
+            if j - i > 3 and seq[i] + seq[j] == 3:
+                pair = N[i + 1, j - 1] + 1
+                if pair > best:
+                    best = pair
+            for k in range(i + 1, j):
+                s = N[i, k] + N[k + 1, j]
+                if s > best:
+                    best = s
+            N[i, j] = best
+    return N
+
+
+def edit_distance(a, b):
+    """Levenshtein distance between two integer sequences, full table."""
+    n, m = a.shape[0], b.shape[0]
+    D = np.zeros((n + 1, m + 1), dtype=np.int64)
+    for i in range(n + 1):
+        D[i, 0] = i
+    for j in range(m + 1):
+        D[0, j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            best = D[i - 1, j] + 1
+            if D[i, j - 1] + 1 < best:
+                best = D[i, j - 1] + 1
+            if D[i - 1, j - 1] + cost < best:
+                best = D[i - 1, j - 1] + cost
+            D[i, j] = best
+    return D[n, m], D
+
+
+def floyd_warshall_loops(D0):
+    """All-pairs shortest paths with three scalar loops and a branch."""
+    D = D0.copy()
+    n = D.shape[0]
+    for k in range(n):
+        for i in range(n):
+            dik = D[i, k]
+            for j in range(n):
+                if dik + D[k, j] < D[i, j]:
+                    D[i, j] = dik + D[k, j]
+    return D
+
+
+# ==================================================== scans, bytes, counting
+def crc32(data, table):
+    """CRC-32 (the zlib polynomial) of a uint8 array with a 256-entry table."""
+    crc = np.uint32(0xFFFFFFFF)
+    for i in range(data.shape[0]):
+        crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def crc32_table():
+    table = np.zeros(256, dtype=np.uint32)
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (0xEDB88320 ^ (c >> 1)) if c & 1 else (c >> 1)
+        table[n] = c
+    return table
+
+
+def cusum(x, target, slack, threshold):
+    """One-sided CUSUM: a prefix scan clipped at zero, alarms where it passes threshold."""
+    n = x.shape[0]
+    s = np.zeros(n)
+    alarms = np.zeros(n, dtype=np.bool_)
+    acc = 0.0
+    for i in range(n):
+        acc = acc + x[i] - target - slack
+        if acc < 0.0:
+            acc = 0.0
+        s[i] = acc
+        if acc > threshold:
+            alarms[i] = True
+            acc = 0.0
+    return s, alarms
+
+
+def histogram_loop(x, lo, hi, bins):
+    """Fixed-width histogram, one element at a time, out-of-range skipped."""
+    counts = np.zeros(bins, dtype=np.int64)
+    width = (hi - lo) / bins
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v >= lo and v < hi:
+            counts[int((v - lo) / width)] += 1
+    return counts
+
+
+def sieve(n):
+    """Sieve of Eratosthenes over a boolean array."""
+    is_prime = np.ones(n + 1, dtype=np.bool_)
+    is_prime[0] = False
+    is_prime[1] = False
+    i = 2
+    while i * i <= n:
+        if is_prime[i]:
+            for j in range(i * i, n + 1, i):
+                is_prime[j] = False
+        i += 1
+    return is_prime
+
+
+# ================================================================== sorting
+def insertion_sort(a):
+    """Insertion sort of a copy."""
+    a = a.copy()
+    for i in range(1, a.shape[0]):
+        key = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = key
+    return a
+
+
+def bubble_sort(a):
+    """Bubble sort of a copy, stopping early when a pass swaps nothing."""
+    a = a.copy()
+    n = a.shape[0]
+    for i in range(n - 1):
+        swapped = False
+        for j in range(n - 1 - i):
+            if a[j] > a[j + 1]:
+                t = a[j]
+                a[j] = a[j + 1]
+                a[j + 1] = t
+                swapped = True
+        if not swapped:
+            break
+    return a
+
+
+# ============================================================ signal, cells
+def cellular_automaton(cells0, rule, steps):
+    """Elementary 1-D cellular automaton (rule given as an 8-entry table), fixed 0 ends."""
+    n = cells0.shape[0]
+    hist = np.zeros((steps + 1, n), dtype=np.uint8)
+    hist[0] = cells0
+    for t in range(steps):
+        for i in range(1, n - 1):
+            idx = 4 * hist[t, i - 1] + 2 * hist[t, i] + hist[t, i + 1]
+            hist[t + 1, i] = rule[idx]
+    return hist
+
+
+def horner(coefs, x):
+    """Polynomial sum coefs[k] x^(m-1-k) at every x[i] by Horner's rule."""
+    m = coefs.shape[0]
+    y = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        xi = x[i]
+        acc = 0.0
+        for k in range(m):
+            acc = acc * xi + coefs[k]
+        y[i] = acc
+    return y
+
+
+def running_minmax(x, w):
+    """Running max and min over a trailing window of w samples."""
+    n = x.shape[0]
+    mx = np.zeros(n - w + 1)
+    mn = np.zeros(n - w + 1)
+    for i in range(n - w + 1):
+        hi = x[i]
+        lo = x[i]
+        for k in range(1, w):
+            v = x[i + k]
+            if v > hi:
+                hi = v
+            if v < lo:
+                lo = v
+        mx[i] = hi
+        mn[i] = lo
+    return mx, mn
+
+
+def biquad(x, b0, b1, b2, a1, a2):
+    """IIR biquad filter (direct form I), sample by sample."""
+    n = x.shape[0]
+    y = np.zeros(n)
+    x1 = x2 = y1 = y2 = 0.0
+    for i in range(n):
+        yi = b0 * x[i] + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+        y[i] = yi
+        x2 = x1
+        x1 = x[i]
+        y2 = y1
+        y1 = yi
+    return y
+
+
+def mandelbrot_points(cre, cim, maxit):
+    """Escape-time Mandelbrot, pixel by pixel with an early break."""
+    h, w = cim.shape[0], cre.shape[0]
+    counts = np.zeros((h, w), dtype=np.int64)
+    for i in range(h):
+        for j in range(w):
+            zr = 0.0
+            zi = 0.0
+            cr = cre[j]
+            ci = cim[i]
+            k = 0
+            while k < maxit and zr * zr + zi * zi <= 4.0:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                k += 1
+            counts[i, j] = k
+    return counts

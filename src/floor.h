@@ -1,0 +1,59 @@
+/* floor.h -- the speed floor: a compiled function is never slower than NumPy.
+ *
+ * Some programs cannot win under numdyn today: a loop of tiny statements
+ * whose capture (trace, flush, schedule, lookups, dispatch) costs more than
+ * NumPy's ~1 us per call, or kernels no better than NumPy's own. For those
+ * the cheapest correct program is the user's function itself, run on real
+ * arrays by NumPy. So each compiled function measures, per argument
+ * signature (types; dtypes, ranks, shapes and memory order of arrays), its
+ * warm calls under numdyn against calls of the original function, and runs
+ * whichever is faster. Both paths give NumPy's answer (numdyn's whole
+ * contract), so the choice changes speed only; each call runs the function
+ * exactly once, so side effects are those of one call either way.
+ *
+ * The measurement is a cost model, not a guess: it is taken on this machine,
+ * on these shapes, after the kernels were built (the first calls of a
+ * signature are not timed), as medians of interleaved calls. A decision is
+ * re-checked with exponentially growing gaps, so a program whose first warm
+ * calls were not typical is re-measured at a bounded cost (a few percent).
+ *
+ * Off with compile(..., options={"floor": False}), or numdyn.config.floor
+ * = False (read at compile time; NUMDYN_FLOOR=0 sets its default: the test
+ * suite runs that way, to test numdyn's own paths). Reported by
+ * CompiledFunction._floor_info() and numdyn.explain.
+ */
+#ifndef ND_FLOOR_H
+#define ND_FLOOR_H
+#include <Python.h>
+#include <stdint.h>
+
+typedef struct nd_floor nd_floor;   /* per compiled function */
+
+enum { ND_FLOOR_COMPILED = 0, ND_FLOOR_NUMPY = 1 };
+
+/* A call's choice, handed back to nd_floor_done with the call's time. */
+typedef struct {
+    nd_floor *f;
+    int slot;       /* -1: not timed */
+    int path;       /* ND_FLOOR_COMPILED or ND_FLOOR_NUMPY */
+    uint64_t key;   /* the slot's signature (another call may evict it) */
+    uint64_t t0;    /* ns */
+} nd_floor_call;
+
+nd_floor *nd_floor_new(void);          /* NULL + MemoryError */
+void nd_floor_free(nd_floor *f);
+void nd_floor_reset(nd_floor *f);      /* forget every measurement */
+
+/* Which path this call takes. Never fails: an argument it cannot describe
+ * makes the call untimed and compiled. */
+void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_call *c);
+/* The call finished; ok: it returned (raising calls are not timed). */
+void nd_floor_done(nd_floor_call *c, int ok);
+
+/* List of dicts: signature, path ("numdyn"/"numpy"/"measuring"), calls,
+ * numdyn_s and numpy_s (median seconds per call, None before measured). */
+PyObject *nd_floor_info(nd_floor *f);
+/* The same dict for the signature of these arguments, or None. */
+PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n);
+
+#endif

@@ -1,0 +1,259 @@
+/* runtime_floor.c -- the speed floor (floor.h): per argument signature,
+ * numdyn's warm calls are timed against the original function's and the
+ * faster path runs.
+ *
+ * Schedule of one signature:
+ *   calls 1..WARM          numdyn, not timed (tracing, compiling, recording
+ *                          a replay entry: one-time costs, paid once)
+ *   measuring              numdyn and NumPy interleaved, NSAMP each
+ *   decided                the chosen path runs (every call timed); the
+ *                          other path is probed after gaps of 64, 128,
+ *                          256, ... calls, so a decision made on atypical
+ *                          calls is revisited at a cost of a few percent
+ * Each path's cost is the median of its last NSAMP timed calls: a load
+ * spike on a busy machine moves one sample, not the decision. Switching
+ * needs a 5% margin either way (hysteresis): two paths of equal cost must
+ * not flip on noise.
+ */
+#include "floor.h"
+#include "npy.h"
+#include "backend.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NSLOT 8
+#define NSAMP 5
+#define WARM 2
+#define FIRST_GAP 64
+#define MAX_GAP (1u << 20)
+
+enum { MEASURING = 2 };
+
+typedef struct {
+    uint64_t key;
+    int used, mode;
+    uint64_t calls, last_use, next_probe, gap;
+    unsigned n[2];         /* samples taken per path (ring position) */
+    double samp[2][NSAMP]; /* the last NSAMP timed calls per path */
+    double est[2];         /* median of them, seconds; < 0: unknown */
+    char desc[120];
+} slot;
+
+struct nd_floor {
+    slot s[NSLOT];
+    uint64_t tick;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+nd_floor *nd_floor_new(void)
+{
+    nd_floor *f = PyMem_Calloc(1, sizeof *f);
+    if (!f) PyErr_NoMemory();
+    return f;
+}
+
+void nd_floor_free(nd_floor *f) { PyMem_Free(f); }
+
+void nd_floor_reset(nd_floor *f)
+{
+    if (f) memset(f, 0, sizeof *f);
+}
+
+/* ------------------------------------------------------------ signature */
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* What decides the cost of a call: types, and for arrays dtype, shape and
+ * memory order. Scalar values are left out (a loop count scales both paths
+ * alike); strings, bools and None are in (they pick code paths). */
+static uint64_t sig_obj(uint64_t h, PyObject *o, int depth)
+{
+    h = mix(h, (uint64_t)(uintptr_t)Py_TYPE(o));
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        h = mix(h, (uint64_t)PyArray_TYPE(a));
+        h = mix(h, (uint64_t)PyArray_NDIM(a));
+        for (int i = 0; i < PyArray_NDIM(a); i++) h = mix(h, (uint64_t)PyArray_DIM(a, i));
+        h = mix(h, (uint64_t)(PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS |
+                                                  NPY_ARRAY_F_CONTIGUOUS |
+                                                  NPY_ARRAY_WRITEABLE)));
+    } else if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && depth < 2) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        h = mix(h, (uint64_t)n);
+        for (Py_ssize_t i = 0; i < n && i < 16; i++)
+            h = sig_obj(h, PySequence_Fast_GET_ITEM(o, i), depth + 1);
+    } else if (PyUnicode_CheckExact(o) || PyBool_Check(o) || o == Py_None) {
+        Py_hash_t v = PyObject_Hash(o);
+        if (v == -1) PyErr_Clear();
+        h = mix(h, (uint64_t)v);
+    }
+    return h;
+}
+
+static void describe(char *buf, size_t cap, PyObject *const *args, Py_ssize_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (Py_ssize_t i = 0; i < n && k + 1 < cap; i++) {
+        PyObject *o = args[i];
+        int w;
+        if (PyArray_Check(o)) {
+            PyArrayObject *a = (PyArrayObject *)o;
+            w = snprintf(buf + k, cap - k, "%s%s[", i ? ", " : "",
+                         PyArray_DESCR(a)->typeobj->tp_name);
+            for (int d = 0; d < PyArray_NDIM(a) && w > 0 && k + (size_t)w < cap; d++)
+                w += snprintf(buf + k + w, cap - k - (size_t)w, "%s%lld", d ? "," : "",
+                              (long long)PyArray_DIM(a, d));
+            if (w > 0 && k + (size_t)w < cap) w += snprintf(buf + k + w, cap - k - (size_t)w, "]");
+        } else {
+            w = snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", Py_TYPE(o)->tp_name);
+        }
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+    if (k >= cap) memcpy(buf + cap - 4, "...", 4);
+}
+
+/* ------------------------------------------------------------ decisions */
+
+static double median(const double *v, int n)
+{
+    double a[NSAMP];
+    memcpy(a, v, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
+            double t = a[j]; a[j] = a[j - 1]; a[j - 1] = t;
+        }
+    return a[n / 2];
+}
+
+static void decide(slot *s)
+{
+    if (s->est[0] < 0 || s->est[1] < 0) return;
+    if (s->mode == ND_FLOOR_NUMPY) {
+        if (s->est[0] < 0.95 * s->est[1]) s->mode = ND_FLOOR_COMPILED;
+    } else if (s->mode == ND_FLOOR_COMPILED) {
+        if (s->est[0] > 1.05 * s->est[1]) s->mode = ND_FLOOR_NUMPY;
+    } else {
+        s->mode = s->est[0] < s->est[1] ? ND_FLOOR_COMPILED : ND_FLOOR_NUMPY;
+    }
+}
+
+static slot *find(nd_floor *f, uint64_t key, int create)
+{
+    slot *victim = NULL;
+    for (int i = 0; i < NSLOT; i++) {
+        slot *s = &f->s[i];
+        if (s->used && s->key == key) return s;
+        if (!victim || !s->used || (victim->used && s->last_use < victim->last_use)) victim = s;
+    }
+    if (!create) return NULL;
+    memset(victim, 0, sizeof *victim);
+    victim->used = 1;
+    victim->key = key;
+    victim->mode = MEASURING;
+    victim->est[0] = victim->est[1] = -1;
+    return victim;
+}
+
+static uint64_t sig(PyObject *const *args, Py_ssize_t n)
+{
+    uint64_t h = mix(0x6e64666c6f6f72ull, (uint64_t)n);
+    for (Py_ssize_t i = 0; i < n; i++) h = sig_obj(h, args[i], 0);
+    return h;
+}
+
+void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_call *c)
+{
+    c->f = f;
+    c->slot = -1;
+    c->path = ND_FLOOR_COMPILED;
+    if (!f) return;
+    uint64_t key = sig(args, n);
+    slot *s = find(f, key, 1);
+    if (!s->calls) describe(s->desc, sizeof s->desc, args, n);
+    s->calls++;
+    s->last_use = ++f->tick;
+    if (s->calls <= WARM) return;
+    if (s->mode == MEASURING) {
+        c->path = s->n[ND_FLOOR_COMPILED] <= s->n[ND_FLOOR_NUMPY] ? ND_FLOOR_COMPILED
+                                                                  : ND_FLOOR_NUMPY;
+    } else if (s->calls >= s->next_probe) {
+        c->path = !s->mode;
+        s->next_probe = s->calls + s->gap;
+        if (s->gap < MAX_GAP) s->gap *= 2;
+    } else {
+        c->path = s->mode;
+    }
+    c->slot = (int)(s - f->s);
+    c->key = key;
+    c->t0 = now_ns();
+}
+
+void nd_floor_done(nd_floor_call *c, int ok)
+{
+    if (c->slot < 0) return;
+    double dt = (double)(now_ns() - c->t0) * 1e-9;
+    if (c->path == ND_FLOOR_NUMPY) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
+    slot *s = &c->f->s[c->slot];
+    if (!ok || !s->used || s->key != c->key) return;
+    int p = c->path;
+    s->samp[p][s->n[p] % NSAMP] = dt;
+    s->n[p]++;
+    if (s->mode == MEASURING) {
+        if (s->n[0] < NSAMP || s->n[1] < NSAMP) return;
+        s->gap = FIRST_GAP;
+        s->next_probe = s->calls + s->gap;
+    }
+    for (int q = 0; q < 2; q++)
+        if (s->n[q]) s->est[q] = median(s->samp[q], s->n[q] < NSAMP ? (int)s->n[q] : NSAMP);
+    decide(s);
+}
+
+/* ------------------------------------------------------------ reporting */
+
+static PyObject *slot_dict(const slot *s)
+{
+    const char *path = s->mode == MEASURING ? "measuring"
+                     : s->mode == ND_FLOOR_NUMPY ? "numpy" : "numdyn";
+    PyObject *t0 = s->est[0] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[0]);
+    PyObject *t1 = s->est[1] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[1]);
+    PyObject *d = t0 && t1
+        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O}", "signature", s->desc, "path", path, "calls",
+                        (unsigned long long)s->calls, "numdyn_s", t0, "numpy_s", t1)
+        : NULL;
+    Py_XDECREF(t0);
+    Py_XDECREF(t1);
+    return d;
+}
+
+PyObject *nd_floor_info(nd_floor *f)
+{
+    PyObject *l = PyList_New(0);
+    if (!l || !f) return l;
+    for (int i = 0; i < NSLOT; i++) {
+        if (!f->s[i].used) continue;
+        PyObject *d = slot_dict(&f->s[i]);
+        if (!d || PyList_Append(l, d) < 0) { Py_XDECREF(d); Py_DECREF(l); return NULL; }
+        Py_DECREF(d);
+    }
+    return l;
+}
+
+PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n)
+{
+    slot *s = f ? find(f, sig(args, n), 0) : NULL;
+    return s ? slot_dict(s) : Py_NewRef(Py_None);
+}

@@ -1,0 +1,146 @@
+"""The speed floor (numdyn.config.floor, src/floor.h): per argument signature a
+compiled function times its warm numdyn calls against plain NumPy calls of the
+original function and runs the faster one. The suite runs with the floor off
+(conftest.py); these tests turn it on per function."""
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import utils
+
+FLOOR = {"floor": True}
+
+
+def tiny_steps(x, n):
+    # n graph breaks on 3-element arrays: capture costs far more than NumPy's
+    # own ~1 us per call, so plain NumPy must win by a wide margin
+    acc = 0.0
+    for i in range(n):
+        y = x * (i + 1) + 1.0
+        acc += float(y.sum())
+    return acc
+
+
+def fused(x):
+    # one fused kernel over 2e6 elements against NumPy's five passes
+    return np.exp(np.sin(x) * np.cos(x) + 1.0) * 0.5
+
+
+def calls_until_decided(cf, args, limit=40):
+    for i in range(limit):
+        cf(*args)
+        info = cf._floor_info_for(*args)
+        if info and info["path"] != "measuring":
+            return info
+    raise AssertionError(f"floor undecided after {limit} calls: {cf._floor_info()}")
+
+
+def test_slow_capture_runs_as_numpy():
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    before = utils.counters["floor_numpy_calls"]
+    info = calls_until_decided(cf, (x, 200))
+    assert info["path"] == "numpy", info
+    assert info["numdyn_s"] > info["numpy_s"]
+    assert "numpy.float64[3]" in info["signature"]
+    for _ in range(5):
+        assert cf(x, 200) == tiny_steps(x, 200)
+    assert utils.counters["floor_numpy_calls"] > before
+
+
+def test_fast_kernels_stay_compiled():
+    x = np.linspace(0.0, 1.0, 2_000_000)
+    cf = numdyn.compile(fused, options=FLOOR)
+    info = calls_until_decided(cf, (x,))
+    assert info["path"] == "numdyn", info
+    np.testing.assert_allclose(cf(x), fused(x), rtol=1e-13)
+
+
+def test_both_paths_give_numpys_answer_and_mutate_once():
+    def update(u, c):
+        # in place: each call must run exactly once, whichever path runs it
+        for _ in range(30):
+            u[1:-1] += c * (u[2:] - 2 * u[1:-1] + u[:-2])
+            if float(u.max()) > 1e6:
+                break
+        return u.sum()
+
+    cf = numdyn.compile(update, options=FLOOR)
+    u_nd = np.linspace(0.0, 1.0, 8) ** 2
+    u_np = u_nd.copy()
+    for _ in range(20):
+        r_nd = cf(u_nd, 0.1)
+        r_np = update(u_np, 0.1)
+        assert type(r_nd) is type(r_np)
+        np.testing.assert_allclose(r_nd, r_np, rtol=1e-12)
+        np.testing.assert_allclose(u_nd, u_np, rtol=1e-12)
+    paths = {e["path"] for e in cf._floor_info()}
+    assert paths <= {"numpy", "numdyn"} and paths, cf._floor_info()
+
+
+def test_signatures_are_measured_apart():
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    a, b = np.arange(3.0), np.arange(4, dtype=np.float32)
+    for _ in range(4):
+        cf(a, 5)
+        cf(b, 5)
+    sigs = sorted(e["signature"] for e in cf._floor_info())
+    assert len(sigs) == 2 and any("float32[4]" in s for s in sigs), sigs
+    assert all(e["calls"] == 4 for e in cf._floor_info())
+
+
+def test_exceptions_are_numpys_on_both_paths():
+    def bad(x, n):
+        acc = 0.0
+        for i in range(n):
+            acc += float(x[i])
+        return acc
+
+    cf = numdyn.compile(bad, options=FLOOR)
+    x = np.arange(3.0)
+    for _ in range(12):  # through warm-up, measuring and the decided path
+        assert cf(x, 3) == bad(x, 3)
+        with pytest.raises(IndexError, match="index 3 is out of bounds"):
+            cf(x, 4)
+
+
+def test_explain_reports_the_choice():
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    assert numdyn.explain(cf)(x, 50).floor is None  # never called with these yet
+    info = calls_until_decided(cf, (x, 50))
+    out = numdyn.explain(cf)(x, 50)
+    assert out.floor["path"] == info["path"] == "numpy"
+    text = str(out)
+    assert "Speed Floor: runs as plain NumPy" in text and "numpy.float64[3]" in text
+
+
+def test_floor_off_by_option_and_config(monkeypatch):
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options={"floor": False})
+    for _ in range(10):
+        cf(x, 20)
+    assert cf._floor_info() == [] and cf._floor_info_for(x, 20) is None
+    monkeypatch.setattr(numdyn.config, "floor", True)
+    on = numdyn.compile(tiny_steps)
+    monkeypatch.setattr(numdyn.config, "floor", False)
+    off = numdyn.compile(tiny_steps)
+    on(x, 3)
+    off(x, 3)
+    assert len(on._floor_info()) == 1 and off._floor_info() == []
+
+
+def test_custom_backend_has_no_floor():
+    cf = numdyn.compile(tiny_steps, backend=lambda graph, example_inputs: None,
+                        options=FLOOR)
+    assert cf._floor_info() == []
+
+
+def test_reset_forgets_measurements():
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    calls_until_decided(cf, (x, 100))
+    numdyn.reset()
+    cf(x, 100)
+    (entry,) = cf._floor_info()
+    assert entry["calls"] == 1 and entry["path"] == "measuring"
