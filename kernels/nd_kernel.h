@@ -18,6 +18,7 @@
 #include <string.h>
 #include <math.h>
 #include <complex.h>
+#include <fenv.h>
 #undef I  /* kernels name their size/stride argument I */
 
 #define ND_INLINE static inline __attribute__((always_inline))
@@ -40,6 +41,41 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
  * bound output k's bytes; a store outside them is skipped and reported. */
 #define ND_OOB(addr, lo, hi) \
     ((const char *)(addr) < (lo) || (const char *)((addr) + 1) > (hi))
+#define ND_ERR_INTERRUPT 32 /* set by the runtime's SIGINT handler while a long kernel
+                               runs: the kernel skips its remaining tasks */
+/* the floating-point status flags a kernel raised (NumPy's divide / over /
+ * under / invalid): collected from every thread that ran a task, checked by
+ * the runtime against np.geterr() after the kernel */
+#define ND_ERR_FPE_DIV 64
+#define ND_ERR_FPE_OVER 128
+#define ND_ERR_FPE_UNDER 256
+#define ND_ERR_FPE_INVALID 512
+/* At the top of each task / reduction block: a Ctrl-C stops a long kernel
+ * within one task (a few thousand elements), at the cost of one relaxed
+ * load per task. */
+#define ND_POLL(E) if (__builtin_expect(__atomic_load_n((E), __ATOMIC_RELAXED) & ND_ERR_INTERRUPT, 0)) continue
+/* At the end of each task of a parallel loop: this thread's status flags
+ * into the kernel's error word, then cleared (two register reads when none
+ * is set). The calling thread's are read by the runtime. */
+#define ND_FPE_ALL (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
+ND_INLINE int nd_fpe_take(void)
+{
+#if defined(__x86_64__) && defined(__SSE__)
+    /* kernels compute in SSE/AVX registers: MXCSR alone (stmxcsr, a few
+     * cycles; fetestexcept also reads the x87 status word) */
+    unsigned csr = __builtin_ia32_stmxcsr();
+    if (__builtin_expect((csr & 0x1d) == 0, 1)) return 0;
+    __builtin_ia32_ldmxcsr(csr & ~0x3fu);
+    return (csr & 0x4 ? ND_ERR_FPE_DIV : 0) | (csr & 0x8 ? ND_ERR_FPE_OVER : 0) |
+           (csr & 0x10 ? ND_ERR_FPE_UNDER : 0) | (csr & 0x1 ? ND_ERR_FPE_INVALID : 0);
+#endif
+    int f = fetestexcept(ND_FPE_ALL);
+    if (__builtin_expect(f == 0, 1)) return 0;
+    feclearexcept(f);
+    return (f & FE_DIVBYZERO ? ND_ERR_FPE_DIV : 0) | (f & FE_OVERFLOW ? ND_ERR_FPE_OVER : 0) |
+           (f & FE_UNDERFLOW ? ND_ERR_FPE_UNDER : 0) | (f & FE_INVALID ? ND_ERR_FPE_INVALID : 0);
+}
+#define ND_FPE_TAKE nd_err |= nd_fpe_take()
 
 typedef uint8_t nd_bool;
 typedef float _Complex nd_c64;
@@ -66,6 +102,10 @@ ND_INLINE float nd_h2f(nd_half h)
     memcpy(&x, &xb, 4);
     return x;
 }
+/* 2^127, weak so that the compiler cannot know it: the multiplications
+ * below that overflow on purpose (raising the flag NumPy reports for a
+ * float16 result past 65504) are neither folded nor removed */
+__attribute__((weak)) float nd_ovf_f = 0x1p127f;
 ND_INLINE nd_half nd_f2h(float f)
 {
     uint32_t x, tb;
@@ -80,7 +120,11 @@ ND_INLINE nd_half nd_f2h(float f)
     uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
     uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
     uint32_t o = x >= 0x47800000u ? big : x < 0x38800000u ? sub : nrm;
-    return (nd_half)(o | (sign >> 16));
+    /* a finite value past float16's range (>= 65520): raise the overflow
+     * flag NumPy reports, by a float multiplication that overflows */
+    float ov = x >= 0x477ff000u && x < 0x7f800000u ? nd_ovf_f : 1.0f;
+    ov *= ov;
+    return (nd_half)(o | (sign >> 16) | (ov != ov));
 }
 /* double -> half with ONE rounding (NumPy converts doubles directly) */
 ND_INLINE nd_half nd_d2h(double d)
@@ -90,7 +134,11 @@ ND_INLINE nd_half nd_d2h(double d)
     uint64_t a = b & 0x7fffffffffffffffull;
     if (a >= 0x7ff0000000000000ull)
         return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
-    if (a >= 0x40effe0000000000ull) return (uint16_t)(s | 0x7c00u); /* >= 65520: inf */
+    if (a >= 0x40effe0000000000ull) {  /* >= 65520: inf, and the overflow flag */
+        float ov = nd_ovf_f * nd_ovf_f;
+        s |= (uint16_t)(ov != ov);
+        return (uint16_t)(s | 0x7c00u);
+    }
     int e = (int)(a >> 52) - 1023;
     uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
     int shift;
@@ -197,6 +245,44 @@ ND_INLINE T nd_spacing_##S(T x) \
     if (isinf(x)) return (T)NAN; \
     return NEXTAFTER(x, COPYSIGN((T)INFINITY, x)) - x; \
 }
+/* SLEEF's vector functions raise no status flags where NumPy reports one:
+ * the flag comes from the operand (and result), with quiet comparisons only,
+ * as little per element as each case allows (one compare). nd_ckat:
+ * "divide by zero" at the pole (log of 0, log1p of -1); nd_ckgt: "overflow"
+ * for an operand past (a little below) the largest that does not overflow
+ * (exp, sinh of |x|; +inf flags too: a flag NumPy would not raise only has
+ * NumPy run the graph, see runtime_native.c); nd_ckinf: "invalid" for an
+ * infinite operand (sin, cos, tan). */
+#define ND_LIM_EXP_d 709.78
+#define ND_LIM_EXP_f 88.72f
+#define ND_LIM_EXP2_d 1023.99
+#define ND_LIM_EXP2_f 127.99f
+#define ND_LIM_SINH_d 710.47
+#define ND_LIM_SINH_f 89.41f
+#define ND_FPCHK(T, S) \
+ND_INLINE T nd_ckat_##S(T x, T r, T at, int *e) \
+{ \
+    *e |= (x == at) * ND_ERR_FPE_DIV; \
+    return r; \
+} \
+ND_INLINE T nd_ckgt_##S(T x, T r, T lim, int *e) \
+{ \
+    *e |= __builtin_isgreater(x, lim) * ND_ERR_FPE_OVER; \
+    return r; \
+} \
+ND_INLINE T nd_ckinf_##S(T x, T r, int *e) \
+{ \
+    *e |= (__builtin_fabs(x) == (T)INFINITY) * ND_ERR_FPE_INVALID; \
+    return r; \
+} \
+ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \
+{ \
+    *e |= (r != r && x == x && y == y ? ND_ERR_FPE_INVALID : 0) | \
+          (isinf(r) && !isinf(x) && !isinf(y) ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
+    return r; \
+}
+ND_FPCHK(double, d)
+ND_FPCHK(float, f)
 ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
 ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
 

@@ -46,11 +46,35 @@ int nd_shim_key_is_basic(PyObject *key)
     return is_basic_item(key);
 }
 
+/* An integer index, converted as NumPy's index parsing does: past the C
+ * long range, OverflowError "Python int too large to convert to C long"
+ * (np.uint64(2**64-1), 2**63), except a Python int that not even uint64
+ * holds, which NumPy turns into an object array and rejects. */
 static int index_value(PyObject *o, npy_intp *v)
 {
-    Py_ssize_t x = PyNumber_AsSsize_t(o, PyExc_IndexError);
-    if (x == -1 && PyErr_Occurred()) return -1;
-    *v = x;
+    PyObject *i = PyNumber_Index(o);
+    if (!i) return -1;
+    int over = 0;
+    long x = PyLong_AsLongAndOverflow(i, &over);
+    if (x == -1 && PyErr_Occurred()) { Py_DECREF(i); return -1; }
+    if (over) {
+        int fits_u64 = 0;
+        if (over > 0) {
+            unsigned long long u = PyLong_AsUnsignedLongLong(i);
+            fits_u64 = !(u == (unsigned long long)-1 && PyErr_Occurred());
+            PyErr_Clear();
+        }
+        Py_DECREF(i);
+        if (PyLong_CheckExact(o) && !fits_u64)
+            PyErr_SetString(PyExc_IndexError,
+                            "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
+                            "and integer or boolean arrays are valid indices");
+        else
+            PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
+        return -1;
+    }
+    Py_DECREF(i);
+    *v = (npy_intp)x;
     return 0;
 }
 
@@ -271,6 +295,24 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
         nd_shim_unsupported("assigning a complex into a real array");
         return ND_NONE;
     }
+    if (PyTypeNum_ISINTEGER(dtype) && (PyFloat_Check(value) || PyArray_IsScalar(value, Floating))) {
+        /* NumPy's integer setitem converts a float scalar as int() does:
+         * ValueError for NaN, OverflowError for inf or past int64 (or, for
+         * some NumPy scalars, a cast with "invalid value" warning): NumPy
+         * itself does these, on a copy */
+        double x = PyFloat_Check(value) ? PyFloat_AsDouble(value) : 0.0;
+        if (!PyFloat_Check(value)) {
+            PyObject *f = PyNumber_Float(value);
+            if (!f) return ND_NONE;
+            x = PyFloat_AsDouble(f);
+            Py_DECREF(f);
+        }
+        if (x == -1.0 && PyErr_Occurred()) return ND_NONE;
+        if (!(x > -0x1p63 - 1.0 && x < 0x1p63)) {
+            nd_shim_unsupported("a NaN, infinite or huge float assigned into an integer array");
+            return ND_NONE;
+        }
+    }
     nd_id v = nd_shim_operand_at(t, &op, dtype);
     if (v == ND_NONE) return ND_NONE;
     if (op.ndim > ndim) {
@@ -299,6 +341,7 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return -1;
     }
+    if (nd_trace_errstate_sync(t) < 0) return -1;
     PyObject *k = concrete_key(t, key);
     if (!k) return -1;
     int r = setitem(t, self, k, value);

@@ -65,10 +65,20 @@ static PyObject *fallback(PyObject *func, const char *reason, PyObject *args, Py
     return nd_trace_fallback_call(func, args, kwargs, reason);
 }
 
+/* a shim's implementation, as one traced NumPy operation */
+static PyObject *call_impl(const nd_shim_def *def, nd_trace *t, PyObject **argv)
+{
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_trace_op_depth++;
+    PyObject *r = def->impl(t, argv);
+    nd_trace_op_depth--;
+    return r;
+}
+
 PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
                            PyObject *func, PyObject *args, PyObject *kwargs)
 {
-    PyObject *r = def->impl(t, argv);
+    PyObject *r = call_impl(def, t, argv);
     if (r || PyErr_Occurred()) {
         (void)nd_shim_take_unsupported();
         return r;
@@ -98,7 +108,7 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
     if (!lazy) return PyObject_Vectorcall(f->numpy_func, args, nargsf, kwnames);
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_fast(f->def, args, nargs, kwnames, argv) < 0) return NULL;
-    PyObject *r = f->def->impl(t, argv);
+    PyObject *r = call_impl(f->def, t, argv);
     if (r || PyErr_Occurred()) {
         (void)nd_shim_take_unsupported();
         return r;
@@ -482,7 +492,7 @@ PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObj
     PyObject *argv[ND_SHIM_MAXARGS];
     PyObject *r = NULL;
     if (nd_shim_parse_args(f->def, full, kwargs, argv) == 0) {
-        r = f->def->impl(t, argv);
+        r = call_impl(f->def, t, argv);
         if (!r && !PyErr_Occurred()) {
             const char *reason = nd_shim_take_unsupported();
             char buf[320];

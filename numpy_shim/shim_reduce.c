@@ -502,11 +502,12 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     nd_id sq;
     if (PyTypeNum_ISCOMPLEX(nd_shim_node_dtype(t, d))) {
         nd_id re = nd_shim_node_part(t, d, 0), im = re == ND_NONE ? ND_NONE : nd_shim_node_part(t, d, 1);
-        nd_id re2 = im == ND_NONE ? ND_NONE : binary(t, ND_UF_MULTIPLY, re, re);
-        nd_id im2 = re2 == ND_NONE ? ND_NONE : binary(t, ND_UF_MULTIPLY, im, im);
+        nd_id re2 = im == ND_NONE ? ND_NONE : unary(t, ND_UF_SQUARE, re);
+        nd_id im2 = re2 == ND_NONE ? ND_NONE : unary(t, ND_UF_SQUARE, im);
         sq = im2 == ND_NONE ? ND_NONE : binary(t, ND_UF_ADD, re2, im2);
     } else {
-        sq = binary(t, ND_UF_MULTIPLY, d, d);
+        /* np.square, as _methods._var: its overflow warning names square */
+        sq = unary(t, ND_UF_SQUARE, d);
     }
     if (sq == ND_NONE) return NULL;
     int sacc = dtarg >= 0 ? nd_shim_complex_part_dtype(dtarg) : nd_shim_node_dtype(t, sq);

@@ -224,6 +224,7 @@ PyObject *nd_shim_ufunc1(int uf, PyObject *a)
         Py_XDECREF(args);
         return r;
     }
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
     PyObject *in[1] = {a};
     PyObject *r = apply(t, uf, in, &plain);
     if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 1);
@@ -374,6 +375,7 @@ PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
         Py_XDECREF(args);
         return r;
     }
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
     PyObject *r0 = fast2(t, uf, a, b);
     if (r0 != FAST_MISS) return r0;
     PyObject *in[2] = {a, b};
@@ -391,6 +393,7 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
         Py_XDECREF(args);
         return r;
     }
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
     ufunc_opts o = plain;
     o.outs[0] = a;
     o.nouts_given = 1;

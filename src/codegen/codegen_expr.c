@@ -201,6 +201,12 @@ typedef struct ufform {
 #define FC1(fn, cfn) {.f = fn "$m($a)", .c = cfn "$m($a)"}
 #define FV1(fn, cfn) {.f = fn "$m($a)", .c = cfn "_$s($a)"}
 #define F2(fn) {.f = fn "$m($a, $b)"}
+/* SLEEF-backed functions NumPy flags for: status flags derived from operand
+ * (kernels/nd_kernel.h nd_ckat / nd_ckgt / nd_ckinf) */
+#define CKD(fn) "nd_ckat_$s($a, " fn "$m($a), 0, &nd_err)"
+#define CKO(fn, lim) "nd_ckgt_$s($a, " fn "$m($a), " lim "_$s, &nd_err)"
+#define CKOA(fn, lim) "nd_ckgt_$s(__builtin_fabs($a), " fn "$m($a), " lim "_$s, &nd_err)"
+#define CKI(fn) "nd_ckinf_$s($a, " fn "$m($a), &nd_err)"
 #define INT_ERR(fn) "nd_" fn "_$s($a, $b, &nd_err)"
 #define WRAP(op) "($T)(($U)$a " op " ($U)$b)"
 #define PI "3.141592653589793238462643383279502884"
@@ -215,7 +221,7 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_FLOOR_DIVIDE] = {.f = "nd_floordiv_$s($a, $b)", .i = INT_ERR("fdiv"), .b = NO},
     [ND_UF_REMAINDER] = {.f = "nd_remainder_$s($a, $b)", .i = INT_ERR("irem"), .b = NO},
     [ND_UF_FMOD] = {.f = "fmod$m($a, $b)", .i = INT_ERR("ifmod"), .b = NO},
-    [ND_UF_POWER] = {.f = "nd_pow$m($a, $b)", .i = INT_ERR("ipow"), .b = NO, .c = "nd_cpow_$s($a, $b)"},
+    [ND_UF_POWER] = {.f = "nd_ckpow_$s($a, $b, nd_pow$m($a, $b), &nd_err)", .i = INT_ERR("ipow"), .b = NO, .c = "nd_cpow_$s($a, $b)"},
     [ND_UF_FLOAT_POWER] = {.f = "nd_pow$m($a, $b)", .c = "nd_cpow_$s($a, $b)"},
     [ND_UF_NEGATIVE] = {.f = "(-$a)", .i = "($T)(($U)0 - ($U)$a)", .b = NO,
                         .c = "nd_cmk_$s(-__real__ $a, -__imag__ $a)"},
@@ -229,29 +235,29 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_TRUNC] = {.f = "trunc$m($a)", .i = "($a)"},
     [ND_UF_SIGN] = {.f = "nd_sign_$s($a)", .i = "nd_isign_$s($a)", .b = NO, .c = "nd_csign_$s($a)"},
     [ND_UF_HEAVISIDE] = {.f = "nd_heaviside_$s($a, $b)"},
-    [ND_UF_EXP] = FV1("nd_exp", "nd_cexp"),
-    [ND_UF_EXP2] = F1("nd_exp2"),
-    [ND_UF_EXPM1] = F1("nd_expm1"),
-    [ND_UF_LOG] = FV1("nd_log", "nd_clog"),
-    [ND_UF_LOG2] = {.f = "nd_log2$m($a)", .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
-    [ND_UF_LOG10] = {.f = "nd_log10$m($a)", .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
-    [ND_UF_LOG1P] = F1("nd_log1p"),
+    [ND_UF_EXP] = {.f = CKO("nd_exp", "ND_LIM_EXP"), .c = "nd_cexp_$s($a)"},
+    [ND_UF_EXP2] = {.f = CKO("nd_exp2", "ND_LIM_EXP2")},
+    [ND_UF_EXPM1] = {.f = CKO("nd_expm1", "ND_LIM_EXP")},
+    [ND_UF_LOG] = {.f = CKD("nd_log"), .c = "nd_clog_$s($a)"},
+    [ND_UF_LOG2] = {.f = CKD("nd_log2"), .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
+    [ND_UF_LOG10] = {.f = CKD("nd_log10"), .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
+    [ND_UF_LOG1P] = {.f = "nd_ckat_$s($a, nd_log1p$m($a), -1, &nd_err)"},
     [ND_UF_LOGADDEXP] = {.f = "nd_logaddexp_$s($a, $b)"},
     [ND_UF_LOGADDEXP2] = {.f = "nd_logaddexp2_$s($a, $b)"},
     [ND_UF_SQRT] = FV1("sqrt", "nd_csqrt"),
     [ND_UF_SQUARE] = {.f = "($a * $a)", .i = "($T)(($U)$a * ($U)$a)", .b = NO, .c = "nd_cmul_fused_$s($a, $a)"},
     [ND_UF_CBRT] = F1("nd_cbrt"),
     [ND_UF_RECIPROCAL] = {.f = "(($T)1 / $a)", .b = NO, .c = "nd_cdiv_$s(nd_cmk_$s(1, 0), $a)"},
-    [ND_UF_SIN] = FV1("nd_sin", "nd_csin"),
-    [ND_UF_COS] = FV1("nd_cos", "nd_ccos"),
-    [ND_UF_TAN] = FV1("nd_tan", "nd_ctan"),
+    [ND_UF_SIN] = {.f = CKI("nd_sin"), .c = "nd_csin_$s($a)"},
+    [ND_UF_COS] = {.f = CKI("nd_cos"), .c = "nd_ccos_$s($a)"},
+    [ND_UF_TAN] = {.f = CKI("nd_tan"), .c = "nd_ctan_$s($a)"},
     [ND_UF_ARCSIN] = FC1("nd_asin", "casin"),
     [ND_UF_ARCCOS] = FC1("nd_acos", "cacos"),
     [ND_UF_ARCTAN] = FC1("nd_atan", "catan"),
     [ND_UF_ARCTAN2] = F2("nd_atan2"),
     [ND_UF_HYPOT] = F2("nd_hypot"),
-    [ND_UF_SINH] = FV1("nd_sinh", "nd_csinh"),
-    [ND_UF_COSH] = FV1("nd_cosh", "nd_ccosh"),
+    [ND_UF_SINH] = {.f = CKOA("nd_sinh", "ND_LIM_SINH"), .c = "nd_csinh_$s($a)"},
+    [ND_UF_COSH] = {.f = CKOA("nd_cosh", "ND_LIM_SINH"), .c = "nd_ccosh_$s($a)"},
     [ND_UF_TANH] = FV1("nd_tanh", "nd_ctanh"),
     [ND_UF_ARCSINH] = FC1("nd_asinh", "casinh"),
     [ND_UF_ARCCOSH] = FC1("nd_acosh", "cacosh"),

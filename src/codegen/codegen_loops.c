@@ -226,7 +226,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
     if (par_ok)
         nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                      cost, c->uses_err ? " reduction(|:nd_err)" : "");
-    nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
+    nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
     if (blocked) {
         nd_sb_puts(sb, "const int64_t jb_ = r_ % nb_;\nr_ /= nb_;\n");
@@ -514,7 +514,7 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
         /* blocks of ND_RBLOCK summed by a vector loop, pushed into the cascade */
         const rpart *p;
         int np = parts_of(r, &p);
-        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n", lo, hi);
+        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\nND_POLL(E);\n", lo, hi);
         nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n%s ", hi, part_ctype(r));
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_ = 0", q ? ", " : "", p[q].tag);
         nd_sb_puts(sb, ";\n#pragma omp simd reduction(+:");
@@ -1006,7 +1006,7 @@ static int gen_row(kctx *c)
                          ctype_of(g->nodes[x].dtype), ctype_of(g->nodes[x].dtype), (int)x);
     nd_sb_puts(sb, "if (!ok_) nd_err |= ND_ERR_NOMEM;\n");
     nd_sb_puts(sb, "#pragma omp for schedule(static)\nfor (int64_t t_ = 0; t_ < ntask_; t_++) {\n");
-    nd_sb_puts(sb, "if (!ok_) continue;\nint64_t r_ = t_;\n(void)r_;\n");
+    nd_sb_puts(sb, "if (!ok_) continue;\nND_POLL(E);\nint64_t r_ = t_;\n(void)r_;\n");
     bind_dims(c, kept);
     char flat[256], rowidx[300];
     flat_expr(c, flat, sizeof flat, 1);
@@ -1086,7 +1086,7 @@ static int gen_row(kctx *c)
             nd_sb_puts(sb, "}\n");
         }
     }
-    nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "}\nND_FPE_TAKE;\n");
     for (nd_id x = 0; x < (nd_id)N; x++) if (cph[x] >= 0) nd_sb_printf(sb, "free(scr%d);\n", (int)x);
     nd_sb_puts(sb, "}\n");
     rc = 0;
@@ -1157,9 +1157,13 @@ static int split_parallel(nd_sb *in, nd_sb *out)
         if (!br) goto bad;
         const char *e = block_end(br);
         if (!e) goto bad;
-        nd_sb_printf(out, "if (%.*s) {\n%.*s%.*s\n", (int)(cend - cond), cond,
-                     (int)(ifp - prag), prag, (int)(eol - q), q);
-        nd_sb_printf(out, "%.*s\n} else {\n", (int)(e - loop), loop);
+        /* the parallel copy: each task ends by taking its thread's
+         * floating-point status flags into nd_err (ND_FPE_TAKE) */
+        int has_red = strstr(q, "reduction(|:nd_err)") && strstr(q, "reduction(|:nd_err)") < eol;
+        nd_sb_printf(out, "if (%.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
+                     (int)(ifp - prag), prag, (int)(eol - q), q,
+                     has_red ? "" : " reduction(|:nd_err)");
+        nd_sb_printf(out, "%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(e - 1 - loop), loop);
         if (put_without_stream(out, loop, e) < 0) goto bad;
         nd_sb_puts(out, "\n}\n");
         p = e;

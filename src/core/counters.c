@@ -5,6 +5,7 @@ static long long counters[ND_CTR_COUNT];
 static const char *counter_names[ND_CTR_COUNT] = {
     "kernels_compiled", "kernel_cache_hits", "disk_cache_hits", "graphs",
     "graph_breaks", "recompiles", "graph_cache_hits", "flushes", "replays", "replay_misses",
+    "errstate_reruns",
     "floor_numpy_calls",
 };
 

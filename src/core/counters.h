@@ -10,6 +10,7 @@ typedef enum {
     ND_CTR_FLUSHES,
     ND_CTR_REPLAYS,        /* calls answered by a recorded trace (trace_replay.c) */
     ND_CTR_REPLAY_MISSES,  /* calls whose guards fit no recorded trace: traced again */
+    ND_CTR_ERRSTATE_RERUNS, /* graphs run again by NumPy for np.errstate (runtime_native.c) */
     ND_CTR_FLOOR_NUMPY_CALLS, /* calls the speed floor ran as plain NumPy (runtime/floor.h) */
     ND_CTR_COUNT
 } nd_counter;

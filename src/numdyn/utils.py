@@ -12,8 +12,11 @@ units loaded from the on-disk cache), graphs, graph_breaks, recompiles
 properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
 (graphs run straight from the program cache), flushes, replays / replay_misses
 (calls that skipped running Python through a recorded trace, and those
-whose guards did not fit), floor_numpy_calls (timed calls the speed floor
-ran as the original function under plain NumPy: see numdyn.config.floor).
+whose guards did not fit), errstate_reruns (graphs run again by NumPy
+because a kernel raised a floating-point flag that np.geterr() does not
+ignore, so NumPy's warnings / errors come out as NumPy gives them),
+floor_numpy_calls (timed calls the speed floor ran as the original function
+under plain NumPy: see numdyn.config.floor).
 """
 from collections.abc import Mapping
 

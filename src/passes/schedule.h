@@ -21,6 +21,11 @@ typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *
 #define ND_ERR_NEGPOW 4
 #define ND_ERR_NOMEM 8
 #define ND_ERR_OOB 16
+#define ND_ERR_INTERRUPT 32
+#define ND_ERR_FPE_DIV 64      /* floating-point status flags (kernels/nd_kernel.h) */
+#define ND_ERR_FPE_OVER 128
+#define ND_ERR_FPE_UNDER 256
+#define ND_ERR_FPE_INVALID 512
 
 enum nd_kkind { ND_K_POINTWISE, ND_K_REDUCE, ND_K_SCAN, ND_K_REGION, ND_K_ROW };
 

@@ -11,10 +11,16 @@
 #include "core/npy.h"
 #include "native.h"
 #include "backend.h"
+#include <fenv.h>
+#include <signal.h>
+#include <string.h>
 #undef I  /* complex.h (via NumPy): this file names the kernel argument I */
 
 #define MAXOPS 64
 #define GIL_WORK 16384  /* below this, releasing the GIL costs more than it frees */
+/* Long kernels stop on Ctrl-C (see arm_interrupt); shorter ones finish
+ * first, which takes well under the ~100 ms a user waits for. */
+#define INT_WORK ((int64_t)1 << 22)
 
 /* an input array the kernels can read: aligned, native byte order, element
  * strides (element-size multiples) */
@@ -92,6 +98,124 @@ static int may_merge(nd_kernel *k, int a, int b)
     return 1;
 }
 
+/* ------------------------------------------------------------ Ctrl-C
+ * A long kernel runs with the GIL released, where Python cannot act on a
+ * SIGINT until it returns (minutes, for a big one). While such a kernel
+ * runs in the main thread and SIGINT raises KeyboardInterrupt (Python's
+ * default_int_handler), a handler of ours sits in front of Python's: it
+ * sets ND_ERR_INTERRUPT in the kernel's error word, which the kernel polls
+ * once per task (ND_POLL), and passes the signal on to Python's handler, so
+ * PyErr_CheckSignals raises KeyboardInterrupt once the kernel is back. */
+static int *volatile int_target;
+static struct sigaction int_prev;
+
+static void on_sigint(int sig, siginfo_t *si, void *uc)
+{
+    int *e = int_target;
+    if (e) __atomic_fetch_or(e, ND_ERR_INTERRUPT, __ATOMIC_RELAXED);
+    if (int_prev.sa_flags & SA_SIGINFO) {
+        if (int_prev.sa_sigaction) int_prev.sa_sigaction(sig, si, uc);
+    } else if (int_prev.sa_handler != SIG_DFL && int_prev.sa_handler != SIG_IGN) {
+        int_prev.sa_handler(sig);
+    }
+}
+
+/* 1 when armed, 0 when not (not the main thread, SIGINT not Python's
+ * KeyboardInterrupt), -1 with an exception. */
+static int arm_interrupt(int *E)
+{
+    static PyObject *getsignal, *default_handler;
+    static unsigned long main_ident;
+    if (!getsignal) {
+        PyObject *sig = PyImport_ImportModule("signal");
+        PyObject *thr = sig ? PyImport_ImportModule("threading") : NULL;
+        PyObject *mt = thr ? PyObject_CallMethod(thr, "main_thread", NULL) : NULL;
+        PyObject *id = mt ? PyObject_GetAttrString(mt, "ident") : NULL;
+        if (id) main_ident = PyLong_AsUnsignedLong(id);
+        if (id && !PyErr_Occurred()) {
+            getsignal = PyObject_GetAttrString(sig, "getsignal");
+            default_handler = getsignal ? PyObject_GetAttrString(sig, "default_int_handler") : NULL;
+        }
+        Py_XDECREF(id);
+        Py_XDECREF(mt);
+        Py_XDECREF(thr);
+        Py_XDECREF(sig);
+        if (!getsignal || !default_handler) {
+            Py_CLEAR(getsignal);
+            Py_CLEAR(default_handler);
+            return -1;
+        }
+    }
+    if (PyThread_get_thread_ident() != main_ident) return 0;
+    PyObject *h = PyObject_CallFunction(getsignal, "i", SIGINT);
+    if (!h) return -1;
+    int ours = h == default_handler;
+    Py_DECREF(h);
+    if (!ours) return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigint;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    int_target = E;
+    if (sigaction(SIGINT, &sa, &int_prev) < 0) { int_target = NULL; return 0; }
+    if (!(int_prev.sa_flags & SA_SIGINFO) &&
+        (int_prev.sa_handler == SIG_DFL || int_prev.sa_handler == SIG_IGN)) {
+        sigaction(SIGINT, &int_prev, NULL);  /* not Python's handler after all */
+        int_target = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static void disarm_interrupt(void)
+{
+    sigaction(SIGINT, &int_prev, NULL);
+    int_target = NULL;
+}
+
+/* ------------------------------------------------- NumPy's error state
+ * A kernel reports the floating-point status flags its threads raised
+ * (ND_ERR_FPE_*) and integer division by zero / MIN // -1 (ND_ERR_DIVZERO,
+ * ND_ERR_OVERFLOW). When np.geterr() at call time ignores all of them,
+ * nothing happens (the common case costs two status-register reads per
+ * kernel). Otherwise the graph is run again by NumPy (nd_backend_eager_run:
+ * kernels wrote only buffers of their own, the caller's arrays are written
+ * after the program), so each ufunc that raises does what np.errstate says
+ * -- warn / raise / call / print / log, NumPy's messages naming the ufunc,
+ * in NumPy's order -- and the results are NumPy's. A flag NumPy would not
+ * have raised costs the re-run only. */
+static int errstate_acts(int e)
+{
+    static PyObject *geterr;
+    static const struct { int bits; const char *key; } cat[] = {
+        {ND_ERR_FPE_DIV | ND_ERR_DIVZERO, "divide"},
+        {ND_ERR_FPE_OVER | ND_ERR_OVERFLOW, "over"},
+        {ND_ERR_FPE_UNDER, "under"},
+        {ND_ERR_FPE_INVALID, "invalid"},
+    };
+    if (!geterr) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        geterr = np ? PyObject_GetAttrString(np, "geterr") : NULL;
+        Py_XDECREF(np);
+        if (!geterr) return -1;
+    }
+    PyObject *d = PyObject_CallNoArgs(geterr);
+    if (!d) return -1;
+    int acts = 0;
+    for (size_t c = 0; c < sizeof cat / sizeof cat[0] && !acts; c++) {
+        if (!(e & cat[c].bits)) continue;
+        PyObject *v = PyDict_Check(d) ? PyDict_GetItemString(d, cat[c].key) : NULL;
+        if (!v || !PyUnicode_Check(v) || PyUnicode_CompareWithASCIIString(v, "ignore") != 0)
+            acts = 1;
+    }
+    Py_DECREF(d);
+    return acts;
+}
+
+#define ERRSTATE_BITS (ND_ERR_DIVZERO | ND_ERR_OVERFLOW | ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | \
+                       ND_ERR_FPE_UNDER | ND_ERR_FPE_INVALID)
+
 /* [lo, hi) of the bytes an array's elements occupy (store-check mode) */
 static void byte_extent(PyArrayObject *a, char **lohi)
 {
@@ -125,16 +249,81 @@ static int report_errors(nd_kernel *k, int e)
         PyErr_SetString(PyExc_ValueError, "Integers to negative integer powers are not allowed.");
         return -1;
     }
-    const char *nm = k->err_uf >= 0 ? nd_ufunc_name(k->err_uf) : "divide";
-    if ((e & ND_ERR_DIVZERO) &&
-        PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "divide by zero encountered in %s", nm) < 0)
-        return -1;
-    if ((e & ND_ERR_OVERFLOW) &&
-        PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "overflow encountered in %s", nm) < 0)
-        return -1;
+    (void)k;
+    return (e & ERRSTATE_BITS) ? errstate_acts(e) : 0;
+}
+
+/* Whether NumPy could flag "invalid value" for node id: x86's ordered
+ * comparisons (our <, >=, max, min, sign, SLEEF's internals) raise FE_INVALID
+ * on a quiet NaN where NumPy's loops raise nothing, so a kernel made of such
+ * ops alone drops the flag instead of having NumPy run the graph again for
+ * every call with a NaN in it. Checked for real-valued operands only (NumPy
+ * flags complex comparisons). */
+static int may_flag_invalid(nd_graph *g, nd_id id)
+{
+    if (id < 0) return 0;
+    nd_node *n = &g->nodes[id];
+    int nin = n->op == ND_OP_EXTERN ? 0 : n->nin;
+    for (int j = 0; j < nin && j < ND_MAXIN; j++)
+        if (n->in[j] >= 0 && PyTypeNum_ISCOMPLEX(g->nodes[n->in[j]].dtype)) return 1;
+    switch (n->op) {
+    case ND_OP_INPUT: case ND_OP_SCALAR: case ND_OP_WHERE: case ND_OP_VIEW:
+    case ND_OP_SETITEM: case ND_OP_INDEX: case ND_OP_GATHER:
+        return 0;
+    case ND_OP_CAST:
+        return !(PyTypeNum_ISFLOAT(n->dtype) || PyTypeNum_ISCOMPLEX(n->dtype) || PyTypeNum_ISBOOL(n->dtype));
+    case ND_OP_UFUNC: case ND_OP_REDUCE: case ND_OP_SCAN: {
+        /* integer / bool loops raise no floating-point flag */
+        int inexact = 0;
+        for (int j = 0; j < (n->op == ND_OP_UFUNC ? nin : 1) && j < ND_MAXIN; j++)
+            if (PyTypeNum_ISFLOAT(n->in_dtype[j]) || PyTypeNum_ISCOMPLEX(n->in_dtype[j])) inexact = 1;
+        if (!inexact) return 0;
+        if (n->op == ND_OP_SCAN) return 1;
+        switch (n->sub) {
+        case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS: case ND_UF_LESS_EQUAL:
+        case ND_UF_EQUAL: case ND_UF_NOT_EQUAL: case ND_UF_MAXIMUM: case ND_UF_MINIMUM:
+        case ND_UF_FMAX: case ND_UF_FMIN: case ND_UF_SIGN: case ND_UF_ISNAN: case ND_UF_ISINF:
+        case ND_UF_ISFINITE: case ND_UF_SIGNBIT: case ND_UF_ABSOLUTE: case ND_UF_FABS:
+        case ND_UF_NEGATIVE: case ND_UF_POSITIVE: case ND_UF_EXP: case ND_UF_EXP2:
+        case ND_UF_EXPM1: case ND_UF_TANH: case ND_UF_SINH: case ND_UF_COSH: case ND_UF_ARCTAN:
+        case ND_UF_ARCSINH: case ND_UF_FLOOR: case ND_UF_CEIL: case ND_UF_TRUNC: case ND_UF_RINT:
+        case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR: case ND_UF_LOGICAL_XOR:
+        case ND_UF_LOGICAL_NOT: case ND_UF_COPYSIGN: case ND_UF_SQUARE: case ND_UF_HEAVISIDE:
+        case ND_UF_DEG2RAD: case ND_UF_RAD2DEG: case ND_UF_DEGREES: case ND_UF_RADIANS:
+        case ND_UF_CONJUGATE: case ND_UF_CBRT:
+        case ND_RED_ARGMAX: case ND_RED_ARGMIN:
+            return 0;
+        default:
+            return 1;
+        }
+    }
+    default:
+        return 1;
+    }
+}
+
+static int kernel_may_flag_invalid(nd_graph *g, nd_kernel *k)
+{
+    if (may_flag_invalid(g, k->root)) return 1;
+    for (int i = 0; i < k->ninl; i++) if (may_flag_invalid(g, k->inl[i])) return 1;
+    for (int i = 0; i < k->nrow; i++) if (may_flag_invalid(g, k->rowv[i])) return 1;
+    for (int i = 0; i < k->nred; i++) if (may_flag_invalid(g, k->reds[i])) return 1;
     return 0;
 }
 
+/* The calling thread's floating-point status flags as ND_ERR_FPE_* (the
+ * kernels' nd_fpe_take), cleared. */
+static int fpe_take(void)
+{
+    int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+    if (!f) return 0;
+    feclearexcept(f);
+    return (f & FE_DIVBYZERO ? ND_ERR_FPE_DIV : 0) | (f & FE_OVERFLOW ? ND_ERR_FPE_OVER : 0) |
+           (f & FE_UNDERFLOW ? ND_ERR_FPE_UNDER : 0) | (f & FE_INVALID ? ND_ERR_FPE_INVALID : 0);
+}
+
+/* 0, 1 when NumPy's error state wants the graph run by NumPy (see
+ * errstate_acts), -1 with an exception. */
 static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
 {
     int nops = k->nin + k->nout, R = k->rank;
@@ -215,17 +404,30 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
     for (int d = 0; d < R; d++) { I[d] = n[d]; tot *= n[d]; }
     for (int j = 0; j < k->nscal; j++) Sp[j] = g->nodes[k->scal[j]].scalar;
     int E = 0;
-    if (tot * (int64_t)(k->cost > 0 ? k->cost : 1) >= GIL_WORK) {
+    (void)fpe_take();  /* flags left by earlier code are not this kernel's */
+    int64_t work = tot * (int64_t)(k->cost > 0 ? k->cost : 1);
+    if (work >= GIL_WORK) {
+        int armed = work >= INT_WORK ? arm_interrupt(&E) : 0;
+        if (armed < 0) goto fail;
         Py_BEGIN_ALLOW_THREADS
         k->fn(P, I, Sp, &E);
         Py_END_ALLOW_THREADS
+        if (armed) disarm_interrupt();
     } else {
         k->fn(P, I, Sp, &E);
     }
+    E |= fpe_take();
     PyMem_Free(Sheap);
-    if (E && report_errors(k, E) < 0) return -1;
+    if (E & ND_ERR_INTERRUPT) {
+        /* the kernel skipped its remaining work: its outputs are garbage and
+         * are dropped with the program (kernels write fresh buffers only; the
+         * caller's arrays are written after the program) */
+        if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return -1;
+    }
     (void)p;
-    return 0;
+    if ((E & ND_ERR_FPE_INVALID) && !kernel_may_flag_invalid(g, k)) E &= ~ND_ERR_FPE_INVALID;
+    return E ? report_errors(k, E) : 0;
 fail:
     PyMem_Free(Sheap);
     return -1;
@@ -265,6 +467,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     /* arr[i]: node i's array; arr[n + i]: its C copy for view reads */
     PyObject *small[128], **arr = small;
     PyObject *res = NULL;
+    int rerun = 0;
     if (n != p->nnodes) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
         return NULL;
@@ -302,7 +505,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
                 if (PyArray_CopyInto((PyArrayObject *)arr[st->node], b) < 0) goto done;
             }
         } else {
-            if (run_kernel(p, &p->kerns[st->kern], g, arr) < 0) goto done;
+            int rc = run_kernel(p, &p->kerns[st->kern], g, arr);
+            if (rc < 0) goto done;
+            if (rc > 0) { rerun = 1; goto done; }
         }
         /* buffers whose last reader was this step */
         for (int32_t f = p->freeat[t]; f < p->freeat[t + 1]; f++) {
@@ -326,5 +531,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
 done:
     for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
     if (arr != small) PyMem_Free(arr);
+    if (rerun) {
+        nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
+        res = nd_backend_eager_run(g, outs, nout);
+    }
     return res;
 }

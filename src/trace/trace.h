@@ -17,6 +17,13 @@ typedef struct nd_trace nd_trace;
 
 /* The trace active on this thread, or NULL when not tracing. */
 nd_trace *nd_trace_current(void);
+/* NumPy's error state (np.errstate / np.seterr) while tracing: the ops of a
+ * graph run under the state they were traced under. Called at the entry of
+ * each traced NumPy operation (not nested in another): when the state
+ * changed since the pending ops were traced, they are flushed under theirs
+ * first (trace_flush.c). 0 / -1. */
+int nd_trace_errstate_sync(nd_trace *t);
+extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
 nd_graph *nd_trace_graph(nd_trace *t);
 
 /* Proxy type (numdyn._C.LazyArray). */

@@ -314,6 +314,9 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
     }
     nd__tls_trace = prev;
     nd__tls_rec = prev_rec;
+    /* a Ctrl-C that arrived while numdyn ran (a logging hook's, a kernel's)
+     * raises from this call, as it would have from NumPy's last operation */
+    if (out && PyErr_CheckSignals() < 0) Py_CLEAR(out);
     if (want && out && rec.nelem && rec.escapes) nd__replay_set_elem_eager(cf->replay);
     nd__rec_clear(&rec);
     Py_DECREF(fn);

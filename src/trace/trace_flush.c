@@ -218,8 +218,66 @@ static PyObject *op_labels(nd_graph *g)
     return l;
 }
 
+/* ------------------------------------------------ NumPy's error state
+ * NumPy keeps np.errstate in a context variable (umath._extobj_contextvar);
+ * a graph runs under the value its ops were traced under (t->fpstate), so
+ * `with np.errstate(divide="ignore"): r = 1 / a` returned and run after the
+ * block still ignores, and ops traced before a change are flushed before it
+ * (nd_trace_errstate_sync). */
+int nd_trace_op_depth;
+
+static PyObject *extobj_var(void)
+{
+    static PyObject *cv;
+    static int tried;
+    if (!cv && !tried) {
+        tried = 1;
+        PyObject *um = PyImport_ImportModule("numpy._core.umath");
+        cv = um ? PyObject_GetAttrString(um, "_extobj_contextvar") : NULL;
+        Py_XDECREF(um);
+        if (cv && !PyContextVar_CheckExact(cv)) Py_CLEAR(cv);
+        PyErr_Clear();  /* another NumPy: the state is read at run time only */
+    }
+    return cv;
+}
+
+int nd_trace_errstate_sync(nd_trace *t)
+{
+    PyObject *cv = extobj_var(), *cur = NULL;
+    if (!cv || !t || t->flushing || nd_trace_op_depth > 0) return 0;
+    if (PyContextVar_Get(cv, NULL, &cur) < 0) return -1;
+    if (!cur) return 0;
+    if (!t->fpstate) { t->fpstate = cur; return 0; }
+    if (cur == t->fpstate) { Py_DECREF(cur); return 0; }
+    int rc = nd__flush_all(t);  /* under t->fpstate: run_graph */
+    Py_SETREF(t->fpstate, cur);
+    return rc;
+}
+
 /* Run the part of t's graph that computes targets; list of arrays. */
+static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt);
 static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
+{
+    PyObject *cv = t->fpstate ? extobj_var() : NULL, *cur = NULL, *tok = NULL;
+    if (cv) {
+        if (PyContextVar_Get(cv, NULL, &cur) < 0) return NULL;
+        if (cur != t->fpstate && !(tok = PyContextVar_Set(cv, t->fpstate))) {
+            Py_XDECREF(cur);
+            return NULL;
+        }
+        Py_XDECREF(cur);
+    }
+    PyObject *res = run_graph_now(t, targets, nt);
+    if (tok) {
+        ND_EXC_SAVE(exc);
+        if (PyContextVar_Reset(cv, tok) < 0) PyErr_Clear();
+        ND_EXC_RESTORE(exc);
+        Py_DECREF(tok);
+    }
+    return res;
+}
+
+static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
 {
     nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)nt);
     if (!outs) return PyErr_NoMemory();

@@ -67,6 +67,8 @@ struct nd_trace {
     Py_ssize_t nclist, capclist;
     NdProxy *proxies;         /* intrusive list of attached proxies */
     Py_ssize_t value_bytes;   /* bytes held by node values since last sweep */
+    PyObject *fpstate;        /* owned: NumPy's error state (extobj) the pending
+                                 ops were traced under, or NULL */
 };
 
 struct nd_storage {

@@ -44,8 +44,55 @@ static PyObject *escaped(PyObject *r)
 static int is_live_proxy(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *)o); }
 static int is_dead_proxy(PyObject *o) { return nd_proxy_check(o) && !nd__live((NdProxy *)o); }
 
+/* ndarray's binop_should_defer: `x + other` where other's type sets
+ * __array_ufunc__ = None is other's business: its reflected method runs
+ * (NotImplemented here), and without one the TypeError is NumPy's. 1: the
+ * caller returns NotImplemented; -1: an exception is set; 0: no deferral. */
+static int defers(int uf, PyObject *a, PyObject *b)
+{
+    static const struct { int uf; const char *rname, *sym; } ops[] = {
+        {ND_UF_ADD, "__radd__", "+"}, {ND_UF_SUBTRACT, "__rsub__", "-"},
+        {ND_UF_MULTIPLY, "__rmul__", "*"}, {ND_UF_TRUE_DIVIDE, "__rtruediv__", "/"},
+        {ND_UF_FLOOR_DIVIDE, "__rfloordiv__", "//"}, {ND_UF_REMAINDER, "__rmod__", "%"},
+        {ND_UF_DIVMOD, "__rdivmod__", "divmod()"}, {ND_UF_BITWISE_AND, "__rand__", "&"},
+        {ND_UF_BITWISE_OR, "__ror__", "|"}, {ND_UF_BITWISE_XOR, "__rxor__", "^"},
+        {ND_UF_LEFT_SHIFT, "__rlshift__", "<<"}, {ND_UF_RIGHT_SHIFT, "__rrshift__", ">>"},
+        {ND_UF_POWER, "__rpow__", "** or pow()"},
+    };
+    if (!nd_proxy_check(a) || nd_proxy_check(b) || PyFloat_CheckExact(b) || PyLong_CheckExact(b) ||
+        PyComplex_CheckExact(b) || PyBool_Check(b) || PyArray_CheckExact(b) || PyArray_IsScalar(b, Generic))
+        return 0;
+    PyObject *auf = PyObject_GetAttrString((PyObject *)Py_TYPE(b), "__array_ufunc__");
+    if (!auf) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    int none = auf == Py_None;
+    Py_DECREF(auf);
+    if (!none) return 0;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (ops[i].uf != uf) continue;
+        int has = PyObject_HasAttrString((PyObject *)Py_TYPE(b), ops[i].rname);
+        if (has) return 1;
+        if (uf == ND_UF_ADD)
+            PyErr_SetString(PyExc_TypeError,
+                            "Concatenation operation is not implemented for NumPy arrays, use "
+                            "np.concatenate() instead. Please do not rely on this error; it may not "
+                            "be given on all Python implementations.");
+        else
+            PyErr_Format(PyExc_TypeError, "unsupported operand type(s) for %s: 'numpy.ndarray' and '%s'",
+                         ops[i].sym, Py_TYPE(b)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
+    int d = defers(uf, a, b);
+    if (d < 0) return NULL;
+    if (d) Py_RETURN_NOTIMPLEMENTED;
     if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_np.ufunc2(uf, a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)

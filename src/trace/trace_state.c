@@ -81,6 +81,7 @@ void nd__trace_decref(nd_trace *t)
     Py_XDECREF(t->backend_cache);
     Py_XDECREF(t->options);
     Py_XDECREF(t->explain);
+    Py_XDECREF(t->fpstate);
     PyMem_Free(t);
 }
 
@@ -234,7 +235,15 @@ void nd__log(const char *kind, PyObject *msg)
     if (!nd__log_hook) return;
     ND_EXC_SAVE(exc);
     PyObject *r = PyObject_CallFunction(nd__log_hook, "sO", kind, msg);
-    if (!r) PyErr_WriteUnraisable(nd__log_hook);
+    if (!r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        /* a Ctrl-C that landed in the hook must not be lost: it becomes a
+         * pending SIGINT again, raised at the traced code's next bytecode or
+         * at the end of the compiled call (cf_vectorcall) */
+        PyErr_Clear();
+        PyErr_SetInterrupt();
+    } else if (!r) {
+        PyErr_WriteUnraisable(nd__log_hook);
+    }
     Py_XDECREF(r);
     ND_EXC_RESTORE(exc);
 }
