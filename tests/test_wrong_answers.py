@@ -262,3 +262,50 @@ def test_store_check_mode_is_on_in_tests():
     srcs = glob.glob(os.path.join(os.environ["NUMDYN_CACHE_DIR"], "*.c"))
     assert srcs
     assert any("ND_OOB(" in open(p).read() for p in srcs)
+
+
+# ------------------------------------- values a graph break returns are traced
+
+def _break_then_write(write):
+    def f(c):
+        v0 = c[c > 0]          # boolean mask: a graph break, a new array
+        v1 = c != v0           # lazy, reads v0
+        write(v0)              # plain NumPy write to v0
+        return v1, v0
+    return f
+
+
+def _w_item(v):
+    v[0] = 1
+
+
+def _w_iadd(v):
+    v += 1
+
+
+def _w_out(v):
+    np.add(v, 1, out=v)
+
+
+def _w_fill(v):
+    v.fill(3)
+
+
+def _w_copyto(v):
+    np.copyto(v, 9)
+
+
+@pytest.mark.parametrize("write", [_w_item, _w_iadd, _w_out, _w_fill, _w_copyto])
+def test_break_result_written_after_lazy_read(backend, write):
+    check(_break_then_write(write), np.array([5, 7], dtype=np.uint8), backend=backend)
+
+
+def break_result_tuple_written(a):
+    u, cnt = np.unique(a, return_counts=True)   # a tuple of new arrays
+    s = cnt * 2                                  # lazy, reads cnt
+    cnt[0] = 100
+    return s, cnt, u
+
+
+def test_break_result_tuple_written(backend):
+    check(break_result_tuple_written, np.array([1.0, 2.0, 2.0, 3.0]), backend=backend)
