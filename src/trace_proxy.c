@@ -59,6 +59,11 @@ static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 
 static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
+    /* a NumPy scalar (x = arr[i]; x += y; arr[i] += y) is immutable: Python
+     * falls back to x = x + y, a scalar op under the scalar rules (no
+     * same_kind cast back to x's dtype); arr[i] = ... then casts like any
+     * element assignment */
+    if (nd_proxy_is_scalar(a)) return binop(uf, a, b, numpy_op);
     if (is_live_proxy(a)) {
         if (!is_dead_proxy(b)) return nd_shim_ufunc2_inplace(uf, a, b);
         PyObject *rb = resolve(b);
@@ -143,6 +148,7 @@ static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
 static PyObject *p_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None) return p_pow(a, b, mod);
+    if (nd_proxy_is_scalar(a)) return binop(ND_UF_POWER, a, b, np_power2);
     return inplace(ND_UF_POWER, a, b, np_ipower2);
 }
 

@@ -309,3 +309,32 @@ def break_result_tuple_written(a):
 
 def test_break_result_tuple_written(backend):
     check(break_result_tuple_written, np.array([1.0, 2.0, 2.0, 3.0]), backend=backend)
+
+
+# --------------------------- augmented assignment to one element is scalar math
+
+def item_iadd_inf(b):
+    b[1] += (-np.inf)          # np.bool_ + float -> float64, stored unsafely
+    return b
+
+
+def item_imul_complex(a):
+    a[0, 1] *= 1j              # complex128 stored into float32 (drops imag)
+    x = a[1, 0]
+    x -= 2.5                   # a NumPy scalar: rebinding, not in place
+    return a, x
+
+
+def slice_iadd_inf(b):
+    b[1:] += (-np.inf)         # an in-place ufunc: same_kind error
+    return b
+
+
+@pytest.mark.parametrize("fn, make", [
+    (item_iadd_inf, lambda: (np.array([False, False]),)),
+    (item_imul_complex, lambda: (np.arange(4, dtype=np.float32).reshape(2, 2),)),
+    (slice_iadd_inf, lambda: (np.array([False, False]),)),
+])
+def test_item_augmented_assignment(backend, fn, make):
+    check(fn, make_args=make, backend=backend, warnings=False)
+
