@@ -338,3 +338,22 @@ def slice_iadd_inf(b):
 def test_item_augmented_assignment(backend, fn, make):
     check(fn, make_args=make, backend=backend, warnings=False)
 
+
+# --------------- out= casting is checked before operands are broadcast
+
+def mask_imul_cast_before_broadcast(a, v0):
+    a[a < 0] *= v0
+    return a
+
+
+def out_cast_before_broadcast(a, v0):
+    return np.multiply(a, v0, out=a[:3])
+
+
+def test_out_cast_checked_before_broadcast(backend):
+    def make():
+        a = -np.ones((2, 4, 2), np.float16)
+        a[0, 0, 0] = 1
+        return a, np.asfortranarray(np.ones((2, 4, 2), np.complex64))
+    check(mask_imul_cast_before_broadcast, make_args=make, backend=backend)
+    check(out_cast_before_broadcast, make_args=make, backend=backend)
