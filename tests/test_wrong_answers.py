@@ -357,3 +357,42 @@ def test_out_cast_checked_before_broadcast(backend):
         return a, np.asfortranarray(np.ones((2, 4, 2), np.complex64))
     check(mask_imul_cast_before_broadcast, make_args=make, backend=backend)
     check(out_cast_before_broadcast, make_args=make, backend=backend)
+
+
+# ------------------------------ Python operators between NumPy scalars
+
+def complex_left_of_float64_scalar(a):
+    v = a.sum() * 0.5            # a float64 scalar: a subclass of Python float
+    z = complex(1.0, 2.0)
+    return z + v, z - v, z * v, z / v, z ** v, 1.5 + v, 2 * v
+
+
+def complex_scalar_remainder(a):
+    c = np.fmax(np.log2(a), -2.25)   # a complex64 scalar
+    return True % c
+
+
+def complex_scalar_floordiv(a):
+    c = a.sum()
+    return c // 2
+
+
+def complex_scalar_divmod(a):
+    c = a.sum()
+    return divmod(1.5, c)
+
+
+def complex_scalar_remainder_array(a):
+    c = a.sum()
+    return c % np.ones(2)        # an array operand: the ufunc's message
+
+
+@pytest.mark.parametrize("fn, make", [
+    (complex_left_of_float64_scalar, lambda: (np.arange(4.0),)),
+    (complex_scalar_remainder, lambda: (np.array(3 + 1j, dtype=np.complex64),)),
+    (complex_scalar_floordiv, lambda: (np.array([3 + 1j, 2], dtype=np.complex64),)),
+    (complex_scalar_divmod, lambda: (np.array([3 + 1j, 2]),)),
+    (complex_scalar_remainder_array, lambda: (np.array([3 + 1j, 2]),)),
+])
+def test_python_operators_on_numpy_scalars(backend, fn, make):
+    check(fn, make_args=make, backend=backend)
