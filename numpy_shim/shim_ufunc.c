@@ -67,6 +67,20 @@ static PyObject *result(nd_trace *t, nd_id id, int nin, PyObject *const *inputs)
     return p;
 }
 
+/* out= arrays that cannot take the loop's outputs under the casting rule */
+static int check_out_casts(int uf, int nout, const ufunc_opts *o, const int *out_dtypes)
+{
+    for (int i = 0; o->nouts_given && i < nout; i++) {
+        PyObject *out = o->outs[i];
+        if (!out) continue;
+        int od = nd_proxy_check(out) ? nd_proxy_dtype(out)
+                 : PyArray_Check(out) ? PyArray_TYPE((PyArrayObject *)out) : -1;
+        if (od >= 0 && nd_shim_check_output_cast_i(uf, i, out_dtypes[i], od, o->casting) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_opts *o,
                         int *out_dtypes, PyObject *const *inputs)
 {
@@ -87,8 +101,6 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
         PyObject *out = o->outs[i];
         int od = nd_proxy_check(out) ? nd_proxy_dtype(out)
                  : PyArray_Check(out) ? PyArray_TYPE((PyArrayObject *)out) : -1;
-        if (od >= 0 && nd_shim_check_output_cast_i(uf, i, out_dtypes[i], od, o->casting) < 0)
-            return NULL;
         nd_id v = res[i];
         if (o->where && nd_proxy_check(out)) {
             /* masked-out elements keep out's current value */
@@ -147,6 +159,12 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
         weak[k] = ops[k].weak;
         vals[k] = ops[k].obj;
     }
+    int rc = nd_shim_resolve_ufunc_ex(uf, nin, dtypes, weak, vals, o->sig_dtype, o->casting,
+                                      loop_in, out_dt);
+    if (rc < 0) return NULL;
+    /* NumPy types the call (the loop, then out='s casts) before its
+     * iterator broadcasts the operands */
+    if (check_out_casts(uf, nout, o, out_dt) < 0) return NULL;
     if (o->nouts_given) {
         /* inputs that do not broadcast: NumPy's message lists out= too */
         int nds[ND_MAXIN + 2], m = 0, nd;
@@ -169,9 +187,6 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
             return NULL;
         }
     }
-    int rc = nd_shim_resolve_ufunc_ex(uf, nin, dtypes, weak, vals, o->sig_dtype, o->casting,
-                                      loop_in, out_dt);
-    if (rc < 0) return NULL;
     nd_id res[2];
     if (rc == 2 && nd_ufunc_is_comparison(uf)) {
         int value = 0;

@@ -567,6 +567,9 @@ def collect_programs(n: int, *, derandomize: bool = True, variants: int = 0, sin
     from hypothesis import seed as hseed
     out = []
     put = sink if sink is not None else out.append
+    if derandomize or seed is not None:
+        import fuzz_gen
+        fuzz_gen.pin_hypothesis_constants()  # the same programs whatever is loaded
 
     @settings(max_examples=n, deadline=None, derandomize=derandomize and seed is None,
               database=None, suppress_health_check=list(HealthCheck))

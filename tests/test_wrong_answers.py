@@ -262,3 +262,137 @@ def test_store_check_mode_is_on_in_tests():
     srcs = glob.glob(os.path.join(os.environ["NUMDYN_CACHE_DIR"], "*.c"))
     assert srcs
     assert any("ND_OOB(" in open(p).read() for p in srcs)
+
+
+# ------------------------------------- values a graph break returns are traced
+
+def _break_then_write(write):
+    def f(c):
+        v0 = c[c > 0]          # boolean mask: a graph break, a new array
+        v1 = c != v0           # lazy, reads v0
+        write(v0)              # plain NumPy write to v0
+        return v1, v0
+    return f
+
+
+def _w_item(v):
+    v[0] = 1
+
+
+def _w_iadd(v):
+    v += 1
+
+
+def _w_out(v):
+    np.add(v, 1, out=v)
+
+
+def _w_fill(v):
+    v.fill(3)
+
+
+def _w_copyto(v):
+    np.copyto(v, 9)
+
+
+@pytest.mark.parametrize("write", [_w_item, _w_iadd, _w_out, _w_fill, _w_copyto])
+def test_break_result_written_after_lazy_read(backend, write):
+    check(_break_then_write(write), np.array([5, 7], dtype=np.uint8), backend=backend)
+
+
+def break_result_tuple_written(a):
+    u, cnt = np.unique(a, return_counts=True)   # a tuple of new arrays
+    s = cnt * 2                                  # lazy, reads cnt
+    cnt[0] = 100
+    return s, cnt, u
+
+
+def test_break_result_tuple_written(backend):
+    check(break_result_tuple_written, np.array([1.0, 2.0, 2.0, 3.0]), backend=backend)
+
+
+# --------------------------- augmented assignment to one element is scalar math
+
+def item_iadd_inf(b):
+    b[1] += (-np.inf)          # np.bool_ + float -> float64, stored unsafely
+    return b
+
+
+def item_imul_complex(a):
+    a[0, 1] *= 1j              # complex128 stored into float32 (drops imag)
+    x = a[1, 0]
+    x -= 2.5                   # a NumPy scalar: rebinding, not in place
+    return a, x
+
+
+def slice_iadd_inf(b):
+    b[1:] += (-np.inf)         # an in-place ufunc: same_kind error
+    return b
+
+
+@pytest.mark.parametrize("fn, make", [
+    (item_iadd_inf, lambda: (np.array([False, False]),)),
+    (item_imul_complex, lambda: (np.arange(4, dtype=np.float32).reshape(2, 2),)),
+    (slice_iadd_inf, lambda: (np.array([False, False]),)),
+])
+def test_item_augmented_assignment(backend, fn, make):
+    check(fn, make_args=make, backend=backend, warnings=False)
+
+
+# --------------- out= casting is checked before operands are broadcast
+
+def mask_imul_cast_before_broadcast(a, v0):
+    a[a < 0] *= v0
+    return a
+
+
+def out_cast_before_broadcast(a, v0):
+    return np.multiply(a, v0, out=a[:3])
+
+
+def test_out_cast_checked_before_broadcast(backend):
+    def make():
+        a = -np.ones((2, 4, 2), np.float16)
+        a[0, 0, 0] = 1
+        return a, np.asfortranarray(np.ones((2, 4, 2), np.complex64))
+    check(mask_imul_cast_before_broadcast, make_args=make, backend=backend)
+    check(out_cast_before_broadcast, make_args=make, backend=backend)
+
+
+# ------------------------------ Python operators between NumPy scalars
+
+def complex_left_of_float64_scalar(a):
+    v = a.sum() * 0.5            # a float64 scalar: a subclass of Python float
+    z = complex(1.0, 2.0)
+    return z + v, z - v, z * v, z / v, z ** v, 1.5 + v, 2 * v
+
+
+def complex_scalar_remainder(a):
+    c = np.fmax(np.log2(a), -2.25)   # a complex64 scalar
+    return True % c
+
+
+def complex_scalar_floordiv(a):
+    c = a.sum()
+    return c // 2
+
+
+def complex_scalar_divmod(a):
+    c = a.sum()
+    return divmod(1.5, c)
+
+
+def complex_scalar_remainder_array(a):
+    c = a.sum()
+    return c % np.ones(2)        # an array operand: the ufunc's message
+
+
+@pytest.mark.parametrize("fn, make", [
+    (complex_left_of_float64_scalar, lambda: (np.arange(4.0),)),
+    (complex_scalar_remainder, lambda: (np.array(3 + 1j, dtype=np.complex64),)),
+    (complex_scalar_floordiv, lambda: (np.array([3 + 1j, 2], dtype=np.complex64),)),
+    (complex_scalar_divmod, lambda: (np.array([3 + 1j, 2]),)),
+    (complex_scalar_remainder_array, lambda: (np.array([3 + 1j, 2]),)),
+])
+def test_python_operators_on_numpy_scalars(backend, fn, make):
+    check(fn, make_args=make, backend=backend)

@@ -889,6 +889,44 @@ PyObject *nd__note_escape(PyObject *r)
     return rc < 0 ? NULL : r;
 }
 
+/* A new array a break returned (one that shares no memory with what was
+ * handed to NumPy nor with a caller storage) is traced from here on, as an
+ * argument is: a proxy on a caller storage of it. Otherwise user code would
+ * hold the very buffer lazy nodes read, and a plain NumPy write to it
+ * (v[0] = 1, v += 1, v.fill(3)) would change what they compute later. */
+static PyObject *trace_result(nd_trace *t, PyObject *r, PyObject *const *hs, Py_ssize_t nh,
+                              int depth)
+{
+    if (PyArray_CheckExact(r)) {
+        if (!nd_supported_array(r) || nd__overlaps_any(r, hs, nh, NULL))
+            return Py_NewRef(r);
+        for (PyObject *b = r; b && PyArray_Check(b); b = PyArray_BASE((PyArrayObject *)b))
+            if (nd__caller_find(t, b)) return Py_NewRef(r);
+        nd_storage *s = nd__caller_storage(t, r);
+        PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+        if (p) nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)r);
+        return p;
+    }
+    int is_tuple = PyTuple_CheckExact(r);
+    if (depth > 0 || (!is_tuple && !PyList_CheckExact(r))) return Py_NewRef(r);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+    PyObject *items = PyList_New(n);
+    if (!items) return NULL;
+    int changed = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(r, i);
+        PyObject *w = trace_result(t, it, hs, nh, depth + 1);
+        if (!w) { Py_DECREF(items); return NULL; }
+        changed |= w != it;
+        PyList_SET_ITEM(items, i, w);
+    }
+    if (!changed) { Py_DECREF(items); return Py_NewRef(r); }
+    if (!is_tuple) return items;
+    PyObject *tup = PyList_AsTuple(items);
+    Py_DECREF(items);
+    return tup;
+}
+
 PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwargs,
                                  const char *reason)
 {
@@ -903,12 +941,20 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
         r = PyObject_Call(func, a, k);
         if (nd__outside_end(t, &o, r != NULL) < 0) Py_CLEAR(r);
     }
-    Py_XDECREF(handed);
     Py_DECREF(a);
     Py_XDECREF(k);
     /* a break lets Python code look at caller arrays: pending writes land */
     if (r && t && nd__flush_writes(t) < 0) Py_CLEAR(r);
     if (r && !nd__note_escape(r)) Py_CLEAR(r);
+    if (r && t && !t->ended && handed) {
+        PyObject *list = PyList_New(0);
+        PyObject *w = list && nd__gather_arrays(handed, list, 0, 0) == 0
+                          ? trace_result(t, r, &PyList_GET_ITEM(list, 0), PyList_GET_SIZE(list), 0)
+                          : NULL;
+        Py_XDECREF(list);
+        Py_SETREF(r, w);
+    }
+    Py_XDECREF(handed);
     return r;
 }
 

@@ -88,11 +88,77 @@ static int defers(int uf, PyObject *a, PyObject *b)
     return 0;
 }
 
+/* A Python number that is not a NumPy scalar (bool, int, float, complex) */
+static int python_number(PyObject *o)
+{
+    return !PyArray_IsScalar(o, Generic) &&
+           (PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o));
+}
+
+static int scalar_proxy_of(PyObject *o, int dtype)
+{
+    return is_live_proxy(o) && nd_proxy_is_scalar(o) && nd_proxy_dtype(o) == dtype;
+}
+
+static int complex_scalar(PyObject *o)
+{
+    return PyArray_IsScalar(o, ComplexFloating) || scalar_proxy_of(o, NPY_CFLOAT) ||
+           scalar_proxy_of(o, NPY_CDOUBLE);
+}
+
+/* the Python type a value has under NumPy: a NumPy scalar type for an
+ * is_scalar proxy */
+static const char *np_type_name(PyObject *o)
+{
+    if (nd_proxy_check(o) && nd_proxy_is_scalar(o)) {
+        PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(o));
+        if (tp) {
+            const char *name = ((PyTypeObject *)tp)->tp_name;  /* a static type */
+            Py_DECREF(tp);
+            return name;
+        }
+        PyErr_Clear();
+    }
+    return Py_TYPE(o)->tp_name;
+}
+
+/* Python operators between scalars whose NumPy answer is not the ufunc's.
+ * NumPy's complex scalars have no %, // or divmod slots: with a Python
+ * number (or another complex scalar) on the other side no operand takes
+ * the operation and Python raises its own TypeError. A Python complex on
+ * the left of a float64 scalar (a float subclass) computes it with
+ * complex's own op: a Python complex. 1 handled (*r set, or NULL with an
+ * exception), 0 not. */
+static int scalar_rules(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op, PyObject **r)
+{
+    *r = NULL;
+    if (uf == ND_UF_REMAINDER || uf == ND_UF_FLOOR_DIVIDE || uf == ND_UF_DIVMOD) {
+        int ca = complex_scalar(a), cb = complex_scalar(b);
+        /* the other side: a Python number, or a complex scalar itself */
+        if ((!ca && !cb) || !(ca || python_number(a)) || !(cb || python_number(b))) return 0;
+        const char *sym = uf == ND_UF_REMAINDER ? "%" : uf == ND_UF_FLOOR_DIVIDE ? "//" : "divmod()";
+        PyErr_Format(PyExc_TypeError, "unsupported operand type(s) for %s: '%s' and '%s'", sym,
+                     np_type_name(a), np_type_name(b));
+        return 1;
+    }
+    if ((uf == ND_UF_ADD || uf == ND_UF_SUBTRACT || uf == ND_UF_MULTIPLY ||
+         uf == ND_UF_TRUE_DIVIDE || uf == ND_UF_POWER) &&
+        PyComplex_Check(a) && python_number(a) && scalar_proxy_of(b, NPY_DOUBLE)) {
+        PyObject *rb = nd__materialize_tree(b, 1);
+        if (rb) *r = numpy_op(a, rb);
+        Py_XDECREF(rb);
+        return 1;
+    }
+    return 0;
+}
+
 static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
     int d = defers(uf, a, b);
     if (d < 0) return NULL;
     if (d) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *sr;
+    if (scalar_rules(uf, a, b, numpy_op, &sr)) return sr;
     if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_np.ufunc2(uf, a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)
@@ -105,6 +171,11 @@ static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 
 static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
+    /* a NumPy scalar (x = arr[i]; x += y; arr[i] += y) is immutable: Python
+     * falls back to x = x + y, a scalar op under the scalar rules (no
+     * same_kind cast back to x's dtype); arr[i] = ... then casts like any
+     * element assignment */
+    if (nd_proxy_is_scalar(a)) return binop(uf, a, b, numpy_op);
     if (is_live_proxy(a)) {
         if (!is_dead_proxy(b)) return nd_np.ufunc2_inplace(uf, a, b);
         PyObject *rb = resolve(b);
@@ -189,6 +260,7 @@ static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
 static PyObject *p_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None) return p_pow(a, b, mod);
+    if (nd_proxy_is_scalar(a)) return binop(ND_UF_POWER, a, b, np_power2);
     return inplace(ND_UF_POWER, a, b, np_ipower2);
 }
 
