@@ -67,7 +67,7 @@ static int operand_array(nd_trace *t, PyObject *arr, nd_operand *op)
     if (op->id == ND_NONE) return -1;
     op->dtype = dt;
     op->ndim = PyArray_NDIM(a);
-    memcpy(op->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)op->ndim);
+    if (op->ndim) memcpy(op->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)op->ndim);
     return 0;
 }
 

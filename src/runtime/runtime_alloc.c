@@ -193,7 +193,7 @@ PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype)
 static void order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const int8_t *kperm,
                           npy_intp *st)
 {
-    int perm[ND_MAXDIMS];
+    int perm[ND_MAXDIMS] = {0};  /* (sanitizer builds cannot see ndim <= ND_MAXDIMS) */
     for (int d = 0; d < ndim; d++) perm[d] = kperm[d];
     nd_perm_strides(ndim, shape, perm, st);
     for (int d = 0; d < ndim; d++) st[d] *= itemsize;
