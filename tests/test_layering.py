@@ -39,9 +39,10 @@ SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "tra
 CONTRACT = {
     "core": {"src/core/core.h", "src/core/npy.h", "src/core/dtypes.h", "src/core/strides.h",
              "src/core/sb.h", "src/core/counters.h", "src/core/containers.h"},
-    "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h"},
+    "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h",
+              "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},
-    "passes": {"src/passes/schedule.h"},
+    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h"},
     "codegen": {"src/codegen/codegen.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h"},

@@ -49,4 +49,12 @@ uint64_t nd_cg_header_hash(void);        /* of the headers' text */
 
 /* The table the scheduler asks (passes/schedule.h), for the C generator. */
 extern const nd_emit_caps nd_cg_emit_caps;
+
+/* codegen_loop.c: a captured loop typed for one signature -> a C unit
+ * defining  int nd_loop_main(nd_lframe *F)  (kernels/nd_loop.h). 0; 1 when
+ * this signature cannot be compiled (T->reason says why); -1 with an
+ * exception. *needs_snapshot: the code may deoptimize (the runner must be
+ * able to restore the arrays it writes). */
+struct nd_ltyping_s;
+int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot);
 #endif

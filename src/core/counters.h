@@ -12,6 +12,9 @@ typedef enum {
     ND_CTR_REPLAY_MISSES,  /* calls whose guards fit no recorded trace: traced again */
     ND_CTR_ERRSTATE_RERUNS, /* graphs run again by NumPy for np.errstate (runtime_native.c) */
     ND_CTR_FLOOR_NUMPY_CALLS, /* calls the speed floor ran as plain NumPy (runtime/floor.h) */
+    ND_CTR_LOOP_RUNS,      /* captured loops run as C (trace/loop_run.c) */
+    ND_CTR_LOOP_FALLBACKS, /* captured loops Python ran (a signature C cannot compute in) */
+    ND_CTR_LOOP_DEOPTS,    /* C loops stopped and rerun by Python (a Python int past int64...) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

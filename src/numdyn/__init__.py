@@ -73,14 +73,16 @@ def explain(fn, *extra_args, **extra_kwargs):
     ops_per_graph, graphs (numdyn.Graph objects), result, and floor: the
     speed floor's measurement for arguments like these (None before fn was
     called with them), e.g. that they run as plain NumPy because numdyn was
-    slower (see numdyn.config.floor).
+    slower (see numdyn.config.floor), and loops: for each loop statement,
+    whether it was captured (compiled to a C loop, see
+    numdyn.config.loop_capture) or the construct and line that prevented it.
     """
     compiled = fn if isinstance(fn, CompiledFunction) else _C.compile(fn, backend="eager")
 
     def run_explained(*args, **kwargs):
         result, records = _C._explain_call(compiled, args, kwargs)
         floor = compiled._floor_info_for(*args, *kwargs.values())
-        return _explain.build(records, result, floor)
+        return _explain.build(records, result, floor, compiled._loop_info())
 
     if extra_args or extra_kwargs:
         return run_explained(*extra_args, **extra_kwargs)

@@ -23,6 +23,7 @@ class ExplainOutput:
     ops_per_graph: List[List[str]] = field(default_factory=list)
     result: Any = None
     floor: Any = None  # the speed floor's measurement for these arguments (dict) or None
+    loops: List[Any] = field(default_factory=list)  # loop capture, per loop (dicts)
 
 
     def __str__(self):
@@ -39,6 +40,10 @@ class ExplainOutput:
             lines.append("Ops per Graph:")
             for i, ops in enumerate(self.ops_per_graph, 1):
                 lines.append(f"  Graph {i}: {', '.join(ops) if ops else '(no ops)'}")
+        if self.loops:
+            lines.append("Loops:")
+            for lp in self.loops:
+                lines.append("  " + _loop_line(lp))
         if self.floor:
             lines.append(_floor_line(self.floor))
         return "\n".join(lines)
@@ -58,8 +63,17 @@ def _floor_line(f):
             f"{_us(f['numdyn_s'])}, NumPy {_us(f['numpy_s'])} per call over {f['calls']} calls")
 
 
-def build(records, result, floor=None):
-    out = ExplainOutput(result=result, floor=floor)
+def _loop_line(lp):
+    if not lp["captured"]:
+        return f"line {lp['line']}: not captured: {lp['reason']}"
+    s = f"line {lp['line']}: captured (compiled to a C loop)"
+    if lp.get("last_fallback"):
+        s += f"; last run by Python because {lp['last_fallback']}"
+    return s
+
+
+def build(records, result, floor=None, loops=()):
+    out = ExplainOutput(result=result, floor=floor, loops=list(loops))
     for rec in records:
         if rec[0] == "graph":
             _, graph, ops = rec

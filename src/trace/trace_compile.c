@@ -17,6 +17,7 @@
  * the arrays inside them by proxies.
  */
 #include "trace_replay.h"
+#include "trace/loop.h"
 #include "runtime/floor.h"
 #include <stdlib.h>
 #include <string.h>
@@ -423,7 +424,17 @@ static PyObject *cf_floor_info_for(PyObject *o, PyObject *args)
                              PyTuple_GET_SIZE(args));
 }
 
+static PyObject *cf_loop_info(PyObject *o, PyObject *unused)
+{
+    PyObject *fn = ((NdCompiled *)o)->fn;
+    if (PyMethod_Check(fn)) fn = PyMethod_GET_FUNCTION(fn);
+    if (!PyFunction_Check(fn)) return PyList_New(0);
+    return nd_loop_info(PyFunction_GET_CODE(fn));
+}
+
 static PyMethodDef cf_methods[] = {
+    {"_loop_info", cf_loop_info, METH_NOARGS,
+     "Loop capture, per loop statement considered (after the first call): line, captured, reason."},
     {"_floor_info", cf_floor_info, METH_NOARGS,
      "Speed floor per argument signature: signature, path, calls, numdyn_s, numpy_s."},
     {"_floor_info_for", cf_floor_info_for, METH_VARARGS,

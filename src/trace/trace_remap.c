@@ -24,6 +24,7 @@
  * rebuilds it on the next call.
  */
 #include "trace_internal.h"
+#include "trace/loop.h"
 
 static PyObject *numpy_mod, *get_instructions;
 
@@ -192,12 +193,16 @@ int nd__remap_valid(PyObject *guards)
     return 1;
 }
 
-static PyObject *remap_function(PyObject *fn, PyObject *shim, PyObject **guards)
+static PyObject *remap_function(PyObject *orig, PyObject *shim, PyObject **guards)
 {
+    /* loops compiled to C first (trace/loop.h): fn is the rewritten copy,
+     * guarded as the original */
+    PyObject *fn = nd_loop_rewrite(orig);
+    if (!fn) return NULL;
     PyObject *globals = PyFunction_GET_GLOBALS(fn), *code = PyFunction_GET_CODE(fn);
     PyObject *mapping = PyDict_New(), *ncode = NULL, *nf = NULL;
     if (!mapping || collect(code, globals, mapping, shim, 0) < 0) goto done;
-    if (!(*guards = make_guards(fn, mapping))) goto done;
+    if (!(*guards = make_guards(orig, mapping))) goto done;
     if (PyDict_GET_SIZE(mapping) == 0) { nf = Py_NewRef(fn); goto done; }
     if (!(ncode = remap_code(code, mapping, 0))) goto done;
     if (ncode == code) { nf = Py_NewRef(fn); goto done; }
@@ -220,6 +225,7 @@ done:
     if (!nf) Py_CLEAR(*guards);
     Py_XDECREF(mapping);
     Py_XDECREF(ncode);
+    Py_DECREF(fn);
     return nf;
 }
 

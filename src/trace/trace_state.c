@@ -5,6 +5,7 @@
  * compiled function called while its thread is tracing joins that trace.
  */
 #include "trace_internal.h"
+#include "trace/loop.h"
 #include "trace_replay.h"
 #include <frameobject.h>  /* PyFrame_GetBack on 3.10 */
 #include <string.h>
@@ -301,7 +302,7 @@ int nd_trace_init(PyObject *module)
     if (PyModule_AddObjectRef(module, "GraphBreakError", nd__GraphBreakError) < 0)
         return -1;
     if (nd__proxy_type_init(module) < 0 || nd__compile_init(module) < 0 ||
-        nd__policy_init(module) < 0)
+        nd__policy_init(module) < 0 || nd_loop_init(module) < 0)
         return -1;
     return 0;
 }

@@ -1,0 +1,132 @@
+/* nd_loop.h -- the ABI between a captured Python loop compiled to C
+ * (codegen/codegen_loop.c emits it) and the runner that calls it
+ * (trace/loop_run.c).
+ *
+ * A captured loop is one C function  int name(nd_lframe *F). Its scalar
+ * locals arrive in F->val / F->tag and go back there; arrays arrive as
+ * (data, shape, byte strides). The C code computes the common case of every
+ * operation itself and hands the rare case -- an integer overflow, a
+ * division by zero, a NaN or infinity that appears from finite operands, a
+ * conversion out of a dtype's range -- to F->slow / F->store, which perform
+ * that one operation with Python and NumPy themselves (boxed values), so
+ * the result, the warning under np.errstate and the exception are NumPy's
+ * by construction. When Python's answer does not fit the type the C code
+ * assumed (a Python int past int64, a float power that is complex), the
+ * loop stops with NDL_DEOPT and the runner restores the arrays it wrote and
+ * runs the loop in Python from its start.
+ */
+#ifndef ND_LOOP_H
+#define ND_LOOP_H
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#define NDL_MAXDIMS 32
+
+/* the scalar types a captured loop computes in: Python's bool/int/float,
+ * then NumPy's scalar types (as element loads and NumPy functions make
+ * them). The order is part of the ABI (tags). */
+enum {
+    LT_PYBOOL, LT_PYINT, LT_PYFLOAT,
+    LT_B1, LT_I1, LT_I2, LT_I4, LT_I8, LT_U1, LT_U2, LT_U4, LT_U8, LT_F4, LT_F8,
+    LT_N
+};
+#define LT_UNBOUND 255   /* a tag: the local has no value (Python's unbound) */
+
+typedef struct {
+    char *data;
+    int64_t shape[NDL_MAXDIMS];
+    int64_t strides[NDL_MAXDIMS];   /* bytes */
+} nd_larr;
+
+typedef union { int64_t i; uint64_t u; double f; } nd_lval;
+
+typedef struct nd_lframe nd_lframe;
+struct nd_lframe {
+    nd_larr *arr;
+    nd_lval *val;          /* scalar locals, in and out; stored as their C type */
+    uint8_t *tag;          /* each local's type (LT_*) or LT_UNBOUND */
+    /* r = a OP b (b NULL for one operand) with Python/NumPy on boxed values;
+     * 0: r set; -1: exception set; 1: the result does not fit type tr */
+    int (*slow)(nd_lframe *F, int op, int tr, void *r, int ta, const void *a, int tb,
+                const void *b);
+    /* arr[idx] = value with NumPy's __setitem__: 0, or -1 with an exception */
+    int (*store)(nd_lframe *F, int arr, int nidx, const int64_t *idx, int ta, const void *a);
+    int (*poll)(nd_lframe *F);   /* Ctrl-C: 0, or -1 with KeyboardInterrupt */
+    void *runner;
+    int err;                      /* NDL_* */
+    int err_line;
+    int64_t err_a, err_b, err_c;
+};
+
+enum { NDL_OK, NDL_PYERR, NDL_DEOPT, NDL_INDEX, NDL_UNBOUND, NDL_RANGE0 };
+
+/* operation codes of F->slow (binary, unary, comparisons, then calls) */
+enum {
+    LO_ADD, LO_SUB, LO_MUL, LO_TDIV, LO_FDIV, LO_MOD, LO_POW, LO_LSH, LO_RSH,
+    LO_BAND, LO_BOR, LO_BXOR,
+    LO_NEG, LO_POS, LO_INV, LO_NOT,
+    LO_LT, LO_LE, LO_GT, LO_GE, LO_EQ, LO_NE,
+    LO_NOPS
+};
+/* calls: LO_NOPS + LF_* */
+enum {
+    LF_ABS, LF_MIN, LF_MAX, LF_INT, LF_FLOAT, LF_BOOL,
+    /* math module */
+    LF_M_SQRT, LF_M_EXP, LF_M_LOG, LF_M_LOG10, LF_M_LOG2, LF_M_SIN, LF_M_COS, LF_M_TAN,
+    LF_M_ATAN, LF_M_ASIN, LF_M_ACOS, LF_M_SINH, LF_M_COSH, LF_M_TANH, LF_M_FABS,
+    LF_M_FLOOR, LF_M_CEIL, LF_M_TRUNC, LF_M_ATAN2, LF_M_HYPOT, LF_M_POW, LF_M_ISNAN,
+    LF_M_ISINF, LF_M_ISFINITE, LF_M_LOG1P, LF_M_EXPM1,
+    /* numpy */
+    LF_NP_SQRT, LF_NP_EXP, LF_NP_LOG, LF_NP_LOG10, LF_NP_LOG2, LF_NP_SIN, LF_NP_COS, LF_NP_TAN,
+    LF_NP_ARCTAN, LF_NP_ARCSIN, LF_NP_ARCCOS, LF_NP_SINH, LF_NP_COSH, LF_NP_TANH, LF_NP_FABS,
+    LF_NP_FLOOR, LF_NP_CEIL, LF_NP_TRUNC, LF_NP_ARCTAN2, LF_NP_HYPOT, LF_NP_POWER, LF_NP_ISNAN,
+    LF_NP_ISINF, LF_NP_ISFINITE, LF_NP_LOG1P, LF_NP_EXPM1,
+    LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
+    /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
+    LF_NP_CAST,
+    LF_N = LF_NP_CAST + LT_N
+};
+
+/* ------------------------------------------------------------ helpers */
+#define NDL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* a float result that NumPy or Python treats as an event: NaN from
+ * non-NaN operands (invalid) or an infinity from finite ones (overflow,
+ * division by zero) */
+#define NDL_EDGE1(r, a) ((isnan(r) && !isnan(a)) || (isinf(r) && !isinf(a)))
+#define NDL_EDGE2(r, a, b) ((isnan(r) && !isnan(a) && !isnan(b)) || \
+                            (isinf(r) && !isinf(a) && !isinf(b)))
+
+/* Python's // and % on ints (floor; the divisor is not 0, not MIN // -1) */
+static inline int64_t ndl_pyfdiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+static inline int64_t ndl_pymod(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+/* Python int (|v| < 2^63) against a Python float, exactly as Python
+ * compares them: -1, 0, 1; 2 when f is NaN */
+static inline int ndl_cmp_if(int64_t i, double f)
+{
+    if (isnan(f)) return 2;
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    double fl = floor(f);
+    int64_t fi = (int64_t)fl;
+    if (i < fi) return -1;
+    if (i > fi) return 1;
+    return fl < f ? -1 : 0;
+}
+/* exact comparison of two integers given as (int64 or uint64) */
+static inline int ndl_cmp_iu(int64_t a, uint64_t b)
+{
+    if (a < 0) return -1;
+    return (uint64_t)a < b ? -1 : (uint64_t)a > b ? 1 : 0;
+}
+#endif

@@ -1,0 +1,1148 @@
+/* codegen_loop.c -- a typed captured loop (graph/loop_ir.h, typed by
+ * passes/loop_types.c) -> one C function  int nd_loop_main(nd_lframe *F).
+ *
+ * Scalar variable v with possible types S lives in one C local per member
+ * of S (v3_7: variable 3 as LT_I8) plus a tag v3_t (its current type, or
+ * LT_UNBOUND). A statement that reads variables of more than one possible
+ * type (or that may be unbound) is emitted once per combination of their
+ * types, under a test of their tags: inside, every expression has one
+ * static type, and the C is plain arithmetic. Each operation computes the
+ * common case in C and calls F->slow for the rare one (nd_loop.h), so its
+ * result, warnings and exceptions are Python's and NumPy's. Python int
+ * arithmetic is checked only where the bound analysis of loop_types.c
+ * cannot show it stays in int64; on overflow the loop deoptimizes (the
+ * runner restores the arrays and runs the loop in Python).
+ *
+ * Expressions evaluate into numbered temporaries (t12), statement by
+ * statement, in Python's evaluation order; the C compiler removes them.
+ */
+#include "codegen/codegen.h"
+#include "passes/loop_types.h"
+#include <string.h>
+
+static const char *const ctype[LT_N] = {
+    "uint8_t", "int64_t", "double", "uint8_t", "int8_t", "int16_t", "int32_t", "int64_t",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "float", "double"};
+static const char *const sfx[LT_N] = {
+    "", "", "d", "", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f", "d"};
+static const char *const tmin[LT_N] = {
+    "0", "INT64_MIN", "", "0", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN",
+    "0", "0", "0", "0", "", ""};
+static const char *const tmax[LT_N] = {
+    "1", "INT64_MAX", "", "1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX",
+    "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "", ""};
+
+#define ISF(t) ((t) == LT_PYFLOAT || (t) == LT_F4 || (t) == LT_F8)
+#define ISNPI(t) ((t) >= LT_I1 && (t) <= LT_U8)
+#define ISU(t) ((t) >= LT_U1 && (t) <= LT_U8)
+#define ISSIGNED(t) (((t) >= LT_I1 && (t) <= LT_I8) || (t) == LT_PYINT)
+#define ISINT(t) ((t) == LT_PYINT || (t) == LT_PYBOOL || (t) == LT_B1 || ISNPI(t))
+
+typedef struct {
+    int t;
+    int bits;
+    char s[16];
+} cv;
+
+typedef struct {
+    nd_ltyping *T;
+    const nd_lir *ir;
+    nd_sb *sb;
+    int tmp;
+    int ind;
+    uint8_t *assign;
+    int snapshot;
+    int fail;     /* 1: this signature cannot be compiled (T->reason); -1: error */
+} cg;
+
+static void line(cg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(cg *g, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+    nd_sb_puts(g->sb, buf);
+    nd_sb_puts(g->sb, "\n");
+}
+
+static void newtmp(cg *g, cv *v, int t)
+{
+    v->t = t;
+    v->bits = LBITS_ANY;
+    snprintf(v->s, sizeof v->s, "t%d", ++g->tmp);
+}
+
+/* declare temp v = expr */
+static void decl(cg *g, cv *v, int t, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void decl(cg *g, cv *v, int t, const char *fmt, ...)
+{
+    char buf[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    newtmp(g, v, t);
+    line(g, "%s %s = %s;", ctype[t], v->s, buf);
+}
+
+/* the slow path for r = a OP b: Python/NumPy performs it */
+static void slow(cg *g, int ln, int op, cv *r, const cv *a, const cv *b)
+{
+    line(g, "NDL_SLOW(%d, %d, %d, &%s, %d, &%s, %d, %s%s);", ln, op, r->t, r->s, a ? a->t : 0,
+         a ? a->s : "rc", b ? b->t : 0, b ? "&" : "NULL", b ? b->s : "");
+    if (r->t == LT_PYINT || (r->t == LT_PYFLOAT && (op == LO_POW || op == LO_NOPS + LF_M_POW)))
+        g->snapshot = 1;
+}
+
+static void deopt(cg *g)
+{
+    line(g, "{ rc = NDL_DEOPT; goto nd_out; }");
+    g->snapshot = 1;
+}
+
+/* value of v converted to type t (promotion: value-preserving or rounded) */
+static void conv(char *out, size_t n, const cv *v, int t)
+{
+    snprintf(out, n, "((%s)%s)", ctype[t], v->s);
+}
+
+static int expr(cg *g, const nd_ln *e, cv *out);
+static int cond(cg *g, const nd_ln *e, char *name);
+
+static int no_type(cg *g, const nd_ln *e)
+{
+    (void)e;
+    if (!g->fail) g->fail = PyErr_Occurred() ? -1 : 1;
+    return -1;
+}
+
+/* ---------------------------------------------------------- operators */
+static int compare(cg *g, int op, const cv *a, const cv *b, int r, cv *out)
+{
+    static const char *const cop[] = {"<", "<=", ">", ">=", "==", "!="};
+    const char *o = cop[op - LO_LT];
+    int ta = a->t, tb = b->t;
+    char x[64], y[64];
+    if (ISINT(ta) && ISINT(tb)) {
+        if ((ta == LT_U8) != (tb == LT_U8) && (ISSIGNED(ta) || ISSIGNED(tb))) {
+            /* uint64 against a signed integer: exactly */
+            if (ta == LT_U8) decl(g, out, r, "ndl_cmp_iu((int64_t)%s, %s) %s 0", b->s, a->s, op == LO_LT ? ">" : op == LO_LE ? ">=" : op == LO_GT ? "<" : op == LO_GE ? "<=" : o);
+            else decl(g, out, r, "ndl_cmp_iu((int64_t)%s, %s) %s 0", a->s, b->s, o);
+            return 0;
+        }
+        const char *ct = (ta == LT_U8 || tb == LT_U8) ? "uint64_t" : "int64_t";
+        decl(g, out, r, "(%s)%s %s (%s)%s", ct, a->s, o, ct, b->s);
+        return 0;
+    }
+    if ((ta == LT_PYINT && tb == LT_PYFLOAT) || (ta == LT_PYFLOAT && tb == LT_PYINT)) {
+        /* Python compares an int and a float exactly */
+        int sw = ta == LT_PYFLOAT;
+        const char *i = sw ? b->s : a->s, *f = sw ? a->s : b->s;
+        const char *oo = o;
+        if (sw) oo = op == LO_LT ? ">" : op == LO_LE ? ">=" : op == LO_GT ? "<" : op == LO_GE ? "<=" : o;
+        decl(g, out, r, "({ int c_ = ndl_cmp_if(%s, %s); c_ == 2 ? %d : (c_ %s 0); })", i, f, op == LO_NE, oo);
+        return 0;
+    }
+    int ct = nd_lty_bin(LO_ADD, ta, tb);
+    if (ct == -2) return -1;
+    if (!ISF(ct)) ct = LT_F8;
+    conv(x, sizeof x, a, ct);
+    conv(y, sizeof y, b, ct);
+    decl(g, out, r, "%s %s %s", x, o, y);
+    return 0;
+}
+
+static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, cv *out)
+{
+    int ln = e->line;
+    static const char *const sym[] = {"+", "-", "*"};
+    static const char *const bsym[] = {"&", "|", "^"};
+    static const char *const ovf[] = {"__builtin_add_overflow", "__builtin_sub_overflow",
+                                      "__builtin_mul_overflow"};
+    char x[64], y[64];
+    if (op >= LO_LT) return compare(g, op, a, b, r, out);
+    int ta = a->t, tb = b->t;
+    if (r == LT_PYINT) {
+        switch (op) {
+        case LO_ADD: case LO_SUB: case LO_MUL:
+            if (rbits <= 62) {
+                decl(g, out, r, "(int64_t)%s %s (int64_t)%s", a->s, sym[op], b->s);
+            } else {
+                newtmp(g, out, r);
+                line(g, "int64_t %s;", out->s);
+                line(g, "if (NDL_UNLIKELY(%s((int64_t)%s, (int64_t)%s, &%s)))", ovf[op], a->s, b->s, out->s);
+                g->ind++; deopt(g); g->ind--;
+            }
+            return 0;
+        case LO_FDIV: case LO_MOD:
+            newtmp(g, out, r);
+            line(g, "int64_t %s;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s == 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else if (NDL_UNLIKELY((int64_t)%s == INT64_MIN && (int64_t)%s == -1))", a->s, b->s);
+            g->ind++; deopt(g); g->ind--;
+            line(g, "else %s = %s((int64_t)%s, (int64_t)%s);", out->s, op == LO_FDIV ? "ndl_pyfdiv" : "ndl_pymod", a->s, b->s);
+            return 0;
+        case LO_POW:
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 1;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s < 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else { int64_t b_ = (int64_t)%s, x_ = (int64_t)%s; int o_ = 0;", b->s, a->s);
+            line(g, "  while (b_) { if (b_ & 1) o_ |= __builtin_mul_overflow(%s, x_, &%s); b_ >>= 1;", out->s, out->s);
+            line(g, "    if (b_) o_ |= __builtin_mul_overflow(x_, x_, &x_); }");
+            line(g, "  if (NDL_UNLIKELY(o_) && !(%s == 0 || %s == 1 || (%s == -1)))", a->s, a->s, a->s);
+            g->ind++; deopt(g); g->ind--;
+            line(g, "  if (NDL_UNLIKELY(o_)) %s = (%s == -1 && ((int64_t)%s & 1)) ? -1 : (%s == 0 ? 0 : 1); }", out->s, a->s, b->s, a->s);
+            return 0;
+        case LO_LSH:
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s < 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else if ((int64_t)%s == 0) %s = 0;", a->s, out->s);
+            line(g, "else if ((int64_t)%s > 62 || (((int64_t)((uint64_t)(int64_t)%s << (int64_t)%s)) >> (int64_t)%s) != (int64_t)%s)",
+                 b->s, a->s, b->s, b->s, a->s);
+            g->ind++; deopt(g); g->ind--;
+            line(g, "else %s = (int64_t)((uint64_t)(int64_t)%s << (int64_t)%s);", out->s, a->s, b->s);
+            return 0;
+        case LO_RSH:
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s < 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else %s = (int64_t)%s > 63 ? ((int64_t)%s < 0 ? -1 : 0) : ((int64_t)%s >> (int64_t)%s);",
+                 out->s, b->s, a->s, a->s, b->s);
+            return 0;
+        case LO_BAND: case LO_BOR: case LO_BXOR:
+            decl(g, out, r, "(int64_t)%s %s (int64_t)%s", a->s, bsym[op - LO_BAND], b->s);
+            return 0;
+        default:
+            return no_type(g, e);
+        }
+    }
+    if (r == LT_PYFLOAT) {
+        int ints = ISINT(ta) && ISINT(tb);
+        switch (op) {
+        case LO_ADD: case LO_SUB: case LO_MUL:
+            decl(g, out, r, "(double)%s %s (double)%s", a->s, sym[op], b->s);
+            return 0;
+        case LO_TDIV:
+            newtmp(g, out, r);
+            line(g, "double %s;", out->s);
+            if (ints)
+                line(g, "if (NDL_UNLIKELY((int64_t)%s == 0 || (uint64_t)(int64_t)%s + (1ull << 53) > (1ull << 54) || (uint64_t)(int64_t)%s + (1ull << 53) > (1ull << 54))) {",
+                     b->s, a->s, b->s);
+            else
+                line(g, "if (NDL_UNLIKELY((double)%s == 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else %s = (double)%s / (double)%s;", out->s, a->s, b->s);
+            return 0;
+        case LO_FDIV: case LO_MOD:
+            newtmp(g, out, r);
+            line(g, "double %s;", out->s);
+            line(g, "if (NDL_UNLIKELY((double)%s == 0)) {", b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else %s = %s((double)%s, (double)%s);", out->s, op == LO_FDIV ? "nd_floordiv_d" : "nd_remainder_d", a->s, b->s);
+            return 0;
+        case LO_POW:
+            newtmp(g, out, r);
+            line(g, "double %s = pow((double)%s, (double)%s);", out->s, a->s, b->s);
+            line(g, "if (NDL_UNLIKELY(!(isfinite(%s) && ((double)%s > 0 || ((double)%s != 0 && (double)%s == floor((double)%s)) || ((double)%s == 0 && (double)%s > 0))))) {",
+                 out->s, a->s, a->s, b->s, b->s, a->s, b->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "}");
+            return 0;
+        default:
+            return no_type(g, e);
+        }
+    }
+    if (r == LT_PYBOOL || r == LT_B1) {
+        if (op == LO_BAND || op == LO_BOR || op == LO_BXOR) {
+            decl(g, out, r, "(uint8_t)(%s %s %s)", a->s, bsym[op - LO_BAND], b->s);
+            return 0;
+        }
+        if (r == LT_B1 && (op == LO_ADD || op == LO_MUL)) {
+            decl(g, out, r, "(uint8_t)(%s %s %s)", a->s, op == LO_ADD ? "|" : "&", b->s);
+            return 0;
+        }
+        return no_type(g, e);
+    }
+    if (ISNPI(r)) {
+        const char *T = ctype[r];
+        /* a Python int operand must fit the NumPy type (NEP 50), or NumPy raises */
+        char chk[256] = "0";
+        int nchk = 0;
+        const cv *ops[2] = {a, b};
+        for (int k = 0; k < 2; k++)
+            if (ops[k]->t == LT_PYINT) {
+                nchk += snprintf(chk + (nchk ? nchk : 0), sizeof chk - (size_t)nchk, "%s%s < %s || %s > %s",
+                                 nchk ? " || " : "", ops[k]->s, ISU(r) ? "0" : tmin[r], ops[k]->s,
+                                 r == LT_U8 ? "INT64_MAX" : tmax[r]);
+            }
+        conv(x, sizeof x, a, r);
+        conv(y, sizeof y, b, r);
+        newtmp(g, out, r);
+        line(g, "%s %s = 0;", T, out->s);
+        line(g, "{ %s x_ = %s, y_ = %s; (void)x_; (void)y_;", T, x, y);
+        switch (op) {
+        case LO_ADD: case LO_SUB: case LO_MUL:
+            line(g, "if (NDL_UNLIKELY(%s || %s(x_, y_, &%s))) {", chk, ovf[op], out->s);
+            break;
+        case LO_FDIV:
+            if (ISU(r)) line(g, "if (NDL_UNLIKELY(%s || y_ == 0)) {", chk);
+            else line(g, "if (NDL_UNLIKELY(%s || y_ == 0 || (x_ == %s && y_ == -1))) {", chk, tmin[r]);
+            break;
+        case LO_MOD:
+            line(g, "if (NDL_UNLIKELY(%s || y_ == 0)) {", chk);
+            break;
+        case LO_POW:
+            line(g, "if (NDL_UNLIKELY(%s%s)) {", chk, ISU(r) ? "" : " || y_ < 0");
+            break;
+        case LO_LSH: case LO_RSH: case LO_BAND: case LO_BOR: case LO_BXOR:
+            line(g, "if (NDL_UNLIKELY(%s)) {", chk);
+            break;
+        default:
+            return no_type(g, e);
+        }
+        g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+        line(g, "} else {");
+        g->ind++;
+        switch (op) {
+        case LO_ADD: case LO_SUB: case LO_MUL: break;
+        case LO_FDIV: line(g, "int e_ = 0; %s = nd_fdiv_%s(x_, y_, &e_); (void)e_;", out->s, sfx[r]); break;
+        case LO_MOD: line(g, "int e_ = 0; %s = nd_irem_%s(x_, y_, &e_); (void)e_;", out->s, sfx[r]); break;
+        case LO_POW: line(g, "int e_ = 0; %s = nd_ipow_%s(x_, y_, &e_); (void)e_;", out->s, sfx[r]); break;
+        case LO_LSH: line(g, "%s = nd_lshift_%s(x_, y_);", out->s, sfx[r]); break;
+        case LO_RSH: line(g, "%s = nd_rshift_%s(x_, y_);", out->s, sfx[r]); break;
+        default: line(g, "%s = (%s)(x_ %s y_);", out->s, T, bsym[op - LO_BAND]); break;
+        }
+        g->ind--;
+        line(g, "} }");
+        return 0;
+    }
+    if (r == LT_F4 || r == LT_F8) {
+        const char *T = ctype[r];
+        conv(x, sizeof x, a, r);
+        conv(y, sizeof y, b, r);
+        newtmp(g, out, r);
+        line(g, "%s %s;", T, out->s);
+        line(g, "{ %s x_ = %s, y_ = %s;", T, x, y);
+        switch (op) {
+        case LO_ADD: case LO_SUB: case LO_MUL:
+            line(g, "  %s = x_ %s y_;", out->s, sym[op]);
+            break;
+        case LO_TDIV: line(g, "  %s = x_ / y_;", out->s); break;
+        case LO_FDIV: line(g, "  %s = nd_floordiv_%s(x_, y_);", out->s, sfx[r]); break;
+        case LO_MOD: line(g, "  %s = nd_remainder_%s(x_, y_);", out->s, sfx[r]); break;
+        case LO_POW: line(g, "  %s = %s(x_, y_);", out->s, r == LT_F4 ? "powf" : "pow"); break;
+        default: return no_type(g, e);
+        }
+        line(g, "  if (NDL_UNLIKELY(NDL_EDGE2(%s, x_, y_)%s)) {", out->s,
+             (op == LO_FDIV || op == LO_MOD) ? " || y_ == 0" : "");
+        g->ind += 2; slow(g, ln, op, out, a, b); g->ind -= 2;
+        line(g, "  } }");
+        return 0;
+    }
+    return no_type(g, e);
+}
+
+static int unop(cg *g, const nd_ln *e, cv *a, int r, cv *out)
+{
+    int ta = a->t, ln = e->line;
+    switch (e->op) {
+    case LO_NOT:
+        decl(g, out, LT_PYBOOL, "(uint8_t)(%s == 0)", a->s);
+        return 0;
+    case LO_POS:
+        decl(g, out, r, "(%s)%s", ctype[r], a->s);
+        return 0;
+    case LO_INV:
+        if (r == LT_B1 || r == LT_PYBOOL) decl(g, out, r, "(uint8_t)!%s", a->s);
+        else decl(g, out, r, "(%s)~(%s)%s", ctype[r], ctype[r], a->s);
+        return 0;
+    case LO_NEG:
+        if (r == LT_PYINT) {
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s == INT64_MIN))", a->s);
+            g->ind++; deopt(g); g->ind--;
+            line(g, "else %s = -(int64_t)%s;", out->s, a->s);
+            return 0;
+        }
+        if (ISF(r)) { decl(g, out, r, "-(%s)%s", ctype[r], a->s); return 0; }
+        if (ISNPI(r) && r == ta) {
+            newtmp(g, out, r);
+            line(g, "%s %s = 0;", ctype[r], out->s);
+            if (ISU(r)) line(g, "if (NDL_UNLIKELY(%s != 0)) {", a->s);
+            else line(g, "if (NDL_UNLIKELY(%s == %s)) {", a->s, tmin[r]);
+            g->ind++; slow(g, ln, LO_NEG, out, a, NULL); g->ind--;
+            line(g, "} else %s = (%s)-%s;", out->s, ctype[r], a->s);
+            return 0;
+        }
+        return no_type(g, e);
+    default:
+        return no_type(g, e);
+    }
+}
+
+/* ------------------------------------------------------------- calls */
+static const char *cfn(int fn)
+{
+    switch (fn) {
+    case LF_M_SQRT: case LF_NP_SQRT: return "sqrt";
+    case LF_M_EXP: case LF_NP_EXP: return "exp";
+    case LF_M_LOG: case LF_NP_LOG: return "log";
+    case LF_M_LOG10: case LF_NP_LOG10: return "log10";
+    case LF_M_LOG2: case LF_NP_LOG2: return "log2";
+    case LF_M_SIN: case LF_NP_SIN: return "sin";
+    case LF_M_COS: case LF_NP_COS: return "cos";
+    case LF_M_TAN: case LF_NP_TAN: return "tan";
+    case LF_M_ATAN: case LF_NP_ARCTAN: return "atan";
+    case LF_M_ASIN: case LF_NP_ARCSIN: return "asin";
+    case LF_M_ACOS: case LF_NP_ARCCOS: return "acos";
+    case LF_M_SINH: case LF_NP_SINH: return "sinh";
+    case LF_M_COSH: case LF_NP_COSH: return "cosh";
+    case LF_M_TANH: case LF_NP_TANH: return "tanh";
+    case LF_M_FABS: case LF_NP_FABS: return "fabs";
+    case LF_M_LOG1P: case LF_NP_LOG1P: return "log1p";
+    case LF_M_EXPM1: case LF_NP_EXPM1: return "expm1";
+    case LF_M_ATAN2: case LF_NP_ARCTAN2: return "atan2";
+    case LF_M_HYPOT: case LF_NP_HYPOT: return "hypot";
+    case LF_M_POW: case LF_NP_POWER: return "pow";
+    case LF_NP_FLOOR: return "floor";
+    case LF_NP_CEIL: return "ceil";
+    case LF_NP_TRUNC: return "trunc";
+    default: return NULL;
+    }
+}
+
+static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
+{
+    int fn = e->aux, ln = e->line, n = e->n;
+    cv *a = n > 0 ? &args[0] : NULL, *b = n > 1 ? &args[1] : NULL;
+    int op = LO_NOPS + fn;
+    const char *f = cfn(fn);
+    if (fn == LF_M_ISNAN || fn == LF_M_ISINF || fn == LF_M_ISFINITE || fn == LF_NP_ISNAN ||
+        fn == LF_NP_ISINF || fn == LF_NP_ISFINITE) {
+        const char *w = (fn == LF_M_ISNAN || fn == LF_NP_ISNAN) ? "isnan" : (fn == LF_M_ISINF || fn == LF_NP_ISINF) ? "isinf" : "isfinite";
+        if (ISF(a->t)) decl(g, out, r, "(uint8_t)(%s(%s) != 0)", w, a->s);
+        else decl(g, out, r, "(uint8_t)%d", w[2] == 'f');
+        return 0;
+    }
+    if (fn >= LF_M_SQRT && fn <= LF_M_EXPM1) {
+        if (fn == LF_M_FLOOR || fn == LF_M_CEIL || fn == LF_M_TRUNC) {
+            if (ISINT(a->t)) { decl(g, out, r, "(int64_t)%s", a->s); return 0; }
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY(!((double)%s > -9223372036854775808.0 && (double)%s < 9223372036854775808.0))) {", a->s, a->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "} else %s = (int64_t)%s((double)%s);", out->s,
+                 fn == LF_M_FLOOR ? "floor" : fn == LF_M_CEIL ? "ceil" : "trunc", a->s);
+            return 0;
+        }
+        if (!f || r != LT_PYFLOAT) return no_type(g, e);
+        newtmp(g, out, r);
+        if (b) {
+            line(g, "double %s = %s((double)%s, (double)%s);", out->s, f, a->s, b->s);
+            /* math.pow(0, -x) raises; pow() of a negative base and a
+             * fractional exponent is NaN: both edges */
+            line(g, "if (NDL_UNLIKELY(NDL_EDGE2(%s, (double)%s, (double)%s))) {", out->s, a->s, b->s);
+        } else {
+            line(g, "double %s = %s((double)%s);", out->s, f, a->s);
+            if (fn == LF_M_FABS) return 0;
+            line(g, "if (NDL_UNLIKELY(NDL_EDGE1(%s, (double)%s))) {", out->s, a->s);
+        }
+        g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+        line(g, "}");
+        return 0;
+    }
+    if (fn >= LF_NP_SQRT && fn <= LF_NP_SQUARE) {
+        if (ISF(r)) {
+            const char *T = ctype[r], *s32 = r == LT_F4 ? "f" : "";
+            char x[64], y[64];
+            conv(x, sizeof x, a, r);
+            if (b) conv(y, sizeof y, b, r);
+            newtmp(g, out, r);
+            line(g, "%s %s;", T, out->s);
+            line(g, "{ %s x_ = %s, y_ = %s; (void)y_;", T, x, b ? y : "0");
+            if (fn == LF_NP_ABS) line(g, "  %s = fabs%s(x_);", out->s, s32);
+            else if (fn == LF_NP_SQUARE) line(g, "  %s = x_ * x_;", out->s);
+            else if (fn == LF_NP_MINIMUM) line(g, "  %s = nd_min_%s(x_, y_);", out->s, sfx[r]);
+            else if (fn == LF_NP_MAXIMUM) line(g, "  %s = nd_max_%s(x_, y_);", out->s, sfx[r]);
+            else if (f) line(g, "  %s = %s%s(x_%s);", out->s, f, s32, b ? ", y_" : "");
+            else return no_type(g, e);
+            if (b) line(g, "  if (NDL_UNLIKELY(NDL_EDGE2(%s, x_, y_))) {", out->s);
+            else line(g, "  if (NDL_UNLIKELY(NDL_EDGE1(%s, x_))) {", out->s);
+            g->ind += 2; slow(g, ln, op, out, a, b); g->ind -= 2;
+            line(g, "  } }");
+            return 0;
+        }
+        if (ISNPI(r) || r == LT_B1) {
+            char x[64], y[64];
+            conv(x, sizeof x, a, r);
+            if (b) conv(y, sizeof y, b, r);
+            switch (fn) {
+            case LF_NP_ABS:
+                if (ISU(r) || r == LT_B1) decl(g, out, r, "%s", x);
+                else decl(g, out, r, "nd_iabs_%s(%s)", sfx[r], x);
+                return 0;
+            case LF_NP_FLOOR: case LF_NP_CEIL: case LF_NP_TRUNC:
+                decl(g, out, r, "%s", x);
+                return 0;
+            case LF_NP_MINIMUM: decl(g, out, r, "(%s < %s ? %s : %s)", x, y, x, y); return 0;
+            case LF_NP_MAXIMUM: decl(g, out, r, "(%s > %s ? %s : %s)", x, y, x, y); return 0;
+            case LF_NP_SQUARE:
+                if (r == LT_B1) decl(g, out, r, "%s", x);
+                else decl(g, out, r, "(%s)((uint64_t)%s * (uint64_t)%s)", ctype[r], x, x);
+                return 0;
+            case LF_NP_POWER:
+                if (r == LT_B1) return no_type(g, e);
+                newtmp(g, out, r);
+                line(g, "%s %s = 0;", ctype[r], out->s);
+                line(g, "if (NDL_UNLIKELY(%s%s)) {", ISU(r) ? "0" : y, ISU(r) ? "" : " < 0");
+                g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+                line(g, "} else { int e_ = 0; %s = nd_ipow_%s(%s, %s, &e_); (void)e_; }", out->s, sfx[r], x, y);
+                return 0;
+            default:
+                return no_type(g, e);
+            }
+        }
+        return no_type(g, e);
+    }
+    switch (fn) {
+    case LF_ABS:
+        if (r == LT_PYINT) {
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY((int64_t)%s == INT64_MIN))", a->s);
+            g->ind++; deopt(g); g->ind--;
+            line(g, "else %s = (int64_t)%s < 0 ? -(int64_t)%s : (int64_t)%s;", out->s, a->s, a->s, a->s);
+            return 0;
+        }
+        if (ISF(r)) { decl(g, out, r, "(%s)fabs((double)%s)", ctype[r], a->s); return 0; }
+        if (r == LT_B1 || ISU(r)) { decl(g, out, r, "(%s)%s", ctype[r], a->s); return 0; }
+        if (ISNPI(r)) {
+            newtmp(g, out, r);
+            line(g, "%s %s = 0;", ctype[r], out->s);
+            line(g, "if (NDL_UNLIKELY(%s == %s)) {", a->s, tmin[r]);
+            g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
+            line(g, "} else %s = %s < 0 ? (%s)-%s : %s;", out->s, a->s, ctype[r], a->s, a->s);
+            return 0;
+        }
+        return no_type(g, e);
+    case LF_MIN: case LF_MAX: {
+        /* Python's: the first of equal (or unordered) values */
+        cv c;
+        if (compare(g, fn == LF_MAX ? LO_GT : LO_LT, b, a, LT_PYBOOL, &c) < 0) return -1;
+        decl(g, out, r, "%s ? %s : %s", c.s, b->s, a->s);
+        return 0;
+    }
+    case LF_INT:
+        if (!a) { decl(g, out, r, "0"); return 0; }
+        if (ISF(a->t)) {
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY(!((double)%s >= -9223372036854775808.0 && (double)%s < 9223372036854775808.0))) {", a->s, a->s);
+            g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
+            line(g, "} else %s = (int64_t)%s;", out->s, a->s);
+            return 0;
+        }
+        if (a->t == LT_U8) {
+            newtmp(g, out, r);
+            line(g, "int64_t %s = 0;", out->s);
+            line(g, "if (NDL_UNLIKELY(%s > INT64_MAX)) {", a->s);
+            g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
+            line(g, "} else %s = (int64_t)%s;", out->s, a->s);
+            return 0;
+        }
+        decl(g, out, r, "(int64_t)%s", a->s);
+        return 0;
+    case LF_FLOAT:
+        if (a) decl(g, out, r, "(double)%s", a->s);
+        else decl(g, out, r, "%s", "0.0");
+        return 0;
+    case LF_BOOL:
+        if (a) decl(g, out, r, "(uint8_t)(%s != 0)", a->s);
+        else decl(g, out, r, "%s", "0");
+        return 0;
+    default:
+        break;
+    }
+    if (fn >= LF_NP_CAST && fn < LF_NP_CAST + LT_N) {
+        int t = fn - LF_NP_CAST;
+        if (t != r) return no_type(g, e);
+        if (a->t == t) { decl(g, out, r, "%s", a->s); return 0; }
+        if (t == LT_B1) { decl(g, out, r, "(uint8_t)(%s != 0)", a->s); return 0; }
+        newtmp(g, out, r);
+        line(g, "%s %s = (%s)0;", ctype[r], out->s, ctype[r]);
+        if (ISF(t)) {
+            if (t == LT_F4 && ISF(a->t) && a->t != LT_F4) {
+                line(g, "%s = (float)%s;", out->s, a->s);
+                line(g, "if (NDL_UNLIKELY(isinf(%s) && !isinf(%s))) {", out->s, a->s);
+                g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
+                line(g, "}");
+            } else {
+                line(g, "%s = (%s)%s;", out->s, ctype[r], a->s);
+            }
+            return 0;
+        }
+        if (ISF(a->t))
+            line(g, "if ((double)%s > (double)%s - 1.0 && (double)%s < (double)%s + 1.0 && (double)%s < 9223372036854775807.0) %s = (%s)%s; else {",
+                 a->s, tmin[t], a->s, tmax[t], a->s, out->s, ctype[t], a->s);
+        else if (a->t == LT_U8)
+            line(g, "if (%s <= (uint64_t)%s) %s = (%s)%s; else {", a->s, tmax[t], out->s, ctype[t], a->s);
+        else
+            line(g, "if ((int64_t)%s >= (int64_t)%s && (%d || (int64_t)%s <= (int64_t)%s)) %s = (%s)%s; else {",
+                 a->s, tmin[t], t == LT_U8, a->s, t == LT_U8 ? "INT64_MAX" : tmax[t], out->s, ctype[t], a->s);
+        g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
+        line(g, "}");
+        return 0;
+    }
+    return no_type(g, e);
+}
+
+/* ------------------------------------------------------- expressions */
+/* index k of an element access, checked against its axis; "ix" names */
+static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
+{
+    int a = e->var, n = e->n - first;
+    for (int k = 0; k < n; k++) {
+        cv v;
+        if (expr(g, e->kid[first + k], &v) < 0) return -1;
+        snprintf(ix[k], 16, "i%d", ++g->tmp);
+        line(g, "int64_t %s = (int64_t)%s;", ix[k], v.s);
+        if (e->aux || k == n - 1) {
+            /* chained a[i][j]: each level is checked before the next index
+             * is evaluated; a[i, j]: every index first, then each axis */
+            int from = e->aux ? k : 0;
+            for (int j = from; j <= k; j++) {
+                line(g, "if (%s < 0) %s += a%d_n%d;", ix[j], ix[j], a, j);
+                line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
+                     ix[j], a, j, ix[j], ix[j], a, j, ix[j], e->aux ? 0 : j, a, j, e->line);
+            }
+        }
+    }
+    return 0;
+}
+
+static void address(cg *g, const nd_ln *e, int n, char (*ix)[16], char *out, size_t cap)
+{
+    int a = e->var;
+    int k = snprintf(out, cap, "(a%d", a);
+    for (int j = 0; j < n; j++) k += snprintf(out + k, cap - (size_t)k, " + %s * a%d_s%d", ix[j], a, j);
+    snprintf(out + k, cap - (size_t)k, ")");
+}
+
+static int expr(cg *g, const nd_ln *e, cv *out)
+{
+    nd_ltyping *T = g->T;
+    int bits, r = nd_lty_expr(T, e, g->assign, &bits);
+    if (r < 0) return no_type(g, e);
+    cv a, b;
+    switch (e->kind) {
+    case LK_CONST:
+        if (e->aux == LT_PYFLOAT) {
+            if (isnan(e->f)) decl(g, out, r, "NAN");
+            else if (isinf(e->f)) decl(g, out, r, "%sINFINITY", e->f < 0 ? "-" : "");
+            else decl(g, out, r, "%a", e->f);
+        } else if (e->i == INT64_MIN) {
+            decl(g, out, r, "INT64_MIN");
+        } else {
+            decl(g, out, r, "%lldll", (long long)e->i);
+        }
+        break;
+    case LK_VAR:
+        decl(g, out, r, "v%d_%d", e->var, r);
+        break;
+    case LK_BIN:
+    case LK_CMP:
+        if (expr(g, e->kid[0], &a) < 0 || expr(g, e->kid[1], &b) < 0) return -1;
+        if (binop(g, e, e->op, &a, &b, r, bits, out) < 0) return -1;
+        break;
+    case LK_UN:
+        if (expr(g, e->kid[0], &a) < 0) return -1;
+        if (unop(g, e, &a, r, out) < 0) return -1;
+        break;
+    case LK_AND:
+    case LK_OR: {
+        newtmp(g, out, r);
+        line(g, "%s %s;", ctype[r], out->s);
+        int depth = 0;
+        for (int k = 0; k < e->n; k++) {
+            if (expr(g, e->kid[k], &a) < 0) return -1;
+            line(g, "%s = %s;", out->s, a.s);
+            if (k < e->n - 1) {
+                line(g, "if (%s %s 0) {", out->s, e->kind == LK_OR ? "==" : "!=");
+                g->ind++;
+                depth++;
+            }
+        }
+        while (depth--) { g->ind--; line(g, "}"); }
+        break;
+    }
+    case LK_IFEXP: {
+        char c[16];
+        newtmp(g, out, r);
+        line(g, "%s %s;", ctype[r], out->s);
+        if (cond(g, e->kid[0], c) < 0) return -1;
+        line(g, "if (%s) {", c);
+        g->ind++;
+        if (expr(g, e->kid[1], &a) < 0) return -1;
+        line(g, "%s = %s;", out->s, a.s);
+        g->ind--;
+        line(g, "} else {");
+        g->ind++;
+        if (expr(g, e->kid[2], &b) < 0) return -1;
+        line(g, "%s = %s;", out->s, b.s);
+        g->ind--;
+        line(g, "}");
+        break;
+    }
+    case LK_ELEM: {
+        char ix[NDL_MAXDIMS][16], addr[1024];
+        if (index_of(g, e, 0, ix) < 0) return -1;
+        address(g, e, e->n, ix, addr, sizeof addr);
+        decl(g, out, r, "*(const %s *)%s", ctype[r], addr);
+        break;
+    }
+    case LK_SHAPE: {
+        int av = e->var, nd = T->andim[av];
+        if (e->aux == -2) decl(g, out, r, "%dll", nd);
+        else if (e->aux == -1) {
+            char buf[800] = "1";
+            int k = 1;
+            for (int j = 0; j < nd; j++) k += snprintf(buf + k, sizeof buf - (size_t)k, " * a%d_n%d", av, j);
+            decl(g, out, r, "%s", buf);
+        } else {
+            int ax = e->aux < 0 ? e->aux + nd : e->aux;
+            decl(g, out, r, "a%d_n%d", av, ax);
+        }
+        break;
+    }
+    case LK_CALL: {
+        cv args[2];
+        for (int k = 0; k < e->n; k++) if (expr(g, e->kid[k], &args[k]) < 0) return -1;
+        if (call(g, e, args, r, out) < 0) return -1;
+        break;
+    }
+    default:
+        return no_type(g, e);
+    }
+    out->bits = bits;
+    return 0;
+}
+
+/* a C int: the truth of e */
+static int cond(cg *g, const nd_ln *e, char *name)
+{
+    snprintf(name, 16, "c%d", ++g->tmp);
+    if (e->kind == LK_AND || e->kind == LK_OR) {
+        line(g, "int %s = %d;", name, e->kind == LK_AND);
+        int depth = 0;
+        for (int k = 0; k < e->n; k++) {
+            char c[16];
+            if (cond(g, e->kid[k], c) < 0) return -1;
+            if (k < e->n - 1) {
+                line(g, "if (%s%s) {", e->kind == LK_AND ? "" : "!", c);
+                g->ind++;
+                depth++;
+            } else {
+                line(g, "%s = %s;", name, c);
+            }
+        }
+        /* a false (true) operand decided it: name keeps its start value for
+         * the last one only; set it for each early exit */
+        while (depth--) {
+            g->ind--;
+            line(g, "} else %s = %d;", name, e->kind == LK_OR);
+        }
+        return 0;
+    }
+    if (e->kind == LK_UN && e->op == LO_NOT) {
+        char c[16];
+        if (cond(g, e->kid[0], c) < 0) return -1;
+        line(g, "int %s = !%s;", name, c);
+        return 0;
+    }
+    cv v;
+    if (expr(g, e, &v) < 0) return -1;
+    line(g, "int %s = %s != 0;", name, v.s);
+    return 0;
+}
+
+/* -------------------------------------------------------- statements */
+typedef struct {
+    int vars[8];
+    int n;
+} uvars;
+
+static int collect(cg *g, const nd_ln *e, uvars *u)
+{
+    if (!e) return 0;
+    if (e->kind == LK_VAR && g->T->adt[e->var] < 0) {
+        uint32_t s = g->T->vset[e->var];
+        if ((s & (s - 1)) || g->T->entry[e->var] == LT_UNBOUND) {
+            for (int k = 0; k < u->n; k++) if (u->vars[k] == e->var) return 0;
+            if (u->n == 8) return -1;
+            u->vars[u->n++] = e->var;
+        }
+        return 0;
+    }
+    for (int k = 0; k < e->n; k++) if (collect(g, e->kid[k], u) < 0) return -1;
+    return 0;
+}
+
+static int assign_to(cg *g, int v, const cv *x)
+{
+    if (!(g->T->vset[v] & (1u << x->t))) {
+        PyErr_SetString(PyExc_SystemError, "numdyn loop capture: a type the analysis missed");
+        return -1;
+    }
+    line(g, "v%d_%d = %s; v%d_t = %d;", v, x->t, x->s, v, x->t);
+    return 0;
+}
+
+/* store value x at element e (an LK_STORE / LK_AUGSTORE) whose address and
+ * indices are computed */
+static int store(cg *g, const nd_ln *e, const cv *x, const char *addr, char (*ix)[16], int nidx)
+{
+    int a = e->var, d = g->T->adt[a], ln = e->line;
+    const char *D = ctype[d];
+    char fits[512];
+    if (x->t == d) {
+        line(g, "*(%s *)%s = %s;", D, addr, x->s);
+        return 0;
+    }
+    if (d == LT_B1) {
+        line(g, "*(uint8_t *)%s = (uint8_t)(%s != 0);", addr, x->s);
+        return 0;
+    }
+    if (d == LT_F8 || (d == LT_F4 && !ISF(x->t)) || (d == LT_F4 && x->t == LT_F4)) {
+        line(g, "*(%s *)%s = (%s)%s;", D, addr, D, x->s);
+        return 0;
+    }
+    if (d == LT_F4) {
+        snprintf(fits, sizeof fits, "!(isinf((float)%s) && !isinf(%s))", x->s, x->s);
+    } else if (ISF(x->t)) {
+        snprintf(fits, sizeof fits, "(double)%s > (double)%s - 1.0 && (double)%s < (double)%s + 1.0 && (double)%s < 9223372036854775807.0",
+                 x->s, tmin[d], x->s, tmax[d], x->s);
+    } else if (x->t == LT_U8) {
+        snprintf(fits, sizeof fits, "%s <= (uint64_t)%s", x->s, tmax[d]);
+    } else {
+        snprintf(fits, sizeof fits, "(int64_t)%s >= (int64_t)%s && (%d || (int64_t)%s <= (int64_t)%s)",
+                 x->s, tmin[d], d == LT_U8, x->s, d == LT_U8 ? "INT64_MAX" : tmax[d]);
+    }
+    line(g, "if (%s) *(%s *)%s = (%s)%s;", fits, D, addr, D, x->s);
+    line(g, "else {");
+    g->ind++;
+    char list[600] = "";
+    int k = 0;
+    for (int j = 0; j < nidx; j++) k += snprintf(list + k, sizeof list - (size_t)k, "%s%s", j ? ", " : "", ix[j]);
+    line(g, "int64_t ix_[] = {%s}; F->err_line = %d;", list, ln);
+    line(g, "if (F->store(F, %d, %d, ix_, %d, &%s)) { rc = NDL_PYERR; goto nd_out; }", a, nidx, x->t, x->s);
+    g->ind--;
+    line(g, "}");
+    return 0;
+}
+
+static int simple(cg *g, const nd_ln *s)
+{
+    cv x, y;
+    switch (s->kind) {
+    case LK_ASSIGN:
+        if (expr(g, s->kid[0], &x) < 0) return -1;
+        return assign_to(g, s->var, &x);
+    case LK_MULTI: {
+        int m = s->n / 2;
+        cv vals[64];
+        if (m > 64) return no_type(g, s);
+        for (int k = 0; k < m; k++) if (expr(g, s->kid[m + k], &vals[k]) < 0) return -1;
+        for (int k = 0; k < m; k++) if (assign_to(g, s->kid[k]->var, &vals[k]) < 0) return -1;
+        return 0;
+    }
+    case LK_STORE: {
+        char ix[NDL_MAXDIMS][16], addr[1024];
+        int a = s->var;
+        if (g->T->adt[a] < 0) return no_type(g, s);
+        if (!g->T->awrite[a]) {
+            if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("a store into a read-only array at line %d", s->line);
+            return no_type(g, s);
+        }
+        if (s->n - 1 != g->T->andim[a]) {
+            if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("a store of an array-valued subscript at line %d", s->line);
+            return no_type(g, s);
+        }
+        if (expr(g, s->kid[0], &x) < 0) return -1;
+        if (index_of(g, s, 1, ix) < 0) return -1;
+        address(g, s, s->n - 1, ix, addr, sizeof addr);
+        return store(g, s, &x, addr, ix, s->n - 1);
+    }
+    case LK_AUGSTORE: {
+        char ix[NDL_MAXDIMS][16], addr[1024];
+        int a = s->var, d = g->T->adt[a];
+        if (d < 0 || !g->T->awrite[a] || s->n - 1 != g->T->andim[a]) {
+            if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("an augmented store this loop cannot make at line %d", s->line);
+            return no_type(g, s);
+        }
+        if (index_of(g, s, 1, ix) < 0) return -1;
+        address(g, s, s->n - 1, ix, addr, sizeof addr);
+        cv cur;
+        decl(g, &cur, d, "*(const %s *)%s", ctype[d], addr);
+        if (expr(g, s->kid[0], &y) < 0) return -1;
+        int r = nd_lty_bin(s->op, d, y.t);
+        if (r < 0) {
+            if (r == -2) { g->fail = -1; return -1; }
+            if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("an augmented store NumPy refuses for these types at line %d", s->line);
+            return no_type(g, s);
+        }
+        if (binop(g, s, s->op, &cur, &y, r, LBITS_ANY, &x) < 0) return -1;
+        return store(g, s, &x, addr, ix, s->n - 1);
+    }
+    default:
+        return no_type(g, s);
+    }
+}
+
+/* emit f(g, s) once per combination of the types of the variables s's
+ * expressions read that may have several (or none) */
+typedef int (*emit_fn)(cg *g, const nd_ln *s, void *ctx);
+
+static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emit_fn f, void *ctx)
+{
+    uvars u = {{0}, 0};
+    for (int k = 0; k < nexpr; k++)
+        if (collect(g, exprs[k], &u) < 0) {
+            if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("too many variables of changing type at line %d", s->line);
+            return no_type(g, s);
+        }
+    if (!u.n) return f(g, s, ctx);
+    int idx[8] = {0}, nt[8], mem[8][LT_N], first = 1;
+    for (int k = 0; k < u.n; k++) {
+        nt[k] = 0;
+        /* NumPy's types first: a local that starts as a Python scalar and
+         * becomes a NumPy one (s = 0.0; s += a[i]) tests its steady type first */
+        for (int t = LT_N - 1; t >= 0; t--) if (g->T->vset[u.vars[k]] & (1u << t)) mem[k][nt[k]++] = t;
+        if (!nt[k]) {  /* never has a value: reading it raises */
+            line(g, "{ F->err_a = %d; rc = NDL_UNBOUND; goto nd_out; }", u.vars[k]);
+            return 0;
+        }
+    }
+    int combos = 0;
+    for (;;) {
+        char test[512];
+        int n = 0;
+        for (int k = 0; k < u.n; k++) {
+            g->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
+            n += snprintf(test + n, sizeof test - (size_t)n, "%sv%d_t == %d", k ? " && " : "", u.vars[k], mem[k][idx[k]]);
+        }
+        line(g, "%sif (%s) {", first ? "" : "else ", test);
+        first = 0;
+        g->ind++;
+        PyObject *saved = g->T->reason;
+        g->T->reason = NULL;
+        size_t mark = g->sb->n;
+        int ind = g->ind;
+        int rc = f(g, s, ctx);
+        if (rc < 0 && g->fail == 1) {
+            /* this combination has no type: if it happens, Python runs the loop */
+            g->sb->n = mark;
+            g->ind = ind;
+            Py_CLEAR(g->T->reason);
+            g->T->reason = saved;
+            g->fail = 0;
+            deopt(g);
+        } else {
+            if (g->T->reason) { Py_XDECREF(saved); } else g->T->reason = saved;
+            if (rc < 0) return -1;
+            combos++;
+        }
+        g->ind--;
+        line(g, "}");
+        if (++combos > 256) break;
+        int k = 0;
+        while (k < u.n && ++idx[k] == nt[k]) idx[k++] = 0;
+        if (k == u.n) break;
+    }
+    /* no combination matched: a variable has no value yet */
+    char which[512];
+    int n = 0;
+    for (int k = 0; k < u.n; k++)
+        n += snprintf(which + n, sizeof which - (size_t)n, "v%d_t == LT_UNBOUND ? %d : ", u.vars[k], u.vars[k]);
+    line(g, "else { F->err_a = %s-1; rc = NDL_UNBOUND; goto nd_out; }", which);
+    for (int k = 0; k < u.n; k++) {
+        uint32_t st = g->T->vset[u.vars[k]];
+        int one = -1;
+        for (int t = 0; t < LT_N; t++) if (st == (1u << t)) one = t;
+        g->assign[u.vars[k]] = one >= 0 ? (uint8_t)one : LT_UNBOUND;
+    }
+    return 0;
+}
+
+static int emit_simple(cg *g, const nd_ln *s, void *ctx) { (void)ctx; return simple(g, s); }
+
+static int emit_cond(cg *g, const nd_ln *s, void *ctx)
+{
+    char c[16];
+    if (cond(g, s->kid[0], c) < 0) return -1;
+    line(g, "%s = %s;", (char *)ctx, c);
+    return 0;
+}
+
+static int emit_range(cg *g, const nd_ln *s, void *ctx)
+{
+    char (*names)[16] = ctx;
+    for (int k = 0; k < 3; k++) {
+        cv v;
+        if (expr(g, s->kid[k], &v) < 0) return -1;
+        line(g, "%s = (int64_t)%s;", names[k], v.s);
+    }
+    return 0;
+}
+
+static int stmts(cg *g, nd_ln *const *b, int n);
+
+#define POLL "if (NDL_UNLIKELY(++nd_tick == 0) && F->poll(F)) { rc = NDL_PYERR; goto nd_out; }"
+
+static int stmt(cg *g, const nd_ln *s)
+{
+    switch (s->kind) {
+    case LK_ASSIGN: case LK_MULTI: case LK_STORE: case LK_AUGSTORE:
+        return specialize(g, s, s->kid, s->n, emit_simple, NULL);
+    case LK_IF: {
+        char c[16];
+        snprintf(c, sizeof c, "c%d", ++g->tmp);
+        line(g, "int %s = 0;", c);
+        if (specialize(g, s, s->kid, 1, emit_cond, c) < 0) return -1;
+        line(g, "if (%s) {", c);
+        g->ind++;
+        if (stmts(g, s->body, s->nbody) < 0) return -1;
+        g->ind--;
+        if (s->norelse) {
+            line(g, "} else {");
+            g->ind++;
+            if (stmts(g, s->orelse, s->norelse) < 0) return -1;
+            g->ind--;
+        }
+        line(g, "}");
+        return 0;
+    }
+    case LK_WHILE: {
+        char c[16];
+        snprintf(c, sizeof c, "c%d", ++g->tmp);
+        line(g, "for (;;) {");
+        g->ind++;
+        line(g, POLL);
+        line(g, "int %s = 0;", c);
+        if (specialize(g, s, s->kid, 1, emit_cond, c) < 0) return -1;
+        line(g, "if (!%s) break;", c);
+        if (stmts(g, s->body, s->nbody) < 0) return -1;
+        g->ind--;
+        line(g, "}");
+        return 0;
+    }
+    case LK_FOR: {
+        char names[3][16];
+        int id = ++g->tmp;
+        for (int k = 0; k < 3; k++) snprintf(names[k], 16, "r%d_%d", id, k);
+        line(g, "{");
+        g->ind++;
+        line(g, "int64_t %s = 0, %s = 0, %s = 1;", names[0], names[1], names[2]);
+        if (specialize(g, s, s->kid, 3, emit_range, names) < 0) return -1;
+        line(g, "if (NDL_UNLIKELY(%s == 0)) { F->err_line = %d; rc = NDL_RANGE0; goto nd_out; }", names[2], s->line);
+        line(g, "uint64_t n%d = %s > 0 ? (%s > %s ? ((uint64_t)%s - (uint64_t)%s - 1) / (uint64_t)%s + 1 : 0)",
+             id, names[2], names[1], names[0], names[1], names[0], names[2]);
+        line(g, "                    : (%s > %s ? ((uint64_t)%s - (uint64_t)%s - 1) / ((uint64_t)0 - (uint64_t)%s) + 1 : 0);",
+             names[0], names[1], names[0], names[1], names[2]);
+        line(g, "for (uint64_t k%d = 0; k%d < n%d; k%d++) {", id, id, id, id);
+        g->ind++;
+        line(g, POLL);
+        line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, LT_PYINT,
+             names[0], id, names[2], s->var, LT_PYINT);
+        if (stmts(g, s->body, s->nbody) < 0) return -1;
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+        return 0;
+    }
+    case LK_BREAK: line(g, "break;"); return 0;
+    case LK_CONTINUE: line(g, "continue;"); return 0;
+    case LK_PASS: return 0;
+    default:
+        return no_type(g, s);
+    }
+}
+
+static int stmts(cg *g, nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++) if (stmt(g, b[k]) < 0) return -1;
+    return 0;
+}
+
+int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
+{
+    const nd_lir *ir = T->ir;
+    cg g;
+    memset(&g, 0, sizeof g);
+    g.T = T;
+    g.ir = ir;
+    g.sb = out;
+    if (!(g.assign = PyMem_Malloc((size_t)ir->nvars + 1))) { PyErr_NoMemory(); return -1; }
+    memset(g.assign, LT_UNBOUND, (size_t)ir->nvars + 1);
+    for (int v = 0; v < ir->nvars; v++)
+        for (int t = 0; t < LT_N; t++)
+            if (T->adt[v] < 0 && T->vset[v] == (1u << t)) g.assign[v] = (uint8_t)t;
+    nd_sb_puts(out, "#include \"nd_kernel.h\"\n#include \"nd_loop.h\"\n"
+                    "#define NDL_SLOW(ln, op, tr, r, ta, a, tb, b) do { F->err_line = (ln); "
+                    "int s_ = F->slow(F, (op), (tr), (r), (ta), (a), (tb), (b)); "
+                    "if (s_) { rc = s_ < 0 ? NDL_PYERR : NDL_DEOPT; goto nd_out; } } while (0)\n"
+                    "#pragma GCC diagnostic ignored \"-Wunused-variable\"\n"
+                    "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n"
+                    "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"
+                    "int nd_loop_main(nd_lframe *F)\n{\n");
+    g.ind = 1;
+    line(&g, "int rc = NDL_OK;");
+    line(&g, "uint16_t nd_tick = 0;");
+    for (int v = 0; v < ir->nvars; v++) {
+        if (T->adt[v] >= 0) {
+            line(&g, "char *a%d = F->arr[%d].data;", v, v);
+            for (int d = 0; d < T->andim[v]; d++)
+                line(&g, "const int64_t a%d_n%d = F->arr[%d].shape[%d], a%d_s%d = F->arr[%d].strides[%d];",
+                     v, d, v, d, v, d, v, d);
+            continue;
+        }
+        if (!T->vset[v] && T->entry[v] == LT_UNBOUND) continue;
+        line(&g, "uint8_t v%d_t = F->tag[%d];", v, v);
+        for (int t = 0; t < LT_N; t++)
+            if (T->vset[v] & (1u << t)) {
+                line(&g, "%s v%d_%d = 0;", ctype[t], v, t);
+                line(&g, "if (v%d_t == %d) memcpy(&v%d_%d, &F->val[%d], sizeof v%d_%d);", v, t, v, t, v, v, t);
+            }
+    }
+    int rc = stmt(&g, ir->root);
+    line(&g, "nd_out:");
+    for (int v = 0; v < ir->nvars; v++) {
+        if (T->adt[v] >= 0 || (!T->vset[v] && T->entry[v] == LT_UNBOUND)) continue;
+        line(&g, "F->tag[%d] = v%d_t;", v, v);
+        for (int t = 0; t < LT_N; t++)
+            if (T->vset[v] & (1u << t))
+                line(&g, "if (v%d_t == %d) memcpy(&F->val[%d], &v%d_%d, sizeof v%d_%d);", v, t, v, v, t, v, t);
+    }
+    line(&g, "return rc;");
+    nd_sb_puts(out, "}\n");
+    PyMem_Free(g.assign);
+    *needs_snapshot = g.snapshot;
+    if (rc < 0) {
+        if (g.fail == 1 && !PyErr_Occurred()) {
+            if (!T->reason) T->reason = PyUnicode_FromString("a combination of types loops do not compute in");
+            return 1;
+        }
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop codegen failed");
+        return -1;
+    }
+    return nd_sb_check(out);
+}

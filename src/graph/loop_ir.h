@@ -1,0 +1,89 @@
+/* loop_ir.h -- the IR of a captured Python loop (DESIGN.md, "Loop capture").
+ *
+ * A loop statement of the user's function, parsed from its source
+ * (trace/loop_parse.c), as a small tree of statements and scalar
+ * expressions over numbered variables: scalar locals (typed per call
+ * signature by passes/loop_types.c), arrays (element loads and stores),
+ * and names the loop only calls (math, np, builtins). Types are not stored
+ * in the tree: a signature gives every variable a set of possible types,
+ * and codegen/codegen_loop.c specializes each statement on the runtime type
+ * of the variables it reads.
+ */
+#ifndef ND_LOOP_IR_H
+#define ND_LOOP_IR_H
+#include <Python.h>
+#include <stdint.h>
+#include "nd_loop.h"
+
+enum {
+    /* expressions */
+    LK_CONST,     /* aux: LT_PYBOOL/PYINT/PYFLOAT; i or f */
+    LK_VAR,       /* var */
+    LK_BIN,       /* op LO_ADD..LO_BXOR; kid[0], kid[1] */
+    LK_UN,        /* op LO_NEG/POS/INV/NOT; kid[0] */
+    LK_CMP,       /* op LO_LT..LO_NE; kid[0], kid[1] */
+    LK_AND,       /* short-circuit, n kids; value: Python's (an operand) */
+    LK_OR,
+    LK_IFEXP,     /* kid[0] ? kid[1] : kid[2] */
+    LK_ELEM,      /* var (array); n index kids; aux: 1 = chained a[i][j] */
+    LK_SHAPE,     /* var (array); aux: axis (>= 0), -1: .size, -2: .ndim */
+    LK_CALL,      /* aux: LF_*; n argument kids */
+    /* statements */
+    LK_ASSIGN,    /* var = kid[0] */
+    LK_STORE,     /* var[kid[1..n-1]] = kid[0]; aux: chained */
+    LK_AUGSTORE,  /* var[kid[1..n-1]] op= kid[0]; aux: chained */
+    LK_MULTI,     /* n/2 targets: kid[0..m-1] are LK_VAR targets, kid[m..] values */
+    LK_IF,        /* kid[0] cond; body; orelse */
+    LK_FOR,       /* var = range(kid[0], kid[1], kid[2]); body */
+    LK_WHILE,     /* kid[0] cond; body */
+    LK_BREAK,
+    LK_CONTINUE,
+    LK_PASS
+};
+
+typedef struct nd_ln nd_ln;
+struct nd_ln {
+    uint8_t kind, op;
+    uint16_t n;
+    int line;
+    int var;
+    int aux;
+    int64_t i;
+    double f;
+    nd_ln **kid;
+    nd_ln **body;
+    int nbody;
+    nd_ln **orelse;
+    int norelse;
+};
+
+/* what a variable is to the loop */
+enum {
+    VF_LOCAL = 1,       /* a local of the function (else a global or builtin) */
+    VF_ASSIGNED = 2,    /* assigned in the loop: handed back */
+    VF_READ = 4,        /* read as a scalar */
+    VF_ARRAY = 8,       /* indexed: must be an ndarray */
+    VF_STORED = 16,     /* an array the loop stores into */
+    VF_MODULE = 32,     /* only used as math./np. (aux: which) */
+    VF_BUILTIN = 64     /* only called as a builtin (range, len, abs, ...) */
+};
+enum { LM_MATH = 1, LM_NUMPY = 2 };
+
+typedef struct nd_lblock nd_lblock;
+typedef struct {
+    nd_ln *root;          /* the loop statement */
+    int nvars;
+    PyObject *names;      /* tuple of str, one per variable */
+    uint8_t *vflags;      /* VF_* */
+    uint8_t *vmod;        /* VF_MODULE: LM_*; VF_BUILTIN: which builtin (LB_*) */
+    int line;             /* first line of the loop */
+    nd_lblock *arena;
+} nd_lir;
+
+enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL };
+
+/* allocation from the IR's arena (freed with it); NULL + MemoryError */
+void *nd_lir_alloc(nd_lir *ir, size_t size);
+nd_ln *nd_lir_node(nd_lir *ir, int kind, int line, int nkids);
+void nd_lir_free(nd_lir *ir);
+#endif

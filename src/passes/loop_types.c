@@ -1,0 +1,571 @@
+/* loop_types.c -- the types of a captured loop for one call signature
+ * (see loop_types.h). */
+#include "passes/loop_types.h"
+#include "core/npy.h"
+#include <string.h>
+
+static const int typenums[LT_N] = {
+    -1, -1, -1, NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64,
+    NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
+static const char *const names[LT_N] = {
+    "bool", "int", "float", "bool_", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "float32", "float64"};
+
+int nd_lty_typenum(int t) { return t >= 0 && t < LT_N ? typenums[t] : -1; }
+const char *nd_lty_name(int t) { return t >= 0 && t < LT_N ? names[t] : NULL; }
+
+int nd_lty_of_typenum(int tn)
+{
+    switch (tn) {
+    case NPY_BOOL: return LT_B1;
+    case NPY_BYTE: return LT_I1;
+    case NPY_SHORT: return LT_I2;
+    case NPY_INT: return LT_I4;
+    case NPY_LONG: case NPY_LONGLONG: return LT_I8;
+    case NPY_UBYTE: return LT_U1;
+    case NPY_USHORT: return LT_U2;
+    case NPY_UINT: return LT_U4;
+    case NPY_ULONG: case NPY_ULONGLONG: return LT_U8;
+    case NPY_FLOAT: return LT_F4;
+    case NPY_DOUBLE: return LT_F8;
+    default: return -1;
+    }
+}
+
+/* ------------------------------------------------------------ oracle */
+static PyObject *sample[LT_N];
+static PyObject *fnobj[LF_N];
+
+static const struct { int fn; const char *mod, *name; } fntab[] = {
+    {LF_ABS, "builtins", "abs"}, {LF_MIN, "builtins", "min"}, {LF_MAX, "builtins", "max"},
+    {LF_INT, "builtins", "int"}, {LF_FLOAT, "builtins", "float"}, {LF_BOOL, "builtins", "bool"},
+    {LF_M_SQRT, "math", "sqrt"}, {LF_M_EXP, "math", "exp"}, {LF_M_LOG, "math", "log"},
+    {LF_M_LOG10, "math", "log10"}, {LF_M_LOG2, "math", "log2"}, {LF_M_SIN, "math", "sin"},
+    {LF_M_COS, "math", "cos"}, {LF_M_TAN, "math", "tan"}, {LF_M_ATAN, "math", "atan"},
+    {LF_M_ASIN, "math", "asin"}, {LF_M_ACOS, "math", "acos"}, {LF_M_SINH, "math", "sinh"},
+    {LF_M_COSH, "math", "cosh"}, {LF_M_TANH, "math", "tanh"}, {LF_M_FABS, "math", "fabs"},
+    {LF_M_FLOOR, "math", "floor"}, {LF_M_CEIL, "math", "ceil"}, {LF_M_TRUNC, "math", "trunc"},
+    {LF_M_ATAN2, "math", "atan2"}, {LF_M_HYPOT, "math", "hypot"}, {LF_M_POW, "math", "pow"},
+    {LF_M_ISNAN, "math", "isnan"}, {LF_M_ISINF, "math", "isinf"}, {LF_M_ISFINITE, "math", "isfinite"},
+    {LF_M_LOG1P, "math", "log1p"}, {LF_M_EXPM1, "math", "expm1"},
+    {LF_NP_SQRT, "numpy", "sqrt"}, {LF_NP_EXP, "numpy", "exp"}, {LF_NP_LOG, "numpy", "log"},
+    {LF_NP_LOG10, "numpy", "log10"}, {LF_NP_LOG2, "numpy", "log2"}, {LF_NP_SIN, "numpy", "sin"},
+    {LF_NP_COS, "numpy", "cos"}, {LF_NP_TAN, "numpy", "tan"}, {LF_NP_ARCTAN, "numpy", "arctan"},
+    {LF_NP_ARCSIN, "numpy", "arcsin"}, {LF_NP_ARCCOS, "numpy", "arccos"},
+    {LF_NP_SINH, "numpy", "sinh"}, {LF_NP_COSH, "numpy", "cosh"}, {LF_NP_TANH, "numpy", "tanh"},
+    {LF_NP_FABS, "numpy", "fabs"}, {LF_NP_FLOOR, "numpy", "floor"}, {LF_NP_CEIL, "numpy", "ceil"},
+    {LF_NP_TRUNC, "numpy", "trunc"}, {LF_NP_ARCTAN2, "numpy", "arctan2"},
+    {LF_NP_HYPOT, "numpy", "hypot"}, {LF_NP_POWER, "numpy", "power"},
+    {LF_NP_ISNAN, "numpy", "isnan"}, {LF_NP_ISINF, "numpy", "isinf"},
+    {LF_NP_ISFINITE, "numpy", "isfinite"}, {LF_NP_LOG1P, "numpy", "log1p"},
+    {LF_NP_EXPM1, "numpy", "expm1"}, {LF_NP_ABS, "numpy", "absolute"},
+    {LF_NP_MINIMUM, "numpy", "minimum"}, {LF_NP_MAXIMUM, "numpy", "maximum"},
+    {LF_NP_SQUARE, "numpy", "square"},
+    {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
+    {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
+    {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
+    {LF_NP_CAST + LT_U2, "numpy", "uint16"}, {LF_NP_CAST + LT_U4, "numpy", "uint32"},
+    {LF_NP_CAST + LT_U8, "numpy", "uint64"}, {LF_NP_CAST + LT_F4, "numpy", "float32"},
+    {LF_NP_CAST + LT_F8, "numpy", "float64"},
+    {-1, NULL, NULL}};
+
+/* the Python object for call fn (borrowed); NULL + exception */
+PyObject *nd_lty_function(int fn)
+{
+    if (fn < 0 || fn >= LF_N) { PyErr_SetString(PyExc_SystemError, "bad loop function"); return NULL; }
+    if (fnobj[fn]) return fnobj[fn];
+    for (int k = 0; fntab[k].mod; k++) {
+        if (fntab[k].fn != fn) continue;
+        PyObject *m = PyImport_ImportModule(fntab[k].mod);
+        if (!m) return NULL;
+        fnobj[fn] = PyObject_GetAttrString(m, fntab[k].name);
+        Py_DECREF(m);
+        return fnobj[fn];
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown loop function");
+    return NULL;
+}
+
+static int init_samples(void)
+{
+    if (sample[LT_F8]) return 0;
+    sample[LT_PYBOOL] = Py_NewRef(Py_True);
+    sample[LT_PYINT] = PyLong_FromLong(1);
+    sample[LT_PYFLOAT] = PyFloat_FromDouble(1.0);
+    PyObject *one = PyLong_FromLong(1);
+    for (int t = LT_B1; t < LT_N; t++) {
+        PyObject *ty = nd_lty_function(LF_NP_CAST + t);
+        if (!ty || !one || !(sample[t] = PyObject_CallOneArg(ty, one))) {
+            Py_XDECREF(one);
+            for (int k = 0; k < LT_N; k++) Py_CLEAR(sample[k]);
+            return -1;
+        }
+    }
+    Py_DECREF(one);
+    return 0;
+}
+
+static int type_of(PyObject *r)
+{
+    if (PyBool_Check(r)) return LT_PYBOOL;
+    if (PyLong_CheckExact(r)) return LT_PYINT;
+    if (PyFloat_CheckExact(r)) return LT_PYFLOAT;
+    if (PyArray_IsScalar(r, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(r);
+        if (!d) { PyErr_Clear(); return -1; }
+        int t = nd_lty_of_typenum(d->type_num);
+        Py_DECREF(d);
+        /* only NumPy's own scalar types (not a subclass) */
+        if (t >= 0 && Py_TYPE(r) != Py_TYPE(sample[t])) t = -1;
+        return t;
+    }
+    return -1;
+}
+
+PyObject *nd_lty_apply(int op, PyObject *a, PyObject *b)
+{
+    switch (op) {
+    case LO_ADD: return PyNumber_Add(a, b);
+    case LO_SUB: return PyNumber_Subtract(a, b);
+    case LO_MUL: return PyNumber_Multiply(a, b);
+    case LO_TDIV: return PyNumber_TrueDivide(a, b);
+    case LO_FDIV: return PyNumber_FloorDivide(a, b);
+    case LO_MOD: return PyNumber_Remainder(a, b);
+    case LO_POW: return PyNumber_Power(a, b, Py_None);
+    case LO_LSH: return PyNumber_Lshift(a, b);
+    case LO_RSH: return PyNumber_Rshift(a, b);
+    case LO_BAND: return PyNumber_And(a, b);
+    case LO_BOR: return PyNumber_Or(a, b);
+    case LO_BXOR: return PyNumber_Xor(a, b);
+    case LO_NEG: return PyNumber_Negative(a);
+    case LO_POS: return PyNumber_Positive(a);
+    case LO_INV: return PyNumber_Invert(a);
+    case LO_NOT: {
+        int t = PyObject_IsTrue(a);
+        return t < 0 ? NULL : PyBool_FromLong(!t);
+    }
+    case LO_LT: return PyObject_RichCompare(a, b, Py_LT);
+    case LO_LE: return PyObject_RichCompare(a, b, Py_LE);
+    case LO_GT: return PyObject_RichCompare(a, b, Py_GT);
+    case LO_GE: return PyObject_RichCompare(a, b, Py_GE);
+    case LO_EQ: return PyObject_RichCompare(a, b, Py_EQ);
+    case LO_NE: return PyObject_RichCompare(a, b, Py_NE);
+    default: {
+        PyObject *f = nd_lty_function(op - LO_NOPS);
+        if (!f) return NULL;
+        PyObject *args[2] = {a, b};
+        return PyObject_Vectorcall(f, args, b ? 2 : (a ? 1 : 0), NULL);
+    }
+    }
+}
+
+/* -3: not asked yet */
+static int8_t bin_tab[LO_NOPS][LT_N][LT_N];
+static int8_t call_tab[LF_N][LT_N + 1][LT_N + 1];
+static int tabs_init;
+
+static void init_tabs(void)
+{
+    if (tabs_init) return;
+    memset(bin_tab, -3, sizeof bin_tab);
+    memset(call_tab, -3, sizeof call_tab);
+    tabs_init = 1;
+}
+
+static int ask(int op, int ta, int tb)
+{
+    if (init_samples() < 0) return -2;
+    PyObject *r = nd_lty_apply(op, ta >= 0 ? sample[ta] : NULL, tb >= 0 ? sample[tb] : NULL);
+    if (!r) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_ArithmeticError)) {
+            PyErr_Clear();
+            return -1;
+        }
+        return -2;
+    }
+    int t = type_of(r);
+    Py_DECREF(r);
+    return t;
+}
+
+int nd_lty_bin(int op, int ta, int tb)
+{
+    init_tabs();
+    if (ta < 0 || tb < 0 || ta >= LT_N || tb >= LT_N) return -1;
+    int8_t *c = &bin_tab[op][ta][tb];
+    if (*c == -3) {
+        int t = ask(op, ta, tb);
+        if (t == -2) return -2;
+        *c = (int8_t)t;
+    }
+    return *c;
+}
+
+int nd_lty_un(int op, int ta)
+{
+    init_tabs();
+    if (ta < 0 || ta >= LT_N) return -1;
+    if (op == LO_NOT) return LT_PYBOOL;
+    int8_t *c = &bin_tab[op][ta][0];
+    if (*c == -3) {
+        int t = ask(op, ta, -1);
+        if (t == -2) return -2;
+        *c = (int8_t)t;
+    }
+    return *c;
+}
+
+int nd_lty_call(int fn, int nargs, const int *ta)
+{
+    init_tabs();
+    if (nargs > 2) return -1;
+    int a = nargs > 0 ? ta[0] : LT_N, b = nargs > 1 ? ta[1] : LT_N;
+    if (a < 0 || b < 0) return -1;
+    /* min/max return one of their operands: a type only when both agree */
+    if ((fn == LF_MIN || fn == LF_MAX) && a != b) return -1;
+    int8_t *c = &call_tab[fn][a][b];
+    if (*c == -3) {
+        int t;
+        if (init_samples() < 0) return -2;
+        PyObject *f = nd_lty_function(fn);
+        if (!f) return -2;
+        PyObject *args[2] = {a < LT_N ? sample[a] : NULL, b < LT_N ? sample[b] : NULL};
+        PyObject *r = PyObject_Vectorcall(f, args, (size_t)nargs, NULL);
+        if (!r) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return -2;
+            PyErr_Clear();
+            t = -1;
+        } else {
+            t = type_of(r);
+            Py_DECREF(r);
+        }
+        *c = (int8_t)t;
+    }
+    return *c;
+}
+
+/* ------------------------------------------------- expression types */
+static int why(nd_ltyping *T, const nd_ln *e, const char *what)
+{
+    if (!T->reason) T->reason = PyUnicode_FromFormat("%s at line %d", what, e->line);
+    return -1;
+}
+
+static int bits_of(int64_t v)
+{
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int b = 0;
+    while (m) { b++; m >>= 1; }
+    return b;
+}
+
+static int clampb(int b) { return b > 62 ? LBITS_ANY : b; }
+
+static int int_bits(int t)
+{
+    switch (t) {
+    case LT_PYBOOL: case LT_B1: return 1;
+    case LT_I1: return 7;
+    case LT_U1: return 8;
+    case LT_I2: return 15;
+    case LT_U2: return 16;
+    case LT_I4: return 31;
+    case LT_U4: return 32;
+    case LT_I8: return 63;
+    default: return LBITS_ANY;
+    }
+}
+
+static int is_intlike(int t) { return t == LT_PYINT || t == LT_PYBOOL || (t >= LT_I1 && t <= LT_U8); }
+
+int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
+{
+    int b0 = 0, b1 = 0, t0, t1, r;
+    *bits = LBITS_ANY;
+    switch (e->kind) {
+    case LK_CONST:
+        *bits = e->aux == LT_PYINT ? bits_of(e->i) : 1;
+        return e->aux;
+    case LK_VAR:
+        if (T->adt[e->var] >= 0) return why(T, e, "an array used as a scalar");
+        if (assign[e->var] == LT_UNBOUND) return -1;
+        *bits = assign[e->var] == LT_PYINT ? T->vbits[e->var] : int_bits(assign[e->var]);
+        return assign[e->var];
+    case LK_BIN:
+    case LK_CMP:
+        if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        if ((t1 = nd_lty_expr(T, e->kid[1], assign, &b1)) < 0) return t1;
+        r = nd_lty_bin(e->op, t0, t1);
+        if (r == -1) return why(T, e, "an operator NumPy or Python refuses for these types");
+        if (r < 0) return r;
+        if (t0 == LT_PYBOOL) b0 = 1;
+        if (t1 == LT_PYBOOL) b1 = 1;
+        switch (e->op) {
+        case LO_ADD: case LO_SUB: *bits = clampb((b0 > b1 ? b0 : b1) + 1); break;
+        case LO_MUL: *bits = clampb(b0 + b1); break;
+        case LO_FDIV: *bits = b0 >= 63 ? LBITS_ANY : b0; break;
+        case LO_MOD: *bits = b1 >= 63 ? LBITS_ANY : b1; break;
+        case LO_POW:
+            if (e->kid[1]->kind == LK_CONST && e->kid[1]->aux == LT_PYINT && e->kid[1]->i >= 0 &&
+                e->kid[1]->i <= 62)
+                *bits = clampb(b0 <= 1 ? 1 : b0 * (int)e->kid[1]->i);
+            else
+                *bits = LBITS_ANY;
+            break;
+        case LO_LSH:
+            if (e->kid[1]->kind == LK_CONST && e->kid[1]->aux == LT_PYINT && e->kid[1]->i >= 0 &&
+                e->kid[1]->i <= 62)
+                *bits = clampb(b0 + (int)e->kid[1]->i);
+            else
+                *bits = LBITS_ANY;
+            break;
+        case LO_RSH: *bits = b0; break;
+        case LO_BAND: case LO_BOR: case LO_BXOR: *bits = b0 > b1 ? b0 : b1; break;
+        default: *bits = 1; break;
+        }
+        return r;
+    case LK_UN:
+        if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        r = nd_lty_un(e->op, t0);
+        if (r == -1) return why(T, e, "a unary operator NumPy or Python refuses for this type");
+        if (t0 == LT_PYBOOL) b0 = 1;
+        *bits = e->op == LO_INV ? clampb(b0 + 1) : e->op == LO_NOT ? 1 : b0;
+        return r;
+    case LK_AND:
+    case LK_OR:
+        r = -1;
+        for (int k = 0; k < e->n; k++) {
+            if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
+            if (k && t0 != r) return why(T, e, "and/or of values of different types");
+            r = t0;
+            if (b0 > b1) b1 = b0;
+        }
+        *bits = b1;
+        return r;
+    case LK_IFEXP:
+        if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        if ((t0 = nd_lty_expr(T, e->kid[1], assign, &b0)) < 0) return t0;
+        if ((t1 = nd_lty_expr(T, e->kid[2], assign, &b1)) < 0) return t1;
+        if (t0 != t1) return why(T, e, "a conditional expression with branches of different types");
+        *bits = b0 > b1 ? b0 : b1;
+        return t0;
+    case LK_ELEM: {
+        int a = e->var;
+        if (T->adt[a] < 0) return why(T, e, "an indexed name that is not an ndarray of a supported dtype");
+        if (e->n != T->andim[a])
+            return why(T, e, e->n < T->andim[a] ? "an array-valued subscript" : "too many indices");
+        for (int k = 0; k < e->n; k++) {
+            if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
+            if (!is_intlike(t0) || t0 == LT_PYBOOL || t0 == LT_B1 || t0 == LT_U8)
+                return why(T, e, "an index that is not an integer");
+        }
+        return T->adt[a];
+    }
+    case LK_SHAPE: {
+        int a = e->var, nd = T->andim[a];
+        if (T->adt[a] < 0) return why(T, e, "a shape of something that is not an ndarray");
+        if (e->aux == -2) { *bits = 6; return LT_PYINT; }
+        if (e->aux == -1) { *bits = 47; return LT_PYINT; }
+        int ax = e->aux;
+        if (e->i == 1 && ax < 0) ax += nd;
+        if (ax < 0 || ax >= nd || (e->i == 2 && (int)e->f != nd))
+            return why(T, e, "a shape index out of range");
+        *bits = T->abits;
+        return LT_PYINT;
+    }
+    case LK_CALL: {
+        int ta[2] = {LT_N, LT_N}, bs[2] = {0, 0};
+        for (int k = 0; k < e->n; k++) {
+            if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
+            if (ta[k] == LT_PYBOOL) bs[k] = 1;
+        }
+        r = nd_lty_call(e->aux, e->n, ta);
+        if (r == -1) return why(T, e, "a call NumPy or Python refuses for these types (or returns a type loops do not compute in)");
+        if (r < 0) return r;
+        if (r == LT_PYINT) {
+            if (e->aux == LF_INT || e->aux == LF_ABS)
+                *bits = e->n == 0 ? 1 : ta[0] == LT_PYINT ? bs[0] : int_bits(ta[0]);
+            else if (e->aux == LF_MIN || e->aux == LF_MAX) *bits = bs[0] > bs[1] ? bs[0] : bs[1];
+            else *bits = LBITS_ANY;
+        } else {
+            *bits = 1;
+        }
+        return r;
+    }
+    default:
+        return why(T, e, "a statement where an expression belongs");
+    }
+}
+
+/* ------------------------------------------------------- fixed point */
+typedef struct {
+    int vars[8];
+    int n;
+} uvars;
+
+/* the variables of expression e whose type set has more than one member */
+static int collect(nd_ltyping *T, const nd_ln *e, uvars *u, int deep)
+{
+    if (!e) return 0;
+    if (e->kind == LK_VAR && T->adt[e->var] < 0) {
+        uint32_t s = T->vset[e->var];
+        if (s & (s - 1)) {
+            for (int k = 0; k < u->n; k++) if (u->vars[k] == e->var) return 0;
+            if (u->n == 8) return -1;
+            u->vars[u->n++] = e->var;
+        }
+        return 0;
+    }
+    for (int k = 0; k < e->n; k++) if (collect(T, e->kid[k], u, deep) < 0) return -1;
+    return 0;
+}
+
+static int single(uint32_t s)
+{
+    for (int t = 0; t < LT_N; t++) if (s == (1u << t)) return t;
+    return -1;
+}
+
+typedef struct {
+    nd_ltyping *T;
+    uint8_t *assign;
+    int changed;
+} fctx;
+
+/* every type (and bits) e may have over the combinations of its union
+ * variables' types */
+static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
+{
+    nd_ltyping *T = f->T;
+    uvars u = {{0}, 0};
+    *set = 0;
+    *bits = 0;
+    if (collect(T, e, &u, 0) < 0) { why(T, e, "too many variables of changing type"); return 1; }
+    int idx[8] = {0}, nt[8], mem[8][LT_N];
+    for (int k = 0; k < u.n; k++) {
+        nt[k] = 0;
+        for (int t = 0; t < LT_N; t++) if (T->vset[u.vars[k]] & (1u << t)) mem[k][nt[k]++] = t;
+    }
+    for (;;) {
+        for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
+        int b, t = nd_lty_expr(T, e, f->assign, &b);
+        if (t == -2) return -1;
+        if (t >= 0) {
+            *set |= 1u << t;
+            if (t == LT_PYINT && b > *bits) *bits = b;
+        }
+        int k = 0;
+        while (k < u.n && ++idx[k] == nt[k]) idx[k++] = 0;
+        if (k == u.n) break;
+    }
+    for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = LT_UNBOUND;
+    return 0;
+}
+
+static void add_to(fctx *f, int v, uint32_t set, int bits)
+{
+    nd_ltyping *T = f->T;
+    if ((T->vset[v] | set) != T->vset[v]) { T->vset[v] |= set; f->changed = 1; }
+    if ((set & (1u << LT_PYINT)) && bits > T->vbits[v]) { T->vbits[v] = (uint8_t)bits; f->changed = 2; }
+}
+
+static int walk(fctx *f, nd_ln *const *b, int n);
+
+static int stmt_types(fctx *f, const nd_ln *s)
+{
+    nd_ltyping *T = f->T;
+    uint32_t set;
+    int bits, rc;
+    switch (s->kind) {
+    case LK_ASSIGN:
+        if ((rc = expr_types(f, s->kid[0], &set, &bits)) != 0) return rc;
+        add_to(f, s->var, set, bits);
+        return 0;
+    case LK_MULTI: {
+        int m = s->n / 2;
+        for (int k = 0; k < m; k++) {
+            if ((rc = expr_types(f, s->kid[m + k], &set, &bits)) != 0) return rc;
+            add_to(f, s->kid[k]->var, set, bits);
+        }
+        return 0;
+    }
+    case LK_FOR: {
+        int b = 0;
+        for (int k = 0; k < 3; k++) {
+            if ((rc = expr_types(f, s->kid[k], &set, &bits)) != 0) return rc;
+            for (int t = 0; t < LT_N; t++)
+                if ((set & (1u << t)) && (!is_intlike(t) || t == LT_U8)) {
+                    why(T, s, "range() of a value that is not an integer");
+                    return 1;
+                }
+            if (k < 2) {
+                int bk = (set & (1u << LT_PYINT)) ? bits : 0;
+                for (int t = 0; t < LT_N; t++)
+                    if ((set & (1u << t)) && t != LT_PYINT && int_bits(t) > bk) bk = int_bits(t);
+                if (bk > b) b = bk;
+            }
+        }
+        add_to(f, s->var, 1u << LT_PYINT, b >= 63 ? LBITS_ANY : b);
+        return walk(f, s->body, s->nbody);
+    }
+    case LK_WHILE:
+        return walk(f, s->body, s->nbody);
+    case LK_IF:
+        if ((rc = walk(f, s->body, s->nbody)) != 0) return rc;
+        return walk(f, s->orelse, s->norelse);
+    default:
+        return 0;
+    }
+}
+
+static int walk(fctx *f, nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++) {
+        int rc = stmt_types(f, b[k]);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int nd_loop_type(nd_ltyping *T)
+{
+    const nd_lir *ir = T->ir;
+    uint8_t *assign = PyMem_Malloc((size_t)ir->nvars + 1);
+    if (!assign) { PyErr_NoMemory(); return -1; }
+    fctx f = {T, assign, 0};
+    for (int v = 0; v < ir->nvars; v++) {
+        T->vset[v] = 0;
+        T->vbits[v] = 0;
+        if (T->adt[v] < 0 && T->entry[v] != LT_UNBOUND) {
+            T->vset[v] = 1u << T->entry[v];
+            if (T->entry[v] == LT_PYINT && !T->vbits[v]) T->vbits[v] = LBITS_ANY;
+        }
+    }
+    /* the runner's bound on each Python int at entry */
+    for (int v = 0; v < ir->nvars; v++)
+        if (T->entry[v] == LT_PYINT && T->vbits_entry) T->vbits[v] = T->vbits_entry[v];
+    int rc = 0, rounds = 0;
+    do {
+        f.changed = 0;
+        memset(assign, LT_UNBOUND, (size_t)ir->nvars + 1);
+        for (int v = 0; v < ir->nvars; v++)
+            if (T->adt[v] < 0 && single(T->vset[v]) >= 0) assign[v] = (uint8_t)single(T->vset[v]);
+        if ((rc = stmt_types(&f, ir->root)) != 0) break;
+        /* a Python int that keeps growing is unbounded */
+        if (++rounds > 6 && f.changed == 2)
+            for (int v = 0; v < ir->nvars; v++)
+                if (T->vset[v] & (1u << LT_PYINT)) T->vbits[v] = LBITS_ANY;
+        if (rounds > 40) { rc = 1; if (!T->reason) T->reason = PyUnicode_FromString("types do not settle"); break; }
+    } while (f.changed);
+    for (int v = 0; rc == 0 && v < ir->nvars; v++) {
+        if (T->adt[v] >= 0 || !(ir->vflags[v] & VF_READ)) continue;
+        if (!T->vset[v]) {
+            T->reason = PyUnicode_FromFormat("'%U' has no value a loop can compute with",
+                                             PyTuple_GET_ITEM(ir->names, v));
+            rc = T->reason ? 1 : -1;
+        }
+    }
+    PyMem_Free(assign);
+    return rc;
+}

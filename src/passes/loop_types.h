@@ -1,0 +1,53 @@
+/* loop_types.h -- types of a captured loop for one call signature.
+ *
+ * Every scalar variable gets the set of types it may hold (its type at
+ * loop entry and the type of everything assigned to it, to a fixed point),
+ * and every Python int a bound on its magnitude (bits), so that codegen
+ * checks only the Python int arithmetic that could leave int64. Result
+ * types of operators and functions are NumPy's and Python's own, asked
+ * once per type pair of sample values (NEP 50 included by construction).
+ */
+#ifndef ND_LOOP_TYPES_H
+#define ND_LOOP_TYPES_H
+#include "graph/loop_ir.h"
+
+#define LBITS_ANY 64   /* a Python int that may not fit: checked arithmetic */
+
+typedef struct nd_ltyping_s {
+    const nd_lir *ir;
+    uint32_t *vset;     /* scalar variables: bit per LT_* */
+    uint8_t *vbits;     /* Python int magnitude bound (bits), LBITS_ANY = unknown */
+    uint8_t *entry;     /* tag at entry (LT_* or LT_UNBOUND); arrays: unused */
+    uint8_t *vbits_entry; /* Python ints at entry: magnitude bound (bits) */
+    int8_t *adt;        /* arrays: element type (LT_*), -1: not an array */
+    int8_t *andim;
+    uint8_t *awrite;    /* arrays: writeable */
+    uint8_t abits;      /* bound of any array dimension (bits) */
+    PyObject *reason;   /* str, set when a signature cannot be compiled */
+} nd_ltyping;
+
+/* result type of a OP b / OP a / fn(args) for operand types, from Python
+ * and NumPy themselves; -1: TypeError or a type loops do not compute in
+ * (float16, complex, object); -2: error set */
+int nd_lty_bin(int op, int ta, int tb);
+int nd_lty_un(int op, int ta);
+int nd_lty_call(int fn, int nargs, const int *ta);
+
+/* the type and bits of expression e where each variable v has the type
+ * assign[v] (a member of vset[v]); -1 when this combination has no type
+ * (reason may be set), -2 with an exception */
+int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits);
+
+/* fills vset and vbits from entry; 0, 1 (not compilable: T->reason) or -1 */
+int nd_loop_type(nd_ltyping *T);
+
+/* the Python callable of LF_* fn (borrowed), and a OP b / fn(a, b) on
+ * Python objects (b NULL for one operand): the slow path's arithmetic */
+PyObject *nd_lty_function(int fn);
+PyObject *nd_lty_apply(int op, PyObject *a, PyObject *b);
+
+/* NumPy's type number and name of a loop type (-1 / NULL for Python's) */
+int nd_lty_typenum(int t);
+const char *nd_lty_name(int t);
+int nd_lty_of_typenum(int typenum);   /* -1 when loops do not compute in it */
+#endif

@@ -1,0 +1,39 @@
+/* loop.h -- loop capture (DESIGN.md, "Loop capture"; issue 17).
+ *
+ * loop_rewrite.c: the compiled copy of a function has each capturable loop
+ *   statement replaced by a call of a loop region, with the original loop
+ *   kept as the fallback:
+ *       __nd_r = __numdyn_loop_7__(locals())
+ *       if __nd_r is None: <the original loop>        # Python runs it
+ *       elif __nd_r.__class__ is tuple: (x, y) = __nd_r
+ *       else: <assign the names __nd_r binds>          # some stay unbound
+ * loop_parse.c: the loop statement (Python's ast) -> graph/loop_ir.h.
+ * loop_run.c:   the region object: per call signature (types of the
+ *   locals and arrays the loop uses) it types the loop
+ *   (passes/loop_types.c), emits C (codegen/codegen_loop.c), compiles and
+ *   caches it, runs it on the call's values and hands back the locals the
+ *   loop assigned -- or None, and Python runs the loop.
+ */
+#ifndef ND_TRACE_LOOP_H
+#define ND_TRACE_LOOP_H
+#include "graph/loop_ir.h"
+
+/* 0: *ir holds the loop; 1: not capturable, *reason (str) says why and
+ * where; -1: error. locals: set of the function's local names. */
+int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reason);
+
+/* fn with its capturable loops replaced (new ref), or fn itself when there
+ * is none or its source is not available. Records what was decided for
+ * each loop (nd_loop_info). */
+PyObject *nd_loop_rewrite(PyObject *fn);
+/* [{"line", "captured", "reason"}] for the loops of code (new ref; an
+ * empty list when fn was never rewritten) */
+PyObject *nd_loop_info(PyObject *code);
+
+/* loop_run.c: a region object for ir (ownership moves in); info: the dict
+ * its report lives in */
+PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info);
+int nd_loop_init(PyObject *module);
+/* NUMDYN_LOOPS=0 / numdyn.config.loop_capture = False: no loop capture */
+extern int nd_loop_enabled;
+#endif

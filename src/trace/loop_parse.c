@@ -1,0 +1,735 @@
+/* loop_parse.c -- a loop statement of the user's source (Python's ast) to
+ * the captured-loop IR (graph/loop_ir.h), or the reason it cannot be.
+ *
+ * What is accepted is the scalar subset of issue 17: for over range(),
+ * while, if/elif/else, break/continue/pass, assignments to names (also
+ * tuples of names, n, m = A.shape), element stores A[i, j] = v and
+ * A[i][j] op= v, and expressions of names, int/float/bool constants,
+ * arithmetic, comparisons, and/or/not, x if c else y, element loads,
+ * A.shape[k], len(A), A.size, A.ndim, and calls of math.*, np.* scalar
+ * functions and abs/min/max/int/float/bool. Anything else names itself and
+ * its line; the loop then stays with the tracer. Whether a name is an array
+ * or a scalar, and its types, are the call's business (loop_types.c).
+ */
+#include "trace/loop.h"
+#include <string.h>
+
+typedef struct {
+    nd_lir *ir;
+    PyObject *locals;     /* set of the function's local names */
+    PyObject *index;      /* name -> variable number */
+    int cap;
+    PyObject *reason;     /* str: why not (set with result NULL, no exception) */
+    int depth;
+} pctx;
+
+static const char *kind(PyObject *o)
+{
+    const char *n = Py_TYPE(o)->tp_name, *d = strrchr(n, '.');
+    return d ? d + 1 : n;
+}
+#define IS(o, s) (strcmp(kind(o), (s)) == 0)
+
+static int line_of(PyObject *o)
+{
+    PyObject *l = PyObject_GetAttrString(o, "lineno");
+    if (!l) { PyErr_Clear(); return 0; }
+    int v = (int)PyLong_AsLong(l);
+    Py_DECREF(l);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return v;
+}
+
+static void *refuse(pctx *c, PyObject *node, const char *what)
+{
+    if (!c->reason && !PyErr_Occurred())
+        c->reason = PyUnicode_FromFormat("%s at line %d", what, line_of(node));
+    return NULL;
+}
+
+static PyObject *attr(PyObject *o, const char *name) { return PyObject_GetAttrString(o, name); }
+
+static int var_of(pctx *c, PyObject *name)
+{
+    PyObject *v = PyDict_GetItemWithError(c->index, name);
+    if (v) return (int)PyLong_AsLong(v);
+    if (PyErr_Occurred()) return -1;
+    nd_lir *ir = c->ir;
+    if (ir->nvars == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        uint8_t *f = PyMem_Realloc(ir->vflags, (size_t)nc), *m;
+        if (!f) { PyErr_NoMemory(); return -1; }
+        ir->vflags = f;
+        if (!(m = PyMem_Realloc(ir->vmod, (size_t)nc))) { PyErr_NoMemory(); return -1; }
+        ir->vmod = m;
+        c->cap = nc;
+    }
+    int k = ir->nvars;
+    int loc = PySet_Contains(c->locals, name);
+    if (loc < 0) return -1;
+    ir->vflags[k] = loc ? VF_LOCAL : 0;
+    ir->vmod[k] = 0;
+    PyObject *kk = PyLong_FromLong(k);
+    if (!kk || PyDict_SetItem(c->index, name, kk) < 0) { Py_XDECREF(kk); return -1; }
+    Py_DECREF(kk);
+    ir->nvars++;
+    return k;
+}
+
+static nd_ln *expr(pctx *c, PyObject *e);
+
+static const struct { const char *name; int op; } binops[] = {
+    {"Add", LO_ADD}, {"Sub", LO_SUB}, {"Mult", LO_MUL}, {"Div", LO_TDIV}, {"FloorDiv", LO_FDIV},
+    {"Mod", LO_MOD}, {"Pow", LO_POW}, {"LShift", LO_LSH}, {"RShift", LO_RSH},
+    {"BitAnd", LO_BAND}, {"BitOr", LO_BOR}, {"BitXor", LO_BXOR}, {NULL, 0}};
+static const struct { const char *name; int op; } cmpops[] = {
+    {"Lt", LO_LT}, {"LtE", LO_LE}, {"Gt", LO_GT}, {"GtE", LO_GE}, {"Eq", LO_EQ}, {"NotEq", LO_NE},
+    {NULL, 0}};
+
+static int op_of(PyObject *op, int cmp)
+{
+    const char *k = kind(op);
+    if (cmp) {
+        for (int i = 0; cmpops[i].name; i++) if (!strcmp(k, cmpops[i].name)) return cmpops[i].op;
+    } else {
+        for (int i = 0; binops[i].name; i++) if (!strcmp(k, binops[i].name)) return binops[i].op;
+    }
+    return -1;
+}
+
+static const struct { const char *name; int fn; int mod; } calls[] = {
+    {"sqrt", LF_M_SQRT, LM_MATH}, {"exp", LF_M_EXP, LM_MATH}, {"log", LF_M_LOG, LM_MATH},
+    {"log10", LF_M_LOG10, LM_MATH}, {"log2", LF_M_LOG2, LM_MATH}, {"sin", LF_M_SIN, LM_MATH},
+    {"cos", LF_M_COS, LM_MATH}, {"tan", LF_M_TAN, LM_MATH}, {"atan", LF_M_ATAN, LM_MATH},
+    {"asin", LF_M_ASIN, LM_MATH}, {"acos", LF_M_ACOS, LM_MATH}, {"sinh", LF_M_SINH, LM_MATH},
+    {"cosh", LF_M_COSH, LM_MATH}, {"tanh", LF_M_TANH, LM_MATH}, {"fabs", LF_M_FABS, LM_MATH},
+    {"floor", LF_M_FLOOR, LM_MATH}, {"ceil", LF_M_CEIL, LM_MATH}, {"trunc", LF_M_TRUNC, LM_MATH},
+    {"atan2", LF_M_ATAN2, LM_MATH}, {"hypot", LF_M_HYPOT, LM_MATH}, {"pow", LF_M_POW, LM_MATH},
+    {"isnan", LF_M_ISNAN, LM_MATH}, {"isinf", LF_M_ISINF, LM_MATH},
+    {"isfinite", LF_M_ISFINITE, LM_MATH}, {"log1p", LF_M_LOG1P, LM_MATH},
+    {"expm1", LF_M_EXPM1, LM_MATH},
+    {"sqrt", LF_NP_SQRT, LM_NUMPY}, {"exp", LF_NP_EXP, LM_NUMPY}, {"log", LF_NP_LOG, LM_NUMPY},
+    {"log10", LF_NP_LOG10, LM_NUMPY}, {"log2", LF_NP_LOG2, LM_NUMPY}, {"sin", LF_NP_SIN, LM_NUMPY},
+    {"cos", LF_NP_COS, LM_NUMPY}, {"tan", LF_NP_TAN, LM_NUMPY},
+    {"arctan", LF_NP_ARCTAN, LM_NUMPY}, {"arcsin", LF_NP_ARCSIN, LM_NUMPY},
+    {"arccos", LF_NP_ARCCOS, LM_NUMPY}, {"sinh", LF_NP_SINH, LM_NUMPY},
+    {"cosh", LF_NP_COSH, LM_NUMPY}, {"tanh", LF_NP_TANH, LM_NUMPY},
+    {"fabs", LF_NP_FABS, LM_NUMPY}, {"floor", LF_NP_FLOOR, LM_NUMPY},
+    {"ceil", LF_NP_CEIL, LM_NUMPY}, {"trunc", LF_NP_TRUNC, LM_NUMPY},
+    {"arctan2", LF_NP_ARCTAN2, LM_NUMPY}, {"hypot", LF_NP_HYPOT, LM_NUMPY},
+    {"power", LF_NP_POWER, LM_NUMPY}, {"isnan", LF_NP_ISNAN, LM_NUMPY},
+    {"isinf", LF_NP_ISINF, LM_NUMPY}, {"isfinite", LF_NP_ISFINITE, LM_NUMPY},
+    {"log1p", LF_NP_LOG1P, LM_NUMPY}, {"expm1", LF_NP_EXPM1, LM_NUMPY},
+    {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
+    {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
+    {"square", LF_NP_SQUARE, LM_NUMPY},
+    {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
+    {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
+    {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
+    {"uint16", LF_NP_CAST + LT_U2, LM_NUMPY}, {"uint32", LF_NP_CAST + LT_U4, LM_NUMPY},
+    {"uint64", LF_NP_CAST + LT_U8, LM_NUMPY}, {"float32", LF_NP_CAST + LT_F4, LM_NUMPY},
+    {"float64", LF_NP_CAST + LT_F8, LM_NUMPY}, {"intp", LF_NP_CAST + LT_I8, LM_NUMPY},
+    {"double", LF_NP_CAST + LT_F8, LM_NUMPY}, {"single", LF_NP_CAST + LT_F4, LM_NUMPY},
+    {NULL, 0, 0}};
+
+static const struct { const char *name; int b; int fn; int nargs; } builtins[] = {
+    {"abs", LB_ABS, LF_ABS, 1}, {"min", LB_MIN, LF_MIN, 2}, {"max", LB_MAX, LF_MAX, 2},
+    {"int", LB_INT, LF_INT, 1}, {"float", LB_FLOAT, LF_FLOAT, 1}, {"bool", LB_BOOL, LF_BOOL, 1},
+    {NULL, 0, 0, 0}};
+
+/* a name used as a module (math., np.) or a builtin: a guarded variable */
+static int special_var(pctx *c, PyObject *name, int flag, int which, PyObject *node)
+{
+    int v = var_of(c, name);
+    if (v < 0) return -1;
+    uint8_t f = c->ir->vflags[v];
+    if ((f & ~(VF_LOCAL | flag)) || (c->ir->vmod[v] && c->ir->vmod[v] != which)) {
+        refuse(c, node, "a name used both as a value and as a module or builtin");
+        return -2;
+    }
+    c->ir->vflags[v] |= (uint8_t)flag;
+    c->ir->vmod[v] = (uint8_t)which;
+    return v;
+}
+
+static int mod_of(const char *n)
+{
+    if (!strcmp(n, "math")) return LM_MATH;
+    if (!strcmp(n, "np") || !strcmp(n, "numpy")) return LM_NUMPY;
+    return 0;
+}
+
+static nd_ln *const_node(pctx *c, int line, int ty, int64_t i, double f)
+{
+    nd_ln *n = nd_lir_node(c->ir, LK_CONST, line, 0);
+    if (!n) return NULL;
+    n->aux = ty;
+    n->i = i;
+    n->f = f;
+    return n;
+}
+
+/* an array operand: a plain name */
+static int array_var(pctx *c, PyObject *e)
+{
+    if (!IS(e, "Name")) { refuse(c, e, "an indexed expression that is not a name"); return -2; }
+    PyObject *id = attr(e, "id");
+    if (!id) return -1;
+    int v = var_of(c, id);
+    Py_DECREF(id);
+    if (v < 0) return v;
+    if (c->ir->vflags[v] & (VF_MODULE | VF_BUILTIN)) {
+        refuse(c, e, "a module or builtin indexed");
+        return -2;
+    }
+    c->ir->vflags[v] |= VF_ARRAY;
+    return v;
+}
+
+/* the index expressions of a subscript: a[i, j] or a[i][j] -> flat list;
+ * *base gets the array's node */
+static int subscript(pctx *c, PyObject *e, PyObject **base, nd_ln **idx, int *nidx, int *chained)
+{
+    PyObject *value = attr(e, "value"), *sl = value ? attr(e, "slice") : NULL;
+    int rc = -1;
+    if (!sl) goto done;
+    if (IS(value, "Subscript")) {
+        if (subscript(c, value, base, idx, nidx, chained) != 0) { rc = c->reason ? -2 : -1; goto done; }
+        *chained = 1;
+    } else {
+        *base = Py_NewRef(value);
+    }
+    PyObject *elts = IS(sl, "Tuple") ? attr(sl, "elts") : NULL;
+    if (IS(sl, "Tuple") && !elts) goto done;
+    Py_ssize_t ne = elts ? PyList_GET_SIZE(elts) : 1;
+    if (*nidx + ne > NDL_MAXDIMS) { Py_XDECREF(elts); refuse(c, e, "too many indices"); rc = -2; goto done; }
+    for (Py_ssize_t k = 0; k < ne; k++) {
+        PyObject *ie = elts ? PyList_GET_ITEM(elts, k) : sl;
+        int bad_const = 0;
+        if (IS(ie, "Constant")) {
+            PyObject *cv = attr(ie, "value");
+            bad_const = !cv || !PyLong_Check(cv) || PyBool_Check(cv);
+            Py_XDECREF(cv);
+        }
+        if (IS(ie, "Slice") || IS(ie, "Starred") || bad_const) {
+            PyErr_Clear();
+            Py_XDECREF(elts);
+            refuse(c, ie, IS(ie, "Slice") ? "a slice (array-valued subscript)" : "an index that is not an integer");
+            rc = -2;
+            goto done;
+        }
+        nd_ln *x = expr(c, ie);
+        if (!x) { Py_XDECREF(elts); rc = c->reason ? -2 : -1; goto done; }
+        idx[(*nidx)++] = x;
+    }
+    Py_XDECREF(elts);
+    rc = 0;
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(sl);
+    return rc;
+}
+
+static nd_ln *elem(pctx *c, PyObject *e, int kindv, int *arr)
+{
+    nd_ln *idx[NDL_MAXDIMS];
+    int nidx = 0, chained = 0;
+    PyObject *base = NULL;
+    if (subscript(c, e, &base, idx, &nidx, &chained) != 0) { Py_XDECREF(base); return NULL; }
+    /* A.shape[k] */
+    if (IS(base, "Attribute")) {
+        PyObject *a = attr(base, "attr"), *v = a ? attr(base, "value") : NULL;
+        nd_ln *r = NULL;
+        if (v && kindv == LK_ELEM && nidx == 1 && idx[0]->kind == LK_CONST && idx[0]->aux == LT_PYINT &&
+            PyUnicode_CompareWithASCIIString(a, "shape") == 0) {
+            int av = array_var(c, v);
+            if (av >= 0 && (r = nd_lir_node(c->ir, LK_SHAPE, line_of(e), 0))) {
+                r->var = av;
+                r->aux = (int)idx[0]->i;
+                r->i = 1;   /* an explicit A.shape[k]: k may be negative */
+            }
+        } else if (v) {
+            refuse(c, e, "a subscript of an attribute");
+        }
+        Py_XDECREF(a);
+        Py_XDECREF(v);
+        Py_DECREF(base);
+        return r;
+    }
+    int av = array_var(c, base);
+    Py_DECREF(base);
+    if (av < 0) return NULL;
+    nd_ln *n = nd_lir_node(c->ir, kindv, line_of(e), kindv == LK_ELEM ? nidx : nidx + 1);
+    if (!n) return NULL;
+    n->var = av;
+    n->aux = chained;
+    for (int k = 0; k < nidx; k++) n->kid[kindv == LK_ELEM ? k : k + 1] = idx[k];
+    if (arr) *arr = av;
+    return n;
+}
+
+static nd_ln *call(pctx *c, PyObject *e)
+{
+    PyObject *f = attr(e, "func"), *args = f ? attr(e, "args") : NULL;
+    PyObject *kw = args ? attr(e, "keywords") : NULL;
+    nd_ln *r = NULL;
+    if (!kw) goto done;
+    int line = line_of(e);
+    Py_ssize_t na = PyList_GET_SIZE(args);
+    if (PyList_GET_SIZE(kw)) { refuse(c, e, "a call with keyword arguments"); goto done; }
+    for (Py_ssize_t k = 0; k < na; k++)
+        if (IS(PyList_GET_ITEM(args, k), "Starred")) { refuse(c, e, "a call with *args"); goto done; }
+    int fn = -1, v = -1;
+    if (IS(f, "Name")) {
+        PyObject *id = attr(f, "id");
+        if (!id) goto done;
+        const char *s = PyUnicode_AsUTF8(id);
+        if (!s) { Py_DECREF(id); goto done; }
+        if (!strcmp(s, "len") && na == 1) {
+            Py_DECREF(id);
+            int av = array_var(c, PyList_GET_ITEM(args, 0));
+            if (av < 0) goto done;
+            v = -1;
+            PyObject *lid = PyUnicode_FromString("len");
+            int lv = lid ? special_var(c, lid, VF_BUILTIN, LB_LEN, e) : -1;
+            Py_XDECREF(lid);
+            if (lv < 0) goto done;
+            if ((r = nd_lir_node(c->ir, LK_SHAPE, line, 0))) { r->var = av; r->aux = 0; }
+            goto done;
+        }
+        for (int k = 0; builtins[k].name; k++)
+            if (!strcmp(s, builtins[k].name) &&
+                (na == builtins[k].nargs || ((builtins[k].b == LB_INT || builtins[k].b == LB_FLOAT ||
+                                              builtins[k].b == LB_BOOL) && na == 0))) {
+                if ((v = special_var(c, id, VF_BUILTIN, builtins[k].b, e)) < 0) break;
+                fn = builtins[k].fn;
+                break;
+            }
+        if (fn < 0 && !c->reason && !PyErr_Occurred())
+            c->reason = PyUnicode_FromFormat("a call of %U() at line %d", id, line);
+        Py_DECREF(id);
+        if (fn < 0) goto done;
+    } else if (IS(f, "Attribute")) {
+        PyObject *mv = attr(f, "value"), *an = mv ? attr(f, "attr") : NULL;
+        if (!an) { Py_XDECREF(mv); goto done; }
+        if (IS(mv, "Name")) {
+            PyObject *id = attr(mv, "id");
+            const char *ms = id ? PyUnicode_AsUTF8(id) : NULL, *as = PyUnicode_AsUTF8(an);
+            int m = ms ? mod_of(ms) : 0;
+            for (int k = 0; m && as && calls[k].name; k++)
+                if (calls[k].mod == m && !strcmp(as, calls[k].name)) { fn = calls[k].fn; break; }
+            if (fn >= 0) v = special_var(c, id, VF_MODULE, m, e);
+            else if (id && !PyErr_Occurred() && !c->reason)
+                c->reason = PyUnicode_FromFormat("a call of %U.%U() at line %d", id, an, line);
+            Py_XDECREF(id);
+        } else if (!PyErr_Occurred()) {
+            refuse(c, e, "a method call");
+        }
+        Py_DECREF(mv);
+        Py_DECREF(an);
+        if (fn < 0 || v < 0) goto done;
+    } else {
+        refuse(c, e, "a call of a computed function");
+        goto done;
+    }
+    int need = (fn == LF_MIN || fn == LF_MAX || fn == LF_M_ATAN2 || fn == LF_M_HYPOT || fn == LF_M_POW ||
+                fn == LF_NP_ARCTAN2 || fn == LF_NP_HYPOT || fn == LF_NP_POWER || fn == LF_NP_MINIMUM ||
+                fn == LF_NP_MAXIMUM) ? 2 : 1;
+    if (na != need && !((fn == LF_INT || fn == LF_FLOAT || fn == LF_BOOL) && na == 0)) {
+        refuse(c, e, "a call with an unsupported number of arguments");
+        goto done;
+    }
+    if (!(r = nd_lir_node(c->ir, LK_CALL, line, (int)na))) goto done;
+    r->aux = fn;
+    for (Py_ssize_t k = 0; k < na; k++)
+        if (!(r->kid[k] = expr(c, PyList_GET_ITEM(args, k)))) { r = NULL; break; }
+done:
+    Py_XDECREF(f);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static nd_ln *expr(pctx *c, PyObject *e)
+{
+    if (++c->depth > 200) { c->depth--; return refuse(c, e, "an expression nested too deeply"); }
+    nd_ln *r = NULL;
+    int line = line_of(e);
+    if (IS(e, "Constant")) {
+        PyObject *v = attr(e, "value");
+        if (!v) goto done;
+        if (PyBool_Check(v)) r = const_node(c, line, LT_PYBOOL, v == Py_True, 0);
+        else if (PyLong_CheckExact(v)) {
+            int of = 0;
+            long long x = PyLong_AsLongLongAndOverflow(v, &of);
+            if (of || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); refuse(c, e, "an integer constant beyond int64"); }
+            else r = const_node(c, line, LT_PYINT, x, 0);
+        } else if (PyFloat_CheckExact(v)) r = const_node(c, line, LT_PYFLOAT, 0, PyFloat_AS_DOUBLE(v));
+        else refuse(c, e, "a constant that is not a number");
+        Py_DECREF(v);
+    } else if (IS(e, "Name")) {
+        PyObject *id = attr(e, "id");
+        int v = id ? var_of(c, id) : -1;
+        Py_XDECREF(id);
+        if (v >= 0) {
+            if (c->ir->vflags[v] & (VF_MODULE | VF_BUILTIN)) refuse(c, e, "a module or builtin used as a value");
+            else if ((r = nd_lir_node(c->ir, LK_VAR, line, 0))) { r->var = v; c->ir->vflags[v] |= VF_READ; }
+        }
+    } else if (IS(e, "BinOp")) {
+        PyObject *op = attr(e, "op"), *l = op ? attr(e, "left") : NULL, *rt = l ? attr(e, "right") : NULL;
+        int o = op ? op_of(op, 0) : -1;
+        if (rt) {
+            if (o < 0) refuse(c, e, "the @ operator");
+            else if ((r = nd_lir_node(c->ir, LK_BIN, line, 2))) {
+                r->op = (uint8_t)o;
+                if (!(r->kid[0] = expr(c, l)) || !(r->kid[1] = expr(c, rt))) r = NULL;
+            }
+        }
+        Py_XDECREF(op); Py_XDECREF(l); Py_XDECREF(rt);
+    } else if (IS(e, "UnaryOp")) {
+        PyObject *op = attr(e, "op"), *x = op ? attr(e, "operand") : NULL;
+        if (x) {
+            int o = IS(op, "USub") ? LO_NEG : IS(op, "UAdd") ? LO_POS : IS(op, "Invert") ? LO_INV : LO_NOT;
+            /* -5 is a constant */
+            if (o == LO_NEG && IS(x, "Constant")) {
+                nd_ln *k = expr(c, x);
+                if (k && k->aux == LT_PYINT && k->i != INT64_MIN) { k->i = -k->i; r = k; }
+                else if (k && k->aux == LT_PYFLOAT) { k->f = -k->f; r = k; }
+                else if (k && (r = nd_lir_node(c->ir, LK_UN, line, 1))) { r->op = (uint8_t)o; r->kid[0] = k; }
+            } else if ((r = nd_lir_node(c->ir, LK_UN, line, 1))) {
+                r->op = (uint8_t)o;
+                if (!(r->kid[0] = expr(c, x))) r = NULL;
+            }
+        }
+        Py_XDECREF(op); Py_XDECREF(x);
+    } else if (IS(e, "BoolOp")) {
+        PyObject *op = attr(e, "op"), *vs = op ? attr(e, "values") : NULL;
+        if (vs) {
+            Py_ssize_t nv = PyList_GET_SIZE(vs);
+            if ((r = nd_lir_node(c->ir, IS(op, "And") ? LK_AND : LK_OR, line, (int)nv)))
+                for (Py_ssize_t k = 0; k < nv; k++)
+                    if (!(r->kid[k] = expr(c, PyList_GET_ITEM(vs, k)))) { r = NULL; break; }
+        }
+        Py_XDECREF(op); Py_XDECREF(vs);
+    } else if (IS(e, "Compare")) {
+        PyObject *l = attr(e, "left"), *ops = l ? attr(e, "ops") : NULL, *cs = ops ? attr(e, "comparators") : NULL;
+        if (cs) {
+            Py_ssize_t nc = PyList_GET_SIZE(ops);
+            nd_ln *prev = expr(c, l), *acc = NULL;
+            nd_ln *parts[64];
+            int np_ = 0;
+            if (nc > 64) { refuse(c, e, "a comparison chain too long"); prev = NULL; }
+            for (Py_ssize_t k = 0; prev && k < nc; k++) {
+                int o = op_of(PyList_GET_ITEM(ops, k), 1);
+                if (o < 0) { refuse(c, e, "an is / in comparison"); prev = NULL; break; }
+                nd_ln *rhs = expr(c, PyList_GET_ITEM(cs, k)), *cmp;
+                if (!rhs || !(cmp = nd_lir_node(c->ir, LK_CMP, line, 2))) { prev = NULL; break; }
+                cmp->op = (uint8_t)o;
+                cmp->kid[0] = prev;
+                cmp->kid[1] = rhs;
+                parts[np_++] = cmp;
+                prev = rhs;
+            }
+            if (prev && np_ == 1) r = parts[0];
+            else if (prev && (acc = nd_lir_node(c->ir, LK_AND, line, np_))) {
+                for (int k = 0; k < np_; k++) acc->kid[k] = parts[k];
+                r = acc;
+            }
+        }
+        Py_XDECREF(l); Py_XDECREF(ops); Py_XDECREF(cs);
+    } else if (IS(e, "IfExp")) {
+        PyObject *t = attr(e, "test"), *b = t ? attr(e, "body") : NULL, *o = b ? attr(e, "orelse") : NULL;
+        if (o && (r = nd_lir_node(c->ir, LK_IFEXP, line, 3)))
+            if (!(r->kid[0] = expr(c, t)) || !(r->kid[1] = expr(c, b)) || !(r->kid[2] = expr(c, o))) r = NULL;
+        Py_XDECREF(t); Py_XDECREF(b); Py_XDECREF(o);
+    } else if (IS(e, "Subscript")) {
+        r = elem(c, e, LK_ELEM, NULL);
+    } else if (IS(e, "Attribute")) {
+        PyObject *a = attr(e, "attr"), *v = a ? attr(e, "value") : NULL;
+        if (v) {
+            const char *as = PyUnicode_AsUTF8(a);
+            if (as && (!strcmp(as, "size") || !strcmp(as, "ndim")) && IS(v, "Name")) {
+                PyObject *id = attr(v, "id");
+                const char *vs = id ? PyUnicode_AsUTF8(id) : NULL;
+                if (vs && !mod_of(vs)) {
+                    int av = array_var(c, v);
+                    if (av >= 0 && (r = nd_lir_node(c->ir, LK_SHAPE, line, 0))) {
+                        r->var = av;
+                        r->aux = as[0] == 's' ? -1 : -2;
+                    }
+                } else if (vs) refuse(c, e, "a module attribute");
+                Py_XDECREF(id);
+            } else if (as && IS(v, "Name")) {
+                PyObject *id = attr(v, "id");
+                const char *vs = id ? PyUnicode_AsUTF8(id) : NULL;
+                int m = vs ? mod_of(vs) : 0;
+                double k = 0;
+                int ok = 1;
+                if (!m) ok = 0;
+                else if (!strcmp(as, "pi")) k = 3.141592653589793;
+                else if (!strcmp(as, "e")) k = 2.718281828459045;
+                else if (!strcmp(as, "inf")) k = INFINITY;
+                else if (!strcmp(as, "nan") && m == LM_NUMPY) k = NAN;
+                else if (!strcmp(as, "tau") && m == LM_MATH) k = 6.283185307179586;
+                else ok = 0;
+                if (ok) {
+                    /* np.pi is a Python float, as is math.pi */
+                    if (special_var(c, id, VF_MODULE, m, e) >= 0) r = const_node(c, line, LT_PYFLOAT, 0, k);
+                } else if (vs && !PyErr_Occurred()) {
+                    refuse(c, e, "an attribute");
+                }
+                Py_XDECREF(id);
+            } else if (!PyErr_Occurred()) {
+                refuse(c, e, "an attribute");
+            }
+        }
+        Py_XDECREF(a); Py_XDECREF(v);
+    } else if (IS(e, "Call")) {
+        r = call(c, e);
+    } else {
+        char what[96];
+        snprintf(what, sizeof what, "an expression of kind %s", kind(e));
+        refuse(c, e, what);
+    }
+done:
+    c->depth--;
+    return r;
+}
+
+static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout);
+
+static int assign_target(pctx *c, PyObject *t, int *v)
+{
+    if (!IS(t, "Name")) { refuse(c, t, "an assignment target that is not a name"); return -1; }
+    PyObject *id = attr(t, "id");
+    if (!id) return -1;
+    int k = var_of(c, id);
+    Py_DECREF(id);
+    if (k < 0) return -1;
+    uint8_t f = c->ir->vflags[k];
+    if (!(f & VF_LOCAL)) { refuse(c, t, "an assignment to a global name"); return -1; }
+    if (f & (VF_MODULE | VF_BUILTIN)) { refuse(c, t, "a module or builtin name assigned"); return -1; }
+    c->ir->vflags[k] |= VF_ASSIGNED;
+    *v = k;
+    return 0;
+}
+
+static nd_ln *stmt(pctx *c, PyObject *s)
+{
+    int line = line_of(s);
+    nd_ln *r = NULL;
+    if (IS(s, "For")) {
+        PyObject *t = attr(s, "target"), *it = t ? attr(s, "iter") : NULL, *oe = it ? attr(s, "orelse") : NULL;
+        PyObject *body = oe ? attr(s, "body") : NULL, *f = NULL, *args = NULL, *kw = NULL;
+        if (!body) goto for_done;
+        if (PyList_GET_SIZE(oe)) { refuse(c, s, "a for loop with an else clause"); goto for_done; }
+        if (!IS(it, "Call")) { refuse(c, s, "a for loop over something other than range()"); goto for_done; }
+        f = attr(it, "func");
+        args = f ? attr(it, "args") : NULL;
+        kw = args ? attr(it, "keywords") : NULL;
+        if (!kw) goto for_done;
+        PyObject *fid = IS(f, "Name") ? attr(f, "id") : NULL;
+        int isrange = fid && PyUnicode_CompareWithASCIIString(fid, "range") == 0;
+        Py_ssize_t na = PyList_GET_SIZE(args);
+        if (!isrange || PyList_GET_SIZE(kw) || na < 1 || na > 3) {
+            Py_XDECREF(fid);
+            refuse(c, s, "a for loop over something other than range()");
+            goto for_done;
+        }
+        int rv = special_var(c, fid, VF_BUILTIN, LB_RANGE, s);
+        Py_DECREF(fid);
+        if (rv < 0) goto for_done;
+        int v;
+        if (assign_target(c, t, &v) < 0) goto for_done;
+        if (!(r = nd_lir_node(c->ir, LK_FOR, line, 3))) goto for_done;
+        r->var = v;
+        nd_ln *a[3] = {NULL, NULL, NULL};
+        for (Py_ssize_t k = 0; k < na; k++)
+            if (!(a[k] = expr(c, PyList_GET_ITEM(args, k)))) { r = NULL; goto for_done; }
+        if (na == 1) { r->kid[0] = const_node(c, line, LT_PYINT, 0, 0); r->kid[1] = a[0]; }
+        else { r->kid[0] = a[0]; r->kid[1] = a[1]; }
+        r->kid[2] = na == 3 ? a[2] : const_node(c, line, LT_PYINT, 1, 0);
+        if (!r->kid[0] || !r->kid[2]) { r = NULL; goto for_done; }
+        if (block(c, body, &r->body, &r->nbody) < 0) r = NULL;
+    for_done:
+        Py_XDECREF(t); Py_XDECREF(it); Py_XDECREF(oe); Py_XDECREF(body);
+        Py_XDECREF(f); Py_XDECREF(args); Py_XDECREF(kw);
+    } else if (IS(s, "While")) {
+        PyObject *t = attr(s, "test"), *oe = t ? attr(s, "orelse") : NULL, *body = oe ? attr(s, "body") : NULL;
+        if (body) {
+            if (PyList_GET_SIZE(oe)) refuse(c, s, "a while loop with an else clause");
+            else if ((r = nd_lir_node(c->ir, LK_WHILE, line, 1)))
+                if (!(r->kid[0] = expr(c, t)) || block(c, body, &r->body, &r->nbody) < 0) r = NULL;
+        }
+        Py_XDECREF(t); Py_XDECREF(oe); Py_XDECREF(body);
+    } else if (IS(s, "If")) {
+        PyObject *t = attr(s, "test"), *oe = t ? attr(s, "orelse") : NULL, *body = oe ? attr(s, "body") : NULL;
+        if (body && (r = nd_lir_node(c->ir, LK_IF, line, 1)))
+            if (!(r->kid[0] = expr(c, t)) || block(c, body, &r->body, &r->nbody) < 0 ||
+                block(c, oe, &r->orelse, &r->norelse) < 0)
+                r = NULL;
+        Py_XDECREF(t); Py_XDECREF(oe); Py_XDECREF(body);
+    } else if (IS(s, "Break") || IS(s, "Continue") || IS(s, "Pass")) {
+        r = nd_lir_node(c->ir, IS(s, "Break") ? LK_BREAK : IS(s, "Continue") ? LK_CONTINUE : LK_PASS, line, 0);
+    } else if (IS(s, "Assign")) {
+        PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+        if (v) {
+            if (PyList_GET_SIZE(ts) != 1) { refuse(c, s, "a chained assignment"); goto as_done; }
+            PyObject *t = PyList_GET_ITEM(ts, 0);
+            if (IS(t, "Name")) {
+                int k;
+                nd_ln *x = expr(c, v);
+                if (x && assign_target(c, t, &k) == 0 && (r = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) {
+                    r->var = k;
+                    r->kid[0] = x;
+                }
+            } else if (IS(t, "Subscript")) {
+                nd_ln *x = expr(c, v);
+                int av;
+                if (x && (r = elem(c, t, LK_STORE, &av))) {
+                    r->kid[0] = x;
+                    c->ir->vflags[av] |= VF_STORED;
+                }
+            } else if (IS(t, "Tuple") || IS(t, "List")) {
+                PyObject *te = attr(t, "elts");
+                if (!te) goto as_done;
+                Py_ssize_t m = PyList_GET_SIZE(te);
+                PyObject *ve = (IS(v, "Tuple") || IS(v, "List")) ? attr(v, "elts") : NULL;
+                int shape = 0;
+                if (!ve && IS(v, "Attribute")) {
+                    PyObject *an = attr(v, "attr");
+                    shape = an && PyUnicode_CompareWithASCIIString(an, "shape") == 0;
+                    Py_XDECREF(an);
+                }
+                if ((ve && PyList_GET_SIZE(ve) == m) || shape) {
+                    int av = -1;
+                    if (shape) {
+                        PyObject *bv = attr(v, "value");
+                        av = bv ? array_var(c, bv) : -1;
+                        Py_XDECREF(bv);
+                    }
+                    if ((!shape || av >= 0) && (r = nd_lir_node(c->ir, LK_MULTI, line, (int)(2 * m)))) {
+                        for (Py_ssize_t k = 0; r && k < m; k++) {
+                            nd_ln *x;
+                            if (shape) {
+                                if ((x = nd_lir_node(c->ir, LK_SHAPE, line, 0))) { x->var = av; x->aux = (int)k; x->i = 2; x->f = (double)m; }
+                            } else {
+                                x = expr(c, PyList_GET_ITEM(ve, k));
+                            }
+                            if (!x) { r = NULL; break; }
+                            r->kid[m + k] = x;
+                        }
+                        for (Py_ssize_t k = 0; r && k < m; k++) {
+                            int vk;
+                            nd_ln *tn;
+                            if (assign_target(c, PyList_GET_ITEM(te, k), &vk) < 0 ||
+                                !(tn = nd_lir_node(c->ir, LK_VAR, line, 0))) { r = NULL; break; }
+                            tn->var = vk;
+                            r->kid[k] = tn;
+                        }
+                    }
+                } else if (!PyErr_Occurred()) {
+                    refuse(c, s, "a tuple assignment from a value that is not a tuple");
+                }
+                Py_DECREF(te);
+                Py_XDECREF(ve);
+            } else {
+                refuse(c, s, "an assignment to an attribute");
+            }
+        }
+    as_done:
+        Py_XDECREF(ts); Py_XDECREF(v);
+    } else if (IS(s, "AugAssign")) {
+        PyObject *t = attr(s, "target"), *op = t ? attr(s, "op") : NULL, *v = op ? attr(s, "value") : NULL;
+        if (v) {
+            int o = op_of(op, 0);
+            if (o < 0) refuse(c, s, "the @= operator");
+            else if (IS(t, "Name")) {
+                int k;
+                nd_ln *x = expr(c, v), *cur = NULL, *b = NULL;
+                PyObject *id = attr(t, "id");
+                int kv = id ? var_of(c, id) : -1;
+                Py_XDECREF(id);
+                if (x && kv >= 0 && assign_target(c, t, &k) == 0 && (cur = nd_lir_node(c->ir, LK_VAR, line, 0)) &&
+                    (b = nd_lir_node(c->ir, LK_BIN, line, 2)) && (r = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) {
+                    cur->var = k;
+                    c->ir->vflags[k] |= VF_READ;
+                    b->op = (uint8_t)o;
+                    b->kid[0] = cur;
+                    b->kid[1] = x;
+                    r->var = k;
+                    r->kid[0] = b;
+                }
+            } else if (IS(t, "Subscript")) {
+                int av;
+                if ((r = elem(c, t, LK_AUGSTORE, &av))) {
+                    r->op = (uint8_t)o;
+                    if (!(r->kid[0] = expr(c, v))) r = NULL;
+                    else c->ir->vflags[av] |= VF_STORED;
+                }
+            } else {
+                refuse(c, s, "an augmented assignment to an attribute");
+            }
+        }
+        Py_XDECREF(t); Py_XDECREF(op); Py_XDECREF(v);
+    } else if (IS(s, "Expr")) {
+        PyObject *v = attr(s, "value");
+        if (v && IS(v, "Constant")) r = nd_lir_node(c->ir, LK_PASS, line, 0);  /* a docstring-like constant */
+        else if (v) refuse(c, s, IS(v, "Call") ? "a call whose value is dropped" : "an expression statement");
+        Py_XDECREF(v);
+    } else {
+        char what[96];
+        snprintf(what, sizeof what, "a statement of kind %s", kind(s));
+        refuse(c, s, what);
+    }
+    return r;
+}
+
+static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    *nout = (int)n;
+    *out = NULL;
+    if (!n) return 0;
+    if (!(*out = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)n))) return -1;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (!((*out)[k] = stmt(c, PyList_GET_ITEM(list, k)))) return -1;
+    return 0;
+}
+
+int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reason)
+{
+    memset(ir, 0, sizeof *ir);
+    *reason = NULL;
+    pctx c;
+    memset(&c, 0, sizeof c);
+    c.ir = ir;
+    c.locals = locals;
+    if (!(c.index = PyDict_New())) return -1;
+    ir->line = line_of(loop);
+    ir->root = stmt(&c, loop);
+    int rc = 0;
+    if (!ir->root) {
+        if (c.reason) { *reason = c.reason; rc = 1; }
+        else if (PyErr_Occurred()) rc = -1;
+        else { *reason = PyUnicode_FromString("not supported"); rc = *reason ? 1 : -1; }
+    } else {
+        /* names in variable order */
+        ir->names = PyTuple_New(ir->nvars);
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (ir->names && PyDict_Next(c.index, &pos, &k, &v))
+            PyTuple_SET_ITEM(ir->names, PyLong_AsLong(v), Py_NewRef(k));
+        if (!ir->names) rc = -1;
+        /* an array variable cannot also be a scalar the loop assigns */
+        for (int i = 0; rc == 0 && i < ir->nvars; i++)
+            if ((ir->vflags[i] & VF_ARRAY) && (ir->vflags[i] & VF_ASSIGNED)) {
+                *reason = PyUnicode_FromFormat("the indexed name '%U' is assigned in the loop",
+                                               PyTuple_GET_ITEM(ir->names, i));
+                rc = *reason ? 1 : -1;
+            }
+    }
+    Py_DECREF(c.index);
+    if (rc != 0) nd_lir_free(ir);
+    return rc;
+}

@@ -1,0 +1,487 @@
+/* loop_rewrite.c -- the compiled copy of a function with its capturable
+ * loops replaced by loop regions (see loop.h).
+ *
+ * The function's source is parsed again (inspect.getsource, the lines of
+ * the code object kept), each loop statement tried by loop_parse.c from the
+ * outside in: a loop that cannot be captured is searched for capturable
+ * loops inside it. Loops inside try blocks and with blocks (other than
+ * np.errstate) are left alone: an exception there could be caught while
+ * the loop's locals are still in C. The new function is compiled from the
+ * rewritten tree with the original's globals, defaults and closure cells
+ * (free variables are matched by name through a factory function around
+ * the definition). What was decided for each loop is kept per code object
+ * for NdCompiled._loop_info() and explain().
+ */
+#include "trace/loop.h"
+#include "trace_internal.h"
+#include <string.h>
+
+static PyObject *mod_ast, *getsource, *dedent, *info_by_code;
+static unsigned long long region_counter;
+
+static int init(void)
+{
+    if (info_by_code) return 0;
+    PyObject *insp = PyImport_ImportModule("inspect");
+    PyObject *tw = insp ? PyImport_ImportModule("textwrap") : NULL;
+    if (tw) {
+        getsource = PyObject_GetAttrString(insp, "getsource");
+        dedent = getsource ? PyObject_GetAttrString(tw, "dedent") : NULL;
+    }
+    Py_XDECREF(insp);
+    Py_XDECREF(tw);
+    if (!dedent || !(mod_ast = PyImport_ImportModule("ast"))) return -1;
+    info_by_code = PyDict_New();
+    return info_by_code ? 0 : -1;
+}
+
+static const char *kind(PyObject *o)
+{
+    const char *n = Py_TYPE(o)->tp_name, *d = strrchr(n, '.');
+    return d ? d + 1 : n;
+}
+
+typedef struct {
+    PyObject *fn, *locals, *globals, *infos;
+    int captured;
+} rctx;
+
+static PyObject *info_entry(int line, int captured, PyObject *reason)
+{
+    return Py_BuildValue("{sisOsO}", "line", line, "captured", captured ? Py_True : Py_False,
+                         "reason", reason ? reason : Py_None);
+}
+
+static int lineno(PyObject *node)
+{
+    PyObject *l = PyObject_GetAttrString(node, "lineno");
+    int v = l ? (int)PyLong_AsLong(l) : 0;
+    Py_XDECREF(l);
+    PyErr_Clear();
+    return v;
+}
+
+/* every node of tree placed at line ln (the template's own nodes) */
+static int place(PyObject *tree, int ln)
+{
+    PyObject *walk = PyObject_CallMethod(mod_ast, "walk", "O", tree);
+    PyObject *it = walk ? PyObject_GetIter(walk) : NULL, *n;
+    Py_XDECREF(walk);
+    if (!it) return -1;
+    PyObject *l = PyLong_FromLong(ln), *z = PyLong_FromLong(0);
+    int rc = l && z ? 0 : -1;
+    while (rc == 0 && (n = PyIter_Next(it))) {
+        if (PyObject_HasAttrString(n, "lineno") || !strcmp(kind(n), "Name") || !strcmp(kind(n), "Call") ||
+            !strcmp(kind(n), "Assign") || !strcmp(kind(n), "If") || !strcmp(kind(n), "Compare") ||
+            !strcmp(kind(n), "Attribute") || !strcmp(kind(n), "Constant") || !strcmp(kind(n), "Subscript") ||
+            !strcmp(kind(n), "Tuple") || !strcmp(kind(n), "Pass")) {
+            PyObject *fields = PyObject_GetAttrString((PyObject *)Py_TYPE(n), "_attributes");
+            if (fields && PyTuple_Check(fields) && PyTuple_GET_SIZE(fields)) {
+                if (PyObject_SetAttrString(n, "lineno", l) < 0 || PyObject_SetAttrString(n, "end_lineno", l) < 0 ||
+                    PyObject_SetAttrString(n, "col_offset", z) < 0 || PyObject_SetAttrString(n, "end_col_offset", z) < 0)
+                    rc = -1;
+            }
+            Py_XDECREF(fields);
+            PyErr_Clear();
+        }
+        Py_DECREF(n);
+    }
+    Py_DECREF(it);
+    Py_XDECREF(l);
+    Py_XDECREF(z);
+    return rc < 0 || PyErr_Occurred() ? -1 : 0;
+}
+
+/* the statements that replace loop `node` (a list), or NULL */
+static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info)
+{
+    PyObject *outs = PyList_New(0), *gname = NULL, *region = NULL, *text = NULL, *mod = NULL, *body = NULL;
+    PyObject *r = NULL;
+    if (!outs) { nd_lir_free(ir); return NULL; }
+    for (int v = 0; v < ir->nvars; v++)
+        if ((ir->vflags[v] & VF_ASSIGNED) && PyList_Append(outs, PyTuple_GET_ITEM(ir->names, v)) < 0) {
+            nd_lir_free(ir);
+            goto done;
+        }
+    if (!(region = nd_loop_region_new(ir, c->globals, info))) goto done;
+    if (!(gname = PyUnicode_FromFormat("__numdyn_loop_%llu__", ++region_counter))) goto done;
+    if (PyDict_SetItem(c->globals, gname, region) < 0) goto done;
+    {
+        /* Python text of the template; names are identifiers from the
+         * user's own source, so the text parses */
+        PyObject *parts = PyList_New(0), *tup = NULL, *dct = NULL, *sep = NULL;
+        Py_ssize_t n = PyList_GET_SIZE(outs);
+        if (!parts) goto done;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *p = PyUnicode_FromFormat("%U, ", PyList_GET_ITEM(outs, k));
+            if (!p || PyList_Append(parts, p) < 0) { Py_XDECREF(p); Py_DECREF(parts); goto done; }
+            Py_DECREF(p);
+        }
+        sep = PyUnicode_FromString("");
+        tup = sep ? PyUnicode_Join(sep, parts) : NULL;
+        Py_DECREF(parts);
+        if (!tup) { Py_XDECREF(sep); goto done; }
+        parts = PyList_New(0);
+        for (Py_ssize_t k = 0; parts && k < n; k++) {
+            PyObject *nm = PyList_GET_ITEM(outs, k);
+            PyObject *p = PyUnicode_FromFormat("    if '%U' in __nd_r: %U = __nd_r['%U']\n", nm, nm, nm);
+            if (!p || PyList_Append(parts, p) < 0) { Py_XDECREF(p); Py_CLEAR(parts); }
+            else Py_DECREF(p);
+        }
+        dct = parts ? PyUnicode_Join(sep, parts) : NULL;
+        Py_XDECREF(parts);
+        Py_DECREF(sep);
+        if (!dct) { Py_DECREF(tup); goto done; }
+        if (n)
+            text = PyUnicode_FromFormat(
+                "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
+                "elif __nd_r.__class__ is ().__class__:\n    (%U) = __nd_r\nelse:\n%U",
+                gname, tup, dct);
+        else
+            text = PyUnicode_FromFormat("__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n", gname);
+        Py_DECREF(tup);
+        Py_DECREF(dct);
+        if (!text) goto done;
+    }
+    if (!(mod = PyObject_CallMethod(mod_ast, "parse", "O", text))) goto done;
+    if (place(mod, lineno(node)) < 0) goto done;
+    if (!(body = PyObject_GetAttrString(mod, "body"))) goto done;
+    {
+        PyObject *iff = PyList_GET_ITEM(body, 1), *ib = PyObject_GetAttrString(iff, "body");
+        if (!ib) goto done;
+        int rc = PyList_SetItem(ib, 0, Py_NewRef(node));
+        Py_DECREF(ib);
+        if (rc < 0) goto done;
+    }
+    r = Py_NewRef(body);
+done:
+    Py_XDECREF(outs);
+    Py_XDECREF(gname);
+    Py_XDECREF(region);
+    Py_XDECREF(text);
+    Py_XDECREF(mod);
+    Py_XDECREF(body);
+    return r;
+}
+
+static int is_errstate_with(PyObject *node)
+{
+    PyObject *items = PyObject_GetAttrString(node, "items");
+    int ok = items && PyList_GET_SIZE(items) > 0;
+    for (Py_ssize_t k = 0; ok && k < PyList_GET_SIZE(items); k++) {
+        PyObject *ce = PyObject_GetAttrString(PyList_GET_ITEM(items, k), "context_expr");
+        PyObject *f = ce && !strcmp(kind(ce), "Call") ? PyObject_GetAttrString(ce, "func") : NULL;
+        PyObject *a = f && !strcmp(kind(f), "Attribute") ? PyObject_GetAttrString(f, "attr") : NULL;
+        ok = a && PyUnicode_Check(a) && PyUnicode_CompareWithASCIIString(a, "errstate") == 0;
+        Py_XDECREF(ce);
+        Py_XDECREF(f);
+        Py_XDECREF(a);
+    }
+    Py_XDECREF(items);
+    PyErr_Clear();
+    return ok;
+}
+
+static int note(rctx *c, int line, int captured, PyObject *reason, PyObject **entry)
+{
+    PyObject *e = info_entry(line, captured, reason);
+    if (!e || PyList_Append(c->infos, e) < 0) { Py_XDECREF(e); return -1; }
+    if (entry) *entry = e;
+    else Py_DECREF(e);
+    return 0;
+}
+
+static int loops_in(rctx *c, PyObject *node, const char *why);
+
+/* statements of list `stmts` (an attribute of a node): loops are tried and
+ * replaced in place; `why` (not NULL) forbids capture in this block */
+static int block(rctx *c, PyObject *stmts, const char *why)
+{
+    if (!stmts || !PyList_Check(stmts)) return 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(stmts); k++) {
+        PyObject *s = PyList_GET_ITEM(stmts, k);
+        const char *kd = kind(s);
+        if (!strcmp(kd, "For") || !strcmp(kd, "While")) {
+            int ln = lineno(s);
+            if (why) {
+                PyObject *r = PyUnicode_FromFormat("%s at line %d", why, ln);
+                if (!r || note(c, ln, 0, r, NULL) < 0) { Py_XDECREF(r); return -1; }
+                Py_DECREF(r);
+                if (loops_in(c, s, why) < 0) return -1;
+                continue;
+            }
+            nd_lir ir;
+            PyObject *reason = NULL;
+            int rc = nd_loop_parse(s, c->locals, &ir, &reason);
+            if (rc < 0) return -1;
+            if (rc == 1) {
+                if (note(c, ln, 0, reason, NULL) < 0) { Py_XDECREF(reason); return -1; }
+                Py_XDECREF(reason);
+                if (loops_in(c, s, NULL) < 0) return -1;
+                continue;
+            }
+            PyObject *entry = NULL;
+            if (note(c, ln, 1, NULL, &entry) < 0) { nd_lir_free(&ir); return -1; }
+            PyObject *rep = replacement(c, s, &ir, entry);
+            Py_DECREF(entry);
+            if (!rep) return -1;
+            /* splice: stmts[k:k+1] = rep */
+            Py_ssize_t nr = PyList_GET_SIZE(rep);
+            if (PyList_SetSlice(stmts, k, k + 1, rep) < 0) { Py_DECREF(rep); return -1; }
+            Py_DECREF(rep);
+            k += nr - 1;
+            c->captured++;
+            continue;
+        }
+        if (!strcmp(kd, "If")) {
+            if (loops_in(c, s, why) < 0) return -1;
+        } else if (!strcmp(kd, "With")) {
+            if (loops_in(c, s, why ? why : is_errstate_with(s) ? NULL : "inside a with block") < 0) return -1;
+        } else if (!strcmp(kd, "Try") || !strcmp(kd, "TryStar")) {
+            if (loops_in(c, s, "inside a try block") < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static int loops_in(rctx *c, PyObject *node, const char *why)
+{
+    static const char *const lists[] = {"body", "orelse", "finalbody", "handlers"};
+    for (int k = 0; k < 4; k++) {
+        PyObject *l = PyObject_GetAttrString(node, lists[k]);
+        if (!l) { PyErr_Clear(); continue; }
+        int rc = 0;
+        if (k == 3 && PyList_Check(l)) {
+            for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(l); j++) rc = loops_in(c, PyList_GET_ITEM(l, j), why);
+        } else {
+            rc = block(c, l, why);
+        }
+        Py_DECREF(l);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+/* the code object named name (first line line) among consts, depth-first */
+static PyObject *find_code(PyObject *code, PyObject *name, int depth)
+{
+    if (depth > 3) return NULL;
+    PyObject *consts = PyObject_GetAttrString(code, "co_consts");
+    if (!consts) return NULL;
+    PyObject *r = NULL;
+    for (Py_ssize_t k = 0; !r && k < PyTuple_GET_SIZE(consts); k++) {
+        PyObject *x = PyTuple_GET_ITEM(consts, k);
+        if (!PyCode_Check(x)) continue;
+        if (PyUnicode_Compare(((PyCodeObject *)x)->co_name, name) == 0) r = Py_NewRef(x);
+        else r = find_code(x, name, depth + 1);
+    }
+    Py_DECREF(consts);
+    return r;
+}
+
+static PyObject *build(PyObject *fn, PyObject *fdef, PyObject *code)
+{
+    PyCodeObject *co = (PyCodeObject *)code;
+    PyObject *freevars = PyObject_GetAttrString(code, "co_freevars");
+    PyObject *tree = NULL, *compiled = NULL, *ncode = NULL, *nf = NULL, *nfree = NULL, *cells = NULL;
+    if (!freevars) return NULL;
+    if (PyTuple_GET_SIZE(freevars)) {
+        /* def __numdyn_factory__():  a = b = None;  <fdef> */
+        PyObject *sep = PyUnicode_FromString(" = "), *j = sep ? PyUnicode_Join(sep, freevars) : NULL;
+        PyObject *t = j ? PyUnicode_FromFormat("def __numdyn_factory__():\n    %U = None\n    pass\n", j) : NULL;
+        Py_XDECREF(sep);
+        Py_XDECREF(j);
+        if (!t) goto done;
+        tree = PyObject_CallMethod(mod_ast, "parse", "O", t);
+        Py_DECREF(t);
+        if (!tree) goto done;
+        PyObject *b = PyObject_GetAttrString(tree, "body");
+        PyObject *fb = b ? PyObject_GetAttrString(PyList_GET_ITEM(b, 0), "body") : NULL;
+        int rc = fb ? PyList_SetItem(fb, 1, Py_NewRef(fdef)) : -1;
+        Py_XDECREF(b);
+        Py_XDECREF(fb);
+        if (rc < 0) goto done;
+    } else {
+        PyObject *t = PyUnicode_FromString("pass\n");
+        tree = t ? PyObject_CallMethod(mod_ast, "parse", "O", t) : NULL;
+        Py_XDECREF(t);
+        PyObject *b = tree ? PyObject_GetAttrString(tree, "body") : NULL;
+        int rc = b ? PyList_SetItem(b, 0, Py_NewRef(fdef)) : -1;
+        Py_XDECREF(b);
+        if (rc < 0) goto done;
+    }
+    {
+        PyObject *fm = PyObject_CallMethod(mod_ast, "fix_missing_locations", "O", tree);
+        if (!fm) goto done;
+        Py_DECREF(fm);
+    }
+    {
+        int flags = co->co_flags & PyCF_MASK;
+        PyObject *bi = PyEval_GetBuiltins();
+        PyObject *cf = bi ? PyDict_GetItemString(bi, "compile") : NULL;
+        if (!cf) { PyErr_SetString(PyExc_RuntimeError, "no compile()"); goto done; }
+        compiled = PyObject_CallFunction(cf, "OOsii", tree, co->co_filename, "exec", flags, 1);
+        if (!compiled) goto done;
+    }
+    if (!(ncode = find_code(compiled, co->co_name, 0))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "rewritten function not found");
+        goto done;
+    }
+    /* the closure: the original's cells, matched by name */
+    if (!(nfree = PyObject_GetAttrString(ncode, "co_freevars"))) goto done;
+    PyObject *cl = PyFunction_GET_CLOSURE(fn);
+    if (!(cells = PyTuple_New(PyTuple_GET_SIZE(nfree)))) goto done;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(nfree); k++) {
+        PyObject *cell = NULL;
+        for (Py_ssize_t j = 0; cl && j < PyTuple_GET_SIZE(freevars); j++)
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(freevars, j), PyTuple_GET_ITEM(nfree, k)) == 0)
+                cell = PyTuple_GET_ITEM(cl, j);
+        if (!cell) { PyErr_SetString(PyExc_RuntimeError, "a free variable of the rewritten function is unknown"); goto done; }
+        PyTuple_SET_ITEM(cells, k, Py_NewRef(cell));
+    }
+    {
+        PyObject *qn = PyObject_GetAttrString(fn, "__qualname__");
+        if (!qn) goto done;
+        nf = PyFunction_NewWithQualName(ncode, PyFunction_GET_GLOBALS(fn), qn);
+        Py_DECREF(qn);
+    }
+    if (!nf) goto done;
+    PyObject *d = PyFunction_GET_DEFAULTS(fn), *kd = PyFunction_GET_KW_DEFAULTS(fn);
+    if ((d && PyFunction_SetDefaults(nf, d) < 0) || (kd && PyFunction_SetKwDefaults(nf, kd) < 0) ||
+        (PyTuple_GET_SIZE(cells) && PyFunction_SetClosure(nf, cells) < 0))
+        Py_CLEAR(nf);
+done:
+    Py_XDECREF(freevars);
+    Py_XDECREF(tree);
+    Py_XDECREF(compiled);
+    Py_XDECREF(ncode);
+    Py_XDECREF(nfree);
+    Py_XDECREF(cells);
+    return nf;
+}
+
+static int set_info(PyObject *code, PyObject *infos)
+{
+    return PyDict_SetItem(info_by_code, code, infos);
+}
+
+/* numdyn.config.loop_capture (read when a function is first compiled) */
+static int capture_on(void)
+{
+    if (!nd_loop_enabled) return 0;
+    PyObject *cfg = PyImport_ImportModule("numdyn.config");
+    if (!cfg) { PyErr_Clear(); return 1; }
+    PyObject *v = PyObject_GetAttrString(cfg, "loop_capture");
+    Py_DECREF(cfg);
+    if (!v) { PyErr_Clear(); return 1; }
+    int on = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (on < 0) { PyErr_Clear(); return 1; }
+    return on;
+}
+
+PyObject *nd_loop_rewrite(PyObject *fn)
+{
+    if (!PyFunction_Check(fn) || !capture_on()) return Py_NewRef(fn);
+    PyObject *code = PyFunction_GET_CODE(fn);
+    PyCodeObject *co = (PyCodeObject *)code;
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+        return Py_NewRef(fn);
+    if (init() < 0) return NULL;
+    PyObject *src = NULL, *ded = NULL, *tree = NULL, *fdef = NULL, *body = NULL, *nf = NULL;
+    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0};
+    if (!(c.infos = PyList_New(0))) return NULL;
+    if (!(src = PyObject_CallOneArg(getsource, fn))) {
+        /* no source (a lambda in a REPL, exec'd code): nothing to capture */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) goto fail;
+        PyErr_Clear();
+        goto plain;
+    }
+    if (!(ded = PyObject_CallOneArg(dedent, src))) goto fail;
+    if (!(tree = PyObject_CallMethod(mod_ast, "parse", "O", ded))) {
+        if (!PyErr_ExceptionMatches(PyExc_SyntaxError)) goto fail;
+        PyErr_Clear();
+        goto plain;
+    }
+    {
+        PyObject *b = PyObject_GetAttrString(tree, "body");
+        if (!b) goto fail;
+        if (PyList_GET_SIZE(b) != 1 || strcmp(kind(PyList_GET_ITEM(b, 0)), "FunctionDef") != 0) {
+            Py_DECREF(b);
+            goto plain;   /* a lambda, a decorated class... */
+        }
+        fdef = Py_NewRef(PyList_GET_ITEM(b, 0));
+        Py_DECREF(b);
+        PyObject *nm = PyObject_GetAttrString(fdef, "name");
+        int same = nm && PyUnicode_Compare(nm, co->co_name) == 0;
+        Py_XDECREF(nm);
+        if (!same) { PyErr_Clear(); goto plain; }
+    }
+    {
+        PyObject *r = PyObject_CallMethod(mod_ast, "increment_lineno", "Oi", tree, co->co_firstlineno - 1);
+        if (!r) goto fail;
+        Py_DECREF(r);
+        PyObject *empty = PyList_New(0);
+        if (!empty || PyObject_SetAttrString(fdef, "decorator_list", empty) < 0) { Py_XDECREF(empty); goto fail; }
+        Py_DECREF(empty);
+    }
+    /* the local names; `locals` itself must be the builtin */
+    {
+        PyObject *vn = PyObject_GetAttrString(code, "co_varnames"), *cv = PyObject_GetAttrString(code, "co_cellvars");
+        PyObject *fv = PyObject_GetAttrString(code, "co_freevars");
+        int bad = !vn || !cv || !fv || !(c.locals = PySet_New(vn));
+        for (Py_ssize_t k = 0; !bad && k < PyTuple_GET_SIZE(cv); k++) bad = PySet_Add(c.locals, PyTuple_GET_ITEM(cv, k)) < 0;
+        for (Py_ssize_t k = 0; !bad && k < PyTuple_GET_SIZE(fv); k++) bad = PySet_Add(c.locals, PyTuple_GET_ITEM(fv, k)) < 0;
+        if (bad) {
+            Py_XDECREF(vn); Py_XDECREF(cv); Py_XDECREF(fv);
+            goto fail;
+        }
+        Py_DECREF(vn); Py_DECREF(cv); Py_DECREF(fv);
+        PyObject *ln = PyUnicode_FromString("locals");
+        int shadow = ln ? PySet_Contains(c.locals, ln) : -1;
+        if (shadow == 0) shadow = PyDict_Contains(c.globals, ln);
+        Py_XDECREF(ln);
+        if (shadow < 0) goto fail;
+        if (shadow) goto plain;
+    }
+    if (!(body = PyObject_GetAttrString(fdef, "body"))) goto fail;
+    if (block(&c, body, NULL) < 0) goto fail;
+    if (c.captured) {
+        if (getenv("NUMDYN_LOOP_DEBUG")) {
+            PyObject *u = PyObject_CallMethod(mod_ast, "unparse", "O", fdef);
+            if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();
+        }
+        nf = build(fn, fdef, code);
+        if (!nf) {
+            /* the rewrite failed to compile: say so, run the original */
+            PyObject *why = PyUnicode_FromString("the rewritten function did not compile");
+            PyErr_Clear();
+            for (Py_ssize_t k = 0; why && k < PyList_GET_SIZE(c.infos); k++) {
+                PyObject *e = PyList_GET_ITEM(c.infos, k);
+                PyDict_SetItemString(e, "captured", Py_False);
+                PyDict_SetItemString(e, "reason", why);
+            }
+            Py_XDECREF(why);
+        }
+    }
+plain:
+    if (set_info(code, c.infos) < 0) goto fail;
+    Py_XDECREF(src); Py_XDECREF(ded); Py_XDECREF(tree); Py_XDECREF(fdef); Py_XDECREF(body);
+    Py_XDECREF(c.locals);
+    Py_DECREF(c.infos);
+    return nf ? nf : Py_NewRef(fn);
+fail:
+    Py_XDECREF(src); Py_XDECREF(ded); Py_XDECREF(tree); Py_XDECREF(fdef); Py_XDECREF(body);
+    Py_XDECREF(c.locals);
+    Py_DECREF(c.infos);
+    Py_XDECREF(nf);
+    return NULL;
+}
+
+PyObject *nd_loop_info(PyObject *code)
+{
+    if (!info_by_code) return PyList_New(0);
+    PyObject *r = PyDict_GetItemWithError(info_by_code, code);
+    if (r) return PyList_GetSlice(r, 0, PyList_GET_SIZE(r));
+    return PyErr_Occurred() ? NULL : PyList_New(0);
+}

@@ -1,0 +1,546 @@
+/* loop_run.c -- the loop region: a captured loop, compiled per call
+ * signature and run on the values of the call (see loop.h).
+ *
+ * A signature is what the C code depends on: each variable's type at
+ * entry (Python bool/int/float, a NumPy scalar type, unbound), each
+ * array's dtype, rank and writeability, and coarse magnitude classes of
+ * Python ints and array dimensions (the bound analysis uses them). A
+ * signature the loop cannot be compiled for is remembered too: Python runs
+ * the loop (the region returns None).
+ *
+ * Arrays that the tracer holds lazily are materialized first and handed
+ * over like a graph break's (trace_outside.c): what the loop writes into
+ * them, work still pending sees as NumPy's eager order would.
+ */
+#include "trace/loop.h"
+#include "trace_internal.h"
+#include "passes/loop_types.h"
+#include "codegen/codegen.h"
+#include "toolchain/toolchain.h"
+#include "graph/hash.h"
+#include "core/counters.h"
+#include <dlfcn.h>
+#include <string.h>
+
+int nd_loop_enabled = 1;
+
+typedef int (*nd_loopfn)(nd_lframe *F);
+
+typedef struct {
+    uint64_t key;
+    nd_loopfn fn;          /* NULL: not compilable for this signature */
+    int snapshot;
+    PyObject *reason;
+} lsig;
+
+typedef struct {
+    PyObject_HEAD
+    nd_lir ir;
+    PyObject *globals;
+    PyObject *info;
+    lsig *sigs;
+    int nsigs, capsigs;
+} NdLoop;
+
+static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
+
+/* ------------------------------------------------------------- boxing */
+static PyObject *box(int t, const void *p)
+{
+    switch (t) {
+    case LT_PYBOOL: return PyBool_FromLong(*(const uint8_t *)p);
+    case LT_PYINT: return PyLong_FromLongLong(*(const int64_t *)p);
+    case LT_PYFLOAT: return PyFloat_FromDouble(*(const double *)p);
+    default: {
+        PyArray_Descr *d = PyArray_DescrFromType(nd_lty_typenum(t));
+        if (!d) return NULL;
+        PyObject *r = PyArray_Scalar((void *)p, d, NULL);
+        Py_DECREF(d);
+        return r;
+    }
+    }
+}
+
+
+/* 0: r holds o as type t; 1: o is not of type t (or does not fit) */
+static int unbox(PyObject *o, int t, void *r)
+{
+    switch (t) {
+    case LT_PYBOOL:
+        if (!PyBool_Check(o)) return 1;
+        *(uint8_t *)r = o == Py_True;
+        return 0;
+    case LT_PYINT: {
+        if (!PyLong_CheckExact(o)) return 1;
+        int of = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &of);
+        if (of || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return 1; }
+        *(int64_t *)r = v;
+        return 0;
+    }
+    case LT_PYFLOAT:
+        if (!PyFloat_CheckExact(o)) return 1;
+        *(double *)r = PyFloat_AS_DOUBLE(o);
+        return 0;
+    default: {
+        if (!PyArray_IsScalar(o, Generic)) return 1;
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        if (!d) { PyErr_Clear(); return 1; }
+        int ok = nd_lty_of_typenum(d->type_num) == t && PyArray_IsScalar(o, Number) + PyArray_IsScalar(o, Bool);
+        Py_DECREF(d);
+        if (!ok) return 1;
+        PyArray_ScalarAsCtype(o, r);
+        return 0;
+    }
+    }
+}
+
+/* the loop type of a value at entry: LT_*, or -1 */
+static int type_of_value(PyObject *o, int64_t *bits)
+{
+    *bits = 0;
+    if (PyBool_Check(o)) return LT_PYBOOL;
+    if (PyLong_CheckExact(o)) {
+        int of = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &of);
+        if (of || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+        uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+        *bits = m < (1ull << 31) ? 31 : m < (1ull << 47) ? 47 : LBITS_ANY;
+        return LT_PYINT;
+    }
+    if (PyFloat_CheckExact(o)) return LT_PYFLOAT;
+    if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        if (!d) { PyErr_Clear(); return -1; }
+        int t = nd_lty_of_typenum(d->type_num);
+        Py_DECREF(d);
+        return t;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------- callbacks */
+typedef struct {
+    NdLoop *L;
+    PyObject **arrs;       /* borrowed: the arrays by variable */
+} runctx;
+
+static int cb_slow(nd_lframe *F, int op, int tr, void *r, int ta, const void *a, int tb, const void *b)
+{
+    PyObject *A = a ? box(ta, a) : NULL, *B = NULL, *res = NULL;
+    int rc = -1;
+    if (a && !A) goto done;
+    if (b && !(B = box(tb, b))) goto done;
+    if (!(res = nd_lty_apply(op, A, B))) goto done;
+    rc = unbox(res, tr, r);
+done:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(res);
+    return rc;
+}
+
+static int cb_store(nd_lframe *F, int arr, int nidx, const int64_t *idx, int ta, const void *a)
+{
+    runctx *c = F->runner;
+    PyObject *v = box(ta, a), *key = v ? PyTuple_New(nidx) : NULL;
+    int rc = -1;
+    if (!key) goto done;
+    for (int k = 0; k < nidx; k++) {
+        PyObject *i = PyLong_FromLongLong(idx[k]);
+        if (!i) goto done;
+        PyTuple_SET_ITEM(key, k, i);
+    }
+    rc = PyObject_SetItem(c->arrs[arr], key, v);
+done:
+    Py_XDECREF(v);
+    Py_XDECREF(key);
+    return rc;
+}
+
+static int cb_poll(nd_lframe *F) { return PyErr_CheckSignals(); }
+
+/* ---------------------------------------------------------- compiling */
+static int init_refs(void)
+{
+    if (geterr) return 0;
+    PyObject *b = PyImport_ImportModule("builtins");
+    if (!b) return -1;
+    builtins_dict = PyModule_GetDict(b);
+    Py_INCREF(builtins_dict);
+    Py_DECREF(b);
+    if (!(math_mod = PyImport_ImportModule("math"))) return -1;
+    if (!(numpy_mod = PyImport_ImportModule("numpy"))) return -1;
+    geterr = PyObject_GetAttrString(numpy_mod, "geterr");
+    return geterr ? 0 : -1;
+}
+
+static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool"};
+
+static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
+{
+    if (L->nsigs == L->capsigs) {
+        int nc = L->capsigs ? 2 * L->capsigs : 4;
+        lsig *s = PyMem_Realloc(L->sigs, sizeof(lsig) * (size_t)nc);
+        if (!s) { PyErr_NoMemory(); return NULL; }
+        L->sigs = s;
+        L->capsigs = nc;
+    }
+    lsig *s = &L->sigs[L->nsigs];
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    int rc = nd_loop_type(T);
+    nd_sb sb;
+    nd_sb_init(&sb);
+    if (rc == 0) rc = nd_codegen_loop(T, &sb, &s->snapshot);
+    if (rc == 0) {
+        static const char *const syms[] = {"nd_loop_main"};
+        int compiled = 0;
+        uint64_t h = nd_fnv64(sb.p, sb.n, ND_FNV_INIT);
+        void *handle = nd_disk_load_or_build(sb.p, sb.n, h, syms, 1, &compiled);
+        if (!handle) rc = -1;
+        else if (!(s->fn = (nd_loopfn)dlsym(handle, "nd_loop_main"))) {
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: a compiled loop lacks its entry point");
+            rc = -1;
+        }
+        if (getenv("NUMDYN_LOOP_DEBUG")) fprintf(stderr, "%.*s\n", (int)sb.n, sb.p);
+    }
+    nd_sb_free(&sb);
+    if (rc < 0) return NULL;
+    if (rc == 1) {
+        s->reason = T->reason ? Py_NewRef(T->reason) : PyUnicode_FromString("types this loop cannot compute in");
+        if (!s->reason) return NULL;
+    }
+    L->nsigs++;
+    return s;
+}
+
+static void set_reason(NdLoop *L, PyObject *why)
+{
+    if (L->info && why) PyDict_SetItemString(L->info, "last_fallback", why);
+}
+
+/* ---------------------------------------------------------------- run */
+static PyObject *run(NdLoop *L, PyObject *locals)
+{
+    nd_lir *ir = &L->ir;
+    int nv = ir->nvars;
+    if (init_refs() < 0) return NULL;
+    PyObject **vals = PyMem_Calloc((size_t)nv + 1, sizeof(PyObject *));   /* owned */
+    uint8_t *buf = PyMem_Calloc((size_t)nv + 1, 8);
+    nd_larr *arr = PyMem_Calloc((size_t)nv + 1, sizeof(nd_larr));
+    nd_lval *val = PyMem_Calloc((size_t)nv + 1, sizeof(nd_lval));
+    PyObject **snaps = PyMem_Calloc((size_t)nv + 1, sizeof(PyObject *));
+    PyObject *result = NULL, *why = NULL, *handed = NULL, *mat = NULL;
+    nd_trace *t = nd_trace_current();
+    nd_outside o;
+    int outside = 0;
+    memset(&o, 0, sizeof o);
+    if (!vals || !buf || !arr || !val || !snaps) { PyErr_NoMemory(); goto done; }
+    uint8_t *entry = buf, *vbits = buf + nv + 1, *awrite = buf + 2 * (nv + 1), *tag = buf + 3 * (nv + 1);
+    int8_t *adt = (int8_t *)(buf + 4 * (nv + 1)), *andim = (int8_t *)(buf + 5 * (nv + 1));
+    uint32_t *vset = PyMem_Calloc((size_t)nv + 1, sizeof(uint32_t));
+    uint8_t *vb = PyMem_Calloc((size_t)nv + 1, 1);
+    if (!vset || !vb) { PyMem_Free(vset); PyMem_Free(vb); PyErr_NoMemory(); goto done; }
+
+    /* 1. the values */
+    int proxies = 0;
+    for (int v = 0; v < nv; v++) {
+        PyObject *name = PyTuple_GET_ITEM(ir->names, v), *x;
+        uint8_t f = ir->vflags[v];
+        if (f & VF_LOCAL) x = PyDict_GetItemWithError(locals, name);
+        else {
+            x = PyDict_GetItemWithError(L->globals, name);
+            if (!x && !PyErr_Occurred()) x = PyDict_GetItemWithError(builtins_dict, name);
+        }
+        if (!x && PyErr_Occurred()) goto done_free;
+        if (f & VF_MODULE) {
+            int ok = x && ((ir->vmod[v] == LM_MATH && x == math_mod) ||
+                           (ir->vmod[v] == LM_NUMPY && (x == numpy_mod || (nd_np.module && x == nd_np.module()))));
+            if (!ok) { why = PyUnicode_FromFormat("'%U' is not the module the loop uses", name); goto fallback; }
+            continue;
+        }
+        if (f & VF_BUILTIN) {
+            PyObject *b = PyDict_GetItemString(builtins_dict, bnames[ir->vmod[v]]);
+            if (!x || x != b) { why = PyUnicode_FromFormat("'%U' is not the builtin", name); goto fallback; }
+            continue;
+        }
+        if (x && nd_proxy_check(x)) proxies = 1;
+        vals[v] = Py_XNewRef(x);
+    }
+    /* arrays the tracer holds: materialized, handed over like a break's */
+    if (proxies && t) {
+        PyObject *tup = PyTuple_New(nv);
+        if (!tup) goto done_free;
+        for (int v = 0; v < nv; v++) PyTuple_SET_ITEM(tup, v, Py_NewRef(vals[v] ? vals[v] : Py_None));
+        PyObject *k = NULL;
+        int mrc = nd__materialize_call(tup, NULL, &mat, &k);
+        Py_DECREF(tup);
+        Py_XDECREF(k);
+        if (mrc < 0) goto done_free;
+        for (int v = 0; v < nv; v++)
+            if (vals[v]) Py_SETREF(vals[v], Py_NewRef(PyTuple_GET_ITEM(mat, v)));
+    }
+
+    /* 2. the signature */
+    uint64_t key = 0x6c6f6f70;
+    int abits = 31;
+    for (int v = 0; v < nv; v++) {
+        uint8_t f = ir->vflags[v];
+        PyObject *x = vals[v];
+        adt[v] = -1;
+        entry[v] = LT_UNBOUND;
+        tag[v] = LT_UNBOUND;
+        if (f & (VF_MODULE | VF_BUILTIN)) continue;
+        if (f & VF_ARRAY) {
+            if (!x || !PyArray_CheckExact(x)) {
+                why = PyUnicode_FromFormat("'%U' is not an ndarray", PyTuple_GET_ITEM(ir->names, v));
+                goto fallback;
+            }
+            PyArrayObject *a = (PyArrayObject *)x;
+            int lt = nd_lty_of_typenum(PyArray_TYPE(a));
+            if (lt < 0 || !PyArray_ISNBO(PyArray_DESCR(a)->byteorder) || !PyArray_ISALIGNED(a) ||
+                PyArray_NDIM(a) > NDL_MAXDIMS) {
+                why = PyUnicode_FromFormat("'%U' has a dtype or layout loops do not compute in",
+                                           PyTuple_GET_ITEM(ir->names, v));
+                goto fallback;
+            }
+            adt[v] = (int8_t)lt;
+            andim[v] = (int8_t)PyArray_NDIM(a);
+            awrite[v] = (f & VF_STORED) ? (PyArray_ISWRITEABLE(a) != 0) : 1;
+            for (int d = 0; d < PyArray_NDIM(a); d++) {
+                if (PyArray_DIM(a, d) >= (1ll << 31)) abits = 47;
+                arr[v].shape[d] = PyArray_DIM(a, d);
+                arr[v].strides[d] = PyArray_STRIDE(a, d);
+            }
+            arr[v].data = PyArray_BYTES(a);
+            key = nd_hash_mix(key, (uint64_t)(v * 4096 + lt * 64 + PyArray_NDIM(a) * 2 + awrite[v]) | (1ull << 40));
+            continue;
+        }
+        if (!x) { key = nd_hash_mix(key, (uint64_t)v << 8 | LT_UNBOUND); continue; }
+        PyObject *sx = x;
+        if (PyArray_CheckExact(x) && PyArray_NDIM((PyArrayObject *)x) == 0)
+            sx = PyArray_GETITEM((PyArrayObject *)x, PyArray_DATA((PyArrayObject *)x));
+        else
+            Py_INCREF(sx);
+        if (!sx) goto done_free;
+        int64_t b;
+        int lt = type_of_value(sx, &b);
+        if (lt < 0) {
+            Py_DECREF(sx);
+            why = PyUnicode_FromFormat("'%U' is a %s at the loop's start", PyTuple_GET_ITEM(ir->names, v),
+                                       Py_TYPE(x)->tp_name);
+            goto fallback;
+        }
+        entry[v] = (uint8_t)lt;
+        vbits[v] = (uint8_t)b;
+        if (unbox(sx, lt, &val[v]) != 0) { Py_DECREF(sx); why = PyUnicode_FromString("a value could not be read"); goto fallback; }
+        Py_DECREF(sx);
+        tag[v] = (uint8_t)lt;
+        key = nd_hash_mix(key, (uint64_t)v << 16 | (uint64_t)lt << 8 | (uint64_t)b);
+    }
+    key = nd_hash_mix(key, (uint64_t)abits);
+    lsig *s = NULL;
+    for (int k = 0; k < L->nsigs; k++) if (L->sigs[k].key == key) { s = &L->sigs[k]; break; }
+    if (!s) {
+        nd_ltyping T;
+        memset(&T, 0, sizeof T);
+        T.ir = ir;
+        T.vset = vset;
+        T.vbits = vb;
+        T.entry = entry;
+        T.vbits_entry = vbits;
+        T.adt = adt;
+        T.andim = andim;
+        T.awrite = awrite;
+        T.abits = (uint8_t)abits;
+        s = compile_sig(L, key, &T);
+        Py_XDECREF(T.reason);
+        if (!s) goto done_free;
+    }
+    if (!s->fn) { why = Py_NewRef(s->reason); goto fallback; }
+
+    /* 3. NumPy's error state: the C code sees no underflow */
+    {
+        PyObject *err = PyObject_CallNoArgs(geterr);
+        PyObject *u = err ? PyDict_GetItemString(err, "under") : NULL;
+        int ign = u && PyUnicode_Check(u) && PyUnicode_CompareWithASCIIString(u, "ignore") == 0;
+        Py_XDECREF(err);
+        if (!u && PyErr_Occurred()) goto done_free;
+        if (!ign) { why = PyUnicode_FromString("np.errstate(under=...) is not 'ignore'"); goto fallback; }
+    }
+
+    /* 4. run */
+    if (t) {
+        if (!(handed = PyTuple_New(nv))) goto done_free;
+        for (int v = 0; v < nv; v++)
+            PyTuple_SET_ITEM(handed, v, Py_NewRef((ir->vflags[v] & VF_STORED) && vals[v] ? vals[v] : Py_None));
+        if (nd__flush_writes(t) < 0) goto done_free;
+        if (nd__outside_begin(t, handed, &o) < 0) goto done_free;
+        outside = 1;
+    }
+    if (s->snapshot)
+        for (int v = 0; v < nv; v++)
+            if ((ir->vflags[v] & VF_STORED) && adt[v] >= 0 &&
+                !(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER)))
+                goto done_free;
+    runctx ctx = {L, vals};
+    nd_lframe F;
+    memset(&F, 0, sizeof F);
+    F.arr = arr;
+    F.val = val;
+    F.tag = tag;
+    F.slow = cb_slow;
+    F.store = cb_store;
+    F.poll = cb_poll;
+    F.runner = &ctx;
+    int rc = s->fn(&F);
+    nd_counter_add(ND_CTR_LOOP_RUNS, 1);
+    switch (rc) {
+    case NDL_OK: break;
+    case NDL_PYERR:
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop failed without an exception");
+        goto done_free;
+    case NDL_DEOPT:
+        if (!s->snapshot) {
+            PyErr_Format(PyExc_RuntimeError, "numdyn: the loop at line %d cannot be resumed in Python "
+                         "(please report this); run it with NUMDYN_LOOPS=0", ir->line);
+            goto done_free;
+        }
+        for (int v = 0; v < nv; v++)
+            if (snaps[v] && PyArray_CopyInto((PyArrayObject *)vals[v], (PyArrayObject *)snaps[v]) < 0)
+                goto done_free;
+        nd_counter_add(ND_CTR_LOOP_DEOPTS, 1);
+        why = PyUnicode_FromString("deoptimized: a value left the types the C loop computes in");
+        goto fallback;
+    case NDL_INDEX:
+        PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
+                     (long long)F.err_a, (int)F.err_b, (long long)F.err_c);
+        goto done_free;
+    case NDL_UNBOUND: {
+        PyObject *name = F.err_a >= 0 && F.err_a < nv ? PyTuple_GET_ITEM(ir->names, F.err_a) : NULL;
+        if (!name) PyErr_SetString(PyExc_UnboundLocalError, "a local variable is not associated with a value");
+        else if (ir->vflags[F.err_a] & VF_LOCAL)
+            PyErr_Format(PyExc_UnboundLocalError,
+                         "cannot access local variable '%U' where it is not associated with a value", name);
+        else
+            PyErr_Format(PyExc_NameError, "name '%U' is not defined", name);
+        goto done_free;
+    }
+    case NDL_RANGE0:
+        PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");
+        goto done_free;
+    default:
+        PyErr_Format(PyExc_SystemError, "numdyn loop: unknown status %d", rc);
+        goto done_free;
+    }
+
+    /* 5. the locals it assigned */
+    {
+        int nout = 0, unbound = 0;
+        for (int v = 0; v < nv; v++)
+            if (ir->vflags[v] & VF_ASSIGNED) { nout++; unbound |= tag[v] == LT_UNBOUND; }
+        PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
+        int k = 0;
+        for (int v = 0; r && v < nv; v++) {
+            if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
+            if (tag[v] == LT_UNBOUND) continue;
+            PyObject *b = box(tag[v], &val[v]);
+            if (!b) { Py_CLEAR(r); break; }
+            if (unbound) {
+                if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
+                Py_DECREF(b);
+            } else {
+                PyTuple_SET_ITEM(r, k++, b);
+            }
+        }
+        result = r;
+    }
+    goto done_free;
+
+fallback:
+    if (!why && PyErr_Occurred()) goto done_free;
+    set_reason(L, why);
+    nd_counter_add(ND_CTR_LOOP_FALLBACKS, 1);
+    result = Py_NewRef(Py_None);
+done_free:
+    PyMem_Free(vset);
+    PyMem_Free(vb);
+done:
+    if (outside) {
+        if (!result) {
+            ND_EXC_SAVE(exc);
+            if (nd__outside_end(t, &o, 1) < 0) PyErr_WriteUnraisable((PyObject *)L);
+            ND_EXC_RESTORE(exc);
+        } else if (nd__outside_end(t, &o, 1) < 0) {
+            Py_CLEAR(result);
+        }
+        if (result && nd__flush_writes(t) < 0) Py_CLEAR(result);
+    }
+    Py_XDECREF(handed);
+    Py_XDECREF(mat);
+    Py_XDECREF(why);
+    if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
+    if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);
+    PyMem_Free(vals);
+    PyMem_Free(snaps);
+    PyMem_Free(buf);
+    PyMem_Free(arr);
+    PyMem_Free(val);
+    return result;
+}
+
+static PyObject *loop_tp_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) != 1 || (kw && PyDict_GET_SIZE(kw)) || !PyDict_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyErr_SetString(PyExc_TypeError, "a numdyn loop region takes locals()");
+        return NULL;
+    }
+    return run((NdLoop *)self, PyTuple_GET_ITEM(args, 0));
+}
+
+static void loop_dealloc(PyObject *o)
+{
+    NdLoop *L = (NdLoop *)o;
+    nd_lir_free(&L->ir);
+    for (int k = 0; k < L->nsigs; k++) Py_XDECREF(L->sigs[k].reason);
+    PyMem_Free(L->sigs);
+    Py_XDECREF(L->globals);
+    Py_XDECREF(L->info);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *loop_repr(PyObject *o)
+{
+    return PyUnicode_FromFormat("<numdyn loop region, line %d>", ((NdLoop *)o)->ir.line);
+}
+
+static PyTypeObject NdLoop_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.LoopRegion",
+    .tp_basicsize = sizeof(NdLoop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_call = loop_tp_call,
+    .tp_dealloc = loop_dealloc,
+    .tp_repr = loop_repr,
+};
+
+PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
+{
+    NdLoop *L = PyObject_New(NdLoop, &NdLoop_Type);
+    if (!L) { nd_lir_free(ir); return NULL; }
+    L->ir = *ir;
+    memset(ir, 0, sizeof *ir);
+    L->globals = Py_NewRef(globals);
+    L->info = Py_XNewRef(info);
+    L->sigs = NULL;
+    L->nsigs = L->capsigs = 0;
+    return (PyObject *)L;
+}
+
+int nd_loop_init(PyObject *module)
+{
+    const char *e = getenv("NUMDYN_LOOPS");
+    if (e && strcmp(e, "0") == 0) nd_loop_enabled = 0;
+    return PyType_Ready(&NdLoop_Type);
+}
