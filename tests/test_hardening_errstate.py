@@ -69,8 +69,7 @@ def test_errstate_per_category(name, settings):
 
 def test_raise_leaves_caller_arrays_as_numpy_does():
     # the raising op comes before any write: NumPy leaves `out` untouched
-    # (a write traced before the raising op is not yet replayed: see the
-    # issue's note)
+    # (writes traced before a raising op: tests/test_errstate_order.py)
     def f(out, a):
         out *= 1.0 / a
         out += 1.0

@@ -43,6 +43,42 @@ int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *inputs, PyObjec
 /* Nonzero when b (not yet computed) is another output of a's NumPy call. */
 int nd_extern_sibling(const nd_node *a, const nd_node *b);
 
+/* ---- NumPy's order of events, across a run of many operations ----------
+ * NumPy runs a function's operations one at a time; a run computes many at
+ * once. Two per-thread side channels between the caller of one run
+ * (trace_flush.c, trace_replay.c) and the built-in backends keep what NumPy
+ * does at one operation:
+ *
+ * Scalar stores. arr[i] = x where x is a NumPy (or Python) scalar and arr a
+ * signed integer array converts x as Python's int() does -- ValueError
+ * "cannot convert float NaN to integer", OverflowError for infinity, past
+ * C long, or out of the array's bounds -- where an array value would cast.
+ * The caller lists such stores of the graph it runs as pairs (the first
+ * node of the store -- its cast to the array's dtype --, the scalar
+ * operand; an output or INPUT of the run); a backend raises at the first
+ * failing one in operation order, before the store's nodes run
+ * (nd_scalar_store_check with that node's dtype). Custom backends do not
+ * see the list.
+ *
+ * The failed operation. After a run raised: the node whose operation
+ * raised (ND_NONE when the failure was not one operation's: an interrupt,
+ * memory, a custom backend), and whether it raised before making its
+ * writes (a scalar store) or after them (a ufunc's out= holds its results
+ * when NumPy raises for its error state). Reset by each built-in run. */
+extern _Thread_local const nd_id *nd_scalar_stores;  /* 2 * nd_nscalar_stores ids */
+extern _Thread_local int nd_nscalar_stores;
+extern _Thread_local nd_id nd_failed_node;
+extern _Thread_local int nd_failed_before;
+/* Whether storing the one-element ndarray `value` into an array of signed
+ * integer `dtype` raises under NumPy's scalar conversion: 0 fine, 1 raises
+ * (then, when raise_ is nonzero, with NumPy's own exception set: the store
+ * is made by NumPy on a one-element array). */
+int nd_scalar_store_check(PyObject *value, int dtype, int raise_);
+/* The scalar store pairs of g (see above) as a char per node: nonzero at
+ * each store node; value_of[store] its scalar operand. NULL with no
+ * exception when the run has none; PyMem, the caller frees. */
+char *nd_scalar_store_marks(nd_graph *g, nd_id **value_of);
+
 /* Outputs whose node asks for a memory order (ND_F_KORDER, graph.h) are
  * replaced in `list` (one array per out) by copies in that order unless
  * already so laid out: NumPy lays out a ufunc of Fortran arrays in Fortran

@@ -15,6 +15,7 @@
  */
 #include "core/npy.h"
 #include "backend.h"
+#include <math.h>
 #include <string.h>
 
 static PyObject *as_array(PyObject *o)
@@ -423,6 +424,90 @@ PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *in)
     return NULL;
 }
 
+/* ------------------------------------------------ NumPy's order of events */
+
+_Thread_local const nd_id *nd_scalar_stores;
+_Thread_local int nd_nscalar_stores;
+_Thread_local nd_id nd_failed_node = ND_NONE;
+_Thread_local int nd_failed_before;
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* [lo, hi] of a signed integer typenum, or 0 when dtype is not one */
+static int signed_range(int dtype, int64_t *lo, int64_t *hi)
+{
+    switch (dtype) {
+    case NPY_BYTE: *lo = INT8_MIN; *hi = INT8_MAX; return 1;
+    case NPY_SHORT: *lo = INT16_MIN; *hi = INT16_MAX; return 1;
+    case NPY_INT: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+    case NPY_LONG: case NPY_LONGLONG: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
+    default: return 0;
+    }
+}
+
+int nd_scalar_store_check(PyObject *value, int dtype, int raise_)
+{
+    PyArrayObject *v = (PyArrayObject *)value;
+    int64_t lo, hi;
+    if (!PyArray_Check(value) || PyArray_SIZE(v) != 1 || !signed_range(dtype, &lo, &hi)) return 0;
+    int vt = PyArray_TYPE(v), bad;
+    const char *p = PyArray_BYTES(v);
+    if (!PyArray_ISNBO(PyArray_DESCR(v)->byteorder) || !PyArray_ISALIGNED(v)) bad = 1;  /* let NumPy say */
+    else if (PyTypeNum_ISFLOAT(vt)) {
+        double x = vt == NPY_DOUBLE ? *(const double *)p
+                   : vt == NPY_FLOAT ? (double)*(const float *)p
+                   : vt == NPY_HALF ? half_to_double(*(const uint16_t *)p) : NAN;
+        double t = trunc(x);
+        /* int(x), then the range: NaN and inf fail both compares */
+        bad = !(t >= (double)lo && t < (double)hi + 1.0);
+    } else if (PyTypeNum_ISSIGNED(vt)) {
+        int64_t x = vt == NPY_BYTE ? *(const int8_t *)p : vt == NPY_SHORT ? *(const int16_t *)p
+                    : vt == NPY_INT ? *(const int32_t *)p : *(const int64_t *)p;
+        bad = x < lo || x > hi;
+    } else if (PyTypeNum_ISUNSIGNED(vt)) {
+        uint64_t x = vt == NPY_UBYTE ? *(const uint8_t *)p : vt == NPY_USHORT ? *(const uint16_t *)p
+                     : vt == NPY_UINT ? *(const uint32_t *)p : *(const uint64_t *)p;
+        bad = x > (uint64_t)hi;
+    } else {
+        return 0;  /* bool converts; complex is not listed */
+    }
+    if (!bad || !raise_) return bad;
+    /* NumPy's own words: the same store into a one-element array */
+    PyObject *s = PyArray_Return((PyArrayObject *)Py_NewRef(value));
+    PyObject *dst = s ? PyArray_Zeros(1, (npy_intp[]){1}, PyArray_DescrFromType(dtype), 0) : NULL;
+    int rc = dst ? PySequence_SetItem(dst, 0, s) : -1;
+    Py_XDECREF(dst);
+    Py_XDECREF(s);
+    if (rc < 0) return 1;
+    return 0;  /* NumPy stored it after all */
+}
+
+char *nd_scalar_store_marks(nd_graph *g, nd_id **value_of)
+{
+    *value_of = NULL;
+    if (nd_nscalar_stores <= 0 || !nd_scalar_stores) return NULL;
+    char *m = PyMem_Calloc((size_t)g->n + 1, 1);
+    nd_id *vo = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    if (!m || !vo) {
+        PyMem_Free(m);
+        PyMem_Free(vo);
+        return PyErr_NoMemory(), NULL;
+    }
+    for (int k = 0; k < nd_nscalar_stores; k++) {
+        nd_id s = nd_scalar_stores[2 * k], v = nd_scalar_stores[2 * k + 1];
+        if (s < 0 || s >= g->n || v < 0 || v >= g->n) continue;
+        m[s] = 1;
+        vo[s] = v;
+    }
+    *value_of = vo;
+    return m;
+}
+
 static int n_inputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
 static nd_id input_of(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
 
@@ -432,8 +517,14 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
     PyObject **val = PyMem_Calloc((size_t)N + 1, sizeof(PyObject *));
     int32_t *uses = PyMem_Calloc((size_t)N + 1, sizeof(int32_t));
     char *need = PyMem_Calloc((size_t)N + 1, 1);
+    nd_id *store_value = NULL;
+    char *store = NULL;
     PyObject *result = NULL;
+    nd_failed_node = ND_NONE;
+    nd_failed_before = 0;
     if (!val || !uses || !need) { PyErr_NoMemory(); goto done; }
+    store = nd_scalar_store_marks(g, &store_value);
+    if (!store && PyErr_Occurred()) goto done;
     for (int i = 0; i < nout; i++) {
         if (outs[i] < 0 || outs[i] >= N) {
             PyErr_SetString(PyExc_ValueError, "numdyn eager: output id out of range");
@@ -460,11 +551,24 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
             goto done;
         }
         for (int k = 0; k < nin; k++) inp[k] = input_of(n, k) >= 0 ? val[input_of(n, k)] : NULL;
+        /* a scalar store raises before its write: NumPy's int() of the scalar */
+        if (store && store[i] && !n->value && val[store_value[i]] &&
+            nd_scalar_store_check(val[store_value[i]], n->dtype, 1) != 0) {
+            if (inp != ins) PyMem_Free(inp);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "numdyn eager: scalar store check failed");
+            nd_failed_node = i;
+            nd_failed_before = 1;
+            goto done;
+        }
         /* val[i] set already: an earlier output of the same extern call made it */
         int rc = 0;
         if (!val[i]) rc = nd_eval_extern_group(g, i, inp, val, need);
         if (inp != ins) PyMem_Free(inp);
-        if (rc < 0) goto done;
+        if (rc < 0) {
+            nd_failed_node = i;
+            goto done;
+        }
         for (int k = 0; k < nin; k++) {
             nd_id j = input_of(n, k);
             if (j >= 0 && --uses[j] == 0) Py_CLEAR(val[j]);
@@ -489,5 +593,7 @@ done:
     PyMem_Free(val);
     PyMem_Free(uses);
     PyMem_Free(need);
+    PyMem_Free(store);
+    PyMem_Free(store_value);
     return result;
 }

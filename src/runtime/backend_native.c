@@ -130,6 +130,8 @@ done:
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
 {
     (void)options;
+    nd_failed_node = ND_NONE;  /* a failure before any operation ran is no node's */
+    nd_failed_before = 0;
     uint64_t key = nd_guard_graph_key(g, outs, nout);
     nd_program *p = nd_pcache_get(key);
     if (p && p->nnodes == g->n) {

@@ -184,7 +184,11 @@ static void disarm_interrupt(void)
  * after the program), so each ufunc that raises does what np.errstate says
  * -- warn / raise / call / print / log, NumPy's messages naming the ufunc,
  * in NumPy's order -- and the results are NumPy's. A flag NumPy would not
- * have raised costs the re-run only. */
+ * have raised costs the re-run only. Errors NumPy raises at one operation
+ * (an integer to a negative power, a listed scalar store that int() cannot
+ * convert: backend.h) re-run the graph the same way, so NumPy raises them
+ * at that operation, after the warnings of those before it, and the caller
+ * learns which one (nd_failed_node). */
 static int errstate_acts(int e)
 {
     static PyObject *geterr;
@@ -245,10 +249,8 @@ static int report_errors(nd_kernel *k, int e)
         PyErr_SetString(PyExc_MemoryError, "numdyn: a kernel could not allocate its row scratch buffer");
         return -1;
     }
-    if (e & ND_ERR_NEGPOW) {
-        PyErr_SetString(PyExc_ValueError, "Integers to negative integer powers are not allowed.");
-        return -1;
-    }
+    if (e & ND_ERR_NEGPOW)
+        return 1;  /* NumPy raises it: at its operation, after those before it */
     (void)k;
     return (e & ERRSTATE_BITS) ? errstate_acts(e) : 0;
 }
@@ -461,6 +463,18 @@ static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
     return 0;
 }
 
+/* 1 when a listed scalar store (backend.h) would raise: NumPy then runs
+ * the graph, raising at that store in operation order. */
+static int scalar_store_fails(nd_graph *g, PyObject **arr)
+{
+    for (int k = 0; k < nd_nscalar_stores; k++) {
+        nd_id s = nd_scalar_stores[2 * k], v = nd_scalar_stores[2 * k + 1];
+        if (s < 0 || s >= g->n || v < 0 || v >= g->n || !arr[v]) continue;
+        if (nd_scalar_store_check(arr[v], g->nodes[s].dtype, 0)) return 1;
+    }
+    return 0;
+}
+
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout)
 {
     int n = g->n;
@@ -468,6 +482,8 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     PyObject *small[128], **arr = small;
     PyObject *res = NULL;
     int rerun = 0;
+    nd_failed_node = ND_NONE;
+    nd_failed_before = 0;
     if (n != p->nnodes) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
         return NULL;
@@ -491,7 +507,10 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     for (int t = 0; t < p->nsteps; t++) {
         nd_step *st = &p->steps[t];
         if (st->kind == ND_S_EAGER) {
-            if (run_eager(g, st->node, arr) < 0) goto done;
+            if (run_eager(g, st->node, arr) < 0) {
+                nd_failed_node = st->node;
+                goto done;
+            }
         } else if (st->kind == ND_S_BASE) {
             nd_id base = g->nodes[st->node].in[0];
             PyArrayObject *b = (PyArrayObject *)arr[base];
@@ -514,6 +533,10 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             Py_CLEAR(arr[p->freen[f]]);
             Py_CLEAR(arr[n + p->freen[f]]);
         }
+    }
+    if (nd_nscalar_stores && scalar_store_fails(g, arr)) {
+        rerun = 1;
+        goto done;
     }
     res = PyList_New(nout);
     if (!res) goto done;

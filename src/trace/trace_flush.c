@@ -14,7 +14,7 @@
  * storage's version is the caller array again, so later work reads it
  * without a copy.
  */
-#include "trace_replay.h"
+#include "trace_order.h"
 #include "graph/graph_py.h"
 #include "runtime/backend.h"
 #include "graph/hash.h"
@@ -241,10 +241,14 @@ static PyObject *extobj_var(void)
     return cv;
 }
 
+static void wlog_note(nd_trace *t);
+
 int nd_trace_errstate_sync(nd_trace *t)
 {
+    if (!t || t->flushing || nd_trace_op_depth > 0) return 0;
+    wlog_note(t);  /* an operation begins: log what the last one wrote */
     PyObject *cv = extobj_var(), *cur = NULL;
-    if (!cv || !t || t->flushing || nd_trace_op_depth > 0) return 0;
+    if (!cv) return 0;
     if (PyContextVar_Get(cv, NULL, &cur) < 0) return -1;
     if (!cur) return 0;
     if (!t->fpstate) { t->fpstate = cur; return 0; }
@@ -254,9 +258,370 @@ int nd_trace_errstate_sync(nd_trace *t)
     return rc;
 }
 
+/* ------------------------------------------------------------ write log
+ * (trace_order.h) The writes to caller arrays still pending, in operation
+ * order: at the entry of each traced operation and of each flush, every
+ * dirty caller storage whose version changed since the last look gets an
+ * entry (who = its index in t->clist) stamped with the graph size when the
+ * operation that just ended began. One trace per thread is logged (a
+ * capture is private to its thread); a flush that lands every write
+ * empties the log. A storage already dirty when logging began makes the
+ * log incomplete (valid = 0): a failure then leaves arrays as before. */
+static _Thread_local struct {
+    nd_trace *t;          /* not owned: nd__wlog_forget when it ends */
+    int valid;
+    nd_id prev;           /* graph size when the current operation began */
+    nd_wlog_ent *e;
+    int n, cap;
+    nd_id *last;          /* per clist index: the version last logged */
+    Py_ssize_t nlast;
+    nd_id *ops;           /* recording captures: graph size at each operation's start */
+    int nops, capops;
+} W;
+
+static void wlog_clear(nd_trace *t)
+{
+    W.n = 0;
+    for (Py_ssize_t k = 0; k < W.nlast; k++) W.last[k] = ND_NONE;
+    W.valid = 1;
+    W.prev = t->g->n;
+}
+
+void nd__wlog_forget(nd_trace *t)
+{
+    if (W.t != t) return;
+    PyMem_Free(W.e);
+    PyMem_Free(W.last);
+    PyMem_Free(W.ops);
+    memset(&W, 0, sizeof W);
+}
+
+void nd__wlog_begin(nd_trace *t)
+{
+    nd__wlog_forget(W.t);
+    W.t = t;
+    wlog_clear(t);
+}
+
+/* Logging never fails an operation: out of memory, the log is incomplete. */
+static void wlog_note(nd_trace *t)
+{
+    if (t->ended) return;
+    nd_graph *g = t->g;
+    if (W.t != t) {
+        /* another trace was logged meanwhile (one a custom backend's code
+         * ran): writes made since are not in the log */
+        nd__wlog_begin(t);
+        for (Py_ssize_t k = 0; k < t->nclist; k++) if (t->clist[k]->dirty) W.valid = 0;
+    }
+    if (W.valid && t->nclist > W.nlast) {
+        nd_id *l = PyMem_Realloc(W.last, sizeof(nd_id) * (size_t)t->nclist);
+        if (!l) { W.valid = 0; goto ops; }
+        for (Py_ssize_t k = W.nlast; k < t->nclist; k++) l[k] = ND_NONE;
+        W.last = l;
+        W.nlast = t->nclist;
+    }
+    for (Py_ssize_t k = 0; W.valid && k < t->nclist; k++) {
+        nd_storage *s = t->clist[k];
+        if (!s->dirty || W.last[k] == s->version) continue;
+        if (W.n == W.cap) {
+            int cap = W.cap ? 2 * W.cap : 16;
+            nd_wlog_ent *e = PyMem_Realloc(W.e, sizeof(*e) * (size_t)cap);
+            if (!e) { W.valid = 0; break; }
+            W.e = e;
+            W.cap = cap;
+        }
+        W.e[W.n++] = (nd_wlog_ent){W.prev, s->version, (int32_t)k};
+        W.last[k] = s->version;
+    }
+ops:
+    W.prev = g->n;
+    if (nd__rec_of(t) && (!W.nops || W.ops[W.nops - 1] != g->n)) {
+        if (W.nops == W.capops) {
+            int cap = W.capops ? 2 * W.capops : 64;
+            nd_id *o = PyMem_Realloc(W.ops, sizeof(nd_id) * (size_t)cap);
+            if (!o) { W.nops = 0; return; }
+            W.ops = o;
+            W.capops = cap;
+        }
+        W.ops[W.nops++] = g->n;
+    }
+}
+
+/* The graph size when the operation that made node x began, or ND_NONE
+ * when the log does not know (only recording captures log operations). */
+static nd_id op_start(nd_trace *t, nd_id x)
+{
+    if (W.t != t || !W.nops || W.ops[0] > x) return ND_NONE;
+    int lo = 0, hi = W.nops - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (W.ops[mid] <= x) lo = mid; else hi = mid - 1;
+    }
+    return W.ops[lo];
+}
+
+void nd__wlog_cut(const nd_wlog_ent *log, int n, nd_id F, int before, nd_id *out, int nwho)
+{
+    for (int w = 0; w < nwho; w++) out[w] = ND_NONE;
+    for (int i = 0; i < n; i++) {
+        const nd_wlog_ent *e = &log[i];
+        if (e->who < 0 || e->who >= nwho) continue;
+        if (before ? (e->at > F - 1 || e->version >= F) : e->at > F) continue;
+        out[e->who] = e->version;
+    }
+}
+
+/* np.errstate(all="ignore")'s value of NumPy's context variable (borrowed),
+ * or NULL with an exception. */
+static PyObject *ignore_all_state(void)
+{
+    static PyObject *st;
+    if (st) return st;
+    PyObject *cv = extobj_var();
+    if (!cv) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: NumPy's error state is not reachable");
+        return NULL;
+    }
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *es = np ? PyObject_GetAttrString(np, "errstate") : NULL;
+    PyObject *args = PyTuple_New(0), *kw = Py_BuildValue("{ss}", "all", "ignore");
+    PyObject *ctx = es && args && kw ? PyObject_Call(es, args, kw) : NULL;
+    Py_XDECREF(np);
+    Py_XDECREF(es);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    PyObject *r = ctx ? PyObject_CallMethod(ctx, "__enter__", NULL) : NULL;
+    if (r) {
+        Py_DECREF(r);
+        PyObject *cur = NULL;
+        if (PyContextVar_Get(cv, NULL, &cur) == 0) st = cur;
+        ND_EXC_SAVE(exc);
+        r = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
+        Py_XDECREF(r);
+        if (!r) PyErr_Clear();
+        ND_EXC_RESTORE(exc);
+    }
+    Py_XDECREF(ctx);
+    if (!st && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: NumPy's error state is not reachable");
+    return st;
+}
+
+PyObject *nd__compute_quietly(nd_graph *g, const nd_id *ids, int n)
+{
+    PyObject *state = ignore_all_state(), *cv = extobj_var(), *tok = NULL;
+    if (!state) return NULL;
+    nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(n ? n : 1));
+    if (!outs) return PyErr_NoMemory();
+    nd_graph *sub = nd_graph_extract(g, ids, n, NULL, outs);
+    PyObject *res = NULL;
+    if (sub && (tok = PyContextVar_Set(cv, state))) {
+        const nd_id *saved = nd_scalar_stores;
+        int nsaved = nd_nscalar_stores;
+        nd_scalar_stores = NULL;
+        nd_nscalar_stores = 0;
+        res = nd_backend_eager_run(sub, outs, n);
+        nd_scalar_stores = saved;
+        nd_nscalar_stores = nsaved;
+        ND_EXC_SAVE(exc);
+        if (PyContextVar_Reset(cv, tok) < 0) PyErr_Clear();
+        ND_EXC_RESTORE(exc);
+        Py_DECREF(tok);
+    }
+    nd_graph_free(sub);
+    PyMem_Free(outs);
+    return res;
+}
+
+PyObject *nd__run_with_stores(int backend, nd_graph *g, const nd_id *outs, int nout,
+                              PyObject *options, const nd_id *stores, int nstores)
+{
+    const nd_id *saved = nd_scalar_stores;
+    int nsaved = nd_nscalar_stores;
+    nd_scalar_stores = stores;
+    nd_nscalar_stores = nstores;
+    PyObject *res = nd_backends[backend].run(g, outs, nout, options);
+    nd_scalar_stores = saved;
+    nd_nscalar_stores = nsaved;
+    return res;
+}
+
+/* ---------------------------------------------------------- scalar stores
+ * arr[i] = x with x a NumPy scalar converts x as int() does when arr has a
+ * signed integer dtype (runtime/backend.h). The shim checks the scalars it
+ * is handed; an element read lazily while a call is recorded for replay
+ * (trace.h, nd_proxy_element) is a NumPy scalar whose value only the run
+ * knows, so the stores of values computed from such reads are checked
+ * when the graph runs, there and on every replay. Recognised in the graph:
+ * a SETITEM into a signed integer array whose operand, past the store's
+ * own broadcast and cast (made by the same operation), is 0-d, of a type
+ * whose values int() may refuse or the array may not hold, and computed
+ * from a 0-d view of a larger array (what a lazy element read is).
+ * The graph does not say which 0-d values Python saw as NumPy scalars:
+ * a 0-d *array* made from element reads (`z = np.zeros(()); z += a[i];
+ * b[0] = z`, `b[0] = a[i, ...]`) and np.copyto(..., casting="unsafe") of
+ * such a value are checked as scalar stores too (NumPy casts those). A
+ * whole-array store `b[...] = a[i]` is not checked: the graph holds it as
+ * np.full's cast would be. The shim knows both (nd_proxy_is_scalar, the
+ * operation): marking its scalar stores would make this exact. */
+static int store_may_refuse(int vt, int dt)
+{
+    if (!PyTypeNum_ISSIGNED(dt) || PyTypeNum_ISBOOL(vt) || PyTypeNum_ISCOMPLEX(vt)) return 0;
+    if (PyTypeNum_ISFLOAT(vt)) return 1;
+    if (!PyTypeNum_ISINTEGER(vt)) return 0;
+    int vs = PyArray_DescrFromType(vt)->elsize, ds = PyArray_DescrFromType(dt)->elsize;
+    return PyTypeNum_ISUNSIGNED(vt) ? vs >= ds : vs > ds;
+}
+
+/* 1 when 0-d node v is computed (through 0-d nodes) from a 0-d view of a
+ * larger array: an element read */
+static int from_element_read(nd_graph *g, nd_id v, int budget)
+{
+    nd_id stack[64];
+    int sp = 0;
+    stack[sp++] = v;
+    while (sp && budget-- > 0) {
+        nd_node *n = &g->nodes[stack[--sp]];
+        if (n->ndim != 0) continue;
+        if (n->op == ND_OP_VIEW && n->nin >= 1 && n->in[0] >= 0 && g->nodes[n->in[0]].ndim > 0)
+            return 1;
+        if (n->value || n->op == ND_OP_INPUT || n->op == ND_OP_EXTERN) continue;
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
+            if (n->in[k] >= 0 && sp < 64) stack[sp++] = n->in[k];
+    }
+    return 0;
+}
+
+/* The scalar operand of store s (see above), or ND_NONE; *first: the
+ * first node the store's operation made on it (its cast), where NumPy
+ * converts the scalar instead. */
+static nd_id scalar_store_value(nd_trace *t, nd_id s, nd_id *first)
+{
+    nd_graph *g = t->g;
+    nd_node *S = &g->nodes[s];
+    if (S->op != ND_OP_SETITEM || S->value || S->nin < 2 || !PyTypeNum_ISSIGNED(S->dtype))
+        return ND_NONE;
+    nd_id start = op_start(t, s), v = S->in[1];
+    if (start == ND_NONE) return ND_NONE;
+    *first = s;
+    for (int steps = 0; v >= start && steps < 4; steps++) {
+        nd_node *n = &g->nodes[v];
+        if (n->value) break;
+        if (n->op == ND_OP_VIEW && n->nin >= 1 && n->in[0] >= 0 && g->nodes[n->in[0]].ndim == 0 &&
+            !(n->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
+            ;                      /* the store's broadcast */
+        else if (n->op == ND_OP_CAST && n->dtype == S->dtype)
+            ;                      /* the store's cast */
+        else
+            break;
+        *first = v;
+        v = n->in[0];
+    }
+    nd_node *V = &g->nodes[v];
+    if (V->ndim != 0 || V->dtype == S->dtype || !store_may_refuse(V->dtype, S->dtype)) return ND_NONE;
+    return from_element_read(g, v, 256) ? v : ND_NONE;
+}
+
+/* ------------------------------------------------- notes for a replay */
+static _Thread_local nd_order_notes notes;
+
+void nd__order_notes_free(nd_order_notes *n)
+{
+    PyMem_Free(n->stores);
+    PyMem_Free(n->log);
+    nd_graph_free(n->side);
+    PyMem_Free(n->side_outs);
+    memset(n, 0, sizeof *n);
+}
+
+nd_order_notes nd__order_notes_take(nd_replay_rec *rec)
+{
+    nd_order_notes r = {0};
+    if (rec && notes.rec == rec) {
+        r = notes;
+        memset(&notes, 0, sizeof notes);
+    }
+    return r;
+}
+
+/* The return flush of a recording capture keeps, in the ids of its graph
+ * (map: t's ids -> its), its scalar stores and the log of its write-backs
+ * (who: a write-back's index, the dirty storages in clist order, as
+ * note_write_backs numbers them). A log position `at` (a graph size of t)
+ * becomes the number of g's nodes made before it: a failure at g's node F'
+ * keeps at' <= F' exactly when the trace's at <= F. 0, or -1 (no memory:
+ * the capture is not recorded). */
+static int note_order(nd_trace *t, nd_replay_rec *rec, const nd_id *map, const nd_id *stores,
+                      int nstores)
+{
+    if (notes.rec) nd__order_notes_free(&notes);
+    notes.rec = rec;
+    if (nstores) {
+        notes.stores = PyMem_Malloc(sizeof(nd_id) * 2 * (size_t)nstores);
+        if (!notes.stores) goto fail;
+        memcpy(notes.stores, stores, sizeof(nd_id) * 2 * (size_t)nstores);
+        notes.nstores = nstores;
+    }
+    if (W.t != t || !W.valid || !W.n) return 0;  /* no log: a failure writes nothing */
+    nd_id n = t->g->n;
+    nd_id *before = PyMem_Malloc(sizeof(nd_id) * ((size_t)n + 1));
+    int32_t *rank = PyMem_Malloc(sizeof(int32_t) * ((size_t)t->nclist + 1));
+    notes.log = PyMem_Malloc(sizeof(nd_wlog_ent) * (size_t)W.n);
+    if (!before || !rank || !notes.log) {
+        PyMem_Free(before);
+        PyMem_Free(rank);
+        goto fail;
+    }
+    before[0] = 0;
+    for (nd_id i = 0; i < n; i++) before[i + 1] = before[i] + (map[i] != ND_NONE);
+    int32_t r = 0;
+    for (Py_ssize_t k = 0; k < t->nclist; k++) rank[k] = t->clist[k]->dirty ? r++ : -1;
+    for (int i = 0; i < W.n; i++) {
+        nd_wlog_ent e = W.e[i];
+        if (e.who < 0 || e.who >= t->nclist || rank[e.who] < 0 || e.version >= n) continue;
+        nd_id v = map[e.version];
+        if (v == ND_NONE) {
+            /* replaced whole by a later write: the side graph computes it */
+            int k = 0;
+            while (k < notes.nside && notes.side_outs[k] != e.version) k++;
+            if (k == notes.nside) {
+                nd_id *so = PyMem_Realloc(notes.side_outs, sizeof(nd_id) * (size_t)(k + 1));
+                if (!so) { PyMem_Free(before); PyMem_Free(rank); goto fail; }
+                notes.side_outs = so;
+                so[notes.nside++] = e.version;
+            }
+            v = ND_SIDE(k);
+        }
+        notes.log[notes.nlog++] = (nd_wlog_ent){before[e.at < n ? e.at : n], v, rank[e.who]};
+    }
+    PyMem_Free(before);
+    PyMem_Free(rank);
+    if (notes.nside) {
+        /* the side graph's outputs, in its own ids */
+        nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)notes.nside);
+        if (!outs) goto fail;
+        notes.side = nd_graph_extract(t->g, notes.side_outs, notes.nside, NULL, outs);
+        PyMem_Free(notes.side_outs);
+        notes.side_outs = outs;
+        if (!notes.side) goto fail;
+    }
+    return 0;
+fail:
+    nd__order_notes_free(&notes);
+    return -1;
+}
+
 /* Run the part of t's graph that computes targets; list of arrays. */
-static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt);
-static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
+static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
+                               int nstores);
+/* after a failed run_graph: the trace node whose operation raised
+ * (ND_NONE: no one operation's) and whether before its writes */
+static _Thread_local nd_id flush_failed = ND_NONE;
+static _Thread_local int flush_failed_before;
+
+static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
+                           int nstores)
 {
     PyObject *cv = t->fpstate ? extobj_var() : NULL, *cur = NULL, *tok = NULL;
     if (cv) {
@@ -267,7 +632,7 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
         }
         Py_XDECREF(cur);
     }
-    PyObject *res = run_graph_now(t, targets, nt);
+    PyObject *res = run_graph_now(t, targets, nt, stores, nstores);
     if (tok) {
         ND_EXC_SAVE(exc);
         if (PyContextVar_Reset(cv, tok) < 0) PyErr_Clear();
@@ -277,30 +642,51 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt)
     return res;
 }
 
-static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
+static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
+                               int nstores)
 {
     nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)nt);
-    if (!outs) return PyErr_NoMemory();
-    nd_graph *g = nd_graph_extract(t->g, targets, nt, NULL, outs);
-    if (!g) { PyMem_Free(outs); return NULL; }
-    for (int i = 0; i < nt; i++) g->nodes[outs[i]].flags |= ND_F_OUTPUT;
-    if (nd_debug_checks() && nd_graph_verify(g, outs, nt, "tracing") < 0) {
-        nd_graph_free(g);
+    nd_id *map = PyMem_Malloc(sizeof(nd_id) * ((size_t)t->g->n + 1));
+    nd_id *xstores = nstores ? PyMem_Malloc(sizeof(nd_id) * 2 * (size_t)nstores) : NULL;
+    flush_failed = ND_NONE;
+    flush_failed_before = 0;
+    if (!outs || !map || (nstores && !xstores)) {
         PyMem_Free(outs);
-        return NULL;
+        PyMem_Free(map);
+        PyMem_Free(xstores);
+        return PyErr_NoMemory();
     }
-    PyObject *labels = t->explain ? op_labels(g) : NULL;
-    if (t->explain && !labels) { nd_graph_free(g); PyMem_Free(outs); return NULL; }
-    PyObject *gobj = NULL, *res = NULL;
+    nd_graph *g = nd_graph_extract(t->g, targets, nt, map, outs);
+    if (!g) { PyMem_Free(outs); PyMem_Free(map); PyMem_Free(xstores); return NULL; }
+    int nx = 0;
+    for (int k = 0; k < nstores; k++) {
+        nd_id s = map[stores[2 * k]], v = map[stores[2 * k + 1]];
+        if (s == ND_NONE || v == ND_NONE) continue;
+        xstores[2 * nx] = s;
+        xstores[2 * nx + 1] = v;
+        nx++;
+    }
+    for (int i = 0; i < nt; i++) g->nodes[outs[i]].flags |= ND_F_OUTPUT;
+    PyObject *labels = NULL, *gobj = NULL, *res = NULL;
+    if (nd_debug_checks() && nd_graph_verify(g, outs, nt, "tracing") < 0) goto fail;
+    labels = t->explain ? op_labels(g) : NULL;
+    if (t->explain && !labels) goto fail;
     t->flushing = 1;
     if (t->backend == ND_BACKEND_CUSTOM) {
         res = run_custom(t, g, outs, nt, &gobj);
         g = NULL;  /* stolen */
     } else {
-        res = nd_backends[t->backend].run(g, outs, nt, t->options);
-        if (!res && t->backend != ND_BACKEND_EAGER) {
+        res = nd__run_with_stores(t->backend, g, outs, nt, t->options, xstores, nx);
+        if (!res && nd_failed_node != ND_NONE) {
+            /* the operation that raised, as a node of t's graph */
+            for (nd_id i = 0; i < t->g->n; i++)
+                if (map[i] == nd_failed_node) { flush_failed = i; break; }
+            flush_failed_before = nd_failed_before;
+        }
+        if (!res && t->backend != ND_BACKEND_EAGER && flush_failed == ND_NONE) {
             /* config.suppress_errors: a failing compiling backend falls back
-             * to the eager interpreter, loudly; otherwise the error stands */
+             * to the eager interpreter, loudly; otherwise the error stands
+             * (an operation that raised is NumPy's error, not the backend's) */
             ND_EXC_SAVE(exc);
             int suppress = config_flag("suppress_errors");
             ND_EXC_RESTORE(exc);
@@ -312,7 +698,7 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
                     nd_backends[t->backend].name, why ? why : Py_None);
                 Py_XDECREF(why);
                 if (msg && PyErr_WarnEx(PyExc_RuntimeWarning, PyUnicode_AsUTF8(msg), 1) == 0)
-                    res = nd_backends[ND_BACKEND_EAGER].run(g, outs, nt, t->options);
+                    res = nd__run_with_stores(ND_BACKEND_EAGER, g, outs, nt, t->options, xstores, nx);
                 Py_XDECREF(msg);
             }
         }
@@ -324,7 +710,7 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
         /* the return flush of a recording capture: its graph is the replay
          * program (trace_replay.c) */
         nd_id *o = PyMem_Malloc(sizeof(nd_id) * (size_t)nt);
-        if (o) {
+        if (o && note_order(t, rec, map, xstores, nx) == 0) {
             memcpy(o, outs, sizeof(nd_id) * (size_t)nt);
             rec->g = g;
             rec->outs = o;
@@ -332,6 +718,7 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
             rec->res = Py_NewRef(res);
             g = NULL;
         } else {
+            PyMem_Free(o);
             rec->escapes++;  /* no memory to keep it: just do not record */
         }
     }
@@ -358,7 +745,15 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt)
     Py_XDECREF(gobj);
     Py_XDECREF(labels);
     PyMem_Free(outs);
+    PyMem_Free(map);
+    PyMem_Free(xstores);
     return res;
+fail:
+    nd_graph_free(g);
+    PyMem_Free(outs);
+    PyMem_Free(map);
+    PyMem_Free(xstores);
+    return NULL;
 }
 
 /* --------------------------------------------------------- write-back */
@@ -412,6 +807,25 @@ char *nd__needed_nodes(nd_trace *t)
     return need;
 }
 
+/* s's version is its caller array as it is now; no write pending. */
+static int settle(nd_trace *t, nd_storage *s)
+{
+    PyObject *base = s->caller;
+    nd_id id;
+    if (PyArray_CheckExact(base)) {
+        id = nd__input_node(t, base);
+    } else {
+        PyObject *v = PyArray_View((PyArrayObject *)base, NULL, &PyArray_Type);
+        if (!v) return -1;
+        id = nd__input_node(t, v);
+        Py_DECREF(v);
+    }
+    if (id == ND_NONE) return -1;
+    s->version = id;
+    s->dirty = 0;
+    return 0;
+}
+
 static int write_back(nd_trace *t)
 {
     Py_ssize_t nd = 0;
@@ -461,19 +875,7 @@ static int write_back(nd_trace *t)
         if (src[k] != s->caller &&
             PyArray_CopyInto((PyArrayObject *)s->caller, (PyArrayObject *)src[k]) < 0)
             goto done;
-        PyObject *base = s->caller;
-        nd_id id;
-        if (PyArray_CheckExact(base)) {
-            id = nd__input_node(t, base);
-        } else {
-            PyObject *v = PyArray_View((PyArrayObject *)base, NULL, &PyArray_Type);
-            if (!v) goto done;
-            id = nd__input_node(t, v);
-            Py_DECREF(v);
-        }
-        if (id == ND_NONE) goto done;
-        s->version = id;
-        s->dirty = 0;
+        if (settle(t, s) < 0) goto done;
     }
     rc = 0;
 done:
@@ -529,6 +931,59 @@ static int note_write_backs(nd_trace *t, nd_replay_rec *rec, const nd_id *target
     return 0;
 }
 
+/* A run of t's graph raised at the operation of node flush_failed: the
+ * caller arrays get the writes NumPy made before it (trace_order.h),
+ * computed quietly, and no caller write stays pending (what follows the
+ * failing operation never ran). The exception stands. Without a log, or
+ * when the versions cannot be computed, the caller arrays keep what they
+ * hold and the pending writes are dropped. */
+static void fail_writes(nd_trace *t)
+{
+    nd_id F = flush_failed;
+    int before = flush_failed_before;
+    Py_ssize_t nc = t->nclist;
+    if (!nc) return;
+    ND_EXC_SAVE(exc);
+    nd_graph *g = t->g;
+    nd_id *cut = PyMem_Malloc(sizeof(nd_id) * (size_t)nc);
+    nd_id *ids = PyMem_Malloc(sizeof(nd_id) * (size_t)nc);
+    int m = 0;
+    if (!cut || !ids) goto drop;
+    if (F == ND_NONE || W.t != t || !W.valid) goto drop;
+    nd__wlog_cut(W.e, W.n, F, before, cut, (int)nc);
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        if (!t->clist[k]->dirty) cut[k] = ND_NONE;
+        else if (cut[k] != ND_NONE && !nd__node_array(g, cut[k])) ids[m++] = cut[k];
+    }
+    if (m) {
+        PyObject *vals = nd__compute_quietly(g, ids, m);
+        if (!vals) goto drop;
+        for (int i = 0; i < m; i++)
+            Py_XSETREF(g->nodes[ids[i]].value, Py_NewRef(PyList_GET_ITEM(vals, i)));
+        Py_DECREF(vals);
+    }
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        nd_storage *s = t->clist[k];
+        if (!s->dirty) continue;
+        if (cut[k] == ND_NONE) {
+            if (settle(t, s) < 0) goto drop;
+        } else {
+            s->version = cut[k];
+        }
+    }
+    if (write_back(t) < 0) goto drop;
+    goto done;
+drop:
+    PyErr_Clear();
+    for (Py_ssize_t k = 0; k < nc; k++)
+        if (t->clist[k]->dirty && settle(t, t->clist[k]) < 0) PyErr_Clear();
+done:
+    if (W.t == t) wlog_clear(t);
+    PyMem_Free(cut);
+    PyMem_Free(ids);
+    ND_EXC_RESTORE(exc);
+}
+
 int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
 {
     if (t->flushing) {
@@ -538,6 +993,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         return -1;
     }
     nd_counter_add(ND_CTR_FLUSHES, 1);
+    if (!t->ended) wlog_note(t);
     nd_replay_rec *rec = nd__rec_of(t);
     if (rec) {
         rec->flushes++;
@@ -549,7 +1005,8 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     nd_id *targets = PyMem_Malloc(sizeof(nd_id) * (size_t)(cap ? cap : 1));
     char *seen = PyMem_Calloc((size_t)g->n + 1, 1);
     PyObject *res = NULL;
-    int nt = 0, rc = -1;
+    nd_id *stores = NULL;
+    int nt = 0, rc = -1, nstores = 0;
     if (!targets || !seen) { PyErr_NoMemory(); goto done; }
     for (int i = 0; i < n; i++) {
         nd_id id = ids[i];
@@ -615,10 +1072,42 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                             seen[j] = 1;
                         }
         }
+        /* stores of lazily read elements (see scalar_store_value): their
+         * scalar operands are outputs, checked as the graph runs */
+        if (rec && rec->nelem > 0) {
+            int capst = 0;
+            for (nd_id i = 0; i <= hi; i++) {
+                if (!anc[i] || g->nodes[i].op != ND_OP_SETITEM) continue;
+                nd_id first = ND_NONE, v = scalar_store_value(t, i, &first);
+                if (v == ND_NONE) continue;
+                if (nstores == capst) {
+                    capst = capst ? 2 * capst : 8;
+                    nd_id *ns = PyMem_Realloc(stores, sizeof(nd_id) * 2 * (size_t)capst);
+                    if (!ns) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+                    stores = ns;
+                }
+                stores[2 * nstores] = first;
+                stores[2 * nstores + 1] = v;
+                nstores++;
+            }
+            nd_id *more3 = nstores ? PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nstores + 1)) : targets;
+            if (!more3) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+            targets = more3;
+            for (int k = 0; k < nstores; k++) {
+                nd_id v = stores[2 * k + 1];
+                if (!seen[v] && !nd__node_array(g, v)) {
+                    targets[nt++] = v;
+                    seen[v] = 1;
+                }
+            }
+        }
         PyMem_Free(anc);
         nd__flush_mark_layouts(t, seen);
-        res = run_graph(t, targets, nt);
-        if (!res) goto done;
+        res = run_graph(t, targets, nt, stores, nstores);
+        if (!res) {
+            fail_writes(t);
+            goto done;
+        }
         for (int i = 0; i < nt; i++) {
             PyObject *a = PyList_GET_ITEM(res, i);
             nd_node *nn = nd_graph_node(t->g, targets[i]);
@@ -629,6 +1118,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         if (rec && rec->final && rec->g && note_write_backs(t, rec, targets, nt) < 0) goto done;
     }
     if (write_back(t) < 0) goto done;
+    if (W.t == t) wlog_clear(t);  /* every caller write landed */
     for (int i = 0; i < n; i++) {
         PyObject *a = nd__node_array(t->g, ids[i]);
         results[i] = Py_XNewRef(a);
@@ -642,6 +1132,7 @@ done:
     Py_XDECREF(res);
     PyMem_Free(targets);
     PyMem_Free(seen);
+    PyMem_Free(stores);
     return rc;
 }
 

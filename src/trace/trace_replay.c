@@ -37,7 +37,7 @@
  * it with the function's backend (a native graph-cache hit: one structural
  * hash, one lookup, the kernels), then rebuilds the return value.
  */
-#include "trace_replay.h"
+#include "trace_order.h"
 #include "guards/guards.h"
 #include <string.h>
 
@@ -66,6 +66,16 @@ typedef struct {
     int32_t *wb_arg;           /* ... written back into this argument */
     int ntmpl;
     tnode *tmpl;
+    nd_id *stores;             /* scalar stores of g (runtime/backend.h), pairs */
+    int nstores;
+    nd_wlog_ent *log;          /* its write-backs in operation order (trace_order.h; */
+    int nlog;                  /* who: a write-back's index, ids of g) */
+    nd_graph *side;            /* versions g does not hold (ND_SIDE), or NULL */
+    nd_id *side_outs;
+    int nside;
+    int nsbind;
+    nd_id *sbind_node;         /* side's INPUT node ... */
+    int32_t *sbind_arg;        /* ... takes this argument */
     int busy;                  /* running (kernels release the GIL) */
     int orphan;                /* dropped while running: the runner frees it */
 } entry;
@@ -409,6 +419,12 @@ static void entry_clear(entry *e)
     PyMem_Free(e->bind_arg);
     PyMem_Free(e->wb_out);
     PyMem_Free(e->wb_arg);
+    PyMem_Free(e->stores);
+    PyMem_Free(e->log);
+    nd_graph_free(e->side);
+    PyMem_Free(e->side_outs);
+    PyMem_Free(e->sbind_node);
+    PyMem_Free(e->sbind_arg);
     tmpl_free(e->tmpl, e->ntmpl);
     memset(e, 0, sizeof(*e));
 }
@@ -474,6 +490,8 @@ void nd__rec_clear(nd_replay_rec *rec)
     rec->wb_out = NULL;
     rec->wb_caller = NULL;
     rec->nwb = rec->wb_bad = 0;
+    nd_order_notes notes = nd__order_notes_take(rec);
+    nd__order_notes_free(&notes);
 }
 
 /* The bytes [lo, hi) an array's elements span. */
@@ -777,6 +795,36 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
     return 1;
 }
 
+/* Which argument each INPUT node of the side graph (trace_order.h) is; its
+ * inputs then hold nothing between calls. -1 (no exception) when one is
+ * not an argument: that side graph is dropped. */
+static int bind_side(entry *e, nd_graph *side, PyObject *const *args, Py_ssize_t n)
+{
+    int ninput = 0;
+    for (nd_id i = 0; i < side->n; i++) ninput += side->nodes[i].op == ND_OP_INPUT;
+    e->sbind_node = PyMem_Malloc(sizeof(nd_id) * (size_t)(ninput ? ninput : 1));
+    e->sbind_arg = PyMem_Malloc(sizeof(int32_t) * (size_t)(ninput ? ninput : 1));
+    if (!e->sbind_node || !e->sbind_arg) goto fail;
+    for (nd_id i = 0; i < side->n; i++) {
+        nd_node *nn = &side->nodes[i];
+        if (nn->op != ND_OP_INPUT) continue;
+        Py_ssize_t j = 0;
+        while (j < n && args[j] != nn->obj) j++;
+        if (j == n) goto fail;
+        e->sbind_node[e->nsbind] = i;
+        e->sbind_arg[e->nsbind++] = (int32_t)j;
+    }
+    for (int b = 0; b < e->nsbind; b++) Py_CLEAR(side->nodes[e->sbind_node[b]].obj);
+    return 0;
+fail:
+    PyMem_Free(e->sbind_node);
+    PyMem_Free(e->sbind_arg);
+    e->sbind_node = NULL;
+    e->sbind_arg = NULL;
+    e->nsbind = 0;
+    return -1;
+}
+
 int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *const *args,
                       size_t nargsf, PyObject *kwnames, PyObject *raw)
 {
@@ -842,6 +890,20 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
         e.nout = rec->nout;
         rec->g = NULL;
         rec->outs = NULL;
+        nd_order_notes notes = nd__order_notes_take(rec);
+        e.stores = notes.stores;
+        e.nstores = notes.nstores;
+        e.log = notes.log;
+        e.nlog = notes.nlog;
+        if (notes.side && bind_side(&e, notes.side, args, n) == 0) {
+            e.side = notes.side;
+            e.side_outs = notes.side_outs;
+            e.nside = notes.nside;
+            notes.side = NULL;
+            notes.side_outs = NULL;
+        }
+        nd_graph_free(notes.side);
+        PyMem_Free(notes.side_outs);
     }
     e.tmpl = tb.t;
     e.ntmpl = tb.n;
@@ -905,6 +967,79 @@ done:
     return rc;
 }
 
+/* The replayed graph raised at the operation of node F (before: before its
+ * writes): the written arguments get what NumPy wrote before it, computed
+ * quietly (trace_order.h); the exception stands. An argument whose version
+ * at F the graph does not hold (a later write replaced it whole) keeps what
+ * it holds. */
+static void fail_writes(entry *e, PyObject *const *args, nd_id F, int before)
+{
+    if (F == ND_NONE || !e->nwb || !e->nlog) return;
+    ND_EXC_SAVE(exc);
+    nd_id *cut = PyMem_Malloc(sizeof(nd_id) * (size_t)e->nwb);
+    nd_id *ids = PyMem_Malloc(sizeof(nd_id) * (size_t)e->nwb);
+    int32_t *who = PyMem_Malloc(sizeof(int32_t) * (size_t)e->nwb);
+    PyObject *vals = NULL;
+    int m = 0;
+    if (!cut || !ids || !who) goto done;
+    nd__wlog_cut(e->log, e->nlog, F, before, cut, e->nwb);
+    for (int k = 0; k < e->nwb; k++)
+        if (cut[k] != ND_NONE && cut[k] >= 0) {
+            ids[m] = cut[k];
+            who[m++] = k;
+        }
+    if (m && !(vals = nd__compute_quietly(e->g, ids, m))) goto done;
+    if (!vals && !(vals = PyList_New(0))) goto done;
+    /* versions a later write replaced whole: from the side graph */
+    int ms = 0;
+    for (int k = 0; k < e->nwb; k++)
+        if (cut[k] != ND_NONE && cut[k] < 0) {
+            int j = -2 - cut[k];
+            if (!e->side || j >= e->nside) goto done;  /* not kept: the argument stays */
+            ids[m + ms] = e->side_outs[j];
+            who[m + ms++] = k;
+        }
+    if (ms) {
+        for (int b = 0; b < e->nsbind; b++)
+            e->side->nodes[e->sbind_node[b]].obj = Py_NewRef(args[e->sbind_arg[b]]);
+        PyObject *sv = nd__compute_quietly(e->side, ids + m, ms);
+        for (int b = 0; b < e->nsbind; b++) Py_CLEAR(e->side->nodes[e->sbind_node[b]].obj);
+        if (!sv) goto done;
+        for (int i = 0; i < ms; i++)
+            if (PyList_Append(vals, PyList_GET_ITEM(sv, i)) < 0) { Py_DECREF(sv); goto done; }
+        Py_DECREF(sv);
+        m += ms;
+    }
+    /* as write_back_args: a value living in another written argument first */
+    for (int i = 0; i < m; i++) {
+        PyObject *v = PyList_GET_ITEM(vals, i);
+        for (int j = 0; j < m; j++) {
+            PyObject *d = args[e->wb_arg[who[j]]];
+            char *l1, *h1, *l2, *h2;
+            if (j == i || !PyArray_Check(v)) continue;
+            byte_bounds((PyArrayObject *)v, &l1, &h1);
+            byte_bounds((PyArrayObject *)d, &l2, &h2);
+            if (l1 < h2 && l2 < h1) {
+                PyObject *c = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+                if (!c) goto done;
+                PyList_SetItem(vals, i, c);
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++) {
+        PyObject *dst = args[e->wb_arg[who[i]]], *v = PyList_GET_ITEM(vals, i);
+        if (v != dst && PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)v) < 0) goto done;
+    }
+done:
+    PyErr_Clear();
+    Py_XDECREF(vals);
+    PyMem_Free(cut);
+    PyMem_Free(ids);
+    PyMem_Free(who);
+    ND_EXC_RESTORE(exc);
+}
+
 static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObject *options)
 {
     PyObject *res = NULL;
@@ -912,7 +1047,8 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
         e->busy = 1;
         for (int b = 0; b < e->nbind; b++)
             e->g->nodes[e->bind_node[b]].obj = Py_NewRef(args[e->bind_arg[b]]);
-        res = nd_backends[backend].run(e->g, e->outs, e->nout, options);
+        res = nd__run_with_stores(backend, e->g, e->outs, e->nout, options, e->stores, e->nstores);
+        if (!res) fail_writes(e, args, nd_failed_node, nd_failed_before);
         for (int b = 0; b < e->nbind; b++) Py_CLEAR(e->g->nodes[e->bind_node[b]].obj);
         if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != e->nout)) {
             Py_CLEAR(res);

@@ -7,6 +7,7 @@
 #include "trace_internal.h"
 #include "trace/loop.h"
 #include "trace_replay.h"
+#include "trace_order.h"
 #include <frameobject.h>  /* PyFrame_GetBack on 3.10 */
 #include <string.h>
 
@@ -43,6 +44,7 @@ nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
     t->backend_cache = Py_XNewRef(cache);
     t->options = (options && options != Py_None) ? Py_NewRef(options) : NULL;
     if (nd__tls_explain) t->explain = Py_NewRef(nd__tls_explain);
+    nd__wlog_begin(t);
     return t;
 }
 
@@ -59,6 +61,7 @@ void nd__trace_end(nd_trace *t)
 {
     if (t->ended) return;
     t->ended = 1;
+    nd__wlog_forget(t);
     /* the caller table references storages that reference the trace: drop
      * it so the trace dies with its last escaped proxy */
     nd_storage **cl = t->clist;
