@@ -12,6 +12,8 @@
 #include "native.h"
 #include "backend.h"
 #include <fenv.h>
+#include <float.h>
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 #undef I  /* complex.h (via NumPy): this file names the kernel argument I */
@@ -255,6 +257,56 @@ static int report_errors(nd_kernel *k, int e)
     return (e & ERRSTATE_BITS) ? errstate_acts(e) : 0;
 }
 
+/* 1 when operand j of ufunc node n is a scalar parameter (maybe broadcast,
+ * or cast to the loop's dtype) whose value is finite in the loop's dtype
+ * and does not round to 0 there; its value in *x. */
+static int finite_scalar_operand(nd_graph *g, const nd_node *n, int j, double *x)
+{
+    nd_id id = n->in[j];
+    int lt = n->in_dtype[j] >= 0 ? n->in_dtype[j] : id >= 0 ? g->nodes[id].dtype : -1;
+    for (int steps = 0; id >= 0 && steps < 4 && g->nodes[id].op != ND_OP_SCALAR; steps++) {
+        nd_node *m = &g->nodes[id];
+        int bcast = m->op == ND_OP_VIEW && !(m->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG));
+        if (m->nin < 1 || !(bcast || (m->op == ND_OP_CAST && m->dtype == lt))) return 0;
+        id = m->in[0];
+    }
+    if (id < 0 || g->nodes[id].op != ND_OP_SCALAR || g->nodes[id].ndim != 0) return 0;
+    const nd_node *sc = &g->nodes[id];
+    double v;
+    if (PyTypeNum_ISFLOAT(sc->dtype)) v = sc->scalar.f;
+    else if (PyTypeNum_ISUNSIGNED(sc->dtype)) v = (double)sc->scalar.u;
+    else if (PyTypeNum_ISINTEGER(sc->dtype) || PyTypeNum_ISBOOL(sc->dtype)) v = (double)sc->scalar.i;
+    else return 0;
+    double lim = lt == NPY_DOUBLE ? DBL_MAX : lt == NPY_FLOAT ? FLT_MAX : lt == NPY_HALF ? 65504.0 : -1.0;
+    double tiny = lt == NPY_DOUBLE ? DBL_MIN : lt == NPY_FLOAT ? FLT_MIN : 6.2e-5;  /* normal minimum */
+    if (!(fabs(v) <= lim)) return 0;       /* NaN, inf, or inf in the loop's dtype */
+    if (v != 0 && fabs(v) < tiny) return 0;  /* may round to 0 there */
+    *x = v;
+    return 1;
+}
+
+/* Binary arithmetic with a finite scalar operand cannot raise "invalid" in
+ * IEEE arithmetic (NumPy's loops raise nothing there): x + c, x - c; x * c,
+ * x / c, c / x with c nonzero; x ** c with c integral; c ** x with c > 0.
+ * So `np.exp(-0.5 * x**2)` or `np.exp(x) + 1` on NaN data (where SLEEF's
+ * vector code raises the flag inside) is not run again by NumPy. */
+static int quiet_with_scalar(nd_graph *g, const nd_node *n)
+{
+    double c;
+    switch (n->sub) {
+    case ND_UF_ADD: case ND_UF_SUBTRACT:
+        return finite_scalar_operand(g, n, 0, &c) || finite_scalar_operand(g, n, 1, &c);
+    case ND_UF_MULTIPLY: case ND_UF_TRUE_DIVIDE:
+        return (finite_scalar_operand(g, n, 0, &c) && c != 0) ||
+               (finite_scalar_operand(g, n, 1, &c) && c != 0);
+    case ND_UF_POWER: case ND_UF_FLOAT_POWER:
+        return (finite_scalar_operand(g, n, 1, &c) && c == trunc(c)) ||
+               (finite_scalar_operand(g, n, 0, &c) && c > 0);
+    default:
+        return 0;
+    }
+}
+
 /* Whether NumPy could flag "invalid value" for node id: x86's ordered
  * comparisons (our <, >=, max, min, sign, SLEEF's internals) raise FE_INVALID
  * on a quiet NaN where NumPy's loops raise nothing, so a kernel made of such
@@ -296,7 +348,7 @@ static int may_flag_invalid(nd_graph *g, nd_id id)
         case ND_RED_ARGMAX: case ND_RED_ARGMIN:
             return 0;
         default:
-            return 1;
+            return n->op == ND_OP_UFUNC && n->nin == 2 ? !quiet_with_scalar(g, n) : 1;
         }
     }
     default:
