@@ -1023,8 +1023,6 @@ def _info(fn, *args):
     return info
 
 
-@pytest.mark.skipif(not hasattr(numdyn.compile(lambda: 0), "_loop_info"),
-                    reason="loop capture API not present")
 @pytest.mark.skipif(not getattr(numdyn.config, "loop_capture", True),
                     reason="loop capture turned off (NUMDYN_LOOPS=0)")
 class TestCaptureReport:
