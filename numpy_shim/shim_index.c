@@ -312,6 +312,13 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
             nd_shim_unsupported("a NaN, infinite or huge float assigned into an integer array");
             return ND_NONE;
         }
+        /* then the Python int int(x) is range-checked like any Python int */
+        PyObject *iv = PyLong_FromLongLong((long long)x);
+        if (!iv) return ND_NONE;
+        int fits = nd_shim_pyint_fits(iv, dtype);
+        if (fits == 0) nd_shim_raise_pyint_overflow(iv, dtype);
+        Py_DECREF(iv);
+        if (fits <= 0) return ND_NONE;
     }
     nd_id v = nd_shim_operand_at(t, &op, dtype);
     if (v == ND_NONE) return ND_NONE;

@@ -172,21 +172,11 @@ def arr(dtype, shape, seed=0, lo=None, hi=None):
 # while the reproducer here still shows the bug (so a fix switches the
 # tolerance off by itself).
 
-def _kb_store(A, x):
-    A[0] = x
-    return A
-
-
 def _kb_warn(A):
     return A[0] - 3
 
 
 KNOWN_BUGS = {
-    "store": ("storing a float argument (Python float or np.float64) out of the range of "
-              "an integer array into one of its elements, outside a captured loop, casts "
-              "like C (-1.25 -> 2**64-1 in uint64, 300.0 -> 44 in int8) where NumPy raises "
-              "OverflowError",
-              _kb_store, (np.ones(3, np.uint64), -1.25)),
     "warn": ("NumPy integer scalar arithmetic on elements that wraps, outside a captured "
              "loop, gives NumPy's value without NumPy's RuntimeWarning",
              _kb_warn, (np.zeros(2, np.uint32),)),
@@ -206,36 +196,10 @@ def bug_present(name) -> bool:
     return _KB_PRESENT[name]
 
 
-def _raised_at_store(exc) -> bool:
-    """exc was raised by an element store (A[...] = v / A[...] op= v) of the
-    innermost frame of the generated function."""
-    tb = exc.__traceback__
-    frame_line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.startswith(_src_dir()):
-            frame_line = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        tb = tb.tb_next
-    if frame_line is None:
-        return False
-    line = linecache.getline(*frame_line).strip()
-    try:
-        node = ast.parse(line).body[0]
-    except SyntaxError:
-        return False
-    targets = node.targets if isinstance(node, ast.Assign) else \
-        [node.target] if isinstance(node, ast.AugAssign) else []
-    return any(isinstance(t, ast.Subscript) for t in targets)
-
-
 def known_bug(fn, args) -> str | None:
     """The KNOWN_BUGS entry explaining why compiled fn disagrees with plain fn
-    on args, or None. "store": the plain run raised OverflowError/ValueError
-    at an element store; "warn": everything agrees but warnings the plain
-    run gave are missing."""
-    exp = run(fn, copy.deepcopy(tuple(args)))
-    if isinstance(exp.exc, (OverflowError, ValueError)) and _raised_at_store(exp.exc) \
-            and bug_present("store"):
-        return "store"
+    on args, or None. "warn": everything agrees but warnings the plain run
+    gave are missing."""
     if bug_present("warn"):
         try:
             check_calls(fn, args, warn=False)

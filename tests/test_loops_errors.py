@@ -25,24 +25,8 @@ from loop_gen import KNOWN_BUGS, arr, check_calls, run
 # Wrong answers numdyn gives today in loops left to the tracer (and in
 # straight-line code); captured loops get them right. Strict: each XPASSes,
 # and so fails, once fixed -- then drop the mark.
-TRACER_STORE = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                 reason="numdyn today: " + KNOWN_BUGS["store"][0])
 TRACER_WARN = pytest.mark.xfail(strict=True, raises=AssertionError,
                                 reason="numdyn today: " + KNOWN_BUGS["warn"][0])
-TRACER_BOOL_POW = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="numdyn today: np.bool_ element ** Python int outside a captured loop is "
-           "np.int8; NumPy gives np.int64")
-CAPTURE_FLOAT_INDEX = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="loop capture today: a store A[i / 2] = v with a float index stores at "
-           "int(i / 2) where NumPy raises IndexError (only integers, slices, ...)")
-
-CAPTURE_PROBE_WARNING = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="loop capture today: typing a loop on its first call evaluates its operations "
-           "on sample values and lets their warnings through: a loop whose body never runs "
-           "warns 'overflow encountered in scalar negative' (-A[i] of a uint64 sample)")
 
 
 def _opaque(x):
@@ -176,7 +160,6 @@ def float_index_load(A):
     return s
 
 
-@CAPTURE_FLOAT_INDEX
 def test_float_index_store():
     outs = check_calls(float_index, (arr("float64", 6),))
     assert type(outs[0].exc) is IndexError and "only integers" in str(outs[0].exc)
@@ -564,7 +547,6 @@ for f in (body_never_runs, numdyn.compile(body_never_runs)):
 """
 
 
-@CAPTURE_PROBE_WARNING
 def test_no_warning_from_a_body_that_never_runs(tmp_path):
     """In a fresh process: what loop typing caches in a process would hide it."""
     import subprocess
@@ -709,7 +691,6 @@ def test_refused_store_in_a_loop_left_to_the_tracer(target, source):
     assert type(outs[0].exc) in (ValueError, OverflowError)
 
 
-@TRACER_STORE
 @pytest.mark.parametrize("dtype,v", [("uint64", -1.25), ("int8", np.float64(300.0))])
 def test_refused_float_argument_store_in_a_loop_left_to_the_tracer(dtype, v):
     outs = check_calls(store_arg_in_tracer, (np.ones(3, dtype), v))
@@ -740,7 +721,6 @@ def test_bool_element_power():
     assert type(outs[0].value[0]) is np.int64
 
 
-@TRACER_BOOL_POW
 def test_bool_element_power_in_a_loop_left_to_the_tracer():
     def bool_pow(A):
         x = 0

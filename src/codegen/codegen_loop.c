@@ -613,6 +613,14 @@ static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
     for (int k = 0; k < n; k++) {
         cv v;
         if (expr(g, e->kid[first + k], &v) < 0) return -1;
+        /* NumPy takes Python and NumPy integers as indices; bools and floats
+         * mean something else (IndexError or a mask), so Python runs it.
+         * Loads are refused by typing already; stores only reach here. */
+        if (!(v.t == LT_PYINT || (ISNPI(v.t) && v.t != LT_U8))) {
+            if (!g->T->reason)
+                g->T->reason = PyUnicode_FromFormat("an index that is not an integer at line %d", e->line);
+            return no_type(g, e);
+        }
         snprintf(ix[k], 16, "i%d", ++g->tmp);
         line(g, "int64_t %s = (int64_t)%s;", ix[k], v.s);
         if (e->aux || k == n - 1) {

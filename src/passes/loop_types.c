@@ -159,6 +159,73 @@ PyObject *nd_lty_apply(int op, PyObject *a, PyObject *b)
     }
 }
 
+/* The oracle evaluates operations on sample values (ones); NumPy must not
+ * warn or raise about them (-uint64(1) "overflows"), whatever errstate the
+ * caller set: the loop may never run that operation.  NumPy's errstate is a
+ * context variable only Python can enter, so a tiny helper enters it. */
+static PyObject *quiet_enter, *quiet_leave;
+
+static PyObject *quiet_begin(void)
+{
+    if (!quiet_enter) {
+        static const char src[] =
+            "import numpy as _np\n"
+            "def enter():\n"
+            "    e = _np.errstate(all='ignore')\n"
+            "    e.__enter__()\n"
+            "    return e\n"
+            "def leave(e):\n"
+            "    e.__exit__(None, None, None)\n";
+        PyObject *g = PyDict_New();
+        if (!g) return NULL;
+        if (PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) < 0) { Py_DECREF(g); return NULL; }
+        PyObject *r = PyRun_String(src, Py_file_input, g, g);
+        if (!r) { Py_DECREF(g); return NULL; }
+        Py_DECREF(r);
+        quiet_enter = Py_XNewRef(PyDict_GetItemString(g, "enter"));
+        quiet_leave = Py_XNewRef(PyDict_GetItemString(g, "leave"));
+        Py_DECREF(g);
+        if (!quiet_enter || !quiet_leave) {
+            Py_CLEAR(quiet_enter);
+            Py_CLEAR(quiet_leave);
+            PyErr_SetString(PyExc_SystemError, "numdyn: loop typing helper");
+            return NULL;
+        }
+    }
+    return PyObject_CallNoArgs(quiet_enter);
+}
+
+/* leaves the quiet state, keeping the exception (if any) of the evaluation */
+static int quiet_end(PyObject *ctx)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+#endif
+    PyObject *r = PyObject_CallOneArg(quiet_leave, ctx);
+    Py_DECREF(ctx);
+    if (r) {
+        Py_DECREF(r);
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(exc);
+#else
+        PyErr_Restore(et, ev, tb);
+#endif
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    Py_XDECREF(exc);
+#else
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+#endif
+    return -1;
+    return 0;
+}
+
 /* -3: not asked yet */
 static int8_t bin_tab[LO_NOPS][LT_N][LT_N];
 static int8_t call_tab[LF_N][LT_N + 1][LT_N + 1];
@@ -175,7 +242,10 @@ static void init_tabs(void)
 static int ask(int op, int ta, int tb)
 {
     if (init_samples() < 0) return -2;
+    PyObject *q = quiet_begin();
+    if (!q) return -2;
     PyObject *r = nd_lty_apply(op, ta >= 0 ? sample[ta] : NULL, tb >= 0 ? sample[tb] : NULL);
+    if (quiet_end(q) < 0) { Py_XDECREF(r); return -2; }
     if (!r) {
         if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
             PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_ArithmeticError)) {
@@ -231,7 +301,10 @@ int nd_lty_call(int fn, int nargs, const int *ta)
         PyObject *f = nd_lty_function(fn);
         if (!f) return -2;
         PyObject *args[2] = {a < LT_N ? sample[a] : NULL, b < LT_N ? sample[b] : NULL};
+        PyObject *q = quiet_begin();
+        if (!q) return -2;
         PyObject *r = PyObject_Vectorcall(f, args, (size_t)nargs, NULL);
+        if (quiet_end(q) < 0) { Py_XDECREF(r); return -2; }
         if (!r) {
             if (!PyErr_ExceptionMatches(PyExc_Exception)) return -2;
             PyErr_Clear();

@@ -240,8 +240,9 @@ static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
     if (mod == Py_None) {
         /* ndarray.__pow__'s fast path: `x ** 2` with a Python int 2 is
          * np.square(x) (differs from power for bool dtype and for complex
-         * cancellation); `x **= 2` and np.power(x, 2) are not rewritten. */
-        if (nd_proxy_check(a) && PyLong_CheckExact(b)) {
+         * cancellation); `x **= 2` and np.power(x, 2) are not rewritten,
+         * nor is a NumPy scalar's (np.True_ ** 2 is np.int64 1). */
+        if (nd_proxy_check(a) && !nd_proxy_is_scalar(a) && PyLong_CheckExact(b)) {
             int overflow = 0;
             if (PyLong_AsLongAndOverflow(b, &overflow) == 2 && !overflow)
                 return nd_np.ufunc1(ND_UF_SQUARE, a);
