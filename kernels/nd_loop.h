@@ -32,6 +32,8 @@ enum {
     LT_N
 };
 #define LT_UNBOUND 255   /* a tag: the local has no value (Python's unbound) */
+/* typing only (never a tag): a 1-D array of element type t is t | LT_VEC */
+#define LT_VEC 32
 
 typedef struct {
     char *data;
@@ -83,6 +85,8 @@ enum {
     LF_NP_FLOOR, LF_NP_CEIL, LF_NP_TRUNC, LF_NP_ARCTAN2, LF_NP_HYPOT, LF_NP_POWER, LF_NP_ISNAN,
     LF_NP_ISINF, LF_NP_ISFINITE, LF_NP_LOG1P, LF_NP_EXPM1,
     LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
+    /* reductions of 1-D arrays to a NumPy scalar */
+    LF_NP_DOT, LF_NP_SUM,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N
@@ -129,4 +133,30 @@ static inline int ndl_cmp_iu(int64_t a, uint64_t b)
     if (a < 0) return -1;
     return (uint64_t)a < b ? -1 : (uint64_t)a > b ? 1 : 0;
 }
+/* NumPy's pairwise summation (its add.reduce of float arrays: the identity
+ * 0 plus this over the elements), so np.sum in a loop is NumPy's bit for bit */
+#define NDL_PAIRWISE(NAME, T)                                                       \
+static inline T NAME(const T *a, int64_t n)                                         \
+{                                                                                   \
+    if (n < 8) {                                                                    \
+        T res = (T)-0.0;                                                            \
+        for (int64_t i = 0; i < n; i++) res += a[i];                                \
+        return res;                                                                 \
+    }                                                                               \
+    if (n <= 128) {                                                                 \
+        T r[8];                                                                     \
+        int64_t i;                                                                  \
+        for (int j = 0; j < 8; j++) r[j] = a[j];                                    \
+        for (i = 8; i < n - (n % 8); i += 8)                                        \
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];                           \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));   \
+        for (; i < n; i++) res += a[i];                                             \
+        return res;                                                                 \
+    }                                                                               \
+    int64_t n2 = n / 2;                                                             \
+    n2 -= n2 % 8;                                                                   \
+    return NAME(a, n2) + NAME(a + n2, n - n2);                                      \
+}
+NDL_PAIRWISE(ndl_pairwise_d, double)
+NDL_PAIRWISE(ndl_pairwise_f, float)
 #endif

@@ -53,7 +53,29 @@ typedef struct {
     uint8_t *assign;
     int snapshot;
     int fail;     /* 1: this signature cannot be compiled (T->reason); -1: error */
+    struct vctx *vc;  /* the 1-D array statement or reduction being emitted */
+    int vec;          /* emitting the code of one element (index vc->k) */
+    int nscr;         /* scratch buffers used (nd_scr[]) */
 } cg;
+
+/* A 1-D array expression (a statement's value, a reduction's operands) is
+ * emitted as a C loop over its elements. Before the loop: every scalar
+ * subexpression (evaluated once, as Python evaluates it once) and every
+ * slice's address, stride and length; the lengths must agree (else NumPy
+ * broadcasts or raises: the loop deoptimizes). In the loop, element k of
+ * each slice is a load. Element arithmetic is NumPy's array arithmetic:
+ * integers wrap silently; floating-point events are left to the hardware
+ * flags, tested after the loop (NumPy tests the same flags), and any of
+ * divide/overflow/invalid deoptimizes, so Python reruns the loop and NumPy
+ * warns or raises as np.errstate says. */
+#define VSLOTS 48
+typedef struct vctx {
+    struct { const nd_ln *e; cv v; int slice; char p[16], st[16]; } slot[VSLOTS];
+    int n;
+    char len[16];
+    int havelen;
+    char k[16];
+} vctx;
 
 static void line(cg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void line(cg *g, const char *fmt, ...)
@@ -89,8 +111,11 @@ static void decl(cg *g, cv *v, int t, const char *fmt, ...)
 }
 
 /* the slow path for r = a OP b: Python/NumPy performs it */
+static void deopt(cg *g);
+
 static void slow(cg *g, int ln, int op, cv *r, const cv *a, const cv *b)
 {
+    if (g->vec) { deopt(g); return; }
     line(g, "NDL_SLOW(%d, %d, %d, &%s, %d, &%s, %d, %s%s);", ln, op, r->t, r->s, a ? a->t : 0,
          a ? a->s : "rc", b ? b->t : 0, b ? "&" : "NULL", b ? b->s : "");
     if (r->t == LT_PYINT || (r->t == LT_PYFLOAT && (op == LO_POW || op == LO_NOPS + LF_M_POW)))
@@ -290,7 +315,10 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
         line(g, "{ %s x_ = %s, y_ = %s; (void)x_; (void)y_;", T, x, y);
         switch (op) {
         case LO_ADD: case LO_SUB: case LO_MUL:
-            line(g, "if (NDL_UNLIKELY(%s || %s(x_, y_, &%s))) {", chk, ovf[op], out->s);
+            if (g->vec)  /* arrays wrap silently */
+                line(g, "(void)%s(x_, y_, &%s); if (NDL_UNLIKELY(%s)) {", ovf[op], out->s, chk);
+            else
+                line(g, "if (NDL_UNLIKELY(%s || %s(x_, y_, &%s))) {", chk, ovf[op], out->s);
             break;
         case LO_FDIV:
             if (ISU(r)) line(g, "if (NDL_UNLIKELY(%s || y_ == 0)) {", chk);
@@ -341,6 +369,7 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
         case LO_POW: line(g, "  %s = %s(x_, y_);", out->s, r == LT_F4 ? "powf" : "pow"); break;
         default: return no_type(g, e);
         }
+        if (g->vec) { line(g, "}"); return 0; }
         line(g, "  if (NDL_UNLIKELY(NDL_EDGE2(%s, x_, y_)%s)) {", out->s,
              (op == LO_FDIV || op == LO_MOD) ? " || y_ == 0" : "");
         g->ind += 2; slow(g, ln, op, out, a, b); g->ind -= 2;
@@ -374,6 +403,10 @@ static int unop(cg *g, const nd_ln *e, cv *a, int r, cv *out)
             return 0;
         }
         if (ISF(r)) { decl(g, out, r, "-(%s)%s", ctype[r], a->s); return 0; }
+        if (ISNPI(r) && r == ta && g->vec) {
+            decl(g, out, r, "(%s)((uint64_t)0 - (uint64_t)%s)", ctype[r], a->s);
+            return 0;
+        }
         if (ISNPI(r) && r == ta) {
             newtmp(g, out, r);
             line(g, "%s %s = 0;", ctype[r], out->s);
@@ -475,6 +508,7 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
             else if (fn == LF_NP_MAXIMUM) line(g, "  %s = nd_max_%s(x_, y_);", out->s, sfx[r]);
             else if (f) line(g, "  %s = %s%s(x_%s);", out->s, f, s32, b ? ", y_" : "");
             else return no_type(g, e);
+            if (g->vec) { line(g, "}"); return 0; }
             if (b) line(g, "  if (NDL_UNLIKELY(NDL_EDGE2(%s, x_, y_))) {", out->s);
             else line(g, "  if (NDL_UNLIKELY(NDL_EDGE1(%s, x_))) {", out->s);
             g->ind += 2; slow(g, ln, op, out, a, b); g->ind -= 2;
@@ -645,11 +679,254 @@ static void address(cg *g, const nd_ln *e, int n, char (*ix)[16], char *out, siz
     snprintf(out + k, cap - (size_t)k, ")");
 }
 
+/* ------------------------------------------------- 1-D array values */
+static int reduction(cg *g, const nd_ln *e, int r, cv *out);
+
+static int vslot_of(const vctx *vc, const nd_ln *e)
+{
+    for (int k = 0; k < vc->n; k++) if (vc->slot[k].e == e) return k;
+    return -1;
+}
+
+static int vnew_slot(cg *g, vctx *vc, const nd_ln *e)
+{
+    if (vc->n == VSLOTS) {
+        if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("an array expression too large at line %d", e->line);
+        return -1;
+    }
+    vc->slot[vc->n].e = e;
+    vc->slot[vc->n].slice = 0;
+    return vc->n++;
+}
+
+/* a length of this vector: the first sets it, the others must agree */
+static void vlength(cg *g, vctx *vc, const char *n)
+{
+    if (!vc->havelen) {
+        snprintf(vc->len, sizeof vc->len, "L%d", ++g->tmp);
+        line(g, "const int64_t %s = %s;", vc->len, n);
+        vc->havelen = 1;
+        return;
+    }
+    line(g, "if (NDL_UNLIKELY(%s != %s))", n, vc->len);
+    g->ind++; deopt(g); g->ind--;
+}
+
+/* Python's slice bound: None, negative from the end, clipped to [0, n] */
+static int vbound(cg *g, const nd_ln *b, const char *n, const char *dflt, char *out)
+{
+    snprintf(out, 16, "b%d", ++g->tmp);
+    if (!b) { line(g, "int64_t %s = %s;", out, dflt); return 0; }
+    cv v;
+    if (expr(g, b, &v) < 0) return -1;
+    if (!(v.t == LT_PYINT || (ISNPI(v.t) && v.t != LT_U8))) return no_type(g, b);
+    line(g, "int64_t %s = (int64_t)%s;", out, v.s);
+    line(g, "if (%s < 0) { %s += %s; if (%s < 0) %s = 0; } else if (%s > %s) %s = %s;",
+         out, out, n, out, out, out, n, out, n);
+    return 0;
+}
+
+/* a slice (LK_SLICE, or LK_ELEM short of the array's ndim): its address,
+ * element stride and length into a slot */
+static int vslice(cg *g, vctx *vc, const nd_ln *e)
+{
+    int a = e->var, nd = g->T->andim[a], sl = vnew_slot(g, vc, e);
+    if (sl < 0) return no_type(g, e);
+    char off[900] = "0", n[64];
+    int k = 1, vax = -1;
+    (void)k;
+    char lo[16] = "", hi[16] = "";
+    for (int j = 0; j < e->n; j++) {
+        const nd_ln *x = e->kid[j];
+        if (x->kind == LK_SL) {
+            char dim[32];
+            snprintf(dim, sizeof dim, "a%d_n%d", a, j);
+            if (vbound(g, x->kid[0], dim, "0", lo) < 0 || vbound(g, x->kid[1], dim, dim, hi) < 0) return -1;
+            vax = j;
+            continue;
+        }
+        cv v;
+        if (expr(g, x, &v) < 0) return -1;
+        if (!(v.t == LT_PYINT || (ISNPI(v.t) && v.t != LT_U8))) return no_type(g, x);
+        char ix[16];
+        snprintf(ix, sizeof ix, "i%d", ++g->tmp);
+        line(g, "int64_t %s = (int64_t)%s;", ix, v.s);
+        line(g, "if (%s < 0) %s += a%d_n%d;", ix, ix, a, j);
+        line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
+             ix, a, j, ix, ix, a, j, ix, j, a, j, e->line);
+        size_t used = strlen(off);
+        snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
+    }
+    if (vax < 0) {   /* a[i] of a 2-D a: the last axis whole */
+        vax = nd - 1;
+        snprintf(lo, sizeof lo, "0");
+        snprintf(hi, sizeof hi, "a%d_n%d", a, vax);
+    }
+    snprintf(vc->slot[sl].p, 16, "p%d", ++g->tmp);
+    snprintf(vc->slot[sl].st, 16, "s%d", ++g->tmp);
+    line(g, "const char *%s = a%d + %s + %s * a%d_s%d;", vc->slot[sl].p, a, off, lo, a, vax);
+    line(g, "const int64_t %s = a%d_s%d;", vc->slot[sl].st, a, vax);
+    snprintf(n, sizeof n, "(%s > %s ? %s - %s : 0)", hi, lo, hi, lo);
+    vlength(g, vc, n);
+    vc->slot[sl].slice = 1;
+    return 0;
+}
+
+/* everything of vector expression e computed before its element loop */
+static int vprep(cg *g, vctx *vc, const nd_ln *e)
+{
+    int bits, r = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (r < 0) return no_type(g, e);
+    if (!(r & LT_VEC)) {
+        int sl = vnew_slot(g, vc, e);
+        if (sl < 0) return no_type(g, e);
+        vctx *up = g->vc;
+        g->vc = NULL;
+        int rc = expr(g, e, &vc->slot[sl].v);
+        g->vc = up;
+        return rc;
+    }
+    switch (e->kind) {
+    case LK_ELEM: case LK_SLICE:
+        return vslice(g, vc, e);
+    case LK_BIN: case LK_CMP: case LK_UN: case LK_CALL:
+        for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) return -1;
+        return 0;
+    default:
+        return no_type(g, e);
+    }
+}
+
+/* open / close the element loop of vc */
+static void vloop_open(cg *g, vctx *vc)
+{
+    snprintf(vc->k, sizeof vc->k, "k%d", ++g->tmp);
+    line(g, "for (int64_t %s = 0; %s < %s; %s++) {", vc->k, vc->k, vc->len, vc->k);
+    g->ind++;
+}
+
+static void vloop_close(cg *g)
+{
+    g->ind--;
+    line(g, "}");
+}
+
+static void flags_clear(cg *g) { line(g, "feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"); }
+
+static void flags_check(cg *g)
+{
+    line(g, "if (NDL_UNLIKELY(fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)))");
+    g->ind++; deopt(g); g->ind--;
+}
+
+/* element vc->k of vector expression e (inside the loop) */
+static int velem(cg *g, vctx *vc, const nd_ln *e, cv *out)
+{
+    vctx *up = g->vc;
+    int upv = g->vec;
+    g->vc = vc;
+    g->vec = 1;
+    int rc = expr(g, e, out);
+    g->vc = up;
+    g->vec = upv;
+    return rc;
+}
+
+/* a scratch buffer of n elements of C type ct, kept across iterations
+ * (freed when the loop ends) */
+static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *name)
+{
+    if (g->nscr == 64) {
+        if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("too many array expressions (line %d)", e->line);
+        return no_type(g, e);
+    }
+    int id = g->nscr++;
+    snprintf(name, 16, "w%d", ++g->tmp);
+    line(g, "if ((size_t)%s * sizeof(%s) > nd_scr_cap[%d]) {", n, ct, id);
+    line(g, "  void *q_ = realloc(nd_scr[%d], (size_t)%s * sizeof(%s) + 64);", id, n, ct);
+    line(g, "  if (!q_) { rc = NDL_DEOPT; goto nd_out; }");
+    line(g, "  nd_scr[%d] = q_; nd_scr_cap[%d] = (size_t)%s * sizeof(%s) + 64;", id, id, n, ct);
+    line(g, "}");
+    line(g, "%s *%s = (%s *)nd_scr[%d];", ct, name, ct, id);
+    g->snapshot = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------- reductions */
+/* np.dot(u, v) / np.sum(v) of 1-D arrays, as NumPy computes them: float
+ * sums pairwise (bit for bit), dot products in order (BLAS's order differs
+ * in the last bits), integers wrapping in the result type */
+static int reduction(cg *g, const nd_ln *e, int r, cv *out)
+{
+    vctx *vc = PyMem_Calloc(1, sizeof(vctx));
+    if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    int rc = -1, dot = e->aux == LF_NP_DOT;
+    const char *R = ctype[r];
+    for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) goto done;
+    if (!vc->havelen) { rc = no_type(g, e); goto done; }
+    newtmp(g, out, r);
+    line(g, "%s %s = 0;", R, out->s);
+    line(g, "{");
+    g->ind++;
+    if (ISF(r)) flags_clear(g);
+    if (!dot && ISF(r)) {
+        char w[16];
+        if (scratch(g, e, R, vc->len, w) < 0) goto done;
+        vloop_open(g, vc);
+        cv x;
+        if (velem(g, vc, e->kid[0], &x) < 0) goto done;
+        line(g, "%s[%s] = (%s)%s;", w, vc->k, R, x.s);
+        vloop_close(g);
+        line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, r == LT_F4 ? "f" : "d", w, vc->len);
+    } else {
+        if (dot && ISF(r)) line(g, "%s = %s ? (%s)-0.0 : (%s)0;", out->s, vc->len, R, R);
+        vloop_open(g, vc);
+        cv x, y;
+        if (velem(g, vc, e->kid[0], &x) < 0) goto done;
+        if (dot && velem(g, vc, e->kid[1], &y) < 0) goto done;
+        if (r == LT_B1)
+            line(g, "%s |= (uint8_t)((%s != 0) & %s);", out->s, x.s, dot ? y.s : "1");
+        else if (ISF(r))
+            line(g, "%s += (%s)%s * (%s)%s;", out->s, R, x.s, R, y.s);
+        else if (dot)   /* integers wrap (unsigned arithmetic: no UB) */
+            line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s * (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s, R, y.s);
+        else
+            line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s);
+        vloop_close(g);
+    }
+    if (ISF(r)) flags_check(g);
+    g->ind--;
+    line(g, "}");
+    rc = 0;
+done:
+    PyMem_Free(vc);
+    return rc;
+}
+
 static int expr(cg *g, const nd_ln *e, cv *out)
 {
     nd_ltyping *T = g->T;
     int bits, r = nd_lty_expr(T, e, g->assign, &bits);
     if (r < 0) return no_type(g, e);
+    if (g->vc) {
+        int sl = vslot_of(g->vc, e);
+        if (sl >= 0 && !g->vc->slot[sl].slice) { *out = g->vc->slot[sl].v; return 0; }
+        if (sl >= 0) {
+            int t = r & ~LT_VEC;
+            decl(g, out, t, "*(const %s *)(%s + %s * %s)", ctype[t], g->vc->slot[sl].p, g->vc->k,
+                 g->vc->slot[sl].st);
+            return 0;
+        }
+    }
+    if (r & LT_VEC) {
+        if (!g->vec) {
+            if (!T->reason) T->reason = PyUnicode_FromFormat("an array value where a scalar belongs at line %d", e->line);
+            return no_type(g, e);
+        }
+        r &= ~LT_VEC;
+    }
+    if (e->kind == LK_CALL && (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM))
+        return reduction(g, e, r, out);
     cv a, b;
     switch (e->kind) {
     case LK_CONST:
@@ -845,6 +1122,11 @@ static int store(cg *g, const nd_ln *e, const cv *x, const char *addr, char (*ix
                  x->s, tmin[d], d == LT_U8, x->s, d == LT_U8 ? "INT64_MAX" : tmax[d]);
     }
     line(g, "if (%s) *(%s *)%s = (%s)%s;", fits, D, addr, D, x->s);
+    if (g->vec) {   /* NumPy's cast of an array, or its int() of a scalar: Python's business */
+        line(g, "else");
+        g->ind++; deopt(g); g->ind--;
+        return 0;
+    }
     line(g, "else {");
     g->ind++;
     char list[600] = "";
@@ -855,6 +1137,119 @@ static int store(cg *g, const nd_ln *e, const cv *x, const char *addr, char (*ix
     g->ind--;
     line(g, "}");
     return 0;
+}
+
+/* a store into a 1-D part of an array: a[i, lo:hi] = v, a[i] op= v (2-D a) */
+static int is_vstore(cg *g, const nd_ln *s)
+{
+    int a = s->var;
+    if (g->T->adt[a] < 0) return 0;
+    if (s->n - 1 < g->T->andim[a]) return 1;
+    for (int k = 1; k < s->n; k++) if (s->kid[k]->kind == LK_SL) return 1;
+    return 0;
+}
+
+/* target[...] = v / target[...] op= v over a 1-D part: v (a vector, or a
+ * scalar NumPy broadcasts) is computed whole first -- NumPy evaluates the
+ * right side into a new array before it writes, so a right side that reads
+ * the target sees its old values -- then written element by element with
+ * NumPy's casts; a value NumPy would refuse or warn about deoptimizes. */
+static int vstore(cg *g, const nd_ln *s)
+{
+    int a = s->var, d = g->T->adt[a], aug = s->kind == LK_AUGSTORE;
+    if (!g->T->awrite[a]) {
+        if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("a store into a read-only array at line %d", s->line);
+        return no_type(g, s);
+    }
+    vctx *vc = PyMem_Calloc(2, sizeof(vctx));
+    if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    vctx *tv = &vc[1];
+    int rc = -1, bits;
+    nd_ln tgt;
+    memset(&tgt, 0, sizeof tgt);
+    tgt.kind = LK_SLICE;
+    tgt.var = a;
+    tgt.n = (uint16_t)(s->n - 1);
+    tgt.kid = s->kid + 1;
+    tgt.line = s->line;
+    int tt = nd_lty_expr(g->T, &tgt, g->assign, &bits);
+    int tv_t = nd_lty_expr(g->T, s->kid[0], g->assign, &bits);
+    if (tt < 0 || !(tt & LT_VEC) || tv_t < 0) { rc = no_type(g, s); goto done; }
+    const char *D = ctype[d];
+    line(g, "{");
+    g->ind++;
+    /* Python: a[idx] = v evaluates v first; a[idx] op= v the target first */
+    if (aug && vslice(g, tv, &tgt) < 0) goto done;
+    int vv = tv_t & LT_VEC;
+    if (vv) {
+        if (vprep(g, vc, s->kid[0]) < 0) goto done;
+    } else {
+        int sl = vnew_slot(g, vc, s->kid[0]);
+        if (sl < 0 || expr(g, s->kid[0], &vc->slot[sl].v) < 0) goto done;
+    }
+    if (!aug && vslice(g, tv, &tgt) < 0) goto done;
+    if (vv) {   /* lengths agree (NumPy would broadcast a length 1, or raise) */
+        line(g, "if (NDL_UNLIKELY(%s != %s))", vc->len, tv->len);
+        g->ind++; deopt(g); g->ind--;
+    }
+    int te = tv_t & ~LT_VEC, r = d;
+    if (aug) {
+        r = nd_lty_vop(s->op, d | LT_VEC, tv_t);
+        if (r == -2) { g->fail = -1; goto done; }
+        if (r < 0 || nd_lty_same_kind(r & ~LT_VEC, d) != 1) {
+            if (!g->T->reason)
+                g->T->reason = PyUnicode_FromFormat("an in-place array operation NumPy refuses for these types at line %d", s->line);
+            rc = no_type(g, s);
+            goto done;
+        }
+        r &= ~LT_VEC;
+    }
+    flags_clear(g);
+    char w[16] = "";
+    cv x;
+    if (vv) {
+        if (scratch(g, s, ctype[te], vc->len, w) < 0) goto done;
+        vloop_open(g, vc);
+        if (velem(g, vc, s->kid[0], &x) < 0) goto done;
+        line(g, "%s[%s] = %s;", w, vc->k, x.s);
+        vloop_close(g);
+    } else {
+        x = vc->slot[0].v;
+    }
+    /* the writes */
+    vloop_open(g, tv);
+    char addr[128];
+    snprintf(addr, sizeof addr, "(char *)(%s + %s * %s)", tv->slot[0].p, tv->k, tv->slot[0].st);
+    cv v;
+    if (vv) {
+        newtmp(g, &v, te);
+        line(g, "%s %s = %s[%s];", ctype[te], v.s, w, tv->k);
+    } else {
+        v = x;
+    }
+    int upv = g->vec;
+    vctx *upc = g->vc;
+    g->vec = 1;
+    g->vc = NULL;
+    if (aug) {
+        cv cur, res;
+        decl(g, &cur, d, "*(const %s *)%s", D, addr);
+        if (binop(g, s, s->op, &cur, &v, r, LBITS_ANY, &res) < 0) { g->vec = upv; g->vc = upc; goto done; }
+        v = res;
+    }
+    rc = store(g, s, &v, addr, NULL, 0);
+    g->vec = upv;
+    g->vc = upc;
+    if (rc < 0) goto done;
+    rc = -1;
+    vloop_close(g);
+    flags_check(g);
+    g->ind--;
+    line(g, "}");
+    rc = 0;
+done:
+    PyMem_Free(vc);
+    return rc;
 }
 
 static int simple(cg *g, const nd_ln *s)
@@ -872,6 +1267,13 @@ static int simple(cg *g, const nd_ln *s)
         for (int k = 0; k < m; k++) if (assign_to(g, s->kid[k]->var, &vals[k]) < 0) return -1;
         return 0;
     }
+    case LK_STORE: case LK_AUGSTORE:
+        if (is_vstore(g, s)) return vstore(g, s);
+        break;
+    default:
+        break;
+    }
+    switch (s->kind) {
     case LK_STORE: {
         char ix[NDL_MAXDIMS][16], addr[1024];
         int a = s->var;
@@ -1115,6 +1517,8 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     g.ind = 1;
     line(&g, "int rc = NDL_OK;");
     line(&g, "uint16_t nd_tick = 0;");
+    line(&g, "void *nd_scr[64] = {0};");
+    line(&g, "size_t nd_scr_cap[64] = {0};");
     for (int v = 0; v < ir->nvars; v++) {
         if (T->adt[v] >= 0) {
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
@@ -1140,6 +1544,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             if (T->vset[v] & (1u << t))
                 line(&g, "if (v%d_t == %d) memcpy(&F->val[%d], &v%d_%d, sizeof v%d_%d);", v, t, v, v, t, v, t);
     }
+    line(&g, "for (int q_ = 0; q_ < %d; q_++) free(nd_scr[q_]);", g.nscr);
     line(&g, "return rc;");
     nd_sb_puts(out, "}\n");
     PyMem_Free(g.assign);

@@ -28,6 +28,10 @@ enum {
     LK_ELEM,      /* var (array); n index kids; aux: 1 = chained a[i][j] */
     LK_SHAPE,     /* var (array); aux: axis (>= 0), -1: .size, -2: .ndim */
     LK_CALL,      /* aux: LF_*; n argument kids */
+    LK_SLICE,     /* var (array); n kids (n <= ndim): an index expression or an
+                     LK_SL each; axes past n are whole. Exactly one axis left
+                     (a slice or a missing one) makes it a 1-D vector */
+    LK_SL,        /* lo:hi of a LK_SLICE axis; kid[0], kid[1] NULL when absent */
     /* statements */
     LK_ASSIGN,    /* var = kid[0] */
     LK_STORE,     /* var[kid[1..n-1]] = kid[0]; aux: chained */

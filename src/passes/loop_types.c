@@ -60,7 +60,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_ISFINITE, "numpy", "isfinite"}, {LF_NP_LOG1P, "numpy", "log1p"},
     {LF_NP_EXPM1, "numpy", "expm1"}, {LF_NP_ABS, "numpy", "absolute"},
     {LF_NP_MINIMUM, "numpy", "minimum"}, {LF_NP_MAXIMUM, "numpy", "maximum"},
-    {LF_NP_SQUARE, "numpy", "square"},
+    {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -318,6 +318,97 @@ int nd_lty_call(int fn, int nargs, const int *ta)
     return *c;
 }
 
+/* ------------------------------------------------- the vector oracle */
+/* A 1-D array operand (t | LT_VEC) is asked about with a one-element array
+ * of its dtype: NumPy's own promotion for arrays (NEP 50: Python scalars
+ * weak, NumPy scalars strong), which differs from scalar math in places
+ * (np.True_ ** 3 is int64, np.array([True]) ** 3 int8). An elementwise
+ * result must be an ndarray, a reduction's a NumPy scalar; else -1. */
+static PyObject *vsample[LT_N];
+static int8_t vop_tab[LO_NOPS + LF_N][2 * LT_N][2 * LT_N + 1];
+static int vtabs_init;
+
+static PyObject *sample_of(int t)
+{
+    if (t < 0) return NULL;
+    if (!(t & LT_VEC)) return sample[t];
+    t &= ~LT_VEC;
+    if (t < LT_B1 || t >= LT_N) return NULL;
+    if (!vsample[t]) {
+        npy_intp one = 1;
+        PyObject *v = PyArray_SimpleNew(1, &one, nd_lty_typenum(t));
+        if (!v) return NULL;
+        if (PyArray_SETITEM((PyArrayObject *)v, PyArray_DATA((PyArrayObject *)v), sample[t]) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        vsample[t] = v;
+    }
+    return vsample[t];
+}
+
+static int slot(int t) { return t < 0 ? 2 * LT_N : (t & LT_VEC) ? LT_N + (t & ~LT_VEC) : t; }
+
+/* op: LO_* or LO_NOPS + LF_*; tb < 0: one operand */
+int nd_lty_vop(int op, int ta, int tb)
+{
+    if (!vtabs_init) { memset(vop_tab, -3, sizeof vop_tab); vtabs_init = 1; }
+    if (ta < 0 || (ta & ~LT_VEC) >= LT_N || (tb >= 0 && (tb & ~LT_VEC) >= LT_N)) return -1;
+    if (op < 0 || op >= LO_NOPS + LF_N) return -1;
+    int8_t *c = &vop_tab[op][slot(ta)][slot(tb)];
+    if (*c != -3) return *c;
+    if (init_samples() < 0) return -2;
+    PyObject *a = sample_of(ta), *b = tb >= 0 ? sample_of(tb) : NULL;
+    if (!a || (tb >= 0 && !b)) {
+        if (PyErr_Occurred()) return -2;
+        *c = -1;
+        return -1;
+    }
+    PyObject *q = quiet_begin();
+    if (!q) return -2;
+    PyObject *r = nd_lty_apply(op, a, b);
+    if (quiet_end(q) < 0) { Py_XDECREF(r); return -2; }
+    int t = -1;
+    if (!r) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return -2;
+        PyErr_Clear();
+    } else {
+        int red = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_SUM;
+        if (PyArray_CheckExact(r)) {
+            if (!red && PyArray_NDIM((PyArrayObject *)r) == 1) {
+                t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
+                if (t < LT_B1) t = -1;
+                else t |= LT_VEC;
+            }
+        } else if (red) {
+            t = type_of(r);
+            if (t < LT_B1) t = -1;
+        }
+        Py_DECREF(r);
+    }
+    *c = (int8_t)t;
+    return t;
+}
+
+/* np.can_cast(from, to, 'same_kind'): an in-place array operation's result
+ * cast back (NumPy raises UFuncTypeError otherwise). 1, 0, or -1 + error */
+int nd_lty_same_kind(int from, int to)
+{
+    static int8_t tab[LT_N][LT_N];
+    static int init;
+    if (!init) { memset(tab, -3, sizeof tab); init = 1; }
+    if (from < LT_B1 || from >= LT_N || to < LT_B1 || to >= LT_N) return 0;
+    if (tab[from][to] == -3) {
+        PyArray_Descr *a = PyArray_DescrFromType(nd_lty_typenum(from));
+        PyArray_Descr *b = PyArray_DescrFromType(nd_lty_typenum(to));
+        int ok = a && b && PyArray_CanCastTypeTo(a, b, NPY_SAME_KIND_CASTING);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        tab[from][to] = (int8_t)ok;
+    }
+    return tab[from][to];
+}
+
 /* ------------------------------------------------- expression types */
 static int why(nd_ltyping *T, const nd_ln *e, const char *what)
 {
@@ -369,6 +460,12 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
     case LK_CMP:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
         if ((t1 = nd_lty_expr(T, e->kid[1], assign, &b1)) < 0) return t1;
+        if ((t0 | t1) & LT_VEC) {
+            *bits = 1;
+            r = nd_lty_vop(e->op, t0, t1);
+            if (r == -1) return why(T, e, "an array operation NumPy refuses for these types (or whose type loops do not compute in)");
+            return r;
+        }
         r = nd_lty_bin(e->op, t0, t1);
         if (r == -1) return why(T, e, "an operator NumPy or Python refuses for these types");
         if (r < 0) return r;
@@ -400,6 +497,13 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     case LK_UN:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        if (t0 & LT_VEC) {
+            *bits = 1;
+            if (e->op == LO_NOT) return why(T, e, "the truth value of an array");
+            r = nd_lty_vop(e->op, t0, -1);
+            if (r == -1) return why(T, e, "an array operation NumPy refuses for this type");
+            return r;
+        }
         r = nd_lty_un(e->op, t0);
         if (r == -1) return why(T, e, "a unary operator NumPy or Python refuses for this type");
         if (t0 == LT_PYBOOL) b0 = 1;
@@ -410,6 +514,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         r = -1;
         for (int k = 0; k < e->n; k++) {
             if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
+            if (t0 & LT_VEC) return why(T, e, "the truth value of an array");
             if (k && t0 != r) return why(T, e, "and/or of values of different types");
             r = t0;
             if (b0 > b1) b1 = b0;
@@ -418,22 +523,37 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     case LK_IFEXP:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        if (t0 & LT_VEC) return why(T, e, "the truth value of an array");
         if ((t0 = nd_lty_expr(T, e->kid[1], assign, &b0)) < 0) return t0;
         if ((t1 = nd_lty_expr(T, e->kid[2], assign, &b1)) < 0) return t1;
+        if ((t0 | t1) & LT_VEC) return why(T, e, "a conditional expression of arrays");
         if (t0 != t1) return why(T, e, "a conditional expression with branches of different types");
         *bits = b0 > b1 ? b0 : b1;
         return t0;
-    case LK_ELEM: {
-        int a = e->var;
+    case LK_ELEM:
+    case LK_SLICE: {
+        int a = e->var, nvec = 0;
         if (T->adt[a] < 0) return why(T, e, "an indexed name that is not an ndarray of a supported dtype");
-        if (e->n != T->andim[a])
-            return why(T, e, e->n < T->andim[a] ? "an array-valued subscript" : "too many indices");
+        if (e->n > T->andim[a]) return why(T, e, "too many indices");
         for (int k = 0; k < e->n; k++) {
+            if (e->kid[k]->kind == LK_SL) {
+                nvec++;
+                for (int j = 0; j < 2; j++) {
+                    if (!e->kid[k]->kid[j]) continue;
+                    if ((t0 = nd_lty_expr(T, e->kid[k]->kid[j], assign, &b0)) < 0) return t0;
+                    if (!is_intlike(t0) || t0 == LT_PYBOOL || t0 == LT_B1 || t0 == LT_U8)
+                        return why(T, e, "a slice bound that is not an integer");
+                }
+                continue;
+            }
             if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
             if (!is_intlike(t0) || t0 == LT_PYBOOL || t0 == LT_B1 || t0 == LT_U8)
                 return why(T, e, "an index that is not an integer");
         }
-        return T->adt[a];
+        nvec += T->andim[a] - e->n;
+        if (nvec > 1) return why(T, e, "a subscript of more than one dimension");
+        *bits = 1;
+        return nvec ? (T->adt[a] | LT_VEC) : T->adt[a];
     }
     case LK_SHAPE: {
         int a = e->var, nd = T->andim[a];
@@ -448,10 +568,28 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return LT_PYINT;
     }
     case LK_CALL: {
-        int ta[2] = {LT_N, LT_N}, bs[2] = {0, 0};
+        int ta[2] = {LT_N, LT_N}, bs[2] = {0, 0}, vec = 0;
         for (int k = 0; k < e->n; k++) {
             if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
             if (ta[k] == LT_PYBOOL) bs[k] = 1;
+            vec |= ta[k] & LT_VEC;
+        }
+        if (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM) {
+            /* reductions: of 1-D arrays only (np.dot(v, s) is an array) */
+            for (int k = 0; k < e->n; k++)
+                if (!(ta[k] & LT_VEC)) return why(T, e, "a reduction of something that is not a 1-D array");
+            r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
+            if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
+            *bits = 1;
+            return r;
+        }
+        if (vec) {
+            if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE)
+                return why(T, e, "an array passed to a function that is not a NumPy ufunc");
+            r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
+            if (r == -1) return why(T, e, "a NumPy function refusing these types (or returning a type loops do not compute in)");
+            *bits = 1;
+            return r;
         }
         r = nd_lty_call(e->aux, e->n, ta);
         if (r == -1) return why(T, e, "a call NumPy or Python refuses for these types (or returns a type loops do not compute in)");
@@ -524,6 +662,7 @@ static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
         for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
         int b, t = nd_lty_expr(T, e, f->assign, &b);
         if (t == -2) return -1;
+        if (t >= 0 && (t & LT_VEC)) { why(T, e, "an array value given to a name"); return 1; }
         if (t >= 0) {
             *set |= 1u << t;
             if (t == LT_PYINT && b > *bits) *bits = b;

@@ -32,6 +32,10 @@ typedef struct nd_ltyping_s {
 int nd_lty_bin(int op, int ta, int tb);
 int nd_lty_un(int op, int ta);
 int nd_lty_call(int fn, int nargs, const int *ta);
+/* the type of op (LO_* or LO_NOPS + LF_*) with 1-D array operands
+ * (t | LT_VEC); tb < 0: one operand. -1: NumPy refuses, -2: error */
+int nd_lty_vop(int op, int ta, int tb);
+int nd_lty_same_kind(int from, int to);
 
 /* the type and bits of expression e where each variable v has the type
  * assign[v] (a member of vset[v]); -1 when this combination has no type

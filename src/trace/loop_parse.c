@@ -7,7 +7,10 @@
  * A[i][j] op= v, and expressions of names, int/float/bool constants,
  * arithmetic, comparisons, and/or/not, x if c else y, element loads,
  * A.shape[k], len(A), A.size, A.ndim, and calls of math.*, np.* scalar
- * functions and abs/min/max/int/float/bool. Anything else names itself and
+ * functions and abs/min/max/int/float/bool. 1-D array work too: slices
+ * a[i, lo:hi] (step 1) and rows a[i] in elementwise expressions and NumPy
+ * ufunc calls, np.dot / np.sum / x.dot(y) / x.sum() of them, and stores
+ * a[i, lo:hi] = v, a[i] op= v. Anything else names itself and
  * its line; the loop then stays with the tracer. Whether a name is an array
  * or a scalar, and its types, are the call's business (loop_types.c).
  */
@@ -122,7 +125,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"log1p", LF_NP_LOG1P, LM_NUMPY}, {"expm1", LF_NP_EXPM1, LM_NUMPY},
     {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
-    {"square", LF_NP_SQUARE, LM_NUMPY},
+    {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
@@ -186,6 +189,39 @@ static int array_var(pctx *c, PyObject *e)
     return v;
 }
 
+static int is_none(PyObject *o)
+{
+    if (o == Py_None) return 1;
+    if (!IS(o, "Constant")) return 0;
+    PyObject *v = attr(o, "value");
+    int r = v == Py_None;
+    Py_XDECREF(v);
+    return r;
+}
+
+/* a slice lo:hi (or lo:hi:1) of a subscript: LK_SL */
+static nd_ln *slice_node(pctx *c, PyObject *sl)
+{
+    static const char *const parts[3] = {"lower", "upper", "step"};
+    PyObject *p[3] = {NULL, NULL, NULL};
+    nd_ln *r = NULL;
+    for (int k = 0; k < 3; k++)
+        if (!(p[k] = attr(sl, parts[k]))) goto done;
+    if (!is_none(p[2])) {
+        PyObject *v = IS(p[2], "Constant") ? attr(p[2], "value") : NULL;
+        int one = v && PyLong_CheckExact(v) && PyLong_AsLong(v) == 1;
+        Py_XDECREF(v);
+        PyErr_Clear();
+        if (!one) { refuse(c, sl, "a slice with a step"); goto done; }
+    }
+    if (!(r = nd_lir_node(c->ir, LK_SL, line_of(sl), 2))) goto done;
+    for (int k = 0; k < 2; k++)
+        if (!is_none(p[k]) && !(r->kid[k] = expr(c, p[k]))) { r = NULL; break; }
+done:
+    for (int k = 0; k < 3; k++) Py_XDECREF(p[k]);
+    return r;
+}
+
 /* the index expressions of a subscript: a[i, j] or a[i][j] -> flat list;
  * *base gets the array's node */
 static int subscript(pctx *c, PyObject *e, PyObject **base, nd_ln **idx, int *nidx, int *chained)
@@ -211,10 +247,22 @@ static int subscript(pctx *c, PyObject *e, PyObject **base, nd_ln **idx, int *ni
             bad_const = !cv || !PyLong_Check(cv) || PyBool_Check(cv);
             Py_XDECREF(cv);
         }
-        if (IS(ie, "Slice") || IS(ie, "Starred") || bad_const) {
+        if (IS(ie, "Slice")) {
+            /* lo:hi, step 1: a 1-D vector axis (typing checks the rest) */
+            nd_ln *x = *chained ? NULL : slice_node(c, ie);
+            if (!x) {
+                Py_XDECREF(elts);
+                if (*chained) refuse(c, ie, "a slice of a chained subscript");
+                rc = c->reason ? -2 : -1;
+                goto done;
+            }
+            idx[(*nidx)++] = x;
+            continue;
+        }
+        if (IS(ie, "Starred") || bad_const) {
             PyErr_Clear();
             Py_XDECREF(elts);
-            refuse(c, ie, IS(ie, "Slice") ? "a slice (array-valued subscript)" : "an index that is not an integer");
+            refuse(c, ie, "an index that is not an integer");
             rc = -2;
             goto done;
         }
@@ -259,13 +307,32 @@ static nd_ln *elem(pctx *c, PyObject *e, int kindv, int *arr)
     int av = array_var(c, base);
     Py_DECREF(base);
     if (av < 0) return NULL;
-    nd_ln *n = nd_lir_node(c->ir, kindv, line_of(e), kindv == LK_ELEM ? nidx : nidx + 1);
+    if (kindv == LK_ELEM)
+        for (int k = 0; k < nidx; k++) if (idx[k]->kind == LK_SL) kindv = LK_SLICE;
+    nd_ln *n = nd_lir_node(c->ir, kindv, line_of(e), kindv == LK_ELEM || kindv == LK_SLICE ? nidx : nidx + 1);
     if (!n) return NULL;
     n->var = av;
     n->aux = chained;
-    for (int k = 0; k < nidx; k++) n->kid[kindv == LK_ELEM ? k : k + 1] = idx[k];
+    for (int k = 0; k < nidx; k++) n->kid[kindv == LK_ELEM || kindv == LK_SLICE ? k : k + 1] = idx[k];
     if (arr) *arr = av;
     return n;
+}
+
+/* x.sum(), x.dot(y): the reductions np.sum(x), np.dot(x, y) */
+static int is_reduction_method(const char *name, Py_ssize_t nargs)
+{
+    return (!strcmp(name, "sum") && nargs == 0) || (!strcmp(name, "dot") && nargs == 1);
+}
+
+static nd_ln *reduction_method(pctx *c, PyObject *obj, const char *name, PyObject *args, int line)
+{
+    int one = !strcmp(name, "sum");
+    nd_ln *r = nd_lir_node(c->ir, LK_CALL, line, one ? 1 : 2);
+    if (!r) return NULL;
+    r->aux = one ? LF_NP_SUM : LF_NP_DOT;
+    if (!(r->kid[0] = expr(c, obj))) return NULL;
+    if (!one && !(r->kid[1] = expr(c, PyList_GET_ITEM(args, 0)))) return NULL;
+    return r;
 }
 
 static nd_ln *call(pctx *c, PyObject *e)
@@ -319,10 +386,24 @@ static nd_ln *call(pctx *c, PyObject *e)
             for (int k = 0; m && as && calls[k].name; k++)
                 if (calls[k].mod == m && !strcmp(as, calls[k].name)) { fn = calls[k].fn; break; }
             if (fn >= 0) v = special_var(c, id, VF_MODULE, m, e);
+            else if (!m && as && is_reduction_method(as, na)) {
+                Py_XDECREF(id);
+                Py_DECREF(an);
+                r = reduction_method(c, mv, as, args, line);
+                Py_DECREF(mv);
+                goto done;
+            }
             else if (id && !PyErr_Occurred() && !c->reason)
                 c->reason = PyUnicode_FromFormat("a call of %U.%U() at line %d", id, an, line);
             Py_XDECREF(id);
         } else if (!PyErr_Occurred()) {
+            const char *as = PyUnicode_AsUTF8(an);
+            if (as && is_reduction_method(as, na)) {
+                r = reduction_method(c, mv, as, args, line);
+                Py_DECREF(an);
+                Py_DECREF(mv);
+                goto done;
+            }
             refuse(c, e, "a method call");
         }
         Py_DECREF(mv);
@@ -334,7 +415,7 @@ static nd_ln *call(pctx *c, PyObject *e)
     }
     int need = (fn == LF_MIN || fn == LF_MAX || fn == LF_M_ATAN2 || fn == LF_M_HYPOT || fn == LF_M_POW ||
                 fn == LF_NP_ARCTAN2 || fn == LF_NP_HYPOT || fn == LF_NP_POWER || fn == LF_NP_MINIMUM ||
-                fn == LF_NP_MAXIMUM) ? 2 : 1;
+                fn == LF_NP_MAXIMUM || fn == LF_NP_DOT) ? 2 : 1;
     if (na != need && !((fn == LF_INT || fn == LF_FLOAT || fn == LF_BOOL) && na == 0)) {
         refuse(c, e, "a call with an unsupported number of arguments");
         goto done;

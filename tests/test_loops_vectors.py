@@ -1,0 +1,340 @@
+"""Loop capture of 1-D array work in loops (issue 13's column sweeps,
+triangular solves and row updates; issue 17): slices a[i, lo:hi], rows a[i]
+of 2-D arrays, elementwise arithmetic and NumPy ufuncs over them, np.dot /
+np.sum / .sum() / .dot() reductions, and stores a[i, lo:hi] = v,
+a[i] op= v. Each function is compared with plain NumPy (values, dtypes,
+warnings, exceptions, arguments after the call) and must be captured:
+without the vector capture these loops stay with the tracer."""
+import numpy as np
+import pytest
+
+import numdyn
+from loop_gen import arr, check_calls
+
+
+def captured(fn, *args):
+    cf = numdyn.compile(fn)
+    cf(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    info = cf._loop_info()
+    assert info and all(i["captured"] for i in info), info
+    return cf
+
+
+# ---------------------------------------------------------------- programs
+
+def cholesky_rows(A):
+    A = A.copy()
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= np.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= np.dot(A[i, :i], A[i, :i])
+        A[i, i] = np.sqrt(A[i, i])
+    return np.tril(A)
+
+
+def forward_subst(L, b):
+    n = L.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        x[i] = (b[i] - L[i, :i].dot(x[:i])) / L[i, i]
+    return x
+
+
+def gauss_seidel_rows(u, f, sweeps):
+    n = u.shape[0]
+    h2 = 1.0 / (n - 1) ** 2
+    for _ in range(sweeps):
+        for i in range(1, n - 1):
+            u[i, 1:-1] = 0.25 * (u[i - 1, 1:-1] + u[i + 1, 1:-1] + u[i, :-2] + u[i, 2:]
+                                 + h2 * f[i, 1:-1])
+    return u
+
+
+def march_columns(p, nu):
+    n, m = p.shape
+    for j in range(1, m):
+        p[1:n - 1, j] = p[1:n - 1, j - 1] + nu * (p[2:n, j - 1] - 2.0 * p[1:n - 1, j - 1]
+                                                  + p[0:n - 2, j - 1])
+    return p
+
+
+def row_updates(A, c):
+    for i in range(1, A.shape[0]):
+        A[i] -= c * A[i - 1]
+        A[i, ::1] *= 0.5
+    return A
+
+
+def spd(n, seed=0):
+    M = np.random.default_rng(seed).standard_normal((n, n))
+    return M @ M.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_programs(dtype):
+    S = spd(24).astype(dtype)
+    L = (np.tril(arr(dtype, (30, 30), seed=1)) + 8 * np.eye(30)).astype(dtype)
+    b = arr(dtype, 30, seed=2)
+    U, F = arr(dtype, (20, 20), seed=3), arr(dtype, (20, 20), seed=4)
+    P = arr(dtype, (16, 12), seed=5)
+    for fn, args in [(cholesky_rows, (S,)), (forward_subst, (L, b)),
+                     (gauss_seidel_rows, (U, F, 3)), (march_columns, (P, 0.1)),
+                     (row_updates, (arr(dtype, (6, 5), seed=6), 0.25))]:
+        captured(fn, *args)
+        check_calls(fn, args)
+
+
+# ---------------------------------------------------------------- slices
+
+def slice_bounds(A, lo, hi):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += np.sum(A[i, lo:hi]) + np.sum(A[i, lo:]) + np.sum(A[i, :hi]) + A[i, :].sum()
+    return s
+
+
+@pytest.mark.parametrize("lo,hi", [(1, 4), (-3, -1), (-100, 100), (4, 2), (0, 0), (5, 9)])
+def test_slice_bounds_as_python(lo, hi):
+    A = arr("float64", (4, 6))
+    captured(slice_bounds, A, lo, hi)
+    check_calls(slice_bounds, (A, lo, hi))
+
+
+def shift_right(a):
+    for _ in range(3):
+        a[1:] = a[:-1]
+    return a
+
+
+def shift_left_add(a):
+    for _ in range(2):
+        a[:-1] += a[1:]
+    return a
+
+
+def two_names_one_buffer(a, b):
+    for i in range(1, a.shape[0]):
+        a[i, 1:] = b[i, :-1] * 2.0
+    return a
+
+
+def test_right_side_is_computed_before_the_write():
+    a = np.arange(8.0)
+    captured(shift_right, a)
+    check_calls(shift_right, (a,))
+    check_calls(shift_left_add, (np.arange(8.0),))
+    A = arr("float64", (4, 5))
+    captured(two_names_one_buffer, A.copy(), A.copy())
+    # the same buffer under two names (NumPy reads b's old values)
+    cf = numdyn.compile(two_names_one_buffer)
+    X, Y = A.copy(), A.copy()
+    assert np.array_equal(cf(X, X), two_names_one_buffer(Y, Y))
+
+
+# ---------------------------------------------------------------- reductions
+
+def reductions(A, B):
+    s = 0.0
+    d = 0
+    for i in range(A.shape[0]):
+        s += np.sum(A[i, :]) * 1.0
+        d += np.dot(B[i, :], B[i, :])
+    return s, d
+
+
+@pytest.mark.parametrize("fdt,idt", [("float64", "int64"), ("float32", "int8"),
+                                     ("float32", "uint16"), ("float64", "bool")])
+def test_reduction_types_and_values(fdt, idt):
+    A = arr(fdt, (5, 300), seed=7, lo=-1e3, hi=1e3)
+    B = arr(idt, (5, 40), seed=8) if idt != "bool" else arr(idt, (5, 40), seed=8)
+    captured(reductions, A, B)
+    outs = check_calls(reductions, (A, B))
+    assert outs[0].exc is None
+
+
+def float_sum_bits(A):
+    out = np.zeros(A.shape[0], dtype=A.dtype)
+    for i in range(A.shape[0]):
+        out[i] = np.sum(A[i, :])
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [3, 8, 100, 129, 1000])
+def test_sum_is_numpys_pairwise_sum_bit_for_bit(dtype, n):
+    A = (np.random.default_rng(n).standard_normal((3, n)) * 10.0 ** np.arange(n % 7)[None, :1]
+         ).astype(dtype)
+    captured(float_sum_bits, A)
+    got = numdyn.compile(float_sum_bits)(A)
+    assert np.array_equal(got, float_sum_bits(A))
+
+
+def dot_shapes(A, x):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += np.dot(A[i, :], x[:i + 3])
+    return s
+
+
+def test_dot_of_different_lengths_raises_numpys_error():
+    A, x = arr("float64", (4, 5)), arr("float64", 9)
+    outs = check_calls(dot_shapes, (A, x))
+    assert type(outs[0].exc) is ValueError
+
+
+# ---------------------------------------------------------------- NumPy's array semantics
+
+def int_rows(A, c):
+    for i in range(1, A.shape[0]):
+        A[i, :] = A[i, :] * c + A[i - 1, :]
+    return A
+
+
+def test_integer_arrays_wrap_silently():
+    A = np.full((4, 5), 100, np.int8)
+    captured(int_rows, A, 3)
+    outs = check_calls(int_rows, (A, 3), (np.full((4, 5), 7, np.uint8), 200))
+    assert outs[0].categories == ()
+
+
+def int_div_rows(A, B):
+    for i in range(A.shape[0]):
+        A[i, :] = A[i, :] // B[i, :]
+    return A
+
+
+def test_integer_division_by_zero_warns_as_numpy():
+    A = arr("int32", (3, 4), seed=9)
+    B = arr("int32", (3, 4), seed=10, lo=1, hi=5)
+    B0 = B.copy()
+    B0[1, 2] = 0
+    outs = check_calls(int_div_rows, (A, B), (A, B0))
+    assert outs[1].categories == ("RuntimeWarning",)
+
+
+def sqrt_rows(A):
+    for i in range(A.shape[0]):
+        A[i, :] = np.sqrt(A[i, :]) + np.exp(A[i, :] * 2.0)
+    return A
+
+
+def test_float_events_warn_as_numpy():
+    A = arr("float64", (3, 4))
+    Aneg = A.copy()
+    Aneg[2, 1] = -1.0
+    Abig = A.copy()
+    Abig[0, 0] = 1e300
+    outs = check_calls(sqrt_rows, (A,), (Aneg,), (Abig,))
+    assert outs[0].categories == ()
+    assert outs[1].categories == ("RuntimeWarning",)
+    assert outs[2].categories == ("RuntimeWarning",)
+    with np.errstate(invalid="raise"):
+        outs = check_calls(sqrt_rows, (Aneg,))
+    assert type(outs[0].exc) is FloatingPointError
+
+
+def nan_rows(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        A[i, :] = A[i, :] * 2.0 + 1.0
+        s += np.sum(A[i, :])
+    return A, s
+
+
+def test_nan_data_flows_without_warnings():
+    A = arr("float64", (3, 4))
+    A[1, 2] = np.nan
+    A[2, 0] = np.inf
+    outs = check_calls(nan_rows, (A,))
+    assert outs[0].categories == ()
+
+
+def fill_rows(A, v):
+    for i in range(A.shape[0]):
+        A[i, 1:3] = v
+        A[i] += 1
+    return A
+
+
+@pytest.mark.parametrize("dtype,v", [("int8", 2.5), ("int8", 300.0), ("int8", np.nan),
+                                     ("uint8", -1), ("float32", 1e300), ("int64", 7)])
+def test_scalar_fill_as_numpy(dtype, v):
+    outs = check_calls(fill_rows, (np.zeros((3, 4), dtype), v))
+    assert outs is not None
+
+
+def mixed_inplace(A, x):
+    for i in range(A.shape[0]):
+        A[i, :] += x[i, :]
+    return A
+
+
+def test_inplace_cast_rules():
+    # float32 += float64: same_kind, computed in float64 then cast
+    check_calls(mixed_inplace, (arr("float32", (3, 4)), arr("float64", (3, 4))))
+    # int += float: NumPy raises UFuncTypeError (the loop stays with Python)
+    outs = check_calls(mixed_inplace, (arr("int32", (3, 4)), arr("float64", (3, 4))))
+    assert outs[0].exc is not None and "cast" in str(outs[0].exc)
+
+
+def index_error(A, k):
+    for i in range(A.shape[0] + k):
+        A[i, 1:] = A[i, :-1] + 1.0
+    return A
+
+
+def test_index_error_at_the_same_row_with_rows_before_written():
+    outs = check_calls(index_error, (arr("float64", (3, 4)), 2))
+    assert type(outs[0].exc) is IndexError
+
+
+def broadcast_one(A, b):
+    for i in range(A.shape[0]):
+        A[i, :] = A[i, :] + b[i:i + 1]
+    return A
+
+
+def test_length_one_broadcasts_like_numpy():
+    check_calls(broadcast_one, (arr("float64", (3, 4)), arr("float64", 3)))
+
+
+def length_mismatch(A):
+    for i in range(A.shape[0]):
+        A[i, 1:] = A[i, :]
+    return A
+
+
+def test_length_mismatch_raises_numpys_error():
+    outs = check_calls(length_mismatch, (arr("float64", (3, 4)),))
+    assert type(outs[0].exc) is ValueError
+
+
+def bool_rows(M, A):
+    for i in range(M.shape[0]):
+        M[i, :] = A[i, :] > 0.5
+    return M
+
+
+def test_comparisons_give_bool_arrays():
+    A = arr("float64", (3, 4))
+    A[1, 1] = np.nan
+    outs = check_calls(bool_rows, (np.zeros((3, 4), bool), A))
+    assert outs[0].categories == ()
+
+
+def array_to_name(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        row = A[i, :]
+        s += row[0]
+    return s
+
+
+def test_an_array_value_given_to_a_name_is_not_captured_yet():
+    cf = numdyn.compile(array_to_name)
+    A = arr("float64", (3, 4))
+    assert cf(A) == array_to_name(A)
+    info = cf._loop_info()
+    assert info and not info[0]["captured"] and "name" in info[0]["reason"]
