@@ -32,8 +32,10 @@ enum {
     LT_N
 };
 #define LT_UNBOUND 255   /* a tag: the local has no value (Python's unbound) */
-/* typing only (never a tag): a 1-D array of element type t is t | LT_VEC */
+/* typing only (never a tag): a 1-D array of element type t is t | LT_VEC,
+ * a 2-D one (a matrix product's operand) t | LT_MAT */
 #define LT_VEC 32
+#define LT_MAT 64
 
 typedef struct {
     char *data;
@@ -86,7 +88,7 @@ enum {
     LF_NP_ISINF, LF_NP_ISFINITE, LF_NP_LOG1P, LF_NP_EXPM1,
     LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
     /* reductions of 1-D arrays to a NumPy scalar */
-    LF_NP_DOT, LF_NP_SUM,
+    LF_NP_DOT, LF_NP_SUM, LF_NP_MATMUL,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N

@@ -338,3 +338,82 @@ def test_an_array_value_given_to_a_name_is_not_captured_yet():
     assert cf(A) == array_to_name(A)
     info = cf._loop_info()
     assert info and not info[0]["captured"] and "name" in info[0]["reason"]
+
+
+# ---------------------------------------------------------------- matrix products
+
+def cholesky_cols(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        L[j, j] = np.sqrt(A[j, j] - np.dot(L[j, :j], L[j, :j]))
+        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def back_subst_multi(U, B):
+    n = U.shape[0]
+    X = np.zeros_like(B)
+    for i in range(n - 1, -1, -1):
+        X[i, :] = (B[i, :] - U[i, i + 1:] @ X[i + 1:, :]) / U[i, i]
+    return X
+
+
+def syrk_rows(C, A, alpha, beta):
+    for i in range(C.shape[0]):
+        C[i, :i + 1] = beta * C[i, :i + 1] + alpha * (A[:i + 1, :] @ A[i, :])
+    return C
+
+
+def products_of_whole_arrays(M, v):
+    out = np.zeros(M.shape[0], dtype=M.dtype)
+    for i in range(1, M.shape[0]):
+        out[:i] += np.dot(M[:i, :], v) + v[:i] @ M[:i, :i] + np.matmul(M[i, :i], M[:i, :i])
+    return out, np.dot(v, v)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_matrix_vector_products(dtype):
+    S = spd(20).astype(dtype)
+    U = (np.triu(arr(dtype, (12, 12), seed=11)) + 6 * np.eye(12)).astype(dtype)
+    B = arr(dtype, (12, 3), seed=12)
+    for fn, args in [(cholesky_cols, (S,)), (back_subst_multi, (U, B)),
+                     (syrk_rows, (arr(dtype, (9, 9), seed=13), arr(dtype, (9, 4), seed=14), 0.5, 2.0))]:
+        captured(fn, *args)
+        check_calls(fn, args)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "float64", "bool"])
+def test_products_of_whole_arrays_wrap_like_numpy(dtype):
+    M, v = arr(dtype, (7, 7), seed=15), arr(dtype, 7, seed=16)
+    captured(products_of_whole_arrays, M, v)
+    check_calls(products_of_whole_arrays, (M, v))
+
+
+def mismatched_product(M, v):
+    s = 0.0
+    for i in range(M.shape[0]):
+        s += np.sum(M[:, :i + 1] @ v)
+    return s
+
+
+def test_product_of_mismatched_shapes_raises_numpys_error():
+    outs = check_calls(mismatched_product, (arr("float64", (4, 4)), arr("float64", 2)))
+    assert type(outs[0].exc) is ValueError
+
+
+def matrix_as_a_value(M):
+    s = 0.0
+    for i in range(M.shape[0]):
+        s += np.sum(M[:i, :] * 2.0)
+    return s
+
+
+def test_elementwise_work_on_2d_slices_is_not_captured_yet():
+    cf = numdyn.compile(matrix_as_a_value)
+    M = arr("float64", (4, 3))
+    assert cf(M) == pytest.approx(matrix_as_a_value(M))
+    info = cf._loop_info()[0]
+    # the loop parses, but this signature is not compiled: no C code that
+    # would always send the loop back to Python
+    assert "refuses" in info.get("last_fallback", ""), info

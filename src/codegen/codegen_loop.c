@@ -70,7 +70,11 @@ typedef struct {
  * warns or raises as np.errstate says. */
 #define VSLOTS 48
 typedef struct vctx {
-    struct { const nd_ln *e; cv v; int slice; char p[16], st[16]; } slot[VSLOTS];
+    /* slice 1: a 1-D slice (p, st); 2: a matrix product M @ v or v @ M, whose
+     * element k is the product of row/column k of M (p, st: along k; st2:
+     * along the sum; n2: the sum's length) with v, computed before the loop
+     * into buffer w of element type te */
+    struct { const nd_ln *e; cv v; int slice; char p[16], st[16], st2[16], n2[16], w[16]; int te; } slot[VSLOTS];
     int n;
     char len[16];
     int havelen;
@@ -726,23 +730,27 @@ static int vbound(cg *g, const nd_ln *b, const char *n, const char *dflt, char *
     return 0;
 }
 
-/* a slice (LK_SLICE, or LK_ELEM short of the array's ndim): its address,
- * element stride and length into a slot */
-static int vslice(cg *g, vctx *vc, const nd_ln *e)
+/* the part of array a that subscript e selects, with nv (1 or 2) axes left:
+ * its address p, and per axis left its byte stride and length (names) */
+static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*len)[16])
 {
-    int a = e->var, nd = g->T->andim[a], sl = vnew_slot(g, vc, e);
-    if (sl < 0) return no_type(g, e);
-    char off[900] = "0", n[64];
-    int k = 1, vax = -1;
-    (void)k;
-    char lo[16] = "", hi[16] = "";
-    for (int j = 0; j < e->n; j++) {
-        const nd_ln *x = e->kid[j];
-        if (x->kind == LK_SL) {
-            char dim[32];
+    int a = e->var, nd = g->T->andim[a], got = 0;
+    char off[900] = "0";
+    for (int j = 0; j < nd; j++) {
+        const nd_ln *x = j < e->n ? e->kid[j] : NULL;
+        if (!x || x->kind == LK_SL) {
+            char dim[32], lo[16], hi[16];
+            if (got == nv) return no_type(g, e);
             snprintf(dim, sizeof dim, "a%d_n%d", a, j);
-            if (vbound(g, x->kid[0], dim, "0", lo) < 0 || vbound(g, x->kid[1], dim, dim, hi) < 0) return -1;
-            vax = j;
+            if (vbound(g, x ? x->kid[0] : NULL, dim, "0", lo) < 0 || vbound(g, x ? x->kid[1] : NULL, dim, dim, hi) < 0)
+                return -1;
+            size_t used = strlen(off);
+            snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", lo, a, j);
+            snprintf(st[got], 16, "s%d", ++g->tmp);
+            line(g, "const int64_t %s = a%d_s%d;", st[got], a, j);
+            snprintf(len[got], 16, "n%d", ++g->tmp);
+            line(g, "const int64_t %s = %s > %s ? %s - %s : 0;", len[got], hi, lo, hi, lo);
+            got++;
             continue;
         }
         cv v;
@@ -757,19 +765,101 @@ static int vslice(cg *g, vctx *vc, const nd_ln *e)
         size_t used = strlen(off);
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
-    if (vax < 0) {   /* a[i] of a 2-D a: the last axis whole */
-        vax = nd - 1;
-        snprintf(lo, sizeof lo, "0");
-        snprintf(hi, sizeof hi, "a%d_n%d", a, vax);
-    }
-    snprintf(vc->slot[sl].p, 16, "p%d", ++g->tmp);
-    snprintf(vc->slot[sl].st, 16, "s%d", ++g->tmp);
-    line(g, "const char *%s = a%d + %s + %s * a%d_s%d;", vc->slot[sl].p, a, off, lo, a, vax);
-    line(g, "const int64_t %s = a%d_s%d;", vc->slot[sl].st, a, vax);
-    snprintf(n, sizeof n, "(%s > %s ? %s - %s : 0)", hi, lo, hi, lo);
-    vlength(g, vc, n);
+    if (got != nv) return no_type(g, e);
+    snprintf(p, 16, "p%d", ++g->tmp);
+    line(g, "const char *%s = a%d + %s;", p, a, off);
+    return 0;
+}
+
+/* a 1-D slice (LK_SLICE, or LK_ELEM short of the array's ndim) into a slot */
+static int vslice(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e);
+    if (sl < 0) return no_type(g, e);
+    char st[2][16], len[2][16];
+    if (vpart(g, e, 1, vc->slot[sl].p, st, len) < 0) return -1;
+    memcpy(vc->slot[sl].st, st[0], 16);
+    vlength(g, vc, len[0]);
     vc->slot[sl].slice = 1;
     return 0;
+}
+
+static int vprep(cg *g, vctx *vc, const nd_ln *e);
+static int velem(cg *g, vctx *vc, const nd_ln *e, cv *out);
+static void vloop_open(cg *g, vctx *vc);
+static void vloop_close(cg *g);
+static void flags_clear(cg *g);
+static void flags_check(cg *g);
+static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *name);
+
+/* M @ v, v @ M (np.dot, np.matmul) with M 2-D: v is computed into a buffer
+ * first; element k of the result is then a dot product along M's other
+ * axis (BLAS's gemv sums in another order: the last bits may differ) */
+static int vmatvec(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e), bits;
+    if (sl < 0) return no_type(g, e);
+    int m = (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
+    const nd_ln *M = e->kid[m], *v = e->kid[1 - m];
+    if (M->kind != LK_SLICE && M->kind != LK_ELEM && M->kind != LK_VAR) return no_type(g, e);
+    int tv = nd_lty_expr(g->T, v, g->assign, &bits);
+    if (tv < 0 || !(tv & LT_VEC)) return no_type(g, e);
+    tv &= ~LT_VEC;
+    vctx *iv = PyMem_Calloc(1, sizeof(vctx));
+    if (!iv) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    int rc = -1;
+    char st[2][16], len[2][16];
+    /* Python evaluates the left operand first */
+    if (m == 0 && vpart(g, M, 2, vc->slot[sl].p, st, len) < 0) goto done;
+    if (vprep(g, iv, v) < 0) goto done;
+    if (m == 1 && vpart(g, M, 2, vc->slot[sl].p, st, len) < 0) goto done;
+    /* M @ v sums over M's axis 1, v @ M over its axis 0 */
+    int ks = m == 0 ? 0 : 1, js = 1 - ks;
+    line(g, "if (NDL_UNLIKELY(%s != %s))", iv->len, len[js]);
+    g->ind++; deopt(g); g->ind--;
+    vc->slot[sl].te = tv;
+    if (scratch(g, e, ctype[tv], iv->len, vc->slot[sl].w) < 0) goto done;
+    if (ISF(tv)) flags_clear(g);
+    vloop_open(g, iv);
+    cv x;
+    if (velem(g, iv, v, &x) < 0) goto done;
+    line(g, "%s[%s] = %s;", vc->slot[sl].w, iv->k, x.s);
+    vloop_close(g);
+    if (ISF(tv)) flags_check(g);
+    memcpy(vc->slot[sl].st, st[ks], 16);
+    memcpy(vc->slot[sl].st2, st[js], 16);
+    memcpy(vc->slot[sl].n2, len[js], 16);
+    vlength(g, vc, len[ks]);
+    vc->slot[sl].slice = 2;
+    rc = 0;
+done:
+    PyMem_Free(iv);
+    return rc;
+}
+
+/* element k of a matrix product slot, of type r */
+static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
+{
+    const char *R = ctype[r];
+    newtmp(g, out, r);
+    line(g, "%s %s = 0;", R, out->s);
+    line(g, "for (int64_t j_ = 0; j_ < %s; j_++) {", vc->slot[sl].n2);
+    g->ind++;
+    const nd_ln *e = vc->slot[sl].e;
+    int bits, m = (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
+    int dm = nd_lty_expr(g->T, e->kid[m], g->assign, &bits) & ~LT_MAT;
+    char mv[200], vv[64];
+    snprintf(mv, sizeof mv, "(%s)*(const %s *)(%s + %s * %s + j_ * %s)", R, ctype[dm], vc->slot[sl].p,
+             vc->k, vc->slot[sl].st, vc->slot[sl].st2);
+    snprintf(vv, sizeof vv, "(%s)%s[j_]", R, vc->slot[sl].w);
+    if (r == LT_B1)
+        line(g, "%s |= (uint8_t)((%s != 0) & (%s != 0));", out->s, mv, vv);
+    else if (ISF(r))
+        line(g, "%s += %s * %s;", out->s, mv, vv);
+    else
+        line(g, "%s = (%s)((uint64_t)%s + (uint64_t)%s * (uint64_t)%s);", out->s, R, out->s, mv, vv);
+    g->ind--;
+    line(g, "}");
 }
 
 /* everything of vector expression e computed before its element loop */
@@ -787,9 +877,12 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
         return rc;
     }
     switch (e->kind) {
-    case LK_ELEM: case LK_SLICE:
+    case LK_ELEM: case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
-    case LK_BIN: case LK_CMP: case LK_UN: case LK_CALL:
+    case LK_CALL:
+        if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
+        /* fall through */
+    case LK_BIN: case LK_CMP: case LK_UN:
         for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) return -1;
         return 0;
     default:
@@ -860,7 +953,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
 {
     vctx *vc = PyMem_Calloc(1, sizeof(vctx));
     if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
-    int rc = -1, dot = e->aux == LF_NP_DOT;
+    int rc = -1, dot = e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL;
     const char *R = ctype[r];
     for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) goto done;
     if (!vc->havelen) { rc = no_type(g, e); goto done; }
@@ -911,6 +1004,10 @@ static int expr(cg *g, const nd_ln *e, cv *out)
     if (g->vc) {
         int sl = vslot_of(g->vc, e);
         if (sl >= 0 && !g->vc->slot[sl].slice) { *out = g->vc->slot[sl].v; return 0; }
+        if (sl >= 0 && g->vc->slot[sl].slice == 2) {
+            vmatvec_elem(g, g->vc, sl, r & ~LT_VEC, out);
+            return 0;
+        }
         if (sl >= 0) {
             int t = r & ~LT_VEC;
             decl(g, out, t, "*(const %s *)(%s + %s * %s)", ctype[t], g->vc->slot[sl].p, g->vc->k,
@@ -918,6 +1015,7 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             return 0;
         }
     }
+    if (r & LT_MAT) return no_type(g, e);
     if (r & LT_VEC) {
         if (!g->vec) {
             if (!T->reason) T->reason = PyUnicode_FromFormat("an array value where a scalar belongs at line %d", e->line);
@@ -925,7 +1023,7 @@ static int expr(cg *g, const nd_ln *e, cv *out)
         }
         r &= ~LT_VEC;
     }
-    if (e->kind == LK_CALL && (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM))
+    if (e->kind == LK_CALL && (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM || e->aux == LF_NP_MATMUL))
         return reduction(g, e, r, out);
     cv a, b;
     switch (e->kind) {
@@ -1341,7 +1439,9 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
             return 0;
         }
     }
-    int combos = 0;
+    int combos = 0, typed = 0;
+    size_t start = g->sb->n;
+    PyObject *last_reason = NULL;
     for (;;) {
         char test[512];
         int n = 0;
@@ -1361,11 +1461,13 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
             /* this combination has no type: if it happens, Python runs the loop */
             g->sb->n = mark;
             g->ind = ind;
-            Py_CLEAR(g->T->reason);
+            if (!last_reason) last_reason = g->T->reason;
+            else Py_CLEAR(g->T->reason);
             g->T->reason = saved;
             g->fail = 0;
             deopt(g);
         } else {
+            typed++;
             if (g->T->reason) { Py_XDECREF(saved); } else g->T->reason = saved;
             if (rc < 0) return -1;
             combos++;
@@ -1377,6 +1479,15 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
         while (k < u.n && ++idx[k] == nt[k]) idx[k++] = 0;
         if (k == u.n) break;
     }
+    if (!typed) {
+        /* no combination has a type: the statement always sends the loop
+         * back to Python, so this signature is not compiled */
+        g->sb->n = start;
+        if (!g->T->reason) g->T->reason = last_reason;
+        else Py_XDECREF(last_reason);
+        return no_type(g, s);
+    }
+    Py_XDECREF(last_reason);
     /* no combination matched: a variable has no value yet */
     char which[512];
     int n = 0;

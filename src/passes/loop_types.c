@@ -61,6 +61,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_EXPM1, "numpy", "expm1"}, {LF_NP_ABS, "numpy", "absolute"},
     {LF_NP_MINIMUM, "numpy", "minimum"}, {LF_NP_MAXIMUM, "numpy", "maximum"},
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
+    {LF_NP_MATMUL, "numpy", "matmul"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -324,36 +325,44 @@ int nd_lty_call(int fn, int nargs, const int *ta)
  * weak, NumPy scalars strong), which differs from scalar math in places
  * (np.True_ ** 3 is int64, np.array([True]) ** 3 int8). An elementwise
  * result must be an ndarray, a reduction's a NumPy scalar; else -1. */
-static PyObject *vsample[LT_N];
-static int8_t vop_tab[LO_NOPS + LF_N][2 * LT_N][2 * LT_N + 1];
+static PyObject *vsample[2][LT_N];
+static int8_t vop_tab[LO_NOPS + LF_N][3 * LT_N][3 * LT_N + 1];
 static int vtabs_init;
 
 static PyObject *sample_of(int t)
 {
     if (t < 0) return NULL;
-    if (!(t & LT_VEC)) return sample[t];
-    t &= ~LT_VEC;
+    if (!(t & (LT_VEC | LT_MAT))) return sample[t];
+    int m = (t & LT_MAT) != 0;
+    t &= ~(LT_VEC | LT_MAT);
     if (t < LT_B1 || t >= LT_N) return NULL;
-    if (!vsample[t]) {
-        npy_intp one = 1;
-        PyObject *v = PyArray_SimpleNew(1, &one, nd_lty_typenum(t));
+    if (!vsample[m][t]) {
+        npy_intp one[2] = {1, 1};
+        PyObject *v = PyArray_SimpleNew(m + 1, one, nd_lty_typenum(t));
         if (!v) return NULL;
         if (PyArray_SETITEM((PyArrayObject *)v, PyArray_DATA((PyArrayObject *)v), sample[t]) < 0) {
             Py_DECREF(v);
             return NULL;
         }
-        vsample[t] = v;
+        vsample[m][t] = v;
     }
-    return vsample[t];
+    return vsample[m][t];
 }
 
-static int slot(int t) { return t < 0 ? 2 * LT_N : (t & LT_VEC) ? LT_N + (t & ~LT_VEC) : t; }
+static int slot(int t)
+{
+    if (t < 0) return 3 * LT_N;
+    return (t & LT_MAT) ? 2 * LT_N + (t & ~LT_MAT) : (t & LT_VEC) ? LT_N + (t & ~LT_VEC) : t;
+}
 
 /* op: LO_* or LO_NOPS + LF_*; tb < 0: one operand */
 int nd_lty_vop(int op, int ta, int tb)
 {
     if (!vtabs_init) { memset(vop_tab, -3, sizeof vop_tab); vtabs_init = 1; }
-    if (ta < 0 || (ta & ~LT_VEC) >= LT_N || (tb >= 0 && (tb & ~LT_VEC) >= LT_N)) return -1;
+    if (ta < 0 || (ta & ~(LT_VEC | LT_MAT)) >= LT_N || (tb >= 0 && (tb & ~(LT_VEC | LT_MAT)) >= LT_N))
+        return -1;
+    if ((ta & LT_MAT) && (ta & LT_VEC)) return -1;
+    if (tb >= 0 && (tb & LT_MAT) && (tb & LT_VEC)) return -1;
     if (op < 0 || op >= LO_NOPS + LF_N) return -1;
     int8_t *c = &vop_tab[op][slot(ta)][slot(tb)];
     if (*c != -3) return *c;
@@ -373,18 +382,23 @@ int nd_lty_vop(int op, int ta, int tb)
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return -2;
         PyErr_Clear();
     } else {
-        int red = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_SUM;
-        if (PyArray_CheckExact(r)) {
-            if (!red && PyArray_NDIM((PyArrayObject *)r) == 1) {
+        int red = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_SUM || op == LO_NOPS + LF_NP_MATMUL;
+        /* 2-D operands: matrix products only (to a 1-D result) */
+        int mat = (ta & LT_MAT) || (tb >= 0 && (tb & LT_MAT));
+        if (mat && !(op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_MATMUL)) {
+            Py_DECREF(r);
+            r = NULL;
+        } else if (PyArray_CheckExact(r)) {
+            if ((!red || mat) && PyArray_NDIM((PyArrayObject *)r) == 1) {
                 t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
                 if (t < LT_B1) t = -1;
                 else t |= LT_VEC;
             }
-        } else if (red) {
+        } else if (red && !mat) {
             t = type_of(r);
             if (t < LT_B1) t = -1;
         }
-        Py_DECREF(r);
+        Py_XDECREF(r);
     }
     *c = (int8_t)t;
     return t;
@@ -452,7 +466,12 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         *bits = e->aux == LT_PYINT ? bits_of(e->i) : 1;
         return e->aux;
     case LK_VAR:
-        if (T->adt[e->var] >= 0) return why(T, e, "an array used as a scalar");
+        if (T->adt[e->var] >= 0) {   /* a whole array: 1-D or 2-D operands only */
+            *bits = 1;
+            if (T->andim[e->var] == 1) return T->adt[e->var] | LT_VEC;
+            if (T->andim[e->var] == 2) return T->adt[e->var] | LT_MAT;
+            return why(T, e, "an array used as a scalar");
+        }
         if (assign[e->var] == LT_UNBOUND) return -1;
         *bits = assign[e->var] == LT_PYINT ? T->vbits[e->var] : int_bits(assign[e->var]);
         return assign[e->var];
@@ -460,7 +479,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
     case LK_CMP:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
         if ((t1 = nd_lty_expr(T, e->kid[1], assign, &b1)) < 0) return t1;
-        if ((t0 | t1) & LT_VEC) {
+        if ((t0 | t1) & (LT_VEC | LT_MAT)) {
             *bits = 1;
             r = nd_lty_vop(e->op, t0, t1);
             if (r == -1) return why(T, e, "an array operation NumPy refuses for these types (or whose type loops do not compute in)");
@@ -497,7 +516,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     case LK_UN:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
-        if (t0 & LT_VEC) {
+        if (t0 & (LT_VEC | LT_MAT)) {
             *bits = 1;
             if (e->op == LO_NOT) return why(T, e, "the truth value of an array");
             r = nd_lty_vop(e->op, t0, -1);
@@ -514,7 +533,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         r = -1;
         for (int k = 0; k < e->n; k++) {
             if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
-            if (t0 & LT_VEC) return why(T, e, "the truth value of an array");
+            if (t0 & (LT_VEC | LT_MAT)) return why(T, e, "the truth value of an array");
             if (k && t0 != r) return why(T, e, "and/or of values of different types");
             r = t0;
             if (b0 > b1) b1 = b0;
@@ -523,10 +542,10 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     case LK_IFEXP:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
-        if (t0 & LT_VEC) return why(T, e, "the truth value of an array");
+        if (t0 & (LT_VEC | LT_MAT)) return why(T, e, "the truth value of an array");
         if ((t0 = nd_lty_expr(T, e->kid[1], assign, &b0)) < 0) return t0;
         if ((t1 = nd_lty_expr(T, e->kid[2], assign, &b1)) < 0) return t1;
-        if ((t0 | t1) & LT_VEC) return why(T, e, "a conditional expression of arrays");
+        if ((t0 | t1) & (LT_VEC | LT_MAT)) return why(T, e, "a conditional expression of arrays");
         if (t0 != t1) return why(T, e, "a conditional expression with branches of different types");
         *bits = b0 > b1 ? b0 : b1;
         return t0;
@@ -551,9 +570,9 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                 return why(T, e, "an index that is not an integer");
         }
         nvec += T->andim[a] - e->n;
-        if (nvec > 1) return why(T, e, "a subscript of more than one dimension");
+        if (nvec > 2) return why(T, e, "a subscript of more than two dimensions");
         *bits = 1;
-        return nvec ? (T->adt[a] | LT_VEC) : T->adt[a];
+        return nvec == 2 ? (T->adt[a] | LT_MAT) : nvec ? (T->adt[a] | LT_VEC) : T->adt[a];
     }
     case LK_SHAPE: {
         int a = e->var, nd = T->andim[a];
@@ -572,12 +591,19 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         for (int k = 0; k < e->n; k++) {
             if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
             if (ta[k] == LT_PYBOOL) bs[k] = 1;
-            vec |= ta[k] & LT_VEC;
+            vec |= ta[k] & (LT_VEC | LT_MAT);
         }
-        if (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM) {
-            /* reductions: of 1-D arrays only (np.dot(v, s) is an array) */
-            for (int k = 0; k < e->n; k++)
-                if (!(ta[k] & LT_VEC)) return why(T, e, "a reduction of something that is not a 1-D array");
+        if (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM || e->aux == LF_NP_MATMUL) {
+            /* reductions of 1-D arrays (np.dot(v, s) is an array); matrix
+             * products of a 2-D and a 1-D one */
+            int nmat = 0;
+            for (int k = 0; k < e->n; k++) {
+                if (!(ta[k] & (LT_VEC | LT_MAT)))
+                    return why(T, e, "a reduction or product of something that is not a 1-D or 2-D array");
+                nmat += (ta[k] & LT_MAT) != 0;
+            }
+            if (nmat > 1 || (nmat && e->aux == LF_NP_SUM))
+                return why(T, e, "a product of two matrices (or a sum of one)");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
             *bits = 1;
@@ -662,7 +688,7 @@ static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
         for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
         int b, t = nd_lty_expr(T, e, f->assign, &b);
         if (t == -2) return -1;
-        if (t >= 0 && (t & LT_VEC)) { why(T, e, "an array value given to a name"); return 1; }
+        if (t >= 0 && (t & (LT_VEC | LT_MAT))) { why(T, e, "an array value given to a name"); return 1; }
         if (t >= 0) {
             *set |= 1u << t;
             if (t == LT_PYINT && b > *bits) *bits = b;

@@ -126,6 +126,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
+    {"matmul", LF_NP_MATMUL, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
@@ -415,7 +416,7 @@ static nd_ln *call(pctx *c, PyObject *e)
     }
     int need = (fn == LF_MIN || fn == LF_MAX || fn == LF_M_ATAN2 || fn == LF_M_HYPOT || fn == LF_M_POW ||
                 fn == LF_NP_ARCTAN2 || fn == LF_NP_HYPOT || fn == LF_NP_POWER || fn == LF_NP_MINIMUM ||
-                fn == LF_NP_MAXIMUM || fn == LF_NP_DOT) ? 2 : 1;
+                fn == LF_NP_MAXIMUM || fn == LF_NP_DOT || fn == LF_NP_MATMUL) ? 2 : 1;
     if (na != need && !((fn == LF_INT || fn == LF_FLOAT || fn == LF_BOOL) && na == 0)) {
         refuse(c, e, "a call with an unsupported number of arguments");
         goto done;
@@ -460,7 +461,13 @@ static nd_ln *expr(pctx *c, PyObject *e)
         PyObject *op = attr(e, "op"), *l = op ? attr(e, "left") : NULL, *rt = l ? attr(e, "right") : NULL;
         int o = op ? op_of(op, 0) : -1;
         if (rt) {
-            if (o < 0) refuse(c, e, "the @ operator");
+            if (o < 0 && IS(op, "MatMult")) {
+                /* a @ b: np.matmul (of 1-D and 2-D slices) */
+                if ((r = nd_lir_node(c->ir, LK_CALL, line, 2))) {
+                    r->aux = LF_NP_MATMUL;
+                    if (!(r->kid[0] = expr(c, l)) || !(r->kid[1] = expr(c, rt))) r = NULL;
+                }
+            } else if (o < 0) refuse(c, e, "an unknown operator");
             else if ((r = nd_lir_node(c->ir, LK_BIN, line, 2))) {
                 r->op = (uint8_t)o;
                 if (!(r->kid[0] = expr(c, l)) || !(r->kid[1] = expr(c, rt))) r = NULL;

@@ -292,6 +292,11 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         entry[v] = LT_UNBOUND;
         tag[v] = LT_UNBOUND;
         if (f & (VF_MODULE | VF_BUILTIN)) continue;
+        /* a name the loop only reads, holding an array of 1 or 2 dimensions:
+         * a whole-array operand (np.dot(M[i], v)) */
+        if (!(f & (VF_ARRAY | VF_ASSIGNED)) && x && PyArray_CheckExact(x) &&
+            PyArray_NDIM((PyArrayObject *)x) >= 1 && PyArray_NDIM((PyArrayObject *)x) <= 2)
+            f |= VF_ARRAY;
         if (f & VF_ARRAY) {
             if (!x || !PyArray_CheckExact(x)) {
                 why = PyUnicode_FromFormat("'%U' is not an ndarray", PyTuple_GET_ITEM(ir->names, v));
