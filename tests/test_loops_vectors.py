@@ -417,3 +417,44 @@ def test_elementwise_work_on_2d_slices_is_not_captured_yet():
     # the loop parses, but this signature is not compiled: no C code that
     # would always send the loop back to Python
     assert "refuses" in info.get("last_fallback", ""), info
+
+
+# ---------------------------------------------------------------- extremes
+
+def extremes(A):
+    out = np.zeros((A.shape[0], 4))
+    idx = np.zeros((A.shape[0], 2), dtype=np.int64)
+    for i in range(A.shape[0]):
+        out[i, 0] = np.max(A[i, :])
+        out[i, 1] = A[i, 1:].min()
+        out[i, 2] = np.amax(np.abs(A[i, :]) * 1.0)
+        out[i, 3] = A[i, :].max() * 1.0 - np.min(A[i, :-1]) * 1.0
+        idx[i, 0] = np.argmax(A[i, :])
+        idx[i, 1] = A[i, :].argmin()
+    return out, idx
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint16", "bool"])
+def test_max_min_argmax_argmin_as_numpy(dtype):
+    A = arr(dtype, (6, 7), seed=17)
+    if A.dtype.kind == "f":   # NaNs (first one wins), signed zeros (the later of equals)
+        A[2, 3] = np.nan
+        A[3, :] = 0.0
+        A[3, 2] = -0.0
+        A[4, 1] = A[4, 5] = np.nan
+    captured(extremes, A)
+    check_calls(extremes, (A,))
+    got = numdyn.compile(extremes)(A)[0]
+    assert np.array_equal(np.signbit(got), np.signbit(extremes(A)[0]))
+
+
+def extreme_of_empty(A, k):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += np.max(A[i, k:])
+    return s
+
+
+def test_extreme_of_an_empty_slice_raises_numpys_error():
+    outs = check_calls(extreme_of_empty, (arr("float64", (3, 4)), 4))
+    assert type(outs[0].exc) is ValueError and "zero-size" in str(outs[0].exc)

@@ -961,6 +961,45 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
     line(g, "%s %s = 0;", R, out->s);
     line(g, "{");
     g->ind++;
+    int fn = e->aux;
+    if (fn >= LF_NP_MAX && fn <= LF_NP_ARGMIN) {
+        /* NumPy's: the first NaN wins; else the later of equal maxima
+         * (max of -0.0, 0.0 is 0.0), the first index of the extreme; an
+         * empty array raises ValueError (Python's business) */
+        int arg = fn == LF_NP_ARGMAX || fn == LF_NP_ARGMIN;
+        int isMax = fn == LF_NP_MAX || fn == LF_NP_ARGMAX;
+        int te = nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC;
+        line(g, "if (NDL_UNLIKELY(%s == 0))", vc->len);
+        g->ind++; deopt(g); g->ind--;
+        cv best;
+        newtmp(g, &best, te);
+        line(g, "%s %s = 0;", ctype[te], best.s);
+        vloop_open(g, vc);
+        cv x;
+        if (velem(g, vc, e->kid[0], &x) < 0) goto done;
+        const char *cmp = isMax ? ">" : "<";
+        if (ISF(te)) {
+            line(g, "if (%s == 0) { %s = %s; %s = 0; }", vc->k, best.s, x.s, out->s);
+            line(g, "else if (isnan(%s)) break;", best.s);
+            if (arg)
+                line(g, "else if (isnan(%s) || %s %s %s) { %s = %s; %s = %s; }", x.s, x.s, cmp, best.s,
+                     best.s, x.s, out->s, vc->k);
+            else   /* the later of equal values, as NumPy's loop keeps */
+                line(g, "else if (isnan(%s) || !(%s %s %s)) %s = %s;", x.s, best.s, cmp, x.s, best.s, x.s);
+        } else {
+            if (arg)
+                line(g, "if (%s == 0 || %s %s %s) { %s = %s; %s = %s; }", vc->k, x.s, cmp, best.s, best.s, x.s,
+                     out->s, vc->k);
+            else
+                line(g, "if (%s == 0 || %s %s %s) %s = %s;", vc->k, x.s, cmp, best.s, best.s, x.s);
+        }
+        vloop_close(g);
+        if (!arg) line(g, "%s = (%s)%s;", out->s, R, best.s);
+        g->ind--;
+        line(g, "}");
+        rc = 0;
+        goto done;
+    }
     if (ISF(r)) flags_clear(g);
     if (!dot && ISF(r)) {
         char w[16];
@@ -1023,7 +1062,7 @@ static int expr(cg *g, const nd_ln *e, cv *out)
         }
         r &= ~LT_VEC;
     }
-    if (e->kind == LK_CALL && (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM || e->aux == LF_NP_MATMUL))
+    if (e->kind == LK_CALL && e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN)
         return reduction(g, e, r, out);
     cv a, b;
     switch (e->kind) {

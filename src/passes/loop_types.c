@@ -61,7 +61,8 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_EXPM1, "numpy", "expm1"}, {LF_NP_ABS, "numpy", "absolute"},
     {LF_NP_MINIMUM, "numpy", "minimum"}, {LF_NP_MAXIMUM, "numpy", "maximum"},
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
-    {LF_NP_MATMUL, "numpy", "matmul"},
+    {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
+    {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -382,7 +383,7 @@ int nd_lty_vop(int op, int ta, int tb)
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return -2;
         PyErr_Clear();
     } else {
-        int red = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_SUM || op == LO_NOPS + LF_NP_MATMUL;
+        int red = op >= LO_NOPS + LF_NP_DOT && op <= LO_NOPS + LF_NP_ARGMIN;
         /* 2-D operands: matrix products only (to a 1-D result) */
         int mat = (ta & LT_MAT) || (tb >= 0 && (tb & LT_MAT));
         if (mat && !(op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_MATMUL)) {
@@ -593,7 +594,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             if (ta[k] == LT_PYBOOL) bs[k] = 1;
             vec |= ta[k] & (LT_VEC | LT_MAT);
         }
-        if (e->aux == LF_NP_DOT || e->aux == LF_NP_SUM || e->aux == LF_NP_MATMUL) {
+        if (e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN) {
             /* reductions of 1-D arrays (np.dot(v, s) is an array); matrix
              * products of a 2-D and a 1-D one */
             int nmat = 0;
@@ -602,7 +603,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                     return why(T, e, "a reduction or product of something that is not a 1-D or 2-D array");
                 nmat += (ta[k] & LT_MAT) != 0;
             }
-            if (nmat > 1 || (nmat && e->aux == LF_NP_SUM))
+            if (nmat > 1 || (nmat && e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL))
                 return why(T, e, "a product of two matrices (or a sum of one)");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");

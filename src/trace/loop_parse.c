@@ -126,7 +126,9 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
-    {"matmul", LF_NP_MATMUL, LM_NUMPY},
+    {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
+    {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
+    {"argmin", LF_NP_ARGMIN, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
@@ -319,18 +321,26 @@ static nd_ln *elem(pctx *c, PyObject *e, int kindv, int *arr)
     return n;
 }
 
-/* x.sum(), x.dot(y): the reductions np.sum(x), np.dot(x, y) */
+/* x.sum(), x.max(), ..., x.dot(y): the reductions np.sum(x), np.dot(x, y) */
+static const struct { const char *name; int fn; } methods[] = {
+    {"sum", LF_NP_SUM}, {"max", LF_NP_MAX}, {"min", LF_NP_MIN}, {"argmax", LF_NP_ARGMAX},
+    {"argmin", LF_NP_ARGMIN}, {"dot", LF_NP_DOT}, {NULL, 0}};
+
 static int is_reduction_method(const char *name, Py_ssize_t nargs)
 {
-    return (!strcmp(name, "sum") && nargs == 0) || (!strcmp(name, "dot") && nargs == 1);
+    for (int k = 0; methods[k].name; k++)
+        if (!strcmp(name, methods[k].name)) return nargs == (methods[k].fn == LF_NP_DOT);
+    return 0;
 }
 
 static nd_ln *reduction_method(pctx *c, PyObject *obj, const char *name, PyObject *args, int line)
 {
-    int one = !strcmp(name, "sum");
+    int fn = LF_NP_SUM;
+    for (int k = 0; methods[k].name; k++) if (!strcmp(name, methods[k].name)) fn = methods[k].fn;
+    int one = fn != LF_NP_DOT;
     nd_ln *r = nd_lir_node(c->ir, LK_CALL, line, one ? 1 : 2);
     if (!r) return NULL;
-    r->aux = one ? LF_NP_SUM : LF_NP_DOT;
+    r->aux = fn;
     if (!(r->kid[0] = expr(c, obj))) return NULL;
     if (!one && !(r->kid[1] = expr(c, PyList_GET_ITEM(args, 0)))) return NULL;
     return r;
