@@ -9,8 +9,10 @@
  * A.shape[k], len(A), A.size, A.ndim, and calls of math.*, np.* scalar
  * functions and abs/min/max/int/float/bool. 1-D array work too: slices
  * a[i, lo:hi] (step 1) and rows a[i] in elementwise expressions and NumPy
- * ufunc calls, np.dot / np.sum / x.dot(y) / x.sum() of them, and stores
- * a[i, lo:hi] = v, a[i] op= v. Anything else names itself and
+ * ufunc calls, np.dot / np.sum / np.max / np.min / np.argmax / np.argmin
+ * (and their methods) of them, matrix-vector products of 2-D slices
+ * (M @ v, v @ M, np.dot, np.matmul), whole 1-D/2-D arrays read by name, and
+ * stores a[i, lo:hi] = v, a[i] op= v. Anything else names itself and
  * its line; the loop then stays with the tracer. Whether a name is an array
  * or a scalar, and its types, are the call's business (loop_types.c).
  */
