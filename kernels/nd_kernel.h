@@ -33,7 +33,7 @@
 typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } nd_sv;
 
 #define ND_ERR_DIVZERO 1   /* integer division by zero: RuntimeWarning */
-#define ND_ERR_OVERFLOW 2  /* MIN // -1: RuntimeWarning */
+#define ND_ERR_OVERFLOW 2  /* MIN // -1, NumPy scalar math that wraps: RuntimeWarning */
 #define ND_ERR_NEGPOW 4    /* integer ** negative: ValueError */
 #define ND_ERR_NOMEM 8     /* a kernel's scratch allocation failed */
 #define ND_ERR_OOB 16      /* store-check mode: a store fell outside its output */
@@ -343,6 +343,18 @@ ND_INLINE T nd_rshift_##S(T a, T b) \
     return (SIGNED && a < 0) ? (T)-1 : (T)0; \
 } \
 ND_INLINE T nd_iabs_##S(T a) { return (SIGNED && a < 0) ? (T)(0 - (UT)a) : a; } \
+/* NumPy's scalar math (a Python operator on NumPy scalars, graph.h \
+ * ND_F_SCALAR_MATH): the wrapped result, and ND_ERR_OVERFLOW when it wraps */ \
+ND_INLINE T nd_oadd_##S(T a, T b, int *e) \
+{ T r; if (__builtin_add_overflow(a, b, &r)) *e |= ND_ERR_OVERFLOW; return r; } \
+ND_INLINE T nd_osub_##S(T a, T b, int *e) \
+{ T r; if (__builtin_sub_overflow(a, b, &r)) *e |= ND_ERR_OVERFLOW; return r; } \
+ND_INLINE T nd_omul_##S(T a, T b, int *e) \
+{ T r; if (__builtin_mul_overflow(a, b, &r)) *e |= ND_ERR_OVERFLOW; return r; } \
+ND_INLINE T nd_oneg_##S(T a, int *e) \
+{ if (SIGNED ? a == (T)TMIN : a != 0) *e |= ND_ERR_OVERFLOW; return (T)((UT)0 - (UT)a); } \
+ND_INLINE T nd_oabs_##S(T a, int *e) \
+{ if (SIGNED && a == (T)TMIN) *e |= ND_ERR_OVERFLOW; return nd_iabs_##S(a); } \
 ND_INLINE T nd_gcd_##S(T a, T b) \
 { \
     UT x = (UT)nd_iabs_##S(a), y = (UT)nd_iabs_##S(b); \

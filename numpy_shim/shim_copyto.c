@@ -84,7 +84,7 @@ static PyObject *copyto_impl(nd_trace *t, PyObject **argv)
     if (numpy_accepts(dst, src, casting, where) < 0) return NULL;
     int dt = nd_proxy_dtype(dst), ndim = nd_proxy_ndim(dst);
     const npy_intp *shape = nd_proxy_shape(dst);
-    nd_id v = nd_shim_assign_value(t, src, dt, ndim, shape);
+    nd_id v = nd_shim_assign_value(t, src, dt, ndim, shape, 0);
     if (v == ND_NONE) return PyErr_Occurred() ? NULL : nd_shim_unsupported("numpy.copyto of this source");
     if (where) {
         nd_operand m;

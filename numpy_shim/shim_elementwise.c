@@ -605,9 +605,11 @@ static PyObject *can_cast_impl(nd_trace *t, PyObject **argv)
 static PyObject *fill_method(nd_trace *t, PyObject **argv)
 {
     PyObject *self = argv[0];
-    nd_id v = nd_shim_assign_value(t, argv[1], nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self));
+    nd_id v = nd_shim_assign_value(t, argv[1], nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self), 1);
     if (v == ND_NONE) return NULL;
-    if (nd_proxy_write(self, v) < 0) return NULL;
+    int rc = nd_shim_lazy_scalar(argv[1]) ? nd_proxy_write_scalar(self, v, nd_proxy_dtype(argv[1]))
+                                          : nd_proxy_write(self, v);
+    if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -283,10 +283,38 @@ static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key)
     return nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
 }
 
+/* NumPy's own store of the NumPy scalar x into an element of a signed
+ * integer array of dtype: int() of it (of its real part for a complex,
+ * whose ComplexWarning the cast the caller then makes gives), range-checked.
+ * 0, or -1 with NumPy's exception. */
+static int scalar_int_store(PyObject *x, int dtype)
+{
+    PyObject *r = NULL;
+    if (PyArray_IsScalar(x, ComplexFloating)) {
+        x = r = PyObject_GetAttrString(x, "real");
+        if (!x) return -1;
+    }
+    npy_intp one = 1;
+    PyObject *dst = PyArray_Zeros(1, &one, PyArray_DescrFromType(dtype), 0);
+    int rc = dst ? PySequence_SetItem(dst, 0, x) : -1;
+    Py_XDECREF(dst);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* value stands for a NumPy scalar whose value the run computes */
+int nd_shim_lazy_scalar(PyObject *value)
+{
+    return nd_proxy_check(value) && nd_proxy_live(value) && nd_proxy_is_scalar(value);
+}
+
 /* A value for assignment into a region of (ndim, shape) at dtype, with
  * NumPy's setitem rules: unsafe casting of arrays, Python ints range-checked,
- * leading size-1 dims of the value dropped before broadcasting. */
-nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, const npy_intp *shape)
+ * leading size-1 dims of the value dropped before broadcasting. as_item:
+ * a basic-index store or fill(), where NumPy converts a scalar into an
+ * integer array as int() does (np.copyto casts it) */
+nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, const npy_intp *shape,
+                           int as_item)
 {
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
@@ -295,18 +323,12 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
         nd_shim_unsupported("assigning a complex into a real array");
         return ND_NONE;
     }
-    if (PyTypeNum_ISINTEGER(dtype) && (PyFloat_Check(value) || PyArray_IsScalar(value, Floating))) {
-        /* NumPy's integer setitem converts a float scalar as int() does:
-         * ValueError for NaN, OverflowError for inf or past int64 (or, for
-         * some NumPy scalars, a cast with "invalid value" warning): NumPy
+    if (as_item && PyTypeNum_ISINTEGER(dtype) && PyFloat_Check(value) &&
+        !PyArray_IsScalar(value, Generic)) {
+        /* NumPy's integer setitem converts a Python float as int() does:
+         * ValueError for NaN, OverflowError for inf or past int64: NumPy
          * itself does these, on a copy */
-        double x = PyFloat_Check(value) ? PyFloat_AsDouble(value) : 0.0;
-        if (!PyFloat_Check(value)) {
-            PyObject *f = PyNumber_Float(value);
-            if (!f) return ND_NONE;
-            x = PyFloat_AsDouble(f);
-            Py_DECREF(f);
-        }
+        double x = PyFloat_AsDouble(value);
         if (x == -1.0 && PyErr_Occurred()) return ND_NONE;
         if (!(x > -0x1p63 - 1.0 && x < 0x1p63)) {
             nd_shim_unsupported("a NaN, infinite or huge float assigned into an integer array");
@@ -319,6 +341,23 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
         if (fits == 0) nd_shim_raise_pyint_overflow(iv, dtype);
         Py_DECREF(iv);
         if (fits <= 0) return ND_NONE;
+    }
+    /* a NumPy scalar into a signed integer array: int() of it; into an
+     * unsigned one NumPy casts -- a float past the C integer its cast goes
+     * through (int32 for 1 and 2 bytes, int64, uint64) with an "invalid
+     * value" warning: NumPy's own, on a copy */
+    if (as_item && PyTypeNum_ISSIGNED(dtype) && PyArray_IsScalar(value, Number) &&
+        nd_scalar_store_may_refuse(op.dtype, dtype) && scalar_int_store(value, dtype) < 0)
+        return ND_NONE;
+    if (as_item && PyTypeNum_ISUNSIGNED(dtype) && PyArray_IsScalar(value, Floating)) {
+        int size = PyArray_DescrFromType(dtype)->elsize;
+        double lo = size <= 2 ? -0x1p31 : -0x1p63, hi = size <= 2 ? 0x1p31 : size == 4 ? 0x1p63 : 0x1p64;
+        double x = PyFloat_AsDouble(value);
+        if (x == -1.0 && PyErr_Occurred()) return ND_NONE;
+        if (!(x > lo - 1.0 && x < hi)) {
+            nd_shim_unsupported("a NaN, infinite or huge float scalar assigned into an integer array");
+            return ND_NONE;
+        }
     }
     nd_id v = nd_shim_operand_at(t, &op, dtype);
     if (v == ND_NONE) return ND_NONE;
@@ -363,7 +402,7 @@ static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
     if (rc < 0) return -1;
     nd_id v = ND_NONE;
-    if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape);
+    if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape, 1);
     if (v == ND_NONE) {
         if (PyErr_Occurred()) return -1;
         /* unsupported value or key: NumPy on a private copy, then the copy
@@ -389,7 +428,8 @@ static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
     }
     PyObject *view = nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
     if (!view) return -1;
-    int r = nd_proxy_write(view, v);
+    int r = nd_shim_lazy_scalar(value) ? nd_proxy_write_scalar(view, v, nd_proxy_dtype(value))
+                                       : nd_proxy_write(view, v);
     Py_DECREF(view);
     return r;
 }

@@ -282,12 +282,17 @@ int nd_shim_store_out(nd_trace *t, PyObject *out, nd_id value, const char *ufunc
 
 /* Basic-indexing key (ints, slices, Ellipsis, None only)? 1/0. */
 int nd_shim_key_is_basic(PyObject *key);
+/* value is a live is_scalar proxy: a NumPy scalar only the run knows
+ * (a store of it by a basic index or fill() is nd_proxy_write_scalar) */
+int nd_shim_lazy_scalar(PyObject *value);
 /* A value prepared for assignment into a region (ndim, shape) of dtype:
- * NumPy's setitem rules (unsafe cast of arrays, Python ints range-checked,
- * leading 1-dims dropped, broadcast). ND_NONE with an exception, or with
- * none and an nd_shim_unsupported reason (caller falls back). */
+ * NumPy's setitem rules (unsafe cast of arrays, Python ints range-checked;
+ * as_item -- a basic-index store, fill() --: float and NumPy scalars into
+ * integer arrays converted as int() does; leading 1-dims dropped,
+ * broadcast). ND_NONE with an exception, or with none and an
+ * nd_shim_unsupported reason (caller falls back). */
 nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim,
-                           const npy_intp *shape);
+                           const npy_intp *shape, int as_item);
 
 /* ------------------------------------------------------------- typing */
 

@@ -12,21 +12,17 @@ with plain Python/NumPy as the oracle (tests/loop_gen.py: check_calls).
   the array's range) raise NumPy's exception at that store;
 - math domain errors; exceptions caught by try/except inside the loop.
 
-Tests marked TRACER_* or CAPTURE_* (strict xfail) pin wrong answers numdyn
-gives today; each will XPASS, and so fail, once fixed: then drop its mark.
+Wrong answers numdyn is known to give are pinned as strict xfails (marks
+TRACER_* in loops left to the tracer, CAPTURE_* in captured loops, reasons
+from loop_gen.KNOWN_BUGS); each will XPASS, and so fail, once fixed: then
+drop its mark. None today.
 """
 import math
 
 import numpy as np
 import pytest
 
-from loop_gen import KNOWN_BUGS, arr, check_calls, run
-
-# Wrong answers numdyn gives today in loops left to the tracer (and in
-# straight-line code); captured loops get them right. Strict: each XPASSes,
-# and so fails, once fixed -- then drop the mark.
-TRACER_WARN = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                reason="numdyn today: " + KNOWN_BUGS["warn"][0])
+from loop_gen import arr, check_calls, run
 
 
 def _opaque(x):
@@ -525,7 +521,6 @@ def wrap_in_tracer(A):
     return s
 
 
-@TRACER_WARN
 def test_wrapping_warns_in_a_loop_left_to_the_tracer():
     outs = check_calls(wrap_in_tracer, (np.array([100, 3, 7], np.int8),))
     assert outs[0].categories == ("RuntimeWarning",)

@@ -337,6 +337,20 @@ static const char *form_cell(const ufform *f, char cls)
     return s && *s ? s : NULL;
 }
 
+/* NumPy's scalar math on integers (a node marked ND_F_SCALAR_MATH, graph.h)
+ * reports wrapping where the ufunc wraps silently */
+static const char *scalar_math_form(int uf)
+{
+    switch (uf) {
+    case ND_UF_ADD: return "nd_oadd_$s($a, $b, &nd_err)";
+    case ND_UF_SUBTRACT: return "nd_osub_$s($a, $b, &nd_err)";
+    case ND_UF_MULTIPLY: return "nd_omul_$s($a, $b, &nd_err)";
+    case ND_UF_NEGATIVE: return "nd_oneg_$s($a, &nd_err)";
+    case ND_UF_ABSOLUTE: return "nd_oabs_$s($a, &nd_err)";
+    default: return NULL;
+    }
+}
+
 int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char *b, int *uses_err)
 {
     const dtinfo *d = dt(loop);
@@ -452,7 +466,11 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         if (is_float(ld->cls) && (uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
             g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_scalar_is_two(&g->nodes[n->in[1]]))
             nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
-        else
+        else if ((n->flags & ND_F_SCALAR_MATH) && (ld->cls == 'i' || ld->cls == 'u') &&
+                 scalar_math_form(uf)) {
+            *uses_err = 1;
+            expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");
+        } else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }
     if (rc == 0 && e.oom) rc = -1;

@@ -93,6 +93,16 @@ typedef enum {
 #define ND_F_KORDER    0x0040u /* an output NumPy lays out in memory order
                                   kperm, not C order (a ufunc of Fortran
                                   arrays): backends return it so laid out */
+#define ND_F_SCALAR_STORE 0x0080u /* SETITEM of a NumPy scalar by a basic
+                                  index or fill(): into a signed integer
+                                  array NumPy converts it as int() does
+                                  (runtime/backend.h, scalar stores) */
+#define ND_F_SCALAR_MATH 0x0100u /* UFUNC of a Python operator on NumPy /
+                                  Python scalars (0-d, NumPy's scalar math):
+                                  integer add, subtract, multiply, negative,
+                                  absolute report wrapping (ND_ERR_OVERFLOW),
+                                  and the eager backend computes it on NumPy
+                                  scalars, whose warnings say "scalar" */
 
 typedef union {
     double f;

@@ -36,8 +36,10 @@ PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *inputs);
  * all its outputs: every other output j of the same call with vals[j] NULL
  * and (want == NULL || want[j]) is stored too. Backends evaluate through it
  * (and skip a node whose vals entry is already set) so svd, qr, eigh,
- * histogram... run once per run. 0, or -1 with an exception set (what was
- * stored stays in vals, owned by the caller). */
+ * histogram... run once per run. The two outputs of a divmod call (UFUNC
+ * nodes one after the other) likewise, when want is given: NumPy warns
+ * once. 0, or -1 with an exception set (what was stored stays in vals,
+ * owned by the caller). */
 int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *inputs, PyObject **vals,
                          const char *want);
 /* Nonzero when b (not yet computed) is another output of a's NumPy call. */
@@ -49,8 +51,9 @@ int nd_extern_sibling(const nd_node *a, const nd_node *b);
  * (trace_flush.c, trace_replay.c) and the built-in backends keep what NumPy
  * does at one operation:
  *
- * Scalar stores. arr[i] = x where x is a NumPy (or Python) scalar and arr a
- * signed integer array converts x as Python's int() does -- ValueError
+ * Scalar stores. arr[i] = x (a basic index, or arr.fill(x)) where x is a
+ * NumPy (or Python) scalar and arr a signed integer array converts x (a
+ * complex's real part) as Python's int() does -- ValueError
  * "cannot convert float NaN to integer", OverflowError for infinity, past
  * C long, or out of the array's bounds -- where an array value would cast.
  * The caller lists such stores of the graph it runs as pairs (the first

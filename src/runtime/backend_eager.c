@@ -177,8 +177,60 @@ static PyObject *eval_scan(const nd_node *n, PyObject *const *in)
     return astype(as_array(r), n->dtype);
 }
 
-static PyObject *eval_ufunc(const nd_node *n, PyObject *const *in)
+/* A node marked ND_F_SCALAR_MATH (graph.h): the Python operator on NumPy
+ * scalars of the loop's dtypes, as the traced code computed it -- NumPy's
+ * scalar math, whose warnings say "scalar" and which warns where integers
+ * wrap. The operator's whole result (divmod's pair); NULL with an
+ * exception, or with none when the node is not such an operator (the
+ * ufunc computes it). */
+static PyObject *scalar_math(const nd_node *n, PyObject *const *in)
 {
+    PyObject *x[2] = {NULL, NULL}, *r = NULL;
+    if (n->nin < 1 || n->nin > 2 || n->ndim != 0) return NULL;
+    for (int k = 0; k < n->nin; k++) {
+        if (!in[k] || !PyArray_Check(in[k]) || PyArray_NDIM((PyArrayObject *)in[k]) != 0) goto done;
+        PyObject *a = Py_NewRef(in[k]);
+        if (n->in_dtype[k] >= 0) a = astype(a, n->in_dtype[k]);
+        if (!a || !(x[k] = PyArray_Return((PyArrayObject *)a))) goto done;
+    }
+    if (n->nin == 1) {
+        switch (n->sub) {
+        case ND_UF_NEGATIVE: r = PyNumber_Negative(x[0]); break;
+        case ND_UF_POSITIVE: r = PyNumber_Positive(x[0]); break;
+        case ND_UF_ABSOLUTE: r = PyNumber_Absolute(x[0]); break;
+        case ND_UF_INVERT: r = PyNumber_Invert(x[0]); break;
+        }
+        goto done;
+    }
+    switch (n->sub) {
+    case ND_UF_ADD: r = PyNumber_Add(x[0], x[1]); break;
+    case ND_UF_SUBTRACT: r = PyNumber_Subtract(x[0], x[1]); break;
+    case ND_UF_MULTIPLY: r = PyNumber_Multiply(x[0], x[1]); break;
+    case ND_UF_TRUE_DIVIDE: r = PyNumber_TrueDivide(x[0], x[1]); break;
+    case ND_UF_FLOOR_DIVIDE: r = PyNumber_FloorDivide(x[0], x[1]); break;
+    case ND_UF_REMAINDER: r = PyNumber_Remainder(x[0], x[1]); break;
+    case ND_UF_DIVMOD: r = PyNumber_Divmod(x[0], x[1]); break;
+    case ND_UF_POWER: r = PyNumber_Power(x[0], x[1], Py_None); break;
+    case ND_UF_LEFT_SHIFT: r = PyNumber_Lshift(x[0], x[1]); break;
+    case ND_UF_RIGHT_SHIFT: r = PyNumber_Rshift(x[0], x[1]); break;
+    case ND_UF_BITWISE_AND: r = PyNumber_And(x[0], x[1]); break;
+    case ND_UF_BITWISE_OR: r = PyNumber_Or(x[0], x[1]); break;
+    case ND_UF_BITWISE_XOR: r = PyNumber_Xor(x[0], x[1]); break;
+    }
+done:
+    Py_XDECREF(x[0]);
+    Py_XDECREF(x[1]);
+    return r;
+}
+
+/* The ufunc's (or scalar operator's) whole result for node n: a tuple for
+ * a multi-output one */
+static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
+{
+    if (n->flags & ND_F_SCALAR_MATH) {
+        PyObject *r = scalar_math(n, in);
+        if (r || PyErr_Occurred()) return r;
+    }
     PyObject *args = PyTuple_New(n->nin);
     if (!args) return NULL;
     for (int k = 0; k < n->nin; k++) {
@@ -190,12 +242,42 @@ static PyObject *eval_ufunc(const nd_node *n, PyObject *const *in)
     }
     PyObject *r = PyObject_Call(n->obj, args, NULL);
     Py_DECREF(args);
-    if (r && PyTuple_Check(r)) {
-        PyObject *one = PyTuple_GET_ITEM(r, n->aux);
-        Py_INCREF(one);
-        Py_SETREF(r, one);
+    return r;
+}
+
+/* output aux of node n from its whole result r (borrowed) */
+static PyObject *ufunc_pick(const nd_node *n, PyObject *r)
+{
+    if (PyTuple_Check(r)) {
+        if (n->aux < 0 || n->aux >= PyTuple_GET_SIZE(r)) {
+            PyErr_SetString(PyExc_SystemError, "numdyn eager: ufunc output out of range");
+            return NULL;
+        }
+        r = PyTuple_GET_ITEM(r, n->aux);
     }
-    return astype(as_array(r), n->dtype);
+    return astype(as_array(Py_NewRef(r)), n->dtype);
+}
+
+static PyObject *eval_ufunc(const nd_node *n, PyObject *const *in)
+{
+    PyObject *r = ufunc_result(n, in);
+    if (!r) return NULL;
+    PyObject *v = ufunc_pick(n, r);
+    Py_DECREF(r);
+    return v;
+}
+
+/* the other output of the divmod call that made node a (UFUNC nodes made
+ * one after the other by one call: the same inputs) */
+static int divmod_sibling(const nd_node *a, const nd_node *b)
+{
+    if (a->op != ND_OP_UFUNC || b->op != ND_OP_UFUNC || a->sub != ND_UF_DIVMOD ||
+        b->sub != ND_UF_DIVMOD || a->aux == b->aux || a->nin != b->nin || b->value ||
+        ((a->flags ^ b->flags) & ND_F_SCALAR_MATH))
+        return 0;
+    for (int k = 0; k < a->nin; k++)
+        if (a->in[k] != b->in[k] || a->in_dtype[k] != b->in_dtype[k]) return 0;
+    return 1;
 }
 
 static PyObject *eval_view(const nd_node *n, PyObject *const *in)
@@ -376,6 +458,24 @@ int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *in, PyObject **
                          const char *want)
 {
     const nd_node *n = nd_graph_node(g, id);
+    if (n->op == ND_OP_UFUNC && n->sub == ND_UF_DIVMOD && !n->value) {
+        /* one call for both outputs, NumPy's warnings once (with want:
+         * the sibling wanted gets its output now) */
+        PyObject *r = ufunc_result(n, in);
+        if (!r || !(vals[id] = ufunc_pick(n, r))) {
+            Py_XDECREF(r);
+            return -1;
+        }
+        int rc = 0;
+        for (nd_id j = id - 1; j <= id + 1 && rc == 0; j += 2) {
+            if (!want || j < 0 || j >= g->n || vals[j] || !want[j] ||
+                !divmod_sibling(n, &g->nodes[j]))
+                continue;
+            if (!(vals[j] = ufunc_pick(&g->nodes[j], r))) rc = -1;
+        }
+        Py_DECREF(r);
+        return rc;
+    }
     if (n->op != ND_OP_EXTERN || n->aux < 0 || n->value) {
         vals[id] = nd_eval_node(g, id, in);
         return vals[id] ? 0 : -1;
@@ -457,6 +557,10 @@ int nd_scalar_store_check(PyObject *value, int dtype, int raise_)
     if (!PyArray_Check(value) || PyArray_SIZE(v) != 1 || !signed_range(dtype, &lo, &hi)) return 0;
     int vt = PyArray_TYPE(v), bad;
     const char *p = PyArray_BYTES(v);
+    /* a complex converts its real part (NumPy's ComplexWarning is the
+     * store's cast's, made by the shim) */
+    int cplx = vt == NPY_CFLOAT || vt == NPY_CDOUBLE;
+    if (cplx) vt = vt == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;
     if (!PyArray_ISNBO(PyArray_DESCR(v)->byteorder) || !PyArray_ISALIGNED(v)) bad = 1;  /* let NumPy say */
     else if (PyTypeNum_ISFLOAT(vt)) {
         double x = vt == NPY_DOUBLE ? *(const double *)p
@@ -474,11 +578,12 @@ int nd_scalar_store_check(PyObject *value, int dtype, int raise_)
                      : vt == NPY_UINT ? *(const uint32_t *)p : *(const uint64_t *)p;
         bad = x > (uint64_t)hi;
     } else {
-        return 0;  /* bool converts; complex is not listed */
+        return 0;  /* bool converts */
     }
     if (!bad || !raise_) return bad;
     /* NumPy's own words: the same store into a one-element array */
-    PyObject *s = PyArray_Return((PyArrayObject *)Py_NewRef(value));
+    PyObject *s = cplx ? PyObject_GetAttrString(value, "real") : Py_NewRef(value);
+    if (s) s = PyArray_Return((PyArrayObject *)s);
     PyObject *dst = s ? PyArray_Zeros(1, (npy_intp[]){1}, PyArray_DescrFromType(dtype), 0) : NULL;
     int rc = dst ? PySequence_SetItem(dst, 0, s) : -1;
     Py_XDECREF(dst);

@@ -179,7 +179,8 @@ static void disarm_interrupt(void)
 /* ------------------------------------------------- NumPy's error state
  * A kernel reports the floating-point status flags its threads raised
  * (ND_ERR_FPE_*) and integer division by zero / MIN // -1 (ND_ERR_DIVZERO,
- * ND_ERR_OVERFLOW). When np.geterr() at call time ignores all of them,
+ * ND_ERR_OVERFLOW), and NumPy scalar math that wraps (ND_ERR_OVERFLOW:
+ * graph.h, ND_F_SCALAR_MATH). When np.geterr() at call time ignores all of them,
  * nothing happens (the common case costs two status-register reads per
  * kernel). Otherwise the graph is run again by NumPy (nd_backend_eager_run:
  * kernels wrote only buffers of their own, the caller's arrays are written

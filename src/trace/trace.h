@@ -47,6 +47,15 @@ const npy_intp *nd_proxy_shape(PyObject *proxy);
  * shape; the caller has already cast it to the proxy's dtype and checked
  * casting rules). Every view of the same storage sees the new value. */
 int nd_proxy_write(PyObject *proxy, nd_id value);
+/* nd_proxy_write of a lazy NumPy scalar of `scalar_dtype` by a basic index
+ * or fill() (`value`: it cast to the proxy's dtype). Where NumPy's int() of
+ * the scalar may refuse (a signed integer array), the write is a SETITEM
+ * marked ND_F_SCALAR_STORE, checked as that int() when the graph runs
+ * (runtime/backend.h, scalar stores). */
+int nd_proxy_write_scalar(PyObject *proxy, nd_id value, int scalar_dtype);
+/* Whether NumPy's int() of a scalar of dtype vt may refuse it, or its value
+ * may not fit, when it is stored into an array of dtype dt. */
+int nd_scalar_store_may_refuse(int vt, int dt);
 /* A view of `base` (new ref): element i of the view is base's C-order flat
  * element off + sum i_d * strides[d] (element units). Shares base's storage,
  * so writes through the view are seen by base and vice versa. */

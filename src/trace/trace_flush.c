@@ -275,8 +275,6 @@ static _Thread_local struct {
     int n, cap;
     nd_id *last;          /* per clist index: the version last logged */
     Py_ssize_t nlast;
-    nd_id *ops;           /* recording captures: graph size at each operation's start */
-    int nops, capops;
 } W;
 
 static void wlog_clear(nd_trace *t)
@@ -292,7 +290,6 @@ void nd__wlog_forget(nd_trace *t)
     if (W.t != t) return;
     PyMem_Free(W.e);
     PyMem_Free(W.last);
-    PyMem_Free(W.ops);
     memset(&W, 0, sizeof W);
 }
 
@@ -316,7 +313,7 @@ static void wlog_note(nd_trace *t)
     }
     if (W.valid && t->nclist > W.nlast) {
         nd_id *l = PyMem_Realloc(W.last, sizeof(nd_id) * (size_t)t->nclist);
-        if (!l) { W.valid = 0; goto ops; }
+        if (!l) { W.valid = 0; goto done; }
         for (Py_ssize_t k = W.nlast; k < t->nclist; k++) l[k] = ND_NONE;
         W.last = l;
         W.nlast = t->nclist;
@@ -334,31 +331,8 @@ static void wlog_note(nd_trace *t)
         W.e[W.n++] = (nd_wlog_ent){W.prev, s->version, (int32_t)k};
         W.last[k] = s->version;
     }
-ops:
+done:
     W.prev = g->n;
-    if (nd__rec_of(t) && (!W.nops || W.ops[W.nops - 1] != g->n)) {
-        if (W.nops == W.capops) {
-            int cap = W.capops ? 2 * W.capops : 64;
-            nd_id *o = PyMem_Realloc(W.ops, sizeof(nd_id) * (size_t)cap);
-            if (!o) { W.nops = 0; return; }
-            W.ops = o;
-            W.capops = cap;
-        }
-        W.ops[W.nops++] = g->n;
-    }
-}
-
-/* The graph size when the operation that made node x began, or ND_NONE
- * when the log does not know (only recording captures log operations). */
-static nd_id op_start(nd_trace *t, nd_id x)
-{
-    if (W.t != t || !W.nops || W.ops[0] > x) return ND_NONE;
-    int lo = 0, hi = W.nops - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (W.ops[mid] <= x) lo = mid; else hi = mid - 1;
-    }
-    return W.ops[lo];
 }
 
 void nd__wlog_cut(const nd_wlog_ent *log, int n, nd_id F, int before, nd_id *out, int nwho)
@@ -448,64 +422,27 @@ PyObject *nd__run_with_stores(int backend, nd_graph *g, const nd_id *outs, int n
 }
 
 /* ---------------------------------------------------------- scalar stores
- * arr[i] = x with x a NumPy scalar converts x as int() does when arr has a
- * signed integer dtype (runtime/backend.h). The shim checks the scalars it
- * is handed; an element read lazily while a call is recorded for replay
- * (trace.h, nd_proxy_element) is a NumPy scalar whose value only the run
- * knows, so the stores of values computed from such reads are checked
- * when the graph runs, there and on every replay. Recognised in the graph:
- * a SETITEM into a signed integer array whose operand, past the store's
- * own broadcast and cast (made by the same operation), is 0-d, of a type
- * whose values int() may refuse or the array may not hold, and computed
- * from a 0-d view of a larger array (what a lazy element read is).
- * The graph does not say which 0-d values Python saw as NumPy scalars:
- * a 0-d *array* made from element reads (`z = np.zeros(()); z += a[i];
- * b[0] = z`, `b[0] = a[i, ...]`) and np.copyto(..., casting="unsafe") of
- * such a value are checked as scalar stores too (NumPy casts those). A
- * whole-array store `b[...] = a[i]` is not checked: the graph holds it as
- * np.full's cast would be. The shim knows both (nd_proxy_is_scalar, the
- * operation): marking its scalar stores would make this exact. */
-static int store_may_refuse(int vt, int dt)
-{
-    if (!PyTypeNum_ISSIGNED(dt) || PyTypeNum_ISBOOL(vt) || PyTypeNum_ISCOMPLEX(vt)) return 0;
-    if (PyTypeNum_ISFLOAT(vt)) return 1;
-    if (!PyTypeNum_ISINTEGER(vt)) return 0;
-    int vs = PyArray_DescrFromType(vt)->elsize, ds = PyArray_DescrFromType(dt)->elsize;
-    return PyTypeNum_ISUNSIGNED(vt) ? vs >= ds : vs > ds;
-}
+ * arr[i] = x (a basic index) or arr.fill(x) with x a NumPy scalar converts
+ * x as int() does when arr has a signed integer dtype (runtime/backend.h).
+ * The shim checks the scalars it is handed; a lazy one (an is_scalar
+ * proxy: a reduction, an element read while a call is recorded for replay,
+ * scalar arithmetic on those) is a value only the run knows, so the shim
+ * marks its store ND_F_SCALAR_STORE (nd_proxy_write_scalar) and the store
+ * is checked when the graph runs, there and on every replay. A 0-d array
+ * stored (`b[0] = z`, `b[0] = a[i, ...]`), np.copyto and fancy-index stores
+ * cast, as NumPy's do: they are not marked. */
 
-/* 1 when 0-d node v is computed (through 0-d nodes) from a 0-d view of a
- * larger array: an element read */
-static int from_element_read(nd_graph *g, nd_id v, int budget)
+/* The scalar operand of marked store s, or ND_NONE; *first: the first node
+ * the store's operation made on it (its cast, made fresh by the shim),
+ * where NumPy converts the scalar instead. */
+static nd_id scalar_store_value(nd_graph *g, nd_id s, nd_id *first)
 {
-    nd_id stack[64];
-    int sp = 0;
-    stack[sp++] = v;
-    while (sp && budget-- > 0) {
-        nd_node *n = &g->nodes[stack[--sp]];
-        if (n->ndim != 0) continue;
-        if (n->op == ND_OP_VIEW && n->nin >= 1 && n->in[0] >= 0 && g->nodes[n->in[0]].ndim > 0)
-            return 1;
-        if (n->value || n->op == ND_OP_INPUT || n->op == ND_OP_EXTERN) continue;
-        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
-            if (n->in[k] >= 0 && sp < 64) stack[sp++] = n->in[k];
-    }
-    return 0;
-}
-
-/* The scalar operand of store s (see above), or ND_NONE; *first: the
- * first node the store's operation made on it (its cast), where NumPy
- * converts the scalar instead. */
-static nd_id scalar_store_value(nd_trace *t, nd_id s, nd_id *first)
-{
-    nd_graph *g = t->g;
     nd_node *S = &g->nodes[s];
-    if (S->op != ND_OP_SETITEM || S->value || S->nin < 2 || !PyTypeNum_ISSIGNED(S->dtype))
+    if (S->op != ND_OP_SETITEM || !(S->flags & ND_F_SCALAR_STORE) || S->value || S->nin < 2)
         return ND_NONE;
-    nd_id start = op_start(t, s), v = S->in[1];
-    if (start == ND_NONE) return ND_NONE;
+    nd_id v = S->in[1];
     *first = s;
-    for (int steps = 0; v >= start && steps < 4; steps++) {
+    for (int steps = 0; v >= 0 && steps < 4; steps++) {
         nd_node *n = &g->nodes[v];
         if (n->value) break;
         if (n->op == ND_OP_VIEW && n->nin >= 1 && n->in[0] >= 0 && g->nodes[n->in[0]].ndim == 0 &&
@@ -519,8 +456,9 @@ static nd_id scalar_store_value(nd_trace *t, nd_id s, nd_id *first)
         v = n->in[0];
     }
     nd_node *V = &g->nodes[v];
-    if (V->ndim != 0 || V->dtype == S->dtype || !store_may_refuse(V->dtype, S->dtype)) return ND_NONE;
-    return from_element_read(g, v, 256) ? v : ND_NONE;
+    if (V->ndim != 0 || V->dtype == S->dtype || !nd_scalar_store_may_refuse(V->dtype, S->dtype))
+        return ND_NONE;
+    return v;
 }
 
 /* ------------------------------------------------- notes for a replay */
@@ -1072,13 +1010,13 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                             seen[j] = 1;
                         }
         }
-        /* stores of lazily read elements (see scalar_store_value): their
+        /* stores of lazy NumPy scalars (see scalar_store_value): their
          * scalar operands are outputs, checked as the graph runs */
-        if (rec && rec->nelem > 0) {
+        if (t->scalar_stores > 0) {
             int capst = 0;
             for (nd_id i = 0; i <= hi; i++) {
-                if (!anc[i] || g->nodes[i].op != ND_OP_SETITEM) continue;
-                nd_id first = ND_NONE, v = scalar_store_value(t, i, &first);
+                if (!anc[i] || !(g->nodes[i].flags & ND_F_SCALAR_STORE)) continue;
+                nd_id first = ND_NONE, v = scalar_store_value(g, i, &first);
                 if (v == ND_NONE) continue;
                 if (nstores == capst) {
                     capst = capst ? 2 * capst : 8;

@@ -69,6 +69,8 @@ struct nd_trace {
     Py_ssize_t value_bytes;   /* bytes held by node values since last sweep */
     PyObject *fpstate;        /* owned: NumPy's error state (extobj) the pending
                                  ops were traced under, or NULL */
+    int scalar_stores;        /* SETITEMs marked ND_F_SCALAR_STORE made: a flush
+                                 looks for them only then */
 };
 
 struct nd_storage {

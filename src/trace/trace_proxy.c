@@ -152,6 +152,44 @@ static int scalar_rules(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op, P
     return 0;
 }
 
+/* ---- NumPy's scalar math ----------------------------------------------
+ * A Python operator whose operands are all NumPy or Python scalars (an
+ * is_scalar proxy, not a 0-d array) is NumPy's scalar math, not the ufunc:
+ * integer add, subtract, multiply, negative and absolute warn "overflow
+ * encountered in scalar add" (or raise, per np.errstate) where they wrap,
+ * and every warning names the "scalar" operation. The node the operator
+ * made is marked ND_F_SCALAR_MATH (graph.h): generated code reports the
+ * wrapping, and the run NumPy then makes to warn computes it on NumPy
+ * scalars. */
+static int scalar_like(PyObject *o)
+{
+    if (nd_proxy_check(o)) return nd_proxy_is_scalar(o);
+    return PyArray_IsScalar(o, Generic) || PyLong_Check(o) || PyFloat_Check(o) ||
+           PyComplex_Check(o);
+}
+
+static void mark_node(PyObject *r, int uf)
+{
+    if (!is_live_proxy(r) || !nd_proxy_is_scalar(r)) return;
+    NdProxy *p = (NdProxy *)r;
+    if (!p->identity || p->part || p->ndim != 0) return;
+    nd_node *n = &p->st->trace->g->nodes[p->st->version];
+    if (n->op == ND_OP_UFUNC && n->sub == uf && n->ndim == 0 && !n->value)
+        n->flags |= ND_F_SCALAR_MATH;
+}
+
+/* r (returned): the result of operator uf on operands a (and b) */
+static PyObject *scalar_math(PyObject *r, int uf, PyObject *a, PyObject *b)
+{
+    if (!r || !scalar_like(a) || (b && !scalar_like(b))) return r;
+    if (PyTuple_CheckExact(r)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r); i++) mark_node(PyTuple_GET_ITEM(r, i), uf);
+    } else {
+        mark_node(r, uf);
+    }
+    return r;
+}
+
 static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 {
     int d = defers(uf, a, b);
@@ -159,10 +197,10 @@ static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
     if (d) Py_RETURN_NOTIMPLEMENTED;
     PyObject *sr;
     if (scalar_rules(uf, a, b, numpy_op, &sr)) return sr;
-    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return nd_np.ufunc2(uf, a, b);
+    if (!is_dead_proxy(a) && !is_dead_proxy(b)) return scalar_math(nd_np.ufunc2(uf, a, b), uf, a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)
-        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? nd_np.ufunc2(uf, ra, rb)
+        r = (is_live_proxy(ra) || is_live_proxy(rb)) ? scalar_math(nd_np.ufunc2(uf, ra, rb), uf, ra, rb)
                                                      : numpy_op(ra, rb);
     Py_XDECREF(ra);
     Py_XDECREF(rb);
@@ -196,7 +234,7 @@ static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 
 static PyObject *unop(int uf, PyObject *a, unaryfunc numpy_op)
 {
-    if (is_live_proxy(a)) return nd_np.ufunc1(uf, a);
+    if (is_live_proxy(a)) return scalar_math(nd_np.ufunc1(uf, a), uf, a, NULL);
     PyObject *ra = resolve(a);
     PyObject *r = ra ? numpy_op(ra) : NULL;
     Py_XDECREF(ra);

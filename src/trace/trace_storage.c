@@ -242,7 +242,9 @@ static int write_through(nd_storage *s)
 
 static int write_part(NdProxy *p, nd_id value);
 
-static int write_node(NdProxy *p, nd_id value)
+/* flags: node flags of the SETITEM made (ND_F_SCALAR_STORE: always one,
+ * even for a whole-storage write, so the store is a node of its own) */
+static int write_node(NdProxy *p, nd_id value, uint32_t flags)
 {
     nd_storage *s = p->st;
     nd_graph *g = s->trace->g;
@@ -256,7 +258,7 @@ static int write_node(NdProxy *p, nd_id value)
         return -1;
     }
     const nd_node *v = nd_graph_node(g, value);
-    int same = p->identity && v->dtype == s->dtype && v->ndim == s->ndim &&
+    int same = !flags && p->identity && v->dtype == s->dtype && v->ndim == s->ndim &&
                memcmp(v->shape, s->shape, sizeof(npy_intp) * s->ndim) == 0;
     nd_id nv = value;
     if (!same) {
@@ -266,12 +268,14 @@ static int write_node(NdProxy *p, nd_id value)
         n.in[0] = s->version;
         n.in[1] = value;
         n.in_dtype[1] = s->dtype;
+        n.flags = flags;
         n.voff = p->off;
         n.vndim = p->ndim;
         memcpy(n.vshape, p->shape, sizeof(npy_intp) * p->ndim);
         memcpy(n.vstrides, p->strides, sizeof(npy_intp) * p->ndim);
         nv = nd_graph_add(g, &n);
         if (nv == ND_NONE) return -1;
+        if (flags & ND_F_SCALAR_STORE) s->trace->scalar_stores++;
     }
     s->version = nv;
     if (s->caller) s->dirty = 1;
@@ -337,11 +341,11 @@ PyObject *nd_proxy_part(PyObject *o, int which)
     return (PyObject *)p;
 }
 
-int nd_proxy_write(PyObject *o, nd_id value)
+static int proxy_write(PyObject *o, nd_id value, uint32_t flags)
 {
     NdProxy *p = nd__as_proxy(o);
     if (!p) return -1;
-    if (nd__live(p)) return write_node(p, value);
+    if (nd__live(p)) return write_node(p, value, flags);
     /* the value is a node of the current trace; the target is concrete */
     nd_trace *t = nd_trace_current();
     if (!t) {
@@ -350,9 +354,25 @@ int nd_proxy_write(PyObject *o, nd_id value)
     }
     NdProxy *a = nd__adopt(p);
     if (!a) return -1;
-    int r = write_node(a, value);
+    int r = write_node(a, value, flags);
     Py_DECREF(a);
     return r;
+}
+
+int nd_proxy_write(PyObject *o, nd_id value) { return proxy_write(o, value, 0); }
+int nd_scalar_store_may_refuse(int vt, int dt)
+{
+    if (!PyTypeNum_ISSIGNED(dt) || PyTypeNum_ISBOOL(vt)) return 0;
+    if (PyTypeNum_ISFLOAT(vt) || PyTypeNum_ISCOMPLEX(vt)) return 1;
+    if (!PyTypeNum_ISINTEGER(vt)) return 0;
+    int vs = PyArray_DescrFromType(vt)->elsize, ds = PyArray_DescrFromType(dt)->elsize;
+    return PyTypeNum_ISUNSIGNED(vt) ? vs >= ds : vs > ds;
+}
+
+int nd_proxy_write_scalar(PyObject *o, nd_id value, int scalar_dtype)
+{
+    int refuse = nd_proxy_check(o) && nd_scalar_store_may_refuse(scalar_dtype, nd_proxy_dtype(o));
+    return proxy_write(o, value, refuse ? ND_F_SCALAR_STORE : 0);
 }
 
 int nd_proxy_is_readonly(PyObject *o)
@@ -392,5 +412,5 @@ int nd__proxy_write_array(NdProxy *p, PyObject *arr)
         return r;
     }
     nd_id id = nd__input_node(p->st->trace, arr);
-    return id == ND_NONE ? -1 : write_node(p, id);
+    return id == ND_NONE ? -1 : write_node(p, id, 0);
 }
