@@ -161,4 +161,49 @@ static inline T NAME(const T *a, int64_t n)                                     
 }
 NDL_PAIRWISE(ndl_pairwise_d, double)
 NDL_PAIRWISE(ndl_pairwise_f, float)
+/* x . w for a matrix row/column x (byte stride sx) and a contiguous w: in
+ * eight partial sums when x is contiguous (vectorizes; BLAS's gemv also
+ * sums out of order), else in order */
+#define NDL_DOTROW(NAME, T)                                                         \
+static inline T NAME(const char *x, int64_t sx, const T *w, int64_t n)              \
+{                                                                                   \
+    if (sx == (int64_t)sizeof(T) && n >= 16) {                                      \
+        const T *a = (const T *)x;                                                  \
+        T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                          \
+        int64_t i = 0;                                                              \
+        for (; i + 8 <= n; i += 8)                                                  \
+            for (int j = 0; j < 8; j++) s[j] += a[i + j] * w[i + j];                \
+        T r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));    \
+        for (; i < n; i++) r += a[i] * w[i];                                        \
+        return r;                                                                   \
+    }                                                                               \
+    T r = 0;                                                                        \
+    for (int64_t i = 0; i < n; i++) r += *(const T *)(x + i * sx) * w[i];           \
+    return r;                                                                       \
+}
+NDL_DOTROW(ndl_dotrow_d, double)
+NDL_DOTROW(ndl_dotrow_f, float)
+/* u . v of two strided vectors (np.dot of slices): eight partial sums when
+ * both are contiguous (BLAS's ddot sums out of order too), else in order,
+ * from +0.0 (as BLAS); one element is its product (as NumPy, -0.0 kept) */
+#define NDL_DOT2(NAME, T)                                                           \
+static inline T NAME(const char *x, int64_t sx, const char *y, int64_t sy, int64_t n) \
+{                                                                                   \
+    if (sx == (int64_t)sizeof(T) && sy == (int64_t)sizeof(T) && n >= 16) {          \
+        const T *a = (const T *)x, *b = (const T *)y;                               \
+        T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                          \
+        int64_t i = 0;                                                              \
+        for (; i + 8 <= n; i += 8)                                                  \
+            for (int j = 0; j < 8; j++) s[j] += a[i + j] * b[i + j];                \
+        T r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));    \
+        for (; i < n; i++) r += a[i] * b[i];                                        \
+        return r;                                                                   \
+    }                                                                               \
+    if (n == 1) return *(const T *)x * *(const T *)y;                               \
+    T r = 0;                                                                        \
+    for (int64_t i = 0; i < n; i++) r += *(const T *)(x + i * sx) * *(const T *)(y + i * sy); \
+    return r;                                                                       \
+}
+NDL_DOT2(ndl_dot2_d, double)
+NDL_DOT2(ndl_dot2_f, float)
 #endif

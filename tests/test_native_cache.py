@@ -330,3 +330,47 @@ def test_a_failing_unit_among_parallel_ones_raises_compile_error(tmp_path):
     r = last_json(run_py(code, d, {"NUMDYN_COMPILE_JOBS": "3", "CC": str(fake)}))
     assert r.get("raised") and r["ok"], r
     assert not [p for p in d.iterdir() if p.is_dir()], sorted(p.name for p in d.iterdir())
+
+
+LOOP_PROG = """
+import json, numpy as np, numdyn
+from numdyn import utils
+def f(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s += np.dot(A[i, :], A[i, :])
+    return s
+A = np.arange(12.0).reshape(3, 4)
+cf = numdyn.compile(f)
+r = cf(A)
+print(json.dumps({"ok": bool(r == f(A)), "captured": cf._loop_info()[0]["captured"],
+                  **dict(utils.counters)}))
+"""
+
+
+@pytest.mark.parametrize("header", ["nd_kernel.h", "nd_loop.h"])
+def test_a_changed_header_never_loads_kernels_built_against_the_old(tmp_path, header):
+    """Every header generated code includes is part of every cache entry's
+    key, captured loops' entries included (a new numdyn with another
+    nd_loop.h ABI must not load the old .so)."""
+    import numdyn.kernels as k
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(k.__path__[0], old)
+    shutil.copytree(k.__path__[0], new)
+    with open(new / header, "a") as fh:
+        fh.write("\n/* another numdyn */\n")
+    cache = tmp_path / "cache"
+    prog = tmp_path / "prog.py"   # loop capture reads the source from a file
+    prog.write_text(LOOP_PROG)
+
+    def run(kdir):
+        env = dict(os.environ, NUMDYN_CACHE_DIR=str(cache), NUMDYN_KERNELS_DIR=str(kdir),
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        return last_json(subprocess.run([sys.executable, str(prog)], env=env, capture_output=True,
+                                        text=True, timeout=300))
+    r1 = run(old)
+    assert r1["ok"] and r1["captured"] and r1["disk_cache_hits"] == 0
+    r2 = run(old)
+    assert r2["ok"] and r2["disk_cache_hits"] >= 1
+    r3 = run(new)
+    assert r3["ok"] and r3["captured"] and r3["disk_cache_hits"] == 0

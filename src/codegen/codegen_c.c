@@ -38,19 +38,25 @@ static int find_header_dir(void)
         snprintf(header_dir, sizeof header_dir, "%s", s);
         Py_DECREF(first);
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/nd_kernel.h", header_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        PyErr_Format(PyExc_OSError, "numdyn: cannot read %s (broken installation?)", path);
-        header_dir[0] = 0;
-        return -1;
-    }
+    /* every header generated code includes: a changed one (a new numdyn)
+     * must not load kernels compiled against the old one */
+    static const char *const headers[] = {"nd_kernel.h", "nd_loop.h"};
     uint64_t h = ND_FNV_INIT;
-    char buf[8192];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) h = nd_fnv64(buf, k, h);
-    fclose(f);
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", header_dir, headers[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            PyErr_Format(PyExc_OSError, "numdyn: cannot read %s (broken installation?)", path);
+            header_dir[0] = 0;
+            return -1;
+        }
+        char buf[8192];
+        size_t k;
+        h = nd_fnv64(headers[i], strlen(headers[i]), h);
+        while ((k = fread(buf, 1, sizeof buf, f)) > 0) h = nd_fnv64(buf, k, h);
+        fclose(f);
+    }
     header_hash = h;
     return 0;
 }

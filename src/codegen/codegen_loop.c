@@ -841,13 +841,18 @@ done:
 static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
 {
     const char *R = ctype[r];
+    const nd_ln *e = vc->slot[sl].e;
+    int bits, m = (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
+    int dm = nd_lty_expr(g->T, e->kid[m], g->assign, &bits) & ~LT_MAT;
+    if ((r == LT_F8 || r == LT_F4) && dm == r && vc->slot[sl].te == r) {
+        decl(g, out, r, "ndl_dotrow_%s(%s + %s * %s, %s, %s, %s)", r == LT_F8 ? "d" : "f", vc->slot[sl].p,
+             vc->k, vc->slot[sl].st, vc->slot[sl].st2, vc->slot[sl].w, vc->slot[sl].n2);
+        return;
+    }
     newtmp(g, out, r);
     line(g, "%s %s = 0;", R, out->s);
     line(g, "for (int64_t j_ = 0; j_ < %s; j_++) {", vc->slot[sl].n2);
     g->ind++;
-    const nd_ln *e = vc->slot[sl].e;
-    int bits, m = (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
-    int dm = nd_lty_expr(g->T, e->kid[m], g->assign, &bits) & ~LT_MAT;
     char mv[200], vv[64];
     snprintf(mv, sizeof mv, "(%s)*(const %s *)(%s + %s * %s + j_ * %s)", R, ctype[dm], vc->slot[sl].p,
              vc->k, vc->slot[sl].st, vc->slot[sl].st2);
@@ -1010,16 +1015,24 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         line(g, "%s[%s] = (%s)%s;", w, vc->k, R, x.s);
         vloop_close(g);
         line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, r == LT_F4 ? "f" : "d", w, vc->len);
+    } else if (dot && (r == LT_F8 || r == LT_F4) && vc->n == 2 && vc->slot[0].slice == 1 &&
+               vc->slot[1].slice == 1 && vc->slot[0].e == e->kid[0] && vc->slot[1].e == e->kid[1] &&
+               (nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC) == r &&
+               (nd_lty_expr(g->T, e->kid[1], g->assign, &(int){0}) & ~LT_VEC) == r) {
+        /* np.dot of two slices of the result's type: one vectorized helper */
+        line(g, "%s = ndl_dot2_%s(%s, %s, %s, %s, %s);", out->s, r == LT_F8 ? "d" : "f", vc->slot[0].p,
+             vc->slot[0].st, vc->slot[1].p, vc->slot[1].st, vc->len);
     } else {
-        if (dot && ISF(r)) line(g, "%s = %s ? (%s)-0.0 : (%s)0;", out->s, vc->len, R, R);
+
         vloop_open(g, vc);
         cv x, y;
         if (velem(g, vc, e->kid[0], &x) < 0) goto done;
         if (dot && velem(g, vc, e->kid[1], &y) < 0) goto done;
         if (r == LT_B1)
             line(g, "%s |= (uint8_t)((%s != 0) & %s);", out->s, x.s, dot ? y.s : "1");
-        else if (ISF(r))
-            line(g, "%s += (%s)%s * (%s)%s;", out->s, R, x.s, R, y.s);
+        else if (ISF(r))   /* from +0.0 as BLAS; one element: its product (-0.0 kept) */
+            line(g, "%s = %s == 1 ? (%s)%s * (%s)%s : %s + (%s)%s * (%s)%s;", out->s, vc->len, R, x.s, R, y.s,
+                 out->s, R, x.s, R, y.s);
         else if (dot)   /* integers wrap (unsigned arithmetic: no UB) */
             line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s * (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s, R, y.s);
         else

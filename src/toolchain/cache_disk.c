@@ -543,8 +543,13 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
     const char **shown = PyMem_Calloc((size_t)n, sizeof(char *));
     int nb = 0, rc = -1;
     if (!bases || !ub || !todo || !fds || !shown) { PyErr_NoMemory(); goto done; }
+    /* the compiler, its flags, the host ISA, the headers and numdyn's
+     * version are part of every entry's name here, whatever the caller's key
+     * covers: a kernel built against another header or ISA never loads */
+    uint64_t ident = nd_cc_identity();
     for (int i = 0; i < n; i++) {
-        snprintf(bases[i], sizeof bases[i], "%016llx", (unsigned long long)units[i].key);
+        uint64_t key = nd_fnv64(&ident, sizeof ident, units[i].key);
+        snprintf(bases[i], sizeof bases[i], "%016llx", (unsigned long long)key);
         handles[i] = try_load(dfd, bases[i], units[i].syms, units[i].nsyms);
         if (handles[i]) {
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
