@@ -41,6 +41,10 @@ typedef struct {
     char *data;
     int64_t shape[NDL_MAXDIMS];
     int64_t strides[NDL_MAXDIMS];   /* bytes */
+    /* an array local (row = A[i]: a view the loop assigns): the variable
+     * whose array it views, and whether it has a value; in and out */
+    int32_t src;
+    int32_t set;
 } nd_larr;
 
 typedef union { int64_t i; uint64_t u; double f; } nd_lval;

@@ -643,11 +643,21 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
     return no_type(g, e);
 }
 
+static int is_alocal(cg *g, int v) { return g->T->alocal && g->T->alocal[v]; }
+
+/* an array local read before the loop gave it a value: Python's error */
+static void need_set(cg *g, int v)
+{
+    if (is_alocal(g, v))
+        line(g, "if (NDL_UNLIKELY(!a%d_set)) { F->err_a = %d; rc = NDL_UNBOUND; goto nd_out; }", v, v);
+}
+
 /* ------------------------------------------------------- expressions */
 /* index k of an element access, checked against its axis; "ix" names */
 static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
 {
     int a = e->var, n = e->n - first;
+    need_set(g, a);
     for (int k = 0; k < n; k++) {
         cv v;
         if (expr(g, e->kid[first + k], &v) < 0) return -1;
@@ -736,6 +746,7 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
 {
     int a = e->var, nd = g->T->andim[a], got = 0;
     char off[900] = "0";
+    need_set(g, a);
     for (int j = 0; j < nd; j++) {
         const nd_ln *x = j < e->n ? e->kid[j] : NULL;
         if (!x || x->kind == LK_SL) {
@@ -771,7 +782,7 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
     return 0;
 }
 
-/* a 1-D slice (LK_SLICE, or LK_ELEM short of the array's ndim) into a slot */
+/* 1-D slice (LK_SLICE, or LK_ELEM short of the array's ndim) into a slot */
 static int vslice(cg *g, vctx *vc, const nd_ln *e)
 {
     int sl = vnew_slot(g, vc, e);
@@ -1146,6 +1157,7 @@ static int expr(cg *g, const nd_ln *e, cv *out)
     }
     case LK_SHAPE: {
         int av = e->var, nd = T->andim[av];
+        need_set(g, av);
         if (e->aux == -2) decl(g, out, r, "%dll", nd);
         else if (e->aux == -1) {
             char buf[800] = "1";
@@ -1402,9 +1414,26 @@ done:
     return rc;
 }
 
+/* row = A[i] / w = row[1:] / v = x: the array local takes the view (Python
+ * binds the name to a view: later writes through either are seen by both) */
+static int vassign(cg *g, const nd_ln *s)
+{
+    const nd_ln *e = s->kid[0];
+    int v = s->var, a = e->var;
+    char p[16], st[2][16], len[2][16];
+    if (vpart(g, e, 1, p, st, len) < 0) return -1;
+    char src[32];
+    if (is_alocal(g, a)) snprintf(src, sizeof src, "a%d_src", a);
+    else snprintf(src, sizeof src, "%d", a);
+    line(g, "a%d = (char *)%s; a%d_n0 = %s; a%d_s0 = %s; a%d_src = %s; a%d_set = 1;", v, p, v, len[0], v,
+         st[0], v, src, v);
+    return 0;
+}
+
 static int simple(cg *g, const nd_ln *s)
 {
     cv x, y;
+    if (s->kind == LK_ASSIGN && is_alocal(g, s->var)) return vassign(g, s);
     switch (s->kind) {
     case LK_ASSIGN:
         if (expr(g, s->kid[0], &x) < 0) return -1;
@@ -1683,6 +1712,13 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     line(&g, "void *nd_scr[64] = {0};");
     line(&g, "size_t nd_scr_cap[64] = {0};");
     for (int v = 0; v < ir->nvars; v++) {
+        if (T->adt[v] >= 0 && T->alocal && T->alocal[v]) {
+            /* an array local: the view it holds, reassigned by the loop */
+            line(&g, "char *a%d = F->arr[%d].data;", v, v);
+            line(&g, "int64_t a%d_n0 = F->arr[%d].shape[0], a%d_s0 = F->arr[%d].strides[0];", v, v, v, v);
+            line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set;", v, v, v, v);
+            continue;
+        }
         if (T->adt[v] >= 0) {
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
             for (int d = 0; d < T->andim[v]; d++)
@@ -1700,6 +1736,10 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     }
     int rc = stmt(&g, ir->root);
     line(&g, "nd_out:");
+    for (int v = 0; v < ir->nvars; v++)
+        if (T->adt[v] >= 0 && T->alocal && T->alocal[v])
+            line(&g, "F->arr[%d].data = a%d; F->arr[%d].shape[0] = a%d_n0; F->arr[%d].strides[0] = a%d_s0; "
+                     "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set;", v, v, v, v, v, v, v, v, v, v);
     for (int v = 0; v < ir->nvars; v++) {
         if (T->adt[v] >= 0 || (!T->vset[v] && T->entry[v] == LT_UNBOUND)) continue;
         line(&g, "F->tag[%d] = v%d_t;", v, v);

@@ -718,6 +718,7 @@ static int stmt_types(fctx *f, const nd_ln *s)
     int bits, rc;
     switch (s->kind) {
     case LK_ASSIGN:
+        if (T->alocal && T->alocal[s->var]) return 0;   /* a view: codegen checks its indices */
         if ((rc = expr_types(f, s->kid[0], &set, &bits)) != 0) return rc;
         add_to(f, s->var, set, bits);
         return 0;
@@ -767,6 +768,73 @@ static int walk(fctx *f, nd_ln *const *b, int n)
     return 0;
 }
 
+/* ------------------------------------------------- array locals */
+/* the array variable a view expression selects a 1-D part of (a slice, a
+ * row of a 2-D array, a whole 1-D array or array local), or -1 */
+static int view_source(const nd_ltyping *T, const nd_ln *e)
+{
+    if (e->kind == LK_VAR) return T->adt[e->var] >= 0 && T->andim[e->var] == 1 ? e->var : -1;
+    if (e->kind != LK_SLICE && e->kind != LK_ELEM) return -1;
+    int a = e->var;
+    if (T->adt[a] < 0 || e->n > T->andim[a]) return -1;
+    int nvec = T->andim[a] - e->n;
+    for (int k = 0; k < e->n; k++) nvec += e->kid[k]->kind == LK_SL;
+    return nvec == 1 ? a : -1;
+}
+
+/* names assigned views (row = A[i], w = row[1:]) become array locals: one
+ * pass marks those whose sources are known; 1: something changed */
+static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
+{
+    int changed = 0;
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if (s->kind == LK_ASSIGN) {
+            int v = s->var, src = view_source(T, s->kid[0]);
+            if (src < 0 || src == v || T->alocal[v] || T->adt[v] >= 0) continue;
+            T->alocal[v] = 1;
+            T->adt[v] = T->adt[src];
+            T->andim[v] = 1;
+            T->awrite[v] = T->awrite[src];
+            changed = 1;
+        } else if (s->kind == LK_FOR || s->kind == LK_WHILE || s->kind == LK_IF) {
+            changed |= mark_array_locals(T, s->body, s->nbody);
+            changed |= mark_array_locals(T, s->orelse, s->norelse);
+        }
+    }
+    return changed;
+}
+
+/* every assignment to an array local is a view of its dtype; views of
+ * read-only arrays make it read-only. 0, or 1 with T->reason */
+static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if (s->kind == LK_ASSIGN && T->alocal[s->var]) {
+            int src = view_source(T, s->kid[0]);
+            if (src < 0 || T->adt[src] != T->adt[s->var]) {
+                why(T, s, src < 0 ? "a name given both an array view and another value"
+                                  : "a name given views of arrays of different dtypes");
+                return 1;
+            }
+            if (!T->awrite[src]) T->awrite[s->var] = 0;
+        } else if (s->kind == LK_MULTI) {
+            int m = s->n / 2;
+            for (int j = 0; j < m; j++)
+                if (T->alocal[s->kid[j]->var] || view_source(T, s->kid[m + j]) >= 0) {
+                    why(T, s, "arrays assigned in a tuple assignment");
+                    return 1;
+                }
+        } else if (s->kind == LK_FOR || s->kind == LK_WHILE || s->kind == LK_IF) {
+            if (s->kind == LK_FOR && T->alocal[s->var]) { why(T, s, "an array view as a loop variable"); return 1; }
+            if (check_array_locals(T, s->body, s->nbody) || check_array_locals(T, s->orelse, s->norelse))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 int nd_loop_type(nd_ltyping *T)
 {
     const nd_lir *ir = T->ir;
@@ -785,6 +853,19 @@ int nd_loop_type(nd_ltyping *T)
     for (int v = 0; v < ir->nvars; v++)
         if (T->entry[v] == LT_PYINT && T->vbits_entry) T->vbits[v] = T->vbits_entry[v];
     int rc = 0, rounds = 0;
+    if (T->alocal) {
+        const nd_ln *root = ir->root;
+        nd_ln *const one[1] = {(nd_ln *)root};
+        while (mark_array_locals(T, one, 1)) {}
+        for (int v = 0; v < ir->nvars; v++)
+            if (T->alocal[v] && T->entry[v] != LT_UNBOUND) {
+                T->reason = PyUnicode_FromFormat("'%U' is a scalar before the loop and an array view in it",
+                                                 PyTuple_GET_ITEM(ir->names, v));
+                PyMem_Free(assign);
+                return T->reason ? 1 : -1;
+            }
+        if (check_array_locals(T, one, 1)) { PyMem_Free(assign); return T->reason ? 1 : -1; }
+    }
     do {
         f.changed = 0;
         memset(assign, LT_UNBOUND, (size_t)ir->nvars + 1);

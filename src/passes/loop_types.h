@@ -22,6 +22,8 @@ typedef struct nd_ltyping_s {
     int8_t *adt;        /* arrays: element type (LT_*), -1: not an array */
     int8_t *andim;
     uint8_t *awrite;    /* arrays: writeable */
+    uint8_t *alocal;    /* array locals: names the loop assigns views to (row = A[i]);
+                           1-D, their adt/andim/awrite set by typing */
     uint8_t abits;      /* bound of any array dimension (bits) */
     PyObject *reason;   /* str, set when a signature cannot be compiled */
 } nd_ltyping;

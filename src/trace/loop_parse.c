@@ -821,13 +821,8 @@ int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reaso
         while (ir->names && PyDict_Next(c.index, &pos, &k, &v))
             PyTuple_SET_ITEM(ir->names, PyLong_AsLong(v), Py_NewRef(k));
         if (!ir->names) rc = -1;
-        /* an array variable cannot also be a scalar the loop assigns */
-        for (int i = 0; rc == 0 && i < ir->nvars; i++)
-            if ((ir->vflags[i] & VF_ARRAY) && (ir->vflags[i] & VF_ASSIGNED)) {
-                *reason = PyUnicode_FromFormat("the indexed name '%U' is assigned in the loop",
-                                               PyTuple_GET_ITEM(ir->names, i));
-                rc = *reason ? 1 : -1;
-            }
+        /* an indexed name the loop assigns is an array local (row = A[i])
+         * or not compilable: typing decides, per call (loop_types.c) */
     }
     Py_DECREF(c.index);
     if (rc != 0) nd_lir_free(ir);

@@ -31,6 +31,8 @@ typedef struct {
     nd_loopfn fn;          /* NULL: not compilable for this signature */
     int snapshot;
     PyObject *reason;
+    uint8_t *alocal;       /* per variable: an array local (typing's decision) */
+    int alocal_stored;     /* the loop stores through an array local */
 } lsig;
 
 typedef struct {
@@ -190,6 +192,13 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
     memset(s, 0, sizeof *s);
     s->key = key;
     int rc = nd_loop_type(T);
+    if (rc == 0) {
+        int nv = L->ir.nvars;
+        if (!(s->alocal = PyMem_Calloc((size_t)nv + 1, 1))) { PyErr_NoMemory(); return NULL; }
+        memcpy(s->alocal, T->alocal, (size_t)nv);
+        for (int v = 0; v < nv; v++)
+            if (T->alocal[v] && (L->ir.vflags[v] & VF_STORED)) s->alocal_stored = 1;
+    }
     nd_sb sb;
     nd_sb_init(&sb);
     if (rc == 0) rc = nd_codegen_loop(T, &sb, &s->snapshot);
@@ -206,7 +215,7 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         if (getenv("NUMDYN_LOOP_DEBUG")) fprintf(stderr, "%.*s\n", (int)sb.n, sb.p);
     }
     nd_sb_free(&sb);
-    if (rc < 0) return NULL;
+    if (rc < 0) { PyMem_Free(s->alocal); s->alocal = NULL; return NULL; }
     if (rc == 1) {
         s->reason = T->reason ? Py_NewRef(T->reason) : PyUnicode_FromString("types this loop cannot compute in");
         if (!s->reason) return NULL;
@@ -218,6 +227,40 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
 static void set_reason(NdLoop *L, PyObject *why)
 {
     if (L->info && why) PyDict_SetItemString(L->info, "last_fallback", why);
+}
+
+/* whether the loop may write array variable v: stored into, or any array
+ * when it stores through an array local (a view of one of them) */
+static int stored(const nd_lir *ir, const lsig *s, const int8_t *adt, int v)
+{
+    if (ir->vflags[v] & VF_STORED) return 1;
+    return s->alocal_stored && adt[v] >= 0;
+}
+
+/* the ndarray an array local holds at the loop's end: its entry object when
+ * it still views it whole, else a view of the array it was taken from */
+static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v)
+{
+    PyObject *base = vals[a->src];
+    if (!base || !PyArray_Check(base)) {
+        PyErr_SetString(PyExc_SystemError, "numdyn loop: an array view without its array");
+        return NULL;
+    }
+    PyArrayObject *b = (PyArrayObject *)base;
+    if (a->src == v && a->data == PyArray_BYTES(b) && PyArray_NDIM(b) == 1 &&
+        a->shape[0] == PyArray_DIM(b, 0) && a->strides[0] == PyArray_STRIDE(b, 0))
+        return Py_NewRef(base);
+    PyArray_Descr *d = PyArray_DESCR(b);
+    Py_INCREF(d);
+    npy_intp n = (npy_intp)a->shape[0], st = (npy_intp)a->strides[0];
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, d, 1, &n, &st, a->data,
+                                          PyArray_FLAGS(b) & NPY_ARRAY_WRITEABLE, NULL);
+    if (!view) return NULL;
+    if (PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(base)) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    return view;
 }
 
 /* ---------------------------------------------------------------- run */
@@ -239,6 +282,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     if (!vals || !buf || !arr || !val || !snaps) { PyErr_NoMemory(); goto done; }
     uint8_t *entry = buf, *vbits = buf + nv + 1, *awrite = buf + 2 * (nv + 1), *tag = buf + 3 * (nv + 1);
     int8_t *adt = (int8_t *)(buf + 4 * (nv + 1)), *andim = (int8_t *)(buf + 5 * (nv + 1));
+    uint8_t *alocal = buf + 6 * (nv + 1);
     uint32_t *vset = PyMem_Calloc((size_t)nv + 1, sizeof(uint32_t));
     uint8_t *vb = PyMem_Calloc((size_t)nv + 1, 1);
     if (!vset || !vb) { PyMem_Free(vset); PyMem_Free(vb); PyErr_NoMemory(); goto done; }
@@ -297,6 +341,22 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         if (!(f & (VF_ARRAY | VF_ASSIGNED)) && x && PyArray_CheckExact(x) &&
             PyArray_NDIM((PyArrayObject *)x) >= 1 && PyArray_NDIM((PyArrayObject *)x) <= 2)
             f |= VF_ARRAY;
+        arr[v].src = v;
+        if (f & VF_ASSIGNED) {
+            /* a name the loop assigns: an array local when it holds a 1-D
+             * array (or is unbound and typing makes it one), else a scalar */
+            if (!x && (f & VF_ARRAY)) {
+                key = nd_hash_mix(key, (uint64_t)v << 8 | LT_UNBOUND | (1ull << 41));
+                continue;
+            }
+            if (x && PyArray_CheckExact(x) && PyArray_NDIM((PyArrayObject *)x) == 1) {
+                f |= VF_ARRAY;
+                alocal[v] = 1;
+                arr[v].set = 1;
+            } else {
+                f &= (uint8_t)~VF_ARRAY;
+            }
+        }
         if (f & VF_ARRAY) {
             if (!x || !PyArray_CheckExact(x)) {
                 why = PyUnicode_FromFormat("'%U' is not an ndarray", PyTuple_GET_ITEM(ir->names, v));
@@ -312,7 +372,8 @@ static PyObject *run(NdLoop *L, PyObject *locals)
             }
             adt[v] = (int8_t)lt;
             andim[v] = (int8_t)PyArray_NDIM(a);
-            awrite[v] = (f & VF_STORED) ? (PyArray_ISWRITEABLE(a) != 0) : 1;
+            /* (views the loop assigns may write any array: always known) */
+            awrite[v] = PyArray_ISWRITEABLE(a) != 0;
             for (int d = 0; d < PyArray_NDIM(a); d++) {
                 if (PyArray_DIM(a, d) >= (1ll << 31)) abits = 47;
                 arr[v].shape[d] = PyArray_DIM(a, d);
@@ -358,6 +419,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         T.adt = adt;
         T.andim = andim;
         T.awrite = awrite;
+        T.alocal = alocal;
         T.abits = (uint8_t)abits;
         s = compile_sig(L, key, &T);
         Py_XDECREF(T.reason);
@@ -379,14 +441,14 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     if (t) {
         if (!(handed = PyTuple_New(nv))) goto done_free;
         for (int v = 0; v < nv; v++)
-            PyTuple_SET_ITEM(handed, v, Py_NewRef((ir->vflags[v] & VF_STORED) && vals[v] ? vals[v] : Py_None));
+            PyTuple_SET_ITEM(handed, v, Py_NewRef(stored(ir, s, adt, v) && vals[v] ? vals[v] : Py_None));
         if (nd__flush_writes(t) < 0) goto done_free;
         if (nd__outside_begin(t, handed, &o) < 0) goto done_free;
         outside = 1;
     }
     if (s->snapshot)
         for (int v = 0; v < nv; v++)
-            if ((ir->vflags[v] & VF_STORED) && adt[v] >= 0 &&
+            if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v] &&
                 !(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER)))
                 goto done_free;
     runctx ctx = {L, vals};
@@ -444,13 +506,16 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     {
         int nout = 0, unbound = 0;
         for (int v = 0; v < nv; v++)
-            if (ir->vflags[v] & VF_ASSIGNED) { nout++; unbound |= tag[v] == LT_UNBOUND; }
+            if (ir->vflags[v] & VF_ASSIGNED) {
+                nout++;
+                unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
+            }
         PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
         int k = 0;
         for (int v = 0; r && v < nv; v++) {
             if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
-            if (tag[v] == LT_UNBOUND) continue;
-            PyObject *b = box(tag[v], &val[v]);
+            if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
+            PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v) : box(tag[v], &val[v]);
             if (!b) { Py_CLEAR(r); break; }
             if (unbound) {
                 if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
@@ -508,7 +573,10 @@ static void loop_dealloc(PyObject *o)
 {
     NdLoop *L = (NdLoop *)o;
     nd_lir_free(&L->ir);
-    for (int k = 0; k < L->nsigs; k++) Py_XDECREF(L->sigs[k].reason);
+    for (int k = 0; k < L->nsigs; k++) {
+        Py_XDECREF(L->sigs[k].reason);
+        PyMem_Free(L->sigs[k].alocal);
+    }
     PyMem_Free(L->sigs);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
