@@ -43,8 +43,9 @@ typedef struct {
     int64_t strides[NDL_MAXDIMS];   /* bytes */
     /* an array local (row = A[i]: a view the loop assigns): the variable
      * whose array it views, and whether it has a value; in and out */
-    int32_t src;
+    int32_t src;           /* -1: a computed array in `own` */
     int32_t set;
+    void *own;             /* out: a computed array local's buffer (malloc), the runner frees it */
 } nd_larr;
 
 typedef union { int64_t i; uint64_t u; double f; } nd_lval;

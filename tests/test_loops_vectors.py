@@ -324,18 +324,19 @@ def test_comparisons_give_bool_arrays():
     assert outs[0].categories == ()
 
 
-def computed_array_to_name(A):
+def array_and_scalar_in_one_name(A):
     s = 0.0
     for i in range(A.shape[0]):
         row = A[i, :] * 2.0
         s += row[0]
-    return s
+        row = 1.0
+    return s, row
 
 
-def test_a_computed_array_given_to_a_name_is_not_compiled_yet():
-    cf = numdyn.compile(computed_array_to_name)
+def test_a_name_given_an_array_and_a_scalar_is_left_to_python():
+    cf = numdyn.compile(array_and_scalar_in_one_name)
     A = arr("float64", (3, 4))
-    assert cf(A) == computed_array_to_name(A)
+    assert cf(A) == array_and_scalar_in_one_name(A)
     info = cf._loop_info()
     assert info and "name" in info[0].get("last_fallback", ""), info
 
@@ -554,3 +555,76 @@ def extreme_of_empty(A, k):
 def test_extreme_of_an_empty_slice_raises_numpys_error():
     outs = check_calls(extreme_of_empty, (arr("float64", (3, 4)), 4))
     assert type(outs[0].exc) is ValueError and "zero-size" in str(outs[0].exc)
+
+
+# ---------------------------------------------------------------- computed array locals
+
+def nbody_acc(pos, mass):
+    n = pos.shape[0]
+    acc = np.zeros_like(pos)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                d = pos[j] - pos[i]
+                r2 = np.dot(d, d) + 1e-3
+                acc[i] += mass[j] * d / (r2 * np.sqrt(r2))
+    return acc
+
+
+def knapsack_candidates(weights, values, capacity):
+    best = np.zeros(capacity + 1)
+    for i in range(weights.shape[0]):
+        w = weights[i]
+        cand = best[:capacity + 1 - w] + values[i]
+        best[w:] = np.maximum(best[w:], cand)
+    return best
+
+
+def temp_reads_itself(A):
+    for i in range(A.shape[0]):
+        t = A[i] * 2
+        t = t[::1] + t[0]
+        t[0] = -1
+    return t
+
+
+def temp_of_ints(A, c):
+    s = 0
+    for i in range(A.shape[0]):
+        d = A[i] * c - A[i - 1]
+        s += d.sum()
+    return s, d
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_computed_arrays_given_to_names(dtype):
+    pos, mass = arr(dtype, (9, 3), seed=19), arr(dtype, 9, seed=20)
+    captured(nbody_acc, pos, mass)
+    check_calls(nbody_acc, (pos, mass))
+    W = np.array([3, 5, 1, 7, 2])
+    captured(knapsack_candidates, W, arr(dtype, 5), 20)
+    check_calls(knapsack_candidates, (W, arr(dtype, 5), 20))
+    captured(temp_reads_itself, arr(dtype, (3, 4)))
+    check_calls(temp_reads_itself, (arr(dtype, (3, 4)),))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint32", "int64"])
+def test_computed_integer_arrays_wrap_and_are_handed_back(dtype):
+    A = arr(dtype, (4, 5), seed=21)
+    captured(temp_of_ints, A, 100)
+    outs = check_calls(temp_of_ints, (A, 100), (A, 3))
+    assert outs[0].exc is None
+
+
+def view_of_a_temp(A):
+    for i in range(A.shape[0]):
+        t = A[i] * 2.0
+        u = t[1:]
+    return u
+
+
+def test_a_view_of_a_computed_array_is_left_to_python():
+    cf = numdyn.compile(view_of_a_temp)
+    A = arr("float64", (3, 4))
+    assert np.array_equal(cf(A), view_of_a_temp(A))
+    assert "view" in cf._loop_info()[0].get("last_fallback", "")

@@ -643,7 +643,7 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
     return no_type(g, e);
 }
 
-static int is_alocal(cg *g, int v) { return g->T->alocal && g->T->alocal[v]; }
+static int is_alocal(cg *g, int v) { return g->T->alocal ? g->T->alocal[v] : 0; }
 
 /* an array local read before the loop gave it a value: Python's error */
 static void need_set(cg *g, int v)
@@ -1430,9 +1430,50 @@ static int vassign(cg *g, const nd_ln *s)
     return 0;
 }
 
+/* d = X[i] - X[j]: a computed 1-D array, into a buffer the name owns (the
+ * right side is computed whole first: it may read the name's old value) */
+static int vtemp(cg *g, const nd_ln *s)
+{
+    int v = s->var, te = g->T->adt[v], bits;
+    int tr = nd_lty_expr(g->T, s->kid[0], g->assign, &bits);
+    if (tr < 0 || tr != (te | LT_VEC)) return no_type(g, s);
+    vctx *vc = PyMem_Calloc(1, sizeof(vctx));
+    if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    int rc = -1;
+    const char *T = ctype[te];
+    line(g, "{");
+    g->ind++;
+    if (vprep(g, vc, s->kid[0]) < 0) goto done;
+    if (!vc->havelen) { rc = no_type(g, s); goto done; }
+    char w[16];
+    if (scratch(g, s, T, vc->len, w) < 0) goto done;
+    if (ISF(te)) flags_clear(g);
+    vloop_open(g, vc);
+    cv x;
+    if (velem(g, vc, s->kid[0], &x) < 0) goto done;
+    line(g, "%s[%s] = %s;", w, vc->k, x.s);
+    vloop_close(g);
+    if (ISF(te)) flags_check(g);
+    line(g, "if ((size_t)%s * sizeof(%s) + 64 > b%d_cap) {", vc->len, T, v);
+    line(g, "  void *q_ = realloc(b%d, (size_t)%s * sizeof(%s) + 64);", v, vc->len, T);
+    line(g, "  if (!q_) { rc = NDL_DEOPT; goto nd_out; }");
+    line(g, "  b%d = q_; b%d_cap = (size_t)%s * sizeof(%s) + 64;", v, v, vc->len, T);
+    line(g, "}");
+    line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
+    line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1;", v, v, v,
+         vc->len, v, T, v, v);
+    g->ind--;
+    line(g, "}");
+    rc = 0;
+done:
+    PyMem_Free(vc);
+    return rc;
+}
+
 static int simple(cg *g, const nd_ln *s)
 {
     cv x, y;
+    if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 2) return vtemp(g, s);
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var)) return vassign(g, s);
     switch (s->kind) {
     case LK_ASSIGN:
@@ -1717,6 +1758,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
             line(&g, "int64_t a%d_n0 = F->arr[%d].shape[0], a%d_s0 = F->arr[%d].strides[0];", v, v, v, v);
             line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set;", v, v, v, v);
+            if (T->alocal[v] == 2) line(&g, "char *b%d = NULL; size_t b%d_cap = 0;", v, v);
             continue;
         }
         if (T->adt[v] >= 0) {
@@ -1739,7 +1781,10 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     for (int v = 0; v < ir->nvars; v++)
         if (T->adt[v] >= 0 && T->alocal && T->alocal[v])
             line(&g, "F->arr[%d].data = a%d; F->arr[%d].shape[0] = a%d_n0; F->arr[%d].strides[0] = a%d_s0; "
-                     "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set;", v, v, v, v, v, v, v, v, v, v);
+                     "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set;%s", v, v, v, v, v, v, v, v, v, v,
+                 T->alocal[v] == 2 ? "" : "");
+    for (int v = 0; v < ir->nvars; v++)
+        if (T->adt[v] >= 0 && T->alocal && T->alocal[v] == 2) line(&g, "F->arr[%d].own = b%d;", v, v);
     for (int v = 0; v < ir->nvars; v++) {
         if (T->adt[v] >= 0 || (!T->vset[v] && T->entry[v] == LT_UNBOUND)) continue;
         line(&g, "F->tag[%d] = v%d_t;", v, v);

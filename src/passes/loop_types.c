@@ -673,12 +673,14 @@ typedef struct {
 
 /* every type (and bits) e may have over the combinations of its union
  * variables' types */
-static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
+/* vecs: NULL, or where the 1-D array types (LT_VEC | t) e may have go */
+static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits, uint64_t *vecs)
 {
     nd_ltyping *T = f->T;
     uvars u = {{0}, 0};
     *set = 0;
     *bits = 0;
+    if (vecs) *vecs = 0;
     if (collect(T, e, &u, 0) < 0) { why(T, e, "too many variables of changing type"); return 1; }
     int idx[8] = {0}, nt[8], mem[8][LT_N];
     for (int k = 0; k < u.n; k++) {
@@ -689,6 +691,10 @@ static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
         for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
         int b, t = nd_lty_expr(T, e, f->assign, &b);
         if (t == -2) return -1;
+        if (t >= 0 && vecs && (t & LT_VEC) && !(t & LT_MAT)) {
+            *vecs |= 1ull << (t & ~LT_VEC);
+            t = -1;
+        }
         if (t >= 0 && (t & (LT_VEC | LT_MAT))) { why(T, e, "an array value given to a name"); return 1; }
         if (t >= 0) {
             *set |= 1u << t;
@@ -718,14 +724,26 @@ static int stmt_types(fctx *f, const nd_ln *s)
     int bits, rc;
     switch (s->kind) {
     case LK_ASSIGN:
+        if (T->alocal && T->alocal[s->var] == 2) {
+            /* a computed array: its element type, one for every assignment */
+            uint64_t vecs;
+            if ((rc = expr_types(f, s->kid[0], &set, &bits, &vecs)) != 0) return rc;
+            if (set) { why(T, s, "a name given both a computed array and a scalar"); return 1; }
+            for (int et = 0; et < LT_N; et++) {
+                if (!(vecs & (1ull << et))) continue;
+                if (T->adt[s->var] < 0) { T->adt[s->var] = (int8_t)et; f->changed = 1; }
+                else if (T->adt[s->var] != et) { why(T, s, "a name given computed arrays of different dtypes"); return 1; }
+            }
+            return 0;
+        }
         if (T->alocal && T->alocal[s->var]) return 0;   /* a view: codegen checks its indices */
-        if ((rc = expr_types(f, s->kid[0], &set, &bits)) != 0) return rc;
+        if ((rc = expr_types(f, s->kid[0], &set, &bits, NULL)) != 0) return rc;
         add_to(f, s->var, set, bits);
         return 0;
     case LK_MULTI: {
         int m = s->n / 2;
         for (int k = 0; k < m; k++) {
-            if ((rc = expr_types(f, s->kid[m + k], &set, &bits)) != 0) return rc;
+            if ((rc = expr_types(f, s->kid[m + k], &set, &bits, NULL)) != 0) return rc;
             add_to(f, s->kid[k]->var, set, bits);
         }
         return 0;
@@ -733,7 +751,7 @@ static int stmt_types(fctx *f, const nd_ln *s)
     case LK_FOR: {
         int b = 0;
         for (int k = 0; k < 3; k++) {
-            if ((rc = expr_types(f, s->kid[k], &set, &bits)) != 0) return rc;
+            if ((rc = expr_types(f, s->kid[k], &set, &bits, NULL)) != 0) return rc;
             for (int t = 0; t < LT_N; t++)
                 if ((set & (1u << t)) && (!is_intlike(t) || t == LT_U8)) {
                     why(T, s, "range() of a value that is not an integer");
@@ -773,7 +791,16 @@ static int walk(fctx *f, nd_ln *const *b, int n)
  * row of a 2-D array, a whole 1-D array or array local), or -1 */
 static int view_source(const nd_ltyping *T, const nd_ln *e)
 {
-    if (e->kind == LK_VAR) return T->adt[e->var] >= 0 && T->andim[e->var] == 1 ? e->var : -1;
+    if (e->kind == LK_VAR) {
+        if (T->alocal[e->var] == 2) return e->var;
+        return T->adt[e->var] >= 0 && T->andim[e->var] == 1 ? e->var : -1;
+    }
+    if ((e->kind == LK_SLICE || e->kind == LK_ELEM) && T->alocal[e->var] == 2) {
+        /* a computed array local is 1-D (its dtype may not be known yet) */
+        int nvec = 1 - e->n;
+        for (int k = 0; k < e->n; k++) nvec += e->kid[k]->kind == LK_SL;
+        return nvec == 1 ? e->var : -1;
+    }
     if (e->kind != LK_SLICE && e->kind != LK_ELEM) return -1;
     int a = e->var;
     if (T->adt[a] < 0 || e->n > T->andim[a]) return -1;
@@ -782,8 +809,44 @@ static int view_source(const nd_ltyping *T, const nd_ln *e)
     return nvec == 1 ? a : -1;
 }
 
+/* whether e computes a 1-D array (elementwise work on a view, a
+ * matrix-vector product): structurally, before scalar types are known */
+static int vector_expr(const nd_ltyping *T, const nd_ln *e)
+{
+    if (!e) return 0;
+    switch (e->kind) {
+    case LK_VAR: case LK_SLICE: case LK_ELEM:
+        return view_source(T, e) >= 0;
+    case LK_BIN: case LK_UN: case LK_CMP:
+        for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
+        return 0;
+    case LK_CALL:
+        if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) {
+            /* a product with a 2-D operand is a vector */
+            for (int k = 0; k < e->n; k++) {
+                const nd_ln *x = e->kid[k];
+                int a = x->var;
+                if ((x->kind == LK_VAR || x->kind == LK_SLICE || x->kind == LK_ELEM) && a >= 0 &&
+                    T->adt[a] >= 0 && !T->alocal[a]) {
+                    int nvec = T->andim[a] - (x->kind == LK_VAR ? 0 : x->n);
+                    for (int j = 0; x->kind != LK_VAR && j < x->n; j++) nvec += x->kid[j]->kind == LK_SL;
+                    if (nvec == 2) return 1;
+                }
+            }
+            return 0;
+        }
+        if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
+        for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 /* names assigned views (row = A[i], w = row[1:]) become array locals: one
- * pass marks those whose sources are known; 1: something changed */
+ * pass marks those whose sources are known; names assigned computed 1-D
+ * arrays (d = X[i] - X[j]) become temporary array locals (alocal 2, their
+ * dtype found by the fixed point); 1: something changed */
 static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
 {
     int changed = 0;
@@ -791,7 +854,15 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
         const nd_ln *s = b[k];
         if (s->kind == LK_ASSIGN) {
             int v = s->var, src = view_source(T, s->kid[0]);
-            if (src < 0 || src == v || T->alocal[v] || T->adt[v] >= 0) continue;
+            if (T->alocal[v] || T->adt[v] >= 0) continue;
+            if (src < 0 && vector_expr(T, s->kid[0])) {
+                T->alocal[v] = 2;
+                T->andim[v] = 1;
+                T->awrite[v] = 1;
+                changed = 1;
+                continue;
+            }
+            if (src < 0 || src == v) continue;   /* (a view of a computed array: refused below) */
             T->alocal[v] = 1;
             T->adt[v] = T->adt[src];
             T->andim[v] = 1;
@@ -811,8 +882,21 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
 {
     for (int k = 0; k < n; k++) {
         const nd_ln *s = b[k];
-        if (s->kind == LK_ASSIGN && T->alocal[s->var]) {
+        if (s->kind == LK_ASSIGN && T->alocal[s->var] == 2) {
+            /* a computed array: never a view of one (aliasing a buffer the
+             * loop reuses), always a computed one */
             int src = view_source(T, s->kid[0]);
+            if (src >= 0 || !vector_expr(T, s->kid[0])) {
+                why(T, s, src >= 0 ? "a name given both a view and a computed array (or a view of a computed array)"
+                                   : "a name given both a computed array and another value");
+                return 1;
+            }
+        } else if (s->kind == LK_ASSIGN && T->alocal[s->var]) {
+            int src = view_source(T, s->kid[0]);
+            if (src >= 0 && T->alocal[src] == 2) {
+                why(T, s, "a view of a computed array given to a name");
+                return 1;
+            }
             if (src < 0 || T->adt[src] != T->adt[s->var]) {
                 why(T, s, src < 0 ? "a name given both an array view and another value"
                                   : "a name given views of arrays of different dtypes");

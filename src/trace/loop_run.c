@@ -194,8 +194,10 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
     int rc = nd_loop_type(T);
     if (rc == 0) {
         int nv = L->ir.nvars;
-        if (!(s->alocal = PyMem_Calloc((size_t)nv + 1, 1))) { PyErr_NoMemory(); return NULL; }
+        /* per variable: its array-local kind, then its element type */
+        if (!(s->alocal = PyMem_Calloc(2 * (size_t)nv + 1, 1))) { PyErr_NoMemory(); return NULL; }
         memcpy(s->alocal, T->alocal, (size_t)nv);
+        for (int v = 0; v < nv; v++) s->alocal[nv + v] = (uint8_t)T->adt[v];
         for (int v = 0; v < nv; v++)
             if (T->alocal[v] && (L->ir.vflags[v] & VF_STORED)) s->alocal_stored = 1;
     }
@@ -239,8 +241,14 @@ static int stored(const nd_lir *ir, const lsig *s, const int8_t *adt, int v)
 
 /* the ndarray an array local holds at the loop's end: its entry object when
  * it still views it whole, else a view of the array it was taken from */
-static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v)
+static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt)
 {
+    if (a->src < 0) {   /* a computed array: a new ndarray of it */
+        npy_intp n = (npy_intp)a->shape[0];
+        PyObject *r = PyArray_SimpleNew(1, &n, nd_lty_typenum(lt));
+        if (r && n) memcpy(PyArray_DATA((PyArrayObject *)r), a->data, (size_t)n * (size_t)PyArray_ITEMSIZE((PyArrayObject *)r));
+        return r;
+    }
     PyObject *base = vals[a->src];
     if (!base || !PyArray_Check(base)) {
         PyErr_SetString(PyExc_SystemError, "numdyn loop: an array view without its array");
@@ -515,7 +523,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         for (int v = 0; r && v < nv; v++) {
             if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
             if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
-            PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v) : box(tag[v], &val[v]);
+            PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
             if (!b) { Py_CLEAR(r); break; }
             if (unbound) {
                 if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
@@ -534,6 +542,7 @@ fallback:
     nd_counter_add(ND_CTR_LOOP_FALLBACKS, 1);
     result = Py_NewRef(Py_None);
 done_free:
+    for (int v = 0; arr && v < nv; v++) free(arr[v].own);
     PyMem_Free(vset);
     PyMem_Free(vb);
 done:
