@@ -941,6 +941,17 @@ static int velem(cg *g, vctx *vc, const nd_ln *e, cv *out)
     return rc;
 }
 
+/* buffer buf (capacity cap, bytes) holds n elements of C type ct; when
+ * memory runs out Python runs the loop */
+static void grow(cg *g, const char *buf, const char *cap, const char *n, const char *ct)
+{
+    line(g, "if ((size_t)%s * sizeof(%s) + 64 > %s) {", n, ct, cap);
+    line(g, "  void *q_ = realloc(%s, (size_t)%s * sizeof(%s) + 64);", buf, n, ct);
+    line(g, "  if (!q_) { rc = NDL_DEOPT; goto nd_out; }");
+    line(g, "  %s = q_; %s = (size_t)%s * sizeof(%s) + 64;", buf, cap, n, ct);
+    line(g, "}");
+}
+
 /* a scratch buffer of n elements of C type ct, kept across iterations
  * (freed when the loop ends) */
 static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *name)
@@ -950,12 +961,11 @@ static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *n
         return no_type(g, e);
     }
     int id = g->nscr++;
+    char buf[32], cap[32];
     snprintf(name, 16, "w%d", ++g->tmp);
-    line(g, "if ((size_t)%s * sizeof(%s) > nd_scr_cap[%d]) {", n, ct, id);
-    line(g, "  void *q_ = realloc(nd_scr[%d], (size_t)%s * sizeof(%s) + 64);", id, n, ct);
-    line(g, "  if (!q_) { rc = NDL_DEOPT; goto nd_out; }");
-    line(g, "  nd_scr[%d] = q_; nd_scr_cap[%d] = (size_t)%s * sizeof(%s) + 64;", id, id, n, ct);
-    line(g, "}");
+    snprintf(buf, sizeof buf, "nd_scr[%d]", id);
+    snprintf(cap, sizeof cap, "nd_scr_cap[%d]", id);
+    grow(g, buf, cap, n, ct);
     line(g, "%s *%s = (%s *)nd_scr[%d];", ct, name, ct, id);
     g->snapshot = 1;
     return 0;
@@ -1454,11 +1464,10 @@ static int vtemp(cg *g, const nd_ln *s)
     line(g, "%s[%s] = %s;", w, vc->k, x.s);
     vloop_close(g);
     if (ISF(te)) flags_check(g);
-    line(g, "if ((size_t)%s * sizeof(%s) + 64 > b%d_cap) {", vc->len, T, v);
-    line(g, "  void *q_ = realloc(b%d, (size_t)%s * sizeof(%s) + 64);", v, vc->len, T);
-    line(g, "  if (!q_) { rc = NDL_DEOPT; goto nd_out; }");
-    line(g, "  b%d = q_; b%d_cap = (size_t)%s * sizeof(%s) + 64;", v, v, vc->len, T);
-    line(g, "}");
+    char buf[32], cap[32];
+    snprintf(buf, sizeof buf, "b%d", v);
+    snprintf(cap, sizeof cap, "b%d_cap", v);
+    grow(g, buf, cap, vc->len, T);
     line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
     line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1;", v, v, v,
          vc->len, v, T, v, v);
