@@ -628,3 +628,69 @@ def test_a_view_of_a_computed_array_is_left_to_python():
     A = arr("float64", (3, 4))
     assert np.array_equal(cf(A), view_of_a_temp(A))
     assert "view" in cf._loop_info()[0].get("last_fallback", "")
+
+
+# ---------------------------------------------------------------- random programs
+
+def _random_program(rng):
+    """A loop of 1-D array statements over rows and columns of A and B, with
+    random bounds (some of which mismatch), operators, ufuncs, reductions and
+    array locals."""
+    def part(name):
+        # four elements (5 x 5 arrays), now and then another length
+        if rng.random() < 0.05:
+            return f"{name}[i, {rng.choice(['2:', ':-2', 'j:'])}]"
+        return rng.choice([f"{name}[i, 1:]", f"{name}[i, :-1]", f"{name}[i, :4]", f"{name}[1:, j]",
+                           f"{name}[:4, j]", f"{name}[i, -4:]", f"{name}[(i + 1) % n, 1:n]"])
+
+    def vexpr(depth=0):
+        k = rng.integers(7 if depth < 2 else 3)
+        if k == 0:
+            return part(rng.choice(["A", "B"]))
+        if k == 1:
+            return "row"
+        if k == 2:
+            return f"{part('B')} * {rng.choice(['2', '0.5', 'c', 'A[i, 0]'])}"
+        if k == 3:
+            return f"({vexpr(depth + 1)} {rng.choice(['+', '-', '*'])} {vexpr(depth + 1)})"
+        if k == 4:
+            return f"np.{rng.choice(['abs', 'sqrt', 'exp', 'square'])}({vexpr(depth + 1)})"
+        if k == 5:
+            return f"np.maximum({vexpr(depth + 1)}, {rng.choice(['0.0', 'c', part('A')])})"
+        return f"({vexpr(depth + 1)} + np.{rng.choice(['sum', 'max', 'min'])}({part('A')}))"
+
+    stmts = [f"row = {part('A')}"]
+    for _ in range(rng.integers(1, 4)):
+        k = rng.integers(4)
+        if k == 0:
+            stmts.append(f"{part('A')} = {vexpr()}")
+        elif k == 1:
+            stmts.append(f"{part('A')} {rng.choice(['+=', '-=', '*='])} {vexpr()}")
+        elif k == 2:
+            stmts.append(f"s += np.dot({part('A')}, {part('B')})")
+        else:
+            stmts.append(f"t = {vexpr()}\n        s += t.sum()")
+    body = "\n        ".join(stmts)
+    return f"""
+def f(A, B, c):
+    n = A.shape[0]
+    s = 0.0
+    for i in range(n):
+        j = (i * 7) % A.shape[1]
+        {body}
+    return A, s
+"""
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_vector_programs(seed):
+    from loop_gen import make_function
+    rng = np.random.default_rng(1000 + seed)
+    src = _random_program(rng)
+    fn = make_function(src)
+    dtype = ["float64", "float32", "int32"][seed % 3]
+    A, B = arr(dtype, (5, 5), seed=seed), arr(dtype, (5, 5), seed=seed + 1)
+    try:
+        check_calls(fn, (A, B, 1.5), (A, B, -2.0))
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nprogram:{src}") from None
