@@ -32,6 +32,9 @@ typedef struct kctx {
     const char *rowidx;    /* the element's index within its row */
     int vdim;              /* the dim of the vector (simd) loop: R-1, or another
                               dim walked with runtime strides vs<o> */
+    int fr;                /* the frame being emitted (a short reduction's
+                              unrolled body), -1 */
+    int fe[ND_MAXFS];      /* ... at this index along its short dims */
 } kctx;
 
 static int stride_idx(kctx *c, int op, int d) { return c->R + op * c->R + d; }
@@ -66,6 +69,11 @@ static void prologue(kctx *c)
                      nd_cg_stype(op->dtype), o, isout ? "" : "const ", nd_cg_stype(op->dtype), o);
         if (R > 0 && op->inner < 0)
             nd_sb_printf(sb, "const int64_t is%d = I[%d];\n", o, stride_idx(c, o, R - 1));
+        if (op->frame >= 0)
+            for (int t = 0, ns = nd_frame_short(c->g, k->fr[op->frame], NULL, NULL); t < ns; t++)
+                if (op->fs[t] == ND_FS_RUNTIME)
+                    nd_sb_printf(sb, "const int64_t fs%d_%d = I[%d];\n", o, t,
+                                 nd_frame_sidx(R, k->nin + k->nout, o, t));
         if (isout && nd_cg_check_stores()) {
             int q = k->nin + k->nout + 2 * (o - k->nin);
             nd_sb_printf(sb, "const char *const lo%d = P[%d], *const hi%d = P[%d];\n", o, q, o, q + 1);
@@ -95,24 +103,51 @@ static void pointer(kctx *c, int o, uint32_t bound, const char *name)
 static void elem(char *buf, size_t n, kctx *c, int o, const char *pfx, const char *jv)
 {
     nd_kop *op = &c->k->ops[o];
-    if (c->R > 0 && c->vdim != c->R - 1) { snprintf(buf, n, "%s%d[%s * vs%d]", pfx, o, jv, o); return; }
-    if (c->R == 0 || op->inner == 0) snprintf(buf, n, "%s%d[0]", pfx, o);
-    else if (op->inner == 1) snprintf(buf, n, "%s%d[%s]", pfx, o, jv);
-    else snprintf(buf, n, "%s%d[%s * is%d]", pfx, o, jv, o);
+    char off[160] = "";
+    if (op->frame >= 0 && op->frame == c->fr) {
+        /* a frame operand at the frame's current index along its short dims */
+        size_t at = 0;
+        for (int t = 0, ns = nd_frame_short(c->g, c->k->fr[op->frame], NULL, NULL); t < ns; t++) {
+            if (!c->fe[t] || op->fs[t] == 0) continue;
+            if (op->fs[t] == ND_FS_RUNTIME)
+                at += (size_t)snprintf(off + at, sizeof off - at, " + %d * fs%d_%d", c->fe[t], o, t);
+            else
+                at += (size_t)snprintf(off + at, sizeof off - at, " + %lld",
+                                       (long long)c->fe[t] * (long long)op->fs[t]);
+            if (at >= sizeof off) break;
+        }
+    }
+    if (c->R > 0 && c->vdim != c->R - 1) { snprintf(buf, n, "%s%d[%s * vs%d%s]", pfx, o, jv, o, off); return; }
+    if (c->R == 0 || op->inner == 0) snprintf(buf, n, "%s%d[0%s]", pfx, o, off);
+    else if (op->inner == 1) snprintf(buf, n, "%s%d[%s%s]", pfx, o, jv, off);
+    else if (op->inner > 1) snprintf(buf, n, "%s%d[%s * %d%s]", pfx, o, jv, op->inner, off);
+    else snprintf(buf, n, "%s%d[%s * is%d%s]", pfx, o, jv, o, off);
 }
 
-/* the value of INDEX node `id` at the current element */
+/* the value of INDEX node `id` at the current element (inside a frame:
+ * its index along the short reduction's input domain) */
 static void index_value(kctx *c, nd_id id, const char *jv)
 {
     nd_node *n = &c->g->nodes[id];
     nd_node *dom = &c->g->nodes[c->k->dom];
     int drank = c->k->dom_v ? dom->vndim : dom->ndim;
-    int dd = n->aux + (drank - n->ndim);
-    int kd = -1;
-    if (n->shape[n->aux] != 1)
-        for (int q = 0; q < c->R; q++) if (c->k->dims[q] == dd) kd = q;
+    int kd = -1, lit = -1;
+    if (n->shape[n->aux] != 1) {
+        if (c->fr >= 0) {
+            nd_id r = c->k->fr[c->fr];
+            const nd_node *x = &c->g->nodes[c->g->nodes[r].in[0]];
+            int fd = n->aux + (x->ndim - n->ndim), sd[ND_MAXFS], ns = nd_frame_short(c->g, r, sd, NULL);
+            for (int t = 0; t < ns; t++) if (sd[t] == fd) lit = c->fe[t];
+            for (int q = 0; q < c->R && lit < 0 && kd < 0; q++)
+                if (nd_frame_dim(c->g, r, drank, c->k->dims[q]) == fd) kd = q;
+        } else {
+            int dd = n->aux + (drank - n->ndim);
+            for (int q = 0; q < c->R; q++) if (c->k->dims[q] == dd) kd = q;
+        }
+    }
     char ix[64];
-    if (kd < 0) snprintf(ix, sizeof ix, "0");
+    if (lit >= 0) snprintf(ix, sizeof ix, "%d", lit);
+    else if (kd < 0) snprintf(ix, sizeof ix, "0");
     else if (kd == c->vdim) snprintf(ix, sizeof ix, "%s", jv);
     else snprintf(ix, sizeof ix, "i%d", kd);
     nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(n->dtype), (int)id);
@@ -120,13 +155,17 @@ static void index_value(kctx *c, nd_id id, const char *jv)
     nd_sb_puts(c->sb, ";\n");
 }
 
-/* inputs' loads and the inlined nodes in `which` (NULL: all) */
+static int emit_short(kctx *c, nd_id rid, const char *jv);
+
+/* inputs' loads and the inlined nodes in `which` (NULL: all), of the
+ * current frame c->fr (-1: per element) */
 static int body(kctx *c, const char *jv, const uint8_t *which)
 {
     nd_kernel *k = c->k;
-    char e[96];
+    char e[256];
     for (int o = 0; o < k->nin; o++) {
         nd_kop *op = &k->ops[o];
+        if (op->frame != c->fr) continue;
         if (which && !which[op->via]) continue;
         nd_node *vn = &c->g->nodes[op->via];
         elem(e, sizeof e, c, o, "p", jv);
@@ -141,11 +180,16 @@ static int body(kctx *c, const char *jv, const uint8_t *which)
     }
     for (int i = 0; i < k->ninl; i++) {
         nd_id id = k->inl[i];
+        if (k->inlf && k->inlf[i] != c->fr) continue;
         if (which && !which[id]) continue;
         nd_node *n = &c->g->nodes[id];
         if (n->op == ND_OP_SCALAR || n->op == ND_OP_INPUT) continue;
         if (n->op == ND_OP_VIEW && c->g->nodes[n->in[0]].op != ND_OP_SCALAR) continue;  /* a load */
         if (n->op == ND_OP_INDEX) { index_value(c, id, jv); continue; }
+        if (n->op == ND_OP_REDUCE) {
+            if (emit_short(c, id, jv) < 0) return -1;
+            continue;
+        }
         int cp = c->cache_phase ? c->cache_phase[id] : -1;
         if (cp >= 0 && cp < c->phase) {
             nd_sb_printf(c->sb, "const %s v%d = scr%d[%s];\n", ctype_of(n->dtype), (int)id, (int)id, c->rowidx);
@@ -238,7 +282,14 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
 static int kernel_cost(kctx *c)
 {
     int cost = 1;
-    for (int i = 0; i < c->k->ninl; i++) cost += nd_cg_cost(c->g, c->k->inl[i]);
+    for (int i = 0; i < c->k->ninl; i++) {
+        int w = 1;  /* a frame's body runs once per element of its short dims */
+        if (c->k->inlf && c->k->inlf[i] >= 0) {
+            int ext[ND_MAXFS], ns = nd_frame_short(c->g, c->k->fr[c->k->inlf[i]], NULL, ext);
+            for (int t = 0; t < ns; t++) w *= ext[t];
+        }
+        cost += w * nd_cg_cost(c->g, c->k->inl[i]);
+    }
     return cost;
 }
 
@@ -446,6 +497,22 @@ static void arg_update(nd_sb *sb, const redop *r, const char *bv, const char *bi
                      bi, v, cmp, bv, bv, v, bi, idx);
 }
 
+/* arg_update for the lanes of a vector loop: non-short-circuit tests, a
+ * blend and unconditional stores (GCC guards a masked store with a branch
+ * on "some lane improved", which mispredicts on random data) */
+static void arg_update_sel(nd_sb *sb, const redop *r, const char *bv, const char *bi,
+                           const char *v, const char *idx)
+{
+    const char *cmp = r->uf == ND_RED_ARGMAX ? ">" : "<";
+    nd_sb_printf(sb, "{\nconst %s ob_ = %s;\nconst int64_t oi_ = %s;\n", ctype_of(r->acc), bv, bi);
+    if (is_cls_float(r->acc))
+        nd_sb_printf(sb, "const int64_t up_ = -(int64_t)((oi_ < 0) | (%s %s ob_) | ((%s != %s) & (ob_ == ob_)));\n",
+                     v, cmp, v, v);
+    else
+        nd_sb_printf(sb, "const int64_t up_ = -(int64_t)((oi_ < 0) | (%s %s ob_));\n", v, cmp);
+    nd_sb_printf(sb, "%s = up_ ? %s : ob_;\n%s = (oi_ & ~up_) | ((int64_t)(%s) & up_);\n}\n", bv, v, bi, idx);
+}
+
 /* declarations of a per-output accumulator named with suffix `x` */
 static void acc_decl(kctx *c, const redop *r, const char *x)
 {
@@ -621,6 +688,58 @@ static void red_result(kctx *c, const redop *r, nd_id rid, const char *x)
     nd_sb_puts(sb, ";\n");
 }
 
+/* A short reduction inline (a frame, passes/schedule.h): its input is
+ * computed at each index along its short dims in turn, unrolled (the
+ * extents are in the graph key), folded left to right from the first
+ * element as NumPy's reduce does without an identity; argmax/argmin keep
+ * the first extreme, and the first NaN. Gives v<rid>. */
+static int emit_short(kctx *c, nd_id rid, const char *jv)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    nd_node *rn = &c->g->nodes[rid];
+    int f = -1;
+    for (int q = 0; q < k->nfr; q++) if (k->fr[q] == rid) f = q;
+    redop r;
+    if (f < 0 || c->fr >= 0 || redop_of(c->g, rid, &r) < 0) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: internal error: short reduction without a frame");
+        return -1;
+    }
+    int ext[ND_MAXFS], ns = nd_frame_short(c->g, rid, NULL, ext), tot = 1;
+    for (int t = 0; t < ns; t++) tot *= ext[t];
+    int arg = r.kind == RK_ARG;
+    const char *AT = arg ? ctype_of(r.acc) : r.AT;
+    char sa[32], si[32], x[16];
+    snprintf(sa, sizeof sa, "sa%d_", f);
+    snprintf(si, sizeof si, "si%d_", f);
+    snprintf(x, sizeof x, "S%d", f);
+    nd_sb_printf(sb, "%s %s;\n", AT, sa);
+    if (arg) nd_sb_printf(sb, "int64_t %s = 0;\n", si);
+    c->fr = f;
+    for (int e = 0; e < tot; e++) {
+        for (int t = ns - 1, rem = e; t >= 0; t--) { c->fe[t] = rem % ext[t]; rem /= ext[t]; }
+        nd_sb_puts(sb, "{\n");
+        if (body(c, jv, NULL) < 0) { c->fr = -1; return -1; }
+        acc_value(c, &r, rn->in[0], "cv_");
+        if (e == 0) nd_sb_printf(sb, "%s = (%s)cv_;\n", sa, AT);
+        else if (arg) {
+            const char *cmp = r.uf == ND_RED_ARGMAX ? ">" : "<";
+            if (is_cls_float(r.acc))
+                nd_sb_printf(sb, "if (cv_ %s %s || (cv_ != cv_ && %s == %s)) { %s = cv_; %s = %d; }\n",
+                             cmp, sa, sa, sa, sa, si, e);
+            else
+                nd_sb_printf(sb, "if (cv_ %s %s) { %s = cv_; %s = %d; }\n", cmp, sa, sa, si, e);
+        } else red_update(sb, &r, sa, "cv_");
+        nd_sb_puts(sb, "}\n");
+    }
+    c->fr = -1;
+    for (int t = 0; t < ND_MAXFS; t++) c->fe[t] = 0;
+    if (arg) nd_sb_printf(sb, "const int64_t res%s = %s;\n", x, si);
+    else nd_sb_printf(sb, "const %s res%s = %s;\n", AT, x, sa);
+    red_result(c, &r, rid, x);
+    return 0;
+}
+
 /* Combine a chunk's partial result (res-like value `p`, index `pi`) into
  * accumulator x (full reductions split across threads). */
 static void acc_combine(kctx *c, const redop *r, const char *x, const char *p, const char *pi)
@@ -740,7 +859,7 @@ static int reduce_across(kctx *c, const redop *r, nd_id val, int vd, uint32_t td
     acc_value(c, r, val, "cv_");
     if (r->kind == RK_ARG) {
         flat_expr(c, flat, sizeof flat, 0);
-        arg_update(sb, r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
+        arg_update_sel(sb, r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
     } else {
         red_update(sb, r, "acc_[j - j0]", "cv_");
     }
@@ -1221,7 +1340,7 @@ static int canonical_names(nd_sb *in, nd_sb *out)
 
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
 {
-    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1};
+    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1, -1, {0}};
     nd_sb body_sb;
     int rc = -1;
     /* the error-flag reduction is decided by whether any node uses it */

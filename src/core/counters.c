@@ -6,7 +6,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "kernels_compiled", "kernel_cache_hits", "disk_cache_hits", "graphs",
     "graph_breaks", "recompiles", "graph_cache_hits", "flushes", "replays", "replay_misses",
     "errstate_reruns",
-    "floor_numpy_calls", "loop_runs", "loop_fallbacks", "loop_deopts",
+    "floor_numpy_calls", "loop_runs", "loop_fallbacks", "loop_deopts", "kernel_runs",
 };
 
 void nd_counter_add(nd_counter c, long long v)

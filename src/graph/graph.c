@@ -224,6 +224,16 @@ uint64_t nd_graph_size_pattern(const nd_graph *g)
             else cls = NCLS + (uint64_t)s;  /* past the table: the size itself */
             h = nd_hash_mix(h, cls ^ ((uint64_t)d << 56));
         }
+        /* the extent of a short reduction is structure (ND_SHORT_MAX) */
+        if (n->op == ND_OP_REDUCE && n->in[0] >= 0) {
+            const nd_node *x = &g->nodes[n->in[0]];
+            npy_intp prod = 1;
+            for (int d = 0; d < x->ndim; d++)
+                if ((n->axes >> d) & 1) prod = prod > ND_SHORT_MAX ? prod : prod * x->shape[d];
+            if (prod <= ND_SHORT_MAX)
+                for (int d = 0; d < x->ndim; d++)
+                    if ((n->axes >> d) & 1) h = nd_hash_mix(h, 0x73686f7274ULL ^ (uint64_t)x->shape[d]);
+        }
     }
     return h;
 }

@@ -80,6 +80,13 @@ typedef enum {
     ND_OP_COUNT
 } nd_op;
 
+/* A reduction whose reduced dims are this short or shorter (product of
+ * their extents) is an unrolled expression inside its consumer's loop
+ * (passes/schedule.h, frames): those extents are part of the graph's key
+ * (nd_graph_size_pattern), longer ones are not, so other sizes still share
+ * programs and kernels. */
+#define ND_SHORT_MAX 16
+
 #define ND_RED_ARGMAX (ND_UF_COUNT + 1)
 #define ND_RED_ARGMIN (ND_UF_COUNT + 2)
 

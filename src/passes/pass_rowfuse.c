@@ -101,7 +101,7 @@ static int is_scalar_like(nd_graph *g, nd_id i)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
 }
 
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip)
 {
     int n = g->n, ngroups = 0;
     uint8_t *dep = PyMem_Calloc((size_t)n + 1, 1);
@@ -116,7 +116,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
     for (nd_id r = 0; r < n; r++) {
         nd_node *rn = &g->nodes[r];
         rowdom D;
-        if (rn->op != ND_OP_REDUCE || rowgrp[r] >= 0 || !eligible_reduce(g, r, &D)) continue;
+        if (rn->op != ND_OP_REDUCE || rowgrp[r] >= 0 || (skip && skip[r]) || !eligible_reduce(g, r, &D)) continue;
         memset(dep, 0, (size_t)n);
         memset(lv, 0, (size_t)n);
         int nm = 0, nred = 1;
@@ -152,6 +152,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level)
                 break;
             case ND_OP_REDUCE: {
                 rowdom D2;
+                if (skip && skip[j]) break;
                 if (!lv[jn->in[0]] || lv[jn->in[0]] != ND_ROW_DOMAIN) break;
                 if (!eligible_reduce(g, j, &D2) || D2.axes != D.axes ||
                     !same_shape(D2.rank, D2.shape, D.rank, D.shape))

@@ -38,6 +38,8 @@ typedef struct sched {
     int8_t *gkind;      /* kernel kind of each group */
     int32_t *growg;     /* row group of each group (-1) */
     int32_t *gsize, *gops;  /* per group: nodes inlined, buffers read (upper bound) */
+    int32_t *gfr;       /* per group: short reductions inlined (frames) */
+    uint8_t *shortr;    /* per node: a short-axis REDUCE computed inline (frames) */
     int ngroups;
     int32_t *rowgrp;    /* per node: row group (pass_rowfuse.c) or -1 */
     uint8_t *level;     /* per node: ND_ROW_* */
@@ -123,6 +125,7 @@ static int new_group(sched *s, nd_id root, int rowg)
     s->growg[gi] = rowg;
     s->gsize[gi] = 1;
     s->gops[gi] = 1;
+    s->gfr[gi] = 0;
     if (rowg >= 0) { s->gkind[gi] = ND_K_ROW; return gi; }
     switch (s->g->nodes[root].op) {
     case ND_OP_REDUCE: s->gkind[gi] = ND_K_REDUCE; break;
@@ -139,8 +142,12 @@ static int group_kind(sched *s, int gi) { return s->gkind[gi]; }
 typedef struct kbuild {
     nd_kop *ops; int nops, capops;
     nd_id *inl; int ninl, capinl;
+    nd_id *inlf; int ninlf, capinlf;  /* per inl entry: its frame (-1) */
     nd_id *scal; int nscal, capscal;
     uint8_t *seen;
+    nd_id *fseen; int nfseen, capfseen;  /* (node, frame) pairs collected in frames */
+    int nfr;
+    nd_id fr[ND_MAXFR];
 } kbuild;
 
 static int push_id(nd_id **a, int *n, int *cap, nd_id v)
@@ -155,10 +162,17 @@ static int push_id(nd_id **a, int *n, int *cap, nd_id v)
     return 0;
 }
 
-static int add_op(kbuild *b, nd_id buf, nd_id via, int acc, int dtype)
+static int push_inl(kbuild *b, nd_id v, int frame)
+{
+    if (push_id(&b->inlf, &b->ninlf, &b->capinlf, frame) < 0) return -1;
+    return push_id(&b->inl, &b->ninl, &b->capinl, v);
+}
+
+static int add_op_f(kbuild *b, nd_id buf, nd_id via, int acc, int dtype, int frame)
 {
     for (int i = 0; i < b->nops; i++)
-        if (b->ops[i].buf == buf && b->ops[i].via == via && b->ops[i].acc == acc) return 0;
+        if (b->ops[i].buf == buf && b->ops[i].via == via && b->ops[i].acc == acc && b->ops[i].frame == frame)
+            return 0;
     if (b->nops == b->capops) {
         int c = b->capops ? b->capops * 2 : 8;
         nd_kop *p = PyMem_Realloc(b->ops, sizeof(nd_kop) * (size_t)c);
@@ -166,37 +180,97 @@ static int add_op(kbuild *b, nd_id buf, nd_id via, int acc, int dtype)
         b->ops = p; b->capops = c;
     }
     nd_kop *o = &b->ops[b->nops++];
+    memset(o, 0, sizeof *o);
     o->buf = buf; o->via = via; o->acc = (int8_t)acc; o->inner = -1; o->dtype = dtype;
+    o->frame = (int8_t)frame;
+    for (int t = 0; t < ND_MAXFS; t++) o->fs[t] = ND_FS_RUNTIME;
     return 0;
 }
 
-/* walk the value node v and its non-buffer ancestors into the kernel */
-static int collect(sched *s, kbuild *b, nd_id v, int is_root)
+static int add_op(kbuild *b, nd_id buf, nd_id via, int acc, int dtype)
 {
-    nd_graph *g = s->g;
-    if (b->seen[v]) return 0;
-    b->seen[v] = 1;
-    nd_node *n = &g->nodes[v];
-    if (n->op == ND_OP_SCALAR) {
-        if (push_id(&b->scal, &b->nscal, &b->capscal, v) < 0) return -1;
-        return push_id(&b->inl, &b->ninl, &b->capinl, v);
-    }
-    if (view_of_buffer(g, v) && (is_root || !s->mat[v])) {
-        if (add_op(b, n->in[0], v, ND_A_VIEW, g->nodes[n->in[0]].dtype) < 0) return -1;
-        return push_id(&b->inl, &b->ninl, &b->capinl, v);
-    }
-    if (s->mat[v] && !is_root)
-        return add_op(b, v, v, ND_A_DIRECT, n->dtype);
-    for (int k = 0; k < n->nin; k++)
-        if (n->in[k] >= 0 && collect(s, b, n->in[k], 0) < 0) return -1;
-    return push_id(&b->inl, &b->ninl, &b->capinl, v);
+    return add_op_f(b, buf, via, acc, dtype, -1);
 }
 
-static int cmp_id(const void *a, const void *b)
+static int cmp_i64(const void *a, const void *b)
 {
-    nd_id x = *(const nd_id *)a, y = *(const nd_id *)b;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
+
+/* walk the value node v and its non-buffer ancestors into the kernel, as
+ * computed per element (frame -1) or inside frame `frame` (a short
+ * reduction's unrolled body: a node may be computed in several) */
+static int collect_f(sched *s, kbuild *b, nd_id v, int is_root, int frame)
+{
+    nd_graph *g = s->g;
+    if (frame < 0) {
+        if (b->seen[v]) return 0;
+        b->seen[v] = 1;
+    } else {
+        nd_id key = v * ND_MAXFR + frame;
+        for (int q = 0; q < b->nfseen; q++) if (b->fseen[q] == key) return 0;
+        if (push_id(&b->fseen, &b->nfseen, &b->capfseen, key) < 0) return -1;
+    }
+    nd_node *n = &g->nodes[v];
+    if (n->op == ND_OP_SCALAR) {
+        int dup = 0;
+        for (int q = 0; q < b->nscal; q++) if (b->scal[q] == v) dup = 1;
+        if (!dup && push_id(&b->scal, &b->nscal, &b->capscal, v) < 0) return -1;
+        return dup ? 0 : push_inl(b, v, -1);
+    }
+    if (view_of_buffer(g, v) && (is_root || !s->mat[v])) {
+        if (add_op_f(b, n->in[0], v, ND_A_VIEW, g->nodes[n->in[0]].dtype, frame) < 0) return -1;
+        return push_inl(b, v, frame);
+    }
+    if (s->mat[v] && !is_root)
+        return add_op_f(b, v, v, ND_A_DIRECT, n->dtype, frame);
+    if (n->op == ND_OP_REDUCE && s->shortr[v] && !s->mat[v]) {
+        /* a short reduction: its input is computed in a frame of its own */
+        if (frame >= 0 || b->nfr >= ND_MAXFR) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: short reductions nested or too many");
+            return -1;
+        }
+        int f = b->nfr++;
+        b->fr[f] = v;
+        if (collect_f(s, b, n->in[0], 0, f) < 0) return -1;
+        if (n->nin > 1 && n->in[1] >= 0 && collect_f(s, b, n->in[1], 0, -1) < 0) return -1;
+        return push_inl(b, v, -1);
+    }
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && collect_f(s, b, n->in[k], 0, frame) < 0) return -1;
+    return push_inl(b, v, frame);
+}
+
+static int collect(sched *s, kbuild *b, nd_id v, int is_root)
+{
+    return collect_f(s, b, v, is_root, -1);
+}
+
+/* the body in topological order (frame entries of a node next to it) and
+ * the frames, into the kernel */
+static int finish_inl(kbuild *b, nd_kernel *k)
+{
+    int64_t *key = PyMem_Malloc(sizeof(int64_t) * (size_t)(b->ninl + 1));
+    if (!key) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < b->ninl; i++) key[i] = (int64_t)b->inl[i] * (ND_MAXFR + 1) + (b->inlf[i] + 1);
+    if (b->ninl) qsort(key, (size_t)b->ninl, sizeof(int64_t), cmp_i64);
+    k->inlf = PyMem_Malloc((size_t)b->ninl + 1);
+    if (!k->inlf) { PyMem_Free(key); PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < b->ninl; i++) {
+        b->inl[i] = (nd_id)(key[i] / (ND_MAXFR + 1));
+        k->inlf[i] = (int8_t)(key[i] % (ND_MAXFR + 1) - 1);
+    }
+    PyMem_Free(key);
+    k->inl = b->inl; b->inl = NULL;
+    k->ninl = b->ninl;
+    k->nfr = b->nfr;
+    memcpy(k->fr, b->fr, sizeof(nd_id) * (size_t)b->nfr);
+    PyMem_Free(b->inlf); b->inlf = NULL;
+    PyMem_Free(b->fseen); b->fseen = NULL;
+    return 0;
+}
+
 
 /* The innermost dim (length > 1) of node m's memory order kperm, or -1
  * when that order is C order over those dims. */
@@ -261,6 +335,54 @@ static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int d
     return -1;
 }
 
+/* The element stride of frame operand `op` along dim sd of its frame's
+ * domain (the short reduction r's input) when structure fixes it, else
+ * ND_FS_RUNTIME: view maps are structure; a C-ordered buffer's stride is
+ * the product of its later dims, fixed when each of them is 1 or a short
+ * reduced dim of r (whose extents are in the graph key). */
+static int32_t frame_stride(sched *s, nd_program *p, nd_id r, const nd_kop *op, int sd)
+{
+    nd_graph *g = s->g;
+    nd_node *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
+    if (op->acc == ND_A_VIEW) {
+        nd_node *v = &g->nodes[op->via];
+        int dv = sd - (x->ndim - v->ndim);
+        if (dv < 0 || v->shape[dv] == 1) return 0;
+        return (int32_t)v->vstrides[dv];
+    }
+    if (op->acc != ND_A_DIRECT) return ND_FS_RUNTIME;
+    nd_node *m = &g->nodes[op->buf];
+    int off = x->ndim - m->ndim;
+    int dm = sd - off;
+    if (dm < 0 || m->shape[dm] == 1) return 0;
+    int c_order = 0;
+    if (p->own[op->buf]) c_order = !p->kord[op->buf];
+    else if (m->op == ND_OP_INPUT && m->obj && PyArray_Check(m->obj))
+        c_order = PyArray_IS_C_CONTIGUOUS((PyArrayObject *)m->obj);
+    if (!c_order) return ND_FS_RUNTIME;
+    int64_t st = 1;
+    for (int e = dm + 1; e < m->ndim; e++) {
+        if (m->shape[e] == 1) continue;
+        if (!((rn->axes >> (e + off)) & 1)) return ND_FS_RUNTIME;
+        st *= m->shape[e];
+    }
+    return (int32_t)st;
+}
+
+/* frame operands: static strides along the short dims and the innermost
+ * kernel dim (op->inner up to ND_SHORT_MAX) */
+static void frame_statics(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int drank)
+{
+    nd_id r = k->fr[op->frame];
+    int sd[ND_MAXFS], ns = nd_frame_short(s->g, r, sd, NULL);
+    for (int t = 0; t < ns; t++) op->fs[t] = frame_stride(s, p, r, op, sd[t]);
+    if (k->rank == 0) { op->inner = 0; return; }
+    int fd = nd_frame_dim(s->g, r, drank, k->dims[k->rank - 1]);
+    if (fd < 0) { op->inner = 0; return; }
+    int32_t st = frame_stride(s, p, r, op, fd);
+    op->inner = (int8_t)(st >= 0 && st <= ND_SHORT_MAX ? st : -1);
+}
+
 /* What a kernel's inlined nodes imply: an INDEX node keeps it from merging
  * with others; the first ufunc that can raise (floor_divide, remainder,
  * fmod, divmod, power) names its error. */
@@ -300,7 +422,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
             if (!nred) { k->root = i; k->dom = n->in[0]; }
             if (push_id(&reds, &nred, &capred, i) < 0) goto fail;
         } else if (s->level[i] == ND_ROW_DOMAIN) {
-            if (push_id(&b.inl, &b.ninl, &b.capinl, i) < 0) goto fail;
+            if (push_inl(&b, i, -1) < 0) goto fail;
         } else {
             if (push_id(&rowv, &nrow, &caprow, i) < 0) goto fail;
         }
@@ -328,12 +450,12 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     k->ops = b.ops; b.ops = NULL;
     k->oval = PyMem_Malloc(sizeof(nd_id) * ((size_t)k->nout + 1));
     if (!k->oval) { PyErr_NoMemory(); goto fail; }
+    if (finish_inl(&b, k) < 0) goto fail;
     for (int o = 0; o < k->nin + k->nout; o++) {
         if (o >= nin) k->oval[o - nin] = k->ops[o].buf;
-        k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], dn->ndim);
+        if (k->ops[o].frame >= 0) frame_statics(s, p, k, &k->ops[o], dn->ndim);
+        else k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], dn->ndim);
     }
-    if (b.ninl) qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
-    k->inl = b.inl; k->ninl = b.ninl;
     k->scal = b.scal; k->nscal = b.nscal;
     k->rowv = rowv; k->nrow = nrow;
     k->reds = reds; k->nred = nred;
@@ -341,6 +463,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     return 0;
 fail:
     PyMem_Free(b.ops); PyMem_Free(b.inl); PyMem_Free(b.scal);
+    PyMem_Free(b.inlf); PyMem_Free(b.fseen);
     PyMem_Free(rowv); PyMem_Free(reds);
     return -1;
 }
@@ -426,10 +549,11 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
         k->oval[o] = k->kind == ND_K_REGION ? rn->in[1] : op->buf;
         op->inner = (int8_t)static_inner(s, p, k, op, drank);
     }
-    for (int o = 0; o < nin; o++) k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], drank);
-    if (b.ninl) qsort(b.inl, (size_t)b.ninl, sizeof(nd_id), cmp_id);
-    k->inl = b.inl; b.inl = NULL;
-    k->ninl = b.ninl;
+    if (finish_inl(&b, k) < 0) goto fail;
+    for (int o = 0; o < nin; o++) {
+        if (k->ops[o].frame >= 0) frame_statics(s, p, k, &k->ops[o], drank);
+        else k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], drank);
+    }
     k->scal = b.scal; b.scal = NULL;
     k->nscal = b.nscal;
     note_inlined(g, k);
@@ -440,6 +564,8 @@ fail:
     PyMem_Free(b.ops);
     PyMem_Free(b.inl);
     PyMem_Free(b.scal);
+    PyMem_Free(b.inlf);
+    PyMem_Free(b.fseen);
     return -1;
 }
 
@@ -451,6 +577,7 @@ static void kernel_clear(nd_kernel *k)
     PyMem_Free(k->inl);
     PyMem_Free(k->rowv);
     PyMem_Free(k->reds);
+    PyMem_Free(k->inlf);
 }
 
 void nd_program_free(nd_program *p)
@@ -608,13 +735,80 @@ static void classify(sched *s)
     for (nd_id i = 0; i < n; i++) if (s->mat[i]) s->freen[i] = 0;
 }
 
+/* A reduction whose reduced dims hold at most ND_SHORT_MAX elements (and
+ * at least 2; extents are in the graph key) is computed inline, unrolled,
+ * in its consumer's loop (a frame, see schedule.h) instead of getting a
+ * kernel and buffer: norm(X - m[:, None], axis=2) over 2 coordinates feeds
+ * argmin without a (k, n) intermediate. Not when its value is broadcast
+ * back over its own input domain (x - x.sum(-1, keepdims=True): row fusion
+ * computes that once per row), when it holds another short reduction's
+ * unrolled body, or when a consumer needs it as an array (views, setitem
+ * bases, NumPy steps). */
+static int short_candidate(sched *s, nd_id i)
+{
+    nd_graph *g = s->g;
+    nd_node *nn = &g->nodes[i];
+    if (nn->op != ND_OP_REDUCE || s->eager[i] || s->isout[i]) return 0;
+    nd_node *x = &g->nodes[nn->in[0]];
+    int64_t prod = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if ((nn->axes >> d) & 1) prod *= x->shape[d];
+    if (prod < 2 || prod > ND_SHORT_MAX) return 0;
+    if (nd_frame_short(g, i, NULL, NULL) > ND_MAXFS) return 0;
+    int acc = nn->in_dtype[0] >= 0 ? nn->in_dtype[0] : nn->dtype;
+    if (acc == NPY_HALF || PyTypeNum_ISCOMPLEX(acc) || PyTypeNum_ISCOMPLEX(x->dtype)) return 0;
+    for (int q = s->cstart[i]; q < s->cstart[i + 1]; q++) {
+        nd_id c = s->clist[q];
+        nd_node *cn = &g->nodes[c];
+        if (s->eager[c] || cn->op == ND_OP_VIEW || cn->op == ND_OP_EXTERN) return 0;
+        if (cn->op == ND_OP_SETITEM && cn->in[0] == i) return 0;
+    }
+    return 1;
+}
+
+static int find_short(sched *s)
+{
+    nd_graph *g = s->g;
+    int n = s->n;
+    uint8_t *has = s->seen;   /* scratch: the node holds a candidate's body */
+    uint8_t *dep = s->ng;     /* scratch: depends on the candidate */
+    memset(has, 0, (size_t)n + 1);
+    for (nd_id i = 0; i < n; i++) {
+        nd_node *nn = &g->nodes[i];
+        int inner = 0;
+        if (nn->op != ND_OP_EXTERN)
+            for (int k = 0; k < nn->nin; k++)
+                if (nn->in[k] >= 0 && !s->mat[nn->in[k]] && has[nn->in[k]]) inner = 1;
+        if (!inner && short_candidate(s, i)) {
+            /* its value broadcast back over its input domain? */
+            nd_node *x = &g->nodes[nn->in[0]];
+            int back = 0;
+            memset(dep + i, 0, (size_t)(n - i));
+            dep[i] = 1;
+            for (nd_id j = i + 1; j < n && !back; j++) {
+                nd_node *jn = &g->nodes[j];
+                if (jn->op == ND_OP_EXTERN) continue;
+                for (int k = 0; k < jn->nin; k++) if (jn->in[k] >= 0 && dep[jn->in[k]]) dep[j] = 1;
+                if (dep[j] && jn->ndim == x->ndim &&
+                    memcmp(jn->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim) == 0)
+                    back = 1;
+            }
+            if (!back) { s->shortr[i] = 1; s->mat[i] = 0; }
+        }
+        has[i] = (uint8_t)(inner || s->shortr[i]);
+    }
+    memset(dep, 0, (size_t)n + 1);
+    memset(has, 0, (size_t)n + 1);
+    return 0;
+}
+
 static int find_row_groups(sched *s, int allow_rows)
 {
     nd_graph *g = s->g;
     int n = s->n;
     int nrg = 0;
     if (allow_rows) {
-        nrg = nd_rowfuse_find(g, s->rowgrp, s->level);
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr);
         if (nrg < 0) return -1;
     } else {
         for (nd_id i = 0; i < n; i++) s->rowgrp[i] = -1;
@@ -702,6 +896,18 @@ static void group_kernels(sched *s, int allow_merge)
         }
         if (cnt == 0) continue;  /* dead */
         int ok = !overflow;
+        if (ok && s->shortr[i]) {
+            /* inline into pointwise/reduction/scan/region kernels; a row
+             * kernel reads it as a buffer (then it is a reduction kernel) */
+            int nf = 1;
+            for (int t = 0; t < cnt; t++) {
+                int r = find(s, set[t]), dup = 0;
+                if (group_kind(s, r) == ND_K_ROW) ok = 0;
+                for (int u = 0; u < t; u++) if (find(s, set[u]) == r) dup = 1;
+                if (!dup) nf += s->gfr[r];
+            }
+            if (nf > ND_MAXFR) ok = 0;
+        }
         if (cnt > 1) {
             if (!allow_merge) ok = 0;
             for (int t = 0; ok && t < cnt; t++) {
@@ -723,16 +929,24 @@ static void group_kernels(sched *s, int allow_merge)
             }
             if (sz > KMAX_NODES || nop > KMAX_OPS) ok = 0;
             else {
+                int64_t nf = s->shortr[i] ? 1 : 0;
+                for (int t = 0; t < cnt; t++) {
+                    int r = find(s, set[t]), dup = 0;
+                    for (int u = 0; u < t; u++) if (find(s, set[u]) == r) dup = 1;
+                    if (!dup) nf += s->gfr[r];
+                }
                 for (int t = 1; t < cnt; t++) s->parent[find(s, set[t])] = find(s, set[0]);
                 int r = find(s, set[0]);
                 s->gsize[r] = (int32_t)sz;
                 s->gops[r] = (int32_t)nop;
+                s->gfr[r] = (int32_t)nf;
             }
         }
         if (!ok) {
             /* i becomes a buffer: one more operand of each group reading it */
             for (int t = 0; t < cnt; t++) s->gops[find(s, set[t])]++;
             s->mat[i] = 1;
+            s->shortr[i] = 0;
             s->grp[i] = new_group(s, i, -1);
             continue;
         }
@@ -914,6 +1128,8 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     s.growg = PyMem_Calloc(N, sizeof(int32_t));
     s.gsize = PyMem_Calloc(N, sizeof(int32_t));
     s.gops = PyMem_Calloc(N, sizeof(int32_t));
+    s.gfr = PyMem_Calloc(N, sizeof(int32_t));
+    s.shortr = PyMem_Calloc(N, 1);
     s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
     s.level = PyMem_Calloc(N, 1);
     s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
@@ -929,7 +1145,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
     p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
     if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
-        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.rowgrp || !s.level ||
+        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.gfr || !s.shortr || !s.rowgrp || !s.level ||
         !s.cstart || !s.gsets || !s.ng || !s.seen || !s.cost || !s.kpos || !p->own || !p->kord ||
         !p->take || !p->last || !p->outs || !p->steps) {
         PyErr_NoMemory();
@@ -937,6 +1153,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     }
     if (find_consumers(&s, outs, nout) < 0) goto fail;
     classify(&s);
+    if (allow_rows && find_short(&s) < 0) goto fail;
     if (find_row_groups(&s, allow_rows) < 0) goto fail;
     buffer_broadcasts(&s);
     group_kernels(&s, allow_merge);
@@ -953,7 +1170,7 @@ fail:
 done:
     PyMem_Free(s.mat); PyMem_Free(s.eager); PyMem_Free(s.freen); PyMem_Free(s.isout);
     PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
-    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
+    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.gfr); PyMem_Free(s.shortr); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
     PyMem_Free(s.clist);
     PyMem_Free(s.rstart); PyMem_Free(s.rlist);
     PyMem_Free(s.gsets); PyMem_Free(s.ng); PyMem_Free(s.seen); PyMem_Free(s.cost); PyMem_Free(s.kpos);

@@ -39,13 +39,28 @@ enum nd_access {
                       domain's leading (kept) dims */
 };
 
+/* Short-axis reductions (extent 2..ND_SHORT_MAX over their reduced dims,
+ * known from the graph key) are not kernels of their own: each becomes an
+ * unrolled expression inside its consumer's loop, a *frame*. A frame's
+ * operands are read over the reduction's input domain: their strides along
+ * the kernel dims map through the reduction's kept dims (nd_frame_dim), and
+ * along the reduced dims of extent > 1 (the frame's short dims, at most
+ * ND_MAXFS of them) they come as extra ints (nd_frame_sidx). */
+#define ND_MAXFR 16   /* frames per kernel */
+#define ND_MAXFS 4    /* short dims per frame (extents >= 2, product <= 16) */
+#define ND_FS_RUNTIME INT32_MIN
+
 typedef struct nd_kop {
     nd_id buf;      /* node whose array is read or written */
     nd_id via;      /* access node (== buf for DIRECT/REDOUT) */
     int8_t acc;     /* enum nd_access */
     int8_t inner;   /* element stride along the innermost kernel dim when
-                       known from structure: 0 or 1; -1: a runtime value */
+                       known from structure: 0, 1, or (frame operands) up to
+                       ND_SHORT_MAX; -1: a runtime value */
+    int8_t frame;   /* -1, or the kernel's frame reading it (k->fr) */
     int32_t dtype;  /* element dtype in memory */
+    int32_t fs[ND_MAXFS]; /* frame operands: element stride along each short
+                             dim when known from structure, else ND_FS_RUNTIME */
 } nd_kop;
 
 typedef struct nd_kernel {
@@ -68,6 +83,10 @@ typedef struct nd_kernel {
     nd_id *rowv;
     int nred;            /* ROW: the REDUCE nodes, in order */
     nd_id *reds;
+    int8_t *inlf;        /* per inl entry: -1 (per element), or the frame it
+                            is computed in (a node may be listed in several) */
+    int nfr;             /* frames: short-axis REDUCE nodes inlined, in order */
+    nd_id fr[ND_MAXFR];
     int cost;            /* per-element cost, for the thread threshold */
     int nomerge;         /* dims may not be merged (an INDEX reads them) */
     int err_uf;          /* ufunc id named in integer-division warnings */
@@ -109,10 +128,43 @@ typedef struct nd_program {
     nd_id *outs;
 } nd_program;
 
+/* kernel domain dim dd (of a domain of rank drank) -> the dim of frame r's
+ * domain (r's input) it walks, or -1 where r's value is broadcast */
+static inline int nd_frame_dim(const nd_graph *g, nd_id r, int drank, int dd)
+{
+    const nd_node *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
+    int od = dd - (drank - rn->ndim);
+    if (od < 0 || rn->shape[od] == 1) return -1;
+    if (rn->flags & ND_F_KEEPDIMS) return od;
+    for (int sd = 0, c = -1; sd < x->ndim; sd++)
+        if (!((rn->axes >> sd) & 1) && ++c == od) return sd;
+    return -1;
+}
+/* the frame's short dims: the reduced dims of extent > 1, in order; returns
+ * how many, sd[] their dims in r's input, ext[] their extents */
+static inline int nd_frame_short(const nd_graph *g, nd_id r, int *sd, int *ext)
+{
+    const nd_node *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
+    int ns = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (((rn->axes >> d) & 1) && x->shape[d] != 1 && ns < ND_MAXFS) {
+            if (sd) sd[ns] = d;
+            if (ext) ext[ns] = (int)x->shape[d];
+            ns++;
+        }
+    return ns;
+}
+/* index in the kernel's int arguments of operand o's stride along short dim t */
+static inline int nd_frame_sidx(int rank, int nops, int o, int t)
+{
+    return rank + nops * rank + o * ND_MAXFS + t;
+}
+
 /* pass_rowfuse.c: row groups (see there). rowgrp[i]: group or -1; level[i]:
- * ND_ROW_*. Returns the number of groups, -1 + exception. */
+ * ND_ROW_*. skip (may be NULL): reductions that may neither start nor join
+ * a group. Returns the number of groups, -1 + exception. */
 enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level);
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip);
 
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);

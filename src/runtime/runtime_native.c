@@ -84,6 +84,23 @@ static npy_intp op_stride(nd_graph *g, nd_kernel *k, nd_kop *op, PyArrayObject *
     return 0;
 }
 
+/* element stride of frame operand `op` (DIRECT or VIEW) along dim sd of its
+ * frame's domain (the short reduction's input, rank xrank) */
+static npy_intp frame_op_stride(nd_graph *g, nd_kop *op, PyArrayObject *a, int sd, int xrank)
+{
+    if (sd < 0) return 0;
+    if (op->acc == ND_A_VIEW) {
+        nd_node *v = &g->nodes[op->via];
+        int dv = sd - (xrank - v->ndim);
+        if (dv < 0 || v->shape[dv] == 1) return 0;
+        return v->vstrides[dv];
+    }
+    nd_node *m = &g->nodes[op->buf];
+    int dm = sd - (xrank - m->ndim);
+    if (dm < 0 || m->shape[dm] == 1) return 0;
+    return PyArray_STRIDE(a, dm) / PyArray_ITEMSIZE(a);
+}
+
 static char *op_base(nd_graph *g, nd_kop *op, PyArrayObject *a)
 {
     char *p = PyArray_BYTES(a);
@@ -383,7 +400,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
 {
     int nops = k->nin + k->nout, R = k->rank;
     char *P[3 * MAXOPS];
-    int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS];
+    int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS];
     nd_scalar S[MAXOPS];
     nd_scalar *Sp = S, *Sheap = NULL;
     if (nops > MAXOPS) {
@@ -432,6 +449,16 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         nd_kop *op = &k->ops[o];
         PyArrayObject *a = (PyArrayObject *)opa[o];
         P[o] = op_base(g, op, a);
+        if (op->frame >= 0) {
+            /* read over a short reduction's input domain (schedule.h) */
+            nd_id r = k->fr[op->frame];
+            int xrank = g->nodes[g->nodes[r].in[0]].ndim, sd[ND_MAXFS];
+            int ns = nd_frame_short(g, r, sd, NULL);
+            for (int d = 0; d < R; d++)
+                I[R + o * R + d] = frame_op_stride(g, op, a, nd_frame_dim(g, r, drank, k->dims[d]), xrank);
+            for (int t = 0; t < ns; t++) I[nd_frame_sidx(R, nops, o, t)] = frame_op_stride(g, op, a, sd[t], xrank);
+            continue;
+        }
         for (int d = 0; d < R; d++)
             I[R + o * R + d] = op_stride(g, k, op, a, k->dims[d], drank);
     }
@@ -577,6 +604,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
                 if (PyArray_CopyInto((PyArrayObject *)arr[st->node], b) < 0) goto done;
             }
         } else {
+            nd_counter_add(ND_CTR_KERNEL_RUNS, 1);
             int rc = run_kernel(p, &p->kerns[st->kern], g, arr);
             if (rc < 0) goto done;
             if (rc > 0) { rerun = 1; goto done; }
