@@ -757,9 +757,6 @@ static int short_candidate(sched *s, nd_id i)
     if (nd_frame_short(g, i, NULL, NULL) > ND_MAXFS) return 0;
     int acc = nn->in_dtype[0] >= 0 ? nn->in_dtype[0] : nn->dtype;
     if (acc == NPY_HALF || PyTypeNum_ISCOMPLEX(acc) || PyTypeNum_ISCOMPLEX(x->dtype)) return 0;
-    /* NumPy adds floats pairwise from 8 elements on (and in another order
-     * per layout): below 8 its order is ours, left to right */
-    if (nn->sub == ND_UF_ADD && PyTypeNum_ISFLOAT(acc) && prod >= 8) return 0;
     for (int q = s->cstart[i]; q < s->cstart[i + 1]; q++) {
         nd_id c = s->clist[q];
         nd_node *cn = &g->nodes[c];
