@@ -211,4 +211,26 @@ static inline T NAME(const char *x, int64_t sx, const char *y, int64_t sy, int64
 }
 NDL_DOT2(ndl_dot2_d, double)
 NDL_DOT2(ndl_dot2_f, float)
+/* whether reading n elements at p (byte stride st, size isz) cannot see
+ * the writes of m elements at q (stride sq, size iszq) -- apart, or the
+ * very same elements (each read before its own write) */
+static inline int ndl_apart(const char *p, int64_t st, int64_t n, int64_t isz, const char *q, int64_t sq,
+                            int64_t m, int64_t iszq)
+{
+    if (n <= 0 || m <= 0) return 1;
+    if (p == q && st == sq && isz == iszq && n == m) return 1;
+    const char *plo = p + (st < 0 ? (n - 1) * st : 0), *phi = p + (st > 0 ? (n - 1) * st : 0) + isz;
+    const char *qlo = q + (sq < 0 ? (m - 1) * sq : 0), *qhi = q + (sq > 0 ? (m - 1) * sq : 0) + iszq;
+    return phi <= qlo || qhi <= plo;
+}
+/* the same for a 2-D read region (n x n2, strides st, st2) */
+static inline int ndl_apart2(const char *p, int64_t st, int64_t n, int64_t st2, int64_t n2, int64_t isz,
+                             const char *q, int64_t sq, int64_t m, int64_t iszq)
+{
+    if (n <= 0 || n2 <= 0 || m <= 0) return 1;
+    const char *plo = p + (st < 0 ? (n - 1) * st : 0) + (st2 < 0 ? (n2 - 1) * st2 : 0);
+    const char *phi = p + (st > 0 ? (n - 1) * st : 0) + (st2 > 0 ? (n2 - 1) * st2 : 0) + isz;
+    const char *qlo = q + (sq < 0 ? (m - 1) * sq : 0), *qhi = q + (sq > 0 ? (m - 1) * sq : 0) + iszq;
+    return phi <= qlo || qhi <= plo;
+}
 #endif

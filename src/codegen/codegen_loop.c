@@ -1326,6 +1326,28 @@ static int is_vstore(cg *g, const nd_ln *s)
  * right side into a new array before it writes, so a right side that reads
  * the target sees its old values -- then written element by element with
  * NumPy's casts; a value NumPy would refuse or warn about deoptimizes. */
+/* one element of a 1-D store: v, or target op v (in type r), cast to
+ * the target's type at addr, with NumPy's array semantics */
+static int vwrite(cg *g, const nd_ln *s, const char *addr, const cv *x, int aug, int r)
+{
+    int d = g->T->adt[s->var], upv = g->vec;
+    vctx *upc = g->vc;
+    cv v = *x;
+    g->vec = 1;
+    g->vc = NULL;
+    int rc = 0;
+    if (aug) {
+        cv cur, res;
+        decl(g, &cur, d, "*(const %s *)%s", ctype[d], addr);
+        rc = binop(g, s, s->op, &cur, &v, r, LBITS_ANY, &res);
+        v = res;
+    }
+    if (rc == 0) rc = store(g, s, &v, addr, NULL, 0);
+    g->vec = upv;
+    g->vc = upc;
+    return rc;
+}
+
 static int vstore(cg *g, const nd_ln *s)
 {
     int a = s->var, d = g->T->adt[a], aug = s->kind == LK_AUGSTORE;
@@ -1379,7 +1401,38 @@ static int vstore(cg *g, const nd_ln *s)
     flags_clear(g);
     char w[16] = "";
     cv x;
+    char addr[128];
     if (vv) {
+        /* Straight into the target when no slice the right side reads
+         * overlaps it (or is it, element for element): a test of address
+         * ranges at run time. Else the right side goes to a buffer first. */
+        line(g, "int dir_ = 1;");
+        for (int k = 0; k < vc->n; k++) {
+            if (!vc->slot[k].slice) continue;
+            int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
+            if (vc->slot[k].slice == 1)
+                line(g, "dir_ &= ndl_apart(%s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, (int64_t)sizeof(%s));",
+                     vc->slot[k].p, vc->slot[k].st, vc->len, ctype[ts & ~LT_VEC], tv->slot[0].p,
+                     tv->slot[0].st, tv->len, D);
+            else {
+                const nd_ln *me = vc->slot[k].e;
+                int mm = (nd_lty_expr(g->T, me->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
+                int dm = nd_lty_expr(g->T, me->kid[mm], g->assign, &bits) & ~LT_MAT;
+                line(g, "dir_ &= ndl_apart2(%s, %s, %s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, (int64_t)sizeof(%s));",
+                     vc->slot[k].p, vc->slot[k].st, vc->len, vc->slot[k].st2, vc->slot[k].n2, ctype[dm],
+                     tv->slot[0].p, tv->slot[0].st, tv->len, D);
+            }
+        }
+        line(g, "if (dir_) {");
+        g->ind++;
+        vloop_open(g, vc);
+        if (velem(g, vc, s->kid[0], &x) < 0) goto done;
+        snprintf(addr, sizeof addr, "(char *)(%s + %s * %s)", tv->slot[0].p, vc->k, tv->slot[0].st);
+        if (vwrite(g, s, addr, &x, aug, r) < 0) goto done;
+        vloop_close(g);
+        g->ind--;
+        line(g, "} else {");
+        g->ind++;
         if (scratch(g, s, ctype[te], vc->len, w) < 0) goto done;
         vloop_open(g, vc);
         if (velem(g, vc, s->kid[0], &x) < 0) goto done;
@@ -1390,7 +1443,6 @@ static int vstore(cg *g, const nd_ln *s)
     }
     /* the writes */
     vloop_open(g, tv);
-    char addr[128];
     snprintf(addr, sizeof addr, "(char *)(%s + %s * %s)", tv->slot[0].p, tv->k, tv->slot[0].st);
     cv v;
     if (vv) {
@@ -1399,22 +1451,12 @@ static int vstore(cg *g, const nd_ln *s)
     } else {
         v = x;
     }
-    int upv = g->vec;
-    vctx *upc = g->vc;
-    g->vec = 1;
-    g->vc = NULL;
-    if (aug) {
-        cv cur, res;
-        decl(g, &cur, d, "*(const %s *)%s", D, addr);
-        if (binop(g, s, s->op, &cur, &v, r, LBITS_ANY, &res) < 0) { g->vec = upv; g->vc = upc; goto done; }
-        v = res;
-    }
-    rc = store(g, s, &v, addr, NULL, 0);
-    g->vec = upv;
-    g->vc = upc;
-    if (rc < 0) goto done;
-    rc = -1;
+    if (vwrite(g, s, addr, &v, aug, r) < 0) goto done;
     vloop_close(g);
+    if (vv) {
+        g->ind--;
+        line(g, "}");
+    }
     flags_check(g);
     g->ind--;
     line(g, "}");
@@ -1440,6 +1482,16 @@ static int vassign(cg *g, const nd_ln *s)
     return 0;
 }
 
+/* whether expression e reads variable v */
+static int refs_var(const nd_ln *e, int v)
+{
+    if (!e) return 0;
+    if ((e->kind == LK_VAR || e->kind == LK_ELEM || e->kind == LK_SLICE || e->kind == LK_SHAPE) && e->var == v)
+        return 1;
+    for (int k = 0; k < e->n; k++) if (refs_var(e->kid[k], v)) return 1;
+    return 0;
+}
+
 /* d = X[i] - X[j]: a computed 1-D array, into a buffer the name owns (the
  * right side is computed whole first: it may read the name's old value) */
 static int vtemp(cg *g, const nd_ln *s)
@@ -1455,8 +1507,16 @@ static int vtemp(cg *g, const nd_ln *s)
     g->ind++;
     if (vprep(g, vc, s->kid[0]) < 0) goto done;
     if (!vc->havelen) { rc = no_type(g, s); goto done; }
-    char w[16];
-    if (scratch(g, s, T, vc->len, w) < 0) goto done;
+    char w[64], buf[32], cap[32];
+    int self = refs_var(s->kid[0], v);
+    snprintf(buf, sizeof buf, "b%d", v);
+    snprintf(cap, sizeof cap, "b%d_cap", v);
+    if (self) {   /* t = t * 2: the old value is read while the new one is made */
+        if (scratch(g, s, T, vc->len, w) < 0) goto done;
+    } else {
+        grow(g, buf, cap, vc->len, T);
+        snprintf(w, sizeof w, "((%s *)b%d)", T, v);
+    }
     if (ISF(te)) flags_clear(g);
     vloop_open(g, vc);
     cv x;
@@ -1464,11 +1524,10 @@ static int vtemp(cg *g, const nd_ln *s)
     line(g, "%s[%s] = %s;", w, vc->k, x.s);
     vloop_close(g);
     if (ISF(te)) flags_check(g);
-    char buf[32], cap[32];
-    snprintf(buf, sizeof buf, "b%d", v);
-    snprintf(cap, sizeof cap, "b%d_cap", v);
-    grow(g, buf, cap, vc->len, T);
-    line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
+    if (self) {
+        grow(g, buf, cap, vc->len, T);
+        line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
+    }
     line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1;", v, v, v,
          vc->len, v, T, v, v);
     g->ind--;
