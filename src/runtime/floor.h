@@ -13,7 +13,7 @@
  *
  * The measurement is a cost model, not a guess: it is taken on this machine,
  * on these shapes, after the kernels were built (the first calls of a
- * signature are not timed), as the least of recent interleaved calls. A decision is
+ * signature are not timed), as the second least of recent interleaved calls. A decision is
  * re-checked with exponentially growing gaps, so a program whose first warm
  * calls were not typical is re-measured at a bounded cost (a few percent).
  *
@@ -51,7 +51,7 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
 void nd_floor_done(nd_floor_call *c, int ok);
 
 /* List of dicts: signature, path ("numdyn"/"numpy"/"measuring"), calls,
- * numdyn_s and numpy_s (least of the recent calls, seconds, None before measured). */
+ * numdyn_s and numpy_s (second least of the recent calls, seconds, None before measured). */
 PyObject *nd_floor_info(nd_floor *f);
 /* The same dict for the signature of these arguments, or None. */
 PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n);

@@ -10,10 +10,11 @@
  *                          other path is probed after gaps of 64, 128,
  *                          256, ... calls, so a decision made on atypical
  *                          calls is revisited at a cost of a few percent
- * Each path's cost is the least of its last NSAMP timed calls: load on a
- * busy machine only ever adds time, so the least is the truest of them (a
- * median still moved when load lasted through three of five calls, and
- * sent a 20x faster loop to its Python path). Switching
+ * Each path's cost is the second least of its last NSAMP timed calls: load
+ * on a busy machine only ever adds time, so low samples are the truest (a
+ * median moved when load lasted through three of five calls, and sent a
+ * 20x faster loop to its Python path), but the very least flatters a path
+ * whose time varies (threads contending) with one lucky call. Switching
  * needs a 5% margin either way (hysteresis): two paths of equal cost must
  * not flip on noise.
  */
@@ -39,7 +40,7 @@ typedef struct {
     uint64_t calls, last_use, next_probe, gap;
     unsigned n[2];         /* samples taken per path (ring position) */
     double samp[2][NSAMP]; /* the last NSAMP timed calls per path */
-    double est[2];         /* least of them, seconds; < 0: unknown */
+    double est[2];         /* second least of them, seconds; < 0: unknown */
     char desc[120];
 } slot;
 
@@ -130,11 +131,15 @@ static void describe(char *buf, size_t cap, PyObject *const *args, Py_ssize_t n)
 
 /* ------------------------------------------------------------ decisions */
 
-static double least(const double *v, int n)
+static double low(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
-    return m;
+    double a[NSAMP];
+    memcpy(a, v, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
+            double t = a[j]; a[j] = a[j - 1]; a[j - 1] = t;
+        }
+    return a[n > 1 ? 1 : 0];
 }
 
 static void decide(slot *s)
@@ -216,7 +221,7 @@ void nd_floor_done(nd_floor_call *c, int ok)
         s->next_probe = s->calls + s->gap;
     }
     for (int q = 0; q < 2; q++)
-        if (s->n[q]) s->est[q] = least(s->samp[q], s->n[q] < NSAMP ? (int)s->n[q] : NSAMP);
+        if (s->n[q]) s->est[q] = low(s->samp[q], s->n[q] < NSAMP ? (int)s->n[q] : NSAMP);
     decide(s);
 }
 
