@@ -29,12 +29,14 @@ import weakref
 from . import _C
 from . import config
 from . import _explain
+from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
 __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError",
+    "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
 ]
 
 GraphBreakError = _C.GraphBreakError
