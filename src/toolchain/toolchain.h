@@ -26,6 +26,8 @@ int nd_cc_available(void);
 uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
 const char *nd_cc_flags(void);
 extern PyObject *nd_CompileError;
+/* OMP_WAIT_POLICY=PASSIVE unless set (before any libgomp reads it). */
+void nd_omp_defaults(void);
 
 /* cache_disk.c */
 /* The cache directory (checked: owned by us, not group/world writable). */

@@ -315,7 +315,7 @@ int nd_trace_checks_deferred(nd_trace *t)
 {
     nd_replay_rec *rec = nd__rec_of(t);
     if (!rec || rec->final || rec->escapes || rec->flushes || rec->mutated) return 0;
-    for (Py_ssize_t k = 0; k < t->nclist; k++)
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++)
         if (t->clist[k]->dirty) return 0;  /* a caller write is pending: it must land first */
     return 1;
 }
