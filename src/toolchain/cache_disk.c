@@ -534,6 +534,8 @@ out:
     return h;
 }
 
+_Thread_local int nd_disk_load_only;
+
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
 {
     nd_omp_defaults();
@@ -560,6 +562,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
             continue;
         }
+        if (nd_disk_load_only) continue;  /* frozen: not built, handle NULL */
         ub[nb].base = bases[i];
         if (build_prepare(dfd, given, &ub[nb], units[i].src, units[i].len) < 0) goto done;
         fds[nb] = ub[nb].bfd;
