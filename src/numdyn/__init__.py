@@ -10,8 +10,9 @@ The tracing, typing, graph, backends and guards are C (numdyn._C); this
 module is the thin public API. See DESIGN.md.
 
 Backends: "native" (fused C kernels), "eager" (the captured graph run op by
-op with NumPy), "aot_eager" (for now the same as "eager": no autodiff graphs
-yet), any name given to register_backend, or a callable
+op with NumPy), "aot_eager" (capture, and for numdyn.grad/vjp of it the
+forward and backward graphs, run op by op with NumPy), any name given to
+register_backend, or a callable
 compiler_fn(graph, example_inputs) -> callable.
 
 Compiled functions see numdyn's NumPy shim where their globals name numpy
@@ -29,12 +30,14 @@ import weakref
 from . import _C
 from . import config
 from . import _explain
+from ._autodiff import grad, value_and_grad, vjp
 
 __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError",
+    "grad", "value_and_grad", "vjp",
 ]
 
 GraphBreakError = _C.GraphBreakError
