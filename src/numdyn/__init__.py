@@ -28,6 +28,7 @@ import os
 from . import _C
 from . import config
 from . import _explain
+from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
 __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
@@ -35,6 +36,7 @@ __all__ = [
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
+    "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
 ]
 
 GraphBreakError = _C.GraphBreakError
