@@ -840,7 +840,7 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
 {
     if (r->fn != fn || r->scanned <= 0) return 0;
     /* caller writes replay when the return flush made them all */
-    if (rec->escapes || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
+    if (rec->escapes || rec->unreplayable || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
         return 0;
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);

@@ -311,6 +311,12 @@ int nd_trace_init(PyObject *module)
     return 0;
 }
 
+void nd_trace_not_replayable(nd_trace *t)
+{
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (rec) rec->unreplayable = 1;
+}
+
 int nd_trace_checks_deferred(nd_trace *t)
 {
     nd_replay_rec *rec = nd__rec_of(t);
