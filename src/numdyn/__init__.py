@@ -37,7 +37,7 @@ __all__ = [
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
-    "GuardFail", "RecompileError", "set_stance",
+    "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp",
 ]
@@ -49,6 +49,8 @@ if hasattr(_C, "CompileError"):  # defined by the native backend
 CompiledFunction = _C.CompiledFunction
 RecompileError = _C.RecompileError
 RecompileError.__module__ = "numdyn"
+ConstraintViolationError = _C.ConstraintViolationError
+ConstraintViolationError.__module__ = "numdyn"
 GuardFail = _C.GuardFail  # (reason, orig_code, guard): what guard_fail_fn receives
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)

@@ -201,6 +201,16 @@ int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);
  * a[::-1, ::-2].reshape(-1)); NULL with no exception when it does not. */
 PyObject *nd_proxy_reshape_view(PyObject *base, int ndim, const npy_intp *shape);
 
+/* numdyn.disallow_in_graph of a NumPy ufunc (trace_policy.c): the number
+ * so marked, and whether ufunc uf is. nd_trace_disallowed_ufunc runs one
+ * such call eagerly with a recorded graph break: args/kwargs given (a
+ * function call), or the operator a OP b / OP a (b NULL), in place
+ * (a OP= b) when inplace. New ref, or NULL with an exception. */
+extern int nd_trace_n_disallowed;
+int nd_trace_ufunc_disallowed(int uf);
+PyObject *nd_trace_disallowed_ufunc(int uf, PyObject *a, PyObject *b, PyObject *args,
+                                    PyObject *kwargs, int inplace);
+
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 
 /* ------------------------------------------------------------ autodiff
