@@ -10,8 +10,9 @@ The tracing, typing, graph, backends and guards are C (numdyn._C); this
 module is the thin public API. See DESIGN.md.
 
 Backends: "native" (fused C kernels), "eager" (the captured graph run op by
-op with NumPy), "aot_eager" (for now the same as "eager": no autodiff graphs
-yet), any name given to register_backend, or a callable
+op with NumPy), "aot_eager" (capture, and for numdyn.grad/vjp of it the
+forward and backward graphs, run op by op with NumPy), any name given to
+register_backend, or a callable
 compiler_fn(graph, example_inputs) -> callable.
 
 Compiled functions see numdyn's NumPy shim where their globals name numpy
@@ -35,6 +36,7 @@ from . import config
 from . import _explain
 from . import _profiler
 from ._profiler import CompileProfiler
+from ._autodiff import grad, value_and_grad, vjp
 from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
 __all__ = [
@@ -43,7 +45,9 @@ __all__ = [
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
-    "CompiledModule", "CompileProfiler", "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
+    "CompiledModule", "CompileProfiler",
+    "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
+    "grad", "value_and_grad", "vjp",
 ]
 
 GraphBreakError = _C.GraphBreakError
