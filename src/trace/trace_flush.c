@@ -1108,6 +1108,7 @@ PyObject *nd__proxy_value(NdProxy *p, const char *reason)
         return NULL;
     }
     int live = nd__live(p);
+    if (t->ad && live && nd__ad_escape(t, p, reason) < 0) return NULL;
     if (reason && live && nd_trace_record_break(t, reason) < 0) return NULL;
     PyObject *r = nd_proxy_base_array((PyObject *)p);
     if (r) {
@@ -1193,6 +1194,7 @@ static int compute_set(proxy_set *ps)
         NdProxy *p = ps->p[k];
         if (ps->v[k] || p->value) continue;
         nd_trace *t = p->st->trace;
+        if (t->ad && nd__live(p) && nd__ad_escape(t, p, NULL) < 0) goto done;
         if (t->flushing) {
             ps->v[k] = nd__proxy_value(p, NULL);  /* raises the clear error */
             goto done;
