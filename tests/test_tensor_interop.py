@@ -1,6 +1,8 @@
 """numdyn.Tensor and wrap_numpy with torch and JAX: DLPack both ways with
 shared memory (checked by addresses), tensors of the caller's kind coming
 back, values against the same math in torch/NumPy."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,104 @@ def test_jax_dlpack_and_wrap_numpy():
     np.testing.assert_allclose(np.asarray(r), np.asarray(jax.nn.softmax(x, axis=-1)), rtol=1e-5)
     s = numdyn.wrap_numpy(lambda v: (v * v).sum())(x)
     assert isinstance(s, jax.Array) and s.ndim == 0
+
+
+# ------------------------------------------------------- OpenMP's wait policy
+
+def _omp_spincount(code, **env):
+    """libgomp's spin count as it reports it (OMP_DISPLAY_ENV) in a fresh
+    interpreter running `code`: 0 is PASSIVE, 300000 its default."""
+    import os
+    import re
+    import subprocess
+    e = dict(os.environ, OMP_DISPLAY_ENV="VERBOSE", **env)
+    for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        if k not in env:
+            e.pop(k, None)
+    out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"GOMP_SPINCOUNT = '(\d+)'", out.stderr)
+    assert m, out.stderr[-2000:]
+    return int(m.group(1))
+
+
+KERNEL = ("import numdyn, numpy as np\n"
+          "numdyn.compile(lambda x: np.sin(x) + 1)(np.ones(100000))\n")
+
+
+def test_omp_policy_leaves_other_runtimes_alone():
+    """numdyn never changes the OpenMP runtime another library loaded (torch
+    relies on its spinning); it asks for PASSIVE when its own kernel brings
+    OpenMP in; the user's setting always wins."""
+    pytest.importorskip("torch")
+    assert _omp_spincount("import torch\n" + KERNEL) == 300000
+    assert _omp_spincount(KERNEL) == 0
+    assert _omp_spincount(KERNEL, OMP_WAIT_POLICY="ACTIVE") == 30000000000
+    assert _omp_spincount(KERNEL, GOMP_SPINCOUNT="1234") == 1234
+
+
+# ------------------------------------------------------- torch autograd bridge
+
+def test_torch_bridge_gradcheck():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def f(x, W, b):
+        h = np.tanh(x @ W + b)
+        return (h * h).sum(axis=1)          # a vector: torch passes its cotangent
+
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(f, (x, W, b), eps=1e-6, atol=1e-6)
+
+
+def test_torch_bridge_loss_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def xent(logits, labels):
+        z = logits - logits.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return -logp[np.arange(logits.shape[0]), labels].mean()
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(6, 4).double()
+    x, y = torch.randn(8, 6, dtype=torch.float64), torch.randint(0, 4, (8,))
+    loss = xent(lin(x), y)                              # torch -> numdyn -> torch
+    assert loss.grad_fn is not None and loss.ndim == 0
+    loss.backward()
+    g_nd = [p.grad.clone() for p in lin.parameters()]
+    lin.zero_grad()
+    torch.nn.functional.cross_entropy(lin(x), y).backward()
+    for a, b in zip(g_nd, (p.grad for p in lin.parameters())):
+        torch.testing.assert_close(a, b)
+    # y (int64, no grad) entered as an ndarray; a float32 model works too
+    lin32 = torch.nn.Linear(6, 4)
+    l32 = xent(lin32(x.float()), y)
+    assert l32.dtype == torch.float32
+    l32.backward()
+    assert lin32.weight.grad.dtype == torch.float32
+
+
+def test_torch_bridge_outputs_and_modes():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def two(x, scale):
+        return x * scale, (x ** 2).sum()
+
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    a, s = two(x, 3.0)
+    (a.sum() + s).backward()
+    torch.testing.assert_close(x.grad, 3.0 + 2 * x.detach())
+    with torch.no_grad():
+        a, s = two(x, 3.0)
+    assert a.grad_fn is None and isinstance(s, torch.Tensor)
+    with pytest.raises(NotImplementedError, match="positionally"):
+        two(x=x, scale=2.0)
+    x.grad = None
+    a, s = two(x, 2.0)
+    s.backward()                # torch gives the unused output a zero cotangent
+    torch.testing.assert_close(x.grad, 2 * x.detach())
