@@ -17,7 +17,10 @@ because a kernel raised a floating-point flag that np.geterr() does not
 ignore, so NumPy's warnings / errors come out as NumPy gives them),
 floor_numpy_calls (timed calls the speed floor ran as the original function
 under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
-run: what fusion saves shows as fewer).
+run: what fusion saves shows as fewer), bytes_read (bytes of the arrays
+kernels read: each array once per kernel run, over the elements it walks
+without broadcasting; an array's passes over memory are bytes_read over its
+nbytes).
 """
 from collections.abc import Mapping
 
