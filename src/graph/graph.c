@@ -146,15 +146,27 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto fail;
     }
-    for (int i = 0; i < nout; i++) need[outs[i]] = 1;
-    /* ids are topological: one backward sweep marks every ancestor */
-    for (nd_id i = g->n - 1; i >= 0; i--) {
+    memset(map, 0xff, sizeof(nd_id) * (size_t)g->n);  /* ND_NONE */
+    /* ids are topological: one backward sweep marks every ancestor. It
+     * stops below the last one marked (open counts those not reached yet):
+     * a flush late in a long capture extracts a few recent nodes of a graph
+     * of many thousands, and a sweep over all of them made each flush cost
+     * O(capture length) */
+    Py_ssize_t open = 0;
+    nd_id lo = g->n;
+    for (int i = 0; i < nout; i++) if (!need[outs[i]]) { need[outs[i]] = 1; open++; }
+    for (nd_id i = g->n - 1; i >= 0 && open > 0; i--) {
+        if (!need[i]) continue;
+        open--;
+        lo = i;
         nd_node *n = &g->nodes[i];
-        map[i] = ND_NONE;
-        if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
-        for (int k = 0; k < node_ninputs(n); k++) need[node_input(n, k)] = 1;
+        if (n->value || n->op == ND_OP_INPUT) continue;
+        for (int k = 0; k < node_ninputs(n); k++) {
+            nd_id x = node_input(n, k);
+            if (x >= 0 && !need[x]) { need[x] = 1; open++; }
+        }
     }
-    for (nd_id i = 0; i < g->n; i++) {
+    for (nd_id i = lo; i < g->n; i++) {
         if (!need[i]) continue;
         nd_node *n = &g->nodes[i];
         nd_node c;

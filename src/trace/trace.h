@@ -24,6 +24,11 @@ nd_trace *nd_trace_current(void);
  * first (trace_flush.c). 0 / -1. */
 int nd_trace_errstate_sync(nd_trace *t);
 extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
+/* This call did something Python-visible at trace time that a replayed call
+ * (which skips the Python code) would not repeat -- e.g. NumPy's
+ * ComplexWarning, given once per cast: the call is not recorded for replay,
+ * so every call traces and gives it again. */
+void nd_trace_not_replayable(nd_trace *t);
 nd_graph *nd_trace_graph(nd_trace *t);
 
 /* Proxy type (numdyn._C.LazyArray). */

@@ -311,6 +311,7 @@ static void wlog_note(nd_trace *t)
         nd__wlog_begin(t);
         for (Py_ssize_t k = 0; k < t->nclist; k++) if (t->clist[k]->dirty) W.valid = 0;
     }
+    if (!t->ndirty) goto done;  /* nothing to log: no walk of clist */
     if (W.valid && t->nclist > W.nlast) {
         nd_id *l = PyMem_Realloc(W.last, sizeof(nd_id) * (size_t)t->nclist);
         if (!l) { W.valid = 0; goto done; }
@@ -760,12 +761,14 @@ static int settle(nd_trace *t, nd_storage *s)
     }
     if (id == ND_NONE) return -1;
     s->version = id;
+    if (s->dirty) t->ndirty--;
     s->dirty = 0;
     return 0;
 }
 
 static int write_back(nd_trace *t)
 {
+    if (!t->ndirty) return 0;
     Py_ssize_t nd = 0;
     for (Py_ssize_t k = 0; k < t->nclist; k++) nd += t->clist[k]->dirty;
     if (!nd) return 0;
@@ -852,6 +855,7 @@ static int sweep_values(nd_trace *t)
 static int note_write_backs(nd_trace *t, nd_replay_rec *rec, const nd_id *targets, int nt)
 {
     int nd = 0;
+    if (!t->ndirty) return 0;
     for (Py_ssize_t k = 0; k < t->nclist; k++) nd += t->clist[k]->dirty;
     if (!nd) return 0;
     rec->wb_out = PyMem_Malloc(sizeof(int32_t) * (size_t)nd);
@@ -936,7 +940,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     if (rec) {
         rec->flushes++;
         rec->escapes += !rec->final;
-        for (Py_ssize_t k = 0; k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
+        for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
     }
     nd_graph *g = t->g;
     Py_ssize_t cap = n + t->nclist;
@@ -951,7 +955,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
         seen[id] = 1;
     }
-    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) {
         nd_storage *s = t->clist[k];
         if (!s->dirty) continue;
         nd_id id = s->version;
@@ -972,16 +976,22 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
             goto done;
         }
         targets = more;
-        nd_id hi = 0;
+        nd_id hi = 0, lo = 0;
+        Py_ssize_t open = 0;  /* marked, not reached yet: the sweep stops at 0 */
         for (int i = 0; i < nt; i++) {
-            anc[targets[i]] = 1;
+            if (!anc[targets[i]]) { anc[targets[i]] = 1; open++; }
             if (targets[i] > hi) hi = targets[i];
         }
-        for (nd_id i = hi; i >= 0; i--) {
+        for (nd_id i = hi; i >= 0 && open > 0; i--) {
+            if (!anc[i]) continue;
+            open--;
+            lo = i;
             nd_node *nn = &g->nodes[i];
-            if (!anc[i] || nn->value || nn->op == ND_OP_INPUT) continue;
-            for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) anc[nn->in[k]] = 1;
-            for (int k = 0; k < nn->nextra; k++) if (nn->extra[k] >= 0) anc[nn->extra[k]] = 1;
+            if (nn->value || nn->op == ND_OP_INPUT) continue;
+            for (int k = 0; k < nn->nin; k++)
+                if (nn->in[k] >= 0 && !anc[nn->in[k]]) { anc[nn->in[k]] = 1; open++; }
+            for (int k = 0; k < nn->nextra; k++)
+                if (nn->extra[k] >= 0 && !anc[nn->extra[k]]) { anc[nn->extra[k]] = 1; open++; }
         }
         for (NdProxy *p = t->proxies; p; p = p->next) {
             nd_id v = p->st->version;
@@ -994,7 +1004,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
          * (u, vh of an svd whose s is needed) are kept too: a later flush
          * must not call NumPy again for them */
         int nsib = 0;
-        for (nd_id i = 0; i <= hi; i++)
+        for (nd_id i = lo; i <= hi; i++)
             if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
                 for (nd_id j = 0; j < g->n; j++)
                     if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) nsib++;
@@ -1002,7 +1012,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
             nd_id *more2 = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nsib + 1));
             if (!more2) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
             targets = more2;
-            for (nd_id i = 0; i <= hi; i++)
+            for (nd_id i = lo; i <= hi; i++)
                 if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
                     for (nd_id j = 0; j < g->n; j++)
                         if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) {
@@ -1014,7 +1024,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
          * scalar operands are outputs, checked as the graph runs */
         if (t->scalar_stores > 0) {
             int capst = 0;
-            for (nd_id i = 0; i <= hi; i++) {
+            for (nd_id i = lo; i <= hi; i++) {
                 if (!anc[i] || !(g->nodes[i].flags & ND_F_SCALAR_STORE)) continue;
                 nd_id first = ND_NONE, v = scalar_store_value(g, i, &first);
                 if (v == ND_NONE) continue;
@@ -1076,7 +1086,7 @@ done:
 
 int nd__flush_writes(nd_trace *t)
 {
-    for (Py_ssize_t k = 0; k < t->nclist; k++)
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++)
         if (t->clist[k]->dirty) return nd__flush(t, NULL, 0, NULL);
     return 0;
 }

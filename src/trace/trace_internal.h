@@ -65,6 +65,11 @@ struct nd_trace {
     nd_ptrmap callers;        /* caller storages, by caller array identity */
     nd_storage **clist;       /* the same storages, in creation order */
     Py_ssize_t nclist, capclist;
+    Py_ssize_t ndirty;        /* storages with writes pending (dirty set; never
+                                 fewer): 0 lets the per-operation and per-flush
+                                 walks of clist -- which holds every array the
+                                 capture touched, thousands in a long loop --
+                                 be skipped (nd__storage_dirty, settle) */
     NdProxy *proxies;         /* intrusive list of attached proxies */
     Py_ssize_t value_bytes;   /* bytes held by node values since last sweep */
     PyObject *fpstate;        /* owned: NumPy's error state (extobj) the pending
@@ -118,6 +123,15 @@ struct NdProxy {
     npy_intp shape[ND_MAXDIMS];
     npy_intp strides[ND_MAXDIMS]; /* element units over that flat index */
 };
+
+/* a write is pending for s's caller array (keeps t->ndirty) */
+static inline void nd__storage_dirty(nd_storage *s)
+{
+    if (s->caller && !s->dirty) {
+        s->dirty = 1;
+        s->trace->ndirty++;
+    }
+}
 
 /* ---- trace_state.c */
 extern _Thread_local nd_trace *nd__tls_trace;  /* the thread's current trace */

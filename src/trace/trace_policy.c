@@ -17,9 +17,11 @@
 #include "trace_internal.h"
 #include <string.h>
 
-enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE };
+/* DISABLE_SHALLOW: disable(fn, recursive=False): fn runs on concrete
+ * arrays, but compiled functions it calls still compile */
+enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE, POL_DISABLE_SHALLOW, POL_N };
 static const char *pol_names[] = {"allow_in_graph", "disallow_in_graph", "forbid_in_graph",
-                                  "disable"};
+                                  "disable", "disable_shallow"};
 
 typedef struct {
     PyObject_HEAD
@@ -100,6 +102,9 @@ static PyObject *pol_vectorcall(PyObject *self, PyObject *const *args, size_t na
         break;
     case POL_DISABLE:
         return run_eagerly(p, args, nargsf, kwnames, 1);
+    case POL_DISABLE_SHALLOW:
+        if (nd_trace_current()) return run_eagerly(p, args, nargsf, kwnames, 0);
+        break;
     case POL_FORBID:
         if (nd_trace_current()) {
             PyObject *name = fn_name(p->fn);
@@ -193,7 +198,7 @@ static PyObject *mod_policy(PyObject *m, PyObject *args)
     const char *kind;
     if (!PyArg_ParseTuple(args, "Os:_policy", &fn, &kind)) return NULL;
     int k = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < POL_N; i++)
         if (strcmp(kind, pol_names[i]) == 0) k = i;
     if (k < 0) {
         PyErr_Format(PyExc_ValueError, "numdyn: unknown policy %s", kind);

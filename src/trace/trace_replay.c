@@ -752,7 +752,7 @@ static void note_miss(nd_replay *r, PyObject *why)
     if (nd__log_hook && r->fn) {
         PyObject *name = PyObject_GetAttrString(r->fn, "__qualname__");
         if (!name) PyErr_Clear();
-        log_msg("recompiles", PyUnicode_FromFormat("replay guard miss for %S: %U; tracing again",
+        log_msg("replay", PyUnicode_FromFormat("replay guard miss for %S: %U; tracing again",
                                                    name ? name : Py_None, why));
         Py_XDECREF(name);
     }
@@ -776,7 +776,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
         if (rc && nd__log_hook && r->why) {
             PyObject *name = PyObject_GetAttrString(fn, "__qualname__");
             if (!name) PyErr_Clear();
-            log_msg("recompiles", PyUnicode_FromFormat("%S is traced on every call (no replay): %U",
+            log_msg("replay", PyUnicode_FromFormat("%S is traced on every call (no replay): %U",
                                                        name ? name : Py_None, r->why));
             Py_XDECREF(name);
         }
@@ -786,7 +786,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
     if (r->nentries >= lim) {
         if (!r->limit_logged) {
             r->limit_logged = 1;
-            log_msg("recompiles",
+            log_msg("replay",
                     PyUnicode_FromFormat("numdyn.config.cache_size_limit (%ld) reached: later "
                                          "argument variants are traced on every call", lim));
         }
@@ -830,7 +830,7 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
 {
     if (r->fn != fn || r->scanned <= 0) return 0;
     /* caller writes replay when the return flush made them all */
-    if (rec->escapes || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
+    if (rec->escapes || rec->unreplayable || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
         return 0;
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
@@ -927,7 +927,7 @@ done:
     if (rc > 0) {
         /* this call's arguments are not replayable; others may be */
         if (nd__log_hook && why)
-            log_msg("recompiles", PyUnicode_FromFormat("capture not recorded for replay: %s", why));
+            log_msg("replay", PyUnicode_FromFormat("capture not recorded for replay: %s", why));
         rc = 0;
     }
     return rc;
