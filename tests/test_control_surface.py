@@ -395,3 +395,100 @@ def test_marks_die_with_their_array():
     gc.collect()
     y = np.ones(3)
     assert numdyn._marked_dims(y) == (frozenset(), frozenset())
+
+
+def test_mark_dynamic_forced_constant_raises():
+    def branchy(x):
+        if x.shape[0] == 3:
+            return x + 1.0
+        return x - 1.0
+
+    def generic(x):
+        n, m = x.shape
+        if n > 1 and m != 0:  # true of every size >= 2: no constraint
+            return x.reshape(n * m) * 2.0
+        return x
+
+    f, g = numdyn.compile(branchy), numdyn.compile(generic)
+    x = np.ones((3, 4))
+    numdyn.mark_dynamic(x, 0)
+    with pytest.raises(numdyn.ConstraintViolationError, match="inferred to be a constant \\(3\\)"):
+        f(x)
+    assert issubclass(numdyn.ConstraintViolationError, RuntimeError)
+    np.testing.assert_allclose(g(x), generic(np.ones((3, 4))))
+    y = np.ones((3, 4))
+    numdyn.mark_dynamic(y, 1)  # dim 0 is not marked: comparing it is fine
+    np.testing.assert_allclose(f(y), branchy(np.ones((3, 4))))
+    np.testing.assert_allclose(f(np.ones((3, 4))), branchy(np.ones((3, 4))))
+
+
+# ------------------------------------------------------------ policies
+
+
+def test_disallow_in_graph_numpy_ufunc_function_and_operator():
+    def prog(a, b):
+        c = a * 2.0
+        d = c - b
+        e = np.subtract(d, 1.0)
+        a -= b
+        return e + a
+
+    numdyn.disallow_in_graph(np.subtract)
+    try:
+        a, b = np.arange(4.0), np.ones(4)
+        a_ref = a.copy()
+        want = prog(a_ref, b)
+        out = numdyn.explain(numdyn.compile(prog))(a, b)
+        np.testing.assert_allclose(out.result, want)
+        np.testing.assert_array_equal(a, a_ref)  # the in-place write reached the caller
+        reasons = [r.reason for r in out.break_reasons]
+        assert len(reasons) == 3 and all("numpy.subtract" in r and "disallow_in_graph" in r
+                                         for r in reasons)
+        assert [r.lineno for r in out.break_reasons] == sorted(
+            {r.lineno for r in out.break_reasons})
+        # int a -= float b: NumPy's casting error, as NumPy raises it
+        with pytest.raises(TypeError) as want_exc:
+            prog(np.arange(3), np.full(3, 0.5))
+        with pytest.raises(type(want_exc.value), match="Cannot cast ufunc 'subtract' output"):
+            numdyn.compile(prog)(np.arange(3), np.full(3, 0.5))
+    finally:
+        numdyn.allow_in_graph(np.subtract)
+    out = numdyn.explain(numdyn.compile(prog))(np.arange(4.0), np.ones(4))
+    assert out.graph_break_count == 0
+
+
+SCALE = 2.0
+
+
+def test_allow_in_graph_never_replays_stale_globals():
+    global SCALE
+
+    def helper(x):
+        return x * SCALE
+
+    helper = numdyn.allow_in_graph(helper)
+
+    @numdyn.compile
+    def f(x):
+        return helper(x) + 1.0
+
+    x = np.ones(3)
+    f(x)
+    np.testing.assert_array_equal(f(x), np.full(3, 3.0))
+    assert f._replay_info()["hits"] >= 1
+    SCALE = 5.0
+    try:
+        np.testing.assert_array_equal(f(x), np.full(3, 6.0))
+    finally:
+        SCALE = 2.0
+    table = [1.0]
+
+    @numdyn.allow_in_graph
+    def reads_list(x):
+        return x * table[0]
+
+    g = numdyn.compile(lambda x: reads_list(x) + 1.0)
+    g(x)
+    g(x)
+    table[0] = 7.0
+    np.testing.assert_array_equal(g(x), np.full(3, 8.0))

@@ -45,7 +45,7 @@ CONTRACT = {
     "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h",
               "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},
-    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h"},
+    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h"},
     "codegen": {"src/codegen/codegen.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h"},

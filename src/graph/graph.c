@@ -2,6 +2,7 @@
 #include "graph.h"
 #include "hash.h"
 #include "core/dtypes.h"
+#include "core/counters.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)
@@ -132,13 +133,52 @@ nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
     return id;
 }
 
-static int node_ninputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
-static nd_id node_input(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+
+static int id_cmp(const void *a, const void *b)
+{
+    nd_id x = *(const nd_id *)a, y = *(const nd_id *)b;
+    return (x > y) - (x < y);
+}
+
+Py_ssize_t nd_graph_ancestors(const nd_graph *g, const nd_id *outs, int nout, int all_inputs,
+                              char *mark, nd_id **list)
+{
+    Py_ssize_t n = 0, cap = nout + 16, top = 0;
+    nd_id *got = PyMem_Malloc(sizeof(nd_id) * (size_t)cap);  /* marked; [top, n) to visit */
+    *list = NULL;
+    if (!got) { PyErr_NoMemory(); return -1; }
+#define ND_MARK(x) do {                                                          \
+        nd_id x_ = (x);                                                          \
+        if (x_ >= 0 && !mark[x_]) {                                              \
+            if (n == cap) {                                                      \
+                nd_id *ng_ = PyMem_Realloc(got, sizeof(nd_id) * (size_t)(cap *= 2)); \
+                if (!ng_) { PyMem_Free(got); PyErr_NoMemory(); return -1; }      \
+                got = ng_;                                                       \
+            }                                                                    \
+            mark[x_] = 1;                                                        \
+            got[n++] = x_;                                                       \
+        }                                                                        \
+    } while (0)
+    for (int i = 0; i < nout; i++) ND_MARK(outs[i]);
+    while (top < n) {
+        const nd_node *nn = &g->nodes[got[top++]];
+        if (nn->value || nn->op == ND_OP_INPUT) continue;
+        if (all_inputs || nn->op != ND_OP_EXTERN)
+            for (int k = 0; k < nn->nin; k++) ND_MARK(nn->in[k]);
+        if (all_inputs || nn->op == ND_OP_EXTERN)
+            for (int k = 0; k < nn->nextra; k++) ND_MARK(nn->extra[k]);
+    }
+#undef ND_MARK
+    nd_counter_add(ND_CTR_FLUSH_NODES, n);
+    qsort(got, (size_t)n, sizeof(nd_id), id_cmp);
+    *list = got;
+    return n;
+}
 
 nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
                            nd_id *map_out, nd_id *new_outs)
 {
-    nd_id *map = map_out;
+    nd_id *map = map_out, *order = NULL;
     char *need = PyMem_Calloc((size_t)g->n + 1, 1);
     if (!map) map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
     nd_graph *r = nd_graph_new();
@@ -147,27 +187,10 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
         goto fail;
     }
     memset(map, 0xff, sizeof(nd_id) * (size_t)g->n);  /* ND_NONE */
-    /* ids are topological: one backward sweep marks every ancestor. It
-     * stops below the last one marked (open counts those not reached yet):
-     * a flush late in a long capture extracts a few recent nodes of a graph
-     * of many thousands, and a sweep over all of them made each flush cost
-     * O(capture length) */
-    Py_ssize_t open = 0;
-    nd_id lo = g->n;
-    for (int i = 0; i < nout; i++) if (!need[outs[i]]) { need[outs[i]] = 1; open++; }
-    for (nd_id i = g->n - 1; i >= 0 && open > 0; i--) {
-        if (!need[i]) continue;
-        open--;
-        lo = i;
-        nd_node *n = &g->nodes[i];
-        if (n->value || n->op == ND_OP_INPUT) continue;
-        for (int k = 0; k < node_ninputs(n); k++) {
-            nd_id x = node_input(n, k);
-            if (x >= 0 && !need[x]) { need[x] = 1; open++; }
-        }
-    }
-    for (nd_id i = lo; i < g->n; i++) {
-        if (!need[i]) continue;
+    Py_ssize_t norder = nd_graph_ancestors(g, outs, nout, 0, need, &order);
+    if (norder < 0) goto fail;
+    for (Py_ssize_t o = 0; o < norder; o++) {
+        nd_id i = order[o];
         nd_node *n = &g->nodes[i];
         nd_node c;
         if (n->value || n->op == ND_OP_INPUT) {
@@ -193,10 +216,12 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
     }
     for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
     PyMem_Free(need);
+    PyMem_Free(order);
     if (map != map_out) PyMem_Free(map);
     return r;
 fail:
     PyMem_Free(need);
+    PyMem_Free(order);
     if (map != map_out) PyMem_Free(map);
     nd_graph_free(r);
     return NULL;

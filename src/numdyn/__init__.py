@@ -10,8 +10,9 @@ The tracing, typing, graph, backends and guards are C (numdyn._C); this
 module is the thin public API. See DESIGN.md.
 
 Backends: "native" (fused C kernels), "eager" (the captured graph run op by
-op with NumPy), "aot_eager" (for now the same as "eager": no autodiff graphs
-yet), any name given to register_backend, or a callable
+op with NumPy), "aot_eager" (capture, and for numdyn.grad/vjp of it the
+forward and backward graphs, run op by op with NumPy), any name given to
+register_backend, or a callable
 compiler_fn(graph, example_inputs) -> callable.
 
 Compiled functions see numdyn's NumPy shim where their globals name numpy
@@ -28,6 +29,7 @@ import os
 from . import _C
 from . import config
 from . import _explain
+from ._autodiff import grad, value_and_grad, vjp
 from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
 __all__ = [
@@ -35,8 +37,9 @@ __all__ = [
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
-    "GuardFail", "RecompileError", "set_stance",
+    "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
+    "grad", "value_and_grad", "vjp",
 ]
 
 GraphBreakError = _C.GraphBreakError
@@ -46,6 +49,8 @@ if hasattr(_C, "CompileError"):  # defined by the native backend
 CompiledFunction = _C.CompiledFunction
 RecompileError = _C.RecompileError
 RecompileError.__module__ = "numdyn"
+ConstraintViolationError = _C.ConstraintViolationError
+ConstraintViolationError.__module__ = "numdyn"
 GuardFail = _C.GuardFail  # (reason, orig_code, guard): what guard_fail_fn receives
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)

@@ -11,6 +11,7 @@ static int ctl_error_on_recompile;      /* numdyn.config.error_on_recompile */
 _Thread_local int nd__tls_frozen;
 
 static PyObject *RecompileError;
+static PyObject *ConstraintViolationError;
 static PyTypeObject *GuardFail_Type;
 static PyObject *compile_times;         /* qualname -> [seconds, ...] */
 static const char *stance_names[] = {"default", "force_eager", "eager_on_recompile",
@@ -221,6 +222,73 @@ PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n)
     return nd_programs_guards(&c->progs, i, c->names);
 }
 
+/* ------------------------------------------------- dims marked dynamic */
+
+/* numdyn.DynamicDim: an int (a size) that stands for a dim marked dynamic
+ * while the function is traced. Comparing it with a constant whose answer
+ * depends on the size -- `x.shape[0] == 3` -- would make the program hold
+ * only for that size, so it raises, as torch's symbolic sizes do; what is
+ * true of every size >= 2 (`n > 1`, `n != 0`) and comparisons between such
+ * sizes are fine. Arithmetic gives plain ints. */
+static PyTypeObject DynDim_Type;
+
+static PyObject *dyn_richcompare(PyObject *a, PyObject *b, int op)
+{
+    PyObject *self = PyObject_TypeCheck(a, &DynDim_Type) ? a : b, *other = self == a ? b : a;
+    if (PyLong_Check(other) && !PyObject_TypeCheck(other, &DynDim_Type)) {
+        long long c = PyLong_AsLongLong(other);
+        if (c == -1 && PyErr_Occurred()) PyErr_Clear();
+        else {
+            if (self == b) {  /* c OP n: as n OP' c */
+                static const int swap[] = {Py_GT, Py_GE, Py_EQ, Py_NE, Py_LT, Py_LE};
+                op = swap[op];
+            }
+            /* n ranges over [2, inf): is `n OP c` the same for all of it? */
+            int decided;
+            switch (op) {
+            case Py_EQ: case Py_NE: decided = c < 2; break;
+            case Py_LT: case Py_GE: decided = c <= 2; break;
+            default: decided = c < 2; break;  /* Py_LE, Py_GT */
+            }
+            if (!decided) {
+                long long n = PyLong_AsLongLong(self);
+                PyErr_Format(ConstraintViolationError,
+                             "Constraints violated (a dim marked with numdyn.mark_dynamic, size %lld)! "
+                             "For more information, run with NUMDYN_LOGS=\"recompiles\".\n"
+                             "  - Not all values of the dim are valid because it was inferred to be "
+                             "a constant (%lld): the program compares it with %lld. Remove the "
+                             "mark_dynamic call, or make the code independent of that size.", n, n, c);
+                return NULL;
+            }
+        }
+    }
+    return PyLong_Type.tp_richcompare(a, b, op);
+}
+
+static PyTypeObject DynDim_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.DynamicDim",
+    .tp_doc = "The size of a dim marked dynamic, as the traced function sees it.",
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_richcompare = dyn_richcompare,
+};
+
+PyObject *nd__ctl_shape(PyObject *caller, int ndim, const npy_intp *shape)
+{
+    uint64_t dyn = 0, st = 0;
+    if (caller && nd_marks_live) nd_marks_get(caller, &dyn, &st);
+    PyObject *t = PyTuple_New(ndim);
+    if (!t) return NULL;
+    for (int d = 0; d < ndim; d++) {
+        PyObject *v = d < 64 && (dyn >> d & 1)
+            ? PyObject_CallFunction((PyObject *)&DynDim_Type, "n", (Py_ssize_t)shape[d])
+            : PyLong_FromSsize_t(shape[d]);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
 /* ------------------------------------------------------ module functions */
 
 static PyObject *mod_config_set(PyObject *m, PyObject *args)
@@ -315,6 +383,17 @@ int nd__ctl_init(PyObject *m)
         "A compiled function would recompile while numdyn.config.error_on_recompile is True "
         "or the stance is 'fail_on_recompile'.", PyExc_RuntimeError, NULL);
     if (!RecompileError || PyModule_AddObjectRef(m, "RecompileError", RecompileError) < 0) return -1;
+    ConstraintViolationError = PyErr_NewExceptionWithDoc(
+        "numdyn.ConstraintViolationError",
+        "Code forced a dim marked with numdyn.mark_dynamic to a constant size.",
+        PyExc_RuntimeError, NULL);
+    if (!ConstraintViolationError ||
+        PyModule_AddObjectRef(m, "ConstraintViolationError", ConstraintViolationError) < 0)
+        return -1;
+    DynDim_Type.tp_base = &PyLong_Type;
+    if (PyType_Ready(&DynDim_Type) < 0 ||
+        PyModule_AddObjectRef(m, "DynamicDim", (PyObject *)&DynDim_Type) < 0)
+        return -1;
     GuardFail_Type = PyStructSequence_NewType(&gf_desc);
     if (!GuardFail_Type || PyModule_AddObjectRef(m, "GuardFail", (PyObject *)GuardFail_Type) < 0)
         return -1;

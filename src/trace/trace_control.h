@@ -59,6 +59,10 @@ int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok);
 /* explain's out_guards for a call like this one: the guards of its
  * program (a list of str; empty when it has none). New ref. */
 PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n);
+/* x.shape of a traced array whose caller array is `caller` (or NULL):
+ * dims marked dynamic are numdyn.DynamicDim, which raises
+ * ConstraintViolationError where code makes them constant. New ref. */
+PyObject *nd__ctl_shape(PyObject *caller, int ndim, const npy_intp *shape);
 /* Seconds on a monotonic clock. */
 double nd__ctl_now(void);
 int nd__ctl_init(PyObject *module);

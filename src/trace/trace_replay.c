@@ -216,7 +216,7 @@ static int allowed_value(PyObject *name, PyObject *v, int builtin)
         int ok = PyUnicode_Check(pol) &&
                  PyUnicode_CompareWithASCIIString(pol, "allow_in_graph") == 0;
         Py_DECREF(pol);
-        return ok;
+        return ok ? 2 : 0;
     }
     PyErr_Clear();
     /* names trace_remap.c injected for functions the shim replaces */
@@ -316,6 +316,16 @@ static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, P
                        int depth)
 {
     int ok = allowed_value(name, v, builtin);
+    if (ok == 2) {
+        /* allow_in_graph: the function's body is scanned like any called
+         * function, so what it reads is guarded (or it is not replayed):
+         * a replay never returns a result computed from stale globals */
+        PyObject *w = PyObject_GetAttrString(v, "__wrapped__");
+        if (!w) { PyErr_Clear(); return 0; }
+        int rc = PyFunction_Check(w) ? scan_fn(r, w, seen, depth + 1) : 0;
+        Py_DECREF(w);
+        return rc;
+    }
     if (ok) return ok < 0 ? -1 : 0;
     if (!builtin && PyFunction_Check(v)) return scan_fn(r, v, seen, depth + 1);
     if (!builtin && named_tuple_class(v)) return 0;
