@@ -48,7 +48,11 @@ PYTEST_ARGS ?= -q -ra
 # A hung test fails after this many seconds instead of stalling CI.
 TEST_TIMEOUT ?= 900
 FUZZ_EXAMPLES ?= 20000
-TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout
+# torch (the CPU build; 2.13.0 is on this machine's disk) and jax are the
+# other sides of the tensor-interop and autodiff tests: without them those
+# tests would be skipped, and a skipped test is not a passing one.
+TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout \
+  torch==2.13.0 jax jaxlib
 # What the extension build depends on. Lists that make cannot see through
 # timestamps (files added or removed, the test requirements) are recorded in
 # build/*.txt, rewritten only when they change, so a change rebuilds too.

@@ -50,6 +50,8 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
             break;
         case ND_OP_INPUT:
             if (n->obj) h = nd_hash_mix(h, nd_guard_array_key(n->obj));
+            /* sizes of dims marked static (or all, compile(dynamic=False)) */
+            if (n->obj && (nd_marks_live || nd_marks_spec_all)) h = nd_hash_mix(h, nd_marks_size_key(n->obj));
             break;
         case ND_OP_VIEW: case ND_OP_SETITEM: {
             /* view maps are structure: offsets/strides change the code */

@@ -7,6 +7,9 @@
  *                   (globals, cells, functions), call guards (how the
  *                   arguments were passed, one argument guard each), its
  *                   size limit and the recompile reasons they give
+ *   fn_programs.h   one compiled function's programs keyed by argument
+ *                   signature: recompile reasons, guards as text
+ *   dim_marks.h     mark_dynamic / mark_static, keyed by weak reference
  *   guards.c        module-level helpers (nd_guards_init)
  * guards/ sits on graph/ and core/ only; it knows nothing of passes/, the
  * tracer or the shim (tests/test_layering.py).
@@ -15,6 +18,8 @@
 #define ND_GUARDS_H
 #include "graph/graph.h"
 #include "fn_guards.h"
+#include "fn_programs.h"
+#include "dim_marks.h"
 int nd_guards_init(PyObject *module);
 
 /* guard_key.c: the properties a compiled program specializes on, as one

@@ -84,7 +84,11 @@ static PyObject *copyto_impl(nd_trace *t, PyObject **argv)
     if (numpy_accepts(dst, src, casting, where) < 0) return NULL;
     int dt = nd_proxy_dtype(dst), ndim = nd_proxy_ndim(dst);
     const npy_intp *shape = nd_proxy_shape(dst);
-    nd_id v = nd_shim_assign_value(t, src, dt, ndim, shape, 0);
+    /* numpy_accepts gave NumPy's warnings; a replayed call would not */
+    int sdt = nd_proxy_check(src) ? nd_proxy_dtype(src) : PyArray_Check(src) ? PyArray_TYPE((PyArrayObject *)src)
+              : PyComplex_Check(src) || PyArray_IsScalar(src, ComplexFloating) ? NPY_CDOUBLE : -1;
+    if (sdt >= 0 && PyTypeNum_ISCOMPLEX(sdt) && !PyTypeNum_ISCOMPLEX(dt)) nd_trace_not_replayable(t);
+    nd_id v = nd_shim_assign_value(t, src, dt, ndim, shape, 0, 0);
     if (v == ND_NONE) return PyErr_Occurred() ? NULL : nd_shim_unsupported("numpy.copyto of this source");
     if (where) {
         nd_operand m;

@@ -96,8 +96,10 @@ static PyObject *filled(nd_trace *t, int ndim, const npy_intp *shape, PyObject *
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
     if (rc) return NULL;
-    nd_id v = nd_shim_operand_at(t, &op, dtype);
-    if (v == ND_NONE || (v = nd_shim_node_broadcast(t, v, ndim, shape)) == ND_NONE) return NULL;
+    nd_id v = nd_shim_operand_node(t, &op, dtype);
+    if (v == ND_NONE || (v = nd_shim_node_cast_np(t, v, dtype)) == ND_NONE ||
+        (v = nd_shim_node_broadcast(t, v, ndim, shape)) == ND_NONE)
+        return NULL;
     return nd_shim_wrap(t, v, 0);
 }
 

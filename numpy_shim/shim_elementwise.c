@@ -454,7 +454,7 @@ static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject
         return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
-                                                   : nd_shim_node_cast(t, op.id, dt);
+                                                   : nd_shim_node_cast_np(t, op.id, dt);
     /* a NumPy scalar's astype gives a NumPy scalar */
     PyObject *res = nd_shim_wrap(t, r, nd_proxy_check(a) && nd_proxy_is_scalar(a));
     if (res) nd_proxy_set_order(res, a, order);
@@ -534,7 +534,7 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
         return NULL;
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
-                                                   : nd_shim_node_cast(t, op.id, dt);
+                                                   : nd_shim_node_cast_np(t, op.id, dt);
     PyObject *res = nd_shim_wrap(t, r, 0);
     if (res) nd_proxy_set_order(res, a, nd_shim_order_char(order, 'K'));
     return res;
@@ -605,7 +605,7 @@ static PyObject *can_cast_impl(nd_trace *t, PyObject **argv)
 static PyObject *fill_method(nd_trace *t, PyObject **argv)
 {
     PyObject *self = argv[0];
-    nd_id v = nd_shim_assign_value(t, argv[1], nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self), 1);
+    nd_id v = nd_shim_assign_value(t, argv[1], nd_proxy_dtype(self), nd_proxy_ndim(self), nd_proxy_shape(self), 1, 1);
     if (v == ND_NONE) return NULL;
     int rc = nd_shim_lazy_scalar(argv[1]) ? nd_proxy_write_scalar(self, v, nd_proxy_dtype(argv[1]))
                                           : nd_proxy_write(self, v);

@@ -314,7 +314,7 @@ int nd_shim_lazy_scalar(PyObject *value)
  * a basic-index store or fill(), where NumPy converts a scalar into an
  * integer array as int() does (np.copyto casts it) */
 nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, const npy_intp *shape,
-                           int as_item)
+                           int as_item, int warn)
 {
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
@@ -359,8 +359,9 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
             return ND_NONE;
         }
     }
-    nd_id v = nd_shim_operand_at(t, &op, dtype);
-    if (v == ND_NONE) return ND_NONE;
+    nd_id v = nd_shim_operand_node(t, &op, dtype);
+    if (v == ND_NONE || (v = warn ? nd_shim_node_cast_np(t, v, dtype) : nd_shim_node_cast(t, v, dtype)) == ND_NONE)
+        return ND_NONE;
     if (op.ndim > ndim) {
         int drop = 0;
         while (op.ndim - drop > ndim && op.shape[drop] == 1) drop++;
@@ -402,7 +403,7 @@ static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
     if (rc < 0) return -1;
     nd_id v = ND_NONE;
-    if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape, 1);
+    if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape, 1, 1);
     if (v == ND_NONE) {
         if (PyErr_Occurred()) return -1;
         /* unsupported value or key: NumPy on a private copy, then the copy

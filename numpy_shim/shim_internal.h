@@ -222,6 +222,11 @@ nd_id nd_shim_node_ufunc(nd_trace *t, int ufunc_id, const nd_id *in,
                          const int *loop_in, int out_dtype, int which);
 /* CAST node (no node when already `dtype`). casting check: see below. */
 nd_id nd_shim_node_cast(nd_trace *t, nd_id in, int dtype);
+/* The cast of a NumPy API that converts data (astype, array(dtype=),
+ * setitem, copyto, out=, full): nd_shim_node_cast plus NumPy's
+ * ComplexWarning when it drops an imaginary part (-1 / ND_NONE when the
+ * warning filter makes it an error). */
+nd_id nd_shim_node_cast_np(nd_trace *t, nd_id in, int dtype);
 /* Check a cast allowed under `casting` like NumPy's ufunc output cast:
  * UFuncTypeError "Cannot cast ufunc 'add' output from dtype('float64') to
  * dtype('int64') with casting rule 'same_kind'". what: ufunc name. */
@@ -290,9 +295,11 @@ int nd_shim_lazy_scalar(PyObject *value);
  * as_item -- a basic-index store, fill() --: float and NumPy scalars into
  * integer arrays converted as int() does; leading 1-dims dropped,
  * broadcast). ND_NONE with an exception, or with none and an
- * nd_shim_unsupported reason (caller falls back). */
+ * nd_shim_unsupported reason (caller falls back). warn: give NumPy's cast
+ * warnings (ComplexWarning) -- 0 where NumPy itself already vetted the
+ * assignment on stand-ins (copyto). */
 nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim,
-                           const npy_intp *shape, int as_item);
+                           const npy_intp *shape, int as_item, int warn);
 
 /* ------------------------------------------------------------- typing */
 

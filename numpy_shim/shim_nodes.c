@@ -250,6 +250,21 @@ nd_id nd_shim_node_cast(nd_trace *t, nd_id in, int dtype)
     return add(t, &n);
 }
 
+nd_id nd_shim_node_cast_np(nd_trace *t, nd_id in, int dtype)
+{
+    nd_info info;
+    nd_shim_info(t, in, &info);
+    if (PyTypeNum_ISCOMPLEX(info.dtype) && !PyTypeNum_ISCOMPLEX(dtype)) {
+        static PyObject *cls;
+        if (!cls && !(cls = nd_shim_exc("numpy.exceptions.ComplexWarning"))) return ND_NONE;
+        if (PyErr_WarnEx(cls, "Casting complex values to real discards the imaginary part", 1) < 0)
+            return ND_NONE;
+        /* NumPy warns at every such cast; a replayed call would not */
+        nd_trace_not_replayable(t);
+    }
+    return nd_shim_node_cast(t, in, dtype);
+}
+
 static int can_cast(int from, int to, NPY_CASTING casting)
 {
     PyArray_Descr *f = PyArray_DescrFromType(from), *d = PyArray_DescrFromType(to);
@@ -590,7 +605,7 @@ int nd_shim_store_out(nd_trace *t, PyObject *out, nd_id value, const char *ufunc
         int od = nd_proxy_dtype(out);
         if (ufunc_name && nd_shim_check_output_cast(ufunc_name, vi.dtype, od, casting) < 0) return -1;
         if (check_out_shape(nd_proxy_ndim(out), nd_proxy_shape(out), vi.ndim, vi.shape) < 0) return -1;
-        nd_id v = nd_shim_node_cast(t, value, od);
+        nd_id v = nd_shim_node_cast_np(t, value, od);
         if (v == ND_NONE) return -1;
         return nd_proxy_write(out, v);
     }

@@ -514,6 +514,8 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
 
 PyObject *nd_shim_ufunc_call(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
 {
+    if (nd_trace_n_disallowed && nd_trace_ufunc_disallowed(uf))  /* numdyn.disallow_in_graph */
+        return nd_trace_disallowed_ufunc(uf, NULL, NULL, args, kwargs, 0);
     ufunc_opts o;
     int rc = parse_opts(uf, args, kwargs, &o);
     PyObject *r = NULL;
@@ -613,7 +615,8 @@ static PyObject *shim_ufunc_vectorcall(PyObject *self, PyObject *const *args, si
     shim_ufunc *f = (shim_ufunc *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     int nin = nd_ufunc_nin(f->uf);
-    if (!kwnames && nargs == nin && nin <= 2 && nd_trace_current()) {
+    if (!kwnames && nargs == nin && nin <= 2 && nd_trace_current() &&
+        !(nd_trace_n_disallowed && nd_trace_ufunc_disallowed(f->uf))) {
         int k0 = direct_operand(args[0]), k1 = nin == 2 ? direct_operand(args[1]) : 1;
         if (k0 && k1 && (k0 == 2 || k1 == 2))
             return nin == 1 ? nd_shim_ufunc1(f->uf, args[0])

@@ -8,6 +8,7 @@
 #include "graph/graph_py.h"
 #include "numpy_shim/shim.h"
 #include "guards/guards.h"
+#include "tensor/tensor.h"
 
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "numdyn._C",
@@ -21,8 +22,9 @@ PyMODINIT_FUNC PyInit__C(void)
     import_umath();
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
-    if (nd_ufuncs_init() < 0 || nd_extern_placeholder_init() < 0 || nd_graphpy_init(m) < 0 || nd_trace_init(m) < 0 ||
-        nd_shim_init(m) < 0 || nd_native_init(m) < 0 || nd_guards_init(m) < 0) {
+    if (nd_ufuncs_init() < 0 || nd_extern_placeholder_init() < 0 || nd_graphpy_init(m) < 0 || nd_trace_init(m) < 0 || nd_grad_init(m) < 0 ||
+        nd_shim_init(m) < 0 || nd_native_init(m) < 0 || nd_guards_init(m) < 0 ||
+        nd_tensor_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

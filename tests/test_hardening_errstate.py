@@ -367,3 +367,75 @@ class NoReflection:
                                 lambda a: np.add(a, Reflects()), lambda a: Reflects() + a])
 def test_array_ufunc_none_defers(fn):
     check(fn, np.arange(3.0))
+
+
+# ---- NumPy's ComplexWarning: every cast that drops an imaginary part warns,
+# on every call (a replayed call must not lose it), and a warnings filter of
+# "error" makes it an exception with the caller's arrays as NumPy leaves them.
+CPLX = np.array([1 + 2j, 3 - 1j, 0.5j])
+
+
+def _cw_astype(c, b):
+    return (c * 2).astype(np.float64)
+
+
+def _cw_slice(c, b):
+    b[:] = c * 2
+    return b
+
+
+def _cw_element(c, b):
+    b[1] = (c * 2)[0]
+    return b
+
+
+def _cw_fill(c, b):
+    b.fill((c * 2)[1])
+    return b
+
+
+def _cw_copyto(c, b):
+    np.copyto(b, c * 2, casting="unsafe")
+    return b
+
+
+def _cw_out(c, b):
+    np.add(c, c, out=b, casting="unsafe")
+    return b
+
+
+def _cw_full(c, b):
+    return np.full(3, (c * 2)[0], dtype=np.float32) + b
+
+
+def _cw_array(c, b):
+    return np.array(c * 2, dtype=np.int64)
+
+
+def _cw_none(c, b):
+    return np.abs(c) + c.real + b  # no cast drops an imaginary part: no warning
+
+
+COMPLEX_CASTS = [_cw_astype, _cw_slice, _cw_element, _cw_fill, _cw_copyto, _cw_out,
+                 _cw_full, _cw_array, _cw_none]
+
+
+@pytest.mark.parametrize("fn", COMPLEX_CASTS, ids=lambda f: f.__name__)
+def test_complex_warning_every_call(fn, backend):
+    for _ in range(3):  # the later calls would replay
+        check(fn, CPLX, np.zeros(3), backend=backend, warnings=True)
+
+
+@pytest.mark.parametrize("fn", COMPLEX_CASTS[:-1], ids=lambda f: f.__name__)
+def test_complex_warning_as_error(fn):
+    import warnings
+    f = numdyn.compile(fn)
+    for _ in range(2):
+        b_np, b_nd = np.zeros(3), np.zeros(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(np.exceptions.ComplexWarning):
+                fn(CPLX.copy(), b_np)
+            with pytest.raises(np.exceptions.ComplexWarning):
+                f(CPLX.copy(), b_nd)
+        np.testing.assert_array_equal(b_nd, b_np)

@@ -2,7 +2,7 @@
 layout section):
 
     core <- graph <- guards, passes <- codegen <- toolchain <- runtime
-         <- trace <- numpy_shim <- module init (src/module.c)
+         <- trace <- numpy_shim <- tensor <- module init (src/module.c)
 
 guards/ and passes/ both sit on graph/ and know nothing of each other. Every
 `#include "..."` of every .c/.h is resolved as the compiler resolves it (the
@@ -30,9 +30,12 @@ BELOW = {
     "trace": {"core", "graph", "guards", "passes", "codegen", "toolchain", "runtime"},
     "numpy_shim": {"core", "graph", "guards", "passes", "codegen", "toolchain", "runtime",
                    "trace"},
+    # Tensor, DLPack, wrap_numpy, the gradient tape: on top of everything
+    "tensor": {"core", "graph", "guards", "passes", "codegen", "toolchain", "runtime",
+               "trace", "numpy_shim"},
 }
 BELOW["module"] = set(BELOW) - {"module"}
-SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "trace")
+SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "trace", "tensor")
 # layer -> its contract: the headers another layer may include. Everything
 # else in a folder (trace_internal.h, native.h, shim_internal.h...) is
 # private to it. core/ is a toolbox: any of its headers (core.h lists them).
@@ -42,12 +45,13 @@ CONTRACT = {
     "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h",
               "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},
-    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h"},
+    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h"},
     "codegen": {"src/codegen/codegen.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h"},
     "trace": {"src/trace/trace.h"},
     "numpy_shim": {"numpy_shim/shim.h"},
+    "tensor": {"src/tensor/tensor.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -157,9 +157,7 @@ def st_complex(c, b):
 def test_complex_scalar_into_integer_array(dst, backend):
     ok = np.array([1 + 2j, 3 - 1j])
     seq = [ok, ok, np.array([300 + 1j, 1j]), ok, np.array([np.nan + 0j, 1j]), ok]
-    # (the ComplexWarning of a complex stored into a real array is not
-    # compared: numdyn does not give it for arrays either)
-    calls(st_complex, [(c, np.zeros(3, dst)) for c in seq], backend=backend, warnings=False)
+    calls(st_complex, [(c, np.zeros(3, dst)) for c in seq], backend=backend, warnings=True)
 
 
 UNSIGNED_OR_CAST = [

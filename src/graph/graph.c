@@ -132,13 +132,51 @@ nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
     return id;
 }
 
-static int node_ninputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
-static nd_id node_input(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+
+static int id_cmp(const void *a, const void *b)
+{
+    nd_id x = *(const nd_id *)a, y = *(const nd_id *)b;
+    return (x > y) - (x < y);
+}
+
+Py_ssize_t nd_graph_ancestors(const nd_graph *g, const nd_id *outs, int nout, int all_inputs,
+                              char *mark, nd_id **list)
+{
+    Py_ssize_t n = 0, cap = nout + 16, top = 0;
+    nd_id *got = PyMem_Malloc(sizeof(nd_id) * (size_t)cap);  /* marked; [top, n) to visit */
+    *list = NULL;
+    if (!got) { PyErr_NoMemory(); return -1; }
+#define ND_MARK(x) do {                                                          \
+        nd_id x_ = (x);                                                          \
+        if (x_ >= 0 && !mark[x_]) {                                              \
+            if (n == cap) {                                                      \
+                nd_id *ng_ = PyMem_Realloc(got, sizeof(nd_id) * (size_t)(cap *= 2)); \
+                if (!ng_) { PyMem_Free(got); PyErr_NoMemory(); return -1; }      \
+                got = ng_;                                                       \
+            }                                                                    \
+            mark[x_] = 1;                                                        \
+            got[n++] = x_;                                                       \
+        }                                                                        \
+    } while (0)
+    for (int i = 0; i < nout; i++) ND_MARK(outs[i]);
+    while (top < n) {
+        const nd_node *nn = &g->nodes[got[top++]];
+        if (nn->value || nn->op == ND_OP_INPUT) continue;
+        if (all_inputs || nn->op != ND_OP_EXTERN)
+            for (int k = 0; k < nn->nin; k++) ND_MARK(nn->in[k]);
+        if (all_inputs || nn->op == ND_OP_EXTERN)
+            for (int k = 0; k < nn->nextra; k++) ND_MARK(nn->extra[k]);
+    }
+#undef ND_MARK
+    qsort(got, (size_t)n, sizeof(nd_id), id_cmp);
+    *list = got;
+    return n;
+}
 
 nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
                            nd_id *map_out, nd_id *new_outs)
 {
-    nd_id *map = map_out;
+    nd_id *map = map_out, *order = NULL;
     char *need = PyMem_Calloc((size_t)g->n + 1, 1);
     if (!map) map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
     nd_graph *r = nd_graph_new();
@@ -146,16 +184,11 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto fail;
     }
-    for (int i = 0; i < nout; i++) need[outs[i]] = 1;
-    /* ids are topological: one backward sweep marks every ancestor */
-    for (nd_id i = g->n - 1; i >= 0; i--) {
-        nd_node *n = &g->nodes[i];
-        map[i] = ND_NONE;
-        if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
-        for (int k = 0; k < node_ninputs(n); k++) need[node_input(n, k)] = 1;
-    }
-    for (nd_id i = 0; i < g->n; i++) {
-        if (!need[i]) continue;
+    memset(map, 0xff, sizeof(nd_id) * (size_t)g->n);  /* ND_NONE */
+    Py_ssize_t norder = nd_graph_ancestors(g, outs, nout, 0, need, &order);
+    if (norder < 0) goto fail;
+    for (Py_ssize_t o = 0; o < norder; o++) {
+        nd_id i = order[o];
         nd_node *n = &g->nodes[i];
         nd_node c;
         if (n->value || n->op == ND_OP_INPUT) {
@@ -181,10 +214,12 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
     }
     for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
     PyMem_Free(need);
+    PyMem_Free(order);
     if (map != map_out) PyMem_Free(map);
     return r;
 fail:
     PyMem_Free(need);
+    PyMem_Free(order);
     if (map != map_out) PyMem_Free(map);
     nd_graph_free(r);
     return NULL;

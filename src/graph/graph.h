@@ -173,6 +173,18 @@ npy_intp nd_node_size(const nd_node *n);
 nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
                            nd_id *map, nd_id *new_outs);
 
+/* What computing `outs` touches: sets mark[i] = 1 (mark: g->n zeroed
+ * bytes) for the outs and, through every marked node that has no value and
+ * is not an INPUT, its inputs (all_inputs: in[] and extra[] of every node;
+ * otherwise extra[] of externs and in[] of the others, as nd_graph_extract).
+ * *list gets the marked ids in ascending (topological) order (PyMem; free
+ * it). Returns their count, or -1 with MemoryError. Costs the marked
+ * nodes, not the graph: a flush late in a long capture needs a few recent
+ * nodes and the inputs they read, and sweeping every id down to those
+ * inputs made each flush cost the capture's length. */
+Py_ssize_t nd_graph_ancestors(const nd_graph *g, const nd_id *outs, int nout, int all_inputs,
+                              char *mark, nd_id **list);
+
 /* Structural hash: ops, dtypes, ranks, which dims are 1, which non-1 dims
  * are equal (nd_graph_size_pattern), view maps, attrs, the layout class of
  * INPUT arrays -- but not the sizes themselves or scalar values. */

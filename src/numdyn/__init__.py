@@ -10,8 +10,9 @@ The tracing, typing, graph, backends and guards are C (numdyn._C); this
 module is the thin public API. See DESIGN.md.
 
 Backends: "native" (fused C kernels), "eager" (the captured graph run op by
-op with NumPy), "aot_eager" (for now the same as "eager": no autodiff graphs
-yet), any name given to register_backend, or a callable
+op with NumPy), "aot_eager" (capture, and for numdyn.grad/vjp of it the
+forward and backward graphs, run op by op with NumPy), any name given to
+register_backend, or a callable
 compiler_fn(graph, example_inputs) -> callable.
 
 Compiled functions see numdyn's NumPy shim where their globals name numpy
@@ -24,17 +25,21 @@ import functools
 import importlib.util
 import logging
 import os
-import weakref
 
 from . import _C
 from . import config
 from . import _explain
+from ._autodiff import grad, value_and_grad, vjp
+from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
 __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
-    "mark_static", "config", "is_compiling", "CompileError",
+    "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
+    "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
+    "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
+    "grad", "value_and_grad", "vjp",
 ]
 
 GraphBreakError = _C.GraphBreakError
@@ -42,6 +47,11 @@ GraphBreakError.__module__ = "numdyn"
 if hasattr(_C, "CompileError"):  # defined by the native backend
     CompileError = _C.CompileError
 CompiledFunction = _C.CompiledFunction
+RecompileError = _C.RecompileError
+RecompileError.__module__ = "numdyn"
+ConstraintViolationError = _C.ConstraintViolationError
+ConstraintViolationError.__module__ = "numdyn"
+GuardFail = _C.GuardFail  # (reason, orig_code, guard): what guard_fail_fn receives
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)
 
@@ -64,6 +74,30 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, backend="native",
                       options=options, disable=disable)
 
 
+def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fail_fn=None,
+             disable=False, dynamic=None):
+    """torch._dynamo.optimize's form: ``numdyn.optimize("native")(fn)``.
+
+    guard_fail_fn(numdyn.GuardFail) is called when a call fits none of the
+    function's compiled programs (a recompile): .reason says why, .guard is
+    the guard that failed (text), .orig_code the function.
+    guard_export_fn(guards) gets the guards (a list of str) of each program
+    compiled. nopython=True is fullgraph=True.
+    """
+    def decorator(fn):
+        return _C.compile(fn, fullgraph=nopython, dynamic=dynamic, backend=backend,
+                          disable=disable, guard_fail_fn=guard_fail_fn,
+                          guard_export_fn=guard_export_fn)
+    return decorator
+
+
+def optimize_assert(backend="native", *, guard_export_fn=None, guard_fail_fn=None,
+                    dynamic=None):
+    """optimize(..., nopython=True): the first graph break raises."""
+    return optimize(backend, nopython=True, guard_export_fn=guard_export_fn,
+                    guard_fail_fn=guard_fail_fn, dynamic=dynamic)
+
+
 def explain(fn, *extra_args, **extra_kwargs):
     """``numdyn.explain(fn)(*args, **kwargs)`` -> ExplainOutput.
 
@@ -82,7 +116,11 @@ def explain(fn, *extra_args, **extra_kwargs):
     def run_explained(*args, **kwargs):
         result, records = _C._explain_call(compiled, args, kwargs)
         floor = compiled._floor_info_for(*args, *kwargs.values())
-        return _explain.build(records, result, floor, compiled._loop_info())
+        out = _explain.build(records, result, floor, compiled._loop_info())
+        out.out_guards = compiled._out_guards(*args, *kwargs.values()) if not kwargs else \
+            [g for p in compiled._programs() for g in p["guards"]]
+        out.compile_times = utils.compile_times() if utils is not None else ""
+        return out
 
     if extra_args or extra_kwargs:
         return run_explained(*extra_args, **extra_kwargs)
@@ -106,19 +144,43 @@ def register_backend(compiler_fn=None, name=None, tags=()):
     name = name or compiler_fn.__name__
     if name in _BUILTIN_BACKENDS:
         raise ValueError(f"numdyn: backend name {name!r} is built in; choose another name")
+    if name in _C._backends:
+        raise ValueError(f"numdyn: duplicate backend name {name!r}: it is registered already; "
+                         "choose another name")
     _C._register_backend(name, compiler_fn)
     _backend_tags[name] = tuple(tags)
     return compiler_fn
 
 
+class _Disabled:
+    """What numdyn.disable() returns without fn: a decorator, and a context
+    manager inside which compiled functions run as plain functions."""
+
+    def __init__(self, recursive):
+        self.recursive = recursive
+
+    def __call__(self, fn):
+        return disable(fn, recursive=self.recursive)
+
+    def __enter__(self):
+        _C._disable_enter()
+        return self
+
+    def __exit__(self, *exc):
+        _C._disable_exit()
+        return False
+
+
 def disable(fn=None, recursive=True):
     """Run fn without numdyn: called from compiled code it gets concrete arrays
-    (a recorded graph break), and compiled functions it calls run eagerly."""
+    (a recorded graph break), and compiled functions it calls run eagerly
+    (with recursive=False they still compile). ``numdyn.disable()`` is also a
+    context manager: ``with numdyn.disable(): f(x)`` runs compiled f plainly."""
     if fn is None:
-        return functools.partial(disable, recursive=recursive)
+        return _Disabled(recursive)
     if isinstance(fn, CompiledFunction):
         fn = fn._fn
-    return _C._policy(fn, "disable")
+    return _C._policy(fn, "disable" if recursive else "disable_shallow")
 
 
 def allow_in_graph(fn):
@@ -142,76 +204,111 @@ graph_break = _C.graph_break
 is_compiling = _C.is_tracing
 
 
-def run(fn=None):
-    """Run fn without compiling anything new: compiled functions called
-    inside it run eagerly with NumPy (cached programs are not replayed yet)."""
-    if fn is None:
-        return run
+class _Frozen:
+    """numdyn.run's frozen mode: a decorator and a context manager."""
 
-    @functools.wraps(fn)
-    def runner(*args, **kwargs):
-        _C._disable_enter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _C._disable_exit()
-    return runner
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def runner(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return runner
+
+    def __enter__(self):
+        _C._frozen(True)
+        return self
+
+    def __exit__(self, *exc):
+        _C._frozen(False)
+        return False
+
+
+def run(fn=None):
+    """Frozen mode: ``numdyn.run(fn)(...)`` or ``with numdyn.run(): ...``.
+
+    Compiled functions use only what is compiled already -- their programs
+    (replayed traces, the program cache, kernels in the memory and disk
+    caches) -- and never compile: a call whose argument signature has no
+    program runs the plain function (NumPy), and a graph whose kernels are
+    in no cache runs op by op with NumPy. Seen inputs run at compiled speed.
+    """
+    return _Frozen() if fn is None else _Frozen()(fn)
+
+
+class _Stance:
+    def __init__(self, prev, stance):
+        self.prev, self.stance = prev, stance
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_stance(self.prev)
+        return False
+
+    def __call__(self, fn):
+        stance = self.stance
+        _C._set_stance(self.prev)  # as a decorator it applies only during fn's calls
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _C._set_stance(stance)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _C._set_stance(prev)
+        return wrapper
+
+
+def set_stance(stance="default"):
+    """Like torch.compiler.set_stance: "default"; "force_eager" (compiled
+    functions run as plain functions); "eager_on_recompile" (a call that
+    would compile a second program runs plainly instead); "fail_on_recompile"
+    (it raises numdyn.RecompileError). Takes effect at once; also works as a
+    context manager (restores the previous stance) and as a decorator."""
+    return _Stance(_C._set_stance(stance), stance)
 
 
 def reset():
     """Forget compiled-function caches (remapped globals, custom-backend
-    compilations) and zero the counters."""
+    compilations, compiled programs, compile times) and zero the counters."""
     _C._reset()
+    _C._compile_times_reset()
     utils = globals().get("utils")
     if utils is not None and hasattr(utils, "reset"):
         utils.reset()
 
 
-# mark_dynamic / mark_static: a side table keyed by array identity. Recorded
-# only: the guards that will consult it are not written yet.
-_marks = {}
+# mark_dynamic / mark_static: kept in C (guards/dim_marks.c), keyed by a weak
+# reference to the array; they enter the program signature and graph key.
 
-
-def _mark(x, dim, kind):
-    key = id(x)
-    if key not in _marks:
-        try:
-            weakref.finalize(x, _marks.pop, key, None)
-        except TypeError:
-            raise TypeError(f"numdyn.mark_{kind}: expected an ndarray, got "
-                            f"{type(x).__name__}") from None
-        _marks[key] = {"dynamic": set(), "static": set()}
-    dims = dim if isinstance(dim, (list, tuple)) else (dim,)
-    ndim = getattr(x, "ndim", None)
-    for d in dims:
-        d = int(d)
-        if ndim is not None and not -ndim <= d < ndim:
-            raise IndexError(f"numdyn.mark_{kind}: dim {d} out of range for ndim {ndim}")
-        d = d % ndim if ndim else d
-        other = "static" if kind == "dynamic" else "dynamic"
-        _marks[key][other].discard(d)
-        _marks[key][kind].add(d)
+def _check_not_tracing(kind):
+    if _C.is_tracing():
+        raise RuntimeError(f"numdyn.mark_{kind} was called inside a compiled function "
+                           "(while numdyn traces it); mark the array before the call")
 
 
 def mark_dynamic(x, dim):
-    """Ask that dim `dim` of x never be specialized (kernels are
-    shape-generic by default; recorded for guards)."""
-    _mark(x, dim, "dynamic")
+    """Keep dim `dim` (an int or a list) of x shape-generic: programs never
+    specialize on its size. Code that forces it to a constant raises
+    numdyn.ConstraintViolationError."""
+    _check_not_tracing("dynamic")
+    _C._mark(x, dim, True)
 
 
-def mark_static(x, dim):
-    """Ask that dim `dim` of x be specialized (recorded for guards)."""
-    _mark(x, dim, "static")
+def mark_static(x, dim=None):
+    """Specialize on the size of dim `dim` of x (an int, a list, or None:
+    every dim): another size is another program (a recompile)."""
+    _check_not_tracing("static")
+    _C._mark(x, dim, False)
 
 
-def _marked_dims(x):
-    m = _marks.get(id(x))
-    return (frozenset(m["dynamic"]), frozenset(m["static"])) if m else (frozenset(), frozenset())
+_marked_dims = _C._marked_dims
 
 
 # ---- logging: NUMDYN_LOGS="graph_breaks,graphs" (or "all"), or config.verbose
 log = logging.getLogger("numdyn")
-_LOG_KINDS = ("graph_breaks", "graphs")
+_LOG_KINDS = ("graph_breaks", "graphs", "recompiles", "replay")
 
 
 def _enabled_kinds():
@@ -258,3 +355,5 @@ def set_logs(**kinds):
 # numdyn.utils (counters, clear_cache) belongs to the native backend
 if importlib.util.find_spec(__name__ + ".utils") is not None:
     from . import utils  # noqa: F401
+else:
+    utils = None

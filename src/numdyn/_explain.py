@@ -24,6 +24,8 @@ class ExplainOutput:
     result: Any = None
     floor: Any = None  # the speed floor's measurement for these arguments (dict) or None
     loops: List[Any] = field(default_factory=list)  # loop capture, per loop (dicts)
+    out_guards: List[str] = field(default_factory=list)  # the guards of these arguments' program
+    compile_times: str = ""  # numdyn.utils.compile_times() after the call
 
 
     def __str__(self):
@@ -44,6 +46,9 @@ class ExplainOutput:
             lines.append("Loops:")
             for lp in self.loops:
                 lines.append("  " + _loop_line(lp))
+        if self.out_guards:
+            lines.append("Guards:")
+            lines.extend(f"  {g}" for g in self.out_guards)
         if self.floor:
             lines.append(_floor_line(self.floor))
         return "\n".join(lines)

@@ -3,9 +3,19 @@
     import numdyn
     numdyn.config.suppress_errors = True
 
+enabled
+    The global switch (default True; NUMDYN_DISABLE=1 sets False): when False
+    every compiled function runs as its plain function.
 cache_size_limit
-    Most compiled programs kept per compiled function before numdyn stops
-    specializing and recompiling (used by guards/; recorded here).
+    Most programs one compiled function compiles (one per argument
+    signature: dtypes, ranks, size-1 dims, layouts, sizes of static dims;
+    default 8, NUMDYN_CACHE_SIZE_LIMIT). Past it, calls with unseen
+    signatures run the plain function (eagerly, NumPy), with one
+    UserWarning naming the function and the reason. Per function:
+    compile(options={"cache_size_limit": n}).
+error_on_recompile
+    Raise numdyn.RecompileError instead of compiling a second program for a
+    function (default False).
 verbose
     Print graph breaks and flushed graphs (same as NUMDYN_LOGS=graph_breaks,graphs).
 floor
@@ -27,9 +37,31 @@ suppress_errors
     with the eager backend instead of raising.
 """
 import os
+import sys
+import types
 
 cache_size_limit = int(os.environ.get("NUMDYN_CACHE_SIZE_LIMIT", "8"))
 verbose = os.environ.get("NUMDYN_VERBOSE", "") not in ("", "0")
 floor = os.environ.get("NUMDYN_FLOOR", "1") not in ("0",)
 loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
 suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
+enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
+error_on_recompile = False
+
+# Switches read on every call live in C; assignments here push them there.
+_PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
+
+
+class _Config(types.ModuleType):
+    def __setattr__(self, name, value):
+        if name in _PUSHED:
+            from . import _C
+            _C._config_set(name, value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Config
+from . import _C as _c  # noqa: E402
+for _name in _PUSHED:
+    _c._config_set(_name, globals()[_name])
+del _c, _name

@@ -15,7 +15,11 @@ properties: dtypes' layout, broadcasting pattern, alignment), graph_cache_hits
 whose guards did not fit), errstate_reruns (graphs run again by NumPy
 because a kernel raised a floating-point flag that np.geterr() does not
 ignore, so NumPy's warnings / errors come out as NumPy gives them),
-floor_numpy_calls (timed calls the speed floor ran as the original function
+graph_compiles (programs compiled: one per new argument signature of a
+compiled function, see numdyn.config.cache_size_limit), eager_calls (calls
+of compiled functions run as the plain function: past the limit, in frozen
+mode numdyn.run for unseen inputs, under config.enabled=False or the
+"force_eager" stance), floor_numpy_calls (timed calls the speed floor ran as the original function
 under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
 run: what fusion saves shows as fewer).
 """
@@ -63,3 +67,23 @@ def reset():
     """Drop the in-memory kernel and graph caches (numdyn.reset() calls this);
     the disk cache stays."""
     _C._native_clear_cache(disk=False)
+
+
+def compile_times(repr="str", aggregate=False):
+    """Seconds each compiled function spent in the calls that compiled a
+    program (trace, passes, C compiler, first run), like
+    torch._dynamo.utils.compile_times. repr="str": a table; repr="csv":
+    (function names, times) where times are per function lists (or sums
+    with aggregate=True)."""
+    times = _C._compile_times()
+    if repr == "csv":
+        names = list(times)
+        vals = [sum(times[n]) if aggregate else list(times[n]) for n in names]
+        return names, vals
+    if repr != "str":
+        raise ValueError(f"numdyn.utils.compile_times: repr must be 'str' or 'csv', not {repr!r}")
+    lines = ["numdyn compilation metrics:", "Function, Runtimes (s)"]
+    for name, ts in times.items():
+        cell = f"{sum(ts):.4f}" if aggregate else ", ".join(f"{t:.4f}" for t in ts)
+        lines.append(f"{name}, {cell}")
+    return "\n".join(lines)

@@ -25,6 +25,12 @@ extern const nd_backend nd_backends[ND_BACKEND_BUILTIN];
  * lands), or -1 (no exception) when the name is none of them. */
 int nd_backend_find(PyObject *name);
 
+/* Frozen mode (numdyn.run, per thread): the native backend runs what its
+ * caches hold -- a cached program, kernels from the memory or disk cache --
+ * and runs a graph it would have to compile op by op with NumPy instead
+ * (backend_native.c). Set by the tracer's control (trace_control.c). */
+extern _Thread_local int nd_backend_frozen;
+
 /* Eager: op by op with NumPy (backend_eager.c). */
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout);
 /* Evaluate one node with NumPy from its inputs' arrays (borrowed, in order

@@ -12,11 +12,13 @@
 #include "guards/guards.h"
 #include <dlfcn.h>
 
-/* Compile the kernels of p that no cache has, in one translation unit. */
+_Thread_local int nd_backend_frozen;
+
 /* The kernels todo[0..nnew) of p, compiled: split into up to nd_cc_jobs()
  * translation units of about equal text (a program of 19 kernels waited
  * for one compiler process; now the cores share it), each unit cached on
- * disk under the hash of its text. 0, or -1 with an exception. */
+ * disk under the hash of its text. 0, 1 when frozen (nd_backend_frozen)
+ * and a unit is not on disk, or -1 with an exception. */
 static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts)
 {
     int nu = nd_cc_jobs();
@@ -67,7 +69,12 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
         units[u].key = nd_fnv64(src[u].p, src[u].n, ND_FNV_INIT ^ ident);
         units[u].compiled = &compiled[u];
     }
-    if (nd_disk_load_or_build_many(nu, units, h) < 0) goto done;
+    nd_disk_load_only = nd_backend_frozen;
+    int lrc = nd_disk_load_or_build_many(nu, units, h);
+    nd_disk_load_only = 0;
+    if (lrc < 0) goto done;
+    for (int u = 0; u < nu; u++)
+        if (!h[u]) { rc = 1; goto done; }  /* frozen and not on disk: not compiled */
     for (int j = 0; j < nnew; j++) {
         nd_kfn fn = (nd_kfn)dlsym(h[unit_of[j]], names[j]);
         if (!fn) {
@@ -110,7 +117,11 @@ static int compile_program(nd_program *p, nd_graph *g)
         for (int j = 0; j < nnew; j++) if (todo[j]->hash == k->hash) dup = 1;
         if (!dup) todo[nnew++] = k;
     }
-    if (nnew && compile_units(p, todo, nnew, texts) < 0) goto done;
+    if (nnew) {
+        int crc = compile_units(p, todo, nnew, texts);
+        if (crc < 0) goto done;
+        if (crc > 0) { rc = -2; goto done; }  /* frozen: the caller runs it eagerly */
+    }
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &p->kerns[i];
         if (!k->fn) k->fn = nd_kcache_get(k->hash);
@@ -153,6 +164,10 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     }
     p->key = key;
     int nnew = compile_program(p, g);
+    if (nnew == -2) {  /* frozen mode: nothing compiles; NumPy runs it */
+        nd_program_decref(p);
+        return nd_backend_eager_run(g, outs, nout);
+    }
     if (nnew < 0) { nd_program_decref(p); return NULL; }
     if (nnew > 0 && nd_pcache_note_skeleton(nd_guard_skeleton(g, outs, nout), key))
         nd_counter_add(ND_CTR_RECOMPILES, 1);
@@ -208,6 +223,7 @@ static PyMethodDef methods[] = {
 
 int nd_native_init(PyObject *module)
 {
+    nd_omp_defaults();
     nd_schedule_set_emitter(&nd_cg_emit_caps);
     nd_CompileError = PyErr_NewExceptionWithDoc(
         "numdyn._C.CompileError",

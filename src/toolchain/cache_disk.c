@@ -373,12 +373,17 @@ static void *try_load(int dfd, const char *base, const char *const *syms, int ns
     return lib;
 }
 
-/* libgomp reads its settings when the first kernel library loads it. Its
- * default spins idle workers after each parallel loop; next to NumPy's BLAS
- * (whose threads spin too) that halves both on a small machine (MLP forward:
- * 0.57x NumPy spinning, 0.99x passive, measured). Passive unless the user
- * chose otherwise. */
-static void omp_defaults(void)
+/* libgomp reads its settings once, when the first library that needs it
+ * loads (a kernel of ours, or torch's own libgomp.so.1 at `import torch`,
+ * which our kernels then bind to: same soname). Its default spins idle
+ * workers after each parallel loop; next to NumPy's BLAS (whose threads spin
+ * too) that halves both on a small machine (MLP forward: 0.57x NumPy
+ * spinning, 0.99x passive, measured), and on a loaded 2-core machine the
+ * spinning team of a libgomp loaded by torch made heat 2-D 500x500 5x slower
+ * (50 ms vs 9 ms a call) and slowed plain NumPy calls next to it. Passive
+ * unless the user chose otherwise; set at import (nd_native_init) so that
+ * libraries imported after numdyn see it too. */
+void nd_omp_defaults(void)
 {
     static int done;
     if (done) return;
@@ -529,9 +534,11 @@ out:
     return h;
 }
 
+_Thread_local int nd_disk_load_only;
+
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
 {
-    omp_defaults();
+    nd_omp_defaults();
     for (int i = 0; i < n; i++) handles[i] = NULL;
     char given[PATH_MAX], resolved[PATH_MAX];
     if (cache_path(given, sizeof given) < 0) return -1;
@@ -555,6 +562,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
             continue;
         }
+        if (nd_disk_load_only) continue;  /* frozen: not built, handle NULL */
         ub[nb].base = bases[i];
         if (build_prepare(dfd, given, &ub[nb], units[i].src, units[i].len) < 0) goto done;
         fds[nb] = ub[nb].bfd;

@@ -26,6 +26,8 @@ int nd_cc_available(void);
 uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
 const char *nd_cc_flags(void);
 extern PyObject *nd_CompileError;
+/* OMP_WAIT_POLICY=PASSIVE unless set (before any libgomp reads it). */
+void nd_omp_defaults(void);
 
 /* cache_disk.c */
 /* The cache directory (checked: owned by us, not group/world writable). */
@@ -47,6 +49,9 @@ typedef struct {
     int *compiled;    /* set to 1 when the compiler ran for this unit */
 } nd_disk_unit;
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles);
+/* Per thread: nonzero makes nd_disk_load_or_build_many load only -- a unit
+ * not in the cache is left with a NULL handle, no error (frozen mode). */
+extern _Thread_local int nd_disk_load_only;
 int nd_disk_clear(void);
 
 /* cache_mem.c */

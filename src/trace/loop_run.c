@@ -296,6 +296,12 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     uint8_t *vb = PyMem_Calloc((size_t)nv + 1, 1);
     if (!vset || !vb) { PyMem_Free(vset); PyMem_Free(vb); PyErr_NoMemory(); goto done; }
 
+    /* under differentiation Python runs the loop: its array work is then
+     * traced, so gradients flow through it (trace_grad.c) */
+    if (t && t->ad) {
+        why = PyUnicode_FromString("a differentiated function (numdyn.grad) runs its loops in Python");
+        goto fallback;
+    }
     /* 1. the values */
     int proxies = 0;
     for (int v = 0; v < nv; v++) {

@@ -24,6 +24,11 @@ nd_trace *nd_trace_current(void);
  * first (trace_flush.c). 0 / -1. */
 int nd_trace_errstate_sync(nd_trace *t);
 extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
+/* This call did something Python-visible at trace time that a replayed call
+ * (which skips the Python code) would not repeat -- e.g. NumPy's
+ * ComplexWarning, given once per cast: the call is not recorded for replay,
+ * so every call traces and gives it again. */
+void nd_trace_not_replayable(nd_trace *t);
 nd_graph *nd_trace_graph(nd_trace *t);
 
 /* Proxy type (numdyn._C.LazyArray). */
@@ -196,7 +201,50 @@ int nd_proxy_memory_strides(PyObject *proxy, npy_intp *strides);
  * a[::-1, ::-2].reshape(-1)); NULL with no exception when it does not. */
 PyObject *nd_proxy_reshape_view(PyObject *base, int ndim, const npy_intp *shape);
 
+/* numdyn.disallow_in_graph of a NumPy ufunc (trace_policy.c): the number
+ * so marked, and whether ufunc uf is. nd_trace_disallowed_ufunc runs one
+ * such call eagerly with a recorded graph break: args/kwargs given (a
+ * function call), or the operator a OP b / OP a (b NULL), in place
+ * (a OP= b) when inplace. New ref, or NULL with an exception. */
+extern int nd_trace_n_disallowed;
+int nd_trace_ufunc_disallowed(int uf);
+PyObject *nd_trace_disallowed_ufunc(int uf, PyObject *a, PyObject *b, PyObject *args,
+                                    PyObject *kwargs, int inplace);
+
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
+
+/* ------------------------------------------------------------ autodiff
+ * nd_trace_vjp (numdyn._C._vjp; trace_grad.c) differentiates fn at args:
+ * fn(*args, **kwargs) runs once under a trace where every float array,
+ * Python float or NumPy float scalar inside args[k] for k in argnums (a
+ * tuple of ints; tuples, lists and dicts are walked) is a leaf with its own
+ * graph node -- never the caller's buffer: writes inside fn do not reach
+ * the caller's arrays. Non-float leaves pass as they are and get None.
+ * The backward graph is built by passes/autodiff.h from fn's graph and runs
+ * on `backend` ("native" when None, "eager"/"aot_eager": NumPy op by op).
+ * Returns a new tuple (out, aux, third):
+ *   out   fn's result (has_aux: its first item), as compiled code returns
+ *         it: ndarrays, NumPy scalars for scalar results;
+ *   aux   has_aux: fn's second item, else None;
+ *   third grad=1: the gradients of the single 0-d float output -- a tuple
+ *         with one entry per argnum, each shaped like that argument (arrays
+ *         of the leaves' dtypes, NumPy scalars for scalar leaves, None for
+ *         non-float leaves), computed in the same run as out;
+ *         grad=0: a numdyn._C.VJP object: vjp(*cts) takes one cotangent per
+ *         leaf of `out` (tuples/lists/dicts walked in order; cast to the
+ *         output's dtype, shaped like it) and returns that tuple. It can
+ *         be called many times: the forward saved what the backward needs.
+ * Called while a trace runs (inside numdyn.compile, or grad of grad) the
+ * results are lazy proxies of that trace and nothing is computed yet; the
+ * VJP object must then be called inside the same capture.
+ * Errors: NULL with TypeError (grad of a non-scalar or non-float output,
+ * has_aux without a pair), NotImplementedError naming an op without a VJP
+ * rule or the line where a differentiated value left the graph as data
+ * (float(), .item(), a NumPy function numdyn runs outside the graph), or
+ * whatever fn raised. */
+PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
+                       PyObject *backend, int has_aux, int grad);
+int nd_grad_init(PyObject *module);  /* module init: _vjp, VJP */
 /* ------------------------------------------------- NumPy semantics entry
  * The tracer reaches NumPy's semantics only through this table, which the
  * shim (numpy_shim/) fills at module init (nd_trace_register_numpy), so

@@ -17,6 +17,7 @@
  * the arrays inside them by proxies.
  */
 #include "trace_replay.h"
+#include "trace_control.h"
 #include "trace/loop.h"
 #include "runtime/floor.h"
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef struct {
     PyObject *weakrefs;
     nd_replay *replay;       /* recorded traces (trace_replay.c), or NULL */
     nd_floor *floor;         /* speed floor (floor.h), or NULL when off */
+    nd_ctl *ctl;             /* programs, recompile policy, hooks (trace_control.h) */
     unsigned gen;            /* reset() generation the caches belong to */
     int32_t last_nodes;      /* graph size of the last capture (reservation hint) */
     int backend, fullgraph, disable;
@@ -189,6 +191,7 @@ static PyObject *target(NdCompiled *cf)
         if (cf->cache) PyDict_Clear(cf->cache);
         nd__replay_reset(cf->replay);
         nd_floor_reset(cf->floor);
+        nd__ctl_reset(cf->ctl);
         cf->gen = reset_gen;
     }
     if (cf->remapped) {
@@ -232,12 +235,17 @@ done:
 static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *args,
                                size_t nargsf, PyObject *kwnames);
 
+static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args,
+                             size_t nargsf, PyObject *kwnames);
+
 static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames)
 {
     NdCompiled *cf = (NdCompiled *)self;
-    if (cf->disable || nd__tls_disabled > 0)
+    if (cf->disable || nd__tls_disabled > 0 || !nd__ctl_enabled) {
+        if (!nd__ctl_enabled) nd_counter_add(ND_CTR_EAGER_CALLS, 1);
         return PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+    }
     PyObject *fn = target(cf);
     if (!fn) return NULL;
     nd_trace *outer = nd_trace_current();
@@ -246,6 +254,28 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
         Py_DECREF(fn);
         return r;
     }
+    /* a top-level call: is it numdyn's to run (trace_control.h)? */
+    Py_ssize_t idx = -1;
+    int adm = nd__ctl_admit(cf->ctl, args, nargsf, kwnames, &idx);
+    if (adm != ND_ADMIT_RUN && adm != ND_ADMIT_COMPILE) {
+        Py_DECREF(fn);
+        return adm < 0 ? NULL : PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+    }
+    int spec_saved = nd_marks_spec_all;
+    nd_marks_spec_all = cf->ctl->spec_all;
+    double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
+    PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);
+    nd_marks_spec_all = spec_saved;
+    if (adm == ND_ADMIT_COMPILE && nd__ctl_compiled(cf->ctl, idx, nd__ctl_now() - t0, r != NULL) < 0)
+        Py_CLEAR(r);
+    return r;
+}
+
+/* a top-level call numdyn runs: the speed floor's choice, then replay or
+ * capture. Steals fn. */
+static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args,
+                             size_t nargsf, PyObject *kwnames)
+{
     if (!cf->floor || nd__tls_explain)
         return compiled_call(cf, fn, args, nargsf, kwnames);
     /* the speed floor: numdyn or the original function, whichever is faster
@@ -345,6 +375,7 @@ static int cf_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(cf->dynamic);
     Py_VISIT(cf->remapped);
     Py_VISIT(cf->guards);
+    if (nd__ctl_traverse(cf->ctl, visit, arg)) return -1;
     return nd__replay_traverse(cf->replay, visit, arg);
 }
 
@@ -371,6 +402,7 @@ static void cf_dealloc(PyObject *o)
     cf_clear(o);
     nd__replay_free(((NdCompiled *)o)->replay);
     nd_floor_free(((NdCompiled *)o)->floor);
+    nd__ctl_free(((NdCompiled *)o)->ctl);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -432,7 +464,32 @@ static PyObject *cf_loop_info(PyObject *o, PyObject *unused)
     return nd_loop_info(PyFunction_GET_CODE(fn));
 }
 
+static PyObject *cf_out_guards(PyObject *o, PyObject *args)
+{
+    if (!PyTuple_Check(args)) return PyErr_BadArgument(), NULL;
+    return nd__ctl_out_guards(((NdCompiled *)o)->ctl, &PyTuple_GET_ITEM(args, 0),
+                              PyTuple_GET_SIZE(args));
+}
+
+static PyObject *cf_programs_info(PyObject *o, PyObject *unused)
+{
+    nd_ctl *c = ((NdCompiled *)o)->ctl;
+    PyObject *l = PyList_New(0);
+    for (Py_ssize_t i = 0; l && c && i < c->progs.n; i++) {
+        PyObject *g = nd_programs_guards(&c->progs, i, c->names);
+        PyObject *d = g ? Py_BuildValue("{sNsdsL}", "guards", g, "compile_s", c->progs.e[i].compile_s,
+                                        "calls", c->progs.e[i].calls) : NULL;
+        if (!d || PyList_Append(l, d) < 0) Py_CLEAR(l);
+        Py_XDECREF(d);
+    }
+    return l;
+}
+
 static PyMethodDef cf_methods[] = {
+    {"_out_guards", cf_out_guards, METH_VARARGS,
+     "The guards of the program that calls with these positional arguments run (list of str)."},
+    {"_programs", cf_programs_info, METH_NOARGS,
+     "Per compiled program: its guards, compile time (s) and calls."},
     {"_loop_info", cf_loop_info, METH_NOARGS,
      "Loop capture, per loop statement considered (after the first call): line, captured, reason."},
     {"_floor_info", cf_floor_info, METH_NOARGS,
@@ -533,12 +590,23 @@ static int floor_wanted(int kind, PyObject *options, int disable)
 
 static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fn", "fullgraph", "dynamic", "backend", "options", "disable", NULL};
+    static char *kwlist[] = {"fn", "fullgraph", "dynamic", "backend", "options", "disable",
+                             "guard_fail_fn", "guard_export_fn", NULL};
     PyObject *fn, *dynamic = Py_None, *backend = NULL, *options = Py_None;
+    PyObject *guard_fail_fn = NULL, *guard_export_fn = NULL;
     int fullgraph = 0, disable = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pOOOp:compile", kwlist, &fn, &fullgraph,
-                                     &dynamic, &backend, &options, &disable))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pOOOp$OO:compile", kwlist, &fn, &fullgraph,
+                                     &dynamic, &backend, &options, &disable, &guard_fail_fn,
+                                     &guard_export_fn))
         return NULL;
+    for (int k = 0; k < 2; k++) {
+        PyObject *h = k ? guard_export_fn : guard_fail_fn;
+        if (h && h != Py_None && !PyCallable_Check(h)) {
+            PyErr_Format(PyExc_TypeError, "numdyn: %s must be callable, not %.80s",
+                         k ? "guard_export_fn" : "guard_fail_fn", Py_TYPE(h)->tp_name);
+            return NULL;
+        }
+    }
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "numdyn.compile expects a callable, got %.80s",
                      Py_TYPE(fn)->tp_name);
@@ -563,6 +631,7 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->weakrefs = NULL;
     cf->replay = NULL;
     cf->floor = NULL;
+    cf->ctl = NULL;
     cf->gen = reset_gen;
     cf->last_nodes = 0;
     cf->backend = kind;
@@ -570,6 +639,10 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     cf->disable = disable;
     PyObject_GC_Track((PyObject *)cf);
     if (kind == ND_BACKEND_CUSTOM && !cf->cache) { Py_DECREF(cf); return NULL; }
+    if (!(cf->ctl = nd__ctl_new(fn, options, dynamic, guard_fail_fn, guard_export_fn))) {
+        Py_DECREF(cf);
+        return NULL;
+    }
     int floor = floor_wanted(kind, options, disable);
     if (floor < 0 || (floor && !(cf->floor = nd_floor_new()))) { Py_DECREF(cf); return NULL; }
     PyObject *functools = PyImport_ImportModule("functools");

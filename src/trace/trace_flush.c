@@ -311,6 +311,7 @@ static void wlog_note(nd_trace *t)
         nd__wlog_begin(t);
         for (Py_ssize_t k = 0; k < t->nclist; k++) if (t->clist[k]->dirty) W.valid = 0;
     }
+    if (!t->ndirty) goto done;  /* nothing to log: no walk of clist */
     if (W.valid && t->nclist > W.nlast) {
         nd_id *l = PyMem_Realloc(W.last, sizeof(nd_id) * (size_t)t->nclist);
         if (!l) { W.valid = 0; goto done; }
@@ -760,12 +761,14 @@ static int settle(nd_trace *t, nd_storage *s)
     }
     if (id == ND_NONE) return -1;
     s->version = id;
+    if (s->dirty) t->ndirty--;
     s->dirty = 0;
     return 0;
 }
 
 static int write_back(nd_trace *t)
 {
+    if (!t->ndirty) return 0;
     Py_ssize_t nd = 0;
     for (Py_ssize_t k = 0; k < t->nclist; k++) nd += t->clist[k]->dirty;
     if (!nd) return 0;
@@ -852,6 +855,7 @@ static int sweep_values(nd_trace *t)
 static int note_write_backs(nd_trace *t, nd_replay_rec *rec, const nd_id *targets, int nt)
 {
     int nd = 0;
+    if (!t->ndirty) return 0;
     for (Py_ssize_t k = 0; k < t->nclist; k++) nd += t->clist[k]->dirty;
     if (!nd) return 0;
     rec->wb_out = PyMem_Malloc(sizeof(int32_t) * (size_t)nd);
@@ -936,7 +940,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     if (rec) {
         rec->flushes++;
         rec->escapes += !rec->final;
-        for (Py_ssize_t k = 0; k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
+        for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
     }
     nd_graph *g = t->g;
     Py_ssize_t cap = n + t->nclist;
@@ -951,7 +955,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
         seen[id] = 1;
     }
-    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) {
         nd_storage *s = t->clist[k];
         if (!s->dirty) continue;
         nd_id id = s->version;
@@ -972,17 +976,9 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
             goto done;
         }
         targets = more;
-        nd_id hi = 0;
-        for (int i = 0; i < nt; i++) {
-            anc[targets[i]] = 1;
-            if (targets[i] > hi) hi = targets[i];
-        }
-        for (nd_id i = hi; i >= 0; i--) {
-            nd_node *nn = &g->nodes[i];
-            if (!anc[i] || nn->value || nn->op == ND_OP_INPUT) continue;
-            for (int k = 0; k < nn->nin; k++) if (nn->in[k] >= 0) anc[nn->in[k]] = 1;
-            for (int k = 0; k < nn->nextra; k++) if (nn->extra[k] >= 0) anc[nn->extra[k]] = 1;
-        }
+        nd_id *ancl = NULL;  /* the marked ids, ascending */
+        Py_ssize_t nanc = nd_graph_ancestors(g, targets, nt, 1, anc, &ancl);
+        if (nanc < 0) { PyMem_Free(anc); goto done; }
         for (NdProxy *p = t->proxies; p; p = p->next) {
             nd_id v = p->st->version;
             if (anc[v] && !seen[v] && !nd__node_array(g, v) && g->nodes[v].op != ND_OP_SCALAR) {
@@ -994,34 +990,39 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
          * (u, vh of an svd whose s is needed) are kept too: a later flush
          * must not call NumPy again for them */
         int nsib = 0;
-        for (nd_id i = 0; i <= hi; i++)
-            if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
+        for (Py_ssize_t a = 0; a < nanc; a++) {
+            nd_id i = ancl[a];
+            if (g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
                 for (nd_id j = 0; j < g->n; j++)
                     if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) nsib++;
+        }
         if (nsib) {
             nd_id *more2 = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nsib + 1));
-            if (!more2) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+            if (!more2) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
             targets = more2;
-            for (nd_id i = 0; i <= hi; i++)
-                if (anc[i] && g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
+            for (Py_ssize_t a = 0; a < nanc; a++) {
+                nd_id i = ancl[a];
+                if (g->nodes[i].op == ND_OP_EXTERN && g->nodes[i].aux >= 0 && !g->nodes[i].value)
                     for (nd_id j = 0; j < g->n; j++)
                         if (!seen[j] && nd_extern_sibling(&g->nodes[i], &g->nodes[j])) {
                             targets[nt++] = j;
                             seen[j] = 1;
                         }
+            }
         }
         /* stores of lazy NumPy scalars (see scalar_store_value): their
          * scalar operands are outputs, checked as the graph runs */
         if (t->scalar_stores > 0) {
             int capst = 0;
-            for (nd_id i = 0; i <= hi; i++) {
-                if (!anc[i] || !(g->nodes[i].flags & ND_F_SCALAR_STORE)) continue;
+            for (Py_ssize_t a = 0; a < nanc; a++) {
+                nd_id i = ancl[a];
+                if (!(g->nodes[i].flags & ND_F_SCALAR_STORE)) continue;
                 nd_id first = ND_NONE, v = scalar_store_value(g, i, &first);
                 if (v == ND_NONE) continue;
                 if (nstores == capst) {
                     capst = capst ? 2 * capst : 8;
                     nd_id *ns = PyMem_Realloc(stores, sizeof(nd_id) * 2 * (size_t)capst);
-                    if (!ns) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+                    if (!ns) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
                     stores = ns;
                 }
                 stores[2 * nstores] = first;
@@ -1029,7 +1030,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 nstores++;
             }
             nd_id *more3 = nstores ? PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nstores + 1)) : targets;
-            if (!more3) { PyMem_Free(anc); PyErr_NoMemory(); goto done; }
+            if (!more3) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
             targets = more3;
             for (int k = 0; k < nstores; k++) {
                 nd_id v = stores[2 * k + 1];
@@ -1039,7 +1040,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 }
             }
         }
-        PyMem_Free(anc);
+        PyMem_Free(anc); PyMem_Free(ancl);
         nd__flush_mark_layouts(t, seen);
         res = run_graph(t, targets, nt, stores, nstores);
         if (!res) {
@@ -1076,7 +1077,7 @@ done:
 
 int nd__flush_writes(nd_trace *t)
 {
-    for (Py_ssize_t k = 0; k < t->nclist; k++)
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++)
         if (t->clist[k]->dirty) return nd__flush(t, NULL, 0, NULL);
     return 0;
 }
@@ -1107,6 +1108,7 @@ PyObject *nd__proxy_value(NdProxy *p, const char *reason)
         return NULL;
     }
     int live = nd__live(p);
+    if (t->ad && live && nd__ad_escape(t, p, reason) < 0) return NULL;
     if (reason && live && nd_trace_record_break(t, reason) < 0) return NULL;
     PyObject *r = nd_proxy_base_array((PyObject *)p);
     if (r) {
@@ -1192,6 +1194,7 @@ static int compute_set(proxy_set *ps)
         NdProxy *p = ps->p[k];
         if (ps->v[k] || p->value) continue;
         nd_trace *t = p->st->trace;
+        if (t->ad && nd__live(p) && nd__ad_escape(t, p, NULL) < 0) goto done;
         if (t->flushing) {
             ps->v[k] = nd__proxy_value(p, NULL);  /* raises the clear error */
             goto done;

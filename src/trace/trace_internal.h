@@ -31,6 +31,7 @@
 
 typedef struct nd_storage nd_storage;
 typedef struct NdProxy NdProxy;
+typedef struct nd_ad_capture nd_ad_capture;  /* trace_grad.c */
 
 /* Save / restore the raised exception across cleanup code (3.10 .. 3.13). */
 #if PY_VERSION_HEX >= 0x030C0000
@@ -65,12 +66,19 @@ struct nd_trace {
     nd_ptrmap callers;        /* caller storages, by caller array identity */
     nd_storage **clist;       /* the same storages, in creation order */
     Py_ssize_t nclist, capclist;
+    Py_ssize_t ndirty;        /* storages with writes pending (dirty set; never
+                                 fewer): 0 lets the per-operation and per-flush
+                                 walks of clist -- which holds every array the
+                                 capture touched, thousands in a long loop --
+                                 be skipped (nd__storage_dirty, settle) */
     NdProxy *proxies;         /* intrusive list of attached proxies */
     Py_ssize_t value_bytes;   /* bytes held by node values since last sweep */
     PyObject *fpstate;        /* owned: NumPy's error state (extobj) the pending
                                  ops were traced under, or NULL */
     int scalar_stores;        /* SETITEMs marked ND_F_SCALAR_STORE made: a flush
                                  looks for them only then */
+    nd_ad_capture *ad;        /* a differentiated function is running (innermost
+                                 first), or NULL: trace_grad.c */
 };
 
 struct nd_storage {
@@ -118,6 +126,15 @@ struct NdProxy {
     npy_intp shape[ND_MAXDIMS];
     npy_intp strides[ND_MAXDIMS]; /* element units over that flat index */
 };
+
+/* a write is pending for s's caller array (keeps t->ndirty) */
+static inline void nd__storage_dirty(nd_storage *s)
+{
+    if (s->caller && !s->dirty) {
+        s->dirty = 1;
+        s->trace->ndirty++;
+    }
+}
 
 /* ---- trace_state.c */
 extern _Thread_local nd_trace *nd__tls_trace;  /* the thread's current trace */
@@ -262,6 +279,14 @@ int nd__outside_begin(nd_trace *t, PyObject *handed, nd_outside *o);
 int nd__gather_arrays(PyObject *o, PyObject *list, int traced_only, int depth);
 /* ok == 0 (the call raised): only releases; the error stays set. */
 int nd__outside_end(nd_trace *t, nd_outside *o, int ok);
+
+/* ---- trace_grad.c */
+/* A value of proxy p is about to leave the graph as data (reason: the
+ * break's, or NULL for a NumPy call numdyn makes outside the graph) while
+ * a differentiated function runs (t->ad): NotImplementedError when it
+ * depends on a differentiated input through floats -- its gradient would
+ * be lost -- except for bool() (a branch), repr() and str(). 0 / -1. */
+int nd__ad_escape(nd_trace *t, NdProxy *p, const char *reason);
 
 /* ---- trace_compile.c */
 int nd__compile_init(PyObject *m);

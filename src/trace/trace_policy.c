@@ -15,11 +15,14 @@
  * own name.
  */
 #include "trace_internal.h"
+#include <stdio.h>
 #include <string.h>
 
-enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE };
+/* DISABLE_SHALLOW: disable(fn, recursive=False): fn runs on concrete
+ * arrays, but compiled functions it calls still compile */
+enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE, POL_DISABLE_SHALLOW, POL_N };
 static const char *pol_names[] = {"allow_in_graph", "disallow_in_graph", "forbid_in_graph",
-                                  "disable"};
+                                  "disable", "disable_shallow"};
 
 typedef struct {
     PyObject_HEAD
@@ -30,6 +33,46 @@ typedef struct {
 } NdPolicy;
 
 static PyObject *policies;  /* fn -> wrapper (a dict; functions hash by identity) */
+
+/* NumPy ufuncs marked disallow_in_graph: their calls and operators (`-` for
+ * np.subtract) run eagerly with a recorded graph break (trace.h) */
+static uint8_t uf_disallowed[ND_UF_COUNT];
+int nd_trace_n_disallowed;
+
+int nd_trace_ufunc_disallowed(int uf)
+{
+    return uf >= 0 && uf < ND_UF_COUNT && uf_disallowed[uf];
+}
+
+PyObject *nd_trace_disallowed_ufunc(int uf, PyObject *a, PyObject *b, PyObject *args,
+                                    PyObject *kwargs, int inplace)
+{
+    char why[160];
+    snprintf(why, sizeof why, "numpy.%s is marked numdyn.disallow_in_graph: runs eagerly on "
+             "concrete arrays", nd_ufunc_name(uf));
+    PyObject *f = nd_ufunc_object(uf);
+    if (args) return nd_trace_fallback_call(f, args, kwargs, why);
+    if (!inplace) {
+        PyObject *t = b ? PyTuple_Pack(2, a, b) : PyTuple_Pack(1, a);
+        PyObject *r = t ? nd_trace_fallback_call(f, t, NULL, why) : NULL;
+        Py_XDECREF(t);
+        return r;
+    }
+    /* a op= b: NumPy computes into a concrete copy of a (its casting rules
+     * and errors), which then becomes a's value (views of a see it) */
+    PyObject *cur = nd_trace_materialize(a, NULL);
+    PyObject *c = cur ? PyArray_NewCopy((PyArrayObject *)cur, NPY_KEEPORDER) : NULL;
+    Py_XDECREF(cur);
+    if (!c) return NULL;
+    PyObject *t = PyTuple_Pack(2, c, b), *kw = Py_BuildValue("{sO}", "out", c);
+    PyObject *r = t && kw ? nd_trace_fallback_call(f, t, kw, why) : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(kw);
+    Py_XDECREF(r);
+    int rc = r ? nd_np.setitem(a, Py_Ellipsis, c) : -1;
+    Py_DECREF(c);
+    return rc < 0 ? NULL : Py_NewRef(a);
+}
 
 static PyObject *fn_name(PyObject *fn)
 {
@@ -100,6 +143,9 @@ static PyObject *pol_vectorcall(PyObject *self, PyObject *const *args, size_t na
         break;
     case POL_DISABLE:
         return run_eagerly(p, args, nargsf, kwnames, 1);
+    case POL_DISABLE_SHALLOW:
+        if (nd_trace_current()) return run_eagerly(p, args, nargsf, kwnames, 0);
+        break;
     case POL_FORBID:
         if (nd_trace_current()) {
             PyObject *name = fn_name(p->fn);
@@ -193,7 +239,7 @@ static PyObject *mod_policy(PyObject *m, PyObject *args)
     const char *kind;
     if (!PyArg_ParseTuple(args, "Os:_policy", &fn, &kind)) return NULL;
     int k = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < POL_N; i++)
         if (strcmp(kind, pol_names[i]) == 0) k = i;
     if (k < 0) {
         PyErr_Format(PyExc_ValueError, "numdyn: unknown policy %s", kind);
@@ -220,6 +266,11 @@ static PyObject *mod_policy(PyObject *m, PyObject *args)
     Py_DECREF(r);
     if (PyDict_SetItem(policies, fn, (PyObject *)p) < 0) {
         PyErr_Clear();  /* an unhashable callable: the wrapper still works */
+    }
+    int uf = nd_ufunc_lookup(fn);
+    if (uf >= 0 && uf_disallowed[uf] != (k == POL_DISALLOW)) {
+        uf_disallowed[uf] = k == POL_DISALLOW;
+        nd_trace_n_disallowed += k == POL_DISALLOW ? 1 : -1;
     }
     return (PyObject *)p;
 }

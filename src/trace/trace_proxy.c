@@ -10,6 +10,7 @@
  * and the operation runs on that concrete array with plain NumPy.
  */
 #include "trace_internal.h"
+#include "trace_control.h"
 #include <string.h>
 
 static PyObject *np_matmul;  /* numpy.matmul (a ufunc) */
@@ -197,6 +198,8 @@ static PyObject *binop(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
     if (d) Py_RETURN_NOTIMPLEMENTED;
     PyObject *sr;
     if (scalar_rules(uf, a, b, numpy_op, &sr)) return sr;
+    if (nd_trace_n_disallowed && nd_trace_ufunc_disallowed(uf) && (is_live_proxy(a) || is_live_proxy(b)))
+        return nd_trace_disallowed_ufunc(uf, a, b, NULL, NULL, 0);
     if (!is_dead_proxy(a) && !is_dead_proxy(b)) return scalar_math(nd_np.ufunc2(uf, a, b), uf, a, b);
     PyObject *ra = resolve(a), *rb = ra ? resolve(b) : NULL, *r = NULL;
     if (ra && rb)
@@ -214,6 +217,8 @@ static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
      * same_kind cast back to x's dtype); arr[i] = ... then casts like any
      * element assignment */
     if (nd_proxy_is_scalar(a)) return binop(uf, a, b, numpy_op);
+    if (nd_trace_n_disallowed && nd_trace_ufunc_disallowed(uf) && is_live_proxy(a))
+        return nd_trace_disallowed_ufunc(uf, a, b, NULL, NULL, 1);
     if (is_live_proxy(a)) {
         if (!is_dead_proxy(b)) return nd_np.ufunc2_inplace(uf, a, b);
         PyObject *rb = resolve(b);
@@ -234,6 +239,8 @@ static PyObject *inplace(int uf, PyObject *a, PyObject *b, binaryfunc numpy_op)
 
 static PyObject *unop(int uf, PyObject *a, unaryfunc numpy_op)
 {
+    if (nd_trace_n_disallowed && nd_trace_ufunc_disallowed(uf) && is_live_proxy(a))
+        return nd_trace_disallowed_ufunc(uf, a, NULL, NULL, NULL, 0);
     if (is_live_proxy(a)) return scalar_math(nd_np.ufunc1(uf, a), uf, a, NULL);
     PyObject *ra = resolve(a);
     PyObject *r = ra ? numpy_op(ra) : NULL;
@@ -798,6 +805,10 @@ static PyMethodDef proxy_methods[] = {
 static PyObject *g_shape(PyObject *o, void *c)
 {
     NdProxy *p = (NdProxy *)o;
+    /* an argument's own shape: dims marked dynamic stay symbolic (trace_control.h) */
+    if (nd_marks_live && p->st && p->st->caller && p->identity && !p->fresh &&
+        PyArray_NDIM((PyArrayObject *)p->st->caller) == p->ndim)
+        return nd__ctl_shape(p->st->caller, p->ndim, p->shape);
     PyObject *t = PyTuple_New(p->ndim);
     if (!t) return NULL;
     for (int d = 0; d < p->ndim; d++) {

@@ -216,7 +216,7 @@ static int allowed_value(PyObject *name, PyObject *v, int builtin)
         int ok = PyUnicode_Check(pol) &&
                  PyUnicode_CompareWithASCIIString(pol, "allow_in_graph") == 0;
         Py_DECREF(pol);
-        return ok;
+        return ok ? 2 : 0;
     }
     PyErr_Clear();
     /* names trace_remap.c injected for functions the shim replaces */
@@ -316,6 +316,16 @@ static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, P
                        int depth)
 {
     int ok = allowed_value(name, v, builtin);
+    if (ok == 2) {
+        /* allow_in_graph: the function's body is scanned like any called
+         * function, so what it reads is guarded (or it is not replayed):
+         * a replay never returns a result computed from stale globals */
+        PyObject *w = PyObject_GetAttrString(v, "__wrapped__");
+        if (!w) { PyErr_Clear(); return 0; }
+        int rc = PyFunction_Check(w) ? scan_fn(r, w, seen, depth + 1) : 0;
+        Py_DECREF(w);
+        return rc;
+    }
     if (ok) return ok < 0 ? -1 : 0;
     if (!builtin && PyFunction_Check(v)) return scan_fn(r, v, seen, depth + 1);
     if (!builtin && named_tuple_class(v)) return 0;
@@ -752,7 +762,7 @@ static void note_miss(nd_replay *r, PyObject *why)
     if (nd__log_hook && r->fn) {
         PyObject *name = PyObject_GetAttrString(r->fn, "__qualname__");
         if (!name) PyErr_Clear();
-        log_msg("recompiles", PyUnicode_FromFormat("replay guard miss for %S: %U; tracing again",
+        log_msg("replay", PyUnicode_FromFormat("replay guard miss for %S: %U; tracing again",
                                                    name ? name : Py_None, why));
         Py_XDECREF(name);
     }
@@ -776,7 +786,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
         if (rc && nd__log_hook && r->why) {
             PyObject *name = PyObject_GetAttrString(fn, "__qualname__");
             if (!name) PyErr_Clear();
-            log_msg("recompiles", PyUnicode_FromFormat("%S is traced on every call (no replay): %U",
+            log_msg("replay", PyUnicode_FromFormat("%S is traced on every call (no replay): %U",
                                                        name ? name : Py_None, r->why));
             Py_XDECREF(name);
         }
@@ -786,7 +796,7 @@ int nd__replay_want(nd_replay *r, PyObject *fn)
     if (r->nentries >= lim) {
         if (!r->limit_logged) {
             r->limit_logged = 1;
-            log_msg("recompiles",
+            log_msg("replay",
                     PyUnicode_FromFormat("numdyn.config.cache_size_limit (%ld) reached: later "
                                          "argument variants are traced on every call", lim));
         }
@@ -830,7 +840,7 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
 {
     if (r->fn != fn || r->scanned <= 0) return 0;
     /* caller writes replay when the return flush made them all */
-    if (rec->escapes || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
+    if (rec->escapes || rec->unreplayable || rec->flushes > 1 || (rec->mutated && (rec->wb_bad || !rec->nwb)))
         return 0;
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
@@ -927,7 +937,7 @@ done:
     if (rc > 0) {
         /* this call's arguments are not replayable; others may be */
         if (nd__log_hook && why)
-            log_msg("recompiles", PyUnicode_FromFormat("capture not recorded for replay: %s", why));
+            log_msg("replay", PyUnicode_FromFormat("capture not recorded for replay: %s", why));
         rc = 0;
     }
     return rc;

@@ -32,6 +32,7 @@ typedef struct nd_replay_rec {
     int32_t *wb_out;       /* PyMem: ... output index of their final value */
     PyObject **wb_caller;  /* PyMem, borrowed (the call's arguments hold them) */
     int wb_bad;     /* a write-back the return flush did not compute */
+    int unreplayable; /* nd_trace_not_replayable */
 } nd_replay_rec;
 
 /* The recording on this thread, or NULL. */

@@ -8,6 +8,7 @@
 #include "trace/loop.h"
 #include "trace_replay.h"
 #include "trace_order.h"
+#include "trace_control.h"
 #include <frameobject.h>  /* PyFrame_GetBack on 3.10 */
 #include <string.h>
 
@@ -305,16 +306,22 @@ int nd_trace_init(PyObject *module)
     if (PyModule_AddObjectRef(module, "GraphBreakError", nd__GraphBreakError) < 0)
         return -1;
     if (nd__proxy_type_init(module) < 0 || nd__compile_init(module) < 0 ||
-        nd__policy_init(module) < 0 || nd_loop_init(module) < 0)
+        nd__policy_init(module) < 0 || nd_loop_init(module) < 0 || nd__ctl_init(module) < 0)
         return -1;
     return 0;
+}
+
+void nd_trace_not_replayable(nd_trace *t)
+{
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (rec) rec->unreplayable = 1;
 }
 
 int nd_trace_checks_deferred(nd_trace *t)
 {
     nd_replay_rec *rec = nd__rec_of(t);
     if (!rec || rec->final || rec->escapes || rec->flushes || rec->mutated) return 0;
-    for (Py_ssize_t k = 0; k < t->nclist; k++)
+    for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++)
         if (t->clist[k]->dirty) return 0;  /* a caller write is pending: it must land first */
     return 1;
 }

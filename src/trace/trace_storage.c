@@ -278,7 +278,7 @@ static int write_node(NdProxy *p, nd_id value, uint32_t flags)
         if (flags & ND_F_SCALAR_STORE) s->trace->scalar_stores++;
     }
     s->version = nv;
-    if (s->caller) s->dirty = 1;
+    nd__storage_dirty(s);
     return s->exports ? write_through(s) : 0;
 }
 
@@ -305,7 +305,7 @@ static int write_part(NdProxy *p, nd_id value)
     nd_id nv = nd__input_node(t, copy);
     if (nv == ND_NONE) goto done;
     s->version = nv;
-    if (s->caller) s->dirty = 1;
+    nd__storage_dirty(s);
     rc = s->exports ? write_through(s) : 0;
 done:
     Py_XDECREF(res[0]);

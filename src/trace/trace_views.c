@@ -192,7 +192,10 @@ PyObject *nd_proxy_element(PyObject *o, npy_intp off)
     NdProxy *b = nd__as_proxy(o);
     if (!b || !nd__live(b)) return NULL;
     nd_replay_rec *rec = nd__rec_of(b->st->trace);
-    if (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX)
+    /* under differentiation an element read stays in the graph: a NumPy
+     * scalar would carry no gradient */
+    int ad = b->st->trace->ad != NULL;
+    if (!ad && (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX))
         return element_now(b, off);
     npy_intp str[ND_MAXDIMS] = {0}, z = 0;
     /* off over the proxy's own C-order index -> a 0-d view of it */
@@ -201,7 +204,7 @@ PyObject *nd_proxy_element(PyObject *o, npy_intp off)
     nd_id id = nd_proxy_read(v);
     Py_DECREF(v);
     if (id == ND_NONE) return NULL;
-    rec->nelem++;
+    if (rec) rec->nelem++;
     return nd_proxy_wrap(b->st->trace, id, 1);
 }
 

@@ -1,0 +1,60 @@
+"""Frozen mode (numdyn.run): NumPy vs numdyn vs the same compiled function
+called inside ``numdyn.run()``, interleaved in one process, median seconds
+per call. Frozen mode must run seen inputs at compiled speed: it uses the
+programs compiled already (replay, program cache, kernel caches) and never
+compiles.
+
+    python bench/bench_frozen.py [--quick]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runner import report, timeit_interleaved  # noqa: E402
+
+import numdyn  # noqa: E402
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+def rms_norm(x, w):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w
+
+
+def _cases(quick):
+    rng = np.random.default_rng(0)
+    n = 256 if quick else 1024
+    x = rng.standard_normal((n, 1024)).astype(np.float32)
+    w = rng.standard_normal(1024).astype(np.float32)
+    return [("gelu f32 (%d,1024)" % n, gelu, (x,)),
+            ("rms_norm f32 (%d,1024)" % n, rms_norm, (x, w))]
+
+
+def run(quick=False):
+    rows = []
+    for name, fn, args in _cases(quick):
+        compiled = numdyn.compile(fn)
+        frozen = numdyn.run(compiled)
+        ref = fn(*args)
+        for got in (compiled(*args), frozen(*args)):  # compiles once, then seen
+            assert got.dtype == ref.dtype and got.shape == ref.shape
+            np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5)
+        k0 = numdyn.utils.counters["kernels_compiled"]
+        t = timeit_interleaved({"numpy": fn, "numdyn": compiled, "frozen": frozen}, args,
+                               repeat=5 if quick else 15)
+        assert numdyn.utils.counters["kernels_compiled"] == k0, "frozen mode compiled"
+        rows.append({"benchmark": name, **t,
+                     "note": "numdyn %.2fx, frozen %.2fx NumPy's speed"
+                             % (t["numpy"] / t["numdyn"], t["numpy"] / t["frozen"])})
+    return rows
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    report(run(quick=ap.parse_args().quick))

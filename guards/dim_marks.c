@@ -1,0 +1,162 @@
+/* dim_marks.c -- mark_dynamic / mark_static side table (dim_marks.h).
+ *
+ * One dict: id(array) -> (weakref, dynamic mask, static mask). The weak
+ * reference's callback drops the entry when the array dies, so an id
+ * reused by a new array never finds the old marks.
+ */
+#include "dim_marks.h"
+#include "graph/hash.h"
+
+Py_ssize_t nd_marks_live;
+_Thread_local int nd_marks_spec_all;
+static PyObject *marks;  /* id -> (weakref, int dynamic, int static) */
+
+static PyObject *marks_drop(PyObject *key, PyObject *wr)
+{
+    (void)wr;
+    if (marks && PyDict_DelItem(marks, key) < 0) PyErr_Clear();
+    else if (marks) nd_marks_live--;
+    Py_RETURN_NONE;
+}
+static PyMethodDef drop_def = {"_marks_drop", marks_drop, METH_O, NULL};
+
+static PyObject *entry_of(PyObject *arr)
+{
+    if (!marks || !nd_marks_live) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(arr);
+    if (!key) { PyErr_Clear(); return NULL; }
+    PyObject *e = PyDict_GetItemWithError(marks, key);
+    Py_DECREF(key);
+    /* the entry of a dead array went with it (the weakref's callback runs
+     * before its memory can hold another object): an entry is arr's */
+    if (!e) PyErr_Clear();
+    return e;
+}
+
+int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
+{
+    uint64_t dyn = 0, st = 0;
+    nd_marks_get(arr, &dyn, &st);
+    if (dynamic) { dyn |= mask; st &= ~mask; }
+    else { st |= mask; dyn &= ~mask; }
+    PyObject *key = PyLong_FromVoidPtr(arr);
+    if (!key) return -1;
+    PyObject *e = entry_of(arr), *wr = NULL;
+    if (e) wr = Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    else {
+        PyObject *cb = PyCFunction_New(&drop_def, key);
+        if (!cb) { Py_DECREF(key); return -1; }
+        wr = PyWeakref_NewRef(arr, cb);
+        Py_DECREF(cb);
+        if (!wr) {
+            Py_DECREF(key);
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s",
+                             dynamic ? "dynamic" : "static", Py_TYPE(arr)->tp_name);
+            }
+            return -1;
+        }
+    }
+    PyObject *t = Py_BuildValue("(NKK)", wr, (unsigned long long)dyn, (unsigned long long)st);
+    int r = t ? PyDict_SetItem(marks, key, t) : -1;
+    Py_XDECREF(t);
+    Py_DECREF(key);
+    if (r == 0 && !e) nd_marks_live++;
+    return r;
+}
+
+void nd_marks_get(PyObject *arr, uint64_t *dynamic, uint64_t *stat)
+{
+    *dynamic = *stat = 0;
+    PyObject *e = entry_of(arr);
+    if (!e) return;
+    *dynamic = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(e, 1));
+    *stat = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(e, 2));
+}
+
+uint64_t nd_marks_static_dims(PyObject *arr, int spec_all)
+{
+    if (!PyArray_Check(arr)) return 0;
+    int nd = PyArray_NDIM((PyArrayObject *)arr);
+    uint64_t all = nd >= 64 ? ~0ULL : (1ULL << nd) - 1, dyn = 0, st = 0;
+    nd_marks_get(arr, &dyn, &st);
+    return (spec_all ? all & ~dyn : st) & all;
+}
+
+uint64_t nd_marks_size_key(PyObject *arr)
+{
+    if (!nd_marks_live && !nd_marks_spec_all) return 0;
+    uint64_t m = nd_marks_static_dims(arr, nd_marks_spec_all);
+    if (!m) return 0;
+    uint64_t h = nd_hash_mix(0x7374617469637364ULL, m);
+    for (int d = 0; d < PyArray_NDIM((PyArrayObject *)arr); d++)
+        if (m >> d & 1) h = nd_hash_mix(h, (uint64_t)PyArray_DIM((PyArrayObject *)arr, d));
+    return h;
+}
+
+/* _mark(x, dims or None, dynamic): None means every dim */
+static PyObject *py_mark(PyObject *m, PyObject *args)
+{
+    PyObject *x, *dims;
+    int dynamic;
+    if (!PyArg_ParseTuple(args, "OOp:_mark", &x, &dims, &dynamic)) return NULL;
+    const char *what = dynamic ? "dynamic" : "static";
+    if (!PyArray_Check(x)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s", what,
+                     Py_TYPE(x)->tp_name);
+        return NULL;
+    }
+    int nd = PyArray_NDIM((PyArrayObject *)x);
+    uint64_t mask = 0;
+    if (dims == Py_None) mask = nd >= 64 ? ~0ULL : (1ULL << nd) - 1;
+    else {
+        PyObject *seq = PyLong_Check(dims) ? PyTuple_Pack(1, dims)
+                                           : PySequence_Fast(dims, "dim must be an int or a list of ints");
+        if (!seq) return NULL;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            long d = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (d == -1 && PyErr_Occurred()) { Py_DECREF(seq); return NULL; }
+            if (d < -nd || d >= nd) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_IndexError, "numdyn.mark_%s: dim %ld out of range for an "
+                             "array of ndim %d", what, d, nd);
+                return NULL;
+            }
+            mask |= 1ULL << (d < 0 ? d + nd : d);
+        }
+        Py_DECREF(seq);
+    }
+    if (nd_marks_set(x, mask, dynamic) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _marked_dims(x) -> (frozenset dynamic, frozenset static) */
+static PyObject *py_marked(PyObject *m, PyObject *x)
+{
+    uint64_t dyn, st;
+    nd_marks_get(x, &dyn, &st);
+    PyObject *a = PySet_New(NULL), *b = PySet_New(NULL);
+    for (int d = 0; a && b && d < 64; d++) {
+        PyObject *v = (dyn >> d & 1) || (st >> d & 1) ? PyLong_FromLong(d) : NULL;
+        if (!v) continue;
+        if (PySet_Add(dyn >> d & 1 ? a : b, v) < 0) Py_CLEAR(a);
+        Py_DECREF(v);
+    }
+    PyObject *r = a && b ? Py_BuildValue("(NN)", PyFrozenSet_New(a), PyFrozenSet_New(b)) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+static PyMethodDef funcs[] = {
+    {"_mark", py_mark, METH_VARARGS, "_mark(x, dims|None, dynamic)"},
+    {"_marked_dims", py_marked, METH_O, "_marked_dims(x) -> (dynamic dims, static dims)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_marks_init(PyObject *module)
+{
+    if (!(marks = PyDict_New())) return -1;
+    return PyModule_AddFunctions(module, funcs);
+}

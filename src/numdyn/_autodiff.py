@@ -1,0 +1,136 @@
+"""numdyn's functional autodiff API: vjp, grad, value_and_grad.
+
+The work is C (numdyn._C._vjp: trace once, build the backward graph from the
+forward graph with the VJP rules of src/passes/autodiff.c, run forward and
+backward as fused kernels); this module only shapes arguments and results.
+
+Conventions are JAX's: grad needs a function returning one 0-d float value;
+argnums picks positional arguments, each may be a float array, a Python or
+NumPy float, or a tuple/list/dict of them (the gradient has the same
+structure). Integer and bool inputs are not differentiable: grad raises
+TypeError for them unless allow_int=True, which gives None; vjp gives None.
+Writes inside the differentiated function to its differentiated arguments
+do not reach the caller's arrays (the function is treated as pure).
+"""
+import functools
+
+from . import _C
+
+__all__ = ["vjp", "grad", "value_and_grad"]
+
+
+def _backend_of(fn):
+    """The backend that runs a function's gradients: a compiled function's
+    own ("aot_eager"/"eager": NumPy op by op), else "native"."""
+    if isinstance(fn, _C.CompiledFunction):
+        name = fn.backend
+        if isinstance(name, str) and name in ("native", "eager", "aot_eager"):
+            return name
+        raise NotImplementedError(
+            f"numdyn autodiff: gradients run with the built-in backends; {fn!r} uses "
+            f"backend {name!r}")
+    return "native"
+
+
+def _argnums_tuple(argnums, nargs):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int):
+            raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= a < nargs:
+            raise ValueError(f"argnums {a} is out of range for a function called with {nargs} "
+                             f"positional arguments")
+    return single, nums
+
+
+def _check_int_inputs(args, nums, allow_int):
+    if allow_int:
+        return
+    import numpy as np
+
+    def walk(x):
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+        else:
+            dt = getattr(x, "dtype", None)
+            if isinstance(x, (bool, int)) or (dt is not None and np.dtype(dt).kind in "biu"):
+                name = np.dtype(dt).name if dt is not None else type(x).__name__
+                raise TypeError(
+                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {name}. If you want to use integer or bool inputs, "
+                    f"use vjp or set allow_int to True.")
+    for a in nums:
+        walk(args[a])
+
+
+def vjp(fn, *primals, has_aux=False):
+    """``out, vjp_fn = numdyn.vjp(fn, *primals)`` (``out, vjp_fn, aux`` with
+    has_aux=True): fn's value at primals and its pullback. ``vjp_fn(ct)``
+    takes a cotangent shaped like out (a tuple/list of them for a tuple/list
+    output) and returns a tuple with one gradient per primal (None for
+    integer/bool primals). The pullback may be called many times: the
+    forward saved what the backward needs."""
+    out, aux, pull = _C._vjp(fn, primals, tuple(range(len(primals))), None,
+                             _backend_of(fn), has_aux, False)
+
+    def vjp_fn(ct):
+        return pull(*_leaves_like(out, ct))
+
+    vjp_fn.__doc__ = "pullback of numdyn.vjp: vjp_fn(cotangent) -> tuple of gradients"
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _leaves_like(out, ct):
+    """ct's leaves in the order _C._vjp walks out's (tuples, lists, dicts)"""
+    if isinstance(out, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(out):
+            raise TypeError(f"numdyn.vjp: the cotangent must be a sequence of {len(out)} "
+                            f"items like the output, got {type(ct).__name__}")
+        return [leaf for o, c in zip(out, ct) for leaf in _leaves_like(o, c)]
+    if isinstance(out, dict):
+        if not isinstance(ct, dict) or set(ct) != set(out):
+            raise TypeError("numdyn.vjp: the cotangent must be a dict with the output's keys")
+        return [leaf for k in out for leaf in _leaves_like(out[k], ct[k])]
+    return [ct]
+
+
+def value_and_grad(fn, argnums=0, has_aux=False, allow_int=False):
+    """``numdyn.value_and_grad(fn, argnums=0)(*args)`` -> (value, gradient):
+    fn's 0-d float value and its gradient with respect to the argument(s)
+    argnums (a tuple of gradients for a tuple argnums), computed in one run
+    (forward and backward fused). has_aux=True: fn returns (value, aux) and
+    the result is ((value, aux), gradient)."""
+
+    @functools.wraps(fn)
+    def value_and_grad_fn(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args))
+        _check_int_inputs(args, nums, allow_int)
+        out, aux, grads = _C._vjp(fn, args, nums, kwargs or None, _backend_of(fn),
+                                  has_aux, True)
+        g = grads[0] if single else grads
+        return ((out, aux), g) if has_aux else (out, g)
+
+    return value_and_grad_fn
+
+
+def grad(fn, argnums=0, has_aux=False, allow_int=False):
+    """``numdyn.grad(fn, argnums=0)(*args)``: the gradient of fn (a function
+    of ndarrays returning one 0-d float value) with respect to argument
+    argnums (a tuple of gradients for a tuple argnums), shaped like it.
+    has_aux=True: fn returns (value, aux) and the result is (gradient, aux).
+    Usable on plain NumPy functions and on numdyn.compile'd ones, and itself
+    compilable (numdyn.compile(numdyn.grad(f)) fuses forward and backward
+    into the caller's graph)."""
+    vg = value_and_grad(fn, argnums, has_aux, allow_int)
+
+    @functools.wraps(fn)
+    def grad_fn(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_fn

@@ -1,0 +1,1085 @@
+/* autodiff.c -- the VJP rules (autodiff.h): one reverse sweep over the
+ * forward nodes, each rule appending the nodes of its input cotangents.
+ *
+ * Helpers build nodes directly (the passes sit below the shim): every
+ * helper takes node ids and returns the new node's id, or ND_NONE with an
+ * exception set -- and returns ND_NONE at once when handed ND_NONE, so a
+ * rule is a straight line of helper calls checked once at its end.
+ * Node pointers move when the graph grows: rules copy the forward node
+ * (`f`) before appending anything.
+ */
+#include "autodiff.h"
+#include "core/core.h"
+#include <math.h>
+#include <string.h>
+
+static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
+    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount;
+
+static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
+static int iscplx(int dt) { return dt == NPY_CFLOAT || dt == NPY_CDOUBLE; }
+static int fmaxdt(int a, int b)
+{
+    int r[2] = {a, b}, best = NPY_HALF;
+    for (int k = 0; k < 2; k++)
+        if (r[k] == NPY_DOUBLE || (r[k] == NPY_FLOAT && best == NPY_HALF)) best = r[k];
+    return best == NPY_HALF && a != NPY_HALF && b != NPY_HALF ? NPY_DOUBLE : best;
+}
+
+#define NODE(g, id) (&(g)->nodes[id])
+#define BAD(id) ((id) < 0)
+
+static nd_id add(nd_graph *g, nd_node *n)
+{
+    nd_id id = nd_graph_add(g, n);
+    if (id == ND_NONE) {
+        Py_CLEAR(n->obj);
+        Py_CLEAR(n->attrs);
+        PyMem_Free(n->extra);
+        n->extra = NULL;
+    }
+    return id;
+}
+
+static int broadcast2(const nd_node *a, const nd_node *b, int *nd, npy_intp *shape)
+{
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < n; d++) {
+        int da = d - (n - a->ndim), db = d - (n - b->ndim);
+        npy_intp x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+        if (x != y && x != 1 && y != 1) {
+            PyErr_SetString(PyExc_SystemError, "numdyn autodiff: operands do not broadcast");
+            return -1;
+        }
+        shape[d] = x == 1 ? y : x;
+    }
+    *nd = n;
+    return 0;
+}
+
+static nd_id sc(nd_graph *g, double v, int dt)
+{
+    nd_node n;
+    nd_node_init(&n, ND_OP_SCALAR, dt, 0, NULL);
+    if (isflt(dt)) {
+        n.scalar.f = v;
+        n.obj = PyFloat_FromDouble(v);
+    } else if (dt == NPY_BOOL) {
+        n.scalar.i = v != 0;
+        n.obj = PyBool_FromLong(v != 0);
+    } else {
+        n.scalar.i = (int64_t)v;
+        n.obj = PyLong_FromLongLong((long long)v);
+    }
+    if (!n.obj) return ND_NONE;
+    return add(g, &n);
+}
+
+static nd_id uf(nd_graph *g, int u, nd_id a, nd_id b, int L)
+{
+    if (BAD(a) || (nd_ufunc_nin(u) == 2 && BAD(b))) return ND_NONE;
+    int nd = NODE(g, a)->ndim;
+    npy_intp shape[ND_MAXDIMS];
+    memcpy(shape, NODE(g, a)->shape, sizeof(npy_intp) * (size_t)nd);
+    if (nd_ufunc_nin(u) == 2 && broadcast2(NODE(g, a), NODE(g, b), &nd, shape) < 0) return ND_NONE;
+    int out = nd_ufunc_is_comparison(u) || u == ND_UF_SIGNBIT || u == ND_UF_ISNAN ? NPY_BOOL : L;
+    nd_node n;
+    nd_node_init(&n, ND_OP_UFUNC, out, nd, shape);
+    n.sub = u;
+    n.nin = nd_ufunc_nin(u);
+    n.in[0] = a;
+    n.in_dtype[0] = L;
+    if (n.nin == 2) { n.in[1] = b; n.in_dtype[1] = L; }
+    n.obj = Py_NewRef(nd_ufunc_object(u));
+    return add(g, &n);
+}
+
+static nd_id cast(nd_graph *g, nd_id a, int dt)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    if (x->dtype == dt) return a;
+    nd_node n;
+    nd_node_init(&n, ND_OP_CAST, dt, x->ndim, x->shape);
+    n.nin = 1;
+    n.in[0] = a;
+    n.in_dtype[0] = x->dtype;
+    return add(g, &n);
+}
+
+static nd_id view(nd_graph *g, nd_id a, int ndim, const npy_intp *shape, npy_intp off,
+                  const npy_intp *strides)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node n;
+    nd_node_init(&n, ND_OP_VIEW, NODE(g, a)->dtype, ndim, shape);
+    n.nin = 1;
+    n.in[0] = a;
+    n.voff = off;
+    n.vndim = (uint8_t)ndim;
+    for (int d = 0; d < ndim; d++) { n.vshape[d] = shape[d]; n.vstrides[d] = strides[d]; }
+    return add(g, &n);
+}
+
+/* a's elements in C order with another shape of the same size */
+static nd_id reshape(nd_graph *g, nd_id a, int ndim, const npy_intp *shape)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    if (x->ndim == ndim && memcmp(x->shape, shape, sizeof(npy_intp) * (size_t)ndim) == 0) return a;
+    npy_intp st[ND_MAXDIMS];
+    nd_c_strides(ndim, shape, st);
+    return view(g, a, ndim, shape, 0, st);
+}
+
+nd_id nd_autodiff_zeros(nd_graph *g, int dt, int ndim, const npy_intp *shape)
+{
+    nd_id z = sc(g, 0.0, dt);
+    if (BAD(z) || ndim == 0) return z;
+    npy_intp st[ND_MAXDIMS] = {0};
+    return view(g, z, ndim, shape, 0, st);
+}
+
+static nd_id red(nd_graph *g, int u, nd_id a, uint64_t axes, int keep, int dt)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    npy_intp shape[ND_MAXDIMS];
+    int nd = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (axes & (1ULL << d)) { if (keep) shape[nd++] = 1; }
+        else shape[nd++] = x->shape[d];
+    }
+    nd_node n;
+    nd_node_init(&n, ND_OP_REDUCE, dt, nd, shape);
+    n.sub = u;
+    n.axes = axes;
+    if (keep) n.flags |= ND_F_KEEPDIMS;
+    n.nin = 1;
+    n.in[0] = a;
+    n.in_dtype[0] = dt;
+    n.obj = Py_NewRef(nd_ufunc_object(u));
+    return add(g, &n);
+}
+
+static nd_id where(nd_graph *g, nd_id c, nd_id a, nd_id b, int dt)
+{
+    a = cast(g, a, dt);
+    b = cast(g, b, dt);
+    if (BAD(c) || BAD(a) || BAD(b)) return ND_NONE;
+    int nd;
+    npy_intp sh[ND_MAXDIMS];
+    if (broadcast2(NODE(g, a), NODE(g, b), &nd, sh) < 0) return ND_NONE;
+    nd_node tmp;
+    nd_node_init(&tmp, ND_OP_SCALAR, dt, nd, sh);
+    if (broadcast2(&tmp, NODE(g, c), &nd, sh) < 0) return ND_NONE;
+    nd_node n;
+    nd_node_init(&n, ND_OP_WHERE, dt, nd, sh);
+    n.nin = 3;
+    n.in[0] = c; n.in[1] = a; n.in[2] = b;
+    n.in_dtype[0] = NPY_BOOL; n.in_dtype[1] = dt; n.in_dtype[2] = dt;
+    return add(g, &n);
+}
+
+static nd_id setitem(nd_graph *g, nd_id base, nd_id val, npy_intp off, int vndim,
+                     const npy_intp *vshape, const npy_intp *vstrides)
+{
+    if (BAD(base) || BAD(val)) return ND_NONE;
+    nd_node *b = NODE(g, base);
+    nd_node n;
+    nd_node_init(&n, ND_OP_SETITEM, b->dtype, b->ndim, b->shape);
+    n.nin = 2;
+    n.in[0] = base;
+    n.in[1] = val;
+    n.in_dtype[1] = b->dtype;
+    n.voff = off;
+    n.vndim = (uint8_t)vndim;
+    for (int d = 0; d < vndim; d++) { n.vshape[d] = vshape[d]; n.vstrides[d] = vstrides[d]; }
+    return add(g, &n);
+}
+
+static nd_id index_node(nd_graph *g, int ndim, const npy_intp *shape, int axis)
+{
+    nd_node n;
+    nd_node_init(&n, ND_OP_INDEX, NPY_INT64, ndim, shape);
+    n.aux = (int16_t)axis;
+    return add(g, &n);
+}
+
+/* fn(*tmpl) with placeholders for ids; steals tmpl */
+static nd_id ext(nd_graph *g, PyObject *fn, PyObject *tmpl, int nin, const nd_id *ids, int dt,
+                 int ndim, const npy_intp *shape)
+{
+    for (int k = 0; k < nin; k++)
+        if (BAD(ids[k])) { Py_XDECREF(tmpl); return ND_NONE; }
+    if (!tmpl) return ND_NONE;
+    nd_node n;
+    nd_node_init(&n, ND_OP_EXTERN, dt, ndim, shape);
+    n.aux = -1;
+    n.attrs = PyTuple_Pack(2, tmpl, Py_None);
+    Py_DECREF(tmpl);
+    if (!n.attrs) return ND_NONE;
+    n.extra = PyMem_Malloc(sizeof(nd_id) * (size_t)(nin ? nin : 1));
+    if (!n.extra) { Py_DECREF(n.attrs); PyErr_NoMemory(); return ND_NONE; }
+    memcpy(n.extra, ids, sizeof(nd_id) * (size_t)nin);
+    n.nextra = nin;
+    n.obj = Py_NewRef(fn);
+    return add(g, &n);
+}
+
+/* (ph0, ..., ph{nin-1}, extra...) */
+static PyObject *tmpl_of(int nin, int nextra, PyObject *const *extra)
+{
+    PyObject *t = PyTuple_New(nin + nextra);
+    if (!t) return NULL;
+    for (int k = 0; k < nin; k++) {
+        PyObject *p = nd_extern_placeholder(k);
+        if (!p) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, k, p);
+    }
+    for (int k = 0; k < nextra; k++) PyTuple_SET_ITEM(t, nin + k, Py_NewRef(extra[k]));
+    return t;
+}
+
+/* sum v down to (ndim, shape), the shape it was broadcast from */
+static nd_id sum_to(nd_graph *g, nd_id v, int ndim, const npy_intp *shape)
+{
+    if (BAD(v)) return ND_NONE;
+    nd_node *x = NODE(g, v);
+    int off = x->ndim - ndim;
+    uint64_t axes = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (d < off || (shape[d - off] == 1 && x->shape[d] != 1)) axes |= 1ULL << d;
+    if (axes) v = red(g, ND_UF_ADD, v, axes, 1, x->dtype);
+    return reshape(g, v, ndim, shape);
+}
+
+/* ------------------------------------------------------------- sweep */
+
+typedef struct {
+    nd_graph *g;
+    nd_id *ct;
+    char *dep;
+    nd_id n0;
+} ad_t;
+
+static int not_impl(const char *what, const char *detail)
+{
+    PyErr_Format(PyExc_NotImplementedError,
+                 "numdyn autodiff: no gradient rule for %s%s%s (differentiate around it, or "
+                 "compute it outside the differentiated function)",
+                 what, detail ? ": " : "", detail ? detail : "");
+    return -1;
+}
+
+/* add cotangent v (any shape broadcasting to node i's) into node i's */
+static int acc(ad_t *A, nd_id i, nd_id v)
+{
+    if (BAD(v)) return PyErr_Occurred() ? -1 : 0;
+    if (i < 0 || !A->dep[i]) return 0;
+    nd_graph *g = A->g;
+    int dt = NODE(g, i)->dtype, nd = NODE(g, i)->ndim;
+    npy_intp sh[ND_MAXDIMS];
+    memcpy(sh, NODE(g, i)->shape, sizeof(npy_intp) * (size_t)nd);
+    v = cast(g, sum_to(g, v, nd, sh), dt);
+    if (BAD(v)) return -1;
+    if (A->ct[i] == ND_NONE) A->ct[i] = v;
+    else if (BAD(A->ct[i] = uf(g, ND_UF_ADD, A->ct[i], v, dt))) return -1;
+    return 0;
+}
+
+#define U1(u, a) uf(g, u, a, ND_NONE, L)
+#define U2(u, a, b) uf(g, u, a, b, L)
+#define S(v) sc(g, v, L)
+#define MUL(a, b) U2(ND_UF_MULTIPLY, a, b)
+#define DIV(a, b) U2(ND_UF_TRUE_DIVIDE, a, b)
+#define ADD(a, b) U2(ND_UF_ADD, a, b)
+#define SUB(a, b) U2(ND_UF_SUBTRACT, a, b)
+#define NEG(a) U1(ND_UF_NEGATIVE, a)
+#define SQ(a) U1(ND_UF_SQUARE, a)
+
+static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_id a = f->in[0], b = f->nin > 1 ? f->in[1] : ND_NONE, y = i;
+    int da = A->dep[a], db = b >= 0 && A->dep[b];
+    nd_id ga = ND_NONE, gb = ND_NONE;
+    const double LN2 = 0.69314718055994530942, LN10 = 2.30258509299404568402;
+    const double PI = 3.14159265358979323846;
+    switch (f->sub) {
+    case ND_UF_ADD: ga = c; gb = c; break;
+    case ND_UF_SUBTRACT: ga = c; if (db) gb = NEG(c); break;
+    case ND_UF_MULTIPLY:
+        if (da) ga = MUL(c, b);
+        if (db) gb = MUL(c, a);
+        break;
+    case ND_UF_TRUE_DIVIDE:
+        if (da) ga = DIV(c, b);
+        if (db) gb = NEG(MUL(c, DIV(y, b)));
+        break;
+    case ND_UF_NEGATIVE: ga = NEG(c); break;
+    case ND_UF_POSITIVE: case ND_UF_CONJUGATE: ga = c; break;
+    case ND_UF_ABSOLUTE: case ND_UF_FABS:
+        ga = where(g, U2(ND_UF_GREATER_EQUAL, a, S(0)), c, NEG(c), L);
+        break;
+    case ND_UF_SIGN: case ND_UF_RINT: case ND_UF_FLOOR: case ND_UF_CEIL: case ND_UF_TRUNC:
+    case ND_UF_FLOOR_DIVIDE: case ND_UF_HEAVISIDE:
+        return 0;  /* zero almost everywhere (JAX's convention) */
+    case ND_UF_EXP: ga = MUL(c, y); break;
+    case ND_UF_EXP2: ga = MUL(c, MUL(y, S(LN2))); break;
+    case ND_UF_EXPM1: ga = MUL(c, ADD(y, S(1))); break;
+    case ND_UF_LOG: ga = DIV(c, a); break;
+    case ND_UF_LOG2: ga = DIV(c, MUL(a, S(LN2))); break;
+    case ND_UF_LOG10: ga = DIV(c, MUL(a, S(LN10))); break;
+    case ND_UF_LOG1P: ga = DIV(c, ADD(a, S(1))); break;
+    case ND_UF_LOGADDEXP:
+        if (da) ga = MUL(c, U1(ND_UF_EXP, SUB(a, y)));
+        if (db) gb = MUL(c, U1(ND_UF_EXP, SUB(b, y)));
+        break;
+    case ND_UF_LOGADDEXP2:
+        if (da) ga = MUL(c, U1(ND_UF_EXP2, SUB(a, y)));
+        if (db) gb = MUL(c, U1(ND_UF_EXP2, SUB(b, y)));
+        break;
+    case ND_UF_SQRT: ga = DIV(MUL(c, S(0.5)), y); break;
+    case ND_UF_SQUARE: ga = MUL(c, MUL(a, S(2))); break;
+    case ND_UF_CBRT: ga = DIV(c, MUL(SQ(y), S(3))); break;
+    case ND_UF_RECIPROCAL: ga = NEG(MUL(c, SQ(y))); break;
+    case ND_UF_POWER: case ND_UF_FLOAT_POWER:
+        if (da)
+            ga = MUL(c, where(g, U2(ND_UF_EQUAL, b, S(0)), S(0),
+                              MUL(b, U2(ND_UF_POWER, a, SUB(b, S(1)))), L));
+        if (db)
+            gb = MUL(c, MUL(U1(ND_UF_LOG, where(g, U2(ND_UF_EQUAL, a, S(0)), S(1), a, L)), y));
+        break;
+    case ND_UF_SIN: ga = MUL(c, U1(ND_UF_COS, a)); break;
+    case ND_UF_COS: ga = NEG(MUL(c, U1(ND_UF_SIN, a))); break;
+    case ND_UF_TAN: ga = MUL(c, ADD(S(1), SQ(y))); break;
+    case ND_UF_ARCSIN: ga = DIV(c, U1(ND_UF_SQRT, SUB(S(1), SQ(a)))); break;
+    case ND_UF_ARCCOS: ga = NEG(DIV(c, U1(ND_UF_SQRT, SUB(S(1), SQ(a))))); break;
+    case ND_UF_ARCTAN: ga = DIV(c, ADD(S(1), SQ(a))); break;
+    case ND_UF_ARCTAN2: {
+        nd_id den = ADD(SQ(a), SQ(b));
+        if (da) ga = MUL(c, DIV(b, den));
+        if (db) gb = NEG(MUL(c, DIV(a, den)));
+        break;
+    }
+    case ND_UF_HYPOT:
+        if (da) ga = MUL(c, DIV(a, y));
+        if (db) gb = MUL(c, DIV(b, y));
+        break;
+    case ND_UF_SINH: ga = MUL(c, U1(ND_UF_COSH, a)); break;
+    case ND_UF_COSH: ga = MUL(c, U1(ND_UF_SINH, a)); break;
+    case ND_UF_TANH: ga = MUL(c, SUB(S(1), SQ(y))); break;
+    case ND_UF_ARCSINH: ga = DIV(c, U1(ND_UF_SQRT, ADD(SQ(a), S(1)))); break;
+    case ND_UF_ARCCOSH: ga = DIV(c, U1(ND_UF_SQRT, SUB(SQ(a), S(1)))); break;
+    case ND_UF_ARCTANH: ga = DIV(c, SUB(S(1), SQ(a))); break;
+    case ND_UF_DEG2RAD: case ND_UF_RADIANS: ga = MUL(c, S(PI / 180)); break;
+    case ND_UF_RAD2DEG: case ND_UF_DEGREES: ga = MUL(c, S(180 / PI)); break;
+    case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
+        /* JAX's balanced rule: a tie gives each side half */
+        nd_id ea = U2(ND_UF_EQUAL, a, y), eb = U2(ND_UF_EQUAL, b, y);
+        if (da) ga = MUL(c, where(g, ea, where(g, eb, S(0.5), S(1), L), S(0), L));
+        if (db) gb = MUL(c, where(g, eb, where(g, ea, S(0.5), S(1), L), S(0), L));
+        break;
+    }
+    case ND_UF_COPYSIGN:
+        if (da)
+            ga = MUL(c, where(g, uf(g, ND_UF_EQUAL, uf(g, ND_UF_SIGNBIT, a, ND_NONE, L),
+                                     uf(g, ND_UF_SIGNBIT, b, ND_NONE, L), NPY_BOOL),
+                              S(1), S(-1), L));
+        break;
+    case ND_UF_REMAINDER: case ND_UF_FMOD: case ND_UF_DIVMOD:
+        if (f->sub == ND_UF_DIVMOD && f->aux == 0) return 0;
+        ga = c;
+        if (db)
+            gb = NEG(MUL(c, U1(f->sub == ND_UF_FMOD ? ND_UF_TRUNC : ND_UF_FLOOR, DIV(a, b))));
+        break;
+    case ND_UF_LDEXP: ga = MUL(c, U1(ND_UF_EXP2, cast(g, b, L))); db = 0; break;
+    case ND_UF_MODF:
+        if (f->aux == 1) return 0;
+        ga = c;
+        break;
+    default:
+        return not_impl("the ufunc", nd_ufunc_name(f->sub));
+    }
+    if (PyErr_Occurred()) return -1;
+    if (da && acc(A, a, ga) < 0) return -1;
+    if (db && acc(A, b, gb) < 0) return -1;
+    return 0;
+}
+
+/* ct (the reduction's shape) seen with x's shape: reduced dims broadcast */
+static nd_id expand(nd_graph *g, nd_id c, const nd_node *f, const nd_node *x)
+{
+    if (BAD(c)) return ND_NONE;
+    nd_node *cn = NODE(g, c);
+    npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS];
+    nd_c_strides(cn->ndim, cn->shape, cs);
+    int keep = (f->flags & ND_F_KEEPDIMS) != 0, p = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (f->axes & (1ULL << d)) { st[d] = 0; p += keep; }
+        else st[d] = cs[p++];
+    }
+    return view(g, c, x->ndim, x->shape, 0, st);
+}
+
+static int rule_reduce(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->in[0];
+    if (!A->dep[xi]) return 0;
+    nd_node x = *NODE(g, xi);
+    int L = f->dtype, keep = (f->flags & ND_F_KEEPDIMS) != 0;
+    nd_id gx;
+    switch (f->sub) {
+    case ND_UF_ADD:
+        gx = expand(g, c, f, &x);
+        break;
+    case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
+        /* ties share the cotangent evenly (JAX) */
+        nd_id m = cast(g, uf(g, ND_UF_EQUAL, xi, expand(g, i, f, &x), L), L);
+        nd_id cnt = red(g, ND_UF_ADD, m, f->axes, keep, L);
+        gx = MUL(m, expand(g, DIV(c, cnt), f, &x));
+        break;
+    }
+    case ND_UF_MULTIPLY: {
+        /* the product of the others, exact where x has zeros */
+        nd_id iz = U2(ND_UF_EQUAL, xi, S(0));
+        nd_id nz = expand(g, red(g, ND_UF_ADD, cast(g, iz, L), f->axes, keep, L), f, &x);
+        nd_id xnz = where(g, iz, S(1), xi, L);
+        nd_id P = expand(g, red(g, ND_UF_MULTIPLY, xnz, f->axes, keep, L), f, &x);
+        nd_id others = where(g, iz, where(g, U2(ND_UF_EQUAL, nz, S(1)), P, S(0), L),
+                             where(g, U2(ND_UF_EQUAL, nz, S(0)), DIV(P, xnz), S(0), L), L);
+        gx = MUL(expand(g, c, f, &x), others);
+        break;
+    }
+    default:
+        return not_impl("the reduction",
+                        f->sub >= 0 && f->sub < ND_UF_COUNT ? nd_ufunc_name(f->sub) : "arg-reduction");
+    }
+    return acc(A, xi, gx);
+}
+
+static nd_id flip(nd_graph *g, nd_id a, int axis)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    npy_intp cs[ND_MAXDIMS], sh[ND_MAXDIMS];
+    int nd = x->ndim;
+    memcpy(sh, x->shape, sizeof(npy_intp) * (size_t)nd);
+    nd_c_strides(nd, sh, cs);
+    npy_intp off = sh[axis] > 0 ? (sh[axis] - 1) * cs[axis] : 0;
+    cs[axis] = -cs[axis];
+    for (int d = 0; d < nd; d++) if (sh[d] == 0) off = 0;
+    return view(g, a, nd, sh, off, cs);
+}
+
+static int rule_scan(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->in[0];
+    if (!A->dep[xi]) return 0;
+    if (f->sub != ND_UF_ADD)
+        return not_impl("the scan", f->sub == ND_UF_MULTIPLY ? "cumprod" : nd_ufunc_name(f->sub));
+    nd_id r = flip(g, c, f->aux);
+    if (BAD(r)) return -1;
+    nd_node n;
+    nd_node_init(&n, ND_OP_SCAN, f->dtype, f->ndim, f->shape);
+    n.sub = ND_UF_ADD;
+    n.aux = f->aux;
+    n.nin = 1;
+    n.in[0] = r;
+    n.in_dtype[0] = f->dtype;
+    n.obj = Py_NewRef(nd_ufunc_object(ND_UF_ADD));
+    return acc(A, xi, flip(g, add(g, &n), f->aux));
+}
+
+/* the map (ndim, shape, strides) reaches no element twice */
+static int injective(int ndim, const npy_intp *shape, const npy_intp *strides)
+{
+    int idx[ND_MAXDIMS], m = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) return 1;
+        if (shape[d] > 1) idx[m++] = d;
+    }
+    for (int i = 1; i < m; i++)  /* sort by |stride| */
+        for (int j = i; j > 0; j--) {
+            npy_intp s1 = strides[idx[j - 1]], s2 = strides[idx[j]];
+            if ((s1 < 0 ? -s1 : s1) <= (s2 < 0 ? -s2 : s2)) break;
+            int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+        }
+    npy_intp span = 0;
+    for (int k = 0; k < m; k++) {
+        npy_intp s = strides[idx[k]] < 0 ? -strides[idx[k]] : strides[idx[k]];
+        if (s <= span) return 0;
+        span += s * (shape[idx[k]] - 1);
+    }
+    return 1;
+}
+
+static int rule_view(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->in[0];
+    if (!A->dep[xi]) return 0;
+    if (f->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) return not_impl("complex views", ".real/.imag");
+    nd_node x = *NODE(g, xi);
+    int nd = f->ndim;
+    npy_intp R[ND_MAXDIMS], s[ND_MAXDIMS];
+    uint64_t axes = 0;
+    npy_intp size = 1;
+    for (int d = 0; d < nd; d++) {
+        R[d] = f->shape[d];
+        s[d] = f->vstrides[d];
+        size *= R[d];
+        if (s[d] == 0 && R[d] > 1) { axes |= 1ULL << d; R[d] = 1; }
+    }
+    if (size == 0) return 0;
+    nd_id c2 = axes ? red(g, ND_UF_ADD, c, axes, 1, f->dtype) : c;
+    if (!injective(nd, R, s))
+        return not_impl("a view that reads elements more than once", "numpy.lib.stride_tricks.as_strided");
+    npy_intp xs = nd_node_size(&x), rs = 1;
+    for (int d = 0; d < nd; d++) rs *= R[d];
+    npy_intp cs[ND_MAXDIMS];
+    nd_c_strides(nd, R, cs);
+    int is_reshape = rs == xs && f->voff == 0;
+    for (int d = 0; is_reshape && d < nd; d++) is_reshape = R[d] == 1 || s[d] == cs[d];
+    nd_id gx;
+    if (is_reshape) gx = reshape(g, c2, x.ndim, x.shape);
+    else gx = setitem(g, nd_autodiff_zeros(g, f->dtype, x.ndim, x.shape), c2, f->voff, nd, R, s);
+    return acc(A, xi, gx);
+}
+
+static int rule_setitem(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id bi = f->in[0], vi = f->in[1];
+    if (f->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) return not_impl("complex stores", ".real/.imag");
+    if (A->dep[bi] &&
+        acc(A, bi, setitem(g, c, sc(g, 0.0, f->dtype), f->voff, f->vndim, f->vshape, f->vstrides)) < 0)
+        return -1;
+    if (A->dep[vi] && acc(A, vi, view(g, c, f->vndim, f->vshape, f->voff, f->vstrides)) < 0)
+        return -1;
+    return 0;
+}
+
+static int rule_where(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    if (A->dep[f->in[1]] && acc(A, f->in[1], where(g, f->in[0], c, S(0), L)) < 0) return -1;
+    if (A->dep[f->in[2]] && acc(A, f->in[2], where(g, f->in[0], S(0), c, L)) < 0) return -1;
+    return 0;
+}
+
+/* flat C-order index over (ndim, shape) of the multi-index whose `axis`
+ * component is taken from `along` (int64, that shape) */
+static nd_id flat_index(nd_graph *g, nd_id along, int axis, int ndim, const npy_intp *shape)
+{
+    npy_intp cs[ND_MAXDIMS];
+    nd_c_strides(ndim, shape, cs);
+    nd_id acc_ = ND_NONE;
+    for (int d = 0; d < ndim; d++) {
+        nd_id comp = d == axis ? along : index_node(g, ndim, shape, d);
+        nd_id term = uf(g, ND_UF_MULTIPLY, comp, sc(g, (double)cs[d], NPY_INT64), NPY_INT64);
+        acc_ = d == 0 ? term : uf(g, ND_UF_ADD, acc_, term, NPY_INT64);
+    }
+    return acc_;
+}
+
+/* bincount-based scatter-add of v (any shape) at flat indices idx (same
+ * size) into zeros of (ndim, shape); float64 */
+static nd_id scatter_add(nd_graph *g, nd_id idx, nd_id v, int ndim, const npy_intp *shape)
+{
+    if (BAD(idx) || BAD(v)) return ND_NONE;
+    npy_intp m = nd_node_size(NODE(g, idx)), N = 1;
+    for (int d = 0; d < ndim; d++) N *= shape[d];
+    npy_intp one = 1;
+    nd_id fi = view(g, idx, 1, &m, 0, &one), fv = view(g, v, 1, &m, 0, &one);
+    PyObject *Nobj = PyLong_FromSsize_t(N);
+    if (!Nobj) return ND_NONE;
+    nd_id ids[2] = {fi, fv};
+    nd_id r = ext(g, F_bincount, tmpl_of(2, 1, &Nobj), 2, ids, NPY_DOUBLE, 1, &N);
+    Py_DECREF(Nobj);
+    return reshape(g, r, ndim, shape);
+}
+
+static int rule_gather(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->in[0];
+    if (!A->dep[xi]) return 0;
+    if (nd_node_size(f) == 0) return 0;
+    nd_node x = *NODE(g, xi);
+    return acc(A, xi, scatter_add(g, f->in[1], c, x.ndim, x.shape));
+}
+
+/* ------------------------------------------------------------ externs */
+
+static nd_id swap_last(nd_graph *g, nd_id a)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    int nd = x->ndim;
+    npy_intp sh[ND_MAXDIMS], cs[ND_MAXDIMS];
+    memcpy(sh, x->shape, sizeof(npy_intp) * (size_t)nd);
+    nd_c_strides(nd, sh, cs);
+    npy_intp t = sh[nd - 1]; sh[nd - 1] = sh[nd - 2]; sh[nd - 2] = t;
+    t = cs[nd - 1]; cs[nd - 1] = cs[nd - 2]; cs[nd - 2] = t;
+    return view(g, a, nd, sh, 0, cs);
+}
+
+/* a's shape with (k) 1-dims inserted at position pos (a reshape) */
+static nd_id unsqueeze(nd_graph *g, nd_id a, int pos)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    int nd = x->ndim;
+    npy_intp sh[ND_MAXDIMS];
+    if (pos < 0) pos += nd + 1;
+    for (int d = 0, k = 0; d <= nd; d++) sh[d] = d == pos ? 1 : x->shape[k++];
+    return reshape(g, a, nd + 1, sh);
+}
+
+static nd_id mm(nd_graph *g, nd_id p, nd_id q)
+{
+    if (BAD(p) || BAD(q)) return ND_NONE;
+    nd_node *P = NODE(g, p), *Q = NODE(g, q);
+    nd_node pb, qb;
+    int np_ = P->ndim, nq = Q->ndim;
+    nd_node_init(&pb, ND_OP_SCALAR, 0, np_ >= 2 ? np_ - 2 : 0, P->shape);
+    nd_node_init(&qb, ND_OP_SCALAR, 0, nq >= 2 ? nq - 2 : 0, Q->shape);
+    int nd;
+    npy_intp sh[ND_MAXDIMS];
+    if (broadcast2(&pb, &qb, &nd, sh) < 0) return ND_NONE;
+    if (np_ >= 2) sh[nd++] = P->shape[np_ - 2];
+    if (nq >= 2) sh[nd++] = Q->shape[nq - 1];
+    int dt = fmaxdt(P->dtype, Q->dtype);
+    nd_id ids[2] = {p, q};
+    return ext(g, F_matmul, tmpl_of(2, 0, NULL), 2, ids, dt, nd, sh);
+}
+
+static int rule_matmul(ad_t *A, nd_id a, nd_id b, int L, nd_id c)
+{
+    nd_graph *g = A->g;
+    int na = NODE(g, a)->ndim, nb = NODE(g, b)->ndim;
+    nd_id ga = ND_NONE, gb = ND_NONE;
+    int da = A->dep[a], db = A->dep[b];
+    if (na == 1 && nb == 1) {
+        if (da) ga = MUL(c, b);
+        if (db) gb = MUL(c, a);
+    } else if (nb == 1) {
+        if (da) ga = MUL(unsqueeze(g, c, -1), b);
+        if (db) gb = mm(g, swap_last(g, a), c);
+    } else if (na == 1) {
+        if (da) ga = mm(g, b, c);
+        if (db) gb = MUL(unsqueeze(g, a, -1), unsqueeze(g, c, -2));
+    } else {
+        if (da) ga = mm(g, c, swap_last(g, b));
+        if (db) gb = mm(g, swap_last(g, a), c);
+    }
+    if (PyErr_Occurred()) return -1;
+    if (da && acc(A, a, ga) < 0) return -1;
+    if (db && acc(A, b, gb) < 0) return -1;
+    return 0;
+}
+
+static nd_id inv(nd_graph *g, nd_id a)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    int nd = x->ndim, dt = x->dtype;
+    npy_intp sh[ND_MAXDIMS];
+    memcpy(sh, x->shape, sizeof(npy_intp) * (size_t)nd);
+    return ext(g, F_inv, tmpl_of(1, 0, NULL), 1, &a, dt, nd, sh);
+}
+
+/* einsum(spec, ops...) with output shape from the labels' sizes */
+static nd_id einsum(nd_graph *g, const char *spec, int nop, const nd_id *ops, int dt)
+{
+    for (int k = 0; k < nop; k++) if (BAD(ops[k])) return ND_NONE;
+    npy_intp size[128];
+    for (int k = 0; k < 128; k++) size[k] = 1;
+    const char *p = spec;
+    for (int k = 0; k < nop; k++) {
+        nd_node *x = NODE(g, ops[k]);
+        for (int d = 0; d < x->ndim; d++, p++) {
+            unsigned char ch = (unsigned char)*p;
+            if (ch >= 128) return ND_NONE;
+            if (x->shape[d] != 1) size[ch] = x->shape[d];
+        }
+        p++;  /* ',' or '-' */
+    }
+    const char *out = strstr(spec, "->") + 2;
+    int nd = (int)strlen(out);
+    npy_intp sh[ND_MAXDIMS];
+    for (int d = 0; d < nd; d++) sh[d] = size[(unsigned char)out[d]];
+    PyObject *s = PyUnicode_FromString(spec);
+    if (!s) return ND_NONE;
+    PyObject *t = PyTuple_New(nop + 1);
+    if (!t) { Py_DECREF(s); return ND_NONE; }
+    PyTuple_SET_ITEM(t, 0, s);
+    for (int k = 0; k < nop; k++) {
+        PyObject *ph = nd_extern_placeholder(k);
+        if (!ph) { Py_DECREF(t); return ND_NONE; }
+        PyTuple_SET_ITEM(t, k + 1, ph);
+    }
+    return ext(g, F_einsum, t, nop, ops, dt, nd, sh);
+}
+
+/* gradients of einsum(labels[0],.. -> out) for each operand */
+static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAXDIMS + 1],
+                        const char *out, int L, nd_id c)
+{
+    nd_graph *g = A->g;
+    for (int k = 0; k < nop; k++) {
+        if (!A->dep[ops[k]]) continue;
+        const char *lk = labels[k];
+        for (int i = 0; lk[i]; i++) {
+            if (strchr(lk + i + 1, lk[i])) return not_impl("einsum", "a label repeated in one operand");
+            int found = strchr(out, lk[i]) != NULL;
+            for (int j = 0; j < nop && !found; j++) found = j != k && strchr(labels[j], lk[i]);
+            if (!found) return not_impl("einsum", "a label summed within one operand only");
+        }
+        char spec[3 * (ND_MAXDIMS + 2) + 8];
+        nd_id ids[2];
+        int m = 0;
+        size_t pos = 0;
+        pos += (size_t)snprintf(spec + pos, sizeof spec - pos, "%s", out);
+        ids[m++] = c;
+        for (int j = 0; j < nop; j++)
+            if (j != k) {
+                pos += (size_t)snprintf(spec + pos, sizeof spec - pos, ",%s", labels[j]);
+                ids[m++] = ops[j];
+            }
+        snprintf(spec + pos, sizeof spec - pos, "->%s", lk);
+        int dt = L;
+        for (int j = 1; j < m; j++) dt = fmaxdt(dt, NODE(g, ids[j])->dtype);
+        if (acc(A, ops[k], einsum(g, spec, m, ids, dt)) < 0) return -1;
+    }
+    return 0;
+}
+
+static int rule_einsum(ad_t *A, const nd_node *f, nd_id c)
+{
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    PyObject *spec = PyTuple_GET_ITEM(tmpl, 0);
+    if (!PyUnicode_Check(spec) || f->nextra > 2) return not_impl("einsum", "this form");
+    const char *s = PyUnicode_AsUTF8(spec);
+    if (!s) return -1;
+    char buf[256], labels[2][ND_MAXDIMS + 1], out[ND_MAXDIMS + 1];
+    size_t n = 0;
+    for (const char *p = s; *p && n < sizeof buf - 1; p++) if (*p != ' ') buf[n++] = *p;
+    buf[n] = 0;
+    if (strstr(buf, "...")) return not_impl("einsum", "ellipsis subscripts");
+    char *arrow = strstr(buf, "->");
+    int k = 0, j = 0;
+    for (char *p = buf; *p && p != arrow; p++) {
+        if (*p == ',') { labels[k][j] = 0; k++; j = 0; if (k >= 2) break; continue; }
+        if (j < ND_MAXDIMS) labels[k][j++] = *p;
+    }
+    labels[k][j] = 0;
+    if (k + 1 != f->nextra) return not_impl("einsum", "this form");
+    if (arrow) {
+        snprintf(out, sizeof out, "%s", arrow + 2);
+    } else {  /* implicit: labels appearing once, sorted */
+        int cnt[128] = {0}, m = 0;
+        for (int q = 0; q <= k; q++) for (char *p = labels[q]; *p; p++) cnt[(unsigned char)*p & 127]++;
+        for (int ch = 0; ch < 128; ch++) if (cnt[ch] == 1 && m < ND_MAXDIMS) out[m++] = (char)ch;
+        out[m] = 0;
+    }
+    return einsum_grads(A, f->nextra, f->extra, labels, out, f->dtype, c);
+}
+
+static int rule_tensordot(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    if (PyTuple_GET_SIZE(tmpl) < 3) return not_impl("tensordot", "this form");
+    PyObject *pair = PyTuple_GET_ITEM(tmpl, 2);
+    int na = NODE(g, f->extra[0])->ndim, nb = NODE(g, f->extra[1])->ndim;
+    char labels[2][ND_MAXDIMS + 1], out[ND_MAXDIMS + 1];
+    for (int d = 0; d < na; d++) labels[0][d] = (char)('a' + d);
+    labels[0][na] = 0;
+    for (int d = 0; d < nb; d++) labels[1][d] = (char)('A' + d);
+    labels[1][nb] = 0;
+    if (!PySequence_Check(pair) || PySequence_Size(pair) != 2) return not_impl("tensordot", "axes");
+    PyObject *la = PySequence_GetItem(pair, 0), *lb = PySequence_GetItem(pair, 1);
+    int ok = la && lb && PySequence_Check(la) && PySequence_Check(lb) &&
+             PySequence_Size(la) == PySequence_Size(lb);
+    char contracted[ND_MAXDIMS] = {0};
+    for (Py_ssize_t q = 0; ok && q < PySequence_Size(la); q++) {
+        PyObject *x = PySequence_GetItem(la, q), *y = PySequence_GetItem(lb, q);
+        long ia = x ? PyLong_AsLong(x) : -1, ib = y ? PyLong_AsLong(y) : -1;
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        if (PyErr_Occurred()) { ok = 0; break; }
+        if (ia < 0) ia += na;
+        if (ib < 0) ib += nb;
+        if (ia < 0 || ia >= na || ib < 0 || ib >= nb) { ok = 0; break; }
+        labels[1][ib] = labels[0][ia];
+        contracted[ia] = 1;
+    }
+    Py_XDECREF(la);
+    Py_XDECREF(lb);
+    if (!ok) { if (PyErr_Occurred()) return -1; return not_impl("tensordot", "axes"); }
+    int m = 0;
+    for (int d = 0; d < na; d++) if (!contracted[d]) out[m++] = labels[0][d];
+    for (int d = 0; d < nb; d++) if (labels[1][d] >= 'A' && labels[1][d] <= 'Z') out[m++] = labels[1][d];
+    out[m] = 0;
+    return einsum_grads(A, 2, f->extra, labels, out, f->dtype, c);
+}
+
+static int is_cfunc(PyObject *o, const char *name)
+{
+    return PyCFunction_Check(o) && strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, name) == 0;
+}
+
+static int kw_given(const nd_node *f)
+{
+    return PyTuple_GET_ITEM(f->attrs, 1) != Py_None;
+}
+
+static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    PyObject *fn = f->obj;
+    int L = f->dtype;
+    nd_id a = f->nextra > 0 ? f->extra[0] : ND_NONE, b = f->nextra > 1 ? f->extra[1] : ND_NONE;
+    if (fn == F_matmul || (fn == F_dot && f->nextra == 2 && NODE(g, a)->ndim <= 2 &&
+                           NODE(g, b)->ndim <= 2 && NODE(g, a)->ndim >= 1 && NODE(g, b)->ndim >= 1)) {
+        if (f->nextra != 2 || kw_given(f)) return not_impl("matmul", "with keyword arguments");
+        return rule_matmul(A, a, b, L, c);
+    }
+    if (fn == F_einsum) return rule_einsum(A, f, c);
+    if (fn == F_tensordot) return rule_tensordot(A, f, c);
+    if (fn == F_inv) {  /* -Y^T c Y^T */
+        nd_id yt = swap_last(g, i);
+        return acc(A, a, NEG(mm(g, mm(g, yt, c), yt)));
+    }
+    if (fn == F_det)
+        return acc(A, a, MUL(unsqueeze(g, unsqueeze(g, MUL(c, i), -1), -1), swap_last(g, inv(g, a))));
+    if (fn == F_slogdet) {
+        if (f->aux == 0) return 0;  /* the sign: zero almost everywhere */
+        return acc(A, a, MUL(unsqueeze(g, unsqueeze(g, c, -1), -1), swap_last(g, inv(g, a))));
+    }
+    if (fn == F_solve) {
+        int vec = NODE(g, b)->ndim == 1;
+        nd_id cm = vec ? unsqueeze(g, c, -1) : c, xm = vec ? unsqueeze(g, i, -1) : i;
+        nd_node *cn = BAD(cm) ? NULL : NODE(g, cm);
+        if (!cn) return -1;
+        int nd = cn->ndim;
+        npy_intp sh[ND_MAXDIMS];
+        memcpy(sh, cn->shape, sizeof(npy_intp) * (size_t)nd);
+        nd_id ids[2] = {swap_last(g, a), cm};
+        nd_id gbm = ext(g, F_solve, tmpl_of(2, 0, NULL), 2, ids, L, nd, sh);
+        if (A->dep[a] && acc(A, a, NEG(mm(g, gbm, swap_last(g, xm)))) < 0) return -1;
+        if (A->dep[b]) {
+            nd_id gb = vec ? reshape(g, gbm, NODE(g, i)->ndim, NODE(g, i)->shape) : gbm;
+            if (acc(A, b, gb) < 0) return -1;
+        }
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (fn == F_cholesky) {
+        if (kw_given(f)) return not_impl("cholesky", "upper=True");
+        nd_node *ln = NODE(g, i);
+        int nd = ln->ndim;
+        npy_intp sq[2] = {ln->shape[nd - 2], ln->shape[nd - 1]};
+        nd_id r = index_node(g, 2, sq, 0), q = index_node(g, 2, sq, 1);
+        nd_id mask = where(g, uf(g, ND_UF_GREATER, r, q, NPY_INT64), S(1),
+                           where(g, uf(g, ND_UF_EQUAL, r, q, NPY_INT64), S(0.5), S(0), L), L);
+        nd_id Linv = inv(g, i);
+        nd_id phi = MUL(mm(g, swap_last(g, i), c), mask);
+        nd_id gA = mm(g, mm(g, swap_last(g, Linv), phi), Linv);
+        return acc(A, a, MUL(ADD(gA, swap_last(g, gA)), S(0.5)));
+    }
+    if (fn == F_sort) {
+        PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+        PyObject *ax = PyTuple_GET_SIZE(tmpl) > 1 ? PyTuple_GET_ITEM(tmpl, 1) : Py_None;
+        if (!PyLong_Check(ax)) return not_impl("sort", "axis=None");
+        nd_node x = *NODE(g, a);
+        long axis = PyLong_AsLong(ax);
+        if (axis < 0) axis += x.ndim;
+        if (axis < 0 || axis >= x.ndim) return not_impl("sort", "this axis");
+        PyObject *extra[2] = {ax, NULL};
+        extra[1] = PyUnicode_FromString("stable");
+        if (!extra[1]) return -1;
+        nd_id perm = ext(g, F_argsort, tmpl_of(1, 2, extra), 1, &a, NPY_INT64, x.ndim, x.shape);
+        nd_id rank = ext(g, F_argsort, tmpl_of(1, 2, extra), 1, &perm, NPY_INT64, x.ndim, x.shape);
+        Py_DECREF(extra[1]);
+        nd_id flat = flat_index(g, rank, (int)axis, x.ndim, x.shape);
+        if (BAD(flat) || BAD(c)) return -1;
+        nd_node n;
+        nd_node_init(&n, ND_OP_GATHER, L, x.ndim, x.shape);
+        n.nin = 2;
+        n.in[0] = c;
+        n.in[1] = flat;
+        return acc(A, a, add(g, &n));
+    }
+    if (is_cfunc(fn, "scatter") && f->nextra == 3) {
+        /* base.flat[idx] = vals, the last write to an index winning */
+        nd_id base = f->extra[0], idx = f->extra[1], vals = f->extra[2];
+        nd_node vn = *NODE(g, vals), in_ = *NODE(g, idx);
+        if (A->dep[base]) {
+            nd_id ids[3] = {c, idx, nd_autodiff_zeros(g, L, vn.ndim, vn.shape)};
+            if (acc(A, base, ext(g, fn, tmpl_of(3, 0, NULL), 3, ids, L, f->ndim, f->shape)) < 0)
+                return -1;
+        }
+        if (A->dep[vals]) {
+            nd_id iota = flat_index(g, index_node(g, in_.ndim, in_.shape, 0), 0, in_.ndim, in_.shape);
+            nd_id ids[3] = {nd_autodiff_zeros(g, NPY_INT64, f->ndim, f->shape), idx, iota};
+            ids[0] = uf(g, ND_UF_SUBTRACT, ids[0], sc(g, 1, NPY_INT64), NPY_INT64);
+            nd_id W = ext(g, fn, tmpl_of(3, 0, NULL), 3, ids, NPY_INT64, f->ndim, f->shape);
+            if (BAD(W) || BAD(c)) return -1;
+            nd_node n;
+            nd_node_init(&n, ND_OP_GATHER, NPY_INT64, in_.ndim, in_.shape);
+            n.nin = 2; n.in[0] = W; n.in[1] = idx;
+            nd_id won = uf(g, ND_UF_EQUAL, add(g, &n), iota, NPY_INT64);
+            nd_node m;
+            nd_node_init(&m, ND_OP_GATHER, L, in_.ndim, in_.shape);
+            m.nin = 2; m.in[0] = c; m.in[1] = idx;
+            nd_id gv = where(g, won, add(g, &m), S(0), L);
+            if (acc(A, vals, reshape(g, gv, vn.ndim, vn.shape)) < 0) return -1;
+        }
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (is_cfunc(fn, "ufunc_at")) {
+        PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+        PyObject *u = PyTuple_GET_ITEM(tmpl, 0);
+        int uid = nd_ufunc_lookup(u);
+        if (uid != ND_UF_ADD && uid != ND_UF_SUBTRACT)
+            return not_impl("ufunc.at", uid >= 0 ? nd_ufunc_name(uid) : "this ufunc");
+        nd_id base = f->extra[0], idx = f->extra[1];
+        if (A->dep[base] && acc(A, base, c) < 0) return -1;
+        if (f->nextra == 3 && A->dep[f->extra[2]]) {
+            nd_node in_ = *NODE(g, idx);
+            nd_node m;
+            nd_node_init(&m, ND_OP_GATHER, L, in_.ndim, in_.shape);
+            m.nin = 2; m.in[0] = c; m.in[1] = idx;
+            nd_id gv = add(g, &m);
+            if (uid == ND_UF_SUBTRACT) gv = NEG(gv);
+            if (acc(A, f->extra[2], gv) < 0) return -1;
+        }
+        return 0;
+    }
+    PyObject *name = PyObject_GetAttrString(fn, "__name__");
+    if (!name) PyErr_Clear();
+    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (!s) PyErr_Clear();
+    char buf[128];
+    snprintf(buf, sizeof buf, "numpy.%s", s ? s : "<extern>");
+    Py_XDECREF(name);
+    return not_impl(buf, fn == F_dot ? "arrays above 2-D" : NULL);
+}
+
+/* -------------------------------------------------------------- driver */
+
+int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *cts,
+                         int nwrt, const nd_id *wrt, nd_id *grads)
+{
+    nd_id n0 = g->n, lo = n0, hi = -1;
+    for (int k = 0; k < nwrt; k++) { grads[k] = ND_NONE; if (wrt[k] < lo) lo = wrt[k]; }
+    for (int j = 0; j < nout; j++) if (outs[j] > hi) hi = outs[j];
+    if (nwrt == 0 || hi < lo) return 0;
+    ad_t A = {g, PyMem_Malloc(sizeof(nd_id) * (size_t)n0), PyMem_Calloc((size_t)n0, 1), n0};
+    char *is_wrt = PyMem_Calloc((size_t)n0, 1);
+    int rc = -1;
+    if (!A.ct || !A.dep || !is_wrt) { PyErr_NoMemory(); goto done; }
+    for (nd_id i = 0; i < n0; i++) A.ct[i] = ND_NONE;
+    for (int k = 0; k < nwrt; k++) {
+        is_wrt[wrt[k]] = 1;
+        A.dep[wrt[k]] = isflt(g->nodes[wrt[k]].dtype);
+    }
+    /* forward: which nodes carry a float dependence on a wrt node */
+    for (nd_id i = lo; i <= hi; i++) {
+        nd_node *n = &g->nodes[i];
+        if (is_wrt[i] || !(isflt(n->dtype) || iscplx(n->dtype))) continue;
+        int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+        for (int k = 0; k < ni && !A.dep[i]; k++) {
+            nd_id x = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
+            if (x >= 0 && A.dep[x]) A.dep[i] = 1;
+        }
+    }
+    for (int j = 0; j < nout; j++) {
+        if (cts[j] == ND_NONE || !A.dep[outs[j]]) continue;
+        if (A.ct[outs[j]] == ND_NONE) A.ct[outs[j]] = cts[j];
+        else if (BAD(A.ct[outs[j]] = uf(g, ND_UF_ADD, A.ct[outs[j]], cts[j], g->nodes[outs[j]].dtype)))
+            goto done;
+    }
+    for (nd_id i = hi; i >= lo; i--) {
+        nd_id c = A.ct[i];
+        if (c == ND_NONE || !A.dep[i] || is_wrt[i]) continue;
+        nd_node f = g->nodes[i];  /* a copy: rules grow the graph */
+        if (iscplx(f.dtype)) {
+            not_impl("complex values", nd_op_name(f.op));
+            goto done;
+        }
+        int r;
+        switch (f.op) {
+        case ND_OP_UFUNC: r = rule_ufunc(&A, i, &f, c); break;
+        case ND_OP_CAST:
+            r = iscplx(g->nodes[f.in[0]].dtype) ? not_impl("complex values", "cast")
+                                                 : acc(&A, f.in[0], c);
+            break;
+        case ND_OP_WHERE: r = rule_where(&A, &f, c); break;
+        case ND_OP_REDUCE: r = rule_reduce(&A, i, &f, c); break;
+        case ND_OP_SCAN: r = rule_scan(&A, &f, c); break;
+        case ND_OP_VIEW: r = rule_view(&A, &f, c); break;
+        case ND_OP_SETITEM: r = rule_setitem(&A, &f, c); break;
+        case ND_OP_GATHER: r = rule_gather(&A, &f, c); break;
+        case ND_OP_EXTERN: r = rule_extern(&A, i, &f, c); break;
+        default: r = 0; break;  /* INPUT, SCALAR, INDEX: constants */
+        }
+        if (r < 0) goto done;
+    }
+    for (int k = 0; k < nwrt; k++) grads[k] = A.ct[wrt[k]];
+    rc = 0;
+done:
+    PyMem_Free(A.ct);
+    PyMem_Free(A.dep);
+    PyMem_Free(is_wrt);
+    return rc;
+}
+
+int nd_autodiff_recomputable(const nd_node *n)
+{
+    if (n->value) return 0;
+    switch (n->op) {
+    case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE: case ND_OP_VIEW: case ND_OP_SCALAR:
+    case ND_OP_INDEX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static PyObject *np_attr(PyObject *np, const char *path)
+{
+    PyObject *o = Py_NewRef(np);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf, *q; p; p = q) {
+        q = strchr(p, '.');
+        if (q) *q++ = 0;
+        Py_SETREF(o, PyObject_GetAttrString(o, p));
+        if (!o) return NULL;
+    }
+    return o;
+}
+
+int nd_autodiff_init(void)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return -1;
+    struct { PyObject **slot; const char *path; } t[] = {
+        {&F_matmul, "matmul"}, {&F_dot, "dot"}, {&F_einsum, "einsum"}, {&F_tensordot, "tensordot"},
+        {&F_inv, "linalg.inv"}, {&F_det, "linalg.det"}, {&F_slogdet, "linalg.slogdet"},
+        {&F_solve, "linalg.solve"}, {&F_cholesky, "linalg.cholesky"}, {&F_sort, "sort"},
+        {&F_argsort, "argsort"}, {&F_bincount, "bincount"},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+        if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
+    Py_DECREF(np);
+    return 0;
+}

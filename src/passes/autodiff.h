@@ -1,0 +1,46 @@
+/* autodiff.h -- reverse-mode automatic differentiation over numdyn's IR.
+ *
+ * The backward graph is built from the forward graph: each differentiable op
+ * has a vector-Jacobian-product rule that appends ordinary graph nodes
+ * (ufuncs, reductions, views, setitems, externs) to the same graph, so the
+ * backward is typed, fused and compiled like any other graph, and can itself
+ * be differentiated again.
+ *
+ * Conventions (those of JAX at kinks and ties):
+ *  - only float16/32/64 values carry gradients; integer and bool nodes stop
+ *    them (a comparison, an argmax, an index), complex values on a gradient
+ *    path raise NotImplementedError;
+ *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
+ *    zero derivative;
+ *  - maximum/minimum (and so clip) give a tie half the cotangent each;
+ *    max/min reductions split the cotangent evenly among the tied maxima;
+ *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
+ *  - an op without a rule raises NotImplementedError naming the op: never a
+ *    silently wrong (zero) gradient.
+ */
+#ifndef ND_AUTODIFF_H
+#define ND_AUTODIFF_H
+#include "graph/graph.h"
+
+/* Append to g the backward nodes of the outputs outs[0..nout) with
+ * cotangents cts[0..nout) (nodes of the outputs' shapes and dtypes;
+ * ND_NONE: a zero cotangent), differentiating with respect to the distinct
+ * nodes wrt[0..nwrt). grads[k] receives the node of d<cts, outs>/d wrt[k]
+ * (wrt[k]'s shape and dtype), or ND_NONE when no output depends on wrt[k]
+ * through float values (its gradient is zero). wrt nodes are leaves: the
+ * sweep stops at them. 0, or -1 with an exception set (NotImplementedError
+ * for an op without a rule). */
+int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *cts,
+                         int nwrt, const nd_id *wrt, nd_id *grads);
+
+/* 1 when a forward node read by backward nodes is cheap to recompute there
+ * (pointwise work: ufuncs, casts, wheres, views, scalars, indices) rather
+ * than worth saving: the partition of a deferred vjp saves the others. */
+int nd_autodiff_recomputable(const nd_node *n);
+
+/* Zeros of a node's shape and dtype (a broadcast scalar), appended to g. */
+nd_id nd_autodiff_zeros(nd_graph *g, int dtype, int ndim, const npy_intp *shape);
+
+/* At module init: the NumPy functions the EXTERN rules recognise. */
+int nd_autodiff_init(void);
+#endif

@@ -1,0 +1,67 @@
+/* tensor_internal.h -- what the files of src/tensor/ share; private. */
+#ifndef ND_TENSOR_INTERNAL_H
+#define ND_TENSOR_INTERNAL_H
+#include "tensor/tensor.h"
+
+enum { ND_DEV_CPU = 0 };
+
+/* an exception in flight, kept aside and put back (3.12 changed the API) */
+#if PY_VERSION_HEX >= 0x030C0000
+#define ND_T_EXC_SAVE(v) PyObject *v = PyErr_GetRaisedException()
+#define ND_T_EXC_RESTORE(v) PyErr_SetRaisedException(v)
+#define ND_T_EXC_DROP(v) Py_XDECREF(v)
+#else
+#define ND_T_EXC_SAVE(v) PyObject *v##_t, *v##_v, *v##_tb; PyErr_Fetch(&v##_t, &v##_v, &v##_tb)
+#define ND_T_EXC_RESTORE(v) PyErr_Restore(v##_t, v##_v, v##_tb)
+#define ND_T_EXC_DROP(v) do { Py_XDECREF(v##_t); Py_XDECREF(v##_v); Py_XDECREF(v##_tb); } while (0)
+#endif
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *array;        /* the ndarray (owned, never NULL) */
+    PyObject *grad;         /* a Tensor, or NULL */
+    PyObject *node;         /* the tape node that made it (tensor_tape.c), or NULL: a leaf */
+    PyObject *weakrefs;
+    int node_out;           /* which output of node: -1 its whole result, k item k */
+    int device;             /* ND_DEV_CPU */
+    char requires_grad;
+} NdTensor;
+
+#define ND_TENSOR(o) ((NdTensor *)(o))
+
+/* ---- tensor_type.c */
+/* obj with Tensors replaced by their arrays, through tuples, lists and dicts
+ * (new ref; obj itself when nothing changed). *any_grad |= 1 when one of
+ * them requires grad (may be NULL). */
+PyObject *nd_tensor_unwrap(PyObject *obj, int *any_grad);
+/* a NumPy result as Tensors: ndarrays and NumPy scalars become Tensors,
+ * through tuples and lists; everything else is returned as is. Steals r. */
+PyObject *nd_tensor_wrap_result(PyObject *r);
+/* the dtype an ndarray of kind f/c may carry a gradient: 1, else 0 */
+int nd_tensor_dtype_differentiable(PyObject *array);
+
+/* ---- tensor_dlpack.c */
+/* x.__dlpack__(...) / x.__dlpack_device__() for an ndarray x */
+PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs);
+PyObject *nd_dlpack_device(PyObject *array);
+/* an ndarray sharing the memory of a DLPack producer (any object with
+ * __dlpack__), zero-copy; copy: -1 (None), 0, 1. New ref. */
+PyObject *nd_dlpack_to_array(PyObject *producer, int copy);
+int nd_dlpack_init(PyObject *module);
+
+/* ---- tensor_wrap.c */
+int nd_wrap_init(PyObject *module);
+
+/* ---- tensor_tape.c */
+/* Record that `out` (a Tensor, or tuple/list of them) was computed by
+ * func(*args, **kwargs) from `inputs`: some requiring grad. kind: how the
+ * node replays -- ND_OP_CALL func(*args, **kwargs), ND_OP_METHOD
+ * getattr(args[0], func)(*args[1:], **kwargs) (func a str), ND_OP_ATTR
+ * getattr(args[0], func). args/kwargs
+ * hold the Tensors themselves. Returns 0 / -1. */
+enum { ND_OP_CALL = 0, ND_OP_METHOD = 1, ND_OP_ATTR = 2 };
+int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out);
+int nd_tape_init(PyObject *module);
+/* backward() of a Tensor: gradients into the leaves' .grad */
+PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad);
+#endif

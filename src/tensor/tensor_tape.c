@@ -1,0 +1,723 @@
+/* tensor_tape.c -- the gradient tape of numdyn.Tensor.
+ *
+ * Every operation on Tensors that require grad (an operator, a ufunc, a
+ * NumPy function, an ndarray method, a wrap_numpy call) leaves a node: the
+ * callable that replays it on arrays and its arguments, with the Tensors
+ * themselves in them. The Tensors it made point at it.
+ *
+ * backward() does not hold a VJP rule per operation: it turns the part of
+ * the tape that leads to the Tensor into ONE function of arrays -- a
+ * program of the recorded calls, with the leaves (and every other array the
+ * calls read) as its parameters -- and hands that to numdyn's autodiff
+ * (the autodiff layer's vjp, src/trace/trace.h's contract), which captures
+ * it like any NumPy function and compiles forward and backward as fused
+ * kernels. Programs are cached by their structure (which calls, how they
+ * connect, the constants), so a training loop that builds the same tape
+ * each step reuses one program object, and autodiff's per-signature cache
+ * of captured forward/backward graphs with it.
+ */
+#include "tensor/tensor_internal.h"
+#include <stddef.h>
+#include <string.h>
+
+static int grad_enabled = 1;   /* numdyn.no_grad() turns it off (one interpreter lock) */
+static PyObject *programs;     /* structure key -> NdTapeProgram */
+static PyObject *vjp_entry;    /* the module's _vjp, looked up at first use */
+static PyObject *module_ref;   /* numdyn._C (borrowed for the module's life) */
+
+/* ------------------------------------------------------------ nodes */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;     /* callable, or str (method / attribute name) */
+    PyObject *args;     /* tuple: Tensors in place */
+    PyObject *kwargs;   /* dict or NULL */
+    int kind;
+} NdTapeNode;
+
+static PyTypeObject NdTapeNode_Type;
+
+static int node_traverse(PyObject *o, visitproc visit, void *arg)
+{
+    NdTapeNode *n = (NdTapeNode *)o;
+    Py_VISIT(n->func);
+    Py_VISIT(n->args);
+    Py_VISIT(n->kwargs);
+    return 0;
+}
+
+static int node_clear(PyObject *o)
+{
+    NdTapeNode *n = (NdTapeNode *)o;
+    Py_CLEAR(n->func);
+    Py_CLEAR(n->args);
+    Py_CLEAR(n->kwargs);
+    return 0;
+}
+
+static void node_dealloc(PyObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    node_clear(o);
+    PyObject_GC_Del(o);
+}
+
+static PyObject *node_repr(PyObject *o)
+{
+    NdTapeNode *n = (NdTapeNode *)o;
+    if (n->kind == ND_OP_CALL) {
+        PyObject *name = PyObject_GetAttrString(n->func, "__name__");
+        if (!name) {
+            PyErr_Clear();
+            return PyUnicode_FromFormat("<numdyn backward of %R>", n->func);
+        }
+        PyObject *r = PyUnicode_FromFormat("<numdyn backward of %U>", name);
+        Py_DECREF(name);
+        return r;
+    }
+    return PyUnicode_FromFormat("<numdyn backward of .%U>", n->func);
+}
+
+static PyTypeObject NdTapeNode_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.TapeNode",
+    .tp_basicsize = sizeof(NdTapeNode),
+    .tp_dealloc = node_dealloc,
+    .tp_repr = node_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = node_traverse,
+    .tp_clear = node_clear,
+};
+
+static int mark_output(PyObject *t, PyObject *node, int k)
+{
+    if (!nd_tensor_check(t) || !nd_tensor_dtype_differentiable(ND_TENSOR(t)->array)) return 0;
+    NdTensor *x = ND_TENSOR(t);
+    Py_XSETREF(x->node, Py_NewRef(node));
+    x->node_out = k;
+    x->requires_grad = 1;
+    return 0;
+}
+
+int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out)
+{
+    if (!grad_enabled) return 0;
+    NdTapeNode *n = PyObject_GC_New(NdTapeNode, &NdTapeNode_Type);
+    if (!n) return -1;
+    n->func = Py_NewRef(func);
+    n->args = Py_NewRef(args);
+    n->kwargs = kwargs && PyDict_GET_SIZE(kwargs) ? PyDict_Copy(kwargs) : NULL;
+    n->kind = kind;
+    PyObject_GC_Track(n);
+    if (kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) {
+        Py_DECREF(n);
+        return -1;
+    }
+    int rc = 0;
+    if (nd_tensor_check(out)) {
+        rc = mark_output(out, (PyObject *)n, -1);
+    } else if (PyTuple_Check(out) || PyList_Check(out)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out) && rc == 0; i++)
+            rc = mark_output(PySequence_Fast_GET_ITEM(out, i), (PyObject *)n, (int)i);
+    }
+    Py_DECREF(n);
+    return rc;
+}
+
+/* ------------------------------------------------------------ programs
+ *
+ * A program is a list of steps; a step's arguments are templates where
+ * every Tensor (and every other ndarray) is a slot: ("in", i) for parameter
+ * i, ("val", j, k) for output k (-1: all) of step j. Slots are instances of
+ * a private type so that no user value is mistaken for one. */
+
+typedef struct {
+    PyObject_HEAD
+    int step;   /* -1: a parameter */
+    int index;  /* parameter number, or the output of the step (-1: its whole result) */
+} NdSlot;
+
+static PyObject *slot_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (Py_TYPE(a) != Py_TYPE(b) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+    int eq = ((NdSlot *)a)->step == ((NdSlot *)b)->step &&
+             ((NdSlot *)a)->index == ((NdSlot *)b)->index;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t slot_hash(PyObject *o)
+{
+    Py_hash_t h = (Py_hash_t)((NdSlot *)o)->step * 1000003 + ((NdSlot *)o)->index + 17;
+    return h == -1 ? -2 : h;
+}
+
+static PyTypeObject NdSlot_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.TapeSlot",
+    .tp_basicsize = sizeof(NdSlot),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_richcompare = slot_richcompare,
+    .tp_hash = slot_hash,
+};
+
+static PyObject *slot_new(int step, int index)
+{
+    NdSlot *s = PyObject_New(NdSlot, &NdSlot_Type);
+    if (!s) return NULL;
+    s->step = step;
+    s->index = index;
+    return (PyObject *)s;
+}
+
+typedef struct {
+    PyObject *order;    /* list of nodes, inputs before users */
+    PyObject *index;    /* id(node) -> step number */
+    PyObject *params;   /* list: the arrays the program reads (leaves first) */
+    PyObject *pindex;   /* id(array or tensor) -> parameter number */
+    PyObject *leaves;   /* list of leaf Tensors, in parameter order */
+} builder;
+
+/* post-order walk from a Tensor's node (iterative: deep tapes are common) */
+static int collect(builder *b, PyObject *root)
+{
+    PyObject *stack = PyList_New(0);
+    if (!stack || PyList_Append(stack, root) < 0) { Py_XDECREF(stack); return -1; }
+    PyObject *seen = PySet_New(NULL);
+    if (!seen) { Py_DECREF(stack); return -1; }
+    int rc = 0;
+    while (PyList_GET_SIZE(stack) && rc == 0) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        NdTapeNode *n = (NdTapeNode *)PyList_GET_ITEM(stack, top);
+        PyObject *key = PyLong_FromVoidPtr(n);
+        if (!key) { rc = -1; break; }
+        int done = PyDict_Contains(b->index, key);
+        if (done) {
+            Py_DECREF(key);
+            if (done < 0) { rc = -1; break; }
+            PyList_SetSlice(stack, top, top + 1, NULL);
+            continue;
+        }
+        int opened = PySet_Contains(seen, key);
+        if (opened < 0) { Py_DECREF(key); rc = -1; break; }
+        if (opened) {  /* every input visited: n's step comes now */
+            PyObject *step = PyLong_FromSsize_t(PyList_GET_SIZE(b->order));
+            rc = step && PyDict_SetItem(b->index, key, step) == 0 &&
+                 PyList_Append(b->order, (PyObject *)n) == 0 ? 0 : -1;
+            Py_XDECREF(step);
+            Py_DECREF(key);
+            PyList_SetSlice(stack, top, top + 1, NULL);
+            continue;
+        }
+        rc = PySet_Add(seen, key);
+        Py_DECREF(key);
+        /* push the nodes of the Tensors among its arguments */
+        PyObject *all = n->kwargs ? PyTuple_Pack(2, n->args, n->kwargs) : Py_NewRef(n->args);
+        if (!all) { rc = -1; break; }
+        PyObject *todo = PyList_New(0);
+        if (!todo || PyList_Append(todo, all) < 0) rc = -1;
+        Py_DECREF(all);
+        while (rc == 0 && PyList_GET_SIZE(todo)) {
+            Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
+            PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
+            PyList_SetSlice(todo, last, last + 1, NULL);
+            if (nd_tensor_check(o)) {
+                if (ND_TENSOR(o)->node) rc = PyList_Append(stack, ND_TENSOR(o)->node);
+            } else if (PyTuple_Check(o) || PyList_Check(o)) {
+                for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && rc == 0; i++)
+                    rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, i));
+            } else if (PyDict_Check(o)) {
+                PyObject *k, *v;
+                Py_ssize_t pos = 0;
+                while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
+            }
+            Py_DECREF(o);
+        }
+        Py_XDECREF(todo);
+    }
+    Py_DECREF(seen);
+    Py_DECREF(stack);
+    return rc;
+}
+
+/* a parameter for array-valued `o` (a leaf Tensor, a Tensor outside the
+ * differentiation, an ndarray): its slot */
+static PyObject *param_slot(builder *b, PyObject *o)
+{
+    PyObject *key = PyLong_FromVoidPtr(o);
+    if (!key) return NULL;
+    PyObject *have = PyDict_GetItemWithError(b->pindex, key);
+    if (have) {
+        Py_DECREF(key);
+        return slot_new(-1, (int)PyLong_AsLong(have));
+    }
+    if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+    Py_ssize_t i = PyList_GET_SIZE(b->params);
+    PyObject *arr = nd_tensor_check(o) ? ND_TENSOR(o)->array : o;
+    PyObject *num = PyLong_FromSsize_t(i);
+    int rc = num ? PyDict_SetItem(b->pindex, key, num) : -1;
+    Py_XDECREF(num);
+    Py_DECREF(key);
+    if (rc < 0 || PyList_Append(b->params, arr) < 0) return NULL;
+    return slot_new(-1, (int)i);
+}
+
+/* the template of an argument: Tensors/arrays -> slots, containers copied
+ * (lists become tuples: a key must hash; the step turns them back) */
+static PyObject *template_of(builder *b, PyObject *o, int depth)
+{
+    if (nd_tensor_check(o)) {
+        NdTensor *t = ND_TENSOR(o);
+        if (t->node) {
+            PyObject *key = PyLong_FromVoidPtr(t->node);
+            PyObject *step = key ? PyDict_GetItemWithError(b->index, key) : NULL;
+            Py_XDECREF(key);
+            if (step) return slot_new((int)PyLong_AsLong(step), t->node_out);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "numdyn: tape node missing from its program");
+            return NULL;
+        }
+        return param_slot(b, o);
+    }
+    if (PyArray_Check(o)) return param_slot(b, o);
+    if (depth > 16) return Py_NewRef(o);
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *out = PyTuple_New(n + (PyList_CheckExact(o) ? 1 : 0));
+        if (!out) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = template_of(b, PySequence_Fast_GET_ITEM(o, i), depth + 1);
+            if (!v) { Py_DECREF(out); return NULL; }
+            PyTuple_SET_ITEM(out, i, v);
+        }
+        if (PyList_CheckExact(o)) {  /* a trailing marker: this was a list */
+            PyObject *m = slot_new(-2, 0);
+            if (!m) { Py_DECREF(out); return NULL; }
+            PyTuple_SET_ITEM(out, n, m);
+        }
+        return out;
+    }
+    if (PyDict_CheckExact(o)) {
+        /* (marker, (key, template) ...) sorted as the dict iterates */
+        Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0, i = 1;
+        PyObject *out = PyTuple_New(n + 1), *k, *v;
+        if (!out) return NULL;
+        PyObject *m = slot_new(-3, 0);
+        if (!m) { Py_DECREF(out); return NULL; }
+        PyTuple_SET_ITEM(out, 0, m);
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            PyObject *t = template_of(b, v, depth + 1);
+            PyObject *pair = t ? PyTuple_Pack(2, k, t) : NULL;
+            Py_XDECREF(t);
+            if (!pair) { Py_DECREF(out); return NULL; }
+            PyTuple_SET_ITEM(out, i++, pair);
+        }
+        return out;
+    }
+    if (PySlice_Check(o)) {  /* slices hash only from 3.12: keep their parts */
+        PySliceObject *s = (PySliceObject *)o;
+        PyObject *m = slot_new(-4, 0);
+        PyObject *out = m ? PyTuple_Pack(4, m, s->start, s->stop, s->step) : NULL;
+        Py_XDECREF(m);
+        return out;
+    }
+    if (o == Py_None) return Py_NewRef(o);
+    /* a constant with its type: 2 == 2.0 == True, but NEP 50 types them apart */
+    PyObject *m = slot_new(-5, 0);
+    PyObject *out = m ? PyTuple_Pack(3, m, o, (PyObject *)Py_TYPE(o)) : NULL;
+    Py_XDECREF(m);
+    return out;
+}
+
+/* ---- the program object: callable on the parameters */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *steps;    /* tuple of (kind, func, args template, kwargs template or None) */
+    PyObject *result;   /* slot of the differentiated value */
+    Py_ssize_t nparams;
+} NdTapeProgram;
+
+static PyObject *fill(PyObject *tpl, PyObject *const *params, PyObject **vals, int depth)
+{
+    if (Py_IS_TYPE(tpl, &NdSlot_Type)) {
+        NdSlot *s = (NdSlot *)tpl;
+        if (s->step == -1) return Py_NewRef(params[s->index]);
+        PyObject *v = vals[s->step];
+        if (s->index < 0) return Py_NewRef(v);
+        return PySequence_GetItem(v, s->index);
+    }
+    if (!PyTuple_CheckExact(tpl) || depth > 17) return Py_NewRef(tpl);
+    Py_ssize_t n = PyTuple_GET_SIZE(tpl);
+    if (n && Py_IS_TYPE(PyTuple_GET_ITEM(tpl, 0), &NdSlot_Type)) {
+        int mark = ((NdSlot *)PyTuple_GET_ITEM(tpl, 0))->step;
+        if (mark == -3) {  /* dict */
+            PyObject *d = PyDict_New();
+            for (Py_ssize_t i = 1; d && i < n; i++) {
+                PyObject *pair = PyTuple_GET_ITEM(tpl, i);
+                PyObject *v = fill(PyTuple_GET_ITEM(pair, 1), params, vals, depth + 1);
+                if (!v || PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0), v) < 0) Py_CLEAR(d);
+                Py_XDECREF(v);
+            }
+            return d;
+        }
+        if (mark == -5) return Py_NewRef(PyTuple_GET_ITEM(tpl, 1));
+        if (mark == -4)
+            return PySlice_New(PyTuple_GET_ITEM(tpl, 1), PyTuple_GET_ITEM(tpl, 2),
+                               PyTuple_GET_ITEM(tpl, 3));
+    }
+    int is_list = n && Py_IS_TYPE(PyTuple_GET_ITEM(tpl, n - 1), &NdSlot_Type) &&
+                  ((NdSlot *)PyTuple_GET_ITEM(tpl, n - 1))->step == -2;
+    Py_ssize_t m = n - is_list;
+    PyObject *out = is_list ? PyList_New(m) : PyTuple_New(m);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *v = fill(PyTuple_GET_ITEM(tpl, i), params, vals, depth + 1);
+        if (!v) { Py_DECREF(out); return NULL; }
+        if (is_list) PyList_SET_ITEM(out, i, v);
+        else PyTuple_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyObject *program_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
+{
+    NdTapeProgram *p = (NdTapeProgram *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != p->nparams || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "numdyn tape program takes %zd arrays, got %zd",
+                     p->nparams, nargs);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(p->steps);
+    PyObject **vals = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    if (!vals) return PyErr_NoMemory();
+    PyObject *res = NULL;
+    Py_ssize_t i = 0;
+    for (; i < n; i++) {
+        PyObject *st = PyTuple_GET_ITEM(p->steps, i);
+        int kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(st, 0));
+        PyObject *func = PyTuple_GET_ITEM(st, 1);
+        PyObject *a = fill(PyTuple_GET_ITEM(st, 2), args, vals, 0);
+        PyObject *k = NULL;
+        if (a && PyTuple_GET_ITEM(st, 3) != Py_None)
+            k = fill(PyTuple_GET_ITEM(st, 3), args, vals, 0);
+        if (!a || (PyTuple_GET_ITEM(st, 3) != Py_None && !k)) {
+            Py_XDECREF(a);
+            goto done;
+        }
+        PyObject *r;
+        if (kind == ND_OP_CALL) {
+            r = PyObject_Call(func, a, k);
+        } else {
+            PyObject *bound = PyObject_GetAttr(PyTuple_GET_ITEM(a, 0), func);
+            if (kind == ND_OP_ATTR || !bound) {
+                r = bound;
+            } else {
+                PyObject *rest = PyTuple_GetSlice(a, 1, PyTuple_GET_SIZE(a));
+                r = rest ? PyObject_Call(bound, rest, k) : NULL;
+                Py_XDECREF(rest);
+                Py_DECREF(bound);
+            }
+        }
+        Py_DECREF(a);
+        Py_XDECREF(k);
+        if (!r) goto done;
+        vals[i] = r;
+    }
+    res = fill(p->result, args, vals, 0);
+done:
+    for (Py_ssize_t j = 0; j < i; j++) Py_XDECREF(vals[j]);
+    PyMem_Free(vals);
+    return res;
+}
+
+static void program_dealloc(PyObject *o)
+{
+    Py_XDECREF(((NdTapeProgram *)o)->steps);
+    Py_XDECREF(((NdTapeProgram *)o)->result);
+    PyObject_Free(o);
+}
+
+static PyTypeObject NdTapeProgram_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.TapeProgram",
+    .tp_basicsize = sizeof(NdTapeProgram),
+    .tp_dealloc = program_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(NdTapeProgram, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+};
+
+/* the program computing `t` from its tape, its parameters, the leaves */
+static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **leaves_out)
+{
+    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0)};
+    PyObject *prog = NULL, *steps = NULL, *key = NULL;
+    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves) goto fail;
+    if (collect(&b, ND_TENSOR(t)->node) < 0) goto fail;
+    /* leaves first, in the order the tape meets them, so that parameter i
+     * is leaf i for i < nleaves */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(b.order); i++) {
+        NdTapeNode *n = (NdTapeNode *)PyList_GET_ITEM(b.order, i);
+        PyObject *todo = PyList_New(0);
+        if (!todo || PyList_Append(todo, n->args) < 0 ||
+            (n->kwargs && PyList_Append(todo, n->kwargs) < 0)) { Py_XDECREF(todo); goto fail; }
+        while (PyList_GET_SIZE(todo)) {
+            Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
+            PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
+            PyList_SetSlice(todo, last, last + 1, NULL);
+            int rc = 0;
+            if (nd_tensor_check(o)) {
+                if (!ND_TENSOR(o)->node && ND_TENSOR(o)->requires_grad) {
+                    PyObject *k = PyLong_FromVoidPtr(o);
+                    int have = k ? PyDict_Contains(b.pindex, k) : -1;
+                    Py_XDECREF(k);
+                    if (have < 0) rc = -1;
+                    else if (!have) {
+                        PyObject *s = param_slot(&b, o);
+                        rc = s ? PyList_Append(b.leaves, o) : -1;
+                        Py_XDECREF(s);
+                    }
+                }
+            } else if (PyTuple_Check(o) || PyList_Check(o)) {
+                /* reversed so that the walk meets arguments left to right */
+                for (Py_ssize_t j = PySequence_Fast_GET_SIZE(o) - 1; j >= 0 && rc == 0; j--)
+                    rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, j));
+            } else if (PyDict_Check(o)) {
+                PyObject *k, *v;
+                Py_ssize_t pos = 0;
+                while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
+            }
+            Py_DECREF(o);
+            if (rc < 0) { Py_DECREF(todo); goto fail; }
+        }
+        Py_DECREF(todo);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(b.order);
+    steps = PyTuple_New(n);
+    if (!steps) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        NdTapeNode *nd = (NdTapeNode *)PyList_GET_ITEM(b.order, i);
+        PyObject *a = template_of(&b, nd->args, 0);
+        PyObject *k = nd->kwargs ? template_of(&b, nd->kwargs, 0) : Py_NewRef(Py_None);
+        PyObject *st = a && k ? Py_BuildValue("(iOOO)", nd->kind, nd->func, a, k) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(k);
+        if (!st) goto fail;
+        PyTuple_SET_ITEM(steps, i, st);
+    }
+    PyObject *res = template_of(&b, t, 0);
+    if (!res) goto fail;
+    key = PyTuple_Pack(2, steps, res);
+    if (!key) { Py_DECREF(res); goto fail; }
+    /* the same structure (and constants) reuses its program: autodiff's
+     * caches are keyed on the callable */
+    if (PyObject_Hash(key) != -1) {
+        prog = Py_XNewRef(PyDict_GetItemWithError(programs, key));
+        if (!prog && PyErr_Occurred()) { Py_DECREF(res); goto fail; }
+    } else {
+        PyErr_Clear();  /* an unhashable constant: a program of its own */
+        Py_CLEAR(key);
+    }
+    if (!prog) {
+        NdTapeProgram *p = PyObject_New(NdTapeProgram, &NdTapeProgram_Type);
+        if (!p) { Py_DECREF(res); goto fail; }
+        p->vectorcall = program_vectorcall;
+        p->steps = Py_NewRef(steps);
+        p->result = Py_NewRef(res);
+        p->nparams = PyList_GET_SIZE(b.params);
+        prog = (PyObject *)p;
+        if (key) {
+            if (PyDict_GET_SIZE(programs) > 256) PyDict_Clear(programs);
+            if (PyDict_SetItem(programs, key, prog) < 0) { Py_DECREF(res); goto fail; }
+        }
+    }
+    Py_DECREF(res);
+    *params_out = Py_NewRef(b.params);
+    *leaves_out = Py_NewRef(b.leaves);
+    goto done;
+fail:
+    Py_CLEAR(prog);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(steps);
+    Py_XDECREF(b.order);
+    Py_XDECREF(b.index);
+    Py_XDECREF(b.params);
+    Py_XDECREF(b.pindex);
+    Py_XDECREF(b.leaves);
+    return prog;
+}
+
+/* ------------------------------------------------------------ backward */
+
+static int accumulate(PyObject *leaf, PyObject *g)
+{
+    NdTensor *t = ND_TENSOR(leaf);
+    PyObject *arr = PyArray_FromAny(g, NULL, 0, 0, 0, NULL);
+    if (!arr) return -1;
+    /* a gradient has its leaf's shape and dtype */
+    PyObject *cast = PyArray_CastToType((PyArrayObject *)arr,
+                                        PyArray_DescrNew(PyArray_DESCR((PyArrayObject *)t->array)),
+                                        0);
+    Py_DECREF(arr);
+    if (!cast) return -1;
+    if (!t->grad) {
+        t->grad = nd_tensor_from_array(cast);
+        Py_DECREF(cast);
+        return t->grad ? 0 : -1;
+    }
+    PyObject *sum = PyNumber_Add(ND_TENSOR(t->grad)->array, cast);
+    Py_DECREF(cast);
+    if (!sum) return -1;
+    PyObject *ng = nd_tensor_from_array(sum);
+    Py_DECREF(sum);
+    if (!ng) return -1;
+    Py_SETREF(t->grad, ng);
+    return 0;
+}
+
+PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
+{
+    NdTensor *t = ND_TENSOR(self);
+    if (!t->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: backward() of a Tensor that does not "
+                        "require grad (no operand of what made it requires grad)");
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)t->array;
+    PyObject *g;
+    if (grad == Py_None) {
+        if (PyArray_SIZE(a) != 1) {
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created only "
+                            "for single-element outputs; pass backward(grad)");
+            return NULL;
+        }
+        g = PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
+        if (!g) return NULL;
+        PyObject *one = PyLong_FromLong(1);
+        int rc = one ? PyArray_FillWithScalar((PyArrayObject *)g, one) : -1;
+        Py_XDECREF(one);
+        if (rc < 0) { Py_DECREF(g); return NULL; }
+    } else {
+        PyObject *u = nd_tensor_unwrap(grad, NULL);
+        if (!u) return NULL;
+        g = PyArray_FromAny(u, NULL, 0, 0, 0, NULL);
+        Py_DECREF(u);
+        if (!g) return NULL;
+        if (PyArray_NDIM((PyArrayObject *)g) != PyArray_NDIM(a) ||
+            !PyArray_CompareLists(PyArray_DIMS((PyArrayObject *)g), PyArray_DIMS(a),
+                                  PyArray_NDIM(a))) {
+            PyErr_Format(PyExc_RuntimeError, "numdyn: backward(grad): grad has shape %R, the "
+                         "Tensor %R", PyObject_GetAttrString(g, "shape"),
+                         PyObject_GetAttrString((PyObject *)a, "shape"));
+            Py_DECREF(g);
+            return NULL;
+        }
+    }
+    if (!t->node) {  /* a leaf: its own gradient */
+        int rc = accumulate(self, g);
+        Py_DECREF(g);
+        if (rc < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!vjp_entry) {
+        vjp_entry = PyObject_GetAttrString(module_ref, "_vjp");
+        if (!vjp_entry) {
+            Py_DECREF(g);
+            PyErr_Clear();
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "numdyn: Tensor.backward() needs numdyn's autodiff (_C._vjp), "
+                            "which this build does not have");
+            return NULL;
+        }
+    }
+    PyObject *params = NULL, *leaves = NULL;
+    PyObject *prog = build_program(self, &params, &leaves);
+    if (!prog) { Py_DECREF(g); return NULL; }
+    PyObject *res = NULL;
+    Py_ssize_t nleaves = PyList_GET_SIZE(leaves);
+    if (nleaves == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
+        goto done;
+    }
+    /* _vjp(fn, args, argnums, cotangent) -> gradients of the args in argnums */
+    PyObject *pargs = PyList_AsTuple(params);
+    PyObject *argnums = pargs ? PyTuple_New(nleaves) : NULL;
+    for (Py_ssize_t i = 0; argnums && i < nleaves; i++)
+        PyTuple_SET_ITEM(argnums, i, PyLong_FromSsize_t(i));
+    PyObject *grads = argnums ? PyObject_CallFunctionObjArgs(vjp_entry, prog, pargs, argnums, g,
+                                                             NULL)
+                              : NULL;
+    Py_XDECREF(pargs);
+    Py_XDECREF(argnums);
+    if (!grads) goto done;
+    if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != nleaves) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned the wrong number of gradients");
+        Py_DECREF(grads);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nleaves; i++)
+        if (accumulate(PyList_GET_ITEM(leaves, i), PyTuple_GET_ITEM(grads, i)) < 0) {
+            Py_DECREF(grads);
+            goto done;
+        }
+    Py_DECREF(grads);
+    res = Py_NewRef(Py_None);
+done:
+    Py_DECREF(prog);
+    Py_DECREF(params);
+    Py_DECREF(leaves);
+    Py_DECREF(g);
+    return res;
+}
+
+/* ------------------------------------------------------------ module */
+
+static PyObject *mod_set_grad_enabled(PyObject *m, PyObject *v)
+{
+    int on = PyObject_IsTrue(v);
+    if (on < 0) return NULL;
+    int was = grad_enabled;
+    grad_enabled = on;
+    return PyBool_FromLong(was);
+}
+
+static PyObject *mod_is_grad_enabled(PyObject *m, PyObject *unused)
+{
+    return PyBool_FromLong(grad_enabled);
+}
+
+static PyObject *mod_tape_program(PyObject *m, PyObject *t)
+{
+    if (!nd_tensor_check(t) || !ND_TENSOR(t)->node) {
+        PyErr_SetString(PyExc_TypeError, "_tape_program: a Tensor computed on the tape");
+        return NULL;
+    }
+    PyObject *params = NULL, *leaves = NULL;
+    PyObject *prog = build_program(t, &params, &leaves);
+    if (!prog) return NULL;
+    return Py_BuildValue("(NNN)", prog, params, leaves);
+}
+
+static PyMethodDef tape_functions[] = {
+    {"_set_grad_enabled", mod_set_grad_enabled, METH_O,
+     "Turn recording of Tensor operations on/off; returns the previous state."},
+    {"is_grad_enabled", mod_is_grad_enabled, METH_NOARGS,
+     "Whether operations on Tensors that require grad are recorded."},
+    {"_tape_program", mod_tape_program, METH_O,
+     "(program, params, leaves) that backward() of this Tensor differentiates."},
+    {NULL},
+};
+
+int nd_tape_init(PyObject *m)
+{
+    if (PyType_Ready(&NdTapeNode_Type) < 0 || PyType_Ready(&NdSlot_Type) < 0 ||
+        PyType_Ready(&NdTapeProgram_Type) < 0)
+        return -1;
+    if (!(programs = PyDict_New())) return -1;
+    module_ref = m;
+    return PyModule_AddFunctions(m, tape_functions);
+}

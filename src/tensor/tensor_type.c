@@ -1,0 +1,965 @@
+/* tensor_type.c -- numdyn.Tensor: an ndarray with NumPy's semantics, a
+ * device, and a place on the gradient tape.
+ *
+ * Every operation unwraps the Tensors among its operands to their ndarrays,
+ * runs NumPy itself (so values, dtypes, shapes, errors and the memory order
+ * of results are NumPy's by construction), and wraps what comes back:
+ * ndarrays and NumPy scalars as Tensors. An operation with an operand that
+ * requires grad is recorded on the tape (tensor_tape.c) as the callable
+ * that replays it on arrays: operator.add for `a + b`, the ufunc for
+ * np.exp(t), the NumPy function for __array_function__, the method name for
+ * t.sum(axis=0). Writing in place into a Tensor that takes part in
+ * differentiation is refused (its recorded value would change under the
+ * tape). Attributes Tensor does not define fall through to the ndarray, so
+ * every ndarray method and property works.
+ */
+#include "tensor/tensor_internal.h"
+#include <stddef.h>
+#include <string.h>
+
+static PyObject *op_funcs[32];      /* operator.<name> per ND_BIN_* / ND_UN_* */
+static PyObject *str_out;           /* "out" */
+
+/* ----------------------------------------------------------- wrapping */
+
+int nd_tensor_dtype_differentiable(PyObject *array)
+{
+    if (!PyArray_Check(array)) return 0;
+    int t = PyArray_TYPE((PyArrayObject *)array);
+    return PyTypeNum_ISFLOAT(t) || PyTypeNum_ISCOMPLEX(t);
+}
+
+static PyObject *tensor_new_raw(PyObject *array)
+{
+    NdTensor *t = PyObject_GC_New(NdTensor, &NdTensor_Type);
+    if (!t) return NULL;
+    t->array = Py_NewRef(array);
+    t->grad = NULL;
+    t->node = NULL;
+    t->node_out = -1;
+    t->weakrefs = NULL;
+    t->device = ND_DEV_CPU;
+    t->requires_grad = 0;
+    PyObject_GC_Track(t);
+    return (PyObject *)t;
+}
+
+PyObject *nd_tensor_from_array(PyObject *array)
+{
+    if (!PyArray_Check(array)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.Tensor: expected an ndarray, got %.100s",
+                     Py_TYPE(array)->tp_name);
+        return NULL;
+    }
+    return tensor_new_raw(array);
+}
+
+PyObject *nd_tensor_array(PyObject *tensor) { return ND_TENSOR(tensor)->array; }
+
+static PyObject *unwrap_depth(PyObject *obj, int *any_grad, int depth)
+{
+    if (nd_tensor_check(obj)) {
+        if (any_grad && ND_TENSOR(obj)->requires_grad) *any_grad = 1;
+        return Py_NewRef(ND_TENSOR(obj)->array);
+    }
+    if (depth > 16) return Py_NewRef(obj);
+    int tup = PyTuple_CheckExact(obj), lst = PyList_CheckExact(obj);
+    if (tup || lst) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+        PyObject **items = PySequence_Fast_ITEMS(obj);
+        Py_ssize_t i = 0;
+        PyObject *first = NULL;
+        for (; i < n; i++) {
+            first = unwrap_depth(items[i], any_grad, depth + 1);
+            if (!first) return NULL;
+            if (first != items[i]) break;
+            Py_DECREF(first);
+        }
+        if (i == n) return Py_NewRef(obj);
+        PyObject *out = tup ? PyTuple_New(n) : PyList_New(n);
+        if (!out) { Py_DECREF(first); return NULL; }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *v = j < i ? Py_NewRef(items[j]) : j == i ? first
+                        : unwrap_depth(items[j], any_grad, depth + 1);
+            if (!v) { Py_DECREF(out); return NULL; }
+            if (tup) PyTuple_SET_ITEM(out, j, v);
+            else PyList_SET_ITEM(out, j, v);
+        }
+        return out;
+    }
+    if (PyDict_CheckExact(obj)) {
+        PyObject *out = NULL, *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(obj, &pos, &k, &v)) {
+            PyObject *u = unwrap_depth(v, any_grad, depth + 1);
+            if (!u) { Py_XDECREF(out); return NULL; }
+            if (u != v && !out && !(out = PyDict_Copy(obj))) { Py_DECREF(u); return NULL; }
+            if (out && PyDict_SetItem(out, k, u) < 0) {
+                Py_DECREF(u);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(u);
+        }
+        return out ? out : Py_NewRef(obj);
+    }
+    return Py_NewRef(obj);
+}
+
+PyObject *nd_tensor_unwrap(PyObject *obj, int *any_grad) { return unwrap_depth(obj, any_grad, 0); }
+
+PyObject *nd_tensor_wrap_result(PyObject *r)
+{
+    if (!r) return NULL;
+    if (PyArray_CheckExact(r)) {
+        PyObject *t = tensor_new_raw(r);
+        Py_DECREF(r);
+        return t;
+    }
+    if (PyArray_IsScalar(r, Generic)) {  /* NumPy scalar -> 0-d Tensor */
+        PyObject *a = PyArray_FromScalar(r, NULL);
+        Py_DECREF(r);
+        if (!a) return NULL;
+        PyObject *t = tensor_new_raw(a);
+        Py_DECREF(a);
+        return t;
+    }
+    if (PyTuple_CheckExact(r) || PyList_CheckExact(r)) {
+        int tup = PyTuple_CheckExact(r);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+        PyObject *out = tup ? PyTuple_New(n) : PyList_New(n);
+        if (!out) { Py_DECREF(r); return NULL; }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = nd_tensor_wrap_result(Py_NewRef(PySequence_Fast_GET_ITEM(r, i)));
+            if (!v) { Py_DECREF(out); Py_DECREF(r); return NULL; }
+            if (tup) PyTuple_SET_ITEM(out, i, v);
+            else PyList_SET_ITEM(out, i, v);
+        }
+        Py_DECREF(r);
+        return out;
+    }
+    return r;
+}
+
+/* 1 when t takes part in differentiation: writing into it would change a
+ * value the tape recorded */
+static int on_tape(PyObject *o)
+{
+    return nd_tensor_check(o) && (ND_TENSOR(o)->requires_grad || ND_TENSOR(o)->node);
+}
+
+static int refuse_inplace(const char *what)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "numdyn: %s writes in place into a Tensor that requires grad (or was computed "
+                 "from one); use .detach() or compute a new Tensor", what);
+    return -1;
+}
+
+/* out= of a ufunc or NumPy function: no Tensor of the tape may be written */
+static int check_out(PyObject *kwargs)
+{
+    if (!kwargs) return 0;
+    PyObject *out = PyDict_GetItemWithError(kwargs, str_out);
+    if (!out) return PyErr_Occurred() ? -1 : 0;
+    if (on_tape(out)) return refuse_inplace("out=");
+    if (PyTuple_Check(out))
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); i++)
+            if (on_tape(PyTuple_GET_ITEM(out, i))) return refuse_inplace("out=");
+    return 0;
+}
+
+/* what an op with out= returns: the out objects themselves, as NumPy does */
+static PyObject *result_with_out(PyObject *r, PyObject *kwargs)
+{
+    PyObject *out = kwargs ? PyDict_GetItemWithError(kwargs, str_out) : NULL;
+    if (!out || out == Py_None) {
+        if (PyErr_Occurred()) { Py_DECREF(r); return NULL; }
+        return nd_tensor_wrap_result(r);
+    }
+    if (!PyTuple_Check(out)) {
+        Py_DECREF(r);
+        return Py_NewRef(out);
+    }
+    if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == PyTuple_GET_SIZE(out)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(r);
+        PyObject *res = PyTuple_New(n);
+        if (!res) { Py_DECREF(r); return NULL; }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *o = PyTuple_GET_ITEM(out, i);
+            PyObject *v = o != Py_None ? Py_NewRef(o)
+                        : nd_tensor_wrap_result(Py_NewRef(PyTuple_GET_ITEM(r, i)));
+            if (!v) { Py_DECREF(res); Py_DECREF(r); return NULL; }
+            PyTuple_SET_ITEM(res, i, v);
+        }
+        Py_DECREF(r);
+        return res;
+    }
+    if (PyTuple_GET_SIZE(out) == 1 && PyTuple_GET_ITEM(out, 0) != Py_None) {
+        Py_DECREF(r);
+        return Py_NewRef(PyTuple_GET_ITEM(out, 0));
+    }
+    return nd_tensor_wrap_result(r);
+}
+
+/* run func on the arrays behind args/kwargs, wrap, record. kind/func as
+ * nd_tape_record; call: what actually runs (func itself for ND_OP_CALL) */
+static PyObject *run_op(int kind, PyObject *func, PyObject *call, PyObject *args,
+                        PyObject *kwargs)
+{
+    int grad = 0;
+    if (check_out(kwargs) < 0) return NULL;
+    PyObject *a = nd_tensor_unwrap(args, &grad);
+    if (!a) return NULL;
+    PyObject *k = NULL;
+    if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
+    if (kind == ND_OP_METHOD) {  /* args[0] is the receiver `call` is bound to */
+        PyObject *rest = PyTuple_GetSlice(a, 1, PyTuple_GET_SIZE(a));
+        Py_SETREF(a, rest);
+        if (!a) { Py_XDECREF(k); return NULL; }
+    }
+    PyObject *r = PyObject_Call(call, a, k);
+    Py_DECREF(a);
+    Py_XDECREF(k);
+    if (!r) return NULL;
+    r = result_with_out(r, kwargs);
+    if (r && grad && nd_tape_record(kind, func, args, kwargs, r) < 0) Py_CLEAR(r);
+    return r;
+}
+
+/* ------------------------------------------------------- number protocol */
+
+enum {
+    ND_BIN_ADD, ND_BIN_SUB, ND_BIN_MUL, ND_BIN_TRUEDIV, ND_BIN_FLOORDIV, ND_BIN_MOD,
+    ND_BIN_POW, ND_BIN_MATMUL, ND_BIN_AND, ND_BIN_OR, ND_BIN_XOR, ND_BIN_LSHIFT,
+    ND_BIN_RSHIFT, ND_BIN_DIVMOD, ND_UN_NEG, ND_UN_POS, ND_UN_ABS, ND_UN_INVERT, ND_OP_COUNT
+};
+static const char *op_names[ND_OP_COUNT] = {
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_",
+    "xor", "lshift", "rshift", NULL /* divmod: builtins */, "neg", "pos", "abs", "invert",
+};
+
+static PyObject *operand(PyObject *o, int *grad)
+{
+    if (nd_tensor_check(o)) {
+        *grad |= ND_TENSOR(o)->requires_grad;
+        return ND_TENSOR(o)->array;
+    }
+    return o;
+}
+
+static PyObject *binop(int op, PyObject *a, PyObject *b)
+{
+    int grad = 0;
+    PyObject *x = operand(a, &grad), *y = operand(b, &grad), *r;
+    switch (op) {
+    case ND_BIN_ADD: r = PyNumber_Add(x, y); break;
+    case ND_BIN_SUB: r = PyNumber_Subtract(x, y); break;
+    case ND_BIN_MUL: r = PyNumber_Multiply(x, y); break;
+    case ND_BIN_TRUEDIV: r = PyNumber_TrueDivide(x, y); break;
+    case ND_BIN_FLOORDIV: r = PyNumber_FloorDivide(x, y); break;
+    case ND_BIN_MOD: r = PyNumber_Remainder(x, y); break;
+    case ND_BIN_POW: r = PyNumber_Power(x, y, Py_None); break;
+    case ND_BIN_MATMUL: r = PyNumber_MatrixMultiply(x, y); break;
+    case ND_BIN_AND: r = PyNumber_And(x, y); break;
+    case ND_BIN_OR: r = PyNumber_Or(x, y); break;
+    case ND_BIN_XOR: r = PyNumber_Xor(x, y); break;
+    case ND_BIN_LSHIFT: r = PyNumber_Lshift(x, y); break;
+    case ND_BIN_RSHIFT: r = PyNumber_Rshift(x, y); break;
+    default: r = PyNumber_Divmod(x, y); break;
+    }
+    r = nd_tensor_wrap_result(r);
+    if (r && grad) {
+        PyObject *args = PyTuple_Pack(2, a, b);
+        if (!args || nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(args);
+    }
+    return r;
+}
+
+static PyObject *unop(int op, PyObject *a)
+{
+    int grad = 0;
+    PyObject *x = operand(a, &grad), *r;
+    switch (op) {
+    case ND_UN_NEG: r = PyNumber_Negative(x); break;
+    case ND_UN_POS: r = PyNumber_Positive(x); break;
+    case ND_UN_ABS: r = PyNumber_Absolute(x); break;
+    default: r = PyNumber_Invert(x); break;
+    }
+    r = nd_tensor_wrap_result(r);
+    if (r && grad) {
+        PyObject *args = PyTuple_Pack(1, a);
+        if (!args || nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(args);
+    }
+    return r;
+}
+
+/* a op= b: in place on self's array, which NumPy returns; self is returned */
+static PyObject *inplace(int op, PyObject *a, PyObject *b)
+{
+    if (!nd_tensor_check(a)) Py_RETURN_NOTIMPLEMENTED;
+    if (on_tape(a) || on_tape(b)) {
+        refuse_inplace("an in-place operator");
+        return NULL;
+    }
+    PyObject *x = ND_TENSOR(a)->array;
+    int grad = 0;
+    PyObject *y = operand(b, &grad), *r;
+    switch (op) {
+    case ND_BIN_ADD: r = PyNumber_InPlaceAdd(x, y); break;
+    case ND_BIN_SUB: r = PyNumber_InPlaceSubtract(x, y); break;
+    case ND_BIN_MUL: r = PyNumber_InPlaceMultiply(x, y); break;
+    case ND_BIN_TRUEDIV: r = PyNumber_InPlaceTrueDivide(x, y); break;
+    case ND_BIN_FLOORDIV: r = PyNumber_InPlaceFloorDivide(x, y); break;
+    case ND_BIN_MOD: r = PyNumber_InPlaceRemainder(x, y); break;
+    case ND_BIN_POW: r = PyNumber_InPlacePower(x, y, Py_None); break;
+    case ND_BIN_MATMUL: r = PyNumber_InPlaceMatrixMultiply(x, y); break;
+    case ND_BIN_AND: r = PyNumber_InPlaceAnd(x, y); break;
+    case ND_BIN_OR: r = PyNumber_InPlaceOr(x, y); break;
+    case ND_BIN_XOR: r = PyNumber_InPlaceXor(x, y); break;
+    case ND_BIN_LSHIFT: r = PyNumber_InPlaceLshift(x, y); break;
+    default: r = PyNumber_InPlaceRshift(x, y); break;
+    }
+    if (!r) return NULL;
+    if (r == x) {
+        Py_DECREF(r);
+        return Py_NewRef(a);
+    }
+    return nd_tensor_wrap_result(r);
+}
+
+#define BIN(name, op) \
+    static PyObject *t_##name(PyObject *a, PyObject *b) { return binop(op, a, b); } \
+    static PyObject *t_i##name(PyObject *a, PyObject *b) { return inplace(op, a, b); }
+BIN(add, ND_BIN_ADD)
+BIN(sub, ND_BIN_SUB)
+BIN(mul, ND_BIN_MUL)
+BIN(truediv, ND_BIN_TRUEDIV)
+BIN(floordiv, ND_BIN_FLOORDIV)
+BIN(mod, ND_BIN_MOD)
+BIN(matmul, ND_BIN_MATMUL)
+BIN(and, ND_BIN_AND)
+BIN(or, ND_BIN_OR)
+BIN(xor, ND_BIN_XOR)
+BIN(lshift, ND_BIN_LSHIFT)
+BIN(rshift, ND_BIN_RSHIFT)
+#undef BIN
+static PyObject *t_divmod(PyObject *a, PyObject *b) { return binop(ND_BIN_DIVMOD, a, b); }
+
+static PyObject *t_pow(PyObject *a, PyObject *b, PyObject *m)
+{
+    if (m != Py_None) {  /* NumPy's own message for pow(a, b, m) */
+        int g = 0;
+        return PyNumber_Power(operand(a, &g), operand(b, &g), m);
+    }
+    return binop(ND_BIN_POW, a, b);
+}
+
+static PyObject *t_ipow(PyObject *a, PyObject *b, PyObject *m)
+{
+    if (m != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return inplace(ND_BIN_POW, a, b);
+}
+
+static PyObject *t_neg(PyObject *a) { return unop(ND_UN_NEG, a); }
+static PyObject *t_pos(PyObject *a) { return unop(ND_UN_POS, a); }
+static PyObject *t_abs(PyObject *a) { return unop(ND_UN_ABS, a); }
+static PyObject *t_invert(PyObject *a) { return unop(ND_UN_INVERT, a); }
+static int t_bool(PyObject *a) { return PyObject_IsTrue(ND_TENSOR(a)->array); }
+static PyObject *t_int(PyObject *a) { return PyNumber_Long(ND_TENSOR(a)->array); }
+static PyObject *t_float(PyObject *a) { return PyNumber_Float(ND_TENSOR(a)->array); }
+static PyObject *t_index(PyObject *a) { return PyNumber_Index(ND_TENSOR(a)->array); }
+
+static PyNumberMethods tensor_as_number = {
+    .nb_add = t_add, .nb_subtract = t_sub, .nb_multiply = t_mul,
+    .nb_remainder = t_mod, .nb_divmod = t_divmod, .nb_power = t_pow,
+    .nb_negative = t_neg, .nb_positive = t_pos, .nb_absolute = t_abs,
+    .nb_bool = t_bool, .nb_invert = t_invert, .nb_lshift = t_lshift,
+    .nb_rshift = t_rshift, .nb_and = t_and, .nb_xor = t_xor, .nb_or = t_or,
+    .nb_int = t_int, .nb_float = t_float,
+    .nb_inplace_add = t_iadd, .nb_inplace_subtract = t_isub,
+    .nb_inplace_multiply = t_imul, .nb_inplace_remainder = t_imod,
+    .nb_inplace_power = t_ipow, .nb_inplace_lshift = t_ilshift,
+    .nb_inplace_rshift = t_irshift, .nb_inplace_and = t_iand,
+    .nb_inplace_xor = t_ixor, .nb_inplace_or = t_ior,
+    .nb_floor_divide = t_floordiv, .nb_true_divide = t_truediv,
+    .nb_inplace_floor_divide = t_ifloordiv, .nb_inplace_true_divide = t_itruediv,
+    .nb_index = t_index, .nb_matrix_multiply = t_matmul,
+    .nb_inplace_matrix_multiply = t_imatmul,
+};
+
+static PyObject *t_richcompare(PyObject *a, PyObject *b, int op)
+{
+    int g = 0;
+    return nd_tensor_wrap_result(PyObject_RichCompare(operand(a, &g), operand(b, &g), op));
+}
+
+/* ------------------------------------------------------------- indexing */
+
+static PyObject *getitem_func;  /* operator.getitem */
+
+static PyObject *t_getitem(PyObject *self, PyObject *key)
+{
+    int grad = ND_TENSOR(self)->requires_grad;
+    PyObject *k = nd_tensor_unwrap(key, NULL);
+    if (!k) return NULL;
+    PyObject *r = nd_tensor_wrap_result(PyObject_GetItem(ND_TENSOR(self)->array, k));
+    Py_DECREF(k);
+    if (r && grad) {
+        PyObject *args = PyTuple_Pack(2, self, key);
+        if (!args || nd_tape_record(ND_OP_CALL, getitem_func, args, NULL, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(args);
+    }
+    return r;
+}
+
+static int t_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (on_tape(self) || (value && on_tape(value))) return refuse_inplace("item assignment");
+    PyObject *k = nd_tensor_unwrap(key, NULL);
+    if (!k) return -1;
+    int rc;
+    if (!value) {
+        rc = PyObject_DelItem(ND_TENSOR(self)->array, k);
+    } else {
+        PyObject *v = nd_tensor_unwrap(value, NULL);
+        rc = v ? PyObject_SetItem(ND_TENSOR(self)->array, k, v) : -1;
+        Py_XDECREF(v);
+    }
+    Py_DECREF(k);
+    return rc;
+}
+
+static Py_ssize_t t_len(PyObject *self) { return PyObject_Length(ND_TENSOR(self)->array); }
+
+static PyMappingMethods tensor_as_mapping = {t_len, t_getitem, t_setitem};
+
+static int t_contains(PyObject *self, PyObject *v)
+{
+    PyObject *u = nd_tensor_unwrap(v, NULL);
+    if (!u) return -1;
+    int r = PySequence_Contains(ND_TENSOR(self)->array, u);
+    Py_DECREF(u);
+    return r;
+}
+
+static PySequenceMethods tensor_as_sequence = {.sq_contains = t_contains};
+
+/* rows as Tensors (t[i], recorded like any indexing) */
+static PyObject *t_iter(PyObject *self)
+{
+    PyObject *it = PyObject_GetIter(ND_TENSOR(self)->array);  /* NumPy's 0-d error */
+    if (!it) return NULL;
+    Py_DECREF(it);
+    Py_ssize_t n = PyObject_Length(ND_TENSOR(self)->array);
+    if (n < 0) return NULL;
+    PyObject *rows = PyList_New(n);
+    if (!rows) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyLong_FromSsize_t(i);
+        PyObject *r = k ? t_getitem(self, k) : NULL;
+        Py_XDECREF(k);
+        if (!r) { Py_DECREF(rows); return NULL; }
+        PyList_SET_ITEM(rows, i, r);
+    }
+    it = PyObject_GetIter(rows);
+    Py_DECREF(rows);
+    return it;
+}
+
+/* ------------------------------------------------------ bound methods */
+
+/* t.<ndarray method>: a callable that runs the method on the array */
+typedef struct {
+    PyObject_HEAD
+    PyObject *self;     /* the Tensor */
+    PyObject *name;     /* str */
+    PyObject *bound;    /* the ndarray's bound method */
+} NdTensorMethod;
+
+static PyTypeObject NdTensorMethod_Type;
+
+static const char *const mutating_methods[] = {
+    "fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags",
+    "byteswap", NULL,
+};
+
+static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
+{
+    NdTensorMethod *m = (NdTensorMethod *)o;
+    const char *name = PyUnicode_AsUTF8(m->name);
+    if (!name) return NULL;
+    for (int i = 0; mutating_methods[i]; i++)
+        if (!strcmp(name, mutating_methods[i]) && on_tape(m->self)) {
+            refuse_inplace(name);
+            return NULL;
+        }
+    int grad = ND_TENSOR(m->self)->requires_grad;
+    if (check_out(kwargs) < 0) return NULL;
+    PyObject *a = nd_tensor_unwrap(args, &grad);
+    if (!a) return NULL;
+    PyObject *k = NULL;
+    if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
+    PyObject *r = PyObject_Call(m->bound, a, k);
+    Py_DECREF(a);
+    Py_XDECREF(k);
+    if (!r) return NULL;
+    r = result_with_out(r, kwargs);
+    if (r && grad) {
+        Py_ssize_t n = PyTuple_GET_SIZE(args);
+        PyObject *full = PyTuple_New(n + 1);
+        if (!full) { Py_DECREF(r); return NULL; }
+        PyTuple_SET_ITEM(full, 0, Py_NewRef(m->self));
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        if (nd_tape_record(ND_OP_METHOD, m->name, full, kwargs, r) < 0) Py_CLEAR(r);
+        Py_DECREF(full);
+    }
+    return r;
+}
+
+static void tm_dealloc(PyObject *o)
+{
+    NdTensorMethod *m = (NdTensorMethod *)o;
+    Py_XDECREF(m->self);
+    Py_XDECREF(m->name);
+    Py_XDECREF(m->bound);
+    PyObject_Free(o);
+}
+
+static PyObject *tm_repr(PyObject *o)
+{
+    NdTensorMethod *m = (NdTensorMethod *)o;
+    return PyUnicode_FromFormat("<method %U of numdyn.Tensor>", m->name);
+}
+
+static PyTypeObject NdTensorMethod_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.TensorMethod",
+    .tp_basicsize = sizeof(NdTensorMethod),
+    .tp_dealloc = tm_dealloc,
+    .tp_call = tm_call,
+    .tp_repr = tm_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+/* attributes Tensor does not define: the ndarray's (methods bound through
+ * NdTensorMethod, ndarray-valued properties as Tensors: t.T, t.real) */
+static PyObject *t_getattro(PyObject *self, PyObject *name)
+{
+    PyObject *r = PyObject_GenericGetAttr(self, name);
+    if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(name, &len);
+    if (!s) return NULL;
+    if (len >= 4 && s[0] == '_' && s[1] == '_' && s[len - 1] == '_' && s[len - 2] == '_')
+        return NULL;  /* protocols stay Tensor's own */
+    ND_T_EXC_SAVE(exc);
+    PyObject *v = PyObject_GetAttr(ND_TENSOR(self)->array, name);
+    if (!v) {  /* NumPy's message names ndarray: keep Tensor's */
+        PyErr_Clear();
+        ND_T_EXC_RESTORE(exc);
+        return NULL;
+    }
+    ND_T_EXC_DROP(exc);
+    if (PyCFunction_Check(v) || Py_TYPE(v) == &PyMethod_Type ||
+        !strcmp(Py_TYPE(v)->tp_name, "method-wrapper")) {
+        NdTensorMethod *m = PyObject_New(NdTensorMethod, &NdTensorMethod_Type);
+        if (!m) { Py_DECREF(v); return NULL; }
+        m->self = Py_NewRef(self);
+        m->name = Py_NewRef(name);
+        m->bound = v;
+        return (PyObject *)m;
+    }
+    if (PyArray_CheckExact(v)) {
+        PyObject *t = nd_tensor_wrap_result(v);
+        if (t && ND_TENSOR(self)->requires_grad) {
+            PyObject *args = PyTuple_Pack(1, self);
+            if (!args || nd_tape_record(ND_OP_ATTR, name, args, NULL, t) < 0) Py_CLEAR(t);
+            Py_XDECREF(args);
+        }
+        return t;
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ methods */
+
+static PyObject *t_numpy(PyObject *self, PyObject *unused)
+{
+    return Py_NewRef(ND_TENSOR(self)->array);
+}
+
+static PyObject *t_detach(PyObject *self, PyObject *unused)
+{
+    return tensor_new_raw(ND_TENSOR(self)->array);
+}
+
+static PyObject *t_item(PyObject *self, PyObject *args)
+{
+    PyObject *m = PyObject_GetAttrString(ND_TENSOR(self)->array, "item");
+    if (!m) return NULL;
+    PyObject *r = PyObject_Call(m, args, NULL);
+    Py_DECREF(m);
+    return r;
+}
+
+static PyObject *t_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *dtype = Py_None, *copy = Py_None;
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$O:__array__", kwlist, &dtype, &copy))
+        return NULL;
+    if (dtype == Py_None && copy != Py_True) return Py_NewRef(ND_TENSOR(self)->array);
+    PyObject *m = PyObject_GetAttrString(ND_TENSOR(self)->array, "__array__");
+    if (!m) return NULL;
+    PyObject *r = PyObject_Call(m, args, kwargs);
+    Py_DECREF(m);
+    return r;
+}
+
+static PyObject *t_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) < 2) {
+        PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
+        return NULL;
+    }
+    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
+    if (PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method, "__call__") == 0) {
+        PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
+        if (!inputs) return NULL;
+        PyObject *r = run_op(ND_OP_CALL, ufunc, ufunc, inputs, kwargs);
+        Py_DECREF(inputs);
+        return r;
+    }
+    /* ufunc.reduce(x, ...): a method node whose receiver is the ufunc */
+    PyObject *bound = PyObject_GetAttr(ufunc, method);
+    if (!bound) return NULL;
+    PyObject *full = PyTuple_New(PyTuple_GET_SIZE(args) - 1);
+    if (!full) { Py_DECREF(bound); return NULL; }
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(ufunc));
+    for (Py_ssize_t i = 2; i < PyTuple_GET_SIZE(args); i++)
+        PyTuple_SET_ITEM(full, i - 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyObject *r = run_op(ND_OP_METHOD, method, bound, full, kwargs);
+    Py_DECREF(full);
+    Py_DECREF(bound);
+    return r;
+}
+
+static PyObject *t_array_function(PyObject *self, PyObject *args)
+{
+    PyObject *func, *types, *fargs, *fkwargs;
+    if (!PyArg_ParseTuple(args, "OOOO:__array_function__", &func, &types, &fargs, &fkwargs))
+        return NULL;
+    if (!PyTuple_Check(fargs) || !PyDict_Check(fkwargs)) {
+        PyErr_SetString(PyExc_TypeError, "__array_function__: args must be a tuple, kwargs a dict");
+        return NULL;
+    }
+    return run_op(ND_OP_CALL, func, func, fargs, PyDict_GET_SIZE(fkwargs) ? fkwargs : NULL);
+}
+
+static PyObject *t_format(PyObject *self, PyObject *spec)
+{
+    return PyObject_Format(ND_TENSOR(self)->array, spec);
+}
+
+static PyObject *t_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return nd_dlpack_export(ND_TENSOR(self)->array, args, kwargs);
+}
+
+static PyObject *t_dlpack_device(PyObject *self, PyObject *unused)
+{
+    return nd_dlpack_device(ND_TENSOR(self)->array);
+}
+
+static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *grad = Py_None;
+    static char *kwlist[] = {"grad", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:backward", kwlist, &grad)) return NULL;
+    return nd_tape_backward(self, grad);
+}
+
+static int set_requires_grad(NdTensor *t, PyObject *v)
+{
+    int on = PyObject_IsTrue(v);
+    if (on < 0) return -1;
+    if (!on && t->node) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "numdyn: requires_grad can only be changed on leaf Tensors; "
+                        "use .detach() for a Tensor without gradient");
+        return -1;
+    }
+    if (on && !nd_tensor_dtype_differentiable(t->array)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "numdyn: only Tensors of floating point and complex dtype can require "
+                     "gradients (this one is %S)", PyArray_DESCR((PyArrayObject *)t->array));
+        return -1;
+    }
+    t->requires_grad = (char)on;
+    return 0;
+}
+
+static PyObject *t_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *v = Py_True;
+    static char *kwlist[] = {"requires_grad", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:requires_grad_", kwlist, &v)) return NULL;
+    if (set_requires_grad(ND_TENSOR(self), v) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *t_reduce(PyObject *self, PyObject *unused)
+{
+    PyObject *mod = PyImport_ImportModule("numdyn");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, "tensor") : NULL;
+    Py_XDECREF(mod);
+    if (!fn) return NULL;
+    return Py_BuildValue("N(OO)", fn, ND_TENSOR(self)->array,
+                         ND_TENSOR(self)->requires_grad ? Py_True : Py_False);
+}
+
+static PyMethodDef tensor_methods[] = {
+    {"numpy", t_numpy, METH_NOARGS,
+     "The ndarray this Tensor holds (no copy: they share memory)."},
+    {"detach", t_detach, METH_NOARGS,
+     "A Tensor sharing this one's memory, outside of differentiation."},
+    {"item", t_item, METH_VARARGS, "The element as a Python scalar (ndarray.item)."},
+    {"backward", (PyCFunction)(void (*)(void))t_backward, METH_VARARGS | METH_KEYWORDS,
+     "backward(grad=None): accumulate d(self)/d(leaf) . grad into every leaf's .grad. "
+     "grad may be omitted for a single-element Tensor (it is 1)."},
+    {"requires_grad_", (PyCFunction)(void (*)(void))t_requires_grad_,
+     METH_VARARGS | METH_KEYWORDS, "Set requires_grad in place; returns self."},
+    {"__array__", (PyCFunction)(void (*)(void))t_array, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__array_ufunc__", (PyCFunction)(void (*)(void))t_array_ufunc,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__array_function__", t_array_function, METH_VARARGS, NULL},
+    {"__format__", t_format, METH_O, NULL},
+    {"__dlpack__", (PyCFunction)(void (*)(void))t_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack "
+     "capsule sharing this Tensor's memory (versioned when max_version >= (1, 0))."},
+    {"__dlpack_device__", t_dlpack_device, METH_NOARGS, "(device type, device id): (1, 0) on CPU."},
+    {"__reduce__", t_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+/* ------------------------------------------------------------ getset */
+
+static PyObject *g_shape(PyObject *s, void *c) { return PyObject_GetAttrString(ND_TENSOR(s)->array, "shape"); }
+static PyObject *g_dtype(PyObject *s, void *c)
+{
+    return Py_NewRef((PyObject *)PyArray_DESCR((PyArrayObject *)ND_TENSOR(s)->array));
+}
+static PyObject *g_ndim(PyObject *s, void *c) { return PyLong_FromLong(PyArray_NDIM((PyArrayObject *)ND_TENSOR(s)->array)); }
+static PyObject *g_size(PyObject *s, void *c) { return PyLong_FromSsize_t(PyArray_SIZE((PyArrayObject *)ND_TENSOR(s)->array)); }
+static PyObject *g_device(PyObject *s, void *c) { return PyUnicode_FromString("cpu"); }
+static PyObject *g_requires_grad(PyObject *s, void *c) { return PyBool_FromLong(ND_TENSOR(s)->requires_grad); }
+static int s_requires_grad(PyObject *s, PyObject *v, void *c)
+{
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "requires_grad cannot be deleted");
+        return -1;
+    }
+    return set_requires_grad(ND_TENSOR(s), v);
+}
+static PyObject *g_grad(PyObject *s, void *c)
+{
+    return Py_NewRef(ND_TENSOR(s)->grad ? ND_TENSOR(s)->grad : Py_None);
+}
+static int s_grad(PyObject *s, PyObject *v, void *c)
+{
+    if (v && v != Py_None && !nd_tensor_check(v)) {
+        PyErr_Format(PyExc_TypeError, "numdyn: .grad must be a Tensor or None, not %.100s",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    Py_XSETREF(ND_TENSOR(s)->grad, v && v != Py_None ? Py_NewRef(v) : NULL);
+    return 0;
+}
+static PyObject *g_is_leaf(PyObject *s, void *c) { return PyBool_FromLong(ND_TENSOR(s)->node == NULL); }
+static PyObject *g_grad_fn(PyObject *s, void *c)
+{
+    return Py_NewRef(ND_TENSOR(s)->node ? ND_TENSOR(s)->node : Py_None);
+}
+
+static PyGetSetDef tensor_getset[] = {
+    {"shape", g_shape, NULL, "the ndarray's shape", NULL},
+    {"dtype", g_dtype, NULL, "the ndarray's dtype (a NumPy dtype)", NULL},
+    {"ndim", g_ndim, NULL, NULL, NULL},
+    {"size", g_size, NULL, NULL, NULL},
+    {"device", g_device, NULL, "where the memory is: 'cpu'", NULL},
+    {"requires_grad", g_requires_grad, s_requires_grad,
+     "whether backward() computes a gradient for this Tensor", NULL},
+    {"grad", g_grad, s_grad, "the gradient backward() accumulated, or None", NULL},
+    {"is_leaf", g_is_leaf, NULL, "True unless an operation on Tensors that require grad made it", NULL},
+    {"grad_fn", g_grad_fn, NULL, "the tape node that made this Tensor, or None for a leaf", NULL},
+    {NULL},
+};
+
+/* ------------------------------------------------------------ the type */
+
+static PyObject *t_repr(PyObject *self)
+{
+    PyObject *r = PyObject_Repr(ND_TENSOR(self)->array);
+    if (!r) return NULL;
+    /* array(...) -> tensor(...), continuation lines indented one more */
+    PyObject *from = PyUnicode_FromString("\n      "), *to = PyUnicode_FromString("\n       ");
+    PyObject *s = from && to ? PyUnicode_Replace(r, from, to, -1) : NULL;
+    Py_XDECREF(from);
+    Py_XDECREF(to);
+    Py_DECREF(r);
+    if (!s) return NULL;
+    PyObject *body = PyUnicode_Substring(s, 5, PyUnicode_GET_LENGTH(s));  /* after "array" */
+    Py_DECREF(s);
+    if (!body) return NULL;
+    PyObject *out;
+    if (ND_TENSOR(self)->requires_grad || ND_TENSOR(self)->node) {
+        PyObject *head = PyUnicode_Substring(body, 0, PyUnicode_GET_LENGTH(body) - 1);
+        out = head ? PyUnicode_FromFormat("tensor%U, requires_grad=True)", head) : NULL;
+        Py_XDECREF(head);
+    } else {
+        out = PyUnicode_FromFormat("tensor%U", body);
+    }
+    Py_DECREF(body);
+    return out;
+}
+
+static int t_traverse(PyObject *o, visitproc visit, void *arg)
+{
+    Py_VISIT(ND_TENSOR(o)->array);
+    Py_VISIT(ND_TENSOR(o)->grad);
+    Py_VISIT(ND_TENSOR(o)->node);
+    return 0;
+}
+
+static int t_clear(PyObject *o)
+{
+    Py_CLEAR(ND_TENSOR(o)->grad);
+    Py_CLEAR(ND_TENSOR(o)->node);
+    return 0;
+}
+
+static void t_dealloc(PyObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    if (ND_TENSOR(o)->weakrefs) PyObject_ClearWeakRefs(o);
+    t_clear(o);
+    Py_CLEAR(ND_TENSOR(o)->array);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *np_array;  /* numpy.array */
+
+/* numdyn.tensor(x, dtype=None, requires_grad=False, device="cpu"): a copy
+ * of x as np.array(x, dtype=dtype) makes it */
+static PyObject *nd_tensor_make(PyObject *x, PyObject *dtype, PyObject *requires_grad,
+                                PyObject *device)
+{
+    if (device != Py_None) {
+        const char *d = PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : NULL;
+        if (!d && PyErr_Occurred()) return NULL;
+        if (!d || (strcmp(d, "cpu") && strcmp(d, "cpu:0"))) {
+            PyErr_Format(d && !strncmp(d, "cuda", 4) ? PyExc_RuntimeError : PyExc_ValueError,
+                         "numdyn.tensor: device %R is not available (numdyn runs on 'cpu'; "
+                         "the CUDA backend is not built yet)", device);
+            return NULL;
+        }
+    }
+    PyObject *src = nd_tensor_unwrap(x, NULL);
+    if (!src) return NULL;
+    PyObject *kw = dtype != Py_None ? Py_BuildValue("{sO}", "dtype", dtype) : NULL;
+    PyObject *args = PyTuple_Pack(1, src);
+    Py_DECREF(src);
+    PyObject *arr = args && (dtype == Py_None || kw) ? PyObject_Call(np_array, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!arr) return NULL;
+    if (!PyArray_CheckExact(arr)) {  /* a subclass (np.matrix): the plain array */
+        Py_SETREF(arr, PyArray_View((PyArrayObject *)arr, NULL, &PyArray_Type));
+        if (!arr) return NULL;
+    }
+    PyObject *t = tensor_new_raw(arr);
+    Py_DECREF(arr);
+    if (t && set_requires_grad(ND_TENSOR(t), requires_grad) < 0) Py_CLEAR(t);
+    return t;
+}
+
+static PyObject *mod_tensor(PyObject *m, PyObject *args, PyObject *kwargs)
+{
+    PyObject *x, *dtype = Py_None, *rg = Py_False, *device = Py_None;
+    static char *kwlist[] = {"data", "dtype", "requires_grad", "device", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO:tensor", kwlist, &x, &dtype, &rg,
+                                     &device))
+        return NULL;
+    return nd_tensor_make(x, dtype, rg, device);
+}
+
+static PyObject *t_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *x, *dtype = Py_None, *rg = Py_False, *device = Py_None;
+    static char *kwlist[] = {"data", "dtype", "requires_grad", "device", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OO:Tensor", kwlist, &x, &dtype, &rg,
+                                     &device))
+        return NULL;
+    return nd_tensor_make(x, dtype, rg, device);
+}
+
+PyTypeObject NdTensor_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.Tensor",
+    .tp_basicsize = sizeof(NdTensor),
+    .tp_dealloc = t_dealloc,
+    .tp_repr = t_repr,
+    .tp_as_number = &tensor_as_number,
+    .tp_as_sequence = &tensor_as_sequence,
+    .tp_as_mapping = &tensor_as_mapping,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_getattro = t_getattro,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "numdyn.Tensor: an array with NumPy's semantics on a device (CPU now), "
+              "DLPack both ways, and gradients (requires_grad, backward(), grad).",
+    .tp_traverse = t_traverse,
+    .tp_clear = t_clear,
+    .tp_richcompare = t_richcompare,
+    .tp_weaklistoffset = offsetof(NdTensor, weakrefs),
+    .tp_iter = t_iter,
+    .tp_methods = tensor_methods,
+    .tp_getset = tensor_getset,
+    .tp_new = t_new,
+};
+
+static PyMethodDef tensor_functions[] = {
+    {"tensor", (PyCFunction)(void (*)(void))mod_tensor, METH_VARARGS | METH_KEYWORDS,
+     "tensor(data, dtype=None, *, requires_grad=False, device='cpu'): a Tensor holding a "
+     "copy of data (as np.array(data, dtype=dtype) makes it)."},
+    {NULL},
+};
+
+int nd_tensor_init(PyObject *m)
+{
+    if (PyType_Ready(&NdTensor_Type) < 0 || PyType_Ready(&NdTensorMethod_Type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "Tensor", (PyObject *)&NdTensor_Type) < 0) return -1;
+    if (PyModule_AddFunctions(m, tensor_functions) < 0) return -1;
+    if (!(str_out = PyUnicode_InternFromString("out"))) return -1;
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return -1;
+    np_array = PyObject_GetAttrString(np, "array");
+    Py_DECREF(np);
+    if (!np_array) return -1;
+    PyObject *op = PyImport_ImportModule("operator");
+    if (!op) return -1;
+    for (int i = 0; i < ND_OP_COUNT; i++) {
+        if (!op_names[i]) continue;
+        if (!(op_funcs[i] = PyObject_GetAttrString(op, op_names[i]))) { Py_DECREF(op); return -1; }
+    }
+    getitem_func = PyObject_GetAttrString(op, "getitem");
+    Py_DECREF(op);
+    if (!getitem_func) return -1;
+    PyObject *bi = PyEval_GetBuiltins();  /* borrowed */
+    if (!(op_funcs[ND_BIN_DIVMOD] = Py_XNewRef(PyDict_GetItemString(bi, "divmod")))) return -1;
+    if (nd_dlpack_init(m) < 0 || nd_wrap_init(m) < 0 || nd_tape_init(m) < 0) return -1;
+    return 0;
+}

@@ -1,0 +1,377 @@
+/* tensor_wrap.c -- numdyn.wrap_numpy(fn): NumPy code on tensors.
+ *
+ * The wrapper's arguments that are tensors -- numdyn.Tensor, or any DLPack
+ * producer (torch, JAX, CuPy arrays) -- enter fn as ndarrays sharing their
+ * memory (DLPack, no copy); fn runs compiled, as numdyn.compile compiles
+ * it. What fn returns goes back as the kind of tensor that came in (the
+ * first tensor argument's kind; torch in -> torch out, numdyn in -> numdyn
+ * out), on the same device, again without a copy: ndarrays, and NumPy
+ * scalars as 0-d tensors (a sum is a loss: torch and JAX return 0-d tensors
+ * there too); Python scalars and other values stay what they are.
+ *
+ * Gradients: a call with a numdyn.Tensor that requires grad is a node of the
+ * tape (tensor_tape.c), whose replay calls the compiled fn. A call with a
+ * torch tensor that requires grad (and torch's grad mode on) goes through
+ * the torch.autograd.Function bridge registered by the Python layer
+ * (numdyn/_torch.py: glue around torch's own Python class machinery), so
+ * that loss.backward() in torch runs numdyn's backward.
+ */
+#include "tensor/tensor_internal.h"
+#include <stddef.h>
+#include <string.h>
+
+static PyObject *compile_fn;     /* numdyn._C.compile */
+static PyObject *torch_bridge;   /* numdyn._torch.apply, registered at import; or NULL */
+static PyObject *consumers;      /* type -> its library's from_dlpack */
+static PyObject *str_dlpack, *str_numpy, *str_requires_grad, *str_detach, *str_from_dlpack, *str_module;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn;          /* the user's function */
+    PyObject *compiled;    /* numdyn.compile(fn, ...) */
+    PyObject *dict;        /* __dict__ (functools.update_wrapper fills it) */
+    PyObject *weakrefs;
+} NdWrapped;
+
+/* What numdyn knows of a tensor type (consumers: type -> tuple):
+ * (from_dlpack of its library, from_numpy or None, has .numpy()). The
+ * DLPack exchange is the general path. torch's __dlpack__ and from_dlpack
+ * are Python functions that cost microseconds a call (6 us an argument,
+ * measured, against 0.5 us for .numpy()), so for torch the zero-copy C
+ * entry points Tensor.numpy() and torch.from_numpy() go first; where they
+ * refuse (a CUDA tensor, a read-only or negatively strided array) the
+ * DLPack path runs and gives its answer or its error. */
+static PyObject *kind_of(PyTypeObject *tp)
+{
+    PyObject *c = PyDict_GetItemWithError(consumers, (PyObject *)tp);
+    if (c || PyErr_Occurred()) return c;
+    PyObject *modname = PyObject_GetAttr((PyObject *)tp, str_module);
+    if (!modname) return NULL;
+    const char *s = PyUnicode_Check(modname) ? PyUnicode_AsUTF8(modname) : NULL;
+    if (!s) {
+        Py_DECREF(modname);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "numdyn.wrap_numpy: %.100s names no module", tp->tp_name);
+        return NULL;
+    }
+    char top[128];
+    size_t n = strcspn(s, ".");
+    if (n >= sizeof top) n = sizeof top - 1;
+    memcpy(top, s, n);
+    top[n] = 0;
+    Py_DECREF(modname);
+    /* JAX arrays are jaxlib's types; their consumer is jax.numpy's */
+    const char *lib = !strcmp(top, "jaxlib") || !strcmp(top, "jax") ? "jax.numpy" : top;
+    PyObject *mod = PyImport_ImportModule(lib);
+    if (!mod) return NULL;
+    PyObject *from_dl = PyObject_GetAttr(mod, str_from_dlpack);
+    if (!from_dl) {
+        Py_DECREF(mod);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "numdyn.wrap_numpy: cannot return %.100s results: module "
+                     "%s has no from_dlpack", tp->tp_name, lib);
+        return NULL;
+    }
+    int torch = !strcmp(top, "torch");
+    PyObject *from_np = torch ? PyObject_GetAttrString(mod, "from_numpy") : Py_NewRef(Py_None);
+    Py_DECREF(mod);
+    if (!from_np) { Py_DECREF(from_dl); return NULL; }
+    c = Py_BuildValue("(NNO)", from_dl, from_np, torch ? Py_True : Py_False);
+    if (!c) return NULL;
+    int rc = PyDict_SetItem(consumers, (PyObject *)tp, c);
+    Py_DECREF(c);
+    return rc < 0 ? NULL : c;
+}
+
+/* x (a foreign tensor) as an ndarray sharing its memory */
+static PyObject *import_array(PyObject *x)
+{
+    PyObject *k = kind_of(Py_TYPE(x));
+    if (!k) return NULL;
+    if (PyTuple_GET_ITEM(k, 2) == Py_True) {
+        PyObject *a = PyObject_CallMethodNoArgs(x, str_numpy);
+        if (a && PyArray_CheckExact(a)) return a;
+        Py_XDECREF(a);
+        PyErr_Clear();  /* the DLPack path answers */
+    }
+    return nd_dlpack_to_array(x, -1);
+}
+
+/* an ndarray as a tensor of kind tp, sharing memory */
+static PyObject *export_array(PyObject *arr, PyTypeObject *tp)
+{
+    PyObject *k = kind_of(tp);
+    if (!k) return NULL;
+    PyObject *from_np = PyTuple_GET_ITEM(k, 1);
+    if (from_np != Py_None && PyArray_ISWRITEABLE((PyArrayObject *)arr)) {
+        PyObject *r = PyObject_CallOneArg(from_np, arr);
+        if (r) return r;
+        PyErr_Clear();
+    }
+    PyObject *carrier = nd_tensor_from_array(arr);  /* exports through our __dlpack__ */
+    if (!carrier) return NULL;
+    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(k, 0), carrier);
+    Py_DECREF(carrier);
+    return r;
+}
+
+/* what a tensor argument is inside fn: an ndarray (new ref), or the
+ * argument itself when it is not a tensor. *kind: the first tensor's type
+ * (borrowed); *grad: a numdyn Tensor requires grad; *torch_grad: a foreign
+ * tensor requires grad */
+static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad)
+{
+    if (nd_tensor_check(x)) {
+        if (!*kind) *kind = &NdTensor_Type;
+        *grad |= ND_TENSOR(x)->requires_grad;
+        return Py_NewRef(ND_TENSOR(x)->array);
+    }
+    if (PyArray_Check(x) || PyLong_Check(x) || PyFloat_Check(x) || PyBool_Check(x) ||
+        PyComplex_Check(x) || x == Py_None || PyUnicode_Check(x) || PyTuple_Check(x) ||
+        PyList_Check(x) || PyDict_Check(x) || PyArray_IsScalar(x, Generic))
+        return Py_NewRef(x);
+    PyObject *dl = PyObject_GetAttr((PyObject *)Py_TYPE(x), str_dlpack);
+    if (!dl) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        return Py_NewRef(x);
+    }
+    Py_DECREF(dl);
+    if (!*kind) *kind = Py_TYPE(x);
+    PyObject *rg = PyObject_GetAttr(x, str_requires_grad);  /* torch's flag */
+    if (!rg) PyErr_Clear();
+    int needs = rg ? PyObject_IsTrue(rg) : 0;
+    Py_XDECREF(rg);
+    if (needs < 0) return NULL;
+    if (needs) {  /* torch refuses to export it: the bridge handles it */
+        *foreign_grad = 1;
+        PyObject *d = PyObject_CallMethodNoArgs(x, str_detach);
+        if (!d) return NULL;
+        PyObject *a = import_array(d);
+        Py_DECREF(d);
+        return a;
+    }
+    return import_array(x);
+}
+
+/* a result of fn as the kind of tensor that came in (steals r) */
+static PyObject *leave(PyObject *r, PyTypeObject *kind, int depth)
+{
+    if (!r || !kind) return r;
+    if (kind == &NdTensor_Type) return nd_tensor_wrap_result(r);
+    if (PyArray_IsScalar(r, Generic)) Py_SETREF(r, PyArray_FromScalar(r, NULL));
+    if (r && PyArray_CheckExact(r)) {
+        PyObject *out = export_array(r, kind);
+        Py_DECREF(r);
+        return out;
+    }
+    if ((PyTuple_CheckExact(r) || PyList_CheckExact(r)) && depth < 16) {
+        int tup = PyTuple_CheckExact(r);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+        PyObject *out = tup ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; out && i < n; i++) {
+            PyObject *v = leave(Py_NewRef(PySequence_Fast_GET_ITEM(r, i)), kind, depth + 1);
+            if (!v) { Py_CLEAR(out); break; }
+            if (tup) PyTuple_SET_ITEM(out, i, v);
+            else PyList_SET_ITEM(out, i, v);
+        }
+        Py_DECREF(r);
+        return out;
+    }
+    return r;
+}
+
+static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
+{
+    NdWrapped *w = (NdWrapped *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8] = {NULL}, **a = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
+    if (!a) return PyErr_NoMemory();
+    PyTypeObject *kind = NULL;
+    int grad = 0, foreign_grad = 0;
+    Py_ssize_t k = 0;
+    PyObject *r = NULL;
+    for (; k < n; k++)
+        if (!(a[k] = enter(args[k], &kind, &grad, &foreign_grad))) goto done;
+    if (foreign_grad && torch_bridge) {
+        /* torch's autograd records the call: the bridge runs numdyn's vjp */
+        PyObject *targs = PyTuple_New(nargs);
+        PyObject *tkw = PyDict_New();
+        for (Py_ssize_t i = 0; targs && i < nargs; i++)
+            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+        for (Py_ssize_t i = nargs; tkw && i < n; i++)
+            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
+                Py_CLEAR(tkw);
+        if (targs && tkw)
+            r = PyObject_CallFunctionObjArgs(torch_bridge, w->compiled, targs, tkw, NULL);
+        Py_XDECREF(targs);
+        Py_XDECREF(tkw);
+        goto done;
+    }
+    r = PyObject_Vectorcall(w->compiled, a, nargs, kwnames);
+    r = leave(r, kind, 0);
+    if (r && grad) {
+        PyObject *targs = PyTuple_New(nargs), *tkw = NULL;
+        for (Py_ssize_t i = 0; targs && i < nargs; i++)
+            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+        if (targs && kwnames && PyTuple_GET_SIZE(kwnames)) {
+            tkw = PyDict_New();
+            for (Py_ssize_t i = nargs; tkw && i < n; i++)
+                if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
+                    Py_CLEAR(tkw);
+            if (!tkw) Py_CLEAR(targs);
+        }
+        if (!targs || nd_tape_record(ND_OP_CALL, w->compiled, targs, tkw, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(targs);
+        Py_XDECREF(tkw);
+    }
+done:
+    for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(a[i]);
+    if (a != small) PyMem_Free(a);
+    return r;
+}
+
+static int wrapped_traverse(PyObject *o, visitproc visit, void *arg)
+{
+    NdWrapped *w = (NdWrapped *)o;
+    Py_VISIT(w->fn);
+    Py_VISIT(w->compiled);
+    Py_VISIT(w->dict);
+    return 0;
+}
+
+static int wrapped_clear(PyObject *o)
+{
+    NdWrapped *w = (NdWrapped *)o;
+    Py_CLEAR(w->fn);
+    Py_CLEAR(w->compiled);
+    Py_CLEAR(w->dict);
+    return 0;
+}
+
+static void wrapped_dealloc(PyObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    if (((NdWrapped *)o)->weakrefs) PyObject_ClearWeakRefs(o);
+    wrapped_clear(o);
+    PyObject_GC_Del(o);
+}
+
+static PyObject *wrapped_repr(PyObject *o)
+{
+    return PyUnicode_FromFormat("<numdyn.wrap_numpy of %R>", ((NdWrapped *)o)->fn);
+}
+
+static PyObject *wrapped_get_fn(PyObject *o, void *c) { return Py_NewRef(((NdWrapped *)o)->fn); }
+static PyObject *wrapped_get_compiled(PyObject *o, void *c)
+{
+    return Py_NewRef(((NdWrapped *)o)->compiled);
+}
+
+static PyObject *wrapped_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyGetSetDef wrapped_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"__wrapped__", wrapped_get_fn, NULL, "the NumPy function", NULL},
+    {"compiled", wrapped_get_compiled, NULL, "numdyn.compile of the function", NULL},
+    {NULL},
+};
+
+static PyTypeObject NdWrapped_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.WrappedNumpy",
+    .tp_basicsize = sizeof(NdWrapped),
+    .tp_dealloc = wrapped_dealloc,
+    .tp_vectorcall_offset = offsetof(NdWrapped, vectorcall),
+    .tp_repr = wrapped_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_traverse = wrapped_traverse,
+    .tp_clear = wrapped_clear,
+    .tp_weaklistoffset = offsetof(NdWrapped, weakrefs),
+    .tp_getset = wrapped_getset,
+    .tp_descr_get = wrapped_descr_get,
+    .tp_dictoffset = offsetof(NdWrapped, dict),
+};
+
+/* _wrap_numpy(fn, compile_kwargs): the wrapper (the Python layer adds
+ * functools.wraps and the decorator forms) */
+static PyObject *mod_wrap_numpy(PyObject *m, PyObject *args)
+{
+    PyObject *fn, *ckw;
+    if (!PyArg_ParseTuple(args, "OO!:_wrap_numpy", &fn, &PyDict_Type, &ckw)) return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.wrap_numpy: expected a callable, got %.100s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    PyObject *cargs = PyTuple_Pack(1, fn);
+    PyObject *compiled = cargs ? PyObject_Call(compile_fn, cargs, ckw) : NULL;
+    Py_XDECREF(cargs);
+    if (!compiled) return NULL;
+    NdWrapped *w = PyObject_GC_New(NdWrapped, &NdWrapped_Type);
+    if (!w) { Py_DECREF(compiled); return NULL; }
+    w->vectorcall = wrapped_vectorcall;
+    w->fn = Py_NewRef(fn);
+    w->compiled = compiled;
+    w->dict = NULL;
+    w->weakrefs = NULL;
+    PyObject_GC_Track(w);
+    return (PyObject *)w;
+}
+
+static PyObject *mod_set_torch_bridge(PyObject *m, PyObject *fn)
+{
+    Py_XSETREF(torch_bridge, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+/* _wrap_enter(x) -> (ndarray, kind): for the torch bridge, the same
+ * conversion wrap_numpy's calls make */
+static PyObject *mod_to_array(PyObject *m, PyObject *x)
+{
+    PyTypeObject *kind = NULL;
+    int g = 0, fg = 0;
+    return enter(x, &kind, &g, &fg);
+}
+
+/* _wrap_leave(r, like): r's ndarrays as tensors of like's kind */
+static PyObject *mod_from_array(PyObject *m, PyObject *args)
+{
+    PyObject *r, *like;
+    if (!PyArg_ParseTuple(args, "OO:_wrap_leave", &r, &like)) return NULL;
+    return leave(Py_NewRef(r), Py_TYPE(like), 0);
+}
+
+static PyMethodDef wrap_functions[] = {
+    {"_wrap_numpy", mod_wrap_numpy, METH_VARARGS, "_wrap_numpy(fn, compile_kwargs)"},
+    {"_set_torch_bridge", mod_set_torch_bridge, METH_O, NULL},
+    {"_wrap_enter", mod_to_array, METH_O,
+     "A tensor argument as wrap_numpy hands it to the function: an ndarray sharing memory."},
+    {"_wrap_leave", mod_from_array, METH_VARARGS,
+     "_wrap_leave(result, like): ndarrays in result as tensors of like's kind."},
+    {NULL},
+};
+
+int nd_wrap_init(PyObject *m)
+{
+    if (PyType_Ready(&NdWrapped_Type) < 0) return -1;
+    if (!(compile_fn = PyObject_GetAttrString(m, "compile"))) return -1;
+    if (!(consumers = PyDict_New())) return -1;
+    if (!(str_dlpack = PyUnicode_InternFromString("__dlpack__")) ||
+        !(str_requires_grad = PyUnicode_InternFromString("requires_grad")) ||
+        !(str_numpy = PyUnicode_InternFromString("numpy")) ||
+        !(str_detach = PyUnicode_InternFromString("detach")) ||
+        !(str_from_dlpack = PyUnicode_InternFromString("from_dlpack")) ||
+        !(str_module = PyUnicode_InternFromString("__module__")))
+        return -1;
+    return PyModule_AddFunctions(m, wrap_functions);
+}

@@ -1,0 +1,402 @@
+/* trace_control.c -- admission of top-level calls of compiled functions:
+ * recompiles, cache_size_limit, stances, frozen mode, the guard hooks,
+ * compile times (trace_control.h). */
+#include "trace_control.h"
+#include <time.h>
+
+int nd__ctl_enabled = 1;
+int nd__ctl_stance = ND_STANCE_DEFAULT;
+static long ctl_limit = 8;              /* numdyn.config.cache_size_limit */
+static int ctl_error_on_recompile;      /* numdyn.config.error_on_recompile */
+_Thread_local int nd__tls_frozen;
+
+static PyObject *RecompileError;
+static PyObject *ConstraintViolationError;
+static PyTypeObject *GuardFail_Type;
+static PyObject *compile_times;         /* qualname -> [seconds, ...] */
+static const char *stance_names[] = {"default", "force_eager", "eager_on_recompile",
+                                     "fail_on_recompile"};
+
+double nd__ctl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static PyObject *qualname(PyObject *fn)
+{
+    PyObject *n = PyObject_GetAttrString(fn, "__qualname__");
+    if (!n) {
+        PyErr_Clear();
+        n = PyObject_Repr(fn);
+    }
+    return n;
+}
+
+/* positional parameter names of fn (a bound method's without self) */
+static PyObject *param_names(PyObject *fn)
+{
+    int skip = 0;
+    if (PyMethod_Check(fn)) { fn = PyMethod_GET_FUNCTION(fn); skip = 1; }
+    if (!PyFunction_Check(fn)) return NULL;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    PyObject *vn = PyObject_GetAttrString((PyObject *)co, "co_varnames");
+    if (!vn) { PyErr_Clear(); return NULL; }
+    PyObject *r = PyTuple_GetSlice(vn, skip, co->co_argcount);
+    Py_DECREF(vn);
+    if (!r) PyErr_Clear();
+    return r;
+}
+
+nd_ctl *nd__ctl_new(PyObject *fn, PyObject *options, PyObject *dynamic,
+                    PyObject *guard_fail_fn, PyObject *guard_export_fn)
+{
+    nd_ctl *c = PyMem_Calloc(1, sizeof *c);
+    if (!c) return (nd_ctl *)PyErr_NoMemory();
+    c->fn = fn;
+    c->limit = -1;
+    c->spec_all = dynamic == Py_False;
+    if (options && PyDict_Check(options)) {
+        PyObject *v = PyDict_GetItemString(options, "cache_size_limit");
+        if (v) {
+            long l = PyLong_AsLong(v);
+            if (l == -1 && PyErr_Occurred()) { PyMem_Free(c); return NULL; }
+            if (l < 0) {
+                PyErr_SetString(PyExc_ValueError, "numdyn: options['cache_size_limit'] must be >= 0");
+                PyMem_Free(c);
+                return NULL;
+            }
+            c->limit = l;
+        }
+    }
+    c->guard_fail_fn = guard_fail_fn && guard_fail_fn != Py_None ? Py_NewRef(guard_fail_fn) : NULL;
+    c->guard_export_fn = guard_export_fn && guard_export_fn != Py_None ? Py_NewRef(guard_export_fn) : NULL;
+    c->names = param_names(fn);
+    return c;
+}
+
+void nd__ctl_reset(nd_ctl *c)
+{
+    if (!c) return;
+    nd_programs_clear(&c->progs);
+    c->warned = 0;
+}
+
+void nd__ctl_free(nd_ctl *c)
+{
+    if (!c) return;
+    nd__ctl_reset(c);
+    Py_CLEAR(c->guard_fail_fn);
+    Py_CLEAR(c->guard_export_fn);
+    Py_CLEAR(c->names);
+    PyMem_Free(c);
+}
+
+int nd__ctl_traverse(nd_ctl *c, visitproc visit, void *arg)
+{
+    if (!c) return 0;
+    Py_VISIT(c->guard_fail_fn);
+    Py_VISIT(c->guard_export_fn);
+    Py_VISIT(c->names);
+    return nd_programs_traverse(&c->progs, visit, arg);
+}
+
+static int eager(void)
+{
+    nd_counter_add(ND_CTR_EAGER_CALLS, 1);
+    return ND_ADMIT_EAGER;
+}
+
+int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+                  Py_ssize_t *idx)
+{
+    if (!nd__ctl_enabled || nd__ctl_stance == ND_STANCE_FORCE_EAGER) return eager();
+    uint64_t h = nd_progsig_hash(args, nargsf, kwnames, c->spec_all);
+    Py_ssize_t i = nd_programs_find(&c->progs, h);
+    if (i >= 0) {
+        c->progs.e[i].calls++;
+        *idx = i;
+        return ND_ADMIT_RUN;
+    }
+    if (nd__tls_frozen) return eager();
+    long limit = c->limit >= 0 ? c->limit : ctl_limit;
+    int recompile = c->progs.n > 0;
+    if (recompile || c->progs.n >= limit) {
+        PyObject *guard = NULL, *why;
+        why = recompile ? nd_programs_miss(&c->progs, args, nargsf, kwnames, c->spec_all, c->names,
+                                           &guard)
+                        : PyUnicode_FromString("cache_size_limit is 0");
+        if (!why) return -1;
+        PyObject *name = qualname(c->fn);
+        if (!name) { Py_DECREF(why); Py_XDECREF(guard); return -1; }
+        int rc = 0;
+        if (recompile) {
+            PyObject *msg = PyUnicode_FromFormat("Recompiling function %U: %U", name, why);
+            if (msg) nd__log("recompiles", msg);
+            Py_XDECREF(msg);
+            PyErr_Clear();
+            if (ctl_error_on_recompile || nd__ctl_stance == ND_STANCE_FAIL_ON_RECOMPILE) {
+                PyErr_Format(RecompileError,
+                             "numdyn: %U would recompile (%s): %U. Call it with inputs like "
+                             "earlier ones, or turn the setting off.", name,
+                             ctl_error_on_recompile ? "numdyn.config.error_on_recompile is True"
+                                                    : "stance 'fail_on_recompile'", why);
+                rc = -1;
+            } else if (c->guard_fail_fn) {
+                PyObject *gf = PyStructSequence_New(GuardFail_Type);
+                if (gf) {
+                    PyStructSequence_SetItem(gf, 0, Py_NewRef(why));
+                    PyStructSequence_SetItem(gf, 1, Py_NewRef(c->fn));
+                    PyStructSequence_SetItem(gf, 2, guard ? Py_NewRef(guard) : Py_NewRef(Py_None));
+                    PyObject *r = PyObject_CallOneArg(c->guard_fail_fn, gf);
+                    Py_DECREF(gf);
+                    if (!r) rc = -1;
+                    Py_XDECREF(r);
+                } else {
+                    rc = -1;
+                }
+            }
+            if (rc == 0 && nd__ctl_stance == ND_STANCE_EAGER_ON_RECOMPILE) rc = 1;
+        }
+        if (rc == 0 && c->progs.n >= limit) {
+            if (!c->warned) {
+                c->warned = 1;
+                PyObject *msg = PyUnicode_FromFormat(
+                    "numdyn: %U reached its cache_size_limit (%ld programs); %U. Inputs unlike "
+                    "earlier ones now run eagerly (plain NumPy). Raise numdyn.config.cache_size_limit "
+                    "or compile(options={'cache_size_limit': n}), or mark the varying dims dynamic.",
+                    name, limit, why);
+                if (msg) nd__log("recompiles", msg);
+                if (!msg || PyErr_WarnEx(PyExc_UserWarning, PyUnicode_AsUTF8(msg), 1) < 0) rc = -1;
+                Py_XDECREF(msg);
+            }
+            if (rc == 0) rc = 1;
+        }
+        Py_DECREF(name);
+        Py_DECREF(why);
+        Py_XDECREF(guard);
+        if (rc < 0) return -1;
+        if (rc == 1) return eager();
+    }
+    i = nd_programs_add(&c->progs, h, args, nargsf, kwnames, c->spec_all);
+    if (i < 0) return -1;
+    c->progs.e[i].calls = 1;
+    *idx = i;
+    return ND_ADMIT_COMPILE;
+}
+
+int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok)
+{
+    if (idx < 0 || idx >= c->progs.n) return 0;
+    c->progs.e[idx].compile_s = seconds;
+    nd_counter_add(ND_CTR_GRAPH_COMPILES, 1);
+    PyObject *name = qualname(c->fn);
+    if (!name) return -1;
+    PyObject *l = PyDict_GetItemWithError(compile_times, name);
+    PyObject *s = PyFloat_FromDouble(seconds);
+    int rc = 0;
+    if (!l && !PyErr_Occurred() && (l = PyList_New(0))) {
+        rc = PyDict_SetItem(compile_times, name, l);
+        Py_DECREF(l);  /* the dict holds it */
+    }
+    if (!l || !s || rc < 0 || PyList_Append(l, s) < 0) rc = -1;
+    Py_XDECREF(s);
+    Py_DECREF(name);
+    if (rc < 0) return -1;
+    if (ok && c->guard_export_fn) {
+        PyObject *g = nd_programs_guards(&c->progs, idx, c->names);
+        PyObject *r = g ? PyObject_CallOneArg(c->guard_export_fn, g) : NULL;
+        Py_XDECREF(g);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n)
+{
+    if (!c) return PyList_New(0);
+    Py_ssize_t i = nd_programs_find(&c->progs, nd_progsig_hash(args, (size_t)n, NULL, c->spec_all));
+    if (i < 0) return PyList_New(0);
+    return nd_programs_guards(&c->progs, i, c->names);
+}
+
+/* ------------------------------------------------- dims marked dynamic */
+
+/* numdyn.DynamicDim: an int (a size) that stands for a dim marked dynamic
+ * while the function is traced. Comparing it with a constant whose answer
+ * depends on the size -- `x.shape[0] == 3` -- would make the program hold
+ * only for that size, so it raises, as torch's symbolic sizes do; what is
+ * true of every size >= 2 (`n > 1`, `n != 0`) and comparisons between such
+ * sizes are fine. Arithmetic gives plain ints. */
+static PyTypeObject DynDim_Type;
+
+static PyObject *dyn_richcompare(PyObject *a, PyObject *b, int op)
+{
+    PyObject *self = PyObject_TypeCheck(a, &DynDim_Type) ? a : b, *other = self == a ? b : a;
+    if (PyLong_Check(other) && !PyObject_TypeCheck(other, &DynDim_Type)) {
+        long long c = PyLong_AsLongLong(other);
+        if (c == -1 && PyErr_Occurred()) PyErr_Clear();
+        else {
+            if (self == b) {  /* c OP n: as n OP' c */
+                static const int swap[] = {Py_GT, Py_GE, Py_EQ, Py_NE, Py_LT, Py_LE};
+                op = swap[op];
+            }
+            /* n ranges over [2, inf): is `n OP c` the same for all of it? */
+            int decided;
+            switch (op) {
+            case Py_EQ: case Py_NE: decided = c < 2; break;
+            case Py_LT: case Py_GE: decided = c <= 2; break;
+            default: decided = c < 2; break;  /* Py_LE, Py_GT */
+            }
+            if (!decided) {
+                long long n = PyLong_AsLongLong(self);
+                PyErr_Format(ConstraintViolationError,
+                             "Constraints violated (a dim marked with numdyn.mark_dynamic, size %lld)! "
+                             "For more information, run with NUMDYN_LOGS=\"recompiles\".\n"
+                             "  - Not all values of the dim are valid because it was inferred to be "
+                             "a constant (%lld): the program compares it with %lld. Remove the "
+                             "mark_dynamic call, or make the code independent of that size.", n, n, c);
+                return NULL;
+            }
+        }
+    }
+    return PyLong_Type.tp_richcompare(a, b, op);
+}
+
+static PyTypeObject DynDim_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.DynamicDim",
+    .tp_doc = "The size of a dim marked dynamic, as the traced function sees it.",
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_richcompare = dyn_richcompare,
+};
+
+PyObject *nd__ctl_shape(PyObject *caller, int ndim, const npy_intp *shape)
+{
+    uint64_t dyn = 0, st = 0;
+    if (caller && nd_marks_live) nd_marks_get(caller, &dyn, &st);
+    PyObject *t = PyTuple_New(ndim);
+    if (!t) return NULL;
+    for (int d = 0; d < ndim; d++) {
+        PyObject *v = d < 64 && (dyn >> d & 1)
+            ? PyObject_CallFunction((PyObject *)&DynDim_Type, "n", (Py_ssize_t)shape[d])
+            : PyLong_FromSsize_t(shape[d]);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
+/* ------------------------------------------------------ module functions */
+
+static PyObject *mod_config_set(PyObject *m, PyObject *args)
+{
+    const char *name;
+    PyObject *v;
+    if (!PyArg_ParseTuple(args, "sO:_config_set", &name, &v)) return NULL;
+    if (!strcmp(name, "enabled") || !strcmp(name, "error_on_recompile")) {
+        int on = PyObject_IsTrue(v);
+        if (on < 0) return NULL;
+        *(name[0] == 'e' && name[1] == 'n' ? &nd__ctl_enabled : &ctl_error_on_recompile) = on;
+    } else if (!strcmp(name, "cache_size_limit")) {
+        long l = PyLong_AsLong(v);
+        if (l == -1 && PyErr_Occurred()) return NULL;
+        if (l < 0) {
+            PyErr_SetString(PyExc_ValueError, "numdyn.config.cache_size_limit must be >= 0");
+            return NULL;
+        }
+        ctl_limit = l;
+    } else {
+        PyErr_Format(PyExc_AttributeError, "numdyn.config: %s is not pushed to C", name);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _set_stance(name) -> the previous stance's name */
+static PyObject *mod_set_stance(PyObject *m, PyObject *arg)
+{
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!s) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "numdyn.set_stance: stance must be a str");
+        return NULL;
+    }
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(s, stance_names[k])) {
+            int prev = nd__ctl_stance;
+            nd__ctl_stance = k;
+            return PyUnicode_FromString(stance_names[prev]);
+        }
+    PyErr_Format(PyExc_ValueError, "numdyn.set_stance: unknown stance %R; use 'default', "
+                 "'force_eager', 'eager_on_recompile' or 'fail_on_recompile'", arg);
+    return NULL;
+}
+
+static PyObject *mod_frozen(PyObject *m, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on) nd__tls_frozen++;
+    else if (nd__tls_frozen > 0) nd__tls_frozen--;
+    nd_backend_frozen = nd__tls_frozen > 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_compile_times(PyObject *m, PyObject *unused)
+{
+    return PyDict_Copy(compile_times);
+}
+
+static PyObject *mod_compile_times_reset(PyObject *m, PyObject *unused)
+{
+    PyDict_Clear(compile_times);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ctl_functions[] = {
+    {"_config_set", mod_config_set, METH_VARARGS, "_config_set(name, value): a config switch C reads"},
+    {"_set_stance", mod_set_stance, METH_O, "_set_stance(name) -> previous stance"},
+    {"_frozen", mod_frozen, METH_O, "_frozen(True) enters numdyn.run's frozen mode, _frozen(False) leaves it"},
+    {"_compile_times", mod_compile_times, METH_NOARGS, "{qualname: [seconds of each compiling call]}"},
+    {"_compile_times_reset", mod_compile_times_reset, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyStructSequence_Field gf_fields[] = {
+    {"reason", "why the call fits none of the function's compiled programs"},
+    {"orig_code", "the function that was called"},
+    {"guard", "the guard that failed, as text (None when the call shape itself differs)"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc gf_desc = {
+    "numdyn.GuardFail",
+    "What guard_fail_fn receives when a call fits no compiled program (a recompile).",
+    gf_fields, 3,
+};
+
+int nd__ctl_init(PyObject *m)
+{
+    RecompileError = PyErr_NewExceptionWithDoc(
+        "numdyn.RecompileError",
+        "A compiled function would recompile while numdyn.config.error_on_recompile is True "
+        "or the stance is 'fail_on_recompile'.", PyExc_RuntimeError, NULL);
+    if (!RecompileError || PyModule_AddObjectRef(m, "RecompileError", RecompileError) < 0) return -1;
+    ConstraintViolationError = PyErr_NewExceptionWithDoc(
+        "numdyn.ConstraintViolationError",
+        "Code forced a dim marked with numdyn.mark_dynamic to a constant size.",
+        PyExc_RuntimeError, NULL);
+    if (!ConstraintViolationError ||
+        PyModule_AddObjectRef(m, "ConstraintViolationError", ConstraintViolationError) < 0)
+        return -1;
+    DynDim_Type.tp_base = &PyLong_Type;
+    if (PyType_Ready(&DynDim_Type) < 0 ||
+        PyModule_AddObjectRef(m, "DynamicDim", (PyObject *)&DynDim_Type) < 0)
+        return -1;
+    GuardFail_Type = PyStructSequence_NewType(&gf_desc);
+    if (!GuardFail_Type || PyModule_AddObjectRef(m, "GuardFail", (PyObject *)GuardFail_Type) < 0)
+        return -1;
+    if (!(compile_times = PyDict_New())) return -1;
+    return PyModule_AddFunctions(m, ctl_functions);
+}

@@ -1,0 +1,757 @@
+/* trace_grad.c -- differentiating a traced function: numdyn._C._vjp and
+ * its pullback object (numdyn._C.VJP); the contract is in trace.h
+ * (nd_trace_vjp).
+ *
+ * The function runs once under a trace with a fresh leaf node for every
+ * float array (or Python float) of the differentiated arguments. Its
+ * output nodes and those leaves go to passes/autodiff.h, which appends the
+ * backward nodes to the same graph; one flush then computes the forward
+ * outputs together with the gradients (grad: the cotangent is 1), or the
+ * outputs plus what the backward needs saved (vjp: the partition below),
+ * the backward graph running later, once per cotangent, from those saved
+ * values. Both run on the trace's backend (native: fused C kernels).
+ *
+ * Graph breaks inside the function flush part of the graph but keep its
+ * nodes, so the backward sees straight through them: gradients flow across
+ * breaks (bool() branches, prints, graph_break()). What it cannot see is a
+ * differentiated value that left the graph as data (float(), .item(), a
+ * NumPy function numdyn runs outside the graph): that raises
+ * NotImplementedError at the line that did it (nd__ad_escape), never a
+ * silently missing gradient.
+ *
+ * Called while a trace is already running (numdyn.compile of a function
+ * that takes gradients, grad of grad) everything stays lazy in that trace:
+ * the results are proxies, and the backward nodes fuse with what follows.
+ */
+#include "trace_replay.h"
+#include "passes/autodiff.h"
+#include "core/core.h"
+#include <string.h>
+
+struct nd_ad_capture {
+    nd_ad_capture *prev;
+    nd_id *leaves;           /* the differentiated leaf nodes */
+    int nleaves;
+    char *dep;               /* per node: depends on a leaf through floats */
+    nd_id ndep;              /* dep is computed for nodes [0, ndep) */
+};
+
+static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
+static int iscplx(int dt) { return dt == NPY_CFLOAT || dt == NPY_CDOUBLE; }
+
+static int ad_depends(nd_graph *g, nd_ad_capture *ad, nd_id id)
+{
+    if (ad->ndep < g->n) {
+        char *d = PyMem_Realloc(ad->dep, (size_t)g->n);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        ad->dep = d;
+        for (nd_id i = ad->ndep; i < g->n; i++) {
+            nd_node *n = &g->nodes[i];
+            d[i] = 0;
+            if (!(isflt(n->dtype) || iscplx(n->dtype))) continue;
+            for (int k = 0; k < ad->nleaves && !d[i]; k++) d[i] = ad->leaves[k] == i;
+            int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+            for (int k = 0; k < ni && !d[i]; k++) {
+                nd_id x = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
+                if (x >= 0 && d[x]) d[i] = 1;
+            }
+        }
+        ad->ndep = g->n;
+    }
+    return ad->dep[id];
+}
+
+int nd__ad_escape(nd_trace *t, NdProxy *p, const char *reason)
+{
+    if (reason && (strncmp(reason, "bool()", 6) == 0 || strncmp(reason, "repr()", 6) == 0 ||
+                   strncmp(reason, "str()", 5) == 0))
+        return 0;  /* a branch, a print: the value does not flow on as data */
+    if (!isflt(p->dtype) && !iscplx(p->dtype)) return 0;
+    nd_id id = nd__proxy_read_own(p);
+    if (id == ND_NONE) return -1;
+    for (nd_ad_capture *ad = t->ad; ad; ad = ad->prev) {
+        int d = ad_depends(t->g, ad, id);
+        if (d < 0) return -1;
+        if (!d) continue;
+        PyObject *loc = nd__user_location(reason ? reason : "a NumPy operation numdyn runs outside the graph");
+        if (!loc) return -1;
+        PyErr_Format(PyExc_NotImplementedError,
+                     "numdyn autodiff: a value that depends on a differentiated input leaves "
+                     "the graph as data at %S:%S (%S): its gradient would be lost. Keep it an "
+                     "array (no float()/.item()/int()), or compute it outside the "
+                     "differentiated function",
+                     PyTuple_GET_ITEM(loc, 1), PyTuple_GET_ITEM(loc, 2), PyTuple_GET_ITEM(loc, 0));
+        Py_DECREF(loc);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- leaves */
+
+typedef struct {
+    nd_trace *t;
+    int inline_;             /* the trace was already running */
+    nd_id *ids;
+    int8_t *scalar;          /* the leaf stood for a Python/NumPy scalar */
+    int n, cap;
+} leaf_ctx;
+
+static int push_leaf(leaf_ctx *c, nd_id id, int is_scalar)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 8;
+        nd_id *ni = PyMem_Realloc(c->ids, sizeof(nd_id) * (size_t)cap);
+        if (!ni) { PyErr_NoMemory(); return -1; }
+        c->ids = ni;
+        int8_t *ns = PyMem_Realloc(c->scalar, (size_t)cap);
+        if (!ns) { PyErr_NoMemory(); return -1; }
+        c->scalar = ns;
+        c->cap = cap;
+    }
+    c->ids[c->n] = id;
+    c->scalar[c->n++] = (int8_t)is_scalar;
+    return 0;
+}
+
+/* the leaf kind of o: 1 a float array/scalar (differentiated), 0 not one
+ * (passed as is, gradient None), -1 error (complex) */
+static int leaf_kind(PyObject *o)
+{
+    int dt = -1;
+    if (nd_proxy_check(o)) dt = nd_proxy_dtype(o);
+    else if (PyArray_CheckExact(o)) dt = nd_supported_array(o) ? PyArray_TYPE((PyArrayObject *)o) : -1;
+    else if (PyFloat_Check(o)) dt = NPY_DOUBLE;
+    else if (PyArray_IsScalar(o, Floating) || PyArray_IsScalar(o, ComplexFloating)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        if (!d) return -1;
+        dt = d->type_num;
+        Py_DECREF(d);
+    }
+    if (iscplx(dt)) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "numdyn autodiff: complex inputs are not supported yet");
+        return -1;
+    }
+    return isflt(dt);
+}
+
+/* a differentiated leaf: a proxy on a fresh node (never a caller array:
+ * writes inside the function do not reach the caller's arrays) */
+static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
+{
+    leaf_ctx *c = ctx;
+    if (PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)) return ND_NOT_LEAF;
+    int k = leaf_kind(o);
+    if (k <= 0) return k < 0 ? NULL : Py_NewRef(o);
+    nd_graph *g = c->t->g;
+    nd_id id;
+    int is_scalar;
+    if (nd_proxy_check(o)) {
+        nd_id v = nd_proxy_read(o);
+        if (v == ND_NONE) return NULL;
+        /* a leaf of its own (x passed twice is two leaves) */
+        nd_node n;
+        nd_node *x = nd_graph_node(g, v);
+        npy_intp st[ND_MAXDIMS];
+        nd_c_strides(x->ndim, x->shape, st);
+        nd_node_init(&n, ND_OP_VIEW, x->dtype, x->ndim, x->shape);
+        n.nin = 1;
+        n.in[0] = v;
+        n.vndim = x->ndim;
+        if (x->ndim) {
+            memcpy(n.vshape, x->shape, sizeof(npy_intp) * x->ndim);
+            memcpy(n.vstrides, st, sizeof(npy_intp) * x->ndim);
+        }
+        id = nd_graph_add(g, &n);
+        is_scalar = nd_proxy_is_scalar(o);
+    } else {
+        PyObject *arr = PyArray_FROM_O(o);
+        if (!arr) return NULL;
+        is_scalar = !PyArray_Check(o);
+        id = nd__input_node(c->t, arr);
+        Py_DECREF(arr);
+    }
+    if (id == ND_NONE || push_leaf(c, id, is_scalar) < 0) return NULL;
+    return nd_proxy_wrap(c->t, id, is_scalar);
+}
+
+typedef struct {
+    PyObject **vals;         /* per leaf: the gradient (borrowed), or NULL */
+    int8_t *scalar;
+    int i;
+} fill_ctx;
+
+/* the argument's structure with each leaf's gradient (None off leaves) */
+static PyObject *fill_leaf(PyObject *o, int depth, void *ctx)
+{
+    fill_ctx *c = ctx;
+    if (PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)) return ND_NOT_LEAF;
+    int k = leaf_kind(o);
+    if (k < 0) return NULL;
+    if (!k) Py_RETURN_NONE;
+    PyObject *v = c->vals[c->i];
+    int s = c->scalar[c->i++];
+    if (!v) Py_RETURN_NONE;
+    if (s && PyArray_Check(v) && PyArray_NDIM((PyArrayObject *)v) == 0)
+        return PyArray_Return((PyArrayObject *)Py_NewRef(v));
+    return Py_NewRef(v);
+}
+
+/* ------------------------------------------------------------- outputs */
+
+typedef struct {
+    PyObject *list;          /* the output leaves, in order */
+} out_ctx;
+
+static PyObject *collect_out(PyObject *o, int depth, void *ctx)
+{
+    if (PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)) return ND_NOT_LEAF;
+    if (PyList_Append(((out_ctx *)ctx)->list, o) < 0) return NULL;
+    return Py_NewRef(o);
+}
+
+/* the output leaves of a function result (tuples, lists, dicts walked) */
+static PyObject *out_leaves(PyObject *res)
+{
+    out_ctx c = {PyList_New(0)};
+    if (!c.list) return NULL;
+    PyObject *r = nd_map_leaves(res, collect_out, &c, 32, 0);
+    if (!r) { Py_DECREF(c.list); return NULL; }
+    Py_DECREF(r);
+    return c.list;
+}
+
+/* ------------------------------------------------------------- remap */
+
+static PyObject *remap_cache;  /* fn -> (remapped, guards) */
+
+static PyObject *target_of(PyObject *fn)
+{
+    if (nd__compiled_fn(fn)) return Py_NewRef(fn);  /* it inlines into the trace */
+    if (!remap_cache && !(remap_cache = PyDict_New())) return NULL;
+    PyObject *e = PyDict_GetItemWithError(remap_cache, fn);
+    if (e) {
+        int ok = nd__remap_valid(PyTuple_GET_ITEM(e, 1));
+        if (ok < 0) return NULL;
+        if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    } else if (PyErr_Occurred()) {
+        PyErr_Clear();  /* unhashable callable: no cache */
+    }
+    PyObject *guards = NULL, *r = nd__remap(fn, &guards);
+    if (!r) return NULL;
+    if (guards) {
+        if (PyDict_GET_SIZE(remap_cache) > 256) PyDict_Clear(remap_cache);
+        PyObject *pair = PyTuple_Pack(2, r, guards);
+        if (!pair || PyDict_SetItem(remap_cache, fn, pair) < 0) PyErr_Clear();
+        Py_XDECREF(pair);
+        Py_DECREF(guards);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------ the VJP */
+
+typedef struct {
+    PyObject_HEAD
+    nd_trace *t;             /* owned: its graph holds forward and backward */
+    int kind;                /* backend */
+    int inline_;             /* built lazily in a running trace */
+    int nout;
+    nd_id *outs;             /* differentiable outputs (ND_NONE: constant leaf) */
+    nd_id *cts;              /* top level: INPUT nodes the cotangents go into */
+    int nleaf;
+    nd_id *leaves, *grads;   /* top level: gradient node per leaf (ND_NONE: zero) */
+    int8_t *scalar;
+    PyObject *args;          /* the differentiated arguments (structure) */
+    PyObject *saved;         /* list of (node id, array) the forward saved */
+} NdVJP;
+
+static void vjp_dealloc(PyObject *o)
+{
+    NdVJP *v = (NdVJP *)o;
+    if (v->t) nd__trace_decref(v->t);
+    PyMem_Free(v->outs);
+    PyMem_Free(v->cts);
+    PyMem_Free(v->leaves);
+    PyMem_Free(v->grads);
+    PyMem_Free(v->scalar);
+    Py_XDECREF(v->args);
+    Py_XDECREF(v->saved);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static nd_id scalar_one(nd_graph *g, int dt)
+{
+    nd_node n;
+    nd_node_init(&n, ND_OP_SCALAR, dt, 0, NULL);
+    n.scalar.f = 1.0;
+    n.obj = PyFloat_FromDouble(1.0);
+    if (!n.obj) return ND_NONE;
+    nd_id id = nd_graph_add(g, &n);
+    if (id == ND_NONE) Py_DECREF(n.obj);
+    return id;
+}
+
+/* gradient nodes of every leaf: zeros where none depends (one run makes all) */
+static int fill_zero_grads(nd_graph *g, int n, const nd_id *leaves, nd_id *grads)
+{
+    for (int k = 0; k < n; k++) {
+        if (grads[k] != ND_NONE) continue;
+        nd_node *x = nd_graph_node(g, leaves[k]);
+        npy_intp sh[ND_MAXDIMS];
+        int nd = x->ndim, dt = x->dtype;
+        if (nd) memcpy(sh, x->shape, sizeof(npy_intp) * (size_t)nd);
+        if ((grads[k] = nd_autodiff_zeros(g, dt, nd, sh)) == ND_NONE) return -1;
+    }
+    return 0;
+}
+
+static int verify(nd_graph *g, const nd_id *ids, int n)
+{
+    if (!nd_debug_checks()) return 0;
+    return nd_graph_verify(g, ids, n, "autodiff");
+}
+
+/* the gradients in the structure of the differentiated arguments: a tuple
+ * with one entry per argument */
+static PyObject *grads_tree(PyObject *args, PyObject **vals, int8_t *scalar)
+{
+    fill_ctx c = {vals, scalar, 0};
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *r = PyTuple_New(n);
+    if (!r) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *x = nd_map_leaves(PyTuple_GET_ITEM(args, k), fill_leaf, &c, 32, 0);
+        if (!x) { Py_DECREF(r); return NULL; }
+        PyTuple_SET_ITEM(r, k, x);
+    }
+    return r;
+}
+
+/* cotangent k as an array of output k's shape and dtype (new ref) */
+static PyObject *as_cotangent(PyObject *ct, nd_node *o)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(o->dtype);
+    if (!d) return NULL;
+    PyObject *a = PyArray_FromAny(ct, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
+    if (!a) return NULL;
+    PyArrayObject *A = (PyArrayObject *)a;
+    int ok = PyArray_NDIM(A) == o->ndim;
+    for (int d2 = 0; ok && d2 < o->ndim; d2++) ok = PyArray_DIM(A, d2) == o->shape[d2];
+    if (!ok) {
+        PyObject *want = nd_intp_tuple(o->ndim, o->shape), *got = nd_intp_tuple(PyArray_NDIM(A), PyArray_DIMS(A));
+        if (want && got)
+            PyErr_Format(PyExc_ValueError,
+                         "numdyn.vjp: a cotangent of shape %R for an output of shape %R", got, want);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+static PyObject *vjp_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    NdVJP *v = (NdVJP *)self;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn.vjp: the pullback takes cotangents only");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) != v->nout) {
+        PyErr_Format(PyExc_TypeError, "numdyn.vjp: the pullback takes %d cotangents (one per "
+                     "output leaf), got %zd", v->nout, PyTuple_GET_SIZE(args));
+        return NULL;
+    }
+    nd_trace *t = v->t;
+    nd_graph *g = t->g;
+    if (v->inline_) {
+        if (nd_trace_current() != t || t->ended) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "numdyn.vjp: a pullback made inside a compiled function must be "
+                            "called inside it");
+            return NULL;
+        }
+        nd_id *cts = PyMem_Malloc(sizeof(nd_id) * (size_t)(v->nout + 1));
+        nd_id *grads = PyMem_Malloc(sizeof(nd_id) * (size_t)(v->nleaf + 1));
+        PyObject **vals = PyMem_Calloc((size_t)(v->nleaf + 1), sizeof(PyObject *));
+        PyObject *r = NULL;
+        if (!cts || !grads || !vals) { PyErr_NoMemory(); goto idone; }
+        for (int j = 0; j < v->nout; j++) {
+            cts[j] = ND_NONE;
+            if (v->outs[j] == ND_NONE) continue;
+            nd_id c = nd_trace_lift(t, PyTuple_GET_ITEM(args, j));
+            if (c == ND_NONE) goto idone;
+            nd_node *o = nd_graph_node(g, v->outs[j]), *cn = nd_graph_node(g, c);
+            if (cn->ndim != o->ndim || (o->ndim && memcmp(cn->shape, o->shape, sizeof(npy_intp) * o->ndim))) {
+                PyErr_SetString(PyExc_ValueError, "numdyn.vjp: a cotangent's shape differs from its output's");
+                goto idone;
+            }
+            if (cn->dtype != o->dtype) {
+                nd_node n;
+                nd_node_init(&n, ND_OP_CAST, o->dtype, o->ndim, o->shape);
+                n.nin = 1; n.in[0] = c; n.in_dtype[0] = cn->dtype;
+                if ((c = nd_graph_add(g, &n)) == ND_NONE) goto idone;
+            }
+            cts[j] = c;
+        }
+        if (nd_autodiff_backward(g, v->nout, v->outs, cts, v->nleaf, v->leaves, grads) < 0 ||
+            fill_zero_grads(g, v->nleaf, v->leaves, grads) < 0 || verify(g, grads, v->nleaf) < 0)
+            goto idone;
+        for (int k = 0; k < v->nleaf; k++)
+            if (!(vals[k] = nd_proxy_wrap(t, grads[k], 0))) goto idone;
+        r = grads_tree(v->args, vals, v->scalar);
+    idone:
+        if (vals) for (int k = 0; k < v->nleaf; k++) Py_XDECREF(vals[k]);
+        PyMem_Free(vals);
+        PyMem_Free(cts);
+        PyMem_Free(grads);
+        return r;
+    }
+    /* top level: the cotangents into their INPUT nodes, the saved values
+     * back into theirs, then the backward graph alone */
+    for (int j = 0; j < v->nout; j++) {
+        if (v->cts[j] == ND_NONE) continue;
+        nd_node *c = nd_graph_node(g, v->cts[j]);
+        PyObject *a = as_cotangent(PyTuple_GET_ITEM(args, j), nd_graph_node(g, v->outs[j]));
+        if (!a) return NULL;
+        Py_XSETREF(c->obj, a);
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v->saved); k++) {
+        PyObject *pr = PyList_GET_ITEM(v->saved, k);
+        nd_id id = (nd_id)PyLong_AsLong(PyTuple_GET_ITEM(pr, 0));
+        Py_XSETREF(g->nodes[id].value, Py_NewRef(PyTuple_GET_ITEM(pr, 1)));
+    }
+    PyObject **vals = PyMem_Calloc((size_t)(v->nleaf + 1), sizeof(PyObject *));
+    nd_id *nouts = PyMem_Malloc(sizeof(nd_id) * (size_t)(v->nleaf + 1));
+    PyObject *res = NULL, *r = NULL;
+    nd_graph *sub = NULL;
+    if (!vals || !nouts) { PyErr_NoMemory(); goto done; }
+    sub = nd_graph_extract(g, v->grads, v->nleaf, NULL, nouts);
+    if (!sub) goto done;
+    res = nd_backends[v->kind].run(sub, nouts, v->nleaf, t->options);
+    if (!res) goto done;
+    for (int k = 0; k < v->nleaf; k++) vals[k] = PyList_GET_ITEM(res, k);
+    r = grads_tree(v->args, vals, v->scalar);
+done:
+    nd_graph_free(sub);
+    Py_XDECREF(res);
+    PyMem_Free(vals);
+    PyMem_Free(nouts);
+    return r;
+}
+
+static PyTypeObject NdVJP_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.VJP",
+    .tp_basicsize = sizeof(NdVJP),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = vjp_dealloc,
+    .tp_call = vjp_call,
+    .tp_doc = "The pullback of numdyn.vjp: call it with one cotangent per output leaf; it "
+              "returns the gradients, one entry per primal.",
+};
+
+/* ------------------------------------------------------------ the entry */
+
+/* The forward nodes the backward reads that are worth saving: the
+ * backward recomputes cheap pointwise chains from saved values instead
+ * (autodiff.h, nd_autodiff_recomputable). */
+static int saved_set(nd_graph *g, nd_id nfwd, PyObject *ids_list)
+{
+    char *mark = PyMem_Calloc((size_t)nfwd + 1, 1);
+    if (!mark) { PyErr_NoMemory(); return -1; }
+    for (nd_id i = nfwd; i < g->n; i++) {
+        nd_node *n = &g->nodes[i];
+        int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+        for (int k = 0; k < ni; k++) {
+            nd_id x = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
+            if (x >= 0 && x < nfwd) mark[x] = 1;
+        }
+    }
+    int rc = 0;
+    for (nd_id i = nfwd - 1; i >= 0 && rc == 0; i--) {
+        if (!mark[i]) continue;
+        nd_node *n = &g->nodes[i];
+        if (n->op == ND_OP_INPUT || n->op == ND_OP_SCALAR || n->op == ND_OP_INDEX) continue;
+        if (nd_autodiff_recomputable(n)) {
+            int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+            for (int k = 0; k < ni; k++) if (n->in[k] >= 0) mark[n->in[k]] = 1;
+            continue;
+        }
+        PyObject *o = PyLong_FromLong(i);
+        rc = o && PyList_Append(ids_list, o) == 0 ? 0 : -1;
+        Py_XDECREF(o);
+    }
+    PyMem_Free(mark);
+    return rc;
+}
+
+PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
+                       PyObject *backend, int has_aux, int grad)
+{
+    nd_trace *outer = nd_trace_current();
+    int kind = ND_BACKEND_NATIVE;
+    if (backend && backend != Py_None) {
+        kind = nd_backend_find(backend);
+        if (kind < 0) {
+            PyErr_Format(PyExc_ValueError, "numdyn autodiff: backend %R: gradients run with "
+                         "'native', 'eager' or 'aot_eager'", backend);
+            return NULL;
+        }
+    }
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args), nw = PyTuple_GET_SIZE(argnums);
+    char *diff = PyMem_Calloc((size_t)nargs + 1, 1);
+    if (!diff) return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < nw; k++) {
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(argnums, k));
+        if (a == -1 && PyErr_Occurred()) { PyMem_Free(diff); return NULL; }
+        if (a < 0) a += nargs;
+        if (a < 0 || a >= nargs) {
+            PyErr_Format(PyExc_ValueError, "numdyn: argnums %zd out of range for %zd positional "
+                         "arguments", a, nargs);
+            PyMem_Free(diff);
+            return NULL;
+        }
+        diff[a] = 1;
+    }
+    nd_trace *t = outer;
+    if (!t) {
+        t = nd__trace_new(kind, NULL, NULL, NULL, 0);
+        if (!t) { PyMem_Free(diff); return NULL; }
+    } else {
+        nd__trace_incref(t);
+    }
+    nd_trace *prev = nd__tls_trace;
+    nd__tls_trace = t;
+    leaf_ctx lc = {t, outer != NULL, NULL, NULL, 0, 0};
+    nd_ad_capture ad = {t->ad, NULL, 0, NULL, 0};
+    PyObject *wargs = PyTuple_New(nargs), *dargs = PyTuple_New(nw), *res = NULL, *out = NULL;
+    PyObject *aux = Py_None, *leaves_out = NULL, *result = NULL, *target = NULL;
+    PyObject *list = NULL, *saved = NULL, **vals = NULL;
+    nd_id *outs = NULL, *cts = NULL, *grads = NULL, *ids = NULL;
+    int nout = 0;
+    Py_INCREF(aux);
+    if (!wargs || !dargs) goto done;
+    for (Py_ssize_t k = 0, j = 0; k < nargs; k++) {
+        PyObject *a = PyTuple_GET_ITEM(args, k);
+        PyObject *w = diff[k] ? nd_map_leaves(a, wrap_leaf, &lc, 32, 0) : Py_NewRef(a);
+        if (!w) goto done;
+        PyTuple_SET_ITEM(wargs, k, w);
+        if (diff[k]) PyTuple_SET_ITEM(dargs, j++, Py_NewRef(a));
+    }
+    if (!(target = target_of(fn))) goto done;
+    ad.leaves = lc.ids;
+    ad.nleaves = lc.n;
+    t->ad = &ad;
+    res = PyObject_Call(target, wargs, kwargs);
+    t->ad = ad.prev;
+    if (!res) goto done;
+    if (has_aux) {
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+            PyErr_SetString(PyExc_TypeError, "numdyn: has_aux=True requires the function to "
+                            "return a pair (output, aux)");
+            goto done;
+        }
+        out = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+        Py_SETREF(aux, Py_NewRef(PyTuple_GET_ITEM(res, 1)));
+    } else {
+        out = Py_NewRef(res);
+    }
+    if (!(leaves_out = out_leaves(out))) goto done;
+    nout = (int)PyList_GET_SIZE(leaves_out);
+    outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
+    cts = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
+    grads = PyMem_Malloc(sizeof(nd_id) * (size_t)(lc.n + 1));
+    vals = PyMem_Calloc((size_t)(lc.n + 1), sizeof(PyObject *));
+    if (!outs || !cts || !grads || !vals) { PyErr_NoMemory(); goto done; }
+    nd_graph *g = t->g;
+    if (grad && nout != 1) {
+        PyErr_Format(PyExc_TypeError, "Gradient only defined for scalar-output functions. "
+                     "Output was %R.", out);
+        goto done;
+    }
+    for (int j = 0; j < nout; j++) {
+        PyObject *o = PyList_GET_ITEM(leaves_out, j);
+        outs[j] = cts[j] = ND_NONE;
+        int dt = nd_proxy_check(o) ? nd_proxy_dtype(o) : PyArray_Check(o) ? PyArray_TYPE((PyArrayObject *)o)
+                 : PyFloat_Check(o) ? NPY_DOUBLE : -1;
+        if (grad) {
+            int nd = nd_proxy_check(o) ? nd_proxy_ndim(o) : PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : 0;
+            if (nout != 1 || nd != 0) {
+                PyErr_Format(PyExc_TypeError, "Gradient only defined for scalar-output functions. "
+                             "Output was %R.", out);
+                goto done;
+            }
+            if (!isflt(dt)) {
+                PyErr_Format(PyExc_TypeError, "grad requires real-valued outputs (output dtype "
+                             "that is a sub-dtype of np.floating), but got %s",
+                             dt >= 0 ? nd_dtype_name(dt) : Py_TYPE(o)->tp_name);
+                goto done;
+            }
+        }
+        if (!nd_proxy_live(o) || !isflt(dt)) continue;
+        if ((outs[j] = nd_proxy_read(o)) == ND_NONE) goto done;
+        if (outer) continue;
+        if (grad) {
+            if ((cts[j] = scalar_one(g, dt)) == ND_NONE) goto done;
+        } else {
+            nd_node *on = nd_graph_node(g, outs[j]);
+            npy_intp sh[ND_MAXDIMS];
+            int nd = on->ndim;
+            if (nd) memcpy(sh, on->shape, sizeof(npy_intp) * (size_t)nd);
+            PyObject *ph = PyArray_ZEROS(nd, sh, dt, 0);
+            if (!ph) goto done;
+            nd_node n;
+            nd_node_init(&n, ND_OP_INPUT, dt, nd, sh);
+            n.obj = ph;
+            if ((cts[j] = nd_graph_add(g, &n)) == ND_NONE) { Py_DECREF(ph); goto done; }
+        }
+    }
+    if (outer && !grad) {
+        /* lazily, at the pullback's call, inside this trace */
+        NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
+        if (!v) goto done;
+        v->t = t; nd__trace_incref(t);
+        v->kind = kind; v->inline_ = 1; v->nout = nout;
+        v->outs = outs; outs = NULL;
+        v->cts = NULL; v->grads = NULL;
+        v->nleaf = lc.n;
+        v->leaves = lc.ids; lc.ids = NULL;
+        v->scalar = lc.scalar; lc.scalar = NULL;
+        v->args = Py_NewRef(dargs);
+        v->saved = NULL;
+        result = Py_BuildValue("(OON)", out, aux, (PyObject *)v);
+        goto done;
+    }
+    if (outer) {  /* grad inside a running trace: lazy proxies */
+        for (int j = 0; j < nout; j++)
+            if (outs[j] != ND_NONE && (cts[j] = scalar_one(g, g->nodes[outs[j]].dtype)) == ND_NONE) goto done;
+    }
+    nd_id nfwd = g->n;
+    if (nd_autodiff_backward(g, nout, outs, cts, lc.n, lc.ids, grads) < 0 ||
+        fill_zero_grads(g, lc.n, lc.ids, grads) < 0 || verify(g, grads, lc.n) < 0)
+        goto done;
+    if (outer) {
+        for (int k = 0; k < lc.n; k++)
+            if (!(vals[k] = nd_proxy_wrap(t, grads[k], 0))) goto done;
+        PyObject *gt = grads_tree(dargs, vals, lc.scalar);
+        if (!gt) goto done;
+        result = Py_BuildValue("(OON)", out, aux, gt);
+        goto done;
+    }
+    /* top level: one flush */
+    if (!(list = PyList_New(0))) goto done;
+    if (!grad && saved_set(g, nfwd, list) < 0) goto done;
+    Py_ssize_t nsv = PyList_GET_SIZE(list);
+    int nids = nout + (grad ? lc.n : (int)nsv), m = 0, nv = 0;
+    ids = PyMem_Malloc(sizeof(nd_id) * (size_t)(nids + 1));
+    PyObject **rs = PyMem_Calloc((size_t)(nids + 1), sizeof(PyObject *));
+    if (!ids || !rs) { PyMem_Free(rs); PyErr_NoMemory(); goto done; }
+    for (int j = 0; j < nout; j++) if (outs[j] != ND_NONE) ids[m++] = outs[j];
+    nv = m;
+    if (grad) for (int k = 0; k < lc.n; k++) ids[m++] = grads[k];
+    else for (Py_ssize_t k = 0; k < nsv; k++) ids[m++] = (nd_id)PyLong_AsLong(PyList_GET_ITEM(list, k));
+    int frc = nd__flush(t, ids, m, rs);
+    if (frc == 0 && !grad) {
+        if (!(saved = PyList_New(0))) frc = -1;
+        for (Py_ssize_t k = 0; frc == 0 && k < nsv; k++) {
+            PyObject *pr = Py_BuildValue("(iO)", (int)ids[nv + k], rs[nv + k]);
+            if (!pr || PyList_Append(saved, pr) < 0) frc = -1;
+            Py_XDECREF(pr);
+        }
+    }
+    if (frc == 0 && grad)
+        for (int k = 0; k < lc.n; k++) vals[k] = Py_NewRef(rs[nv + k]);
+    for (int k = 0; k < m; k++) Py_XDECREF(rs[k]);
+    PyMem_Free(rs);
+    if (frc < 0) goto done;
+    PyObject *mout = nd__materialize_tree(out, 1);
+    PyObject *maux = mout ? nd__materialize_tree(aux, 1) : NULL;
+    if (maux && nd__flush_writes(t) < 0) Py_CLEAR(maux);
+    if (!maux) { Py_XDECREF(mout); goto done; }
+    PyObject *third;
+    if (grad) {
+        third = grads_tree(dargs, vals, lc.scalar);
+    } else {
+        NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
+        third = (PyObject *)v;
+        if (v) {
+            v->t = t; nd__trace_incref(t);
+            v->kind = kind; v->inline_ = 0; v->nout = nout;
+            v->outs = outs; outs = NULL;
+            v->cts = cts; cts = NULL;
+            v->nleaf = lc.n;
+            v->leaves = lc.ids; lc.ids = NULL;
+            v->grads = grads; grads = NULL;
+            v->scalar = lc.scalar; lc.scalar = NULL;
+            v->args = Py_NewRef(dargs);
+            v->saved = saved; saved = NULL;
+        }
+    }
+    if (third) result = Py_BuildValue("(NNN)", mout, maux, third);
+    else { Py_DECREF(mout); Py_DECREF(maux); }
+done:
+    t->ad = ad.prev;
+    PyMem_Free(ad.dep);
+    if (!outer) {
+        /* NumPy would have made the caller-visible writes before raising */
+        if (!result) {
+            ND_EXC_SAVE(exc);
+            if (nd__flush_writes(t) < 0) PyErr_Clear();
+            ND_EXC_RESTORE(exc);
+        }
+        nd__trace_end(t);
+    }
+    nd__tls_trace = prev;
+    nd__trace_decref(t);
+    if (vals) for (int k = 0; k < lc.n; k++) Py_XDECREF(vals[k]);
+    PyMem_Free(vals);
+    PyMem_Free(diff);
+    PyMem_Free(lc.ids);
+    PyMem_Free(lc.scalar);
+    PyMem_Free(outs);
+    PyMem_Free(cts);
+    PyMem_Free(grads);
+    PyMem_Free(ids);
+    Py_XDECREF(wargs);
+    Py_XDECREF(dargs);
+    Py_XDECREF(res);
+    Py_XDECREF(out);
+    Py_XDECREF(aux);
+    Py_XDECREF(leaves_out);
+    Py_XDECREF(target);
+    Py_XDECREF(list);
+    Py_XDECREF(saved);
+    return result;
+}
+
+static PyObject *mod_vjp(PyObject *m, PyObject *args, PyObject *kwargs)
+{
+    static char *kwl[] = {"fn", "args", "argnums", "kwargs", "backend", "has_aux", "grad", NULL};
+    PyObject *fn, *a, *argnums, *kw = Py_None, *backend = Py_None;
+    int has_aux = 0, grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!|OOpp", kwl, &fn, &PyTuple_Type, &a,
+                                     &PyTuple_Type, &argnums, &kw, &backend, &has_aux, &grad))
+        return NULL;
+    if (kw != Py_None && !PyDict_Check(kw)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn._C._vjp: kwargs must be a dict or None");
+        return NULL;
+    }
+    return nd_trace_vjp(fn, a, kw == Py_None ? NULL : kw, argnums, backend, has_aux, grad);
+}
+
+static PyMethodDef grad_functions[] = {
+    {"_vjp", (PyCFunction)(void (*)(void))mod_vjp, METH_VARARGS | METH_KEYWORDS,
+     "_vjp(fn, args, argnums, kwargs=None, backend=None, has_aux=False, grad=False) -> "
+     "(out, aux, VJP or gradients); see trace.h, nd_trace_vjp"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_grad_init(PyObject *m)
+{
+    if (nd_autodiff_init() < 0 || PyType_Ready(&NdVJP_Type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "VJP", (PyObject *)&NdVJP_Type) < 0) return -1;
+    return PyModule_AddFunctions(m, grad_functions);
+}

@@ -1,0 +1,494 @@
+"""The control surface (issue 15): programs per argument signature,
+recompiles under control (cache_size_limit, guard hooks, error_on_recompile,
+stances, logs, compile times), frozen mode (numdyn.run), specialization
+(mark_static / mark_dynamic / dynamic=False) and the policies. NumPy is the
+oracle for every value."""
+import logging
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import numdyn
+
+C = numdyn.utils.counters
+
+
+def saw(kinds):
+    """A function that records whether numdyn traced it (it saw a LazyArray)."""
+    def f(x):
+        kinds.append(type(x).__name__)
+        return np.sin(x) * 2.0 + 1.0
+    return f
+
+
+def ref(x):
+    return np.sin(x) * 2.0 + 1.0
+
+
+# ------------------------------------------------------------ programs
+
+
+def test_one_program_per_signature_sizes_do_not_recompile():
+    f = numdyn.compile(ref)
+    g0 = C["graph_compiles"]
+    for n in (3, 4, 5, 17):
+        np.testing.assert_allclose(f(np.arange(float(n))), ref(np.arange(float(n))))
+    assert C["graph_compiles"] - g0 == 1
+    f(np.ones(3, np.float32))
+    f(np.ones((2, 3)))
+    assert C["graph_compiles"] - g0 == 3
+    assert len(f._programs()) == 3
+
+
+def test_cache_size_limit_config_runs_eagerly_with_one_warning(monkeypatch):
+    monkeypatch.setattr(numdyn.config, "cache_size_limit", 2)
+    kinds = []
+    f = numdyn.compile(saw(kinds))
+    f(np.ones(3))
+    f(np.ones(3, np.float32))
+    assert kinds == ["LazyArray", "LazyArray"]
+    e0 = C["eager_calls"]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for dt in (np.int32, np.int64, np.int8):
+            x = np.arange(4, dtype=dt)
+            r = f(x)
+            np.testing.assert_allclose(r, ref(x))
+            assert r.dtype == ref(x).dtype
+    msgs = [str(m.message) for m in w if issubclass(m.category, UserWarning)]
+    assert len(msgs) == 1, msgs
+    assert "saw.<locals>.f" in msgs[0] and "cache_size_limit (2" in msgs[0]
+    assert "dtype changed" in msgs[0] and "int32" in msgs[0]
+    assert kinds[2:] == ["ndarray"] * 3
+    assert C["eager_calls"] - e0 == 3
+    # seen signatures still run compiled
+    f(np.ones(5))
+    assert kinds[-1] == "LazyArray"
+
+
+def test_cache_size_limit_per_function_option():
+    kinds = []
+    f = numdyn.compile(saw(kinds), options={"cache_size_limit": 1})
+    f(np.ones(3))
+    with pytest.warns(UserWarning, match="cache_size_limit \\(1 programs\\)"):
+        f(np.ones((2, 2)))
+    assert kinds == ["LazyArray", "ndarray"]
+    with pytest.raises(ValueError):
+        numdyn.compile(ref, options={"cache_size_limit": -1})
+
+
+def test_guard_fail_fn_and_guard_export_fn():
+    fails, exported = [], []
+    f = numdyn.optimize("native", guard_fail_fn=fails.append,
+                        guard_export_fn=exported.append)(ref)
+    f(np.ones(3))
+    assert fails == [] and len(exported) == 1
+    assert any("L['x']" in g and "float64" in g for g in exported[0])
+    f(np.ones(3, np.float32))
+    assert len(fails) == 1
+    gf = fails[0]
+    assert isinstance(gf, numdyn.GuardFail)
+    assert "L['x']" in gf.reason and "float64 -> float32" in gf.reason
+    assert "dtype float64" in gf.guard
+    assert gf.orig_code is ref
+    f(np.ones((3, 1)))
+    assert "ndim changed: 1 -> 2" in fails[1].reason
+    f(np.ones(4, np.float32))  # seen: no failure
+    assert len(fails) == 2 and len(exported) == 3
+    with pytest.raises(TypeError):
+        numdyn.optimize(guard_fail_fn=3)(ref)
+
+
+def test_layout_and_broadcast_reasons():
+    fails = []
+    f = numdyn.optimize(guard_fail_fn=fails.append)(ref)
+    a = np.ones((3, 4))
+    f(a)
+    f(np.asfortranarray(a))
+    f(a[:, ::2])
+    f(np.ones((1, 4)))
+    reasons = [g.reason for g in fails]
+    assert "layout changed: C-contiguous -> F-contiguous" in reasons[0]
+    assert "layout changed" in reasons[1] and "strided" in reasons[1]
+    assert "size-1 dims" in reasons[2]
+
+
+def test_optimize_assert_is_fullgraph():
+    def brk(x):
+        if x.sum() > 0:
+            return x + 1
+        return x
+
+    f = numdyn.optimize_assert("eager")(brk)
+    with pytest.raises(numdyn.GraphBreakError):
+        f(np.ones(3))
+
+
+def test_error_on_recompile(monkeypatch):
+    f = numdyn.compile(ref)
+    monkeypatch.setattr(numdyn.config, "error_on_recompile", True)
+    f(np.ones(3))  # the first program is not a recompile
+    with pytest.raises(numdyn.RecompileError, match="float64 -> int64"):
+        f(np.arange(3))
+    assert issubclass(numdyn.RecompileError, RuntimeError)
+    f(np.ones(7))
+
+
+def test_recompile_logs(caplog):
+    f = numdyn.compile(ref)
+    numdyn.set_logs(recompiles=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="numdyn"):
+            f(np.ones(3))
+            f(np.ones(3, np.float32))
+    finally:
+        numdyn.set_logs(recompiles=False)
+    text = caplog.text
+    assert "Recompiling function ref" in text and "float64 -> float32" in text
+    with pytest.raises(ValueError):
+        numdyn.set_logs(nonsense=True)
+
+
+def test_numdyn_logs_all_includes_recompiles():
+    code = ("import numpy as np, numdyn\n"
+            "f = numdyn.compile(lambda x: x * 2)\n"
+            "f(np.ones(2)); f(np.ones(2, np.int32))\n")
+    for spec in ("recompiles", "all"):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, "NUMDYN_LOGS": spec}, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert "Recompiling function <lambda>" in p.stderr and "int32" in p.stderr
+
+
+def test_compile_times_and_explain():
+    numdyn.reset()
+    f = numdyn.compile(ref)
+    f(np.ones(3))
+    f(np.ones(3, np.float32))
+    s = numdyn.utils.compile_times()
+    assert "ref," in s and "Runtimes (s)" in s
+    names, vals = numdyn.utils.compile_times(repr="csv")
+    assert names == ["ref"] and len(vals[0]) == 2 and all(v > 0 for v in vals[0])
+    _, agg = numdyn.utils.compile_times(repr="csv", aggregate=True)
+    assert agg[0] == pytest.approx(sum(vals[0]))
+    out = numdyn.explain(f)(np.ones(3))
+    assert any("dtype float64" in g for g in out.out_guards)
+    assert "ref," in out.compile_times
+    assert "Guards:" in str(out)
+    numdyn.reset()
+    assert numdyn.utils.compile_times(repr="csv") == ([], [])
+
+
+def test_counters_present():
+    for k in ("graph_compiles", "eager_calls"):
+        assert k in dict(C)
+
+
+# ------------------------------------------------------------ switches
+
+
+def test_config_enabled_switch(monkeypatch):
+    kinds = []
+    f = numdyn.compile(saw(kinds))
+    monkeypatch.setattr(numdyn.config, "enabled", False)
+    e0 = C["eager_calls"]
+    np.testing.assert_allclose(f(np.ones(3)), ref(np.ones(3)))
+    assert kinds == ["ndarray"] and C["eager_calls"] - e0 == 1
+    monkeypatch.setattr(numdyn.config, "enabled", True)
+    f(np.ones(3))
+    assert kinds[-1] == "LazyArray"
+
+
+def test_numdyn_disable_env():
+    code = ("import numpy as np, numdyn\n"
+            "seen = []\n"
+            "f = numdyn.compile(lambda x: seen.append(type(x).__name__) or x + 1)\n"
+            "f(np.ones(2)); print(numdyn.config.enabled, seen)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "NUMDYN_DISABLE": "1"}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False ['ndarray']"
+
+
+def test_set_stance():
+    kinds = []
+    f = numdyn.compile(saw(kinds))
+    with numdyn.set_stance("force_eager"):
+        f(np.ones(3))
+    assert kinds == ["ndarray"]
+    f(np.ones(3))
+    assert kinds[-1] == "LazyArray"
+    with numdyn.set_stance("eager_on_recompile"):
+        r = f(np.ones(3, np.float32))
+        assert r.dtype == np.float32
+        f(np.ones(4))  # seen: compiled
+    assert kinds[-2:] == ["ndarray", "LazyArray"]
+    with numdyn.set_stance("fail_on_recompile"):
+        with pytest.raises(numdyn.RecompileError, match="fail_on_recompile"):
+            f(np.ones(3, np.int16))
+    numdyn.set_stance("force_eager")
+    try:
+        f(np.ones(3))
+        assert kinds[-1] == "ndarray"
+    finally:
+        numdyn.set_stance("default")
+
+    @numdyn.set_stance("force_eager")
+    def run_plain(x):
+        return f(x)
+
+    run_plain(np.ones(3))
+    assert kinds[-1] == "ndarray"
+    f(np.ones(3))
+    assert kinds[-1] == "LazyArray"
+    with pytest.raises(ValueError, match="unknown stance"):
+        numdyn.set_stance("sometimes")
+
+
+def test_disable_context_manager_and_recursive_false():
+    kinds = []
+    f = numdyn.compile(saw(kinds))
+    with numdyn.disable():
+        f(np.ones(3))
+    assert kinds == ["ndarray"]
+    inner_kinds = []
+    g = numdyn.compile(saw(inner_kinds))
+
+    def helper(x):
+        kinds.append("helper:" + type(x).__name__)
+        return g(x)
+
+    deep = numdyn.disable(helper)
+    shallow = numdyn.disable(helper, recursive=False)
+
+    @numdyn.compile
+    def outer(x, which):
+        return which(x * 1.0) + 1.0
+
+    x = np.ones(3)
+    np.testing.assert_allclose(outer(x, deep), ref(x) + 1.0)
+    assert kinds[-1] == "helper:ndarray" and inner_kinds[-1] == "ndarray"
+    np.testing.assert_allclose(outer(x, shallow), ref(x) + 1.0)
+    assert kinds[-1] == "helper:ndarray" and inner_kinds[-1] == "LazyArray"
+
+
+def test_register_existing_backend_name_raises():
+    def be1(graph, example_inputs):
+        return graph
+
+    numdyn.register_backend(be1, name="ctl_dup_backend")
+    with pytest.raises(ValueError, match="duplicate backend name"):
+        numdyn.register_backend(be1, name="ctl_dup_backend")
+    with pytest.raises(ValueError):
+        numdyn.register_backend(be1, name="native")
+
+
+# ------------------------------------------------------------ frozen mode
+
+
+def test_run_frozen_uses_compiled_programs_only():
+    kinds = []
+    f = numdyn.compile(saw(kinds))
+    x = np.linspace(0, 1, 1000)
+    f(x)
+    f(x)
+    k0 = C["kernels_compiled"]
+    with numdyn.run():
+        np.testing.assert_allclose(f(x + 1), ref(x + 1))   # seen signature: compiled
+        np.testing.assert_allclose(f(np.ones(5, np.float32)), ref(np.ones(5, np.float32)))
+    assert C["kernels_compiled"] == k0
+    assert kinds[-1] == "ndarray"   # the unseen float32 call ran plainly
+    assert numdyn.run(f)(x).shape == x.shape
+    f(np.ones(5, np.float32))       # outside run(): compiles
+    assert kinds[-1] == "LazyArray"
+
+
+def test_run_frozen_never_compiles_a_new_graph():
+    def poly(x, n):
+        for _ in range(n):
+            x = x * 1.5 + 0.25
+        return x
+
+    f = numdyn.compile(poly)
+    x = np.linspace(0, 1, 64)
+    np.testing.assert_allclose(f(x, 2), poly(x, 2))
+    k0, g0 = C["kernels_compiled"], C["graph_compiles"]
+
+    @numdyn.run
+    def frozen(x, n):
+        return f(x, n)
+
+    # same signature, a graph never compiled: it runs op by op, compiles nothing
+    np.testing.assert_allclose(frozen(x, 7), poly(x, 7))
+    assert C["kernels_compiled"] == k0 and C["graph_compiles"] == g0
+    np.testing.assert_allclose(f(x, 7), poly(x, 7))
+    assert C["kernels_compiled"] > k0
+
+
+# ------------------------------------------------------------ specialization
+
+
+def test_mark_static_changes_signature_and_graph_key():
+    fails = []
+    f = numdyn.optimize(guard_fail_fn=fails.append)(ref)
+    a, b = np.ones(4), np.ones(5)
+    numdyn.mark_static(a, 0)
+    numdyn.mark_static(b)
+    g0 = C["graph_compiles"]
+    np.testing.assert_allclose(f(a), ref(a))
+    np.testing.assert_allclose(f(b), ref(b))
+    assert C["graph_compiles"] - g0 == 2
+    assert "size of static dim 0 changed: 4 -> 5" in fails[0].reason
+    assert numdyn._marked_dims(b) == (frozenset(), frozenset({0}))
+    c = np.ones(6)  # unmarked: its own (generic) program
+    f(c)
+    f(np.ones(9))
+    assert C["graph_compiles"] - g0 == 3
+
+
+def test_mark_static_all_dims_and_dynamic_false():
+    x = np.ones((2, 3))
+    numdyn.mark_static(x)
+    assert numdyn._marked_dims(x) == (frozenset(), frozenset({0, 1}))
+    numdyn.mark_dynamic(x, [0, 1])
+    assert numdyn._marked_dims(x) == (frozenset({0, 1}), frozenset())
+    f = numdyn.compile(ref, dynamic=False)
+    g0 = C["graph_compiles"]
+    for n in (3, 4, 3):
+        f(np.ones(n))
+    assert C["graph_compiles"] - g0 == 2
+    y = np.ones(7)
+    numdyn.mark_dynamic(y, 0)  # overrides dynamic=False for that dim
+    f(y)
+    z = np.ones(8)
+    numdyn.mark_dynamic(z, 0)
+    f(z)
+    assert C["graph_compiles"] - g0 == 3
+
+
+def test_mark_errors():
+    with pytest.raises(IndexError):
+        numdyn.mark_static(np.ones(2), 3)
+    with pytest.raises(TypeError):
+        numdyn.mark_dynamic([1, 2], 0)
+
+    @numdyn.compile
+    def marks_inside(x):
+        numdyn.mark_dynamic(x, 0)
+        return x + 1
+
+    with pytest.raises(RuntimeError, match="inside a compiled function"):
+        marks_inside(np.ones(3))
+
+
+def test_marks_die_with_their_array():
+    import gc
+    x = np.ones(3)
+    numdyn.mark_static(x, 0)
+    live = numdyn._C._marked_dims(x)
+    assert live[1] == frozenset({0})
+    del x
+    gc.collect()
+    y = np.ones(3)
+    assert numdyn._marked_dims(y) == (frozenset(), frozenset())
+
+
+def test_mark_dynamic_forced_constant_raises():
+    def branchy(x):
+        if x.shape[0] == 3:
+            return x + 1.0
+        return x - 1.0
+
+    def generic(x):
+        n, m = x.shape
+        if n > 1 and m != 0:  # true of every size >= 2: no constraint
+            return x.reshape(n * m) * 2.0
+        return x
+
+    f, g = numdyn.compile(branchy), numdyn.compile(generic)
+    x = np.ones((3, 4))
+    numdyn.mark_dynamic(x, 0)
+    with pytest.raises(numdyn.ConstraintViolationError, match="inferred to be a constant \\(3\\)"):
+        f(x)
+    assert issubclass(numdyn.ConstraintViolationError, RuntimeError)
+    np.testing.assert_allclose(g(x), generic(np.ones((3, 4))))
+    y = np.ones((3, 4))
+    numdyn.mark_dynamic(y, 1)  # dim 0 is not marked: comparing it is fine
+    np.testing.assert_allclose(f(y), branchy(np.ones((3, 4))))
+    np.testing.assert_allclose(f(np.ones((3, 4))), branchy(np.ones((3, 4))))
+
+
+# ------------------------------------------------------------ policies
+
+
+def test_disallow_in_graph_numpy_ufunc_function_and_operator():
+    def prog(a, b):
+        c = a * 2.0
+        d = c - b
+        e = np.subtract(d, 1.0)
+        a -= b
+        return e + a
+
+    numdyn.disallow_in_graph(np.subtract)
+    try:
+        a, b = np.arange(4.0), np.ones(4)
+        a_ref = a.copy()
+        want = prog(a_ref, b)
+        out = numdyn.explain(numdyn.compile(prog))(a, b)
+        np.testing.assert_allclose(out.result, want)
+        np.testing.assert_array_equal(a, a_ref)  # the in-place write reached the caller
+        reasons = [r.reason for r in out.break_reasons]
+        assert len(reasons) == 3 and all("numpy.subtract" in r and "disallow_in_graph" in r
+                                         for r in reasons)
+        assert [r.lineno for r in out.break_reasons] == sorted(
+            {r.lineno for r in out.break_reasons})
+        # int a -= float b: NumPy's casting error, as NumPy raises it
+        with pytest.raises(TypeError) as want_exc:
+            prog(np.arange(3), np.full(3, 0.5))
+        with pytest.raises(type(want_exc.value), match="Cannot cast ufunc 'subtract' output"):
+            numdyn.compile(prog)(np.arange(3), np.full(3, 0.5))
+    finally:
+        numdyn.allow_in_graph(np.subtract)
+    out = numdyn.explain(numdyn.compile(prog))(np.arange(4.0), np.ones(4))
+    assert out.graph_break_count == 0
+
+
+SCALE = 2.0
+
+
+def test_allow_in_graph_never_replays_stale_globals():
+    global SCALE
+
+    def helper(x):
+        return x * SCALE
+
+    helper = numdyn.allow_in_graph(helper)
+
+    @numdyn.compile
+    def f(x):
+        return helper(x) + 1.0
+
+    x = np.ones(3)
+    f(x)
+    np.testing.assert_array_equal(f(x), np.full(3, 3.0))
+    assert f._replay_info()["hits"] >= 1
+    SCALE = 5.0
+    try:
+        np.testing.assert_array_equal(f(x), np.full(3, 6.0))
+    finally:
+        SCALE = 2.0
+    table = [1.0]
+
+    @numdyn.allow_in_graph
+    def reads_list(x):
+        return x * table[0]
+
+    g = numdyn.compile(lambda x: reads_list(x) + 1.0)
+    g(x)
+    g(x)
+    table[0] = 7.0
+    np.testing.assert_array_equal(g(x), np.full(3, 8.0))

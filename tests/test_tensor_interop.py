@@ -1,0 +1,177 @@
+"""numdyn.Tensor and wrap_numpy with torch and JAX: DLPack both ways with
+shared memory (checked by addresses), tensors of the caller's kind coming
+back, values against the same math in torch/NumPy."""
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import Tensor
+
+
+def addr(x):
+    return np.asarray(x.numpy() if isinstance(x, Tensor) else x).__array_interface__["data"][0]
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# ------------------------------------------------------------------ numdyn
+
+def test_wrap_numpy_numdyn_tensors():
+    w = numdyn.wrap_numpy(softmax)
+    x = np.random.default_rng(0).standard_normal((4, 7))
+    t = numdyn.tensor(x)
+    r = w(t)
+    assert isinstance(r, Tensor) and r.dtype == np.float64 and r.shape == (4, 7)
+    np.testing.assert_allclose(r.numpy(), softmax(x), rtol=1e-12)
+    assert w.__name__ == "softmax" and w.__wrapped__ is softmax
+
+
+def test_wrap_numpy_result_kinds():
+    @numdyn.wrap_numpy
+    def stats(x, k):
+        return x.sum(), x * k, k + 1, (x.max(), [x[0]]), "label"
+
+    t = numdyn.tensor(np.arange(4.0))
+    s, y, k, (m, [first]), label = stats(t, 2)
+    assert isinstance(s, Tensor) and s.ndim == 0 and s.item() == 6.0   # NumPy scalar -> 0-d
+    assert isinstance(y, Tensor) and (y.numpy() == np.arange(4.0) * 2).all()
+    assert k == 3 and type(k) is int                                   # Python scalars stay
+    assert isinstance(m, Tensor) and m.item() == 3.0
+    assert isinstance(first, Tensor) and first.item() == 0.0
+    assert label == "label"
+
+
+def test_wrap_numpy_zero_copy_and_mutation():
+    @numdyn.wrap_numpy
+    def ident(x):
+        return x
+
+    @numdyn.wrap_numpy
+    def bump(x):
+        x += 1
+        return x[1:]
+
+    t = numdyn.tensor(np.zeros(5))
+    assert addr(ident(t)) == addr(t)
+    v = bump(t)
+    assert (t.numpy() == 1).all() and addr(v) == addr(t) + 8
+
+
+def test_wrap_numpy_plain_arrays_and_options():
+    w = numdyn.wrap_numpy(backend="eager")(softmax)
+    x = np.random.default_rng(1).standard_normal((3, 5))
+    r = w(x)                   # no tensor argument: ndarrays come back
+    assert type(r) is np.ndarray
+    np.testing.assert_allclose(r, softmax(x), rtol=1e-12)
+    with pytest.raises(TypeError, match="callable"):
+        numdyn.wrap_numpy(3)
+
+
+def test_wrap_numpy_errors_are_numpys():
+    @numdyn.wrap_numpy
+    def bad(x, y):
+        return x @ y
+
+    a, b = np.ones((2, 3)), np.ones((2, 3))
+    with pytest.raises(ValueError) as e:
+        bad(numdyn.tensor(a), numdyn.tensor(b))
+    with pytest.raises(ValueError) as f:
+        a @ b
+    assert str(e.value) == str(f.value)
+
+
+def test_wrap_numpy_method():
+    class Model:
+        scale = 2.0
+
+        @numdyn.wrap_numpy
+        def forward(self, x):
+            return x * self.scale
+
+    r = Model().forward(numdyn.tensor(np.ones(3)))
+    assert isinstance(r, Tensor) and (r.numpy() == 2).all()
+
+
+# ------------------------------------------------------------------ torch
+
+def test_torch_dlpack_both_ways():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    t = numdyn.from_dlpack(x)
+    assert isinstance(t, Tensor) and t.dtype == np.float32 and t.shape == (3, 4)
+    assert addr(t) == x.data_ptr()
+    t[0, 0] = 100
+    assert x[0, 0].item() == 100
+    y = torch.from_dlpack(t)
+    assert y.data_ptr() == x.data_ptr() and y.dtype == torch.float32
+    xt = x.t()                                    # strided
+    tt = numdyn.from_dlpack(xt)
+    np.testing.assert_array_equal(tt.numpy(), xt.numpy())
+    assert addr(tt) == xt.data_ptr()
+    for dt in (torch.float64, torch.int64, torch.int32, torch.bool, torch.complex64, torch.uint8,
+               torch.float16):
+        v = torch.ones(3, dtype=dt)
+        nv = numdyn.from_dlpack(v)
+        assert addr(nv) == v.data_ptr()
+        back = torch.from_dlpack(nv)
+        assert back.dtype == dt and back.data_ptr() == v.data_ptr()
+    with pytest.raises(BufferError, match="dtype"):
+        numdyn.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_torch_wrap_numpy():
+    torch = pytest.importorskip("torch")
+    w = numdyn.wrap_numpy(softmax)
+    for dt in (torch.float32, torch.float64):
+        x = torch.randn(5, 9, dtype=dt)
+        r = w(x)
+        assert isinstance(r, torch.Tensor) and r.dtype == dt and r.shape == x.shape
+        torch.testing.assert_close(r, torch.softmax(x, -1))
+
+    @numdyn.wrap_numpy
+    def parts(x):
+        return x, x.sum(), x.shape[0]
+
+    x = torch.randn(4)
+    same, s, n = parts(x)
+    assert same.data_ptr() == x.data_ptr()        # no copies either way
+    assert isinstance(s, torch.Tensor) and s.ndim == 0
+    torch.testing.assert_close(s, x.sum(), rtol=1e-6, atol=1e-6)
+    assert n == 4 and type(n) is int
+    # a read-only result goes back through DLPack (torch.from_numpy refuses it)
+    ro = numdyn.wrap_numpy(lambda x: np.broadcast_to(x, (2, 4)))(x)
+    assert isinstance(ro, torch.Tensor) and ro.shape == (2, 4)
+
+
+def test_torch_mixed_with_numdyn():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def add(a, b):
+        return a + b
+
+    r = add(torch.ones(3), numdyn.tensor(np.ones(3, dtype=np.float32)))
+    assert isinstance(r, torch.Tensor)            # the first tensor argument decides
+    r = add(numdyn.tensor(np.ones(3, dtype=np.float32)), torch.ones(3))
+    assert isinstance(r, Tensor)
+
+
+# ------------------------------------------------------------------ JAX
+
+def test_jax_dlpack_and_wrap_numpy():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4)
+    t = numdyn.from_dlpack(x)
+    assert isinstance(t, Tensor) and t.dtype == np.float32
+    np.testing.assert_array_equal(t.numpy(), np.asarray(x))
+    back = jnp.from_dlpack(t)
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(x))
+    r = numdyn.wrap_numpy(softmax)(x)
+    assert isinstance(r, jax.Array) and r.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(r), np.asarray(jax.nn.softmax(x, axis=-1)), rtol=1e-5)
+    s = numdyn.wrap_numpy(lambda v: (v * v).sum())(x)
+    assert isinstance(s, jax.Array) and s.ndim == 0
