@@ -150,3 +150,127 @@ def test_reset_forgets_measurements():
     cf(x, 100)
     (entry,) = cf._floor_info()
     assert entry["calls"] == 1 and entry["path"] == "measuring"
+
+
+# ------------------------------------------- the floor's cost model (issue 13)
+
+def test_decision_sets_a_probe_gap_that_bounds_the_probes_cost():
+    # a capture several times slower than NumPy: once decided, the path not
+    # chosen is probed after max(64, (numdyn/numpy - 1) / 2%) calls, so its
+    # probes cost at most ~2% of the time; between probes numdyn never runs
+    # (no flush, no graph), the calls are NumPy's
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    info = calls_until_decided(cf, (x, 200))
+    assert info["path"] == "numpy", info
+    assert info["decided_at"] == info["calls"]
+    # every call after the 2 untimed warm-up calls was timed on one path
+    assert info["numdyn_samples"] + info["numpy_samples"] == info["calls"] - 2
+    assert info["numdyn_samples"] >= 2 and info["numpy_samples"] >= 2
+    want = (info["numdyn_s"] / info["numpy_s"] - 1.0) / 0.02
+    gap = int(want) + 1 if want > 64 else 64
+    assert info["next_probe"] - info["decided_at"] == gap, info
+    before = dict(utils.counters)
+    quiet = min(gap - 1, 100)
+    for _ in range(quiet):
+        assert cf(x, 200) == tiny_steps(x, 200)
+    after = dict(utils.counters)
+    assert after["floor_numpy_calls"] - before["floor_numpy_calls"] == quiet
+    assert after["flushes"] == before["flushes"] and after["graphs"] == before["graphs"]
+
+
+def test_probe_call_runs_numdyn_and_gap_doubles():
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    info = calls_until_decided(cf, (x, 200))
+    assert info["path"] == "numpy", info
+    first = info["next_probe"]
+    gap = first - info["decided_at"]
+    while cf._floor_info_for(x, 200)["calls"] < first - 1:
+        cf(x, 200)
+    f0 = utils.counters["flushes"]
+    assert cf(x, 200) == tiny_steps(x, 200)  # the probe: numdyn's own path
+    assert utils.counters["flushes"] > f0
+    after = cf._floor_info_for(x, 200)
+    assert after["numdyn_samples"] == info["numdyn_samples"] + 1
+    if after["path"] == "numpy" and after["decided_at"] == info["decided_at"]:
+        assert after["next_probe"] == first + gap
+
+
+def test_explain_reports_when_and_on_what_the_floor_decided():
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    info = calls_until_decided(cf, (x, 50))
+    text = str(numdyn.explain(cf)(x, 50))
+    assert f"decided at call {info['decided_at']}" in text
+    assert f"probed next at call {info['next_probe']}" in text
+
+
+def _iterated(x, n):
+    # one flush per iteration (float(...)); x is read by every iteration, so
+    # a flush's ancestors reach back to the capture's first node
+    acc = 0.0
+    y = x
+    for i in range(n):
+        y = y * 0.5 + x
+        acc += float(y.sum())
+    return acc
+
+
+def test_flush_cost_does_not_grow_with_the_capture():
+    # the flushes' ancestor walks visit what each flush needs: the same per
+    # flush after 50 or 400 iterations (a sweep down to x's node grew with
+    # the capture: quadratic in the trip count)
+    per_flush = []
+    x = np.arange(3.0)
+    for n in (50, 400):
+        cf = numdyn.compile(_iterated, options={"floor": False})
+        cf(x, n)
+        before = dict(utils.counters)
+        assert cf(x, n) == _iterated(x, n)
+        after = dict(utils.counters)
+        flushes = after["flushes"] - before["flushes"]
+        assert n <= flushes <= n + 1  # one per iteration, and the return's
+        per_flush.append((after["flush_nodes"] - before["flush_nodes"]) / flushes)
+    assert per_flush[1] <= per_flush[0] * 1.05, per_flush
+
+
+def test_long_capture_with_caller_writes_gives_numpys_answer():
+    # caller arrays written inside a long flushing loop: the write log and
+    # write-backs stay exact when most flushes have no pending caller write
+    def f(a, b, n):
+        s = 0.0
+        for i in range(n):
+            t = b * (i + 1)
+            s += float(t[i % 3])
+            if i % 7 == 0:
+                a[i % 4] = s
+        return s
+
+    cf = numdyn.compile(f, options={"floor": False})
+    for n in (10, 60):
+        a1, a2 = np.zeros(4), np.zeros(4)
+        b = np.arange(3.0) + 0.5
+        assert cf(a1, b, n) == f(a2, b, n)
+        np.testing.assert_array_equal(a1, a2)
+
+
+def _shifted_updates(a, s, n):
+    # slice bounds and a scalar that change every iteration
+    for k in range(1, n):
+        a[k:] = a[k:] * s + a[:-k] * (1.0 / k)
+    return a
+
+
+def test_changed_slice_bounds_and_scalars_reuse_kernels():
+    a = np.linspace(0.0, 1.0, 64)
+    cf = numdyn.compile(_shifted_updates, options={"floor": False})
+    got = cf(a.copy(), 0.5, 40)
+    np.testing.assert_allclose(got, _shifted_updates(a.copy(), 0.5, 40), rtol=1e-12)
+    before = dict(utils.counters)
+    for s, n in ((0.25, 40), (0.75, 30), (1.5, 50)):
+        got = cf(a.copy(), s, n)
+        np.testing.assert_allclose(got, _shifted_updates(a.copy(), s, n), rtol=1e-12)
+    after = dict(utils.counters)
+    # new bounds and scalars are parameters of the kernels already built
+    assert after["kernels_compiled"] == before["kernels_compiled"], (before, after)

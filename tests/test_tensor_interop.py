@@ -1,6 +1,8 @@
 """numdyn.Tensor and wrap_numpy with torch and JAX: DLPack both ways with
 shared memory (checked by addresses), tensors of the caller's kind coming
 back, values against the same math in torch/NumPy."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,38 @@ def test_jax_dlpack_and_wrap_numpy():
     np.testing.assert_allclose(np.asarray(r), np.asarray(jax.nn.softmax(x, axis=-1)), rtol=1e-5)
     s = numdyn.wrap_numpy(lambda v: (v * v).sum())(x)
     assert isinstance(s, jax.Array) and s.ndim == 0
+
+
+# ------------------------------------------------------- OpenMP's wait policy
+
+def _omp_spincount(code, **env):
+    """libgomp's spin count as it reports it (OMP_DISPLAY_ENV) in a fresh
+    interpreter running `code`: 0 is PASSIVE, 300000 its default."""
+    import os
+    import re
+    import subprocess
+    e = dict(os.environ, OMP_DISPLAY_ENV="VERBOSE", **env)
+    for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        if k not in env:
+            e.pop(k, None)
+    out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"GOMP_SPINCOUNT = '(\d+)'", out.stderr)
+    assert m, out.stderr[-2000:]
+    return int(m.group(1))
+
+
+KERNEL = ("import numdyn, numpy as np\n"
+          "numdyn.compile(lambda x: np.sin(x) + 1)(np.ones(100000))\n")
+
+
+def test_omp_policy_leaves_other_runtimes_alone():
+    """numdyn never changes the OpenMP runtime another library loaded (torch
+    relies on its spinning); it asks for PASSIVE when its own kernel brings
+    OpenMP in; the user's setting always wins."""
+    pytest.importorskip("torch")
+    assert _omp_spincount("import torch\n" + KERNEL) == 300000
+    assert _omp_spincount(KERNEL) == 0
+    assert _omp_spincount(KERNEL, OMP_WAIT_POLICY="ACTIVE") == 30000000000
+    assert _omp_spincount(KERNEL, GOMP_SPINCOUNT="1234") == 1234

@@ -7,7 +7,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "graph_breaks", "recompiles", "graph_cache_hits", "flushes", "replays", "replay_misses",
     "errstate_reruns",
     "floor_numpy_calls", "loop_runs", "loop_fallbacks", "loop_deopts", "kernel_runs",
-    "graph_compiles", "eager_calls",
+    "graph_compiles", "eager_calls", "flush_nodes",
 };
 
 void nd_counter_add(nd_counter c, long long v)

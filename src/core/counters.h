@@ -18,6 +18,8 @@ typedef enum {
     ND_CTR_KERNEL_RUNS,    /* generated kernels run (runtime_native.c): fusion shows as fewer */
     ND_CTR_GRAPH_COMPILES, /* programs compiled for a new call signature (trace_control.c) */
     ND_CTR_EAGER_CALLS,    /* calls of compiled functions run as the plain function (trace_control.c) */
+    ND_CTR_FLUSH_NODES,    /* nodes the flushes' ancestor walks visited (graph.c): per flush,
+                              what it needs, not how long the capture has run */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

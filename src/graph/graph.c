@@ -2,6 +2,7 @@
 #include "graph.h"
 #include "hash.h"
 #include "core/dtypes.h"
+#include "core/counters.h"
 #include <string.h>
 
 nd_graph *nd_graph_new(void)
@@ -168,6 +169,7 @@ Py_ssize_t nd_graph_ancestors(const nd_graph *g, const nd_id *outs, int nout, in
             for (int k = 0; k < nn->nextra; k++) ND_MARK(nn->extra[k]);
     }
 #undef ND_MARK
+    nd_counter_add(ND_CTR_FLUSH_NODES, n);
     qsort(got, (size_t)n, sizeof(nd_id), id_cmp);
     *list = got;
     return n;

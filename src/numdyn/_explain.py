@@ -64,8 +64,13 @@ def _floor_line(f):
     what = {"numpy": "runs as plain NumPy (numdyn was slower)",
             "numdyn": "runs under numdyn (faster than NumPy)",
             "measuring": "still measuring"}[f["path"]]
-    return (f"Speed Floor: {what} for arguments ({f['signature']}): numdyn "
+    line = (f"Speed Floor: {what} for arguments ({f['signature']}): numdyn "
             f"{_us(f['numdyn_s'])}, NumPy {_us(f['numpy_s'])} per call over {f['calls']} calls")
+    if f.get("decided_at"):
+        line += (f"; decided at call {f['decided_at']} on {f['numdyn_samples']} numdyn and "
+                 f"{f['numpy_samples']} NumPy timed calls; the other path is probed next "
+                 f"at call {f['next_probe']}")
+    return line
 
 
 def _loop_line(lp):

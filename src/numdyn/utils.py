@@ -21,7 +21,9 @@ of compiled functions run as the plain function: past the limit, in frozen
 mode numdyn.run for unseen inputs, under config.enabled=False or the
 "force_eager" stance), floor_numpy_calls (timed calls the speed floor ran as the original function
 under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
-run: what fusion saves shows as fewer).
+run: what fusion saves shows as fewer), flush_nodes (graph nodes the
+flushes' ancestor walks visited: what the flushes needed, never the length
+of the capture so far).
 """
 from collections.abc import Mapping
 

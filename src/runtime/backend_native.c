@@ -223,7 +223,7 @@ static PyMethodDef methods[] = {
 
 int nd_native_init(PyObject *module)
 {
-    nd_omp_defaults();
+    nd_omp_defaults(1);
     nd_schedule_set_emitter(&nd_cg_emit_caps);
     nd_CompileError = PyErr_NewExceptionWithDoc(
         "numdyn._C.CompileError",

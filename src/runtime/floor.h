@@ -51,7 +51,12 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
 void nd_floor_done(nd_floor_call *c, int ok);
 
 /* List of dicts: signature, path ("numdyn"/"numpy"/"measuring"), calls,
- * numdyn_s and numpy_s (second least of the recent calls, seconds, None before measured). */
+ * numdyn_s and numpy_s (second least of the recent calls, seconds, None
+ * before measured), numdyn_samples / numpy_samples (timed calls of each
+ * path so far), decided_at (the call that ended measuring, 0 while
+ * measuring: earlier than 2 + 2 x 5 when one path is far slower) and
+ * next_probe (the call that next runs the path not chosen; 0 while
+ * measuring). */
 PyObject *nd_floor_info(nd_floor *f);
 /* The same dict for the signature of these arguments, or None. */
 PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n);

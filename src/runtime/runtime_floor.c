@@ -5,11 +5,20 @@
  * Schedule of one signature:
  *   calls 1..WARM          numdyn, not timed (tracing, compiling, recording
  *                          a replay entry: one-time costs, paid once)
- *   measuring              numdyn and NumPy interleaved, NSAMP each
+ *   measuring              numdyn and NumPy interleaved, NSAMP each; or
+ *                          EARLY each when one path's fastest call took
+ *                          LOPSIDED times the other's slowest (a capture
+ *                          10x slower than NumPy must not run 5 more times
+ *                          to prove it)
  *   decided                the chosen path runs (every call timed); the
- *                          other path is probed after gaps of 64, 128,
- *                          256, ... calls, so a decision made on atypical
- *                          calls is revisited at a cost of a few percent
+ *                          other path is probed after gaps of G, 2G, 4G,
+ *                          ... calls, so a decision made on atypical calls
+ *                          is revisited. G is 64 calls, or more when the
+ *                          probed path is much slower: a probe costs the
+ *                          difference of the two paths, and G keeps that
+ *                          under PROBE_SHARE of the calls between probes
+ *                          (a 10x slower capture is probed every 450 calls,
+ *                          not every 64: 14% of the time spent probing)
  * Each path's cost is the second least of its last NSAMP timed calls: load
  * on a busy machine only ever adds time, so low samples are the truest (a
  * median moved when load lasted through three of five calls, and sent a
@@ -31,6 +40,9 @@
 #define WARM 2
 #define FIRST_GAP 64
 #define MAX_GAP (1u << 20)
+#define EARLY 2
+#define LOPSIDED 3.0
+#define PROBE_SHARE 0.02
 
 enum { MEASURING = 2 };
 
@@ -38,6 +50,7 @@ typedef struct {
     uint64_t key;
     int used, mode;
     uint64_t calls, last_use, next_probe, gap;
+    uint64_t decided_at;   /* the call that ended measuring; 0: measuring */
     unsigned n[2];         /* samples taken per path (ring position) */
     double samp[2][NSAMP]; /* the last NSAMP timed calls per path */
     double est[2];         /* second least of them, seconds; < 0: unknown */
@@ -142,9 +155,25 @@ static double low(const double *v, int n)
     return a[n > 1 ? 1 : 0];
 }
 
+/* The first gap before probing the path not chosen: FIRST_GAP calls, or
+ * enough that a probe's extra cost (the slower path's time less the faster
+ * one's) stays under PROBE_SHARE of the time of the calls in between. */
+static uint64_t first_gap(const slot *s)
+{
+    double fast = s->est[s->mode], slow = s->est[!s->mode];
+    uint64_t g = FIRST_GAP;
+    if (fast > 0 && slow > fast) {
+        double want = (slow / fast - 1.0) / PROBE_SHARE;
+        if (want > (double)MAX_GAP) want = (double)MAX_GAP;
+        if (want > (double)g) g = (uint64_t)want + 1;
+    }
+    return g;
+}
+
 static void decide(slot *s)
 {
     if (s->est[0] < 0 || s->est[1] < 0) return;
+    int was = s->mode;
     if (s->mode == ND_FLOOR_NUMPY) {
         if (s->est[0] < 0.95 * s->est[1]) s->mode = ND_FLOOR_COMPILED;
     } else if (s->mode == ND_FLOOR_COMPILED) {
@@ -152,6 +181,36 @@ static void decide(slot *s)
     } else {
         s->mode = s->est[0] < s->est[1] ? ND_FLOOR_COMPILED : ND_FLOOR_NUMPY;
     }
+    if (s->mode != was) {  /* first decision or a switch: probe on the new costs */
+        s->gap = first_gap(s);
+        s->next_probe = s->calls + s->gap;
+    }
+}
+
+static double least(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double most(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* Measuring may end early: every call of one path took LOPSIDED times the
+ * slowest call of the other. Load only adds time, so the slow path's least
+ * sample is near its cost and the fast path's most is no less than its own:
+ * the order cannot be noise's unless load hit every slow call alone. */
+static int lopsided(const slot *s)
+{
+    if (s->n[0] < EARLY || s->n[1] < EARLY) return 0;
+    int n0 = s->n[0] < NSAMP ? (int)s->n[0] : NSAMP, n1 = s->n[1] < NSAMP ? (int)s->n[1] : NSAMP;
+    return least(s->samp[0], n0) > LOPSIDED * most(s->samp[1], n1) ||
+           least(s->samp[1], n1) > LOPSIDED * most(s->samp[0], n0);
 }
 
 static slot *find(nd_floor *f, uint64_t key, int create)
@@ -216,9 +275,8 @@ void nd_floor_done(nd_floor_call *c, int ok)
     s->samp[p][s->n[p] % NSAMP] = dt;
     s->n[p]++;
     if (s->mode == MEASURING) {
-        if (s->n[0] < NSAMP || s->n[1] < NSAMP) return;
-        s->gap = FIRST_GAP;
-        s->next_probe = s->calls + s->gap;
+        if ((s->n[0] < NSAMP || s->n[1] < NSAMP) && !lopsided(s)) return;
+        s->decided_at = s->calls;
     }
     for (int q = 0; q < 2; q++)
         if (s->n[q]) s->est[q] = low(s->samp[q], s->n[q] < NSAMP ? (int)s->n[q] : NSAMP);
@@ -233,9 +291,14 @@ static PyObject *slot_dict(const slot *s)
                      : s->mode == ND_FLOOR_NUMPY ? "numpy" : "numdyn";
     PyObject *t0 = s->est[0] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[0]);
     PyObject *t1 = s->est[1] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[1]);
+    int dec = s->mode != MEASURING;
     PyObject *d = t0 && t1
-        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O}", "signature", s->desc, "path", path, "calls",
-                        (unsigned long long)s->calls, "numdyn_s", t0, "numpy_s", t1)
+        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O,s:I,s:I,s:K,s:K}", "signature", s->desc, "path", path,
+                        "calls", (unsigned long long)s->calls, "numdyn_s", t0, "numpy_s", t1,
+                        "numdyn_samples", s->n[ND_FLOOR_COMPILED],
+                        "numpy_samples", s->n[ND_FLOOR_NUMPY],
+                        "decided_at", (unsigned long long)s->decided_at,
+                        "next_probe", (unsigned long long)(dec ? s->next_probe : 0))
         : NULL;
     Py_XDECREF(t0);
     Py_XDECREF(t1);

@@ -374,21 +374,62 @@ static void *try_load(int dfd, const char *base, const char *const *syms, int ns
 }
 
 /* libgomp reads its settings once, when the first library that needs it
- * loads (a kernel of ours, or torch's own libgomp.so.1 at `import torch`,
- * which our kernels then bind to: same soname). Its default spins idle
- * workers after each parallel loop; next to NumPy's BLAS (whose threads spin
- * too) that halves both on a small machine (MLP forward: 0.57x NumPy
- * spinning, 0.99x passive, measured), and on a loaded 2-core machine the
- * spinning team of a libgomp loaded by torch made heat 2-D 500x500 5x slower
- * (50 ms vs 9 ms a call) and slowed plain NumPy calls next to it. Passive
- * unless the user chose otherwise; set at import (nd_native_init) so that
- * libraries imported after numdyn see it too. */
-void nd_omp_defaults(void)
+ * loads; every library in the process then shares that runtime (torch's own
+ * libgomp.so.1 and ours have one soname). Its default spins idle workers
+ * after each parallel loop, which is a trade:
+ *  - on an idle machine spinning is what makes torch fast between its many
+ *    short parallel loops: PASSIVE set at `import numdyn` made a torch MLP
+ *    training step 3.6x slower (4.7 -> 17 ms, 2 idle cores);
+ *  - with more runnable threads than cores, a spinning team loses for
+ *    everyone (a thread spins at a barrier for one that is descheduled):
+ *    on the 2-core machine at load 9, the same torch step took 70-220 ms
+ *    spinning and 16 ms passive, heat 2-D 500x500 in numdyn 40-60 ms vs
+ *    6 ms;
+ *  - numdyn's kernels next to NumPy's BLAS (whose threads spin too) halve
+ *    each other on a small machine (MLP forward 0.57x NumPy spinning,
+ *    0.99x passive).
+ * So, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, and only while
+ * no OpenMP runtime is loaded (one that is keeps what it read, and its
+ * users rely on it): at import, PASSIVE when the machine is oversubscribed
+ * already (1-minute load >= cores: passive wins for every library there);
+ * at numdyn's first kernel, PASSIVE (numdyn is the one bringing OpenMP in).
+ * A library imported after numdyn's first kernel shares that setting. */
+static int omp_runtime_loaded(void)
+{
+    static const char *const runtimes[] = {"libgomp.so.1", "libiomp5.so", "libomp.so.5",
+                                           "libomp.so", NULL};
+    for (int i = 0; runtimes[i]; i++) {
+        void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            dlclose(h);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int oversubscribed(void)
+{
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return 0;
+    int ok = fscanf(f, "%lf", &load) == 1;
+    fclose(f);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ok && ncpu > 0 && load >= (double)ncpu;
+}
+
+void nd_omp_defaults(int at_import)
 {
     static int done;
     if (done) return;
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || omp_runtime_loaded()) {
+        done = 1;
+        return;
+    }
+    if (at_import && !oversubscribed()) return;  /* decided again at the first kernel */
     done = 1;
-    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
 }
 
 /* remove the build directory name (its few files first) */
@@ -538,7 +579,7 @@ _Thread_local int nd_disk_load_only;
 
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
 {
-    nd_omp_defaults();
+    nd_omp_defaults(0);
     for (int i = 0; i < n; i++) handles[i] = NULL;
     char given[PATH_MAX], resolved[PATH_MAX];
     if (cache_path(given, sizeof given) < 0) return -1;

@@ -26,8 +26,11 @@ int nd_cc_available(void);
 uint64_t nd_cc_identity(void);           /* compiler + flags + host ISA; 0 on failure */
 const char *nd_cc_flags(void);
 extern PyObject *nd_CompileError;
-/* OMP_WAIT_POLICY=PASSIVE unless set (before any libgomp reads it). */
-void nd_omp_defaults(void);
+/* OMP_WAIT_POLICY=PASSIVE when the user set neither it nor GOMP_SPINCOUNT
+ * and no OpenMP runtime is loaded yet: at import (at_import=1) only on an
+ * oversubscribed machine, else before the first kernel loads (cache_disk.c
+ * has the measurements). */
+void nd_omp_defaults(int at_import);
 
 /* cache_disk.c */
 /* The cache directory (checked: owned by us, not group/world writable). */
