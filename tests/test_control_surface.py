@@ -492,3 +492,152 @@ def test_allow_in_graph_never_replays_stale_globals():
     g(x)
     table[0] = 7.0
     np.testing.assert_array_equal(g(x), np.full(3, 8.0))
+
+
+# ------------------------------------------------------------ compiled objects
+
+
+class Affine:
+    def __init__(self, n):
+        self.w = np.arange(float(n))
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * self.w + 1.0
+
+
+class Scaler:
+    def __init__(self):
+        self.k = 2.0
+
+    def __call__(self, x):
+        return x * self.k
+
+
+def test_compiled_module_keeps_attributes_live():
+    m = Affine(3)
+    cm = numdyn.compile(m)
+    assert isinstance(cm, numdyn.CompiledModule) and cm._orig_mod is m
+    x = np.ones(3)
+    np.testing.assert_array_equal(cm(x), m.w + 1.0)
+    assert cm.calls == 1 and m.calls == 1
+    cm.w = np.full(3, 5.0)          # writes reach the wrapped object
+    assert m.w is cm.w
+    np.testing.assert_array_equal(cm(x), np.full(3, 6.0))
+    m.w = np.full(3, 7.0)           # and reads see its changes
+    np.testing.assert_array_equal(cm(x), np.full(3, 8.0))
+    assert isinstance(cm.forward, numdyn.CompiledFunction)
+    np.testing.assert_array_equal(cm.forward(x), np.full(3, 8.0))
+    s = numdyn.compile(Scaler())
+    np.testing.assert_array_equal(s(x), np.full(3, 2.0))
+    s.k = 3.0
+    np.testing.assert_array_equal(s(x), np.full(3, 3.0))
+    # functions, ufuncs and classes stay CompiledFunctions
+    assert isinstance(numdyn.compile(ref), numdyn.CompiledFunction)
+    assert isinstance(numdyn.compile(np.add), numdyn.CompiledFunction)
+
+
+@numdyn.compile
+def pool_fn(x):
+    return np.sin(x) * 2.0 + 1.0
+
+
+def _plain_for_pickle(x):
+    return x * 3.0
+
+
+def test_pickle_compiled_by_reference():
+    import pickle
+    assert pickle.loads(pickle.dumps(pool_fn)) is pool_fn
+    g = numdyn.compile(_plain_for_pickle, backend="eager", fullgraph=True)
+    g2 = pickle.loads(pickle.dumps(g))
+    assert isinstance(g2, numdyn.CompiledFunction) and g2._fn is _plain_for_pickle
+    assert g2.backend == "eager" and g2.fullgraph
+    np.testing.assert_array_equal(g2(np.ones(2)), np.full(2, 3.0))
+    cm = pickle.loads(pickle.dumps(numdyn.compile(Affine(2))))
+    np.testing.assert_array_equal(cm(np.ones(2)), np.array([1.0, 2.0]))
+    with pytest.raises(pickle.PicklingError):
+        pickle.dumps(numdyn.compile(lambda x: x, backend=lambda g, ex: g))
+
+
+def test_spawn_pool_runs_compiled_function():
+    import multiprocessing as mp
+    xs = [np.linspace(0, 1, 5), np.ones(3)]
+    with mp.get_context("spawn").Pool(2) as pool:
+        got = pool.map(pool_fn, xs)
+    for x, g in zip(xs, got):
+        np.testing.assert_allclose(g, ref(x))
+
+
+# ------------------------------------------------------------ debugging
+
+
+def test_debug_dir_artifacts(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMDYN_DEBUG_DIR", str(tmp_path))
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    f = numdyn.compile(softmax)
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    f(x)
+    d = next(p for p in tmp_path.iterdir() if "softmax" in p.name)
+    progs = [p for p in d.iterdir() if p.name.startswith("program_")]
+    assert progs, list(d.iterdir())
+    files = {p.name for p in progs[0].iterdir()}
+    assert {"graph.txt", "schedule.txt", "compile.txt", "kernel_0.c"} <= files
+    assert "exp" in (progs[0] / "graph.txt").read_text()
+    assert "kernel 0" in (progs[0] / "schedule.txt").read_text()
+    assert "-O3" in (progs[0] / "compile.txt").read_text()
+    assert "void ndk_" in (progs[0] / "kernel_0.c").read_text()
+    repro = d / "repro.py"
+    src = repro.read_text()
+    assert "def softmax" in src and "(4, 8)" in src and "float32" in src
+    env = {k: v for k, v in os.environ.items() if k != "NUMDYN_DEBUG_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    p = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "results agree" in p.stdout
+
+
+def test_logs_output_code(caplog):
+    numdyn.utils.reset()
+
+    def cube_plus(x):
+        return x * x * x + 0.125
+
+    f = numdyn.compile(cube_plus)
+    numdyn.set_logs(output_code=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="numdyn"):
+            f(np.ones(5, np.float32))
+    finally:
+        numdyn.set_logs(output_code=False)
+    assert "output code: kernel 0 of program" in caplog.text
+    assert "void ndk_" in caplog.text
+
+
+def test_compile_profiler():
+    def brk(x):
+        y = x * 2.0
+        if y.sum() > 0:
+            y = y + 1.0
+        return y
+
+    f = numdyn.compile(brk)
+    with numdyn.CompileProfiler() as prof:
+        f(np.ones(3))
+        f(np.ones(3, np.float32))
+        f(np.ones(4))
+    rep = prof.report()
+    assert prof.counters["graph_compiles"] == 2
+    name = "test_compile_profiler.<locals>.brk"
+    assert len(prof.compile_times[name]) == 2
+    assert prof.recompiles[name] == ["L['x']: dtype changed: float64 -> float32"]
+    assert len(prof.graph_breaks) == 3 and "bool() of an array" in prof.graph_breaks[0]
+    assert "brk: 2 program(s) compiled" in rep and "recompile: L['x']" in rep
+    f(np.ones(3, np.int64))  # after the profiler: not recorded
+    assert len(prof.recompiles[name]) == 1

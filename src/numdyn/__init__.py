@@ -23,12 +23,19 @@ __version__ = "0.1.0"  # keep equal to pyproject.toml
 
 import functools
 import importlib.util
+import inspect
 import logging
 import os
+import pickle
+import sys
+
+import numpy as np
 
 from . import _C
 from . import config
 from . import _explain
+from . import _profiler
+from ._profiler import CompileProfiler
 from ._autodiff import grad, value_and_grad, vjp
 from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled
 
@@ -38,6 +45,7 @@ __all__ = [
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
+    "CompiledModule", "CompileProfiler",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp",
 ]
@@ -65,13 +73,100 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, backend="native",
 
     Usable as ``@numdyn.compile`` or ``@numdyn.compile(backend="eager", ...)``.
     fullgraph=True turns the first graph break into numdyn.GraphBreakError.
-    disable=True returns a wrapper that just calls fn.
+    disable=True returns a wrapper that just calls fn. An object that is
+    not a function or method but has ``forward`` or ``__call__`` becomes a
+    numdyn.CompiledModule (like torch's OptimizedModule).
     """
     if fn is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
                                  backend=backend, options=options, disable=disable)
-    return _C.compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                      options=options, disable=disable)
+    kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, options=options,
+              disable=disable)
+    if _is_module_like(fn):
+        return CompiledModule(fn, **kw)
+    return _C.compile(fn, **kw)
+
+
+def _is_module_like(obj):
+    """An instance of a Python class whose forward / __call__ is Python code."""
+    if inspect.isroutine(obj) or isinstance(obj, (type, CompiledModule)):
+        return False
+    cls = type(obj)
+    return inspect.isfunction(getattr(cls, "forward", None)) or \
+        inspect.isfunction(getattr(cls, "__call__", None))
+
+
+class CompiledModule:
+    """``numdyn.compile(obj)`` for an object with ``forward`` (else
+    ``__call__``): calling it runs the compiled forward; every other
+    attribute is read from and written to the wrapped object, kept as
+    ``_orig_mod``, so state stays live (torch's OptimizedModule)."""
+
+    _OWN = ("_orig_mod", "_compiled", "forward")
+
+    def __init__(self, mod, **compile_kwargs):
+        object.__setattr__(self, "_orig_mod", mod)
+        target = mod.forward if callable(getattr(mod, "forward", None)) else mod.__call__
+        object.__setattr__(self, "_compiled", _C.compile(target, **compile_kwargs))
+        object.__setattr__(self, "forward", self._compiled)
+
+    def __call__(self, *args, **kwargs):
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name):  # only for names not found on the wrapper
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "_orig_mod"), name)
+
+    def __setattr__(self, name, value):
+        if name in CompiledModule._OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._orig_mod, name)
+
+    def __dir__(self):
+        return sorted(set(dir(self._orig_mod)) | set(CompiledModule._OWN))
+
+    def __repr__(self):
+        return f"CompiledModule({self._orig_mod!r})"
+
+    def __reduce__(self):
+        return (CompiledModule._rebuild, (self._orig_mod, _compile_kwargs(self._compiled)))
+
+    @staticmethod
+    def _rebuild(mod, kwargs):
+        return CompiledModule(mod, **kwargs)
+
+
+def _compile_kwargs(cf):
+    return dict(fullgraph=cf.fullgraph, dynamic=cf.dynamic, backend=cf.backend,
+                options=cf.options)
+
+
+def _reduce_compiled(cf):
+    """CompiledFunction.__reduce__: by reference. When the module attribute
+    the compiled function was defined as is this object (a decorator), the
+    name itself; otherwise the wrapped function (pickled by reference) and
+    the compile arguments, compiled again on load. So compiled functions go
+    to multiprocessing spawn pools and process workers."""
+    mod, qual = getattr(cf, "__module__", None), getattr(cf, "__qualname__", None)
+    if mod and qual and "<locals>" not in qual:
+        obj = sys.modules.get(mod)
+        for part in qual.split("."):
+            obj = getattr(obj, part, None)
+        if obj is cf:
+            return qual
+    if not isinstance(cf.backend, str):
+        raise pickle.PicklingError(
+            f"numdyn: cannot pickle {cf!r}: its backend is a callable, not a registered name")
+    return (_rebuild_compiled, (cf._fn, _compile_kwargs(cf)))
+
+
+def _rebuild_compiled(fn, kwargs):
+    return _C.compile(fn, **kwargs)
 
 
 def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fail_fn=None,
@@ -308,7 +403,7 @@ _marked_dims = _C._marked_dims
 
 # ---- logging: NUMDYN_LOGS="graph_breaks,graphs" (or "all"), or config.verbose
 log = logging.getLogger("numdyn")
-_LOG_KINDS = ("graph_breaks", "graphs", "recompiles", "replay")
+_LOG_KINDS = ("graph_breaks", "graphs", "recompiles", "replay", "output_code")
 
 
 def _enabled_kinds():
@@ -320,6 +415,8 @@ def _enabled_kinds():
 
 
 def _log_hook(kind, message):
+    if _profiler._active:
+        _profiler.notify(kind, message)
     if kind in _log_kinds:
         log.info("%s", message)
     elif config.verbose:
@@ -335,6 +432,7 @@ if _log_kinds:
     log.setLevel(logging.INFO)
 # installed always so that config.verbose can be switched on at run time
 _C._set_log_hook(_log_hook)
+_C._config_set("log_output_code", "output_code" in _log_kinds)
 
 
 def set_logs(**kinds):
@@ -344,12 +442,70 @@ def set_logs(**kinds):
         if k not in _LOG_KINDS:
             raise ValueError(f"numdyn.set_logs: unknown kind {k!r}; known: {_LOG_KINDS}")
         (_log_kinds.add if on else _log_kinds.discard)(k)
+    _C._config_set("log_output_code", "output_code" in _log_kinds)
     if _log_kinds and not log.handlers:
         h = logging.StreamHandler()
         h.setFormatter(logging.Formatter("[numdyn] %(message)s"))
         log.addHandler(h)
     if _log_kinds:
         log.setLevel(logging.INFO)
+
+
+def _debug_repro(fn, tag, args, kwargs):
+    """NUMDYN_DEBUG_DIR/<tag>/repro.py: a standalone script that rebuilds
+    arguments of the same types, shapes, dtypes and layouts, calls the
+    function under NumPy and under numdyn, and compares (the C layer calls
+    this before the compiling call)."""
+    d = os.path.join(os.environ["NUMDYN_DEBUG_DIR"], tag)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    target = fn.__func__ if inspect.ismethod(fn) else fn
+    mod, qual = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    if mod and mod != "__main__" and "<locals>" not in qual and not inspect.ismethod(fn):
+        get_fn = f"import {mod}\nfn = {mod}.{qual}\nfn = getattr(fn, '__wrapped__', fn)\n"
+    else:
+        try:
+            src = inspect.cleandoc("\n" + inspect.getsource(target))
+            get_fn = src + f"\n\nfn = {target.__name__}\n"
+        except (OSError, TypeError):
+            get_fn = f"raise SystemExit('numdyn: the source of {qual} is not available')\n"
+    if inspect.ismethod(fn):
+        get_fn += "# (a bound method: its object is not rebuilt; call fn with it first)\n"
+
+    def arg_expr(a):
+        if isinstance(a, np.ndarray):
+            kind = a.dtype.kind
+            if kind == "b":
+                e = f"rng.integers(0, 2, {a.shape!r}).astype(bool)"
+            elif kind in "iu":
+                e = f"rng.integers(0, 10, {a.shape!r}).astype({str(a.dtype)!r})"
+            elif kind == "c":
+                e = (f"(rng.standard_normal({a.shape!r}) + 1j * rng.standard_normal({a.shape!r}))"
+                     f".astype({str(a.dtype)!r})")
+            else:
+                e = f"rng.standard_normal({a.shape!r}).astype({str(a.dtype)!r})"
+            if a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous:
+                e = f"np.asfortranarray({e})"
+            elif not (a.flags.c_contiguous or a.flags.f_contiguous):
+                e = f"{e}  # the original was a strided view: layout {a.strides!r}"
+            return e
+        if isinstance(a, (bool, int, float, complex, str, type(None), np.generic)):
+            return repr(a) if not isinstance(a, np.generic) else f"np.{type(a).__name__}({a.item()!r})"
+        return f"None  # an argument of type {type(a).__qualname__} is not rebuilt"
+
+    lines = ["# numdyn repro: " + qual,
+             "import copy", "import numpy as np", "import numdyn", "",
+             get_fn,
+             "rng = np.random.default_rng(0)",
+             "args = [" + ", ".join(arg_expr(a) for a in args) + "]",
+             "kwargs = {" + ", ".join(f"{k!r}: {arg_expr(v)}" for k, v in kwargs.items()) + "}",
+             "expected = fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))",
+             "got = numdyn.compile(fn)(*args, **kwargs)",
+             "for e, g in zip(expected if isinstance(expected, tuple) else (expected,),",
+             "                got if isinstance(got, tuple) else (got,)):",
+             "    np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)",
+             "print('numdyn repro: results agree')", ""]
+    with open(os.path.join(d, "repro.py"), "w") as f:
+        f.write("\n".join(lines))
 
 
 # numdyn.utils (counters, clear_cache) belongs to the native backend

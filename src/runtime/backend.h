@@ -31,6 +31,18 @@ int nd_backend_find(PyObject *name);
  * (backend_native.c). Set by the tracer's control (trace_control.c). */
 extern _Thread_local int nd_backend_frozen;
 
+/* Debugging (runtime_debug.c): a program the native backend schedules is
+ * written under $NUMDYN_DEBUG_DIR/<nd_debug_tag or "graphs">/program_<key>/
+ * (graph.txt: the captured graph, one op a line; schedule.txt: the fused
+ * steps; kernel_<i>.c; compile.txt: compiler, flags, identity), and with
+ * nd_backend_log_code its kernels' C goes to nd_backend_log("output_code",
+ * text) (NUMDYN_LOGS=output_code). The tracer sets the tag (the compiled
+ * function and program) and the log function. */
+extern _Thread_local const char *nd_debug_tag;
+extern void (*nd_backend_log)(const char *kind, PyObject *msg);
+extern int nd_backend_log_code;
+int nd_debug_wanted(void);
+
 /* Eager: op by op with NumPy (backend_eager.c). */
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout);
 /* Evaluate one node with NumPy from its inputs' arrays (borrowed, in order

@@ -169,6 +169,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         return nd_backend_eager_run(g, outs, nout);
     }
     if (nnew < 0) { nd_program_decref(p); return NULL; }
+    if (nd_debug_wanted()) nd_debug_program(g, outs, nout, p, nnew);
     if (nnew > 0 && nd_pcache_note_skeleton(nd_guard_skeleton(g, outs, nout), key))
         nd_counter_add(ND_CTR_RECOMPILES, 1);
     else if (nnew == 0)

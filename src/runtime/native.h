@@ -25,6 +25,10 @@ PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype);
 PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm);
 void nd_pool_clear(void);
 
+/* runtime_debug.c: show a program just scheduled (backend.h, debugging);
+ * never fails (a write error is a RuntimeWarning) */
+void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, int nnew);
+
 /* runtime_native.c */
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout);
 

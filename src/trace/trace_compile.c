@@ -263,9 +263,12 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     }
     int spec_saved = nd_marks_spec_all;
     nd_marks_spec_all = cf->ctl->spec_all;
+    const char *tag = nd_debug_tag;
+    if (adm == ND_ADMIT_COMPILE) tag = nd__ctl_debug_begin(cf->ctl, idx, args, nargsf, kwnames);
     double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
     PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);
     nd_marks_spec_all = spec_saved;
+    nd_debug_tag = tag;
     if (adm == ND_ADMIT_COMPILE && nd__ctl_compiled(cf->ctl, idx, nd__ctl_now() - t0, r != NULL) < 0)
         Py_CLEAR(r);
     return r;
@@ -485,7 +488,17 @@ static PyObject *cf_programs_info(PyObject *o, PyObject *unused)
     return l;
 }
 
+/* pickling by reference (numdyn._reduce_compiled says how) */
+static PyObject *cf_reduce(PyObject *o, PyObject *unused)
+{
+    PyObject *m = PyImport_ImportModule("numdyn");
+    PyObject *r = m ? PyObject_CallMethod(m, "_reduce_compiled", "O", o) : NULL;
+    Py_XDECREF(m);
+    return r;
+}
+
 static PyMethodDef cf_methods[] = {
+    {"__reduce__", cf_reduce, METH_NOARGS, "Pickle by reference to the wrapped function."},
     {"_out_guards", cf_out_guards, METH_VARARGS,
      "The guards of the program that calls with these positional arguments run (list of str)."},
     {"_programs", cf_programs_info, METH_NOARGS,

@@ -214,6 +214,43 @@ int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok)
     return 0;
 }
 
+const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    static _Thread_local char tag[200];
+    const char *prev = nd_debug_tag;
+    const char *dir = getenv("NUMDYN_DEBUG_DIR");
+    if (!dir || !*dir) return prev;
+    PyObject *name = qualname(c->fn);
+    const char *s = name ? PyUnicode_AsUTF8(name) : NULL;
+    if (!s) { PyErr_Clear(); s = "fn"; }
+    int k = 0;
+    for (; s[k] && k < 150; k++) {
+        char ch = s[k];
+        tag[k] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '.' || ch == '_' ? ch : '_';
+    }
+    snprintf(tag + k, sizeof tag - (size_t)k, "_%zd", idx);
+    Py_XDECREF(name);
+    nd_debug_tag = tag;
+    /* repro.py: written before the compile, so a crash still leaves it */
+    Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
+    PyObject *a = PyTuple_New(npos), *kw = PyDict_New(), *m = PyImport_ImportModule("numdyn"), *r = NULL;
+    if (a && kw && m) {
+        for (Py_ssize_t i = 0; i < npos; i++) PyTuple_SET_ITEM(a, i, Py_NewRef(args[i]));
+        int ok = 1;
+        for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[npos + i]) < 0) ok = 0;
+        if (ok) r = PyObject_CallMethod(m, "_debug_repro", "OsOO", c->fn, tag, a, kw);
+    }
+    if (!r) PyErr_WriteUnraisable(c->fn);  /* debugging output must not change the call */
+    Py_XDECREF(r);
+    Py_XDECREF(a);
+    Py_XDECREF(kw);
+    Py_XDECREF(m);
+    return prev;
+}
+
 PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n)
 {
     if (!c) return PyList_New(0);
@@ -300,6 +337,10 @@ static PyObject *mod_config_set(PyObject *m, PyObject *args)
         int on = PyObject_IsTrue(v);
         if (on < 0) return NULL;
         *(name[0] == 'e' && name[1] == 'n' ? &nd__ctl_enabled : &ctl_error_on_recompile) = on;
+    } else if (!strcmp(name, "log_output_code")) {
+        int on = PyObject_IsTrue(v);
+        if (on < 0) return NULL;
+        nd_backend_log_code = on;
     } else if (!strcmp(name, "cache_size_limit")) {
         long l = PyLong_AsLong(v);
         if (l == -1 && PyErr_Occurred()) return NULL;
@@ -398,5 +439,6 @@ int nd__ctl_init(PyObject *m)
     if (!GuardFail_Type || PyModule_AddObjectRef(m, "GuardFail", (PyObject *)GuardFail_Type) < 0)
         return -1;
     if (!(compile_times = PyDict_New())) return -1;
+    nd_backend_log = nd__log;
     return PyModule_AddFunctions(m, ctl_functions);
 }

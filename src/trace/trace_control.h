@@ -56,6 +56,12 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
 /* The call that made program idx finished (ok: without an exception) after
  * `seconds`. 0, or -1 with an exception (a guard_export_fn raised). */
 int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok);
+/* Around the call that compiles program idx under NUMDYN_DEBUG_DIR: name
+ * the native backend's debug directory for it (nd_debug_tag,
+ * "<qualname>_<idx>") and write its repro.py (numdyn._debug_repro).
+ * Returns the previous tag, to restore after the call. Never fails. */
+const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames);
 /* explain's out_guards for a call like this one: the guards of its
  * program (a list of str; empty when it has none). New ref. */
 PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n);
