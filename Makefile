@@ -45,13 +45,18 @@ $(BUILD)/numdyn/_C$(EXT_SUFFIX): $(OBJS)
 VENV ?= .venv
 VPY := $(VENV)/bin/python
 PYTEST_ARGS ?= -q -ra
+# `make test` runs the suite on this many workers (pytest-xdist; "auto": one
+# per core): most of its time is one core's -- pytest itself, and cc
+# compiling kernels one after another -- so two workers on two cores nearly
+# halve it. PYTEST_JOBS=0 runs it in one process.
+PYTEST_JOBS ?= auto
 # A hung test fails after this many seconds instead of stalling CI.
 TEST_TIMEOUT ?= 900
 FUZZ_EXAMPLES ?= 20000
 # torch (the CPU build; 2.13.0 is on this machine's disk) and jax are the
 # other sides of the tensor-interop and autodiff tests: without them those
 # tests would be skipped, and a skipped test is not a passing one.
-TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout \
+TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout pytest-xdist \
   torch==2.13.0 jax jaxlib
 # What the extension build depends on. Lists that make cannot see through
 # timestamps (files added or removed, the test requirements) are recorded in
@@ -114,7 +119,7 @@ venv: $(VENV)/.deps-stamp
 build: sysdeps $(VENV)/.build-stamp
 
 test: build
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_ARGS)
 
 demo: build
 	$(VPY) bench/demo.py

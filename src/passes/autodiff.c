@@ -475,13 +475,66 @@ static nd_id flip(nd_graph *g, nd_id a, int axis)
     return view(g, a, nd, sh, off, cs);
 }
 
+/* The VJP of cumprod along axis, exact where x has zeros (no division):
+ * g_i = (prod_{j<i} x_j) * r_i with r_i = c_i + x_{i+1} r_{i+1}. Float64,
+ * x's shape; called as an EXTERN (cumprod_vjp(x, c, axis)). */
+static PyObject *cumprod_vjp_fn(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *co;
+    int axis;
+    if (!PyArg_ParseTuple(args, "OOi", &xo, &co, &axis)) return NULL;
+    PyArrayObject *x = (PyArrayObject *)PyArray_FROMANY(xo, NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY);
+    PyArrayObject *c = x ? (PyArrayObject *)PyArray_FROMANY(co, NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY) : NULL;
+    PyArrayObject *g = c ? (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0) : NULL;
+    if (!g || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 || axis >= PyArray_NDIM(x)) {
+        if (g) PyErr_SetString(PyExc_ValueError, "numdyn cumprod_vjp: bad operands");
+        Py_XDECREF(x); Py_XDECREF(c); Py_XDECREF(g);
+        return NULL;
+    }
+    npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
+    for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
+    const double *X = PyArray_DATA(x), *C = PyArray_DATA(c);
+    double *G = PyArray_DATA(g);
+    for (npy_intp o = 0; o < outer; o++)
+        for (npy_intp k = 0; k < inner; k++) {
+            npy_intp base = o * n * inner + k;
+            double r = 0;
+            for (npy_intp i = n - 1; i >= 0; i--) {
+                r = C[base + i * inner] + (i + 1 < n ? X[base + (i + 1) * inner] * r : 0.0);
+                G[base + i * inner] = r;
+            }
+            double e = 1;
+            for (npy_intp i = 0; i < n; i++) {
+                G[base + i * inner] *= e;
+                e *= X[base + i * inner];
+            }
+        }
+    Py_DECREF(x);
+    Py_DECREF(c);
+    return (PyObject *)g;
+}
+
+static PyMethodDef cumprod_vjp_def = {"cumprod_vjp", cumprod_vjp_fn, METH_VARARGS,
+                                      "numdyn: the VJP of cumprod(x, axis) at cotangent c"};
+static PyObject *F_cumprod_vjp;
+
 static int rule_scan(ad_t *A, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
     nd_id xi = f->in[0];
     if (!A->dep[xi]) return 0;
+    if (f->sub == ND_UF_MULTIPLY) {
+        nd_node x = *NODE(g, xi);
+        PyObject *ax = PyLong_FromLong(f->aux);
+        if (!ax) return -1;
+        nd_id ids[2] = {xi, c};
+        nd_id r = ext(g, F_cumprod_vjp, tmpl_of(2, 1, &ax), 2, ids, NPY_DOUBLE, x.ndim, x.shape);
+        Py_DECREF(ax);
+        return acc(A, xi, r);
+    }
     if (f->sub != ND_UF_ADD)
-        return not_impl("the scan", f->sub == ND_UF_MULTIPLY ? "cumprod" : nd_ufunc_name(f->sub));
+        return not_impl("the scan", nd_ufunc_name(f->sub));
     nd_id r = flip(g, c, f->aux);
     if (BAD(r)) return -1;
     nd_node n;
@@ -1081,5 +1134,6 @@ int nd_autodiff_init(void)
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
     Py_DECREF(np);
+    if (!F_cumprod_vjp && !(F_cumprod_vjp = PyCFunction_New(&cumprod_vjp_def, NULL))) return -1;
     return 0;
 }

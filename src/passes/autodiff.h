@@ -15,6 +15,7 @@
  *  - maximum/minimum (and so clip) give a tie half the cotangent each;
  *    max/min reductions split the cotangent evenly among the tied maxima;
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
+ *  - cumprod's gradient is exact where x has zeros (no division);
  *  - an op without a rule raises NotImplementedError naming the op: never a
  *    silently wrong (zero) gradient.
  */

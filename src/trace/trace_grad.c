@@ -281,15 +281,26 @@ static void vjp_dealloc(PyObject *o)
     Py_TYPE(o)->tp_free(o);
 }
 
+/* The cotangent 1 of grad's output: a 0-d INPUT array rather than a SCALAR
+ * node -- codegen mishandles a broadcast view of a SCALAR read after a
+ * short-axis reduction ("v2 undeclared", np.sum(x.max(axis=1)) of a (2, 3)
+ * x; helper `fuse` owns that fix). */
 static nd_id scalar_one(nd_graph *g, int dt)
 {
+    PyObject *a = PyArray_ZEROS(0, NULL, dt, 0);
+    if (!a) return ND_NONE;
+    PyObject *one = PyFloat_FromDouble(1.0);
+    if (!one || PyArray_SETITEM((PyArrayObject *)a, PyArray_DATA((PyArrayObject *)a), one) < 0) {
+        Py_XDECREF(one);
+        Py_DECREF(a);
+        return ND_NONE;
+    }
+    Py_DECREF(one);
     nd_node n;
-    nd_node_init(&n, ND_OP_SCALAR, dt, 0, NULL);
-    n.scalar.f = 1.0;
-    n.obj = PyFloat_FromDouble(1.0);
-    if (!n.obj) return ND_NONE;
+    nd_node_init(&n, ND_OP_INPUT, dt, 0, NULL);
+    n.obj = a;
     nd_id id = nd_graph_add(g, &n);
-    if (id == ND_NONE) Py_DECREF(n.obj);
+    if (id == ND_NONE) Py_DECREF(a);
     return id;
 }
 

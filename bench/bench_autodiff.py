@@ -1,0 +1,263 @@
+"""Gradients (issue 14): forward + backward of a loss, side by side in one
+process -- NumPy with a hand-written gradient, numdyn.value_and_grad of the
+plain NumPy loss, JAX jax.jit(jax.value_and_grad) of the same math in
+jax.numpy, and torch autograd (eager) when installed. Warm median seconds
+per call (loss and gradients), ratios against the hand-written NumPy.
+
+    python bench/bench_autodiff.py [--quick] [--only NAME]
+
+Every contender's loss and gradients are checked against the hand-written
+NumPy ones before it is timed.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runner import report, timeit_interleaved  # noqa: E402
+
+import numdyn  # noqa: E402
+
+try:
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+except Exception:  # noqa: BLE001 -- no (working) JAX
+    jax = jnp = None
+try:
+    import torch
+except ImportError:
+    torch = None
+
+C0 = 0.7978845608028654  # sqrt(2/pi)
+
+
+# ---------------------------------------------------------------- softmax CE
+
+def ce_loss(xp):
+    def loss(X, onehot):
+        m = xp.max(X, axis=1, keepdims=True)
+        lse = xp.log(xp.sum(xp.exp(X - m), axis=1)) + m[:, 0]
+        return xp.mean(lse - xp.sum(X * onehot, axis=1))
+    return loss
+
+
+def ce_hand(X, onehot):
+    m = X.max(axis=1, keepdims=True)
+    e = np.exp(X - m)
+    s = e.sum(axis=1, keepdims=True)
+    loss = np.mean(np.log(s[:, 0]) + m[:, 0] - np.sum(X * onehot, axis=1))
+    return loss, ((e / s - onehot) / X.shape[0],)
+
+
+# ---------------------------------------------------------------- MLP
+
+def mlp_loss(xp):
+    def loss(W1, b1, W2, X, Y):
+        h = xp.tanh(X @ W1 + b1)
+        d = h @ W2 - Y
+        return xp.mean(d * d)
+    return loss
+
+
+def mlp_hand(W1, b1, W2, X, Y):
+    z = X @ W1 + b1
+    h = np.tanh(z)
+    d = h @ W2 - Y
+    loss = np.mean(d * d)
+    gd = d * (2.0 / d.size)
+    gW2 = h.T @ gd
+    gz = (gd @ W2.T) * (1 - h * h)
+    return loss, (X.T @ gz, gz.sum(axis=0), gW2)
+
+
+# ---------------------------------------------------------------- Black-Scholes
+
+def bs_loss(xp):
+    def cnd(x):
+        return 0.5 * (1 + xp.tanh(C0 * (x + 0.044715 * x ** 3)))
+
+    def loss(S, sigma, T, r, K):
+        sq = sigma * xp.sqrt(T)
+        d1 = (xp.log(S / K) + (r + 0.5 * sigma * sigma) * T) / sq
+        d2 = d1 - sq
+        price = S * cnd(d1) - K * xp.exp(-r * T) * cnd(d2)
+        return xp.sum(price)
+    return loss
+
+
+def bs_hand(S, sigma, T, r, K):
+    def cnd_and_pdf(x):
+        t = np.tanh(C0 * (x + 0.044715 * x ** 3))
+        return 0.5 * (1 + t), 0.5 * (1 - t * t) * C0 * (1 + 3 * 0.044715 * x * x)
+    rT = np.sqrt(T)
+    sq = sigma * rT
+    d1 = (np.log(S / K) + (r + 0.5 * sigma * sigma) * T) / sq
+    d2 = d1 - sq
+    n1, p1 = cnd_and_pdf(d1)
+    n2, p2 = cnd_and_pdf(d2)
+    disc = K * np.exp(-r * T)
+    price = S * n1 - disc * n2
+    # d d1 / d(S, sigma, T, r); d2 = d1 - sigma sqrt(T)
+    dd1_S = 1 / (S * sq)
+    dd1_sig = (sigma * T * sq - (np.log(S / K) + (r + 0.5 * sigma * sigma) * T) * rT) / (sq * sq)
+    dd1_T = ((r + 0.5 * sigma * sigma) * sq - (np.log(S / K) + (r + 0.5 * sigma * sigma) * T)
+             * sigma * 0.5 / rT) / (sq * sq)
+    dd1_r = T / sq
+    delta = n1 + S * p1 * dd1_S - disc * p2 * dd1_S
+    vega = S * p1 * dd1_sig - disc * p2 * (dd1_sig - rT)
+    dT = S * p1 * dd1_T + r * disc * n2 - disc * p2 * (dd1_T - sigma * 0.5 / rT)
+    rho = S * p1 * dd1_r + T * disc * n2 - disc * p2 * dd1_r
+    return np.sum(price), (delta, vega, dT, rho)
+
+
+# ---------------------------------------------------------------- mixture
+
+def mix_loss(xp):
+    def loss(mu, logsig, logits, x):
+        logw = logits - xp.log(xp.sum(xp.exp(logits)))
+        z = (x[:, None] - mu) / xp.exp(logsig)
+        comp = logw - logsig - 0.5 * z * z - 0.9189385332046727
+        m = xp.max(comp, axis=1, keepdims=True)
+        ll = xp.log(xp.sum(xp.exp(comp - m), axis=1)) + m[:, 0]
+        return -xp.sum(ll)
+    return loss
+
+
+def mix_hand(mu, logsig, logits, x):
+    ew = np.exp(logits)
+    w = ew / ew.sum()
+    logw = np.log(w)
+    sig = np.exp(logsig)
+    z = (x[:, None] - mu) / sig
+    comp = logw - logsig - 0.5 * z * z - 0.9189385332046727
+    m = comp.max(axis=1, keepdims=True)
+    e = np.exp(comp - m)
+    s = e.sum(axis=1, keepdims=True)
+    loss = -np.sum(np.log(s[:, 0]) + m[:, 0])
+    R = e / s  # responsibilities; d loss / d comp = -R
+    gmu = -np.sum(R * z / sig, axis=0)
+    glogsig = -np.sum(R * (z * z - 1), axis=0)
+    rs = R.sum(axis=0)
+    glogits = -(rs - w * rs.sum())
+    return loss, (gmu, glogsig, glogits)
+
+
+# ---------------------------------------------------------------- driver
+
+def _cases(quick):
+    rng = np.random.default_rng(0)
+    n = 4 if quick else 1
+    N, Cc = 2048 // n, 1000
+    X = rng.standard_normal((N, Cc)).astype(np.float32)
+    onehot = np.zeros((N, Cc), np.float32)
+    onehot[np.arange(N), rng.integers(0, Cc, N)] = 1
+    Xm = rng.standard_normal((512 // n, 784)).astype(np.float32)
+    W1 = (rng.standard_normal((784, 256)) * 0.05).astype(np.float32)
+    b1 = np.zeros(256, np.float32)
+    W2 = (rng.standard_normal((256, 10)) * 0.05).astype(np.float32)
+    Y = rng.standard_normal((512 // n, 10)).astype(np.float32)
+    M = 1_000_000 // n
+    S = rng.uniform(50, 150, M)
+    sig = rng.uniform(0.1, 0.5, M)
+    T = rng.uniform(0.2, 2.0, M)
+    r = rng.uniform(0.0, 0.05, M)
+    K = rng.uniform(60, 140, M)
+    mu = np.linspace(-3, 3, 16)
+    logsig = np.full(16, -0.5)
+    logits = np.zeros(16)
+    x = rng.standard_normal(200_000 // n) * 2
+    return [
+        ("softmax cross-entropy f32 (2048,1000)", ce_loss, ce_hand, (X, onehot), (0,), 2e-3),
+        ("2-layer MLP f32 (512x784 -> 256 -> 10)", mlp_loss, mlp_hand, (W1, b1, W2, Xm, Y),
+         (0, 1, 2), 2e-3),
+        ("Black-Scholes greeks f64 (1M options)", bs_loss, bs_hand, (S, sig, T, r, K),
+         (0, 1, 2, 3), 1e-7),
+        ("mixture log-likelihood f64 (200k x 16)", mix_loss, mix_hand, (mu, logsig, logits, x),
+         (0, 1, 2), 1e-7),
+    ]
+
+
+def _close(a, b, rtol):
+    loss_a, ga = a
+    loss_b, gb = b
+    np.testing.assert_allclose(float(loss_a), float(loss_b), rtol=rtol)
+    for u, v in zip(ga, gb):
+        u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+        np.testing.assert_allclose(u, v, rtol=rtol, atol=rtol * (np.abs(v).max() + 1e-30))
+
+
+def run(quick=False, only=None):
+    rows = []
+    for name, make, hand, args, argnums, rtol in _cases(quick):
+        if only and only not in name:
+            continue
+        fns = {"numpy": hand}
+        vg = numdyn.value_and_grad(make(np), argnums=argnums)
+        fns["numdyn"] = vg
+        note = []
+        if jax is not None:
+            jf = jax.jit(jax.value_and_grad(make(jnp), argnums=argnums))
+            jargs = tuple(jnp.asarray(a) for a in args)
+
+            def jrun(*_a, jf=jf, jargs=jargs):
+                v, g = jf(*jargs)
+                jax.block_until_ready(g)
+                return v, g
+            fns["jax.jit(value_and_grad)"] = jrun
+        if torch is not None:
+            tl = make(_TorchNP)
+
+            def trun(*a, tl=tl, argnums=argnums):
+                ts = [torch.from_numpy(v) for v in a]
+                for k in argnums:
+                    ts[k] = ts[k].detach().requires_grad_(True)
+                loss = tl(*ts)
+                gs = torch.autograd.grad(loss, [ts[k] for k in argnums])
+                return loss.detach(), gs
+            fns["torch (eager autograd)"] = trun
+        ref = hand(*args)
+        for k, f in list(fns.items()):
+            try:
+                _close(f(*args), ref, rtol)
+            except Exception as e:  # noqa: BLE001 -- reported, not timed
+                note.append(f"{k}: {type(e).__name__}")
+                del fns[k]
+        t = timeit_interleaved(fns, args, repeat=5 if quick else 11)
+        row = {"benchmark": name, **t}
+        if note:
+            row["note"] = "; ".join(note)
+        rows.append(row)
+    return rows
+
+
+class _TorchNP:
+    """the few jax.numpy/NumPy names the losses use, on torch tensors"""
+    tanh = staticmethod(lambda x: torch.tanh(x))
+    exp = staticmethod(lambda x: torch.exp(x))
+    log = staticmethod(lambda x: torch.log(x))
+    sqrt = staticmethod(lambda x: torch.sqrt(x))
+    sum = staticmethod(lambda x, axis=None: x.sum() if axis is None else x.sum(dim=axis))
+    mean = staticmethod(lambda x: x.mean())
+    max = staticmethod(lambda x, axis, keepdims: torch.amax(x, dim=axis, keepdim=keepdims))
+
+
+def _print_ratios(rows):
+    print("\nspeed-up over the hand-written NumPy gradient (higher is faster):")
+    for r in rows:
+        base = r["numpy"]
+        parts = [f"{k} {base / v:.2f}x" for k, v in r.items()
+                 if k not in ("benchmark", "numpy", "note") and v]
+        print(f"  {r['benchmark']}: " + ", ".join(parts))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    rows = run(a.quick, a.only)
+    report(rows)
+    _print_ratios(rows)
