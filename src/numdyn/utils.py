@@ -24,7 +24,10 @@ under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
 run: what fusion saves shows as fewer), compiling_runs (graphs NumPy ran while their kernels compiled in the
 background: numdyn.config.background_compile), flush_nodes (graph nodes the
 flushes' ancestor walks visited: what the flushes needed, never the length
-of the capture so far).
+of the capture so far), bytes_read (bytes of the arrays kernels read: each
+array once per kernel run, over the elements it walks without
+broadcasting; an array's passes over memory are bytes_read over its
+nbytes).
 """
 from collections.abc import Mapping
 
