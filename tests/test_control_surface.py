@@ -641,3 +641,86 @@ def test_compile_profiler():
     assert "brk: 2 program(s) compiled" in rep and "recompile: L['x']" in rep
     f(np.ones(3, np.int64))  # after the profiler: not recorded
     assert len(prof.recompiles[name]) == 1
+
+
+# ------------------------------------------------------------ capture never stops silently
+
+G_ARR = np.arange(4.0)
+
+
+class _Holder:
+    pass
+
+
+_HOLD = _Holder()
+_HOLD.w = np.full(4, 0.5)
+
+
+def _capture_prog():
+    c = np.full(4, 3.0)
+
+    def f(x):
+        a = x + G_ARR                              # a global array
+        b = a * c                                  # a closure array
+        d = b - _HOLD.w                            # an attribute
+        e = d + np.asarray([1.0, 2.0, 3.0, 4.0])   # Python data
+        g = e * np.array(2.0)
+        if g.sum() > 0:                            # a graph break ...
+            g = g + 1.0
+        return np.sqrt(g * 2.0)                    # ... and tracing goes on
+    return f
+
+
+def test_capture_reads_globals_closures_attributes_and_python_data():
+    x = np.ones(4)
+    want = _capture_prog()(x)
+    out = numdyn.explain(numdyn.compile(_capture_prog()))(x)
+    np.testing.assert_allclose(out.result, want)
+    assert out.graph_count == 2 and out.graph_break_count == 1
+    first, second = out.ops_per_graph
+    assert first.count("add") >= 2 and "subtract" in first and "multiply" in first
+    assert "sqrt" in second  # resumed after the break
+    for g in out.graphs:     # every input a graph reads is an array it traced
+        assert all(isinstance(a, np.ndarray) for a in g.inputs)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def test_ndarray_subclass_is_a_reported_break():
+    s = np.ones(4).view(_Sub)
+    f = numdyn.compile(lambda x: np.sin(x) + 1.0)
+    want = np.sin(s) + 1.0
+    out = numdyn.explain(f)(s)
+    assert type(out.result) is type(want) and np.allclose(out.result, want)
+    assert out.graph_break_count == 1
+    b = out.break_reasons[0]
+    assert "ndarray subclass (_Sub)" in b.reason
+    assert b.filename == __file__ and "numdyn.explain(f)(s)" in b.source
+    m = np.ma.masked_array(np.ones(3), mask=[0, 1, 0])
+    got = f(m)
+    assert type(got) is np.ma.MaskedArray and got.mask.tolist() == [False, True, False]
+    with pytest.raises(numdyn.GraphBreakError, match="ndarray subclass"):
+        numdyn.compile(lambda x: x + 1.0, fullgraph=True)(s)
+    with pytest.raises(numdyn.GraphBreakError, match="does not trace"):
+        numdyn.compile(lambda x: x, fullgraph=True)(np.array(["a"]))
+
+
+def test_export():
+    def prog(x, y):
+        return np.tanh(x) * y + 1.0
+
+    x, y = np.linspace(0, 1, 6), np.full(6, 2.0)
+    res = numdyn.export(prog)(x, y)
+    graph, guards = res
+    assert graph is res.graph and isinstance(graph, numdyn.Graph)
+    assert any("L['x']" in g for g in res.guards)
+    x2 = np.linspace(1, 2, 6)
+    np.testing.assert_allclose(graph(x2, y)[0], prog(x2, y))
+
+    def brk(x):
+        return x + 1.0 if x.sum() > 0 else x
+
+    with pytest.raises(numdyn.GraphBreakError):
+        numdyn.export(brk)(x)

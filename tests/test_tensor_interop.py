@@ -212,3 +212,69 @@ def test_omp_policy_leaves_other_runtimes_alone():
     assert _omp_spincount(KERNEL) == 0
     assert _omp_spincount(KERNEL, OMP_WAIT_POLICY="ACTIVE") == 30000000000
     assert _omp_spincount(KERNEL, GOMP_SPINCOUNT="1234") == 1234
+
+
+# ------------------------------------------------------- torch autograd bridge
+
+def test_torch_bridge_gradcheck():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def f(x, W, b):
+        h = np.tanh(x @ W + b)
+        return (h * h).sum(axis=1)          # a vector: torch passes its cotangent
+
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(f, (x, W, b), eps=1e-6, atol=1e-6)
+
+
+def test_torch_bridge_loss_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def xent(logits, labels):
+        z = logits - logits.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return -logp[np.arange(logits.shape[0]), labels].mean()
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(6, 4).double()
+    x, y = torch.randn(8, 6, dtype=torch.float64), torch.randint(0, 4, (8,))
+    loss = xent(lin(x), y)                              # torch -> numdyn -> torch
+    assert loss.grad_fn is not None and loss.ndim == 0
+    loss.backward()
+    g_nd = [p.grad.clone() for p in lin.parameters()]
+    lin.zero_grad()
+    torch.nn.functional.cross_entropy(lin(x), y).backward()
+    for a, b in zip(g_nd, (p.grad for p in lin.parameters())):
+        torch.testing.assert_close(a, b)
+    # y (int64, no grad) entered as an ndarray; a float32 model works too
+    lin32 = torch.nn.Linear(6, 4)
+    l32 = xent(lin32(x.float()), y)
+    assert l32.dtype == torch.float32
+    l32.backward()
+    assert lin32.weight.grad.dtype == torch.float32
+
+
+def test_torch_bridge_outputs_and_modes():
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def two(x, scale):
+        return x * scale, (x ** 2).sum()
+
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    a, s = two(x, 3.0)
+    (a.sum() + s).backward()
+    torch.testing.assert_close(x.grad, 3.0 + 2 * x.detach())
+    with torch.no_grad():
+        a, s = two(x, 3.0)
+    assert a.grad_fn is None and isinstance(s, torch.Tensor)
+    with pytest.raises(NotImplementedError, match="positionally"):
+        two(x=x, scale=2.0)
+    x.grad = None
+    a, s = two(x, 2.0)
+    s.backward()                # torch gives the unused output a zero cotangent
+    torch.testing.assert_close(x.grad, 2 * x.detach())

@@ -45,7 +45,7 @@ __all__ = [
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
     "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
-    "CompiledModule", "CompileProfiler",
+    "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp",
 ]
@@ -220,6 +220,37 @@ def explain(fn, *extra_args, **extra_kwargs):
     if extra_args or extra_kwargs:
         return run_explained(*extra_args, **extra_kwargs)
     return run_explained
+
+
+class ExportResult(tuple):
+    """What numdyn.export gives: (graph, guards) -- the one captured
+    numdyn.Graph (callable on new input arrays of the same dtypes and
+    shapes, returning a list of arrays) and the guards of its program."""
+
+    def __new__(cls, graph, guards):
+        return super().__new__(cls, (graph, guards))
+
+    graph = property(lambda self: self[0])
+    guards = property(lambda self: self[1])
+
+
+def export(fn, *extra_args, **extra_kwargs):
+    """``numdyn.export(fn)(*args)`` -> ExportResult(graph, guards), like
+    torch._dynamo.export: the whole function must be one graph -- a graph
+    break raises numdyn.GraphBreakError (fullgraph)."""
+    plain = fn._fn if isinstance(fn, CompiledFunction) else fn
+
+    def run_export(*args, **kwargs):
+        compiled = _C.compile(plain, backend="eager", fullgraph=True)
+        out = explain(compiled)(*args, **kwargs)
+        if out.graph_count != 1:
+            raise GraphBreakError(f"numdyn.export: {plain!r} captured {out.graph_count} graphs; "
+                                  "export needs exactly one (its array work in one graph)")
+        return ExportResult(out.graphs[0], out.out_guards)
+
+    if extra_args or extra_kwargs:
+        return run_export(*extra_args, **extra_kwargs)
+    return run_export
 
 
 def list_backends(exclude_tags=("debug", "experimental")):

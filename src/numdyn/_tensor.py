@@ -5,6 +5,7 @@ import contextlib
 import functools
 
 from . import _C
+from . import _torch  # noqa: F401  (registers the torch bridge; imports torch only when used)
 
 Tensor = _C.Tensor
 tensor = _C.tensor

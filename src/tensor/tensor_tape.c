@@ -643,16 +643,35 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
         goto done;
     }
-    /* _vjp(fn, args, argnums, cotangent) -> gradients of the args in argnums */
+    /* trace.h's contract: _vjp(fn, args, argnums, kwargs, backend, has_aux,
+     * grad) -> (out, aux, third); grad=1 for a 0-d float result (its
+     * gradients come from the same run), else a VJP object called with the
+     * cotangent */
     PyObject *pargs = PyList_AsTuple(params);
     PyObject *argnums = pargs ? PyTuple_New(nleaves) : NULL;
     for (Py_ssize_t i = 0; argnums && i < nleaves; i++)
         PyTuple_SET_ITEM(argnums, i, PyLong_FromSsize_t(i));
-    PyObject *grads = argnums ? PyObject_CallFunctionObjArgs(vjp_entry, prog, pargs, argnums, g,
-                                                             NULL)
-                              : NULL;
+    int scalar = grad == Py_None && PyArray_NDIM(a) == 0;
+    PyObject *res3 = argnums ? PyObject_CallFunction(vjp_entry, "OOOOsOO", prog, pargs, argnums,
+                                                     Py_None, "native", Py_False,
+                                                     scalar ? Py_True : Py_False)
+                             : NULL;
     Py_XDECREF(pargs);
     Py_XDECREF(argnums);
+    PyObject *grads = NULL;
+    if (res3 && PyTuple_Check(res3) && PyTuple_GET_SIZE(res3) == 3) {
+        PyObject *third = PyTuple_GET_ITEM(res3, 2);
+        if (scalar) {
+            grads = Py_NewRef(third);
+        } else {
+            /* the cotangent in the output's dtype, as _vjp casts it */
+            grads = PyObject_CallOneArg(third, g);
+        }
+    } else if (res3) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
+                        "(out, aux, vjp)");
+    }
+    Py_XDECREF(res3);
     if (!grads) goto done;
     if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != nleaves) {
         PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned the wrong number of gradients");

@@ -474,6 +474,8 @@ static PyObject *t_iter(PyObject *self)
 /* t.<ndarray method>: a callable that runs the method on the array */
 typedef struct {
     PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int mutating;       /* fill, sort...: refused on a Tensor of the tape */
     PyObject *self;     /* the Tensor */
     PyObject *name;     /* str */
     PyObject *bound;    /* the ndarray's bound method */
@@ -489,13 +491,10 @@ static const char *const mutating_methods[] = {
 static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
 {
     NdTensorMethod *m = (NdTensorMethod *)o;
-    const char *name = PyUnicode_AsUTF8(m->name);
-    if (!name) return NULL;
-    for (int i = 0; mutating_methods[i]; i++)
-        if (!strcmp(name, mutating_methods[i]) && on_tape(m->self)) {
-            refuse_inplace(name);
-            return NULL;
-        }
+    if (m->mutating && on_tape(m->self)) {
+        refuse_inplace(PyUnicode_AsUTF8(m->name));
+        return NULL;
+    }
     int grad = ND_TENSOR(m->self)->requires_grad;
     if (check_out(kwargs) < 0) return NULL;
     PyObject *a = nd_tensor_unwrap(args, &grad);
@@ -520,6 +519,41 @@ static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
     return r;
 }
 
+/* plain operands (no Tensor, no container that could hold one) */
+static int all_plain(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = args[i];
+        if (nd_tensor_check(a) || PyTuple_Check(a) || PyList_Check(a) || PyDict_Check(a))
+            return 0;
+    }
+    return 1;
+}
+
+/* t.sum(), t.reshape(3, 4): no Tensor among the arguments and nothing to
+ * record -- straight to the array's method */
+static PyObject *tm_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    NdTensorMethod *m = (NdTensorMethod *)o;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!kwnames && !m->mutating && !ND_TENSOR(m->self)->requires_grad && all_plain(args, nargs))
+        return nd_tensor_wrap_result(PyObject_Vectorcall(m->bound, args, nargs, NULL));
+    PyObject *targs = PyTuple_New(nargs), *kw = NULL, *r = NULL;
+    if (!targs) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        if (!(kw = PyDict_New())) goto done;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
+    }
+    r = tm_call(o, targs, kw);
+done:
+    Py_DECREF(targs);
+    Py_XDECREF(kw);
+    return r;
+}
+
 static void tm_dealloc(PyObject *o)
 {
     NdTensorMethod *m = (NdTensorMethod *)o;
@@ -540,34 +574,40 @@ static PyTypeObject NdTensorMethod_Type = {
     .tp_name = "numdyn._C.TensorMethod",
     .tp_basicsize = sizeof(NdTensorMethod),
     .tp_dealloc = tm_dealloc,
-    .tp_call = tm_call,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(NdTensorMethod, vectorcall),
     .tp_repr = tm_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 };
 
 /* attributes Tensor does not define: the ndarray's (methods bound through
  * NdTensorMethod, ndarray-valued properties as Tensors: t.T, t.real) */
 static PyObject *t_getattro(PyObject *self, PyObject *name)
 {
-    PyObject *r = PyObject_GenericGetAttr(self, name);
-    if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    /* Tensor's own attributes first; a miss goes straight to the array
+     * (not through a raised and caught AttributeError: t.sum() is hot) */
+    if (!PyUnicode_Check(name) || _PyType_Lookup(Py_TYPE(self), name))
+        return PyObject_GenericGetAttr(self, name);
     Py_ssize_t len;
     const char *s = PyUnicode_AsUTF8AndSize(name, &len);
     if (!s) return NULL;
     if (len >= 4 && s[0] == '_' && s[1] == '_' && s[len - 1] == '_' && s[len - 2] == '_')
-        return NULL;  /* protocols stay Tensor's own */
-    ND_T_EXC_SAVE(exc);
+        return PyObject_GenericGetAttr(self, name);  /* protocols stay Tensor's own */
     PyObject *v = PyObject_GetAttr(ND_TENSOR(self)->array, name);
-    if (!v) {  /* NumPy's message names ndarray: keep Tensor's */
+    if (!v) {  /* NumPy's message names ndarray: say Tensor */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
         PyErr_Clear();
-        ND_T_EXC_RESTORE(exc);
+        PyErr_Format(PyExc_AttributeError, "'numdyn.Tensor' object has no attribute '%U'", name);
         return NULL;
     }
-    ND_T_EXC_DROP(exc);
     if (PyCFunction_Check(v) || Py_TYPE(v) == &PyMethod_Type ||
         !strcmp(Py_TYPE(v)->tp_name, "method-wrapper")) {
         NdTensorMethod *m = PyObject_New(NdTensorMethod, &NdTensorMethod_Type);
         if (!m) { Py_DECREF(v); return NULL; }
+        m->vectorcall = tm_vectorcall;
+        m->mutating = 0;
+        for (int i = 0; mutating_methods[i]; i++)
+            if (!strcmp(s, mutating_methods[i])) m->mutating = 1;
         m->self = Py_NewRef(self);
         m->name = Py_NewRef(name);
         m->bound = v;
@@ -620,7 +660,57 @@ static PyObject *t_array(PyObject *self, PyObject *args, PyObject *kwargs)
     return r;
 }
 
-static PyObject *t_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs)
+/* np.exp(t): the common case -- __call__, no keywords, plain operands --
+ * calls the ufunc on the arrays without building tuples */
+static PyObject *t_array_ufunc_slow(PyObject *self, PyObject *args, PyObject *kwargs);
+
+static PyObject *t_array_ufunc(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    if (nargs >= 3 && nargs <= 10 && !kwnames && PyUnicode_Check(args[1]) &&
+        PyUnicode_CompareWithASCIIString(args[1], "__call__") == 0) {
+        PyObject *stack[8];
+        int grad = 0, ok = 1;
+        Py_ssize_t n = nargs - 2;
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            PyObject *a = args[i + 2];
+            if (nd_tensor_check(a)) {
+                grad |= ND_TENSOR(a)->requires_grad;
+                stack[i] = ND_TENSOR(a)->array;
+            } else {
+                ok = !(PyTuple_Check(a) || PyList_Check(a) || PyDict_Check(a));
+                stack[i] = a;
+            }
+        }
+        if (ok) {
+            PyObject *r = nd_tensor_wrap_result(PyObject_Vectorcall(args[0], stack, n, NULL));
+            if (r && grad) {
+                PyObject *inputs = PyTuple_New(n);
+                for (Py_ssize_t i = 0; inputs && i < n; i++)
+                    PyTuple_SET_ITEM(inputs, i, Py_NewRef(args[i + 2]));
+                if (!inputs || nd_tape_record(ND_OP_CALL, args[0], inputs, NULL, r) < 0)
+                    Py_CLEAR(r);
+                Py_XDECREF(inputs);
+            }
+            return r;
+        }
+    }
+    PyObject *targs = PyTuple_New(nargs), *kw = NULL, *r = NULL;
+    if (!targs) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        if (!(kw = PyDict_New())) goto done;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
+    }
+    r = t_array_ufunc_slow(self, targs, kw);
+done:
+    Py_DECREF(targs);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static PyObject *t_array_ufunc_slow(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     if (PyTuple_GET_SIZE(args) < 2) {
         PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
@@ -735,7 +825,7 @@ static PyMethodDef tensor_methods[] = {
      METH_VARARGS | METH_KEYWORDS, "Set requires_grad in place; returns self."},
     {"__array__", (PyCFunction)(void (*)(void))t_array, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))t_array_ufunc,
-     METH_VARARGS | METH_KEYWORDS, NULL},
+     METH_FASTCALL | METH_KEYWORDS, NULL},
     {"__array_function__", t_array_function, METH_VARARGS, NULL},
     {"__format__", t_format, METH_O, NULL},
     {"__dlpack__", (PyCFunction)(void (*)(void))t_dlpack, METH_VARARGS | METH_KEYWORDS,

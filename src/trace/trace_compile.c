@@ -20,6 +20,7 @@
 #include "trace_control.h"
 #include "trace/loop.h"
 #include "runtime/floor.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,8 +61,22 @@ typedef struct {
 static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
 {
     wrap_ctx *c = ctx;
-    if (!PyArray_CheckExact(o)) return ND_NOT_LEAF;
-    if (!nd_supported_array(o)) return Py_NewRef(o);
+    if (!PyArray_CheckExact(o) || !nd_supported_array(o)) {
+        if (!PyArray_Check(o)) return ND_NOT_LEAF;
+        /* an array the tracer does not stand in for runs with NumPy, and
+         * that is said: a recorded graph break at the call (explain shows
+         * it; fullgraph=True raises) -- never a silent fallback */
+        char why[200];
+        if (!PyArray_CheckExact(o))
+            snprintf(why, sizeof why, "an argument is an ndarray subclass (%.80s): NumPy runs the "
+                     "operations on it, with the subclass's semantics", Py_TYPE(o)->tp_name);
+        else
+            snprintf(why, sizeof why, "an argument is an array of dtype %.60s, which numdyn does not "
+                     "trace: NumPy runs the operations on it",
+                     PyArray_DESCR((PyArrayObject *)o)->typeobj->tp_name);
+        if (nd_trace_record_break(c->t, why) < 0) return NULL;
+        return Py_NewRef(o);
+    }
     if (c->alias != Py_None) {
         PyObject *key = PyLong_FromVoidPtr(o);
         if (!key) return NULL;
@@ -218,14 +233,14 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     PyObject *small[8], **w = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
     if (!w) return PyErr_NoMemory();
     Py_ssize_t k = 0;
+    t->fullgraph += cf->fullgraph;  /* an untraced argument is a break too */
     PyObject *r = NULL, *alias = alias_proxies(t, args, n);
     if (!alias) goto done;
     for (; k < n; k++)
         if (!(w[k] = wrap_obj(t, args[k], alias))) goto done;
-    t->fullgraph += cf->fullgraph;
     r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);
-    t->fullgraph -= cf->fullgraph;
 done:
+    t->fullgraph -= cf->fullgraph;
     for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(w[i]);
     if (w != small) PyMem_Free(w);
     Py_XDECREF(alias);

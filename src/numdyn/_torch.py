@@ -1,0 +1,89 @@
+"""The torch.autograd.Function bridge of wrap_numpy.
+
+Glue only, in Python because torch's autograd extension point is a Python
+class (a subclass of torch.autograd.Function with static forward/backward
+that torch's own Python machinery calls); the work on both sides is C:
+wrap_numpy's argument/result exchange (_C._wrap_enter/_wrap_leave,
+zero-copy) and numdyn's autodiff (_C._vjp). torch is imported only when a
+tensor that requires grad reaches a wrap_numpy'd function.
+"""
+from . import _C
+
+_Bridge = None
+
+
+def _bridge_class():
+    global _Bridge
+    if _Bridge is None:
+        import torch
+
+        class WrapNumpyFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, call, *tensors):
+                arrays = [_C._wrap_enter(t) for t in tensors]
+                args = list(call.args)
+                for pos, a in zip(call.positions, arrays):
+                    args[pos] = a
+                out = call.compiled(*args, **call.kwargs)
+                ctx.call, ctx.args = call, args
+                ctx.like = tensors[0]
+                ctx.out_is_seq = isinstance(out, tuple)
+                res = _C._wrap_leave(out, tensors[0])
+                if isinstance(res, list):
+                    raise NotImplementedError(
+                        "numdyn.wrap_numpy: with torch tensors that require grad, return an "
+                        "array, a scalar or a tuple of them (not a list)")
+                return res
+
+            @staticmethod
+            def backward(ctx, *grad_outputs):
+                call = ctx.call
+                # torch materializes the cotangent of an unused output as zeros
+                cts = [_C._wrap_enter(g.contiguous()) for g in grad_outputs]
+                _, _, pull = _C._vjp(call.compiled, tuple(ctx.args), call.positions,
+                                     call.kwargs or None, "native", False, False)
+                grads = pull(*cts)
+                out = [None]
+                for g in grads:
+                    out.append(None if g is None else _C._wrap_leave(g, ctx.like))
+                return tuple(out)
+
+        _Bridge = WrapNumpyFunction
+    return _Bridge
+
+
+class _Call:
+    __slots__ = ("compiled", "args", "kwargs", "positions")
+
+
+def apply(compiled, args, kwargs):
+    """wrap_numpy's call with torch tensors that require grad (C calls this)."""
+    import torch
+    if not torch.is_grad_enabled():
+        with torch.no_grad():
+            return _nograd(compiled, args, kwargs)
+    for k, v in kwargs.items():
+        if isinstance(v, torch.Tensor) and v.requires_grad:
+            raise NotImplementedError(
+                f"numdyn.wrap_numpy: pass tensors that require grad positionally "
+                f"(keyword argument {k!r})")
+    call = _Call()
+    call.positions = tuple(i for i, a in enumerate(args)
+                           if isinstance(a, torch.Tensor) and a.requires_grad)
+    tensors = [args[i] for i in call.positions]
+    # the other arguments enter as wrap_numpy's calls take them (ndarrays)
+    call.args = tuple(None if i in call.positions else _C._wrap_enter(a)
+                      for i, a in enumerate(args))
+    call.kwargs = {k: _C._wrap_enter(v) for k, v in kwargs.items()}
+    call.compiled = compiled
+    return _bridge_class().apply(call, *tensors)
+
+
+def _nograd(compiled, args, kwargs):
+    arrays = [_C._wrap_enter(a) for a in args]
+    kw = {k: _C._wrap_enter(v) for k, v in kwargs.items()}
+    like = next(a for a in list(args) + list(kwargs.values()) if hasattr(a, "requires_grad"))
+    return _C._wrap_leave(compiled(*arrays, **kw), like)
+
+
+_C._set_torch_bridge(apply)
