@@ -104,10 +104,30 @@ enum {
 /* a float result that NumPy or Python treats as an event: NaN from
  * non-NaN operands (invalid) or an infinity from finite ones (overflow,
  * division by zero) */
-#define NDL_EDGE1(r, a) ((isnan(r) && !isnan(a)) || (isinf(r) && !isinf(a)))
-#define NDL_EDGE2(r, a, b) ((isnan(r) && !isnan(a) && !isnan(b)) || \
-                            (isinf(r) && !isinf(a) && !isinf(b)))
+/* (a finite result, the common case, is one test) */
+#define NDL_EDGE1(r, a) (NDL_UNLIKELY(!isfinite(r)) && ((isnan(r) && !isnan(a)) || (isinf(r) && !isinf(a))))
+#define NDL_EDGE2(r, a, b) (NDL_UNLIKELY(!isfinite(r)) && ((isnan(r) && !isnan(a) && !isnan(b)) || \
+                            (isinf(r) && !isinf(a) && !isinf(b))))
 
+/* Python's slice(lo, hi, step).indices(n) (hlo, hhi: whether given): the
+ * first index and the length; 1 when step is 0 (ValueError) */
+static inline int ndl_slice(int64_t n, int hlo, int64_t lo, int hhi, int64_t hi, int64_t step,
+                            int64_t *start, int64_t *len)
+{
+    if (step == 0) return 1;
+    if (step > 0) {
+        lo = !hlo ? 0 : lo < 0 ? (lo + n < 0 ? 0 : lo + n) : (lo > n ? n : lo);
+        hi = !hhi ? n : hi < 0 ? (hi + n < 0 ? 0 : hi + n) : (hi > n ? n : hi);
+        *len = hi > lo ? (hi - lo - 1) / step + 1 : 0;
+    } else {
+        if (step < -INT64_MAX) step = -INT64_MAX;
+        lo = !hlo ? n - 1 : lo < 0 ? (lo + n < 0 ? -1 : lo + n) : (lo >= n ? n - 1 : lo);
+        hi = !hhi ? -1 : hi < 0 ? (hi + n < 0 ? -1 : hi + n) : (hi >= n ? n - 1 : hi);
+        *len = lo > hi ? (lo - hi - 1) / -step + 1 : 0;
+    }
+    *start = *len ? lo : 0;
+    return 0;
+}
 /* Python's // and % on ints (floor; the divisor is not 0, not MIN // -1) */
 static inline int64_t ndl_pyfdiv(int64_t a, int64_t b)
 {

@@ -528,6 +528,16 @@ class _Gen:
             if self.chance(0.5):
                 return [f"{pad}{target} {self.choice(_AUG)} {self.expr()}"]
             return [f"{pad}{target} = {self.expr()}"]
+        ones = [n for n in sorted(self.arrays) if self.arrays[n][1] == 1]
+        if r < 38 and ones and self.chance(0.35):
+            # strided 1-D slices: a scalar stored or added into every s-th
+            # element, or a sum over them
+            arrname = self.choice(ones)
+            sl = self.choice(["::2", "1::2", "::-1", "-2::-2", ":-1:3", "::-3", "1:-1:2"])
+            if self.chance(0.5):
+                op = self.choice(["=", "+=", "-=", "*="])
+                return [f"{pad}{arrname}[{sl}] {op} {self.expr(1, True)}"]
+            return [f"{pad}{self.choice(self.locals)} = np.sum({arrname}[{sl}])"]
         if r < 44:
             return [f"{pad}{self.choice(self.locals)} {self.choice(_AUG)} {self.expr(0, True)}"]
         if r < 58:
@@ -586,16 +596,45 @@ class _Gen:
             self.loop_vars.append((v, a, ax))
             body = self.block(indent + 1, True, True)
         elif kind < 75:
-            head = f"for {v}, {self.fresh('e')} in enumerate({a}):" if a and ax == 0 and \
-                self.arrays[a][1] == 1 else f"for {v} in range({stop}):"
-            if head.startswith(f"for {v},"):
-                e = head.split(", ")[1].split(" ")[0]
+            # enumerate / zip / for x in a (of 1-D arrays) and over ranges
+            ones = [n for n in sorted(self.arrays) if self.arrays[n][1] == 1]
+            e = self.fresh("e")
+            form = self.randint(0, 5)
+            elems = []
+            if a and ax == 0 and self.arrays[a][1] == 1 and form <= 1:
+                start = ", 1" if form == 1 else ""
+                head = f"for {v}, {e} in enumerate({a}{start}):"
+                elems = [e]
+                if form == 1:
+                    a = None   # v runs 1..len: not an index of a
+            elif ones and form == 2:
+                head = f"for {e} in {self.choice(ones)}:"
+                elems, a = [e], None
+            elif len(ones) >= 2 and form == 3:
+                p, q = self.r.sample(ones, 2)
+                e2 = self.fresh("e")
+                head = f"for {e}, {e2} in zip({p}, {q}):"
+                elems, a = [e, e2], None
+            elif ones and form == 4:
+                head = f"for {v}, {e} in zip(range({self.randint(0, 2)}, {stop}), {self.choice(ones)}):"
+                elems = [e]
+            else:
+                head = f"for {e}, {v} in enumerate(range({stop})):"
                 self.locals.append(e)
+                elems = []
+                a = None
+                e_counter = e
             out.append(pad + head)
-            self.loop_vars.append((v, a, ax))
+            # (for e in a / zip(a, b) bind no loop variable v)
+            self.loop_vars.append((v, a, ax) if f" {v}" in head else (e, None, 0))
+            if f" {v}" not in head:
+                elems.remove(e)
+            self.locals += elems
             body = self.block(indent + 1, True, True)
-            if head.startswith(f"for {v},"):
-                self.locals.remove(e)
+            for x in elems:
+                self.locals.remove(x)
+            if head.endswith(f"in enumerate(range({stop})):"):
+                self.locals.remove(e_counter)
         elif kind < 88:  # while with the step at the end: no continue
             out += [f"{pad}{v} = 0", f"{pad}while {v} < {stop}"
                     + (f" and {self.cond(1)}" if self.chance(0.3) else "") + ":"]

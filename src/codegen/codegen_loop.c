@@ -56,6 +56,8 @@ typedef struct {
     struct vctx *vc;  /* the 1-D array statement or reduction being emitted */
     int vec;          /* emitting the code of one element (index vc->k) */
     int nscr;         /* scratch buffers used (nd_scr[]) */
+    uint8_t *bound;   /* per variable: certainly bound here (assigned earlier in an
+                         enclosing block, or the loop variable in its body) */
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -671,6 +673,7 @@ static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
         }
         snprintf(ix[k], 16, "i%d", ++g->tmp);
         line(g, "int64_t %s = (int64_t)%s;", ix[k], v.s);
+        if (e->kind == LK_ELEM && e->i == 1) continue;   /* in range by construction */
         if (e->aux || k == n - 1) {
             /* chained a[i][j]: each level is checked before the next index
              * is evaluated; a[i, j]: every index first, then each axis */
@@ -749,6 +752,38 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
     need_set(g, a);
     for (int j = 0; j < nd; j++) {
         const nd_ln *x = j < e->n ? e->kid[j] : NULL;
+        if (x && x->kind == LK_SL && x->kid[2]) {
+            /* lo:hi:step, Python's slice arithmetic */
+            char bnd[3][16];
+            if (got == nv) return no_type(g, e);
+            for (int q = 0; q < 3; q++) {
+                snprintf(bnd[q], 16, "b%d", ++g->tmp);
+                if (!x->kid[q]) { line(g, "int64_t %s = 0;", bnd[q]); continue; }
+                cv v;
+                if (expr(g, x->kid[q], &v) < 0) return -1;
+                if (!(v.t == LT_PYINT || (ISNPI(v.t) && v.t != LT_U8))) return no_type(g, x->kid[q]);
+                line(g, "int64_t %s = (int64_t)%s;", bnd[q], v.s);
+            }
+            char lo[16];
+            snprintf(lo, 16, "b%d", ++g->tmp);
+            snprintf(len[got], 16, "n%d", ++g->tmp);
+            line(g, "int64_t %s, %s;", lo, len[got]);
+            const nd_ln *sk = x->kid[2];
+            if (sk->kind == LK_CONST && sk->aux == LT_PYINT && sk->i != 0) {
+                line(g, "(void)ndl_slice(a%d_n%d, %d, %s, %d, %s, %s, &%s, &%s);", a, j, x->kid[0] != NULL, bnd[0],
+                     x->kid[1] != NULL, bnd[1], bnd[2], lo, len[got]);
+            } else {   /* a zero step: Python's ValueError */
+                line(g, "if (NDL_UNLIKELY(ndl_slice(a%d_n%d, %d, %s, %d, %s, %s, &%s, &%s)))", a, j, x->kid[0] != NULL,
+                     bnd[0], x->kid[1] != NULL, bnd[1], bnd[2], lo, len[got]);
+                g->ind++; deopt(g); g->ind--;
+            }
+            size_t used = strlen(off);
+            snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", lo, a, j);
+            snprintf(st[got], 16, "s%d", ++g->tmp);
+            line(g, "const int64_t %s = %s * a%d_s%d;", st[got], bnd[2], a, j);
+            got++;
+            continue;
+        }
         if (!x || x->kind == LK_SL) {
             char dim[32], lo[16], hi[16];
             if (got == nv) return no_type(g, e);
@@ -1242,7 +1277,7 @@ static int collect(cg *g, const nd_ln *e, uvars *u)
     if (!e) return 0;
     if (e->kind == LK_VAR && g->T->adt[e->var] < 0) {
         uint32_t s = g->T->vset[e->var];
-        if ((s & (s - 1)) || g->T->entry[e->var] == LT_UNBOUND) {
+        if ((s & (s - 1)) || (g->T->entry[e->var] == LT_UNBOUND && !g->bound[e->var])) {
             for (int k = 0; k < u->n; k++) if (u->vars[k] == e->var) return 0;
             if (u->n == 8) return -1;
             u->vars[u->n++] = e->var;
@@ -1706,7 +1741,7 @@ static int emit_cond(cg *g, const nd_ln *s, void *ctx)
 static int emit_range(cg *g, const nd_ln *s, void *ctx)
 {
     char (*names)[16] = ctx;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < s->n; k++) {
         cv v;
         if (expr(g, s->kid[k], &v) < 0) return -1;
         line(g, "%s = (int64_t)%s;", names[k], v.s);
@@ -1756,24 +1791,34 @@ static int stmt(cg *g, const nd_ln *s)
         return 0;
     }
     case LK_FOR: {
-        char names[3][16];
+        char names[4][16];
         int id = ++g->tmp;
-        for (int k = 0; k < 3; k++) snprintf(names[k], 16, "r%d_%d", id, k);
+        for (int k = 0; k < 4; k++) snprintf(names[k], 16, "r%d_%d", id, k);
         line(g, "{");
         g->ind++;
-        line(g, "int64_t %s = 0, %s = 0, %s = 1;", names[0], names[1], names[2]);
-        if (specialize(g, s, s->kid, 3, emit_range, names) < 0) return -1;
+        line(g, "int64_t %s = 0, %s = 0, %s = 1, %s = 0;", names[0], names[1], names[2], names[3]);
+        if (specialize(g, s, s->kid, s->n, emit_range, names) < 0) return -1;
         line(g, "if (NDL_UNLIKELY(%s == 0)) { F->err_line = %d; rc = NDL_RANGE0; goto nd_out; }", names[2], s->line);
         line(g, "uint64_t n%d = %s > 0 ? (%s > %s ? ((uint64_t)%s - (uint64_t)%s - 1) / (uint64_t)%s + 1 : 0)",
              id, names[2], names[1], names[0], names[1], names[0], names[2]);
         line(g, "                    : (%s > %s ? ((uint64_t)%s - (uint64_t)%s - 1) / ((uint64_t)0 - (uint64_t)%s) + 1 : 0);",
              names[0], names[1], names[0], names[1], names[2]);
+        if (s->n == 4)   /* zip: the shortest iterable ends it */
+            line(g, "if (n%d > (uint64_t)(%s < 0 ? 0 : %s)) n%d = (uint64_t)(%s < 0 ? 0 : %s);", id, names[3],
+                 names[3], id, names[3], names[3]);
         line(g, "for (uint64_t k%d = 0; k%d < n%d; k%d++) {", id, id, id, id);
         g->ind++;
         line(g, POLL);
         line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, LT_PYINT,
              names[0], id, names[2], s->var, LT_PYINT);
+        if (s->i > 0)
+            line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, LT_PYINT, id, (int)s->i - 1, LT_PYINT);
+        uint8_t b0 = g->bound[s->var], b1 = s->i > 0 ? g->bound[s->i - 1] : 0;
+        g->bound[s->var] = 1;
+        if (s->i > 0) g->bound[s->i - 1] = 1;
         if (stmts(g, s->body, s->nbody) < 0) return -1;
+        g->bound[s->var] = b0;
+        if (s->i > 0) g->bound[s->i - 1] = b1;
         g->ind--;
         line(g, "}");
         g->ind--;
@@ -1788,10 +1833,23 @@ static int stmt(cg *g, const nd_ln *s)
     }
 }
 
+/* a block: a scalar it assigns is bound for the rest of it */
 static int stmts(cg *g, nd_ln *const *b, int n)
 {
-    for (int k = 0; k < n; k++) if (stmt(g, b[k]) < 0) return -1;
-    return 0;
+    int nv = g->ir->nvars, rc = 0;
+    uint8_t *saved = PyMem_Malloc((size_t)nv + 1);
+    if (!saved) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    memcpy(saved, g->bound, (size_t)nv + 1);
+    for (int k = 0; k < n && rc == 0; k++) {
+        const nd_ln *s = b[k];
+        if (stmt(g, s) < 0) { rc = -1; break; }
+        if (s->kind == LK_ASSIGN) g->bound[s->var] = 1;
+        else if (s->kind == LK_MULTI)
+            for (int j = 0; j < s->n / 2; j++) g->bound[s->kid[j]->var] = 1;
+    }
+    memcpy(g->bound, saved, (size_t)nv + 1);
+    PyMem_Free(saved);
+    return rc;
 }
 
 int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
@@ -1803,6 +1861,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     g.ir = ir;
     g.sb = out;
     if (!(g.assign = PyMem_Malloc((size_t)ir->nvars + 1))) { PyErr_NoMemory(); return -1; }
+    if (!(g.bound = PyMem_Calloc((size_t)ir->nvars + 1, 1))) { PyMem_Free(g.assign); PyErr_NoMemory(); return -1; }
     memset(g.assign, LT_UNBOUND, (size_t)ir->nvars + 1);
     for (int v = 0; v < ir->nvars; v++)
         for (int t = 0; t < LT_N; t++)
@@ -1864,6 +1923,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     line(&g, "return rc;");
     nd_sb_puts(out, "}\n");
     PyMem_Free(g.assign);
+    PyMem_Free(g.bound);
     *needs_snapshot = g.snapshot;
     if (rc < 0) {
         if (g.fail == 1 && !PyErr_Occurred()) {

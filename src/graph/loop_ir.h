@@ -25,20 +25,23 @@ enum {
     LK_AND,       /* short-circuit, n kids; value: Python's (an operand) */
     LK_OR,
     LK_IFEXP,     /* kid[0] ? kid[1] : kid[2] */
-    LK_ELEM,      /* var (array); n index kids; aux: 1 = chained a[i][j] */
+    LK_ELEM,      /* var (array); n index kids; aux: 1 = chained a[i][j]; i: 1 = the
+                     index is known to be in range (for x in a: the iteration count) */
     LK_SHAPE,     /* var (array); aux: axis (>= 0), -1: .size, -2: .ndim */
     LK_CALL,      /* aux: LF_*; n argument kids */
     LK_SLICE,     /* var (array); n kids (n <= ndim): an index expression or an
                      LK_SL each; axes past n are whole. Exactly one axis left
                      (a slice or a missing one) makes it a 1-D vector */
-    LK_SL,        /* lo:hi of a LK_SLICE axis; kid[0], kid[1] NULL when absent */
+    LK_SL,        /* lo:hi:step of a LK_SLICE axis; kid[0..2], NULL when absent */
     /* statements */
     LK_ASSIGN,    /* var = kid[0] */
     LK_STORE,     /* var[kid[1..n-1]] = kid[0]; aux: chained */
     LK_AUGSTORE,  /* var[kid[1..n-1]] op= kid[0]; aux: chained */
     LK_MULTI,     /* n/2 targets: kid[0..m-1] are LK_VAR targets, kid[m..] values */
     LK_IF,        /* kid[0] cond; body; orelse */
-    LK_FOR,       /* var = range(kid[0], kid[1], kid[2]); body */
+    LK_FOR,       /* var = range(kid[0], kid[1], kid[2]); body. n == 4: kid[3] bounds
+                     the number of iterations too (zip). i > 0: variable i - 1
+                     counts the iterations from 0 (enumerate, zip, for x in a) */
     LK_WHILE,     /* kid[0] cond; body */
     LK_BREAK,
     LK_CONTINUE,
@@ -69,7 +72,9 @@ enum {
     VF_ARRAY = 8,       /* indexed: must be an ndarray */
     VF_STORED = 16,     /* an array the loop stores into */
     VF_MODULE = 32,     /* only used as math./np. (aux: which) */
-    VF_BUILTIN = 64     /* only called as a builtin (range, len, abs, ...) */
+    VF_BUILTIN = 64,    /* only called as a builtin (range, len, abs, ...) */
+    VF_HIDDEN = 128     /* the loop's own (an iteration count): never read from
+                           or handed back to the function */
 };
 enum { LM_MATH = 1, LM_NUMPY = 2 };
 
@@ -84,7 +89,7 @@ typedef struct {
     nd_lblock *arena;
 } nd_lir;
 
-enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL };
+enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP };
 
 /* allocation from the IR's arena (freed with it); NULL + MemoryError */
 void *nd_lir_alloc(nd_lir *ir, size_t size);

@@ -558,7 +558,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         for (int k = 0; k < e->n; k++) {
             if (e->kid[k]->kind == LK_SL) {
                 nvec++;
-                for (int j = 0; j < 2; j++) {
+                for (int j = 0; j < e->kid[k]->n; j++) {
                     if (!e->kid[k]->kid[j]) continue;
                     if ((t0 = nd_lty_expr(T, e->kid[k]->kid[j], assign, &b0)) < 0) return t0;
                     if (!is_intlike(t0) || t0 == LT_PYBOOL || t0 == LT_B1 || t0 == LT_U8)
@@ -750,7 +750,7 @@ static int stmt_types(fctx *f, const nd_ln *s)
     }
     case LK_FOR: {
         int b = 0;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < s->n; k++) {
             if ((rc = expr_types(f, s->kid[k], &set, &bits, NULL)) != 0) return rc;
             for (int t = 0; t < LT_N; t++)
                 if ((set & (1u << t)) && (!is_intlike(t) || t == LT_U8)) {
@@ -765,6 +765,8 @@ static int stmt_types(fctx *f, const nd_ln *s)
             }
         }
         add_to(f, s->var, 1u << LT_PYINT, b >= 63 ? LBITS_ANY : b);
+        /* the iteration count: below the larger of |start|, |stop| twice over */
+        if (s->i > 0) add_to(f, (int)s->i - 1, 1u << LT_PYINT, b >= 62 ? LBITS_ANY : b + 1);
         return walk(f, s->body, s->nbody);
     }
     case LK_WHILE:

@@ -8,7 +8,7 @@
  * arithmetic, comparisons, and/or/not, x if c else y, element loads,
  * A.shape[k], len(A), A.size, A.ndim, and calls of math.*, np.* scalar
  * functions and abs/min/max/int/float/bool. 1-D array work too: slices
- * a[i, lo:hi] (step 1) and rows a[i] in elementwise expressions and NumPy
+ * a[i, lo:hi:step] and rows a[i] in elementwise expressions and NumPy
  * ufunc calls, np.dot / np.sum / np.max / np.min / np.argmax / np.argmin
  * (and their methods) of them, matrix-vector products of 2-D slices
  * (M @ v, v @ M, np.dot, np.matmul), whole 1-D/2-D arrays read by name, and
@@ -204,7 +204,7 @@ static int is_none(PyObject *o)
     return r;
 }
 
-/* a slice lo:hi (or lo:hi:1) of a subscript: LK_SL */
+/* a slice lo:hi:step of a subscript: LK_SL */
 static nd_ln *slice_node(pctx *c, PyObject *sl)
 {
     static const char *const parts[3] = {"lower", "upper", "step"};
@@ -212,16 +212,12 @@ static nd_ln *slice_node(pctx *c, PyObject *sl)
     nd_ln *r = NULL;
     for (int k = 0; k < 3; k++)
         if (!(p[k] = attr(sl, parts[k]))) goto done;
-    if (!is_none(p[2])) {
-        PyObject *v = IS(p[2], "Constant") ? attr(p[2], "value") : NULL;
-        int one = v && PyLong_CheckExact(v) && PyLong_AsLong(v) == 1;
-        Py_XDECREF(v);
-        PyErr_Clear();
-        if (!one) { refuse(c, sl, "a slice with a step"); goto done; }
-    }
-    if (!(r = nd_lir_node(c->ir, LK_SL, line_of(sl), 2))) goto done;
-    for (int k = 0; k < 2; k++)
+    if (!(r = nd_lir_node(c->ir, LK_SL, line_of(sl), 3))) goto done;
+    for (int k = 0; k < 3; k++)
         if (!is_none(p[k]) && !(r->kid[k] = expr(c, p[k]))) { r = NULL; break; }
+    /* a step of 1 is no step */
+    if (r && r->kid[2] && r->kid[2]->kind == LK_CONST && r->kid[2]->aux == LT_PYINT && r->kid[2]->i == 1)
+        r->kid[2] = NULL;
 done:
     for (int k = 0; k < 3; k++) Py_XDECREF(p[k]);
     return r;
@@ -614,46 +610,255 @@ static int assign_target(pctx *c, PyObject *t, int *v)
     return 0;
 }
 
+/* ---------------------------------------------------------- for loops */
+/* f(...) where f is the builtin `name`: its argument list (new ref), else
+ * NULL (no exception) */
+static PyObject *builtin_call(pctx *c, PyObject *e, const char *name, int b, PyObject *node, int *err)
+{
+    *err = 0;
+    if (!IS(e, "Call")) return NULL;
+    PyObject *f = attr(e, "func"), *args = NULL, *kw = NULL, *fid = NULL;
+    if (!f) { *err = 1; return NULL; }
+    if (IS(f, "Name") && (fid = attr(f, "id")) && PyUnicode_CompareWithASCIIString(fid, name) == 0 &&
+        (args = attr(e, "args")) && (kw = attr(e, "keywords"))) {
+        int ok = PyList_GET_SIZE(kw) == 0;
+        for (Py_ssize_t k = 0; ok && k < PyList_GET_SIZE(args); k++)
+            ok = !IS(PyList_GET_ITEM(args, k), "Starred");
+        if (!ok) { refuse(c, node, "a call with keyword arguments or *args in a for loop's head"); *err = 1; }
+        else if (special_var(c, fid, VF_BUILTIN, b, node) < 0) *err = 1;
+        if (*err) Py_CLEAR(args);
+    } else if (PyErr_Occurred()) {
+        *err = 1;
+    }
+    Py_DECREF(f);
+    Py_XDECREF(fid);
+    Py_XDECREF(kw);
+    if (!args && !*err && PyErr_Occurred()) *err = 1;
+    return args;
+}
+
+/* range(...)'s arguments as start, stop, step nodes */
+static int range_nodes(pctx *c, PyObject *args, int line, PyObject *node, nd_ln **a3)
+{
+    Py_ssize_t na = PyList_GET_SIZE(args);
+    if (na < 1 || na > 3) { refuse(c, node, "range() with an unsupported number of arguments"); return -1; }
+    nd_ln *a[3] = {NULL, NULL, NULL};
+    for (Py_ssize_t k = 0; k < na; k++)
+        if (!(a[k] = expr(c, PyList_GET_ITEM(args, k)))) return -1;
+    if (na == 1) { a3[0] = const_node(c, line, LT_PYINT, 0, 0); a3[1] = a[0]; }
+    else { a3[0] = a[0]; a3[1] = a[1]; }
+    a3[2] = na == 3 ? a[2] : const_node(c, line, LT_PYINT, 1, 0);
+    return a3[0] && a3[2] ? 0 : -1;
+}
+
+/* a variable of the loop's own: an iteration count */
+static int hidden_var(pctx *c)
+{
+    PyObject *name = PyUnicode_FromFormat("for@%d", c->ir->nvars);
+    if (!name) return -1;
+    int v = var_of(c, name);
+    Py_DECREF(name);
+    if (v >= 0) c->ir->vflags[v] = VF_HIDDEN | VF_READ;
+    return v;
+}
+
+static nd_ln *var_node(pctx *c, int v, int line)
+{
+    nd_ln *n = nd_lir_node(c->ir, LK_VAR, line, 0);
+    if (n) { n->var = v; c->ir->vflags[v] |= VF_READ; }
+    return n;
+}
+
+/* target = value (a name target) */
+static nd_ln *assign_node(pctx *c, PyObject *target, nd_ln *value, int line)
+{
+    int v;
+    if (!value || assign_target(c, target, &v) < 0) return NULL;
+    nd_ln *r = nd_lir_node(c->ir, LK_ASSIGN, line, 1);
+    if (r) { r->var = v; r->kid[0] = value; }
+    return r;
+}
+
+/* whether the statements bind variable v */
+static int binds(nd_ln *const *b, int n, int v)
+{
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if ((s->kind == LK_ASSIGN || s->kind == LK_FOR) && s->var == v) return 1;
+        if (s->kind == LK_FOR && s->i > 0 && s->i - 1 == v) return 1;
+        if (s->kind == LK_MULTI)
+            for (int j = 0; j < s->n / 2; j++) if (s->kid[j]->var == v) return 1;
+        if (binds(s->body, s->nbody, v) || binds(s->orelse, s->norelse, v)) return 1;
+    }
+    return 0;
+}
+
+/* one iterable of a for loop's head: range(...) or an array name */
+typedef struct { PyObject *target; int arr; nd_ln *rng[3]; } forpart;
+
+static int for_part(pctx *c, PyObject *it, PyObject *target, PyObject *node, int line, forpart *p)
+{
+    int err;
+    p->target = target;
+    p->arr = -1;
+    PyObject *args = builtin_call(c, it, "range", LB_RANGE, node, &err);
+    if (err) return -1;
+    if (args) {
+        int rc = range_nodes(c, args, line, node, p->rng);
+        Py_DECREF(args);
+        return rc;
+    }
+    if (!IS(it, "Name")) {
+        refuse(c, node, "a for loop over something other than range(), an array name, enumerate() or zip()");
+        return -1;
+    }
+    int av = array_var(c, it);
+    if (av < 0) return -1;
+    p->arr = av;
+    return 0;
+}
+
+/* for x in range(...) / for x in a / for i, x in enumerate(a or range(...)) /
+ * for x, y in zip(a or range(...), b, ...): one LK_FOR over a range (the
+ * first range, else 0..len of the first array), its iteration count bounding
+ * and indexing the arrays, the targets assigned first in each iteration */
+static nd_ln *for_stmt(pctx *c, PyObject *s)
+{
+    int line = line_of(s);
+    nd_ln *r = NULL, *pre[NDL_MAXDIMS];
+    int npre = 0;
+    PyObject *t = attr(s, "target"), *it = t ? attr(s, "iter") : NULL, *oe = it ? attr(s, "orelse") : NULL;
+    PyObject *body = oe ? attr(s, "body") : NULL, *parts_args = NULL, *targets = NULL;
+    forpart parts[8];
+    int np_ = 0, err, enum_start = -1;
+    int64_t start = 0;
+    if (!body) goto done;
+    if (PyList_GET_SIZE(oe)) { refuse(c, s, "a for loop with an else clause"); goto done; }
+    if ((parts_args = builtin_call(c, it, "enumerate", LB_ENUMERATE, s, &err))) {
+        Py_ssize_t na = PyList_GET_SIZE(parts_args);
+        if (na == 2) {
+            PyObject *k = PyList_GET_ITEM(parts_args, 1);
+            PyObject *v = IS(k, "Constant") ? attr(k, "value") : NULL;
+            int of = 0;
+            if (v && PyLong_CheckExact(v)) start = PyLong_AsLongLongAndOverflow(v, &of);
+            if (!v || !PyLong_CheckExact(v) || of || start < -(1ll << 40) || start > (1ll << 40)) {
+                Py_XDECREF(v);
+                PyErr_Clear();
+                refuse(c, s, "enumerate() with a start that is not a small integer constant");
+                goto done;
+            }
+            Py_DECREF(v);
+        } else if (na != 1) {
+            refuse(c, s, "enumerate() with an unsupported number of arguments");
+            goto done;
+        }
+        if (!IS(t, "Tuple") && !IS(t, "List")) { refuse(c, s, "enumerate() unpacked into one name"); goto done; }
+        if (!(targets = attr(t, "elts"))) goto done;
+        if (PyList_GET_SIZE(targets) != 2) { refuse(c, s, "enumerate() unpacked into other than two names"); goto done; }
+        enum_start = 1;
+        if (for_part(c, PyList_GET_ITEM(parts_args, 0), PyList_GET_ITEM(targets, 1), s, line, &parts[0]) < 0)
+            goto done;
+        np_ = 1;
+    } else if (err) {
+        goto done;
+    } else if ((parts_args = builtin_call(c, it, "zip", LB_ZIP, s, &err))) {
+        Py_ssize_t na = PyList_GET_SIZE(parts_args);
+        if (na < 1 || na > 8) { refuse(c, s, "zip() of an unsupported number of iterables"); goto done; }
+        if (!IS(t, "Tuple") && !IS(t, "List")) { refuse(c, s, "zip() unpacked into one name"); goto done; }
+        if (!(targets = attr(t, "elts"))) goto done;
+        if (PyList_GET_SIZE(targets) != na) { refuse(c, s, "zip() unpacked into another number of names"); goto done; }
+        for (Py_ssize_t k = 0; k < na; k++) {
+            if (for_part(c, PyList_GET_ITEM(parts_args, k), PyList_GET_ITEM(targets, k), s, line, &parts[k]) < 0)
+                goto done;
+            if (k && parts[k].arr < 0) { refuse(c, s, "zip() with a range() after its first iterable"); goto done; }
+        }
+        np_ = (int)na;
+    } else if (err) {
+        goto done;
+    } else {
+        if (for_part(c, it, t, s, line, &parts[0]) < 0) goto done;
+        np_ = 1;
+    }
+    /* the loop: over the first range, else over 0..len(first array) */
+    int count = -1, nlim = np_ - 1;
+    if (!(r = nd_lir_node(c->ir, LK_FOR, line, nlim ? 4 : 3))) goto done;
+    if (parts[0].arr < 0) {
+        for (int k = 0; k < 3; k++) r->kid[k] = parts[0].rng[k];
+        if (assign_target(c, parts[0].target, &r->var) < 0) { r = NULL; goto done; }
+        if (np_ > 1 || enum_start >= 0) {
+            if ((count = hidden_var(c)) < 0) { r = NULL; goto done; }
+        }
+    } else {
+        if ((count = hidden_var(c)) < 0) { r = NULL; goto done; }
+        r->var = count;
+        nd_ln *n0 = nd_lir_node(c->ir, LK_SHAPE, line, 0);
+        if (!n0 || !(r->kid[0] = const_node(c, line, LT_PYINT, 0, 0)) ||
+            !(r->kid[2] = const_node(c, line, LT_PYINT, 1, 0))) { r = NULL; goto done; }
+        n0->var = parts[0].arr;
+        r->kid[1] = n0;
+    }
+    r->i = count >= 0 && count != r->var ? count + 1 : 0;
+    /* zip: the other arrays bound the count */
+    nd_ln *lim = NULL;
+    for (int k = 1; k < np_; k++) {
+        nd_ln *n = nd_lir_node(c->ir, LK_SHAPE, line, 0);
+        if (!n) { r = NULL; goto done; }
+        n->var = parts[k].arr;
+        if (lim) {
+            nd_ln *m = nd_lir_node(c->ir, LK_CALL, line, 2);
+            if (!m) { r = NULL; goto done; }
+            m->aux = LF_MIN;
+            m->kid[0] = lim;
+            m->kid[1] = n;
+            n = m;
+        }
+        lim = n;
+    }
+    if (nlim) r->kid[3] = lim;
+    /* the targets, in Python's order */
+    if (enum_start >= 0) {
+        nd_ln *i = var_node(c, count, line);
+        if (i && start) {
+            nd_ln *b = nd_lir_node(c->ir, LK_BIN, line, 2);
+            if (b) { b->op = LO_ADD; b->kid[0] = i; b->kid[1] = const_node(c, line, LT_PYINT, start, 0); }
+            i = b && b->kid[1] ? b : NULL;
+        }
+        if (!(pre[npre++] = assign_node(c, PyList_GET_ITEM(targets, 0), i, line))) { r = NULL; goto done; }
+    }
+    for (int k = 0; k < np_; k++) {
+        if (parts[k].arr < 0) continue;
+        nd_ln *e = nd_lir_node(c->ir, LK_ELEM, line, 1);
+        if (!e || !(e->kid[0] = var_node(c, count, line))) { r = NULL; goto done; }
+        e->var = parts[k].arr;
+        e->i = 1;   /* the count stays below the array's length (never rebound: checked below) */
+        if (!(pre[npre++] = assign_node(c, parts[k].target, e, line))) { r = NULL; goto done; }
+    }
+    nd_ln **ub;
+    int nub;
+    if (block(c, body, &ub, &nub) < 0) { r = NULL; goto done; }
+    r->nbody = npre + nub;
+    if (!(r->body = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)(r->nbody ? r->nbody : 1)))) { r = NULL; goto done; }
+    for (int k = 0; k < npre; k++) r->body[k] = pre[k];
+    for (int k = 0; k < nub; k++) r->body[npre + k] = ub[k];
+    /* the iterator holds the array it started with */
+    for (int k = 0; k < np_; k++)
+        if (parts[k].arr >= 0 && binds(r->body, r->nbody, parts[k].arr)) {
+            refuse(c, s, "a for loop over an array that its body rebinds");
+            r = NULL;
+            goto done;
+        }
+done:
+    Py_XDECREF(t); Py_XDECREF(it); Py_XDECREF(oe); Py_XDECREF(body);
+    Py_XDECREF(parts_args); Py_XDECREF(targets);
+    return r;
+}
+
 static nd_ln *stmt(pctx *c, PyObject *s)
 {
     int line = line_of(s);
     nd_ln *r = NULL;
     if (IS(s, "For")) {
-        PyObject *t = attr(s, "target"), *it = t ? attr(s, "iter") : NULL, *oe = it ? attr(s, "orelse") : NULL;
-        PyObject *body = oe ? attr(s, "body") : NULL, *f = NULL, *args = NULL, *kw = NULL;
-        if (!body) goto for_done;
-        if (PyList_GET_SIZE(oe)) { refuse(c, s, "a for loop with an else clause"); goto for_done; }
-        if (!IS(it, "Call")) { refuse(c, s, "a for loop over something other than range()"); goto for_done; }
-        f = attr(it, "func");
-        args = f ? attr(it, "args") : NULL;
-        kw = args ? attr(it, "keywords") : NULL;
-        if (!kw) goto for_done;
-        PyObject *fid = IS(f, "Name") ? attr(f, "id") : NULL;
-        int isrange = fid && PyUnicode_CompareWithASCIIString(fid, "range") == 0;
-        Py_ssize_t na = PyList_GET_SIZE(args);
-        if (!isrange || PyList_GET_SIZE(kw) || na < 1 || na > 3) {
-            Py_XDECREF(fid);
-            refuse(c, s, "a for loop over something other than range()");
-            goto for_done;
-        }
-        int rv = special_var(c, fid, VF_BUILTIN, LB_RANGE, s);
-        Py_DECREF(fid);
-        if (rv < 0) goto for_done;
-        int v;
-        if (assign_target(c, t, &v) < 0) goto for_done;
-        if (!(r = nd_lir_node(c->ir, LK_FOR, line, 3))) goto for_done;
-        r->var = v;
-        nd_ln *a[3] = {NULL, NULL, NULL};
-        for (Py_ssize_t k = 0; k < na; k++)
-            if (!(a[k] = expr(c, PyList_GET_ITEM(args, k)))) { r = NULL; goto for_done; }
-        if (na == 1) { r->kid[0] = const_node(c, line, LT_PYINT, 0, 0); r->kid[1] = a[0]; }
-        else { r->kid[0] = a[0]; r->kid[1] = a[1]; }
-        r->kid[2] = na == 3 ? a[2] : const_node(c, line, LT_PYINT, 1, 0);
-        if (!r->kid[0] || !r->kid[2]) { r = NULL; goto for_done; }
-        if (block(c, body, &r->body, &r->nbody) < 0) r = NULL;
-    for_done:
-        Py_XDECREF(t); Py_XDECREF(it); Py_XDECREF(oe); Py_XDECREF(body);
-        Py_XDECREF(f); Py_XDECREF(args); Py_XDECREF(kw);
+        r = for_stmt(c, s);
     } else if (IS(s, "While")) {
         PyObject *t = attr(s, "test"), *oe = t ? attr(s, "orelse") : NULL, *body = oe ? attr(s, "body") : NULL;
         if (body) {

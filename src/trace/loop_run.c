@@ -177,7 +177,8 @@ static int init_refs(void)
     return geterr ? 0 : -1;
 }
 
-static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool"};
+static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool",
+                                     "enumerate", "zip"};
 
 static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
 {
@@ -306,6 +307,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     for (int v = 0; v < nv; v++) {
         PyObject *name = PyTuple_GET_ITEM(ir->names, v), *x;
         uint8_t f = ir->vflags[v];
+        if (f & VF_HIDDEN) continue;
         if (f & VF_LOCAL) x = PyDict_GetItemWithError(locals, name);
         else {
             x = PyDict_GetItemWithError(L->globals, name);
