@@ -763,3 +763,29 @@ def test_run_frozen_never_calls_a_custom_compiler_for_a_new_graph():
     assert len(calls) == 1
     f(x, 3)
     assert len(calls) == 2
+
+
+def test_maybe_mark_dynamic_unmarks():
+    x = np.ones((3, 4))
+    numdyn.mark_static(x)
+    numdyn.mark_dynamic(x, 1)
+    numdyn.maybe_mark_dynamic(x, [0, 1])
+    assert numdyn._marked_dims(x) == (frozenset(), frozenset())
+
+    @numdyn.compile
+    def branchy(a):
+        return a + 1.0 if a.shape[1] == 4 else a
+
+    np.testing.assert_array_equal(branchy(x), np.full((3, 4), 2.0))  # no constraint error
+
+
+def test_recompile_limit_alias(monkeypatch):
+    monkeypatch.setattr(numdyn.config, "recompile_limit", 1)
+    assert numdyn.config.cache_size_limit == 1 and numdyn.config.recompile_limit == 1
+    f = numdyn.compile(ref)
+    f(np.ones(2))
+    with pytest.warns(UserWarning, match="cache_size_limit"):
+        f(np.ones(2, np.float32))
+    monkeypatch.setattr(numdyn.config, "cache_size_limit", 8)
+    with pytest.raises(AttributeError):
+        numdyn.config.no_such_setting
