@@ -12,7 +12,8 @@ cache_size_limit
     default 8, NUMDYN_CACHE_SIZE_LIMIT). Past it, calls with unseen
     signatures run the plain function (eagerly, NumPy), with one
     UserWarning naming the function and the reason. Per function:
-    compile(options={"cache_size_limit": n}).
+    compile(options={"cache_size_limit": n}). recompile_limit (torch's
+    newer name) reads and sets the same value.
 error_on_recompile
     Raise numdyn.RecompileError instead of compiling a second program for a
     function (default False).
@@ -53,7 +54,14 @@ _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
 
 
 class _Config(types.ModuleType):
+    def __getattr__(self, name):  # names not set here
+        if name == "recompile_limit":  # torch's newer name of cache_size_limit
+            return self.cache_size_limit
+        raise AttributeError(f"module 'numdyn.config' has no attribute {name!r}")
+
     def __setattr__(self, name, value):
+        if name == "recompile_limit":
+            name = "cache_size_limit"
         if name in _PUSHED:
             from . import _C
             _C._config_set(name, value)
