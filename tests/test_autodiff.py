@@ -668,3 +668,110 @@ def test_random_programs_match_jax():
         gj = jax.grad(make(jnp), argnums=(0, 1))(x, w)
         for a, b in zip(gn, gj):
             np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------ more shapes and API
+
+def test_partition_saves_expensive_recomputes_pointwise():
+    x = r(200, 50)
+    w = r(50, 40)
+    # the matmul's result is saved (an extern); the tanh chain on it is
+    # recomputed in the backward from it, not saved
+    out, pull = numdyn.vjp(lambda x, w: np.tanh(np.sin(x @ w) * 2.0), x, w)
+    assert pull.saved_nbytes == 200 * 40 * 8
+    gx, gw = pull(np.ones((200, 40)))
+    z = x @ w
+    d = (1 - np.tanh(np.sin(z) * 2) ** 2) * 2 * np.cos(z)
+    np.testing.assert_allclose(gx, d @ w.T, rtol=1e-10)
+    np.testing.assert_allclose(gw, x.T @ d, rtol=1e-10)
+    # pointwise only: nothing is saved beyond the inputs
+    out, pull = numdyn.vjp(lambda x: np.exp(np.sin(x)) * x, x)
+    assert pull.saved_nbytes == 0
+
+
+def test_vjp_dict_output_and_has_aux(be):
+    x = r(3)
+    fn = numdyn.compile(lambda x: ({"a": x * 2, "b": np.sum(x ** 2)}, "aux"), backend=be)
+    out, pull, aux = numdyn.vjp(fn, x, has_aux=True)
+    assert aux == "aux" and set(out) == {"a", "b"}
+    (g,) = pull({"a": np.ones(3), "b": 2.0})
+    np.testing.assert_allclose(g, 2 + 4 * x)
+    with pytest.raises(TypeError, match="dict"):
+        pull((np.ones(3), 1.0))
+
+
+def test_big_endian_and_subclass_inputs():
+    x = r(4).astype(">f8")
+    g = numdyn.grad(lambda x: np.sum(x ** 2))(x)
+    np.testing.assert_allclose(g, 2 * x)
+    with pytest.raises(NotImplementedError, match="subclass"):
+        numdyn.grad(lambda x: np.sum(x))(np.ma.masked_array(r(3)))
+
+
+def test_float16_and_float32_reductions(be):
+    x = r(64).astype(np.float16)
+    g = numdyn.grad(numdyn.compile(lambda x: np.mean(x * x), backend=be))(x)
+    assert g.dtype == np.float16
+    np.testing.assert_allclose(g.astype(np.float64), 2 * x.astype(np.float64) / 64, rtol=2e-2, atol=1e-3)
+    y = r(10, 30).astype(np.float32)
+    g = numdyn.grad(numdyn.compile(lambda y: np.sum(np.var(y, axis=1)), backend=be))(y)
+    expect = 2 * (y - y.mean(axis=1, keepdims=True)) / 30
+    np.testing.assert_allclose(g, expect, rtol=1e-4, atol=1e-6)
+
+
+def test_einsum_forms(be):
+    a, b = r(3, 4), r(4, 5)
+    w = r(4, 3)
+    check_grad(lambda a: np.sum(np.einsum("ij->ji", a) * w), a, backend=be)
+    check_grad(lambda a, b: np.einsum("ij,jk->", a, b), a, b, backend=be)
+    check_grad(lambda a: np.einsum("ij,ij->", a, a), a, backend=be)
+    check_grad(lambda a: np.sum(np.einsum("ii->i", a[:3, :3] @ a[:3, :3].T) ** 2), a, backend=be)
+    A, B = r(2, 3, 4), r(2, 4, 5)
+    check_grad(lambda A, B: np.sum(np.einsum("...ij,...jk->...ik", A, B) ** 2), A, B, backend=be)
+
+
+def test_batched_matmul_both_sides(be):
+    A, B = r(2, 1, 3, 4), r(5, 4, 2)
+    check_grad(lambda A, B: np.sum(np.tanh(A @ B)), A, B, backend=be)
+    v = r(4)
+    check_grad(lambda A, v: np.sum((A @ v) ** 2), A, v, backend=be)
+    check_grad(lambda v, B: np.sum((v @ B) ** 2), v, B, backend=be)
+
+
+def test_kwargs_pass_through(be):
+    fn = numdyn.compile(lambda x, scale=1.0: np.sum(x * scale), backend=be)
+    g = numdyn.grad(fn)(r(3), scale=3.0)
+    np.testing.assert_allclose(g, 3.0 * np.ones(3))
+
+
+def test_constant_output_gives_zero_gradient():
+    g = numdyn.grad(lambda x: np.float64(2.0) + np.sum(np.zeros(3)))(r(3))
+    np.testing.assert_array_equal(g, np.zeros(3))
+    g = numdyn.grad(lambda x, y: np.sum(y ** 2), argnums=(0, 1))(r(2), r(3))
+    np.testing.assert_array_equal(g[0], np.zeros(2))
+
+
+def test_nan_and_inf_propagate_like_numpy():
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = numdyn.grad(lambda x: np.sum(np.sqrt(x)))(np.array([0.0, 4.0]))
+    assert np.isinf(g[0]) and g[1] == 0.25
+    g = numdyn.grad(lambda x: np.sum(np.log(x)))(np.array([np.nan, 2.0]))
+    assert np.isnan(g[0]) and g[1] == 0.5
+
+
+def test_mlp_training_loop_matches_hand_gradient():
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((32, 8)), rng.standard_normal((32, 2))
+    params = [rng.standard_normal((8, 16)) * 0.3, np.zeros(16), rng.standard_normal((16, 2)) * 0.3]
+
+    def loss(p, X, Y):
+        h = np.maximum(X @ p[0] + p[1], 0.0)
+        return np.mean((h @ p[2] - Y) ** 2)
+
+    vg = numdyn.value_and_grad(loss)
+    first = None
+    for _ in range(30):
+        v, g = vg(params, X, Y)
+        first = v if first is None else first
+        params = [p - 0.1 * gp for p, gp in zip(params, g)]
+    assert v < first * 0.8

@@ -53,7 +53,14 @@ static void scalar_decl(kctx *c, nd_id sid, int j)
     nd_sb_puts(c->sb, ";\n");
 }
 
-static void prologue(kctx *c)
+/* a view of a SCALAR node: the scalar's value, one per kernel */
+static int scalar_view(const nd_graph *g, nd_id id)
+{
+    const nd_node *n = &g->nodes[id];
+    return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
+}
+
+static int prologue(kctx *c)
 {
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
@@ -80,7 +87,19 @@ static void prologue(kctx *c)
         }
     }
     for (int j = 0; j < k->nscal; j++) scalar_decl(c, k->scal[j], j);
+    /* Views of scalars (np.zeros((n, 1)) is a broadcast view of 0.0) are
+     * declared here, at the kernel's scope, not per element: a row value
+     * computed once per row, outside every element loop, may read one
+     * (x - (x.max(1, keepdims=True) + np.zeros((2, 1))) in a row kernel) */
+    for (int i = 0; i < k->ninl; i++) {
+        nd_id id = k->inl[i];
+        int dup = 0;
+        if (!scalar_view(c->g, id)) continue;
+        for (int q = 0; q < i; q++) if (k->inl[q] == id) dup = 1;
+        if (!dup && nd_cg_node(c->g, id, sb, &c->uses_err) < 0) return -1;
+    }
     nd_sb_puts(sb, "int nd_err = 0;\n");
+    return 0;
 }
 
 static void epilogue(kctx *c)
@@ -184,7 +203,7 @@ static int body(kctx *c, const char *jv, const uint8_t *which)
         if (which && !which[id]) continue;
         nd_node *n = &c->g->nodes[id];
         if (n->op == ND_OP_SCALAR || n->op == ND_OP_INPUT) continue;
-        if (n->op == ND_OP_VIEW && c->g->nodes[n->in[0]].op != ND_OP_SCALAR) continue;  /* a load */
+        if (n->op == ND_OP_VIEW) continue;  /* a load, or a scalar's view (the prologue's) */
         if (n->op == ND_OP_INDEX) { index_value(c, id, jv); continue; }
         if (n->op == ND_OP_REDUCE) {
             if (emit_short(c, id, jv) < 0) return -1;
@@ -772,11 +791,6 @@ static void acc_combine(kctx *c, const redop *r, const char *x, const char *p, c
     }
 }
 
-static nd_id red_value_node(kctx *c)
-{
-    return c->g->nodes[c->k->root].in[0];
-}
-
 /* serial loops over the dims in `sd` (outer first); returns how many were opened */
 static int open_serial(kctx *c, uint32_t sd, int chunk_dim)
 {
@@ -830,47 +844,224 @@ static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
     return 0;
 }
 
+/* A reduction kernel computes one reduction or several over one domain and
+ * the same reduced dims (a row group without domain values, horizontal
+ * fusion: pass_rowfuse.c): one walk over the domain computes each
+ * reduction's input per element and folds it into its own accumulator
+ * (suffix "<x>p<p>"), then the row values and the stores -- one pass over
+ * memory for x.sum(0) and (x * x).sum(0), a.min() and a.max(). Sums add
+ * pairwise blocks of ND_RBLOCK along the innermost dim either way. */
+typedef struct rset {
+    int n;
+    redop r[ND_MAXRED];
+    nd_id rid[ND_MAXRED], val[ND_MAXRED];
+} rset;
+
+static int rset_make(kctx *c, rset *s)
+{
+    nd_kernel *k = c->k;
+    if (k->nred > ND_MAXRED) goto bad;
+    s->n = k->nred ? k->nred : 1;
+    for (int p = 0; p < s->n; p++) {
+        s->rid[p] = k->nred ? k->reds[p] : k->root;
+        s->val[p] = c->g->nodes[s->rid[p]].in[0];
+        if (redop_of(c->g, s->rid[p], &s->r[p]) < 0) goto bad;
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_NotImplementedError, "numdyn: reductions without a C form");
+    return -1;
+}
+
+static void px(char *buf, size_t n, const char *x, int p) { snprintf(buf, n, "%sp%d", x, p); }
+
+/* the innermost reduced dim from lo to hi, every reduction of s folding its
+ * value into accumulator <x>p<p>; blocks of ND_RBLOCK, one vector loop a
+ * block (a plain loop when one reduction is sequential) */
+static int inner_multi(kctx *c, const rset *s, const char *x, const char *lo, const char *hi, const char *flat)
+{
+    nd_sb *sb = c->sb;
+    int simd = 1;
+    char a[40], t[64];
+    if (s->n == 1) {
+        px(t, sizeof t, x, 0);
+        return inner_reduce(c, &s->r[0], s->val[0], NULL, t, lo, hi, flat);
+    }
+    for (int p = 0; p < s->n; p++) if (s->r[p].kind == RK_SEQ || s->r[p].kind == RK_ARG) simd = 0;
+    nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\nND_POLL(E);\n", lo, hi);
+    nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n", hi);
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const rpart *pt;
+        switch (r->kind) {
+        case RK_CASCADE:
+            for (int q = 0, np = parts_of(r, &pt); q < np; q++)
+                nd_sb_printf(sb, "%s bs%d%s_ = 0;\n", part_ctype(r), p, pt[q].tag);
+            break;
+        case RK_SIMD:
+            nd_sb_printf(sb, "%s bs%d_ = %s;\n", r->AT, p, r->init);
+            break;
+        case RK_FMINMAX:
+            nd_sb_printf(sb, "%s bs%d_ = %s;\nint bn%d_ = 0;\n", r->AT, p, r->init, p);
+            break;
+        default:
+            break;
+        }
+    }
+    if (simd) {
+        nd_sb_puts(sb, "#pragma omp simd");
+        for (int p = 0; p < s->n; p++) {
+            const redop *r = &s->r[p];
+            const rpart *pt;
+            if (r->kind == RK_CASCADE)
+                for (int q = 0, np = parts_of(r, &pt); q < np; q++)
+                    nd_sb_printf(sb, " reduction(+:bs%d%s_)", p, pt[q].tag);
+            else if (r->kind == RK_SIMD)
+                nd_sb_printf(sb, " reduction(%s:bs%d_)", r->clause, p);
+            else if (r->kind == RK_FMINMAX)
+                nd_sb_printf(sb, " reduction(%s:bs%d_) reduction(|:bn%d_)",
+                             r->uf == ND_UF_MAXIMUM ? "max" : "min", p, p);
+        }
+        nd_sb_printf(sb, "%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    }
+    nd_sb_puts(sb, "for (int64_t j = jb_; j < je_; j++) {\n");
+    if (body(c, "j", NULL) < 0) return -1;
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const rpart *pt;
+        char cv[16], xp[24];
+        snprintf(cv, sizeof cv, "cv%d_", p);
+        px(xp, sizeof xp, x, p);
+        acc_value(c, r, s->val[p], cv);
+        switch (r->kind) {
+        case RK_CASCADE:
+            for (int q = 0, np = parts_of(r, &pt); q < np; q++)
+                nd_sb_printf(sb, "bs%d%s_ += %s%s;\n", p, pt[q].tag, pt[q].sel, cv);
+            break;
+        case RK_SIMD:
+            snprintf(a, sizeof a, "bs%d_", p);
+            red_update(sb, r, a, cv);
+            break;
+        case RK_FMINMAX:
+            nd_sb_printf(sb, "bs%d_ = %s %s bs%d_ ? %s : bs%d_;\nbn%d_ |= (%s != %s);\n", p, cv,
+                         r->uf == ND_UF_MAXIMUM ? ">" : "<", p, cv, p, p, cv, cv);
+            break;
+        case RK_SEQ:
+            snprintf(a, sizeof a, "acc%s", xp);
+            red_update(sb, r, a, cv);
+            break;
+        case RK_ARG: {
+            char bv[40], bi[40], idx[300];
+            snprintf(bv, sizeof bv, "bv%s", xp);
+            snprintf(bi, sizeof bi, "bi%s", xp);
+            snprintf(idx, sizeof idx, "(%s) + j", flat);
+            arg_update(sb, r, bv, bi, cv, idx);
+            break;
+        }
+        }
+    }
+    nd_sb_puts(sb, "}\n");
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const rpart *pt;
+        char xp[24];
+        px(xp, sizeof xp, x, p);
+        switch (r->kind) {
+        case RK_CASCADE:
+            for (int q = 0, np = parts_of(r, &pt); q < np; q++)
+                nd_sb_printf(sb, "nd_cas_push_%s(cs%s%s, &cc%s%s, bs%d%s_);\n", part_sfx(r), pt[q].tag, xp,
+                             pt[q].tag, xp, p, pt[q].tag);
+            break;
+        case RK_SIMD:
+            snprintf(a, sizeof a, "acc%s", xp);
+            snprintf(t, sizeof t, "bs%d_", p);
+            red_update(sb, r, a, t);
+            break;
+        case RK_FMINMAX: {
+            const char *cmp = r->uf == ND_UF_MAXIMUM ? ">" : "<";
+            nd_sb_printf(sb, "acc%s = bs%d_ %s acc%s ? bs%d_ : acc%s;\nnan%s |= bn%d_;\n", xp, p, cmp, xp, p, xp, xp, p);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
+static void decl_all(kctx *c, const rset *s, const char *x)
+{
+    char xp[24];
+    for (int p = 0; p < s->n; p++) { px(xp, sizeof xp, x, p); acc_decl(c, &s->r[p], xp); }
+}
+
+static void result_all(kctx *c, const rset *s, const char *x)
+{
+    char xp[24];
+    for (int p = 0; p < s->n; p++) {
+        px(xp, sizeof xp, x, p);
+        acc_final(c, &s->r[p], xp);
+        red_result(c, &s->r[p], s->rid[p], xp);
+    }
+}
+
 /* Accumulators per output element, the vector loop across the output dim
  * vd: tasks over td (+ blocks of vd), serial loops over the reduced dims. */
-static int reduce_across(kctx *c, const redop *r, nd_id val, int vd, uint32_t td)
+static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
 {
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
     int R = c->R;
-    char flat[256];
+    char flat[256], a[48], b[48];
     if (R == 0) nd_sb_puts(sb, "{\nconst int64_t j0 = 0, j1 = 1;\n");
     else task_loop(c, td, vd, RBLOCK_K, k->cost, 1);
     c->vdim = R ? vd : -1;
     if (R && vd != R - 1)
         for (int o = 0; o < k->nin + k->nout; o++)
             nd_sb_printf(sb, "const int64_t vs%d = I[%d];\n", o, stride_idx(c, o, vd));
-    const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
-    nd_sb_printf(sb, "%s acc_[%d];\n", AT, RBLOCK_K);
-    if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t bi_[%d];\n", RBLOCK_K);
-    if (r->kind == RK_CASCADE) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = 0;\n");
-    else if (r->kind == RK_ARG) nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc_[j] = 0; bi_[j] = -1; }\n");
-    else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc_[j] = %s;\n", r->init);
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        nd_sb_printf(sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
+        if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
+        if (r->kind == RK_CASCADE) nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
+        else if (r->kind == RK_ARG)
+            nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc%d_[j] = 0; bi%d_[j] = -1; }\n", p, p);
+        else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = %s;\n", p, r->init);
+    }
     nd_sb_puts(sb, "{\n");
     int opened = open_serial(c, k->red, -1);
     for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     if (body(c, R ? "j" : "0", NULL) < 0) return -1;
-    acc_value(c, r, val, "cv_");
-    if (r->kind == RK_ARG) {
-        flat_expr(c, flat, sizeof flat, 0);
-        arg_update_sel(sb, r, "acc_[j - j0]", "bi_[j - j0]", "cv_", flat);
-    } else {
-        red_update(sb, r, "acc_[j - j0]", "cv_");
+    flat_expr(c, flat, sizeof flat, 0);
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        char cv[16];
+        snprintf(cv, sizeof cv, "cv%d_", p);
+        acc_value(c, r, s->val[p], cv);
+        snprintf(a, sizeof a, "acc%d_[j - j0]", p);
+        snprintf(b, sizeof b, "bi%d_[j - j0]", p);
+        if (r->kind == RK_ARG) arg_update_sel(sb, r, a, b, cv, flat);
+        else red_update(sb, r, a, cv);
     }
     nd_sb_puts(sb, "}\n");
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (r->kind == RK_ARG) nd_sb_puts(sb, "const int64_t res_ = bi_[j - j0] < 0 ? 0 : bi_[j - j0];\n");
-    else if (r->acc == NPY_HALF && r->kind == RK_CASCADE) nd_sb_puts(sb, "const float res_ = nd_rh(acc_[j - j0]);\n");
-    else nd_sb_printf(sb, "const %s res_ = acc_[j - j0];\n", AT);
-    red_result(c, r, k->root, "_");
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        char x[16];
+        snprintf(x, sizeof x, "_%d", p);
+        if (r->kind == RK_ARG)
+            nd_sb_printf(sb, "const int64_t res_%d = bi%d_[j - j0] < 0 ? 0 : bi%d_[j - j0];\n", p, p, p);
+        else if (r->acc == NPY_HALF && r->kind == RK_CASCADE)
+            nd_sb_printf(sb, "const float res_%d = nd_rh(acc%d_[j - j0]);\n", p, p);
+        else nd_sb_printf(sb, "const %s res_%d = acc%d_[j - j0];\n", r->AT, p, p);
+        red_result(c, r, s->rid[p], x);
+    }
     if (epilogue_store(c, td, R ? "j" : "0") < 0) return -1;
     nd_sb_puts(sb, "}\n}\n");
     c->vdim = R - 1;
@@ -882,80 +1073,71 @@ static int gen_reduce(kctx *c)
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
     int R = c->R;
-    redop r;
-    if (redop_of(c->g, k->root, &r) < 0) {
-        PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
-        return -1;
-    }
-    nd_id val = red_value_node(c);
+    rset s;
+    if (rset_make(c, &s) < 0) return -1;
     uint32_t all = R ? (uint32_t)((1u << R) - 1) : 0;
     uint32_t kept = all & ~k->red;
     int inner_red = R > 0 && (k->red & (1u << (R - 1)));
-    char flat[256];
-
-    if (!inner_red)
-        return reduce_across(c, &r, val, R - 1, R ? (kept & ~(1u << (R - 1))) : 0);
-
+    char flat[256], hi[16];
+    if (!inner_red) return across_multi(c, &s, R - 1, R ? (kept & ~(1u << (R - 1))) : 0);
+    snprintf(hi, sizeof hi, "n%d", R - 1);
     if (kept) {
-        /* short reduced rows (e.g. the 3 coordinates of a distance): walk
-         * the last kept dim in the vector loop instead */
         int vk = -1;
         for (int d = 0; d < R; d++) if (kept & (1u << d)) vk = d;
         nd_sb_printf(sb, "if (n%d <= 16 && n%d >= 64) {\n", R - 1, vk);
-        if (reduce_across(c, &r, val, vk, kept & ~(1u << vk)) < 0) return -1;
+        if (across_multi(c, &s, vk, kept & ~(1u << vk)) < 0) return -1;
         nd_sb_puts(sb, "} else {\n");
         task_loop(c, kept, -1, 0, k->cost, 1);
-        acc_decl(c, &r, "0");
+        decl_all(c, &s, "0");
         nd_sb_puts(sb, "{\n");
         int opened = open_serial(c, k->red & ~(1u << (R - 1)), -1);
         for (int o = 0; o < k->nin; o++) pointer(c, o, all & ~(1u << (R - 1)), "p");
         flat_expr(c, flat, sizeof flat, 1);
-        char hi[16];
-        snprintf(hi, sizeof hi, "n%d", R - 1);
-        if (inner_reduce(c, &r, val, NULL, "0", "0", hi, flat) < 0) return -1;
+        if (inner_multi(c, &s, "0", "0", hi, flat) < 0) return -1;
         for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
         nd_sb_puts(sb, "}\n");
-        acc_final(c, &r, "0");
-        red_result(c, &r, k->root, "0");
+        result_all(c, &s, "0");
         if (epilogue_store(c, kept, "0") < 0) return -1;
         nd_sb_puts(sb, "}\n}\n");
         return 0;
     }
-
-    /* Full reduction: a fixed number of chunks of the outermost reduced dim
-     * (so results do not depend on the thread count), partials combined in
-     * chunk order. */
-    int cd = 0;  /* chunked dim: the outermost kernel dim */
-    const char *PT = r.kind == RK_ARG ? ctype_of(r.acc) : r.AT;
+    /* full reductions: a fixed number of chunks of the outermost dim (results
+     * do not depend on the thread count), partials combined in chunk order */
+    int cd = 0;
     nd_sb_printf(sb, "const int64_t nch_ = n%d < 64 ? (n%d > 0 ? n%d : 1) : 64;\n", cd, cd, cd);
-    nd_sb_printf(sb, "%s part_[64];\nint64_t pidx_[64];\n", PT);
+    for (int p = 0; p < s.n; p++)
+        nd_sb_printf(sb, "%s part%d_[64];\nint64_t pidx%d_[64];\n",
+                     s.r[p].kind == RK_ARG ? ctype_of(s.r[p].acc) : s.r[p].AT, p, p);
     nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
     nd_sb_printf(sb, "const int64_t lo_ = n%d * ch_ / nch_, hi_ = n%d * (ch_ + 1) / nch_;\n", cd, cd);
-    acc_decl(c, &r, "0");
+    decl_all(c, &s, "0");
     int opened = 0;
     if (R > 1) opened = open_serial(c, all & ~(1u << (R - 1)), cd);
     for (int o = 0; o < k->nin; o++) pointer(c, o, all & ~(1u << (R - 1)), "p");
     flat_expr(c, flat, sizeof flat, 1);
-    if (R > 1) {
-        char hi[16];
-        snprintf(hi, sizeof hi, "n%d", R - 1);
-        if (inner_reduce(c, &r, val, NULL, "0", "0", hi, flat) < 0) return -1;
-    } else {
-        if (inner_reduce(c, &r, val, NULL, "0", "lo_", "hi_", "0") < 0) return -1;
-    }
+    if (inner_multi(c, &s, "0", R > 1 ? "0" : "lo_", R > 1 ? hi : "hi_", R > 1 ? flat : "0") < 0) return -1;
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
-    acc_final(c, &r, "0");
-    if (r.kind == RK_ARG) nd_sb_puts(sb, "part_[ch_] = bv0;\npidx_[ch_] = bi0;\n");
-    else nd_sb_puts(sb, "part_[ch_] = res0;\npidx_[ch_] = 0;\n");
+    for (int p = 0; p < s.n; p++) {
+        char xp[24];
+        px(xp, sizeof xp, "0", p);
+        acc_final(c, &s.r[p], xp);
+        if (s.r[p].kind == RK_ARG) nd_sb_printf(sb, "part%d_[ch_] = bv%s;\npidx%d_[ch_] = bi%s;\n", p, xp, p, xp);
+        else nd_sb_printf(sb, "part%d_[ch_] = res%s;\npidx%d_[ch_] = 0;\n", p, xp, p);
+    }
     nd_sb_puts(sb, "}\n{\n");
-    acc_decl(c, &r, "1");
+    decl_all(c, &s, "1");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
-    acc_combine(c, &r, "1", "part_[ch_]", "pidx_[ch_]");
+    for (int p = 0; p < s.n; p++) {
+        char xp[24], pa[32], pi[32];
+        px(xp, sizeof xp, "1", p);
+        snprintf(pa, sizeof pa, "part%d_[ch_]", p);
+        snprintf(pi, sizeof pi, "pidx%d_[ch_]", p);
+        acc_combine(c, &s.r[p], xp, pa, pi);
+    }
     nd_sb_puts(sb, "}\n");
-    acc_final(c, &r, "1");
-    red_result(c, &r, k->root, "1");
+    result_all(c, &s, "1");
     if (epilogue_store(c, 0, "0") < 0) return -1;
     nd_sb_puts(sb, "}\n");
     return 0;
@@ -1359,7 +1541,7 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
     nd_sb_init(&body_sb);
     c.sb = &body_sb;
     k->cost = kernel_cost(&c);
-    prologue(&c);
+    if (prologue(&c) < 0) { nd_sb_free(&body_sb); return -1; }
     switch (k->kind) {
     case ND_K_POINTWISE: case ND_K_REGION: rc = gen_pointwise(&c); break;
     case ND_K_REDUCE: rc = gen_reduce(&c); break;

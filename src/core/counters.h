@@ -20,6 +20,9 @@ typedef enum {
     ND_CTR_EAGER_CALLS,    /* calls of compiled functions run as the plain function (trace_control.c) */
     ND_CTR_FLUSH_NODES,    /* nodes the flushes' ancestor walks visited (graph.c): per flush,
                               what it needs, not how long the capture has run */
+    ND_CTR_BYTES_READ,     /* bytes of arrays kernels read (runtime_native.c): an array
+                              counts once per kernel run, over the elements it
+                              walks; passes over memory = bytes_read / nbytes */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

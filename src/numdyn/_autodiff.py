@@ -82,6 +82,7 @@ def vjp(fn, *primals, has_aux=False):
         return pull(*_leaves_like(out, ct))
 
     vjp_fn.__doc__ = "pullback of numdyn.vjp: vjp_fn(cotangent) -> tuple of gradients"
+    vjp_fn.saved_nbytes = pull.saved_nbytes  # what the forward kept for the backward
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 

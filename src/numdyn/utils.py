@@ -23,7 +23,10 @@ mode numdyn.run for unseen inputs, under config.enabled=False or the
 under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
 run: what fusion saves shows as fewer), flush_nodes (graph nodes the
 flushes' ancestor walks visited: what the flushes needed, never the length
-of the capture so far).
+of the capture so far), bytes_read (bytes of the arrays kernels read: each
+array once per kernel run, over the elements it walks without
+broadcasting; an array's passes over memory are bytes_read over its
+nbytes).
 """
 from collections.abc import Mapping
 

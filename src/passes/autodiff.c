@@ -695,6 +695,16 @@ static nd_id unsqueeze(nd_graph *g, nd_id a, int pos)
     return reshape(g, a, nd + 1, sh);
 }
 
+/* a without its last dim (of length 1) */
+static nd_id squeeze_last(nd_graph *g, nd_id a)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    npy_intp sh[ND_MAXDIMS];
+    memcpy(sh, x->shape, sizeof(npy_intp) * (size_t)x->ndim);
+    return reshape(g, a, x->ndim - 1, sh);
+}
+
 static nd_id mm(nd_graph *g, nd_id p, nd_id q)
 {
     if (BAD(p) || BAD(q)) return ND_NONE;
@@ -724,9 +734,9 @@ static int rule_matmul(ad_t *A, nd_id a, nd_id b, int L, nd_id c)
         if (db) gb = MUL(c, a);
     } else if (nb == 1) {
         if (da) ga = MUL(unsqueeze(g, c, -1), b);
-        if (db) gb = mm(g, swap_last(g, a), c);
+        if (db) gb = squeeze_last(g, mm(g, swap_last(g, a), unsqueeze(g, c, -1)));
     } else if (na == 1) {
-        if (da) ga = mm(g, b, c);
+        if (da) ga = squeeze_last(g, mm(g, b, unsqueeze(g, c, -1)));
         if (db) gb = MUL(unsqueeze(g, a, -1), unsqueeze(g, c, -2));
     } else {
         if (da) ga = mm(g, c, swap_last(g, b));
@@ -789,12 +799,17 @@ static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAX
     for (int k = 0; k < nop; k++) {
         if (!A->dep[ops[k]]) continue;
         const char *lk = labels[k];
+        /* labels of operand k found elsewhere; the others (summed within
+         * operand k only) get the cotangent broadcast along them */
+        char present[ND_MAXDIMS + 1];
+        int np_ = 0, nk = (int)strlen(lk);
         for (int i = 0; lk[i]; i++) {
             if (strchr(lk + i + 1, lk[i])) return not_impl("einsum", "a label repeated in one operand");
             int found = strchr(out, lk[i]) != NULL;
             for (int j = 0; j < nop && !found; j++) found = j != k && strchr(labels[j], lk[i]);
-            if (!found) return not_impl("einsum", "a label summed within one operand only");
+            if (found) present[np_++] = lk[i];
         }
+        present[np_] = 0;
         char spec[3 * (ND_MAXDIMS + 2) + 8];
         nd_id ids[2];
         int m = 0;
@@ -806,10 +821,19 @@ static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAX
                 pos += (size_t)snprintf(spec + pos, sizeof spec - pos, ",%s", labels[j]);
                 ids[m++] = ops[j];
             }
-        snprintf(spec + pos, sizeof spec - pos, "->%s", lk);
+        snprintf(spec + pos, sizeof spec - pos, "->%s", present);
         int dt = L;
         for (int j = 1; j < m; j++) dt = fmaxdt(dt, NODE(g, ids[j])->dtype);
-        if (acc(A, ops[k], einsum(g, spec, m, ids, dt)) < 0) return -1;
+        nd_id e = einsum(g, spec, m, ids, dt);
+        if (np_ < nk && !BAD(e)) {
+            nd_node x = *NODE(g, ops[k]), *en = NODE(g, e);
+            npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS];
+            nd_c_strides(en->ndim, en->shape, cs);
+            for (int i = 0, q = 0; i < nk; i++)
+                st[i] = q < np_ && present[q] == lk[i] ? cs[q++] : 0;
+            e = view(g, e, x.ndim, x.shape, 0, st);
+        }
+        if (acc(A, ops[k], e) < 0) return -1;
     }
     return 0;
 }
@@ -825,20 +849,48 @@ static int rule_einsum(ad_t *A, const nd_node *f, nd_id c)
     size_t n = 0;
     for (const char *p = s; *p && n < sizeof buf - 1; p++) if (*p != ' ') buf[n++] = *p;
     buf[n] = 0;
-    if (strstr(buf, "...")) return not_impl("einsum", "ellipsis subscripts");
     char *arrow = strstr(buf, "->");
+    char raw[3][ND_MAXDIMS + 4];
     int k = 0, j = 0;
     for (char *p = buf; *p && p != arrow; p++) {
-        if (*p == ',') { labels[k][j] = 0; k++; j = 0; if (k >= 2) break; continue; }
-        if (j < ND_MAXDIMS) labels[k][j++] = *p;
+        if (*p == ',') { raw[k][j] = 0; if (++k >= 2) break; j = 0; continue; }
+        if (j < ND_MAXDIMS + 3) raw[k][j++] = *p;
     }
-    labels[k][j] = 0;
+    raw[k][j] = 0;
     if (k + 1 != f->nextra) return not_impl("einsum", "this form");
-    if (arrow) {
-        snprintf(out, sizeof out, "%s", arrow + 2);
-    } else {  /* implicit: labels appearing once, sorted */
+    if (arrow) snprintf(raw[2], sizeof raw[2], "%s", arrow + 2);
+    /* "..." becomes letters the spec does not use, right-aligned */
+    char ell[ND_MAXDIMS];
+    int nell = 0, maxe = 0, ecount[3] = {0, 0, 0};
+    for (int q = 0; q <= k; q++) {
+        if (!strstr(raw[q], "...")) continue;
+        ecount[q] = NODE(A->g, f->extra[q])->ndim - ((int)strlen(raw[q]) - 3);
+        if (ecount[q] < 0) return not_impl("einsum", "this form");
+        if (ecount[q] > maxe) maxe = ecount[q];
+    }
+    const char *pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (const char *p = pool; *p && nell < maxe; p++) if (!strchr(buf, *p)) ell[nell++] = *p;
+    if (nell < maxe) return not_impl("einsum", "too many labels");
+    ecount[2] = maxe;
+    for (int q = 0; q <= k + 1; q++) {
+        if (q == k + 1 && !arrow) break;
+        char *dst = q == k + 1 ? out : labels[q];
+        const char *src = raw[q == k + 1 ? 2 : q];
+        int m = 0;
+        for (const char *p = src; *p; p++) {
+            if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
+                for (int e = maxe - ecount[q == k + 1 ? 2 : q]; e < maxe && m < ND_MAXDIMS; e++) dst[m++] = ell[e];
+                p += 2;
+            } else if (m < ND_MAXDIMS) {
+                dst[m++] = *p;
+            }
+        }
+        dst[m] = 0;
+    }
+    if (!arrow) {  /* implicit: the ellipsis, then labels appearing once, sorted */
         int cnt[128] = {0}, m = 0;
         for (int q = 0; q <= k; q++) for (char *p = labels[q]; *p; p++) cnt[(unsigned char)*p & 127]++;
+        for (int e = 0; e < maxe; e++) { out[m++] = ell[e]; cnt[(unsigned char)ell[e]] = 0; }
         for (int ch = 0; ch < 128; ch++) if (cnt[ch] == 1 && m < ND_MAXDIMS) out[m++] = (char)ch;
         out[m] = 0;
     }

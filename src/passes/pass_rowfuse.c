@@ -12,6 +12,15 @@
  * a row value combines row values of its own form and scalars; a VIEW that
  * only inserts/removes size-1 dims turns one form into the other (m[:, 0]).
  *
+ * Reductions of a group share one domain D and one set of reduced dims.
+ * Besides a reduction reading the group's domain values (var after mean),
+ * a reduction that reads nothing of the group joins it too (horizontal
+ * fusion: x.sum(-1) and (x * x).sum(-1), a.min() and a.max(): one pass
+ * over x). When the reduced dims are not trailing (x.mean(0)) or no dim is
+ * kept (a.min()), a group holds no domain values: it is reductions that
+ * share one pass over D and the row values computed from their results
+ * (X.max(0) - X.min(0)), an epilogue per output element.
+ *
  * Only structure decides membership (shapes through rank, size-1 patterns
  * and which sizes are equal), so the plan fits every graph with the same
  * key. A node that
@@ -35,6 +44,8 @@ typedef struct rowdom {
     int rank;
     npy_intp shape[ND_MAXDIMS];
     uint64_t axes;
+    int trail;   /* the reduced dims are trailing and some dim is kept:
+                    domain values may join (a row is walked several times) */
     int krank;
     npy_intp kshape[ND_MAXDIMS];   /* D without the reduced dims */
     npy_intp ashape[ND_MAXDIMS];   /* D with 1 at the reduced dims */
@@ -48,23 +59,26 @@ static int form_of(const rowdom *D, const nd_node *n)
     return 0;
 }
 
-/* trailing reduced dims, at least one kept and one reduced non-1 dim */
-static int eligible_reduce(nd_graph *g, nd_id r, rowdom *D)
+/* at least one reduced non-1 dim; D->trail: the reduced dims are trailing
+ * and one is kept. argmax/argmin (allow_arg) are members only as
+ * reductions: nothing that reads their index joins. */
+static int eligible_reduce(nd_graph *g, nd_id r, rowdom *D, int allow_arg)
 {
     nd_node *n = &g->nodes[r];
-    if (n->sub == ND_RED_ARGMAX || n->sub == ND_RED_ARGMIN) return 0;
+    if (!allow_arg && (n->sub == ND_RED_ARGMAX || n->sub == ND_RED_ARGMIN)) return 0;
     if (!nd_emit->reduce_supported(g, r)) return 0;
     if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
     nd_node *x = &g->nodes[n->in[0]];
     if (!nd_emit->dtype_ok(x->dtype) || !nd_emit->dtype_ok(n->dtype)) return 0;
-    int seen_red = 0, kept = 0, red = 0;
+    int seen_red = 0, kept = 0, red = 0, trail = 1;
     for (int d = 0; d < x->ndim; d++) {
         int isr = (n->axes >> d) & 1;
         if (x->shape[d] == 1) continue;
         if (isr) { seen_red = 1; red++; }
-        else { if (seen_red) return 0; kept++; }
+        else { if (seen_red) trail = 0; kept++; }
     }
-    if (!kept || !red) return 0;
+    if (!red) return 0;
+    D->trail = trail && kept;
     D->rank = x->ndim;
     memcpy(D->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim);
     D->axes = n->axes;
@@ -94,6 +108,11 @@ static int pure_reshape(nd_graph *g, nd_id v)
     return bd == b->ndim;
 }
 
+static int same_dom(const rowdom *a, const rowdom *b)
+{
+    return a->axes == b->axes && same_shape(a->rank, a->shape, b->rank, b->shape);
+}
+
 static int is_scalar_like(nd_graph *g, nd_id i)
 {
     nd_node *n = &g->nodes[i];
@@ -101,7 +120,7 @@ static int is_scalar_like(nd_graph *g, nd_id i)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
 }
 
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip)
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz)
 {
     int n = g->n, ngroups = 0;
     uint8_t *dep = PyMem_Calloc((size_t)n + 1, 1);
@@ -116,7 +135,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
     for (nd_id r = 0; r < n; r++) {
         nd_node *rn = &g->nodes[r];
         rowdom D;
-        if (rn->op != ND_OP_REDUCE || rowgrp[r] >= 0 || (skip && skip[r]) || !eligible_reduce(g, r, &D)) continue;
+        if (rn->op != ND_OP_REDUCE || rowgrp[r] >= 0 || (skip && skip[r]) || !eligible_reduce(g, r, &D, 1)) continue;
         memset(dep, 0, (size_t)n);
         memset(lv, 0, (size_t)n);
         int nm = 0, nred = 1;
@@ -132,9 +151,26 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
                 if (lv[in]) related = 1;
                 if (dep[in]) bad = 1;
             }
-            if (!related && !bad) continue;
+            if (!related && !bad) {
+                /* an independent reduction over the same domain: one pass */
+                rowdom D2;
+                if (horiz && nred < ND_MAXRED && jn->op == ND_OP_REDUCE && rowgrp[j] < 0 && !(skip && skip[j]) &&
+                    eligible_reduce(g, j, &D2, 1) && same_dom(&D, &D2)) {
+                    lv[j] = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
+                    mem[nm++] = j;
+                    nred++;
+                }
+                continue;
+            }
+            for (int k = 0; k < nin && !bad; k++) {
+                nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+                if (in >= 0 && lv[in] && g->nodes[in].op == ND_OP_REDUCE &&
+                    (g->nodes[in].sub == ND_RED_ARGMAX || g->nodes[in].sub == ND_RED_ARGMIN))
+                    bad = 1;
+            }
             if (bad || rowgrp[j] >= 0) { dep[j] = 1; continue; }
             int join = 0, f = form_of(&D, jn);
+            if (f == ND_ROW_DOMAIN && !D.trail) f = 0;   /* no domain values */
             switch (jn->op) {
             case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
                 if (!f || !nd_emit->supported(g, j)) break;
@@ -152,11 +188,9 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
                 break;
             case ND_OP_REDUCE: {
                 rowdom D2;
-                if (skip && skip[j]) break;
+                if ((skip && skip[j]) || nred >= ND_MAXRED) break;
                 if (!lv[jn->in[0]] || lv[jn->in[0]] != ND_ROW_DOMAIN) break;
-                if (!eligible_reduce(g, j, &D2) || D2.axes != D.axes ||
-                    !same_shape(D2.rank, D2.shape, D.rank, D.shape))
-                    break;
+                if (!eligible_reduce(g, j, &D2, 0) || !same_dom(&D, &D2)) break;
                 join = 1;
                 f = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
                 nred++;

@@ -53,7 +53,7 @@ typedef struct sched {
     uint8_t *ng;        /* per node: how many of gsets are set */
     uint8_t *seen;      /* per node: kernel assembly marks, then "ready" */
     int32_t *cost;      /* per node: cost of computing it inline */
-    int32_t *kpos;      /* per kernel: its position (last root) */
+    int32_t *kpos;      /* scratch (find_consumers) */
     int32_t *rg2g;      /* per row group: its group */
     int *gk;            /* per group: its kernel, or -1 */
 } sched;
@@ -427,11 +427,11 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
             if (push_id(&rowv, &nrow, &caprow, i) < 0) goto fail;
         }
     }
-    /* one reduction and only row values after it: a reduction kernel with
+    /* reductions and only row values after them: a reduction kernel with
      * an epilogue (it may vectorize across rows when rows are short) */
     int ndomain = 0;
     for (int i = 0; i < b.ninl; i++) if (s->rowgrp[b.inl[i]] == rg) ndomain++;
-    if (nred == 1 && ndomain == 0) k->kind = ND_K_REDUCE;
+    if (ndomain == 0) k->kind = ND_K_REDUCE;   /* several: horizontal (one pass) */
     nd_node *rn = &g->nodes[k->root], *dn = &g->nodes[k->dom];
     for (int d = 0; d < dn->ndim; d++) {
         if (dn->shape[d] == 1) continue;
@@ -659,8 +659,8 @@ static int region_reads_in_place(nd_graph *g, const nd_kernel *k, nd_id set)
  *                         get a buffer (computed once, not per element)
  *   group_kernels         groups of nodes that share a loop, from the outputs
  *                         back (merging pointwise groups of one domain)
- *   build_kernels         one nd_kernel per group, its operands and position
- *   order_steps           steps in order; every read must have been produced
+ *   build_kernels         one nd_kernel per group and its operands
+ *   order_steps           steps in order, each once what it reads is ready
  *   plan_buffers          lifetimes (last use, what to free after each step)
  *                         and setitems that may write their base in place
  */
@@ -802,13 +802,13 @@ static int find_short(sched *s)
     return 0;
 }
 
-static int find_row_groups(sched *s, int allow_rows)
+static int find_row_groups(sched *s, int allow_rows, int allow_horiz)
 {
     nd_graph *g = s->g;
     int n = s->n;
     int nrg = 0;
     if (allow_rows) {
-        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr);
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, allow_horiz);
         if (nrg < 0) return -1;
     } else {
         for (nd_id i = 0; i < n; i++) s->rowgrp[i] = -1;
@@ -957,6 +957,92 @@ static void group_kernels(sched *s, int allow_merge)
     s->rg2g = NULL;
 }
 
+/* Horizontal fusion of pointwise kernels: kernels of one domain that read
+ * the same array (x + 1 and x * 2 returned together) become one kernel with
+ * several outputs, one pass over the array -- when neither reads the
+ * other's outputs, directly or through other kernels. */
+#define HMAXC 16
+
+/* groups of the pointwise kernels reading node c (c's own kernel, or the
+ * kernels c is computed inline in) into set (deduplicated) */
+static void reader_groups(sched *s, nd_id c, int32_t *set, int *cnt)
+{
+    int add[MAXG], na = 0;
+    if (s->mat[c]) {
+        if (s->eager[c] || s->g->nodes[c].op == ND_OP_INPUT || s->rowgrp[c] >= 0) return;
+        add[na++] = find(s, s->grp[c]);
+    } else if (!s->freen[c]) {
+        for (int t = 0; t < s->ng[c]; t++) add[na++] = find(s, GSETS(s, c)[t]);
+    }
+    for (int t = 0; t < na; t++) {
+        if (group_kind(s, add[t]) != ND_K_POINTWISE || s->growg[add[t]] >= 0) continue;
+        int dup = 0;
+        for (int u = 0; u < *cnt; u++) if (set[u] == add[t]) dup = 1;
+        if (!dup && *cnt < HMAXC) set[(*cnt)++] = add[t];
+    }
+}
+
+/* does a kernel of group b (its roots) depend on an output of group a?
+ * dep: scratch of n bytes */
+static int group_depends(sched *s, int a, int b, uint8_t *dep)
+{
+    nd_graph *g = s->g;
+    memset(dep, 0, (size_t)s->n);
+    for (nd_id i = 0; i < s->n; i++) {
+        nd_node *nn = &g->nodes[i];
+        int d = 0;
+        for (int k = 0; k < node_nin(nn) && !d; k++) {
+            nd_id in = node_in(nn, k);
+            if (in < 0) continue;
+            if (dep[in]) d = 1;
+            else if (s->mat[in] && !s->eager[in] && g->nodes[in].op != ND_OP_INPUT &&
+                     s->rowgrp[in] < 0 && find(s, s->grp[in]) == a)
+                d = 1;
+        }
+        dep[i] = (uint8_t)d;
+        if (!d) continue;
+        /* i is read by b's kernel: b depends on a */
+        if (s->mat[i] && !s->eager[i] && nn->op != ND_OP_INPUT && s->rowgrp[i] < 0 && find(s, s->grp[i]) == b)
+            return 1;
+        if (!s->mat[i] && !s->freen[i])
+            for (int t = 0; t < s->ng[i]; t++) if (find(s, GSETS(s, i)[t]) == b) return 1;
+    }
+    return 0;
+}
+
+static void merge_pointwise(sched *s, uint8_t *dep)
+{
+    nd_graph *g = s->g;
+    int budget = 64;   /* dependence walks (each O(n)) */
+    for (nd_id b = 0; b < s->n && budget > 0; b++) {
+        if (!s->mat[b]) continue;
+        int32_t set[HMAXC];
+        int cnt = 0;
+        for (int q = s->cstart[b]; q < s->cstart[b + 1]; q++) {
+            nd_id c = s->clist[q];
+            if (s->freen[c] && view_of_buffer(g, c)) {
+                for (int q2 = s->cstart[c]; q2 < s->cstart[c + 1]; q2++) reader_groups(s, s->clist[q2], set, &cnt);
+            } else {
+                reader_groups(s, c, set, &cnt);
+            }
+        }
+        for (int t = 1; t < cnt && budget > 0; t++) {
+            int a = find(s, set[0]), o = find(s, set[t]);
+            if (a == o) continue;
+            if (!same_domain(&g->nodes[s->groot[a]], &g->nodes[s->groot[o]])) continue;
+            if (s->gsize[a] + s->gsize[o] > KMAX_NODES || s->gops[a] + s->gops[o] > KMAX_OPS ||
+                s->gfr[a] + s->gfr[o] > ND_MAXFR)
+                continue;
+            budget -= 2;
+            if (group_depends(s, a, o, dep) || group_depends(s, o, a, dep)) continue;
+            s->parent[o] = a;
+            s->gsize[a] += s->gsize[o];
+            s->gops[a] += s->gops[o];
+            s->gfr[a] += s->gfr[o];
+        }
+    }
+}
+
 static int build_kernels(sched *s, nd_program *p)
 {
     nd_graph *g = s->g;
@@ -1008,51 +1094,60 @@ static int build_kernels(sched *s, nd_program *p)
     }
     s->mat = NULL;
     p->nkern = nk;
-    /* kernel position: its last root */
-    int32_t *kpos = s->kpos;
-    for (int q = 0; q < nk; q++) kpos[q] = -1;
-    for (nd_id i = 0; i < n; i++)
-        if (p->mat[i] && p->own[i]) {
-            int q = gk[find(s, s->grp[i])];
-            if (i > kpos[q]) kpos[q] = i;
-        }
     return 0;
 }
 
-/* 0, or 1 when some read would not have been produced (no exception) */
+/* Steps in node order, each as soon as what it reads is ready: a kernel at
+ * the first of its roots where its inputs are (a kernel of several roots
+ * -- horizontal fusion -- may wait for an input made after its first root,
+ * and a step reading its first root then waits for it). Sweeps until
+ * nothing more can run. 0, or 1 when some step never can: a cycle through
+ * kernels (no exception). */
 static int order_steps(sched *s, nd_program *p, const nd_id *outs, int nout)
 {
     nd_graph *g = s->g;
-    int n = s->n;
+    int n = s->n, nk = p->nkern;
     int *gk = s->gk;
     uint8_t *ready = s->seen;
+    uint8_t *kdone = PyMem_Calloc((size_t)nk + 1, 1);
+    if (!kdone) { PyErr_NoMemory(); return -1; }
     memset(ready, 0, (size_t)n + 1);
     for (nd_id i = 0; i < n; i++) if (g->nodes[i].op == ND_OP_INPUT) ready[i] = 1;
-    int ns = 0;
-    for (nd_id i = 0; i < n; i++) {
-        if (s->eager[i]) {
-            nd_node *nn = &g->nodes[i];
-            for (int k = 0; k < node_nin(nn); k++)
-                if (node_in(nn, k) >= 0 && !ready[node_in(nn, k)]) return 1;
-            p->steps[ns++] = (nd_step){ND_S_EAGER, -1, i};
-            ready[i] = 1;
-            continue;
+    int ns = 0, progress = 1, pending = 1;
+    while (progress && pending) {
+        progress = pending = 0;
+        for (nd_id i = 0; i < n; i++) {
+            if (s->eager[i]) {
+                if (ready[i]) continue;
+                nd_node *nn = &g->nodes[i];
+                int ok = 1;
+                for (int k = 0; k < node_nin(nn) && ok; k++)
+                    if (node_in(nn, k) >= 0 && !ready[node_in(nn, k)]) ok = 0;
+                if (!ok) { pending = 1; continue; }
+                p->steps[ns++] = (nd_step){ND_S_EAGER, -1, i};
+                ready[i] = 1;
+                progress = 1;
+                continue;
+            }
+            if (!p->own[i]) continue;
+            int q = gk[find(s, s->grp[i])];
+            if (kdone[q]) continue;
+            nd_kernel *k = &p->kerns[q];
+            int ok = 1;
+            for (int o = 0; o < k->nin && ok; o++)
+                if (!ready[k->ops[o].buf]) ok = 0;
+            if (ok && k->kind == ND_K_REGION && !ready[g->nodes[k->root].in[0]]) ok = 0;
+            if (!ok) { pending = 1; continue; }
+            if (k->kind == ND_K_REGION) p->steps[ns++] = (nd_step){ND_S_BASE, -1, k->root};
+            p->steps[ns++] = (nd_step){ND_S_KERNEL, q, i};
+            for (int o = k->nin; o < k->nin + k->nout; o++) ready[k->ops[o].buf] = 1;
+            kdone[q] = 1;
+            progress = 1;
         }
-        if (!p->own[i]) continue;
-        int q = gk[find(s, s->grp[i])];
-        if (s->kpos[q] != i) continue;
-        nd_kernel *k = &p->kerns[q];
-        for (int o = 0; o < k->nin; o++)
-            if (!ready[k->ops[o].buf]) return 1;
-        if (k->kind == ND_K_REGION) {
-            nd_id base = g->nodes[k->root].in[0];
-            if (!ready[base]) return 1;
-            p->steps[ns++] = (nd_step){ND_S_BASE, -1, k->root};
-        }
-        p->steps[ns++] = (nd_step){ND_S_KERNEL, q, i};
-        for (int o = k->nin; o < k->nin + k->nout; o++) ready[k->ops[o].buf] = 1;
     }
+    PyMem_Free(kdone);
     p->nsteps = ns;
+    if (pending) return 1;
     for (int i = 0; i < nout; i++) if (!ready[outs[i]]) return 1;
     return 0;
 }
@@ -1108,7 +1203,7 @@ static int plan_buffers(sched *s, nd_program *p)
 }
 
 static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_merge, int allow_rows,
-                            int *retry)
+                            int allow_horiz, int *retry)
 {
     int n = g->n;
     sched s;
@@ -1154,11 +1249,13 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     if (find_consumers(&s, outs, nout) < 0) goto fail;
     classify(&s);
     if (allow_rows && find_short(&s) < 0) goto fail;
-    if (find_row_groups(&s, allow_rows) < 0) goto fail;
+    if (find_row_groups(&s, allow_rows, allow_horiz) < 0) goto fail;
     buffer_broadcasts(&s);
     group_kernels(&s, allow_merge);
+    if (allow_horiz) merge_pointwise(&s, s.seen);
     if (build_kernels(&s, p) < 0) goto fail;
     int r = order_steps(&s, p, outs, nout);
+    if (r < 0) goto fail;
     if (r) { *retry = 1; goto fail; }
     if (plan_buffers(&s, p) < 0) goto fail;
     memcpy(p->outs, outs, sizeof(nd_id) * (size_t)nout);
@@ -1181,10 +1278,16 @@ done:
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout)
 {
     int retry = 0;
-    nd_program *p = schedule(g, outs, nout, 1, 1, &retry);
+    nd_program *p = schedule(g, outs, nout, 1, 1, 1, &retry);
+    if (!p && retry && !PyErr_Occurred()) {
+        /* a kernel cycle: first without horizontal fusion, then without
+         * any merging */
+        retry = 0;
+        p = schedule(g, outs, nout, 1, 1, 0, &retry);
+    }
     if (!p && retry && !PyErr_Occurred()) {
         retry = 0;
-        p = schedule(g, outs, nout, 0, 0, &retry);
+        p = schedule(g, outs, nout, 0, 0, 0, &retry);
         if (!p && !PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: no valid kernel order");
     }

@@ -81,7 +81,8 @@ typedef struct nd_kernel {
     nd_id *inl;          /* nodes computed per element, topological */
     int nrow;            /* ROW: nodes computed once per row (after the reductions) */
     nd_id *rowv;
-    int nred;            /* ROW: the REDUCE nodes, in order */
+    int nred;            /* ROW, and REDUCE kernels of a row group: the REDUCE
+                            nodes, in order (several: horizontal fusion) */
     nd_id *reds;
     int8_t *inlf;        /* per inl entry: -1 (per element), or the frame it
                             is computed in (a node may be listed in several) */
@@ -162,9 +163,12 @@ static inline int nd_frame_sidx(int rank, int nops, int o, int t)
 
 /* pass_rowfuse.c: row groups (see there). rowgrp[i]: group or -1; level[i]:
  * ND_ROW_*. skip (may be NULL): reductions that may neither start nor join
- * a group. Returns the number of groups, -1 + exception. */
+ * a group. horiz: independent reductions over the same domain join a group
+ * (at most ND_MAXRED reductions a group). Returns the number of groups, -1
+ * + exception. */
 enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip);
+#define ND_MAXRED 8
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz);
 
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);

@@ -109,6 +109,33 @@ static char *op_base(nd_graph *g, nd_kop *op, PyArrayObject *a)
     return p;
 }
 
+/* The bytes a kernel run reads: per input array (once, however many
+ * operands view it) the elements its widest operand walks -- the dims
+ * along which it is not broadcast, a frame's short dims included. */
+static long long bytes_read(nd_graph *g, nd_kernel *k, PyObject **opa, const int64_t *I,
+                            const int64_t *n, int R)
+{
+    nd_id buf[MAXOPS];
+    long long el[MAXOPS], tot = 0;
+    int nb = 0, nops = k->nin + k->nout;
+    for (int o = 0; o < k->nin; o++) {
+        nd_kop *op = &k->ops[o];
+        long long e = 1;
+        for (int d = 0; d < R; d++) if (I[R + o * R + d] != 0) e *= n[d];
+        if (op->frame >= 0) {
+            int ext[ND_MAXFS], ns = nd_frame_short(g, k->fr[op->frame], NULL, ext);
+            for (int t = 0; t < ns; t++) if (I[nd_frame_sidx(R, nops, o, t)] != 0) e *= ext[t];
+        }
+        e *= PyArray_ITEMSIZE((PyArrayObject *)opa[o]);
+        int q = 0;
+        while (q < nb && buf[q] != op->buf) q++;
+        if (q == nb) { buf[nb] = op->buf; el[nb++] = e; }
+        else if (e > el[q]) el[q] = e;
+    }
+    for (int q = 0; q < nb; q++) tot += el[q];
+    return tot;
+}
+
 static int may_merge(nd_kernel *k, int a, int b)
 {
     if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW)
@@ -462,6 +489,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         for (int d = 0; d < R; d++)
             I[R + o * R + d] = op_stride(g, k, op, a, k->dims[d], drank);
     }
+    nd_counter_add(ND_CTR_BYTES_READ, bytes_read(g, k, opa, I, n, R));
     /* merge adjacent dims every operand walks as one (fewer, longer loops) */
     if (!k->nomerge && R > 1) {
         int cur = R - 1;

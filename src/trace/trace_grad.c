@@ -120,7 +120,22 @@ static int leaf_kind(PyObject *o)
 {
     int dt = -1;
     if (nd_proxy_check(o)) dt = nd_proxy_dtype(o);
-    else if (PyArray_CheckExact(o)) dt = nd_supported_array(o) ? PyArray_TYPE((PyArrayObject *)o) : -1;
+    else if (PyArray_Check(o) && !PyArray_CheckExact(o)) {
+        PyErr_Format(PyExc_NotImplementedError, "numdyn autodiff: ndarray subclasses (%.80s) are "
+                     "not differentiated; pass np.asarray(x)", Py_TYPE(o)->tp_name);
+        return -1;
+    } else if (PyArray_Check(o)) {
+        /* other byte orders too: wrap_leaf takes a native copy */
+        PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)o);
+        int k = d->kind == 'f' ? 1 : d->kind == 'c' ? 2 : 0;
+        dt = k == 1 ? (d->elsize == 2 ? NPY_HALF : d->elsize == 4 ? NPY_FLOAT : d->elsize == 8 ? NPY_DOUBLE : -1)
+             : k == 2 ? NPY_CDOUBLE : -1;
+        if (k == 1 && dt < 0) {
+            PyErr_Format(PyExc_NotImplementedError, "numdyn autodiff: arrays of dtype %R are not "
+                         "differentiated", (PyObject *)d);
+            return -1;
+        }
+    }
     else if (PyFloat_Check(o)) dt = NPY_DOUBLE;
     else if (PyArray_IsScalar(o, Floating) || PyArray_IsScalar(o, ComplexFloating)) {
         PyArray_Descr *d = PyArray_DescrFromScalar(o);
@@ -134,6 +149,13 @@ static int leaf_kind(PyObject *o)
         return -1;
     }
     return isflt(dt);
+}
+
+/* the native float dtype of a float array */
+static int leaf_dtype(PyObject *arr)
+{
+    int n = PyArray_ITEMSIZE((PyArrayObject *)arr);
+    return n == 2 ? NPY_HALF : n == 4 ? NPY_FLOAT : NPY_DOUBLE;
 }
 
 /* a differentiated leaf: a proxy on a fresh node (never a caller array:
@@ -167,6 +189,15 @@ static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
         is_scalar = nd_proxy_is_scalar(o);
     } else {
         PyObject *arr = PyArray_FROM_O(o);
+        if (arr && (!PyArray_CheckExact(arr) || !nd_supported_array(arr))) {
+            PyArray_Descr *d = PyArray_DescrFromType(leaf_dtype(arr));
+            Py_SETREF(arr, d ? PyArray_FromAny(arr, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_ENSUREARRAY
+                                               | NPY_ARRAY_ENSURECOPY, NULL) : NULL);
+            if (arr && !nd_supported_array(arr)) {
+                PyErr_SetString(PyExc_NotImplementedError, "numdyn autodiff: this array cannot be traced");
+                Py_CLEAR(arr);
+            }
+        }
         if (!arr) return NULL;
         is_scalar = !PyArray_Check(o);
         id = nd__input_node(c->t, arr);
@@ -453,6 +484,21 @@ done:
     return r;
 }
 
+static PyObject *vjp_saved_nbytes(PyObject *o, void *c)
+{
+    NdVJP *v = (NdVJP *)o;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = 0; v->saved && k < PyList_GET_SIZE(v->saved); k++)
+        n += PyArray_NBYTES((PyArrayObject *)PyTuple_GET_ITEM(PyList_GET_ITEM(v->saved, k), 1));
+    return PyLong_FromSsize_t(n);
+}
+
+static PyGetSetDef vjp_getset[] = {
+    {"saved_nbytes", vjp_saved_nbytes, NULL,
+     "bytes of the forward values saved for the backward (besides inputs and outputs)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject NdVJP_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn._C.VJP",
@@ -460,6 +506,7 @@ static PyTypeObject NdVJP_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_dealloc = vjp_dealloc,
     .tp_call = vjp_call,
+    .tp_getset = vjp_getset,
     .tp_doc = "The pullback of numdyn.vjp: call it with one cotangent per output leaf; it "
               "returns the gradients, one entry per primal.",
 };

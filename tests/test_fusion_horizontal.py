@@ -1,0 +1,255 @@
+"""Horizontal fusion (issue 19, item 3): independent reductions and
+pointwise outputs that read the same inputs over the same iteration space
+share one pass over memory -- x.mean(0) and x.std(0), a.min() and a.max(),
+sum and sum of squares, several outputs of one function -- and the row
+values computed from reductions (X.max(0) - X.min(0)) run in the same
+kernel as the reductions, for any reduced axes.
+
+NumPy is the oracle (values within tolerance by dtype, dtypes, shapes,
+returned types) over dtypes, layouts (C, F, strided, broadcast), NaN and
+ties; the counters show the fusion: kernel_runs (kernels a call runs) and
+bytes_read (bytes of the arrays kernels read, each once per kernel run:
+bytes_read / x.nbytes is the number of passes over x). The counts fail
+without the fusion.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from oracle import check
+
+FLOATS = ["float64", "float32"]
+DTYPES = ["float64", "float32", "int64", "int32"]
+
+
+def measure(fn, *args):
+    """(kernels, bytes read) of one warm call of the compiled fn"""
+    f = numdyn.compile(fn)
+    f(*args)
+    c = numdyn.utils.counters
+    k0, b0 = c["kernel_runs"], c["bytes_read"]
+    f(*args)
+    return c["kernel_runs"] - k0, c["bytes_read"] - b0
+
+
+def passes(fn, x, *rest):
+    """kernels run, and passes over x (bytes read / x.nbytes, rounded to
+    tenths: small per-column arrays add a little)"""
+    k, b = measure(fn, x, *rest)
+    return k, round(b / x.nbytes, 1)
+
+
+def data(shape, dt, seed=0, pos=False):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dt).kind == "f":
+        a = rng.uniform(0.5, 1.5, shape) if pos else rng.standard_normal(shape)
+        return a.astype(dt)
+    if np.dtype(dt).kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.integers(-50, 50, size=shape).astype(dt)
+
+
+def layouts(shape, dt, seed=0, pos=False):
+    """the same logical shape as C, F, a strided view and a broadcast array"""
+    yield "C", data(shape, dt, seed, pos)
+    yield "F", np.asfortranarray(data(shape, dt, seed, pos))
+    big = data((shape[0] * 2,) + tuple(shape[1:]), dt, seed + 1, pos)
+    yield "strided", big[::2]
+    # a column broadcast along the other dims (stride 0): reductions over
+    # axis 0 stay non-degenerate (a constant column's std is rounding noise)
+    col = data((shape[0],) + (1,) * (len(shape) - 1), dt, seed + 2, pos)
+    yield "broadcast", np.broadcast_to(col, shape)
+
+
+# ------------------------------------------------------------ programs
+def min_and_max(a):
+    return a.min(), a.max()
+
+
+def ptp(a):
+    return a.max() - a.min()
+
+
+def sum_and_sumsq0(x):
+    return x.sum(0), (x * x).sum(0)
+
+
+def sum_and_sumsq1(x):
+    return x.sum(1), (x * x).sum(1)
+
+
+def sum_and_sumsq_all(x):
+    return x.sum(), (x * x).sum()
+
+
+def mean_and_std0(x):
+    return x.mean(0), x.std(0)
+
+
+def minmax_scale(x):
+    lo = x.min(0)
+    return (x - lo) / (x.max(0) - lo)
+
+
+def standardize(x):
+    return (x - x.mean(0)) / x.std(0)
+
+
+def arg_and_value(x):
+    return x.argmin(0), x.min(0), x.argmax(0), x.max(0)
+
+
+def arg_and_value_all(a):
+    return a.argmin(), a.min(), a.argmax(), a.max()
+
+
+def stats_row(x):
+    # several independent reductions over the trailing axis and row values
+    return x.max(1) - x.min(1), x.sum(1), x.mean(1)
+
+
+# ------------------------------------------------------------ the oracle
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("fn", [min_and_max, ptp, sum_and_sumsq0, sum_and_sumsq1, sum_and_sumsq_all, stats_row],
+                         ids=lambda f: f.__name__)
+def test_reductions_share_a_pass_values(backend, fn, dt):
+    for _, x in layouts((300, 24), dt, pos=True):
+        check(fn, x, backend=backend)
+
+
+# X - X.mean(0) cancels: its absolute error is the mean's rounding error
+# (NumPy sums a Fortran array's columns pairwise, numdyn in row order: both
+# within n * eps * max|x|), so values near 0 get an absolute tolerance
+CANCEL_ATOL = {"float64": 1e-13, "float32": 2e-5}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("fn", [mean_and_std0, minmax_scale, standardize], ids=lambda f: f.__name__)
+def test_statistics_values(backend, fn, dt):
+    for _, x in layouts((500, 8), dt, pos=True):
+        check(fn, x, backend=backend, atol=CANCEL_ATOL[dt] if fn is standardize else None)
+
+
+@pytest.mark.parametrize("dt", ["int64", "int32"])
+def test_statistics_of_integers(backend, dt):
+    for _, x in layouts((400, 6), dt):
+        check(mean_and_std0, x, backend=backend)
+        check(standardize, x, backend=backend, atol=CANCEL_ATOL["float64"])
+
+
+def test_bool_reductions_together(backend):
+    def f(b):
+        return b.any(0), b.all(0), b.sum(0), b.any(), b.all()
+    for _, b in layouts((200, 9), "bool"):
+        check(f, b, backend=backend)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_arg_reductions_with_values(backend, dt):
+    x = data((200, 7), dt)
+    x[3] = x[40]       # ties: the first occurrence wins
+    x[100, :] = x.max() if dt.startswith("int") else 99.0
+    x[101, :] = x[100, :]
+    check(arg_and_value, x, backend=backend)
+    check(arg_and_value_all, x.ravel(), backend=backend)
+    check(arg_and_value, np.asfortranarray(x), backend=backend)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_nan_in_fused_reductions(backend, dt):
+    x = data((300, 5), dt)
+    x[7, 1] = np.nan
+    x[200, 1] = np.nan
+    x[50, 3] = np.nan
+    for fn in (min_and_max, ptp, arg_and_value, sum_and_sumsq0, mean_and_std0, minmax_scale, stats_row):
+        check(fn, x, backend=backend)
+    check(arg_and_value_all, x.ravel(), backend=backend)
+    check(min_and_max, x.ravel(), backend=backend)
+
+
+def test_keepdims_and_other_axes(backend):
+    x = data((6, 50, 7), "float64", pos=True)
+
+    def f(x):
+        return x.sum(1, keepdims=True), (x * x).sum(1), x.max(1) - x.min(1)
+
+    def g(x):
+        return x.sum((0, 2)), x.min((0, 2)), x.max(axis=(0, 2), keepdims=True)
+
+    for _, y in layouts((6, 50, 7), "float64", pos=True):
+        check(f, y, backend=backend)
+        check(g, y, backend=backend)
+    check(f, x, backend=backend)
+
+
+def test_dependent_reduction_is_not_merged(backend):
+    # the second reduction reads the first: two passes, right values
+    def f(x):
+        m = x.sum(0)
+        return m, (x * m).sum(0)
+    check(f, data((300, 6), "float64", pos=True), backend=backend)
+
+
+def test_consumer_between_reductions(backend):
+    # a value made from the first reduction before the second one is
+    # traced, and an input of the second made after the first
+    def f(x, y):
+        a = x.sum(0)
+        b = a * 2.0
+        z = np.exp(y) + b
+        return b, z, x.max(0), z.sum(0)
+    check(f, data((100, 4), "float64"), data((100, 4), "float64", seed=2), backend=backend)
+
+
+# ------------------------------------------------------------ counters
+def test_min_and_max_one_pass():
+    a = data(100_000, "float64")
+    assert passes(min_and_max, a) == (1, 1.0)
+    assert passes(ptp, a) == (1, 1.0)
+    assert passes(arg_and_value_all, a) == (1, 1.0)
+
+
+@pytest.mark.parametrize("fn", [sum_and_sumsq0, sum_and_sumsq1, sum_and_sumsq_all, stats_row],
+                         ids=lambda f: f.__name__)
+def test_sum_and_sumsq_one_pass(fn):
+    x = data((20_000, 24), "float64")
+    assert passes(fn, x) == (1, 1.0)
+
+
+def test_mean_and_std_two_passes():
+    x = data((50_000, 8), "float64")
+    k, p = passes(mean_and_std0, x)
+    assert k == 2 and p == 2.0
+
+
+def test_minmax_scale_two_passes():
+    x = data((50_000, 8), "float64")
+    assert passes(minmax_scale, x) == (2, 2.0)
+
+
+def test_pointwise_outputs_one_pass():
+    def f(x):
+        return x + 1.0, x * 2.0, np.sqrt(np.abs(x))
+    x = data((1000, 100), "float64")
+    assert passes(f, x) == (1, 1.0)
+
+
+# ------------------------------------------------------------ regression
+def test_row_value_reads_a_scalar_view(backend):
+    # a view of a 0-d SCALAR (np.zeros((2, 1)) is 0.0 broadcast) read by a
+    # value computed once per row: it was declared inside the element loop
+    # only, and the kernel did not compile ("v2 undeclared")
+    x = np.arange(6.0).reshape(2, 3)
+
+    def f(x):
+        return x - (x.max(axis=1, keepdims=True) + np.zeros((2, 1)))
+
+    def g(x):
+        return x / (x.sum(axis=1, keepdims=True) * np.full((2, 1), 2.0))
+
+    def h(x):
+        return x.max(axis=1) + np.ones(2), x.min(axis=1) * np.full(2, 3.0)
+
+    for fn in (f, g, h):
+        check(fn, x, backend=backend)
+        check(fn, data((2, 3), "float32"), backend=backend)
