@@ -37,8 +37,9 @@ int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
 {
     uint64_t dyn = 0, st = 0;
     nd_marks_get(arr, &dyn, &st);
-    if (dynamic) { dyn |= mask; st &= ~mask; }
-    else { st |= mask; dyn &= ~mask; }
+    if (dynamic == 1) { dyn |= mask; st &= ~mask; }
+    else if (dynamic == 0) { st |= mask; dyn &= ~mask; }
+    else { dyn &= ~mask; st &= ~mask; }  /* 2: unmarked (maybe_mark_dynamic) */
     PyObject *key = PyLong_FromVoidPtr(arr);
     if (!key) return -1;
     PyObject *e = entry_of(arr), *wr = NULL;
@@ -53,7 +54,8 @@ int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
             if (PyErr_ExceptionMatches(PyExc_TypeError)) {
                 PyErr_Clear();
                 PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s",
-                             dynamic ? "dynamic" : "static", Py_TYPE(arr)->tp_name);
+                             dynamic == 1 ? "dynamic" : dynamic == 0 ? "static" : "maybe_dynamic",
+                             Py_TYPE(arr)->tp_name);
             }
             return -1;
         }
@@ -95,13 +97,14 @@ uint64_t nd_marks_size_key(PyObject *arr)
     return h;
 }
 
-/* _mark(x, dims or None, dynamic): None means every dim */
+/* _mark(x, dims or None, kind): kind 1 dynamic, 0 static, 2 unmarked;
+ * None means every dim */
 static PyObject *py_mark(PyObject *m, PyObject *args)
 {
     PyObject *x, *dims;
     int dynamic;
-    if (!PyArg_ParseTuple(args, "OOp:_mark", &x, &dims, &dynamic)) return NULL;
-    const char *what = dynamic ? "dynamic" : "static";
+    if (!PyArg_ParseTuple(args, "OOi:_mark", &x, &dims, &dynamic)) return NULL;
+    const char *what = dynamic == 1 ? "dynamic" : dynamic == 0 ? "static" : "maybe_dynamic";
     if (!PyArray_Check(x)) {
         PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s", what,
                      Py_TYPE(x)->tp_name);

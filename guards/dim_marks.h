@@ -18,8 +18,8 @@
 
 /* Number of arrays with marks alive: 0 lets hot paths skip the lookup. */
 extern Py_ssize_t nd_marks_live;
-/* Mark dims `mask` of arr dynamic (dynamic=1) or static (0); a dim's
- * newer mark replaces its older one. 0, or -1 with TypeError (arr takes
+/* Mark dims `mask` of arr dynamic (dynamic=1) or static (0), or unmark
+ * them (2: maybe_mark_dynamic); a dim's newer mark replaces its older one. 0, or -1 with TypeError (arr takes
  * no weak references). */
 int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic);
 /* arr's marks (0 masks when none). Never fails. */

@@ -7,6 +7,8 @@
 - Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
   store against their output's bounds.
 - The speed floor off (NUMDYN_FLOOR=0) except where a test asks for it.
+- Background compiles off (NUMDYN_BACKGROUND_COMPILE=0) except where a test
+  turns them on.
 - Hypothesis profiles:
     "ci"   derandomized (fixed seed), no deadline: the default under CI=true
            and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
@@ -53,6 +55,9 @@ os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
 # numdyn's own paths, so it is off by default here; tests/test_floor.py turns
 # it on per function (options={"floor": True}).
 os.environ.setdefault("NUMDYN_FLOOR", "0")
+# kernels compile before the call that needs them returns (counters and
+# CompileErrors are per call); test_floor.py tests background compiles
+os.environ.setdefault("NUMDYN_BACKGROUND_COMPILE", "0")
 
 # ---- hypothesis profiles ----------------------------------------------------
 try:

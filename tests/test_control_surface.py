@@ -724,3 +724,68 @@ def test_export():
 
     with pytest.raises(numdyn.GraphBreakError):
         numdyn.export(brk)(x)
+
+
+def test_run_frozen_loads_kernels_from_the_disk_cache():
+    def curve(x):
+        return np.exp(-x * x) * 0.75 + np.cos(x) * 0.5
+
+    f = numdyn.compile(curve)
+    x = np.linspace(-2, 2, 300)
+    f(x)
+    numdyn.utils.reset()  # the memory caches go; the disk cache and f's programs stay
+    k0, d0 = C["kernels_compiled"], C["disk_cache_hits"]
+    with numdyn.run():
+        np.testing.assert_allclose(f(x), curve(x))
+    assert C["kernels_compiled"] == k0
+    assert C["disk_cache_hits"] > d0
+
+
+def test_run_frozen_never_calls_a_custom_compiler_for_a_new_graph():
+    calls = []
+
+    def counting(graph, example_inputs):
+        calls.append(graph)
+        return graph
+
+    def poly(x, n):
+        for _ in range(n):
+            x = x * 0.5 + 1.0
+        return x
+
+    f = numdyn.compile(poly, backend=counting)
+    x = np.arange(5.0)
+    f(x, 1)
+    assert len(calls) == 1
+    with numdyn.run():
+        np.testing.assert_allclose(f(x, 1), poly(x, 1))   # cached: runs it
+        np.testing.assert_allclose(f(x, 3), poly(x, 3))   # new graph: NumPy, no compile
+    assert len(calls) == 1
+    f(x, 3)
+    assert len(calls) == 2
+
+
+def test_maybe_mark_dynamic_unmarks():
+    x = np.ones((3, 4))
+    numdyn.mark_static(x)
+    numdyn.mark_dynamic(x, 1)
+    numdyn.maybe_mark_dynamic(x, [0, 1])
+    assert numdyn._marked_dims(x) == (frozenset(), frozenset())
+
+    @numdyn.compile
+    def branchy(a):
+        return a + 1.0 if a.shape[1] == 4 else a
+
+    np.testing.assert_array_equal(branchy(x), np.full((3, 4), 2.0))  # no constraint error
+
+
+def test_recompile_limit_alias(monkeypatch):
+    monkeypatch.setattr(numdyn.config, "recompile_limit", 1)
+    assert numdyn.config.cache_size_limit == 1 and numdyn.config.recompile_limit == 1
+    f = numdyn.compile(ref)
+    f(np.ones(2))
+    with pytest.warns(UserWarning, match="cache_size_limit"):
+        f(np.ones(2, np.float32))
+    monkeypatch.setattr(numdyn.config, "cache_size_limit", 8)
+    with pytest.raises(AttributeError):
+        numdyn.config.no_such_setting

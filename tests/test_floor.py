@@ -28,8 +28,10 @@ def tiny_steps(x, n):
 
 
 def fused(x):
-    # one fused kernel over 2e6 elements against NumPy's five passes
-    return np.exp(np.sin(x) * np.cos(x) + 1.0) * 0.5
+    # one fused kernel over 2e6 elements against NumPy's eight passes over
+    # 16 MB temporaries (memory-bound: no transcendental functions, whose
+    # speed depends on SLEEF being installed and on NumPy's own SIMD loops)
+    return (((x * 2.0 + 1.0) * x - 3.0) * 0.5 + x) * (x + 0.25) - 1.5
 
 
 def calls_until_decided(cf, args, limit=40):
@@ -274,3 +276,76 @@ def test_changed_slice_bounds_and_scalars_reuse_kernels():
     after = dict(utils.counters)
     # new bounds and scalars are parameters of the kernels already built
     assert after["kernels_compiled"] == before["kernels_compiled"], (before, after)
+
+
+# ------------------------------------- background compiles (first calls)
+
+@pytest.fixture
+def background(monkeypatch, tmp_path):
+    # a private cache: the kernels below are built in this test, not found
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
+    utils.reset()
+    monkeypatch.setattr(numdyn.config, "background_compile", True)
+    yield
+    utils.wait_compiles()
+    utils.reset()
+
+
+def _first_call_program(a, s):
+    return np.arctan(np.cosh(a * s) + 0.25) * np.log1p(np.abs(a)) - s
+
+
+def test_first_call_waits_for_no_compiler(background):
+    a = np.linspace(-1.0, 1.0, 1001)
+    cf = numdyn.compile(_first_call_program, options={"floor": False})
+    c0 = dict(utils.counters)
+    r1 = cf(a, 0.5)  # NumPy runs the graph; the compiler runs meanwhile
+    c1 = dict(utils.counters)
+    np.testing.assert_allclose(r1, _first_call_program(a, 0.5), rtol=1e-13)
+    assert c1["compiling_runs"] - c0["compiling_runs"] >= 1
+    assert c1["kernels_compiled"] == c0["kernels_compiled"]
+    assert c1["kernel_runs"] == c0["kernel_runs"]
+    utils.wait_compiles()
+    r2 = cf(a, 0.75)  # finds its kernels built: runs compiled
+    c2 = dict(utils.counters)
+    np.testing.assert_allclose(r2, _first_call_program(a, 0.75), rtol=1e-13)
+    assert c2["kernels_compiled"] > c1["kernels_compiled"]
+    assert c2["kernel_runs"] > c1["kernel_runs"]
+    assert c2["compiling_runs"] == c1["compiling_runs"]
+    r3 = cf(a, 2.0)
+    np.testing.assert_allclose(r3, _first_call_program(a, 2.0), rtol=1e-13)
+    assert dict(utils.counters)["kernels_compiled"] == c2["kernels_compiled"]
+
+
+def test_background_compile_error_raises_on_the_call_that_finds_it(background, tmp_path,
+                                                                    monkeypatch):
+    import warnings
+    cc = tmp_path / "badcc"
+    cc.write_text("#!/bin/sh\necho 'numdyn-test: the compiler says no' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    f = numdyn.compile(lambda a: np.tan(a) * 3.25 + 2.0, options={"floor": False})
+    a = np.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "no SLEEF" from the fake compiler
+        np.testing.assert_allclose(f(a), np.tan(a) * 3.25 + 2.0, rtol=1e-13)
+        utils.wait_compiles()
+        with pytest.raises(utils.CompileError, match="the compiler says no"):
+            f(a)
+
+
+def test_floor_does_not_time_calls_that_ran_while_compiling(background):
+    a = np.linspace(0.0, 1.0, 257)
+    cf = numdyn.compile(_first_call_program, options=FLOOR)
+    c0 = utils.counters["compiling_runs"]
+    for _ in range(4):  # microseconds each: the compiler (a process) is still running
+        np.testing.assert_allclose(cf(a, 1.5), _first_call_program(a, 1.5), rtol=1e-13)
+    assert utils.counters["compiling_runs"] - c0 == 4
+    info = cf._floor_info_for(a, 1.5)
+    # NumPy ran numdyn's graphs: no call was a sample of numdyn's cost
+    assert info["path"] == "measuring" and info["numdyn_samples"] == 0, info
+    utils.wait_compiles()
+    for _ in range(3):
+        np.testing.assert_allclose(cf(a, 1.5), _first_call_program(a, 1.5), rtol=1e-13)
+    info = cf._floor_info_for(a, 1.5)
+    assert info["numdyn_samples"] + info["numpy_samples"] == 3, info

@@ -7,7 +7,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "graph_breaks", "recompiles", "graph_cache_hits", "flushes", "replays", "replay_misses",
     "errstate_reruns",
     "floor_numpy_calls", "loop_runs", "loop_fallbacks", "loop_deopts", "kernel_runs",
-    "graph_compiles", "eager_calls", "flush_nodes",
+    "graph_compiles", "eager_calls", "compiling_runs", "flush_nodes",
     "bytes_read",
 };
 
@@ -17,6 +17,8 @@ void nd_counter_add(nd_counter c, long long v)
      * and with the GIL every caller holds it */
     counters[c] += v;
 }
+
+long long nd_counter_get(nd_counter c) { return counters[c]; }
 
 PyObject *nd_counters_dict(void)
 {

@@ -18,6 +18,8 @@ typedef enum {
     ND_CTR_KERNEL_RUNS,    /* generated kernels run (runtime_native.c): fusion shows as fewer */
     ND_CTR_GRAPH_COMPILES, /* programs compiled for a new call signature (trace_control.c) */
     ND_CTR_EAGER_CALLS,    /* calls of compiled functions run as the plain function (trace_control.c) */
+    ND_CTR_COMPILING_RUNS, /* graphs NumPy ran while their kernels compiled in the
+                              background (runtime/backend_native.c) */
     ND_CTR_FLUSH_NODES,    /* nodes the flushes' ancestor walks visited (graph.c): per flush,
                               what it needs, not how long the capture has run */
     ND_CTR_BYTES_READ,     /* bytes of arrays kernels read (runtime_native.c): an array
@@ -26,6 +28,7 @@ typedef enum {
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);
+long long nd_counter_get(nd_counter c);
 PyObject *nd_counters_dict(void);
 void nd_counters_reset(void);
 #endif

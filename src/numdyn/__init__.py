@@ -43,7 +43,7 @@ __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
-    "mark_static", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
+    "mark_static", "maybe_mark_dynamic", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
     "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
@@ -419,14 +419,23 @@ def mark_dynamic(x, dim):
     specialize on its size. Code that forces it to a constant raises
     numdyn.ConstraintViolationError."""
     _check_not_tracing("dynamic")
-    _C._mark(x, dim, True)
+    _C._mark(x, dim, 1)
+
+
+def maybe_mark_dynamic(x, dim):
+    """Let dim `dim` of x be generic without insisting (torch's
+    maybe_mark_dynamic): earlier marks on it go; code may still make it a
+    constant, without ConstraintViolationError. Kernels are shape-generic by
+    default, so this is numdyn's unmarked state."""
+    _check_not_tracing("maybe_dynamic")
+    _C._mark(x, dim, 2)
 
 
 def mark_static(x, dim=None):
     """Specialize on the size of dim `dim` of x (an int, a list, or None:
     every dim): another size is another program (a recompile)."""
     _check_not_tracing("static")
-    _C._mark(x, dim, False)
+    _C._mark(x, dim, 0)
 
 
 _marked_dims = _C._marked_dims

@@ -12,7 +12,8 @@ cache_size_limit
     default 8, NUMDYN_CACHE_SIZE_LIMIT). Past it, calls with unseen
     signatures run the plain function (eagerly, NumPy), with one
     UserWarning naming the function and the reason. Per function:
-    compile(options={"cache_size_limit": n}).
+    compile(options={"cache_size_limit": n}). recompile_limit (torch's
+    newer name) reads and sets the same value.
 error_on_recompile
     Raise numdyn.RecompileError instead of compiling a second program for a
     function (default False).
@@ -32,6 +33,14 @@ loop_capture
     function is first compiled; NUMDYN_LOOPS=0 turns it off everywhere.
     ``CompiledFunction._loop_info()`` and numdyn.explain say, for each loop,
     whether it was captured and what prevented it.
+background_compile
+    Background compiles (default True; NUMDYN_BACKGROUND_COMPILE=0 sets
+    False): a graph whose kernels are not in the cache runs with NumPy while
+    the C compiler builds them in the background, so a first call waits for
+    no compiler; the calls that find them built run compiled
+    (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
+    The speed floor does not time calls that ran such graphs. False: a call
+    waits for its kernels' compiler, as the first call of a new program.
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
@@ -47,16 +56,27 @@ loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
 suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
+background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "1") not in ("0",)
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
 
 
 class _Config(types.ModuleType):
+    def __getattr__(self, name):  # names not set here
+        if name == "recompile_limit":  # torch's newer name of cache_size_limit
+            return self.cache_size_limit
+        raise AttributeError(f"module 'numdyn.config' has no attribute {name!r}")
+
     def __setattr__(self, name, value):
+        if name == "recompile_limit":
+            name = "cache_size_limit"
         if name in _PUSHED:
             from . import _C
             _C._config_set(name, value)
+        elif name == "background_compile":
+            from . import _C
+            _C._background_compile(bool(value))
         super().__setattr__(name, value)
 
 
@@ -64,4 +84,5 @@ sys.modules[__name__].__class__ = _Config
 from . import _C as _c  # noqa: E402
 for _name in _PUSHED:
     _c._config_set(_name, globals()[_name])
+_c._background_compile(background_compile)
 del _c, _name

@@ -21,7 +21,8 @@ of compiled functions run as the plain function: past the limit, in frozen
 mode numdyn.run for unseen inputs, under config.enabled=False or the
 "force_eager" stance), floor_numpy_calls (timed calls the speed floor ran as the original function
 under plain NumPy: see numdyn.config.floor), kernel_runs (generated kernels
-run: what fusion saves shows as fewer), flush_nodes (graph nodes the
+run: what fusion saves shows as fewer), compiling_runs (graphs NumPy ran while their kernels compiled in the
+background: numdyn.config.background_compile), flush_nodes (graph nodes the
 flushes' ancestor walks visited: what the flushes needed, never the length
 of the capture so far), bytes_read (bytes of the arrays kernels read: each
 array once per kernel run, over the elements it walks without
@@ -60,6 +61,13 @@ def clear_cache():
     """Empty the on-disk kernel cache and the in-memory kernel and graph
     caches: the next call of a compiled function compiles again."""
     _C._native_clear_cache(disk=True)
+
+
+def wait_compiles():
+    """Wait until every kernel compiling in the background
+    (numdyn.config.background_compile) has been built; the next call that
+    needs them loads them and runs compiled."""
+    _C._wait_compiles()
 
 
 def cache_dir():

@@ -14,11 +14,26 @@
 
 _Thread_local int nd_backend_frozen;
 
+/* numdyn.config.background_compile: kernels not in the cache compile in the
+ * background while NumPy runs their graph (a first call waits for no
+ * compiler); the graph runs compiled from the call that finds them built */
+static int background_compile = -1;
+
+static int background(void)
+{
+    if (background_compile < 0) {
+        const char *e = getenv("NUMDYN_BACKGROUND_COMPILE");
+        background_compile = !(e && strcmp(e, "0") == 0);
+    }
+    return background_compile;
+}
+
 /* The kernels todo[0..nnew) of p, compiled: split into up to nd_cc_jobs()
  * translation units of about equal text (a program of 19 kernels waited
  * for one compiler process; now the cores share it), each unit cached on
- * disk under the hash of its text. 0, 1 when frozen (nd_backend_frozen)
- * and a unit is not on disk, or -1 with an exception. */
+ * disk under the hash of its text. 0, 1 when a unit is not on disk and
+ * frozen (nd_backend_frozen) or still compiling in the background, or -1
+ * with an exception. */
 static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts)
 {
     int nu = nd_cc_jobs();
@@ -70,12 +85,13 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
         units[u].compiled = &compiled[u];
     }
     nd_disk_load_only = nd_backend_frozen;
+    nd_disk_background = !nd_backend_frozen && background();
     int lrc = nd_disk_load_or_build_many(nu, units, h);
-    nd_disk_load_only = 0;
+    nd_disk_load_only = nd_disk_background = 0;
     if (lrc < 0) goto done;
-    for (int u = 0; u < nu; u++)
-        if (!h[u]) { rc = 1; goto done; }  /* frozen and not on disk: not compiled */
+    int missing = 0;
     for (int j = 0; j < nnew; j++) {
+        if (!h[unit_of[j]]) { missing = 1; continue; }  /* frozen, or compiling */
         nd_kfn fn = (nd_kfn)dlsym(h[unit_of[j]], names[j]);
         if (!fn) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: compiled unit lacks %s", names[j]);
@@ -84,7 +100,7 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
         if (nd_kcache_put(todo[j]->hash, fn) < 0) goto done;
         if (compiled[unit_of[j]]) nd_counter_add(ND_CTR_KERNELS_COMPILED, 1);
     }
-    rc = 0;
+    rc = missing;
 done:
     if (src) for (int u = 0; u < nu; u++) nd_sb_free(&src[u]);
     PyMem_Free(unit_of); PyMem_Free(load); PyMem_Free(src); PyMem_Free(units);
@@ -164,8 +180,9 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     }
     p->key = key;
     int nnew = compile_program(p, g);
-    if (nnew == -2) {  /* frozen mode: nothing compiles; NumPy runs it */
+    if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
         nd_program_decref(p);
+        if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }
     if (nnew < 0) { nd_program_decref(p); return NULL; }
@@ -206,6 +223,23 @@ static PyObject *py_clear_cache(PyObject *self, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_background_compile(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int on = -1;
+    if (!PyArg_ParseTuple(args, "|p", &on)) return NULL;
+    int was = background();
+    if (on >= 0) background_compile = on;
+    return PyBool_FromLong(was);
+}
+
+static PyObject *py_wait_compiles(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    nd_disk_wait_all();
+    return PyLong_FromLong(nd_disk_pending());
+}
+
 static PyObject *py_cache_dir(PyObject *self, PyObject *noargs)
 {
     (void)self; (void)noargs;
@@ -219,6 +253,10 @@ static PyMethodDef methods[] = {
     {"_native_clear_cache", (PyCFunction)(void (*)(void))py_clear_cache, METH_VARARGS | METH_KEYWORDS,
      "Drop the in-memory kernel/graph caches and (disk=True) the on-disk kernel cache."},
     {"_native_cache_dir", py_cache_dir, METH_NOARGS, "The (checked) kernel cache directory."},
+    {"_background_compile", py_background_compile, METH_VARARGS,
+     "_background_compile([on]) -> the setting before (numdyn.config.background_compile)."},
+    {"_wait_compiles", py_wait_compiles, METH_NOARGS,
+     "Wait until every background compiler ended; their kernels load on next use."},
     {NULL, NULL, 0, NULL},
 };
 

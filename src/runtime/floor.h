@@ -38,6 +38,9 @@ typedef struct {
     int path;       /* ND_FLOOR_COMPILED or ND_FLOOR_NUMPY */
     uint64_t key;   /* the slot's signature (another call may evict it) */
     uint64_t t0;    /* ns */
+    long long compiling; /* ND_CTR_COMPILING_RUNS at the start: a call that
+                            ran graphs with NumPy while their kernels
+                            compiled in the background is not a sample */
 } nd_floor_call;
 
 nd_floor *nd_floor_new(void);          /* NULL + MemoryError */

@@ -261,6 +261,7 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
     }
     c->slot = (int)(s - f->s);
     c->key = key;
+    c->compiling = nd_counter_get(ND_CTR_COMPILING_RUNS);
     c->t0 = now_ns();
 }
 
@@ -271,6 +272,12 @@ void nd_floor_done(nd_floor_call *c, int ok)
     if (c->path == ND_FLOOR_NUMPY) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
     slot *s = &c->f->s[c->slot];
     if (!ok || !s->used || s->key != c->key) return;
+    /* NumPy ran graphs of it while their kernels compiled: not numdyn's
+     * cost once they are built (and not yet a warm call) */
+    if (nd_counter_get(ND_CTR_COMPILING_RUNS) != c->compiling) {
+        if (s->calls > WARM) s->calls--;
+        return;
+    }
     int p = c->path;
     s->samp[p][s->n[p] % NSAMP] = dt;
     s->n[p]++;

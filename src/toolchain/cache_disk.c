@@ -50,6 +50,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -576,6 +577,132 @@ out:
 }
 
 _Thread_local int nd_disk_load_only;
+_Thread_local int nd_disk_background;
+
+/* ------------------------------------------------ background compiles
+ * A unit asked for in background mode that is not on disk gets its
+ * compiler started and a NULL handle at once (the caller runs the graph
+ * with NumPy meanwhile); a later request for the same unit polls the job
+ * and, once it ended, publishes and loads it as a waited-for compile would,
+ * or raises its CompileError. At most nd_cc_jobs() compile at once: a unit
+ * asked for past that starts on a later request. At exit the jobs still
+ * running are stopped and their build directories removed. */
+typedef struct {
+    char base[32];
+    unit_build ub;       /* ub.base points at base */
+    int dfd;             /* the cache directory (for removing the build dir at exit) */
+    pid_t pid, owner;    /* owner: the process that started it (not a fork's child) */
+    int rfd, ended, status;
+    char *out;
+    size_t olen;
+} bg_job;
+
+static bg_job **bg;
+static int nbg, capbg, bg_exit_set;
+
+int nd_disk_pending(void) { return nbg; }
+
+static void bg_drop(int i)
+{
+    bg_job *j = bg[i];
+    if (j->rfd >= 0) close(j->rfd);
+    close(j->dfd);
+    free(j->out);
+    PyMem_RawFree(j);
+    bg[i] = bg[--nbg];
+}
+
+/* after Python finalized: no Python API here */
+static void bg_atexit(void)
+{
+    for (int i = 0; i < nbg; i++) {
+        bg_job *j = bg[i];
+        if (j->owner != getpid()) continue;
+        if (!j->ended) {
+            kill(j->pid, SIGKILL);
+            while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR) {}
+        }
+        close(j->ub.bfd);
+        remove_build_dir(j->dfd, j->ub.bname);
+    }
+}
+
+void nd_disk_wait_all(void)
+{
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < nbg; i++) {
+        bg_job *j = bg[i];
+        if (!j->ended && j->owner == getpid())
+            j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 1, &j->status);
+    }
+    Py_END_ALLOW_THREADS
+}
+
+/* unit i of a background request: *handle set when it is ready; 0, or -1
+ * with an exception (the compile failed) */
+static int bg_step(int dfd, const char *given, const char *base, const nd_disk_unit *u,
+                   void **handle)
+{
+    *handle = NULL;
+    int i = 0;
+    while (i < nbg && strcmp(bg[i]->base, base)) i++;
+    if (i < nbg && bg[i]->owner != getpid()) {  /* a fork's copy of its parent's job */
+        close(bg[i]->ub.bfd);
+        bg_drop(i);
+        i = nbg;
+    }
+    if (i == nbg) {
+        int running = 0;
+        for (int k = 0; k < nbg; k++) running += !bg[k]->ended;
+        if (running >= nd_cc_jobs()) return 0;  /* starts on a later request */
+        if (nbg == capbg) {
+            int cap = capbg ? 2 * capbg : 8;
+            bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
+            if (!nb) { PyErr_NoMemory(); return -1; }
+            bg = nb;
+            capbg = cap;
+        }
+        bg_job *j = PyMem_RawCalloc(1, sizeof *j);
+        if (!j) { PyErr_NoMemory(); return -1; }
+        snprintf(j->base, sizeof j->base, "%s", base);
+        j->ub.base = j->base;
+        j->rfd = -1;
+        j->owner = getpid();
+        if ((j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+            PyMem_RawFree(j);
+            return PyErr_SetFromErrno(PyExc_OSError), -1;
+        }
+        if (build_prepare(dfd, given, &j->ub, u->src, u->len) < 0) {
+            close(j->dfd);
+            PyMem_RawFree(j);
+            return -1;
+        }
+        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, &j->pid, &j->rfd) < 0) {
+            close(j->ub.bfd);
+            remove_build_dir(dfd, j->ub.bname);
+            close(j->dfd);
+            PyMem_RawFree(j);
+            return -1;
+        }
+        if (!bg_exit_set) bg_exit_set = Py_AtExit(bg_atexit) == 0;
+        bg[nbg++] = j;
+        return 0;
+    }
+    bg_job *j = bg[i];
+    if (!j->ended) j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 0, &j->status);
+    if (!j->ended) return 0;
+    int rc = 0;
+    if (j->status != 0) {
+        (void)build_finish(dfd, given, &j->ub, 0, NULL, 0);
+        rc = nd_cc_fail(j->status, j->ub.shown, j->out);
+    } else {
+        *handle = build_finish(dfd, given, &j->ub, 1, u->syms, u->nsyms);
+        if (*handle) *u->compiled = 1;
+        else rc = -1;
+    }
+    bg_drop(i);
+    return rc;
+}
 
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
 {
@@ -604,6 +731,10 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
             continue;
         }
         if (nd_disk_load_only) continue;  /* frozen: not built, handle NULL */
+        if (nd_disk_background) {
+            if (bg_step(dfd, given, bases[i], &units[i], &handles[i]) < 0) goto done;
+            continue;
+        }
         ub[nb].base = bases[i];
         if (build_prepare(dfd, given, &ub[nb], units[i].src, units[i].len) < 0) goto done;
         fds[nb] = ub[nb].bfd;

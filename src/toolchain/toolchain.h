@@ -5,6 +5,7 @@
 #define ND_TOOLCHAIN_H
 #include "core/sb.h"
 #include "codegen/codegen.h"
+#include <sys/types.h>
 
 /* toolchain_cc.c */
 /* Compile the source file src_name of directory dirfd into the shared
@@ -19,6 +20,16 @@ int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const ch
  * failure's exception. */
 int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
                        const char *const *shown_srcs);
+/* One compile started and not waited for (background compiles): 0 with
+ * *pid and *rfd (its output, non-blocking) set, or -1 with an exception. */
+int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
+                pid_t *pid, int *rfd);
+/* Drain a started compile's output into *out (malloc'd, NUL-terminated,
+ * grows; *olen its length); 0 while it runs (block: waits instead), 1 when
+ * it ended with *status its exit status (0: compiled). */
+int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *status);
+/* Raise the CompileError of a compile that ended with status; returns -1. */
+int nd_cc_fail(int status, const char *src_path, const char *out);
 /* Compilers run at once: the online cores, at most 16 (NUMDYN_COMPILE_JOBS). */
 int nd_cc_jobs(void);
 /* 1 when a compiler was found (warns once when not), 0 otherwise. */
@@ -55,6 +66,14 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
 /* Per thread: nonzero makes nd_disk_load_or_build_many load only -- a unit
  * not in the cache is left with a NULL handle, no error (frozen mode). */
 extern _Thread_local int nd_disk_load_only;
+/* Per thread: nonzero makes it start the compiles of units not in the cache
+ * and return at once (their handles NULL, no error); a later call for the
+ * same unit finds it compiled (or raises its CompileError) once the
+ * compiler ended. Background compiles: a first call runs with NumPy while
+ * its kernels compile. */
+extern _Thread_local int nd_disk_background;
+int nd_disk_pending(void);      /* background compiles not yet collected */
+void nd_disk_wait_all(void);    /* wait until every background compiler ended */
 int nd_disk_clear(void);
 
 /* cache_mem.c */

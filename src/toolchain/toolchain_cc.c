@@ -264,8 +264,9 @@ int nd_cc_jobs(void)
     return jobs;
 }
 
-int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
-                       const char *const *src_paths)
+/* The compiler's argument vector for src_name -> so_name (inc: a buffer
+ * of 4200 bytes the vector points into). 0, or -1 with an exception. */
+static int compile_argv(char **argv, char *inc, const char *src_name, const char *so_name)
 {
     if (resolve_cc() <= 0) {
         PyErr_Format(nd_CompileError, "numdyn: no C compiler (CC=%s)", cc_env);
@@ -275,8 +276,7 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
     if (sl < 0) return -1;
     const char *hdr = nd_cg_header_dir();
     if (!hdr) return -1;
-    char inc[4200];
-    snprintf(inc, sizeof inc, "-I%s", hdr);
+    snprintf(inc, 4200, "-I%s", hdr);
     char *ex[MAXARGS];
     int ne = 0;
     for (int i = 0; base_flags[i]; i++) ex[ne++] = (char *)base_flags[i];
@@ -287,8 +287,86 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
     ex[ne++] = (char *)so_name;
     if (sl) ex[ne++] = "-lsleefgnuabi";
     ex[ne++] = "-lm";
-    char *argv[MAXARGS];
     build_argv(argv, MAXARGS, ex, ne);
+    return 0;
+}
+
+/* the CompileError of a compile that could not run (rc < 0, errno err) or
+ * failed (exit status rc) */
+static void compile_error(int rc, int err, const char *src_path, const char *out)
+{
+    if (rc < 0)
+        PyErr_Format(nd_CompileError, "numdyn: could not run the C compiler %s: %s (source: %s)",
+                     cc_path, strerror(err), src_path);
+    else
+        PyErr_Format(nd_CompileError,
+                     "numdyn: the C compiler failed (exit status %d) on the generated source %s\n"
+                     "compiler: %s\n%s", rc, src_path, cc_path, out ? out : "(no output)");
+}
+
+int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
+                pid_t *pid, int *rfd)
+{
+    char inc[4200], *argv[MAXARGS];
+    if (compile_argv(argv, inc, src_name, so_name) < 0) return -1;
+    if (spawn_capture(dirfd, argv, pid, rfd) < 0) {
+        compile_error(-1, errno, src_path, NULL);
+        return -1;
+    }
+    int fl = fcntl(*rfd, F_GETFL);
+    if (fl >= 0) (void)fcntl(*rfd, F_SETFL, fl | O_NONBLOCK);
+    return 0;
+}
+
+int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *status)
+{
+    for (;;) {  /* drain: a compiler whose pipe is full would never end */
+        char tmp[4096];
+        ssize_t k = read(rfd, tmp, sizeof tmp);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        char *nb = realloc(*out, *olen + (size_t)k + 1);
+        if (!nb) continue;  /* the message is lost, not the compile */
+        memcpy(nb + *olen, tmp, (size_t)k);
+        *olen += (size_t)k;
+        nb[*olen] = 0;
+        *out = nb;
+    }
+    int st = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {}
+    if (r == 0) return 0;
+    if (r < 0) { *status = 128; return 1; }  /* not our child (a fork): failed */
+    if (block) {  /* the rest of its output */
+        int fl = fcntl(rfd, F_GETFL);
+        if (fl >= 0) (void)fcntl(rfd, F_SETFL, fl & ~O_NONBLOCK);
+        char tmp[4096];
+        ssize_t k;
+        while ((k = read(rfd, tmp, sizeof tmp)) > 0 || (k < 0 && errno == EINTR)) {
+            if (k <= 0) continue;
+            char *nb = realloc(*out, *olen + (size_t)k + 1);
+            if (!nb) continue;
+            memcpy(nb + *olen, tmp, (size_t)k);
+            *olen += (size_t)k;
+            nb[*olen] = 0;
+            *out = nb;
+        }
+    }
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return 1;
+}
+
+int nd_cc_fail(int status, const char *src_path, const char *out)
+{
+    compile_error(status, 0, src_path, out);
+    return -1;
+}
+
+int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
+                       const char *const *src_paths)
+{
+    char inc[4200], *argv[MAXARGS];
+    if (compile_argv(argv, inc, src_name, so_name) < 0) return -1;
     int *rc = PyMem_Calloc((size_t)n, sizeof(int)), *err = PyMem_Calloc((size_t)n, sizeof(int));
     char **out = PyMem_Calloc((size_t)n, sizeof(char *));
     pid_t *pid = PyMem_Calloc((size_t)n, sizeof(pid_t));
@@ -320,15 +398,8 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
     Py_END_ALLOW_THREADS
     int status = 0;
     for (int i = 0; i < n; i++) {
-        if (!status && rc[i] < 0) {
-            PyErr_Format(nd_CompileError, "numdyn: could not run the C compiler %s: %s (source: %s)",
-                         cc_path, strerror(err[i]), src_paths[i]);
-            status = -1;
-        } else if (!status && rc[i] != 0) {
-            PyErr_Format(nd_CompileError,
-                         "numdyn: the C compiler failed (exit status %d) on the generated source %s\n"
-                         "compiler: %s\n%s", rc[i], src_paths[i], cc_path,
-                         out[i] ? out[i] : "(no output)");
+        if (!status && rc[i] != 0) {
+            compile_error(rc[i], err[i], src_paths[i], out[i]);
             status = -1;
         }
         free(out[i]);

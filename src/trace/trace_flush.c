@@ -110,7 +110,10 @@ static PyObject *run_custom(nd_trace *t, nd_graph *g, const nd_id *outs, int nou
         if (PyErr_Occurred()) { nd_graph_free(g); goto done; }
         *gobj = nd_graphpy_wrap(g, outs, nout);
         if (!*gobj) goto done;
-        fn = PyObject_CallFunctionObjArgs(t->backend_fn, *gobj, inputs, NULL);
+        /* frozen mode (numdyn.run): compiler_fn is not called for a new
+         * graph; the graph runs op by op with NumPy, and is not cached */
+        if (nd_backend_frozen) fn = Py_NewRef(*gobj);
+        else fn = PyObject_CallFunctionObjArgs(t->backend_fn, *gobj, inputs, NULL);
         if (!fn) goto done;
         if (!PyCallable_Check(fn)) {
             PyErr_Format(PyExc_TypeError,
@@ -120,7 +123,8 @@ static PyObject *run_custom(nd_trace *t, nd_graph *g, const nd_id *outs, int nou
             Py_CLEAR(fn);
             goto done;
         }
-        if (t->backend_cache && PyDict_SetItem(t->backend_cache, key, fn) < 0) goto done;
+        if (t->backend_cache && !nd_backend_frozen && PyDict_SetItem(t->backend_cache, key, fn) < 0)
+            goto done;
     }
     {
         PyObject *args = PyList_AsTuple(inputs);
