@@ -627,15 +627,15 @@ static void bg_atexit(void)
     }
 }
 
+/* The GIL stays held: the job table is only ever touched under it (another
+ * thread's request could drop a job this loop is waiting on). */
 void nd_disk_wait_all(void)
 {
-    Py_BEGIN_ALLOW_THREADS
     for (int i = 0; i < nbg; i++) {
         bg_job *j = bg[i];
         if (!j->ended && j->owner == getpid())
             j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 1, &j->status);
     }
-    Py_END_ALLOW_THREADS
 }
 
 /* unit i of a background request: *handle set when it is ready; 0, or -1

@@ -318,9 +318,10 @@ int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char
     return 0;
 }
 
-int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *status)
+/* append what can be read now from rfd (until EOF when it blocks) */
+static void drain(int rfd, char **out, size_t *olen)
 {
-    for (;;) {  /* drain: a compiler whose pipe is full would never end */
+    for (;;) {
         char tmp[4096];
         ssize_t k = read(rfd, tmp, sizeof tmp);
         if (k < 0 && errno == EINTR) continue;
@@ -332,26 +333,22 @@ int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *sta
         nb[*olen] = 0;
         *out = nb;
     }
+}
+
+int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *status)
+{
+    /* the output first: a compiler whose pipe is full never ends */
+    if (block) {
+        int fl = fcntl(rfd, F_GETFL);
+        if (fl >= 0) (void)fcntl(rfd, F_SETFL, fl & ~O_NONBLOCK);
+    }
+    drain(rfd, out, olen);
     int st = 0;
     pid_t r;
     while ((r = waitpid(pid, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {}
     if (r == 0) return 0;
-    if (r < 0) { *status = 128; return 1; }  /* not our child (a fork): failed */
-    if (block) {  /* the rest of its output */
-        int fl = fcntl(rfd, F_GETFL);
-        if (fl >= 0) (void)fcntl(rfd, F_SETFL, fl & ~O_NONBLOCK);
-        char tmp[4096];
-        ssize_t k;
-        while ((k = read(rfd, tmp, sizeof tmp)) > 0 || (k < 0 && errno == EINTR)) {
-            if (k <= 0) continue;
-            char *nb = realloc(*out, *olen + (size_t)k + 1);
-            if (!nb) continue;
-            memcpy(nb + *olen, tmp, (size_t)k);
-            *olen += (size_t)k;
-            nb[*olen] = 0;
-            *out = nb;
-        }
-    }
+    if (r < 0) { *status = 128; return 1; }  /* not our child (a fork's copy): failed */
+    drain(rfd, out, olen);  /* what it wrote last */
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     return 1;
 }
