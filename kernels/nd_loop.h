@@ -45,6 +45,8 @@ typedef struct {
      * whose array it views, and whether it has a value; in and out */
     int32_t src;           /* -1: a computed array in `own` */
     int32_t set;
+    int32_t whole;         /* it holds exactly the array variable src held at entry
+                              (not a view of it): u, v = v, u */
     void *own;             /* out: a computed array local's buffer (malloc), the runner frees it */
 } nd_larr;
 
@@ -241,6 +243,18 @@ static inline int ndl_apart(const char *p, int64_t st, int64_t n, int64_t isz, c
     if (p == q && st == sq && isz == iszq && n == m) return 1;
     const char *plo = p + (st < 0 ? (n - 1) * st : 0), *phi = p + (st > 0 ? (n - 1) * st : 0) + isz;
     const char *qlo = q + (sq < 0 ? (m - 1) * sq : 0), *qhi = q + (sq > 0 ? (m - 1) * sq : 0) + iszq;
+    return phi <= qlo || qhi <= plo;
+}
+/* the same for a 2-D read region (n x n2) and a 2-D write region (m x m2) */
+static inline int ndl_apart22(const char *p, int64_t st, int64_t n, int64_t st2, int64_t n2, int64_t isz,
+                              const char *q, int64_t sq, int64_t m, int64_t sq2, int64_t m2, int64_t iszq)
+{
+    if (n <= 0 || n2 <= 0 || m <= 0 || m2 <= 0) return 1;
+    if (p == q && st == sq && st2 == sq2 && n == m && n2 == m2 && isz == iszq) return 1;
+    const char *plo = p + (st < 0 ? (n - 1) * st : 0) + (st2 < 0 ? (n2 - 1) * st2 : 0);
+    const char *phi = p + (st > 0 ? (n - 1) * st : 0) + (st2 > 0 ? (n2 - 1) * st2 : 0) + isz;
+    const char *qlo = q + (sq < 0 ? (m - 1) * sq : 0) + (sq2 < 0 ? (m2 - 1) * sq2 : 0);
+    const char *qhi = q + (sq > 0 ? (m - 1) * sq : 0) + (sq2 > 0 ? (m2 - 1) * sq2 : 0) + iszq;
     return phi <= qlo || qhi <= plo;
 }
 /* the same for a 2-D read region (n x n2, strides st, st2) */

@@ -538,6 +538,20 @@ class _Gen:
                 op = self.choice(["=", "+=", "-=", "*="])
                 return [f"{pad}{arrname}[{sl}] {op} {self.expr(1, True)}"]
             return [f"{pad}{self.choice(self.locals)} = np.sum({arrname}[{sl}])"]
+        twos = [n for n in sorted(self.arrays) if self.arrays[n][1] == 2]
+        if r < 40 and twos and self.chance(0.3):
+            # 2-D parts: a scalar stored or added into a block, a sum over one
+            arrname = self.choice(twos)
+            sl = ", ".join(self.choice([":", "1:", ":-1", "::2", "::-1", "1:-1"]) for _ in range(2))
+            if self.chance(0.5):
+                op = self.choice(["=", "+=", "-=", "*="])
+                return [f"{pad}{arrname}[{sl}] {op} {self.expr(1, True)}"]
+            return [f"{pad}{self.choice(self.locals)} = np.sum({arrname}[{sl}])"]
+        same = [(p, q) for p in sorted(self.arrays) for q in sorted(self.arrays)
+                if p < q and self.arrays[p] == self.arrays[q] and "T" not in (p, q)]
+        if r < 42 and same and self.chance(0.3):
+            p, q = self.choice(same)
+            return [f"{pad}{p}, {q} = {q}, {p}"]   # the names swap their arrays
         if r < 44:
             return [f"{pad}{self.choice(self.locals)} {self.choice(_AUG)} {self.expr(0, True)}"]
         if r < 58:

@@ -506,14 +506,11 @@ def matrix_as_a_value(M):
     return s
 
 
-def test_elementwise_work_on_2d_slices_is_not_captured_yet():
-    cf = numdyn.compile(matrix_as_a_value)
+def test_elementwise_work_on_2d_slices_is_captured():
+    # (2-D parts are captured since issue 17's 2-D work: tests/test_loops_more.py)
     M = arr("float64", (4, 3))
-    assert cf(M) == pytest.approx(matrix_as_a_value(M))
-    info = cf._loop_info()[0]
-    # the loop parses, but this signature is not compiled: no C code that
-    # would always send the loop back to Python
-    assert "refuses" in info.get("last_fallback", ""), info
+    check_calls(matrix_as_a_value, (M,), (M[:1],))
+    captured(matrix_as_a_value, M)
 
 
 # ---------------------------------------------------------------- extremes

@@ -81,6 +81,11 @@ typedef struct vctx {
     char len[16];
     int havelen;
     char k[16];
+    /* a 2-D expression (nd 2): axis 1's length and index; element (k, k2) of
+     * slot 1 is at p + k * st + k2 * st2; flat: its index in a C-ordered
+     * buffer, size: the number of elements */
+    int nd, unit;
+    char len2[16], k2[16], flat[64], size[40];
 } vctx;
 
 static void line(cg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -722,6 +727,7 @@ static void vlength(cg *g, vctx *vc, const char *n)
     if (!vc->havelen) {
         snprintf(vc->len, sizeof vc->len, "L%d", ++g->tmp);
         line(g, "const int64_t %s = %s;", vc->len, n);
+        snprintf(vc->size, sizeof vc->size, "%s", vc->len);
         vc->havelen = 1;
         return;
     }
@@ -817,15 +823,32 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
     return 0;
 }
 
-/* 1-D slice (LK_SLICE, or LK_ELEM short of the array's ndim) into a slot */
+/* a 1-D or 2-D slice (LK_SLICE, or LK_ELEM short of the array's ndim) into
+ * a slot; a vector expression is all 1-D or all 2-D (typing) */
 static int vslice(cg *g, vctx *vc, const nd_ln *e)
 {
+    int bits, t = nd_lty_expr(g->T, e, g->assign, &bits), nv = t >= 0 && (t & LT_MAT) ? 2 : 1;
+    if (vc->nd && vc->nd != nv) return no_type(g, e);
     int sl = vnew_slot(g, vc, e);
     if (sl < 0) return no_type(g, e);
     char st[2][16], len[2][16];
-    if (vpart(g, e, 1, vc->slot[sl].p, st, len) < 0) return -1;
+    if (vpart(g, e, nv, vc->slot[sl].p, st, len) < 0) return -1;
     memcpy(vc->slot[sl].st, st[0], 16);
+    if (nv == 2) memcpy(vc->slot[sl].st2, st[1], 16);
+    if (!vc->havelen) vc->nd = nv;
     vlength(g, vc, len[0]);
+    if (nv == 2) {
+        if (!vc->len2[0]) {
+            snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
+            line(g, "const int64_t %s = %s;", vc->len2, len[1]);
+        } else {
+            line(g, "if (NDL_UNLIKELY(%s != %s))", len[1], vc->len2);
+            g->ind++; deopt(g); g->ind--;
+        }
+        snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
+    } else {
+        snprintf(vc->size, sizeof vc->size, "%s", vc->len);
+    }
     vc->slot[sl].slice = 1;
     return 0;
 }
@@ -833,7 +856,7 @@ static int vslice(cg *g, vctx *vc, const nd_ln *e)
 static int vprep(cg *g, vctx *vc, const nd_ln *e);
 static int velem(cg *g, vctx *vc, const nd_ln *e, cv *out);
 static void vloop_open(cg *g, vctx *vc);
-static void vloop_close(cg *g);
+static void vloop_close(cg *g, vctx *vc);
 static void flags_clear(cg *g);
 static void flags_check(cg *g);
 static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *name);
@@ -870,7 +893,7 @@ static int vmatvec(cg *g, vctx *vc, const nd_ln *e)
     cv x;
     if (velem(g, iv, v, &x) < 0) goto done;
     line(g, "%s[%s] = %s;", vc->slot[sl].w, iv->k, x.s);
-    vloop_close(g);
+    vloop_close(g, iv);
     if (ISF(tv)) flags_check(g);
     memcpy(vc->slot[sl].st, st[ks], 16);
     memcpy(vc->slot[sl].st2, st[js], 16);
@@ -918,7 +941,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
 {
     int bits, r = nd_lty_expr(g->T, e, g->assign, &bits);
     if (r < 0) return no_type(g, e);
-    if (!(r & LT_VEC)) {
+    if (!(r & (LT_VEC | LT_MAT))) {
         int sl = vnew_slot(g, vc, e);
         if (sl < 0) return no_type(g, e);
         vctx *up = g->vc;
@@ -947,12 +970,35 @@ static void vloop_open(cg *g, vctx *vc)
     snprintf(vc->k, sizeof vc->k, "k%d", ++g->tmp);
     line(g, "for (int64_t %s = 0; %s < %s; %s++) {", vc->k, vc->k, vc->len, vc->k);
     g->ind++;
+    if (vc->nd == 2) {
+        snprintf(vc->k2, sizeof vc->k2, "k%d", ++g->tmp);
+        line(g, "for (int64_t %s = 0; %s < %s; %s++) {", vc->k2, vc->k2, vc->len2, vc->k2);
+        g->ind++;
+        snprintf(vc->flat, sizeof vc->flat, "(%s * %s + %s)", vc->k, vc->len2, vc->k2);
+    } else {
+        snprintf(vc->flat, sizeof vc->flat, "%s", vc->k);
+    }
 }
 
-static void vloop_close(cg *g)
+static void vloop_close(cg *g, vctx *vc)
 {
     g->ind--;
     line(g, "}");
+    if (vc->nd == 2) {
+        g->ind--;
+        line(g, "}");
+    }
+}
+
+/* the address of element (k, k2) of a 1-D/2-D part (p, st, st2) of C
+ * type ct; vc->unit: every axis-1 stride is the element size (the inner
+ * loop then reads and writes contiguous memory the C compiler vectorizes) */
+static void vaddr(char *out, size_t cap, const vctx *vc, const char *p, const char *st, const char *st2,
+                  const char *ct)
+{
+    if (vc->nd == 2 && vc->unit) snprintf(out, cap, "(%s + %s * %s + %s * (int64_t)sizeof(%s))", p, vc->k, st, vc->k2, ct);
+    else if (vc->nd == 2) snprintf(out, cap, "(%s + %s * %s + %s * %s)", p, vc->k, st, vc->k2, st2);
+    else snprintf(out, cap, "(%s + %s * %s)", p, vc->k, st);
 }
 
 static void flags_clear(cg *g) { line(g, "feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"); }
@@ -1029,8 +1075,8 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
          * empty array raises ValueError (Python's business) */
         int arg = fn == LF_NP_ARGMAX || fn == LF_NP_ARGMIN;
         int isMax = fn == LF_NP_MAX || fn == LF_NP_ARGMAX;
-        int te = nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC;
-        line(g, "if (NDL_UNLIKELY(%s == 0))", vc->len);
+        int te = nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~(LT_VEC | LT_MAT);
+        line(g, "if (NDL_UNLIKELY(%s == 0))", vc->size);
         g->ind++; deopt(g); g->ind--;
         cv best;
         newtmp(g, &best, te);
@@ -1040,21 +1086,21 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         if (velem(g, vc, e->kid[0], &x) < 0) goto done;
         const char *cmp = isMax ? ">" : "<";
         if (ISF(te)) {
-            line(g, "if (%s == 0) { %s = %s; %s = 0; }", vc->k, best.s, x.s, out->s);
+            line(g, "if (%s == 0) { %s = %s; %s = 0; }", vc->flat, best.s, x.s, out->s);
             line(g, "else if (isnan(%s)) break;", best.s);
             if (arg)
                 line(g, "else if (isnan(%s) || %s %s %s) { %s = %s; %s = %s; }", x.s, x.s, cmp, best.s,
-                     best.s, x.s, out->s, vc->k);
+                     best.s, x.s, out->s, vc->flat);
             else   /* the later of equal values, as NumPy's loop keeps */
                 line(g, "else if (isnan(%s) || !(%s %s %s)) %s = %s;", x.s, best.s, cmp, x.s, best.s, x.s);
         } else {
             if (arg)
-                line(g, "if (%s == 0 || %s %s %s) { %s = %s; %s = %s; }", vc->k, x.s, cmp, best.s, best.s, x.s,
-                     out->s, vc->k);
+                line(g, "if (%s == 0 || %s %s %s) { %s = %s; %s = %s; }", vc->flat, x.s, cmp, best.s, best.s, x.s,
+                     out->s, vc->flat);
             else
-                line(g, "if (%s == 0 || %s %s %s) %s = %s;", vc->k, x.s, cmp, best.s, best.s, x.s);
+                line(g, "if (%s == 0 || %s %s %s) %s = %s;", vc->flat, x.s, cmp, best.s, best.s, x.s);
         }
-        vloop_close(g);
+        vloop_close(g, vc);
         if (!arg) line(g, "%s = (%s)%s;", out->s, R, best.s);
         g->ind--;
         line(g, "}");
@@ -1064,13 +1110,17 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
     if (ISF(r)) flags_clear(g);
     if (!dot && ISF(r)) {
         char w[16];
-        if (scratch(g, e, R, vc->len, w) < 0) goto done;
+        if (scratch(g, e, R, vc->size, w) < 0) goto done;
         vloop_open(g, vc);
         cv x;
         if (velem(g, vc, e->kid[0], &x) < 0) goto done;
-        line(g, "%s[%s] = (%s)%s;", w, vc->k, R, x.s);
-        vloop_close(g);
-        line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, r == LT_F4 ? "f" : "d", w, vc->len);
+        line(g, "%s[%s] = (%s)%s;", w, vc->flat, R, x.s);
+        vloop_close(g, vc);
+        const char *pw = r == LT_F4 ? "f" : "d";
+        /* (a 2-D part: pairwise over its elements in C order; NumPy's
+         * iterator sums a non-contiguous one in buffered blocks or by rows,
+         * which rounds differently in the last bits) */
+        line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, pw, w, vc->size);
     } else if (dot && (r == LT_F8 || r == LT_F4) && vc->n == 2 && vc->slot[0].slice == 1 &&
                vc->slot[1].slice == 1 && vc->slot[0].e == e->kid[0] && vc->slot[1].e == e->kid[1] &&
                (nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC) == r &&
@@ -1093,7 +1143,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
             line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s * (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s, R, y.s);
         else
             line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s);
-        vloop_close(g);
+        vloop_close(g, vc);
     }
     if (ISF(r)) flags_check(g);
     g->ind--;
@@ -1117,19 +1167,20 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             return 0;
         }
         if (sl >= 0) {
-            int t = r & ~LT_VEC;
-            decl(g, out, t, "*(const %s *)(%s + %s * %s)", ctype[t], g->vc->slot[sl].p, g->vc->k,
-                 g->vc->slot[sl].st);
+            int t = r & ~(LT_VEC | LT_MAT);
+            char a[200];
+            vaddr(a, sizeof a, g->vc, g->vc->slot[sl].p, g->vc->slot[sl].st, g->vc->slot[sl].st2, ctype[t]);
+            decl(g, out, t, "*(const %s *)%s", ctype[t], a);
             return 0;
         }
     }
-    if (r & LT_MAT) return no_type(g, e);
-    if (r & LT_VEC) {
+    if ((r & LT_MAT) && !(g->vc && g->vc->nd == 2)) return no_type(g, e);
+    if (r & (LT_VEC | LT_MAT)) {
         if (!g->vec) {
             if (!T->reason) T->reason = PyUnicode_FromFormat("an array value where a scalar belongs at line %d", e->line);
             return no_type(g, e);
         }
-        r &= ~LT_VEC;
+        r &= ~(LT_VEC | LT_MAT);
     }
     if (e->kind == LK_CALL && e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN)
         return reduction(g, e, r, out);
@@ -1403,13 +1454,20 @@ static int vstore(cg *g, const nd_ln *s)
     tgt.line = s->line;
     int tt = nd_lty_expr(g->T, &tgt, g->assign, &bits);
     int tv_t = nd_lty_expr(g->T, s->kid[0], g->assign, &bits);
-    if (tt < 0 || !(tt & LT_VEC) || tv_t < 0) { rc = no_type(g, s); goto done; }
+    if (tt < 0 || !(tt & (LT_VEC | LT_MAT)) || tv_t < 0) { rc = no_type(g, s); goto done; }
+    int VM = tt & (LT_VEC | LT_MAT);   /* the target's kind: 1-D or 2-D */
+    if ((tv_t & (LT_VEC | LT_MAT)) && (tv_t & (LT_VEC | LT_MAT)) != VM) {
+        if (!g->T->reason)
+            g->T->reason = PyUnicode_FromFormat("a store broadcasting a 1-D value into a 2-D part at line %d", s->line);
+        rc = no_type(g, s);
+        goto done;
+    }
     const char *D = ctype[d];
     line(g, "{");
     g->ind++;
     /* Python: a[idx] = v evaluates v first; a[idx] op= v the target first */
     if (aug && vslice(g, tv, &tgt) < 0) goto done;
-    int vv = tv_t & LT_VEC;
+    int vv = tv_t & (LT_VEC | LT_MAT);
     if (vv) {
         if (vprep(g, vc, s->kid[0]) < 0) goto done;
     } else {
@@ -1418,25 +1476,26 @@ static int vstore(cg *g, const nd_ln *s)
     }
     if (!aug && vslice(g, tv, &tgt) < 0) goto done;
     if (vv) {   /* lengths agree (NumPy would broadcast a length 1, or raise) */
-        line(g, "if (NDL_UNLIKELY(%s != %s))", vc->len, tv->len);
+        if (tv->nd == 2) line(g, "if (NDL_UNLIKELY(%s != %s || %s != %s))", vc->len, tv->len, vc->len2, tv->len2);
+        else line(g, "if (NDL_UNLIKELY(%s != %s))", vc->len, tv->len);
         g->ind++; deopt(g); g->ind--;
     }
-    int te = tv_t & ~LT_VEC, r = d;
+    int te = tv_t & ~(LT_VEC | LT_MAT), r = d;
     if (aug) {
-        r = nd_lty_vop(s->op, d | LT_VEC, tv_t);
+        r = nd_lty_vop(s->op, d | VM, tv_t);
         if (r == -2) { g->fail = -1; goto done; }
-        if (r < 0 || nd_lty_same_kind(r & ~LT_VEC, d) != 1) {
+        if (r < 0 || nd_lty_same_kind(r & ~(LT_VEC | LT_MAT), d) != 1) {
             if (!g->T->reason)
                 g->T->reason = PyUnicode_FromFormat("an in-place array operation NumPy refuses for these types at line %d", s->line);
             rc = no_type(g, s);
             goto done;
         }
-        r &= ~LT_VEC;
+        r &= ~(LT_VEC | LT_MAT);
     }
     flags_clear(g);
     char w[16] = "";
     cv x;
-    char addr[128];
+    char addr[256];
     if (vv) {
         /* Straight into the target when no slice the right side reads
          * overlaps it (or is it, element for element): a test of address
@@ -1445,7 +1504,11 @@ static int vstore(cg *g, const nd_ln *s)
         for (int k = 0; k < vc->n; k++) {
             if (!vc->slot[k].slice) continue;
             int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
-            if (vc->slot[k].slice == 1)
+            if (vc->slot[k].slice == 1 && tv->nd == 2)
+                line(g, "dir_ &= ndl_apart22(%s, %s, %s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, %s, %s, (int64_t)sizeof(%s));",
+                     vc->slot[k].p, vc->slot[k].st, vc->len, vc->slot[k].st2, vc->len2, ctype[ts & ~LT_MAT],
+                     tv->slot[0].p, tv->slot[0].st, tv->len, tv->slot[0].st2, tv->len2, D);
+            else if (vc->slot[k].slice == 1)
                 line(g, "dir_ &= ndl_apart(%s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, (int64_t)sizeof(%s));",
                      vc->slot[k].p, vc->slot[k].st, vc->len, ctype[ts & ~LT_VEC], tv->slot[0].p,
                      tv->slot[0].st, tv->len, D);
@@ -1460,34 +1523,66 @@ static int vstore(cg *g, const nd_ln *s)
         }
         line(g, "if (dir_) {");
         g->ind++;
-        vloop_open(g, vc);
-        if (velem(g, vc, s->kid[0], &x) < 0) goto done;
-        snprintf(addr, sizeof addr, "(char *)(%s + %s * %s)", tv->slot[0].p, vc->k, tv->slot[0].st);
-        if (vwrite(g, s, addr, &x, aug, r) < 0) goto done;
-        vloop_close(g);
+        /* 2-D: a copy of the loop for rows of contiguous elements */
+        for (int pass = tv->nd == 2 ? 0 : 1; pass < 2; pass++) {
+            if (pass == 0) {
+                char test[2048];
+                int n = snprintf(test, sizeof test, "%s == (int64_t)sizeof(%s)", tv->slot[0].st2, D);
+                for (int k = 0; k < vc->n && n < (int)sizeof test - 200; k++) {
+                    if (vc->slot[k].slice != 1) continue;
+                    int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits) & ~LT_MAT;
+                    n += snprintf(test + n, sizeof test - (size_t)n, " && %s == (int64_t)sizeof(%s)", vc->slot[k].st2,
+                                  ctype[ts]);
+                }
+                line(g, "if (%s) {", test);
+                g->ind++;
+            }
+            vc->unit = tv->unit = pass == 0;
+            vloop_open(g, vc);
+            if (velem(g, vc, s->kid[0], &x) < 0) goto done;
+            char ad[200];
+            vaddr(ad, sizeof ad, vc, tv->slot[0].p, tv->slot[0].st, tv->slot[0].st2, D);
+            snprintf(addr, sizeof addr, "(char *)%s", ad);
+            if (vwrite(g, s, addr, &x, aug, r) < 0) goto done;
+            vloop_close(g, vc);
+            vc->unit = tv->unit = 0;
+            if (pass == 0) {
+                g->ind--;
+                line(g, "} else {");
+                g->ind++;
+            }
+        }
+        if (tv->nd == 2) {
+            g->ind--;
+            line(g, "}");
+        }
         g->ind--;
         line(g, "} else {");
         g->ind++;
-        if (scratch(g, s, ctype[te], vc->len, w) < 0) goto done;
+        if (scratch(g, s, ctype[te], vc->size, w) < 0) goto done;
         vloop_open(g, vc);
         if (velem(g, vc, s->kid[0], &x) < 0) goto done;
-        line(g, "%s[%s] = %s;", w, vc->k, x.s);
-        vloop_close(g);
+        line(g, "%s[%s] = %s;", w, vc->flat, x.s);
+        vloop_close(g, vc);
     } else {
         x = vc->slot[0].v;
     }
     /* the writes */
     vloop_open(g, tv);
-    snprintf(addr, sizeof addr, "(char *)(%s + %s * %s)", tv->slot[0].p, tv->k, tv->slot[0].st);
+    {
+        char ad[200];
+        vaddr(ad, sizeof ad, tv, tv->slot[0].p, tv->slot[0].st, tv->slot[0].st2, D);
+        snprintf(addr, sizeof addr, "(char *)%s", ad);
+    }
     cv v;
     if (vv) {
         newtmp(g, &v, te);
-        line(g, "%s %s = %s[%s];", ctype[te], v.s, w, tv->k);
+        line(g, "%s %s = %s[%s];", ctype[te], v.s, w, tv->flat);
     } else {
         v = x;
     }
     if (vwrite(g, s, addr, &v, aug, r) < 0) goto done;
-    vloop_close(g);
+    vloop_close(g, tv);
     if (vv) {
         g->ind--;
         line(g, "}");
@@ -1512,8 +1607,35 @@ static int vassign(cg *g, const nd_ln *s)
     char src[32];
     if (is_alocal(g, a)) snprintf(src, sizeof src, "a%d_src", a);
     else snprintf(src, sizeof src, "%d", a);
-    line(g, "a%d = (char *)%s; a%d_n0 = %s; a%d_s0 = %s; a%d_src = %s; a%d_set = 1;", v, p, v, len[0], v,
-         st[0], v, src, v);
+    line(g, "a%d = (char *)%s; a%d_n0 = %s; a%d_s0 = %s; a%d_src = %s; a%d_set = 1; a%d_whole = 0;", v, p, v,
+         len[0], v, st[0], v, src, v, v);
+    return 0;
+}
+
+/* u = w, u, w = w, u between names holding arrays (array locals of one
+ * dtype and rank): each takes the other's array whole */
+static int alocal_copy(cg *g, const nd_ln *s)
+{
+    int m = s->kind == LK_MULTI ? s->n / 2 : 1;
+    const nd_ln *const *vals = s->kind == LK_MULTI ? (const nd_ln *const *)s->kid + m : (const nd_ln *const *)s->kid;
+    line(g, "{");
+    g->ind++;
+    for (int k = 0; k < m; k++) {
+        int w = vals[k]->var, two = g->T->andim[w] == 2;
+        need_set(g, w);
+        line(g, "char *x%d_ = a%d; int64_t x%d_n0 = a%d_n0, x%d_s0 = a%d_s0, x%d_n1 = 0, x%d_s1 = 0;", k, w, k, w,
+             k, w, k, k);
+        if (two) line(g, "x%d_n1 = a%d_n1; x%d_s1 = a%d_s1;", k, w, k, w);
+        line(g, "int32_t x%d_src = a%d_src, x%d_whole = a%d_whole;", k, w, k, w);
+    }
+    for (int k = 0; k < m; k++) {
+        int v = s->kind == LK_MULTI ? s->kid[k]->var : s->var;
+        line(g, "a%d = x%d_; a%d_n0 = x%d_n0; a%d_s0 = x%d_s0; a%d_src = x%d_src; a%d_whole = x%d_whole; a%d_set = 1;",
+             v, k, v, k, v, k, v, k, v, k, v);
+        if (g->T->andim[v] == 2) line(g, "a%d_n1 = x%d_n1; a%d_s1 = x%d_s1;", v, k, v, k);
+    }
+    g->ind--;
+    line(g, "}");
     return 0;
 }
 
@@ -1557,14 +1679,14 @@ static int vtemp(cg *g, const nd_ln *s)
     cv x;
     if (velem(g, vc, s->kid[0], &x) < 0) goto done;
     line(g, "%s[%s] = %s;", w, vc->k, x.s);
-    vloop_close(g);
+    vloop_close(g, vc);
     if (ISF(te)) flags_check(g);
     if (self) {
         grow(g, buf, cap, vc->len, T);
         line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
     }
-    line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1;", v, v, v,
-         vc->len, v, T, v, v);
+    line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1; a%d_whole = 0;", v, v,
+         v, vc->len, v, T, v, v, v);
     g->ind--;
     line(g, "}");
     rc = 0;
@@ -1577,7 +1699,11 @@ static int simple(cg *g, const nd_ln *s)
 {
     cv x, y;
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 2) return vtemp(g, s);
+    if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 1 && s->kid[0]->kind == LK_VAR &&
+        is_alocal(g, s->kid[0]->var) == 1 && g->T->andim[s->var] == 2)
+        return alocal_copy(g, s);
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var)) return vassign(g, s);
+    if (s->kind == LK_MULTI && is_alocal(g, s->kid[0]->var)) return alocal_copy(g, s);
     switch (s->kind) {
     case LK_ASSIGN:
         if (expr(g, s->kid[0], &x) < 0) return -1;
@@ -1884,7 +2010,10 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             /* an array local: the view it holds, reassigned by the loop */
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
             line(&g, "int64_t a%d_n0 = F->arr[%d].shape[0], a%d_s0 = F->arr[%d].strides[0];", v, v, v, v);
-            line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set;", v, v, v, v);
+            if (T->andim[v] == 2)
+                line(&g, "int64_t a%d_n1 = F->arr[%d].shape[1], a%d_s1 = F->arr[%d].strides[1];", v, v, v, v);
+            line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set, a%d_whole = F->arr[%d].whole;", v,
+                 v, v, v, v, v);
             if (T->alocal[v] == 2) line(&g, "char *b%d = NULL; size_t b%d_cap = 0;", v, v);
             continue;
         }
@@ -1907,9 +2036,13 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     line(&g, "nd_out:");
     for (int v = 0; v < ir->nvars; v++)
         if (T->adt[v] >= 0 && T->alocal && T->alocal[v])
+        {
             line(&g, "F->arr[%d].data = a%d; F->arr[%d].shape[0] = a%d_n0; F->arr[%d].strides[0] = a%d_s0; "
-                     "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set;%s", v, v, v, v, v, v, v, v, v, v,
-                 T->alocal[v] == 2 ? "" : "");
+                     "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set; F->arr[%d].whole = a%d_whole;", v, v, v,
+                 v, v, v, v, v, v, v, v, v);
+            if (T->andim[v] == 2)
+                line(&g, "F->arr[%d].shape[1] = a%d_n1; F->arr[%d].strides[1] = a%d_s1;", v, v, v, v);
+        }
     for (int v = 0; v < ir->nvars; v++)
         if (T->adt[v] >= 0 && T->alocal && T->alocal[v] == 2) line(&g, "F->arr[%d].own = b%d;", v, v);
     for (int v = 0; v < ir->nvars; v++) {

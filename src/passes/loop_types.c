@@ -384,11 +384,20 @@ int nd_lty_vop(int op, int ta, int tb)
         PyErr_Clear();
     } else {
         int red = op >= LO_NOPS + LF_NP_DOT && op <= LO_NOPS + LF_NP_ARGMIN;
-        /* 2-D operands: matrix products only (to a 1-D result) */
         int mat = (ta & LT_MAT) || (tb >= 0 && (tb & LT_MAT));
-        if (mat && !(op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_MATMUL)) {
-            Py_DECREF(r);
-            r = NULL;
+        int vec = (ta & LT_VEC) || (tb >= 0 && (tb & LT_VEC));
+        int prod = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_MATMUL;
+        if (mat && !prod) {
+            /* 2-D operands: elementwise with 2-D ones and scalars (no
+             * broadcasting of a 1-D one) to a 2-D result, or reduced whole */
+            if (!vec && red && !PyArray_Check(r)) {
+                t = type_of(r);
+                if (t < LT_B1) t = -1;
+            } else if (!vec && !red && PyArray_CheckExact(r) && PyArray_NDIM((PyArrayObject *)r) == 2) {
+                t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
+                if (t < LT_B1) t = -1;
+                else t |= LT_MAT;
+            }
         } else if (PyArray_CheckExact(r)) {
             if ((!red || mat) && PyArray_NDIM((PyArrayObject *)r) == 1) {
                 t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
@@ -603,8 +612,8 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                     return why(T, e, "a reduction or product of something that is not a 1-D or 2-D array");
                 nmat += (ta[k] & LT_MAT) != 0;
             }
-            if (nmat > 1 || (nmat && e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL))
-                return why(T, e, "a product of two matrices (or a sum of one)");
+            if (nmat > 1 || (nmat && e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL && e->n != 1))
+                return why(T, e, "a product of two matrices");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
             *bits = 1;
@@ -742,6 +751,7 @@ static int stmt_types(fctx *f, const nd_ln *s)
         return 0;
     case LK_MULTI: {
         int m = s->n / 2;
+        if (T->alocal && T->alocal[s->kid[0]->var]) return 0;   /* arrays (checked before) */
         for (int k = 0; k < m; k++) {
             if ((rc = expr_types(f, s->kid[m + k], &set, &bits, NULL)) != 0) return rc;
             add_to(f, s->kid[k]->var, set, bits);
@@ -878,6 +888,23 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
     return changed;
 }
 
+/* v = w between names holding arrays of one dtype and rank (array locals
+ * both): v takes w's array whole */
+static int whole_copy(const nd_ltyping *T, int v, const nd_ln *e)
+{
+    return e->kind == LK_VAR && T->alocal[v] == 1 && T->alocal[e->var] == 1 && T->adt[v] == T->adt[e->var] &&
+           T->andim[v] == T->andim[e->var];
+}
+
+/* a tuple assignment of such names (u, v = v, u) */
+static int multi_copy(const nd_ltyping *T, const nd_ln *s)
+{
+    int m = s->n / 2;
+    for (int j = 0; j < m; j++)
+        if (!whole_copy(T, s->kid[j]->var, s->kid[m + j])) return 0;
+    return m > 0;
+}
+
 /* every assignment to an array local is a view of its dtype; views of
  * read-only arrays make it read-only. 0, or 1 with T->reason */
 static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
@@ -893,6 +920,11 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
                                    : "a name given both a computed array and another value");
                 return 1;
             }
+        } else if (s->kind == LK_ASSIGN && T->alocal[s->var] && whole_copy(T, s->var, s->kid[0])) {
+            if (!T->awrite[s->kid[0]->var]) T->awrite[s->var] = 0;
+        } else if (s->kind == LK_ASSIGN && T->alocal[s->var] && T->andim[s->var] != 1) {
+            why(T, s, "a name holding a 2-D array given a view");
+            return 1;
         } else if (s->kind == LK_ASSIGN && T->alocal[s->var]) {
             int src = view_source(T, s->kid[0]);
             if (src >= 0 && T->alocal[src] == 2) {
@@ -905,6 +937,11 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
                 return 1;
             }
             if (!T->awrite[src]) T->awrite[s->var] = 0;
+        } else if (s->kind == LK_MULTI && multi_copy(T, s)) {
+            /* u, v = v, u: a read-only array makes its new name read-only */
+            int m = s->n / 2;
+            for (int j = 0; j < m; j++)
+                if (!T->awrite[s->kid[m + j]->var]) T->awrite[s->kid[j]->var] = 0;
         } else if (s->kind == LK_MULTI) {
             int m = s->n / 2;
             for (int j = 0; j < m; j++)
@@ -950,7 +987,9 @@ int nd_loop_type(nd_ltyping *T)
                 PyMem_Free(assign);
                 return T->reason ? 1 : -1;
             }
-        if (check_array_locals(T, one, 1)) { PyMem_Free(assign); return T->reason ? 1 : -1; }
+        /* (repeated: read-only-ness passes along chains of assignments) */
+        for (int pass = 0; pass < 4; pass++)
+            if (check_array_locals(T, one, 1)) { PyMem_Free(assign); return T->reason ? 1 : -1; }
     }
     do {
         f.changed = 0;

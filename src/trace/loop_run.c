@@ -255,6 +255,7 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         PyErr_SetString(PyExc_SystemError, "numdyn loop: an array view without its array");
         return NULL;
     }
+    if (a->whole) return Py_NewRef(base);
     PyArrayObject *b = (PyArrayObject *)base;
     if (a->src == v && a->data == PyArray_BYTES(b) && PyArray_NDIM(b) == 1 &&
         a->shape[0] == PyArray_DIM(b, 0) && a->strides[0] == PyArray_STRIDE(b, 0))
@@ -365,10 +366,12 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                 key = nd_hash_mix(key, (uint64_t)v << 8 | LT_UNBOUND | (1ull << 41));
                 continue;
             }
-            if (x && PyArray_CheckExact(x) && PyArray_NDIM((PyArrayObject *)x) == 1) {
+            if (x && PyArray_CheckExact(x) && PyArray_NDIM((PyArrayObject *)x) >= 1 &&
+                PyArray_NDIM((PyArrayObject *)x) <= 2) {
                 f |= VF_ARRAY;
                 alocal[v] = 1;
                 arr[v].set = 1;
+                arr[v].whole = 1;
             } else {
                 f &= (uint8_t)~VF_ARRAY;
             }
