@@ -821,14 +821,18 @@ static PyObject *t_requires_grad_(PyObject *self, PyObject *args, PyObject *kwar
     return Py_NewRef(self);
 }
 
+/* pickling and copy.deepcopy: Tensor(array) (a copy of the data), then
+ * requires_grad; the tape and .grad are not part of the value */
 static PyObject *t_reduce(PyObject *self, PyObject *unused)
 {
-    PyObject *mod = PyImport_ImportModule("numdyn");
-    PyObject *fn = mod ? PyObject_GetAttrString(mod, "tensor") : NULL;
-    Py_XDECREF(mod);
-    if (!fn) return NULL;
-    return Py_BuildValue("N(OO)", fn, ND_TENSOR(self)->array,
+    return Py_BuildValue("(O(O)O)", (PyObject *)Py_TYPE(self), ND_TENSOR(self)->array,
                          ND_TENSOR(self)->requires_grad ? Py_True : Py_False);
+}
+
+static PyObject *t_setstate(PyObject *self, PyObject *state)
+{
+    if (set_requires_grad(ND_TENSOR(self), state) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef tensor_methods[] = {
@@ -852,6 +856,7 @@ static PyMethodDef tensor_methods[] = {
      "capsule sharing this Tensor's memory (versioned when max_version >= (1, 0))."},
     {"__dlpack_device__", t_dlpack_device, METH_NOARGS, "(device type, device id): (1, 0) on CPU."},
     {"__reduce__", t_reduce, METH_NOARGS, NULL},
+    {"__setstate__", t_setstate, METH_O, NULL},
     {NULL},
 };
 
