@@ -5,6 +5,9 @@ sum and sum of squares, several outputs of one function -- and the row
 values computed from reductions (X.max(0) - X.min(0)) run in the same
 kernel as the reductions, for any reduced axes.
 
+A sum of squared deviations from a mean of the same pass (var and std over
+a leading axis) joins that pass (item 4: standardization in two passes).
+
 NumPy is the oracle (values within tolerance by dtype, dtypes, shapes,
 returned types) over dtypes, layouts (C, F, strided, broadcast), NaN and
 ties; the counters show the fusion: kernel_runs (kernels a call runs) and
@@ -216,10 +219,17 @@ def test_sum_and_sumsq_one_pass(fn):
     assert passes(fn, x) == (1, 1.0)
 
 
-def test_mean_and_std_two_passes():
+def test_mean_and_std_one_pass():
+    # the std's sum of squared deviations is folded in the pass of its mean
     x = data((50_000, 8), "float64")
-    k, p = passes(mean_and_std0, x)
-    assert k == 2 and p == 2.0
+    assert passes(mean_and_std0, x) == (1, 1.0)
+
+
+def test_standardize_two_passes():
+    # issue 19 item 4: (X - X.mean(0)) / X.std(0) reads X twice
+    for dt in FLOATS:
+        x = data((50_000, 8), dt)
+        assert passes(standardize, x) == (2, 2.0)
 
 
 def test_minmax_scale_two_passes():
@@ -232,6 +242,53 @@ def test_pointwise_outputs_one_pass():
         return x + 1.0, x * 2.0, np.sqrt(np.abs(x))
     x = data((1000, 100), "float64")
     assert passes(f, x) == (1, 1.0)
+
+
+# ------------------------------------------------------------ moments
+# A sum of squared deviations from a mean of the same pass (NumPy's var and
+# std over a leading axis) is computed chunk by chunk in that pass (Chan's
+# update): within float tolerance of NumPy's two passes, also far from 0.
+@pytest.mark.parametrize("dt", FLOATS)
+def test_var_std_variants(backend, dt):
+    def f(x):
+        return x.var(0), x.std(0, ddof=1), x.var(0, keepdims=True), x.mean(0)
+    for _, x in layouts((700, 5), dt):
+        check(f, x, backend=backend)
+    check(f, data((1, 5), dt), backend=backend)
+    check(f, data((129, 3), dt), backend=backend)
+
+
+def test_var_far_from_zero(backend):
+    # a large mean: a sum-of-squares formula would cancel, Chan's does not
+    x = 1e6 + data((3000, 4), "float64")
+    check(mean_and_std0, x, backend=backend)
+    check(standardize, x, backend=backend, atol=1e-9)
+
+
+def test_var_other_axes(backend):
+    def f(x):
+        return x.std(1), x.var(axis=1, keepdims=True)
+    for _, x in layouts((4, 300, 5), "float64"):
+        check(f, x, backend=backend, atol=1e-13)   # broadcast: std 0, rounding noise
+    assert passes(f, data((4, 3000, 5), "float64")) == (1, 1.0)
+
+
+def test_var_with_nan_inf_and_empty(backend):
+    x = data((300, 4), "float64")
+    x[10, 0] = np.nan
+    x[20, 1] = np.inf
+    x[30, 2] = -np.inf
+    check(mean_and_std0, x, backend=backend)
+    check(mean_and_std0, np.zeros((0, 3)), backend=backend)
+
+
+def test_deviation_from_other_than_the_mean(backend):
+    # the same structure with a divisor that is not the count: the kernel
+    # adds n * (mean - S / c) ** 2 to the moment
+    def f(x):
+        return ((x - x.sum(0, keepdims=True) / 5.0) ** 2).sum(0), x.sum(0)
+    check(f, data((400, 6), "float64"), backend=backend)
+    check(f, data((400, 6), "float32"), backend=backend)
 
 
 # ------------------------------------------------------------ regression

@@ -854,7 +854,10 @@ static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
 typedef struct rset {
     int n;
     redop r[ND_MAXRED];
-    nd_id rid[ND_MAXRED], val[ND_MAXRED];
+    nd_id rid[ND_MAXRED], val[ND_MAXRED];  /* val: -1 for a moment */
+    int cent[ND_MAXRED];   /* a moment: the index of its mean's sum, else -1 */
+    nd_id div[ND_MAXRED];  /* a moment: the SCALAR dividing that sum */
+    int nmom;
 } rset;
 
 static int rset_make(kctx *c, rset *s)
@@ -862,10 +865,17 @@ static int rset_make(kctx *c, rset *s)
     nd_kernel *k = c->k;
     if (k->nred > ND_MAXRED) goto bad;
     s->n = k->nred ? k->nred : 1;
+    s->nmom = 0;
     for (int p = 0; p < s->n; p++) {
         s->rid[p] = k->nred ? k->reds[p] : k->root;
-        s->val[p] = c->g->nodes[s->rid[p]].in[0];
+        s->cent[p] = k->rcent ? k->rcent[p] : -1;
+        s->div[p] = k->rdiv ? k->rdiv[p] : -1;
+        s->val[p] = s->cent[p] >= 0 ? -1 : c->g->nodes[s->rid[p]].in[0];
         if (redop_of(c->g, s->rid[p], &s->r[p]) < 0) goto bad;
+        if (s->cent[p] >= 0) {
+            if (s->cent[p] >= p || s->r[p].kind != RK_CASCADE || s->r[s->cent[p]].kind != RK_CASCADE) goto bad;
+            s->nmom++;
+        }
     }
     return 0;
 bad:
@@ -1006,6 +1016,58 @@ static void result_all(kctx *c, const rset *s, const char *x)
     }
 }
 
+/* what computing node x needs in the current kernel, into `which` */
+static void mark_needed(kctx *c, uint8_t *which, nd_id x)
+{
+    if (which[x]) return;
+    which[x] = 1;
+    nd_node *n = &c->g->nodes[x];
+    for (int o = 0; o < c->k->nin; o++) if (c->k->ops[o].via == x) return;   /* a load */
+    if (n->op == ND_OP_INPUT || n->op == ND_OP_SCALAR) return;
+    for (int q = 0; q < n->nin; q++) if (n->in[q] >= 0) mark_needed(c, which, n->in[q]);
+}
+
+/* A chunk's second walk (rows c0_..c1_ along rd, in cache): each moment's
+ * squared deviations from the chunk's mean, then Chan's update of the
+ * moment (acc), and the running sum of the chunk sums (rs); all sums are of
+ * x - k (k: the first row's value, variance does not change with a shift) */
+static int moment_pass(kctx *c, const rset *s, int rd, uint32_t td)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    uint8_t *which = PyMem_Calloc((size_t)c->g->n, 1);
+    if (!which) { PyErr_NoMemory(); return -1; }
+    for (int p = 0; p < s->n; p++) if (s->cent[p] >= 0) mark_needed(c, which, s->val[s->cent[p]]);
+    nd_sb_printf(sb, "for (int64_t i%d = c0_; i%d < c1_; i%d++) {\n", rd, rd, rd);
+    for (int o = 0; o < k->nin; o++) if (which[k->ops[o].via]) pointer(c, o, td | k->red, "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    int rc = body(c, "j", which);
+    PyMem_Free(which);
+    if (rc < 0) return -1;
+    for (int p = 0; p < s->n; p++) {
+        if (s->cent[p] < 0) continue;
+        const redop *r = &s->r[p];
+        char cw[16];
+        snprintf(cw, sizeof cw, "cw%d_", p);
+        acc_value(c, &s->r[s->cent[p]], s->val[s->cent[p]], cw);
+        nd_sb_printf(sb, "{\nconst %s d_ = (cw%d_ - k%d_[j - j0]) - cs%d_[j - j0] / (%s)(c1_ - c0_);\n"
+                     "cm%d_[j - j0] += d_ * d_;\n}\n", r->AT, p, p, p, r->AT, p);
+    }
+    nd_sb_puts(sb, "}\n}\n");
+    nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) {\n");
+    for (int p = 0; p < s->n; p++) {
+        if (s->cent[p] < 0) continue;
+        const char *AT = s->r[p].AT;
+        nd_sb_printf(sb, "{\nconst %s nb_ = (%s)(c1_ - c0_), na_ = (%s)c0_;\n"
+                     "const %s dl_ = c0_ > 0 ? cs%d_[j] / nb_ - rs%d_[j] / na_ : (%s)0;\n"
+                     "acc%d_[j] += cm%d_[j] + dl_ * dl_ * (na_ * nb_ / (na_ + nb_));\nrs%d_[j] += cs%d_[j];\n}\n",
+                     AT, AT, AT, AT, p, p, AT, p, p, p, p);
+    }
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
 /* Accumulators per output element, the vector loop across the output dim
  * vd: tasks over td (+ blocks of vd), serial loops over the reduced dims. */
 static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
@@ -1020,9 +1082,21 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     if (R && vd != R - 1)
         for (int o = 0; o < k->nin + k->nout; o++)
             nd_sb_printf(sb, "const int64_t vs%d = I[%d];\n", o, stride_idx(c, o, vd));
+    int rd = -1;   /* moments: the one reduced dim, walked in chunks */
+    if (s->nmom) {
+        for (int d = 0; d < R; d++) if (k->red & (1u << d)) rd = d;
+        if (rd < 0 || rd == vd || (k->red & ~(1u << rd))) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment over several dims");
+            return -1;
+        }
+    }
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
         const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        if (s->cent[p] >= 0)
+            nd_sb_printf(sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d];\n"
+                         "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
+                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
         nd_sb_printf(sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
         if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
         if (r->kind == RK_CASCADE) nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
@@ -1031,7 +1105,21 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
         else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = %s;\n", p, r->init);
     }
     nd_sb_puts(sb, "{\n");
-    int opened = open_serial(c, k->red, -1);
+    int opened;
+    if (s->nmom) {
+        /* chunks of ND_MCHUNK rows: the rows' sums, then (the chunk in cache)
+         * their squared deviations from the chunk's mean, folded into the
+         * moment by Chan's pairwise update */
+        nd_sb_printf(sb, "for (int64_t c0_ = 0; c0_ < n%d; c0_ += 128) {\n"
+                     "const int64_t c1_ = ND_MIN(c0_ + 128, n%d);\n", rd, rd);
+        for (int p = 0; p < s->n; p++)
+            if (s->cent[p] >= 0)
+                nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) { cs%d_[j] = 0; cm%d_[j] = 0; }\n", p, p);
+        nd_sb_printf(sb, "for (int64_t i%d = c0_; i%d < c1_; i%d++) {\n", rd, rd, rd);
+        opened = 1;
+    } else {
+        opened = open_serial(c, k->red, -1);
+    }
     for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
@@ -1040,6 +1128,13 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
         char cv[16];
+        if (s->cent[p] >= 0) {
+            /* sums of x - k, k the first row's value: the chunk means and
+             * their differences are then small numbers, exact to eps */
+            nd_sb_printf(sb, "if (i%d == 0) k%d_[j - j0] = cv%d_;\ncs%d_[j - j0] += cv%d_ - k%d_[j - j0];\n",
+                         rd, p, s->cent[p], p, s->cent[p], p);
+            continue;
+        }
         snprintf(cv, sizeof cv, "cv%d_", p);
         acc_value(c, r, s->val[p], cv);
         snprintf(a, sizeof a, "acc%d_[j - j0]", p);
@@ -1049,13 +1144,27 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     }
     nd_sb_puts(sb, "}\n");
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    if (s->nmom) {
+        if (moment_pass(c, s, rd, td) < 0) return -1;
+        nd_sb_puts(sb, "}\n");   /* the chunk */
+    }
     nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
         char x[16];
         snprintf(x, sizeof x, "_%d", p);
-        if (r->kind == RK_ARG)
+        if (s->cent[p] >= 0) {
+            /* sum((x - S / div) ** 2) = M2 + n * (mean - S / div) ** 2, with
+             * S the mean's sum as the graph has it (the correction is 0 for
+             * NumPy's var, where div is n) */
+            nd_sb_printf(sb, "const %s mu%d_ = acc%d_[j - j0] / (%s)v%d;\n", r->AT, p, s->cent[p], r->AT,
+                         (int)s->div[p]);
+            nd_sb_printf(sb, "const %s dm%d_ = n%d > 0 ? (k%d_[j - j0] + rs%d_[j - j0] / (%s)n%d) - mu%d_ : (%s)0;\n",
+                         r->AT, p, rd, p, p, r->AT, rd, p, r->AT);
+            nd_sb_printf(sb, "const %s res_%d = acc%d_[j - j0] + (%s)n%d * dm%d_ * dm%d_;\n", r->AT, p, p, r->AT, rd,
+                         p, p);
+        } else if (r->kind == RK_ARG)
             nd_sb_printf(sb, "const int64_t res_%d = bi%d_[j - j0] < 0 ? 0 : bi%d_[j - j0];\n", p, p, p);
         else if (r->acc == NPY_HALF && r->kind == RK_CASCADE)
             nd_sb_printf(sb, "const float res_%d = nd_rh(acc%d_[j - j0]);\n", p, p);

@@ -108,6 +108,50 @@ static int pure_reshape(nd_graph *g, nd_id v)
     return bd == b->ndim;
 }
 
+/* Item 4 of issue 19: the sum of squared deviations from a mean of the
+ * group -- ((x - x.sum(ax, keepdims=True) / c) ** 2).sum(ax), NumPy's var
+ * and std -- joins the group of that sum when the reduced dim is one long
+ * dim before a kept one (x.std(0)): the kernel folds it in the same pass
+ * over x, chunk by chunk (codegen_loops.c), so (X - X.mean(0)) / X.std(0)
+ * reads X twice, not three times. Returns the REDUCE node of the sum (a
+ * member), or -1. Float dtypes only, and nothing cast on the way. */
+static nd_id moment_center(nd_graph *g, nd_id j, const uint8_t *lv, const rowdom *D)
+{
+    nd_node *jn = &g->nodes[j];
+    if (jn->op != ND_OP_REDUCE || jn->sub != ND_UF_ADD || (jn->nin > 1 && jn->in[1] >= 0)) return -1;
+    int nred = 0, after = 0;
+    for (int d = 0; d < D->rank; d++) {
+        if (D->shape[d] == 1) continue;
+        if ((D->axes >> d) & 1) nred++;
+        else if (nred) after = 1;
+    }
+    if (nred != 1 || !after) return -1;
+    int ft = jn->dtype;
+    if (ft != NPY_FLOAT && ft != NPY_DOUBLE) return -1;
+    if (jn->in_dtype[0] >= 0 && jn->in_dtype[0] != ft) return -1;
+    nd_node *sq = &g->nodes[jn->in[0]];
+    if (sq->op != ND_OP_UFUNC || sq->dtype != ft) return -1;
+    nd_id dd;
+    if (sq->sub == ND_UF_SQUARE && sq->nin == 1) dd = sq->in[0];
+    else if (sq->sub == ND_UF_MULTIPLY && sq->nin == 2 && sq->in[0] == sq->in[1]) dd = sq->in[0];
+    else return -1;
+    nd_node *d = &g->nodes[dd];
+    if (d->op != ND_OP_UFUNC || d->sub != ND_UF_SUBTRACT || d->nin != 2 || d->dtype != ft) return -1;
+    nd_id a = d->in[0], m = d->in[1];
+    nd_node *mn = &g->nodes[m];
+    if (g->nodes[a].dtype != ft || lv[m] != ND_ROW_A || mn->op != ND_OP_UFUNC ||
+        mn->sub != ND_UF_TRUE_DIVIDE || mn->nin != 2 || mn->dtype != ft)
+        return -1;
+    nd_id r = mn->in[0];
+    nd_node *rn = &g->nodes[r], *sc = &g->nodes[mn->in[1]];
+    if (sc->op != ND_OP_SCALAR || sc->dtype != ft) return -1;
+    if (!lv[r] || rn->op != ND_OP_REDUCE || rn->sub != ND_UF_ADD || rn->in[0] != a || rn->dtype != ft ||
+        (rn->in_dtype[0] >= 0 && rn->in_dtype[0] != ft) || (rn->nin > 1 && rn->in[1] >= 0) ||
+        !(rn->flags & ND_F_KEEPDIMS) || rn->axes != D->axes)
+        return -1;
+    return r;
+}
+
 static int same_dom(const rowdom *a, const rowdom *b)
 {
     return a->axes == b->axes && same_shape(a->rank, a->shape, b->rank, b->shape);
@@ -120,7 +164,8 @@ static int is_scalar_like(nd_graph *g, nd_id i)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
 }
 
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz)
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
+                    nd_id *center)
 {
     int n = g->n, ngroups = 0;
     uint8_t *dep = PyMem_Calloc((size_t)n + 1, 1);
@@ -131,7 +176,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
         PyErr_NoMemory();
         return -1;
     }
-    for (int i = 0; i < n; i++) { rowgrp[i] = -1; level[i] = 0; }
+    for (int i = 0; i < n; i++) { rowgrp[i] = -1; level[i] = 0; if (center) center[i] = -1; }
     for (nd_id r = 0; r < n; r++) {
         nd_node *rn = &g->nodes[r];
         rowdom D;
@@ -167,6 +212,18 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
                 if (in >= 0 && lv[in] && g->nodes[in].op == ND_OP_REDUCE &&
                     (g->nodes[in].sub == ND_RED_ARGMAX || g->nodes[in].sub == ND_RED_ARGMIN))
                     bad = 1;
+            }
+            if (center && !D.trail && rowgrp[j] < 0 && nred < ND_MAXRED && !(skip && skip[j])) {
+                rowdom D2;
+                nd_id c = jn->op == ND_OP_REDUCE && eligible_reduce(g, j, &D2, 0) && same_dom(&D, &D2)
+                              ? moment_center(g, j, lv, &D) : -1;
+                if (c >= 0) {
+                    lv[j] = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
+                    mem[nm++] = j;
+                    nred++;
+                    center[j] = c;
+                    continue;
+                }
             }
             if (bad || rowgrp[j] >= 0) { dep[j] = 1; continue; }
             int join = 0, f = form_of(&D, jn);

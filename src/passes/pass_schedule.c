@@ -42,6 +42,7 @@ typedef struct sched {
     uint8_t *shortr;    /* per node: a short-axis REDUCE computed inline (frames) */
     int ngroups;
     int32_t *rowgrp;    /* per node: row group (pass_rowfuse.c) or -1 */
+    nd_id *center;      /* per node: a moment's mean sum (pass_rowfuse.c) or -1 */
     uint8_t *level;     /* per node: ND_ROW_* */
     int32_t *cstart, *clist;   /* consumers, CSR */
     int32_t *rstart;    /* kernel roots per final group, CSR over rlist ... */
@@ -413,13 +414,35 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     k->scan = -1;
     k->err_uf = -1;
     for (nd_id i = 0; i < s->n; i++) if (s->rowgrp[i] == rg) seen[i] = 1;
+    int8_t rcent[ND_MAXRED];
+    nd_id rdiv[ND_MAXRED];
     for (nd_id i = 0; i < s->n; i++) {
         if (s->rowgrp[i] != rg) continue;
         nd_node *n = &g->nodes[i];
+        if (s->center[i] >= 0) {
+            /* a moment: computed from its mean's input (its own input,
+             * (x - mean) ** 2, reads the group's mean: not inline) */
+            nd_id sq = n->in[0], d = g->nodes[sq].in[0], m = g->nodes[d].in[1];   /* (x - m) ** 2 */
+            if (nred >= ND_MAXRED) {
+                PyErr_SetString(PyExc_SystemError, "numdyn: internal error: too many reductions");
+                goto fail;
+            }
+            rdiv[nred] = g->nodes[m].in[1];
+            rcent[nred] = -1;
+            for (int q = 0; q < nred; q++) if (reds[q] == s->center[i]) rcent[nred] = (int8_t)q;
+            if (rcent[nred] < 0 || collect(s, &b, rdiv[nred], 0) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment before its mean");
+                goto fail;
+            }
+            if (push_id(&reds, &nred, &capred, i) < 0) goto fail;
+            continue;
+        }
         for (int q = 0; q < n->nin; q++)
             if (n->in[q] >= 0 && s->rowgrp[n->in[q]] != rg && collect(s, &b, n->in[q], 0) < 0) goto fail;
         if (n->op == ND_OP_REDUCE) {
             if (!nred) { k->root = i; k->dom = n->in[0]; }
+            if (nred < ND_MAXRED) { rcent[nred] = -1; rdiv[nred] = -1; }
             if (push_id(&reds, &nred, &capred, i) < 0) goto fail;
         } else if (s->level[i] == ND_ROW_DOMAIN) {
             if (push_inl(&b, i, -1) < 0) goto fail;
@@ -459,6 +482,20 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
     k->scal = b.scal; k->nscal = b.nscal;
     k->rowv = rowv; k->nrow = nrow;
     k->reds = reds; k->nred = nred;
+    for (int q = 0; q < nred && q < ND_MAXRED; q++) {
+        if (rcent[q] < 0) continue;
+        if (k->kind != ND_K_REDUCE) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment in a row kernel");
+            return -1;
+        }
+        if (!k->rcent) {
+            k->rcent = PyMem_Malloc((size_t)nred);
+            k->rdiv = PyMem_Malloc(sizeof(nd_id) * (size_t)nred);
+            if (!k->rcent || !k->rdiv) { PyErr_NoMemory(); return -1; }
+            memcpy(k->rcent, rcent, (size_t)nred);
+            memcpy(k->rdiv, rdiv, sizeof(nd_id) * (size_t)nred);
+        }
+    }
     note_inlined(g, k);
     return 0;
 fail:
@@ -577,6 +614,8 @@ static void kernel_clear(nd_kernel *k)
     PyMem_Free(k->inl);
     PyMem_Free(k->rowv);
     PyMem_Free(k->reds);
+    PyMem_Free(k->rcent);
+    PyMem_Free(k->rdiv);
     PyMem_Free(k->inlf);
 }
 
@@ -808,10 +847,10 @@ static int find_row_groups(sched *s, int allow_rows, int allow_horiz)
     int n = s->n;
     int nrg = 0;
     if (allow_rows) {
-        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, allow_horiz);
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, allow_horiz, s->center);
         if (nrg < 0) return -1;
     } else {
-        for (nd_id i = 0; i < n; i++) s->rowgrp[i] = -1;
+        for (nd_id i = 0; i < n; i++) { s->rowgrp[i] = -1; s->center[i] = -1; }
     }
     if (nrg > 0) {
         s->rg2g = PyMem_Malloc(sizeof(int32_t) * (size_t)nrg);
@@ -1226,6 +1265,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     s.gfr = PyMem_Calloc(N, sizeof(int32_t));
     s.shortr = PyMem_Calloc(N, 1);
     s.rowgrp = PyMem_Calloc(N, sizeof(int32_t));
+    s.center = PyMem_Calloc(N, sizeof(nd_id));
     s.level = PyMem_Calloc(N, 1);
     s.cstart = PyMem_Calloc(N + 1, sizeof(int32_t));
     s.gsets = PyMem_Calloc(N * MAXG, sizeof(int32_t));
@@ -1240,7 +1280,7 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
     p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
     if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
-        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.gfr || !s.shortr || !s.rowgrp || !s.level ||
+        !s.gkind || !s.growg || !s.gsize || !s.gops || !s.gfr || !s.shortr || !s.rowgrp || !s.center || !s.level ||
         !s.cstart || !s.gsets || !s.ng || !s.seen || !s.cost || !s.kpos || !p->own || !p->kord ||
         !p->take || !p->last || !p->outs || !p->steps) {
         PyErr_NoMemory();
@@ -1267,7 +1307,7 @@ fail:
 done:
     PyMem_Free(s.mat); PyMem_Free(s.eager); PyMem_Free(s.freen); PyMem_Free(s.isout);
     PyMem_Free(s.grp); PyMem_Free(s.parent); PyMem_Free(s.groot); PyMem_Free(s.cstart);
-    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.gfr); PyMem_Free(s.shortr); PyMem_Free(s.rowgrp); PyMem_Free(s.level);
+    PyMem_Free(s.gkind); PyMem_Free(s.growg); PyMem_Free(s.gsize); PyMem_Free(s.gops); PyMem_Free(s.gfr); PyMem_Free(s.shortr); PyMem_Free(s.rowgrp); PyMem_Free(s.center); PyMem_Free(s.level);
     PyMem_Free(s.clist);
     PyMem_Free(s.rstart); PyMem_Free(s.rlist);
     PyMem_Free(s.gsets); PyMem_Free(s.ng); PyMem_Free(s.seen); PyMem_Free(s.cost); PyMem_Free(s.kpos);

@@ -84,6 +84,12 @@ typedef struct nd_kernel {
     int nred;            /* ROW, and REDUCE kernels of a row group: the REDUCE
                             nodes, in order (several: horizontal fusion) */
     nd_id *reds;
+    int8_t *rcent;       /* REDUCE of a row group, per reds entry: -1, or for a
+                            moment (schedule.h nd_rowfuse_find) the reds index
+                            of its mean's sum: the kernel computes
+                            sum((x - sum_x / rdiv) ** 2) from x itself, in
+                            chunks (Chan's pairwise update) */
+    nd_id *rdiv;         /* ... per reds entry: the SCALAR dividing that sum */
     int8_t *inlf;        /* per inl entry: -1 (per element), or the frame it
                             is computed in (a node may be listed in several) */
     int nfr;             /* frames: short-axis REDUCE nodes inlined, in order */
@@ -164,11 +170,14 @@ static inline int nd_frame_sidx(int rank, int nops, int o, int t)
 /* pass_rowfuse.c: row groups (see there). rowgrp[i]: group or -1; level[i]:
  * ND_ROW_*. skip (may be NULL): reductions that may neither start nor join
  * a group. horiz: independent reductions over the same domain join a group
- * (at most ND_MAXRED reductions a group). Returns the number of groups, -1
- * + exception. */
+ * (at most ND_MAXRED reductions a group). center (may be NULL): per node,
+ * -1, or for a sum of squared deviations from a group's mean that joins the
+ * group (a *moment*, x.var(0)), that mean's sum (a REDUCE member). Returns
+ * the number of groups, -1 + exception. */
 enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
 #define ND_MAXRED 8
-int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz);
+int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
+                    nd_id *center);
 
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
