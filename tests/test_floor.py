@@ -349,3 +349,29 @@ def test_floor_does_not_time_calls_that_ran_while_compiling(background):
         np.testing.assert_allclose(cf(a, 1.5), _first_call_program(a, 1.5), rtol=1e-13)
     info = cf._floor_info_for(a, 1.5)
     assert info["numdyn_samples"] + info["numpy_samples"] == 3, info
+
+
+def test_wait_compiles_builds_queued_units_too(background):
+    # more units than compilers at once (one per core): the others wait
+    # their turn, and wait_compiles() returns only when every one is built
+    a = np.linspace(0.1, 0.9, 300)
+    # a distinct structure per function: a chain of its own length
+    fns = [numdyn.compile(lambda x, n=n: _chain(x, n), options={"floor": False}) for n in range(1, 6)]
+    c0 = dict(utils.counters)
+    for n, f in enumerate(fns, 1):
+        np.testing.assert_allclose(f(a), _chain(a, n), rtol=1e-13)
+    c1 = dict(utils.counters)
+    assert c1["compiling_runs"] - c0["compiling_runs"] == len(fns)
+    utils.wait_compiles()
+    for n, f in enumerate(fns, 1):
+        np.testing.assert_allclose(f(a), _chain(a, n), rtol=1e-13)
+    c2 = dict(utils.counters)
+    assert c2["compiling_runs"] == c1["compiling_runs"], (c1, c2)
+    assert c2["kernels_compiled"] - c1["kernels_compiled"] >= len(fns)
+
+
+def _chain(x, n):
+    y = np.sin(x)
+    for _ in range(n):
+        y = np.sqrt(y * y + 0.5)
+    return y

@@ -163,3 +163,6 @@ def test_requires_grad_bookkeeping_and_errors():
     assert (x * 3).argmax().requires_grad is False   # integer results: none either
     x.requires_grad_(False)
     assert not (x * 2).requires_grad
+    z = numdyn.tensor(np.array([1 + 2j]), requires_grad=True)
+    with pytest.raises(NotImplementedError, match="complex"):
+        (z * z).sum().real.backward()

@@ -248,10 +248,28 @@ static PyObject *operand(PyObject *o, int *grad)
     return o;
 }
 
+/* the ufunc ndarray's operator calls (np.add for +, ...) when that is all
+ * the operator does: operands that are arrays or Python/NumPy scalars (no
+ * deferral to another type's reflected method can happen). Calling it
+ * directly skips ndarray's operator slot (what makes t + t cost little
+ * more than a + a). NULL: take the operator path. */
+static PyObject *direct_ufunc[ND_OP_COUNT];
+
+static int plain_operand(PyObject *o)
+{
+    return PyArray_CheckExact(o) || PyFloat_CheckExact(o) || PyLong_CheckExact(o) ||
+           PyArray_IsScalar(o, Number);
+}
+
 static PyObject *binop(int op, PyObject *a, PyObject *b)
 {
     int grad = 0;
     PyObject *x = operand(a, &grad), *y = operand(b, &grad), *r;
+    if (direct_ufunc[op] && plain_operand(x) && plain_operand(y)) {
+        PyObject *xy[2] = {x, y};
+        r = PyObject_Vectorcall(direct_ufunc[op], xy, 2, NULL);
+        goto wrap;
+    }
     switch (op) {
     case ND_BIN_ADD: r = PyNumber_Add(x, y); break;
     case ND_BIN_SUB: r = PyNumber_Subtract(x, y); break;
@@ -268,6 +286,7 @@ static PyObject *binop(int op, PyObject *a, PyObject *b)
     case ND_BIN_RSHIFT: r = PyNumber_Rshift(x, y); break;
     default: r = PyNumber_Divmod(x, y); break;
     }
+wrap:
     r = nd_tensor_wrap_result(r);
     if (r && grad) {
         PyObject *args = PyTuple_Pack(2, a, b);
@@ -802,14 +821,18 @@ static PyObject *t_requires_grad_(PyObject *self, PyObject *args, PyObject *kwar
     return Py_NewRef(self);
 }
 
+/* pickling and copy.deepcopy: Tensor(array) (a copy of the data), then
+ * requires_grad; the tape and .grad are not part of the value */
 static PyObject *t_reduce(PyObject *self, PyObject *unused)
 {
-    PyObject *mod = PyImport_ImportModule("numdyn");
-    PyObject *fn = mod ? PyObject_GetAttrString(mod, "tensor") : NULL;
-    Py_XDECREF(mod);
-    if (!fn) return NULL;
-    return Py_BuildValue("N(OO)", fn, ND_TENSOR(self)->array,
+    return Py_BuildValue("(O(O)O)", (PyObject *)Py_TYPE(self), ND_TENSOR(self)->array,
                          ND_TENSOR(self)->requires_grad ? Py_True : Py_False);
+}
+
+static PyObject *t_setstate(PyObject *self, PyObject *state)
+{
+    if (set_requires_grad(ND_TENSOR(self), state) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef tensor_methods[] = {
@@ -833,6 +856,7 @@ static PyMethodDef tensor_methods[] = {
      "capsule sharing this Tensor's memory (versioned when max_version >= (1, 0))."},
     {"__dlpack_device__", t_dlpack_device, METH_NOARGS, "(device type, device id): (1, 0) on CPU."},
     {"__reduce__", t_reduce, METH_NOARGS, NULL},
+    {"__setstate__", t_setstate, METH_O, NULL},
     {NULL},
 };
 
@@ -1037,6 +1061,15 @@ int nd_tensor_init(PyObject *m)
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return -1;
     np_array = PyObject_GetAttrString(np, "array");
+    static const struct { int op; const char *name; } direct[] = {
+        {ND_BIN_ADD, "add"}, {ND_BIN_SUB, "subtract"}, {ND_BIN_MUL, "multiply"},
+        {ND_BIN_TRUEDIV, "true_divide"}, {-1, NULL},
+    };
+    for (int i = 0; np_array && direct[i].name; i++)
+        if (!(direct_ufunc[direct[i].op] = PyObject_GetAttrString(np, direct[i].name))) {
+            Py_DECREF(np);
+            return -1;
+        }
     Py_DECREF(np);
     if (!np_array) return -1;
     PyObject *op = PyImport_ImportModule("operator");

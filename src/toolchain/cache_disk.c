@@ -584,15 +584,17 @@ _Thread_local int nd_disk_background;
  * compiler started and a NULL handle at once (the caller runs the graph
  * with NumPy meanwhile); a later request for the same unit polls the job
  * and, once it ended, publishes and loads it as a waited-for compile would,
- * or raises its CompileError. At most nd_cc_jobs() compile at once: a unit
- * asked for past that starts on a later request. At exit the jobs still
- * running are stopped and their build directories removed. */
+ * or raises its CompileError. At most nd_cc_jobs() compile at once; the
+ * others wait in the table, their sources written, and start as compilers
+ * end (checked at each request and by nd_disk_wait_all). At exit the jobs
+ * still running are stopped and their build directories removed. */
 typedef struct {
     char base[32];
     unit_build ub;       /* ub.base points at base */
     int dfd;             /* the cache directory (for removing the build dir at exit) */
     pid_t pid, owner;    /* owner: the process that started it (not a fork's child) */
-    int rfd, ended, status;
+    int rfd, started, ended, status;
+    PyObject *et, *ev, *etb;  /* the compiler could not be started: its error */
     char *out;
     size_t olen;
 } bg_job;
@@ -608,6 +610,9 @@ static void bg_drop(int i)
     if (j->rfd >= 0) close(j->rfd);
     close(j->dfd);
     free(j->out);
+    Py_XDECREF(j->et);
+    Py_XDECREF(j->ev);
+    Py_XDECREF(j->etb);
     PyMem_RawFree(j);
     bg[i] = bg[--nbg];
 }
@@ -618,7 +623,7 @@ static void bg_atexit(void)
     for (int i = 0; i < nbg; i++) {
         bg_job *j = bg[i];
         if (j->owner != getpid()) continue;
-        if (!j->ended) {
+        if (j->started && !j->ended) {
             kill(j->pid, SIGKILL);
             while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR) {}
         }
@@ -627,14 +632,43 @@ static void bg_atexit(void)
     }
 }
 
+/* Poll the running compilers; start waiting jobs while fewer than
+ * nd_cc_jobs() run (one that cannot start ends holding its error). */
+static void bg_pump(void)
+{
+    int running = 0, jobs = nd_cc_jobs();
+    pid_t me = getpid();
+    for (int i = 0; i < nbg; i++) {
+        bg_job *j = bg[i];
+        if (j->owner != me || !j->started || j->ended) continue;
+        j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 0, &j->status);
+        running += !j->ended;
+    }
+    for (int i = 0; i < nbg && running < jobs; i++) {
+        bg_job *j = bg[i];
+        if (j->owner != me || j->started) continue;
+        j->started = 1;
+        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, &j->pid, &j->rfd) < 0) {
+            PyErr_Fetch(&j->et, &j->ev, &j->etb);
+            j->ended = 1;
+            continue;
+        }
+        running++;
+    }
+}
+
 /* The GIL stays held: the job table is only ever touched under it (another
  * thread's request could drop a job this loop is waiting on). */
 void nd_disk_wait_all(void)
 {
-    for (int i = 0; i < nbg; i++) {
-        bg_job *j = bg[i];
-        if (!j->ended && j->owner == getpid())
-            j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 1, &j->status);
+    pid_t me = getpid();
+    for (;;) {
+        bg_pump();
+        bg_job *w = NULL;
+        for (int i = 0; i < nbg && !w; i++)
+            if (bg[i]->owner == me && bg[i]->started && !bg[i]->ended) w = bg[i];
+        if (!w) break;  /* none running: none waiting either (bg_pump started them) */
+        w->ended = nd_cc_poll(w->pid, w->rfd, &w->out, &w->olen, 1, &w->status);
     }
 }
 
@@ -652,9 +686,6 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
         i = nbg;
     }
     if (i == nbg) {
-        int running = 0;
-        for (int k = 0; k < nbg; k++) running += !bg[k]->ended;
-        if (running >= nd_cc_jobs()) return 0;  /* starts on a later request */
         if (nbg == capbg) {
             int cap = capbg ? 2 * capbg : 8;
             bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
@@ -677,22 +708,21 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
             PyMem_RawFree(j);
             return -1;
         }
-        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, &j->pid, &j->rfd) < 0) {
-            close(j->ub.bfd);
-            remove_build_dir(dfd, j->ub.bname);
-            close(j->dfd);
-            PyMem_RawFree(j);
-            return -1;
-        }
         if (!bg_exit_set) bg_exit_set = Py_AtExit(bg_atexit) == 0;
         bg[nbg++] = j;
+        bg_pump();  /* starts it when a compiler slot is free */
         return 0;
     }
+    bg_pump();
     bg_job *j = bg[i];
-    if (!j->ended) j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 0, &j->status);
     if (!j->ended) return 0;
     int rc = 0;
-    if (j->status != 0) {
+    if (j->et) {  /* the compiler could not be started */
+        (void)build_finish(dfd, given, &j->ub, 0, NULL, 0);
+        PyErr_Restore(j->et, j->ev, j->etb);
+        j->et = j->ev = j->etb = NULL;
+        rc = -1;
+    } else if (j->status != 0) {
         (void)build_finish(dfd, given, &j->ub, 0, NULL, 0);
         rc = nd_cc_fail(j->status, j->ub.shown, j->out);
     } else {
