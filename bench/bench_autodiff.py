@@ -4,7 +4,11 @@ plain NumPy loss, JAX jax.jit(jax.value_and_grad) of the same math in
 jax.numpy, and torch autograd (eager) when installed. Warm median seconds
 per call (loss and gradients), ratios against the hand-written NumPy.
 
-    python bench/bench_autodiff.py [--quick] [--only NAME]
+    python bench/bench_autodiff.py [--quick] [--only NAME] [--cpu]
+
+--cpu also reports CPU seconds per call (time.process_time: every thread of
+the process), a figure a machine shared with other work moves less than
+wall time.
 
 Every contender's loss and gradients are checked against the hand-written
 NumPy ones before it is timed.
@@ -189,7 +193,26 @@ def _close(a, b, rtol):
         np.testing.assert_allclose(u, v, rtol=rtol, atol=rtol * (np.abs(v).max() + 1e-30))
 
 
-def run(quick=False, only=None):
+def _cpu_medians(fns, args, rounds=9):
+    """median CPU seconds (all threads) per call, interleaved"""
+    import time
+    out = {k: [] for k in fns}
+    for f in fns.values():
+        f(*args)
+    for _ in range(rounds):
+        for k, f in fns.items():
+            n, t0 = 0, time.process_time()
+            while True:
+                f(*args)
+                n += 1
+                dt = time.process_time() - t0
+                if dt > 0.05 or n >= 50:
+                    break
+            out[k].append(dt / n)
+    return {k: sorted(v)[len(v) // 2] for k, v in out.items()}
+
+
+def run(quick=False, only=None, cpu=False):
     rows = []
     for name, make, hand, args, argnums, rtol in _cases(quick):
         if only and only not in name:
@@ -225,8 +248,8 @@ def run(quick=False, only=None):
             except Exception as e:  # noqa: BLE001 -- reported, not timed
                 note.append(f"{k}: {type(e).__name__}")
                 del fns[k]
-        t = timeit_interleaved(fns, args, repeat=5 if quick else 11)
-        row = {"benchmark": name, **t}
+        t = _cpu_medians(fns, args) if cpu else timeit_interleaved(fns, args, repeat=5 if quick else 11)
+        row = {"benchmark": name + (" [CPU s]" if cpu else ""), **t}
         if note:
             row["note"] = "; ".join(note)
         rows.append(row)
@@ -257,7 +280,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only")
+    ap.add_argument("--cpu", action="store_true")
     a = ap.parse_args()
-    rows = run(a.quick, a.only)
+    rows = run(a.quick, a.only, a.cpu)
     report(rows)
     _print_ratios(rows)

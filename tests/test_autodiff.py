@@ -775,3 +775,46 @@ def test_mlp_training_loop_matches_hand_gradient():
         first = v if first is None else first
         params = [p - 0.1 * gp for p, gp in zip(params, g)]
     assert v < first * 0.8
+
+
+def test_element_reads_stay_in_graph(be):
+    x = r(4)
+    check_grad(lambda x: x[0] * x[1] + x[2] ** 2 - x[-1], x, backend=be)
+
+    def rows(x):
+        s = 0.0
+        for v in x:  # iteration reads elements
+            s = s + v * v
+        return s
+
+    check_grad(rows, x, backend=be)
+
+
+def test_vjp_inside_compiled_function():
+    x = r(5)
+
+    @numdyn.compile
+    def f(x):
+        out, pull = numdyn.vjp(lambda y: np.sin(y) * y, x)
+        (g,) = pull(np.ones_like(x) * 2.0)
+        return out, g
+
+    for _ in range(2):
+        out, g = f(x)
+        np.testing.assert_allclose(out, np.sin(x) * x)
+        np.testing.assert_allclose(g, 2 * (np.cos(x) * x + np.sin(x)))
+
+
+def test_pullback_of_inner_vjp_outside_its_capture_raises():
+    x = r(3)
+    keep = {}
+
+    @numdyn.compile
+    def f(x):
+        out, pull = numdyn.vjp(lambda y: y * 2, x)
+        keep["pull"] = pull
+        return out
+
+    f(x)
+    with pytest.raises(RuntimeError, match="inside"):
+        keep["pull"](np.ones(3))

@@ -420,3 +420,42 @@ def test_2d_work_then_index_error_at_the_same_iteration():
     A = arr("float64", (3, 4), seed=17)
     out = check_calls(index_error_2d, (A, 0), (arr("float64", (6, 4), seed=18), 0))
     assert isinstance(out[0].exc, IndexError) and out[1].exc is None
+
+
+# ------------------------------------------------------------ hoisted range checks
+
+def shifted_indices(A, B, n):
+    s = 0.0
+    for i in range(1, n):
+        for j in range(n - 1, -1, -1):
+            A[i, j] = A[i - 1, j] + B[j] * 0.5
+            s += A[i, j - 1] + B[-1]
+    for k in range(n):
+        B[k + 1] = B[k] - 1     # leaves B at k == len(B) - 1
+    return s, A, B
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 5, 6])
+def test_range_checks_proved_once_keep_index_errors(n):
+    # n <= 4 fits A (4 x 5) and B (5) for the first loops, not the last;
+    # n >= 5 leaves A at some iteration: IndexError where NumPy raises it,
+    # arrays as NumPy leaves them
+    A, B = np.arange(20.0).reshape(4, 5), np.arange(5.0)
+    check_calls(shifted_indices, (A, B, n))
+    assert_captured(shifted_indices, A, B, 3)
+
+
+def rebound_loop_variable(A, n):
+    s = 0
+    for i in range(n):
+        s += A[i]
+        i = i + 7        # a rebound loop variable: checked at each access
+        if i < len(A):
+            s += A[i]
+    return s
+
+
+def test_rebound_loop_variable_keeps_its_checks():
+    A = np.arange(10)
+    check_calls(rebound_loop_variable, (A, 10), (A, 11), (A, 3))
+    assert_captured(rebound_loop_variable, A, 3)

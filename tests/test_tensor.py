@@ -288,6 +288,18 @@ def test_inplace_operators_write_the_same_memory():
         g.fill(0)
 
 
+def test_pickle_and_copy():
+    import copy
+    import pickle
+    t = numdyn.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
+        assert isinstance(u, Tensor) and u.requires_grad and u.is_leaf
+        np.testing.assert_array_equal(u.numpy(), t.numpy())
+        assert addr(u) != addr(t)
+    i = pickle.loads(pickle.dumps(numdyn.tensor(np.arange(3, dtype=np.int16))))
+    assert i.dtype == np.int16 and not i.requires_grad
+
+
 def test_repr():
     assert repr(numdyn.tensor([1.0, 2.0])) == "tensor([1., 2.])"
     assert repr(numdyn.tensor([1, 2], dtype=np.int32)) == "tensor([1, 2], dtype=int32)"

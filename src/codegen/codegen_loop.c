@@ -58,6 +58,10 @@ typedef struct {
     int nscr;         /* scratch buffers used (nd_scr[]) */
     uint8_t *bound;   /* per variable: certainly bound here (assigned earlier in an
                          enclosing block, or the loop variable in its body) */
+    /* for loops being emitted whose variable's range was checked against
+     * the arrays it indexes, once before the loop: hz[k] names the C flag */
+    int hvar[16], nh;
+    char hz[16][16];
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -661,6 +665,8 @@ static void need_set(cg *g, int v)
 
 /* ------------------------------------------------------- expressions */
 /* index k of an element access, checked against its axis; "ix" names */
+static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x);
+
 static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
 {
     int a = e->var, n = e->n - first;
@@ -684,13 +690,98 @@ static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
              * is evaluated; a[i, j]: every index first, then each axis */
             int from = e->aux ? k : 0;
             for (int j = from; j <= k; j++) {
+                const char *hz = hoisted(g, e, e->kid[first + j]);
+                if (hz) line(g, "if (!%s) {", hz);
                 line(g, "if (%s < 0) %s += a%d_n%d;", ix[j], ix[j], a, j);
                 line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
                      ix[j], a, j, ix[j], ix[j], a, j, ix[j], e->aux ? 0 : j, a, j, e->line);
+                if (hz) line(g, "}");
             }
         }
     }
     return 0;
+}
+
+/* ---------------------------------------------- hoisted range checks */
+/* index x as `v`, `v + c` or `v - c` (c a small int constant): v, else -1 */
+static int affine_index(const nd_ln *x, int64_t *c)
+{
+    if (x->kind == LK_VAR) { *c = 0; return x->var; }
+    if (x->kind == LK_BIN && (x->op == LO_ADD || x->op == LO_SUB) && x->kid[0]->kind == LK_VAR &&
+        x->kid[1]->kind == LK_CONST && x->kid[1]->aux == LT_PYINT && x->kid[1]->i > -(1ll << 40) &&
+        x->kid[1]->i < (1ll << 40)) {
+        *c = x->op == LO_ADD ? x->kid[1]->i : -x->kid[1]->i;
+        return x->kid[0]->var;
+    }
+    return -1;
+}
+
+/* an element access whose indices hoisting may cover: all of an array's
+ * axes, a[i, j] (not chained), of an array whose shape the loop cannot
+ * change; first: its first index kid */
+static int hoistable(cg *g, const nd_ln *e, int *first)
+{
+    int a = e->var;
+    if (a < 0 || e->aux || g->T->adt[a] < 0 || is_alocal(g, a)) return 0;
+    if (e->kind == LK_ELEM && e->i == 0 && e->n == g->T->andim[a]) { *first = 0; return 1; }
+    if ((e->kind == LK_STORE || e->kind == LK_AUGSTORE) && e->n - 1 == g->T->andim[a]) { *first = 1; return 1; }
+    return 0;
+}
+
+typedef struct { int a, axis; int64_t c; } htrip;
+typedef struct { htrip t[32]; int n, full; } hset;
+
+static void hscan_expr(cg *g, const nd_ln *e, int v, hset *h)
+{
+    if (!e) return;
+    int first;
+    if (hoistable(g, e, &first))
+        for (int j = first; j < e->n; j++) {
+            int64_t c;
+            if (affine_index(e->kid[j], &c) != v) continue;
+            int dup = 0;
+            for (int k = 0; k < h->n; k++)
+                dup |= h->t[k].a == e->var && h->t[k].axis == j - first && h->t[k].c == c;
+            if (dup) continue;
+            if (h->n == 32) { h->full = 1; return; }
+            h->t[h->n++] = (htrip){e->var, j - first, c};
+        }
+    for (int k = 0; k < e->n; k++) hscan_expr(g, e->kid[k], v, h);
+}
+
+static void hscan(cg *g, nd_ln *const *b, int n, int v, hset *h)
+{
+    for (int k = 0; k < n; k++) {
+        hscan_expr(g, b[k], v, h);
+        hscan(g, b[k]->body, b[k]->nbody, v, h);
+        hscan(g, b[k]->orelse, b[k]->norelse, v, h);
+    }
+}
+
+/* whether statements b assign variable v */
+static int rebinds(nd_ln *const *b, int n, int v)
+{
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if ((s->kind == LK_ASSIGN || s->kind == LK_FOR) && s->var == v) return 1;
+        if (s->kind == LK_FOR && s->i > 0 && s->i - 1 == v) return 1;
+        if (s->kind == LK_MULTI)
+            for (int j = 0; j < s->n / 2; j++) if (s->kid[j]->var == v) return 1;
+        if (rebinds(s->body, s->nbody, v) || rebinds(s->orelse, s->norelse, v)) return 1;
+    }
+    return 0;
+}
+
+/* the flag proving index kid x of access e in range, or NULL */
+static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x)
+{
+    int first;
+    int64_t c;
+    if (!hoistable(g, e, &first)) return NULL;
+    int v = affine_index(x, &c);
+    for (int k = g->nh - 1; k >= 0; k--)
+        if (g->hvar[k] == v) return g->hz[k];
+    return NULL;
 }
 
 static void address(cg *g, const nd_ln *e, int n, char (*ix)[16], char *out, size_t cap)
@@ -1932,6 +2023,29 @@ static int stmt(cg *g, const nd_ln *s)
         if (s->n == 4)   /* zip: the shortest iterable ends it */
             line(g, "if (n%d > (uint64_t)(%s < 0 ? 0 : %s)) n%d = (uint64_t)(%s < 0 ? 0 : %s);", id, names[3],
                  names[3], id, names[3], names[3]);
+        /* range checks of a[v + c] proved once for every value v takes */
+        int hoist = 0;
+        if (g->nh < 16 && !rebinds(s->body, s->nbody, s->var)) {
+            hset *h = PyMem_Calloc(1, sizeof(hset));
+            if (!h) { PyErr_NoMemory(); g->fail = -1; return -1; }
+            hscan(g, s->body, s->nbody, s->var, h);
+            if (h->n && !h->full) {
+                hoist = 1;
+                snprintf(g->hz[g->nh], 16, "hz%d", id);
+                g->hvar[g->nh] = s->var;
+                line(g, "int hz%d = 1;", id);
+                line(g, "if (n%d) {", id);
+                line(g, "  int64_t f_ = %s, l_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", names[0],
+                     names[0], id, names[2]);
+                line(g, "  int64_t mn_ = f_ < l_ ? f_ : l_, mx_ = f_ < l_ ? l_ : f_;");
+                for (int k = 0; k < h->n; k++)
+                    line(g, "  hz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)h->t[k].c, h->t[k].a,
+                         h->t[k].axis, (long long)h->t[k].c);
+                line(g, "}");
+                g->nh++;
+            }
+            PyMem_Free(h);
+        }
         line(g, "for (uint64_t k%d = 0; k%d < n%d; k%d++) {", id, id, id, id);
         g->ind++;
         line(g, POLL);
@@ -1943,6 +2057,7 @@ static int stmt(cg *g, const nd_ln *s)
         g->bound[s->var] = 1;
         if (s->i > 0) g->bound[s->i - 1] = 1;
         if (stmts(g, s->body, s->nbody) < 0) return -1;
+        if (hoist) g->nh--;
         g->bound[s->var] = b0;
         if (s->i > 0) g->bound[s->i - 1] = b1;
         g->ind--;

@@ -185,7 +185,12 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }
-    if (nnew < 0) { nd_program_decref(p); return NULL; }
+    if (nnew < 0) {
+        nd_program_decref(p);
+        if (nd_repro_mode() == 1 && PyErr_ExceptionMatches(nd_CompileError))
+            nd_repro_report(g, outs, nout, NULL);
+        return NULL;
+    }
     if (nd_debug_wanted()) nd_debug_program(g, outs, nout, p, nnew);
     if (nnew > 0 && nd_pcache_note_skeleton(nd_guard_skeleton(g, outs, nout), key))
         nd_counter_add(ND_CTR_RECOMPILES, 1);
@@ -194,6 +199,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     if (nd_pcache_put(key, p) < 0) { nd_program_decref(p); return NULL; }
     PyObject *r = nd_run_program(p, g, outs, nout);
     nd_program_decref(p);
+    if (r && nd_repro_mode() == 2) nd_repro_report(g, outs, nout, r);  /* checks, minifies */
     return r;
 }
 

@@ -556,6 +556,10 @@ done:
 static int accumulate(PyObject *leaf, PyObject *g)
 {
     NdTensor *t = ND_TENSOR(leaf);
+    if (g == Py_None) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: autodiff gave no gradient for a float leaf");
+        return -1;
+    }
     PyObject *arr = PyArray_FromAny(g, NULL, 0, 0, 0, NULL);
     if (!arr) return -1;
     /* a gradient has its leaf's shape and dtype */
@@ -643,6 +647,13 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
         goto done;
     }
+    for (Py_ssize_t i = 0; i < nleaves; i++)
+        if (PyArray_ISCOMPLEX((PyArrayObject *)ND_TENSOR(PyList_GET_ITEM(leaves, i))->array)) {
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "numdyn: backward() to a complex Tensor: numdyn's autodiff "
+                            "differentiates real floating point arrays only (not yet complex)");
+            goto done;
+        }
     /* trace.h's contract: _vjp(fn, args, argnums, kwargs, backend, has_aux,
      * grad) -> (out, aux, third); grad=1 for a 0-d float result (its
      * gradients come from the same run), else a VJP object called with the
