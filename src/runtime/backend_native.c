@@ -89,9 +89,15 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
     int lrc = nd_disk_load_or_build_many(nu, units, h);
     nd_disk_load_only = nd_disk_background = 0;
     if (lrc < 0) goto done;
+    /* a unit frozen out or still compiling: none of the program's kernels
+     * is registered yet, so the next call asks for the same units (the
+     * same texts, found compiling or built) -- registering the ready ones
+     * split what was left into new units each call, new compiles every time */
     int missing = 0;
+    for (int u = 0; u < nu; u++) missing |= !h[u];
     for (int j = 0; j < nnew; j++) {
-        if (!h[unit_of[j]]) { missing = 1; continue; }  /* frozen, or compiling */
+        if (compiled[unit_of[j]] && missing) nd_counter_add(ND_CTR_KERNELS_COMPILED, 1);
+        if (missing) continue;
         nd_kfn fn = (nd_kfn)dlsym(h[unit_of[j]], names[j]);
         if (!fn) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: compiled unit lacks %s", names[j]);
