@@ -843,6 +843,8 @@ def test_minifier_shrinks_to_the_failing_op(tmp_path, mode):
     body = src[src.index("def repro"):src.index("here =")]
     assert "np.tanh(" in body and "np.sqrt" not in body and "sum" not in body, body
     assert (repros[0].parent / "inputs.npz").exists()
+    # the search's own compiles leave no debug artifacts of their own
+    assert not list((tmp_path / "dbg").glob("repro_*")), list((tmp_path / "dbg").iterdir())
     q = subprocess.run([sys.executable, str(repros[0])], capture_output=True, text=True,
                        env=env, timeout=300)
     assert q.returncode == 1 and "reproduced" in q.stdout, (q.stdout, q.stderr)

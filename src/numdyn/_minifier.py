@@ -127,7 +127,17 @@ def _fails(mode, src, args, budget):
 
 def minify(mode, graph, values, native, error):
     """Called by the C runtime (runtime_debug.c); returns the repro's path,
-    or None when the graph does not fail (accuracy: results agree)."""
+    or None when the graph does not fail (accuracy: results agree). The
+    search's own compiles write no NUMDYN_DEBUG_DIR artifacts."""
+    debug_dir = os.environ.pop("NUMDYN_DEBUG_DIR", None)
+    try:
+        return _minify(mode, graph, values, native, error, debug_dir)
+    finally:
+        if debug_dir is not None:
+            os.environ["NUMDYN_DEBUG_DIR"] = debug_dir
+
+
+def _minify(mode, graph, values, native, error, debug_dir):
     nodes = list(graph)
     outs = list(graph.outputs)
     if mode == "accuracy":
@@ -167,11 +177,10 @@ def minify(mode, graph, values, native, error):
         note = f"minimized to {src.count(chr(10)) - 2} line(s) computing node(s) {outs}"
     else:
         note = "the re-emitted NumPy program did not fail: this is the whole graph as emitted"
-    return _write(mode, src, [values[p] for p in params], note, error, graph)
+    return _write(mode, src, [values[p] for p in params], note, error, graph, debug_dir)
 
 
-def _write(mode, src, args, note, error, graph):
-    root = os.environ.get("NUMDYN_DEBUG_DIR")
+def _write(mode, src, args, note, error, graph, root):
     base = os.path.join(root, "minifier") if root else os.path.abspath("numdyn_minifier")
     d = os.path.join(base, f"repro_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}_{id(graph):x}")
     os.makedirs(d, mode=0o700, exist_ok=True)

@@ -23,7 +23,7 @@ static int background(void)
 {
     if (background_compile < 0) {
         const char *e = getenv("NUMDYN_BACKGROUND_COMPILE");
-        background_compile = !(e && strcmp(e, "0") == 0);
+        background_compile = e && strcmp(e, "1") == 0;
     }
     return background_compile;
 }
