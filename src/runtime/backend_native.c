@@ -41,6 +41,11 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
     size_t total = 0;
     for (int j = 0; j < nnew; j++) total += texts[todo[j] - p->kerns].n;
     if ((size_t)nu > total / 6000 + 1) nu = (int)(total / 6000 + 1);
+    /* in the background, one unit a kernel: its text, so its build, is the
+     * same whichever program asks for it next (units of several kernels
+     * changed with what the kernel cache held: other programs' builds made
+     * new units, and compiles of units nobody would load again) */
+    if (!nd_backend_frozen && background()) nu = nnew;
     if (nu > nnew) nu = nnew;
     if (nu < 1) nu = 1;
     int *unit_of = PyMem_Calloc((size_t)nnew, sizeof(int));
