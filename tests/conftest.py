@@ -25,6 +25,7 @@
 """
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -135,7 +136,16 @@ def backend(request):
 
 @pytest.fixture(autouse=True)
 def _numdyn_reset():
+    # Ctrl-C handling (test_hardening_interrupt.py) needs Python's SIGINT
+    # handler and an unblocked SIGINT; a test -- or numdyn -- that leaves
+    # either changed fails here, by name, instead of a later test failing
+    # for no visible reason.
+    handler = signal.getsignal(signal.SIGINT)
     yield
+    assert signal.getsignal(signal.SIGINT) is handler, "this test left SIGINT's Python handler changed"
+    if hasattr(signal, "pthread_sigmask"):
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []), \
+            "this test left SIGINT blocked"
     nd = sys.modules.get("numdyn")
     reset = getattr(nd, "reset", None) if nd is not None else None
     if reset is not None:

@@ -789,3 +789,68 @@ def test_recompile_limit_alias(monkeypatch):
     monkeypatch.setattr(numdyn.config, "cache_size_limit", 8)
     with pytest.raises(AttributeError):
         numdyn.config.no_such_setting
+
+
+# ------------------------------------------------------------ the minifier
+
+_MIN_PROG = '''
+import numpy as np, numdyn
+def prog(x, y):
+    a = x * 2.0 + y
+    b = np.sqrt(np.abs(a)) - 1.0
+    c = np.tanh(b) * 3.0
+    return (c + a).sum(axis=0), b
+try:
+    r = numdyn.compile(prog)(np.linspace(0, 1, 12).reshape(3, 4), np.ones(4))
+    print("ran")
+except numdyn.CompileError:
+    print("CompileError")
+'''
+
+# compilers with an injected bug in kernels that call tanh
+_BAD_CC = {
+    "compile": 'for a in "$@"; do case "$a" in *.c) if grep -q nd_tanh "$a"; then '
+               'echo "injected failure" >&2; exit 1; fi;; esac; done\nexec cc "$@"\n',
+    "accuracy": 'for a in "$@"; do case "$a" in *.c) sed -i "s/= nd_tanh(/= 0.5 * (/" "$a";; '
+                'esac; done\nexec cc "$@"\n',
+}
+
+
+def _run_minifier(tmp_path, mode, cc=None):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = {**os.environ, "NUMDYN_CACHE_DIR": str(cache), "NUMDYN_REPRO_AFTER": mode,
+           "NUMDYN_DEBUG_DIR": str(tmp_path / "dbg"), "PYTHONPATH": os.pathsep.join(sys.path)}
+    if cc:
+        wrapper = tmp_path / "cc.sh"
+        wrapper.write_text("#!/bin/sh\n" + cc)
+        wrapper.chmod(0o755)
+        env["CC"] = str(wrapper)
+    p = subprocess.run([sys.executable, "-c", _MIN_PROG], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=tmp_path)
+    repros = sorted((tmp_path / "dbg" / "minifier").glob("*/repro.py")) \
+        if (tmp_path / "dbg" / "minifier").exists() else []
+    return p, repros, env
+
+
+@pytest.mark.parametrize("mode", ["compile", "accuracy"])
+def test_minifier_shrinks_to_the_failing_op(tmp_path, mode):
+    p, repros, env = _run_minifier(tmp_path, mode, _BAD_CC[mode])
+    assert p.returncode == 0, p.stderr
+    assert ("CompileError" if mode == "compile" else "ran") in p.stdout
+    assert len(repros) == 1, p.stderr
+    src = repros[0].read_text()
+    body = src[src.index("def repro"):src.index("here =")]
+    assert "np.tanh(" in body and "np.sqrt" not in body and "sum" not in body, body
+    assert (repros[0].parent / "inputs.npz").exists()
+    # the search's own compiles leave no debug artifacts of their own
+    assert not list((tmp_path / "dbg").glob("repro_*")), list((tmp_path / "dbg").iterdir())
+    q = subprocess.run([sys.executable, str(repros[0])], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert q.returncode == 1 and "reproduced" in q.stdout, (q.stdout, q.stderr)
+
+
+def test_minifier_accuracy_is_quiet_when_results_agree(tmp_path):
+    p, repros, _ = _run_minifier(tmp_path, "accuracy")
+    assert p.returncode == 0 and "ran" in p.stdout, p.stderr
+    assert repros == []

@@ -310,3 +310,25 @@ def test_row_value_reads_a_scalar_view(backend):
     for fn in (f, g, h):
         check(fn, x, backend=backend)
         check(fn, data((2, 3), "float32"), backend=backend)
+
+
+# ------------------------------------------------------------ tall arrays
+@pytest.mark.parametrize("dt", DTYPES)
+def test_tall_columns_split_in_chunks(backend, dt):
+    # a reduction over the rows of a tall array with few columns runs as
+    # chunks of rows in parallel, combined in chunk order (first occurrence
+    # and first NaN of the arg-reductions kept across chunks)
+    x = data((20_000, 6), dt, pos=True)
+    top = x.max() + 1
+    x[7, 1] = x[15_000, 1] = top        # a tie across chunks
+    x[19_999, 4] = top
+    if dt.startswith("float"):
+        x[12_000, 2] = np.nan
+        x[3_000, 2] = np.nan
+
+    def f(x):
+        return x.min(0), x.max(0), x.argmax(0), x.argmin(0), x.sum(0), x.max(0) - x.min(0)
+
+    check(f, x, backend=backend)
+    check(f, np.asfortranarray(x), backend=backend)
+    check(f, data((5000, 3), dt, pos=True)[::-1], backend=backend)

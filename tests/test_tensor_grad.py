@@ -163,6 +163,13 @@ def test_requires_grad_bookkeeping_and_errors():
     assert (x * 3).argmax().requires_grad is False   # integer results: none either
     x.requires_grad_(False)
     assert not (x * 2).requires_grad
+    g = numdyn.tensor([1.0, 2.0], requires_grad=True)
+    plain = numdyn.tensor(np.zeros(2))
+    with pytest.raises(RuntimeError, match="out="):
+        np.add(g, 1.0, out=plain)
+    with pytest.raises(RuntimeError, match="out="):
+        g.cumsum(out=plain)
+    assert np.add(g, 1.0, out=None).requires_grad    # out=None is no write
     z = numdyn.tensor(np.array([1 + 2j]), requires_grad=True)
     with pytest.raises(NotImplementedError, match="complex"):
         (z * z).sum().real.backward()

@@ -1068,6 +1068,131 @@ static int moment_pass(kctx *c, const rset *s, int rd, uint32_t td)
     return 0;
 }
 
+/* "const AT res_<p> = <accumulated value a (argmax: index b)>;" */
+static void res_line(kctx *c, const redop *r, int p, const char *a, const char *b)
+{
+    if (r->kind == RK_ARG) nd_sb_printf(c->sb, "const int64_t res_%d = %s < 0 ? 0 : %s;\n", p, b, b);
+    else if (r->acc == NPY_HALF && r->kind == RK_CASCADE) nd_sb_printf(c->sb, "const float res_%d = nd_rh(%s);\n", p, a);
+    else nd_sb_printf(c->sb, "const %s res_%d = %s;\n", r->AT, p, a);
+}
+
+/* per-output-element accumulators acc<p>_[j - j0] (bi<p>_: argmax indices), initialized */
+static void across_accs(kctx *c, const rset *s)
+{
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        if (s->cent[p] >= 0)
+            nd_sb_printf(c->sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d];\n"
+                         "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
+                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
+        nd_sb_printf(c->sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
+        if (r->kind == RK_ARG) nd_sb_printf(c->sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
+        if (r->kind == RK_CASCADE) nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
+        else if (r->kind == RK_ARG)
+            nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc%d_[j] = 0; bi%d_[j] = -1; }\n", p, p);
+        else nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = %s;\n", p, r->init);
+    }
+}
+
+/* one element's values folded into the accumulators acc<p>_[j - j0]; a
+ * moment's chunk sum instead (rd: the dim its chunks walk) */
+static int across_element(kctx *c, const rset *s, const char *jv, int rd)
+{
+    nd_sb *sb = c->sb;
+    char a[48], b[48], flat[256];
+    if (body(c, jv, NULL) < 0) return -1;
+    flat_expr(c, flat, sizeof flat, 0);
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        char cv[16];
+        if (s->cent[p] >= 0) {
+            /* sums of x - k, k the first row's value: the chunk means and
+             * their differences are then small numbers, exact to eps */
+            nd_sb_printf(sb, "if (i%d == 0) k%d_[j - j0] = cv%d_;\ncs%d_[j - j0] += cv%d_ - k%d_[j - j0];\n",
+                         rd, p, s->cent[p], p, s->cent[p], p);
+            continue;
+        }
+        snprintf(cv, sizeof cv, "cv%d_", p);
+        acc_value(c, r, s->val[p], cv);
+        snprintf(a, sizeof a, "acc%d_[j - j0]", p);
+        snprintf(b, sizeof b, "bi%d_[j - j0]", p);
+        if (r->kind == RK_ARG) arg_update_sel(sb, r, a, b, cv, flat);
+        else red_update(sb, r, a, cv);
+    }
+    return 0;
+}
+
+/* One reduced dim -- the outermost kernel dim, as across_multi's serial
+ * loop -- split into a fixed number of chunks that run in parallel (a tall
+ * array's few columns: x.min(0) of (500000, 8) is one task otherwise);
+ * the chunks' partials are combined in chunk order, so results do not
+ * depend on the thread count. The vector loop is the last (kept) dim, all
+ * of it (at most RBLOCK_K): the caller checks n<R-1> at run time. */
+static int split_across(kctx *c, const rset *s)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int R = c->R, vd = R - 1;
+    char a[48], b[48];
+    nd_sb_printf(sb, "{\nconst int64_t nv_ = n%d, nch_ = 16;\nint okp_ = 1;\n", vd);
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        nd_sb_printf(sb, "%s *const pa%d_ = (%s *)malloc(sizeof(%s) * (size_t)(nch_ * nv_));\nokp_ &= pa%d_ != NULL;\n",
+                     AT, p, AT, AT, p);
+        nd_sb_printf(sb, "int64_t *const pi%d_ = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nch_ * nv_));\n"
+                     "okp_ &= pi%d_ != NULL;\n", p, p);
+    }
+    nd_sb_puts(sb, "if (!okp_) nd_err |= ND_ERR_NOMEM;\nelse {\n");
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+                 k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\nND_POLL(E);\n");
+    nd_sb_puts(sb, "const int64_t lo_ = n0 * ch_ / nch_, hi_ = n0 * (ch_ + 1) / nch_;\n"
+                   "const int64_t j0 = 0, j1 = nv_;\n");
+    across_accs(c, s);
+    nd_sb_puts(sb, "{\n");
+    int opened = open_serial(c, k->red, 0);
+    for (int o = 0; o < k->nin; o++) pointer(c, o, k->red, "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (across_element(c, s, "j", -1) < 0) return -1;
+    nd_sb_puts(sb, "}\n");
+    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "}\nfor (int64_t j = 0; j < nv_; j++) {\n");
+    for (int p = 0; p < s->n; p++) {
+        nd_sb_printf(sb, "pa%d_[ch_ * nv_ + j] = acc%d_[j];\n", p, p);
+        if (s->r[p].kind == RK_ARG) nd_sb_printf(sb, "pi%d_[ch_ * nv_ + j] = bi%d_[j];\n", p, p);
+        else nd_sb_printf(sb, "pi%d_[ch_ * nv_ + j] = 0;\n", p);
+    }
+    nd_sb_puts(sb, "}\n}\n");
+    /* combine in chunk order, then the epilogue per output element */
+    nd_sb_puts(sb, "const int64_t j0 = 0;\n(void)j0;\nfor (int64_t j = 0; j < nv_; j++) {\n");
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        nd_sb_printf(sb, "%s ca%d_ = pa%d_[j];\nint64_t cb%d_ = pi%d_[j];\n", AT, p, p, p, p);
+        nd_sb_puts(sb, "for (int64_t ch_ = 1; ch_ < nch_; ch_++) {\n");
+        snprintf(a, sizeof a, "pa%d_[ch_ * nv_ + j]", p);
+        snprintf(b, sizeof b, "pi%d_[ch_ * nv_ + j]", p);
+        char x[16], y[16], rx[16];
+        snprintf(x, sizeof x, "ca%d_", p);
+        snprintf(y, sizeof y, "cb%d_", p);
+        snprintf(rx, sizeof rx, "_%d", p);
+        if (r->kind == RK_ARG) nd_sb_printf(sb, "if (%s >= 0) ", b);
+        if (r->kind == RK_ARG) arg_update(sb, r, x, y, a, b);
+        else red_update(sb, r, x, a);
+        nd_sb_puts(sb, "}\n");
+        res_line(c, r, p, x, y);
+        red_result(c, r, s->rid[p], rx);
+    }
+    if (epilogue_store(c, 0, "j") < 0) return -1;
+    nd_sb_puts(sb, "}\n}\n");
+    for (int p = 0; p < s->n; p++) nd_sb_printf(sb, "free(pa%d_);\nfree(pi%d_);\n", p, p);
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
 /* Accumulators per output element, the vector loop across the output dim
  * vd: tasks over td (+ blocks of vd), serial loops over the reduced dims. */
 static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
@@ -1075,7 +1200,7 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
     int R = c->R;
-    char flat[256], a[48], b[48];
+
     if (R == 0) nd_sb_puts(sb, "{\nconst int64_t j0 = 0, j1 = 1;\n");
     else task_loop(c, td, vd, RBLOCK_K, k->cost, 1);
     c->vdim = R ? vd : -1;
@@ -1090,20 +1215,7 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
             return -1;
         }
     }
-    for (int p = 0; p < s->n; p++) {
-        const redop *r = &s->r[p];
-        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
-        if (s->cent[p] >= 0)
-            nd_sb_printf(sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d];\n"
-                         "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
-                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
-        nd_sb_printf(sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
-        if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
-        if (r->kind == RK_CASCADE) nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
-        else if (r->kind == RK_ARG)
-            nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc%d_[j] = 0; bi%d_[j] = -1; }\n", p, p);
-        else nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = %s;\n", p, r->init);
-    }
+    across_accs(c, s);
     nd_sb_puts(sb, "{\n");
     int opened;
     if (s->nmom) {
@@ -1123,25 +1235,7 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (body(c, R ? "j" : "0", NULL) < 0) return -1;
-    flat_expr(c, flat, sizeof flat, 0);
-    for (int p = 0; p < s->n; p++) {
-        const redop *r = &s->r[p];
-        char cv[16];
-        if (s->cent[p] >= 0) {
-            /* sums of x - k, k the first row's value: the chunk means and
-             * their differences are then small numbers, exact to eps */
-            nd_sb_printf(sb, "if (i%d == 0) k%d_[j - j0] = cv%d_;\ncs%d_[j - j0] += cv%d_ - k%d_[j - j0];\n",
-                         rd, p, s->cent[p], p, s->cent[p], p);
-            continue;
-        }
-        snprintf(cv, sizeof cv, "cv%d_", p);
-        acc_value(c, r, s->val[p], cv);
-        snprintf(a, sizeof a, "acc%d_[j - j0]", p);
-        snprintf(b, sizeof b, "bi%d_[j - j0]", p);
-        if (r->kind == RK_ARG) arg_update_sel(sb, r, a, b, cv, flat);
-        else red_update(sb, r, a, cv);
-    }
+    if (across_element(c, s, R ? "j" : "0", rd) < 0) return -1;
     nd_sb_puts(sb, "}\n");
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
     if (s->nmom) {
@@ -1164,11 +1258,12 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
                          r->AT, p, rd, p, p, r->AT, rd, p, r->AT);
             nd_sb_printf(sb, "const %s res_%d = acc%d_[j - j0] + (%s)n%d * dm%d_ * dm%d_;\n", r->AT, p, p, r->AT, rd,
                          p, p);
-        } else if (r->kind == RK_ARG)
-            nd_sb_printf(sb, "const int64_t res_%d = bi%d_[j - j0] < 0 ? 0 : bi%d_[j - j0];\n", p, p, p);
-        else if (r->acc == NPY_HALF && r->kind == RK_CASCADE)
-            nd_sb_printf(sb, "const float res_%d = nd_rh(acc%d_[j - j0]);\n", p, p);
-        else nd_sb_printf(sb, "const %s res_%d = acc%d_[j - j0];\n", r->AT, p, p);
+        } else {
+            char av[32], bv[32];
+            snprintf(av, sizeof av, "acc%d_[j - j0]", p);
+            snprintf(bv, sizeof bv, "bi%d_[j - j0]", p);
+            res_line(c, r, p, av, bv);
+        }
         red_result(c, r, s->rid[p], x);
     }
     if (epilogue_store(c, td, R ? "j" : "0") < 0) return -1;
@@ -1188,6 +1283,15 @@ static int gen_reduce(kctx *c)
     uint32_t kept = all & ~k->red;
     int inner_red = R > 0 && (k->red & (1u << (R - 1)));
     char flat[256], hi[16];
+    if (!inner_red && R >= 2 && kept == (1u << (R - 1)) && (k->red & 1u) && !s.nmom) {
+        /* a tall array's few columns: chunks of the rows in parallel */
+        nd_sb_printf(sb, "if (n0 >= 4096 && n%d <= %d) {\n", R - 1, RBLOCK_K);
+        if (split_across(c, &s) < 0) return -1;
+        nd_sb_puts(sb, "} else {\n");
+        if (across_multi(c, &s, R - 1, 0) < 0) return -1;
+        nd_sb_puts(sb, "}\n");
+        return 0;
+    }
     if (!inner_red) return across_multi(c, &s, R - 1, R ? (kept & ~(1u << (R - 1))) : 0);
     snprintf(hi, sizeof hi, "n%d", R - 1);
     if (kept) {

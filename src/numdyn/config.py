@@ -34,8 +34,8 @@ loop_capture
     ``CompiledFunction._loop_info()`` and numdyn.explain say, for each loop,
     whether it was captured and what prevented it.
 background_compile
-    Background compiles (default True; NUMDYN_BACKGROUND_COMPILE=0 sets
-    False): a graph whose kernels are not in the cache runs with NumPy while
+    Background compiles (default False for now; NUMDYN_BACKGROUND_COMPILE=1
+    sets True): a graph whose kernels are not in the cache runs with NumPy while
     the C compiler builds them in the background, so a first call waits for
     no compiler; the calls that find them built run compiled
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
@@ -56,7 +56,7 @@ loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
 suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
-background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "1") not in ("0",)
+background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "0") == "1"
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")

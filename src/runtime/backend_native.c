@@ -23,7 +23,7 @@ static int background(void)
 {
     if (background_compile < 0) {
         const char *e = getenv("NUMDYN_BACKGROUND_COMPILE");
-        background_compile = !(e && strcmp(e, "0") == 0);
+        background_compile = e && strcmp(e, "1") == 0;
     }
     return background_compile;
 }
@@ -89,9 +89,15 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
     int lrc = nd_disk_load_or_build_many(nu, units, h);
     nd_disk_load_only = nd_disk_background = 0;
     if (lrc < 0) goto done;
+    /* a unit frozen out or still compiling: none of the program's kernels
+     * is registered yet, so the next call asks for the same units (the
+     * same texts, found compiling or built) -- registering the ready ones
+     * split what was left into new units each call, new compiles every time */
     int missing = 0;
+    for (int u = 0; u < nu; u++) missing |= !h[u];
     for (int j = 0; j < nnew; j++) {
-        if (!h[unit_of[j]]) { missing = 1; continue; }  /* frozen, or compiling */
+        if (compiled[unit_of[j]] && missing) nd_counter_add(ND_CTR_KERNELS_COMPILED, 1);
+        if (missing) continue;
         nd_kfn fn = (nd_kfn)dlsym(h[unit_of[j]], names[j]);
         if (!fn) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: compiled unit lacks %s", names[j]);
@@ -185,7 +191,12 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }
-    if (nnew < 0) { nd_program_decref(p); return NULL; }
+    if (nnew < 0) {
+        nd_program_decref(p);
+        if (nd_repro_mode() == 1 && PyErr_ExceptionMatches(nd_CompileError))
+            nd_repro_report(g, outs, nout, NULL);
+        return NULL;
+    }
     if (nd_debug_wanted()) nd_debug_program(g, outs, nout, p, nnew);
     if (nnew > 0 && nd_pcache_note_skeleton(nd_guard_skeleton(g, outs, nout), key))
         nd_counter_add(ND_CTR_RECOMPILES, 1);
@@ -194,6 +205,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     if (nd_pcache_put(key, p) < 0) { nd_program_decref(p); return NULL; }
     PyObject *r = nd_run_program(p, g, outs, nout);
     nd_program_decref(p);
+    if (r && nd_repro_mode() == 2) nd_repro_report(g, outs, nout, r);  /* checks, minifies */
     return r;
 }
 

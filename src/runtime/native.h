@@ -28,6 +28,12 @@ void nd_pool_clear(void);
 /* runtime_debug.c: show a program just scheduled (backend.h, debugging);
  * never fails (a write error is a RuntimeWarning) */
 void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, int nnew);
+/* runtime_debug.c, the minifier (NUMDYN_REPRO_AFTER=compile|accuracy):
+ * 1 compile, 2 accuracy, 0 off (or while the minifier itself runs). */
+int nd_repro_mode(void);
+/* Hand a failing graph to numdyn._minifier (native: the native results,
+ * or NULL after a compile error, which stays raised). Never fails. */
+void nd_repro_report(nd_graph *g, const nd_id *outs, int nout, PyObject *native);
 
 /* runtime_native.c */
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout);

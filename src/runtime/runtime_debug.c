@@ -5,6 +5,7 @@
 #include "core/npy.h"
 #include "native.h"
 #include "backend.h"
+#include "graph/graph_py.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,5 +148,64 @@ void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, i
         PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "numdyn: cannot write the debug artifacts under "
                          "NUMDYN_DEBUG_DIR=%s: %s", root, strerror(errno));
     PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+}
+
+/* ---------------------------------------------------------- the minifier
+ * NUMDYN_REPRO_AFTER=compile: a graph the C compiler fails on, or
+ * =accuracy: a new program whose results differ from the eager backend's
+ * beyond tolerance, goes to numdyn._minifier.minify (Python: it shrinks
+ * the graph by re-emitting parts of it as NumPy code and writes repro.py).
+ * The minifier's own compiles do not re-enter it. */
+static int repro_busy;
+
+int nd_repro_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("NUMDYN_REPRO_AFTER");
+        mode = !e ? 0 : !strcmp(e, "compile") ? 1 : !strcmp(e, "accuracy") ? 2 : 0;
+    }
+    return repro_busy ? 0 : mode;
+}
+
+void nd_repro_report(nd_graph *g, const nd_id *outs, int nout, PyObject *native)
+{
+    int mode = nd_repro_mode();
+    if (!mode) return;
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    repro_busy = 1;
+    nd_id *all = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    nd_id *map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    nd_id *nouts = PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
+    PyObject *vals = NULL, *gobj = NULL, *mvals = NULL, *r = NULL;
+    if (!all || !map || !nouts) goto done;
+    for (nd_id i = 0; i < g->n; i++) all[i] = i;
+    vals = nd_backend_eager_run(g, all, g->n);  /* every node's value, by NumPy */
+    if (!vals) goto done;
+    nd_graph *c = nd_graph_extract(g, outs, nout, map, nouts);
+    if (!c || !(gobj = nd_graphpy_wrap(c, nouts, nout))) goto done;
+    if (!(mvals = PyList_New(c->n))) goto done;
+    for (nd_id i = 0; i < c->n; i++) PyList_SET_ITEM(mvals, i, Py_NewRef(Py_None));
+    for (nd_id i = 0; i < g->n; i++)
+        if (map[i] != ND_NONE && map[i] >= 0 && map[i] < c->n)
+            PyList_SetItem(mvals, map[i], Py_NewRef(PyList_GET_ITEM(vals, i)));
+    PyObject *m = PyImport_ImportModule("numdyn._minifier");
+    if (m) {
+        r = PyObject_CallMethod(m, "minify", "sOOOO", mode == 1 ? "compile" : "accuracy", gobj,
+                                mvals, native ? native : Py_None, ev ? ev : Py_None);
+        Py_DECREF(m);
+    }
+done:
+    if (!r && PyErr_Occurred()) PyErr_WriteUnraisable(gobj ? gobj : Py_None);
+    Py_XDECREF(r);
+    Py_XDECREF(vals);
+    Py_XDECREF(gobj);
+    Py_XDECREF(mvals);
+    PyMem_Free(all);
+    PyMem_Free(map);
+    PyMem_Free(nouts);
+    repro_busy = 0;
     PyErr_Restore(et, ev, etb);
 }

@@ -169,6 +169,24 @@ static int check_out(PyObject *kwargs)
     return 0;
 }
 
+/* out= given (not None) while an operand requires grad: the tape cannot
+ * record a write into an array (its replay would write a parameter) */
+static int refuse_out_with_grad(PyObject *kwargs, int grad)
+{
+    if (!grad || !kwargs) return 0;
+    PyObject *out = PyDict_GetItemWithError(kwargs, str_out);
+    if (!out) return PyErr_Occurred() ? -1 : 0;
+    if (out == Py_None) return 0;
+    if (PyTuple_Check(out)) {
+        Py_ssize_t i = 0;
+        while (i < PyTuple_GET_SIZE(out) && PyTuple_GET_ITEM(out, i) == Py_None) i++;
+        if (i == PyTuple_GET_SIZE(out)) return 0;
+    }
+    PyErr_SetString(PyExc_RuntimeError, "numdyn: out= with an operand that requires grad is "
+                    "not differentiable; compute a new Tensor instead");
+    return -1;
+}
+
 /* what an op with out= returns: the out objects themselves, as NumPy does */
 static PyObject *result_with_out(PyObject *r, PyObject *kwargs)
 {
@@ -213,6 +231,11 @@ static PyObject *run_op(int kind, PyObject *func, PyObject *call, PyObject *args
     if (!a) return NULL;
     PyObject *k = NULL;
     if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
+    if (refuse_out_with_grad(kwargs, grad) < 0) {
+        Py_DECREF(a);
+        Py_XDECREF(k);
+        return NULL;
+    }
     if (kind == ND_OP_METHOD) {  /* args[0] is the receiver `call` is bound to */
         PyObject *rest = PyTuple_GetSlice(a, 1, PyTuple_GET_SIZE(a));
         Py_SETREF(a, rest);
@@ -520,6 +543,11 @@ static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
     if (!a) return NULL;
     PyObject *k = NULL;
     if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
+    if (refuse_out_with_grad(kwargs, grad) < 0) {
+        Py_DECREF(a);
+        Py_XDECREF(k);
+        return NULL;
+    }
     PyObject *r = PyObject_Call(m->bound, a, k);
     Py_DECREF(a);
     Py_XDECREF(k);
