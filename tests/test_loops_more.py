@@ -459,3 +459,22 @@ def test_rebound_loop_variable_keeps_its_checks():
     A = np.arange(10)
     check_calls(rebound_loop_variable, (A, 10), (A, 11), (A, 3))
     assert_captured(rebound_loop_variable, A, 3)
+
+
+def row_scan(A):
+    s = 0
+    for i in range(A.shape[0]):
+        for j in range(1, A.shape[1]):
+            A[i, j] += A[i, j - 1]
+            s += A[i, j]
+    return s, A
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "uint8"])
+def test_contiguous_rows_and_strided_views_compile_apart(dtype):
+    # a contiguous last axis makes its stride a constant of the C code: a
+    # strided view of the same dtype is another signature
+    A = arr(dtype, (5, 8), seed=19, hi=4)
+    cf = numdyn.compile(row_scan)
+    check_calls(row_scan, (A,), (A[:, ::2],), (A.T,), (A[::-1, ::-1],), (A[:, :1],), compiled=cf)
+    assert_captured(row_scan, A[:, ::3])

@@ -2134,9 +2134,14 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
         }
         if (T->adt[v] >= 0) {
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
-            for (int d = 0; d < T->andim[v]; d++)
-                line(&g, "const int64_t a%d_n%d = F->arr[%d].shape[%d], a%d_s%d = F->arr[%d].strides[%d];",
-                     v, d, v, d, v, d, v, d);
+            for (int d = 0; d < T->andim[v]; d++) {
+                if (d == T->andim[v] - 1 && T->acontig && T->acontig[v])
+                    line(&g, "const int64_t a%d_n%d = F->arr[%d].shape[%d], a%d_s%d = (int64_t)sizeof(%s);", v, d,
+                         v, d, v, d, ctype[T->adt[v]]);
+                else
+                    line(&g, "const int64_t a%d_n%d = F->arr[%d].shape[%d], a%d_s%d = F->arr[%d].strides[%d];",
+                         v, d, v, d, v, d, v, d);
+            }
             continue;
         }
         if (!T->vset[v] && T->entry[v] == LT_UNBOUND) continue;

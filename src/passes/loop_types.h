@@ -24,6 +24,8 @@ typedef struct nd_ltyping_s {
     uint8_t *awrite;    /* arrays: writeable */
     uint8_t *alocal;    /* array locals: names the loop assigns views to (row = A[i]);
                            1-D, their adt/andim/awrite set by typing */
+    uint8_t *acontig;   /* arrays: the last axis's stride is the element size (a
+                           constant in the C code; part of the signature), or NULL */
     uint8_t abits;      /* bound of any array dimension (bits) */
     PyObject *reason;   /* str, set when a signature cannot be compiled */
 } nd_ltyping;

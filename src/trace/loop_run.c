@@ -292,7 +292,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     if (!vals || !buf || !arr || !val || !snaps) { PyErr_NoMemory(); goto done; }
     uint8_t *entry = buf, *vbits = buf + nv + 1, *awrite = buf + 2 * (nv + 1), *tag = buf + 3 * (nv + 1);
     int8_t *adt = (int8_t *)(buf + 4 * (nv + 1)), *andim = (int8_t *)(buf + 5 * (nv + 1));
-    uint8_t *alocal = buf + 6 * (nv + 1);
+    uint8_t *alocal = buf + 6 * (nv + 1), *acontig = buf + 7 * (nv + 1);
     uint32_t *vset = PyMem_Calloc((size_t)nv + 1, sizeof(uint32_t));
     uint8_t *vb = PyMem_Calloc((size_t)nv + 1, 1);
     if (!vset || !vb) { PyMem_Free(vset); PyMem_Free(vb); PyErr_NoMemory(); goto done; }
@@ -399,7 +399,10 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                 arr[v].strides[d] = PyArray_STRIDE(a, d);
             }
             arr[v].data = PyArray_BYTES(a);
-            key = nd_hash_mix(key, (uint64_t)(v * 4096 + lt * 64 + PyArray_NDIM(a) * 2 + awrite[v]) | (1ull << 40));
+            /* rows of contiguous elements: the C code's innermost stride is a constant */
+            acontig[v] = !alocal[v] && PyArray_STRIDE(a, PyArray_NDIM(a) - 1) == (npy_intp)PyArray_ITEMSIZE(a);
+            key = nd_hash_mix(key, (uint64_t)(v * 4096 + lt * 64 + PyArray_NDIM(a) * 2 + awrite[v]) |
+                                       (uint64_t)acontig[v] << 39 | (1ull << 40));
             continue;
         }
         if (!x) { key = nd_hash_mix(key, (uint64_t)v << 8 | LT_UNBOUND); continue; }
@@ -439,6 +442,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         T.andim = andim;
         T.awrite = awrite;
         T.alocal = alocal;
+        T.acontig = acontig;
         T.abits = (uint8_t)abits;
         s = compile_sig(L, key, &T);
         Py_XDECREF(T.reason);
