@@ -34,8 +34,8 @@ loop_capture
     ``CompiledFunction._loop_info()`` and numdyn.explain say, for each loop,
     whether it was captured and what prevented it.
 background_compile
-    Background compiles (default False for now; NUMDYN_BACKGROUND_COMPILE=1
-    sets True): a graph whose kernels are not in the cache runs with NumPy while
+    Background compiles (default False for now: not yet run through the
+    whole test suite; NUMDYN_BACKGROUND_COMPILE=1 sets True): a graph whose kernels are not in the cache runs with NumPy while
     the C compiler builds them in the background, so a first call waits for
     no compiler; the calls that find them built run compiled
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
