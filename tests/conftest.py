@@ -141,6 +141,10 @@ def backend(request):
     return request.param
 
 
+_CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "suppress_errors",
+                    "enabled", "error_on_recompile", "background_compile")
+
+
 @pytest.fixture(autouse=True)
 def _numdyn_reset():
     # Ctrl-C handling (test_hardening_interrupt.py) needs Python's SIGINT
@@ -148,7 +152,19 @@ def _numdyn_reset():
     # either changed fails here, by name, instead of a later test failing
     # for no visible reason.
     handler = signal.getsignal(signal.SIGINT)
+    # numdyn's global switches (numdyn.config, the stance) as the test found
+    # them, put back afterwards: a test that sets one by hand and fails before
+    # restoring it must not change what later tests in this process see
+    nd = sys.modules.get("numdyn")
+    cfg = getattr(nd, "config", None) if nd is not None else None
+    saved = {k: getattr(cfg, k) for k in _CONFIG_SWITCHES if hasattr(cfg, k)} if cfg else {}
     yield
+    for k, v in saved.items():
+        if getattr(cfg, k) != v:
+            setattr(cfg, k, v)
+    c = getattr(nd, "_C", None) if nd is not None else None
+    if c is not None and hasattr(c, "_set_stance"):
+        c._set_stance("default")
     assert signal.getsignal(signal.SIGINT) is handler, "this test left SIGINT's Python handler changed"
     if hasattr(signal, "pthread_sigmask"):
         assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []), \

@@ -779,14 +779,20 @@ def test_maybe_mark_dynamic_unmarks():
     np.testing.assert_array_equal(branchy(x), np.full((3, 4), 2.0))  # no constraint error
 
 
-def test_recompile_limit_alias(monkeypatch):
-    monkeypatch.setattr(numdyn.config, "recompile_limit", 1)
-    assert numdyn.config.cache_size_limit == 1 and numdyn.config.recompile_limit == 1
-    f = numdyn.compile(ref)
-    f(np.ones(2))
-    with pytest.warns(UserWarning, match="cache_size_limit"):
-        f(np.ones(2, np.float32))
-    monkeypatch.setattr(numdyn.config, "cache_size_limit", 8)
+def test_recompile_limit_alias():
+    # set and restored by hand: the alias is no attribute of its own, so
+    # monkeypatch's undo must not see it
+    old = numdyn.config.cache_size_limit
+    try:
+        numdyn.config.recompile_limit = 1
+        assert numdyn.config.cache_size_limit == 1 and numdyn.config.recompile_limit == 1
+        f = numdyn.compile(ref)
+        f(np.ones(2))
+        with pytest.warns(UserWarning, match="cache_size_limit"):
+            f(np.ones(2, np.float32))
+    finally:
+        numdyn.config.cache_size_limit = old
+    assert numdyn.config.recompile_limit == old
     with pytest.raises(AttributeError):
         numdyn.config.no_such_setting
 
