@@ -758,20 +758,6 @@ static void hscan(cg *g, nd_ln *const *b, int n, int v, hset *h)
     }
 }
 
-/* whether statements b assign variable v */
-static int rebinds(nd_ln *const *b, int n, int v)
-{
-    for (int k = 0; k < n; k++) {
-        const nd_ln *s = b[k];
-        if ((s->kind == LK_ASSIGN || s->kind == LK_FOR) && s->var == v) return 1;
-        if (s->kind == LK_FOR && s->i > 0 && s->i - 1 == v) return 1;
-        if (s->kind == LK_MULTI)
-            for (int j = 0; j < s->n / 2; j++) if (s->kid[j]->var == v) return 1;
-        if (rebinds(s->body, s->nbody, v) || rebinds(s->orelse, s->norelse, v)) return 1;
-    }
-    return 0;
-}
-
 /* the flag proving index kid x of access e in range, or NULL */
 static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x)
 {
@@ -2025,7 +2011,7 @@ static int stmt(cg *g, const nd_ln *s)
                  names[3], id, names[3], names[3]);
         /* range checks of a[v + c] proved once for every value v takes */
         int hoist = 0;
-        if (g->nh < 16 && !rebinds(s->body, s->nbody, s->var)) {
+        if (g->nh < 16 && !nd_lir_binds(s->body, s->nbody, s->var)) {
             hset *h = PyMem_Calloc(1, sizeof(hset));
             if (!h) { PyErr_NoMemory(); g->fail = -1; return -1; }
             hscan(g, s->body, s->nbody, s->var, h);

@@ -51,3 +51,16 @@ void nd_lir_free(nd_lir *ir)
     PyMem_Free(ir->vmod);
     ir->vflags = ir->vmod = NULL;
 }
+
+int nd_lir_binds(nd_ln *const *b, int n, int v)
+{
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if ((s->kind == LK_ASSIGN || s->kind == LK_FOR) && s->var == v) return 1;
+        if (s->kind == LK_FOR && s->i > 0 && s->i - 1 == v) return 1;
+        if (s->kind == LK_MULTI)
+            for (int j = 0; j < s->n / 2; j++) if (s->kid[j]->var == v) return 1;
+        if (nd_lir_binds(s->body, s->nbody, v) || nd_lir_binds(s->orelse, s->norelse, v)) return 1;
+    }
+    return 0;
+}

@@ -95,4 +95,7 @@ enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, 
 void *nd_lir_alloc(nd_lir *ir, size_t size);
 nd_ln *nd_lir_node(nd_lir *ir, int kind, int line, int nkids);
 void nd_lir_free(nd_lir *ir);
+/* whether statements b[0..n) (nested blocks included) assign variable v:
+ * an assignment, a for loop's target or index, a tuple assignment */
+int nd_lir_binds(nd_ln *const *b, int n, int v);
 #endif

@@ -284,6 +284,19 @@ static int plain_operand(PyObject *o)
            PyArray_IsScalar(o, Number);
 }
 
+/* an operator's result r (stolen) as a Tensor, recorded on the tape when an
+ * operand requires grad; b is NULL for a unary operator */
+static PyObject *operator_result(int op, PyObject *r, int grad, PyObject *a, PyObject *b)
+{
+    r = nd_tensor_wrap_result(r);
+    if (r && grad) {
+        PyObject *args = b ? PyTuple_Pack(2, a, b) : PyTuple_Pack(1, a);
+        if (!args || nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(args);
+    }
+    return r;
+}
+
 static PyObject *binop(int op, PyObject *a, PyObject *b)
 {
     int grad = 0;
@@ -310,13 +323,7 @@ static PyObject *binop(int op, PyObject *a, PyObject *b)
     default: r = PyNumber_Divmod(x, y); break;
     }
 wrap:
-    r = nd_tensor_wrap_result(r);
-    if (r && grad) {
-        PyObject *args = PyTuple_Pack(2, a, b);
-        if (!args || nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, r) < 0) Py_CLEAR(r);
-        Py_XDECREF(args);
-    }
-    return r;
+    return operator_result(op, r, grad, a, b);
 }
 
 static PyObject *unop(int op, PyObject *a)
@@ -329,13 +336,7 @@ static PyObject *unop(int op, PyObject *a)
     case ND_UN_ABS: r = PyNumber_Absolute(x); break;
     default: r = PyNumber_Invert(x); break;
     }
-    r = nd_tensor_wrap_result(r);
-    if (r && grad) {
-        PyObject *args = PyTuple_Pack(1, a);
-        if (!args || nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, r) < 0) Py_CLEAR(r);
-        Py_XDECREF(args);
-    }
-    return r;
+    return operator_result(op, r, grad, a, NULL);
 }
 
 /* a op= b: in place on self's array, which NumPy returns; self is returned */

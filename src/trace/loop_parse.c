@@ -679,20 +679,6 @@ static nd_ln *assign_node(pctx *c, PyObject *target, nd_ln *value, int line)
     return r;
 }
 
-/* whether the statements bind variable v */
-static int binds(nd_ln *const *b, int n, int v)
-{
-    for (int k = 0; k < n; k++) {
-        const nd_ln *s = b[k];
-        if ((s->kind == LK_ASSIGN || s->kind == LK_FOR) && s->var == v) return 1;
-        if (s->kind == LK_FOR && s->i > 0 && s->i - 1 == v) return 1;
-        if (s->kind == LK_MULTI)
-            for (int j = 0; j < s->n / 2; j++) if (s->kid[j]->var == v) return 1;
-        if (binds(s->body, s->nbody, v) || binds(s->orelse, s->norelse, v)) return 1;
-    }
-    return 0;
-}
-
 /* one iterable of a for loop's head: range(...) or an array name */
 typedef struct { PyObject *target; int arr; nd_ln *rng[3]; } forpart;
 
@@ -842,7 +828,7 @@ static nd_ln *for_stmt(pctx *c, PyObject *s)
     for (int k = 0; k < nub; k++) r->body[npre + k] = ub[k];
     /* the iterator holds the array it started with */
     for (int k = 0; k < np_; k++)
-        if (parts[k].arr >= 0 && binds(r->body, r->nbody, parts[k].arr)) {
+        if (parts[k].arr >= 0 && nd_lir_binds(r->body, r->nbody, parts[k].arr)) {
             refuse(c, s, "a for loop over an array that its body rebinds");
             r = NULL;
             goto done;
