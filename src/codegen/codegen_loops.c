@@ -287,7 +287,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
     for (int d = 0; d < c->R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
     if (par_ok)
-        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                      cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
@@ -1145,7 +1145,7 @@ static int split_across(kctx *c, const rset *s)
                      "okp_ &= pi%d_ != NULL;\n", p, p);
     }
     nd_sb_puts(sb, "if (!okp_) nd_err |= ND_ERR_NOMEM;\nelse {\n");
-    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "const int64_t lo_ = n0 * ch_ / nch_, hi_ = n0 * (ch_ + 1) / nch_;\n"
@@ -1321,7 +1321,7 @@ static int gen_reduce(kctx *c)
     for (int p = 0; p < s.n; p++)
         nd_sb_printf(sb, "%s part%d_[64];\nint64_t pidx%d_[64];\n",
                      s.r[p].kind == RK_ARG ? ctype_of(s.r[p].acc) : s.r[p].AT, p, p);
-    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
     nd_sb_printf(sb, "const int64_t lo_ = n%d * ch_ / nch_, hi_ = n%d * (ch_ + 1) / nch_;\n", cd, cd);
@@ -1510,7 +1510,7 @@ static int gen_row(kctx *c)
     for (int d = 0; d < R; d++) if (k->red & (1u << d)) nd_sb_printf(sb, "rowlen_ *= n%d;\n", d);
     nd_sb_puts(sb, "int64_t ntask_ = 1;\n");
     for (int d = 0; d < R; d++) if (kept & (1u << d)) nd_sb_printf(sb, "ntask_ *= n%d;\n", d);
-    nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
+    nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
                  k->cost);
     nd_sb_puts(sb, "int ok_ = 1;\n");
     for (nd_id x = 0; x < (nd_id)N; x++)

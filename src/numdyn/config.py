@@ -41,6 +41,13 @@ background_compile
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
     The speed floor does not time calls that ran such graphs. False: a call
     waits for its kernels' compiler, as the first call of a new program.
+adaptive_threads
+    Per kernel, the OpenMP team or the calling thread alone, whichever its
+    timed runs show faster (default True; NUMDYN_ADAPTIVE_THREADS=0 sets
+    False: the team whenever a kernel is big enough, as before). Another
+    library's thread pool -- OpenBLAS spinning after a matmul -- can hold
+    the cores a team needs; see src/runtime/par.h. Counter
+    kernel_runs_alone; numdyn.explain lists the choice per kernel.
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
@@ -57,6 +64,7 @@ suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
 background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "0") == "1"
+adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
@@ -77,6 +85,9 @@ class _Config(types.ModuleType):
         elif name == "background_compile":
             from . import _C
             _C._background_compile(bool(value))
+        elif name == "adaptive_threads":
+            from . import _C
+            _C._adaptive_threads(bool(value))
         super().__setattr__(name, value)
 
 
