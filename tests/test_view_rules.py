@@ -142,3 +142,29 @@ def test_views_made_before_a_memory_order_view(backend, layout):
                                      ([0, 1], [0]), (-3, 0)])
 def test_moveaxis_errors_name_the_argument(backend, src, dst):
     check(lambda a: np.moveaxis(a, src, dst), np.zeros((2, 3)), backend=backend)
+
+
+def _strides_after_inplace_write(a):
+    b = a.T[::2, 1:]
+    b[...] = b * 3
+    s = b.strides
+    b[0, 0] = 100
+    c = a[1:, ::2]
+    c += 1
+    return s, memoryview(c).strides, b.flags.c_contiguous, a.sum()
+
+
+def test_view_written_in_place_keeps_the_callers_strides():
+    # a view of an argument written in place is still NumPy's view of the
+    # caller's memory when Python code looks at it (strides, buffer), not
+    # the buffer the write was computed in
+    import numdyn
+    a = np.arange(30.0).reshape(5, 6)
+    want = _strides_after_inplace_write(a.copy())
+    got_a = a.copy()
+    got = numdyn.compile(_strides_after_inplace_write)(got_a)
+    assert got[:3] == want[:3]
+    assert got[3] == want[3]
+    ref = a.copy()
+    _strides_after_inplace_write(ref)
+    assert np.array_equal(got_a, ref)

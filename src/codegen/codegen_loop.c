@@ -33,6 +33,11 @@ static const char *const tmax[LT_N] = {
     "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "", ""};
 
 #define ISF(t) ((t) == LT_PYFLOAT || (t) == LT_F4 || (t) == LT_F8)
+/* the C local holding a variable of type t: one per C type, so that a
+ * variable which is a Python float at first and a float64 later (s = 0.0;
+ * s += a[i]) is one double, and arms of specialize() that differ only in
+ * the tag emit the same text */
+#define REP(t) ((t) == LT_B1 || (t) == LT_U1 ? LT_PYBOOL : (t) == LT_I8 ? LT_PYINT : (t) == LT_F8 ? LT_PYFLOAT : (t))
 #define ISNPI(t) ((t) >= LT_I1 && (t) <= LT_U8)
 #define ISU(t) ((t) >= LT_U1 && (t) <= LT_U8)
 #define ISSIGNED(t) (((t) >= LT_I1 && (t) <= LT_I8) || (t) == LT_PYINT)
@@ -42,6 +47,7 @@ typedef struct {
     int t;
     int bits;
     char s[16];
+    int var;    /* >= 0: the value of that scalar variable, read as it is */
 } cv;
 
 typedef struct {
@@ -109,6 +115,7 @@ static void newtmp(cg *g, cv *v, int t)
 {
     v->t = t;
     v->bits = LBITS_ANY;
+    v->var = -1;
     snprintf(v->s, sizeof v->s, "t%d", ++g->tmp);
 }
 
@@ -128,11 +135,25 @@ static void decl(cg *g, cv *v, int t, const char *fmt, ...)
 /* the slow path for r = a OP b: Python/NumPy performs it */
 static void deopt(cg *g);
 
+/* The operands go to F->slow as copies made here, on the cold path: taking
+ * the address of the hot temporaries themselves would make them escape, and
+ * the C compiler would keep them in memory (stored and reloaded around every
+ * call and array store) on the fast path too. An operand read straight from
+ * a variable passes the variable's tag as its type, which is its type in
+ * every arm that reaches here (specialize() tests it), so arms that differ
+ * only in such a type emit the same text and are merged. */
 static void slow(cg *g, int ln, int op, cv *r, const cv *a, const cv *b)
 {
     if (g->vec) { deopt(g); return; }
-    line(g, "NDL_SLOW(%d, %d, %d, &%s, %d, &%s, %d, %s%s);", ln, op, r->t, r->s, a ? a->t : 0,
-         a ? a->s : "rc", b ? b->t : 0, b ? "&" : "NULL", b ? b->s : "");
+    char ta[24], tb[24];
+    if (a && a->var >= 0) snprintf(ta, sizeof ta, "v%d_t", a->var);
+    else snprintf(ta, sizeof ta, "%d", a ? a->t : 0);
+    if (b && b->var >= 0) snprintf(tb, sizeof tb, "v%d_t", b->var);
+    else snprintf(tb, sizeof tb, "%d", b ? b->t : 0);
+    line(g, "{ %s r_ = %s; %s a_ = %s;%s%s%s%s%s", ctype[r->t], r->s, a ? ctype[a->t] : "int", a ? a->s : "0",
+         b ? " " : "", b ? ctype[b->t] : "", b ? " b_ = " : "", b ? b->s : "", b ? ";" : "");
+    line(g, "  NDL_SLOW(%d, %d, %d, &r_, %s, %s, %s, %s); %s = r_; }", ln, op, r->t, ta, a ? "&a_" : "NULL", tb,
+         b ? "&b_" : "NULL", r->s);
     if (r->t == LT_PYINT || (r->t == LT_PYFLOAT && (op == LO_POW || op == LO_NOPS + LF_M_POW)))
         g->snapshot = 1;
 }
@@ -1274,9 +1295,12 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             decl(g, out, r, "%lldll", (long long)e->i);
         }
         break;
-    case LK_VAR:
-        decl(g, out, r, "v%d_%d", e->var, r);
+    case LK_VAR: {
+        decl(g, out, r, "v%d_%d", e->var, REP(r));
+        uint32_t st = T->vset[e->var];
+        if (st & (st - 1)) out->var = e->var;
         break;
+    }
     case LK_BIN:
     case LK_CMP:
         if (expr(g, e->kid[0], &a) < 0 || expr(g, e->kid[1], &b) < 0) return -1;
@@ -1422,7 +1446,7 @@ static int assign_to(cg *g, int v, const cv *x)
         PyErr_SetString(PyExc_SystemError, "numdyn loop capture: a type the analysis missed");
         return -1;
     }
-    line(g, "v%d_%d = %s; v%d_t = %d;", v, x->t, x->s, v, x->t);
+    line(g, "v%d_%d = %s; v%d_t = %d;", v, REP(x->t), x->s, v, x->t);
     return 0;
 }
 
@@ -1433,7 +1457,10 @@ static int store(cg *g, const nd_ln *e, const cv *x, const char *addr, char (*ix
     int a = e->var, d = g->T->adt[a], ln = e->line;
     const char *D = ctype[d];
     char fits[512];
-    if (x->t == d) {
+    /* same C type and the same value (a Python float into float64, a
+     * Python int into int64, True into uint8): no conversion, and the same
+     * text whichever of the two x is */
+    if (x->t == d || (REP(x->t) == REP(d) && !(d == LT_B1 && x->t == LT_U1))) {
         line(g, "*(%s *)%s = %s;", D, addr, x->s);
         return 0;
     }
@@ -1856,7 +1883,7 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
             return no_type(g, s);
         }
     if (!u.n) return f(g, s, ctx);
-    int idx[8] = {0}, nt[8], mem[8][LT_N], first = 1;
+    int idx[8] = {0}, nt[8], mem[8][LT_N];
     for (int k = 0; k < u.n; k++) {
         nt[k] = 0;
         /* NumPy's types first: a local that starts as a Python scalar and
@@ -1867,9 +1894,16 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
             return 0;
         }
     }
-    int combos = 0, typed = 0;
+    /* each combination's body is emitted with the same temporary numbers
+     * (each arm is its own C block), and combinations whose bodies are the
+     * same text share one arm: a float local that is a Python float at
+     * first and a float64 later, read where both compute alike, is one
+     * path, not two */
+    int combos = 0, typed = 0, tmp0 = g->tmp, tmpmax = g->tmp, narm = 0, rc = 0;
     size_t start = g->sb->n;
     PyObject *last_reason = NULL;
+    struct sarm { char *body; size_t n; nd_sb test; } *arms = PyMem_Calloc(257, sizeof *arms);
+    if (!arms) { PyErr_NoMemory(); g->fail = -1; return -1; }
     for (;;) {
         char test[512];
         int n = 0;
@@ -1877,15 +1911,14 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
             g->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
             n += snprintf(test + n, sizeof test - (size_t)n, "%sv%d_t == %d", k ? " && " : "", u.vars[k], mem[k][idx[k]]);
         }
-        line(g, "%sif (%s) {", first ? "" : "else ", test);
-        first = 0;
         g->ind++;
+        g->tmp = tmp0;
         PyObject *saved = g->T->reason;
         g->T->reason = NULL;
         size_t mark = g->sb->n;
         int ind = g->ind;
-        int rc = f(g, s, ctx);
-        if (rc < 0 && g->fail == 1) {
+        int frc = f(g, s, ctx);
+        if (frc < 0 && g->fail == 1) {
             /* this combination has no type: if it happens, Python runs the loop */
             g->sb->n = mark;
             g->ind = ind;
@@ -1897,16 +1930,47 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
         } else {
             typed++;
             if (g->T->reason) { Py_XDECREF(saved); } else g->T->reason = saved;
-            if (rc < 0) return -1;
+            if (frc < 0) { rc = -1; break; }
             combos++;
         }
         g->ind--;
-        line(g, "}");
+        if (g->tmp > tmpmax) tmpmax = g->tmp;
+        if (g->sb->oom) { rc = -1; g->fail = -1; PyErr_NoMemory(); break; }
+        size_t bn = g->sb->n - mark;
+        int same = -1;
+        for (int j = 0; j < narm && same < 0; j++)
+            if (arms[j].n == bn && !memcmp(arms[j].body, g->sb->p + mark, bn)) same = j;
+        if (same < 0) {
+            same = narm++;
+            if (!(arms[same].body = PyMem_Malloc(bn + 1))) { rc = -1; g->fail = -1; PyErr_NoMemory(); break; }
+            memcpy(arms[same].body, g->sb->p + mark, bn);
+            arms[same].n = bn;
+            nd_sb_init(&arms[same].test);
+            nd_sb_printf(&arms[same].test, "(%s)", test);
+        } else {
+            nd_sb_printf(&arms[same].test, " || (%s)", test);
+        }
+        g->sb->n = mark;
         if (++combos > 256) break;
         int k = 0;
         while (k < u.n && ++idx[k] == nt[k]) idx[k++] = 0;
         if (k == u.n) break;
     }
+    g->tmp = tmpmax;
+    for (int j = 0; j < narm && rc == 0 && typed; j++) {
+        if (arms[j].test.oom) { rc = -1; g->fail = -1; PyErr_NoMemory(); break; }
+        for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+        nd_sb_printf(g->sb, "%sif (%s) {\n", j ? "else " : "", arms[j].test.p);
+        arms[j].body[arms[j].n] = 0;
+        nd_sb_puts(g->sb, arms[j].body);
+        line(g, "}");
+    }
+    for (int j = 0; j < narm; j++) {
+        PyMem_Free(arms[j].body);
+        nd_sb_free(&arms[j].test);
+    }
+    PyMem_Free(arms);
+    if (rc < 0) { Py_XDECREF(last_reason); return -1; }
     if (!typed) {
         /* no combination has a type: the statement always sends the loop
          * back to Python, so this signature is not compiled */
@@ -2035,10 +2099,10 @@ static int stmt(cg *g, const nd_ln *s)
         line(g, "for (uint64_t k%d = 0; k%d < n%d; k%d++) {", id, id, id, id);
         g->ind++;
         line(g, POLL);
-        line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, LT_PYINT,
+        line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
              names[0], id, names[2], s->var, LT_PYINT);
         if (s->i > 0)
-            line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, LT_PYINT, id, (int)s->i - 1, LT_PYINT);
+            line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, REP(LT_PYINT), id, (int)s->i - 1, LT_PYINT);
         uint8_t b0 = g->bound[s->var], b1 = s->i > 0 ? g->bound[s->i - 1] : 0;
         g->bound[s->var] = 1;
         if (s->i > 0) g->bound[s->i - 1] = 1;
@@ -2132,11 +2196,15 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
         }
         if (!T->vset[v] && T->entry[v] == LT_UNBOUND) continue;
         line(&g, "uint8_t v%d_t = F->tag[%d];", v, v);
+        uint32_t declared = 0;
         for (int t = 0; t < LT_N; t++)
-            if (T->vset[v] & (1u << t)) {
-                line(&g, "%s v%d_%d = 0;", ctype[t], v, t);
-                line(&g, "if (v%d_t == %d) memcpy(&v%d_%d, &F->val[%d], sizeof v%d_%d);", v, t, v, t, v, v, t);
+            if ((T->vset[v] & (1u << t)) && !(declared & (1u << REP(t)))) {
+                declared |= 1u << REP(t);
+                line(&g, "%s v%d_%d = 0;", ctype[t], v, REP(t));
             }
+        for (int t = 0; t < LT_N; t++)
+            if (T->vset[v] & (1u << t))
+                line(&g, "if (v%d_t == %d) memcpy(&v%d_%d, &F->val[%d], sizeof v%d_%d);", v, t, v, REP(t), v, v, REP(t));
     }
     int rc = stmt(&g, ir->root);
     line(&g, "nd_out:");
@@ -2156,7 +2224,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
         line(&g, "F->tag[%d] = v%d_t;", v, v);
         for (int t = 0; t < LT_N; t++)
             if (T->vset[v] & (1u << t))
-                line(&g, "if (v%d_t == %d) memcpy(&F->val[%d], &v%d_%d, sizeof v%d_%d);", v, t, v, v, t, v, t);
+                line(&g, "if (v%d_t == %d) memcpy(&F->val[%d], &v%d_%d, sizeof v%d_%d);", v, t, v, v, REP(t), v, REP(t));
     }
     line(&g, "for (int q_ = 0; q_ < %d; q_++) free(nd_scr[q_]);", g.nscr);
     line(&g, "return rc;");

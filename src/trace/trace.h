@@ -241,9 +241,13 @@ int nd_trace_init(PyObject *module);  /* module init: types and functions */
  * has_aux without a pair), NotImplementedError naming an op without a VJP
  * rule or the line where a differentiated value left the graph as data
  * (float(), .item(), a NumPy function numdyn runs outside the graph), or
- * whatever fn raised. */
+ * whatever fn raised.
+ * cache: None, or numdyn._C._grad_cache() of this (fn, argnums, has_aux):
+ * a top-level grad=1 call without kwargs of a replayable fn is recorded
+ * there and later calls whose arguments fit its guards run the recorded
+ * forward+backward graph without tracing (trace_replay.h). */
 PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
-                       PyObject *backend, int has_aux, int grad);
+                       PyObject *backend, int has_aux, int grad, PyObject *cache);
 int nd_grad_init(PyObject *module);  /* module init: _vjp, VJP */
 /* ------------------------------------------------- NumPy semantics entry
  * The tracer reaches NumPy's semantics only through this table, which the

@@ -1121,9 +1121,10 @@ PyObject *nd__proxy_value(NdProxy *p, const char *reason)
     } else if (!PyErr_Occurred()) {
         nd_id id = nd__proxy_read_own(p);
         if (id == ND_NONE || nd__flush(t, &id, 1, &r) < 0) r = NULL;
-        if (r && !s->caller && p->st == s) {
-            /* the flush computed p's storage too (a live value): p is a
-             * view of it, as under NumPy (strides, flags, base) */
+        if (r && p->st == s && (!s->caller || !s->dirty)) {
+            /* the flush computed p's storage too (a live value), or landed
+             * its writes in the caller's memory: p is a view of it, as
+             * under NumPy (strides, flags, base, the buffer Python writes) */
             PyObject *v = nd_proxy_base_array((PyObject *)p);
             if (v) Py_SETREF(r, v);
             else PyErr_Clear();
