@@ -287,7 +287,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
     for (int d = 0; d < c->R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
     if (par_ok)
-        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                      cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
@@ -1223,7 +1223,7 @@ static int split_across(kctx *c, const rset *s)
                          "okp_ &= pk%d_ != NULL;\n", AT, p, AT, AT, p);
     }
     nd_sb_puts(sb, "if (!okp_) nd_err |= ND_ERR_NOMEM;\nelse {\n");
-    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "const int64_t lo_ = n0 * ch_ / nch_, hi_ = n0 * (ch_ + 1) / nch_;\n"
@@ -1438,7 +1438,7 @@ static int gen_reduce(kctx *c)
     for (int p = 0; p < s.n; p++)
         nd_sb_printf(sb, "%s part%d_[64];\nint64_t pidx%d_[64];\n",
                      s.r[p].kind == RK_ARG ? ctype_of(s.r[p].acc) : s.r[p].AT, p, p);
-    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n");
     nd_sb_printf(sb, "const int64_t lo_ = n%d * ch_ / nch_, hi_ = n%d * (ch_ + 1) / nch_;\n", cd, cd);
@@ -1766,8 +1766,9 @@ static int put_without_stream(nd_sb *out, const char *loop, const char *end)
 
 /* `#pragma omp parallel for if(small)` still enters libgomp (a team of
  * one, a futex wake) on every call: each marked parallel loop becomes
- *   if (COND) { #pragma omp parallel for ... LOOP } else { LOOP }
- * so small kernels never call into the OpenMP runtime. */
+ *   if (ND_TEAM(E) && COND) { #pragma omp parallel for ... LOOP } else { LOOP }
+ * so small kernels never call into the OpenMP runtime, nor kernels the
+ * runtime runs alone (kernels/nd_kernel.h ND_RUN_ALONE). */
 static int split_parallel(nd_sb *in, nd_sb *out)
 {
     static const char mark[] = "/*ND_PAR*/";
@@ -1791,7 +1792,7 @@ static int split_parallel(nd_sb *in, nd_sb *out)
         /* the parallel copy: each task ends by taking its thread's
          * floating-point status flags into nd_err (ND_FPE_TAKE) */
         int has_red = strstr(q, "reduction(|:nd_err)") && strstr(q, "reduction(|:nd_err)") < eol;
-        nd_sb_printf(out, "if (%.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
+        nd_sb_printf(out, "if (ND_TEAM(E) && %.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
                      (int)(ifp - prag), prag, (int)(eol - q), q,
                      has_red ? "" : " reduction(|:nd_err)");
         nd_sb_printf(out, "%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(e - 1 - loop), loop);
