@@ -80,6 +80,14 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj);
  * with the user's file/line (and raises GraphBreakError under fullgraph). */
 PyObject *nd_trace_materialize(PyObject *proxy, const char *reason);
 
+/* Objects that stand for arrays without being proxies (numpy_shim's masked
+ * reads, shim_masked.c): while *nd_trace_masked_live is nonzero, a value
+ * leaving the graph (a return, a NumPy call outside it) has each such
+ * object replaced by resolve(o), a proxy or array (new ref); resolve
+ * returns NULL with no exception for anything else. Set by the shim. */
+extern Py_ssize_t *nd_trace_masked_live;
+extern PyObject *(*nd_trace_masked_resolve)(PyObject *o);
+
 /* Call the real NumPy `func` with every proxy in args/kwargs (nested in
  * tuples, lists, dicts) materialized: the fallback for functions the shim does
  * not cover. Records a graph break with `reason`. Result is returned as is. */
