@@ -30,6 +30,12 @@ extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
  * so every call traces and gives it again. */
 void nd_trace_not_replayable(nd_trace *t);
 nd_graph *nd_trace_graph(nd_trace *t);
+/* A traced operation made graph nodes first.. that may raise when they run
+ * (a LinAlgError, FloatingPointError under np.errstate "raise"...): if the
+ * user's code would catch an exception raised now (a try or with block),
+ * the pending graph runs now, so the error is raised inside that block
+ * (trace_handlers.c). Called after each traced NumPy operation. 0 / -1. */
+int nd_trace_settle(nd_trace *t, nd_id first);
 
 /* Proxy type (numdyn._C.LazyArray). */
 extern PyTypeObject NdProxy_Type;

@@ -239,7 +239,22 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     if (!alias) goto done;
     for (; k < n; k++)
         if (!(w[k] = wrap_obj(t, args[k], alias))) goto done;
+    PyObject *pairs = nd__arg_pairs(args, w, n);
+    if (!pairs) goto done;
     r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);
+    /* the caller's lists and dicts take what the function did to them */
+    if (pairs != Py_None) {
+        int ch;
+        if (r) {
+            if ((ch = nd__reflect_args(pairs, args, w, n)) < 0) Py_CLEAR(r);
+        } else {
+            ND_EXC_SAVE(exc);
+            if ((ch = nd__reflect_args(pairs, args, w, n)) < 0) PyErr_Clear();
+            ND_EXC_RESTORE(exc);
+        }
+        if (ch > 0) nd_trace_not_replayable(t);
+    }
+    Py_DECREF(pairs);
 done:
     t->fullgraph -= cf->fullgraph;
     for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(w[i]);
@@ -350,6 +365,19 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
     nd__tls_trace = t;
     PyObject *res = call_traced(cf, t, fn, args, nargsf, kwnames);
     PyObject *out = NULL;
+    /* lazy values left in the caller's objects become NumPy's; a replayed
+     * call would not store them again */
+    int left = 0;
+    if (res) {
+        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+        if (left < 0) Py_CLEAR(res);
+    } else {
+        ND_EXC_SAVE(exc0);
+        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+        if (left < 0) PyErr_Clear();
+        ND_EXC_RESTORE(exc0);
+    }
+    if (left > 0) nd_trace_not_replayable(t);
     if (res) {
         rec.final = 1;
         out = nd__materialize_tree(res, 1);

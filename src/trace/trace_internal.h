@@ -79,6 +79,9 @@ struct nd_trace {
                                  looks for them only then */
     nd_ad_capture *ad;        /* a differentiated function is running (innermost
                                  first), or NULL: trace_grad.c */
+    PyFrameObject *entry_frame; /* borrowed: the frame that called the compiled
+                                 function (alive while it runs); the user's
+                                 frames are those below it (trace_handlers.c) */
 };
 
 struct nd_storage {
@@ -246,6 +249,19 @@ int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
  * them), remember it so later writes to that storage reach it at once.
  * Returns r (borrowed) or NULL on error. */
 PyObject *nd__note_escape(PyObject *r);
+/* Lazy values of this call the function stored where its caller will find
+ * them (arguments' lists, dicts and objects, its bound self, closure cells,
+ * globals) are replaced in place by their values (trace_escapes.c).
+ * 1 replaced some, 0 none, -1 error. */
+int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames);
+/* Containers passed in and traced through copies (trace_escapes.c):
+ * nd__arg_pairs, before the call, pairs each copy with its original (a new
+ * ref, None when nothing was copied); nd__reflect_args, after it, gives
+ * the originals what the function did to the copies. 1 changed, 0 not,
+ * -1 error. */
+PyObject *nd__arg_pairs(PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
+int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */

@@ -45,6 +45,7 @@ nd_trace *nd__trace_new(int backend, PyObject *backend_fn, PyObject *cache,
     t->backend_cache = Py_XNewRef(cache);
     t->options = (options && options != Py_None) ? Py_NewRef(options) : NULL;
     if (nd__tls_explain) t->explain = Py_NewRef(nd__tls_explain);
+    t->entry_frame = PyEval_GetFrame();
     nd__wlog_begin(t);
     return t;
 }

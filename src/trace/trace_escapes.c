@@ -1,0 +1,341 @@
+/* trace_escapes.c -- values the function left in Python objects.
+ *
+ * The compiled function's result is materialized when it returns, but the
+ * function may also have stored lazy values where its caller will find
+ * them: `history.append(loss)` into a list argument, `self.best = err` on
+ * an object, `STATS["n"] = a.sum()` in a global dict, a `nonlocal` cell.
+ * Under NumPy those hold ndarrays and NumPy scalars (np.float64 is a
+ * Python float: json.dumps, PyFloat_Check and type() accept it); a
+ * LazyArray left there is not one. When the call ends, the objects the
+ * function could reach from outside -- its arguments, its bound self, its
+ * closure cells and its globals -- are walked (lists, dicts, tuples,
+ * instances' __dict__, a few levels deep and a bounded number of objects)
+ * and every lazy value of this call found there is replaced in place by
+ * its concrete value, all computed in one flush.
+ */
+#include "trace_internal.h"
+#include <string.h>
+
+#define MAX_DEPTH 4
+#define MAX_OBJECTS 4096
+
+typedef struct {
+    PyObject *sites;   /* list of (container, key): key None for a cell */
+    PyObject *seen;    /* set of ids of containers visited */
+    nd_trace *t;
+    int budget;
+} walk;
+
+static int note(walk *w, PyObject *container, PyObject *key)
+{
+    PyObject *site = PyTuple_Pack(2, container, key ? key : Py_None);
+    if (!site) return -1;
+    int rc = PyList_Append(w->sites, site);
+    Py_DECREF(site);
+    return rc;
+}
+
+static int is_ours(walk *w, PyObject *o)
+{
+    return nd_proxy_check(o) && ((NdProxy *)o)->st && ((NdProxy *)o)->st->trace == w->t;
+}
+
+static int visit(walk *w, PyObject *o, int depth);
+
+static int visit_dict(walk *w, PyObject *d, int depth)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v) && --w->budget > 0) {
+        if (is_ours(w, v)) {
+            if (note(w, d, k) < 0) return -1;
+        } else if (visit(w, v, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* a container worth entering: lists, tuples, exact dicts, and instances of
+ * user classes (their __dict__) -- never modules, classes or functions,
+ * whose contents are the program, not its data */
+static int visit(walk *w, PyObject *o, int depth)
+{
+    if (depth > MAX_DEPTH || w->budget <= 0) return 0;
+    int seq = PyList_Check(o) || PyTuple_Check(o);
+    PyObject *dict = NULL;
+    if (!seq && !PyDict_CheckExact(o)) {
+        if (PyArray_Check(o) || nd_proxy_check(o) || PyType_Check(o) || PyModule_Check(o) ||
+            PyCallable_Check(o) || !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            Py_TYPE(o)->tp_dictoffset == 0)
+            return 0;
+        dict = PyObject_GenericGetDict(o, NULL);
+        if (!dict || !PyDict_Check(dict)) {
+            Py_XDECREF(dict);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    PyObject *id = PyLong_FromVoidPtr(o);
+    int fresh = id && PySet_Contains(w->seen, id) == 0 ? PySet_Add(w->seen, id) == 0 : 0;
+    Py_XDECREF(id);
+    if (PyErr_Occurred() || !fresh) {
+        Py_XDECREF(dict);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    w->budget--;
+    if (dict) {
+        int rc = visit_dict(w, dict, depth);
+        Py_DECREF(dict);
+        return rc;
+    }
+    if (PyDict_CheckExact(o)) return visit_dict(w, o, depth);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && --w->budget > 0; i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(o, i);
+        if (is_ours(w, v)) {
+            /* a tuple cannot take the value: its own holder will be
+             * rebuilt by nobody, so only lists are written */
+            if (PyList_Check(o)) {
+                PyObject *k = PyLong_FromSsize_t(i);
+                int rc = k ? note(w, o, k) : -1;
+                Py_XDECREF(k);
+                if (rc < 0) return -1;
+            }
+        } else if (visit(w, v, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int visit_function(walk *w, PyObject *fn)
+{
+    if (PyMethod_Check(fn)) {
+        if (visit(w, PyMethod_GET_SELF(fn), 0) < 0) return -1;
+        fn = PyMethod_GET_FUNCTION(fn);
+    }
+    if (!PyFunction_Check(fn)) return 0;
+    PyObject *cells = PyFunction_GET_CLOSURE(fn);
+    for (Py_ssize_t i = 0; cells && i < PyTuple_GET_SIZE(cells); i++) {
+        PyObject *c = PyTuple_GET_ITEM(cells, i), *v = PyCell_GET(c);
+        if (!v) continue;
+        if (is_ours(w, v)) {
+            if (note(w, c, NULL) < 0) return -1;
+        } else if (visit(w, v, 1) < 0) {
+            return -1;
+        }
+    }
+    PyObject *g = PyFunction_GET_GLOBALS(fn);
+    /* the globals dict itself is walked one level shallower: a module's
+     * names are many, the data under them is what the function changed */
+    return g && PyDict_Check(g) ? visit_dict(w, g, 2) : 0;
+}
+
+/* 0: nothing found, 1: values replaced, -1: error */
+int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
+{
+    if (!t->proxies) return 0;  /* no lazy value of this call is alive */
+    walk w = {PyList_New(0), PySet_New(NULL), t, MAX_OBJECTS};
+    int rc = -1;
+    if (!w.sites || !w.seen) goto done;
+    Py_ssize_t ntot = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (Py_ssize_t i = 0; i < ntot; i++)
+        if (visit(&w, args[i], 0) < 0) goto done;
+    if (visit_function(&w, fn) < 0) goto done;
+    Py_ssize_t n = PyList_GET_SIZE(w.sites);
+    if (!n) { rc = 0; goto done; }
+    PyObject *vals = PyTuple_New(n);
+    if (!vals) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *site = PyList_GET_ITEM(w.sites, i);
+        PyObject *c = PyTuple_GET_ITEM(site, 0), *k = PyTuple_GET_ITEM(site, 1), *v;
+        if (PyCell_Check(c)) v = PyCell_GET(c);
+        else if (PyList_Check(c)) v = PyList_GET_ITEM(c, PyLong_AsSsize_t(k));
+        else v = PyDict_GetItemWithError(c, k);
+        if (!v) { Py_DECREF(vals); goto done; }
+        PyTuple_SET_ITEM(vals, i, Py_NewRef(v));
+    }
+    PyObject *conc = nd__materialize_tree(vals, 1);  /* one flush for all */
+    Py_DECREF(vals);
+    if (!conc) goto done;
+    rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        PyObject *site = PyList_GET_ITEM(w.sites, i);
+        PyObject *c = PyTuple_GET_ITEM(site, 0), *k = PyTuple_GET_ITEM(site, 1);
+        PyObject *v = PyTuple_GET_ITEM(conc, i);
+        if (PyCell_Check(c)) rc = PyCell_Set(c, v);
+        else if (PyList_Check(c)) rc = PyList_SetItem(c, PyLong_AsSsize_t(k), Py_NewRef(v));
+        else rc = PyDict_SetItem(c, k, v);
+    }
+    Py_DECREF(conc);
+    if (rc == 0) rc = 1;
+done:
+    Py_XDECREF(w.sites);
+    Py_XDECREF(w.seen);
+    return rc;
+}
+
+/* ---------------------------------------------- containers passed in
+ * A list or dict argument holding arrays is traced through a copy whose
+ * arrays are proxies (nd_map_leaves builds it). What the function does to
+ * that copy -- append, item assignment, del, pop -- is the caller's under
+ * NumPy, so when the call ends it is reflected into the caller's own
+ * container: the argument arrays go back as themselves (identity kept;
+ * their in-place writes land through their storages), copies of nested
+ * containers as their originals, anything else as it is (lazy values then
+ * settle as above). pairs (built before the call, while the copy still has
+ * the original's shape): (containers, leaves), dicts id(copy) -> (copy,
+ * original). */
+
+static int pair_walk(PyObject *o, PyObject *w, PyObject *cmap, PyObject *lmap, int depth)
+{
+    if (o == w || depth > 16) return 0;
+    PyObject *map = NULL;
+    if (PyArray_Check(o) && nd_proxy_check(w)) map = lmap;
+    else if ((PyList_Check(o) && PyList_Check(w)) || (PyDict_Check(o) && PyDict_Check(w)) ||
+             (PyTuple_Check(o) && PyTuple_Check(w)))
+        map = cmap;
+    if (!map) return 0;
+    PyObject *key = PyLong_FromVoidPtr(w), *val = PyTuple_Pack(2, w, o);
+    int rc = key && val ? PyDict_SetItem(map, key, val) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    if (rc < 0 || map == lmap) return rc;
+    if (PyDict_Check(o)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            PyObject *wv = PyDict_GetItemWithError(w, k);
+            if (!wv) { if (PyErr_Occurred()) return -1; continue; }
+            if (pair_walk(v, wv, cmap, lmap, depth + 1) < 0) return -1;
+        }
+        return 0;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    if (n != PySequence_Fast_GET_SIZE(w)) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pair_walk(PySequence_Fast_GET_ITEM(o, i), PySequence_Fast_GET_ITEM(w, i), cmap, lmap,
+                      depth + 1) < 0)
+            return -1;
+    return 0;
+}
+
+PyObject *nd__arg_pairs(PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n)
+{
+    int copied = 0;
+    for (Py_ssize_t k = 0; k < n && !copied; k++)
+        copied = args[k] != wrapped[k] && !PyArray_Check(args[k]);
+    if (!copied) return Py_NewRef(Py_None);
+    PyObject *cmap = PyDict_New(), *lmap = PyDict_New(), *r = NULL;
+    if (!cmap || !lmap) goto done;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (!PyArray_Check(args[k]) && pair_walk(args[k], wrapped[k], cmap, lmap, 0) < 0) goto done;
+    r = PyTuple_Pack(2, cmap, lmap);
+done:
+    Py_XDECREF(cmap);
+    Py_XDECREF(lmap);
+    return r;
+}
+
+/* the original a copy or proxy stands for (borrowed), or NULL */
+static PyObject *original(PyObject *map, PyObject *w)
+{
+    PyObject *key = PyLong_FromVoidPtr(w);
+    if (!key) return NULL;
+    PyObject *e = PyDict_GetItemWithError(map, key);
+    Py_DECREF(key);
+    return e && PyTuple_GET_ITEM(e, 0) == w ? PyTuple_GET_ITEM(e, 1) : NULL;
+}
+
+static int reflect(PyObject *pairs, PyObject *o, PyObject *w, PyObject *done);
+
+static PyObject *unwrapped(PyObject *pairs, PyObject *e, PyObject *done)
+{
+    PyObject *cmap = PyTuple_GET_ITEM(pairs, 0), *lmap = PyTuple_GET_ITEM(pairs, 1), *o;
+    if ((o = original(lmap, e))) return Py_NewRef(o);
+    if (PyErr_Occurred()) return NULL;
+    if ((o = original(cmap, e))) return reflect(pairs, o, e, done) < 0 ? NULL : Py_NewRef(o);
+    return PyErr_Occurred() ? NULL : Py_NewRef(e);
+}
+
+/* o takes w's contents, unwrapped; 1 if o changed */
+static int reflect(PyObject *pairs, PyObject *o, PyObject *w, PyObject *done)
+{
+    PyObject *key = PyLong_FromVoidPtr(o);
+    int seen = key ? PySet_Contains(done, key) : -1;
+    if (seen == 0) seen = PySet_Add(done, key);
+    Py_XDECREF(key);
+    if (seen != 0) return seen < 0 ? -1 : 0;
+    int changed = 0;
+    if (PyTuple_Check(o)) {  /* immutable: only what it holds may have changed */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o) && i < PyTuple_GET_SIZE(w); i++) {
+            PyObject *u = unwrapped(pairs, PyTuple_GET_ITEM(w, i), done);
+            if (!u) return -1;
+            Py_DECREF(u);
+        }
+        return 0;
+    }
+    if (PyList_Check(o)) {
+        Py_ssize_t n = PyList_GET_SIZE(w);
+        PyObject *nl = PyList_New(n);
+        if (!nl) return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *u = unwrapped(pairs, PyList_GET_ITEM(w, i), done);
+            if (!u) { Py_DECREF(nl); return -1; }
+            PyList_SET_ITEM(nl, i, u);
+            changed |= i >= PyList_GET_SIZE(o) || PyList_GET_ITEM(o, i) != u;
+        }
+        changed |= n != PyList_GET_SIZE(o);
+        int rc = changed ? PyList_SetSlice(o, 0, PyList_GET_SIZE(o), nl) : 0;
+        Py_DECREF(nl);
+        return rc < 0 ? -1 : changed;
+    }
+    /* a dict: the copy's items, in its order */
+    PyObject *nd = PyDict_New();
+    if (!nd) return -1;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    changed = PyDict_GET_SIZE(o) != PyDict_GET_SIZE(w);
+    while (PyDict_Next(w, &pos, &k, &v)) {
+        PyObject *u = unwrapped(pairs, v, done);
+        if (!u || PyDict_SetItem(nd, k, u) < 0) { Py_XDECREF(u); Py_DECREF(nd); return -1; }
+        PyObject *ov = PyDict_GetItemWithError(o, k);
+        if (!ov && PyErr_Occurred()) { Py_DECREF(u); Py_DECREF(nd); return -1; }
+        changed |= ov != u;
+        Py_DECREF(u);
+    }
+    if (!changed) {  /* same items: the order too? */
+        PyObject *ko = PyDict_Keys(o), *kw = PyDict_Keys(nd);
+        int eq = ko && kw ? PyObject_RichCompareBool(ko, kw, Py_EQ) : -1;
+        Py_XDECREF(ko);
+        Py_XDECREF(kw);
+        if (eq < 0) { Py_DECREF(nd); return -1; }
+        changed = !eq;
+    }
+    int rc = 0;
+    if (changed) {
+        PyDict_Clear(o);
+        rc = PyDict_Update(o, nd);
+    }
+    Py_DECREF(nd);
+    return rc < 0 ? -1 : changed;
+}
+
+int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n)
+{
+    if (pairs == Py_None) return 0;
+    PyObject *done = PySet_New(NULL);
+    if (!done) return -1;
+    int changed = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (args[k] == wrapped[k] || PyArray_Check(args[k])) continue;
+        int c = 0;
+        if (PyList_Check(args[k]) || PyDict_Check(args[k]) || PyTuple_Check(args[k]))
+            c = reflect(pairs, args[k], wrapped[k], done);
+        if (c < 0) { Py_DECREF(done); return -1; }
+        changed |= c;
+    }
+    Py_DECREF(done);
+    return changed;
+}
