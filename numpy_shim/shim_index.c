@@ -389,11 +389,12 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     }
     if (nd_trace_errstate_sync(t) < 0) return -1;
+    nd_id first = nd_shim_graph_size(t);
     PyObject *k = concrete_key(t, key);
     if (!k) return -1;
     int r = setitem(t, self, k, value);
     Py_DECREF(k);
-    return r;
+    return r < 0 ? r : nd_trace_settle(t, first);
 }
 
 static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)

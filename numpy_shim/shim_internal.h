@@ -517,4 +517,14 @@ int nd_shim_register_fft(nd_shim_table *tab);
 int nd_shim_register_sort(nd_shim_table *tab);
 int nd_shim_register_stats(nd_shim_table *tab);
 
+/* r, the result of a traced operation that began when the graph had
+ * `first` nodes, once an error its nodes may raise when they run has been
+ * given the chance to reach the user's try/with block (nd_trace_settle) */
+static inline PyObject *nd_shim_settled(nd_trace *t, nd_id first, PyObject *r)
+{
+    if (r && nd_trace_settle(t, first) < 0) Py_CLEAR(r);
+    return r;
+}
+static inline nd_id nd_shim_graph_size(nd_trace *t) { return (nd_id)nd_trace_graph(t)->n; }
+
 #endif

@@ -69,10 +69,11 @@ static PyObject *fallback(PyObject *func, const char *reason, PyObject *args, Py
 static PyObject *call_impl(const nd_shim_def *def, nd_trace *t, PyObject **argv)
 {
     if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_id first = nd_shim_graph_size(t);
     nd_trace_op_depth++;
     PyObject *r = def->impl(t, argv);
     nd_trace_op_depth--;
-    return r;
+    return nd_shim_settled(t, first, r);
 }
 
 PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
@@ -383,9 +384,20 @@ PyObject *nd_shim_array_function(PyObject *func, PyObject *types, PyObject *args
     return run_def(t, sf, args, kwargs);
 }
 
+static PyObject *array_ufunc(nd_trace *t, PyObject *ufunc, PyObject *method, PyObject *args,
+                             PyObject *kwargs);
+
 PyObject *nd_shim_array_ufunc(PyObject *ufunc, PyObject *method, PyObject *args, PyObject *kwargs)
 {
     nd_trace *t = nd_trace_current();
+    if (!t) return array_ufunc(t, ufunc, method, args, kwargs);
+    nd_id first = nd_shim_graph_size(t);
+    return nd_shim_settled(t, first, array_ufunc(t, ufunc, method, args, kwargs));
+}
+
+static PyObject *array_ufunc(nd_trace *t, PyObject *ufunc, PyObject *method, PyObject *args,
+                             PyObject *kwargs)
+{
     int uf = nd_ufunc_lookup(ufunc);
     const char *m = PyUnicode_Check(method) ? PyUnicode_AsUTF8(method) : NULL;
     if (!m) return NULL;

@@ -240,10 +240,11 @@ PyObject *nd_shim_ufunc1(int uf, PyObject *a)
         return r;
     }
     if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_id first = nd_shim_graph_size(t);
     PyObject *in[1] = {a};
     PyObject *r = apply(t, uf, in, &plain);
     if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 1);
-    return r;
+    return nd_shim_settled(t, first, r);
 }
 
 /* ---- operator fast path ------------------------------------------------
@@ -391,12 +392,13 @@ PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
         return r;
     }
     if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_id first = nd_shim_graph_size(t);
     PyObject *r0 = fast2(t, uf, a, b);
-    if (r0 != FAST_MISS) return r0;
+    if (r0 != FAST_MISS) return nd_shim_settled(t, first, r0);
     PyObject *in[2] = {a, b};
     PyObject *r = apply(t, uf, in, &plain);
     if (!r && !PyErr_Occurred()) return operator_fallback(uf, in, 2);
-    return r;
+    return nd_shim_settled(t, first, r);
 }
 
 PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
@@ -409,6 +411,7 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
         return r;
     }
     if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_id first = nd_shim_graph_size(t);
     ufunc_opts o = plain;
     o.outs[0] = a;
     o.nouts_given = 1;
@@ -434,9 +437,9 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
         }
         Py_DECREF(v);
         Py_INCREF(a);
-        return a;
+        return nd_shim_settled(t, first, a);
     }
-    return r;
+    return nd_shim_settled(t, first, r);
 }
 
 /* kwargs of ufunc.__call__ the shim understands; others fall back. */

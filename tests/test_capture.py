@@ -322,7 +322,21 @@ def test_escaped_proxy_materializes_after_return():
         return a.sum()
 
     assert f(np.ones(3)) == 3.0
-    esc = box[0]
+    # the closure's list is the caller's: it holds NumPy's array, as under NumPy
+    assert type(box[0]) is np.ndarray
+    np.testing.assert_array_equal(box[0], np.full(3, 3.0))
+
+    class Holder:  # a class's own attributes are not walked: the value stays lazy
+        items = []
+
+    @numdyn.compile(backend="eager")
+    def g(a):
+        b = a * 3
+        Holder.items.append(b)
+        return a.sum()
+
+    assert g(np.ones(3)) == 3.0
+    esc = Holder.items[0]
     assert not esc._numdyn_live
     np.testing.assert_array_equal(np.asarray(esc), np.full(3, 3.0))
     np.testing.assert_array_equal(esc + 1, np.full(3, 4.0))
