@@ -860,6 +860,10 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         /* every unit's compiler started (as many at once as nd_cc_jobs()):
          * wait for them within the call's budget, then take those built */
         double deadline = call_deadline > 0 ? call_deadline : mono_now() + budget_s;
+        if (deadline <= mono_now()) {  /* no budget left: the jobs are only started */
+            rc = 0;
+            goto done;
+        }
         char (*want)[32] = PyMem_Calloc((size_t)nbg_req, sizeof *want);
         if (!want) { PyErr_NoMemory(); goto done; }
         for (int b = 0; b < nbg_req; b++) memcpy(want[b], bases[todo[b]], sizeof *want);
