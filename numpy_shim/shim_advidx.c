@@ -552,6 +552,8 @@ PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
     PyObject *res = NULL;
     int rc = plan_key(t, self, key, pl, NULL);
     if (rc == 2) {
+        res = nd_shim_masked_read(t, self, key);
+        if (res || PyErr_Occurred()) goto done;
         res = fallback_getitem(self, key, "boolean mask indexing: data-dependent output shape");
         goto done;
     }
@@ -779,7 +781,8 @@ done:
 
 int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
-    int done;
+    int done = nd_shim_masked_store(t, self, key, value);
+    if (done) return done < 0 ? -1 : 0;
     if (mask_where(t, self, key, value, &done) < 0) return -1;
     if (done) return 0;
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));

@@ -114,6 +114,16 @@ PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key);
 /* self[key] = value, key as above. 0 or -1. */
 int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key,
                            PyObject *value);
+/* shim_masked.c: a[m] with m a lazy boolean mask over a's leading dims, as
+ * a masked value kept lazy while only elementwise work, sums and writes
+ * through the same mask use it (see the file). nd_shim_masked_read: new
+ * ref, or NULL (no exception: not this case; with one: error).
+ * nd_shim_masked_store: self[key] = value for a masked value by key's
+ * unchanged mask: 1 done, 0 not this case, -1 error. */
+int nd_shim_masked_init(void);
+int nd_shim_masked_check(PyObject *o);
+PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key);
+int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *value);
 /* ufunc.at(a, indices, b=None) with `a` a proxy. New ref (None) or NULL. */
 PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args,
                            PyObject *kwargs);

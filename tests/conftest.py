@@ -142,7 +142,7 @@ def backend(request):
 
 
 _CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "suppress_errors",
-                    "enabled", "error_on_recompile", "background_compile")
+                    "enabled", "error_on_recompile", "background_compile", "compile_budget")
 
 
 @pytest.fixture(autouse=True)

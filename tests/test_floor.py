@@ -286,6 +286,9 @@ def background(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
     utils.reset()
     monkeypatch.setattr(numdyn.config, "background_compile", True)
+    # no budget: the calls below run while the compilers run (they take more
+    # than microseconds), whatever the machine's load
+    monkeypatch.setattr(numdyn.config, "compile_budget", 0.0)
     yield
     utils.wait_compiles()
     utils.reset()

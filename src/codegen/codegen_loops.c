@@ -313,6 +313,34 @@ static int kernel_cost(kctx *c)
 }
 
 /* ------------------------------------------------------------ pointwise */
+/* A pointwise kernel's tasks: blocks of ND_BLOCK elements of the inner dim
+ * and, where the inner dim is shorter than a block, blocks of rows of dim
+ * R-2 holding about ND_BLOCK elements. A task per row of a tall narrow
+ * array ((X - mu) / sd over (500000, 8)) spends more on the task (the
+ * poll, the pointers, a vector loop of one or two iterations) than on its
+ * 8 elements. Opens the task loop and the row loop (two braces), binds
+ * i<d> of the outer dims and j0/j1. */
+static void row_tasks(kctx *c, uint32_t outer)
+{
+    nd_sb *sb = c->sb;
+    int R = c->R, rd = R - 2, vd = R - 1;
+    nd_sb_printf(sb, "const int64_t nb_ = (n%d + ND_BLOCK - 1) / ND_BLOCK;\n", vd);
+    nd_sb_printf(sb, "const int64_t rb_ = n%d >= ND_BLOCK ? 1 : ND_BLOCK / (n%d > 0 ? n%d : 1);\n", vd, vd, vd);
+    nd_sb_printf(sb, "const int64_t nrb_ = (n%d + rb_ - 1) / rb_;\n", rd);
+    nd_sb_puts(sb, "const int64_t ntask_ = 1 * nb_ * nrb_");
+    for (int d = 0; d < rd; d++) nd_sb_printf(sb, " * n%d", d);
+    nd_sb_puts(sb, ";\n");
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+                 c->k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
+    nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
+    nd_sb_puts(sb, "const int64_t jb_ = r_ % nb_;\nr_ /= nb_;\n");
+    nd_sb_printf(sb, "const int64_t j0 = jb_ * ND_BLOCK, j1 = ND_MIN(j0 + ND_BLOCK, n%d);\n", vd);
+    nd_sb_puts(sb, "const int64_t ib_ = r_ % nrb_;\nr_ /= nrb_;\n");
+    bind_dims(c, outer & ~(1u << rd));
+    nd_sb_printf(sb, "for (int64_t i%d = ib_ * rb_; i%d < ND_MIN(ib_ * rb_ + rb_, n%d); i%d++) {\n", rd, rd, rd, rd);
+}
+
 static int gen_pointwise(kctx *c)
 {
     nd_kernel *k = c->k;
@@ -336,7 +364,8 @@ static int gen_pointwise(kctx *c)
     }
     if (stream)
         nd_sb_printf(sb, "const int nd_stream_ = (double)tot_ * %zu >= ND_STREAM_BYTES;\n", obytes);
-    task_loop(c, outer, R - 1, 4096, k->cost, 1);
+    if (R >= 2) row_tasks(c, outer);
+    else task_loop(c, outer, R - 1, 4096, k->cost, 1);
     for (int o = 0; o < k->nin + k->nout; o++) pointer(c, o, outer, "p");
     if (stream) {
         nd_sb_puts(sb, "if (nd_stream_) {\n");
@@ -363,7 +392,7 @@ static int gen_pointwise(kctx *c)
     for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin], "p", "j");
     nd_sb_puts(sb, "}\n");
     if (stream) nd_sb_puts(sb, "}\n");
-    nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, R >= 2 ? "}\n}\n" : "}\n");
     return 0;
 }
 
@@ -857,8 +886,21 @@ typedef struct rset {
     nd_id rid[ND_MAXRED], val[ND_MAXRED];  /* val: -1 for a moment */
     int cent[ND_MAXRED];   /* a moment: the index of its mean's sum, else -1 */
     nd_id div[ND_MAXRED];  /* a moment: the SCALAR dividing that sum */
+    int same[ND_MAXRED];   /* an earlier reduction computing the very same
+                              value (x.mean(0) and the mean inside x.std(0)),
+                              whose accumulator the across loops share; -1 */
     int nmom;
 } rset;
+
+/* reductions p and q of s fold the same values the same way */
+static int same_reduction(kctx *c, const rset *s, int p, int q)
+{
+    const nd_node *a = &c->g->nodes[s->rid[p]], *b = &c->g->nodes[s->rid[q]];
+    const redop *ra = &s->r[p], *rb = &s->r[q];
+    return s->cent[p] < 0 && s->cent[q] < 0 && s->val[p] == s->val[q] && ra->kind != RK_ARG &&
+           ra->kind == rb->kind && ra->uf == rb->uf && ra->acc == rb->acc && ra->adt == rb->adt &&
+           a->in_dtype[0] == b->in_dtype[0] && !(a->nin > 1 && a->in[1] >= 0) && !(b->nin > 1 && b->in[1] >= 0);
+}
 
 static int rset_make(kctx *c, rset *s)
 {
@@ -877,6 +919,13 @@ static int rset_make(kctx *c, rset *s)
             s->nmom++;
         }
     }
+    for (int p = 0; p < s->n; p++) {
+        s->same[p] = -1;
+        for (int q = 0; q < p && s->same[p] < 0; q++)
+            if (s->same[q] < 0 && same_reduction(c, s, p, q)) s->same[p] = q;
+    }
+    for (int p = 0; p < s->n; p++)
+        if (s->cent[p] >= 0 && s->same[s->cent[p]] >= 0) s->cent[p] = s->same[s->cent[p]];
     return 0;
 bad:
     PyErr_SetString(PyExc_NotImplementedError, "numdyn: reductions without a C form");
@@ -1030,7 +1079,8 @@ static void mark_needed(kctx *c, uint8_t *which, nd_id x)
 /* A chunk's second walk (rows c0_..c1_ along rd, in cache): each moment's
  * squared deviations from the chunk's mean, then Chan's update of the
  * moment (acc), and the running sum of the chunk sums (rs); all sums are of
- * x - k (k: the first row's value, variance does not change with a shift) */
+ * x - k (k: the value at row lo_, the first of the rows walked; variance
+ * does not change with a shift) */
 static int moment_pass(kctx *c, const rset *s, int rd, uint32_t td)
 {
     nd_kernel *k = c->k;
@@ -1038,6 +1088,12 @@ static int moment_pass(kctx *c, const rset *s, int rd, uint32_t td)
     uint8_t *which = PyMem_Calloc((size_t)c->g->n, 1);
     if (!which) { PyErr_NoMemory(); return -1; }
     for (int p = 0; p < s->n; p++) if (s->cent[p] >= 0) mark_needed(c, which, s->val[s->cent[p]]);
+    /* the chunk's mean, once per column: a division per element costs more
+     * than the rest of the walk */
+    nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) {\n");
+    for (int p = 0; p < s->n; p++)
+        if (s->cent[p] >= 0) nd_sb_printf(sb, "mc%d_[j] = cs%d_[j] / (%s)(c1_ - c0_);\n", p, p, s->r[p].AT);
+    nd_sb_puts(sb, "}\n");
     nd_sb_printf(sb, "for (int64_t i%d = c0_; i%d < c1_; i%d++) {\n", rd, rd, rd);
     for (int o = 0; o < k->nin; o++) if (which[k->ops[o].via]) pointer(c, o, td | k->red, "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
@@ -1051,21 +1107,36 @@ static int moment_pass(kctx *c, const rset *s, int rd, uint32_t td)
         char cw[16];
         snprintf(cw, sizeof cw, "cw%d_", p);
         acc_value(c, &s->r[s->cent[p]], s->val[s->cent[p]], cw);
-        nd_sb_printf(sb, "{\nconst %s d_ = (cw%d_ - k%d_[j - j0]) - cs%d_[j - j0] / (%s)(c1_ - c0_);\n"
-                     "cm%d_[j - j0] += d_ * d_;\n}\n", r->AT, p, p, p, r->AT, p);
+        nd_sb_printf(sb, "{\nconst %s d_ = (cw%d_ - k%d_[j - j0]) - mc%d_[j - j0];\n"
+                     "cm%d_[j - j0] += d_ * d_;\n}\n", r->AT, p, p, p, p);
     }
     nd_sb_puts(sb, "}\n}\n");
     nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) {\n");
     for (int p = 0; p < s->n; p++) {
         if (s->cent[p] < 0) continue;
         const char *AT = s->r[p].AT;
-        nd_sb_printf(sb, "{\nconst %s nb_ = (%s)(c1_ - c0_), na_ = (%s)c0_;\n"
-                     "const %s dl_ = c0_ > 0 ? cs%d_[j] / nb_ - rs%d_[j] / na_ : (%s)0;\n"
+        nd_sb_printf(sb, "{\nconst %s nb_ = (%s)(c1_ - c0_), na_ = (%s)(c0_ - lo_);\n"
+                     "const %s dl_ = c0_ > lo_ ? cs%d_[j] / nb_ - rs%d_[j] / na_ : (%s)0;\n"
                      "acc%d_[j] += cm%d_[j] + dl_ * dl_ * (na_ * nb_ / (na_ + nb_));\nrs%d_[j] += cs%d_[j];\n}\n",
                      AT, AT, AT, AT, p, p, AT, p, p, p, p);
     }
     nd_sb_puts(sb, "}\n");
     return 0;
+}
+
+/* Moments walk rows lo_..hi_ along rd in chunks of 128: the rows' sums,
+ * then (the chunk in cache, moment_pass) their squared deviations from the
+ * chunk's mean, folded into the moment by Chan's pairwise update. Opens
+ * the chunk loop and the row loop. */
+static void moment_rows(kctx *c, const rset *s, int rd)
+{
+    nd_sb *sb = c->sb;
+    nd_sb_puts(sb, "for (int64_t c0_ = lo_; c0_ < hi_; c0_ += 128) {\n"
+                   "const int64_t c1_ = ND_MIN(c0_ + 128, hi_);\n");
+    for (int p = 0; p < s->n; p++)
+        if (s->cent[p] >= 0)
+            nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) { cs%d_[j] = 0; cm%d_[j] = 0; }\n", p, p);
+    nd_sb_printf(sb, "for (int64_t i%d = c0_; i%d < c1_; i%d++) {\n", rd, rd, rd);
 }
 
 /* "const AT res_<p> = <accumulated value a (argmax: index b)>;" */
@@ -1083,9 +1154,9 @@ static void across_accs(kctx *c, const rset *s)
         const redop *r = &s->r[p];
         const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
         if (s->cent[p] >= 0)
-            nd_sb_printf(c->sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d];\n"
+            nd_sb_printf(c->sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d], mc%d_[%d];\n"
                          "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
-                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
+                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
         nd_sb_printf(c->sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
         if (r->kind == RK_ARG) nd_sb_printf(c->sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
         if (r->kind == RK_CASCADE) nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
@@ -1109,10 +1180,11 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd)
         if (s->cent[p] >= 0) {
             /* sums of x - k, k the first row's value: the chunk means and
              * their differences are then small numbers, exact to eps */
-            nd_sb_printf(sb, "if (i%d == 0) k%d_[j - j0] = cv%d_;\ncs%d_[j - j0] += cv%d_ - k%d_[j - j0];\n",
+            nd_sb_printf(sb, "if (i%d == lo_) k%d_[j - j0] = cv%d_;\ncs%d_[j - j0] += cv%d_ - k%d_[j - j0];\n",
                          rd, p, s->cent[p], p, s->cent[p], p);
             continue;
         }
+        if (s->same[p] >= 0) continue;
         snprintf(cv, sizeof cv, "cv%d_", p);
         acc_value(c, r, s->val[p], cv);
         snprintf(a, sizeof a, "acc%d_[j - j0]", p);
@@ -1128,7 +1200,10 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd)
  * array's few columns: x.min(0) of (500000, 8) is one task otherwise);
  * the chunks' partials are combined in chunk order, so results do not
  * depend on the thread count. The vector loop is the last (kept) dim, all
- * of it (at most RBLOCK_K): the caller checks n<R-1> at run time. */
+ * of it (at most RBLOCK_K): the caller checks n<R-1> at run time. A
+ * moment (x.var(0) with x.mean(0)) is computed per chunk as in
+ * across_multi, each chunk shifted by its own first row; the chunks'
+ * (count, shift, shifted sum, M2) are merged by Chan's update. */
 static int split_across(kctx *c, const rset *s)
 {
     nd_kernel *k = c->k;
@@ -1143,6 +1218,9 @@ static int split_across(kctx *c, const rset *s)
                      AT, p, AT, AT, p);
         nd_sb_printf(sb, "int64_t *const pi%d_ = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nch_ * nv_));\n"
                      "okp_ &= pi%d_ != NULL;\n", p, p);
+        if (s->cent[p] >= 0)
+            nd_sb_printf(sb, "%s *const pk%d_ = (%s *)malloc(sizeof(%s) * (size_t)(2 * nch_ * nv_));\n"
+                         "okp_ &= pk%d_ != NULL;\n", AT, p, AT, AT, p);
     }
     nd_sb_puts(sb, "if (!okp_) nd_err |= ND_ERR_NOMEM;\nelse {\n");
     nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(nch_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
@@ -1152,16 +1230,33 @@ static int split_across(kctx *c, const rset *s)
                    "const int64_t j0 = 0, j1 = nv_;\n");
     across_accs(c, s);
     nd_sb_puts(sb, "{\n");
-    int opened = open_serial(c, k->red, 0);
+    int opened;
+    if (s->nmom) {
+        if (R != 2 || k->red != 1u) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment over several dims");
+            return -1;
+        }
+        moment_rows(c, s, 0);
+        opened = 1;
+    } else {
+        opened = open_serial(c, k->red, 0);
+    }
     for (int o = 0; o < k->nin; o++) pointer(c, o, k->red, "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (across_element(c, s, "j", -1) < 0) return -1;
+    if (across_element(c, s, "j", s->nmom ? 0 : -1) < 0) return -1;
     nd_sb_puts(sb, "}\n");
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    if (s->nmom) {
+        if (moment_pass(c, s, 0, 0) < 0) return -1;
+        nd_sb_puts(sb, "}\n");   /* the chunk */
+    }
     nd_sb_puts(sb, "}\nfor (int64_t j = 0; j < nv_; j++) {\n");
     for (int p = 0; p < s->n; p++) {
-        nd_sb_printf(sb, "pa%d_[ch_ * nv_ + j] = acc%d_[j];\n", p, p);
+        if (s->cent[p] >= 0)
+            nd_sb_printf(sb, "pk%d_[2 * (ch_ * nv_ + j)] = k%d_[j];\npk%d_[2 * (ch_ * nv_ + j) + 1] = rs%d_[j];\n",
+                         p, p, p, p);
+        nd_sb_printf(sb, "pa%d_[ch_ * nv_ + j] = acc%d_[j];\n", p, s->same[p] >= 0 ? s->same[p] : p);
         if (s->r[p].kind == RK_ARG) nd_sb_printf(sb, "pi%d_[ch_ * nv_ + j] = bi%d_[j];\n", p, p);
         else nd_sb_printf(sb, "pi%d_[ch_ * nv_ + j] = 0;\n", p);
     }
@@ -1171,6 +1266,32 @@ static int split_across(kctx *c, const rset *s)
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
         const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        if (s->cent[p] >= 0) {
+            /* chunks merged in order: N rows so far, shift K, sum RS of
+             * x - K, M2; then sum((x - S / div) ** 2) = M2 + N (mean -
+             * S / div) ** 2 as in across_multi */
+            nd_sb_printf(sb, "%s m2%d_ = 0, kk%d_ = 0, rs%d_ = 0;\nint64_t nn%d_ = 0;\n", AT, p, p, p, p);
+            nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\n"
+                           "const int64_t nc_ = n0 * (ch_ + 1) / nch_ - n0 * ch_ / nch_;\n"
+                           "if (nc_ == 0) continue;\n");
+            nd_sb_printf(sb, "const %s kc_ = pk%d_[2 * (ch_ * nv_ + j)], sc_ = pk%d_[2 * (ch_ * nv_ + j) + 1];\n",
+                         AT, p, p);
+            nd_sb_printf(sb, "if (nn%d_ == 0) { kk%d_ = kc_; rs%d_ = sc_; m2%d_ = pa%d_[ch_ * nv_ + j]; }\n"
+                         "else {\nconst %s na_ = (%s)nn%d_, nb_ = (%s)nc_;\n"
+                         "const %s dl_ = (kc_ - kk%d_) + sc_ / nb_ - rs%d_ / na_;\n"
+                         "m2%d_ += pa%d_[ch_ * nv_ + j] + dl_ * dl_ * (na_ * nb_ / (na_ + nb_));\n"
+                         "rs%d_ += sc_ + nb_ * (kc_ - kk%d_);\n}\n"
+                         "nn%d_ += nc_;\n}\n",
+                         p, p, p, p, p, AT, AT, p, AT, AT, p, p, p, p, p, p, p);
+            nd_sb_printf(sb, "const %s mu%d_ = ca%d_ / (%s)v%d;\n", AT, p, s->cent[p], AT, (int)s->div[p]);
+            nd_sb_printf(sb, "const %s dm%d_ = nn%d_ > 0 ? (kk%d_ + rs%d_ / (%s)nn%d_) - mu%d_ : (%s)0;\n",
+                         AT, p, p, p, p, AT, p, p, AT);
+            nd_sb_printf(sb, "const %s res_%d = m2%d_ + (%s)nn%d_ * dm%d_ * dm%d_;\n", AT, p, p, AT, p, p, p);
+            char rx[16];
+            snprintf(rx, sizeof rx, "_%d", p);
+            red_result(c, r, s->rid[p], rx);
+            continue;
+        }
         nd_sb_printf(sb, "%s ca%d_ = pa%d_[j];\nint64_t cb%d_ = pi%d_[j];\n", AT, p, p, p, p);
         nd_sb_puts(sb, "for (int64_t ch_ = 1; ch_ < nch_; ch_++) {\n");
         snprintf(a, sizeof a, "pa%d_[ch_ * nv_ + j]", p);
@@ -1188,7 +1309,10 @@ static int split_across(kctx *c, const rset *s)
     }
     if (epilogue_store(c, 0, "j") < 0) return -1;
     nd_sb_puts(sb, "}\n}\n");
-    for (int p = 0; p < s->n; p++) nd_sb_printf(sb, "free(pa%d_);\nfree(pi%d_);\n", p, p);
+    for (int p = 0; p < s->n; p++) {
+        nd_sb_printf(sb, "free(pa%d_);\nfree(pi%d_);\n", p, p);
+        if (s->cent[p] >= 0) nd_sb_printf(sb, "free(pk%d_);\n", p);
+    }
     nd_sb_puts(sb, "}\n");
     return 0;
 }
@@ -1219,15 +1343,8 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
     nd_sb_puts(sb, "{\n");
     int opened;
     if (s->nmom) {
-        /* chunks of ND_MCHUNK rows: the rows' sums, then (the chunk in cache)
-         * their squared deviations from the chunk's mean, folded into the
-         * moment by Chan's pairwise update */
-        nd_sb_printf(sb, "for (int64_t c0_ = 0; c0_ < n%d; c0_ += 128) {\n"
-                     "const int64_t c1_ = ND_MIN(c0_ + 128, n%d);\n", rd, rd);
-        for (int p = 0; p < s->n; p++)
-            if (s->cent[p] >= 0)
-                nd_sb_printf(sb, "for (int64_t j = 0; j < j1 - j0; j++) { cs%d_[j] = 0; cm%d_[j] = 0; }\n", p, p);
-        nd_sb_printf(sb, "for (int64_t i%d = c0_; i%d < c1_; i%d++) {\n", rd, rd, rd);
+        nd_sb_printf(sb, "const int64_t lo_ = 0, hi_ = n%d;\n", rd);
+        moment_rows(c, s, rd);
         opened = 1;
     } else {
         opened = open_serial(c, k->red, -1);
@@ -1260,7 +1377,7 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
                          p, p);
         } else {
             char av[32], bv[32];
-            snprintf(av, sizeof av, "acc%d_[j - j0]", p);
+            snprintf(av, sizeof av, "acc%d_[j - j0]", s->same[p] >= 0 ? s->same[p] : p);
             snprintf(bv, sizeof bv, "bi%d_[j - j0]", p);
             res_line(c, r, p, av, bv);
         }
@@ -1283,7 +1400,7 @@ static int gen_reduce(kctx *c)
     uint32_t kept = all & ~k->red;
     int inner_red = R > 0 && (k->red & (1u << (R - 1)));
     char flat[256], hi[16];
-    if (!inner_red && R >= 2 && kept == (1u << (R - 1)) && (k->red & 1u) && !s.nmom) {
+    if (!inner_red && R >= 2 && kept == (1u << (R - 1)) && (k->red & 1u)) {
         /* a tall array's few columns: chunks of the rows in parallel */
         nd_sb_printf(sb, "if (n0 >= 4096 && n%d <= %d) {\n", R - 1, RBLOCK_K);
         if (split_across(c, &s) < 0) return -1;

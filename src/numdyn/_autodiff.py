@@ -105,14 +105,17 @@ def value_and_grad(fn, argnums=0, has_aux=False, allow_int=False):
     fn's 0-d float value and its gradient with respect to the argument(s)
     argnums (a tuple of gradients for a tuple argnums), computed in one run
     (forward and backward fused). has_aux=True: fn returns (value, aux) and
-    the result is ((value, aux), gradient)."""
+    the result is ((value, aux), gradient). Warm calls replay: the forward
+    and backward graph recorded per argument signature (guarded as
+    numdyn.compile guards) runs without tracing fn again."""
+    cache = _C._grad_cache()  # this wrapper's recorded traces
 
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args))
         _check_int_inputs(args, nums, allow_int)
         out, aux, grads = _C._vjp(fn, args, nums, kwargs or None, _backend_of(fn),
-                                  has_aux, True)
+                                  has_aux, True, cache)
         g = grads[0] if single else grads
         return ((out, aux), g) if has_aux else (out, g)
 

@@ -41,6 +41,13 @@ background_compile
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
     The speed floor does not time calls that ran such graphs. False: a call
     waits for its kernels' compiler, as the first call of a new program.
+compile_budget
+    Seconds a call waits in all for the C compiler when background_compile
+    is on (default 1.0; NUMDYN_COMPILE_BUDGET): kernels built within it run
+    compiled on that very call, as if it had waited; past it the call runs
+    the graphs still compiling with NumPy, and the call that finds them
+    built runs compiled. 0: never wait. Ignored when background_compile is
+    off (a call then waits for every compiler it needs).
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
@@ -57,6 +64,7 @@ suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
 background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "0") == "1"
+compile_budget = float(os.environ.get("NUMDYN_COMPILE_BUDGET", "1.0"))
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
@@ -77,6 +85,10 @@ class _Config(types.ModuleType):
         elif name == "background_compile":
             from . import _C
             _C._background_compile(bool(value))
+        elif name == "compile_budget":
+            from . import _C
+            _C._compile_budget(float(value))
+            value = float(value)
         super().__setattr__(name, value)
 
 
@@ -85,4 +97,5 @@ from . import _C as _c  # noqa: E402
 for _name in _PUSHED:
     _c._config_set(_name, globals()[_name])
 _c._background_compile(background_compile)
+_c._compile_budget(compile_budget)
 del _c, _name

@@ -253,8 +253,23 @@ static PyObject *py_background_compile(PyObject *self, PyObject *args)
 static PyObject *py_wait_compiles(PyObject *self, PyObject *noargs)
 {
     (void)self; (void)noargs;
-    nd_disk_wait_all();
+    if (nd_disk_wait_all() < 0) return NULL;
     return PyLong_FromLong(nd_disk_pending());
+}
+
+static PyObject *py_compile_budget(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double s = -1;
+    if (!PyArg_ParseTuple(args, "|d", &s)) return NULL;
+    double was = nd_disk_budget();
+    if (s == s && s >= 0) nd_disk_set_budget(s);
+    else if (PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_ValueError, "numdyn.config.compile_budget must be a number of "
+                        "seconds >= 0");
+        return NULL;
+    }
+    return PyFloat_FromDouble(was);
 }
 
 static PyObject *py_cache_dir(PyObject *self, PyObject *noargs)
@@ -272,6 +287,8 @@ static PyMethodDef methods[] = {
     {"_native_cache_dir", py_cache_dir, METH_NOARGS, "The (checked) kernel cache directory."},
     {"_background_compile", py_background_compile, METH_VARARGS,
      "_background_compile([on]) -> the setting before (numdyn.config.background_compile)."},
+    {"_compile_budget", py_compile_budget, METH_VARARGS,
+     "_compile_budget([seconds]) -> the setting before (numdyn.config.compile_budget)."},
     {"_wait_compiles", py_wait_compiles, METH_NOARGS,
      "Wait until every background compiler ended; their kernels load on next use."},
     {NULL, NULL, 0, NULL},

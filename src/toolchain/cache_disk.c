@@ -48,6 +48,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -624,6 +626,7 @@ static void bg_atexit(void)
         bg_job *j = bg[i];
         if (j->owner != getpid()) continue;
         if (j->started && !j->ended) {
+            kill(-j->pid, SIGKILL);  /* its process group: the driver's cc1/as/ld too */
             kill(j->pid, SIGKILL);
             while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR) {}
         }
@@ -657,19 +660,86 @@ static void bg_pump(void)
     }
 }
 
-/* The GIL stays held: the job table is only ever touched under it (another
- * thread's request could drop a job this loop is waiting on). */
-void nd_disk_wait_all(void)
+/* ------------------------------------------------------ the budget
+ * In background mode a call still waits for its compilers, up to
+ * nd_disk_budget seconds in all per top-level call (nd_disk_call_begin/end
+ * frame it; a request outside any call gets the budget to itself): what is
+ * built by then runs compiled, exactly as a call that waited would; the
+ * rest runs with NumPy and is loaded by the call that finds it built. Most
+ * first calls compile within it and behave as without background compiles;
+ * none stalls longer. */
+static double budget_s = 1.0;
+static _Thread_local double call_deadline;  /* 0: no call framed */
+static _Thread_local int call_depth;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double nd_disk_budget(void) { return budget_s; }
+void nd_disk_set_budget(double s) { budget_s = s > 0 ? s : 0; }
+
+void nd_disk_call_begin(void)
+{
+    if (call_depth++ == 0) call_deadline = mono_now() + budget_s;
+}
+
+void nd_disk_call_end(void)
+{
+    if (call_depth > 0 && --call_depth == 0) call_deadline = 0;
+}
+
+/* 1 when job j is one of the n bases asked for (all when bases is NULL) */
+static int bg_wanted(const bg_job *j, char (*bases)[32], int n)
+{
+    if (!bases) return 1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(j->base, bases[i])) return 1;
+    return 0;
+}
+
+/* Wait until every job of this process among bases (NULL: all) ended, or
+ * the deadline passed. The job table is only touched with the GIL held
+ * (another thread's request may drop a job meanwhile, so it is scanned
+ * afresh each round); the GIL is released while poll() sleeps on the
+ * compilers' pipes (EOF when one exits), in slices short enough to start
+ * queued jobs and notice Ctrl-C. 0, or -1 with the exception of a signal
+ * handler (KeyboardInterrupt: the compilers go on, a later call collects
+ * them). */
+static int bg_wait(char (*bases)[32], int n, double deadline)
 {
     pid_t me = getpid();
     for (;;) {
         bg_pump();
-        bg_job *w = NULL;
-        for (int i = 0; i < nbg && !w; i++)
-            if (bg[i]->owner == me && bg[i]->started && !bg[i]->ended) w = bg[i];
-        if (!w) break;  /* none running: none waiting either (bg_pump started them) */
-        w->ended = nd_cc_poll(w->pid, w->rfd, &w->out, &w->olen, 1, &w->status);
+        struct pollfd pf[64];
+        int np = 0, pending = 0;
+        for (int i = 0; i < nbg; i++) {
+            bg_job *j = bg[i];
+            if (j->owner != me || j->ended || !bg_wanted(j, bases, n)) continue;
+            pending = 1;
+            if (j->started && np < 64) {
+                pf[np].fd = j->rfd;
+                pf[np].events = POLLIN;
+                pf[np++].revents = 0;
+            }
+        }
+        if (!pending) return 0;
+        double left = deadline - mono_now();
+        if (left <= 0) return 0;
+        int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
+        Py_BEGIN_ALLOW_THREADS
+        (void)poll(pf, (nfds_t)np, ms);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals() < 0) return -1;
     }
+}
+
+int nd_disk_wait_all(void)
+{
+    return bg_wait(NULL, 0, INFINITY);
 }
 
 /* unit i of a background request: *handle set when it is ready; 0, or -1
@@ -746,7 +816,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
     unit_build *ub = PyMem_Calloc((size_t)n, sizeof *ub);
     int *todo = PyMem_Calloc((size_t)n, sizeof(int)), *fds = PyMem_Calloc((size_t)n, sizeof(int));
     const char **shown = PyMem_Calloc((size_t)n, sizeof(char *));
-    int nb = 0, rc = -1;
+    int nb = 0, nbg_req = 0, rc = -1;
     if (!bases || !ub || !todo || !fds || !shown) { PyErr_NoMemory(); goto done; }
     /* the compiler, its flags, the host ISA, the headers and numdyn's
      * version are part of every entry's name here, whatever the caller's key
@@ -763,6 +833,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         if (nd_disk_load_only) continue;  /* frozen: not built, handle NULL */
         if (nd_disk_background) {
             if (bg_step(dfd, given, bases[i], &units[i], &handles[i]) < 0) goto done;
+            if (!handles[i]) todo[nbg_req++] = i;
             continue;
         }
         ub[nb].base = bases[i];
@@ -770,6 +841,23 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         fds[nb] = ub[nb].bfd;
         shown[nb] = ub[nb].shown;
         todo[nb++] = i;
+    }
+    if (nbg_req) {
+        /* every unit's compiler started (as many at once as nd_cc_jobs()):
+         * wait for them within the call's budget, then take those built */
+        double deadline = call_deadline > 0 ? call_deadline : mono_now() + budget_s;
+        char (*want)[32] = PyMem_Calloc((size_t)nbg_req, sizeof *want);
+        if (!want) { PyErr_NoMemory(); goto done; }
+        for (int b = 0; b < nbg_req; b++) memcpy(want[b], bases[todo[b]], sizeof *want);
+        int wrc = bg_wait(want, nbg_req, deadline);
+        PyMem_Free(want);
+        if (wrc < 0) goto done;
+        for (int b = 0; b < nbg_req; b++) {
+            int i = todo[b];
+            if (bg_step(dfd, given, bases[i], &units[i], &handles[i]) < 0) goto done;
+        }
+        rc = 0;
+        goto done;
     }
     int ok = nb ? nd_cc_compile_many(nb, fds, "u.c", "u.so", shown) == 0 : 1;
     rc = ok ? 0 : -1;

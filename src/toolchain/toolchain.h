@@ -20,7 +20,8 @@ int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const ch
  * failure's exception. */
 int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
                        const char *const *shown_srcs);
-/* One compile started and not waited for (background compiles): 0 with
+/* One compile started and not waited for (background compiles; in a
+ * process group of its own, so a Ctrl-C at the terminal spares it): 0 with
  * *pid and *rfd (its output, non-blocking) set, or -1 with an exception. */
 int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
                 pid_t *pid, int *rfd);
@@ -73,7 +74,18 @@ extern _Thread_local int nd_disk_load_only;
  * its kernels compile. */
 extern _Thread_local int nd_disk_background;
 int nd_disk_pending(void);      /* background compiles not yet collected */
-void nd_disk_wait_all(void);    /* wait until every background compiler ended */
+/* Wait until every background compiler ended: 0, or -1 with the exception
+ * a signal handler raised (Ctrl-C; the compilers go on). */
+int nd_disk_wait_all(void);
+/* The compile budget of background mode: a top-level call (framed by
+ * nd_disk_call_begin/end, nestable, per thread) waits up to this many
+ * seconds in all for its compilers, then runs with NumPy what is not built
+ * yet; a request outside a framed call gets the budget to itself.
+ * numdyn.config.compile_budget. */
+double nd_disk_budget(void);
+void nd_disk_set_budget(double seconds);
+void nd_disk_call_begin(void);
+void nd_disk_call_end(void);
 int nd_disk_clear(void);
 
 /* cache_mem.c */

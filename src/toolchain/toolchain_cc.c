@@ -109,7 +109,7 @@ int nd_cc_available(void)
  * Returns the exit status (>= 0), or -1 with errno when it could not run. */
 /* Start argv with stdout+stderr into a pipe: 0 (*pid, *rfd set) or -1
  * with errno. */
-static int spawn_capture(int cwd_fd, char *const argv[], pid_t *pid_out, int *rfd)
+static int spawn_capture_pg(int cwd_fd, char *const argv[], pid_t *pid_out, int *rfd, int own_pgrp)
 {
     int fd[2];
     if (pipe(fd) < 0) return -1;
@@ -120,14 +120,29 @@ static int spawn_capture(int cwd_fd, char *const argv[], pid_t *pid_out, int *rf
     posix_spawn_file_actions_addclose(&fa, fd[0]);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     if (cwd_fd >= 0) posix_spawn_file_actions_addfchdir_np(&fa, cwd_fd);
+    /* own_pgrp: a compiler of its own process group, which the terminal's
+     * Ctrl-C (sent to the foreground group) does not kill: a background
+     * compile outlives an interrupted call and is collected by a later one */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    if (own_pgrp) {
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&at, 0);
+    }
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
     if (rc != 0) { close(fd[0]); errno = rc; return -1; }
     *pid_out = pid;
     *rfd = fd[0];
     return 0;
+}
+
+static int spawn_capture(int cwd_fd, char *const argv[], pid_t *pid_out, int *rfd)
+{
+    return spawn_capture_pg(cwd_fd, argv, pid_out, rfd, 0);
 }
 
 /* Read a spawned process's output to EOF (*out malloc'd, NUL-terminated)
@@ -309,7 +324,7 @@ int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char
 {
     char inc[4200], *argv[MAXARGS];
     if (compile_argv(argv, inc, src_name, so_name) < 0) return -1;
-    if (spawn_capture(dirfd, argv, pid, rfd) < 0) {
+    if (spawn_capture_pg(dirfd, argv, pid, rfd, 1) < 0) {
         compile_error(-1, errno, src_path, NULL);
         return -1;
     }
@@ -393,7 +408,9 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
         }
     }
     Py_END_ALLOW_THREADS
-    int status = 0;
+    /* a Ctrl-C while waiting (which killed the compilers of our process
+     * group too) is the exception the call raises, not a compile error */
+    int status = PyErr_CheckSignals() < 0 ? -1 : 0;
     for (int i = 0; i < n; i++) {
         if (!status && rc[i] != 0) {
             compile_error(rc[i], err[i], src_paths[i], out[i]);

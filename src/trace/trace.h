@@ -80,6 +80,14 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj);
  * with the user's file/line (and raises GraphBreakError under fullgraph). */
 PyObject *nd_trace_materialize(PyObject *proxy, const char *reason);
 
+/* Objects that stand for arrays without being proxies (numpy_shim's masked
+ * reads, shim_masked.c): while *nd_trace_masked_live is nonzero, a value
+ * leaving the graph (a return, a NumPy call outside it) has each such
+ * object replaced by resolve(o), a proxy or array (new ref); resolve
+ * returns NULL with no exception for anything else. Set by the shim. */
+extern Py_ssize_t *nd_trace_masked_live;
+extern PyObject *(*nd_trace_masked_resolve)(PyObject *o);
+
 /* Call the real NumPy `func` with every proxy in args/kwargs (nested in
  * tuples, lists, dicts) materialized: the fallback for functions the shim does
  * not cover. Records a graph break with `reason`. Result is returned as is. */
@@ -241,9 +249,13 @@ int nd_trace_init(PyObject *module);  /* module init: types and functions */
  * has_aux without a pair), NotImplementedError naming an op without a VJP
  * rule or the line where a differentiated value left the graph as data
  * (float(), .item(), a NumPy function numdyn runs outside the graph), or
- * whatever fn raised. */
+ * whatever fn raised.
+ * cache: None, or numdyn._C._grad_cache() of this (fn, argnums, has_aux):
+ * a top-level grad=1 call without kwargs of a replayable fn is recorded
+ * there and later calls whose arguments fit its guards run the recorded
+ * forward+backward graph without tracing (trace_replay.h). */
 PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
-                       PyObject *backend, int has_aux, int grad);
+                       PyObject *backend, int has_aux, int grad, PyObject *cache);
 int nd_grad_init(PyObject *module);  /* module init: _vjp, VJP */
 /* ------------------------------------------------- NumPy semantics entry
  * The tracer reaches NumPy's semantics only through this table, which the

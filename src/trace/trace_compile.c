@@ -20,6 +20,7 @@
 #include "trace_control.h"
 #include "trace/loop.h"
 #include "runtime/floor.h"
+#include "toolchain/toolchain.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,7 +282,9 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
     const char *tag = nd_debug_tag;
     if (adm == ND_ADMIT_COMPILE) tag = nd__ctl_debug_begin(cf->ctl, idx, args, nargsf, kwnames);
     double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
+    nd_disk_call_begin();  /* the call's compile budget (background compiles) */
     PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);
+    nd_disk_call_end();
     nd_marks_spec_all = spec_saved;
     nd_debug_tag = tag;
     if (adm == ND_ADMIT_COMPILE && nd__ctl_compiled(cf->ctl, idx, nd__ctl_now() - t0, r != NULL) < 0)

@@ -1268,7 +1268,32 @@ static PyObject *rebuild(PyObject *o, proxy_set *ps, int as_scalar)
     return nd_map_leaves(o, rebuild_leaf, &c, 64, ND_WALK_DICT_SUBCLASSES);
 }
 
+Py_ssize_t *nd_trace_masked_live;
+PyObject *(*nd_trace_masked_resolve)(PyObject *o);
+
+static PyObject *masked_leaf(PyObject *o, int depth, void *ctx)
+{
+    if (depth > 64) return Py_NewRef(o);
+    PyObject *r = nd_trace_masked_resolve(o);
+    if (r || PyErr_Occurred()) return r;
+    return ND_NOT_LEAF;
+}
+
+static PyObject *materialize_tree(PyObject *obj, int as_scalar);
+
 PyObject *nd__materialize_tree(PyObject *obj, int as_scalar)
+{
+    if (nd_trace_masked_live && *nd_trace_masked_live && nd_trace_masked_resolve) {
+        PyObject *o = nd_map_leaves(obj, masked_leaf, NULL, 64, ND_WALK_DICT_SUBCLASSES);
+        if (!o) return NULL;
+        PyObject *r = materialize_tree(o, as_scalar);
+        Py_DECREF(o);
+        return r;
+    }
+    return materialize_tree(obj, as_scalar);
+}
+
+static PyObject *materialize_tree(PyObject *obj, int as_scalar)
 {
     proxy_set ps = {0};
     PyObject *r = NULL;

@@ -229,6 +229,50 @@ static PyObject *fill_leaf(PyObject *o, int depth, void *ctx)
     return Py_NewRef(v);
 }
 
+/* ------------------------------------------------------ other arguments */
+
+static PyObject *base_of(PyObject *a)
+{
+    PyObject *b = a, *nb;
+    while ((nb = PyArray_BASE((PyArrayObject *)b)) && PyArray_Check(nb)) b = nb;
+    return b;
+}
+
+/* 1 when the array argument k shares a base array with another array
+ * reachable from the arguments (then NumPy runs on it as before: one
+ * storage per base is trace_compile.c's business) */
+static int shares_base(PyObject *args, Py_ssize_t k)
+{
+    PyObject *list = PyList_New(0);
+    if (!list) return -1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args); j++)
+        if (nd__gather_arrays(PyTuple_GET_ITEM(args, j), list, 0, 0) < 0) { Py_DECREF(list); return -1; }
+    PyObject *a = PyTuple_GET_ITEM(args, k), *b = base_of(a);
+    int r = 0;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(list) && !r; j++) {
+        PyObject *c = PyList_GET_ITEM(list, j);
+        r = c != a && base_of(c) == b;
+    }
+    Py_DECREF(list);
+    return r;
+}
+
+/* A top-level call's array argument that is not differentiated: a caller
+ * proxy as numdyn.compile makes (its operations are traced, so the graph
+ * reads the argument itself and the capture can be recorded for replay;
+ * writes reach the caller's array as under NumPy). */
+static PyObject *wrap_other(nd_trace *t, PyObject *args, Py_ssize_t k)
+{
+    PyObject *a = PyTuple_GET_ITEM(args, k);
+    if (!PyArray_CheckExact(a) || !nd_supported_array(a)) return Py_NewRef(a);
+    int sh = shares_base(args, k);
+    if (sh) return sh < 0 ? NULL : Py_NewRef(a);
+    nd_storage *s = nd__caller_storage(t, a);
+    PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+    if (p) nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)a);
+    return p;
+}
+
 /* ------------------------------------------------------------- outputs */
 
 typedef struct {
@@ -312,26 +356,36 @@ static void vjp_dealloc(PyObject *o)
     Py_TYPE(o)->tp_free(o);
 }
 
-/* The cotangent 1 of grad's output: a 0-d INPUT array rather than a SCALAR
- * node -- codegen mishandles a broadcast view of a SCALAR read after a
+/* The cotangent 1 of grad's output: a 0-d INPUT array (one shared
+ * read-only array per dtype, which a recorded grad binds as an extra
+ * argument) rather than a SCALAR node -- codegen mishandles a broadcast view of a SCALAR read after a
  * short-axis reduction ("v2 undeclared", np.sum(x.max(axis=1)) of a (2, 3)
  * x; helper `fuse` owns that fix). */
+static PyObject *ones[3];  /* read-only 0-d 1.0 of float16/32/64 */
+
+static int ones_init(void)
+{
+    static const int dts[3] = {NPY_HALF, NPY_FLOAT, NPY_DOUBLE};
+    for (int k = 0; k < 3; k++) {
+        if (ones[k]) continue;
+        PyObject *a = PyArray_ZEROS(0, NULL, dts[k], 0), *one = PyFloat_FromDouble(1.0);
+        int bad = !a || !one || PyArray_SETITEM((PyArrayObject *)a, PyArray_DATA((PyArrayObject *)a), one) < 0;
+        Py_XDECREF(one);
+        if (bad) { Py_XDECREF(a); return -1; }
+        PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+        ones[k] = a;
+    }
+    return 0;
+}
+
 static nd_id scalar_one(nd_graph *g, int dt)
 {
-    PyObject *a = PyArray_ZEROS(0, NULL, dt, 0);
-    if (!a) return ND_NONE;
-    PyObject *one = PyFloat_FromDouble(1.0);
-    if (!one || PyArray_SETITEM((PyArrayObject *)a, PyArray_DATA((PyArrayObject *)a), one) < 0) {
-        Py_XDECREF(one);
-        Py_DECREF(a);
-        return ND_NONE;
-    }
-    Py_DECREF(one);
+    if (ones_init() < 0) return ND_NONE;
     nd_node n;
     nd_node_init(&n, ND_OP_INPUT, dt, 0, NULL);
-    n.obj = a;
+    n.obj = Py_NewRef(ones[dt == NPY_HALF ? 0 : dt == NPY_FLOAT ? 1 : 2]);
     nd_id id = nd_graph_add(g, &n);
-    if (id == ND_NONE) Py_DECREF(a);
+    if (id == ND_NONE) Py_DECREF(n.obj);
     return id;
 }
 
@@ -546,8 +600,42 @@ static int saved_set(nd_graph *g, nd_id nfwd, PyObject *ids_list)
     return rc;
 }
 
+/* ------------------------------------------------------- warm calls
+ * A grad function's recorded traces (numdyn._C._grad_cache(): a capsule
+ * per numdyn.grad/value_and_grad wrapper). A top-level grad call of a
+ * replayable fn (trace_replay.c: its bytecode scan and the capture's own
+ * checks, arguments guarded exactly as numdyn.compile guards them) records
+ * its one flush -- forward and backward -- and a later call whose
+ * arguments fit runs that graph without tracing: a warm grad call costs
+ * what a warm compiled call costs. */
+#define GRAD_CACHE "numdyn.grad_cache"
+
+static void grad_cache_free(PyObject *cap)
+{
+    nd__replay_free(PyCapsule_GetPointer(cap, GRAD_CACHE));
+}
+
+static PyObject *mod_grad_cache(PyObject *m, PyObject *unused)
+{
+    nd_replay *r = nd__replay_new();
+    if (!r) return NULL;
+    PyObject *cap = PyCapsule_New(r, GRAD_CACHE, grad_cache_free);
+    if (!cap) nd__replay_free(r);
+    return cap;
+}
+
+static int replay_enabled(void)
+{
+    static int off = -1;  /* NUMDYN_REPLAY=0: always trace, as numdyn.compile */
+    if (off < 0) {
+        const char *e = getenv("NUMDYN_REPLAY");
+        off = e && strcmp(e, "0") == 0;
+    }
+    return !off && !nd__tls_explain;
+}
+
 PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
-                       PyObject *backend, int has_aux, int grad)
+                       PyObject *backend, int has_aux, int grad, PyObject *cache)
 {
     nd_trace *outer = nd_trace_current();
     int kind = ND_BACKEND_NATIVE;
@@ -574,6 +662,30 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
         }
         diff[a] = 1;
     }
+    nd_replay *rp = NULL;
+    PyObject *rtarget = NULL;  /* the function the cache scans and replays */
+    PyObject **rargs = NULL;   /* its arguments: args, then the three ones */
+    int want = 0;
+    if (!outer && grad && cache && cache != Py_None && !kwargs && replay_enabled()) {
+        if (!(rp = PyCapsule_GetPointer(cache, GRAD_CACHE)) || !(rtarget = target_of(fn))) {
+            PyMem_Free(diff);
+            return NULL;
+        }
+        PyObject *r = NULL;
+        if (ones_init() == 0 && (rargs = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nargs + 3)))) {
+            for (Py_ssize_t k = 0; k < nargs; k++) rargs[k] = PyTuple_GET_ITEM(args, k);
+            for (int k = 0; k < 3; k++) rargs[nargs + k] = ones[k];
+            r = nd__replay_try(rp, rtarget, rargs, (size_t)nargs + 3, NULL, kind, NULL);
+        } else if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        if (r || PyErr_Occurred() || (want = nd__replay_want(rp, rtarget)) < 0) {
+            Py_DECREF(rtarget);
+            PyMem_Free(rargs);
+            PyMem_Free(diff);
+            return r;
+        }
+    }
     nd_trace *t = outer;
     if (!t) {
         t = nd__trace_new(kind, NULL, NULL, NULL, 0);
@@ -583,6 +695,13 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     }
     nd_trace *prev = nd__tls_trace;
     nd__tls_trace = t;
+    nd_replay_rec rec, *prev_rec = nd__tls_rec;
+    memset(&rec, 0, sizeof rec);
+    if (want) {
+        rec.trace = t;
+        rec.elem_lazy = !nd__replay_elem_eager(rp);
+        nd__tls_rec = &rec;
+    }
     leaf_ctx lc = {t, outer != NULL, NULL, NULL, 0, 0};
     nd_ad_capture ad = {t->ad, NULL, 0, NULL, 0};
     PyObject *wargs = PyTuple_New(nargs), *dargs = PyTuple_New(nw), *res = NULL, *out = NULL;
@@ -594,7 +713,8 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (!wargs || !dargs) goto done;
     for (Py_ssize_t k = 0, j = 0; k < nargs; k++) {
         PyObject *a = PyTuple_GET_ITEM(args, k);
-        PyObject *w = diff[k] ? nd_map_leaves(a, wrap_leaf, &lc, 32, 0) : Py_NewRef(a);
+        PyObject *w = diff[k] ? nd_map_leaves(a, wrap_leaf, &lc, 32, 0)
+                      : outer ? Py_NewRef(a) : wrap_other(t, args, k);
         if (!w) goto done;
         PyTuple_SET_ITEM(wargs, k, w);
         if (diff[k]) PyTuple_SET_ITEM(dargs, j++, Py_NewRef(a));
@@ -691,12 +811,23 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (nd_autodiff_backward(g, nout, outs, cts, lc.n, lc.ids, grads) < 0 ||
         fill_zero_grads(g, lc.n, lc.ids, grads) < 0 || verify(g, grads, lc.n) < 0)
         goto done;
-    if (outer) {
+    if (outer || want) {
         for (int k = 0; k < lc.n; k++)
-            if (!(vals[k] = nd_proxy_wrap(t, grads[k], 0))) goto done;
+            if (!(vals[k] = nd_proxy_wrap(t, grads[k], outer ? 0 : lc.scalar[k]))) goto done;
         PyObject *gt = grads_tree(dargs, vals, lc.scalar);
         if (!gt) goto done;
-        result = Py_BuildValue("(OON)", out, aux, gt);
+        PyObject *raw = Py_BuildValue("(OON)", out, aux, gt);
+        if (outer || !raw) {
+            result = raw;
+            goto done;
+        }
+        /* top level, recorded: one flush of the lazy result, kept for replay */
+        rec.final = 1;
+        result = nd__materialize_tree(raw, 1);
+        if (result && nd__flush_writes(t) < 0) Py_CLEAR(result);
+        if (result && nd__replay_record(rp, &rec, rtarget, rargs, (size_t)nargs + 3, NULL, raw) < 0)
+            Py_CLEAR(result);
+        Py_DECREF(raw);
         goto done;
     }
     /* top level: one flush */
@@ -763,6 +894,11 @@ done:
         nd__trace_end(t);
     }
     nd__tls_trace = prev;
+    nd__tls_rec = prev_rec;
+    if (want && result && rec.nelem && rec.escapes) nd__replay_set_elem_eager(rp);
+    nd__rec_clear(&rec);
+    Py_XDECREF(rtarget);
+    PyMem_Free(rargs);
     nd__trace_decref(t);
     if (vals) for (int k = 0; k < lc.n; k++) Py_XDECREF(vals[k]);
     PyMem_Free(vals);
@@ -787,23 +923,28 @@ done:
 
 static PyObject *mod_vjp(PyObject *m, PyObject *args, PyObject *kwargs)
 {
-    static char *kwl[] = {"fn", "args", "argnums", "kwargs", "backend", "has_aux", "grad", NULL};
-    PyObject *fn, *a, *argnums, *kw = Py_None, *backend = Py_None;
+    static char *kwl[] = {"fn", "args", "argnums", "kwargs", "backend", "has_aux", "grad",
+                          "cache", NULL};
+    PyObject *fn, *a, *argnums, *kw = Py_None, *backend = Py_None, *cache = Py_None;
     int has_aux = 0, grad = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!|OOpp", kwl, &fn, &PyTuple_Type, &a,
-                                     &PyTuple_Type, &argnums, &kw, &backend, &has_aux, &grad))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!|OOppO", kwl, &fn, &PyTuple_Type, &a,
+                                     &PyTuple_Type, &argnums, &kw, &backend, &has_aux, &grad,
+                                     &cache))
         return NULL;
     if (kw != Py_None && !PyDict_Check(kw)) {
         PyErr_SetString(PyExc_TypeError, "numdyn._C._vjp: kwargs must be a dict or None");
         return NULL;
     }
-    return nd_trace_vjp(fn, a, kw == Py_None ? NULL : kw, argnums, backend, has_aux, grad);
+    return nd_trace_vjp(fn, a, kw == Py_None ? NULL : kw, argnums, backend, has_aux, grad,
+                        cache);
 }
 
 static PyMethodDef grad_functions[] = {
     {"_vjp", (PyCFunction)(void (*)(void))mod_vjp, METH_VARARGS | METH_KEYWORDS,
      "_vjp(fn, args, argnums, kwargs=None, backend=None, has_aux=False, grad=False) -> "
      "(out, aux, VJP or gradients); see trace.h, nd_trace_vjp"},
+    {"_grad_cache", mod_grad_cache, METH_NOARGS,
+     "_grad_cache() -> the recorded traces of one grad function (pass as _vjp's cache)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,688 @@
+/* shim_masked.c -- reads a[m] through a lazy boolean mask, kept lazy.
+ *
+ * a[m] has a data-dependent shape (the mask's count), so returning a proxy
+ * for it would need the mask's values: a graph break every read. But most
+ * such reads only feed elementwise arithmetic whose result is written back
+ * through the same mask:
+ *
+ *     z[m] = z[m] * z[m] + c[m]        counts[m] += 1
+ *
+ * and there every masked element of the result is f of the masked elements
+ * of the operands, at the same positions. So a read gives a *masked value*:
+ * an object holding the full-shape value of `a` and the mask. Elementwise
+ * work on masked values by the same mask (and on scalars: Python, NumPy
+ * and 0-d arrays, which broadcast the same against (count,) as against the
+ * full shape) is done on the full shape, lazily, and `b[m] = v` with v a
+ * masked value by the same mask (the same mask object, not written since)
+ * is where(m, v, b): one fused pointwise kernel, no compaction, no break.
+ * `v.sum()` is the sum of where(m, v, 0). Anything else (a shape, an
+ * index, a non-elementwise function, another mask, an array operand, a
+ * return) *compacts* the value first: NumPy's own a[m] on the computed
+ * arrays (the recorded break of before), after which the object acts as
+ * that array.
+ *
+ * NumPy evaluates f only at the masked elements; its warnings and errors
+ * (np.errstate: overflow, invalid, divide) come from those alone. Here the
+ * lanes outside the mask are not left as they were: a masked read
+ * substitutes them with the value of one lane inside the mask (the first,
+ * argmax(m)), so every lane computes f of values NumPy also computes f of,
+ * and a floating-point flag is raised exactly when NumPy's computation
+ * raises one (its warning then comes from the NumPy re-run of the graph,
+ * runtime_native.c). With an all-False mask there is no such lane: lane 0
+ * stands in, whose flags NumPy would not raise (a documented gap).
+ */
+#include "shim_internal.h"
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *val;       /* proxy: the full-shape value (private to this object) */
+    PyObject *mask;      /* proxy: the mask's value at the read */
+    PyObject *key;       /* the user's mask object (identity for writes) */
+    nd_id mnode;         /* key's node at the read */
+    int lead;            /* mask dims = leading dims of val */
+    int safe;            /* lanes outside the mask hold lane argmax(m)'s values */
+    PyObject *compact;   /* once compacted: NumPy's a[m] (then everything delegates) */
+} NdMasked;
+
+static PyTypeObject NdMasked_Type;
+Py_ssize_t nd_shim_live_masked;
+
+int nd_shim_masked_check(PyObject *o) { return Py_IS_TYPE(o, &NdMasked_Type); }
+
+static void masked_dealloc(NdMasked *m)
+{
+    Py_XDECREF(m->val);
+    Py_XDECREF(m->mask);
+    Py_XDECREF(m->key);
+    Py_XDECREF(m->compact);
+    nd_shim_live_masked--;
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static NdMasked *masked_make(PyObject *val, const NdMasked *like)
+{
+    NdMasked *m = PyObject_New(NdMasked, &NdMasked_Type);
+    if (!m) { Py_DECREF(val); return NULL; }
+    nd_shim_live_masked++;
+    m->val = val;  /* stolen */
+    m->mask = Py_NewRef(like->mask);
+    m->key = Py_NewRef(like->key);
+    m->mnode = like->mnode;
+    m->lead = like->lead;
+    m->safe = like->safe;
+    m->compact = NULL;
+    return m;
+}
+
+/* the mask's value viewed over val's shape (trailing dims stride 0) */
+static nd_id mask_over(nd_trace *t, NdMasked *m)
+{
+    nd_id mk = nd_proxy_read(m->mask);
+    if (mk == ND_NONE) return ND_NONE;
+    int nd = nd_proxy_ndim(m->val);
+    const npy_intp *sh = nd_proxy_shape(m->val);
+    npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS] = {0};
+    nd_c_strides(m->lead, sh, cs);
+    for (int d = 0; d < m->lead; d++) st[d] = sh[d] == 1 ? 0 : cs[d];
+    return nd_shim_node_view(t, mk, nd, sh, 0, st);
+}
+
+/* NumPy's a[m] of the value: the break that a masked read used to be */
+static PyObject *compact(NdMasked *m)
+{
+    if (m->compact) return m->compact;
+    PyObject *op = PyImport_ImportModule("operator");
+    PyObject *gi = op ? PyObject_GetAttrString(op, "getitem") : NULL;
+    Py_XDECREF(op);
+    if (!gi) return NULL;
+    PyObject *args = PyTuple_Pack(2, m->val, m->mask);
+    m->compact = args ? nd_trace_fallback_call(gi, args, NULL, "boolean mask indexing: data-dependent output shape")
+                      : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(gi);
+    return m->compact;
+}
+
+/* The lane argmax(m) and the safe values already built, so that reads of
+ * several arrays (or one array twice) through one mask share one argmax
+ * and one substitution each. Node ids are stable within a trace; an entry
+ * is used only while its node still is what it was made as. */
+#define SAFE_CACHE 8
+static struct { nd_trace *t; nd_id src, mnode, node; } safe_cache[SAFE_CACHE];
+static int safe_next;
+
+static nd_id cached(nd_trace *t, nd_id src, nd_id mnode, int op)
+{
+    nd_graph *g = nd_trace_graph(t);
+    for (int i = 0; i < SAFE_CACHE; i++) {
+        if (safe_cache[i].t != t || safe_cache[i].src != src || safe_cache[i].mnode != mnode) continue;
+        nd_id id = safe_cache[i].node;
+        if (id < 0 || id >= g->n) continue;
+        const nd_node *n = nd_graph_node(g, id);
+        if (n->op != op) continue;
+        if (op == ND_OP_REDUCE && n->sub == ND_RED_ARGMAX && n->in[0] == mnode) return id;
+        if (op == ND_OP_WHERE && n->in[1] == src) return id;
+    }
+    return ND_NONE;
+}
+
+static void remember(nd_trace *t, nd_id src, nd_id mnode, nd_id node)
+{
+    safe_cache[safe_next].t = t;
+    safe_cache[safe_next].src = src;
+    safe_cache[safe_next].mnode = mnode;
+    safe_cache[safe_next].node = node;
+    safe_next = (safe_next + 1) % SAFE_CACHE;
+}
+
+/* val with its lanes outside the mask replaced by lane argmax(m)'s (see
+ * the file comment); done once per value */
+static int make_safe(nd_trace *t, NdMasked *m)
+{
+    if (m->safe) return 0;
+    if (nd_xj_size(nd_proxy_ndim(m->val), nd_proxy_shape(m->val)) == 0) {
+        m->safe = 1;  /* no lanes at all */
+        return 0;
+    }
+    nd_id mk = nd_proxy_read(m->mask), src = mk == ND_NONE ? ND_NONE : nd_proxy_read(m->val);
+    if (src == ND_NONE) return -1;
+    nd_id w = cached(t, src, mk, ND_OP_WHERE);
+    if (w == ND_NONE) {
+        int nd = nd_proxy_ndim(m->val), dtype = nd_proxy_dtype(m->val);
+        npy_intp sh[ND_MAXDIMS];
+        memcpy(sh, nd_proxy_shape(m->val), sizeof(npy_intp) * (size_t)nd);
+        nd_id jn = cached(t, ND_NONE, mk, ND_OP_REDUCE);
+        if (jn == ND_NONE) {
+            uint64_t all = m->lead >= 64 ? ~0ull : (1ull << m->lead) - 1;
+            jn = nd_shim_node_reduce(t, ND_RED_ARGMAX, mk, all, 0, NPY_BOOL, NPY_INT64, ND_NONE);
+            if (jn == ND_NONE) return -1;
+            remember(t, ND_NONE, mk, jn);
+        }
+        npy_intp T = 1;
+        for (int d = m->lead; d < nd; d++) T *= sh[d];
+        nd_id flat = jn;
+        if (nd > m->lead) {
+            /* the row j of val seen as (elements of the mask, T) */
+            nd_id row = nd_shim_node_index(t, 1, &T, 0);
+            flat = row == ND_NONE ? ND_NONE : nd_xj_ibin_c(t, ND_UF_MULTIPLY, jn, (long long)T);
+            flat = flat == ND_NONE ? ND_NONE : nd_xj_ibin(t, ND_UF_ADD, flat, row);
+        }
+        nd_id lane = flat == ND_NONE ? ND_NONE : nd_xj_gather(t, src, flat);
+        if (lane != ND_NONE && nd > m->lead)
+            lane = nd_shim_node_reshape(t, lane, nd - m->lead, sh + m->lead);
+        nd_id lb = lane == ND_NONE ? ND_NONE : nd_shim_node_broadcast(t, lane, nd, sh);
+        nd_id cond = lb == ND_NONE ? ND_NONE : mask_over(t, m);
+        w = cond == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, src, lb, dtype);
+        if (w == ND_NONE) return -1;
+        remember(t, src, mk, w);
+    }
+    PyObject *p = nd_shim_wrap(t, w, 0);
+    if (!p) return -1;
+    Py_SETREF(m->val, p);
+    m->safe = 1;
+    return 0;
+}
+
+/* NumPy treats o as a scalar against a (count, ...) array and against the
+ * full shape alike: same broadcast, same NEP 50 typing */
+static int scalar_like(PyObject *o)
+{
+    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o)) return 1;
+    if (PyArray_IsScalar(o, Generic)) return 1;
+    if (PyArray_Check(o)) return PyArray_NDIM((PyArrayObject *)o) == 0;
+    if (nd_proxy_check(o)) return nd_proxy_live(o) && nd_proxy_ndim(o) == 0;
+    return 0;
+}
+
+/* a masked value by the same mask, over the same shape, not compacted */
+static int same_mask(const NdMasked *a, const NdMasked *b)
+{
+    if (a->compact || b->compact || a->key != b->key || a->mnode != b->mnode || a->lead != b->lead) return 0;
+    int nd = nd_proxy_ndim(a->val);
+    return nd == nd_proxy_ndim(b->val) &&
+           !memcmp(nd_proxy_shape(a->val), nd_proxy_shape(b->val), sizeof(npy_intp) * (size_t)nd);
+}
+
+/* Operands for elementwise work on the full shape: each masked one's safe
+ * value, scalars as they are. *like: the masked operand the result takes
+ * its mask from. 1 when the operation can stay masked, 0 when it cannot
+ * (compact), -1 on error. */
+static int full_operands(int n, PyObject *const *in, PyObject **out, NdMasked **like)
+{
+    nd_trace *t = nd_trace_current();
+    *like = NULL;
+    for (int k = 0; k < n; k++) {
+        if (nd_shim_masked_check(in[k])) {
+            NdMasked *m = (NdMasked *)in[k];
+            if (!t || m->compact || !nd_proxy_live(m->val)) return 0;
+            if (*like && !same_mask(*like, m)) return 0;
+            if (!*like) *like = m;
+        } else if (!scalar_like(in[k])) {
+            return 0;
+        }
+    }
+    if (!*like) return 0;
+    for (int k = 0; k < n; k++) {
+        if (nd_shim_masked_check(in[k])) {
+            if (make_safe(t, (NdMasked *)in[k]) < 0) return -1;
+            out[k] = ((NdMasked *)in[k])->val;
+        } else {
+            out[k] = in[k];
+        }
+    }
+    return 1;
+}
+
+/* operands with masked values compacted (borrowed refs in out) */
+static int compacted(int n, PyObject *const *in, PyObject **out)
+{
+    for (int k = 0; k < n; k++) {
+        out[k] = nd_shim_masked_check(in[k]) ? compact((NdMasked *)in[k]) : in[k];
+        if (!out[k]) return -1;
+    }
+    return 0;
+}
+
+/* the result of elementwise work on full values: masked again */
+static PyObject *rewrap(PyObject *r, NdMasked *like, int n, PyObject *const *vals)
+{
+    if (!r || r == Py_NotImplemented) return r;
+    if (PyTuple_Check(r)) {
+        Py_ssize_t k = PyTuple_GET_SIZE(r);
+        PyObject *o = PyTuple_New(k);
+        for (Py_ssize_t i = 0; o && i < k; i++) {
+            PyObject *e = rewrap(Py_NewRef(PyTuple_GET_ITEM(r, i)), like, n, vals);
+            if (!e) Py_CLEAR(o);
+            else PyTuple_SET_ITEM(o, i, e);
+        }
+        Py_DECREF(r);
+        return o;
+    }
+    int shared = 0;
+    for (int k = 0; k < n; k++) shared |= r == vals[k];
+    if (!nd_proxy_check(r) || shared) {
+        /* not a new full-shape value (never expected): the object it is */
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: masked elementwise result");
+        return NULL;
+    }
+    return (PyObject *)masked_make(r, like);
+}
+
+typedef PyObject *(*nd_binop)(PyObject *, PyObject *);
+
+static PyObject *binop(PyObject *a, PyObject *b, nd_binop f)
+{
+    PyObject *in[2] = {a, b}, *v[2];
+    NdMasked *like;
+    int ok = full_operands(2, in, v, &like);
+    if (ok < 0) return NULL;
+    if (ok) return rewrap(f(v[0], v[1]), like, 2, v);
+    if (compacted(2, in, v) < 0) return NULL;
+    return f(v[0], v[1]);
+}
+
+/* a op= b: a masked value's full value is its own, so it takes the
+ * in-place op (NumPy's casting rules of out=) */
+static PyObject *inplace(PyObject *a, PyObject *b, nd_binop f)
+{
+    NdMasked *m = (NdMasked *)a;
+    PyObject *in[2] = {a, b}, *v[2];
+    NdMasked *like;
+    int ok = full_operands(2, in, v, &like);
+    if (ok < 0) return NULL;
+    if (!ok) {
+        if (compacted(2, in, v) < 0) return NULL;
+        PyObject *r = f(v[0], v[1]);
+        if (r == v[0]) { Py_DECREF(r); return Py_NewRef(a); }
+        return r;
+    }
+    PyObject *r = f(v[0], v[1]);
+    if (!r) return NULL;
+    if (!nd_proxy_check(r)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: masked in-place result");
+        return NULL;
+    }
+    Py_SETREF(m->val, r);
+    return Py_NewRef(a);
+}
+
+static PyObject *unop(PyObject *a, PyObject *(*f)(PyObject *))
+{
+    PyObject *v;
+    NdMasked *like;
+    int ok = full_operands(1, &a, &v, &like);
+    if (ok < 0) return NULL;
+    if (ok) return rewrap(f(v), like, 1, &v);
+    if (compacted(1, &a, &v) < 0) return NULL;
+    return f(v);
+}
+
+static PyObject *pow2(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
+static PyObject *ipow2(PyObject *a, PyObject *b) { return PyNumber_InPlacePower(a, b, Py_None); }
+
+#define BIN(name, fn) static PyObject *name(PyObject *a, PyObject *b) { return binop(a, b, fn); }
+#define INP(name, fn) static PyObject *name(PyObject *a, PyObject *b) { return inplace(a, b, fn); }
+BIN(m_add, PyNumber_Add) BIN(m_sub, PyNumber_Subtract) BIN(m_mul, PyNumber_Multiply)
+BIN(m_truediv, PyNumber_TrueDivide) BIN(m_floordiv, PyNumber_FloorDivide)
+BIN(m_mod, PyNumber_Remainder) BIN(m_divmod, PyNumber_Divmod) BIN(m_and, PyNumber_And)
+BIN(m_or, PyNumber_Or) BIN(m_xor, PyNumber_Xor) BIN(m_lshift, PyNumber_Lshift)
+BIN(m_rshift, PyNumber_Rshift)
+INP(m_iadd, PyNumber_InPlaceAdd) INP(m_isub, PyNumber_InPlaceSubtract)
+INP(m_imul, PyNumber_InPlaceMultiply) INP(m_itruediv, PyNumber_InPlaceTrueDivide)
+INP(m_ifloordiv, PyNumber_InPlaceFloorDivide) INP(m_imod, PyNumber_InPlaceRemainder)
+INP(m_iand, PyNumber_InPlaceAnd) INP(m_ior, PyNumber_InPlaceOr) INP(m_ixor, PyNumber_InPlaceXor)
+INP(m_ilshift, PyNumber_InPlaceLshift) INP(m_irshift, PyNumber_InPlaceRshift)
+
+static PyObject *m_pow(PyObject *a, PyObject *b, PyObject *c)
+{
+    if (c != Py_None) {
+        PyObject *v[2], *in[2] = {a, b};
+        if (compacted(2, in, v) < 0) return NULL;
+        return PyNumber_Power(v[0], v[1], c);
+    }
+    return binop(a, b, pow2);
+}
+
+static PyObject *m_ipow(PyObject *a, PyObject *b, PyObject *c)
+{
+    if (c != Py_None) {
+        PyObject *v[2], *in[2] = {a, b};
+        if (compacted(2, in, v) < 0) return NULL;
+        return PyNumber_InPlacePower(v[0], v[1], c);
+    }
+    return inplace(a, b, ipow2);
+}
+
+static PyObject *m_matmul(PyObject *a, PyObject *b)
+{
+    PyObject *v[2], *in[2] = {a, b};
+    if (compacted(2, in, v) < 0) return NULL;
+    return PyNumber_MatrixMultiply(v[0], v[1]);
+}
+
+static PyObject *m_imatmul(PyObject *a, PyObject *b)
+{
+    PyObject *v[2], *in[2] = {a, b};
+    if (compacted(2, in, v) < 0) return NULL;
+    PyObject *r = PyNumber_InPlaceMatrixMultiply(v[0], v[1]);
+    if (r == v[0]) { Py_DECREF(r); return Py_NewRef(a); }
+    return r;
+}
+
+static PyObject *m_neg(PyObject *a) { return unop(a, PyNumber_Negative); }
+static PyObject *m_pos(PyObject *a) { return unop(a, PyNumber_Positive); }
+static PyObject *m_abs(PyObject *a) { return unop(a, PyNumber_Absolute); }
+static PyObject *m_invert(PyObject *a) { return unop(a, PyNumber_Invert); }
+
+static PyObject *self_compact(PyObject *a) { return compact((NdMasked *)a); }
+
+static int m_bool(PyObject *a)
+{
+    PyObject *c = self_compact(a);
+    return c ? PyObject_IsTrue(c) : -1;
+}
+static PyObject *m_int(PyObject *a) { PyObject *c = self_compact(a); return c ? PyNumber_Long(c) : NULL; }
+static PyObject *m_float(PyObject *a) { PyObject *c = self_compact(a); return c ? PyNumber_Float(c) : NULL; }
+static PyObject *m_index(PyObject *a) { PyObject *c = self_compact(a); return c ? PyNumber_Index(c) : NULL; }
+static PyObject *m_repr(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Repr(c) : NULL; }
+static PyObject *m_str(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Str(c) : NULL; }
+static PyObject *m_iter(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_GetIter(c) : NULL; }
+static Py_ssize_t m_len(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Length(c) : -1; }
+static PyObject *m_getitem(PyObject *a, PyObject *k) { PyObject *c = self_compact(a); return c ? PyObject_GetItem(c, k) : NULL; }
+static int m_contains(PyObject *a, PyObject *v) { PyObject *c = self_compact(a); return c ? PySequence_Contains(c, v) : -1; }
+
+static int m_setitem(PyObject *a, PyObject *k, PyObject *v)
+{
+    PyObject *c = self_compact(a);
+    if (!c) return -1;
+    return v ? PyObject_SetItem(c, k, v) : PyObject_DelItem(c, k);
+}
+
+static int m_getbuffer(PyObject *a, Py_buffer *view, int flags)
+{
+    PyObject *c = self_compact(a);
+    return c ? PyObject_GetBuffer(c, view, flags) : -1;
+}
+
+static PyObject *m_richcompare(PyObject *a, PyObject *b, int op)
+{
+    PyObject *in[2] = {a, b}, *v[2];
+    NdMasked *like;
+    int ok = full_operands(2, in, v, &like);
+    if (ok < 0) return NULL;
+    if (ok) return rewrap(PyObject_RichCompare(v[0], v[1], op), like, 2, v);
+    if (compacted(2, in, v) < 0) return NULL;
+    return PyObject_RichCompare(v[0], v[1], op);
+}
+
+/* everything not defined here is the compacted array's */
+static PyObject *m_getattro(PyObject *a, PyObject *name)
+{
+    PyObject *r = PyObject_GenericGetAttr(a, name);
+    if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    PyErr_Clear();
+    PyObject *c = self_compact(a);
+    return c ? PyObject_GetAttr(c, name) : NULL;
+}
+
+static PyObject *g_class(PyObject *o, void *c) { return Py_NewRef((PyObject *)&PyArray_Type); }
+
+/* masked values in a tuple / dict replaced by their compacted arrays */
+static PyObject *compact_seq(PyObject *args)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *r = PyTuple_New(n);
+    for (Py_ssize_t i = 0; r && i < n; i++) {
+        PyObject *e = PyTuple_GET_ITEM(args, i);
+        if (PyTuple_Check(e)) e = compact_seq(e);
+        else if (nd_shim_masked_check(e)) e = Py_XNewRef(compact((NdMasked *)e));
+        else e = Py_NewRef(e);
+        if (!e) Py_CLEAR(r);
+        else PyTuple_SET_ITEM(r, i, e);
+    }
+    return r;
+}
+
+static PyObject *compact_kw(PyObject *kw)
+{
+    if (!kw) return NULL;
+    PyObject *r = PyDict_New(), *k, *v;
+    Py_ssize_t pos = 0;
+    while (r && PyDict_Next(kw, &pos, &k, &v)) {
+        PyObject *e = PyTuple_Check(v) ? compact_seq(v)
+                      : nd_shim_masked_check(v) ? Py_XNewRef(compact((NdMasked *)v)) : Py_NewRef(v);
+        if (!e || PyDict_SetItem(r, k, e) < 0) Py_CLEAR(r);
+        Py_XDECREF(e);
+    }
+    return r;
+}
+
+static PyObject *m_array_ufunc(PyObject *self, PyObject *args, PyObject *kw)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 2) {
+        PyErr_SetString(PyExc_TypeError, "__array_ufunc__ takes ufunc and method");
+        return NULL;
+    }
+    PyObject *uf = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
+    PyObject *inputs = PyTuple_GetSlice(args, 2, n);
+    if (!inputs) return NULL;
+    Py_ssize_t nin = PyTuple_GET_SIZE(inputs);
+    PyObject *r = NULL;
+    if (PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method, "__call__") == 0 &&
+        (!kw || PyDict_GET_SIZE(kw) == 0) && nin >= 1 && nin <= 8) {
+        PyObject *v[8];
+        NdMasked *like;
+        int ok = full_operands((int)nin, &PyTuple_GET_ITEM(inputs, 0), v, &like);
+        if (ok < 0) goto done;
+        if (ok) {
+            PyObject *vt = PyTuple_New(nin);
+            for (Py_ssize_t i = 0; vt && i < nin; i++) PyTuple_SET_ITEM(vt, i, Py_NewRef(v[i]));
+            r = vt ? rewrap(PyObject_Call(uf, vt, NULL), like, (int)nin, v) : NULL;
+            Py_XDECREF(vt);
+            goto done;
+        }
+    }
+    {
+        PyObject *ci = compact_seq(inputs), *ck = kw ? compact_kw(kw) : NULL;
+        PyObject *f = ci && (!kw || ck) ? PyObject_GetAttr(uf, method) : NULL;
+        r = f ? PyObject_Call(f, ci, ck) : NULL;
+        Py_XDECREF(f);
+        Py_XDECREF(ci);
+        Py_XDECREF(ck);
+    }
+done:
+    Py_DECREF(inputs);
+    return r;
+}
+
+static PyObject *m_array_function(PyObject *self, PyObject *args)
+{
+    PyObject *func, *types, *fa, *fk;
+    if (!PyArg_ParseTuple(args, "OOOO", &func, &types, &fa, &fk)) return NULL;
+    PyObject *ca = PyTuple_Check(fa) ? compact_seq(fa) : NULL;
+    PyObject *ck = ca && PyDict_Check(fk) ? compact_kw(fk) : NULL;
+    PyObject *r = ck ? PyObject_Call(func, ca, ck) : NULL;
+    if (!ca && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "__array_function__: bad arguments");
+    Py_XDECREF(ca);
+    Py_XDECREF(ck);
+    return r;
+}
+
+static PyObject *m_array(PyObject *self, PyObject *args, PyObject *kw)
+{
+    PyObject *c = compact((NdMasked *)self);
+    PyObject *f = c ? PyObject_GetAttrString(c, "__array__") : NULL;
+    PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
+    Py_XDECREF(f);
+    return r;
+}
+
+/* v.sum(): where(m, v, 0).sum(), the same dtype rules (a sum of an empty
+ * selection is 0 of that dtype, as NumPy's) */
+static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
+{
+    NdMasked *m = (NdMasked *)self;
+    nd_trace *t = nd_trace_current();
+    int plain = PyTuple_GET_SIZE(args) == 0 && !m->compact && t && nd_proxy_live(m->val);
+    if (plain && kw) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kw, &pos, &k, &v))
+            if (PyUnicode_CompareWithASCIIString(k, "dtype") != 0) plain = 0;
+    }
+    if (!plain) {
+        PyObject *c = compact(m);
+        PyObject *f = c ? PyObject_GetAttrString(c, "sum") : NULL;
+        PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
+        Py_XDECREF(f);
+        return r;
+    }
+    int nd = nd_proxy_ndim(m->val), dtype = nd_proxy_dtype(m->val);
+    npy_intp sh[ND_MAXDIMS];
+    memcpy(sh, nd_proxy_shape(m->val), sizeof(npy_intp) * (size_t)nd);
+    nd_id v = nd_proxy_read(m->val);
+    nd_id z = v == ND_NONE ? ND_NONE : nd_xj_zeros(t, dtype, nd, sh);
+    nd_id cond = z == ND_NONE ? ND_NONE : mask_over(t, m);
+    nd_id w = cond == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, v, z, dtype);
+    PyObject *p = w == ND_NONE ? NULL : nd_shim_wrap(t, w, 0);
+    PyObject *f = p ? PyObject_GetAttrString(p, "sum") : NULL;
+    PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(p);
+    return r;
+}
+
+static PyMethodDef masked_methods[] = {
+    {"__array_ufunc__", (PyCFunction)(void (*)(void))m_array_ufunc, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__array_function__", m_array_function, METH_VARARGS, NULL},
+    {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"sum", (PyCFunction)(void (*)(void))m_sum, METH_VARARGS | METH_KEYWORDS, NULL},
+    {NULL},
+};
+
+static PyGetSetDef masked_getset[] = {
+    {"__class__", g_class, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyNumberMethods masked_number = {
+    .nb_add = m_add, .nb_subtract = m_sub, .nb_multiply = m_mul, .nb_remainder = m_mod,
+    .nb_divmod = m_divmod, .nb_power = m_pow, .nb_negative = m_neg, .nb_positive = m_pos,
+    .nb_absolute = m_abs, .nb_bool = m_bool, .nb_invert = m_invert, .nb_lshift = m_lshift,
+    .nb_rshift = m_rshift, .nb_and = m_and, .nb_xor = m_xor, .nb_or = m_or, .nb_int = m_int,
+    .nb_float = m_float, .nb_inplace_add = m_iadd, .nb_inplace_subtract = m_isub,
+    .nb_inplace_multiply = m_imul, .nb_inplace_remainder = m_imod, .nb_inplace_power = m_ipow,
+    .nb_inplace_lshift = m_ilshift, .nb_inplace_rshift = m_irshift, .nb_inplace_and = m_iand,
+    .nb_inplace_xor = m_ixor, .nb_inplace_or = m_ior, .nb_floor_divide = m_floordiv,
+    .nb_true_divide = m_truediv, .nb_inplace_floor_divide = m_ifloordiv,
+    .nb_inplace_true_divide = m_itruediv, .nb_index = m_index, .nb_matrix_multiply = m_matmul,
+    .nb_inplace_matrix_multiply = m_imatmul,
+};
+
+static PyMappingMethods masked_mapping = {
+    .mp_length = m_len, .mp_subscript = m_getitem, .mp_ass_subscript = m_setitem,
+};
+
+static PySequenceMethods masked_sequence = {
+    .sq_length = m_len, .sq_contains = m_contains,
+};
+
+static PyBufferProcs masked_buffer = {.bf_getbuffer = m_getbuffer};
+
+static PyTypeObject NdMasked_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.MaskedRead",
+    .tp_basicsize = sizeof(NdMasked),
+    .tp_dealloc = (destructor)masked_dealloc,
+    .tp_repr = m_repr,
+    .tp_str = m_str,
+    .tp_as_number = &masked_number,
+    .tp_as_mapping = &masked_mapping,
+    .tp_as_sequence = &masked_sequence,
+    .tp_as_buffer = &masked_buffer,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_getattro = m_getattro,
+    .tp_richcompare = m_richcompare,
+    .tp_iter = m_iter,
+    .tp_methods = masked_methods,
+    .tp_getset = masked_getset,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a[m] through a lazy boolean mask, kept lazy while only elementwise work uses it",
+};
+
+/* ------------------------------------------------------------ entry points */
+
+static PyObject *resolve_leaf(PyObject *o)
+{
+    if (!nd_shim_masked_check(o)) return NULL;
+    PyObject *c = compact((NdMasked *)o);
+    return c ? Py_NewRef(c) : NULL;
+}
+
+int nd_shim_masked_init(void)
+{
+    if (PyType_Ready(&NdMasked_Type) < 0) return -1;
+    nd_trace_masked_live = &nd_shim_live_masked;
+    nd_trace_masked_resolve = resolve_leaf;
+    return 0;
+}
+
+PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key)
+{
+    PyObject *m = key;
+    if (PyTuple_Check(key)) {
+        if (PyTuple_GET_SIZE(key) != 1) return NULL;
+        m = PyTuple_GET_ITEM(key, 0);
+    }
+    if (!nd_proxy_check(m) || !nd_proxy_live(m) || nd_proxy_dtype(m) != NPY_BOOL) return NULL;
+    int lead = nd_proxy_ndim(m), nd = nd_proxy_ndim(self);
+    if (lead == 0 || lead > nd ||
+        memcmp(nd_proxy_shape(m), nd_proxy_shape(self), sizeof(npy_intp) * (size_t)lead))
+        return NULL;  /* NumPy's IndexError comes from the usual path */
+    nd_id mn = nd_proxy_read(m);
+    nd_id vn = mn == ND_NONE ? ND_NONE : nd_proxy_read(self);
+    if (vn == ND_NONE) return NULL;
+    PyObject *mask = nd_shim_wrap(t, mn, 0);
+    PyObject *val = mask ? nd_shim_wrap(t, vn, 0) : NULL;
+    NdMasked *r = val ? PyObject_New(NdMasked, &NdMasked_Type) : NULL;
+    if (!r) { Py_XDECREF(mask); Py_XDECREF(val); return NULL; }
+    nd_shim_live_masked++;
+    r->val = val;
+    r->mask = mask;
+    r->key = Py_NewRef(m);
+    r->mnode = mn;
+    r->lead = lead;
+    r->safe = 0;
+    r->compact = NULL;
+    return (PyObject *)r;
+}
+
+int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!nd_shim_masked_check(value)) return 0;
+    NdMasked *v = (NdMasked *)value;
+    PyObject *k = key;
+    if (PyTuple_Check(key)) {
+        if (PyTuple_GET_SIZE(key) != 1) return 0;
+        k = PyTuple_GET_ITEM(key, 0);
+    }
+    if (v->compact || k != v->key || !nd_proxy_live(v->val) || !nd_proxy_live(k)) return 0;
+    if (nd_proxy_read(k) != v->mnode) return PyErr_Occurred() ? -1 : 0;  /* the mask was written since */
+    int nd = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
+    if (nd != nd_proxy_ndim(v->val) ||
+        memcmp(nd_proxy_shape(self), nd_proxy_shape(v->val), sizeof(npy_intp) * (size_t)nd))
+        return 0;
+    int vdt = nd_proxy_dtype(v->val);
+    if (PyTypeNum_ISCOMPLEX(vdt) && !PyTypeNum_ISCOMPLEX(dtype)) return 0;  /* NumPy's ComplexWarning path */
+    nd_id val = nd_proxy_read(v->val);
+    val = val == ND_NONE ? ND_NONE : nd_shim_node_cast(t, val, dtype);
+    nd_id cond = val == ND_NONE ? ND_NONE : mask_over(t, v);
+    nd_id cur = cond == ND_NONE ? ND_NONE : nd_proxy_read(self);
+    nd_id w = cur == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, val, cur, dtype);
+    if (w == ND_NONE || nd_proxy_write(self, w) < 0) return -1;
+    return 1;
+}

@@ -1,0 +1,347 @@
+"""First calls (issue 13, point 3): background compiles with a budget.
+
+numdyn.config.background_compile on: a call waits for its compilers up to
+numdyn.config.compile_budget seconds in all, runs compiled what was built by
+then and runs the rest with NumPy; the call that finds the kernels built runs
+compiled. These tests use a C compiler wrapper that holds every compile at a
+gate (a file the test creates), so "the compiler has not finished" is a fact
+of the test, not a timing: no test here measures speed.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import utils
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _gated_cc(tmp_path):
+    """A compiler that logs each compile's start and end and holds it until
+    tmp_path/gate exists (--version / -E calls of the identity pass)."""
+    gate, log = tmp_path / "gate", tmp_path / "cc.log"
+    cc = tmp_path / "gatedcc"
+    cc.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$*" in
+        *-shared*)
+            echo "start $$" >> {log}
+            while [ ! -e {gate} ]; do sleep 0.02; done
+            gcc "$@"; rc=$?
+            echo "end $$" >> {log}
+            exit $rc;;
+        esac
+        exec gcc "$@"
+        """))
+    cc.chmod(0o755)
+    return str(cc), gate, log
+
+
+def _starts(log):
+    return [ln for ln in log.read_text().splitlines() if ln.startswith("start")] \
+        if log.exists() else []
+
+
+@pytest.fixture
+def gated(monkeypatch, tmp_path):
+    """Background compiles on, a private cache, the gated compiler; the gate
+    opens on its own after 60 s so a broken budget fails instead of hanging."""
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
+    cc, gate, log = _gated_cc(tmp_path)
+    monkeypatch.setenv("CC", cc)
+    utils.reset()
+    monkeypatch.setattr(numdyn.config, "background_compile", True)
+    monkeypatch.setattr(numdyn.config, "compile_budget", 0.2)
+    watchdog = threading.Timer(60.0, gate.touch)
+    watchdog.start()
+    yield gate, log
+    gate.touch()
+    watchdog.cancel()
+    utils.wait_compiles()
+    utils.reset()
+
+
+def _many_kernels(x, y):
+    # several kernels in one graph (reductions over different axes, a
+    # matmul between them), each its own compile unit in background mode
+    a = np.tanh(x @ y + 0.5)
+    s0 = a.sum(axis=0)
+    s1 = np.exp(-a).max(axis=1)
+    c = (a - s0) / (1.0 + s1[:, None])
+    return c.std(axis=0), np.sqrt(np.abs(c)).mean(), s1.argmax()
+
+
+def _args():
+    rng = np.random.default_rng(13)
+    return rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_first_call_returns_numpys_answer_within_the_budget(gated):
+    gate, log = gated
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    c0 = dict(utils.counters)
+    t0 = time.monotonic()
+    got = f(x, y)
+    took = time.monotonic() - t0
+    c1 = dict(utils.counters)
+    # every compiler is still held at the gate: the call did not wait for them
+    assert not gate.exists() and took < 60
+    _same(got, _many_kernels(x, y))
+    assert c1["compiling_runs"] > c0["compiling_runs"]
+    assert c1["kernel_runs"] == c0["kernel_runs"]
+    assert len(_starts(log)) >= 1
+    gate.touch()
+    assert utils.wait_compiles() is None
+    got = f(x, y)  # finds them built: runs compiled
+    c2 = dict(utils.counters)
+    _same(got, _many_kernels(x, y))
+    assert c2["kernel_runs"] > c1["kernel_runs"]
+    assert c2["kernels_compiled"] > c1["kernels_compiled"]
+
+
+def test_a_call_within_the_budget_runs_compiled_as_if_it_waited(monkeypatch, tmp_path):
+    # a budget no compile reaches: the first call runs compiled, exactly as
+    # without background compiles (no graph ran with NumPy)
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
+    utils.reset()
+    monkeypatch.setattr(numdyn.config, "background_compile", True)
+    monkeypatch.setattr(numdyn.config, "compile_budget", 600.0)
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    c0 = dict(utils.counters)
+    got = f(x, y)
+    c1 = dict(utils.counters)
+    _same(got, _many_kernels(x, y))
+    assert c1["compiling_runs"] == c0["compiling_runs"]
+    assert c1["kernel_runs"] > c0["kernel_runs"]
+    assert c1["kernels_compiled"] > c0["kernels_compiled"]
+    utils.reset()
+
+
+def test_compile_budget_is_a_config_switch():
+    was = numdyn.config.compile_budget
+    try:
+        numdyn.config.compile_budget = 2
+        assert numdyn.config.compile_budget == 2.0
+        assert numdyn._C._compile_budget() == 2.0
+        with pytest.raises(ValueError):
+            numdyn.config.compile_budget = -1
+    finally:
+        numdyn.config.compile_budget = was
+    assert numdyn._C._compile_budget() == was
+
+
+def _run(code, env_extra, timeout=120):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMDYN_")}
+    env.update(env_extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+_PROGRAM = """
+import numpy as np, numdyn, sys
+def many(x):
+    out = []
+    for k in range(int(sys.argv[1]) if len(sys.argv) > 1 else 4):
+        # a distinct kernel each: a chain of its own length
+        y = np.sin(x)
+        for _ in range(k + 1):
+            y = np.sqrt(y * y + 0.5)
+        out.append(y.sum())
+        out[-1] = float(out[-1])   # a graph break: one graph (one compile) per k
+    return out
+x = np.linspace(0.1, 0.9, 300)
+f = numdyn.compile(many, options={"floor": False})
+"""
+
+
+def test_independent_compiles_run_concurrently_up_to_the_job_limit(tmp_path):
+    # 4 kernels whose compiles are all held at the gate: with 3 compile jobs
+    # allowed, exactly 3 compilers run at once (never more), the call returns
+    cc, gate, log = _gated_cc(tmp_path)
+    code = _PROGRAM + """
+r = f(x)
+print("OK", r == many(x))
+"""
+    cache = tmp_path / "cache"
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": cc, "NUMDYN_COMPILE_JOBS": "3",
+                    "NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_COMPILE_BUDGET": "0.3",
+                    "NUMDYN_FLOOR": "0"})
+    assert r.returncode == 0, r.stderr
+    assert "OK True" in r.stdout, r.stdout
+    # the interpreter exited with its compilers held: they were stopped
+    assert len(_starts(log)) == 3, log.read_text()
+
+
+def test_blocking_compiles_run_in_parallel(tmp_path):
+    # background compiles off: one graph of many kernels is split into up to
+    # nd_cc_jobs() units, compiled at once (the gate holds each until both
+    # started: a serial build would never get past it)
+    cc = tmp_path / "paircc"
+    log = tmp_path / "cc.log"
+    cc.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$*" in
+        *-shared*)
+            echo "start $$" >> {log}
+            n=0
+            while [ "$(grep -c start {log})" -lt 2 ] && [ $n -lt 1500 ]; do sleep 0.02; n=$((n+1)); done
+            echo "saw $(grep -c start {log})" >> {log}
+            exec gcc "$@";;
+        esac
+        exec gcc "$@"
+        """))
+    cc.chmod(0o755)
+    code = """
+import numpy as np, numdyn
+rng = np.random.default_rng(1)
+def big(x):
+    # enough kernel text for two units
+    outs = []
+    for k in range(12):
+        outs.append(np.tanh(x * (k + 1.5)).sum(axis=k % 2) + np.cos(x).max() * k)
+    return outs
+x = rng.standard_normal((30, 30))
+f = numdyn.compile(big, options={"floor": False})
+got = f(x)
+want = big(x)
+print("OK", all(np.allclose(a, b) for a, b in zip(got, want)))
+"""
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": str(cc),
+                    "NUMDYN_COMPILE_JOBS": "2", "NUMDYN_FLOOR": "0",
+                    "NUMDYN_BACKGROUND_COMPILE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert "OK True" in r.stdout
+    saw = [ln for ln in log.read_text().splitlines() if ln.startswith("saw")]
+    assert saw and all(ln == "saw 2" for ln in saw[:2]), log.read_text()
+
+
+def test_shutdown_with_a_compile_in_flight(tmp_path):
+    # the interpreter exits while compilers are held at a gate that never
+    # opens: it exits promptly, stops them, and leaves no build directory
+    cc, gate, log = _gated_cc(tmp_path)
+    cache = tmp_path / "cache"
+    code = _PROGRAM + """
+r = f(x)
+print("OK", r == many(x))
+"""
+    t0 = time.monotonic()
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": cc,
+                    "NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_COMPILE_BUDGET": "0.2",
+                    "NUMDYN_FLOOR": "0"}, timeout=60)
+    assert time.monotonic() - t0 < 60
+    assert r.returncode == 0, r.stderr
+    assert "OK True" in r.stdout
+    assert _starts(log)
+    left = [p.name for p in cache.iterdir() if p.name.startswith("build-")]
+    assert left == [], left
+    # the held compilers (their process groups) are gone
+    for ln in _starts(log):
+        pid = int(ln.split()[1])
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"compiler {pid} still running after exit")
+
+
+def test_ctrl_c_while_waiting_for_compiles(gated):
+    # KeyboardInterrupt in utils.wait_compiles() (the compilers held at the
+    # gate): it raises, and the compiles go on to be collected later
+    gate, log = gated
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    f(x, y)
+    import _thread
+    t = threading.Timer(0.3, _thread.interrupt_main)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        utils.wait_compiles()
+    t.join()
+    gate.touch()
+    utils.wait_compiles()
+    c1 = dict(utils.counters)
+    _same(f(x, y), _many_kernels(x, y))
+    assert utils.counters["kernel_runs"] > c1["kernel_runs"]
+
+
+def test_frozen_mode_starts_no_compile(gated):
+    gate, log = gated
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    with numdyn.run():
+        _same(f(x, y), _many_kernels(x, y))
+    assert _starts(log) == []
+
+
+def test_fork_child_does_not_collect_its_parents_compiles(gated):
+    gate, log = gated
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    f(x, y)  # compiles held at the gate
+    pid = os.fork()
+    if pid == 0:  # the child: its own first call, its parent's jobs not its own
+        code = 1
+        try:
+            got = f(x, y)
+            np.testing.assert_allclose(got[0], _many_kernels(x, y)[0], rtol=1e-12)
+            code = 0
+        finally:
+            os._exit(code)
+    gate.touch()
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+    utils.wait_compiles()
+    c1 = dict(utils.counters)
+    _same(f(x, y), _many_kernels(x, y))
+    assert utils.counters["kernel_runs"] > c1["kernel_runs"]
+
+
+def test_ctrl_c_at_the_terminal_spares_background_compilers(tmp_path):
+    # the terminal sends SIGINT to the whole foreground process group; the
+    # background compilers run in a group of their own, so the interrupted
+    # program's next call finds its kernels built (not a dead compiler's
+    # CompileError)
+    cc, gate, log = _gated_cc(tmp_path)
+    code = _PROGRAM + f"""
+import os, signal
+r = f(x)
+try:
+    os.killpg(os.getpgrp(), signal.SIGINT)   # what Ctrl-C at a terminal does
+    import time; time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted")
+open({str(gate)!r}, "w").close()
+numdyn.utils.wait_compiles()
+c = numdyn.utils.counters["kernel_runs"]
+print("OK", np.allclose(f(x), many(x), rtol=1e-12), numdyn.utils.counters["kernel_runs"] > c)
+"""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=120, start_new_session=True,
+                       env={**{k: v for k, v in os.environ.items() if not k.startswith("NUMDYN_")},
+                            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                            "NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": cc,
+                            "NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_COMPILE_BUDGET": "0.2",
+                            "NUMDYN_FLOOR": "0"})
+    assert r.returncode == 0, r.stderr
+    assert "interrupted" in r.stdout and "OK True True" in r.stdout, (r.stdout, r.stderr)

@@ -1,0 +1,160 @@
+"""Tall narrow arrays (issue 19: standardize, mean/std, min-max scale of a
+(500000, 8) array). Column reductions of such an array run as chunks of
+rows in parallel -- the moments of var/std too: each chunk folds its rows
+with its own shift, and the chunks' (count, shift, shifted sum, M2) merge
+by Chan's update in chunk order, so results do not depend on the thread
+count. Their pointwise consumer ((X - mu) / sd) runs as tasks of blocks of
+rows, not one task per 8-element row.
+
+NumPy is the oracle over dtypes, layouts (C, F, strided views, reversed),
+NaN/inf, sizes at the chunking thresholds (4096 rows, a kept dim of 512);
+the counters pin one kernel and one pass for mean+std, two for
+standardize. Accuracy: NumPy sums axis 0 of a C array row by row
+(sequentially, no pairwise blocks), so its float32 results drift far from
+the exact value on tall arrays; numdyn's chunked sums stay close to the
+float64 value, which these tests check instead of NumPy there.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from oracle import check
+
+FLOATS = ["float64", "float32"]
+
+
+def data(shape, dt, seed=0, loc=0.0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dt).kind == "f":
+        return (loc + rng.standard_normal(shape)).astype(dt)
+    return rng.integers(-50, 50, size=shape).astype(dt)
+
+
+def measure(fn, *args):
+    """(kernels, passes over args[0]) of one warm call of the compiled fn"""
+    f = numdyn.compile(fn)
+    f(*args)
+    c = numdyn.utils.counters
+    k0, b0 = c["kernel_runs"], c["bytes_read"]
+    f(*args)
+    return c["kernel_runs"] - k0, round((c["bytes_read"] - b0) / args[0].nbytes, 1)
+
+
+def mean_and_std(x):
+    return x.mean(0), x.std(0)
+
+
+def moments(x):
+    return x.mean(0), x.var(0), x.std(0, ddof=1), x.sum(0), x.var(0, keepdims=True)
+
+
+def standardize(x):
+    return (x - x.mean(0)) / x.std(0)
+
+
+def minmax_scale(x):
+    lo = x.min(0)
+    return (x - lo) / (x.max(0) - lo)
+
+
+def views(shape, dt, seed=0, loc=0.0):
+    yield "C", data(shape, dt, seed, loc)
+    yield "F", np.asfortranarray(data(shape, dt, seed, loc))
+    yield "strided", data((2 * shape[0], shape[1] + 3), dt, seed + 1, loc)[::2, 1:shape[1] + 1]
+    yield "reversed", data(shape, dt, seed + 2, loc)[::-1]
+
+
+# ------------------------------------------------------------ the oracle
+@pytest.mark.parametrize("dt", ["float64", "int64", "int32"])
+@pytest.mark.parametrize("fn", [moments, standardize, minmax_scale], ids=lambda f: f.__name__)
+def test_tall_values(backend, fn, dt):
+    for _, x in views((20_000, 8), dt):
+        if fn is minmax_scale and dt != "float64":
+            x = x.astype("float64")
+        check(fn, x, backend=backend)
+
+
+@pytest.mark.parametrize("fn", [moments, standardize], ids=lambda f: f.__name__)
+def test_tall_float32_against_exact(fn):
+    # NumPy's float32 column sums of 20000 rows drift (sequential adds);
+    # numdyn's chunked ones stay within float32 rounding of the exact value
+    for _, x in views((20_000, 8), "float32", loc=3.0):
+        got = numdyn.compile(fn)(x)
+        exact = fn(x.astype(np.float64))
+        got = got if isinstance(got, tuple) else (got,)
+        exact = exact if isinstance(exact, tuple) else (exact,)
+        for g, e in zip(got, exact):
+            assert g.dtype == np.float32
+            np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape", [(4095, 8), (4096, 8), (4097, 3), (4096, 1), (9000, 512), (9000, 513),
+                                   (70_001, 2), (5000, 33)])
+def test_tall_sizes_at_the_thresholds(backend, shape):
+    # 4096 rows and a kept dim of 512 decide between chunks in parallel and
+    # one serial walk; 16 chunks of unequal row counts
+    x = data(shape, "float64", loc=5.0)
+    check(moments, x, backend=backend)
+    check(standardize, x, backend=backend, atol=1e-9)
+
+
+def test_tall_far_from_zero(backend):
+    # chunks shifted by their first row: a mean of 1e8 and unit spread
+    # keeps every digit NumPy's two-pass variance keeps
+    x = data((40_000, 6), "float64", loc=1e8)
+    check(moments, x, backend=backend)
+    got = numdyn.compile(mean_and_std)(x)[1]
+    np.testing.assert_allclose(got, x.std(0), rtol=1e-7)
+    # a step between chunks: chunk shifts far apart
+    y = data((40_000, 4), "float64")
+    y[20_000:] += 1e6
+    check(moments, y, backend=backend)
+
+
+def test_tall_nan_inf(backend):
+    x = data((30_000, 5), "float64")
+    x[17, 0] = np.nan          # in the first chunk (its shift row is fine)
+    x[0, 1] = np.nan           # the first chunk's shift itself
+    x[25_000, 2] = np.inf      # a later chunk
+    x[25_001, 3] = -np.inf
+    x[10_000, 4] = np.inf
+    x[29_999, 4] = -np.inf     # inf - inf: NaN
+    with np.errstate(invalid="ignore"):
+        check(moments, x, backend=backend)
+        check(standardize, x, backend=backend)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_tall_results_do_not_depend_on_threads(dt):
+    x = data((50_000, 8), dt, loc=2.0)
+    f = numdyn.compile(moments)
+    first = f(x)
+    for _ in range(3):
+        for a, b in zip(first, f(x)):
+            np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------ pointwise tasks
+@pytest.mark.parametrize("shape", [(20_000, 8), (3, 5000, 7), (2, 3, 4100, 5), (5000, 1), (1, 4097), (6, 4096)])
+def test_pointwise_row_blocks(backend, shape):
+    # a short inner dim: tasks are blocks of rows of the dim before it
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    mu = rng.standard_normal(shape[-1])
+    sd = rng.uniform(0.5, 2.0, shape[-1])
+
+    def f(x, mu, sd):
+        return (x - mu) / sd, x * 2.0
+
+    check(f, x, mu, sd, backend=backend)
+    check(f, np.asfortranarray(x), mu, sd, backend=backend)
+    check(f, x[..., ::-1], mu[::-1], sd, backend=backend)
+
+
+# ------------------------------------------------------------ counters
+def test_tall_passes():
+    x = data((50_000, 8), "float64")
+    assert measure(mean_and_std, x) == (1, 1.0)
+    assert measure(moments, x) == (1, 1.0)
+    assert measure(standardize, x) == (2, 2.0)
+    assert measure(minmax_scale, x) == (2, 2.0)
