@@ -246,3 +246,39 @@ def test_while_with_continue_and_changing_type():
     x = np.array([0.1, 0.9, 0.3, 0.6, 0.7])
     check_calls(skip_while, (x,), (x[:1],), (x[1:],))
     captured(skip_while, x)
+
+
+# ------------------------------------ range checks proved before the loop:
+# an innermost loop runs a copy without checks when every proof held, and
+# the checked copy otherwise (IndexError at NumPy's iteration)
+
+def guarded(a, b, m):
+    s = 0.0
+    for i in range(m):
+        if i < a.shape[0]:
+            s += a[i] * b[i + 1]
+        else:
+            s -= 1.0
+    return s
+
+
+@pytest.mark.parametrize("m,nb", [(5, 6), (8, 6), (5, 5), (5, 3), (0, 0), (9, 10)])
+def test_innermost_copy_without_checks_and_with(m, nb):
+    a, b = np.arange(5.0), np.arange(float(nb))
+    check_calls(guarded, (a, b, m))
+
+
+def rows_sum(A, lo, hi):
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        t = 0.0
+        for j in range(lo, hi):
+            t += A[i, j] * A[i, j - 1]
+        out[i] = t
+    return out
+
+
+@pytest.mark.parametrize("lo,hi", [(1, 6), (0, 6), (1, 7), (-5, 0), (3, 3)])
+def test_inner_loop_proof_holds_or_fails(lo, hi):
+    A = np.arange(24.0).reshape(4, 6)
+    check_calls(rows_sum, (A, lo, hi))

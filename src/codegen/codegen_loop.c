@@ -76,6 +76,8 @@ typedef struct {
     int multiarm;     /* statements emitted with more than one arm so far */
     int brk;          /* > 0: a break of the loop being emitted is goto nd_done<brk>
                          (its iterations are not a C loop) */
+    int nohz;         /* emitting the copy of an innermost loop in which every
+                         range check hoisted before it held: none inside */
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -720,6 +722,7 @@ static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
             int from = e->aux ? k : 0;
             for (int j = from; j <= k; j++) {
                 const char *hz = hoisted(g, e, e->kid[first + j]);
+                if (hz && g->nohz) continue;
                 if (hz) line(g, "if (!%s) {", hz);
                 line(g, "if (%s < 0) %s += a%d_n%d;", ix[j], ix[j], a, j);
                 line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
@@ -2155,6 +2158,16 @@ static int stmts(cg *g, nd_ln *const *b, int n);
 
 #define POLL "if (NDL_UNLIKELY(++nd_tick == 0) && F->poll(F)) { rc = NDL_PYERR; goto nd_out; }"
 
+/* whether block b holds a loop */
+static int has_loop(nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (b[k]->kind == LK_FOR || b[k]->kind == LK_WHILE || has_loop(b[k]->body, b[k]->nbody) ||
+            has_loop(b[k]->orelse, b[k]->norelse))
+            return 1;
+    return 0;
+}
+
 /* whether block b continues its own loop (not a loop nested in it) */
 static int continues(nd_ln *const *b, int n)
 {
@@ -2222,7 +2235,7 @@ static void unpin(cg *g, const uint8_t *saved)
  * (pinned) in it (saved: room to keep the state); single: a lone iteration
  * (not inside a C loop: the body in a do { } while (0), which is what
  * continue leaves, while a break leaves the loop) */
-static int iteration(cg *g, const nd_ln *s, int id, char (*names)[16], const uint8_t *types,
+static int iteration(cg *g, const nd_ln *s, int id, int lab, char (*names)[16], const uint8_t *types,
                      const uint8_t *use, uint8_t *saved, int single)
 {
     int rc;
@@ -2236,7 +2249,7 @@ static int iteration(cg *g, const nd_ln *s, int id, char (*names)[16], const uin
     g->bound[s->var] = 1;
     if (s->i > 0) g->bound[s->i - 1] = 1;
     int brk = g->brk;
-    g->brk = single ? id : 0;
+    g->brk = single ? lab : 0;
     if (single) { line(g, "do {"); g->ind++; }
     rc = stmts(g, s->body, s->nbody);
     if (single) { g->ind--; line(g, "} while (0);"); }
@@ -2409,55 +2422,81 @@ static int stmt(cg *g, const nd_ln *s)
             peel = steady(g, s, A, use);
             if (peel && s == g->ir->root) nch = chain(g, s, A, use, states);
         }
-        size_t mark = g->sb->n;
-        int multi = g->multiarm;
-        /* the general version; where it needed a type test with more than
-         * one outcome somewhere and the loop has steady types, it is
-         * replaced: by the iterations leading to the steady types, each
-         * with its types known, when they follow from the types at entry
-         * (the outermost loop), else by itself entering the steady version
-         * once the tags are the steady types */
-        for (int pass = 0; pass < 2 && rc == 0; pass++) {
-            if (pass == 1) {
-                if (!peel || g->multiarm == multi) break;
-                g->sb->n = mark;
+        /* an innermost loop with range checks proved before it: one copy
+         * without them, run when every proof held, and one with them (the
+         * checks are tests inside the loop that keep the C compiler from
+         * keeping the loop simple) */
+        int ncopy = g->nh > 0 && !g->nohz && !has_loop(s->body, s->nbody) ? 2 : 1;
+        if (ncopy == 2) {
+            for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+            nd_sb_puts(g->sb, "if (1");
+            for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
+            nd_sb_puts(g->sb, ") {\n");
+            g->ind++;
+        }
+        for (int copy = 0; copy < ncopy && rc == 0; copy++) {
+            if (copy == 1) {
+                g->ind--;
+                line(g, "} else {");
+                g->ind++;
             }
-            line(g, "uint64_t k%d = 0;", id);
-            if (pass == 1 && nch >= 0) {
-                for (int c = 0; c < nch && rc == 0; c++) {
-                    line(g, "if (k%d >= n%d) goto nd_done%d;", id, id, id);
-                    line(g, "{");
+            g->nohz = ncopy == 2 && copy == 0;
+            int lab = ++g->tmp;
+            size_t mark = g->sb->n;
+            int multi = g->multiarm;
+            /* the general version; where it needed a type test with more than
+             * one outcome somewhere and the loop has steady types, it is
+             * replaced: by the iterations leading to the steady types, each
+             * with its types known, when they follow from the types at entry
+             * (the outermost loop), else by itself entering the steady version
+             * once the tags are the steady types */
+            for (int pass = 0; pass < 2 && rc == 0; pass++) {
+                if (pass == 1) {
+                    if (!peel || g->multiarm == multi) break;
+                    g->sb->n = mark;
+                }
+                line(g, "uint64_t k%d = 0;", id);
+                if (pass == 1 && nch >= 0) {
+                    for (int c = 0; c < nch && rc == 0; c++) {
+                        line(g, "if (k%d >= n%d) goto nd_done%d;", id, id, lab);
+                        line(g, "{");
+                        g->ind++;
+                        rc = iteration(g, s, id, lab, names, states + (size_t)c * sz, use, saved, 1);
+                        g->ind--;
+                        line(g, "}");
+                        line(g, "k%d++;", id);
+                    }
+                }
+                if (rc == 0 && (pass == 0 || nch < 0)) {
+                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
                     g->ind++;
-                    rc = iteration(g, s, id, names, states + (size_t)c * sz, use, saved, 1);
+                    if (pass == 1) {
+                        for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+                        nd_sb_puts(g->sb, "if (1");
+                        for (int v = 0; v < nv; v++)
+                            if (use[v]) nd_sb_printf(g->sb, " && v%d_t == %d", v, A[v]);
+                        nd_sb_printf(g->sb, ") goto nd_steady%d;\n", lab);
+                    }
+                    rc = iteration(g, s, id, lab, names, NULL, NULL, NULL, 0);
                     g->ind--;
                     line(g, "}");
-                    line(g, "k%d++;", id);
+                    if (pass == 1) line(g, "goto nd_done%d;", lab);
+                }
+                if (rc == 0 && pass == 1) {
+                    if (nch < 0) line(g, "nd_steady%d:", lab);
+                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
+                    g->ind++;
+                    rc = iteration(g, s, id, lab, names, A, use, saved, 0);
+                    g->ind--;
+                    line(g, "}");
+                    line(g, "nd_done%d:;", lab);
                 }
             }
-            if (rc == 0 && (pass == 0 || nch < 0)) {
-                line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
-                g->ind++;
-                if (pass == 1) {
-                    for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
-                    nd_sb_puts(g->sb, "if (1");
-                    for (int v = 0; v < nv; v++)
-                        if (use[v]) nd_sb_printf(g->sb, " && v%d_t == %d", v, A[v]);
-                    nd_sb_printf(g->sb, ") goto nd_steady%d;\n", id);
-                }
-                rc = iteration(g, s, id, names, NULL, NULL, NULL, 0);
-                g->ind--;
-                line(g, "}");
-                if (pass == 1) line(g, "goto nd_done%d;", id);
-            }
-            if (rc == 0 && pass == 1) {
-                if (nch < 0) line(g, "nd_steady%d:", id);
-                line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
-                g->ind++;
-                rc = iteration(g, s, id, names, A, use, saved, 0);
-                g->ind--;
-                line(g, "}");
-                line(g, "nd_done%d:;", id);
-            }
+        }
+        g->nohz = 0;
+        if (ncopy == 2) {
+            g->ind--;
+            line(g, "}");
         }
         PyMem_Free(A);
         if (rc < 0) return -1;
