@@ -671,6 +671,14 @@ ND_CASCADE(float, f)
 #ifndef ND_PAR_WORK
 #define ND_PAR_WORK 32768
 #endif
+/* Set by the runtime in E[0] before the call: run on the calling thread
+ * even above ND_PAR_WORK. The runtime measures, per kernel, its runs with
+ * the OpenMP team against runs alone and keeps the faster (another
+ * library's thread pool -- OpenBLAS spinning after a matmul -- can hold the
+ * cores the team needs; src/runtime/par.h). Cleared by the runtime after
+ * the call; never an error. */
+#define ND_RUN_ALONE (1 << 30)
+#define ND_TEAM(E) (!(__atomic_load_n((E), __ATOMIC_RELAXED) & ND_RUN_ALONE))
 #define ND_BLOCK 4096    /* inner-loop block of a parallel task */
 #define ND_TILE 512      /* streaming-store tile (elements) */
 #ifndef ND_STREAM_BYTES

@@ -265,6 +265,101 @@ static int lazy_index(nd_trace *t, PyObject *proxy, npy_intp n, int axis, int mo
     return 0;
 }
 
+/* A list (or tuple) index of Python ints and 0-d integer proxies
+ * (`A[[k, p]]` with p = k + np.argmax(...)) is an integer index array.
+ * Turning it into one with np.asarray would read each proxy through the
+ * buffer protocol and int() -- two recorded breaks per element, each a
+ * flush. Instead: an int64 array now when every value is known (a value a
+ * branch has computed already), else a lazy array (the shim's np.array),
+ * bounds-checked in the graph like any lazy index (np.stack of the items:
+ * int64, as np.asarray gives for ints). New ref; NULL with no
+ * exception when e is not such a list. */
+static PyObject *int_list_index(PyObject *e)
+{
+    if (!PyList_Check(e) && !PyTuple_Check(e)) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(e);
+    int proxies = 0, lazy = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(e, i);
+        if (PyLong_CheckExact(x)) continue;
+        if (!nd_proxy_check(x) || !nd_proxy_live(x) || nd_proxy_ndim(x) != 0 ||
+            !PyTypeNum_ISINTEGER(nd_proxy_dtype(x)))
+            return NULL;
+        proxies = 1;
+        PyObject *b = nd_proxy_base_array(x);
+        if (!b) {
+            if (PyErr_Occurred()) return NULL;
+            lazy = 1;
+        }
+        Py_XDECREF(b);
+    }
+    if (!proxies || n == 0) return NULL;
+    if (lazy) {
+        PyObject *f = PyObject_GetAttrString(nd_shim_module(), "stack");
+        PyObject *r = f ? PyObject_CallOneArg(f, e) : NULL;
+        Py_XDECREF(f);
+        return r;
+    }
+    npy_intp dim = n;
+    PyObject *a = PyArray_SimpleNew(1, &dim, NPY_INT64);
+    if (!a) return NULL;
+    int64_t *v = PyArray_DATA((PyArrayObject *)a);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(e, i), *b = NULL, *o = x;
+        if (!PyLong_CheckExact(x)) {
+            b = nd_proxy_base_array(x);
+            o = b ? PyArray_ToScalar(PyArray_DATA((PyArrayObject *)b), (PyArrayObject *)b) : NULL;
+            Py_XDECREF(b);
+            if (!o) { Py_DECREF(a); return NULL; }
+        } else {
+            Py_INCREF(o);
+        }
+        /* an int beyond int64 is NumPy's IndexError: left to the usual path */
+        PyObject *ii = PyNumber_Index(o);
+        Py_DECREF(o);
+        long long iv = ii ? PyLong_AsLongLong(ii) : -1;
+        Py_XDECREF(ii);
+        if (iv == -1 && PyErr_Occurred()) {
+            Py_DECREF(a);
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+            PyErr_Clear();
+            return NULL;
+        }
+        v[i] = iv;
+    }
+    return a;
+}
+
+/* key with its int_list_index elements replaced (new ref) */
+static PyObject *key_ints(PyObject *key)
+{
+    int tup = PyTuple_Check(key);
+    PyObject *k = tup ? key : NULL;
+    if (!tup) {
+        PyObject *r = int_list_index(key);
+        return r ? r : PyErr_Occurred() ? NULL : Py_NewRef(key);
+    }
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k); i++) {
+        PyObject *r = int_list_index(PyTuple_GET_ITEM(k, i));
+        if (!r) {
+            if (PyErr_Occurred()) { Py_XDECREF(out); return NULL; }
+            continue;
+        }
+        if (!out) {
+            /* a copy: the caller's key tuple stays as it is */
+            out = PyTuple_New(PyTuple_GET_SIZE(k));
+            if (!out) { Py_DECREF(r); return NULL; }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(k); j++)
+                PyTuple_SET_ITEM(out, j, Py_NewRef(PyTuple_GET_ITEM(k, j)));
+        }
+        PyObject *old = PyTuple_GET_ITEM(out, i);
+        PyTuple_SET_ITEM(out, i, r);
+        Py_DECREF(old);
+    }
+    return out ? out : Py_NewRef(key);
+}
+
 /* Build the plan for self[key]. 0 ok, -1 error (maybe NumPy's via the
  * stand-in), 1 unsupported (reason set), 2 a lazy boolean mask (reads of it
  * have a data-dependent shape). */
@@ -550,7 +645,9 @@ PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
     if (!pl) return PyErr_NoMemory();
     PyObject *res = NULL;
-    int rc = plan_key(t, self, key, pl, NULL);
+    PyObject *kk = key_ints(key);
+    int rc = kk ? plan_key(t, self, kk, pl, NULL) : -1;
+    Py_XDECREF(kk);
     if (rc == 2) {
         res = nd_shim_masked_read(t, self, key);
         if (res || PyErr_Occurred()) goto done;
@@ -788,7 +885,9 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject 
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
     if (!pl) { PyErr_NoMemory(); return -1; }
     int res = -1;
-    int rc = plan_key(t, self, key, pl, value);
+    PyObject *kk = key_ints(key);
+    int rc = kk ? plan_key(t, self, kk, pl, value) : -1;
+    Py_XDECREF(kk);
     if (rc > 0) {
         PyObject *ck, *pk = mask_as_positions(self, key, &ck);
         if (pk || PyErr_Occurred()) {

@@ -142,7 +142,8 @@ def backend(request):
 
 
 _CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "suppress_errors",
-                    "enabled", "error_on_recompile", "background_compile", "compile_budget")
+                    "enabled", "error_on_recompile", "background_compile", "compile_budget",
+                    "adaptive_threads")
 
 
 @pytest.fixture(autouse=True)

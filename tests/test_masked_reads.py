@@ -297,3 +297,45 @@ def test_random_masks(data):
     thr = data.draw(st.floats(-5, 5, width=32))
     cnt = np.zeros(shape, dtype=np.int32)
     check(masked_program, x, y, cnt, thr, backend="native", warnings=True)
+
+
+# ------------------------- list indices holding lazy integers (row swaps)
+def lu_pivot(A):
+    A = A.copy()
+    n = A.shape[0]
+    perm = np.arange(n)
+    for k in range(n - 1):
+        p = k + np.argmax(np.abs(A[k:, k]))
+        if p != k:
+            A[[k, p], :] = A[[p, k], :]
+            perm[[k, p]] = perm[[p, k]]
+        A[k + 1:, k] /= A[k, k]
+        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+    return perm, A
+
+
+def swap_lazy(a, b):
+    i = np.argmax(b)          # never computed by a branch: a lazy index list
+    j = np.argmin(b)
+    a[[i, j]] = a[[j, i]]
+    return a, a[[0, i, -1]], a[(i, j), :1]
+
+
+def list_index_errors(a, b):
+    i = np.argmax(b) + 10     # out of range
+    return a[[0, i]]
+
+
+def test_row_swaps_by_list_of_lazy_ints():
+    A = np.random.default_rng(5).standard_normal((12, 12))
+    check(lu_pivot, A, backend="native")
+    # only the pivot branch syncs: one break per column, none at the swaps
+    assert breaks(lu_pivot, A) == 11
+
+
+def test_lazy_int_list_index():
+    a = np.arange(20.0).reshape(5, 4)
+    b = np.array([3.0, 9.0, 1.0, -2.0, 5.0])
+    check(swap_lazy, a, b, backend="native")
+    assert breaks(swap_lazy, a, b) == 0
+    check(list_index_errors, a, b, backend="native")

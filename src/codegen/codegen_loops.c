@@ -1627,7 +1627,7 @@ static int gen_row(kctx *c)
     for (int d = 0; d < R; d++) if (k->red & (1u << d)) nd_sb_printf(sb, "rowlen_ *= n%d;\n", d);
     nd_sb_puts(sb, "int64_t ntask_ = 1;\n");
     for (int d = 0; d < R; d++) if (kept & (1u << d)) nd_sb_printf(sb, "ntask_ *= n%d;\n", d);
-    nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
+    nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
                  k->cost);
     nd_sb_puts(sb, "int ok_ = 1;\n");
     for (nd_id x = 0; x < (nd_id)N; x++)
@@ -1766,8 +1766,9 @@ static int put_without_stream(nd_sb *out, const char *loop, const char *end)
 
 /* `#pragma omp parallel for if(small)` still enters libgomp (a team of
  * one, a futex wake) on every call: each marked parallel loop becomes
- *   if (COND) { #pragma omp parallel for ... LOOP } else { LOOP }
- * so small kernels never call into the OpenMP runtime. */
+ *   if (ND_TEAM(E) && COND) { #pragma omp parallel for ... LOOP } else { LOOP }
+ * so small kernels never call into the OpenMP runtime, nor kernels the
+ * runtime runs alone (kernels/nd_kernel.h ND_RUN_ALONE). */
 static int split_parallel(nd_sb *in, nd_sb *out)
 {
     static const char mark[] = "/*ND_PAR*/";
@@ -1791,7 +1792,7 @@ static int split_parallel(nd_sb *in, nd_sb *out)
         /* the parallel copy: each task ends by taking its thread's
          * floating-point status flags into nd_err (ND_FPE_TAKE) */
         int has_red = strstr(q, "reduction(|:nd_err)") && strstr(q, "reduction(|:nd_err)") < eol;
-        nd_sb_printf(out, "if (%.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
+        nd_sb_printf(out, "if (ND_TEAM(E) && %.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
                      (int)(ifp - prag), prag, (int)(eol - q), q,
                      has_red ? "" : " reduction(|:nd_err)");
         nd_sb_printf(out, "%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(e - 1 - loop), loop);

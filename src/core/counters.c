@@ -8,7 +8,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "errstate_reruns",
     "floor_numpy_calls", "loop_runs", "loop_fallbacks", "loop_deopts", "kernel_runs",
     "graph_compiles", "eager_calls", "compiling_runs", "flush_nodes",
-    "bytes_read",
+    "bytes_read", "kernel_runs_alone",
 };
 
 void nd_counter_add(nd_counter c, long long v)

@@ -25,6 +25,8 @@ typedef enum {
     ND_CTR_BYTES_READ,     /* bytes of arrays kernels read (runtime_native.c): an array
                               counts once per kernel run, over the elements it
                               walks; passes over memory = bytes_read / nbytes */
+    ND_CTR_KERNEL_RUNS_ALONE, /* kernel runs big enough for the OpenMP team that ran on
+                                 the calling thread, measured faster there (runtime/par.h) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -204,14 +204,22 @@ def explain(fn, *extra_args, **extra_kwargs):
     called with them), e.g. that they run as plain NumPy because numdyn was
     slower (see numdyn.config.floor), and loops: for each loop statement,
     whether it was captured (compiled to a C loop, see
-    numdyn.config.loop_capture) or the construct and line that prevented it.
+    numdyn.config.loop_capture) or the construct and line that prevented it,
+    and threads: per kernel big enough for the OpenMP team that the call
+    ran, whether it ran with the team or alone on the calling thread and
+    the measured times of both (see numdyn.config.adaptive_threads).
     """
     compiled = fn if isinstance(fn, CompiledFunction) else _C.compile(fn, backend="eager")
 
     def run_explained(*args, **kwargs):
-        result, records = _C._explain_call(compiled, args, kwargs)
+        _C._threads_log(True)  # the team/alone choice of the kernels this call runs
+        try:
+            result, records = _C._explain_call(compiled, args, kwargs)
+        finally:
+            threads = _C._threads_log(False)
         floor = compiled._floor_info_for(*args, *kwargs.values())
         out = _explain.build(records, result, floor, compiled._loop_info())
+        out.threads = threads
         out.out_guards = compiled._out_guards(*args, *kwargs.values()) if not kwargs else \
             [g for p in compiled._programs() for g in p["guards"]]
         out.compile_times = utils.compile_times() if utils is not None else ""

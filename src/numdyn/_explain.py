@@ -26,6 +26,9 @@ class ExplainOutput:
     loops: List[Any] = field(default_factory=list)  # loop capture, per loop (dicts)
     out_guards: List[str] = field(default_factory=list)  # the guards of these arguments' program
     compile_times: str = ""  # numdyn.utils.compile_times() after the call
+    # kernels big enough for the OpenMP team that the call ran: the runtime's
+    # choice (team / alone / measuring) and its measured times (dicts)
+    threads: List[Any] = field(default_factory=list)
 
 
     def __str__(self):
@@ -49,6 +52,8 @@ class ExplainOutput:
         if self.out_guards:
             lines.append("Guards:")
             lines.extend(f"  {g}" for g in self.out_guards)
+        if self.threads:
+            lines.append(_threads_line(self.threads))
         if self.floor:
             lines.append(_floor_line(self.floor))
         return "\n".join(lines)
@@ -70,6 +75,20 @@ def _floor_line(f):
         line += (f"; decided at call {f['decided_at']} on {f['numdyn_samples']} numdyn and "
                  f"{f['numpy_samples']} NumPy timed calls; the other path is probed next "
                  f"at call {f['next_probe']}")
+    return line
+
+
+def _threads_line(ks):
+    alone = [k for k in ks if k["choice"] == "alone"]
+    team = [k for k in ks if k["choice"] == "team"]
+    line = (f"Threads: {len(ks)} kernels big enough for the OpenMP team: {len(team)} run with "
+            f"the team, {len(alone)} alone on the calling thread (measured faster there: "
+            f"another thread pool, e.g. BLAS after a matmul, held the cores)")
+    if len(team) + len(alone) < len(ks):
+        line += f", {len(ks) - len(team) - len(alone)} still measuring"
+    for k in alone[:8]:
+        line += (f"\n  kernel {k['kernel']:016x} ({k['elements']} elements): with the team "
+                 f"{_us(k['team_s'])}, alone {_us(k['alone_s'])}")
     return line
 
 

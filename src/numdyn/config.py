@@ -48,6 +48,13 @@ compile_budget
     the graphs still compiling with NumPy, and the call that finds them
     built runs compiled. 0: never wait. Ignored when background_compile is
     off (a call then waits for every compiler it needs).
+adaptive_threads
+    Per kernel, the OpenMP team or the calling thread alone, whichever its
+    timed runs show faster (default True; NUMDYN_ADAPTIVE_THREADS=0 sets
+    False: the team whenever a kernel is big enough, as before). Another
+    library's thread pool -- OpenBLAS spinning after a matmul -- can hold
+    the cores a team needs; see src/runtime/par.h. Counter
+    kernel_runs_alone; numdyn.explain lists the choice per kernel.
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
@@ -65,6 +72,7 @@ enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
 background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "0") == "1"
 compile_budget = float(os.environ.get("NUMDYN_COMPILE_BUDGET", "1.0"))
+adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
@@ -89,6 +97,9 @@ class _Config(types.ModuleType):
             from . import _C
             _C._compile_budget(float(value))
             value = float(value)
+        elif name == "adaptive_threads":
+            from . import _C
+            _C._adaptive_threads(bool(value))
         super().__setattr__(name, value)
 
 

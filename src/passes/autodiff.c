@@ -14,7 +14,7 @@
 #include <string.h>
 
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
-    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount;
+    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr;
 
 static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
 static int iscplx(int dt) { return dt == NPY_CFLOAT || dt == NPY_CDOUBLE; }
@@ -936,6 +936,199 @@ static int rule_tensordot(ad_t *A, const nd_node *f, nd_id c)
     return einsum_grads(A, 2, f->extra, labels, out, f->dtype, c);
 }
 
+/* ------------------------------------------------- decompositions
+ * eigh, eigvalsh, svd and qr return several arrays; each is its own
+ * EXTERN node (aux: which), and each rule below is the contribution of
+ * one of them, reading its siblings (found in the graph, or appended: a
+ * second decomposition in the backward). Conventions are JAX's: eigh's
+ * gradient is that of eigh((A + A^T)/2) (symmetrized: NumPy reads one
+ * triangle, and only symmetric perturbations keep A in eigh's domain);
+ * the SVD and QR are the reduced ones (full_matrices=True / "complete"
+ * only where that is the same thing: square inputs); QR needs M >= N.
+ * Degenerate eigenvalues or singular values give inf/nan, as in JAX. */
+
+/* output k of fn(*tmpl) on the operands of f: an existing node, else new */
+static nd_id sibling(nd_graph *g, const nd_node *f, PyObject *fn, PyObject *tmpl, int k, int dt,
+                     int ndim, const npy_intp *shape)
+{
+    for (nd_id j = 0; j < g->n; j++) {
+        nd_node *n = &g->nodes[j];
+        if (n->op != ND_OP_EXTERN || n->obj != fn || n->aux != k || n->nextra != f->nextra ||
+            memcmp(n->extra, f->extra, sizeof(nd_id) * (size_t)f->nextra) != 0 ||
+            PyTuple_GET_ITEM(n->attrs, 1) != Py_None)
+            continue;
+        PyObject *t = PyTuple_GET_ITEM(n->attrs, 0);
+        int eq = t == tmpl ? 1 : PyObject_RichCompareBool(t, tmpl, Py_EQ);
+        if (eq < 0) return ND_NONE;
+        if (eq) return j;
+    }
+    nd_node n;
+    nd_node_init(&n, ND_OP_EXTERN, dt, ndim, shape);
+    n.aux = (int16_t)k;
+    if (!(n.attrs = PyTuple_Pack(2, tmpl, Py_None))) return ND_NONE;
+    n.extra = PyMem_Malloc(sizeof(nd_id) * (size_t)f->nextra);
+    if (!n.extra) { Py_DECREF(n.attrs); PyErr_NoMemory(); return ND_NONE; }
+    memcpy(n.extra, f->extra, sizeof(nd_id) * (size_t)f->nextra);
+    n.nextra = f->nextra;
+    n.obj = Py_NewRef(fn);
+    return add(g, &n);
+}
+
+/* (n, n) identity mask (bool) and strict-lower mask (bool) */
+static nd_id eye_mask(nd_graph *g, npy_intp n, int lower)
+{
+    npy_intp sq[2] = {n, n};
+    nd_id r = index_node(g, 2, sq, 0), q = index_node(g, 2, sq, 1);
+    return uf(g, lower ? ND_UF_GREATER : ND_UF_EQUAL, r, q, NPY_INT64);
+}
+
+/* F[..., i, j] = 1 / (d_j - d_i) off the diagonal, 0 on it (d: (..., n)) */
+static nd_id gap_inverse(nd_graph *g, nd_id d, npy_intp n, int L)
+{
+    nd_id eye = eye_mask(g, n, 0);
+    nd_id diff = SUB(unsqueeze(g, d, -2), unsqueeze(g, d, -1));
+    nd_id safe = where(g, eye, S(1), diff, L);  /* no 1/0 on the diagonal */
+    return where(g, eye, S(0), U1(ND_UF_RECIPROCAL, safe), L);
+}
+
+static nd_id sym(nd_graph *g, nd_id x, int L) { return MUL(ADD(x, swap_last(g, x)), S(0.5)); }
+
+static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_node a = *NODE(g, f->extra[0]);
+    npy_intp n = a.shape[a.ndim - 1];
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    nd_id w, V;
+    if (f->obj == F_eigvalsh || f->aux == 0) {
+        /* the eigenvalues: V diag(c) V^T */
+        w = i;
+        if (f->obj == F_eigvalsh) {
+            PyObject *t = PyTuple_Pack(2, PyTuple_GET_ITEM(tmpl, 0), PyTuple_GET_ITEM(tmpl, 1));
+            if (!t) return -1;
+            V = sibling(g, f, F_eigh, t, 1, L, a.ndim, a.shape);
+            Py_DECREF(t);
+        } else {
+            V = sibling(g, f, F_eigh, tmpl, 1, L, a.ndim, a.shape);
+        }
+        nd_id gA = mm(g, MUL(V, unsqueeze(g, c, -2)), swap_last(g, V));
+        return acc(A, f->extra[0], sym(g, gA, L));
+    }
+    /* the eigenvectors: V (F o (V^T c)) V^T */
+    V = i;
+    npy_intp ws[ND_MAXDIMS];
+    memcpy(ws, a.shape, sizeof(ws));
+    w = sibling(g, f, F_eigh, tmpl, 0, L, a.ndim - 1, ws);
+    nd_id Vt = swap_last(g, V);
+    nd_id gA = mm(g, mm(g, V, MUL(gap_inverse(g, w, n, L), mm(g, Vt, c))), Vt);
+    return acc(A, f->extra[0], sym(g, gA, L));
+}
+
+static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_node a = *NODE(g, f->extra[0]);
+    int nd = a.ndim;
+    npy_intp M = a.shape[nd - 2], N = a.shape[nd - 1], K = M < N ? M : N;
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    if (PyTuple_GET_SIZE(tmpl) < 4) return not_impl("linalg.svd", "this form");
+    int full = PyObject_IsTrue(PyTuple_GET_ITEM(tmpl, 1));
+    int herm = PyObject_IsTrue(PyTuple_GET_ITEM(tmpl, 3));
+    if (full < 0 || herm < 0) return -1;
+    int uv = f->aux >= 0;
+    if (uv && full && M != N)
+        return not_impl("linalg.svd", "full_matrices=True of a non-square matrix (U or Vh is not "
+                        "unique): use full_matrices=False");
+    /* the reduced U, s, Vh of the same matrix */
+    PyObject *rt = PyTuple_Pack(4, PyTuple_GET_ITEM(tmpl, 0), Py_False, Py_True,
+                                herm ? Py_True : Py_False);
+    if (!rt) return -1;
+    npy_intp su[ND_MAXDIMS], ss[ND_MAXDIMS], sv[ND_MAXDIMS];
+    memcpy(su, a.shape, sizeof(su)); memcpy(ss, a.shape, sizeof(ss)); memcpy(sv, a.shape, sizeof(sv));
+    su[nd - 1] = K; ss[nd - 2] = K; sv[nd - 2] = K;
+    PyObject *use = uv && (!full || M == N) ? tmpl : rt;  /* this very call's siblings when they fit */
+    nd_id U = f->aux == 0 ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
+    nd_id s = f->aux == 1 ? i : sibling(g, f, F_svd, use, 1, L, nd - 1, ss);
+    nd_id Vh = f->aux == 2 ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
+    Py_DECREF(rt);
+    if (BAD(U) || BAD(s) || BAD(Vh)) return -1;
+    nd_id s_col = unsqueeze(g, s, -2), s_row = unsqueeze(g, s, -1);  /* s_j, s_i */
+    nd_id gA;
+    if (!uv || f->aux == 1) {
+        gA = mm(g, MUL(U, unsqueeze(g, c, -2)), Vh);
+    } else {
+        nd_id F = gap_inverse(g, SQ(s), K, L);  /* 1 / (s_j^2 - s_i^2) */
+        if (f->aux == 0) {
+            /* U [(F o (U^T c - c^T U)) S] Vh + (I - U U^T) c S^-1 Vh */
+            nd_id UtC = mm(g, swap_last(g, U), c);
+            nd_id inner = MUL(MUL(F, SUB(UtC, swap_last(g, UtC))), s_col);
+            nd_id cs = DIV(c, s_col);
+            nd_id outer = SUB(cs, mm(g, U, mm(g, swap_last(g, U), cs)));
+            gA = mm(g, ADD(mm(g, U, inner), outer), Vh);
+        } else {
+            /* c is Vh's cotangent, V = Vh^T, V-bar = c^T:
+             * U [S (F o (V^T V-bar - V-bar^T V))] Vh + U S^-1 c (I - V V^T) */
+            nd_id V = swap_last(g, Vh);
+            nd_id VtVb = mm(g, c, V);  /* (V^T V-bar)^T = c V, so V^T V-bar = (c V)^T */
+            nd_id inner = MUL(s_row, MUL(F, SUB(swap_last(g, VtVb), VtVb)));
+            nd_id cs = DIV(c, s_row);
+            nd_id outer = SUB(cs, mm(g, mm(g, cs, V), Vh));
+            gA = mm(g, U, ADD(mm(g, inner, Vh), outer));
+        }
+    }
+    if (herm) gA = sym(g, gA, L);
+    return acc(A, f->extra[0], gA);
+}
+
+static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_node a = *NODE(g, f->extra[0]);
+    int nd = a.ndim;
+    npy_intp M = a.shape[nd - 2], N = a.shape[nd - 1];
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    const char *mode = PyTuple_GET_SIZE(tmpl) > 1 && PyUnicode_Check(PyTuple_GET_ITEM(tmpl, 1))
+                       ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(tmpl, 1)) : "reduced";
+    if (!mode) return -1;
+    if (M < N) return not_impl("linalg.qr", "a matrix with fewer rows than columns");
+    if (strcmp(mode, "reduced") != 0 && strcmp(mode, "r") != 0 &&
+        !(strcmp(mode, "complete") == 0 && M == N))
+        return not_impl("linalg.qr", "this mode (reduced, r, or complete of a square matrix)");
+    PyObject *mo = PyUnicode_FromString("reduced");
+    PyObject *rt = mo ? PyTuple_Pack(2, PyTuple_GET_ITEM(tmpl, 0), mo) : NULL;
+    Py_XDECREF(mo);
+    if (!rt) return -1;
+    npy_intp sq[ND_MAXDIMS], sr[ND_MAXDIMS];
+    memcpy(sq, a.shape, sizeof(sq)); memcpy(sr, a.shape, sizeof(sr));
+    sq[nd - 1] = N; sr[nd - 2] = N;
+    int is_r = f->aux < 0 || f->aux == 1;
+    PyObject *use = f->aux >= 0 ? tmpl : rt;
+    nd_id Q = f->aux == 0 ? i : sibling(g, f, F_qr, use, 0, L, nd, sq);
+    nd_id R = is_r ? i : sibling(g, f, F_qr, use, 1, L, nd, sr);
+    Py_DECREF(rt);
+    if (BAD(Q) || BAD(R)) return -1;
+    /* gA = (Q-bar + Q Nn) R^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
+     * Mm = Q^T Q-bar - R-bar R^T (one of the two cotangents is zero here) */
+    nd_id Mm = is_r ? NEG(mm(g, c, swap_last(g, R))) : mm(g, swap_last(g, Q), c);
+    nd_id low = eye_mask(g, N, 1);
+    nd_id Nn = SUB(where(g, low, SUB(Mm, swap_last(g, Mm)), S(0), L), Mm);
+    nd_id Y = mm(g, Q, Nn);
+    if (!is_r) Y = ADD(c, Y);
+    if (BAD(Y)) return -1;
+    /* Y R^-T = solve(R, Y^T)^T */
+    nd_node *yn = NODE(g, Y);
+    npy_intp ys[ND_MAXDIMS];
+    int ynd = yn->ndim;
+    memcpy(ys, yn->shape, sizeof(ys));
+    npy_intp tmp = ys[ynd - 1]; ys[ynd - 1] = ys[ynd - 2]; ys[ynd - 2] = tmp;
+    nd_id ids[2] = {R, swap_last(g, Y)};
+    nd_id X = ext(g, F_solve, tmpl_of(2, 0, NULL), 2, ids, L, ynd, ys);
+    return acc(A, f->extra[0], swap_last(g, X));
+}
+
 static int is_cfunc(PyObject *o, const char *name)
 {
     return PyCFunction_Check(o) && strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, name) == 0;
@@ -985,6 +1178,18 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
             if (acc(A, b, gb) < 0) return -1;
         }
         return PyErr_Occurred() ? -1 : 0;
+    }
+    if (fn == F_eigh || fn == F_eigvalsh) {
+        if (kw_given(f)) return not_impl("linalg.eigh", "with keyword arguments");
+        return rule_eigh(A, i, f, c);
+    }
+    if (fn == F_svd) {
+        if (kw_given(f)) return not_impl("linalg.svd", "with keyword arguments");
+        return rule_svd(A, i, f, c);
+    }
+    if (fn == F_qr) {
+        if (kw_given(f)) return not_impl("linalg.qr", "with keyword arguments");
+        return rule_qr(A, i, f, c);
     }
     if (fn == F_cholesky) {
         if (kw_given(f)) return not_impl("cholesky", "upper=True");
@@ -1181,7 +1386,8 @@ int nd_autodiff_init(void)
         {&F_matmul, "matmul"}, {&F_dot, "dot"}, {&F_einsum, "einsum"}, {&F_tensordot, "tensordot"},
         {&F_inv, "linalg.inv"}, {&F_det, "linalg.det"}, {&F_slogdet, "linalg.slogdet"},
         {&F_solve, "linalg.solve"}, {&F_cholesky, "linalg.cholesky"}, {&F_sort, "sort"},
-        {&F_argsort, "argsort"}, {&F_bincount, "bincount"},
+        {&F_argsort, "argsort"}, {&F_bincount, "bincount"}, {&F_eigh, "linalg.eigh"},
+        {&F_eigvalsh, "linalg.eigvalsh"}, {&F_svd, "linalg.svd"}, {&F_qr, "linalg.qr"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }

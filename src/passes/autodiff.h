@@ -16,6 +16,9 @@
  *    max/min reductions split the cotangent evenly among the tied maxima;
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
  *  - cumprod's gradient is exact where x has zeros (no division);
+ *  - eigh/eigvalsh: the gradient of eigh((A + A^T)/2) (symmetric); svd
+ *    and qr: of the reduced decompositions (qr needs M >= N); losses must
+ *    not depend on the decompositions' sign choices;
  *  - an op without a rule raises NotImplementedError naming the op: never a
  *    silently wrong (zero) gradient.
  */

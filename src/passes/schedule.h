@@ -26,6 +26,22 @@ typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *
 #define ND_ERR_FPE_OVER 128
 #define ND_ERR_FPE_UNDER 256
 #define ND_ERR_FPE_INVALID 512
+#define ND_RUN_ALONE (1 << 30)  /* an input bit: run on the calling thread */
+#define ND_PAR_WORK 32768       /* work a kernel needs for its OpenMP team */
+
+/* The runtime's measured choice, per kernel, between its OpenMP team and
+ * the calling thread alone (src/runtime/par.h owns the meaning; zeroed
+ * with the program). */
+#define ND_PAR_NSAMP 4
+typedef struct nd_parstat {
+    int mode;               /* 0 measuring, 1 team, 2 alone */
+    unsigned n[2];          /* timed runs per way (0 team, 1 alone) */
+    double samp[2][ND_PAR_NSAMP]; /* seconds per element, last runs */
+    double est[2];          /* second least of them; 0: unknown */
+    double kteam;           /* least team run of the kernel alone (no span) */
+    int64_t tot;            /* elements when measuring began */
+    uint64_t runs, next_probe, gap;
+} nd_parstat;
 
 enum nd_kkind { ND_K_POINTWISE, ND_K_REDUCE, ND_K_SCAN, ND_K_REGION, ND_K_ROW };
 
@@ -99,6 +115,7 @@ typedef struct nd_kernel {
     int err_uf;          /* ufunc id named in integer-division warnings */
     uint64_t hash;       /* of the generated text: the kernel's name */
     nd_kfn fn;
+    nd_parstat par;      /* team or alone, measured at run time */
 } nd_kernel;
 
 enum nd_stepkind {

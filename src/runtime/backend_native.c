@@ -9,6 +9,7 @@
 #include "core/npy.h"
 #include "native.h"
 #include "backend.h"
+#include "par.h"
 #include "guards/guards.h"
 #include <dlfcn.h>
 
@@ -304,5 +305,6 @@ int nd_native_init(PyObject *module)
         "and the path of the generated source.", PyExc_RuntimeError, NULL);
     if (!nd_CompileError) return -1;
     if (PyModule_AddObjectRef(module, "CompileError", nd_CompileError) < 0) return -1;
+    if (nd_par_init(module) < 0) return -1;
     return PyModule_AddFunctions(module, methods);
 }

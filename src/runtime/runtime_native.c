@@ -11,6 +11,7 @@
 #include "core/npy.h"
 #include "native.h"
 #include "backend.h"
+#include "par.h"
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
@@ -519,9 +520,12 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
     if (work >= GIL_WORK) {
         int armed = work >= INT_WORK ? arm_interrupt(&E) : 0;
         if (armed < 0) goto fail;
+        E |= nd_par_begin(k, tot, work);  /* the team or this thread alone (par.h) */
         Py_BEGIN_ALLOW_THREADS
         k->fn(P, I, Sp, &E);
         Py_END_ALLOW_THREADS
+        nd_par_ran();
+        E &= ~ND_RUN_ALONE;
         if (armed) disarm_interrupt();
     } else {
         k->fn(P, I, Sp, &E);
@@ -643,6 +647,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             Py_CLEAR(arr[n + p->freen[f]]);
         }
     }
+    nd_par_close(1);
     if (nd_nscalar_stores && scalar_store_fails(g, arr)) {
         rerun = 1;
         goto done;
@@ -661,6 +666,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     }
     if (nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
 done:
+    nd_par_close(0);  /* a failed run's open span is no sample */
     for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
     if (arr != small) PyMem_Free(arr);
     if (rerun) {

@@ -1,0 +1,59 @@
+/* par.h -- a kernel's OpenMP team or the calling thread alone, measured.
+ *
+ * A generated kernel above ND_PAR_WORK runs its tasks on an OpenMP team.
+ * That is a bet on the cores being free, and another library's thread pool
+ * can lose it: NumPy's OpenBLAS leaves its threads spinning (sched_yield
+ * loops, ~0.1 s) after each matmul, MKL and torch's libgomp do the like, so
+ * on a small machine a team launched next to a BLAS call waits for a core
+ * one of those threads holds (Tensor MLP forward + backward, 2 cores:
+ * 52 ms against NumPy's 0.54 ms, 1.07 ms single-threaded). The runtime
+ * cannot see other pools, and need not: it times each kernel's runs (wall
+ * time per element, the kernel's program step in its own context, whatever
+ * pool sits next to it) with the team and alone, and keeps the faster, as
+ * the speed floor (floor.h) does for whole calls. Per kernel of a program:
+ *
+ *   run 1                not timed (first touch of fresh buffers)
+ *                        (a run: the span of nd_par_begin below)
+ *   measuring            team and alone in turns, ND_PAR_NSAMP runs each,
+ *                        or EARLY each when one way took 1.5 times
+ *                        the other's slowest; alone is not tried for a
+ *                        kernel whose run alone would take ALONE_MAX
+ *                        (its own team time x cores) or more: a big
+ *                        kernel, where a wait for a core is a small part
+ *   decided              the faster way runs (timed: a way that becomes
+ *                        slow -- a matmul now runs next to it -- loses its
+ *                        place with 5% hysteresis); the other way is
+ *                        probed after G, 2G, 4G... runs, G such that probes
+ *                        cost at most PROBE_SHARE of the time
+ * A run whose element count moved 4x from the measured ones starts
+ * measuring again (parallel speedup depends on size).
+ *
+ * Both ways compute the same values bit for bit: chunk counts of
+ * reductions are fixed by the generated code, not by the thread count.
+ * Off with numdyn.config.adaptive_threads = False (NUMDYN_ADAPTIVE_THREADS=0):
+ * the team whenever the work passes ND_PAR_WORK, as before. Counted in
+ * numdyn.utils.counters["kernel_runs_alone"]; numdyn.explain lists the
+ * kernels of its call with their choice and times.
+ */
+#ifndef ND_PAR_H
+#define ND_PAR_H
+#include <Python.h>
+#include <stdint.h>
+#include "passes/schedule.h"
+
+/* Before running k over tot elements of `work` (elements x cost): the
+ * bits to put in the kernel's error word (ND_RUN_ALONE or 0). A timed run
+ * is a span: the kernel and what its program runs after it up to the next
+ * timed kernel (the extern steps a spinning team would slow down: libgomp
+ * spins its idle workers for ~ms unless OMP_WAIT_POLICY=PASSIVE, and a
+ * matmul's BLAS threads then wait for the cores -- the team's cost lands
+ * there). GIL held. */
+int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work);
+/* The kernel just begun returned (its own time: par.h's ALONE_MAX). */
+void nd_par_ran(void);
+/* The program run ended (ok) or failed (!ok: the open span is dropped). */
+void nd_par_close(int ok);
+
+int nd_par_init(PyObject *module);
+
+#endif
