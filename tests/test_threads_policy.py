@@ -186,3 +186,29 @@ def test_test_hook_checks_its_arguments():
         _C._threads_test_delay(-1.0, 0.0)
     with pytest.raises(TypeError):
         _C._threads_test_delay("a", 0.0)
+
+
+def test_every_parallel_loop_asks_the_runtime(caplog):
+    # every OpenMP region of generated code -- pointwise tasks, row tasks of
+    # a tall narrow array, chunked column reductions, row kernels -- is
+    # guarded by ND_TEAM(E), the runtime's team/alone bit
+    import logging
+
+    def kernels(x, t):
+        return np.exp(x) * 2.0, (t - t.mean(0)) / 3.0, t.sum(0), np.exp(t - t.max(1, keepdims=True)).sum(1)
+
+    r = np.random.default_rng(8)
+    x, t = r.random(N), r.random((50000, 8))
+    cf = numdyn.compile(kernels, options=NOFLOOR)
+    numdyn.set_logs(output_code=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="numdyn"):
+            got = cf(x, t)
+    finally:
+        numdyn.set_logs(output_code=False)
+    text = caplog.text
+    regions = text.count("#pragma omp parallel")
+    assert regions >= 3
+    assert text.count("ND_TEAM(E)") == regions
+    for g, w in zip(got, kernels(x, t)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)

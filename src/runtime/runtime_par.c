@@ -16,7 +16,7 @@
 #define ALONE_MAX 50e-3     /* seconds: a kernel whose run alone would take about this
                                long (its team time x cores) is not tried alone */
 #define FIRST_GAP 32
-#define MAX_GAP (1u << 16)
+#define MAX_GAP 1024        /* runs: a choice made under a passing load is revisited */
 #define PROBE_SHARE 0.02
 #define RESIZE 4            /* elements moved this many times: measure again */
 
