@@ -172,6 +172,18 @@ static nd_id divide_by(nd_trace *t, nd_id x, PyObject *n)
     return nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
 }
 
+/* _methods._mean/_var divide a 0-d sum with no out= as NumPy scalars
+ * (ret.dtype.type(ret / rcount)): scalar math, "scalar divide" */
+static nd_id divide_result(nd_trace *t, nd_id x, PyObject *n, PyObject *out)
+{
+    nd_id r = divide_by(t, x, n);
+    if (r == ND_NONE || (out && out != Py_None)) return r;
+    nd_node *d = nd_graph_node(nd_trace_graph(t), r);
+    if (d->op == ND_OP_UFUNC && d->sub == ND_UF_TRUE_DIVIDE && d->ndim == 0 && !d->value)
+        d->flags |= ND_F_SCALAR_MATH;
+    return r;
+}
+
 static nd_id binary(nd_trace *t, int uf, nd_id a, nd_id b)
 {
     int dt[2] = {nd_shim_node_dtype(t, a), nd_shim_node_dtype(t, b)}, loop[2], out[2];
@@ -446,14 +458,23 @@ static int mean_acc(int dt, int dtarg)
     return dt;
 }
 
+/* NumPy's RuntimeWarning for a mean/var over too few elements (a
+ * property of the shapes, so warned while tracing; a replay would not) */
+static int empty_slice_warning(nd_trace *t, const char *msg)
+{
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, msg, 1) < 0) return -1;
+    nd_trace_not_replayable(t);
+    return 0;
+}
+
 /* mean: a, axis, dtype, out, keepdims, where */
-static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int acc)
+static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int acc, PyObject *out)
 {
     nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, a->id, mask, keep, acc, acc, ND_NONE);
     if (s == ND_NONE) return ND_NONE;
     PyObject *n = PyLong_FromSsize_t(count_of(a, mask));
     if (!n) return ND_NONE;
-    nd_id r = divide_by(t, s, n);
+    nd_id r = divide_result(t, s, n, out);
     Py_DECREF(n);
     return r;
 }
@@ -466,7 +487,8 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     if (operand_array(t, A(0), &a) ||
         red_options(&a, A(1), AX_STRICT, A(2), A(4), np_attr("mean"), NULL, -1, "numpy.mean", &o) < 0)
         return NULL;
-    nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg));
+    if (count_of(&a, o.mask) == 0 && empty_slice_warning(t, "Mean of empty slice") < 0) return NULL;
+    nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3));
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
     return finish(t, m, A(3), &a, o.mask, o.keep);
 }
@@ -493,9 +515,17 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
         return NULL;
     uint64_t mask = o.mask;
     int dtarg = o.dtarg;
+    /* as _methods._var: ddof >= rcount warns first, compared as Python does */
+    PyObject *n_obj = PyLong_FromSsize_t(count_of(&a, mask));
+    PyObject *dd = ddof && ddof != Py_None ? Py_NewRef(ddof) : PyLong_FromLong(0);
+    int few = n_obj && dd ? PyObject_RichCompareBool(dd, n_obj, Py_GE) : -1;
+    Py_XDECREF(n_obj);
+    Py_XDECREF(dd);
+    if (few < 0 || (few && empty_slice_warning(t, "Degrees of freedom <= 0 for slice") < 0))
+        return NULL;
     /* as numpy/_core/_methods.py _var: the mean in dtype (f8 for ints) */
     int acc = dtarg >= 0 ? dtarg : (a.dtype == NPY_BOOL || PyTypeNum_ISINTEGER(a.dtype)) ? NPY_FLOAT64 : a.dtype;
-    nd_id m = mean_node(t, &a, mask, 1, acc);
+    nd_id m = mean_node(t, &a, mask, 1, acc, NULL);
     if (m == ND_NONE) return NULL;
     nd_id d = binary(t, ND_UF_SUBTRACT, a.id, m);
     if (d == ND_NONE) return NULL;
@@ -532,7 +562,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     } else {
         rc_obj = cnt;
     }
-    nd_id v = divide_by(t, ss, rc_obj);
+    nd_id v = divide_result(t, ss, rc_obj, A(3));
     Py_DECREF(rc_obj);
     if (v == ND_NONE) return NULL;
     if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;

@@ -378,3 +378,22 @@ def _chain(x, n):
     for _ in range(n):
         y = np.sqrt(y * y + 0.5)
     return y
+
+
+def test_decided_calls_are_sampled_not_all_timed():
+    # once decided, the chosen path's cost is followed on one call in 8:
+    # timing every call cost a third of a warm call of a small function
+    x = np.arange(3.0)
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    info = calls_until_decided(cf, (x, 200))
+    path = info["path"]
+    key = "numpy_samples" if path == "numpy" else "numdyn_samples"
+    n0 = cf._floor_info_for(x, 200)[key]
+    before = utils.counters["floor_numpy_calls"]
+    for _ in range(32):
+        assert cf(x, 200) == tiny_steps(x, 200)
+    after = cf._floor_info_for(x, 200)
+    assert after["path"] == path
+    assert 3 <= after[key] - n0 <= 5, (n0, after)
+    if path == "numpy":  # untimed calls still count as NumPy's
+        assert utils.counters["floor_numpy_calls"] - before == 32

@@ -339,3 +339,33 @@ def test_lazy_int_list_index():
     check(swap_lazy, a, b, backend="native")
     assert breaks(swap_lazy, a, b) == 0
     check(list_index_errors, a, b, backend="native")
+
+
+# -------------------------- a[s] op= x: no write-back of the region itself
+def region_updates(A):
+    A[1:, 0] /= A[0, 0]
+    A[2:, 1:] -= 1.0
+    A[::2, ::-1] *= 2.0
+    v = A[1]
+    v += 3.0
+    A[1] = v                      # the same region and version: nothing to write
+    return A
+
+
+def test_region_update_writes_once():
+    A = np.arange(16.0).reshape(4, 4) + 1
+    check(region_updates, A, backend="native")
+    g, _ = numdyn.export(region_updates)(A.copy())
+    assert str(g).count("setitem(") == 4
+
+
+def test_writing_a_region_back_after_it_changed():
+    def f(A):
+        v = A[1].copy()
+        w = A[1]
+        A[1] += 1.0
+        A[1] = v                  # an older value: written
+        A[2] = w                  # a view of the current version, other region
+        return A
+
+    check(f, np.arange(12.0).reshape(3, 4), backend="native")

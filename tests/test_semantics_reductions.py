@@ -156,3 +156,38 @@ def test_reduction_options_not_modelled_break(backend, fn, reason):
     out = numdyn.explain(fn)(a)
     assert out.graph_break_count == 1
     assert reason in out.break_reasons[0].reason, out.break_reasons[0].reason
+
+
+_EMPTY_STAT_CASES = [
+    lambda x: x[:0].mean(axis=0),
+    lambda x: x[:0].mean(),
+    lambda x: np.mean(x[:, :0], axis=1),
+    lambda x: x.var(ddof=10),
+    lambda x: x.std(axis=0, ddof=2.5),
+    lambda x: x[:0].var(axis=1),
+    lambda x: np.average(x[:0], axis=0),
+    lambda x: x.mean(axis=1, keepdims=True),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_EMPTY_STAT_CASES)))
+def test_mean_var_of_too_few_elements_warn_as_numpy(backend, k):
+    """_methods._mean warns "Mean of empty slice" and _var "Degrees of
+    freedom <= 0 for slice" before the divide's own warning, and a 0-d
+    result is divided as NumPy scalars ("invalid value encountered in
+    scalar divide"); warnings are compared, on every call."""
+    fn = _EMPTY_STAT_CASES[k]
+    for _ in range(3):
+        check(fn, np.ones((5, 2)), backend=backend, warnings=True)
+
+
+def test_scalar_results_are_instances_of_their_scalar_type():
+    import numdyn
+
+    def f(a):
+        s = a.sum()
+        return (isinstance(s, float), isinstance(s, np.floating), isinstance(s, np.ndarray),
+                np.isscalar(s), isinstance(a.max() > 0, np.bool_), isinstance(a, np.ndarray),
+                isinstance(a[:1].sum(), np.float64), isinstance(a.astype(np.int32).sum(), np.integer))
+    a = np.ones(4)
+    assert numdyn.compile(f)(a) == f(a)

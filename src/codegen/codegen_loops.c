@@ -1629,7 +1629,9 @@ static int gen_row(kctx *c)
     for (int d = 0; d < R; d++) if (kept & (1u << d)) nd_sb_printf(sb, "ntask_ *= n%d;\n", d);
     nd_sb_printf(sb, "#pragma omp parallel if(ntask_ > 1 && ND_TEAM(E) && (double)tot_ * %d >= ND_PAR_WORK) reduction(|:nd_err)\n{\n",
                  k->cost);
-    nd_sb_puts(sb, "int ok_ = 1;\n");
+    /* the thread's flags from before this region are not the kernel's
+     * (split_parallel) */
+    nd_sb_puts(sb, "int ok_ = 1;\n(void)nd_fpe_take();\n");
     for (nd_id x = 0; x < (nd_id)N; x++)
         if (cph[x] >= 0)
             nd_sb_printf(sb, "%s *scr%d = (%s *)malloc(sizeof(%s) * (size_t)(rowlen_ > 0 ? rowlen_ : 1));\n"
@@ -1790,12 +1792,17 @@ static int split_parallel(nd_sb *in, nd_sb *out)
         const char *e = block_end(br);
         if (!e) goto bad;
         /* the parallel copy: each task ends by taking its thread's
-         * floating-point status flags into nd_err (ND_FPE_TAKE) */
+         * floating-point status flags into nd_err (ND_FPE_TAKE), and starts
+         * by dropping the flags the thread holds from before: a worker of
+         * the process's one OpenMP pool also runs other libraries' regions
+         * (torch's), whose flags would otherwise read as this kernel's and
+         * send every call to NumPy (errstate_reruns) */
         int has_red = strstr(q, "reduction(|:nd_err)") && strstr(q, "reduction(|:nd_err)") < eol;
         nd_sb_printf(out, "if (ND_TEAM(E) && %.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
                      (int)(ifp - prag), prag, (int)(eol - q), q,
                      has_red ? "" : " reduction(|:nd_err)");
-        nd_sb_printf(out, "%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(e - 1 - loop), loop);
+        nd_sb_printf(out, "%.*s\n(void)nd_fpe_take();\n%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(br + 1 - loop), loop,
+                     (int)(e - 1 - (br + 1)), br + 1);
         if (put_without_stream(out, loop, e) < 0) goto bad;
         nd_sb_puts(out, "\n}\n");
         p = e;

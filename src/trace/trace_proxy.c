@@ -986,7 +986,14 @@ static PyObject *g_concrete_attr(PyObject *o, void *c)
 static PyObject *g_class(PyObject *o, void *c)
 {
     /* isinstance(x, np.ndarray) holds inside compiled code as it would
-     * under NumPy; type(x) still names the LazyArray */
+     * under NumPy, and a value NumPy returns as a scalar (a.sum()) is an
+     * instance of its scalar type (np.float64, so also float, np.floating,
+     * np.isscalar); type(x) still names the LazyArray */
+    if (((NdProxy *)o)->is_scalar) {
+        PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(o));
+        if (tp) return tp;
+        PyErr_Clear();
+    }
     return Py_NewRef((PyObject *)&PyArray_Type);
 }
 

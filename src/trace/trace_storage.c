@@ -258,6 +258,14 @@ static int write_node(NdProxy *p, nd_id value, uint32_t flags)
         return -1;
     }
     const nd_node *v = nd_graph_node(g, value);
+    /* `a[s] op= x` ends with a[s] = (the view a[s] it just wrote through):
+     * the region's own current value written back, a no-op under NumPy; a
+     * SETITEM for it would copy the whole storage at run time */
+    if (!flags && v->op == ND_OP_VIEW && v->in[0] == s->version && v->voff == p->off &&
+        v->dtype == s->dtype && !(v->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) &&
+        v->ndim == p->ndim && memcmp(v->shape, p->shape, sizeof(npy_intp) * p->ndim) == 0 &&
+        memcmp(v->vstrides, p->strides, sizeof(npy_intp) * p->ndim) == 0)
+        return 0;
     int same = !flags && p->identity && v->dtype == s->dtype && v->ndim == s->ndim &&
                memcmp(v->shape, s->shape, sizeof(npy_intp) * s->ndim) == 0;
     nd_id nv = value;
