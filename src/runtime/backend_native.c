@@ -29,6 +29,47 @@ static int background(void)
     return background_compile;
 }
 
+/* Graphs found still compiling in the background, with the compile
+ * progress (nd_disk_progress) at that moment: until a compile ends, such a
+ * graph asked again by a call whose budget is spent runs with NumPy at
+ * once, without scheduling, generating C or asking the disk (a loop of
+ * small graphs made thousands of such requests per call, each costing more
+ * than the NumPy run). Open addressing; emptied when full. */
+#define ND_PEND_CAP 4096
+static struct { uint64_t key, stamp; } pend[ND_PEND_CAP];
+static int npend;
+
+static int pend_find(uint64_t key)
+{
+    for (int i = (int)(key % ND_PEND_CAP), n = 0; n < ND_PEND_CAP; i = (i + 1) % ND_PEND_CAP, n++) {
+        if (pend[i].key == key) return i;
+        if (!pend[i].key) return -1;
+    }
+    return -1;
+}
+
+static void pend_note(uint64_t key, uint64_t stamp)
+{
+    if (!key) key = 1;
+    int i = pend_find(key);
+    if (i < 0) {
+        if (npend >= ND_PEND_CAP / 2) { memset(pend, 0, sizeof pend); npend = 0; }
+        for (i = (int)(key % ND_PEND_CAP); pend[i].key; i = (i + 1) % ND_PEND_CAP) {}
+        pend[i].key = key;
+        npend++;
+    }
+    pend[i].stamp = stamp;
+}
+
+/* 1 when the graph of key is known to be still compiling and this call may
+ * not wait for it */
+static int pend_still(uint64_t key)
+{
+    if (!npend || nd_disk_budget_left() > 0) return 0;
+    int i = pend_find(key ? key : 1);
+    return i >= 0 && pend[i].stamp == nd_disk_progress();
+}
+
 /* The kernels todo[0..nnew) of p, compiled: split into up to nd_cc_jobs()
  * translation units of about equal text (a program of 19 kernels waited
  * for one compiler process; now the cores share it), each unit cached on
@@ -183,6 +224,11 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     int avail = nd_cc_available();
     if (avail < 0) return NULL;
     if (!avail) return nd_backend_eager_run(g, outs, nout);
+    int bgmode = !nd_backend_frozen && background();
+    if (bgmode && pend_still(key)) {
+        nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
+        return nd_backend_eager_run(g, outs, nout);
+    }
     p = nd_schedule(g, outs, nout);
     if (!p) return NULL;
     if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||
@@ -194,6 +240,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     int nnew = compile_program(p, g);
     if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
         nd_program_decref(p);
+        if (bgmode) pend_note(key, nd_disk_progress());
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }

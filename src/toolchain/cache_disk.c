@@ -603,6 +603,7 @@ typedef struct {
 
 static bg_job **bg;
 static int nbg, capbg, bg_exit_set;
+static uint64_t bg_ended;  /* jobs of this process seen ending, ever */
 
 int nd_disk_pending(void) { return nbg; }
 
@@ -646,6 +647,7 @@ static void bg_pump(void)
         if (j->owner != me || !j->started || j->ended) continue;
         j->ended = nd_cc_poll(j->pid, j->rfd, &j->out, &j->olen, 0, &j->status);
         running += !j->ended;
+        bg_ended += j->ended;
     }
     for (int i = 0; i < nbg && running < jobs; i++) {
         bg_job *j = bg[i];
@@ -654,6 +656,7 @@ static void bg_pump(void)
         if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, &j->pid, &j->rfd) < 0) {
             PyErr_Fetch(&j->et, &j->ev, &j->etb);
             j->ended = 1;
+            bg_ended++;
             continue;
         }
         running++;
@@ -735,6 +738,17 @@ static int bg_wait(char (*bases)[32], int n, double deadline)
         Py_END_ALLOW_THREADS
         if (PyErr_CheckSignals() < 0) return -1;
     }
+}
+
+uint64_t nd_disk_progress(void)
+{
+    bg_pump();
+    return bg_ended;
+}
+
+double nd_disk_budget_left(void)
+{
+    return call_deadline > 0 ? call_deadline - mono_now() : budget_s;
 }
 
 int nd_disk_wait_all(void)
@@ -846,6 +860,10 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         /* every unit's compiler started (as many at once as nd_cc_jobs()):
          * wait for them within the call's budget, then take those built */
         double deadline = call_deadline > 0 ? call_deadline : mono_now() + budget_s;
+        if (deadline <= mono_now()) {  /* no budget left: the jobs are only started */
+            rc = 0;
+            goto done;
+        }
         char (*want)[32] = PyMem_Calloc((size_t)nbg_req, sizeof *want);
         if (!want) { PyErr_NoMemory(); goto done; }
         for (int b = 0; b < nbg_req; b++) memcpy(want[b], bases[todo[b]], sizeof *want);

@@ -86,6 +86,13 @@ double nd_disk_budget(void);
 void nd_disk_set_budget(double seconds);
 void nd_disk_call_begin(void);
 void nd_disk_call_end(void);
+/* Seconds the current call may still wait (the whole budget outside a
+ * framed call); <= 0: spent. */
+double nd_disk_budget_left(void);
+/* How many background compiles have ended so far (polls them first): a
+ * program found still compiling at one value cannot be ready before the
+ * value changes. */
+uint64_t nd_disk_progress(void);
 int nd_disk_clear(void);
 
 /* cache_mem.c */

@@ -1,0 +1,149 @@
+"""First calls (issue 13, point 3): every row of bench_programs.py and
+bench_loops.py, first call only, under each compile mode, side by side in
+one run.
+
+    python bench/bench_first_call.py [--quick] [--only NAME] [--output FILE.md]
+
+Per row, interleaved (the modes of one row run back to back, so a change
+of the machine's load hits them alike):
+
+numpy        one call of the function as it is (the reference; the result
+             of every mode is checked against it).
+wait         numdyn's first call with numdyn.config.background_compile off:
+             the call waits for every compiler it needs (independent
+             kernels of one graph compile as up to one unit per core, in
+             parallel).
+budget 1 s   background_compile on, compile_budget 1.0: the call waits for
+             its compilers up to 1 s in all, runs compiled what was built,
+             NumPy runs the rest.
+no wait      background_compile on, compile_budget 0: NumPy runs every graph
+             whose kernels are not built (captured loops still wait for
+             their compiler).
+
+Each first call is one call of a fresh numdyn.compile(fn) after
+numdyn.reset() and numdyn.utils.clear_cache() (a private, fresh
+NUMDYN_CACHE_DIR); background compiles are waited for
+(numdyn.utils.wait_compiles()) before the next measurement. The process
+start-up (extension, OpenMP, the compiler's first run) is paid once before
+the first row.
+"""
+import argparse
+import copy
+import statistics
+import sys
+import time
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench_programs as BP  # noqa: E402  (sets a fresh NUMDYN_CACHE_DIR first)
+import bench_loops as BL  # noqa: E402
+from runner import format_time, machine_description  # noqa: E402
+
+import numdyn  # noqa: E402
+
+MODES = (("wait", False, 1.0), ("budget 1 s", True, 1.0), ("no wait", True, 0.0))
+
+
+def first_call(case, background, budget, ref, a_ref):
+    numdyn.config.background_compile = background
+    numdyn.config.compile_budget = budget
+    BP._reset_numdyn()
+    args = copy.deepcopy(case.make_args())
+    c0 = dict(numdyn.utils.counters)
+    t0 = time.perf_counter()
+    got = numdyn.compile(case.fn)(*args)
+    t = time.perf_counter() - t0
+    runs = numdyn.utils.counters["compiling_runs"] - c0.get("compiling_runs", 0)
+    numdyn.utils.wait_compiles()
+    err = BP.compare(ref, got, case.rtol, False, case.max_int_diff)
+    if err is None:
+        err = BP.compare(tuple(a_ref), tuple(args), case.rtol, False, None,
+                         "arguments after the call")
+    return t, runs, err
+
+
+def measure(case):
+    args = case.make_args()
+    a_ref = copy.deepcopy(args)
+    t0 = time.perf_counter()
+    ref = case.fn(*a_ref)
+    row = {"benchmark": case.name, "numpy": time.perf_counter() - t0, "notes": []}
+    ref = copy.deepcopy(ref)
+    for name, bg, budget in MODES:
+        try:
+            t, runs, err = first_call(case, bg, budget, ref, a_ref)
+        except Exception as e:  # recorded, never a made-up figure
+            row[name] = None
+            row["notes"].append(f"{name}: {type(e).__name__}: {e}"[:160])
+            continue
+        if err is not None:
+            row[name] = None
+            row["notes"].append(f"{name}: WRONG ANSWER: {err}"[:200])
+        else:
+            row[name] = t
+            if runs:
+                row["notes"].append(f"{name}: {runs} graphs ran by NumPy")
+    return row
+
+
+def summary(rows, label):
+    out = []
+    for name, _, _ in MODES:
+        ts = [r[name] for r in rows if r.get(name) is not None]
+        if ts:
+            out.append(f"{label}, {name}: median {format_time(statistics.median(ts))}, "
+                       f"max {format_time(max(ts))} ({len(ts)} rows)")
+    return out
+
+
+def table(rows):
+    head = ["benchmark", "numpy"] + [m[0] for m in MODES] + ["note"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
+    for r in rows:
+        cells = [r["benchmark"], format_time(r["numpy"])]
+        cells += ["-" if r.get(m[0]) is None else format_time(r[m[0]]) for m in MODES]
+        cells.append("; ".join(r["notes"]).replace("|", "\\|"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only")
+    ap.add_argument("--output")
+    opts = ap.parse_args(argv)
+    t_all = time.perf_counter()
+    head = machine_description()
+    print(head, flush=True)
+    BP._warm_up()
+    md = ["### First calls by compile mode (bench/bench_first_call.py)", "", "```", head, "```", ""]
+    sums = []
+    for label, cases in (("bench_programs", BP.program_cases(opts.quick)),
+                         ("bench_loops", BL.loop_cases(opts.quick))):
+        rows = []
+        for case in cases:
+            if opts.only and opts.only.lower() not in case.name.lower():
+                continue
+            r = measure(case)
+            print(f"  {case.name:<46} numpy {format_time(r['numpy']):>9}  " + "  ".join(
+                f"{m[0]} {'-' if r.get(m[0]) is None else format_time(r[m[0]]):>9}" for m in MODES),
+                flush=True)
+            rows.append(r)
+        if rows:
+            md += [f"#### {label}", "", table(rows), ""]
+            sums += summary(rows, label)
+    md += [f"- {s}" for s in sums]
+    md += [f"- total run time {time.perf_counter() - t_all:.0f} s", ""]
+    text = "\n".join(md)
+    print()
+    print(text)
+    if opts.output:
+        with open(opts.output, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
