@@ -27,7 +27,8 @@
  * substitutes them with the value of one lane inside the mask (the first,
  * argmax(m)), so every lane computes f of values NumPy also computes f of,
  * and a floating-point flag is raised exactly when NumPy's computation
- * raises one (its warning then comes from the NumPy re-run of the graph,
+ * raises one (operations that cannot raise one -- comparisons, sign
+ * changes, integer add/subtract/multiply -- skip the substitution) (its warning then comes from the NumPy re-run of the graph,
  * runtime_native.c). With an all-False mask there is no such lane: lane 0
  * stands in, whose flags NumPy would not raise (a documented gap).
  */
@@ -60,7 +61,7 @@ static void masked_dealloc(NdMasked *m)
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
-static NdMasked *masked_make(PyObject *val, const NdMasked *like)
+static NdMasked *masked_make(PyObject *val, const NdMasked *like, int safe)
 {
     NdMasked *m = PyObject_New(NdMasked, &NdMasked_Type);
     if (!m) { Py_DECREF(val); return NULL; }
@@ -70,7 +71,7 @@ static NdMasked *masked_make(PyObject *val, const NdMasked *like)
     m->key = Py_NewRef(like->key);
     m->mnode = like->mnode;
     m->lead = like->lead;
-    m->safe = like->safe;
+    m->safe = safe;
     m->compact = NULL;
     return m;
 }
@@ -204,15 +205,37 @@ static int same_mask(const NdMasked *a, const NdMasked *b)
            !memcmp(nd_proxy_shape(a->val), nd_proxy_shape(b->val), sizeof(npy_intp) * (size_t)nd);
 }
 
-/* Operands for elementwise work on the full shape: each masked one's safe
- * value, scalars as they are. *like: the masked operand the result takes
- * its mask from. 1 when the operation can stay masked, 0 when it cannot
- * (compact), -1 on error. */
-static int full_operands(int n, PyObject *const *in, PyObject **out, NdMasked **like)
+/* When an operation can raise floating-point flags (np.errstate) and so
+ * needs the lanes outside the mask substituted: always (division, power,
+ * any ufunc), only with inexact operands (add, subtract, multiply,
+ * absolute: integer overflow wraps silently in NumPy's array loops), never
+ * (comparisons, sign changes, bitwise ops). */
+enum { FL_ALWAYS, FL_INEXACT, FL_NEVER };
+
+static int inexact_type(int d) { return PyTypeNum_ISFLOAT(d) || PyTypeNum_ISCOMPLEX(d); }
+
+static int inexact(PyObject *o)
+{
+    if (nd_shim_masked_check(o)) return inexact_type(nd_proxy_dtype(((NdMasked *)o)->val));
+    if (PyFloat_Check(o) || PyComplex_Check(o) || PyArray_IsScalar(o, Inexact)) return 1;
+    if (PyArray_Check(o)) return inexact_type(PyArray_TYPE((PyArrayObject *)o));
+    if (nd_proxy_check(o)) return inexact_type(nd_proxy_dtype(o));
+    return 0;
+}
+
+/* Operands for elementwise work on the full shape: each masked one's
+ * value (substituted where the operation class `fl` needs it), scalars as
+ * they are. *like: the masked operand the result takes its mask from;
+ * *safe: whether every masked operand's outside lanes are substituted (so
+ * the result's are). 1 when the operation can stay masked, 0 when it
+ * cannot (compact), -1 on error. */
+static int full_operands(int n, PyObject *const *in, PyObject **out, NdMasked **like, int fl, int *safe)
 {
     nd_trace *t = nd_trace_current();
+    int need = fl == FL_ALWAYS;
     *like = NULL;
     for (int k = 0; k < n; k++) {
+        if (fl == FL_INEXACT && inexact(in[k])) need = 1;
         if (nd_shim_masked_check(in[k])) {
             NdMasked *m = (NdMasked *)in[k];
             if (!t || m->compact || !nd_proxy_live(m->val)) return 0;
@@ -223,10 +246,13 @@ static int full_operands(int n, PyObject *const *in, PyObject **out, NdMasked **
         }
     }
     if (!*like) return 0;
+    *safe = 1;
     for (int k = 0; k < n; k++) {
         if (nd_shim_masked_check(in[k])) {
-            if (make_safe(t, (NdMasked *)in[k]) < 0) return -1;
-            out[k] = ((NdMasked *)in[k])->val;
+            NdMasked *m = (NdMasked *)in[k];
+            if (need && make_safe(t, m) < 0) return -1;
+            *safe &= m->safe;
+            out[k] = m->val;
         } else {
             out[k] = in[k];
         }
@@ -245,14 +271,14 @@ static int compacted(int n, PyObject *const *in, PyObject **out)
 }
 
 /* the result of elementwise work on full values: masked again */
-static PyObject *rewrap(PyObject *r, NdMasked *like, int n, PyObject *const *vals)
+static PyObject *rewrap(PyObject *r, NdMasked *like, int n, PyObject *const *vals, int safe)
 {
     if (!r || r == Py_NotImplemented) return r;
     if (PyTuple_Check(r)) {
         Py_ssize_t k = PyTuple_GET_SIZE(r);
         PyObject *o = PyTuple_New(k);
         for (Py_ssize_t i = 0; o && i < k; i++) {
-            PyObject *e = rewrap(Py_NewRef(PyTuple_GET_ITEM(r, i)), like, n, vals);
+            PyObject *e = rewrap(Py_NewRef(PyTuple_GET_ITEM(r, i)), like, n, vals, safe);
             if (!e) Py_CLEAR(o);
             else PyTuple_SET_ITEM(o, i, e);
         }
@@ -267,30 +293,30 @@ static PyObject *rewrap(PyObject *r, NdMasked *like, int n, PyObject *const *val
         PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: masked elementwise result");
         return NULL;
     }
-    return (PyObject *)masked_make(r, like);
+    return (PyObject *)masked_make(r, like, safe);
 }
 
 typedef PyObject *(*nd_binop)(PyObject *, PyObject *);
 
-static PyObject *binop(PyObject *a, PyObject *b, nd_binop f)
+static PyObject *binop(PyObject *a, PyObject *b, nd_binop f, int fl)
 {
     PyObject *in[2] = {a, b}, *v[2];
     NdMasked *like;
-    int ok = full_operands(2, in, v, &like);
+    int safe, ok = full_operands(2, in, v, &like, fl, &safe);
     if (ok < 0) return NULL;
-    if (ok) return rewrap(f(v[0], v[1]), like, 2, v);
+    if (ok) return rewrap(f(v[0], v[1]), like, 2, v, safe);
     if (compacted(2, in, v) < 0) return NULL;
     return f(v[0], v[1]);
 }
 
 /* a op= b: a masked value's full value is its own, so it takes the
  * in-place op (NumPy's casting rules of out=) */
-static PyObject *inplace(PyObject *a, PyObject *b, nd_binop f)
+static PyObject *inplace(PyObject *a, PyObject *b, nd_binop f, int fl)
 {
     NdMasked *m = (NdMasked *)a;
     PyObject *in[2] = {a, b}, *v[2];
     NdMasked *like;
-    int ok = full_operands(2, in, v, &like);
+    int safe, ok = full_operands(2, in, v, &like, fl, &safe);
     if (ok < 0) return NULL;
     if (!ok) {
         if (compacted(2, in, v) < 0) return NULL;
@@ -306,16 +332,17 @@ static PyObject *inplace(PyObject *a, PyObject *b, nd_binop f)
         return NULL;
     }
     Py_SETREF(m->val, r);
+    m->safe = safe;
     return Py_NewRef(a);
 }
 
-static PyObject *unop(PyObject *a, PyObject *(*f)(PyObject *))
+static PyObject *unop(PyObject *a, PyObject *(*f)(PyObject *), int fl)
 {
     PyObject *v;
     NdMasked *like;
-    int ok = full_operands(1, &a, &v, &like);
+    int safe, ok = full_operands(1, &a, &v, &like, fl, &safe);
     if (ok < 0) return NULL;
-    if (ok) return rewrap(f(v), like, 1, &v);
+    if (ok) return rewrap(f(v), like, 1, &v, safe);
     if (compacted(1, &a, &v) < 0) return NULL;
     return f(v);
 }
@@ -323,18 +350,20 @@ static PyObject *unop(PyObject *a, PyObject *(*f)(PyObject *))
 static PyObject *pow2(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
 static PyObject *ipow2(PyObject *a, PyObject *b) { return PyNumber_InPlacePower(a, b, Py_None); }
 
-#define BIN(name, fn) static PyObject *name(PyObject *a, PyObject *b) { return binop(a, b, fn); }
-#define INP(name, fn) static PyObject *name(PyObject *a, PyObject *b) { return inplace(a, b, fn); }
-BIN(m_add, PyNumber_Add) BIN(m_sub, PyNumber_Subtract) BIN(m_mul, PyNumber_Multiply)
-BIN(m_truediv, PyNumber_TrueDivide) BIN(m_floordiv, PyNumber_FloorDivide)
-BIN(m_mod, PyNumber_Remainder) BIN(m_divmod, PyNumber_Divmod) BIN(m_and, PyNumber_And)
-BIN(m_or, PyNumber_Or) BIN(m_xor, PyNumber_Xor) BIN(m_lshift, PyNumber_Lshift)
-BIN(m_rshift, PyNumber_Rshift)
-INP(m_iadd, PyNumber_InPlaceAdd) INP(m_isub, PyNumber_InPlaceSubtract)
-INP(m_imul, PyNumber_InPlaceMultiply) INP(m_itruediv, PyNumber_InPlaceTrueDivide)
-INP(m_ifloordiv, PyNumber_InPlaceFloorDivide) INP(m_imod, PyNumber_InPlaceRemainder)
-INP(m_iand, PyNumber_InPlaceAnd) INP(m_ior, PyNumber_InPlaceOr) INP(m_ixor, PyNumber_InPlaceXor)
-INP(m_ilshift, PyNumber_InPlaceLshift) INP(m_irshift, PyNumber_InPlaceRshift)
+#define BIN(name, fn, fl) static PyObject *name(PyObject *a, PyObject *b) { return binop(a, b, fn, fl); }
+#define INP(name, fn, fl) static PyObject *name(PyObject *a, PyObject *b) { return inplace(a, b, fn, fl); }
+BIN(m_add, PyNumber_Add, FL_INEXACT) BIN(m_sub, PyNumber_Subtract, FL_INEXACT)
+BIN(m_mul, PyNumber_Multiply, FL_INEXACT) BIN(m_truediv, PyNumber_TrueDivide, FL_ALWAYS)
+BIN(m_floordiv, PyNumber_FloorDivide, FL_ALWAYS) BIN(m_mod, PyNumber_Remainder, FL_ALWAYS)
+BIN(m_divmod, PyNumber_Divmod, FL_ALWAYS) BIN(m_and, PyNumber_And, FL_NEVER)
+BIN(m_or, PyNumber_Or, FL_NEVER) BIN(m_xor, PyNumber_Xor, FL_NEVER)
+BIN(m_lshift, PyNumber_Lshift, FL_NEVER) BIN(m_rshift, PyNumber_Rshift, FL_NEVER)
+INP(m_iadd, PyNumber_InPlaceAdd, FL_INEXACT) INP(m_isub, PyNumber_InPlaceSubtract, FL_INEXACT)
+INP(m_imul, PyNumber_InPlaceMultiply, FL_INEXACT) INP(m_itruediv, PyNumber_InPlaceTrueDivide, FL_ALWAYS)
+INP(m_ifloordiv, PyNumber_InPlaceFloorDivide, FL_ALWAYS) INP(m_imod, PyNumber_InPlaceRemainder, FL_ALWAYS)
+INP(m_iand, PyNumber_InPlaceAnd, FL_NEVER) INP(m_ior, PyNumber_InPlaceOr, FL_NEVER)
+INP(m_ixor, PyNumber_InPlaceXor, FL_NEVER) INP(m_ilshift, PyNumber_InPlaceLshift, FL_NEVER)
+INP(m_irshift, PyNumber_InPlaceRshift, FL_NEVER)
 
 static PyObject *m_pow(PyObject *a, PyObject *b, PyObject *c)
 {
@@ -343,7 +372,7 @@ static PyObject *m_pow(PyObject *a, PyObject *b, PyObject *c)
         if (compacted(2, in, v) < 0) return NULL;
         return PyNumber_Power(v[0], v[1], c);
     }
-    return binop(a, b, pow2);
+    return binop(a, b, pow2, FL_ALWAYS);
 }
 
 static PyObject *m_ipow(PyObject *a, PyObject *b, PyObject *c)
@@ -353,7 +382,7 @@ static PyObject *m_ipow(PyObject *a, PyObject *b, PyObject *c)
         if (compacted(2, in, v) < 0) return NULL;
         return PyNumber_InPlacePower(v[0], v[1], c);
     }
-    return inplace(a, b, ipow2);
+    return inplace(a, b, ipow2, FL_ALWAYS);
 }
 
 static PyObject *m_matmul(PyObject *a, PyObject *b)
@@ -372,10 +401,10 @@ static PyObject *m_imatmul(PyObject *a, PyObject *b)
     return r;
 }
 
-static PyObject *m_neg(PyObject *a) { return unop(a, PyNumber_Negative); }
-static PyObject *m_pos(PyObject *a) { return unop(a, PyNumber_Positive); }
-static PyObject *m_abs(PyObject *a) { return unop(a, PyNumber_Absolute); }
-static PyObject *m_invert(PyObject *a) { return unop(a, PyNumber_Invert); }
+static PyObject *m_neg(PyObject *a) { return unop(a, PyNumber_Negative, FL_NEVER); }
+static PyObject *m_pos(PyObject *a) { return unop(a, PyNumber_Positive, FL_NEVER); }
+static PyObject *m_abs(PyObject *a) { return unop(a, PyNumber_Absolute, FL_INEXACT); }
+static PyObject *m_invert(PyObject *a) { return unop(a, PyNumber_Invert, FL_NEVER); }
 
 static PyObject *self_compact(PyObject *a) { return compact((NdMasked *)a); }
 
@@ -411,9 +440,9 @@ static PyObject *m_richcompare(PyObject *a, PyObject *b, int op)
 {
     PyObject *in[2] = {a, b}, *v[2];
     NdMasked *like;
-    int ok = full_operands(2, in, v, &like);
+    int safe, ok = full_operands(2, in, v, &like, FL_NEVER, &safe);
     if (ok < 0) return NULL;
-    if (ok) return rewrap(PyObject_RichCompare(v[0], v[1], op), like, 2, v);
+    if (ok) return rewrap(PyObject_RichCompare(v[0], v[1], op), like, 2, v, safe);
     if (compacted(2, in, v) < 0) return NULL;
     return PyObject_RichCompare(v[0], v[1], op);
 }
@@ -476,12 +505,12 @@ static PyObject *m_array_ufunc(PyObject *self, PyObject *args, PyObject *kw)
         (!kw || PyDict_GET_SIZE(kw) == 0) && nin >= 1 && nin <= 8) {
         PyObject *v[8];
         NdMasked *like;
-        int ok = full_operands((int)nin, &PyTuple_GET_ITEM(inputs, 0), v, &like);
+        int safe, ok = full_operands((int)nin, &PyTuple_GET_ITEM(inputs, 0), v, &like, FL_ALWAYS, &safe);
         if (ok < 0) goto done;
         if (ok) {
             PyObject *vt = PyTuple_New(nin);
             for (Py_ssize_t i = 0; vt && i < nin; i++) PyTuple_SET_ITEM(vt, i, Py_NewRef(v[i]));
-            r = vt ? rewrap(PyObject_Call(uf, vt, NULL), like, (int)nin, v) : NULL;
+            r = vt ? rewrap(PyObject_Call(uf, vt, NULL), like, (int)nin, v, safe) : NULL;
             Py_XDECREF(vt);
             goto done;
         }

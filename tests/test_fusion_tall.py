@@ -179,3 +179,52 @@ def test_flags_left_on_pool_threads_are_not_the_kernels():
         assert torch.isnan(g(neg)).all()
         np.testing.assert_allclose(f(x), expect, rtol=1e-12, atol=1e-12)
     assert c["errstate_reruns"] == r0
+
+
+# ------------------------------------------------------------ covariance
+def covariance(x):
+    xc = x - x.mean(0)
+    return xc.T @ xc / (x.shape[0] - 1)
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int64"])
+def test_covariance_values(backend, dt):
+    for _, x in views((9000, 6), dt):
+        check(covariance, x, backend=backend)
+
+
+def test_covariance_passes():
+    # the view xc.T is NumPy's view of xc's buffer, not a kernel's copy:
+    # the mean's pass, the centring pass and the division of the (8, 8)
+    # result; NumPy's matmul sees one buffer (syrk)
+    x = data((50_000, 8), "float64")
+    assert measure(covariance, x) == (3, 2.0)
+
+
+def test_view_for_numpy_then_base_written(backend):
+    # the view handed to NumPy shares its base's memory: a later write
+    # into the base may not run first, nor in place before the view's reader
+    def f(x):
+        y = x * 2.0
+        z = y.T @ y
+        y[0] = 5.0
+        w = y[::-1].T @ y
+        y[1] += 1.0
+        return z, w, y
+
+    def h(x):
+        y = x - 1.0
+        z = np.sort(y.T[::-1], axis=1)   # NumPy reads y only through the views
+        y[0] = 7.0
+        return z, y
+
+    def g(x):
+        y = x + 1.0
+        v = y.T[::-1]            # a view of a view
+        z = np.linalg.norm(v, axis=1) + (v @ y).sum(1)
+        return z, y.T.copy()     # a kernel reads y.T too
+
+    for _, x in views((300, 4), "float64"):
+        check(f, x, backend=backend)
+        check(g, x, backend=backend)
+        check(h, x, backend=backend)

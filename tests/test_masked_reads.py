@@ -369,3 +369,24 @@ def test_writing_a_region_back_after_it_changed():
         return A
 
     check(f, np.arange(12.0).reshape(3, 4), backend="native")
+
+
+def int_power_nonnegative(x):
+    m = x >= 0
+    x[m] = 2 ** x[m] + x[m] * 3      # a negative exponent anywhere would raise
+    return x
+
+
+def compare_then_divide(x, y):
+    m = y != 0
+    flag = x[m] > 1.0               # no substitution needed for the compare...
+    x[m] = (flag + x[m]) / y[m]     # ...the division substitutes every operand
+    return x
+
+
+def test_substitution_per_operation():
+    check(int_power_nonnegative, np.array([3, -2, 0, 5, -7]), backend="native")
+    with np.errstate(all="raise"):
+        check(compare_then_divide, np.array([3.0, 0.5, 2.0, 9.0]), np.array([2.0, 0.0, -1.0, 0.0]),
+              backend="native")
+    assert breaks(int_power_nonnegative, np.array([3, -2, 0, 5, -7])) == 0

@@ -771,6 +771,23 @@ static void classify(sched *s)
             for (int k = 0; k < node_nin(nn); k++) if (node_in(nn, k) >= 0) s->mat[node_in(nn, k)] = 1;
         }
     }
+    /* A view of a kernel's buffer read only by NumPy steps (an extern's
+     * operand: Xc.T of Xc.T @ Xc) is made by NumPy as well, a view of the
+     * buffer's array, as the eager backend does: not copied by a kernel (a
+     * pass over memory), and NumPy's matmul then sees both operands in one
+     * buffer and runs one syrk instead of a gemm. Consumers have higher
+     * ids: a view of such a view follows. Not for inputs' views (an
+     * extern's result would then alias the caller's array where it did
+     * not) nor outputs (their layout is the kernels'). */
+    for (nd_id i = n - 1; i >= 0; i--) {
+        nd_node *nn = &g->nodes[i];
+        if (s->eager[i] || s->isout[i] || !view_of_buffer(g, i) || g->nodes[nn->in[0]].op == ND_OP_INPUT) continue;
+        int only = s->cstart[i + 1] > s->cstart[i];
+        for (int32_t q = s->cstart[i]; q < s->cstart[i + 1] && only; q++) if (!s->eager[s->clist[q]]) only = 0;
+        if (!only) continue;
+        s->eager[i] = 1;
+        s->mat[i] = 1;
+    }
     for (nd_id i = 0; i < n; i++) if (s->mat[i]) s->freen[i] = 0;
 }
 
@@ -1208,6 +1225,12 @@ static int plan_buffers(sched *s, nd_program *p)
             nd_kernel *k = &p->kerns[st->kern];
             for (int o = 0; o < k->nin; o++) p->last[k->ops[o].buf] = t;
         }
+    }
+    /* a view made by NumPy (classify) shares its base's memory: the base
+     * lives, and is not written in place, until the view's last reader */
+    for (nd_id i = n - 1; i >= 0; i--) {
+        nd_node *nn = &g->nodes[i];
+        if (s->eager[i] && nn->op == ND_OP_VIEW && p->last[i] > p->last[nn->in[0]]) p->last[nn->in[0]] = p->last[i];
     }
     /* per step, the buffers to drop after it: a run walks each list once */
     p->freeat = PyMem_Calloc((size_t)ns + 1, sizeof(int32_t));
