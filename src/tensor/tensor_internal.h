@@ -25,6 +25,9 @@ typedef struct {
     int node_out;           /* which output of node: -1 its whole result, k item k */
     int device;             /* ND_DEV_CPU */
     char requires_grad;
+    char taped;             /* this version is an argument of a tape node */
+    long long version;      /* in-place writes so far (torch's version counter) */
+    PyObject *history;      /* dict version -> Tensor standing for that older value, or NULL */
 } NdTensor;
 
 #define ND_TENSOR(o) ((NdTensor *)(o))
@@ -39,6 +42,15 @@ PyObject *nd_tensor_unwrap(PyObject *obj, int *any_grad);
 PyObject *nd_tensor_wrap_result(PyObject *r);
 /* the dtype an ndarray of kind f/c may carry a gradient: 1, else 0 */
 int nd_tensor_dtype_differentiable(PyObject *array);
+
+/* Before an in-place write into Tensor o: its version moves on, and when a
+ * tape node read the current version (taped) that value is kept in
+ * o's history (the node still computes from it: tensor_tape.c resolves
+ * a node's Tensor arguments by the version it recorded). 0 / -1. */
+int nd_tensor_before_write(PyObject *o);
+/* The Tensor standing for o's value at `version` (borrowed): o itself, or
+ * from its history; NULL + RuntimeError when that value was not kept. */
+PyObject *nd_tensor_at_version(PyObject *o, long long version);
 
 /* ---- tensor_dlpack.c */
 /* x.__dlpack__(...) / x.__dlpack_device__() for an ndarray x */
@@ -62,6 +74,8 @@ int nd_wrap_init(PyObject *module);
 enum { ND_OP_CALL = 0, ND_OP_METHOD = 1, ND_OP_ATTR = 2 };
 int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out);
 int nd_tape_init(PyObject *module);
+/* 0 inside numdyn.no_grad(), else 1 */
+int nd_tape_grad_enabled(void);
 /* backward() of a Tensor: gradients into the leaves' .grad */
 PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad);
 #endif

@@ -32,6 +32,7 @@ typedef struct {
     PyObject *func;     /* callable, or str (method / attribute name) */
     PyObject *args;     /* tuple: Tensors in place */
     PyObject *kwargs;   /* dict or NULL */
+    PyObject *versions; /* dict id(Tensor) -> version read, for those past version 0; or NULL */
     int kind;
 } NdTapeNode;
 
@@ -43,6 +44,7 @@ static int node_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(n->func);
     Py_VISIT(n->args);
     Py_VISIT(n->kwargs);
+    Py_VISIT(n->versions);
     return 0;
 }
 
@@ -52,6 +54,7 @@ static int node_clear(PyObject *o)
     Py_CLEAR(n->func);
     Py_CLEAR(n->args);
     Py_CLEAR(n->kwargs);
+    Py_CLEAR(n->versions);
     return 0;
 }
 
@@ -99,6 +102,51 @@ static int mark_output(PyObject *t, PyObject *node, int k)
     return 0;
 }
 
+int nd_tape_grad_enabled(void) { return grad_enabled; }
+
+/* the Tensors among a node's arguments read at their current version:
+ * marked (a later write keeps that value), versions past 0 noted */
+static int note_versions(NdTapeNode *n, PyObject *o, int depth)
+{
+    if (nd_tensor_check(o)) {
+        NdTensor *t = ND_TENSOR(o);
+        t->taped = 1;
+        if (!t->version) return 0;
+        if (!n->versions && !(n->versions = PyDict_New())) return -1;
+        PyObject *k = PyLong_FromVoidPtr(o), *v = PyLong_FromLongLong(t->version);
+        int rc = k && v ? PyDict_SetItem(n->versions, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        return rc;
+    }
+    if (depth > 16) return 0;
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (note_versions(n, PySequence_Fast_GET_ITEM(o, i), depth + 1) < 0) return -1;
+    } else if (PyDict_Check(o)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (note_versions(n, v, depth + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+/* the Tensor standing for argument o of node n: o at the version n read */
+static PyObject *resolve(NdTapeNode *n, PyObject *o)
+{
+    if (!n || !n->versions) {
+        if (!n || !ND_TENSOR(o)->version) return o;
+        return nd_tensor_at_version(o, 0);
+    }
+    PyObject *k = PyLong_FromVoidPtr(o);
+    if (!k) return NULL;
+    PyObject *v = PyDict_GetItemWithError(n->versions, k);
+    Py_DECREF(k);
+    if (!v && PyErr_Occurred()) return NULL;
+    return nd_tensor_at_version(o, v ? PyLong_AsLongLong(v) : 0);
+}
+
 int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out)
 {
     if (!grad_enabled) return 0;
@@ -107,9 +155,11 @@ int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, P
     n->func = Py_NewRef(func);
     n->args = Py_NewRef(args);
     n->kwargs = kwargs && PyDict_GET_SIZE(kwargs) ? PyDict_Copy(kwargs) : NULL;
+    n->versions = NULL;
     n->kind = kind;
     PyObject_GC_Track(n);
-    if (kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) {
+    if ((kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) || note_versions(n, args, 0) < 0 ||
+        (n->kwargs && note_versions(n, n->kwargs, 0) < 0)) {
         Py_DECREF(n);
         return -1;
     }
@@ -221,7 +271,9 @@ static int collect(builder *b, PyObject *root)
             PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
             PyList_SetSlice(todo, last, last + 1, NULL);
             if (nd_tensor_check(o)) {
-                if (ND_TENSOR(o)->node) rc = PyList_Append(stack, ND_TENSOR(o)->node);
+                PyObject *r = resolve(n, o);
+                if (!r) rc = -1;
+                else if (ND_TENSOR(r)->node) rc = PyList_Append(stack, ND_TENSOR(r)->node);
             } else if (PyTuple_Check(o) || PyList_Check(o)) {
                 for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && rc == 0; i++)
                     rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, i));
@@ -263,9 +315,10 @@ static PyObject *param_slot(builder *b, PyObject *o)
 
 /* the template of an argument: Tensors/arrays -> slots, containers copied
  * (lists become tuples: a key must hash; the step turns them back) */
-static PyObject *template_of(builder *b, PyObject *o, int depth)
+static PyObject *template_of(builder *b, NdTapeNode *nd, PyObject *o, int depth)
 {
     if (nd_tensor_check(o)) {
+        if (!(o = resolve(nd, o))) return NULL;
         NdTensor *t = ND_TENSOR(o);
         if (t->node) {
             PyObject *key = PyLong_FromVoidPtr(t->node);
@@ -285,7 +338,7 @@ static PyObject *template_of(builder *b, PyObject *o, int depth)
         PyObject *out = PyTuple_New(n + (PyList_CheckExact(o) ? 1 : 0));
         if (!out) return NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *v = template_of(b, PySequence_Fast_GET_ITEM(o, i), depth + 1);
+            PyObject *v = template_of(b, nd, PySequence_Fast_GET_ITEM(o, i), depth + 1);
             if (!v) { Py_DECREF(out); return NULL; }
             PyTuple_SET_ITEM(out, i, v);
         }
@@ -305,7 +358,7 @@ static PyObject *template_of(builder *b, PyObject *o, int depth)
         if (!m) { Py_DECREF(out); return NULL; }
         PyTuple_SET_ITEM(out, 0, m);
         while (PyDict_Next(o, &pos, &k, &v)) {
-            PyObject *t = template_of(b, v, depth + 1);
+            PyObject *t = template_of(b, nd, v, depth + 1);
             PyObject *pair = t ? PyTuple_Pack(2, k, t) : NULL;
             Py_XDECREF(t);
             if (!pair) { Py_DECREF(out); return NULL; }
@@ -470,6 +523,9 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
             PyList_SetSlice(todo, last, last + 1, NULL);
             int rc = 0;
             if (nd_tensor_check(o)) {
+                PyObject *r = resolve(n, o);
+                if (!r) { Py_DECREF(o); Py_DECREF(todo); goto fail; }
+                Py_SETREF(o, Py_NewRef(r));
                 if (!ND_TENSOR(o)->node && ND_TENSOR(o)->requires_grad) {
                     PyObject *k = PyLong_FromVoidPtr(o);
                     int have = k ? PyDict_Contains(b.pindex, k) : -1;
@@ -500,15 +556,15 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
     if (!steps) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         NdTapeNode *nd = (NdTapeNode *)PyList_GET_ITEM(b.order, i);
-        PyObject *a = template_of(&b, nd->args, 0);
-        PyObject *k = nd->kwargs ? template_of(&b, nd->kwargs, 0) : Py_NewRef(Py_None);
+        PyObject *a = template_of(&b, nd, nd->args, 0);
+        PyObject *k = nd->kwargs ? template_of(&b, nd, nd->kwargs, 0) : Py_NewRef(Py_None);
         PyObject *st = a && k ? Py_BuildValue("(iOOO)", nd->kind, nd->func, a, k) : NULL;
         Py_XDECREF(a);
         Py_XDECREF(k);
         if (!st) goto fail;
         PyTuple_SET_ITEM(steps, i, st);
     }
-    PyObject *res = template_of(&b, t, 0);
+    PyObject *res = template_of(&b, NULL, t, 0);
     if (!res) goto fail;
     key = PyTuple_Pack(2, steps, res);
     if (!key) { Py_DECREF(res); goto fail; }

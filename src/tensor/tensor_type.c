@@ -8,9 +8,9 @@
  * requires grad is recorded on the tape (tensor_tape.c) as the callable
  * that replays it on arrays: operator.add for `a + b`, the ufunc for
  * np.exp(t), the NumPy function for __array_function__, the method name for
- * t.sum(axis=0). Writing in place into a Tensor that takes part in
- * differentiation is refused (its recorded value would change under the
- * tape). Attributes Tensor does not define fall through to the ndarray, so
+ * t.sum(axis=0). In-place writes follow torch's version counters (see
+ * "in-place writes" below): `t += v` and `t[k] = v` on a computed Tensor
+ * are recorded in their functional form. Attributes Tensor does not define fall through to the ndarray, so
  * every ndarray method and property works.
  */
 #include "tensor/tensor_internal.h"
@@ -19,6 +19,7 @@
 
 static PyObject *op_funcs[32];      /* operator.<name> per ND_BIN_* / ND_UN_* */
 static PyObject *str_out;           /* "out" */
+static PyObject *setitem_copy_fn;   /* numdyn._C._setitem_copy */
 
 /* ----------------------------------------------------------- wrapping */
 
@@ -40,6 +41,9 @@ static PyObject *tensor_new_raw(PyObject *array)
     t->weakrefs = NULL;
     t->device = ND_DEV_CPU;
     t->requires_grad = 0;
+    t->taped = 0;
+    t->version = 0;
+    t->history = NULL;
     PyObject_GC_Track(t);
     return (PyObject *)t;
 }
@@ -156,16 +160,135 @@ static int refuse_inplace(const char *what)
     return -1;
 }
 
-/* out= of a ufunc or NumPy function: no Tensor of the tape may be written */
+/* ------------------------------------------------ in-place writes
+ * torch's rules, by version counters: every in-place write through the
+ * Tensor API moves the Tensor's version on. A write that takes part in
+ * differentiation (into a Tensor computed from ones that require grad, or
+ * of a value that requires grad) is recorded on the tape as its
+ * functional form (t += v as t = t_old + v, t[k] = v as a copy with
+ * t_old's item k set): t then stands for the new value, and nodes that
+ * read the old one still compute from it (nd_tensor_at_version). A leaf
+ * that requires grad is never written (its value is the point of the
+ * gradient), nor a Tensor whose memory other arrays share (a view, the
+ * array .numpy() handed out): the write would reach values the tape
+ * cannot see. A Tensor outside differentiation that a node read (a
+ * constant of the tape) is kept as it was before the write. */
+
+enum { ND_T_HISTORY = 8 };
+
+/* a Tensor standing for x's current value: its node when it has one (the
+ * program recomputes it; the array is a placeholder), else a copy */
+static PyObject *old_value(NdTensor *x)
+{
+    PyObject *arr;
+    if (x->node) {
+        PyArrayObject *a = (PyArrayObject *)x->array;
+        PyArray_Descr *d = PyArray_DESCR(a);
+        Py_INCREF(d);
+        PyObject *z = PyArray_Zeros(0, NULL, d, 0);
+        if (!z) return NULL;
+        npy_intp st[NPY_MAXDIMS] = {0};
+        Py_INCREF(d);
+        arr = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a), st,
+                                   PyArray_DATA((PyArrayObject *)z), 0, NULL);
+        if (!arr || PyArray_SetBaseObject((PyArrayObject *)arr, z) < 0) {
+            Py_XDECREF(arr);
+            if (arr) return NULL;
+            Py_DECREF(z);
+            return NULL;
+        }
+    } else {
+        arr = PyArray_NewCopy((PyArrayObject *)x->array, NPY_KEEPORDER);
+        if (!arr) return NULL;
+    }
+    PyObject *o = tensor_new_raw(arr);
+    Py_DECREF(arr);
+    if (!o) return NULL;
+    NdTensor *t = ND_TENSOR(o);
+    t->node = Py_XNewRef(x->node);
+    t->node_out = x->node_out;
+    t->requires_grad = x->requires_grad;
+    return o;
+}
+
+int nd_tensor_before_write(PyObject *o)
+{
+    NdTensor *x = ND_TENSOR(o);
+    /* a leaf that requires grad keeps no old value (an SGD step under
+     * no_grad() writes it every step): a tape that read it raises */
+    if (x->taped && !(x->requires_grad && !x->node)) {
+        PyObject *old = old_value(x);
+        if (!old) return -1;
+        if (!x->history && !(x->history = PyDict_New())) { Py_DECREF(old); return -1; }
+        PyObject *k = PyLong_FromLongLong(x->version);
+        int rc = k ? PyDict_SetItem(x->history, k, old) : -1;
+        Py_XDECREF(k);
+        Py_DECREF(old);
+        /* the last ND_T_HISTORY values only: memory stays bounded when a
+         * buffer is rewritten every step; older tapes raise */
+        PyObject *gone = rc == 0 ? PyLong_FromLongLong(x->version - ND_T_HISTORY) : NULL;
+        if (gone && PyDict_DelItem(x->history, gone) < 0) PyErr_Clear();
+        Py_XDECREF(gone);
+        if (rc < 0) return -1;
+    }
+    x->version++;
+    x->taped = 0;
+    return 0;
+}
+
+PyObject *nd_tensor_at_version(PyObject *o, long long version)
+{
+    NdTensor *x = ND_TENSOR(o);
+    if (version == x->version) return o;
+    PyObject *k = PyLong_FromLongLong(version);
+    PyObject *old = k && x->history ? PyDict_GetItemWithError(x->history, k) : NULL;
+    Py_XDECREF(k);
+    if (old || PyErr_Occurred()) return old;
+    PyErr_Format(PyExc_RuntimeError,
+                 "numdyn: a Tensor needed for gradient computation was modified by an in-place "
+                 "operation (it is at version %lld; the tape read version %lld)", x->version,
+                 version);
+    return NULL;
+}
+
+/* May `what` write in place into Tensor o as a recorded (differentiable)
+ * write? 0 yes, -1 RuntimeError */
+static int inplace_allowed(PyObject *o, const char *what)
+{
+    NdTensor *x = ND_TENSOR(o);
+    if (x->requires_grad && !x->node) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "numdyn: %s writes in place into a leaf Tensor that requires grad; use "
+                     ".detach() or compute a new Tensor", what);
+        return -1;
+    }
+    PyObject *base = PyArray_BASE((PyArrayObject *)x->array);
+    if (Py_REFCNT(x->array) > 1 || (base && PyArray_Check(base))) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "numdyn: %s writes in place into a Tensor that takes part in "
+                     "differentiation and shares its memory with other arrays (a view, or the "
+                     "array .numpy() returned): the tape could not see the write through them; "
+                     "compute a new Tensor", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* out= of a ufunc or NumPy function: no Tensor of the tape may be written;
+ * a constant of the tape is kept as it was */
 static int check_out(PyObject *kwargs)
 {
     if (!kwargs) return 0;
     PyObject *out = PyDict_GetItemWithError(kwargs, str_out);
     if (!out) return PyErr_Occurred() ? -1 : 0;
     if (on_tape(out)) return refuse_inplace("out=");
+    if (nd_tensor_check(out) && nd_tensor_before_write(out) < 0) return -1;
     if (PyTuple_Check(out))
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); i++)
-            if (on_tape(PyTuple_GET_ITEM(out, i))) return refuse_inplace("out=");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); i++) {
+            PyObject *t = PyTuple_GET_ITEM(out, i);
+            if (on_tape(t)) return refuse_inplace("out=");
+            if (nd_tensor_check(t) && nd_tensor_before_write(t) < 0) return -1;
+        }
     return 0;
 }
 
@@ -343,10 +466,13 @@ static PyObject *unop(int op, PyObject *a)
 static PyObject *inplace(int op, PyObject *a, PyObject *b)
 {
     if (!nd_tensor_check(a)) Py_RETURN_NOTIMPLEMENTED;
-    if (on_tape(a) || on_tape(b)) {
-        refuse_inplace("an in-place operator");
-        return NULL;
+    int record = nd_tape_grad_enabled() && (on_tape(a) || on_tape(b));
+    PyObject *old = NULL;
+    if (record) {
+        if (inplace_allowed(a, "an in-place operator") < 0) return NULL;
+        if (!(old = old_value(ND_TENSOR(a)))) return NULL;
     }
+    if (nd_tensor_before_write(a) < 0) { Py_XDECREF(old); return NULL; }
     PyObject *x = ND_TENSOR(a)->array;
     int grad = 0;
     PyObject *y = operand(b, &grad), *r;
@@ -365,11 +491,21 @@ static PyObject *inplace(int op, PyObject *a, PyObject *b)
     case ND_BIN_LSHIFT: r = PyNumber_InPlaceLshift(x, y); break;
     default: r = PyNumber_InPlaceRshift(x, y); break;
     }
-    if (!r) return NULL;
+    if (!r) { Py_XDECREF(old); return NULL; }
     if (r == x) {
         Py_DECREF(r);
+        /* on the tape: a = old op b */
+        if (old) {
+            /* t op= t reads the old value twice */
+            PyObject *args = PyTuple_Pack(2, old, b == a ? old : b);
+            int rc = args ? nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, a) : -1;
+            Py_XDECREF(args);
+            Py_DECREF(old);
+            if (rc < 0) return NULL;
+        }
         return Py_NewRef(a);
     }
+    Py_XDECREF(old);
     return nd_tensor_wrap_result(r);
 }
 
@@ -458,11 +594,31 @@ static PyObject *t_getitem(PyObject *self, PyObject *key)
     return r;
 }
 
+/* _setitem_copy(a, key, v): a copy of a with a[key] = v -- item
+ * assignment's functional form, as the tape replays it */
+static PyObject *setitem_copy(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "_setitem_copy(a, key, value)");
+        return NULL;
+    }
+    PyObject *c = PyObject_CallMethod(args[0], "copy", NULL);
+    if (c && PyObject_SetItem(c, args[1], args[2]) < 0) Py_CLEAR(c);
+    return c;
+}
+
 static int t_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
-    if (on_tape(self) || (value && on_tape(value))) return refuse_inplace("item assignment");
+    int record = value && nd_tape_grad_enabled() && (on_tape(self) || on_tape(value));
+    if (!value && on_tape(self)) return refuse_inplace("item deletion");
+    PyObject *old = NULL;
+    if (record) {
+        if (inplace_allowed(self, "item assignment") < 0) return -1;
+        if (!(old = old_value(ND_TENSOR(self)))) return -1;
+    }
+    if (nd_tensor_before_write(self) < 0) { Py_XDECREF(old); return -1; }
     PyObject *k = nd_tensor_unwrap(key, NULL);
-    if (!k) return -1;
+    if (!k) { Py_XDECREF(old); return -1; }
     int rc;
     if (!value) {
         rc = PyObject_DelItem(ND_TENSOR(self)->array, k);
@@ -472,6 +628,12 @@ static int t_setitem(PyObject *self, PyObject *key, PyObject *value)
         Py_XDECREF(v);
     }
     Py_DECREF(k);
+    if (rc == 0 && old) {  /* on the tape: self = _setitem_copy(old, key, value) */
+        PyObject *args = PyTuple_Pack(3, old, key, value == self ? old : value);
+        rc = args ? nd_tape_record(ND_OP_CALL, setitem_copy_fn, args, NULL, self) : -1;
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(old);
     return rc;
 }
 
@@ -538,6 +700,7 @@ static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
         refuse_inplace(PyUnicode_AsUTF8(m->name));
         return NULL;
     }
+    if (m->mutating && nd_tensor_before_write(m->self) < 0) return NULL;
     int grad = ND_TENSOR(m->self)->requires_grad;
     if (check_out(kwargs) < 0) return NULL;
     PyObject *a = nd_tensor_unwrap(args, &grad);
@@ -928,6 +1091,8 @@ static PyObject *g_grad_fn(PyObject *s, void *c)
     return Py_NewRef(ND_TENSOR(s)->node ? ND_TENSOR(s)->node : Py_None);
 }
 
+static PyObject *g_version(PyObject *o, void *c) { return PyLong_FromLongLong(ND_TENSOR(o)->version); }
+
 static PyGetSetDef tensor_getset[] = {
     {"shape", g_shape, NULL, "the ndarray's shape", NULL},
     {"dtype", g_dtype, NULL, "the ndarray's dtype (a NumPy dtype)", NULL},
@@ -939,6 +1104,7 @@ static PyGetSetDef tensor_getset[] = {
     {"grad", g_grad, s_grad, "the gradient backward() accumulated, or None", NULL},
     {"is_leaf", g_is_leaf, NULL, "True unless an operation on Tensors that require grad made it", NULL},
     {"grad_fn", g_grad_fn, NULL, "the tape node that made this Tensor, or None for a leaf", NULL},
+    {"_version", g_version, NULL, "in-place writes into this Tensor so far (torch's _version)", NULL},
     {NULL},
 };
 
@@ -975,6 +1141,7 @@ static int t_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(ND_TENSOR(o)->array);
     Py_VISIT(ND_TENSOR(o)->grad);
     Py_VISIT(ND_TENSOR(o)->node);
+    Py_VISIT(ND_TENSOR(o)->history);
     return 0;
 }
 
@@ -982,6 +1149,7 @@ static int t_clear(PyObject *o)
 {
     Py_CLEAR(ND_TENSOR(o)->grad);
     Py_CLEAR(ND_TENSOR(o)->node);
+    Py_CLEAR(ND_TENSOR(o)->history);
     return 0;
 }
 
@@ -1078,6 +1246,9 @@ static PyMethodDef tensor_functions[] = {
     {"tensor", (PyCFunction)(void (*)(void))mod_tensor, METH_VARARGS | METH_KEYWORDS,
      "tensor(data, dtype=None, *, requires_grad=False, device='cpu'): a Tensor holding a "
      "copy of data (as np.array(data, dtype=dtype) makes it)."},
+    {"_setitem_copy", (PyCFunction)(void (*)(void))setitem_copy, METH_FASTCALL,
+     "_setitem_copy(a, key, value): a copy of a with a[key] = value (item assignment as the "
+     "tape replays it)"},
     {NULL},
 };
 
@@ -1086,6 +1257,7 @@ int nd_tensor_init(PyObject *m)
     if (PyType_Ready(&NdTensor_Type) < 0 || PyType_Ready(&NdTensorMethod_Type) < 0) return -1;
     if (PyModule_AddObjectRef(m, "Tensor", (PyObject *)&NdTensor_Type) < 0) return -1;
     if (PyModule_AddFunctions(m, tensor_functions) < 0) return -1;
+    if (!(setitem_copy_fn = PyObject_GetAttrString(m, "_setitem_copy"))) return -1;
     if (!(str_out = PyUnicode_InternFromString("out"))) return -1;
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return -1;
