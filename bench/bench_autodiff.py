@@ -173,7 +173,19 @@ def _cases(quick):
     logsig = np.full(16, -0.5)
     logits = np.zeros(16)
     x = rng.standard_normal(200_000 // n) * 2
+    # small sizes: the per-call cost of a warm gradient call (recorded
+    # forward+backward graph replayed, no tracing) dominates
+    Xs = rng.standard_normal((64, 32))
+    W1s = rng.standard_normal((32, 16)) * 0.2
+    b1s = np.zeros(16)
+    W2s = rng.standard_normal((16, 4)) * 0.2
+    Ys = rng.standard_normal((64, 4))
+    xs = rng.standard_normal(2000) * 2
     return [
+        ("small 2-layer MLP f64 (64x32 -> 16 -> 4)", mlp_loss, mlp_hand, (W1s, b1s, W2s, Xs, Ys),
+         (0, 1, 2), 1e-9),
+        ("small mixture log-likelihood f64 (2k x 16)", mix_loss, mix_hand,
+         (mu, logsig, logits, xs), (0, 1, 2), 1e-9),
         ("softmax cross-entropy f32 (2048,1000)", ce_loss, ce_hand, (X, onehot), (0,), 2e-3),
         ("2-layer MLP f32 (512x784 -> 256 -> 10)", mlp_loss, mlp_hand, (W1, b1, W2, Xm, Y),
          (0, 1, 2), 2e-3),
@@ -220,6 +232,10 @@ def run(quick=False, only=None, cpu=False):
         fns = {"numpy": hand}
         vg = numdyn.value_and_grad(make(np), argnums=argnums)
         fns["numdyn"] = vg
+        # a fresh value_and_grad per call has no recorded graph: what every
+        # warm call cost before grad calls replayed (trace + autodiff each time)
+        fns["numdyn traced every call"] = (
+            lambda *a, f=make(np), n=argnums: numdyn.value_and_grad(f, argnums=n)(*a))
         note = []
         if jax is not None:
             jf = jax.jit(jax.value_and_grad(make(jnp), argnums=argnums))

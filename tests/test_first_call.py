@@ -345,3 +345,32 @@ print("OK", np.allclose(f(x), many(x), rtol=1e-12), numdyn.utils.counters["kerne
                             "NUMDYN_FLOOR": "0"})
     assert r.returncode == 0, r.stderr
     assert "interrupted" in r.stdout and "OK True True" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_ctrl_c_during_a_blocking_compile_raises_keyboard_interrupt(tmp_path):
+    # background compiles off: the call waits for its compiler, which the
+    # terminal's Ctrl-C (the whole foreground group) kills too; the call
+    # raises KeyboardInterrupt, not the dead compiler's CompileError
+    cc, gate, log = _gated_cc(tmp_path)
+    code = _PROGRAM + f"""
+import os, signal, threading, time
+def ctrl_c():
+    while not os.path.exists({str(log)!r}):
+        time.sleep(0.02)
+    os.killpg(os.getpgrp(), signal.SIGINT)
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    f(x)
+    print("returned")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+except numdyn.utils.CompileError as e:
+    print("CompileError", e)
+"""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=120, start_new_session=True,
+                       env={**{k: v for k, v in os.environ.items() if not k.startswith("NUMDYN_")},
+                            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                            "NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": cc,
+                            "NUMDYN_BACKGROUND_COMPILE": "0", "NUMDYN_FLOOR": "0"})
+    assert r.stdout.strip() == "KeyboardInterrupt", (r.stdout, r.stderr)

@@ -35,12 +35,15 @@ loop_capture
     whether it was captured and what prevented it.
 background_compile
     Background compiles (default False for now: not yet run through the
-    whole test suite; NUMDYN_BACKGROUND_COMPILE=1 sets True): a graph whose kernels are not in the cache runs with NumPy while
-    the C compiler builds them in the background, so a first call waits for
-    no compiler; the calls that find them built run compiled
+    whole test suite; NUMDYN_BACKGROUND_COMPILE=1 sets True): kernels not in
+    the cache compile in the background (one unit a kernel, at most one
+    compiler per core); a call waits for them up to compile_budget seconds
+    in all, runs compiled what was built by then, and runs the graphs still
+    compiling with NumPy; the calls that find them built run compiled
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
-    The speed floor does not time calls that ran such graphs. False: a call
-    waits for its kernels' compiler, as the first call of a new program.
+    The speed floor does not time calls that ran such graphs. Captured loops
+    always wait for their compiler (Python would run them under the tracer,
+    slower than waiting). False: a call waits for every compiler it needs.
 compile_budget
     Seconds a call waits in all for the C compiler when background_compile
     is on (default 1.0; NUMDYN_COMPILE_BUDGET): kernels built within it run
