@@ -21,10 +21,11 @@ numdyn           numdyn warm: later calls of the compiled function (kernels
                  where it measured plain NumPy faster for a program, the
                  note says so and gives numdyn's own warm cost.
 numdyn 1st call  wall time of ONE call of a fresh ``numdyn.compile(fn)`` made
-                 with numdyn's defaults (kernels compile in the background
-                 while NumPy runs their graphs: numdyn.config.
-                 background_compile; the harness waits for them before the
-                 warm calls),
+                 with numdyn's defaults (the call waits for its compilers;
+                 with NUMDYN_BACKGROUND_COMPILE=1 it waits up to
+                 numdyn.config.compile_budget and NumPy runs the rest, and
+                 the harness waits for those compiles before the warm
+                 calls; bench_first_call.py compares the modes),
                  right after ``numdyn.reset()`` and
                  ``numdyn.utils.clear_cache()`` with NUMDYN_CACHE_DIR pointing
                  at a fresh, private temporary directory (set by this file

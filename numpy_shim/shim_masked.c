@@ -110,8 +110,8 @@ static PyObject *compact(NdMasked *m)
  * and one substitution each. Node ids are stable within a trace; an entry
  * is used only while its node still is what it was made as. */
 #define SAFE_CACHE 8
-static struct { nd_trace *t; nd_id src, mnode, node; } safe_cache[SAFE_CACHE];
-static int safe_next;
+static _Thread_local struct { nd_trace *t; nd_id src, mnode, node; } safe_cache[SAFE_CACHE];
+static _Thread_local int safe_next;  /* per thread, as trace state is */
 
 static nd_id cached(nd_trace *t, nd_id src, nd_id mnode, int op)
 {

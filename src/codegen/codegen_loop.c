@@ -68,6 +68,16 @@ typedef struct {
      * the arrays it indexes, once before the loop: hz[k] names the C flag */
     int hvar[16], nh;
     char hz[16][16];
+    /* the type-stable version of a loop (see steady()): pin[v] says that
+     * variable v, of several possible types, has type assign[v] here,
+     * known from the flow of the code since the loop's head, not tested */
+    uint8_t *pin;
+    int pinned;       /* inside such a version: no second one nested */
+    int multiarm;     /* statements emitted with more than one arm so far */
+    int brk;          /* > 0: a break of the loop being emitted is goto nd_done<brk>
+                         (its iterations are not a C loop) */
+    int nohz;         /* emitting the copy of an innermost loop in which every
+                         range check hoisted before it held: none inside */
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -712,6 +722,7 @@ static int index_of(cg *g, const nd_ln *e, int first, char (*ix)[16])
             int from = e->aux ? k : 0;
             for (int j = from; j <= k; j++) {
                 const char *hz = hoisted(g, e, e->kid[first + j]);
+                if (hz && g->nohz) continue;
                 if (hz) line(g, "if (!%s) {", hz);
                 line(g, "if (%s < 0) %s += a%d_n%d;", ix[j], ix[j], a, j);
                 line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
@@ -1427,7 +1438,7 @@ typedef struct {
 static int collect(cg *g, const nd_ln *e, uvars *u)
 {
     if (!e) return 0;
-    if (e->kind == LK_VAR && g->T->adt[e->var] < 0) {
+    if (e->kind == LK_VAR && g->T->adt[e->var] < 0 && !g->pin[e->var]) {
         uint32_t s = g->T->vset[e->var];
         if ((s & (s - 1)) || (g->T->entry[e->var] == LT_UNBOUND && !g->bound[e->var])) {
             for (int k = 0; k < u->n; k++) if (u->vars[k] == e->var) return 0;
@@ -1957,6 +1968,7 @@ static int specialize(cg *g, const nd_ln *s, nd_ln *const *exprs, int nexpr, emi
         if (k == u.n) break;
     }
     g->tmp = tmpmax;
+    if (narm > 1) g->multiarm++;
     for (int j = 0; j < narm && rc == 0 && typed; j++) {
         if (arms[j].test.oom) { rc = -1; g->fail = -1; PyErr_NoMemory(); break; }
         for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
@@ -2016,46 +2028,348 @@ static int emit_range(cg *g, const nd_ln *s, void *ctx)
     return 0;
 }
 
+/* ------------------------------------------ type-stable loop versions */
+/* A loop whose locals change type only on the way in (x1 = 0.0 before the
+ * loop, x1 = x[i] in it: a Python float in the first iteration, a float64
+ * in every later one) is emitted twice: the general version, which tests
+ * the tags, runs until the tags are the loop's steady types, then the
+ * steady version runs the rest with those types known (pinned), no tests.
+ * tflow() follows the types through a block, one type per local (st[v],
+ * LT_UNBOUND: not known): 0, or -1 where a local could have two types at
+ * one point (branches or iterations that disagree), or at a continue
+ * (a break: when brk) differs from its loop head's, or for what it does
+ * not follow. A break of the loop being versioned need not match: it
+ * leaves that loop, and what follows tests tags. */
+static int tflow(cg *g, nd_ln *const *b, int n, uint8_t *st, const uint8_t *head, int brk)
+{
+    nd_ltyping *T = g->T;
+    size_t sz = (size_t)g->ir->nvars + 1;
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        switch (s->kind) {
+        case LK_ASSIGN: case LK_MULTI: {
+            int m = s->kind == LK_ASSIGN ? 1 : s->n / 2, nt[64];
+            if (m > 64) return -1;
+            for (int j = 0; j < m; j++) {
+                int v = s->kind == LK_ASSIGN ? s->var : s->kid[j]->var, bits;
+                if (T->adt[v] >= 0) { nt[j] = -2; continue; }   /* an array local */
+                nt[j] = nd_lty_expr(T, s->kind == LK_ASSIGN ? s->kid[0] : s->kid[m + j], st, &bits);
+                if (PyErr_Occurred()) PyErr_Clear();
+                if (nt[j] < 0 || nt[j] >= LT_N) return -1;
+            }
+            for (int j = 0; j < m; j++)
+                if (nt[j] >= 0) st[s->kind == LK_ASSIGN ? s->var : s->kid[j]->var] = (uint8_t)nt[j];
+            break;
+        }
+        case LK_STORE: case LK_AUGSTORE: case LK_PASS:
+            break;
+        case LK_IF: {
+            uint8_t *e = PyMem_Malloc(sz);
+            if (!e) { PyErr_Clear(); return -1; }
+            memcpy(e, st, sz);
+            int rc = tflow(g, s->body, s->nbody, st, head, brk);
+            if (rc == 0) rc = tflow(g, s->orelse, s->norelse, e, head, brk);
+            if (rc == 0 && memcmp(e, st, sz)) rc = -1;
+            PyMem_Free(e);
+            if (rc < 0) return -1;
+            break;
+        }
+        case LK_FOR: case LK_WHILE: {
+            /* the body must leave the types as it found them (so zero or
+             * more iterations end alike) */
+            uint8_t *h = PyMem_Malloc(2 * sz);
+            if (!h) { PyErr_Clear(); return -1; }
+            if (s->kind == LK_FOR && (st[s->var] != LT_PYINT || (s->i > 0 && st[s->i - 1] != LT_PYINT))) {
+                PyMem_Free(h);
+                return -1;
+            }
+            memcpy(h, st, sz);
+            memcpy(h + sz, st, sz);
+            int rc = tflow(g, s->body, s->nbody, h + sz, h, 1);
+            if (rc == 0 && memcmp(h, h + sz, sz)) rc = -1;
+            PyMem_Free(h);
+            if (rc < 0) return -1;
+            break;
+        }
+        case LK_BREAK: case LK_CONTINUE:
+            if ((s->kind == LK_CONTINUE || brk) && memcmp(st, head, sz)) return -1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void refs(const nd_ln *e, uint8_t *mark)
+{
+    if (!e) return;
+    if (e->var >= 0 && (e->kind == LK_VAR || e->kind == LK_ASSIGN || e->kind == LK_FOR)) mark[e->var] = 1;
+    if (e->kind == LK_FOR && e->i > 0) mark[e->i - 1] = 1;
+    for (int k = 0; k < e->n; k++) refs(e->kid[k], mark);
+    for (int k = 0; k < e->nbody; k++) refs(e->body[k], mark);
+    for (int k = 0; k < e->norelse; k++) refs(e->orelse[k], mark);
+}
+
+/* the steady types of for loop s's locals of several types (A[v], with
+ * use[v] set for each such local it reads or assigns): 1, or 0 when the
+ * loop has no such local or its types do not settle */
+static int steady(cg *g, const nd_ln *s, uint8_t *A, uint8_t *use)
+{
+    nd_ltyping *T = g->T;
+    int nv = g->ir->nvars, any = 0;
+    size_t sz = (size_t)nv + 1;
+    memset(use, 0, sz);
+    refs(s, use);
+    memcpy(A, g->assign, sz);
+    for (int v = 0; v < nv; v++) {
+        uint32_t st = T->vset[v];
+        if (!use[v] || T->adt[v] >= 0 || !(st & (st - 1))) { use[v] = 0; continue; }
+        for (int t = LT_N - 1; t >= 0; t--) if (st & (1u << t)) { A[v] = (uint8_t)t; break; }
+        any = 1;
+    }
+    if (!any) return 0;
+    int isfor = s->kind == LK_FOR;
+    if (isfor) {
+        A[s->var] = LT_PYINT;
+        if (s->i > 0) A[s->i - 1] = LT_PYINT;
+    }
+    uint8_t *st = PyMem_Malloc(sz);
+    if (!st) { PyErr_Clear(); return 0; }
+    int ok = 0;
+    /* the types one iteration leaves, from a guess (NumPy's types first),
+     * until they are the types it started from */
+    for (int round = 0; round < 4 && !ok; round++) {
+        memcpy(st, A, sz);
+        if (tflow(g, s->body, s->nbody, st, A, 0) < 0) break;
+        if (isfor) {
+            st[s->var] = LT_PYINT;
+            if (s->i > 0) st[s->i - 1] = LT_PYINT;
+        }
+        ok = !memcmp(st, A, sz);
+        for (int v = 0; v < nv; v++)
+            if (use[v] && st[v] != LT_UNBOUND && (T->vset[v] & (1u << st[v]))) A[v] = st[v];
+    }
+    PyMem_Free(st);
+    return ok;
+}
+
 static int stmts(cg *g, nd_ln *const *b, int n);
 
 #define POLL "if (NDL_UNLIKELY(++nd_tick == 0) && F->poll(F)) { rc = NDL_PYERR; goto nd_out; }"
 
+/* whether block b holds a loop */
+static int has_loop(nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (b[k]->kind == LK_FOR || b[k]->kind == LK_WHILE || has_loop(b[k]->body, b[k]->nbody) ||
+            has_loop(b[k]->orelse, b[k]->norelse))
+            return 1;
+    return 0;
+}
+
+/* whether block b continues its own loop (not a loop nested in it) */
+static int continues(nd_ln *const *b, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (b[k]->kind == LK_CONTINUE) return 1;
+        if (b[k]->kind == LK_IF && (continues(b[k]->body, b[k]->nbody) || continues(b[k]->orelse, b[k]->norelse)))
+            return 1;
+    }
+    return 0;
+}
+
+#define MAXCHAIN 4
+/* the outermost loop: its locals' types at entry are the signature's, so
+ * the types of its first iterations follow from them. The number of
+ * iterations before the types are the steady ones A (states: the types of
+ * each of those), or -1 when they do not get there in MAXCHAIN */
+static int chain(cg *g, const nd_ln *s, const uint8_t *A, const uint8_t *use, uint8_t *states)
+{
+    int nv = g->ir->nvars;
+    size_t sz = (size_t)nv + 1;
+    uint8_t *st = PyMem_Malloc(2 * sz);
+    if (!st) { PyErr_Clear(); return -1; }
+    memcpy(st, g->assign, sz);
+    for (int v = 0; v < nv; v++) if (use[v]) st[v] = g->T->entry[v];
+    int n = -1, cont = continues(s->body, s->nbody);
+    for (int c = 0; c <= MAXCHAIN; c++) {
+        st[s->var] = LT_PYINT;
+        if (s->i > 0) st[s->i - 1] = LT_PYINT;
+        int same = 1;
+        for (int v = 0; v < nv; v++) same &= !use[v] || st[v] == A[v];
+        if (same) { n = c; break; }
+        if (c == MAXCHAIN) break;
+        memcpy(states + (size_t)c * sz, st, sz);
+        memcpy(st + sz, st, sz);
+        if (tflow(g, s->body, s->nbody, st + sz, st, 0) < 0) break;
+        st[sz + s->var] = LT_PYINT;
+        if (s->i > 0) st[sz + s->i - 1] = LT_PYINT;
+        /* a continue would start the next iteration with this one's types */
+        if (cont && memcmp(st, st + sz, sz)) break;
+        memcpy(st, st + sz, sz);
+    }
+    PyMem_Free(st);
+    return n;
+}
+
+static void pin(cg *g, const uint8_t *types, const uint8_t *use, uint8_t *saved)
+{
+    int nv = g->ir->nvars;
+    memcpy(saved, g->assign, (size_t)nv + 1);
+    for (int v = 0; v < nv; v++)
+        if (use[v] && types[v] != LT_UNBOUND) { g->pin[v] = 1; g->assign[v] = types[v]; }
+    g->pinned = 1;
+}
+
+static void unpin(cg *g, const uint8_t *saved)
+{
+    int nv = g->ir->nvars;
+    memcpy(g->assign, saved, (size_t)nv + 1);
+    memset(g->pin, 0, (size_t)nv + 1);
+    g->pinned = 0;
+}
+
+/* one iteration of for loop s (id: its C names): the loop variables, then
+ * the body; types: NULL, or the types of the locals marked in use, known
+ * (pinned) in it (saved: room to keep the state); single: a lone iteration
+ * (not inside a C loop: the body in a do { } while (0), which is what
+ * continue leaves, while a break leaves the loop) */
+static int iteration(cg *g, const nd_ln *s, int id, int lab, char (*names)[16], const uint8_t *types,
+                     const uint8_t *use, uint8_t *saved, int single)
+{
+    int rc;
+    line(g, POLL);
+    line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
+         names[0], id, names[2], s->var, LT_PYINT);
+    if (s->i > 0)
+        line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, REP(LT_PYINT), id, (int)s->i - 1, LT_PYINT);
+    if (types) pin(g, types, use, saved);
+    uint8_t b0 = g->bound[s->var], b1 = s->i > 0 ? g->bound[s->i - 1] : 0;
+    g->bound[s->var] = 1;
+    if (s->i > 0) g->bound[s->i - 1] = 1;
+    int brk = g->brk;
+    g->brk = single ? lab : 0;
+    if (single) { line(g, "do {"); g->ind++; }
+    rc = stmts(g, s->body, s->nbody);
+    if (single) { g->ind--; line(g, "} while (0);"); }
+    g->brk = brk;
+    g->bound[s->var] = b0;
+    if (s->i > 0) g->bound[s->i - 1] = b1;
+    if (types) unpin(g, saved);
+    return rc;
+}
+
+/* a while loop; types: NULL, or the steady types of the locals in use
+ * (saved: room to keep the state); test: the general version, which goes
+ * to the steady one (nd_steady<id>) once the tags are A */
+static int while_loop(cg *g, const nd_ln *s, int id, const uint8_t *types, const uint8_t *use, uint8_t *saved,
+                      const uint8_t *A)
+{
+    char c[16];
+    int nv = g->ir->nvars, rc = 0;
+    snprintf(c, sizeof c, "c%d", ++g->tmp);
+    line(g, "for (;;) {");
+    g->ind++;
+    int brk = g->brk;
+    g->brk = 0;
+    line(g, POLL);
+    if (A) {
+        for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+        nd_sb_puts(g->sb, "if (1");
+        for (int v = 0; v < nv; v++)
+            if (use[v]) nd_sb_printf(g->sb, " && v%d_t == %d", v, A[v]);
+        nd_sb_printf(g->sb, ") goto nd_steady%d;\n", id);
+    }
+    if (types) pin(g, types, use, saved);
+    line(g, "int %s = 0;", c);
+    rc = specialize(g, s, s->kid, 1, emit_cond, c);
+    if (rc == 0) {
+        line(g, "if (!%s) break;", c);
+        rc = stmts(g, s->body, s->nbody);
+    }
+    if (types) unpin(g, saved);
+    g->brk = brk;
+    g->ind--;
+    line(g, "}");
+    return rc;
+}
+
 static int stmt(cg *g, const nd_ln *s)
 {
     switch (s->kind) {
-    case LK_ASSIGN: case LK_MULTI: case LK_STORE: case LK_AUGSTORE:
-        return specialize(g, s, s->kid, s->n, emit_simple, NULL);
+    case LK_ASSIGN: case LK_MULTI: case LK_STORE: case LK_AUGSTORE: {
+        /* a pinned variable's type after the statement (tflow() followed it) */
+        int m = s->kind == LK_ASSIGN ? 1 : s->kind == LK_MULTI ? s->n / 2 : 0, nt[64];
+        if (g->pinned && m <= 64)
+            for (int k = 0; k < m; k++) {
+                int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var, bits;
+                nt[k] = g->pin[v] ? nd_lty_expr(g->T, s->kind == LK_ASSIGN ? s->kid[0] : s->kid[m + k], g->assign, &bits) : -1;
+            }
+        if (specialize(g, s, s->kid, s->n, emit_simple, NULL) < 0) return -1;
+        if (g->pinned && m <= 64)
+            for (int k = 0; k < m; k++) {
+                int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var;
+                if (g->pin[v]) {
+                    if (nt[k] < 0 || nt[k] >= LT_N) return no_type(g, s);
+                    g->assign[v] = (uint8_t)nt[k];
+                }
+            }
+        return 0;
+    }
     case LK_IF: {
         char c[16];
         snprintf(c, sizeof c, "c%d", ++g->tmp);
         line(g, "int %s = 0;", c);
         if (specialize(g, s, s->kid, 1, emit_cond, c) < 0) return -1;
+        /* both branches start from the types before the if (and end with
+         * the same ones: tflow() made sure) */
+        int nv = g->ir->nvars;
+        uint8_t *pre = g->pinned ? PyMem_Malloc((size_t)nv + 1) : NULL;
+        if (g->pinned && !pre) { PyErr_NoMemory(); g->fail = -1; return -1; }
+        if (pre) memcpy(pre, g->assign, (size_t)nv + 1);
         line(g, "if (%s) {", c);
         g->ind++;
-        if (stmts(g, s->body, s->nbody) < 0) return -1;
+        int rc = stmts(g, s->body, s->nbody);
         g->ind--;
-        if (s->norelse) {
+        if (rc == 0 && s->norelse) {
+            if (pre) memcpy(g->assign, pre, (size_t)nv + 1);
             line(g, "} else {");
             g->ind++;
-            if (stmts(g, s->orelse, s->norelse) < 0) return -1;
+            rc = stmts(g, s->orelse, s->norelse);
             g->ind--;
         }
+        PyMem_Free(pre);
+        if (rc < 0) return -1;
         line(g, "}");
         return 0;
     }
     case LK_WHILE: {
-        char c[16];
-        snprintf(c, sizeof c, "c%d", ++g->tmp);
-        line(g, "for (;;) {");
-        g->ind++;
-        line(g, POLL);
-        line(g, "int %s = 0;", c);
-        if (specialize(g, s, s->kid, 1, emit_cond, c) < 0) return -1;
-        line(g, "if (!%s) break;", c);
-        if (stmts(g, s->body, s->nbody) < 0) return -1;
-        g->ind--;
-        line(g, "}");
-        return 0;
+        /* as a for loop (below): the general version, or where it needed
+         * tests with more than one outcome and the loop's types settle,
+         * the general version going to the steady one once they have */
+        int id = ++g->tmp, nv = g->ir->nvars, peel = 0, rc = 0;
+        size_t sz = (size_t)nv + 1;
+        uint8_t *A = NULL;
+        if (!g->pinned) {
+            if (!(A = PyMem_Malloc(3 * sz))) { PyErr_NoMemory(); g->fail = -1; return -1; }
+            peel = steady(g, s, A, A + sz);
+        }
+        size_t mark = g->sb->n;
+        int multi = g->multiarm;
+        rc = while_loop(g, s, id, NULL, NULL, NULL, NULL);
+        if (rc == 0 && peel && g->multiarm != multi) {
+            g->sb->n = mark;
+            rc = while_loop(g, s, id, NULL, A + sz, NULL, A);
+            if (rc == 0) {
+                line(g, "goto nd_done%d;", id);
+                line(g, "nd_steady%d:", id);
+                rc = while_loop(g, s, id, A, A + sz, A + 2 * sz, NULL);
+                line(g, "nd_done%d:;", id);
+            }
+        }
+        PyMem_Free(A);
+        return rc;
     }
     case LK_FOR: {
         char names[4][16];
@@ -2096,27 +2410,105 @@ static int stmt(cg *g, const nd_ln *s)
             }
             PyMem_Free(h);
         }
-        line(g, "for (uint64_t k%d = 0; k%d < n%d; k%d++) {", id, id, id, id);
-        g->ind++;
-        line(g, POLL);
-        line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
-             names[0], id, names[2], s->var, LT_PYINT);
-        if (s->i > 0)
-            line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, REP(LT_PYINT), id, (int)s->i - 1, LT_PYINT);
-        uint8_t b0 = g->bound[s->var], b1 = s->i > 0 ? g->bound[s->i - 1] : 0;
-        g->bound[s->var] = 1;
-        if (s->i > 0) g->bound[s->i - 1] = 1;
-        if (stmts(g, s->body, s->nbody) < 0) return -1;
+        int nv = g->ir->nvars, peel = 0, nch = -1, rc = 0;
+        size_t sz = (size_t)nv + 1;
+        uint8_t *A = NULL, *use = NULL, *saved = NULL, *states = NULL;
+        if (!g->pinned) {
+            A = PyMem_Malloc((3 + MAXCHAIN) * sz);
+            if (!A) { PyErr_NoMemory(); g->fail = -1; return -1; }
+            use = A + sz;
+            saved = use + sz;
+            states = saved + sz;
+            peel = steady(g, s, A, use);
+            if (peel && s == g->ir->root) nch = chain(g, s, A, use, states);
+        }
+        /* an innermost loop with range checks proved before it: one copy
+         * without them, run when every proof held, and one with them (the
+         * checks are tests inside the loop that keep the C compiler from
+         * keeping the loop simple) */
+        int ncopy = g->nh > 0 && !g->nohz && !has_loop(s->body, s->nbody) ? 2 : 1;
+        if (ncopy == 2) {
+            for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+            nd_sb_puts(g->sb, "if (1");
+            for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
+            nd_sb_puts(g->sb, ") {\n");
+            g->ind++;
+        }
+        for (int copy = 0; copy < ncopy && rc == 0; copy++) {
+            if (copy == 1) {
+                g->ind--;
+                line(g, "} else {");
+                g->ind++;
+            }
+            g->nohz = ncopy == 2 && copy == 0;
+            int lab = ++g->tmp;
+            size_t mark = g->sb->n;
+            int multi = g->multiarm;
+            /* the general version; where it needed a type test with more than
+             * one outcome somewhere and the loop has steady types, it is
+             * replaced: by the iterations leading to the steady types, each
+             * with its types known, when they follow from the types at entry
+             * (the outermost loop), else by itself entering the steady version
+             * once the tags are the steady types */
+            for (int pass = 0; pass < 2 && rc == 0; pass++) {
+                if (pass == 1) {
+                    if (!peel || g->multiarm == multi) break;
+                    g->sb->n = mark;
+                }
+                line(g, "uint64_t k%d = 0;", id);
+                if (pass == 1 && nch >= 0) {
+                    for (int c = 0; c < nch && rc == 0; c++) {
+                        line(g, "if (k%d >= n%d) goto nd_done%d;", id, id, lab);
+                        line(g, "{");
+                        g->ind++;
+                        rc = iteration(g, s, id, lab, names, states + (size_t)c * sz, use, saved, 1);
+                        g->ind--;
+                        line(g, "}");
+                        line(g, "k%d++;", id);
+                    }
+                }
+                if (rc == 0 && (pass == 0 || nch < 0)) {
+                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
+                    g->ind++;
+                    if (pass == 1) {
+                        for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+                        nd_sb_puts(g->sb, "if (1");
+                        for (int v = 0; v < nv; v++)
+                            if (use[v]) nd_sb_printf(g->sb, " && v%d_t == %d", v, A[v]);
+                        nd_sb_printf(g->sb, ") goto nd_steady%d;\n", lab);
+                    }
+                    rc = iteration(g, s, id, lab, names, NULL, NULL, NULL, 0);
+                    g->ind--;
+                    line(g, "}");
+                    if (pass == 1) line(g, "goto nd_done%d;", lab);
+                }
+                if (rc == 0 && pass == 1) {
+                    if (nch < 0) line(g, "nd_steady%d:", lab);
+                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
+                    g->ind++;
+                    rc = iteration(g, s, id, lab, names, A, use, saved, 0);
+                    g->ind--;
+                    line(g, "}");
+                    line(g, "nd_done%d:;", lab);
+                }
+            }
+        }
+        g->nohz = 0;
+        if (ncopy == 2) {
+            g->ind--;
+            line(g, "}");
+        }
+        PyMem_Free(A);
+        if (rc < 0) return -1;
         if (hoist) g->nh--;
-        g->bound[s->var] = b0;
-        if (s->i > 0) g->bound[s->i - 1] = b1;
-        g->ind--;
-        line(g, "}");
         g->ind--;
         line(g, "}");
         return 0;
     }
-    case LK_BREAK: line(g, "break;"); return 0;
+    case LK_BREAK:
+        if (g->brk) line(g, "goto nd_done%d;", g->brk);
+        else line(g, "break;");
+        return 0;
     case LK_CONTINUE: line(g, "continue;"); return 0;
     case LK_PASS: return 0;
     default:
@@ -2153,6 +2545,12 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     g.sb = out;
     if (!(g.assign = PyMem_Malloc((size_t)ir->nvars + 1))) { PyErr_NoMemory(); return -1; }
     if (!(g.bound = PyMem_Calloc((size_t)ir->nvars + 1, 1))) { PyMem_Free(g.assign); PyErr_NoMemory(); return -1; }
+    if (!(g.pin = PyMem_Calloc((size_t)ir->nvars + 1, 1))) {
+        PyMem_Free(g.assign);
+        PyMem_Free(g.bound);
+        PyErr_NoMemory();
+        return -1;
+    }
     memset(g.assign, LT_UNBOUND, (size_t)ir->nvars + 1);
     for (int v = 0; v < ir->nvars; v++)
         for (int t = 0; t < LT_N; t++)
@@ -2231,6 +2629,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     nd_sb_puts(out, "}\n");
     PyMem_Free(g.assign);
     PyMem_Free(g.bound);
+    PyMem_Free(g.pin);
     *needs_snapshot = g.snapshot;
     if (rc < 0) {
         if (g.fail == 1 && !PyErr_Occurred()) {
