@@ -38,7 +38,7 @@ typedef struct nd_parstat {
     unsigned n[2];          /* timed runs per way (0 team, 1 alone) */
     double samp[2][ND_PAR_NSAMP]; /* seconds per element, last runs */
     double est[2];          /* second least of them; 0: unknown */
-    double kteam;           /* least team run of the kernel alone (no span) */
+    double kteam;           /* least team run of the kernel itself (no span) */
     int64_t tot;            /* elements when measuring began */
     uint64_t runs, next_probe, gap;
 } nd_parstat;

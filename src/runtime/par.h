@@ -15,11 +15,14 @@
  *   run 1                not timed (first touch of fresh buffers)
  *                        (a run: the span of nd_par_begin below)
  *   measuring            team and alone in turns, ND_PAR_NSAMP runs each,
- *                        or EARLY each when one way took 1.5 times
- *                        the other's slowest; alone is not tried for a
- *                        kernel whose run alone would take ALONE_MAX
- *                        (its own team time x cores) or more: a big
- *                        kernel, where a wait for a core is a small part
+ *                        or one each when one way took 4 times the other
+ *                        (a stalled team: 20-500 ms against 30 us alone,
+ *                        every run of it costs), or EARLY each when 1.5 times
+ *                        the other's slowest. Kernels of ALONE_WORK or
+ *                        more work always use the team, untimed: alone
+ *                        they would take tens of ms x cores, where a wait
+ *                        for a core is a few ms (the team's own kernel time
+ *                        cannot bound that: a stalled team's is the stall)
  *   decided              the faster way runs (timed: a way that becomes
  *                        slow -- a matmul now runs next to it -- loses its
  *                        place with 5% hysteresis); the other way is
@@ -49,7 +52,7 @@
  * matmul's BLAS threads then wait for the cores -- the team's cost lands
  * there). GIL held. */
 int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work);
-/* The kernel just begun returned (its own time: par.h's ALONE_MAX). */
+/* The kernel just begun returned (its own time, reported by explain). */
 void nd_par_ran(void);
 /* The program run ended (ok) or failed (!ok: the open span is dropped). */
 void nd_par_close(int ok);

@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define WARM 1
 #define EARLY 2
 #define LOPSIDED 1.5     /* a way this much slower on EARLY runs each: decided */
-#define ALONE_MAX 50e-3     /* seconds: a kernel whose run alone would take about this
-                               long (its team time x cores) is not tried alone */
+#define CLEAR 4.0         /* ... this much slower on one run each: decided */
+#define ALONE_WORK (1ll << 26) /* work (elements x cost, ~1 ns each alone) from which a
+                                 kernel always runs with its team: a run alone would
+                                 cost up to cores x its time, tens of ms, where a wait
+                                 for a core costs a few ms */
 #define FIRST_GAP 32
 #define MAX_GAP 1024        /* runs: a choice made under a passing load is revisited */
 #define PROBE_SHARE 0.02
@@ -75,24 +77,6 @@ static double most(const nd_parstat *s, int w)
     double m = s->samp[w][0];
     for (int i = 1; i < nsamp(s, w); i++) m = s->samp[w][i] > m ? s->samp[w][i] : m;
     return m;
-}
-
-static int ncpu(void)
-{
-    static int n;
-    if (!n) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (int)c : 1;
-    }
-    return n;
-}
-
-/* a run alone costs about the team's own kernel time x cores: tried while
- * that stays under ALONE_MAX (the team's kernel time includes any wait
- * for a core, so a stalled team is tried alone sooner, not later) */
-static int alone_ok(const nd_parstat *s, int64_t tot)
-{
-    return s->kteam * (double)tot * (double)ncpu() < ALONE_MAX;
 }
 
 static void set_gap(nd_parstat *s)
@@ -189,11 +173,11 @@ static void sample(const span *c)
     }
     int done = 1;
     if (s->mode == MEASURING) {
-        int no_alone = s->n[W_TEAM] >= EARLY && !s->n[W_ALONE] && !alone_ok(s, c->tot);
-        int lop = s->n[W_TEAM] >= EARLY && s->n[W_ALONE] >= EARLY &&
-                  (least(s, W_TEAM) > LOPSIDED * most(s, W_ALONE) ||
-                   least(s, W_ALONE) > LOPSIDED * most(s, W_TEAM));
-        done = no_alone || lop || (s->n[W_TEAM] >= ND_PAR_NSAMP && s->n[W_ALONE] >= ND_PAR_NSAMP);
+        double f = s->n[W_TEAM] >= EARLY && s->n[W_ALONE] >= EARLY ? LOPSIDED : CLEAR;
+        int lop = s->n[W_TEAM] && s->n[W_ALONE] &&
+                  (least(s, W_TEAM) > f * most(s, W_ALONE) ||
+                   least(s, W_ALONE) > f * most(s, W_TEAM));
+        done = lop || (s->n[W_TEAM] >= ND_PAR_NSAMP && s->n[W_ALONE] >= ND_PAR_NSAMP);
     }
     if (done) {
         for (int q = 0; q < 2; q++) if (s->n[q]) s->est[q] = low(s, q);
@@ -212,7 +196,7 @@ void nd_par_close(int ok)
 int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work)
 {
     nd_par_close(1);
-    if (work < ND_PAR_WORK || tot <= 0 || !on()) return 0;
+    if (work < ND_PAR_WORK || work >= ALONE_WORK || tot <= 0 || !on()) return 0;
     nd_parstat *s = &k->par;
     if (!s->tot || tot > s->tot * RESIZE || tot * RESIZE < s->tot) {
         memset(s, 0, sizeof *s);
@@ -222,14 +206,12 @@ int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work)
     if (s->runs <= WARM) return 0;
     int alone;
     if (s->mode == MEASURING) {
-        /* the team first (EARLY runs), then the two in turns */
-        alone = s->n[W_TEAM] >= EARLY && s->n[W_ALONE] < s->n[W_TEAM];
+        /* the two in turns, the team first */
+        alone = s->n[W_ALONE] < s->n[W_TEAM];
     } else if (s->runs >= s->next_probe) {
         alone = s->mode == TEAM;
         s->next_probe = s->runs + s->gap;
         if (s->gap < MAX_GAP) s->gap *= 2;
-        /* a team that has become this slow is not worth a run alone */
-        if (alone && !alone_ok(s, tot)) alone = 0;
     } else {
         alone = s->mode == ALONE;
     }
