@@ -156,6 +156,10 @@ def _run(code, env_extra, timeout=120):
 
 
 _PROGRAM = """
+import signal
+# a child of a process that ignores SIGINT (a pytest-xdist worker) inherits
+# that; a terminal program has Python's handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np, numdyn, sys
 def many(x):
     out = []
@@ -273,11 +277,18 @@ def test_ctrl_c_while_waiting_for_compiles(gated):
     x, y = _args()
     f(x, y)
     import _thread
-    t = threading.Timer(0.3, _thread.interrupt_main)
-    t.start()
-    with pytest.raises(KeyboardInterrupt):
-        utils.wait_compiles()
-    t.join()
+    import signal
+    # pytest-xdist's workers ignore SIGINT, and interrupt_main() then does
+    # nothing: Python's own handler stands in while this test needs it
+    prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t = threading.Timer(0.3, _thread.interrupt_main)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            utils.wait_compiles()
+        t.join()
+    finally:
+        signal.signal(signal.SIGINT, prev)
     gate.touch()
     utils.wait_compiles()
     c1 = dict(utils.counters)
