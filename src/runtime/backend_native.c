@@ -237,10 +237,15 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         return NULL;
     }
     p->key = key;
+    /* the compile count before this request's compiles start: one that ends
+     * at once (a failing compiler) must not be counted in the stamp, or the
+     * graph would look still compiling until some other compile ended, and
+     * its CompileError would never be raised */
+    uint64_t stamp = bgmode ? nd_disk_progress() : 0;
     int nnew = compile_program(p, g);
     if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
         nd_program_decref(p);
-        if (bgmode) pend_note(key, nd_disk_progress());
+        if (bgmode) pend_note(key, stamp);
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }
