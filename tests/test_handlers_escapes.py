@@ -208,3 +208,19 @@ def test_arrays_in_a_list_keep_their_identity():
     assert lst[0] is a and lst[1] is b
     np.testing.assert_array_equal(a, [1, 1])
     np.testing.assert_array_equal(b, [7, 7, 7])
+
+
+def test_values_left_on_a_callable_object_are_numpys():
+    class Model:  # callable, like a torch module
+        def __init__(self):
+            self.w = np.ones(3)
+
+        def __call__(self, x):
+            self.last = (x * self.w).sum()
+            self.act = np.tanh(x)
+            return x * 2
+    m = Model()
+    step = numdyn.compile(m.__call__)
+    step(np.arange(3.0))
+    assert type(m.last) is np.float64 and m.last == 3.0
+    assert type(m.act) is np.ndarray

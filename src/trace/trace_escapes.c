@@ -65,9 +65,10 @@ static int visit(walk *w, PyObject *o, int depth)
     int seq = PyList_Check(o) || PyTuple_Check(o);
     PyObject *dict = NULL;
     if (!seq && !PyDict_CheckExact(o)) {
+        /* (functions, methods and builtins are not heap-type instances;
+         * an object with __call__, a model, is one of the user's) */
         if (PyArray_Check(o) || nd_proxy_check(o) || PyType_Check(o) || PyModule_Check(o) ||
-            PyCallable_Check(o) || !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
-            Py_TYPE(o)->tp_dictoffset == 0)
+            !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(o)->tp_dictoffset == 0)
             return 0;
         dict = PyObject_GenericGetDict(o, NULL);
         if (!dict || !PyDict_Check(dict)) {
