@@ -329,6 +329,41 @@ def test_run_frozen_never_compiles_a_new_graph():
     assert C["kernels_compiled"] > k0
 
 
+_LOOP_DATA = np.arange(40.0)
+
+
+def _loop_over_global(x):
+    s = 0.0
+    for i in range(_LOOP_DATA.shape[0]):
+        s += _LOOP_DATA[i] * 2.0
+    return x + s
+
+
+def test_run_frozen_never_compiles_a_new_loop():
+    global _LOOP_DATA
+    f = numdyn.compile(_loop_over_global)
+    x = np.ones(3)
+    np.testing.assert_allclose(f(x), _loop_over_global(x))
+    runs, falls = C["loop_runs"], C["loop_fallbacks"]
+    with numdyn.run():  # the loop's signature seen: its C runs
+        np.testing.assert_allclose(f(x), _loop_over_global(x))
+    assert C["loop_runs"] == runs + 1
+    _LOOP_DATA = np.arange(40, dtype=np.int32)  # the program's signature holds, the loop's not
+    try:
+        with numdyn.run():
+            for _ in range(2):  # Python runs it, and nothing is left compiled behind
+                np.testing.assert_allclose(f(x), _loop_over_global(x))
+        assert C["loop_fallbacks"] == falls + 2 and C["loop_runs"] == runs + 1
+        assert f._loop_info()[0]["last_fallback"] == "frozen mode (numdyn.run) compiles no new loop"
+        np.testing.assert_allclose(f(x), _loop_over_global(x))  # unfrozen: compiles it
+        assert C["loop_runs"] == runs + 2
+        with numdyn.run():
+            np.testing.assert_allclose(f(x), _loop_over_global(x))
+        assert C["loop_runs"] == runs + 3 and C["loop_fallbacks"] == falls + 2
+    finally:
+        _LOOP_DATA = np.arange(40.0)
+
+
 # ------------------------------------------------------------ specialization
 
 
