@@ -405,6 +405,37 @@ def test_mark_static_all_dims_and_dynamic_false():
     assert C["graph_compiles"] - g0 == 3
 
 
+def test_static_dims_key_the_graph_cache():
+    """Sizes of static dims are in the graph (program cache) key as well as in
+    the signature: a new static size schedules its own graph, where a generic
+    dim of a new size finds the graph cached."""
+    def hits(fn, x):
+        h = C["graph_cache_hits"]
+        np.testing.assert_allclose(fn(x), ref(x))
+        return C["graph_cache_hits"] - h
+
+    f = numdyn.compile(ref)
+    f(np.ones(4))
+    assert hits(f, np.ones(5)) == 1          # generic: the same graph
+    for n, want in ((23, 0), (24, 0)):
+        x = np.ones(n)
+        numdyn.mark_static(x, 0)
+        assert hits(f, x) == want            # static: a graph per size
+    g = numdyn.compile(ref, dynamic=False)
+    assert [hits(g, np.ones(s)) for s in ((2, 13), (2, 14), (5, 13))] == [0, 0, 0]
+    y, z = np.ones((9, 13)), np.ones((10, 13))
+    numdyn.mark_dynamic(y, 0)
+    numdyn.mark_dynamic(z, 0)
+    assert [hits(g, y), hits(g, z)] == [0, 1]  # marked dynamic: generic again
+    h = numdyn.compile(ref)
+    out = []
+    for shape in ((3, 17), (3, 18), (4, 18)):  # mark_static(x): every dim
+        x = np.ones(shape)
+        numdyn.mark_static(x)
+        out.append(hits(h, x))
+    assert out == [0, 0, 0]
+
+
 def test_mark_errors():
     with pytest.raises(IndexError):
         numdyn.mark_static(np.ones(2), 3)
