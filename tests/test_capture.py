@@ -289,8 +289,7 @@ def test_iteration_and_len():
     def g(a):
         return list(a.sum())
 
-    # a.sum() is np.float64: NumPy's message names the scalar type
-    with pytest.raises(TypeError, match="'numpy.float64' object is not iterable"):
+    with pytest.raises(TypeError, match="object is not iterable"):
         numdyn.compile(g, backend="eager")(np.ones(2))
 
 
