@@ -730,11 +730,22 @@ static PyObject *method_fallback(int uf, const char *m, PyObject *args, PyObject
     return r;
 }
 
+/* ufunc.reduce/accumulate take out=(array,) as a keyword (as
+ * __array_ufunc__ always passes it); a tuple given positionally is NumPy's
+ * to refuse (finish hands it over) */
+static void method_out(PyObject *args, PyObject **argv)
+{
+    PyObject *o = argv[3];
+    if (o && PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 1 && PyTuple_GET_SIZE(args) <= 3)
+        argv[3] = PyTuple_GET_ITEM(o, 0);
+}
+
 PyObject *nd_shim_ufunc_reduce(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
 {
     if (!binary_single_out(uf)) return method_fallback(uf, "reduce", args, kwargs, "of a non-binary ufunc");
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(&ureduce_def, args, kwargs, argv) < 0) return NULL;
+    method_out(args, argv);
     red_args ra = {argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], NULL, NULL, NULL};
     if (ra.axis == Py_None) {
         /* explicit axis=None: all axes */
@@ -756,6 +767,7 @@ PyObject *nd_shim_ufunc_accumulate(nd_trace *t, int uf, PyObject *args, PyObject
     if (!binary_single_out(uf)) return method_fallback(uf, "accumulate", args, kwargs, "of a non-binary ufunc");
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(&uaccum_def, args, kwargs, argv) < 0) return NULL;
+    method_out(args, argv);
     PyObject *r = scan_core(t, uf, argv[0], argv[1], argv[2], argv[3], nd_ufunc_object(uf), "accumulate", 0);
     if (r || PyErr_Occurred()) { (void)nd_shim_take_unsupported(); return r; }
     const char *why = nd_shim_take_unsupported();

@@ -121,3 +121,16 @@ def test_out_like_numpy_native(fn, out):
 def test_max_min_into_a_bool_out_reduce_in_bool():
     # NumPy reduces max/min in the bool out's dtype: min(-4, 0, 4) is False
     check(lambda x, o: x.min(axis=0, out=o), A, np.zeros(4, bool), backend="native")
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_ufunc_method_out_tuple_keyword_only(positional):
+    if positional:
+        def f(x):
+            return np.add.reduce(x, 0, None, (np.zeros(4),)), np.add.accumulate(x, 0, None, (np.zeros((3, 4)),))
+    else:
+        def f(x):
+            return np.add.reduce(x, 0, out=(np.zeros(4),)), np.multiply.accumulate(x, axis=1, out=(np.zeros((3, 4)),))
+    check(f, A, backend="native")
+    if not positional:
+        assert numdyn.explain(numdyn.compile(f))(A).graph_break_count == 0
