@@ -158,3 +158,40 @@ def test_clear_cache_keeps_the_current_header_and_drops_others(tmp_path):
     _run("import numdyn; numdyn.utils.clear_cache()", cache, cc)
     assert _pch_dirs(cache) == [d]
     assert not list(cache.glob("*.so"))
+
+
+def test_exit_with_the_header_build_in_flight_stops_it(tmp_path):
+    # a header build that never ends (held until the test's gate, which
+    # never opens): the kernels compile without it, the interpreter exits
+    # promptly, the build is stopped and its build directory removed
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "slowpch"
+    gate = tmp_path / "gate"
+    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *c-header*)\n  echo \"pch $$\" >> {log}\n"
+                  f"  while [ ! -e {gate} ]; do sleep 0.05; done;;\nesac\nexec {gcc} \"$@\"\n")
+    cc.chmod(0o755)
+    cache = tmp_path / "cache"
+    code = """
+import numpy as np, numdyn
+x = np.linspace(0.1, 0.9, 257)
+f = numdyn.compile(lambda a: np.sqrt(np.tanh(a) * 2.5 + 1.0).sum())
+g = numdyn.compile(lambda a: (np.exp(-a) * a - np.cos(a * 3.0)).max())
+print("OK", bool(np.isclose(f(x), np.sqrt(np.tanh(x) * 2.5 + 1.0).sum(), rtol=1e-12)),
+      bool(np.isclose(g(x), (np.exp(-x) * x - np.cos(x * 3.0)).max(), rtol=1e-12)))
+"""
+    import time
+    t0 = time.monotonic()
+    assert _run(code, cache, str(cc)).split() == ["OK", "True", "True"]
+    assert time.monotonic() - t0 < 120
+    (line,) = log.read_text().splitlines()
+    pid = int(line.split()[1])
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        gate.touch()
+        pytest.fail(f"the header's compiler {pid} still runs after exit")
+    assert [p.name for p in cache.iterdir() if p.name.startswith(("build-", "pch-"))] == []

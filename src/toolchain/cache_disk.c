@@ -759,8 +759,7 @@ double nd_disk_budget_left(void)
 int nd_disk_wait_all(void)
 {
     if (bg_wait(NULL, 0, INFINITY) < 0) return -1;
-    nd_pch_wait();
-    return 0;
+    return nd_pch_wait();
 }
 
 /* unit i of a background request: *handle set when it is ready; 0, or -1

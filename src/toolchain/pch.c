@@ -30,6 +30,7 @@
 #include "toolchain.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -233,7 +234,16 @@ const char *nd_pch_include(int dfd)
     return NULL;
 }
 
-void nd_pch_wait(void)
+int nd_pch_wait(void)
 {
-    if (state == 1) build_poll(1);
+    /* as bg_wait (cache_disk.c): the GIL released while poll() sleeps on
+     * the compiler's pipe, in slices short enough to notice Ctrl-C */
+    while (build_poll(0), state == 1) {
+        struct pollfd pf = {build_rfd, POLLIN, 0};
+        Py_BEGIN_ALLOW_THREADS
+        (void)poll(&pf, 1, 50);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals() < 0) return -1;
+    }
+    return 0;
 }

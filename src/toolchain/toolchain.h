@@ -113,8 +113,9 @@ int nd_disk_fd_sum(int fd, uint64_t *size, uint64_t *sum);
  * directory dfd, or NULL when it is not built: its build is then started in
  * the background, for later compiles (GCC only; NUMDYN_PCH=0: never). */
 const char *nd_pch_include(int dfd);
-/* Wait for a precompiled header's build still running (wait_compiles). */
-void nd_pch_wait(void);
+/* Wait for a precompiled header's build still running (wait_compiles):
+ * 0, or -1 with the exception a signal handler raised (Ctrl-C). */
+int nd_pch_wait(void);
 
 /* cache_mem.c */
 nd_kfn nd_kcache_get(uint64_t hash);
