@@ -776,6 +776,12 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
         i = nbg;
     }
     if (i == nbg) {
+        /* another thread may have collected (and published) it while this
+         * one waited: load it rather than compile it again */
+        if ((*handle = try_load(dfd, base, u->syms, u->nsyms))) {
+            nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+            return 0;
+        }
         if (nbg == capbg) {
             int cap = capbg ? 2 * capbg : 8;
             bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
