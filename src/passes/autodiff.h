@@ -7,9 +7,19 @@
  * be differentiated again.
  *
  * Conventions (those of JAX at kinks and ties):
- *  - only float16/32/64 values carry gradients; integer and bool nodes stop
- *    them (a comparison, an argmax, an index), complex values on a gradient
- *    path raise NotImplementedError;
+ *  - float16/32/64 and complex64/128 values carry gradients; integer and
+ *    bool nodes stop them (a comparison, an argmax, an index);
+ *  - complex values follow JAX: cotangents propagate by the transpose of
+ *    the linearization, not its adjoint, so a holomorphic op's rule is its
+ *    real rule (c * f'(z)) and vjp(f)(1) = f'(z); a real value's share of a
+ *    complex cotangent is its real part; re(z) -> c, im(z) -> -1j c,
+ *    conj(z) -> conj(c), |z| -> c conj(z)/|z| (0 at 0). numdyn.grad of a
+ *    real loss conjugates that (python layer) to give torch's
+ *    conjugate-Wirtinger gradient, the steepest-ascent direction. The
+ *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
+ *    cumprod refuse complex values (NotImplementedError);
+ *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn and
+ *    irfft/irfft2/irfftn, when n/s neither pads nor crops the input;
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
  *    zero derivative;
  *  - maximum/minimum (and so clip) give a tie half the cotangent each;
