@@ -1076,6 +1076,34 @@ static nd_id gap_inverse(nd_graph *g, nd_id d, npy_intp n, int L)
     return where(g, eye, S(0), U1(ND_UF_RECIPROCAL, safe), L);
 }
 
+/* x[..., r0:r1, c0:c1] (a view; x is C-contiguous in element units) */
+static nd_id block(nd_graph *g, nd_id x, npy_intp r0, npy_intp r1, npy_intp c0, npy_intp c1)
+{
+    if (BAD(x)) return ND_NONE;
+    nd_node *n = NODE(g, x);
+    int nd = n->ndim;
+    npy_intp sh[ND_MAXDIMS], cs[ND_MAXDIMS];
+    memcpy(sh, n->shape, sizeof(npy_intp) * (size_t)nd);
+    nd_c_strides(nd, sh, cs);
+    npy_intp off = r0 * cs[nd - 2] + c0 * cs[nd - 1];
+    sh[nd - 2] = r1 - r0;
+    sh[nd - 1] = c1 - c0;
+    for (int d = 0; d < nd; d++) if (sh[d] == 1) cs[d] = 0;
+    return view(g, x, nd, sh, off, cs);
+}
+
+/* zeros of base's shape with v written at [..., :, c0:c0+v's columns] */
+static nd_id put_cols(nd_graph *g, nd_id base, nd_id v, npy_intp c0)
+{
+    if (BAD(base) || BAD(v)) return ND_NONE;
+    nd_node *b = NODE(g, base);
+    int nd = b->ndim;
+    npy_intp cs[ND_MAXDIMS], vs[ND_MAXDIMS];
+    nd_c_strides(nd, b->shape, cs);
+    memcpy(vs, NODE(g, v)->shape, sizeof(npy_intp) * (size_t)nd);
+    return setitem(g, base, v, c0, nd, vs, cs);
+}
+
 static nd_id sym(nd_graph *g, nd_id x, int L) { return MUL(ADD(x, swap_last(g, x)), S(0.5)); }
 
 static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
@@ -1123,9 +1151,10 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     int herm = PyObject_IsTrue(PyTuple_GET_ITEM(tmpl, 3));
     if (full < 0 || herm < 0) return -1;
     int uv = f->aux >= 0;
-    if (uv && full && M != N)
-        return not_impl("linalg.svd", "full_matrices=True of a non-square matrix (U or Vh is not "
-                        "unique): use full_matrices=False");
+    /* full_matrices=True of a non-square matrix: U's columns / Vh's rows past
+     * min(M, N) are any basis of a complement, so their cotangent is ignored
+     * (torch's convention): the gradient of the reduced factors */
+    int narrow = uv && full && M != N;
     /* the reduced U, s, Vh of the same matrix */
     PyObject *rt = PyTuple_Pack(4, PyTuple_GET_ITEM(tmpl, 0), Py_False, Py_True,
                                 herm ? Py_True : Py_False);
@@ -1133,12 +1162,14 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     npy_intp su[ND_MAXDIMS], ss[ND_MAXDIMS], sv[ND_MAXDIMS];
     memcpy(su, a.shape, sizeof(su)); memcpy(ss, a.shape, sizeof(ss)); memcpy(sv, a.shape, sizeof(sv));
     su[nd - 1] = K; ss[nd - 2] = K; sv[nd - 2] = K;
-    PyObject *use = uv && (!full || M == N) ? tmpl : rt;  /* this very call's siblings when they fit */
-    nd_id U = f->aux == 0 ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
+    PyObject *use = uv && !narrow ? tmpl : rt;  /* this very call's siblings when they fit */
+    nd_id U = f->aux == 0 && !narrow ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
     nd_id s = f->aux == 1 ? i : sibling(g, f, F_svd, use, 1, L, nd - 1, ss);
-    nd_id Vh = f->aux == 2 ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
+    nd_id Vh = f->aux == 2 && !narrow ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
     Py_DECREF(rt);
     if (BAD(U) || BAD(s) || BAD(Vh)) return -1;
+    if (narrow && f->aux == 0 && M > N) c = block(g, c, 0, M, 0, K);
+    if (narrow && f->aux == 2 && N > M) c = block(g, c, 0, K, 0, N);
     nd_id s_col = unsqueeze(g, s, -2), s_row = unsqueeze(g, s, -1);  /* s_j, s_i */
     nd_id gA;
     if (!uv || f->aux == 1) {
@@ -1178,30 +1209,46 @@ static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     const char *mode = PyTuple_GET_SIZE(tmpl) > 1 && PyUnicode_Check(PyTuple_GET_ITEM(tmpl, 1))
                        ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(tmpl, 1)) : "reduced";
     if (!mode) return -1;
-    if (M < N) return not_impl("linalg.qr", "a matrix with fewer rows than columns");
     if (strcmp(mode, "reduced") != 0 && strcmp(mode, "r") != 0 &&
-        !(strcmp(mode, "complete") == 0 && M == N))
+        !(strcmp(mode, "complete") == 0 && M <= N))
         return not_impl("linalg.qr", "this mode (reduced, r, or complete of a square matrix)");
     PyObject *mo = PyUnicode_FromString("reduced");
     PyObject *rt = mo ? PyTuple_Pack(2, PyTuple_GET_ITEM(tmpl, 0), mo) : NULL;
     Py_XDECREF(mo);
     if (!rt) return -1;
+    npy_intp K = M < N ? M : N;
     npy_intp sq[ND_MAXDIMS], sr[ND_MAXDIMS];
     memcpy(sq, a.shape, sizeof(sq)); memcpy(sr, a.shape, sizeof(sr));
-    sq[nd - 1] = N; sr[nd - 2] = N;
+    sq[nd - 1] = K; sr[nd - 2] = K;
     int is_r = f->aux < 0 || f->aux == 1;
     PyObject *use = f->aux >= 0 ? tmpl : rt;
     nd_id Q = f->aux == 0 ? i : sibling(g, f, F_qr, use, 0, L, nd, sq);
     nd_id R = is_r ? i : sibling(g, f, F_qr, use, 1, L, nd, sr);
     Py_DECREF(rt);
     if (BAD(Q) || BAD(R)) return -1;
-    /* gA = (Q-bar + Q Nn) R^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
-     * Mm = Q^T Q-bar - R-bar R^T (one of the two cotangents is zero here) */
-    nd_id Mm = is_r ? NEG(mm(g, c, swap_last(g, R))) : mm(g, swap_last(g, Q), c);
-    nd_id low = eye_mask(g, N, 1);
+    /* A wide A = Q [R1 R2] (M < N): its first M columns X = Q R1 are a
+     * square QR, and R2 = Q^T Y of the others: Y-bar = Q R2-bar, and R2
+     * adds Y R2-bar^T to Q-bar. Then for X (square or tall):
+     * gX = (Q-bar + Q Nn) R1^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
+     * Mm = Q^T Q-bar - R1-bar R1^T. */
+    nd_id R1 = M < N ? block(g, R, 0, M, 0, M) : R;
+    nd_id Qb = is_r ? ND_NONE : c, R1b = ND_NONE, gY = ND_NONE;
+    if (is_r) R1b = M < N ? block(g, c, 0, M, 0, M) : c;
+    if (is_r && M < N) {
+        nd_id R2b = block(g, c, 0, M, M, N);
+        gY = mm(g, Q, R2b);
+        Qb = mm(g, block(g, f->extra[0], 0, M, M, N), swap_last(g, R2b));
+    }
+    nd_id Mm = ND_NONE;
+    if (Qb != ND_NONE) Mm = mm(g, swap_last(g, Q), Qb);
+    if (R1b != ND_NONE) {
+        nd_id t = NEG(mm(g, R1b, swap_last(g, R1)));
+        Mm = Mm == ND_NONE ? t : ADD(Mm, t);
+    }
+    nd_id low = eye_mask(g, K, 1);
     nd_id Nn = SUB(where(g, low, SUB(Mm, swap_last(g, Mm)), S(0), L), Mm);
     nd_id Y = mm(g, Q, Nn);
-    if (!is_r) Y = ADD(c, Y);
+    if (Qb != ND_NONE) Y = ADD(Qb, Y);
     if (BAD(Y)) return -1;
     /* Y R^-T = solve(R, Y^T)^T */
     nd_node *yn = NODE(g, Y);
@@ -1209,9 +1256,13 @@ static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     int ynd = yn->ndim;
     memcpy(ys, yn->shape, sizeof(ys));
     npy_intp tmp = ys[ynd - 1]; ys[ynd - 1] = ys[ynd - 2]; ys[ynd - 2] = tmp;
-    nd_id ids[2] = {R, swap_last(g, Y)};
+    nd_id ids[2] = {R1, swap_last(g, Y)};
     nd_id X = ext(g, F_solve, tmpl_of(2, 0, NULL), 2, ids, L, ynd, ys);
-    return acc(A, f->extra[0], swap_last(g, X));
+    if (M >= N) return acc(A, f->extra[0], swap_last(g, X));
+    nd_id z = nd_autodiff_zeros(g, L, a.ndim, a.shape);
+    nd_id gA = put_cols(g, z, swap_last(g, X), 0);
+    if (gY != ND_NONE) gA = put_cols(g, gA, gY, M);
+    return acc(A, f->extra[0], gA);
 }
 
 static int is_cfunc(PyObject *o, const char *name)

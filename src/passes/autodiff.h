@@ -27,7 +27,10 @@
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
  *  - cumprod's gradient is exact where x has zeros (no division);
  *  - eigh/eigvalsh: the gradient of eigh((A + A^T)/2) (symmetric); svd
- *    and qr: of the reduced decompositions (qr needs M >= N); losses must
+ *    and qr: of the reduced decompositions (a wide qr through its square
+ *    first block); svd(full_matrices=True) of a non-square matrix ignores
+ *    the cotangent of U's columns / Vh's rows past min(M, N), any basis of
+ *    a complement (torch's convention); losses must
  *    not depend on the decompositions' sign choices;
  *  - an op without a rule raises NotImplementedError naming the op: never a
  *    silently wrong (zero) gradient.
