@@ -62,6 +62,10 @@ def loop_cases(quick=False):
     add(f"Gauss-Seidel point sweeps {n}x{n} x{sweeps}", L.gauss_seidel_points,
         lambda u=u, f=f, s=sweeps: (u, f, s), 1e-9)
 
+    n, steps = (10, 2) if Q else (24, 4)
+    u = rng.random((n, n, n))
+    add(f"3-D heat point stencil {n}^3 x{steps}", L.heat_3d_points, lambda u=u, s=steps: (u, s, 0.1), 1e-9)
+
     # ------------------------------------------------- dynamic programming
     n = 20 if Q else 60
     seq = rng.integers(0, 4, n).astype(np.int64)

@@ -96,6 +96,22 @@ def gauss_seidel_points(u0, f, sweeps):
     return u
 
 
+def heat_3d_points(u0, steps, r):
+    """Explicit 3-D heat step, point by point, swapping two grids per step."""
+    A = u0.copy()
+    B = u0.copy()
+    n0, n1, n2 = A.shape
+    for _ in range(steps):
+        for i in range(1, n0 - 1):
+            for j in range(1, n1 - 1):
+                for k in range(1, n2 - 1):
+                    B[i, j, k] = A[i, j, k] + r * (A[i - 1, j, k] + A[i + 1, j, k] + A[i, j - 1, k]
+                                                   + A[i, j + 1, k] + A[i, j, k - 1] + A[i, j, k + 1]
+                                                   - 6.0 * A[i, j, k])
+        A, B = B, A
+    return A
+
+
 # ======================================================= dynamic programming
 def nussinov(seq):
     """Nussinov RNA folding: most nested base pairs (A=0 C=1 G=2 U=3, pair if sum is 3)."""
