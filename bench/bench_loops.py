@@ -66,6 +66,13 @@ def loop_cases(quick=False):
     u = rng.random((n, n, n))
     add(f"3-D heat point stencil {n}^3 x{steps}", L.heat_3d_points, lambda u=u, s=steps: (u, s, 0.1), 1e-9)
 
+    n, iters = (16, 40) if Q else (48, 300)
+    u = np.zeros((n, n))
+    u[0, :] = 1.0
+    f = rng.random((n, n))
+    add(f"Jacobi while-converged (swap) {n}x{n} <={iters} it", L.jacobi_until_converged_swap,
+        lambda u=u, f=f, it=iters: (u, f, 1e-6, it), 1e-9)
+
     # ------------------------------------------------- dynamic programming
     n = 20 if Q else 60
     seq = rng.integers(0, 4, n).astype(np.int64)
