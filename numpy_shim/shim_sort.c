@@ -74,6 +74,11 @@ static PyObject *sort_fn(nd_trace *t, PyObject **argv, int which)
     if (rest[2] && rest[2] != Py_None) return nd_shim_unsupported("numpy.%s with order=", paths[which]);
     if ((kth && nd_proxy_check(kth)) || (rest[0] && nd_proxy_check(rest[0])))
         return nd_shim_unsupported("numpy.%s with lazy kth/axis", paths[which]);
+    /* argsort/argpartition are C (PyArray_AxisConverter): a bool axis is no
+     * integer there; sort/partition go through Python and take it as 0/1 */
+    if ((which & 1) && rest[0] && !PyTuple_Check(rest[0]) &&
+        nd_shim_axis_bool_refused(rest[0], "an integer is required for the axis") < 0)
+        return NULL;
     nd_xj_arr a;
     if (nd_xj_array(t, argv[0], &a)) return NULL;
     PyObject *r = sort_node(t, paths[which], &a, rest[0], rest[1], kth, part ? NULL : rest[3], which,

@@ -399,7 +399,13 @@ static PyObject *squeeze_impl(nd_trace *t, PyObject **argv)
     const npy_intp *sh = nd_proxy_shape(p);
     uint64_t mask = 0;
     if (argv[1] && argv[1] != Py_None) {
-        if (nd_shim_axis_mask(argv[1], nd, 1, &mask) < 0) { Py_DECREF(p); return NULL; }
+        if (nd_shim_axis_bool_refused(argv[1], PyTuple_Check(argv[1])
+                                                   ? "integers are required for the axis tuple elements"
+                                                   : "an integer is required for the axis") < 0 ||
+            nd_shim_axis_mask(argv[1], nd, 1, &mask) < 0) {
+            Py_DECREF(p);
+            return NULL;
+        }
         for (int d = 0; d < nd; d++) {
             if ((mask & (1ULL << d)) && sh[d] != 1) {
                 Py_DECREF(p);

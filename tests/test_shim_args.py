@@ -179,3 +179,20 @@ def _call(name, x, kw):
 @pytest.mark.parametrize("name", RED)
 def test_keepdims_and_bool_axis_like_numpy(name, kw):
     check(lambda x: _call(name, x, KW[kw]), B, backend="eager", warnings=True)
+
+
+@pytest.mark.parametrize("axis", [True, np.True_, (True,), 1])
+@pytest.mark.parametrize("fn", ["sort", "argsort", "argsort method", "partition", "argpartition",
+                                "squeeze", "squeeze method"])
+def test_bool_axis_of_sorts_and_squeeze_like_numpy(fn, axis):
+    x = np.arange(6.0)[::-1].reshape(2, 3, 1)
+    calls = {
+        "sort": lambda a: np.sort(a, axis=axis),
+        "argsort": lambda a: np.argsort(a, axis=axis),
+        "argsort method": lambda a: a.argsort(axis=axis),
+        "partition": lambda a: np.partition(a, 0, axis=axis),
+        "argpartition": lambda a: np.argpartition(a, 0, axis=axis),
+        "squeeze": lambda a: np.squeeze(a[:, :1], axis=axis),
+        "squeeze method": lambda a: a[:1].squeeze(axis=axis),
+    }
+    check(calls[fn], x, backend="eager")
