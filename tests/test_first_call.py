@@ -489,3 +489,43 @@ print("OK", np.allclose(r1, many(x), rtol=1e-12), np.allclose(r2, many(x), rtol=
     r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["OK"] + ["True"] * 6, (r.stdout, r.stderr)
+
+
+def test_threads_asking_for_the_same_kernels_compile_each_once(tmp_path):
+    # several threads make the same first call at once: each unit is
+    # compiled once -- a thread that waited while another collected and
+    # published a unit loads it instead of compiling it again
+    code = """
+import threading
+import numpy as np, numdyn
+def prog(a):
+    b = np.tanh(a * 1.25) + np.sqrt(np.abs(a))
+    return b.sum(), (b * a).max(), np.cumsum(b)[-1]
+x = np.linspace(-1.0, 1.0, 5000)
+f = numdyn.compile(prog, options={"floor": False})
+want = prog(x)
+res = []
+def run():
+    res.append(f(x))
+ts = [threading.Thread(target=run) for _ in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+numdyn.utils.wait_compiles()
+res.append(f(x))
+ok = all(np.allclose(r, want, rtol=1e-12) for r in res)
+print("OK", ok, len(res), numdyn.utils.counters["kernels_compiled"])
+"""
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "logcc"
+    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *-shared*) echo \"$*\" >> {log};; esac\n"
+                  "exec gcc \"$@\"\n")
+    cc.chmod(0o755)
+    cache = tmp_path / "cache"
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": str(cc), "NUMDYN_FLOOR": "0",
+                    "NUMDYN_COMPILE_BUDGET": "inf", "NUMDYN_PCH": "0"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ok, n, compiled = r.stdout.split()[1:]
+    assert ok == "True" and n == "5", r.stdout
+    units = list(cache.glob("*.so"))
+    compiles = log.read_text().splitlines()
+    assert len(compiles) == len(units) == int(compiled), (compiles, units, compiled)
