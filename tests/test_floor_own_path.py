@@ -172,3 +172,63 @@ def test_flush_scratch_survives_failing_flushes():
     cf = numdyn.compile(many_flushes_with_errors, options=OWN)
     for _ in range(2):
         assert cf(x, 200) == many_flushes_with_errors(x, 200)
+
+
+# ------------------------------------------- log messages only for listeners
+def _scaled(x, i):
+    return x * i
+
+
+def breaks_each_iteration(x, n):
+    # (the call of a Python function keeps the loop from loop capture)
+    acc = 0.0
+    for i in range(n):
+        if _scaled(x, i).sum() > 3.0:   # bool of a lazy value: a graph break
+            acc += 1.0
+    return acc
+
+
+def test_breaks_and_flushes_format_no_message_nobody_reads(capsys):
+    # the C layer used to call the Python log hook for every graph break and
+    # flush -- finding the user's source line and formatting a message --
+    # with no log kind, verbose flag or profiler listening (11% of a loop
+    # that breaks every iteration); the hook is installed only while one is
+    import numdyn as nd
+    calls = []
+    orig = nd._log_hook
+
+    def spy(kind, message):
+        calls.append(kind)
+        orig(kind, message)
+
+    x = np.arange(4.0)
+    cf = nd.compile(breaks_each_iteration, options=OWN)
+    old_kinds = set(nd._log_kinds)
+    nd._log_hook = spy
+    try:
+        nd._log_kinds.clear()
+        nd._sync_log_hook()
+        b0 = utils.counters["graph_breaks"]
+        assert cf(x, 20) == breaks_each_iteration(x, 20)
+        assert utils.counters["graph_breaks"] - b0 >= 20
+        assert calls == []
+        # switched on at run time, config.verbose prints breaks again
+        nd.config.verbose = True
+        try:
+            assert cf(x, 20) == breaks_each_iteration(x, 20)
+        finally:
+            nd.config.verbose = False
+        assert "graph_breaks" in calls
+        assert "graph break" in capsys.readouterr().out
+        # and a profiler hears them too
+        calls.clear()
+        with nd.CompileProfiler() as prof:
+            cf(x, 20)
+        assert "graph_breaks" in calls and prof.graph_breaks
+        calls.clear()
+        cf(x, 20)
+        assert calls == []
+    finally:
+        nd._log_hook = orig
+        nd._log_kinds.update(old_kinds)
+        nd._sync_log_hook()
