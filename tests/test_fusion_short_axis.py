@@ -13,20 +13,12 @@ import numpy as np
 import pytest
 
 import numdyn
+from fusion_counts import kernel_runs
 from oracle import check
 
 FLOATS = ["float64", "float32"]
 DTYPES = ["float64", "float32", "int64", "int32"]
 EXTENTS = list(range(1, 18))
-
-
-def kernel_runs(fn, *args):
-    """Kernels one call of the compiled fn runs (after a warm-up call)."""
-    f = numdyn.compile(fn)
-    f(*args)
-    before = numdyn.utils.counters["kernel_runs"]
-    f(*args)
-    return numdyn.utils.counters["kernel_runs"] - before
 
 
 def data(shape, dt, seed=0, layout="C", pos=False):
