@@ -557,11 +557,15 @@ static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
     NdMasked *m = (NdMasked *)self;
     nd_trace *t = nd_trace_current();
     int plain = PyTuple_GET_SIZE(args) == 0 && !m->compact && t && nd_proxy_live(m->val);
-    if (plain && kw) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kw, &pos, &k, &v))
-            if (PyUnicode_CompareWithASCIIString(k, "dtype") != 0) plain = 0;
+    if (plain && kw) {  /* only dtype= keeps the lazy where(m, v, 0).sum() */
+        static const nd_shim_def sum_def = {"sum", "|axis,dtype,out;keepdims,initial,where", NULL, 0};
+        PyObject *argv[ND_SHIM_MAXARGS];
+        if (nd_shim_parse_args(&sum_def, args, kw, argv) < 0) {
+            PyErr_Clear();  /* ndarray.sum below raises NumPy's own error */
+            plain = 0;
+        }
+        for (int k = 0; plain && k < nd_shim_spec(&sum_def)->n; k++)
+            if (argv[k] && k != 1) plain = 0;
     }
     if (!plain) {
         PyObject *c = compact(m);

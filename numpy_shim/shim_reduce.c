@@ -227,12 +227,6 @@ static int strict_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
     return nd_shim_axis_mask(axis, ndim, 1, mask);
 }
 
-static int keepdims_arg(PyObject *o)
-{
-    if (!o) return 0;
-    return PyObject_IsTrue(o);
-}
-
 /* How a reduction family reads axis=: */
 enum {
     AX_UFUNC,   /* np.sum & co: red_axis_mask; absent = all axes */
@@ -276,7 +270,7 @@ static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject
     int rc = nd_shim_dtype_arg(dtype, &o->dtarg);
     if (rc < 0) return -1;
     if (rc) { nd_shim_unsupported("%s with a non-numeric dtype=", what); return -1; }
-    if ((o->keep = keepdims_arg(keepdims)) < 0) return -1;
+    if ((o->keep = nd_shim_bool_arg(keepdims, 0)) < 0) return -1;
     o->res = fixed >= 0 ? fixed : oracle ? probe(oracle, method, a->dtype, o->dtarg) : -1;
     return (fixed >= 0 || oracle) && o->res < 0 ? -1 : 0;
 }

@@ -442,6 +442,13 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
     return nd_shim_settled(t, first, r);
 }
 
+/* ufunc.__call__'s keywords, declared once like every shim function's
+ * parameters (shim_args.c parses them: NumPy's TypeErrors for unknown and
+ * repeated ones); the inputs and positional outs are checked by arity below,
+ * with NumPy's message. One def per ufunc, so the messages name it. */
+enum { UKW_OUT, UKW_WHERE, UKW_DTYPE, UKW_CASTING, UKW_ORDER, UKW_SUBOK, UKW_UNSUPPORTED };
+static nd_shim_def ufunc_kw_defs[ND_UF_COUNT];
+
 /* kwargs of ufunc.__call__ the shim understands; others fall back. */
 static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
 {
@@ -457,54 +464,56 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
         PyObject *x = PyTuple_GET_ITEM(args, i);
         if (x != Py_None) { o->outs[i - nin] = x; o->nouts_given++; }
     }
-    if (!kwargs) return 0;
-    Py_ssize_t pos = 0;
-    PyObject *key, *val;
-    while (PyDict_Next(kwargs, &pos, &key, &val)) {
-        const char *k = PyUnicode_AsUTF8(key);
-        if (!k) return -1;
-        if (strcmp(k, "out") == 0) {
-            if (n > nin) {
-                PyErr_SetString(PyExc_TypeError,
-                                "cannot specify 'out' as both a positional and keyword argument");
+    if (!kwargs || !PyDict_GET_SIZE(kwargs)) return 0;
+    nd_shim_def *def = &ufunc_kw_defs[uf];
+    if (!def->name) {
+        def->params = "|;out,where,dtype,casting,order,subok,signature,axes,axis,keepdims";
+        def->name = nd_ufunc_name(uf);
+    }
+    PyObject *kw[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(def, NULL, kwargs, kw) < 0) return -1;
+    PyObject *val = kw[UKW_OUT];
+    if (val && n > nin) {
+        PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and keyword argument");
+        return -1;
+    }
+    if (val && val != Py_None) {
+        if (PyTuple_Check(val)) {
+            if (PyTuple_GET_SIZE(val) != nout) {
+                PyErr_SetString(PyExc_ValueError,
+                                "The 'out' tuple must have exactly one entry per ufunc output");
                 return -1;
             }
-            if (val == Py_None) continue;
-            if (PyTuple_Check(val)) {
-                if (PyTuple_GET_SIZE(val) != nout) {
-                    PyErr_SetString(PyExc_ValueError,
-                                    "The 'out' tuple must have exactly one entry per ufunc output");
-                    return -1;
-                }
-                for (int i = 0; i < nout; i++) {
-                    PyObject *x = PyTuple_GET_ITEM(val, i);
-                    if (x != Py_None) { o->outs[i] = x; o->nouts_given++; }
-                }
-            } else {
-                if (nout != 1) {
-                    PyErr_SetString(PyExc_TypeError,
-                                    "'out' must be a tuple of arrays for ufuncs with several outputs");
-                    return -1;
-                }
-                o->outs[0] = val;
-                o->nouts_given = 1;
+            for (int i = 0; i < nout; i++) {
+                PyObject *x = PyTuple_GET_ITEM(val, i);
+                if (x != Py_None) { o->outs[i] = x; o->nouts_given++; }
             }
-        } else if (strcmp(k, "where") == 0) {
-            if (val != Py_True) o->where = val;
-        } else if (strcmp(k, "dtype") == 0) {
-            int rc = nd_shim_dtype_arg(val, &o->sig_dtype);
-            if (rc < 0) return -1;
-            if (rc == 1) { nd_shim_unsupported("ufunc dtype= of a non-numeric dtype"); return 1; }
-        } else if (strcmp(k, "casting") == 0) {
-            if (nd_shim_casting_arg(val, NPY_SAME_KIND_CASTING, &o->casting) < 0) return -1;
-        } else if (strcmp(k, "order") == 0 || strcmp(k, "subok") == 0) {
-            /* layout / subclass requests do not change values */
-            continue;
         } else {
-            nd_shim_unsupported("numpy.%s with %s= is not supported in-graph", nd_ufunc_name(uf), k);
-            return 1;
+            if (nout != 1) {
+                PyErr_SetString(PyExc_TypeError,
+                                "'out' must be a tuple of arrays for ufuncs with several outputs");
+                return -1;
+            }
+            o->outs[0] = val;
+            o->nouts_given = 1;
         }
     }
+    if (kw[UKW_WHERE] && kw[UKW_WHERE] != Py_True) o->where = kw[UKW_WHERE];
+    if (kw[UKW_DTYPE]) {
+        int rc = nd_shim_dtype_arg(kw[UKW_DTYPE], &o->sig_dtype);
+        if (rc < 0) return -1;
+        if (rc == 1) { nd_shim_unsupported("ufunc dtype= of a non-numeric dtype"); return 1; }
+    }
+    if (kw[UKW_CASTING] && nd_shim_casting_arg(kw[UKW_CASTING], NPY_SAME_KIND_CASTING, &o->casting) < 0)
+        return -1;
+    /* order=, subok=: layout / subclass requests do not change values */
+    const nd_spec *sp = nd_shim_spec(def);
+    for (int k = UKW_UNSUPPORTED; k < sp->n; k++)
+        if (kw[k]) {
+            nd_shim_unsupported("numpy.%s with %s= is not supported in-graph", nd_ufunc_name(uf),
+                                PyUnicode_AsUTF8(sp->names[k]));
+            return 1;
+        }
     for (int i = 0; i < nout; i++) {
         PyObject *x = o->outs[i];
         if (x && !nd_proxy_check(x) && !PyArray_Check(x)) {

@@ -1304,17 +1304,19 @@ def _failure(prog: Program, backend: str, compiler=None):
 
 
 def minimize(prog: Program, backend: str, budget: int = 60, compiler=None,
-             kind: str | None = None) -> Program:
+             kind: str | None = None, replay=replay, failure=_failure) -> Program:
     """Greedy shrink of a failing program: drop statements and returned
     values while numdyn still disagrees with NumPy in the same way (same
     _signature as `kind`, or as prog's own failure); each candidate is
-    re-validated, so the smaller program is as free of float noise."""
+    re-validated, so the smaller program is as free of float noise.
+    replay/failure: the program kind's own (fuzz_views_extra's LayoutPrograms
+    pass theirs)."""
     if kind is None:
-        first = _failure(prog, backend, compiler)
+        first = failure(prog, backend, compiler)
         kind = _signature(first) if first else None
 
     def still_fails(cand):
-        msg = _failure(cand, backend, compiler)
+        msg = failure(cand, backend, compiler)
         return msg is not None and (kind is None or _signature(msg) == kind)
 
     cur = prog

@@ -34,7 +34,6 @@ self-contained script.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -614,43 +613,8 @@ def failure(prog: LayoutProgram, backend: str, compiler=None):
 
 def minimize(prog: LayoutProgram, backend: str, budget: int = 40, compiler=None,
              kind: str | None = None) -> LayoutProgram:
-    """Greedy shrink: drop returned values and statements while the failure
-    keeps its kind (fuzz_gen.minimize for LayoutPrograms)."""
-    if kind is None:
-        first = failure(prog, backend, compiler)
-        kind = fg._signature(first) if first else None
-
-    def still_fails(cand):
-        msg = failure(cand, backend, compiler)
-        return msg is not None and (kind is None or fg._signature(msg) == kind)
-
-    cur, tries, progress = prog, 0, True
-    while progress and tries < budget:
-        progress = False
-        rets = [r.strip() for r in cur.ret.strip("()[]").split(",") if r.strip()]
-        if len(rets) > 1:
-            for r in rets:
-                tries += 1
-                cand = replay(cur, ret=r)
-                if cand is not None and still_fails(cand):
-                    cur, progress = cand, True
-                    break
-        last = len(cur.body) - 1 if cur.raises else len(cur.body)
-        for i in reversed(range(last)):
-            if tries >= budget:
-                break
-            body = cur.body[:i] + cur.body[i + 1:]
-            meta = cur.meta[:i] + cur.meta[i + 1:]
-            ret = cur.ret
-            if any(re.search(rf"\b{g}\b", ret) for g in cur.meta[i][0]) and body:
-                tgt = meta[-1][0] or [fg._inplace_target(body[-1])]
-                ret = tgt[0]
-            tries += 1
-            cand = replay(cur, body=body, meta=meta, ret=ret)
-            if cand is not None and still_fails(cand):
-                cur, progress = cand, True
-                break
-    return cur
+    """Greedy shrink: fuzz_gen.minimize with LayoutProgram's replay and failure."""
+    return fg.minimize(prog, backend, budget, compiler, kind, replay=replay, failure=failure)
 
 
 def batch(progs) -> LayoutProgram:

@@ -329,6 +329,41 @@ def test_run_frozen_never_compiles_a_new_graph():
     assert C["kernels_compiled"] > k0
 
 
+_LOOP_DATA = np.arange(40.0)
+
+
+def _loop_over_global(x):
+    s = 0.0
+    for i in range(_LOOP_DATA.shape[0]):
+        s += _LOOP_DATA[i] * 2.0
+    return x + s
+
+
+def test_run_frozen_never_compiles_a_new_loop():
+    global _LOOP_DATA
+    f = numdyn.compile(_loop_over_global)
+    x = np.ones(3)
+    np.testing.assert_allclose(f(x), _loop_over_global(x))
+    runs, falls = C["loop_runs"], C["loop_fallbacks"]
+    with numdyn.run():  # the loop's signature seen: its C runs
+        np.testing.assert_allclose(f(x), _loop_over_global(x))
+    assert C["loop_runs"] == runs + 1
+    _LOOP_DATA = np.arange(40, dtype=np.int32)  # the program's signature holds, the loop's not
+    try:
+        with numdyn.run():
+            for _ in range(2):  # Python runs it, and nothing is left compiled behind
+                np.testing.assert_allclose(f(x), _loop_over_global(x))
+        assert C["loop_fallbacks"] == falls + 2 and C["loop_runs"] == runs + 1
+        assert f._loop_info()[0]["last_fallback"] == "frozen mode (numdyn.run) compiles no new loop"
+        np.testing.assert_allclose(f(x), _loop_over_global(x))  # unfrozen: compiles it
+        assert C["loop_runs"] == runs + 2
+        with numdyn.run():
+            np.testing.assert_allclose(f(x), _loop_over_global(x))
+        assert C["loop_runs"] == runs + 3 and C["loop_fallbacks"] == falls + 2
+    finally:
+        _LOOP_DATA = np.arange(40.0)
+
+
 # ------------------------------------------------------------ specialization
 
 
@@ -368,6 +403,37 @@ def test_mark_static_all_dims_and_dynamic_false():
     numdyn.mark_dynamic(z, 0)
     f(z)
     assert C["graph_compiles"] - g0 == 3
+
+
+def test_static_dims_key_the_graph_cache():
+    """Sizes of static dims are in the graph (program cache) key as well as in
+    the signature: a new static size schedules its own graph, where a generic
+    dim of a new size finds the graph cached."""
+    def hits(fn, x):
+        h = C["graph_cache_hits"]
+        np.testing.assert_allclose(fn(x), ref(x))
+        return C["graph_cache_hits"] - h
+
+    f = numdyn.compile(ref)
+    f(np.ones(4))
+    assert hits(f, np.ones(5)) == 1          # generic: the same graph
+    for n, want in ((23, 0), (24, 0)):
+        x = np.ones(n)
+        numdyn.mark_static(x, 0)
+        assert hits(f, x) == want            # static: a graph per size
+    g = numdyn.compile(ref, dynamic=False)
+    assert [hits(g, np.ones(s)) for s in ((2, 13), (2, 14), (5, 13))] == [0, 0, 0]
+    y, z = np.ones((9, 13)), np.ones((10, 13))
+    numdyn.mark_dynamic(y, 0)
+    numdyn.mark_dynamic(z, 0)
+    assert [hits(g, y), hits(g, z)] == [0, 1]  # marked dynamic: generic again
+    h = numdyn.compile(ref)
+    out = []
+    for shape in ((3, 17), (3, 18), (4, 18)):  # mark_static(x): every dim
+        x = np.ones(shape)
+        numdyn.mark_static(x)
+        out.append(hits(h, x))
+    assert out == [0, 0, 0]
 
 
 def test_mark_errors():

@@ -4,6 +4,7 @@ caller's objects become NumPy's values when the call ends
 (trace_escapes.c). Every case is compared with plain NumPy, on several
 calls (the first traces, later ones may replay)."""
 import contextlib
+import dataclasses
 import json
 
 import numpy as np
@@ -224,3 +225,40 @@ def test_values_left_on_a_callable_object_are_numpys():
     step(np.arange(3.0))
     assert type(m.last) is np.float64 and m.last == 3.0
     assert type(m.act) is np.ndarray
+
+
+@dataclasses.dataclass
+class _Fit:
+    coef: np.ndarray
+    loss: float
+    extra: tuple
+
+
+class _Report:
+    pass
+
+
+def _returns_objects(a):
+    rep = _Report()
+    rep.parts = {"scaled": a * 2, "peaks": [a.max(), a.min()]}
+    rep.span = (np.ptp(a), (a.sum(),))
+    return [_Fit(a.cumsum(), a.mean(), (a.std(),)), rep], a.var()
+
+
+@pytest.mark.parametrize("floor", [True, False])
+def test_objects_returned_hold_numpys_values(floor):
+    """A dataclass or plain object built in the function and returned (even
+    inside a list) holds ndarrays and NumPy scalars, never LazyArray:
+    its attributes, and the dicts, lists and tuples under them."""
+    cf = numdyn.compile(_returns_objects, options={"floor": floor})
+    for i in range(4):
+        a = np.arange(6.0) * (i + 1) - 2
+        (f1, r1), v1 = _returns_objects(a)
+        (f2, r2), v2 = cf(a)
+        assert type(v2) is type(v1) and v2 == v1
+        for x, y in [(f1.coef, f2.coef), (f1.loss, f2.loss), (f1.extra[0], f2.extra[0]),
+                     (r1.parts["scaled"], r2.parts["scaled"]), (r1.parts["peaks"][0], r2.parts["peaks"][0]),
+                     (r1.parts["peaks"][1], r2.parts["peaks"][1]), (r1.span[0], r2.span[0]),
+                     (r1.span[1][0], r2.span[1][0])]:
+            assert type(y) is type(x), (type(x), type(y))
+            np.testing.assert_array_equal(y, x)

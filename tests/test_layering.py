@@ -166,3 +166,46 @@ def test_no_layer_below_the_shim_names_its_internals(layer):
         for m in re.finditer(r"\bnd_shim_\w+\s*\(", code):
             hits.append(f"{rel}: {m.group(0)}")
     assert not hits, hits
+
+
+def _shim_declared_names():
+    """Functions and variables the shim's headers declare (shim.h, shim_internal.h)."""
+    names = set()
+    for h in os.listdir(os.path.join(ROOT, "numpy_shim")):
+        if not h.endswith(".h"):
+            continue
+        text = re.sub(r"/\*.*?\*/", "", open(os.path.join(ROOT, "numpy_shim", h), encoding="utf-8").read(),
+                      flags=re.S)
+        names.update(re.findall(r"^(?:extern\s+)?(?:const\s+)?[A-Za-z_]\w*[\s*]+(nd_\w+)\s*[(\[;=]",
+                                text, re.M))
+    return names
+
+
+def test_below_the_shim_only_the_registered_table_reaches_it():
+    """The tracer (and everything under it) reaches NumPy semantics only
+    through nd_np, the entry table the shim registers at init: no name the
+    shim's headers declare -- nd_shim_*, nd_ext_*, nd_xj_*, whatever the
+    prefix -- appears below it, in code or in a macro."""
+    names = _shim_declared_names()
+    assert len(names) > 50 and "nd_shim_array_ufunc" in names and "nd_ext_build" in names
+    hits = []
+    for rel in c_files():
+        if layer_of(rel) not in SRC_LAYERS + ("guards",) or layer_of(rel) == "tensor":
+            continue
+        code = re.sub(r"/\*.*?\*/", "", open(os.path.join(ROOT, rel), encoding="utf-8").read(), flags=re.S)
+        hits += [f"{rel}: {n}" for n in sorted(names) if re.search(rf"\b{n}\b", code)]
+    assert not hits, hits
+
+
+def test_shim_sources_leave_keyword_parsing_to_the_spec_parser():
+    """Argument normalization is declared once (issue 11, point 3): each shim
+    function's parameters are a spec that shim_args.c parses; no other shim
+    source matches keyword names against NumPy's parameters itself."""
+    pat = re.compile(r'(?:strcmp\s*\(\s*\w+\s*,\s*|CompareWithASCIIString\s*\(\s*\w+\s*,\s*)'
+                     r'"(out|keepdims|axis|dtype|where|casting|order|subok|initial|ddof)"')
+    hits = []
+    for name in sorted(os.listdir(os.path.join(ROOT, "numpy_shim"))):
+        if name.endswith(".c") and name != "shim_args.c":
+            text = open(os.path.join(ROOT, "numpy_shim", name), encoding="utf-8").read()
+            hits += [f"numpy_shim/{name}: {m.group(0)}" for m in pat.finditer(text)]
+    assert not hits, hits

@@ -16,6 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 import numdyn
 from oracle import check
+from programs_real import lu_partial_pivot as lu_pivot  # bench/ is on sys.path (conftest)
 
 
 def breaks(fn, *args):
@@ -300,20 +301,6 @@ def test_random_masks(data):
 
 
 # ------------------------- list indices holding lazy integers (row swaps)
-def lu_pivot(A):
-    A = A.copy()
-    n = A.shape[0]
-    perm = np.arange(n)
-    for k in range(n - 1):
-        p = k + np.argmax(np.abs(A[k:, k]))
-        if p != k:
-            A[[k, p], :] = A[[p, k], :]
-            perm[[k, p]] = perm[[p, k]]
-        A[k + 1:, k] /= A[k, k]
-        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
-    return perm, A
-
-
 def swap_lazy(a, b):
     i = np.argmax(b)          # never computed by a branch: a lazy index list
     j = np.argmin(b)

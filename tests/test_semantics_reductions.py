@@ -12,6 +12,8 @@ import pytest
 
 from oracle import check
 
+import numdyn
+
 ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
        "uint64", "float16", "float32", "float64", "complex64", "complex128"]
 REAL = [d for d in ALL if not d.startswith("complex")]
@@ -191,3 +193,18 @@ def test_scalar_results_are_instances_of_their_scalar_type():
                 isinstance(a[:1].sum(), np.float64), isinstance(a.astype(np.int32).sum(), np.integer))
     a = np.ones(4)
     assert numdyn.compile(f)(a) == f(a)
+
+
+@pytest.mark.parametrize("op", ["iter", "len"])
+def test_scalar_results_refuse_len_and_iter_as_numpy_scalars_do(op):
+    """a.sum() is np.float64, whose TypeError names the scalar type, not a
+    0-d array's ("iteration over a 0-d array")."""
+    def f(a):
+        s = a.astype(np.int32).sum() if a[0] > 5 else a.sum()
+        try:
+            return list(s) if op == "iter" else len(s)
+        except TypeError as e:
+            return str(e)
+    cf = numdyn.compile(f)
+    for a in (np.ones(3), np.ones(3), np.full(3, 9.0)):
+        assert cf(a) == f(a)

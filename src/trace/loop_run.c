@@ -14,6 +14,7 @@
  */
 #include "trace/loop.h"
 #include "trace_internal.h"
+#include "trace_control.h"
 #include "passes/loop_types.h"
 #include "codegen/codegen.h"
 #include "toolchain/toolchain.h"
@@ -209,8 +210,8 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         static const char *const syms[] = {"nd_loop_main"};
         int compiled = 0;
         uint64_t h = nd_fnv64(sb.p, sb.n, ND_FNV_INIT);
-        void *handle = nd_disk_load_or_build(sb.p, sb.n, h, syms, 1, &compiled);
-        if (!handle) rc = -1;
+        void *handle = nd__ctl_loop_kernel(sb.p, sb.n, h, syms, 1, &compiled);
+        if (!handle) rc = PyErr_Occurred() ? -1 : 2;  /* 2: frozen, not in the disk cache */
         else if (!(s->fn = (nd_loopfn)dlsym(handle, "nd_loop_main"))) {
             PyErr_SetString(PyExc_RuntimeError, "numdyn: a compiled loop lacks its entry point");
             rc = -1;
@@ -218,7 +219,15 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         if (getenv("NUMDYN_LOOP_DEBUG")) fprintf(stderr, "%.*s\n", (int)sb.n, sb.p);
     }
     nd_sb_free(&sb);
-    if (rc < 0) { PyMem_Free(s->alocal); s->alocal = NULL; return NULL; }
+    if (rc < 0 || rc == 2) { PyMem_Free(s->alocal); s->alocal = NULL; }
+    if (rc < 0) return NULL;
+    if (rc == 2) {  /* Python runs it this time; the signature is not remembered */
+        static lsig frozen_miss;
+        if (!frozen_miss.reason &&
+            !(frozen_miss.reason = PyUnicode_FromString("frozen mode (numdyn.run) compiles no new loop")))
+            return NULL;
+        return &frozen_miss;
+    }
     if (rc == 1) {
         s->reason = T->reason ? Py_NewRef(T->reason) : PyUnicode_FromString("types this loop cannot compute in");
         if (!s->reason) return NULL;

@@ -369,11 +369,11 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
      * call would not store them again */
     int left = 0;
     if (res) {
-        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames, res);
         if (left < 0) Py_CLEAR(res);
     } else {
         ND_EXC_SAVE(exc0);
-        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+        left = nd__settle_escapes(t, fn, args, PyVectorcall_NARGS(nargsf), kwnames, NULL);
         if (left < 0) PyErr_Clear();
         ND_EXC_RESTORE(exc0);
     }

@@ -2,6 +2,7 @@
  * recompiles, cache_size_limit, stances, frozen mode, the guard hooks,
  * compile times (trace_control.h). */
 #include "trace_control.h"
+#include "toolchain/toolchain.h"
 #include <time.h>
 
 int nd__ctl_enabled = 1;
@@ -383,6 +384,16 @@ static PyObject *mod_frozen(PyObject *m, PyObject *arg)
     else if (nd__tls_frozen > 0) nd__tls_frozen--;
     nd_backend_frozen = nd__tls_frozen > 0;
     Py_RETURN_NONE;
+}
+
+void *nd__ctl_loop_kernel(const char *src, size_t len, uint64_t key, const char *const *syms,
+                          int nsyms, int *compiled)
+{
+    int prev = nd_disk_load_only;
+    nd_disk_load_only = prev || nd__tls_frozen > 0;
+    void *h = nd_disk_load_or_build(src, len, key, syms, nsyms, compiled);
+    nd_disk_load_only = prev;
+    return h;
 }
 
 static PyObject *mod_compile_times(PyObject *m, PyObject *unused)

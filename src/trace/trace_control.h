@@ -69,6 +69,13 @@ PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n);
  * dims marked dynamic are numdyn.DynamicDim, which raises
  * ConstraintViolationError where code makes them constant. New ref. */
 PyObject *nd__ctl_shape(PyObject *caller, int ndim, const npy_intp *shape);
+/* The one place a captured loop (loop_run.c) gets its kernel: the disk
+ * cache's nd_disk_load_or_build, except in frozen mode (numdyn.run), where
+ * only a kernel the disk cache holds loads -- NULL with no exception when it
+ * holds none (the loop then runs in Python, and its signature is not
+ * remembered, so a later unfrozen call compiles it). */
+void *nd__ctl_loop_kernel(const char *src, size_t len, uint64_t key, const char *const *syms,
+                          int nsyms, int *compiled);
 /* Seconds on a monotonic clock. */
 double nd__ctl_now(void);
 int nd__ctl_init(PyObject *module);

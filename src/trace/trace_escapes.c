@@ -8,7 +8,7 @@
  * Python float: json.dumps, PyFloat_Check and type() accept it); a
  * LazyArray left there is not one. When the call ends, the objects the
  * function could reach from outside -- its arguments, its bound self, its
- * closure cells and its globals -- are walked (lists, dicts, tuples,
+ * closure cells and its globals -- and the returned objects are walked (lists, dicts, tuples,
  * instances' __dict__, a few levels deep and a bounded number of objects)
  * and every lazy value of this call found there is replaced in place by
  * its concrete value, all computed in one flush.
@@ -24,6 +24,8 @@ typedef struct {
     PyObject *seen;    /* set of ids of containers visited */
     nd_trace *t;
     int budget;
+    int attrs_only;    /* walking the result: its containers are materialized
+                        * with it, only objects' attributes are sites */
 } walk;
 
 static int note(walk *w, PyObject *container, PyObject *key)
@@ -47,18 +49,17 @@ static int visit_dict(walk *w, PyObject *d, int depth)
     PyObject *k, *v;
     Py_ssize_t pos = 0;
     while (PyDict_Next(d, &pos, &k, &v) && --w->budget > 0) {
-        if (is_ours(w, v)) {
-            if (note(w, d, k) < 0) return -1;
-        } else if (visit(w, v, depth + 1) < 0) {
-            return -1;
-        }
+        int r = is_ours(w, v) ? 2 : visit(w, v, depth + 1);
+        if (r < 0) return -1;
+        if (r == 2 && !w->attrs_only && note(w, d, k) < 0) return -1;
     }
     return 0;
 }
 
 /* a container worth entering: lists, tuples, exact dicts, and instances of
  * user classes (their __dict__) -- never modules, classes or functions,
- * whose contents are the program, not its data */
+ * whose contents are the program, not its data. 2: o is a tuple holding
+ * lazy values, to be replaced whole by its holder; 0: done; -1: error */
 static int visit(walk *w, PyObject *o, int depth)
 {
     if (depth > MAX_DEPTH || w->budget <= 0) return 0;
@@ -86,27 +87,32 @@ static int visit(walk *w, PyObject *o, int depth)
     }
     w->budget--;
     if (dict) {
+        /* below an object nothing is materialized with the result */
+        int saved = w->attrs_only;
+        w->attrs_only = 0;
         int rc = visit_dict(w, dict, depth);
+        w->attrs_only = saved;
         Py_DECREF(dict);
         return rc;
     }
     if (PyDict_CheckExact(o)) return visit_dict(w, o, depth);
+    int held = 0;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && --w->budget > 0; i++) {
         PyObject *v = PySequence_Fast_GET_ITEM(o, i);
-        if (is_ours(w, v)) {
-            /* a tuple cannot take the value: its own holder will be
-             * rebuilt by nobody, so only lists are written */
-            if (PyList_Check(o)) {
-                PyObject *k = PyLong_FromSsize_t(i);
-                int rc = k ? note(w, o, k) : -1;
-                Py_XDECREF(k);
-                if (rc < 0) return -1;
-            }
-        } else if (visit(w, v, depth + 1) < 0) {
-            return -1;
+        int r = is_ours(w, v) ? 2 : visit(w, v, depth + 1);
+        if (r < 0) return -1;
+        if (r != 2) continue;
+        if (PyTuple_Check(o)) {
+            held = 1;
+        } else if (!w->attrs_only) {
+            PyObject *k = PyLong_FromSsize_t(i);
+            int rc = k ? note(w, o, k) : -1;
+            Py_XDECREF(k);
+            if (rc < 0) return -1;
         }
     }
-    return 0;
+    /* a tuple cannot take a value: its holder gets a rebuilt one */
+    return held ? 2 : 0;
 }
 
 static int visit_function(walk *w, PyObject *fn)
@@ -120,11 +126,9 @@ static int visit_function(walk *w, PyObject *fn)
     for (Py_ssize_t i = 0; cells && i < PyTuple_GET_SIZE(cells); i++) {
         PyObject *c = PyTuple_GET_ITEM(cells, i), *v = PyCell_GET(c);
         if (!v) continue;
-        if (is_ours(w, v)) {
-            if (note(w, c, NULL) < 0) return -1;
-        } else if (visit(w, v, 1) < 0) {
-            return -1;
-        }
+        int r = is_ours(w, v) ? 2 : visit(w, v, 1);
+        if (r < 0) return -1;
+        if (r == 2 && note(w, c, NULL) < 0) return -1;
     }
     PyObject *g = PyFunction_GET_GLOBALS(fn);
     /* the globals dict itself is walked one level shallower: a module's
@@ -134,16 +138,21 @@ static int visit_function(walk *w, PyObject *fn)
 
 /* 0: nothing found, 1: values replaced, -1: error */
 int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
-                       PyObject *kwnames)
+                       PyObject *kwnames, PyObject *result)
 {
     if (!t->proxies) return 0;  /* no lazy value of this call is alive */
-    walk w = {PyList_New(0), PySet_New(NULL), t, MAX_OBJECTS};
+    walk w = {PyList_New(0), PySet_New(NULL), t, MAX_OBJECTS, 0};
     int rc = -1;
     if (!w.sites || !w.seen) goto done;
     Py_ssize_t ntot = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     for (Py_ssize_t i = 0; i < ntot; i++)
         if (visit(&w, args[i], 0) < 0) goto done;
     if (visit_function(&w, fn) < 0) goto done;
+    /* the result's own lists/dicts/tuples are materialized with it; what
+     * they cannot reach is an object built in the function (a dataclass,
+     * a user class) holding lazy values in its attributes */
+    w.attrs_only = 1;
+    if (result && visit(&w, result, 0) < 0) goto done;
     Py_ssize_t n = PyList_GET_SIZE(w.sites);
     if (!n) { rc = 0; goto done; }
     PyObject *vals = PyTuple_New(n);

@@ -251,10 +251,11 @@ int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
 PyObject *nd__note_escape(PyObject *r);
 /* Lazy values of this call the function stored where its caller will find
  * them (arguments' lists, dicts and objects, its bound self, closure cells,
- * globals) are replaced in place by their values (trace_escapes.c).
+ * globals, and attributes of objects inside `result`, which may be NULL)
+ * are replaced in place by their values (trace_escapes.c).
  * 1 replaced some, 0 none, -1 error. */
 int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
-                       PyObject *kwnames);
+                       PyObject *kwnames, PyObject *result);
 /* Containers passed in and traced through copies (trace_escapes.c):
  * nd__arg_pairs, before the call, pairs each copy with its original (a new
  * ref, None when nothing was copied); nd__reflect_args, after it, gives

@@ -460,9 +460,21 @@ static PyObject *p_richcompare(PyObject *a, PyObject *b, int op)
 
 /* ----------------------------------------------------------- mapping */
 
+/* what NumPy's scalar says where a 0-d array would complain: a lazy
+ * scalar stands for np.float64 & co., whose messages name their type */
+static int scalar_type_error(PyObject *o, const char *fmt)
+{
+    PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(o));
+    if (!tp) return -1;
+    PyErr_Format(PyExc_TypeError, fmt, ((PyTypeObject *)tp)->tp_name);
+    Py_DECREF(tp);
+    return -1;
+}
+
 static Py_ssize_t p_len(PyObject *o)
 {
     NdProxy *p = (NdProxy *)o;
+    if (p->ndim == 0 && p->is_scalar) return scalar_type_error(o, "object of type '%s' has no len()");
     if (p->ndim == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of unsized object");
         return -1;
@@ -566,6 +578,10 @@ static PyTypeObject NdProxyIter_Type = {
 static PyObject *p_iter(PyObject *o)
 {
     NdProxy *p = (NdProxy *)o;
+    if (p->ndim == 0 && p->is_scalar) {
+        scalar_type_error(o, "'%s' object is not iterable");
+        return NULL;
+    }
     if (p->ndim == 0) {
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
         return NULL;
