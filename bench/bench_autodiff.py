@@ -4,11 +4,18 @@ plain NumPy loss, JAX jax.jit(jax.value_and_grad) of the same math in
 jax.numpy, and torch autograd (eager) when installed. Warm median seconds
 per call (loss and gradients), ratios against the hand-written NumPy.
 
-    python bench/bench_autodiff.py [--quick] [--only NAME] [--cpu]
+    python bench/bench_autodiff.py [--quick] [--only NAME] [--cpu] [--vjp]
 
 --cpu also reports CPU seconds per call (time.process_time: every thread of
 the process), a figure a machine shared with other work moves less than
 wall time.
+
+--vjp times numdyn.vjp instead (forward, then the pullback with cotangent
+1.0: what a training framework calling numdyn as one layer does) and
+reports what its forward saves for the backward: the bytes the min-cut
+partition keeps, the bytes saving every forward value the backward reads
+would keep, and JAX's residuals (jax.vjp's pullback leaves that are not
+the primals themselves).
 
 Every contender's loss and gradients are checked against the hand-written
 NumPy ones before it is timed.
@@ -272,6 +279,52 @@ def run(quick=False, only=None, cpu=False):
     return rows
 
 
+def _kb(n):
+    return f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.2f} MB"
+
+
+def run_vjp(quick=False, only=None):
+    from numdyn import utils
+    rows = []
+    for name, make, hand, args, argnums, rtol in _cases(quick):
+        if only and only not in name:
+            continue
+        f = make(np)
+
+        def nd_vjp(*a, f=f, argnums=argnums):
+            out, pull = numdyn.vjp(f, *a)
+            gs = pull(np.ones((), dtype=np.asarray(out).dtype))
+            return out, tuple(gs[k] for k in argnums)
+
+        def nd_cold(*a, f=f, argnums=argnums):
+            # a new function object each call: nothing recorded to replay
+            return nd_vjp(*a, f=lambda *b: f(*b), argnums=argnums)
+        fns = {"numpy": hand, "numdyn": nd_vjp, "numdyn vjp traced every call": nd_cold}
+        ref = hand(*args)
+        note = []
+        for k, fn in list(fns.items()):
+            try:
+                _close(fn(*args), ref, rtol)
+            except Exception as e:  # noqa: BLE001 -- reported, not timed
+                note.append(f"{k}: {type(e).__name__}")
+                del fns[k]
+        c0 = dict(utils.counters)
+        _, pull = numdyn.vjp(lambda *b: f(*b), *args)  # a traced call: the partition runs
+        c1 = dict(utils.counters)
+        t = timeit_interleaved(fns, args, repeat=5 if quick else 11)
+        saved = [f"saved {_kb(pull.saved_nbytes)} (min-cut)",
+                 f"{_kb(c1['ad_boundary_bytes'] - c0['ad_boundary_bytes'])} (all it reads)"]
+        if jax is not None:
+            jargs = tuple(jnp.asarray(a) for a in args)
+            _, jp = jax.vjp(make(jnp), *jargs)
+            res = [x for x in jax.tree_util.tree_leaves(jp)
+                   if hasattr(x, "nbytes") and not any(x is a for a in jargs)]
+            saved.append(f"jax residuals {_kb(sum(int(x.nbytes) for x in res))}")
+        row = {"benchmark": "vjp: " + name, **t, "note": ", ".join(saved + note)}
+        rows.append(row)
+    return rows
+
+
 class _TorchNP:
     """the few jax.numpy/NumPy names the losses use, on torch tensors"""
     tanh = staticmethod(lambda x: torch.tanh(x))
@@ -288,7 +341,7 @@ def _print_ratios(rows):
     for r in rows:
         base = r["numpy"]
         parts = [f"{k} {base / v:.2f}x" for k, v in r.items()
-                 if k not in ("benchmark", "numpy", "note") and v]
+                 if k not in ("benchmark", "numpy", "note") and isinstance(v, float) and v]
         print(f"  {r['benchmark']}: " + ", ".join(parts))
 
 
@@ -297,7 +350,8 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only")
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--vjp", action="store_true")
     a = ap.parse_args()
-    rows = run(a.quick, a.only, a.cpu)
+    rows = run_vjp(a.quick, a.only) if a.vjp else run(a.quick, a.only, a.cpu)
     report(rows)
     _print_ratios(rows)

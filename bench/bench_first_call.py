@@ -10,13 +10,15 @@ alike):
 
 numpy        one call of the function as it is (the reference; the result
              of every mode is checked against it).
-wait         numdyn's first call with numdyn.config.background_compile off:
-             the call waits for every compiler it needs (independent
+wait no pch  the default before session 11: numdyn.config.background_compile
+             off (the call waits for every compiler it needs; independent
              kernels of one graph compile as up to one unit per core, in
-             parallel).
-budget 1 s   background_compile on, compile_budget 1.0: the call waits for
-             its compilers up to 1 s in all, runs compiled what was built,
-             NumPy runs the rest.
+             parallel) and no precompiled header (NUMDYN_PCH=0).
+wait         the same with nd_kernel.h precompiled (src/toolchain/pch.c):
+             what the header costs each compile.
+budget 1 s   numdyn's default: background_compile on, compile_budget 1.0,
+             the header precompiled: the call waits for its compilers up to
+             1 s in all, runs compiled what was built, NumPy runs the rest.
 no wait      background_compile on, compile_budget 0: NumPy runs every graph
              whose kernels are not built (captured loops still wait for
              their compiler).
@@ -44,12 +46,15 @@ from runner import format_time, machine_description  # noqa: E402
 
 import numdyn  # noqa: E402
 
-MODES = (("wait", False, 1.0), ("budget 1 s", True, 1.0), ("no wait", True, 0.0))
+# (name, background_compile, compile_budget, precompiled header)
+MODES = (("wait no pch", False, 1.0, False), ("wait", False, 1.0, True),
+         ("budget 1 s", True, 1.0, True), ("no wait", True, 0.0, True))
 
 
-def first_call(case, background, budget, ref, a_ref):
+def first_call(case, background, budget, pch, ref, a_ref):
     numdyn.config.background_compile = background
     numdyn.config.compile_budget = budget
+    os.environ["NUMDYN_PCH"] = "1" if pch else "0"  # read at each compile
     BP._reset_numdyn()
     args = copy.deepcopy(case.make_args())
     c0 = dict(numdyn.utils.counters)
@@ -74,9 +79,9 @@ def measure(case, turn=0):
     ref = copy.deepcopy(ref)
     # the modes' order turns from row to row: what the first first-call of a
     # function pays beyond the others (if anything) is spread over all modes
-    for name, bg, budget in MODES[turn % len(MODES):] + MODES[:turn % len(MODES)]:
+    for name, bg, budget, pch in MODES[turn % len(MODES):] + MODES[:turn % len(MODES)]:
         try:
-            t, runs, err = first_call(case, bg, budget, ref, a_ref)
+            t, runs, err = first_call(case, bg, budget, pch, ref, a_ref)
         except Exception as e:  # recorded, never a made-up figure
             row[name] = None
             row["notes"].append(f"{name}: {type(e).__name__}: {e}"[:160])
@@ -93,7 +98,7 @@ def measure(case, turn=0):
 
 def summary(rows, label):
     out = []
-    for name, _, _ in MODES:
+    for name, *_ in MODES:
         ts = [r[name] for r in rows if r.get(name) is not None]
         if ts:
             out.append(f"{label}, {name}: median {format_time(statistics.median(ts))}, "
@@ -122,6 +127,7 @@ def main(argv=None):
     head = machine_description()
     print(head, flush=True)
     BP._warm_up()
+    numdyn.utils.wait_compiles()  # the precompiled header, built once per compiler
     md = ["### First calls by compile mode (bench/bench_first_call.py)", "", "```", head, "```", ""]
     sums = []
     for label, cases in (("bench_programs", BP.program_cases(opts.quick)),

@@ -14,6 +14,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from runner import report, timeit_interleaved  # noqa: E402
+from programs_loops import biquad  # noqa: E402
 
 import numdyn  # noqa: E402
 
@@ -31,8 +32,11 @@ def _cases(quick):
     n = 256 if quick else 1024
     x = rng.standard_normal((n, 1024)).astype(np.float32)
     w = rng.standard_normal(1024).astype(np.float32)
+    sig = rng.standard_normal(20000 if quick else 200000)
     return [("gelu f32 (%d,1024)" % n, gelu, (x,)),
-            ("rms_norm f32 (%d,1024)" % n, rms_norm, (x, w))]
+            ("rms_norm f32 (%d,1024)" % n, rms_norm, (x, w)),
+            # a captured element loop: frozen mode runs its C for a seen signature
+            ("biquad loop (%d,)" % sig.size, biquad, (sig, 0.2, 0.3, 0.2, -0.5, 0.1))]
 
 
 def run(quick=False):
@@ -47,15 +51,16 @@ def run(quick=False):
         compiles = []
 
         def frozen_checked(*a, _frozen=frozen):
-            k = numdyn.utils.counters["kernels_compiled"]
+            c = numdyn.utils.counters
+            k, lf = c["kernels_compiled"], c["loop_fallbacks"]
             r = _frozen(*a)
-            if numdyn.utils.counters["kernels_compiled"] != k:
+            if c["kernels_compiled"] != k or c["loop_fallbacks"] != lf:
                 compiles.append(1)
             return r
 
         t = timeit_interleaved({"numpy": fn, "numdyn": compiled, "frozen": frozen_checked}, args,
                                repeat=5 if quick else 15)
-        assert not compiles, "frozen mode compiled"
+        assert not compiles, "frozen mode compiled, or ran a seen loop in Python"
         rows.append({"benchmark": name, **t,
                      "note": "numdyn %.2fx, frozen %.2fx NumPy's speed"
                              % (t["numpy"] / t["numdyn"], t["numpy"] / t["frozen"])})

@@ -21,11 +21,12 @@ numdyn           numdyn warm: later calls of the compiled function (kernels
                  where it measured plain NumPy faster for a program, the
                  note says so and gives numdyn's own warm cost.
 numdyn 1st call  wall time of ONE call of a fresh ``numdyn.compile(fn)`` made
-                 with numdyn's defaults (the call waits for its compilers;
-                 with NUMDYN_BACKGROUND_COMPILE=1 it waits up to
-                 numdyn.config.compile_budget and NumPy runs the rest, and
-                 the harness waits for those compiles before the warm
-                 calls; bench_first_call.py compares the modes),
+                 with numdyn's defaults (background compiles: the call
+                 waits for its compilers up to numdyn.config.compile_budget,
+                 1 s, and NumPy runs the rest; the harness waits for those
+                 compiles before the warm calls; with
+                 NUMDYN_BACKGROUND_COMPILE=0 the call waits for every
+                 compiler; bench_first_call.py compares the modes),
                  right after ``numdyn.reset()`` and
                  ``numdyn.utils.clear_cache()`` with NUMDYN_CACHE_DIR pointing
                  at a fresh, private temporary directory (set by this file

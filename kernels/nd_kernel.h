@@ -50,6 +50,9 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 #define ND_ERR_FPE_OVER 128
 #define ND_ERR_FPE_UNDER 256
 #define ND_ERR_FPE_INVALID 512
+#define ND_ERR_DATAWARN 1024 /* a node marked ND_F_DATA_WARN met its condition: NumPy's
+                               warning (not an FP flag, not subject to errstate) is
+                               issued by running the graph with NumPy */
 /* At the top of each task / reduction block: a Ctrl-C stops a long kernel
  * within one task (a few thousand elements), at the cost of one relaxed
  * load per task. */

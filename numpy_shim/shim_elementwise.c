@@ -502,9 +502,22 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     if (!nd_proxy_check(a) && !PyList_Check(a) && !PyTuple_Check(a) && !PyArray_Check(a))
         return nd_shim_unsupported("numpy.asarray of this object is not supported in-graph");
     if (PyList_Check(a) || PyTuple_Check(a)) {
-        /* sequences holding proxies: NumPy would materialize each through
-         * __array__; stacking them lazily is the join helper's business */
-        return nd_shim_unsupported("numpy.array of a sequence of lazy arrays is not supported in-graph");
+        /* a nesting of lazy values: a stack, a new array whatever copy= says */
+        if (copy == Py_False) return nd_shim_unsupported("numpy.array(copy=False) of a sequence");
+        int lc = order && order != Py_None && !(PyUnicode_Check(order) &&
+                 (!PyUnicode_CompareWithASCIIString(order, "K") ||
+                  !PyUnicode_CompareWithASCIIString(order, "A") ||
+                  !PyUnicode_CompareWithASCIIString(order, "C")));
+        if (lc) return nd_shim_unsupported("numpy.array of a sequence in Fortran order");
+        int sdt = -1;
+        int src = nd_shim_dtype_arg(dtype, &sdt);
+        if (src < 0) return NULL;
+        if (src) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
+        nd_xj_arr s;
+        int r = nd_shim_array_from_seq(t, a, &s);
+        if (r) return NULL;
+        nd_id id = sdt >= 0 && sdt != s.dtype ? nd_shim_node_cast_np(t, s.id, sdt) : s.id;
+        return id == ND_NONE ? NULL : nd_shim_wrap(t, id, 0);
     }
     int want_copy = dflt_copy;
     if (copy && copy != Py_None) {

@@ -418,6 +418,10 @@ npy_intp nd_xj_size(int ndim, const npy_intp *shape);
 int nd_xj_array(nd_trace *t, PyObject *obj, nd_xj_arr *a);
 /* value-level C-order reshape (a VIEW); a no-op when the shape is a's */
 int nd_xj_reshape(nd_trace *t, nd_xj_arr *a, int ndim, const npy_intp *shape);
+/* np.array(seq) of a (nested) list/tuple holding lazy values, as a stack
+ * (shim_join.c). 0, -1, or 1 unsupported (reason recorded: no lazy value
+ * in it, ragged, empty, non-numeric leaves). */
+int nd_shim_array_from_seq(nd_trace *t, PyObject *seq, nd_xj_arr *out);
 int nd_xj_ravel(nd_trace *t, nd_xj_arr *a);
 
 /* ---------------------------------------------------------------- nodes */

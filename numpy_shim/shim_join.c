@@ -107,6 +107,119 @@ static nd_id concat_nodes(nd_trace *t, const nd_xj_arr *a, Py_ssize_t n, int ax,
     return base;
 }
 
+/* ------------------------------------------- np.array of nested lists
+ * np.array([y[1], -y[0]], ...) of lazy values is a stack: the nesting
+ * gives the leading dims, the leaves (lazy or concrete arrays, NumPy and
+ * Python scalars, strong as array coercion types them) must agree in
+ * shape, and the dtype is their promotion. Ragged or empty nestings, and
+ * leaves that are not arrays or numbers, are NumPy's to build or reject. */
+
+static int has_proxy(PyObject *o, int depth)
+{
+    if (nd_proxy_check(o)) return 1;
+    if (depth >= ND_MAXDIMS || !(PyList_Check(o) || PyTuple_Check(o))) return 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+        if (has_proxy(PySequence_Fast_GET_ITEM(o, i), depth + 1)) return 1;
+    return 0;
+}
+
+#define SELECT_LEAVES 8
+
+/* where(i == 0, k0, where(i == 1, k1, ...)) over the new leading axis */
+static nd_id select_stack(nd_trace *t, nd_xj_arr *kids, Py_ssize_t n, int nd,
+                          const npy_intp *shape, const npy_intp *one, int dtype)
+{
+    nd_id idx = nd_shim_node_index(t, nd, shape, 0), acc = ND_NONE;
+    for (Py_ssize_t i = n - 1; idx != ND_NONE && i >= 0; i--) {
+        if (nd_xj_reshape(t, &kids[i], nd, one) < 0) return ND_NONE;
+        nd_id v = nd_shim_node_cast(t, kids[i].id, dtype);
+        v = v == ND_NONE ? ND_NONE : nd_shim_node_broadcast(t, v, nd, shape);
+        if (v == ND_NONE) return ND_NONE;
+        if (acc == ND_NONE) { acc = v; continue; }
+        nd_id c = nd_xj_ibin_c(t, ND_UF_EQUAL, idx, (long long)i);
+        acc = c == ND_NONE ? ND_NONE : nd_shim_node_where(t, c, v, acc, dtype);
+        if (acc == ND_NONE) return ND_NONE;
+    }
+    return acc;
+}
+
+static int seq_node(nd_trace *t, PyObject *o, int depth, nd_xj_arr *out)
+{
+    if (!PyList_Check(o) && !PyTuple_Check(o)) {
+        if (!nd_proxy_check(o) && !PyArray_Check(o) && !PyArray_IsScalar(o, Generic) &&
+            !PyLong_Check(o) && !PyFloat_Check(o) && !PyComplex_Check(o) && !PyBool_Check(o)) {
+            nd_shim_unsupported("numpy.array of a sequence holding non-numeric objects");
+            return 1;
+        }
+        return nd_xj_array(t, o, out);
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    if (n == 0 || depth + 1 >= ND_MAXDIMS) {
+        nd_shim_unsupported("numpy.array of an empty or deep nesting of lazy values");
+        return 1;
+    }
+    nd_xj_arr *kids = PyMem_Calloc((size_t)n, sizeof *kids);
+    if (!kids) { PyErr_NoMemory(); return -1; }
+    int rc = 0, dtype = -1;
+    for (Py_ssize_t i = 0; i < n && !rc; i++) {
+        rc = seq_node(t, PySequence_Fast_GET_ITEM(o, i), depth + 1, &kids[i]);
+        if (rc) break;
+        if (kids[i].ndim != kids[0].ndim || kids[i].ndim + 1 > ND_MAXDIMS ||
+            memcmp(kids[i].shape, kids[0].shape, sizeof(npy_intp) * (size_t)kids[0].ndim)) {
+            nd_shim_unsupported("numpy.array of a ragged nesting");
+            rc = 1;
+            break;
+        }
+        if (dtype < 0) {
+            dtype = kids[i].dtype;
+        } else {
+            PyArray_Descr *a = PyArray_DescrFromType(dtype), *b = PyArray_DescrFromType(kids[i].dtype);
+            PyArray_Descr *c = a && b ? PyArray_PromoteTypes(a, b) : NULL;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (!c) { rc = -1; break; }
+            dtype = c->type_num;
+            Py_DECREF(c);
+        }
+    }
+    if (!rc) {
+        int nd = kids[0].ndim + 1;
+        npy_intp shape[ND_MAXDIMS], one[ND_MAXDIMS], cs[ND_MAXDIMS];
+        shape[0] = n;
+        one[0] = 1;
+        memcpy(shape + 1, kids[0].shape, sizeof(npy_intp) * (size_t)kids[0].ndim);
+        memcpy(one + 1, kids[0].shape, sizeof(npy_intp) * (size_t)kids[0].ndim);
+        nd_c_strides(nd, shape, cs);
+        /* a few leaves (a state vector): a pointwise select over the new
+         * axis, which fuses into its readers; many: region writes */
+        nd_id base = n <= SELECT_LEAVES ? select_stack(t, kids, n, nd, shape, one, dtype)
+                                        : nd_xj_zeros(t, dtype, nd, shape);
+        for (Py_ssize_t i = 0; n > SELECT_LEAVES && base != ND_NONE && i < n; i++) {
+            if (nd_xj_reshape(t, &kids[i], nd, one) < 0) { base = ND_NONE; break; }
+            nd_id v = nd_shim_node_cast(t, kids[i].id, dtype);
+            base = v == ND_NONE ? ND_NONE
+                 : nd_xj_size(nd, one) ? nd_xj_setitem(t, base, v, nd, one, i * cs[0], cs) : base;
+        }
+        if (base == ND_NONE) {
+            rc = -1;
+        } else {
+            out->id = base;
+            nd_xj_fill(t, out);
+        }
+    }
+    PyMem_Free(kids);
+    return rc;
+}
+
+int nd_shim_array_from_seq(nd_trace *t, PyObject *seq, nd_xj_arr *out)
+{
+    if (!has_proxy(seq, 0)) {
+        nd_shim_unsupported("numpy.array of Python data");
+        return 1;
+    }
+    return seq_node(t, seq, 0, out);
+}
+
 /* shape agreement for concatenation along ax; 1 when they disagree */
 static int concat_mismatch(const nd_xj_arr *a, Py_ssize_t n, int ax)
 {

@@ -172,6 +172,18 @@ static nd_id divide_by(nd_trace *t, nd_id x, PyObject *n)
     return nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
 }
 
+/* node x carries a nan-function's data-dependent warning (graph.h) */
+static int mark_data_warn(nd_trace *t, nd_id x)
+{
+    nd_node *d = nd_graph_node(nd_trace_graph(t), x);
+    if (d->op != ND_OP_UFUNC) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: data warning on a non-ufunc node");
+        return -1;
+    }
+    d->flags |= ND_F_DATA_WARN;
+    return 0;
+}
+
 /* _methods._mean/_var divide a 0-d sum with no out= as NumPy scalars
  * (ret.dtype.type(ret / rcount)): scalar math, "scalar divide" */
 static nd_id divide_result(nd_trace *t, nd_id x, PyObject *n, PyObject *out)
@@ -398,10 +410,21 @@ static PyObject *nan_reduce(nd_trace *t, PyObject **argv, int uf, const char *fn
         return sum_impl_uf(t, argv, uf, fname);
     }
     if (nout_is_minmax) {
-        /* fmax/fmin skip NaNs; an all-NaN slice gives NaN as NumPy does
-         * (NumPy also warns "All-NaN slice encountered") */
+        /* fmax/fmin skip NaNs; an all-NaN slice gives NaN, and NumPy warns
+         * "All-NaN slice encountered": a +x marked to do so (graph.h) */
         red_args ra = {a.obj, A(1), NULL, A(2), A(3), A(4), A(5), NULL, NULL, NULL};
-        return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+        PyObject *r = reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
+        if (!r || (A(2) && A(2) != Py_None) || !nd_proxy_check(r)) return r;
+        nd_id v = nd_proxy_read(r), w = v == ND_NONE ? ND_NONE : unary(t, ND_UF_POSITIVE, v);
+        int scalar = nd_proxy_is_scalar(r);
+        Py_DECREF(r);
+        if (w == ND_NONE || mark_data_warn(t, w) < 0) return NULL;
+        PyObject *p = nd_shim_wrap(t, w, scalar);
+        red_opts o;
+        if (p && red_options(&a, A(1), AX_UFUNC, NULL, A(3), NULL, NULL, -1, fname, &o) == 0)
+            nd_proxy_set_korder_reduced(p, a.obj, o.mask, o.keep);
+        PyErr_Clear();
+        return p;
     }
     nd_id isn = unary(t, ND_UF_ISNAN, a.id);
     nd_id fill = isn == ND_NONE ? ND_NONE : const_long(t, uf == ND_UF_MULTIPLY ? 1 : 0, a.dtype);
@@ -586,6 +609,9 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
     nd_id cnt = ok == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, ok, mask, keep, NPY_INT64, NPY_INT64, ND_NONE);
     nd_id q = cnt == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, s, cnt);
     if (q == ND_NONE) return NULL;
+    /* NumPy divides by the count with errors ignored and warns "Mean of
+     * empty slice" where it is 0 (graph.h) */
+    if (mark_data_warn(t, q) < 0) return NULL;
     /* s / cnt promotes int64 with acc: keep acc's precision like NumPy */
     if ((q = nd_shim_node_cast(t, q, o.res)) == ND_NONE) return NULL;
     return finish(t, q, A(3), &a, mask, keep);

@@ -7,8 +7,10 @@
 - Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
   store against their output's bounds.
 - The speed floor off (NUMDYN_FLOOR=0) except where a test asks for it.
-- Background compiles off (NUMDYN_BACKGROUND_COMPILE=0) except where a test
-  turns them on.
+- Background compiles on (numdyn's default) with an unbounded compile budget
+  (NUMDYN_COMPILE_BUDGET=inf): every call waits for its compilers, so
+  counters and CompileErrors are per call, as a user's test suite asserting
+  them would set it; tests/test_first_call.py tests the default budget.
 - Hypothesis profiles:
     "ci"   derandomized (fixed seed), no deadline: the default under CI=true
            and in `make test` (which sets HYPOTHESIS_PROFILE=ci);
@@ -56,9 +58,10 @@ os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
 # numdyn's own paths, so it is off by default here; tests/test_floor.py turns
 # it on per function (options={"floor": True}).
 os.environ.setdefault("NUMDYN_FLOOR", "0")
-# kernels compile before the call that needs them returns (counters and
-# CompileErrors are per call); test_floor.py tests background compiles
-os.environ.setdefault("NUMDYN_BACKGROUND_COMPILE", "0")
+# kernels compile in the background (the default) but every call waits for
+# them (counters and CompileErrors are per call, whatever the load);
+# test_first_call.py tests the default budget, in processes of its own too
+os.environ.setdefault("NUMDYN_COMPILE_BUDGET", "inf")
 
 # ---- under `make test-asan` (libasan preloaded) jaxlib aborts at import
 # (ASan's __cxa_throw interceptor CHECK-fails on its C++ exceptions): the

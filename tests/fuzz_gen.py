@@ -1233,6 +1233,13 @@ def replay(prog: Program, args=None, body=None, meta=None, ret=None):
     b.err = {p: 0.0 for p in b.params}
     b.env = {p: _copy_arg(a) for p, a in zip(b.params, b.args)}
     b.body, b.meta, b.mutating = [], [], False
+    return replay_statements(b, prog, body, meta, ret)
+
+
+def replay_statements(b, prog, body=None, meta=None, ret=None):
+    """The statements of prog (or body/meta) run again on builder b, whose
+    arguments and environment the caller set up; the validated program, or
+    None (see replay)."""
     body = prog.body if body is None else body
     meta = prog.meta if meta is None else meta
     for i, (stmt, (targets, opname)) in enumerate(zip(body, meta)):

@@ -515,25 +515,7 @@ def replay(prog: LayoutProgram, bases=None, body=None, meta=None, ret=None):
     b.err = {p: 0.0 for p in b.params}
     b.env = dict(zip(b.params, b.args))
     b.body, b.meta, b.mutating = [], [], False
-    body = prog.body if body is None else body
-    meta = prog.meta if meta is None else meta
-    for i, (stmt, (targets, opname)) in enumerate(zip(body, meta)):
-        res = b.try_statement(targets, stmt, opname)
-        if res[0] == "ok":
-            b.accept(targets, stmt, res[1], res[2], opname)
-            continue
-        if res[0] == "raise" and i == len(body) - 1:
-            b.body.append(stmt)
-            b.meta.append((list(targets), opname))
-            return b.program(prog.ret if ret is None else ret, raises=True)
-        return None
-    r = prog.ret if ret is None else ret
-    try:
-        with fg.quiet():
-            eval(compile(r, "<ret>", "eval"), fg._GLOBALS, dict(b.env))
-    except Exception:
-        return None
-    return b.program(r)
+    return fg.replay_statements(b, prog, body, meta, ret)
 
 
 def value_variants(prog: LayoutProgram, k: int, seed: int = 0) -> list:

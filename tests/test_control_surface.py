@@ -364,6 +364,25 @@ def test_run_frozen_never_compiles_a_new_loop():
         _LOOP_DATA = np.arange(40.0)
 
 
+def test_every_kernel_build_is_frozen_aware():
+    """Frozen mode compiles nothing: the disk cache's builders are called only
+    from the two places that honour it (the native backend's programs and
+    the captured loops' nd__ctl_loop_kernel); a new caller must too."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    callers = set()
+    for top in ("src", "guards", "numpy_shim"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if not name.endswith(".c") or "toolchain" in d:
+                    continue
+                text = re.sub(r"/\*.*?\*/", "", open(os.path.join(d, name), encoding="utf-8").read(),
+                              flags=re.S)
+                if re.search(r"\bnd_disk_load_or_build(_many)?\s*\(|\bnd_cc_compile\w*\s*\(", text):
+                    callers.add(name)
+    assert callers == {"backend_native.c", "trace_control.c"}, callers
+
+
 # ------------------------------------------------------------ specialization
 
 
@@ -767,6 +786,15 @@ def test_ndarray_subclass_is_a_reported_break():
     m = np.ma.masked_array(np.ones(3), mask=[0, 1, 0])
     got = f(m)
     assert type(got) is np.ma.MaskedArray and got.mask.tolist() == [False, True, False]
+    g = numdyn.compile(lambda x: np.sin(x) * 2.0 + x * x)
+    with warnings.catch_warnings():  # np.matrix warns that it is not recommended
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        mat = np.matrix([[1.0, 2.0], [3.0, 4.0]])  # matrix semantics: x * x is a matrix product
+        out = numdyn.explain(g)(mat)
+        want = np.sin(mat) * 2.0 + mat * mat
+    assert type(out.result) is np.matrix and np.allclose(out.result, want)
+    assert out.graph_break_count == 1 and "ndarray subclass (matrix)" in out.break_reasons[0].reason
+    assert "numdyn.explain(g)(mat)" in out.break_reasons[0].source
     with pytest.raises(numdyn.GraphBreakError, match="ndarray subclass"):
         numdyn.compile(lambda x: x + 1.0, fullgraph=True)(s)
     with pytest.raises(numdyn.GraphBreakError, match="does not trace"):

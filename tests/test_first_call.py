@@ -385,3 +385,107 @@ except numdyn.utils.CompileError as e:
                             "NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": cc,
                             "NUMDYN_BACKGROUND_COMPILE": "0", "NUMDYN_FLOOR": "0"})
     assert r.stdout.strip() == "KeyboardInterrupt", (r.stdout, r.stderr)
+
+
+# ------------------------------------------ the default mode (no switch set)
+# numdyn's defaults are background compiles with a 1 s budget. These run in a
+# process of their own with no NUMDYN_* variable (the suite's conftest sets
+# an unbounded budget), as a user's program would.
+
+def test_background_compiles_with_a_one_second_budget_are_the_default():
+    r = _run("""
+import numdyn
+print(numdyn.config.background_compile, numdyn.config.compile_budget,
+      numdyn._C._background_compile(), numdyn._C._compile_budget())
+""", {})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "1.0", "True", "1.0"], r.stdout
+
+
+@pytest.mark.parametrize("env,want", [
+    ({"NUMDYN_BACKGROUND_COMPILE": "0"}, "False 1.0"),
+    ({"NUMDYN_BACKGROUND_COMPILE": "1"}, "True 1.0"),
+    ({"NUMDYN_COMPILE_BUDGET": "inf"}, "True inf"),
+    ({"NUMDYN_COMPILE_BUDGET": "0"}, "True 0.0"),
+])
+def test_environment_switches(env, want):
+    r = _run("""
+import numdyn
+print(numdyn._C._background_compile(), numdyn._C._compile_budget())
+""", env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == want, r.stdout
+
+
+def test_default_first_call_does_not_wait_for_a_compiler_that_never_ends(tmp_path):
+    # the compilers are held at a gate that never opens: with numdyn's
+    # defaults the first call returns NumPy's answer after about the 1 s
+    # budget (not the compiler's time), runs nothing compiled, and the
+    # interpreter exits promptly, its compilers stopped, no build directory
+    # left
+    cc, gate, log = _gated_cc(tmp_path)
+    cache = tmp_path / "cache"
+    code = _PROGRAM + """
+import time
+c0 = dict(numdyn.utils.counters)
+t0 = time.monotonic()
+r = f(x)
+took = time.monotonic() - t0
+c1 = dict(numdyn.utils.counters)
+print("OK", r == many(x), c1["compiling_runs"] > c0["compiling_runs"],
+      c1["kernel_runs"] == c0["kernel_runs"], took)
+"""
+    t0 = time.monotonic()
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": cc}, timeout=60)
+    assert time.monotonic() - t0 < 60
+    assert r.returncode == 0, r.stderr
+    words = r.stdout.split()
+    assert words[:4] == ["OK", "True", "True", "True"], r.stdout
+    # four graphs, each asked within the call's one budget: the call waited
+    # about 1 s in all for its compilers (never 1 s per graph); the rest of
+    # what it took is tracing and NumPy, well under the gate's hold
+    assert 0.9 < float(words[4]) < 30, r.stdout
+    assert _starts(log)
+    assert [p.name for p in cache.iterdir() if p.name.startswith("build-")] == []
+
+
+def test_default_first_call_raises_a_compile_error_found_within_the_budget(tmp_path):
+    # a compiler that ends at once (it fails, after printing its message):
+    # within the default budget, the very first call raises the
+    # CompileError, as it would waiting for the compiler
+    cc = tmp_path / "badcc"
+    cc.write_text("#!/bin/sh\ncase \"$*\" in *-shared*) echo 'numdyn-test: the compiler says no' >&2;"
+                  " exit 1;; esac\nexec gcc \"$@\"\n")
+    cc.chmod(0o755)
+    code = _PROGRAM + """
+try:
+    f(x)
+    print("returned")
+except numdyn.utils.CompileError as e:
+    print("CompileError", "the compiler says no" in str(e))
+"""
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": str(cc)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["CompileError", "True"], (r.stdout, r.stderr)
+
+
+def test_default_mode_program_runs_compiled_once_its_kernels_are_built(tmp_path):
+    # the default mode end to end with the real compiler: whatever the first
+    # call ran compiled or with NumPy (the machine's load decides), every
+    # call gives NumPy's answer, and after wait_compiles() a call runs
+    # compiled, nothing left compiling
+    code = _PROGRAM + """
+r1 = f(x)
+numdyn.utils.wait_compiles()
+c1 = dict(numdyn.utils.counters)
+r2 = f(x)
+c2 = dict(numdyn.utils.counters)
+r3 = f(x)
+c3 = dict(numdyn.utils.counters)
+print("OK", np.allclose(r1, many(x), rtol=1e-12), np.allclose(r2, many(x), rtol=1e-12),
+      np.allclose(r3, many(x), rtol=1e-12), c2["compiling_runs"] == c1["compiling_runs"],
+      c2["kernel_runs"] > c1["kernel_runs"], c3["kernels_compiled"] == c2["kernels_compiled"])
+"""
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["OK"] + ["True"] * 6, (r.stdout, r.stderr)

@@ -323,3 +323,45 @@ def test_diff_prepend_append_errors(backend):
     check(lambda a: np.diff(a.sum()), arr((3, 4)), backend=backend)
     check(lambda a: np.diff(a, axis=2), arr((3, 4)), backend=backend)
     check(lambda a: np.diff(a, prepend=np.zeros((2, 2))), arr((3, 4)), backend=backend)
+
+
+# ----------------------------------------------- np.array of lazy nestings
+
+_SEQ_CASES = {
+    "scalars": lambda y: np.array([y[1], -y[0] - 0.1 * y[1]]),
+    "arrays": lambda a: np.array([a, a * 2, a + 1]),
+    "nested_mixed": lambda a: np.array([[a.sum(), 1], [2.5, a.max()]]),
+    "f32_with_np_f32": lambda a: np.array([a.astype(np.float32).sum(), np.float32(2)]),
+    "f32_with_py_float": lambda a: np.array([a.astype(np.float32).sum(), 2.0]),
+    "bools": lambda a: np.array([a.sum() > 0, True]),
+    "int8_with_py_int": lambda a: np.array([a.astype(np.int8)[0], 300]),
+    "tuple_dtype": lambda a: np.array((a[:2], a[1:3]), dtype=np.float32),
+    "asarray": lambda a: np.asarray([a.sum(), a.min()]),
+    "complex": lambda a: np.array([a.sum(), 1j]),
+    "comprehension": lambda a: np.array([a[i] * 2 for i in range(3)]),
+    "int8_uint8": lambda a: np.array([np.int8(3), a.astype(np.uint8)[0]]),
+    "restacked": lambda a: np.stack([np.array([a[0], a[1]]), a[:2]]).sum(0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SEQ_CASES))
+def test_array_of_lazy_nesting_is_a_stack(backend, name):
+    """np.array([y[1], -y[0]]) of lazy values is stacked in-graph (it used
+    to flush each element: an RK4 step's state vector cost a graph per
+    element): NumPy's dtype discovery (Python scalars strong), shapes and
+    values."""
+    fn = _SEQ_CASES[name]
+    for a in (np.arange(4.0) - 1, np.arange(4.0) + 2):
+        check(fn, a, backend=backend)
+    no_breaks(fn, np.arange(4.0) + 2)
+
+
+@pytest.mark.parametrize("case", ["ragged", "string", "ndmin", "fortran"])
+def test_array_of_lazy_nesting_numpy_decides(backend, case):
+    """What the stack does not model -- ragged nestings (NumPy's error),
+    non-numeric leaves, ndmin=, order='F' -- runs as NumPy does."""
+    fn = {"ragged": lambda a: np.array([a, a[:2]]),
+          "string": lambda a: np.array([a[0], "x"]),
+          "ndmin": lambda a: np.array([a[0]], ndmin=2),
+          "fortran": lambda a: np.array([a, a], order="F")}[case]
+    check(fn, np.arange(4.0), backend=backend, check_layout=True)

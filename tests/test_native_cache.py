@@ -294,20 +294,36 @@ print(json.dumps({"ok": ok, **dict(utils.counters)}))
 
 
 def test_kernels_compile_in_parallel_units(tmp_path):
+    # background compiles off (a call waits for its compilers):
     # NUMDYN_COMPILE_JOBS compilers share a program's kernels: more than one
     # unit (one .so each) is built, every kernel is found, the answer is NumPy's
     d = tmp_path / "jobs"
-    r = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3"}))
+    wait = {"NUMDYN_BACKGROUND_COMPILE": "0"}
+    r = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3", **wait}))
     assert r["ok"] and r["kernels_compiled"] >= 3, r
     units = [p for p in d.iterdir() if p.suffix == ".so"]
     assert len(units) >= 2, sorted(p.name for p in d.iterdir())
     # a second process loads the same units from disk: nothing compiled
-    r2 = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3"}))
+    r2 = last_json(run_py(MULTI, d, {"NUMDYN_COMPILE_JOBS": "3", **wait}))
     assert r2["ok"] and r2["kernels_compiled"] == 0 and r2["disk_cache_hits"] == len(units), r2
     # one compiler at a time: a single unit, the same answer
     d1 = tmp_path / "one"
-    r1 = last_json(run_py(MULTI, d1, {"NUMDYN_COMPILE_JOBS": "1"}))
+    r1 = last_json(run_py(MULTI, d1, {"NUMDYN_COMPILE_JOBS": "1", **wait}))
     assert r1["ok"] and len([p for p in d1.iterdir() if p.suffix == ".so"]) == 1
+
+
+def test_background_compiles_build_one_unit_per_kernel(tmp_path):
+    # numdyn's default (background compiles; the budget unbounded here so the
+    # call waits): one unit (one .so) a kernel, whatever the job limit, so a
+    # kernel's build is the same whichever program asks for it; a second
+    # process loads every one from disk
+    d = tmp_path / "bg"
+    env = {"NUMDYN_COMPILE_JOBS": "1", "NUMDYN_COMPILE_BUDGET": "inf"}
+    r = last_json(run_py(MULTI, d, env))
+    units = [p for p in d.iterdir() if p.suffix == ".so"]
+    assert r["ok"] and r["kernels_compiled"] >= 3 and len(units) == r["kernels_compiled"], r
+    r2 = last_json(run_py(MULTI, d, env))
+    assert r2["ok"] and r2["kernels_compiled"] == 0 and r2["disk_cache_hits"] == len(units), r2
 
 
 def test_a_failing_unit_among_parallel_ones_raises_compile_error(tmp_path):

@@ -208,3 +208,36 @@ def test_scalar_results_refuse_len_and_iter_as_numpy_scalars_do(op):
     cf = numdyn.compile(f)
     for a in (np.ones(3), np.ones(3), np.full(3, 9.0)):
         assert cf(a) == f(a)
+
+
+def _nan_reductions(a, mode):
+    with np.errstate(all=mode):
+        return (np.nanmean(a, axis=0), np.nanmax(a, axis=0), np.nanmin(a, axis=1),
+                np.nanmean(a[:, 1]), np.nanmax(a))
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise", "ignore"])
+@pytest.mark.parametrize("floor", [True, False])
+def test_all_nan_slices_warn_as_numpy_whatever_the_errstate(mode, floor):
+    """NumPy's nanmean divides by the count with FP errors ignored and warns
+    "Mean of empty slice"; nanmax/nanmin warn "All-NaN slice encountered".
+    Neither is an FP error: errstate(all='raise') must not turn them into
+    FloatingPointError, errstate(all='ignore') must not hide them."""
+    import warnings
+    cf = numdyn.compile(_nan_reductions, options={"floor": floor})
+    clean = np.arange(12.0).reshape(4, 3)
+    holes = clean.copy()
+    holes[:, 0] = np.nan
+    holes[2, :] = np.nan
+    for a in (clean, holes, clean, holes, holes):
+        got = []
+        for fn in (_nan_reductions, cf):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                r = fn(a.copy(), mode)
+            got.append((r, sorted(str(x.message) for x in w)))
+        (r1, w1), (r2, w2) = got
+        assert w2 == w1
+        for x, y in zip(r1, r2):
+            assert type(y) is type(x)
+            np.testing.assert_array_equal(y, x)

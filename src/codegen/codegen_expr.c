@@ -473,6 +473,25 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         } else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }
+    if (rc == 0 && (n->flags & ND_F_DATA_WARN)) {
+        /* graph.h: the condition is reported, the eager backend warns */
+        nd_sb w;
+        nd_sb_init(&w);
+        if (uf == ND_UF_TRUE_DIVIDE)
+            nd_sb_printf(&w, "(nd_err |= ((%s) == 0) * ND_ERR_DATAWARN, %s)", b.p, e.p);
+        else if (uf == ND_UF_POSITIVE)
+            nd_sb_printf(&w, "(nd_err |= ((%s) != (%s)) * ND_ERR_DATAWARN, %s)", a.p, a.p, e.p);
+        else
+            rc = -1;
+        if (rc == 0 && !w.oom) {
+            nd_sb_free(&e);
+            e = w;
+            *uses_err = 1;
+        } else {
+            rc = -1;
+            nd_sb_free(&w);
+        }
+    }
     if (rc == 0 && e.oom) rc = -1;
     if (rc == 0) {
         int nat = natural_type(uf, n->aux, loop);

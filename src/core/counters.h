@@ -27,6 +27,11 @@ typedef enum {
                               walks; passes over memory = bytes_read / nbytes */
     ND_CTR_KERNEL_RUNS_ALONE, /* kernel runs big enough for the OpenMP team that ran on
                                  the calling thread, measured faster there (runtime/par.h) */
+    ND_CTR_AD_SAVED_BYTES,  /* bytes vjp forwards saved for their backward: the minimum cut
+                               (passes/autodiff.h, nd_autodiff_partition) */
+    ND_CTR_AD_BOUNDARY_BYTES, /* bytes of the forward values those backwards read directly:
+                                 what saving each of them would have kept */
+    ND_CTR_AD_RECOMPUTED,   /* forward nodes vjp backwards recompute instead of saving */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

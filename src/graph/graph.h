@@ -111,6 +111,17 @@ typedef enum {
                                   and the eager backend computes it on NumPy
                                   scalars, whose warnings say "scalar" */
 
+#define ND_F_DATA_WARN 0x0200u /* UFUNC carrying a data-dependent NumPy
+                                  RuntimeWarning of a nan-function, issued
+                                  whatever the errstate: true_divide (nanmean's
+                                  sum / count, computed with FP errors
+                                  ignored) warns "Mean of empty slice" where
+                                  the divisor is 0; positive (after
+                                  nanmax/nanmin) warns "All-NaN slice
+                                  encountered" where the value is NaN.
+                                  Kernels report ND_ERR_DATAWARN; the eager
+                                  backend issues the warning. */
+
 typedef union {
     double f;
     int64_t i;

@@ -13,8 +13,25 @@ Writes inside the differentiated function to its differentiated arguments
 do not reach the caller's arrays (the function is treated as pure).
 """
 import functools
+import weakref
 
 from . import _C
+
+# numdyn.vjp(fn, ...) has no wrapper object to hold recorded traces: they
+# live here per fn (the replay capsule and the recorded backward graphs),
+# dropped with fn. Functions that cannot be weakly referenced or hashed
+# are traced on every call.
+_vjp_caches = weakref.WeakKeyDictionary()
+
+
+def _vjp_cache(fn):
+    try:
+        c = _vjp_caches.get(fn)
+        if c is None:
+            c = _vjp_caches[fn] = (_C._grad_cache(), [])
+        return c
+    except TypeError:
+        return None
 
 __all__ = ["vjp", "grad", "value_and_grad"]
 
@@ -74,9 +91,12 @@ def vjp(fn, *primals, has_aux=False):
     takes a cotangent shaped like out (a tuple/list of them for a tuple/list
     output) and returns a tuple with one gradient per primal (None for
     integer/bool primals). The pullback may be called many times: the
-    forward saved what the backward needs."""
+    forward saved what the backward needs (the minimum cut by bytes of
+    src/passes/autodiff_partition.c). Warm calls of the same fn replay:
+    the forward recorded per argument signature runs without tracing fn,
+    and the pullback runs the recorded backward graph."""
     out, aux, pull = _C._vjp(fn, primals, tuple(range(len(primals))), None,
-                             _backend_of(fn), has_aux, False)
+                             _backend_of(fn), has_aux, False, _vjp_cache(fn))
 
     def vjp_fn(ct):
         return pull(*_leaves_like(out, ct))

@@ -34,23 +34,30 @@ loop_capture
     ``CompiledFunction._loop_info()`` and numdyn.explain say, for each loop,
     whether it was captured and what prevented it.
 background_compile
-    Background compiles (default False for now: not yet run through the
-    whole test suite; NUMDYN_BACKGROUND_COMPILE=1 sets True): kernels not in
-    the cache compile in the background (one unit a kernel, at most one
-    compiler per core); a call waits for them up to compile_budget seconds
-    in all, runs compiled what was built by then, and runs the graphs still
-    compiling with NumPy; the calls that find them built run compiled
+    Background compiles (default True; NUMDYN_BACKGROUND_COMPILE=0 sets
+    False): kernels not in the cache compile in the background (one unit a
+    kernel, at most one compiler per core); a call waits for them up to
+    compile_budget seconds in all, runs compiled what was built by then, and
+    runs the graphs still compiling with NumPy (same results, warnings and
+    exceptions); the calls that find them built run compiled
     (numdyn.utils.wait_compiles() waits for them; counter compiling_runs).
-    The speed floor does not time calls that ran such graphs. Captured loops
-    always wait for their compiler (Python would run them under the tracer,
-    slower than waiting). False: a call waits for every compiler it needs.
+    A compile that fails raises its CompileError on the call that finds it
+    failed. The speed floor does not time calls that ran such graphs.
+    Captured loops always wait for their compiler (Python would run them
+    under the tracer, slower than waiting). False: a call waits for every
+    compiler it needs, its graph's kernels compiled as up to one unit per
+    core.
 compile_budget
     Seconds a call waits in all for the C compiler when background_compile
-    is on (default 1.0; NUMDYN_COMPILE_BUDGET): kernels built within it run
-    compiled on that very call, as if it had waited; past it the call runs
-    the graphs still compiling with NumPy, and the call that finds them
-    built runs compiled. 0: never wait. Ignored when background_compile is
-    off (a call then waits for every compiler it needs).
+    is on (default 1.0; NUMDYN_COMPILE_BUDGET, "inf" accepted): kernels
+    built within it run compiled on that very call, as if it had waited;
+    past it the call runs the graphs still compiling with NumPy, and the
+    call that finds them built runs compiled. 0: never wait. float("inf"):
+    every call waits for its compilers -- what a test suite that asserts
+    which calls ran compiled (counters, CompileError on the first call)
+    sets; numdyn's own suite does (tests/conftest.py). Ignored when
+    background_compile is off (a call then waits for every compiler it
+    needs).
 adaptive_threads
     Per kernel, the OpenMP team or the calling thread alone, whichever its
     timed runs show faster (default True; NUMDYN_ADAPTIVE_THREADS=0 sets
@@ -73,7 +80,7 @@ loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
 suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
 error_on_recompile = False
-background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "0") == "1"
+background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "1") != "0"
 compile_budget = float(os.environ.get("NUMDYN_COMPILE_BUDGET", "1.0"))
 adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
 

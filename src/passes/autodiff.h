@@ -42,6 +42,22 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
  * than worth saving: the partition of a deferred vjp saves the others. */
 int nd_autodiff_recomputable(const nd_node *n);
 
+/* What the forward of a deferred vjp saves for its backward: g's nodes
+ * [0, nfwd) are the forward, [nfwd, g->n) the backward. A minimum cut by
+ * bytes (autodiff_partition.c): every forward value the backward reads is
+ * saved, recomputed by it from saved values through recomputable nodes,
+ * or free (INPUT, SCALAR, INDEX nodes). *saved receives the saved node ids
+ * in ascending order (PyMem; free it); returns their count, -1 with an
+ * exception set. */
+typedef struct {
+    int64_t saved_bytes;     /* bytes of the saved values */
+    int64_t boundary_bytes;  /* bytes of the values the backward reads directly:
+                                what saving all of them would keep */
+    int64_t recomputed;      /* forward nodes the backward computes again */
+} nd_ad_partition_stats;
+Py_ssize_t nd_autodiff_partition(const nd_graph *g, nd_id nfwd, nd_id **saved,
+                                 nd_ad_partition_stats *stats);
+
 /* Zeros of a node's shape and dtype (a broadcast scalar), appended to g. */
 nd_id nd_autodiff_zeros(nd_graph *g, int dtype, int ndim, const npy_intp *shape);
 

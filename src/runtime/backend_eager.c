@@ -225,12 +225,9 @@ done:
 
 /* The ufunc's (or scalar operator's) whole result for node n: a tuple for
  * a multi-output one */
-static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
+/* the ufunc called on the node's inputs (cast to its loop dtypes) */
+static PyObject *ufunc_call(const nd_node *n, PyObject *const *in)
 {
-    if (n->flags & ND_F_SCALAR_MATH) {
-        PyObject *r = scalar_math(n, in);
-        if (r || PyErr_Occurred()) return r;
-    }
     PyObject *args = PyTuple_New(n->nin);
     if (!args) return NULL;
     for (int k = 0; k < n->nin; k++) {
@@ -243,6 +240,75 @@ static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
     PyObject *r = PyObject_Call(n->obj, args, NULL);
     Py_DECREF(args);
     return r;
+}
+
+/* A node marked ND_F_DATA_WARN (graph.h): NumPy's nan-functions compute
+ * with FP errors ignored, then warn from the data */
+static PyObject *data_warn(const nd_node *n, PyObject *const *in)
+{
+    static PyObject *errstate, *kw, *noargs;
+    if (!errstate) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        PyObject *es = np ? PyObject_GetAttrString(np, "errstate") : NULL;
+        Py_XDECREF(np);
+        kw = Py_BuildValue("{s:s}", "all", "ignore");
+        noargs = PyTuple_New(0);
+        if (!es || !kw || !noargs) { Py_XDECREF(es); return NULL; }
+        errstate = es;
+    }
+    PyObject *ctx = PyObject_Call(errstate, noargs, kw);
+    if (!ctx) return NULL;
+    PyObject *ent = PyObject_CallMethod(ctx, "__enter__", NULL);
+    if (!ent) { Py_DECREF(ctx); return NULL; }
+    Py_DECREF(ent);
+    PyObject *r = ufunc_call(n, in);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+#endif
+    PyObject *ex = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    Py_DECREF(ctx);
+    Py_XDECREF(ex);
+    if (!ex || !r) {
+        /* the ufunc's own error wins over one from leaving the context */
+        if (!r) {
+            PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+            PyErr_SetRaisedException(exc);
+#else
+            PyErr_Restore(et, ev, etb);
+#endif
+        }
+        Py_XDECREF(r);
+        return NULL;
+    }
+    int divide = n->sub == ND_UF_TRUE_DIVIDE;
+    PyObject *zero = divide ? PyLong_FromLong(0) : NULL;
+    PyObject *cond = divide ? (zero ? PyObject_RichCompare(in[1], zero, Py_EQ) : NULL)
+                            : PyObject_RichCompare(r, r, Py_NE);
+    Py_XDECREF(zero);
+    PyObject *any = cond ? PyObject_CallMethod(cond, "any", NULL) : NULL;
+    Py_XDECREF(cond);
+    int hit = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (hit < 0 || (hit && PyErr_WarnEx(PyExc_RuntimeWarning, divide ? "Mean of empty slice"
+                                                                    : "All-NaN slice encountered", 1) < 0)) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
+static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
+{
+    if (n->flags & ND_F_SCALAR_MATH) {
+        PyObject *r = scalar_math(n, in);
+        if (r || PyErr_Occurred()) return r;
+    }
+    if (n->flags & ND_F_DATA_WARN) return data_warn(n, in);
+    return ufunc_call(n, in);
 }
 
 /* output aux of node n from its whole result r (borrowed) */

@@ -15,16 +15,18 @@
 
 _Thread_local int nd_backend_frozen;
 
-/* numdyn.config.background_compile: kernels not in the cache compile in the
- * background while NumPy runs their graph (a first call waits for no
- * compiler); the graph runs compiled from the call that finds them built */
+/* numdyn.config.background_compile (default on; NUMDYN_BACKGROUND_COMPILE=0
+ * turns it off): kernels not in the cache compile in the background; a call
+ * waits for them within its budget (nd_disk_budget), NumPy runs the graphs
+ * still compiling after that, and a graph runs compiled from the call that
+ * finds its kernels built */
 static int background_compile = -1;
 
 static int background(void)
 {
     if (background_compile < 0) {
         const char *e = getenv("NUMDYN_BACKGROUND_COMPILE");
-        background_compile = e && strcmp(e, "1") == 0;
+        background_compile = !(e && strcmp(e, "0") == 0);
     }
     return background_compile;
 }

@@ -297,8 +297,8 @@ static int report_errors(nd_kernel *k, int e)
         PyErr_SetString(PyExc_MemoryError, "numdyn: a kernel could not allocate its row scratch buffer");
         return -1;
     }
-    if (e & ND_ERR_NEGPOW)
-        return 1;  /* NumPy raises it: at its operation, after those before it */
+    if (e & (ND_ERR_NEGPOW | ND_ERR_DATAWARN))
+        return 1;  /* NumPy raises / warns: at its operation, after those before it */
     (void)k;
     return (e & ERRSTATE_BITS) ? errstate_acts(e) : 0;
 }

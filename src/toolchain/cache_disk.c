@@ -478,6 +478,10 @@ static int make_build_dir(int dfd, char *name)
     return bfd;
 }
 
+int nd_disk_make_build_dir(int dfd, char *name) { return make_build_dir(dfd, name); }
+int nd_disk_fd_sum(int fd, uint64_t *size, uint64_t *sum) { return fd_sum(fd, size, sum); }
+void nd_disk_remove_build_dir(int dfd, const char *name) { remove_build_dir(dfd, name); }
+
 /* One unit being built: its private build directory holds u.c, then u.so. */
 typedef struct {
     const char *base;
@@ -653,7 +657,8 @@ static void bg_pump(void)
         bg_job *j = bg[i];
         if (j->owner != me || j->started) continue;
         j->started = 1;
-        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, &j->pid, &j->rfd) < 0) {
+        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, nd_pch_include(j->dfd), &j->pid,
+                        &j->rfd) < 0) {
             PyErr_Fetch(&j->et, &j->ev, &j->etb);
             j->ended = 1;
             bg_ended++;
@@ -753,7 +758,8 @@ double nd_disk_budget_left(void)
 
 int nd_disk_wait_all(void)
 {
-    return bg_wait(NULL, 0, INFINITY);
+    if (bg_wait(NULL, 0, INFINITY) < 0) return -1;
+    return nd_pch_wait();
 }
 
 /* unit i of a background request: *handle set when it is ready; 0, or -1
@@ -770,6 +776,12 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
         i = nbg;
     }
     if (i == nbg) {
+        /* another thread may have collected (and published) it while this
+         * one waited: load it rather than compile it again */
+        if ((*handle = try_load(dfd, base, u->syms, u->nsyms))) {
+            nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+            return 0;
+        }
         if (nbg == capbg) {
             int cap = capbg ? 2 * capbg : 8;
             bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
@@ -877,7 +889,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         rc = 0;
         goto done;
     }
-    int ok = nb ? nd_cc_compile_many(nb, fds, "u.c", "u.so", shown) == 0 : 1;
+    int ok = nb ? nd_cc_compile_many(nb, fds, "u.c", "u.so", shown, nd_pch_include(dfd)) == 0 : 1;
     rc = ok ? 0 : -1;
     for (int b = 0; b < nb; b++) {
         int i = todo[b];
@@ -959,12 +971,18 @@ int nd_disk_clear(void)
         close(dfd);
         return -1;
     }
+    char pch_keep[32];
+    snprintf(pch_keep, sizeof pch_keep, "pch-%016llx", (unsigned long long)nd_cc_identity());
     struct dirent *e;
     while ((e = readdir(d))) {
         if (final_entry(e->d_name)) {
             unlinkat(dfd, e->d_name, 0);
         } else if (!strncmp(e->d_name, "build-", 6)) {
             if (stale_build(dfd, e->d_name)) remove_build_dir(dfd, e->d_name);
+        } else if (!strncmp(e->d_name, "pch-", 4) && strcmp(e->d_name, pch_keep)) {
+            /* another compiler's or numdyn's precompiled header; this
+             * one's holds no user code and stays (pch.c) */
+            remove_build_dir(dfd, e->d_name);
         } else if (legacy_temp(e->d_name)) {
             struct stat st;
             if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&

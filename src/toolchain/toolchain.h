@@ -19,18 +19,24 @@ int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const ch
  * compilers run in parallel. 0 when all compiled; -1 with the first
  * failure's exception. */
 int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
-                       const char *const *shown_srcs);
+                       const char *const *shown_srcs, const char *pch);
 /* One compile started and not waited for (background compiles; in a
  * process group of its own, so a Ctrl-C at the terminal spares it): 0 with
  * *pid and *rfd (its output, non-blocking) set, or -1 with an exception. */
 int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
-                pid_t *pid, int *rfd);
+                const char *pch, pid_t *pid, int *rfd);
+/* pch (both): the include option of the precompiled header (pch.c), or NULL.
+ * nd_cc_start_pch: the same for precompiling nd_kernel.h, with every unit's
+ * options, into gch_name of directory dirfd. */
+int nd_cc_start_pch(int dirfd, const char *gch_name, pid_t *pid, int *rfd);
 /* Drain a started compile's output into *out (malloc'd, NUL-terminated,
  * grows; *olen its length); 0 while it runs (block: waits instead), 1 when
  * it ended with *status its exit status (0: compiled). */
 int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *status);
 /* Raise the CompileError of a compile that ended with status; returns -1. */
 int nd_cc_fail(int status, const char *src_path, const char *out);
+/* 1 when the compiler is GCC (which takes precompiled headers by name) */
+int nd_cc_is_gcc(void);
 /* Compilers run at once: the online cores, at most 16 (NUMDYN_COMPILE_JOBS). */
 int nd_cc_jobs(void);
 /* 1 when a compiler was found (warns once when not), 0 otherwise. */
@@ -94,6 +100,22 @@ double nd_disk_budget_left(void);
  * value changes. */
 uint64_t nd_disk_progress(void);
 int nd_disk_clear(void);
+/* A private build directory in the cache directory dfd (name: 64 bytes);
+ * its descriptor, or -1 with errno. Removing one removes its files. */
+int nd_disk_make_build_dir(int dfd, char *name);
+void nd_disk_remove_build_dir(int dfd, const char *name);
+/* size + checksum of what fd holds (pread from its start); -1 on error */
+int nd_disk_fd_sum(int fd, uint64_t *size, uint64_t *sum);
+
+/* pch.c */
+/* The include option ("-I../pch-<identity>", relative to a build
+ * directory) that makes GCC take the precompiled nd_kernel.h from the cache
+ * directory dfd, or NULL when it is not built: its build is then started in
+ * the background, for later compiles (GCC only; NUMDYN_PCH=0: never). */
+const char *nd_pch_include(int dfd);
+/* Wait for a precompiled header's build still running (wait_compiles):
+ * 0, or -1 with the exception a signal handler raised (Ctrl-C). */
+int nd_pch_wait(void);
 
 /* cache_mem.c */
 nd_kfn nd_kcache_get(uint64_t hash);

@@ -31,6 +31,7 @@ static int cc_state;         /* 0 unknown, 1 found, -1 missing */
 static char cc_env[4096];    /* the $CC value the state was computed for */
 static uint64_t cc_ident;
 static int sleef_ok = -1;
+static int cc_gcc = -1;      /* the compiler is GCC (its --version says so) */
 static int warned_cc, warned_sleef;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -83,6 +84,7 @@ static int resolve_cc(void)
     snprintf(cc_words, sizeof cc_words, "%s", want);
     cc_nextra = 0;
     cc_ident = 0;
+    cc_gcc = -1;
     sleef_ok = -1;
     char *save = NULL, *tok = strtok_r(cc_words, " \t", &save);
     char *prog = tok;
@@ -248,6 +250,9 @@ uint64_t nd_cc_identity(void)
     rc = run_capture(argv, &out, &len);
     Py_END_ALLOW_THREADS
     if (out) h = nd_fnv64(out, len, h);
+    /* GCC says "(GCC)" or names the FSF; clang names itself */
+    cc_gcc = rc == 0 && out && !strstr(out, "clang") &&
+             (strstr(out, "GCC") || strstr(out, "Free Software Foundation"));
     free(out);
     build_argv(argv, MAXARGS, ex2, (int)(sizeof ex2 / sizeof ex2[0]));
     Py_BEGIN_ALLOW_THREADS
@@ -268,6 +273,12 @@ uint64_t nd_cc_identity(void)
     return cc_ident;
 }
 
+int nd_cc_is_gcc(void)
+{
+    if (!nd_cc_identity()) return 0;
+    return cc_gcc > 0;
+}
+
 int nd_cc_jobs(void)
 {
     static int jobs = 0;
@@ -280,8 +291,11 @@ int nd_cc_jobs(void)
 }
 
 /* The compiler's argument vector for src_name -> so_name (inc: a buffer
- * of 4200 bytes the vector points into). 0, or -1 with an exception. */
-static int compile_argv(char **argv, char *inc, const char *src_name, const char *so_name)
+ * of 4200 bytes the vector points into; pch: the include option of the
+ * precompiled header, or NULL; so_name NULL: precompile the header itself
+ * into src_name). 0, or -1 with an exception. */
+static int compile_argv(char **argv, char *inc, const char *src_name, const char *so_name,
+                        const char *pch)
 {
     if (resolve_cc() <= 0) {
         PyErr_Format(nd_CompileError, "numdyn: no C compiler (CC=%s)", cc_env);
@@ -294,9 +308,23 @@ static int compile_argv(char **argv, char *inc, const char *src_name, const char
     snprintf(inc, 4200, "-I%s", hdr);
     char *ex[MAXARGS];
     int ne = 0;
-    for (int i = 0; base_flags[i]; i++) ex[ne++] = (char *)base_flags[i];
+    for (int i = 0; base_flags[i]; i++)
+        if (so_name || strcmp(base_flags[i], "-shared")) ex[ne++] = (char *)base_flags[i];
+    /* its directory first: GCC takes nd_kernel.h.gch there for nd_kernel.h */
+    if (pch && so_name) ex[ne++] = (char *)pch;
     ex[ne++] = inc;
     if (!sl) ex[ne++] = "-DND_NO_SLEEF";
+    if (!so_name) {  /* the header, precompiled (the same options as every unit) */
+        static char hdr_path[4200];
+        snprintf(hdr_path, sizeof hdr_path, "%s/nd_kernel.h", hdr);
+        ex[ne++] = "-x";
+        ex[ne++] = "c-header";
+        ex[ne++] = hdr_path;
+        ex[ne++] = "-o";
+        ex[ne++] = (char *)src_name;
+        build_argv(argv, MAXARGS, ex, ne);
+        return 0;
+    }
     ex[ne++] = (char *)src_name;
     ex[ne++] = "-o";
     ex[ne++] = (char *)so_name;
@@ -320,10 +348,10 @@ static void compile_error(int rc, int err, const char *src_path, const char *out
 }
 
 int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
-                pid_t *pid, int *rfd)
+                const char *pch, pid_t *pid, int *rfd)
 {
     char inc[4200], *argv[MAXARGS];
-    if (compile_argv(argv, inc, src_name, so_name) < 0) return -1;
+    if (compile_argv(argv, inc, src_name, so_name, pch) < 0) return -1;
     if (spawn_capture_pg(dirfd, argv, pid, rfd, 1) < 0) {
         compile_error(-1, errno, src_path, NULL);
         return -1;
@@ -374,11 +402,24 @@ int nd_cc_fail(int status, const char *src_path, const char *out)
     return -1;
 }
 
-int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
-                       const char *const *src_paths)
+int nd_cc_start_pch(int dirfd, const char *gch_name, pid_t *pid, int *rfd)
 {
     char inc[4200], *argv[MAXARGS];
-    if (compile_argv(argv, inc, src_name, so_name) < 0) return -1;
+    if (compile_argv(argv, inc, gch_name, NULL, NULL) < 0) return -1;
+    if (spawn_capture_pg(dirfd, argv, pid, rfd, 1) < 0) {
+        compile_error(-1, errno, "nd_kernel.h", NULL);
+        return -1;
+    }
+    int fl = fcntl(*rfd, F_GETFL);
+    if (fl >= 0) (void)fcntl(*rfd, F_SETFL, fl | O_NONBLOCK);
+    return 0;
+}
+
+int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
+                       const char *const *src_paths, const char *pch)
+{
+    char inc[4200], *argv[MAXARGS];
+    if (compile_argv(argv, inc, src_name, so_name, pch) < 0) return -1;
     int *rc = PyMem_Calloc((size_t)n, sizeof(int)), *err = PyMem_Calloc((size_t)n, sizeof(int));
     char **out = PyMem_Calloc((size_t)n, sizeof(char *));
     pid_t *pid = PyMem_Calloc((size_t)n, sizeof(pid_t));
@@ -424,5 +465,5 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
 
 int nd_cc_compile(int dirfd, const char *src_name, const char *so_name, const char *src_path)
 {
-    return nd_cc_compile_many(1, &dirfd, src_name, so_name, &src_path);
+    return nd_cc_compile_many(1, &dirfd, src_name, so_name, &src_path, NULL);
 }

@@ -339,7 +339,10 @@ typedef struct {
     nd_id *leaves, *grads;   /* top level: gradient node per leaf (ND_NONE: zero) */
     int8_t *scalar;
     PyObject *args;          /* the differentiated arguments (structure) */
-    PyObject *saved;         /* list of (node id, array) the forward saved */
+    PyObject *saved;         /* list of (node id, array) the forward saved;
+                                with bwd: the tuple of saved arrays */
+    PyObject *bwd;           /* a warm call's recorded backward (NdBwd), or NULL */
+    PyObject *argv;          /* with bwd: the call's arguments (tuple) */
 } NdVJP;
 
 static void vjp_dealloc(PyObject *o)
@@ -353,6 +356,8 @@ static void vjp_dealloc(PyObject *o)
     PyMem_Free(v->scalar);
     Py_XDECREF(v->args);
     Py_XDECREF(v->saved);
+    Py_XDECREF(v->bwd);
+    Py_XDECREF(v->argv);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -448,6 +453,170 @@ static PyObject *as_cotangent(PyObject *ct, nd_node *o)
     return a;
 }
 
+/* ------------------------------------------------- recorded pullbacks
+ * numdyn.vjp's warm calls: the forward replays like grad's (its one flush
+ * computes the outputs and the values the partition saves, returned with
+ * the index of this recorded backward), and the pullback runs the backward
+ * graph kept here, its INPUT nodes bound at each call to the saved values,
+ * the cotangents and the call's arguments: no tracing, no graph building. */
+enum { B_SAVED, B_CT, B_ARG };
+
+typedef struct {
+    PyObject_HEAD
+    nd_graph *g;             /* standalone backward; bound INPUTs hold nothing between calls */
+    nd_id *outs;             /* its gradient node per leaf */
+    int nleaf, nout, nbind, busy;
+    int8_t *scalar;          /* per leaf: stood for a Python/NumPy scalar */
+    nd_node *onodes;         /* per output: shape and dtype (op unused) */
+    int8_t *olive;           /* per output: differentiable (takes its cotangent) */
+    nd_id *bind_node;
+    int8_t *bind_kind;       /* B_SAVED / B_CT / B_ARG */
+    int32_t *bind_idx;
+} NdBwd;
+
+static void bwd_dealloc(PyObject *o)
+{
+    NdBwd *b = (NdBwd *)o;
+    nd_graph_free(b->g);
+    PyMem_Free(b->outs);
+    PyMem_Free(b->scalar);
+    PyMem_Free(b->onodes);
+    PyMem_Free(b->olive);
+    PyMem_Free(b->bind_node);
+    PyMem_Free(b->bind_kind);
+    PyMem_Free(b->bind_idx);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyTypeObject NdBwd_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.RecordedBackward",
+    .tp_basicsize = sizeof(NdBwd),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = bwd_dealloc,
+    .tp_doc = "the backward graph of a recorded numdyn.vjp call (internal)",
+};
+
+/* The backward of grads[0..nleaf) as a standalone graph that reads only
+ * the saved values sv[k] (arrays saved_arr[k]), the cotangent INPUT nodes
+ * cts[j] and the call's arguments: *out a new NdBwd; 0 built, 1 not
+ * possible (it reads something else: no recording), -1 error. */
+static int bwd_build(nd_graph *g, nd_id nfwd, PyObject *svids, PyObject *saved_arr, int nout,
+                     const nd_id *outs, const nd_id *cts, int nleaf, const nd_id *grads,
+                     const int8_t *scalar, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject **out)
+{
+    *out = NULL;
+    Py_ssize_t nsv = PyList_GET_SIZE(svids);
+    PyObject **stash = PyMem_Calloc((size_t)nfwd + 1, sizeof(PyObject *));
+    nd_id *map = PyMem_Malloc(sizeof(nd_id) * (size_t)(g->n + 1));
+    nd_id *sv = PyMem_Malloc(sizeof(nd_id) * (size_t)(nsv + 1));
+    NdBwd *b = PyObject_New(NdBwd, &NdBwd_Type);
+    int rc = -1;
+    if (b) {
+        b->g = NULL; b->outs = NULL; b->scalar = NULL; b->onodes = NULL; b->olive = NULL;
+        b->bind_node = NULL; b->bind_kind = NULL; b->bind_idx = NULL;
+        b->nleaf = nleaf; b->nout = nout; b->nbind = 0; b->busy = 0;
+    }
+    if (!stash || !map || !sv || !b) { if (b) PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < nsv; k++) sv[k] = (nd_id)PyLong_AsLong(PyList_GET_ITEM(svids, k));
+    /* only the saved values stand as computed: what else the forward flush
+     * left in the graph would be this call's constants */
+    for (nd_id i = 0; i < nfwd; i++) { stash[i] = g->nodes[i].value; g->nodes[i].value = NULL; }
+    for (Py_ssize_t k = 0; k < nsv; k++)
+        g->nodes[sv[k]].value = Py_NewRef(PyTuple_GET_ITEM(saved_arr, k));
+    b->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nleaf + 1));
+    b->g = b->outs ? nd_graph_extract(g, grads, nleaf, map, b->outs) : NULL;
+    for (Py_ssize_t k = 0; k < nsv; k++) Py_CLEAR(g->nodes[sv[k]].value);
+    for (nd_id i = 0; i < nfwd; i++) g->nodes[i].value = stash[i];
+    if (!b->g) { if (!b->outs) PyErr_NoMemory(); goto done; }
+    int ninput = 0;
+    for (nd_id i = 0; i < b->g->n; i++) ninput += b->g->nodes[i].op == ND_OP_INPUT;
+    b->bind_node = PyMem_Malloc(sizeof(nd_id) * (size_t)(ninput + 1));
+    b->bind_kind = PyMem_Malloc((size_t)(ninput + 1));
+    b->bind_idx = PyMem_Malloc(sizeof(int32_t) * (size_t)(ninput + 1));
+    b->scalar = PyMem_Malloc((size_t)(nleaf + 1));
+    b->onodes = PyMem_Malloc(sizeof(nd_node) * (size_t)(nout + 1));
+    b->olive = PyMem_Malloc((size_t)(nout + 1));
+    if (!b->bind_node || !b->bind_kind || !b->bind_idx || !b->scalar || !b->onodes || !b->olive) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (nleaf) memcpy(b->scalar, scalar, (size_t)nleaf);
+    for (int j = 0; j < nout; j++) {
+        b->olive[j] = cts[j] != ND_NONE;
+        nd_node *o = b->olive[j] ? nd_graph_node(g, outs[j]) : NULL;
+        nd_node_init(&b->onodes[j], ND_OP_INPUT, o ? o->dtype : NPY_DOUBLE, o ? o->ndim : 0,
+                     o ? o->shape : NULL);
+    }
+    for (nd_id i = 0; i < g->n; i++) {
+        if (map[i] == ND_NONE || b->g->nodes[map[i]].op != ND_OP_INPUT) continue;
+        int kind = -1;
+        int32_t idx = -1;
+        for (Py_ssize_t k = 0; k < nsv && kind < 0; k++)
+            if (sv[k] == i) { kind = B_SAVED; idx = (int32_t)k; }
+        for (int j = 0; j < nout && kind < 0; j++)
+            if (cts[j] == i) { kind = B_CT; idx = j; }
+        PyObject *obj = b->g->nodes[map[i]].obj;
+        for (Py_ssize_t j = 0; j < nargs && kind < 0; j++)
+            if (args[j] == obj) { kind = B_ARG; idx = (int32_t)j; }
+        if (kind < 0) { rc = 1; goto done; }  /* a constant the forward replay would not bind */
+        b->bind_node[b->nbind] = map[i];
+        b->bind_kind[b->nbind] = (int8_t)kind;
+        b->bind_idx[b->nbind++] = idx;
+    }
+    for (int k = 0; k < b->nbind; k++) Py_CLEAR(b->g->nodes[b->bind_node[k]].obj);
+    *out = (PyObject *)b;
+    b = NULL;
+    rc = 0;
+done:
+    Py_XDECREF(b);
+    PyMem_Free(stash);
+    PyMem_Free(map);
+    PyMem_Free(sv);
+    return rc;
+}
+
+/* cotangent k as an array of output k's shape and dtype (new ref) */
+static PyObject *as_cotangent(PyObject *ct, nd_node *o);
+static PyObject *grads_tree(PyObject *args, PyObject **vals, int8_t *scalar);
+
+/* a recorded pullback's call: bind, run, unbind */
+static PyObject *bwd_call(NdVJP *v, PyObject *cts)
+{
+    NdBwd *b = (NdBwd *)v->bwd;
+    if (b->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn.vjp: a recorded pullback is already running "
+                        "(another thread): call it again when that returns");
+        return NULL;
+    }
+    PyObject **ca = PyMem_Calloc((size_t)b->nout + 1, sizeof(PyObject *));
+    PyObject **vals = PyMem_Calloc((size_t)b->nleaf + 1, sizeof(PyObject *));
+    PyObject *res = NULL, *r = NULL;
+    if (!ca || !vals) { PyErr_NoMemory(); goto done; }
+    for (int j = 0; j < b->nout; j++)
+        if (b->olive[j] && !(ca[j] = as_cotangent(PyTuple_GET_ITEM(cts, j), &b->onodes[j]))) goto done;
+    b->busy = 1;
+    for (int k = 0; k < b->nbind; k++) {
+        int32_t i = b->bind_idx[k];
+        PyObject *a = b->bind_kind[k] == B_SAVED ? PyTuple_GET_ITEM(v->saved, i)
+                      : b->bind_kind[k] == B_CT ? ca[i] : PyTuple_GET_ITEM(v->argv, i);
+        b->g->nodes[b->bind_node[k]].obj = Py_NewRef(a);
+    }
+    res = nd_backends[v->kind].run(b->g, b->outs, b->nleaf, NULL);
+    for (int k = 0; k < b->nbind; k++) Py_CLEAR(b->g->nodes[b->bind_node[k]].obj);
+    b->busy = 0;
+    if (!res) goto done;
+    for (int k = 0; k < b->nleaf; k++) vals[k] = PyList_GET_ITEM(res, k);
+    r = grads_tree(v->args, vals, b->scalar);
+done:
+    if (ca) for (int j = 0; j < b->nout; j++) Py_XDECREF(ca[j]);
+    PyMem_Free(ca);
+    PyMem_Free(vals);
+    Py_XDECREF(res);
+    return r;
+}
+
 static PyObject *vjp_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     NdVJP *v = (NdVJP *)self;
@@ -460,6 +629,7 @@ static PyObject *vjp_call(PyObject *self, PyObject *args, PyObject *kwargs)
                      "output leaf), got %zd", v->nout, PyTuple_GET_SIZE(args));
         return NULL;
     }
+    if (v->bwd) return bwd_call(v, args);
     nd_trace *t = v->t;
     nd_graph *g = t->g;
     if (v->inline_) {
@@ -542,6 +712,11 @@ static PyObject *vjp_saved_nbytes(PyObject *o, void *c)
 {
     NdVJP *v = (NdVJP *)o;
     Py_ssize_t n = 0;
+    if (v->bwd) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(v->saved); k++)
+            n += PyArray_NBYTES((PyArrayObject *)PyTuple_GET_ITEM(v->saved, k));
+        return PyLong_FromSsize_t(n);
+    }
     for (Py_ssize_t k = 0; v->saved && k < PyList_GET_SIZE(v->saved); k++)
         n += PyArray_NBYTES((PyArrayObject *)PyTuple_GET_ITEM(PyList_GET_ITEM(v->saved, k), 1));
     return PyLong_FromSsize_t(n);
@@ -567,36 +742,25 @@ static PyTypeObject NdVJP_Type = {
 
 /* ------------------------------------------------------------ the entry */
 
-/* The forward nodes the backward reads that are worth saving: the
- * backward recomputes cheap pointwise chains from saved values instead
- * (autodiff.h, nd_autodiff_recomputable). */
+/* The forward nodes the backward reads that are worth saving: the minimum
+ * cut by bytes (autodiff.h, nd_autodiff_partition); the backward
+ * recomputes the rest through cheap pointwise nodes from them. */
 static int saved_set(nd_graph *g, nd_id nfwd, PyObject *ids_list)
 {
-    char *mark = PyMem_Calloc((size_t)nfwd + 1, 1);
-    if (!mark) { PyErr_NoMemory(); return -1; }
-    for (nd_id i = nfwd; i < g->n; i++) {
-        nd_node *n = &g->nodes[i];
-        int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
-        for (int k = 0; k < ni; k++) {
-            nd_id x = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
-            if (x >= 0 && x < nfwd) mark[x] = 1;
-        }
-    }
+    nd_id *sv = NULL;
+    nd_ad_partition_stats st;
+    Py_ssize_t ns = nd_autodiff_partition(g, nfwd, &sv, &st);
+    if (ns < 0) return -1;
     int rc = 0;
-    for (nd_id i = nfwd - 1; i >= 0 && rc == 0; i--) {
-        if (!mark[i]) continue;
-        nd_node *n = &g->nodes[i];
-        if (n->op == ND_OP_INPUT || n->op == ND_OP_SCALAR || n->op == ND_OP_INDEX) continue;
-        if (nd_autodiff_recomputable(n)) {
-            int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
-            for (int k = 0; k < ni; k++) if (n->in[k] >= 0) mark[n->in[k]] = 1;
-            continue;
-        }
-        PyObject *o = PyLong_FromLong(i);
+    for (Py_ssize_t k = 0; k < ns && rc == 0; k++) {
+        PyObject *o = PyLong_FromLong(sv[k]);
         rc = o && PyList_Append(ids_list, o) == 0 ? 0 : -1;
         Py_XDECREF(o);
     }
-    PyMem_Free(mark);
+    PyMem_Free(sv);
+    nd_counter_add(ND_CTR_AD_SAVED_BYTES, st.saved_bytes);
+    nd_counter_add(ND_CTR_AD_BOUNDARY_BYTES, st.boundary_bytes);
+    nd_counter_add(ND_CTR_AD_RECOMPUTED, st.recomputed);
     return rc;
 }
 
@@ -634,6 +798,42 @@ static int replay_enabled(void)
     return !off && !nd__tls_explain;
 }
 
+/* A replayed vjp forward r = (out, aux, saved arrays, index of its
+ * recorded backward) as numdyn.vjp's (out, aux, pullback); steals r. */
+static PyObject *vjp_warm(PyObject *r, PyObject *tlist, PyObject *args, const char *diff, int kind)
+{
+    PyObject *res = NULL, *dargs = NULL;
+    Py_ssize_t key = -1;
+    if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 4 && PyTuple_Check(PyTuple_GET_ITEM(r, 2)))
+        key = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 3));
+    if (key < 0 || key >= PyList_GET_SIZE(tlist)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_SystemError, "numdyn.vjp: a replayed forward without its backward");
+        goto done;
+    }
+    NdBwd *b = (NdBwd *)PyList_GET_ITEM(tlist, key);
+    Py_ssize_t nd = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args); k++) nd += diff[k] != 0;
+    if (!(dargs = PyTuple_New(nd))) goto done;
+    for (Py_ssize_t k = 0, j = 0; k < PyTuple_GET_SIZE(args); k++)
+        if (diff[k]) PyTuple_SET_ITEM(dargs, j++, Py_NewRef(PyTuple_GET_ITEM(args, k)));
+    NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
+    if (!v) goto done;
+    v->t = NULL;
+    v->kind = kind; v->inline_ = 0; v->nout = b->nout;
+    v->outs = NULL; v->cts = NULL; v->leaves = NULL; v->grads = NULL; v->scalar = NULL;
+    v->nleaf = b->nleaf;
+    v->args = dargs; dargs = NULL;
+    v->saved = Py_NewRef(PyTuple_GET_ITEM(r, 2));
+    v->bwd = Py_NewRef((PyObject *)b);
+    v->argv = Py_NewRef(args);
+    res = Py_BuildValue("(OON)", PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1), (PyObject *)v);
+done:
+    Py_XDECREF(dargs);
+    Py_DECREF(r);
+    return res;
+}
+
 PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
                        PyObject *backend, int has_aux, int grad, PyObject *cache)
 {
@@ -664,10 +864,16 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     }
     nd_replay *rp = NULL;
     PyObject *rtarget = NULL;  /* the function the cache scans and replays */
-    PyObject **rargs = NULL;   /* its arguments: args, then the three ones */
+    PyObject **rargs = NULL;   /* its arguments: args, then (grad) the three ones */
+    PyObject *tlist = NULL;    /* vjp: its recorded backwards (NdBwd), by index */
+    int vjpc = !grad && cache && PyTuple_Check(cache) && PyTuple_GET_SIZE(cache) == 2 &&
+               PyList_Check(PyTuple_GET_ITEM(cache, 1));
+    Py_ssize_t nr = grad ? nargs + 3 : nargs;
     int want = 0;
-    if (!outer && grad && cache && cache != Py_None && !kwargs && replay_enabled()) {
-        if (!(rp = PyCapsule_GetPointer(cache, GRAD_CACHE)) || !(rtarget = target_of(fn))) {
+    if (!outer && (grad || vjpc) && cache && cache != Py_None && !kwargs && replay_enabled()) {
+        PyObject *cap = vjpc ? PyTuple_GET_ITEM(cache, 0) : cache;
+        if (vjpc) tlist = PyTuple_GET_ITEM(cache, 1);
+        if (!(rp = PyCapsule_GetPointer(cap, GRAD_CACHE)) || !(rtarget = target_of(fn))) {
             PyMem_Free(diff);
             return NULL;
         }
@@ -675,7 +881,8 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
         if (ones_init() == 0 && (rargs = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nargs + 3)))) {
             for (Py_ssize_t k = 0; k < nargs; k++) rargs[k] = PyTuple_GET_ITEM(args, k);
             for (int k = 0; k < 3; k++) rargs[nargs + k] = ones[k];
-            r = nd__replay_try(rp, rtarget, rargs, (size_t)nargs + 3, NULL, kind, NULL);
+            r = nd__replay_try(rp, rtarget, rargs, (size_t)nr, NULL, kind, NULL);
+            if (r && vjpc) r = vjp_warm(r, tlist, args, diff, kind);
         } else if (!PyErr_Occurred()) {
             PyErr_NoMemory();
         }
@@ -713,7 +920,11 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (!wargs || !dargs) goto done;
     for (Py_ssize_t k = 0, j = 0; k < nargs; k++) {
         PyObject *a = PyTuple_GET_ITEM(args, k);
-        PyObject *w = diff[k] ? nd_map_leaves(a, wrap_leaf, &lc, 32, 0)
+        /* an integer/bool array among vjp's primals is read as any other
+         * argument (a caller proxy: the capture can be recorded) */
+        int plain = diff[k] && !outer && PyArray_CheckExact(a) &&
+                    strchr("biu", PyArray_DESCR((PyArrayObject *)a)->kind) != NULL;
+        PyObject *w = diff[k] && !plain ? nd_map_leaves(a, wrap_leaf, &lc, 32, 0)
                       : outer ? Py_NewRef(a) : wrap_other(t, args, k);
         if (!w) goto done;
         PyTuple_SET_ITEM(wargs, k, w);
@@ -800,6 +1011,8 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
         v->scalar = lc.scalar; lc.scalar = NULL;
         v->args = Py_NewRef(dargs);
         v->saved = NULL;
+        v->bwd = NULL;
+        v->argv = NULL;
         result = Py_BuildValue("(OON)", out, aux, (PyObject *)v);
         goto done;
     }
@@ -811,6 +1024,59 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (nd_autodiff_backward(g, nout, outs, cts, lc.n, lc.ids, grads) < 0 ||
         fill_zero_grads(g, lc.n, lc.ids, grads) < 0 || verify(g, grads, lc.n) < 0)
         goto done;
+    if (want && !grad) {
+        /* top level vjp, recorded: the forward's one flush computes the
+         * outputs and the saved values; the backward is kept as a graph */
+        if (!(list = PyList_New(0)) || saved_set(g, nfwd, list) < 0) goto done;
+        Py_ssize_t nsv = PyList_GET_SIZE(list);
+        PyObject *sp = PyTuple_New(nsv);
+        if (!sp) goto done;
+        for (Py_ssize_t k = 0; k < nsv; k++) {
+            PyObject *p = nd_proxy_wrap(t, (nd_id)PyLong_AsLong(PyList_GET_ITEM(list, k)), 0);
+            if (!p) { Py_DECREF(sp); goto done; }
+            PyTuple_SET_ITEM(sp, k, p);
+        }
+        PyObject *raw = Py_BuildValue("(OONn)", out, aux, sp, PyList_GET_SIZE(tlist));
+        if (!raw) goto done;
+        rec.final = 1;
+        PyObject *m = nd__materialize_tree(raw, 1);
+        if (m && nd__flush_writes(t) < 0) Py_CLEAR(m);
+        PyObject *bw = NULL;
+        int bk = m ? bwd_build(g, nfwd, list, PyTuple_GET_ITEM(m, 2), nout, outs, cts, lc.n, grads,
+                               lc.scalar, rargs, nargs, &bw) : -1;
+        if (bk == 0 && (PyList_Append(tlist, bw) < 0 ||
+                        nd__replay_record(rp, &rec, rtarget, rargs, (size_t)nargs, NULL, raw) < 0))
+            bk = -1;
+        Py_XDECREF(bw);
+        Py_DECREF(raw);
+        if (bk < 0) { Py_XDECREF(m); goto done; }
+        /* this call's pullback: the trace's graph, as an unrecorded call's */
+        if (!(saved = PyList_New(0))) { Py_DECREF(m); goto done; }
+        for (Py_ssize_t k = 0; k < nsv; k++) {
+            PyObject *pr = Py_BuildValue("(OO)", PyList_GET_ITEM(list, k),
+                                         PyTuple_GET_ITEM(PyTuple_GET_ITEM(m, 2), k));
+            if (!pr || PyList_Append(saved, pr) < 0) { Py_XDECREF(pr); Py_DECREF(m); goto done; }
+            Py_DECREF(pr);
+        }
+        NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
+        if (v) {
+            v->t = t; nd__trace_incref(t);
+            v->kind = kind; v->inline_ = 0; v->nout = nout;
+            v->outs = outs; outs = NULL;
+            v->cts = cts; cts = NULL;
+            v->nleaf = lc.n;
+            v->leaves = lc.ids; lc.ids = NULL;
+            v->grads = grads; grads = NULL;
+            v->scalar = lc.scalar; lc.scalar = NULL;
+            v->args = Py_NewRef(dargs);
+            v->saved = saved; saved = NULL;
+            v->bwd = NULL;
+            v->argv = NULL;
+            result = Py_BuildValue("(OON)", PyTuple_GET_ITEM(m, 0), PyTuple_GET_ITEM(m, 1), (PyObject *)v);
+        }
+        Py_DECREF(m);
+        goto done;
+    }
     if (outer || want) {
         for (int k = 0; k < lc.n; k++)
             if (!(vals[k] = nd_proxy_wrap(t, grads[k], outer ? 0 : lc.scalar[k]))) goto done;
@@ -877,6 +1143,8 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
             v->scalar = lc.scalar; lc.scalar = NULL;
             v->args = Py_NewRef(dargs);
             v->saved = saved; saved = NULL;
+            v->bwd = NULL;
+            v->argv = NULL;
         }
     }
     if (third) result = Py_BuildValue("(NNN)", mout, maux, third);
@@ -950,7 +1218,8 @@ static PyMethodDef grad_functions[] = {
 
 int nd_grad_init(PyObject *m)
 {
-    if (nd_autodiff_init() < 0 || PyType_Ready(&NdVJP_Type) < 0) return -1;
+    if (nd_autodiff_init() < 0 || PyType_Ready(&NdVJP_Type) < 0 || PyType_Ready(&NdBwd_Type) < 0)
+        return -1;
     if (PyModule_AddObjectRef(m, "VJP", (PyObject *)&NdVJP_Type) < 0) return -1;
     return PyModule_AddFunctions(m, grad_functions);
 }

@@ -1,0 +1,197 @@
+"""What a compile costs (issue 13 point 3, issue 17's compile-time bar):
+nd_kernel.h precompiled once per compiler identity (src/toolchain/pch.c).
+
+Each test runs numdyn in a process of its own with a private kernel cache
+and a C compiler wrapper that logs every command line, so which compiles
+used the precompiled header is a fact of the test; no test measures speed
+(bench/bench_first_call.py does).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+gcc = shutil.which("gcc")
+pytestmark = pytest.mark.skipif(gcc is None, reason="the precompiled header is GCC's")
+
+
+def _logging_cc(tmp_path):
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "logcc"
+    cc.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {gcc} \"$@\"\n")
+    cc.chmod(0o755)
+    return str(cc), log
+
+
+def _run(code, cache, cc, extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMDYN_")}
+    env.update({"NUMDYN_CACHE_DIR": str(cache), "CC": cc, "NUMDYN_COMPILE_BUDGET": "inf",
+                "NUMDYN_FLOOR": "0", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    env.update(extra or {})
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+# two programs of distinct kernels; the first one's compile starts the
+# header's build, wait_compiles() waits for it, the second one's use it
+PROGRAMS = """
+import numpy as np, numdyn
+x = np.linspace(0.1, 0.9, 257)
+f = numdyn.compile(lambda a: np.sqrt(np.UF1(a) * 2.5 + 1.0).sum())
+g = numdyn.compile(lambda a: (np.exp(-a) * a - np.UF2(a * 3.0)).max())
+ok1 = np.isclose(f(x), np.sqrt(np.UF1(x) * 2.5 + 1.0).sum(), rtol=1e-12)
+numdyn.utils.wait_compiles()
+ok2 = np.isclose(g(x), (np.exp(-x) * x - np.UF2(x * 3.0)).max(), rtol=1e-12)
+print("OK", bool(ok1), bool(ok2))
+"""
+
+
+def _programs(uf1="tanh", uf2="cos"):
+    """PROGRAMS with other functions: kernels no earlier run built"""
+    return PROGRAMS.replace("UF1", uf1).replace("UF2", uf2)
+
+
+def _compiles(log):
+    return [ln for ln in log.read_text().splitlines() if " -shared" in ln]
+
+
+def _pch_dirs(cache):
+    return [p for p in cache.iterdir() if p.name.startswith("pch-")]
+
+
+def test_the_header_is_precompiled_once_and_later_compiles_use_it(tmp_path):
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    assert _run(_programs(), cache, cc).split() == ["OK", "True", "True"]
+    (d,) = _pch_dirs(cache)
+    assert oct(d.stat().st_mode & 0o777) == "0o700"
+    gch, total = d / "nd_kernel.h.gch", d / "nd_kernel.h.sum"
+    assert oct(gch.stat().st_mode & 0o777) == "0o600" and gch.stat().st_size > 0
+    assert int(total.read_text().split()[0]) == gch.stat().st_size
+    headers = [ln for ln in log.read_text().splitlines() if "c-header" in ln]
+    assert len(headers) == 1, headers
+    first, *later = _compiles(log)
+    assert "-I../pch-" not in first  # the header was not built yet
+    assert later and all(f"-I../{d.name}" in ln for ln in later), later
+    # a second process finds it built: every compile uses it, none rebuilds it
+    log.write_text("")
+    code = _programs("sinh", "sin")
+    assert _run(code, cache, cc).split() == ["OK", "True", "True"]
+    assert not [ln for ln in log.read_text().splitlines() if "c-header" in ln]
+    assert _compiles(log) and all(f"-I../{d.name}" in ln for ln in _compiles(log))
+
+
+def test_numdyn_pch_0_turns_it_off(tmp_path):
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    assert _run(_programs(), cache, cc, {"NUMDYN_PCH": "0"}).split() == ["OK", "True", "True"]
+    assert _pch_dirs(cache) == []
+    assert not any("-I../pch-" in ln or "c-header" in ln for ln in log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "sum"])
+def test_a_damaged_precompiled_header_is_rebuilt_not_used(tmp_path, damage):
+    # GCC fails every compile on a truncated one ("cannot read PCH file"):
+    # one that does not match its checksum is never given to it
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    _run(_programs(), cache, cc)
+    (d,) = _pch_dirs(cache)
+    gch = d / "nd_kernel.h.gch"
+    data = gch.read_bytes()
+    if damage == "truncate":
+        gch.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        gch.write_bytes(data[:100] + bytes(len(data) - 100))
+    else:
+        (d / "nd_kernel.h.sum").write_text("12 0000000000000000\n")
+    log.write_text("")
+    code = _programs("arctan", "cosh")
+    assert _run(code, cache, cc).split() == ["OK", "True", "True"]
+    first, *later = _compiles(log)
+    assert "-I../pch-" not in first
+    # rebuilt (the rename replaced the damaged one) and used again
+    assert [ln for ln in log.read_text().splitlines() if "c-header" in ln]
+    assert later and all(f"-I../{d.name}" in ln for ln in later), later
+    assert int((d / "nd_kernel.h.sum").read_text().split()[0]) == gch.stat().st_size
+
+
+def test_kernels_compile_to_the_same_code_with_and_without_it(tmp_path):
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    cc, log = _logging_cc(tmp_path)
+    code = _programs() + """
+h = numdyn.compile(lambda a: np.log1p(np.abs(a - 0.5)) * 2.0 + np.sin(a).cumsum())
+print("H", bool(np.allclose(h(x), np.log1p(np.abs(x - 0.5)) * 2.0 + np.sin(x).cumsum())))
+"""
+    text = {}
+    for name, extra in (("with", {}), ("without", {"NUMDYN_PCH": "0"})):
+        cache = tmp_path / name
+        out = _run(code, cache, cc, extra)
+        assert "H True" in out
+        for so in cache.glob("*.so"):
+            dis = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(so)],
+                                 capture_output=True, text=True).stdout
+            text.setdefault(name, {})[so.name] = dis.split("\n", 3)[3]
+    assert text["with"].keys() == text["without"].keys()
+    for k in text["with"]:
+        assert text["with"][k] == text["without"][k], k
+    # the last program's compile did use it
+    assert "-I../pch-" in _compiles(log)[-1] or any(
+        "-I../pch-" in ln for ln in _compiles(log))
+
+
+def test_clear_cache_keeps_the_current_header_and_drops_others(tmp_path):
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    _run(_programs(), cache, cc)
+    (d,) = _pch_dirs(cache)
+    old = cache / "pch-0123456789abcdef"
+    old.mkdir(mode=0o700)
+    (old / "nd_kernel.h.gch").write_bytes(b"old")
+    _run("import numdyn; numdyn.utils.clear_cache()", cache, cc)
+    assert _pch_dirs(cache) == [d]
+    assert not list(cache.glob("*.so"))
+
+
+def test_exit_with_the_header_build_in_flight_stops_it(tmp_path):
+    # a header build that never ends (held until the test's gate, which
+    # never opens): the kernels compile without it, the interpreter exits
+    # promptly, the build is stopped and its build directory removed
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "slowpch"
+    gate = tmp_path / "gate"
+    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *c-header*)\n  echo \"pch $$\" >> {log}\n"
+                  f"  while [ ! -e {gate} ]; do sleep 0.05; done;;\nesac\nexec {gcc} \"$@\"\n")
+    cc.chmod(0o755)
+    cache = tmp_path / "cache"
+    code = """
+import numpy as np, numdyn
+x = np.linspace(0.1, 0.9, 257)
+f = numdyn.compile(lambda a: np.sqrt(np.tanh(a) * 2.5 + 1.0).sum())
+g = numdyn.compile(lambda a: (np.exp(-a) * a - np.cos(a * 3.0)).max())
+print("OK", bool(np.isclose(f(x), np.sqrt(np.tanh(x) * 2.5 + 1.0).sum(), rtol=1e-12)),
+      bool(np.isclose(g(x), (np.exp(-x) * x - np.cos(x * 3.0)).max(), rtol=1e-12)))
+"""
+    import time
+    t0 = time.monotonic()
+    assert _run(code, cache, str(cc)).split() == ["OK", "True", "True"]
+    assert time.monotonic() - t0 < 120
+    (line,) = log.read_text().splitlines()
+    pid = int(line.split()[1])
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        gate.touch()
+        pytest.fail(f"the header's compiler {pid} still runs after exit")
+    assert [p.name for p in cache.iterdir() if p.name.startswith(("build-", "pch-"))] == []
