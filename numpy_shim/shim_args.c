@@ -351,6 +351,35 @@ int nd_shim_bool_arg(PyObject *obj, int dflt)
     return PyObject_IsTrue(obj);
 }
 
+int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
+                        NPY_CASTING casting)
+{
+    int ond, odt;
+    const npy_intp *osh;
+    if (nd_proxy_check(out)) {
+        ond = nd_proxy_ndim(out);
+        osh = nd_proxy_shape(out);
+        odt = nd_proxy_dtype(out);
+    } else if (PyArray_Check(out)) {
+        ond = PyArray_NDIM((PyArrayObject *)out);
+        osh = PyArray_DIMS((PyArrayObject *)out);
+        odt = PyArray_TYPE((PyArrayObject *)out);
+        if (!PyArray_ISNBO(PyArray_DESCR((PyArrayObject *)out)->byteorder)) return 1;
+    } else {
+        return 1;
+    }
+    if (ond != ndim) return 1;
+    for (int d = 0; d < ndim; d++) if (osh[d] != shape[d]) return 1;
+    if (want >= 0) return odt != want;
+    PyArray_Descr *fd = PyArray_DescrFromType(from);
+    PyArray_Descr *od = PyArray_Check(out) ? PyArray_DESCR((PyArrayObject *)out) : PyArray_DescrFromType(odt);
+    int ok = fd && od && PyArray_CanCastTypeTo(fd, od, casting);
+    Py_XDECREF(fd);
+    if (!PyArray_Check(out)) Py_XDECREF(od);
+    PyErr_Clear();  /* a dtype with no descr: refused */
+    return !ok;
+}
+
 static const char *casting_names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
 
 const char *nd_shim_casting_name(NPY_CASTING c)

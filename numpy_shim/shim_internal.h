@@ -211,6 +211,15 @@ int nd_shim_axis_index(PyObject *axis, int ndim, int *out);
 int nd_shim_dtype_arg(PyObject *obj, int *typenum);
 /* truthiness of a flag argument, NULL -> dflt. -1 on error. */
 int nd_shim_bool_arg(PyObject *obj, int dflt);
+/* out= that a reduction or scan takes in-graph only when it is plainly
+ * fine: one array (a proxy or an ndarray, not a tuple) of exactly ndim /
+ * shape whose dtype is `want` (want >= 0: argmax's intp) or receives `from`
+ * under `casting`. Returns 1 when NumPy would refuse it -- or checks it by
+ * rules (tuple forms, ranks, remapped shapes, casts) not re-created here:
+ * the impl then returns nd_shim_unsupported and NumPy raises its own error,
+ * never a value where NumPy raises. 0: fine. */
+int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
+                        NPY_CASTING casting);
 /* casting argument: NULL -> dflt; NPY_NO_CASTING... ; ValueError like NumPy. */
 int nd_shim_casting_arg(PyObject *obj, NPY_CASTING dflt, NPY_CASTING *out);
 

@@ -125,20 +125,19 @@ static int has_proxy(PyObject *o, int depth)
 
 #define SELECT_LEAVES 8
 
-/* where(i == 0, k0, where(i == 1, k1, ...)) over the new leading axis */
+/* where(i == 0, k0, where(i == 1, k1, ...)) over the new leading axis;
+ * the leaves broadcast into it as operands (a view of a computed leaf
+ * would give it a buffer, and a kernel, of its own) */
 static nd_id select_stack(nd_trace *t, nd_xj_arr *kids, Py_ssize_t n, int nd,
-                          const npy_intp *shape, const npy_intp *one, int dtype)
+                          const npy_intp *shape, int dtype)
 {
-    nd_id idx = nd_shim_node_index(t, nd, shape, 0), acc = ND_NONE;
-    for (Py_ssize_t i = n - 1; idx != ND_NONE && i >= 0; i--) {
-        if (nd_xj_reshape(t, &kids[i], nd, one) < 0) return ND_NONE;
+    nd_id idx = nd_shim_node_index(t, nd, shape, 0);
+    nd_id acc = idx == ND_NONE ? ND_NONE : nd_shim_node_cast(t, kids[n - 1].id, dtype);
+    /* (a single leaf: where(i == 0, k0, k0) gives it the new shape) */
+    for (Py_ssize_t i = n > 1 ? n - 2 : 0; acc != ND_NONE && i >= 0; i--) {
         nd_id v = nd_shim_node_cast(t, kids[i].id, dtype);
-        v = v == ND_NONE ? ND_NONE : nd_shim_node_broadcast(t, v, nd, shape);
-        if (v == ND_NONE) return ND_NONE;
-        if (acc == ND_NONE) { acc = v; continue; }
-        nd_id c = nd_xj_ibin_c(t, ND_UF_EQUAL, idx, (long long)i);
+        nd_id c = v == ND_NONE ? ND_NONE : nd_xj_ibin_c(t, ND_UF_EQUAL, idx, (long long)i);
         acc = c == ND_NONE ? ND_NONE : nd_shim_node_where(t, c, v, acc, dtype);
-        if (acc == ND_NONE) return ND_NONE;
     }
     return acc;
 }
@@ -192,7 +191,7 @@ static int seq_node(nd_trace *t, PyObject *o, int depth, nd_xj_arr *out)
         nd_c_strides(nd, shape, cs);
         /* a few leaves (a state vector): a pointwise select over the new
          * axis, which fuses into its readers; many: region writes */
-        nd_id base = n <= SELECT_LEAVES ? select_stack(t, kids, n, nd, shape, one, dtype)
+        nd_id base = n <= SELECT_LEAVES ? select_stack(t, kids, n, nd, shape, dtype)
                                         : nd_xj_zeros(t, dtype, nd, shape);
         for (Py_ssize_t i = 0; n > SELECT_LEAVES && base != ND_NONE && i < n; i++) {
             if (nd_xj_reshape(t, &kids[i], nd, one) < 0) { base = ND_NONE; break; }

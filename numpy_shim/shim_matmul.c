@@ -60,24 +60,11 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     if (!r || !argv[2] || argv[2] == Py_None) return r;
     PyObject *out = argv[2];
     if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) out = PyTuple_GET_ITEM(out, 0);
-    {
-        /* out must have the result's exact shape and accept its dtype */
-        int ok = nd_proxy_check(out) || PyArray_Check(out);
-        int ond = ok ? (nd_proxy_check(out) ? nd_proxy_ndim(out) : PyArray_NDIM((PyArrayObject *)out)) : 0;
-        const npy_intp *osh = ok ? (nd_proxy_check(out) ? nd_proxy_shape(out)
-                                                       : PyArray_DIMS((PyArrayObject *)out)) : NULL;
-        int odt = ok ? (nd_proxy_check(out) ? nd_proxy_dtype(out) : PyArray_TYPE((PyArrayObject *)out)) : 0;
-        ok = ok && ond == nd && memcmp(osh, sh, sizeof(npy_intp) * (size_t)nd) == 0;
-        if (ok) {
-            PyArray_Descr *f = PyArray_DescrFromType(nd_proxy_dtype(r)), *d = PyArray_DescrFromType(odt);
-            ok = f && d && PyArray_CanCastTypeTo(f, d, casting);
-            Py_XDECREF(f);
-            Py_XDECREF(d);
-        }
-        if (!ok) {
-            Py_DECREF(r);
-            return nd_xj_numpy_error("matmul", P_MATMUL, argv);
-        }
+    /* out must have the result's exact shape and accept its dtype; any
+     * other out= (a longer tuple too) is NumPy's to refuse */
+    if (nd_shim_out_refused(out, nd, sh, nd_proxy_dtype(r), -1, casting)) {
+        Py_DECREF(r);
+        return nd_shim_unsupported("numpy.matmul with an out= NumPy checks itself");
     }
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);

@@ -118,23 +118,20 @@ static npy_intp count_of(const nd_operand *op, uint64_t mask)
 static npy_intp size_of(const nd_operand *op) { return count_of(op, ~0ULL); }
 
 /* src: the reduced operand (NULL: the result is laid out in C order, as
- * NumPy's argmax/argmin lay it out); the result keeps its order */
+ * NumPy's argmax/argmin lay it out); the result keeps its order. out=: one
+ * array of exactly the result's shape whose dtype the result casts to under
+ * `casting` (argmax/argmin: want, intp); any other out= is NumPy's to refuse
+ * (nd_shim_out_refused) */
 static PyObject *finish(nd_trace *t, nd_id r, PyObject *out, const nd_operand *src,
-                        uint64_t mask, int keep)
+                        uint64_t mask, int keep, NPY_CASTING casting, int want)
 {
     if (r == ND_NONE) return NULL;
     if (out && out != Py_None) {
-        if (PyTuple_Check(out)) {
-            if (PyTuple_GET_SIZE(out) != 1) {
-                PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly one entry");
-                return NULL;
-            }
-            out = PyTuple_GET_ITEM(out, 0);
-        }
-        if (!nd_proxy_check(out) && !PyArray_Check(out)) {
-            PyErr_SetString(PyExc_TypeError, "output must be an array");
-            return NULL;
-        }
+        nd_info ri;
+        nd_shim_info(t, r, &ri);
+        if (nd_shim_out_refused(out, ri.ndim, ri.shape, ri.dtype, want, casting))
+            return nd_shim_unsupported("a reduction's out= that NumPy checks itself (a tuple, another "
+                                       "shape, or a dtype the result does not cast to)");
         if (nd_shim_store_out(t, out, r, NULL, NPY_UNSAFE_CASTING) < 0) return NULL;
         Py_INCREF(out);
         return out;
@@ -363,7 +360,11 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     nd_id init = ND_NONE;
     if (has_initial && (init = const_node(t, ra->initial, acc)) == ND_NONE) return NULL;
     nd_id r = nd_shim_node_reduce(t, uf, x, mask, keep, acc, res, init);
-    return finish(t, r, ra->out, &a, mask, keep);
+    /* max/min (nanmax/nanmin) into another kind (a bool out=) reduce in the out's dtype in
+     * NumPy: that out= is NumPy's */
+    NPY_CASTING oc = uf == ND_UF_MAXIMUM || uf == ND_UF_MINIMUM || uf == ND_UF_FMAX || uf == ND_UF_FMIN
+                         ? NPY_SAME_KIND_CASTING : NPY_UNSAFE_CASTING;
+    return finish(t, r, ra->out, &a, mask, keep, oc, -1);
 }
 
 typedef struct { const char *name; int uf; } named_uf;
@@ -460,7 +461,7 @@ static PyObject *argred(nd_trace *t, PyObject **argv, int which, const char *nam
         return NULL;
     }
     nd_id r = nd_shim_node_reduce(t, which, a.id, mask, o.keep, a.dtype, NPY_INT64, ND_NONE);
-    return finish(t, r, A(2), NULL, 0, 0);
+    return finish(t, r, A(2), NULL, 0, 0, NPY_UNSAFE_CASTING, NPY_INTP);
 }
 static PyObject *argmax_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMAX, "argmax"); }
 static PyObject *argmin_impl(nd_trace *t, PyObject **argv) { return argred(t, argv, ND_RED_ARGMIN, "argmin"); }
@@ -507,7 +508,7 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     if (count_of(&a, o.mask) == 0 && empty_slice_warning(t, "Mean of empty slice") < 0) return NULL;
     nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3));
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
-    return finish(t, m, A(3), &a, o.mask, o.keep);
+    return finish(t, m, A(3), &a, o.mask, o.keep, NPY_UNSAFE_CASTING, -1);
 }
 
 /* var/std: a, axis, dtype, out, ddof, keepdims, where, mean, correction */
@@ -584,7 +585,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     if (v == ND_NONE) return NULL;
     if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
     if ((v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
-    return finish(t, v, A(3), &a, mask, o.keep);
+    return finish(t, v, A(3), &a, mask, o.keep, is_std ? NPY_SAME_KIND_CASTING : NPY_UNSAFE_CASTING, -1);
 }
 static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }
 static PyObject *std_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 1); }
@@ -614,7 +615,7 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
     if (mark_data_warn(t, q) < 0) return NULL;
     /* s / cnt promotes int64 with acc: keep acc's precision like NumPy */
     if ((q = nd_shim_node_cast(t, q, o.res)) == ND_NONE) return NULL;
-    return finish(t, q, A(3), &a, mask, keep);
+    return finish(t, q, A(3), &a, mask, keep, NPY_SAME_KIND_CASTING, -1);
 }
 
 /* ------------------------------------------------------------ ptp, count_nonzero */
@@ -644,7 +645,7 @@ static PyObject *ptp_impl(nd_trace *t, PyObject **argv)
     } else {
         PyErr_Clear();
     }
-    return finish(t, r, A(2), &a, mask, keep);
+    return finish(t, r, A(2), &a, mask, keep, NPY_SAME_KIND_CASTING, -1);
 }
 
 /* count_nonzero: a, axis, keepdims */
@@ -657,7 +658,7 @@ static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
         return NULL;
     nd_id nz = nd_shim_node_cast(t, a.id, NPY_BOOL);
     nd_id r = nz == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, nz, o.mask, o.keep, NPY_INT64, NPY_INT64, ND_NONE);
-    return finish(t, r, NULL, &a, o.mask, o.keep);
+    return finish(t, r, NULL, &a, o.mask, o.keep, NPY_UNSAFE_CASTING, -1);
 }
 
 /* ------------------------------------------------------------ scans */
@@ -693,7 +694,7 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
     }
     nd_id r = nd_shim_node_scan(t, uf, x, ax, res, res);
     if (r == ND_NONE) return NULL;
-    if (out && out != Py_None) return finish(t, r, out, NULL, 0, 0);
+    if (out && out != Py_None) return finish(t, r, out, NULL, 0, 0, NPY_UNSAFE_CASTING, -1);
     PyObject *p = nd_shim_wrap(t, r, 0);
     if (p && x == a.id) nd_proxy_set_korder(p, 1, &aobj, 1);
     return p;
@@ -730,11 +731,22 @@ static PyObject *method_fallback(int uf, const char *m, PyObject *args, PyObject
     return r;
 }
 
+/* ufunc.reduce/accumulate take out=(array,) as a keyword (as
+ * __array_ufunc__ always passes it); a tuple given positionally is NumPy's
+ * to refuse (finish hands it over) */
+static void method_out(PyObject *args, PyObject **argv)
+{
+    PyObject *o = argv[3];
+    if (o && PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 1 && PyTuple_GET_SIZE(args) <= 3)
+        argv[3] = PyTuple_GET_ITEM(o, 0);
+}
+
 PyObject *nd_shim_ufunc_reduce(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
 {
     if (!binary_single_out(uf)) return method_fallback(uf, "reduce", args, kwargs, "of a non-binary ufunc");
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(&ureduce_def, args, kwargs, argv) < 0) return NULL;
+    method_out(args, argv);
     red_args ra = {argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], NULL, NULL, NULL};
     if (ra.axis == Py_None) {
         /* explicit axis=None: all axes */
@@ -756,6 +768,7 @@ PyObject *nd_shim_ufunc_accumulate(nd_trace *t, int uf, PyObject *args, PyObject
     if (!binary_single_out(uf)) return method_fallback(uf, "accumulate", args, kwargs, "of a non-binary ufunc");
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(&uaccum_def, args, kwargs, argv) < 0) return NULL;
+    method_out(args, argv);
     PyObject *r = scan_core(t, uf, argv[0], argv[1], argv[2], argv[3], nd_ufunc_object(uf), "accumulate", 0);
     if (r || PyErr_Occurred()) { (void)nd_shim_take_unsupported(); return r; }
     const char *why = nd_shim_take_unsupported();

@@ -81,6 +81,35 @@ static int check_out_casts(int uf, int nout, const ufunc_opts *o, const int *out
     return 0;
 }
 
+/* NumPy broadcasts the inputs and the given outs together: an out= whose
+ * shape does not broadcast with them raises "operands could not be
+ * broadcast together with shapes <inputs> <outs>" (nd_shim_broadcast's
+ * message); one that broadcasts but is smaller is store_out's error. */
+static int outs_broadcast(int nin, PyObject *const *inputs, int nout, const ufunc_opts *o)
+{
+    int n = 0, ndims[ND_SHIM_MAXARGS], rc = -1, bnd;
+    const npy_intp *shapes[ND_SHIM_MAXARGS];
+    PyObject *held[ND_SHIM_MAXARGS] = {NULL};
+    npy_intp bshape[ND_MAXDIMS];
+    for (int k = 0; k < nin + nout && n < ND_SHIM_MAXARGS; k++) {
+        PyObject *x = k < nin ? inputs[k] : o->outs[k - nin];
+        if (!x) continue;
+        if (nd_proxy_check(x)) {
+            ndims[n] = nd_proxy_ndim(x);
+            shapes[n] = nd_proxy_shape(x);
+        } else {
+            if (!PyArray_Check(x) && !(x = held[n] = PyArray_FROM_O(x))) goto done;
+            ndims[n] = PyArray_NDIM((PyArrayObject *)x);
+            shapes[n] = PyArray_DIMS((PyArrayObject *)x);
+        }
+        n++;
+    }
+    rc = nd_shim_broadcast(n, ndims, shapes, &bnd, bshape);
+done:
+    for (int k = 0; k < ND_SHIM_MAXARGS; k++) Py_XDECREF(held[k]);
+    return rc;
+}
+
 static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_opts *o,
                         int *out_dtypes, PyObject *const *inputs)
 {
@@ -96,6 +125,7 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
         }
         return tup;
     }
+    if (outs_broadcast(nin, inputs, nout, o) < 0) return NULL;
     for (int i = 0; i < nout; i++) {
         if (!o->outs[i]) continue;
         PyObject *out = o->outs[i];

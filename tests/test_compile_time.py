@@ -195,3 +195,26 @@ print("OK", bool(np.isclose(f(x), np.sqrt(np.tanh(x) * 2.5 + 1.0).sum(), rtol=1e
         gate.touch()
         pytest.fail(f"the header's compiler {pid} still runs after exit")
     assert [p.name for p in cache.iterdir() if p.name.startswith(("build-", "pch-"))] == []
+
+
+def test_a_header_damaged_after_its_check_in_this_process_is_not_used(tmp_path):
+    # checked once per process, then its identity (device, inode, size,
+    # mtime) stands for the check: rewritten in place, same size, it is
+    # checked again, found damaged and not given to GCC
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    code = _programs() + f"""
+import glob
+numdyn.utils.wait_compiles()
+(gch,) = glob.glob({str(cache)!r} + "/pch-*/nd_kernel.h.gch")
+data = open(gch, "rb").read()
+with open(gch, "r+b") as fh:
+    fh.write(bytes(len(data)))
+open({str(log)!r}, "w").close()
+h = numdyn.compile(lambda a: np.arcsinh(a * 1.5).sum())
+print("H", bool(np.isclose(h(x), np.arcsinh(x * 1.5).sum(), rtol=1e-12)))
+"""
+    out = _run(code, cache, cc)
+    assert "OK True True" in out and "H True" in out, out
+    first = _compiles(log)[0]
+    assert "-I../pch-" not in first, first

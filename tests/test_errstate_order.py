@@ -322,3 +322,32 @@ def test_scalar_store_check_costs_no_rerun_on_clean_data():
     f(a, b)
     assert counters["errstate_reruns"] == before
     assert f._replay_info()["hits"] == hits + 1
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise", "ignore"])
+def test_division_kept_by_a_select_flags_as_numpy(mode):
+    """np.where(y != 0, x / y, 0) divides everywhere under NumPy, so the
+    lanes the select drops still warn (or raise); a compiled kernel may
+    divide only where the select keeps the quotient, so the division's
+    status comes from its operands (kernels/nd_kernel.h nd_ckdiv)."""
+    def f(x, y):
+        with np.errstate(divide=mode, invalid=mode):
+            return np.where(y != 0, x / y, 0.0), np.where(x > 2, (x - x) / (y - y), 1.0)
+    x = np.arange(1.0, 9.0)
+    y = np.array([0, 1, 2, 0, 3, 4, 5, 6.0])
+    cf = numdyn.compile(f, options={"floor": False})
+    for _ in range(3):
+        out = []
+        for fn in (f, cf):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                try:
+                    r, e = fn(x, y), None
+                except FloatingPointError as ex:
+                    r, e = None, str(ex)
+            out.append((r, e, [str(m.message) for m in w]))
+        (r1, e1, w1), (r2, e2, w2) = out
+        assert (e2, w2) == (e1, w1)
+        if r1 is not None:
+            for a, b in zip(r1, r2):
+                np.testing.assert_array_equal(b, a)

@@ -365,3 +365,23 @@ def test_array_of_lazy_nesting_numpy_decides(backend, case):
           "ndmin": lambda a: np.array([a[0]], ndmin=2),
           "fortran": lambda a: np.array([a, a], order="F")}[case]
     check(fn, np.arange(4.0), backend=backend, check_layout=True)
+
+
+def test_array_of_lazy_scalars_fuses_into_its_readers():
+    """A state vector rebuilt from its elements each step (an ODE
+    integrator's np.array([y[1], f(y[0], y[1])])) is one kernel a step: the
+    stack is a pointwise select the step's update reads inline, not a
+    kernel per element (40 kernels for 10 steps before)."""
+    from numdyn.utils import counters
+
+    def f(y):
+        for _ in range(10):
+            k = np.array([y[1], -y[0] - 0.1 * y[1]])
+            y = y + 0.05 * k
+        return y
+    cf = numdyn.compile(f, options={"floor": False})
+    y0 = np.array([1.0, 0.0])
+    np.testing.assert_allclose(cf(y0), f(y0), rtol=1e-14)
+    before = counters["kernel_runs"]
+    np.testing.assert_allclose(cf(y0), f(y0), rtol=1e-14)
+    assert counters["kernel_runs"] - before <= 11

@@ -383,3 +383,30 @@ def test_wrapping_costs_nothing_when_ignored():
         before = counters["errstate_reruns"]
         assert f(A) == m_chain(A)
     assert counters["errstate_reruns"] == before
+
+
+# ------------------------------------- NumPy scalars meeting Python's builtins
+
+_BUILTIN_CASES = {
+    "round": lambda a: (round(a.mean(), 2), round(a.sum()), round(a.argmax(), -1)),
+    "list_times_int": lambda a: ([0] * a.argmax(), a.argmax() * (1, 2), ["x"] * a.argmin()),
+    "str_times_int": lambda a: ("ab" * a.argmax(), a.argmax() * b"x"),
+    "float_scalar_methods": lambda a: (a.sum().is_integer(), a.max().as_integer_ratio()),
+    "int_scalar_missing_attr": lambda a: a.argmax().bit_length(),
+    "list_times_float": lambda a: [0] * a.sum(),
+    "str_plus_int": lambda a: "ab" + a.argmax(),
+    "list_plus_int": lambda a: [1] + a.argmax(),
+    "hash_keys": lambda a: ({a.argmax(): "x"}[3], len({a.argmax(), 3, a.argmax()})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BUILTIN_CASES))
+def test_numpy_scalars_meet_python_builtins_as_numpy_does(name):
+    """a.sum() / a.argmax() are NumPy scalars: round() is theirs (an int),
+    a sequence times an integer scalar repeats the sequence ([0] * 3, not
+    array([0])), str and bytes are left to Python, and their own methods
+    (float64.is_integer) exist."""
+    fn = _BUILTIN_CASES[name]
+    a = np.array([3.0, -1.5, 2.25, 7.0])
+    exc_norm = lambda m: m.replace("numdyn._C.LazyArray", "numpy.int64")
+    check(fn, a, exc_normalize=exc_norm)

@@ -55,3 +55,89 @@ def test_supported_keywords_stay_in_the_graph():
     left = numdyn.explain(numdyn.compile(CASES["signature (left to NumPy)"]))(X)
     assert left.graph_break_count == 1
     assert "signature=" in left.break_reasons[0].reason
+
+
+# ------------------------------------------------------------ out= of every family
+# One array of exactly the result's shape whose dtype the result casts to is
+# taken in-graph; anything else (a list, a tuple where NumPy wants an array,
+# another rank or shape, a cast NumPy refuses, a bool out= of max/min) is
+# NumPy's to refuse, with its own error -- never a value where NumPy raises.
+
+A = np.arange(12.0).reshape(3, 4) - 5.0
+OUT_FNS = {
+    "sum": (4, lambda x, o: np.sum(x, axis=0, out=o)),
+    "prod": (4, lambda x, o: np.prod(x, axis=0, out=o)),
+    "max": (4, lambda x, o: np.max(x, axis=0, out=o)),
+    "min method": (4, lambda x, o: x.min(axis=0, out=o)),
+    "mean": (4, lambda x, o: np.mean(x, axis=0, out=o)),
+    "std": (4, lambda x, o: np.std(x, axis=0, out=o)),
+    "var method": (4, lambda x, o: x.var(0, out=o)),
+    "argmax": (4, lambda x, o: np.argmax(x, axis=0, out=o)),
+    "cumsum": (4, lambda x, o: np.cumsum(x[0], out=o)),
+    "cumprod method": (4, lambda x, o: x[0].cumprod(out=o)),
+    "clip": (4, lambda x, o: np.clip(x[0], 0, 3, out=o)),
+    "matmul": (3, lambda x, o: np.matmul(x[:, :3], x[0, :3], out=o)),
+    "dot": (3, lambda x, o: np.dot(x[:, :3], x[0, :3], out=o)),
+    "ptp": (4, lambda x, o: np.ptp(x, axis=0, out=o)),
+    "nansum": (4, lambda x, o: np.nansum(x, axis=0, out=o)),
+    "nanmean": (4, lambda x, o: np.nanmean(x, axis=0, out=o)),
+    "add.reduce": (4, lambda x, o: np.add.reduce(x, axis=0, out=o)),
+    "add.accumulate": (4, lambda x, o: np.add.accumulate(x[0], out=o)),
+    "round": (4, lambda x, o: np.round(x[0], 1, out=o)),
+    "any": (4, lambda x, o: np.any(x > 0, axis=0, out=o)),
+    "concatenate": (8, lambda x, o: np.concatenate([x[0], x[1]], out=o)),
+    "negative": (4, lambda x, o: np.negative(x[0], out=o)),
+    "add, out broadcasts the inputs": (4, lambda x, o: np.add(x[0, :1], 1.0, out=o)),
+    "nanmin": (4, lambda x, o: np.nanmin(x, axis=0, out=o)),
+    "take": (4, lambda x, o: np.take(x[0], [0, 2, 1, 3], out=o)),
+    "einsum": (4, lambda x, o: np.einsum("ij->j", x, out=o)),
+    "maximum.accumulate": (4, lambda x, o: np.maximum.accumulate(x[0], out=o)),
+}
+OUTS = {
+    "exact": lambda n: np.zeros(n),
+    "int": lambda n: np.zeros(n, np.int64),
+    "bool": lambda n: np.zeros(n, bool),
+    "float32": lambda n: np.zeros(n, np.float32),
+    "longer": lambda n: np.zeros(n + 1),
+    "one": lambda n: np.zeros(1),
+    "list": lambda n: [0.0] * n,
+    "1-tuple": lambda n: (np.zeros(n),),
+    "2-tuple": lambda n: (np.zeros(n), np.zeros(n)),
+    "extra dim": lambda n: np.zeros((1, n)),
+    "two rows": lambda n: np.zeros((2, n)),
+    "a view": lambda n: np.zeros((2, n))[1],
+    "strided": lambda n: np.zeros(2 * n)[::2],
+    "complex": lambda n: np.zeros(n, complex),
+}
+
+
+@pytest.mark.parametrize("out", sorted(OUTS))
+@pytest.mark.parametrize("fn", sorted(OUT_FNS))
+def test_out_like_numpy(fn, out):
+    n, f = OUT_FNS[fn]
+    check(f, A, OUTS[out](n), backend="eager", warnings=True)
+
+
+@pytest.mark.parametrize("out", ["exact", "int", "bool", "extra dim"])
+@pytest.mark.parametrize("fn", ["sum", "min method", "std", "argmax", "cumsum", "clip", "round", "matmul"])
+def test_out_like_numpy_native(fn, out):
+    n, f = OUT_FNS[fn]
+    check(f, A, OUTS[out](n), backend="native", warnings=True)
+
+
+def test_max_min_into_a_bool_out_reduce_in_bool():
+    # NumPy reduces max/min in the bool out's dtype: min(-4, 0, 4) is False
+    check(lambda x, o: x.min(axis=0, out=o), A, np.zeros(4, bool), backend="native")
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_ufunc_method_out_tuple_keyword_only(positional):
+    if positional:
+        def f(x):
+            return np.add.reduce(x, 0, None, (np.zeros(4),)), np.add.accumulate(x, 0, None, (np.zeros((3, 4)),))
+    else:
+        def f(x):
+            return np.add.reduce(x, 0, out=(np.zeros(4),)), np.multiply.accumulate(x, axis=1, out=(np.zeros((3, 4)),))
+    check(f, A, backend="native")
+    if not positional:
+        assert numdyn.explain(numdyn.compile(f))(A).graph_break_count == 0

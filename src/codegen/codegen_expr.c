@@ -217,7 +217,7 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_SUBTRACT] = {.f = "($a - $b)", .i = WRAP("-"), .b = NO, .c = "($a - $b)"},
     [ND_UF_MULTIPLY] = {.f = "($a * $b)", .i = WRAP("*"), .b = "(nd_bool)($a & $b)",
                         .c = "nd_cmul_fused_$s($a, $b)"},
-    [ND_UF_TRUE_DIVIDE] = {.f = "($a / $b)", .c = "nd_cdiv_$s($a, $b)"},
+    [ND_UF_TRUE_DIVIDE] = {.f = "nd_ckdiv_$s($a, $b, &nd_err)", .c = "nd_cdiv_$s($a, $b)"},
     [ND_UF_FLOOR_DIVIDE] = {.f = "nd_floordiv_$s($a, $b)", .i = INT_ERR("fdiv"), .b = NO},
     [ND_UF_REMAINDER] = {.f = "nd_remainder_$s($a, $b)", .i = INT_ERR("irem"), .b = NO},
     [ND_UF_FMOD] = {.f = "fmod$m($a, $b)", .i = INT_ERR("ifmod"), .b = NO},

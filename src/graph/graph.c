@@ -175,21 +175,27 @@ Py_ssize_t nd_graph_ancestors(const nd_graph *g, const nd_id *outs, int nout, in
     return n;
 }
 
-nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
-                           nd_id *map_out, nd_id *new_outs)
+nd_graph *nd_graph_extract_scratch(nd_graph *g, const nd_id *outs, int nout, char *need,
+                                   nd_id *map, nd_id *new_outs, nd_id **order_out,
+                                   Py_ssize_t *norder_out)
 {
-    nd_id *map = map_out, *order = NULL;
-    char *need = PyMem_Calloc((size_t)g->n + 1, 1);
-    if (!map) map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    nd_id *order = NULL;
+    *order_out = NULL;
+    *norder_out = 0;
     nd_graph *r = nd_graph_new();
-    if (!need || !map || !r) {
+    if (!r) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto fail;
+        return NULL;
     }
-    memset(map, 0xff, sizeof(nd_id) * (size_t)g->n);  /* ND_NONE */
     Py_ssize_t norder = nd_graph_ancestors(g, outs, nout, 0, need, &order);
-    if (norder < 0) goto fail;
-    for (Py_ssize_t o = 0; o < norder; o++) {
+    if (norder < 0) {
+        memset(need, 0, (size_t)g->n);  /* out of memory: the marks are not listed */
+        nd_graph_free(r);
+        return NULL;
+    }
+    for (Py_ssize_t o = 0; o < norder; o++) need[order[o]] = 0;
+    Py_ssize_t o = 0;
+    for (; o < norder; o++) {
         nd_id i = order[o];
         nd_node *n = &g->nodes[i];
         nd_node c;
@@ -215,16 +221,34 @@ nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
         if (map[i] == ND_NONE) goto fail;
     }
     for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
+    *order_out = order;
+    *norder_out = norder;
+    return r;
+fail:
+    for (Py_ssize_t q = 0; q < o; q++) map[order[q]] = ND_NONE;
+    PyMem_Free(order);
+    nd_graph_free(r);
+    return NULL;
+}
+
+nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
+                           nd_id *map_out, nd_id *new_outs)
+{
+    nd_id *map = map_out, *order = NULL;
+    Py_ssize_t norder;
+    char *need = PyMem_Calloc((size_t)g->n + 1, 1);
+    if (!map) map = PyMem_Malloc(sizeof(nd_id) * ((size_t)g->n + 1));
+    nd_graph *r = NULL;
+    if (!need || !map) {
+        PyErr_NoMemory();
+    } else {
+        memset(map, 0xff, sizeof(nd_id) * (size_t)g->n);  /* ND_NONE */
+        r = nd_graph_extract_scratch(g, outs, nout, need, map, new_outs, &order, &norder);
+    }
     PyMem_Free(need);
     PyMem_Free(order);
     if (map != map_out) PyMem_Free(map);
     return r;
-fail:
-    PyMem_Free(need);
-    PyMem_Free(order);
-    if (map != map_out) PyMem_Free(map);
-    nd_graph_free(r);
-    return NULL;
 }
 
 

@@ -183,6 +183,16 @@ npy_intp nd_node_size(const nd_node *n);
  * new_outs receives the new ids of outs. */
 nd_graph *nd_graph_extract(nd_graph *g, const nd_id *outs, int nout,
                            nd_id *map, nd_id *new_outs);
+/* The same on the caller's scratch, at the cost of the extracted nodes
+ * rather than of g (a flush late in a long capture: zeroing and faulting in
+ * arrays of g->n entries per flush cost more than the flush's work).
+ * need: g->n bytes, zero on entry, zero again on return; map: g->n ids,
+ * ND_NONE on entry; on success map[i] is set for the extracted nodes, whose
+ * ids *order lists (PyMem, caller frees; *norder of them): the caller puts
+ * map back through it. On failure map and need are as on entry. */
+nd_graph *nd_graph_extract_scratch(nd_graph *g, const nd_id *outs, int nout, char *need,
+                                   nd_id *map, nd_id *new_outs, nd_id **order,
+                                   Py_ssize_t *norder);
 
 /* What computing `outs` touches: sets mark[i] = 1 (mark: g->n zeroed
  * bytes) for the outs and, through every marked node that has no value and

@@ -478,8 +478,18 @@ if _log_kinds:
         _h.setFormatter(logging.Formatter("[numdyn] %(message)s"))
         log.addHandler(_h)
     log.setLevel(logging.INFO)
-# installed always so that config.verbose can be switched on at run time
-_C._set_log_hook(_log_hook)
+
+
+def _sync_log_hook():
+    """Install the C layer's log hook only while something listens (log
+    kinds, config.verbose, a profiler): with it, every graph break and flush
+    formats a message and finds the user's source line (11% of a loop that
+    breaks each iteration), to be thrown away. Called when any of those
+    changes (set_logs, config.verbose, the profiler's enter/exit)."""
+    _C._set_log_hook(_log_hook if (_log_kinds or config.verbose or _profiler._active) else None)
+
+
+_sync_log_hook()
 _C._config_set("log_output_code", "output_code" in _log_kinds)
 
 
@@ -491,6 +501,7 @@ def set_logs(**kinds):
             raise ValueError(f"numdyn.set_logs: unknown kind {k!r}; known: {_LOG_KINDS}")
         (_log_kinds.add if on else _log_kinds.discard)(k)
     _C._config_set("log_output_code", "output_code" in _log_kinds)
+    _sync_log_hook()
     if _log_kinds and not log.handlers:
         h = logging.StreamHandler()
         h.setFormatter(logging.Formatter("[numdyn] %(message)s"))

@@ -19,6 +19,12 @@ _active = []
 _RECOMPILE = re.compile(r"^Recompiling function (.+?): (.*)$", re.S)
 
 
+def _sync():
+    # the C layer formats log messages only while something listens
+    import numdyn
+    numdyn._sync_log_hook()
+
+
 def notify(kind, message):
     for p in _active:
         p._note(kind, message)
@@ -48,12 +54,14 @@ class CompileProfiler:
         self._ct0 = _C._compile_times()
         self._t0 = time.perf_counter()
         _active.append(self)
+        _sync()
         return self
 
     def __exit__(self, *exc):
         from . import _C
         self.wall_s = time.perf_counter() - self._t0
         _active.remove(self)
+        _sync()
         c1 = _C._native_counters()
         self.counters = {k: c1[k] - self._c0.get(k, 0) for k in c1}
         ct1 = _C._compile_times()

@@ -111,6 +111,10 @@ class _Config(types.ModuleType):
             from . import _C
             _C._adaptive_threads(bool(value))
         super().__setattr__(name, value)
+        if name == "verbose":
+            sync = getattr(sys.modules.get("numdyn"), "_sync_log_hook", None)
+            if sync is not None:
+                sync()
 
 
 sys.modules[__name__].__class__ = _Config

@@ -74,6 +74,22 @@ static int view_of_buffer(nd_graph *g, nd_id i)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op != ND_OP_SCALAR;
 }
 
+/* 1 when EXTERN node n's result is a new array, never a view of an
+ * operand: a ufunc (np.matmul among them) called without out=. An input's
+ * view may then be NumPy's view of the caller's array (X.T of X.T @ err:
+ * BLAS reads X transposed, where a kernel's copy would be a pass over X
+ * per call), since no result can alias the caller's memory through it. */
+static int extern_result_fresh(const nd_node *n)
+{
+    if (n->op != ND_OP_EXTERN || !n->obj || !PyObject_TypeCheck(n->obj, &PyUFunc_Type)) return 0;
+    if (!n->attrs || !PyTuple_Check(n->attrs) || PyTuple_GET_SIZE(n->attrs) != 2) return 0;
+    PyObject *args = PyTuple_GET_ITEM(n->attrs, 0), *kw = PyTuple_GET_ITEM(n->attrs, 1);
+    /* no out= (keywords) and no output operand among the positionals */
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) > ((PyUFuncObject *)n->obj)->nin) return 0;
+    return kw == Py_None || (PyTuple_Check(kw) && PyTuple_GET_SIZE(kw) == 0) ||
+           (PyDict_Check(kw) && PyDict_GET_SIZE(kw) == 0);
+}
+
 static int reduce_ok(nd_graph *g, nd_id i)
 {
     nd_node *n = &g->nodes[i];
@@ -808,9 +824,13 @@ static void classify(sched *s)
      * not) nor outputs (their layout is the kernels'). */
     for (nd_id i = n - 1; i >= 0; i--) {
         nd_node *nn = &g->nodes[i];
-        if (s->eager[i] || s->isout[i] || !view_of_buffer(g, i) || g->nodes[nn->in[0]].op == ND_OP_INPUT) continue;
+        if (s->eager[i] || s->isout[i] || !view_of_buffer(g, i)) continue;
+        int of_input = g->nodes[nn->in[0]].op == ND_OP_INPUT;
         int only = s->cstart[i + 1] > s->cstart[i];
-        for (int32_t q = s->cstart[i]; q < s->cstart[i + 1] && only; q++) if (!s->eager[s->clist[q]]) only = 0;
+        for (int32_t q = s->cstart[i]; q < s->cstart[i + 1] && only; q++) {
+            nd_id c = s->clist[q];
+            if (!s->eager[c] || (of_input && !extern_result_fresh(&g->nodes[c]))) only = 0;
+        }
         if (!only) continue;
         s->eager[i] = 1;
         s->mat[i] = 1;

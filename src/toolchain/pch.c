@@ -50,7 +50,8 @@ static void dir_name(char *out, size_t n, uint64_t ident)
     snprintf(out, n, "pch-%016llx", (unsigned long long)ident);
 }
 
-static off_t checked_size;    /* the size the checksum was verified for (0: none) */
+/* the file whose checksum was verified: later uses only compare these */
+static struct { dev_t dev; ino_t ino; off_t size; struct timespec mtime; } checked;
 
 /* a private regular file of ours in pfd, not a link: its descriptor */
 static int open_private(int pfd, const char *name, struct stat *st)
@@ -67,7 +68,8 @@ static int open_private(int pfd, const char *name, struct stat *st)
 
 /* pch-<id>/nd_kernel.h.gch is a private regular file of ours in a private
  * directory of ours, neither a link, and holds what nd_kernel.h.sum says
- * (read in full once per process; later only its size is compared) */
+ * (read in full once per process; later, while it is the same file --
+ * device, inode, size, mtime -- not again) */
 static int ready_in(int dfd, uint64_t ident)
 {
     char d[32];
@@ -80,7 +82,9 @@ static int ready_in(int dfd, uint64_t ident)
     if (pfd < 0) return 0;
     int ok = 0, fd = open_private(pfd, "nd_kernel.h.gch", &st);
     if (fd >= 0 && st.st_size > 0) {
-        if (checked_size && st.st_size == checked_size) {
+        if (checked.size && st.st_size == checked.size && st.st_ino == checked.ino &&
+            st.st_dev == checked.dev && st.st_mtim.tv_sec == checked.mtime.tv_sec &&
+            st.st_mtim.tv_nsec == checked.mtime.tv_nsec) {
             ok = 1;
         } else {
             struct stat ss;
@@ -95,7 +99,12 @@ static int ready_in(int dfd, uint64_t ident)
                 ok = sscanf(line, "%llu %llx", &want_n, &want_h) == 2 &&
                      nd_disk_fd_sum(fd, &n, &h) == 0 && n == want_n && h == want_h;
             }
-            if (ok) checked_size = st.st_size;
+            if (ok) {
+                checked.dev = st.st_dev;
+                checked.ino = st.st_ino;
+                checked.size = st.st_size;
+                checked.mtime = st.st_mtim;
+            }
         }
     }
     if (fd >= 0) close(fd);

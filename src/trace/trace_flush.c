@@ -556,6 +556,29 @@ fail:
 }
 
 /* Run the part of t's graph that computes targets; list of arrays. */
+/* Fit t's flush scratch (trace_internal.h) to its graph: the new entries
+ * zero / ND_NONE, the old ones as the last flush left them. 0, or -1 with
+ * MemoryError. */
+static int scratch_fit(nd_trace *t)
+{
+    Py_ssize_t want = (Py_ssize_t)t->g->n + 1, old = t->scr_cap;
+    if (want <= old) return 0;
+    Py_ssize_t cap = old ? old : 1024;
+    while (cap < want) cap *= 2;
+    char *a = PyMem_Realloc(t->scr_seen, (size_t)cap);
+    if (a) t->scr_seen = a;
+    char *b = a ? PyMem_Realloc(t->scr_anc, (size_t)cap) : NULL;
+    if (b) t->scr_anc = b;
+    nd_id *m = b ? PyMem_Realloc(t->scr_map, sizeof(nd_id) * (size_t)cap) : NULL;
+    if (!m) { PyErr_NoMemory(); return -1; }  /* scr_cap unchanged: tails redone next time */
+    t->scr_map = m;
+    memset(a + old, 0, (size_t)(cap - old));
+    memset(b + old, 0, (size_t)(cap - old));
+    memset(m + old, 0xff, sizeof(nd_id) * (size_t)(cap - old));  /* ND_NONE */
+    t->scr_cap = cap;
+    return 0;
+}
+
 static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
                                int nstores);
 /* after a failed run_graph: the trace node whose operation raised
@@ -588,19 +611,21 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_i
 static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
                                int nstores)
 {
+    /* the map and the extraction's marks are t's scratch (nd__flush holds
+     * it, scr_anc cleared): entries are put back through `order` below */
     nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)nt);
-    nd_id *map = PyMem_Malloc(sizeof(nd_id) * ((size_t)t->g->n + 1));
+    nd_id *map = t->scr_map, *order = NULL;
+    Py_ssize_t norder = 0;
     nd_id *xstores = nstores ? PyMem_Malloc(sizeof(nd_id) * 2 * (size_t)nstores) : NULL;
     flush_failed = ND_NONE;
     flush_failed_before = 0;
-    if (!outs || !map || (nstores && !xstores)) {
+    if (!outs || (nstores && !xstores)) {
         PyMem_Free(outs);
-        PyMem_Free(map);
         PyMem_Free(xstores);
         return PyErr_NoMemory();
     }
-    nd_graph *g = nd_graph_extract(t->g, targets, nt, map, outs);
-    if (!g) { PyMem_Free(outs); PyMem_Free(map); PyMem_Free(xstores); return NULL; }
+    nd_graph *g = nd_graph_extract_scratch(t->g, targets, nt, t->scr_anc, map, outs, &order, &norder);
+    if (!g) { PyMem_Free(outs); PyMem_Free(xstores); return NULL; }
     int nx = 0;
     for (int k = 0; k < nstores; k++) {
         nd_id s = map[stores[2 * k]], v = map[stores[2 * k + 1]];
@@ -688,13 +713,15 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const 
     Py_XDECREF(gobj);
     Py_XDECREF(labels);
     PyMem_Free(outs);
-    PyMem_Free(map);
+    for (Py_ssize_t o = 0; o < norder; o++) map[order[o]] = ND_NONE;
+    PyMem_Free(order);
     PyMem_Free(xstores);
     return res;
 fail:
     nd_graph_free(g);
     PyMem_Free(outs);
-    PyMem_Free(map);
+    for (Py_ssize_t o = 0; o < norder; o++) map[order[o]] = ND_NONE;
+    PyMem_Free(order);
     PyMem_Free(xstores);
     return NULL;
 }
@@ -948,15 +975,29 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     }
     nd_graph *g = t->g;
     Py_ssize_t cap = n + t->nclist;
+    /* seen: t's scratch (scratch_fit); what this flush marks in it is
+     * listed -- targets, and the valued ids and dirty versions in `marked`
+     * -- and cleared at the end */
     nd_id *targets = PyMem_Malloc(sizeof(nd_id) * (size_t)(cap ? cap : 1));
-    char *seen = PyMem_Calloc((size_t)g->n + 1, 1);
+    nd_id *marked = PyMem_Malloc(sizeof(nd_id) * (size_t)(cap ? cap : 1));
+    char *seen = NULL;
     PyObject *res = NULL;
     nd_id *stores = NULL;
-    int nt = 0, rc = -1, nstores = 0;
-    if (!targets || !seen) { PyErr_NoMemory(); goto done; }
+    int nt = 0, rc = -1, nstores = 0, nmarked = 0;
+    if (t->scr_busy) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: nested flush of one capture");
+        PyMem_Free(targets);
+        PyMem_Free(marked);
+        return -1;
+    }
+    if (!targets || !marked) { PyErr_NoMemory(); goto done; }
+    if (scratch_fit(t) < 0) goto done;
+    t->scr_busy = 1;
+    seen = t->scr_seen;
     for (int i = 0; i < n; i++) {
         nd_id id = ids[i];
         if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
+        else if (!seen[id]) marked[nmarked++] = id;
         seen[id] = 1;
     }
     for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) {
@@ -964,6 +1005,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         if (!s->dirty) continue;
         nd_id id = s->version;
         if (!seen[id] && !nd__node_array(g, id)) targets[nt++] = id;
+        else if (!seen[id]) marked[nmarked++] = id;
         seen[id] = 1;
     }
     if (nt) {
@@ -972,17 +1014,14 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         Py_ssize_t np_ = 0;
         for (NdProxy *p = t->proxies; p; p = p->next) np_++;
         nd_id *more = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(cap + np_ + 1));
-        char *anc = PyMem_Calloc((size_t)g->n + 1, 1);
-        if (!more || !anc) {
-            if (more) targets = more;
-            PyMem_Free(anc);
-            PyErr_NoMemory();
-            goto done;
-        }
+        char *anc = t->scr_anc;  /* zero; cleared through ancl below */
+        if (!more) { PyErr_NoMemory(); goto done; }
         targets = more;
         nd_id *ancl = NULL;  /* the marked ids, ascending */
         Py_ssize_t nanc = nd_graph_ancestors(g, targets, nt, 1, anc, &ancl);
-        if (nanc < 0) { PyMem_Free(anc); goto done; }
+        if (nanc < 0) { memset(anc, 0, (size_t)g->n); goto done; }
+#define ANC_DONE() do { for (Py_ssize_t a_ = 0; a_ < nanc; a_++) anc[ancl[a_]] = 0; \
+                        PyMem_Free(ancl); } while (0)
         for (NdProxy *p = t->proxies; p; p = p->next) {
             nd_id v = p->st->version;
             if (anc[v] && !seen[v] && !nd__node_array(g, v) && g->nodes[v].op != ND_OP_SCALAR) {
@@ -1002,7 +1041,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
         }
         if (nsib) {
             nd_id *more2 = PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nsib + 1));
-            if (!more2) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
+            if (!more2) { ANC_DONE(); PyErr_NoMemory(); goto done; }
             targets = more2;
             for (Py_ssize_t a = 0; a < nanc; a++) {
                 nd_id i = ancl[a];
@@ -1026,7 +1065,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 if (nstores == capst) {
                     capst = capst ? 2 * capst : 8;
                     nd_id *ns = PyMem_Realloc(stores, sizeof(nd_id) * 2 * (size_t)capst);
-                    if (!ns) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
+                    if (!ns) { ANC_DONE(); PyErr_NoMemory(); goto done; }
                     stores = ns;
                 }
                 stores[2 * nstores] = first;
@@ -1034,7 +1073,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 nstores++;
             }
             nd_id *more3 = nstores ? PyMem_Realloc(targets, sizeof(nd_id) * (size_t)(nt + nstores + 1)) : targets;
-            if (!more3) { PyMem_Free(anc); PyMem_Free(ancl); PyErr_NoMemory(); goto done; }
+            if (!more3) { ANC_DONE(); PyErr_NoMemory(); goto done; }
             targets = more3;
             for (int k = 0; k < nstores; k++) {
                 nd_id v = stores[2 * k + 1];
@@ -1044,7 +1083,8 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                 }
             }
         }
-        PyMem_Free(anc); PyMem_Free(ancl);
+        ANC_DONE();
+#undef ANC_DONE
         nd__flush_mark_layouts(t, seen);
         res = run_graph(t, targets, nt, stores, nstores);
         if (!res) {
@@ -1072,9 +1112,14 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     }
     rc = 0;
 done:
+    if (seen) {
+        for (int i = 0; i < nt; i++) seen[targets[i]] = 0;
+        for (int i = 0; i < nmarked; i++) seen[marked[i]] = 0;
+        t->scr_busy = 0;
+    }
     Py_XDECREF(res);
     PyMem_Free(targets);
-    PyMem_Free(seen);
+    PyMem_Free(marked);
     PyMem_Free(stores);
     return rc;
 }

@@ -82,6 +82,14 @@ struct nd_trace {
     PyFrameObject *entry_frame; /* borrowed: the frame that called the compiled
                                  function (alive while it runs); the user's
                                  frames are those below it (trace_handlers.c) */
+    /* a flush's per-node scratch, kept between flushes (trace_flush.c):
+     * scr_seen and scr_anc all zero, scr_map all ND_NONE between uses, for
+     * scr_cap nodes; a flush resets only the entries it set, so its cost
+     * is its own nodes', not the capture's length */
+    char *scr_seen, *scr_anc;
+    nd_id *scr_map;
+    Py_ssize_t scr_cap;
+    int scr_busy;
 };
 
 struct nd_storage {

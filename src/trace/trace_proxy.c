@@ -60,6 +60,23 @@ static int defers(int uf, PyObject *a, PyObject *b)
         {ND_UF_LEFT_SHIFT, "__rlshift__", "<<"}, {ND_UF_RIGHT_SHIFT, "__rrshift__", ">>"},
         {ND_UF_POWER, "__rpow__", "** or pow()"},
     };
+    /* NumPy's scalars leave str and bytes to Python (str + np.int64 is
+     * str's TypeError) and a sequence times a scalar to sequence repetition
+     * ([0] * np.int64(3) is [0, 0, 0]; a 0-d array would broadcast) */
+    PyObject *sc = nd_proxy_check(a) ? a : b, *other = sc == a ? b : a;
+    if (nd_proxy_check(sc) && nd_proxy_is_scalar(sc) && !nd_proxy_check(other) &&
+        (PyUnicode_Check(other) || PyBytes_Check(other) ||
+         (uf == ND_UF_MULTIPLY && (PyList_Check(other) || PyTuple_Check(other))))) {
+        int dt = nd_proxy_dtype(sc);
+        if (uf != ND_UF_MULTIPLY || PyTypeNum_ISINTEGER(dt)) return 1;
+        /* Python's own words, for a scalar type without __index__ */
+        PyObject *tp = PyArray_TypeObjectFromType(dt);
+        if (!tp) return -1;
+        PyErr_Format(PyExc_TypeError, "can't multiply sequence by non-int of type '%s'",
+                     ((PyTypeObject *)tp)->tp_name);
+        Py_DECREF(tp);
+        return -1;
+    }
     if (!nd_proxy_check(a) || nd_proxy_check(b) || PyFloat_CheckExact(b) || PyLong_CheckExact(b) ||
         PyComplex_CheckExact(b) || PyBool_Check(b) || PyArray_CheckExact(b) || PyArray_IsScalar(b, Generic))
         return 0;
@@ -702,8 +719,17 @@ static PyObject *call_concrete(const char *name, const char *reason, PyObject *s
     X(nonzero) X(partition) X(prod) X(put) X(ravel) X(repeat) X(reshape) X(resize) \
     X(round) X(searchsorted) X(setfield) X(sort) X(squeeze) X(std) X(sum) \
     X(swapaxes) X(take) X(to_device) X(tolist) X(trace) X(transpose) X(var) X(view) \
-    X(ptp) X(__round__)
+    X(ptp)
 SHIM_METHODS(SHIM_METHOD)
+
+/* round(x[, n]) of a NumPy scalar is the scalar's own (round(np.float64)
+ * is an int); an ndarray's goes through the shim */
+static PyObject *m___round__(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    if (!nd_proxy_is_scalar(self)) return call_method("__round__", self, args, nargsf, kwnames);
+    return call_concrete("__round__", "round() of a scalar value", self, args, nargsf, kwnames);
+}
 
 static PyObject *m___copy__(PyObject *self, PyObject *const *args, size_t nargsf,
                             PyObject *kwnames)
@@ -801,7 +827,7 @@ static PyObject *m_setflags(PyObject *self, PyObject *args, PyObject *kwargs);
 
 static PyMethodDef proxy_methods[] = {
     SHIM_METHODS(METHOD_ENTRY)
-    METHOD_ENTRY(__copy__)
+    METHOD_ENTRY(__copy__) METHOD_ENTRY(__round__)
     {"setflags", (PyCFunction)(void (*)(void))m_setflags, METH_VARARGS | METH_KEYWORDS, NULL},
     METHOD_ENTRY(tobytes) METHOD_ENTRY(tofile) METHOD_ENTRY(dump) METHOD_ENTRY(dumps)
     METHOD_ENTRY(__reduce__) METHOD_ENTRY(__reduce_ex__) METHOD_ENTRY(__deepcopy__)
@@ -1196,6 +1222,36 @@ static PyGetSetDef proxy_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* A NumPy scalar's own attributes (float64.is_integer, as_integer_ratio)
+ * that an ndarray lacks: read on the scalar's value */
+static PyObject *p_getattro(PyObject *o, PyObject *name)
+{
+    PyObject *r = PyObject_GenericGetAttr(o, name);
+    if (r || !nd_proxy_is_scalar(o) || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    if (PyUnicode_Check(name) && PyUnicode_READ_CHAR(name, 0) == '_') return NULL;
+    ND_EXC_SAVE(exc);
+    PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(o));
+    int has = tp ? PyObject_HasAttr(tp, name) : 0;
+    PyErr_Clear();
+    ND_EXC_RESTORE(exc);
+    if (!has) {
+        /* NumPy's scalar is what the function holds: its name in the error */
+        if (tp) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%U'",
+                         ((PyTypeObject *)tp)->tp_name, name);
+            Py_DECREF(tp);
+        }
+        return NULL;
+    }
+    Py_XDECREF(tp);
+    PyErr_Clear();
+    PyObject *v = user_value((NdProxy *)o, "an attribute of a scalar value");
+    r = v ? PyObject_GetAttr(v, name) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
 PyTypeObject NdProxy_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn._C.LazyArray",
@@ -1210,6 +1266,7 @@ PyTypeObject NdProxy_Type = {
     .tp_as_mapping = &proxy_as_mapping,
     .tp_as_buffer = &proxy_as_buffer,
     .tp_hash = p_hash,
+    .tp_getattro = p_getattro,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_richcompare = p_richcompare,
     .tp_weaklistoffset = offsetof(NdProxy, weakrefs),

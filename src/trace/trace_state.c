@@ -88,6 +88,9 @@ void nd__trace_decref(nd_trace *t)
     Py_XDECREF(t->options);
     Py_XDECREF(t->explain);
     Py_XDECREF(t->fpstate);
+    PyMem_Free(t->scr_seen);
+    PyMem_Free(t->scr_anc);
+    PyMem_Free(t->scr_map);
     PyMem_Free(t);
 }
 

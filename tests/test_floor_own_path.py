@@ -1,0 +1,234 @@
+"""The programs the speed floor ran as NumPy (issue 13, bench_programs' rows at
+1.0x): numdyn's own path is made cheaper at the cause, measured here by
+counters (kernels run, bytes read, copies), never by timings. Every case is
+checked against NumPy: values, dtypes, and the arguments left as NumPy
+leaves them."""
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import utils
+
+OWN = {"floor": False}
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+        return
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+
+
+def _delta(cf, args):
+    c0 = dict(utils.counters)
+    r = cf(*args)
+    c1 = dict(utils.counters)
+    return r, {k: c1[k] - c0.get(k, 0) for k in c1}
+
+
+# ------------------------------------------------ X.T of an input into matmul
+def logistic_gd(X, y, lr, iters):
+    n, d = X.shape
+    w = np.zeros(d)
+    b = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(X @ w + b)))
+        err = p - y
+        w = w - lr * (X.T @ err) / n
+        b = b - lr * np.mean(err)
+    return w, b
+
+
+def test_transpose_of_input_into_matmul_is_not_copied():
+    # X.T @ err with X an argument: NumPy's matmul reads X transposed through
+    # a view (BLAS gemv with the transposed flag); a kernel's copy of X.T
+    # per iteration was the own path's largest cost (30% of its time), and
+    # made it slower than NumPy
+    rng = np.random.default_rng(1)
+    n, d, iters = 500, 8, 12
+    X = rng.standard_normal((n, d))
+    y = (rng.standard_normal(n) > 0).astype(np.float64)
+    X0, y0 = X.copy(), y.copy()
+    cf = numdyn.compile(logistic_gd, options=OWN)
+    want = logistic_gd(X, y, 0.5, iters)
+    for _ in range(3):
+        got, d_ = _delta(cf, (X, y, 0.5, iters))
+        _same(got, want)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    assert d_["replays"] == 1, d_
+
+
+def gradient_step(X, err):
+    return X.T @ err
+
+
+def test_transpose_of_input_into_matmul_runs_no_kernel():
+    X = np.arange(20000.0).reshape(2000, 10) / 1000.0
+    err = np.linspace(-1.0, 1.0, 2000)
+    cf = numdyn.compile(gradient_step, options=OWN)
+    for _ in range(3):
+        got, d_ = _delta(cf, (X, err))
+        _same(got, gradient_step(X, err))
+    # NumPy's matmul on NumPy's view of X: no kernel copies X.T
+    assert d_["kernel_runs"] == 0, d_
+    assert d_["bytes_read"] == 0, d_
+
+
+def transpose_into_own_result(X, v):
+    # the extern's result is a new array: writing it must not touch X
+    r = X.T @ v
+    r[0] = -1.0
+    return r, X.T.sum()
+
+
+def test_transpose_view_feeding_matmul_never_aliases_the_argument():
+    X = np.arange(12.0).reshape(4, 3)
+    v = np.ones(4)
+    X0 = X.copy()
+    cf = numdyn.compile(transpose_into_own_result, options=OWN)
+    for _ in range(3):
+        _same(cf(X, v), transpose_into_own_result(X0.copy(), v))
+        np.testing.assert_array_equal(X, X0)
+
+
+def transpose_into_matmul_out(X, v, out):
+    # matmul with out=: its result is `out` itself, so the view of X must not
+    # be handed over as it is to something that could write through it
+    np.matmul(X.T, v, out=out)
+    return out * 2.0
+
+
+def test_transpose_into_matmul_with_out():
+    X = np.arange(12.0).reshape(4, 3)
+    v = np.ones(4)
+    out = np.zeros(3)
+    out2 = np.zeros(3)
+    cf = numdyn.compile(transpose_into_matmul_out, options=OWN)
+    _same(cf(X, v, out), transpose_into_matmul_out(X, v, out2))
+    np.testing.assert_array_equal(out, out2)
+
+
+# ------------------------------------- flush cost independent of capture length
+def jacobi_until_converged(u0, f, tol, max_iter):
+    u = u0.copy()
+    n = u.shape[0]
+    h2 = 1.0 / (n - 1) ** 2
+    it = 0
+    for it in range(max_iter):
+        new = u.copy()
+        new[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2]
+                                  + h2 * f[1:-1, 1:-1])
+        diff = np.max(np.abs(new - u))
+        u = new
+        if diff < tol:
+            break
+    return u, it
+
+
+def test_long_capture_of_flushes_gives_numpys_answer():
+    # a branch on data per iteration: one flush each, late ones in a capture
+    # of tens of thousands of nodes. Each flush used to allocate and zero
+    # four arrays of one entry per node of the whole capture (fresh pages
+    # from the OS once past malloc's mmap threshold: on the bench's 40x40
+    # row ~5300 page faults and 40% of the own path's CPU time a call); they
+    # are the capture's scratch now, reset entry by entry (trace_flush.c,
+    # nd_graph_extract_scratch): this checks the resets leave nothing behind
+    u, f = np.zeros((24, 24)), np.ones((24, 24))
+    u[0, :] = 1.0
+    cf = numdyn.compile(jacobi_until_converged, options=OWN)
+    for tol in (0.0, 1e-4, 1e-3):
+        want = jacobi_until_converged(u, f, tol, 1500)
+        for _ in range(2):
+            got, d_ = _delta(cf, (u, f, tol, 1500))
+            _same(got, want)
+        assert d_["flushes"] >= want[1], d_
+
+
+def many_flushes_with_errors(x, n):
+    # flushes that raise inside one capture leave the scratch as they found
+    # it: later flushes of the same capture still compute the right values
+    acc = 0.0
+    for i in range(n):
+        y = x * (i + 1)
+        try:
+            with np.errstate(divide="raise"):
+                if float((1.0 / (y - y)).sum()) > 0:
+                    acc += 1.0
+        except FloatingPointError:
+            acc += float(y.sum())
+    return acc
+
+
+def test_flush_scratch_survives_failing_flushes():
+    x = np.arange(5.0)
+    cf = numdyn.compile(many_flushes_with_errors, options=OWN)
+    for _ in range(2):
+        assert cf(x, 200) == many_flushes_with_errors(x, 200)
+
+
+# ------------------------------------------- log messages only for listeners
+def _scaled(x, i):
+    return x * i
+
+
+def breaks_each_iteration(x, n):
+    # (the call of a Python function keeps the loop from loop capture)
+    acc = 0.0
+    for i in range(n):
+        if _scaled(x, i).sum() > 3.0:   # bool of a lazy value: a graph break
+            acc += 1.0
+    return acc
+
+
+def test_breaks_and_flushes_format_no_message_nobody_reads(capsys):
+    # the C layer used to call the Python log hook for every graph break and
+    # flush -- finding the user's source line and formatting a message --
+    # with no log kind, verbose flag or profiler listening (11% of a loop
+    # that breaks every iteration); the hook is installed only while one is
+    import numdyn as nd
+    calls = []
+    orig = nd._log_hook
+
+    def spy(kind, message):
+        calls.append(kind)
+        orig(kind, message)
+
+    x = np.arange(4.0)
+    cf = nd.compile(breaks_each_iteration, options=OWN)
+    old_kinds = set(nd._log_kinds)
+    nd._log_hook = spy
+    try:
+        nd._log_kinds.clear()
+        nd._sync_log_hook()
+        b0 = utils.counters["graph_breaks"]
+        assert cf(x, 20) == breaks_each_iteration(x, 20)
+        assert utils.counters["graph_breaks"] - b0 >= 20
+        assert calls == []
+        # switched on at run time, config.verbose prints breaks again
+        nd.config.verbose = True
+        try:
+            assert cf(x, 20) == breaks_each_iteration(x, 20)
+        finally:
+            nd.config.verbose = False
+        assert "graph_breaks" in calls
+        assert "graph break" in capsys.readouterr().out
+        # and a profiler hears them too
+        calls.clear()
+        with nd.CompileProfiler() as prof:
+            cf(x, 20)
+        assert "graph_breaks" in calls and prof.graph_breaks
+        calls.clear()
+        cf(x, 20)
+        assert calls == []
+    finally:
+        nd._log_hook = orig
+        nd._log_kinds.update(old_kinds)
+        nd._sync_log_hook()
