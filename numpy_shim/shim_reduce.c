@@ -360,9 +360,10 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     nd_id init = ND_NONE;
     if (has_initial && (init = const_node(t, ra->initial, acc)) == ND_NONE) return NULL;
     nd_id r = nd_shim_node_reduce(t, uf, x, mask, keep, acc, res, init);
-    /* max/min into another kind (a bool out=) reduce in the out's dtype in
+    /* max/min (nanmax/nanmin) into another kind (a bool out=) reduce in the out's dtype in
      * NumPy: that out= is NumPy's */
-    NPY_CASTING oc = uf == ND_UF_MAXIMUM || uf == ND_UF_MINIMUM ? NPY_SAME_KIND_CASTING : NPY_UNSAFE_CASTING;
+    NPY_CASTING oc = uf == ND_UF_MAXIMUM || uf == ND_UF_MINIMUM || uf == ND_UF_FMAX || uf == ND_UF_FMIN
+                         ? NPY_SAME_KIND_CASTING : NPY_UNSAFE_CASTING;
     return finish(t, r, ra->out, &a, mask, keep, oc, -1);
 }
 

@@ -88,6 +88,10 @@ OUT_FNS = {
     "concatenate": (8, lambda x, o: np.concatenate([x[0], x[1]], out=o)),
     "negative": (4, lambda x, o: np.negative(x[0], out=o)),
     "add, out broadcasts the inputs": (4, lambda x, o: np.add(x[0, :1], 1.0, out=o)),
+    "nanmin": (4, lambda x, o: np.nanmin(x, axis=0, out=o)),
+    "take": (4, lambda x, o: np.take(x[0], [0, 2, 1, 3], out=o)),
+    "einsum": (4, lambda x, o: np.einsum("ij->j", x, out=o)),
+    "maximum.accumulate": (4, lambda x, o: np.maximum.accumulate(x[0], out=o)),
 }
 OUTS = {
     "exact": lambda n: np.zeros(n),
@@ -101,6 +105,9 @@ OUTS = {
     "2-tuple": lambda n: (np.zeros(n), np.zeros(n)),
     "extra dim": lambda n: np.zeros((1, n)),
     "two rows": lambda n: np.zeros((2, n)),
+    "a view": lambda n: np.zeros((2, n))[1],
+    "strided": lambda n: np.zeros(2 * n)[::2],
+    "complex": lambda n: np.zeros(n, complex),
 }
 
 
