@@ -156,6 +156,30 @@ def mix_hand(mu, logsig, logits, x):
     return loss, (gmu, glogsig, glogits)
 
 
+# ---------------------------------------------------------------- spectral (FFT gradients)
+
+def spec_loss(xp):
+    def loss(x, w):
+        X = xp.fft.rfft(x * w[0])
+        return xp.sum(w[1, : X.shape[-1]] * xp.log1p(xp.abs(X) ** 2))
+    return loss
+
+
+def spec_hand(x, w):
+    # dL/dx = Re(fft(pad(2 g conj(X)))) * window, g = w1 / (1 + |X|^2)
+    xw = x * w[0]
+    X = np.fft.rfft(xw)
+    a2 = X.real ** 2 + X.imag ** 2
+    m = X.shape[-1]
+    loss = np.sum(w[1, :m] * np.log1p(a2))
+    g = w[1, :m] / (1 + a2)
+    gxw = np.fft.fft(2 * g * np.conj(X), n=x.shape[-1]).real
+    gw = np.zeros_like(w)
+    gw[0] = np.sum(gxw * x, axis=0)
+    gw[1, :m] = np.sum(np.log1p(a2), axis=0)
+    return loss, (gxw * w[0], gw)
+
+
 # ---------------------------------------------------------------- driver
 
 def _cases(quick):
@@ -188,6 +212,8 @@ def _cases(quick):
     W2s = rng.standard_normal((16, 4)) * 0.2
     Ys = rng.standard_normal((64, 4))
     xs = rng.standard_normal(2000) * 2
+    xf = rng.standard_normal((256 // n, 4096))
+    wf = np.stack([np.hanning(4096), rng.uniform(0.5, 1.5, 4096)])
     return [
         ("small 2-layer MLP f64 (64x32 -> 16 -> 4)", mlp_loss, mlp_hand, (W1s, b1s, W2s, Xs, Ys),
          (0, 1, 2), 1e-9),
@@ -200,6 +226,7 @@ def _cases(quick):
          (0, 1, 2, 3), 1e-7),
         ("mixture log-likelihood f64 (200k x 16)", mix_loss, mix_hand, (mu, logsig, logits, x),
          (0, 1, 2), 1e-7),
+        ("spectral loss f64 rfft (256 x 4096)", spec_loss, spec_hand, (xf, wf), (0, 1), 1e-7),
     ]
 
 
@@ -334,6 +361,9 @@ class _TorchNP:
     sum = staticmethod(lambda x, axis=None: x.sum() if axis is None else x.sum(dim=axis))
     mean = staticmethod(lambda x: x.mean())
     max = staticmethod(lambda x, axis, keepdims: torch.amax(x, dim=axis, keepdim=keepdims))
+    log1p = staticmethod(lambda x: torch.log1p(x))
+    abs = staticmethod(lambda x: torch.abs(x))
+    fft = torch.fft if torch is not None else None
 
 
 def _print_ratios(rows):

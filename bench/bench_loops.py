@@ -62,6 +62,17 @@ def loop_cases(quick=False):
     add(f"Gauss-Seidel point sweeps {n}x{n} x{sweeps}", L.gauss_seidel_points,
         lambda u=u, f=f, s=sweeps: (u, f, s), 1e-9)
 
+    n, steps = (10, 2) if Q else (24, 4)
+    u = rng.random((n, n, n))
+    add(f"3-D heat point stencil {n}^3 x{steps}", L.heat_3d_points, lambda u=u, s=steps: (u, s, 0.1), 1e-9)
+
+    n, iters = (16, 40) if Q else (48, 300)
+    u = np.zeros((n, n))
+    u[0, :] = 1.0
+    f = rng.random((n, n))
+    add(f"Jacobi while-converged (swap) {n}x{n} <={iters} it", L.jacobi_until_converged_swap,
+        lambda u=u, f=f, it=iters: (u, f, 1e-6, it), 1e-9)
+
     # ------------------------------------------------- dynamic programming
     n = 20 if Q else 60
     seq = rng.integers(0, 4, n).astype(np.int64)

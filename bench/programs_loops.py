@@ -96,6 +96,40 @@ def gauss_seidel_points(u0, f, sweeps):
     return u
 
 
+def heat_3d_points(u0, steps, r):
+    """Explicit 3-D heat step, point by point, swapping two grids per step."""
+    A = u0.copy()
+    B = u0.copy()
+    n0, n1, n2 = A.shape
+    for _ in range(steps):
+        for i in range(1, n0 - 1):
+            for j in range(1, n1 - 1):
+                for k in range(1, n2 - 1):
+                    B[i, j, k] = A[i, j, k] + r * (A[i - 1, j, k] + A[i + 1, j, k] + A[i, j - 1, k]
+                                                   + A[i, j + 1, k] + A[i, j, k - 1] + A[i, j, k + 1]
+                                                   - 6.0 * A[i, j, k])
+        A, B = B, A
+    return A
+
+
+def jacobi_until_converged_swap(u0, f, tol, max_iter):
+    """Jacobi for Poisson on whole 2-D slices in a while loop, stopping on the
+    max-norm change; two grids swapped by name (the form loop capture takes:
+    `new = u.copy(); ...; u = new` is not captured yet)."""
+    u = u0.copy()
+    new = u0.copy()
+    h2 = 1.0 / (u.shape[0] - 1) ** 2
+    it = 0
+    diff = tol + 1.0
+    while diff > tol and it < max_iter:
+        new[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2]
+                                  + h2 * f[1:-1, 1:-1])
+        diff = np.max(np.abs(new - u))
+        u, new = new, u
+        it += 1
+    return u, it
+
+
 # ======================================================= dynamic programming
 def nussinov(seq):
     """Nussinov RNA folding: most nested base pairs (A=0 C=1 G=2 U=3, pair if sum is 3)."""

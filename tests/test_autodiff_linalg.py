@@ -101,10 +101,36 @@ def test_svd_full_matrices_square():
     check(f, RNG.standard_normal((3, 3)))
 
 
-def test_svd_full_matrices_rectangular_refused():
-    f = lambda A: np.sum(np.linalg.svd(A)[0] ** 3)  # noqa: E731
-    with pytest.raises(NotImplementedError, match="full_matrices"):
-        numdyn.grad(f)(RNG.standard_normal((4, 3)))
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 3)])
+def test_svd_full_matrices_rectangular(shape):
+    # U's columns / Vh's rows past min(M, N) are any basis of a complement: a
+    # loss on the others has a gradient (finite differences) ...
+    K = min(shape[-2:])
+
+    def f(A):
+        U, s, Vh = np.linalg.svd(A)
+        return (np.sum(U[..., :, :K] ** 2 * np.arange(U.shape[-2])[:, None])
+                + np.sum(Vh[..., :K, :] ** 2 * np.arange(Vh.shape[-1])) + np.sum(s ** 3))
+    check(f, RNG.standard_normal(shape))
+
+
+def test_svd_full_matrices_ignores_complement_as_torch():
+    # ... and a loss on all of them gets torch's gradient: the complement's
+    # cotangent ignored
+    torch = pytest.importorskip("torch")
+    for shape in [(5, 3), (3, 5)]:
+        A = RNG.standard_normal(shape)
+        W = RNG.standard_normal((shape[0], shape[0]))
+        V = RNG.standard_normal((shape[1], shape[1]))
+
+        def f(A, xp_svd, W=W, V=V):
+            U, s, Vh = xp_svd(A)
+            return ((U * U * W).sum() + (Vh * Vh * V).sum())
+        g = numdyn.grad(lambda A: f(A, np.linalg.svd))(A)
+        t = torch.tensor(A, requires_grad=True)
+        f(t, lambda a: torch.linalg.svd(a, full_matrices=True),
+          torch.tensor(W), torch.tensor(V)).backward()
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
 def qr_loss(A):
@@ -127,9 +153,26 @@ def test_qr(f, shape):
     check(f, RNG.standard_normal(shape))
 
 
-def test_qr_wide_refused():
-    with pytest.raises(NotImplementedError, match="fewer rows"):
-        numdyn.grad(lambda A: np.sum(np.linalg.qr(A)[1]))(RNG.standard_normal((2, 4)))
+def qr_q_cols(A):
+    Q = np.linalg.qr(A)[0]
+    return np.sum(Q ** 2 * np.arange(Q.shape[-1]))
+
+
+@pytest.mark.parametrize("f", [qr_loss, qr_q_cols, qr_r_mode])
+@pytest.mark.parametrize("shape", [(2, 4), (3, 5), (2, 3, 5)])
+def test_qr_wide(f, shape):
+    check(f, RNG.standard_normal(shape))
+
+
+def test_qr_wide_matches_torch():
+    torch = pytest.importorskip("torch")
+    A = RNG.standard_normal((3, 6))
+    W = RNG.standard_normal((3, 6))
+    g = numdyn.grad(lambda A: np.sum(np.linalg.qr(A)[1] ** 2 * W) + np.sum(np.linalg.qr(A)[0] ** 2 * W[:, :3]))(A)
+    t = torch.tensor(A, requires_grad=True)
+    Q, R = torch.linalg.qr(t)
+    ((R ** 2 * torch.tensor(W)).sum() + (Q ** 2 * torch.tensor(W[:, :3])).sum()).backward()
+    np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
 def test_float32_matches_float64():

@@ -53,8 +53,12 @@ extern const nd_emit_caps nd_cg_emit_caps;
 /* codegen_loop.c: a captured loop typed for one signature -> a C unit
  * defining  int nd_loop_main(nd_lframe *F)  (kernels/nd_loop.h). 0; 1 when
  * this signature cannot be compiled (T->reason says why); -1 with an
- * exception. *needs_snapshot: the code may deoptimize (the runner must be
- * able to restore the arrays it writes). */
+ * exception. *needs_snapshot: bit 1, the code may deoptimize (the runner
+ * must be able to restore the arrays it writes); bit 2, NumPy float
+ * arithmetic left its events to the FP flags (the runner clears
+ * FE_DIVBYZERO|FE_OVERFLOW|FE_INVALID before the call, and one raised
+ * after it deoptimizes, unless np.errstate ignores all three: then it
+ * needs no snapshot for them). */
 struct nd_ltyping_s;
 int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot);
 #endif

@@ -67,6 +67,7 @@ typedef struct {
     /* for loops being emitted whose variable's range was checked against
      * the arrays it indexes, once before the loop: hz[k] names the C flag */
     int hvar[16], nh;
+    const nd_ln *hloop[16];
     char hz[16][16];
     /* the type-stable version of a loop (see steady()): pin[v] says that
      * variable v, of several possible types, has type assign[v] here,
@@ -76,6 +77,9 @@ typedef struct {
     int multiarm;     /* statements emitted with more than one arm so far */
     int brk;          /* > 0: a break of the loop being emitted is goto nd_done<brk>
                          (its iterations are not a C loop) */
+    int fpflags;      /* NumPy float arithmetic left its events to the FP flags */
+    int fcmp;         /* float comparisons emitted */
+    int quiet;        /* emit them quiet (the second pass when fpflags) */
     int nohz;         /* emitting the copy of an innermost loop in which every
                          range check hoisted before it held: none inside */
 } cg;
@@ -222,7 +226,16 @@ static int compare(cg *g, int op, const cv *a, const cv *b, int r, cv *out)
     if (!ISF(ct)) ct = LT_F8;
     conv(x, sizeof x, a, ct);
     conv(y, sizeof y, b, ct);
-    decl(g, out, r, "%s %s %s", x, o, y);
+    /* where NumPy float arithmetic leaves its events to the flags, quiet
+     * comparisons: C's a < b of a NaN raises FE_INVALID, which the runner
+     * would take for an event (a deoptimization on every call with NaN
+     * data). Elsewhere the plain one, which the C compiler turns into
+     * maxsd/minsd (the quiet ones cannot be). */
+    static const char *const qop[] = {"__builtin_isless", "__builtin_islessequal", "__builtin_isgreater",
+                                      "__builtin_isgreaterequal"};
+    g->fcmp = 1;
+    if (op <= LO_GE && g->quiet) decl(g, out, r, "%s(%s, %s)", qop[op - LO_LT], x, y);
+    else decl(g, out, r, "%s %s %s", x, o, y);
     return 0;
 }
 
@@ -416,6 +429,17 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
         default: return no_type(g, e);
         }
         if (g->vec) { line(g, "}"); return 0; }
+        if (op == LO_ADD || op == LO_SUB || op == LO_MUL || op == LO_TDIV) {
+            /* NumPy scalar arithmetic: an overflow, division by zero or
+             * invalid result raises the hardware flag NumPy itself tests;
+             * the runner tests it once after the loop and, when raised,
+             * restores the arrays and Python reruns the loop (NumPy warns
+             * or raises at the same iteration). No test here keeps the hot
+             * path free of branches. */
+            line(g, "}");
+            g->fpflags = 1;
+            return 0;
+        }
         line(g, "  if (NDL_UNLIKELY(NDL_EDGE2(%s, x_, y_)%s)) {", out->s,
              (op == LO_FDIV || op == LO_MOD) ? " || y_ == 0" : "");
         g->ind += 2; slow(g, ln, op, out, a, b); g->ind -= 2;
@@ -750,11 +774,16 @@ static int affine_index(const nd_ln *x, int64_t *c)
 
 /* an element access whose indices hoisting may cover: all of an array's
  * axes, a[i, j] (not chained), of an array whose shape the loop cannot
- * change; first: its first index kid */
-static int hoistable(cg *g, const nd_ln *e, int *first)
+ * change -- an argument, or a name that only ever takes whole arrays of
+ * 2 or more dimensions (A, B = B, A) and is not rebound inside `loop`,
+ * the loop whose checks are hoisted; first: its first index kid */
+static int hoistable(cg *g, const nd_ln *e, const nd_ln *loop, int *first)
 {
     int a = e->var;
-    if (a < 0 || e->aux || g->T->adt[a] < 0 || is_alocal(g, a)) return 0;
+    if (a < 0 || e->aux || g->T->adt[a] < 0) return 0;
+    if (is_alocal(g, a) && (is_alocal(g, a) != 1 || g->T->andim[a] < 2 || !loop ||
+                            nd_lir_binds(loop->body, loop->nbody, a)))
+        return 0;
     if (e->kind == LK_ELEM && e->i == 0 && e->n == g->T->andim[a]) { *first = 0; return 1; }
     if ((e->kind == LK_STORE || e->kind == LK_AUGSTORE) && e->n - 1 == g->T->andim[a]) { *first = 1; return 1; }
     return 0;
@@ -763,11 +792,11 @@ static int hoistable(cg *g, const nd_ln *e, int *first)
 typedef struct { int a, axis; int64_t c; } htrip;
 typedef struct { htrip t[32]; int n, full; } hset;
 
-static void hscan_expr(cg *g, const nd_ln *e, int v, hset *h)
+static void hscan_expr(cg *g, const nd_ln *e, const nd_ln *loop, int v, hset *h)
 {
     if (!e) return;
     int first;
-    if (hoistable(g, e, &first))
+    if (hoistable(g, e, loop, &first))
         for (int j = first; j < e->n; j++) {
             int64_t c;
             if (affine_index(e->kid[j], &c) != v) continue;
@@ -778,15 +807,15 @@ static void hscan_expr(cg *g, const nd_ln *e, int v, hset *h)
             if (h->n == 32) { h->full = 1; return; }
             h->t[h->n++] = (htrip){e->var, j - first, c};
         }
-    for (int k = 0; k < e->n; k++) hscan_expr(g, e->kid[k], v, h);
+    for (int k = 0; k < e->n; k++) hscan_expr(g, e->kid[k], loop, v, h);
 }
 
-static void hscan(cg *g, nd_ln *const *b, int n, int v, hset *h)
+static void hscan(cg *g, nd_ln *const *b, int n, const nd_ln *loop, int v, hset *h)
 {
     for (int k = 0; k < n; k++) {
-        hscan_expr(g, b[k], v, h);
-        hscan(g, b[k]->body, b[k]->nbody, v, h);
-        hscan(g, b[k]->orelse, b[k]->norelse, v, h);
+        hscan_expr(g, b[k], loop, v, h);
+        hscan(g, b[k]->body, b[k]->nbody, loop, v, h);
+        hscan(g, b[k]->orelse, b[k]->norelse, loop, v, h);
     }
 }
 
@@ -795,10 +824,9 @@ static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x)
 {
     int first;
     int64_t c;
-    if (!hoistable(g, e, &first)) return NULL;
     int v = affine_index(x, &c);
     for (int k = g->nh - 1; k >= 0; k--)
-        if (g->hvar[k] == v) return g->hz[k];
+        if (g->hvar[k] == v) return hoistable(g, e, g->hloop[k], &first) ? g->hz[k] : NULL;
     return NULL;
 }
 
@@ -1110,7 +1138,15 @@ static void vaddr(char *out, size_t cap, const vctx *vc, const char *p, const ch
     else snprintf(out, cap, "(%s + %s * %s)", p, vc->k, st);
 }
 
-static void flags_clear(cg *g) { line(g, "feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"); }
+/* A vector statement tests the flags its own elements raise; events still
+ * pending from the scalar code before it (NumPy scalar arithmetic leaves
+ * them to the flags, see binop) are kept in nd_fpp and raised again at the
+ * end, where the runner tests them. */
+static void flags_clear(cg *g)
+{
+    line(g, "nd_fpp |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);");
+    line(g, "feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);");
+}
 
 static void flags_check(cg *g)
 {
@@ -1736,18 +1772,19 @@ static int alocal_copy(cg *g, const nd_ln *s)
     line(g, "{");
     g->ind++;
     for (int k = 0; k < m; k++) {
-        int w = vals[k]->var, two = g->T->andim[w] == 2;
+        int w = vals[k]->var;
         need_set(g, w);
-        line(g, "char *x%d_ = a%d; int64_t x%d_n0 = a%d_n0, x%d_s0 = a%d_s0, x%d_n1 = 0, x%d_s1 = 0;", k, w, k, w,
-             k, w, k, k);
-        if (two) line(g, "x%d_n1 = a%d_n1; x%d_s1 = a%d_s1;", k, w, k, w);
+        line(g, "char *x%d_ = a%d; int64_t x%d_n0 = a%d_n0, x%d_s0 = a%d_s0;", k, w, k, w, k, w);
+        for (int d = 1; d < g->T->andim[w]; d++)
+            line(g, "int64_t x%d_n%d = a%d_n%d, x%d_s%d = a%d_s%d;", k, d, w, d, k, d, w, d);
         line(g, "int32_t x%d_src = a%d_src, x%d_whole = a%d_whole;", k, w, k, w);
     }
     for (int k = 0; k < m; k++) {
         int v = s->kind == LK_MULTI ? s->kid[k]->var : s->var;
         line(g, "a%d = x%d_; a%d_n0 = x%d_n0; a%d_s0 = x%d_s0; a%d_src = x%d_src; a%d_whole = x%d_whole; a%d_set = 1;",
              v, k, v, k, v, k, v, k, v, k, v);
-        if (g->T->andim[v] == 2) line(g, "a%d_n1 = x%d_n1; a%d_s1 = x%d_s1;", v, k, v, k);
+        for (int d = 1; d < g->T->andim[v]; d++)
+            line(g, "a%d_n%d = x%d_n%d; a%d_s%d = x%d_s%d;", v, d, k, d, v, d, k, d);
     }
     g->ind--;
     line(g, "}");
@@ -2392,11 +2429,12 @@ static int stmt(cg *g, const nd_ln *s)
         if (g->nh < 16 && !nd_lir_binds(s->body, s->nbody, s->var)) {
             hset *h = PyMem_Calloc(1, sizeof(hset));
             if (!h) { PyErr_NoMemory(); g->fail = -1; return -1; }
-            hscan(g, s->body, s->nbody, s->var, h);
+            hscan(g, s->body, s->nbody, s, s->var, h);
             if (h->n && !h->full) {
                 hoist = 1;
                 snprintf(g->hz[g->nh], 16, "hz%d", id);
                 g->hvar[g->nh] = s->var;
+                g->hloop[g->nh] = s;
                 line(g, "int hz%d = 1;", id);
                 line(g, "if (n%d) {", id);
                 line(g, "  int64_t f_ = %s, l_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", names[0],
@@ -2535,11 +2573,12 @@ static int stmts(cg *g, nd_ln *const *b, int n)
     return rc;
 }
 
-int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
+static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quiet, int *redo)
 {
     const nd_lir *ir = T->ir;
     cg g;
     memset(&g, 0, sizeof g);
+    g.quiet = quiet;
     g.T = T;
     g.ir = ir;
     g.sb = out;
@@ -2566,6 +2605,7 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
     g.ind = 1;
     line(&g, "int rc = NDL_OK;");
     line(&g, "uint16_t nd_tick = 0;");
+    line(&g, "int nd_fpp = 0;");
     line(&g, "void *nd_scr[64] = {0};");
     line(&g, "size_t nd_scr_cap[64] = {0};");
     for (int v = 0; v < ir->nvars; v++) {
@@ -2573,8 +2613,9 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             /* an array local: the view it holds, reassigned by the loop */
             line(&g, "char *a%d = F->arr[%d].data;", v, v);
             line(&g, "int64_t a%d_n0 = F->arr[%d].shape[0], a%d_s0 = F->arr[%d].strides[0];", v, v, v, v);
-            if (T->andim[v] == 2)
-                line(&g, "int64_t a%d_n1 = F->arr[%d].shape[1], a%d_s1 = F->arr[%d].strides[1];", v, v, v, v);
+            for (int d = 1; d < T->andim[v]; d++)
+                line(&g, "int64_t a%d_n%d = F->arr[%d].shape[%d], a%d_s%d = F->arr[%d].strides[%d];", v, d, v, d,
+                     v, d, v, d);
             line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set, a%d_whole = F->arr[%d].whole;", v,
                  v, v, v, v, v);
             if (T->alocal[v] == 2) line(&g, "char *b%d = NULL; size_t b%d_cap = 0;", v, v);
@@ -2612,8 +2653,9 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             line(&g, "F->arr[%d].data = a%d; F->arr[%d].shape[0] = a%d_n0; F->arr[%d].strides[0] = a%d_s0; "
                      "F->arr[%d].src = a%d_src; F->arr[%d].set = a%d_set; F->arr[%d].whole = a%d_whole;", v, v, v,
                  v, v, v, v, v, v, v, v, v);
-            if (T->andim[v] == 2)
-                line(&g, "F->arr[%d].shape[1] = a%d_n1; F->arr[%d].strides[1] = a%d_s1;", v, v, v, v);
+            for (int d = 1; d < T->andim[v]; d++)
+                line(&g, "F->arr[%d].shape[%d] = a%d_n%d; F->arr[%d].strides[%d] = a%d_s%d;", v, d, v, d, v, d, v,
+                     d);
         }
     for (int v = 0; v < ir->nvars; v++)
         if (T->adt[v] >= 0 && T->alocal && T->alocal[v] == 2) line(&g, "F->arr[%d].own = b%d;", v, v);
@@ -2624,13 +2666,15 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
             if (T->vset[v] & (1u << t))
                 line(&g, "if (v%d_t == %d) memcpy(&F->val[%d], &v%d_%d, sizeof v%d_%d);", v, t, v, v, REP(t), v, REP(t));
     }
+    line(&g, "if (nd_fpp) feraiseexcept(nd_fpp);");
     line(&g, "for (int q_ = 0; q_ < %d; q_++) free(nd_scr[q_]);", g.nscr);
     line(&g, "return rc;");
     nd_sb_puts(out, "}\n");
     PyMem_Free(g.assign);
     PyMem_Free(g.bound);
     PyMem_Free(g.pin);
-    *needs_snapshot = g.snapshot;
+    *needs_snapshot = (g.snapshot ? 1 : 0) | (g.fpflags ? 2 : 0);
+    *redo = g.fpflags && g.fcmp && !quiet;
     if (rc < 0) {
         if (g.fail == 1 && !PyErr_Occurred()) {
             if (!T->reason) T->reason = PyUnicode_FromString("a combination of types loops do not compute in");
@@ -2640,4 +2684,14 @@ int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
         return -1;
     }
     return nd_sb_check(out);
+}
+
+int nd_codegen_loop(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot)
+{
+    size_t n0 = out->n;
+    int redo = 0;
+    int rc = gen(T, out, needs_snapshot, 0, &redo);
+    if (rc != 0 || !redo) return rc;
+    out->n = n0;   /* float events go to the flags: again with quiet comparisons */
+    return gen(T, out, needs_snapshot, 1, &redo);
 }

@@ -5,6 +5,10 @@ forward graph with the VJP rules of src/passes/autodiff.c, run forward and
 backward as fused kernels); this module only shapes arguments and results.
 
 Conventions are JAX's: grad needs a function returning one 0-d float value;
+complex inputs follow JAX for holomorphic functions (vjp, and grad with
+holomorphic=True: f'(z)) and torch's conjugate-Wirtinger convention for a
+real loss of complex inputs (grad gives conj of JAX's gradient, the
+steepest-ascent direction: x.grad in torch);
 argnums picks positional arguments, each may be a float array, a Python or
 NumPy float, or a tuple/list/dict of them (the gradient has the same
 structure). Integer and bool inputs are not differentiable: grad raises
@@ -120,12 +124,59 @@ def _leaves_like(out, ct):
     return [ct]
 
 
-def value_and_grad(fn, argnums=0, has_aux=False, allow_int=False):
+def _conj_complex(g):
+    """torch's gradient of a real loss from JAX's: conjugate the complex leaves"""
+    if isinstance(g, (tuple, list)):
+        return type(g)(_conj_complex(x) for x in g)
+    if isinstance(g, dict):
+        return {k: _conj_complex(v) for k, v in g.items()}
+    dt = getattr(g, "dtype", None)
+    if dt is None or dt.kind != "c":
+        return g
+    import numpy as np
+    if type(g) is np.ndarray:
+        return np.conjugate(g, out=g)  # a fresh result array: conjugated in place
+    return np.conj(g)
+
+
+def _holomorphic_value_and_grad(fn, args, kwargs, nums, single, has_aux):
+    """JAX's grad(fn, holomorphic=True): f'(z), through the pullback of 1+0j"""
+    import numpy as np
+
+    def walk(x, what):
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y, what)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y, what)
+        else:
+            dt = np.asarray(x).dtype
+            if dt.kind != "c":
+                raise TypeError(f"grad with holomorphic=True requires {what} with complex dtype, "
+                                f"but got {dt.name}.")
+    for a in nums:
+        walk(args[a], "inputs")
+    f = functools.partial(fn, **kwargs) if kwargs else fn
+    res = vjp(f, *args, has_aux=has_aux)
+    out, pull = res[0], res[1]
+    walk(out, "outputs")
+    if np.ndim(out) != 0:
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                        f"{np.shape(out)}.")
+    gs = pull(np.ones((), np.asarray(out).dtype))
+    g = gs[nums[0]] if single else tuple(gs[a] for a in nums)
+    return ((out, res[2]), g) if has_aux else (out, g)
+
+
+def value_and_grad(fn, argnums=0, has_aux=False, allow_int=False, holomorphic=False):
     """``numdyn.value_and_grad(fn, argnums=0)(*args)`` -> (value, gradient):
     fn's 0-d float value and its gradient with respect to the argument(s)
     argnums (a tuple of gradients for a tuple argnums), computed in one run
     (forward and backward fused). has_aux=True: fn returns (value, aux) and
-    the result is ((value, aux), gradient). Warm calls replay: the forward
+    the result is ((value, aux), gradient). Complex inputs of a real loss
+    get torch's gradient (conj of JAX's); holomorphic=True differentiates a
+    complex-valued holomorphic fn as JAX does (f'(z)). Warm calls replay: the forward
     and backward graph recorded per argument signature (guarded as
     numdyn.compile guards) runs without tracing fn again."""
     cache = _C._grad_cache()  # this wrapper's recorded traces
@@ -134,15 +185,18 @@ def value_and_grad(fn, argnums=0, has_aux=False, allow_int=False):
     def value_and_grad_fn(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args))
         _check_int_inputs(args, nums, allow_int)
+        if holomorphic:
+            return _holomorphic_value_and_grad(fn, args, kwargs, nums, single, has_aux)
         out, aux, grads = _C._vjp(fn, args, nums, kwargs or None, _backend_of(fn),
                                   has_aux, True, cache)
+        grads = _conj_complex(grads)
         g = grads[0] if single else grads
         return ((out, aux), g) if has_aux else (out, g)
 
     return value_and_grad_fn
 
 
-def grad(fn, argnums=0, has_aux=False, allow_int=False):
+def grad(fn, argnums=0, has_aux=False, allow_int=False, holomorphic=False):
     """``numdyn.grad(fn, argnums=0)(*args)``: the gradient of fn (a function
     of ndarrays returning one 0-d float value) with respect to argument
     argnums (a tuple of gradients for a tuple argnums), shaped like it.
@@ -150,7 +204,7 @@ def grad(fn, argnums=0, has_aux=False, allow_int=False):
     Usable on plain NumPy functions and on numdyn.compile'd ones, and itself
     compilable (numdyn.compile(numdyn.grad(f)) fuses forward and backward
     into the caller's graph)."""
-    vg = value_and_grad(fn, argnums, has_aux, allow_int)
+    vg = value_and_grad(fn, argnums, has_aux, allow_int, holomorphic)
 
     @functools.wraps(fn)
     def grad_fn(*args, **kwargs):

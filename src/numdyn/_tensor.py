@@ -6,6 +6,7 @@ import functools
 
 from . import _C
 from . import _torch  # noqa: F401  (registers the torch bridge; imports torch only when used)
+from . import _jax  # noqa: F401  (registers the JAX bridge; imports jax only when used)
 
 Tensor = _C.Tensor
 tensor = _C.tensor
@@ -28,7 +29,10 @@ def wrap_numpy(fn=None, **compile_options):
 
     Gradients flow through: numdyn.Tensor arguments that require grad put
     the call on numdyn's tape (loss.backward()), and torch tensors that
-    require grad get a torch grad_fn whose backward is numdyn's.
+    require grad get a torch grad_fn whose backward is numdyn's. JAX arrays
+    inside jax.grad / jax.jit / jax.vmap (tracers) make the call a
+    jax.custom_vjp of host callbacks whose backward is numdyn.vjp
+    (numdyn/_jax.py).
     """
     if fn is None:
         return functools.partial(wrap_numpy, **compile_options)

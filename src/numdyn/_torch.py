@@ -39,11 +39,16 @@ def _bridge_class():
 
             @staticmethod
             def backward(ctx, *grad_outputs):
-                # torch materializes the cotangent of an unused output as zeros
-                cts = [_C._wrap_enter(g.contiguous()) for g in grad_outputs]
+                # torch materializes the cotangent of an unused output as zeros.
+                # Complex values: torch's conjugate-Wirtinger convention is
+                # conj(vjp(conj(g))) of numdyn's (JAX's, src/passes/autodiff.h)
+                cts = [_C._wrap_enter((g.conj().resolve_conj() if g.is_complex() else g)
+                                      .contiguous()) for g in grad_outputs]
                 grads = ctx.pull(*cts)
                 out = [None]
                 for g in grads:
+                    if g is not None and g.dtype.kind == "c":
+                        g = g.conj()
                     out.append(None if g is None else _C._wrap_leave(g, ctx.like))
                 return tuple(out)
 

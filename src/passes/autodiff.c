@@ -15,11 +15,19 @@
 
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
     *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr;
+/* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*) */
+static PyObject *F_fft[12];
+enum { FFT_C2C, FFT_R2C, FFT_C2R };
 
 static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
 static int iscplx(int dt) { return dt == NPY_CFLOAT || dt == NPY_CDOUBLE; }
 static int fmaxdt(int a, int b)
 {
+    if (iscplx(a) || iscplx(b)) {
+        int narrow = (a == NPY_HALF || a == NPY_FLOAT || a == NPY_CFLOAT) &&
+                     (b == NPY_HALF || b == NPY_FLOAT || b == NPY_CFLOAT);
+        return narrow ? NPY_CFLOAT : NPY_CDOUBLE;
+    }
     int r[2] = {a, b}, best = NPY_HALF;
     for (int k = 0; k < 2; k++)
         if (r[k] == NPY_DOUBLE || (r[k] == NPY_FLOAT && best == NPY_HALF)) best = r[k];
@@ -64,6 +72,10 @@ static nd_id sc(nd_graph *g, double v, int dt)
     if (isflt(dt)) {
         n.scalar.f = v;
         n.obj = PyFloat_FromDouble(v);
+    } else if (iscplx(dt)) {
+        n.scalar.c.re = v;
+        n.scalar.c.im = 0;
+        n.obj = PyComplex_FromDoubles(v, 0);
     } else if (dt == NPY_BOOL) {
         n.scalar.i = v != 0;
         n.obj = PyBool_FromLong(v != 0);
@@ -104,6 +116,37 @@ static nd_id cast(nd_graph *g, nd_id a, int dt)
     n.nin = 1;
     n.in[0] = a;
     n.in_dtype[0] = x->dtype;
+    return add(g, &n);
+}
+
+/* the complex SCALAR re + im j */
+static nd_id scc(nd_graph *g, double re, double im, int dt)
+{
+    nd_node n;
+    nd_node_init(&n, ND_OP_SCALAR, dt, 0, NULL);
+    n.scalar.c.re = re;
+    n.scalar.c.im = im;
+    if (!(n.obj = PyComplex_FromDoubles(re, im))) return ND_NONE;
+    return add(g, &n);
+}
+
+/* the real part of complex a (np.real's node: a flagged VIEW) */
+static nd_id real_part(nd_graph *g, nd_id a)
+{
+    if (BAD(a)) return ND_NONE;
+    nd_node *x = NODE(g, a);
+    nd_node n;
+    nd_node_init(&n, ND_OP_VIEW, x->dtype == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE, x->ndim, x->shape);
+    n.nin = 1;
+    n.in[0] = a;
+    n.vndim = (uint8_t)x->ndim;
+    npy_intp s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        n.vshape[d] = x->shape[d];
+        n.vstrides[d] = x->shape[d] == 1 ? 0 : s;
+        s *= x->shape[d];
+    }
+    n.flags |= ND_F_VIEW_REAL;
     return add(g, &n);
 }
 
@@ -281,7 +324,10 @@ static int acc(ad_t *A, nd_id i, nd_id v)
     int dt = NODE(g, i)->dtype, nd = NODE(g, i)->ndim;
     npy_intp sh[ND_MAXDIMS];
     memcpy(sh, NODE(g, i)->shape, sizeof(npy_intp) * (size_t)nd);
-    v = cast(g, sum_to(g, v, nd, sh), dt);
+    v = sum_to(g, v, nd, sh);
+    /* a real value's share of a complex cotangent is its real part (JAX) */
+    if (!BAD(v) && iscplx(NODE(g, v)->dtype) && !iscplx(dt)) v = real_part(g, v);
+    v = cast(g, v, dt);
     if (BAD(v)) return -1;
     if (A->ct[i] == ND_NONE) A->ct[i] = v;
     else if (BAD(A->ct[i] = uf(g, ND_UF_ADD, A->ct[i], v, dt))) return -1;
@@ -307,6 +353,37 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id ga = ND_NONE, gb = ND_NONE;
     const double LN2 = 0.69314718055994530942, LN10 = 2.30258509299404568402;
     const double PI = 3.14159265358979323846;
+    if (iscplx(L) || iscplx(NODE(g, a)->dtype) || (b >= 0 && iscplx(NODE(g, b)->dtype))) {
+        /* complex values: the holomorphic ufuncs' rules below hold as
+         * written (JAX's convention: cotangents propagate by the
+         * transpose, not the adjoint); the others are written here */
+        switch (f->sub) {
+        case ND_UF_ADD: case ND_UF_SUBTRACT: case ND_UF_MULTIPLY: case ND_UF_TRUE_DIVIDE:
+        case ND_UF_NEGATIVE: case ND_UF_POSITIVE: case ND_UF_EXP: case ND_UF_EXP2:
+        case ND_UF_EXPM1: case ND_UF_LOG: case ND_UF_LOG2: case ND_UF_LOG10: case ND_UF_LOG1P:
+        case ND_UF_SQRT: case ND_UF_SQUARE: case ND_UF_RECIPROCAL: case ND_UF_POWER:
+        case ND_UF_FLOAT_POWER: case ND_UF_SIN: case ND_UF_COS: case ND_UF_TAN:
+        case ND_UF_ARCSIN: case ND_UF_ARCCOS: case ND_UF_ARCTAN: case ND_UF_SINH:
+        case ND_UF_COSH: case ND_UF_TANH: case ND_UF_ARCSINH: case ND_UF_ARCCOSH:
+        case ND_UF_ARCTANH:
+            break;
+        case ND_UF_SIGN:
+            return 0;
+        case ND_UF_CONJUGATE:
+            return acc(A, a, U1(ND_UF_CONJUGATE, c));
+        case ND_UF_ABSOLUTE: {
+            /* |z|: c conj(z) / |z|, 0 at z = 0 (JAX) */
+            int Lc = NODE(g, a)->dtype;
+            nd_id q = uf(g, ND_UF_TRUE_DIVIDE, uf(g, ND_UF_CONJUGATE, a, ND_NONE, Lc),
+                         cast(g, y, Lc), Lc);
+            ga = where(g, U2(ND_UF_EQUAL, y, S(0)), sc(g, 0, Lc),
+                       uf(g, ND_UF_MULTIPLY, cast(g, c, Lc), q, Lc), Lc);
+            return PyErr_Occurred() ? -1 : acc(A, a, ga);
+        }
+        default:
+            return not_impl("complex values in the ufunc", nd_ufunc_name(f->sub));
+        }
+    }
     switch (f->sub) {
     case ND_UF_ADD: ga = c; gb = c; break;
     case ND_UF_SUBTRACT: ga = c; if (db) gb = NEG(c); break;
@@ -437,6 +514,7 @@ static int rule_reduce(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         gx = expand(g, c, f, &x);
         break;
     case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
+        if (iscplx(L)) return not_impl("complex values in the reduction", nd_ufunc_name(f->sub));
         /* ties share the cotangent evenly (JAX) */
         nd_id m = cast(g, uf(g, ND_UF_EQUAL, xi, expand(g, i, f, &x), L), L);
         nd_id cnt = red(g, ND_UF_ADD, m, f->axes, keep, L);
@@ -525,6 +603,7 @@ static int rule_scan(ad_t *A, const nd_node *f, nd_id c)
     nd_id xi = f->in[0];
     if (!A->dep[xi]) return 0;
     if (f->sub == ND_UF_MULTIPLY) {
+        if (iscplx(f->dtype)) return not_impl("complex values in the scan", "cumprod");
         nd_node x = *NODE(g, xi);
         PyObject *ax = PyLong_FromLong(f->aux);
         if (!ax) return -1;
@@ -576,8 +655,14 @@ static int rule_view(ad_t *A, const nd_node *f, nd_id c)
     nd_graph *g = A->g;
     nd_id xi = f->in[0];
     if (!A->dep[xi]) return 0;
-    if (f->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) return not_impl("complex views", ".real/.imag");
     nd_node x = *NODE(g, xi);
+    /* .real / .imag (their view map may fold a reshape or slice of x):
+     * the cotangent as x's complex values -- re(z): c, im(z): -1j c (JAX) --
+     * then through the map as any view's */
+    if (f->flags & ND_F_VIEW_REAL) c = cast(g, c, x.dtype);
+    if (f->flags & ND_F_VIEW_IMAG)
+        c = uf(g, ND_UF_MULTIPLY, cast(g, c, x.dtype), scc(g, 0, -1, x.dtype), x.dtype);
+    if (BAD(c)) return -1;
     int nd = f->ndim;
     npy_intp R[ND_MAXDIMS], s[ND_MAXDIMS];
     uint64_t axes = 0;
@@ -589,7 +674,7 @@ static int rule_view(ad_t *A, const nd_node *f, nd_id c)
         if (s[d] == 0 && R[d] > 1) { axes |= 1ULL << d; R[d] = 1; }
     }
     if (size == 0) return 0;
-    nd_id c2 = axes ? red(g, ND_UF_ADD, c, axes, 1, f->dtype) : c;
+    nd_id c2 = axes ? red(g, ND_UF_ADD, c, axes, 1, x.dtype) : c;
     if (!injective(nd, R, s))
         return not_impl("a view that reads elements more than once", "numpy.lib.stride_tricks.as_strided");
     npy_intp xs = nd_node_size(&x), rs = 1;
@@ -600,7 +685,7 @@ static int rule_view(ad_t *A, const nd_node *f, nd_id c)
     for (int d = 0; is_reshape && d < nd; d++) is_reshape = R[d] == 1 || s[d] == cs[d];
     nd_id gx;
     if (is_reshape) gx = reshape(g, c2, x.ndim, x.shape);
-    else gx = setitem(g, nd_autodiff_zeros(g, f->dtype, x.ndim, x.shape), c2, f->voff, nd, R, s);
+    else gx = setitem(g, nd_autodiff_zeros(g, x.dtype, x.ndim, x.shape), c2, f->voff, nd, R, s);
     return acc(A, xi, gx);
 }
 
@@ -991,6 +1076,34 @@ static nd_id gap_inverse(nd_graph *g, nd_id d, npy_intp n, int L)
     return where(g, eye, S(0), U1(ND_UF_RECIPROCAL, safe), L);
 }
 
+/* x[..., r0:r1, c0:c1] (a view; x is C-contiguous in element units) */
+static nd_id block(nd_graph *g, nd_id x, npy_intp r0, npy_intp r1, npy_intp c0, npy_intp c1)
+{
+    if (BAD(x)) return ND_NONE;
+    nd_node *n = NODE(g, x);
+    int nd = n->ndim;
+    npy_intp sh[ND_MAXDIMS], cs[ND_MAXDIMS];
+    memcpy(sh, n->shape, sizeof(npy_intp) * (size_t)nd);
+    nd_c_strides(nd, sh, cs);
+    npy_intp off = r0 * cs[nd - 2] + c0 * cs[nd - 1];
+    sh[nd - 2] = r1 - r0;
+    sh[nd - 1] = c1 - c0;
+    for (int d = 0; d < nd; d++) if (sh[d] == 1) cs[d] = 0;
+    return view(g, x, nd, sh, off, cs);
+}
+
+/* zeros of base's shape with v written at [..., :, c0:c0+v's columns] */
+static nd_id put_cols(nd_graph *g, nd_id base, nd_id v, npy_intp c0)
+{
+    if (BAD(base) || BAD(v)) return ND_NONE;
+    nd_node *b = NODE(g, base);
+    int nd = b->ndim;
+    npy_intp cs[ND_MAXDIMS], vs[ND_MAXDIMS];
+    nd_c_strides(nd, b->shape, cs);
+    memcpy(vs, NODE(g, v)->shape, sizeof(npy_intp) * (size_t)nd);
+    return setitem(g, base, v, c0, nd, vs, cs);
+}
+
 static nd_id sym(nd_graph *g, nd_id x, int L) { return MUL(ADD(x, swap_last(g, x)), S(0.5)); }
 
 static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
@@ -1038,9 +1151,10 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     int herm = PyObject_IsTrue(PyTuple_GET_ITEM(tmpl, 3));
     if (full < 0 || herm < 0) return -1;
     int uv = f->aux >= 0;
-    if (uv && full && M != N)
-        return not_impl("linalg.svd", "full_matrices=True of a non-square matrix (U or Vh is not "
-                        "unique): use full_matrices=False");
+    /* full_matrices=True of a non-square matrix: U's columns / Vh's rows past
+     * min(M, N) are any basis of a complement, so their cotangent is ignored
+     * (torch's convention): the gradient of the reduced factors */
+    int narrow = uv && full && M != N;
     /* the reduced U, s, Vh of the same matrix */
     PyObject *rt = PyTuple_Pack(4, PyTuple_GET_ITEM(tmpl, 0), Py_False, Py_True,
                                 herm ? Py_True : Py_False);
@@ -1048,12 +1162,14 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     npy_intp su[ND_MAXDIMS], ss[ND_MAXDIMS], sv[ND_MAXDIMS];
     memcpy(su, a.shape, sizeof(su)); memcpy(ss, a.shape, sizeof(ss)); memcpy(sv, a.shape, sizeof(sv));
     su[nd - 1] = K; ss[nd - 2] = K; sv[nd - 2] = K;
-    PyObject *use = uv && (!full || M == N) ? tmpl : rt;  /* this very call's siblings when they fit */
-    nd_id U = f->aux == 0 ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
+    PyObject *use = uv && !narrow ? tmpl : rt;  /* this very call's siblings when they fit */
+    nd_id U = f->aux == 0 && !narrow ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
     nd_id s = f->aux == 1 ? i : sibling(g, f, F_svd, use, 1, L, nd - 1, ss);
-    nd_id Vh = f->aux == 2 ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
+    nd_id Vh = f->aux == 2 && !narrow ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
     Py_DECREF(rt);
     if (BAD(U) || BAD(s) || BAD(Vh)) return -1;
+    if (narrow && f->aux == 0 && M > N) c = block(g, c, 0, M, 0, K);
+    if (narrow && f->aux == 2 && N > M) c = block(g, c, 0, K, 0, N);
     nd_id s_col = unsqueeze(g, s, -2), s_row = unsqueeze(g, s, -1);  /* s_j, s_i */
     nd_id gA;
     if (!uv || f->aux == 1) {
@@ -1093,30 +1209,46 @@ static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     const char *mode = PyTuple_GET_SIZE(tmpl) > 1 && PyUnicode_Check(PyTuple_GET_ITEM(tmpl, 1))
                        ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(tmpl, 1)) : "reduced";
     if (!mode) return -1;
-    if (M < N) return not_impl("linalg.qr", "a matrix with fewer rows than columns");
     if (strcmp(mode, "reduced") != 0 && strcmp(mode, "r") != 0 &&
-        !(strcmp(mode, "complete") == 0 && M == N))
+        !(strcmp(mode, "complete") == 0 && M <= N))
         return not_impl("linalg.qr", "this mode (reduced, r, or complete of a square matrix)");
     PyObject *mo = PyUnicode_FromString("reduced");
     PyObject *rt = mo ? PyTuple_Pack(2, PyTuple_GET_ITEM(tmpl, 0), mo) : NULL;
     Py_XDECREF(mo);
     if (!rt) return -1;
+    npy_intp K = M < N ? M : N;
     npy_intp sq[ND_MAXDIMS], sr[ND_MAXDIMS];
     memcpy(sq, a.shape, sizeof(sq)); memcpy(sr, a.shape, sizeof(sr));
-    sq[nd - 1] = N; sr[nd - 2] = N;
+    sq[nd - 1] = K; sr[nd - 2] = K;
     int is_r = f->aux < 0 || f->aux == 1;
     PyObject *use = f->aux >= 0 ? tmpl : rt;
     nd_id Q = f->aux == 0 ? i : sibling(g, f, F_qr, use, 0, L, nd, sq);
     nd_id R = is_r ? i : sibling(g, f, F_qr, use, 1, L, nd, sr);
     Py_DECREF(rt);
     if (BAD(Q) || BAD(R)) return -1;
-    /* gA = (Q-bar + Q Nn) R^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
-     * Mm = Q^T Q-bar - R-bar R^T (one of the two cotangents is zero here) */
-    nd_id Mm = is_r ? NEG(mm(g, c, swap_last(g, R))) : mm(g, swap_last(g, Q), c);
-    nd_id low = eye_mask(g, N, 1);
+    /* A wide A = Q [R1 R2] (M < N): its first M columns X = Q R1 are a
+     * square QR, and R2 = Q^T Y of the others: Y-bar = Q R2-bar, and R2
+     * adds Y R2-bar^T to Q-bar. Then for X (square or tall):
+     * gX = (Q-bar + Q Nn) R1^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
+     * Mm = Q^T Q-bar - R1-bar R1^T. */
+    nd_id R1 = M < N ? block(g, R, 0, M, 0, M) : R;
+    nd_id Qb = is_r ? ND_NONE : c, R1b = ND_NONE, gY = ND_NONE;
+    if (is_r) R1b = M < N ? block(g, c, 0, M, 0, M) : c;
+    if (is_r && M < N) {
+        nd_id R2b = block(g, c, 0, M, M, N);
+        gY = mm(g, Q, R2b);
+        Qb = mm(g, block(g, f->extra[0], 0, M, M, N), swap_last(g, R2b));
+    }
+    nd_id Mm = ND_NONE;
+    if (Qb != ND_NONE) Mm = mm(g, swap_last(g, Q), Qb);
+    if (R1b != ND_NONE) {
+        nd_id t = NEG(mm(g, R1b, swap_last(g, R1)));
+        Mm = Mm == ND_NONE ? t : ADD(Mm, t);
+    }
+    nd_id low = eye_mask(g, K, 1);
     nd_id Nn = SUB(where(g, low, SUB(Mm, swap_last(g, Mm)), S(0), L), Mm);
     nd_id Y = mm(g, Q, Nn);
-    if (!is_r) Y = ADD(c, Y);
+    if (Qb != ND_NONE) Y = ADD(Qb, Y);
     if (BAD(Y)) return -1;
     /* Y R^-T = solve(R, Y^T)^T */
     nd_node *yn = NODE(g, Y);
@@ -1124,9 +1256,13 @@ static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     int ynd = yn->ndim;
     memcpy(ys, yn->shape, sizeof(ys));
     npy_intp tmp = ys[ynd - 1]; ys[ynd - 1] = ys[ynd - 2]; ys[ynd - 2] = tmp;
-    nd_id ids[2] = {R, swap_last(g, Y)};
+    nd_id ids[2] = {R1, swap_last(g, Y)};
     nd_id X = ext(g, F_solve, tmpl_of(2, 0, NULL), 2, ids, L, ynd, ys);
-    return acc(A, f->extra[0], swap_last(g, X));
+    if (M >= N) return acc(A, f->extra[0], swap_last(g, X));
+    nd_id z = nd_autodiff_zeros(g, L, a.ndim, a.shape);
+    nd_id gA = put_cols(g, z, swap_last(g, X), 0);
+    if (gY != ND_NONE) gA = put_cols(g, gA, gY, M);
+    return acc(A, f->extra[0], gA);
 }
 
 static int is_cfunc(PyObject *o, const char *name)
@@ -1139,12 +1275,101 @@ static int kw_given(const nd_node *f)
     return PyTuple_GET_ITEM(f->attrs, 1) != Py_None;
 }
 
+/* numpy.fft's normalization of the transform whose scale is the reciprocal */
+static PyObject *swap_norm(PyObject *norm)
+{
+    const char *s = norm && PyUnicode_Check(norm) ? PyUnicode_AsUTF8(norm) : "backward";
+    if (!s) return NULL;
+    return PyUnicode_FromString(strcmp(s, "forward") == 0 ? "backward"
+                                : strcmp(s, "ortho") == 0 ? "ortho" : "forward");
+}
+
+/* numpy.fft (F_fft[k]; the shim's template (x, n|s, axis|axes, norm)).
+ * Every DFT matrix is symmetric, so under the transpose convention the
+ * VJP of a complex transform is the same transform of the cotangent; of
+ * rfft, the real part of fft of the cotangent zero-padded to the input's
+ * length; of irfft, conj(rfft(c) * w) with the reciprocal normalization
+ * and w = 1 at bin 0 and the Nyquist bin, 2 elsewhere (JAX's rules). */
+static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->extra[0];
+    if (!A->dep[xi]) return 0;
+    PyObject *tm = PyTuple_GET_ITEM(f->attrs, 0);
+    if (f->nextra != 1 || kw_given(f) || !PyTuple_Check(tm) || PyTuple_GET_SIZE(tm) != 4)
+        return not_impl("numpy.fft", "this call form");
+    int kind = k < 6 ? FFT_C2C : k < 9 ? FFT_R2C : FFT_C2R;
+    int one = k == 0 || k == 1 || k == 6 || k == 9, L = f->dtype;
+    PyObject *len = PyTuple_GET_ITEM(tm, 1), *axo = PyTuple_GET_ITEM(tm, 2);
+    PyObject *norm = PyTuple_GET_ITEM(tm, 3);
+    nd_node x = *NODE(g, xi);
+    int axes[ND_MAXDIMS], nax = 1;
+    npy_intp s[ND_MAXDIMS];
+    if (one) {
+        axes[0] = (int)PyLong_AsLong(axo);
+        s[0] = PyLong_AsSsize_t(len);
+    } else {
+        if (!PyTuple_Check(axo) || !PyTuple_Check(len) || PyTuple_GET_SIZE(axo) != PyTuple_GET_SIZE(len) ||
+            PyTuple_GET_SIZE(axo) > ND_MAXDIMS || PyTuple_GET_SIZE(axo) < 1)
+            return not_impl("numpy.fft", "this call form");
+        nax = (int)PyTuple_GET_SIZE(axo);
+        for (int j = 0; j < nax; j++) {
+            axes[j] = (int)PyLong_AsLong(PyTuple_GET_ITEM(axo, j));
+            s[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(len, j));
+        }
+    }
+    if (PyErr_Occurred()) return -1;
+    for (int j = 0; j < nax; j++) {
+        if (axes[j] < 0 || axes[j] >= x.ndim) return not_impl("numpy.fft", "this call form");
+        npy_intp m = x.shape[axes[j]];
+        if (kind == FFT_C2R && j == nax - 1 ? s[j] / 2 + 1 != m : s[j] != m)
+            return not_impl("numpy.fft", "a length n/s that pads or crops the input");
+    }
+    PyObject *extra[3] = {len, axo, norm};
+    nd_id gx;
+    if (kind == FFT_C2C) {
+        gx = ext(g, f->obj, tmpl_of(1, 3, extra), 1, &c, L, x.ndim, x.shape);
+    } else if (kind == FFT_R2C) {  /* acc takes the real part */
+        gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, x.shape);
+    } else {
+        PyObject *sw = swap_norm(norm);
+        if (!sw) return -1;
+        extra[2] = sw;
+        int Lc = x.dtype, ax = axes[nax - 1];
+        npy_intp m = x.shape[ax], nyq = s[nax - 1] % 2 == 0 ? m - 1 : -1;
+        nd_id r = ext(g, one ? F_fft[6] : F_fft[8], tmpl_of(1, 3, extra), 1, &c, Lc, x.ndim, x.shape);
+        Py_DECREF(sw);
+        nd_id idx = index_node(g, x.ndim, x.shape, ax);
+        int R = Lc == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;
+        nd_id edge = uf(g, ND_UF_LOGICAL_OR, uf(g, ND_UF_EQUAL, idx, sc(g, 0, NPY_INT64), NPY_INT64),
+                        uf(g, ND_UF_EQUAL, idx, sc(g, (double)nyq, NPY_INT64), NPY_INT64), NPY_BOOL);
+        nd_id w = where(g, edge, sc(g, 1, R), sc(g, 2, R), R);
+        gx = uf(g, ND_UF_CONJUGATE, uf(g, ND_UF_MULTIPLY, r, w, Lc), ND_NONE, Lc);
+    }
+    return acc(A, xi, gx);
+}
+
 static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
     PyObject *fn = f->obj;
     int L = f->dtype;
     nd_id a = f->nextra > 0 ? f->extra[0] : ND_NONE, b = f->nextra > 1 ? f->extra[1] : ND_NONE;
+    for (int k = 0; k < 12; k++)
+        if (fn == F_fft[k]) return rule_fft(A, f, c, k);
+    int cx = iscplx(L);
+    for (int k = 0; k < f->nextra && !cx; k++)
+        cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
+    if (cx && fn != F_matmul && fn != F_dot && fn != F_einsum && fn != F_tensordot && fn != F_inv &&
+        fn != F_det && fn != F_solve) {
+        /* the decompositions' rules take conjugates this sweep does not: refused */
+        PyObject *nm = PyObject_GetAttrString(fn, "__name__");
+        const char *s = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+        PyErr_Clear();
+        not_impl("complex values in", s ? s : "a NumPy function");
+        Py_XDECREF(nm);
+        return -1;
+    }
     if (fn == F_matmul || (fn == F_dot && f->nextra == 2 && NODE(g, a)->ndim <= 2 &&
                            NODE(g, b)->ndim <= 2 && NODE(g, a)->ndim >= 1 && NODE(g, b)->ndim >= 1)) {
         if (f->nextra != 2 || kw_given(f)) return not_impl("matmul", "with keyword arguments");
@@ -1299,7 +1524,7 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
     for (nd_id i = 0; i < n0; i++) A.ct[i] = ND_NONE;
     for (int k = 0; k < nwrt; k++) {
         is_wrt[wrt[k]] = 1;
-        A.dep[wrt[k]] = isflt(g->nodes[wrt[k]].dtype);
+        A.dep[wrt[k]] = isflt(g->nodes[wrt[k]].dtype) || iscplx(g->nodes[wrt[k]].dtype);
     }
     /* forward: which nodes carry a float dependence on a wrt node */
     for (nd_id i = lo; i <= hi; i++) {
@@ -1321,17 +1546,10 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
         nd_id c = A.ct[i];
         if (c == ND_NONE || !A.dep[i] || is_wrt[i]) continue;
         nd_node f = g->nodes[i];  /* a copy: rules grow the graph */
-        if (iscplx(f.dtype)) {
-            not_impl("complex values", nd_op_name(f.op));
-            goto done;
-        }
         int r;
         switch (f.op) {
         case ND_OP_UFUNC: r = rule_ufunc(&A, i, &f, c); break;
-        case ND_OP_CAST:
-            r = iscplx(g->nodes[f.in[0]].dtype) ? not_impl("complex values", "cast")
-                                                 : acc(&A, f.in[0], c);
-            break;
+        case ND_OP_CAST: r = acc(&A, f.in[0], c); break;  /* complex -> real: acc's real part */
         case ND_OP_WHERE: r = rule_where(&A, &f, c); break;
         case ND_OP_REDUCE: r = rule_reduce(&A, i, &f, c); break;
         case ND_OP_SCAN: r = rule_scan(&A, &f, c); break;
@@ -1391,6 +1609,11 @@ int nd_autodiff_init(void)
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
+    static const char *ffts[12] = {"fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn",
+                                   "fft.ifftn", "fft.rfft", "fft.rfft2", "fft.rfftn", "fft.irfft",
+                                   "fft.irfft2", "fft.irfftn"};
+    for (int k = 0; k < 12; k++)
+        if (!F_fft[k] && !(F_fft[k] = np_attr(np, ffts[k]))) { Py_DECREF(np); return -1; }
     Py_DECREF(np);
     if (!F_cumprod_vjp && !(F_cumprod_vjp = PyCFunction_New(&cumprod_vjp_def, NULL))) return -1;
     return 0;

@@ -7,9 +7,19 @@
  * be differentiated again.
  *
  * Conventions (those of JAX at kinks and ties):
- *  - only float16/32/64 values carry gradients; integer and bool nodes stop
- *    them (a comparison, an argmax, an index), complex values on a gradient
- *    path raise NotImplementedError;
+ *  - float16/32/64 and complex64/128 values carry gradients; integer and
+ *    bool nodes stop them (a comparison, an argmax, an index);
+ *  - complex values follow JAX: cotangents propagate by the transpose of
+ *    the linearization, not its adjoint, so a holomorphic op's rule is its
+ *    real rule (c * f'(z)) and vjp(f)(1) = f'(z); a real value's share of a
+ *    complex cotangent is its real part; re(z) -> c, im(z) -> -1j c,
+ *    conj(z) -> conj(c), |z| -> c conj(z)/|z| (0 at 0). numdyn.grad of a
+ *    real loss conjugates that (python layer) to give torch's
+ *    conjugate-Wirtinger gradient, the steepest-ascent direction. The
+ *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
+ *    cumprod refuse complex values (NotImplementedError);
+ *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn and
+ *    irfft/irfft2/irfftn, when n/s neither pads nor crops the input;
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
  *    zero derivative;
  *  - maximum/minimum (and so clip) give a tie half the cotangent each;
@@ -17,7 +27,10 @@
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
  *  - cumprod's gradient is exact where x has zeros (no division);
  *  - eigh/eigvalsh: the gradient of eigh((A + A^T)/2) (symmetric); svd
- *    and qr: of the reduced decompositions (qr needs M >= N); losses must
+ *    and qr: of the reduced decompositions (a wide qr through its square
+ *    first block); svd(full_matrices=True) of a non-square matrix ignores
+ *    the cotangent of U's columns / Vh's rows past min(M, N), any basis of
+ *    a complement (torch's convention); losses must
  *    not depend on the decompositions' sign choices;
  *  - an op without a rule raises NotImplementedError naming the op: never a
  *    silently wrong (zero) gradient.

@@ -609,7 +609,7 @@ done:
 
 /* ------------------------------------------------------------ backward */
 
-static int accumulate(PyObject *leaf, PyObject *g)
+static int accumulate(PyObject *leaf, PyObject *g, int conj)
 {
     NdTensor *t = ND_TENSOR(leaf);
     if (g == Py_None) {
@@ -617,6 +617,11 @@ static int accumulate(PyObject *leaf, PyObject *g)
         return -1;
     }
     PyObject *arr = PyArray_FromAny(g, NULL, 0, 0, 0, NULL);
+    if (!arr) return -1;
+    /* complex leaves: torch's conjugate-Wirtinger gradient, the conjugate
+     * of autodiff's (JAX's; src/passes/autodiff.h) */
+    if (conj && PyArray_ISCOMPLEX((PyArrayObject *)arr))
+        Py_SETREF(arr, PyArray_Conjugate((PyArrayObject *)arr, NULL));
     if (!arr) return -1;
     /* a gradient has its leaf's shape and dtype */
     PyObject *cast = PyArray_CastToType((PyArrayObject *)arr,
@@ -678,7 +683,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         }
     }
     if (!t->node) {  /* a leaf: its own gradient */
-        int rc = accumulate(self, g);
+        int rc = accumulate(self, g, 0);
         Py_DECREF(g);
         if (rc < 0) return NULL;
         Py_RETURN_NONE;
@@ -703,13 +708,15 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < nleaves; i++)
-        if (PyArray_ISCOMPLEX((PyArrayObject *)ND_TENSOR(PyList_GET_ITEM(leaves, i))->array)) {
-            PyErr_SetString(PyExc_NotImplementedError,
-                            "numdyn: backward() to a complex Tensor: numdyn's autodiff "
-                            "differentiates real floating point arrays only (not yet complex)");
-            goto done;
-        }
+    if (grad == Py_None && PyArray_ISCOMPLEX(a)) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created only for "
+                        "real scalar outputs");
+        goto done;
+    }
+    if (PyArray_ISCOMPLEX((PyArrayObject *)g)) {  /* torch's convention: conj(vjp(conj(g))) */
+        Py_SETREF(g, PyArray_Conjugate((PyArrayObject *)g, NULL));
+        if (!g) goto done;
+    }
     /* trace.h's contract: _vjp(fn, args, argnums, kwargs, backend, has_aux,
      * grad) -> (out, aux, third); grad=1 for a 0-d float result (its
      * gradients come from the same run), else a VJP object called with the
@@ -746,7 +753,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         goto done;
     }
     for (Py_ssize_t i = 0; i < nleaves; i++)
-        if (accumulate(PyList_GET_ITEM(leaves, i), PyTuple_GET_ITEM(grads, i)) < 0) {
+        if (accumulate(PyList_GET_ITEM(leaves, i), PyTuple_GET_ITEM(grads, i), 1) < 0) {
             Py_DECREF(grads);
             goto done;
         }
@@ -756,7 +763,7 @@ done:
     Py_DECREF(prog);
     Py_DECREF(params);
     Py_DECREF(leaves);
-    Py_DECREF(g);
+    Py_XDECREF(g);
     return res;
 }
 

@@ -22,6 +22,7 @@
 
 static PyObject *compile_fn;     /* numdyn._C.compile */
 static PyObject *torch_bridge;   /* numdyn._torch.apply, registered at import; or NULL */
+static PyObject *jax_bridge;     /* numdyn._jax.apply, registered at import; or NULL */
 static PyObject *consumers;      /* type -> its library's from_dlpack */
 static PyObject *str_dlpack, *str_numpy, *str_requires_grad, *str_detach, *str_from_dlpack, *str_module;
 
@@ -182,6 +183,23 @@ static PyObject *leave(PyObject *r, PyTypeObject *kind, int depth)
     return r;
 }
 
+/* A JAX tracer (an abstract value inside jax.grad / jit / vmap): its
+ * type's MRO holds jax's core Tracer. Its __dlpack__ exists but cannot
+ * export: the call goes to the JAX bridge (numdyn/_jax.py) instead. */
+static int is_jax_tracer(PyObject *x)
+{
+    if (PyArray_Check(x) || nd_tensor_check(x) || PyFloat_Check(x) || PyLong_Check(x)) return 0;
+    PyObject *mro = Py_TYPE(x)->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (strcmp(b->tp_name, "Tracer") != 0 || !(b->tp_flags & Py_TPFLAGS_HEAPTYPE)) continue;
+        PyObject *m = PyDict_GetItemString(b->tp_dict, "__module__");
+        if (m && PyUnicode_Check(m) && PyUnicode_CompareWithASCIIString(m, "jax._src.core") == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames)
 {
@@ -191,9 +209,24 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
     PyObject *small[8] = {NULL}, **a = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
     if (!a) return PyErr_NoMemory();
     PyTypeObject *kind = NULL;
-    int grad = 0, foreign_grad = 0;
+    int grad = 0, foreign_grad = 0, jax = 0;
     Py_ssize_t k = 0;
     PyObject *r = NULL;
+    for (Py_ssize_t i = 0; jax_bridge && i < n && !jax; i++) jax = is_jax_tracer(args[i]);
+    if (jax) {  /* a JAX transformation records the call: the bridge runs it */
+        PyObject *targs = PyTuple_New(nargs);
+        PyObject *tkw = PyDict_New();
+        for (Py_ssize_t i = 0; targs && i < nargs; i++)
+            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+        for (Py_ssize_t i = nargs; tkw && i < n; i++)
+            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
+                Py_CLEAR(tkw);
+        if (targs && tkw)
+            r = PyObject_CallFunctionObjArgs(jax_bridge, w->compiled, targs, tkw, NULL);
+        Py_XDECREF(targs);
+        Py_XDECREF(tkw);
+        goto done;
+    }
     for (; k < n; k++)
         if (!(a[k] = enter(args[k], &kind, &grad, &foreign_grad))) goto done;
     if (foreign_grad && torch_bridge) {
@@ -328,6 +361,12 @@ static PyObject *mod_wrap_numpy(PyObject *m, PyObject *args)
     return (PyObject *)w;
 }
 
+static PyObject *mod_set_jax_bridge(PyObject *m, PyObject *fn)
+{
+    Py_XSETREF(jax_bridge, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_set_torch_bridge(PyObject *m, PyObject *fn)
 {
     Py_XSETREF(torch_bridge, fn == Py_None ? NULL : Py_NewRef(fn));
@@ -354,6 +393,7 @@ static PyObject *mod_from_array(PyObject *m, PyObject *args)
 static PyMethodDef wrap_functions[] = {
     {"_wrap_numpy", mod_wrap_numpy, METH_VARARGS, "_wrap_numpy(fn, compile_kwargs)"},
     {"_set_torch_bridge", mod_set_torch_bridge, METH_O, NULL},
+    {"_set_jax_bridge", mod_set_jax_bridge, METH_O, NULL},
     {"_wrap_enter", mod_to_array, METH_O,
      "A tensor argument as wrap_numpy hands it to the function: an ndarray sharing memory."},
     {"_wrap_leave", mod_from_array, METH_VARARGS,

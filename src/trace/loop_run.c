@@ -21,6 +21,7 @@
 #include "graph/hash.h"
 #include "core/counters.h"
 #include <dlfcn.h>
+#include <fenv.h>
 #include <string.h>
 
 int nd_loop_enabled = 1;
@@ -46,6 +47,10 @@ typedef struct {
 } NdLoop;
 
 static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
+/* NumPy's error state is one object in a context variable, replaced (never
+ * changed) by np.seterr/np.errstate: what was read of the last one is kept */
+static PyObject *extobj_var, *extobj_last;
+static int extobj_under_ok, extobj_fpignore;
 
 /* ------------------------------------------------------------- boxing */
 static PyObject *box(int t, const void *p)
@@ -126,10 +131,19 @@ static int type_of_value(PyObject *o, int64_t *bits)
 typedef struct {
     NdLoop *L;
     PyObject **arrs;       /* borrowed: the arrays by variable */
+    int fp;                /* the code leaves NumPy float events to the FP flags */
+    int fpdeopt;           /* a callback found such an event pending: deoptimize */
 } runctx;
+
+#define ND_FPEV (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
 
 static int cb_slow(nd_lframe *F, int op, int tr, void *r, int ta, const void *a, int tb, const void *b)
 {
+    runctx *c = F->runner;
+    /* an event left to the flags happened before this operation: Python
+     * reruns the loop (this operation's warning would come twice), and
+     * NumPy, called here, clears the flags it tests */
+    if (c->fp && fetestexcept(ND_FPEV)) return 1;
     PyObject *A = a ? box(ta, a) : NULL, *B = NULL, *res = NULL;
     int rc = -1;
     if (a && !A) goto done;
@@ -140,12 +154,19 @@ done:
     Py_XDECREF(A);
     Py_XDECREF(B);
     Py_XDECREF(res);
+    if (c->fp) feclearexcept(ND_FPEV);   /* NumPy reported this operation's own */
     return rc;
 }
 
 static int cb_store(nd_lframe *F, int arr, int nidx, const int64_t *idx, int ta, const void *a)
 {
     runctx *c = F->runner;
+    /* an event pending before this store (NumPy warned there first) */
+    if (c->fp && fetestexcept(ND_FPEV)) {
+        c->fpdeopt = 1;
+        PyErr_SetString(PyExc_RuntimeError, "numdyn loop: deoptimized");
+        return -1;
+    }
     PyObject *v = box(ta, a), *key = v ? PyTuple_New(nidx) : NULL;
     int rc = -1;
     if (!key) goto done;
@@ -158,10 +179,18 @@ static int cb_store(nd_lframe *F, int arr, int nidx, const int64_t *idx, int ta,
 done:
     Py_XDECREF(v);
     Py_XDECREF(key);
+    if (c->fp) feclearexcept(ND_FPEV);   /* NumPy reported its cast's own */
     return rc;
 }
 
-static int cb_poll(nd_lframe *F) { return PyErr_CheckSignals(); }
+static int cb_poll(nd_lframe *F)
+{
+    fexcept_t fs;
+    fegetexceptflag(&fs, ND_FPEV);   /* signal handlers run Python code */
+    int rc = PyErr_CheckSignals();
+    fesetexceptflag(&fs, ND_FPEV);
+    return rc;
+}
 
 /* ---------------------------------------------------------- compiling */
 static int init_refs(void)
@@ -175,7 +204,13 @@ static int init_refs(void)
     if (!(math_mod = PyImport_ImportModule("math"))) return -1;
     if (!(numpy_mod = PyImport_ImportModule("numpy"))) return -1;
     geterr = PyObject_GetAttrString(numpy_mod, "geterr");
-    return geterr ? 0 : -1;
+    if (!geterr) return -1;
+    PyObject *um = PyImport_ImportModule("numpy._core._multiarray_umath");
+    extobj_var = um ? PyObject_GetAttrString(um, "_extobj_contextvar") : NULL;
+    Py_XDECREF(um);
+    if (extobj_var && !PyContextVar_CheckExact(extobj_var)) Py_CLEAR(extobj_var);
+    PyErr_Clear();   /* without it, np.geterr() on every run */
+    return 0;
 }
 
 static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool",
@@ -376,7 +411,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                 continue;
             }
             if (x && PyArray_CheckExact(x) && PyArray_NDIM((PyArrayObject *)x) >= 1 &&
-                PyArray_NDIM((PyArrayObject *)x) <= 2) {
+                PyArray_NDIM((PyArrayObject *)x) <= NDL_MAXDIMS) {
                 f |= VF_ARRAY;
                 alocal[v] = 1;
                 arr[v].set = 1;
@@ -459,13 +494,32 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
     if (!s->fn) { why = Py_NewRef(s->reason); goto fallback; }
 
-    /* 3. NumPy's error state: the C code sees no underflow */
-    {
+    /* 3. NumPy's error state: the C code sees no underflow; where NumPy
+     * ignores overflow, division by zero and invalid results alike, the
+     * events left to the FP flags need no test */
+    int fpignore = 1;
+    PyObject *eo = NULL;
+    if (extobj_var && PyContextVar_Get(extobj_var, NULL, &eo) < 0) goto done_free;
+    if (eo && eo == extobj_last) {
+        Py_DECREF(eo);
+        fpignore = extobj_fpignore;
+        if (!extobj_under_ok) { why = PyUnicode_FromString("np.errstate(under=...) is not 'ignore'"); goto fallback; }
+    } else {
         PyObject *err = PyObject_CallNoArgs(geterr);
         PyObject *u = err ? PyDict_GetItemString(err, "under") : NULL;
         int ign = u && PyUnicode_Check(u) && PyUnicode_CompareWithASCIIString(u, "ignore") == 0;
+        static const char *const evs[] = {"over", "divide", "invalid"};
+        for (int k = 0; k < 3 && err; k++) {
+            PyObject *m = PyDict_GetItemString(err, evs[k]);
+            if (!m || !PyUnicode_Check(m) || PyUnicode_CompareWithASCIIString(m, "ignore") != 0) fpignore = 0;
+        }
         Py_XDECREF(err);
-        if (!u && PyErr_Occurred()) goto done_free;
+        if (!u && PyErr_Occurred()) { Py_XDECREF(eo); goto done_free; }
+        if (eo) {
+            Py_XSETREF(extobj_last, eo);
+            extobj_under_ok = ign;
+            extobj_fpignore = fpignore;
+        }
         if (!ign) { why = PyUnicode_FromString("np.errstate(under=...) is not 'ignore'"); goto fallback; }
     }
 
@@ -478,12 +532,14 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         if (nd__outside_begin(t, handed, &o) < 0) goto done_free;
         outside = 1;
     }
-    if (s->snapshot)
+    /* the arrays restored when the loop deoptimizes */
+    int fp = (s->snapshot & 2) && !fpignore, snap = (s->snapshot & 1) || fp;
+    if (snap)
         for (int v = 0; v < nv; v++)
             if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v] &&
                 !(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER)))
                 goto done_free;
-    runctx ctx = {L, vals};
+    runctx ctx = {L, vals, fp, 0};
     nd_lframe F;
     memset(&F, 0, sizeof F);
     F.arr = arr;
@@ -493,15 +549,24 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     F.store = cb_store;
     F.poll = cb_poll;
     F.runner = &ctx;
+    if (ctx.fp) feclearexcept(ND_FPEV);
     int rc = s->fn(&F);
     nd_counter_add(ND_CTR_LOOP_RUNS, 1);
+    /* NumPy scalar arithmetic that overflowed, divided by zero or made a
+     * NaN: Python reruns the loop, and NumPy warns or raises where it does */
+    if (ctx.fp && rc != NDL_PYERR && fetestexcept(ND_FPEV)) rc = NDL_DEOPT;
+    if (rc == NDL_PYERR && ctx.fpdeopt) {
+        PyErr_Clear();
+        rc = NDL_DEOPT;
+    }
+    if (ctx.fp) feclearexcept(ND_FPEV);
     switch (rc) {
     case NDL_OK: break;
     case NDL_PYERR:
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop failed without an exception");
         goto done_free;
     case NDL_DEOPT:
-        if (!s->snapshot) {
+        if (!snap) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: the loop at line %d cannot be resumed in Python "
                          "(please report this); run it with NUMDYN_LOOPS=0", ir->line);
             goto done_free;

@@ -129,32 +129,29 @@ static int leaf_kind(PyObject *o)
         PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)o);
         int k = d->kind == 'f' ? 1 : d->kind == 'c' ? 2 : 0;
         dt = k == 1 ? (d->elsize == 2 ? NPY_HALF : d->elsize == 4 ? NPY_FLOAT : d->elsize == 8 ? NPY_DOUBLE : -1)
-             : k == 2 ? NPY_CDOUBLE : -1;
-        if (k == 1 && dt < 0) {
+             : k == 2 ? (d->elsize == 8 ? NPY_CFLOAT : d->elsize == 16 ? NPY_CDOUBLE : -1) : -1;
+        if (k && dt < 0) {
             PyErr_Format(PyExc_NotImplementedError, "numdyn autodiff: arrays of dtype %R are not "
                          "differentiated", (PyObject *)d);
             return -1;
         }
     }
     else if (PyFloat_Check(o)) dt = NPY_DOUBLE;
+    else if (PyComplex_Check(o)) dt = NPY_CDOUBLE;
     else if (PyArray_IsScalar(o, Floating) || PyArray_IsScalar(o, ComplexFloating)) {
         PyArray_Descr *d = PyArray_DescrFromScalar(o);
         if (!d) return -1;
         dt = d->type_num;
         Py_DECREF(d);
     }
-    if (iscplx(dt)) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "numdyn autodiff: complex inputs are not supported yet");
-        return -1;
-    }
-    return isflt(dt);
+    return isflt(dt) || iscplx(dt);
 }
 
-/* the native float dtype of a float array */
+/* the native float or complex dtype of a float or complex array */
 static int leaf_dtype(PyObject *arr)
 {
     int n = PyArray_ITEMSIZE((PyArrayObject *)arr);
+    if (PyArray_DESCR((PyArrayObject *)arr)->kind == 'c') return n == 8 ? NPY_CFLOAT : NPY_CDOUBLE;
     return n == 2 ? NPY_HALF : n == 4 ? NPY_FLOAT : NPY_DOUBLE;
 }
 
@@ -980,7 +977,7 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
                 goto done;
             }
         }
-        if (!nd_proxy_live(o) || !isflt(dt)) continue;
+        if (!nd_proxy_live(o) || !(isflt(dt) || iscplx(dt))) continue;
         if ((outs[j] = nd_proxy_read(o)) == ND_NONE) goto done;
         if (outer) continue;
         if (grad) {

@@ -1,0 +1,119 @@
+"""The JAX side of wrap_numpy: JAX arrays inside jax.grad / jax.jit / jax.vmap.
+
+Concrete JAX arrays enter wrap_numpy's functions through DLPack like any
+tensor (src/tensor/tensor_wrap.c). Inside a JAX transformation they are
+tracers, abstract values NumPy code cannot read; wrap_numpy hands such a
+call here (C detects the tracer and calls apply). The call becomes a
+``jax.custom_vjp`` whose forward is a ``jax.pure_callback`` running the
+compiled NumPy function on the host, and whose backward is a second
+callback running numdyn.vjp of it (residuals: the inputs; the backward
+recomputes the forward, replayed from numdyn's recorded trace on warm
+calls). Gradients use JAX's convention, which is numdyn.vjp's, complex
+values included (src/passes/autodiff.h). Integer and bool inputs get JAX's
+float0 zero cotangents.
+
+The callback needs the result's shapes and dtypes before any value exists:
+they come from one run of the function on ones of the inputs' shapes and
+dtypes, cached per (function, input signature, other arguments). A function
+whose result shapes depend on the values of its JAX inputs cannot be used
+under jax.jit (as for any pure_callback).
+
+Glue only: the work on both sides is numdyn's C (compiled forward, vjp).
+"""
+from . import _C
+
+_shapes = {}  # (compiled, signature) -> the result's ShapeDtypeStruct tree
+
+
+def _key(compiled, args, pos, kwargs):
+    sig = tuple((tuple(args[p].shape), str(args[p].dtype)) for p in pos)
+    other = tuple(a for i, a in enumerate(args) if i not in pos)
+    try:
+        k = (compiled, sig, other, tuple(sorted(kwargs.items())))
+        hash(k)
+        return k
+    except TypeError:
+        return None
+
+
+def apply(compiled, args, kwargs):
+    """wrap_numpy's call with JAX tracers among its arguments (C calls this)."""
+    import jax
+    import numpy as np
+    from . import _autodiff
+
+    for k, v in kwargs.items():
+        if isinstance(v, jax.Array):
+            raise NotImplementedError(
+                f"numdyn.wrap_numpy: pass JAX arrays positionally under JAX transformations "
+                f"(keyword argument {k!r})")
+    pos = tuple(i for i, a in enumerate(args) if isinstance(a, jax.Array))
+    fixed = list(args)
+
+    def host(xs):
+        a = list(fixed)
+        for p, x in zip(pos, xs):
+            a[p] = np.asarray(x)
+        return a
+
+    def as_arrays(out):
+        return jax.tree_util.tree_map(np.asarray, out)
+
+    key = _key(compiled, args, pos, kwargs)
+    struct = _shapes.get(key) if key is not None else None
+    if struct is None:
+        probe = [np.ones(args[p].shape, dtype=args[p].dtype) for p in pos]
+        try:
+            with np.errstate(all="ignore"):
+                out = as_arrays(compiled(*host(probe), **kwargs))
+        except Exception as e:  # noqa: BLE001 -- reported with its cause
+            raise NotImplementedError(
+                "numdyn.wrap_numpy under a JAX transformation needs the result's shapes before "
+                "the values exist; running the function on ones of the inputs' shapes to find "
+                f"them raised {type(e).__name__}: {e}") from e
+        struct = jax.tree_util.tree_map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), out)
+        if key is not None:
+            if len(_shapes) > 1024:
+                _shapes.clear()
+            _shapes[key] = struct
+    out_tree = jax.tree_util.tree_structure(struct)
+    diff = [np.dtype(args[p].dtype).kind in "fc" for p in pos]
+
+    def forward(*xs):
+        return as_arrays(compiled(*host(xs), **kwargs))
+
+    def backward(*vals):
+        xs, cts = vals[:len(pos)], vals[len(pos):]
+        a = host(xs)
+        fn = compiled
+        if kwargs:
+            import functools
+            fn = functools.partial(compiled, **kwargs)
+        out, pull = _autodiff.vjp(fn, *a)
+        gs = pull(jax.tree_util.tree_unflatten(out_tree, [np.asarray(c) for c in cts]))
+        res = []
+        for p, d, x in zip(pos, diff, xs):
+            if d:
+                g = gs[p]
+                res.append(np.zeros(x.shape, x.dtype) if g is None else np.asarray(g, dtype=x.dtype))
+        return tuple(res)
+
+    @jax.custom_vjp
+    def call(*xs):
+        return jax.pure_callback(forward, struct, *xs, vmap_method="sequential")
+
+    def call_fwd(*xs):
+        return call(*xs), xs
+
+    def call_bwd(xs, ct):
+        want = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x, d in zip(xs, diff) if d)
+        got = iter(jax.pure_callback(backward, want, *xs, *jax.tree_util.tree_leaves(ct),
+                                     vmap_method="sequential") if want else ())
+        return tuple(next(got) if d else np.zeros(x.shape, jax.dtypes.float0)
+                     for x, d in zip(xs, diff))
+
+    call.defvjp(call_fwd, call_bwd)
+    return call(*[args[p] for p in pos])
+
+
+_C._set_jax_bridge(apply)
