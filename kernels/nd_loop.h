@@ -18,8 +18,10 @@
 #ifndef ND_LOOP_H
 #define ND_LOOP_H
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <fenv.h>
 
 #define NDL_MAXDIMS 32
 

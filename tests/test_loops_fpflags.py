@@ -127,3 +127,28 @@ def test_event_pending_across_a_vector_statement():
     with np.errstate(all="warn"):
         outs = check_calls(event_then_vector_statement, (np.array([1.0, 10.0, 0.5]), np.ones(4)))
     assert outs[0].categories == ("RuntimeWarning",)
+
+
+def test_error_state_changes_between_calls():
+    # the runner keeps what it read of NumPy's last error state object; each
+    # np.errstate/np.seterr makes a new one, so every call sees its own
+    a = np.array([1.0, 1e300, 1e300, 2.0])
+    cf = numdyn.compile(scale_sum)
+    with np.errstate(all="ignore"):
+        assert cf(a, 1e10) == np.inf
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            cf(a, 1e10)
+    with np.errstate(all="ignore"):
+        assert cf(a, 1e10) == np.inf
+    with np.errstate(under="warn"):   # the C code cannot report underflow: Python runs it
+        assert cf(a, 2.0) == scale_sum(a, 2.0)
+    info = cf._loop_info()
+    assert "under" in (info[0].get("last_fallback") or ""), info
+    old = np.seterr(over="raise")
+    try:
+        with pytest.raises(FloatingPointError):
+            cf(a, 1e10)
+    finally:
+        np.seterr(**old)
+    assert cf(np.array([1.0, 2.0]), 3.0) == 9.0

@@ -19,6 +19,7 @@
 #include "codegen/codegen.h"
 #include "passes/loop_types.h"
 #include <string.h>
+#include <ctype.h>
 
 static const char *const ctype[LT_N] = {
     "uint8_t", "int64_t", "double", "uint8_t", "int8_t", "int16_t", "int32_t", "int64_t",
@@ -2573,6 +2574,37 @@ static int stmts(cg *g, nd_ln *const *b, int n)
     return rc;
 }
 
+#define KERNEL_H "#include \"nd_kernel.h\"\n"
+
+/* whether the loop's C names anything of nd_kernel.h (nd_* / ND_* other
+ * than its own locals and labels) */
+static int kernel_h_used(const char *p, size_t n)
+{
+    static const char *const own[] = {"nd_tick", "nd_fpp", "nd_scr_cap", "nd_scr", "nd_out", "nd_loop_main",
+                                      "nd_lframe", "nd_done", "nd_steady"};
+    for (size_t i = 0; i + 3 <= n; i++) {
+        if (!((p[i] == 'n' && p[i + 1] == 'd' && p[i + 2] == '_') || (p[i] == 'N' && p[i + 1] == 'D' && p[i + 2] == '_')))
+            continue;
+        if (i && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')) continue;
+        size_t j = i;
+        while (j < n && (isalnum((unsigned char)p[j]) || p[j] == '_')) j++;
+        int known = 0;
+        for (size_t k = 0; k < sizeof own / sizeof *own && !known; k++) {
+            size_t l = strlen(own[k]);
+            if (j - i < l || strncmp(p + i, own[k], l)) continue;
+            known = j - i == l;
+            /* labels: nd_done12, nd_steady3 */
+            if (!known && (!strcmp(own[k], "nd_done") || !strcmp(own[k], "nd_steady"))) {
+                known = 1;
+                for (size_t q = i + l; q < j; q++) known &= isdigit((unsigned char)p[q]) != 0;
+            }
+        }
+        if (!known) return 1;
+        i = j;
+    }
+    return 0;
+}
+
 static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quiet, int *redo)
 {
     const nd_lir *ir = T->ir;
@@ -2594,7 +2626,8 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
     for (int v = 0; v < ir->nvars; v++)
         for (int t = 0; t < LT_N; t++)
             if (T->adt[v] < 0 && T->vset[v] == (1u << t)) g.assign[v] = (uint8_t)t;
-    nd_sb_puts(out, "#include \"nd_kernel.h\"\n#include \"nd_loop.h\"\n"
+    size_t top = out->n;
+    nd_sb_puts(out, KERNEL_H "#include \"nd_loop.h\"\n"
                     "#define NDL_SLOW(ln, op, tr, r, ta, a, tb, b) do { F->err_line = (ln); "
                     "int s_ = F->slow(F, (op), (tr), (r), (ta), (a), (tb), (b)); "
                     "if (s_) { rc = s_ < 0 ? NDL_PYERR : NDL_DEOPT; goto nd_out; } } while (0)\n"
@@ -2602,6 +2635,7 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
                     "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n"
                     "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"
                     "int nd_loop_main(nd_lframe *F)\n{\n");
+    size_t body = out->n;
     g.ind = 1;
     line(&g, "int rc = NDL_OK;");
     line(&g, "uint16_t nd_tick = 0;");
@@ -2683,6 +2717,9 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop codegen failed");
         return -1;
     }
+    /* most loops use none of nd_kernel.h's helpers, and parsing it is a
+     * good part of compiling a small loop: the include becomes blanks */
+    if (!out->oom && !kernel_h_used(out->p + body, out->n - body)) memset(out->p + top, ' ', strlen(KERNEL_H) - 1);
     return nd_sb_check(out);
 }
 
