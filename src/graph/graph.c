@@ -102,12 +102,9 @@ npy_intp nd_node_size(const nd_node *n)
     return s;
 }
 
-nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
+/* Room for one more node (0), or -1 with MemoryError. */
+static int graph_room(nd_graph *g)
 {
-    if (proto->ndim > ND_MAXDIMS) {
-        PyErr_SetString(PyExc_ValueError, "numdyn: rank above ND_MAXDIMS");
-        return ND_NONE;
-    }
     if (g->n == g->cap) {
         int32_t cap;
         nd_node *nn = spare_take(g->cap, &cap);
@@ -117,20 +114,36 @@ nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
         } else {
             cap = g->cap ? g->cap * 2 : 64;
             nn = PyMem_Realloc(g->nodes, sizeof(nd_node) * (size_t)cap);
-            if (!nn) { PyErr_NoMemory(); return ND_NONE; }
+            if (!nn) { PyErr_NoMemory(); return -1; }
         }
         g->nodes = nn;
         g->cap = cap;
     }
+    return 0;
+}
+
+/* The node written at g->nodes[g->n] (graph_room) joins the graph. */
+static nd_id graph_commit(nd_graph *g)
+{
     nd_id id = g->n++;
     nd_node *n = &g->nodes[id];
-    *n = *proto;
     n->refs = 0;
     for (int k = 0; k < n->nin; k++)
         if (n->in[k] >= 0) g->nodes[n->in[k]].refs++;
     for (int k = 0; k < n->nextra; k++)
         if (n->extra[k] >= 0) g->nodes[n->extra[k]].refs++;
     return id;
+}
+
+nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
+{
+    if (proto->ndim > ND_MAXDIMS) {
+        PyErr_SetString(PyExc_ValueError, "numdyn: rank above ND_MAXDIMS");
+        return ND_NONE;
+    }
+    if (graph_room(g) < 0) return ND_NONE;
+    g->nodes[g->n] = *proto;
+    return graph_commit(g);
 }
 
 
@@ -194,31 +207,37 @@ nd_graph *nd_graph_extract_scratch(nd_graph *g, const nd_id *outs, int nout, cha
         return NULL;
     }
     for (Py_ssize_t o = 0; o < norder; o++) need[order[o]] = 0;
+    nd_graph_reserve(r, (int32_t)norder);
     Py_ssize_t o = 0;
     for (; o < norder; o++) {
         nd_id i = order[o];
         nd_node *n = &g->nodes[i];
-        nd_node c;
+        /* written in place (a flush extracts a graph each time: one copy
+         * of each node, not two through a prototype) */
+        if (graph_room(r) < 0) goto fail;
+        nd_node *c = &r->nodes[r->n];
         if (n->value || n->op == ND_OP_INPUT) {
             PyArrayObject *a = (PyArrayObject *)(n->value ? n->value : n->obj);
-            nd_node_init(&c, ND_OP_INPUT, PyArray_TYPE(a), PyArray_NDIM(a), PyArray_DIMS(a));
-            c.obj = (PyObject *)a;
-            Py_INCREF(c.obj);
-        } else {
-            c = *n;
-            c.value = NULL;
-            Py_XINCREF(c.obj);
-            Py_XINCREF(c.attrs);
-            c.extra = NULL;
-            for (int k = 0; k < c.nin; k++) if (c.in[k] >= 0) c.in[k] = map[c.in[k]];
-            if (n->op == ND_OP_EXTERN && n->nextra) {
-                c.extra = PyMem_Malloc(sizeof(nd_id) * (size_t)n->nextra);
-                if (!c.extra) { PyErr_NoMemory(); Py_XDECREF(c.obj); Py_XDECREF(c.attrs); goto fail; }
-                for (int k = 0; k < n->nextra; k++) c.extra[k] = map[n->extra[k]];
+            if (PyArray_NDIM(a) > ND_MAXDIMS) {
+                PyErr_SetString(PyExc_ValueError, "numdyn: rank above ND_MAXDIMS");
+                goto fail;
             }
+            nd_node_init(c, ND_OP_INPUT, PyArray_TYPE(a), PyArray_NDIM(a), PyArray_DIMS(a));
+            c->obj = Py_NewRef((PyObject *)a);
+        } else {
+            *c = *n;
+            c->value = NULL;
+            c->extra = NULL;
+            if (n->op == ND_OP_EXTERN && n->nextra) {
+                c->extra = PyMem_Malloc(sizeof(nd_id) * (size_t)n->nextra);
+                if (!c->extra) { PyErr_NoMemory(); goto fail; }
+                for (int k = 0; k < n->nextra; k++) c->extra[k] = map[n->extra[k]];
+            }
+            Py_XINCREF(c->obj);
+            Py_XINCREF(c->attrs);
+            for (int k = 0; k < c->nin; k++) if (c->in[k] >= 0) c->in[k] = map[c->in[k]];
         }
-        map[i] = nd_graph_add(r, &c);
-        if (map[i] == ND_NONE) goto fail;
+        map[i] = graph_commit(r);
     }
     for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
     *order_out = order;
