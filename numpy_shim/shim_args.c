@@ -351,6 +351,29 @@ int nd_shim_bool_arg(PyObject *obj, int dflt)
     return PyObject_IsTrue(obj);
 }
 
+int nd_shim_axis_bool_refused(PyObject *axis, const char *msg)
+{
+    int n = axis && PyTuple_Check(axis) ? (int)PyTuple_GET_SIZE(axis) : 1;
+    for (int i = 0; axis && i < n; i++) {
+        PyObject *o = PyTuple_Check(axis) ? PyTuple_GET_ITEM(axis, i) : axis;
+        if (PyBool_Check(o) || PyArray_IsScalar(o, Bool)) {
+            PyErr_SetString(PyExc_TypeError, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int nd_shim_keepdims_arg(PyObject *obj)
+{
+    if (!obj) return 0;
+    PyObject *i = PyNumber_Index(obj);  /* NumPy's TypeError for None, str, np.bool_ */
+    if (!i) return -1;
+    int r = PyObject_IsTrue(i);
+    Py_DECREF(i);
+    return r;
+}
+
 int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
                         NPY_CASTING casting)
 {

@@ -211,6 +211,14 @@ int nd_shim_axis_index(PyObject *axis, int ndim, int *out);
 int nd_shim_dtype_arg(PyObject *obj, int *typenum);
 /* truthiness of a flag argument, NULL -> dflt. -1 on error. */
 int nd_shim_bool_arg(PyObject *obj, int dflt);
+/* keepdims= of NumPy's C reductions (and linalg.norm): an integer (__index__;
+ * None, a str or an np.bool_ raise NumPy's TypeError), absent = 0. 0/1, or -1. */
+int nd_shim_keepdims_arg(PyObject *obj);
+/* NumPy's C reductions and axis converters refuse a bool axis (or a bool in
+ * an axis tuple) that Python-level functions take as 0/1: TypeError(msg)
+ * and -1 there ("an integer is required" for ufunc reductions, "... for the
+ * axis" for PyArray_AxisConverter's users); 0 otherwise. */
+int nd_shim_axis_bool_refused(PyObject *axis, const char *msg);
 /* out= that a reduction or scan takes in-graph only when it is plainly
  * fine: one array (a proxy or an ndarray, not a tuple) of exactly ndim /
  * shape whose dtype is `want` (want >= 0: argmax's intp) or receives `from`

@@ -294,8 +294,13 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
     PyObject *ordo = argv[1] && argv[1] != Py_None ? argv[1] : NULL;
     PyObject *axis = argv[2] && argv[2] != Py_None ? argv[2] : NULL;
     PyObject *keep = argv[3];
-    int keepdims = nd_shim_bool_arg(keep, 0);
+    int keepdims = nd_shim_keepdims_arg(keep);
     if (keepdims < 0) return NULL;
+    if (axis && nd_shim_axis_bool_refused(axis, "") < 0) {
+        /* norm normalizes a bool axis as 0/1; the reductions it runs refuse one */
+        PyErr_Clear();
+        return nd_shim_unsupported("numpy.linalg.norm with a bool axis");
+    }
     if (!nd_proxy_check(argv[0])) return nd_shim_unsupported("numpy.linalg.norm of a non-proxy");
     nd_xj_arr a;
     if (nd_xj_array(t, argv[0], &a)) return NULL;

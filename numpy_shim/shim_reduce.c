@@ -256,6 +256,11 @@ static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject
                        const char *what, red_opts *o)
 {
     o->mask = 0;
+    /* (mean/var/std: an np.bool_ axis meets the index check below first) */
+    if (axmode != AX_SKIP && !(axmode == AX_STRICT && axis && PyArray_IsScalar(axis, Bool)) &&
+        nd_shim_axis_bool_refused(axis, axmode == AX_ARG ? "an integer is required for the axis"
+                                                         : "an integer is required") < 0)
+        return -1;
     switch (axmode) {
     case AX_FIRST:
         if (!axis) { o->mask = a->ndim ? 1 : 0; break; }
@@ -279,7 +284,9 @@ static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject
     int rc = nd_shim_dtype_arg(dtype, &o->dtarg);
     if (rc < 0) return -1;
     if (rc) { nd_shim_unsupported("%s with a non-numeric dtype=", what); return -1; }
-    if ((o->keep = nd_shim_bool_arg(keepdims, 0)) < 0) return -1;
+    /* argmax/argmin read keepdims as a bool, the ufunc reductions as an integer */
+    o->keep = axmode == AX_ARG ? nd_shim_bool_arg(keepdims, 0) : nd_shim_keepdims_arg(keepdims);
+    if (o->keep < 0) return -1;
     o->res = fixed >= 0 ? fixed : oracle ? probe(oracle, method, a->dtype, o->dtarg) : -1;
     return (fixed >= 0 || oracle) && o->res < 0 ? -1 : 0;
 }
@@ -674,6 +681,7 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
     int res = o.res;
     nd_id x = a.id;
     int ax = 0;
+    if (nd_shim_axis_bool_refused(axis, "an integer is required for the axis") < 0) return NULL;
     if ((!axis || axis == Py_None) && axis_none_flat) {
         npy_intp n = size_of(&a);
         if ((x = nd_shim_node_reshape(t, a.id, 1, &n)) == ND_NONE) return NULL;

@@ -141,3 +141,41 @@ def test_ufunc_method_out_tuple_keyword_only(positional):
     check(f, A, backend="native")
     if not positional:
         assert numdyn.explain(numdyn.compile(f))(A).graph_break_count == 0
+
+
+# ------------------------------------------------------------ keepdims= and a bool axis=
+# NumPy's C reductions read keepdims as an integer (__index__: None, a str and
+# np.bool_ raise TypeError) and refuse a bool axis; argmax/argmin read
+# keepdims as a bool; functions written in Python (median, linalg.norm) take
+# what they take.
+
+B = np.arange(24.0).reshape(2, 3, 4) - 7.0
+RED = ["sum", "prod", "max", "min", "mean", "std", "var", "any", "all", "ptp", "nansum", "nanmean",
+       "nanmax", "nanmin", "nanprod", "count_nonzero", "argmax", "argmin", "cumsum", "cumprod", "average",
+       "linalg.norm"]
+KW = {
+    "keepdims=None": dict(axis=1, keepdims=None),
+    "keepdims='x'": dict(axis=1, keepdims="x"),
+    "keepdims=np.True_": dict(axis=1, keepdims=np.True_),
+    "keepdims=2": dict(axis=1, keepdims=2),
+    "axis=True": dict(axis=True),
+    "axis=np.True_": dict(axis=np.True_),
+    "axis=(0, True)": dict(axis=(0, True)),
+    "axis=np.int8(1)": dict(axis=np.int8(1)),
+}
+
+
+def _call(name, x, kw):
+    kw = dict(kw)
+    if name in ("cumsum", "cumprod"):
+        kw.pop("keepdims", None)
+    if name in ("cumsum", "cumprod", "argmax", "argmin") and isinstance(kw.get("axis"), tuple):
+        kw["axis"] = 1
+    f = np.linalg.norm if name == "linalg.norm" else getattr(np, name)
+    return f(x, **kw)
+
+
+@pytest.mark.parametrize("kw", sorted(KW))
+@pytest.mark.parametrize("name", RED)
+def test_keepdims_and_bool_axis_like_numpy(name, kw):
+    check(lambda x: _call(name, x, KW[kw]), B, backend="eager", warnings=True)
