@@ -230,3 +230,17 @@ def test_wrap_numpy_complex_torch_grad():
     rz = torch.tensor(z0, requires_grad=True)
     (torch.exp(rz) * rz).backward(g)
     np.testing.assert_allclose(tz.grad.numpy(), rz.grad.numpy(), rtol=1e-10)
+
+
+def test_conjugated_gradient_never_writes_an_argument():
+    # d/dz re(sum(z * c)) is conj(c) in torch's convention: the result must be
+    # a new array, c left as it was (also on replayed calls), 0-d stays 0-d
+    c = crand(3)
+    c0 = c.copy()
+    g = numdyn.grad(lambda z, c: np.real(np.sum(z * c)))
+    for _ in range(3):
+        np.testing.assert_allclose(g(crand(3), c), np.conj(c0))
+        np.testing.assert_array_equal(c, c0)
+    g0 = numdyn.grad(lambda z: np.abs(z) ** 2)(np.array(1 + 2j))
+    assert isinstance(g0, np.ndarray) and g0.shape == ()
+    np.testing.assert_allclose(g0, 2 + 4j)

@@ -19,27 +19,11 @@ import numpy as np
 import pytest
 
 import numdyn
+from fusion_counts import passes
 from oracle import check
 
 FLOATS = ["float64", "float32"]
 DTYPES = ["float64", "float32", "int64", "int32"]
-
-
-def measure(fn, *args):
-    """(kernels, bytes read) of one warm call of the compiled fn"""
-    f = numdyn.compile(fn)
-    f(*args)
-    c = numdyn.utils.counters
-    k0, b0 = c["kernel_runs"], c["bytes_read"]
-    f(*args)
-    return c["kernel_runs"] - k0, c["bytes_read"] - b0
-
-
-def passes(fn, x, *rest):
-    """kernels run, and passes over x (bytes read / x.nbytes, rounded to
-    tenths: small per-column arrays add a little)"""
-    k, b = measure(fn, x, *rest)
-    return k, round(b / x.nbytes, 1)
 
 
 def data(shape, dt, seed=0, pos=False):

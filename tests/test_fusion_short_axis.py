@@ -13,20 +13,12 @@ import numpy as np
 import pytest
 
 import numdyn
+from fusion_counts import kernel_runs
 from oracle import check
 
 FLOATS = ["float64", "float32"]
 DTYPES = ["float64", "float32", "int64", "int32"]
 EXTENTS = list(range(1, 18))
-
-
-def kernel_runs(fn, *args):
-    """Kernels one call of the compiled fn runs (after a warm-up call)."""
-    f = numdyn.compile(fn)
-    f(*args)
-    before = numdyn.utils.counters["kernel_runs"]
-    f(*args)
-    return numdyn.utils.counters["kernel_runs"] - before
 
 
 def data(shape, dt, seed=0, layout="C", pos=False):
@@ -216,3 +208,33 @@ def test_argmin_long_axis_fuses():
     x = data((7, 600, 3), "float64")
     assert kernel_runs(lambda x: np.argmax(np.abs(x).sum(axis=2), axis=1), x) == 1
     assert kernel_runs(lambda x: np.argmax(np.abs(x).sum(axis=2), axis=0), x) == 1
+
+
+# ------------------------------------------ broadcast constants after a frame
+# A broadcast view of a constant (np.zeros((n, 1)) is a view of the SCALAR
+# 0.0) read next to a short-axis reduction inlined in the same kernel: the
+# view is declared at kernel scope, never per element or per frame (a
+# session saw 'v2 undeclared' from grad(sum(x.max(axis=1))) when the
+# cotangent was such a view).
+BROADCAST_CONSTS = [
+    lambda x: np.sum(x.max(axis=1) * np.ones((x.shape[0], 1))[:, 0]),
+    lambda x: (x == x.max(axis=1, keepdims=True)) * np.broadcast_to(1.0, (x.shape[0],))[:, None],
+    lambda x: ((x == x.max(axis=1, keepdims=True)) * np.broadcast_to(2.0, (x.shape[0], 1))).sum(1),
+    lambda x: (x * np.full((x.shape[0], 1), 2.0)).sum(axis=1) * np.full((x.shape[0],), 3.0),
+    lambda x: np.argmax(x * np.full((1, x.shape[1]), 2.0), axis=1) + np.zeros((x.shape[0],), dtype=np.int64),
+    lambda x: np.zeros((1, x.shape[0])).T * x.max(1, keepdims=True) + np.zeros(x.shape[1])[None],
+]
+
+
+@pytest.mark.parametrize("i", range(len(BROADCAST_CONSTS)))
+@pytest.mark.parametrize("shape", [(2, 3), (5, 4), (300, 2), (70, 16)])
+def test_broadcast_constant_next_to_frame(backend, i, shape):
+    check(BROADCAST_CONSTS[i], data(shape, "float64"), backend=backend)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (5, 4), (4, 2, 3)])
+def test_grad_of_short_max(shape):
+    x = data(shape, "float64")
+    g = numdyn.grad(lambda x: np.sum(x.max(axis=-1)))(x)
+    want = (x == x.max(axis=-1, keepdims=True)).astype(np.float64)
+    np.testing.assert_array_equal(g, want)

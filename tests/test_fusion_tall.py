@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import numdyn
+from fusion_counts import passes
 from oracle import check
 
 FLOATS = ["float64", "float32"]
@@ -28,16 +29,6 @@ def data(shape, dt, seed=0, loc=0.0):
     if np.dtype(dt).kind == "f":
         return (loc + rng.standard_normal(shape)).astype(dt)
     return rng.integers(-50, 50, size=shape).astype(dt)
-
-
-def measure(fn, *args):
-    """(kernels, passes over args[0]) of one warm call of the compiled fn"""
-    f = numdyn.compile(fn)
-    f(*args)
-    c = numdyn.utils.counters
-    k0, b0 = c["kernel_runs"], c["bytes_read"]
-    f(*args)
-    return c["kernel_runs"] - k0, round((c["bytes_read"] - b0) / args[0].nbytes, 1)
 
 
 def mean_and_std(x):
@@ -154,10 +145,10 @@ def test_pointwise_row_blocks(backend, shape):
 # ------------------------------------------------------------ counters
 def test_tall_passes():
     x = data((50_000, 8), "float64")
-    assert measure(mean_and_std, x) == (1, 1.0)
-    assert measure(moments, x) == (1, 1.0)
-    assert measure(standardize, x) == (2, 2.0)
-    assert measure(minmax_scale, x) == (2, 2.0)
+    assert passes(mean_and_std, x) == (1, 1.0)
+    assert passes(moments, x) == (1, 1.0)
+    assert passes(standardize, x) == (2, 2.0)
+    assert passes(minmax_scale, x) == (2, 2.0)
 
 
 def test_flags_left_on_pool_threads_are_not_the_kernels():
@@ -198,7 +189,7 @@ def test_covariance_passes():
     # the mean's pass, the centring pass and the division of the (8, 8)
     # result; NumPy's matmul sees one buffer (syrk)
     x = data((50_000, 8), "float64")
-    assert measure(covariance, x) == (3, 2.0)
+    assert passes(covariance, x) == (3, 2.0)
 
 
 def test_view_for_numpy_then_base_written(backend):

@@ -114,8 +114,11 @@ static void pointer(kctx *c, int o, uint32_t bound, const char *name)
     int isout = o >= c->k->nin;
     nd_sb_printf(c->sb, "%s%s *const restrict %s%d = B%d", isout ? "" : "const ",
                  nd_cg_stype(op->dtype), name, o, o);
+    /* a broadcast dim adds nothing: left out, the pointer is invariant in
+     * that loop and the compiler hoists its loads */
     for (int d = 0; d < c->R; d++)
-        if (bound & (1u << d)) nd_sb_printf(c->sb, " + i%d * I[%d]", d, stride_idx(c, o, d));
+        if ((bound & (1u << d)) && !(op->zero & (1u << d)))
+            nd_sb_printf(c->sb, " + i%d * I[%d]", d, stride_idx(c, o, d));
     nd_sb_puts(c->sb, ";\n");
 }
 
@@ -136,7 +139,11 @@ static void elem(char *buf, size_t n, kctx *c, int o, const char *pfx, const cha
             if (at >= sizeof off) break;
         }
     }
-    if (c->R > 0 && c->vdim != c->R - 1) { snprintf(buf, n, "%s%d[%s * vs%d%s]", pfx, o, jv, o, off); return; }
+    if (c->R > 0 && c->vdim != c->R - 1) {
+        if (op->zero & (1u << c->vdim)) snprintf(buf, n, "%s%d[0%s]", pfx, o, off);   /* one value, broadcast */
+        else snprintf(buf, n, "%s%d[%s * vs%d%s]", pfx, o, jv, o, off);
+        return;
+    }
     if (c->R == 0 || op->inner == 0) snprintf(buf, n, "%s%d[0%s]", pfx, o, off);
     else if (op->inner == 1) snprintf(buf, n, "%s%d[%s%s]", pfx, o, jv, off);
     else if (op->inner > 1) snprintf(buf, n, "%s%d[%s * %d%s]", pfx, o, jv, op->inner, off);
@@ -1147,8 +1154,9 @@ static void res_line(kctx *c, const redop *r, int p, const char *a, const char *
     else nd_sb_printf(c->sb, "const %s res_%d = %s;\n", r->AT, p, a);
 }
 
-/* per-output-element accumulators acc<p>_[j - j0] (bi<p>_: argmax indices), initialized */
-static void across_accs(kctx *c, const rset *s)
+/* per-output-element accumulators acc<p>_[j - j0] (bi<p>_: argmax indices),
+ * `na` of each, initialized over j0..j1 */
+static void across_accs(kctx *c, const rset *s, int na)
 {
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
@@ -1156,9 +1164,9 @@ static void across_accs(kctx *c, const rset *s)
         if (s->cent[p] >= 0)
             nd_sb_printf(c->sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d], mc%d_[%d];\n"
                          "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
-                         AT, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p, RBLOCK_K, p);
-        nd_sb_printf(c->sb, "%s acc%d_[%d];\n", AT, p, RBLOCK_K);
-        if (r->kind == RK_ARG) nd_sb_printf(c->sb, "int64_t bi%d_[%d];\n", p, RBLOCK_K);
+                         AT, p, na, p, na, p, na, p, na, p, na, p);
+        nd_sb_printf(c->sb, "%s acc%d_[%d];\n", AT, p, na);
+        if (r->kind == RK_ARG) nd_sb_printf(c->sb, "int64_t bi%d_[%d];\n", p, na);
         if (r->kind == RK_CASCADE) nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d_[j] = 0;\n", p);
         else if (r->kind == RK_ARG)
             nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) { acc%d_[j] = 0; bi%d_[j] = -1; }\n", p, p);
@@ -1195,6 +1203,90 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd)
     return 0;
 }
 
+/* The walk of across_multi / split_across over j0..j1: accumulators
+ * (`na` each), the serial loops over the reduced dims (rows lo_..hi_ of
+ * chunk_dim, or moments' chunks along rd), the vector loop over j. */
+static int across_walk(kctx *c, const rset *s, int rd, uint32_t bound, int chunk_dim, const char *jv, int na)
+{
+    nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    across_accs(c, s, na);
+    nd_sb_puts(sb, "{\n");
+    int opened;
+    if (s->nmom) {
+        if (chunk_dim < 0) nd_sb_printf(sb, "const int64_t lo_ = 0, hi_ = n%d;\n", rd);
+        moment_rows(c, s, rd);
+        opened = 1;
+    } else {
+        opened = open_serial(c, k->red, chunk_dim);
+    }
+    for (int o = 0; o < k->nin; o++) pointer(c, o, bound, "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (across_element(c, s, jv, s->nmom ? rd : -1) < 0) return -1;
+    nd_sb_puts(sb, "}\n");
+    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    if (s->nmom) {
+        if (moment_pass(c, s, rd, bound & ~k->red) < 0) return -1;
+        nd_sb_puts(sb, "}\n");   /* the chunk */
+    }
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
+/* across_walk over jlo_..jhi_ with accumulators of its own, copied to the
+ * caller's at their offset; width w > 0: jhi_ - jlo_ is that constant */
+static int across_sub(kctx *c, const rset *s, int rd, uint32_t bound, int chunk_dim, int w)
+{
+    nd_sb *sb = c->sb;
+    nd_sb_puts(sb, "{\n");
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        nd_sb_printf(sb, "%s *const ao%d_ = acc%d_ + (jlo_ - j0);\n", AT, p, p);
+        if (r->kind == RK_ARG) nd_sb_printf(sb, "int64_t *const bo%d_ = bi%d_ + (jlo_ - j0);\n", p, p);
+        if (s->cent[p] >= 0)
+            nd_sb_printf(sb, "%s *const ko%d_ = k%d_ + (jlo_ - j0), *const ro%d_ = rs%d_ + (jlo_ - j0);\n",
+                         AT, p, p, p, p);
+    }
+    nd_sb_puts(sb, "{\nconst int64_t j0 = jlo_, j1 = jhi_;\n");
+    if (across_walk(c, s, rd, bound, chunk_dim, "j", w > 0 ? w : RBLOCK_K) < 0) return -1;
+    nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) {\n");
+    for (int p = 0; p < s->n; p++) {
+        nd_sb_printf(sb, "ao%d_[j] = acc%d_[j];\n", p, p);
+        if (s->r[p].kind == RK_ARG) nd_sb_printf(sb, "bo%d_[j] = bi%d_[j];\n", p, p);
+        if (s->cent[p] >= 0) nd_sb_printf(sb, "ko%d_[j] = k%d_[j];\nro%d_[j] = rs%d_[j];\n", p, p, p, p);
+    }
+    nd_sb_puts(sb, "}\n}\n}\n");
+    return 0;
+}
+
+/* across_walk in register tiles: the output elements j0..j1 in tiles of a
+ * constant width, each walking the reduced dims with its accumulators in
+ * vector registers (a runtime width keeps them in memory: a load and a
+ * store per element per accumulator), then the rest as one block. Each
+ * output element's values are folded in the same order either way. */
+static int across_tiled(kctx *c, const rset *s, int rd, uint32_t bound, int chunk_dim)
+{
+    nd_sb *sb = c->sb;
+    int w = 16;
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        int t = nd_cg_part_dtype(r->acc);
+        if (r->kind == RK_ARG || t == NPY_DOUBLE || t == NPY_LONGLONG || t == NPY_ULONGLONG || t == NPY_LONG ||
+            t == NPY_ULONG)
+            w = 8;
+    }
+    across_accs(c, s, RBLOCK_K);
+    nd_sb_printf(sb, "int64_t jt_ = j0;\nfor (; jt_ + %d <= j1; jt_ += %d) {\n"
+                     "const int64_t jlo_ = jt_, jhi_ = jt_ + %d;\n", w, w, w);
+    if (across_sub(c, s, rd, bound, chunk_dim, w) < 0) return -1;
+    nd_sb_puts(sb, "}\nif (jt_ < j1) {\nconst int64_t jlo_ = jt_, jhi_ = j1;\n");
+    if (across_sub(c, s, rd, bound, chunk_dim, 0) < 0) return -1;
+    nd_sb_puts(sb, "}\n");
+    return 0;
+}
+
 /* One reduced dim -- the outermost kernel dim, as across_multi's serial
  * loop -- split into a fixed number of chunks that run in parallel (a tall
  * array's few columns: x.min(0) of (500000, 8) is one task otherwise);
@@ -1228,30 +1320,12 @@ static int split_across(kctx *c, const rset *s)
     nd_sb_puts(sb, "for (int64_t ch_ = 0; ch_ < nch_; ch_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "const int64_t lo_ = n0 * ch_ / nch_, hi_ = n0 * (ch_ + 1) / nch_;\n"
                    "const int64_t j0 = 0, j1 = nv_;\n");
-    across_accs(c, s);
-    nd_sb_puts(sb, "{\n");
-    int opened;
-    if (s->nmom) {
-        if (R != 2 || k->red != 1u) {
-            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment over several dims");
-            return -1;
-        }
-        moment_rows(c, s, 0);
-        opened = 1;
-    } else {
-        opened = open_serial(c, k->red, 0);
+    if (s->nmom && (R != 2 || k->red != 1u)) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a moment over several dims");
+        return -1;
     }
-    for (int o = 0; o < k->nin; o++) pointer(c, o, k->red, "p");
-    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
-    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (across_element(c, s, "j", s->nmom ? 0 : -1) < 0) return -1;
-    nd_sb_puts(sb, "}\n");
-    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
-    if (s->nmom) {
-        if (moment_pass(c, s, 0, 0) < 0) return -1;
-        nd_sb_puts(sb, "}\n");   /* the chunk */
-    }
-    nd_sb_puts(sb, "}\nfor (int64_t j = 0; j < nv_; j++) {\n");
+    if (across_tiled(c, s, 0, k->red, 0) < 0) return -1;
+    nd_sb_puts(sb, "for (int64_t j = 0; j < nv_; j++) {\n");
     for (int p = 0; p < s->n; p++) {
         if (s->cent[p] >= 0)
             nd_sb_printf(sb, "pk%d_[2 * (ch_ * nv_ + j)] = k%d_[j];\npk%d_[2 * (ch_ * nv_ + j) + 1] = rs%d_[j];\n",
@@ -1339,27 +1413,11 @@ static int across_multi(kctx *c, const rset *s, int vd, uint32_t td)
             return -1;
         }
     }
-    across_accs(c, s);
-    nd_sb_puts(sb, "{\n");
-    int opened;
-    if (s->nmom) {
-        nd_sb_printf(sb, "const int64_t lo_ = 0, hi_ = n%d;\n", rd);
-        moment_rows(c, s, rd);
-        opened = 1;
-    } else {
-        opened = open_serial(c, k->red, -1);
+    if (R == 0) {
+        if (across_walk(c, s, rd, td | k->red, -1, "0", 1) < 0) return -1;
+    } else if (across_tiled(c, s, rd, td | k->red, -1) < 0) {
+        return -1;
     }
-    for (int o = 0; o < k->nin; o++) pointer(c, o, (td | k->red), "p");
-    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
-    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (across_element(c, s, R ? "j" : "0", rd) < 0) return -1;
-    nd_sb_puts(sb, "}\n");
-    for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
-    if (s->nmom) {
-        if (moment_pass(c, s, rd, td) < 0) return -1;
-        nd_sb_puts(sb, "}\n");   /* the chunk */
-    }
-    nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
@@ -1414,7 +1472,13 @@ static int gen_reduce(kctx *c)
     if (kept) {
         int vk = -1;
         for (int d = 0; d < R; d++) if (kept & (1u << d)) vk = d;
-        nd_sb_printf(sb, "if (n%d <= 16 && n%d >= 64) {\n", R - 1, vk);
+        /* across the kept dim when the reduced one is short; for an arg
+         * reduction (a scalar loop along the reduced dim: its index
+         * update is sequential) whenever the kept dim has tasks enough */
+        int arg = 0;
+        for (int p = 0; p < s.n; p++) arg |= s.r[p].kind == RK_ARG;
+        if (arg) nd_sb_printf(sb, "if ((n%d <= 16 && n%d >= 64) || n%d >= 1024) {\n", R - 1, vk, vk);
+        else nd_sb_printf(sb, "if (n%d <= 16 && n%d >= 64) {\n", R - 1, vk);
         if (across_multi(c, &s, vk, kept & ~(1u << vk)) < 0) return -1;
         nd_sb_puts(sb, "} else {\n");
         task_loop(c, kept, -1, 0, k->cost, 1);

@@ -135,7 +135,9 @@ def _conj_complex(g):
         return g
     import numpy as np
     if type(g) is np.ndarray:
-        return np.conjugate(g, out=g)  # a fresh result array: conjugated in place
+        # a new array (a replayed result may be an argument or a read-only
+        # view); out= keeps a 0-d gradient an array
+        return np.conjugate(g, out=np.empty_like(g))
     return np.conj(g)
 
 

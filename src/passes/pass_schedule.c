@@ -400,6 +400,31 @@ static void frame_statics(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int
     op->inner = (int8_t)(st >= 0 && st <= ND_SHORT_MAX ? st : -1);
 }
 
+/* The kernel dims along which input `op` is broadcast by structure: size-1
+ * dims and zero view strides are part of the graph key (schedule.h). */
+static uint32_t static_zero(sched *s, nd_program *p, nd_kernel *k, const nd_kop *op, int drank)
+{
+    nd_graph *g = s->g;
+    uint32_t z = 0;
+    for (int q = 0; q < k->rank; q++) {
+        int dd = k->dims[q], zero = 0;
+        if (op->frame >= 0) {
+            int fd = nd_frame_dim(g, k->fr[op->frame], drank, dd);
+            zero = fd < 0 || frame_stride(s, p, k->fr[op->frame], op, fd) == 0;
+        } else if (op->acc == ND_A_DIRECT) {
+            const nd_node *m = &g->nodes[op->buf];
+            int dm = dd - (drank - m->ndim);
+            zero = dm < 0 || m->shape[dm] == 1;
+        } else if (op->acc == ND_A_VIEW) {
+            const nd_node *v = &g->nodes[op->via];
+            int dv = dd - (drank - v->ndim);
+            zero = dv < 0 || v->shape[dv] == 1 || v->vstrides[dv] == 0;
+        }
+        if (zero) z |= 1u << q;
+    }
+    return z;
+}
+
 /* What a kernel's inlined nodes imply: an INDEX node keeps it from merging
  * with others; the first ufunc that can raise (floor_divide, remainder,
  * fmod, divmod, power) names its error. */
@@ -494,6 +519,7 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
         if (o >= nin) k->oval[o - nin] = k->ops[o].buf;
         if (k->ops[o].frame >= 0) frame_statics(s, p, k, &k->ops[o], dn->ndim);
         else k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], dn->ndim);
+        if (o < nin) k->ops[o].zero = static_zero(s, p, k, &k->ops[o], dn->ndim);
     }
     k->scal = b.scal; k->nscal = b.nscal;
     k->rowv = rowv; k->nrow = nrow;
@@ -606,6 +632,7 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
     for (int o = 0; o < nin; o++) {
         if (k->ops[o].frame >= 0) frame_statics(s, p, k, &k->ops[o], drank);
         else k->ops[o].inner = (int8_t)static_inner(s, p, k, &k->ops[o], drank);
+        k->ops[o].zero = static_zero(s, p, k, &k->ops[o], drank);
     }
     k->scal = b.scal; b.scal = NULL;
     k->nscal = b.nscal;

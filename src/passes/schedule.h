@@ -78,6 +78,9 @@ typedef struct nd_kop {
     int32_t dtype;  /* element dtype in memory */
     int32_t fs[ND_MAXFS]; /* frame operands: element stride along each short
                              dim when known from structure, else ND_FS_RUNTIME */
+    uint32_t zero;  /* inputs: kernel dims along which the stride is 0 by
+                       structure (a broadcast; stays so when the runtime
+                       merges dims), so the generator may leave them out */
 } nd_kop;
 
 typedef struct nd_kernel {
