@@ -491,6 +491,24 @@ print("OK", np.allclose(r1, many(x), rtol=1e-12), np.allclose(r2, many(x), rtol=
     assert r.stdout.split() == ["OK"] + ["True"] * 6, (r.stdout, r.stderr)
 
 
+def test_the_budget_is_spent_once_per_kernel_not_once_per_call(gated, monkeypatch):
+    """A kernel still compiling after one call waited its budget (a loaded
+    machine, a long queue) is not waited for again by the calls after it:
+    they run NumPy at once until it is built. Waiting per call made every
+    call of such a program take the whole budget (1 s a call)."""
+    gate, log = gated
+    monkeypatch.setattr(numdyn.config, "compile_budget", 0.5)
+    f = numdyn.compile(_many_kernels, options={"floor": False})
+    x, y = _args()
+    times = []
+    for _ in range(4):
+        t0 = time.monotonic()
+        _same(f(x, y), _many_kernels(x, y))
+        times.append(time.monotonic() - t0)
+    assert not gate.exists()
+    assert sum(times) < 0.5 + 0.4, times
+
+
 def test_threads_asking_for_the_same_kernels_compile_each_once(tmp_path):
     # several threads make the same first call at once: each unit is
     # compiled once -- a thread that waited while another collected and

@@ -349,14 +349,21 @@ def test_floor_does_not_time_calls_that_ran_while_compiling(background):
     a = np.linspace(0.0, 1.0, 257)
     cf = numdyn.compile(_first_call_program, options=FLOOR)
     c0 = utils.counters["compiling_runs"]
+    n0 = utils.counters["floor_numpy_calls"]
     for _ in range(4):  # microseconds each: the compiler (a process) is still running
         np.testing.assert_allclose(cf(a, 1.5), _first_call_program(a, 1.5), rtol=1e-13)
-    assert utils.counters["compiling_runs"] - c0 == 4
+    # the first call ran its graphs with NumPy; the next ones, finding the
+    # kernels still compiling, run the function itself (not its graphs op
+    # by op, up to 100x slower for scalar work)
+    assert utils.counters["compiling_runs"] - c0 == 1
+    assert utils.counters["floor_numpy_calls"] - n0 == 3
     info = cf._floor_info_for(a, 1.5)
     # NumPy ran numdyn's graphs: no call was a sample of numdyn's cost
     assert info["path"] == "measuring" and info["numdyn_samples"] == 0, info
     utils.wait_compiles()
-    for _ in range(3):
+    # the call that first runs the built kernels is a warm-up (it loads
+    # them); the ones after it are samples
+    for _ in range(4):
         np.testing.assert_allclose(cf(a, 1.5), _first_call_program(a, 1.5), rtol=1e-13)
     info = cf._floor_info_for(a, 1.5)
     assert info["numdyn_samples"] + info["numpy_samples"] == 3, info

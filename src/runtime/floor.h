@@ -41,6 +41,7 @@ typedef struct {
     long long compiling; /* ND_CTR_COMPILING_RUNS at the start: a call that
                             ran graphs with NumPy while their kernels
                             compiled in the background is not a sample */
+    int watch;      /* slot whose compiling runs this call reports, or -1 */
 } nd_floor_call;
 
 nd_floor *nd_floor_new(void);          /* NULL + MemoryError */

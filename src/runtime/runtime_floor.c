@@ -31,6 +31,7 @@
 #include "core/npy.h"
 #include "floor.h"
 #include "backend.h"
+#include "toolchain/toolchain.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,8 @@ typedef struct {
     double samp[2][NSAMP]; /* the last NSAMP timed calls per path */
     double est[2];         /* second least of them, seconds; < 0: unknown */
     char desc[120];
+    uint64_t pending_at;   /* nd_disk_progress() + 1 when a call ran graphs
+                              whose kernels were still compiling; 0: none */
 } slot;
 
 struct nd_floor {
@@ -243,6 +246,7 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
 {
     c->f = f;
     c->slot = -1;
+    c->watch = -1;
     c->path = ND_FLOOR_COMPILED;
     if (!f) return;
     uint64_t key = sig(args, n);
@@ -250,6 +254,23 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
     if (!s->calls) describe(s->desc, sizeof s->desc, args, n);
     s->calls++;
     s->last_use = ++f->tick;
+    if (s->pending_at) {
+        /* its kernels still compile in the background (no compile has
+         * ended since a call found them compiling): the function itself
+         * runs, not its graphs op by op with NumPy -- for scalar work that
+         * is 100x slower than the function -- and the call is no step of
+         * the schedule */
+        if (nd_disk_progress() + 1 == s->pending_at) {
+            s->calls--;
+            c->path = ND_FLOOR_NUMPY;
+            nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
+            return;
+        }
+        s->pending_at = 0;
+    }
+    c->watch = (int)(s - f->s);
+    c->key = key;
+    c->compiling = nd_counter_get(ND_CTR_COMPILING_RUNS);
     if (s->calls <= WARM) return;
     if (s->mode == MEASURING) {
         c->path = s->n[ND_FLOOR_COMPILED] <= s->n[ND_FLOOR_NUMPY] ? ND_FLOOR_COMPILED
@@ -276,6 +297,11 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
 
 void nd_floor_done(nd_floor_call *c, int ok)
 {
+    if (c->watch >= 0 && c->path == ND_FLOOR_COMPILED &&
+        nd_counter_get(ND_CTR_COMPILING_RUNS) != c->compiling) {
+        slot *w = &c->f->s[c->watch];
+        if (w->used && w->key == c->key) w->pending_at = nd_disk_progress() + 1;
+    }
     if (c->slot < 0) return;
     double dt = (double)(now_ns() - c->t0) * 1e-9;
     if (c->path == ND_FLOOR_NUMPY) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);

@@ -600,6 +600,7 @@ typedef struct {
     int dfd;             /* the cache directory (for removing the build dir at exit) */
     pid_t pid, owner;    /* owner: the process that started it (not a fork's child) */
     int rfd, started, ended, status;
+    double wait_from;    /* when a call first waited for it (0: none yet) */
     PyObject *et, *ev, *etb;  /* the compiler could not be started: its error */
     char *out;
     size_t olen;
@@ -724,9 +725,17 @@ static int bg_wait(char (*bases)[32], int n, double deadline)
         bg_pump();
         struct pollfd pf[64];
         int np = 0, pending = 0;
+        double now = mono_now(), until = 0;
         for (int i = 0; i < nbg; i++) {
             bg_job *j = bg[i];
             if (j->owner != me || j->ended || !bg_wanted(j, bases, n)) continue;
+            /* the budget is the kernel's, not each call's: calls that come
+             * while it still compiles (under load, or behind a long queue)
+             * do not wait for it again */
+            if (j->wait_from == 0) j->wait_from = now;
+            double own = j->wait_from + budget_s;
+            if (own <= now && deadline != INFINITY) continue;
+            if (own > until) until = own;
             pending = 1;
             if (j->started && np < 64) {
                 pf[np].fd = j->rfd;
@@ -735,7 +744,7 @@ static int bg_wait(char (*bases)[32], int n, double deadline)
             }
         }
         if (!pending) return 0;
-        double left = deadline - mono_now();
+        double left = (deadline == INFINITY ? deadline : (until < deadline ? until : deadline)) - now;
         if (left <= 0) return 0;
         int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
         Py_BEGIN_ALLOW_THREADS
