@@ -217,7 +217,7 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_SUBTRACT] = {.f = "($a - $b)", .i = WRAP("-"), .b = NO, .c = "($a - $b)"},
     [ND_UF_MULTIPLY] = {.f = "($a * $b)", .i = WRAP("*"), .b = "(nd_bool)($a & $b)",
                         .c = "nd_cmul_fused_$s($a, $b)"},
-    [ND_UF_TRUE_DIVIDE] = {.f = "nd_ckdiv_$s($a, $b, &nd_err)", .c = "nd_cdiv_$s($a, $b)"},
+    [ND_UF_TRUE_DIVIDE] = {.f = "($a / $b)", .c = "nd_cdiv_$s($a, $b)"},
     [ND_UF_FLOOR_DIVIDE] = {.f = "nd_floordiv_$s($a, $b)", .i = INT_ERR("fdiv"), .b = NO},
     [ND_UF_REMAINDER] = {.f = "nd_remainder_$s($a, $b)", .i = INT_ERR("irem"), .b = NO},
     [ND_UF_FMOD] = {.f = "fmod$m($a, $b)", .i = INT_ERR("ifmod"), .b = NO},
@@ -401,6 +401,31 @@ static int operand(nd_sb *sb, nd_graph *g, nd_id in, int loop)
     return 0;
 }
 
+/* 1 when node id feeds a branch of a WHERE through pointwise nodes only:
+ * np.where(y != 0, x / y, 0) -- the C compiler may then compute it only
+ * in the lanes the select keeps, where NumPy computes (and flags) every
+ * lane. */
+static int feeds_branch(nd_graph *g, nd_id v, nd_id id, int depth)
+{
+    if (v == id) return 1;
+    if (v < 0 || depth > 6) return 0;
+    nd_node *m = &g->nodes[v];
+    if (m->op != ND_OP_UFUNC && m->op != ND_OP_CAST) return 0;
+    for (int k = 0; k < m->nin; k++)
+        if (feeds_branch(g, m->in[k], id, depth + 1)) return 1;
+    return 0;
+}
+
+static int selected(nd_graph *g, nd_id id)
+{
+    for (nd_id w = id + 1; w < g->n; w++) {
+        nd_node *m = &g->nodes[w];
+        if (m->op == ND_OP_WHERE && (feeds_branch(g, m->in[1], id, 0) || feeds_branch(g, m->in[2], id, 0)))
+            return 1;
+    }
+    return 0;
+}
+
 /* Emit "const T v<id> = <expr>;". Returns 0, or -1 (no exception) when the
  * node has no generated form. */
 static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
@@ -472,6 +497,15 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
             expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");
         } else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
+    }
+    if (rc == 0 && uf == ND_UF_TRUE_DIVIDE && is_float(ld->cls) && !(n->flags & ND_F_DATA_WARN) &&
+        selected(g, id)) {
+        /* a division a select may keep from running: its flags from its
+         * operands (kernels/nd_kernel.h nd_ckdiv); elsewhere the hardware's */
+        nd_sb_free(&e);
+        nd_sb_init(&e);
+        expand(&e, "nd_ckdiv_$s($a, $b, &nd_err)", ld, a.p, b.p);
+        *uses_err = 1;
     }
     if (rc == 0 && (n->flags & ND_F_DATA_WARN)) {
         /* graph.h: the condition is reported, the eager backend warns */
