@@ -3,11 +3,17 @@
 counters (kernels run, bytes read, copies), never by timings. Every case is
 checked against NumPy: values, dtypes, and the arguments left as NumPy
 leaves them."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
 import numdyn
 from numdyn import utils
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+import programs_real as R  # noqa: E402
 
 OWN = {"floor": False}
 
@@ -117,20 +123,8 @@ def test_transpose_into_matmul_with_out():
 
 
 # ------------------------------------- flush cost independent of capture length
-def jacobi_until_converged(u0, f, tol, max_iter):
-    u = u0.copy()
-    n = u.shape[0]
-    h2 = 1.0 / (n - 1) ** 2
-    it = 0
-    for it in range(max_iter):
-        new = u.copy()
-        new[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2]
-                                  + h2 * f[1:-1, 1:-1])
-        diff = np.max(np.abs(new - u))
-        u = new
-        if diff < tol:
-            break
-    return u, it
+# the bench program itself (bench/programs_real.py), not a copy of it
+jacobi_until_converged = R.jacobi_until_converged
 
 
 def test_long_capture_of_flushes_gives_numpys_answer():
