@@ -416,9 +416,14 @@ static int feeds_branch(nd_graph *g, nd_id v, nd_id id, int depth)
     return 0;
 }
 
+/* (a where reads its branches soon after they are made: the scan is
+ * bounded so a capture of tens of thousands of nodes stays linear) */
+#define SELECT_SCAN 2048
+
 static int selected(nd_graph *g, nd_id id)
 {
-    for (nd_id w = id + 1; w < g->n; w++) {
+    nd_id end = g->n - id > SELECT_SCAN ? id + SELECT_SCAN : g->n;
+    for (nd_id w = id + 1; w < end; w++) {
         nd_node *m = &g->nodes[w];
         if (m->op == ND_OP_WHERE && (feeds_branch(g, m->in[1], id, 0) || feeds_branch(g, m->in[2], id, 0)))
             return 1;
