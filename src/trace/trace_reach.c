@@ -92,7 +92,7 @@ static int check_attrs(reach *r, PyObject *o)
         const char *mn = PyModule_GetName(o);
         if (!mn) { PyErr_Clear(); return 0; }
         if (strcmp(mn, "numpy") == 0 || strncmp(mn, "numpy.", 6) == 0 || strcmp(mn, "builtins") == 0 ||
-            strcmp(mn, "math") == 0 || strncmp(mn, "numdyn", 6) == 0)
+            strcmp(mn, "math") == 0 || strcmp(mn, "numdyn") == 0 || strncmp(mn, "numdyn.", 7) == 0)
             return 0;
         d = PyModule_GetDict(o);
     } else if (PyType_Check(o)) {
