@@ -13,6 +13,8 @@
    tracer (a global, a closure variable, an attribute): NumPy methods on
    that array read the argument's memory before the pending writes landed,
    or wrote it under a pending read.
+6. ``np.add.at(G, idx, lazy)`` on a real array (a global) called the ufunc
+   itself instead of ``ufunc.at``: a broadcast error or a wrong update.
 """
 import numpy as np
 import pytest
@@ -550,6 +552,36 @@ def test_argument_aliases_an_attribute(backend):
         assert e == r, (e, r)
 
 
+import types as _types
+
+_MOD = _types.ModuleType("numdyn_test_gridmod")
+_MOD.grid = np.zeros(8)
+
+
+class _Cfg:
+    arr = np.zeros(8)
+
+
+def _module_attr(a):
+    a += 1
+    return _MOD.grid.sum()
+
+
+def _class_attr(a):
+    a *= 2
+    a += 3
+    return _Cfg.arr.max()
+
+
+@pytest.mark.parametrize("fn,arr", [(_module_attr, _MOD.grid), (_class_attr, _Cfg.arr)])
+def test_argument_aliases_a_module_or_class_attribute(backend, fn, arr):
+    f = numdyn.compile(fn, backend=backend)
+    for i in range(3):
+        arr[:] = i; e = fn(arr[2:6]); e_state = arr.copy()
+        arr[:] = i; r = f(arr[2:6])
+        assert e == r and np.array_equal(e_state, arr), (e, r)
+
+
 def test_unrelated_globals_keep_one_graph():
     # arrays the code names that do not overlap the arguments cost nothing
     def fn(a):
@@ -557,3 +589,27 @@ def test_unrelated_globals_keep_one_graph():
         b += 1
         return b.sum()
     assert numdyn.explain(fn)(np.arange(5.0)).graph_count == 1
+
+
+# ------------------------------------------------ 6. ufunc.at, real target
+
+_ACC = np.zeros(6)
+
+
+def _at_into_global(x):
+    np.add.at(_ACC, [0, 0, 1], x[:3] * 2)
+    np.maximum.at(_ACC, [5, 5], x[:2])
+    np.negative.at(_ACC, [2])
+    return _ACC.sum()
+
+
+def test_ufunc_at_into_a_real_array(backend):
+    f = numdyn.compile(_at_into_global, backend=backend)
+    for i in range(3):
+        x = np.linspace(-1, 2, 6) * (i + 1)
+        _ACC[:] = i
+        e = _at_into_global(x)
+        e_state = _ACC.copy()
+        _ACC[:] = i
+        r = f(x)
+        assert e == r and np.array_equal(e_state, _ACC), (e, r, e_state, _ACC)
