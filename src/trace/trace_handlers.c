@@ -60,18 +60,8 @@ static int extern_may_raise(const nd_node *n)
  * array's __array_ufunc__ has not synced yet). New ref, or NULL. */
 static PyObject *current_fpstate(nd_trace *t)
 {
-    static PyObject *cv;
-    static int tried;
     if (t->fpstate) return Py_NewRef(t->fpstate);
-    if (!cv && !tried) {
-        tried = 1;
-        PyObject *um = PyImport_ImportModule("numpy._core.umath");
-        cv = um ? PyObject_GetAttrString(um, "_extobj_contextvar") : NULL;
-        Py_XDECREF(um);
-        if (cv && !PyContextVar_CheckExact(cv)) Py_CLEAR(cv);
-        PyErr_Clear();
-    }
-    PyObject *cur = NULL;
+    PyObject *cv = nd__extobj_var(), *cur = NULL;
     if (cv && PyContextVar_Get(cv, NULL, &cur) < 0) PyErr_Clear();
     return cur;
 }
