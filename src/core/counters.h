@@ -36,6 +36,8 @@ typedef enum {
                                globals for lazy values left there (trace_escapes.c):
                                only when a lazy value has a reference the result
                                does not explain */
+    ND_CTR_BASE_COPY_BYTES, /* bytes a SETITEM copied from its base's array before writing its
+                               region (runtime_native.c): what in-place writes avoid */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);
