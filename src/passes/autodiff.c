@@ -14,7 +14,8 @@
 #include <string.h>
 
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
-    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr;
+    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
+    *F_eig, *F_eigvals;
 /* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*) */
 static PyObject *F_fft[12];
 enum { FFT_C2C, FFT_R2C, FFT_C2R };
@@ -1138,6 +1139,39 @@ static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return acc(A, f->extra[0], sym(g, gA, L));
 }
 
+/* eig/eigvals of a complex matrix (the shim traces no other: of a real one
+ * NumPy's result dtype depends on the data). w the eigenvalues, V the
+ * right eigenvectors (unit columns, NumPy's). torch's linalg_eig_backward
+ * under the transpose convention (autodiff.h), one output at a time:
+ *   from w:  V^{-T} diag(c) V^T
+ *   from V:  V^{-T} ((K - V^T conj(V) diag(re diag K)) o F) V^T,  K = V^T c,
+ * F as gap_inverse's. Distinct eigenvalues; losses must not depend on the
+ * eigenvectors' phases (the normalization term removes what they would
+ * add to a unit-norm change). */
+static int rule_eig(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_node a = *NODE(g, f->extra[0]);
+    if (!iscplx(L) || !iscplx(a.dtype)) return not_impl("linalg.eig", "of a real matrix");
+    npy_intp n = a.shape[a.ndim - 1];
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    int values = f->obj == F_eigvals || f->aux == 0;
+    nd_id V = values ? sibling(g, f, F_eig, tmpl, 1, L, a.ndim, a.shape) : i;
+    nd_id Vt = swap_last(g, V), Vti = inv(g, Vt);
+    if (values) return acc(A, f->extra[0], mm(g, Vti, MUL(unsqueeze(g, c, -1), Vt)));
+    npy_intp ws[ND_MAXDIMS];
+    memcpy(ws, a.shape, sizeof(ws));
+    nd_id w = sibling(g, f, F_eig, tmpl, 0, L, a.ndim - 1, ws);
+    nd_id K = mm(g, Vt, c);
+    uint64_t rows = 1ULL << (NODE(g, K)->ndim - 2);
+    nd_id dK = red(g, ND_UF_ADD, where(g, eye_mask(g, n, 0), K, S(0), L), rows, 0, L);
+    nd_id re = cast(g, real_part(g, dK), L);
+    nd_id P = MUL(mm(g, Vt, U1(ND_UF_CONJUGATE, V)), unsqueeze(g, re, -2));
+    nd_id inner = MUL(SUB(K, P), gap_inverse(g, w, n, L));
+    return acc(A, f->extra[0], mm(g, Vti, mm(g, inner, Vt)));
+}
+
 static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
@@ -1378,6 +1412,10 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id a = f->nextra > 0 ? f->extra[0] : ND_NONE, b = f->nextra > 1 ? f->extra[1] : ND_NONE;
     for (int k = 0; k < 12; k++)
         if (fn == F_fft[k]) return rule_fft(A, f, c, k);
+    if (fn == F_eig || fn == F_eigvals) {
+        if (kw_given(f)) return not_impl("linalg.eig", "with keyword arguments");
+        return rule_eig(A, i, f, c);
+    }
     int cx = iscplx(L);
     for (int k = 0; k < f->nextra && !cx; k++)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
@@ -1627,6 +1665,7 @@ int nd_autodiff_init(void)
         {&F_solve, "linalg.solve"}, {&F_cholesky, "linalg.cholesky"}, {&F_sort, "sort"},
         {&F_argsort, "argsort"}, {&F_bincount, "bincount"}, {&F_eigh, "linalg.eigh"},
         {&F_eigvalsh, "linalg.eigvalsh"}, {&F_svd, "linalg.svd"}, {&F_qr, "linalg.qr"},
+        {&F_eig, "linalg.eig"}, {&F_eigvals, "linalg.eigvals"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
