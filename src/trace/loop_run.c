@@ -20,6 +20,7 @@
 #include "toolchain/toolchain.h"
 #include "graph/hash.h"
 #include "core/counters.h"
+#include "runtime/backend.h"
 #include <dlfcn.h>
 #include <fenv.h>
 #include <string.h>
@@ -32,6 +33,7 @@ typedef struct {
     uint64_t key;
     nd_loopfn fn;          /* NULL: not compilable for this signature */
     int snapshot;
+    int pending;           /* the static marker: its C still compiles in the background */
     PyObject *reason;
     uint8_t *alocal;       /* per variable: an array local (typing's decision) */
     int alocal_stored;     /* the loop stores through an array local */
@@ -42,6 +44,7 @@ typedef struct {
     nd_lir ir;
     PyObject *globals;
     PyObject *info;
+    PyObject *py;          /* the loop as a Python function of its locals (loop.h) */
     lsig *sigs;
     int nsigs, capsigs;
 } NdLoop;
@@ -245,8 +248,17 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         static const char *const syms[] = {"nd_loop_main"};
         int compiled = 0;
         uint64_t h = nd_fnv64(sb.p, sb.n, ND_FNV_INIT);
+        /* in background mode the compiler is started and waited for
+         * within the call's budget (numdyn.config.compile_budget), like a
+         * graph's kernels; still running after that, the call runs the
+         * loop's Python copy on real arrays, and a later call finds it
+         * built (toolchain.h nd_disk_background) */
+        int bg = L->py && !nd_backend_frozen && nd_backend_background();
+        nd_disk_background = bg;
         void *handle = nd__ctl_loop_kernel(sb.p, sb.n, h, syms, 1, &compiled);
-        if (!handle) rc = PyErr_Occurred() ? -1 : 2;  /* 2: frozen, not in the disk cache */
+        nd_disk_background = 0;
+        /* 2: frozen, not in the disk cache; 3: compiling in the background */
+        if (!handle) rc = PyErr_Occurred() ? -1 : bg ? 3 : 2;
         else if (!(s->fn = (nd_loopfn)dlsym(handle, "nd_loop_main"))) {
             PyErr_SetString(PyExc_RuntimeError, "numdyn: a compiled loop lacks its entry point");
             rc = -1;
@@ -254,8 +266,16 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         if (getenv("NUMDYN_LOOP_DEBUG")) fprintf(stderr, "%.*s\n", (int)sb.n, sb.p);
     }
     nd_sb_free(&sb);
-    if (rc < 0 || rc == 2) { PyMem_Free(s->alocal); s->alocal = NULL; }
+    if (rc < 0 || rc == 2 || rc == 3) { PyMem_Free(s->alocal); s->alocal = NULL; }
     if (rc < 0) return NULL;
+    if (rc == 3) {  /* not remembered: a later call asks the disk again */
+        static lsig compiling;
+        if (!compiling.reason &&
+            !(compiling.reason = PyUnicode_FromString("its C compiles in the background: Python ran it")))
+            return NULL;
+        compiling.pending = 1;
+        return &compiling;
+    }
     if (rc == 2) {  /* Python runs it this time; the signature is not remembered */
         static lsig frozen_miss;
         if (!frozen_miss.reason &&
@@ -492,7 +512,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         Py_XDECREF(T.reason);
         if (!s) goto done_free;
     }
-    if (!s->fn) { why = Py_NewRef(s->reason); goto fallback; }
+    if (!s->fn && !s->pending) { why = Py_NewRef(s->reason); goto fallback; }
 
     /* 3. NumPy's error state: the C code sees no underflow; where NumPy
      * ignores overflow, division by zero and invalid results alike, the
@@ -524,6 +544,33 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
 
     /* 4. run */
+    if (s->pending) {
+        /* the loop's Python copy runs on the real arrays (the tracer's
+         * materialized), handed over like a break's: every array, as
+         * Python may write any of them */
+        if (t) {
+            if (!(handed = PyTuple_New(nv))) goto done_free;
+            for (int v = 0; v < nv; v++)
+                PyTuple_SET_ITEM(handed, v, Py_NewRef(vals[v] && PyArray_Check(vals[v]) ? vals[v] : Py_None));
+            if (nd__flush_writes(t) < 0) goto done_free;
+            if (nd__outside_begin(t, handed, &o) < 0) goto done_free;
+            outside = 1;
+        }
+        PyObject *ns = PyDict_New();
+        for (int v = 0; ns && v < nv; v++)
+            if (vals[v] && (ir->vflags[v] & VF_LOCAL) && !(ir->vflags[v] & VF_HIDDEN) &&
+                PyDict_SetItem(ns, PyTuple_GET_ITEM(ir->names, v), vals[v]) < 0)
+                Py_CLEAR(ns);
+        if (!ns) goto done_free;
+        result = PyObject_CallOneArg(L->py, ns);
+        Py_DECREF(ns);
+        if (result) set_reason(L, s->reason);
+        nd_counter_add(ND_CTR_LOOP_PENDING_RUNS, 1);
+        /* what the speed floor watches: the function itself runs until a
+         * compile ends (runtime/floor.h) */
+        nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
+        goto done_free;
+    }
     if (t) {
         if (!(handed = PyTuple_New(nv))) goto done_free;
         for (int v = 0; v < nv; v++)
@@ -678,6 +725,7 @@ static void loop_dealloc(PyObject *o)
     PyMem_Free(L->sigs);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
+    Py_XDECREF(L->py);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -704,9 +752,20 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     memset(ir, 0, sizeof *ir);
     L->globals = Py_NewRef(globals);
     L->info = Py_XNewRef(info);
+    L->py = NULL;
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
     return (PyObject *)L;
+}
+
+int nd_loop_region_set_py(PyObject *region, PyObject *py)
+{
+    if (Py_TYPE(region) != &NdLoop_Type) {
+        PyErr_SetString(PyExc_TypeError, "not a numdyn loop region");
+        return -1;
+    }
+    Py_XSETREF(((NdLoop *)region)->py, Py_NewRef(py));
+    return 0;
 }
 
 int nd_loop_init(PyObject *module)
