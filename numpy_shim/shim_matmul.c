@@ -342,7 +342,7 @@ static void ein_layout(PyObject *res, const einspec *e, PyObject *const *objs, c
     if (n == e->nout) nd_proxy_set_perm(res, out);
 }
 
-static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, int dtype,
+static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, int dtype, int scalar,
                            PyObject *const *objs)
 {
     int L[EIN_MAXL], nL = 0, in_out[EIN_MAXL] = {0};
@@ -379,9 +379,45 @@ static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, 
         prod = nd_shim_node_reduce(t, ND_UF_ADD, prod, mask, 0, dtype, dtype, ND_NONE);
         if (prod == ND_NONE) return NULL;
     }
-    PyObject *res = nd_shim_wrap(t, prod, e->nout == 0);
+    PyObject *res = nd_shim_wrap(t, prod, scalar);
     ein_layout(res, e, objs, L, nL);
     return res;
+}
+
+/* Whether a 0-d einsum result is a NumPy scalar. Without optimize it is
+ * (c_einsum); with optimize NumPy runs its contraction path, whose last
+ * step may return a 0-d ndarray (matmul) or a scalar (multiply of 0-d
+ * values, when every label has size 1), depending on the NumPy version
+ * and on which dims are 1 (the guards key on those): ask NumPy itself on
+ * operands of the same dtypes, ranks and size-1 dims, other dims 2. */
+static int ein_scalar_result(PyObject *subs, PyObject *optimize, int nop, const nd_xj_arr *in)
+{
+    if (!optimize || optimize == Py_False) return 1;
+    PyObject *fn = nd_xj_np_attr("einsum");
+    if (!fn) return -1;
+    PyObject *args = PyTuple_New(nop + 1), *kw = NULL, *res = NULL;
+    int r = -1;
+    if (!args) goto done;
+    Py_INCREF(subs);
+    PyTuple_SET_ITEM(args, 0, subs);
+    for (int k = 0; k < nop; k++) {
+        npy_intp small[ND_MAXDIMS];
+        for (int d = 0; d < in[k].ndim; d++) small[d] = in[k].shape[d] < 2 ? in[k].shape[d] : 2;
+        PyArray_Descr *descr = PyArray_DescrFromType(in[k].dtype);
+        if (!descr) goto done;
+        PyObject *a = PyArray_Zeros(in[k].ndim, small, descr, 0);
+        if (!a) goto done;
+        PyTuple_SET_ITEM(args, k + 1, a);
+    }
+    if (!(kw = PyDict_New()) || PyDict_SetItemString(kw, "optimize", optimize) < 0) goto done;
+    if (!(res = PyObject_Call(fn, args, kw))) goto done;
+    r = !PyArray_Check(res);
+done:
+    Py_DECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(res);
+    return r;
 }
 
 static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
@@ -435,12 +471,16 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
         }
         return nd_proxy_view(op0, e.nout, sh, 0, st);
     }
+    int scalar = 0;
+    if (e.nout == 0 &&
+        (scalar = ein_scalar_result(PyTuple_GET_ITEM(ops, 0), argv[2], nop, in)) < 0)
+        return NULL;
     if ((fusable || !has_sum) && nop <= 3)
-        return ein_fused(t, &e, in, dtype, &PyTuple_GET_ITEM(ops, 1));
+        return ein_fused(t, &e, in, dtype, scalar, &PyTuple_GET_ITEM(ops, 1));
     npy_intp sh[ND_MAXDIMS];
     for (int j = 0; j < e.nout; j++) sh[j] = e.size[e.out[j]];
     nd_ext_out o;
-    nd_ext_init1(&o, 1, e.nout, sh);
+    nd_ext_init1(&o, scalar, e.nout, sh);
     o.dtype[0] = dtype;
     PyObject *fn = nd_xj_np_attr("einsum");
     if (!fn) return NULL;

@@ -154,6 +154,18 @@ def test_einsum_errors_and_options(backend):
     check(lambda a: np.einsum(a, [0, 1], [1]), arr((3, 4)), backend=backend)
 
 
+@pytest.mark.parametrize("optimize", [True, "greedy", "optimal", False])
+@pytest.mark.parametrize("subs,shapes", [
+    ("i,i", [(3,), (3,)]), ("ij,ij->", [(2, 3), (2, 3)]), ("i,ij,j->", [(2,), (2, 3), (3,)]),
+    ("ii->", [(3, 3)]), ("i,i", [(1,), (1,)]), ("ij,ij", [(1, 1), (1, 1)]), ("ij,jk->", [(2, 3), (3, 2)]),
+])
+def test_einsum_optimize_scalar_or_0d(backend, subs, shapes, optimize):
+    # with optimize, NumPy's contraction path ends in matmul (a 0-d ndarray)
+    # or in a multiply of 0-d values (a scalar) depending on the size-1 dims
+    args = [arr(s, seed=i) for i, s in enumerate(shapes)]
+    check(lambda *xs: np.einsum(subs, *xs, optimize=optimize), *args, backend=backend)
+
+
 # ---------------------------------------------------------------- linalg
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])

@@ -6,6 +6,9 @@
    compared (columns left unwritten, or writes past the buffer).
 2. An array made read-only inside the function was still written.
 3. ``.base`` identity of views inside compiled code.
+4. A data-dependent warning of work traced inside a ``with
+   warnings.catch_warnings()`` block was given after the block: a warning
+   the block silenced reached the caller, one it recorded was missing.
 """
 import numpy as np
 import pytest
@@ -401,3 +404,49 @@ def complex_scalar_remainder_array(a):
 ])
 def test_python_operators_on_numpy_scalars(backend, fn, make):
     check(fn, make_args=make, backend=backend)
+
+
+# ------------------------------------------------- 4. catch_warnings blocks
+
+import warnings as _w
+
+
+def record_inside(a):
+    with _w.catch_warnings(record=True) as w:
+        _w.simplefilter("always")
+        r = np.log(a)
+    return r, len(w), [str(x.message) for x in w]
+
+
+def ignore_inside(a):
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        r = np.log(a) / a
+    return r * 2
+
+
+def before_and_after(a):
+    x = np.sqrt(a)             # warns outside the block
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        y = np.log(a)          # silenced
+    z = 1.0 / (a - a)          # warns outside again
+    return x + y + z
+
+
+def raise_inside(a):
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        try:
+            with np.errstate(invalid="raise"):
+                r = np.log(a)
+        except FloatingPointError as e:
+            return str(e)
+    return r
+
+
+@pytest.mark.parametrize("fn", [record_inside, ignore_inside, before_and_after, raise_inside])
+def test_catch_warnings_block(backend, fn):
+    f = numdyn.compile(fn, backend=backend)
+    for a in (np.array([1.0, -1.0, 0.0]), np.array([1.0, 2.0, 3.0]), np.array([-2.0, 4.0, 0.0])):
+        check(fn, a, compiled=f, warnings=True)

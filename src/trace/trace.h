@@ -29,6 +29,9 @@ extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
  * ComplexWarning, given once per cast: the call is not recorded for replay,
  * so every call traces and gives it again. */
 void nd_trace_not_replayable(nd_trace *t);
+/* warnings.catch_warnings is entered or left (the Python hook calls this
+ * before the filters change): pending ops run now; 0 / -1 (trace_flush.c) */
+int nd_trace_warnings_boundary(void);
 nd_graph *nd_trace_graph(nd_trace *t);
 /* A traced operation made graph nodes first.. that may raise when they run
  * (a LinAlgError, FloatingPointError under np.errstate "raise"...): if the

@@ -407,7 +407,15 @@ static PyObject *mod_compile_times_reset(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_warnings_boundary(PyObject *m, PyObject *unused)
+{
+    if (nd_trace_warnings_boundary() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ctl_functions[] = {
+    {"_warnings_boundary", mod_warnings_boundary, METH_NOARGS,
+     "a warnings.catch_warnings block is entered or left: pending traced work runs now"},
     {"_config_set", mod_config_set, METH_VARARGS, "_config_set(name, value): a config switch C reads"},
     {"_set_stance", mod_set_stance, METH_O, "_set_stance(name) -> previous stance"},
     {"_frozen", mod_frozen, METH_O, "_frozen(True) enters numdyn.run's frozen mode, _frozen(False) leaves it"},

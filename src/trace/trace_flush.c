@@ -262,6 +262,23 @@ int nd_trace_errstate_sync(nd_trace *t)
     return rc;
 }
 
+/* ------------------------------------------------ warnings contexts
+ * NumPy gives a data-dependent warning (log of a negative, a division by
+ * zero) when its op runs; a graph runs later. A `with
+ * warnings.catch_warnings()` block entered or left while tracing (numdyn
+ * hooks its __enter__/__exit__) is a boundary: the pending ops run first,
+ * under the warnings filters they were traced under, so a warning inside
+ * the block is recorded or ignored as the block says and one outside it is
+ * not. A replayed call skips the Python code that sets the filters (and
+ * fills a record list), so such a call is not recorded for replay. */
+int nd_trace_warnings_boundary(void)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || t->flushing) return 0;
+    nd_trace_not_replayable(t);
+    return nd__flush_all(t);
+}
+
 /* ------------------------------------------------------------ write log
  * (trace_order.h) The writes to caller arrays still pending, in operation
  * order: at the entry of each traced operation and of each flush, every
