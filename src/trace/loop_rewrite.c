@@ -4,9 +4,12 @@
  * The function's source is parsed again (inspect.getsource, the lines of
  * the code object kept), each loop statement tried by loop_parse.c from the
  * outside in: a loop that cannot be captured is searched for capturable
- * loops inside it. Loops inside try blocks and with blocks (other than
- * np.errstate) are left alone: an exception there could be caught while
- * the loop's locals are still in C. The new function is compiled from the
+ * loops inside it. Loops inside with blocks (other than np.errstate) are
+ * left alone. A loop inside a try block (its body, handlers, else or
+ * finally) gets a template that survives an exception: the region hands
+ * back the locals the loop had assigned when it raised, with the
+ * exception, and the template binds them before raising it again, so a
+ * handler sees the names as Python would have left them. The new function is compiled from the
  * rewritten tree with the original's globals, defaults and closure cells
  * (free variables are matched by name through a factory function around
  * the definition). What was decided for each loop is kept per code object
@@ -44,6 +47,7 @@ static const char *kind(PyObject *o)
 typedef struct {
     PyObject *fn, *locals, *globals, *infos;
     int captured;
+    int in_try;       /* depth of try statements around the block */
 } rctx;
 
 static PyObject *info_entry(int line, int captured, PyObject *reason)
@@ -119,7 +123,11 @@ static PyObject *python_runner(rctx *c, PyObject *node, const nd_lir *ir)
         if (!p || PyList_Append(parts, p) < 0) { Py_XDECREF(p); goto done; }
         Py_DECREF(p);
     }
-    PyObject *tail = PyUnicode_FromString("    pass\n    return locals()\n");
+    /* in a try block the locals at an exception go back with it */
+    PyObject *tail = PyUnicode_FromString(c->in_try ? "    try:\n        pass\n    except BaseException as __nd_e:\n"
+                                                      "        __nd_l = locals()\n        __nd_l['__nd_exc'] = __nd_e\n"
+                                                      "        return __nd_l\n    return locals()\n"
+                                                    : "    pass\n    return locals()\n");
     if (!tail || PyList_Append(parts, tail) < 0) { Py_XDECREF(tail); goto done; }
     Py_DECREF(tail);
     PyObject *sep = PyUnicode_FromString("");
@@ -134,8 +142,12 @@ static PyObject *python_runner(rctx *c, PyObject *node, const nd_lir *ir)
     {
         PyObject *b = PyObject_GetAttrString(tree, "body");
         PyObject *fb = b ? PyObject_GetAttrString(PyList_GET_ITEM(b, 0), "body") : NULL;
-        /* the `pass` before the return */
-        int rc = fb ? PyList_SetItem(fb, PyList_GET_SIZE(fb) - 2, Py_NewRef(copy)) : -1;
+        /* the `pass` before the return (in the try's body when in a try) */
+        PyObject *host = fb;
+        if (fb && c->in_try) host = PyObject_GetAttrString(PyList_GET_ITEM(fb, PyList_GET_SIZE(fb) - 2), "body");
+        else Py_XINCREF(host);
+        int rc = host ? PyList_SetItem(host, c->in_try ? 0 : PyList_GET_SIZE(host) - 2, Py_NewRef(copy)) : -1;
+        Py_XDECREF(host);
         Py_XDECREF(b);
         Py_XDECREF(fb);
         if (rc < 0) goto done;
@@ -184,7 +196,7 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
     PyObject *py = python_runner(c, node, ir);
     if (!py) { nd_lir_free(ir); goto done; }
     region = nd_loop_region_new(ir, c->globals, info);
-    if (region && nd_loop_region_set_py(region, py) < 0) Py_CLEAR(region);
+    if (region && nd_loop_region_set_py(region, py, c->in_try) < 0) Py_CLEAR(region);
     Py_DECREF(py);
     if (!region) goto done;
     if (!(gname = PyUnicode_FromFormat("__numdyn_loop_%llu__", ++region_counter))) goto done;
@@ -215,7 +227,12 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
         Py_XDECREF(parts);
         Py_DECREF(sep);
         if (!dct) { Py_DECREF(tup); goto done; }
-        if (n)
+        if (c->in_try)   /* a dict then, and the exception the loop raised, if any */
+            text = PyUnicode_FromFormat(
+                "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
+                "else:\n%U    if '__nd_exc' in __nd_r:\n        raise __nd_r.pop('__nd_exc')\n",
+                gname, dct);
+        else if (n)
             text = PyUnicode_FromFormat(
                 "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
                 "elif __nd_r.__class__ is ().__class__:\n    (%U) = __nd_r\nelse:\n%U",
@@ -321,7 +338,10 @@ static int block(rctx *c, PyObject *stmts, const char *why)
         } else if (!strcmp(kd, "With")) {
             if (loops_in(c, s, why ? why : is_errstate_with(s) ? NULL : "inside a with block") < 0) return -1;
         } else if (!strcmp(kd, "Try") || !strcmp(kd, "TryStar")) {
-            if (loops_in(c, s, "inside a try block") < 0) return -1;
+            c->in_try++;
+            int rc = loops_in(c, s, why);
+            c->in_try--;
+            if (rc < 0) return -1;
         }
     }
     return 0;
@@ -472,7 +492,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
         return Py_NewRef(fn);
     if (init() < 0) return NULL;
     PyObject *src = NULL, *ded = NULL, *tree = NULL, *fdef = NULL, *body = NULL, *nf = NULL;
-    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0};
+    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0, 0};
     if (!(c.infos = PyList_New(0))) return NULL;
     if (!(src = PyObject_CallOneArg(getsource, fn))) {
         /* no source (a lambda in a REPL, exec'd code): nothing to capture */

@@ -45,6 +45,7 @@ typedef struct {
     PyObject *globals;
     PyObject *info;
     PyObject *py;          /* the loop as a Python function of its locals (loop.h) */
+    int in_try;            /* inside a try statement: exceptions go back in a dict (loop.h) */
     lsig *sigs;
     int nsigs, capsigs;
 } NdLoop;
@@ -337,6 +338,35 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
     return view;
 }
 
+/* The locals the loop assigned, as the template binds them: a tuple of all
+ * of them, or a dict of the bound ones when one is unbound or as_dict. */
+static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals, const nd_larr *arr,
+                                 const uint8_t *tag, const nd_lval *val, int as_dict)
+{
+    const nd_lir *ir = &L->ir;
+    int nv = ir->nvars, nout = 0, unbound = as_dict;
+    for (int v = 0; v < nv; v++)
+        if (ir->vflags[v] & VF_ASSIGNED) {
+            nout++;
+            unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
+        }
+    PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
+    int k = 0;
+    for (int v = 0; r && v < nv; v++) {
+        if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
+        if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
+        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
+        if (!b) { Py_CLEAR(r); break; }
+        if (unbound) {
+            if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
+            Py_DECREF(b);
+        } else {
+            PyTuple_SET_ITEM(r, k++, b);
+        }
+    }
+    return r;
+}
+
 /* ---------------------------------------------------------------- run */
 static PyObject *run(NdLoop *L, PyObject *locals)
 {
@@ -611,7 +641,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     case NDL_OK: break;
     case NDL_PYERR:
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop failed without an exception");
-        goto done_free;
+        goto raised;
     case NDL_DEOPT:
         if (!snap) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: the loop at line %d cannot be resumed in Python "
@@ -627,7 +657,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     case NDL_INDEX:
         PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
                      (long long)F.err_a, (int)F.err_b, (long long)F.err_c);
-        goto done_free;
+        goto raised;
     case NDL_UNBOUND: {
         PyObject *name = F.err_a >= 0 && F.err_a < nv ? PyTuple_GET_ITEM(ir->names, F.err_a) : NULL;
         if (!name) PyErr_SetString(PyExc_UnboundLocalError, "a local variable is not associated with a value");
@@ -636,39 +666,38 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                          "cannot access local variable '%U' where it is not associated with a value", name);
         else
             PyErr_Format(PyExc_NameError, "name '%U' is not defined", name);
-        goto done_free;
+        goto raised;
     }
     case NDL_RANGE0:
         PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");
-        goto done_free;
+        goto raised;
     default:
         PyErr_Format(PyExc_SystemError, "numdyn loop: unknown status %d", rc);
         goto done_free;
     }
 
     /* 5. the locals it assigned */
-    {
-        int nout = 0, unbound = 0;
-        for (int v = 0; v < nv; v++)
-            if (ir->vflags[v] & VF_ASSIGNED) {
-                nout++;
-                unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
-            }
-        PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
-        int k = 0;
-        for (int v = 0; r && v < nv; v++) {
-            if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
-            if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
-            PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
-            if (!b) { Py_CLEAR(r); break; }
-            if (unbound) {
-                if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
-                Py_DECREF(b);
-            } else {
-                PyTuple_SET_ITEM(r, k++, b);
-            }
+    result = assigned_locals(L, s, vals, arr, tag, val, L->in_try);
+    goto done_free;
+
+raised:
+    /* inside a try: the exception goes back with the locals the loop had
+     * assigned when it raised, for the template to bind and raise again
+     * (a handler sees the names as Python left them) */
+    if (L->in_try && PyErr_Occurred()) {
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        PyErr_NormalizeException(&et, &ev, &etb);
+        if (etb && ev) PyException_SetTraceback(ev, etb);
+        PyObject *r = ev ? assigned_locals(L, s, vals, arr, tag, val, 1) : NULL;
+        if (r && PyDict_SetItemString(r, "__nd_exc", ev) == 0) {
+            result = r;
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb);
+        } else {
+            Py_XDECREF(r);
+            if (PyErr_Occurred()) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb); }
+            else PyErr_Restore(et, ev, etb);
         }
-        result = r;
     }
     goto done_free;
 
@@ -753,18 +782,20 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->globals = Py_NewRef(globals);
     L->info = Py_XNewRef(info);
     L->py = NULL;
+    L->in_try = 0;
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
     return (PyObject *)L;
 }
 
-int nd_loop_region_set_py(PyObject *region, PyObject *py)
+int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try)
 {
     if (Py_TYPE(region) != &NdLoop_Type) {
         PyErr_SetString(PyExc_TypeError, "not a numdyn loop region");
         return -1;
     }
     Py_XSETREF(((NdLoop *)region)->py, Py_NewRef(py));
+    ((NdLoop *)region)->in_try = in_try != 0;
     return 0;
 }
 
