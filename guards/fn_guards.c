@@ -136,17 +136,4 @@ void nd_callguard_clear(nd_callguard *c)
 
 /* ------------------------------------------------------------ limit */
 
-long nd_guard_cache_limit(void)
-{
-    long lim = 8;
-    PyObject *cfg = PyImport_ImportModule("numdyn.config");
-    PyObject *v = cfg ? PyObject_GetAttrString(cfg, "cache_size_limit") : NULL;
-    Py_XDECREF(cfg);
-    if (v) {
-        long x = PyLong_AsLong(v);
-        if (!(x == -1 && PyErr_Occurred())) lim = x;
-        Py_DECREF(v);
-    }
-    PyErr_Clear();
-    return lim;
-}
+long nd_guard_config_limit = 8;

@@ -60,7 +60,9 @@ PyObject *nd_callguard_miss(const nd_callguard *c, PyObject *const *args, size_t
                             PyObject *kwnames);
 void nd_callguard_clear(nd_callguard *c);
 
-/* numdyn.config.cache_size_limit: entries one function may keep (8 when
- * it cannot be read). Never fails. */
-long nd_guard_cache_limit(void);
+/* numdyn.config.cache_size_limit: entries one function may keep. The
+ * config module pushes it here when set (numdyn._C._config_set): a warm
+ * call reads a C variable, not a Python attribute. */
+extern long nd_guard_config_limit;
+static inline long nd_guard_cache_limit(void) { return nd_guard_config_limit; }
 #endif

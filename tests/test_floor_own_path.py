@@ -226,3 +226,82 @@ def test_breaks_and_flushes_format_no_message_nobody_reads(capsys):
         nd._log_hook = orig
         nd._log_kinds.update(old_kinds)
         nd._sync_log_hook()
+
+
+# ------------------------------- a loop C rejected is run by Python, unflushed
+def _rnn_args(rng, T=6, b=4, d=5, h=8):
+    return (rng.standard_normal((T, b, d)), rng.standard_normal((d, h)) * 0.3,
+            rng.standard_normal((h, h)) * 0.3, rng.standard_normal(h))
+
+
+def test_rejected_loop_is_replayed_without_flushes():
+    # bench's RNN: loop capture rejects its time loop (a name holding a 2-D
+    # array given a view), but computed the tracer's lazy h and hs first --
+    # a flush every call, and a flushed capture is never replayed (0.58x
+    # NumPy). The rejection is remembered by its names' types, so later
+    # calls fall back without computing them, and the capture replays.
+    rng = np.random.default_rng(5)
+    cf = numdyn.compile(R.rnn_forward, options=OWN)
+    for _ in range(3):
+        args = _rnn_args(rng)
+        _same(cf(*args), R.rnn_forward(*args))
+    assert any(e.get("last_fallback") for e in cf._loop_info()), cf._loop_info()
+    for _ in range(3):
+        args = _rnn_args(rng)
+        keep = [a.copy() for a in args]
+        r, d = _delta(cf, args)
+        _same(r, R.rnn_forward(*keep))
+        for a, k in zip(args, keep):
+            assert np.array_equal(a, k)
+        assert d["flushes"] == 0 and d["replays"] == 1 and d["loop_fallbacks"] == 0, d
+
+
+def test_rejected_loop_with_other_types_gives_numpys_answer():
+    # the remembered rejection is per type key: float32 arguments (another
+    # key, another replay entry) and a lazy h of other rank are still right
+    rng = np.random.default_rng(6)
+    cf = numdyn.compile(R.rnn_forward, options=OWN)
+    for dt in (np.float64, np.float32, np.float64, np.float32, np.float32):
+        args = tuple(a.astype(dt) for a in _rnn_args(rng))
+        got, want = cf(*args), R.rnn_forward(*args)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12)
+
+
+def uses_locals(a, k):
+    b = a * k
+    names = locals()
+    return b + len(names)
+
+
+def test_locals_call_replays_with_new_values():
+    # locals() (what a captured loop's region is called with) has no side
+    # effect: a function calling it replays, with each call's own data
+    rng = np.random.default_rng(7)
+    cf = numdyn.compile(uses_locals, options=OWN)
+    for i in range(4):
+        a = rng.standard_normal(9)
+        r, d = _delta(cf, (a, 1.5))
+        _same(r, uses_locals(a, 1.5))
+        if i >= 2:
+            assert d["replays"] == 1 and d["flushes"] == 0, d
+
+
+def scale_rows(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2.0 + 1.0
+    return out
+
+
+def test_loop_run_in_c_is_never_replayed_away():
+    # a loop C runs computes outside the capture's graph: the call is not
+    # recorded (a replay would skip the loop)
+    rng = np.random.default_rng(8)
+    cf = numdyn.compile(scale_rows, options=OWN)
+    for _ in range(4):
+        a = rng.standard_normal(20)
+        out, want = np.zeros(20), np.zeros(20)
+        r, d = _delta(cf, (a, out))
+        assert r is out
+        np.testing.assert_array_equal(out, scale_rows(a, want))
+        assert d["replays"] == 0 and d["loop_runs"] == 1, d

@@ -32,6 +32,10 @@ typedef enum {
     ND_CTR_AD_BOUNDARY_BYTES, /* bytes of the forward values those backwards read directly:
                                  what saving each of them would have kept */
     ND_CTR_AD_RECOMPUTED,   /* forward nodes vjp backwards recompute instead of saving */
+    ND_CTR_ESCAPE_WALKS,    /* traced calls whose end walked their arguments, cells and
+                               globals for lazy values left there (trace_escapes.c):
+                               only when a lazy value has a reference the result
+                               does not explain */
     ND_CTR_LOOP_PENDING_RUNS, /* captured loops Python ran on real arrays while their C
                                  compiled in the background (trace/loop_run.c) */
     ND_CTR_COUNT

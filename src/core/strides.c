@@ -98,3 +98,20 @@ void nd_c_strides(int ndim, const npy_intp *shape, npy_intp *strides)
         acc *= shape[d] > 0 ? shape[d] : 1;
     }
 }
+
+int nd_mem_overlap(PyArrayObject *x, PyArrayObject *y)
+{
+    char *b[2][2];
+    PyArrayObject *xs[2] = {x, y};
+    for (int k = 0; k < 2; k++) {
+        char *p = PyArray_BYTES(xs[k]), *lo = p, *hi = p;
+        for (int d = 0; d < PyArray_NDIM(xs[k]); d++) {
+            npy_intp n = PyArray_DIM(xs[k], d), st = PyArray_STRIDE(xs[k], d);
+            if (n == 0) return 0;
+            if (st < 0) lo += st * (n - 1); else hi += st * (n - 1);
+        }
+        b[k][0] = lo;
+        b[k][1] = hi + PyArray_ITEMSIZE(xs[k]);
+    }
+    return b[0][0] < b[1][1] && b[1][0] < b[0][1];
+}

@@ -36,4 +36,9 @@ void nd_c_strides(int ndim, const npy_intp *shape, npy_intp *strides);
 /* Element strides of a dense array of `shape` whose dims lie in memory in
  * the order perm (outermost first). */
 void nd_perm_strides(int ndim, const npy_intp *shape, const int *perm, npy_intp *strides);
+
+/* Whether the byte extents of two arrays intersect (NumPy's
+ * may_share_memory with max_work=0: bounds only). Empty arrays share
+ * nothing. */
+int nd_mem_overlap(PyArrayObject *x, PyArrayObject *y);
 #endif

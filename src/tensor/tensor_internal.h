@@ -73,6 +73,14 @@ int nd_wrap_init(PyObject *module);
  * hold the Tensors themselves. Returns 0 / -1. */
 enum { ND_OP_CALL = 0, ND_OP_METHOD = 1, ND_OP_ATTR = 2 };
 int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out);
+/* The same for a call whose forward already ran as numdyn's vjp (a
+ * wrap_numpy call): pull is its pullback (one cotangent per output leaf of
+ * fwd, the forward's result; gradients per differentiated argument),
+ * positions the tuple of the indices in args of the Tensors it
+ * differentiates. backward() calls pull instead of running func again:
+ * the forward's saved values are kept, not recomputed. */
+int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
+                       PyObject *pull, PyObject *positions, PyObject *fwd);
 int nd_tape_init(PyObject *module);
 /* 0 inside numdyn.no_grad(), else 1 */
 int nd_tape_grad_enabled(void);

@@ -33,6 +33,11 @@ typedef struct {
     PyObject *args;     /* tuple: Tensors in place */
     PyObject *kwargs;   /* dict or NULL */
     PyObject *versions; /* dict id(Tensor) -> version read, for those past version 0; or NULL */
+    /* a node whose forward ran as a vjp (a wrap_numpy call): its pullback,
+     * the positions in args of the Tensors it differentiates, and the
+     * forward's result (its output leaves give zero cotangents their
+     * shapes); all NULL for a node backward() replays */
+    PyObject *pull, *positions, *fwd;
     int kind;
 } NdTapeNode;
 
@@ -45,6 +50,9 @@ static int node_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(n->args);
     Py_VISIT(n->kwargs);
     Py_VISIT(n->versions);
+    Py_VISIT(n->pull);
+    Py_VISIT(n->positions);
+    Py_VISIT(n->fwd);
     return 0;
 }
 
@@ -55,6 +63,9 @@ static int node_clear(PyObject *o)
     Py_CLEAR(n->args);
     Py_CLEAR(n->kwargs);
     Py_CLEAR(n->versions);
+    Py_CLEAR(n->pull);
+    Py_CLEAR(n->positions);
+    Py_CLEAR(n->fwd);
     return 0;
 }
 
@@ -147,7 +158,8 @@ static PyObject *resolve(NdTapeNode *n, PyObject *o)
     return nd_tensor_at_version(o, v ? PyLong_AsLongLong(v) : 0);
 }
 
-int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out)
+static int record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
+                  PyObject *pull, PyObject *positions, PyObject *fwd)
 {
     if (!grad_enabled) return 0;
     NdTapeNode *n = PyObject_GC_New(NdTapeNode, &NdTapeNode_Type);
@@ -156,6 +168,9 @@ int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, P
     n->args = Py_NewRef(args);
     n->kwargs = kwargs && PyDict_GET_SIZE(kwargs) ? PyDict_Copy(kwargs) : NULL;
     n->versions = NULL;
+    n->pull = Py_XNewRef(pull);
+    n->positions = Py_XNewRef(positions);
+    n->fwd = Py_XNewRef(fwd);
     n->kind = kind;
     PyObject_GC_Track(n);
     if ((kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) || note_versions(n, args, 0) < 0 ||
@@ -172,6 +187,17 @@ int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, P
     }
     Py_DECREF(n);
     return rc;
+}
+
+int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out)
+{
+    return record(kind, func, args, kwargs, out, NULL, NULL, NULL);
+}
+
+int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
+                       PyObject *pull, PyObject *positions, PyObject *fwd)
+{
+    return record(ND_OP_CALL, func, args, kwargs, out, pull, positions, fwd);
 }
 
 /* ------------------------------------------------------------ programs
@@ -225,6 +251,7 @@ typedef struct {
     PyObject *params;   /* list: the arrays the program reads (leaves first) */
     PyObject *pindex;   /* id(array or tensor) -> parameter number */
     PyObject *leaves;   /* list of leaf Tensors, in parameter order */
+    PyObject *ptensors; /* flat programs (one step): per parameter its Tensor or None */
 } builder;
 
 /* post-order walk from a Tensor's node (iterative: deep tapes are common) */
@@ -310,6 +337,8 @@ static PyObject *param_slot(builder *b, PyObject *o)
     Py_XDECREF(num);
     Py_DECREF(key);
     if (rc < 0 || PyList_Append(b->params, arr) < 0) return NULL;
+    if (b->ptensors && PyList_Append(b->ptensors, nd_tensor_check(o) ? o : Py_None) < 0)
+        return NULL;
     return slot_new(-1, (int)i);
 }
 
@@ -320,7 +349,7 @@ static PyObject *template_of(builder *b, NdTapeNode *nd, PyObject *o, int depth)
     if (nd_tensor_check(o)) {
         if (!(o = resolve(nd, o))) return NULL;
         NdTensor *t = ND_TENSOR(o);
-        if (t->node) {
+        if (t->node && !b->ptensors) {
             PyObject *key = PyLong_FromVoidPtr(t->node);
             PyObject *step = key ? PyDict_GetItemWithError(b->index, key) : NULL;
             Py_XDECREF(key);
@@ -506,7 +535,7 @@ static PyTypeObject NdTapeProgram_Type = {
 /* the program computing `t` from its tape, its parameters, the leaves */
 static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **leaves_out)
 {
-    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0)};
+    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0), NULL};
     PyObject *prog = NULL, *steps = NULL, *key = NULL;
     if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves) goto fail;
     if (collect(&b, ND_TENSOR(t)->node) < 0) goto fail;
@@ -644,6 +673,230 @@ static int accumulate(PyObject *leaf, PyObject *g, int conj)
     return 0;
 }
 
+/* ------------------------------------------------------------ the sweep
+ *
+ * A tape holding a node whose forward ran as a vjp (wrap_numpy) is
+ * differentiated node by node, last first (torch's order): such a node's
+ * pullback takes its outputs' cotangents and gives its arguments' from the
+ * values its forward saved, with no forward run again; any other node is
+ * differentiated by a vjp of its own one-step program. Cotangents are
+ * summed per (node, output). */
+
+/* the output leaves of a node's forward result, as _vjp walks them: a tuple
+ * or list's items, else the result itself (new list) */
+static PyObject *out_items(PyObject *fwd)
+{
+    if (PyTuple_Check(fwd) || PyList_Check(fwd)) return PySequence_List(fwd);
+    PyObject *l = PyList_New(1);
+    if (l) PyList_SET_ITEM(l, 0, Py_NewRef(fwd));
+    return l;
+}
+
+static PyObject *ct_key(PyObject *node, int k)
+{
+    return Py_BuildValue("(Ni)", PyLong_FromVoidPtr(node), k);
+}
+
+/* d[key] += g (g borrowed) */
+static int ct_add(PyObject *d, PyObject *key, PyObject *g)
+{
+    PyObject *have = PyDict_GetItemWithError(d, key);
+    if (!have) return PyErr_Occurred() ? -1 : PyDict_SetItem(d, key, g);
+    PyObject *sum = PyNumber_Add(have, g);
+    if (!sum) return -1;
+    int rc = PyDict_SetItem(d, key, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+/* a node that has no pullback: the vjp of its one-step program, with every
+ * Tensor argument a parameter. *pull, *fwd, *prims (the Tensors the
+ * gradients belong to, in order) new refs; 0 / -1. */
+static int node_vjp(NdTapeNode *n, PyObject **pull, PyObject **fwd, PyObject **prims)
+{
+    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0),
+                 PyList_New(0)};
+    PyObject *a = NULL, *k = NULL, *st = NULL, *steps = NULL, *argnums = NULL, *pargs = NULL,
+             *r3 = NULL;
+    NdTapeProgram *p = NULL;
+    int rc = -1;
+    *pull = *fwd = *prims = NULL;
+    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves || !b.ptensors) goto done;
+    a = template_of(&b, n, n->args, 0);
+    k = a ? (n->kwargs ? template_of(&b, n, n->kwargs, 0) : Py_NewRef(Py_None)) : NULL;
+    st = k ? Py_BuildValue("(iOOO)", n->kind, n->func, a, k) : NULL;
+    steps = st ? PyTuple_Pack(1, st) : NULL;
+    if (!steps || !(p = PyObject_New(NdTapeProgram, &NdTapeProgram_Type))) goto done;
+    p->vectorcall = program_vectorcall;
+    p->steps = Py_NewRef(steps);
+    p->nparams = PyList_GET_SIZE(b.params);
+    if (!(p->result = slot_new(0, -1))) goto done;
+    if (!(*prims = PyList_New(0)) || !(argnums = PyList_New(0))) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(b.ptensors); i++) {
+        PyObject *t = PyList_GET_ITEM(b.ptensors, i);
+        if (t == Py_None || !ND_TENSOR(t)->requires_grad ||
+            !nd_tensor_dtype_differentiable(ND_TENSOR(t)->array))
+            continue;
+        PyObject *num = PyLong_FromSsize_t(i);
+        int bad = !num || PyList_Append(argnums, num) < 0 || PyList_Append(*prims, t) < 0;
+        Py_XDECREF(num);
+        if (bad) goto done;
+    }
+    Py_SETREF(argnums, PyList_AsTuple(argnums));
+    pargs = argnums ? PyList_AsTuple(b.params) : NULL;
+    r3 = pargs ? PyObject_CallFunction(vjp_entry, "OOOOsOO", (PyObject *)p, pargs, argnums,
+                                       Py_None, "native", Py_False, Py_False)
+               : NULL;
+    if (!r3) goto done;
+    if (!PyTuple_Check(r3) || PyTuple_GET_SIZE(r3) != 3) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
+                        "(out, aux, vjp)");
+        goto done;
+    }
+    *fwd = Py_NewRef(PyTuple_GET_ITEM(r3, 0));
+    *pull = Py_NewRef(PyTuple_GET_ITEM(r3, 2));
+    rc = 0;
+done:
+    if (rc < 0) { Py_CLEAR(*prims); }
+    Py_XDECREF(r3);
+    Py_XDECREF(pargs);
+    Py_XDECREF(argnums);
+    Py_XDECREF((PyObject *)p);
+    Py_XDECREF(steps);
+    Py_XDECREF(st);
+    Py_XDECREF(a);
+    Py_XDECREF(k);
+    Py_XDECREF(b.order);
+    Py_XDECREF(b.index);
+    Py_XDECREF(b.params);
+    Py_XDECREF(b.pindex);
+    Py_XDECREF(b.leaves);
+    Py_XDECREF(b.ptensors);
+    return rc;
+}
+
+/* the cotangent of each output leaf of node n (fwd its forward result):
+ * what the sweep summed, zeros for a float output nothing reached, None
+ * for the others. New tuple, or NULL. *any: some cotangent was summed. */
+static PyObject *node_cts(PyObject *cts, NdTapeNode *n, PyObject *fwd, int *any)
+{
+    PyObject *items = out_items(fwd);
+    if (!items) return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(items);
+    int single = !(PyTuple_Check(fwd) || PyList_Check(fwd));
+    PyObject *r = PyTuple_New(m);
+    *any = 0;
+    for (Py_ssize_t k = 0; r && k < m; k++) {
+        PyObject *key = ct_key((PyObject *)n, single ? -1 : (int)k);
+        PyObject *c = key ? PyDict_GetItemWithError(cts, key) : NULL;
+        Py_XDECREF(key);
+        if (c) {
+            *any = 1;
+            PyTuple_SET_ITEM(r, k, Py_NewRef(c));
+            continue;
+        }
+        if (PyErr_Occurred()) { Py_CLEAR(r); break; }
+        PyObject *arr = PyArray_FromAny(PyList_GET_ITEM(items, k), NULL, 0, 0, 0, NULL);
+        if (!arr) { PyErr_Clear(); PyTuple_SET_ITEM(r, k, Py_NewRef(Py_None)); continue; }
+        PyArrayObject *A = (PyArrayObject *)arr;
+        PyObject *z = PyArray_ISFLOAT(A) || PyArray_ISCOMPLEX(A)
+                      ? PyArray_ZEROS(PyArray_NDIM(A), PyArray_DIMS(A), PyArray_TYPE(A), 0)
+                      : Py_NewRef(Py_None);
+        Py_DECREF(arr);
+        if (!z) { Py_CLEAR(r); break; }
+        PyTuple_SET_ITEM(r, k, z);
+    }
+    Py_DECREF(items);
+    return r;
+}
+
+static int sweep(PyObject *root, PyObject *g, PyObject *order)
+{
+    PyObject *cts = PyDict_New(), *lgrads = PyDict_New(), *lorder = PyList_New(0);
+    int rc = -1;
+    if (!cts || !lgrads || !lorder) goto done;
+    PyObject *rk = ct_key(ND_TENSOR(root)->node, ND_TENSOR(root)->node_out);
+    if (!rk || PyDict_SetItem(cts, rk, g) < 0) { Py_XDECREF(rk); goto done; }
+    Py_DECREF(rk);
+    for (Py_ssize_t i = PyList_GET_SIZE(order) - 1; i >= 0; i--) {
+        NdTapeNode *n = (NdTapeNode *)PyList_GET_ITEM(order, i);
+        PyObject *pull = NULL, *fwd = NULL, *prims = NULL, *c = NULL, *grads = NULL;
+        int any = 0, bad = 1;
+        if (n->pull) {
+            /* the forward already ran: its pullback and its differentiated Tensors */
+            pull = Py_NewRef(n->pull);
+            fwd = Py_NewRef(n->fwd);
+            prims = PyList_New(PyTuple_GET_SIZE(n->positions));
+            for (Py_ssize_t j = 0; prims && j < PyTuple_GET_SIZE(n->positions); j++) {
+                Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(n->positions, j));
+                PyObject *t = resolve(n, PyTuple_GET_ITEM(n->args, pos));
+                if (!t) { Py_CLEAR(prims); break; }
+                PyList_SET_ITEM(prims, j, Py_NewRef(t));
+            }
+            if (!prims) goto next;
+            /* nothing reached this node: it adds no gradient */
+            if (!(c = node_cts(cts, n, fwd, &any))) goto next;
+            if (!any) { bad = 0; goto next; }
+        } else {
+            /* does any cotangent reach it? (a node's outputs: -1, or 0..) */
+            PyObject *k, *v;
+            Py_ssize_t pos = 0;
+            while (!any && PyDict_Next(cts, &pos, &k, &v))
+                any = PyLong_AsVoidPtr(PyTuple_GET_ITEM(k, 0)) == (void *)n;
+            if (!any) { bad = 0; goto next; }
+            if (node_vjp(n, &pull, &fwd, &prims) < 0) goto next;
+            if (!(c = node_cts(cts, n, fwd, &any))) goto next;
+        }
+        grads = PyObject_Call(pull, c, NULL);
+        if (!grads) goto next;
+        if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != PyList_GET_SIZE(prims)) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: a pullback returned the wrong number "
+                            "of gradients");
+            goto next;
+        }
+        bad = 0;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(prims) && !bad; j++) {
+            PyObject *t = PyList_GET_ITEM(prims, j), *gj = PyTuple_GET_ITEM(grads, j);
+            if (gj == Py_None) continue;
+            PyObject *key;
+            if (ND_TENSOR(t)->node) {
+                key = ct_key(ND_TENSOR(t)->node, ND_TENSOR(t)->node_out);
+                bad = !key || ct_add(cts, key, gj) < 0;
+            } else {
+                key = PyLong_FromVoidPtr(t);
+                int have = key ? PyDict_Contains(lgrads, key) : -1;
+                bad = have < 0 || (!have && PyList_Append(lorder, t) < 0) ||
+                      ct_add(lgrads, key, gj) < 0;
+            }
+            Py_XDECREF(key);
+        }
+    next:
+        Py_XDECREF(pull);
+        Py_XDECREF(fwd);
+        Py_XDECREF(prims);
+        Py_XDECREF(c);
+        Py_XDECREF(grads);
+        if (bad) goto done;
+    }
+    if (!PyList_GET_SIZE(lorder)) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(lorder); j++) {
+        PyObject *t = PyList_GET_ITEM(lorder, j);
+        PyObject *key = PyLong_FromVoidPtr(t);
+        PyObject *gl = key ? PyDict_GetItemWithError(lgrads, key) : NULL;
+        Py_XDECREF(key);
+        if (!gl || accumulate(t, gl, 1) < 0) goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(cts);
+    Py_XDECREF(lgrads);
+    Py_XDECREF(lorder);
+    return rc;
+}
+
 PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
 {
     NdTensor *t = ND_TENSOR(self);
@@ -697,6 +950,34 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
                             "numdyn: Tensor.backward() needs numdyn's autodiff (_C._vjp), "
                             "which this build does not have");
             return NULL;
+        }
+    }
+    {
+        /* a tape with a node whose forward ran as a vjp: the sweep */
+        builder cb = {PyList_New(0), PyDict_New(), NULL, NULL, NULL, NULL};
+        int has = -1;
+        if (cb.order && cb.index && collect(&cb, t->node) == 0) {
+            has = 0;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cb.order) && !has; i++)
+                has = ((NdTapeNode *)PyList_GET_ITEM(cb.order, i))->pull != NULL;
+        }
+        if (has == 1) {
+            if (grad == Py_None && PyArray_ISCOMPLEX(a)) {
+                PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created "
+                                "only for real scalar outputs");
+                has = -1;
+            } else if (PyArray_ISCOMPLEX((PyArrayObject *)g)) {  /* as below */
+                Py_SETREF(g, PyArray_Conjugate((PyArrayObject *)g, NULL));
+                if (!g) has = -1;
+            }
+            if (has == 1 && sweep(self, g, cb.order) < 0) has = -1;
+        }
+        Py_XDECREF(cb.order);
+        Py_XDECREF(cb.index);
+        if (has != 0) {
+            Py_XDECREF(g);
+            if (has < 0) return NULL;
+            Py_RETURN_NONE;
         }
     }
     PyObject *params = NULL, *leaves = NULL;

@@ -33,7 +33,11 @@ typedef struct {
     PyObject *compiled;    /* numdyn.compile(fn, ...) */
     PyObject *dict;        /* __dict__ (functools.update_wrapper fills it) */
     PyObject *weakrefs;
+    PyObject *vjpcache;    /* (grad cache, recorded backwards) of its vjp calls, or NULL */
 } NdWrapped;
+
+static PyObject *wrap_module;    /* numdyn._C (borrowed for the module's life) */
+static PyObject *vjp_fn, *grad_cache_fn;  /* _C._vjp, _C._grad_cache: looked up at first use */
 
 /* What numdyn knows of a tensor type (consumers: type -> tuple):
  * (from_dlpack of its library, from_numpy or None, has .numpy()). The
@@ -200,6 +204,114 @@ static int is_jax_tracer(PyObject *x)
     return 0;
 }
 
+/* A call with numdyn Tensors that require grad: the forward runs as
+ * numdyn's vjp (recorded per argument signature, so warm calls replay
+ * it), which keeps what its backward needs (the min-cut partition), and
+ * the tape node keeps the pullback: backward() then runs only the
+ * backward graph, not fn again. *used = 0 (and NULL returned, nothing
+ * done) where that does not apply: a Tensor that requires grad passed by
+ * keyword or inside a container, a custom backend, a result other than
+ * arrays/scalars or a flat tuple/list of them; the call is then recorded
+ * as a node backward() replays. */
+static PyObject *vjp_call(NdWrapped *w, PyObject *const *args, PyObject **a, Py_ssize_t nargs,
+                          PyObject *kwnames, int *used)
+{
+    *used = 0;
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (Py_ssize_t i = nargs; i < n; i++)
+        if (nd_tensor_check(args[i]) && ND_TENSOR(args[i])->requires_grad) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if ((PyTuple_Check(args[i]) || PyList_Check(args[i]) || PyDict_Check(args[i])))
+            return NULL;  /* Tensors inside containers: the replayed node sees them */
+    PyObject *backend = PyObject_GetAttrString(w->compiled, "backend");
+    if (!backend) { PyErr_Clear(); return NULL; }
+    int builtin = PyUnicode_Check(backend) &&
+                  (!PyUnicode_CompareWithASCIIString(backend, "native") ||
+                   !PyUnicode_CompareWithASCIIString(backend, "eager") ||
+                   !PyUnicode_CompareWithASCIIString(backend, "aot_eager"));
+    if (!builtin) { Py_DECREF(backend); return NULL; }
+    if (!vjp_fn && !(vjp_fn = PyObject_GetAttrString(wrap_module, "_vjp"))) { PyErr_Clear(); Py_DECREF(backend); return NULL; }
+    if (!grad_cache_fn && !(grad_cache_fn = PyObject_GetAttrString(wrap_module, "_grad_cache"))) {
+        PyErr_Clear();
+        Py_DECREF(backend);
+        return NULL;
+    }
+    PyObject *pos = PyList_New(0), *targs = NULL, *kw = NULL, *res3 = NULL, *r = NULL,
+             *positions = NULL, *tkw = NULL;
+    if (!pos) goto done;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!nd_tensor_check(args[i]) || !ND_TENSOR(args[i])->requires_grad) continue;
+        PyObject *num = PyLong_FromSsize_t(i);
+        if (!num || PyList_Append(pos, num) < 0) { Py_XDECREF(num); goto done; }
+        Py_DECREF(num);
+    }
+    if (!PyList_GET_SIZE(pos)) { Py_CLEAR(pos); goto done; }
+    if (!(positions = PyList_AsTuple(pos))) goto done;
+    if (!w->vjpcache) {
+        PyObject *cap = PyObject_CallNoArgs(grad_cache_fn), *lst = PyList_New(0);
+        w->vjpcache = cap && lst ? PyTuple_Pack(2, cap, lst) : NULL;
+        Py_XDECREF(cap);
+        Py_XDECREF(lst);
+        if (!w->vjpcache) goto done;
+    }
+    if (!(targs = PyTuple_New(nargs))) goto done;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(a[i]));
+    if (n > nargs) {
+        if (!(kw = PyDict_New()) || !(tkw = PyDict_New())) goto done;
+        for (Py_ssize_t i = nargs; i < n; i++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - nargs), a[i]) < 0 ||
+                PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
+                goto done;
+    }
+    res3 = PyObject_CallFunction(vjp_fn, "OOOOOOOO", w->compiled, targs, positions,
+                                 kw ? kw : Py_None, backend, Py_False, Py_False, w->vjpcache);
+    if (!res3) { *used = 1; goto done; }
+    if (!PyTuple_Check(res3) || PyTuple_GET_SIZE(res3) != 3) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
+                        "(out, aux, vjp)");
+        *used = 1;
+        goto done;
+    }
+    PyObject *out = PyTuple_GET_ITEM(res3, 0);
+    int flat = !(PyTuple_Check(out) || PyList_Check(out) || PyDict_Check(out));
+    if (!flat && !PyDict_Check(out)) {
+        flat = 1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out) && flat; i++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(out, i);
+            flat = !(PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o));
+        }
+    }
+    *used = 1;
+    r = leave(Py_NewRef(out), &NdTensor_Type, 0);
+    if (r && flat) {
+        /* the Tensors themselves as the node's arguments (versions noted) */
+        PyObject *nargs_t = PyTuple_New(nargs);
+        for (Py_ssize_t i = 0; nargs_t && i < nargs; i++)
+            PyTuple_SET_ITEM(nargs_t, i, Py_NewRef(args[i]));
+        if (!nargs_t || nd_tape_record_vjp(w->compiled, nargs_t, tkw, r,
+                                           PyTuple_GET_ITEM(res3, 2), positions, out) < 0)
+            Py_CLEAR(r);
+        Py_XDECREF(nargs_t);
+    } else if (r) {
+        /* a nested result: recorded as a node backward() replays */
+        PyObject *nargs_t = PyTuple_New(nargs);
+        for (Py_ssize_t i = 0; nargs_t && i < nargs; i++)
+            PyTuple_SET_ITEM(nargs_t, i, Py_NewRef(args[i]));
+        if (!nargs_t || nd_tape_record(ND_OP_CALL, w->compiled, nargs_t, tkw, r) < 0)
+            Py_CLEAR(r);
+        Py_XDECREF(nargs_t);
+    }
+done:
+    Py_DECREF(backend);
+    Py_XDECREF(pos);
+    Py_XDECREF(positions);
+    Py_XDECREF(targs);
+    Py_XDECREF(kw);
+    Py_XDECREF(tkw);
+    Py_XDECREF(res3);
+    return r;
+}
+
 static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames)
 {
@@ -244,6 +356,11 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
         Py_XDECREF(tkw);
         goto done;
     }
+    if (grad && kind == &NdTensor_Type && nd_tape_grad_enabled()) {
+        int used = 0;
+        r = vjp_call(w, args, a, nargs, kwnames, &used);
+        if (used || PyErr_Occurred()) goto done;
+    }
     r = PyObject_Vectorcall(w->compiled, a, nargs, kwnames);
     r = leave(r, kind, 0);
     if (r && grad) {
@@ -273,6 +390,7 @@ static int wrapped_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(w->fn);
     Py_VISIT(w->compiled);
     Py_VISIT(w->dict);
+    Py_VISIT(w->vjpcache);
     return 0;
 }
 
@@ -282,6 +400,7 @@ static int wrapped_clear(PyObject *o)
     Py_CLEAR(w->fn);
     Py_CLEAR(w->compiled);
     Py_CLEAR(w->dict);
+    Py_CLEAR(w->vjpcache);
     return 0;
 }
 
@@ -357,6 +476,7 @@ static PyObject *mod_wrap_numpy(PyObject *m, PyObject *args)
     w->compiled = compiled;
     w->dict = NULL;
     w->weakrefs = NULL;
+    w->vjpcache = NULL;
     PyObject_GC_Track(w);
     return (PyObject *)w;
 }
@@ -405,6 +525,7 @@ int nd_wrap_init(PyObject *m)
 {
     if (PyType_Ready(&NdWrapped_Type) < 0) return -1;
     if (!(compile_fn = PyObject_GetAttrString(m, "compile"))) return -1;
+    wrap_module = m;
     if (!(consumers = PyDict_New())) return -1;
     if (!(str_dlpack = PyUnicode_InternFromString("__dlpack__")) ||
         !(str_requires_grad = PyUnicode_InternFromString("requires_grad")) ||

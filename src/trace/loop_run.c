@@ -48,6 +48,13 @@ typedef struct {
     int in_try;            /* inside a try statement: exceptions go back in a dict (loop.h) */
     lsig *sigs;
     int nsigs, capsigs;
+    /* signatures C rejected, by the key of their names' types before the
+     * tracer's lazy values were computed (prekey below): a later call with
+     * such values falls back at once. Computing them first, only to fall
+     * back, flushed the capture every call, and a flushed capture is never
+     * replayed (an RNN's time loop: 0.58x NumPy). */
+    struct { uint64_t prekey; int sig; } rejected[8];
+    int nrejected;
 } NdLoop;
 
 static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
@@ -367,6 +374,27 @@ static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals
     return r;
 }
 
+/* What the signature of a name's value depends on, read without computing
+ * a lazy value: its type, and for arrays (lazy or not) dtype and rank;
+ * for NumPy's arrays also whether writeable and rows contiguous. Two calls
+ * of one prekey may still differ in their signature (an integer's bit
+ * width): a remembered rejection then makes Python run a loop C could
+ * have run -- slower, never wrong. */
+static uint64_t prekey_of(PyObject *x)
+{
+    if (!x) return 0x756e62;
+    uint64_t h = (uint64_t)(uintptr_t)Py_TYPE(x);
+    if (nd_proxy_check(x)) return nd_hash_mix(h, (uint64_t)nd_proxy_dtype(x) << 8 | (uint64_t)nd_proxy_ndim(x));
+    if (PyArray_Check(x)) {
+        PyArrayObject *a = (PyArrayObject *)x;
+        int nd = PyArray_NDIM(a);
+        int contig = nd && PyArray_STRIDE(a, nd - 1) == (npy_intp)PyArray_ITEMSIZE(a);
+        return nd_hash_mix(h, (uint64_t)PyArray_TYPE(a) << 8 | (uint64_t)nd | (uint64_t)contig << 20 |
+                                  (uint64_t)(PyArray_ISWRITEABLE(a) != 0) << 21);
+    }
+    return h;
+}
+
 /* ---------------------------------------------------------------- run */
 static PyObject *run(NdLoop *L, PyObject *locals)
 {
@@ -399,6 +427,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
     /* 1. the values */
     int proxies = 0;
+    uint64_t prekey = 0x70726b;
     for (int v = 0; v < nv; v++) {
         PyObject *name = PyTuple_GET_ITEM(ir->names, v), *x;
         uint8_t f = ir->vflags[v];
@@ -422,7 +451,14 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         }
         if (x && nd_proxy_check(x)) proxies = 1;
         vals[v] = Py_XNewRef(x);
+        prekey = nd_hash_mix(prekey, prekey_of(x) ^ (uint64_t)v << 56);
     }
+    if (proxies && t)
+        for (int k = 0; k < L->nrejected; k++)
+            if (L->rejected[k].prekey == prekey) {
+                why = Py_NewRef(L->sigs[L->rejected[k].sig].reason);
+                goto fallback;
+            }
     /* arrays the tracer holds: materialized, handed over like a break's */
     if (proxies && t) {
         PyObject *tup = PyTuple_New(nv);
@@ -542,7 +578,16 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         Py_XDECREF(T.reason);
         if (!s) goto done_free;
     }
-    if (!s->fn && !s->pending) { why = Py_NewRef(s->reason); goto fallback; }
+    if (!s->fn && !s->pending) {
+        /* (the static markers -- frozen, compiling -- are no rejection) */
+        if (proxies && t && s >= L->sigs && s < L->sigs + L->nsigs &&
+            L->nrejected < (int)(sizeof L->rejected / sizeof L->rejected[0])) {
+            L->rejected[L->nrejected].prekey = prekey;
+            L->rejected[L->nrejected++].sig = (int)(s - L->sigs);
+        }
+        why = Py_NewRef(s->reason);
+        goto fallback;
+    }
 
     /* 3. NumPy's error state: the C code sees no underflow; where NumPy
      * ignores overflow, division by zero and invalid results alike, the
@@ -592,6 +637,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                 PyDict_SetItem(ns, PyTuple_GET_ITEM(ir->names, v), vals[v]) < 0)
                 Py_CLEAR(ns);
         if (!ns) goto done_free;
+        if (t) nd_trace_not_replayable(t);   /* Python ran it, outside the capture */
         result = PyObject_CallOneArg(L->py, ns);
         Py_DECREF(ns);
         if (result) set_reason(L, s->reason);
@@ -602,6 +648,9 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         goto done_free;
     }
     if (t) {
+        /* what the C loop computes is no node of the capture: a replay,
+         * which runs no Python, would skip it */
+        nd_trace_not_replayable(t);
         if (!(handed = PyTuple_New(nv))) goto done_free;
         for (int v = 0; v < nv; v++)
             PyTuple_SET_ITEM(handed, v, Py_NewRef(stored(ir, s, adt, v) && vals[v] ? vals[v] : Py_None));
@@ -785,6 +834,7 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->in_try = 0;
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
+    L->nrejected = 0;
     return (PyObject *)L;
 }
 

@@ -17,6 +17,7 @@
  * the arrays inside them by proxies.
  */
 #include "trace_replay.h"
+#include "core/strides.h"
 #include "trace_control.h"
 #include "trace/loop.h"
 #include "runtime/floor.h"
@@ -107,23 +108,6 @@ static PyObject *ultimate_base(PyObject *a)
     return b;
 }
 
-static int mem_overlap(PyArrayObject *x, PyArrayObject *y)
-{
-    char *b[2][2];
-    PyArrayObject *xs[2] = {x, y};
-    for (int k = 0; k < 2; k++) {
-        char *p = PyArray_BYTES(xs[k]), *lo = p, *hi = p;
-        for (int d = 0; d < PyArray_NDIM(xs[k]); d++) {
-            npy_intp n = PyArray_DIM(xs[k], d), st = PyArray_STRIDE(xs[k], d);
-            if (n == 0) return 0;
-            if (st < 0) lo += st * (n - 1); else hi += st * (n - 1);
-        }
-        b[k][0] = lo;
-        b[k][1] = hi + PyArray_ITEMSIZE(xs[k]);
-    }
-    return b[0][0] < b[1][1] && b[1][0] < b[0][1];
-}
-
 /* Arguments that are overlapping views of one dense base array get proxies
  * on ONE storage for that base's memory, so a write through one is seen
  * through the others as under NumPy. Returns a dict id(array) -> proxy, or
@@ -142,7 +126,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         for (Py_ssize_t j = 0; j < m && !alias; j++) {
             PyObject *c = PyList_GET_ITEM(list, j);
             alias = c != a && ultimate_base(c) == ba &&
-                    mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
+                    nd_mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
         }
         PyArrayObject *A = (PyArrayObject *)a, *B = (PyArrayObject *)ba;
         if (!alias || !nd_supported_array(ba) ||
@@ -239,6 +223,7 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     if (!alias) goto done;
     for (; k < n; k++)
         if (!(w[k] = wrap_obj(t, args[k], alias))) goto done;
+    if (nd__mark_reachable(t, cf->fn, args, n) < 0) goto done;
     PyObject *pairs = nd__arg_pairs(args, w, n);
     if (!pairs) goto done;
     r = PyObject_Vectorcall(fn, w, PyVectorcall_NARGS(nargsf), kwnames);

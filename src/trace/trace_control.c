@@ -7,7 +7,6 @@
 
 int nd__ctl_enabled = 1;
 int nd__ctl_stance = ND_STANCE_DEFAULT;
-static long ctl_limit = 8;              /* numdyn.config.cache_size_limit */
 static int ctl_error_on_recompile;      /* numdyn.config.error_on_recompile */
 _Thread_local int nd__tls_frozen;
 
@@ -121,7 +120,7 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
         return ND_ADMIT_RUN;
     }
     if (nd__tls_frozen) return eager();
-    long limit = c->limit >= 0 ? c->limit : ctl_limit;
+    long limit = c->limit >= 0 ? c->limit : nd_guard_config_limit;
     int recompile = c->progs.n > 0;
     if (recompile || c->progs.n >= limit) {
         PyObject *guard = NULL, *why;
@@ -349,7 +348,7 @@ static PyObject *mod_config_set(PyObject *m, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "numdyn.config.cache_size_limit must be >= 0");
             return NULL;
         }
-        ctl_limit = l;
+        nd_guard_config_limit = l;
     } else {
         PyErr_Format(PyExc_AttributeError, "numdyn.config: %s is not pushed to C", name);
         return NULL;

@@ -8,28 +8,56 @@
  * Python float: json.dumps, PyFloat_Check and type() accept it); a
  * LazyArray left there is not one. When the call ends, the objects the
  * function could reach from outside -- its arguments, its bound self, its
- * closure cells and its globals -- and the returned objects are walked (lists, dicts, tuples,
- * instances' __dict__, a few levels deep and a bounded number of objects)
- * and every lazy value of this call found there is replaced in place by
- * its concrete value, all computed in one flush.
+ * closure cells and its globals -- and the returned objects are walked
+ * (lists, dicts, tuples, instances' __dict__, a few levels deep and a
+ * bounded number of objects) and every lazy value of this call found there
+ * is replaced in place by its concrete value, all computed in one flush.
+ *
+ * The walk is paid for by counting references first (none_escaped): the
+ * live lazy values' reference counts, less what the returned containers
+ * and the values' own base links hold, is how many references the walk has
+ * to find. Zero -- nearly every call -- means no walk at all: a module's
+ * data (a list of 5000 floats, a table of settings) is not visited on each
+ * warm call. Otherwise the walk stops once it has found them all, and it
+ * looks where stores usually go first: the globals' and cells' own values
+ * before anything under them. A reference it cannot attribute (a set, a C
+ * object, a generator) leaves the count unknown: then it walks everything,
+ * within its bounds.
  */
 #include "trace_internal.h"
 #include <string.h>
 
 #define MAX_DEPTH 4
-#define MAX_OBJECTS 4096
+#define MAX_OBJECTS 4096        /* containers entered per walk */
+#define MAX_ITEMS (1 << 16)     /* items looked at per walk */
 
 typedef struct {
     PyObject *sites;   /* list of (container, key): key None for a cell */
     PyObject *seen;    /* set of ids of containers visited */
     nd_trace *t;
-    int budget;
+    int budget;        /* containers left to enter */
+    Py_ssize_t items;  /* items left to look at */
+    Py_ssize_t missing; /* references to lazy values still to find; -1: unknown */
     int attrs_only;    /* walking the result: its containers are materialized
                         * with it, only objects' attributes are sites */
 } walk;
 
-static int note(walk *w, PyObject *container, PyObject *key)
+static int walk_done(const walk *w)
 {
+    return w->budget <= 0 || w->items <= 0 || w->missing == 0;
+}
+
+/* a lazy value of this call (a proxy still attached to trace t) */
+static int ours(nd_trace *t, PyObject *o)
+{
+    return o && nd_proxy_check(o) && ((NdProxy *)o)->st && ((NdProxy *)o)->st->trace == t;
+}
+
+/* container[key] holds a lazy value (own: the value itself, not a tuple
+ * holding some: those were counted inside the tuple) */
+static int note(walk *w, PyObject *container, PyObject *key, int own)
+{
+    if (own && w->missing > 0) w->missing--;
     PyObject *site = PyTuple_Pack(2, container, key ? key : Py_None);
     if (!site) return -1;
     int rc = PyList_Append(w->sites, site);
@@ -37,21 +65,20 @@ static int note(walk *w, PyObject *container, PyObject *key)
     return rc;
 }
 
-static int is_ours(walk *w, PyObject *o)
-{
-    return nd_proxy_check(o) && ((NdProxy *)o)->st && ((NdProxy *)o)->st->trace == w->t;
-}
-
 static int visit(walk *w, PyObject *o, int depth);
 
-static int visit_dict(walk *w, PyObject *d, int depth)
+/* direct: note d's own lazy values (0: a first pass already did) */
+static int visit_dict(walk *w, PyObject *d, int depth, int direct)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    while (PyDict_Next(d, &pos, &k, &v) && --w->budget > 0) {
-        int r = is_ours(w, v) ? 2 : visit(w, v, depth + 1);
+    while (!walk_done(w) && PyDict_Next(d, &pos, &k, &v)) {
+        w->items--;
+        int own = ours(w->t, v);
+        if (own && !direct) continue;
+        int r = own ? 2 : visit(w, v, depth + 1);
         if (r < 0) return -1;
-        if (r == 2 && !w->attrs_only && note(w, d, k) < 0) return -1;
+        if (r == 2 && !w->attrs_only && note(w, d, k, own) < 0) return -1;
     }
     return 0;
 }
@@ -62,14 +89,14 @@ static int visit_dict(walk *w, PyObject *d, int depth)
  * lazy values, to be replaced whole by its holder; 0: done; -1: error */
 static int visit(walk *w, PyObject *o, int depth)
 {
-    if (depth > MAX_DEPTH || w->budget <= 0) return 0;
+    if (depth > MAX_DEPTH || walk_done(w)) return 0;
     int seq = PyList_Check(o) || PyTuple_Check(o);
     PyObject *dict = NULL;
     if (!seq && !PyDict_CheckExact(o)) {
         /* (functions, methods and builtins are not heap-type instances;
          * an object with __call__, a model, is one of the user's) */
-        if (PyArray_Check(o) || nd_proxy_check(o) || PyType_Check(o) || PyModule_Check(o) ||
-            !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(o)->tp_dictoffset == 0)
+        if (!(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(o)->tp_dictoffset == 0 ||
+            PyArray_Check(o) || nd_proxy_check(o) || PyType_Check(o) || PyModule_Check(o))
             return 0;
         dict = PyObject_GenericGetDict(o, NULL);
         if (!dict || !PyDict_Check(dict)) {
@@ -78,35 +105,43 @@ static int visit(walk *w, PyObject *o, int depth)
             return 0;
         }
     }
-    PyObject *id = PyLong_FromVoidPtr(o);
-    int fresh = id && PySet_Contains(w->seen, id) == 0 ? PySet_Add(w->seen, id) == 0 : 0;
-    Py_XDECREF(id);
-    if (PyErr_Occurred() || !fresh) {
-        Py_XDECREF(dict);
-        return PyErr_Occurred() ? -1 : 0;
+    /* the result's own containers are not marked seen: one also bound to
+     * a global (`HIST.append(v); return HIST`) is a site the later walk
+     * of the globals must still find */
+    if (dict || !w->attrs_only) {
+        PyObject *id = PyLong_FromVoidPtr(o);
+        int fresh = id && PySet_Contains(w->seen, id) == 0 ? PySet_Add(w->seen, id) == 0 : 0;
+        Py_XDECREF(id);
+        if (PyErr_Occurred() || !fresh) {
+            Py_XDECREF(dict);
+            return PyErr_Occurred() ? -1 : 0;
+        }
     }
     w->budget--;
     if (dict) {
         /* below an object nothing is materialized with the result */
         int saved = w->attrs_only;
         w->attrs_only = 0;
-        int rc = visit_dict(w, dict, depth);
+        int rc = visit_dict(w, dict, depth, 1);
         w->attrs_only = saved;
         Py_DECREF(dict);
         return rc;
     }
-    if (PyDict_CheckExact(o)) return visit_dict(w, o, depth);
+    if (PyDict_CheckExact(o)) return visit_dict(w, o, depth, 1);
     int held = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && --w->budget > 0; i++) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && !walk_done(w); i++) {
+        w->items--;
         PyObject *v = PySequence_Fast_GET_ITEM(o, i);
-        int r = is_ours(w, v) ? 2 : visit(w, v, depth + 1);
+        int own = ours(w->t, v);
+        int r = own ? 2 : visit(w, v, depth + 1);
         if (r < 0) return -1;
         if (r != 2) continue;
         if (PyTuple_Check(o)) {
             held = 1;
+            if (own && !w->attrs_only && w->missing > 0) w->missing--;
         } else if (!w->attrs_only) {
             PyObject *k = PyLong_FromSsize_t(i);
-            int rc = k ? note(w, o, k) : -1;
+            int rc = k ? note(w, o, k, own) : -1;
             Py_XDECREF(k);
             if (rc < 0) return -1;
         }
@@ -115,25 +150,72 @@ static int visit(walk *w, PyObject *o, int depth)
     return held ? 2 : 0;
 }
 
-static int visit_function(walk *w, PyObject *fn)
+/* fn's bound self and closure cells; deep: what is under their values
+ * (0: only the cells' own lazy values) */
+static int visit_function(walk *w, PyObject *fn, int deep)
 {
     if (PyMethod_Check(fn)) {
-        if (visit(w, PyMethod_GET_SELF(fn), 0) < 0) return -1;
+        if (deep && visit(w, PyMethod_GET_SELF(fn), 0) < 0) return -1;
         fn = PyMethod_GET_FUNCTION(fn);
     }
     if (!PyFunction_Check(fn)) return 0;
     PyObject *cells = PyFunction_GET_CLOSURE(fn);
-    for (Py_ssize_t i = 0; cells && i < PyTuple_GET_SIZE(cells); i++) {
+    for (Py_ssize_t i = 0; cells && i < PyTuple_GET_SIZE(cells) && !walk_done(w); i++) {
         PyObject *c = PyTuple_GET_ITEM(cells, i), *v = PyCell_GET(c);
         if (!v) continue;
-        int r = is_ours(w, v) ? 2 : visit(w, v, 1);
+        int own = ours(w->t, v);
+        if (own == deep) continue;  /* own values: the first pass's */
+        int r = own ? 2 : visit(w, v, 1);
         if (r < 0) return -1;
-        if (r == 2 && note(w, c, NULL) < 0) return -1;
+        if (r == 2 && note(w, c, NULL, own) < 0) return -1;
     }
-    PyObject *g = PyFunction_GET_GLOBALS(fn);
-    /* the globals dict itself is walked one level shallower: a module's
-     * names are many, the data under them is what the function changed */
-    return g && PyDict_Check(g) ? visit_dict(w, g, 2) : 0;
+    return 0;
+}
+
+/* References to live proxies of t held by the result tree: its lists,
+ * tuples and exact dicts that only the tree holds (refcount 1 -- a list
+ * also bound to a global is not the result's alone). -1: a shared
+ * container, or too big to count. */
+static Py_ssize_t result_refs(nd_trace *t, PyObject *o, int depth, Py_ssize_t *items)
+{
+    if (nd_proxy_check(o)) return ours(t, o);
+    int seq = PyList_CheckExact(o) || PyTuple_CheckExact(o);
+    if (!seq && !PyDict_CheckExact(o)) return 0;
+    if (depth > MAX_DEPTH || Py_REFCNT(o) != 1) return -1;
+    Py_ssize_t n = 0, r;
+    if (seq) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++) {
+            if (--*items < 0) return -1;
+            if ((r = result_refs(t, PySequence_Fast_GET_ITEM(o, i), depth + 1, items)) < 0)
+                return -1;
+            n += r;
+        }
+        return n;
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &k, &v)) {
+        if (--*items < 0) return -1;
+        if ((r = result_refs(t, v, depth + 1, items)) < 0) return -1;
+        n += r;
+    }
+    return n;
+}
+
+/* How many references to t's live proxies something other than the
+ * result tree (held by the caller by one reference) and the proxies' own
+ * base links holds: what a walk has to find. -1: unknown. */
+static Py_ssize_t unexplained_refs(nd_trace *t, PyObject *result)
+{
+    if (!result) return -1;  /* an exception's traceback holds the frames */
+    Py_ssize_t held = 0, n = 0;
+    for (NdProxy *p = t->proxies; p; p = p->next) {
+        if (++n > MAX_ITEMS) return -1;
+        held += Py_REFCNT((PyObject *)p) - ours(t, p->base) - ours(t, p->vbase);
+    }
+    Py_ssize_t items = MAX_ITEMS;
+    Py_ssize_t r = result_refs(t, result, 0, &items);
+    return r < 0 || r > held ? -1 : held - r;
 }
 
 /* 0: nothing found, 1: values replaced, -1: error */
@@ -141,18 +223,36 @@ int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
                        PyObject *kwnames, PyObject *result)
 {
     if (!t->proxies) return 0;  /* no lazy value of this call is alive */
-    walk w = {PyList_New(0), PySet_New(NULL), t, MAX_OBJECTS, 0};
+    Py_ssize_t missing = unexplained_refs(t, result);
+    if (missing == 0) return 0;
+    nd_counter_add(ND_CTR_ESCAPE_WALKS, 1);
+    walk w = {PyList_New(0), PySet_New(NULL), t, MAX_OBJECTS, MAX_ITEMS, missing, 0};
     int rc = -1;
     if (!w.sites || !w.seen) goto done;
     Py_ssize_t ntot = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     for (Py_ssize_t i = 0; i < ntot; i++)
         if (visit(&w, args[i], 0) < 0) goto done;
-    if (visit_function(&w, fn) < 0) goto done;
+    /* where stores usually go first: cells' and globals' own values */
+    PyObject *f = PyMethod_Check(fn) ? PyMethod_GET_FUNCTION(fn) : fn;
+    PyObject *g = PyFunction_Check(f) ? PyFunction_GET_GLOBALS(f) : NULL;
+    if (!PyDict_Check(g)) g = NULL;
+    if (visit_function(&w, fn, 0) < 0) goto done;
+    if (g) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (!walk_done(&w) && PyDict_Next(g, &pos, &k, &v))
+            if (ours(t, v) && note(&w, g, k, 1) < 0) goto done;
+    }
     /* the result's own lists/dicts/tuples are materialized with it; what
      * they cannot reach is an object built in the function (a dataclass,
      * a user class) holding lazy values in its attributes */
     w.attrs_only = 1;
     if (result && visit(&w, result, 0) < 0) goto done;
+    w.attrs_only = 0;
+    if (visit_function(&w, fn, 1) < 0) goto done;
+    /* the globals dict is walked one level shallower: a module's names are
+     * many, the data under them is what the function changed */
+    if (g && !walk_done(&w) && visit_dict(&w, g, 2, 0) < 0) goto done;
     Py_ssize_t n = PyList_GET_SIZE(w.sites);
     if (!n) { rc = 0; goto done; }
     PyObject *vals = PyTuple_New(n);

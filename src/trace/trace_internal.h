@@ -90,6 +90,8 @@ struct nd_trace {
     nd_id *scr_map;
     Py_ssize_t scr_cap;
     int scr_busy;
+    int shared_touch;         /* an operation read or wrote a `shared` storage:
+                                 nd_trace_settle runs the pending work */
 };
 
 struct nd_storage {
@@ -99,6 +101,9 @@ struct nd_storage {
     PyObject *caller;         /* owned: the caller ndarray, or NULL */
     uint8_t dirty;            /* writes pending for `caller` */
     uint8_t readonly;         /* caller array is not writeable */
+    uint8_t shared;           /* the function's code can reach this memory
+                                 through a real ndarray the tracer never sees
+                                 (trace_reach.c): its operations run at once */
     uint8_t ndim;
     int dtype;
     npy_intp shape[ND_MAXDIMS];
@@ -163,6 +168,9 @@ void nd__trace_decref(nd_trace *t);
  * caller table so storages no longer pin the trace. */
 void nd__trace_end(nd_trace *t);
 nd_storage *nd__caller_find(nd_trace *t, PyObject *arr);
+/* mark the caller storages whose memory fn's code can reach untraced
+ * (trace_reach.c); 0 / -1 */
+int nd__mark_reachable(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t n);
 int nd__caller_add(nd_trace *t, nd_storage *s);
 /* "file:line: source" of the user's innermost frame, as a tuple
  * (reason, filename, lineno, source). New ref. */

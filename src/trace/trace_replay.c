@@ -139,6 +139,12 @@ static const char *const builtin_list[] = {
     "list", "dict", "zip", "enumerate", "isinstance", "slice", "round", "pow", "divmod",
     "reversed", "all", "any", "map", "sorted", "str", "ValueError", "TypeError", "IndexError",
     "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "ZeroDivisionError",
+    /* a dict of the frame's locals, no side effect: a captured loop's
+     * region is called with it (loop_rewrite.c). A region that runs its
+     * loop in C flushes first, which leaves the capture unrecorded; one
+     * that falls back to Python without computing anything leaves the
+     * loop's body traced, and the replay of that is sound */
+    "locals",
     NULL,
 };
 

@@ -49,6 +49,7 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->version = version;
     s->caller = Py_XNewRef(caller);
     s->dirty = 0;
+    s->shared = 0;
     s->readonly = caller && PyArray_Check(caller) &&
                   !PyArray_ISWRITEABLE((PyArrayObject *)caller);
     s->ndim = n->ndim;
@@ -161,6 +162,7 @@ int nd_proxy_live(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *
 nd_id nd__proxy_read_own(NdProxy *p)
 {
     nd_storage *s = p->st;
+    if (s->shared) s->trace->shared_touch = 1;
     if (p->identity) return s->version;
     if (p->vver == s->version) return p->vnode;
     nd_node n;
@@ -287,6 +289,7 @@ static int write_node(NdProxy *p, nd_id value, uint32_t flags)
     }
     s->version = nv;
     nd__storage_dirty(s);
+    if (s->shared) s->trace->shared_touch = 1;
     return s->exports ? write_through(s) : 0;
 }
 
@@ -314,6 +317,7 @@ static int write_part(NdProxy *p, nd_id value)
     if (nv == ND_NONE) goto done;
     s->version = nv;
     nd__storage_dirty(s);
+    if (s->shared) t->shared_touch = 1;
     rc = s->exports ? write_through(s) : 0;
 done:
     Py_XDECREF(res[0]);

@@ -1,0 +1,150 @@
+"""Warm calls pay for what they do, not for what the module holds.
+
+A traced call ends by settling lazy values it left in its caller's objects
+(trace_escapes.c). The walk that finds them covers arguments, cells and the
+function's globals; it now runs only when some lazy value of the call has a
+reference its result does not explain. These tests check both sides: a
+module full of data is not walked on a warm call that left nothing behind,
+and every way of leaving a lazy value behind is still settled (compared
+with plain NumPy's types and values)."""
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+
+import numdyn
+
+# module data a walk of the globals would visit on every call
+BIG = [float(i) for i in range(5000)]
+TABLE = {f"k{i}": [i, i + 1] for i in range(200)}
+HIST = []
+STATS = {}
+PAIR = None
+ALIAS = None
+
+
+def _walks():
+    return numdyn.utils.counters["escape_walks"]
+
+
+def _break(x):
+    # a graph break: the function is traced on every call (no replay)
+    if x.sum() > 0:
+        return x * 2.0 + 1.0
+    return x - 1.0
+
+
+def _returns_containers(x):
+    y = x + 1.0
+    return [y, (y * 2.0, {"s": y.sum()})], y.max()
+
+
+@pytest.mark.parametrize("fn", [_break, _returns_containers])
+def test_warm_call_does_not_walk_module_globals(fn):
+    c = numdyn.compile(fn, options={"floor": False})
+    x = np.arange(6.0)
+    c(x)
+    before = _walks()
+    for _ in range(5):
+        r = c(x)
+    assert _walks() == before
+    expect = fn(x)
+    assert type(r) is type(expect)
+    np.testing.assert_equal(r, expect)
+
+
+def _appends_global_and_returns_it(x):
+    y = x * 3.0
+    HIST.append(y.sum())
+    return HIST
+
+
+def _global_alias_of_result(x):
+    global ALIAS
+    y = x - 2.0
+    ALIAS = y
+    return y
+
+
+def _tuple_in_global(x):
+    global PAIR
+    PAIR = (x + 1.0, x.mean())
+    return x * 0.5
+
+
+def _dict_in_global(x):
+    s = x.sum()
+    STATS["s"] = s
+    return [s]
+
+
+@dataclasses.dataclass
+class _Res:
+    a: object
+    b: object
+
+
+def _returns_dataclass(x):
+    return _Res(x + 1.0, (x * 2.0).sum())
+
+
+def _same_list_twice(x, lst):
+    lst.append(x * 4.0)
+    return (lst, lst)
+
+
+def _reset():
+    global PAIR, ALIAS
+    HIST.clear()
+    STATS.clear()
+    PAIR = ALIAS = None
+
+
+def _plain_types(o):
+    if isinstance(o, (list, tuple)):
+        return [_plain_types(v) for v in o]
+    if isinstance(o, dict):
+        return {k: _plain_types(v) for k, v in o.items()}
+    if dataclasses.is_dataclass(o):
+        return [_plain_types(o.a), _plain_types(o.b)]
+    return type(o)
+
+
+@pytest.mark.parametrize("fn,where", [
+    (_appends_global_and_returns_it, lambda: HIST),
+    (_global_alias_of_result, lambda: ALIAS),
+    (_tuple_in_global, lambda: PAIR),
+    (_dict_in_global, lambda: STATS),
+    (_returns_dataclass, None),
+])
+def test_values_left_behind_are_still_settled(fn, where):
+    x = np.arange(5.0)
+    c = numdyn.compile(fn, options={"floor": False})
+    for _ in range(3):
+        _reset()
+        expect = fn(x)
+        same = where is not None and where() is expect
+        want = _plain_types(expect)
+        left = copy.deepcopy(where()) if where else None
+        _reset()
+        before = _walks()
+        got = c(x)
+        assert _plain_types(got) == want
+        if where:
+            assert (got is where()) == same
+            assert _plain_types(where()) == _plain_types(left)
+            np.testing.assert_equal(where(), left)
+        assert _walks() > before
+
+
+def test_list_argument_returned_twice_is_settled():
+    c = numdyn.compile(_same_list_twice, options={"floor": False})
+    x = np.arange(3.0)
+    lst = []
+    before = _walks()
+    a, b = c(x, lst)
+    assert a is b is lst
+    assert [type(v) for v in lst] == [np.ndarray]
+    np.testing.assert_equal(lst[0], x * 4.0)
+    assert _walks() > before
