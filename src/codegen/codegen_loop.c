@@ -790,7 +790,34 @@ static int hoistable(cg *g, const nd_ln *e, const nd_ln *loop, int *first)
     return 0;
 }
 
-typedef struct { int a, axis; int64_t c; } htrip;
+/* a scalar local the loop does not rebind, an integer whose value is in
+ * its C int64 (a Python int or an int64): an offset fixed while `loop` runs */
+static int invariant_int(cg *g, int u, const nd_ln *loop)
+{
+    const uint32_t ok = (1u << LT_PYINT) | (1u << LT_I8);
+    return u >= 0 && g->T->adt[u] < 0 && !is_alocal(g, u) && g->T->vset[u] && !(g->T->vset[u] & ~ok) &&
+           !(g->ir->vflags[u] & VF_HIDDEN) && !nd_lir_binds(loop->body, loop->nbody, u);
+}
+
+/* index x as v + c (affine_index), or v + u / u + v / v - u with u an
+ * invariant_int of loop (the inner loop of a window, a[i + k]): 1 and
+ * *c, *w (-1: none), *ws (the sign of u) */
+static int index_of_var(cg *g, const nd_ln *x, int v, const nd_ln *loop, int64_t *c, int *w, int *ws)
+{
+    *w = -1;
+    *ws = 1;
+    if (affine_index(x, c) == v) return 1;
+    *c = 0;
+    if (x->kind != LK_BIN || (x->op != LO_ADD && x->op != LO_SUB) || x->kid[0]->kind != LK_VAR ||
+        x->kid[1]->kind != LK_VAR)
+        return 0;
+    int p = x->kid[0]->var, q = x->kid[1]->var;
+    if (p == v && q != v && invariant_int(g, q, loop)) { *w = q; *ws = x->op == LO_ADD ? 1 : -1; return 1; }
+    if (q == v && p != v && x->op == LO_ADD && invariant_int(g, p, loop)) { *w = p; return 1; }
+    return 0;
+}
+
+typedef struct { int a, axis; int64_t c; int w, ws; } htrip;
 typedef struct { htrip t[32]; int n, full; } hset;
 
 static void hscan_expr(cg *g, const nd_ln *e, const nd_ln *loop, int v, hset *h)
@@ -800,13 +827,15 @@ static void hscan_expr(cg *g, const nd_ln *e, const nd_ln *loop, int v, hset *h)
     if (hoistable(g, e, loop, &first))
         for (int j = first; j < e->n; j++) {
             int64_t c;
-            if (affine_index(e->kid[j], &c) != v) continue;
+            int w, ws;
+            if (!index_of_var(g, e->kid[j], v, loop, &c, &w, &ws)) continue;
             int dup = 0;
             for (int k = 0; k < h->n; k++)
-                dup |= h->t[k].a == e->var && h->t[k].axis == j - first && h->t[k].c == c;
+                dup |= h->t[k].a == e->var && h->t[k].axis == j - first && h->t[k].c == c && h->t[k].w == w &&
+                       h->t[k].ws == ws;
             if (dup) continue;
             if (h->n == 32) { h->full = 1; return; }
-            h->t[h->n++] = (htrip){e->var, j - first, c};
+            h->t[h->n++] = (htrip){e->var, j - first, c, w, ws};
         }
     for (int k = 0; k < e->n; k++) hscan_expr(g, e->kid[k], loop, v, h);
 }
@@ -823,11 +852,11 @@ static void hscan(cg *g, nd_ln *const *b, int n, const nd_ln *loop, int v, hset 
 /* the flag proving index kid x of access e in range, or NULL */
 static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x)
 {
-    int first;
+    int first, w, ws;
     int64_t c;
-    int v = affine_index(x, &c);
     for (int k = g->nh - 1; k >= 0; k--)
-        if (g->hvar[k] == v) return hoistable(g, e, g->hloop[k], &first) ? g->hz[k] : NULL;
+        if (index_of_var(g, x, g->hvar[k], g->hloop[k], &c, &w, &ws))
+            return hoistable(g, e, g->hloop[k], &first) ? g->hz[k] : NULL;
     return NULL;
 }
 
@@ -2441,9 +2470,19 @@ static int stmt(cg *g, const nd_ln *s)
                 line(g, "  int64_t f_ = %s, l_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", names[0],
                      names[0], id, names[2]);
                 line(g, "  int64_t mn_ = f_ < l_ ? f_ : l_, mx_ = f_ < l_ ? l_ : f_;");
-                for (int k = 0; k < h->n; k++)
-                    line(g, "  hz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)h->t[k].c, h->t[k].a,
-                         h->t[k].axis, (long long)h->t[k].c);
+                for (int k = 0; k < h->n; k++) {
+                    const htrip *q = &h->t[k];
+                    if (q->w < 0) {
+                        line(g, "  hz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)q->c, q->a,
+                             q->axis, (long long)q->c);
+                        continue;
+                    }
+                    /* v + u: u's value now is its value throughout the loop */
+                    line(g, "  hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && (__int128)mn_ %c (__int128)v%d_%d >= 0 "
+                            "&& (__int128)mx_ %c (__int128)v%d_%d < (__int128)a%d_n%d;",
+                         id, q->w, q->w, q->ws > 0 ? '+' : '-', q->w, REP(LT_PYINT), q->ws > 0 ? '+' : '-', q->w,
+                         REP(LT_PYINT), q->a, q->axis);
+                }
                 line(g, "}");
                 g->nh++;
             }
