@@ -975,7 +975,13 @@ PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args, PyObjec
     if (!self || !nd_proxy_check(self) || n < 2 || n > 3 || (kwargs && PyDict_Size(kwargs)) ||
         nd_ufunc_lookup(ufunc) < 0) {
         if (self && nd_proxy_check(self)) goto fallback;
-        return nd_trace_fallback_call(ufunc, args, kwargs, reason);
+        /* a real array updated in place (a global, an argument's .base...):
+         * NumPy runs ufunc.at itself on the materialized operands */
+        PyObject *at = PyObject_GetAttrString(ufunc, "at");
+        if (!at) return NULL;
+        PyObject *r = nd_trace_fallback_call(at, args, kwargs, reason);
+        Py_DECREF(at);
+        return r;
     }
     int uf = nd_ufunc_lookup(ufunc);
     int nin = nd_ufunc_nin(uf);

@@ -374,8 +374,9 @@ int nd_shim_keepdims_arg(PyObject *obj)
     return r;
 }
 
-int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
-                        NPY_CASTING casting)
+/* 1 when out= is not plainly fine (see nd_shim_out_result) */
+static int out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
+                       NPY_CASTING casting)
 {
     int ond, odt;
     const npy_intp *osh;
@@ -401,6 +402,18 @@ int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from
     if (!PyArray_Check(out)) Py_XDECREF(od);
     PyErr_Clear();  /* a dtype with no descr: refused */
     return !ok;
+}
+
+PyObject *nd_shim_out_result(nd_trace *t, PyObject *out, nd_id value, const nd_shim_out_rule *rule)
+{
+    if (value == ND_NONE) return NULL;
+    if (rule->tuple1 && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) out = PyTuple_GET_ITEM(out, 0);
+    nd_info vi;
+    nd_shim_info(t, value, &vi);
+    if (out_refused(out, vi.ndim, vi.shape, vi.dtype, rule->want, rule->check))
+        return nd_shim_unsupported("%s", rule->refused);
+    if (nd_shim_store_out(t, out, value, rule->ufunc_name, rule->store) < 0) return NULL;
+    return Py_NewRef(out);
 }
 
 static const char *casting_names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};

@@ -148,14 +148,10 @@ static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi,
     if (out && out != Py_None) {
         /* a ufunc's out=: a 1-tuple holds the array; any out= not plainly
          * fine (another shape, a cast NumPy refuses) is NumPy's to check */
-        PyObject *o1 = PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1 ? PyTuple_GET_ITEM(out, 0) : out;
-        nd_info xi;
-        nd_shim_info(t, x, &xi);
-        if (nd_shim_out_refused(o1, xi.ndim, xi.shape, xi.dtype, -1, NPY_SAME_KIND_CASTING))
-            return nd_shim_unsupported("numpy.clip with an out= NumPy checks itself");
-        if (nd_shim_store_out(t, o1, x, "clip", NPY_SAME_KIND_CASTING) < 0) return NULL;
-        Py_INCREF(o1);
-        return o1;
+        static const nd_shim_out_rule rule = {1, -1, NPY_SAME_KIND_CASTING, "clip",
+                                              NPY_SAME_KIND_CASTING,
+                                              "numpy.clip with an out= NumPy checks itself"};
+        return nd_shim_out_result(t, out, x, &rule);
     }
     /* np.clip is a ufunc in NumPy 2: a 0-d result is a NumPy scalar */
     PyObject *in3[3] = {a, lo, hi};
@@ -263,16 +259,11 @@ stored:
     if (!r || !out || out == Py_None) return r;
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);
-    if (v == ND_NONE) return NULL;
-    nd_info vi;
-    nd_shim_info(t, v, &vi);
     /* NumPy's round writes out= through its ufuncs (same_kind casts) and
      * wants exactly the result's shape; other out= are NumPy's to refuse */
-    if (nd_shim_out_refused(out, vi.ndim, vi.shape, vi.dtype, -1, NPY_SAME_KIND_CASTING))
-        return nd_shim_unsupported("numpy.round with an out= NumPy checks itself");
-    if (nd_shim_store_out(t, out, v, NULL, NPY_UNSAFE_CASTING) < 0) return NULL;
-    Py_INCREF(out);
-    return out;
+    static const nd_shim_out_rule rule = {0, -1, NPY_SAME_KIND_CASTING, NULL, NPY_UNSAFE_CASTING,
+                                          "numpy.round with an out= NumPy checks itself"};
+    return nd_shim_out_result(t, out, v, &rule);
 }
 
 static PyObject *round_impl(nd_trace *t, PyObject **argv) { return round_core(t, argv[0], argv[1], argv[2]); }

@@ -219,15 +219,25 @@ int nd_shim_keepdims_arg(PyObject *obj);
  * and -1 there ("an integer is required" for ufunc reductions, "... for the
  * axis" for PyArray_AxisConverter's users); 0 otherwise. */
 int nd_shim_axis_bool_refused(PyObject *axis, const char *msg);
-/* out= that a reduction or scan takes in-graph only when it is plainly
- * fine: one array (a proxy or an ndarray, not a tuple) of exactly ndim /
- * shape whose dtype is `want` (want >= 0: argmax's intp) or receives `from`
- * under `casting`. Returns 1 when NumPy would refuse it -- or checks it by
- * rules (tuple forms, ranks, remapped shapes, casts) not re-created here:
- * the impl then returns nd_shim_unsupported and NumPy raises its own error,
- * never a value where NumPy raises. 0: fine. */
-int nd_shim_out_refused(PyObject *out, int ndim, const npy_intp *shape, int from, int want,
-                        NPY_CASTING casting);
+/* out= of a function that computed `value`: the one place an impl answers
+ * it (shim_args.c). The out= array (tuple1: or a 1-tuple holding it) is
+ * taken in-graph only when it is plainly fine: one array (a proxy or an
+ * ndarray) of exactly value's shape whose dtype is `want` (want >= 0:
+ * argmax's intp) or receives value's dtype under `check`; value is then
+ * stored into it (`store` casting; ufunc_name: NumPy's ufunc cast message)
+ * and the out= array is returned (new ref). An out= NumPy would refuse --
+ * or checks by rules (tuple forms, ranks, remapped shapes, casts) not
+ * re-created here -- gives nd_shim_unsupported(refused): NumPy then raises
+ * its own error, never a value where NumPy raises. */
+typedef struct {
+    int tuple1;              /* a 1-tuple (a ufunc's out=) holds the array */
+    int want;                /* exact dtype wanted, or -1 */
+    NPY_CASTING check;       /* value's dtype must cast to out's under this */
+    const char *ufunc_name;  /* or NULL */
+    NPY_CASTING store;
+    const char *refused;     /* the graph break's reason */
+} nd_shim_out_rule;
+PyObject *nd_shim_out_result(nd_trace *t, PyObject *out, nd_id value, const nd_shim_out_rule *rule);
 /* casting argument: NULL -> dflt; NPY_NO_CASTING... ; ValueError like NumPy. */
 int nd_shim_casting_arg(PyObject *obj, NPY_CASTING dflt, NPY_CASTING *out);
 

@@ -58,19 +58,14 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     if (nd_shim_casting_arg(argv[3], NPY_SAME_KIND_CASTING, &casting) < 0) return NULL;
     PyObject *r = nd_ext_simple(t, "matmul", 2, in, 0, NULL, NULL, &o);
     if (!r || !argv[2] || argv[2] == Py_None) return r;
-    PyObject *out = argv[2];
-    if (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) out = PyTuple_GET_ITEM(out, 0);
-    /* out must have the result's exact shape and accept its dtype; any
-     * other out= (a longer tuple too) is NumPy's to refuse */
-    if (nd_shim_out_refused(out, nd, sh, nd_proxy_dtype(r), -1, casting)) {
-        Py_DECREF(r);
-        return nd_shim_unsupported("numpy.matmul with an out= NumPy checks itself");
-    }
+    /* out (or a 1-tuple holding it) must have the result's exact shape and
+     * accept its dtype; any other out= (a longer tuple too) is NumPy's to
+     * refuse */
     nd_id v = nd_proxy_read(r);
     Py_DECREF(r);
-    if (v == ND_NONE || nd_shim_store_out(t, out, v, "matmul", casting) < 0) return NULL;
-    Py_INCREF(out);
-    return out;
+    nd_shim_out_rule rule = {1, -1, casting, "matmul", casting,
+                             "numpy.matmul with an out= NumPy checks itself"};
+    return nd_shim_out_result(t, argv[2], v, &rule);
 }
 
 /* dot and inner: vectors as a fused sum of products, a 0-d operand scales

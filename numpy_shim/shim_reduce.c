@@ -121,20 +121,16 @@ static npy_intp size_of(const nd_operand *op) { return count_of(op, ~0ULL); }
  * NumPy's argmax/argmin lay it out); the result keeps its order. out=: one
  * array of exactly the result's shape whose dtype the result casts to under
  * `casting` (argmax/argmin: want, intp); any other out= is NumPy's to refuse
- * (nd_shim_out_refused) */
+ * (nd_shim_out_result) */
 static PyObject *finish(nd_trace *t, nd_id r, PyObject *out, const nd_operand *src,
                         uint64_t mask, int keep, NPY_CASTING casting, int want)
 {
     if (r == ND_NONE) return NULL;
     if (out && out != Py_None) {
-        nd_info ri;
-        nd_shim_info(t, r, &ri);
-        if (nd_shim_out_refused(out, ri.ndim, ri.shape, ri.dtype, want, casting))
-            return nd_shim_unsupported("a reduction's out= that NumPy checks itself (a tuple, another "
-                                       "shape, or a dtype the result does not cast to)");
-        if (nd_shim_store_out(t, out, r, NULL, NPY_UNSAFE_CASTING) < 0) return NULL;
-        Py_INCREF(out);
-        return out;
+        nd_shim_out_rule rule = {0, want, casting, NULL, NPY_UNSAFE_CASTING,
+                                 "a reduction's out= that NumPy checks itself (a tuple, another "
+                                 "shape, or a dtype the result does not cast to)"};
+        return nd_shim_out_result(t, out, r, &rule);
     }
     PyObject *p = nd_shim_wrap(t, r, nd_shim_node_ndim(t, r) == 0);
     if (p && src && src->obj) nd_proxy_set_korder_reduced(p, src->obj, mask, keep);

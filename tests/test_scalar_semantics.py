@@ -410,3 +410,17 @@ def test_numpy_scalars_meet_python_builtins_as_numpy_does(name):
     a = np.array([3.0, -1.5, 2.25, 7.0])
     exc_norm = lambda m: m.replace("numdyn._C.LazyArray", "numpy.int64")
     check(fn, a, exc_normalize=exc_norm)
+
+
+@pytest.mark.parametrize("key", [0, slice(None), (0,), "a", 1.0, [0], (), Ellipsis, None, True])
+def test_indexing_a_scalar(backend, key):
+    # NumPy's scalar reports any failed index as "invalid index to scalar variable."
+    def fn(a):
+        return a.sum()[key]
+    check(fn, np.arange(4.0), backend=backend)
+
+
+def test_missing_attribute_names_ndarray(backend):
+    def fn(a):
+        return (a * 2).no_such_attribute
+    check(fn, np.arange(4.0), backend=backend)

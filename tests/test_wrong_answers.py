@@ -13,6 +13,8 @@
    tracer (a global, a closure variable, an attribute): NumPy methods on
    that array read the argument's memory before the pending writes landed,
    or wrote it under a pending read.
+6. ``np.add.at(G, idx, lazy)`` on a real array (a global) called the ufunc
+   itself instead of ``ufunc.at``: a broadcast error or a wrong update.
 """
 import numpy as np
 import pytest
@@ -557,3 +559,27 @@ def test_unrelated_globals_keep_one_graph():
         b += 1
         return b.sum()
     assert numdyn.explain(fn)(np.arange(5.0)).graph_count == 1
+
+
+# ------------------------------------------------ 6. ufunc.at, real target
+
+_ACC = np.zeros(6)
+
+
+def _at_into_global(x):
+    np.add.at(_ACC, [0, 0, 1], x[:3] * 2)
+    np.maximum.at(_ACC, [5, 5], x[:2])
+    np.negative.at(_ACC, [2])
+    return _ACC.sum()
+
+
+def test_ufunc_at_into_a_real_array(backend):
+    f = numdyn.compile(_at_into_global, backend=backend)
+    for i in range(3):
+        x = np.linspace(-1, 2, 6) * (i + 1)
+        _ACC[:] = i
+        e = _at_into_global(x)
+        e_state = _ACC.copy()
+        _ACC[:] = i
+        r = f(x)
+        assert e == r and np.array_equal(e_state, _ACC), (e, r, e_state, _ACC)

@@ -1319,32 +1319,53 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
         }
     }
     if (PyErr_Occurred()) return -1;
+    /* n/s resize the transformed axes first (crop, or pad with zeros; of
+     * a c2r transform the last to s//2 + 1): the transform's VJP is taken
+     * at the resized shape rs, then resized back (the transpose of a crop
+     * pads with zeros, of a padding crops) */
+    npy_intp rs[ND_MAXDIMS];
+    memcpy(rs, x.shape, sizeof(npy_intp) * (size_t)x.ndim);
+    int resized = 0;
     for (int j = 0; j < nax; j++) {
-        if (axes[j] < 0 || axes[j] >= x.ndim) return not_impl("numpy.fft", "this call form");
-        npy_intp m = x.shape[axes[j]];
-        if (kind == FFT_C2R && j == nax - 1 ? s[j] / 2 + 1 != m : s[j] != m)
-            return not_impl("numpy.fft", "a length n/s that pads or crops the input");
+        if (axes[j] < 0 || axes[j] >= x.ndim || s[j] < 1) return not_impl("numpy.fft", "this call form");
+        rs[axes[j]] = kind == FFT_C2R && j == nax - 1 ? s[j] / 2 + 1 : s[j];
+        resized |= rs[axes[j]] != x.shape[axes[j]];
     }
     PyObject *extra[3] = {len, axo, norm};
     nd_id gx;
     if (kind == FFT_C2C) {
-        gx = ext(g, f->obj, tmpl_of(1, 3, extra), 1, &c, L, x.ndim, x.shape);
+        gx = ext(g, f->obj, tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
     } else if (kind == FFT_R2C) {  /* acc takes the real part */
-        gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, x.shape);
+        gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
     } else {
         PyObject *sw = swap_norm(norm);
         if (!sw) return -1;
         extra[2] = sw;
         int Lc = x.dtype, ax = axes[nax - 1];
-        npy_intp m = x.shape[ax], nyq = s[nax - 1] % 2 == 0 ? m - 1 : -1;
-        nd_id r = ext(g, one ? F_fft[6] : F_fft[8], tmpl_of(1, 3, extra), 1, &c, Lc, x.ndim, x.shape);
+        npy_intp m = rs[ax], nyq = s[nax - 1] % 2 == 0 ? m - 1 : -1;
+        nd_id r = ext(g, one ? F_fft[6] : F_fft[8], tmpl_of(1, 3, extra), 1, &c, Lc, x.ndim, rs);
         Py_DECREF(sw);
-        nd_id idx = index_node(g, x.ndim, x.shape, ax);
+        nd_id idx = index_node(g, x.ndim, rs, ax);
         int R = Lc == NPY_CFLOAT ? NPY_FLOAT : NPY_DOUBLE;
         nd_id edge = uf(g, ND_UF_LOGICAL_OR, uf(g, ND_UF_EQUAL, idx, sc(g, 0, NPY_INT64), NPY_INT64),
                         uf(g, ND_UF_EQUAL, idx, sc(g, (double)nyq, NPY_INT64), NPY_INT64), NPY_BOOL);
         nd_id w = where(g, edge, sc(g, 1, R), sc(g, 2, R), R);
         gx = uf(g, ND_UF_CONJUGATE, uf(g, ND_UF_MULTIPLY, r, w, Lc), ND_NONE, Lc);
+    }
+    if (resized && !BAD(gx)) {
+        npy_intp common[ND_MAXDIMS], st[ND_MAXDIMS], xst[ND_MAXDIMS];
+        int padded = 0;  /* some axis of x longer than its transformed length */
+        for (int d = 0; d < x.ndim; d++) {
+            common[d] = rs[d] < x.shape[d] ? rs[d] : x.shape[d];
+            padded |= rs[d] < x.shape[d];
+        }
+        nd_c_strides(x.ndim, rs, st);
+        gx = view(g, gx, x.ndim, common, 0, st);  /* the part x's own elements made */
+        if (padded) {
+            nd_c_strides(x.ndim, x.shape, xst);
+            gx = setitem(g, nd_autodiff_zeros(g, NODE(g, gx)->dtype, x.ndim, x.shape), gx, 0,
+                         x.ndim, common, xst);
+        }
     }
     return acc(A, xi, gx);
 }

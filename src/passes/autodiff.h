@@ -19,7 +19,8 @@
  *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
  *    cumprod refuse complex values (NotImplementedError);
  *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn and
- *    irfft/irfft2/irfftn, when n/s neither pads nor crops the input;
+ *    irfft/irfft2/irfftn, every norm=, with n/s that pad or crop the input
+ *    (the transpose of zero-padding crops the cotangent, of a crop pads it);
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
  *    zero derivative;
  *  - maximum/minimum (and so clip) give a tie half the cotangent each;

@@ -501,7 +501,18 @@ static Py_ssize_t p_len(PyObject *o)
 
 static PyObject *p_getitem(PyObject *o, PyObject *key)
 {
-    if (is_live_proxy(o)) return escaped(nd_np.getitem(o, key));
+    if (is_live_proxy(o)) {
+        PyObject *r = escaped(nd_np.getitem(o, key));
+        /* NumPy's scalar indexes itself as a 0-d array and reports any
+         * failure as this (scalartypes.c, gentype_subscript) */
+        if (!r && nd_proxy_is_scalar(o) && PyErr_Occurred() &&
+            !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) &&
+            !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_IndexError, "invalid index to scalar variable.");
+        }
+        return r;
+    }
     PyObject *v = user_value((NdProxy *)o, NULL);
     PyObject *r = v ? PyObject_GetItem(v, key) : NULL;
     Py_XDECREF(v);
@@ -1227,7 +1238,15 @@ static PyGetSetDef proxy_getset[] = {
 static PyObject *p_getattro(PyObject *o, PyObject *name)
 {
     PyObject *r = PyObject_GenericGetAttr(o, name);
-    if (r || !nd_proxy_is_scalar(o) || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    if (!nd_proxy_is_scalar(o)) {
+        /* the function holds an ndarray: NumPy's name in the error */
+        if (PyUnicode_Check(name) && PyUnicode_READ_CHAR(name, 0) != '_') {
+            PyErr_Clear();
+            PyErr_Format(PyExc_AttributeError, "'numpy.ndarray' object has no attribute '%U'", name);
+        }
+        return NULL;
+    }
     if (PyUnicode_Check(name) && PyUnicode_READ_CHAR(name, 0) == '_') return NULL;
     ND_EXC_SAVE(exc);
     PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(o));
