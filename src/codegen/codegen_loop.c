@@ -81,6 +81,7 @@ typedef struct {
     int fpflags;      /* NumPy float arithmetic left its events to the FP flags */
     int fcmp;         /* float comparisons emitted */
     int quiet;        /* emit them quiet (the second pass when fpflags) */
+    int notick;       /* its iterations count toward the poll in bulk (no per-iteration tick) */
     int nohz;         /* emitting the copy of an innermost loop in which every
                          range check hoisted before it held: none inside */
 } cg;
@@ -2306,7 +2307,7 @@ static int iteration(cg *g, const nd_ln *s, int id, int lab, char (*names)[16], 
                      const uint8_t *use, uint8_t *saved, int single)
 {
     int rc;
-    line(g, POLL);
+    if (!g->notick) line(g, POLL);
     line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
          names[0], id, names[2], s->var, LT_PYINT);
     if (s->i > 0)
@@ -2509,7 +2510,7 @@ static int stmt(cg *g, const nd_ln *s)
             for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
             nd_sb_puts(g->sb, "if (1");
             for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
-            nd_sb_puts(g->sb, ") {\n");
+            nd_sb_printf(g->sb, " && n%d <= 65536u) {\n", id);
             g->ind++;
         }
         for (int copy = 0; copy < ncopy && rc == 0; copy++) {
@@ -2519,6 +2520,14 @@ static int stmt(cg *g, const nd_ln *s)
                 g->ind++;
             }
             g->nohz = ncopy == 2 && copy == 0;
+            /* that copy (at most 2^16 iterations) counts them toward the
+             * poll (Ctrl-C) at once, before it starts: the per-iteration
+             * tick and its branch were a good part of a small innermost
+             * loop (a dot product's), and kept fewer iterations in flight */
+            g->notick = g->nohz;
+            if (g->notick)
+                line(g, "nd_tick2 += (uint32_t)n%d; if (NDL_UNLIKELY(nd_tick2 >= 65536u)) { nd_tick2 = 0; "
+                        "if (F->poll(F)) { rc = NDL_PYERR; goto nd_out; } }", id);
             int lab = ++g->tmp;
             size_t mark = g->sb->n;
             int multi = g->multiarm;
@@ -2572,6 +2581,7 @@ static int stmt(cg *g, const nd_ln *s)
             }
         }
         g->nohz = 0;
+        g->notick = 0;
         if (ncopy == 2) {
             g->ind--;
             line(g, "}");
@@ -2619,7 +2629,7 @@ static int stmts(cg *g, nd_ln *const *b, int n)
  * than its own locals and labels) */
 static int kernel_h_used(const char *p, size_t n)
 {
-    static const char *const own[] = {"nd_tick", "nd_fpp", "nd_scr_cap", "nd_scr", "nd_out", "nd_loop_main",
+    static const char *const own[] = {"nd_tick", "nd_tick2", "nd_fpp", "nd_scr_cap", "nd_scr", "nd_out", "nd_loop_main",
                                       "nd_lframe", "nd_done", "nd_steady"};
     for (size_t i = 0; i + 3 <= n; i++) {
         if (!((p[i] == 'n' && p[i + 1] == 'd' && p[i + 2] == '_') || (p[i] == 'N' && p[i + 1] == 'D' && p[i + 2] == '_')))
@@ -2686,6 +2696,7 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
     g.ind = 1;
     line(&g, "int rc = NDL_OK;");
     line(&g, "uint16_t nd_tick = 0;");
+    line(&g, "uint32_t nd_tick2 = 0;");
     line(&g, "int nd_fpp = 0;");
     line(&g, "void *nd_scr[64] = {0};");
     line(&g, "size_t nd_scr_cap[64] = {0};");
