@@ -455,10 +455,28 @@ extern_norm:
 
 static PyObject *lstsq_impl(nd_trace *t, PyObject **argv)
 { return nd_shim_unsupported("numpy.linalg.lstsq: residuals have a data-dependent shape"); }
-static PyObject *eig_impl(nd_trace *t, PyObject **argv)
-{ return nd_shim_unsupported("numpy.linalg.eig: result dtype (real or complex) depends on the data"); }
-static PyObject *eigvals_impl(nd_trace *t, PyObject **argv)
-{ return nd_shim_unsupported("numpy.linalg.eigvals: result dtype (real or complex) depends on the data"); }
+/* eig/eigvals of a complex matrix are complex whatever the data: traced
+ * (and differentiable, passes/autodiff.h). Of a real one the result is
+ * real or complex depending on the eigenvalues: run outside the graph. */
+static PyObject *eig_common(nd_trace *t, PyObject **argv, int vectors)
+{
+    const char *path = vectors ? "linalg.eig" : "linalg.eigvals";
+    PyObject *x = argv[0];
+    int dt = nd_proxy_check(x) ? nd_proxy_dtype(x) : PyArray_Check(x) ? PyArray_TYPE((PyArrayObject *)x) : -1;
+    if (dt != NPY_CFLOAT && dt != NPY_CDOUBLE)
+        return nd_shim_unsupported("numpy.%s: result dtype (real or complex) depends on the data", path);
+    nd_xj_arr a;
+    if (square_arg(t, argv, path, "a", &a)) return NULL;
+    nd_ext_out o;
+    nd_ext_init(&o, vectors ? 2 : 1, vectors, 0);
+    nd_ext_shape(&o, 0, a.ndim - 1, a.shape);
+    o.dtype[0] = dt;
+    if (vectors) { nd_ext_shape(&o, 1, a.ndim, a.shape); o.dtype[1] = dt; }
+    return nd_ext_simple(t, path, 1, &a, 0, NULL, NULL, &o);
+}
+
+static PyObject *eig_impl(nd_trace *t, PyObject **argv) { return eig_common(t, argv, 1); }
+static PyObject *eigvals_impl(nd_trace *t, PyObject **argv) { return eig_common(t, argv, 0); }
 
 /* -------------------------------------------------------------- register */
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import warnings
 
+import builtins
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ C = numdyn.utils.counters
 def saw(kinds):
     """A function that records whether numdyn traced it (it saw a LazyArray)."""
     def f(x):
-        kinds.append(type(x).__name__)
+        kinds.append(builtins.type(x).__name__)  # the real type: not numdyn's NumPy-faithful type()
         return np.sin(x) * 2.0 + 1.0
     return f
 

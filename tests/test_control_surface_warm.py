@@ -148,3 +148,57 @@ def test_list_argument_returned_twice_is_settled():
     assert [type(v) for v in lst] == [np.ndarray]
     np.testing.assert_equal(lst[0], x * 4.0)
     assert _walks() > before
+
+
+class _Model:
+    def __init__(self):
+        self.w = np.full(6, 0.5)
+
+    def __call__(self, x):
+        # w * x reaches the trace through w's __array_ufunc__, x - 1.0
+        # through the proxy's operator: both ask whether arithmetic may raise
+        return np.sqrt(self.w * x - 1.0)
+
+
+def _queries():
+    return numdyn.utils.counters["errstate_queries"]
+
+
+def test_errstate_is_asked_once_per_state_not_per_operation():
+    m = _Model()
+    c = numdyn.compile(m.__call__, options={"floor": False})
+    x = np.arange(6.0) + 3.0
+    c(x)
+    before = _queries()
+    for _ in range(5):
+        r = c(x)
+    assert _queries() == before
+    np.testing.assert_allclose(r, m(x))
+    # a new error state is asked about again, and decides as NumPy does
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            m(-x)
+        with pytest.raises(FloatingPointError):
+            c(-x)
+    assert _queries() > before
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        r = c(-x)
+    assert np.isnan(r).all()
+
+
+def _caught(w, x):
+    with np.errstate(divide="raise"):
+        try:
+            return w / x, False
+        except FloatingPointError:
+            return np.zeros_like(x), True
+
+
+def test_errstate_raise_inside_the_function_is_caught_there():
+    c = numdyn.compile(_caught, options={"floor": False})
+    w = np.ones(4)
+    for x in (np.arange(1.0, 5.0), np.arange(4.0), np.arange(1.0, 5.0)):
+        r, caught = c(w, x)
+        r0, caught0 = _caught(w, x)
+        assert caught == caught0
+        np.testing.assert_array_equal(r, r0)

@@ -48,7 +48,8 @@ CONTRACT = {
     "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h"},
     "codegen": {"src/codegen/codegen.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
-    "runtime": {"src/runtime/backend.h", "src/runtime/floor.h"},
+    "runtime": {"src/runtime/backend.h", "src/runtime/floor.h",
+                "src/runtime/cuda.h"},   # the CUDA runtime (issue 16)
     "trace": {"src/trace/trace.h"},
     "numpy_shim": {"numpy_shim/shim.h"},
     "tensor": {"src/tensor/tensor.h"},

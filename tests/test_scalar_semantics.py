@@ -424,3 +424,19 @@ def test_missing_attribute_names_ndarray(backend):
     def fn(a):
         return (a * 2).no_such_attribute
     check(fn, np.arange(4.0), backend=backend)
+
+
+def _type_branches(a):
+    s = a.sum()
+    out = [type(a).__name__, type(s).__name__, type(a) is np.ndarray, type(s) is np.float64,
+           type(a[0]) == np.float64, [type(v).__name__ for v in a[:2]], (lambda z: type(z).__name__)(a),
+           type(s)(2.5), type(a.astype(np.int32).sum()).__name__, type(3).__name__]
+    # code that dispatches on the exact type takes NumPy's branch
+    out.append(float(s) * 2 if type(s) in (float, np.float64) else -1.0)
+    out.append(type("K", (), {"x": 7}).x)
+    return out
+
+
+def test_type_builtin_answers_numpys_types(backend):
+    check(_type_branches, np.arange(4.0), backend=backend)
+    check(_type_branches, np.arange(3.0, dtype=np.float32), backend=backend)

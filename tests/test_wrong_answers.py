@@ -552,6 +552,36 @@ def test_argument_aliases_an_attribute(backend):
         assert e == r, (e, r)
 
 
+import types as _types
+
+_MOD = _types.ModuleType("numdyn_test_gridmod")
+_MOD.grid = np.zeros(8)
+
+
+class _Cfg:
+    arr = np.zeros(8)
+
+
+def _module_attr(a):
+    a += 1
+    return _MOD.grid.sum()
+
+
+def _class_attr(a):
+    a *= 2
+    a += 3
+    return _Cfg.arr.max()
+
+
+@pytest.mark.parametrize("fn,arr", [(_module_attr, _MOD.grid), (_class_attr, _Cfg.arr)])
+def test_argument_aliases_a_module_or_class_attribute(backend, fn, arr):
+    f = numdyn.compile(fn, backend=backend)
+    for i in range(3):
+        arr[:] = i; e = fn(arr[2:6]); e_state = arr.copy()
+        arr[:] = i; r = f(arr[2:6])
+        assert e == r and np.array_equal(e_state, arr), (e, r)
+
+
 def test_unrelated_globals_keep_one_graph():
     # arrays the code names that do not overlap the arguments cost nothing
     def fn(a):

@@ -35,6 +35,8 @@ typedef struct kctx {
     int fr;                /* the frame being emitted (a short reduction's
                               unrolled body), -1 */
     int fe[ND_MAXFS];      /* ... at this index along its short dims */
+    int bdim;              /* across_tiled: the reduced dim walked in row
+                              blocks wlo_..whi_ (all tiles per block), -1 */
 } kctx;
 
 static int stride_idx(kctx *c, int op, int d) { return c->R + op * c->R + d; }
@@ -833,7 +835,8 @@ static int open_serial(kctx *c, uint32_t sd, int chunk_dim)
     int opened = 0;
     for (int d = 0; d < c->R; d++) {
         if (!(sd & (1u << d))) continue;
-        if (d == chunk_dim) nd_sb_printf(c->sb, "for (int64_t i%d = lo_; i%d < hi_; i%d++) {\n", d, d, d);
+        if (d == c->bdim) nd_sb_printf(c->sb, "for (int64_t i%d = wlo_; i%d < whi_; i%d++) {\n", d, d, d);
+        else if (d == chunk_dim) nd_sb_printf(c->sb, "for (int64_t i%d = lo_; i%d < hi_; i%d++) {\n", d, d, d);
         else nd_sb_printf(c->sb, "for (int64_t i%d = 0; i%d < n%d; i%d++) {\n", d, d, d, d);
         opened++;
     }
@@ -1156,11 +1159,21 @@ static void res_line(kctx *c, const redop *r, int p, const char *a, const char *
 
 /* per-output-element accumulators acc<p>_[j - j0] (bi<p>_: argmax indices),
  * `na` of each, initialized over j0..j1 */
-static void across_accs(kctx *c, const rset *s, int na)
+static void across_accs(kctx *c, const rset *s, int na, const char *sx)
 {
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
         const char *AT = r->kind == RK_ARG ? ctype_of(r->acc) : r->AT;
+        if (*sx) {
+            /* a second set (the second half of the rows: across_walk) */
+            nd_sb_printf(c->sb, "%s acc%d%s_[%d];\n", AT, p, sx, na);
+            if (r->kind == RK_ARG)
+                nd_sb_printf(c->sb, "int64_t bi%d%s_[%d];\n"
+                             "for (int64_t j = 0; j < j1 - j0; j++) { acc%d%s_[j] = 0; bi%d%s_[j] = -1; }\n",
+                             p, sx, na, p, sx, p, sx);
+            else nd_sb_printf(c->sb, "for (int64_t j = 0; j < j1 - j0; j++) acc%d%s_[j] = %s;\n", p, sx, r->init);
+            continue;
+        }
         if (s->cent[p] >= 0)
             nd_sb_printf(c->sb, "%s cs%d_[%d], cm%d_[%d], rs%d_[%d], k%d_[%d], mc%d_[%d];\n"
                          "for (int64_t j = 0; j < j1 - j0; j++) rs%d_[j] = 0;\n",
@@ -1176,7 +1189,7 @@ static void across_accs(kctx *c, const rset *s, int na)
 
 /* one element's values folded into the accumulators acc<p>_[j - j0]; a
  * moment's chunk sum instead (rd: the dim its chunks walk) */
-static int across_element(kctx *c, const rset *s, const char *jv, int rd)
+static int across_element(kctx *c, const rset *s, const char *jv, int rd, const char *sx)
 {
     nd_sb *sb = c->sb;
     char a[48], b[48], flat[256];
@@ -1195,8 +1208,8 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd)
         if (s->same[p] >= 0) continue;
         snprintf(cv, sizeof cv, "cv%d_", p);
         acc_value(c, r, s->val[p], cv);
-        snprintf(a, sizeof a, "acc%d_[j - j0]", p);
-        snprintf(b, sizeof b, "bi%d_[j - j0]", p);
+        snprintf(a, sizeof a, "acc%d%s_[j - j0]", p, sx);
+        snprintf(b, sizeof b, "bi%d%s_[j - j0]", p, sx);
         if (r->kind == RK_ARG) arg_update_sel(sb, r, a, b, cv, flat);
         else red_update(sb, r, a, cv);
     }
@@ -1206,16 +1219,62 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd)
 /* The walk of across_multi / split_across over j0..j1: accumulators
  * (`na` each), the serial loops over the reduced dims (rows lo_..hi_ of
  * chunk_dim, or moments' chunks along rd), the vector loop over j. */
+/* the rows of a block folded in two halves at once, each into its own
+ * accumulators (two dependency chains: a tile's min/max/argmin otherwise
+ * waits on its one accumulator every row), then the second half folded
+ * into the first: ties and NaNs resolve as in one walk in row order (the
+ * first half's value stays on a tie, the first NaN stays). Only for folds
+ * that are exact in any grouping: not float sums or products, not moments. */
+static int halves_ok(kctx *c, const rset *s)
+{
+    if (c->bdim < 0 || s->nmom || c->k->red != (1u << c->bdim)) return 0;
+    for (int p = 0; p < s->n; p++) {
+        const redop *r = &s->r[p];
+        if (r->kind == RK_ARG || r->kind == RK_FMINMAX) continue;
+        if (r->kind != RK_SIMD || (r->uf == ND_UF_MULTIPLY && is_cls_float(r->acc))) return 0;
+    }
+    return 1;
+}
+
+/* one row i<bdim> = `row` of the walk folded into accumulator set sx */
+static int across_row(kctx *c, const rset *s, uint32_t bound, const char *jv, const char *row, const char *sx)
+{
+    nd_sb *sb = c->sb;
+    nd_sb_printf(sb, "{\nconst int64_t ih_ = %s;\n{\nconst int64_t i%d = ih_;\n", row, c->bdim);
+    for (int o = 0; o < c->k->nin; o++) pointer(c, o, bound, "p");
+    nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
+    nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
+    if (across_element(c, s, jv, -1, sx) < 0) return -1;
+    nd_sb_puts(sb, "}\n}\n}\n");
+    return 0;
+}
+
 static int across_walk(kctx *c, const rset *s, int rd, uint32_t bound, int chunk_dim, const char *jv, int na)
 {
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
-    across_accs(c, s, na);
+    int halves = halves_ok(c, s);
+    across_accs(c, s, na, "");
+    if (halves) across_accs(c, s, na, "h");
+    if (c->bdim >= 0) {
+        /* a later row block goes on from the tile's accumulators so far */
+        nd_sb_puts(sb, "if (wlo_ > wb0_) {\nfor (int64_t j = 0; j < j1 - j0; j++) {\n");
+        for (int p = 0; p < s->n; p++) {
+            nd_sb_printf(sb, "acc%d_[j] = ao%d_[j];\n", p, p);
+            if (s->r[p].kind == RK_ARG) nd_sb_printf(sb, "bi%d_[j] = bo%d_[j];\n", p, p);
+        }
+        nd_sb_puts(sb, "}\n}\n");
+    }
     nd_sb_puts(sb, "{\n");
     int opened;
     if (s->nmom) {
         if (chunk_dim < 0) nd_sb_printf(sb, "const int64_t lo_ = 0, hi_ = n%d;\n", rd);
         moment_rows(c, s, rd);
+        opened = 1;
+    } else if (halves) {
+        int d = c->bdim;
+        nd_sb_printf(sb, "const int64_t hh_ = (whi_ - wlo_) / 2, hm_ = wlo_ + hh_;\n"
+                         "for (int64_t i%d = wlo_; i%d < hm_; i%d++) {\n", d, d, d);
         opened = 1;
     } else {
         opened = open_serial(c, k->red, chunk_dim);
@@ -1223,9 +1282,36 @@ static int across_walk(kctx *c, const rset *s, int rd, uint32_t bound, int chunk
     for (int o = 0; o < k->nin; o++) pointer(c, o, bound, "p");
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
-    if (across_element(c, s, jv, s->nmom ? rd : -1) < 0) return -1;
+    if (across_element(c, s, jv, s->nmom ? rd : -1, "") < 0) return -1;
     nd_sb_puts(sb, "}\n");
+    if (halves) {
+        char row[32];
+        snprintf(row, sizeof row, "i%d + hh_", c->bdim);
+        if (across_row(c, s, bound, jv, row, "h") < 0) return -1;
+    }
     for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+    if (halves) {
+        /* the second half's last row when it has one more */
+        nd_sb_puts(sb, "if ((whi_ - wlo_) & 1) ");
+        if (across_row(c, s, bound, jv, "whi_ - 1", "h") < 0) return -1;
+        nd_sb_puts(sb, "for (int64_t j = 0; j < j1 - j0; j++) {\n");
+        for (int p = 0; p < s->n; p++) {
+            const redop *r = &s->r[p];
+            char a[32], b[32], v[32], vi[32];
+            if (s->same[p] >= 0) continue;
+            snprintf(a, sizeof a, "acc%d_[j]", p);
+            snprintf(v, sizeof v, "acc%dh_[j]", p);
+            if (r->kind == RK_ARG) {
+                snprintf(b, sizeof b, "bi%d_[j]", p);
+                snprintf(vi, sizeof vi, "bi%dh_[j]", p);
+                nd_sb_printf(sb, "if (%s >= 0) ", vi);
+                arg_update(sb, r, a, b, v, vi);
+            } else {
+                red_update(sb, r, a, v);
+            }
+        }
+        nd_sb_puts(sb, "}\n");
+    }
     if (s->nmom) {
         if (moment_pass(c, s, rd, bound & ~k->red) < 0) return -1;
         nd_sb_puts(sb, "}\n");   /* the chunk */
@@ -1277,13 +1363,35 @@ static int across_tiled(kctx *c, const rset *s, int rd, uint32_t bound, int chun
             t == NPY_ULONG)
             w = 8;
     }
-    across_accs(c, s, RBLOCK_K);
+    across_accs(c, s, RBLOCK_K, "");
+    /* Several tiles each walking all the rows read every row once per tile,
+     * at the row's stride, from memory once the rows outgrow the caches
+     * ((20000, 200).argmin(0): 25 tiles). The walked dim (chunk_dim, or the
+     * one reduced dim) then goes in blocks of rows holding ~16k elements of
+     * the task's width, all tiles walking one block while it is in cache;
+     * each output element still folds its values in the same order. Not
+     * for moments: their 128-row chunks are re-read in cache already, and
+     * blocks measured slower there. */
+    int bd = s->nmom ? -1 : chunk_dim;
+    if (bd < 0 && !s->nmom && c->R > 0)
+        for (int d = 0; d < c->R; d++)
+            if (c->k->red == (1u << d)) bd = d;
+    if (bd >= 0) {
+        c->bdim = bd;
+        if (chunk_dim >= 0) nd_sb_puts(sb, "const int64_t wb0_ = lo_, wb1_ = hi_;\n");
+        else nd_sb_printf(sb, "const int64_t wb0_ = 0, wb1_ = n%d;\n", bd);
+        nd_sb_printf(sb, "const int64_t rbk_ = j1 - j0 > %d ? (16384 / (j1 - j0) + 127) / 128 * 128 : wb1_ - wb0_;\n"
+                         "for (int64_t wlo_ = wb0_; wlo_ < wb1_; wlo_ += rbk_) {\n"
+                         "const int64_t whi_ = ND_MIN(wlo_ + rbk_, wb1_);\n", w);
+    }
     nd_sb_printf(sb, "int64_t jt_ = j0;\nfor (; jt_ + %d <= j1; jt_ += %d) {\n"
                      "const int64_t jlo_ = jt_, jhi_ = jt_ + %d;\n", w, w, w);
     if (across_sub(c, s, rd, bound, chunk_dim, w) < 0) return -1;
     nd_sb_puts(sb, "}\nif (jt_ < j1) {\nconst int64_t jlo_ = jt_, jhi_ = j1;\n");
     if (across_sub(c, s, rd, bound, chunk_dim, 0) < 0) return -1;
     nd_sb_puts(sb, "}\n");
+    if (bd >= 0) nd_sb_puts(sb, "}\n");
+    c->bdim = -1;
     return 0;
 }
 
@@ -1924,7 +2032,7 @@ static int canonical_names(nd_sb *in, nd_sb *out)
 
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
 {
-    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1, -1, {0}};
+    kctx c = {g, k, NULL, k->rank, 0, NULL, 0, "0", k->rank - 1, -1, {0}, -1};
     nd_sb body_sb;
     int rc = -1;
     /* the error-flag reduction is decided by whether any node uses it */

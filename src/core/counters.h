@@ -36,6 +36,9 @@ typedef enum {
                                globals for lazy values left there (trace_escapes.c):
                                only when a lazy value has a reference the result
                                does not explain */
+    ND_CTR_ERRSTATE_QUERIES, /* np.geterr() calls the tracer made to learn whether traced
+                                arithmetic may raise (trace_handlers.c): once per
+                                error state, not per operation */
     ND_CTR_LOOP_PENDING_RUNS, /* captured loops Python ran on real arrays while their C
                                  compiled in the background (trace/loop_run.c) */
     ND_CTR_COUNT

@@ -36,6 +36,7 @@ from . import config
 from . import _explain
 from . import _profiler
 from . import _warnings_hook  # noqa: F401  (hooks warnings.catch_warnings)
+from . import cuda  # noqa: F401  (numdyn.cuda: NVRTC/driver loaded on first use)
 from ._profiler import CompileProfiler
 from ._autodiff import grad, value_and_grad, vjp
 from ._tensor import Tensor, tensor, from_dlpack, wrap_numpy, no_grad, is_grad_enabled

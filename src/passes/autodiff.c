@@ -14,7 +14,8 @@
 #include <string.h>
 
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
-    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr;
+    *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
+    *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power;
 /* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*) */
 static PyObject *F_fft[12];
 enum { FFT_C2C, FFT_R2C, FFT_C2R };
@@ -876,7 +877,12 @@ static nd_id einsum(nd_graph *g, const char *spec, int nop, const nd_id *ops, in
     return ext(g, F_einsum, t, nop, ops, dt, nd, sh);
 }
 
-/* gradients of einsum(labels[0],.. -> out) for each operand */
+/* gradients of einsum(labels[0],.. -> out) for each operand: einsum of
+ * the cotangent with the other operands onto the operand's labels; a
+ * label only that operand sums gets the cotangent broadcast along it, a
+ * label repeated in it (a diagonal, "ii->i") gets it on the diagonal and
+ * zeros elsewhere */
+#define EINSUM_MAXOP 8
 static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAXDIMS + 1],
                         const char *out, int L, nd_id c)
 {
@@ -884,19 +890,19 @@ static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAX
     for (int k = 0; k < nop; k++) {
         if (!A->dep[ops[k]]) continue;
         const char *lk = labels[k];
-        /* labels of operand k found elsewhere; the others (summed within
-         * operand k only) get the cotangent broadcast along them */
-        char present[ND_MAXDIMS + 1];
-        int np_ = 0, nk = (int)strlen(lk);
-        for (int i = 0; lk[i]; i++) {
-            if (strchr(lk + i + 1, lk[i])) return not_impl("einsum", "a label repeated in one operand");
-            int found = strchr(out, lk[i]) != NULL;
-            for (int j = 0; j < nop && !found; j++) found = j != k && strchr(labels[j], lk[i]);
-            if (found) present[np_++] = lk[i];
+        char uniq[ND_MAXDIMS + 1], present[ND_MAXDIMS + 1];
+        int nu = 0, np_ = 0, nk = (int)strlen(lk);
+        for (int i = 0; lk[i]; i++)
+            if (!memchr(uniq, lk[i], (size_t)nu)) uniq[nu++] = lk[i];
+        uniq[nu] = 0;
+        for (int i = 0; i < nu; i++) {
+            int found = strchr(out, uniq[i]) != NULL;
+            for (int j = 0; j < nop && !found; j++) found = j != k && strchr(labels[j], uniq[i]);
+            if (found) present[np_++] = uniq[i];
         }
         present[np_] = 0;
-        char spec[3 * (ND_MAXDIMS + 2) + 8];
-        nd_id ids[2];
+        char spec[(EINSUM_MAXOP + 1) * (ND_MAXDIMS + 2) + 8];
+        nd_id ids[EINSUM_MAXOP + 1];
         int m = 0;
         size_t pos = 0;
         pos += (size_t)snprintf(spec + pos, sizeof spec - pos, "%s", out);
@@ -910,14 +916,26 @@ static int einsum_grads(ad_t *A, int nop, const nd_id *ops, char labels[][ND_MAX
         int dt = L;
         for (int j = 1; j < m; j++) dt = fmaxdt(dt, NODE(g, ids[j])->dtype);
         nd_id e = einsum(g, spec, m, ids, dt);
-        if (np_ < nk && !BAD(e)) {
-            nd_node x = *NODE(g, ops[k]), *en = NODE(g, e);
+        if (BAD(e)) return -1;
+        nd_node x = *NODE(g, ops[k]);
+        npy_intp ushape[ND_MAXDIMS], xcs[ND_MAXDIMS], dstr[ND_MAXDIMS];
+        nd_c_strides(x.ndim, x.shape, xcs);
+        for (int i = 0; i < nu; i++) {
+            dstr[i] = 0;
+            for (int d = 0; d < nk; d++)
+                if (lk[d] == uniq[i]) { ushape[i] = x.shape[d]; dstr[i] += xcs[d]; }
+        }
+        if (np_ < nu) {
+            nd_node *en = NODE(g, e);
             npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS];
             nd_c_strides(en->ndim, en->shape, cs);
-            for (int i = 0, q = 0; i < nk; i++)
-                st[i] = q < np_ && present[q] == lk[i] ? cs[q++] : 0;
-            e = view(g, e, x.ndim, x.shape, 0, st);
+            for (int i = 0, q = 0; i < nu; i++)
+                st[i] = q < np_ && present[q] == uniq[i] ? cs[q++] : 0;
+            e = view(g, e, nu, ushape, 0, st);
         }
+        if (nu < nk)  /* onto the diagonal(s) of zeros */
+            e = setitem(g, nd_autodiff_zeros(g, NODE(g, e)->dtype, x.ndim, x.shape), e, 0, nu,
+                        ushape, dstr);
         if (acc(A, ops[k], e) < 0) return -1;
     }
     return 0;
@@ -927,26 +945,29 @@ static int rule_einsum(ad_t *A, const nd_node *f, nd_id c)
 {
     PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
     PyObject *spec = PyTuple_GET_ITEM(tmpl, 0);
-    if (!PyUnicode_Check(spec) || f->nextra > 2) return not_impl("einsum", "this form");
+    if (!PyUnicode_Check(spec) || f->nextra > EINSUM_MAXOP) return not_impl("einsum", "this form");
     const char *s = PyUnicode_AsUTF8(spec);
     if (!s) return -1;
-    char buf[256], labels[2][ND_MAXDIMS + 1], out[ND_MAXDIMS + 1];
+    char buf[256], labels[EINSUM_MAXOP][ND_MAXDIMS + 1], out[ND_MAXDIMS + 1];
     size_t n = 0;
     for (const char *p = s; *p && n < sizeof buf - 1; p++) if (*p != ' ') buf[n++] = *p;
     buf[n] = 0;
     char *arrow = strstr(buf, "->");
-    char raw[3][ND_MAXDIMS + 4];
+    char raw[EINSUM_MAXOP + 1][ND_MAXDIMS + 4];
     int k = 0, j = 0;
     for (char *p = buf; *p && p != arrow; p++) {
-        if (*p == ',') { raw[k][j] = 0; if (++k >= 2) break; j = 0; continue; }
+        if (*p == ',') { raw[k][j] = 0; if (++k >= EINSUM_MAXOP) break; j = 0; continue; }
         if (j < ND_MAXDIMS + 3) raw[k][j++] = *p;
     }
+    if (k >= EINSUM_MAXOP) return not_impl("einsum", "this form");
     raw[k][j] = 0;
     if (k + 1 != f->nextra) return not_impl("einsum", "this form");
-    if (arrow) snprintf(raw[2], sizeof raw[2], "%s", arrow + 2);
+    const int OUT = EINSUM_MAXOP;  /* raw[OUT], ecount[OUT]: the output's */
+    raw[OUT][0] = 0;
+    if (arrow) snprintf(raw[OUT], sizeof raw[OUT], "%s", arrow + 2);
     /* "..." becomes letters the spec does not use, right-aligned */
     char ell[ND_MAXDIMS];
-    int nell = 0, maxe = 0, ecount[3] = {0, 0, 0};
+    int nell = 0, maxe = 0, ecount[EINSUM_MAXOP + 1] = {0};
     for (int q = 0; q <= k; q++) {
         if (!strstr(raw[q], "...")) continue;
         ecount[q] = NODE(A->g, f->extra[q])->ndim - ((int)strlen(raw[q]) - 3);
@@ -956,15 +977,15 @@ static int rule_einsum(ad_t *A, const nd_node *f, nd_id c)
     const char *pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     for (const char *p = pool; *p && nell < maxe; p++) if (!strchr(buf, *p)) ell[nell++] = *p;
     if (nell < maxe) return not_impl("einsum", "too many labels");
-    ecount[2] = maxe;
+    ecount[OUT] = maxe;
     for (int q = 0; q <= k + 1; q++) {
         if (q == k + 1 && !arrow) break;
         char *dst = q == k + 1 ? out : labels[q];
-        const char *src = raw[q == k + 1 ? 2 : q];
+        const char *src = raw[q == k + 1 ? OUT : q];
         int m = 0;
         for (const char *p = src; *p; p++) {
             if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
-                for (int e = maxe - ecount[q == k + 1 ? 2 : q]; e < maxe && m < ND_MAXDIMS; e++) dst[m++] = ell[e];
+                for (int e = maxe - ecount[q == k + 1 ? OUT : q]; e < maxe && m < ND_MAXDIMS; e++) dst[m++] = ell[e];
                 p += 2;
             } else if (m < ND_MAXDIMS) {
                 dst[m++] = *p;
@@ -980,6 +1001,75 @@ static int rule_einsum(ad_t *A, const nd_node *f, nd_id c)
         out[m] = 0;
     }
     return einsum_grads(A, f->nextra, f->extra, labels, out, f->dtype, c);
+}
+
+static int kw_given(const nd_node *f);
+
+/* inner(a, b): einsum "...z,...z" with a's and b's other axes side by side */
+static int rule_inner(ad_t *A, const nd_node *f, nd_id c)
+{
+    if (f->nextra != 2 || kw_given(f)) return not_impl("inner", "this form");
+    int na = NODE(A->g, f->extra[0])->ndim, nb = NODE(A->g, f->extra[1])->ndim;
+    if (na < 1 || nb < 1 || na + nb - 2 > ND_MAXDIMS) return not_impl("inner", "of a 0-d operand");
+    char labels[2][ND_MAXDIMS + 1], out[ND_MAXDIMS + 1];
+    const char *pool = "ABCDEFGHIJKLMNOPQRSTUVWXY";
+    int m = 0;
+    for (int d = 0; d < na - 1; d++, m++) labels[0][d] = out[m] = pool[m];
+    labels[0][na - 1] = 'z';
+    labels[0][na] = 0;
+    for (int d = 0; d < nb - 1; d++, m++) labels[1][d] = out[m] = pool[m];
+    labels[1][nb - 1] = 'z';
+    labels[1][nb] = 0;
+    out[m] = 0;
+    return einsum_grads(A, 2, f->extra, labels, out, f->dtype, c);
+}
+
+/* linalg.multi_dot: the chain as one einsum (a 1-d first/last operand a
+ * row/column) */
+static int rule_multi_dot(ad_t *A, const nd_node *f, nd_id c)
+{
+    int n = f->nextra;
+    if (n < 2 || n > EINSUM_MAXOP || kw_given(f)) return not_impl("linalg.multi_dot", "this form");
+    char labels[EINSUM_MAXOP][ND_MAXDIMS + 1], out[3];
+    const char *x = "abcdefghij";
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int nd = NODE(A->g, f->extra[i])->ndim, q = 0;
+        if (nd == 2) { labels[i][q++] = x[i]; labels[i][q++] = x[i + 1]; }
+        else labels[i][q++] = i == 0 ? x[1] : x[i];
+        labels[i][q] = 0;
+    }
+    if (NODE(A->g, f->extra[0])->ndim == 2) out[m++] = x[0];
+    if (NODE(A->g, f->extra[n - 1])->ndim == 2) out[m++] = x[n];
+    out[m] = 0;
+    return einsum_grads(A, n, f->extra, labels, out, f->dtype, c);
+}
+
+/* linalg.matrix_power(a, k), k >= 0: sum over j < k of (a^T)^j c (a^T)^(k-1-j) */
+static int rule_matrix_power(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    if (f->nextra != 1 || kw_given(f) || PyTuple_GET_SIZE(tmpl) != 2 ||
+        !PyLong_Check(PyTuple_GET_ITEM(tmpl, 1)))
+        return not_impl("linalg.matrix_power", "this form");
+    long k = PyLong_AsLong(PyTuple_GET_ITEM(tmpl, 1));
+    if (k == -1 && PyErr_Occurred()) return -1;
+    if (k == 0) return 0;
+    if (k < 0 || k > 64) return not_impl("linalg.matrix_power", "a negative or large power");
+    int L = f->dtype;
+    nd_id at = swap_last(g, f->extra[0]);
+    nd_id pw[65];
+    pw[0] = ND_NONE;  /* (a^T)^0: the identity, left out of the products */
+    pw[1] = at;
+    for (long j = 2; j < k; j++) pw[j] = mm(g, pw[j - 1], at);
+    nd_id sum = ND_NONE;
+    for (long j = 0; j < k; j++) {
+        nd_id t = j ? mm(g, pw[j], c) : c;
+        if (k - 1 - j) t = mm(g, t, pw[k - 1 - j]);
+        sum = sum == ND_NONE ? t : ADD(sum, t);
+    }
+    return acc(A, f->extra[0], sum);
 }
 
 static int rule_tensordot(ad_t *A, const nd_node *f, nd_id c)
@@ -1136,6 +1226,39 @@ static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id Vt = swap_last(g, V);
     nd_id gA = mm(g, mm(g, V, MUL(gap_inverse(g, w, n, L), mm(g, Vt, c))), Vt);
     return acc(A, f->extra[0], sym(g, gA, L));
+}
+
+/* eig/eigvals of a complex matrix (the shim traces no other: of a real one
+ * NumPy's result dtype depends on the data). w the eigenvalues, V the
+ * right eigenvectors (unit columns, NumPy's). torch's linalg_eig_backward
+ * under the transpose convention (autodiff.h), one output at a time:
+ *   from w:  V^{-T} diag(c) V^T
+ *   from V:  V^{-T} ((K - V^T conj(V) diag(re diag K)) o F) V^T,  K = V^T c,
+ * F as gap_inverse's. Distinct eigenvalues; losses must not depend on the
+ * eigenvectors' phases (the normalization term removes what they would
+ * add to a unit-norm change). */
+static int rule_eig(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_node a = *NODE(g, f->extra[0]);
+    if (!iscplx(L) || !iscplx(a.dtype)) return not_impl("linalg.eig", "of a real matrix");
+    npy_intp n = a.shape[a.ndim - 1];
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    int values = f->obj == F_eigvals || f->aux == 0;
+    nd_id V = values ? sibling(g, f, F_eig, tmpl, 1, L, a.ndim, a.shape) : i;
+    nd_id Vt = swap_last(g, V), Vti = inv(g, Vt);
+    if (values) return acc(A, f->extra[0], mm(g, Vti, MUL(unsqueeze(g, c, -1), Vt)));
+    npy_intp ws[ND_MAXDIMS];
+    memcpy(ws, a.shape, sizeof(ws));
+    nd_id w = sibling(g, f, F_eig, tmpl, 0, L, a.ndim - 1, ws);
+    nd_id K = mm(g, Vt, c);
+    uint64_t rows = 1ULL << (NODE(g, K)->ndim - 2);
+    nd_id dK = red(g, ND_UF_ADD, where(g, eye_mask(g, n, 0), K, S(0), L), rows, 0, L);
+    nd_id re = cast(g, real_part(g, dK), L);
+    nd_id P = MUL(mm(g, Vt, U1(ND_UF_CONJUGATE, V)), unsqueeze(g, re, -2));
+    nd_id inner = MUL(SUB(K, P), gap_inverse(g, w, n, L));
+    return acc(A, f->extra[0], mm(g, Vti, mm(g, inner, Vt)));
 }
 
 static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
@@ -1378,6 +1501,10 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id a = f->nextra > 0 ? f->extra[0] : ND_NONE, b = f->nextra > 1 ? f->extra[1] : ND_NONE;
     for (int k = 0; k < 12; k++)
         if (fn == F_fft[k]) return rule_fft(A, f, c, k);
+    if (fn == F_eig || fn == F_eigvals) {
+        if (kw_given(f)) return not_impl("linalg.eig", "with keyword arguments");
+        return rule_eig(A, i, f, c);
+    }
     int cx = iscplx(L);
     for (int k = 0; k < f->nextra && !cx; k++)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
@@ -1397,6 +1524,9 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         return rule_matmul(A, a, b, L, c);
     }
     if (fn == F_einsum) return rule_einsum(A, f, c);
+    if (fn == F_inner) return rule_inner(A, f, c);
+    if (fn == F_multi_dot) return rule_multi_dot(A, f, c);
+    if (fn == F_matrix_power) return rule_matrix_power(A, f, c);
     if (fn == F_tensordot) return rule_tensordot(A, f, c);
     if (fn == F_inv) {  /* -Y^T c Y^T */
         nd_id yt = swap_last(g, i);
@@ -1627,6 +1757,8 @@ int nd_autodiff_init(void)
         {&F_solve, "linalg.solve"}, {&F_cholesky, "linalg.cholesky"}, {&F_sort, "sort"},
         {&F_argsort, "argsort"}, {&F_bincount, "bincount"}, {&F_eigh, "linalg.eigh"},
         {&F_eigvalsh, "linalg.eigvalsh"}, {&F_svd, "linalg.svd"}, {&F_qr, "linalg.qr"},
+        {&F_eig, "linalg.eig"}, {&F_eigvals, "linalg.eigvals"}, {&F_inner, "inner"},
+        {&F_multi_dot, "linalg.multi_dot"}, {&F_matrix_power, "linalg.matrix_power"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }

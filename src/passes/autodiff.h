@@ -18,6 +18,10 @@
  *    conjugate-Wirtinger gradient, the steepest-ascent direction. The
  *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
  *    cumprod refuse complex values (NotImplementedError);
+ *  - linalg.eig/eigvals: of complex matrices (NumPy's result is complex
+ *    there whatever the data; of a real matrix it runs outside the graph),
+ *    eigenvalues and eigenvectors (torch's rule; distinct eigenvalues,
+ *    losses invariant to the eigenvectors' phases);
  *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn and
  *    irfft/irfft2/irfftn, every norm=, with n/s that pad or crop the input
  *    (the transpose of zero-padding crops the cotangent, of a crop pads it);

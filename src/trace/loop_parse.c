@@ -376,7 +376,8 @@ static nd_ln *call(pctx *c, PyObject *e)
         for (int k = 0; builtins[k].name; k++)
             if (!strcmp(s, builtins[k].name) &&
                 (na == builtins[k].nargs || ((builtins[k].b == LB_INT || builtins[k].b == LB_FLOAT ||
-                                              builtins[k].b == LB_BOOL) && na == 0))) {
+                                              builtins[k].b == LB_BOOL) && na == 0) ||
+                 ((builtins[k].b == LB_MIN || builtins[k].b == LB_MAX) && na > 2))) {
                 if ((v = special_var(c, id, VF_BUILTIN, builtins[k].b, e)) < 0) break;
                 fn = builtins[k].fn;
                 break;
@@ -420,6 +421,21 @@ static nd_ln *call(pctx *c, PyObject *e)
         if (fn < 0 || v < 0) goto done;
     } else {
         refuse(c, e, "a call of a computed function");
+        goto done;
+    }
+    if ((fn == LF_MIN || fn == LF_MAX) && na > 2) {
+        /* min(a, b, c, ...) compares left to right keeping the first of
+         * equals (and of NaN-unordered pairs): the fold min(min(a, b), c) */
+        nd_ln *acc = expr(c, PyList_GET_ITEM(args, 0));
+        for (Py_ssize_t k = 1; acc && k < na; k++) {
+            nd_ln *n = nd_lir_node(c->ir, LK_CALL, line, 2);
+            if (!n) { acc = NULL; break; }
+            n->aux = fn;
+            n->kid[0] = acc;
+            if (!(n->kid[1] = expr(c, PyList_GET_ITEM(args, k)))) { acc = NULL; break; }
+            acc = n;
+        }
+        r = acc;
         goto done;
     }
     int need = (fn == LF_MIN || fn == LF_MAX || fn == LF_M_ATAN2 || fn == LF_M_HYPOT || fn == LF_M_POW ||

@@ -230,7 +230,7 @@ static PyObject *op_labels(nd_graph *g)
  * (nd_trace_errstate_sync). */
 int nd_trace_op_depth;
 
-static PyObject *extobj_var(void)
+PyObject *nd__extobj_var(void)
 {
     static PyObject *cv;
     static int tried;
@@ -251,7 +251,7 @@ int nd_trace_errstate_sync(nd_trace *t)
 {
     if (!t || t->flushing || nd_trace_op_depth > 0) return 0;
     wlog_note(t);  /* an operation begins: log what the last one wrote */
-    PyObject *cv = extobj_var(), *cur = NULL;
+    PyObject *cv = nd__extobj_var(), *cur = NULL;
     if (!cv) return 0;
     if (PyContextVar_Get(cv, NULL, &cur) < 0) return -1;
     if (!cur) return 0;
@@ -374,7 +374,7 @@ static PyObject *ignore_all_state(void)
 {
     static PyObject *st;
     if (st) return st;
-    PyObject *cv = extobj_var();
+    PyObject *cv = nd__extobj_var();
     if (!cv) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: NumPy's error state is not reachable");
         return NULL;
@@ -406,7 +406,7 @@ static PyObject *ignore_all_state(void)
 
 PyObject *nd__compute_quietly(nd_graph *g, const nd_id *ids, int n)
 {
-    PyObject *state = ignore_all_state(), *cv = extobj_var(), *tok = NULL;
+    PyObject *state = ignore_all_state(), *cv = nd__extobj_var(), *tok = NULL;
     if (!state) return NULL;
     nd_id *outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(n ? n : 1));
     if (!outs) return PyErr_NoMemory();
@@ -606,7 +606,7 @@ static _Thread_local int flush_failed_before;
 static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
                            int nstores)
 {
-    PyObject *cv = t->fpstate ? extobj_var() : NULL, *cur = NULL, *tok = NULL;
+    PyObject *cv = t->fpstate ? nd__extobj_var() : NULL, *cur = NULL, *tok = NULL;
     if (cv) {
         if (PyContextVar_Get(cv, NULL, &cur) < 0) return NULL;
         if (cur != t->fpstate && !(tok = PyContextVar_Set(cv, t->fpstate))) {

@@ -55,23 +55,40 @@ static int extern_may_raise(const nd_node *n)
     return !safe;
 }
 
+/* The error state ops traced now run under: t->fpstate once an op synced
+ * it, else the context's current one (an op reached through another
+ * array's __array_ufunc__ has not synced yet). New ref, or NULL. */
+static PyObject *current_fpstate(nd_trace *t)
+{
+    if (t->fpstate) return Py_NewRef(t->fpstate);
+    PyObject *cv = nd__extobj_var(), *cur = NULL;
+    if (cv && PyContextVar_Get(cv, NULL, &cur) < 0) PyErr_Clear();
+    return cur;
+}
+
 /* np.geterr() has "raise" or "call" for some category: any arithmetic may
  * raise when it runs. Cached per error-state object (a new one per
- * np.errstate / np.seterr). */
+ * np.errstate / np.seterr): asking np.geterr() builds a dict, and a
+ * traced call asks once per arithmetic operation. */
 static int errstate_raises(nd_trace *t)
 {
     static PyObject *geterr;
     static PyObject *seen;   /* owned: the state last asked about */
     static int seen_raises;
-    if (t->fpstate && t->fpstate == seen) return seen_raises;
+    PyObject *state = current_fpstate(t);
+    if (state && state == seen) {
+        Py_DECREF(state);
+        return seen_raises;
+    }
     if (!geterr) {
         PyObject *np = PyImport_ImportModule("numpy");
         geterr = np ? PyObject_GetAttrString(np, "geterr") : NULL;
         Py_XDECREF(np);
-        if (!geterr) { PyErr_Clear(); return 1; }
+        if (!geterr) { PyErr_Clear(); Py_XDECREF(state); return 1; }
     }
+    nd_counter_add(ND_CTR_ERRSTATE_QUERIES, 1);
     PyObject *d = PyObject_CallNoArgs(geterr);
-    if (!d) { PyErr_Clear(); return 1; }
+    if (!d) { PyErr_Clear(); Py_XDECREF(state); return 1; }
     int raises = 0;
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -80,7 +97,7 @@ static int errstate_raises(nd_trace *t)
                                    PyUnicode_CompareWithASCIIString(v, "call") == 0))
             raises = 1;
     Py_DECREF(d);
-    Py_XSETREF(seen, Py_XNewRef(t->fpstate));
+    Py_XSETREF(seen, state);  /* (NULL: not cached) */
     seen_raises = raises;
     return raises;
 }

@@ -152,6 +152,11 @@ static inline void nd__storage_dirty(nd_storage *s)
     }
 }
 
+/* NumPy's error-state context variable (umath._extobj_contextvar),
+ * borrowed; NULL with no exception under a NumPy without it
+ * (trace_flush.c). */
+PyObject *nd__extobj_var(void);
+
 /* ---- trace_state.c */
 extern _Thread_local nd_trace *nd__tls_trace;  /* the thread's current trace */
 extern _Thread_local int nd__tls_disabled;     /* >0: compiled functions run eagerly */

@@ -12,7 +12,8 @@
  * At the start of a capture the arrays the code can name are looked up --
  * the globals its code objects name (and those of the Python functions
  * among them, one level down), its closure cells, and the attributes it
- * names of the objects among those and of its arguments -- and every
+ * names of the objects, modules and user classes among those and of its
+ * arguments -- and every
  * caller storage whose memory overlaps one of them is marked `shared`:
  * an operation on it runs at once (trace_storage.c, nd_trace_settle), as
  * under NumPy. The common case, where no such array overlaps an argument,
@@ -20,6 +21,7 @@
  */
 #include "trace_internal.h"
 #include "core/strides.h"
+#include <string.h>
 
 #define REACH_MAX_ITEMS 64  /* elements of a list/tuple/dict looked into */
 
@@ -84,15 +86,28 @@ static int check_value(reach *r, PyObject *v)
 /* the attributes the code names, of an object with an instance dict */
 static int check_attrs(reach *r, PyObject *o)
 {
-    if (PyModule_Check(o) || PyType_Check(o) || PyCallable_Check(o) ||
-        PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || o == Py_None)
-        return 0;
-    PyObject **dp = _PyObject_GetDictPtr(o);
-    if (!dp || !*dp || !PyDict_Check(*dp)) {
-        PyErr_Clear();
-        return 0;
+    PyObject *d = NULL;
+    if (PyModule_Check(o)) {
+        /* `import mymod; mymod.grid`: a module's globals (not NumPy's) */
+        const char *mn = PyModule_GetName(o);
+        if (!mn) { PyErr_Clear(); return 0; }
+        if (strcmp(mn, "numpy") == 0 || strncmp(mn, "numpy.", 6) == 0 || strcmp(mn, "builtins") == 0 ||
+            strcmp(mn, "math") == 0 || strcmp(mn, "numdyn") == 0 || strncmp(mn, "numdyn.", 7) == 0)
+            return 0;
+        d = PyModule_GetDict(o);
+    } else if (PyType_Check(o)) {
+        /* class attributes of user classes (`Config.grid`) */
+        if (!PyType_HasFeature((PyTypeObject *)o, Py_TPFLAGS_HEAPTYPE)) return 0;
+        d = ((PyTypeObject *)o)->tp_dict;
+    } else {
+        if (PyCallable_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) ||
+            o == Py_None)
+            return 0;
+        PyObject **dp = _PyObject_GetDictPtr(o);
+        if (!dp) PyErr_Clear();
+        d = dp ? *dp : NULL;
     }
-    PyObject *d = *dp;
+    if (!d || !PyDict_Check(d)) return 0;
     Py_INCREF(d);
     Py_ssize_t pos = 0;
     PyObject *name;

@@ -9,7 +9,10 @@
  *   - a NumPy function the shim replaces (`from numpy import zeros`)
  *                                                     -> the shim function,
  *   - a function marked with a numdyn policy (disallow_in_graph...)
- *                                                     -> its wrapper.
+ *                                                     -> its wrapper,
+ *   - the builtin `type` (not shadowed by a global)    -> a `type` that
+ *     answers numpy.ndarray for a lazy array and the NumPy scalar type
+ *     for a lazy scalar, as the function would see under NumPy.
  * The new name is "__numdyn_<name>__", injected into the function's own
  * globals dict (the module's namespace: a function needs a real dict, and
  * sharing it keeps `global` statements and later definitions visible).
@@ -26,11 +29,30 @@
 #include "trace_internal.h"
 #include "trace/loop.h"
 
-static PyObject *numpy_mod, *get_instructions;
+static PyObject *numpy_mod, *get_instructions, *type_shim, *builtin_mark;
+
+/* type(x) inside compiled code: what NumPy's value would be */
+static PyObject *type_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n == 1 && !kwnames && nd_proxy_check(args[0])) {
+        if (nd_proxy_is_scalar(args[0])) return PyArray_TypeObjectFromType(nd_proxy_dtype(args[0]));
+        return Py_NewRef((PyObject *)&PyArray_Type);
+    }
+    return PyObject_Vectorcall((PyObject *)&PyType_Type, args, nargsf, kwnames);
+}
+
+static PyMethodDef type_def = {
+    "type", (PyCFunction)(void (*)(void))type_impl, METH_FASTCALL | METH_KEYWORDS,
+    "type(object) -> the object's type, as under NumPy for numdyn's lazy values; "
+    "type(name, bases, dict) as the builtin"};
 
 static int init(void)
 {
     if (get_instructions) return 0;
+    if (!type_shim && !(type_shim = PyCFunction_New(&type_def, NULL))) return -1;
+    if (!builtin_mark && !(builtin_mark = PyUnicode_FromString("<numdyn: a builtin, not a global>")))
+        return -1;
     numpy_mod = PyImport_ImportModule("numpy");
     if (!numpy_mod) return -1;
     PyObject *dis = PyImport_ImportModule("dis");
@@ -56,6 +78,15 @@ static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObjec
         PyObject *v = PyDict_GetItemWithError(globals, name);
         if (!v) {
             if (PyErr_Occurred()) goto done;
+            /* the builtin type(), unless a global shadows it (guarded:
+             * the name must stay unbound in the globals) */
+            if (PyUnicode_CompareWithASCIIString(name, "type") == 0) {
+                PyObject *nn = PyUnicode_FromFormat("__numdyn_%U__", name);
+                PyObject *entry = nn ? PyTuple_Pack(3, nn, type_shim, builtin_mark) : NULL;
+                Py_XDECREF(nn);
+                if (!entry || PyDict_SetItem(mapping, name, entry) < 0) { Py_XDECREF(entry); goto done; }
+                Py_DECREF(entry);
+            }
             continue;
         }
         PyObject *repl = NULL;
@@ -188,6 +219,10 @@ int nd__remap_valid(PyObject *guards)
     for (Py_ssize_t k = 4; k + 1 < PyTuple_GET_SIZE(guards); k += 2) {
         PyObject *v = PyDict_GetItemWithError(globals, PyTuple_GET_ITEM(guards, k));
         if (!v && PyErr_Occurred()) return -1;
+        if (PyTuple_GET_ITEM(guards, k + 1) == builtin_mark) {
+            if (v) return 0;  /* a global now shadows the builtin */
+            continue;
+        }
         if (v != PyTuple_GET_ITEM(guards, k + 1)) return 0;
     }
     return 1;

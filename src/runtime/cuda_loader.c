@@ -1,0 +1,260 @@
+/* cuda_loader.c -- libnvrtc and libcuda through dlopen (runtime/cuda.h).
+ *
+ * Only the entry points numdyn calls are declared here, with the C ABI of
+ * nvrtc.h / cuda.h (handles are opaque pointers, results are ints): no
+ * CUDA header is needed to build numdyn. Where NVRTC is looked for is the
+ * Python layer's decision (numdyn/cuda.py passes the candidates: the PyPI
+ * wheel nvidia-cuda-nvrtc-cu12, then the system's sonames).
+ */
+#include "cuda.h"
+#include <dlfcn.h>
+#include <string.h>
+
+PyObject *nd_CudaError;
+
+/* ------------------------------------------------------------- NVRTC */
+typedef int nvrtcResult;          /* NVRTC_SUCCESS == 0 */
+typedef struct _nvrtcProgram *nvrtcProgram;
+static struct {
+    void *h;
+    char path[4096];
+    const char *(*GetErrorString)(nvrtcResult);
+    nvrtcResult (*Version)(int *, int *);
+    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                                 const char *const *, const char *const *);
+    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+} nv;
+
+#define NVRTC_HOWTO "install NVRTC with `pip install nvidia-cuda-nvrtc-cu12` (or the CUDA " \
+    "toolkit), or name the library in NUMDYN_NVRTC"
+
+static int nvrtc_bind(void *h)
+{
+#define SYM(f) if (!(*(void **)&nv.f = dlsym(h, "nvrtc" #f))) return -1
+    SYM(GetErrorString); SYM(Version); SYM(CreateProgram); SYM(DestroyProgram);
+    SYM(CompileProgram); SYM(GetProgramLogSize); SYM(GetProgramLog); SYM(GetPTXSize);
+    SYM(GetCUBINSize);
+#undef SYM
+    return 0;
+}
+
+/* _cuda_nvrtc_load(candidates) -> the path loaded. Tries each in order;
+ * CudaError listing every failure when none loads. */
+static PyObject *py_nvrtc_load(PyObject *self, PyObject *cands)
+{
+    (void)self;
+    if (nv.h) return PyUnicode_FromString(nv.path);
+    PyObject *seq = PySequence_Fast(cands, "_cuda_nvrtc_load: a sequence of paths");
+    if (!seq) return NULL;
+    PyObject *why = PyList_New(0);
+    if (!why) { Py_DECREF(seq); return NULL; }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        const char *p = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        if (!p) goto fail;
+        void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+        const char *e = h ? NULL : dlerror();
+        if (h && nvrtc_bind(h) < 0) {
+            e = "not an NVRTC library (an entry point is missing)";
+            dlclose(h);
+            h = NULL;
+        }
+        if (h) {
+            nv.h = h;
+            snprintf(nv.path, sizeof nv.path, "%s", p);
+            Py_DECREF(seq); Py_DECREF(why);
+            return PyUnicode_FromString(nv.path);
+        }
+        PyObject *line = PyUnicode_FromFormat("  %s: %s", p, e ? e : "cannot be loaded");
+        if (!line || PyList_Append(why, line) < 0) { Py_XDECREF(line); goto fail; }
+        Py_DECREF(line);
+    }
+    PyObject *sep = PyUnicode_FromString("\n");
+    PyObject *lines = sep ? PyUnicode_Join(sep, why) : NULL;
+    Py_XDECREF(sep);
+    if (lines)
+        PyErr_Format(nd_CudaError, "numdyn.cuda: NVRTC (libnvrtc) not found; %s. Tried:\n%U",
+                     NVRTC_HOWTO, lines);
+    Py_XDECREF(lines);
+fail:
+    Py_DECREF(seq); Py_DECREF(why);
+    return NULL;
+}
+
+static int need_nvrtc(void)
+{
+    if (nv.h) return 0;
+    PyObject *mod = PyImport_ImportModule("numdyn.cuda");
+    PyObject *r = mod ? PyObject_CallMethod(mod, "_load_nvrtc", NULL) : NULL;
+    Py_XDECREF(mod);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return nv.h ? 0 : -1;
+}
+
+static PyObject *py_nvrtc_version(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    int ma = 0, mi = 0;
+    if (!nv.h) {
+        PyErr_SetString(nd_CudaError, "numdyn.cuda: NVRTC is not loaded");
+        return NULL;
+    }
+    if (nv.Version(&ma, &mi) != 0) {
+        PyErr_SetString(nd_CudaError, "numdyn.cuda: nvrtcVersion failed");
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", ma, mi);
+}
+
+int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size)
+{
+    *log = NULL;
+    if (need_nvrtc() < 0) return -1;
+    if (strncmp(arch, "compute_", 8) && strncmp(arch, "sm_", 3)) {
+        PyErr_Format(PyExc_ValueError,
+                     "numdyn.cuda: arch must be 'compute_XY' (PTX) or 'sm_XY' (cubin), not '%s'",
+                     arch);
+        return -1;
+    }
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    /* --fmad=false: NumPy rounds a * b and then + c; a contracted FMA would
+     * give other results than the CPU backend and NumPy */
+    const char *opts[] = {archopt, "--std=c++17", "--fmad=false", "-default-device"};
+    nvrtcProgram prog = NULL;
+    nvrtcResult r;
+    Py_BEGIN_ALLOW_THREADS
+    r = nv.CreateProgram(&prog, src, "numdyn_kernels.cu", 0, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (r != 0) {
+        PyErr_Format(nd_CudaError, "numdyn.cuda: nvrtcCreateProgram: %s", nv.GetErrorString(r));
+        return -1;
+    }
+    nvrtcResult cr;
+    Py_BEGIN_ALLOW_THREADS
+    cr = nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    Py_END_ALLOW_THREADS
+    size_t ls = 0;
+    char *buf = NULL;
+    if (nv.GetProgramLogSize(prog, &ls) == 0 && (buf = PyMem_Malloc(ls + 1))) {
+        buf[0] = 0;
+        if (nv.GetProgramLog(prog, buf) != 0) buf[0] = 0;
+        buf[ls] = 0;
+    }
+    *log = PyUnicode_DecodeUTF8(buf ? buf : "", buf ? (Py_ssize_t)strlen(buf) : 0, "replace");
+    PyMem_Free(buf);
+    int rc = -1;
+    if (!*log) goto done;
+    if (cr != 0) {
+        PyErr_Format(nd_CudaError, "numdyn.cuda: NVRTC could not compile the generated CUDA "
+                     "for %s (%s); this is a numdyn bug, please report it with the log:\n%U",
+                     arch, nv.GetErrorString(cr), *log);
+        Py_CLEAR(*log);
+        goto done;
+    }
+    *size = 0;
+    r = arch[0] == 's' ? nv.GetCUBINSize(prog, size) : nv.GetPTXSize(prog, size);
+    if (r != 0) {
+        PyErr_Format(nd_CudaError, "numdyn.cuda: NVRTC gave no output: %s", nv.GetErrorString(r));
+        Py_CLEAR(*log);
+        goto done;
+    }
+    rc = 0;
+done:
+    nv.DestroyProgram(&prog);
+    return rc;
+}
+
+/* _cuda_compile(source, arch) -> (log, bytes of PTX or cubin) */
+static PyObject *py_compile(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *src, *arch;
+    if (!PyArg_ParseTuple(args, "ss", &src, &arch)) return NULL;
+    PyObject *log;
+    size_t size;
+    if (nd_cuda_nvrtc_compile(src, arch, &log, &size) < 0) return NULL;
+    return Py_BuildValue("(Nn)", log, (Py_ssize_t)size);
+}
+
+/* ------------------------------------------------------------ driver */
+typedef int CUresult;            /* CUDA_SUCCESS == 0 */
+static struct {
+    int tried, count;
+    void *h;
+    char why[512];               /* when count == 0: the reason */
+    int version;
+} drv;
+
+static void driver_probe(void)
+{
+    if (drv.tried) return;
+    drv.tried = 1;
+    const char *names[] = {"libcuda.so.1", "libcuda.so"};
+    for (size_t i = 0; i < 2 && !drv.h; i++) drv.h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!drv.h) {
+        snprintf(drv.why, sizeof drv.why, "no CUDA driver (libcuda.so.1 not found: %s); install "
+                 "the NVIDIA driver on a machine with an NVIDIA GPU", dlerror());
+        return;
+    }
+    CUresult (*init)(unsigned) = NULL;
+    CUresult (*count)(int *) = NULL;
+    CUresult (*version)(int *) = NULL;
+    CUresult (*errstr)(CUresult, const char **) = NULL;
+    *(void **)&init = dlsym(drv.h, "cuInit");
+    *(void **)&count = dlsym(drv.h, "cuDeviceGetCount");
+    *(void **)&version = dlsym(drv.h, "cuDriverGetVersion");
+    *(void **)&errstr = dlsym(drv.h, "cuGetErrorString");
+    if (!init || !count) {
+        snprintf(drv.why, sizeof drv.why, "libcuda lacks cuInit/cuDeviceGetCount: a broken "
+                 "NVIDIA driver installation");
+        return;
+    }
+    CUresult r = init(0);
+    if (r != 0) {
+        const char *s = NULL;
+        if (errstr) errstr(r, &s);
+        snprintf(drv.why, sizeof drv.why, "cuInit failed (%d: %s): check that an NVIDIA GPU is "
+                 "visible (nvidia-smi, CUDA_VISIBLE_DEVICES) and the driver matches the kernel "
+                 "module", r, s ? s : "unknown error");
+        return;
+    }
+    if (version) version(&drv.version);
+    int n = 0;
+    if (count(&n) != 0 || n <= 0) {
+        snprintf(drv.why, sizeof drv.why, "the CUDA driver sees no device (CUDA_VISIBLE_DEVICES?)");
+        return;
+    }
+    drv.count = n;
+}
+
+/* _cuda_driver() -> (device count, driver version or 0, reason when none) */
+static PyObject *py_driver(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    driver_probe();
+    if (drv.count > 0) return Py_BuildValue("(iiO)", drv.count, drv.version, Py_None);
+    return Py_BuildValue("(iis)", 0, drv.version, drv.why);
+}
+
+static PyMethodDef methods[] = {
+    {"_cuda_nvrtc_load", py_nvrtc_load, METH_O, "load NVRTC from the first path that loads"},
+    {"_cuda_nvrtc_version", py_nvrtc_version, METH_NOARGS, "(major, minor) of the loaded NVRTC"},
+    {"_cuda_compile", py_compile, METH_VARARGS, "NVRTC-compile CUDA C: (log, output bytes)"},
+    {"_cuda_driver", py_driver, METH_NOARGS, "(device count, driver version, reason)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_cuda_init(PyObject *module)
+{
+    nd_CudaError = PyErr_NewExceptionWithDoc(
+        "numdyn.CudaError", "NVRTC or the CUDA driver failed; the message says what to do.",
+        PyExc_RuntimeError, NULL);
+    if (!nd_CudaError || PyModule_AddObjectRef(module, "CudaError", nd_CudaError) < 0) return -1;
+    return PyModule_AddFunctions(module, methods);
+}
