@@ -46,7 +46,7 @@ CONTRACT = {
               "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},
     "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h"},
-    "codegen": {"src/codegen/codegen.h"},
+    "codegen": {"src/codegen/codegen.h", "src/codegen/codegen_cuda.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h",
                 "src/runtime/cuda.h"},   # the CUDA runtime (issue 16)

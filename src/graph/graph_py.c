@@ -498,6 +498,19 @@ PyTypeObject NdGraph_Type = {
     .tp_doc = "A captured numdyn graph: iterate its nodes, print it, or call it on arrays.",
 };
 
+int nd_graphpy_parts(PyObject *o, nd_graph **g, const nd_id **outs, int *nout)
+{
+    if (!PyObject_TypeCheck(o, &NdGraph_Type)) {
+        PyErr_Format(PyExc_TypeError, "expected a numdyn.Graph, not %.100s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    graphobj *go = (graphobj *)o;
+    *g = go->g;
+    *outs = go->outs;
+    *nout = go->nout;
+    return 0;
+}
+
 PyObject *nd_graphpy_wrap(nd_graph *g, const nd_id *outs, int nout)
 {
     graphobj *o = PyObject_New(graphobj, &NdGraph_Type);

@@ -79,3 +79,42 @@ def is_available():
 def unavailable_reason():
     """Why is_available() is False (None when it is True)."""
     return _C._cuda_driver()[2]
+
+
+def _graphs_of(fn, args, kwargs):
+    """The graphs numdyn captures for fn(*args, **kwargs) (a fresh capture)."""
+    from . import compile as _compile
+    graphs = []
+
+    def collect(graph, example_inputs):
+        graphs.append(graph)
+        return graph  # the call itself runs with NumPy
+
+    _compile(fn, backend=collect)(*args, **kwargs)
+    return graphs
+
+
+def kernels(fn, *args, **kwargs):
+    """[(kind, CUDA C of one kernel)] for the call fn(*args, **kwargs): every
+    kernel of every graph the call captures, as the native backend would
+    schedule them. NotImplementedError names a kernel form without a CUDA
+    version."""
+    out = []
+    for g in _graphs_of(fn, args, kwargs):
+        out += [(kind, text) for kind, _h, text in _C._cuda_kernels(g)]
+    return out
+
+
+def source(fn, *args, **kwargs):
+    """The CUDA C numdyn would compile for the call fn(*args, **kwargs): one
+    translation unit (the helpers of kernels/nd_cuda.h, then every kernel)."""
+    ks = kernels(fn, *args, **kwargs)
+    return _C._cuda_prelude() + "\n" + "\n".join(text for _kind, text in ks)
+
+
+def compile_check(fn, *args, arch="compute_80", **kwargs):
+    """Compile source(fn, *args, **kwargs) with NVRTC for `arch`
+    ("compute_XY": PTX, "sm_XY": a cubin). Returns NVRTC's log; raises
+    CudaError with the log when it does not compile."""
+    log, _size = _C._cuda_compile(source(fn, *args, **kwargs), arch)
+    return log

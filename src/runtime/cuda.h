@@ -20,5 +20,8 @@ int nd_cuda_init(PyObject *module);
  * be loaded. */
 int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size);
 
+/* cuda_source.c: _cuda_kernels(graph), _cuda_prelude() (called by nd_cuda_init) */
+int nd_cuda_source_init(PyObject *module);
+
 extern PyObject *nd_CudaError;
 #endif

@@ -256,5 +256,6 @@ int nd_cuda_init(PyObject *module)
         "numdyn.CudaError", "NVRTC or the CUDA driver failed; the message says what to do.",
         PyExc_RuntimeError, NULL);
     if (!nd_CudaError || PyModule_AddObjectRef(module, "CudaError", nd_CudaError) < 0) return -1;
-    return PyModule_AddFunctions(module, methods);
+    if (PyModule_AddFunctions(module, methods) < 0) return -1;
+    return nd_cuda_source_init(module);
 }
