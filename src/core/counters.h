@@ -39,6 +39,8 @@ typedef enum {
     ND_CTR_ERRSTATE_QUERIES, /* np.geterr() calls the tracer made to learn whether traced
                                 arithmetic may raise (trace_handlers.c): once per
                                 error state, not per operation */
+    ND_CTR_BASE_COPY_BYTES, /* bytes a SETITEM copied from its base's array before writing its
+                               region (runtime_native.c): what in-place writes avoid */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -672,6 +672,7 @@ void nd_program_free(nd_program *p)
     PyMem_Free(p->own);
     PyMem_Free(p->kord);
     PyMem_Free(p->take);
+    PyMem_Free(p->take_in);
     PyMem_Free(p->last);
     PyMem_Free(p->isout);
     PyMem_Free(p->freeat);
@@ -1302,11 +1303,14 @@ static int plan_buffers(sched *s, nd_program *p)
          * region's own kernel (the next step) reading it in place-safe
          * ways: write in place instead of copying the whole base (a loop
          * of row updates A[i] = f(A[i-1]) would copy A per row) */
-        if (p->own[base] && !p->isout[base] &&
+        int in_place = !p->isout[base] &&
             (p->last[base] == t ||
              (p->last[base] == t + 1 && t + 1 < ns && p->steps[t + 1].kind == ND_S_KERNEL &&
-              region_reads_in_place(g, &p->kerns[p->steps[t + 1].kern], st->node))))
-            p->take[st->node] = 1;
+              region_reads_in_place(g, &p->kerns[p->steps[t + 1].kern], st->node)));
+        if (in_place && p->own[base]) p->take[st->node] = 1;
+        /* an input the caller gives up (a value of an earlier flush that
+         * nothing reads again: A of an LU whose every step flushes) */
+        if (in_place && g->nodes[base].op == ND_OP_INPUT) p->take_in[st->node] = 1;
     }
     return 0;
 }
@@ -1346,13 +1350,14 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     p->own = PyMem_Calloc(N, 1);
     p->kord = PyMem_Calloc(N, 1);
     p->take = PyMem_Calloc(N, 1);
+    p->take_in = PyMem_Calloc(N, 1);
     p->last = PyMem_Malloc(N * sizeof(int32_t));
     p->outs = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout + 1));
     p->steps = PyMem_Malloc(sizeof(nd_step) * N * 2);
     if (!s.mat || !s.eager || !s.freen || !s.isout || !s.grp || !s.parent || !s.groot ||
         !s.gkind || !s.growg || !s.gsize || !s.gops || !s.gfr || !s.shortr || !s.rowgrp || !s.center || !s.level ||
         !s.cstart || !s.gsets || !s.ng || !s.seen || !s.cost || !s.kpos || !p->own || !p->kord ||
-        !p->take || !p->last || !p->outs || !p->steps) {
+        !p->take || !p->take_in || !p->last || !p->outs || !p->steps) {
         PyErr_NoMemory();
         goto fail;
     }

@@ -148,6 +148,9 @@ typedef struct nd_program {
                                C: a pointwise kernel's output NumPy lays out
                                so (a ufunc of Fortran arrays) */
     uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
+    uint8_t *take_in;       /* per SETITEM whose in[0] is an INPUT: may write
+                               into that array when the run was given it
+                               (backend.h, donated inputs): the rule of take */
     int32_t *last;          /* per node: last step reading it (-1: none) */
     uint8_t *isout;         /* per node: an output (kept) */
     int32_t *freeat;        /* nsteps + 1 offsets into freen: the buffers */

@@ -88,6 +88,15 @@ int nd_extern_sibling(const nd_node *a, const nd_node *b);
  * when NumPy raises for its error state). Reset by each built-in run. */
 extern _Thread_local const nd_id *nd_scalar_stores;  /* 2 * nd_nscalar_stores ids */
 extern _Thread_local int nd_nscalar_stores;
+/* Donated inputs. INPUT nodes of the graph whose arrays nothing outside
+ * the run reads again (the flush gives them up, trace_flush.c): the native
+ * backend may write a SETITEM's region into such an array instead of
+ * copying it (nd_program.take_in). It restores what it overwrote when the
+ * run fails or NumPy runs the graph again, so the graph's inputs are as
+ * given then. Read and cleared by the run that starts next on the thread
+ * (a nested run sees none). */
+extern _Thread_local const nd_id *nd_donated;
+extern _Thread_local int nd_ndonated;
 extern _Thread_local nd_id nd_failed_node;
 extern _Thread_local int nd_failed_before;
 /* Whether storing the one-element ndarray `value` into an array of signed

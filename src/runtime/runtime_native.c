@@ -587,8 +587,98 @@ static int scalar_store_fails(nd_graph *g, PyObject **arr)
     return 0;
 }
 
+_Thread_local const nd_id *nd_donated;
+_Thread_local int nd_ndonated;
+
+/* Regions a run wrote into donated arrays (backend.h), with what they held
+ * before: undone, last first, when the run fails or NumPy reruns the graph. */
+#define ND_MAX_DONATED 8
+typedef struct {
+    int nbuf;
+    char *lo[ND_MAX_DONATED], *hi[ND_MAX_DONATED];  /* the donated arrays' bytes */
+    int n, cap;
+    PyObject **view, **saved;
+} undo_log;
+
+static int donated_id(const nd_id *don, int ndon, nd_id id)
+{
+    for (int k = 0; k < ndon; k++) if (don[k] == id) return 1;
+    return 0;
+}
+
+static int in_donated(const undo_log *u, PyArrayObject *a)
+{
+    char *p = PyArray_BYTES(a);
+    for (int k = 0; k < u->nbuf; k++) if (p >= u->lo[k] && p < u->hi[k]) return 1;
+    return 0;
+}
+
+/* SETITEM `set` is about to write its region into b, a donated array (or
+ * one of its takes): keep a copy of the region */
+static int undo_save(undo_log *u, nd_graph *g, nd_id set, PyArrayObject *b)
+{
+    const nd_node *sn = &g->nodes[set];
+    if (u->n == u->cap) {
+        int cap = u->cap ? 2 * u->cap : 4;
+        PyObject **v = PyMem_Realloc(u->view, sizeof(PyObject *) * (size_t)cap);
+        if (v) u->view = v;
+        PyObject **s = v ? PyMem_Realloc(u->saved, sizeof(PyObject *) * (size_t)cap) : NULL;
+        if (!s) { PyErr_NoMemory(); return -1; }
+        u->saved = s;
+        u->cap = cap;
+    }
+    npy_intp isz = PyArray_ITEMSIZE(b), st[ND_MAXDIMS];
+    for (int d = 0; d < sn->vndim; d++) st[d] = sn->vstrides[d] * isz;
+    PyArray_Descr *dt = PyArray_DESCR(b);
+    Py_INCREF(dt);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, dt, sn->vndim, (npy_intp *)sn->vshape, st,
+                                       PyArray_BYTES(b) + sn->voff * isz, NPY_ARRAY_WRITEABLE, NULL);
+    if (!v) return -1;
+    if (PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef((PyObject *)b)) < 0) { Py_DECREF(v); return -1; }
+    PyObject *c = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+    if (!c) { Py_DECREF(v); return -1; }
+    u->view[u->n] = v;
+    u->saved[u->n++] = c;
+    return 0;
+}
+
+static void undo_end(undo_log *u, int restore)
+{
+    if (restore && u->n) {
+#if PY_VERSION_HEX >= 0x030C0000
+        PyObject *exc = PyErr_GetRaisedException();
+#else
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+#endif
+        for (int k = u->n - 1; k >= 0; k--)
+            if (PyArray_CopyInto((PyArrayObject *)u->view[k], (PyArrayObject *)u->saved[k]) < 0)
+                PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(exc);
+#else
+        PyErr_Restore(et, ev, etb);
+#endif
+    }
+    for (int k = 0; k < u->n; k++) {
+        Py_DECREF(u->view[k]);
+        Py_DECREF(u->saved[k]);
+    }
+    PyMem_Free(u->view);
+    PyMem_Free(u->saved);
+    memset(u, 0, sizeof *u);
+}
+
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout)
 {
+    /* this run's donated inputs; a run nested in it (an extern calling
+     * back into numdyn) gets none */
+    const nd_id *don = nd_donated;
+    int ndon = nd_ndonated;
+    nd_donated = NULL;
+    nd_ndonated = 0;
+    undo_log undo;
+    memset(&undo, 0, sizeof undo);
     int n = g->n;
     /* arr[i]: node i's array; arr[n + i]: its C copy for view reads */
     PyObject *small[128], **arr = small;
@@ -615,6 +705,11 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         }
         arr[i] = usable(nn->obj, 0);
         if (!arr[i]) goto done;
+        if (ndon && arr[i] == nn->obj && undo.nbuf < ND_MAX_DONATED && donated_id(don, ndon, i)) {
+            PyArrayObject *a = (PyArrayObject *)arr[i];
+            undo.lo[undo.nbuf] = PyArray_BYTES(a);
+            undo.hi[undo.nbuf++] = PyArray_BYTES(a) + PyArray_NBYTES(a);
+        }
     }
     for (int t = 0; t < p->nsteps; t++) {
         nd_step *st = &p->steps[t];
@@ -626,7 +721,10 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         } else if (st->kind == ND_S_BASE) {
             nd_id base = g->nodes[st->node].in[0];
             PyArrayObject *b = (PyArrayObject *)arr[base];
-            if (p->take[st->node] && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
+            int given = undo.nbuf && p->take_in && p->take_in[st->node] &&
+                        g->nodes[base].op == ND_OP_INPUT && in_donated(&undo, b);
+            if ((p->take[st->node] || given) && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
+                if (undo.nbuf && in_donated(&undo, b) && undo_save(&undo, g, st->node, b) < 0) goto done;
                 Py_INCREF(b);
                 arr[st->node] = (PyObject *)b;
             } else {
@@ -634,6 +732,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
                 arr[st->node] = nd_alloc_array(sn->ndim, sn->shape, sn->dtype);
                 if (!arr[st->node]) goto done;
                 if (PyArray_CopyInto((PyArrayObject *)arr[st->node], b) < 0) goto done;
+                nd_counter_add(ND_CTR_BASE_COPY_BYTES, (long long)PyArray_NBYTES(b));
             }
         } else {
             nd_counter_add(ND_CTR_KERNEL_RUNS, 1);
@@ -667,6 +766,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     if (nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
 done:
     nd_par_close(0);  /* a failed run's open span is no sample */
+    /* NumPy reruns the graph, or the caller sees the failure: the donated
+     * inputs hold what they were given */
+    undo_end(&undo, !res || rerun);
     for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
     if (arr != small) PyMem_Free(arr);
     if (rerun) {

@@ -625,6 +625,77 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_i
     return res;
 }
 
+/* Inputs of a flush's graph it may give up to the run (backend.h, donated
+ * inputs): the value of an earlier flush -- A of an LU whose every step
+ * flushes, written in place by the next step -- that nothing reads after
+ * this flush. Copying it whole for each SETITEM on it was 43% of that
+ * program. The trace gives up its reference (the value of node i) for the
+ * run; the caller puts it back when the run fails (its regions undone by
+ * the backend). Donated when:
+ *   the run's array is the value itself, and only the node and the run's
+ *   INPUT hold it (no view of it, no NumPy array the user holds, no other
+ *   node's value); it owns its C-contiguous, writeable memory;
+ *   no storage's version, no proxy's cached view is node i, and every node
+ *   that reads i and has no value is computed by this flush as a target
+ *   (a value then, so i is not read again). */
+#define ND_DONATE_SCAN 4096
+
+/* Whether a later flush may read node i (nd__needed_nodes' rule, with this
+ * flush's targets counted as values): walked over the nodes made since i
+ * only. 1, 0, or -1 with MemoryError. */
+static int needed_after(nd_trace *t, nd_id i)
+{
+    nd_graph *tg = t->g;
+    const char *target = t->scr_seen;
+    Py_ssize_t span = tg->n - i;
+    char *need = PyMem_Calloc((size_t)span, 1);
+    if (!need) { PyErr_NoMemory(); return -1; }
+#define MARK(id) do { nd_id m_ = (id); if (m_ >= i) need[m_ - i] = 1; } while (0)
+    for (NdProxy *p = t->proxies; p; p = p->next) {
+        MARK(p->st->version);
+        if (p->vver == p->st->version && p->vnode >= 0) MARK(p->vnode);
+    }
+    for (Py_ssize_t k = 0; k < t->nclist; k++) MARK(t->clist[k]->version);
+    for (nd_id c = tg->n - 1; c > i; c--) {
+        nd_node *cn = &tg->nodes[c];
+        if (!need[c - i] || cn->value || target[c] || cn->op == ND_OP_INPUT) continue;
+        for (int k = 0; k < cn->nin; k++) if (cn->in[k] >= 0) MARK(cn->in[k]);
+        for (int k = 0; k < cn->nextra; k++) if (cn->extra[k] >= 0) MARK(cn->extra[k]);
+    }
+#undef MARK
+    int r = need[0];
+    PyMem_Free(need);
+    return r;
+}
+
+static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order, Py_ssize_t norder,
+                  nd_id *don, nd_id *from, PyObject **keep, int cap)
+{
+    nd_graph *tg = t->g;
+    int nd = 0;
+    for (Py_ssize_t o = 0; o < norder && nd < cap; o++) {
+        nd_id i = order[o], x = map[i];
+        if (x == ND_NONE || g->nodes[x].op != ND_OP_INPUT) continue;
+        nd_node *tn = &tg->nodes[i];
+        PyObject *v = tn->value;
+        if (tn->op == ND_OP_INPUT || !v || g->nodes[x].obj != v || !PyArray_CheckExact(v) ||
+            Py_REFCNT(v) != 2 || tg->n - i > ND_DONATE_SCAN)
+            continue;
+        PyArrayObject *a = (PyArrayObject *)v;
+        if (!PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA) || !PyArray_IS_C_CONTIGUOUS(a) ||
+            !PyArray_ISWRITEABLE(a) || PyArray_BASE(a))
+            continue;
+        int read = needed_after(t, i);
+        if (read < 0) { PyErr_Clear(); read = 1; }  /* no memory to tell: copied, as before */
+        if (read) continue;
+        don[nd] = x;
+        from[nd] = i;
+        keep[nd++] = v;
+        tn->value = NULL;  /* its reference moves to keep */
+    }
+    return nd;
+}
+
 static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const nd_id *stores,
                                int nstores)
 {
@@ -661,7 +732,20 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const 
         res = run_custom(t, g, outs, nt, &gobj);
         g = NULL;  /* stolen */
     } else {
+        nd_id don[8], from[8];
+        PyObject *keep[8];
+        nd_replay_rec *rec0 = nd__rec_of(t);
+        int ndon = t->backend == ND_BACKEND_NATIVE && !t->explain && !(rec0 && rec0->final && !rec0->g)
+                   ? donate(t, g, map, order, norder, don, from, keep, 8) : 0;
+        nd_donated = ndon ? don : NULL;
+        nd_ndonated = ndon;
         res = nd__run_with_stores(t->backend, g, outs, nt, t->options, xstores, nx);
+        nd_donated = NULL;
+        nd_ndonated = 0;
+        for (int k = 0; k < ndon; k++) {
+            if (res) Py_DECREF(keep[k]);
+            else t->g->nodes[from[k]].value = keep[k];  /* as it was: the run undid its writes */
+        }
         if (!res && nd_failed_node != ND_NONE) {
             /* the operation that raised, as a node of t's graph */
             for (nd_id i = 0; i < t->g->n; i++)
