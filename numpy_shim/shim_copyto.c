@@ -82,6 +82,10 @@ static PyObject *copyto_impl(nd_trace *t, PyObject **argv)
     }
     if (where == Py_True) where = NULL;
     if (numpy_accepts(dst, src, casting, where) < 0) return NULL;
+    /* NumPy skips copying an array onto itself (same data, dtype, shape and
+     * strides: PyArray_AssignArray's redundant-copy check), before it
+     * checks that dst is writeable */
+    if (nd_proxy_same_view(dst, src)) Py_RETURN_NONE;
     int dt = nd_proxy_dtype(dst), ndim = nd_proxy_ndim(dst);
     const npy_intp *shape = nd_proxy_shape(dst);
     /* numpy_accepts gave NumPy's warnings; a replayed call would not */

@@ -397,8 +397,52 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
     return r < 0 ? r : nd_trace_settle(t, first);
 }
 
+/* Every dim indexed by an integer (or a 0-d array by ()): NumPy assigns
+ * ONE element through its scalar conversion, not by broadcasting -- a value
+ * with dims raises "setting an array element with a sequence.", a list
+ * int()'s or float()'s TypeError. */
+static int element_key(PyObject *key, int ndim)
+{
+    if (!PyTuple_Check(key)) return ndim == 1 && !PyBool_Check(key) && PyIndex_Check(key) &&
+                                    !PyArray_Check(key) && !nd_proxy_check(key);
+    if (PyTuple_GET_SIZE(key) != ndim) return 0;
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        PyObject *k = PyTuple_GET_ITEM(key, i);
+        if (PyBool_Check(k) || !PyIndex_Check(k) || PyArray_Check(k) || nd_proxy_check(k)) return 0;
+    }
+    return 1;
+}
+
+/* NumPy's answer to that assignment of a value with dims or a sequence,
+ * asked of a 0-d array of the destination's dtype (a lazy value stands in
+ * as zeros of its dtype and shape): 0 accepted, -1 NumPy's error set */
+static int element_value_ok(int dtype, PyObject *value)
+{
+    PyObject *standin = NULL;
+    if (nd_proxy_check(value)) {
+        if (nd_proxy_is_scalar(value) || nd_proxy_ndim(value) == 0) return 0;
+        standin = PyArray_Zeros(nd_proxy_ndim(value), (npy_intp *)nd_proxy_shape(value),
+                                PyArray_DescrFromType(nd_proxy_dtype(value)), 0);
+        if (!standin) return -1;
+    } else if ((PyArray_Check(value) && PyArray_NDIM((PyArrayObject *)value) > 0) ||
+               PyList_Check(value) || PyTuple_Check(value)) {
+        standin = Py_NewRef(value);
+    } else {
+        return 0;
+    }
+    PyObject *probe = PyArray_Zeros(0, NULL, PyArray_DescrFromType(dtype), 0);
+    PyObject *empty = probe ? PyTuple_New(0) : NULL;
+    int r = empty ? PyObject_SetItem(probe, empty, standin) : -1;
+    Py_XDECREF(empty);
+    Py_XDECREF(probe);
+    Py_DECREF(standin);
+    return r < 0 ? -1 : 0;
+}
+
 static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
+    if (element_key(key, nd_proxy_ndim(self)) && element_value_ok(nd_proxy_dtype(self), value) < 0)
+        return -1;
     if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_setitem(t, self, key, value);
     basic_map m;
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);

@@ -454,9 +454,9 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
         for (int l = 0; l < EIN_MAXL; l++) has_sum |= e.count[l] && !in_out[l];
     }
     PyObject *op0 = PyTuple_GET_ITEM(ops, 1);
-    if (nop == 1 && !has_sum && nd_proxy_check(op0) && !nd_proxy_is_scalar(op0)) {
+    if (nop == 1 && !has_sum && e.nout > 0 && nd_proxy_check(op0) && !nd_proxy_is_scalar(op0)) {
         /* NumPy returns a (writeable) view for a pure relabeling: a
-         * transpose or diagonal of the operand */
+         * transpose or diagonal of the operand (a 0-d result: a scalar) */
         npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS] = {0}, sh[ND_MAXDIMS];
         nd_c_strides(in[0].ndim, in[0].shape, cs);
         for (int j = 0; j < e.nout; j++) {

@@ -587,9 +587,17 @@ static int check_out_shape(int ond, const npy_intp *osh, int vnd, const npy_intp
         ok = v == o || v == 1;
     }
     if (ok) return 0;
+    /* NumPy's iterator broadcasts the output with the inputs and names
+     * that shape (inputs (2,1), out (1,2): "the broadcast shape (2,2)") */
+    int bnd = vnd > ond ? vnd : ond;
+    npy_intp bsh[ND_MAXDIMS];
+    for (int d = 0; d < bnd; d++) {
+        npy_intp v = d < vnd ? vsh[vnd - 1 - d] : 1, o = d < ond ? osh[ond - 1 - d] : 1;
+        bsh[bnd - 1 - d] = v == 1 ? o : v;
+    }
     char a[256], b[256];
     shapes_str(a, sizeof a, ond, osh);
-    shapes_str(b, sizeof b, vnd, vsh);
+    shapes_str(b, sizeof b, bnd, bsh);
     PyErr_Format(PyExc_ValueError,
                  "non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
                  a, b);

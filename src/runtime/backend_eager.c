@@ -46,8 +46,26 @@ static PyObject *scalar_pyobj(const nd_node *n)
     if (t == NPY_BOOL) return PyBool_FromLong(n->scalar.i != 0);
     if (PyTypeNum_ISCOMPLEX(t)) return PyComplex_FromDoubles(n->scalar.c.re, n->scalar.c.im);
     if (PyTypeNum_ISFLOAT(t)) return PyFloat_FromDouble(n->scalar.f);
-    if (PyTypeNum_ISUNSIGNED(t)) return PyLong_FromUnsignedLongLong(n->scalar.u);
-    return PyLong_FromLongLong(n->scalar.i);
+    /* a value of the node's own dtype: NumPy's C cast into a narrower
+     * integer keeps the low bits (np.full(n, -1.0, dtype=np.uint32) holds
+     * 4294967295), so the 64-bit payload is wrapped to the dtype's width */
+    int bits = 64;
+    PyArray_Descr *d = PyArray_DescrFromType(t);
+    if (d) {
+        bits = 8 * (int)PyDataType_ELSIZE(d);
+        Py_DECREF(d);
+    }
+    if (PyTypeNum_ISUNSIGNED(t)) {
+        uint64_t u = n->scalar.u;
+        if (bits < 64) u &= (UINT64_C(1) << bits) - 1;
+        return PyLong_FromUnsignedLongLong(u);
+    }
+    int64_t i = n->scalar.i;
+    if (bits < 64) {
+        uint64_t m = (UINT64_C(1) << bits) - 1, u = (uint64_t)i & m;
+        i = (u >> (bits - 1)) ? (int64_t)(u | ~m) : (int64_t)u;
+    }
+    return PyLong_FromLongLong(i);
 }
 
 static PyObject *eval_scalar(const nd_node *n)

@@ -171,6 +171,9 @@ int nd_proxy_set_readonly(PyObject *proxy);
  * array). Lets the shim raise NumPy's own message first, e.g. ufunc out=
  * "output array is read-only". */
 int nd_proxy_is_readonly(PyObject *proxy);
+/* a and b are live proxies viewing the same memory the same way (NumPy:
+ * same data pointer, dtype, shape and strides) */
+int nd_proxy_same_view(PyObject *a, PyObject *b);
 /* x.real / x.imag of a complex proxy as a view (new ref): same storage and
  * map, dtype float32/float64; which = ND_F_VIEW_REAL or ND_F_VIEW_IMAG.
  * Reads are VIEW nodes with that flag; writes through it (or its views)

@@ -120,8 +120,14 @@ int nd_operand_memory_strides(PyObject *o, int *ndim, const npy_intp **shape, np
 
 /* operand o's element strides placed on (ndim, shape) from dim `lead`
  * on (lead < 0: right-aligned, as broadcasting places it), 0 where it
- * carries no order; 1 when o has none to give (a scalar, an odd layout) */
-static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, int lead, npy_intp *st)
+ * carries no order; 1 when o has none to give (a scalar, an odd layout).
+ * The iterator's rule (iter) ignores zero strides; the other one
+ * (PyArray_CreateMultiSortedStridePerm: copy, astype, *_like) ignores only
+ * length-1 dims and sorts a broadcast dim's zero stride as the smallest,
+ * innermost (np.broadcast_to(x, (2, 4)).astype(...) is Fortran-ordered):
+ * for it strides are doubled and a zero stride becomes 1. */
+static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, int lead, npy_intp *st,
+                           int iter)
 {
     int ond;
     const npy_intp *osh;
@@ -131,7 +137,9 @@ static int operand_strides(PyObject *o, int ndim, const npy_intp *shape, int lea
     if (lead + ond > ndim) return 1;
     for (int d = 0; d < ndim; d++) {
         int e = d - lead;
-        st[d] = e < 0 || e >= ond || shape[d] == 1 ? 0 : ms[e];
+        if (e < 0 || e >= ond || shape[d] == 1) st[d] = 0;
+        else if (iter) st[d] = ms[e];
+        else st[d] = osh[e] == 1 ? 0 : ms[e] ? 2 * ms[e] : 1;
     }
     return 0;
 }
@@ -149,7 +157,7 @@ void nd_proxy_set_korder_st(PyObject *res, int nfixed, const npy_intp (*fixed)[N
     for (int k = 0; k < nfixed; k++, m++)
         for (int d = 0; d < s->ndim; d++) st[m][d] = s->shape[d] == 1 ? 0 : fixed[k][d];
     for (int k = 0; k < nops; k++)
-        if (ops[k] && !operand_strides(ops[k], s->ndim, s->shape, -1, st[m])) m++;
+        if (ops[k] && !operand_strides(ops[k], s->ndim, s->shape, -1, st[m], iter)) m++;
     nd_korder(m, s->ndim, (const npy_intp (*)[ND_MAXDIMS])st, iter, perm);
     if (st != small) PyMem_Free(st);
     set_perm(s, perm);
@@ -197,8 +205,8 @@ void nd_proxy_set_korder_outer(PyObject *res, PyObject *a, PyObject *b)
     const npy_intp *ash;
     npy_intp st[2][ND_MAXDIMS];
     if (nd_operand_memory_strides(a, &na, &ash, st[0])) return;
-    m += !operand_strides(a, nd, s->shape, 0, st[m]);
-    m += !operand_strides(b, nd, s->shape, na, st[m]);
+    m += !operand_strides(a, nd, s->shape, 0, st[m], 1);
+    m += !operand_strides(b, nd, s->shape, na, st[m], 1);
     nd_korder(m, nd, (const npy_intp (*)[ND_MAXDIMS])st, 1, perm);
     set_perm(s, perm);
 }

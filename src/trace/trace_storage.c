@@ -394,6 +394,15 @@ int nd_proxy_is_readonly(PyObject *o)
     return p->readonly || (p->st && p->st->readonly);
 }
 
+int nd_proxy_same_view(PyObject *a, PyObject *b)
+{
+    if (!nd_proxy_live(a) || !nd_proxy_live(b)) return 0;
+    NdProxy *p = (NdProxy *)a, *q = (NdProxy *)b;
+    return p->st == q->st && p->dtype == q->dtype && p->part == q->part && p->ndim == q->ndim &&
+           p->off == q->off && memcmp(p->shape, q->shape, sizeof(npy_intp) * p->ndim) == 0 &&
+           memcmp(p->strides, q->strides, sizeof(npy_intp) * p->ndim) == 0;
+}
+
 int nd_proxy_set_readonly(PyObject *o)
 {
     NdProxy *p = nd__as_proxy(o);
