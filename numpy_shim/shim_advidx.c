@@ -1222,22 +1222,12 @@ static PyObject *put_partial(nd_trace *t, PyObject **argv)
         if (id == ND_NONE || nd_proxy_write(argv[0], id) < 0) return NULL;
         Py_RETURN_NONE;
     }
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-#endif
+    ND_EXC_SAVE(exc);
     nd_id id = inplace ? nd_trace_lift(t, c) : ND_NONE;
     Py_DECREF(c);
     int ok = !inplace || (id != ND_NONE && nd_proxy_write(argv[0], id) == 0);
-#if PY_VERSION_HEX >= 0x030C0000
-    if (!ok) Py_XDECREF(exc);
-    else PyErr_SetRaisedException(exc);
-#else
-    if (!ok) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); }
-    else PyErr_Restore(et, ev, tb);
-#endif
+    if (!ok) ND_EXC_DROP(exc);
+    else ND_EXC_RESTORE(exc);
     return NULL;
 }
 

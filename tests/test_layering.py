@@ -210,3 +210,23 @@ def test_shim_sources_leave_keyword_parsing_to_the_spec_parser():
             text = open(os.path.join(ROOT, "numpy_shim", name), encoding="utf-8").read()
             hits += [f"numpy_shim/{name}: {m.group(0)}" for m in pat.finditer(text)]
     assert not hits, hits
+
+
+def test_saving_the_raised_exception_is_spelled_once():
+    """Keeping the raised exception across cleanup code is written for two
+    CPython APIs (3.12 replaced the type/value/traceback triple by one
+    object); core/npy.h spells it once (ND_EXC_SAVE / RESTORE / DROP) and
+    the layers use it. Files listed here use the API for something else
+    (reading an exception's text or value) or keep their own copy in a
+    part of the tree with another owner; the list may only shrink."""
+    others = {"src/trace/trace_flush.c", "numpy_shim/shim_inline.c", "src/passes/loop_types.c",
+              "src/tensor/tensor_internal.h"}
+    users = set()
+    for folder in ("src", "numpy_shim", "guards"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):
+            for f in files:
+                if f.endswith((".c", ".h")):
+                    path = os.path.join(dirpath, f)
+                    if "PyErr_GetRaisedException" in open(path).read():
+                        users.add(os.path.relpath(path, ROOT))
+    assert users - others == {"src/core/npy.h"}, users

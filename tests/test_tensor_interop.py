@@ -278,3 +278,37 @@ def test_torch_bridge_outputs_and_modes():
     a, s = two(x, 2.0)
     s.backward()                # torch gives the unused output a zero cotangent
     torch.testing.assert_close(x.grad, 2 * x.detach())
+
+
+def test_torch_dlpack_writes_seen_both_ways_and_lifetimes():
+    """zero copy proved by writes in each direction: torch -> numdyn (numdyn
+    writes, torch reads; torch writes in place, numdyn reads) and numdyn ->
+    torch (torch.from_dlpack of a Tensor, torch's in-place ops seen by the
+    Tensor and by np.from_dlpack of it); the producer may die first"""
+    torch = pytest.importorskip("torch")
+    for tdt, ndt in ((torch.float32, np.float32), (torch.float64, np.float64),
+                     (torch.complex128, np.complex128), (torch.int64, np.int64)):
+        x = torch.zeros((3, 4), dtype=tdt)
+        t = numdyn.from_dlpack(x)
+        assert t.dtype == ndt and addr(t) == x.data_ptr()
+        x.add_(2)                                     # torch writes, numdyn sees
+        assert np.all(t.numpy() == 2)
+        t[1] = 5                                      # numdyn writes, torch sees
+        assert x[1, 0].item() == 5
+        y = torch.from_dlpack(numdyn.tensor(np.arange(6, dtype=ndt).reshape(2, 3)))
+        src = numdyn.from_dlpack(y)
+        n = np.from_dlpack(src)
+        assert n.__array_interface__["data"][0] == y.data_ptr() == addr(src)
+        y.mul_(3)                                     # torch in-place on numdyn's memory
+        np.testing.assert_array_equal(src.numpy(), np.arange(6).reshape(2, 3) * 3)
+        np.testing.assert_array_equal(n, np.arange(6).reshape(2, 3) * 3)
+        nt = numdyn.tensor(np.ones(4, dtype=ndt))
+        z = torch.from_dlpack(nt)
+        del nt                                        # the capsule keeps the memory
+        z += 1
+        assert z.tolist() == [2, 2, 2, 2]
+    xs = torch.arange(12.0).reshape(3, 4)[:, 1::2]    # strided view of torch memory
+    ts = numdyn.from_dlpack(xs)
+    assert ts.strides == (16, 8) and addr(ts) == xs.data_ptr()
+    xs.zero_()
+    assert not ts.numpy().any()

@@ -23,4 +23,17 @@
 #include <numpy/ufuncobject.h>
 
 #define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */
+
+/* Keep the raised exception across cleanup code that may call Python, then
+ * put it back or drop it: one spelling for CPython 3.10 .. 3.13+ (3.12
+ * replaced the (type, value, traceback) triple by one object). */
+#if PY_VERSION_HEX >= 0x030C0000
+#define ND_EXC_SAVE(v) PyObject *v = PyErr_GetRaisedException()
+#define ND_EXC_RESTORE(v) PyErr_SetRaisedException(v)
+#define ND_EXC_DROP(v) Py_XDECREF(v)
+#else
+#define ND_EXC_SAVE(v) PyObject *v##_t, *v##_v, *v##_tb; PyErr_Fetch(&v##_t, &v##_v, &v##_tb)
+#define ND_EXC_RESTORE(v) PyErr_Restore(v##_t, v##_v, v##_tb)
+#define ND_EXC_DROP(v) (Py_XDECREF(v##_t), Py_XDECREF(v##_v), Py_XDECREF(v##_tb))
+#endif
 #endif

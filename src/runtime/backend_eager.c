@@ -280,12 +280,7 @@ static PyObject *data_warn(const nd_node *n, PyObject *const *in)
     if (!ent) { Py_DECREF(ctx); return NULL; }
     Py_DECREF(ent);
     PyObject *r = ufunc_call(n, in);
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *et, *ev, *etb;
-    PyErr_Fetch(&et, &ev, &etb);
-#endif
+    ND_EXC_SAVE(exc);
     PyObject *ex = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
     Py_DECREF(ctx);
     Py_XDECREF(ex);
@@ -293,11 +288,7 @@ static PyObject *data_warn(const nd_node *n, PyObject *const *in)
         /* the ufunc's own error wins over one from leaving the context */
         if (!r) {
             PyErr_Clear();
-#if PY_VERSION_HEX >= 0x030C0000
-            PyErr_SetRaisedException(exc);
-#else
-            PyErr_Restore(et, ev, etb);
-#endif
+            ND_EXC_RESTORE(exc);
         }
         Py_XDECREF(r);
         return NULL;

@@ -645,20 +645,11 @@ static int undo_save(undo_log *u, nd_graph *g, nd_id set, PyArrayObject *b)
 static void undo_end(undo_log *u, int restore)
 {
     if (restore && u->n) {
-#if PY_VERSION_HEX >= 0x030C0000
-        PyObject *exc = PyErr_GetRaisedException();
-#else
-        PyObject *et, *ev, *etb;
-        PyErr_Fetch(&et, &ev, &etb);
-#endif
+        ND_EXC_SAVE(exc);
         for (int k = u->n - 1; k >= 0; k--)
             if (PyArray_CopyInto((PyArrayObject *)u->view[k], (PyArrayObject *)u->saved[k]) < 0)
                 PyErr_Clear();
-#if PY_VERSION_HEX >= 0x030C0000
-        PyErr_SetRaisedException(exc);
-#else
-        PyErr_Restore(et, ev, etb);
-#endif
+        ND_EXC_RESTORE(exc);
     }
     for (int k = 0; k < u->n; k++) {
         Py_DECREF(u->view[k]);

@@ -33,14 +33,7 @@ typedef struct nd_storage nd_storage;
 typedef struct NdProxy NdProxy;
 typedef struct nd_ad_capture nd_ad_capture;  /* trace_grad.c */
 
-/* Save / restore the raised exception across cleanup code (3.10 .. 3.13). */
-#if PY_VERSION_HEX >= 0x030C0000
-#define ND_EXC_SAVE(v) PyObject *v = PyErr_GetRaisedException()
-#define ND_EXC_RESTORE(v) PyErr_SetRaisedException(v)
-#else
-#define ND_EXC_SAVE(v) PyObject *v##_t, *v##_v, *v##_tb; PyErr_Fetch(&v##_t, &v##_v, &v##_tb)
-#define ND_EXC_RESTORE(v) PyErr_Restore(v##_t, v##_v, v##_tb)
-#endif
+/* ND_EXC_SAVE / ND_EXC_RESTORE: core/npy.h */
 
 /* a backend kind: an index of nd_backends (runtime/backend.h), or this */
 enum { ND_BACKEND_CUSTOM = ND_BACKEND_BUILTIN };
