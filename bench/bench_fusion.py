@@ -8,8 +8,10 @@ The programs are torch.compile's own showcase -- one k-means step,
 argmin(norm(X - means[:, None], axis=2), axis=0) -- and the other small
 data-science kernels it is shown on: standardization, min-max scaling,
 nearest neighbour by pairwise distances, a covariance (X - mu).T @ (X - mu),
-a histogram of the k-means labels, and two reductions sharing one pass
-(column means and standard deviations). torch.compile compiles the very
+a histogram of the k-means labels, two reductions sharing one pass
+(column means and standard deviations), and the row-wise kernels of
+models: softmax and layer normalization over the last axis, and row
+standard deviations of wide and of narrow (8-element) rows. torch.compile compiles the very
 same NumPy source (TorchDynamo traces NumPy calls through torch._numpy);
 where it cannot, the row says so. Each numdyn (and torch) result is checked
 against NumPy before it is timed. The load average at the start and end of
@@ -63,6 +65,20 @@ def label_histogram(X, means):
 
 def mean_and_std(X):
     return X.mean(0), X.std(0)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+def row_std(x):
+    return x.std(axis=-1)
 
 
 def _torch_fn(fn):
@@ -123,6 +139,8 @@ def run(quick=False, only=None):
     means8 = rng.standard_normal((8, 2))
     Xw = rng.standard_normal((n // 4, 8))
     Q = rng.standard_normal((20_000 // scale, 3))
+    A = rng.standard_normal((4096 // scale, 1024))
+    A32 = A.astype(np.float32)
     P = rng.standard_normal((64, 3))
     todo = [
         ("k-means step f64 X=(%d,2), 2 means" % n, kmeans_step, (X, means), 0, True),
@@ -132,6 +150,11 @@ def run(quick=False, only=None):
         ("covariance (X-mu).T@(X-mu) f64 (%d,8)" % (n // 4), covariance, (Xw,), 1e-9, False),
         ("histogram of argmins f64 X=(%d,2), 8 means" % n, label_histogram, (X, means8), 0, True),
         ("mean and std over axis 0 f64 (%d,8)" % (n // 4), mean_and_std, (Xw,), 1e-9, False),
+        ("softmax last axis f32 (%d,1024)" % A.shape[0], softmax, (A32,), 1e-5, False),
+        ("softmax last axis f64 (%d,1024)" % A.shape[0], softmax, (A,), 1e-12, False),
+        ("layer norm last axis f32 (%d,1024)" % A.shape[0], layer_norm, (A32,), 1e-4, False),
+        ("row std f64 (%d,1024)" % A.shape[0], row_std, (A,), 1e-12, False),
+        ("row std f64 (%d,8)" % (n // 4), row_std, (Xw,), 1e-12, False),
     ]
     rows = []
     for name, fn, args, rtol, exact in todo:

@@ -1364,22 +1364,19 @@ static int across_tiled(kctx *c, const rset *s, int rd, uint32_t bound, int chun
             w = 8;
     }
     across_accs(c, s, RBLOCK_K, "");
-    /* Several tiles each walking all the rows read every row once per tile,
+    /* A tall array's chunk of rows (split_across: 4096 rows and more):
+     * several tiles each walking all the rows read every row once per tile,
      * at the row's stride, from memory once the rows outgrow the caches
-     * ((20000, 200).argmin(0): 25 tiles). The walked dim (chunk_dim, or the
-     * one reduced dim) then goes in blocks of rows holding ~16k elements of
-     * the task's width, all tiles walking one block while it is in cache;
-     * each output element still folds its values in the same order. Not
-     * for moments: their 128-row chunks are re-read in cache already, and
-     * blocks measured slower there. */
+     * ((20000, 200).argmin(0): 25 tiles). The chunk then goes in blocks of
+     * rows holding ~16k elements of the row, all tiles walking one block
+     * while it is in cache; each output element still folds its values in
+     * the same order. Not for moments (their 128-row chunks are re-read in
+     * cache already; blocks measured slower), nor for a few rows (k-means'
+     * argmin over 2 means: per-tile overhead, measured 2.8x slower). */
     int bd = s->nmom ? -1 : chunk_dim;
-    if (bd < 0 && !s->nmom && c->R > 0)
-        for (int d = 0; d < c->R; d++)
-            if (c->k->red == (1u << d)) bd = d;
     if (bd >= 0) {
         c->bdim = bd;
-        if (chunk_dim >= 0) nd_sb_puts(sb, "const int64_t wb0_ = lo_, wb1_ = hi_;\n");
-        else nd_sb_printf(sb, "const int64_t wb0_ = 0, wb1_ = n%d;\n", bd);
+        nd_sb_puts(sb, "const int64_t wb0_ = lo_, wb1_ = hi_;\n");
         nd_sb_printf(sb, "const int64_t rbk_ = j1 - j0 > %d ? (16384 / (j1 - j0) + 127) / 128 * 128 : wb1_ - wb0_;\n"
                          "for (int64_t wlo_ = wb0_; wlo_ < wb1_; wlo_ += rbk_) {\n"
                          "const int64_t whi_ = ND_MIN(wlo_ + rbk_, wb1_);\n", w);
