@@ -27,7 +27,9 @@ flushes' ancestor walks visited: what the flushes needed, never the length
 of the capture so far), bytes_read (bytes of the arrays kernels read: each
 array once per kernel run, over the elements it walks without
 broadcasting; an array's passes over memory are bytes_read over its
-nbytes).
+nbytes), base_copy_bytes (bytes an in-place write of a computed array
+copied from the array first: a value of an earlier flush that nothing
+reads again is written in place instead).
 """
 from collections.abc import Mapping
 
