@@ -81,6 +81,7 @@ typedef struct {
     int fpflags;      /* NumPy float arithmetic left its events to the FP flags */
     int fcmp;         /* float comparisons emitted */
     int quiet;        /* emit them quiet (the second pass when fpflags) */
+    int notick;       /* its iterations count toward the poll in bulk (no per-iteration tick) */
     int nohz;         /* emitting the copy of an innermost loop in which every
                          range check hoisted before it held: none inside */
 } cg;
@@ -790,7 +791,34 @@ static int hoistable(cg *g, const nd_ln *e, const nd_ln *loop, int *first)
     return 0;
 }
 
-typedef struct { int a, axis; int64_t c; } htrip;
+/* a scalar local the loop does not rebind, an integer whose value is in
+ * its C int64 (a Python int or an int64): an offset fixed while `loop` runs */
+static int invariant_int(cg *g, int u, const nd_ln *loop)
+{
+    const uint32_t ok = (1u << LT_PYINT) | (1u << LT_I8);
+    return u >= 0 && g->T->adt[u] < 0 && !is_alocal(g, u) && g->T->vset[u] && !(g->T->vset[u] & ~ok) &&
+           !(g->ir->vflags[u] & VF_HIDDEN) && !nd_lir_binds(loop->body, loop->nbody, u);
+}
+
+/* index x as v + c (affine_index), or v + u / u + v / v - u with u an
+ * invariant_int of loop (the inner loop of a window, a[i + k]): 1 and
+ * *c, *w (-1: none), *ws (the sign of u) */
+static int index_of_var(cg *g, const nd_ln *x, int v, const nd_ln *loop, int64_t *c, int *w, int *ws)
+{
+    *w = -1;
+    *ws = 1;
+    if (affine_index(x, c) == v) return 1;
+    *c = 0;
+    if (x->kind != LK_BIN || (x->op != LO_ADD && x->op != LO_SUB) || x->kid[0]->kind != LK_VAR ||
+        x->kid[1]->kind != LK_VAR)
+        return 0;
+    int p = x->kid[0]->var, q = x->kid[1]->var;
+    if (p == v && q != v && invariant_int(g, q, loop)) { *w = q; *ws = x->op == LO_ADD ? 1 : -1; return 1; }
+    if (q == v && p != v && x->op == LO_ADD && invariant_int(g, p, loop)) { *w = p; return 1; }
+    return 0;
+}
+
+typedef struct { int a, axis; int64_t c; int w, ws; } htrip;
 typedef struct { htrip t[32]; int n, full; } hset;
 
 static void hscan_expr(cg *g, const nd_ln *e, const nd_ln *loop, int v, hset *h)
@@ -800,13 +828,15 @@ static void hscan_expr(cg *g, const nd_ln *e, const nd_ln *loop, int v, hset *h)
     if (hoistable(g, e, loop, &first))
         for (int j = first; j < e->n; j++) {
             int64_t c;
-            if (affine_index(e->kid[j], &c) != v) continue;
+            int w, ws;
+            if (!index_of_var(g, e->kid[j], v, loop, &c, &w, &ws)) continue;
             int dup = 0;
             for (int k = 0; k < h->n; k++)
-                dup |= h->t[k].a == e->var && h->t[k].axis == j - first && h->t[k].c == c;
+                dup |= h->t[k].a == e->var && h->t[k].axis == j - first && h->t[k].c == c && h->t[k].w == w &&
+                       h->t[k].ws == ws;
             if (dup) continue;
             if (h->n == 32) { h->full = 1; return; }
-            h->t[h->n++] = (htrip){e->var, j - first, c};
+            h->t[h->n++] = (htrip){e->var, j - first, c, w, ws};
         }
     for (int k = 0; k < e->n; k++) hscan_expr(g, e->kid[k], loop, v, h);
 }
@@ -823,11 +853,11 @@ static void hscan(cg *g, nd_ln *const *b, int n, const nd_ln *loop, int v, hset 
 /* the flag proving index kid x of access e in range, or NULL */
 static const char *hoisted(cg *g, const nd_ln *e, const nd_ln *x)
 {
-    int first;
+    int first, w, ws;
     int64_t c;
-    int v = affine_index(x, &c);
     for (int k = g->nh - 1; k >= 0; k--)
-        if (g->hvar[k] == v) return hoistable(g, e, g->hloop[k], &first) ? g->hz[k] : NULL;
+        if (index_of_var(g, x, g->hvar[k], g->hloop[k], &c, &w, &ws))
+            return hoistable(g, e, g->hloop[k], &first) ? g->hz[k] : NULL;
     return NULL;
 }
 
@@ -2277,7 +2307,7 @@ static int iteration(cg *g, const nd_ln *s, int id, int lab, char (*names)[16], 
                      const uint8_t *use, uint8_t *saved, int single)
 {
     int rc;
-    line(g, POLL);
+    if (!g->notick) line(g, POLL);
     line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
          names[0], id, names[2], s->var, LT_PYINT);
     if (s->i > 0)
@@ -2441,9 +2471,19 @@ static int stmt(cg *g, const nd_ln *s)
                 line(g, "  int64_t f_ = %s, l_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", names[0],
                      names[0], id, names[2]);
                 line(g, "  int64_t mn_ = f_ < l_ ? f_ : l_, mx_ = f_ < l_ ? l_ : f_;");
-                for (int k = 0; k < h->n; k++)
-                    line(g, "  hz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)h->t[k].c, h->t[k].a,
-                         h->t[k].axis, (long long)h->t[k].c);
+                for (int k = 0; k < h->n; k++) {
+                    const htrip *q = &h->t[k];
+                    if (q->w < 0) {
+                        line(g, "  hz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)q->c, q->a,
+                             q->axis, (long long)q->c);
+                        continue;
+                    }
+                    /* v + u: u's value now is its value throughout the loop */
+                    line(g, "  hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && (__int128)mn_ %c (__int128)v%d_%d >= 0 "
+                            "&& (__int128)mx_ %c (__int128)v%d_%d < (__int128)a%d_n%d;",
+                         id, q->w, q->w, q->ws > 0 ? '+' : '-', q->w, REP(LT_PYINT), q->ws > 0 ? '+' : '-', q->w,
+                         REP(LT_PYINT), q->a, q->axis);
+                }
                 line(g, "}");
                 g->nh++;
             }
@@ -2470,7 +2510,7 @@ static int stmt(cg *g, const nd_ln *s)
             for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
             nd_sb_puts(g->sb, "if (1");
             for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
-            nd_sb_puts(g->sb, ") {\n");
+            nd_sb_printf(g->sb, " && n%d <= 65536u) {\n", id);
             g->ind++;
         }
         for (int copy = 0; copy < ncopy && rc == 0; copy++) {
@@ -2480,6 +2520,14 @@ static int stmt(cg *g, const nd_ln *s)
                 g->ind++;
             }
             g->nohz = ncopy == 2 && copy == 0;
+            /* that copy (at most 2^16 iterations) counts them toward the
+             * poll (Ctrl-C) at once, before it starts: the per-iteration
+             * tick and its branch were a good part of a small innermost
+             * loop (a dot product's), and kept fewer iterations in flight */
+            g->notick = g->nohz;
+            if (g->notick)
+                line(g, "nd_tick2 += (uint32_t)n%d; if (NDL_UNLIKELY(nd_tick2 >= 65536u)) { nd_tick2 = 0; "
+                        "if (F->poll(F)) { rc = NDL_PYERR; goto nd_out; } }", id);
             int lab = ++g->tmp;
             size_t mark = g->sb->n;
             int multi = g->multiarm;
@@ -2533,6 +2581,7 @@ static int stmt(cg *g, const nd_ln *s)
             }
         }
         g->nohz = 0;
+        g->notick = 0;
         if (ncopy == 2) {
             g->ind--;
             line(g, "}");
@@ -2580,7 +2629,7 @@ static int stmts(cg *g, nd_ln *const *b, int n)
  * than its own locals and labels) */
 static int kernel_h_used(const char *p, size_t n)
 {
-    static const char *const own[] = {"nd_tick", "nd_fpp", "nd_scr_cap", "nd_scr", "nd_out", "nd_loop_main",
+    static const char *const own[] = {"nd_tick", "nd_tick2", "nd_fpp", "nd_scr_cap", "nd_scr", "nd_out", "nd_loop_main",
                                       "nd_lframe", "nd_done", "nd_steady"};
     for (size_t i = 0; i + 3 <= n; i++) {
         if (!((p[i] == 'n' && p[i + 1] == 'd' && p[i + 2] == '_') || (p[i] == 'N' && p[i + 1] == 'D' && p[i + 2] == '_')))
@@ -2634,11 +2683,20 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
                     "#pragma GCC diagnostic ignored \"-Wunused-variable\"\n"
                     "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n"
                     "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n"
+                    /* GCC's SLP vectorizer pairs neighbouring element
+                     * accesses (a[j], a[j+1]) into one 16-byte load and
+                     * store; the next iteration's load then overlaps that
+                     * store and misses store forwarding (bubble sort ran
+                     * 2.8x slower). Loop vectorization stays on. */
+                    "#if defined(__GNUC__) && !defined(__clang__)\n"
+                    "#pragma GCC optimize(\"no-tree-slp-vectorize\")\n"
+                    "#endif\n"
                     "int nd_loop_main(nd_lframe *F)\n{\n");
     size_t body = out->n;
     g.ind = 1;
     line(&g, "int rc = NDL_OK;");
     line(&g, "uint16_t nd_tick = 0;");
+    line(&g, "uint32_t nd_tick2 = 0;");
     line(&g, "int nd_fpp = 0;");
     line(&g, "void *nd_scr[64] = {0};");
     line(&g, "size_t nd_scr_cap[64] = {0};");

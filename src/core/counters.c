@@ -11,6 +11,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "bytes_read", "kernel_runs_alone",
     "ad_saved_bytes", "ad_boundary_bytes", "ad_recomputed_nodes",
     "escape_walks", "errstate_queries", "base_copy_bytes",
+    "loop_pending_runs",
 };
 
 void nd_counter_add(nd_counter c, long long v)

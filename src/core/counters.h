@@ -41,6 +41,8 @@ typedef enum {
                                 error state, not per operation */
     ND_CTR_BASE_COPY_BYTES, /* bytes a SETITEM copied from its base's array before writing its
                                region (runtime_native.c): what in-place writes avoid */
+    ND_CTR_LOOP_PENDING_RUNS, /* captured loops Python ran on real arrays while their C
+                                 compiled in the background (trace/loop_run.c) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

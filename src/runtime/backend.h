@@ -30,6 +30,10 @@ int nd_backend_find(PyObject *name);
  * and runs a graph it would have to compile op by op with NumPy instead
  * (backend_native.c). Set by the tracer's control (trace_control.c). */
 extern _Thread_local int nd_backend_frozen;
+/* numdyn.config.background_compile: units not in the cache compile in the
+ * background, a call waiting for them within its budget (captured loops
+ * ask for theirs through it too) */
+int nd_backend_background(void);
 
 /* Debugging (runtime_debug.c): a program the native backend schedules is
  * written under $NUMDYN_DEBUG_DIR/<nd_debug_tag or "graphs">/program_<key>/

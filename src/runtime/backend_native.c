@@ -31,6 +31,8 @@ static int background(void)
     return background_compile;
 }
 
+int nd_backend_background(void) { return background(); }
+
 /* Graphs found still compiling in the background, with the compile
  * progress (nd_disk_progress) at that moment: until a compile ends, such a
  * graph asked again by a call whose budget is spent runs with NumPy at

@@ -33,6 +33,14 @@ PyObject *nd_loop_info(PyObject *code);
 /* loop_run.c: a region object for ir (ownership moves in); info: the dict
  * its report lives in */
 PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info);
+/* The loop as a plain Python function of a dict of its locals, returning
+ * its locals at the end (new reference kept): what a call runs, on real
+ * arrays, while the loop's C still compiles in the background (not
+ * called for a region that never gets one). in_try: the loop is inside a
+ * try statement -- the region returns a dict of the locals the loop had
+ * when it raised, with the exception under '__nd_exc' (py does the same),
+ * instead of raising it (loop_rewrite.c's template raises it) */
+int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try);
 int nd_loop_init(PyObject *module);
 /* NUMDYN_LOOPS=0 / numdyn.config.loop_capture = False: no loop capture */
 extern int nd_loop_enabled;

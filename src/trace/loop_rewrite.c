@@ -4,9 +4,12 @@
  * The function's source is parsed again (inspect.getsource, the lines of
  * the code object kept), each loop statement tried by loop_parse.c from the
  * outside in: a loop that cannot be captured is searched for capturable
- * loops inside it. Loops inside try blocks and with blocks (other than
- * np.errstate) are left alone: an exception there could be caught while
- * the loop's locals are still in C. The new function is compiled from the
+ * loops inside it. Loops inside with blocks (other than np.errstate) are
+ * left alone. A loop inside a try block (its body, handlers, else or
+ * finally) gets a template that survives an exception: the region hands
+ * back the locals the loop had assigned when it raised, with the
+ * exception, and the template binds them before raising it again, so a
+ * handler sees the names as Python would have left them. The new function is compiled from the
  * rewritten tree with the original's globals, defaults and closure cells
  * (free variables are matched by name through a factory function around
  * the definition). What was decided for each loop is kept per code object
@@ -44,6 +47,7 @@ static const char *kind(PyObject *o)
 typedef struct {
     PyObject *fn, *locals, *globals, *infos;
     int captured;
+    int in_try;       /* depth of try statements around the block */
 } rctx;
 
 static PyObject *info_entry(int line, int captured, PyObject *reason)
@@ -92,6 +96,92 @@ static int place(PyObject *tree, int ln)
     return rc < 0 || PyErr_Occurred() ? -1 : 0;
 }
 
+/* The loop alone as a function of a dict of the locals it uses, returning
+ * its locals at the end:
+ *     def <fn name>(__nd_ns):
+ *         if 'x' in __nd_ns: x = __nd_ns['x']      (each local it names)
+ *         <a copy of the loop>
+ *         return locals()
+ * A call runs it on real arrays while the loop's C compiles in the
+ * background (loop_run.c), at the speed of the function itself, where the
+ * loop left in the function would run under the tracer an element at a
+ * time. The copy keeps the loop's line numbers and file: tracebacks name
+ * the same lines. NULL with an exception. */
+static PyObject *python_runner(rctx *c, PyObject *node, const nd_lir *ir)
+{
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(c->fn);
+    PyObject *parts = PyList_New(0), *text = NULL, *tree = NULL, *copy = NULL, *dc = NULL, *r = NULL;
+    PyObject *compiled = NULL, *code = NULL;
+    if (!parts) return NULL;
+    PyObject *head = PyUnicode_FromFormat("def %U(__nd_ns):\n", co->co_name);
+    if (!head || PyList_Append(parts, head) < 0) { Py_XDECREF(head); goto done; }
+    Py_DECREF(head);
+    for (int v = 0; v < ir->nvars; v++) {
+        if (!(ir->vflags[v] & VF_LOCAL) || (ir->vflags[v] & VF_HIDDEN)) continue;
+        PyObject *nm = PyTuple_GET_ITEM(ir->names, v);
+        PyObject *p = PyUnicode_FromFormat("    if '%U' in __nd_ns: %U = __nd_ns['%U']\n", nm, nm, nm);
+        if (!p || PyList_Append(parts, p) < 0) { Py_XDECREF(p); goto done; }
+        Py_DECREF(p);
+    }
+    /* in a try block the locals at an exception go back with it */
+    PyObject *tail = PyUnicode_FromString(c->in_try ? "    try:\n        pass\n    except BaseException as __nd_e:\n"
+                                                      "        __nd_l = locals()\n        __nd_l['__nd_exc'] = __nd_e\n"
+                                                      "        return __nd_l\n    return locals()\n"
+                                                    : "    pass\n    return locals()\n");
+    if (!tail || PyList_Append(parts, tail) < 0) { Py_XDECREF(tail); goto done; }
+    Py_DECREF(tail);
+    PyObject *sep = PyUnicode_FromString("");
+    text = sep ? PyUnicode_Join(sep, parts) : NULL;
+    Py_XDECREF(sep);
+    if (!text || !(tree = PyObject_CallMethod(mod_ast, "parse", "O", text))) goto done;
+    if (place(tree, lineno(node)) < 0) goto done;
+    PyObject *cm = PyImport_ImportModule("copy");
+    dc = cm ? PyObject_GetAttrString(cm, "deepcopy") : NULL;
+    Py_XDECREF(cm);
+    if (!dc || !(copy = PyObject_CallOneArg(dc, node))) goto done;
+    {
+        PyObject *b = PyObject_GetAttrString(tree, "body");
+        PyObject *fb = b ? PyObject_GetAttrString(PyList_GET_ITEM(b, 0), "body") : NULL;
+        /* the `pass` before the return (in the try's body when in a try) */
+        PyObject *host = fb;
+        if (fb && c->in_try) host = PyObject_GetAttrString(PyList_GET_ITEM(fb, PyList_GET_SIZE(fb) - 2), "body");
+        else Py_XINCREF(host);
+        int rc = host ? PyList_SetItem(host, c->in_try ? 0 : PyList_GET_SIZE(host) - 2, Py_NewRef(copy)) : -1;
+        Py_XDECREF(host);
+        Py_XDECREF(b);
+        Py_XDECREF(fb);
+        if (rc < 0) goto done;
+    }
+    {
+        PyObject *fm = PyObject_CallMethod(mod_ast, "fix_missing_locations", "O", tree);
+        if (!fm) goto done;
+        Py_DECREF(fm);
+        PyObject *bi = PyEval_GetBuiltins();
+        PyObject *cf = bi ? PyDict_GetItemString(bi, "compile") : NULL;
+        if (!cf) { PyErr_SetString(PyExc_RuntimeError, "no compile()"); goto done; }
+        compiled = PyObject_CallFunction(cf, "OOsii", tree, co->co_filename, "exec", co->co_flags & PyCF_MASK, 1);
+    }
+    if (!compiled) goto done;
+    PyObject *consts = PyObject_GetAttrString(compiled, "co_consts");
+    for (Py_ssize_t k = 0; consts && !code && k < PyTuple_GET_SIZE(consts); k++)
+        if (PyCode_Check(PyTuple_GET_ITEM(consts, k))) code = Py_NewRef(PyTuple_GET_ITEM(consts, k));
+    Py_XDECREF(consts);
+    if (!code) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the loop's Python runner was not compiled");
+        goto done;
+    }
+    r = PyFunction_New(code, c->globals);
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(text);
+    Py_XDECREF(tree);
+    Py_XDECREF(copy);
+    Py_XDECREF(dc);
+    Py_XDECREF(compiled);
+    Py_XDECREF(code);
+    return r;
+}
+
 /* the statements that replace loop `node` (a list), or NULL */
 static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info)
 {
@@ -103,7 +193,12 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
             nd_lir_free(ir);
             goto done;
         }
-    if (!(region = nd_loop_region_new(ir, c->globals, info))) goto done;
+    PyObject *py = python_runner(c, node, ir);
+    if (!py) { nd_lir_free(ir); goto done; }
+    region = nd_loop_region_new(ir, c->globals, info);
+    if (region && nd_loop_region_set_py(region, py, c->in_try) < 0) Py_CLEAR(region);
+    Py_DECREF(py);
+    if (!region) goto done;
     if (!(gname = PyUnicode_FromFormat("__numdyn_loop_%llu__", ++region_counter))) goto done;
     if (PyDict_SetItem(c->globals, gname, region) < 0) goto done;
     {
@@ -132,7 +227,12 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
         Py_XDECREF(parts);
         Py_DECREF(sep);
         if (!dct) { Py_DECREF(tup); goto done; }
-        if (n)
+        if (c->in_try)   /* a dict then, and the exception the loop raised, if any */
+            text = PyUnicode_FromFormat(
+                "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
+                "else:\n%U    if '__nd_exc' in __nd_r:\n        raise __nd_r.pop('__nd_exc')\n",
+                gname, dct);
+        else if (n)
             text = PyUnicode_FromFormat(
                 "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
                 "elif __nd_r.__class__ is ().__class__:\n    (%U) = __nd_r\nelse:\n%U",
@@ -238,7 +338,10 @@ static int block(rctx *c, PyObject *stmts, const char *why)
         } else if (!strcmp(kd, "With")) {
             if (loops_in(c, s, why ? why : is_errstate_with(s) ? NULL : "inside a with block") < 0) return -1;
         } else if (!strcmp(kd, "Try") || !strcmp(kd, "TryStar")) {
-            if (loops_in(c, s, "inside a try block") < 0) return -1;
+            c->in_try++;
+            int rc = loops_in(c, s, why);
+            c->in_try--;
+            if (rc < 0) return -1;
         }
     }
     return 0;
@@ -389,7 +492,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
         return Py_NewRef(fn);
     if (init() < 0) return NULL;
     PyObject *src = NULL, *ded = NULL, *tree = NULL, *fdef = NULL, *body = NULL, *nf = NULL;
-    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0};
+    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0, 0};
     if (!(c.infos = PyList_New(0))) return NULL;
     if (!(src = PyObject_CallOneArg(getsource, fn))) {
         /* no source (a lambda in a REPL, exec'd code): nothing to capture */

@@ -20,6 +20,7 @@
 #include "toolchain/toolchain.h"
 #include "graph/hash.h"
 #include "core/counters.h"
+#include "runtime/backend.h"
 #include <dlfcn.h>
 #include <fenv.h>
 #include <string.h>
@@ -32,6 +33,7 @@ typedef struct {
     uint64_t key;
     nd_loopfn fn;          /* NULL: not compilable for this signature */
     int snapshot;
+    int pending;           /* the static marker: its C still compiles in the background */
     PyObject *reason;
     uint8_t *alocal;       /* per variable: an array local (typing's decision) */
     int alocal_stored;     /* the loop stores through an array local */
@@ -42,6 +44,8 @@ typedef struct {
     nd_lir ir;
     PyObject *globals;
     PyObject *info;
+    PyObject *py;          /* the loop as a Python function of its locals (loop.h) */
+    int in_try;            /* inside a try statement: exceptions go back in a dict (loop.h) */
     lsig *sigs;
     int nsigs, capsigs;
     /* signatures C rejected, by the key of their names' types before the
@@ -252,8 +256,17 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         static const char *const syms[] = {"nd_loop_main"};
         int compiled = 0;
         uint64_t h = nd_fnv64(sb.p, sb.n, ND_FNV_INIT);
+        /* in background mode the compiler is started and waited for
+         * within the call's budget (numdyn.config.compile_budget), like a
+         * graph's kernels; still running after that, the call runs the
+         * loop's Python copy on real arrays, and a later call finds it
+         * built (toolchain.h nd_disk_background) */
+        int bg = L->py && !nd_backend_frozen && nd_backend_background();
+        nd_disk_background = bg;
         void *handle = nd__ctl_loop_kernel(sb.p, sb.n, h, syms, 1, &compiled);
-        if (!handle) rc = PyErr_Occurred() ? -1 : 2;  /* 2: frozen, not in the disk cache */
+        nd_disk_background = 0;
+        /* 2: frozen, not in the disk cache; 3: compiling in the background */
+        if (!handle) rc = PyErr_Occurred() ? -1 : bg ? 3 : 2;
         else if (!(s->fn = (nd_loopfn)dlsym(handle, "nd_loop_main"))) {
             PyErr_SetString(PyExc_RuntimeError, "numdyn: a compiled loop lacks its entry point");
             rc = -1;
@@ -261,8 +274,16 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         if (getenv("NUMDYN_LOOP_DEBUG")) fprintf(stderr, "%.*s\n", (int)sb.n, sb.p);
     }
     nd_sb_free(&sb);
-    if (rc < 0 || rc == 2) { PyMem_Free(s->alocal); s->alocal = NULL; }
+    if (rc < 0 || rc == 2 || rc == 3) { PyMem_Free(s->alocal); s->alocal = NULL; }
     if (rc < 0) return NULL;
+    if (rc == 3) {  /* not remembered: a later call asks the disk again */
+        static lsig compiling;
+        if (!compiling.reason &&
+            !(compiling.reason = PyUnicode_FromString("its C compiles in the background: Python ran it")))
+            return NULL;
+        compiling.pending = 1;
+        return &compiling;
+    }
     if (rc == 2) {  /* Python runs it this time; the signature is not remembered */
         static lsig frozen_miss;
         if (!frozen_miss.reason &&
@@ -322,6 +343,35 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         return NULL;
     }
     return view;
+}
+
+/* The locals the loop assigned, as the template binds them: a tuple of all
+ * of them, or a dict of the bound ones when one is unbound or as_dict. */
+static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals, const nd_larr *arr,
+                                 const uint8_t *tag, const nd_lval *val, int as_dict)
+{
+    const nd_lir *ir = &L->ir;
+    int nv = ir->nvars, nout = 0, unbound = as_dict;
+    for (int v = 0; v < nv; v++)
+        if (ir->vflags[v] & VF_ASSIGNED) {
+            nout++;
+            unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
+        }
+    PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
+    int k = 0;
+    for (int v = 0; r && v < nv; v++) {
+        if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
+        if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
+        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
+        if (!b) { Py_CLEAR(r); break; }
+        if (unbound) {
+            if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
+            Py_DECREF(b);
+        } else {
+            PyTuple_SET_ITEM(r, k++, b);
+        }
+    }
+    return r;
 }
 
 /* What the signature of a name's value depends on, read without computing
@@ -528,8 +578,10 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         Py_XDECREF(T.reason);
         if (!s) goto done_free;
     }
-    if (!s->fn) {
-        if (proxies && t && L->nrejected < (int)(sizeof L->rejected / sizeof L->rejected[0])) {
+    if (!s->fn && !s->pending) {
+        /* (the static markers -- frozen, compiling -- are no rejection) */
+        if (proxies && t && s >= L->sigs && s < L->sigs + L->nsigs &&
+            L->nrejected < (int)(sizeof L->rejected / sizeof L->rejected[0])) {
             L->rejected[L->nrejected].prekey = prekey;
             L->rejected[L->nrejected++].sig = (int)(s - L->sigs);
         }
@@ -567,6 +619,34 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
 
     /* 4. run */
+    if (s->pending) {
+        /* the loop's Python copy runs on the real arrays (the tracer's
+         * materialized), handed over like a break's: every array, as
+         * Python may write any of them */
+        if (t) {
+            if (!(handed = PyTuple_New(nv))) goto done_free;
+            for (int v = 0; v < nv; v++)
+                PyTuple_SET_ITEM(handed, v, Py_NewRef(vals[v] && PyArray_Check(vals[v]) ? vals[v] : Py_None));
+            if (nd__flush_writes(t) < 0) goto done_free;
+            if (nd__outside_begin(t, handed, &o) < 0) goto done_free;
+            outside = 1;
+        }
+        PyObject *ns = PyDict_New();
+        for (int v = 0; ns && v < nv; v++)
+            if (vals[v] && (ir->vflags[v] & VF_LOCAL) && !(ir->vflags[v] & VF_HIDDEN) &&
+                PyDict_SetItem(ns, PyTuple_GET_ITEM(ir->names, v), vals[v]) < 0)
+                Py_CLEAR(ns);
+        if (!ns) goto done_free;
+        if (t) nd_trace_not_replayable(t);   /* Python ran it, outside the capture */
+        result = PyObject_CallOneArg(L->py, ns);
+        Py_DECREF(ns);
+        if (result) set_reason(L, s->reason);
+        nd_counter_add(ND_CTR_LOOP_PENDING_RUNS, 1);
+        /* what the speed floor watches: the function itself runs until a
+         * compile ends (runtime/floor.h) */
+        nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
+        goto done_free;
+    }
     if (t) {
         /* what the C loop computes is no node of the capture: a replay,
          * which runs no Python, would skip it */
@@ -610,7 +690,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     case NDL_OK: break;
     case NDL_PYERR:
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop failed without an exception");
-        goto done_free;
+        goto raised;
     case NDL_DEOPT:
         if (!snap) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: the loop at line %d cannot be resumed in Python "
@@ -626,7 +706,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     case NDL_INDEX:
         PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
                      (long long)F.err_a, (int)F.err_b, (long long)F.err_c);
-        goto done_free;
+        goto raised;
     case NDL_UNBOUND: {
         PyObject *name = F.err_a >= 0 && F.err_a < nv ? PyTuple_GET_ITEM(ir->names, F.err_a) : NULL;
         if (!name) PyErr_SetString(PyExc_UnboundLocalError, "a local variable is not associated with a value");
@@ -635,39 +715,38 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                          "cannot access local variable '%U' where it is not associated with a value", name);
         else
             PyErr_Format(PyExc_NameError, "name '%U' is not defined", name);
-        goto done_free;
+        goto raised;
     }
     case NDL_RANGE0:
         PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");
-        goto done_free;
+        goto raised;
     default:
         PyErr_Format(PyExc_SystemError, "numdyn loop: unknown status %d", rc);
         goto done_free;
     }
 
     /* 5. the locals it assigned */
-    {
-        int nout = 0, unbound = 0;
-        for (int v = 0; v < nv; v++)
-            if (ir->vflags[v] & VF_ASSIGNED) {
-                nout++;
-                unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
-            }
-        PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
-        int k = 0;
-        for (int v = 0; r && v < nv; v++) {
-            if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
-            if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
-            PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
-            if (!b) { Py_CLEAR(r); break; }
-            if (unbound) {
-                if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
-                Py_DECREF(b);
-            } else {
-                PyTuple_SET_ITEM(r, k++, b);
-            }
+    result = assigned_locals(L, s, vals, arr, tag, val, L->in_try);
+    goto done_free;
+
+raised:
+    /* inside a try: the exception goes back with the locals the loop had
+     * assigned when it raised, for the template to bind and raise again
+     * (a handler sees the names as Python left them) */
+    if (L->in_try && PyErr_Occurred()) {
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        PyErr_NormalizeException(&et, &ev, &etb);
+        if (etb && ev) PyException_SetTraceback(ev, etb);
+        PyObject *r = ev ? assigned_locals(L, s, vals, arr, tag, val, 1) : NULL;
+        if (r && PyDict_SetItemString(r, "__nd_exc", ev) == 0) {
+            result = r;
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb);
+        } else {
+            Py_XDECREF(r);
+            if (PyErr_Occurred()) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb); }
+            else PyErr_Restore(et, ev, etb);
         }
-        result = r;
     }
     goto done_free;
 
@@ -724,6 +803,7 @@ static void loop_dealloc(PyObject *o)
     PyMem_Free(L->sigs);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
+    Py_XDECREF(L->py);
     Py_TYPE(o)->tp_free(o);
 }
 
@@ -750,10 +830,23 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     memset(ir, 0, sizeof *ir);
     L->globals = Py_NewRef(globals);
     L->info = Py_XNewRef(info);
+    L->py = NULL;
+    L->in_try = 0;
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
     L->nrejected = 0;
     return (PyObject *)L;
+}
+
+int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try)
+{
+    if (Py_TYPE(region) != &NdLoop_Type) {
+        PyErr_SetString(PyExc_TypeError, "not a numdyn loop region");
+        return -1;
+    }
+    Py_XSETREF(((NdLoop *)region)->py, Py_NewRef(py));
+    ((NdLoop *)region)->in_try = in_try != 0;
+    return 0;
 }
 
 int nd_loop_init(PyObject *module)
