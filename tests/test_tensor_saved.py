@@ -113,3 +113,40 @@ def test_no_grad_and_detached_calls_record_nothing():
     out = layer(x.detach(), W.detach())
     assert not out.requires_grad
     np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() @ W.numpy()))
+
+
+def test_inplace_write_after_the_call_keeps_the_saved_values():
+    """the pullback saved tanh's output; the Tensor owns a copy, so writing
+    it in place afterwards (recorded, versioned) leaves the saved value and
+    the gradient right"""
+    x0, W0 = R.standard_normal((3, 4)), R.standard_normal((4, 2))
+    for _ in range(2):
+        x = numdyn.tensor(x0, requires_grad=True)
+        W = numdyn.tensor(W0, requires_grad=True)
+        y = layer(x, W)
+        y *= 2.0
+        y += 1.0
+        (y * y).sum().backward()
+        t = np.tanh(x0 @ W0)
+        dy = 2 * (2 * t + 1) * 2 * (1 - t * t)
+        np.testing.assert_allclose(W.grad.numpy(), x0.T @ dy, rtol=1e-10)
+        np.testing.assert_allclose(x.grad.numpy(), dy @ W0.T, rtol=1e-10)
+
+
+@numdyn.wrap_numpy
+def with_python_float(x):
+    return float(np.sum(x)), (x * 3.0).sum()
+
+
+def test_a_value_leaving_as_data_does_not_break_the_call():
+    """float() of a differentiated value inside the function: the call
+    still returns NumPy's values (recorded as a node backward() replays);
+    backward() through it refuses (never a gradient missing the float()'s
+    share)"""
+    x0 = R.standard_normal(5)
+    x = numdyn.tensor(x0, requires_grad=True)
+    s, t = with_python_float(x)
+    assert isinstance(s, float) and s == pytest.approx(x0.sum())
+    assert t.item() == pytest.approx(3 * x0.sum())
+    with pytest.raises(NotImplementedError, match="float"):
+        t.backward()

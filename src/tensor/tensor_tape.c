@@ -194,10 +194,54 @@ int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, P
     return record(kind, func, args, kwargs, out, NULL, NULL, NULL);
 }
 
+/* zeros of x's shape and dtype that hold no memory of their own (every
+ * stride 0): what the sweep needs of a forward output -- a reference to
+ * the output itself would count as memory shared with its Tensor and
+ * refuse the Tensor's later in-place writes; None for a non-array */
+static PyObject *placeholder(PyObject *x)
+{
+    if (!PyArray_Check(x) && !PyArray_IsScalar(x, Generic)) return Py_NewRef(Py_None);
+    PyObject *a = PyArray_FromAny(x, NULL, 0, 0, 0, NULL);
+    if (!a) return NULL;
+    PyArrayObject *A = (PyArrayObject *)a;
+    PyObject *z = PyArray_ZEROS(0, NULL, PyArray_TYPE(A), 0);
+    npy_intp st[NPY_MAXDIMS] = {0};
+    PyObject *r = NULL;
+    if (z) {
+        PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)z);
+        Py_INCREF(d);
+        r = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(A), PyArray_DIMS(A), st,
+                                 PyArray_DATA((PyArrayObject *)z), 0, NULL);
+        if (r) {
+            int bad = PyArray_SetBaseObject((PyArrayObject *)r, z) < 0;
+            z = NULL;  /* stolen, also on failure */
+            if (bad) Py_CLEAR(r);
+        }
+    }
+    Py_XDECREF(z);
+    Py_DECREF(a);
+    return r;
+}
+
 int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
                        PyObject *pull, PyObject *positions, PyObject *fwd)
 {
-    return record(ND_OP_CALL, func, args, kwargs, out, pull, positions, fwd);
+    PyObject *ph;
+    if (PyTuple_Check(fwd) || PyList_Check(fwd)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(fwd);
+        ph = PyTuple_New(n);
+        for (Py_ssize_t i = 0; ph && i < n; i++) {
+            PyObject *p = placeholder(PySequence_Fast_GET_ITEM(fwd, i));
+            if (!p) Py_CLEAR(ph);
+            else PyTuple_SET_ITEM(ph, i, p);
+        }
+    } else {
+        ph = placeholder(fwd);
+    }
+    if (!ph) return -1;
+    int rc = record(ND_OP_CALL, func, args, kwargs, out, pull, positions, ph);
+    Py_DECREF(ph);
+    return rc;
 }
 
 /* ------------------------------------------------------------ programs

@@ -204,6 +204,29 @@ static int is_jax_tracer(PyObject *x)
     return 0;
 }
 
+/* The Tensors a vjp call returns own their arrays: an output the pullback
+ * also holds (a saved value, the cold call's graph) is copied, so that a
+ * later in-place write into the Tensor is allowed (the tape versions it)
+ * and never changes what the pullback computes from. */
+static int own_one(PyObject *t)
+{
+    if (!nd_tensor_check(t) || Py_REFCNT(ND_TENSOR(t)->array) <= 1) return 0;
+    PyObject *c = PyArray_NewCopy((PyArrayObject *)ND_TENSOR(t)->array, NPY_KEEPORDER);
+    if (!c) return -1;
+    Py_SETREF(ND_TENSOR(t)->array, c);
+    return 0;
+}
+
+static int own_results(PyObject *r)
+{
+    if (PyTuple_Check(r) || PyList_Check(r)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++)
+            if (own_one(PySequence_Fast_GET_ITEM(r, i)) < 0) return -1;
+        return 0;
+    }
+    return own_one(r);
+}
+
 /* A call with numdyn Tensors that require grad: the forward runs as
  * numdyn's vjp (recorded per argument signature, so warm calls replay
  * it), which keeps what its backward needs (the min-cut partition), and
@@ -265,7 +288,14 @@ static PyObject *vjp_call(NdWrapped *w, PyObject *const *args, PyObject **a, Py_
     }
     res3 = PyObject_CallFunction(vjp_fn, "OOOOOOOO", w->compiled, targs, positions,
                                  kw ? kw : Py_None, backend, Py_False, Py_False, w->vjpcache);
-    if (!res3) { *used = 1; goto done; }
+    if (!res3) {
+        /* something the vjp cannot differentiate (float() of a value, an op
+         * without a rule): the call runs as a node backward() replays, and
+         * backward() raises only if its gradient is needed */
+        if (PyErr_ExceptionMatches(PyExc_NotImplementedError)) PyErr_Clear();
+        else *used = 1;
+        goto done;
+    }
     if (!PyTuple_Check(res3) || PyTuple_GET_SIZE(res3) != 3) {
         PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
                         "(out, aux, vjp)");
@@ -309,6 +339,7 @@ done:
     Py_XDECREF(kw);
     Py_XDECREF(tkw);
     Py_XDECREF(res3);
+    if (r && own_results(r) < 0) Py_CLEAR(r);
     return r;
 }
 
