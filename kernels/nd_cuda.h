@@ -16,6 +16,9 @@
  */
 #ifndef ND_CUDA_H
 #define ND_CUDA_H
+/* ND_CUDA_HOST: tests/cuda_host_emu.h runs the kernels on the host (its
+ * libc has these) */
+#ifndef ND_CUDA_HOST
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
@@ -38,6 +41,7 @@ typedef unsigned long long uint64_t;
 #define UINT64_MAX 18446744073709551615ull
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
+#endif
 
 #define ND_FN __device__ __forceinline__
 #define ND_ERR_DIVZERO 1

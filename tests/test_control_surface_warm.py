@@ -202,3 +202,44 @@ def test_errstate_raise_inside_the_function_is_caught_there():
         r0, caught0 = _caught(w, x)
         assert caught == caught0
         np.testing.assert_array_equal(r, r0)
+
+
+def _reads_params(p, x):
+    return np.tanh(x * p["w"] + p["b"])
+
+
+def _reorders(p, x):
+    w = p.pop("w")       # same keys, same values, another order
+    p["w"] = w
+    return x * p["b"]
+
+
+def _replaces(p, x):
+    p["b"] = p["b"] + 1.0  # same keys, a new value
+    return x * p["w"]
+
+
+def _nested(p, x):
+    p["inner"]["s"] = x.sum()  # the outer dict unchanged, the inner one not
+    return x * p["w"]
+
+
+@pytest.mark.parametrize("fn", [_reads_params, _reorders, _replaces, _nested])
+def test_dict_argument_changes_reach_the_caller(fn):
+    c = numdyn.compile(fn, options={"floor": False})
+    x = np.arange(4.0)
+    for _ in range(3):
+        pa = {"w": np.full(4, 0.5), "b": np.ones(4), "inner": {}}
+        pb = {"w": pa["w"], "b": pa["b"], "inner": {}}
+        w_id = id(pa["w"])
+        ra, rb = fn(pa, x), c(pb, x)
+        np.testing.assert_allclose(rb, ra, rtol=1e-15)
+        assert list(pb) == list(pa)
+        assert id(pb["w"]) == w_id
+        for k in pa:
+            if k == "inner":
+                assert pb[k].keys() == pa[k].keys()
+                assert all(type(pb[k][j]) is type(pa[k][j]) for j in pa[k])
+            else:
+                assert type(pb[k]) is np.ndarray
+                np.testing.assert_array_equal(pb[k], pa[k])

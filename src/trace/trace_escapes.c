@@ -401,7 +401,24 @@ static int reflect(PyObject *pairs, PyObject *o, PyObject *w, PyObject *done)
         Py_DECREF(nl);
         return rc < 0 ? -1 : changed;
     }
-    /* a dict: the copy's items, in its order */
+    /* a dict the function left as it was -- the common case, a dict of
+     * parameters read by the function -- is told by one walk of both in
+     * order: the same keys, each value the original's own (or its proxy
+     * or copy, whose own changes unwrapped reflects). Otherwise: */
+    if (PyDict_GET_SIZE(o) == PyDict_GET_SIZE(w)) {
+        Py_ssize_t po = 0, pw = 0;
+        PyObject *ko, *vo, *kw, *vw;
+        int same = 1;
+        while (same && PyDict_Next(w, &pw, &kw, &vw)) {
+            if (!PyDict_Next(o, &po, &ko, &vo) || ko != kw) { same = 0; break; }
+            PyObject *u = unwrapped(pairs, vw, done);
+            if (!u) return -1;
+            same = u == vo;
+            Py_DECREF(u);
+        }
+        if (same) return 0;
+    }
+    /* the copy's items, in its order */
     PyObject *nd = PyDict_New();
     if (!nd) return -1;
     PyObject *k, *v;

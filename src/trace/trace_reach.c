@@ -27,7 +27,7 @@
 
 typedef struct {
     nd_trace *t;
-    PyObject *names;  /* set of every name the code objects use */
+    PyObject *names;  /* owned tuple: every name the function's code objects use */
     int marked;
 } reach;
 
@@ -109,11 +109,10 @@ static int check_attrs(reach *r, PyObject *o)
     }
     if (!d || !PyDict_Check(d)) return 0;
     Py_INCREF(d);
-    Py_ssize_t pos = 0;
-    PyObject *name;
-    Py_hash_t h;
     int rc = 0;
-    while (_PySet_NextEntry(r->names, &pos, &name, &h)) {
+    Py_ssize_t nn = r->names ? PyTuple_GET_SIZE(r->names) : 0;
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        PyObject *name = PyTuple_GET_ITEM(r->names, i);
         PyObject *v = PyDict_GetItemWithError(d, name);
         if (!v) {
             if (PyErr_Occurred()) { rc = -1; break; }
@@ -131,19 +130,39 @@ static int check_object(reach *r, PyObject *v)
     return check_attrs(r, v);
 }
 
+/* the names a code object and its nested code use, as a tuple (new ref),
+ * cached per code object: a warm traced call must not rebuild them */
+static PyObject *names_of(PyObject *code)
+{
+    static PyObject *cache;  /* code -> tuple of names */
+    if (!cache && !(cache = PyDict_New())) return NULL;
+    PyObject *t = PyDict_GetItemWithError(cache, code);
+    if (t) return Py_NewRef(t);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *set = PySet_New(NULL);
+    if (!set) return NULL;
+    if (code_names(code, set, 0) < 0) { Py_DECREF(set); return NULL; }
+    t = PySequence_Tuple(set);
+    Py_DECREF(set);
+    if (!t) return NULL;
+    if (PyDict_GET_SIZE(cache) > 4096) PyDict_Clear(cache);  /* bounded */
+    if (PyDict_SetItem(cache, code, t) < 0) { Py_DECREF(t); return NULL; }
+    return t;
+}
+
 /* the globals fn's code names; Python functions among them: their own
  * globals too, `depth` levels down */
 static int check_globals(reach *r, PyObject *fn, int depth)
 {
     PyObject *globals = PyFunction_GET_GLOBALS(fn);
-    PyObject *set = PySet_New(NULL);
+    PyObject *set = names_of(PyFunction_GET_CODE(fn));
     if (!set) return -1;
-    int rc = code_names(PyFunction_GET_CODE(fn), set, 0);
-    if (rc == 0 && depth == 0 && _PySet_Update(r->names, set) < 0) rc = -1;
-    Py_ssize_t pos = 0;
-    PyObject *name;
-    Py_hash_t h;
-    while (rc == 0 && _PySet_NextEntry(set, &pos, &name, &h)) {
+    int rc = 0;
+    if (depth == 0) {
+        Py_XSETREF(r->names, Py_NewRef(set));
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(set); i++) {
+        PyObject *name = PyTuple_GET_ITEM(set, i);
         PyObject *v = PyDict_GetItemWithError(globals, name);
         if (!v) {
             if (PyErr_Occurred()) rc = -1;
@@ -171,18 +190,16 @@ int nd__mark_reachable(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
         PyObject *self = PyMethod_GET_SELF(fn);
         fn = PyMethod_GET_FUNCTION(fn);
         if (!PyFunction_Check(fn)) return 0;
-        reach r0 = {t, PySet_New(NULL), 0};
-        if (!r0.names) return -1;
+        reach r0 = {t, NULL, 0};
         int rc = check_globals(&r0, fn, 0);
         if (rc == 0) rc = check_attrs(&r0, self);
         for (Py_ssize_t k = 0; rc == 0 && k < n; k++)
             if (!PyArray_Check(args[k])) rc = check_attrs(&r0, args[k]);
-        Py_DECREF(r0.names);
+        Py_XDECREF(r0.names);
         return rc;
     }
     if (!PyFunction_Check(fn)) return 0;
-    reach r = {t, PySet_New(NULL), 0};
-    if (!r.names) return -1;
+    reach r = {t, NULL, 0};
     int rc = check_globals(&r, fn, 0);
     /* arguments that are objects: the attributes the code names (an
      * argument array itself is a caller storage; lists and dicts of
@@ -191,6 +208,6 @@ int nd__mark_reachable(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
         if (!PyArray_Check(args[k]) && !PyList_Check(args[k]) && !PyTuple_Check(args[k]) &&
             !PyDict_Check(args[k]))
             rc = check_attrs(&r, args[k]);
-    Py_DECREF(r.names);
+    Py_XDECREF(r.names);
     return rc;
 }

@@ -1,0 +1,176 @@
+"""The generated CUDA run on the host (issue 16, no GPU here): g++ compiles
+numdyn.cuda.source's kernels after tests/cuda_host_emu.h, which makes each
+CUDA thread of a block a std::thread and __syncthreads / warp shuffles
+barriers; the results are compared with NumPy. This checks the generator's
+logic -- indexing, grid-stride loops over several blocks, block and warp
+reductions, argmax's first occurrence and NaN rules, float16 rounding,
+integer division by zero -- not a GPU's arithmetic or timing."""
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import numdyn.cuda as ndc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++) to build the host emulation")
+
+GRID, BLOCK = 3, 64   # several blocks (grid-stride loops) of two warps
+
+
+def build(src):
+    d = tempfile.mkdtemp(prefix="nd_cuda_emu_")
+    cu = os.path.join(d, "k.cpp")
+    with open(cu, "w") as f:
+        f.write('#include "cuda_host_emu.h"\n' + src)
+    so = os.path.join(d, "k.so")
+    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", HERE, cu, "-o", so,
+                        "-pthread"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return ctypes.CDLL(so)
+
+
+def run(fn, args, outs, strides):
+    """Run fn's only kernel on the host. args: the input arrays (kernel
+    operand order); outs: output arrays to fill; strides: per operand, its
+    element strides along the kernel dims. Returns the error word."""
+    ks = ndc.kernels(fn, *args)
+    assert len(ks) == 1, [k for k, _ in ks]
+    text = ks[0][1]
+    name = re.search(r"(nd_cuda_[0-9a-f]{16})\(", text).group(1)
+    R = len(re.findall(r"const int64_t n\d+ = I\[\d+\];", text))
+    nops = len(re.findall(r"\*const B\d+ = ", text))
+    assert nops == len(args) + len(outs) == len(strides)
+    assert "S[" not in text  # these tests pass no scalar parameters
+    lib = build(ndc._C._cuda_prelude() + "\n" + text)
+    arrays = list(args) + list(outs)
+    shape = [int(x) for x in fn_shape(arrays, strides, R)]
+    I = np.array(shape + [s for st in strides for s in st], dtype=np.int64)
+    ptrs = [a.ctypes.data for a in arrays]
+    if "lo%d = P[" % len(args) in text:  # store-check mode: each output's bounds
+        for o in outs:
+            ptrs += [o.ctypes.data, o.ctypes.data + o.nbytes]
+    P = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    E = ctypes.c_int(0)
+    lib.nd_emu_launch(ctypes.c_void_p(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value),
+                      P, I.ctypes.data_as(ctypes.c_void_p), None, ctypes.byref(E), GRID, BLOCK)
+    return E.value
+
+
+def fn_shape(arrays, strides, R):
+    """the kernel dims' sizes: the largest extent any operand has along each"""
+    dims = [1] * R
+    for a in arrays:
+        if a.ndim == R:
+            dims = [max(x, y) for x, y in zip(dims, a.shape)]
+    return dims
+
+
+def c_strides(a, R):
+    return [s // a.itemsize for s in a.strides] if a.ndim == R else None
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int32", "uint8"])
+def test_sum_rows(dt):
+    x = (np.random.default_rng(0).standard_normal((37, 1000)) * 10).astype(dt)
+    out = np.zeros(37, dtype=x.sum(axis=1).dtype)
+    run(lambda a: a.sum(axis=1), [x], [out], [[1000, 1], [1, 0]])
+    tol = 1e-4 if dt == "float32" else 1e-12
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=tol)
+
+
+def test_sum_all_and_columns():
+    x = np.random.default_rng(1).standard_normal((37, 130))
+    out = np.zeros((), dtype=np.float64)
+    run(lambda a: a.sum(), [x], [out], [[130, 1], [0, 0]])
+    np.testing.assert_allclose(out, x.sum(), rtol=1e-12)
+    col = np.zeros(130)
+    run(lambda a: a.sum(axis=0), [x], [col], [[130, 1], [0, 1]])
+    np.testing.assert_allclose(col, x.sum(axis=0), rtol=1e-12)
+
+
+def test_argmax_argmin_first_occurrence_and_nan():
+    x = np.random.default_rng(2).integers(0, 5, (20, 300)).astype(np.float64)
+    x[3, 100] = np.nan
+    x[3, 200] = np.nan      # the first NaN wins
+    x[7, 299] = np.nan
+    for f, ref in ((lambda a: np.argmax(a, axis=1), np.argmax), (lambda a: np.argmin(a, axis=1), np.argmin)):
+        out = np.zeros(20, dtype=np.int64)
+        run(f, [x], [out], [[300, 1], [1, 0]])
+        np.testing.assert_array_equal(out, ref(x, axis=1))
+    xi = np.random.default_rng(3).integers(-3, 3, (20, 300)).astype(np.int32)   # many ties
+    out = np.zeros(20, dtype=np.int64)
+    run(lambda a: np.argmax(a, axis=1), [xi], [out], [[300, 1], [1, 0]])
+    np.testing.assert_array_equal(out, np.argmax(xi, axis=1))
+
+
+def test_max_min_propagate_nan():
+    x = np.random.default_rng(4).standard_normal((10, 500))
+    x[2, 499] = np.nan
+    x[5, 0] = np.nan
+    for f in (lambda a: a.max(axis=1), lambda a: a.min(axis=1)):
+        out = np.zeros(10)
+        run(f, [x], [out], [[500, 1], [1, 0]])
+        np.testing.assert_array_equal(out, f(x))
+
+
+def test_integer_division_by_zero():
+    a = np.arange(-50, 50, dtype=np.int64)
+    b = np.resize(np.array([3, 0, -7, 1, 0], dtype=np.int64), 100)
+    outq, outr = np.zeros(100, np.int64), np.zeros(100, np.int64)
+    E = run(lambda x, y: (x // y, x % y), [a, b], [outq, outr], [[1]] * 4)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(outq, a // b)
+        np.testing.assert_array_equal(outr, a % b)
+    assert E & 1  # ND_ERR_DIVZERO: NumPy's "divide by zero" warning
+
+
+def test_float16_rounds_after_each_op():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(999).astype(np.float16)
+    b = rng.standard_normal(999).astype(np.float16)
+    out = np.zeros(999, np.float16)
+    run(lambda x, y: (x + y) * x - y, [a, b], [out], [[1]] * 3)
+    np.testing.assert_array_equal(out.view(np.uint16), ((a + b) * a - b).view(np.uint16))
+
+
+def test_broadcast_and_strided_pointwise():
+    x = np.random.default_rng(6).standard_normal((40, 60))
+    xs = x[::2, ::3]                    # 20 x 20, strided
+    y = np.arange(20.0)                 # broadcast along rows
+    out = np.zeros((20, 20))
+    run(lambda a, b: a * b - a, [xs, y], [out], [[120, 3], [0, 1], [20, 1]])
+    np.testing.assert_array_equal(out, xs * y - xs)
+
+
+def test_softmax_row_kernel():
+    x = np.random.default_rng(7).standard_normal((33, 300))
+    out = np.zeros_like(x)
+
+    def softmax(a):
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    run(softmax, [x], [out], [[300, 1], [300, 1]])
+    np.testing.assert_allclose(out, softmax(x), rtol=1e-13)
+
+
+def test_cumsum_scan():
+    x = np.random.default_rng(8).integers(-100, 100, (7, 333)).astype(np.int32)
+    out = np.zeros((7, 333), np.int64)
+    run(lambda a: np.cumsum(a, axis=1, dtype=np.int64), [x], [out], [[333, 1], [333, 1]])
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=1, dtype=np.int64))
+
+
+def test_complex_pointwise():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(257) + 1j * rng.standard_normal(257)
+    b = rng.standard_normal(257) + 1j * rng.standard_normal(257)
+    out = np.zeros(257, np.complex128)
+    run(lambda x, y: x * y / (x - y), [a, b], [out], [[1]] * 3)
+    np.testing.assert_allclose(out, a * b / (a - b), rtol=1e-14)
