@@ -16,19 +16,8 @@ from fusion_counts import passes
 from oracle import check
 
 
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layer_norm(x):
-    mu = x.mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
-
-
-def row_std(x):
-    return x.std(axis=-1)
-
+# bench_fusion's rows themselves, not copies of them
+from bench_fusion import layer_norm, row_std, softmax  # noqa: E402
 
 FNS = [softmax, layer_norm, row_std]
 

@@ -14,23 +14,8 @@ from numdyn import utils
 from test_first_call import gated, _starts  # noqa: F401  (gated is a fixture)
 
 
-def edit_distance(a, b):
-    n, m = a.shape[0], b.shape[0]
-    D = np.zeros((n + 1, m + 1), dtype=np.int64)
-    for i in range(n + 1):
-        D[i, 0] = i
-    for j in range(m + 1):
-        D[0, j] = j
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            best = D[i - 1, j] + 1
-            if D[i, j - 1] + 1 < best:
-                best = D[i, j - 1] + 1
-            if D[i - 1, j - 1] + cost < best:
-                best = D[i - 1, j - 1] + cost
-            D[i, j] = best
-    return D[n, m], D
+# the bench program itself (bench/programs_loops.py), not a copy of it
+from programs_loops import edit_distance  # noqa: E402
 
 
 def scan_after_lazy(x, limit):
