@@ -61,22 +61,8 @@ static void elem(char *buf, size_t n, const cctx *c, int o)
 static void index_value(cctx *c, nd_id id)
 {
     const nd_node *n = &c->g->nodes[id];
-    const nd_node *dom = &c->g->nodes[c->k->dom];
-    int drank = c->k->dom_v ? dom->vndim : dom->ndim, kd = -1, lit = -1;
-    if (n->shape[n->aux] != 1) {
-        if (c->fr >= 0) {
-            /* inside a frame: its index along the short reduction's input */
-            nd_id r = c->k->fr[c->fr];
-            const nd_node *x = &c->g->nodes[c->g->nodes[r].in[0]];
-            int fd = n->aux + (x->ndim - n->ndim), sd[ND_MAXFS], ns = nd_frame_short(c->g, r, sd, NULL);
-            for (int t = 0; t < ns; t++) if (sd[t] == fd) lit = c->fe[t];
-            for (int q = 0; q < c->R && lit < 0 && kd < 0; q++)
-                if (nd_frame_dim(c->g, r, drank, c->k->dims[q]) == fd) kd = q;
-        } else {
-            int dd = n->aux + (drank - n->ndim);
-            for (int q = 0; q < c->R; q++) if (c->k->dims[q] == dd) kd = q;
-        }
-    }
+    int kd, lit;
+    nd_index_axis(c->g, c->k, c->R, c->fr, c->fe, id, &kd, &lit);
     char ix[32];
     if (lit >= 0) snprintf(ix, sizeof ix, "(int64_t)%d", lit);
     else if (kd < 0) snprintf(ix, sizeof ix, "(int64_t)0");

@@ -185,6 +185,31 @@ static inline int nd_frame_short(const nd_graph *g, nd_id r, int *sd, int *ext)
         }
     return ns;
 }
+/* INDEX node id's axis in kernel k (R loop dims; fr the frame being
+ * emitted, -1 per element, at position fe[] along its short dims): *kd the
+ * kernel dim it runs along, or *lit its constant position inside the frame;
+ * both -1 for an axis of extent 1 (index 0). Shared by the C and CUDA
+ * generators. */
+static inline void nd_index_axis(const nd_graph *g, const nd_kernel *k, int R, int fr,
+                                 const int *fe, nd_id id, int *kd, int *lit)
+{
+    const nd_node *n = &g->nodes[id], *dom = &g->nodes[k->dom];
+    int drank = k->dom_v ? dom->vndim : dom->ndim;
+    *kd = *lit = -1;
+    if (n->shape[n->aux] == 1) return;
+    if (fr >= 0) {
+        nd_id r = k->fr[fr];
+        const nd_node *x = &g->nodes[g->nodes[r].in[0]];
+        int fd = n->aux + (x->ndim - n->ndim), sd[ND_MAXFS], ns = nd_frame_short(g, r, sd, NULL);
+        for (int t = 0; t < ns; t++) if (sd[t] == fd) *lit = fe[t];
+        for (int q = 0; q < R && *lit < 0 && *kd < 0; q++)
+            if (nd_frame_dim(g, r, drank, k->dims[q]) == fd) *kd = q;
+    } else {
+        int dd = n->aux + (drank - n->ndim);
+        for (int q = 0; q < R; q++) if (k->dims[q] == dd) *kd = q;
+    }
+}
+
 /* index in the kernel's int arguments of operand o's stride along short dim t */
 static inline int nd_frame_sidx(int rank, int nops, int o, int t)
 {
