@@ -313,13 +313,39 @@ def test_backend_matmul_on_device(da, db):
         assert ok, (da, db, detail)
 
 
-def test_backend_integer_matmul_runs_on_host_counted():
+@pytest.mark.parametrize("da,db", [("int64", "int64"), ("int8", "int8"), ("uint8", "int16"),
+                                   ("bool", "bool"), ("bool", "int32"), ("uint64", "uint64")])
+def test_backend_integer_matmul_on_device(da, db):
+    # numdyn's integer gemm kernel: NumPy's wraparound, bool's OR of ANDs
     _cuda_backend()
-    a = RNG.integers(-1000, 1000, (8, 8))
+
+    def f(a, b):
+        return a @ b, np.dot(a.T, b), (a[None] @ b[:, None])[0]
+
+    a = RNG.integers(-100, 100, (33, 20)).astype(da)
+    b = RNG.integers(-100, 100, (20, 33)).astype(db)
+    want = f(a, b)
     before = _host_steps()
-    got = numdyn.compile(lambda x: x @ x, backend="cuda")(a)
-    np.testing.assert_array_equal(got, a @ a)
-    assert _host_steps() > before
+    got = numdyn.compile(f, backend="cuda")(a, b)
+    assert _host_steps() == before, "an integer matmul ran on the host"
+    for g_, w in zip(got, want):
+        assert g_.dtype == w.dtype and g_.shape == w.shape
+        np.testing.assert_array_equal(g_, w)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint32", "bool"])
+def test_integer_matmul_kernel(dev, dtype):
+    for a_shape, b_shape in SHAPES:
+        a0 = RNG.integers(-50, 50, a_shape).astype(dtype)
+        b0 = RNG.integers(-50, 50, b_shape).astype(dtype)
+        want = np.matmul(a0, b0)
+        for la, lb in [("C", "C"), ("T", "F"), ("step", "rowstep")]:
+            a, b = layout(a0, la), layout(b0, lb)
+            d, ov = dev.empty(want.shape, dtype)
+            if _C._cuda_lib_matmul(False, dev.upload(a), dev.upload(b), ov, dev.stream()) == 1:
+                continue
+            np.testing.assert_array_equal(dev.download(d, want.shape, dtype), want,
+                                          err_msg=f"{dtype} {a_shape} {la} @ {b_shape} {lb}")
 
 
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "int16"])
