@@ -10,6 +10,7 @@ numdyn.cuda.is_available() is False (CI has no GPU).
    the cuda backend is registered.
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -251,7 +252,11 @@ def _cuda_backend():
     return "cuda"
 
 
-CASES = [("arith", 300), ("reduce", 250), ("all", 300), ("rows", 150)]
+# programs per mode (NUMDYN_GPU_FUZZ_SCALE multiplies them: a GPU session's
+# minutes are few, and every batch is an NVRTC compile)
+_SCALE = float(os.environ.get("NUMDYN_GPU_FUZZ_SCALE", "1"))
+CASES = [(m, max(1, int(n * _SCALE))) for m, n in
+         [("arith", 120), ("reduce", 100), ("all", 120), ("rows", 60)]]
 
 
 @pytest.mark.parametrize("mode,n", CASES, ids=[m for m, _ in CASES])
