@@ -613,3 +613,92 @@ def test_ufunc_at_into_a_real_array(backend):
         _ACC[:] = i
         r = f(x)
         assert e == r and np.array_equal(e_state, _ACC), (e, r, e_state, _ACC)
+
+
+# ------------------------------- 7. ufunc where=: masked-out lanes are not run
+
+def _div_where(a, b):
+    out = np.full_like(a, -1.0)
+    np.divide(a, b, out=out, where=b != 0)
+    return out
+
+
+def _div_where_raise(a, b):
+    with np.errstate(divide="raise", invalid="raise"):
+        out = np.zeros_like(a)
+        np.divide(a, b, out=out, where=b != 0)
+        np.log(a, out=out, where=a > 0)
+        np.arctanh(b - 1, out=out, where=b != 0)
+        return out
+
+
+def _int_where(a, b):
+    out = np.zeros_like(a)
+    np.floor_divide(a, b, out=out, where=b != 0)
+    return out, np.remainder(a, b, out=np.ones_like(a), where=b != 0)
+
+
+@pytest.mark.parametrize("fn", [_div_where, _div_where_raise, _int_where])
+def test_where_masked_lanes_raise_no_fp_error(backend, fn):
+    # NumPy computes only the selected lanes: a zero divisor under a False
+    # mask gives no warning, and no FloatingPointError under errstate
+    # 'raise' (numdyn used to compute every lane and report its flags)
+    f = numdyn.compile(fn, backend=backend)
+    rng = np.random.default_rng(3)
+    for n in (5, 6, 7, 64):
+        a = rng.standard_normal(n)
+        b = rng.integers(0, 2, n).astype(float)
+        if fn is _int_where:
+            a, b = (a * 50).astype(np.int64), b.astype(np.int64)
+        with _w.catch_warnings():
+            _w.simplefilter("error")
+            e, r = fn(a, b), f(a, b)
+        for x, y in zip(e if isinstance(e, tuple) else (e,), r if isinstance(r, tuple) else (r,)):
+            np.testing.assert_array_equal(x, y)
+
+
+# ------------------- 8. warnings Python code shows while a call is traced
+
+def _scalar_warns(A):
+    for i in range(1, 4):
+        # NumPy scalar arithmetic: NumPy itself warns, outside numdyn's graph
+        A[i - 1] *= (i & np.uint8(9)) % (i * np.int8(3) - 3)
+    return A
+
+
+def _python_warns(x):
+    if x.sum() > 0:
+        _w.warn("positive input")
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_scalar_warns, _python_warns])
+def test_warnings_of_untraced_code_are_given_on_every_call(backend, fn):
+    # a replayed call skips the Python code, so a call whose tracing showed
+    # a warning that the graph's own ops did not give is not replayed
+    f = numdyn.compile(fn, backend=backend)
+    for _ in range(3):
+        a = np.ones(4)
+        with _w.catch_warnings(record=True) as rec:
+            _w.simplefilter("always")
+            r = f(a.copy())
+        with _w.catch_warnings(record=True) as ref:
+            _w.simplefilter("always")
+            e = fn(a.copy())
+        np.testing.assert_array_equal(r, e)
+        assert [str(x.message) for x in rec] == [str(x.message) for x in ref]
+
+
+def test_graph_warnings_keep_replay():
+    # the graph's own warnings (a flush's divide by zero) are given again by
+    # replays: such calls stay replayable
+    def f(x):
+        return np.log(x) * 2
+    g = numdyn.compile(f)
+    before = numdyn.utils.counters["replays"]
+    for _ in range(4):
+        with _w.catch_warnings(record=True) as rec:
+            _w.simplefilter("always")
+            g(np.array([0.0, 1.0]))
+        assert [str(x.message) for x in rec] == ["divide by zero encountered in log"]
+    assert numdyn.utils.counters["replays"] - before >= 2
