@@ -655,9 +655,10 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_i
  * nodes made since it and every caller storage of the capture (a few ns
  * each). A small value is copied: walking 4000 storages (the np.array of
  * each step) to spare a copy of 24 bytes was 21% of a Lorenz RK4 on
- * 3-vectors, whose every element read flushes -- quadratic in the steps. */
-#define ND_DONATE_MIN_BYTES 4096
-#define ND_DONATE_BYTES_PER_NODE 64
+ * 3-vectors, whose every element read flushes -- quadratic in the steps.
+ * So the walk is made when it costs less than the copy it may spare. */
+#define ND_DONATE_COPY_BYTES 2048    /* a copy's fixed cost (allocation), in bytes copied */
+#define ND_DONATE_BYTES_PER_NODE 32  /* a node or storage walked, in bytes copied */
 
 /* Whether a later flush may read node i (nd__needed_nodes' rule, with this
  * flush's targets counted as values): walked over the nodes made since i
@@ -708,7 +709,7 @@ static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order
             !PyArray_ISWRITEABLE(a) || PyArray_BASE(a))
             continue;
         size_t nb = (size_t)PyArray_NBYTES(a);
-        if (nb < ND_DONATE_MIN_BYTES || nb < ND_DONATE_BYTES_PER_NODE * (size_t)(tg->n - i + t->nclist))
+        if (nb + ND_DONATE_COPY_BYTES < ND_DONATE_BYTES_PER_NODE * (size_t)(tg->n - i + t->nclist))
             continue;
         int read = needed_after(t, i);
         if (read < 0) { PyErr_Clear(); read = 1; }  /* no memory to tell: copied, as before */
