@@ -20,7 +20,7 @@ import numdyn.cuda
 from numdyn import _C
 
 import cuda_lib_cases as cases
-from cuda_lib_cases import LAYOUTS, layout
+from cuda_lib_cases import FFT_CALLS, LAYOUTS, layout
 
 pytestmark = pytest.mark.skipif(not numdyn.cuda.is_available(),
                                 reason="no CUDA device: " + str(numdyn.cuda.unavailable_reason()))
@@ -373,3 +373,19 @@ def test_backend_fft_on_device(dt):
         eps = np.finfo(w.dtype).eps
         scale = max(1.0, float(np.abs(w).max()))
         assert float(np.abs(g_ - w).max()) <= 64 * eps * scale, (dt, float(np.abs(g_ - w).max()))
+
+
+@pytest.mark.parametrize("dt", ["complex128", "complex64", "float16"])
+@pytest.mark.parametrize("label,fn", FFT_CALLS, ids=[c[0] for c in FFT_CALLS])
+def test_backend_fft_nd_on_device(label, fn, dt):
+    # n-d and Hermitian transforms: cuFFT 1-d transforms one after another
+    _cuda_backend()
+    x = cases.rand(RNG, (3, 5, 6), "complex128") * 2
+    x = x.astype(dt) if dt.startswith("complex") else x.real.astype(dt)
+    want = fn(x)
+    got, on_dev, host = _run_on_gpu(fn, x)
+    assert on_dev == 1 and not host, (on_dev, host)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    eps = np.finfo(want.dtype).eps
+    scale = max(1.0, float(np.abs(want).max()))
+    assert float(np.abs(got - want).max()) <= 64 * eps * scale, float(np.abs(got - want).max())
