@@ -166,6 +166,38 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
 }
 
 /* The one path of every ufunc call: operands -> NEP 50 loop -> nodes. */
+/* where=: NumPy runs the loop only on the lanes the mask selects, so a
+ * masked-out lane never raises a floating-point (or integer division)
+ * warning or, under errstate 'raise', an error. The graph computes every
+ * lane and keeps out's value where the mask is False (finish), so the
+ * operands of masked-out lanes are replaced by a value no ufunc flags:
+ * 1 (0 for arctanh, whose 1 is a pole). */
+static int mask_off_lanes(nd_trace *t, int uf, int nin, nd_id *ids, const int *loop_in,
+                          PyObject *where)
+{
+    if (nd_ufunc_is_comparison(uf)) return 0;
+    nd_id m = ND_NONE;
+    for (int k = 0; k < nin; k++) {
+        int dt = loop_in[k];
+        if (!(PyTypeNum_ISINTEGER(dt) || PyTypeNum_ISFLOAT(dt) || PyTypeNum_ISCOMPLEX(dt)))
+            continue;
+        if (m == ND_NONE) {
+            nd_operand w;
+            int rc = nd_shim_operand(t, where, &w);
+            if (rc == 1) { nd_shim_unsupported("ufunc where= of this type"); return -1; }
+            if (rc < 0) return -1;
+            if ((m = nd_shim_operand_node(t, &w, NPY_BOOL)) == ND_NONE) return -1;
+        }
+        PyObject *one = PyLong_FromLong(uf == ND_UF_ARCTANH ? 0 : 1);
+        if (!one) return -1;
+        nd_id c = nd_shim_node_scalar(t, one, dt, 0);
+        Py_DECREF(one);
+        if (c == ND_NONE || (ids[k] = nd_shim_node_where(t, m, ids[k], c, dt)) == ND_NONE)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc_opts *o)
 {
     int nin = nd_ufunc_nin(uf), nout = nd_ufunc_nout(uf);
@@ -234,6 +266,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
     nd_id ids[ND_MAXIN];
     for (int k = 0; k < nin; k++)
         if ((ids[k] = nd_shim_operand_node(t, &ops[k], loop_in[k])) == ND_NONE) return NULL;
+    if (o->where && mask_off_lanes(t, uf, nin, ids, loop_in, o->where) < 0) return NULL;
     for (int i = 0; i < nout; i++)
         if ((res[i] = nd_shim_node_ufunc(t, uf, ids, loop_in, out_dt[i], i)) == ND_NONE)
             return NULL;

@@ -1,10 +1,17 @@
-"""The generated CUDA run on the host (issue 16, no GPU here): g++ compiles
-numdyn.cuda.source's kernels after tests/cuda_host_emu.h, which makes each
-CUDA thread of a block a std::thread and __syncthreads / warp shuffles
-barriers; the results are compared with NumPy. This checks the generator's
-logic -- indexing, grid-stride loops over several blocks, block and warp
-reductions, argmax's first occurrence and NaN rules, float16 rounding,
-integer division by zero -- not a GPU's arithmetic or timing."""
+"""The generated CUDA run twice: on the host and, where there is one, on a GPU.
+
+host: g++ compiles numdyn.cuda.source's kernels after tests/cuda_host_emu.h,
+which makes each CUDA thread of a block a std::thread and __syncthreads /
+warp shuffles barriers. This checks the generator's logic -- indexing,
+grid-stride loops over several blocks, block and warp reductions, argmax's
+first occurrence and NaN rules, float16 rounding, integer division by zero
+-- on any machine, not a GPU's arithmetic or timing.
+
+gpu: the same kernel text, compiled by NVRTC through CuPy's RawModule and
+launched on the device with the same P/I/S/E arguments (independent of
+numdyn's own CUDA runtime, so a generator bug and a runtime bug are told
+apart). Runs only where CuPy sees a CUDA device; on a machine without one
+those cases are skipped, which CI (no GPU) reports as skips."""
 import ctypes
 import os
 import re
@@ -19,9 +26,30 @@ import numdyn.cuda as ndc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++) to build the host emulation")
-
 GRID, BLOCK = 3, 64   # several blocks (grid-stride loops) of two warps
+GPU_BLOCK = 256       # ND_THREADS: the kernels' __launch_bounds__
+
+
+def _cupy_device():
+    try:
+        import cupy
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # no CuPy, no driver, no device: the gpu cases skip
+        return None
+
+
+@pytest.fixture(autouse=True, params=["host", "gpu"])
+def executor(request):
+    global _EXEC
+    if request.param == "host" and CXX is None:
+        pytest.skip("no C++ compiler (g++) to build the host emulation")
+    if request.param == "gpu" and _cupy_device() is None:
+        pytest.skip("no CUDA device visible to CuPy")
+    _EXEC = request.param
+    yield request.param
+
+
+_EXEC = "host"
 
 
 def build(src):
@@ -48,8 +76,10 @@ def run(fn, args, outs, strides):
     nops = len(re.findall(r"\*const B\d+ = ", text))
     assert nops == len(args) + len(outs) == len(strides)
     assert "S[" not in text  # these tests pass no scalar parameters
-    lib = build(ndc._C._cuda_prelude() + "\n" + text)
     arrays = list(args) + list(outs)
+    if _EXEC == "gpu":
+        return run_gpu(ndc._C._cuda_prelude() + "\n" + text, name, args, outs, strides, R, text)
+    lib = build(ndc._C._cuda_prelude() + "\n" + text)
     shape = [int(x) for x in fn_shape(arrays, strides, R)]
     I = np.array(shape + [s for st in strides for s in st], dtype=np.int64)
     ptrs = [a.ctypes.data for a in arrays]
@@ -61,6 +91,45 @@ def run(fn, args, outs, strides):
     lib.nd_emu_launch(ctypes.c_void_p(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value),
                       P, I.ctypes.data_as(ctypes.c_void_p), None, ctypes.byref(E), GRID, BLOCK)
     return E.value
+
+
+def _root(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def run_gpu(src, name, args, outs, strides, R, text):
+    """run() on the GPU: every operand's whole root buffer goes to the
+    device (so strided views keep their strides and offsets), the kernel
+    runs there, the outputs' roots come back."""
+    cp = _cupy_device()
+    kern = cp.RawModule(code=src, options=("-std=c++17",)).get_function(name)
+    arrays = list(args) + list(outs)
+    roots, dev = {}, {}
+    for a in arrays:
+        r = _root(a)
+        assert r.flags.c_contiguous
+        if id(r) not in roots:
+            roots[id(r)] = r
+            dev[id(r)] = cp.asarray(r.view(np.uint8).reshape(-1))
+
+    def dptr(a):
+        return dev[id(_root(a))].data.ptr + (a.ctypes.data - _root(a).ctypes.data)
+    shape = [int(x) for x in fn_shape(arrays, strides, R)]
+    I = cp.asarray(np.array(shape + [s for st in strides for s in st], dtype=np.int64))
+    ptrs = [dptr(a) for a in arrays]
+    if "lo%d = P[" % len(args) in text:
+        for o in outs:
+            ptrs += [dptr(o), dptr(o) + o.nbytes]
+    P = cp.asarray(np.array(ptrs, dtype=np.uint64))
+    E = cp.zeros(1, dtype=np.int32)
+    kern((GRID,), (GPU_BLOCK,), (P, I, np.uint64(0), E))
+    cp.cuda.runtime.deviceSynchronize()
+    for o in outs:
+        r = _root(o)
+        r.view(np.uint8).reshape(-1)[:] = cp.asnumpy(dev[id(r)])
+    return int(E.get()[0])
 
 
 def fn_shape(arrays, strides, R):

@@ -613,3 +613,45 @@ def test_ufunc_at_into_a_real_array(backend):
         _ACC[:] = i
         r = f(x)
         assert e == r and np.array_equal(e_state, _ACC), (e, r, e_state, _ACC)
+
+
+# ------------------------------- 7. ufunc where=: masked-out lanes are not run
+
+def _div_where(a, b):
+    out = np.full_like(a, -1.0)
+    np.divide(a, b, out=out, where=b != 0)
+    return out
+
+
+def _div_where_raise(a, b):
+    with np.errstate(divide="raise", invalid="raise"):
+        out = np.zeros_like(a)
+        np.divide(a, b, out=out, where=b != 0)
+        np.log(a, out=out, where=a > 0)
+        np.arctanh(b - 1, out=out, where=b != 0)
+        return out
+
+
+def _int_where(a, b):
+    out = np.zeros_like(a)
+    np.floor_divide(a, b, out=out, where=b != 0)
+    return out, np.remainder(a, b, out=np.ones_like(a), where=b != 0)
+
+
+@pytest.mark.parametrize("fn", [_div_where, _div_where_raise, _int_where])
+def test_where_masked_lanes_raise_no_fp_error(backend, fn):
+    # NumPy computes only the selected lanes: a zero divisor under a False
+    # mask gives no warning, and no FloatingPointError under errstate
+    # 'raise' (numdyn used to compute every lane and report its flags)
+    f = numdyn.compile(fn, backend=backend)
+    rng = np.random.default_rng(3)
+    for n in (5, 6, 7, 64):
+        a = rng.standard_normal(n)
+        b = rng.integers(0, 2, n).astype(float)
+        if fn is _int_where:
+            a, b = (a * 50).astype(np.int64), b.astype(np.int64)
+        with _w.catch_warnings():
+            _w.simplefilter("error")
+            e, r = fn(a, b), f(a, b)
+        for x, y in zip(e if isinstance(e, tuple) else (e,), r if isinstance(r, tuple) else (r,)):
+            np.testing.assert_array_equal(x, y)
