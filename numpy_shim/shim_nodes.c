@@ -254,7 +254,8 @@ nd_id nd_shim_node_cast_np(nd_trace *t, nd_id in, int dtype)
 {
     nd_info info;
     nd_shim_info(t, in, &info);
-    if (PyTypeNum_ISCOMPLEX(info.dtype) && !PyTypeNum_ISCOMPLEX(dtype)) {
+    /* complex -> bool is a test for nonzero, which NumPy does not warn of */
+    if (PyTypeNum_ISCOMPLEX(info.dtype) && !PyTypeNum_ISCOMPLEX(dtype) && dtype != NPY_BOOL) {
         static PyObject *cls;
         if (!cls && !(cls = nd_shim_exc("numpy.exceptions.ComplexWarning"))) return ND_NONE;
         if (PyErr_WarnEx(cls, "Casting complex values to real discards the imaginary part", 1) < 0)

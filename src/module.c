@@ -10,6 +10,7 @@
 #include "guards/guards.h"
 #include "tensor/tensor.h"
 #include "runtime/cuda.h"
+#include "runtime/cuda_blas.h"
 
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "numdyn._C",
@@ -25,7 +26,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (!m) return NULL;
     if (nd_ufuncs_init() < 0 || nd_extern_placeholder_init() < 0 || nd_graphpy_init(m) < 0 || nd_trace_init(m) < 0 || nd_grad_init(m) < 0 ||
         nd_shim_init(m) < 0 || nd_native_init(m) < 0 || nd_guards_init(m) < 0 ||
-        nd_tensor_init(m) < 0 || nd_cuda_init(m) < 0) {
+        nd_tensor_init(m) < 0 || nd_cuda_init(m) < 0 ||
+        nd_cuda_blas_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -74,3 +74,24 @@ def test_layout_of_copies_of_broadcast_arrays(backend, shape, op):
 def test_einsum_of_nothing_is_a_scalar(backend):
     check(lambda b: np.einsum("->", b), np.array(-9, dtype=np.int8), backend=backend)
     check(lambda b: np.einsum("ij", b), np.arange(4.0).reshape(2, 2), backend=backend)
+
+
+def test_complex_to_bool_casts_do_not_warn(backend):
+    # complex -> bool is a test for nonzero: NumPy gives no ComplexWarning
+    # (complex -> int/float does warn, and still does under numdyn)
+    import warnings
+
+    def f(a, b):
+        b[1] = np.complex128(1 + 2j)
+        b[2] = 0j
+        return a.astype(bool), np.array(a, dtype=bool), b
+    g = numdyn.compile(f, backend=backend)
+    a = np.array([1 + 2j, 0j, 0.5j])
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r = g(a, np.zeros(3, bool))
+        for x, y in zip(r, f(a, np.zeros(3, bool))):
+            np.testing.assert_array_equal(x, y)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        numdyn.compile(lambda a: a.astype(np.int8), backend=backend)(a)

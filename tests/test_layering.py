@@ -49,7 +49,8 @@ CONTRACT = {
     "codegen": {"src/codegen/codegen.h", "src/codegen/codegen_cuda.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h",
-                "src/runtime/cuda.h"},   # the CUDA runtime (issue 16)
+                "src/runtime/cuda.h",    # the CUDA runtime (issue 16)
+                "src/runtime/cuda_blas.h"},   # its cuBLAS/cuFFT externs
     "trace": {"src/trace/trace.h"},
     "numpy_shim": {"numpy_shim/shim.h"},
     "tensor": {"src/tensor/tensor.h"},

@@ -655,3 +655,50 @@ def test_where_masked_lanes_raise_no_fp_error(backend, fn):
             e, r = fn(a, b), f(a, b)
         for x, y in zip(e if isinstance(e, tuple) else (e,), r if isinstance(r, tuple) else (r,)):
             np.testing.assert_array_equal(x, y)
+
+
+# ------------------- 8. warnings Python code shows while a call is traced
+
+def _scalar_warns(A):
+    for i in range(1, 4):
+        # NumPy scalar arithmetic: NumPy itself warns, outside numdyn's graph
+        A[i - 1] *= (i & np.uint8(9)) % (i * np.int8(3) - 3)
+    return A
+
+
+def _python_warns(x):
+    if x.sum() > 0:
+        _w.warn("positive input")
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_scalar_warns, _python_warns])
+def test_warnings_of_untraced_code_are_given_on_every_call(backend, fn):
+    # a replayed call skips the Python code, so a call whose tracing showed
+    # a warning that the graph's own ops did not give is not replayed
+    f = numdyn.compile(fn, backend=backend)
+    for _ in range(3):
+        a = np.ones(4)
+        with _w.catch_warnings(record=True) as rec:
+            _w.simplefilter("always")
+            r = f(a.copy())
+        with _w.catch_warnings(record=True) as ref:
+            _w.simplefilter("always")
+            e = fn(a.copy())
+        np.testing.assert_array_equal(r, e)
+        assert [str(x.message) for x in rec] == [str(x.message) for x in ref]
+
+
+def test_graph_warnings_keep_replay():
+    # the graph's own warnings (a flush's divide by zero) are given again by
+    # replays: such calls stay replayable
+    def f(x):
+        return np.log(x) * 2
+    g = numdyn.compile(f)
+    before = numdyn.utils.counters["replays"]
+    for _ in range(4):
+        with _w.catch_warnings(record=True) as rec:
+            _w.simplefilter("always")
+            g(np.array([0.0, 1.0]))
+        assert [str(x.message) for x in rec] == ["divide by zero encountered in log"]
+    assert numdyn.utils.counters["replays"] - before >= 2

@@ -12,6 +12,8 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "ad_saved_bytes", "ad_boundary_bytes", "ad_recomputed_nodes",
     "escape_walks", "errstate_queries", "base_copy_bytes",
     "loop_pending_runs",
+    "cuda_launches", "cuda_host_steps", "cuda_compiles", "cuda_disk_hits",
+    "cuda_kernel_cache_hits", "cuda_h2d_bytes", "cuda_d2h_bytes", "cuda_graph_cache_hits",
 };
 
 void nd_counter_add(nd_counter c, long long v)

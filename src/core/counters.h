@@ -43,6 +43,16 @@ typedef enum {
                                region (runtime_native.c): what in-place writes avoid */
     ND_CTR_LOOP_PENDING_RUNS, /* captured loops Python ran on real arrays while their C
                                  compiled in the background (trace/loop_run.c) */
+    /* the CUDA backend (runtime/backend_cuda.c, cuda_module.c) */
+    ND_CTR_CUDA_LAUNCHES,   /* kernels launched on the GPU */
+    ND_CTR_CUDA_HOST_STEPS, /* steps of GPU programs NumPy ran on the host (externs without
+                               a GPU form, eager steps): their operands went to the host */
+    ND_CTR_CUDA_COMPILES,   /* NVRTC runs (units of kernels) */
+    ND_CTR_CUDA_DISK_HITS,  /* units loaded from the disk cache's cubins */
+    ND_CTR_CUDA_KERNEL_CACHE_HITS, /* kernels found loaded in memory */
+    ND_CTR_CUDA_H2D_BYTES,  /* bytes copied host -> device */
+    ND_CTR_CUDA_D2H_BYTES,  /* bytes copied device -> host */
+    ND_CTR_CUDA_GRAPH_CACHE_HITS, /* GPU programs found scheduled and loaded */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -49,8 +49,11 @@ __all__ = [
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
     "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
-    "grad", "value_and_grad", "vjp",
+    "grad", "value_and_grad", "vjp", "device", "CudaError",
 ]
+
+CudaError = cuda.CudaError
+device = cuda.device  # `with numdyn.device("cuda"):` compiled functions run on the GPU
 
 GraphBreakError = _C.GraphBreakError
 GraphBreakError.__module__ = "numdyn"
@@ -65,7 +68,7 @@ GuardFail = _C.GuardFail  # (reason, orig_code, guard): what guard_fail_fn recei
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)
 
-_BUILTIN_BACKENDS = ("aot_eager", "eager", "native")
+_BUILTIN_BACKENDS = ("aot_eager", "eager", "native", "cuda")
 _backend_tags = {}
 
 
@@ -209,22 +212,32 @@ def explain(fn, *extra_args, **extra_kwargs):
     numdyn.config.loop_capture) or the construct and line that prevented it,
     and threads: per kernel big enough for the OpenMP team that the call
     ran, whether it ran with the team or alone on the calling thread and
-    the measured times of both (see numdyn.config.adaptive_threads).
+    the measured times of both (see numdyn.config.adaptive_threads), and
+    gpu: for a call that ran on the GPU (backend="cuda" or inside
+    numdyn.device("cuda")), each step NumPy ran on the host instead
+    (event "host_step": an extern or eager step without a GPU form, with
+    its operands copied to the host; "host_graph": a whole graph, under
+    numdyn.config.cuda_host_fallback), each extern a GPU library computed
+    ("device_extern"), and each graph NumPy ran again for np.errstate
+    ("numpy_rerun").
     """
     compiled = fn if isinstance(fn, CompiledFunction) else _C.compile(fn, backend="eager")
 
     def run_explained(*args, **kwargs):
         _C._threads_log(True)  # the team/alone choice of the kernels this call runs
+        _C._cuda_log(True)  # GPU runs: steps the host ran, NumPy reruns
         try:
             result, records = _C._explain_call(compiled, args, kwargs)
         finally:
             threads = _C._threads_log(False)
+            gpu = _C._cuda_log(False)
         floor = compiled._floor_info_for(*args, *kwargs.values())
         out = _explain.build(records, result, floor, compiled._loop_info())
         out.threads = threads
         out.out_guards = compiled._out_guards(*args, *kwargs.values()) if not kwargs else \
             [g for p in compiled._programs() for g in p["guards"]]
         out.compile_times = utils.compile_times() if utils is not None else ""
+        out.gpu = gpu or []
         return out
 
     if extra_args or extra_kwargs:

@@ -29,6 +29,9 @@ class ExplainOutput:
     # kernels big enough for the OpenMP team that the call ran: the runtime's
     # choice (team / alone / measuring) and its measured times (dicts)
     threads: List[Any] = field(default_factory=list)
+    # GPU runs (backend "cuda" / numdyn.device("cuda")): the steps NumPy ran on
+    # the host, externs a GPU library ran, NumPy reruns (dicts: event, op, node, why)
+    gpu: List[Any] = field(default_factory=list)
 
 
     def __str__(self):
@@ -56,6 +59,8 @@ class ExplainOutput:
             lines.append(_threads_line(self.threads))
         if self.floor:
             lines.append(_floor_line(self.floor))
+        if self.gpu:
+            lines.append(_gpu_line(self.gpu))
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -89,6 +94,15 @@ def _threads_line(ks):
     for k in alone[:8]:
         line += (f"\n  kernel {k['kernel']:016x} ({k['elements']} elements): with the team "
                  f"{_us(k['team_s'])}, alone {_us(k['alone_s'])}")
+    return line
+
+
+def _gpu_line(events):
+    host = [e for e in events if e["event"] in ("host_step", "host_graph")]
+    line = f"GPU: {len(host)} steps ran on the host with NumPy (operands copied there and back)"
+    for e in events:
+        line += f"\n  {e['event']}: {e['op']}" + (f" (node {e['node']})" if e["node"] >= 0 else "")
+        line += f": {e['why']}"
     return line
 
 

@@ -11,8 +11,29 @@ from . import _C
 
 _cw = warnings.catch_warnings
 
+# A warning shown while a call is traced, by Python code or a NumPy scalar
+# operation rather than by the graph's own ops, would not be shown again by
+# a replayed call (which skips the Python code): such a call is not recorded
+# for replay. The warnings machinery (C and Python) shows every warning
+# through warnings._showwarnmsg.
+
+
+def _install_shown_hook():
+    show = warnings._showwarnmsg
+    if getattr(show, "_numdyn_hooked", False):
+        return
+
+    def _showwarnmsg(msg):
+        _C._warning_shown()
+        return show(msg)
+
+    _showwarnmsg._numdyn_hooked = True
+    _showwarnmsg.__wrapped__ = show
+    warnings._showwarnmsg = _showwarnmsg
+
 
 def _install():
+    _install_shown_hook()
     if getattr(_cw, "_numdyn_hooked", False):
         return
     enter, exit_ = _cw.__enter__, _cw.__exit__

@@ -68,6 +68,14 @@ adaptive_threads
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
+cuda_host_fallback
+    On the GPU (backend="cuda", numdyn.device("cuda")), a graph with a kernel
+    form the CUDA generator lacks raises NotImplementedError naming it
+    (default False; NUMDYN_CUDA_HOST_FALLBACK=1 sets True); True runs such a
+    graph with NumPy on the host instead, counted in the cuda_host_steps
+    counter and listed by numdyn.explain. Steps that have no GPU form by
+    design (NumPy functions run as externs, eager steps) always run on the
+    host and are reported the same way.
 """
 import os
 import sys
@@ -83,6 +91,7 @@ error_on_recompile = False
 background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "1") != "0"
 compile_budget = float(os.environ.get("NUMDYN_COMPILE_BUDGET", "1.0"))
 adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
+cuda_host_fallback = os.environ.get("NUMDYN_CUDA_HOST_FALLBACK", "") not in ("", "0")
 
 # Switches read on every call live in C; assignments here push them there.
 _PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")

@@ -2,7 +2,17 @@
 
 libcuda (the driver) and libnvrtc (the runtime compiler) are loaded with
 dlopen when first needed, never linked: numdyn imports and runs its CPU
-backends on machines without CUDA. What works without a GPU:
+backends on machines without CUDA. On a machine with a GPU:
+
+    f = numdyn.compile(fn, backend="cuda")    # always on the GPU
+    with numdyn.device("cuda"):               # any compiled function, here
+        y = g(x)                              # x goes up, y comes back an ndarray
+    numdyn.cuda.get_device_properties(0)      # name, compute capability, SMs, memory
+    numdyn.cuda.memory_stats()                # the caching allocator's numbers
+    numdyn.cuda.empty_cache()                 # cached device blocks back to the driver
+
+Without a GPU, numdyn.device("cuda") and backend="cuda" raise
+numdyn.CudaError saying why (unavailable_reason()). What works without one:
 
     numdyn.cuda.is_available()          # False: no driver or no device
     numdyn.cuda.nvrtc_version()         # (12, 9) with NVRTC installed
@@ -23,7 +33,9 @@ CudaError = _C.CudaError
 CudaError.__module__ = "numdyn"
 
 __all__ = ["CudaError", "is_available", "device_count", "driver_version", "nvrtc_version",
-           "nvrtc_path", "source", "compile_check"]
+           "nvrtc_path", "source", "compile_check", "unavailable_reason", "device",
+           "get_device_properties", "memory_stats", "empty_cache", "synchronize",
+           "current_device", "set_device", "mem_get_info"]
 
 
 def _nvrtc_candidates():
@@ -118,3 +130,118 @@ def compile_check(fn, *args, arch="compute_80", **kwargs):
     CudaError with the log when it does not compile."""
     log, _size = _C._cuda_compile(source(fn, *args, **kwargs), arch)
     return log
+
+
+class CudaDeviceProperties:
+    """What numdyn.cuda.get_device_properties(i) returns: name, major, minor
+    (compute capability), multi_processor_count, total_memory (bytes), and
+    max_threads_per_block, warp_size, clock_rate_khz, memory_clock_rate_khz,
+    memory_bus_width, l2_cache_size, max_threads_per_multi_processor,
+    max_shared_memory_per_block, pci_bus_id, pci_device_id."""
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+
+    @property
+    def arch(self):
+        """"sm_XY" of the device"""
+        return f"sm_{self.major}{self.minor}"
+
+    def __repr__(self):
+        return (f"CudaDeviceProperties(name={self.name!r}, major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1 << 20)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def _need_device():
+    if not is_available():
+        raise CudaError(f"numdyn.cuda: CUDA is not available: {unavailable_reason()}")
+
+
+def get_device_properties(i=0):
+    """Properties of device i (CudaDeviceProperties); CudaError without a GPU."""
+    _need_device()
+    return CudaDeviceProperties(_C._cuda_device_properties(int(i)))
+
+
+def current_device():
+    """The device numdyn runs on (NUMDYN_CUDA_DEVICE, default 0)."""
+    _need_device()
+    return _C._cuda_ready()[0]
+
+
+def set_device(i):
+    """Choose the device numdyn runs on: before its first GPU call (one device
+    a process; CudaError after, ValueError for a device that does not exist)."""
+    _C._cuda_set_device(int(i))
+
+
+def synchronize():
+    """Wait until the GPU finished numdyn's queued work."""
+    _C._cuda_synchronize()
+
+
+def mem_get_info():
+    """(free, total) bytes of the device, as the driver counts them."""
+    return _C._cuda_mem_info()
+
+
+def memory_stats():
+    """The caching device allocator's statistics: allocated_bytes (in use,
+    rounded to size classes), reserved_bytes (in use + cached for reuse),
+    peak_allocated_bytes, alloc_calls, cache_hits (requests served from the
+    cache), driver_allocs / driver_frees (cuMemAlloc / cuMemFree calls),
+    blocks_in_use, blocks_cached. Works without a GPU (all zero)."""
+    return _C._cuda_memory_stats()
+
+
+def empty_cache():
+    """Give the allocator's cached (free) device blocks back to the driver."""
+    _C._cuda_empty_cache()
+
+
+class device:
+    """``with numdyn.device("cuda"):`` compiled functions called inside run
+    their programs on the GPU: ndarray arguments are copied to the device,
+    the program's kernels run there (intermediates never leave it) and the
+    results come back as ndarrays of NumPy's dtype, shape and layout. Steps
+    without a GPU form run on the host with NumPy and are reported
+    (numdyn.explain, counter cuda_host_steps). "cuda:N" names a device (one
+    a process, see set_device); "cpu" runs on the host inside a GPU block.
+    Raises CudaError on entry when there is no usable GPU, saying why.
+    Per thread; nests."""
+
+    def __init__(self, name="cuda"):
+        if not isinstance(name, str):
+            raise TypeError(f"numdyn.device expects a name such as 'cuda', not "
+                            f"{type(name).__name__}")
+        kind, _, idx = name.partition(":")
+        if kind not in ("cuda", "cpu") or (idx and (kind == "cpu" or not idx.isdigit())):
+            raise ValueError(f"numdyn.device: unknown device {name!r}; use 'cuda', 'cuda:N' "
+                             f"or 'cpu'")
+        self.kind = kind
+        self.index = int(idx) if idx else None
+        self._saved = []
+
+    def __enter__(self):
+        if self.kind == "cpu":
+            self._saved.append(_C._cuda_device_swap(0))
+            return self
+        _need_device()
+        if self.index is not None:
+            set_device(self.index)
+        _C._cuda_device_enter()  # CudaError when the device cannot be set up
+        self._saved.append(None)
+        return self
+
+    def __exit__(self, *exc):
+        saved = self._saved.pop()
+        if saved is None:
+            _C._cuda_device_exit()
+        else:
+            _C._cuda_device_swap(saved)
+        return False
+
+    def __repr__(self):
+        return f"device(type={self.kind!r}" + (f", index={self.index})" if self.index is not None
+                                               else ")")

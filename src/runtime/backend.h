@@ -19,7 +19,7 @@ typedef struct nd_backend {
     const char *name;
     nd_backend_run_fn run;
 } nd_backend;
-enum { ND_BACKEND_EAGER = 0, ND_BACKEND_NATIVE = 1, ND_BACKEND_BUILTIN = 2 };
+enum { ND_BACKEND_EAGER = 0, ND_BACKEND_NATIVE = 1, ND_BACKEND_CUDA = 2, ND_BACKEND_BUILTIN = 3 };
 extern const nd_backend nd_backends[ND_BACKEND_BUILTIN];
 /* Kind of a built-in backend name ("aot_eager" is "eager" until autodiff
  * lands), or -1 (no exception) when the name is none of them. */
@@ -124,6 +124,9 @@ int nd_outputs_in_order(nd_graph *g, const nd_id *outs, int nout, PyObject *list
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout,
                                 PyObject *options);
 int nd_native_init(PyObject *module);
+/* CUDA: the same program on the GPU (backend_cuda.c, runtime/cuda.h).
+ * "native" runs it too while numdyn.device("cuda") is active. */
+PyObject *nd_backend_cuda_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options);
 
 #include "core/counters.h"
 #endif

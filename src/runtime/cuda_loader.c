@@ -1,4 +1,4 @@
-/* cuda_loader.c -- libnvrtc and libcuda through dlopen (runtime/cuda.h).
+/* cuda_loader.c -- libnvrtc through dlopen, numdyn.CudaError (runtime/cuda.h).
  *
  * Only the entry points numdyn calls are declared here, with the C ABI of
  * nvrtc.h / cuda.h (handles are opaque pointers, results are ints): no
@@ -28,6 +28,11 @@ static struct {
     nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
     nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t *);
     nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetPTX)(nvrtcProgram, char *);
+    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    /* optional (NVRTC >= 11.2): the sm_XY it can emit */
+    nvrtcResult (*GetNumSupportedArchs)(int *);
+    nvrtcResult (*GetSupportedArchs)(int *);
 } nv;
 
 #define NVRTC_HOWTO "install NVRTC with `pip install nvidia-cuda-nvrtc-cu12` (or the CUDA " \
@@ -38,8 +43,10 @@ static int nvrtc_bind(void *h)
 #define SYM(f) if (!(*(void **)&nv.f = dlsym(h, "nvrtc" #f))) return -1
     SYM(GetErrorString); SYM(Version); SYM(CreateProgram); SYM(DestroyProgram);
     SYM(CompileProgram); SYM(GetProgramLogSize); SYM(GetProgramLog); SYM(GetPTXSize);
-    SYM(GetCUBINSize);
+    SYM(GetCUBINSize); SYM(GetPTX); SYM(GetCUBIN);
 #undef SYM
+    *(void **)&nv.GetNumSupportedArchs = dlsym(h, "nvrtcGetNumSupportedArchs");
+    *(void **)&nv.GetSupportedArchs = dlsym(h, "nvrtcGetSupportedArchs");
     return 0;
 }
 
@@ -111,9 +118,40 @@ static PyObject *py_nvrtc_version(PyObject *self, PyObject *noargs)
     return Py_BuildValue("(ii)", ma, mi);
 }
 
-int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size)
+int nd_cuda_nvrtc_version(void)
+{
+    int ma = 0, mi = 0;
+    if (need_nvrtc() < 0) return -1;
+    if (nv.Version(&ma, &mi) != 0) {
+        PyErr_SetString(nd_CudaError, "numdyn.cuda: nvrtcVersion failed");
+        return -1;
+    }
+    return ma * 1000 + mi * 10;
+}
+
+int nd_cuda_nvrtc_archs(int *archs, int max)
+{
+    if (need_nvrtc() < 0) return -1;
+    int n = 0;
+    if (!nv.GetNumSupportedArchs || !nv.GetSupportedArchs || nv.GetNumSupportedArchs(&n) != 0 || n <= 0)
+        return 0;
+    int *all = PyMem_Malloc(sizeof(int) * (size_t)n);
+    if (!all) { PyErr_NoMemory(); return -1; }
+    if (nv.GetSupportedArchs(all) != 0) n = 0;
+    if (n > max) {  /* keep the newest */
+        memmove(all, all + (n - max), sizeof(int) * (size_t)max);
+        n = max;
+    }
+    memcpy(archs, all, sizeof(int) * (size_t)n);
+    PyMem_Free(all);
+    return n;
+}
+
+int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size,
+                          char **bin)
 {
     *log = NULL;
+    if (bin) *bin = NULL;
     if (need_nvrtc() < 0) return -1;
     if (strncmp(arch, "compute_", 8) && strncmp(arch, "sm_", 3)) {
         PyErr_Format(PyExc_ValueError,
@@ -164,6 +202,19 @@ int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, siz
         Py_CLEAR(*log);
         goto done;
     }
+    if (bin) {
+        *bin = PyMem_Malloc(*size + 1);
+        if (!*bin) { PyErr_NoMemory(); Py_CLEAR(*log); goto done; }
+        r = arch[0] == 's' ? nv.GetCUBIN(prog, *bin) : nv.GetPTX(prog, *bin);
+        (*bin)[*size] = 0;
+        if (r != 0) {
+            PyErr_Format(nd_CudaError, "numdyn.cuda: NVRTC gave no output: %s", nv.GetErrorString(r));
+            PyMem_Free(*bin);
+            *bin = NULL;
+            Py_CLEAR(*log);
+            goto done;
+        }
+    }
     rc = 0;
 done:
     nv.DestroyProgram(&prog);
@@ -178,75 +229,14 @@ static PyObject *py_compile(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "ss", &src, &arch)) return NULL;
     PyObject *log;
     size_t size;
-    if (nd_cuda_nvrtc_compile(src, arch, &log, &size) < 0) return NULL;
+    if (nd_cuda_nvrtc_compile(src, arch, &log, &size, NULL) < 0) return NULL;
     return Py_BuildValue("(Nn)", log, (Py_ssize_t)size);
-}
-
-/* ------------------------------------------------------------ driver */
-typedef int CUresult;            /* CUDA_SUCCESS == 0 */
-static struct {
-    int tried, count;
-    void *h;
-    char why[512];               /* when count == 0: the reason */
-    int version;
-} drv;
-
-static void driver_probe(void)
-{
-    if (drv.tried) return;
-    drv.tried = 1;
-    const char *names[] = {"libcuda.so.1", "libcuda.so"};
-    for (size_t i = 0; i < 2 && !drv.h; i++) drv.h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!drv.h) {
-        snprintf(drv.why, sizeof drv.why, "no CUDA driver (libcuda.so.1 not found: %s); install "
-                 "the NVIDIA driver on a machine with an NVIDIA GPU", dlerror());
-        return;
-    }
-    CUresult (*init)(unsigned) = NULL;
-    CUresult (*count)(int *) = NULL;
-    CUresult (*version)(int *) = NULL;
-    CUresult (*errstr)(CUresult, const char **) = NULL;
-    *(void **)&init = dlsym(drv.h, "cuInit");
-    *(void **)&count = dlsym(drv.h, "cuDeviceGetCount");
-    *(void **)&version = dlsym(drv.h, "cuDriverGetVersion");
-    *(void **)&errstr = dlsym(drv.h, "cuGetErrorString");
-    if (!init || !count) {
-        snprintf(drv.why, sizeof drv.why, "libcuda lacks cuInit/cuDeviceGetCount: a broken "
-                 "NVIDIA driver installation");
-        return;
-    }
-    CUresult r = init(0);
-    if (r != 0) {
-        const char *s = NULL;
-        if (errstr) errstr(r, &s);
-        snprintf(drv.why, sizeof drv.why, "cuInit failed (%d: %s): check that an NVIDIA GPU is "
-                 "visible (nvidia-smi, CUDA_VISIBLE_DEVICES) and the driver matches the kernel "
-                 "module", r, s ? s : "unknown error");
-        return;
-    }
-    if (version) version(&drv.version);
-    int n = 0;
-    if (count(&n) != 0 || n <= 0) {
-        snprintf(drv.why, sizeof drv.why, "the CUDA driver sees no device (CUDA_VISIBLE_DEVICES?)");
-        return;
-    }
-    drv.count = n;
-}
-
-/* _cuda_driver() -> (device count, driver version or 0, reason when none) */
-static PyObject *py_driver(PyObject *self, PyObject *noargs)
-{
-    (void)self; (void)noargs;
-    driver_probe();
-    if (drv.count > 0) return Py_BuildValue("(iiO)", drv.count, drv.version, Py_None);
-    return Py_BuildValue("(iis)", 0, drv.version, drv.why);
 }
 
 static PyMethodDef methods[] = {
     {"_cuda_nvrtc_load", py_nvrtc_load, METH_O, "load NVRTC from the first path that loads"},
     {"_cuda_nvrtc_version", py_nvrtc_version, METH_NOARGS, "(major, minor) of the loaded NVRTC"},
     {"_cuda_compile", py_compile, METH_VARARGS, "NVRTC-compile CUDA C: (log, output bytes)"},
-    {"_cuda_driver", py_driver, METH_NOARGS, "(device count, driver version, reason)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -257,5 +247,8 @@ int nd_cuda_init(PyObject *module)
         PyExc_RuntimeError, NULL);
     if (!nd_CudaError || PyModule_AddObjectRef(module, "CudaError", nd_CudaError) < 0) return -1;
     if (PyModule_AddFunctions(module, methods) < 0) return -1;
+    if (nd_cuda_driver_init(module) < 0 || nd_cuda_alloc_init(module) < 0 ||
+        nd_cuda_module_init(module) < 0 || nd_cuda_backend_init(module) < 0)
+        return -1;
     return nd_cuda_source_init(module);
 }

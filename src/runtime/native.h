@@ -24,6 +24,10 @@ PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype);
 /* The same laid out in memory order kperm (dims outermost first). */
 PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const int8_t *kperm);
 void nd_pool_clear(void);
+/* byte strides of the dense array of `shape` laid out in memory order
+ * kperm (dims outermost first) */
+void nd_order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const int8_t *kperm,
+                      npy_intp *st);
 
 /* runtime_debug.c: show a program just scheduled (backend.h, debugging);
  * never fails (a write error is a RuntimeWarning) */
@@ -35,7 +39,31 @@ int nd_repro_mode(void);
  * or NULL after a compile error, which stays raised). Never fails. */
 void nd_repro_report(nd_graph *g, const nd_id *outs, int nout, PyObject *native);
 
+/* runtime_kargs.c: an operand's array as a kernel sees it (strides in
+ * bytes; data may be a device address) */
+typedef struct nd_karr {
+    char *data;
+    int ndim;
+    npy_intp itemsize;
+    const npy_intp *strides;
+} nd_karr;
+/* P[o] (operand o's base: a VIEW/REGION operand's offset applied), ints' (the ABI's I)
+ * strides (element strides per operand and dim, frame operands' short-dim
+ * strides) and n[d] (the extents) of kernel k over arrs[0..nin+nout) */
+void nd_kernel_args(nd_graph *g, nd_kernel *k, const nd_karr *arrs, char **P, int64_t *ints, int64_t *n);
+/* merge adjacent dims every operand walks alike (unless k->nomerge), then
+ * ints[0..R) = n; returns the element count */
+int64_t nd_kernel_merge(nd_kernel *k, int64_t *ints, int64_t *n);
+
 /* runtime_native.c */
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout);
+/* an input array kernels can read (aligned, native byte order, element
+ * strides; C-contiguous when need_c): a itself or a copy. New ref. */
+PyObject *nd_usable_array(PyObject *a, int need_c);
+/* What a kernel's error word E means, as NumPy would have it: 0 nothing,
+ * 1 NumPy must run the graph (its error state acts on a flag, an integer
+ * to a negative power, a data warning), -1 with an exception (a store
+ * outside its output, no memory). */
+int nd_kernel_errors(nd_graph *g, nd_kernel *k, int E);
 
 #endif

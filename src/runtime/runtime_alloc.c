@@ -190,8 +190,8 @@ PyObject *nd_alloc_array(int ndim, const npy_intp *shape, int dtype)
 }
 
 /* byte strides of the dense array of `shape` laid out in order kperm */
-static void order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const int8_t *kperm,
-                          npy_intp *st)
+void nd_order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const int8_t *kperm,
+                      npy_intp *st)
 {
     int perm[ND_MAXDIMS] = {0};  /* (sanitizer builds cannot see ndim <= ND_MAXDIMS) */
     for (int d = 0; d < ndim; d++) perm[d] = kperm[d];
@@ -204,7 +204,7 @@ PyObject *nd_alloc_array_order(int ndim, const npy_intp *shape, int dtype, const
     npy_intp st[ND_MAXDIMS];
     PyArray_Descr *d = PyArray_DescrFromType(dtype);
     if (!d) return NULL;
-    order_strides(ndim, shape, PyDataType_ELSIZE(d), kperm, st);
+    nd_order_strides(ndim, shape, PyDataType_ELSIZE(d), kperm, st);
     Py_DECREF(d);
     return alloc_array(ndim, shape, dtype, st);
 }
@@ -218,7 +218,7 @@ int nd_outputs_in_order(nd_graph *g, const nd_id *outs, int nout, PyObject *list
             continue;
         npy_intp st[ND_MAXDIMS];
         int same = 1;
-        order_strides(n->ndim, PyArray_DIMS(a), PyArray_ITEMSIZE(a), n->kperm, st);
+        nd_order_strides(n->ndim, PyArray_DIMS(a), PyArray_ITEMSIZE(a), n->kperm, st);
         for (int d = 0; d < n->ndim; d++) same &= PyArray_DIM(a, d) <= 1 || PyArray_STRIDE(a, d) == st[d];
         if (same) continue;
         PyObject *c = alloc_array(n->ndim, PyArray_DIMS(a), PyArray_TYPE(a), st);

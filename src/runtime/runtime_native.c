@@ -27,7 +27,7 @@
 
 /* an input array the kernels can read: aligned, native byte order, element
  * strides (element-size multiples) */
-static PyObject *usable(PyObject *a, int need_c)
+PyObject *nd_usable_array(PyObject *a, int need_c)
 {
     PyArrayObject *x = (PyArrayObject *)a;
     int ok = PyArray_ISALIGNED(x) && PyArray_ISNOTSWAPPED(x);
@@ -38,76 +38,6 @@ static PyObject *usable(PyObject *a, int need_c)
     if (ok) { Py_INCREF(a); return a; }
     return PyArray_FromAny(a, PyArray_DescrFromType(PyArray_TYPE(x)), 0, 0,
                            NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY, NULL);
-}
-
-static int popcount_below(uint64_t mask, int d)
-{
-    int c = 0;
-    for (int q = 0; q < d; q++) if (mask & (1ull << q)) c++;
-    return c;
-}
-
-/* element stride of operand `op` along domain dim dd */
-static npy_intp op_stride(nd_graph *g, nd_kernel *k, nd_kop *op, PyArrayObject *a, int dd, int drank)
-{
-    switch (op->acc) {
-    case ND_A_DIRECT: {
-        nd_node *m = &g->nodes[op->buf];
-        int dm = dd - (drank - m->ndim);
-        if (dm < 0 || m->shape[dm] == 1) return 0;
-        return PyArray_STRIDE(a, dm) / PyArray_ITEMSIZE(a);
-    }
-    case ND_A_VIEW: {
-        nd_node *v = &g->nodes[op->via];
-        int dv = dd - (drank - v->ndim);
-        if (dv < 0 || v->shape[dv] == 1) return 0;
-        return v->vstrides[dv];
-    }
-    case ND_A_REGION:
-        return g->nodes[op->via].vstrides[dd];
-    case ND_A_ROWB: {
-        /* the kept dims of the row domain, in order */
-        nd_node *m = &g->nodes[op->buf];
-        uint64_t axes = g->nodes[k->root].axes;
-        if (axes & (1ull << dd)) return 0;
-        int od = dd - popcount_below(axes, dd);
-        if (od < 0 || od >= m->ndim || m->shape[od] == 1) return 0;
-        return PyArray_STRIDE(a, od) / PyArray_ITEMSIZE(a);
-    }
-    case ND_A_REDOUT: {
-        nd_node *r = &g->nodes[op->buf];
-        if (r->axes & (1ull << dd)) return 0;
-        int od = (r->flags & ND_F_KEEPDIMS) ? dd : dd - popcount_below(r->axes, dd);
-        if (od < 0 || od >= PyArray_NDIM(a)) return 0;
-        return PyArray_STRIDE(a, od) / PyArray_ITEMSIZE(a);
-    }
-    }
-    return 0;
-}
-
-/* element stride of frame operand `op` (DIRECT or VIEW) along dim sd of its
- * frame's domain (the short reduction's input, rank xrank) */
-static npy_intp frame_op_stride(nd_graph *g, nd_kop *op, PyArrayObject *a, int sd, int xrank)
-{
-    if (sd < 0) return 0;
-    if (op->acc == ND_A_VIEW) {
-        nd_node *v = &g->nodes[op->via];
-        int dv = sd - (xrank - v->ndim);
-        if (dv < 0 || v->shape[dv] == 1) return 0;
-        return v->vstrides[dv];
-    }
-    nd_node *m = &g->nodes[op->buf];
-    int dm = sd - (xrank - m->ndim);
-    if (dm < 0 || m->shape[dm] == 1) return 0;
-    return PyArray_STRIDE(a, dm) / PyArray_ITEMSIZE(a);
-}
-
-static char *op_base(nd_graph *g, nd_kop *op, PyArrayObject *a)
-{
-    char *p = PyArray_BYTES(a);
-    if (op->acc == ND_A_VIEW || op->acc == ND_A_REGION)
-        p += g->nodes[op->via].voff * PyArray_ITEMSIZE(a);
-    return p;
 }
 
 /* The bytes a kernel run reads: per input array (once, however many
@@ -135,14 +65,6 @@ static long long bytes_read(nd_graph *g, nd_kernel *k, PyObject **opa, const int
     }
     for (int q = 0; q < nb; q++) tot += el[q];
     return tot;
-}
-
-static int may_merge(nd_kernel *k, int a, int b)
-{
-    if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW)
-        if (((k->red >> a) & 1) != ((k->red >> b) & 1)) return 0;
-    if (k->kind == ND_K_SCAN && (a == k->scan || b == k->scan)) return 0;
-    return 1;
 }
 
 /* ------------------------------------------------------------ Ctrl-C
@@ -422,6 +344,12 @@ static int fpe_take(void)
            (f & FE_UNDERFLOW ? ND_ERR_FPE_UNDER : 0) | (f & FE_INVALID ? ND_ERR_FPE_INVALID : 0);
 }
 
+int nd_kernel_errors(nd_graph *g, nd_kernel *k, int E)
+{
+    if ((E & ND_ERR_FPE_INVALID) && !kernel_may_flag_invalid(g, k)) E &= ~ND_ERR_FPE_INVALID;
+    return E ? report_errors(k, E) : 0;
+}
+
 /* 0, 1 when NumPy's error state wants the graph run by NumPy (see
  * errstate_acts), -1 with an exception. */
 static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
@@ -440,9 +368,6 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         if (!Sheap) { PyErr_NoMemory(); return -1; }
         Sp = Sheap;
     }
-    nd_node *dn = &g->nodes[k->dom];
-    int drank = k->dom_v ? dn->vndim : dn->ndim;
-    const npy_intp *dshape = k->dom_v ? dn->vshape : dn->shape;
     /* outputs */
     for (int o = k->nin; o < nops; o++) {
         nd_kop *op = &k->ops[o];
@@ -467,52 +392,23 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         }
         if (op->acc == ND_A_VIEW && !PyArray_IS_C_CONTIGUOUS(a)) {
             PyObject **slot = &arr[g->n + op->buf];
-            if (!*slot && !(*slot = usable((PyObject *)a, 1))) goto fail;
+            if (!*slot && !(*slot = nd_usable_array((PyObject *)a, 1))) goto fail;
             opa[o] = *slot;
         }
     }
     int64_t n[ND_MAXDIMS];
-    for (int d = 0; d < R; d++) n[d] = dshape[k->dims[d]];
+    nd_karr ka[MAXOPS];
     for (int o = 0; o < nops; o++) {
-        nd_kop *op = &k->ops[o];
         PyArrayObject *a = (PyArrayObject *)opa[o];
-        P[o] = op_base(g, op, a);
-        if (op->frame >= 0) {
-            /* read over a short reduction's input domain (schedule.h) */
-            nd_id r = k->fr[op->frame];
-            int xrank = g->nodes[g->nodes[r].in[0]].ndim, sd[ND_MAXFS];
-            int ns = nd_frame_short(g, r, sd, NULL);
-            for (int d = 0; d < R; d++)
-                I[R + o * R + d] = frame_op_stride(g, op, a, nd_frame_dim(g, r, drank, k->dims[d]), xrank);
-            for (int t = 0; t < ns; t++) I[nd_frame_sidx(R, nops, o, t)] = frame_op_stride(g, op, a, sd[t], xrank);
-            continue;
-        }
-        for (int d = 0; d < R; d++)
-            I[R + o * R + d] = op_stride(g, k, op, a, k->dims[d], drank);
+        ka[o] = (nd_karr){PyArray_BYTES(a), PyArray_NDIM(a), PyArray_ITEMSIZE(a), PyArray_STRIDES(a)};
     }
+    nd_kernel_args(g, k, ka, P, I, n);
     nd_counter_add(ND_CTR_BYTES_READ, bytes_read(g, k, opa, I, n, R));
     /* merge adjacent dims every operand walks as one (fewer, longer loops) */
-    if (!k->nomerge && R > 1) {
-        int cur = R - 1;
-        for (int d = R - 2; d >= 0; d--) {
-            int ok = may_merge(k, d, cur);
-            for (int o = 0; ok && o < nops; o++)
-                if (I[R + o * R + d] != I[R + o * R + cur] * n[cur]) ok = 0;
-            if (n[d] == 1) ok = may_merge(k, d, cur);
-            if (ok) {
-                n[cur] *= n[d];
-                n[d] = 1;
-                for (int o = 0; o < nops; o++) I[R + o * R + d] = 0;
-            } else {
-                cur = d;
-            }
-        }
-    }
+    int64_t tot = nd_kernel_merge(k, I, n);
     if (nd_cg_check_stores())
         for (int o = k->nin; o < nops; o++)
             byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
-    int64_t tot = 1;
-    for (int d = 0; d < R; d++) { I[d] = n[d]; tot *= n[d]; }
     for (int j = 0; j < k->nscal; j++) Sp[j] = g->nodes[k->scal[j]].scalar;
     int E = 0;
     (void)fpe_take();  /* flags left by earlier code are not this kernel's */
@@ -540,8 +436,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         return -1;
     }
     (void)p;
-    if ((E & ND_ERR_FPE_INVALID) && !kernel_may_flag_invalid(g, k)) E &= ~ND_ERR_FPE_INVALID;
-    return E ? report_errors(k, E) : 0;
+    return nd_kernel_errors(g, k, E);
 fail:
     PyMem_Free(Sheap);
     return -1;
@@ -694,7 +589,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             PyErr_SetString(PyExc_TypeError, "numdyn: graph input is not an ndarray");
             goto done;
         }
-        arr[i] = usable(nn->obj, 0);
+        arr[i] = nd_usable_array(nn->obj, 0);
         if (!arr[i]) goto done;
         if (ndon && arr[i] == nn->obj && undo.nbuf < ND_MAX_DONATED && donated_id(don, ndon, i)) {
             PyArrayObject *a = (PyArrayObject *)arr[i];

@@ -479,6 +479,17 @@ static int make_build_dir(int dfd, char *name)
 }
 
 int nd_disk_make_build_dir(int dfd, char *name) { return make_build_dir(dfd, name); }
+int nd_disk_open_trusted(int dfd, const char *name, struct stat *st) { return open_trusted(dfd, name, st); }
+int nd_disk_write_new_at(int dfd, const char *name, const void *data, size_t n)
+{
+    return write_new_at(dfd, name, data, n);
+}
+int nd_disk_open_dir(void)
+{
+    char given[PATH_MAX], resolved[PATH_MAX];
+    if (cache_path(given, sizeof given) < 0) return -1;
+    return open_checked_dir(given, resolved);
+}
 int nd_disk_fd_sum(int fd, uint64_t *size, uint64_t *sum) { return fd_sum(fd, size, sum); }
 void nd_disk_remove_build_dir(int dfd, const char *name) { remove_build_dir(dfd, name); }
 
@@ -939,7 +950,8 @@ static int final_entry(const char *name)
         char c = name[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 0;
     }
-    return !strcmp(name + 16, ".c") || !strcmp(name + 16, ".so") || !strcmp(name + 16, ".sum");
+    return !strcmp(name + 16, ".c") || !strcmp(name + 16, ".so") || !strcmp(name + 16, ".sum") ||
+           !strcmp(name + 16, ".cubin") || !strcmp(name + 16, ".ptx");  /* cache_blob.c */
 }
 
 /* <16 hex>.<...>.tmp<pid>... written by older numdyn versions */

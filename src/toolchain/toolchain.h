@@ -106,6 +106,24 @@ int nd_disk_make_build_dir(int dfd, char *name);
 void nd_disk_remove_build_dir(int dfd, const char *name);
 /* size + checksum of what fd holds (pread from its start); -1 on error */
 int nd_disk_fd_sum(int fd, uint64_t *size, uint64_t *sum);
+/* The cache directory opened after its checks (a descriptor; -1 with an
+ * exception); a file in it opened for reading only when we may trust it
+ * (ours, a regular file writable by nobody else; -1 with errno); a file
+ * created there (0600, must not exist; -1 with errno). */
+struct stat;
+int nd_disk_open_dir(void);
+int nd_disk_open_trusted(int dfd, const char *name, struct stat *st);
+int nd_disk_write_new_at(int dfd, const char *name, const void *data, size_t n);
+
+/* cache_blob.c: compiled code that is not a shared object (CUDA cubins),
+ * file <16 hex of key><ext> of the cache directory (ext ".cubin" or
+ * ".ptx": nd_disk_clear removes them), with a size + checksum header a
+ * read verifies. get: 1 with *data (PyMem) and *len, 0 when absent,
+ * untrusted or damaged, -1 with an exception (the directory is refused).
+ * put: written under a temporary name, then renamed; 0, or -1 with no
+ * exception (a cache that cannot be written costs a recompile). */
+int nd_disk_blob_get(uint64_t key, const char *ext, char **data, size_t *len);
+int nd_disk_blob_put(uint64_t key, const char *ext, const void *data, size_t len);
 
 /* pch.c */
 /* The include option ("-I../pch-<identity>", relative to a build

@@ -29,6 +29,14 @@ extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
  * ComplexWarning, given once per cast: the call is not recorded for replay,
  * so every call traces and gives it again. */
 void nd_trace_not_replayable(nd_trace *t);
+/* Graph runs in progress on this thread (a flush, a replay, a gradient):
+ * warnings given inside one come from the graph's own ops, which a replay
+ * runs again; a warning given outside one while tracing came from Python
+ * code a replay skips (nd_trace_warning_shown). */
+extern _Thread_local int nd_graph_run_depth;
+/* A warning was shown (the warnings module's _showwarnmsg hook): while
+ * tracing and outside a graph run, the call is not replayable. */
+void nd_trace_warning_shown(void);
 /* warnings.catch_warnings is entered or left (the Python hook calls this
  * before the filters change): pending ops run now; 0 / -1 (trace_flush.c) */
 int nd_trace_warnings_boundary(void);

@@ -591,7 +591,7 @@ static int resolve_backend(PyObject *backend, int *kind, PyObject **fn)
         PyObject *names = PyDict_Keys(backends);
         if (names && PyList_Sort(names) == 0)
             PyErr_Format(PyExc_ValueError,
-                         "numdyn: unknown backend %R; use 'native', 'eager', 'aot_eager', a "
+                         "numdyn: unknown backend %R; use 'native', 'eager', 'aot_eager', 'cuda', a "
                          "name from numdyn.register_backend (registered: %R), or a callable "
                          "compiler_fn(graph, example_inputs)", backend, names);
         Py_XDECREF(names);
@@ -612,7 +612,8 @@ static int resolve_backend(PyObject *backend, int *kind, PyObject **fn)
  * numdyn.config.floor (whose default NUMDYN_FLOOR sets). 1, 0 or -1. */
 static int floor_wanted(int kind, PyObject *options, int disable)
 {
-    if (disable || kind == ND_BACKEND_CUSTOM) return 0;
+    /* on the GPU, "faster than NumPy" would mean running on the host */
+    if (disable || kind == ND_BACKEND_CUSTOM || kind == ND_BACKEND_CUDA) return 0;
     PyObject *v = NULL;
     if (options && PyDict_Check(options)) {
         v = PyDict_GetItemString(options, "floor");

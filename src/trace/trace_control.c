@@ -412,7 +412,15 @@ static PyObject *mod_warnings_boundary(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_warning_shown(PyObject *m, PyObject *unused)
+{
+    nd_trace_warning_shown();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ctl_functions[] = {
+    {"_warning_shown", mod_warning_shown, METH_NOARGS,
+     "a warning is being shown (warnings._showwarnmsg): a trace in progress is not replayable"},
     {"_warnings_boundary", mod_warnings_boundary, METH_NOARGS,
      "a warnings.catch_warnings block is entered or left: pending traced work runs now"},
     {"_config_set", mod_config_set, METH_VARARGS, "_config_set(name, value): a config switch C reads"},

@@ -279,6 +279,12 @@ int nd_trace_warnings_boundary(void)
     return nd__flush_all(t);
 }
 
+void nd_trace_warning_shown(void)
+{
+    nd_trace *t = nd_trace_current();
+    if (t && !t->flushing && !nd_graph_run_depth) nd_trace_not_replayable(t);
+}
+
 /* ------------------------------------------------------------ write log
  * (trace_order.h) The writes to caller arrays still pending, in operation
  * order: at the entry of each traced operation and of each flush, every
@@ -404,6 +410,8 @@ static PyObject *ignore_all_state(void)
     return st;
 }
 
+_Thread_local int nd_graph_run_depth;
+
 PyObject *nd__compute_quietly(nd_graph *g, const nd_id *ids, int n)
 {
     PyObject *state = ignore_all_state(), *cv = nd__extobj_var(), *tok = NULL;
@@ -417,7 +425,9 @@ PyObject *nd__compute_quietly(nd_graph *g, const nd_id *ids, int n)
         int nsaved = nd_nscalar_stores;
         nd_scalar_stores = NULL;
         nd_nscalar_stores = 0;
+        nd_graph_run_depth++;
         res = nd_backend_eager_run(sub, outs, n);
+        nd_graph_run_depth--;
         nd_scalar_stores = saved;
         nd_nscalar_stores = nsaved;
         ND_EXC_SAVE(exc);
@@ -437,7 +447,9 @@ PyObject *nd__run_with_stores(int backend, nd_graph *g, const nd_id *outs, int n
     int nsaved = nd_nscalar_stores;
     nd_scalar_stores = stores;
     nd_nscalar_stores = nstores;
+    nd_graph_run_depth++;
     PyObject *res = nd_backends[backend].run(g, outs, nout, options);
+    nd_graph_run_depth--;
     nd_scalar_stores = saved;
     nd_nscalar_stores = nsaved;
     return res;

@@ -600,7 +600,9 @@ static PyObject *bwd_call(NdVJP *v, PyObject *cts)
                       : b->bind_kind[k] == B_CT ? ca[i] : PyTuple_GET_ITEM(v->argv, i);
         b->g->nodes[b->bind_node[k]].obj = Py_NewRef(a);
     }
+    nd_graph_run_depth++;
     res = nd_backends[v->kind].run(b->g, b->outs, b->nleaf, NULL);
+    nd_graph_run_depth--;
     for (int k = 0; k < b->nbind; k++) Py_CLEAR(b->g->nodes[b->bind_node[k]].obj);
     b->busy = 0;
     if (!res) goto done;
@@ -693,7 +695,9 @@ static PyObject *vjp_call(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!vals || !nouts) { PyErr_NoMemory(); goto done; }
     sub = nd_graph_extract(g, v->grads, v->nleaf, NULL, nouts);
     if (!sub) goto done;
+    nd_graph_run_depth++;
     res = nd_backends[v->kind].run(sub, nouts, v->nleaf, t->options);
+    nd_graph_run_depth--;
     if (!res) goto done;
     for (int k = 0; k < v->nleaf; k++) vals[k] = PyList_GET_ITEM(res, k);
     r = grads_tree(v->args, vals, v->scalar);

@@ -1,0 +1,735 @@
+/* backend_cuda.c -- the "cuda" backend: a graph scheduled exactly as the
+ * native backend schedules it (passes/schedule.h), its kernels generated
+ * as CUDA C (codegen/codegen_cuda.h), compiled by NVRTC and launched on
+ * the GPU with the native kernel ABI (P, I, S, E in device memory).
+ *
+ * Buffers live on the device for the whole run: an input ndarray is copied
+ * up when a kernel first reads it, intermediates never leave the device,
+ * and an output comes back as an ndarray of NumPy's dtype, shape and
+ * layout. Steps without a GPU form (EXTERN nodes no registered binding
+ * takes, eager steps) run on the host with NumPy on copies of their
+ * operands: counted in cuda_host_steps and listed by numdyn.explain, never
+ * silent. A kernel form codegen_cuda.c lacks raises NotImplementedError
+ * naming it, unless numdyn.config.cuda_host_fallback is set (then the
+ * graph runs with NumPy, counted and listed the same way).
+ *
+ * Errors follow runtime_native.c exactly: the kernels' error words are
+ * read back (before any host step, and at the end) and nd_kernel_errors
+ * decides; when NumPy's error state would act, NumPy runs the graph again
+ * so its warnings and exceptions are NumPy's own (kernels wrote only
+ * buffers of their own). A GPU has no floating-point status flags, so
+ * only the conditions the generated code tests itself are reported
+ * (integer division by zero, overflow checks, data warnings).
+ */
+#include "core/npy.h"
+#include "core/counters.h"
+#include "native.h"
+#include "backend.h"
+#include "cuda.h"
+#include "guards/guards.h"
+#include "codegen/codegen_cuda.h"
+#include <string.h>
+#undef I  /* complex.h (via NumPy): the kernel argument I is named so */
+
+_Thread_local int nd_cuda_device_depth;
+
+#define MAXOPS 64
+#define MAXEXT 16
+
+/* ----------------------------------------------------- extern table */
+static struct { nd_cu_extern_fn fn; const char *name; } ext[MAXEXT];
+static int next;
+
+int nd_cu_register_extern(nd_cu_extern_fn fn, const char *name)
+{
+    for (int i = 0; i < next; i++) if (ext[i].fn == fn) return 0;
+    if (next == MAXEXT) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn.cuda: too many GPU extern bindings");
+        return -1;
+    }
+    ext[next].fn = fn;
+    ext[next++].name = name;
+    return 0;
+}
+
+/* ------------------------------------------------------ call log */
+/* numdyn.explain's record of the GPU runs of a call (None: not logging) */
+static PyObject *gpu_log;
+
+static void log_event(const char *what, nd_graph *g, nd_id id, const char *why)
+{
+    if (!gpu_log) return;
+    ND_EXC_SAVE(exc);
+    const nd_node *n = id >= 0 ? &g->nodes[id] : NULL;
+    const char *op = !n ? "graph" : n->op == ND_OP_UFUNC ? nd_ufunc_name(n->sub) : nd_op_name(n->op);
+    PyObject *r = Py_BuildValue("{sssssis}", "event", what, "op", op ? op : "?", "node", (int)id,
+                                "why", why);
+    if (!r || PyList_Append(gpu_log, r) < 0) PyErr_Clear();
+    Py_XDECREF(r);
+    ND_EXC_RESTORE(exc);
+}
+
+/* ---------------------------------------------------- device buffers */
+typedef struct dbuf {
+    int refs;
+    nd_cu_array a;
+} dbuf;
+
+static dbuf *dbuf_alloc(int ndim, const npy_intp *shape, int dtype, const npy_intp *strides)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(dtype);
+    if (!d) return NULL;
+    int isz = (int)PyDataType_ELSIZE(d);
+    Py_DECREF(d);
+    dbuf *b = PyMem_Calloc(1, sizeof *b);
+    if (!b) { PyErr_NoMemory(); return NULL; }
+    b->refs = 1;
+    b->a.ndim = ndim;
+    b->a.dtype = dtype;
+    b->a.itemsize = isz;
+    size_t nb = (size_t)isz;
+    for (int i = 0; i < ndim; i++) nb *= (size_t)shape[i];
+    npy_intp st = isz;
+    for (int i = ndim - 1; i >= 0; i--) {
+        b->a.shape[i] = shape[i];
+        b->a.strides[i] = strides ? strides[i] : st;
+        st *= shape[i] > 0 ? shape[i] : 1;
+    }
+    b->a.nbytes = nb;
+    if (nd_cu_alloc(nb, &b->a.ptr) < 0) { PyMem_Free(b); return NULL; }
+    return b;
+}
+
+static void dbuf_drop(dbuf **slot)
+{
+    dbuf *b = *slot;
+    *slot = NULL;
+    if (!b || --b->refs > 0) return;
+    nd_cu_free(b->a.ptr);
+    PyMem_Free(b);
+}
+
+static int c_contiguous(const nd_cu_array *a)
+{
+    npy_intp st = a->itemsize;
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        if (a->shape[i] != 1 && a->strides[i] != st) return 0;
+        st *= a->shape[i];
+    }
+    return 1;
+}
+
+/* the host ndarray a (aligned, native) up to the device: a dense array
+ * (C or Fortran) keeps its layout, others go up as a C copy */
+static dbuf *upload(PyArrayObject *a)
+{
+    PyObject *c = NULL;
+    if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) {
+        c = PyArray_NewCopy(a, NPY_CORDER);
+        if (!c) return NULL;
+        a = (PyArrayObject *)c;
+    }
+    dbuf *b = dbuf_alloc(PyArray_NDIM(a), PyArray_DIMS(a), PyArray_TYPE(a), PyArray_STRIDES(a));
+    if (b && b->a.nbytes) {
+        if (nd_cu_htod(b->a.ptr, PyArray_DATA(a), b->a.nbytes) < 0) dbuf_drop(&b);
+        else nd_counter_add(ND_CTR_CUDA_H2D_BYTES, (long long)b->a.nbytes);
+    }
+    Py_XDECREF(c);
+    return b;
+}
+
+/* a device buffer down into a new ndarray of the same layout */
+static PyObject *download(const nd_cu_array *a)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(a->dtype);
+    if (!d) return NULL;
+    PyObject *h = PyArray_NewFromDescr(&PyArray_Type, d, a->ndim, (npy_intp *)a->shape,
+                                       (npy_intp *)a->strides, NULL, 0, NULL);
+    if (!h) return NULL;
+    if (a->nbytes) {
+        if (nd_cu_dtoh(PyArray_DATA((PyArrayObject *)h), a->ptr, a->nbytes) < 0) {
+            Py_DECREF(h);
+            return NULL;
+        }
+        nd_counter_add(ND_CTR_CUDA_D2H_BYTES, (long long)a->nbytes);
+    }
+    return h;
+}
+
+/* ---------------------------------------------------- program cache */
+typedef struct cprog {
+    uint64_t key;
+    nd_program *p;
+    nd_cu_fn_t *fns;     /* per kernel */
+} cprog;
+
+static struct { cprog *t; size_t cap, n; } pc;
+
+static cprog *pc_get(uint64_t key)
+{
+    if (!pc.cap) return NULL;
+    for (size_t i = key & (pc.cap - 1); pc.t[i].p; i = (i + 1) & (pc.cap - 1))
+        if (pc.t[i].key == key) return &pc.t[i];
+    return NULL;
+}
+
+static void cprog_clear(cprog *c)
+{
+    if (c->p) nd_program_decref(c->p);
+    PyMem_Free(c->fns);
+    memset(c, 0, sizeof *c);
+}
+
+static void pc_clear(void)
+{
+    for (size_t i = 0; i < pc.cap; i++) cprog_clear(&pc.t[i]);
+    pc.n = 0;
+}
+
+/* takes c's contents; the table's copy, or NULL + exc */
+static cprog *pc_put(cprog *c)
+{
+    if (pc.n >= 4096) pc_clear();  /* a bound, not an LRU: programs are cheap to rebuild from disk */
+    if ((pc.n + 1) * 2 > pc.cap) {
+        size_t cap = pc.cap ? 2 * pc.cap : 64;
+        cprog *t = PyMem_Calloc(cap, sizeof *t);
+        if (!t) { PyErr_NoMemory(); cprog_clear(c); return NULL; }
+        for (size_t i = 0; i < pc.cap; i++) {
+            if (!pc.t[i].p) continue;
+            size_t j = pc.t[i].key & (cap - 1);
+            while (t[j].p) j = (j + 1) & (cap - 1);
+            t[j] = pc.t[i];
+        }
+        PyMem_Free(pc.t);
+        pc.t = t;
+        pc.cap = cap;
+    }
+    size_t j = c->key & (pc.cap - 1);
+    while (pc.t[j].p) j = (j + 1) & (pc.cap - 1);
+    pc.t[j] = *c;
+    pc.n++;
+    return &pc.t[j];
+}
+
+/* bytes of kernel k's P, I and S, 16-aligned each */
+static size_t arg_bytes(const nd_kernel *k)
+{
+    size_t nops = (size_t)(k->nin + k->nout), R = (size_t)k->rank;
+    size_t P = 3 * nops * sizeof(char *);
+    size_t I = (R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
+    size_t S = (size_t)(k->nscal ? k->nscal : 1) * sizeof(nd_scalar);
+    return ((P + 15) & ~(size_t)15) + ((I + 15) & ~(size_t)15) + ((S + 15) & ~(size_t)15);
+}
+
+/* numdyn.config.cuda_host_fallback: 1, 0, -1 + exc */
+static int host_fallback_wanted(void)
+{
+    PyObject *cfg = PyImport_ImportModule("numdyn.config");
+    PyObject *v = cfg ? PyObject_GetAttrString(cfg, "cuda_host_fallback") : NULL;
+    Py_XDECREF(cfg);
+    int on = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return on;
+}
+
+/* schedule + generate + load; NULL + exc. *unsupported: 1 when a kernel
+ * has no CUDA form (NotImplementedError set) */
+static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int *unsupported)
+{
+    *unsupported = 0;
+    cprog c;
+    memset(&c, 0, sizeof c);
+    c.key = key;
+    c.p = nd_schedule(g, outs, nout);
+    if (!c.p) return NULL;
+    if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||
+                              nd_program_verify(c.p, g) < 0)) {
+        cprog_clear(&c);
+        return NULL;
+    }
+    c.p->key = key;
+    int nk = c.p->nkern;
+    nd_sb *texts = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(nd_sb));
+    const char **tp = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(char *));
+    const char **np = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(char *));
+    char (*names)[40] = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof *names);
+    c.fns = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(nd_cu_fn_t));
+    cprog *out = NULL;
+    if (!texts || !tp || !np || !names || !c.fns) { PyErr_NoMemory(); goto done; }
+    for (int i = 0; i < nk; i++) {
+        nd_kernel *k = &c.p->kerns[i];
+        uint64_t h = 0;
+        nd_sb_init(&texts[i]);
+        if (nd_cuda_kernel(g, k, &texts[i], &h) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_NotImplementedError)) *unsupported = 1;
+            goto done;
+        }
+        k->hash = h;
+        snprintf(names[i], sizeof names[i], "nd_cuda_%016llx", (unsigned long long)h);
+        tp[i] = texts[i].p;
+        np[i] = names[i];
+    }
+    int compiled = 0;
+    if (nk && nd_cu_functions(nk, tp, np, c.fns, &compiled) < 0) goto done;
+    if (compiled) nd_counter_add(ND_CTR_KERNELS_COMPILED, nk);
+    if (nd_debug_wanted()) nd_debug_program(g, outs, nout, c.p, compiled ? nk : 0);
+    out = pc_put(&c);
+    c.p = NULL;
+    c.fns = NULL;
+done:
+    if (texts) for (int i = 0; i < nk; i++) nd_sb_free(&texts[i]);
+    PyMem_Free(texts);
+    PyMem_Free(tp);
+    PyMem_Free(np);
+    PyMem_Free(names);
+    if (!out) cprog_clear(&c);
+    return out;
+}
+
+/* -------------------------------------------------------------- run */
+typedef struct run {
+    nd_graph *g;
+    cprog *cp;
+    int n;
+    PyObject **host;    /* per node: an ndarray on the host, or NULL */
+    dbuf **dev;         /* per node: its device buffer; dev[n + i]: a C copy for view reads */
+    nd_cu_ptr E;        /* one int per kernel */
+    int *Eh;
+    int eread;          /* kernels whose error word was read */
+    nd_cu_ptr args;     /* device arena of the kernels' P, I, S */
+    size_t argoff, argcap;
+    char *stage;        /* its host image */
+} run;
+
+/* node id on the device (uploading its host array) */
+static dbuf *need_dev(run *r, nd_id id)
+{
+    if (r->dev[id]) return r->dev[id];
+    if (!r->host[id]) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn.cuda: internal error: kernel operand not computed");
+        return NULL;
+    }
+    r->dev[id] = upload((PyArrayObject *)r->host[id]);
+    return r->dev[id];
+}
+
+/* node id on the host (downloading its device buffer) */
+static PyObject *need_host(run *r, nd_id id)
+{
+    if (r->host[id]) return r->host[id];
+    if (!r->dev[id]) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn.cuda: internal error: value not computed");
+        return NULL;
+    }
+    r->host[id] = download(&r->dev[id]->a);
+    return r->host[id];
+}
+
+/* node id C-contiguous on the device (view maps index the C order) */
+static dbuf *need_dev_c(run *r, nd_id id)
+{
+    dbuf *b = need_dev(r, id);
+    if (!b || c_contiguous(&b->a)) return b;
+    if (r->dev[r->n + id]) return r->dev[r->n + id];
+    PyObject *h = need_host(r, id);
+    PyObject *c = h ? nd_usable_array(h, 1) : NULL;
+    if (!c) return NULL;
+    r->dev[r->n + id] = upload((PyArrayObject *)c);
+    Py_DECREF(c);
+    return r->dev[r->n + id];
+}
+
+/* the error words of the kernels run so far: 0, 1 (NumPy reruns the
+ * graph), -1 + exc */
+static int check_errors(run *r, int upto)
+{
+    if (r->eread >= upto) return 0;
+    if (nd_cu_dtoh(r->Eh, r->E, sizeof(int) * (size_t)upto) < 0) return -1;
+    nd_program *p = r->cp->p;
+    for (int s = 0, kk = 0; s < p->nsteps && kk < upto; s++) {
+        if (p->steps[s].kind != ND_S_KERNEL) continue;
+        int ki = p->steps[s].kern;
+        int e = r->Eh[kk++];
+        if (kk <= r->eread || !e) continue;
+        int rc = nd_kernel_errors(r->g, &p->kerns[ki], e);
+        if (rc) return rc;
+    }
+    r->eread = upto;
+    return 0;
+}
+
+static int grid_for(const nd_kernel *k, const int64_t *n, int64_t tot, unsigned *grid)
+{
+    int sm = nd_cu_sm_count();
+    if (sm < 0) return -1;
+    int64_t cap = (int64_t)sm * 16, work;
+    if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW) {
+        work = 1;  /* one block a row */
+        for (int d = 0; d < k->rank; d++) if (!((k->red >> d) & 1)) work *= n[d];
+    } else if (k->kind == ND_K_SCAN) {
+        int64_t lines = 1;  /* one thread a line */
+        for (int d = 0; d < k->rank; d++) if (d != k->scan) lines *= n[d];
+        work = (lines + ND_CU_THREADS - 1) / ND_CU_THREADS;
+    } else {
+        work = (tot + ND_CU_THREADS - 1) / ND_CU_THREADS;
+    }
+    *grid = (unsigned)(work < cap ? work : cap);
+    return 0;
+}
+
+static int run_kernel(run *r, int step_kern, int kidx)
+{
+    nd_program *p = r->cp->p;
+    nd_graph *g = r->g;
+    nd_kernel *k = &p->kerns[step_kern];
+    int nops = k->nin + k->nout, R = k->rank;
+    if (nops > MAXOPS) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: kernel with too many operands");
+        return -1;
+    }
+    dbuf *ob[MAXOPS];
+    for (int o = k->nin; o < nops; o++) {
+        nd_kop *op = &k->ops[o];
+        if (op->acc == ND_A_REGION || r->dev[op->buf]) continue;  /* the BASE step made it / two outputs */
+        nd_node *m = &g->nodes[op->buf];
+        npy_intp st[ND_MAXDIMS];
+        PyArray_Descr *d = PyArray_DescrFromType(m->dtype);
+        if (!d) return -1;
+        if (p->kord[op->buf]) nd_order_strides(m->ndim, m->shape, PyDataType_ELSIZE(d), m->kperm, st);
+        Py_DECREF(d);
+        if (!(r->dev[op->buf] = dbuf_alloc(m->ndim, m->shape, m->dtype, p->kord[op->buf] ? st : NULL)))
+            return -1;
+    }
+    for (int o = 0; o < nops; o++) {
+        nd_kop *op = &k->ops[o];
+        ob[o] = o < k->nin && op->acc == ND_A_VIEW ? need_dev_c(r, op->buf) : need_dev(r, op->buf);
+        if (!ob[o]) return -1;
+    }
+    nd_karr ka[MAXOPS];
+    for (int o = 0; o < nops; o++)
+        ka[o] = (nd_karr){(char *)(uintptr_t)ob[o]->a.ptr, ob[o]->a.ndim, ob[o]->a.itemsize,
+                          ob[o]->a.strides};
+    char *P[3 * MAXOPS];
+    int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS], n[ND_MAXDIMS];
+    nd_kernel_args(g, k, ka, P, I, n);
+    int64_t tot = nd_kernel_merge(k, I, n);
+    if (nd_cg_check_stores())
+        for (int o = k->nin; o < nops; o++) {
+            P[nops + 2 * (o - k->nin)] = (char *)(uintptr_t)ob[o]->a.ptr;
+            P[nops + 2 * (o - k->nin) + 1] = (char *)(uintptr_t)(ob[o]->a.ptr + ob[o]->a.nbytes);
+        }
+    unsigned grid;
+    if (grid_for(k, n, tot, &grid) < 0) return -1;
+    if (!grid) return 0;  /* nothing to compute (an empty domain) */
+    /* P, I, S into the arena, then up */
+    size_t pb = (size_t)(3 * nops) * sizeof(char *);
+    size_t ib = (size_t)(R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
+    size_t sbts = (size_t)k->nscal * sizeof(nd_scalar);
+    size_t a16 = (pb + 15) & ~(size_t)15, i16 = (ib + 15) & ~(size_t)15;
+    char *h = r->stage + r->argoff;
+    memcpy(h, P, pb);
+    memcpy(h + a16, I, ib);
+    for (int j = 0; j < k->nscal; j++)
+        memcpy(h + a16 + i16 + (size_t)j * sizeof(nd_scalar), &g->nodes[k->scal[j]].scalar,
+               sizeof(nd_scalar));
+    nd_cu_ptr dP = r->args + r->argoff, dI = dP + a16, dS = dI + i16, dE = r->E + sizeof(int) * (size_t)kidx;
+    size_t used = a16 + i16 + sbts;
+    if (nd_cu_htod(dP, h, used) < 0) return -1;
+    r->argoff += arg_bytes(k);
+    void *params[4] = {&dP, &dI, &dS, &dE};
+    if (nd_cu_launch(r->cp->fns[step_kern], grid, ND_CU_THREADS, params) < 0) return -1;
+    nd_counter_add(ND_CTR_CUDA_LAUNCHES, 1);
+    nd_counter_add(ND_CTR_KERNEL_RUNS, 1);
+    return 0;
+}
+
+/* an EXTERN a registered binding computes on the device: 1 done, 0 not taken, -1 */
+static int device_extern(run *r, nd_id id)
+{
+    nd_node *nn = &r->g->nodes[id];
+    if (!next || nn->op != ND_OP_EXTERN || nn->aux >= 0 || nn->nextra > MAXOPS) return 0;
+    const nd_cu_array *in[MAXOPS];
+    for (int k = 0; k < nn->nextra; k++) {
+        nd_id a = nn->extra[k];
+        if (a < 0) return 0;  /* a None operand: the host's */
+        dbuf *b = need_dev(r, a);
+        if (!b) return -1;
+        in[k] = &b->a;
+    }
+    for (int i = 0; i < next; i++) {
+        dbuf *b = PyMem_Calloc(1, sizeof *b);
+        if (!b) { PyErr_NoMemory(); return -1; }
+        int rc = ext[i].fn(r->g, id, in, nn->nextra, &b->a);
+        if (rc <= 0) {
+            PyMem_Free(b);
+            if (rc < 0) return -1;
+            continue;
+        }
+        b->refs = 1;
+        r->dev[id] = b;
+        log_event("device_extern", r->g, id, ext[i].name);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_eager_step(run *r, nd_id id)
+{
+    nd_node *n = &r->g->nodes[id];
+    if (n->op == ND_OP_EXTERN && n->aux >= 0 && (r->host[id] || r->dev[id])) return 0;
+    int drc = device_extern(r, id);
+    if (drc) return drc < 0 ? -1 : 0;
+    int nin = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+    PyObject *small[8], **ins = small;
+    if (nin > 8) {
+        ins = PyMem_Malloc(sizeof(PyObject *) * (size_t)nin);
+        if (!ins) { PyErr_NoMemory(); return -1; }
+    }
+    int rc = 0;
+    for (int k = 0; k < nin && rc == 0; k++) {
+        nd_id in = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];
+        ins[k] = in >= 0 ? need_host(r, in) : Py_None;
+        if (!ins[k]) rc = -1;
+    }
+    if (rc == 0) rc = nd_eval_extern_group(r->g, id, (PyObject *const *)ins, r->host, NULL);
+    if (ins != small) PyMem_Free(ins);
+    if (rc < 0) return -1;
+    nd_counter_add(ND_CTR_CUDA_HOST_STEPS, 1);
+    log_event("host_step", r->g, id, n->op == ND_OP_EXTERN ? "no GPU form of this NumPy function yet"
+                                                            : "this operation has no kernel form");
+    if (!PyArray_Check(r->host[id])) {
+        PyObject *a = PyArray_FromAny(r->host[id], NULL, 0, 0, 0, NULL);
+        Py_SETREF(r->host[id], a);
+        if (!a) return -1;
+    }
+    return 0;
+}
+
+static int run_base(run *r, nd_id set)
+{
+    nd_program *p = r->cp->p;
+    nd_node *sn = &r->g->nodes[set];
+    nd_id base = sn->in[0];
+    dbuf *b = need_dev(r, base);
+    if (!b) return -1;
+    if (p->take[set] && c_contiguous(&b->a)) {
+        b->refs++;
+        r->dev[set] = b;
+        Py_CLEAR(r->host[base]);  /* its device buffer is written from now on */
+        return 0;
+    }
+    dbuf *c = dbuf_alloc(sn->ndim, sn->shape, sn->dtype, NULL);
+    if (!c) return -1;
+    r->dev[set] = c;
+    if (c_contiguous(&b->a) && b->a.nbytes == c->a.nbytes && b->a.dtype == c->a.dtype)
+        return nd_cu_dtod(c->a.ptr, b->a.ptr, c->a.nbytes);
+    /* another layout: through the host, in C order */
+    PyObject *h = need_host(r, base);
+    PyObject *cc = h ? PyArray_FromAny(h, PyArray_DescrFromType(sn->dtype), 0, 0,
+                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL) : NULL;
+    if (!cc) return -1;
+    int rc = c->a.nbytes ? nd_cu_htod(c->a.ptr, PyArray_DATA((PyArrayObject *)cc), c->a.nbytes) : 0;
+    Py_DECREF(cc);
+    return rc;
+}
+
+static int scalar_store_fails(run *r)
+{
+    nd_graph *g = r->g;
+    for (int k = 0; k < nd_nscalar_stores; k++) {
+        nd_id s = nd_scalar_stores[2 * k], v = nd_scalar_stores[2 * k + 1];
+        if (s < 0 || s >= g->n || v < 0 || v >= g->n || (!r->host[v] && !r->dev[v])) continue;
+        PyObject *h = need_host(r, v);
+        if (!h) return -1;
+        if (nd_scalar_store_check(h, g->nodes[s].dtype, 0)) return 1;
+    }
+    return 0;
+}
+
+static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout)
+{
+    nd_program *p = cp->p;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.g = g;
+    r.cp = cp;
+    r.n = g->n;
+    PyObject *res = NULL;
+    int rerun = 0;
+    if (g->n != p->nnodes) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
+        return NULL;
+    }
+    r.host = PyMem_Calloc((size_t)r.n, sizeof(PyObject *));
+    r.dev = PyMem_Calloc((size_t)r.n * 2, sizeof(dbuf *));
+    int nks = 0;
+    for (int t = 0; t < p->nsteps; t++) nks += p->steps[t].kind == ND_S_KERNEL;
+    r.Eh = PyMem_Calloc((size_t)(nks ? nks : 1), sizeof(int));
+    /* every kernel step's arguments (a kernel run twice: twice) */
+    for (int t = 0; t < p->nsteps; t++)
+        if (p->steps[t].kind == ND_S_KERNEL) r.argcap += arg_bytes(&p->kerns[p->steps[t].kern]);
+    r.stage = PyMem_Malloc(r.argcap ? r.argcap : 16);
+    if (!r.host || !r.dev || !r.Eh || !r.stage) { PyErr_NoMemory(); goto done; }
+    if (nks) {
+        if (nd_cu_alloc(sizeof(int) * (size_t)nks, &r.E) < 0 ||
+            nd_cu_memset32(r.E, 0, (size_t)nks) < 0 ||
+            nd_cu_alloc(r.argcap, &r.args) < 0)
+            goto done;
+    }
+    for (nd_id i = 0; i < r.n; i++) {
+        nd_node *nn = &g->nodes[i];
+        if (nn->op != ND_OP_INPUT) continue;
+        if (!nn->obj || !PyArray_Check(nn->obj)) {
+            PyErr_SetString(PyExc_TypeError, "numdyn: graph input is not an ndarray");
+            goto done;
+        }
+        if (!(r.host[i] = nd_usable_array(nn->obj, 0))) goto done;
+    }
+    int kidx = 0;
+    for (int t = 0; t < p->nsteps; t++) {
+        nd_step *st = &p->steps[t];
+        if (st->kind == ND_S_EAGER) {
+            int rc = check_errors(&r, kidx);  /* NumPy's order: a kernel's error comes first */
+            if (rc < 0) goto done;
+            if (rc > 0) { rerun = 1; goto done; }
+            if (run_eager_step(&r, st->node) < 0) { nd_failed_node = st->node; goto done; }
+        } else if (st->kind == ND_S_BASE) {
+            if (run_base(&r, st->node) < 0) goto done;
+        } else {
+            if (run_kernel(&r, st->kern, kidx++) < 0) goto done;
+        }
+        for (int32_t f = p->freeat[t]; f < p->freeat[t + 1]; f++) {
+            nd_id id = p->freen[f];
+            Py_CLEAR(r.host[id]);
+            dbuf_drop(&r.dev[id]);
+            dbuf_drop(&r.dev[r.n + id]);
+        }
+    }
+    int rc = check_errors(&r, kidx);
+    if (rc < 0) goto done;
+    if (rc > 0) { rerun = 1; goto done; }
+    if (nd_nscalar_stores) {
+        rc = scalar_store_fails(&r);
+        if (rc < 0) goto done;
+        if (rc > 0) { rerun = 1; goto done; }
+    }
+    res = PyList_New(nout);
+    if (!res) goto done;
+    for (int i = 0; i < nout; i++) {
+        PyObject *a = need_host(&r, outs[i]);
+        if (!a) { Py_CLEAR(res); goto done; }
+        PyList_SET_ITEM(res, i, Py_NewRef(a));
+    }
+    if (nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
+done:
+    if (r.host) for (int i = 0; i < r.n; i++) Py_XDECREF(r.host[i]);
+    if (r.dev) for (int i = 0; i < 2 * r.n; i++) dbuf_drop(&r.dev[i]);
+    /* freed blocks are reused in stream order; the arena's host image is
+     * staged (copied) before each upload returns */
+    nd_cu_free(r.E);
+    nd_cu_free(r.args);
+    PyMem_Free(r.host);
+    PyMem_Free(r.dev);
+    PyMem_Free(r.Eh);
+    PyMem_Free(r.stage);
+    if (rerun) {
+        nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
+        log_event("numpy_rerun", g, -1, "a kernel reported a condition NumPy's error state acts on");
+        res = nd_backend_eager_run(g, outs, nout);
+    }
+    return res;
+}
+
+PyObject *nd_backend_cuda_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
+{
+    (void)options;
+    /* donated inputs are the native backend's: copies are ours anyway */
+    nd_donated = NULL;
+    nd_ndonated = 0;
+    nd_failed_node = ND_NONE;
+    nd_failed_before = 0;
+    if (nd_cu_ready() < 0) return NULL;
+    uint64_t key = nd_guard_graph_key(g, outs, nout);
+    cprog *cp = pc_get(key);
+    if (cp && cp->p->nnodes == g->n) {
+        nd_counter_add(ND_CTR_CUDA_GRAPH_CACHE_HITS, 1);
+        nd_counter_add(ND_CTR_GRAPH_CACHE_HITS, 1);
+    } else {
+        int fb = host_fallback_wanted(), unsupported;
+        if (fb < 0) return NULL;
+        cp = build(g, outs, nout, key, &unsupported);
+        if (!cp) {
+            /* NotImplementedError names the kernel form without a CUDA version */
+            if (!unsupported || !fb) return NULL;
+            PyErr_Clear();
+            log_event("host_graph", g, -1, "a kernel form has no CUDA version "
+                      "(numdyn.config.cuda_host_fallback is set)");
+            nd_counter_add(ND_CTR_CUDA_HOST_STEPS, 1);
+            return nd_backend_eager_run(g, outs, nout);
+        }
+    }
+    return run_program(cp, g, outs, nout);
+}
+
+/* ------------------------------------------------------ _C functions */
+static PyObject *py_device_enter(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    if (nd_cu_ready() < 0) return NULL;
+    nd_cuda_device_depth++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_device_exit(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    if (nd_cuda_device_depth > 0) nd_cuda_device_depth--;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_device_swap(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    int was = nd_cuda_device_depth;
+    nd_cuda_device_depth = v > 0 ? (int)v : 0;
+    return PyLong_FromLong(was);
+}
+
+static PyObject *py_device_active(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    return PyBool_FromLong(nd_cuda_device_depth > 0);
+}
+
+/* _cuda_log(on) -> the events logged since it was turned on (list), or None */
+static PyObject *py_log(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    PyObject *was = gpu_log ? gpu_log : Py_NewRef(Py_None);
+    gpu_log = NULL;
+    if (on && !(gpu_log = PyList_New(0))) { Py_DECREF(was); return NULL; }
+    return was;
+}
+
+static PyObject *py_clear(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    pc_clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"_cuda_device_enter", py_device_enter, METH_NOARGS, "numdyn.device('cuda') entered"},
+    {"_cuda_device_exit", py_device_exit, METH_NOARGS, "numdyn.device('cuda') left"},
+    {"_cuda_device_swap", py_device_swap, METH_O, "set the device depth; the old one"},
+    {"_cuda_device_active", py_device_active, METH_NOARGS, "inside numdyn.device('cuda')"},
+    {"_cuda_log", py_log, METH_O, "log GPU runs (explain): the events so far"},
+    {"_cuda_clear_programs", py_clear, METH_NOARGS, "drop the GPU program cache"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_cuda_backend_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }

@@ -1,0 +1,486 @@
+/* cuda_extern.c -- which EXTERN nodes the CUDA backend runs through a
+ * library (runtime/cuda_blas.h), the libraries' loading, and the driver's
+ * memory operations the library calls need.
+ *
+ * An EXTERN node keeps the NumPy callable (n->obj) and its argument
+ * template ((placeholders..., extra args), kwargs): np.matmul(ph0, ph1),
+ * np.dot(ph0, ph1), np.fft.<fft|ifft|rfft|irfft>(ph0, n, axis, norm). The
+ * input dtypes follow NumPy's loops: matmul and dot compute in the
+ * result's dtype (their inputs are cast to it first), the transforms in
+ * complex64/complex128 (float32/float64 for rfft's input).
+ */
+#include "cuda_lib_internal.h"
+#include "graph/graph_py.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ libraries */
+
+static struct { const char *name; void *h; char path[1024]; } libs[] = {
+    {"cublas", NULL, ""}, {"cufft", NULL, ""}, {"cuda", NULL, ""},
+};
+#define NLIBS ((int)(sizeof libs / sizeof libs[0]))
+
+static int lib_index(const char *which)
+{
+    for (int i = 0; i < NLIBS; i++) if (!strcmp(libs[i].name, which)) return i;
+    return -1;
+}
+
+/* _cuda_lib_set(which, handle, path): numdyn._cuda_libs loaded the library
+ * (ctypes: its dlopen handle, kept open); the C side keeps the handle */
+static PyObject *py_lib_set(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *which, *path;
+    unsigned long long h;
+    if (!PyArg_ParseTuple(args, "sKs", &which, &h, &path)) return NULL;
+    int li = lib_index(which);
+    if (li < 0 || !h) return PyErr_Format(PyExc_ValueError, "unknown CUDA library %s", which);
+    if (!libs[li].h) {
+        libs[li].h = (void *)(uintptr_t)h;
+        snprintf(libs[li].path, sizeof libs[li].path, "%s", path);
+    }
+    return PyUnicode_FromString(libs[li].path);
+}
+
+/* _cuda_lib_path(which) -> the loaded library's path, or None */
+static PyObject *py_lib_path(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *which = PyUnicode_AsUTF8(arg);
+    if (!which) return NULL;
+    int li = lib_index(which);
+    if (li < 0) return PyErr_Format(PyExc_ValueError, "unknown CUDA library %s", which);
+    if (!libs[li].h) Py_RETURN_NONE;
+    return PyUnicode_FromString(libs[li].path);
+}
+
+void *nd_cuda_lib_open(const char *which)
+{
+    int li = lib_index(which);
+    if (li < 0) return NULL;
+    if (libs[li].h) return libs[li].h;
+    PyObject *mod = PyImport_ImportModule("numdyn._cuda_libs");
+    PyObject *r = mod ? PyObject_CallMethod(mod, "load", "s", which) : NULL;
+    Py_XDECREF(mod);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    if (!libs[li].h) PyErr_Format(nd_CudaError, "numdyn.cuda: %s was not loaded", which);
+    return libs[li].h;
+}
+
+int nd_cuda_lib_fail(const char *what, const char *why, int code)
+{
+    PyErr_Format(nd_CudaError, "numdyn.cuda: %s failed: %s (%d)", what, why, code);
+    return -1;
+}
+
+/* ------------------------------------------------------- driver memory */
+
+typedef int CUresult;
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    uint64_t srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    uint64_t dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} memcpy2d_t;                        /* CUDA_MEMCPY2D (v2) */
+enum { MEMTYPE_DEVICE = 2 };
+
+static struct {
+    int ready;
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*MemsetD8Async)(uint64_t, unsigned char, size_t, void *);
+    CUresult (*MemsetD2D32Async)(uint64_t, size_t, unsigned, size_t, size_t, void *);
+    CUresult (*Memcpy2DAsync)(const memcpy2d_t *, void *);
+    CUresult (*MemcpyDtoDAsync)(uint64_t, uint64_t, size_t, void *);
+    CUresult (*MemAlloc)(uint64_t *, size_t);
+    CUresult (*MemFree)(uint64_t);
+    CUresult (*StreamSynchronize)(void *);
+} drv;
+
+static int drv_ready(void)
+{
+    if (drv.ready) return 0;
+    void *h = nd_cuda_lib_open("cuda");
+    if (!h) return -1;
+#define SYM(f, name) *(void **)&drv.f = dlsym(h, name)
+    SYM(GetErrorString, "cuGetErrorString"); SYM(MemsetD8Async, "cuMemsetD8Async");
+    SYM(MemsetD2D32Async, "cuMemsetD2D32Async"); SYM(Memcpy2DAsync, "cuMemcpy2DAsync_v2");
+    SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"); SYM(MemAlloc, "cuMemAlloc_v2");
+    SYM(MemFree, "cuMemFree_v2"); SYM(StreamSynchronize, "cuStreamSynchronize");
+#undef SYM
+    if (!drv.MemsetD8Async || !drv.MemsetD2D32Async || !drv.Memcpy2DAsync ||
+        !drv.MemcpyDtoDAsync || !drv.MemAlloc || !drv.MemFree || !drv.StreamSynchronize) {
+        PyErr_SetString(nd_CudaError, "numdyn.cuda: the CUDA driver lacks a memory entry point "
+                        "numdyn needs: update the NVIDIA driver");
+        return -1;
+    }
+    drv.ready = 1;
+    return 0;
+}
+
+static int drv_fail(const char *what, CUresult r)
+{
+    const char *s = NULL;
+    if (drv.GetErrorString) drv.GetErrorString(r, &s);
+    return nd_cuda_lib_fail(what, s ? s : "CUDA driver error", r);
+}
+
+int nd_cuda_lib_memset0(const nd_cuda_libenv *env, uint64_t dst, size_t bytes)
+{
+    if (!bytes) return 0;
+    if (drv_ready() < 0) return -1;
+    CUresult r = drv.MemsetD8Async(dst, 0, bytes, env->stream);
+    return r ? drv_fail("cuMemsetD8Async", r) : 0;
+}
+
+int nd_cuda_lib_copy2d(const nd_cuda_libenv *env, uint64_t dst, size_t dpitch, uint64_t src,
+                       size_t spitch, size_t width, size_t height)
+{
+    if (!width || !height) return 0;
+    if (drv_ready() < 0) return -1;
+    CUresult r;
+    if (height == 1 || (dpitch == width && spitch == width)) {
+        r = drv.MemcpyDtoDAsync(dst, src, width * height, env->stream);
+        return r ? drv_fail("cuMemcpyDtoDAsync", r) : 0;
+    }
+    if (dpitch <= INT_MAX && spitch <= INT_MAX) {
+        memcpy2d_t c;
+        memset(&c, 0, sizeof c);
+        c.srcMemoryType = c.dstMemoryType = MEMTYPE_DEVICE;
+        c.srcDevice = src; c.srcPitch = spitch;
+        c.dstDevice = dst; c.dstPitch = dpitch;
+        c.WidthInBytes = width; c.Height = height;
+        r = drv.Memcpy2DAsync(&c, env->stream);
+        return r ? drv_fail("cuMemcpy2DAsync", r) : 0;
+    }
+    /* pitches past the driver's limit: rows this long are few */
+    for (size_t i = 0; i < height; i++) {
+        r = drv.MemcpyDtoDAsync(dst + i * dpitch, src + i * spitch, width, env->stream);
+        if (r) return drv_fail("cuMemcpyDtoDAsync", r);
+    }
+    return 0;
+}
+
+int nd_cuda_lib_zero2d32(const nd_cuda_libenv *env, uint64_t dst, size_t pitch, size_t width32,
+                         size_t height)
+{
+    if (!width32 || !height) return 0;
+    if (drv_ready() < 0) return -1;
+    CUresult r;
+    if (height == 1 || pitch <= INT_MAX) {
+        r = drv.MemsetD2D32Async(dst, height == 1 ? width32 * 4 : pitch, 0, width32, height,
+                                 env->stream);
+        return r ? drv_fail("cuMemsetD2D32Async", r) : 0;
+    }
+    for (size_t i = 0; i < height; i++) {
+        r = drv.MemsetD2D32Async(dst + i * pitch, width32 * 4, 0, width32, 1, env->stream);
+        if (r) return drv_fail("cuMemsetD2D32Async", r);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the nodes */
+
+static PyObject *f_matmul, *f_dot, *f_fft[4];   /* fft, ifft, rfft, irfft */
+
+static int node_fns(void)
+{
+    if (f_matmul) return 0;
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *fft = np ? PyImport_ImportModule("numpy.fft") : NULL;
+    if (!fft) { Py_XDECREF(np); return -1; }
+    static const char *const names[4] = {"fft", "ifft", "rfft", "irfft"};
+    int rc = 0;
+    for (int i = 0; i < 4 && !rc; i++) rc = (f_fft[i] = PyObject_GetAttrString(fft, names[i])) ? 0 : -1;
+    if (!rc) rc = (f_dot = PyObject_GetAttrString(np, "dot")) ? 0 : -1;
+    if (!rc) rc = (f_matmul = PyObject_GetAttrString(np, "matmul")) ? 0 : -1;
+    Py_DECREF(fft);
+    Py_DECREF(np);
+    return rc;
+}
+
+/* the fft arguments of an EXTERN node: 0, or 1 when they are not the
+ * (placeholder 0, n, axis, norm) form */
+static int fft_args(const nd_node *n, npy_intp *len, int *axis, int *norm)
+{
+    PyObject *tmpl = PyTuple_Check(n->attrs) && PyTuple_GET_SIZE(n->attrs) == 2
+                         ? PyTuple_GET_ITEM(n->attrs, 0) : NULL;
+    if (!tmpl || !PyTuple_Check(tmpl) || PyTuple_GET_SIZE(tmpl) != 4 ||
+        PyTuple_GET_ITEM(n->attrs, 1) != Py_None ||
+        nd_extern_placeholder_index(PyTuple_GET_ITEM(tmpl, 0)) != 0)
+        return 1;
+    PyObject *no = PyTuple_GET_ITEM(tmpl, 1), *ao = PyTuple_GET_ITEM(tmpl, 2),
+             *mo = PyTuple_GET_ITEM(tmpl, 3);
+    if (!PyLong_Check(no) || !PyLong_Check(ao)) return 1;
+    *len = PyLong_AsSsize_t(no);
+    long a = PyLong_AsLong(ao);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 1; }
+    *axis = (int)a;
+    if (mo == Py_None) *norm = 0;
+    else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "backward")) *norm = 0;
+    else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "ortho")) *norm = 1;
+    else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "forward")) *norm = 2;
+    else return 1;   /* NumPy's ValueError: the host runs it */
+    return *len >= 1 && a >= 0 && a < n->ndim ? 0 : 1;
+}
+
+static int fft_kind(const nd_node *n)
+{
+    for (int i = 0; i < 4; i++) if (n->obj == f_fft[i]) return i;   /* ND_FFT_* order */
+    return -1;
+}
+
+static int two_operands(const nd_node *n)
+{
+    PyObject *tmpl = PyTuple_Check(n->attrs) && PyTuple_GET_SIZE(n->attrs) == 2
+                         ? PyTuple_GET_ITEM(n->attrs, 0) : NULL;
+    return n->nextra == 2 && tmpl && PyTuple_Check(tmpl) && PyTuple_GET_SIZE(tmpl) == 2 &&
+           PyTuple_GET_ITEM(n->attrs, 1) == Py_None &&
+           nd_extern_placeholder_index(PyTuple_GET_ITEM(tmpl, 0)) == 0 &&
+           nd_extern_placeholder_index(PyTuple_GET_ITEM(tmpl, 1)) == 1;
+}
+
+int nd_cuda_lib_kind(const nd_graph *g, nd_id id)
+{
+    const nd_node *n = &g->nodes[id];
+    if (n->op != ND_OP_EXTERN || n->aux >= 0 || !n->obj) return ND_CUDA_LIB_NONE;
+    if (node_fns() < 0) { PyErr_Clear(); return ND_CUDA_LIB_NONE; }
+    if (n->obj == f_matmul || n->obj == f_dot) {
+        if (!two_operands(n) || g->nodes[n->extra[0]].ndim < 1 || g->nodes[n->extra[1]].ndim < 1)
+            return ND_CUDA_LIB_NONE;
+        return n->obj == f_matmul ? ND_CUDA_LIB_MATMUL : ND_CUDA_LIB_DOT;
+    }
+    npy_intp len;
+    int axis, norm;
+    if (fft_kind(n) >= 0 && n->nextra == 1 && !fft_args(n, &len, &axis, &norm))
+        return ND_CUDA_LIB_FFT;
+    return ND_CUDA_LIB_NONE;
+}
+
+int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtype)
+{
+    const nd_node *n = &g->nodes[id];
+    int kind = nd_cuda_lib_kind(g, id);
+    if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
+        int dt = n->dtype;
+        if (dt != NPY_HALF && dt != NPY_FLOAT && dt != NPY_DOUBLE && dt != NPY_CFLOAT &&
+            dt != NPY_CDOUBLE) {
+            PyObject *d = (PyObject *)PyArray_DescrFromType(dt);
+            PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: np.%s of %S arrays on the GPU "
+                         "is not implemented (cuBLAS has no gemm with NumPy's integer "
+                         "wraparound / bool rules); run this function on the CPU backend",
+                         kind == ND_CUDA_LIB_DOT ? "dot" : "matmul", d ? d : Py_None);
+            Py_XDECREF(d);
+            return -1;
+        }
+        in_dtype[0] = in_dtype[1] = dt;
+        *out_dtype = dt;
+        return 0;
+    }
+    if (kind == ND_CUDA_LIB_FFT) {
+        int fk = fft_kind(n);
+        int dbl = n->dtype == NPY_DOUBLE || n->dtype == NPY_CDOUBLE;
+        if (fk == ND_FFT_R2C) in_dtype[0] = dbl ? NPY_DOUBLE : NPY_FLOAT;
+        else in_dtype[0] = dbl ? NPY_CDOUBLE : NPY_CFLOAT;
+        *out_dtype = fk == ND_FFT_C2R ? (dbl ? NPY_DOUBLE : NPY_FLOAT)
+                                      : (dbl ? NPY_CDOUBLE : NPY_CFLOAT);
+        return 0;
+    }
+    PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: this EXTERN node has no library "
+                    "version on the GPU");
+    return -1;
+}
+
+int nd_cuda_lib_accepts(const nd_graph *g, nd_id id, int k, const nd_cuda_view *v)
+{
+    int kind = nd_cuda_lib_kind(g, id);
+    int es = v->dtype == NPY_HALF ? 2 : v->dtype == NPY_FLOAT ? 4 : v->dtype == NPY_CDOUBLE ? 16 : 8;
+    for (int d = 0; d < v->ndim; d++) if (v->strides[d] < 0 || v->strides[d] % es) return 0;
+    if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
+        if (v->ndim < 1) return 0;
+        /* the matrix dims must be a cuBLAS operand: one of them unit-strided */
+        int nd = v->ndim;
+        npy_intp r = nd >= 2 ? v->shape[nd - 2] : 1, c = v->shape[nd - 1];
+        npy_intp sr = nd >= 2 ? v->strides[nd - 2] / es : 0, sc = v->strides[nd - 1] / es;
+        if (nd == 1 && k == 1) { r = c; c = 1; sr = sc; sc = 0; }   /* b as a column */
+        int rowmajor = (sc == 1 || c <= 1) && (r <= 1 || sr >= (c > 1 ? c : 1));
+        int colmajor = (sr == 1 || r <= 1) && (c <= 1 || sc >= (r > 1 ? r : 1));
+        return rowmajor || colmajor;
+    }
+    if (kind == ND_CUDA_LIB_FFT) {
+        npy_intp want = es;
+        for (int d = v->ndim - 1; d >= 0; d--) {
+            if (v->shape[d] != 1 && v->strides[d] != want) return 0;
+            want *= v->shape[d];
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int nd_cuda_lib_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const nd_cuda_view *out,
+                    const nd_cuda_libenv *env)
+{
+    const nd_node *n = &g->nodes[id];
+    int kind = nd_cuda_lib_kind(g, id);
+    if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
+        int rc = nd_cuda_matmul(kind == ND_CUDA_LIB_DOT, &in[0], &in[1], out, env);
+        if (rc == 1)
+            PyErr_SetString(PyExc_ValueError, "numdyn.cuda: a matmul operand's layout cuBLAS "
+                            "cannot read was passed (nd_cuda_lib_accepts refuses it)");
+        return rc ? -1 : 0;
+    }
+    if (kind == ND_CUDA_LIB_FFT) {
+        npy_intp len;
+        int axis, norm;
+        fft_args(n, &len, &axis, &norm);
+        /* NumPy computes the norm factor in the input's real dtype */
+        int src = g->nodes[n->extra[0]].dtype;
+        int fdt = src == NPY_HALF ? NPY_HALF
+                : (src == NPY_FLOAT || src == NPY_CFLOAT) ? NPY_FLOAT : NPY_DOUBLE;
+        return nd_cuda_fft(fft_kind(n), len, axis, norm, fdt, &in[0], out, env);
+    }
+    PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: this EXTERN node has no library "
+                    "version on the GPU");
+    return -1;
+}
+
+/* --------------------------------------------------------------- hooks */
+
+/* (ptr, typenum, shape, strides) -> view */
+int nd_cuda_lib_view_arg(PyObject *o, nd_cuda_view *v)
+{
+    memset(v, 0, sizeof *v);
+    unsigned long long ptr;
+    PyObject *sh, *st;
+    if (!PyArg_ParseTuple(o, "KiOO;a view is (ptr, typenum, shape, strides)", &ptr, &v->dtype,
+                          &sh, &st))
+        return -1;
+    v->ptr = ptr;
+    PyObject *a = PySequence_Fast(sh, "shape"), *b = a ? PySequence_Fast(st, "strides") : NULL;
+    if (!b) { Py_XDECREF(a); return -1; }
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(a);
+    if (nd > ND_MAXDIMS || PySequence_Fast_GET_SIZE(b) != nd) {
+        Py_DECREF(a); Py_DECREF(b);
+        PyErr_SetString(PyExc_ValueError, "a view's shape and strides differ in length (or rank > 16)");
+        return -1;
+    }
+    v->ndim = (int)nd;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        v->shape[d] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(a, d));
+        v->strides[d] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(b, d));
+    }
+    Py_DECREF(a);
+    Py_DECREF(b);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The hooks' env: scratch from cuMemAlloc, freed after the stream is
+ * synchronized at the end of the hook. */
+#define HOOK_MAX 64
+static uint64_t hook_ptrs[HOOK_MAX];
+static int hook_n;
+
+static int hook_alloc(void *ctx, size_t nbytes, uint64_t *ptr)
+{
+    (void)ctx;
+    if (hook_n == HOOK_MAX) {
+        PyErr_SetString(nd_CudaError, "numdyn.cuda: test hook: too many scratch buffers");
+        return -1;
+    }
+    CUresult r = drv.MemAlloc(ptr, nbytes ? nbytes : 1);
+    if (r) return drv_fail("cuMemAlloc", r);
+    hook_ptrs[hook_n++] = *ptr;
+    return 0;
+}
+
+static void hook_release(void *ctx, uint64_t ptr) { (void)ctx; (void)ptr; }
+
+int nd_cuda_lib_hook_env(PyObject *stream, nd_cuda_libenv *env)
+{
+    memset(env, 0, sizeof *env);
+    if (drv_ready() < 0) return -1;
+    env->stream = (void *)(uintptr_t)PyLong_AsUnsignedLongLong(stream);
+    if (PyErr_Occurred()) return -1;
+    env->alloc = hook_alloc;
+    env->release = hook_release;
+    hook_n = 0;
+    return 0;
+}
+
+int nd_cuda_lib_hook_done(nd_cuda_libenv *env, int rc)
+{
+    CUresult r = drv.StreamSynchronize(env->stream);
+    for (int i = 0; i < hook_n; i++) drv.MemFree(hook_ptrs[i]);
+    hook_n = 0;
+    if (rc >= 0 && r) return drv_fail("cuStreamSynchronize", r);
+    return rc;
+}
+
+/* _cuda_lib_node(graph, id) -> (kind name, input dtypes, output dtype):
+ * what the backend asks of an EXTERN node (pure: no CUDA needed) */
+static PyObject *py_lib_node(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go;
+    int id;
+    if (!PyArg_ParseTuple(args, "Oi", &go, &id)) return NULL;
+    nd_graph *g;
+    const nd_id *outs;
+    int nout;
+    if (nd_graphpy_parts(go, &g, &outs, &nout) < 0) return NULL;
+    if (id < 0 || id >= g->n) return PyErr_Format(PyExc_IndexError, "no node %d", id);
+    static const char *const names[] = {"none", "matmul", "dot", "fft"};
+    int kind = nd_cuda_lib_kind(g, id);
+    if (kind == ND_CUDA_LIB_NONE) return Py_BuildValue("(sOO)", names[0], Py_None, Py_None);
+    int ind[ND_MAXIN + 8], od;
+    if (nd_cuda_lib_dtypes(g, id, ind, &od) < 0) return NULL;
+    const nd_node *n = &g->nodes[id];
+    PyObject *t = PyTuple_New(n->nextra);
+    for (int k = 0; t && k < n->nextra; k++) PyTuple_SET_ITEM(t, k, PyLong_FromLong(ind[k]));
+    return t ? Py_BuildValue("(sNi)", names[kind], t, od) : NULL;
+}
+
+/* _cuda_lib_accepts(graph, id, k, view) -> bool */
+static PyObject *py_lib_accepts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go, *vo;
+    int id, k;
+    if (!PyArg_ParseTuple(args, "OiiO", &go, &id, &k, &vo)) return NULL;
+    nd_graph *g;
+    const nd_id *outs;
+    int nout;
+    nd_cuda_view v;
+    if (nd_graphpy_parts(go, &g, &outs, &nout) < 0 || nd_cuda_lib_view_arg(vo, &v) < 0) return NULL;
+    if (id < 0 || id >= g->n) return PyErr_Format(PyExc_IndexError, "no node %d", id);
+    return PyBool_FromLong(nd_cuda_lib_accepts(g, id, k, &v));
+}
+
+static PyMethodDef methods[] = {
+    {"_cuda_lib_set", py_lib_set, METH_VARARGS, "hand a dlopen'ed CUDA library to the runtime"},
+    {"_cuda_lib_path", py_lib_path, METH_O, "the path of a loaded CUDA library, or None"},
+    {"_cuda_lib_node", py_lib_node, METH_VARARGS, "(kind, input dtypes, output dtype) of a node"},
+    {"_cuda_lib_accepts", py_lib_accepts, METH_VARARGS, "whether a library extern reads a view"},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_cuda_blas_init(PyObject *module)
+{
+    if (PyModule_AddFunctions(module, methods) < 0 ||
+        PyModule_AddFunctions(module, nd_cuda_blas_methods) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, nd_cuda_fft_methods);
+}
