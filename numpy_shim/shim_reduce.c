@@ -143,6 +143,22 @@ static nd_id const_node(nd_trace *t, PyObject *value, int dtype)
     return nd_shim_node_scalar(t, value, dtype, 1);
 }
 
+/* initial= (or where='s fill) in the reduction's dtype: NumPy converts it
+ * as np.asarray(initial, dtype), so a Python int out of an integer dtype's
+ * range is an OverflowError (a float is cast) */
+static nd_id initial_node(nd_trace *t, PyObject *value, int dtype)
+{
+    if (PyLong_Check(value) && !PyBool_Check(value) && PyTypeNum_ISINTEGER(dtype)) {
+        int fits = nd_shim_pyint_fits(value, dtype);
+        if (fits < 0) return ND_NONE;
+        if (!fits) {
+            nd_shim_raise_pyint_overflow(value, dtype);
+            return ND_NONE;
+        }
+    }
+    return const_node(t, value, dtype);
+}
+
 static nd_id const_long(nd_trace *t, long v, int dtype)
 {
     PyObject *o = PyLong_FromLong(v);
@@ -333,7 +349,7 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
         nd_operand w;
         rc = nd_shim_operand(t, ra->where, &w);
         if (rc == 0 && w.weak) w.id = nd_shim_operand_node(t, &w, NPY_BOOL);
-        nd_id f = rc == 0 && w.id != ND_NONE ? const_node(t, fill, acc) : ND_NONE;
+        nd_id f = rc == 0 && w.id != ND_NONE ? initial_node(t, fill, acc) : ND_NONE;
         if (f != ND_NONE) {
             /* where's shape must broadcast to a's (NumPy reports it too) */
             int nds[2] = {a.ndim, w.ndim}, nd;
@@ -361,7 +377,7 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     }
     Py_DECREF(ident);
     nd_id init = ND_NONE;
-    if (has_initial && (init = const_node(t, ra->initial, acc)) == ND_NONE) return NULL;
+    if (has_initial && (init = initial_node(t, ra->initial, acc)) == ND_NONE) return NULL;
     nd_id r = nd_shim_node_reduce(t, uf, x, mask, keep, acc, res, init);
     /* max/min (nanmax/nanmin) into another kind (a bool out=) reduce in the out's dtype in
      * NumPy: that out= is NumPy's */

@@ -451,3 +451,36 @@ def test_accepts_layouts():
     cv = np.ones(8, np.complex128)[::2]
     assert not _C._cuda_lib_accepts(g, nid, 0, view(cv, cv))
     assert v.size == 4
+
+
+# ------------------------------------------------------ device casts
+
+def _nvrtc():
+    try:
+        numdyn.cuda.nvrtc_version()
+        return True
+    except numdyn.cuda.CudaError:
+        return False
+
+
+@pytest.mark.skipif(not _nvrtc(), reason="NVRTC is not installed")
+def test_cast_kernels_compile():
+    """The kernels that bring an extern's operands to its loop dtype (int64 @
+    float32 -> a float64 gemm, fft of float64 -> complex128, irfft of
+    float16 -> float32 then float16) compile with NVRTC for sm_90."""
+    srcs = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+            "float16", "float32", "float64", "complex64", "complex128"]
+    tos = ["float16", "float32", "float64", "complex64", "complex128"]
+    texts, names_ = [], set()
+    for f in srcs:
+        for t in tos:
+            if f.startswith("complex") and not t.startswith("complex"):
+                with pytest.raises(NotImplementedError):
+                    _C._cuda_lib_cast_source(np.dtype(f).num, np.dtype(t).num)
+                continue
+            name_, text = _C._cuda_lib_cast_source(np.dtype(f).num, np.dtype(t).num)
+            assert name_ in text and name_ not in names_
+            names_.add(name_)
+            texts.append(text)
+    _log, size = _C._cuda_compile(_C._cuda_prelude() + "\n" + "\n".join(texts), "sm_90")
+    assert size > 0 and len(texts) == len(srcs) * len(tos) - 2 * 3

@@ -10,6 +10,7 @@ numdyn.cuda.is_available() is False (CI has no GPU).
    the cuda backend is registered.
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -251,7 +252,11 @@ def _cuda_backend():
     return "cuda"
 
 
-CASES = [("arith", 300), ("reduce", 250), ("all", 300), ("rows", 150)]
+# programs per mode (NUMDYN_GPU_FUZZ_SCALE multiplies them: a GPU session's
+# minutes are few, and every batch is an NVRTC compile)
+_SCALE = float(os.environ.get("NUMDYN_GPU_FUZZ_SCALE", "1"))
+CASES = [(m, max(1, int(n * _SCALE))) for m, n in
+         [("arith", 120), ("reduce", 100), ("all", 120), ("rows", 60)]]
 
 
 @pytest.mark.parametrize("mode,n", CASES, ids=[m for m, _ in CASES])
@@ -278,3 +283,63 @@ def test_device_context_runs_on_gpu():
     for g_, w in zip(got, want):
         assert isinstance(g_, np.ndarray) and g_.dtype == w.dtype and g_.shape == w.shape
         np.testing.assert_allclose(g_, w, rtol=2e-4, atol=2e-4)
+
+
+# ------------------------------------ the backend hands externs to cuBLAS/cuFFT
+
+def _host_steps():
+    return numdyn.utils.counters["cuda_host_steps"]
+
+
+@pytest.mark.parametrize("da,db", [("float32", "float32"), ("float32", "float64"),
+                                   ("int32", "float32"), ("float16", "float16"),
+                                   ("complex64", "complex64"), ("float64", "complex128")])
+def test_backend_matmul_on_device(da, db):
+    _cuda_backend()
+
+    def f(a, b, c):
+        return a @ b, np.dot(a, c.T), (a.T @ a)[:2]
+
+    a = (rand((48, 40), "float64") * 2).astype(da)
+    b = (rand((40, 24), "float64") * 2).astype(db)
+    c = (rand((24, 40), "float64") * 2).astype(db)
+    want = f(a, b, c)
+    before = _host_steps()
+    got = numdyn.compile(f, backend="cuda")(a, b, c)
+    assert _host_steps() == before, "a matmul ran on the host"
+    for g_, w, (x, y) in zip(got, want, [(a, b), (a, c.T), (a.T, a)]):
+        assert g_.dtype == w.dtype and g_.shape == w.shape
+        ok, detail = close_prod(g_, x, y, w, w.dtype.name)
+        assert ok, (da, db, detail)
+
+
+def test_backend_integer_matmul_runs_on_host_counted():
+    _cuda_backend()
+    a = RNG.integers(-1000, 1000, (8, 8))
+    before = _host_steps()
+    got = numdyn.compile(lambda x: x @ x, backend="cuda")(a)
+    np.testing.assert_array_equal(got, a @ a)
+    assert _host_steps() > before
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "int16"])
+def test_backend_fft_on_device(dt):
+    _cuda_backend()
+
+    def f(x):
+        out = [np.fft.fft(x), np.fft.ifft(x, n=7, axis=0, norm="ortho")]
+        if not np.iscomplexobj(x):
+            out.append(np.fft.rfft(x, n=12, norm="forward"))
+        out.append(np.fft.irfft(x, axis=1))
+        return out
+
+    x = (rand((6, 10), "complex128" if dt.startswith("complex") else "float64") * 3).astype(dt)
+    want = f(x)
+    before = _host_steps()
+    got = numdyn.compile(f, backend="cuda")(x)
+    assert _host_steps() == before, "a transform ran on the host"
+    for g_, w in zip(got, want):
+        assert g_.dtype == w.dtype and g_.shape == w.shape, (dt, g_.dtype, w.dtype)
+        eps = np.finfo(w.dtype).eps
+        scale = max(1.0, float(np.abs(w).max()))
+        assert float(np.abs(g_ - w).max()) <= 64 * eps * scale, (dt, float(np.abs(g_ - w).max()))

@@ -95,3 +95,15 @@ def test_complex_to_bool_casts_do_not_warn(backend):
             np.testing.assert_array_equal(x, y)
     with pytest.warns(np.exceptions.ComplexWarning):
         numdyn.compile(lambda a: a.astype(np.int8), backend=backend)(a)
+
+
+@pytest.mark.parametrize("op", ["min", "sum", "max_where", "add_reduce", "float_initial"])
+def test_reduction_initial_converts_as_numpy(backend, op):
+    # initial= is np.asarray(initial, dtype): a Python int out of the
+    # integer dtype's range is NumPy's OverflowError (found by the fuzzer:
+    # a.min(axis=0, initial=-5) on uint8 returned 10)
+    fns = {"min": lambda a: a.min(axis=0, initial=-5), "sum": lambda a: a.sum(initial=-5),
+           "max_where": lambda a: a.max(initial=300, where=[False]),
+           "add_reduce": lambda a: np.add.reduce(a, initial=-1),
+           "float_initial": lambda a: a.min(initial=2.5)}
+    check(fns[op], np.array([10], dtype=np.uint8), backend=backend)

@@ -245,3 +245,8 @@ class device:
     def __repr__(self):
         return f"device(type={self.kind!r}" + (f", index={self.index})" if self.index is not None
                                                else ")")
+
+
+# cuBLAS/cuFFT, the GPU forms of matmul/dot and numpy.fft's 1-d transforms
+# (numdyn/_cuda_libs.py says where they are looked for)
+from ._cuda_libs import cublas_version, cufft_version  # noqa: E402,F401

@@ -62,8 +62,12 @@ static void log_event(const char *what, nd_graph *g, nd_id id, const char *why)
     ND_EXC_SAVE(exc);
     const nd_node *n = id >= 0 ? &g->nodes[id] : NULL;
     const char *op = !n ? "graph" : n->op == ND_OP_UFUNC ? nd_ufunc_name(n->sub) : nd_op_name(n->op);
-    PyObject *r = Py_BuildValue("{sssssis}", "event", what, "op", op ? op : "?", "node", (int)id,
-                                "why", why);
+    /* an extern is named by its NumPy function, as explain's op lists do */
+    PyObject *fname = n && n->op == ND_OP_EXTERN && n->obj ? PyObject_GetAttrString(n->obj, "__name__") : NULL;
+    PyObject *label = fname ? PyUnicode_FromFormat("extern %U", fname) : PyUnicode_FromString(op ? op : "?");
+    Py_XDECREF(fname);
+    PyObject *r = label ? Py_BuildValue("{sssNsiss}", "event", what, "op", label, "node", (int)id,
+                                        "why", why) : NULL;
     if (!r || PyList_Append(gpu_log, r) < 0) PyErr_Clear();
     Py_XDECREF(r);
     ND_EXC_RESTORE(exc);

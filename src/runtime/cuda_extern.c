@@ -357,6 +357,239 @@ int nd_cuda_lib_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const n
     return -1;
 }
 
+/* ---------------------------------------------- the backend's binding */
+
+/* Casts (and layout copies) on the device: NumPy's loops of matmul/dot
+ * and the transforms take operands of one dtype (int64 @ float32 is a
+ * float64 gemm) and irfft of float16 writes float32 first. One kernel per
+ * (from, to) pair, through the runtime's module cache: element i of the
+ * C-ordered result reads the operand at its strides. */
+typedef struct { long long n; int ndim; long long shape[ND_MAXDIMS], strides[ND_MAXDIMS]; } cast_lay;
+
+static const char *cu_type(int dt)
+{
+    switch (dt) {
+    case NPY_BOOL: return "nd_bool";
+    case NPY_BYTE: return "int8_t";
+    case NPY_UBYTE: return "uint8_t";
+    case NPY_SHORT: return "int16_t";
+    case NPY_USHORT: return "uint16_t";
+    case NPY_INT: return "int32_t";
+    case NPY_UINT: return "uint32_t";
+    case NPY_LONG: case NPY_LONGLONG: return "int64_t";
+    case NPY_ULONG: case NPY_ULONGLONG: return "uint64_t";
+    case NPY_HALF: return "nd_half";
+    case NPY_FLOAT: return "float";
+    case NPY_DOUBLE: return "double";
+    case NPY_CFLOAT: return "nd_c64";
+    case NPY_CDOUBLE: return "nd_c128";
+    default: return NULL;
+    }
+}
+
+/* the CUDA C of the cast kernel from -> to (its name in name); 0, or -1 +
+ * NotImplementedError for a pair NumPy's loops never need */
+static int cast_text(int from, int to, char *name, size_t nn, char *text, size_t tn)
+{
+    const char *ft = cu_type(from), *tt = cu_type(to);
+    if (!ft || !tt || (PyTypeNum_ISCOMPLEX(from) && !PyTypeNum_ISCOMPLEX(to))) {
+        PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: no device cast from type %d to %d "
+                     "for a library extern", from, to);
+        return -1;
+    }
+    const char *re = from == NPY_BOOL ? "(v ? 1.0 : 0.0)"
+                   : from == NPY_HALF ? "(double)nd_h2f(v)"
+                   : PyTypeNum_ISCOMPLEX(from) ? "(double)v.re" : "(double)v";
+    const char *im = PyTypeNum_ISCOMPLEX(from) ? "(double)v.im" : "0.0";
+    const char *st = to == NPY_HALF ? "nd_d2h(re)" : to == NPY_FLOAT ? "(float)re"
+                   : to == NPY_DOUBLE ? "re" : to == NPY_CFLOAT ? "nd_t_cmk((float)re, (float)im)"
+                   : "nd_t_cmk(re, im)";
+    if (from == to) { re = "0.0"; im = "0.0"; st = "v"; }   /* a layout copy */
+    snprintf(name, nn, "nd_lib_cast_%d_%d", from, to);
+    snprintf(text, tn,
+             "struct %s_lay { long long n; int ndim; long long shape[%d], strides[%d]; };\n"
+             "extern \"C\" __global__ void %s(const char *x, %s *y, %s_lay L)\n"
+             "{\n"
+             "    long long step = (long long)gridDim.x * blockDim.x;\n"
+             "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < L.n;"
+             " i += step) {\n"
+             "        long long r = i, off = 0;\n"
+             "        for (int d = L.ndim - 1; d >= 0; d--) {\n"
+             "            off += (r %% L.shape[d]) * L.strides[d];\n"
+             "            r /= L.shape[d];\n"
+             "        }\n"
+             "        const %s v = *(const %s *)(x + off);\n"
+             "        double re = %s, im = %s;\n"
+             "        (void)re; (void)im;\n"
+             "        y[i] = %s;\n"
+             "    }\n"
+             "}\n",
+             name, ND_MAXDIMS, ND_MAXDIMS, name, tt, name, ft, ft, re, im, st);
+    return 0;
+}
+
+static int cast_launch(const nd_cu_array *x, int to, nd_cu_ptr y)
+{
+    cast_lay L;
+    memset(&L, 0, sizeof L);
+    L.n = 1;
+    L.ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) {
+        L.shape[d] = x->shape[d];
+        L.strides[d] = x->strides[d];
+        L.n *= x->shape[d];
+    }
+    char name[64], text[2048];
+    if (cast_text(x->dtype, to, name, sizeof name, text, sizeof text) < 0) return -1;
+    if (L.n == 0) return 0;
+    const char *texts[1] = {text}, *names[1] = {name};
+    nd_cu_fn_t fn;
+    int compiled;
+    if (nd_cu_functions(1, texts, names, &fn, &compiled) < 0) return -1;
+    long long blocks = (L.n + ND_CU_THREADS - 1) / ND_CU_THREADS;
+    unsigned grid = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
+    nd_cu_ptr xp = x->ptr;
+    void *params[3] = {&xp, &y, &L};
+    return nd_cu_launch(fn, grid, ND_CU_THREADS, params);
+}
+
+/* _cuda_lib_cast_source(from, to) -> (name, CUDA C) of a cast kernel */
+static PyObject *py_cast_source(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int from, to;
+    if (!PyArg_ParseTuple(args, "ii", &from, &to)) return NULL;
+    char name[64], text[2048];
+    if (cast_text(from, to, name, sizeof name, text, sizeof text) < 0) return NULL;
+    return Py_BuildValue("(ss)", name, text);
+}
+
+static void c_strides(int ndim, const npy_intp *shape, int es, npy_intp *st)
+{
+    npy_intp s = es;
+    for (int d = ndim - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= shape[d] > 1 ? shape[d] : 1;
+    }
+}
+
+static int dt_size(int dt)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(dt);
+    int es = d ? (int)PyDataType_ELSIZE(d) : 0;
+    Py_XDECREF(d);
+    return es;
+}
+
+static npy_intp count(int ndim, const npy_intp *shape)
+{
+    npy_intp n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static int env_alloc(void *ctx, size_t nbytes, uint64_t *ptr)
+{
+    (void)ctx;
+    nd_cu_ptr p;
+    if (nd_cu_alloc(nbytes, &p) < 0) return -1;
+    *ptr = p;
+    return 0;
+}
+
+static void env_release(void *ctx, uint64_t ptr) { (void)ctx; nd_cu_free(ptr); }
+
+/* Strides in C order (an outer dim's stride at least its inner's): NumPy's
+ * transforms keep their input's memory order, which is then C order. */
+static int c_like(const nd_cu_array *a)
+{
+    npy_intp last = 0;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] <= 1) continue;
+        if (a->strides[d] < last) return 0;
+        last = a->strides[d];
+    }
+    return 1;
+}
+
+/* nd_cu_extern_fn: matmul/dot/fft nodes on the device (1), or 0 for the
+ * host (integer matmul; a transform of a non-C-ordered input, whose
+ * result NumPy lays out in its input's order) */
+static int lib_extern(nd_graph *g, nd_id id, const nd_cu_array *const *in, int nin,
+                      nd_cu_array *out)
+{
+    int kind = nd_cuda_lib_kind(g, id);
+    if (kind == ND_CUDA_LIB_NONE || nin > 2) return 0;
+    int ind[2], od;
+    if (nd_cuda_lib_dtypes(g, id, ind, &od) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_NotImplementedError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (kind == ND_CUDA_LIB_FFT && !c_like(in[0])) return 0;
+    if (nd_cu_ready() < 0) return -1;
+    const nd_node *n = &g->nodes[id];
+    nd_cuda_libenv env = {(void *)nd_cu_stream(), env_alloc, env_release, NULL};
+    nd_cuda_view v[2];
+    nd_cu_ptr tmp[3] = {0, 0, 0};
+    int rc = -1;
+    for (int k = 0; k < nin; k++) {
+        const nd_cu_array *a = in[k];
+        v[k].ptr = a->ptr;
+        v[k].dtype = a->dtype;
+        v[k].ndim = a->ndim;
+        memcpy(v[k].shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim);
+        memcpy(v[k].strides, a->strides, sizeof(npy_intp) * (size_t)a->ndim);
+        if (a->dtype == ind[k] && nd_cuda_lib_accepts(g, id, k, &v[k])) continue;
+        /* a C-ordered copy in the dtype the library computes in */
+        int es = dt_size(ind[k]);
+        if (nd_cu_alloc((size_t)(count(a->ndim, a->shape) * es), &tmp[k]) < 0 ||
+            cast_launch(a, ind[k], tmp[k]) < 0)
+            goto done;
+        v[k].ptr = tmp[k];
+        v[k].dtype = ind[k];
+        c_strides(a->ndim, a->shape, es, v[k].strides);
+    }
+    /* the result, C-ordered: in the dtype written, then the node's */
+    nd_cuda_view o;
+    o.dtype = od;
+    o.ndim = n->ndim;
+    memcpy(o.shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+    c_strides(n->ndim, n->shape, dt_size(od), o.strides);
+    size_t nel = (size_t)count(n->ndim, n->shape);
+    nd_cu_ptr res;
+    if (nd_cu_alloc(nel * (size_t)dt_size(n->dtype), &res) < 0) goto done;
+    if (od != n->dtype && nd_cu_alloc(nel * (size_t)dt_size(od), &tmp[2]) < 0) {
+        nd_cu_free(res);
+        goto done;
+    }
+    o.ptr = od != n->dtype ? tmp[2] : res;
+    if (nd_cuda_lib_run(g, id, v, &o, &env) < 0) { nd_cu_free(res); goto done; }
+    if (od != n->dtype) {
+        nd_cu_array w;
+        memset(&w, 0, sizeof w);
+        w.ptr = tmp[2];
+        w.ndim = n->ndim;
+        w.dtype = od;
+        w.itemsize = dt_size(od);
+        memcpy(w.shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+        memcpy(w.strides, o.strides, sizeof(npy_intp) * (size_t)n->ndim);
+        if (cast_launch(&w, n->dtype, res) < 0) { nd_cu_free(res); goto done; }
+    }
+    memset(out, 0, sizeof *out);
+    out->ptr = res;
+    out->itemsize = dt_size(n->dtype);
+    out->nbytes = nel * (size_t)out->itemsize;
+    out->ndim = n->ndim;
+    out->dtype = n->dtype;
+    memcpy(out->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+    c_strides(n->ndim, n->shape, out->itemsize, out->strides);
+    rc = 1;
+done:
+    for (int k = 0; k < 3; k++) nd_cu_free(tmp[k]);
+    return rc;
+}
+
 /* --------------------------------------------------------------- hooks */
 
 /* (ptr, typenum, shape, strides) -> view */
@@ -474,12 +707,14 @@ static PyMethodDef methods[] = {
     {"_cuda_lib_path", py_lib_path, METH_O, "the path of a loaded CUDA library, or None"},
     {"_cuda_lib_node", py_lib_node, METH_VARARGS, "(kind, input dtypes, output dtype) of a node"},
     {"_cuda_lib_accepts", py_lib_accepts, METH_VARARGS, "whether a library extern reads a view"},
+    {"_cuda_lib_cast_source", py_cast_source, METH_VARARGS, "(name, CUDA C) of a cast kernel"},
     {NULL, NULL, 0, NULL},
 };
 
 int nd_cuda_blas_init(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, methods) < 0 ||
+    if (nd_cu_register_extern(lib_extern, "cuBLAS/cuFFT") < 0 ||
+        PyModule_AddFunctions(module, methods) < 0 ||
         PyModule_AddFunctions(module, nd_cuda_blas_methods) < 0)
         return -1;
     return PyModule_AddFunctions(module, nd_cuda_fft_methods);

@@ -224,6 +224,29 @@ static int c_contiguous(const nd_cuda_view *v, int es)
     return 1;
 }
 
+/* n == 1: a transform of one point is that point (a real one's imaginary
+ * part 0): copies, no cuFFT plan (its sizes start at 2) */
+static int fft_single(int kind, const nd_fft_plan *p, uint64_t src, int64_t len_src, uint64_t dst,
+                      int64_t esr, int64_t esi, int64_t eso, const nd_cuda_libenv *env)
+{
+    if (kind == ND_FFT_FWD || kind == ND_FFT_INV)
+        return nd_cuda_lib_copy2d(env, dst, (size_t)(p->inner * eso), src,
+                                  (size_t)(len_src * p->inner * esi), (size_t)(p->inner * esi),
+                                  (size_t)p->outer);
+    if (kind == ND_FFT_R2C &&
+        nd_cuda_lib_memset0(env, dst, (size_t)(p->outer * p->inner * eso)) < 0)
+        return -1;
+    if (p->inner == 1)
+        return nd_cuda_lib_copy2d(env, dst, (size_t)eso, src, (size_t)(len_src * esi),
+                                  (size_t)esr, (size_t)p->outer);
+    for (int64_t o = 0; o < p->outer; o++)
+        if (nd_cuda_lib_copy2d(env, dst + (uint64_t)(o * p->inner * eso), (size_t)eso,
+                               src + (uint64_t)(o * len_src * p->inner * esi), (size_t)esi,
+                               (size_t)esr, (size_t)p->inner) < 0)
+            return -1;
+    return 0;
+}
+
 int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const nd_cuda_view *in,
                 const nd_cuda_view *out, const nd_cuda_libenv *env)
 {
@@ -279,6 +302,12 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
         }
         src = scratch;
     }
+    if (p.n == 1) {
+        if (fft_single(kind, &p, src, p.pad ? p.pad_len : p.len_in, out->ptr, esr, esi, eso,
+                       env) < 0)
+            goto done;
+        goto scale;
+    }
     plan_key key = {0};
     key.type = kind == ND_FFT_R2C ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
              : kind == ND_FFT_C2R ? (dbl ? CUFFT_Z2D : CUFFT_C2R)
@@ -301,6 +330,7 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
         }
         if (r) { fft_fail("cufftExec", r); goto done; }
     }
+scale:
     if (p.scale != 1.0) {
         int64_t reals = p.outer * p.len_out * p.inner * (cout ? 2 : 1);
         if (nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, out->ptr, reals, p.scale) < 0)

@@ -42,6 +42,9 @@ typedef struct {
                             ran graphs with NumPy while their kernels
                             compiled in the background is not a sample */
     int watch;      /* slot whose compiling runs this call reports, or -1 */
+    uint64_t onetime; /* one-time work done so far (kernels compiled or
+                         loaded, compiles ended...): a timed compiled call
+                         that did any is not a sample */
 } nd_floor_call;
 
 nd_floor *nd_floor_new(void);          /* NULL + MemoryError */

@@ -20,6 +20,10 @@
  *                          under PROBE_SHARE of the calls between probes
  *                          (a 10x slower capture is probed every 450 calls,
  *                          not every 64: 14% of the time spent probing)
+ * Only calls of numdyn's path that ran its built code are samples: one that
+ * compiled, loaded or waited for kernels, or ran graphs around a pending
+ * compile, is set aside (not a step of the schedule either), and once a
+ * compile lands the own path is timed again at once, whatever the gap.
  * Each path's cost is the second least of its last NSAMP timed calls: load
  * on a busy machine only ever adds time, so low samples are the truest (a
  * median moved when load lasted through three of five calls, and sent a
@@ -47,6 +51,7 @@
 #define LOPSIDED 3.0
 #define PROBE_SHARE 0.02
 #define SAMPLE_EVERY 8
+#define UNSTEADY_MAX 16
 
 enum { MEASURING = 2 };
 
@@ -61,6 +66,9 @@ typedef struct {
     char desc[120];
     uint64_t pending_at;   /* nd_disk_progress() + 1 when a call ran graphs
                               whose kernels were still compiling; 0: none */
+    unsigned unsteady;     /* timed calls set aside for one-time work (at
+                              most UNSTEADY_MAX: a program that compiles on
+                              every call pays that on every call) */
 } slot;
 
 struct nd_floor {
@@ -146,6 +154,21 @@ static void describe(char *buf, size_t cap, PyObject *const *args, Py_ssize_t n)
         k += (size_t)w;
     }
     if (k >= cap) memcpy(buf + cap - 4, "...", 4);
+}
+
+/* One-time work a call did: kernels compiled or loaded from the disk
+ * cache, programs compiled for a new signature, graphs (or captured loops)
+ * NumPy ran while their C compiled, compiles that ended while it ran
+ * (one it waited for within numdyn.config.compile_budget). Any of it in a
+ * call makes the call no sample of the path's warm cost: a call that
+ * waited 0.4 s for a compiler, timed, made a 3 ms MLP step look 100x
+ * slower than NumPy and sent it to NumPy for hundreds of calls. */
+static uint64_t onetime(void)
+{
+    return (uint64_t)nd_counter_get(ND_CTR_KERNELS_COMPILED) +
+           (uint64_t)nd_counter_get(ND_CTR_DISK_CACHE_HITS) +
+           (uint64_t)nd_counter_get(ND_CTR_GRAPH_COMPILES) +
+           (uint64_t)nd_counter_get(ND_CTR_COMPILING_RUNS) + nd_disk_progress();
 }
 
 /* ------------------------------------------------------------ decisions */
@@ -268,6 +291,9 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
             return;
         }
         s->pending_at = 0;
+        /* a compile landed: the path that waited for it is re-timed now,
+         * not a doubling gap later (its earlier calls ran around it) */
+        if (s->mode == ND_FLOOR_NUMPY && s->next_probe > s->calls) s->next_probe = s->calls;
     }
     c->watch = (int)(s - f->s);
     c->key = key;
@@ -293,6 +319,7 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
     c->slot = (int)(s - f->s);
     c->key = key;
     c->compiling = nd_counter_get(ND_CTR_COMPILING_RUNS);
+    c->onetime = c->path == ND_FLOOR_COMPILED ? onetime() : 0;
     c->t0 = now_ns();
 }
 
@@ -312,6 +339,15 @@ void nd_floor_done(nd_floor_call *c, int ok)
      * cost once they are built (and not yet a warm call) */
     if (nd_counter_get(ND_CTR_COMPILING_RUNS) != c->compiling) {
         if (s->calls > WARM) s->calls--;
+        return;
+    }
+    /* a compiled call that compiled, loaded or waited for kernels: set
+     * aside, and the path is timed again on the next call (a probe that
+     * found new work is retried, not put off by a doubled gap) */
+    if (c->path == ND_FLOOR_COMPILED && s->unsteady < UNSTEADY_MAX && onetime() != c->onetime) {
+        s->unsteady++;
+        if (s->calls > WARM) s->calls--;
+        if (s->mode == ND_FLOOR_NUMPY) s->next_probe = s->calls + 1;
         return;
     }
     int p = c->path;

@@ -1,0 +1,249 @@
+/* cuda_fake_driver.cpp -- a CUDA driver and NVRTC for machines without a
+ * GPU (tests/test_cuda_emulated_device.py): built as libcuda.so.1 and
+ * named by NUMDYN_NVRTC too, it lets numdyn's CUDA backend run end to end
+ * -- device, context, stream, allocations, copies, module loads, launches
+ * -- with the generated kernels run on the host by tests/cuda_host_emu.h.
+ *
+ * "NVRTC" keeps the CUDA C as its "cubin"; cuModuleLoadData compiles it
+ * with g++ after cuda_host_emu.h (NUMDYN_EMU_INC: that header's folder).
+ * Device memory is its own mmap'ed range, and every entry point checks that
+ * device pointers point there and host pointers do not, so the backend
+ * mixing them up fails loudly here as it would fault on a GPU. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <map>
+
+typedef int CUresult;
+typedef uint64_t CUdeviceptr;
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+/* ------------------------------------------------------ device memory */
+static char *dev_lo, *dev_hi, *dev_next;
+static std::map<CUdeviceptr, size_t> live;
+static size_t dev_cap = (size_t)1 << 32;   /* reserved, not committed */
+static long long launches, allocs;
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "cuda_fake_driver: %s\n", what);
+    abort();
+}
+
+static int is_dev(const void *p) { return (const char *)p >= dev_lo && (const char *)p < dev_hi; }
+
+static void check_dev(CUdeviceptr p, size_t n, const char *what)
+{
+    if (!n) return;
+    if (!is_dev((const void *)p) || !is_dev((const char *)p + n - 1)) {
+        fprintf(stderr, "cuda_fake_driver: %s: %llx is not device memory\n", what, (unsigned long long)p);
+        abort();
+    }
+    /* within one live allocation */
+    auto it = live.upper_bound(p);
+    if (it == live.begin()) fail("device pointer before every allocation");
+    --it;
+    if (p + n > it->first + it->second) {
+        fprintf(stderr, "cuda_fake_driver: %s: [%llx, +%zu) overruns its allocation [%llx, +%zu)\n",
+                what, (unsigned long long)p, n, (unsigned long long)it->first, it->second);
+        abort();
+    }
+}
+
+static void check_host(const void *p, const char *what)
+{
+    if (is_dev(p)) {
+        fprintf(stderr, "cuda_fake_driver: %s: a device pointer where host memory belongs\n", what);
+        abort();
+    }
+}
+
+EXPORT CUresult cuInit(unsigned) {
+    if (!dev_lo) {
+        void *m = mmap(NULL, dev_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return 2;
+        dev_lo = dev_next = (char *)m;
+        dev_hi = dev_lo + dev_cap;
+    }
+    return 0;
+}
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+EXPORT CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+EXPORT CUresult cuDeviceGet(int *d, int i) { if (i != 0) return 101; *d = 0; return 0; }
+EXPORT CUresult cuDeviceGetName(char *name, int len, int) { snprintf(name, (size_t)len, "numdyn fake GPU"); return 0; }
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, int) { *b = (size_t)1 << 30; return 0; }
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int)
+{
+    switch (attr) {
+    case 16: *v = 1; return 0;           /* SM count: small grids */
+    case 75: *v = 9; return 0;           /* compute capability 9.0 */
+    case 76: *v = 0; return 0;
+    case 1: *v = 1024; return 0;
+    case 10: *v = 32; return 0;
+    default: *v = 0; return 0;
+    }
+}
+static int ctx_token;
+EXPORT CUresult cuDevicePrimaryCtxRetain(void **c, int) { *c = &ctx_token; return 0; }
+static thread_local void *current;
+EXPORT CUresult cuCtxSetCurrent(void *c) { current = c; return 0; }
+EXPORT CUresult cuCtxGetCurrent(void **c) { *c = current; return 0; }
+EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *t = (size_t)1 << 30; *f = *t - (size_t)(dev_next - dev_lo); return 0; }
+EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n); return *p ? 0 : 2; }
+EXPORT CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    if (!current) fail("cuMemAlloc without a current context");
+    size_t need = (n + 255) & ~(size_t)255;
+    const char *lim = getenv("NUMDYN_FAKE_GPU_BYTES");
+    size_t used = 0;
+    for (auto &kv : live) used += kv.second;
+    if (lim && used + n > (size_t)atoll(lim)) return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    if (dev_next + need > dev_hi) return 2;
+    *p = (CUdeviceptr)dev_next;
+    dev_next += need;
+    live[*p] = n;
+    allocs++;
+    return 0;
+}
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    if (!live.erase(p)) fail("cuMemFree of no allocation");
+    return 0;
+}
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *)
+{
+    check_dev(d, n, "cuMemcpyHtoDAsync dst");
+    check_host(h, "cuMemcpyHtoDAsync src");
+    memcpy((void *)d, h, n);
+    return 0;
+}
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *)
+{
+    check_dev(d, n, "cuMemcpyDtoHAsync src");
+    check_host(h, "cuMemcpyDtoHAsync dst");
+    memcpy(h, (const void *)d, n);
+    return 0;
+}
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *)
+{
+    check_dev(d, n, "cuMemcpyDtoDAsync dst");
+    check_dev(s, n, "cuMemcpyDtoDAsync src");
+    memmove((void *)d, (const void *)s, n);
+    return 0;
+}
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *)
+{
+    check_dev(d, n * 4, "cuMemsetD32Async");
+    for (size_t i = 0; i < n; i++) memcpy((char *)d + 4 * i, &v, 4);
+    return 0;
+}
+static int stream_token;
+EXPORT CUresult cuStreamCreate(void **s, unsigned) { *s = &stream_token; return 0; }
+EXPORT CUresult cuStreamSynchronize(void *) { return 0; }
+static const char *const names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_MEMORY"};
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "fake error"; return 0; }
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "CUDA_ERROR_UNKNOWN"; return 0; }
+
+/* ------------------------------------------------------------ modules */
+#define MAGIC "NDFAKECUBIN\n"
+typedef void (*kern)(char *const *, const int64_t *, const void *, int *);
+typedef void (*launch_fn)(kern, char *const *, const int64_t *, const void *, int *, unsigned, unsigned);
+struct module { void *so; launch_fn launch; };
+static std::map<std::string, module *> built;   /* by source */
+static std::map<void *, module *> fn_module;
+
+EXPORT CUresult cuModuleLoadData(void **mod, const void *image)
+{
+    const char *img = (const char *)image;
+    if (strncmp(img, MAGIC, strlen(MAGIC))) return 200;   /* CUDA_ERROR_INVALID_IMAGE */
+    std::string src = img + strlen(MAGIC);
+    auto it = built.find(src);
+    if (it != built.end()) { *mod = it->second; return 0; }
+    const char *inc = getenv("NUMDYN_EMU_INC");
+    const char *tmpd = getenv("NUMDYN_EMU_TMP");
+    if (!inc || !tmpd) fail("NUMDYN_EMU_INC / NUMDYN_EMU_TMP not set");
+    static int seq;
+    char cu[4096], so[4096], cmd[16384];
+    snprintf(cu, sizeof cu, "%s/unit%d_%d.cpp", tmpd, (int)getpid(), seq);
+    snprintf(so, sizeof so, "%s/unit%d_%d.so", tmpd, (int)getpid(), seq++);
+    FILE *f = fopen(cu, "w");
+    if (!f) fail("cannot write the unit");
+    fprintf(f, "#include \"cuda_host_emu.h\"\n%s\n", src.c_str());
+    fclose(f);
+    const char *cxx = getenv("CXX");
+    snprintf(cmd, sizeof cmd, "%s -std=c++20 -O1 -fPIC -shared -w -I %s %s -o %s 1>&2",
+             cxx ? cxx : "g++", inc, cu, so);
+    if (system(cmd) != 0) return 218;   /* CUDA_ERROR_INVALID_PTX */
+    module *m = new module;
+    m->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!m->so) { fprintf(stderr, "%s\n", dlerror()); fail("dlopen of the unit"); }
+    m->launch = (launch_fn)dlsym(m->so, "nd_emu_launch");
+    if (!m->launch) fail("unit lacks nd_emu_launch");
+    built[src] = m;
+    *mod = m;
+    return 0;
+}
+EXPORT CUresult cuModuleGetFunction(void **fn, void *mod, const char *name)
+{
+    module *m = (module *)mod;
+    *fn = dlsym(m->so, name);
+    if (!*fn) return 500;   /* CUDA_ERROR_NOT_FOUND */
+    fn_module[*fn] = m;
+    return 0;
+}
+EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
+{
+    (void)shmem; (void)stream; (void)extra;
+    if (gx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx == 0 || bx > 1024 || bx % 32)
+        return 1;   /* CUDA_ERROR_INVALID_VALUE, as a GPU would say */
+    auto it = fn_module.find(f);
+    if (it == fn_module.end()) fail("launch of an unknown function");
+    char *const *P = *(char *const **)params[0];
+    const int64_t *I = *(const int64_t **)params[1];
+    const void *S = *(const void **)params[2];
+    int *E = *(int **)params[3];
+    check_dev((CUdeviceptr)P, 8, "kernel argument P");
+    check_dev((CUdeviceptr)I, 8, "kernel argument I");
+    check_dev((CUdeviceptr)E, 4, "kernel argument E");
+    launches++;
+    it->second->launch((kern)f, P, I, S, E, gx, bx);
+    return 0;
+}
+EXPORT long long nd_fake_launches(void) { return launches; }
+EXPORT long long nd_fake_allocs(void) { return allocs; }
+
+/* --------------------------------------------------------------- NVRTC */
+struct prog { std::string src, out; };
+EXPORT const char *nvrtcGetErrorString(int) { return "fake nvrtc error"; }
+EXPORT int nvrtcVersion(int *ma, int *mi) { *ma = 13; *mi = 0; return 0; }
+EXPORT int nvrtcCreateProgram(prog **p, const char *src, const char *, int, const char *const *, const char *const *)
+{
+    *p = new prog;
+    (*p)->src = src;
+    return 0;
+}
+EXPORT int nvrtcDestroyProgram(prog **p) { delete *p; *p = NULL; return 0; }
+EXPORT int nvrtcCompileProgram(prog *p, int n, const char *const *opts)
+{
+    int arch_ok = 0;
+    for (int i = 0; i < n; i++) if (!strcmp(opts[i], "--gpu-architecture=sm_90")) arch_ok = 1;
+    if (!arch_ok) fail("numdyn did not ask for the device's architecture sm_90");
+    p->out = std::string(MAGIC) + p->src;
+    return 0;
+}
+EXPORT int nvrtcGetProgramLogSize(prog *, size_t *n) { *n = 1; return 0; }
+EXPORT int nvrtcGetProgramLog(prog *, char *b) { b[0] = 0; return 0; }
+EXPORT int nvrtcGetPTXSize(prog *p, size_t *n) { *n = p->out.size() + 1; return 0; }
+EXPORT int nvrtcGetPTX(prog *p, char *b) { memcpy(b, p->out.c_str(), p->out.size() + 1); return 0; }
+EXPORT int nvrtcGetCUBINSize(prog *p, size_t *n) { *n = p->out.size() + 1; return 0; }
+EXPORT int nvrtcGetCUBIN(prog *p, char *b) { memcpy(b, p->out.c_str(), p->out.size() + 1); return 0; }
+static const int archs[] = {75, 80, 86, 87, 89, 90, 100, 120};
+EXPORT int nvrtcGetNumSupportedArchs(int *n) { *n = 8; return 0; }
+EXPORT int nvrtcGetSupportedArchs(int *a) { memcpy(a, archs, sizeof archs); return 0; }

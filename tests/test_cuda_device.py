@@ -1,0 +1,451 @@
+"""The CUDA backend on a GPU, against NumPy (issue 16).
+
+Skipped where numdyn.cuda.is_available() is False (CI has no GPU); on a
+machine without one, tests/test_cuda_emulated_device.py runs this file
+against a fake driver whose kernels run on the host (tests/
+cuda_fake_driver.cpp), which checks everything but a GPU's arithmetic.
+
+Every case compiles with backend="cuda" (or runs inside
+numdyn.device("cuda")) and compares with NumPy: dtype, shape, values
+within the dtype's tolerance, exceptions and warnings, and the counters
+that show where the work ran (cuda_launches on the GPU, cuda_host_steps on
+the host).
+"""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import _C
+
+pytestmark = pytest.mark.skipif(not numdyn.cuda.is_available(),
+                                reason="no CUDA GPU: " + str(numdyn.cuda.unavailable_reason()))
+
+EMULATED = numdyn.cuda.is_available() and \
+    numdyn.cuda.get_device_properties(0).name == "numdyn fake GPU"
+
+TOL = {np.float16: (2e-3, 1e-3), np.float32: (2e-5, 1e-6), np.float64: (1e-11, 1e-13),
+       np.complex64: (2e-5, 1e-6), np.complex128: (1e-11, 1e-13)}
+
+
+def ctr(name):
+    return numdyn.utils.counters[name]
+
+
+def same(got, want, rtol=None, atol=None):
+    """got equals NumPy's want: type, dtype, shape, values (NaN where NaN)"""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w, rtol, atol)
+        return
+    assert type(got) is type(want), (type(got), type(want))
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "fc":
+        r, a = TOL[want.dtype.type]
+        np.testing.assert_allclose(got, want, rtol=rtol or r, atol=atol or a, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def on_gpu(fn, *args, rtol=None, atol=None, **kw):
+    """fn(*args) with backend="cuda" equals NumPy's; it launched kernels"""
+    want = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    before = ctr("cuda_launches")
+    got = numdyn.compile(fn, backend="cuda")(*args)
+    same(got, want, rtol, atol)
+    return ctr("cuda_launches") - before
+
+
+@pytest.fixture(autouse=True)
+def _budget():
+    numdyn.config.compile_budget = float("inf")
+    yield
+
+
+rng = np.random.default_rng(0)
+
+
+def rand(shape, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(max(info.min, -100), min(info.max, 100), size=shape, dtype=dt)
+    x = rng.standard_normal(shape)
+    if dt.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dt)
+
+
+# ------------------------------------------------------------ the device
+
+def test_device_properties():
+    p = numdyn.cuda.get_device_properties(0)
+    assert p.name and p.major >= 3 and p.multi_processor_count > 0 and p.total_memory > 0
+    assert p.arch == f"sm_{p.major}{p.minor}"
+    assert numdyn.cuda.device_count() >= 1
+    free, total = numdyn.cuda.mem_get_info()
+    assert 0 < free <= total
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        t = torch.cuda.get_device_properties(0)
+        assert (p.name, p.major, p.minor, p.multi_processor_count) == \
+            (t.name, t.major, t.minor, t.multi_processor_count)
+        assert p.total_memory == t.total_memory
+
+
+def test_target_is_the_devices_architecture():
+    p = numdyn.cuda.get_device_properties(0)
+    assert _C._cuda_target() in (p.arch, ) or _C._cuda_target().startswith("compute_")
+
+
+def test_device_rejects_other_names():
+    with pytest.raises(ValueError, match="unknown device"):
+        numdyn.device("tpu")
+    with pytest.raises(ValueError, match="does not exist"):
+        numdyn.cuda.set_device(99)
+
+
+# ------------------------------------------------------------ pointwise
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.complex64, np.complex128,
+                                np.int8, np.int32, np.int64, np.uint8, np.uint64])
+def test_arithmetic_chain(dt):
+    a, b = rand((33, 65), dt), rand((33, 65), dt)
+    assert on_gpu(lambda a, b: (a * b + a) - b * 3, a, b) >= 1
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_transcendental_chain(dt):
+    a, b = rand(4099, dt), rand(4099, dt)
+    with np.errstate(all="ignore"):
+        on_gpu(lambda a, b: np.exp(-a * a) * np.sqrt(np.abs(b)) + np.tanh(a) - np.log1p(np.abs(b)),
+               a, b)
+
+
+def test_float16_rounds_after_every_operation():
+    a, b, c = (rand(10000, np.float16) * 4 for _ in range(3))
+    want = (a * b + c) * a - b
+    got = numdyn.compile(lambda a, b, c: (a * b + c) * a - b, backend="cuda")(a, b, c)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_complex_functions():
+    a = rand(1000, np.complex128)
+    on_gpu(lambda a: np.abs(a) + (a * np.conj(a)).real - a.imag, a)
+    on_gpu(lambda a: a * a - 2j * a + (1 + 1j), a)
+
+
+def test_bool_logic_and_where():
+    a, b = rand(5000, np.float64), rand(5000, np.float64)
+    on_gpu(lambda a, b: np.where((a > 0) & ~(b > 0.5) | (a < -1), a, b * 2), a, b)
+    on_gpu(lambda a: np.clip(a, -0.5, 0.5) * 2, a)
+
+
+def test_broadcast_and_strided_inputs():
+    a = rand((64, 48), np.float64)
+    b = rand(48, np.float64)
+    on_gpu(lambda a, b: a * b + 1, a, b)
+    on_gpu(lambda a, b: a * b + 1, a[::2, ::-3], b[::-3])
+    on_gpu(lambda a: a.T * 2 - a.T ** 2, a)
+
+
+def test_fortran_order_kept_as_numpy():
+    a = np.asfortranarray(rand((40, 30), np.float32))
+    fn = numdyn.compile(lambda a: a * 2 + 1, backend="cuda")
+    got, want = fn(a), a * 2 + 1
+    same(got, want)
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+
+
+def test_scalars_vary_between_calls():
+    fn = numdyn.compile(lambda a, s, t: a * s + t, backend="cuda")
+    a = rand(1000, np.float64)
+    for s, t in [(1.5, 2), (-3.25, 7), (0.0, -1)]:
+        same(fn(a, s, t), a * s + t)
+
+
+def test_empty_arrays():
+    a = np.zeros((0, 5))
+    on_gpu(lambda a: a * 2 + 1, a)
+    same(numdyn.compile(lambda a: a.sum(axis=0), backend="cuda")(a), a.sum(axis=0))
+
+
+def test_large_pointwise_and_sum():
+    a = rand(1 << 22, np.float32)
+    on_gpu(lambda a: a * 3 - 1, a)
+    same(numdyn.compile(lambda a: (a * a).sum(), backend="cuda")(a), (a * a).sum(), rtol=1e-4)
+
+
+# ------------------------------------------------------------ casts
+
+@pytest.mark.parametrize("src,dst", [(np.float64, np.int32), (np.int64, np.float32),
+                                     (np.float32, np.float16), (np.bool_, np.float64),
+                                     (np.int16, np.uint8), (np.float64, np.complex64),
+                                     (np.uint8, np.int8), (np.float16, np.float64)])
+def test_casts(src, dst):
+    a = rand(3000, src)
+    if np.dtype(src).kind == "f" and np.dtype(dst).kind in "iu":
+        a = (a * 50).astype(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's own: int16 -> uint8 wraps
+        on_gpu(lambda a: a.astype(dst) + dst(1) if np.dtype(dst).kind != "b" else a.astype(dst), a)
+
+
+# ------------------------------------------------------------ reductions
+
+AXES = [None, 0, 1, 2, (0, 1), (0, 2), (1, 2)]
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("dt", [np.float64, np.int64, np.float32])
+def test_reductions_over_each_axis_set(axis, dt):
+    a = rand((5, 6, 7), dt)
+    rt = 1e-5 if dt == np.float32 else None
+    on_gpu(lambda a: a.sum(axis=axis), a, rtol=rt)
+    on_gpu(lambda a: a.max(axis=axis) - a.min(axis=axis), a)
+    on_gpu(lambda a: a.mean(axis=axis, keepdims=True), a, rtol=rt)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_any_all_std(axis):
+    a = rand((40, 50), np.float64) * 0.1 + 1
+    on_gpu(lambda a: a.prod(axis=axis), a)
+    on_gpu(lambda a: (a > 1).any(axis=axis), a)
+    on_gpu(lambda a: (a > 0.9).all(axis=axis), a)
+    on_gpu(lambda a: a.std(axis=axis), a)
+    on_gpu(lambda a: a.var(axis=axis, ddof=1), a)
+
+
+def test_max_min_propagate_nan():
+    a = rand((20, 30), np.float64)
+    a[3, 4] = np.nan
+    a[7, :] = np.nan
+    for axis in (None, 0, 1):
+        on_gpu(lambda a: a.max(axis=axis), a)
+        on_gpu(lambda a: a.min(axis=axis), a)
+    on_gpu(lambda a: np.fmax.reduce(a, axis=1), a)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_argmax_argmin_first_occurrence_and_nan(axis):
+    a = rng.integers(0, 4, size=(33, 47)).astype(np.float64)  # many ties
+    on_gpu(lambda a: np.argmax(a, axis=axis), a)
+    on_gpu(lambda a: np.argmin(a, axis=axis), a)
+    a[5, 9] = np.nan
+    a[5, 20] = np.nan
+    a[30, 1] = np.nan
+    on_gpu(lambda a: np.argmax(a, axis=axis), a)
+    on_gpu(lambda a: np.argmin(a, axis=axis), a)
+
+
+def test_integer_reductions_wrap_as_numpy():
+    a = np.full(1000, 200, dtype=np.uint8)
+    on_gpu(lambda a: a.sum(dtype=np.uint8), a)
+    b = np.full((4, 300), 2 ** 40, dtype=np.int64)
+    on_gpu(lambda b: b.prod(axis=1), b)
+
+
+def test_float16_sum():
+    a = rand(5000, np.float16)
+    on_gpu(lambda a: a.sum(), a, rtol=1e-2, atol=1e-1)
+
+
+# ------------------------------------------------------------ row kernels
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_softmax_and_logsumexp(dt):
+    x = rand((64, 1000), dt) * 5
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def logsumexp(x):
+        m = x.max(axis=-1, keepdims=True)
+        return (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[:, 0]
+
+    rt = 1e-5 if dt == np.float32 else 1e-11
+    on_gpu(softmax, x, rtol=rt)
+    on_gpu(logsumexp, x, rtol=rt)
+
+
+def test_layer_norm_row():
+    x = rand((128, 257), np.float64)
+    on_gpu(lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), x)
+
+
+# ------------------------------------------------------------ scans
+
+@pytest.mark.parametrize("dt", [np.int32, np.float64, np.float16])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scans(dt, axis):
+    a = rand((30, 40), dt)
+    if dt == np.float16:
+        a = (a * 0.1).astype(dt)
+    on_gpu(lambda a: np.cumsum(a, axis=axis), a, rtol=5e-3 if dt == np.float16 else None,
+           atol=5e-2 if dt == np.float16 else None)
+    if dt != np.float16:
+        on_gpu(lambda a: np.cumprod(a % 3 + 1 if a.dtype.kind == "i" else a * 0.1 + 1, axis=axis), a)
+
+
+# ------------------------------------------------------------ stencils
+
+def test_stencils():
+    u = rand(10000, np.float64)
+    on_gpu(lambda u: u[1:-1] + 0.5 * (u[:-2] - 2 * u[1:-1] + u[2:]), u)
+    g = rand((200, 300), np.float32)
+    on_gpu(lambda g: g[1:-1, 1:-1] * 4 - g[:-2, 1:-1] - g[2:, 1:-1] - g[1:-1, :-2] - g[1:-1, 2:], g)
+
+
+def test_stencil_update_in_place():
+    def step(u):
+        u[1:-1] = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
+        return u.sum()
+
+    u = rand(5000, np.float64)
+    want_u = u.copy()
+    want = step(want_u)
+    got = numdyn.compile(step, backend="cuda")(u)
+    same(got, want)
+    same(u, want_u)
+
+
+# ------------------------------------------------------------ gathers, errors
+
+def test_gather_and_out_of_range_index():
+    a = rand(100, np.float64)
+    fn = numdyn.compile(lambda a, i: a[i] * 2 + 1, backend="cuda")
+    i = np.array([0, 5, 99, -1])
+    same(fn(a, i), a[i] * 2 + 1)
+    bad = np.array([0, 100])
+    with pytest.raises(IndexError) as e:
+        fn(a, bad)
+    with pytest.raises(IndexError) as w:
+        a[bad] * 2 + 1
+    assert str(e.value) == str(w.value)
+
+
+def test_integer_division_by_zero_warns_as_numpy():
+    a = np.arange(-5, 5, dtype=np.int64)
+    b = np.array([1, 0, 2, 0, 3, -1, 0, 4, 5, 0], dtype=np.int64)
+    fn = numdyn.compile(lambda a, b: a // b + a % b, backend="cuda")
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        want = a // b + a % b
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        got = fn(a, b)
+    same(got, want)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            fn(a, b)
+    with np.errstate(divide="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            same(fn(a, b), want)
+
+
+def test_errstate_ignored_float_division():
+    a = rand(100, np.float64)
+    a[::7] = 0
+    with np.errstate(all="ignore"):
+        on_gpu(lambda a: 1.0 / a + np.log(np.abs(a)), a)
+
+
+# ------------------------------------------------------------ host steps
+
+def test_extern_step_runs_on_host_and_is_reported():
+    a = rand(1000, np.float64)
+    b = rand(1000, np.float64)
+    fn = numdyn.compile(lambda a, b: np.sort(a * 2) + b, backend="cuda")
+    before = ctr("cuda_host_steps")
+    same(fn(a, b), np.sort(a * 2) + b)
+    assert ctr("cuda_host_steps") > before
+    out = numdyn.explain(fn)(a, b)
+    assert any(e["event"] == "host_step" and "sort" in e["op"] for e in out.gpu), out.gpu
+    assert "ran on the host" in str(out)
+
+
+def test_matmul_program():
+    a = rand((64, 32), np.float64)
+    b = rand((32, 16), np.float64)
+    on_gpu(lambda a, b: np.tanh(a @ b) * 2 + 1, a, b)
+
+
+# ------------------------------------------------------------ caching, context
+
+def test_repeated_calls_hit_the_caches():
+    fn = numdyn.compile(lambda a, b: np.exp(a) * b - a.sum(), backend="cuda")
+    a, b = rand(3000, np.float64), rand(3000, np.float64)
+    same(fn(a, b), np.exp(a) * b - a.sum())
+    compiles, kc = ctr("cuda_compiles"), ctr("kernels_compiled")
+    hits, launches = ctr("cuda_graph_cache_hits"), ctr("cuda_launches")
+    alloc_hits = numdyn.cuda.memory_stats()["cache_hits"]
+    for k in range(3):
+        a2 = a + k
+        same(fn(a2, b), np.exp(a2) * b - a2.sum())
+    assert ctr("cuda_compiles") == compiles and ctr("kernels_compiled") == kc
+    assert ctr("cuda_graph_cache_hits") >= hits + 3
+    assert ctr("cuda_launches") > launches
+    assert numdyn.cuda.memory_stats()["cache_hits"] > alloc_hits  # blocks reused
+
+
+def test_device_context_runs_compiled_functions_on_the_gpu():
+    fn = numdyn.compile(lambda a: np.sin(a) * 2 + a.max())
+    a = rand(2000, np.float64)
+    before = ctr("cuda_launches")
+    same(fn(a), np.sin(a) * 2 + a.max())
+    assert ctr("cuda_launches") == before  # native, on the CPU
+    with numdyn.device("cuda"):
+        same(fn(a), np.sin(a) * 2 + a.max())
+        assert ctr("cuda_launches") > before
+        with numdyn.device("cpu"):
+            mid = ctr("cuda_launches")
+            same(fn(a + 1), np.sin(a + 1) * 2 + (a + 1).max())
+            assert ctr("cuda_launches") == mid
+    after = ctr("cuda_launches")
+    same(fn(a), np.sin(a) * 2 + a.max())
+    assert ctr("cuda_launches") == after
+
+
+def test_memory_stats_and_empty_cache():
+    fn = numdyn.compile(lambda a: a * 2 + 1, backend="cuda")
+    fn(rand(100000, np.float64))
+    st = numdyn.cuda.memory_stats()
+    assert st["allocated_bytes"] == 0  # nothing held after a call
+    assert st["reserved_bytes"] > 0 and st["peak_allocated_bytes"] >= 800000
+    numdyn.cuda.empty_cache()
+    st = numdyn.cuda.memory_stats()
+    assert st["reserved_bytes"] == 0 and st["blocks_cached"] == 0
+
+
+def test_cubins_come_from_the_disk_cache_in_a_new_process(tmp_path):
+    code = ("import numpy as np, numdyn\n"
+            "numdyn.config.compile_budget = float('inf')\n"
+            "f = numdyn.compile(lambda a: np.cos(a) * 3 + 0.125, backend='cuda')\n"
+            "a = np.linspace(0, 1, 777)\n"
+            "assert np.allclose(f(a), np.cos(a) * 3 + 0.125)\n"
+            "c = numdyn.utils.counters\n"
+            "print(c['cuda_compiles'], c['cuda_disk_hits'])\n")
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    env = dict(os.environ, NUMDYN_CACHE_DIR=str(d))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=600) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    first = [int(x) for x in runs[0].stdout.split()]
+    second = [int(x) for x in runs[1].stdout.split()]
+    assert first[0] >= 1 and second == [0, first[0]]

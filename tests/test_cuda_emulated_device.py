@@ -1,0 +1,50 @@
+"""tests/test_cuda_device.py without a GPU: against a fake CUDA driver and
+NVRTC (tests/cuda_fake_driver.cpp) whose "device" memory is a range of this
+process's and whose kernels run on the host (tests/cuda_host_emu.h). This
+checks the CUDA backend end to end -- scheduling, transfers, the kernel
+ABI, launches, error words, host steps, caches -- on every machine with a
+C++ compiler; a GPU's own arithmetic is left to test_cuda_device.py on a
+GPU. Skipped where a real GPU is present (test_cuda_device.py runs there)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import numdyn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# every kind of case once (each new kernel costs the emulation a g++ run of
+# a few seconds; the whole file takes ~10 minutes on the fake driver)
+SUBSET = ("device_properties or target or rejects or (arithmetic_chain and (float16 or complex128 "
+          "or int64)) or float16_rounds or broadcast or fortran or scalars or empty or "
+          "(reductions_over and int64) or (argmax and None) or (softmax and float64) or "
+          "(scans and int32 and 0) or stencil or gather or division or extern or repeated or "
+          "context or memory_stats or disk_cache")
+CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+
+
+@pytest.mark.skipif(numdyn.cuda.is_available(), reason="a GPU is here: test_cuda_device.py runs on it")
+@pytest.mark.skipif(not CXX, reason="no C++ compiler to build the fake driver")
+def test_cuda_device_suite_on_the_fake_driver(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    so = lib / "libcuda.so.1"
+    r = subprocess.run([CXX, "-std=c++17", "-O1", "-fPIC", "-shared", "-o", str(so),
+                        os.path.join(HERE, "cuda_fake_driver.cpp"), "-ldl"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    units = tmp_path / "units"
+    units.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(lib) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
+               NUMDYN_NVRTC=str(so), NUMDYN_EMU_INC=HERE, NUMDYN_EMU_TMP=str(units),
+               NUMDYN_TEST_CACHE_DIR=str(cache), NUMDYN_CACHE_DIR=str(cache))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        "-k", SUBSET, os.path.join(HERE, "test_cuda_device.py")],
+                       env=env, capture_output=True, text=True, timeout=1800)
+    tail = (r.stdout + r.stderr)[-6000:]
+    assert r.returncode == 0, tail
+    assert " passed" in r.stdout and "skipped" not in r.stdout.splitlines()[-1], tail
