@@ -104,7 +104,7 @@ def run_gpu(src, name, args, outs, strides, R, text):
     device (so strided views keep their strides and offsets), the kernel
     runs there, the outputs' roots come back."""
     cp = _cupy_device()
-    kern = cp.RawModule(code=src, options=("-std=c++17",)).get_function(name)
+    kern = cp.RawModule(code=src, options=("-std=c++17", "--fmad=false")).get_function(name)
     arrays = list(args) + list(outs)
     roots, dev = {}, {}
     for a in arrays:
@@ -112,7 +112,7 @@ def run_gpu(src, name, args, outs, strides, R, text):
         assert r.flags.c_contiguous
         if id(r) not in roots:
             roots[id(r)] = r
-            dev[id(r)] = cp.asarray(r.view(np.uint8).reshape(-1))
+            dev[id(r)] = cp.asarray(r.reshape(-1).view(np.uint8))
 
     def dptr(a):
         return dev[id(_root(a))].data.ptr + (a.ctypes.data - _root(a).ctypes.data)
@@ -128,7 +128,7 @@ def run_gpu(src, name, args, outs, strides, R, text):
     cp.cuda.runtime.deviceSynchronize()
     for o in outs:
         r = _root(o)
-        r.view(np.uint8).reshape(-1)[:] = cp.asnumpy(dev[id(r)])
+        r.reshape(-1).view(np.uint8)[:] = cp.asnumpy(dev[id(r)])
     return int(E.get()[0])
 
 
