@@ -77,6 +77,7 @@ static void log_event(const char *what, nd_graph *g, nd_id id, const char *why)
 typedef struct dbuf {
     int refs;
     nd_cu_array a;
+    struct dbuf *base;   /* a view's: the buffer it aliases (holds a reference) */
 } dbuf;
 
 static dbuf *dbuf_alloc(int ndim, const npy_intp *shape, int dtype, const npy_intp *strides)
@@ -109,7 +110,8 @@ static void dbuf_drop(dbuf **slot)
     dbuf *b = *slot;
     *slot = NULL;
     if (!b || --b->refs > 0) return;
-    nd_cu_free(b->a.ptr);
+    if (b->base) dbuf_drop(&b->base);
+    else nd_cu_free(b->a.ptr);
     PyMem_Free(b);
 }
 
@@ -317,7 +319,8 @@ static dbuf *need_dev(run *r, nd_id id)
     return r->dev[id];
 }
 
-/* node id on the host (downloading its device buffer) */
+/* node id on the host (downloading its device buffer; a view on the
+ * device is NumPy's view of its base's host array, as the CPU makes it) */
 static PyObject *need_host(run *r, nd_id id)
 {
     if (r->host[id]) return r->host[id];
@@ -325,9 +328,15 @@ static PyObject *need_host(run *r, nd_id id)
         PyErr_SetString(PyExc_RuntimeError, "numdyn.cuda: internal error: value not computed");
         return NULL;
     }
+    if (r->dev[id]->base) {
+        PyObject *in = need_host(r, r->g->nodes[id].in[0]);
+        r->host[id] = in ? nd_eval_node(r->g, id, &in) : NULL;
+        return r->host[id];
+    }
     r->host[id] = download(&r->dev[id]->a);
     return r->host[id];
 }
+
 
 /* node id C-contiguous on the device (view maps index the C order) */
 static dbuf *need_dev_c(run *r, nd_id id)
@@ -341,6 +350,37 @@ static dbuf *need_dev_c(run *r, nd_id id)
     r->dev[r->n + id] = upload((PyArrayObject *)c);
     Py_DECREF(c);
     return r->dev[r->n + id];
+}
+
+/* a VIEW step on the device: an alias of its base's C-ordered buffer
+ * (offset and strides of the view map; real/imag select a part) */
+static int device_view(run *r, nd_id id)
+{
+    const nd_node *n = &r->g->nodes[id];
+    dbuf *b = need_dev_c(r, n->in[0]);
+    if (!b) return -1;
+    dbuf *v = PyMem_Calloc(1, sizeof *v);
+    if (!v) { PyErr_NoMemory(); return -1; }
+    PyArray_Descr *d = PyArray_DescrFromType(n->dtype);
+    if (!d) { PyMem_Free(v); return -1; }
+    v->a.itemsize = (int)PyDataType_ELSIZE(d);
+    Py_DECREF(d);
+    v->refs = 1;
+    v->base = b;
+    b->refs++;
+    v->a.dtype = n->dtype;
+    v->a.ndim = n->ndim;
+    v->a.ptr = b->a.ptr + (nd_cu_ptr)(n->voff * b->a.itemsize) +
+               ((n->flags & ND_F_VIEW_IMAG) ? (nd_cu_ptr)v->a.itemsize : 0);
+    size_t nel = 1;
+    for (int k = 0; k < n->ndim; k++) {
+        v->a.shape[k] = n->shape[k];
+        v->a.strides[k] = n->vstrides[k] * b->a.itemsize;
+        nel *= (size_t)n->shape[k];
+    }
+    v->a.nbytes = nel * (size_t)v->a.itemsize;  /* copied as one block only when C-contiguous */
+    r->dev[id] = v;
+    return 0;
 }
 
 /* the error words of the kernels run so far: 0, 1 (NumPy reruns the
@@ -481,6 +521,7 @@ static int run_eager_step(run *r, nd_id id)
 {
     nd_node *n = &r->g->nodes[id];
     if (n->op == ND_OP_EXTERN && n->aux >= 0 && (r->host[id] || r->dev[id])) return 0;
+    if (n->op == ND_OP_VIEW) return device_view(r, id);
     int drc = device_extern(r, id);
     if (drc) return drc < 0 ? -1 : 0;
     int nin = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
