@@ -113,6 +113,15 @@ enum {
 #define NDL_EDGE2(r, a, b) (NDL_UNLIKELY(!isfinite(r)) && ((isnan(r) && !isnan(a) && !isnan(b)) || \
                             (isinf(r) && !isinf(a) && !isinf(b))))
 
+/* a Python float as a float32 operand: NumPy's cast, which reports a finite
+ * value past float32's range as an overflow (a flag the runner tests) */
+static inline float ndl_f4(double d)
+{
+    float f = (float)d;
+    if (NDL_UNLIKELY(isinf(f) && !isinf(d))) feraiseexcept(FE_OVERFLOW);
+    return f;
+}
+
 /* Python's slice(lo, hi, step).indices(n) (hlo, hhi: whether given): the
  * first index and the length; 1 when step is 0 (ValueError) */
 static inline int ndl_slice(int64_t n, int hlo, int64_t lo, int hhi, int64_t hi, int64_t step,

@@ -190,9 +190,26 @@ PyObject *nd_shim_checked_index(nd_trace *t, PyObject *index)
     return Py_NewRef(index);
 }
 
+/* A lazy NumPy float/complex scalar as an index: NumPy refuses the scalar
+ * with its scalar message ("arrays used as indices ..." is for a 0-d array,
+ * which the proxy would become if it were materialized) */
+static int lazy_inexact_scalar(PyObject *o)
+{
+    return nd_proxy_check(o) && nd_proxy_is_scalar(o) &&
+           (PyTypeNum_ISFLOAT(nd_proxy_dtype(o)) || PyTypeNum_ISCOMPLEX(nd_proxy_dtype(o)));
+}
+
 static PyObject *concrete_key(nd_trace *t, PyObject *key)
 {
     int defer = nd_trace_checks_deferred(t);
+    Py_ssize_t nkey = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
+    for (Py_ssize_t i = 0; i < nkey; i++)
+        if (lazy_inexact_scalar(PyTuple_Check(key) ? PyTuple_GET_ITEM(key, i) : key)) {
+            PyErr_SetString(PyExc_IndexError,
+                            "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
+                            "and integer or boolean arrays are valid indices");
+            return NULL;
+        }
     if (lazy_int_index(key) || lazy_int_array(key, defer)) return nd_trace_materialize(key, NULL);
     if (!PyTuple_Check(key)) return Py_NewRef(key);
     Py_ssize_t n = PyTuple_GET_SIZE(key), i;

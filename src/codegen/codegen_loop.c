@@ -49,6 +49,8 @@ typedef struct {
     int bits;
     char s[16];
     int var;    /* >= 0: the value of that scalar variable, read as it is */
+    int kconst; /* a Python float constant of value kval */
+    double kval;
 } cv;
 
 typedef struct {
@@ -132,6 +134,7 @@ static void newtmp(cg *g, cv *v, int t)
     v->t = t;
     v->bits = LBITS_ANY;
     v->var = -1;
+    v->kconst = 0;
     snprintf(v->s, sizeof v->s, "t%d", ++g->tmp);
 }
 
@@ -180,9 +183,19 @@ static void deopt(cg *g)
     g->snapshot = 1;
 }
 
-/* value of v converted to type t (promotion: value-preserving or rounded) */
-static void conv(char *out, size_t n, const cv *v, int t)
+/* value of v converted to type t (promotion: value-preserving or rounded).
+ * A Python float becoming a float32 operand is NumPy's cast of it, which
+ * warns "overflow encountered in cast" for a finite value past float32's
+ * range: ndl_f4 raises the overflow flag for it (the C compiler folds the
+ * cast of a constant, flag and all), and the flags are then tested */
+static void conv(cg *g, char *out, size_t n, const cv *v, int t)
 {
+    if (t == LT_F4 && v->t == LT_PYFLOAT &&
+        !(v->kconst && (!isinf((float)v->kval) || isinf(v->kval)))) {
+        snprintf(out, n, "ndl_f4(%s)", v->s);
+        g->fpflags = 1;
+        return;
+    }
     snprintf(out, n, "((%s)%s)", ctype[t], v->s);
 }
 
@@ -226,8 +239,8 @@ static int compare(cg *g, int op, const cv *a, const cv *b, int r, cv *out)
     int ct = nd_lty_bin(LO_ADD, ta, tb);
     if (ct == -2) return -1;
     if (!ISF(ct)) ct = LT_F8;
-    conv(x, sizeof x, a, ct);
-    conv(y, sizeof y, b, ct);
+    conv(g, x, sizeof x, a, ct);
+    conv(g, y, sizeof y, b, ct);
     /* where NumPy float arithmetic leaves its events to the flags, quiet
      * comparisons: C's a < b of a NaN raises FE_INVALID, which the runner
      * would take for an event (a deoptimization on every call with NaN
@@ -369,8 +382,8 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
                                  nchk ? " || " : "", ops[k]->s, ISU(r) ? "0" : tmin[r], ops[k]->s,
                                  r == LT_U8 ? "INT64_MAX" : tmax[r]);
             }
-        conv(x, sizeof x, a, r);
-        conv(y, sizeof y, b, r);
+        conv(g, x, sizeof x, a, r);
+        conv(g, y, sizeof y, b, r);
         newtmp(g, out, r);
         line(g, "%s %s = 0;", T, out->s);
         line(g, "{ %s x_ = %s, y_ = %s; (void)x_; (void)y_;", T, x, y);
@@ -415,8 +428,8 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
     }
     if (r == LT_F4 || r == LT_F8) {
         const char *T = ctype[r];
-        conv(x, sizeof x, a, r);
-        conv(y, sizeof y, b, r);
+        conv(g, x, sizeof x, a, r);
+        conv(g, y, sizeof y, b, r);
         newtmp(g, out, r);
         line(g, "%s %s;", T, out->s);
         line(g, "{ %s x_ = %s, y_ = %s;", T, x, y);
@@ -569,8 +582,8 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         if (ISF(r)) {
             const char *T = ctype[r], *s32 = r == LT_F4 ? "f" : "";
             char x[64], y[64];
-            conv(x, sizeof x, a, r);
-            if (b) conv(y, sizeof y, b, r);
+            conv(g, x, sizeof x, a, r);
+            if (b) conv(g, y, sizeof y, b, r);
             newtmp(g, out, r);
             line(g, "%s %s;", T, out->s);
             line(g, "{ %s x_ = %s, y_ = %s; (void)y_;", T, x, b ? y : "0");
@@ -589,8 +602,8 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         }
         if (ISNPI(r) || r == LT_B1) {
             char x[64], y[64];
-            conv(x, sizeof x, a, r);
-            if (b) conv(y, sizeof y, b, r);
+            conv(g, x, sizeof x, a, r);
+            if (b) conv(g, y, sizeof y, b, r);
             switch (fn) {
             case LF_NP_ABS:
                 if (ISU(r) || r == LT_B1) decl(g, out, r, "%s", x);
@@ -1367,6 +1380,8 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             if (isnan(e->f)) decl(g, out, r, "NAN");
             else if (isinf(e->f)) decl(g, out, r, "%sINFINITY", e->f < 0 ? "-" : "");
             else decl(g, out, r, "%a", e->f);
+            out->kconst = 1;
+            out->kval = e->f;
         } else if (e->i == INT64_MIN) {
             decl(g, out, r, "INT64_MIN");
         } else {

@@ -735,7 +735,6 @@ static nd_ln *for_stmt(pctx *c, PyObject *s)
     int np_ = 0, err, enum_start = -1;
     int64_t start = 0;
     if (!body) goto done;
-    if (PyList_GET_SIZE(oe)) { refuse(c, s, "a for loop with an else clause"); goto done; }
     if ((parts_args = builtin_call(c, it, "enumerate", LB_ENUMERATE, s, &err))) {
         Py_ssize_t na = PyList_GET_SIZE(parts_args);
         if (na == 2) {
@@ -855,18 +854,70 @@ done:
     return r;
 }
 
+/* the breaks of a loop's body b[0..n) (not those of loops inside it) ->
+ * `if True: broke = True; break` */
+static int else_breaks(pctx *c, nd_ln **b, int n, int broke)
+{
+    for (int k = 0; k < n; k++) {
+        nd_ln *s = b[k];
+        if (s->kind == LK_IF) {
+            if (else_breaks(c, s->body, s->nbody, broke) < 0 || else_breaks(c, s->orelse, s->norelse, broke) < 0)
+                return -1;
+        } else if (s->kind == LK_BREAK) {
+            nd_ln *w = nd_lir_node(c->ir, LK_IF, s->line, 1), *a = w ? nd_lir_node(c->ir, LK_ASSIGN, s->line, 1) : NULL;
+            if (!a || !(w->kid[0] = const_node(c, s->line, LT_PYBOOL, 1, 0)) ||
+                !(a->kid[0] = const_node(c, s->line, LT_PYBOOL, 1, 0)) ||
+                !(w->body = nd_lir_alloc(c->ir, 2 * sizeof(nd_ln *))))
+                return -1;
+            a->var = broke;
+            w->body[0] = a;
+            w->body[1] = s;
+            w->nbody = 2;
+            b[k] = w;
+        }
+    }
+    return 0;
+}
+
+/* for/while with an else clause:
+ *     if True:
+ *         broke = False
+ *         <the loop, each of its breaks setting broke = True first>
+ *         if not broke: <else clause>
+ * (broke a variable of the loop's own) */
+static nd_ln *with_else(pctx *c, nd_ln *loop, PyObject *oe, int line)
+{
+    int broke = hidden_var(c);
+    if (broke < 0 || else_breaks(c, loop->body, loop->nbody, broke) < 0) return NULL;
+    nd_ln *w = nd_lir_node(c->ir, LK_IF, line, 1), *init = w ? nd_lir_node(c->ir, LK_ASSIGN, line, 1) : NULL;
+    nd_ln *test = init ? nd_lir_node(c->ir, LK_IF, line, 1) : NULL, *nb = test ? nd_lir_node(c->ir, LK_UN, line, 1) : NULL;
+    if (!nb || !(w->kid[0] = const_node(c, line, LT_PYBOOL, 1, 0)) ||
+        !(init->kid[0] = const_node(c, line, LT_PYBOOL, 0, 0)) || !(nb->kid[0] = var_node(c, broke, line)) ||
+        !(w->body = nd_lir_alloc(c->ir, 3 * sizeof(nd_ln *))) || block(c, oe, &test->body, &test->nbody) < 0)
+        return NULL;
+    init->var = broke;
+    nb->op = LO_NOT;
+    test->kid[0] = nb;
+    w->body[0] = init;
+    w->body[1] = loop;
+    w->body[2] = test;
+    w->nbody = 3;
+    return w;
+}
+
 static nd_ln *stmt(pctx *c, PyObject *s)
 {
     int line = line_of(s);
     nd_ln *r = NULL;
     if (IS(s, "For")) {
-        r = for_stmt(c, s);
+        PyObject *oe = attr(s, "orelse");
+        if (oe && (r = for_stmt(c, s)) && PyList_GET_SIZE(oe)) r = with_else(c, r, oe, line);
+        Py_XDECREF(oe);
     } else if (IS(s, "While")) {
         PyObject *t = attr(s, "test"), *oe = t ? attr(s, "orelse") : NULL, *body = oe ? attr(s, "body") : NULL;
-        if (body) {
-            if (PyList_GET_SIZE(oe)) refuse(c, s, "a while loop with an else clause");
-            else if ((r = nd_lir_node(c->ir, LK_WHILE, line, 1)))
-                if (!(r->kid[0] = expr(c, t)) || block(c, body, &r->body, &r->nbody) < 0) r = NULL;
+        if (body && (r = nd_lir_node(c->ir, LK_WHILE, line, 1))) {
+            if (!(r->kid[0] = expr(c, t)) || block(c, body, &r->body, &r->nbody) < 0) r = NULL;
+            else if (PyList_GET_SIZE(oe)) r = with_else(c, r, oe, line);
         }
         Py_XDECREF(t); Py_XDECREF(oe); Py_XDECREF(body);
     } else if (IS(s, "If")) {
