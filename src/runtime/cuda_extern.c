@@ -15,6 +15,14 @@
 #include <limits.h>
 #include <string.h>
 
+static int dt_size(int dt)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(dt);
+    int es = d ? (int)PyDataType_ELSIZE(d) : 0;
+    Py_XDECREF(d);
+    return es;
+}
+
 /* ------------------------------------------------------------ libraries */
 
 static struct { const char *name; void *h; char path[1024]; } libs[] = {
@@ -275,13 +283,14 @@ int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtyp
     int kind = nd_cuda_lib_kind(g, id);
     if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
         int dt = n->dtype;
-        if (dt != NPY_HALF && dt != NPY_FLOAT && dt != NPY_DOUBLE && dt != NPY_CFLOAT &&
-            dt != NPY_CDOUBLE) {
+        if (PyTypeNum_ISCOMPLEX(dt) || PyTypeNum_ISFLOAT(dt) ? !(dt == NPY_HALF || dt == NPY_FLOAT ||
+            dt == NPY_DOUBLE || dt == NPY_CFLOAT || dt == NPY_CDOUBLE)
+                                                          : !(PyTypeNum_ISINTEGER(dt) ||
+                                                              PyTypeNum_ISBOOL(dt))) {
             PyObject *d = (PyObject *)PyArray_DescrFromType(dt);
             PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: np.%s of %S arrays on the GPU "
-                         "is not implemented (cuBLAS has no gemm with NumPy's integer "
-                         "wraparound / bool rules); run this function on the CPU backend",
-                         kind == ND_CUDA_LIB_DOT ? "dot" : "matmul", d ? d : Py_None);
+                         "is not implemented", kind == ND_CUDA_LIB_DOT ? "dot" : "matmul",
+                         d ? d : Py_None);
             Py_XDECREF(d);
             return -1;
         }
@@ -306,7 +315,8 @@ int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtyp
 int nd_cuda_lib_accepts(const nd_graph *g, nd_id id, int k, const nd_cuda_view *v)
 {
     int kind = nd_cuda_lib_kind(g, id);
-    int es = v->dtype == NPY_HALF ? 2 : v->dtype == NPY_FLOAT ? 4 : v->dtype == NPY_CDOUBLE ? 16 : 8;
+    int es = dt_size(v->dtype);
+    if (es <= 0) return 0;
     for (int d = 0; d < v->ndim; d++) if (v->strides[d] < 0 || v->strides[d] % es) return 0;
     if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
         if (v->ndim < 1) return 0;
@@ -404,6 +414,17 @@ static int cast_text(int from, int to, char *name, size_t nn, char *text, size_t
     const char *st = to == NPY_HALF ? "nd_d2h(re)" : to == NPY_FLOAT ? "(float)re"
                    : to == NPY_DOUBLE ? "re" : to == NPY_CFLOAT ? "nd_t_cmk((float)re, (float)im)"
                    : "nd_t_cmk(re, im)";
+    char ist[64];
+    if (!PyTypeNum_ISFLOAT(to) && !PyTypeNum_ISCOMPLEX(to)) {
+        /* integer matmul: an integer or bool operand widened to the result's type */
+        if (!PyTypeNum_ISINTEGER(from) && !PyTypeNum_ISBOOL(from)) {
+            PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: no device cast from type %d "
+                         "to %d for a library extern", from, to);
+            return -1;
+        }
+        snprintf(ist, sizeof ist, "(%s)v", tt);
+        re = "0.0"; im = "0.0"; st = ist;
+    }
     if (from == to) { re = "0.0"; im = "0.0"; st = "v"; }   /* a layout copy */
     snprintf(name, nn, "nd_lib_cast_%d_%d", from, to);
     snprintf(text, tn,
@@ -473,13 +494,6 @@ static void c_strides(int ndim, const npy_intp *shape, int es, npy_intp *st)
     }
 }
 
-static int dt_size(int dt)
-{
-    PyArray_Descr *d = PyArray_DescrFromType(dt);
-    int es = d ? (int)PyDataType_ELSIZE(d) : 0;
-    Py_XDECREF(d);
-    return es;
-}
 
 static npy_intp count(int ndim, const npy_intp *shape)
 {
@@ -650,12 +664,17 @@ int nd_cuda_lib_hook_env(PyObject *stream, nd_cuda_libenv *env)
     env->alloc = hook_alloc;
     env->release = hook_release;
     hook_n = 0;
-    return 0;
+    /* the operands' uploads (the caller's stream) are done before numdyn's
+     * stream reads them */
+    CUresult r = drv.StreamSynchronize(env->stream);
+    return r ? drv_fail("cuStreamSynchronize", r) : 0;
 }
 
 int nd_cuda_lib_hook_done(nd_cuda_libenv *env, int rc)
 {
     CUresult r = drv.StreamSynchronize(env->stream);
+    /* kernels of numdyn's own (integer gemm) ran on numdyn's stream */
+    if (!nd_cu_unavailable() && nd_cu_ready() == 0 && nd_cu_sync() < 0 && rc >= 0) rc = -1;
     for (int i = 0; i < hook_n; i++) drv.MemFree(hook_ptrs[i]);
     hook_n = 0;
     if (rc >= 0 && r) return drv_fail("cuStreamSynchronize", r);
