@@ -473,16 +473,24 @@ def measure(quick=False, only=None):
         # small copy would measure instead of the memory
         bw, per = copy_bandwidth(1 << 30)
         if bw:
-            rows.append({"benchmark": f"device copy bandwidth ({N * 4 >> 20} MiB)",
+            rows.append({"benchmark": "device copy bandwidth (1024 MiB)",
                          "note": ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in per.items())})
+            print(f"device copy bandwidth (read + write): {bw / 1e9:.0f} GB/s "
+                  f"({rows[-1]['note']})", flush=True)
     for key, name, fn, tfn, args, nbytes in specs:
         if only and key not in only:
             continue
         rows.append(bench_row(name, fn, tfn, args, nbytes))
-        print(f"  done: {name}", file=sys.stderr, flush=True)
+        _progress(rows[-1], bw)
     if not only or "mlp" in only:
         rows.append(mlp_row(quick))
+        _progress(rows[-1], bw)
     return rows, bw
+
+
+def _progress(row, bw):
+    # each row as soon as it is measured (a run cut short keeps its rows)
+    print("row: " + table([row], bw).splitlines()[1], flush=True)
 
 
 def table(rows, bw, markdown=False):
@@ -528,20 +536,19 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     o = ap.parse_args()
     only = set(o.only.split(",")) if o.only else None
-    res = measure(o.quick, only)
-    if not res:
-        return
-    rows, bw = res
     if numdyn.cuda.is_available():
         p = numdyn.cuda.get_device_properties(0)
         print(f"device: {p.name} ({p.arch}, {p.multi_processor_count} SMs, "
               f"{p.total_memory >> 30} GiB); driver {numdyn.cuda.driver_version()}; "
               f"numpy {np.__version__}; cupy {getattr(cupy, '__version__', '-')}; "
-              f"torch {getattr(torch, '__version__', '-')}")
-    if bw:
-        print(f"device copy bandwidth (read + write): {bw / 1e9:.0f} GB/s")
+              f"torch {getattr(torch, '__version__', '-')}", flush=True)
     print("numdyn: ndarrays in/out (its time includes the copies; 'copies' is CuPy's time "
-          "for those copies alone); numdyn (device), cupy, torch.compile: device arrays")
+          "for those copies alone); numdyn (device), cupy, torch.compile: device arrays",
+          flush=True)
+    res = measure(o.quick, only)
+    if not res:
+        return
+    rows, bw = res
     print(table(rows, bw, o.markdown))
 
 

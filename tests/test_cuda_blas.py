@@ -24,7 +24,7 @@ import numdyn
 from numdyn import _C, _cuda_libs
 
 import cuda_lib_cases as cases
-from cuda_lib_cases import LAYOUTS, layout
+from cuda_lib_cases import FFT_CALLS, LAYOUTS, layout
 
 RNG = np.random.default_rng(20261126)
 
@@ -466,8 +466,40 @@ def test_nodes_fft_dtypes():
 
 def test_nodes_not_library_externs():
     x = np.ones((4, 4))
-    r = nodes_of(lambda a: (np.sort(a), np.fft.fft2(a), np.fft.hfft(a)), x)
-    assert [k for _, k, _, _ in r] == ["none", "none", "none"]
+    r = nodes_of(lambda a: (np.sort(a), np.fft.fft2(a)), x)
+    assert [k for _, k, _, _ in r] == ["none", "fft"]
+
+
+def _extern_ids(g):
+    return [int(line.split()[0][1:]) for line in str(g).splitlines() if " = extern " in line]
+
+
+
+
+@pytest.mark.parametrize("label,fn", FFT_CALLS, ids=[c[0] for c in FFT_CALLS])
+def test_fft_steps_replay_numpy(label, fn):
+    """The 1-d transforms the GPU makes of an n-d / Hermitian numpy.fft call,
+    run here with NumPy's 1-d functions, give NumPy's n-d result."""
+    x = cases.rand(RNG, (3, 5, 6), "complex128")
+    g = numdyn.cuda._graphs_of(fn, (x,), {})[0]
+    (nid,) = _extern_ids(g)
+    steps = _C._cuda_fft_steps(g, nid)
+    assert steps, label
+    want = fn(x)
+    a = x.real if label.startswith(("ihfft", "rfft")) else x
+    one = {0: np.fft.fft, 1: np.fft.ifft, 2: np.fft.rfft, 3: np.fft.irfft}
+    norms = {0: "backward", 1: "ortho", 2: "forward"}
+    for kind, n, axis, norm, conj_in, conj_out in steps:
+        if conj_in:
+            a = np.conjugate(a)
+        a = one[kind](a, n=n, axis=axis, norm=norms[norm])
+        if conj_out:
+            a = np.conjugate(a)
+    assert a.shape == want.shape and a.dtype == want.dtype
+    np.testing.assert_allclose(a, want, rtol=1e-12, atol=1e-12)
+    kind, ins, od = _C._cuda_lib_node(g, nid)
+    assert kind == "fft"
+    assert name(od) == ("float64" if want.dtype.kind == "f" else "complex128")
 
 
 def test_accepts_layouts():

@@ -20,7 +20,7 @@ import numdyn.cuda
 from numdyn import _C
 
 import cuda_lib_cases as cases
-from cuda_lib_cases import LAYOUTS, layout
+from cuda_lib_cases import FFT_CALLS, LAYOUTS, layout
 
 pytestmark = pytest.mark.skipif(not numdyn.cuda.is_available(),
                                 reason="no CUDA device: " + str(numdyn.cuda.unavailable_reason()))
@@ -313,7 +313,7 @@ def test_backend_matmul_on_device(da, db):
     want = f(a, b, c)
     got, on_dev, host = _run_on_gpu(f, a, b, c)
     assert on_dev == 3 and not host, (on_dev, host)
-    for g_, w, (x, y) in zip(got, want, [(a, b), (a, c.T), (a.T, a)]):
+    for g_, w, (x, y) in zip(got, want, [(a, b), (a, c.T), (a.T[:2], a)]):
         assert g_.dtype == w.dtype and g_.shape == w.shape
         ok, detail = close_prod(g_, x, y, w, w.dtype.name)
         assert ok, (da, db, detail)
@@ -326,7 +326,7 @@ def test_backend_integer_matmul_on_device(da, db):
     _cuda_backend()
 
     def f(a, b):
-        return a @ b, np.dot(a.T, b), (a[None] @ b[:, None])[0]
+        return a @ b, np.dot(a.T, b.T), np.stack([a, a]) @ b
 
     a = RNG.integers(-100, 100, (33, 20)).astype(da)
     b = RNG.integers(-100, 100, (20, 33)).astype(db)
@@ -373,3 +373,19 @@ def test_backend_fft_on_device(dt):
         eps = np.finfo(w.dtype).eps
         scale = max(1.0, float(np.abs(w).max()))
         assert float(np.abs(g_ - w).max()) <= 64 * eps * scale, (dt, float(np.abs(g_ - w).max()))
+
+
+@pytest.mark.parametrize("dt", ["complex128", "complex64", "float16"])
+@pytest.mark.parametrize("label,fn", FFT_CALLS, ids=[c[0] for c in FFT_CALLS])
+def test_backend_fft_nd_on_device(label, fn, dt):
+    # n-d and Hermitian transforms: cuFFT 1-d transforms one after another
+    _cuda_backend()
+    x = cases.rand(RNG, (3, 5, 6), "complex128") * 2
+    x = x.astype(dt) if dt.startswith("complex") else x.real.astype(dt)
+    want = fn(x)
+    got, on_dev, host = _run_on_gpu(fn, x)
+    assert on_dev == 1 and not host, (on_dev, host)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    eps = np.finfo(want.dtype).eps
+    scale = max(1.0, float(np.abs(want).max()))
+    assert float(np.abs(got - want).max()) <= 64 * eps * scale, float(np.abs(got - want).max())

@@ -408,18 +408,19 @@ int nd_cuda_matmul(int dot, const nd_cuda_view *a, const nd_cuda_view *b, const 
 }
 
 int nd_cuda_blas_scale(const nd_cuda_libenv *env, int real_dtype, uint64_t x, int64_t count,
-                       double alpha)
+                       int inc, double alpha)
 {
     if (count <= 0 || alpha == 1.0) return 0;
     if (blas_ready(env) < 0) return -1;
-    int64_t es = real_dtype == NPY_FLOAT ? 4 : 8;
+    int64_t es = real_dtype == NPY_FLOAT ? 4 : 8, chunk = INT_MAX / inc;
     float af = (float)alpha;
-    for (int64_t at = 0; at < count; at += INT_MAX) {
-        int len = (int)(count - at < INT_MAX ? count - at : INT_MAX);
+    for (int64_t at = 0; at < count; at += chunk) {
+        int len = (int)(count - at < chunk ? count - at : chunk);
+        uint64_t p = x + (uint64_t)(at * inc * es);
         cublasStatus_t r = real_dtype == NPY_FLOAT
-            ? cb.Sscal(cb.handle, len, &af, (float *)(uintptr_t)(x + (uint64_t)(at * es)), 1)
-            : cb.Dscal(cb.handle, len, &alpha, (double *)(uintptr_t)(x + (uint64_t)(at * es)), 1);
-        if (r) return blas_fail("cublas scal (fft norm)", r);
+            ? cb.Sscal(cb.handle, len, &af, (float *)(uintptr_t)p, inc)
+            : cb.Dscal(cb.handle, len, &alpha, (double *)(uintptr_t)p, inc);
+        if (r) return blas_fail("cublas scal", r);
     }
     return 0;
 }

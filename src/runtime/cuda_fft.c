@@ -362,7 +362,7 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
 scale:
     if (p.scale != 1.0) {
         int64_t reals = p.outer * p.len_out * p.inner * (cout ? 2 : 1);
-        if (nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, out->ptr, reals, p.scale) < 0)
+        if (nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, out->ptr, reals, 1, p.scale) < 0)
             goto done;
     }
     rc = 0;
