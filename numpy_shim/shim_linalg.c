@@ -270,7 +270,7 @@ done:
 
 /* norm: the common vector/Frobenius forms as fused reductions built from
  * shim ops (so NEP-50 typing and scalar-vs-array results are the shim's);
- * ord=2/-2/'nuc' matrix norms need singular values: extern. */
+ * ord=2/-2/'nuc' matrix norms: reductions of svd's singular values. */
 /* x.<name>(axis=axis, keepdims=keepdims) through the shim: sum/max/min */
 static PyObject *red_axis(const char *name, PyObject *x, PyObject *axis, PyObject *keepdims)
 {
@@ -286,6 +286,46 @@ static PyObject *red_axis(const char *name, PyObject *x, PyObject *axis, PyObjec
 static PyObject *sum_axis(PyObject *x, PyObject *axis, PyObject *keepdims)
 {
     return red_axis("sum", x, axis, keepdims);
+}
+
+/* ord=2 / -2 / 'nuc' over axes ax2 (NumPy's _multi_svd_norm): the max /
+ * min / sum of the singular values of x with those axes moved last, so the
+ * norm is traced (and differentiable through svd's rule) */
+static PyObject *svd_norm(nd_trace *t, PyObject *x, const nd_xj_arr *a, const int ax2[2],
+                          const char *op, int keepdims)
+{
+    PyObject *perm = PyTuple_New(a->ndim);
+    if (!perm) return NULL;
+    for (int d = 0, k = 0; d < a->ndim; d++)
+        if (d != ax2[0] && d != ax2[1]) PyTuple_SET_ITEM(perm, k++, PyLong_FromLong(d));
+    PyTuple_SET_ITEM(perm, a->ndim - 2, PyLong_FromLong(ax2[0]));
+    PyTuple_SET_ITEM(perm, a->ndim - 1, PyLong_FromLong(ax2[1]));
+    PyObject *args = PyTuple_Pack(1, perm);
+    Py_DECREF(perm);
+    PyObject *xt = args ? nd_shim_method("transpose", x, args, NULL) : NULL;
+    Py_XDECREF(args);
+    if (!xt) return NULL;
+    PyObject *sargv[4] = {xt, Py_False, Py_False, NULL};
+    PyObject *sv = svd_impl(t, sargv);
+    Py_DECREF(xt);
+    PyObject *last = sv ? PyLong_FromLong(-1) : NULL;
+    PyObject *m = last ? red_axis(op, sv, last, Py_False) : NULL;
+    Py_XDECREF(last);
+    Py_XDECREF(sv);
+    if (m && keepdims) {
+        nd_xj_arr mv;
+        npy_intp ksh[ND_MAXDIMS];
+        memcpy(ksh, a->shape, sizeof(ksh));
+        ksh[ax2[0]] = ksh[ax2[1]] = 1;
+        mv.id = nd_proxy_read(m);
+        Py_DECREF(m);
+        m = NULL;
+        if (mv.id != ND_NONE) {
+            nd_xj_fill(t, &mv);
+            if (nd_xj_reshape(t, &mv, a->ndim, ksh) == 0) m = nd_shim_wrap(t, mv.id, 0);
+        }
+    }
+    return m;
 }
 
 static PyObject *norm_impl(nd_trace *t, PyObject **argv)
@@ -390,6 +430,10 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
         if (ordo && PyUnicode_Check(ordo)) {
             if (PyUnicode_CompareWithASCIIString(ordo, "fro") == 0 ||
                 PyUnicode_CompareWithASCIIString(ordo, "f") == 0) fro = 1;
+            else if (PyUnicode_CompareWithASCIIString(ordo, "nuc") == 0) {
+                res = svd_norm(t, x, &a, ax2, "sum", keepdims);
+                goto done;
+            }
             else { Py_DECREF(x); goto extern_norm; }
         }
         if (!fro && (PyFloat_Check(ordo) || PyLong_Check(ordo))) {
@@ -398,6 +442,10 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
             double o = PyFloat_AsDouble(ordo);
             if (o == -1.0 && PyErr_Occurred()) goto done;
             int inf = o > 1e308 || o < -1e308;
+            if (o == 2.0 || o == -2.0) {
+                res = svd_norm(t, x, &a, ax2, o > 0 ? "max" : "min", keepdims);
+                goto done;
+            }
             if (!(o == 1.0 || o == -1.0 || inf)) { Py_DECREF(x); goto extern_norm; }
             int row = ax2[0], col = ax2[1];
             int sum_ax = inf ? col : row, red_ax = inf ? row : col;

@@ -199,10 +199,8 @@ def test_float32_gradients_keep_their_dtype():
 
 
 @pytest.mark.parametrize("f,what", [
-    (lambda a: np.median(a), "median"),
-    (lambda a: np.quantile(a, 0.3), "quantile"),
-    (lambda a: np.linalg.pinv(a).sum(), "pinv"),
-    (lambda a: np.convolve(a[0], a[1]).sum(), "convolve"),
+    (lambda a: np.quantile(a, 0.3, method="inverted_cdf"), "inverted_cdf"),
+    (lambda a: np.sum(np.logaddexp.accumulate(a, axis=1)), "logaddexp"),
     (lambda a: np.linalg.matrix_power(a[:, :3], -2).sum(), "matrix_power"),
 ])
 def test_operations_without_a_rule_refused(f, what):

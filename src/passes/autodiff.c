@@ -9,15 +9,19 @@
  * (`f`) before appending anything.
  */
 #include "autodiff.h"
+#include "autodiff_kernels.h"
 #include "core/core.h"
 #include <math.h>
 #include <string.h>
 
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
     *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
-    *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power;
-/* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*) */
-static PyObject *F_fft[12];
+    *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power, *F_median, *F_quantile,
+    *F_percentile, *F_pinv, *F_convolve, *F_correlate;
+/* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*),
+ * then hfft (irfft of the conjugate) and ihfft (the conjugate of rfft) */
+#define ND_NFFT 14
+static PyObject *F_fft[ND_NFFT];
 enum { FFT_C2C, FFT_R2C, FFT_C2R };
 
 static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
@@ -598,7 +602,7 @@ static PyMethodDef cumprod_vjp_def = {"cumprod_vjp", cumprod_vjp_fn, METH_VARARG
                                       "numdyn: the VJP of cumprod(x, axis) at cotangent c"};
 static PyObject *F_cumprod_vjp;
 
-static int rule_scan(ad_t *A, const nd_node *f, nd_id c)
+static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
     nd_id xi = f->in[0];
@@ -610,6 +614,18 @@ static int rule_scan(ad_t *A, const nd_node *f, nd_id c)
         if (!ax) return -1;
         nd_id ids[2] = {xi, c};
         nd_id r = ext(g, F_cumprod_vjp, tmpl_of(2, 1, &ax), 2, ids, NPY_DOUBLE, x.ndim, x.shape);
+        Py_DECREF(ax);
+        return acc(A, xi, r);
+    }
+    if (f->sub == ND_UF_MAXIMUM || f->sub == ND_UF_MINIMUM || f->sub == ND_UF_FMAX ||
+        f->sub == ND_UF_FMIN) {
+        /* each output's cotangent to the element it copies (autodiff_kernels.h) */
+        if (iscplx(f->dtype)) return not_impl("complex values in the scan", nd_ufunc_name(f->sub));
+        nd_node x = *NODE(g, xi);
+        PyObject *ax = PyLong_FromLong(f->aux);
+        if (!ax) return -1;
+        nd_id ids[3] = {xi, i, c};
+        nd_id r = ext(g, nd_ad_cumext_vjp, tmpl_of(3, 1, &ax), 3, ids, NPY_DOUBLE, x.ndim, x.shape);
         Py_DECREF(ax);
         return acc(A, xi, r);
     }
@@ -1421,8 +1437,10 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
     PyObject *tm = PyTuple_GET_ITEM(f->attrs, 0);
     if (f->nextra != 1 || kw_given(f) || !PyTuple_Check(tm) || PyTuple_GET_SIZE(tm) != 4)
         return not_impl("numpy.fft", "this call form");
-    int kind = k < 6 ? FFT_C2C : k < 9 ? FFT_R2C : FFT_C2R;
-    int one = k == 0 || k == 1 || k == 6 || k == 9, L = f->dtype;
+    /* hfft(a) = irfft(conj(a)) and ihfft(x) = conj(rfft(x)), each with the
+     * reciprocal normalization (NumPy's definitions) */
+    int kind = k < 6 ? FFT_C2C : k < 9 || k == 13 ? FFT_R2C : FFT_C2R;
+    int one = k == 0 || k == 1 || k == 6 || k == 9 || k >= 12, L = f->dtype;
     PyObject *len = PyTuple_GET_ITEM(tm, 1), *axo = PyTuple_GET_ITEM(tm, 2);
     PyObject *norm = PyTuple_GET_ITEM(tm, 3);
     nd_node x = *NODE(g, xi);
@@ -1454,6 +1472,12 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
         rs[axes[j]] = kind == FFT_C2R && j == nax - 1 ? s[j] / 2 + 1 : s[j];
         resized |= rs[axes[j]] != x.shape[axes[j]];
     }
+    PyObject *hnorm = NULL;
+    if (k >= 12) {
+        if (!(hnorm = swap_norm(norm))) return -1;
+        norm = hnorm;
+        if (k == 13) c = uf(g, ND_UF_CONJUGATE, c, ND_NONE, L);
+    }
     PyObject *extra[3] = {len, axo, norm};
     nd_id gx;
     if (kind == FFT_C2C) {
@@ -1462,9 +1486,10 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
         gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
     } else {
         PyObject *sw = swap_norm(norm);
-        if (!sw) return -1;
+        if (!sw) { Py_XDECREF(hnorm); return -1; }
         extra[2] = sw;
-        int Lc = x.dtype, ax = axes[nax - 1];
+        int Lc = iscplx(x.dtype) ? x.dtype : x.dtype == NPY_FLOAT ? NPY_CFLOAT : NPY_CDOUBLE;
+        int ax = axes[nax - 1];
         npy_intp m = rs[ax], nyq = s[nax - 1] % 2 == 0 ? m - 1 : -1;
         nd_id r = ext(g, one ? F_fft[6] : F_fft[8], tmpl_of(1, 3, extra), 1, &c, Lc, x.ndim, rs);
         Py_DECREF(sw);
@@ -1473,8 +1498,10 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
         nd_id edge = uf(g, ND_UF_LOGICAL_OR, uf(g, ND_UF_EQUAL, idx, sc(g, 0, NPY_INT64), NPY_INT64),
                         uf(g, ND_UF_EQUAL, idx, sc(g, (double)nyq, NPY_INT64), NPY_INT64), NPY_BOOL);
         nd_id w = where(g, edge, sc(g, 1, R), sc(g, 2, R), R);
-        gx = uf(g, ND_UF_CONJUGATE, uf(g, ND_UF_MULTIPLY, r, w, Lc), ND_NONE, Lc);
+        gx = uf(g, ND_UF_MULTIPLY, r, w, Lc);
+        if (k != 12) gx = uf(g, ND_UF_CONJUGATE, gx, ND_NONE, Lc);  /* hfft's conj cancels it */
     }
+    Py_XDECREF(hnorm);
     if (resized && !BAD(gx)) {
         npy_intp common[ND_MAXDIMS], st[ND_MAXDIMS], xst[ND_MAXDIMS];
         int padded = 0;  /* some axis of x longer than its transformed length */
@@ -1493,13 +1520,120 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
     return acc(A, xi, gx);
 }
 
+/* median / quantile / percentile (the shim's templates: (x, axis, out,
+ * overwrite_input, keepdims) and (x, q, axis, out, overwrite_input,
+ * method, keepdims)): the cotangent goes to the order statistics each
+ * output interpolates, by NumPy's weights (autodiff_kernels.h) */
+static int rule_quantile(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    nd_id xi = f->extra[0];
+    if (!A->dep[xi]) return 0;
+    PyObject *tm = PyTuple_GET_ITEM(f->attrs, 0);
+    int med = f->obj == F_median;
+    if (f->nextra != 1 || kw_given(f) || !PyTuple_Check(tm) || PyTuple_GET_SIZE(tm) != (med ? 5 : 7))
+        return not_impl(med ? "numpy.median" : "numpy.quantile", "this call form");
+    PyObject *q, *axis = PyTuple_GET_ITEM(tm, med ? 1 : 2), *meth;
+    if (med) {
+        q = PyFloat_FromDouble(0.5);
+        meth = PyUnicode_FromString("linear");
+    } else {
+        q = PyArray_FROMANY(PyTuple_GET_ITEM(tm, 1), NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY);
+        if (q && f->obj == F_percentile) {  /* NumPy's percentile: quantile(q / 100) */
+            PyObject *h = PyFloat_FromDouble(100.0);
+            Py_SETREF(q, h ? PyNumber_TrueDivide(q, h) : NULL);
+            Py_XDECREF(h);
+        }
+        meth = Py_NewRef(PyTuple_GET_ITEM(tm, 5));
+    }
+    nd_id r = ND_NONE;
+    const char *ms = meth && PyUnicode_Check(meth) ? PyUnicode_AsUTF8(meth) : NULL;
+    if (q && ms && !nd_ad_quantile_method_known(ms)) {
+        not_impl("numpy.quantile with method", ms);
+    } else if (q && ms) {
+        nd_node x = *NODE(g, xi);
+        PyObject *extra[3] = {q, axis, meth};
+        nd_id ids[2] = {xi, c};
+        r = ext(g, nd_ad_quantile_vjp, tmpl_of(2, 3, extra), 2, ids, NPY_DOUBLE, x.ndim, x.shape);
+    } else if (!PyErr_Occurred()) {
+        not_impl("numpy.quantile", "this method");
+    }
+    Py_XDECREF(q);
+    Py_XDECREF(meth);
+    if (BAD(r)) return -1;
+    return acc(A, xi, r);
+}
+
+/* convolve / correlate of 1-d a (n) and v (m), template (a, v, mode).
+ * Every mode's output is a window of the full one (length n + m - 1), and
+ * correlate(a, v) = convolve(a, v[::-1]) but for its 'same' window when
+ * n < m (NumPy reverses the swapped operands' result). Of the full
+ * convolution y = a * w: a's cotangent is correlate(C, w, 'valid'), w's
+ * correlate(C, a, 'valid'), C the cotangent zero-padded to full length. */
+static int rule_conv(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    PyObject *tm = PyTuple_GET_ITEM(f->attrs, 0);
+    if (f->nextra != 2 || kw_given(f) || !PyTuple_Check(tm) || PyTuple_GET_SIZE(tm) != 3 ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(tm, 2)))
+        return not_impl("numpy.convolve", "this call form");
+    int corr = f->obj == F_correlate, L = f->dtype;
+    nd_id a = f->extra[0], v = f->extra[1];
+    npy_intp n = NODE(g, a)->shape[0], m = NODE(g, v)->shape[0], full = n + m - 1;
+    npy_intp len = f->shape[0], lo = n < m ? n : m, st;
+    const char *mode = PyUnicode_AsUTF8(PyTuple_GET_ITEM(tm, 2));
+    if (!mode) return -1;
+    if (strcmp(mode, "full") == 0) st = 0;
+    else if (strcmp(mode, "same") == 0) st = (lo - 1) / 2;
+    else st = lo - 1;
+    if (corr && n < m) st = full - len - st;
+    nd_id C = c;
+    if (len != full) {
+        npy_intp one = 1, zl = full;
+        C = setitem(g, nd_autodiff_zeros(g, L, 1, &zl), c, st, 1, &len, &one);
+    }
+    nd_id w = corr ? flip(g, v, 0) : v;
+    PyObject *valid = PyUnicode_FromString("valid");
+    if (!valid) return -1;
+    int rc = 0;
+    if (A->dep[a]) {
+        nd_id ids[2] = {C, w};
+        rc = acc(A, a, ext(g, F_correlate, tmpl_of(2, 1, &valid), 2, ids, L, 1, &n));
+    }
+    if (rc == 0 && A->dep[v]) {
+        nd_id ids[2] = {C, a};
+        nd_id gw = ext(g, F_correlate, tmpl_of(2, 1, &valid), 2, ids, L, 1, &m);
+        rc = acc(A, v, corr ? flip(g, gw, 0) : gw);
+    }
+    Py_DECREF(valid);
+    return rc;
+}
+
+/* pinv: P = A+, of a full-rank A (M x N):
+ * -P^T C P^T + (I - A P) C^T P P^T + P^T P C^T (I - P A) */
+static int rule_pinv(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    int L = f->dtype;
+    nd_id a = f->extra[0];
+    if (f->nextra != 1) return not_impl("linalg.pinv", "this call form");
+    nd_node an = *NODE(g, a);
+    npy_intp M = an.shape[an.ndim - 2], N = an.shape[an.ndim - 1];
+    nd_id P = i, Pt = swap_last(g, i), Ct = swap_last(g, c);
+    nd_id IM = cast(g, eye_mask(g, M, 0), L), IN = cast(g, eye_mask(g, N, 0), L);
+    nd_id t1 = NEG(mm(g, mm(g, Pt, c), Pt));
+    nd_id t2 = mm(g, SUB(IM, mm(g, a, P)), mm(g, Ct, mm(g, P, Pt)));
+    nd_id t3 = mm(g, mm(g, mm(g, Pt, P), Ct), SUB(IN, mm(g, P, a)));
+    return acc(A, a, ADD(ADD(t1, t2), t3));
+}
+
 static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
     PyObject *fn = f->obj;
     int L = f->dtype;
     nd_id a = f->nextra > 0 ? f->extra[0] : ND_NONE, b = f->nextra > 1 ? f->extra[1] : ND_NONE;
-    for (int k = 0; k < 12; k++)
+    for (int k = 0; k < ND_NFFT; k++)
         if (fn == F_fft[k]) return rule_fft(A, f, c, k);
     if (fn == F_eig || fn == F_eigvals) {
         if (kw_given(f)) return not_impl("linalg.eig", "with keyword arguments");
@@ -1524,6 +1658,9 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         return rule_matmul(A, a, b, L, c);
     }
     if (fn == F_einsum) return rule_einsum(A, f, c);
+    if (fn == F_median || fn == F_quantile || fn == F_percentile) return rule_quantile(A, f, c);
+    if (fn == F_convolve || fn == F_correlate) return rule_conv(A, f, c);
+    if (fn == F_pinv) return rule_pinv(A, i, f, c);
     if (fn == F_inner) return rule_inner(A, f, c);
     if (fn == F_multi_dot) return rule_multi_dot(A, f, c);
     if (fn == F_matrix_power) return rule_matrix_power(A, f, c);
@@ -1703,7 +1840,7 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
         case ND_OP_CAST: r = acc(&A, f.in[0], c); break;  /* complex -> real: acc's real part */
         case ND_OP_WHERE: r = rule_where(&A, &f, c); break;
         case ND_OP_REDUCE: r = rule_reduce(&A, i, &f, c); break;
-        case ND_OP_SCAN: r = rule_scan(&A, &f, c); break;
+        case ND_OP_SCAN: r = rule_scan(&A, i, &f, c); break;
         case ND_OP_VIEW: r = rule_view(&A, &f, c); break;
         case ND_OP_SETITEM: r = rule_setitem(&A, &f, c); break;
         case ND_OP_GATHER: r = rule_gather(&A, &f, c); break;
@@ -1759,15 +1896,17 @@ int nd_autodiff_init(void)
         {&F_eigvalsh, "linalg.eigvalsh"}, {&F_svd, "linalg.svd"}, {&F_qr, "linalg.qr"},
         {&F_eig, "linalg.eig"}, {&F_eigvals, "linalg.eigvals"}, {&F_inner, "inner"},
         {&F_multi_dot, "linalg.multi_dot"}, {&F_matrix_power, "linalg.matrix_power"},
+        {&F_median, "median"}, {&F_quantile, "quantile"}, {&F_percentile, "percentile"},
+        {&F_pinv, "linalg.pinv"}, {&F_convolve, "convolve"}, {&F_correlate, "correlate"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
-    static const char *ffts[12] = {"fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn",
+    static const char *ffts[ND_NFFT] = {"fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn",
                                    "fft.ifftn", "fft.rfft", "fft.rfft2", "fft.rfftn", "fft.irfft",
-                                   "fft.irfft2", "fft.irfftn"};
-    for (int k = 0; k < 12; k++)
+                                   "fft.irfft2", "fft.irfftn", "fft.hfft", "fft.ihfft"};
+    for (int k = 0; k < ND_NFFT; k++)
         if (!F_fft[k] && !(F_fft[k] = np_attr(np, ffts[k]))) { Py_DECREF(np); return -1; }
     Py_DECREF(np);
     if (!F_cumprod_vjp && !(F_cumprod_vjp = PyCFunction_New(&cumprod_vjp_def, NULL))) return -1;
-    return 0;
+    return nd_ad_kernels_init();
 }

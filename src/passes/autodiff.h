@@ -22,9 +22,20 @@
  *    there whatever the data; of a real matrix it runs outside the graph),
  *    eigenvalues and eigenvectors (torch's rule; distinct eigenvalues,
  *    losses invariant to the eigenvectors' phases);
- *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn and
- *    irfft/irfft2/irfftn, every norm=, with n/s that pad or crop the input
- *    (the transpose of zero-padding crops the cotangent, of a crop pads it);
+ *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn,
+ *    irfft/irfft2/irfftn and hfft/ihfft, every norm=, with n/s that pad or
+ *    crop the input (the transpose of zero-padding crops the cotangent, of
+ *    a crop pads it);
+ *  - median/quantile/percentile: each output's cotangent split between the
+ *    order statistics it interpolates by NumPy's weights (the continuous
+ *    methods, lower/higher/nearest/midpoint; the other discrete ones are
+ *    refused), a tie's share to the element the stable sort puts there;
+ *    maximum/minimum(.fmax/fmin).accumulate: to the last element equal to
+ *    the running extremum (torch's cummax/cummin);
+ *  - convolve/correlate (every mode) by correlations of the cotangent;
+ *    pinv of full-rank matrices (the rank must not change nearby);
+ *    norm ord=2/-2/'nuc' through svd's singular values (the shim traces
+ *    them so);
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
  *    zero derivative;
  *  - maximum/minimum (and so clip) give a tie half the cotangent each;

@@ -1,0 +1,214 @@
+/* autodiff_kernels.c -- numeric VJP kernels run as EXTERN nodes
+ * (autodiff_kernels.h). */
+#include "autodiff_kernels.h"
+#include <math.h>
+#include <string.h>
+
+PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp;
+
+/* x, y, c as C-contiguous float64 arrays of one shape; NULL on error */
+static int as_f64(PyObject *o, PyArrayObject **out)
+{
+    *out = (PyArrayObject *)PyArray_FROMANY(o, NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY);
+    return *out ? 0 : -1;
+}
+
+static PyObject *cumext_vjp_fn(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo, *co;
+    int axis;
+    if (!PyArg_ParseTuple(args, "OOOi", &xo, &yo, &co, &axis)) return NULL;
+    PyArrayObject *x = NULL, *y = NULL, *c = NULL, *g = NULL;
+    if (as_f64(xo, &x) < 0 || as_f64(yo, &y) < 0 || as_f64(co, &c) < 0) goto fail;
+    if (PyArray_SIZE(y) != PyArray_SIZE(x) || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 ||
+        axis >= PyArray_NDIM(x)) {
+        PyErr_SetString(PyExc_ValueError, "numdyn cumext_vjp: bad operands");
+        goto fail;
+    }
+    g = (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
+    if (!g) goto fail;
+    npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
+    for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
+    const double *X = PyArray_DATA(x), *Y = PyArray_DATA(y), *C = PyArray_DATA(c);
+    double *G = PyArray_DATA(g);
+    for (npy_intp o = 0; o < outer; o++)
+        for (npy_intp k = 0; k < inner; k++) {
+            npy_intp base = o * n * inner + k, w = 0;
+            for (npy_intp i = 0; i < n; i++) {
+                npy_intp at = base + i * inner;
+                /* a new running extremum (or a tie with it: the last wins),
+                 * or the first NaN, which every later y keeps */
+                if (i == 0 || X[at] == Y[at] ||
+                    (isnan(Y[at]) && !isnan(Y[at - inner])))
+                    w = i;
+                G[base + w * inner] += C[at];
+            }
+        }
+    Py_DECREF(x);
+    Py_DECREF(y);
+    Py_DECREF(c);
+    return (PyObject *)g;
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(c);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ quantiles */
+
+enum { Q_CONT, Q_LINEAR, Q_LOWER, Q_HIGHER, Q_NEAREST, Q_MIDPOINT };
+static const struct {
+    const char *name;
+    int kind;
+    double alpha, beta;  /* Q_CONT: NumPy's _compute_virtual_index */
+} methods[] = {
+    {"linear", Q_LINEAR, 1, 1},
+    {"lower", Q_LOWER, 0, 0},
+    {"higher", Q_HIGHER, 0, 0},
+    {"nearest", Q_NEAREST, 0, 0},
+    {"midpoint", Q_MIDPOINT, 0, 0},
+    {"weibull", Q_CONT, 0, 0},
+    {"hazen", Q_CONT, 0.5, 0.5},
+    {"median_unbiased", Q_CONT, 1.0 / 3, 1.0 / 3},
+    {"normal_unbiased", Q_CONT, 3.0 / 8, 3.0 / 8},
+    {"interpolated_inverted_cdf", Q_CONT, 0, 1},
+};
+
+static int method_index(const char *s)
+{
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++)
+        if (strcmp(methods[k].name, s) == 0) return (int)k;
+    return -1;
+}
+
+int nd_ad_quantile_method_known(const char *s) { return method_index(s) >= 0; }
+
+/* the two order statistics (lo, hi in [0, n)) output q interpolates and
+ * hi's weight, as NumPy's _quantile picks them */
+static void q_points(int m, npy_intp n, double q, npy_intp *lo, npy_intp *hi, double *gamma)
+{
+    double v;
+    switch (methods[m].kind) {
+    case Q_LOWER: v = floor((double)(n - 1) * q); *gamma = 0; break;
+    case Q_HIGHER: v = ceil((double)(n - 1) * q); *gamma = 0; break;
+    case Q_NEAREST: v = nearbyint((double)(n - 1) * q); *gamma = 0; break;  /* np.around: half to even */
+    case Q_MIDPOINT:
+        v = (double)(n - 1) * q;
+        *gamma = v == floor(v) ? 0 : 0.5;
+        break;
+    case Q_LINEAR: v = (double)(n - 1) * q; *gamma = v - floor(v); break;
+    default: {
+        double a = methods[m].alpha, b = methods[m].beta;
+        v = (double)n * q + (a + q * (1 - a - b)) - 1;
+        *gamma = v - floor(v);
+    }
+    }
+    double f = floor(v);
+    /* NumPy clamps both points to the ends (the weights then add to one
+     * element) */
+    if (!(v >= 0)) { *lo = *hi = 0; return; }
+    if (v >= (double)(n - 1)) { *lo = *hi = n - 1; return; }
+    *lo = (npy_intp)f;
+    *hi = *lo + 1 < n ? *lo + 1 : n - 1;
+}
+
+static PyObject *quantile_vjp_fn(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *co, *qo, *axo;
+    const char *meth;
+    if (!PyArg_ParseTuple(args, "OOOOs", &xo, &co, &qo, &axo, &meth)) return NULL;
+    int m = method_index(meth);
+    if (m < 0) return PyErr_Format(PyExc_ValueError, "numdyn quantile_vjp: method %s", meth);
+    PyArrayObject *x = NULL, *c = NULL, *q = NULL, *xr = NULL, *ord = NULL, *g = NULL;
+    PyObject *r = NULL;
+    if (as_f64(xo, &x) < 0 || as_f64(co, &c) < 0 || as_f64(qo, &q) < 0) goto done;
+    int nd = PyArray_NDIM(x);
+    char red[ND_MAXDIMS] = {0};
+    if (axo == Py_None) {
+        memset(red, 1, sizeof red);
+    } else {
+        PyObject *seq = PyLong_Check(axo) ? PyTuple_Pack(1, axo) : PySequence_Tuple(axo);
+        if (!seq) goto done;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(seq); k++) {
+            long a = PyLong_AsLong(PyTuple_GET_ITEM(seq, k));
+            if (a < 0) a += nd;
+            if (a < 0 || a >= nd) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "numdyn quantile_vjp: axis");
+                goto done;
+            }
+            red[a] = 1;
+        }
+        Py_DECREF(seq);
+    }
+    /* x's kept axes first, then the reduced ones: rows of n values */
+    npy_intp perm[ND_MAXDIMS], tshape[ND_MAXDIMS], K = 1, n = 1;
+    int p = 0;
+    for (int d = 0; d < nd; d++) if (!red[d]) { perm[p] = d; tshape[p++] = PyArray_DIM(x, d); K *= PyArray_DIM(x, d); }
+    for (int d = 0; d < nd; d++) if (red[d]) { perm[p] = d; tshape[p++] = PyArray_DIM(x, d); n *= PyArray_DIM(x, d); }
+    npy_intp Q = PyArray_SIZE(q);
+    if (PyArray_SIZE(c) != Q * K || n == 0) {
+        PyErr_SetString(PyExc_ValueError, "numdyn quantile_vjp: bad operands");
+        goto done;
+    }
+    PyArray_Dims pd = {perm, nd};
+    PyObject *xt = PyArray_Transpose(x, &pd);
+    PyObject *xc = xt ? PyArray_NewCopy((PyArrayObject *)xt, NPY_CORDER) : NULL;
+    Py_XDECREF(xt);
+    npy_intp d2[2] = {K, n};
+    PyArray_Dims rows = {d2, 2};
+    xr = xc ? (PyArrayObject *)PyArray_Newshape((PyArrayObject *)xc, &rows, NPY_CORDER) : NULL;
+    Py_XDECREF(xc);
+    if (!xr) goto done;
+    PyObject *o = PyArray_ArgSort(xr, 1, NPY_STABLESORT);
+    ord = o ? (PyArrayObject *)PyArray_FROMANY(o, NPY_INTP, 0, 0, NPY_ARRAY_CARRAY) : NULL;
+    Py_XDECREF(o);
+    if (!ord) goto done;
+    g = (PyArrayObject *)PyArray_ZEROS(2, d2, NPY_DOUBLE, 0);
+    if (!g) goto done;
+    const npy_intp *O = PyArray_DATA(ord);
+    const double *C = PyArray_DATA(c), *QV = PyArray_DATA(q);
+    double *G = PyArray_DATA(g);
+    for (npy_intp j = 0; j < Q; j++) {
+        npy_intp lo, hi;
+        double gm;
+        q_points(m, n, QV[j], &lo, &hi, &gm);
+        for (npy_intp k = 0; k < K; k++) {
+            double cv = C[j * K + k];
+            G[k * n + O[k * n + lo]] += cv * (1 - gm);
+            G[k * n + O[k * n + hi]] += cv * gm;
+        }
+    }
+    /* back to x's layout: the transposed shape, then the inverse permutation */
+    PyArray_Dims td = {tshape, nd};
+    PyObject *gt = PyArray_Newshape(g, &td, NPY_CORDER);
+    npy_intp inv[ND_MAXDIMS];
+    for (int d = 0; d < nd; d++) inv[perm[d]] = d;
+    PyArray_Dims id = {inv, nd};
+    PyObject *gx = gt ? PyArray_Transpose((PyArrayObject *)gt, &id) : NULL;
+    Py_XDECREF(gt);
+    r = gx ? PyArray_NewCopy((PyArrayObject *)gx, NPY_CORDER) : NULL;
+    Py_XDECREF(gx);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(c);
+    Py_XDECREF(q);
+    Py_XDECREF(xr);
+    Py_XDECREF(ord);
+    Py_XDECREF(g);
+    return r;
+}
+
+static PyMethodDef cumext_def = {"cumext_vjp", cumext_vjp_fn, METH_VARARGS,
+                                 "numdyn: the VJP of maximum/minimum.accumulate(x, axis)"};
+static PyMethodDef quantile_def = {"quantile_vjp", quantile_vjp_fn, METH_VARARGS,
+                                   "numdyn: the VJP of quantile(x, q, axis, method)"};
+
+int nd_ad_kernels_init(void)
+{
+    if (!nd_ad_cumext_vjp && !(nd_ad_cumext_vjp = PyCFunction_New(&cumext_def, NULL))) return -1;
+    if (!nd_ad_quantile_vjp && !(nd_ad_quantile_vjp = PyCFunction_New(&quantile_def, NULL))) return -1;
+    return 0;
+}
