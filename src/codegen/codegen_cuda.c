@@ -775,7 +775,15 @@ static int rewrite(const char *in, nd_sb *out)
                 if (depth) return -1;
             }
             if (q == x0) return -1;
-            nd_sb_printf(out, "%s(%.*s)", re ? "nd_re" : "nd_im", (int)(q - x0), x0);
+            /* X itself may hold __real__/__imag__ or ({ }): rewritten too */
+            nd_sb x;
+            nd_sb_init(&x);
+            nd_sb_printf(&x, "%.*s", (int)(q - x0), x0);
+            nd_sb_printf(out, "%s(", re ? "nd_re" : "nd_im");
+            int rc = x.oom ? -1 : rewrite(x.p, out);
+            nd_sb_free(&x);
+            if (rc < 0) return -1;
+            nd_sb_puts(out, ")");
             p = q;
             continue;
         }

@@ -848,6 +848,30 @@ static PyObject *py_fft_steps(PyObject *self, PyObject *args)
     return l;
 }
 
+/* _cuda_lib_run_node(graph, id, (views of the inputs), out view, stream):
+ * nd_cuda_lib_run on device pointers, inputs already in the dtypes
+ * nd_cuda_lib_dtypes gives (tests); waits for the stream */
+static PyObject *py_lib_run_node(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go, *ins, *oo, *so;
+    int id;
+    nd_graph *g;
+    if (!PyArg_ParseTuple(args, "OiOOO", &go, &id, &ins, &oo, &so) || graph_node(go, id, &g) < 0)
+        return NULL;
+    nd_cuda_view v[2], o;
+    nd_cuda_libenv env;
+    if (!PyTuple_Check(ins) || PyTuple_GET_SIZE(ins) != g->nodes[id].nextra ||
+        PyTuple_GET_SIZE(ins) > 2)
+        return PyErr_Format(PyExc_ValueError, "a tuple of the node's %d input views",
+                            g->nodes[id].nextra);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(ins); k++)
+        if (nd_cuda_lib_view_arg(PyTuple_GET_ITEM(ins, k), &v[k]) < 0) return NULL;
+    if (nd_cuda_lib_view_arg(oo, &o) < 0 || nd_cuda_lib_hook_env(so, &env) < 0) return NULL;
+    if (nd_cuda_lib_hook_done(&env, nd_cuda_lib_run(g, id, v, &o, &env)) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* _cuda_lib_accepts(graph, id, k, view) -> bool */
 static PyObject *py_lib_accepts(PyObject *self, PyObject *args)
 {
@@ -868,6 +892,7 @@ static PyMethodDef methods[] = {
     {"_cuda_lib_node", py_lib_node, METH_VARARGS, "(kind, input dtypes, output dtype) of a node"},
     {"_cuda_lib_accepts", py_lib_accepts, METH_VARARGS, "whether a library extern reads a view"},
     {"_cuda_fft_steps", py_fft_steps, METH_VARARGS, "the 1-d transforms of a numpy.fft node"},
+    {"_cuda_lib_run_node", py_lib_run_node, METH_VARARGS, "a library extern node on device pointers"},
     {"_cuda_lib_cast_source", py_cast_source, METH_VARARGS, "(name, CUDA C) of a cast kernel"},
     {NULL, NULL, 0, NULL},
 };
