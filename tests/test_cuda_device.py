@@ -357,6 +357,44 @@ def test_integer_division_by_zero_warns_as_numpy():
             same(fn(a, b), want)
 
 
+def test_float_conditions_warn_and_raise_as_numpy():
+    """a GPU has no floating-point flags: a non-finite result from finite
+    operands lets NumPy run the graph again, so its warnings are NumPy's"""
+    a = np.array([1.0, 0.0, 2.0, -3.0, 1000.0])
+    fn = numdyn.compile(lambda a: np.log(np.abs(a)) + 1.0 / a, backend="cuda")
+    with warnings.catch_warnings(record=True) as want_w:
+        warnings.simplefilter("always")
+        want = np.log(np.abs(a)) + 1.0 / a
+    with warnings.catch_warnings(record=True) as got_w:
+        warnings.simplefilter("always")
+        got = fn(a)
+    same(got, want)
+    assert [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            fn(a)
+    ov = numdyn.compile(lambda a: np.exp(a) * 2, backend="cuda")
+    with pytest.warns(RuntimeWarning, match="overflow encountered in exp"):
+        same(ov(a), np.exp(a) * 2)
+    with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            same(ov(a), np.exp(a) * 2)
+
+
+def test_nan_data_costs_no_rerun():
+    a = rand(1000, np.float64)
+    a[::3] = np.nan
+    a[1::7] = np.inf
+    fn = numdyn.compile(lambda a: a * 2 + 1, backend="cuda")
+    same(fn(a), a * 2 + 1)
+    before = ctr("errstate_reruns")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same(fn(a), a * 2 + 1)
+    assert ctr("errstate_reruns") == before
+
+
 def test_errstate_ignored_float_division():
     a = rand(100, np.float64)
     a[::7] = 0
