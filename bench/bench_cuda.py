@@ -278,6 +278,35 @@ def bench_row(name, np_fn, t_fn, args, bytes_moved=None, rtol=2e-3, atol=2e-3, t
         fns["numdyn"] = lambda: nd(*args)
     except Exception as e:  # noqa: BLE001 -- reported in the table
         row["why"]["numdyn"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    # numdyn on device arrays (no copies), where the runtime takes them:
+    # CuPy arrays to the compiled function, or torch CUDA tensors through
+    # wrap_numpy; the result must stay on the device
+    dev_why = []
+    for label, conv, call in (
+            ("CuPy arrays", to_cupy if cupy is not None else None,
+             lambda: numdyn.compile(np_fn, backend="cuda")),
+            ("torch CUDA tensors via wrap_numpy", to_torch if torch is not None else None,
+             lambda: numdyn.wrap_numpy(np_fn))):
+        if conv is None:
+            continue
+        try:
+            dargs = conv(args)
+            fn_d = call()
+            res = fn_d(*dargs)
+            first = res[0] if isinstance(res, (tuple, list)) else res
+            if not hasattr(first, "__cuda_array_interface__") and not (
+                    torch is not None and isinstance(first, torch.Tensor) and first.is_cuda):
+                raise TypeError(f"the result came back as {type(first).__name__}, not on the device")
+            check(name + " numdyn device", res, want, rtol, atol)
+            numdyn.utils.wait_compiles()
+            fns["numdyn (device)"] = (lambda f_=fn_d, a_=dargs: f_(*a_))
+            row["device_how"] = label
+            break
+        except Exception as e:  # noqa: BLE001
+            dev_why.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:100]}"
+                           if str(e) else f"{label}: {type(e).__name__}")
+    if "numdyn (device)" not in fns:
+        row["why"]["numdyn (device)"] = "; ".join(dev_why) or "no CuPy or torch"
     # CuPy
     if cupy is not None:
         try:
@@ -391,7 +420,7 @@ def run(quick=False, only=None):
         d = {"benchmark": r["benchmark"]}
         if "numpy (CPU)" in r:
             d["numpy"] = r["numpy (CPU)"]
-        for k in ("numdyn", "torch.compile", "cupy", "copies"):
+        for k in ("numdyn", "numdyn (device)", "torch.compile", "cupy", "copies"):
             if k in r:
                 d[k] = r[k]
         notes = ([r["note"]] if r.get("note") else []) + [f"{k}: {v}" for k, v in
@@ -440,23 +469,34 @@ def measure(quick=False, only=None):
     ]
     bw = None
     if not only or "copy" in only:
-        bw, per = copy_bandwidth(N * 4)
+        # 1 GiB: far past the L2 cache (50 MiB on an H100/H200), which a
+        # small copy would measure instead of the memory
+        bw, per = copy_bandwidth(1 << 30)
         if bw:
-            rows.append({"benchmark": f"device copy bandwidth ({N * 4 >> 20} MiB)",
+            rows.append({"benchmark": "device copy bandwidth (1024 MiB)",
                          "note": ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in per.items())})
+            print(f"device copy bandwidth (read + write): {bw / 1e9:.0f} GB/s "
+                  f"({rows[-1]['note']})", flush=True)
     for key, name, fn, tfn, args, nbytes in specs:
         if only and key not in only:
             continue
         rows.append(bench_row(name, fn, tfn, args, nbytes))
-        print(f"  done: {name}", file=sys.stderr, flush=True)
+        _progress(rows[-1], bw)
     if not only or "mlp" in only:
         rows.append(mlp_row(quick))
+        _progress(rows[-1], bw)
     return rows, bw
 
 
+def _progress(row, bw):
+    # each row as soon as it is measured (a run cut short keeps its rows)
+    print("row: " + table([row], bw).splitlines()[1], flush=True)
+
+
 def table(rows, bw, markdown=False):
-    cols = ["numdyn", "torch.compile", "cupy", "copies", "numpy (CPU)"]
-    head = ["benchmark"] + cols + ["numdyn % copy BW", "cupy % copy BW", "torch % copy BW", "note"]
+    cols = ["numdyn", "numdyn (device)", "torch.compile", "cupy", "copies", "numpy (CPU)"]
+    head = ["benchmark"] + cols + ["numdyn (device) % copy BW", "cupy % copy BW",
+                                   "torch % copy BW", "note"]
     lines = []
     for r in rows:
         line = [r["benchmark"]]
@@ -467,12 +507,14 @@ def table(rows, bw, markdown=False):
                 line.append("not run")
             else:
                 line.append("-")
-        for c in ("numdyn", "cupy", "torch.compile"):
+        for c in ("numdyn (device)", "cupy", "torch.compile"):
             if bw and r.get("bytes") and r.get(c):
                 line.append(f"{100 * r['bytes'] / r[c] / bw:.0f}%")
             else:
                 line.append("-")
         notes = [f"{k}: {v}" for k, v in r.get("why", {}).items()]
+        if r.get("device_how"):
+            notes.insert(0, f"numdyn (device): {r['device_how']}")
         if r.get("note"):
             notes.insert(0, r["note"])
         line.append("; ".join(notes))
@@ -494,20 +536,19 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     o = ap.parse_args()
     only = set(o.only.split(",")) if o.only else None
-    res = measure(o.quick, only)
-    if not res:
-        return
-    rows, bw = res
     if numdyn.cuda.is_available():
         p = numdyn.cuda.get_device_properties(0)
         print(f"device: {p.name} ({p.arch}, {p.multi_processor_count} SMs, "
               f"{p.total_memory >> 30} GiB); driver {numdyn.cuda.driver_version()}; "
               f"numpy {np.__version__}; cupy {getattr(cupy, '__version__', '-')}; "
-              f"torch {getattr(torch, '__version__', '-')}")
-    if bw:
-        print(f"device copy bandwidth (read + write): {bw / 1e9:.0f} GB/s")
+              f"torch {getattr(torch, '__version__', '-')}", flush=True)
     print("numdyn: ndarrays in/out (its time includes the copies; 'copies' is CuPy's time "
-          "for those copies alone); cupy / torch.compile: device arrays")
+          "for those copies alone); numdyn (device), cupy, torch.compile: device arrays",
+          flush=True)
+    res = measure(o.quick, only)
+    if not res:
+        return
+    rows, bw = res
     print(table(rows, bw, o.markdown))
 
 

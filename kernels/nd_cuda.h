@@ -115,6 +115,10 @@ ND_M1(cosh) ND_M1(tanh) ND_M1(asinh) ND_M1(acosh) ND_M1(atanh) ND_M1(cbrt)
 ND_M2(pow) ND_M2(atan2) ND_M2(hypot)
 #undef ND_M1
 #undef ND_M2
+/* the emitter writes copysign(0, x): an int first argument is ambiguous
+ * between CUDA's float and double overloads */
+ND_FN double copysign(int a, double b) { return copysign((double)a, b); }
+ND_FN float copysign(int a, float b) { return copysignf((float)a, b); }
 #define __builtin_fabs fabs
 
 /* --------------------------------------------------- float helpers */

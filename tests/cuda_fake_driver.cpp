@@ -146,6 +146,7 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *)
 static int stream_token;
 EXPORT CUresult cuStreamCreate(void **s, unsigned) { *s = &stream_token; return 0; }
 EXPORT CUresult cuStreamSynchronize(void *) { return 0; }
+EXPORT CUresult cuCtxSynchronize(void) { return 0; }
 static const char *const names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_MEMORY"};
 EXPORT CUresult cuGetErrorString(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "fake error"; return 0; }
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "CUDA_ERROR_UNKNOWN"; return 0; }

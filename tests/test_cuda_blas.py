@@ -24,9 +24,17 @@ import numdyn
 from numdyn import _C, _cuda_libs
 
 import cuda_lib_cases as cases
-from cuda_lib_cases import LAYOUTS, layout
+from cuda_lib_cases import FFT_CALLS, LAYOUTS, layout
 
 RNG = np.random.default_rng(20261126)
+
+
+def _nvrtc_here():
+    try:
+        numdyn.cuda.nvrtc_version()
+        return True
+    except numdyn.cuda.CudaError:
+        return False
 
 
 # ------------------------------------------------------------- lookup
@@ -248,10 +256,11 @@ def test_gemm_plan_refuses():
     b = np.ones((4, 2))
     o = np.empty((3, 2))
     assert _C._cuda_gemm_plan(False, view(a, a), view(b, b), view(o, o)) is None
-    # integer / mixed dtypes are not gemms
+    # mixed dtypes are not one gemm (the caller casts first)
     ai = np.ones((2, 2), np.int64)
-    with pytest.raises(NotImplementedError, match="float16/32/64"):
-        _C._cuda_gemm_plan(False, view(ai, ai), view(ai, ai), view(ai, ai))
+    with pytest.raises(NotImplementedError, match="operands of the output's dtype"):
+        _C._cuda_gemm_plan(False, view(ai, ai), view(ai, ai), view(np.ones((2, 2)), None))
+    assert _C._cuda_gemm_plan(False, view(ai, ai), view(ai, ai), view(ai, ai))["dtype"] == ai.dtype.num
     a32 = np.ones((2, 2), np.float32)
     with pytest.raises(NotImplementedError):
         _C._cuda_gemm_plan(False, view(a32, a32), view(b, b), view(o, o))
@@ -286,7 +295,8 @@ def run_fft_plan(p, kind, x, axis):
     n, lo = p["n"], p["len_out"]
     pts = n // 2 + 1 if kind == "irfft" else n
     odt = np.float64 if kind == "irfft" else np.complex128
-    out = np.zeros(outer * lo * inner, odt)
+    lo_mem = p["opad_len"] if p["opad"] else lo   # rows of the memory written
+    out = np.zeros(outer * lo_mem * inner, odt)
     for i in range(p["nloop"]):
         for q in range(p["batch"]):
             xi = src[i * p["loop_in"] + q * p["idist"] + np.arange(pts) * p["istride"]]
@@ -299,7 +309,7 @@ def run_fft_plan(p, kind, x, axis):
             else:
                 y = np.fft.irfft(xi, n) * n
             out[i * p["loop_out"] + q * p["odist"] + np.arange(lo) * p["ostride"]] = y
-    out *= p["scale"]
+    out = out.reshape(outer, lo_mem, inner)[:, :lo] * p["scale"]
     shape = list(x.shape)
     shape[axis] = lo
     return out.reshape(shape)
@@ -322,6 +332,22 @@ def test_fft_plan_random(kind):
         got = run_fft_plan(p, kind, x, axis)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12,
                                    err_msg=f"{kind} {shape} n={n} axis={axis} {norm}: {p}")
+
+
+def test_fft_plan_real_blocks_aligned():
+    """cuFFT wants a real array at an address aligned to its complex type
+    (GPU run 1: CUFFT_INVALID_VALUE for rfft/irfft along a middle axis):
+    every exec's real block starts at an even element offset (the
+    transforms inside one plan are cuFFT's to place)."""
+    for kind in (2, 3):
+        for shape in [(3, 10, 5), (3, 7, 5), (5, 9, 3), (2, 7, 30), (30, 7, 3), (4, 3, 1)]:
+            for n in [1, 2, 3, 5, 7, 16, 23]:
+                p = _C._cuda_fft_plan(kind, n, 1, 0, 12, shape)
+                if kind == 2:
+                    real_offsets = [i * p["loop_in"] for i in range(p["nloop"])]
+                else:
+                    real_offsets = [i * p["loop_out"] for i in range(p["nloop"])]
+                assert all(o % 2 == 0 for o in real_offsets) or p["nloop"] == 1, (kind, shape, n, p)
 
 
 def test_fft_plan_layouts():
@@ -404,13 +430,25 @@ def test_nodes_matmul_dtypes():
     assert names(r[0][2]) == ("complex64", "complex64")
 
 
-def test_nodes_integer_matmul_not_implemented():
+def test_nodes_integer_matmul_dtypes():
+    # integer and bool matmul: numdyn's own kernel in the result's dtype
     a = np.ones((3, 3), np.int64)
-    with pytest.raises(NotImplementedError, match="matmul of int64 arrays on the GPU"):
-        nodes_of(lambda x: x @ x, a)
-    b = np.ones((3, 3), bool)
-    with pytest.raises(NotImplementedError, match="bool"):
-        nodes_of(lambda x: x @ x, b)
+    r = nodes_of(lambda x, y: (x @ x, y @ y, np.dot(x.astype(np.int8), y)), a, a.astype(bool))
+    got = [(k, names(i), name(o)) for _, k, i, o in r]
+    assert got == [("matmul", ("int64", "int64"), "int64"), ("matmul", ("bool", "bool"), "bool"),
+                   ("dot", ("int8", "int8"), "int8")]
+
+
+@pytest.mark.skipif(not _nvrtc_here(), reason="NVRTC is not installed")
+def test_integer_gemm_kernels_compile():
+    texts = []
+    for d in ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]:
+        nm, text = _C._cuda_igemm_source(np.dtype(d).num)
+        assert nm in text
+        texts.append(text)
+    with pytest.raises(NotImplementedError):
+        _C._cuda_igemm_source(np.dtype("float32").num)
+    assert _C._cuda_compile(_C._cuda_prelude() + "\n" + "\n".join(texts), "sm_90")[1] > 0
 
 
 def test_nodes_fft_dtypes():
@@ -428,8 +466,40 @@ def test_nodes_fft_dtypes():
 
 def test_nodes_not_library_externs():
     x = np.ones((4, 4))
-    r = nodes_of(lambda a: (np.sort(a), np.fft.fft2(a), np.fft.hfft(a)), x)
-    assert [k for _, k, _, _ in r] == ["none", "none", "none"]
+    r = nodes_of(lambda a: (np.sort(a), np.fft.fft2(a)), x)
+    assert [k for _, k, _, _ in r] == ["none", "fft"]
+
+
+def _extern_ids(g):
+    return [int(line.split()[0][1:]) for line in str(g).splitlines() if " = extern " in line]
+
+
+
+
+@pytest.mark.parametrize("label,fn", FFT_CALLS, ids=[c[0] for c in FFT_CALLS])
+def test_fft_steps_replay_numpy(label, fn):
+    """The 1-d transforms the GPU makes of an n-d / Hermitian numpy.fft call,
+    run here with NumPy's 1-d functions, give NumPy's n-d result."""
+    x = cases.rand(RNG, (3, 5, 6), "complex128")
+    g = numdyn.cuda._graphs_of(fn, (x,), {})[0]
+    (nid,) = _extern_ids(g)
+    steps = _C._cuda_fft_steps(g, nid)
+    assert steps, label
+    want = fn(x)
+    a = x.real if label.startswith(("ihfft", "rfft")) else x
+    one = {0: np.fft.fft, 1: np.fft.ifft, 2: np.fft.rfft, 3: np.fft.irfft}
+    norms = {0: "backward", 1: "ortho", 2: "forward"}
+    for kind, n, axis, norm, conj_in, conj_out in steps:
+        if conj_in:
+            a = np.conjugate(a)
+        a = one[kind](a, n=n, axis=axis, norm=norms[norm])
+        if conj_out:
+            a = np.conjugate(a)
+    assert a.shape == want.shape and a.dtype == want.dtype
+    np.testing.assert_allclose(a, want, rtol=1e-12, atol=1e-12)
+    kind, ins, od = _C._cuda_lib_node(g, nid)
+    assert kind == "fft"
+    assert name(od) == ("float64" if want.dtype.kind == "f" else "complex128")
 
 
 def test_accepts_layouts():
@@ -455,15 +525,7 @@ def test_accepts_layouts():
 
 # ------------------------------------------------------ device casts
 
-def _nvrtc():
-    try:
-        numdyn.cuda.nvrtc_version()
-        return True
-    except numdyn.cuda.CudaError:
-        return False
-
-
-@pytest.mark.skipif(not _nvrtc(), reason="NVRTC is not installed")
+@pytest.mark.skipif(not _nvrtc_here(), reason="NVRTC is not installed")
 def test_cast_kernels_compile():
     """The kernels that bring an extern's operands to its loop dtype (int64 @
     float32 -> a float64 gemm, fft of float64 -> complex128, irfft of

@@ -357,6 +357,44 @@ def test_integer_division_by_zero_warns_as_numpy():
             same(fn(a, b), want)
 
 
+def test_float_conditions_warn_and_raise_as_numpy():
+    """a GPU has no floating-point flags: a non-finite result from finite
+    operands lets NumPy run the graph again, so its warnings are NumPy's"""
+    a = np.array([1.0, 0.0, 2.0, -3.0, 1000.0])
+    fn = numdyn.compile(lambda a: np.log(np.abs(a)) + 1.0 / a, backend="cuda")
+    with warnings.catch_warnings(record=True) as want_w:
+        warnings.simplefilter("always")
+        want = np.log(np.abs(a)) + 1.0 / a
+    with warnings.catch_warnings(record=True) as got_w:
+        warnings.simplefilter("always")
+        got = fn(a)
+    same(got, want)
+    assert [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            fn(a)
+    ov = numdyn.compile(lambda a: np.exp(a) * 2, backend="cuda")
+    with pytest.warns(RuntimeWarning, match="overflow encountered in exp"):
+        same(ov(a), np.exp(a) * 2)
+    with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            same(ov(a), np.exp(a) * 2)
+
+
+def test_nan_data_costs_no_rerun():
+    a = rand(1000, np.float64)
+    a[::3] = np.nan
+    a[1::7] = np.inf
+    fn = numdyn.compile(lambda a: a * 2 + 1, backend="cuda")
+    same(fn(a), a * 2 + 1)
+    before = ctr("errstate_reruns")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same(fn(a), a * 2 + 1)
+    assert ctr("errstate_reruns") == before
+
+
 def test_errstate_ignored_float_division():
     a = rand(100, np.float64)
     a[::7] = 0
@@ -449,3 +487,84 @@ def test_cubins_come_from_the_disk_cache_in_a_new_process(tmp_path):
     first = [int(x) for x in runs[0].stdout.split()]
     second = [int(x) for x in runs[1].stdout.split()]
     assert first[0] >= 1 and second == [0, first[0]]
+
+
+# ------------------------------------------------------------ device-resident calls
+
+def _no_transfers(fn, *args):
+    """fn(*args) moves no array bytes between host and device"""
+    h, d = ctr("cuda_h2d_bytes"), ctr("cuda_d2h_bytes")
+    out = fn(*args)
+    assert (ctr("cuda_h2d_bytes"), ctr("cuda_d2h_bytes")) == (h, d)
+    return out
+
+
+def test_on_device_reads_and_leaves_arrays_on_the_gpu():
+    up = numdyn.cuda.on_device(lambda a: a + 0)
+    x, y = rand(5000, np.float64), rand(5000, np.float64)
+    dx, dy = up(x), up(y)
+    assert isinstance(dx, numdyn.cuda.DeviceBuffer) and dx.shape == (5000,)
+    assert dx.__cuda_array_interface__["version"] == 3
+    f = numdyn.cuda.on_device(lambda a, b: (np.sin(a) * b + 1, (a * b).sum(), a.max()))
+    want = (np.sin(x) * y + 1, (x * y).sum(), x.max())
+    for g, w in zip(f(dx, dy), want):
+        np.testing.assert_allclose(g.get(), w, rtol=1e-12)
+    got = _no_transfers(f, dx, dy)  # warm: the device memory is read in place
+    np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-12)
+    t = numdyn.cuda.on_device(lambda a: np.cumsum(a.reshape(50, 100), axis=1).T)(dx)
+    np.testing.assert_allclose(t.get(), np.cumsum(x.reshape(50, 100), axis=1).T, rtol=1e-12)
+
+
+def test_on_device_refuses_breaks_and_writes():
+    dx = numdyn.cuda.on_device(lambda a: a + 0)(rand(100, np.float64))
+    with pytest.raises(numdyn.GraphBreakError):
+        numdyn.cuda.on_device(lambda a: a if a.sum() > 0 else -a)(dx)
+
+    def writes(a):
+        a[0] = 5
+        return a * 2
+    with pytest.raises(NotImplementedError, match="writes into an argument"):
+        numdyn.cuda.on_device(writes)(dx)
+
+
+def test_on_device_memory_is_released():
+    numdyn.cuda.synchronize()
+    base = numdyn.cuda.memory_stats()["allocated_bytes"]
+    f = numdyn.cuda.on_device(lambda a: np.sin(a) * 2)
+    r = f(numdyn.cuda.on_device(lambda a: a + 0)(rand(20000, np.float64)))
+    assert numdyn.cuda.memory_stats()["allocated_bytes"] > base
+    del r
+    assert numdyn.cuda.memory_stats()["allocated_bytes"] == base
+
+
+def test_on_device_with_cupy():
+    cp = pytest.importorskip("cupy")
+    if EMULATED:
+        pytest.skip("CuPy needs a real GPU")
+    x = cp.asarray(rand((256, 1000), np.float32))
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    f = numdyn.cuda.on_device(softmax)
+    got = f(x)
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
+    np.testing.assert_allclose(cp.asnumpy(got), softmax(cp.asnumpy(x)), rtol=2e-5, atol=1e-7)
+    got = _no_transfers(f, x)
+    np.testing.assert_allclose(cp.asnumpy(got), softmax(cp.asnumpy(x)), rtol=2e-5, atol=1e-7)
+
+
+def test_on_device_with_torch():
+    torch = pytest.importorskip("torch")
+    if EMULATED or not torch.cuda.is_available():
+        pytest.skip("torch CUDA needs a real GPU")
+    a = torch.randn(1000, 300, device="cuda", dtype=torch.float64)
+    b = torch.randn(300, device="cuda", dtype=torch.float64)
+    f = numdyn.cuda.on_device(lambda a, b: np.tanh(a * b + 1).sum(axis=0))
+    got = f(a, b)
+    assert isinstance(got, torch.Tensor) and got.is_cuda and got.dtype == torch.float64
+    want = np.tanh(a.cpu().numpy() * b.cpu().numpy() + 1).sum(axis=0)
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-11)
+    got = _no_transfers(f, a, b)
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-11)

@@ -20,7 +20,7 @@ import numdyn.cuda
 from numdyn import _C
 
 import cuda_lib_cases as cases
-from cuda_lib_cases import LAYOUTS, layout
+from cuda_lib_cases import FFT_CALLS, LAYOUTS, layout
 
 pytestmark = pytest.mark.skipif(not numdyn.cuda.is_available(),
                                 reason="no CUDA device: " + str(numdyn.cuda.unavailable_reason()))
@@ -287,8 +287,15 @@ def test_device_context_runs_on_gpu():
 
 # ------------------------------------ the backend hands externs to cuBLAS/cuFFT
 
-def _host_steps():
-    return numdyn.utils.counters["cuda_host_steps"]
+
+def _run_on_gpu(f, *args):
+    """f compiled for the cuda backend, called through numdyn.explain: (its
+    result, how many externs a GPU library computed, the extern steps the
+    host ran -- with the backend's reason)."""
+    ex = numdyn.explain(numdyn.compile(f, backend="cuda"))(*args)
+    dev = [e for e in ex.gpu if e.get("event") == "device_extern"]
+    host = [e for e in ex.gpu if e.get("event") == "host_step" and e.get("op") == "extern"]
+    return ex.result, len(dev), host
 
 
 @pytest.mark.parametrize("da,db", [("float32", "float32"), ("float32", "float64"),
@@ -304,22 +311,46 @@ def test_backend_matmul_on_device(da, db):
     b = (rand((40, 24), "float64") * 2).astype(db)
     c = (rand((24, 40), "float64") * 2).astype(db)
     want = f(a, b, c)
-    before = _host_steps()
-    got = numdyn.compile(f, backend="cuda")(a, b, c)
-    assert _host_steps() == before, "a matmul ran on the host"
-    for g_, w, (x, y) in zip(got, want, [(a, b), (a, c.T), (a.T, a)]):
+    got, on_dev, host = _run_on_gpu(f, a, b, c)
+    assert on_dev == 3 and not host, (on_dev, host)
+    for g_, w, (x, y) in zip(got, want, [(a, b), (a, c.T), (a.T[:2], a)]):
         assert g_.dtype == w.dtype and g_.shape == w.shape
         ok, detail = close_prod(g_, x, y, w, w.dtype.name)
         assert ok, (da, db, detail)
 
 
-def test_backend_integer_matmul_runs_on_host_counted():
+@pytest.mark.parametrize("da,db", [("int64", "int64"), ("int8", "int8"), ("uint8", "int16"),
+                                   ("bool", "bool"), ("bool", "int32"), ("uint64", "uint64")])
+def test_backend_integer_matmul_on_device(da, db):
+    # numdyn's integer gemm kernel: NumPy's wraparound, bool's OR of ANDs
     _cuda_backend()
-    a = RNG.integers(-1000, 1000, (8, 8))
-    before = _host_steps()
-    got = numdyn.compile(lambda x: x @ x, backend="cuda")(a)
-    np.testing.assert_array_equal(got, a @ a)
-    assert _host_steps() > before
+
+    def f(a, b):
+        return a @ b, np.dot(a.T, b.T), np.stack([a, a]) @ b
+
+    a = RNG.integers(-100, 100, (33, 20)).astype(da)
+    b = RNG.integers(-100, 100, (20, 33)).astype(db)
+    want = f(a, b)
+    got, on_dev, host = _run_on_gpu(f, a, b)
+    assert on_dev == 3 and not host, (on_dev, host)
+    for g_, w in zip(got, want):
+        assert g_.dtype == w.dtype and g_.shape == w.shape
+        np.testing.assert_array_equal(g_, w)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint32", "bool"])
+def test_integer_matmul_kernel(dev, dtype):
+    for a_shape, b_shape in SHAPES:
+        a0 = RNG.integers(-50, 50, a_shape).astype(dtype)
+        b0 = RNG.integers(-50, 50, b_shape).astype(dtype)
+        want = np.matmul(a0, b0)
+        for la, lb in [("C", "C"), ("T", "F"), ("step", "rowstep")]:
+            a, b = layout(a0, la), layout(b0, lb)
+            d, ov = dev.empty(want.shape, dtype)
+            if _C._cuda_lib_matmul(False, dev.upload(a), dev.upload(b), ov, dev.stream()) == 1:
+                continue
+            np.testing.assert_array_equal(dev.download(d, want.shape, dtype), want,
+                                          err_msg=f"{dtype} {a_shape} {la} @ {b_shape} {lb}")
 
 
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64", "complex64", "int16"])
@@ -335,11 +366,26 @@ def test_backend_fft_on_device(dt):
 
     x = (rand((6, 10), "complex128" if dt.startswith("complex") else "float64") * 3).astype(dt)
     want = f(x)
-    before = _host_steps()
-    got = numdyn.compile(f, backend="cuda")(x)
-    assert _host_steps() == before, "a transform ran on the host"
+    got, on_dev, host = _run_on_gpu(f, x)
+    assert on_dev == len(want) and not host, (on_dev, host)
     for g_, w in zip(got, want):
         assert g_.dtype == w.dtype and g_.shape == w.shape, (dt, g_.dtype, w.dtype)
         eps = np.finfo(w.dtype).eps
         scale = max(1.0, float(np.abs(w).max()))
         assert float(np.abs(g_ - w).max()) <= 64 * eps * scale, (dt, float(np.abs(g_ - w).max()))
+
+
+@pytest.mark.parametrize("dt", ["complex128", "complex64", "float16"])
+@pytest.mark.parametrize("label,fn", FFT_CALLS, ids=[c[0] for c in FFT_CALLS])
+def test_backend_fft_nd_on_device(label, fn, dt):
+    # n-d and Hermitian transforms: cuFFT 1-d transforms one after another
+    _cuda_backend()
+    x = cases.rand(RNG, (3, 5, 6), "complex128") * 2
+    x = x.astype(dt) if dt.startswith("complex") else x.real.astype(dt)
+    want = fn(x)
+    got, on_dev, host = _run_on_gpu(fn, x)
+    assert on_dev == 1 and not host, (on_dev, host)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    eps = np.finfo(want.dtype).eps
+    scale = max(1.0, float(np.abs(want).max()))
+    assert float(np.abs(got - want).max()) <= 64 * eps * scale, float(np.abs(got - want).max())

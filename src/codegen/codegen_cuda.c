@@ -177,6 +177,67 @@ static int prologue(cctx *c)
 }
 
 /* --------------------------------------------------------- pointwise */
+static int is_float(int t);
+
+/* "isfinite(x)" of a value of dtype t into sb ("1" for non-float types) */
+static void finite_of(nd_sb *sb, int t, const char *x)
+{
+    if (nd_cg_is_complex(t)) nd_sb_printf(sb, "(isfinite(nd_re(%s)) && isfinite(nd_im(%s)))", x, x);
+    else if (is_float(t)) nd_sb_printf(sb, "isfinite(%s)", x);
+    else nd_sb_puts(sb, "1");
+}
+
+/* A GPU has no floating-point status flags. NumPy warns (or raises) when
+ * an operation divides by zero, overflows or is invalid; in a pointwise
+ * chain such an operation makes a non-finite value from finite ones. So
+ * an element whose operands are all finite and whose float result is not
+ * reports the three conditions as possible, and the runtime lets NumPy run
+ * the graph again when its error state acts on any (runtime_native.c):
+ * NumPy then warns exactly as it would, and the results are NumPy's. Data
+ * that holds NaN or inf already costs nothing. (Not seen: a non-finite
+ * intermediate whose result is finite again, conditions inside
+ * reductions.) */
+static void flag_nonfinite(cctx *c)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int any = 0;
+    for (int o = k->nin; o < k->nin + k->nout; o++) {
+        int t = c->g->nodes[k->oval[o - k->nin]].dtype;
+        any |= is_float(t) || nd_cg_is_complex(t);
+    }
+    if (!any) return;
+    nd_sb_puts(sb, "if ((1");
+    for (int o = 0; o < k->nin; o++) {
+        const nd_kop *op = &k->ops[o];
+        if (op->frame >= 0) continue;
+        const nd_node *vn = &c->g->nodes[op->via];
+        int t = op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) ? vn->dtype : op->dtype;
+        char x[24];
+        snprintf(x, sizeof x, "v%d", (int)op->via);
+        if (!is_float(t) && !nd_cg_is_complex(t)) continue;
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, t, x);
+    }
+    for (int j = 0; j < k->nscal; j++) {
+        int t = c->g->nodes[k->scal[j]].dtype;
+        char x[24];
+        snprintf(x, sizeof x, "v%d", (int)k->scal[j]);
+        if (!is_float(t) && !nd_cg_is_complex(t)) continue;
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, t, x);
+    }
+    nd_sb_puts(sb, ") && !(1");
+    for (int o = k->nin; o < k->nin + k->nout; o++) {
+        nd_id v = k->oval[o - k->nin];
+        char x[24];
+        snprintf(x, sizeof x, "v%d", (int)v);
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, c->g->nodes[v].dtype, x);
+    }
+    nd_sb_puts(sb, ")) nd_err |= ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | ND_ERR_FPE_INVALID;\n");
+}
+
 static int gen_pointwise(cctx *c)
 {
     const nd_kernel *k = c->k;
@@ -186,6 +247,7 @@ static int gen_pointwise(cctx *c)
     nd_sb_puts(c->sb, "for (int64_t t_ = tid_; t_ < tot_; t_ += nthr_) {\n");
     bind_dims(c, all, "t_");
     if (body(c, NULL) < 0) return -1;
+    flag_nonfinite(c);
     for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
     nd_sb_puts(c->sb, "}\n");
     return 0;
@@ -775,7 +837,15 @@ static int rewrite(const char *in, nd_sb *out)
                 if (depth) return -1;
             }
             if (q == x0) return -1;
-            nd_sb_printf(out, "%s(%.*s)", re ? "nd_re" : "nd_im", (int)(q - x0), x0);
+            /* X itself may hold __real__/__imag__ or ({ }): rewritten too */
+            nd_sb x;
+            nd_sb_init(&x);
+            nd_sb_printf(&x, "%.*s", (int)(q - x0), x0);
+            nd_sb_printf(out, "%s(", re ? "nd_re" : "nd_im");
+            int rc = x.oom ? -1 : rewrite(x.p, out);
+            nd_sb_free(&x);
+            if (rc < 0) return -1;
+            nd_sb_puts(out, ")");
             p = q;
             continue;
         }

@@ -357,7 +357,13 @@ static int gen_pointwise(kctx *c)
         if (k->ops[o].inner != 1) stream = 0;
         obytes += (size_t)nd_cg_elsize(k->ops[o].dtype);
     }
-    if (stream)
+    /* ... and only rows of a tile or more: a shorter row would end in a
+     * partial non-temporal line and an sfence per row (rows of 8 float64
+     * under the OpenMP team: 20x slower than plain stores) */
+    if (stream && R >= 2)
+        nd_sb_printf(sb, "const int nd_stream_ = (double)tot_ * %zu >= ND_STREAM_BYTES && n%d >= ND_TILE;\n",
+                     obytes, R - 1);
+    else if (stream)
         nd_sb_printf(sb, "const int nd_stream_ = (double)tot_ * %zu >= ND_STREAM_BYTES;\n", obytes);
     if (R >= 2) row_tasks(c, outer);
     else task_loop(c, outer, R - 1, 4096, k->cost, 1);
@@ -758,13 +764,22 @@ static int emit_short(kctx *c, nd_id rid, const char *jv)
     snprintf(x, sizeof x, "S%d", f);
     nd_sb_printf(sb, "%s %s;\n", AT, sa);
     if (arg) nd_sb_printf(sb, "int64_t %s = 0;\n", si);
+    /* a float sum of 8 or more: NumPy's pairwise order for a row (8
+     * accumulators over the multiples of 8, their tree, then the rest in
+     * turn), the same bits as NumPy's x.sum(-1) of C rows and independent
+     * chains for the CPU */
+    int pw = r.kind == RK_CASCADE && !nd_cg_is_complex(r.acc) && tot >= 8, pwend = tot - tot % 8;
+    if (pw) nd_sb_printf(sb, "%s pw%d_[8];\n", AT, f);
     c->fr = f;
     for (int e = 0; e < tot; e++) {
         for (int t = ns - 1, rem = e; t >= 0; t--) { c->fe[t] = rem % ext[t]; rem /= ext[t]; }
         nd_sb_puts(sb, "{\n");
         if (body(c, jv, NULL) < 0) { c->fr = -1; return -1; }
         acc_value(c, &r, rn->in[0], "cv_");
-        if (e == 0) nd_sb_printf(sb, "%s = (%s)cv_;\n", sa, AT);
+        if (pw && e < 8) nd_sb_printf(sb, "pw%d_[%d] = (%s)cv_;\n", f, e, AT);
+        else if (pw && e < pwend) nd_sb_printf(sb, "pw%d_[%d] += cv_;\n", f, e % 8);
+        else if (pw) red_update(sb, &r, sa, "cv_");
+        else if (e == 0) nd_sb_printf(sb, "%s = (%s)cv_;\n", sa, AT);
         else if (arg) {
             const char *cmp = r.uf == ND_RED_ARGMAX ? ">" : "<";
             if (is_cls_float(r.acc))
@@ -774,6 +789,9 @@ static int emit_short(kctx *c, nd_id rid, const char *jv)
                 nd_sb_printf(sb, "if (cv_ %s %s) { %s = cv_; %s = %d; }\n", cmp, sa, sa, si, e);
         } else red_update(sb, &r, sa, "cv_");
         nd_sb_puts(sb, "}\n");
+        if (pw && e == pwend - 1)
+            nd_sb_printf(sb, "%s = ((pw%d_[0] + pw%d_[1]) + (pw%d_[2] + pw%d_[3])) + "
+                         "((pw%d_[4] + pw%d_[5]) + (pw%d_[6] + pw%d_[7]));\n", sa, f, f, f, f, f, f, f, f);
     }
     c->fr = -1;
     for (int t = 0; t < ND_MAXFS; t++) c->fe[t] = 0;

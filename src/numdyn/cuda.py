@@ -35,7 +35,7 @@ CudaError.__module__ = "numdyn"
 __all__ = ["CudaError", "is_available", "device_count", "driver_version", "nvrtc_version",
            "nvrtc_path", "source", "compile_check", "unavailable_reason", "device",
            "get_device_properties", "memory_stats", "empty_cache", "synchronize",
-           "current_device", "set_device", "mem_get_info"]
+           "current_device", "set_device", "mem_get_info", "on_device", "DeviceBuffer"]
 
 
 def _nvrtc_candidates():
@@ -250,3 +250,235 @@ class device:
 # cuBLAS/cuFFT, the GPU forms of matmul/dot and numpy.fft's 1-d transforms
 # (numdyn/_cuda_libs.py says where they are looked for)
 from ._cuda_libs import cublas_version, cufft_version  # noqa: E402,F401
+
+
+# ------------------------------------------------- device-resident calls
+DeviceBuffer = _C.CudaDeviceBuffer
+
+
+def _cai(a):
+    """a's __cuda_array_interface__, or None (a host array, a CPU tensor)"""
+    if isinstance(a, (int, float, complex, bool, str, bytes)) or a is None:
+        return None
+    try:
+        return a.__cuda_array_interface__
+    except Exception:  # AttributeError, torch's RuntimeError for CPU tensors
+        return None
+
+
+def _dense(cai):
+    """(dtype, byte strides, order) of a dense CUDA array, or None"""
+    import numpy as np
+    dt = np.dtype(cai["typestr"])
+    shape = tuple(cai["shape"])
+    cs, fs = [0] * len(shape), [0] * len(shape)
+    acc = dt.itemsize
+    for k in range(len(shape) - 1, -1, -1):
+        cs[k] = acc
+        acc *= max(shape[k], 1)
+    acc = dt.itemsize
+    for k in range(len(shape)):
+        fs[k] = acc
+        acc *= max(shape[k], 1)
+    st = cai.get("strides")
+    st = tuple(cs) if st is None else tuple(st)
+    live = [k for k in range(len(shape)) if shape[k] > 1]
+    if all(st[k] == cs[k] for k in live):
+        return dt, st, "C"
+    if all(st[k] == fs[k] for k in live):
+        return dt, st, "F"
+    return None
+
+
+def _contiguous(a):
+    mod = type(a).__module__.split(".")[0]
+    if mod == "torch":
+        return a.contiguous()
+    if mod == "cupy":
+        import cupy
+        return cupy.ascontiguousarray(a)
+    raise TypeError(f"numdyn.cuda.on_device: a strided {type(a).__name__} "
+                    f"(make it contiguous first)")
+
+
+def _wrap_like(lib, buf):
+    if lib == "cupy":
+        import cupy
+        return cupy.asarray(buf)
+    if lib == "torch":
+        import torch
+        return torch.as_tensor(buf, device="cuda")
+    return buf
+
+
+class _Entry:
+    __slots__ = ("graph", "feeds", "template")
+
+
+class on_device:
+    """``numdyn.cuda.on_device(fn)``: fn written against NumPy, called with
+    CUDA arrays -- CuPy arrays, torch CUDA tensors, anything with
+    ``__cuda_array_interface__`` -- runs as one GPU program that reads them
+    in place and leaves its results on the device, returned as arrays of
+    the first CUDA argument's library (numdyn.cuda.DeviceBuffer for
+    others; ``.get()`` copies one to the host). No host copies on a warm
+    call: the device-resident path the benchmarks time.
+
+    The first call of each argument signature (shapes, dtypes, layouts,
+    the values of non-array arguments) copies the arguments to the host
+    once and captures fn there as one graph (a graph break raises
+    numdyn.GraphBreakError, as numdyn.export; fn may not write into its
+    arguments: NotImplementedError). Steps without a GPU form run on the
+    host as in backend="cuda" (counter cuda_host_steps). ndarray arguments
+    are allowed (copied up each call)."""
+
+    def __init__(self, fn):
+        import functools
+        self.fn = fn
+        self.cache = {}
+        functools.update_wrapper(self, fn)
+
+    def _key(self, args):
+        import numpy as np
+        key = []
+        for a in args:
+            cai = _cai(a)
+            if cai is not None:
+                key.append(("d", tuple(cai["shape"]), cai["typestr"],
+                            None if cai.get("strides") is None else tuple(cai["strides"])))
+            elif isinstance(a, np.ndarray):
+                key.append(("h", a.shape, a.dtype.str, a.strides))
+            else:
+                key.append(("v", type(a), a))
+        return tuple(key)
+
+    def _capture(self, args):
+        import numpy as np
+        from . import compile as _compile, GraphBreakError
+        shadows, pristine = [], []
+        for a in args:
+            cai = _cai(a)
+            if cai is None:
+                shadows.append(a)
+                pristine.append(None)
+                continue
+            dt, _st, order = _dense(cai)
+            h = np.empty(tuple(cai["shape"]), dtype=dt, order=order)
+            _C._cuda_copy_into(cai["data"][0], h)
+            shadows.append(h)
+            pristine.append(h.copy(order="K"))
+        graphs, produced = [], []
+
+        def collect(graph, example_inputs):
+            graphs.append((graph, list(example_inputs)))
+
+            def runner(*xs):
+                out = graph(*xs)
+                produced.append(list(out))
+                return out
+            return runner
+
+        res = _compile(self.fn, backend=collect, fullgraph=True)(*shadows)
+        if len(graphs) != 1 or len(produced) != 1:
+            raise GraphBreakError(f"numdyn.cuda.on_device: {self.fn!r} captured {len(graphs)} "
+                                  "graphs; it must be one (its array work in one graph)")
+        for h, p in zip(shadows, pristine):
+            if p is not None and not (h.tobytes() == p.tobytes()):
+                raise NotImplementedError("numdyn.cuda.on_device: the function writes into an "
+                                          "argument; return the new value instead")
+        graph, example = graphs[0]
+        outs = produced[0]
+        feeds = []
+        for x in example:
+            j = next((j for j, s in enumerate(shadows) if s is x), None)
+            feeds.append(j)
+        used = set()
+
+        def leaf(v):
+            if isinstance(v, np.ndarray):
+                for j, o in enumerate(outs):
+                    if o is v:
+                        used.add(j)
+                        return ("out", j)
+            if isinstance(v, np.generic):
+                for j, o in enumerate(outs):
+                    if j not in used and isinstance(o, np.ndarray) and o.ndim == 0 and \
+                            o.dtype == v.dtype and (o == v or (o != o and v != v)):
+                        used.add(j)
+                        return ("out", j)
+            if isinstance(v, np.ndarray) and v.base is not None:
+                # a view NumPy made of an output: the same bytes of its device buffer
+                root = v
+                while isinstance(root.base, np.ndarray):
+                    root = root.base
+                for j, o in enumerate(outs):
+                    if isinstance(o, np.ndarray) and (o is root or o.base is root):
+                        return ("view", j, v.ctypes.data - o.ctypes.data, v.shape, v.strides,
+                                o.strides)
+            if isinstance(v, (np.ndarray, np.generic)):
+                raise NotImplementedError("numdyn.cuda.on_device: a result that is not one of "
+                                          "the graph's outputs (an argument returned as is?)")
+            return ("const", v)
+
+        def walk(v):
+            if isinstance(v, tuple):
+                return ("tuple", [walk(x) for x in v])
+            if isinstance(v, list):
+                return ("list", [walk(x) for x in v])
+            return leaf(v)
+
+        e = _Entry()
+        e.graph, e.feeds, e.template = graph, feeds, walk(res)
+        return e
+
+    def __call__(self, *args):
+        _need_device()
+        key = self._key(args)
+        e = self.cache.get(key)
+        lib = None
+        for a in args:
+            if _cai(a) is not None:
+                lib = type(a).__module__.split(".")[0]
+                break
+        if e is None:
+            args = tuple(_contiguous(a) if _cai(a) is not None and _dense(_cai(a)) is None else a
+                         for a in args)
+            key = self._key(args)
+            e = self.cache.get(key) or self._capture(args)
+            self.cache[key] = e
+        feeds = []
+        for j in e.feeds:
+            if j is None:
+                feeds.append(None)
+                continue
+            a = args[j]
+            cai = _cai(a)
+            if cai is None:
+                feeds.append(a)
+                continue
+            dt, st, _o = _dense(cai)
+            feeds.append((cai["data"][0], tuple(cai["shape"]), st, dt.num, a))
+        _C._cuda_sync_device()  # the arguments' producers (other streams) are done
+        bufs = _C._cuda_run_graph(e.graph, feeds)
+
+        return _build(e.template, bufs, lib)
+
+
+def _build(t, bufs, lib):
+    """the function's result from its template and the run's buffers (a
+    plain function: a closure calling itself would be a reference cycle
+    that kept the device buffers until the garbage collector ran)"""
+    kind, v = t[0], t[1]
+    if kind == "out":
+        return _wrap_like(lib, bufs[v])
+    if kind == "view":
+        _, j, off, shape, strides, ostrides = t
+        b = bufs[j]
+        if tuple(b.__cuda_array_interface__["strides"]) != tuple(ostrides):
+            raise NotImplementedError("numdyn.cuda.on_device: a view of a result laid "
+                                      "out otherwise on the device than on the host")
+        return _wrap_like(lib, _C._cuda_view(b, off, tuple(shape), tuple(strides)))
+    if kind == "const":
+        return v
+    items = [_build(x, bufs, lib) for x in v]
+    return tuple(items) if kind == "tuple" else items

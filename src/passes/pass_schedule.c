@@ -155,6 +155,45 @@ static int new_group(sched *s, nd_id root, int rowg)
 
 static int group_kind(sched *s, int gi) { return s->gkind[gi]; }
 
+/* ------------------------------------------- values outside a frame */
+/* Is v, met inside the frame of short reduction r, a value of the frame's
+ * outer element: constant along r's short dims and computed from scalars
+ * and other short reductions only (no loads: those are indexed over the
+ * kernel's domain)? Such a value is computed once per element, before r's
+ * unrolled body, not inside it: the row mean of x.var(-1) over narrow rows,
+ * so that var's frame reads x - mean without nesting the mean's frame in
+ * its own (one pass over x instead of a kernel writing (x - mean) ** 2 and
+ * another reading it). A short reduction among them reduces the same dims
+ * of an input of r's input's rank, keepdims, so that nd_frame_dim (schedule.h)
+ * reads it without its reduced dims. */
+static int outer_pure(sched *s, nd_id r, nd_id v, int depth)
+{
+    nd_graph *g = s->g;
+    nd_node *n = &g->nodes[v], *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
+    if (n->op == ND_OP_SCALAR) return 1;
+    if (s->mat[v] || depth > 16) return 0;
+    if (n->op == ND_OP_REDUCE)
+        return s->shortr[v] && (n->flags & ND_F_KEEPDIMS) && n->ndim == x->ndim && n->axes == rn->axes &&
+               (n->nin < 2 || n->in[1] < 0 || g->nodes[n->in[1]].op == ND_OP_SCALAR);
+    if (n->op != ND_OP_UFUNC && n->op != ND_OP_CAST && n->op != ND_OP_WHERE) return 0;
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && !outer_pure(s, r, n->in[k], depth + 1)) return 0;
+    return 1;
+}
+
+static int frame_outer(sched *s, nd_id r, nd_id v)
+{
+    nd_graph *g = s->g;
+    nd_node *n = &g->nodes[v], *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
+    if (n->op == ND_OP_SCALAR) return 0;  /* a kernel parameter (collect_f) */
+    for (int d = 0; d < x->ndim; d++) {
+        if (!((rn->axes >> d) & 1) || x->shape[d] == 1) continue;
+        int od = d - (x->ndim - n->ndim);
+        if (od >= 0 && n->shape[od] != 1) return 0;
+    }
+    return outer_pure(s, r, v, 0);
+}
+
 /* ---------------------------------------------------- kernel assembly */
 typedef struct kbuild {
     nd_kop *ops; int nops, capops;
@@ -221,6 +260,7 @@ static int cmp_i64(const void *a, const void *b)
 static int collect_f(sched *s, kbuild *b, nd_id v, int is_root, int frame)
 {
     nd_graph *g = s->g;
+    if (frame >= 0 && frame_outer(s, b->fr[frame], v)) return collect_f(s, b, v, 0, -1);
     if (frame < 0) {
         if (b->seen[v]) return 0;
         b->seen[v] = 1;
@@ -870,6 +910,72 @@ static int short_candidate(sched *s, nd_id i)
     return 1;
 }
 
+/* Does short candidate i's unrolled body hold another short reduction's
+ * (a frame inside a frame), values outside its frame (frame_outer) aside? */
+static int body_nests(sched *s, nd_id i)
+{
+    nd_graph *g = s->g;
+    nd_id stack[256], seen[512];
+    int sp = 0, ns = 0;
+    stack[sp++] = g->nodes[i].in[0];
+    while (sp) {
+        nd_id v = stack[--sp];
+        int dup = 0;
+        for (int q = 0; q < ns && !dup; q++) dup = seen[q] == v;
+        if (dup) continue;
+        if (ns == 512) return 1;
+        seen[ns++] = v;
+        nd_node *n = &g->nodes[v];
+        if (s->mat[v] || n->op == ND_OP_SCALAR || n->op == ND_OP_EXTERN || frame_outer(s, i, v)) continue;
+        if (n->op == ND_OP_REDUCE && s->shortr[v]) return 1;
+        for (int k = 0; k < n->nin; k++) {
+            if (n->in[k] < 0) continue;
+            if (sp == 256) return 1;
+            stack[sp++] = n->in[k];
+        }
+    }
+    return 0;
+}
+
+/* A keepdims short reduction i broadcast back over its own input domain
+ * (x - x.mean(-1, keepdims=True)) whose every value over that domain feeds
+ * only short reductions of the same dims (((x - m) ** 2).mean(-1): the
+ * variance of narrow rows) may be inline as well: those reductions read it
+ * as a value outside their frames (frame_outer), computed once per row,
+ * and no full-domain value is ever computed with it. dep: scratch. */
+static int back_reduced(sched *s, nd_id i, uint8_t *dep)
+{
+    nd_graph *g = s->g;
+    nd_node *nn = &g->nodes[i], *x = &g->nodes[nn->in[0]];
+    if (!(nn->flags & ND_F_KEEPDIMS) || nn->ndim != x->ndim) return 0;
+    int ok = 1;
+    memset(dep + i, 0, (size_t)(s->n - i));
+    dep[i] = 1;
+    for (nd_id j = i + 1; j < s->n && ok; j++) {
+        nd_node *jn = &g->nodes[j];
+        if (jn->op == ND_OP_EXTERN) continue;
+        for (int k = 0; k < jn->nin; k++) if (jn->in[k] >= 0 && dep[jn->in[k]]) dep[j] = 1;
+        if (!dep[j] || jn->ndim != x->ndim || memcmp(jn->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim))
+            continue;
+        if (s->isout[j] || s->eager[j] ||
+            (jn->op != ND_OP_UFUNC && jn->op != ND_OP_CAST && jn->op != ND_OP_WHERE)) { ok = 0; break; }
+        for (int q = s->cstart[j]; q < s->cstart[j + 1] && ok; q++) {
+            nd_id c = s->clist[q];
+            nd_node *cn = &g->nodes[c];
+            if (cn->op == ND_OP_REDUCE && cn->in[0] == j && cn->axes == nn->axes &&
+                !(cn->flags & ND_F_KEEPDIMS) && short_candidate(s, c))
+                continue;
+            /* another full-domain value: checked in its turn */
+            if (cn->ndim == x->ndim && memcmp(cn->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim) == 0 &&
+                cn->op != ND_OP_REDUCE)
+                continue;
+            ok = 0;
+        }
+    }
+    memset(dep + i, 0, (size_t)(s->n - i));
+    return ok;
+}
+
 static int find_short(sched *s)
 {
     nd_graph *g = s->g;
@@ -883,7 +989,9 @@ static int find_short(sched *s)
         if (nn->op != ND_OP_EXTERN)
             for (int k = 0; k < nn->nin; k++)
                 if (nn->in[k] >= 0 && !s->mat[nn->in[k]] && has[nn->in[k]]) inner = 1;
-        if (!inner && short_candidate(s, i)) {
+        int cand = short_candidate(s, i), outer = 0;
+        if (inner && cand && !body_nests(s, i)) inner = 0, outer = 1;
+        if (!inner && cand) {
             /* its value broadcast back over its input domain? */
             nd_node *x = &g->nodes[nn->in[0]];
             int back = 0;
@@ -897,7 +1005,9 @@ static int find_short(sched *s)
                     memcmp(jn->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim) == 0)
                     back = 1;
             }
-            if (!back) { s->shortr[i] = 1; s->mat[i] = 0; }
+            if (back && back_reduced(s, i, dep)) back = 0;
+            /* 2: its frame reads values outside it (see group_kernels) */
+            if (!back) { s->shortr[i] = (uint8_t)(outer ? 2 : 1); s->mat[i] = 0; }
         }
         has[i] = (uint8_t)(inner || s->shortr[i]);
     }
@@ -1011,6 +1121,17 @@ static void group_kernels(sched *s, int allow_merge)
                 if (!dup) nf += s->gfr[r];
             }
             if (nf > ND_MAXFR) ok = 0;
+            /* values outside its frame are read at the kernel's element
+             * through nd_frame_dim: only in a domain of i's own rank (the
+             * kernel walks i's output, not a broadcast of it) */
+            for (int t = 0; ok && s->shortr[i] == 2 && t < cnt; t++) {
+                int r = find(s, set[t]);
+                nd_node *root = &g->nodes[s->groot[r]];
+                int kd = group_kind(s, r);
+                int drank = kd == ND_K_REGION ? root->vndim
+                          : (kd == ND_K_REDUCE || kd == ND_K_SCAN) ? g->nodes[root->in[0]].ndim : root->ndim;
+                if (drank != nn->ndim) ok = 0;
+            }
         }
         if (cnt > 1) {
             if (!allow_merge) ok = 0;

@@ -160,15 +160,23 @@ typedef struct nd_program {
 } nd_program;
 
 /* kernel domain dim dd (of a domain of rank drank) -> the dim of frame r's
- * domain (r's input) it walks, or -1 where r's value is broadcast */
+ * domain (r's input) it walks, or -1 where r's value is broadcast.
+ * A keepdims reduction of higher rank than the domain is read without its
+ * reduced dims: the row mean inside var's frame (x.std(-1) of narrow rows:
+ * the kernel's domain is the std's, pass_schedule.c frame_outer). */
 static inline int nd_frame_dim(const nd_graph *g, nd_id r, int drank, int dd)
 {
     const nd_node *rn = &g->nodes[r], *x = &g->nodes[rn->in[0]];
-    int od = dd - (drank - rn->ndim);
-    if (od < 0 || rn->shape[od] == 1) return -1;
-    if (rn->flags & ND_F_KEEPDIMS) return od;
+    int keep = (rn->flags & ND_F_KEEPDIMS) != 0, rnd = rn->ndim;
+    if (keep && drank < rnd) {
+        keep = 0;
+        for (int d = 0; d < x->ndim; d++) if ((rn->axes >> d) & 1) rnd--;
+    }
+    int od = dd - (drank - rnd);
+    if (od < 0) return -1;
+    if (keep) return rn->shape[od] == 1 ? -1 : od;
     for (int sd = 0, c = -1; sd < x->ndim; sd++)
-        if (!((rn->axes >> sd) & 1) && ++c == od) return sd;
+        if (!((rn->axes >> sd) & 1) && ++c == od) return x->shape[sd] == 1 ? -1 : sd;
     return -1;
 }
 /* the frame's short dims: the reduced dims of extent > 1, in order; returns

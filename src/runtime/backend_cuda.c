@@ -28,6 +28,7 @@
 #include "cuda.h"
 #include "guards/guards.h"
 #include "codegen/codegen_cuda.h"
+#include "graph/graph_py.h"
 #include <string.h>
 #undef I  /* complex.h (via NumPy): the kernel argument I is named so */
 
@@ -77,7 +78,13 @@ static void log_event(const char *what, nd_graph *g, nd_id id, const char *why)
 typedef struct dbuf {
     int refs;
     nd_cu_array a;
+    struct dbuf *base;   /* a view's: the buffer it aliases (holds a reference) */
+    PyObject *owner;     /* memory of another library's array (holds a reference) */
 } dbuf;
+
+/* numdyn.cuda.run_graph: device buffers given for the graph's INPUT nodes
+ * (NULL: the node's ndarray goes up as usual) */
+static dbuf **given_in;
 
 static dbuf *dbuf_alloc(int ndim, const npy_intp *shape, int dtype, const npy_intp *strides)
 {
@@ -109,7 +116,9 @@ static void dbuf_drop(dbuf **slot)
     dbuf *b = *slot;
     *slot = NULL;
     if (!b || --b->refs > 0) return;
-    nd_cu_free(b->a.ptr);
+    if (b->base) dbuf_drop(&b->base);
+    else if (b->owner) Py_DECREF(b->owner);
+    else nd_cu_free(b->a.ptr);
     PyMem_Free(b);
 }
 
@@ -317,7 +326,8 @@ static dbuf *need_dev(run *r, nd_id id)
     return r->dev[id];
 }
 
-/* node id on the host (downloading its device buffer) */
+/* node id on the host (downloading its device buffer; a view on the
+ * device is NumPy's view of its base's host array, as the CPU makes it) */
 static PyObject *need_host(run *r, nd_id id)
 {
     if (r->host[id]) return r->host[id];
@@ -325,9 +335,15 @@ static PyObject *need_host(run *r, nd_id id)
         PyErr_SetString(PyExc_RuntimeError, "numdyn.cuda: internal error: value not computed");
         return NULL;
     }
+    if (r->dev[id]->base) {
+        PyObject *in = need_host(r, r->g->nodes[id].in[0]);
+        r->host[id] = in ? nd_eval_node(r->g, id, &in) : NULL;
+        return r->host[id];
+    }
     r->host[id] = download(&r->dev[id]->a);
     return r->host[id];
 }
+
 
 /* node id C-contiguous on the device (view maps index the C order) */
 static dbuf *need_dev_c(run *r, nd_id id)
@@ -341,6 +357,37 @@ static dbuf *need_dev_c(run *r, nd_id id)
     r->dev[r->n + id] = upload((PyArrayObject *)c);
     Py_DECREF(c);
     return r->dev[r->n + id];
+}
+
+/* a VIEW step on the device: an alias of its base's C-ordered buffer
+ * (offset and strides of the view map; real/imag select a part) */
+static int device_view(run *r, nd_id id)
+{
+    const nd_node *n = &r->g->nodes[id];
+    dbuf *b = need_dev_c(r, n->in[0]);
+    if (!b) return -1;
+    dbuf *v = PyMem_Calloc(1, sizeof *v);
+    if (!v) { PyErr_NoMemory(); return -1; }
+    PyArray_Descr *d = PyArray_DescrFromType(n->dtype);
+    if (!d) { PyMem_Free(v); return -1; }
+    v->a.itemsize = (int)PyDataType_ELSIZE(d);
+    Py_DECREF(d);
+    v->refs = 1;
+    v->base = b;
+    b->refs++;
+    v->a.dtype = n->dtype;
+    v->a.ndim = n->ndim;
+    v->a.ptr = b->a.ptr + (nd_cu_ptr)(n->voff * b->a.itemsize) +
+               ((n->flags & ND_F_VIEW_IMAG) ? (nd_cu_ptr)v->a.itemsize : 0);
+    size_t nel = 1;
+    for (int k = 0; k < n->ndim; k++) {
+        v->a.shape[k] = n->shape[k];
+        v->a.strides[k] = n->vstrides[k] * b->a.itemsize;
+        nel *= (size_t)n->shape[k];
+    }
+    v->a.nbytes = nel * (size_t)v->a.itemsize;  /* copied as one block only when C-contiguous */
+    r->dev[id] = v;
+    return 0;
 }
 
 /* the error words of the kernels run so far: 0, 1 (NumPy reruns the
@@ -481,6 +528,7 @@ static int run_eager_step(run *r, nd_id id)
 {
     nd_node *n = &r->g->nodes[id];
     if (n->op == ND_OP_EXTERN && n->aux >= 0 && (r->host[id] || r->dev[id])) return 0;
+    if (n->op == ND_OP_VIEW) return device_view(r, id);
     int drc = device_extern(r, id);
     if (drc) return drc < 0 ? -1 : 0;
     int nin = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
@@ -550,6 +598,164 @@ static int scalar_store_fails(run *r)
     return 0;
 }
 
+/* ------------------------------------------------- device buffers out */
+/* numdyn.cuda.DeviceBuffer: a result left on the GPU, exposed through
+ * __cuda_array_interface__ (CuPy, torch, numba take it without a copy);
+ * holds its device memory until the last consumer lets go */
+typedef struct {
+    PyObject_HEAD
+    dbuf *b;
+} DevBuf;
+
+static void devbuf_dealloc(PyObject *o)
+{
+    dbuf_drop(&((DevBuf *)o)->b);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *devbuf_cai(PyObject *o, void *closure)
+{
+    (void)closure;
+    const nd_cu_array *a = &((DevBuf *)o)->b->a;
+    PyArray_Descr *d = PyArray_DescrFromType(a->dtype);
+    PyObject *ts = d ? PyObject_GetAttrString((PyObject *)d, "str") : NULL;
+    Py_XDECREF(d);
+    PyObject *shape = PyTuple_New(a->ndim), *st = PyTuple_New(a->ndim);
+    for (int k = 0; shape && st && k < a->ndim; k++) {
+        PyTuple_SET_ITEM(shape, k, PyLong_FromSsize_t(a->shape[k]));
+        PyTuple_SET_ITEM(st, k, PyLong_FromSsize_t(a->strides[k]));
+    }
+    PyObject *r = ts && shape && st
+        ? Py_BuildValue("{sOsOs(Ki)sOsi}", "shape", shape, "typestr", ts, "data",
+                        (unsigned long long)a->ptr, 0, "strides", st, "version", 3)
+        : NULL;
+    Py_XDECREF(ts);
+    Py_XDECREF(shape);
+    Py_XDECREF(st);
+    return r;
+}
+
+static PyObject *devbuf_shape(PyObject *o, void *closure)
+{
+    (void)closure;
+    const nd_cu_array *a = &((DevBuf *)o)->b->a;
+    PyObject *t = PyTuple_New(a->ndim);
+    for (int k = 0; t && k < a->ndim; k++) PyTuple_SET_ITEM(t, k, PyLong_FromSsize_t(a->shape[k]));
+    return t;
+}
+
+static PyObject *devbuf_dtype(PyObject *o, void *closure)
+{
+    (void)closure;
+    return (PyObject *)PyArray_DescrFromType(((DevBuf *)o)->b->a.dtype);
+}
+
+/* get(): the values as an ndarray on the host (a copy) */
+static PyObject *devbuf_get(PyObject *o, PyObject *noargs)
+{
+    (void)noargs;
+    dbuf *b = ((DevBuf *)o)->b;
+    if (nd_cu_ready() < 0) return NULL;
+    if (c_contiguous(&b->a) || b->a.nbytes == 0) return download(&b->a);
+    /* a strided view: its elements one by one would be slow; the span it
+     * covers comes down and is viewed as on the device */
+    npy_intp lo = 0, hi = 0;
+    for (int k = 0; k < b->a.ndim; k++) {
+        npy_intp e = (b->a.shape[k] - 1) * b->a.strides[k];
+        if (e < 0) lo += e; else hi += e;
+    }
+    npy_intp span = hi - lo + b->a.itemsize;
+    nd_cu_array whole = b->a;
+    whole.ndim = 1;
+    whole.dtype = NPY_UINT8;
+    whole.itemsize = 1;
+    whole.shape[0] = span;
+    whole.strides[0] = 1;
+    whole.ptr = b->a.ptr + (nd_cu_ptr)lo;
+    whole.nbytes = (size_t)span;
+    PyObject *raw = download(&whole);
+    if (!raw) return NULL;
+    PyArray_Descr *d = PyArray_DescrFromType(b->a.dtype);
+    if (!d) { Py_DECREF(raw); return NULL; }
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, b->a.ndim, b->a.shape, b->a.strides,
+                                       PyArray_BYTES((PyArrayObject *)raw) - lo, 0, NULL);
+    if (!v || PyArray_SetBaseObject((PyArrayObject *)v, raw) < 0) { Py_XDECREF(v); return NULL; }
+    PyObject *c = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
+    Py_DECREF(v);
+    return c;
+}
+
+static PyGetSetDef devbuf_getset[] = {
+    {"__cuda_array_interface__", devbuf_cai, NULL, "CUDA Array Interface (version 3)", NULL},
+    {"shape", devbuf_shape, NULL, "shape", NULL},
+    {"dtype", devbuf_dtype, NULL, "NumPy dtype", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef devbuf_methods[] = {
+    {"get", devbuf_get, METH_NOARGS, "copy to the host: an ndarray"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DevBuf_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn.cuda.DeviceBuffer",
+    .tp_basicsize = sizeof(DevBuf),
+    .tp_dealloc = devbuf_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A numdyn result on the GPU: __cuda_array_interface__, get() copies it to the host.",
+    .tp_getset = devbuf_getset,
+    .tp_methods = devbuf_methods,
+};
+
+/* a new reference to b, as a DeviceBuffer; NULL + exc (b NULL: exc set) */
+static PyObject *devbuf_new(dbuf *b)
+{
+    if (!b) return NULL;
+    DevBuf *o = PyObject_New(DevBuf, &DevBuf_Type);
+    if (!o) return NULL;
+    b->refs++;
+    o->b = b;
+    return (PyObject *)o;
+}
+
+/* NumPy reruns a graph of given device inputs: they come down to the host
+ * for it (the graph's INPUT nodes hold them meanwhile), the results go up */
+static PyObject *rerun_given(nd_graph *g, const nd_id *outs, int nout)
+{
+    PyObject **saved = PyMem_Calloc((size_t)g->n, sizeof(PyObject *));
+    if (!saved) return PyErr_NoMemory();
+    PyObject *res = NULL, *host = NULL;
+    int ok = 1;
+    for (nd_id i = 0; i < g->n && ok; i++) {
+        if (g->nodes[i].op != ND_OP_INPUT || !given_in[i]) continue;
+        PyObject *h = download(&given_in[i]->a);
+        if (!h) { ok = 0; break; }
+        saved[i] = g->nodes[i].obj;
+        g->nodes[i].obj = h;
+    }
+    if (ok) host = nd_backend_eager_run(g, outs, nout);
+    for (nd_id i = 0; i < g->n; i++)
+        if (saved[i]) {
+            Py_DECREF(g->nodes[i].obj);
+            g->nodes[i].obj = saved[i];
+        }
+    PyMem_Free(saved);
+    if (!host) return NULL;
+    res = PyList_New(nout);
+    for (int k = 0; res && k < nout; k++) {
+        PyObject *a = nd_usable_array(PyList_GET_ITEM(host, k), 0);
+        dbuf *b = a ? upload((PyArrayObject *)a) : NULL;
+        Py_XDECREF(a);
+        PyObject *d = devbuf_new(b);
+        dbuf_drop(&b);
+        if (!d) Py_CLEAR(res);
+        else PyList_SET_ITEM(res, k, d);
+    }
+    Py_DECREF(host);
+    return res;
+}
+
 static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout)
 {
     nd_program *p = cp->p;
@@ -583,6 +789,11 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
     for (nd_id i = 0; i < r.n; i++) {
         nd_node *nn = &g->nodes[i];
         if (nn->op != ND_OP_INPUT) continue;
+        if (given_in && given_in[i]) {
+            given_in[i]->refs++;
+            r.dev[i] = given_in[i];
+            continue;
+        }
         if (!nn->obj || !PyArray_Check(nn->obj)) {
             PyErr_SetString(PyExc_TypeError, "numdyn: graph input is not an ndarray");
             goto done;
@@ -620,11 +831,11 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
     res = PyList_New(nout);
     if (!res) goto done;
     for (int i = 0; i < nout; i++) {
-        PyObject *a = need_host(&r, outs[i]);
+        PyObject *a = given_in ? devbuf_new(need_dev(&r, outs[i])) : need_host(&r, outs[i]);
         if (!a) { Py_CLEAR(res); goto done; }
-        PyList_SET_ITEM(res, i, Py_NewRef(a));
+        PyList_SET_ITEM(res, i, given_in ? a : Py_NewRef(a));
     }
-    if (nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
+    if (!given_in && nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
 done:
     if (r.host) for (int i = 0; i < r.n; i++) Py_XDECREF(r.host[i]);
     if (r.dev) for (int i = 0; i < 2 * r.n; i++) dbuf_drop(&r.dev[i]);
@@ -639,7 +850,7 @@ done:
     if (rerun) {
         nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
         log_event("numpy_rerun", g, -1, "a kernel reported a condition NumPy's error state acts on");
-        res = nd_backend_eager_run(g, outs, nout);
+        res = given_in ? rerun_given(g, outs, nout) : nd_backend_eager_run(g, outs, nout);
     }
     return res;
 }
@@ -673,6 +884,181 @@ PyObject *nd_backend_cuda_run(nd_graph *g, const nd_id *outs, int nout, PyObject
         }
     }
     return run_program(cp, g, outs, nout);
+}
+
+/* _cuda_run_graph(graph, inputs) -> [DeviceBuffer]: the graph (a
+ * numdyn.Graph) on the GPU with device memory for its INPUT nodes: inputs
+ * has an entry per INPUT node in node order, None (the node's ndarray goes
+ * up) or (pointer, shape, byte strides, dtype number, owner): another
+ * library's array, read in place (owner is kept alive while in use).
+ * Results stay on the device. */
+static PyObject *py_run_graph(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *graph, *inputs;
+    if (!PyArg_ParseTuple(args, "OO", &graph, &inputs)) return NULL;
+    nd_graph *g;
+    const nd_id *outs;
+    int nout;
+    if (nd_graphpy_parts(graph, &g, &outs, &nout) < 0) return NULL;
+    PyObject *seq = PySequence_Fast(inputs, "_cuda_run_graph: a sequence of inputs");
+    if (!seq) return NULL;
+    if (nd_cu_ready() < 0) { Py_DECREF(seq); return NULL; }
+    dbuf **given = PyMem_Calloc((size_t)g->n, sizeof(dbuf *));
+    PyObject **swapped = PyMem_Calloc((size_t)g->n, sizeof(PyObject *));
+    PyObject *res = NULL;
+    if (!given || !swapped) {
+        PyMem_Free(given);
+        PyMem_Free(swapped);
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t k = 0;
+    for (nd_id i = 0; i < g->n; i++) {
+        if (g->nodes[i].op != ND_OP_INPUT) continue;
+        if (k >= PySequence_Fast_GET_SIZE(seq)) {
+            PyErr_SetString(PyExc_ValueError, "_cuda_run_graph: fewer inputs than the graph's");
+            goto done;
+        }
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, k++);
+        if (it == Py_None) continue;
+        if (PyArray_Check(it)) {  /* a host array for this call */
+            swapped[i] = g->nodes[i].obj;
+            g->nodes[i].obj = Py_NewRef(it);
+            continue;
+        }
+        unsigned long long ptr;
+        PyObject *shape, *strides, *owner;
+        int dtype;
+        if (!PyArg_ParseTuple(it, "KOOiO", &ptr, &shape, &strides, &dtype, &owner)) goto done;
+        const nd_node *nn = &g->nodes[i];
+        if (PyTuple_Size(shape) != nn->ndim || PyTuple_Size(strides) != nn->ndim || dtype != nn->dtype) {
+            PyErr_Format(PyExc_ValueError, "_cuda_run_graph: input %zd does not fit the graph's "
+                         "(dtype or rank)", k - 1);
+            goto done;
+        }
+        dbuf *b = PyMem_Calloc(1, sizeof *b);
+        if (!b) { PyErr_NoMemory(); goto done; }
+        b->refs = 1;
+        b->owner = Py_NewRef(owner);
+        b->a.ptr = ptr;
+        b->a.ndim = nn->ndim;
+        b->a.dtype = dtype;
+        PyArray_Descr *d = PyArray_DescrFromType(dtype);
+        b->a.itemsize = d ? (int)PyDataType_ELSIZE(d) : 1;
+        Py_XDECREF(d);
+        size_t nel = 1;
+        for (int q = 0; q < nn->ndim; q++) {
+            b->a.shape[q] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, q));
+            b->a.strides[q] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, q));
+            nel *= (size_t)b->a.shape[q];
+        }
+        b->a.nbytes = nel * (size_t)b->a.itemsize;
+        given[i] = b;
+        if (PyErr_Occurred()) goto done;
+        for (int q = 0; q < nn->ndim; q++)
+            if (b->a.shape[q] != nn->shape[q]) {
+                PyErr_Format(PyExc_ValueError, "_cuda_run_graph: input %zd has another shape than "
+                             "the graph's", k - 1);
+                goto done;
+            }
+    }
+    nd_failed_node = ND_NONE;
+    uint64_t key = nd_guard_graph_key(g, outs, nout);
+    cprog *cp = pc_get(key);
+    if (!cp || cp->p->nnodes != g->n) {
+        int unsupported;
+        cp = build(g, outs, nout, key, &unsupported);
+        if (!cp) goto done;
+    } else {
+        nd_counter_add(ND_CTR_CUDA_GRAPH_CACHE_HITS, 1);
+    }
+    given_in = given;
+    res = run_program(cp, g, outs, nout);
+    given_in = NULL;
+done:
+    for (nd_id i = 0; i < g->n; i++) {
+        dbuf_drop(&given[i]);
+        if (swapped[i]) {
+            Py_DECREF(g->nodes[i].obj);
+            g->nodes[i].obj = swapped[i];
+        }
+    }
+    PyMem_Free(given);
+    PyMem_Free(swapped);
+    Py_DECREF(seq);
+    return res;
+}
+
+/* _cuda_view(buf, byte offset, shape, byte strides) -> DeviceBuffer: a
+ * view into buf's memory (bounds checked), holding buf's memory */
+static PyObject *py_view(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *bo, *shape, *strides;
+    Py_ssize_t off;
+    if (!PyArg_ParseTuple(args, "O!nO!O!", &DevBuf_Type, &bo, &off, &PyTuple_Type, &shape,
+                          &PyTuple_Type, &strides))
+        return NULL;
+    dbuf *b = ((DevBuf *)bo)->b;
+    int nd = (int)PyTuple_GET_SIZE(shape);
+    if (nd != PyTuple_GET_SIZE(strides) || nd > ND_MAXDIMS) {
+        PyErr_SetString(PyExc_ValueError, "_cuda_view: shape and strides of one rank");
+        return NULL;
+    }
+    dbuf *v = PyMem_Calloc(1, sizeof *v);
+    if (!v) return PyErr_NoMemory();
+    v->a = b->a;
+    v->a.ndim = nd;
+    npy_intp lo = off, hi = off, nel = 1;
+    for (int k = 0; k < nd; k++) {
+        v->a.shape[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+        v->a.strides[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, k));
+        nel *= v->a.shape[k];
+        if (v->a.shape[k] > 0) {
+            npy_intp e = (v->a.shape[k] - 1) * v->a.strides[k];
+            if (e < 0) lo += e; else hi += e;
+        }
+    }
+    if (PyErr_Occurred() || (nel && (lo < 0 || hi + v->a.itemsize > (npy_intp)b->a.nbytes))) {
+        PyMem_Free(v);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "_cuda_view: outside the buffer");
+        return NULL;
+    }
+    v->a.ptr = b->a.ptr + (nd_cu_ptr)off;
+    v->a.nbytes = (size_t)nel * (size_t)v->a.itemsize;
+    v->refs = 0;
+    v->base = b;
+    b->refs++;
+    PyObject *r = devbuf_new(v);   /* refs 1 */
+    if (!r) dbuf_drop(&v->base), PyMem_Free(v);
+    return r;
+}
+
+/* _cuda_copy_into(pointer, ndarray): the array's bytes from device memory
+ * (another library's dense array of the same layout); waits for the whole
+ * device first, so work other streams queued on it has finished */
+static PyObject *py_copy_into(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long ptr;
+    PyArrayObject *a;
+    if (!PyArg_ParseTuple(args, "KO!", &ptr, &PyArray_Type, &a)) return NULL;
+    if (!PyArray_IS_C_CONTIGUOUS(a) && !PyArray_IS_F_CONTIGUOUS(a)) {
+        PyErr_SetString(PyExc_ValueError, "_cuda_copy_into: a dense array");
+        return NULL;
+    }
+    if (nd_cu_ready() < 0 || nd_cu_sync_device() < 0) return NULL;
+    size_t nb = (size_t)PyArray_NBYTES(a);
+    if (nb && nd_cu_dtoh(PyArray_DATA(a), ptr, nb) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_sync_device(PyObject *self, PyObject *noargs)
+{
+    (void)self; (void)noargs;
+    if (nd_cu_ready() < 0 || nd_cu_sync_device() < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------ _C functions */
@@ -733,7 +1119,17 @@ static PyMethodDef methods[] = {
     {"_cuda_device_active", py_device_active, METH_NOARGS, "inside numdyn.device('cuda')"},
     {"_cuda_log", py_log, METH_O, "log GPU runs (explain): the events so far"},
     {"_cuda_clear_programs", py_clear, METH_NOARGS, "drop the GPU program cache"},
+    {"_cuda_run_graph", py_run_graph, METH_VARARGS, "run a Graph on device inputs; DeviceBuffers"},
+    {"_cuda_copy_into", py_copy_into, METH_VARARGS, "device bytes into an ndarray"},
+    {"_cuda_view", py_view, METH_VARARGS, "a view into a DeviceBuffer"},
+    {"_cuda_sync_device", py_sync_device, METH_NOARGS, "wait for every stream of the device"},
     {NULL, NULL, 0, NULL},
 };
 
-int nd_cuda_backend_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }
+int nd_cuda_backend_init(PyObject *module)
+{
+    if (PyType_Ready(&DevBuf_Type) < 0 || PyModule_AddObjectRef(module, "CudaDeviceBuffer",
+                                                                (PyObject *)&DevBuf_Type) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, methods);
+}

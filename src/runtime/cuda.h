@@ -97,6 +97,9 @@ int nd_cu_dtod(nd_cu_ptr dst, nd_cu_ptr src, size_t n);
 int nd_cu_memset32(nd_cu_ptr dst, uint32_t value, size_t count);
 /* Wait until everything queued on numdyn's stream ran. 0 / -1 + exc. */
 int nd_cu_sync(void);
+/* ... on every stream of the context (cuCtxSynchronize): before reading
+ * memory another library's streams may still be writing */
+int nd_cu_sync_device(void);
 #define ND_CU_THREADS 256   /* threads of a block: kernels/nd_cuda.h's ND_THREADS */
 /* Launch f with grid x ND_THREADS-thread blocks on numdyn's stream;
  * params as cuLaunchKernel's kernelParams. 0 / -1 + exc. */

@@ -40,6 +40,8 @@ static struct {
     cublasStatus_t (*Dscal)(cublasHandle_t, int, const double *, double *, int);
 } cb;
 
+int nd_cuda_igemm_text(int dt, char *name, size_t nn, char *text, size_t tn);
+
 static int blas_fail(const char *what, cublasStatus_t r)
 {
     const char *s = cb.GetStatusString ? cb.GetStatusString(r) : NULL;
@@ -82,14 +84,40 @@ static int blas_ready(const nd_cuda_libenv *env)
 
 static int itemsize(int dt)
 {
-    return dt == NPY_HALF ? 2 : dt == NPY_FLOAT ? 4 : dt == NPY_CDOUBLE ? 16 : 8;
+    switch (dt) {
+    case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE: return 1;
+    case NPY_HALF: case NPY_SHORT: case NPY_USHORT: return 2;
+    case NPY_FLOAT: case NPY_INT: case NPY_UINT: return 4;
+    case NPY_CDOUBLE: return 16;
+    default: return 8;
+    }
 }
 
-static int gemm_dtype_ok(int dt)
+static int blas_dtype(int dt)
 {
     return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE || dt == NPY_CFLOAT ||
            dt == NPY_CDOUBLE;
 }
+
+/* the integer types and bool: a kernel of numdyn's (cuBLAS has no gemm
+ * with NumPy's wraparound) */
+static const char *int_ctype(int dt)
+{
+    switch (dt) {
+    case NPY_BOOL: return "nd_bool";
+    case NPY_BYTE: return "int8_t";
+    case NPY_UBYTE: return "uint8_t";
+    case NPY_SHORT: return "int16_t";
+    case NPY_USHORT: return "uint16_t";
+    case NPY_INT: return "int32_t";
+    case NPY_UINT: return "uint32_t";
+    case NPY_LONG: case NPY_LONGLONG: return "int64_t";
+    case NPY_ULONG: case NPY_ULONGLONG: return "uint64_t";
+    default: return NULL;
+    }
+}
+
+static int gemm_dtype_ok(int dt) { return blas_dtype(dt) || int_ctype(dt) != NULL; }
 
 /* The logical R x C matrix with element (i, j) at i*sr + j*sc as a cuBLAS
  * operand: op N (column-major, ld = sc) or op T (row-major, ld = sr). A
@@ -130,9 +158,9 @@ int nd_gemm_plan_make(int dot, const nd_cuda_view *a, const nd_cuda_view *b,
     const char *what = dot ? "dot" : "matmul";
     memset(p, 0, sizeof *p);
     if (a->dtype != b->dtype || a->dtype != out->dtype || !gemm_dtype_ok(a->dtype)) {
-        PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: %s on the GPU takes float16/32/64 "
-                     "or complex64/128 operands of the output's dtype (got type numbers %d, %d "
-                     "-> %d)", what, a->dtype, b->dtype, out->dtype);
+        PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: %s on the GPU takes bool, integer, "
+                     "float16/32/64 or complex64/128 operands of the output's dtype (got type "
+                     "numbers %d, %d -> %d)", what, a->dtype, b->dtype, out->dtype);
         return -1;
     }
     if (a->ndim < 1 || b->ndim < 1) {
@@ -287,6 +315,64 @@ static int gemm_call(const nd_gemm_plan *p, uint64_t x1, uint64_t x2, uint64_t c
     return r ? blas_fail("cublasGemmStridedBatchedEx", r) : 0;
 }
 
+/* The integer/bool gemm of a plan (one thread an element of C^T, the
+ * batch inside, loops by launches): NumPy's integer loops wrap around in
+ * the result type -- the same as summing modulo 2**64 and truncating;
+ * bool is the OR of ANDs. */
+int nd_cuda_igemm_text(int dt, char *name, size_t nn, char *text, size_t tn)
+{
+    const char *t = int_ctype(dt);
+    if (!t) {
+        PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: no integer gemm for type %d", dt);
+        return -1;
+    }
+    int isbool = dt == NPY_BOOL;
+    snprintf(name, nn, "nd_lib_igemm_%d", dt);
+    snprintf(text, tn,
+             "extern \"C\" __global__ void %s(const char *X1, const char *X2, char *C, long long m,"
+             " long long n, long long k, int op1, long long ld1, int op2, long long ld2,"
+             " long long ldc, long long bs1, long long bs2, long long bsc, long long batch)\n"
+             "{\n"
+             "    long long total = m * n * batch, step = (long long)gridDim.x * blockDim.x;\n"
+             "    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;"
+             " t += step) {\n"
+             "        long long i = t %% m, j = (t / m) %% n, q = t / (m * n);\n"
+             "        const %s *x1 = (const %s *)X1 + q * bs1, *x2 = (const %s *)X2 + q * bs2;\n"
+             "        unsigned long long acc = 0;\n"
+             "        for (long long l = 0; l < k; l++) {\n"
+             "            %s a = op1 ? x1[l + i * ld1] : x1[i + l * ld1];\n"
+             "            %s b = op2 ? x2[j + l * ld2] : x2[l + j * ld2];\n"
+             "            %s\n"
+             "        }\n"
+             "        ((%s *)C)[q * bsc + i + j * ldc] = (%s)acc;\n"
+             "    }\n"
+             "}\n",
+             name, t, t, t, t, t,
+             isbool ? "if (a && b) { acc = 1; break; }"
+                    : "acc += (unsigned long long)(long long)a * (unsigned long long)(long long)b;",
+             t, t);
+    return 0;
+}
+
+static int igemm_launch(const nd_gemm_plan *p, uint64_t x1, uint64_t x2, uint64_t c)
+{
+    char name[64], text[2048];
+    if (nd_cuda_igemm_text(p->dtype, name, sizeof name, text, sizeof text) < 0) return -1;
+    const char *texts[1] = {text}, *names[1] = {name};
+    nd_cu_fn_t fn;
+    int compiled;
+    if (nd_cu_functions(1, texts, names, &fn, &compiled) < 0) return -1;
+    long long total = p->m * p->n * p->batch;
+    long long blocks = (total + ND_CU_THREADS - 1) / ND_CU_THREADS;
+    unsigned grid = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
+    long long m = p->m, n = p->n, k = p->k, ld1 = p->ld1, ld2 = p->ld2, ldc = p->ldc;
+    long long bs1 = p->bs1, bs2 = p->bs2, bsc = p->bsc, batch = p->batch;
+    int op1 = p->op1, op2 = p->op2;
+    void *params[15] = {&x1, &x2, &c, &m, &n, &k, &op1, &ld1, &op2, &ld2, &ldc, &bs1, &bs2,
+                        &bsc, &batch};
+    return nd_cu_launch(fn, grid, ND_CU_THREADS, params);
+}
+
 int nd_cuda_matmul(int dot, const nd_cuda_view *a, const nd_cuda_view *b, const nd_cuda_view *out,
                    const nd_cuda_libenv *env)
 {
@@ -301,7 +387,8 @@ int nd_cuda_matmul(int dot, const nd_cuda_view *a, const nd_cuda_view *b, const 
         for (int d = 0; d < out->ndim; d++) cnt *= out->shape[d];
         return nd_cuda_lib_memset0(env, out->ptr, (size_t)(cnt * es));
     }
-    if (blas_ready(env) < 0) return -1;
+    int blas = blas_dtype(p.dtype);
+    if (blas ? blas_ready(env) < 0 : nd_cu_ready() < 0) return -1;
     int64_t idx[ND_GEMM_MAXLOOP] = {0};
     for (;;) {
         int64_t o1 = 0, o2 = 0, oc = 0;
@@ -310,9 +397,9 @@ int nd_cuda_matmul(int dot, const nd_cuda_view *a, const nd_cuda_view *b, const 
             o2 += idx[d] * p.ls2[d];
             oc += idx[d] * p.lsc[d];
         }
-        if (gemm_call(&p, b->ptr + (uint64_t)(o1 * es), a->ptr + (uint64_t)(o2 * es),
-                      out->ptr + (uint64_t)(oc * es)) < 0)
-            return -1;
+        uint64_t x1 = b->ptr + (uint64_t)(o1 * es), x2 = a->ptr + (uint64_t)(o2 * es),
+                 c = out->ptr + (uint64_t)(oc * es);
+        if ((blas ? gemm_call(&p, x1, x2, c) : igemm_launch(&p, x1, x2, c)) < 0) return -1;
         int d = p.nloop - 1;
         while (d >= 0 && ++idx[d] == p.loop[d]) idx[d--] = 0;
         if (d < 0) break;
@@ -321,18 +408,19 @@ int nd_cuda_matmul(int dot, const nd_cuda_view *a, const nd_cuda_view *b, const 
 }
 
 int nd_cuda_blas_scale(const nd_cuda_libenv *env, int real_dtype, uint64_t x, int64_t count,
-                       double alpha)
+                       int inc, double alpha)
 {
     if (count <= 0 || alpha == 1.0) return 0;
     if (blas_ready(env) < 0) return -1;
-    int64_t es = real_dtype == NPY_FLOAT ? 4 : 8;
+    int64_t es = real_dtype == NPY_FLOAT ? 4 : 8, chunk = INT_MAX / inc;
     float af = (float)alpha;
-    for (int64_t at = 0; at < count; at += INT_MAX) {
-        int len = (int)(count - at < INT_MAX ? count - at : INT_MAX);
+    for (int64_t at = 0; at < count; at += chunk) {
+        int len = (int)(count - at < chunk ? count - at : chunk);
+        uint64_t p = x + (uint64_t)(at * inc * es);
         cublasStatus_t r = real_dtype == NPY_FLOAT
-            ? cb.Sscal(cb.handle, len, &af, (float *)(uintptr_t)(x + (uint64_t)(at * es)), 1)
-            : cb.Dscal(cb.handle, len, &alpha, (double *)(uintptr_t)(x + (uint64_t)(at * es)), 1);
-        if (r) return blas_fail("cublas scal (fft norm)", r);
+            ? cb.Sscal(cb.handle, len, &af, (float *)(uintptr_t)p, inc)
+            : cb.Dscal(cb.handle, len, &alpha, (double *)(uintptr_t)p, inc);
+        if (r) return blas_fail("cublas scal", r);
     }
     return 0;
 }
@@ -394,6 +482,17 @@ static PyObject *py_lib_matmul(PyObject *self, PyObject *args)
     return rc < 0 ? NULL : PyLong_FromLong(rc);
 }
 
+/* _cuda_igemm_source(typenum) -> (name, CUDA C) of the integer gemm kernel */
+static PyObject *py_igemm_source(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int dt = (int)PyLong_AsLong(arg);
+    if (dt == -1 && PyErr_Occurred()) return NULL;
+    char name[64], text[2048];
+    if (nd_cuda_igemm_text(dt, name, sizeof name, text, sizeof text) < 0) return NULL;
+    return Py_BuildValue("(ss)", name, text);
+}
+
 static PyObject *py_blas_version(PyObject *self, PyObject *noargs)
 {
     (void)self; (void)noargs;
@@ -406,5 +505,6 @@ PyMethodDef nd_cuda_blas_methods[] = {
     {"_cuda_gemm_plan", py_gemm_plan, METH_VARARGS, "the cuBLAS call plan of a matmul/dot"},
     {"_cuda_lib_matmul", py_lib_matmul, METH_VARARGS, "matmul/dot on device pointers (tests)"},
     {"_cuda_blas_version", py_blas_version, METH_NOARGS, "cublasGetVersion (loads cuBLAS)"},
+    {"_cuda_igemm_source", py_igemm_source, METH_O, "(name, CUDA C) of the integer gemm kernel"},
     {NULL, NULL, 0, NULL},
 };

@@ -109,6 +109,10 @@ typedef struct {
     int pad;                       /* input must be copied (zero-padded / c2r) into a scratch of
                                       (outer, pad_len, inner) */
     int64_t pad_len;
+    int opad;                      /* the transforms write a scratch of (outer, opad_len, inner),
+                                      copied to the output after: cuFFT wants real arrays at
+                                      offsets aligned to their complex type */
+    int64_t opad_len;
     int64_t batch, istride, idist, ostride, odist, inembed, onembed;
     int64_t nloop, loop_in, loop_out;
     double scale;                  /* 1.0: none */

@@ -38,6 +38,7 @@ static struct {
     CUresult (*MemsetD32Async)(nd_cu_ptr, unsigned, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*CtxSynchronize)(void);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*GetErrorString)(CUresult, const char **);
@@ -88,7 +89,7 @@ static void driver_probe(void)
     B(DeviceTotalMem); B(DeviceGetAttribute); B(DevicePrimaryCtxRetain); B(CtxSetCurrent);
     B(CtxGetCurrent); B(MemGetInfo); B(MemHostAlloc); B(MemFreeHost); B(MemcpyHtoDAsync);
     B(MemcpyDtoHAsync); B(MemcpyDtoDAsync); B(MemsetD32Async); B(StreamCreate);
-    B(StreamSynchronize); B(LaunchKernel); B(GetErrorString); B(GetErrorName);
+    B(StreamSynchronize); B(CtxSynchronize); B(LaunchKernel); B(GetErrorString); B(GetErrorName);
 #undef B
     void **all = (void **)&cu;
     for (size_t i = 0; i < sizeof cu / sizeof(void *); i++)
@@ -234,6 +235,18 @@ int nd_cu_sync(void)
     Py_END_ALLOW_THREADS
     if (nd_cu_check(r, "cuStreamSynchronize (a kernel or copy before it failed)") < 0) return -1;
     drv.off = 0;  /* every staged copy ran */
+    return 0;
+}
+
+int nd_cu_sync_device(void)
+{
+    if (nd_cu_ready() < 0) return -1;
+    CUresult r;
+    Py_BEGIN_ALLOW_THREADS
+    r = cu.CtxSynchronize();
+    Py_END_ALLOW_THREADS
+    if (nd_cu_check(r, "cuCtxSynchronize") < 0) return -1;
+    drv.off = 0;
     return 0;
 }
 

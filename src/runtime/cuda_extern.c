@@ -15,6 +15,30 @@
 #include <limits.h>
 #include <string.h>
 
+static int dt_size(int dt)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(dt);
+    int es = d ? (int)PyDataType_ELSIZE(d) : 0;
+    Py_XDECREF(d);
+    return es;
+}
+
+static void c_strides(int ndim, const npy_intp *shape, int es, npy_intp *st)
+{
+    npy_intp s = es;
+    for (int d = ndim - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= shape[d] > 1 ? shape[d] : 1;
+    }
+}
+
+static npy_intp count(int ndim, const npy_intp *shape)
+{
+    npy_intp n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
 /* ------------------------------------------------------------ libraries */
 
 static struct { const char *name; void *h; char path[1024]; } libs[] = {
@@ -193,7 +217,13 @@ int nd_cuda_lib_zero2d32(const nd_cuda_libenv *env, uint64_t dst, size_t pitch, 
 
 /* ------------------------------------------------------------ the nodes */
 
-static PyObject *f_matmul, *f_dot, *f_fft[4];   /* fft, ifft, rfft, irfft */
+/* numpy.fft's functions by index: the 1-d ones (template (ph, n, axis,
+ * norm)), then the n-d ones (template (ph, s, axes, norm)) */
+#define NFFT 14
+static const char *const fft_names[NFFT] = {
+    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft",
+    "fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"};
+static PyObject *f_matmul, *f_dot, *f_fft[NFFT];
 
 static int node_fns(void)
 {
@@ -201,9 +231,9 @@ static int node_fns(void)
     PyObject *np = PyImport_ImportModule("numpy");
     PyObject *fft = np ? PyImport_ImportModule("numpy.fft") : NULL;
     if (!fft) { Py_XDECREF(np); return -1; }
-    static const char *const names[4] = {"fft", "ifft", "rfft", "irfft"};
     int rc = 0;
-    for (int i = 0; i < 4 && !rc; i++) rc = (f_fft[i] = PyObject_GetAttrString(fft, names[i])) ? 0 : -1;
+    for (int i = 0; i < NFFT && !rc; i++)
+        rc = (f_fft[i] = PyObject_GetAttrString(fft, fft_names[i])) ? 0 : -1;
     if (!rc) rc = (f_dot = PyObject_GetAttrString(np, "dot")) ? 0 : -1;
     if (!rc) rc = (f_matmul = PyObject_GetAttrString(np, "matmul")) ? 0 : -1;
     Py_DECREF(fft);
@@ -211,35 +241,76 @@ static int node_fns(void)
     return rc;
 }
 
-/* the fft arguments of an EXTERN node: 0, or 1 when they are not the
- * (placeholder 0, n, axis, norm) form */
-static int fft_args(const nd_node *n, npy_intp *len, int *axis, int *norm)
+/* One 1-d transform of a numpy.fft call; conj_in / conj_out: hfft's
+ * conjugate(a) before, ihfft's conjugate(out) after. */
+typedef struct { int kind, axis, norm, conj_in, conj_out; npy_intp n; } fft_step;
+
+static int norm_arg(PyObject *mo, int *norm)
 {
-    PyObject *tmpl = PyTuple_Check(n->attrs) && PyTuple_GET_SIZE(n->attrs) == 2
-                         ? PyTuple_GET_ITEM(n->attrs, 0) : NULL;
-    if (!tmpl || !PyTuple_Check(tmpl) || PyTuple_GET_SIZE(tmpl) != 4 ||
-        PyTuple_GET_ITEM(n->attrs, 1) != Py_None ||
-        nd_extern_placeholder_index(PyTuple_GET_ITEM(tmpl, 0)) != 0)
-        return 1;
-    PyObject *no = PyTuple_GET_ITEM(tmpl, 1), *ao = PyTuple_GET_ITEM(tmpl, 2),
-             *mo = PyTuple_GET_ITEM(tmpl, 3);
-    if (!PyLong_Check(no) || !PyLong_Check(ao)) return 1;
-    *len = PyLong_AsSsize_t(no);
-    long a = PyLong_AsLong(ao);
-    if (PyErr_Occurred()) { PyErr_Clear(); return 1; }
-    *axis = (int)a;
     if (mo == Py_None) *norm = 0;
     else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "backward")) *norm = 0;
     else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "ortho")) *norm = 1;
     else if (PyUnicode_Check(mo) && !PyUnicode_CompareWithASCIIString(mo, "forward")) *norm = 2;
     else return 1;   /* NumPy's ValueError: the host runs it */
-    return *len >= 1 && a >= 0 && a < n->ndim ? 0 : 1;
+    return 0;
 }
 
-static int fft_kind(const nd_node *n)
+static int int_arg(PyObject *o, npy_intp lo, npy_intp hi, npy_intp *v)
 {
-    for (int i = 0; i < 4; i++) if (n->obj == f_fft[i]) return i;   /* ND_FFT_* order */
-    return -1;
+    if (!PyLong_Check(o)) return 1;
+    *v = PyLong_AsSsize_t(o);
+    if (*v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 1; }
+    return *v < lo || *v >= hi;
+}
+
+/* The 1-d transforms NumPy's pocketfft.py makes of the call, in its order
+ * (fftn: the axes last to first; rfftn: rfft of the last axis, then the
+ * others last to first; irfftn: ifft of the axes in order, irfft of the
+ * last; hfft/ihfft: irfft/rfft with the norm swapped, conjugated). How
+ * many, or 0 when the node is not such a call (then the host runs it). */
+static int fft_steps(const nd_node *n, fft_step *st)
+{
+    int f = -1;
+    for (int i = 0; i < NFFT; i++) if (n->obj == f_fft[i]) f = i;
+    PyObject *tmpl = PyTuple_Check(n->attrs) && PyTuple_GET_SIZE(n->attrs) == 2
+                         ? PyTuple_GET_ITEM(n->attrs, 0) : NULL;
+    if (f < 0 || n->nextra != 1 || !tmpl || !PyTuple_Check(tmpl) || PyTuple_GET_SIZE(tmpl) != 4 ||
+        PyTuple_GET_ITEM(n->attrs, 1) != Py_None ||
+        nd_extern_placeholder_index(PyTuple_GET_ITEM(tmpl, 0)) != 0)
+        return 0;
+    int norm;
+    if (norm_arg(PyTuple_GET_ITEM(tmpl, 3), &norm)) return 0;
+    PyObject *so = PyTuple_GET_ITEM(tmpl, 1), *ao = PyTuple_GET_ITEM(tmpl, 2);
+    if (f < 6) {
+        npy_intp len, axis;
+        if (int_arg(so, 1, PY_SSIZE_T_MAX, &len) || int_arg(ao, 0, n->ndim, &axis)) return 0;
+        static const int kinds[6] = {ND_FFT_FWD, ND_FFT_INV, ND_FFT_R2C, ND_FFT_C2R, ND_FFT_C2R,
+                                     ND_FFT_R2C};
+        st[0] = (fft_step){kinds[f], (int)axis, f >= 4 ? 2 - norm : norm, f == 4, f == 5, len};
+        return 1;
+    }
+    if (!PyTuple_Check(so) || !PyTuple_Check(ao) || PyTuple_GET_SIZE(so) != PyTuple_GET_SIZE(ao))
+        return 0;
+    int na = (int)PyTuple_GET_SIZE(ao);
+    if (na < 1 || na > ND_MAXDIMS) return 0;
+    npy_intp sv[ND_MAXDIMS], av[ND_MAXDIMS];
+    for (int i = 0; i < na; i++)
+        if (int_arg(PyTuple_GET_ITEM(so, i), 1, PY_SSIZE_T_MAX, &sv[i]) ||
+            int_arg(PyTuple_GET_ITEM(ao, i), 0, n->ndim, &av[i]))
+            return 0;
+    int k = 0, c2c = f == 6 || f == 8 ? ND_FFT_FWD : ND_FFT_INV;
+    if (f <= 9) {
+        for (int i = na - 1; i >= 0; i--) st[k++] = (fft_step){c2c, (int)av[i], norm, 0, 0, sv[i]};
+    } else if (f == 10 || f == 12) {
+        st[k++] = (fft_step){ND_FFT_R2C, (int)av[na - 1], norm, 0, 0, sv[na - 1]};
+        for (int i = na - 2; i >= 0; i--)
+            st[k++] = (fft_step){ND_FFT_FWD, (int)av[i], norm, 0, 0, sv[i]};
+    } else {
+        for (int i = 0; i < na - 1; i++)
+            st[k++] = (fft_step){ND_FFT_INV, (int)av[i], norm, 0, 0, sv[i]};
+        st[k++] = (fft_step){ND_FFT_C2R, (int)av[na - 1], norm, 0, 0, sv[na - 1]};
+    }
+    return k;
 }
 
 static int two_operands(const nd_node *n)
@@ -262,10 +333,8 @@ int nd_cuda_lib_kind(const nd_graph *g, nd_id id)
             return ND_CUDA_LIB_NONE;
         return n->obj == f_matmul ? ND_CUDA_LIB_MATMUL : ND_CUDA_LIB_DOT;
     }
-    npy_intp len;
-    int axis, norm;
-    if (fft_kind(n) >= 0 && n->nextra == 1 && !fft_args(n, &len, &axis, &norm))
-        return ND_CUDA_LIB_FFT;
+    fft_step st[ND_MAXDIMS];
+    if (fft_steps(n, st)) return ND_CUDA_LIB_FFT;
     return ND_CUDA_LIB_NONE;
 }
 
@@ -275,13 +344,14 @@ int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtyp
     int kind = nd_cuda_lib_kind(g, id);
     if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
         int dt = n->dtype;
-        if (dt != NPY_HALF && dt != NPY_FLOAT && dt != NPY_DOUBLE && dt != NPY_CFLOAT &&
-            dt != NPY_CDOUBLE) {
+        if (PyTypeNum_ISCOMPLEX(dt) || PyTypeNum_ISFLOAT(dt) ? !(dt == NPY_HALF || dt == NPY_FLOAT ||
+            dt == NPY_DOUBLE || dt == NPY_CFLOAT || dt == NPY_CDOUBLE)
+                                                          : !(PyTypeNum_ISINTEGER(dt) ||
+                                                              PyTypeNum_ISBOOL(dt))) {
             PyObject *d = (PyObject *)PyArray_DescrFromType(dt);
             PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: np.%s of %S arrays on the GPU "
-                         "is not implemented (cuBLAS has no gemm with NumPy's integer "
-                         "wraparound / bool rules); run this function on the CPU backend",
-                         kind == ND_CUDA_LIB_DOT ? "dot" : "matmul", d ? d : Py_None);
+                         "is not implemented", kind == ND_CUDA_LIB_DOT ? "dot" : "matmul",
+                         d ? d : Py_None);
             Py_XDECREF(d);
             return -1;
         }
@@ -290,11 +360,12 @@ int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtyp
         return 0;
     }
     if (kind == ND_CUDA_LIB_FFT) {
-        int fk = fft_kind(n);
+        fft_step st[ND_MAXDIMS];
+        int ns = fft_steps(n, st);
         int dbl = n->dtype == NPY_DOUBLE || n->dtype == NPY_CDOUBLE;
-        if (fk == ND_FFT_R2C) in_dtype[0] = dbl ? NPY_DOUBLE : NPY_FLOAT;
+        if (st[0].kind == ND_FFT_R2C) in_dtype[0] = dbl ? NPY_DOUBLE : NPY_FLOAT;
         else in_dtype[0] = dbl ? NPY_CDOUBLE : NPY_CFLOAT;
-        *out_dtype = fk == ND_FFT_C2R ? (dbl ? NPY_DOUBLE : NPY_FLOAT)
+        *out_dtype = st[ns - 1].kind == ND_FFT_C2R ? (dbl ? NPY_DOUBLE : NPY_FLOAT)
                                       : (dbl ? NPY_CDOUBLE : NPY_CFLOAT);
         return 0;
     }
@@ -306,7 +377,8 @@ int nd_cuda_lib_dtypes(const nd_graph *g, nd_id id, int *in_dtype, int *out_dtyp
 int nd_cuda_lib_accepts(const nd_graph *g, nd_id id, int k, const nd_cuda_view *v)
 {
     int kind = nd_cuda_lib_kind(g, id);
-    int es = v->dtype == NPY_HALF ? 2 : v->dtype == NPY_FLOAT ? 4 : v->dtype == NPY_CDOUBLE ? 16 : 8;
+    int es = dt_size(v->dtype);
+    if (es <= 0) return 0;
     for (int d = 0; d < v->ndim; d++) if (v->strides[d] < 0 || v->strides[d] % es) return 0;
     if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
         if (v->ndim < 1) return 0;
@@ -330,10 +402,82 @@ int nd_cuda_lib_accepts(const nd_graph *g, nd_id id, int k, const nd_cuda_view *
     return 0;
 }
 
+/* x's imaginary parts *= -1 (a complex C-contiguous view): conjugate */
+static int conj_inplace(const nd_cuda_libenv *env, const nd_cuda_view *x)
+{
+    npy_intp cnt = 1;
+    for (int d = 0; d < x->ndim; d++) cnt *= x->shape[d];
+    int dbl = x->dtype == NPY_CDOUBLE;
+    return nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, x->ptr + (dbl ? 8 : 4), cnt, 2,
+                              -1.0);
+}
+
+/* the node's 1-d transforms one after the other, through temporaries; the
+ * last writes out */
+static int fft_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const nd_cuda_view *out,
+                   const nd_cuda_libenv *env)
+{
+    const nd_node *n = &g->nodes[id];
+    fft_step st[ND_MAXDIMS];
+    int ns = fft_steps(n, st);
+    int dbl = n->dtype == NPY_DOUBLE || n->dtype == NPY_CDOUBLE;
+    /* NumPy computes each norm factor in its step's input's real dtype:
+     * the node's input for the first, complex64/128 after */
+    int src = g->nodes[n->extra[0]].dtype;
+    int fdt = src == NPY_HALF ? NPY_HALF
+            : (src == NPY_FLOAT || src == NPY_CFLOAT) ? NPY_FLOAT : NPY_DOUBLE;
+    nd_cuda_view cur = *in;
+    uint64_t tmp[2] = {0, 0};   /* the current input's temporary, the next one's */
+    int rc = -1;
+    for (int i = 0; i < ns; i++) {
+        const fft_step *s = &st[i];
+        int es = dt_size(cur.dtype);
+        npy_intp cnt = 1;
+        for (int d = 0; d < cur.ndim; d++) cnt *= cur.shape[d];
+        if (s->conj_in) {
+            /* hfft: conjugate(a), on a copy */
+            if (env->alloc(env->ctx, (size_t)(cnt * es), &tmp[1]) < 0 ||
+                nd_cuda_lib_copy2d(env, tmp[1], (size_t)(cnt * es), cur.ptr, (size_t)(cnt * es),
+                                   (size_t)(cnt * es), 1) < 0)
+                goto done;
+            cur.ptr = tmp[1];
+            if (tmp[0]) env->release(env->ctx, tmp[0]);
+            tmp[0] = tmp[1];
+            tmp[1] = 0;
+            if (conj_inplace(env, &cur) < 0) goto done;
+        }
+        nd_cuda_view o;
+        if (i == ns - 1) {
+            o = *out;
+        } else {
+            o.dtype = dbl ? NPY_CDOUBLE : NPY_CFLOAT;
+            o.ndim = cur.ndim;
+            memcpy(o.shape, cur.shape, sizeof(npy_intp) * (size_t)cur.ndim);
+            o.shape[s->axis] = s->kind == ND_FFT_R2C ? s->n / 2 + 1 : s->n;
+            c_strides(o.ndim, o.shape, dt_size(o.dtype), o.strides);
+            if (env->alloc(env->ctx, (size_t)(count(o.ndim, o.shape) * dt_size(o.dtype)),
+                           &tmp[1]) < 0)
+                goto done;
+            o.ptr = tmp[1];
+        }
+        if (nd_cuda_fft(s->kind, s->n, s->axis, s->norm, i ? (dbl ? NPY_DOUBLE : NPY_FLOAT) : fdt,
+                        &cur, &o, env) < 0)
+            goto done;
+        if (s->conj_out && conj_inplace(env, &o) < 0) goto done;
+        if (tmp[0]) env->release(env->ctx, tmp[0]);
+        tmp[0] = tmp[1];
+        tmp[1] = 0;
+        cur = o;
+    }
+    rc = 0;
+done:
+    for (int k = 0; k < 2; k++) if (tmp[k]) env->release(env->ctx, tmp[k]);
+    return rc;
+}
+
 int nd_cuda_lib_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const nd_cuda_view *out,
                     const nd_cuda_libenv *env)
 {
-    const nd_node *n = &g->nodes[id];
     int kind = nd_cuda_lib_kind(g, id);
     if (kind == ND_CUDA_LIB_MATMUL || kind == ND_CUDA_LIB_DOT) {
         int rc = nd_cuda_matmul(kind == ND_CUDA_LIB_DOT, &in[0], &in[1], out, env);
@@ -342,16 +486,7 @@ int nd_cuda_lib_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const n
                             "cannot read was passed (nd_cuda_lib_accepts refuses it)");
         return rc ? -1 : 0;
     }
-    if (kind == ND_CUDA_LIB_FFT) {
-        npy_intp len;
-        int axis, norm;
-        fft_args(n, &len, &axis, &norm);
-        /* NumPy computes the norm factor in the input's real dtype */
-        int src = g->nodes[n->extra[0]].dtype;
-        int fdt = src == NPY_HALF ? NPY_HALF
-                : (src == NPY_FLOAT || src == NPY_CFLOAT) ? NPY_FLOAT : NPY_DOUBLE;
-        return nd_cuda_fft(fft_kind(n), len, axis, norm, fdt, &in[0], out, env);
-    }
+    if (kind == ND_CUDA_LIB_FFT) return fft_run(g, id, &in[0], out, env);
     PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: this EXTERN node has no library "
                     "version on the GPU");
     return -1;
@@ -404,6 +539,17 @@ static int cast_text(int from, int to, char *name, size_t nn, char *text, size_t
     const char *st = to == NPY_HALF ? "nd_d2h(re)" : to == NPY_FLOAT ? "(float)re"
                    : to == NPY_DOUBLE ? "re" : to == NPY_CFLOAT ? "nd_t_cmk((float)re, (float)im)"
                    : "nd_t_cmk(re, im)";
+    char ist[64];
+    if (!PyTypeNum_ISFLOAT(to) && !PyTypeNum_ISCOMPLEX(to)) {
+        /* integer matmul: an integer or bool operand widened to the result's type */
+        if (!PyTypeNum_ISINTEGER(from) && !PyTypeNum_ISBOOL(from)) {
+            PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: no device cast from type %d "
+                         "to %d for a library extern", from, to);
+            return -1;
+        }
+        snprintf(ist, sizeof ist, "(%s)v", tt);
+        re = "0.0"; im = "0.0"; st = ist;
+    }
     if (from == to) { re = "0.0"; im = "0.0"; st = "v"; }   /* a layout copy */
     snprintf(name, nn, "nd_lib_cast_%d_%d", from, to);
     snprintf(text, tn,
@@ -464,29 +610,8 @@ static PyObject *py_cast_source(PyObject *self, PyObject *args)
     return Py_BuildValue("(ss)", name, text);
 }
 
-static void c_strides(int ndim, const npy_intp *shape, int es, npy_intp *st)
-{
-    npy_intp s = es;
-    for (int d = ndim - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= shape[d] > 1 ? shape[d] : 1;
-    }
-}
 
-static int dt_size(int dt)
-{
-    PyArray_Descr *d = PyArray_DescrFromType(dt);
-    int es = d ? (int)PyDataType_ELSIZE(d) : 0;
-    Py_XDECREF(d);
-    return es;
-}
 
-static npy_intp count(int ndim, const npy_intp *shape)
-{
-    npy_intp n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-}
 
 static int env_alloc(void *ctx, size_t nbytes, uint64_t *ptr)
 {
@@ -650,16 +775,34 @@ int nd_cuda_lib_hook_env(PyObject *stream, nd_cuda_libenv *env)
     env->alloc = hook_alloc;
     env->release = hook_release;
     hook_n = 0;
-    return 0;
+    /* the operands' uploads (the caller's stream) are done before numdyn's
+     * stream reads them */
+    CUresult r = drv.StreamSynchronize(env->stream);
+    return r ? drv_fail("cuStreamSynchronize", r) : 0;
 }
 
 int nd_cuda_lib_hook_done(nd_cuda_libenv *env, int rc)
 {
     CUresult r = drv.StreamSynchronize(env->stream);
+    /* kernels of numdyn's own (integer gemm) ran on numdyn's stream */
+    if (!nd_cu_unavailable() && nd_cu_ready() == 0 && nd_cu_sync() < 0 && rc >= 0) rc = -1;
     for (int i = 0; i < hook_n; i++) drv.MemFree(hook_ptrs[i]);
     hook_n = 0;
     if (rc >= 0 && r) return drv_fail("cuStreamSynchronize", r);
     return rc;
+}
+
+/* the graph a numdyn.Graph wraps, and id one of its nodes: 0, -1 + exc */
+static int graph_node(PyObject *go, int id, nd_graph **g)
+{
+    const nd_id *outs;
+    int nout;
+    if (nd_graphpy_parts(go, g, &outs, &nout) < 0) return -1;
+    if (id < 0 || id >= (*g)->n) {
+        PyErr_Format(PyExc_IndexError, "no node %d", id);
+        return -1;
+    }
+    return 0;
 }
 
 /* _cuda_lib_node(graph, id) -> (kind name, input dtypes, output dtype):
@@ -669,12 +812,8 @@ static PyObject *py_lib_node(PyObject *self, PyObject *args)
     (void)self;
     PyObject *go;
     int id;
-    if (!PyArg_ParseTuple(args, "Oi", &go, &id)) return NULL;
     nd_graph *g;
-    const nd_id *outs;
-    int nout;
-    if (nd_graphpy_parts(go, &g, &outs, &nout) < 0) return NULL;
-    if (id < 0 || id >= g->n) return PyErr_Format(PyExc_IndexError, "no node %d", id);
+    if (!PyArg_ParseTuple(args, "Oi", &go, &id) || graph_node(go, id, &g) < 0) return NULL;
     static const char *const names[] = {"none", "matmul", "dot", "fft"};
     int kind = nd_cuda_lib_kind(g, id);
     if (kind == ND_CUDA_LIB_NONE) return Py_BuildValue("(sOO)", names[0], Py_None, Py_None);
@@ -686,19 +825,64 @@ static PyObject *py_lib_node(PyObject *self, PyObject *args)
     return t ? Py_BuildValue("(sNi)", names[kind], t, od) : NULL;
 }
 
+/* _cuda_fft_steps(graph, id) -> [(kind, n, axis, norm, conj_in, conj_out)]:
+ * the 1-d transforms the GPU makes of a numpy.fft node */
+static PyObject *py_fft_steps(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go;
+    int id;
+    nd_graph *g;
+    if (!PyArg_ParseTuple(args, "Oi", &go, &id) || graph_node(go, id, &g) < 0) return NULL;
+    if (node_fns() < 0) return NULL;
+    fft_step st[ND_MAXDIMS];
+    int ns = g->nodes[id].op == ND_OP_EXTERN ? fft_steps(&g->nodes[id], st) : 0;
+    PyObject *l = PyList_New(ns);
+    for (int i = 0; l && i < ns; i++) {
+        PyObject *t = Py_BuildValue("(inii" "OO)", st[i].kind, (Py_ssize_t)st[i].n, st[i].axis,
+                                    st[i].norm, st[i].conj_in ? Py_True : Py_False,
+                                    st[i].conj_out ? Py_True : Py_False);
+        if (!t) { Py_CLEAR(l); break; }
+        PyList_SET_ITEM(l, i, t);
+    }
+    return l;
+}
+
+/* _cuda_lib_run_node(graph, id, (views of the inputs), out view, stream):
+ * nd_cuda_lib_run on device pointers, inputs already in the dtypes
+ * nd_cuda_lib_dtypes gives (tests); waits for the stream */
+static PyObject *py_lib_run_node(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go, *ins, *oo, *so;
+    int id;
+    nd_graph *g;
+    if (!PyArg_ParseTuple(args, "OiOOO", &go, &id, &ins, &oo, &so) || graph_node(go, id, &g) < 0)
+        return NULL;
+    nd_cuda_view v[2], o;
+    nd_cuda_libenv env;
+    if (!PyTuple_Check(ins) || PyTuple_GET_SIZE(ins) != g->nodes[id].nextra ||
+        PyTuple_GET_SIZE(ins) > 2)
+        return PyErr_Format(PyExc_ValueError, "a tuple of the node's %d input views",
+                            g->nodes[id].nextra);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(ins); k++)
+        if (nd_cuda_lib_view_arg(PyTuple_GET_ITEM(ins, k), &v[k]) < 0) return NULL;
+    if (nd_cuda_lib_view_arg(oo, &o) < 0 || nd_cuda_lib_hook_env(so, &env) < 0) return NULL;
+    if (nd_cuda_lib_hook_done(&env, nd_cuda_lib_run(g, id, v, &o, &env)) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* _cuda_lib_accepts(graph, id, k, view) -> bool */
 static PyObject *py_lib_accepts(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *go, *vo;
     int id, k;
-    if (!PyArg_ParseTuple(args, "OiiO", &go, &id, &k, &vo)) return NULL;
     nd_graph *g;
-    const nd_id *outs;
-    int nout;
     nd_cuda_view v;
-    if (nd_graphpy_parts(go, &g, &outs, &nout) < 0 || nd_cuda_lib_view_arg(vo, &v) < 0) return NULL;
-    if (id < 0 || id >= g->n) return PyErr_Format(PyExc_IndexError, "no node %d", id);
+    if (!PyArg_ParseTuple(args, "OiiO", &go, &id, &k, &vo) || graph_node(go, id, &g) < 0 ||
+        nd_cuda_lib_view_arg(vo, &v) < 0)
+        return NULL;
     return PyBool_FromLong(nd_cuda_lib_accepts(g, id, k, &v));
 }
 
@@ -707,6 +891,8 @@ static PyMethodDef methods[] = {
     {"_cuda_lib_path", py_lib_path, METH_O, "the path of a loaded CUDA library, or None"},
     {"_cuda_lib_node", py_lib_node, METH_VARARGS, "(kind, input dtypes, output dtype) of a node"},
     {"_cuda_lib_accepts", py_lib_accepts, METH_VARARGS, "whether a library extern reads a view"},
+    {"_cuda_fft_steps", py_fft_steps, METH_VARARGS, "the 1-d transforms of a numpy.fft node"},
+    {"_cuda_lib_run_node", py_lib_run_node, METH_VARARGS, "a library extern node on device pointers"},
     {"_cuda_lib_cast_source", py_cast_source, METH_VARARGS, "(name, CUDA C) of a cast kernel"},
     {NULL, NULL, 0, NULL},
 };

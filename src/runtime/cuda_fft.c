@@ -123,25 +123,44 @@ int nd_fft_plan_make(int kind, npy_intp n, int axis, int norm, int fct_dtype, in
     p->nin = p->len_in < need ? p->len_in : need;
     p->pad = p->len_in < need || kind == ND_FFT_C2R;
     p->pad_len = p->pad ? need : 0;
+    /* cuFFT rejects (CUFFT_INVALID_VALUE) a real array whose address is not
+     * aligned to its complex type: with a plan per outer block, real
+     * blocks of an odd number of elements would start misaligned. Such a
+     * real input goes through a scratch of even rows, such a real output
+     * through one that is copied back. */
+    int blocks = p->inner > 1 && p->outer > 1;
+    if (blocks && kind == ND_FFT_R2C) {
+        if (!p->pad && (p->len_in * p->inner) % 2) {
+            p->pad = 1;
+            p->pad_len = need;
+        }
+        if (p->pad && (p->pad_len * p->inner) % 2) p->pad_len++;
+    }
+    if (blocks && kind == ND_FFT_C2R && (p->len_out * p->inner) % 2) {
+        p->opad = 1;
+        p->opad_len = p->len_out + 1;
+    }
     p->scale = norm_factor(kind, norm, n, fct_dtype);
     p->empty = p->outer == 0 || p->inner == 0;
     int64_t src = p->pad ? p->pad_len : p->len_in;
+    int64_t dst = p->opad ? p->opad_len : p->len_out;
     p->inembed = src;
-    p->onembed = p->len_out;
+    p->onembed = dst;
     p->nloop = 1;
     if (p->inner == 1) {
         p->batch = p->outer;
         p->istride = p->ostride = 1;
         p->idist = src;
         p->odist = p->len_out;
-    } else if (p->outer == 1 || p->outer <= p->inner) {
-        /* a plan over the inner positions, once per outer block */
+    } else if (p->outer == 1 || p->outer <= p->inner || kind >= ND_FFT_R2C) {
+        /* a plan over the inner positions, once per outer block (the real
+         * transforms always: their blocks start aligned, see above) */
         p->batch = p->inner;
         p->istride = p->ostride = p->inner;
         p->idist = p->odist = 1;
         p->nloop = p->outer;
         p->loop_in = src * p->inner;
-        p->loop_out = p->len_out * p->inner;
+        p->loop_out = dst * p->inner;
     } else {
         /* a plan over the outer blocks, once per inner position */
         p->batch = p->outer;
@@ -216,6 +235,7 @@ static int plan_get(const plan_key *k, cufftHandle *out)
 
 static int c_contiguous(const nd_cuda_view *v, int es)
 {
+    for (int d = 0; d < v->ndim; d++) if (v->shape[d] == 0) return 1;   /* NumPy's rule */
     npy_intp want = es;
     for (int d = v->ndim - 1; d >= 0; d--) {
         if (v->shape[d] != 1 && v->strides[d] != want) return 0;
@@ -270,7 +290,7 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
     }
     if (p.empty) return 0;
     if (fft_ready() < 0) return -1;
-    uint64_t src = in->ptr, scratch = 0;
+    uint64_t src = in->ptr, scratch = 0, dst = out->ptr, oscratch = 0;
     int rc = -1;
     if (p.pad) {
         size_t row = (size_t)(p.pad_len * p.inner * esi);
@@ -308,6 +328,11 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
             goto done;
         goto scale;
     }
+    if (p.opad) {
+        if (env->alloc(env->ctx, (size_t)(p.outer * p.opad_len * p.inner * eso), &oscratch) < 0)
+            goto done;
+        dst = oscratch;
+    }
     plan_key key = {0};
     key.type = kind == ND_FFT_R2C ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
              : kind == ND_FFT_C2R ? (dbl ? CUFFT_Z2D : CUFFT_C2R)
@@ -320,7 +345,7 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
     if (r) { fft_fail("cufftSetStream", r); goto done; }
     for (int64_t i = 0; i < p.nloop; i++) {
         void *x = (void *)(uintptr_t)(src + (uint64_t)(i * p.loop_in * esi));
-        void *y = (void *)(uintptr_t)(out->ptr + (uint64_t)(i * p.loop_out * eso));
+        void *y = (void *)(uintptr_t)(dst + (uint64_t)(i * p.loop_out * eso));
         switch (kind) {
         case ND_FFT_FWD: case ND_FFT_INV:
             r = (dbl ? cf.ExecZ2Z : cf.ExecC2C)(h, x, y, kind == ND_FFT_FWD ? -1 : 1);
@@ -330,15 +355,20 @@ int nd_cuda_fft(int kind, npy_intp n, int axis, int norm, int fct_dtype, const n
         }
         if (r) { fft_fail("cufftExec", r); goto done; }
     }
+    if (p.opad && nd_cuda_lib_copy2d(env, out->ptr, (size_t)(p.len_out * p.inner * eso), oscratch,
+                                     (size_t)(p.opad_len * p.inner * eso),
+                                     (size_t)(p.len_out * p.inner * eso), (size_t)p.outer) < 0)
+        goto done;
 scale:
     if (p.scale != 1.0) {
         int64_t reals = p.outer * p.len_out * p.inner * (cout ? 2 : 1);
-        if (nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, out->ptr, reals, p.scale) < 0)
+        if (nd_cuda_blas_scale(env, dbl ? NPY_DOUBLE : NPY_FLOAT, out->ptr, reals, 1, p.scale) < 0)
             goto done;
     }
     rc = 0;
 done:
     if (scratch) env->release(env->ctx, scratch);
+    if (oscratch) env->release(env->ctx, oscratch);
     return rc;
 }
 
@@ -366,12 +396,13 @@ static PyObject *py_fft_plan(PyObject *self, PyObject *args)
     if (PyErr_Occurred()) return NULL;
     nd_fft_plan p;
     if (nd_fft_plan_make(kind, n, axis, norm, fdt, v.ndim, v.shape, &p) < 0) return NULL;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,"
-                         "s:L,s:L,s:d,s:O}",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,"
+                         "s:L,s:L,s:L,s:d,s:O}",
                          "outer", (long long)p.outer, "len_in", (long long)p.len_in,
                          "inner", (long long)p.inner, "n", (long long)p.n,
                          "len_out", (long long)p.len_out, "nin", (long long)p.nin,
                          "pad", p.pad ? Py_True : Py_False, "pad_len", (long long)p.pad_len,
+                         "opad", p.opad ? Py_True : Py_False, "opad_len", (long long)p.opad_len,
                          "batch", (long long)p.batch, "istride", (long long)p.istride,
                          "idist", (long long)p.idist, "ostride", (long long)p.ostride,
                          "odist", (long long)p.odist, "inembed", (long long)p.inembed,

@@ -19,9 +19,10 @@ int nd_cuda_lib_copy2d(const nd_cuda_libenv *env, uint64_t dst, size_t dpitch, u
 int nd_cuda_lib_zero2d32(const nd_cuda_libenv *env, uint64_t dst, size_t pitch, size_t width32,
                          size_t height);
 
-/* x[0..count) *= alpha in place (cuBLAS scal; real dtype FLOAT or DOUBLE) */
+/* x[i * inc] *= alpha for i < count, in place (cuBLAS scal; real dtype
+ * FLOAT or DOUBLE; inc 2 over a complex array's imaginary parts conjugates) */
 int nd_cuda_blas_scale(const nd_cuda_libenv *env, int real_dtype, uint64_t x, int64_t count,
-                       double alpha);
+                       int inc, double alpha);
 
 /* CudaError "numdyn.cuda: <what> failed: <why>" */
 int nd_cuda_lib_fail(const char *what, const char *why, int code);

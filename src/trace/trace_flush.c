@@ -1480,18 +1480,41 @@ int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
     return 0;
 }
 
+/* The caller storage whose memory a real array r aliases: found through
+ * r's base chain, else by memory extent (a view of a view NumPy made of a
+ * caller -- x.view(dtype) of a strided argument -- has a base chain that
+ * never names the caller object). NULL when none. */
+static nd_storage *caller_aliased(nd_trace *t, PyObject *r)
+{
+    for (PyObject *b = r; b && PyArray_Check(b); b = PyArray_BASE((PyArrayObject *)b)) {
+        nd_storage *s = nd__caller_find(t, b);
+        if (s) return s;
+    }
+    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+        nd_storage *s = t->clist[k];
+        if (s->caller && PyArray_Check(s->caller) && overlaps(r, s->caller)) return s;
+    }
+    return NULL;
+}
+
 static int note_one(nd_trace *t, PyObject *r)
 {
     if (!PyArray_Check(r)) return 0;
-    nd_storage *s = NULL;
-    for (PyObject *b = r; b && PyArray_Check(b); b = PyArray_BASE((PyArrayObject *)b))
-        if ((s = nd__caller_find(t, b))) break;
+    nd_storage *s = caller_aliased(t, r);
     if (!s) return 0;
     if (!s->exports && !(s->exports = PyList_New(0))) return -1;
     PyObject *w = PyWeakref_NewRef(r, NULL);
     if (!w) return -1;
     int rc = PyList_Append(s->exports, w);
     Py_DECREF(w);
+    /* Python code now holds a real alias of the caller's memory and may
+     * write through it at any moment: pending operations that read the
+     * storage run now, with the values NumPy would have read, and from here
+     * on its operations run at once (trace_reach.c's `shared`) */
+    if (rc == 0 && !s->shared) {
+        s->shared = 1;
+        rc = nd__flush_all(t);
+    }
     return rc;
 }
 
@@ -1520,8 +1543,7 @@ static PyObject *trace_result(nd_trace *t, PyObject *r, PyObject *const *hs, Py_
     if (PyArray_CheckExact(r)) {
         if (!nd_supported_array(r) || nd__overlaps_any(r, hs, nh, NULL))
             return Py_NewRef(r);
-        for (PyObject *b = r; b && PyArray_Check(b); b = PyArray_BASE((PyArrayObject *)b))
-            if (nd__caller_find(t, b)) return Py_NewRef(r);
+        if (caller_aliased(t, r)) return Py_NewRef(r);
         nd_storage *s = nd__caller_storage(t, r);
         PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
         if (p) nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)r);
@@ -1556,7 +1578,11 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
     PyObject *a, *k;
     if (nd__materialize_call(args, kwargs, &a, &k) < 0) return NULL;
     nd_outside o;
-    PyObject *r = NULL, *handed = PyTuple_Pack(2, a, k ? k : Py_None);
+    /* a bound ndarray method (x.view, x.reshape...) hands NumPy its array too */
+    PyObject *self = PyCFunction_Check(func) && !(PyCFunction_GET_FLAGS(func) & METH_STATIC)
+                         ? PyCFunction_GET_SELF(func) : NULL;
+    if (self && !PyArray_Check(self)) self = NULL;
+    PyObject *r = NULL, *handed = PyTuple_Pack(3, a, k ? k : Py_None, self ? self : Py_None);
     if (handed && nd__outside_begin(t, handed, &o) == 0) {
         r = PyObject_Call(func, a, k);
         if (nd__outside_end(t, &o, r != NULL) < 0) Py_CLEAR(r);
