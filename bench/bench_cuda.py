@@ -14,11 +14,14 @@ Timing: every contender is checked against NumPy first (a fast wrong
 answer is not a result), warmed up (compiles), then timed in interleaved
 rounds (each round one sample of each contender, rotating order), each
 sample a batch of calls between two device synchronizations; the table
-shows medians. numdyn is called as users call it -- ndarrays in,
-ndarrays out -- so its time includes copying the arguments to the device
-and the results back; the "copies" column is what CuPy spends on exactly
-those copies (cupy.asarray of the inputs, cupy.asnumpy of the outputs),
-the floor of that way of calling. A contender that cannot run a row shows
+shows medians. numdyn runs two ways: "numdyn" as a compiled function is
+called with ndarrays (backend="cuda": arguments copied to the device,
+results back -- the "copies" column is what CuPy spends on exactly those
+copies, cupy.asarray of the inputs and cupy.asnumpy of the outputs, the
+floor of that way of calling), and "numdyn (device)" through
+numdyn.cuda.on_device on CuPy arrays (read in place, results left on the
+device) -- the figure comparable with CuPy and torch.compile, and the one
+the bandwidth fractions are computed from. A contender that cannot run a row shows
 "not run" and why.
 """
 import argparse
@@ -195,10 +198,11 @@ def time_interleaved(fns, repeat=11, target=0.05):
 
 
 def cpu_time(fn, args):
-    """NumPy on the CPU, timed alone (its own scale): mean of >= 3 calls / 0.3 s"""
+    """NumPy on the CPU, timed alone (its own scale): mean over >= 0.3 s (one
+    call at least: the full sizes take seconds)"""
     t0 = time.perf_counter()
     k = 0
-    while time.perf_counter() - t0 < 0.3 or k < 3:
+    while time.perf_counter() - t0 < 0.3 or k < 1:
         fn(*args)
         k += 1
     return (time.perf_counter() - t0) / k
@@ -278,15 +282,16 @@ def bench_row(name, np_fn, t_fn, args, bytes_moved=None, rtol=2e-3, atol=2e-3, t
         fns["numdyn"] = lambda: nd(*args)
     except Exception as e:  # noqa: BLE001 -- reported in the table
         row["why"]["numdyn"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
-    # numdyn on device arrays (no copies), where the runtime takes them:
-    # CuPy arrays to the compiled function, or torch CUDA tensors through
-    # wrap_numpy; the result must stay on the device
+    # numdyn on device arrays (no copies): numdyn.cuda.on_device(fn) reads
+    # CuPy arrays (else torch CUDA tensors) in place and leaves its results
+    # on the device; the result must come back on the device
     dev_why = []
+    od = getattr(numdyn.cuda, "on_device", None)
     for label, conv, call in (
-            ("CuPy arrays", to_cupy if cupy is not None else None,
-             lambda: numdyn.compile(np_fn, backend="cuda")),
-            ("torch CUDA tensors via wrap_numpy", to_torch if torch is not None else None,
-             lambda: numdyn.wrap_numpy(np_fn))):
+            ("CuPy arrays, numdyn.cuda.on_device", to_cupy if cupy is not None and od else None,
+             lambda: od(np_fn)),
+            ("torch CUDA tensors, numdyn.cuda.on_device",
+             to_torch if torch is not None and od else None, lambda: od(np_fn))):
         if conv is None:
             continue
         try:
@@ -306,7 +311,8 @@ def bench_row(name, np_fn, t_fn, args, bytes_moved=None, rtol=2e-3, atol=2e-3, t
             dev_why.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:100]}"
                            if str(e) else f"{label}: {type(e).__name__}")
     if "numdyn (device)" not in fns:
-        row["why"]["numdyn (device)"] = "; ".join(dev_why) or "no CuPy or torch"
+        row["why"]["numdyn (device)"] = "; ".join(dev_why) or (
+            "no CuPy or torch" if od else "numdyn.cuda.on_device missing")
     # CuPy
     if cupy is not None:
         try:

@@ -742,3 +742,52 @@ def test_writes_through_an_escaped_alias(backend, fn, layout):
         np.testing.assert_array_equal(be, br)
         if fn is _alias_write_after_lazy_read:
             assert r[2] is ar
+
+
+# ------ 10. untraced code writes an argument through np.asarray/memoryview
+
+import untraced_writers as _uw  # noqa: E402
+
+
+def _asarray_write(a):
+    c = a * 2
+    _uw.zap(a)
+    return c, a * 1
+
+
+def _asarray_write_of_slice(a):
+    c = a.sum()
+    _uw.zap(a[2:])
+    return c, a.copy()
+
+
+def _asarray_write_of_view(a):
+    b = a[::2]
+    c = b * 3
+    _uw.negate_middle(b)
+    return c, a.copy()
+
+
+def _memoryview_write(a):
+    m = memoryview(a)
+    c = a * 2
+    m[0] = 5.0
+    return c, a.copy()
+
+
+@pytest.mark.parametrize("fn", [_asarray_write, _asarray_write_of_slice, _asarray_write_of_view,
+                                _memoryview_write])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_untraced_writes_through_a_real_alias(backend, fn, layout):
+    # np.asarray(x) in code numdyn does not trace (another module), or a
+    # memoryview, hands Python the argument's real memory: pending reads run
+    # first, and while the alias lives operations run at once
+    def make():
+        return np.arange(6.0) if layout == "contiguous" else np.arange(12.0)[::2]
+    f = numdyn.compile(fn, backend=backend)
+    for _ in range(2):
+        ae, ar = make(), make()
+        e, r = fn(ae), f(ar)
+        for x, y in zip(e, r):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(ae, ar)

@@ -148,6 +148,36 @@ typedef struct {
 
 #define ND_FPEV (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
 
+/* The three event flags around a run (a clear before, a test and a clear
+ * after, on every call): glibc's feclearexcept saves and reloads the whole
+ * x87 environment (fnstenv/fldenv), a good part of a small loop's call. On
+ * x86-64 the flags are read and cleared directly: the SSE ones in MXCSR
+ * (where double/float arithmetic raises them; the bits are FE_*'s) and the
+ * x87 ones (libm routines may use the x87 unit), cleared with fnclex --
+ * which also clears the x87's inexact/underflow/denormal flags, that no one
+ * tests across a run. */
+#if defined(__x86_64__) && defined(__GNUC__)
+static inline void fp_clear(void)
+{
+    unsigned int csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    csr &= ~(unsigned int)ND_FPEV;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+    __asm__ volatile("fnclex");
+}
+static inline int fp_test(void)
+{
+    unsigned int csr;
+    unsigned short sw;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    __asm__ volatile("fnstsw %0" : "=m"(sw));
+    return (int)((csr | sw) & ND_FPEV);
+}
+#else
+static inline void fp_clear(void) { feclearexcept(ND_FPEV); }
+static inline int fp_test(void) { return fetestexcept(ND_FPEV); }
+#endif
+
 static int cb_slow(nd_lframe *F, int op, int tr, void *r, int ta, const void *a, int tb, const void *b)
 {
     runctx *c = F->runner;
@@ -675,17 +705,17 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     F.store = cb_store;
     F.poll = cb_poll;
     F.runner = &ctx;
-    if (ctx.fp) feclearexcept(ND_FPEV);
+    if (ctx.fp) fp_clear();
     int rc = s->fn(&F);
     nd_counter_add(ND_CTR_LOOP_RUNS, 1);
     /* NumPy scalar arithmetic that overflowed, divided by zero or made a
      * NaN: Python reruns the loop, and NumPy warns or raises where it does */
-    if (ctx.fp && rc != NDL_PYERR && fetestexcept(ND_FPEV)) rc = NDL_DEOPT;
+    if (ctx.fp && rc != NDL_PYERR && fp_test()) rc = NDL_DEOPT;
     if (rc == NDL_PYERR && ctx.fpdeopt) {
         PyErr_Clear();
         rc = NDL_DEOPT;
     }
-    if (ctx.fp) feclearexcept(ND_FPEV);
+    if (ctx.fp) fp_clear();
     switch (rc) {
     case NDL_OK: break;
     case NDL_PYERR:

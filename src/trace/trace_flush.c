@@ -1509,12 +1509,9 @@ static int note_one(nd_trace *t, PyObject *r)
     Py_DECREF(w);
     /* Python code now holds a real alias of the caller's memory and may
      * write through it at any moment: pending operations that read the
-     * storage run now, with the values NumPy would have read, and from here
-     * on its operations run at once (trace_reach.c's `shared`) */
-    if (rc == 0 && !s->shared) {
-        s->shared = 1;
-        rc = nd__flush_all(t);
-    }
+     * storage run now, with the values NumPy would have read, and while the
+     * alias lives its operations run at once (nd__proxy_read_own) */
+    if (rc == 0 && PyArray_ISWRITEABLE((PyArrayObject *)r)) rc = nd__flush_all(t);
     return rc;
 }
 

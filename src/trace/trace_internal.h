@@ -244,6 +244,10 @@ void nd__flush_mark_layouts(nd_trace *t, const char *is_target);
  * layout NumPy gave them. */
 void nd__flush_adopt_layouts(nd_trace *t);
 
+/* trace_storage.c: 1 while Python code holds a real alias of s's caller
+ * buffer (s->exports, pruned of dead references), 0 none, -1 error */
+int nd__exports_alive(nd_storage *s);
+
 /* ---- trace_flush.c */
 /* Compute nodes ids[0..n) of t (plus pending caller writes) and return new
  * references to their arrays in results[]. */

@@ -561,7 +561,8 @@ static int p_getbuffer(PyObject *o, Py_buffer *view, int flags)
                                   "the buffer protocol (memoryview, bytes(), C code) "
                                   "needs the array's data");
     if (!v) return -1;
-    int r = PyObject_GetBuffer(v, view, flags);  /* view->obj keeps v alive */
+    /* the buffer is a real alias of the array Python code now holds */
+    int r = nd__note_escape(v) ? PyObject_GetBuffer(v, view, flags) : -1;  /* view->obj keeps v */
     Py_DECREF(v);
     return r;
 }
@@ -707,10 +708,12 @@ static PyObject *call_concrete(const char *name, const char *reason, PyObject *s
     PyObject *v = user_value((NdProxy *)self, reason);
     if (!v) return NULL;
     PyObject *m = PyObject_GetAttrString(v, name);
+    PyObject *r = m ? PyObject_Vectorcall(m, args, nargsf, kwnames) : NULL;
+    Py_XDECREF(m);
+    /* the method kept the array (a DLPack capsule, an object holding it):
+     * Python code holds a real alias of it */
+    if (r && Py_REFCNT(v) > 1 && !nd__note_escape(v)) Py_CLEAR(r);
     Py_DECREF(v);
-    if (!m) return NULL;
-    PyObject *r = PyObject_Vectorcall(m, args, nargsf, kwnames);
-    Py_DECREF(m);
     return r;
 }
 
@@ -777,6 +780,10 @@ static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *v = nd__proxy_value((NdProxy *)self,
                                   "NumPy needs the array's data (np.asarray, or NumPy C code)");
     if (!v) return NULL;
+    if (dtype == Py_None && copy != Py_True && !nd__note_escape(v)) {  /* an alias escapes */
+        Py_DECREF(v);
+        return NULL;
+    }
     if (dtype != Py_None) {
         PyArray_Descr *d = NULL;
         if (!PyArray_DescrConverter(dtype, &d)) { Py_DECREF(v); return NULL; }
@@ -1032,6 +1039,8 @@ static PyObject *g_concrete_attr(PyObject *o, void *c)
     PyObject *v = nd__proxy_value((NdProxy *)o, reason);
     if (!v) return NULL;
     PyObject *r = PyObject_GetAttrString(v, name);
+    /* .data (a memoryview) and .ctypes hold the array: an alias escapes */
+    if (r && Py_REFCNT(v) > 1 && !nd__note_escape(v)) Py_CLEAR(r);
     Py_DECREF(v);
     return r;
 }

@@ -162,7 +162,9 @@ int nd_proxy_live(PyObject *o) { return nd_proxy_check(o) && nd__live((NdProxy *
 nd_id nd__proxy_read_own(NdProxy *p)
 {
     nd_storage *s = p->st;
-    if (s->shared) s->trace->shared_touch = 1;
+    /* memory Python code can also reach untraced (through globals, or a
+     * real alias it holds): the operation runs at once */
+    if (s->shared || (s->exports && nd__exports_alive(s) > 0)) s->trace->shared_touch = 1;
     if (p->identity) return s->version;
     if (p->vver == s->version) return p->vnode;
     nd_node n;
@@ -214,10 +216,12 @@ nd_id nd_proxy_read(PyObject *o)
     return id;
 }
 
-/* A real NumPy alias of this caller buffer is held by Python code: it must
- * see the write now, as it would under NumPy. */
-static int write_through(nd_storage *s)
+/* Real NumPy aliases of s's caller buffer that Python code still holds
+ * (dead weak references are dropped; s->exports becomes NULL when none is
+ * left): 1 some, 0 none, -1 error */
+int nd__exports_alive(nd_storage *s)
 {
+    if (!s->exports) return 0;
     Py_ssize_t n = PyList_GET_SIZE(s->exports), alive = 0;
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
         PyObject *w = PyList_GET_ITEM(s->exports, i);
@@ -235,11 +239,16 @@ static int write_through(nd_storage *s)
             alive++;
         }
     }
-    if (!alive) {
-        Py_CLEAR(s->exports);
-        return 0;
-    }
-    return nd__flush(s->trace, NULL, 0, NULL);
+    if (!alive) Py_CLEAR(s->exports);
+    return alive > 0;
+}
+
+/* A real NumPy alias of this caller buffer is held by Python code: it must
+ * see the write now, as it would under NumPy. */
+static int write_through(nd_storage *s)
+{
+    int alive = nd__exports_alive(s);
+    return alive <= 0 ? alive : nd__flush(s->trace, NULL, 0, NULL);
 }
 
 static int write_part(NdProxy *p, nd_id value);
