@@ -63,13 +63,11 @@ static struct {
 #define STAGE_MIN ((size_t)4 << 20)
 #define STAGE_MAX ((size_t)64 << 20)
 
-static void *bind(const char *name)
-{
-    char v2[96];
-    snprintf(v2, sizeof v2, "%s_v2", name);
-    void *p = dlsym(nd_cu_lib, v2);
-    return p ? p : dlsym(nd_cu_lib, name);
-}
+/* Each entry point by its exact name: the _v2 symbols where cuda.h's
+ * macros select them (the 64-bit size ABI), the plain ones elsewhere -- a
+ * newer _v2 of a plain one can take other arguments (CUDA 13's
+ * cuCtxSynchronize_v2 takes a context). */
+static void *bind(const char *name) { return dlsym(nd_cu_lib, name); }
 
 static void driver_probe(void)
 {
@@ -85,12 +83,14 @@ static void driver_probe(void)
         return;
     }
 #define B(f) (*(void **)&cu.f = bind("cu" #f))
+#define B2(f) (*(void **)&cu.f = bind("cu" #f "_v2"))
     B(Init); B(DriverGetVersion); B(DeviceGetCount); B(DeviceGet); B(DeviceGetName);
-    B(DeviceTotalMem); B(DeviceGetAttribute); B(DevicePrimaryCtxRetain); B(CtxSetCurrent);
-    B(CtxGetCurrent); B(MemGetInfo); B(MemHostAlloc); B(MemFreeHost); B(MemcpyHtoDAsync);
-    B(MemcpyDtoHAsync); B(MemcpyDtoDAsync); B(MemsetD32Async); B(StreamCreate);
+    B2(DeviceTotalMem); B(DeviceGetAttribute); B(DevicePrimaryCtxRetain); B(CtxSetCurrent);
+    B(CtxGetCurrent); B2(MemGetInfo); B(MemHostAlloc); B(MemFreeHost); B2(MemcpyHtoDAsync);
+    B2(MemcpyDtoHAsync); B2(MemcpyDtoDAsync); B(MemsetD32Async); B(StreamCreate);
     B(StreamSynchronize); B(CtxSynchronize); B(LaunchKernel); B(GetErrorString); B(GetErrorName);
 #undef B
+#undef B2
     void **all = (void **)&cu;
     for (size_t i = 0; i < sizeof cu / sizeof(void *); i++)
         if (!all[i]) {
