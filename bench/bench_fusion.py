@@ -8,7 +8,8 @@ The programs are torch.compile's own showcase -- one k-means step,
 argmin(norm(X - means[:, None], axis=2), axis=0) -- and the other small
 data-science kernels it is shown on: standardization, min-max scaling,
 nearest neighbour by pairwise distances, a covariance (X - mu).T @ (X - mu),
-a histogram of the k-means labels, two reductions sharing one pass
+the same search through the Gram matrix (|q|^2 - 2 q.p + |p|^2: BLAS and a
+fused epilogue), a histogram of the k-means labels, two reductions sharing one pass
 (column means and standard deviations), and the row-wise kernels of
 models: softmax and layer normalization over the last axis, and row
 standard deviations of wide and of narrow (8-element) rows. torch.compile compiles the very
@@ -56,6 +57,13 @@ def nearest(Q, P):
 def covariance(X):
     Xc = X - X.mean(0)
     return Xc.T @ Xc / (X.shape[0] - 1)
+
+
+def nearest_gram(Q, P):
+    # the same search written through the Gram matrix: BLAS for the
+    # product, then one kernel for the argmin over it with the norms added
+    d = (Q ** 2).sum(1)[:, None] - 2 * Q @ P.T + (P ** 2).sum(1)
+    return np.argmin(d, axis=1)
 
 
 def label_histogram(X, means):
@@ -113,15 +121,23 @@ def _row(name, fn, args, rtol, repeat, exact=False):
             note = "torch.compile failed on this source"
             continue
         gots = got if isinstance(got, tuple) else (got,)
-        for g, r in zip(gots, refs):
-            g = np.asarray(g)
-            if k == "numdyn" and (g.dtype != np.asarray(r).dtype or g.shape != np.shape(r)):
-                raise AssertionError("%s: numdyn gives %s%s, NumPy %s%s" % (
-                    name, g.dtype, g.shape, np.asarray(r).dtype, np.shape(r)))
-            if exact:
-                np.testing.assert_array_equal(g, r)
-            else:
-                np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol)
+        try:
+            for g, r in zip(gots, refs):
+                g = np.asarray(g)
+                if k == "numdyn" and (g.dtype != np.asarray(r).dtype or g.shape != np.shape(r)):
+                    raise AssertionError("%s: numdyn gives %s%s, NumPy %s%s" % (
+                        name, g.dtype, g.shape, np.asarray(r).dtype, np.shape(r)))
+                if exact:
+                    np.testing.assert_array_equal(g, r)
+                else:
+                    np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol)
+        except AssertionError:
+            if k == "numdyn":
+                raise
+            # another contender's different answer is reported, not timed
+            print("%s: %s differs from NumPy" % (name, k), file=sys.stderr)
+            del fns[k]
+            note = "%s differs from NumPy (not timed)" % k
     t = timeit_interleaved(fns, args, repeat=repeat, warmup=3)
     row = {"benchmark": name, **t}
     if note:
@@ -142,11 +158,14 @@ def run(quick=False, only=None):
     A = rng.standard_normal((4096 // scale, 1024))
     A32 = A.astype(np.float32)
     P = rng.standard_normal((64, 3))
+    Q32 = rng.standard_normal((20_000 // scale, 32))
+    P32 = rng.standard_normal((256, 32))
     todo = [
         ("k-means step f64 X=(%d,2), 2 means" % n, kmeans_step, (X, means), 0, True),
         ("standardize f64 (%d,8)" % (n // 4), standardize, (Xw,), 1e-9, False),
         ("min-max scale f64 (%d,8)" % (n // 4), minmax, (Xw,), 1e-12, False),
         ("nearest neighbour f64 Q=(%d,3) P=(64,3)" % Q.shape[0], nearest, (Q, P), 0, True),
+        ("nearest neighbour, Gram form f64 Q=(%d,32) P=(256,32)" % Q32.shape[0], nearest_gram, (Q32, P32), 0, True),
         ("covariance (X-mu).T@(X-mu) f64 (%d,8)" % (n // 4), covariance, (Xw,), 1e-9, False),
         ("histogram of argmins f64 X=(%d,2), 8 means" % n, label_histogram, (X, means8), 0, True),
         ("mean and std over axis 0 f64 (%d,8)" % (n // 4), mean_and_std, (Xw,), 1e-9, False),

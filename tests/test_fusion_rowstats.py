@@ -145,12 +145,17 @@ def test_ill_conditioned_rows(width, offset):
     rng = np.random.default_rng(7)
     x = offset + rng.standard_normal((200, width)) * 1e-2
     exact = np.array([_exact_var(r) for r in x])
-    got = numdyn.compile(row_var)(x)
+    f = numdyn.compile(row_var)
+    got = f(x)
+    assert passes(row_var, x)[0] == 1   # computed by the one-kernel form
     ref = x.var(-1)
     np.testing.assert_allclose(ref, exact, rtol=1e-5)
     np.testing.assert_allclose(got, exact, rtol=1e-5)
     err_nd = np.max(np.abs(got - exact) / exact)
     err_np = np.max(np.abs(ref - exact) / exact)
     assert err_nd <= 4 * err_np + 1e-12, (err_nd, err_np)
+    # C rows: the mean's sum and the squares' sum in NumPy's pairwise order,
+    # so the same bits as NumPy's (its x.var(-1) of contiguous rows)
+    np.testing.assert_array_equal(got, ref)
     naive = (x * x).mean(-1) - x.mean(-1) ** 2
     assert np.max(np.abs(naive - exact) / exact) > 1e-3   # the test can tell
