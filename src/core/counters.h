@@ -53,6 +53,9 @@ typedef enum {
     ND_CTR_CUDA_H2D_BYTES,  /* bytes copied host -> device */
     ND_CTR_CUDA_D2H_BYTES,  /* bytes copied device -> host */
     ND_CTR_CUDA_GRAPH_CACHE_HITS, /* GPU programs found scheduled and loaded */
+    ND_CTR_AD_ALIASED,      /* forward values a differentiated call read from values its
+                               caller already held instead of computing them (the Tensor
+                               tape's step outputs; trace_grad.c, nd_trace_grad_alias) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -26,6 +26,8 @@ typedef struct {
     int device;             /* ND_DEV_CPU */
     char requires_grad;
     char taped;             /* this version is an argument of a tape node */
+    char stale;             /* array is a placeholder for an older value the tape
+                               recomputes (tensor_type.c, old_value) */
     long long version;      /* in-place writes so far (torch's version counter) */
     PyObject *history;      /* dict version -> Tensor standing for that older value, or NULL */
 } NdTensor;

@@ -23,6 +23,7 @@
 static int grad_enabled = 1;   /* numdyn.no_grad() turns it off (one interpreter lock) */
 static PyObject *programs;     /* structure key -> NdTapeProgram */
 static PyObject *vjp_entry;    /* the module's _vjp, looked up at first use */
+static PyObject *alias_entry;  /* the module's _grad_alias, likewise */
 static PyObject *module_ref;   /* numdyn._C (borrowed for the module's life) */
 
 /* ------------------------------------------------------------ nodes */
@@ -296,6 +297,7 @@ typedef struct {
     PyObject *pindex;   /* id(array or tensor) -> parameter number */
     PyObject *leaves;   /* list of leaf Tensors, in parameter order */
     PyObject *ptensors; /* flat programs (one step): per parameter its Tensor or None */
+    PyObject *known;    /* or NULL: (step, output) -> the array the tape holds for it */
 } builder;
 
 /* post-order walk from a Tensor's node (iterative: deep tapes are common) */
@@ -397,7 +399,17 @@ static PyObject *template_of(builder *b, NdTapeNode *nd, PyObject *o, int depth)
             PyObject *key = PyLong_FromVoidPtr(t->node);
             PyObject *step = key ? PyDict_GetItemWithError(b->index, key) : NULL;
             Py_XDECREF(key);
-            if (step) return slot_new((int)PyLong_AsLong(step), t->node_out);
+            if (step) {
+                /* the value this step output had when it was read: saved
+                 * (an older version's array is a placeholder: recomputed) */
+                if (b->known && !t->stale) {
+                    PyObject *kk = Py_BuildValue("(Oi)", step, t->node_out);
+                    int rc = kk ? PyDict_SetDefault(b->known, kk, t->array) ? 0 : -1 : -1;
+                    Py_XDECREF(kk);
+                    if (rc < 0) return NULL;
+                }
+                return slot_new((int)PyLong_AsLong(step), t->node_out);
+            }
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_SystemError, "numdyn: tape node missing from its program");
             return NULL;
@@ -462,6 +474,9 @@ typedef struct {
     PyObject *steps;    /* tuple of (kind, func, args template, kwargs template or None) */
     PyObject *result;   /* slot of the differentiated value */
     Py_ssize_t nparams;
+    /* ((step, output, parameter) ...) by step: the parameter holds that
+     * step output's value, as the tape computed it (NULL: none) */
+    PyObject *known;
 } NdTapeProgram;
 
 static PyObject *fill(PyObject *tpl, PyObject *const *params, PyObject **vals, int depth)
@@ -520,7 +535,7 @@ static PyObject *program_vectorcall(PyObject *self, PyObject *const *args, size_
     PyObject **vals = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
     if (!vals) return PyErr_NoMemory();
     PyObject *res = NULL;
-    Py_ssize_t i = 0;
+    Py_ssize_t i = 0, kn = 0;
     for (; i < n; i++) {
         PyObject *st = PyTuple_GET_ITEM(p->steps, i);
         int kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(st, 0));
@@ -551,6 +566,21 @@ static PyObject *program_vectorcall(PyObject *self, PyObject *const *args, size_
         Py_XDECREF(k);
         if (!r) goto done;
         vals[i] = r;
+        /* differentiated (backward): the outputs the tape already holds
+         * stand for what this step recomputes (trace.h, nd_trace_grad_alias) */
+        for (; p->known && kn < PyTuple_GET_SIZE(p->known); kn++) {
+            PyObject *e = PyTuple_GET_ITEM(p->known, kn);
+            if (PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0)) != i) break;
+            int idx = (int)PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+            PyObject *piece = idx < 0 ? Py_NewRef(r) : PySequence_GetItem(r, idx);
+            PyObject *ok = piece ? PyObject_CallFunctionObjArgs(
+                                       alias_entry, piece,
+                                       args[PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 2))], NULL)
+                                 : NULL;
+            Py_XDECREF(piece);
+            if (!ok) { i++; goto done; }
+            Py_DECREF(ok);
+        }
     }
     res = fill(p->result, args, vals, 0);
 done:
@@ -563,6 +593,7 @@ static void program_dealloc(PyObject *o)
 {
     Py_XDECREF(((NdTapeProgram *)o)->steps);
     Py_XDECREF(((NdTapeProgram *)o)->result);
+    Py_XDECREF(((NdTapeProgram *)o)->known);
     PyObject_Free(o);
 }
 
@@ -579,9 +610,10 @@ static PyTypeObject NdTapeProgram_Type = {
 /* the program computing `t` from its tape, its parameters, the leaves */
 static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **leaves_out)
 {
-    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0), NULL};
-    PyObject *prog = NULL, *steps = NULL, *key = NULL;
-    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves) goto fail;
+    builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0), NULL,
+                 PyDict_New()};
+    PyObject *prog = NULL, *steps = NULL, *key = NULL, *kspec = NULL, *known = NULL;
+    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves || !b.known) goto fail;
     if (collect(&b, ND_TENSOR(t)->node) < 0) goto fail;
     /* leaves first, in the order the tape meets them, so that parameter i
      * is leaf i for i < nleaves */
@@ -639,7 +671,32 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
     }
     PyObject *res = template_of(&b, NULL, t, 0);
     if (!res) goto fail;
-    key = PyTuple_Pack(2, steps, res);
+    /* the saved step outputs, by step, as parameters after the others */
+    {
+        PyObject *ks = PyDict_Keys(b.known);
+        if (!ks || PyList_Sort(ks) < 0) { Py_XDECREF(ks); Py_DECREF(res); goto fail; }
+        Py_ssize_t nk = PyList_GET_SIZE(ks);
+        kspec = PyList_AsTuple(ks);
+        known = PyTuple_New(nk);
+        for (Py_ssize_t j = 0; kspec && known && j < nk; j++) {
+            PyObject *kk = PyList_GET_ITEM(ks, j);
+            PyObject *e = Py_BuildValue("(OOn)", PyTuple_GET_ITEM(kk, 0), PyTuple_GET_ITEM(kk, 1),
+                                        PyList_GET_SIZE(b.params));
+            if (!e || PyList_Append(b.params, PyDict_GetItem(b.known, kk)) < 0) {
+                Py_XDECREF(e);
+                Py_CLEAR(known);
+                break;
+            }
+            PyTuple_SET_ITEM(known, j, e);
+        }
+        Py_DECREF(ks);
+        if (!kspec || !known) { Py_DECREF(res); goto fail; }
+    }
+    if (!alias_entry && !(alias_entry = PyObject_GetAttrString(module_ref, "_grad_alias"))) {
+        Py_DECREF(res);
+        goto fail;
+    }
+    key = PyTuple_Pack(3, steps, res, kspec);
     if (!key) { Py_DECREF(res); goto fail; }
     /* the same structure (and constants) reuses its program: autodiff's
      * caches are keyed on the callable */
@@ -654,9 +711,11 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
         NdTapeProgram *p = PyObject_New(NdTapeProgram, &NdTapeProgram_Type);
         if (!p) { Py_DECREF(res); goto fail; }
         p->vectorcall = program_vectorcall;
+        p->known = NULL;
         p->steps = Py_NewRef(steps);
         p->result = Py_NewRef(res);
         p->nparams = PyList_GET_SIZE(b.params);
+        p->known = PyTuple_GET_SIZE(known) ? Py_NewRef(known) : NULL;
         prog = (PyObject *)p;
         if (key) {
             if (PyDict_GET_SIZE(programs) > 256) PyDict_Clear(programs);
@@ -677,6 +736,9 @@ done:
     Py_XDECREF(b.params);
     Py_XDECREF(b.pindex);
     Py_XDECREF(b.leaves);
+    Py_XDECREF(b.known);
+    Py_XDECREF(kspec);
+    Py_XDECREF(known);
     return prog;
 }
 
@@ -773,6 +835,7 @@ static int node_vjp(NdTapeNode *n, PyObject **pull, PyObject **fwd, PyObject **p
     if (!steps || !(p = PyObject_New(NdTapeProgram, &NdTapeProgram_Type))) goto done;
     p->vectorcall = program_vectorcall;
     p->steps = Py_NewRef(steps);
+    p->known = NULL;
     p->nparams = PyList_GET_SIZE(b.params);
     if (!(p->result = slot_new(0, -1))) goto done;
     if (!(*prims = PyList_New(0)) || !(argnums = PyList_New(0))) goto done;

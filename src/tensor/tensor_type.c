@@ -42,6 +42,7 @@ static PyObject *tensor_new_raw(PyObject *array)
     t->device = ND_DEV_CPU;
     t->requires_grad = 0;
     t->taped = 0;
+    t->stale = 0;
     t->version = 0;
     t->history = NULL;
     PyObject_GC_Track(t);
@@ -142,6 +143,20 @@ PyObject *nd_tensor_wrap_result(PyObject *r)
         Py_DECREF(r);
         return out;
     }
+    if (PyTuple_Check(r)) {
+        /* a named tuple (linalg's EighResult, SVDResult, SlogdetResult...):
+         * the same type of Tensors, else the ndarrays inside would leave the
+         * tape and their gradients be lost */
+        PyObject *items = PySequence_Tuple(r);
+        PyObject *w = items ? nd_tensor_wrap_result(items) : NULL;
+        PyObject *make = w ? PyObject_GetAttrString((PyObject *)Py_TYPE(r), "_make") : NULL;
+        if (w && !make) PyErr_Clear();
+        PyObject *out = make ? PyObject_CallOneArg(make, w) : Py_XNewRef(w);
+        Py_XDECREF(make);
+        Py_XDECREF(w);
+        Py_DECREF(r);
+        return out;
+    }
     return r;
 }
 
@@ -208,6 +223,7 @@ static PyObject *old_value(NdTensor *x)
     t->node = Py_XNewRef(x->node);
     t->node_out = x->node_out;
     t->requires_grad = x->requires_grad;
+    t->stale = x->node != NULL;
     return o;
 }
 

@@ -276,6 +276,14 @@ int nd_trace_init(PyObject *module);  /* module init: types and functions */
  * forward+backward graph without tracing (trace_replay.h). */
 PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *argnums,
                        PyObject *backend, int has_aux, int grad, PyObject *cache);
+/* Inside a function nd_trace_vjp differentiates: `known` (an argument of
+ * it, not differentiated) holds the value `computed` (a proxy of the same
+ * shape and dtype) will have. Once the backward is built, every read of
+ * computed's node reads known instead, so the forward is not computed
+ * again (the Tensor tape passes its steps' outputs so). The caller
+ * vouches for the value. 0 (nothing done outside such a call, or for
+ * operands that do not fit), -1 with an exception set. */
+int nd_trace_grad_alias(PyObject *computed, PyObject *known);
 int nd_grad_init(PyObject *module);  /* module init: _vjp, VJP */
 /* ------------------------------------------------- NumPy semantics entry
  * The tracer reaches NumPy's semantics only through this table, which the

@@ -34,6 +34,8 @@ struct nd_ad_capture {
     int nleaves;
     char *dep;               /* per node: depends on a leaf through floats */
     nd_id ndep;              /* dep is computed for nodes [0, ndep) */
+    nd_id *alias;            /* pairs (computed, known): nd_trace_grad_alias */
+    int nalias, calias;
 };
 
 static int isflt(int dt) { return dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE; }
@@ -252,6 +254,71 @@ static int shares_base(PyObject *args, Py_ssize_t k)
     }
     Py_DECREF(list);
     return r;
+}
+
+/* ------------------------------------------------------------- aliases
+ *
+ * A caller that already holds the values of some forward nodes (the
+ * Tensor tape: every step's output array) names them, as arguments of the
+ * function, with nd_trace_grad_alias (trace.h). Once the backward is
+ * built, every read of such a node -- by later forward nodes, backward
+ * nodes and the outputs -- reads the known argument instead, so nothing
+ * recomputes the forward: the backward runs from the saved values, and
+ * what a single step made internally is recomputed from them, locally. */
+
+int nd_trace_grad_alias(PyObject *computed, PyObject *known)
+{
+    nd_trace *t = nd__tls_trace;
+    if (!t || !t->ad || !nd_proxy_check(computed)) return 0;
+    nd_ad_capture *ad = t->ad;
+    nd_id c = nd_proxy_read(computed);
+    if (c == ND_NONE) return -1;
+    nd_id k = nd_trace_lift(t, known);
+    if (k == ND_NONE) return -1;
+    nd_graph *g = t->g;
+    nd_node *cn = &g->nodes[c], *kn = &g->nodes[k];
+    /* the known value stands for the computed one only as the same array
+     * kind; a leaf, an input, or a node that is its own alias is left be */
+    if (c == k || cn->op == ND_OP_INPUT || kn->op != ND_OP_INPUT || cn->dtype != kn->dtype ||
+        cn->ndim != kn->ndim || memcmp(cn->shape, kn->shape, sizeof(npy_intp) * (size_t)cn->ndim) != 0)
+        return 0;
+    for (int j = 0; j < ad->nleaves; j++) if (ad->leaves[j] == c) return 0;
+    if (ad->nalias == ad->calias) {
+        int cap = ad->calias ? 2 * ad->calias : 16;
+        nd_id *a = PyMem_Realloc(ad->alias, sizeof(nd_id) * 2 * (size_t)cap);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        ad->alias = a;
+        ad->calias = cap;
+    }
+    ad->alias[2 * ad->nalias] = c;
+    ad->alias[2 * ad->nalias + 1] = k;
+    ad->nalias++;
+    return 0;
+}
+
+static void alias_apply(nd_graph *g, nd_ad_capture *ad, int nout, nd_id *outs)
+{
+    if (!ad->nalias) return;
+    nd_id lo = g->n;
+    for (int j = 0; j < ad->nalias; j++) if (ad->alias[2 * j] < lo) lo = ad->alias[2 * j];
+    nd_id *to = PyMem_Malloc(sizeof(nd_id) * (size_t)(g->n - lo));
+    if (!to) return;  /* nothing rewritten: the forward is recomputed, still right */
+    for (nd_id i = lo; i < g->n; i++) to[i - lo] = ND_NONE;
+    for (int j = 0; j < ad->nalias; j++) to[ad->alias[2 * j] - lo] = ad->alias[2 * j + 1];
+    for (nd_id i = lo + 1; i < g->n; i++) {
+        nd_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin + n->nextra; k++) {  /* refs count both lists */
+            nd_id *x = k < n->nin ? &n->in[k] : &n->extra[k - n->nin];
+            if (*x < lo || to[*x - lo] == ND_NONE) continue;
+            g->nodes[*x].refs--;
+            *x = to[*x - lo];
+            g->nodes[*x].refs++;
+        }
+    }
+    for (int j = 0; j < nout; j++)
+        if (outs[j] >= lo && to[outs[j] - lo] != ND_NONE) outs[j] = to[outs[j] - lo];
+    nd_counter_add(ND_CTR_AD_ALIASED, ad->nalias);
+    PyMem_Free(to);
 }
 
 /* A top-level call's array argument that is not differentiated: a caller
@@ -911,7 +978,7 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
         nd__tls_rec = &rec;
     }
     leaf_ctx lc = {t, outer != NULL, NULL, NULL, 0, 0};
-    nd_ad_capture ad = {t->ad, NULL, 0, NULL, 0};
+    nd_ad_capture ad = {t->ad, NULL, 0, NULL, 0, NULL, 0, 0};
     PyObject *wargs = PyTuple_New(nargs), *dargs = PyTuple_New(nw), *res = NULL, *out = NULL;
     PyObject *aux = Py_None, *leaves_out = NULL, *result = NULL, *target = NULL;
     PyObject *list = NULL, *saved = NULL, **vals = NULL;
@@ -1025,6 +1092,7 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (nd_autodiff_backward(g, nout, outs, cts, lc.n, lc.ids, grads) < 0 ||
         fill_zero_grads(g, lc.n, lc.ids, grads) < 0 || verify(g, grads, lc.n) < 0)
         goto done;
+    alias_apply(g, &ad, nout, outs);
     if (want && !grad) {
         /* top level vjp, recorded: the forward's one flush computes the
          * outputs and the saved values; the backward is kept as a graph */
@@ -1153,6 +1221,7 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
 done:
     t->ad = ad.prev;
     PyMem_Free(ad.dep);
+    PyMem_Free(ad.alias);
     if (!outer) {
         /* NumPy would have made the caller-visible writes before raising */
         if (!result) {
@@ -1208,7 +1277,20 @@ static PyObject *mod_vjp(PyObject *m, PyObject *args, PyObject *kwargs)
                         cache);
 }
 
+static PyObject *mod_grad_alias(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "numdyn._C._grad_alias takes (computed, known)");
+        return NULL;
+    }
+    if (nd_trace_grad_alias(args[0], args[1]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef grad_functions[] = {
+    {"_grad_alias", (PyCFunction)(void (*)(void))mod_grad_alias, METH_FASTCALL,
+     "_grad_alias(computed, known): inside a function _vjp differentiates, known (an "
+     "argument) holds computed's value; see trace.h, nd_trace_grad_alias"},
     {"_vjp", (PyCFunction)(void (*)(void))mod_vjp, METH_VARARGS | METH_KEYWORDS,
      "_vjp(fn, args, argnums, kwargs=None, backend=None, has_aux=False, grad=False) -> "
      "(out, aux, VJP or gradients); see trace.h, nd_trace_vjp"},
