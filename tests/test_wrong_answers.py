@@ -791,3 +791,30 @@ def test_untraced_writes_through_a_real_alias(backend, fn, layout):
         for x, y in zip(e, r):
             np.testing.assert_array_equal(x, y)
         np.testing.assert_array_equal(ae, ar)
+
+
+def _asarray_write_of_computed(a):
+    c = a * 2
+    d = c + 1                      # pending: reads c before the write
+    _uw.zap(c)
+    return d, c * 1, c
+
+
+def _alias_of_computed_then_traced_write(a):
+    c = a * 2
+    m = memoryview(c)              # a real alias of c's memory
+    d = c + 1
+    m[1] = 5.0
+    c[2] = -1.0                    # a traced write the alias must see
+    return d, c.copy(), np.frombuffer(m, dtype=np.float64).copy()
+
+
+@pytest.mark.parametrize("fn", [_asarray_write_of_computed, _alias_of_computed_then_traced_write])
+def test_real_alias_of_a_computed_value(backend, fn):
+    # a value the function computed, handed to Python as real memory,
+    # becomes that memory's: Python's writes and the function's stay ordered
+    f = numdyn.compile(fn, backend=backend)
+    for _ in range(2):
+        e, r = fn(np.arange(6.0)), f(np.arange(6.0))
+        for x, y in zip(e, r):
+            np.testing.assert_array_equal(x, y)

@@ -1515,6 +1515,39 @@ static int note_one(nd_trace *t, PyObject *r)
     return rc;
 }
 
+/* Python code is handed a real alias of a value the trace computed (a
+ * storage with no caller array): the storage becomes that array's, as an
+ * argument's storage is, so its later writes land in the memory Python
+ * holds and its reads see Python's writes. Only when the flush left the
+ * storage's whole value concrete (its version node's array). */
+static int adopt_escaped(nd_trace *t, nd_storage *s)
+{
+    if (s->caller || s->trace != t) return 0;
+    PyObject *base = t->g->nodes[s->version].value;
+    if (!base || !PyArray_Check(base)) return 0;
+    PyArrayObject *b = (PyArrayObject *)base;
+    if (!PyArray_ISWRITEABLE(b) || PyArray_TYPE(b) != s->dtype || PyArray_NDIM(b) != s->ndim ||
+        memcmp(PyArray_DIMS(b), s->shape, sizeof(npy_intp) * s->ndim) != 0 ||
+        nd__caller_find(t, base))
+        return 0;
+    nd_id id = nd__input_node(t, base);
+    if (id == ND_NONE) return -1;
+    s->caller = Py_NewRef(base);
+    s->version = id;
+    s->korder = 0;
+    return nd__caller_add(t, s);
+}
+
+int nd__note_escape_of(PyObject *proxy, PyObject *v)
+{
+    nd_trace *t = nd_trace_current();
+    if (t && nd_proxy_check(proxy) && v && PyArray_Check(v)) {
+        NdProxy *p = (NdProxy *)proxy;
+        if (nd__live(p) && adopt_escaped(t, p->st) < 0) return -1;
+    }
+    return nd__note_escape(v) ? 0 : -1;
+}
+
 PyObject *nd__note_escape(PyObject *r)
 {
     nd_trace *t;

@@ -267,6 +267,9 @@ int nd__materialize_call(PyObject *args, PyObject *kwargs, PyObject **out_args,
  * them), remember it so later writes to that storage reach it at once.
  * Returns r (borrowed) or NULL on error. */
 PyObject *nd__note_escape(PyObject *r);
+/* the same for v, the concrete value of proxy handed to Python code; a
+ * computed storage becomes v's memory's (adopt_escaped). 0 / -1 */
+int nd__note_escape_of(PyObject *proxy, PyObject *v);
 /* Lazy values of this call the function stored where its caller will find
  * them (arguments' lists, dicts and objects, its bound self, closure cells,
  * globals, and attributes of objects inside `result`, which may be NULL)

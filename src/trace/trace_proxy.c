@@ -562,7 +562,7 @@ static int p_getbuffer(PyObject *o, Py_buffer *view, int flags)
                                   "needs the array's data");
     if (!v) return -1;
     /* the buffer is a real alias of the array Python code now holds */
-    int r = nd__note_escape(v) ? PyObject_GetBuffer(v, view, flags) : -1;  /* view->obj keeps v */
+    int r = nd__note_escape_of(o, v) == 0 ? PyObject_GetBuffer(v, view, flags) : -1;  /* view->obj keeps v */
     Py_DECREF(v);
     return r;
 }
@@ -712,7 +712,7 @@ static PyObject *call_concrete(const char *name, const char *reason, PyObject *s
     Py_XDECREF(m);
     /* the method kept the array (a DLPack capsule, an object holding it):
      * Python code holds a real alias of it */
-    if (r && Py_REFCNT(v) > 1 && !nd__note_escape(v)) Py_CLEAR(r);
+    if (r && Py_REFCNT(v) > 1 && nd__note_escape_of(self, v) < 0) Py_CLEAR(r);
     Py_DECREF(v);
     return r;
 }
@@ -780,7 +780,7 @@ static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *v = nd__proxy_value((NdProxy *)self,
                                   "NumPy needs the array's data (np.asarray, or NumPy C code)");
     if (!v) return NULL;
-    if (dtype == Py_None && copy != Py_True && !nd__note_escape(v)) {  /* an alias escapes */
+    if (dtype == Py_None && copy != Py_True && nd__note_escape_of(self, v) < 0) {  /* an alias escapes */
         Py_DECREF(v);
         return NULL;
     }
@@ -1040,7 +1040,7 @@ static PyObject *g_concrete_attr(PyObject *o, void *c)
     if (!v) return NULL;
     PyObject *r = PyObject_GetAttrString(v, name);
     /* .data (a memoryview) and .ctypes hold the array: an alias escapes */
-    if (r && Py_REFCNT(v) > 1 && !nd__note_escape(v)) Py_CLEAR(r);
+    if (r && Py_REFCNT(v) > 1 && nd__note_escape_of(o, v) < 0) Py_CLEAR(r);
     Py_DECREF(v);
     return r;
 }
