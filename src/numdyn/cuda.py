@@ -253,7 +253,10 @@ from ._cuda_libs import cublas_version, cufft_version  # noqa: E402,F401
 
 
 # ------------------------------------------------- device-resident calls
+import numpy as _np
+
 DeviceBuffer = _C.CudaDeviceBuffer
+_checked = []   # [True] once a call found a device (not at import: no driver work then)
 
 
 def _cai(a):
@@ -312,6 +315,8 @@ def _wrap_like(lib, buf):
 
 
 class _Entry:
+    # feeds: per graph input, None (its own array), or (argument index, None
+    # for a host array / (dtype number, byte strides) of a device one)
     __slots__ = ("graph", "feeds", "template")
 
 
@@ -338,15 +343,13 @@ class on_device:
         self.cache = {}
         functools.update_wrapper(self, fn)
 
-    def _key(self, args):
-        import numpy as np
+    def _key(self, args, cais):
         key = []
-        for a in args:
-            cai = _cai(a)
+        for a, cai in zip(args, cais):
             if cai is not None:
                 key.append(("d", tuple(cai["shape"]), cai["typestr"],
                             None if cai.get("strides") is None else tuple(cai["strides"])))
-            elif isinstance(a, np.ndarray):
+            elif isinstance(a, _np.ndarray):
                 key.append(("h", a.shape, a.dtype.str, a.strides))
             else:
                 key.append(("v", type(a), a))
@@ -432,32 +435,42 @@ class on_device:
         return e
 
     def __call__(self, *args):
-        _need_device()
-        key = self._key(args)
+        if not _checked:
+            _need_device()
+            _checked.append(True)
+        cais = [_cai(a) for a in args]  # once: a property CuPy/torch build per access
+        key = self._key(args, cais)
         e = self.cache.get(key)
         lib = None
-        for a in args:
-            if _cai(a) is not None:
+        for a, cai in zip(args, cais):
+            if cai is not None:
                 lib = type(a).__module__.split(".")[0]
                 break
         if e is None:
-            args = tuple(_contiguous(a) if _cai(a) is not None and _dense(_cai(a)) is None else a
-                         for a in args)
-            key = self._key(args)
-            e = self.cache.get(key) or self._capture(args)
+            _need_device()
+            args = tuple(_contiguous(a) if c is not None and _dense(c) is None else a
+                         for a, c in zip(args, cais))
+            cais = [_cai(a) for a in args]
+            key = self._key(args, cais)
+            e = self.cache.get(key)
+            if e is None:
+                e = self._capture(args)
+                e.feeds = [None if j is None else
+                           (j, None if cais[j] is None else
+                            (lambda d: (d[0].num, d[1]))(_dense(cais[j])))
+                           for j in e.feeds]
             self.cache[key] = e
         feeds = []
-        for j in e.feeds:
-            if j is None:
+        for f in e.feeds:
+            if f is None:
                 feeds.append(None)
                 continue
-            a = args[j]
-            cai = _cai(a)
-            if cai is None:
-                feeds.append(a)
+            j, dev = f
+            if dev is None:
+                feeds.append(args[j])
                 continue
-            dt, st, _o = _dense(cai)
-            feeds.append((cai["data"][0], tuple(cai["shape"]), st, dt.num, a))
+            cai = cais[j]
+            feeds.append((cai["data"][0], tuple(cai["shape"]), dev[1], dev[0], args[j]))
         _C._cuda_sync_device()  # the arguments' producers (other streams) are done
         bufs = _C._cuda_run_graph(e.graph, feeds)
 

@@ -226,13 +226,13 @@ int nd_cu_arch(int dev)
 }
 
 /* ------------------------------------------------------------ copies */
+/* The waits keep the GIL: the staging buffer and the allocator are shared
+ * by every thread, and a thread running numdyn's GPU work while another
+ * waits could reuse staging bytes a copy still reads. */
 int nd_cu_sync(void)
 {
     if (nd_cu_ready() < 0) return -1;
-    CUresult r;
-    Py_BEGIN_ALLOW_THREADS
-    r = cu.StreamSynchronize(drv.stream);
-    Py_END_ALLOW_THREADS
+    CUresult r = cu.StreamSynchronize(drv.stream);
     if (nd_cu_check(r, "cuStreamSynchronize (a kernel or copy before it failed)") < 0) return -1;
     drv.off = 0;  /* every staged copy ran */
     return 0;
@@ -241,10 +241,7 @@ int nd_cu_sync(void)
 int nd_cu_sync_device(void)
 {
     if (nd_cu_ready() < 0) return -1;
-    CUresult r;
-    Py_BEGIN_ALLOW_THREADS
-    r = cu.CtxSynchronize();
-    Py_END_ALLOW_THREADS
+    CUresult r = cu.CtxSynchronize();
     if (nd_cu_check(r, "cuCtxSynchronize") < 0) return -1;
     drv.off = 0;
     return 0;
