@@ -655,6 +655,7 @@ static PyObject *ptp_impl(nd_trace *t, PyObject **argv)
     Py_DECREF(lo);
     if (h == ND_NONE || l == ND_NONE) return NULL;
     nd_id r = binary(t, ND_UF_SUBTRACT, h, l);
+    if (r == ND_NONE) return NULL;  /* NumPy's TypeError for bool (no subtract loop) */
     uint64_t mask = 0;
     int keep = 0;
     red_opts o;

@@ -107,3 +107,13 @@ def test_reduction_initial_converts_as_numpy(backend, op):
            "add_reduce": lambda a: np.add.reduce(a, initial=-1),
            "float_initial": lambda a: a.min(initial=2.5)}
     check(fns[op], np.array([10], dtype=np.uint8), backend=backend)
+
+
+@pytest.mark.parametrize("fn", ["np.ptp", "np.ptp_axis", "hasattr"])
+def test_ptp_of_bool_and_no_ndarray_ptp_method(backend, fn):
+    # NumPy 2: ptp of a bool array is NumPy's TypeError (no boolean
+    # subtract), and ndarray has no .ptp method (the fuzzer found a
+    # SystemError, and hasattr(x, "ptp") answering True)
+    fns = {"np.ptp": lambda a: np.ptp(a), "np.ptp_axis": lambda a: np.ptp(a, axis=-1),
+           "hasattr": lambda a: (hasattr(a, "ptp"), np.ptp(a.astype(np.int8)))}
+    check(fns[fn], np.array([[False, True, False, False]]), backend=backend)

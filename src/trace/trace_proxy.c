@@ -732,8 +732,7 @@ static PyObject *call_concrete(const char *name, const char *reason, PyObject *s
     X(diagonal) X(dot) X(fill) X(flatten) X(getfield) X(item) X(max) X(mean) X(min) \
     X(nonzero) X(partition) X(prod) X(put) X(ravel) X(repeat) X(reshape) X(resize) \
     X(round) X(searchsorted) X(setfield) X(sort) X(squeeze) X(std) X(sum) \
-    X(swapaxes) X(take) X(to_device) X(tolist) X(trace) X(transpose) X(var) X(view) \
-    X(ptp)
+    X(swapaxes) X(take) X(to_device) X(tolist) X(trace) X(transpose) X(var) X(view)
 SHIM_METHODS(SHIM_METHOD)
 
 /* round(x[, n]) of a NumPy scalar is the scalar's own (round(np.float64)
