@@ -208,3 +208,41 @@ def test_float_scalar_index_message(dtype):
     A = np.array([2.0, 2.0, 7.0, 0.3], dtype)
     outs = check_calls(FLOAT_INDEX, (A, 4), (A[:2], 2))
     assert type(outs[0].exc) is IndexError and "only integers" in str(outs[0].exc)
+
+
+# a Python float past float32's range as a float32 operand: NumPy casts it
+# (RuntimeWarning "overflow encountered in cast") -- a constant, an argument,
+# in arithmetic, a remainder and a comparison
+
+F32_OPERAND = {
+    "mul_arg": """
+def f(A, B, x):
+    for i in range(len(A)):
+        A[i] = B[i] * x
+    return A
+""",
+    "mod_const": """
+def f(A, B, x):
+    for i in range(len(A)):
+        A[i] = B[i] % 1e300
+    return A
+""",
+    "cmp_arg": """
+def f(A, B, x):
+    c = 0
+    for i in range(len(A)):
+        if B[i] < x:
+            c += 1
+        A[i] = c
+    return A, c
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(F32_OPERAND))
+@pytest.mark.parametrize("x", [1e300, -1e300, 2.5, float("inf")], ids=_ids)
+def test_python_float_past_float32_range_as_operand(name, x):
+    fn = make_function(F32_OPERAND[name])
+    args = (np.zeros(4, np.float32), np.array([1.0, -2.0, 3.0, 0.0], np.float32), x)
+    check_calls(fn, args)
+    assert _captured(fn, args) == [True]

@@ -651,6 +651,14 @@ static PyObject *run_graph(nd_trace *t, const nd_id *targets, int nt, const nd_i
  *   that reads i and has no value is computed by this flush as a target
  *   (a value then, so i is not read again). */
 #define ND_DONATE_SCAN 4096
+/* Donating saves a copy of the value; proving nothing reads it walks the
+ * nodes made since it and every caller storage of the capture (a few ns
+ * each). A small value is copied: walking 4000 storages (the np.array of
+ * each step) to spare a copy of 24 bytes was 21% of a Lorenz RK4 on
+ * 3-vectors, whose every element read flushes -- quadratic in the steps.
+ * So the walk is made when it costs less than the copy it may spare. */
+#define ND_DONATE_COPY_BYTES 2048    /* a copy's fixed cost (allocation), in bytes copied */
+#define ND_DONATE_BYTES_PER_NODE 32  /* a node or storage walked, in bytes copied */
 
 /* Whether a later flush may read node i (nd__needed_nodes' rule, with this
  * flush's targets counted as values): walked over the nodes made since i
@@ -662,6 +670,9 @@ static int needed_after(nd_trace *t, nd_id i)
     Py_ssize_t span = tg->n - i;
     char *need = PyMem_Calloc((size_t)span, 1);
     if (!need) { PyErr_NoMemory(); return -1; }
+    /* a flush's walk, as its ancestors': the nodes since i and the caller
+     * storages (every array the capture lifted: thousands in a long loop) */
+    nd_counter_add(ND_CTR_FLUSH_NODES, span + t->nclist);
 #define MARK(id) do { nd_id m_ = (id); if (m_ >= i) need[m_ - i] = 1; } while (0)
     for (NdProxy *p = t->proxies; p; p = p->next) {
         MARK(p->st->version);
@@ -696,6 +707,9 @@ static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order
         PyArrayObject *a = (PyArrayObject *)v;
         if (!PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA) || !PyArray_IS_C_CONTIGUOUS(a) ||
             !PyArray_ISWRITEABLE(a) || PyArray_BASE(a))
+            continue;
+        size_t nb = (size_t)PyArray_NBYTES(a);
+        if (nb + ND_DONATE_COPY_BYTES < ND_DONATE_BYTES_PER_NODE * (size_t)(tg->n - i + t->nclist))
             continue;
         int read = needed_after(t, i);
         if (read < 0) { PyErr_Clear(); read = 1; }  /* no memory to tell: copied, as before */
