@@ -288,6 +288,22 @@ static PyObject *sum_axis(PyObject *x, PyObject *axis, PyObject *keepdims)
     return red_axis("sum", x, axis, keepdims);
 }
 
+/* A matrix norm m over axes ax2 of an ndim-d array of `shape`, with those
+ * axes kept as 1s (keepdims=True). Steals m; new ref or NULL. */
+static PyObject *keep_matrix_dims(nd_trace *t, PyObject *m, int ndim, const npy_intp *shape,
+                                  const int *ax2)
+{
+    nd_xj_arr mv;
+    npy_intp ksh[ND_MAXDIMS];
+    memcpy(ksh, shape, sizeof(npy_intp) * (size_t)ndim);
+    ksh[ax2[0]] = ksh[ax2[1]] = 1;
+    mv.id = nd_proxy_read(m);
+    Py_DECREF(m);
+    if (mv.id == ND_NONE) return NULL;
+    nd_xj_fill(t, &mv);
+    return nd_xj_reshape(t, &mv, ndim, ksh) == 0 ? nd_shim_wrap(t, mv.id, 0) : NULL;
+}
+
 /* ord=2 / -2 / 'nuc' over axes ax2 (NumPy's _multi_svd_norm): the max /
  * min / sum of the singular values of x with those axes moved last, so the
  * norm is traced (and differentiable through svd's rule) */
@@ -312,19 +328,7 @@ static PyObject *svd_norm(nd_trace *t, PyObject *x, const nd_xj_arr *a, const in
     PyObject *m = last ? red_axis(op, sv, last, Py_False) : NULL;
     Py_XDECREF(last);
     Py_XDECREF(sv);
-    if (m && keepdims) {
-        nd_xj_arr mv;
-        npy_intp ksh[ND_MAXDIMS];
-        memcpy(ksh, a->shape, sizeof(ksh));
-        ksh[ax2[0]] = ksh[ax2[1]] = 1;
-        mv.id = nd_proxy_read(m);
-        Py_DECREF(m);
-        m = NULL;
-        if (mv.id != ND_NONE) {
-            nd_xj_fill(t, &mv);
-            if (nd_xj_reshape(t, &mv, a->ndim, ksh) == 0) m = nd_shim_wrap(t, mv.id, 0);
-        }
-    }
+    if (m && keepdims) m = keep_matrix_dims(t, m, a->ndim, a->shape, ax2);
     return m;
 }
 
@@ -457,19 +461,7 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
             PyObject *m = tmp ? red_axis(o > 0 ? "max" : "min", tmp, ra, Py_False) : NULL;
             Py_XDECREF(sa);
             Py_XDECREF(ra);
-            if (m && keepdims) {
-                nd_xj_arr mv;
-                npy_intp ksh[ND_MAXDIMS];
-                memcpy(ksh, a.shape, sizeof(ksh));
-                ksh[ax2[0]] = ksh[ax2[1]] = 1;
-                mv.id = nd_proxy_read(m);
-                Py_DECREF(m);
-                m = NULL;
-                if (mv.id != ND_NONE) {
-                    nd_xj_fill(t, &mv);
-                    if (nd_xj_reshape(t, &mv, a.ndim, ksh) == 0) m = nd_shim_wrap(t, mv.id, 0);
-                }
-            }
+            if (m && keepdims) m = keep_matrix_dims(t, m, a.ndim, a.shape, ax2);
             res = m;
             goto done;
         }

@@ -103,18 +103,7 @@ static int blas_dtype(int dt)
  * with NumPy's wraparound) */
 static const char *int_ctype(int dt)
 {
-    switch (dt) {
-    case NPY_BOOL: return "nd_bool";
-    case NPY_BYTE: return "int8_t";
-    case NPY_UBYTE: return "uint8_t";
-    case NPY_SHORT: return "int16_t";
-    case NPY_USHORT: return "uint16_t";
-    case NPY_INT: return "int32_t";
-    case NPY_UINT: return "uint32_t";
-    case NPY_LONG: case NPY_LONGLONG: return "int64_t";
-    case NPY_ULONG: case NPY_ULONGLONG: return "uint64_t";
-    default: return NULL;
-    }
+    return PyTypeNum_ISINTEGER(dt) || dt == NPY_BOOL ? nd_cu_ctype(dt) : NULL;
 }
 
 static int gemm_dtype_ok(int dt) { return blas_dtype(dt) || int_ctype(dt) != NULL; }

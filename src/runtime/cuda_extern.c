@@ -501,7 +501,7 @@ int nd_cuda_lib_run(const nd_graph *g, nd_id id, const nd_cuda_view *in, const n
  * C-ordered result reads the operand at its strides. */
 typedef struct { long long n; int ndim; long long shape[ND_MAXDIMS], strides[ND_MAXDIMS]; } cast_lay;
 
-static const char *cu_type(int dt)
+const char *nd_cu_ctype(int dt)
 {
     switch (dt) {
     case NPY_BOOL: return "nd_bool";
@@ -526,7 +526,7 @@ static const char *cu_type(int dt)
  * NotImplementedError for a pair NumPy's loops never need */
 static int cast_text(int from, int to, char *name, size_t nn, char *text, size_t tn)
 {
-    const char *ft = cu_type(from), *tt = cu_type(to);
+    const char *ft = nd_cu_ctype(from), *tt = nd_cu_ctype(to);
     if (!ft || !tt || (PyTypeNum_ISCOMPLEX(from) && !PyTypeNum_ISCOMPLEX(to))) {
         PyErr_Format(PyExc_NotImplementedError, "numdyn.cuda: no device cast from type %d to %d "
                      "for a library extern", from, to);

@@ -29,4 +29,8 @@ int nd_cuda_lib_fail(const char *what, const char *why, int code);
 
 /* the Python hooks of each file (registered by nd_cuda_blas_init) */
 extern PyMethodDef nd_cuda_blas_methods[], nd_cuda_fft_methods[];
+/* cuda_extern.c: the C type nd_cuda.h names for a NumPy dtype in device
+ * code ("int8_t", "nd_half", "nd_c64"...), or NULL */
+const char *nd_cu_ctype(int dt);
+
 #endif
