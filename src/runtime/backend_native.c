@@ -211,12 +211,19 @@ done:
     return rc;
 }
 
+_Thread_local uint64_t nd_graph_key_hint;
+
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
 {
     (void)options;
     nd_failed_node = ND_NONE;  /* a failure before any operation ran is no node's */
     nd_failed_before = 0;
-    uint64_t key = nd_guard_graph_key(g, outs, nout);
+    uint64_t key = nd_graph_key_hint;
+    nd_graph_key_hint = 0;
+    if (!key) {
+        key = nd_guard_graph_key(g, outs, nout);
+        nd_counter_add(ND_CTR_KEY_NODES, g->n);
+    }
     nd_program *p = nd_pcache_get(key);
     if (p && p->nnodes == g->n) {
         nd_counter_add(ND_CTR_GRAPH_CACHE_HITS, 1);
