@@ -255,6 +255,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     uint64_t stamp = bgmode ? nd_disk_progress() : 0;
     int nnew = compile_program(p, g);
     if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
+        if (bgmode && nd_debug_wanted()) nd_debug_program(g, outs, nout, p, -1);
         nd_program_decref(p);
         if (bgmode) pend_note(key, stamp);
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
