@@ -52,7 +52,12 @@ def executor(request):
 _EXEC = "host"
 
 
+_BUILT = {}
+
+
 def build(src):
+    if src in _BUILT:  # one g++ run per kernel text (shapes travel in I)
+        return _BUILT[src]
     d = tempfile.mkdtemp(prefix="nd_cuda_emu_")
     cu = os.path.join(d, "k.cpp")
     with open(cu, "w") as f:
@@ -61,7 +66,8 @@ def build(src):
     r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", HERE, cu, "-o", so,
                         "-pthread"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    return ctypes.CDLL(so)
+    _BUILT[src] = ctypes.CDLL(so)
+    return _BUILT[src]
 
 
 def run(fn, args, outs, strides):
@@ -243,3 +249,57 @@ def test_complex_pointwise():
     out = np.zeros(257, np.complex128)
     run(lambda x, y: x * y / (x - y), [a, b], [out], [[1]] * 3)
     np.testing.assert_allclose(out, a * b / (a - b), rtol=1e-14)
+
+
+def _softmax(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _cached_branch(text):
+    """the register-row branch of a row kernel: the text before its `else`"""
+    assert "kc0_[" in text, "no register-row form"
+    return text.split("} else {", 1)[0]
+
+
+@pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 2000), ("float32", 3000)])
+def test_softmax_rows_read_once(dt, width):
+    """rows that fit the block's registers are read from memory once (the
+    first pass keeps each thread's elements, the max/sum/divide passes read
+    them there); wider rows take the three-read loop. At 64 threads a block
+    (the emulation's) float64 rows fit up to 16 * 64 and float32 rows up to
+    32 * 64 elements: both branches run."""
+    x = np.random.default_rng(10).standard_normal((9, width)).astype(dt)
+    out = np.zeros_like(x)
+    text = ndc.kernels(_softmax, x)[0][1]
+    assert len(re.findall(r"B0\[", _cached_branch(text))) == 1   # one read of the row
+    run(_softmax, [x], [out], [[width, 1], [width, 1]])
+    np.testing.assert_allclose(out, _softmax(x), rtol=1e-5 if dt == "float32" else 1e-13)
+
+
+def _lse(a):
+    m = a.max(axis=-1)
+    return m + np.log(np.exp(a - m[:, None]).sum(axis=-1))
+
+
+def _scaled_softmax(a, w):
+    return _softmax(a * w)
+
+
+def test_logsumexp_and_two_operand_rows_read_once():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((13, 700))
+    out = np.zeros(13)
+    text = ndc.kernels(_lse, x)[0][1]
+    assert len(re.findall(r"B0\[", _cached_branch(text))) == 1
+    run(_lse, [x], [out], [[700, 1], [1, 0]])
+    np.testing.assert_allclose(out, _lse(x), rtol=1e-13)
+    x = x[:, :500]   # two float64 operands: 8 elements a thread, 512 a row here
+    w = rng.standard_normal((1, 500))
+    out2 = np.zeros_like(x)
+    ks = ndc.kernels(_scaled_softmax, x, w)
+    text = ks[0][1]
+    cached = _cached_branch(text)
+    assert len(re.findall(r"B0\[", cached)) == 1 and len(re.findall(r"B1\[", cached)) == 1
+    run(_scaled_softmax, [x, w], [out2], [[700, 1], [0, 1], [500, 1]])
+    np.testing.assert_allclose(out2, _scaled_softmax(x, w), rtol=1e-13)
