@@ -601,6 +601,114 @@ static void bind_row(cctx *c, uint32_t kept, int zero_red)
     }
 }
 
+/* the element loop of a reduction pass: e_ from `from` by `step` over the
+ * row's reduced elements; pass 0 folds every reduction but the moments,
+ * pass 1 the moments ((x - mean)^2, x its mean's input) */
+static int red_pass(cctx *c, const cred *rs, int n, int pass, uint32_t kept, const char *from, const char *step)
+{
+    nd_sb *sb = c->sb;
+    nd_sb_printf(sb, "for (int64_t e_ = %s; e_ < nred_; e_ += %s) {\n{\n", from, step);
+    bind_row(c, kept, 0);
+    bind_dims(c, c->k->red, "e_");
+    if (body(c, NULL) < 0) return -1;
+    for (int p = 0; p < n; p++) {
+        if ((rs[p].cent >= 0) != (pass == 1)) continue;
+        if (pass == 0) { elem_fold(c, &rs[p], p, "e_"); continue; }
+        const cred *m = &rs[rs[p].cent];
+        char x[32];
+        snprintf(x, sizeof x, "v%d", (int)m->val);
+        nd_sb_printf(sb, "{\nconst %s d_ = (%s)", nd_cg_ctype(rs[p].adt), nd_cg_ctype(rs[p].adt));
+        nd_cg_cast(sb, x, c->g->nodes[m->val].dtype, rs[p].acc);
+        nd_sb_printf(sb, " - mean%d_;\nacc%d += d_ * d_;\n}\n", p, p);
+    }
+    nd_sb_puts(sb, "}\n}\n");
+    return 0;
+}
+
+static void red_inits(cctx *c, const cred *rs, int n)
+{
+    for (int p = 0; p < n; p++) {
+        nd_sb_printf(c->sb, "%s acc%d = %s;\n", nd_cg_ctype(rs[p].arg ? rs[p].acc : rs[p].adt), p, rs[p].init);
+        if (rs[p].arg) nd_sb_printf(c->sb, "int64_t bi%d = -1;\n", p);
+    }
+}
+
+/* the moments' means, from pass 0's sums */
+static void red_means(cctx *c, const cred *rs, int n)
+{
+    nd_sb *sb = c->sb;
+    for (int p = 0; p < n; p++) {
+        if (rs[p].cent < 0) continue;
+        char dv[32];
+        snprintf(dv, sizeof dv, "v%d", (int)rs[p].div);
+        nd_sb_printf(sb, "const %s mean%d_ = (%s)acc%d / (%s)", nd_cg_ctype(rs[p].adt), p,
+                     nd_cg_ctype(rs[p].adt), rs[p].cent, nd_cg_ctype(rs[p].adt));
+        if (rs[p].div >= 0) nd_cg_cast(sb, dv, c->g->nodes[rs[p].div].dtype, rs[p].acc);
+        else nd_sb_puts(sb, "1");
+        nd_sb_puts(sb, ";\n");
+    }
+}
+
+/* the row's results from acc<p>, its row values, its stores */
+static int red_outputs(cctx *c, const cred *rs, int n, uint32_t kept)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    bind_row(c, kept, 1);
+    for (int p = 0; p < n; p++) red_result_p(c, &rs[p], p);
+    int uses = 0;
+    for (int i = 0; i < k->nrow; i++) {
+        nd_id v = k->rowv[i];
+        const nd_node *vn = &c->g->nodes[v];
+        if (vn->op == ND_OP_VIEW)
+            nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
+        else if (nd_cg_node(c->g, v, sb, &uses) < 0) return -1;
+    }
+    for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
+    return 0;
+}
+
+int nd_cuda_split_slots(nd_graph *g, const nd_kernel *k)
+{
+    if (k->kind != ND_K_REDUCE || !k->red) return 0;
+    int n = k->nred ? k->nred : 1;
+    if (n > ND_MAXRED) return 0;
+    for (int p = 0; p < n; p++) {
+        nd_id rid = k->nred ? k->reds[p] : k->root;
+        int sub = g->nodes[rid].sub;
+        if ((k->rcent && k->rcent[p] >= 0) || sub == ND_RED_ARGMAX || sub == ND_RED_ARGMIN) return 0;
+    }
+    return n;
+}
+
+/* a volatile read of partial q_ of reduction p (another block wrote it:
+ * past the L1 cache) into pv_ */
+static void partial_load(cctx *c, const cred *r, int p)
+{
+    int t = r->adt;
+    const char *T = nd_cg_ctype(t);
+    if (nd_cg_is_complex(t)) {
+        const char *RT = nd_cg_ctype(nd_cg_part_dtype(t));
+        nd_sb_printf(c->sb, "const volatile %s *pp_ = (const volatile %s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * "
+                     "gridDim.x) + 2 * (row_ * bpr_ + q_);\nconst %s pv_ = nd_cmk_%s(pp_[0], pp_[1]);\n",
+                     RT, RT, p, T, nd_cg_sfx(t));
+    } else {
+        nd_sb_printf(c->sb, "const %s pv_ = ((const volatile %s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * "
+                     "gridDim.x))[row_ * bpr_ + q_];\n", T, T, p);
+    }
+}
+
+/* Reductions, three ways by the row's length (the runtime sizes the grid
+ * by the same rule, runtime/cuda.h):
+ * - at most ND_NARROW elements (k-means' argmin over 16 means, norms of
+ *   short vectors): a thread per row, folding its elements in order;
+ * - a grid of at least two blocks per row (few long rows, a full sum:
+ *   the runtime asks for it when nd_cuda_split_slots says the kernel has
+ *   the form): the row split over bpr_ blocks, each folding its share and
+ *   writing its partial, the row's last block (a counter per row) folding
+ *   the partials in order and storing the results;
+ * - else a block per row, its threads striding over the row, combined by
+ *   warp shuffles and shared memory. */
 static int gen_reduce(cctx *c)
 {
     const nd_kernel *k = c->k;
@@ -613,64 +721,67 @@ static int gen_reduce(cctx *c)
     }
     for (int p = 0; p < n; p++) if (cred_make(c, p, &rs[p]) < 0) return -1;
     uint32_t all = c->R ? (uint32_t)((1u << c->R) - 1) : 0, kept = all & ~k->red;
+    int nmom = 0, nops = k->nin + k->nout, split = nd_cuda_split_slots(c->g, k);
+    for (int p = 0; p < n; p++) nmom += rs[p].cent >= 0;
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
-    nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
-    for (int p = 0; p < n; p++) {
-        nd_sb_printf(sb, "%s acc%d = %s;\n", nd_cg_ctype(rs[p].arg ? rs[p].acc : rs[p].adt), p, rs[p].init);
-        if (rs[p].arg) nd_sb_printf(sb, "int64_t bi%d = -1;\n", p);
-    }
-    /* pass 1: every reduction but the moments; pass 2: the moments, from
-     * their means (pass 1's results) */
-    int nmom = 0;
-    for (int p = 0; p < n; p++) nmom += rs[p].cent >= 0;
+    /* a thread per row */
+    nd_sb_puts(sb, "if (nred_ <= ND_NARROW) {\nfor (int64_t row_ = tid_; row_ < nrow_; row_ += nthr_) {\n");
+    red_inits(c, rs, n);
     for (int pass = 0; pass < (nmom ? 2 : 1); pass++) {
-        nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
-        bind_row(c, kept, 0);
-        bind_dims(c, k->red, "e_");
-        if (body(c, NULL) < 0) return -1;
+        if (red_pass(c, rs, n, pass, kept, "0", "1") < 0) return -1;
+        if (pass == 0) red_means(c, rs, n);
+    }
+    nd_sb_puts(sb, "{\n");
+    if (red_outputs(c, rs, n, kept) < 0) return -1;
+    nd_sb_puts(sb, "}\n}\n}\n");
+    if (split) {
+        nd_sb_printf(sb, "else if (gridDim.x >= 2 * nrow_) {\n"
+                     "const int64_t bpr_ = (int64_t)gridDim.x / nrow_, row_ = blockIdx.x / bpr_, "
+                     "part_ = blockIdx.x %% bpr_;\n"
+                     "char *const scr_ = P[%d];\n"
+                     "int *const cnt_ = (int *)P[%d];\n"
+                     "__shared__ int last_;\n"
+                     "if (row_ < nrow_) {\n", 3 * nops, 3 * nops + 1);
+        red_inits(c, rs, n);
+        if (red_pass(c, rs, n, 0, kept, "part_ * blockDim.x + threadIdx.x", "bpr_ * blockDim.x") < 0) return -1;
+        for (int p = 0; p < n; p++) block_combine(c, &rs[p], p);
+        nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
+        for (int p = 0; p < n; p++)
+            nd_sb_printf(sb, "((%s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * gridDim.x))[blockIdx.x] = acc%d;\n",
+                         nd_cg_ctype(rs[p].adt), p, p);
+        nd_sb_puts(sb, "__threadfence();\nlast_ = atomicAdd(cnt_ + row_, 1) == (int)bpr_ - 1;\n}\n"
+                       "__syncthreads();\n"
+                       "if (last_) {\n__threadfence();\n");
         for (int p = 0; p < n; p++) {
-            if ((rs[p].cent >= 0) != (pass == 1)) continue;
-            if (pass == 0) { elem_fold(c, &rs[p], p, "e_"); continue; }
-            /* a moment: (x - mean)^2 with x its mean's input */
-            const cred *m = &rs[rs[p].cent];
-            char x[32];
-            snprintf(x, sizeof x, "v%d", (int)m->val);
-            nd_sb_printf(sb, "{\nconst %s d_ = (%s)", nd_cg_ctype(rs[p].adt), nd_cg_ctype(rs[p].adt));
-            nd_cg_cast(sb, x, c->g->nodes[m->val].dtype, rs[p].acc);
-            nd_sb_printf(sb, " - mean%d_;\nacc%d += d_ * d_;\n}\n", p, p);
+            nd_sb_printf(sb, "acc%d = %s;\n", p, rs[p].init);
+            nd_sb_puts(sb, "for (int64_t q_ = threadIdx.x; q_ < bpr_; q_ += blockDim.x) {\n");
+            partial_load(c, &rs[p], p);
+            char a[16];
+            snprintf(a, sizeof a, "acc%d", p);
+            fold(c, &rs[p], a, "pv_");
+            nd_sb_puts(sb, "}\n");
+            block_combine(c, &rs[p], p);
         }
-        nd_sb_puts(sb, "}\n}\n");
+        nd_sb_puts(sb, "if (threadIdx.x == 0) {\ncnt_[row_] = 0;\n");  /* left zeroed for the next launch */
+        if (red_outputs(c, rs, n, kept) < 0) return -1;
+        nd_sb_puts(sb, "}\n}\n}\n}\n");
+    }
+    /* a block per row */
+    nd_sb_puts(sb, "else {\nfor (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
+    red_inits(c, rs, n);
+    for (int pass = 0; pass < (nmom ? 2 : 1); pass++) {
+        if (red_pass(c, rs, n, pass, kept, "threadIdx.x", "blockDim.x") < 0) return -1;
         for (int p = 0; p < n; p++) {
             if ((rs[p].cent >= 0) != (pass == 1)) continue;
             block_combine(c, &rs[p], p);
         }
-        if (pass == 0)
-            for (int p = 0; p < n; p++) {
-                if (rs[p].cent < 0) continue;
-                char dv[32];
-                snprintf(dv, sizeof dv, "v%d", (int)rs[p].div);
-                nd_sb_printf(sb, "const %s mean%d_ = (%s)acc%d / (%s)", nd_cg_ctype(rs[p].adt), p,
-                             nd_cg_ctype(rs[p].adt), rs[p].cent, nd_cg_ctype(rs[p].adt));
-                if (rs[p].div >= 0) nd_cg_cast(sb, dv, c->g->nodes[rs[p].div].dtype, rs[p].acc);
-                else nd_sb_puts(sb, "1");
-                nd_sb_puts(sb, ";\n");
-            }
+        if (pass == 0) red_means(c, rs, n);
     }
     nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
-    bind_row(c, kept, 1);
-    for (int p = 0; p < n; p++) red_result_p(c, &rs[p], p);
-    int uses = 0;
-    for (int i = 0; i < k->nrow; i++) {
-        nd_id v = k->rowv[i];
-        const nd_node *vn = &c->g->nodes[v];
-        if (vn->op == ND_OP_VIEW)
-            nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
-        else if (nd_cg_node(c->g, v, sb, &uses) < 0) return -1;
-    }
-    for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
-    nd_sb_puts(sb, "}\n__syncthreads();\n}\n");
+    if (red_outputs(c, rs, n, kept) < 0) return -1;
+    nd_sb_puts(sb, "}\n__syncthreads();\n}\n}\n");
     return 0;
 }
 

@@ -56,6 +56,8 @@ typedef enum {
     ND_CTR_AD_ALIASED,      /* forward values a differentiated call read from values its
                                caller already held instead of computing them (the Tensor
                                tape's step outputs; trace_grad.c, nd_trace_grad_alias) */
+    ND_CTR_CUDA_SPLIT_REDUCTIONS, /* reduction launches split over several blocks a row
+                                     (backend_cuda.c: few long rows, a full sum) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -174,6 +174,7 @@ typedef struct cprog {
     uint64_t key;
     nd_program *p;
     nd_cu_fn_t *fns;     /* per kernel */
+    int *split;          /* per kernel: nd_cuda_split_slots */
 } cprog;
 
 static struct { cprog *t; size_t cap, n; } pc;
@@ -190,6 +191,7 @@ static void cprog_clear(cprog *c)
 {
     if (c->p) nd_program_decref(c->p);
     PyMem_Free(c->fns);
+    PyMem_Free(c->split);
     memset(c, 0, sizeof *c);
 }
 
@@ -228,7 +230,7 @@ static cprog *pc_put(cprog *c)
 static size_t arg_bytes(const nd_kernel *k)
 {
     size_t nops = (size_t)(k->nin + k->nout), R = (size_t)k->rank;
-    size_t P = 3 * nops * sizeof(char *);
+    size_t P = (3 * nops + 2) * sizeof(char *);  /* + a split reduction's scratch (codegen_cuda.h) */
     size_t I = (R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
     size_t S = (size_t)(k->nscal ? k->nscal : 1) * sizeof(nd_scalar);
     return ((P + 15) & ~(size_t)15) + ((I + 15) & ~(size_t)15) + ((S + 15) & ~(size_t)15);
@@ -267,8 +269,9 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     const char **np = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(char *));
     char (*names)[40] = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof *names);
     c.fns = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(nd_cu_fn_t));
+    c.split = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(int));
     cprog *out = NULL;
-    if (!texts || !tp || !np || !names || !c.fns) { PyErr_NoMemory(); goto done; }
+    if (!texts || !tp || !np || !names || !c.fns || !c.split) { PyErr_NoMemory(); goto done; }
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &c.p->kerns[i];
         uint64_t h = 0;
@@ -278,6 +281,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
             goto done;
         }
         k->hash = h;
+        c.split[i] = nd_cuda_split_slots(g, k);
         snprintf(names[i], sizeof names[i], "nd_cuda_%016llx", (unsigned long long)h);
         tp[i] = texts[i].p;
         np[i] = names[i];
@@ -289,6 +293,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     out = pc_put(&c);
     c.p = NULL;
     c.fns = NULL;
+    c.split = NULL;
 done:
     if (texts) for (int i = 0; i < nk; i++) nd_sb_free(&texts[i]);
     PyMem_Free(texts);
@@ -409,14 +414,62 @@ static int check_errors(run *r, int upto)
     return 0;
 }
 
-static int grid_for(const nd_kernel *k, const int64_t *n, int64_t tot, unsigned *grid)
+/* A split reduction's scratch (codegen_cuda.h): partials, grown as
+ * needed, and a counter per row, zeroed once (every launch leaves them
+ * zero). Kept for the process: launches are ordered on numdyn's stream. */
+static struct { nd_cu_ptr part, cnt; size_t part_n, cnt_n; } scratch;
+
+static int scratch_for(size_t part, size_t rows)
+{
+    if (part > scratch.part_n) {
+        size_t n = part < ((size_t)1 << 16) ? (size_t)1 << 16 : part;
+        nd_cu_ptr p;
+        if (nd_cu_alloc(n, &p) < 0) return -1;
+        nd_cu_free(scratch.part);
+        scratch.part = p;
+        scratch.part_n = n;
+    }
+    if (rows * sizeof(int) > scratch.cnt_n) {
+        size_t n = rows * sizeof(int) < 4096 ? 4096 : rows * sizeof(int);
+        nd_cu_ptr p;
+        if (nd_cu_alloc(n, &p) < 0) return -1;
+        if (nd_cu_memset32(p, 0, n / sizeof(int)) < 0) { nd_cu_free(p); return -1; }
+        nd_cu_free(scratch.cnt);
+        scratch.cnt = p;
+        scratch.cnt_n = n;
+    }
+    return 0;
+}
+
+/* the grid for kernel k over extents n (tot elements): the kernels'
+ * forms choose by the same rules (codegen_cuda.c: a thread per row of at
+ * most ND_CU_NARROW elements; a reduction with a split form gets several
+ * blocks per row when its rows are few and long, *rows set) */
+static int grid_for(const nd_kernel *k, int split, const int64_t *n, int64_t tot, unsigned *grid,
+                    int64_t *rows)
 {
     int sm = nd_cu_sm_count();
     if (sm < 0) return -1;
-    int64_t cap = (int64_t)sm * 16, work;
+    int64_t cap = (int64_t)sm * 16, work, nred = 1;
+    *rows = 0;
     if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW) {
         work = 1;  /* one block a row */
-        for (int d = 0; d < k->rank; d++) if (!((k->red >> d) & 1)) work *= n[d];
+        for (int d = 0; d < k->rank; d++) {
+            if (!((k->red >> d) & 1)) work *= n[d];
+            else nred *= n[d];
+        }
+        if (k->kind == ND_K_REDUCE && nred <= ND_CU_NARROW) {
+            work = (work + ND_CU_THREADS - 1) / ND_CU_THREADS;
+        } else if (split && work > 0 && 2 * work <= cap) {
+            /* blocks of at least 8 elements a thread */
+            int64_t per = (nred + 8 * ND_CU_THREADS - 1) / (8 * ND_CU_THREADS), most = cap / work;
+            int64_t bpr = per < most ? per : most;
+            if (bpr >= 2) {
+                *rows = work;
+                *grid = (unsigned)(work * bpr);
+                return 0;
+            }
+        }
     } else if (k->kind == ND_K_SCAN) {
         int64_t lines = 1;  /* one thread a line */
         for (int d = 0; d < k->rank; d++) if (d != k->scan) lines *= n[d];
@@ -460,7 +513,7 @@ static int run_kernel(run *r, int step_kern, int kidx)
     for (int o = 0; o < nops; o++)
         ka[o] = (nd_karr){(char *)(uintptr_t)ob[o]->a.ptr, ob[o]->a.ndim, ob[o]->a.itemsize,
                           ob[o]->a.strides};
-    char *P[3 * MAXOPS];
+    char *P[3 * MAXOPS + 2];
     int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS], n[ND_MAXDIMS];
     nd_kernel_args(g, k, ka, P, I, n);
     int64_t tot = nd_kernel_merge(k, I, n);
@@ -470,10 +523,19 @@ static int run_kernel(run *r, int step_kern, int kidx)
             P[nops + 2 * (o - k->nin) + 1] = (char *)(uintptr_t)(ob[o]->a.ptr + ob[o]->a.nbytes);
         }
     unsigned grid;
-    if (grid_for(k, n, tot, &grid) < 0) return -1;
+    int64_t rows;
+    int split = r->cp->split[step_kern];
+    if (grid_for(k, split, n, tot, &grid, &rows) < 0) return -1;
     if (!grid) return 0;  /* nothing to compute (an empty domain) */
+    P[3 * nops] = P[3 * nops + 1] = NULL;
+    if (rows) {
+        if (scratch_for((size_t)split * ND_CU_SPLIT_SLOT * grid, (size_t)rows) < 0) return -1;
+        P[3 * nops] = (char *)(uintptr_t)scratch.part;
+        P[3 * nops + 1] = (char *)(uintptr_t)scratch.cnt;
+        nd_counter_add(ND_CTR_CUDA_SPLIT_REDUCTIONS, 1);
+    }
     /* P, I, S into the arena, then up */
-    size_t pb = (size_t)(3 * nops) * sizeof(char *);
+    size_t pb = (size_t)(3 * nops + 2) * sizeof(char *);
     size_t ib = (size_t)(R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
     size_t sbts = (size_t)k->nscal * sizeof(nd_scalar);
     size_t a16 = (pb + 15) & ~(size_t)15, i16 = (ib + 15) & ~(size_t)15;

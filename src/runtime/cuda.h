@@ -101,6 +101,8 @@ int nd_cu_sync(void);
  * memory another library's streams may still be writing */
 int nd_cu_sync_device(void);
 #define ND_CU_THREADS 256   /* threads of a block: kernels/nd_cuda.h's ND_THREADS */
+#define ND_CU_NARROW 16     /* reductions this short: a thread a row (nd_cuda.h's ND_NARROW) */
+#define ND_CU_SPLIT_SLOT 16 /* bytes of a split reduction's partial (ND_SPLIT_SLOT) */
 /* Launch f with grid x ND_THREADS-thread blocks on numdyn's stream;
  * params as cuLaunchKernel's kernelParams. 0 / -1 + exc. */
 int nd_cu_launch(nd_cu_fn_t f, unsigned grid, unsigned block, void **params);
