@@ -295,6 +295,31 @@ def test_softmax_wide_rows(width):
     on_gpu(softmax, x, rtol=1e-5)
 
 
+def _cnd(d):
+    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
+    poly = k * (0.319381530 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
+    w = 1.0 - 0.3989422804014327 * np.exp(-0.5 * d * d) * poly
+    return np.where(d < 0, 1.0 - w, w)
+
+
+def black_scholes(S, K, T):
+    r, v = 0.02, 0.30
+    sqt = np.sqrt(T)
+    d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / (v * sqt)
+    d2 = d1 - v * sqt
+    disc = np.exp(-r * T)
+    return S * _cnd(d1) - K * disc * _cnd(d2), K * disc * _cnd(-d2) - S * _cnd(-d1)
+
+
+def test_black_scholes_one_kernel():
+    """a big multi-output pointwise program is one GPU kernel writing both
+    outputs (the CPU schedule cuts it at 64 nodes: three kernels and three
+    intermediate arrays)"""
+    S = rand(5000, np.float32) + 20
+    K, T = S * 1.1, np.abs(rand(5000, np.float32)) + 0.5
+    assert on_gpu(black_scholes, S, K, T, rtol=1e-4, atol=1e-4) == 1
+
+
 def test_split_full_reductions():
     """few long rows: each row split over several blocks (partials, the
     last block folds them; counter cuda_split_reductions), repeated calls

@@ -255,7 +255,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     cprog c;
     memset(&c, 0, sizeof c);
     c.key = key;
-    c.p = nd_schedule(g, outs, nout);
+    c.p = nd_cuda_schedule(g, outs, nout);
     if (!c.p) return NULL;
     if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||
                               nd_program_verify(c.p, g) < 0)) {
@@ -317,6 +317,8 @@ typedef struct run {
     nd_cu_ptr args;     /* device arena of the kernels' P, I, S */
     size_t argoff, argcap;
     char *stage;        /* its host image */
+    nd_cu_ptr scr;      /* split reductions' scratch (scratch_for) */
+    size_t scr_part, scr_n;
 } run;
 
 /* node id on the device (uploading its host array) */
@@ -414,30 +416,23 @@ static int check_errors(run *r, int upto)
     return 0;
 }
 
-/* A split reduction's scratch (codegen_cuda.h): partials, grown as
- * needed, and a counter per row, zeroed once (every launch leaves them
- * zero). Kept for the process: launches are ordered on numdyn's stream. */
-static struct { nd_cu_ptr part, cnt; size_t part_n, cnt_n; } scratch;
-
-static int scratch_for(size_t part, size_t rows)
+/* A split reduction's scratch (codegen_cuda.h) for this run: partials,
+ * then a counter per row, zeroed when allocated (every launch leaves its
+ * counters zero, so the run's split kernels share it); freed with the run */
+static int scratch_for(run *r, size_t part, size_t rows)
 {
-    if (part > scratch.part_n) {
-        size_t n = part < ((size_t)1 << 16) ? (size_t)1 << 16 : part;
-        nd_cu_ptr p;
-        if (nd_cu_alloc(n, &p) < 0) return -1;
-        nd_cu_free(scratch.part);
-        scratch.part = p;
-        scratch.part_n = n;
-    }
-    if (rows * sizeof(int) > scratch.cnt_n) {
-        size_t n = rows * sizeof(int) < 4096 ? 4096 : rows * sizeof(int);
-        nd_cu_ptr p;
-        if (nd_cu_alloc(n, &p) < 0) return -1;
-        if (nd_cu_memset32(p, 0, n / sizeof(int)) < 0) { nd_cu_free(p); return -1; }
-        nd_cu_free(scratch.cnt);
-        scratch.cnt = p;
-        scratch.cnt_n = n;
-    }
+    part = (part + 15) & ~(size_t)15;
+    size_t need = part + rows * sizeof(int);
+    if (part <= r->scr_part && need <= r->scr_n) return 0;
+    if (part < r->scr_part) part = r->scr_part;  /* grows, never shrinks within a run */
+    need = part + rows * sizeof(int);
+    nd_cu_ptr p;
+    if (nd_cu_alloc(need, &p) < 0) return -1;
+    if (nd_cu_memset32(p + part, 0, (need - part) / sizeof(int)) < 0) { nd_cu_free(p); return -1; }
+    nd_cu_free(r->scr);
+    r->scr = p;
+    r->scr_part = part;
+    r->scr_n = need;
     return 0;
 }
 
@@ -529,9 +524,9 @@ static int run_kernel(run *r, int step_kern, int kidx)
     if (!grid) return 0;  /* nothing to compute (an empty domain) */
     P[3 * nops] = P[3 * nops + 1] = NULL;
     if (rows) {
-        if (scratch_for((size_t)split * ND_CU_SPLIT_SLOT * grid, (size_t)rows) < 0) return -1;
-        P[3 * nops] = (char *)(uintptr_t)scratch.part;
-        P[3 * nops + 1] = (char *)(uintptr_t)scratch.cnt;
+        if (scratch_for(r, (size_t)split * ND_CU_SPLIT_SLOT * grid, (size_t)rows) < 0) return -1;
+        P[3 * nops] = (char *)(uintptr_t)r->scr;
+        P[3 * nops + 1] = (char *)(uintptr_t)(r->scr + r->scr_part);
         nd_counter_add(ND_CTR_CUDA_SPLIT_REDUCTIONS, 1);
     }
     /* P, I, S into the arena, then up */
@@ -905,6 +900,7 @@ done:
      * staged (copied) before each upload returns */
     nd_cu_free(r.E);
     nd_cu_free(r.args);
+    nd_cu_free(r.scr);
     PyMem_Free(r.host);
     PyMem_Free(r.dev);
     PyMem_Free(r.Eh);
