@@ -230,6 +230,21 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
         tag[k] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
                  ch == '.' || ch == '_' ? ch : '_';
     }
+    /* functions sharing a name (lambdas, methods of two classes) get
+     * directories of their own: the second is <name>-2_<idx> */
+    tag[k] = 0;
+    if (!c->dbg_serial) {
+        static PyObject *seen;  /* name -> functions of that name so far */
+        PyObject *n = seen || (seen = PyDict_New()) ? PyUnicode_FromString(tag) : NULL;
+        PyObject *cnt = n ? PyDict_GetItemWithError(seen, n) : NULL;
+        long v = cnt ? PyLong_AsLong(cnt) + 1 : 1;
+        PyObject *nv = n && !PyErr_Occurred() ? PyLong_FromLong(v) : NULL;
+        if (nv && PyDict_SetItem(seen, n, nv) == 0) c->dbg_serial = (int)v;
+        Py_XDECREF(nv);
+        Py_XDECREF(n);
+        PyErr_Clear();
+    }
+    if (c->dbg_serial > 1) k += snprintf(tag + k, sizeof tag - (size_t)k, "-%d", c->dbg_serial);
     snprintf(tag + k, sizeof tag - (size_t)k, "_%zd", idx);
     Py_XDECREF(name);
     nd_debug_tag = tag;
