@@ -2,7 +2,8 @@
 
 In a fresh process with the default background compile (the first call runs
 NumPy while the kernels compile), one call must still leave every artifact:
-the captured graph, the schedule, each kernel's C and the compiler line; two
+the captured graph, the schedule, each kernel's C and the compiler line (and
+NUMDYN_LOGS=output_code logs the C); two
 functions of one name (lambdas) get directories of their own; and repro.py
 really reproduces: it calls the function on the very arguments of the
 compiling call (saved before the call, even when the function writes into
@@ -41,13 +42,14 @@ def _cache(tmp_path, name):
 def test_debug_dir_after_one_background_compiled_call(tmp_path):
     dbg = tmp_path / "dbg"
     env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
-           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1",
+           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_LOGS": "output_code",
            "PYTHONPATH": os.pathsep.join(sys.path)}
     prog = tmp_path / "prog.py"  # a file: repro.py copies the functions' source
     prog.write_text(_PROG)
     p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert p.returncode == 0 and "ran" in p.stdout, p.stderr
+    assert "output code: kernel 0 of program" in p.stderr and "nd_tanh" in p.stderr
     dirs = sorted(d.name for d in dbg.iterdir())
     assert dirs == ["_lambda_-2_0", "_lambda__0", "scale_rows_0"], dirs
     progs = list((dbg / "scale_rows_0").glob("program_*"))

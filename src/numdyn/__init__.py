@@ -28,6 +28,7 @@ import logging
 import os
 import pickle
 import sys
+import types
 
 import numpy as np
 
@@ -357,10 +358,8 @@ class _Frozen:
     """numdyn.run's frozen mode: a decorator and a context manager."""
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def runner(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
+        runner = _FrozenRunner(_C._run_frozen, fn)
+        functools.update_wrapper(runner, fn)
         return runner
 
     def __enter__(self):
@@ -370,6 +369,14 @@ class _Frozen:
     def __exit__(self, *exc):
         _C._frozen(False)
         return False
+
+
+class _FrozenRunner(functools.partial):
+    """numdyn.run(fn): calls go straight to C (no Python frame or context
+    manager per call); bound like a function when it is a class attribute."""
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
 
 
 def run(fn=None):
