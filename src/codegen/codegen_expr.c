@@ -136,7 +136,27 @@ void nd_cg_param(nd_sb *sb, int t, int j)
     expand(sb, dt(t)->param, dt(t), "", js);
 }
 
-void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
+/* x86's conversion with NumPy's cast warning: the checked twin of t->fromf */
+static const char *fromf_checked(const dtinfo *t)
+{
+    if (t->size == 8) return t->cls == 'u' ? "nd_d2u64e((double)($a), &nd_err)"
+                                           : "nd_d2i64e((double)($a), &nd_err)";
+    if (t->size == 4 && t->cls == 'u') return "nd_d2u32e((double)($a), &nd_err)";
+    return "($T)nd_d2i32e((double)($a), &nd_err)";
+}
+
+static void cast(nd_sb *sb, const char *x, int from, int to, int *uses_err);
+
+void nd_cg_cast(nd_sb *sb, const char *x, int from, int to) { cast(sb, x, from, to, NULL); }
+
+void nd_cg_cast_checked(nd_sb *sb, const char *x, int from, int to, int *uses_err)
+{
+    cast(sb, x, from, to, uses_err);
+}
+
+/* uses_err: NULL, or where a conversion that reports NumPy's "invalid value
+ * encountered in cast" notes that it uses nd_err */
+static void cast(nd_sb *sb, const char *x, int from, int to, int *uses_err)
 {
     const dtinfo *f = dt(from), *t = dt(to);
     if (f == t || (f->cls == t->cls && !strcmp(f->ctype, t->ctype) && f->cls != 'h')) {
@@ -160,7 +180,7 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         /* NumPy keeps the real part (its ComplexWarning is the shim's) */
         char buf[512];
         snprintf(buf, sizeof buf, "__real__ (%s)", x);
-        nd_cg_cast(sb, buf, nd_cg_part_dtype(from), to);
+        cast(sb, buf, nd_cg_part_dtype(from), to, uses_err);
         return;
     }
     if (t->cls == 'h') {
@@ -173,7 +193,8 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         nd_sb_printf(sb, "(%s)(%s)", t->ctype, x);
         return;
     }
-    expand(sb, t->fromf, t, x, "");  /* float -> integer */
+    if (uses_err) *uses_err = 1;
+    expand(sb, uses_err ? fromf_checked(t) : t->fromf, t, x, "");  /* float -> integer */
 }
 
 /* ------------------------------------------------------------ ufuncs */
@@ -431,6 +452,26 @@ static int selected(nd_graph *g, nd_id id)
     return 0;
 }
 
+/* 1 when node v is x - x.max(axes, keepdims=True) (softmax, logsumexp):
+ * every element of x is at most its row's maximum, so v <= 0 or NaN (a NaN
+ * or +inf in the row gives NaN) and exp(v) can neither overflow nor flag
+ * it -- its per-lane overflow check is dead code in the hottest loop. */
+static int at_most_zero(nd_graph *g, nd_id v)
+{
+    nd_node *s = &g->nodes[v];
+    if (s->op != ND_OP_UFUNC || s->sub != ND_UF_SUBTRACT || s->nin < 2) return 0;
+    nd_id x = s->in[0], m = s->in[1];
+    if (x < 0 || m < 0) return 0;
+    nd_node *xn = &g->nodes[x], *mn = &g->nodes[m];
+    if (mn->op != ND_OP_REDUCE || mn->sub != ND_UF_MAXIMUM || mn->in[0] != x ||
+        !(mn->flags & ND_F_KEEPDIMS) || mn->ndim != xn->ndim || s->ndim != xn->ndim)
+        return 0;
+    if (mn->dtype != xn->dtype || s->dtype != xn->dtype) return 0;
+    for (int k = 0; k < 2; k++)
+        if (s->in_dtype[k] >= 0 && s->in_dtype[k] != xn->dtype) return 0;
+    return memcmp(s->shape, xn->shape, sizeof(s->shape[0]) * (size_t)s->ndim) == 0;
+}
+
 /* Emit "const T v<id> = <expr>;". Returns 0, or -1 (no exception) when the
  * node has no generated form. */
 static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
@@ -444,7 +485,7 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         if (!dt(g->nodes[n->in[0]].dtype)) return -1;
         snprintf(v, sizeof v, "v%d", (int)n->in[0]);
         nd_sb_printf(sb, "const %s v%d = ", od->ctype, (int)id);
-        nd_cg_cast(sb, v, g->nodes[n->in[0]].dtype, n->dtype);
+        nd_cg_cast_checked(sb, v, g->nodes[n->in[0]].dtype, n->dtype, uses_err);
         nd_sb_puts(sb, ";\n");
         return 0;
     }
@@ -500,7 +541,9 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
                  scalar_math_form(uf)) {
             *uses_err = 1;
             expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");
-        } else
+        } else if (uf == ND_UF_EXP && is_float(ld->cls) && at_most_zero(g, n->in[0]))
+            expand(&e, "nd_exp$m($a)", ld, a.p, "");
+        else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }
     if (rc == 0 && uf == ND_UF_TRUE_DIVIDE && is_float(ld->cls) && !(n->flags & ND_F_DATA_WARN) &&

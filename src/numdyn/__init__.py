@@ -487,6 +487,8 @@ def _enabled_kinds():
 def _log_hook(kind, message):
     if _profiler._active:
         _profiler.notify(kind, message)
+    if kind.startswith("call"):  # call_begin / call: the profiler's alone
+        return
     if kind in _log_kinds:
         log.info("%s", message)
     elif config.verbose:
