@@ -165,6 +165,8 @@ typedef struct {
     npy_intp ival;         /* IT_INT: normalized */
     npy_intp start, step, len;
     nd_xj_arr arr;         /* IT_ADV: int64, normalized */
+    int msnd;              /* IT_ADV: rank of the index as given, -1 unknown */
+    npy_intp ms[ND_MAXDIMS]; /* IT_ADV: its element memory strides */
 } idx_item;
 
 typedef struct {
@@ -245,6 +247,15 @@ static int lift_index(nd_trace *t, PyObject *norm, nd_xj_arr *out)
     if (out->id == ND_NONE) return -1;
     nd_xj_fill(t, out);
     return 0;
+}
+
+/* The index array's memory order as the caller gave it (normalizing makes
+ * a C-order copy): NumPy lays a result with no sliced dims out in the index
+ * arrays' order. */
+static void note_index_order(idx_item *it, PyObject *index)
+{
+    const npy_intp *shape;
+    if (nd_operand_memory_strides(index, &it->msnd, &shape, it->ms)) it->msnd = -1;
 }
 
 /* A lazy integer index: normalized by an index_check extern node. */
@@ -455,6 +466,7 @@ static int plan_key(nd_trace *t, PyObject *self, PyObject *key, idx_plan *pl, Py
         }
         if (nd_proxy_check(e)) {
             it->kind = IT_ADV; it->src = sd;
+            note_index_order(it, e);
             if (lazy_index(t, e, sshape[sd], sd, MODE_RAISE, &it->arr) < 0) goto done_err;
             sd++;
             pl->n++;
@@ -470,7 +482,7 @@ static int plan_key(nd_trace *t, PyObject *self, PyObject *key, idx_plan *pl, Py
             if (!nz) goto done_err;
             for (int d = 0; d < md; d++) {
                 idx_item *jt = &pl->it[pl->n++];
-                jt->kind = IT_ADV; jt->src = sd++;
+                jt->kind = IT_ADV; jt->src = sd++; jt->msnd = -1;
                 if (lift_index(t, PyTuple_GET_ITEM(nz, d), &jt->arr) < 0) { Py_DECREF(nz); goto done_err; }
             }
             Py_DECREF(nz);
@@ -479,6 +491,7 @@ static int plan_key(nd_trace *t, PyObject *self, PyObject *key, idx_plan *pl, Py
         PyObject *norm = normalize_indices(conv[i], sshape[sd], sd, MODE_RAISE);
         if (!norm) goto done_err;
         it->kind = IT_ADV; it->src = sd;
+        note_index_order(it, conv[i]);
         int lr = lift_index(t, norm, &it->arr);
         Py_DECREF(norm);
         if (lr < 0) goto done_err;
@@ -623,7 +636,27 @@ static void gather_layout(PyObject *res, PyObject *self, const idx_plan *pl)
     int sdim, perm[ND_MAXDIMS], rank[ND_MAXDIMS], n = 0;
     const npy_intp *ssh;
     npy_intp ms[1][ND_MAXDIMS];
-    if (pl->ond < 2 || nd_operand_memory_strides(self, &sdim, &ssh, ms[0])) return;
+    if (pl->ond < 2) return;
+    int sliced = 0;
+    for (int i = 0; i < pl->n; i++) sliced |= pl->it[i].kind == IT_SLICE;
+    if (!sliced) {
+        /* no subspace: mapiter allocates the result by iterating the index
+         * arrays in order 'K' (a[F-ordered index] is F-ordered) */
+        npy_intp (*fx)[ND_MAXDIMS] = PyMem_Calloc((size_t)pl->n, sizeof *fx);
+        int m = 0;
+        if (!fx) { PyErr_Clear(); return; }
+        for (int i = 0; i < pl->n; i++) {
+            const idx_item *it = &pl->it[i];
+            if (it->kind != IT_ADV || it->msnd < 0 || it->msnd > pl->bnd) continue;
+            for (int d = 0; d < it->msnd; d++)
+                fx[m][pl->bpos + pl->bnd - it->msnd + d] = it->ms[d];
+            m++;
+        }
+        if (m) nd_proxy_set_korder_st(res, m, (const npy_intp (*)[ND_MAXDIMS])fx, 0, NULL, 1);
+        PyMem_Free(fx);
+        return;
+    }
+    if (nd_operand_memory_strides(self, &sdim, &ssh, ms[0])) return;
     int sperm[ND_MAXDIMS], used[ND_MAXDIMS] = {0};
     nd_korder(1, sdim, (const npy_intp (*)[ND_MAXDIMS])ms, 0, sperm);
     for (int i = 0; i < sdim; i++) rank[sperm[i]] = i;

@@ -91,6 +91,10 @@ OPS = {
     "fancy_split": lambda a, b: a[[0, 1], :, [2, 3]],
     "fancy_2d": lambda a, b: a[:, [[0, 1], [2, 3]]],
     "mask_index": lambda a, b: a[:, a[0, :, 0] > 1.5],
+    # no sliced dims: the result takes the index arrays' order
+    "gather_by_lazy_index": lambda a, b: np.arange(60.0)[(a * 4).astype(np.intp) % 60],
+    "gather_two_indices": lambda a, b: np.arange(3600.0).reshape(60, 60)[
+        (a * 4).astype(np.intp) % 60, (b * 4).astype(np.intp) % 60],
     "einsum_sum": lambda a, b: np.einsum("ijk->ij", a),
     "einsum_t": lambda a, b: np.einsum("ijk,ijk->kj", a, b),
     "nansum": lambda a, b: np.nansum(a, axis=2),
@@ -113,6 +117,19 @@ def test_result_layout_is_numpys(name, layout, backend):
     want = _results(fn(a.copy(order="K"), b.copy(order="K")))
     got = _results(numdyn.compile(fn, backend=backend)(a.copy(order="K"), b.copy(order="K")))
     assert [_strides_of(x) for x in got] == [_strides_of(x) for x in want]
+
+
+def _gather(table, i):
+    return table[i]
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "perm", "rev"])
+def test_gather_result_follows_index_argument_order(layout):
+    idx = (_base(layout) * 4).astype(np.intp) % 60
+    table = np.arange(60.0)
+    want, got = _gather(table, idx), numdyn.compile(_gather)(table, idx)
+    np.testing.assert_array_equal(got, want)
+    assert _strides_of(got) == _strides_of(want)
 
 
 def ravel_write(a):

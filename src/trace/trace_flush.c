@@ -971,9 +971,17 @@ static int write_back(nd_trace *t)
     }
     for (Py_ssize_t k = 0; k < nd; k++) {
         nd_storage *s = ds[k];
-        if (src[k] != s->caller &&
-            PyArray_CopyInto((PyArrayObject *)s->caller, (PyArrayObject *)src[k]) < 0)
-            goto done;
+        if (src[k] != s->caller) {
+            /* writes made through a view taken while the argument was
+             * writeable land even if the function has since cleared its
+             * flag (NumPy's view kept its own) */
+            PyArrayObject *c = (PyArrayObject *)s->caller;
+            int relock = !s->readonly && !PyArray_ISWRITEABLE(c);
+            if (relock) PyArray_ENABLEFLAGS(c, NPY_ARRAY_WRITEABLE);
+            int crc = PyArray_CopyInto(c, (PyArrayObject *)src[k]);
+            if (relock) PyArray_CLEARFLAGS(c, NPY_ARRAY_WRITEABLE);
+            if (crc < 0) goto done;
+        }
         if (settle(t, s) < 0) goto done;
     }
     rc = 0;
@@ -1399,6 +1407,11 @@ static int compute_set(proxy_set *ps)
     for (Py_ssize_t k = 0; k < ps->n; k++) {
         NdProxy *p = ps->p[k];
         if (!ps->v[k] && p->value) ps->v[k] = Py_NewRef(p->value);
+        /* `z.flags.writeable = False` on a value the function made and returns */
+        if (p->st && (p->st->trace->ended || p->st->trace->returning) && p->readonly &&
+            !p->st->caller && ps->v[k] && PyArray_Check(ps->v[k]) &&
+            (!p->identity || !PyArray_BASE((PyArrayObject *)ps->v[k])))
+            PyArray_CLEARFLAGS((PyArrayObject *)ps->v[k], NPY_ARRAY_WRITEABLE);
         if (p->st && p->st->trace->ended && ps->v[k]) detach(p, ps->v[k]);
     }
     rc = 0;

@@ -83,6 +83,7 @@ struct nd_trace {
     nd_id *scr_map;
     Py_ssize_t scr_cap;
     int scr_busy;
+    uint8_t returning;        /* the return value is being materialized */
     int shared_touch;         /* an operation read or wrote a `shared` storage:
                                  nd_trace_settle runs the pending work */
 };

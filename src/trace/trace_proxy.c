@@ -1087,6 +1087,20 @@ static int set_writeable(NdProxy *p, PyObject *value)
 {
     int w = PyObject_IsTrue(value);
     if (w < 0) return -1;
+    nd_storage *st = p->st;
+    if (st && st->caller && p->identity && !p->fresh && !p->part) {
+        /* the argument itself: NumPy sets the caller's array's flag (seen
+         * after the call); pending writes land first, NumPy decides */
+        PyObject *arr = st->rebased ? st->root : st->caller;
+        if (nd__flush_writes(st->trace) < 0) return -1;
+        PyObject *fl = PyObject_GetAttrString(arr, "flags");
+        int rc = fl ? PyObject_SetAttrString(fl, "writeable", value) : -1;
+        Py_XDECREF(fl);
+        if (rc < 0) return -1;
+        nd_trace_not_replayable(st->trace);
+        p->readonly = !w;
+        return 0;
+    }
     if (!w) { p->readonly = 1; return 0; }
     int owner_ro = (p->st && p->st->readonly) ||
                    (p->base && nd_proxy_check(p->base) && nd_proxy_is_readonly(p->base)) ||

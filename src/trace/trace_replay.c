@@ -650,8 +650,13 @@ static int build_tmpl(tbuf *b, nd_replay_rec *rec, PyObject *o, PyObject *const 
         Py_DECREF(v);  /* identity is all we compare; rec->res / args keep it alive */
         int scalar = nd_proxy_is_scalar(o) && PyArray_NDIM((PyArrayObject *)v) == 0;
         for (Py_ssize_t k = 0; rec->res && k < PyList_GET_SIZE(rec->res); k++)
-            if (PyList_GET_ITEM(rec->res, k) == v)
+            if (PyList_GET_ITEM(rec->res, k) == v) {
+                if (!scalar && nd_proxy_is_readonly(o)) {
+                    *why = "a returned array was made read-only";
+                    return 1;
+                }
                 return tpush(b, scalar ? T_OUTSCALAR : T_OUT, 0, (int32_t)k, NULL);
+            }
         for (Py_ssize_t j = 0; j < nargs; j++)
             if (args[j] == v && !scalar) return tpush(b, T_ARG, 0, (int32_t)j, NULL);
         /* a NumPy view of a computed value or of an argument: the same view

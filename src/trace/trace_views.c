@@ -250,7 +250,11 @@ void nd__proxy_set_caller(NdProxy *p, PyArrayObject *a)
 PyObject *nd__view_of(NdProxy *p, PyArrayObject *arr)
 {
     if (p->identity && !p->fresh) return Py_NewRef((PyObject *)arr);
-    if (p->identity) return PyArray_View(arr, NULL, &PyArray_Type);
+    if (p->identity) {
+        PyObject *v = PyArray_View(arr, NULL, &PyArray_Type);
+        if (v && p->readonly) PyArray_CLEARFLAGS((PyArrayObject *)v, NPY_ARRAY_WRITEABLE);
+        return v;
+    }
     const npy_intp *bs = PyArray_DIMS(arr), *bst = PyArray_STRIDES(arr);
     int bndim = PyArray_NDIM(arr);
     npy_intp boff = 0, bstrides[ND_MAXDIMS], isz = PyArray_ITEMSIZE(arr);
@@ -282,7 +286,8 @@ PyObject *nd__view_of(NdProxy *p, PyArrayObject *arr)
 make:;
     PyArray_Descr *descr = PyArray_DESCR(arr);
     Py_INCREF(descr);
-    int flags = PyArray_ISWRITEABLE(arr) ? NPY_ARRAY_WRITEABLE : 0;
+    /* a read-only view (diagonal, .imag of a real array) stays read-only */
+    int flags = PyArray_ISWRITEABLE(arr) && !p->readonly ? NPY_ARRAY_WRITEABLE : 0;
     PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, p->ndim, p->shape, bstrides,
                                        PyArray_BYTES(arr) + boff, flags, NULL);
     if (!v) return NULL;
