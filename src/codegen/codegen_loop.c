@@ -2514,11 +2514,16 @@ static int stmt(cg *g, const nd_ln *s)
                              q->axis, (long long)q->c);
                         continue;
                     }
-                    /* v + u: u's value now is its value throughout the loop */
-                    line(g, "  hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && (__int128)mn_ %c (__int128)v%d_%d >= 0 "
-                            "&& (__int128)mx_ %c (__int128)v%d_%d < (__int128)a%d_n%d;",
-                         id, q->w, q->w, q->ws > 0 ? '+' : '-', q->w, REP(LT_PYINT), q->ws > 0 ? '+' : '-', q->w,
-                         REP(LT_PYINT), q->a, q->axis);
+                    /* v + u: u's value now is its value throughout the loop.
+                     * In int64 with overflow tests rather than __int128: the
+                     * same answer (a sum past int64 is past any length too;
+                     * mn_ <= mx_), without a 128-bit value that GCC kept in
+                     * memory across the outer loop's iterations */
+                    const char *bop = q->ws > 0 ? "add" : "sub";
+                    line(g, "  { int64_t lo_, hi_; hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && "
+                            "!__builtin_%s_overflow(mn_, v%d_%d, &lo_) && lo_ >= 0 && "
+                            "!__builtin_%s_overflow(mx_, v%d_%d, &hi_) && hi_ < a%d_n%d; }",
+                         id, q->w, q->w, bop, q->w, REP(LT_PYINT), bop, q->w, REP(LT_PYINT), q->a, q->axis);
                 }
                 line(g, "}");
                 g->nh++;
