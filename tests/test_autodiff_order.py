@@ -1,7 +1,7 @@
 """Gradients of order statistics, running extrema, convolutions, pinv,
 the Hermitian FFTs and the singular-value norms (issue 14's list, item 3):
 median / quantile / percentile (NumPy's interpolation weights, every
-continuous and nearest-rank method), maximum/minimum.accumulate,
+method NumPy has), maximum/minimum.accumulate, logaddexp(2).accumulate,
 convolve/correlate in every mode, linalg.pinv, fft.hfft/ihfft, and
 linalg.norm ord=2 / -2 / 'nuc' (now traced through svd) -- numdyn.grad
 against central differences in float64, jax.grad and torch.autograd."""
@@ -55,10 +55,25 @@ def test_order_statistics(name):
 
 @pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint", "weibull",
                                     "hazen", "median_unbiased", "normal_unbiased",
-                                    "interpolated_inverted_cdf"])
+                                    "interpolated_inverted_cdf", "inverted_cdf",
+                                    "averaged_inverted_cdf", "closest_observation"])
 def test_quantile_methods(method):
     w = R.standard_normal(4)
     check(lambda a: np.sum(np.quantile(a, [0.02, 0.37, 0.5, 0.98], axis=0, method=method) * w), X.T)
+
+
+@pytest.mark.parametrize("method", ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                                    "midpoint", "nearest"])
+def test_discrete_methods_at_exact_indices(method):
+    """n * q integral (8 values): inverted_cdf keeps that order statistic,
+    averaged_inverted_cdf halves the cotangent with the next, and
+    closest_observation keeps it only at odd (0-based) indices -- NumPy's
+    _inverted_cdf / fix_gamma / _closest_observation"""
+    q = [0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0]
+    w = np.arange(1.0, 8.0)
+    x = X3.reshape(-1)[:24].reshape(3, 8)
+    g = check(lambda a: np.sum(np.quantile(a, q, axis=1, method=method).T * w), x)
+    assert np.all(g.sum(axis=1) == w.sum())  # every cotangent lands somewhere, whole
 
 
 def test_quantile_matches_jax():
@@ -85,6 +100,9 @@ ACC = {
     "minimum_1d": lambda a: np.sum(np.minimum.accumulate(a[1]) * W[0]),
     "fmax": lambda a: np.sum(np.fmax.accumulate(a, axis=1) * W),
     "fmin_3d": lambda a: np.sum(np.fmin.accumulate(X3 * a[0, :5], axis=1) ** 2),
+    "logaddexp_axis1": lambda a: np.sum(np.logaddexp.accumulate(a, axis=1) * W),
+    "logaddexp_axis0": lambda a: np.sum(np.logaddexp.accumulate(3 * a, axis=0) ** 2),
+    "logaddexp2_3d": lambda a: np.sum(np.logaddexp2.accumulate(X3 * a[0, :5], axis=1) * X3),
 }
 
 
@@ -102,6 +120,31 @@ def test_running_extrema_ties_match_torch():
         t = torch.tensor(x, requires_grad=True)
         (tf(t, dim=1).values * torch.tensor(w)).sum().backward()
         np.testing.assert_allclose(g, t.grad.numpy())
+
+
+def test_logaddexp_accumulate_matches_torch():
+    """torch.logcumsumexp's gradient, with values that overflow exp (the
+    reverse scan's factors never exceed 1), -inf elements (gradient 0),
+    float32 (keeps its dtype), and logaddexp2 as logaddexp of x ln 2"""
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.0, 800.0, -np.inf, 790.0, 2.0, 805.0, 0.5],
+                  [-np.inf, -3.0, 4.0, 4.0, -np.inf, 1.0, 7.0]])
+    w = np.arange(1.0, 15.0).reshape(2, 7) * np.array([1.0, -1.0] * 3 + [1.0])
+    for dt, tol in ((np.float64, 1e-12), (np.float32, 1e-3)):  # y ~ 800: f32 ulp 6e-5
+        g = numdyn.grad(lambda a: np.sum(np.logaddexp.accumulate(a, axis=1) * w.astype(dt)))(x.astype(dt))
+        assert g.dtype == dt
+        t = torch.tensor(x.astype(dt), requires_grad=True)
+        (torch.logcumsumexp(t, dim=1) * torch.tensor(w.astype(dt))).sum().backward()
+        # a leading -inf: torch and JAX give nan there, numdyn 0 (exp(x) = 0)
+        ref = t.grad.numpy()
+        assert np.isnan(ref[1, 0]) and g[1, 0] == 0
+        ref[1, 0] = 0
+        np.testing.assert_allclose(g, ref, rtol=tol, atol=tol)
+    g2 = numdyn.grad(lambda a: np.sum(np.logaddexp2.accumulate(a, axis=1) * w))(x)
+    t = torch.tensor(x, requires_grad=True)
+    (torch.logcumsumexp(t * np.log(2), dim=1) / np.log(2) * torch.tensor(w)).sum().backward()
+    ref = np.nan_to_num(t.grad.numpy())
+    np.testing.assert_allclose(g2, ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])

@@ -199,8 +199,8 @@ def test_float32_gradients_keep_their_dtype():
 
 
 @pytest.mark.parametrize("f,what", [
-    (lambda a: np.quantile(a, 0.3, method="inverted_cdf"), "inverted_cdf"),
-    (lambda a: np.sum(np.logaddexp.accumulate(a, axis=1)), "logaddexp"),
+    (lambda a: np.sum(np.interp(a, [0.0, 1.0], [2.0, 3.0])), "interp"),
+    (lambda a: np.sum(np.subtract.accumulate(a, axis=1)), "subtract"),
     (lambda a: np.linalg.matrix_power(a[:, :3], -2).sum(), "matrix_power"),
 ])
 def test_operations_without_a_rule_refused(f, what):

@@ -431,6 +431,26 @@ static int selected(nd_graph *g, nd_id id)
     return 0;
 }
 
+/* 1 when node v is x - x.max(axes, keepdims=True) (softmax, logsumexp):
+ * every element of x is at most its row's maximum, so v <= 0 or NaN (a NaN
+ * or +inf in the row gives NaN) and exp(v) can neither overflow nor flag
+ * it -- its per-lane overflow check is dead code in the hottest loop. */
+static int at_most_zero(nd_graph *g, nd_id v)
+{
+    nd_node *s = &g->nodes[v];
+    if (s->op != ND_OP_UFUNC || s->sub != ND_UF_SUBTRACT || s->nin < 2) return 0;
+    nd_id x = s->in[0], m = s->in[1];
+    if (x < 0 || m < 0) return 0;
+    nd_node *xn = &g->nodes[x], *mn = &g->nodes[m];
+    if (mn->op != ND_OP_REDUCE || mn->sub != ND_UF_MAXIMUM || mn->in[0] != x ||
+        !(mn->flags & ND_F_KEEPDIMS) || mn->ndim != xn->ndim || s->ndim != xn->ndim)
+        return 0;
+    if (mn->dtype != xn->dtype || s->dtype != xn->dtype) return 0;
+    for (int k = 0; k < 2; k++)
+        if (s->in_dtype[k] >= 0 && s->in_dtype[k] != xn->dtype) return 0;
+    return memcmp(s->shape, xn->shape, sizeof(s->shape[0]) * (size_t)s->ndim) == 0;
+}
+
 /* Emit "const T v<id> = <expr>;". Returns 0, or -1 (no exception) when the
  * node has no generated form. */
 static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
@@ -500,7 +520,9 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
                  scalar_math_form(uf)) {
             *uses_err = 1;
             expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");
-        } else
+        } else if (uf == ND_UF_EXP && is_float(ld->cls) && at_most_zero(g, n->in[0]))
+            expand(&e, "nd_exp$m($a)", ld, a.p, "");
+        else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }
     if (rc == 0 && uf == ND_UF_TRUE_DIVIDE && is_float(ld->cls) && !(n->flags & ND_F_DATA_WARN) &&

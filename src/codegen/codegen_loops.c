@@ -615,6 +615,11 @@ static int elem_loop(kctx *c, const redop *r, nd_id val, const uint8_t *which, c
     return 0;
 }
 
+/* A Ctrl-C poll every 16 blocks of a cascade (4096 elements), not every
+ * block: the atomic load in each 256-element block costs ~7% of a softmax
+ * row kernel (values around it reloaded); a row task polls at its start. */
+#define POLL_BLOCKS "if (((jb_ - (%s)) & (16 * ND_RBLOCK - 1)) == 0) { ND_POLL(E); }\n"
+
 /* The inner loop over the innermost (reduced) dim, from j = lo to hi,
  * accumulating v<val> into accumulator `x`. `flat` is the C expression of
  * the flat index over the reduced dims without j's term (argmax). */
@@ -630,7 +635,7 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
         /* blocks of ND_RBLOCK summed by a vector loop, pushed into the cascade */
         const rpart *p;
         int np = parts_of(r, &p);
-        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\nND_POLL(E);\n", lo, hi);
+        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo);
         nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n%s ", hi, part_ctype(r));
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_ = 0", q ? ", " : "", p[q].tag);
         nd_sb_puts(sb, ";\n#pragma omp simd reduction(+:");
@@ -961,7 +966,7 @@ static int inner_multi(kctx *c, const rset *s, const char *x, const char *lo, co
         return inner_reduce(c, &s->r[0], s->val[0], NULL, t, lo, hi, flat);
     }
     for (int p = 0; p < s->n; p++) if (s->r[p].kind == RK_SEQ || s->r[p].kind == RK_ARG) simd = 0;
-    nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\nND_POLL(E);\n", lo, hi);
+    nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo);
     nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n", hi);
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
@@ -1807,7 +1812,9 @@ static int gen_row(kctx *c)
     nd_sb_puts(sb, "int ok_ = 1;\n(void)nd_fpe_take();\n");
     for (nd_id x = 0; x < (nd_id)N; x++)
         if (cph[x] >= 0)
-            nd_sb_printf(sb, "%s *scr%d = (%s *)malloc(sizeof(%s) * (size_t)(rowlen_ > 0 ? rowlen_ : 1));\n"
+            /* cache-line aligned: malloc's 16-byte alignment splits every
+             * other 64-byte vector access of the row across two lines */
+            nd_sb_printf(sb, "%s *scr%d = (%s *)aligned_alloc(64, (sizeof(%s) * (size_t)(rowlen_ > 0 ? rowlen_ : 1) + 63) & ~(size_t)63);\n"
                          "if (!scr%d) ok_ = 0;\n", ctype_of(g->nodes[x].dtype), (int)x,
                          ctype_of(g->nodes[x].dtype), ctype_of(g->nodes[x].dtype), (int)x);
     nd_sb_puts(sb, "if (!ok_) nd_err |= ND_ERR_NOMEM;\n");

@@ -56,6 +56,9 @@ typedef enum {
     ND_CTR_AD_ALIASED,      /* forward values a differentiated call read from values its
                                caller already held instead of computing them (the Tensor
                                tape's step outputs; trace_grad.c, nd_trace_grad_alias) */
+    ND_CTR_KEY_NODES,       /* graph nodes hashed to look a graph up in the program cache
+                               (backend_native.c): a replayed call whose entry knows its
+                               key hashes none */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -28,6 +28,7 @@ import logging
 import os
 import pickle
 import sys
+import types
 
 import numpy as np
 
@@ -357,10 +358,8 @@ class _Frozen:
     """numdyn.run's frozen mode: a decorator and a context manager."""
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def runner(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
+        runner = _FrozenRunner(_C._run_frozen, fn)
+        functools.update_wrapper(runner, fn)
         return runner
 
     def __enter__(self):
@@ -370,6 +369,14 @@ class _Frozen:
     def __exit__(self, *exc):
         _C._frozen(False)
         return False
+
+
+class _FrozenRunner(functools.partial):
+    """numdyn.run(fn): calls go straight to C (no Python frame or context
+    manager per call); bound like a function when it is a class attribute."""
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
 
 
 def run(fn=None):
@@ -526,10 +533,14 @@ def set_logs(**kinds):
 
 
 def _debug_repro(fn, tag, args, kwargs):
-    """NUMDYN_DEBUG_DIR/<tag>/repro.py: a standalone script that rebuilds
-    arguments of the same types, shapes, dtypes and layouts, calls the
-    function under NumPy and under numdyn, and compares (the C layer calls
-    this before the compiling call)."""
+    """NUMDYN_DEBUG_DIR/<tag>/repro.py: a standalone script that calls the
+    function under NumPy and under numdyn on the same arguments and compares
+    results (types, dtypes, shapes, values within the dtype's tolerance),
+    raised exceptions and the arguments' final state; it exits 1 when they
+    differ (the C layer calls this before the compiling call). The arrays
+    themselves are saved next to it (inputs.npz) up to _REPRO_SAVE_BYTES in
+    all, so value-dependent failures reproduce; larger ones are rebuilt as
+    random arrays of the same types, shapes, dtypes and layouts."""
     d = os.path.join(os.environ["NUMDYN_DEBUG_DIR"], tag)
     os.makedirs(d, mode=0o700, exist_ok=True)
     target = fn.__func__ if inspect.ismethod(fn) else fn
@@ -540,12 +551,25 @@ def _debug_repro(fn, tag, args, kwargs):
         try:
             src = inspect.cleandoc("\n" + inspect.getsource(target))
             get_fn = src + f"\n\nfn = {target.__name__}\n"
-        except (OSError, TypeError):
+            if target.__name__ == "<lambda>":
+                get_fn = f"fn = {_lambda_source(target, src)}\n"
+        except (OSError, TypeError, ValueError, SyntaxError):
             get_fn = f"raise SystemExit('numdyn: the source of {qual} is not available')\n"
     if inspect.ismethod(fn):
         get_fn += "# (a bound method: its object is not rebuilt; call fn with it first)\n"
 
-    def arg_expr(a):
+    items = [(f"a{i}", a) for i, a in enumerate(args)] + [(f"k_{k}", v) for k, v in kwargs.items()]
+    arrays = {n: a for n, a in items if type(a) is np.ndarray and a.dtype.kind in "biufc"}
+    saved = sum(a.nbytes for a in arrays.values()) <= _REPRO_SAVE_BYTES
+    if saved and arrays:
+        np.savez(os.path.join(d, "inputs.npz"), **arrays)
+
+    def arg_expr(name, a):
+        if name in arrays and saved:  # its shape and dtype in a comment for the reader
+            e = f"inputs[{name!r}]  # {a.dtype} {a.shape!r}"
+            if not (a.flags.c_contiguous or a.flags.f_contiguous):
+                e += f", a strided view (strides {a.strides!r}) in the original"
+            return e
         if isinstance(a, np.ndarray):
             kind = a.dtype.kind
             if kind == "b":
@@ -566,20 +590,109 @@ def _debug_repro(fn, tag, args, kwargs):
             return repr(a) if not isinstance(a, np.generic) else f"np.{type(a).__name__}({a.item()!r})"
         return f"None  # an argument of type {type(a).__qualname__} is not rebuilt"
 
+    npos = len(args)
     lines = ["# numdyn repro: " + qual,
-             "import copy", "import numpy as np", "import numdyn", "",
+             "# exits 0 when numdyn agrees with NumPy, 1 when it reproduces a difference",
+             "import copy", "import os", "import sys", "import numpy as np", "import numdyn", "",
+             "os.environ.pop('NUMDYN_DEBUG_DIR', None)  # running it must not overwrite it", "",
              get_fn,
+             "here = os.path.dirname(os.path.abspath(__file__))",
+             ("inputs = np.load(os.path.join(here, 'inputs.npz'))" if saved and arrays else "inputs = {}"),
              "rng = np.random.default_rng(0)",
-             "args = [" + ", ".join(arg_expr(a) for a in args) + "]",
-             "kwargs = {" + ", ".join(f"{k!r}: {arg_expr(v)}" for k, v in kwargs.items()) + "}",
-             "expected = fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))",
-             "got = numdyn.compile(fn)(*args, **kwargs)",
-             "for e, g in zip(expected if isinstance(expected, tuple) else (expected,),",
-             "                got if isinstance(got, tuple) else (got,)):",
-             "    np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)",
+             "args = [", *(_comma(arg_expr(n, a)) for n, a in items[:npos]), "]",
+             "kwargs = {", *(_comma(f"{n[2:]!r}: {arg_expr(n, a)}") for n, a in items[npos:]), "}",
+             _REPRO_CHECK,
+             "expected, exp_args = call(fn, copy.deepcopy(args), copy.deepcopy(kwargs))",
+             "got, got_args = call(numdyn.compile(fn), args, kwargs)",
+             "problems = compare(got, expected, 'result') + compare(got_args, exp_args, 'arguments')",
+             "if problems:",
+             "    print('numdyn repro: reproduced:', *problems, sep='\\n  ')",
+             "    sys.exit(1)",
              "print('numdyn repro: results agree')", ""]
     with open(os.path.join(d, "repro.py"), "w") as f:
         f.write("\n".join(lines))
+
+
+def _comma(expr):
+    """one element line of a list display: the comma goes before a comment"""
+    e, sep, comment = expr.partition("  # ")
+    return f"    {e},{sep}{comment}"
+
+
+def _lambda_source(fn, lines):
+    """The text of the lambda expression `fn` among the source lines that
+    hold it (several lambdas may share a line: the one whose bytecode and
+    constants are fn's). ValueError when none matches."""
+    import ast
+    import builtins
+    import textwrap
+    lines = textwrap.dedent(lines)
+    try:
+        tree = ast.parse(lines)
+    except SyntaxError:  # a lambda inside an expression cut off mid-statement
+        tree = ast.parse("(\n" + lines + "\n)")
+        lines = "(\n" + lines + "\n)"
+    def ident(c):  # not co_code: the compiler's choices differ by context
+        return c.co_consts, c.co_names, c.co_varnames, c.co_freevars, c.co_argcount
+
+    want, found = ident(fn.__code__), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            seg = ast.get_source_segment(lines, node)
+            try:
+                c = next(k for k in builtins.compile(seg, "<lambda>", "eval").co_consts if inspect.iscode(k))
+            except (SyntaxError, StopIteration):
+                continue
+            if ident(c) == want:
+                found.append(seg)
+    if len(found) != 1:
+        raise ValueError("lambda source not found" if not found else "lambdas alike on one line")
+    return found[0]
+
+
+# the arguments a NUMDYN_DEBUG_DIR repro.py saves as they are (inputs.npz), in bytes
+_REPRO_SAVE_BYTES = 16 << 20
+
+# repro.py's comparison: NumPy's result against numdyn's, with tolerances by dtype
+_REPRO_CHECK = '''
+TOL = {"e": 1e-3, "f": 1e-5, "d": 1e-9, "g": 1e-9, "F": 1e-5, "D": 1e-9, "G": 1e-9}
+
+
+def call(f, a, k):
+    try:
+        return f(*a, **k), (a, k)
+    except Exception as e:  # an exception is a result too: NumPy's must be numdyn's
+        return e, (a, k)
+
+
+def compare(g, e, where):
+    if isinstance(e, Exception) or isinstance(g, Exception):
+        same = type(g) is type(e) and str(g) == str(e)
+        return [] if same else [f"{where}: numdyn gave {g!r}, NumPy {e!r}"]
+    if type(g) is not type(e):
+        return [f"{where}: type {type(g).__name__}, NumPy's {type(e).__name__}"]
+    if isinstance(e, (tuple, list)):
+        if len(g) != len(e):
+            return [f"{where}: length {len(g)}, NumPy's {len(e)}"]
+        return [p for i, (x, y) in enumerate(zip(g, e)) for p in compare(x, y, f"{where}[{i}]")]
+    if isinstance(e, dict):
+        if g.keys() != e.keys():
+            return [f"{where}: keys {list(g)}, NumPy's {list(e)}"]
+        return [p for k in e for p in compare(g[k], e[k], f"{where}[{k!r}]")]
+    if isinstance(e, (np.ndarray, np.generic)):
+        if g.dtype != e.dtype or np.shape(g) != np.shape(e):
+            return [f"{where}: {g.dtype}{np.shape(g)}, NumPy's {e.dtype}{np.shape(e)}"]
+        tol = TOL.get(e.dtype.char, 0)
+        try:
+            if tol:
+                np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(g, e)
+        except AssertionError as x:
+            return [f"{where}: values differ:{x}"]
+        return []
+    return [] if g == e or (g != g and e != e) else [f"{where}: {g!r}, NumPy's {e!r}"]
+'''
 
 
 # numdyn.utils (counters, clear_cache) belongs to the native backend

@@ -629,6 +629,18 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         Py_DECREF(ax);
         return acc(A, xi, r);
     }
+    if (f->sub == ND_UF_LOGADDEXP || f->sub == ND_UF_LOGADDEXP2) {
+        nd_node x = *NODE(g, xi);
+        PyObject *ax[2] = {PyLong_FromLong(f->aux), PyLong_FromLong(f->sub == ND_UF_LOGADDEXP2)};
+        nd_id r = ND_NONE;
+        if (ax[0] && ax[1]) {
+            nd_id ids[3] = {xi, i, c};
+            r = ext(g, nd_ad_lae_scan_vjp, tmpl_of(3, 2, ax), 3, ids, NPY_DOUBLE, x.ndim, x.shape);
+        }
+        Py_XDECREF(ax[0]);
+        Py_XDECREF(ax[1]);
+        return BAD(r) ? -1 : acc(A, xi, r);
+    }
     if (f->sub != ND_UF_ADD)
         return not_impl("the scan", nd_ufunc_name(f->sub));
     nd_id r = flip(g, c, f->aux);

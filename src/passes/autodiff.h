@@ -27,11 +27,13 @@
  *    crop the input (the transpose of zero-padding crops the cotangent, of
  *    a crop pads it);
  *  - median/quantile/percentile: each output's cotangent split between the
- *    order statistics it interpolates by NumPy's weights (the continuous
- *    methods, lower/higher/nearest/midpoint; the other discrete ones are
- *    refused), a tie's share to the element the stable sort puts there;
+ *    order statistics it interpolates by NumPy's weights (every method
+ *    NumPy has: the discrete ones route it to the order statistic they
+ *    pick, averaged_inverted_cdf/midpoint halve it at exact indices), a
+ *    tie's share to the element the stable sort puts there;
  *    maximum/minimum(.fmax/fmin).accumulate: to the last element equal to
- *    the running extremum (torch's cummax/cummin);
+ *    the running extremum (torch's cummax/cummin); logaddexp(2).accumulate:
+ *    torch's logcumsumexp rule (an element at -inf gets 0);
  *  - convolve/correlate (every mode) by correlations of the cotangent;
  *    pinv of full-rank matrices (the rank must not change nearby);
  *    norm ord=2/-2/'nuc' through svd's singular values (the shim traces

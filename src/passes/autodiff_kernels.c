@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp;
+PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp;
 
 /* x, y, c as C-contiguous float64 arrays of one shape; NULL on error */
 static int as_f64(PyObject *o, PyArrayObject **out)
@@ -56,9 +56,60 @@ fail:
     return NULL;
 }
 
+/* y = logaddexp.accumulate(x): dy_i/dx_j = exp(x_j - y_i) for j <= i, so
+ * g_j = exp(x_j - y_j) r_j with r_j = c_j + exp(y_j - y_{j+1}) r_{j+1}: y
+ * never decreases along the axis, so every factor is <= 1 and nothing
+ * overflows (base 2: exp2 throughout). An element at -inf gets 0; two
+ * equal infinite y count as equal (the factor 1). */
+static PyObject *lae_scan_vjp_fn(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo, *co;
+    int axis, base2;
+    if (!PyArg_ParseTuple(args, "OOOii", &xo, &yo, &co, &axis, &base2)) return NULL;
+    PyArrayObject *x = NULL, *y = NULL, *c = NULL, *g = NULL;
+    if (as_f64(xo, &x) < 0 || as_f64(yo, &y) < 0 || as_f64(co, &c) < 0) goto fail;
+    if (PyArray_SIZE(y) != PyArray_SIZE(x) || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 ||
+        axis >= PyArray_NDIM(x)) {
+        PyErr_SetString(PyExc_ValueError, "numdyn lae_scan_vjp: bad operands");
+        goto fail;
+    }
+    g = (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
+    if (!g) goto fail;
+    npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
+    for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
+    const double *X = PyArray_DATA(x), *Y = PyArray_DATA(y), *C = PyArray_DATA(c);
+    double *G = PyArray_DATA(g);
+    for (npy_intp o = 0; o < outer; o++)
+        for (npy_intp k = 0; k < inner; k++) {
+            npy_intp base = o * n * inner + k;
+            double r = 0;
+            for (npy_intp i = n - 1; i >= 0; i--) {
+                npy_intp at = base + i * inner;
+                if (i + 1 < n) {
+                    double d = Y[at] == Y[at + inner] ? 0.0 : Y[at] - Y[at + inner];
+                    r *= base2 ? exp2(d) : exp(d);
+                }
+                r += C[at];
+                double e = X[at] - Y[at];
+                G[at] = X[at] == -INFINITY ? 0.0 : X[at] == Y[at] ? r : r * (base2 ? exp2(e) : exp(e));
+            }
+        }
+    Py_DECREF(x);
+    Py_DECREF(y);
+    Py_DECREF(c);
+    return (PyObject *)g;
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(c);
+    return NULL;
+}
+
 /* ------------------------------------------------------------ quantiles */
 
-enum { Q_CONT, Q_LINEAR, Q_LOWER, Q_HIGHER, Q_NEAREST, Q_MIDPOINT };
+enum { Q_CONT, Q_LINEAR, Q_LOWER, Q_HIGHER, Q_NEAREST, Q_MIDPOINT, Q_INV_CDF, Q_AVG_INV_CDF,
+       Q_CLOSEST };
 static const struct {
     const char *name;
     int kind;
@@ -74,6 +125,9 @@ static const struct {
     {"median_unbiased", Q_CONT, 1.0 / 3, 1.0 / 3},
     {"normal_unbiased", Q_CONT, 3.0 / 8, 3.0 / 8},
     {"interpolated_inverted_cdf", Q_CONT, 0, 1},
+    {"inverted_cdf", Q_INV_CDF, 0, 0},
+    {"averaged_inverted_cdf", Q_AVG_INV_CDF, 0, 0},
+    {"closest_observation", Q_CLOSEST, 0, 0},
 };
 
 static int method_index(const char *s)
@@ -99,6 +153,19 @@ static void q_points(int m, npy_intp n, double q, npy_intp *lo, npy_intp *hi, do
         *gamma = v == floor(v) ? 0 : 0.5;
         break;
     case Q_LINEAR: v = (double)(n - 1) * q; *gamma = v - floor(v); break;
+    case Q_INV_CDF:  /* _inverted_cdf: the next order statistic unless exact */
+    case Q_CLOSEST: {  /* _closest_observation: exact and odd (0-based) keeps it */
+        v = (double)n * q - 1 - (methods[m].kind == Q_CLOSEST ? 0.5 : 0);
+        double f0 = floor(v);
+        int keep = v - f0 == 0 && (methods[m].kind == Q_INV_CDF || f0 - 2 * floor(f0 / 2) == 1);
+        v = keep ? f0 : f0 + 1;
+        *gamma = 0;
+        break;
+    }
+    case Q_AVG_INV_CDF:  /* halves at an exact index, else the next one */
+        v = (double)n * q - 1;
+        *gamma = v - floor(v) == 0 ? 0.5 : 1;
+        break;
     default: {
         double a = methods[m].alpha, b = methods[m].beta;
         v = (double)n * q + (a + q * (1 - a - b)) - 1;
@@ -203,12 +270,15 @@ done:
 
 static PyMethodDef cumext_def = {"cumext_vjp", cumext_vjp_fn, METH_VARARGS,
                                  "numdyn: the VJP of maximum/minimum.accumulate(x, axis)"};
+static PyMethodDef lae_scan_def = {"lae_scan_vjp", lae_scan_vjp_fn, METH_VARARGS,
+                                   "numdyn: the VJP of logaddexp(2).accumulate(x, axis)"};
 static PyMethodDef quantile_def = {"quantile_vjp", quantile_vjp_fn, METH_VARARGS,
                                    "numdyn: the VJP of quantile(x, q, axis, method)"};
 
 int nd_ad_kernels_init(void)
 {
     if (!nd_ad_cumext_vjp && !(nd_ad_cumext_vjp = PyCFunction_New(&cumext_def, NULL))) return -1;
+    if (!nd_ad_lae_scan_vjp && !(nd_ad_lae_scan_vjp = PyCFunction_New(&lae_scan_def, NULL))) return -1;
     if (!nd_ad_quantile_vjp && !(nd_ad_quantile_vjp = PyCFunction_New(&quantile_def, NULL))) return -1;
     return 0;
 }

@@ -16,12 +16,18 @@
  * equal to y[i] (torch's cummax/cummin indices). */
 extern PyObject *nd_ad_cumext_vjp;
 
+/* lae_scan_vjp(x, y, c, axis, base2): y = logaddexp.accumulate(x, axis)
+ * (base2: logaddexp2's); g_j = sum_{i >= j} c_i exp(x_j - y_i), by a
+ * reverse scan whose factors never exceed 1. */
+extern PyObject *nd_ad_lae_scan_vjp;
+
 /* quantile_vjp(x, c, q, axis, method): y = quantile(x, q, axis, method)
  * with q in [0, 1] (a float or a sequence; c has q's dims first, then the
  * reduced shape with or without kept 1-dims); every output's cotangent is
  * split between the two order statistics it interpolates by NumPy's
  * weights (1 - gamma, gamma) for the continuous methods, all of it to the
- * one it takes for lower/higher/nearest (midpoint: halves). Ties in x:
+ * one it takes for lower/higher/nearest/inverted_cdf/closest_observation
+ * (midpoint, averaged_inverted_cdf at an exact index: halves). Ties in x:
  * the stable sort's order decides which element is which order statistic. */
 extern PyObject *nd_ad_quantile_vjp;
 

@@ -718,6 +718,7 @@ void nd_program_free(nd_program *p)
     PyMem_Free(p->freeat);
     PyMem_Free(p->freen);
     PyMem_Free(p->outs);
+    if (p->run && p->run_free) p->run_free(p->run);
     PyMem_Free(p);
 }
 

@@ -157,6 +157,11 @@ typedef struct nd_program {
     nd_id *freen;           /* whose last reader is step t (not outputs) */
     int nout;
     nd_id *outs;
+    /* the runtime's own per-program cache (what every run of the program
+     * would otherwise recompute from the graph), freed with the program by
+     * run_free; opaque here */
+    void *run;
+    void (*run_free)(void *run);
 } nd_program;
 
 /* kernel domain dim dd (of a domain of rank drank) -> the dim of frame r's

@@ -101,6 +101,14 @@ extern _Thread_local int nd_nscalar_stores;
  * (a nested run sees none). */
 extern _Thread_local const nd_id *nd_donated;
 extern _Thread_local int nd_ndonated;
+/* The program-cache key (guards.h nd_guard_graph_key) of the graph the
+ * next native run is given, when its caller already knows it: a replayed
+ * entry runs the same graph on arguments of the same guard keys every
+ * call, so hashing its nodes again (a fifth of a replayed call of a few
+ * thousand nodes) is spared. 0: the run hashes the graph. Read and cleared
+ * by the native run that starts next on the thread; a caller that sets it
+ * for another backend clears it itself. */
+extern _Thread_local uint64_t nd_graph_key_hint;
 extern _Thread_local nd_id nd_failed_node;
 extern _Thread_local int nd_failed_before;
 /* Whether storing the one-element ndarray `value` into an array of signed

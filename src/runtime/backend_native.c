@@ -211,12 +211,19 @@ done:
     return rc;
 }
 
+_Thread_local uint64_t nd_graph_key_hint;
+
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
 {
     (void)options;
     nd_failed_node = ND_NONE;  /* a failure before any operation ran is no node's */
     nd_failed_before = 0;
-    uint64_t key = nd_guard_graph_key(g, outs, nout);
+    uint64_t key = nd_graph_key_hint;
+    nd_graph_key_hint = 0;
+    if (!key) {
+        key = nd_guard_graph_key(g, outs, nout);
+        nd_counter_add(ND_CTR_KEY_NODES, g->n);
+    }
     nd_program *p = nd_pcache_get(key);
     if (p && p->nnodes == g->n) {
         nd_counter_add(ND_CTR_GRAPH_CACHE_HITS, 1);
@@ -248,6 +255,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
     uint64_t stamp = bgmode ? nd_disk_progress() : 0;
     int nnew = compile_program(p, g);
     if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
+        if (bgmode && nd_debug_wanted()) nd_debug_program(g, outs, nout, p, -1);
         nd_program_decref(p);
         if (bgmode) pend_note(key, stamp);
         if (!nd_backend_frozen) nd_counter_add(ND_CTR_COMPILING_RUNS, 1);

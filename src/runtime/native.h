@@ -30,7 +30,8 @@ void nd_order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const 
                       npy_intp *st);
 
 /* runtime_debug.c: show a program just scheduled (backend.h, debugging);
- * never fails (a write error is a RuntimeWarning) */
+ * nnew: its kernels compiled or loaded now, -1 while they compile in the
+ * background. Never fails (a write error is a RuntimeWarning) */
 void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, int nnew);
 /* runtime_debug.c, the minifier (NUMDYN_REPRO_AFTER=compile|accuracy):
  * 1 compile, 2 accuracy, 0 off (or while the minifier itself runs). */

@@ -113,10 +113,16 @@ void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, i
         nd_sb_free(&sb);
         nd_sb_init(&sb);
         char line[512];
-        snprintf(line, sizeof line, "compiler: %s %s\nidentity: %016llx\nkernels: %d, of which %d new "
-                 "(compiled or loaded from the disk cache: %s)\n",
-                 getenv("CC") ? getenv("CC") : "cc", nd_cc_flags(), (unsigned long long)nd_cc_identity(),
-                 p->nkern, nnew, nd_disk_dir() ? nd_disk_dir() : "?");
+        if (nnew >= 0)
+            snprintf(line, sizeof line, "compiler: %s %s\nidentity: %016llx\nkernels: %d, of which %d new "
+                     "(compiled or loaded from the disk cache: %s)\n",
+                     getenv("CC") ? getenv("CC") : "cc", nd_cc_flags(), (unsigned long long)nd_cc_identity(),
+                     p->nkern, nnew, nd_disk_dir() ? nd_disk_dir() : "?");
+        else  /* written when the compile starts (background_compile) */
+            snprintf(line, sizeof line, "compiler: %s %s\nidentity: %016llx\nkernels: %d, compiling in "
+                     "the background into the disk cache %s (NumPy ran this call)\n",
+                     getenv("CC") ? getenv("CC") : "cc", nd_cc_flags(), (unsigned long long)nd_cc_identity(),
+                     p->nkern, nd_disk_dir() ? nd_disk_dir() : "?");
         PyErr_Clear();
         nd_sb_puts(&sb, line);
         if (ok && (nd_sb_check(&sb) < 0 || write_file(dir, "compile.txt", sb.p, sb.n) < 0)) ok = 0;

@@ -352,21 +352,14 @@ int nd_kernel_errors(nd_graph *g, nd_kernel *k, int E)
 
 /* 0, 1 when NumPy's error state wants the graph run by NumPy (see
  * errstate_acts), -1 with an exception. */
-static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
+static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, const nd_scalar *Sp)
 {
     int nops = k->nin + k->nout, R = k->rank;
     char *P[3 * MAXOPS];
     int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS];
-    nd_scalar S[MAXOPS];
-    nd_scalar *Sp = S, *Sheap = NULL;
     if (nops > MAXOPS) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: kernel with too many operands");
         return -1;
-    }
-    if (k->nscal > MAXOPS) {
-        Sheap = PyMem_Malloc(sizeof(nd_scalar) * (size_t)k->nscal);
-        if (!Sheap) { PyErr_NoMemory(); return -1; }
-        Sp = Sheap;
     }
     /* outputs */
     for (int o = k->nin; o < nops; o++) {
@@ -409,7 +402,6 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
     if (nd_cg_check_stores())
         for (int o = k->nin; o < nops; o++)
             byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
-    for (int j = 0; j < k->nscal; j++) Sp[j] = g->nodes[k->scal[j]].scalar;
     int E = 0;
     (void)fpe_take();  /* flags left by earlier code are not this kernel's */
     int64_t work = tot * (int64_t)(k->cost > 0 ? k->cost : 1);
@@ -427,7 +419,6 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
         k->fn(P, I, Sp, &E);
     }
     E |= fpe_take();
-    PyMem_Free(Sheap);
     if (E & ND_ERR_INTERRUPT) {
         /* the kernel skipped its remaining work: its outputs are garbage and
          * are dropped with the program (kernels write fresh buffers only; the
@@ -438,7 +429,6 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr)
     (void)p;
     return nd_kernel_errors(g, k, E);
 fail:
-    PyMem_Free(Sheap);
     return -1;
 }
 
@@ -555,6 +545,59 @@ static void undo_end(undo_log *u, int restore)
     memset(u, 0, sizeof *u);
 }
 
+/* What every run of a program reads of its graph's structure, gathered by
+ * its first run: its INPUT nodes, and all its kernels' scalar parameters
+ * as one list. The program's key covers the graph's structure, so every
+ * graph it runs has these nodes; a run then neither walks all nodes for
+ * the inputs nor reads each kernel's parameters from nodes scattered over
+ * a graph of a few MB (a cache miss per parameter per kernel: a replayed
+ * program's cost per kernel grew with its size). */
+typedef struct {
+    int ninputs;
+    nd_id *inputs;
+    int64_t nscal;
+    nd_id *scal;      /* the kernels' parameters (SCALAR nodes), kernel by kernel */
+    int64_t *soff;    /* nkern + 1: kernel i's in scal[soff[i] .. soff[i + 1]) */
+} run_plan;
+
+static void run_plan_free(void *v)
+{
+    run_plan *r = v;
+    if (!r) return;
+    PyMem_Free(r->inputs);
+    PyMem_Free(r->scal);
+    PyMem_Free(r->soff);
+    PyMem_Free(r);
+}
+
+static run_plan *run_plan_of(nd_program *p, nd_graph *g)
+{
+    if (p->run) return p->run;
+    run_plan *r = PyMem_Calloc(1, sizeof *r);
+    if (!r) return (run_plan *)PyErr_NoMemory();
+    int n = g->n;
+    for (nd_id i = 0; i < n; i++) r->ninputs += g->nodes[i].op == ND_OP_INPUT;
+    for (int i = 0; i < p->nkern; i++) r->nscal += p->kerns[i].nscal;
+    r->inputs = PyMem_Malloc(sizeof(nd_id) * (size_t)(r->ninputs + 1));
+    r->scal = PyMem_Malloc(sizeof(nd_id) * (size_t)(r->nscal + 1));
+    r->soff = PyMem_Malloc(sizeof(int64_t) * (size_t)(p->nkern + 1));
+    if (!r->inputs || !r->scal || !r->soff) {
+        run_plan_free(r);
+        return (run_plan *)PyErr_NoMemory();
+    }
+    int ni = 0;
+    for (nd_id i = 0; i < n; i++) if (g->nodes[i].op == ND_OP_INPUT) r->inputs[ni++] = i;
+    int64_t ns = 0;
+    for (int i = 0; i < p->nkern; i++) {
+        r->soff[i] = ns;
+        for (int j = 0; j < p->kerns[i].nscal; j++) r->scal[ns++] = p->kerns[i].scal[j];
+    }
+    r->soff[p->nkern] = ns;
+    p->run = r;
+    p->run_free = run_plan_free;
+    return r;
+}
+
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout)
 {
     /* this run's donated inputs; a run nested in it (an extern calling
@@ -568,6 +611,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     int n = g->n;
     /* arr[i]: node i's array; arr[n + i]: its C copy for view reads */
     PyObject *small[128], **arr = small;
+    nd_scalar Ssmall[64], *S = Ssmall;
     PyObject *res = NULL;
     int rerun = 0;
     nd_failed_node = ND_NONE;
@@ -582,9 +626,17 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     } else {
         memset(small, 0, sizeof small);
     }
-    for (nd_id i = 0; i < n; i++) {
+    run_plan *plan = run_plan_of(p, g);
+    if (!plan) goto done;
+    /* the kernels' parameters, read from the graph in one pass */
+    if (plan->nscal > (int64_t)(sizeof Ssmall / sizeof Ssmall[0])) {
+        S = PyMem_Malloc(sizeof(nd_scalar) * (size_t)plan->nscal);
+        if (!S) { PyErr_NoMemory(); goto done; }
+    }
+    for (int64_t j = 0; j < plan->nscal; j++) S[j] = g->nodes[plan->scal[j]].scalar;
+    for (int q = 0; q < plan->ninputs; q++) {
+        nd_id i = plan->inputs[q];
         nd_node *nn = &g->nodes[i];
-        if (nn->op != ND_OP_INPUT) continue;
         if (!nn->obj || !PyArray_Check(nn->obj)) {
             PyErr_SetString(PyExc_TypeError, "numdyn: graph input is not an ndarray");
             goto done;
@@ -622,7 +674,7 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
             }
         } else {
             nd_counter_add(ND_CTR_KERNEL_RUNS, 1);
-            int rc = run_kernel(p, &p->kerns[st->kern], g, arr);
+            int rc = run_kernel(p, &p->kerns[st->kern], g, arr, S + plan->soff[st->kern]);
             if (rc < 0) goto done;
             if (rc > 0) { rerun = 1; goto done; }
         }
@@ -657,6 +709,7 @@ done:
     undo_end(&undo, !res || rerun);
     for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
     if (arr != small) PyMem_Free(arr);
+    if (S != Ssmall) PyMem_Free(S);
     if (rerun) {
         nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
         res = nd_backend_eager_run(g, outs, nout);

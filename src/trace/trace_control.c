@@ -230,6 +230,21 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
         tag[k] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
                  ch == '.' || ch == '_' ? ch : '_';
     }
+    /* functions sharing a name (lambdas, methods of two classes) get
+     * directories of their own: the second is <name>-2_<idx> */
+    tag[k] = 0;
+    if (!c->dbg_serial) {
+        static PyObject *seen;  /* name -> functions of that name so far */
+        PyObject *n = seen || (seen = PyDict_New()) ? PyUnicode_FromString(tag) : NULL;
+        PyObject *cnt = n ? PyDict_GetItemWithError(seen, n) : NULL;
+        long v = cnt ? PyLong_AsLong(cnt) + 1 : 1;
+        PyObject *nv = n && !PyErr_Occurred() ? PyLong_FromLong(v) : NULL;
+        if (nv && PyDict_SetItem(seen, n, nv) == 0) c->dbg_serial = (int)v;
+        Py_XDECREF(nv);
+        Py_XDECREF(n);
+        PyErr_Clear();
+    }
+    if (c->dbg_serial > 1) k += snprintf(tag + k, sizeof tag - (size_t)k, "-%d", c->dbg_serial);
     snprintf(tag + k, sizeof tag - (size_t)k, "_%zd", idx);
     Py_XDECREF(name);
     nd_debug_tag = tag;
@@ -385,6 +400,25 @@ static PyObject *mod_frozen(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* _run_frozen(fn, *args, **kwargs): fn(*args, **kwargs) in frozen mode --
+ * numdyn.run(fn)'s call, without a Python frame and a context manager
+ * around it (seen inputs run at compiled speed, a warm call's overhead
+ * included) */
+static PyObject *mod_run_frozen(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "_run_frozen needs the function to call");
+        return NULL;
+    }
+    nd__tls_frozen++;
+    nd_backend_frozen = 1;
+    PyObject *r = PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), kwnames);
+    if (nd__tls_frozen > 0) nd__tls_frozen--;
+    nd_backend_frozen = nd__tls_frozen > 0;
+    return r;
+}
+
 void *nd__ctl_loop_kernel(const char *src, size_t len, uint64_t key, const char *const *syms,
                           int nsyms, int *compiled)
 {
@@ -425,6 +459,8 @@ static PyMethodDef ctl_functions[] = {
      "a warnings.catch_warnings block is entered or left: pending traced work runs now"},
     {"_config_set", mod_config_set, METH_VARARGS, "_config_set(name, value): a config switch C reads"},
     {"_set_stance", mod_set_stance, METH_O, "_set_stance(name) -> previous stance"},
+    {"_run_frozen", (PyCFunction)(void (*)(void))mod_run_frozen, METH_FASTCALL | METH_KEYWORDS,
+     "_run_frozen(fn, *args, **kwargs) calls fn in numdyn.run's frozen mode"},
     {"_frozen", mod_frozen, METH_O, "_frozen(True) enters numdyn.run's frozen mode, _frozen(False) leaves it"},
     {"_compile_times", mod_compile_times, METH_NOARGS, "{qualname: [seconds of each compiling call]}"},
     {"_compile_times_reset", mod_compile_times_reset, METH_NOARGS, NULL},

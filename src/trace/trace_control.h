@@ -31,6 +31,7 @@ typedef struct nd_ctl {
     long limit;                 /* options["cache_size_limit"], or -1: the config's */
     int spec_all;               /* compile(dynamic=False) */
     int warned;                 /* the cache_size_limit warning was given */
+    int dbg_serial;             /* NUMDYN_DEBUG_DIR: which function of its name (1, 2..), 0 unset */
 } nd_ctl;
 
 /* Process-wide switches (numdyn.config, set_stance), pushed from Python. */

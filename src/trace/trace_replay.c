@@ -78,6 +78,8 @@ typedef struct {
     int32_t *sbind_arg;        /* ... takes this argument */
     int busy;                  /* running (kernels release the GIL) */
     int orphan;                /* dropped while running: the runner frees it */
+    uint64_t key;              /* g's program-cache key with the arguments of ... */
+    uint64_t *akeys;           /* PyMem, nbind: ... these guard keys (0: not known) */
 } entry;
 
 struct nd_replay {
@@ -442,6 +444,7 @@ static void entry_clear(entry *e)
     PyMem_Free(e->sbind_node);
     PyMem_Free(e->sbind_arg);
     tmpl_free(e->tmpl, e->ntmpl);
+    PyMem_Free(e->akeys);
     memset(e, 0, sizeof(*e));
 }
 
@@ -1061,6 +1064,31 @@ done:
     ND_EXC_RESTORE(exc);
 }
 
+/* g's program-cache key for this call, when the native backend runs it:
+ * the key covers g's structure (fixed) and the guard keys of its INPUT
+ * arrays, of which only the bound arguments change between calls -- so it
+ * is hashed once and reused while those arguments' guard keys are the
+ * recorded ones (a replay then costs no walk over g's nodes). Sizes of
+ * marked dims are in the key too: with marks about it is hashed afresh. */
+static uint64_t entry_key(entry *e, PyObject *const *args, int backend)
+{
+    if (backend != ND_BACKEND_NATIVE || nd_marks_live || nd_marks_spec_all) return 0;
+    if (!e->akeys && e->nbind) {
+        e->akeys = PyMem_Calloc((size_t)e->nbind, sizeof(uint64_t));
+        if (!e->akeys) return 0;  /* no memory to remember it: hashed per call */
+    }
+    int same = e->key != 0;
+    for (int b = 0; b < e->nbind; b++) {
+        uint64_t k = nd_guard_array_key(args[e->bind_arg[b]]);
+        if (k != e->akeys[b]) { e->akeys[b] = k; same = 0; }
+    }
+    if (!same) {
+        e->key = nd_guard_graph_key(e->g, e->outs, e->nout);
+        nd_counter_add(ND_CTR_KEY_NODES, e->g->n);
+    }
+    return e->key;
+}
+
 static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObject *options)
 {
     PyObject *res = NULL;
@@ -1068,7 +1096,9 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
         e->busy = 1;
         for (int b = 0; b < e->nbind; b++)
             e->g->nodes[e->bind_node[b]].obj = Py_NewRef(args[e->bind_arg[b]]);
+        nd_graph_key_hint = entry_key(e, args, backend);
         res = nd__run_with_stores(backend, e->g, e->outs, e->nout, options, e->stores, e->nstores);
+        nd_graph_key_hint = 0;
         if (!res) fail_writes(e, args, nd_failed_node, nd_failed_before);
         for (int b = 0; b < e->nbind; b++) Py_CLEAR(e->g->nodes[e->bind_node[b]].obj);
         if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != e->nout)) {

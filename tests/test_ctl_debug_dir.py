@@ -1,0 +1,85 @@
+"""NUMDYN_DEBUG_DIR as a new user meets it (issue 15, point 7).
+
+In a fresh process with the default background compile (the first call runs
+NumPy while the kernels compile), one call must still leave every artifact:
+the captured graph, the schedule, each kernel's C and the compiler line (and
+NUMDYN_LOGS=output_code logs the C); two
+functions of one name (lambdas) get directories of their own; and repro.py
+really reproduces: it calls the function on the very arguments of the
+compiling call (saved before the call, even when the function writes into
+them), exits 0 when numdyn agrees with NumPy and 1 when a miscompiling C
+compiler makes them differ, and running it does not overwrite the directory."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+_PROG = '''
+import numpy as np, numdyn
+def scale_rows(x, y, n):
+    x[0] += 1.0
+    return np.tanh(x @ y) * n + x.sum(0)
+f1 = numdyn.compile(lambda a: a + 1.0); f2 = numdyn.compile(lambda a: np.tanh(a) * 2.0)
+x = np.asfortranarray(np.arange(20.0, dtype=np.float32).reshape(4, 5) / 7)
+np.save("x_before.npy", x)
+numdyn.compile(scale_rows)(x, np.ones((5, 5), np.float32), 3)
+f1(np.ones(3)); f2(np.ones(3))
+print("ran")
+'''
+
+# a C compiler that miscompiles tanh (as the minifier's tests inject bugs)
+_BAD_CC = ('for a in "$@"; do case "$a" in *.c) sed -i "s/= nd_tanhf\\{0,1\\}(/= 0.5f * (/" "$a";; '
+           'esac; done\nexec cc "$@"\n')
+
+
+def _cache(tmp_path, name):
+    d = tmp_path / name
+    d.mkdir(mode=0o700)
+    return str(d)
+
+
+def test_debug_dir_after_one_background_compiled_call(tmp_path):
+    dbg = tmp_path / "dbg"
+    env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
+           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_LOGS": "output_code",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    prog = tmp_path / "prog.py"  # a file: repro.py copies the functions' source
+    prog.write_text(_PROG)
+    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0 and "ran" in p.stdout, p.stderr
+    assert "output code: kernel 0 of program" in p.stderr and "nd_tanh" in p.stderr
+    dirs = sorted(d.name for d in dbg.iterdir())
+    assert dirs == ["_lambda_-2_0", "_lambda__0", "scale_rows_0"], dirs
+    progs = list((dbg / "scale_rows_0").glob("program_*"))
+    assert progs, list((dbg / "scale_rows_0").iterdir())
+    files = {f.name for f in progs[0].iterdir()}
+    assert {"graph.txt", "schedule.txt", "compile.txt", "kernel_0.c"} <= files, files
+    assert "tanh" in (progs[0] / "graph.txt").read_text()
+    assert "compiling in the background" in (progs[0] / "compile.txt").read_text()
+    assert "fn = lambda a: a + 1.0" in (dbg / "_lambda__0" / "repro.py").read_text()
+    assert "fn = lambda a: np.tanh(a) * 2.0" in (dbg / "_lambda_-2_0" / "repro.py").read_text()
+    # the arguments as they were before the call wrote into x
+    saved = np.load(dbg / "scale_rows_0" / "inputs.npz")
+    before = np.load(tmp_path / "x_before.npy")
+    np.testing.assert_array_equal(saved["a0"], before)
+    assert saved["a0"].flags.f_contiguous and saved["a0"].dtype == np.float32
+
+    repro = dbg / "scale_rows_0" / "repro.py"
+    text = repro.read_text()
+    good = {**env, "NUMDYN_COMPILE_BUDGET": "inf"}  # c1: the kernels the first run built
+    q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=good,
+                       timeout=300)
+    assert q.returncode == 0 and "results agree" in q.stdout, (q.stdout, q.stderr)
+    assert repro.read_text() == text  # running it left the directory as it was
+    assert sorted(d.name for d in dbg.iterdir()) == dirs
+
+    cc = tmp_path / "cc.sh"
+    cc.write_text("#!/bin/sh\n" + _BAD_CC)
+    cc.chmod(0o755)
+    bad = {**good, "CC": str(cc), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c3")}
+    q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=bad,
+                       timeout=300)
+    assert q.returncode == 1 and "reproduced" in q.stdout and "values differ" in q.stdout, \
+        (q.stdout, q.stderr)
