@@ -59,6 +59,8 @@ typedef enum {
     ND_CTR_KEY_NODES,       /* graph nodes hashed to look a graph up in the program cache
                                (backend_native.c): a replayed call whose entry knows its
                                key hashes none */
+    ND_CTR_CUDA_SPLIT_REDUCTIONS, /* reduction launches split over several blocks a row
+                                     (backend_cuda.c: few long rows, a full sum) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

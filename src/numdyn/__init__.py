@@ -28,7 +28,7 @@ import logging
 import os
 import pickle
 import sys
-import types
+import types as _types
 
 import numpy as np
 
@@ -376,7 +376,7 @@ class _FrozenRunner(functools.partial):
     manager per call); bound like a function when it is a class attribute."""
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
+        return self if obj is None else _types.MethodType(self, obj)
 
 
 def run(fn=None):
@@ -487,6 +487,8 @@ def _enabled_kinds():
 def _log_hook(kind, message):
     if _profiler._active:
         _profiler.notify(kind, message)
+    if kind.startswith("call"):  # call_begin / call: the profiler's alone
+        return
     if kind in _log_kinds:
         log.info("%s", message)
     elif config.verbose:
