@@ -497,4 +497,9 @@ ND_CPLX(nd_c64, float, cf, f)
 /* ------------------------------------------------------ block reductions */
 #define ND_WARP 32
 #define ND_THREADS 256   /* threads of a block (a multiple of ND_WARP) */
+/* reductions of at most this many elements a row: a thread per row
+ * (runtime/cuda.h's ND_CU_NARROW) */
+#define ND_NARROW 16
+/* bytes of a split reduction's partial (the widest accumulator) */
+#define ND_SPLIT_SLOT 16
 #endif
