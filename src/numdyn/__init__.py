@@ -175,6 +175,21 @@ def _rebuild_compiled(fn, kwargs):
     return _C.compile(fn, **kwargs)
 
 
+def _reduce_policy(wrapper, fn, kind):
+    """PolicyWrapper.__reduce__ (disable, allow_in_graph, ...): by reference,
+    like compiled functions -- the module attribute when the wrapper is one
+    (a decorator), else the wrapped function and the policy, applied again
+    on load (in a spawn worker too)."""
+    mod, qual = getattr(wrapper, "__module__", None), getattr(wrapper, "__qualname__", None)
+    if mod and qual and "<locals>" not in qual:
+        obj = sys.modules.get(mod)
+        for part in qual.split("."):
+            obj = getattr(obj, part, None)
+        if obj is wrapper:
+            return qual
+    return (_C._policy, (fn, kind))
+
+
 def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fail_fn=None,
              disable=False, dynamic=None):
     """torch._dynamo.optimize's form: ``numdyn.optimize("native")(fn)``.
