@@ -348,7 +348,10 @@ static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args
     PyObject *r;
     if (fc.path == ND_FLOOR_NUMPY) {
         Py_DECREF(fn);
-        r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+        /* the function untraced, its captured loops still C (loop.h) */
+        PyObject *plain = nd_loop_plain(cf->fn);
+        r = plain ? PyObject_Vectorcall(plain, args, nargsf, kwnames) : NULL;
+        Py_XDECREF(plain);
     } else {
         r = compiled_call(cf, fn, args, nargsf, kwnames);
     }
