@@ -573,7 +573,13 @@ def measure(case, quick=False, budget=None, log=print):
         row.update(t)
     nd = fns.get("numdyn")
     floor = nd._floor_info_for(*args) if nd is not None and hasattr(nd, "_floor_info_for") else None
-    if floor and floor["path"] == "numpy":
+    loops = [i for i in (nd._loop_info() if hasattr(nd, "_loop_info") else []) if i.get("captured")]
+    if floor and floor["path"] == "numpy" and loops:
+        # its NumPy path is the function untraced with its captured loops as C
+        row["floor"] = "untraced"
+        notes.append(f"speed floor ran it untraced: NumPy calls as they are, its captured loops as C "
+                     f"(numdyn's traced warm call: {format_time(floor['numdyn_s'])})")
+    elif floor and floor["path"] == "numpy":
         # the speed floor (numdyn.config.floor) ran this program as plain NumPy:
         # say so, with numdyn's own warm cost as the floor measured it
         row["floor"] = "numpy"
@@ -625,6 +631,10 @@ def summary_lines(rows):
     if floored:
         out.append(f"the speed floor ran {len(floored)} of {len(rows)} programs as plain NumPy: "
                    + ", ".join(floored))
+    untraced = [r["benchmark"] for r in rows if r.get("floor") == "untraced"]
+    if untraced:
+        out.append(f"the speed floor ran {len(untraced)} of {len(rows)} programs untraced with their "
+                   f"captured loops as C")
     wrong = [r["benchmark"] for r in rows if "WRONG ANSWER" in (r.get("note") or "")]
     raised = [r["benchmark"] for r in rows if "numdyn raised" in (r.get("note") or "")]
     if wrong:

@@ -496,23 +496,67 @@ extern_norm:
 static PyObject *lstsq_impl(nd_trace *t, PyObject **argv)
 { return nd_shim_unsupported("numpy.linalg.lstsq: residuals have a data-dependent shape"); }
 /* eig/eigvals of a complex matrix are complex whatever the data: traced
- * (and differentiable, passes/autodiff.h). Of a real one the result is
- * real or complex depending on the eigenvalues: run outside the graph. */
+ * (and differentiable, passes/autodiff.h). Of a real one NumPy's result is
+ * real when every eigenvalue is, else complex: the traced node is always
+ * complex (the extern's result is cast to it, exactly), and whether NumPy
+ * would return its real part is a data-dependent branch on the
+ * eigenvalues (a graph break), taken as NumPy takes it. */
+static PyObject *eig_real_result(PyObject *r, int vectors, int single)
+{
+    PyObject *w = vectors ? PySequence_GetItem(r, 0) : Py_NewRef(r);
+    PyObject *im = w ? PyObject_GetAttrString(w, "imag") : NULL;
+    PyObject *zero = im ? PyLong_FromLong(0) : NULL;
+    PyObject *eq = zero ? PyObject_RichCompare(im, zero, Py_EQ) : NULL;
+    PyObject *all = eq ? PyObject_CallMethod(eq, "all", NULL) : NULL;
+    PyObject *flag = all && nd_proxy_check(all)
+        ? nd_trace_materialize(all, "bool() of linalg.eig's eigenvalues: NumPy's result is real "
+                                    "only when they all are")
+        : Py_XNewRef(all);
+    int real = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(w); Py_XDECREF(im); Py_XDECREF(zero); Py_XDECREF(eq); Py_XDECREF(all);
+    Py_XDECREF(flag);
+    if (real <= 0) return real < 0 ? NULL : Py_NewRef(r);
+    /* the real parts: views, as NumPy's `w = w.real` -- then its
+     * astype(float32) copies a single-precision result */
+    Py_ssize_t n = vectors ? 2 : 1;
+    PyObject *items[2] = {NULL, NULL};
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *z = vectors ? PySequence_GetItem(r, k) : Py_NewRef(r);
+        items[k] = z ? PyObject_GetAttrString(z, "real") : NULL;
+        if (items[k] && single) Py_SETREF(items[k], PyObject_CallMethod(items[k], "copy", NULL));
+        Py_XDECREF(z);
+        if (!items[k]) { Py_XDECREF(items[0]); return NULL; }
+    }
+    if (!vectors) return items[0];
+    PyObject *out = PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(r), items[0], items[1], NULL);
+    Py_DECREF(items[0]);
+    Py_DECREF(items[1]);
+    return out;
+}
+
 static PyObject *eig_common(nd_trace *t, PyObject **argv, int vectors)
 {
     const char *path = vectors ? "linalg.eig" : "linalg.eigvals";
     PyObject *x = argv[0];
     int dt = nd_proxy_check(x) ? nd_proxy_dtype(x) : PyArray_Check(x) ? PyArray_TYPE((PyArrayObject *)x) : -1;
-    if (dt != NPY_CFLOAT && dt != NPY_CDOUBLE)
-        return nd_shim_unsupported("numpy.%s: result dtype (real or complex) depends on the data", path);
+    int cdt = dt;
+    if (dt == NPY_FLOAT) cdt = NPY_CFLOAT;
+    else if (dt == NPY_DOUBLE || (dt >= 0 && (PyTypeNum_ISINTEGER(dt) || PyTypeNum_ISBOOL(dt))))
+        cdt = NPY_CDOUBLE;
+    else if (dt != NPY_CFLOAT && dt != NPY_CDOUBLE)
+        return nd_shim_unsupported("numpy.%s of this dtype", path);
     nd_xj_arr a;
     if (square_arg(t, argv, path, "a", &a)) return NULL;
     nd_ext_out o;
     nd_ext_init(&o, vectors ? 2 : 1, vectors, 0);
     nd_ext_shape(&o, 0, a.ndim - 1, a.shape);
-    o.dtype[0] = dt;
-    if (vectors) { nd_ext_shape(&o, 1, a.ndim, a.shape); o.dtype[1] = dt; }
-    return nd_ext_simple(t, path, 1, &a, 0, NULL, NULL, &o);
+    o.dtype[0] = cdt;
+    if (vectors) { nd_ext_shape(&o, 1, a.ndim, a.shape); o.dtype[1] = cdt; }
+    PyObject *r = nd_ext_simple(t, path, 1, &a, 0, NULL, NULL, &o);
+    if (!r || cdt == dt) return r;
+    PyObject *res = eig_real_result(r, vectors, cdt == NPY_CFLOAT);
+    Py_DECREF(r);
+    return res;
 }
 
 static PyObject *eig_impl(nd_trace *t, PyObject **argv) { return eig_common(t, argv, 1); }

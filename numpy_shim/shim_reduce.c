@@ -194,11 +194,15 @@ static int mark_data_warn(nd_trace *t, nd_id x)
 }
 
 /* _methods._mean/_var divide a 0-d sum with no out= as NumPy scalars
- * (ret.dtype.type(ret / rcount)): scalar math, "scalar divide" */
+ * (ret.dtype.type(ret / rcount), rcount an np.intp): scalar math, "scalar
+ * divide" -- where the sum's type holds intp safely; float32/complex64
+ * scalars defer to the ufunc ("divide") */
 static nd_id divide_result(nd_trace *t, nd_id x, PyObject *n, PyObject *out)
 {
+    int sdt = nd_shim_node_dtype(t, x);
     nd_id r = divide_by(t, x, n);
     if (r == ND_NONE || (out && out != Py_None)) return r;
+    if (!PyArray_CanCastSafely(NPY_INTP, sdt)) return r;
     nd_node *d = nd_graph_node(nd_trace_graph(t), r);
     if (d->op == ND_OP_UFUNC && d->sub == ND_UF_TRUE_DIVIDE && d->ndim == 0 && !d->value)
         d->flags |= ND_F_SCALAR_MATH;

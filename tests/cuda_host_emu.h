@@ -34,6 +34,8 @@ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
 { return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
 inline void __syncthreads() { nd_emu_block->arrive_and_wait(); }
 inline int atomicOr(int *p, int v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 template <class T> T __shfl_down_sync(unsigned, T v, int off)
 {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

@@ -181,7 +181,7 @@ def test_fft_resizing_float32_and_replay():
         np.testing.assert_allclose(g, gj, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("fn", [lambda z: np.sum(np.abs(np.linalg.eigvals(z.real))),
+@pytest.mark.parametrize("fn", [lambda z: np.sum(np.abs(np.sort(z))),
                                 lambda z: np.sum(np.abs(np.linalg.qr(z)[1])),
                                 lambda z: np.sum(np.abs(np.maximum(z, 0)))])
 def test_complex_without_rule_is_refused(fn):
@@ -316,21 +316,6 @@ def test_eig_values_vjp_is_holomorphic_jax():
     ctj = np.zeros(4, complex)
     ctj[order] = ct[mine]
     np.testing.assert_allclose(pull(ct)[0], np.asarray(pj(jnp.asarray(ctj))[0]), rtol=1e-8, atol=1e-10)
-
-
-def test_eig_of_a_real_matrix_is_not_traced():
-    """NumPy's eig of a real matrix is real or complex by the data: still run
-    outside the graph (so a differentiated real input is refused, never a
-    gradient of the wrong dtype)"""
-    a = RNG.standard_normal((3, 3))
-    with pytest.raises(NotImplementedError, match="leaves the graph"):
-        numdyn.grad(lambda a: np.sum(np.abs(np.linalg.eigvals(a))))(a)
-    f = numdyn.compile(lambda a: np.linalg.eig(a + 0.0))
-    for m in (a, np.array([[2.0, 0.0], [0.0, 3.0]])):
-        w, v = f(m)
-        ww, vv = np.linalg.eig(m + 0.0)
-        assert w.dtype == ww.dtype and v.dtype == vv.dtype
-        np.testing.assert_allclose(w, ww)
 
 
 def test_eig_of_a_complex_matrix_traced_as_numpy():

@@ -283,6 +283,71 @@ def test_softmax_and_logsumexp(dt):
     on_gpu(logsumexp, x, rtol=rt)
 
 
+@pytest.mark.parametrize("width", [4096, 10000])
+def test_softmax_wide_rows(width):
+    """float32 rows up to 32 * 256 elements are read once into registers,
+    wider ones by the strided loop: both against NumPy"""
+    x = rand((8, width), np.float32) * 5
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    on_gpu(softmax, x, rtol=1e-5)
+
+
+def _cnd(d):
+    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
+    poly = k * (0.319381530 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
+    w = 1.0 - 0.3989422804014327 * np.exp(-0.5 * d * d) * poly
+    return np.where(d < 0, 1.0 - w, w)
+
+
+def black_scholes(S, K, T):
+    r, v = 0.02, 0.30
+    sqt = np.sqrt(T)
+    d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / (v * sqt)
+    d2 = d1 - v * sqt
+    disc = np.exp(-r * T)
+    return S * _cnd(d1) - K * disc * _cnd(d2), K * disc * _cnd(-d2) - S * _cnd(-d1)
+
+
+def test_black_scholes_one_kernel():
+    """a big multi-output pointwise program is one GPU kernel writing both
+    outputs (the CPU schedule cuts it at 64 nodes: three kernels and three
+    intermediate arrays)"""
+    S = rand(5000, np.float32) + 20
+    K, T = S * 1.1, np.abs(rand(5000, np.float32)) + 0.5
+    assert on_gpu(black_scholes, S, K, T, rtol=1e-4, atol=1e-4) == 1
+
+
+def test_split_full_reductions():
+    """few long rows: each row split over several blocks (partials, the
+    last block folds them; counter cuda_split_reductions), repeated calls
+    reuse the zeroed row counters"""
+    a = rand(1 << 18, np.float32) * 4
+    z = rand(1 << 17, np.complex128)
+    i = rand((2, 50000), np.int64)
+    before = ctr("cuda_split_reductions")
+    f = numdyn.compile(lambda a: (a.sum(), a.max(), a.mean()), backend="cuda")
+    for _ in range(2):
+        same(f(a), (a.sum(), a.max(), a.mean()), rtol=1e-4)
+    on_gpu(lambda z: z.sum(), z)
+    on_gpu(lambda i: (i.sum(axis=1), i.min(axis=1)), i)
+    assert ctr("cuda_split_reductions") - before >= 4
+
+
+def test_narrow_reductions_a_thread_per_row():
+    """rows of at most 16 elements: a thread per row (k-means' argmin over
+    the means, var's two passes over short rows)"""
+    d = rand((16, 5000), np.float64)
+    d[3, 17] = np.nan
+    on_gpu(lambda d: np.argmin(d, axis=0), d)
+    x = rand((3000, 13), np.float64)
+    on_gpu(lambda x: (x.var(axis=1), x.sum(axis=1), np.argmax(x, axis=1)), x)
+    X, means = rand((5000, 8), np.float32), rand((16, 8), np.float32)
+    on_gpu(lambda X, m: np.argmin(np.linalg.norm(X - m[:, None], axis=2), axis=0), X, means)
+
+
 def test_layer_norm_row():
     x = rand((128, 257), np.float64)
     on_gpu(lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), x)

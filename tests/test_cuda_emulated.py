@@ -52,7 +52,12 @@ def executor(request):
 _EXEC = "host"
 
 
+_BUILT = {}
+
+
 def build(src):
+    if src in _BUILT:  # one g++ run per kernel text (shapes travel in I)
+        return _BUILT[src]
     d = tempfile.mkdtemp(prefix="nd_cuda_emu_")
     cu = os.path.join(d, "k.cpp")
     with open(cu, "w") as f:
@@ -61,7 +66,8 @@ def build(src):
     r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", HERE, cu, "-o", so,
                         "-pthread"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    return ctypes.CDLL(so)
+    _BUILT[src] = ctypes.CDLL(so)
+    return _BUILT[src]
 
 
 def run(fn, args, outs, strides):
@@ -86,10 +92,14 @@ def run(fn, args, outs, strides):
     if "lo%d = P[" % len(args) in text:  # store-check mode: each output's bounds
         for o in outs:
             ptrs += [o.ctypes.data, o.ctypes.data + o.nbytes]
+    # a split reduction's scratch (codegen_cuda.h): partials, zeroed row counters
+    part, cnt = np.zeros(16 * 8 * GRID, np.uint8), np.zeros(GRID, np.int32)
+    ptrs += [0] * (3 * nops - len(ptrs)) + [part.ctypes.data, cnt.ctypes.data]
     P = (ctypes.c_void_p * len(ptrs))(*ptrs)
     E = ctypes.c_int(0)
     lib.nd_emu_launch(ctypes.c_void_p(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value),
                       P, I.ctypes.data_as(ctypes.c_void_p), None, ctypes.byref(E), GRID, BLOCK)
+    assert not cnt.any()  # left zero for the next launch
     return E.value
 
 
@@ -122,10 +132,13 @@ def run_gpu(src, name, args, outs, strides, R, text):
     if "lo%d = P[" % len(args) in text:
         for o in outs:
             ptrs += [dptr(o), dptr(o) + o.nbytes]
+    part, cnt = cp.zeros(16 * 8 * GRID, cp.uint8), cp.zeros(GRID, cp.int32)
+    ptrs += [0] * (3 * len(arrays) - len(ptrs)) + [part.data.ptr, cnt.data.ptr]
     P = cp.asarray(np.array(ptrs, dtype=np.uint64))
     E = cp.zeros(1, dtype=np.int32)
     kern((GRID,), (GPU_BLOCK,), (P, I, np.uint64(0), E))
     cp.cuda.runtime.deviceSynchronize()
+    assert not cnt.get().any()
     for o in outs:
         r = _root(o)
         r.reshape(-1).view(np.uint8)[:] = cp.asnumpy(dev[id(r)])
@@ -243,3 +256,99 @@ def test_complex_pointwise():
     out = np.zeros(257, np.complex128)
     run(lambda x, y: x * y / (x - y), [a, b], [out], [[1]] * 3)
     np.testing.assert_allclose(out, a * b / (a - b), rtol=1e-14)
+
+
+def _softmax(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _cached_branch(text):
+    """the register-row branch of a row kernel: the text before its `else`"""
+    assert "kc0_[" in text, "no register-row form"
+    return text.split("} else {", 1)[0]
+
+
+@pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 2000), ("float32", 3000)])
+def test_softmax_rows_read_once(dt, width):
+    """rows that fit the block's registers are read from memory once (the
+    first pass keeps each thread's elements, the max/sum/divide passes read
+    them there); wider rows take the three-read loop. At 64 threads a block
+    (the emulation's) float64 rows fit up to 16 * 64 and float32 rows up to
+    32 * 64 elements: both branches run."""
+    x = np.random.default_rng(10).standard_normal((9, width)).astype(dt)
+    out = np.zeros_like(x)
+    text = ndc.kernels(_softmax, x)[0][1]
+    assert len(re.findall(r"B0\[", _cached_branch(text))) == 1   # one read of the row
+    run(_softmax, [x], [out], [[width, 1], [width, 1]])
+    np.testing.assert_allclose(out, _softmax(x), rtol=1e-5 if dt == "float32" else 1e-13)
+
+
+def _lse(a):
+    m = a.max(axis=-1)
+    return m + np.log(np.exp(a - m[:, None]).sum(axis=-1))
+
+
+def _scaled_softmax(a, w):
+    return _softmax(a * w)
+
+
+def test_logsumexp_and_two_operand_rows_read_once():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((13, 700))
+    out = np.zeros(13)
+    text = ndc.kernels(_lse, x)[0][1]
+    assert len(re.findall(r"B0\[", _cached_branch(text))) == 1
+    run(_lse, [x], [out], [[700, 1], [1, 0]])
+    np.testing.assert_allclose(out, _lse(x), rtol=1e-13)
+    x = x[:, :500]   # two float64 operands: 8 elements a thread, 512 a row here
+    w = rng.standard_normal((1, 500))
+    out2 = np.zeros_like(x)
+    ks = ndc.kernels(_scaled_softmax, x, w)
+    text = ks[0][1]
+    cached = _cached_branch(text)
+    assert len(re.findall(r"B0\[", cached)) == 1 and len(re.findall(r"B1\[", cached)) == 1
+    run(_scaled_softmax, [x, w], [out2], [[700, 1], [0, 1], [500, 1]])
+    np.testing.assert_allclose(out2, _scaled_softmax(x, w), rtol=1e-13)
+
+
+@pytest.mark.parametrize("dt", ["float32", "complex128", "int64"])
+def test_full_reductions_split_over_blocks(dt):
+    """a reduction with fewer rows than half the grid is split over the
+    blocks (each folds its share, the row's last block folds the partials in
+    order): the full sum and max of one array in one kernel, every block of
+    the emulation's grid taking part"""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(20000) * 100).astype(dt) if dt != "complex128" else \
+        np.exp(1j * rng.uniform(-np.pi, np.pi, 20000))   # a product of modulus 1
+    fn = (lambda a: (a.sum(), a.prod())) if dt == "complex128" else (lambda a: (a.sum(), a.max()))
+    text = ndc.kernels(fn, x)[0][1]
+    assert "atomicAdd(cnt_" in text
+    ref = fn(x)
+    outs = [np.zeros((), np.asarray(r).dtype) for r in ref]
+    run(fn, [x], outs, [[1], [0], [0]])
+    for o, r in zip(outs, ref):
+        np.testing.assert_allclose(o, r, rtol=1e-4 if dt == "float32" else 1e-9)
+
+
+def test_narrow_reductions_a_thread_per_row():
+    """rows of at most ND_NARROW (16) elements: a thread per row, in order --
+    k-means' argmin over 16 distances (first minimum, NaN first), max (NaN
+    propagates) and sum over rows of 13"""
+    rng = np.random.default_rng(13)
+    d = rng.integers(0, 4, (16, 999)).astype(np.float64)
+    d[5, 7] = np.nan
+    out = np.zeros(999, np.int64)
+    run(lambda a: np.argmin(a, axis=0), [d], [out], [[999, 1], [0, 1]])
+    np.testing.assert_array_equal(out, np.argmin(d, axis=0))
+    x = rng.standard_normal((700, 13))
+    x[3, 4] = np.nan
+    mx = np.zeros(700)
+    ks = ndc.kernels(lambda a: a.max(axis=1), x)
+    assert [k for k, _ in ks] == ["reduce"] and "if (nred_ <= ND_NARROW)" in ks[0][1]
+    run(lambda a: a.max(axis=1), [x], [mx], [[13, 1], [1, 0]])
+    np.testing.assert_array_equal(mx, x.max(axis=1))
+    xi = rng.integers(-9, 9, (700, 13)).astype(np.int32)
+    si = np.zeros(700, np.int64)
+    run(lambda a: a.sum(axis=1), [xi], [si], [[13, 1], [1, 0]])
+    np.testing.assert_array_equal(si, xi.sum(axis=1))

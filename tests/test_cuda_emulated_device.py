@@ -22,7 +22,8 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
           "(reductions_over and int64) or (argmax and None) or (softmax and float64) or "
           "(scans and int32 and 0) or stencil or gather or division or extern or repeated or "
           "float_conditions or nan_data or "
-          "context or memory_stats or disk_cache or on_device) and not (cupy or torch)")
+          "context or memory_stats or disk_cache or on_device or split_full or narrow_reductions or "
+          "wide_rows or black_scholes) and not (cupy or torch)")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 
 

@@ -94,4 +94,4 @@ def test_the_window_loop_gets_its_proof(monkeypatch, capfd):
     np.testing.assert_array_equal(f(x, 5), window_max(x, 5))
     assert utils.counters["loop_runs"] == runs + 1
     err = capfd.readouterr().err
-    assert "(__int128)mn_ + (__int128)v" in err, err[-3000:]
+    assert "__builtin_add_overflow(mn_, v" in err, err[-3000:]

@@ -32,6 +32,10 @@ int nd_cg_is_complex(int dtype);
 int nd_cg_part_dtype(int dtype);         /* complex: the dtype of each part; else dtype */
 /* an expression converting `expr` (a value of computation type `from`) to `to` */
 void nd_cg_cast(nd_sb *sb, const char *expr, int from, int to);
+/* the same for a cast NumPy runs as a cast loop (astype, stores): float ->
+ * integer conversions out of range or of NaN set ND_ERR_FPE_INVALID in
+ * nd_err ("invalid value encountered in cast"); *uses_err = 1 when so */
+void nd_cg_cast_checked(nd_sb *sb, const char *expr, int from, int to, int *uses_err);
 void nd_cg_load(nd_sb *sb, const char *ptr_elem, int dtype);   /* value from storage */
 void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 

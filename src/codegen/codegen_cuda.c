@@ -30,6 +30,11 @@ typedef struct cctx {
     int R;
     int fr;               /* the frame being emitted (a short reduction's body), -1 */
     int fe[ND_MAXFS];     /* ... at this index along its short dims */
+    /* row kernels holding their row in registers (gen_row): 1, the first
+     * pass loads the operands in `fill` and keeps them in kc<o>_[j_];
+     * 2, later passes read them from there; 0, every pass loads */
+    int cache;
+    const uint8_t *fill;
 } cctx;
 
 static int sidx(const cctx *c, int o, int d) { return c->R + o * c->R + d; }
@@ -74,6 +79,15 @@ static void index_value(cctx *c, nd_id id)
 
 static int emit_short(cctx *c, nd_id rid);
 
+/* the dtype of input operand o's value once loaded (a real/imag view: the
+ * part's) */
+static int cache_type(const cctx *c, int o)
+{
+    const nd_kop *op = &c->k->ops[o];
+    const nd_node *vn = &c->g->nodes[op->via];
+    return op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) ? vn->dtype : op->dtype;
+}
+
 /* the element's loads and per-element nodes (i<d> bound) in `which` (NULL:
  * all), of the current frame c->fr (-1: per element) */
 static int body(cctx *c, const uint8_t *which)
@@ -84,7 +98,23 @@ static int body(cctx *c, const uint8_t *which)
     for (int o = 0; o < k->nin; o++) {
         const nd_kop *op = &k->ops[o];
         const nd_node *vn = &c->g->nodes[op->via];
-        if (op->frame != c->fr || (which && !which[op->via])) continue;
+        if (op->frame != c->fr) continue;
+        int cached = c->cache && op->frame < 0;
+        if (cached && c->cache == 1 && c->fill[op->via] && which && !which[op->via]) {
+            /* a later pass's operand: loaded now, kept for then */
+            elem(e, sizeof e, c, o);
+            nd_sb_printf(c->sb, "kc%d_[j_] = ", o);
+            if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
+                nd_sb_printf(c->sb, "__%s__ (%s)", (vn->flags & ND_F_VIEW_REAL) ? "real" : "imag", e);
+            else nd_cg_load(c->sb, e, op->dtype);
+            nd_sb_puts(c->sb, ";\n");
+            continue;
+        }
+        if (which && !which[op->via]) continue;
+        if (cached && c->cache == 2) {
+            nd_sb_printf(c->sb, "const %s v%d = kc%d_[j_];\n", nd_cg_ctype(cache_type(c, o)), (int)op->via, o);
+            continue;
+        }
         elem(e, sizeof e, c, o);
         if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG))) {
             nd_sb_printf(c->sb, "const %s v%d = __%s__ (%s);\n", nd_cg_ctype(vn->dtype), (int)op->via,
@@ -94,6 +124,7 @@ static int body(cctx *c, const uint8_t *which)
             nd_cg_load(c->sb, e, op->dtype);
             nd_sb_puts(c->sb, ";\n");
         }
+        if (cached && c->cache == 1 && c->fill[op->via]) nd_sb_printf(c->sb, "kc%d_[j_] = v%d;\n", o, (int)op->via);
     }
     for (int i = 0; i < k->ninl; i++) {
         nd_id id = k->inl[i];
@@ -570,6 +601,114 @@ static void bind_row(cctx *c, uint32_t kept, int zero_red)
     }
 }
 
+/* the element loop of a reduction pass: e_ from `from` by `step` over the
+ * row's reduced elements; pass 0 folds every reduction but the moments,
+ * pass 1 the moments ((x - mean)^2, x its mean's input) */
+static int red_pass(cctx *c, const cred *rs, int n, int pass, uint32_t kept, const char *from, const char *step)
+{
+    nd_sb *sb = c->sb;
+    nd_sb_printf(sb, "for (int64_t e_ = %s; e_ < nred_; e_ += %s) {\n{\n", from, step);
+    bind_row(c, kept, 0);
+    bind_dims(c, c->k->red, "e_");
+    if (body(c, NULL) < 0) return -1;
+    for (int p = 0; p < n; p++) {
+        if ((rs[p].cent >= 0) != (pass == 1)) continue;
+        if (pass == 0) { elem_fold(c, &rs[p], p, "e_"); continue; }
+        const cred *m = &rs[rs[p].cent];
+        char x[32];
+        snprintf(x, sizeof x, "v%d", (int)m->val);
+        nd_sb_printf(sb, "{\nconst %s d_ = (%s)", nd_cg_ctype(rs[p].adt), nd_cg_ctype(rs[p].adt));
+        nd_cg_cast(sb, x, c->g->nodes[m->val].dtype, rs[p].acc);
+        nd_sb_printf(sb, " - mean%d_;\nacc%d += d_ * d_;\n}\n", p, p);
+    }
+    nd_sb_puts(sb, "}\n}\n");
+    return 0;
+}
+
+static void red_inits(cctx *c, const cred *rs, int n)
+{
+    for (int p = 0; p < n; p++) {
+        nd_sb_printf(c->sb, "%s acc%d = %s;\n", nd_cg_ctype(rs[p].arg ? rs[p].acc : rs[p].adt), p, rs[p].init);
+        if (rs[p].arg) nd_sb_printf(c->sb, "int64_t bi%d = -1;\n", p);
+    }
+}
+
+/* the moments' means, from pass 0's sums */
+static void red_means(cctx *c, const cred *rs, int n)
+{
+    nd_sb *sb = c->sb;
+    for (int p = 0; p < n; p++) {
+        if (rs[p].cent < 0) continue;
+        char dv[32];
+        snprintf(dv, sizeof dv, "v%d", (int)rs[p].div);
+        nd_sb_printf(sb, "const %s mean%d_ = (%s)acc%d / (%s)", nd_cg_ctype(rs[p].adt), p,
+                     nd_cg_ctype(rs[p].adt), rs[p].cent, nd_cg_ctype(rs[p].adt));
+        if (rs[p].div >= 0) nd_cg_cast(sb, dv, c->g->nodes[rs[p].div].dtype, rs[p].acc);
+        else nd_sb_puts(sb, "1");
+        nd_sb_puts(sb, ";\n");
+    }
+}
+
+/* the row's results from acc<p>, its row values, its stores */
+static int red_outputs(cctx *c, const cred *rs, int n, uint32_t kept)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    bind_row(c, kept, 1);
+    for (int p = 0; p < n; p++) red_result_p(c, &rs[p], p);
+    int uses = 0;
+    for (int i = 0; i < k->nrow; i++) {
+        nd_id v = k->rowv[i];
+        const nd_node *vn = &c->g->nodes[v];
+        if (vn->op == ND_OP_VIEW)
+            nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
+        else if (nd_cg_node(c->g, v, sb, &uses) < 0) return -1;
+    }
+    for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
+    return 0;
+}
+
+int nd_cuda_split_slots(nd_graph *g, const nd_kernel *k)
+{
+    if (k->kind != ND_K_REDUCE || !k->red) return 0;
+    int n = k->nred ? k->nred : 1;
+    if (n > ND_MAXRED) return 0;
+    for (int p = 0; p < n; p++) {
+        nd_id rid = k->nred ? k->reds[p] : k->root;
+        int sub = g->nodes[rid].sub;
+        if ((k->rcent && k->rcent[p] >= 0) || sub == ND_RED_ARGMAX || sub == ND_RED_ARGMIN) return 0;
+    }
+    return n;
+}
+
+/* a volatile read of partial q_ of reduction p (another block wrote it:
+ * past the L1 cache) into pv_ */
+static void partial_load(cctx *c, const cred *r, int p)
+{
+    int t = r->adt;
+    const char *T = nd_cg_ctype(t);
+    if (nd_cg_is_complex(t)) {
+        const char *RT = nd_cg_ctype(nd_cg_part_dtype(t));
+        nd_sb_printf(c->sb, "const volatile %s *pp_ = (const volatile %s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * "
+                     "gridDim.x) + 2 * (row_ * bpr_ + q_);\nconst %s pv_ = nd_cmk_%s(pp_[0], pp_[1]);\n",
+                     RT, RT, p, T, nd_cg_sfx(t));
+    } else {
+        nd_sb_printf(c->sb, "const %s pv_ = ((const volatile %s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * "
+                     "gridDim.x))[row_ * bpr_ + q_];\n", T, T, p);
+    }
+}
+
+/* Reductions, three ways by the row's length (the runtime sizes the grid
+ * by the same rule, runtime/cuda.h):
+ * - at most ND_NARROW elements (k-means' argmin over 16 means, norms of
+ *   short vectors): a thread per row, folding its elements in order;
+ * - a grid of at least two blocks per row (few long rows, a full sum:
+ *   the runtime asks for it when nd_cuda_split_slots says the kernel has
+ *   the form): the row split over bpr_ blocks, each folding its share and
+ *   writing its partial, the row's last block (a counter per row) folding
+ *   the partials in order and storing the results;
+ * - else a block per row, its threads striding over the row, combined by
+ *   warp shuffles and shared memory. */
 static int gen_reduce(cctx *c)
 {
     const nd_kernel *k = c->k;
@@ -582,64 +721,67 @@ static int gen_reduce(cctx *c)
     }
     for (int p = 0; p < n; p++) if (cred_make(c, p, &rs[p]) < 0) return -1;
     uint32_t all = c->R ? (uint32_t)((1u << c->R) - 1) : 0, kept = all & ~k->red;
+    int nmom = 0, nops = k->nin + k->nout, split = nd_cuda_split_slots(c->g, k);
+    for (int p = 0; p < n; p++) nmom += rs[p].cent >= 0;
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
-    nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
-    for (int p = 0; p < n; p++) {
-        nd_sb_printf(sb, "%s acc%d = %s;\n", nd_cg_ctype(rs[p].arg ? rs[p].acc : rs[p].adt), p, rs[p].init);
-        if (rs[p].arg) nd_sb_printf(sb, "int64_t bi%d = -1;\n", p);
-    }
-    /* pass 1: every reduction but the moments; pass 2: the moments, from
-     * their means (pass 1's results) */
-    int nmom = 0;
-    for (int p = 0; p < n; p++) nmom += rs[p].cent >= 0;
+    /* a thread per row */
+    nd_sb_puts(sb, "if (nred_ <= ND_NARROW) {\nfor (int64_t row_ = tid_; row_ < nrow_; row_ += nthr_) {\n");
+    red_inits(c, rs, n);
     for (int pass = 0; pass < (nmom ? 2 : 1); pass++) {
-        nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
-        bind_row(c, kept, 0);
-        bind_dims(c, k->red, "e_");
-        if (body(c, NULL) < 0) return -1;
+        if (red_pass(c, rs, n, pass, kept, "0", "1") < 0) return -1;
+        if (pass == 0) red_means(c, rs, n);
+    }
+    nd_sb_puts(sb, "{\n");
+    if (red_outputs(c, rs, n, kept) < 0) return -1;
+    nd_sb_puts(sb, "}\n}\n}\n");
+    if (split) {
+        nd_sb_printf(sb, "else if (gridDim.x >= 2 * nrow_) {\n"
+                     "const int64_t bpr_ = (int64_t)gridDim.x / nrow_, row_ = blockIdx.x / bpr_, "
+                     "part_ = blockIdx.x %% bpr_;\n"
+                     "char *const scr_ = P[%d];\n"
+                     "int *const cnt_ = (int *)P[%d];\n"
+                     "__shared__ int last_;\n"
+                     "if (row_ < nrow_) {\n", 3 * nops, 3 * nops + 1);
+        red_inits(c, rs, n);
+        if (red_pass(c, rs, n, 0, kept, "part_ * blockDim.x + threadIdx.x", "bpr_ * blockDim.x") < 0) return -1;
+        for (int p = 0; p < n; p++) block_combine(c, &rs[p], p);
+        nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
+        for (int p = 0; p < n; p++)
+            nd_sb_printf(sb, "((%s *)(scr_ + (size_t)%d * ND_SPLIT_SLOT * gridDim.x))[blockIdx.x] = acc%d;\n",
+                         nd_cg_ctype(rs[p].adt), p, p);
+        nd_sb_puts(sb, "__threadfence();\nlast_ = atomicAdd(cnt_ + row_, 1) == (int)bpr_ - 1;\n}\n"
+                       "__syncthreads();\n"
+                       "if (last_) {\n__threadfence();\n");
         for (int p = 0; p < n; p++) {
-            if ((rs[p].cent >= 0) != (pass == 1)) continue;
-            if (pass == 0) { elem_fold(c, &rs[p], p, "e_"); continue; }
-            /* a moment: (x - mean)^2 with x its mean's input */
-            const cred *m = &rs[rs[p].cent];
-            char x[32];
-            snprintf(x, sizeof x, "v%d", (int)m->val);
-            nd_sb_printf(sb, "{\nconst %s d_ = (%s)", nd_cg_ctype(rs[p].adt), nd_cg_ctype(rs[p].adt));
-            nd_cg_cast(sb, x, c->g->nodes[m->val].dtype, rs[p].acc);
-            nd_sb_printf(sb, " - mean%d_;\nacc%d += d_ * d_;\n}\n", p, p);
+            nd_sb_printf(sb, "acc%d = %s;\n", p, rs[p].init);
+            nd_sb_puts(sb, "for (int64_t q_ = threadIdx.x; q_ < bpr_; q_ += blockDim.x) {\n");
+            partial_load(c, &rs[p], p);
+            char a[16];
+            snprintf(a, sizeof a, "acc%d", p);
+            fold(c, &rs[p], a, "pv_");
+            nd_sb_puts(sb, "}\n");
+            block_combine(c, &rs[p], p);
         }
-        nd_sb_puts(sb, "}\n}\n");
+        nd_sb_puts(sb, "if (threadIdx.x == 0) {\ncnt_[row_] = 0;\n");  /* left zeroed for the next launch */
+        if (red_outputs(c, rs, n, kept) < 0) return -1;
+        nd_sb_puts(sb, "}\n}\n}\n}\n");
+    }
+    /* a block per row */
+    nd_sb_puts(sb, "else {\nfor (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
+    red_inits(c, rs, n);
+    for (int pass = 0; pass < (nmom ? 2 : 1); pass++) {
+        if (red_pass(c, rs, n, pass, kept, "threadIdx.x", "blockDim.x") < 0) return -1;
         for (int p = 0; p < n; p++) {
             if ((rs[p].cent >= 0) != (pass == 1)) continue;
             block_combine(c, &rs[p], p);
         }
-        if (pass == 0)
-            for (int p = 0; p < n; p++) {
-                if (rs[p].cent < 0) continue;
-                char dv[32];
-                snprintf(dv, sizeof dv, "v%d", (int)rs[p].div);
-                nd_sb_printf(sb, "const %s mean%d_ = (%s)acc%d / (%s)", nd_cg_ctype(rs[p].adt), p,
-                             nd_cg_ctype(rs[p].adt), rs[p].cent, nd_cg_ctype(rs[p].adt));
-                if (rs[p].div >= 0) nd_cg_cast(sb, dv, c->g->nodes[rs[p].div].dtype, rs[p].acc);
-                else nd_sb_puts(sb, "1");
-                nd_sb_puts(sb, ";\n");
-            }
+        if (pass == 0) red_means(c, rs, n);
     }
     nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
-    bind_row(c, kept, 1);
-    for (int p = 0; p < n; p++) red_result_p(c, &rs[p], p);
-    int uses = 0;
-    for (int i = 0; i < k->nrow; i++) {
-        nd_id v = k->rowv[i];
-        const nd_node *vn = &c->g->nodes[v];
-        if (vn->op == ND_OP_VIEW)
-            nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
-        else if (nd_cg_node(c->g, v, sb, &uses) < 0) return -1;
-    }
-    for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
-    nd_sb_puts(sb, "}\n__syncthreads();\n}\n");
+    if (red_outputs(c, rs, n, kept) < 0) return -1;
+    nd_sb_puts(sb, "}\n__syncthreads();\n}\n}\n");
     return 0;
 }
 
@@ -664,59 +806,48 @@ static void need_mark(cctx *c, const uint8_t *role, uint8_t *need, nd_id x)
     for (int q = 0; q < n->nin; q++) need_mark(c, role, need, n->in[q]);
 }
 
-/* One block per row (the kept dims): per reduction one pass of the
- * block's threads over the row, the reduction combined across the block
- * and every row value it makes ready computed by all threads; then one
- * pass writing the domain-shaped outputs (softmax: max, sum, divide). */
-static int gen_row(cctx *c)
+/* The row loop of gen_row: rk 0, every pass reads the row from memory;
+ * rk > 0, a row of at most rk * blockDim.x elements: the first pass loads
+ * each thread's rk elements of every operand a pass reads into registers
+ * (kc<o>_[j_], a fully unrolled loop), later passes read them there, so
+ * the row is read from memory once (softmax: max, sum, divide). */
+static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const uint8_t *fill,
+                    uint8_t *done, int ndom, int rk)
 {
     const nd_kernel *k = c->k;
     nd_graph *g = c->g;
     nd_sb *sb = c->sb;
-    int np = k->nred, rc = -1;
+    int np = k->nred;
     size_t N = (size_t)g->n;
     uint32_t all = (uint32_t)((1u << c->R) - 1), kept = all & ~k->red;
-    cred rs[ND_MAXRED];
-    if (np > ND_MAXRED || np < 1) {
-        PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: a row kernel of this size has no CUDA form");
-        return -1;
-    }
-    for (int p = 0; p < np; p++) {
-        if (cred_of(c, k->reds[p], -1, -1, p, &rs[p]) < 0) return -1;
-        if (k->rcent && k->rcent[p] >= 0) {
-            PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: a moment in a row kernel has no CUDA form");
-            return -1;
-        }
-    }
-    uint8_t *role = PyMem_Calloc(N, 1), *need = PyMem_Calloc(N * (size_t)(np + 1), 1);
-    uint8_t *done = PyMem_Calloc(N, 1);
-    if (!role || !need || !done) { PyErr_NoMemory(); goto out; }
-    for (int i = 0; i < k->ninl; i++) role[k->inl[i]] = 1;
-    for (int i = 0; i < k->nrow; i++) role[k->rowv[i]] = 0;
-    for (int p = 0; p < np; p++) role[k->reds[p]] = 0;
-    for (int o = 0; o < k->nin; o++) role[k->ops[o].via] = 2;
-    for (int i = 0; i < k->nscal; i++) role[k->scal[i]] = 0;
-    for (int p = 0; p < np; p++) need_mark(c, role, need + N * (size_t)p, rs[p].val);
-    int ndom = 0;
-    for (int o = k->nin; o < k->nin + k->nout; o++)
-        if (dom_out(c, o)) {
-            ndom++;
-            need_mark(c, role, need + N * (size_t)np, k->ops[o].buf);
-        }
-    nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
-    for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
-    nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
+    (void)role;
+    memset(done, 0, N);
     nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
+    if (rk)
+        for (int o = 0; o < k->nin; o++)
+            if (k->ops[o].frame < 0 && fill[k->ops[o].via])
+                nd_sb_printf(sb, "%s kc%d_[%d];\n", nd_cg_ctype(cache_type(c, o)), o, rk);
     for (int p = 0; p <= np; p++) {
         if (p == np && !ndom) break;
         if (p < np) {
             nd_sb_printf(sb, "%s acc%d = %s;\n", nd_cg_ctype(rs[p].arg ? rs[p].acc : rs[p].adt), p, rs[p].init);
             if (rs[p].arg) nd_sb_printf(sb, "int64_t bi%d = -1;\n", p);
         }
-        nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
+        if (rk) {
+            nd_sb_printf(sb, "#pragma unroll\nfor (int j_ = 0; j_ < %d; j_++) {\n"
+                         "const int64_t e_ = threadIdx.x + (int64_t)j_ * blockDim.x;\nif (e_ < nred_) {\n", rk);
+            c->cache = p == 0 ? 1 : 2;
+            c->fill = fill;
+        } else {
+            nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
+        }
         bind_row(c, kept, 0);
         bind_dims(c, k->red, "e_");
-        if (body(c, need + N * (size_t)p) < 0) goto out;
+        if (rk)  /* a pass reading registers may use no index */
+            for (int d = 0; d < c->R; d++) if ((k->red >> d) & 1) nd_sb_printf(sb, "(void)i%d;\n", d);
+        int brc = body(c, need + N * (size_t)p);
+        c->cache = 0;
+        if (brc < 0) return -1;
         if (p < np) elem_fold(c, &rs[p], p, "e_");
         else
             for (int o = k->nin; o < k->nin + k->nout; o++)
@@ -744,7 +875,7 @@ static int gen_row(cctx *c)
             if (!ready) continue;
             if (vn->op == ND_OP_VIEW)
                 nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
-            else if (nd_cg_node(g, v, sb, &uses) < 0) goto out;
+            else if (nd_cg_node(g, v, sb, &uses) < 0) return -1;
             done[v] = 1;
         }
         /* the row outputs that are ready: thread 0 stores them */
@@ -759,11 +890,90 @@ static int gen_row(cctx *c)
         nd_sb_puts(sb, "}\n");
     }
     nd_sb_puts(sb, "__syncthreads();\n}\n");
+    return 0;
+}
+
+/* bytes a thread may keep in registers for its share of a row (per
+ * element of every cached operand, times the elements it holds): 32
+ * floats of a float32 row, so rows up to 8192 wide at 256 threads */
+#define ROW_CACHE_BYTES 128
+
+/* One block per row (the kept dims): per reduction one pass of the
+ * block's threads over the row, the reduction combined across the block
+ * and every row value it makes ready computed by all threads; then one
+ * pass writing the domain-shaped outputs (softmax: max, sum, divide).
+ * Rows that fit in registers are read from memory once (row_loop). */
+static int gen_row(cctx *c)
+{
+    const nd_kernel *k = c->k;
+    nd_graph *g = c->g;
+    nd_sb *sb = c->sb;
+    int np = k->nred, rc = -1;
+    size_t N = (size_t)g->n;
+    uint32_t all = (uint32_t)((1u << c->R) - 1), kept = all & ~k->red;
+    cred rs[ND_MAXRED];
+    if (np > ND_MAXRED || np < 1) {
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: a row kernel of this size has no CUDA form");
+        return -1;
+    }
+    for (int p = 0; p < np; p++) {
+        if (cred_of(c, k->reds[p], -1, -1, p, &rs[p]) < 0) return -1;
+        if (k->rcent && k->rcent[p] >= 0) {
+            PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: a moment in a row kernel has no CUDA form");
+            return -1;
+        }
+    }
+    uint8_t *role = PyMem_Calloc(N, 1), *need = PyMem_Calloc(N * (size_t)(np + 1), 1);
+    uint8_t *done = PyMem_Calloc(N, 1), *fill = PyMem_Calloc(N, 1);
+    if (!role || !need || !done || !fill) { PyErr_NoMemory(); goto out; }
+    for (int i = 0; i < k->ninl; i++) role[k->inl[i]] = 1;
+    for (int i = 0; i < k->nrow; i++) role[k->rowv[i]] = 0;
+    for (int p = 0; p < np; p++) role[k->reds[p]] = 0;
+    for (int o = 0; o < k->nin; o++) role[k->ops[o].via] = 2;
+    for (int i = 0; i < k->nscal; i++) role[k->scal[i]] = 0;
+    for (int p = 0; p < np; p++) need_mark(c, role, need + N * (size_t)p, rs[p].val);
+    int ndom = 0;
+    for (int o = k->nin; o < k->nin + k->nout; o++)
+        if (dom_out(c, o)) {
+            ndom++;
+            need_mark(c, role, need + N * (size_t)np, k->ops[o].buf);
+        }
+    /* operands read by a pass after the first are worth keeping: they
+     * would be read from memory again */
+    int bytes = 0, again = 0;
+    for (int o = 0; o < k->nin; o++) {
+        const nd_kop *op = &k->ops[o];
+        if (op->frame >= 0) continue;
+        int later = 0, any = 0;
+        for (int p = 0; p <= np; p++) {
+            int in = need[N * (size_t)p + (size_t)op->via] != 0;
+            any |= in;
+            later |= in && p > 0;
+        }
+        if (!any || fill[op->via]) continue;
+        fill[op->via] = 1;
+        bytes += nd_cg_elsize(cache_type(c, o));
+        again |= later;
+    }
+    int rk = bytes && again ? ROW_CACHE_BYTES / bytes : 0;
+    if (rk > 32) rk = 32;
+    if (rk < 2) rk = 0;
+    nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
+    for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
+    nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
+    if (rk) {
+        nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x) {\n", rk);
+        if (row_loop(c, rs, role, need, fill, done, ndom, rk) < 0) goto out;
+        nd_sb_puts(sb, "} else {\n");
+    }
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0) < 0) goto out;
+    if (rk) nd_sb_puts(sb, "}\n");
     rc = 0;
 out:
     PyMem_Free(role);
     PyMem_Free(need);
     PyMem_Free(done);
+    PyMem_Free(fill);
     return rc;
 }
 

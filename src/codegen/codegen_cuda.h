@@ -17,6 +17,16 @@
  * hash. 0, or -1 with NotImplementedError naming a kernel form that has no
  * CUDA version yet (or another exception). */
 int nd_cuda_kernel(nd_graph *g, const nd_kernel *k, nd_sb *out, uint64_t *hash);
+/* A reduction kernel whose rows may be split over several blocks (two
+ * stages: each block writes its partial per reduction, the row's last
+ * block folds them in order): the number of partials a block writes (one
+ * per reduction), 0 when k has no split form (moments, argmax/argmin, not
+ * a reduction). Its kernel takes the split when launched with at least two
+ * blocks per row (gridDim.x >= 2 * rows) and then reads P[3 * nops], a
+ * scratch area of ND_SPLIT_SLOT * slots * gridDim.x bytes for the
+ * partials, and P[3 * nops + 1], an int per row, zero before the launch
+ * and left zero by it. */
+int nd_cuda_split_slots(nd_graph *g, const nd_kernel *k);
 /* The text every CUDA unit starts with: kernels/nd_cuda.h. NULL + exc. */
 const char *nd_cuda_prelude(void);
 #endif

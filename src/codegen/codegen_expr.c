@@ -136,7 +136,27 @@ void nd_cg_param(nd_sb *sb, int t, int j)
     expand(sb, dt(t)->param, dt(t), "", js);
 }
 
-void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
+/* x86's conversion with NumPy's cast warning: the checked twin of t->fromf */
+static const char *fromf_checked(const dtinfo *t)
+{
+    if (t->size == 8) return t->cls == 'u' ? "nd_d2u64e((double)($a), &nd_err)"
+                                           : "nd_d2i64e((double)($a), &nd_err)";
+    if (t->size == 4 && t->cls == 'u') return "nd_d2u32e((double)($a), &nd_err)";
+    return "($T)nd_d2i32e((double)($a), &nd_err)";
+}
+
+static void cast(nd_sb *sb, const char *x, int from, int to, int *uses_err);
+
+void nd_cg_cast(nd_sb *sb, const char *x, int from, int to) { cast(sb, x, from, to, NULL); }
+
+void nd_cg_cast_checked(nd_sb *sb, const char *x, int from, int to, int *uses_err)
+{
+    cast(sb, x, from, to, uses_err);
+}
+
+/* uses_err: NULL, or where a conversion that reports NumPy's "invalid value
+ * encountered in cast" notes that it uses nd_err */
+static void cast(nd_sb *sb, const char *x, int from, int to, int *uses_err)
 {
     const dtinfo *f = dt(from), *t = dt(to);
     if (f == t || (f->cls == t->cls && !strcmp(f->ctype, t->ctype) && f->cls != 'h')) {
@@ -160,7 +180,7 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         /* NumPy keeps the real part (its ComplexWarning is the shim's) */
         char buf[512];
         snprintf(buf, sizeof buf, "__real__ (%s)", x);
-        nd_cg_cast(sb, buf, nd_cg_part_dtype(from), to);
+        cast(sb, buf, nd_cg_part_dtype(from), to, uses_err);
         return;
     }
     if (t->cls == 'h') {
@@ -173,7 +193,8 @@ void nd_cg_cast(nd_sb *sb, const char *x, int from, int to)
         nd_sb_printf(sb, "(%s)(%s)", t->ctype, x);
         return;
     }
-    expand(sb, t->fromf, t, x, "");  /* float -> integer */
+    if (uses_err) *uses_err = 1;
+    expand(sb, uses_err ? fromf_checked(t) : t->fromf, t, x, "");  /* float -> integer */
 }
 
 /* ------------------------------------------------------------ ufuncs */
@@ -464,7 +485,7 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         if (!dt(g->nodes[n->in[0]].dtype)) return -1;
         snprintf(v, sizeof v, "v%d", (int)n->in[0]);
         nd_sb_printf(sb, "const %s v%d = ", od->ctype, (int)id);
-        nd_cg_cast(sb, v, g->nodes[n->in[0]].dtype, n->dtype);
+        nd_cg_cast_checked(sb, v, g->nodes[n->in[0]].dtype, n->dtype, uses_err);
         nd_sb_puts(sb, ";\n");
         return 0;
     }

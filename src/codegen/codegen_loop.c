@@ -86,6 +86,9 @@ typedef struct {
     int notick;       /* its iterations count toward the poll in bulk (no per-iteration tick) */
     int nohz;         /* emitting the copy of an innermost loop in which every
                          range check hoisted before it held: none inside */
+    int unit;         /* in that copy: the setok arrays' last axes are contiguous */
+    uint8_t *setok;   /* per array local: tested bound before that copy (the
+                         loop does not rebind it), no test at each access */
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -729,7 +732,7 @@ static int is_alocal(cg *g, int v) { return g->T->alocal ? g->T->alocal[v] : 0; 
 /* an array local read before the loop gave it a value: Python's error */
 static void need_set(cg *g, int v)
 {
-    if (is_alocal(g, v))
+    if (is_alocal(g, v) && !(g->nohz && g->setok[v]))
         line(g, "if (NDL_UNLIKELY(!a%d_set)) { F->err_a = %d; rc = NDL_UNBOUND; goto nd_out; }", v, v);
 }
 
@@ -878,7 +881,11 @@ static void address(cg *g, const nd_ln *e, int n, char (*ix)[16], char *out, siz
 {
     int a = e->var;
     int k = snprintf(out, cap, "(a%d", a);
-    for (int j = 0; j < n; j++) k += snprintf(out + k, cap - (size_t)k, " + %s * a%d_s%d", ix[j], a, j);
+    for (int j = 0; j < n; j++)
+        if (g->unit && g->setok[a] && j == n - 1 && n == g->T->andim[a])
+            k += snprintf(out + k, cap - (size_t)k, " + %s * (int64_t)sizeof(%s)", ix[j], ctype[g->T->adt[a]]);
+        else
+            k += snprintf(out + k, cap - (size_t)k, " + %s * a%d_s%d", ix[j], a, j);
     snprintf(out + k, cap - (size_t)k, ")");
 }
 
@@ -2184,6 +2191,16 @@ static int tflow(cg *g, nd_ln *const *b, int n, uint8_t *st, const uint8_t *head
     return 0;
 }
 
+/* the array locals that e reads or writes */
+static void arefs(cg *g, const nd_ln *e, uint8_t *mark)
+{
+    if (!e) return;
+    if (e->var >= 0 && e->var < g->ir->nvars && is_alocal(g, e->var)) mark[e->var] = 1;
+    for (int k = 0; k < e->n; k++) arefs(g, e->kid[k], mark);
+    for (int k = 0; k < e->nbody; k++) arefs(g, e->body[k], mark);
+    for (int k = 0; k < e->norelse; k++) arefs(g, e->orelse[k], mark);
+}
+
 static void refs(const nd_ln *e, uint8_t *mark)
 {
     if (!e) return;
@@ -2323,8 +2340,12 @@ static int iteration(cg *g, const nd_ln *s, int id, int lab, char (*names)[16], 
 {
     int rc;
     if (!g->notick) line(g, POLL);
-    line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
-         names[0], id, names[2], s->var, LT_PYINT);
+    if (g->nohz)   /* k is signed there (see LK_FOR): no wraparound to compute */
+        line(g, "v%d_%d = %s + k%d * %s; v%d_t = %d;", s->var, REP(LT_PYINT), names[0], id, names[2], s->var,
+             LT_PYINT);
+    else
+        line(g, "v%d_%d = (int64_t)((uint64_t)%s + k%d * (uint64_t)%s); v%d_t = %d;", s->var, REP(LT_PYINT),
+             names[0], id, names[2], s->var, LT_PYINT);
     if (s->i > 0)
         line(g, "v%d_%d = (int64_t)k%d; v%d_t = %d;", (int)s->i - 1, REP(LT_PYINT), id, (int)s->i - 1, LT_PYINT);
     if (types) pin(g, types, use, saved);
@@ -2493,11 +2514,16 @@ static int stmt(cg *g, const nd_ln *s)
                              q->axis, (long long)q->c);
                         continue;
                     }
-                    /* v + u: u's value now is its value throughout the loop */
-                    line(g, "  hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && (__int128)mn_ %c (__int128)v%d_%d >= 0 "
-                            "&& (__int128)mx_ %c (__int128)v%d_%d < (__int128)a%d_n%d;",
-                         id, q->w, q->w, q->ws > 0 ? '+' : '-', q->w, REP(LT_PYINT), q->ws > 0 ? '+' : '-', q->w,
-                         REP(LT_PYINT), q->a, q->axis);
+                    /* v + u: u's value now is its value throughout the loop.
+                     * In int64 with overflow tests rather than __int128: the
+                     * same answer (a sum past int64 is past any length too;
+                     * mn_ <= mx_), without a 128-bit value that GCC kept in
+                     * memory across the outer loop's iterations */
+                    const char *bop = q->ws > 0 ? "add" : "sub";
+                    line(g, "  { int64_t lo_, hi_; hz%d &= (v%d_t == LT_PYINT || v%d_t == LT_I8) && "
+                            "!__builtin_%s_overflow(mn_, v%d_%d, &lo_) && lo_ >= 0 && "
+                            "!__builtin_%s_overflow(mx_, v%d_%d, &hi_) && hi_ < a%d_n%d; }",
+                         id, q->w, q->w, bop, q->w, REP(LT_PYINT), bop, q->w, REP(LT_PYINT), q->a, q->axis);
                 }
                 line(g, "}");
                 g->nh++;
@@ -2525,16 +2551,55 @@ static int stmt(cg *g, const nd_ln *s)
             for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
             nd_sb_puts(g->sb, "if (1");
             for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
+            /* array locals the loop reads and does not rebind (A, B = B, A
+             * outside it): bound once for all its iterations. A test at each
+             * access is an exit from the loop, which keeps it from being
+             * vectorized; an unbound one runs the other copy, which raises
+             * at the access */
+            memset(g->setok, 0, (size_t)nv + 1);
+            for (int k = 0; k < s->nbody; k++) arefs(g, s->body[k], g->setok);
+            for (int v = 0; v < nv; v++)
+                if (g->setok[v] && !nd_lir_binds(s->body, s->nbody, v)) nd_sb_printf(g->sb, " && a%d_set", v);
+                else g->setok[v] = 0;
             nd_sb_printf(g->sb, " && n%d <= 65536u) {\n", id);
             g->ind++;
+            /* their strides are values of the call (a view's may be any):
+             * where each last axis is contiguous, a copy with the element
+             * size as the constant stride, which GCC can vectorize (it
+             * does not vectorize accesses of an unknown stride) */
+            int units = 0;
+            for (int v = 0; v < nv; v++)
+                if (g->setok[v]) {
+                    if (!units++) {
+                        for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
+                        nd_sb_puts(g->sb, "if (1");
+                    }
+                    nd_sb_printf(g->sb, " && a%d_s%d == (int64_t)sizeof(%s)", v, g->T->andim[v] - 1,
+                                 ctype[g->T->adt[v]]);
+                }
+            if (units) {
+                nd_sb_puts(g->sb, ") {\n");
+                g->ind++;
+                ncopy = 3;
+            }
         }
         for (int copy = 0; copy < ncopy && rc == 0; copy++) {
-            if (copy == 1) {
+            if (copy == 1 && ncopy == 3) {
                 g->ind--;
                 line(g, "} else {");
                 g->ind++;
             }
-            g->nohz = ncopy == 2 && copy == 0;
+            if (copy == ncopy - 1 && copy > 0) {
+                if (ncopy == 3) {
+                    g->ind--;
+                    line(g, "}");
+                }
+                g->ind--;
+                line(g, "} else {");
+                g->ind++;
+            }
+            g->nohz = ncopy >= 2 && copy < ncopy - 1;
+            g->unit = ncopy == 3 && copy == 0;
             /* that copy (at most 2^16 iterations) counts them toward the
              * poll (Ctrl-C) at once, before it starts: the per-iteration
              * tick and its branch were a good part of a small innermost
@@ -2557,10 +2622,15 @@ static int stmt(cg *g, const nd_ln *s)
                     if (!peel || g->multiarm == multi) break;
                     g->sb->n = mark;
                 }
-                line(g, "uint64_t k%d = 0;", id);
+                /* the copy of at most 2^16 iterations counts them with a
+                 * signed int64 and computes the loop variable in int64 (no
+                 * value it takes can overflow): GCC's vectorizer gives up on
+                 * addresses computed from an unsigned counter ("no vectype") */
+                const char *kt = g->nohz ? "int64_t" : "uint64_t";
+                line(g, "%s k%d = 0;", kt, id);
                 if (pass == 1 && nch >= 0) {
                     for (int c = 0; c < nch && rc == 0; c++) {
-                        line(g, "if (k%d >= n%d) goto nd_done%d;", id, id, lab);
+                        line(g, "if (k%d >= (%s)n%d) goto nd_done%d;", id, kt, id, lab);
                         line(g, "{");
                         g->ind++;
                         rc = iteration(g, s, id, lab, names, states + (size_t)c * sz, use, saved, 1);
@@ -2570,7 +2640,7 @@ static int stmt(cg *g, const nd_ln *s)
                     }
                 }
                 if (rc == 0 && (pass == 0 || nch < 0)) {
-                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
+                    line(g, "for (; k%d < (%s)n%d; k%d++) {", id, kt, id, id);
                     g->ind++;
                     if (pass == 1) {
                         for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
@@ -2586,7 +2656,7 @@ static int stmt(cg *g, const nd_ln *s)
                 }
                 if (rc == 0 && pass == 1) {
                     if (nch < 0) line(g, "nd_steady%d:", lab);
-                    line(g, "for (; k%d < n%d; k%d++) {", id, id, id);
+                    line(g, "for (; k%d < (%s)n%d; k%d++) {", id, kt, id, id);
                     g->ind++;
                     rc = iteration(g, s, id, lab, names, A, use, saved, 0);
                     g->ind--;
@@ -2596,8 +2666,9 @@ static int stmt(cg *g, const nd_ln *s)
             }
         }
         g->nohz = 0;
+        g->unit = 0;
         g->notick = 0;
-        if (ncopy == 2) {
+        if (ncopy >= 2) {
             g->ind--;
             line(g, "}");
         }
@@ -2680,9 +2751,11 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
     g.sb = out;
     if (!(g.assign = PyMem_Malloc((size_t)ir->nvars + 1))) { PyErr_NoMemory(); return -1; }
     if (!(g.bound = PyMem_Calloc((size_t)ir->nvars + 1, 1))) { PyMem_Free(g.assign); PyErr_NoMemory(); return -1; }
-    if (!(g.pin = PyMem_Calloc((size_t)ir->nvars + 1, 1))) {
+    if (!(g.pin = PyMem_Calloc((size_t)ir->nvars + 1, 1)) ||
+        !(g.setok = PyMem_Calloc((size_t)ir->nvars + 1, 1))) {
         PyMem_Free(g.assign);
         PyMem_Free(g.bound);
+        PyMem_Free(g.pin);
         PyErr_NoMemory();
         return -1;
     }
@@ -2780,6 +2853,7 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
     PyMem_Free(g.assign);
     PyMem_Free(g.bound);
     PyMem_Free(g.pin);
+    PyMem_Free(g.setok);
     *needs_snapshot = (g.snapshot ? 1 : 0) | (g.fpflags ? 2 : 0);
     *redo = g.fpflags && g.fcmp && !quiet;
     if (rc < 0) {

@@ -59,6 +59,10 @@ typedef enum {
     ND_CTR_KEY_NODES,       /* graph nodes hashed to look a graph up in the program cache
                                (backend_native.c): a replayed call whose entry knows its
                                key hashes none */
+    ND_CTR_CUDA_SPLIT_REDUCTIONS, /* reduction launches split over several blocks a row
+                                     (backend_cuda.c: few long rows, a full sum) */
+    ND_CTR_FOREIGN_SNAPSHOT_BYTES, /* bytes of real arrays the function's code holds (not
+                               arguments) copied when a traced op read them (trace_lift.c) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -28,7 +28,7 @@ import logging
 import os
 import pickle
 import sys
-import types
+import types as _types
 
 import numpy as np
 
@@ -173,6 +173,21 @@ def _reduce_compiled(cf):
 
 def _rebuild_compiled(fn, kwargs):
     return _C.compile(fn, **kwargs)
+
+
+def _reduce_policy(wrapper, fn, kind):
+    """PolicyWrapper.__reduce__ (disable, allow_in_graph, ...): by reference,
+    like compiled functions -- the module attribute when the wrapper is one
+    (a decorator), else the wrapped function and the policy, applied again
+    on load (in a spawn worker too)."""
+    mod, qual = getattr(wrapper, "__module__", None), getattr(wrapper, "__qualname__", None)
+    if mod and qual and "<locals>" not in qual:
+        obj = sys.modules.get(mod)
+        for part in qual.split("."):
+            obj = getattr(obj, part, None)
+        if obj is wrapper:
+            return qual
+    return (_C._policy, (fn, kind))
 
 
 def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fail_fn=None,
@@ -376,7 +391,7 @@ class _FrozenRunner(functools.partial):
     manager per call); bound like a function when it is a class attribute."""
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
+        return self if obj is None else _types.MethodType(self, obj)
 
 
 def run(fn=None):
@@ -487,6 +502,8 @@ def _enabled_kinds():
 def _log_hook(kind, message):
     if _profiler._active:
         _profiler.notify(kind, message)
+    if kind.startswith("call"):  # call_begin / call: the profiler's alone
+        return
     if kind in _log_kinds:
         log.info("%s", message)
     elif config.verbose:

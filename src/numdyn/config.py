@@ -23,7 +23,8 @@ floor
     The speed floor (default True): a compiled function measures, per argument
     signature, its warm calls against plain NumPy calls of the original
     function and runs the faster one, so it is never slower than NumPy.
-    Read when numdyn.compile is called; compile(fn, options={"floor": False})
+    (A function with captured loops is called untraced on that path, its
+    loops still compiled.) Read when numdyn.compile is called; compile(fn, options={"floor": False})
     sets it per function, NUMDYN_FLOOR=0 turns it off everywhere.
     ``CompiledFunction._floor_info()`` and numdyn.explain report the choice.
 loop_capture

@@ -1256,8 +1256,10 @@ static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return acc(A, f->extra[0], sym(g, gA, L));
 }
 
-/* eig/eigvals of a complex matrix (the shim traces no other: of a real one
- * NumPy's result dtype depends on the data). w the eigenvalues, V the
+/* eig/eigvals (the shim's node is complex also for a real matrix: NumPy's
+ * real result is its real part, taken after a branch on the data; a real
+ * matrix's gradient is the real part of this one, as torch's). w the
+ * eigenvalues, V the
  * right eigenvectors (unit columns, NumPy's). torch's linalg_eig_backward
  * under the transpose convention (autodiff.h), one output at a time:
  *   from w:  V^{-T} diag(c) V^T
@@ -1270,7 +1272,7 @@ static int rule_eig(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_graph *g = A->g;
     int L = f->dtype;
     nd_node a = *NODE(g, f->extra[0]);
-    if (!iscplx(L) || !iscplx(a.dtype)) return not_impl("linalg.eig", "of a real matrix");
+    if (!iscplx(L)) return not_impl("linalg.eig", "with a real result node");
     npy_intp n = a.shape[a.ndim - 1];
     PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
     int values = f->obj == F_eigvals || f->aux == 0;

@@ -18,10 +18,10 @@
  *    conjugate-Wirtinger gradient, the steepest-ascent direction. The
  *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
  *    cumprod refuse complex values (NotImplementedError);
- *  - linalg.eig/eigvals: of complex matrices (NumPy's result is complex
- *    there whatever the data; of a real matrix it runs outside the graph),
- *    eigenvalues and eigenvectors (torch's rule; distinct eigenvalues,
- *    losses invariant to the eigenvectors' phases);
+ *  - linalg.eig/eigvals: eigenvalues and eigenvectors (torch's rule;
+ *    distinct eigenvalues, losses invariant to the eigenvectors' phases);
+ *    of a real matrix the node is complex and NumPy's real result its real
+ *    part, so the gradient is the real part of the complex one (torch's);
  *  - numpy.fft: fft/ifft/fft2/ifft2/fftn/ifftn, rfft/rfft2/rfftn,
  *    irfft/irfft2/irfftn and hfft/ihfft, every norm=, with n/s that pad or
  *    crop the input (the transpose of zero-padding crops the cotangent, of

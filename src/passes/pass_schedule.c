@@ -25,8 +25,9 @@
  * and buffers it reads (the runtime passes at most 64 operand pointers).
  * A long chain of 0-d work -- lazy element reads in a scalar loop -- is cut
  * into several kernels instead of one that cannot be built. */
-#define KMAX_NODES 64
+#define KMAX_NODES nd_schedule_kmax_nodes
 #define KMAX_OPS 40
+_Thread_local int nd_schedule_kmax_nodes = 64;
 
 typedef struct sched {
     nd_graph *g;

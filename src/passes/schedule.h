@@ -243,6 +243,11 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
 
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
+/* Most nodes inlined into one kernel (64: the C compiler's time on big
+ * kernels). A backend whose kernels gain from fusing more -- the GPU's,
+ * where a value recomputed costs less than a pass over memory -- sets it
+ * around its own nd_schedule call (backend_cuda.c); per thread. */
+extern _Thread_local int nd_schedule_kmax_nodes;
 void nd_program_free(nd_program *p);
 void nd_program_decref(nd_program *p);
 

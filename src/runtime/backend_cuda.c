@@ -174,6 +174,7 @@ typedef struct cprog {
     uint64_t key;
     nd_program *p;
     nd_cu_fn_t *fns;     /* per kernel */
+    int *split;          /* per kernel: nd_cuda_split_slots */
 } cprog;
 
 static struct { cprog *t; size_t cap, n; } pc;
@@ -190,6 +191,7 @@ static void cprog_clear(cprog *c)
 {
     if (c->p) nd_program_decref(c->p);
     PyMem_Free(c->fns);
+    PyMem_Free(c->split);
     memset(c, 0, sizeof *c);
 }
 
@@ -228,7 +230,7 @@ static cprog *pc_put(cprog *c)
 static size_t arg_bytes(const nd_kernel *k)
 {
     size_t nops = (size_t)(k->nin + k->nout), R = (size_t)k->rank;
-    size_t P = 3 * nops * sizeof(char *);
+    size_t P = (3 * nops + 2) * sizeof(char *);  /* + a split reduction's scratch (codegen_cuda.h) */
     size_t I = (R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
     size_t S = (size_t)(k->nscal ? k->nscal : 1) * sizeof(nd_scalar);
     return ((P + 15) & ~(size_t)15) + ((I + 15) & ~(size_t)15) + ((S + 15) & ~(size_t)15);
@@ -253,7 +255,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     cprog c;
     memset(&c, 0, sizeof c);
     c.key = key;
-    c.p = nd_schedule(g, outs, nout);
+    c.p = nd_cuda_schedule(g, outs, nout);
     if (!c.p) return NULL;
     if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||
                               nd_program_verify(c.p, g) < 0)) {
@@ -267,8 +269,9 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     const char **np = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(char *));
     char (*names)[40] = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof *names);
     c.fns = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(nd_cu_fn_t));
+    c.split = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(int));
     cprog *out = NULL;
-    if (!texts || !tp || !np || !names || !c.fns) { PyErr_NoMemory(); goto done; }
+    if (!texts || !tp || !np || !names || !c.fns || !c.split) { PyErr_NoMemory(); goto done; }
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &c.p->kerns[i];
         uint64_t h = 0;
@@ -278,6 +281,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
             goto done;
         }
         k->hash = h;
+        c.split[i] = nd_cuda_split_slots(g, k);
         snprintf(names[i], sizeof names[i], "nd_cuda_%016llx", (unsigned long long)h);
         tp[i] = texts[i].p;
         np[i] = names[i];
@@ -289,6 +293,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     out = pc_put(&c);
     c.p = NULL;
     c.fns = NULL;
+    c.split = NULL;
 done:
     if (texts) for (int i = 0; i < nk; i++) nd_sb_free(&texts[i]);
     PyMem_Free(texts);
@@ -312,6 +317,8 @@ typedef struct run {
     nd_cu_ptr args;     /* device arena of the kernels' P, I, S */
     size_t argoff, argcap;
     char *stage;        /* its host image */
+    nd_cu_ptr scr;      /* split reductions' scratch (scratch_for) */
+    size_t scr_part, scr_n;
 } run;
 
 /* node id on the device (uploading its host array) */
@@ -409,14 +416,55 @@ static int check_errors(run *r, int upto)
     return 0;
 }
 
-static int grid_for(const nd_kernel *k, const int64_t *n, int64_t tot, unsigned *grid)
+/* A split reduction's scratch (codegen_cuda.h) for this run: partials,
+ * then a counter per row, zeroed when allocated (every launch leaves its
+ * counters zero, so the run's split kernels share it); freed with the run */
+static int scratch_for(run *r, size_t part, size_t rows)
+{
+    part = (part + 15) & ~(size_t)15;
+    size_t need = part + rows * sizeof(int);
+    if (part <= r->scr_part && need <= r->scr_n) return 0;
+    if (part < r->scr_part) part = r->scr_part;  /* grows, never shrinks within a run */
+    need = part + rows * sizeof(int);
+    nd_cu_ptr p;
+    if (nd_cu_alloc(need, &p) < 0) return -1;
+    if (nd_cu_memset32(p + part, 0, (need - part) / sizeof(int)) < 0) { nd_cu_free(p); return -1; }
+    nd_cu_free(r->scr);
+    r->scr = p;
+    r->scr_part = part;
+    r->scr_n = need;
+    return 0;
+}
+
+/* the grid for kernel k over extents n (tot elements): the kernels'
+ * forms choose by the same rules (codegen_cuda.c: a thread per row of at
+ * most ND_CU_NARROW elements; a reduction with a split form gets several
+ * blocks per row when its rows are few and long, *rows set) */
+static int grid_for(const nd_kernel *k, int split, const int64_t *n, int64_t tot, unsigned *grid,
+                    int64_t *rows)
 {
     int sm = nd_cu_sm_count();
     if (sm < 0) return -1;
-    int64_t cap = (int64_t)sm * 16, work;
+    int64_t cap = (int64_t)sm * 16, work, nred = 1;
+    *rows = 0;
     if (k->kind == ND_K_REDUCE || k->kind == ND_K_ROW) {
         work = 1;  /* one block a row */
-        for (int d = 0; d < k->rank; d++) if (!((k->red >> d) & 1)) work *= n[d];
+        for (int d = 0; d < k->rank; d++) {
+            if (!((k->red >> d) & 1)) work *= n[d];
+            else nred *= n[d];
+        }
+        if (k->kind == ND_K_REDUCE && nred <= ND_CU_NARROW) {
+            work = (work + ND_CU_THREADS - 1) / ND_CU_THREADS;
+        } else if (split && work > 0 && 2 * work <= cap) {
+            /* blocks of at least 8 elements a thread */
+            int64_t per = (nred + 8 * ND_CU_THREADS - 1) / (8 * ND_CU_THREADS), most = cap / work;
+            int64_t bpr = per < most ? per : most;
+            if (bpr >= 2) {
+                *rows = work;
+                *grid = (unsigned)(work * bpr);
+                return 0;
+            }
+        }
     } else if (k->kind == ND_K_SCAN) {
         int64_t lines = 1;  /* one thread a line */
         for (int d = 0; d < k->rank; d++) if (d != k->scan) lines *= n[d];
@@ -460,7 +508,7 @@ static int run_kernel(run *r, int step_kern, int kidx)
     for (int o = 0; o < nops; o++)
         ka[o] = (nd_karr){(char *)(uintptr_t)ob[o]->a.ptr, ob[o]->a.ndim, ob[o]->a.itemsize,
                           ob[o]->a.strides};
-    char *P[3 * MAXOPS];
+    char *P[3 * MAXOPS + 2];
     int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS], n[ND_MAXDIMS];
     nd_kernel_args(g, k, ka, P, I, n);
     int64_t tot = nd_kernel_merge(k, I, n);
@@ -470,10 +518,19 @@ static int run_kernel(run *r, int step_kern, int kidx)
             P[nops + 2 * (o - k->nin) + 1] = (char *)(uintptr_t)(ob[o]->a.ptr + ob[o]->a.nbytes);
         }
     unsigned grid;
-    if (grid_for(k, n, tot, &grid) < 0) return -1;
+    int64_t rows;
+    int split = r->cp->split[step_kern];
+    if (grid_for(k, split, n, tot, &grid, &rows) < 0) return -1;
     if (!grid) return 0;  /* nothing to compute (an empty domain) */
+    P[3 * nops] = P[3 * nops + 1] = NULL;
+    if (rows) {
+        if (scratch_for(r, (size_t)split * ND_CU_SPLIT_SLOT * grid, (size_t)rows) < 0) return -1;
+        P[3 * nops] = (char *)(uintptr_t)r->scr;
+        P[3 * nops + 1] = (char *)(uintptr_t)(r->scr + r->scr_part);
+        nd_counter_add(ND_CTR_CUDA_SPLIT_REDUCTIONS, 1);
+    }
     /* P, I, S into the arena, then up */
-    size_t pb = (size_t)(3 * nops) * sizeof(char *);
+    size_t pb = (size_t)(3 * nops + 2) * sizeof(char *);
     size_t ib = (size_t)(R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
     size_t sbts = (size_t)k->nscal * sizeof(nd_scalar);
     size_t a16 = (pb + 15) & ~(size_t)15, i16 = (ib + 15) & ~(size_t)15;
@@ -843,6 +900,7 @@ done:
      * staged (copied) before each upload returns */
     nd_cu_free(r.E);
     nd_cu_free(r.args);
+    nd_cu_free(r.scr);
     PyMem_Free(r.host);
     PyMem_Free(r.dev);
     PyMem_Free(r.Eh);

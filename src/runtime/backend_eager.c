@@ -34,6 +34,17 @@ static PyObject *astype(PyObject *a, int dtype)
     if (!a) return NULL;
     PyArray_Descr *d = PyArray_DESCR((PyArrayObject *)a);
     if (PyArray_EquivTypenums(d->type_num, dtype) && PyArray_ISNBO(d->byteorder)) return a;
+    if (PyTypeNum_ISCOMPLEX(d->type_num) && !PyTypeNum_ISCOMPLEX(dtype) && dtype != NPY_BOOL) {
+        /* the real part, as NumPy's cast keeps: its ComplexWarning was the
+         * shim's, given when the cast was traced */
+        PyObject *re = PyObject_GetAttrString(a, "real");
+        Py_DECREF(a);
+        if (!re) return NULL;
+        /* a new array even for the part's own type (a view would alias) */
+        PyObject *r = PyArray_CastToType((PyArrayObject *)re, PyArray_DescrFromType(dtype), 0);
+        Py_DECREF(re);
+        return r;
+    }
     PyObject *r = PyArray_CastToType((PyArrayObject *)a, PyArray_DescrFromType(dtype), 0);
     Py_DECREF(a);
     return r;

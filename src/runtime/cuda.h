@@ -101,6 +101,9 @@ int nd_cu_sync(void);
  * memory another library's streams may still be writing */
 int nd_cu_sync_device(void);
 #define ND_CU_THREADS 256   /* threads of a block: kernels/nd_cuda.h's ND_THREADS */
+#define ND_CU_NARROW 16     /* reductions this short: a thread a row (nd_cuda.h's ND_NARROW) */
+#define ND_CU_SPLIT_SLOT 16 /* bytes of a split reduction's partial (ND_SPLIT_SLOT) */
+#define ND_CU_KMAX_NODES 256 /* nodes a GPU kernel may inline (passes/schedule.h) */
 /* Launch f with grid x ND_THREADS-thread blocks on numdyn's stream;
  * params as cuLaunchKernel's kernelParams. 0 / -1 + exc. */
 int nd_cu_launch(nd_cu_fn_t f, unsigned grid, unsigned block, void **params);
@@ -164,6 +167,12 @@ typedef int (*nd_cu_extern_fn)(nd_graph *g, nd_id id, const nd_cu_array *const *
                                nd_cu_array *out);
 int nd_cu_register_extern(nd_cu_extern_fn fn, const char *name);
 int nd_cuda_backend_init(PyObject *module);
+
+/* The graph scheduled for the GPU (cuda_source.c): the native schedule
+ * with kernels of up to ND_CU_KMAX_NODES nodes. What runs (backend_cuda.c)
+ * and what numdyn.cuda.source shows come from here. */
+struct nd_program;
+struct nd_program *nd_cuda_schedule(nd_graph *g, const nd_id *outs, int nout);
 
 
 /* numdyn.device("cuda") on this thread (nesting depth; 0: off): the

@@ -5,6 +5,15 @@
 #include "graph/graph_py.h"
 #include "codegen/codegen_cuda.h"
 
+nd_program *nd_cuda_schedule(nd_graph *g, const nd_id *outs, int nout)
+{
+    int was = nd_schedule_kmax_nodes;
+    nd_schedule_kmax_nodes = ND_CU_KMAX_NODES;
+    nd_program *p = nd_schedule(g, outs, nout);
+    nd_schedule_kmax_nodes = was;
+    return p;
+}
+
 /* _cuda_kernels(graph) -> [(kind, name hash, CUDA C), ...] for its program */
 static PyObject *py_kernels(PyObject *self, PyObject *graph)
 {
@@ -14,7 +23,7 @@ static PyObject *py_kernels(PyObject *self, PyObject *graph)
     const nd_id *outs;
     int nout;
     if (nd_graphpy_parts(graph, &g, &outs, &nout) < 0) return NULL;
-    nd_program *p = nd_schedule(g, outs, nout);
+    nd_program *p = nd_cuda_schedule(g, outs, nout);
     if (!p) return NULL;
     PyObject *list = PyList_New(0);
     for (int i = 0; list && i < p->nkern; i++) {

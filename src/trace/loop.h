@@ -26,6 +26,12 @@ int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reaso
  * is none or its source is not available. Records what was decided for
  * each loop (nd_loop_info). */
 PyObject *nd_loop_rewrite(PyObject *fn);
+/* fn's copy with its captured loops (new ref), as the last nd_loop_rewrite
+ * of its code made it, when that copy has fn's globals, defaults and
+ * closure cells; else fn itself. Called as it is, untraced (the speed
+ * floor's NumPy path): NumPy calls run in NumPy, each captured loop as its
+ * C (loop_run.c takes real arrays without a trace) */
+PyObject *nd_loop_plain(PyObject *fn);
 /* [{"line", "captured", "reason"}] for the loops of code (new ref; an
  * empty list when fn was never rewritten) */
 PyObject *nd_loop_info(PyObject *code);

@@ -22,9 +22,12 @@
 static PyObject *mod_ast, *getsource, *dedent, *info_by_code;
 static unsigned long long region_counter;
 
+/* code -> the last copy of its function with captured loops (nd_loop_plain) */
+static PyObject *plain_by_code;
+
 static int init(void)
 {
-    if (info_by_code) return 0;
+    if (info_by_code && plain_by_code) return 0;
     PyObject *insp = PyImport_ImportModule("inspect");
     PyObject *tw = insp ? PyImport_ImportModule("textwrap") : NULL;
     if (tw) {
@@ -34,8 +37,9 @@ static int init(void)
     Py_XDECREF(insp);
     Py_XDECREF(tw);
     if (!dedent || !(mod_ast = PyImport_ImportModule("ast"))) return -1;
-    info_by_code = PyDict_New();
-    return info_by_code ? 0 : -1;
+    if (!info_by_code) info_by_code = PyDict_New();
+    if (!plain_by_code) plain_by_code = PyDict_New();
+    return info_by_code && plain_by_code ? 0 : -1;
 }
 
 static const char *kind(PyObject *o)
@@ -555,6 +559,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
             if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();
         }
         nf = build(fn, fdef, code);
+        if (nf && PyDict_SetItem(plain_by_code, code, nf) < 0) goto fail;
         if (!nf) {
             /* the rewrite failed to compile: say so, run the original */
             PyObject *why = PyUnicode_FromString("the rewritten function did not compile");
@@ -579,6 +584,28 @@ fail:
     Py_DECREF(c.infos);
     Py_XDECREF(nf);
     return NULL;
+}
+
+PyObject *nd_loop_plain(PyObject *fn)
+{
+    if (!plain_by_code || !PyFunction_Check(fn)) return Py_NewRef(fn);
+    PyObject *p = PyDict_GetItemWithError(plain_by_code, PyFunction_GET_CODE(fn));
+    if (!p) return PyErr_Occurred() ? NULL : Py_NewRef(fn);
+    /* the copy was made with fn's globals, defaults and closure cells: a
+     * function of the same code made with others (a closure of another
+     * call, defaults set since) gets none of them from it */
+    PyObject *d = PyFunction_GET_DEFAULTS(fn), *kd = PyFunction_GET_KW_DEFAULTS(fn);
+    PyObject *pd = PyFunction_GET_DEFAULTS(p), *pkd = PyFunction_GET_KW_DEFAULTS(p);
+    if (PyFunction_GET_GLOBALS(p) != PyFunction_GET_GLOBALS(fn) || d != pd || kd != pkd)
+        return Py_NewRef(fn);
+    PyObject *cl = PyFunction_GET_CLOSURE(fn), *pcl = PyFunction_GET_CLOSURE(p);
+    for (Py_ssize_t k = 0; pcl && k < PyTuple_GET_SIZE(pcl); k++) {
+        int found = 0;
+        for (Py_ssize_t j = 0; cl && j < PyTuple_GET_SIZE(cl) && !found; j++)
+            found = PyTuple_GET_ITEM(cl, j) == PyTuple_GET_ITEM(pcl, k);
+        if (!found) return Py_NewRef(fn);
+    }
+    return Py_NewRef(p);
 }
 
 PyObject *nd_loop_info(PyObject *code)

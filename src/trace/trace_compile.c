@@ -254,8 +254,49 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
 static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args,
                              size_t nargsf, PyObject *kwnames);
 
+/* numdyn.CompileProfiler is active: top-level calls report to it */
+static int profiling;
+
+static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames);
+
+/* A top-level call under the profiler: "call_begin" (its name) before, so
+ * the breaks and recompiles logged during it are its own, and "call" after:
+ * (name, seconds, graphs run, graph breaks, replayed, ran eagerly). */
+static PyObject *cf_profiled(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    NdCompiled *cf = (NdCompiled *)self;
+    PyObject *name = nd__ctl_qualname(cf->ctl);
+    if (!name) return NULL;
+    nd__log("call_begin", name);
+    long long g0 = nd_counter_get(ND_CTR_GRAPHS), b0 = nd_counter_get(ND_CTR_GRAPH_BREAKS),
+              r0 = nd_counter_get(ND_CTR_REPLAYS), e0 = nd_counter_get(ND_CTR_EAGER_CALLS);
+    double t0 = nd__ctl_now();
+    PyObject *r = cf_call(self, args, nargsf, kwnames);
+    double dt = nd__ctl_now() - t0;
+    ND_EXC_SAVE(exc);
+    PyObject *rec = Py_BuildValue("(OdLLLL)", name, dt, nd_counter_get(ND_CTR_GRAPHS) - g0,
+                                  nd_counter_get(ND_CTR_GRAPH_BREAKS) - b0,
+                                  nd_counter_get(ND_CTR_REPLAYS) - r0,
+                                  nd_counter_get(ND_CTR_EAGER_CALLS) - e0);
+    if (rec) nd__log("call", rec);
+    else PyErr_Clear();
+    Py_XDECREF(rec);
+    ND_EXC_RESTORE(exc);
+    Py_DECREF(name);
+    return r;
+}
+
 static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames)
+{
+    if (profiling && !nd_trace_current()) return cf_profiled(self, args, nargsf, kwnames);
+    return cf_call(self, args, nargsf, kwnames);
+}
+
+static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames)
 {
     NdCompiled *cf = (NdCompiled *)self;
     if (cf->disable || nd__tls_disabled > 0 || !nd__ctl_enabled) {
@@ -307,7 +348,10 @@ static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args
     PyObject *r;
     if (fc.path == ND_FLOOR_NUMPY) {
         Py_DECREF(fn);
-        r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+        /* the function untraced, its captured loops still C (loop.h) */
+        PyObject *plain = nd_loop_plain(cf->fn);
+        r = plain ? PyObject_Vectorcall(plain, args, nargsf, kwnames) : NULL;
+        Py_XDECREF(plain);
     } else {
         r = compiled_call(cf, fn, args, nargsf, kwnames);
     }
@@ -772,6 +816,14 @@ static PyObject *mod_set_log_hook(PyObject *m, PyObject *hook)
 
 static PyObject *mod_counters(PyObject *m, PyObject *unused) { return nd_counters_dict(); }
 
+static PyObject *mod_set_profiling(PyObject *m, PyObject *on)
+{
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    profiling = v;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef compile_functions[] = {
     {"compile", (PyCFunction)(void (*)(void))mod_compile, METH_VARARGS | METH_KEYWORDS,
      "compile(fn, fullgraph=False, dynamic=None, backend='native', options=None, "
@@ -786,6 +838,8 @@ static PyMethodDef compile_functions[] = {
     {"is_tracing", mod_is_tracing, METH_NOARGS, "True while this thread is capturing."},
     {"_register_backend", mod_register_backend, METH_VARARGS, NULL},
     {"_set_log_hook", mod_set_log_hook, METH_O, NULL},
+    {"_set_profiling", mod_set_profiling, METH_O,
+     "_set_profiling(on): top-level compiled calls log call_begin/call (CompileProfiler)"},
     {"_trace_counters", mod_counters, METH_NOARGS, "The runtime counters as a dict."},
     {NULL, NULL, 0, NULL},
 };

@@ -34,6 +34,8 @@ static PyObject *qualname(PyObject *fn)
     return n;
 }
 
+PyObject *nd__ctl_qualname(nd_ctl *c) { return qualname(c->fn); }
+
 /* positional parameter names of fn (a bound method's without self) */
 static PyObject *param_names(PyObject *fn)
 {

@@ -65,6 +65,8 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
                                 PyObject *kwnames);
 /* explain's out_guards for a call like this one: the guards of its
  * program (a list of str; empty when it has none). New ref. */
+/* the compiled function's __qualname__ (its repr when it has none); new ref */
+PyObject *nd__ctl_qualname(nd_ctl *c);
 PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n);
 /* x.shape of a traced array whose caller array is `caller` (or NULL):
  * dims marked dynamic are numdyn.DynamicDim, which raises

@@ -98,6 +98,10 @@ struct nd_storage {
     uint8_t shared;           /* the function's code can reach this memory
                                  through a real ndarray the tracer never sees
                                  (trace_reach.c): its operations run at once */
+    uint8_t foreign;          /* a real array the function's code holds (made
+                                 by code numdyn does not trace, a global, an
+                                 attribute) and may write with NumPy at any
+                                 time: each read takes a snapshot (trace_lift.c) */
     uint8_t ndim;
     int dtype;
     npy_intp shape[ND_MAXDIMS];

@@ -3,6 +3,7 @@
  * SCALAR nodes (weak or strong, NEP 50), array-likes become INPUT nodes. */
 #include "trace_internal.h"
 #include "core/strides.h"
+#include "core/counters.h"
 #include "trace_replay.h"
 #include <string.h>
 
@@ -98,8 +99,26 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
                          (PyObject *)PyArray_DESCR((PyArrayObject *)obj), ND_MAXDIMS);
             return ND_NONE;
         }
-        nd_storage *s = nd__caller_storage(t, obj);
-        if (!s) return ND_NONE;
+        nd_storage *s = nd__caller_find(t, obj);
+        if (!s) {
+            s = nd__caller_storage(t, obj);
+            if (!s) return ND_NONE;
+            /* not an argument: Python code holds this very array and may
+             * change it with NumPy (`b += 1`, `G[0] = 5`) before the pending
+             * graph runs. Writeable memory (or a view, whose base may be)
+             * is read through a snapshot taken now, and writes into it land
+             * at once (shared), as under NumPy. */
+            if (PyArray_ISWRITEABLE((PyArrayObject *)obj) || PyArray_BASE((PyArrayObject *)obj))
+                s->foreign = s->shared = 1;
+        }
+        if (s->foreign && !s->dirty) {
+            PyObject *snap = PyArray_NewCopy((PyArrayObject *)obj, NPY_KEEPORDER);
+            nd_id id = snap ? nd__input_node(t, snap) : ND_NONE;
+            Py_XDECREF(snap);
+            if (id == ND_NONE) return ND_NONE;
+            nd_counter_add(ND_CTR_FOREIGN_SNAPSHOT_BYTES, (long long)PyArray_NBYTES((PyArrayObject *)obj));
+            s->version = id;
+        }
         if (!s->rebased) return s->version;
         PyObject *p = nd__caller_proxy(s, 0);  /* its map over the memory order */
         nd_id id = p ? nd__proxy_read_own((NdProxy *)p) : ND_NONE;

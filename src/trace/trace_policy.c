@@ -208,6 +208,22 @@ static PyGetSetDef pol_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* pickling by reference (numdyn._reduce_policy says how), as compiled
+ * functions: a disabled function goes to spawn pools too */
+static PyObject *pol_reduce(PyObject *o, PyObject *unused)
+{
+    NdPolicy *p = (NdPolicy *)o;
+    PyObject *m = PyImport_ImportModule("numdyn");
+    PyObject *r = m ? PyObject_CallMethod(m, "_reduce_policy", "OOs", o, p->fn, pol_names[p->kind]) : NULL;
+    Py_XDECREF(m);
+    return r;
+}
+
+static PyMethodDef pol_methods[] = {
+    {"__reduce__", pol_reduce, METH_NOARGS, "Pickle by reference to the wrapped function."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject NdPolicy_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn.PolicyWrapper",
@@ -221,6 +237,7 @@ static PyTypeObject NdPolicy_Type = {
     .tp_traverse = pol_traverse,
     .tp_clear = pol_clear,
     .tp_getset = pol_getset,
+    .tp_methods = pol_methods,
     .tp_descr_get = pol_descr_get,
     .tp_dictoffset = offsetof(NdPolicy, dict),
 };

@@ -50,6 +50,7 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->caller = Py_XNewRef(caller);
     s->dirty = 0;
     s->shared = 0;
+    s->foreign = 0;
     s->readonly = caller && PyArray_Check(caller) &&
                   !PyArray_ISWRITEABLE((PyArrayObject *)caller);
     s->ndim = n->ndim;

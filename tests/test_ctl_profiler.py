@@ -1,0 +1,54 @@
+"""numdyn.CompileProfiler's report per function (issue 15, point 7): calls and
+run time, graphs run, replayed and eager calls, programs compiled, recompiles
+with reasons, and the function's own graph breaks (counted, with lines);
+a compiled function called inside another counts as part of the outer call."""
+import numpy as np
+import pytest
+
+import numdyn
+
+
+def _inner(x):
+    return x * 3.0
+
+
+_INNER = numdyn.compile(_inner)
+
+
+def _branchy(x):
+    y = _INNER(x) + 1.0
+    if y.sum() > 0:
+        y = y - 1.0
+    return np.sqrt(y)
+
+
+def _pure(x):
+    return x * 2.0 + 1.0
+
+
+def test_profiler_reports_per_function():
+    b = numdyn.compile(_branchy)
+    p = numdyn.compile(_pure, options={"cache_size_limit": 1})
+    x = np.ones(4)
+    p(x)
+    numdyn.utils.wait_compiles()
+    with numdyn.CompileProfiler() as prof:
+        for _ in range(3):
+            b(x)
+        p(x)                          # replayed
+        with pytest.warns(UserWarning, match="cache_size_limit"):
+            p(np.ones(4, np.float32))  # past its cache_size_limit: eager
+        b(np.ones(4, np.float32))     # a recompile
+    fb, fp = prof.functions["_branchy"], prof.functions["_pure"]
+    assert fb["calls"] == 4 and fb["graph_breaks"] == 4 and fb["graphs"] == 8 and fb["seconds"] > 0
+    assert fp["calls"] == 2 and fp["replayed"] == 1 and fp["eager"] == 1
+    assert "_inner" not in prof.functions           # inlined into _branchy's capture
+    (brk, times), = prof.breaks_by_function["_branchy"].items()
+    assert times == 4 and "bool() of an array" in brk and "if y.sum() > 0:" in brk
+    rep = prof.report()
+    assert "_branchy: 2 program(s) compiled" in rep and "4 call(s) in" in rep
+    assert "graph break (x4): bool() of an array" in rep and "test_ctl_profiler.py:20" in rep
+    assert "recompile: L['x']: dtype changed: float64 -> float32" in rep
+    assert "_pure: 0 program(s) compiled" in rep and "replayed 1, run eagerly 1" in rep
+    b(x)                                             # after the profiler: not counted
+    assert prof.functions["_branchy"]["calls"] == 4
