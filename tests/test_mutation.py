@@ -293,3 +293,18 @@ def _add_out(a, b):
 def test_unbroadcastable_inputs_with_out_name_every_operand(backend, fn):
     """NumPy's message lists the out= operand's shape too."""
     check(fn, np.zeros((3, 2, 1)), np.ones((2, 4, 1)), backend=backend)
+
+
+def test_flat_assignment_repeats_values_in_c_order(backend):
+    """`a.flat = v` is `a.flat[:] = v`: v repeated over a's C order, cast to a's dtype."""
+    def f(x):
+        a = x.reshape(2, 3) * 1
+        a.flat = [1, 2]
+        c = (x.reshape(2, 3) * 0).T
+        c.flat = np.arange(6)
+        d = np.zeros(3, int)
+        d.flat = 2.7
+        x.flat = x[::-1] * 2
+        return a, c, d, x
+
+    check(f, np.arange(6.0), backend=backend)

@@ -981,6 +981,21 @@ static PyObject *g_real(PyObject *o, void *c) { return get_part(o, ND_F_VIEW_REA
 static PyObject *g_imag(PyObject *o, void *c) { return get_part(o, ND_F_VIEW_IMAG, "imag"); }
 static PyObject *g_flat(PyObject *o, void *c) { return method0(o, "flat"); }
 
+/* `a.flat = v` is NumPy's `a.flat[:] = v` (v repeated over a's C order) */
+static int s_flat(PyObject *o, PyObject *value, void *c)
+{
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "Cannot delete array flat iterator");
+        return -1;
+    }
+    PyObject *it = method0(o, "flat");
+    PyObject *all = it ? PySlice_New(NULL, NULL, NULL) : NULL;
+    int r = all ? PyObject_SetItem(it, all, value) : -1;
+    Py_XDECREF(all);
+    Py_XDECREF(it);
+    return r;
+}
+
 static PyObject *g_mT(PyObject *o, void *c)
 {
     if (((NdProxy *)o)->ndim < 2) {
@@ -1241,7 +1256,7 @@ static PyGetSetDef proxy_getset[] = {
     {"mT", g_mT, NULL, NULL, NULL},
     {"real", g_real, s_real, NULL, NULL},
     {"imag", g_imag, s_imag, NULL, NULL},
-    {"flat", g_flat, NULL, NULL, NULL},
+    {"flat", g_flat, s_flat, NULL, NULL},
     {"strides", g_concrete_attr, NULL, NULL, "strides"},
     {"flags", g_flags, NULL, NULL, NULL},
     {"base", g_base, NULL, NULL, NULL},
