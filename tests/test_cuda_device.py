@@ -320,6 +320,18 @@ def test_black_scholes_one_kernel():
     assert on_gpu(black_scholes, S, K, T, rtol=1e-4, atol=1e-4) == 1
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int8, np.float64])
+def test_pointwise_vector_lanes(dt):
+    """4 elements a thread by vector loads/stores where every operand is
+    contiguous and aligned, element by element for the tail, a misaligned
+    view and a strided one"""
+    base = rand(2 * 5003 + 2, dt)
+    y = rand(5003, dt)
+    f = lambda a, b: (a * b + a, a - b)
+    for x in (base[:5003], base[1:5004], base[::2][:5003]):
+        on_gpu(f, x, y)
+
+
 def test_split_full_reductions():
     """few long rows: each row split over several blocks (partials, the
     last block folds them; counter cuda_split_reductions), repeated calls

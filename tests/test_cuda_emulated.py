@@ -352,3 +352,28 @@ def test_narrow_reductions_a_thread_per_row():
     si = np.zeros(700, np.int64)
     run(lambda a: a.sum(axis=1), [xi], [si], [[13, 1], [1, 0]])
     np.testing.assert_array_equal(si, xi.sum(axis=1))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "int8", "int64"])
+def test_pointwise_vector_lanes(dt):
+    """one-dimensional pointwise kernels move 4 elements a thread by vector
+    loads and stores when every operand has element stride 1 from an
+    aligned address (the tail and every other case element by element):
+    aligned, misaligned (a[1:]) and strided (a[::2]) operands, a broadcast
+    operand, odd lengths"""
+    rng = np.random.default_rng(14)
+    base = (rng.standard_normal(2 * 1003 + 2) * 20).astype(dt)
+    y = (rng.standard_normal(1003) * 20).astype(dt)
+    one = np.asarray((rng.standard_normal((1,)) * 3).astype(dt))
+
+    def fn(a, b, c):
+        return a * b - c, (a + c).astype(np.float64)
+    text = ndc.kernels(fn, base[:1003], y, one)[0][1]
+    assert "nd_v4<" in text
+    for x, st in ((base[:1003], 1), (base[1:1004], 1), (base[::2][:1003], 2)):
+        o1, o2 = np.zeros(1003, dt), np.zeros(1003)
+        with np.errstate(all="ignore"):
+            run(fn, [x, y, one], [o1, o2], [[st], [1], [0], [1], [1]])
+            w1, w2 = fn(x, y, one)
+        np.testing.assert_array_equal(o1, w1)
+        np.testing.assert_array_equal(o2, w2)
