@@ -264,9 +264,9 @@ def _softmax(a):
 
 
 def _cached_branch(text):
-    """the register-row branch of a row kernel: the text before its `else`"""
+    """the register-row branch of a row kernel: its text up to its `else`"""
     assert "kc0_[" in text, "no register-row form"
-    return text.split("} else {", 1)[0]
+    return text.split("if (nred_ <= (int64_t)", 1)[1].split("} else {", 1)[0]
 
 
 @pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 2000), ("float32", 3000)])
@@ -377,3 +377,19 @@ def test_pointwise_vector_lanes(dt):
             w1, w2 = fn(x, y, one)
         np.testing.assert_array_equal(o1, w1)
         np.testing.assert_array_equal(o2, w2)
+
+
+def test_narrow_row_kernels_a_thread_per_row():
+    """softmax over 10 and 16 classes: a thread per row (rows of at most 16
+    elements), every pass in order"""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((300, 10)) * 4
+    text = ndc.kernels(_softmax, x)[0][1]
+    assert "if (nred_ <= ND_NARROW)" in text
+    out = np.zeros_like(x)
+    run(_softmax, [x], [out], [[10, 1], [10, 1]])
+    np.testing.assert_allclose(out, _softmax(x), rtol=1e-13)
+    y = rng.standard_normal((300, 16)).astype(np.float32)
+    o2 = np.zeros_like(y)
+    run(_softmax, [y], [o2], [[16, 1], [16, 1]])
+    np.testing.assert_allclose(o2, _softmax(y), rtol=1e-6)

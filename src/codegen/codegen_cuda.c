@@ -888,7 +888,7 @@ static void need_mark(cctx *c, const uint8_t *role, uint8_t *need, nd_id x)
  * (kc<o>_[j_], a fully unrolled loop), later passes read them there, so
  * the row is read from memory once (softmax: max, sum, divide). */
 static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const uint8_t *fill,
-                    uint8_t *done, int ndom, int rk)
+                    uint8_t *done, int ndom, int rk, int thr)
 {
     const nd_kernel *k = c->k;
     nd_graph *g = c->g;
@@ -898,7 +898,10 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
     uint32_t all = (uint32_t)((1u << c->R) - 1), kept = all & ~k->red;
     (void)role;
     memset(done, 0, N);
-    nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
+    if (thr)  /* a thread per row (rows of at most ND_NARROW): its passes in order */
+        nd_sb_puts(sb, "for (int64_t row_ = tid_; row_ < nrow_; row_ += nthr_) {\n");
+    else
+        nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
     if (rk)
         for (int o = 0; o < k->nin; o++)
             if (k->ops[o].frame < 0 && fill[k->ops[o].via])
@@ -914,6 +917,8 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
                          "const int64_t e_ = threadIdx.x + (int64_t)j_ * blockDim.x;\nif (e_ < nred_) {\n", rk);
             c->cache = p == 0 ? 1 : 2;
             c->fill = fill;
+        } else if (thr) {
+            nd_sb_puts(sb, "for (int64_t e_ = 0; e_ < nred_; e_++) {\n{\n");
         } else {
             nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
         }
@@ -930,7 +935,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
                 if (dom_out(c, o)) store(c, o, k->ops[o].buf);
         nd_sb_puts(sb, "}\n}\n");
         if (p == np) break;
-        block_combine(c, &rs[p], p);
+        if (!thr) block_combine(c, &rs[p], p);
         red_result_p(c, &rs[p], p);
         done[rs[p].rid] = 1;
         /* the row values now computable, in order */
@@ -955,7 +960,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
             done[v] = 1;
         }
         /* the row outputs that are ready: thread 0 stores them */
-        nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
+        nd_sb_puts(sb, thr ? "{\n" : "if (threadIdx.x == 0) {\n");
         bind_row(c, kept, 1);
         for (int o = k->nin; o < k->nin + k->nout; o++) {
             const nd_kop *op = &k->ops[o];
@@ -965,7 +970,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         }
         nd_sb_puts(sb, "}\n");
     }
-    nd_sb_puts(sb, "__syncthreads();\n}\n");
+    nd_sb_puts(sb, thr ? "}\n" : "__syncthreads();\n}\n");
     return 0;
 }
 
@@ -978,7 +983,9 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
  * block's threads over the row, the reduction combined across the block
  * and every row value it makes ready computed by all threads; then one
  * pass writing the domain-shaped outputs (softmax: max, sum, divide).
- * Rows that fit in registers are read from memory once (row_loop). */
+ * Rows that fit in registers are read from memory once (row_loop); rows
+ * of at most ND_NARROW elements (softmax over 10 classes) are a thread's
+ * each (the runtime sizes the grid by the same rule). */
 static int gen_row(cctx *c)
 {
     const nd_kernel *k = c->k;
@@ -1037,13 +1044,17 @@ static int gen_row(cctx *c)
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
+    nd_sb_puts(sb, "if (nred_ <= ND_NARROW) {\n");
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 1) < 0) goto out;
+    nd_sb_puts(sb, "} else {\n");
     if (rk) {
         nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x) {\n", rk);
-        if (row_loop(c, rs, role, need, fill, done, ndom, rk) < 0) goto out;
+        if (row_loop(c, rs, role, need, fill, done, ndom, rk, 0) < 0) goto out;
         nd_sb_puts(sb, "} else {\n");
     }
-    if (row_loop(c, rs, role, need, fill, done, ndom, 0) < 0) goto out;
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 0) < 0) goto out;
     if (rk) nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "}\n");
     rc = 0;
 out:
     PyMem_Free(role);

@@ -453,7 +453,7 @@ static int grid_for(const nd_kernel *k, int split, const int64_t *n, int64_t tot
             if (!((k->red >> d) & 1)) work *= n[d];
             else nred *= n[d];
         }
-        if (k->kind == ND_K_REDUCE && nred <= ND_CU_NARROW) {
+        if (nred <= ND_CU_NARROW) {  /* reductions and row kernels alike */
             work = (work + ND_CU_THREADS - 1) / ND_CU_THREADS;
         } else if (split && work > 0 && 2 * work <= cap) {
             /* blocks of at least 8 elements a thread */
