@@ -7,7 +7,8 @@ with torch ops (on CUDA tensors), CuPy running the very same NumPy source
 
 Rows: the device's copy bandwidth (a device-to-device copy, read + write
 bytes over time), fused elementwise chains and softmax as a fraction of
-it, Black-Scholes, GELU, logsumexp, the seed's k-means step, the call
+it, Black-Scholes, GELU, logsumexp, a full sum (one row over the whole
+grid), the seed's k-means step, the call
 overhead of a small compiled function, and gradients of an MLP loss.
 
 Timing: every contender is checked against NumPy first (a fast wrong
@@ -88,6 +89,14 @@ def logsumexp(x):
 def t_logsumexp(x):
     m = x.amax(dim=-1)
     return m + torch.log(torch.exp(x - m[:, None]).sum(dim=-1))
+
+
+def full_sum(a):
+    return a.sum()
+
+
+def t_full_sum(a):
+    return a.sum()
 
 
 def _cnd(d):
@@ -469,6 +478,8 @@ def measure(quick=False, only=None):
         ("blackscholes", f"Black-Scholes f32 ({N // 4})", black_scholes,
          with_np(black_scholes, torch) if torch is not None else None,
          (S, K, T), 5 * (N // 4) * 4),
+        # one row split over the grid's blocks (two-stage: partials, then the last block)
+        ("sum", f"full sum f32 ({N})", full_sum, t_full_sum, (a,), N * 4),
         ("kmeans", f"k-means step f32 X ({nK}, 8), 16 means", kmeans_step, t_kmeans_step,
          (X, means), None),
         ("overhead", "call overhead: x * 2 + 1, 8 elements", small, t_small, (tiny,), None),

@@ -6,14 +6,21 @@
  */
 #include "dim_marks.h"
 #include "graph/hash.h"
+#include <limits.h>
 
-Py_ssize_t nd_marks_live;
+Py_ssize_t nd_marks_live, nd_marks_ranged;
 _Thread_local int nd_marks_spec_all;
-static PyObject *marks;  /* id -> (weakref, int dynamic, int static) */
+/* id -> (weakref, int dynamic, int static, ranges): ranges is None or a
+ * dict dim -> (min, max) of dims marked dynamic with bounds */
+static PyObject *marks;
+
+static int has_ranges(PyObject *e) { return e && PyTuple_GET_ITEM(e, 3) != Py_None; }
 
 static PyObject *marks_drop(PyObject *key, PyObject *wr)
 {
     (void)wr;
+    PyObject *e = marks ? PyDict_GetItemWithError(marks, key) : NULL;
+    if (has_ranges(e)) nd_marks_ranged--;
     if (marks && PyDict_DelItem(marks, key) < 0) PyErr_Clear();
     else if (marks) nd_marks_live--;
     Py_RETURN_NONE;
@@ -33,7 +40,16 @@ static PyObject *entry_of(PyObject *arr)
     return e;
 }
 
+static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range);
+
 int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
+{
+    return marks_store(arr, mask, dynamic, NULL);
+}
+
+/* a newer mark of a dim replaces its older one, range included; range:
+ * (min, max) for the dims of mask (dynamic marks), or NULL */
+static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range)
 {
     uint64_t dyn = 0, st = 0;
     nd_marks_get(arr, &dyn, &st);
@@ -60,12 +76,45 @@ int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
             return -1;
         }
     }
-    PyObject *t = Py_BuildValue("(NKK)", wr, (unsigned long long)dyn, (unsigned long long)st);
+    PyObject *ranges = NULL;
+    if (has_ranges(e) || range) {
+        ranges = has_ranges(e) ? PyDict_Copy(PyTuple_GET_ITEM(e, 3)) : PyDict_New();
+        for (int d = 0; ranges && d < 64; d++) {
+            if (!(mask >> d & 1)) continue;
+            PyObject *k = PyLong_FromLong(d);
+            int rc = -1;
+            if (k && range) rc = PyDict_SetItem(ranges, k, range);
+            else if (k) rc = PyDict_Contains(ranges, k) > 0 ? PyDict_DelItem(ranges, k) : 0;
+            Py_XDECREF(k);
+            if (rc < 0) Py_CLEAR(ranges);
+        }
+        if (!ranges) { Py_DECREF(wr); Py_DECREF(key); return -1; }
+        if (PyDict_GET_SIZE(ranges) == 0) Py_CLEAR(ranges);
+    }
+    int had = has_ranges(e);
+    PyObject *t = Py_BuildValue("(NKKO)", wr, (unsigned long long)dyn, (unsigned long long)st,
+                                ranges ? ranges : Py_None);
+    Py_XDECREF(ranges);
     int r = t ? PyDict_SetItem(marks, key, t) : -1;
     Py_XDECREF(t);
     Py_DECREF(key);
     if (r == 0 && !e) nd_marks_live++;
+    if (r == 0) nd_marks_ranged += (ranges != NULL) - had;
     return r;
+}
+
+int nd_marks_range(PyObject *arr, int d, long long *lo, long long *hi)
+{
+    PyObject *e = entry_of(arr);
+    if (!has_ranges(e)) return 0;
+    PyObject *k = PyLong_FromLong(d);
+    PyObject *r = k ? PyDict_GetItemWithError(PyTuple_GET_ITEM(e, 3), k) : NULL;
+    Py_XDECREF(k);
+    if (!r) { PyErr_Clear(); return 0; }
+    *lo = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+    *hi = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+    PyErr_Clear();
+    return 1;
 }
 
 void nd_marks_get(PyObject *arr, uint64_t *dynamic, uint64_t *stat)
@@ -101,9 +150,9 @@ uint64_t nd_marks_size_key(PyObject *arr)
  * None means every dim */
 static PyObject *py_mark(PyObject *m, PyObject *args)
 {
-    PyObject *x, *dims;
+    PyObject *x, *dims, *lo = Py_None, *hi = Py_None;
     int dynamic;
-    if (!PyArg_ParseTuple(args, "OOi:_mark", &x, &dims, &dynamic)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOi|OO:_mark", &x, &dims, &dynamic, &lo, &hi)) return NULL;
     const char *what = dynamic == 1 ? "dynamic" : dynamic == 0 ? "static" : "maybe_dynamic";
     if (!PyArray_Check(x)) {
         PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s", what,
@@ -130,7 +179,21 @@ static PyObject *py_mark(PyObject *m, PyObject *args)
         }
         Py_DECREF(seq);
     }
-    if (nd_marks_set(x, mask, dynamic) < 0) return NULL;
+    PyObject *range = NULL;
+    if (lo != Py_None || hi != Py_None) {
+        /* torch's defaults: a size-generic dim is >= 2, unbounded above */
+        long long l = lo == Py_None ? 2 : PyLong_AsLongLong(lo);
+        long long h = hi == Py_None ? LLONG_MAX : PyLong_AsLongLong(hi);
+        if (PyErr_Occurred()) return NULL;
+        if (l > h) {
+            PyErr_Format(PyExc_ValueError, "numdyn.mark_%s: min %lld > max %lld", what, l, h);
+            return NULL;
+        }
+        if (!(range = Py_BuildValue("(LL)", l, h))) return NULL;
+    }
+    int rc = marks_store(x, mask, dynamic, range);
+    Py_XDECREF(range);
+    if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -153,7 +216,7 @@ static PyObject *py_marked(PyObject *m, PyObject *x)
 }
 
 static PyMethodDef funcs[] = {
-    {"_mark", py_mark, METH_VARARGS, "_mark(x, dims|None, dynamic)"},
+    {"_mark", py_mark, METH_VARARGS, "_mark(x, dims|None, dynamic, min=None, max=None)"},
     {"_marked_dims", py_marked, METH_O, "_marked_dims(x) -> (dynamic dims, static dims)"},
     {NULL, NULL, 0, NULL},
 };

@@ -16,8 +16,13 @@
 #define ND_DIM_MARKS_H
 #include "core/npy.h"
 
-/* Number of arrays with marks alive: 0 lets hot paths skip the lookup. */
-extern Py_ssize_t nd_marks_live;
+/* Number of arrays with marks alive: 0 lets hot paths skip the lookup;
+ * nd_marks_ranged: of those, with a size range (mark_dynamic min=/max=). */
+extern Py_ssize_t nd_marks_live, nd_marks_ranged;
+/* 1 and the bounds when dim d of arr is marked dynamic with a range
+ * (mark_dynamic(x, d, min=, max=)), else 0. Never fails. A size outside
+ * it raises ConstraintViolationError at the call (trace_control.c). */
+int nd_marks_range(PyObject *arr, int d, long long *lo, long long *hi);
 /* Mark dims `mask` of arr dynamic (dynamic=1) or static (0), or unmark
  * them (2: maybe_mark_dynamic); a dim's newer mark replaces its older one. 0, or -1 with TypeError (arr takes
  * no weak references). */

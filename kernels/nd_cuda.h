@@ -500,6 +500,8 @@ ND_CPLX(nd_c64, float, cf, f)
 /* reductions of at most this many elements a row: a thread per row
  * (runtime/cuda.h's ND_CU_NARROW) */
 #define ND_NARROW 16
+/* 4 elements moved by one vector load or store (128 bits of float32) */
+template <class T> struct alignas(4 * sizeof(T)) nd_v4 { T v[4]; };
 /* bytes of a split reduction's partial (the widest accumulator) */
 #define ND_SPLIT_SLOT 16
 #endif

@@ -355,11 +355,16 @@ static PyObject *not_supported(PyObject *func, PyObject *args, PyObject *kwargs)
             return nd_trace_fallback_call(func, args, kwargs, buf);
         }
     }
+    /* explain names it: a ufunc of another library (scipy.special's) has
+     * a __name__ but no __module__ */
     PyObject *mod = PyObject_GetAttrString(func, "__module__");
-    PyObject *name = mod ? PyObject_GetAttrString(func, "__name__") : NULL;
+    if (!mod) PyErr_Clear();
+    PyObject *name = PyObject_GetAttrString(func, "__name__");
     if (!name) PyErr_Clear();
-    snprintf(buf, sizeof buf, "%s.%s is not supported in-graph",
-             (mod && PyUnicode_Check(mod)) ? PyUnicode_AsUTF8(mod) : "numpy",
+    snprintf(buf, sizeof buf, "%s%s%s is not supported in-graph",
+             (mod && PyUnicode_Check(mod)) ? PyUnicode_AsUTF8(mod)
+                                           : PyObject_TypeCheck(func, &PyUFunc_Type) ? "ufunc" : "numpy",
+             (mod && PyUnicode_Check(mod)) ? "." : " ",
              (name && PyUnicode_Check(name)) ? PyUnicode_AsUTF8(name) : "?");
     if (PyErr_Occurred()) PyErr_Clear();
     Py_XDECREF(mod);

@@ -146,7 +146,26 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *)
 static int stream_token;
 EXPORT CUresult cuStreamCreate(void **s, unsigned) { *s = &stream_token; return 0; }
 EXPORT CUresult cuStreamSynchronize(void *) { return 0; }
-EXPORT CUresult cuCtxSynchronize(void) { return 0; }
+static long long ctx_syncs, stream_waits;
+EXPORT CUresult cuCtxSynchronize(void) { ctx_syncs++; return 0; }
+static int event_token;
+EXPORT CUresult cuEventCreate(void **e, unsigned) { *e = &event_token; return 0; }
+EXPORT CUresult cuEventRecord(void *e, void *s)
+{
+    if (e != &event_token) fail("cuEventRecord of no event");
+    /* another library's stream: any handle but 0 (CUDA Array Interface
+     * forbids 0, ambiguous); numdyn's own needs no event */
+    if (s == NULL || s == &stream_token) fail("cuEventRecord on the null stream or numdyn's own");
+    return 0;
+}
+EXPORT CUresult cuStreamWaitEvent(void *s, void *e, unsigned)
+{
+    if (s != &stream_token || e != &event_token) fail("cuStreamWaitEvent: not numdyn's stream");
+    stream_waits++;
+    return 0;
+}
+EXPORT long long nd_fake_ctx_syncs(void) { return ctx_syncs; }
+EXPORT long long nd_fake_stream_waits(void) { return stream_waits; }
 static const char *const names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_MEMORY"};
 EXPORT CUresult cuGetErrorString(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "fake error"; return 0; }
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s) { *s = r >= 0 && r < 3 ? names[r] : "CUDA_ERROR_UNKNOWN"; return 0; }
@@ -214,6 +233,10 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     check_dev((CUdeviceptr)I, 8, "kernel argument I");
     check_dev((CUdeviceptr)E, 4, "kernel argument E");
     launches++;
+    /* NUMDYN_FAKE_NOEXEC: launches are counted, not run -- to time the
+     * backend's host work per call (bench/bench_cuda.py --host-overhead) */
+    static const int noexec = getenv("NUMDYN_FAKE_NOEXEC") != NULL;
+    if (noexec) return 0;
     it->second->launch((kern)f, P, I, S, E, gx, bx);
     return 0;
 }

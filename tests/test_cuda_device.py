@@ -283,10 +283,10 @@ def test_softmax_and_logsumexp(dt):
     on_gpu(logsumexp, x, rtol=rt)
 
 
-@pytest.mark.parametrize("width", [4096, 10000])
+@pytest.mark.parametrize("width", [10, 4096, 10000])
 def test_softmax_wide_rows(width):
-    """float32 rows up to 32 * 256 elements are read once into registers,
-    wider ones by the strided loop: both against NumPy"""
+    """float32 rows of at most 16 elements: a thread per row; up to 32 * 256
+    elements: read once into registers; wider: the strided loop"""
     x = rand((8, width), np.float32) * 5
 
     def softmax(x):
@@ -318,6 +318,18 @@ def test_black_scholes_one_kernel():
     S = rand(5000, np.float32) + 20
     K, T = S * 1.1, np.abs(rand(5000, np.float32)) + 0.5
     assert on_gpu(black_scholes, S, K, T, rtol=1e-4, atol=1e-4) == 1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int8, np.float64])
+def test_pointwise_vector_lanes(dt):
+    """4 elements a thread by vector loads/stores where every operand is
+    contiguous and aligned, element by element for the tail, a misaligned
+    view and a strided one"""
+    base = rand(2 * 5003 + 2, dt)
+    y = rand(5003, dt)
+    f = lambda a, b: (a * b + a, a - b)
+    for x in (base[:5003], base[1:5004], base[::2][:5003]):
+        on_gpu(f, x, y)
 
 
 def test_split_full_reductions():
@@ -578,6 +590,51 @@ def test_on_device_reads_and_leaves_arrays_on_the_gpu():
     np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-12)
     t = numdyn.cuda.on_device(lambda a: np.cumsum(a.reshape(50, 100), axis=1).T)(dx)
     np.testing.assert_allclose(t.get(), np.cumsum(x.reshape(50, 100), axis=1).T, rtol=1e-12)
+
+
+class _Foreign:
+    """another library's CUDA array: a DeviceBuffer's memory under a CUDA
+    Array Interface with the given stream entry (absent: version 2)"""
+
+    def __init__(self, buf, stream=...):
+        cai = dict(buf.__cuda_array_interface__)
+        if stream is ...:
+            del cai["stream"]
+            cai["version"] = 2
+        else:
+            cai["stream"] = stream
+        self.__cuda_array_interface__ = cai
+        self.buf = buf
+
+
+def _fake_driver_counts():
+    """(context syncs, stream waits) of the fake driver; None on a GPU"""
+    if not EMULATED:
+        return None
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.nd_fake_ctx_syncs.restype = lib.nd_fake_stream_waits.restype = ctypes.c_longlong
+    return lib.nd_fake_ctx_syncs(), lib.nd_fake_stream_waits()
+
+
+def test_on_device_orders_by_the_arrays_streams():
+    """a call waits for an argument's producer by its CUDA Array Interface
+    stream on the device (cuStreamWaitEvent; the host does not block), not
+    for the whole device; numdyn's own results need no wait (stream None);
+    an array without a stream entry (interface version 2) waits for every
+    stream of the device"""
+    x = rand(3000, np.float64)
+    dx = numdyn.cuda.on_device(lambda a: a + 0)(x)
+    assert dx.__cuda_array_interface__["stream"] is None
+    f = numdyn.cuda.on_device(lambda a: a * 3 - 1)
+    for arg, syncs, waits in ((dx, 0, 0), (_Foreign(dx, 1), 0, 1), (_Foreign(dx, 2), 0, 1),
+                              (_Foreign(dx, None), 0, 0), (_Foreign(dx), 1, 0)):
+        f(arg)   # captured (its first call copies to the host)
+        before = _fake_driver_counts()
+        np.testing.assert_array_equal(numdyn.cuda.DeviceBuffer.get(f(arg)), x * 3 - 1)
+        after = _fake_driver_counts()
+        if before is not None:
+            assert (after[0] - before[0], after[1] - before[1]) == (syncs, waits), arg
 
 
 def test_on_device_refuses_breaks_and_writes():

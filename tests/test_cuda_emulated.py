@@ -264,9 +264,9 @@ def _softmax(a):
 
 
 def _cached_branch(text):
-    """the register-row branch of a row kernel: the text before its `else`"""
+    """the register-row branch of a row kernel: its text up to its `else`"""
     assert "kc0_[" in text, "no register-row form"
-    return text.split("} else {", 1)[0]
+    return text.split("if (nred_ <= (int64_t)", 1)[1].split("} else {", 1)[0]
 
 
 @pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 2000), ("float32", 3000)])
@@ -352,3 +352,44 @@ def test_narrow_reductions_a_thread_per_row():
     si = np.zeros(700, np.int64)
     run(lambda a: a.sum(axis=1), [xi], [si], [[13, 1], [1, 0]])
     np.testing.assert_array_equal(si, xi.sum(axis=1))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "int8", "int64"])
+def test_pointwise_vector_lanes(dt):
+    """one-dimensional pointwise kernels move 4 elements a thread by vector
+    loads and stores when every operand has element stride 1 from an
+    aligned address (the tail and every other case element by element):
+    aligned, misaligned (a[1:]) and strided (a[::2]) operands, a broadcast
+    operand, odd lengths"""
+    rng = np.random.default_rng(14)
+    base = (rng.standard_normal(2 * 1003 + 2) * 20).astype(dt)
+    y = (rng.standard_normal(1003) * 20).astype(dt)
+    one = np.asarray((rng.standard_normal((1,)) * 3).astype(dt))
+
+    def fn(a, b, c):
+        return a * b - c, (a + c).astype(np.float64)
+    text = ndc.kernels(fn, base[:1003], y, one)[0][1]
+    assert "nd_v4<" in text
+    for x, st in ((base[:1003], 1), (base[1:1004], 1), (base[::2][:1003], 2)):
+        o1, o2 = np.zeros(1003, dt), np.zeros(1003)
+        with np.errstate(all="ignore"):
+            run(fn, [x, y, one], [o1, o2], [[st], [1], [0], [1], [1]])
+            w1, w2 = fn(x, y, one)
+        np.testing.assert_array_equal(o1, w1)
+        np.testing.assert_array_equal(o2, w2)
+
+
+def test_narrow_row_kernels_a_thread_per_row():
+    """softmax over 10 and 16 classes: a thread per row (rows of at most 16
+    elements), every pass in order"""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((300, 10)) * 4
+    text = ndc.kernels(_softmax, x)[0][1]
+    assert "if (nred_ <= ND_NARROW)" in text
+    out = np.zeros_like(x)
+    run(_softmax, [x], [out], [[10, 1], [10, 1]])
+    np.testing.assert_allclose(out, _softmax(x), rtol=1e-13)
+    y = rng.standard_normal((300, 16)).astype(np.float32)
+    o2 = np.zeros_like(y)
+    run(_softmax, [y], [o2], [[16, 1], [16, 1]])
+    np.testing.assert_allclose(o2, _softmax(y), rtol=1e-6)

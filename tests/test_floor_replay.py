@@ -45,12 +45,15 @@ def test_replayed_calls_hash_no_nodes():
         assert d["replays"] == 1 and d["kernel_runs"] > 40, d
         assert d["key_nodes"] == 0, d
     np.testing.assert_array_equal(s0, [1.0, 1.0, 1.0])
-    # a strided argument of the same guard: its guard key differs, so the
-    # key is hashed again, and the answer is NumPy's
+    # a strided argument: another entry, which learns its own key once;
+    # switching back and forth then hashes nothing
     wide = np.array([1.0, 0, 1.0, 0, 1.0, 0])[::2]
-    for s in (wide, s0, wide):
+    keys = []
+    for s in (wide, wide, wide, s0, wide, s0):
         got, d = _delta(cf, s, 10.0, 28.0, 0.01, 40)
         np.testing.assert_array_equal(got, want)
+        keys.append(d["key_nodes"])
+    assert keys[0] > 0 and keys[1] > 0 and keys[2:] == [0, 0, 0, 0], keys
 
 
 def _scaled(x, a):

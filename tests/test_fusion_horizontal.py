@@ -316,3 +316,109 @@ def test_tall_columns_split_in_chunks(backend, dt):
     check(f, x, backend=backend)
     check(f, np.asfortranarray(x), backend=backend)
     check(f, data((5000, 3), dt, pos=True)[::-1], backend=backend)
+
+
+def three_outputs(x):
+    return x + 1.0, x * 2.0, np.sqrt(np.abs(x))
+
+
+@pytest.mark.parametrize("fn,kp", [(standardize, (2, 2.0)), (mean_and_std0, (1, 1.0)),
+                                   (three_outputs, (1, 1.0))])
+def test_passes_over_layouts(fn, kp):
+    # issue 19 items 3 and 4 beyond C-ordered tall arrays: Fortran order,
+    # every other row, and wide (8 rows of 50000, F-ordered: a transposed
+    # tall array; its column statistics are vectors of 1/8 of x, read once
+    # more by the second pass); the values of the very calls counted are
+    # NumPy's
+    base = data((100_000, 8), "float64")
+    xs = {"F": np.asfortranarray(base[:50_000]), "rows::2": base[::2], "wide": base[:50_000].T}
+    f = numdyn.compile(fn)
+    c = numdyn.utils.counters
+    for name, x in xs.items():
+        f(x)
+        numdyn.utils.wait_compiles()
+        k0, b0 = c["kernel_runs"], c["bytes_read"]
+        got = f(x)
+        k, b = c["kernel_runs"] - k0, c["bytes_read"] - b0
+        assert k == kp[0] and kp[1] <= round(b / x.nbytes, 1) <= kp[1] + 0.25, (name, k, b / x.nbytes)
+        want = fn(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+# ---------------------------------------------- pointwise next to row reductions
+# Issue 19 item 3: a pointwise output over the domain of a last-axis
+# reduction, reading what the reduction reads, is computed in the row
+# kernel's last walk of each row -- before (x * 2, then (x ** 2).sum(1)) or
+# after the reduction in program order, depending on it or not.
+def scaled_and_norms(x):
+    return x * 2.0, (x ** 2).sum(1)
+
+
+def norms_then_scaled(x):
+    s = (x ** 2).sum(1, keepdims=True)
+    return s, np.sqrt(np.abs(x)) + 1.0
+
+
+def centered_and_scaled(x):
+    return x - x.mean(1, keepdims=True), x * 3.0
+
+
+def chain_before(x):
+    # y joins, z reads y; w reads z and feeds the reduction: nothing joins
+    # that the reduction waits on
+    y = x * 2.0
+    z = y + 1.0
+    w = (x + z.sum(1, keepdims=True)).max(1)
+    return y, z, w
+
+
+def gram_epilogue(q, p):
+    d = (q ** 2).sum(1)[:, None] - 2 * q @ p.T + (p ** 2).sum(1)
+    return np.argmin(d, axis=1)
+
+
+ROWPW = [scaled_and_norms, norms_then_scaled, centered_and_scaled, chain_before]
+
+
+@pytest.mark.parametrize("fn", ROWPW)
+@pytest.mark.parametrize("dt", FLOATS)
+def test_pointwise_with_row_reduction_values(backend, fn, dt):
+    x = data((300, 40), dt)
+    x[3, 5] = np.nan
+    x[7, :] = np.inf
+    # float32 x - mean cancels near zero: a mean summed in another order
+    # moves such a value by ~1 ulp of the row's scale
+    atol = 1e-6 if dt == "float32" else None
+    with np.errstate(invalid="ignore"):
+        check(fn, x, backend=backend, atol=atol)
+        if dt == "float64":
+            check(fn, np.asfortranarray(x)[::2, ::-1], backend=backend)
+
+
+@pytest.mark.parametrize("fn,kp", [(scaled_and_norms, (1, 1.0)), (norms_then_scaled, (1, 1.0)),
+                                   (centered_and_scaled, (1, 1.0))])
+def test_pointwise_with_row_reduction_one_pass(fn, kp):
+    assert passes(fn, data((20_000, 32), "float64")) == kp
+
+
+def test_gram_form_values_ties_nan():
+    # BLAS's product (the same library as NumPy's), then one kernel: the
+    # argmin over the product with the norms added; 2 * q and q's norms read
+    # q in one pass. Ties resolve to the first index, a NaN row to its first
+    # NaN (NumPy's argmin).
+    rng = np.random.default_rng(3)
+    f = numdyn.compile(gram_epilogue)
+    for dt in FLOATS:
+        q = rng.integers(-3, 4, (2000, 32)).astype(dt)
+        p = rng.integers(-3, 4, (256, 32)).astype(dt)
+        p[7] = p[3]                      # exact ties: index 3 wins
+        q[5, 2] = np.nan
+        check(gram_epilogue, q, p, compiled=f)
+    f(q, p)
+    numdyn.utils.wait_compiles()
+    c = numdyn.utils.counters
+    k0 = c["kernel_runs"]
+    np.testing.assert_array_equal(f(q, p), gram_epilogue(q, p))
+    # q's norms with 2 * q, p's norms, the argmin epilogue
+    assert c["kernel_runs"] - k0 == 3

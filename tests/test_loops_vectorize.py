@@ -112,3 +112,19 @@ def test_swapped_views_of_any_stride():
 @pytest.mark.parametrize("make", [True, False])
 def test_name_unbound_before_the_loop(make):
     check_calls(maybe_unbound, (arr("float64", (5, 6), seed=2), 2, make))
+
+
+def big_steps(x, lo, hi, st):
+    # the inner loop's variable indexes nothing: no proof bounds it, and
+    # (n - 1) * step may pass int64 while every value it takes fits
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(lo, hi, st):
+            s += x[i] * 0.5 + j
+    return s
+
+
+@pytest.mark.parametrize("lo,hi,st", [(-(2**63) + 5, 10, 2**62), (2**63 - 6, -(2**63), -(2**62)),
+                                      (-(2**63), 2**63 - 1, 2**63 - 1), (0, 7, 2)])
+def test_inner_loop_steps_whose_product_passes_int64(lo, hi, st):
+    check_calls(big_steps, (arr("float64", 4, seed=3), lo, hi, st), repeat=False)

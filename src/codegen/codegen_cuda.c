@@ -32,7 +32,9 @@ typedef struct cctx {
     int fe[ND_MAXFS];     /* ... at this index along its short dims */
     /* row kernels holding their row in registers (gen_row): 1, the first
      * pass loads the operands in `fill` and keeps them in kc<o>_[j_];
-     * 2, later passes read them from there; 0, every pass loads */
+     * 2, later passes read them from there; 0, every pass loads; 3, a
+     * pointwise kernel's vector lanes (gen_pointwise): operands read from
+     * L<o>_.v[l_], outputs written to S<o>_.v[l_] */
     int cache;
     const uint8_t *fill;
 } cctx;
@@ -115,7 +117,8 @@ static int body(cctx *c, const uint8_t *which)
             nd_sb_printf(c->sb, "const %s v%d = kc%d_[j_];\n", nd_cg_ctype(cache_type(c, o)), (int)op->via, o);
             continue;
         }
-        elem(e, sizeof e, c, o);
+        if (c->cache == 3 && op->frame < 0 && !(op->zero & 1u)) snprintf(e, sizeof e, "L%d_.v[l_]", o);
+        else elem(e, sizeof e, c, o);
         if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG))) {
             nd_sb_printf(c->sb, "const %s v%d = __%s__ (%s);\n", nd_cg_ctype(vn->dtype), (int)op->via,
                          (vn->flags & ND_F_VIEW_REAL) ? "real" : "imag", e);
@@ -158,10 +161,11 @@ static void bind_dims(cctx *c, uint32_t mask, const char *flat)
 static void store(cctx *c, int o, nd_id val)
 {
     char e[512], v[32];
-    elem(e, sizeof e, c, o);
+    if (c->cache == 3) snprintf(e, sizeof e, "S%d_.v[l_]", o);
+    else elem(e, sizeof e, c, o);
     snprintf(v, sizeof v, "v%d", (int)val);
     int t = c->k->ops[o].dtype;
-    if (nd_cg_check_stores())
+    if (nd_cg_check_stores() && c->cache != 3)   /* a lane: checked with its vector (gen_vector) */
         nd_sb_printf(c->sb, "if (ND_OOB(&(%s), lo%d, hi%d)) nd_err |= ND_ERR_OOB; else\n", e, o, o);
     nd_sb t2;
     nd_sb_init(&t2);
@@ -269,18 +273,90 @@ static void flag_nonfinite(cctx *c)
     nd_sb_puts(sb, ")) nd_err |= ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | ND_ERR_FPE_INVALID;\n");
 }
 
+/* A one-dimensional pointwise kernel whose operands all run with element
+ * stride 1 from addresses aligned to 4 elements (checked when it runs)
+ * moves 4 elements a thread with one vector load or store per operand
+ * (128 bits for float32: a quarter of the memory instructions); a tail,
+ * and every other case, takes the element loop. Not for complex values
+ * (64-byte vectors), frames or real/imag views. */
+static int vec_ok(const cctx *c)
+{
+    const nd_kernel *k = c->k;
+    if (c->R != 1 || k->nfr) return 0;
+    for (int o = 0; o < k->nin + k->nout; o++) {
+        const nd_kop *op = &k->ops[o];
+        if (nd_cg_is_complex(op->dtype) || nd_cg_elsize(op->dtype) > 8 || op->frame >= 0) return 0;
+        if (o < k->nin && op->acc == ND_A_VIEW &&
+            (c->g->nodes[op->via].flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
+            return 0;
+    }
+    return 1;
+}
+
+static int gen_vector(cctx *c)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    int nops = k->nin + k->nout;
+    nd_sb_puts(sb, "if (1");
+    for (int o = 0; o < nops; o++) {
+        if (o < k->nin && (k->ops[o].zero & 1u)) continue;   /* a broadcast: one element */
+        nd_sb_printf(sb, " && I[%d] == 1 && (unsigned long long)B%d %% (4 * sizeof(*B%d)) == 0",
+                     sidx(c, o, 0), o, o);
+    }
+    nd_sb_puts(sb, ") {\nconst int64_t nv_ = n0 / 4;\n"
+                   "for (int64_t t_ = tid_; t_ < nv_; t_ += nthr_) {\n");
+    for (int o = 0; o < nops; o++) {
+        const char *st = nd_cg_stype(k->ops[o].dtype);
+        if (o < k->nin && (k->ops[o].zero & 1u)) continue;
+        if (o < k->nin) nd_sb_printf(sb, "const nd_v4<%s> L%d_ = *(const nd_v4<%s> *)(B%d + 4 * t_);\n", st, o, st, o);
+        else nd_sb_printf(sb, "nd_v4<%s> S%d_;\n", st, o);
+    }
+    nd_sb_puts(sb, "#pragma unroll\nfor (int l_ = 0; l_ < 4; l_++) {\n"
+                   "const int64_t i0 = 4 * t_ + l_;\n(void)i0;\n");
+    c->cache = 3;
+    int rc = body(c, NULL);
+    if (rc == 0) {
+        flag_nonfinite(c);
+        for (int o = k->nin; o < nops; o++) store(c, o, k->oval[o - k->nin]);
+    }
+    c->cache = 0;
+    if (rc < 0) return -1;
+    nd_sb_puts(sb, "}\n");
+    for (int o = k->nin; o < nops; o++) {
+        if (nd_cg_check_stores())
+            nd_sb_printf(sb, "if (ND_OOB(B%d + 4 * t_, lo%d, hi%d) || ND_OOB(B%d + 4 * t_ + 3, lo%d, hi%d)) "
+                         "nd_err |= ND_ERR_OOB; else\n", o, o, o, o, o, o);
+        nd_sb_printf(sb, "*(nd_v4<%s> *)(B%d + 4 * t_) = S%d_;\n", nd_cg_stype(k->ops[o].dtype), o, o);
+    }
+    nd_sb_puts(sb, "}\n");
+    /* the tail: the last n0 % 4 elements */
+    nd_sb_puts(sb, "for (int64_t t_ = 4 * nv_ + tid_; t_ < n0; t_ += nthr_) {\nconst int64_t i0 = t_;\n");
+    if (body(c, NULL) < 0) return -1;
+    flag_nonfinite(c);
+    for (int o = k->nin; o < nops; o++) store(c, o, k->oval[o - k->nin]);
+    nd_sb_puts(sb, "}\n} else\n");
+    return 0;
+}
+
 static int gen_pointwise(cctx *c)
 {
     const nd_kernel *k = c->k;
     uint32_t all = c->R ? (uint32_t)((1u << c->R) - 1) : 0;
-    nd_sb_puts(c->sb, "int64_t tot_ = 1;\n");
+    int vec = vec_ok(c);
+    if (vec) {
+        nd_sb_puts(c->sb, "{\n");
+        if (gen_vector(c) < 0) return -1;
+    }
+    nd_sb_puts(c->sb, "{\nint64_t tot_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(c->sb, "tot_ *= n%d;\n", d);
     nd_sb_puts(c->sb, "for (int64_t t_ = tid_; t_ < tot_; t_ += nthr_) {\n");
     bind_dims(c, all, "t_");
     if (body(c, NULL) < 0) return -1;
     flag_nonfinite(c);
     for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
-    nd_sb_puts(c->sb, "}\n");
+    nd_sb_puts(c->sb, "}\n}\n");
+    if (vec) nd_sb_puts(c->sb, "}\n");
     return 0;
 }
 
@@ -812,7 +888,7 @@ static void need_mark(cctx *c, const uint8_t *role, uint8_t *need, nd_id x)
  * (kc<o>_[j_], a fully unrolled loop), later passes read them there, so
  * the row is read from memory once (softmax: max, sum, divide). */
 static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const uint8_t *fill,
-                    uint8_t *done, int ndom, int rk)
+                    uint8_t *done, int ndom, int rk, int thr)
 {
     const nd_kernel *k = c->k;
     nd_graph *g = c->g;
@@ -822,7 +898,10 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
     uint32_t all = (uint32_t)((1u << c->R) - 1), kept = all & ~k->red;
     (void)role;
     memset(done, 0, N);
-    nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
+    if (thr)  /* a thread per row (rows of at most ND_NARROW): its passes in order */
+        nd_sb_puts(sb, "for (int64_t row_ = tid_; row_ < nrow_; row_ += nthr_) {\n");
+    else
+        nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
     if (rk)
         for (int o = 0; o < k->nin; o++)
             if (k->ops[o].frame < 0 && fill[k->ops[o].via])
@@ -838,6 +917,8 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
                          "const int64_t e_ = threadIdx.x + (int64_t)j_ * blockDim.x;\nif (e_ < nred_) {\n", rk);
             c->cache = p == 0 ? 1 : 2;
             c->fill = fill;
+        } else if (thr) {
+            nd_sb_puts(sb, "for (int64_t e_ = 0; e_ < nred_; e_++) {\n{\n");
         } else {
             nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
         }
@@ -854,7 +935,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
                 if (dom_out(c, o)) store(c, o, k->ops[o].buf);
         nd_sb_puts(sb, "}\n}\n");
         if (p == np) break;
-        block_combine(c, &rs[p], p);
+        if (!thr) block_combine(c, &rs[p], p);
         red_result_p(c, &rs[p], p);
         done[rs[p].rid] = 1;
         /* the row values now computable, in order */
@@ -879,7 +960,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
             done[v] = 1;
         }
         /* the row outputs that are ready: thread 0 stores them */
-        nd_sb_puts(sb, "if (threadIdx.x == 0) {\n");
+        nd_sb_puts(sb, thr ? "{\n" : "if (threadIdx.x == 0) {\n");
         bind_row(c, kept, 1);
         for (int o = k->nin; o < k->nin + k->nout; o++) {
             const nd_kop *op = &k->ops[o];
@@ -889,7 +970,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         }
         nd_sb_puts(sb, "}\n");
     }
-    nd_sb_puts(sb, "__syncthreads();\n}\n");
+    nd_sb_puts(sb, thr ? "}\n" : "__syncthreads();\n}\n");
     return 0;
 }
 
@@ -902,7 +983,9 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
  * block's threads over the row, the reduction combined across the block
  * and every row value it makes ready computed by all threads; then one
  * pass writing the domain-shaped outputs (softmax: max, sum, divide).
- * Rows that fit in registers are read from memory once (row_loop). */
+ * Rows that fit in registers are read from memory once (row_loop); rows
+ * of at most ND_NARROW elements (softmax over 10 classes) are a thread's
+ * each (the runtime sizes the grid by the same rule). */
 static int gen_row(cctx *c)
 {
     const nd_kernel *k = c->k;
@@ -961,13 +1044,17 @@ static int gen_row(cctx *c)
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
+    nd_sb_puts(sb, "if (nred_ <= ND_NARROW) {\n");
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 1) < 0) goto out;
+    nd_sb_puts(sb, "} else {\n");
     if (rk) {
         nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x) {\n", rk);
-        if (row_loop(c, rs, role, need, fill, done, ndom, rk) < 0) goto out;
+        if (row_loop(c, rs, role, need, fill, done, ndom, rk, 0) < 0) goto out;
         nd_sb_puts(sb, "} else {\n");
     }
-    if (row_loop(c, rs, role, need, fill, done, ndom, 0) < 0) goto out;
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 0) < 0) goto out;
     if (rk) nd_sb_puts(sb, "}\n");
+    nd_sb_puts(sb, "}\n");
     rc = 0;
 out:
     PyMem_Free(role);

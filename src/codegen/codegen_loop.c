@@ -2548,8 +2548,12 @@ static int stmt(cg *g, const nd_ln *s)
          * keeping the loop simple) */
         int ncopy = g->nh > 0 && !g->nohz && !has_loop(s->body, s->nbody) ? 2 : 1;
         if (ncopy == 2) {
+            /* that copy computes the variable as r0 + k * step in int64:
+             * (n - 1) * step must fit (every value does, the product need
+             * not when no proof bounds this loop's variable) */
+            line(g, "int64_t nd_p%d;", id);
             for (int k = 0; k < g->ind; k++) nd_sb_puts(g->sb, "  ");
-            nd_sb_puts(g->sb, "if (1");
+            nd_sb_printf(g->sb, "if (!__builtin_mul_overflow((int64_t)n%d - 1, %s, &nd_p%d)", id, names[2], id);
             for (int k = 0; k < g->nh; k++) nd_sb_printf(g->sb, " && %s", g->hz[k]);
             /* array locals the loop reads and does not rebind (A, B = B, A
              * outside it): bound once for all its iterations. A test at each

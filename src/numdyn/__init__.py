@@ -459,12 +459,14 @@ def _check_not_tracing(kind):
                            "(while numdyn traces it); mark the array before the call")
 
 
-def mark_dynamic(x, dim):
+def mark_dynamic(x, dim, *, min=None, max=None):
     """Keep dim `dim` (an int or a list) of x shape-generic: programs never
     specialize on its size. Code that forces it to a constant raises
-    numdyn.ConstraintViolationError."""
+    numdyn.ConstraintViolationError. min/max (as torch's; a missing one is
+    2 / unbounded) bound its size: a compiled call given x with the dim
+    outside [min, max] raises numdyn.ConstraintViolationError."""
     _check_not_tracing("dynamic")
-    _C._mark(x, dim, 1)
+    _C._mark(x, dim, 1, min, max)
 
 
 def maybe_mark_dynamic(x, dim):

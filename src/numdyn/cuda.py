@@ -317,7 +317,7 @@ def _wrap_like(lib, buf):
 class _Entry:
     # feeds: per graph input, None (its own array), or (argument index, None
     # for a host array / (dtype number, byte strides) of a device one)
-    __slots__ = ("graph", "feeds", "template")
+    __slots__ = ("graph", "feeds", "template", "lib")
 
 
 class on_device:
@@ -347,8 +347,8 @@ class on_device:
         key = []
         for a, cai in zip(args, cais):
             if cai is not None:
-                key.append(("d", tuple(cai["shape"]), cai["typestr"],
-                            None if cai.get("strides") is None else tuple(cai["strides"])))
+                st = cai.get("strides")
+                key.append((type(a), tuple(cai["shape"]), cai["typestr"], None if st is None else tuple(st)))
             elif isinstance(a, _np.ndarray):
                 key.append(("h", a.shape, a.dtype.str, a.strides))
             else:
@@ -441,12 +441,12 @@ class on_device:
         cais = [_cai(a) for a in args]  # once: a property CuPy/torch build per access
         key = self._key(args, cais)
         e = self.cache.get(key)
-        lib = None
-        for a, cai in zip(args, cais):
-            if cai is not None:
-                lib = type(a).__module__.split(".")[0]
-                break
         if e is None:
+            lib = None
+            for a, cai in zip(args, cais):
+                if cai is not None:
+                    lib = type(a).__module__.split(".")[0]
+                    break
             _need_device()
             args = tuple(_contiguous(a) if c is not None and _dense(c) is None else a
                          for a, c in zip(args, cais))
@@ -459,8 +459,10 @@ class on_device:
                            (j, None if cais[j] is None else
                             (lambda d: (d[0].num, d[1]))(_dense(cais[j])))
                            for j in e.feeds]
+            e.lib = lib   # the key holds the arguments' types: the results' library
             self.cache[key] = e
         feeds = []
+        waits = None
         for f in e.feeds:
             if f is None:
                 feeds.append(None)
@@ -470,11 +472,24 @@ class on_device:
                 feeds.append(args[j])
                 continue
             cai = cais[j]
-            feeds.append((cai["data"][0], tuple(cai["shape"]), dev[1], dev[0], args[j]))
-        _C._cuda_sync_device()  # the arguments' producers (other streams) are done
+            sh = cai["shape"]
+            feeds.append((cai["data"][0], sh if type(sh) is tuple else tuple(sh), dev[1], dev[0], args[j]))
+            # the array's producer: CUDA Array Interface v3's stream (None: ready;
+            # absent: unknown, so every stream of the device)
+            s = cai.get("stream", False)
+            if s is not None:
+                if waits is None:
+                    waits = set()
+                waits.add(s)
+        if waits:
+            if False in waits:
+                _C._cuda_sync_device()
+            else:
+                for s in waits:   # numdyn's stream waits on the device; the host goes on
+                    _C._cuda_wait_stream(s)
         bufs = _C._cuda_run_graph(e.graph, feeds)
 
-        return _build(e.template, bufs, lib)
+        return _build(e.template, bufs, e.lib)
 
 
 def _build(t, bufs, lib):

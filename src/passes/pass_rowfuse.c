@@ -164,6 +164,60 @@ static int is_scalar_like(nd_graph *g, nd_id i)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
 }
 
+static int pointwise_on(nd_graph *g, nd_id j, const rowdom *D)
+{
+    nd_node *jn = &g->nodes[j];
+    return (jn->op == ND_OP_UFUNC || jn->op == ND_OP_CAST || jn->op == ND_OP_WHERE) &&
+           form_of(D, jn) == ND_ROW_DOMAIN && nd_emit->supported(g, j);
+}
+
+/* Horizontal fusion backwards (issue 19 item 3): a pointwise value over the
+ * group's domain computed before its first reduction (x * 2, then
+ * (x ** 2).sum(1)) joins when the group does not read it, not even through
+ * other nodes (it would wait on itself), and it reads something the group
+ * reads: the last walk of each row computes it from the row in cache.
+ * `anc` is scratch of g->n bytes. Returns the new member count. */
+static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *rowgrp, const uint8_t *skip,
+                        uint8_t *lv, uint8_t *anc, nd_id *mem, int nm)
+{
+    memset(anc, 0, (size_t)g->n);
+    for (int q = 0; q < nm; q++) anc[mem[q]] = 1;
+    for (nd_id y = g->n - 1; y >= 0; y--) {
+        if (!anc[y]) continue;
+        nd_node *yn = &g->nodes[y];
+        int nin = yn->op == ND_OP_EXTERN ? yn->nextra : yn->nin;
+        for (int k = 0; k < nin; k++) {
+            nd_id in = yn->op == ND_OP_EXTERN ? yn->extra[k] : yn->in[k];
+            if (in >= 0) anc[in] = 1;
+        }
+    }
+    /* anc: 1 read by the group, 2 reads a joined node through a node
+     * outside the group (a candidate reading one would wait on itself),
+     * 3 joined. Nothing the group reads can be 2 or 3: it would have read
+     * the joined node itself. */
+    for (nd_id j = 0; j < r; j++) {
+        if (anc[j]) continue;
+        nd_node *jn = &g->nodes[j];
+        int nin = jn->op == ND_OP_EXTERN ? jn->nextra : jn->nin;
+        int shares = 0, joined = 0, tainted = 0;
+        for (int k = 0; k < nin; k++) {
+            nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+            if (in < 0) continue;
+            if (anc[in] == 1) shares = 1;
+            else if (anc[in] == 2) tainted = 1;
+            else if (anc[in] == 3) joined = 1;
+        }
+        if (!tainted && (shares || joined) && rowgrp[j] < 0 && !(skip && skip[j]) && pointwise_on(g, j, D)) {
+            lv[j] = ND_ROW_DOMAIN;
+            mem[nm++] = j;
+            anc[j] = 3;
+        } else if (tainted || joined) {
+            anc[j] = 2;
+        }
+    }
+    return nm;
+}
+
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
                     nd_id *center)
 {
@@ -204,6 +258,14 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
                     lv[j] = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
                     mem[nm++] = j;
                     nred++;
+                } else if (horiz && D.trail && rowgrp[j] < 0 && !(skip && skip[j]) && pointwise_on(g, j, &D)) {
+                    /* an independent pointwise value over the same domain
+                     * (x * 2 next to (x ** 2).sum(1)): computed in the
+                     * group's last walk of each row, from the row in cache,
+                     * not in a pass of its own. Its operands are computed
+                     * before it and none depends on the group (not bad). */
+                    lv[j] = ND_ROW_DOMAIN;
+                    mem[nm++] = j;
                 }
                 continue;
             }
@@ -266,6 +328,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             mem[nm++] = j;
         }
         (void)nred;
+        if (horiz && D.trail) nm = join_earlier(g, r, &D, rowgrp, skip, lv, dep, mem, nm);
         if (nm < 2) continue;
         for (int q = 0; q < nm; q++) { rowgrp[mem[q]] = ngroups; level[mem[q]] = lv[mem[q]]; }
         ngroups++;

@@ -453,7 +453,7 @@ static int grid_for(const nd_kernel *k, int split, const int64_t *n, int64_t tot
             if (!((k->red >> d) & 1)) work *= n[d];
             else nred *= n[d];
         }
-        if (k->kind == ND_K_REDUCE && nred <= ND_CU_NARROW) {
+        if (nred <= ND_CU_NARROW) {  /* reductions and row kernels alike */
             work = (work + ND_CU_THREADS - 1) / ND_CU_THREADS;
         } else if (split && work > 0 && 2 * work <= cap) {
             /* blocks of at least 8 elements a thread */
@@ -683,8 +683,11 @@ static PyObject *devbuf_cai(PyObject *o, void *closure)
         PyTuple_SET_ITEM(st, k, PyLong_FromSsize_t(a->strides[k]));
     }
     PyObject *r = ts && shape && st
-        ? Py_BuildValue("{sOsOs(Ki)sOsi}", "shape", shape, "typestr", ts, "data",
-                        (unsigned long long)a->ptr, 0, "strides", st, "version", 3)
+        ? Py_BuildValue("{sOsOs(Ki)sOsisO}", "shape", shape, "typestr", ts, "data",
+                        (unsigned long long)a->ptr, 0, "strides", st, "version", 3,
+                        /* a call returns once its kernels ran (it read their error words):
+                           a consumer need not synchronize */
+                        "stream", Py_None)
         : NULL;
     Py_XDECREF(ts);
     Py_XDECREF(shape);
@@ -1112,6 +1115,16 @@ static PyObject *py_copy_into(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _cuda_wait_stream(handle): numdyn's stream waits for that stream's work */
+static PyObject *py_wait_stream(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    unsigned long long s = PyLong_AsUnsignedLongLong(arg);
+    if (s == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (nd_cu_wait_stream((uintptr_t)s) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_sync_device(PyObject *self, PyObject *noargs)
 {
     (void)self; (void)noargs;
@@ -1181,6 +1194,7 @@ static PyMethodDef methods[] = {
     {"_cuda_copy_into", py_copy_into, METH_VARARGS, "device bytes into an ndarray"},
     {"_cuda_view", py_view, METH_VARARGS, "a view into a DeviceBuffer"},
     {"_cuda_sync_device", py_sync_device, METH_NOARGS, "wait for every stream of the device"},
+    {"_cuda_wait_stream", py_wait_stream, METH_O, "numdyn's stream waits for another stream"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -100,6 +100,11 @@ int nd_cu_sync(void);
 /* ... on every stream of the context (cuCtxSynchronize): before reading
  * memory another library's streams may still be writing */
 int nd_cu_sync_device(void);
+/* numdyn's stream waits (on the device, the host does not) for the work
+ * queued so far on stream `other` (a CUstream, or CUDA Array Interface's 1
+ * and 2: the legacy and per-thread default streams): before a kernel reads
+ * an array another library's stream produces. 0 / -1 + exc. */
+int nd_cu_wait_stream(uintptr_t other);
 #define ND_CU_THREADS 256   /* threads of a block: kernels/nd_cuda.h's ND_THREADS */
 #define ND_CU_NARROW 16     /* reductions this short: a thread a row (nd_cuda.h's ND_NARROW) */
 #define ND_CU_SPLIT_SLOT 16 /* bytes of a split reduction's partial (ND_SPLIT_SLOT) */

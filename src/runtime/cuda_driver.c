@@ -39,6 +39,9 @@ static struct {
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*CtxSynchronize)(void);
+    CUresult (*EventCreate)(void **, unsigned);
+    CUresult (*EventRecord)(void *, CUstream);
+    CUresult (*StreamWaitEvent)(CUstream, void *, unsigned);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*GetErrorString)(CUresult, const char **);
@@ -88,7 +91,8 @@ static void driver_probe(void)
     B2(DeviceTotalMem); B(DeviceGetAttribute); B(DevicePrimaryCtxRetain); B(CtxSetCurrent);
     B(CtxGetCurrent); B2(MemGetInfo); B(MemHostAlloc); B(MemFreeHost); B2(MemcpyHtoDAsync);
     B2(MemcpyDtoHAsync); B2(MemcpyDtoDAsync); B(MemsetD32Async); B(StreamCreate);
-    B(StreamSynchronize); B(CtxSynchronize); B(LaunchKernel); B(GetErrorString); B(GetErrorName);
+    B(StreamSynchronize); B(CtxSynchronize); B(EventCreate); B(EventRecord); B(StreamWaitEvent);
+    B(LaunchKernel); B(GetErrorString); B(GetErrorName);
 #undef B
 #undef B2
     void **all = (void **)&cu;
@@ -244,6 +248,19 @@ int nd_cu_sync_device(void)
     CUresult r = cu.CtxSynchronize();
     if (nd_cu_check(r, "cuCtxSynchronize") < 0) return -1;
     drv.off = 0;
+    return 0;
+}
+
+int nd_cu_wait_stream(uintptr_t other)
+{
+    static void *ev;   /* one event, recorded anew for every wait */
+    if (nd_cu_ready() < 0) return -1;
+    if ((CUstream)other == drv.stream) return 0;
+    if (!ev && nd_cu_check(cu.EventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */), "cuEventCreate") < 0)
+        return -1;
+    if (nd_cu_check(cu.EventRecord(ev, (CUstream)other), "cuEventRecord (the array's stream)") < 0 ||
+        nd_cu_check(cu.StreamWaitEvent(drv.stream, ev, 0), "cuStreamWaitEvent") < 0)
+        return -1;
     return 0;
 }
 

@@ -573,6 +573,10 @@ typedef struct {
     int64_t nscal;
     nd_id *scal;      /* the kernels' parameters (SCALAR nodes), kernel by kernel */
     int64_t *soff;    /* nkern + 1: kernel i's in scal[soff[i] .. soff[i + 1]) */
+    int nkeep;
+    nd_id *keep;      /* the nodes whose arrays no step drops (outputs, and
+                         values no step reads): all a finished run still
+                         holds, so it drops those, not 2 x n slots */
 } run_plan;
 
 static void run_plan_free(void *v)
@@ -582,6 +586,7 @@ static void run_plan_free(void *v)
     PyMem_Free(r->inputs);
     PyMem_Free(r->scal);
     PyMem_Free(r->soff);
+    PyMem_Free(r->keep);
     PyMem_Free(r);
 }
 
@@ -593,15 +598,18 @@ static run_plan *run_plan_of(nd_program *p, nd_graph *g)
     int n = g->n;
     for (nd_id i = 0; i < n; i++) r->ninputs += g->nodes[i].op == ND_OP_INPUT;
     for (int i = 0; i < p->nkern; i++) r->nscal += p->kerns[i].nscal;
+    for (nd_id i = 0; i < n; i++) r->nkeep += p->last[i] < 0 || p->isout[i];
     r->inputs = PyMem_Malloc(sizeof(nd_id) * (size_t)(r->ninputs + 1));
     r->scal = PyMem_Malloc(sizeof(nd_id) * (size_t)(r->nscal + 1));
     r->soff = PyMem_Malloc(sizeof(int64_t) * (size_t)(p->nkern + 1));
-    if (!r->inputs || !r->scal || !r->soff) {
+    r->keep = PyMem_Malloc(sizeof(nd_id) * (size_t)(r->nkeep + 1));
+    if (!r->inputs || !r->scal || !r->soff || !r->keep) {
         run_plan_free(r);
         return (run_plan *)PyErr_NoMemory();
     }
-    int ni = 0;
+    int ni = 0, nk = 0;
     for (nd_id i = 0; i < n; i++) if (g->nodes[i].op == ND_OP_INPUT) r->inputs[ni++] = i;
+    for (nd_id i = 0; i < n; i++) if (p->last[i] < 0 || p->isout[i]) r->keep[nk++] = i;
     int64_t ns = 0;
     for (int i = 0; i < p->nkern; i++) {
         r->soff[i] = ns;
@@ -722,7 +730,16 @@ done:
     /* NumPy reruns the graph, or the caller sees the failure: the donated
      * inputs hold what they were given */
     undo_end(&undo, !res || rerun);
-    for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
+    if (res && !rerun && plan) {
+        /* every other slot was dropped by the step that last read it
+         * (plan_buffers' freen: each node read by a step and not an output) */
+        for (int q = 0; q < plan->nkeep; q++) {
+            Py_XDECREF(arr[plan->keep[q]]);
+            Py_XDECREF(arr[n + plan->keep[q]]);
+        }
+    } else {
+        for (nd_id i = 0; i < 2 * n; i++) Py_XDECREF(arr[i]);
+    }
     if (arr != small) PyMem_Free(arr);
     if (S != Ssmall) PyMem_Free(S);
     if (rerun) {

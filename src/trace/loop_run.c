@@ -234,9 +234,16 @@ static int cb_poll(nd_lframe *F)
 }
 
 /* ---------------------------------------------------------- compiling */
+static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool",
+                                     "enumerate", "zip"};
+/* bnames as interned str (a lookup by C string made a str every call) */
+static PyObject *bname_obj[sizeof bnames / sizeof bnames[0]];
+
 static int init_refs(void)
 {
     if (geterr) return 0;
+    for (size_t k = 1; k < sizeof bnames / sizeof bnames[0]; k++)
+        if (!bname_obj[k] && !(bname_obj[k] = PyUnicode_InternFromString(bnames[k]))) return -1;
     PyObject *b = PyImport_ImportModule("builtins");
     if (!b) return -1;
     builtins_dict = PyModule_GetDict(b);
@@ -254,8 +261,6 @@ static int init_refs(void)
     return 0;
 }
 
-static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool",
-                                     "enumerate", "zip"};
 
 static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
 {
@@ -431,11 +436,18 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     nd_lir *ir = &L->ir;
     int nv = ir->nvars;
     if (init_refs() < 0) return NULL;
-    PyObject **vals = PyMem_Calloc((size_t)nv + 1, sizeof(PyObject *));   /* owned */
-    uint8_t *buf = PyMem_Calloc((size_t)nv + 1, 8);
-    nd_larr *arr = PyMem_Calloc((size_t)nv + 1, sizeof(nd_larr));
-    nd_lval *val = PyMem_Calloc((size_t)nv + 1, sizeof(nd_lval));
-    PyObject **snaps = PyMem_Calloc((size_t)nv + 1, sizeof(PyObject *));
+    /* one block for the per-variable tables (seven allocations were a
+     * good part of a call's cost around a small loop) */
+    size_t n1 = (size_t)nv + 1;
+    size_t o_arr = 0, o_val = o_arr + n1 * sizeof(nd_larr), o_vals = o_val + n1 * sizeof(nd_lval),
+           o_snaps = o_vals + n1 * sizeof(PyObject *), o_buf = o_snaps + n1 * sizeof(PyObject *),
+           o_vset = o_buf + n1 * 8, o_vb = o_vset + n1 * sizeof(uint32_t), total = o_vb + n1;
+    char *block = PyMem_Calloc(1, total);
+    nd_larr *arr = block ? (nd_larr *)(block + o_arr) : NULL;
+    nd_lval *val = block ? (nd_lval *)(block + o_val) : NULL;
+    PyObject **vals = block ? (PyObject **)(block + o_vals) : NULL;   /* owned */
+    PyObject **snaps = block ? (PyObject **)(block + o_snaps) : NULL;
+    uint8_t *buf = block ? (uint8_t *)(block + o_buf) : NULL;
     PyObject *result = NULL, *why = NULL, *handed = NULL, *mat = NULL;
     nd_trace *t = nd_trace_current();
     nd_outside o;
@@ -445,9 +457,8 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     uint8_t *entry = buf, *vbits = buf + nv + 1, *awrite = buf + 2 * (nv + 1), *tag = buf + 3 * (nv + 1);
     int8_t *adt = (int8_t *)(buf + 4 * (nv + 1)), *andim = (int8_t *)(buf + 5 * (nv + 1));
     uint8_t *alocal = buf + 6 * (nv + 1), *acontig = buf + 7 * (nv + 1);
-    uint32_t *vset = PyMem_Calloc((size_t)nv + 1, sizeof(uint32_t));
-    uint8_t *vb = PyMem_Calloc((size_t)nv + 1, 1);
-    if (!vset || !vb) { PyMem_Free(vset); PyMem_Free(vb); PyErr_NoMemory(); goto done; }
+    uint32_t *vset = (uint32_t *)(block + o_vset);
+    uint8_t *vb = (uint8_t *)(block + o_vb);
 
     /* under differentiation Python runs the loop: its array work is then
      * traced, so gradients flow through it (trace_grad.c) */
@@ -475,7 +486,8 @@ static PyObject *run(NdLoop *L, PyObject *locals)
             continue;
         }
         if (f & VF_BUILTIN) {
-            PyObject *b = PyDict_GetItemString(builtins_dict, bnames[ir->vmod[v]]);
+            PyObject *b = PyDict_GetItemWithError(builtins_dict, bname_obj[ir->vmod[v]]);
+            if (!b && PyErr_Occurred()) goto done_free;
             if (!x || x != b) { why = PyUnicode_FromFormat("'%U' is not the builtin", name); goto fallback; }
             continue;
         }
@@ -787,8 +799,6 @@ fallback:
     result = Py_NewRef(Py_None);
 done_free:
     for (int v = 0; arr && v < nv; v++) free(arr[v].own);
-    PyMem_Free(vset);
-    PyMem_Free(vb);
 done:
     if (outside) {
         if (!result) {
@@ -805,11 +815,7 @@ done:
     Py_XDECREF(why);
     if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
     if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);
-    PyMem_Free(vals);
-    PyMem_Free(snaps);
-    PyMem_Free(buf);
-    PyMem_Free(arr);
-    PyMem_Free(val);
+    PyMem_Free(block);
     return result;
 }
 

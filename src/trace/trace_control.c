@@ -3,6 +3,7 @@
  * compile times (trace_control.h). */
 #include "trace_control.h"
 #include "toolchain/toolchain.h"
+#include <limits.h>
 #include <time.h>
 
 int nd__ctl_enabled = 1;
@@ -110,10 +111,36 @@ static int eager(void)
     return ND_ADMIT_EAGER;
 }
 
+/* mark_dynamic(x, d, min=, max=): an argument whose dim is outside its
+ * range raises, as torch's bounded constraint does. 0 or -1. */
+static int check_ranges(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyArray_Check(args[i])) continue;
+        PyArrayObject *a = (PyArrayObject *)args[i];
+        for (int d = 0; d < PyArray_NDIM(a) && d < 64; d++) {
+            long long lo, hi, sz = PyArray_DIM(a, d);
+            if (!nd_marks_range(args[i], d, &lo, &hi) || (sz >= lo && sz <= hi)) continue;
+            PyObject *name = qualname(c->fn);
+            char top[32] = "inf";  /* max= not given */
+            if (hi != LLONG_MAX) snprintf(top, sizeof top, "%lld", hi);
+            PyErr_Format(ConstraintViolationError,
+                         "Constraints violated (dim %d of argument %zd of %S, marked with "
+                         "numdyn.mark_dynamic)! %lld not in range [%lld, %s]", d, i,
+                         name ? name : Py_None, sz, lo, top);
+            Py_XDECREF(name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwnames,
                   Py_ssize_t *idx)
 {
     if (!nd__ctl_enabled || nd__ctl_stance == ND_STANCE_FORCE_EAGER) return eager();
+    if (nd_marks_ranged && check_ranges(c, args, nargsf, kwnames) < 0) return -1;
     uint64_t h = nd_progsig_hash(args, nargsf, kwnames, c->spec_all);
     Py_ssize_t i = nd_programs_find(&c->progs, h);
     if (i >= 0) {

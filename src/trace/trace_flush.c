@@ -701,8 +701,11 @@ static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order
         if (x == ND_NONE || g->nodes[x].op != ND_OP_INPUT) continue;
         nd_node *tn = &tg->nodes[i];
         PyObject *v = tn->value;
+        /* a value this flush was asked for (marked seen: nd__flush returns
+         * it -- a vjp's saved forward value computed before a break) is
+         * never donated */
         if (tn->op == ND_OP_INPUT || !v || g->nodes[x].obj != v || !PyArray_CheckExact(v) ||
-            Py_REFCNT(v) != 2 || tg->n - i > ND_DONATE_SCAN)
+            Py_REFCNT(v) != 2 || tg->n - i > ND_DONATE_SCAN || t->scr_seen[i])
             continue;
         PyArrayObject *a = (PyArrayObject *)v;
         if (!PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA) || !PyArray_IS_C_CONTIGUOUS(a) ||

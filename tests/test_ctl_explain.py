@@ -1,0 +1,50 @@
+"""What stays untraced is named by explain, with its line (issue 15, point 1):
+a ufunc of another library (np.frompyfunc's here, scipy.special's alike) is
+named by its own name, not "numpy.?"; an np.memmap argument runs with NumPy as
+a recorded break at the call, with NumPy's result types and its writes
+reaching the file's memory."""
+import numpy as np
+import pytest
+
+import numdyn
+
+
+def _inc(v):
+    return v + 1
+
+
+_UF = np.frompyfunc(_inc, 1, 1)
+
+
+def _uses_foreign_ufunc(x):
+    return _UF(x * 2.0).astype(float) + 1.0
+
+
+def _scales_in_place(m):
+    m[0] = 5.0
+    return np.tanh(m) * 2.0, m[1:]
+
+
+def test_foreign_ufunc_is_named():
+    out = numdyn.explain(numdyn.compile(_uses_foreign_ufunc))(np.arange(3.0))
+    np.testing.assert_array_equal(out.result, _uses_foreign_ufunc(np.arange(3.0)))
+    (b,) = out.break_reasons
+    assert b.reason == "ufunc _inc (vectorized) is not supported in-graph"
+    assert "return _UF(x * 2.0)" in b.source
+
+
+def test_memmap_argument_is_a_reported_break(tmp_path):
+    def memmap(name):
+        m = np.memmap(tmp_path / name, dtype=np.float64, mode="w+", shape=(4,))
+        m[:] = np.arange(4.0)
+        return m
+
+    want_m, got_m = memmap("a.dat"), memmap("b.dat")
+    want = _scales_in_place(want_m)
+    out = numdyn.explain(numdyn.compile(_scales_in_place))(got_m)
+    assert [type(v) for v in out.result] == [type(v) for v in want] == [np.ndarray, np.memmap]
+    np.testing.assert_array_equal(out.result[0], want[0])
+    np.testing.assert_array_equal(got_m, want_m)
+    assert out.graph_break_count == 1 and "ndarray subclass (memmap)" in out.break_reasons[0].reason
+    with pytest.raises(numdyn.GraphBreakError, match="ndarray subclass"):
+        numdyn.compile(_scales_in_place, fullgraph=True)(got_m)
