@@ -509,8 +509,8 @@ static PyObject *eig_real_result(PyObject *r, int vectors, int single)
     PyObject *eq = zero ? PyObject_RichCompare(im, zero, Py_EQ) : NULL;
     PyObject *all = eq ? PyObject_CallMethod(eq, "all", NULL) : NULL;
     PyObject *flag = all && nd_proxy_check(all)
-        ? nd_trace_materialize(all, "bool() of linalg.eig's eigenvalues: NumPy's result is real "
-                                    "only when they all are")
+        ? nd_trace_materialize(all, "linalg.eig's result type depends on the data: NumPy's "
+                                    "result is real only when all eigenvalues are (bool() of them)")
         : Py_XNewRef(all);
     int real = flag ? PyObject_IsTrue(flag) : -1;
     Py_XDECREF(w); Py_XDECREF(im); Py_XDECREF(zero); Py_XDECREF(eq); Py_XDECREF(all);
