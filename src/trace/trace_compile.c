@@ -410,8 +410,9 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
     if (res) {
         rec.final = 1;
         t->returning = 1;
-        out = nd__materialize_tree(res, 1);
+        out = nd__note_dead(t) < 0 ? NULL : nd__materialize_tree(res, 1);
         t->returning = 0;
+        if (out && nd__flush_dead(t) < 0) Py_CLEAR(out);
         if (out && nd__flush_writes(t) < 0) Py_CLEAR(out);
         if (out && want &&
             nd__replay_record(cf->replay, &rec, fn, args, nargsf, kwnames, res) < 0)

@@ -1255,10 +1255,68 @@ done:
         for (int i = 0; i < nmarked; i++) seen[marked[i]] = 0;
         t->scr_busy = 0;
     }
+    /* a run that raised (caught by the user's handler, or not) ran what
+     * NumPy ran up to its error: no value made before it counts as dead */
+    if (rc < 0) t->dead_floor = t->g->n;
     Py_XDECREF(res);
     PyMem_Free(targets);
     PyMem_Free(marked);
     PyMem_Free(stores);
+    return rc;
+}
+
+/* NumPy runs every operation, so one whose value is never used still
+ * warns (`r = np.log(a)` then rebound). Such values -- ufuncs, casts,
+ * reductions and scans nothing reads -- are computed by the return flush
+ * and dropped. Orphans of other kinds (externs: costly, and never a
+ * floating-point warning) are left alone. */
+int nd__note_dead(nd_trace *t)
+{
+    nd_graph *g = t->g;
+    t->ndead = 0;
+    if (g->n == 0) return 0;
+    char *used = PyMem_Calloc((size_t)g->n, 1);
+    if (!used) { PyErr_NoMemory(); return -1; }
+    for (nd_id i = 0; i < g->n; i++) {
+        const nd_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
+            if (n->in[k] >= 0 && n->in[k] < g->n) used[n->in[k]] = 1;
+    }
+    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+        nd_id v = t->clist[k]->version;
+        if (v >= 0 && v < g->n) used[v] = 1;
+    }
+    int nd = 0;
+    for (nd_id i = t->dead_floor; i < g->n; i++) {
+        const nd_node *n = &g->nodes[i];
+        nd += !used[i] && !n->value && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST ||
+                                        n->op == ND_OP_REDUCE || n->op == ND_OP_SCAN);
+    }
+    if (nd) {
+        nd_id *d = PyMem_Realloc(t->dead, sizeof(nd_id) * (size_t)nd);
+        if (!d) { PyMem_Free(used); PyErr_NoMemory(); return -1; }
+        t->dead = d;
+        for (nd_id i = t->dead_floor; i < g->n; i++) {
+            const nd_node *n = &g->nodes[i];
+            if (!used[i] && !n->value && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST ||
+                                          n->op == ND_OP_REDUCE || n->op == ND_OP_SCAN))
+                t->dead[t->ndead++] = i;
+        }
+    }
+    PyMem_Free(used);
+    return 0;
+}
+
+int nd__flush_dead(nd_trace *t)
+{
+    if (!t->ndead) return 0;
+    int n = t->ndead;
+    PyObject **res = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    if (!res) { PyErr_NoMemory(); return -1; }
+    t->ndead = 0;
+    int rc = nd__flush(t, t->dead, n, res);
+    for (int i = 0; i < n; i++) Py_XDECREF(res[i]);
+    PyMem_Free(res);
     return rc;
 }
 
@@ -1378,6 +1436,16 @@ static int compute_set(proxy_set *ps)
     PyObject **tmp = PyMem_Calloc((size_t)(ps->n ? ps->n : 1), sizeof(PyObject *));
     int rc = -1;
     if (!ps->v || !ids || !idx || !tmp) { PyErr_NoMemory(); goto done; }
+    nd_trace *rt = ps->n && ps->p[0]->st ? ps->p[0]->st->trace : NULL;
+    if (rt && rt->returning && rt->ndead) {
+        /* the return flush computes the dead values that may warn too */
+        nd_id *more = PyMem_Realloc(ids, sizeof(nd_id) * (size_t)(ps->n + rt->ndead));
+        PyObject **tmore = more ? PyMem_Realloc(tmp, sizeof(PyObject *) * (size_t)(ps->n + rt->ndead)) : NULL;
+        if (more) ids = more;
+        if (tmore) tmp = tmore;
+        if (!more || !tmore) { PyErr_NoMemory(); goto done; }
+        memset(tmp + ps->n, 0, sizeof(PyObject *) * (size_t)rt->ndead);
+    }
     for (Py_ssize_t k = 0; k < ps->n; k++) {
         NdProxy *p = ps->p[k];
         if (ps->v[k] || p->value) continue;
@@ -1397,7 +1465,15 @@ static int compute_set(proxy_set *ps)
             ids[n] = id;
             idx[n++] = j;
         }
+        int nlive = n;
+        if (t == rt && t->returning && t->ndead) {
+            memcpy(ids + n, t->dead, sizeof(nd_id) * (size_t)t->ndead);
+            n += t->ndead;
+            t->ndead = 0;
+        }
         if (nd__flush(t, ids, n, tmp) < 0) goto done;
+        for (int i = nlive; i < n; i++) Py_CLEAR(tmp[i]);
+        n = nlive;
         for (int i = 0; i < n; i++) {
             /* prefer a view of a concrete storage (keeps identity/aliasing) */
             NdProxy *q = ps->p[idx[i]];

@@ -84,6 +84,12 @@ struct nd_trace {
     Py_ssize_t scr_cap;
     int scr_busy;
     uint8_t returning;        /* the return value is being materialized */
+    nd_id *dead;              /* PyMem: values the function computed and never
+                                 used that may warn; the return flush computes
+                                 them too, as NumPy ran them (trace_flush.c) */
+    int ndead;
+    nd_id dead_floor;         /* nodes below it never count as dead: a flush
+                                 raised after them */
     int shared_touch;         /* an operation read or wrote a `shared` storage:
                                  nd_trace_settle runs the pending work */
 };
@@ -293,6 +299,12 @@ int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wr
 int nd__flush_all(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */
 int nd__flush_writes(nd_trace *t);
+/* t->dead from t->g: uncomputed ufunc/cast/reduction/scan nodes nothing
+ * reads (0, -1 on error) */
+int nd__note_dead(nd_trace *t);
+/* the return flush when the return value held nothing lazy: computes
+ * t->dead (and pending caller writes) */
+int nd__flush_dead(nd_trace *t);
 
 /* The node's concrete array (its value, or an INPUT's array), or NULL
  * (borrowed). */

@@ -91,6 +91,7 @@ void nd__trace_decref(nd_trace *t)
     PyMem_Free(t->scr_seen);
     PyMem_Free(t->scr_anc);
     PyMem_Free(t->scr_map);
+    PyMem_Free(t->dead);
     PyMem_Free(t);
 }
 
