@@ -23,7 +23,7 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
           "(scans and int32 and 0) or stencil or gather or division or extern or repeated or "
           "float_conditions or nan_data or "
           "context or memory_stats or disk_cache or on_device or split_full or narrow_reductions or "
-          "wide_rows or black_scholes or vector_lanes) and not (cupy or torch)")
+          "(wide_rows and 4096) or black_scholes or (vector_lanes and float32)) and not (cupy or torch)")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 
 
