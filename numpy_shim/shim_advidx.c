@@ -772,6 +772,10 @@ static int fallback_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject
  * (OverflowError like NumPy), then an unsafe cast as NumPy's setitem does */
 static nd_id value_node(nd_trace *t, PyObject *value, int dtype)
 {
+    /* a scalar is stored as by a basic index: a Python float into an
+     * integer array as int() of it, range-checked (OverflowError) */
+    if (PyFloat_Check(value) || PyLong_Check(value) || PyArray_IsScalar(value, Number))
+        return nd_shim_assign_value(t, value, dtype, 0, NULL, 1, 0);
     nd_operand op;
     int r = nd_shim_operand(t, value, &op);
     if (r) return ND_NONE;

@@ -76,3 +76,33 @@ def test_caller_mask_with_array_value_is_in_graph(backend):
 @pytest.mark.parametrize("fn", [wrong_mask_shape, wrong_value_length])
 def test_mask_errors_are_numpys(backend, fn):
     check(fn, make_args=lambda: (_arr("C"),), backend=backend)
+
+
+def _store_scalar(a, v, k):
+    if k == 0:
+        a[a > 1] = v
+    elif k == 1:
+        a[[0, 1]] = v
+    else:
+        a[np.array([True, False, True, False])] = v
+    return a
+
+
+@pytest.mark.parametrize("dt", [np.uint32, np.uint8, np.int8, np.float32])
+def test_scalar_store_through_mask_or_fancy_index_converts_as_numpy(dt):
+    """A Python float stored into an integer array through a mask or an
+    index array converts as int() of it, range-checked (NumPy 2 raises
+    OverflowError for -1.0 into uint32; it used to wrap)."""
+    cf = numdyn.compile(_store_scalar)
+    for v in (-1.0, 300.0, -1.5, 2.5, 1e30, float("nan"), -1, 300, np.float64(-1.0), np.int64(-3)):
+        for k in range(3):
+            a = np.arange(4).astype(dt)
+            try:
+                want = repr(_store_scalar(a.copy(), v, k))
+            except Exception as e:  # noqa: BLE001 - compared with numdyn's
+                want = repr(e)
+            try:
+                got = repr(cf(a.copy(), v, k))
+            except Exception as e:  # noqa: BLE001
+                got = repr(e)
+            assert got == want, (v, k)
