@@ -13,26 +13,57 @@ static int as_f64(PyObject *o, PyArrayObject **out)
     return *out ? 0 : -1;
 }
 
+/* A scan's backward operands: x, its scan y and the cotangent c as float64
+ * arrays of one size, the gradient g (zeros like x), and the scan's axis
+ * as outer x n x inner. */
+typedef struct {
+    PyArrayObject *x, *y, *c, *g;
+    npy_intp n, outer, inner;
+} scan_ops;
+
+static void scan_ops_release(scan_ops *s)
+{
+    Py_CLEAR(s->x);
+    Py_CLEAR(s->y);
+    Py_CLEAR(s->c);
+}
+
+/* 0, or -1 with an exception and nothing held */
+static int scan_ops_get(PyObject *xo, PyObject *yo, PyObject *co, int axis, const char *who,
+                        scan_ops *s)
+{
+    memset(s, 0, sizeof *s);
+    if (as_f64(xo, &s->x) < 0 || as_f64(yo, &s->y) < 0 || as_f64(co, &s->c) < 0) goto fail;
+    PyArrayObject *x = s->x;
+    if (PyArray_SIZE(s->y) != PyArray_SIZE(x) || PyArray_SIZE(s->c) != PyArray_SIZE(x) ||
+        axis < 0 || axis >= PyArray_NDIM(x)) {
+        PyErr_Format(PyExc_ValueError, "numdyn %s: bad operands", who);
+        goto fail;
+    }
+    s->g = (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
+    if (!s->g) goto fail;
+    s->n = PyArray_DIM(x, axis);
+    s->outer = s->inner = 1;
+    for (int d = 0; d < axis; d++) s->outer *= PyArray_DIM(x, d);
+    for (int d = axis + 1; d < PyArray_NDIM(x); d++) s->inner *= PyArray_DIM(x, d);
+    return 0;
+fail:
+    scan_ops_release(s);
+    return -1;
+}
+
 static PyObject *cumext_vjp_fn(PyObject *self, PyObject *args)
 {
     PyObject *xo, *yo, *co;
     int axis;
-    if (!PyArg_ParseTuple(args, "OOOi", &xo, &yo, &co, &axis)) return NULL;
-    PyArrayObject *x = NULL, *y = NULL, *c = NULL, *g = NULL;
-    if (as_f64(xo, &x) < 0 || as_f64(yo, &y) < 0 || as_f64(co, &c) < 0) goto fail;
-    if (PyArray_SIZE(y) != PyArray_SIZE(x) || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 ||
-        axis >= PyArray_NDIM(x)) {
-        PyErr_SetString(PyExc_ValueError, "numdyn cumext_vjp: bad operands");
-        goto fail;
-    }
-    g = (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
-    if (!g) goto fail;
-    npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
-    for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
-    const double *X = PyArray_DATA(x), *Y = PyArray_DATA(y), *C = PyArray_DATA(c);
-    double *G = PyArray_DATA(g);
-    for (npy_intp o = 0; o < outer; o++)
+    scan_ops s;
+    if (!PyArg_ParseTuple(args, "OOOi", &xo, &yo, &co, &axis) ||
+        scan_ops_get(xo, yo, co, axis, "cumext_vjp", &s) < 0)
+        return NULL;
+    const npy_intp n = s.n, inner = s.inner;
+    const double *X = PyArray_DATA(s.x), *Y = PyArray_DATA(s.y), *C = PyArray_DATA(s.c);
+    double *G = PyArray_DATA(s.g);
+    for (npy_intp o = 0; o < s.outer; o++)
         for (npy_intp k = 0; k < inner; k++) {
             npy_intp base = o * n * inner + k, w = 0;
             for (npy_intp i = 0; i < n; i++) {
@@ -45,15 +76,8 @@ static PyObject *cumext_vjp_fn(PyObject *self, PyObject *args)
                 G[base + w * inner] += C[at];
             }
         }
-    Py_DECREF(x);
-    Py_DECREF(y);
-    Py_DECREF(c);
-    return (PyObject *)g;
-fail:
-    Py_XDECREF(x);
-    Py_XDECREF(y);
-    Py_XDECREF(c);
-    return NULL;
+    scan_ops_release(&s);
+    return (PyObject *)s.g;
 }
 
 /* y = logaddexp.accumulate(x): dy_i/dx_j = exp(x_j - y_i) for j <= i, so
@@ -65,22 +89,14 @@ static PyObject *lae_scan_vjp_fn(PyObject *self, PyObject *args)
 {
     PyObject *xo, *yo, *co;
     int axis, base2;
-    if (!PyArg_ParseTuple(args, "OOOii", &xo, &yo, &co, &axis, &base2)) return NULL;
-    PyArrayObject *x = NULL, *y = NULL, *c = NULL, *g = NULL;
-    if (as_f64(xo, &x) < 0 || as_f64(yo, &y) < 0 || as_f64(co, &c) < 0) goto fail;
-    if (PyArray_SIZE(y) != PyArray_SIZE(x) || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 ||
-        axis >= PyArray_NDIM(x)) {
-        PyErr_SetString(PyExc_ValueError, "numdyn lae_scan_vjp: bad operands");
-        goto fail;
-    }
-    g = (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
-    if (!g) goto fail;
-    npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
-    for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
-    const double *X = PyArray_DATA(x), *Y = PyArray_DATA(y), *C = PyArray_DATA(c);
-    double *G = PyArray_DATA(g);
-    for (npy_intp o = 0; o < outer; o++)
+    scan_ops s;
+    if (!PyArg_ParseTuple(args, "OOOii", &xo, &yo, &co, &axis, &base2) ||
+        scan_ops_get(xo, yo, co, axis, "lae_scan_vjp", &s) < 0)
+        return NULL;
+    const npy_intp n = s.n, inner = s.inner;
+    const double *X = PyArray_DATA(s.x), *Y = PyArray_DATA(s.y), *C = PyArray_DATA(s.c);
+    double *G = PyArray_DATA(s.g);
+    for (npy_intp o = 0; o < s.outer; o++)
         for (npy_intp k = 0; k < inner; k++) {
             npy_intp base = o * n * inner + k;
             double r = 0;
@@ -95,15 +111,8 @@ static PyObject *lae_scan_vjp_fn(PyObject *self, PyObject *args)
                 G[at] = X[at] == -INFINITY ? 0.0 : X[at] == Y[at] ? r : r * (base2 ? exp2(e) : exp(e));
             }
         }
-    Py_DECREF(x);
-    Py_DECREF(y);
-    Py_DECREF(c);
-    return (PyObject *)g;
-fail:
-    Py_XDECREF(x);
-    Py_XDECREF(y);
-    Py_XDECREF(c);
-    return NULL;
+    scan_ops_release(&s);
+    return (PyObject *)s.g;
 }
 
 /* ------------------------------------------------------------ quantiles */
