@@ -322,6 +322,7 @@ static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
     nd_marks_spec_all = cf->ctl->spec_all;
     const char *tag = nd_debug_tag;
     if (adm == ND_ADMIT_COMPILE) tag = nd__ctl_debug_begin(cf->ctl, idx, args, nargsf, kwnames);
+    else tag = nd__ctl_debug_begin(cf->ctl, idx, NULL, 0, NULL);
     double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
     nd_disk_call_begin();  /* the call's compile budget (background compiles) */
     PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);

@@ -248,6 +248,7 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
 {
     static _Thread_local char tag[200];
     const char *prev = nd_debug_tag;
+    if (!args && !c->dbg_serial) return prev;  /* never compiled under the debug dir: no getenv per call */
     const char *dir = getenv("NUMDYN_DEBUG_DIR");
     if (!dir || !*dir) return prev;
     PyObject *name = qualname(c->fn);
@@ -277,6 +278,10 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
     snprintf(tag + k, sizeof tag - (size_t)k, "_%zd", idx);
     Py_XDECREF(name);
     nd_debug_tag = tag;
+    /* a later call of the program: what it compiles (a graph finishing its
+     * background compile, another graph of the same signature) goes to the
+     * program's directory too; its repro.py is the first call's */
+    if (!args) return prev;
     /* repro.py: written before the compile, so a crash still leaves it */
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     PyObject *a = PyTuple_New(npos), *kw = PyDict_New(), *m = PyImport_ImportModule("numdyn"), *r = NULL;
