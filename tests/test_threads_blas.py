@@ -54,7 +54,7 @@ def _blas_log(cf, args):
     return out, [e for e in log if e["kind"] == "blas"]
 
 
-@pytest.mark.parametrize("team, alone, want", [(0.01, 0.0, "alone"), (0.0, 0.02, "team")])
+@pytest.mark.parametrize("team, alone, want", [(0.03, 0.0, "alone"), (0.0, 0.05, "team")])
 def test_products_follow_the_measured_times(data, delay, team, alone, want):
     cf = numdyn.compile(layer, options=NOFLOOR)
     ref = layer(*data)
@@ -68,9 +68,10 @@ def test_products_follow_the_measured_times(data, delay, team, alone, want):
     assert len(log) == 2
     assert [e["choice"] for e in log] == [want, want]
     for e in log:
+        # both ways were timed; one thread won by the 1.5x it must show
         assert e["team_s"] is not None and e["alone_s"] is not None
-        slow, fast = ("team_s", "alone_s") if want == "alone" else ("alone_s", "team_s")
-        assert e[slow] > e[fast]
+        if want == "alone":
+            assert e["team_s"] > 1.5 * e["alone_s"]
     ones = utils.counters["blas_runs_one_thread"] - one0
     assert (ones >= 20) if want == "alone" else (ones <= 8)
     # every product gave the thread count back
