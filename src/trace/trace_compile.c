@@ -384,6 +384,12 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
     nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options,
                                 cf->last_nodes);
     if (!t) { Py_DECREF(fn); return NULL; }
+    if (nd_marks_live && nd__pins_begin(t, cf->fn, args, PyVectorcall_NARGS(nargsf) +
+                                        (kwnames ? PyTuple_GET_SIZE(kwnames) : 0), cf->ctl->spec_all) < 0) {
+        nd__trace_decref(t);
+        Py_DECREF(fn);
+        return NULL;
+    }
     nd_trace *prev = nd__tls_trace;
     nd_replay_rec rec, *prev_rec = nd__tls_rec;
     memset(&rec, 0, sizeof rec);

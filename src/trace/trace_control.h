@@ -83,4 +83,6 @@ void *nd__ctl_loop_kernel(const char *src, size_t len, uint64_t key, const char 
 /* Seconds on a monotonic clock. */
 double nd__ctl_now(void);
 int nd__ctl_init(PyObject *module);
+/* numdyn.ConstraintViolationError (borrowed) */
+PyObject *nd__ctl_constraint_error(void);
 #endif
