@@ -253,6 +253,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
      * graph would look still compiling until some other compile ended, and
      * its CompileError would never be raised */
     uint64_t stamp = bgmode ? nd_disk_progress() : 0;
+    if (nd_debug_wanted()) nd_debug_compiles_begin();
     int nnew = compile_program(p, g);
     if (nnew == -2) {  /* frozen mode, or compiling in the background: NumPy runs it */
         if (bgmode && nd_debug_wanted()) nd_debug_program(g, outs, nout, p, -1);
@@ -262,6 +263,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         return nd_backend_eager_run(g, outs, nout);
     }
     if (nnew < 0) {
+        if (nd_debug_wanted()) nd_debug_program(g, outs, nout, p, -3);  /* keeps the CompileError */
         nd_program_decref(p);
         if (nd_repro_mode() == 1 && PyErr_ExceptionMatches(nd_CompileError))
             nd_repro_report(g, outs, nout, NULL);
