@@ -2453,7 +2453,11 @@ static int stmt(cg *g, const nd_ln *s)
                 int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var, bits;
                 nt[k] = g->pin[v] ? nd_lty_expr(g->T, s->kind == LK_ASSIGN ? s->kid[0] : s->kid[m + k], g->assign, &bits) : -1;
             }
-        if (specialize(g, s, s->kid, s->n, emit_simple, NULL) < 0) return -1;
+        /* a tuple assignment's targets are written, not read: only its
+         * values choose the typed arm (a target first bound by this
+         * statement has no type yet) */
+        if (specialize(g, s, s->kind == LK_MULTI ? s->kid + m : s->kid, s->kind == LK_MULTI ? m : s->n,
+                       emit_simple, NULL) < 0) return -1;
         if (g->pinned && m <= 64)
             for (int k = 0; k < m; k++) {
                 int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var;
