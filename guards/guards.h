@@ -10,6 +10,7 @@
  *   fn_programs.h   one compiled function's programs keyed by argument
  *                   signature: recompile reasons, guards as text
  *   dim_marks.h     mark_dynamic / mark_static, keyed by weak reference
+ *   dim_pins.h      where a graph pins a dim marked dynamic to a constant
  *   guards.c        module-level helpers (nd_guards_init)
  * guards/ sits on graph/ and core/ only; it knows nothing of passes/, the
  * tracer or the shim (tests/test_layering.py).
@@ -20,6 +21,7 @@
 #include "fn_guards.h"
 #include "fn_programs.h"
 #include "dim_marks.h"
+#include "dim_pins.h"
 int nd_guards_init(PyObject *module);
 
 /* guard_key.c: the properties a compiled program specializes on, as one

@@ -199,6 +199,54 @@ static inline T NAME(const T *a, int64_t n)                                     
 }
 NDL_PAIRWISE(ndl_pairwise_d, double)
 NDL_PAIRWISE(ndl_pairwise_f, float)
+/* np.max / np.min of n >= 1 floats w, as codegen_loop.c's ordered scan
+ * gives it: the first NaN; else the extreme, the later of equal values (max
+ * of -0.0, 0.0 is 0.0). In W lanes (vector extensions: the C compiler's own
+ * vectorizer leaves a conditional reduction alone); the lanes' extreme is
+ * the scan's whenever no NaN is met and it is not zero (equal nonzero
+ * floats are the same bits), else the ordered scan answers. */
+#define NDL_EXTREME(NAME, T, I, W, CMP)                                             \
+static inline T NAME##_scan(const T *w, int64_t n)                                  \
+{                                                                                   \
+    T b = w[0];                                                                     \
+    if (b != b) return b;                                                           \
+    for (int64_t i = 1; i < n; i++) {                                               \
+        if (w[i] != w[i]) return w[i];                                              \
+        if (!(b CMP w[i])) b = w[i];                                                \
+    }                                                                               \
+    return b;                                                                       \
+}                                                                                   \
+static inline T NAME(const T *w, int64_t n)                                         \
+{                                                                                   \
+    typedef T v_ __attribute__((vector_size(W * sizeof(T))));                       \
+    typedef I m_ __attribute__((vector_size(W * sizeof(T))));                       \
+    if (n < 2 * W) return NAME##_scan(w, n);                                        \
+    v_ m, x;                                                                        \
+    memcpy(&m, w, sizeof m);                                                        \
+    m_ bad = m != m;                                                                \
+    int64_t i = W;                                                                  \
+    for (; i + W <= n; i += W) {                                                    \
+        memcpy(&x, w + i, sizeof x);                                                \
+        m_ k = m CMP x;                                                             \
+        bad |= x != x;                                                              \
+        m = (v_)(((m_)m & k) | ((m_)x & ~k));                                       \
+    }                                                                               \
+    I anybad = 0;                                                                   \
+    T b = m[0];                                                                     \
+    for (int j = 0; j < W; j++) {                                                   \
+        anybad |= bad[j];                                                           \
+        if (m[j] CMP b) b = m[j];                                                   \
+    }                                                                               \
+    for (; i < n; i++) {                                                            \
+        anybad |= w[i] != w[i];                                                     \
+        if (!(b CMP w[i])) b = w[i];                                                \
+    }                                                                               \
+    return anybad || b == 0 ? NAME##_scan(w, n) : b;                                \
+}
+NDL_EXTREME(ndl_max_d, double, int64_t, 8, >)
+NDL_EXTREME(ndl_min_d, double, int64_t, 8, <)
+NDL_EXTREME(ndl_max_f, float, int32_t, 16, >)
+NDL_EXTREME(ndl_min_f, float, int32_t, 16, <)
 /* x . w for a matrix row/column x (byte stride sx) and a contiguous w: in
  * eight partial sums when x is contiguous (vectorizes; BLAS's gemv also
  * sums out of order), else in order */

@@ -79,3 +79,51 @@ def test_debug_dir_after_one_background_compiled_call(tmp_path):
         (q.stdout, q.stderr)
     assert repro.read_text() == text  # running it (NUMDYN_DEBUG_DIR set) left the directory as it was
     assert sorted(d.name for d in dbg.iterdir()) == dirs
+
+
+_LOG_PROG = '''
+import os, numpy as np, numdyn
+@numdyn.compile
+def f(x):
+    return np.tanh(x) * 3.0 - x
+x = np.arange(6.0)
+f(x)                      # NumPy runs it while the kernel compiles in the background
+numdyn.utils.wait_compiles()
+f(x)                      # a later call of the program loads what was built
+os.environ["CC"] = os.environ["FAIL_CC"]
+numdyn.config.background_compile = False
+@numdyn.compile
+def g(x):
+    return np.sin(x) + 0.25
+try:
+    g(x)
+except numdyn.CompileError:
+    print("failed as asked")
+'''
+
+
+def test_compile_txt_holds_each_compiles_command_and_output(tmp_path):
+    """compile.txt names the command each compile ran (in the program's own
+    directory even when the kernels were collected by a later call) and the
+    compiler's output -- warnings on success, the error on a failure."""
+    warn_cc, fail_cc = tmp_path / "warn.sh", tmp_path / "fail.sh"
+    warn_cc.write_text('#!/bin/sh\necho "u.c:1:1: warning: injected by the test" >&2\nexec cc "$@"\n')
+    fail_cc.write_text('#!/bin/sh\necho "u.c:2:2: error: injected failure" >&2\nexit 1\n')
+    for s in (warn_cc, fail_cc):
+        s.chmod(0o755)
+    dbg = tmp_path / "dbg"
+    env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c"),
+           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1", "CC": str(warn_cc),
+           "FAIL_CC": str(fail_cc), "NUMDYN_PCH": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
+    p = subprocess.run([sys.executable, "-W", "ignore", "-c", _LOG_PROG], capture_output=True,
+                       text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0 and "failed as asked" in p.stdout, (p.stdout, p.stderr)
+    assert sorted(d.name for d in dbg.iterdir()) == ["f_0", "g_0"]  # nothing under graphs/
+    (prog,) = (dbg / "f_0").glob("program_*")
+    text = (prog / "compile.txt").read_text()
+    assert f"$ {warn_cc} -O3" in text and " u.c -o u.so" in text, text
+    assert "exit status 0" in text and "warning: injected by the test" in text, text
+    (prog,) = (dbg / "g_0").glob("program_*")
+    text = (prog / "compile.txt").read_text()
+    assert "FAILED" in text and f"$ {fail_cc} -O3" in text, text
+    assert "exit status 1" in text and "error: injected failure" in text, text

@@ -1274,6 +1274,49 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         int te = nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~(LT_VEC | LT_MAT);
         line(g, "if (NDL_UNLIKELY(%s == 0))", vc->size);
         g->ind++; deopt(g); g->ind--;
+        if (ISF(te) && !arg) {
+            /* the elements into a buffer (a loop the C compiler vectorizes,
+             * rows of contiguous elements in a copy of their own), then
+             * ndl_max_d & co.: the scan below, in vector lanes */
+            char w[16];
+            cv x;
+            if (scratch(g, e, ctype[te], vc->size, w) < 0) goto done;
+            for (int pass = vc->nd == 2 ? 0 : 1; pass < 2; pass++) {
+                if (pass == 0) {
+                    char test[2048];
+                    int n = snprintf(test, sizeof test, "1");
+                    for (int k = 0; k < vc->n && n < (int)sizeof test - 200; k++) {
+                        if (vc->slot[k].slice != 1) continue;
+                        int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &(int){0}) & ~(LT_VEC | LT_MAT);
+                        n += snprintf(test + n, sizeof test - (size_t)n, " && %s == (int64_t)sizeof(%s)",
+                                      vc->slot[k].st2, ctype[ts]);
+                    }
+                    line(g, "if (%s) {", test);
+                    g->ind++;
+                }
+                vc->unit = pass == 0;
+                vloop_open(g, vc);
+                if (velem(g, vc, e->kid[0], &x) < 0) goto done;
+                line(g, "%s[%s] = %s;", w, vc->flat, x.s);
+                vloop_close(g, vc);
+                vc->unit = 0;
+                if (pass == 0) {
+                    g->ind--;
+                    line(g, "} else {");
+                    g->ind++;
+                }
+            }
+            if (vc->nd == 2) {
+                g->ind--;
+                line(g, "}");
+            }
+            line(g, "%s = (%s)ndl_%s_%s(%s, %s);", out->s, R, isMax ? "max" : "min", te == LT_F4 ? "f" : "d", w,
+                 vc->size);
+            g->ind--;
+            line(g, "}");
+            rc = 0;
+            goto done;
+        }
         cv best;
         newtmp(g, &best, te);
         line(g, "%s %s = 0;", ctype[te], best.s);
@@ -2410,7 +2453,11 @@ static int stmt(cg *g, const nd_ln *s)
                 int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var, bits;
                 nt[k] = g->pin[v] ? nd_lty_expr(g->T, s->kind == LK_ASSIGN ? s->kid[0] : s->kid[m + k], g->assign, &bits) : -1;
             }
-        if (specialize(g, s, s->kid, s->n, emit_simple, NULL) < 0) return -1;
+        /* a tuple assignment's targets are written, not read: only its
+         * values choose the typed arm (a target first bound by this
+         * statement has no type yet) */
+        if (specialize(g, s, s->kind == LK_MULTI ? s->kid + m : s->kid, s->kind == LK_MULTI ? m : s->n,
+                       emit_simple, NULL) < 0) return -1;
         if (g->pinned && m <= 64)
             for (int k = 0; k < m; k++) {
                 int v = s->kind == LK_ASSIGN ? s->var : s->kid[k]->var;
@@ -2644,6 +2691,7 @@ static int stmt(cg *g, const nd_ln *s)
                     }
                 }
                 if (rc == 0 && (pass == 0 || nch < 0)) {
+                    if (g->nohz) line(g, "#pragma GCC unroll 4");
                     line(g, "for (; k%d < (%s)n%d; k%d++) {", id, kt, id, id);
                     g->ind++;
                     if (pass == 1) {

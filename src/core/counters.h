@@ -63,6 +63,8 @@ typedef enum {
                                      (backend_cuda.c: few long rows, a full sum) */
     ND_CTR_FOREIGN_SNAPSHOT_BYTES, /* bytes of real arrays the function's code holds (not
                                arguments) copied when a traced op read them (trace_lift.c) */
+    ND_CTR_BLAS_RUNS_ONE_THREAD, /* matmul steps run with OpenBLAS on one thread, measured
+                                    faster so on a busy machine (runtime/par.h) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -38,7 +38,8 @@ int nd_backend_background(void);
 /* Debugging (runtime_debug.c): a program the native backend schedules is
  * written under $NUMDYN_DEBUG_DIR/<nd_debug_tag or "graphs">/program_<key>/
  * (graph.txt: the captured graph, one op a line; schedule.txt: the fused
- * steps; kernel_<i>.c; compile.txt: compiler, flags, identity), and with
+ * steps; kernel_<i>.c; compile.txt: compiler, flags, identity, each compile's
+ * command line and output), and with
  * nd_backend_log_code its kernels' C goes to nd_backend_log("output_code",
  * text) (NUMDYN_LOGS=output_code). The tracer sets the tag (the compiled
  * function and program) and the log function. */

@@ -31,8 +31,12 @@ void nd_order_strides(int ndim, const npy_intp *shape, npy_intp itemsize, const 
 
 /* runtime_debug.c: show a program just scheduled (backend.h, debugging);
  * nnew: its kernels compiled or loaded now, -1 while they compile in the
- * background. Never fails (a write error is a RuntimeWarning) */
+ * background, < -1 when the compile failed (the error stays raised). Never fails (a write error is a RuntimeWarning) */
 void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, int nnew);
+/* Before compiling a program that nd_debug_program will show: the
+ * compiles this thread runs from now on log their command line and output
+ * for its compile.txt (nd_cc_log); nd_debug_program ends the log. */
+void nd_debug_compiles_begin(void);
 /* runtime_debug.c, the minifier (NUMDYN_REPRO_AFTER=compile|accuracy):
  * 1 compile, 2 accuracy, 0 off (or while the minifier itself runs). */
 int nd_repro_mode(void);

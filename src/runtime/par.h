@@ -57,6 +57,29 @@ void nd_par_ran(void);
 /* The program run ended (ok) or failed (!ok: the open span is dropped). */
 void nd_par_close(int ok);
 
+/* BLAS steps. A matmul step of a program (NumPy's OpenBLAS on its own
+ * threads) is timed as a kernel is: its threads are the "team", one thread
+ * is "alone" (openblas_set_num_threads, found by symbol in the library
+ * NumPy loaded), measured in turns over spans as above and the faster
+ * kept. On a small loaded machine OpenBLAS's second thread waits for a
+ * core (2-layer MLP f32's (512,256) @ (256,10): 23 ms on two threads, 0.04
+ * ms on one, load ~5), and its spinning worker slows the OpenMP team of
+ * the kernel after it -- the span charges that to the two-thread way.
+ * OpenBLAS's one-thread and threaded paths may round differently (NumPy's
+ * own products move in the last bits with OPENBLAS_NUM_THREADS), so a
+ * product takes one thread only when that measured 1.5x faster: a quiet
+ * machine keeps NumPy's threads and bits; a stalled one switches.
+ * nd_par_blas_begin(s, m*n*k) before the step (s: the step's own state)
+ * returns 1 when it opened a span; nd_par_blas_ran() after the step then
+ * restores the thread count. Products under ND_PAR_BLAS_WORK multiply-adds
+ * run on one thread in OpenBLAS anyway and are not timed. Counted in
+ * numdyn.utils.counters["blas_runs_one_thread"]. */
+#define ND_PAR_BLAS_WORK (1ll << 18)
+int nd_par_blas_begin(nd_parstat *s, int64_t mnk);
+void nd_par_blas_ran(void);
+/* the loaded OpenBLAS's thread count; -1: none found */
+int nd_par_blas_threads(void);
+
 int nd_par_init(PyObject *module);
 
 #endif

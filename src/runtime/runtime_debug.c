@@ -6,6 +6,7 @@
 #include "native.h"
 #include "backend.h"
 #include "graph/graph_py.h"
+#include "toolchain/toolchain.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,9 +89,26 @@ static void schedule_text(nd_graph *g, nd_program *p, nd_sb *sb)
     }
 }
 
+static _Thread_local nd_sb compiles_log;
+static _Thread_local int compiles_logging;
+
+void nd_debug_compiles_begin(void)
+{
+    if (compiles_logging) nd_sb_free(&compiles_log);
+    nd_sb_init(&compiles_log);
+    compiles_logging = 1;
+    nd_cc_log = &compiles_log;
+}
+
 void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, int nnew)
 {
-    if (!nd_debug_wanted()) return;
+    /* the compiles' log ends here whatever is written */
+    nd_cc_log = NULL;
+    if (!nd_debug_wanted()) {
+        if (compiles_logging) nd_sb_free(&compiles_log);
+        compiles_logging = 0;
+        return;
+    }
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb);
     const char *root = debug_dir();
@@ -118,6 +136,11 @@ void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, i
                      "(compiled or loaded from the disk cache: %s)\n",
                      getenv("CC") ? getenv("CC") : "cc", nd_cc_flags(), (unsigned long long)nd_cc_identity(),
                      p->nkern, nnew, nd_disk_dir() ? nd_disk_dir() : "?");
+        else if (nnew < -1)  /* the compile failed (the CompileError says so too) */
+            snprintf(line, sizeof line, "compiler: %s %s\nidentity: %016llx\nkernels: %d; the C compiler "
+                     "FAILED (numdyn.CompileError)\n",
+                     getenv("CC") ? getenv("CC") : "cc", nd_cc_flags(), (unsigned long long)nd_cc_identity(),
+                     p->nkern);
         else  /* written when the compile starts (background_compile) */
             snprintf(line, sizeof line, "compiler: %s %s\nidentity: %016llx\nkernels: %d, compiling in "
                      "the background into the disk cache %s (NumPy ran this call)\n",
@@ -125,6 +148,12 @@ void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, i
                      p->nkern, nd_disk_dir() ? nd_disk_dir() : "?");
         PyErr_Clear();
         nd_sb_puts(&sb, line);
+        if (compiles_logging && compiles_log.n) {
+            nd_sb_puts(&sb, "\ncompiles (command line, exit status, the compiler's output):\n");
+            nd_sb_puts(&sb, compiles_log.p);
+        } else if (nnew > 0) {
+            nd_sb_puts(&sb, "\ncompiles: none ran for this call (its kernels came from the disk cache)\n");
+        }
         if (ok && (nd_sb_check(&sb) < 0 || write_file(dir, "compile.txt", sb.p, sb.n) < 0)) ok = 0;
         nd_sb_free(&sb);
     }
@@ -150,6 +179,8 @@ void nd_debug_program(nd_graph *g, const nd_id *outs, int nout, nd_program *p, i
         }
         nd_sb_free(&sb);
     }
+    if (compiles_logging) nd_sb_free(&compiles_log);
+    compiles_logging = 0;
     if (root && !ok)
         PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "numdyn: cannot write the debug artifacts under "
                          "NUMDYN_DEBUG_DIR=%s: %s", root, strerror(errno));

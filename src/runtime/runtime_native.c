@@ -577,6 +577,9 @@ typedef struct {
     nd_id *keep;      /* the nodes whose arrays no step drops (outputs, and
                          values no step reads): all a finished run still
                          holds, so it drops those, not 2 x n slots */
+    nd_parstat *blas; /* per step: a matrix product's BLAS thread choice
+                         (par.h); NULL when the program has none */
+    uint8_t *isblas;  /* per step: 1 for such a product */
 } run_plan;
 
 static void run_plan_free(void *v)
@@ -587,7 +590,49 @@ static void run_plan_free(void *v)
     PyMem_Free(r->scal);
     PyMem_Free(r->soff);
     PyMem_Free(r->keep);
+    PyMem_Free(r->blas);
+    PyMem_Free(r->isblas);
     PyMem_Free(r);
+}
+
+/* A step NumPy runs as a level-3 BLAS product: np.matmul of operands of
+ * two or more dims each, or np.dot of two matrices (what the BLAS thread
+ * choice of par.h covers: products that split their output over threads). */
+static int blas_step(nd_graph *g, const nd_step *st)
+{
+    static PyObject *mm, *dot;
+    if (st->kind != ND_S_EAGER) return 0;
+    const nd_node *n = &g->nodes[st->node];
+    if (n->op != ND_OP_EXTERN || n->nextra != 2 || !n->obj || n->ndim < 2) return 0;
+    if (!mm) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        if (np) {
+            mm = PyObject_GetAttrString(np, "matmul");
+            dot = mm ? PyObject_GetAttrString(np, "dot") : NULL;
+            Py_DECREF(np);
+        }
+        if (!mm || !dot) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (n->obj != mm && n->obj != dot) return 0;
+    for (int k = 0; k < 2; k++) {
+        nd_id in = n->extra[k];
+        if (in < 0 || g->nodes[in].ndim < 2 || (n->obj == dot && g->nodes[in].ndim != 2)) return 0;
+    }
+    return 1;
+}
+
+/* multiply-adds of blas step st's product (all of its matrices) when one
+ * matrix's reaches ND_PAR_BLAS_WORK; else 0 */
+static int64_t blas_work(nd_graph *g, const nd_step *st)
+{
+    const nd_node *n = &g->nodes[st->node], *a = &g->nodes[n->extra[0]];
+    int64_t m = n->shape[n->ndim - 2], q = n->shape[n->ndim - 1], k = a->shape[a->ndim - 1];
+    int64_t one = m * q * k, batch = 1;
+    for (int d = 0; d < n->ndim - 2; d++) batch *= n->shape[d];
+    return one >= ND_PAR_BLAS_WORK && m > 1 && q > 1 ? one * batch : 0;
 }
 
 static run_plan *run_plan_of(nd_program *p, nd_graph *g)
@@ -616,6 +661,17 @@ static run_plan *run_plan_of(nd_program *p, nd_graph *g)
         for (int j = 0; j < p->kerns[i].nscal; j++) r->scal[ns++] = p->kerns[i].scal[j];
     }
     r->soff[p->nkern] = ns;
+    int nblas = 0;
+    for (int t = 0; t < p->nsteps; t++) nblas += blas_step(g, &p->steps[t]);
+    if (nblas) {
+        r->blas = PyMem_Calloc((size_t)p->nsteps, sizeof(nd_parstat));
+        r->isblas = PyMem_Calloc((size_t)p->nsteps, 1);
+        if (!r->blas || !r->isblas) {
+            run_plan_free(r);
+            return (run_plan *)PyErr_NoMemory();
+        }
+        for (int t = 0; t < p->nsteps; t++) r->isblas[t] = (uint8_t)blas_step(g, &p->steps[t]);
+    }
     p->run = r;
     p->run_free = run_plan_free;
     return r;
@@ -675,7 +731,11 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     for (int t = 0; t < p->nsteps; t++) {
         nd_step *st = &p->steps[t];
         if (st->kind == ND_S_EAGER) {
-            if (run_eager(g, st->node, arr) < 0) {
+            int64_t mnk = plan->isblas && plan->isblas[t] ? blas_work(g, st) : 0;
+            int timed = mnk && nd_par_blas_begin(&plan->blas[t], mnk);
+            int rc = run_eager(g, st->node, arr);
+            if (timed) nd_par_blas_ran();
+            if (rc < 0) {
                 nd_failed_node = st->node;
                 goto done;
             }

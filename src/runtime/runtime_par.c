@@ -3,8 +3,11 @@
  * schedule). State lives in the kernel (nd_kernel.par) and is touched with
  * the GIL held only.
  */
+#define _GNU_SOURCE  /* dl_iterate_phdr: finding the loaded OpenBLAS */
 #include "par.h"
 #include "core/counters.h"
+#include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +24,11 @@
 #define MAX_GAP 1024        /* runs: a choice made under a passing load is revisited */
 #define PROBE_SHARE 0.02
 #define RESIZE 4            /* elements moved this many times: measure again */
+#define BLAS_COST 1.5       /* a product runs on one thread only when that is this much
+                               faster: OpenBLAS's one-thread and threaded paths round
+                               differently (NumPy's own results move so with
+                               OPENBLAS_NUM_THREADS), so a quiet machine keeps NumPy's
+                               bits and only the stalls of a loaded one switch */
 
 enum { MEASURING = 0, TEAM = 1, ALONE = 2 };
 enum { W_TEAM = 0, W_ALONE = 1 };  /* sample rows */
@@ -93,10 +101,12 @@ static void set_gap(nd_parstat *s)
     s->next_probe = s->runs + g;
 }
 
-static void decide(nd_parstat *s)
+/* cost: what alone's time is multiplied by in the comparison (BLAS_COST
+ * for a product, whose one-thread values differ in the last bits) */
+static void decide(nd_parstat *s, double cost)
 {
     int was = s->mode;
-    double t = s->est[W_TEAM], a = s->est[W_ALONE];
+    double t = s->est[W_TEAM], a = s->est[W_ALONE] * cost;
     if (a <= 0) {
         s->mode = TEAM;            /* alone not measured (not tried) */
     } else if (was == TEAM) {
@@ -111,8 +121,11 @@ static void decide(nd_parstat *s)
 
 /* the open span (par.h): one per thread, as a program run is */
 typedef struct {
-    nd_kernel *k;   /* NULL: none open */
+    nd_parstat *s;  /* NULL: none open */
+    uint64_t hash;  /* the kernel's; 0 for a BLAS step */
+    int blas;       /* a BLAS step's span */
     int alone;
+    int blas_was;   /* a BLAS step run on one thread: the count to restore (0: none) */
     int64_t tot;
     uint64_t t0, t1;  /* span start, kernel end (0: still running) */
 } span;
@@ -121,8 +134,10 @@ static _Thread_local span open_span;
 /* ------------------------------------------------------------ explain's log */
 
 typedef struct {
-    nd_kernel *k;
+    nd_parstat *s;
     uint64_t hash;
+    int64_t tot;
+    int blas;
     unsigned team_runs, alone_runs;
     double est[2], kteam;
     int mode;
@@ -135,16 +150,18 @@ static int nlog = -1;   /* -1: not recording */
 static void log_run(const span *c)
 {
     if (nlog < 0) return;
-    nd_parstat *s = &c->k->par;
+    nd_parstat *s = c->s;
     int i = 0;
-    while (i < nlog && logv[i].k != c->k) i++;
+    while (i < nlog && logv[i].s != c->s) i++;
     if (i == nlog) {
         if (nlog == LOGMAX) return;
         memset(&logv[i], 0, sizeof logv[i]);
-        logv[i].k = c->k;
-        logv[i].hash = c->k->hash;
+        logv[i].s = c->s;
+        logv[i].hash = c->hash;
+        logv[i].blas = c->blas;
         nlog++;
     }
+    logv[i].tot = s->tot;
     if (c->alone) logv[i].alone_runs++;
     else logv[i].team_runs++;
     logv[i].est[0] = s->est[0];
@@ -162,7 +179,7 @@ static void sample(const span *c)
         nanosleep(&ts, NULL);
     }
     double dt = (double)(now_ns() - c->t0) * 1e-9 / (double)c->tot;
-    nd_parstat *s = &c->k->par;
+    nd_parstat *s = c->s;
     /* measuring began again for another size while this span was open */
     if (c->tot > s->tot * RESIZE || c->tot * RESIZE < s->tot) return;
     s->samp[w][s->n[w] % ND_PAR_NSAMP] = dt;
@@ -181,7 +198,7 @@ static void sample(const span *c)
     }
     if (done) {
         for (int q = 0; q < 2; q++) if (s->n[q]) s->est[q] = low(s, q);
-        decide(s);
+        decide(s, c->blas ? BLAS_COST : 1.0);
     }
     log_run(c);
 }
@@ -189,21 +206,21 @@ static void sample(const span *c)
 void nd_par_close(int ok)
 {
     span c = open_span;
-    open_span.k = NULL;
-    if (c.k && ok) sample(&c);
+    open_span.s = NULL;
+    if (c.blas_was) nd_par_blas_ran();
+    if (c.s && ok) sample(&c);
 }
 
-int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work)
+/* the way the next run of s takes (1: alone), its run counted; -1: untimed
+ * (the first runs after measuring began) */
+static int choose(nd_parstat *s, int64_t tot)
 {
-    nd_par_close(1);
-    if (work < ND_PAR_WORK || work >= ALONE_WORK || tot <= 0 || !on()) return 0;
-    nd_parstat *s = &k->par;
     if (!s->tot || tot > s->tot * RESIZE || tot * RESIZE < s->tot) {
         memset(s, 0, sizeof *s);
         s->tot = tot;
     }
     s->runs++;
-    if (s->runs <= WARM) return 0;
+    if (s->runs <= WARM) return -1;
     int alone;
     if (s->mode == MEASURING) {
         /* the two in turns, the team first */
@@ -215,18 +232,113 @@ int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work)
     } else {
         alone = s->mode == ALONE;
     }
-    if (alone) nd_counter_add(ND_CTR_KERNEL_RUNS_ALONE, 1);
-    open_span.k = k;
+    return alone;
+}
+
+static void span_open(nd_parstat *s, uint64_t hash, int blas, int alone, int64_t tot)
+{
+    open_span.s = s;
+    open_span.hash = hash;
+    open_span.blas = blas;
     open_span.alone = alone;
+    open_span.blas_was = 0;
     open_span.tot = tot;
     open_span.t1 = 0;
     open_span.t0 = now_ns();
+}
+
+int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work)
+{
+    nd_par_close(1);
+    if (work < ND_PAR_WORK || work >= ALONE_WORK || tot <= 0 || !on()) return 0;
+    int alone = choose(&k->par, tot);
+    if (alone < 0) return 0;
+    if (alone) nd_counter_add(ND_CTR_KERNEL_RUNS_ALONE, 1);
+    span_open(&k->par, k->hash, 0, alone, tot);
     return alone ? ND_RUN_ALONE : 0;
 }
 
 void nd_par_ran(void)
 {
-    if (open_span.k && !open_span.t1) open_span.t1 = now_ns();
+    if (open_span.s && !open_span.t1) open_span.t1 = now_ns();
+}
+
+/* ------------------------------------------------------------ BLAS steps */
+
+/* OpenBLAS's thread count, found by symbol in the loaded library (NumPy
+ * loads it privately: RTLD_LOCAL, a name prefix such as scipy_openblas
+ * and a 64 suffix for its ILP64 build). NULL: no OpenBLAS loaded. */
+typedef int (*get_fn)(void);
+typedef void (*set_fn)(int);
+static get_fn blas_get;
+static set_fn blas_set;
+static int blas_looked;
+
+static const char *const blas_names[][2] = {
+    {"scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"},
+    {"scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"},
+    {"openblas_get_num_threads64_", "openblas_set_num_threads64_"},
+    {"openblas_get_num_threads", "openblas_set_num_threads"},
+};
+
+static int find_blas(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name;
+    if (!name || !strstr(name, "openblas")) return 0;
+    void *h = dlopen(name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) return 0;
+    for (size_t i = 0; i < sizeof blas_names / sizeof blas_names[0]; i++) {
+        void *g = dlsym(h, blas_names[i][0]), *s = dlsym(h, blas_names[i][1]);
+        if (g && s) {
+            blas_get = (get_fn)g;  /* the handle stays open: the library stays loaded */
+            blas_set = (set_fn)s;
+            return 1;
+        }
+    }
+    dlclose(h);
+    return 0;
+}
+
+int nd_par_blas_begin(nd_parstat *s, int64_t mnk)
+{
+    nd_par_close(1);
+    if (mnk < ND_PAR_BLAS_WORK || !on()) return 0;
+    if (!blas_looked) {
+        blas_looked = 1;
+        dl_iterate_phdr(find_blas, NULL);
+    }
+    if (!blas_get) return 0;
+    int was = blas_get();
+    if (was <= 1) return 0;  /* one thread already (the user's limit): nothing to choose */
+    int alone = choose(s, mnk);
+    if (alone < 0) return 0;
+    if (alone) {
+        nd_counter_add(ND_CTR_BLAS_RUNS_ONE_THREAD, 1);
+        blas_set(1);
+    }
+    span_open(s, 0, 1, alone, mnk);
+    open_span.blas_was = alone ? was : 0;
+    return 1;
+}
+
+void nd_par_blas_ran(void)
+{
+    if (open_span.blas_was) {
+        blas_set(open_span.blas_was);
+        open_span.blas_was = 0;
+    }
+    nd_par_ran();
+}
+
+int nd_par_blas_threads(void)
+{
+    if (!blas_looked) {
+        blas_looked = 1;
+        dl_iterate_phdr(find_blas, NULL);
+    }
+    return blas_get ? blas_get() : -1;
 }
 
 /* ------------------------------------------------------------ Python */
@@ -274,13 +386,14 @@ static PyObject *py_log(PyObject *self, PyObject *args)
     PyObject *l = PyList_New(0);
     for (int i = 0; l && i < (nlog > 0 ? nlog : 0); i++) {
         logent *e = &logv[i];
-        int64_t tot = e->k->par.tot;
+        int64_t tot = e->tot;
         const char *mode = e->mode == TEAM ? "team" : e->mode == ALONE ? "alone" : "measuring";
         PyObject *t = est_obj(e->est[0], tot), *a = est_obj(e->est[1], tot);
         PyObject *kt = est_obj(e->kteam, tot);
         PyObject *d = t && a && kt
-            ? Py_BuildValue("{s:K,s:s,s:I,s:I,s:O,s:O,s:O,s:L}",
-                            "kernel", (unsigned long long)e->hash, "choice", mode,
+            ? Py_BuildValue("{s:K,s:s,s:s,s:I,s:I,s:O,s:O,s:O,s:L}",
+                            "kernel", (unsigned long long)e->hash,
+                            "kind", e->blas ? "blas" : "kernel", "choice", mode,
                             "team_runs", e->team_runs, "alone_runs", e->alone_runs,
                             "team_s", t, "alone_s", a, "team_kernel_s", kt, "elements", (long long)tot)
             : NULL;
@@ -294,14 +407,25 @@ static PyObject *py_log(PyObject *self, PyObject *args)
     return l;
 }
 
+static PyObject *py_blas_threads(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    int n = nd_par_blas_threads();
+    return n < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(n);
+}
+
 static PyMethodDef methods[] = {
+    {"_blas_threads", py_blas_threads, METH_NOARGS,
+     "_blas_threads() -> the loaded OpenBLAS's thread count (None: no OpenBLAS found)."},
     {"_adaptive_threads", py_adaptive, METH_VARARGS,
      "_adaptive_threads([on]) -> the setting before (numdyn.config.adaptive_threads)."},
     {"_threads_test_delay", py_test_delay, METH_VARARGS,
      "_threads_test_delay(team_s, alone_s): add these seconds to each timed kernel run "
      "with the team / alone (tests: another pool holding the cores)."},
     {"_threads_log", py_log, METH_VARARGS,
-     "_threads_log(True) starts recording the team/alone choice of the kernels run; "
+     "_threads_log(True) starts recording the team/alone choice of the kernels and "
+     "BLAS steps run; "
      "_threads_log(False) stops and returns one dict per kernel."},
     {NULL, NULL, 0, NULL},
 };

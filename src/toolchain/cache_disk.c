@@ -615,6 +615,7 @@ typedef struct {
     PyObject *et, *ev, *etb;  /* the compiler could not be started: its error */
     char *out;
     size_t olen;
+    char pch[256];       /* the precompiled header's option it started with ("": none) */
 } bg_job;
 
 static bg_job **bg;
@@ -669,8 +670,9 @@ static void bg_pump(void)
         bg_job *j = bg[i];
         if (j->owner != me || j->started) continue;
         j->started = 1;
-        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, nd_pch_include(j->dfd), &j->pid,
-                        &j->rfd) < 0) {
+        const char *pch = nd_pch_include(j->dfd);
+        snprintf(j->pch, sizeof j->pch, "%s", pch ? pch : "");
+        if (nd_cc_start(j->ub.bfd, "u.c", "u.so", j->ub.shown, pch, &j->pid, &j->rfd) < 0) {
             PyErr_Fetch(&j->et, &j->ev, &j->etb);
             j->ended = 1;
             bg_ended++;
@@ -839,9 +841,11 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
         j->et = j->ev = j->etb = NULL;
         rc = -1;
     } else if (j->status != 0) {
+        nd_cc_log_result("u.c", "u.so", j->ub.shown, j->pch[0] ? j->pch : NULL, j->status, j->out);
         (void)build_finish(dfd, given, &j->ub, 0, NULL, 0);
         rc = nd_cc_fail(j->status, j->ub.shown, j->out);
     } else {
+        nd_cc_log_result("u.c", "u.so", j->ub.shown, j->pch[0] ? j->pch : NULL, 0, j->out);
         *handle = build_finish(dfd, given, &j->ub, 1, u->syms, u->nsyms);
         if (*handle) *u->compiled = 1;
         else rc = -1;

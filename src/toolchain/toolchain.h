@@ -37,6 +37,13 @@ int nd_cc_poll(pid_t pid, int rfd, char **out, size_t *olen, int block, int *sta
 int nd_cc_fail(int status, const char *src_path, const char *out);
 /* 1 when the compiler is GCC (which takes precompiled headers by name) */
 int nd_cc_is_gcc(void);
+/* Per thread: when set, every compile the thread runs or collects appends
+ * its command line, exit status and output (warnings) here
+ * (NUMDYN_DEBUG_DIR's compile.txt); nd_cc_log_result logs one collected
+ * background compile the same way. */
+extern _Thread_local nd_sb *nd_cc_log;
+void nd_cc_log_result(const char *src_name, const char *so_name, const char *src_path,
+                      const char *pch, int status, const char *out);
 /* Compilers run at once: the online cores, at most 16 (NUMDYN_COMPILE_JOBS). */
 int nd_cc_jobs(void);
 /* 1 when a compiler was found (warns once when not), 0 otherwise. */

@@ -347,6 +347,32 @@ static void compile_error(int rc, int err, const char *src_path, const char *out
                      "compiler: %s\n%s", rc, src_path, cc_path, out ? out : "(no output)");
 }
 
+/* NUMDYN_DEBUG_DIR's compile.txt shows each compile's command and output:
+ * a thread that sets nd_cc_log gets them appended there (toolchain.h) */
+_Thread_local nd_sb *nd_cc_log;
+
+static void log_argv(char *const argv[], const char *src_path, int status, const char *out)
+{
+    if (!nd_cc_log) return;
+    nd_sb_puts(nd_cc_log, "$");
+    for (int i = 0; argv[i]; i++) {
+        nd_sb_puts(nd_cc_log, " ");
+        nd_sb_puts(nd_cc_log, argv[i]);
+    }
+    nd_sb_printf(nd_cc_log, "\n# run in the build directory of %s; exit status %d; output:\n%s%s",
+                 src_path ? src_path : "?", status, out && *out ? out : "(none)\n",
+                 out && *out && out[strlen(out) - 1] != '\n' ? "\n" : "");
+}
+
+void nd_cc_log_result(const char *src_name, const char *so_name, const char *src_path,
+                      const char *pch, int status, const char *out)
+{
+    if (!nd_cc_log) return;
+    char inc[4200], *argv[MAXARGS];
+    if (compile_argv(argv, inc, src_name, so_name, pch) < 0) { PyErr_Clear(); return; }
+    log_argv(argv, src_path, status, out);
+}
+
 int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char *src_path,
                 const char *pch, pid_t *pid, int *rfd)
 {
@@ -453,6 +479,7 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
      * group too) is the exception the call raises, not a compile error */
     int status = PyErr_CheckSignals() < 0 ? -1 : 0;
     for (int i = 0; i < n; i++) {
+        if (pid[i]) log_argv(argv, src_paths[i], rc[i], out[i]);
         if (!status && rc[i] != 0) {
             compile_error(rc[i], err[i], src_paths[i], out[i]);
             status = -1;

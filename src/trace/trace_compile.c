@@ -322,6 +322,7 @@ static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
     nd_marks_spec_all = cf->ctl->spec_all;
     const char *tag = nd_debug_tag;
     if (adm == ND_ADMIT_COMPILE) tag = nd__ctl_debug_begin(cf->ctl, idx, args, nargsf, kwnames);
+    else tag = nd__ctl_debug_begin(cf->ctl, idx, NULL, 0, NULL);
     double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
     nd_disk_call_begin();  /* the call's compile budget (background compiles) */
     PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);
@@ -383,6 +384,12 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
     nd_trace *t = nd__trace_new(cf->backend, cf->backend_fn, cf->cache, cf->options,
                                 cf->last_nodes);
     if (!t) { Py_DECREF(fn); return NULL; }
+    if (nd_marks_live && nd__pins_begin(t, cf->fn, args, PyVectorcall_NARGS(nargsf) +
+                                        (kwnames ? PyTuple_GET_SIZE(kwnames) : 0), cf->ctl->spec_all) < 0) {
+        nd__trace_decref(t);
+        Py_DECREF(fn);
+        return NULL;
+    }
     nd_trace *prev = nd__tls_trace;
     nd_replay_rec rec, *prev_rec = nd__tls_rec;
     memset(&rec, 0, sizeof rec);

@@ -215,7 +215,22 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
     return ND_ADMIT_COMPILE;
 }
 
+static int compiled_note(nd_ctl *c, Py_ssize_t idx, double seconds, int ok);
+
 int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok)
+{
+    if (ok) return compiled_note(c, idx, seconds, 1);
+    /* the call raised: its exception stays the one raised (reading the
+     * function's name with it pending would clear it -- a bound method's
+     * getattr does) */
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    if (compiled_note(c, idx, seconds, 0) < 0) PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+    return 0;
+}
+
+static int compiled_note(nd_ctl *c, Py_ssize_t idx, double seconds, int ok)
 {
     if (idx < 0 || idx >= c->progs.n) return 0;
     c->progs.e[idx].compile_s = seconds;
@@ -248,6 +263,7 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
 {
     static _Thread_local char tag[200];
     const char *prev = nd_debug_tag;
+    if (!args && !c->dbg_serial) return prev;  /* never compiled under the debug dir: no getenv per call */
     const char *dir = getenv("NUMDYN_DEBUG_DIR");
     if (!dir || !*dir) return prev;
     PyObject *name = qualname(c->fn);
@@ -277,6 +293,10 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
     snprintf(tag + k, sizeof tag - (size_t)k, "_%zd", idx);
     Py_XDECREF(name);
     nd_debug_tag = tag;
+    /* a later call of the program: what it compiles (a graph finishing its
+     * background compile, another graph of the same signature) goes to the
+     * program's directory too; its repro.py is the first call's */
+    if (!args) return prev;
     /* repro.py: written before the compile, so a crash still leaves it */
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     PyObject *a = PyTuple_New(npos), *kw = PyDict_New(), *m = PyImport_ImportModule("numdyn"), *r = NULL;
@@ -304,6 +324,8 @@ PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n)
 }
 
 /* ------------------------------------------------- dims marked dynamic */
+
+PyObject *nd__ctl_constraint_error(void) { return ConstraintViolationError; }
 
 /* numdyn.DynamicDim: an int (a size) that stands for a dim marked dynamic
  * while the function is traced. Comparing it with a constant whose answer

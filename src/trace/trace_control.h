@@ -60,7 +60,8 @@ int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok);
 /* Around the call that compiles program idx under NUMDYN_DEBUG_DIR: name
  * the native backend's debug directory for it (nd_debug_tag,
  * "<qualname>_<idx>") and write its repro.py (numdyn._debug_repro).
- * Returns the previous tag, to restore after the call. Never fails. */
+ * Returns the previous tag, to restore after the call. Never fails.
+ * args NULL: a later call of program idx -- only the tag is set. */
 const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames);
 /* explain's out_guards for a call like this one: the guards of its
@@ -82,4 +83,6 @@ void *nd__ctl_loop_kernel(const char *src, size_t len, uint64_t key, const char 
 /* Seconds on a monotonic clock. */
 double nd__ctl_now(void);
 int nd__ctl_init(PyObject *module);
+/* numdyn.ConstraintViolationError (borrowed) */
+PyObject *nd__ctl_constraint_error(void);
 #endif

@@ -1103,6 +1103,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
                         "computed (by a custom backend?)");
         return -1;
     }
+    if (t->pins && nd__pins_check(t) < 0) return -1;  /* before anything runs */
     nd_counter_add(ND_CTR_FLUSHES, 1);
     if (!t->ended) wlog_note(t);
     nd_replay_rec *rec = nd__rec_of(t);

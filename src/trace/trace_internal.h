@@ -92,6 +92,9 @@ struct nd_trace {
                                  raised after them */
     int shared_touch;         /* an operation read or wrote a `shared` storage:
                                  nd_trace_settle runs the pending work */
+    void *pins;               /* owned, or NULL: the dims marked dynamic a
+                                 flush checks the graph does not pin
+                                 (trace_pins.c) */
 };
 
 struct nd_storage {
@@ -357,4 +360,15 @@ int nd__remap_valid(PyObject *guards);
 /* Registry of allow/disallow/forbid/disable policy wrappers (trace_policy.c). */
 PyObject *nd__policy_for(PyObject *fn);  /* borrowed wrapper or NULL */
 int nd__policy_init(PyObject *m);
+/* trace_pins.c: a top-level capture whose arguments carry dynamic marks
+ * checks, before each flush, that its graph pins none of those dims to a
+ * constant (ConstraintViolationError otherwise). nd__pins_begin sets
+ * t->pins (or leaves it NULL: no marks) -- 0 / -1; nd__pins_lifted notes
+ * the INPUT node `id` snapshotting an outside array `orig`;
+ * nd__pins_check: 0, or -1 with the error; nd__pins_free: t->pins. */
+int nd__pins_begin(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t n, int spec_all);
+void nd__pins_lifted(nd_trace *t, PyObject *orig, nd_id id);
+int nd__pins_check(nd_trace *t);
+void nd__pins_free(void *pins);
+
 #endif

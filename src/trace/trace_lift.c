@@ -118,6 +118,7 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj)
             if (id == ND_NONE) return ND_NONE;
             nd_counter_add(ND_CTR_FOREIGN_SNAPSHOT_BYTES, (long long)PyArray_NBYTES((PyArrayObject *)obj));
             s->version = id;
+            if (t->pins) nd__pins_lifted(t, obj, id);
         }
         if (!s->rebased) return s->version;
         PyObject *p = nd__caller_proxy(s, 0);  /* its map over the memory order */

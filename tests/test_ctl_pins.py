@@ -1,0 +1,83 @@
+"""A dim marked dynamic that the captured graph pins to a constant size
+raises torch's ConstraintViolationError, naming the dim (issue 15, point 4).
+
+Constant are dims marked static (every dim under dynamic=False) and the
+arrays a function reads from outside its arguments (globals, closure cells,
+a model's attributes); arrays made during the call (np.zeros(n),
+np.random) are not, nor are unmarked arguments (numdyn is shape-generic).
+The check is the tracer's, before anything of the graph runs, so the eager
+backend shows it without compiling C."""
+import numpy as np
+import pytest
+
+import numdyn
+
+_B = np.arange(4.0)
+_W = np.ones((4, 3))
+
+
+class _Model:
+    def __init__(self):
+        self.w = np.linspace(0.0, 1.0, 4)
+
+    def forward(self, x):
+        return (x * self.w).sum(axis=-1)
+
+
+def _closure():
+    c = np.ones(4)
+    return lambda x: np.maximum(x, c)
+
+
+def _marked(shape, dims):
+    x = np.random.default_rng(0).random(shape)
+    numdyn.mark_dynamic(x, dims)
+    return x
+
+
+def _fresh(x):
+    return x + np.zeros(x.shape[0]) + np.random.default_rng(1).random(len(x))
+
+
+def test_graph_pinning_a_dynamic_dim_raises_naming_it():
+    pinned = [
+        (lambda x: x + _B, (4,), 0, "broadcasts it against"),          # a global
+        (lambda x: x.T + _B, (4, 3), 0, "broadcasts it against"),      # through a view
+        (lambda x: x @ _W, (2, 4), 1, "contracts it with"),            # matmul with fixed weights
+        (_closure(), (4,), 0, "broadcasts it against"),                # a closure cell
+    ]
+    for fn, shape, dim, how in pinned:
+        x = _marked(shape, dim)
+        with pytest.raises(numdyn.ConstraintViolationError,
+                           match=rf"dim {dim} of argument 0 of .*marked with numdyn.mark_dynamic.*\n"
+                                 rf".*inferred to be a constant \(4\): the graph {how}"):
+            numdyn.compile(fn, backend="eager")(x)
+    # a model's weights (numdyn.compile of an object; argument 0 is x)
+    m = numdyn.compile(_Model(), backend="eager")
+    with pytest.raises(numdyn.ConstraintViolationError, match=r"dim 1 of argument 0 of _Model.forward"):
+        m(_marked((3, 4), 1))
+    # a dim marked static, or dynamic=False, is a constant too
+    y = np.ones(4)
+    numdyn.mark_static(y)
+    mul = lambda x, y: x * y  # noqa: E731
+    with pytest.raises(numdyn.ConstraintViolationError, match="dim 0 of argument 0"):
+        numdyn.compile(mul, backend="eager")(_marked((4,), 0), y)
+    with pytest.raises(numdyn.ConstraintViolationError, match="dim 0 of argument 0"):
+        numdyn.compile(mul, backend="eager", dynamic=False)(_marked((4,), 0), np.ones(4))
+
+
+def test_what_does_not_pin_runs_as_numpy():
+    ok = [
+        (lambda x: x @ _W, (5, 4), 0),            # the batch dim is free
+        (_fresh, (4,), 0),                        # arrays the call makes from its size
+        (lambda x: x - x.mean(0), (4, 3), 0),     # reduced, then broadcast back
+        (lambda x: x + x.T, (4, 4), [0, 1]),      # two dynamic dims meeting
+        (lambda x, y: x * y, (4,), 0),            # an unmarked argument (shape-generic)
+    ]
+    for fn, shape, dims in ok:
+        x = _marked(shape, dims)
+        args = (x, np.ones(4)) if fn.__code__.co_argcount == 2 else (x,)
+        np.testing.assert_allclose(numdyn.compile(fn, backend="eager")(*args), fn(*args))
+    m = _Model()
+    x = _marked((3, 4), 0)
+    np.testing.assert_allclose(numdyn.compile(m, backend="eager")(x), m.forward(x))

@@ -1,0 +1,103 @@
+"""Matrix products of a program: OpenBLAS on its own threads or on one,
+whichever the timed runs show faster (src/runtime/par.h, "BLAS steps").
+
+On a small loaded machine OpenBLAS's second thread waits for a core (a
+(512,256) @ (256,10) product took 23 ms on two threads and 0.04 ms on one)
+and its spinning worker slows the OpenMP team after it. As for kernels,
+the runtime's test hook `_threads_test_delay(team_s, alone_s)` stands in
+for that load: the choice must follow it and the thread count must be given back after
+each product. OpenBLAS's threaded and one-thread paths may round
+differently (NumPy's own products move so with OPENBLAS_NUM_THREADS): the
+threaded way gives NumPy's bits, the one-thread way NumPy's values to
+rounding."""
+import numpy as np
+import pytest
+
+import numdyn
+from numdyn import _C, utils
+
+pytestmark = pytest.mark.skipif(
+    (_C._blas_threads() or 0) < 2,
+    reason="no OpenBLAS with two or more threads loaded: nothing to choose")
+
+NOFLOOR = {"floor": False}
+
+
+def layer(a, b, c):
+    # two products (the second of a transposed view) with kernels between
+    p = a @ b
+    h = np.tanh(p + 1.0)
+    return p, h.T @ c, h.sum()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((192, 160))
+    b = rng.standard_normal((160, 128))
+    c = rng.standard_normal((192, 96))
+    return a, b, c
+
+
+@pytest.fixture
+def delay():
+    yield _C._threads_test_delay
+    _C._threads_test_delay(0.0, 0.0)
+
+
+def _blas_log(cf, args):
+    _C._threads_log(True)
+    try:
+        out = cf(*args)
+    finally:
+        log = _C._threads_log(False)
+    return out, [e for e in log if e["kind"] == "blas"]
+
+
+@pytest.mark.parametrize("team, alone, want", [(0.03, 0.0, "alone"), (0.0, 0.05, "team")])
+def test_products_follow_the_measured_times(data, delay, team, alone, want):
+    cf = numdyn.compile(layer, options=NOFLOOR)
+    ref = layer(*data)
+    threads = _C._blas_threads()
+    delay(team, alone)
+    one0 = utils.counters["blas_runs_one_thread"]
+    for _ in range(14):
+        cf(*data)
+    out, log = _blas_log(cf, data)
+    # both products are timed, each with its own choice
+    assert len(log) == 2
+    assert [e["choice"] for e in log] == [want, want]
+    for e in log:
+        # both ways were timed; one thread won by the 1.5x it must show
+        assert e["team_s"] is not None and e["alone_s"] is not None
+        if want == "alone":
+            assert e["team_s"] > 1.5 * e["alone_s"]
+    ones = utils.counters["blas_runs_one_thread"] - one0
+    assert (ones >= 20) if want == "alone" else (ones <= 8)
+    # every product gave the thread count back
+    assert _C._blas_threads() == threads
+    if want == "team":
+        np.testing.assert_array_equal(out[0], ref[0])
+    for u, v in zip(out, ref):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
+
+
+def test_small_products_and_the_off_switch(data, delay):
+    small = numdyn.compile(lambda a, b: np.tanh(a @ b), options=NOFLOOR)
+    a, b = data[0][:32, :32], data[1][:32, :32]  # 32^3 multiply-adds: OpenBLAS's own one thread
+    delay(0.01, 0.0)
+    for _ in range(4):
+        small(a, b)
+    assert _blas_log(small, (a, b))[1] == []
+    was = numdyn.config.adaptive_threads
+    numdyn.config.adaptive_threads = False
+    try:
+        big = numdyn.compile(lambda a, b: np.tanh(a @ b) * 2.0, options=NOFLOOR)
+        one0 = utils.counters["blas_runs_one_thread"]
+        for _ in range(6):
+            big(*data[:2])
+        out, log = _blas_log(big, data[:2])
+        assert log == [] and utils.counters["blas_runs_one_thread"] == one0
+        np.testing.assert_allclose(out, np.tanh(data[0] @ data[1]) * 2.0, rtol=1e-14)
+    finally:
+        numdyn.config.adaptive_threads = was
