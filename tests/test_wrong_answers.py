@@ -818,3 +818,25 @@ def test_real_alias_of_a_computed_value(backend, fn):
         e, r = fn(np.arange(6.0)), f(np.arange(6.0))
         for x, y in zip(e, r):
             np.testing.assert_array_equal(x, y)
+
+
+def _reversed_of_lazy(x):
+    y = x * 1.5
+    return list(reversed(y)), [r.tolist() for r in reversed(y.reshape(-1, 1))], sorted(y, reverse=True)
+
+
+def _reversed_of_scalar(x):
+    return list(reversed(x.sum()))
+
+
+def test_reversed_of_a_lazy_value():
+    # reversed() of a traced value: ndarray goes through the sequence
+    # protocol, a NumPy scalar is not reversible -- same values, same error
+    f = numdyn.compile(_reversed_of_lazy)
+    for _ in range(2):
+        assert f(np.arange(5.0)) == _reversed_of_lazy(np.arange(5.0))
+    with pytest.raises(TypeError) as e1:
+        _reversed_of_scalar(np.arange(3.0))
+    with pytest.raises(TypeError) as e2:
+        numdyn.compile(_reversed_of_scalar)(np.arange(3.0))
+    assert str(e1.value) == str(e2.value)

@@ -41,6 +41,16 @@ void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 
 /* codegen_loops.c: the kernel function (name from its hash) */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
+/* Per thread, set by the native backend while it schedules and compiles a
+ * program: the sizes the program's graph key holds constant (the dims
+ * marked static of its INPUT arrays; every dim under compile(dynamic=False)).
+ * A kernel domain dim whose extent is one of them -- the key's size pattern
+ * keeps it equal to that static dim in every graph of the key -- is a
+ * constant in the generated C (`const int64_t n0 = 64;`), as are its dims
+ * of extent 1, and the kernel's dims are not merged at run time
+ * (k->nomerge): the extents it is called with are the ones it was built for. */
+extern _Thread_local const npy_intp *nd_cg_static_sizes;
+extern _Thread_local int nd_cg_nstatic;
 /* Store-check mode (NUMDYN_CHECK_STORES=1, fixed per process; the test
  * suite turns it on): every store of a generated kernel first checks that it
  * lands inside its output's bytes, which the runtime passes after the

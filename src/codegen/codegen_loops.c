@@ -62,12 +62,48 @@ static int scalar_view(const nd_graph *g, nd_id id)
     return n->op == ND_OP_VIEW && g->nodes[n->in[0]].op == ND_OP_SCALAR;
 }
 
+_Thread_local const npy_intp *nd_cg_static_sizes;
+_Thread_local int nd_cg_nstatic;
+
+/* domain dim d's extent when the program's key holds it constant
+ * (codegen.h, nd_cg_static_sizes), else -1 */
+static npy_intp static_extent(kctx *c, int d)
+{
+    nd_kernel *k = c->k;
+    if (!nd_cg_nstatic || k->dom_v) return -1;  /* a store's region: not a node's shape */
+    /* the run time merges adjacent dims every operand walks alike
+     * (nd_kernel_merge) -- a contiguous 2-d walk becomes one long loop, a
+     * bigger win than constant extents; those go only where no merge can
+     * happen: one dim, dims an INDEX reads, or dims the kernel's kind keeps
+     * apart (reduced next to kept, a scan's axis) */
+    if (!k->nomerge)
+        for (int a = 0; a + 1 < c->R; a++) {
+            int apart = ((k->kind == ND_K_REDUCE || k->kind == ND_K_ROW) &&
+                         ((k->red >> a & 1) != (k->red >> (a + 1) & 1))) ||
+                        (k->kind == ND_K_SCAN && (a == k->scan || a + 1 == k->scan));
+            if (!apart) return -1;
+        }
+    npy_intp e = c->g->nodes[k->dom].shape[k->dims[d]];
+    if (e == 1) return 1;
+    for (int i = 0; i < nd_cg_nstatic; i++)
+        if (nd_cg_static_sizes[i] == e) return e;
+    return -1;
+}
+
 static int prologue(kctx *c)
 {
     nd_kernel *k = c->k;
     nd_sb *sb = c->sb;
     int R = c->R;
-    for (int d = 0; d < R; d++) nd_sb_printf(sb, "const int64_t n%d = I[%d];\n", d, d);
+    for (int d = 0; d < R; d++) {
+        npy_intp e = static_extent(c, d);
+        if (e >= 0) {
+            nd_sb_printf(sb, "const int64_t n%d = %lld;\n", d, (long long)e);
+            k->nomerge = 1;
+        } else {
+            nd_sb_printf(sb, "const int64_t n%d = I[%d];\n", d, d);
+        }
+    }
     nd_sb_puts(sb, "int64_t tot_ = 1;\n");
     for (int d = 0; d < R; d++) nd_sb_printf(sb, "tot_ *= n%d;\n", d);
     nd_sb_puts(sb, "(void)tot_;\n");

@@ -213,7 +213,56 @@ done:
 
 _Thread_local uint64_t nd_graph_key_hint;
 
+/* the sizes g's key holds constant, for codegen (codegen.h,
+ * nd_cg_static_sizes): the static dims of its INPUT arrays, as
+ * nd_guard_graph_key keys them. Sets the thread's table; 0 / -1. */
+static int static_sizes(nd_graph *g, npy_intp **tab)
+{
+    *tab = NULL;
+    nd_cg_nstatic = 0;
+    nd_cg_static_sizes = NULL;
+    if (!nd_marks_live && !nd_marks_spec_all) return 0;
+    int n = 0, cap = 0;
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *x = &g->nodes[i];
+        if (x->op != ND_OP_INPUT || !x->obj || !PyArray_Check(x->obj)) continue;
+        uint64_t m = nd_marks_static_dims(x->obj, nd_marks_spec_all);
+        for (int d = 0; d < x->ndim && d < 64; d++) {
+            if (!(m >> d & 1)) continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                npy_intp *nt = PyMem_Realloc(*tab, sizeof(npy_intp) * (size_t)cap);
+                if (!nt) { PyMem_Free(*tab); *tab = NULL; PyErr_NoMemory(); return -1; }
+                *tab = nt;
+            }
+            (*tab)[n++] = x->shape[d];
+        }
+    }
+    nd_cg_static_sizes = *tab;
+    nd_cg_nstatic = n;
+    return 0;
+}
+
+static PyObject *native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options);
+
+static _Thread_local npy_intp *static_tab;  /* owned by the running call */
+
 PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
+{
+    if (!nd_marks_live && !nd_marks_spec_all) return native_run(g, outs, nout, options);
+    npy_intp *outer = static_tab;  /* a nested run (an extern's own graph) */
+    const npy_intp *osz = nd_cg_static_sizes;
+    int on = nd_cg_nstatic;
+    static_tab = NULL;
+    PyObject *r = native_run(g, outs, nout, options);
+    PyMem_Free(static_tab);
+    static_tab = outer;
+    nd_cg_static_sizes = osz;
+    nd_cg_nstatic = on;
+    return r;
+}
+
+static PyObject *native_run(nd_graph *g, const nd_id *outs, int nout, PyObject *options)
 {
     (void)options;
     nd_failed_node = ND_NONE;  /* a failure before any operation ran is no node's */
@@ -240,6 +289,7 @@ PyObject *nd_backend_native_run(nd_graph *g, const nd_id *outs, int nout, PyObje
         nd_counter_add(ND_CTR_COMPILING_RUNS, 1);
         return nd_backend_eager_run(g, outs, nout);
     }
+    if ((nd_marks_live || nd_marks_spec_all) && static_sizes(g, &static_tab) < 0) return NULL;
     p = nd_schedule(g, outs, nout);
     if (!p) return NULL;
     if (nd_debug_checks() && (nd_graph_verify(g, outs, nout, "scheduling") < 0 ||

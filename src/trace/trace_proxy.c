@@ -770,6 +770,17 @@ static PyObject *m___complex__(PyObject *self, PyObject *unused)
     return r;
 }
 
+/* reversed(a): ndarray is reversed through the sequence protocol, NumPy
+ * scalars are not reversible; the value itself answers both the same way */
+static PyObject *m___reversed__(PyObject *self, PyObject *unused)
+{
+    PyObject *v = user_value((NdProxy *)self, "reversed() of an array value");
+    if (!v) return NULL;
+    PyObject *r = PyObject_CallOneArg((PyObject *)&PyReversed_Type, v);
+    Py_DECREF(v);
+    return r;
+}
+
 static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"dtype", "copy", NULL};
@@ -851,6 +862,7 @@ static PyMethodDef proxy_methods[] = {
     METHOD_ENTRY(__format__) METHOD_ENTRY(__dlpack__) METHOD_ENTRY(__dlpack_device__)
     METHOD_ENTRY(__array_namespace__)
     {"__complex__", m___complex__, METH_NOARGS, NULL},
+    {"__reversed__", m___reversed__, METH_NOARGS, NULL},
     {"__array__", (PyCFunction)(void (*)(void))m___array__, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))m___array_ufunc__,
      METH_VARARGS | METH_KEYWORDS, NULL},
