@@ -594,8 +594,8 @@ def test_short_axes(be):
 
 
 def test_error_unsupported_op_names_it():
-    with pytest.raises(NotImplementedError, match="the scan: subtract"):
-        numdyn.grad(lambda x: np.sum(np.subtract.accumulate(x)))(r(4))
+    with pytest.raises(NotImplementedError, match="the scan: (true_)?divide"):
+        numdyn.grad(lambda x: np.sum(np.divide.accumulate(x)))(r(4))
     with pytest.raises(NotImplementedError, match="complex values in the ufunc: maximum"):
         numdyn.grad(lambda x: np.sum(np.abs(np.maximum(x * 1j, 0))))(r(4))
     x = r(4)  # complex intermediates are differentiated (test_autodiff_complex.py)

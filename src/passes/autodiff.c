@@ -17,7 +17,7 @@
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
     *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
     *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power, *F_median, *F_quantile,
-    *F_percentile, *F_pinv, *F_convolve, *F_correlate;
+    *F_percentile, *F_pinv, *F_convolve, *F_correlate, *F_interp;
 /* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*),
  * then hfft (irfft of the conjugate) and ihfft (the conjugate of rfft) */
 #define ND_NFFT 14
@@ -646,8 +646,11 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         Py_XDECREF(ax[1]);
         return BAD(r) ? -1 : acc(A, xi, r);
     }
-    if (f->sub != ND_UF_ADD)
+    if (f->sub != ND_UF_ADD && f->sub != ND_UF_SUBTRACT)
         return not_impl("the scan", nd_ufunc_name(f->sub));
+    /* cumsum: each x_j reaches every y_i with i >= j, so its cotangent is
+     * the reversed running sum R of c. subtract.accumulate: y_i = x_0 -
+     * x_1 - ... - x_i, so x_0's is R_0 and every later x_j's is -R_j */
     nd_id r = flip(g, c, f->aux);
     if (BAD(r)) return -1;
     nd_node n;
@@ -658,7 +661,13 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     n.in[0] = r;
     n.in_dtype[0] = f->dtype;
     n.obj = Py_NewRef(nd_ufunc_object(ND_UF_ADD));
-    return acc(A, xi, flip(g, add(g, &n), f->aux));
+    nd_id gx = flip(g, add(g, &n), f->aux);
+    if (f->sub == ND_UF_SUBTRACT && !BAD(gx)) {
+        nd_id first = uf(g, ND_UF_EQUAL, index_node(g, f->ndim, f->shape, f->aux),
+                         sc(g, 0, NPY_INT64), NPY_INT64);
+        gx = where(g, first, gx, uf(g, ND_UF_NEGATIVE, gx, ND_NONE, f->dtype), f->dtype);
+    }
+    return acc(A, xi, gx);
 }
 
 /* the map (ndim, shape, strides) reaches no element twice */
@@ -1628,6 +1637,34 @@ static int rule_conv(ad_t *A, const nd_node *f, nd_id c)
     return rc;
 }
 
+/* interp(x, xp, fp, left, right, period): x's and fp's cotangents by
+ * interp_vjp (autodiff_kernels.h); xp's and a periodic call's refused */
+static int rule_interp(ad_t *A, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    PyObject *tm = PyTuple_GET_ITEM(f->attrs, 0);
+    if (f->nextra != 3 || kw_given(f) || !PyTuple_Check(tm) || PyTuple_GET_SIZE(tm) != 6)
+        return not_impl("numpy.interp", "this call form");
+    if (PyTuple_GET_ITEM(tm, 5) != Py_None) return not_impl("numpy.interp", "with period");
+    nd_id x = f->extra[0], xp = f->extra[1], fp = f->extra[2];
+    if (A->dep[xp]) return not_impl("numpy.interp", "gradients for xp");
+    nd_id ids[4] = {x, xp, fp, c};
+    for (int which = 0; which < 2; which++) {
+        nd_id to = which ? fp : x;
+        if (!A->dep[to]) continue;
+        PyObject *k[3] = {PyLong_FromLong(which), PyBool_FromLong(PyTuple_GET_ITEM(tm, 3) == Py_None),
+                          PyBool_FromLong(PyTuple_GET_ITEM(tm, 4) == Py_None)};
+        nd_id r = ND_NONE;
+        if (k[0]) {
+            nd_node t = *NODE(g, to);
+            r = ext(g, nd_ad_interp_vjp, tmpl_of(4, 3, k), 4, ids, NPY_DOUBLE, t.ndim, t.shape);
+        }
+        for (int q = 0; q < 3; q++) Py_XDECREF(k[q]);
+        if (BAD(r) || acc(A, to, r) < 0) return -1;
+    }
+    return 0;
+}
+
 /* pinv: P = A+, of a full-rank A (M x N):
  * -P^T C P^T + (I - A P) C^T P P^T + P^T P C^T (I - P A) */
 static int rule_pinv(ad_t *A, nd_id i, const nd_node *f, nd_id c)
@@ -1680,6 +1717,7 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     if (fn == F_median || fn == F_quantile || fn == F_percentile) return rule_quantile(A, f, c);
     if (fn == F_convolve || fn == F_correlate) return rule_conv(A, f, c);
     if (fn == F_pinv) return rule_pinv(A, i, f, c);
+    if (fn == F_interp) return rule_interp(A, f, c);
     if (fn == F_inner) return rule_inner(A, f, c);
     if (fn == F_multi_dot) return rule_multi_dot(A, f, c);
     if (fn == F_matrix_power) return rule_matrix_power(A, f, c);
@@ -1917,6 +1955,7 @@ int nd_autodiff_init(void)
         {&F_multi_dot, "linalg.multi_dot"}, {&F_matrix_power, "linalg.matrix_power"},
         {&F_median, "median"}, {&F_quantile, "quantile"}, {&F_percentile, "percentile"},
         {&F_pinv, "linalg.pinv"}, {&F_convolve, "convolve"}, {&F_correlate, "correlate"},
+        {&F_interp, "interp"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp;
+PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp, *nd_ad_interp_vjp;
 
 /* x, y, c as C-contiguous float64 arrays of one shape; NULL on error */
 static int as_f64(PyObject *o, PyArrayObject **out)
@@ -113,6 +113,74 @@ static PyObject *lae_scan_vjp_fn(PyObject *self, PyObject *args)
         }
     scan_ops_release(&s);
     return (PyObject *)s.g;
+}
+
+/* ------------------------------------------------------------ interp */
+
+/* the largest j with xp[j] <= v (xp ascending, n >= 1): -1 below xp[0] */
+static npy_intp knot_below(const double *xp, npy_intp n, double v)
+{
+    npy_intp lo = -1, hi = n;  /* xp[lo] <= v < xp[hi] */
+    while (hi - lo > 1) {
+        npy_intp mid = lo + (hi - lo) / 2;
+        if (xp[mid] <= v) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static PyObject *interp_vjp_fn(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *xpo, *fpo, *co;
+    int which, left_none, right_none;
+    if (!PyArg_ParseTuple(args, "OOOOipp", &xo, &xpo, &fpo, &co, &which, &left_none, &right_none))
+        return NULL;
+    PyArrayObject *x = NULL, *xp = NULL, *fp = NULL, *c = NULL, *g = NULL;
+    if (as_f64(xo, &x) < 0 || as_f64(xpo, &xp) < 0 || as_f64(fpo, &fp) < 0 || as_f64(co, &c) < 0)
+        goto done;
+    npy_intp n = PyArray_SIZE(xp), m = PyArray_SIZE(x);
+    if (n < 1 || PyArray_SIZE(fp) != n || PyArray_SIZE(c) != m) {
+        PyErr_SetString(PyExc_ValueError, "numdyn interp_vjp: bad operands");
+        goto done;
+    }
+    g = which ? (PyArrayObject *)PyArray_ZEROS(1, &n, NPY_DOUBLE, 0)
+              : (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0);
+    if (!g) goto done;
+    const double *X = PyArray_DATA(x), *XP = PyArray_DATA(xp), *FP = PyArray_DATA(fp);
+    const double *C = PyArray_DATA(c);
+    double *G = PyArray_DATA(g);
+    for (npy_intp i = 0; i < m; i++) {
+        double v = X[i];
+        if (isnan(v)) {
+            if (!which) G[i] = NAN;
+            continue;
+        }
+        npy_intp j = knot_below(XP, n, v);
+        if (j < 0 || (j == n - 1 && v > XP[n - 1])) {
+            /* outside: left / right, or fp's end values when they are None */
+            if (which && (j < 0 ? left_none : right_none)) G[j < 0 ? 0 : n - 1] += C[i];
+            continue;
+        }
+        if (n == 1) {  /* v == xp[0] */
+            if (which) G[0] += C[i];
+            continue;
+        }
+        if (j == n - 1) j = n - 2;  /* v == xp[-1]: the last segment */
+        double dx = XP[j + 1] - XP[j];
+        if (!which) {
+            G[i] = C[i] * (FP[j + 1] - FP[j]) / dx;
+        } else {
+            double t = (v - XP[j]) / dx;
+            G[j] += C[i] * (1.0 - t);
+            G[j + 1] += C[i] * t;
+        }
+    }
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(xp);
+    Py_XDECREF(fp);
+    Py_XDECREF(c);
+    return (PyObject *)g;
 }
 
 /* ------------------------------------------------------------ quantiles */
@@ -281,6 +349,8 @@ static PyMethodDef cumext_def = {"cumext_vjp", cumext_vjp_fn, METH_VARARGS,
                                  "numdyn: the VJP of maximum/minimum.accumulate(x, axis)"};
 static PyMethodDef lae_scan_def = {"lae_scan_vjp", lae_scan_vjp_fn, METH_VARARGS,
                                    "numdyn: the VJP of logaddexp(2).accumulate(x, axis)"};
+static PyMethodDef interp_def = {"interp_vjp", interp_vjp_fn, METH_VARARGS,
+                                 "numdyn: the VJP of interp(x, xp, fp) for x or fp"};
 static PyMethodDef quantile_def = {"quantile_vjp", quantile_vjp_fn, METH_VARARGS,
                                    "numdyn: the VJP of quantile(x, q, axis, method)"};
 
@@ -289,5 +359,6 @@ int nd_ad_kernels_init(void)
     if (!nd_ad_cumext_vjp && !(nd_ad_cumext_vjp = PyCFunction_New(&cumext_def, NULL))) return -1;
     if (!nd_ad_lae_scan_vjp && !(nd_ad_lae_scan_vjp = PyCFunction_New(&lae_scan_def, NULL))) return -1;
     if (!nd_ad_quantile_vjp && !(nd_ad_quantile_vjp = PyCFunction_New(&quantile_def, NULL))) return -1;
+    if (!nd_ad_interp_vjp && !(nd_ad_interp_vjp = PyCFunction_New(&interp_def, NULL))) return -1;
     return 0;
 }

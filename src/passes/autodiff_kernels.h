@@ -31,6 +31,16 @@ extern PyObject *nd_ad_lae_scan_vjp;
  * the stable sort's order decides which element is which order statistic. */
 extern PyObject *nd_ad_quantile_vjp;
 
+/* interp_vjp(x, xp, fp, c, which, left_none, right_none): y = interp(x,
+ * xp, fp[, left, right]). which 0: the cotangent of x (x's shape): c times
+ * the slope of the segment NumPy's search picks (xp[j] <= x < xp[j+1]; the
+ * last one at x == xp[-1]; JAX's convention at the knots), 0 outside
+ * [xp[0], xp[-1]]. which 1: the cotangent of fp (fp's length): c split
+ * (1 - t, t) between the segment's ends, an exact knot's all to its fp,
+ * and outside the range all to fp[0] / fp[-1] when left / right is None
+ * (the values NumPy then returns; given constants take none). */
+extern PyObject *nd_ad_interp_vjp;
+
 /* 1 when quantile_vjp knows NumPy's method named s */
 int nd_ad_quantile_method_known(const char *s);
 
