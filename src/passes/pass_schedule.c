@@ -1432,8 +1432,11 @@ static int plan_buffers(sched *s, nd_program *p)
               region_reads_in_place(g, &p->kerns[p->steps[t + 1].kern], st->node)));
         if (in_place && p->own[base]) p->take[st->node] = 1;
         /* an input the caller gives up (a value of an earlier flush that
-         * nothing reads again: A of an LU whose every step flushes) */
-        if (in_place && g->nodes[base].op == ND_OP_INPUT) p->take_in[st->node] = 1;
+         * nothing reads again: A of an LU whose every step flushes), or a
+         * NumPy step's result the run proves it alone holds */
+        if (in_place && (g->nodes[base].op == ND_OP_INPUT ||
+                         (g->nodes[base].op == ND_OP_EXTERN && s->eager[base])))
+            p->take_in[st->node] = 1;
     }
     return 0;
 }

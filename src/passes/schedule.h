@@ -150,7 +150,10 @@ typedef struct nd_program {
     uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
     uint8_t *take_in;       /* per SETITEM whose in[0] is an INPUT: may write
                                into that array when the run was given it
-                               (backend.h, donated inputs): the rule of take */
+                               (backend.h, donated inputs): the rule of take;
+                               whose in[0] is a NumPy step's (EXTERN): may
+                               write into its result when nothing else holds
+                               it (runtime_native.c sole_owner) */
     int32_t *last;          /* per node: last step reading it (-1: none) */
     uint8_t *isout;         /* per node: an output (kept) */
     int32_t *freeat;        /* nsteps + 1 offsets into freen: the buffers */

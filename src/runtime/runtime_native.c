@@ -476,6 +476,19 @@ static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
     return 0;
 }
 
+/* A NumPy step's result that nothing but this run's buffer table holds:
+ * no other node, no view (a view holds a reference to its base), not an
+ * array the step returned from elsewhere (an argument, a cache: those hold
+ * references too), and its memory its own. A setitem whose plan allows it
+ * (take_in) writes into it instead of copying it whole: the row swap
+ * A[[k, p], :] = A[[p, k], :] of an LU with partial pivoting is NumPy's
+ * scatter, a fresh copy of A, which the next column update then copied
+ * again (a copy of the whole matrix per column). */
+static int sole_owner(PyArrayObject *b)
+{
+    return Py_REFCNT(b) == 1 && PyArray_CHKFLAGS(b, NPY_ARRAY_OWNDATA) && !PyArray_BASE(b);
+}
+
 /* 1 when a listed scalar store (backend.h) would raise: NumPy then runs
  * the graph, raising at that store in operation order. */
 static int scalar_store_fails(nd_graph *g, PyObject **arr)
@@ -743,8 +756,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         } else if (st->kind == ND_S_BASE) {
             nd_id base = g->nodes[st->node].in[0];
             PyArrayObject *b = (PyArrayObject *)arr[base];
-            int given = undo.nbuf && p->take_in && p->take_in[st->node] &&
-                        g->nodes[base].op == ND_OP_INPUT && in_donated(&undo, b);
+            int given = p->take_in && p->take_in[st->node] &&
+                        (g->nodes[base].op == ND_OP_INPUT ? undo.nbuf && in_donated(&undo, b)
+                                                          : sole_owner(b));
             if ((p->take[st->node] || given) && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
                 if (undo.nbuf && in_donated(&undo, b) && undo_save(&undo, g, st->node, b) < 0) goto done;
                 Py_INCREF(b);
