@@ -691,6 +691,39 @@ static int needed_after(nd_trace *t, nd_id i)
     return r;
 }
 
+/* An array the trace holds as an INPUT (an argument, an array the function's
+ * code made without numdyn), written by this flush: its SETITEMs may write
+ * into it in place, as NumPy's own writes do, instead of copying it whole
+ * for each one (a loop that writes x[i] and reads an element back each
+ * iteration copied x once per iteration: quadratic). Python code that holds
+ * it or a view of it sees the write then, as under NumPy. Given when: it
+ * is a C-contiguous, writeable ndarray; no later flush reads its old
+ * contents (needed_after, over the nodes made since it: a walk cheaper than
+ * the copy); no other input of this graph shares its memory (the graph may
+ * read that one after the write); the run can undo what it wrote
+ * (backend.h: donated inputs are undone when the run fails). */
+static int donate_input(nd_trace *t, nd_graph *g, nd_id i, nd_id x, const nd_id *order, Py_ssize_t norder,
+                        const nd_id *map)
+{
+    nd_graph *tg = t->g;
+    PyObject *v = g->nodes[x].obj;
+    if (!v || !PyArray_CheckExact(v) || t->scr_seen[i] || tg->n - i > ND_DONATE_SCAN) return 0;
+    PyArrayObject *a = (PyArrayObject *)v;
+    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)) return 0;
+    size_t nb = (size_t)PyArray_NBYTES(a);
+    if (nb + ND_DONATE_COPY_BYTES < ND_DONATE_BYTES_PER_NODE * (size_t)(tg->n - i + t->nclist)) return 0;
+    for (Py_ssize_t o = 0; o < norder; o++) {
+        nd_id j = order[o], y = map[j];
+        if (y == ND_NONE || y == x || g->nodes[y].op != ND_OP_INPUT) continue;
+        PyObject *w = g->nodes[y].obj;
+        if (w == v) return 0;
+        if (w && PyArray_Check(w) && nd__overlaps_any(w, &v, 1, NULL)) return 0;
+    }
+    int read = needed_after(t, i);
+    if (read < 0) { PyErr_Clear(); return 0; }
+    return !read;
+}
+
 static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order, Py_ssize_t norder,
                   nd_id *don, nd_id *from, PyObject **keep, int cap)
 {
@@ -701,10 +734,18 @@ static int donate(nd_trace *t, nd_graph *g, const nd_id *map, const nd_id *order
         if (x == ND_NONE || g->nodes[x].op != ND_OP_INPUT) continue;
         nd_node *tn = &tg->nodes[i];
         PyObject *v = tn->value;
+        if (tn->op == ND_OP_INPUT) {
+            if (donate_input(t, g, i, x, order, norder, map)) {
+                don[nd] = x;
+                from[nd] = i;
+                keep[nd++] = NULL;   /* the node holds no value to give up */
+            }
+            continue;
+        }
         /* a value this flush was asked for (marked seen: nd__flush returns
          * it -- a vjp's saved forward value computed before a break) is
          * never donated */
-        if (tn->op == ND_OP_INPUT || !v || g->nodes[x].obj != v || !PyArray_CheckExact(v) ||
+        if (!v || g->nodes[x].obj != v || !PyArray_CheckExact(v) ||
             Py_REFCNT(v) != 2 || tg->n - i > ND_DONATE_SCAN || t->scr_seen[i])
             continue;
         PyArrayObject *a = (PyArrayObject *)v;
@@ -772,6 +813,7 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const 
         nd_donated = NULL;
         nd_ndonated = 0;
         for (int k = 0; k < ndon; k++) {
+            if (!keep[k]) continue;  /* an input written in place (donate_input) */
             if (res) Py_DECREF(keep[k]);
             else t->g->nodes[from[k]].value = keep[k];  /* as it was: the run undid its writes */
         }
