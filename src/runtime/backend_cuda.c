@@ -779,6 +779,65 @@ static PyObject *devbuf_new(dbuf *b)
     return (PyObject *)o;
 }
 
+/* ---- DeviceBuffers for numdyn.Tensor on CUDA (cuda.h's contract) */
+int nd_cu_devbuf_check(PyObject *o) { return Py_IS_TYPE(o, &DevBuf_Type); }
+
+const nd_cu_array *nd_cu_devbuf_array(PyObject *o) { return &((DevBuf *)o)->b->a; }
+
+PyObject *nd_cu_devbuf_upload(PyObject *array)
+{
+    if (!PyArray_Check(array)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn.cuda: only an ndarray goes up to the device");
+        return NULL;
+    }
+    if (nd_cu_ready() < 0) return NULL;
+    PyObject *a = nd_usable_array(array, 0);   /* aligned, native byte order */
+    if (!a) return NULL;
+    dbuf *b = upload((PyArrayObject *)a);
+    Py_DECREF(a);
+    /* a buffer is complete when handed out (its interface says stream None) */
+    if (b && nd_cu_sync() < 0) dbuf_drop(&b);
+    PyObject *r = devbuf_new(b);
+    dbuf_drop(&b);
+    return r;
+}
+
+PyObject *nd_cu_devbuf_borrow(const nd_cu_array *a, PyObject *owner)
+{
+    dbuf *b = PyMem_Calloc(1, sizeof *b);
+    if (!b) return PyErr_NoMemory();
+    b->refs = 1;
+    b->a = *a;
+    b->owner = Py_NewRef(owner);
+    PyObject *r = devbuf_new(b);
+    dbuf_drop(&b);
+    return r;
+}
+
+PyObject *nd_cu_devbuf_get(PyObject *o) { return devbuf_get(o, NULL); }
+
+int nd_cu_devbuf_copy(PyObject *dst, PyObject *src)
+{
+    const nd_cu_array *d = nd_cu_devbuf_array(dst), *s = nd_cu_devbuf_array(src);
+    int same = d->ndim == s->ndim && d->dtype == s->dtype && d->nbytes == s->nbytes;
+    for (int k = 0; same && k < d->ndim; k++)
+        same = d->shape[k] == s->shape[k] && (d->shape[k] < 2 || d->strides[k] == s->strides[k]);
+    npy_intp span = d->itemsize;   /* dense: the elements cover nbytes */
+    for (int k = 0; k < d->ndim; k++) span += (d->shape[k] - 1) * (d->strides[k] < 0 ? -d->strides[k] : d->strides[k]);
+    if (!same || (d->nbytes && (size_t)span != d->nbytes)) {
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: an in-place write into a CUDA "
+                        "Tensor whose memory is not dense in the layout of the value (a strided "
+                        "view): write into a contiguous Tensor");
+        return -1;
+    }
+    npy_intp lo = 0;   /* a dense buffer with negative strides starts below ptr */
+    for (int k = 0; k < d->ndim; k++) if (d->strides[k] < 0) lo += (d->shape[k] - 1) * d->strides[k];
+    if (!d->nbytes) return 0;
+    if (nd_cu_ready() < 0 || nd_cu_dtod(d->ptr + (nd_cu_ptr)lo, s->ptr + (nd_cu_ptr)lo, d->nbytes) < 0)
+        return -1;
+    return nd_cu_sync();
+}
+
 /* NumPy reruns a graph of given device inputs: they come down to the host
  * for it (the graph's INPUT nodes hold them meanwhile), the results go up */
 static PyObject *rerun_given(nd_graph *g, const nd_id *outs, int nout)
