@@ -186,7 +186,11 @@ def _capture(kind, func, desc, leaves):
         e.template = _template(probe, [], shadows, leaves)
         return e
     try:
-        res, graphs, produced = capture_graphs(traced, shadows)
+        # quiet: the device run right after reports the conditions NumPy's
+        # error state acts on (once, as NumPy would)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            res, graphs, produced = capture_graphs(traced, shadows)
     except GraphBreakError:
         e.host = True
         return e
