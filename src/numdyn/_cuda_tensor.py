@@ -186,7 +186,11 @@ def _capture(kind, func, desc, leaves):
         e.template = _template(probe, [], shadows, leaves)
         return e
     try:
-        res, graphs, produced = capture_graphs(traced, shadows)
+        # quiet: the device run right after reports the conditions NumPy's
+        # error state acts on (once, as NumPy would)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            res, graphs, produced = capture_graphs(traced, shadows)
     except GraphBreakError:
         e.host = True
         return e
@@ -205,7 +209,24 @@ def _capture(kind, func, desc, leaves):
         e.template = _template(res, outs, shadows, leaves)
     except NotImplementedError:
         e.host = True
+    if e.graph is not None and not e.host:
+        for k, j in enumerate(e.feeds):   # keep no host copy of device operands
+            if j is not None and is_cuda(leaves[j]):
+                _C._cuda_graph_set_input(e.graph, k, _stand_in(shadows[j]))
     return e
+
+
+def _stand_in(a):
+    """an array of a's dtype, shape, strides and flags over untouched
+    read-only anonymous memory (the kernel's zero page: no RAM): what a
+    cached graph's input node holds where the device memory is fed"""
+    import mmap
+    if a.nbytes == 0 or a.size == 0:
+        return a
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
+    m = mmap.mmap(-1, hi - lo + a.itemsize, prot=mmap.PROT_READ)
+    return np.ndarray(a.shape, a.dtype, buffer=m, offset=-lo, strides=a.strides)
 
 
 def _all_views(r, shadows, leaves):
@@ -694,6 +715,14 @@ def backward(t, grad):
     g = _cotangent(t, grad)
     if grad is None and t.dtype.kind == "c":
         raise RuntimeError("numdyn: grad can be implicitly created only for real scalar outputs")
+    if t.dtype.kind == "f" and all(x.dtype.kind == "f" for x in leaves):
+        grads = _device_grads(prog, params, len(leaves), None if grad is None else g)
+        if grads is not None:
+            for leaf, gr in zip(leaves, grads):
+                if gr.dtype != leaf.dtype:
+                    gr = gr.astype(leaf.dtype)
+                leaf.grad = gr if leaf.grad is None else leaf.grad + gr
+            return None
     host = tuple(p.get() if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
     scalar = grad is None and t.ndim == 0
     nums = tuple(range(len(leaves)))
@@ -707,6 +736,62 @@ def backward(t, grad):
         gr = np.asarray(gr)
         _accumulate(leaf, np.conj(gr) if gr.dtype.kind == "c" else gr)
     return None
+
+
+_grad_fns = {}   # (tape program, leaves, seeded) -> the function of arrays whose graph runs
+
+
+def _grad_fn(prog, nleaves, seeded):
+    """value_and_grad of the tape's program as one function of arrays:
+    numdyn's autodiff inlines forward and backward into the graph the
+    engine captures (seeded: the output's cotangent is the last argument,
+    the loss then <out, ct>, real dtypes only)"""
+    key = (prog, nleaves, seeded)
+    fn = _grad_fns.get(key)
+    if fn is None:
+        from . import value_and_grad
+        nums = tuple(range(nleaves))
+        if seeded:
+            vg = value_and_grad(lambda *a: (prog(*a[:-1]) * a[-1]).sum(), argnums=nums)
+        else:
+            vg = value_and_grad(prog, argnums=nums)
+
+        def fn(*a):
+            return tuple(vg(*a)[1])
+        fn.__name__ = fn.__qualname__ = "_cuda_backward"
+        if len(_grad_fns) > 256:
+            _grad_fns.clear()
+        _grad_fns[key] = fn = fn
+    return fn
+
+
+def _device_grads(prog, params, nleaves, ct):
+    """the gradients as CUDA Tensors, computed by one device program over
+    the tape's values where they are (no copies on a warm call); None when
+    that program cannot be captured (the host path runs instead)"""
+    from . import GraphBreakError
+    args = tuple(_wrap(p) if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
+    if ct is not None:
+        args += (ct if is_cuda(ct) else upload(np.asarray(ct)),)
+    fn = _grad_fn(prog, nleaves, ct is not None)
+    try:
+        with _C_no_grad():
+            grads = apply(_CALL, fn, args, None)
+    except (GraphBreakError, NotImplementedError):
+        return None
+    if not all(is_cuda(x) for x in grads):
+        return None
+    return grads
+
+
+class _C_no_grad:
+    """the backward program's own operations are not taped"""
+
+    def __enter__(self):
+        self.was = _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.was)
 
 
 def _cotangent(t, grad):
