@@ -879,8 +879,9 @@ def test_wrap_numpy_of_cuda_tensors_stays_on_the_device():
 
 def test_gradients_of_cuda_tensors_run_on_the_gpu():
     """backward() of a CUDA Tensor: the tape's program differentiated by
-    numdyn's autodiff, its graphs run by backend "cuda"; .grad on the
-    device, equal to the CPU Tensor's gradients"""
+    numdyn's autodiff, forward and backward one graph run by backend "cuda"
+    over the tape's device memory (a warm backward reads nothing back);
+    .grad on the device, equal to the CPU Tensor's gradients"""
     x = rand((16, 40), np.float64)
     w0, b0 = rand(40, np.float64), rand(40, np.float64)
     units = set(os.listdir(os.environ["NUMDYN_EMU_TMP"])) if EMULATED else set()
@@ -898,6 +899,12 @@ def test_gradients_of_cuda_tensors_run_on_the_gpu():
         loss.backward()
         if dev:
             assert ctr("cuda_launches") > launches   # the backward graph ran on the GPU
+            again = loss_of(t, numdyn.tensor(w0, device=dev, requires_grad=True),
+                            numdyn.tensor(b0, device=dev, requires_grad=True))
+            before, host = _moved(), ctr("cuda_host_steps")
+            again.backward()   # warm: only the seed cotangent (8 bytes) goes up
+            assert ctr("cuda_d2h_bytes") == before[1] and ctr("cuda_h2d_bytes") - before[0] <= 8
+            assert ctr("cuda_host_steps") == host
             assert w.grad.device == t.device and b.grad.device == t.device
             with numdyn.no_grad():   # an SGD step on the device
                 w -= 0.5 * w.grad
@@ -906,9 +913,13 @@ def test_gradients_of_cuda_tensors_run_on_the_gpu():
             v = numdyn.tensor(w0, device=dev, requires_grad=True)
             numdyn.wrap_numpy(loss_of)(t, v, b.detach()).backward()
             wrapped = v.grad.numpy()
+            u = numdyn.tensor(w0, device=dev, requires_grad=True)
+            np.tanh(t * u).backward(numdyn.tensor(x * 0.5, device=dev))   # backward(grad)
+            seeded = u.grad.numpy()
         grads.append((w.grad.numpy(), b.grad.numpy()))
     same(grads[0], grads[1])
     same(wrapped, grads[1][0])
+    same(seeded, ((1 - np.tanh(x * w0) ** 2) * x * x * 0.5).sum(axis=0))
     if EMULATED:   # the units the backward compiled, for NVRTC (test_cuda_emulated_device.py)
         import shutil
         keep = os.path.join(os.environ["NUMDYN_EMU_TMP"], "backward")

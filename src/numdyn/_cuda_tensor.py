@@ -694,6 +694,14 @@ def backward(t, grad):
     g = _cotangent(t, grad)
     if grad is None and t.dtype.kind == "c":
         raise RuntimeError("numdyn: grad can be implicitly created only for real scalar outputs")
+    if t.dtype.kind == "f" and all(x.dtype.kind == "f" for x in leaves):
+        grads = _device_grads(prog, params, len(leaves), None if grad is None else g)
+        if grads is not None:
+            for leaf, gr in zip(leaves, grads):
+                if gr.dtype != leaf.dtype:
+                    gr = gr.astype(leaf.dtype)
+                leaf.grad = gr if leaf.grad is None else leaf.grad + gr
+            return None
     host = tuple(p.get() if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
     scalar = grad is None and t.ndim == 0
     nums = tuple(range(len(leaves)))
@@ -707,6 +715,62 @@ def backward(t, grad):
         gr = np.asarray(gr)
         _accumulate(leaf, np.conj(gr) if gr.dtype.kind == "c" else gr)
     return None
+
+
+_grad_fns = {}   # (tape program, leaves, seeded) -> the function of arrays whose graph runs
+
+
+def _grad_fn(prog, nleaves, seeded):
+    """value_and_grad of the tape's program as one function of arrays:
+    numdyn's autodiff inlines forward and backward into the graph the
+    engine captures (seeded: the output's cotangent is the last argument,
+    the loss then <out, ct>, real dtypes only)"""
+    key = (prog, nleaves, seeded)
+    fn = _grad_fns.get(key)
+    if fn is None:
+        from . import value_and_grad
+        nums = tuple(range(nleaves))
+        if seeded:
+            vg = value_and_grad(lambda *a: (prog(*a[:-1]) * a[-1]).sum(), argnums=nums)
+        else:
+            vg = value_and_grad(prog, argnums=nums)
+
+        def fn(*a):
+            return tuple(vg(*a)[1])
+        fn.__name__ = fn.__qualname__ = "_cuda_backward"
+        if len(_grad_fns) > 256:
+            _grad_fns.clear()
+        _grad_fns[key] = fn = fn
+    return fn
+
+
+def _device_grads(prog, params, nleaves, ct):
+    """the gradients as CUDA Tensors, computed by one device program over
+    the tape's values where they are (no copies on a warm call); None when
+    that program cannot be captured (the host path runs instead)"""
+    from . import GraphBreakError
+    args = tuple(_wrap(p) if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
+    if ct is not None:
+        args += (ct if is_cuda(ct) else upload(np.asarray(ct)),)
+    fn = _grad_fn(prog, nleaves, ct is not None)
+    try:
+        with _C_no_grad():
+            grads = apply(_CALL, fn, args, None)
+    except (GraphBreakError, NotImplementedError):
+        return None
+    if not all(is_cuda(x) for x in grads):
+        return None
+    return grads
+
+
+class _C_no_grad:
+    """the backward program's own operations are not taped"""
+
+    def __enter__(self):
+        self.was = _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.was)
 
 
 def _cotangent(t, grad):

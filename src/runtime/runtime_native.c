@@ -417,7 +417,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
     if (nd_cg_check_stores())
         for (int o = k->nin; o < nops; o++)
             byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
-    int E = 0;
+    int E = nd_par_forked() ? ND_RUN_ALONE : 0;
     (void)fpe_take();  /* flags left by earlier code are not this kernel's */
     int64_t work = tot * (int64_t)(k->cost > 0 ? k->cost : 1);
     if (work >= GIL_WORK) {
@@ -432,6 +432,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
         if (armed) disarm_interrupt();
     } else {
         k->fn(P, I, Sp, &E);
+        E &= ~ND_RUN_ALONE;
     }
     E |= fpe_take();
     if (E & ND_ERR_INTERRUPT) {
