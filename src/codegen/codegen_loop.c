@@ -2410,6 +2410,25 @@ static int has_loop(nd_ln *const *b, int n)
     return 0;
 }
 
+/* whether expression/statement e (and its blocks) works on array values --
+ * a slice, a whole array, a reduction or product of them: C loops of their
+ * own, which the copy of an innermost loop does not unroll (unrolling a
+ * body of several element loops made its compile 8x longer) */
+static int arrays_in(cg *g, const nd_ln *e)
+{
+    if (!e) return 0;
+    if (e->kind == LK_SLICE || e->kind == LK_SL) return 1;
+    if (e->kind == LK_VAR && g->T->adt[e->var] >= 0) return 1;
+    if (e->kind == LK_CALL && e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN) return 1;
+    if ((e->kind == LK_STORE || e->kind == LK_AUGSTORE) && g->T->adt[e->var] >= 0 &&
+        e->n - 1 != g->T->andim[e->var])
+        return 1;
+    for (int k = 0; k < e->n; k++) if (arrays_in(g, e->kid[k])) return 1;
+    for (int k = 0; k < e->nbody; k++) if (arrays_in(g, e->body[k])) return 1;
+    for (int k = 0; k < e->norelse; k++) if (arrays_in(g, e->orelse[k])) return 1;
+    return 0;
+}
+
 /* whether block b continues its own loop (not a loop nested in it) */
 static int continues(nd_ln *const *b, int n)
 {
@@ -2790,7 +2809,9 @@ static int stmt(cg *g, const nd_ln *s)
                     }
                 }
                 if (rc == 0 && (pass == 0 || nch < 0)) {
-                    if (g->nohz) line(g, "#pragma GCC unroll 4");
+                    int arrays = 0;
+                    for (int k = 0; k < s->nbody && !arrays; k++) arrays = arrays_in(g, s->body[k]);
+                    if (g->nohz && !arrays) line(g, "#pragma GCC unroll 4");
                     line(g, "for (; k%d < (%s)n%d; k%d++) {", id, kt, id, id);
                     g->ind++;
                     if (pass == 1) {
