@@ -1529,7 +1529,7 @@ static PyObject *swap_norm(PyObject *norm)
  * Every DFT matrix is symmetric, so under the transpose convention the
  * VJP of a complex transform is the same transform of the cotangent; of
  * rfft, the real part of fft of the cotangent zero-padded to the input's
- * length; of irfft, conj(rfft(c) * w) with the reciprocal normalization
+ * length (taken as an irfft, below); of irfft, conj(rfft(c) * w) with the reciprocal normalization
  * and w = 1 at bin 0 and the Nyquist bin, 2 elsewhere (JAX's rules). */
 static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
 {
@@ -1584,6 +1584,28 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
     nd_id gx;
     if (kind == FFT_C2C) {
         gx = ext(g, f->obj, tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
+    } else if (kind == FFT_R2C && !iscplx(x.dtype)) {
+        /* Re(fft(c zero-padded to n)) is the real inverse transform of
+         * conj(c) w with the reciprocal normalization, w = 1 at bin 0 and
+         * the Nyquist bin, 1/2 elsewhere (irfft doubles those): half the
+         * work of the complex transform, and a real result */
+        PyObject *sw = swap_norm(norm);
+        if (!sw) { Py_XDECREF(hnorm); return -1; }
+        extra[2] = sw;
+        int ax = axes[nax - 1], R = L == NPY_CFLOAT ? NPY_FLOAT
+                                  : L == NPY_CLONGDOUBLE ? NPY_LONGDOUBLE : NPY_DOUBLE;
+        /* w as a row of the bins (two one-element stores into halves),
+         * read per element as a broadcast view: no index test per element
+         * in the kernel that makes z */
+        npy_intp K = f->shape[ax], one_ = 1, unit = 1, zero_ = 0;
+        nd_id w = setitem(g, view(g, sc(g, 0.5, R), 1, &K, 0, &zero_), sc(g, 1, R), 0, 1, &one_, &unit);
+        if (rs[ax] % 2 == 0 && K > 1) w = setitem(g, w, sc(g, 1, R), K - 1, 1, &one_, &unit);
+        npy_intp wst[ND_MAXDIMS] = {0};
+        wst[ax] = 1;
+        nd_id z = uf(g, ND_UF_MULTIPLY, uf(g, ND_UF_CONJUGATE, c, ND_NONE, L),
+                     view(g, w, f->ndim, f->shape, 0, wst), L);
+        gx = ext(g, one ? F_fft[9] : F_fft[11], tmpl_of(1, 3, extra), 1, &z, R, x.ndim, rs);
+        Py_DECREF(sw);
     } else if (kind == FFT_R2C) {  /* acc takes the real part */
         gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
     } else {
