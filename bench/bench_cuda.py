@@ -22,7 +22,10 @@ copies, cupy.asarray of the inputs and cupy.asnumpy of the outputs, the
 floor of that way of calling), and "numdyn (device)" through
 numdyn.cuda.on_device on CuPy arrays (read in place, results left on the
 device) -- the figure comparable with CuPy and torch.compile, and the one
-the bandwidth fractions are computed from. A contender that cannot run a row shows
+the bandwidth fractions are computed from; "numdyn (Tensor)" is
+numdyn.wrap_numpy of the function called with numdyn.Tensors on CUDA (the
+same device program plus the Tensor layer's per-call work; for the MLP,
+Tensors that require grad and loss.backward()). A contender that cannot run a row shows
 "not run" and why.
 """
 import argparse
@@ -223,6 +226,8 @@ def check(name, got, want, rtol=2e-3, atol=2e-3):
     for g, w in zip(got, want):
         if torch is not None and isinstance(g, torch.Tensor):
             g = g.detach().cpu().numpy()
+        if isinstance(g, numdyn.Tensor):
+            g = g.numpy()
         if cupy is not None and isinstance(g, cupy.ndarray):
             g = cupy.asnumpy(g)
         g = np.asarray(g)
@@ -322,6 +327,20 @@ def bench_row(name, np_fn, t_fn, args, bytes_moved=None, rtol=2e-3, atol=2e-3, t
     if "numdyn (device)" not in fns:
         row["why"]["numdyn (device)"] = "; ".join(dev_why) or (
             "no CuPy or torch" if od else "numdyn.cuda.on_device missing")
+    # numdyn.Tensor on CUDA through wrap_numpy: the same device program over
+    # the Tensors' memory, plus the Tensor layer's per-call work
+    try:
+        wn = numdyn.wrap_numpy(np_fn)
+        targs_nd = tuple(numdyn.tensor(a, device="cuda") for a in args)
+        res = wn(*targs_nd)
+        first = res[0] if isinstance(res, (tuple, list)) else res
+        if not str(getattr(first, "device", "cpu")).startswith("cuda"):
+            raise TypeError("the result came back off the device")
+        check(name + " numdyn Tensor", res, want, rtol, atol)
+        numdyn.utils.wait_compiles()
+        fns["numdyn (Tensor)"] = lambda: wn(*targs_nd)
+    except Exception as e:  # noqa: BLE001
+        row["why"]["numdyn (Tensor)"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
     # CuPy
     if cupy is not None:
         try:
@@ -390,6 +409,24 @@ def mlp_row(quick):
         fns["numdyn"] = nd_call
     except Exception as e:  # noqa: BLE001
         row["why"]["numdyn"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    # numdyn.Tensor on CUDA that requires grad: the loss through wrap_numpy,
+    # loss.backward() runs the autodiff graphs with backend "cuda"
+    try:
+        tW = [numdyn.tensor(a, device="cuda", requires_grad=True) for a in args[:3]]
+        tXY = [numdyn.tensor(a, device="cuda") for a in args[3:]]
+        wl = numdyn.wrap_numpy(mlp_loss)
+
+        def nd_tensor_call():
+            for t_ in tW:
+                t_.grad = None
+            loss_ = wl(*tW, *tXY)
+            loss_.backward()
+            return (loss_,) + tuple(t_.grad for t_ in tW)
+        check(name + " numdyn Tensor", nd_tensor_call(), want, 1e-3, 1e-4)
+        numdyn.utils.wait_compiles()
+        fns["numdyn (Tensor)"] = nd_tensor_call
+    except Exception as e:  # noqa: BLE001
+        row["why"]["numdyn (Tensor)"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
     if cupy is not None:
         cp_hand = with_np(mlp_hand, cupy)
         cargs = to_cupy(args)
@@ -435,7 +472,7 @@ def run(quick=False, only=None):
         d = {"benchmark": r["benchmark"]}
         if "numpy (CPU)" in r:
             d["numpy"] = r["numpy (CPU)"]
-        for k in ("numdyn", "numdyn (device)", "torch.compile", "cupy", "copies"):
+        for k in ("numdyn", "numdyn (device)", "numdyn (Tensor)", "torch.compile", "cupy", "copies"):
             if k in r:
                 d[k] = r[k]
         notes = ([r["note"]] if r.get("note") else []) + [f"{k}: {v}" for k, v in
@@ -511,7 +548,8 @@ def _progress(row, bw):
 
 
 def table(rows, bw, markdown=False):
-    cols = ["numdyn", "numdyn (device)", "torch.compile", "cupy", "copies", "numpy (CPU)"]
+    cols = ["numdyn", "numdyn (device)", "numdyn (Tensor)", "torch.compile", "cupy", "copies",
+            "numpy (CPU)"]
     head = ["benchmark"] + cols + ["numdyn (device) % copy BW", "cupy % copy BW",
                                    "torch % copy BW", "note"]
     lines = []

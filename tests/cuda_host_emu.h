@@ -51,20 +51,29 @@ template <class T> T __shfl_down_sync(unsigned, T v, int off)
 }
 
 typedef void (*nd_emu_kernel)(char *const *, const int64_t *, const void *, int *);
+/* a launch: `block` threads, each running its thread of every block in turn
+ * (one thread creation per thread of a block, not per block); a barrier
+ * after each block keeps blocks one after another, as __shared__ (a
+ * static) needs */
 extern "C" void nd_emu_launch(nd_emu_kernel k, char *const *P, const int64_t *I, const void *S,
                               int *E, unsigned grid, unsigned block)
 {
     gridDim.x = grid;
     blockDim.x = block;
-    for (unsigned b = 0; b < grid; b++) {
-        std::barrier<> bar(block);
-        nd_emu_block = &bar;
-        nd_emu_warp.clear();
-        for (unsigned w = 0; w < block / 32; w++) nd_emu_warp.push_back(new std::barrier<>(32));
-        std::vector<std::thread> th;
-        for (unsigned t = 0; t < block; t++)
-            th.emplace_back([=] { threadIdx.x = t; blockIdx.x = b; k(P, I, S, E); });
-        for (auto &x : th) x.join();
-        for (auto *w : nd_emu_warp) delete w;
-    }
+    std::barrier<> bar(block), done(block);
+    nd_emu_block = &bar;
+    nd_emu_warp.clear();
+    for (unsigned w = 0; w < block / 32; w++) nd_emu_warp.push_back(new std::barrier<>(32));
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < block; t++)
+        th.emplace_back([=, &done] {
+            threadIdx.x = t;
+            for (unsigned b = 0; b < grid; b++) {
+                blockIdx.x = b;
+                k(P, I, S, E);
+                done.arrive_and_wait();
+            }
+        });
+    for (auto &x : th) x.join();
+    for (auto *w : nd_emu_warp) delete w;
 }

@@ -81,3 +81,7 @@ def test_what_does_not_pin_runs_as_numpy():
     m = _Model()
     x = _marked((3, 4), 0)
     np.testing.assert_allclose(numdyn.compile(m, backend="eager")(x), m.forward(x))
+    # an attribute array marked dynamic itself is no constant
+    m.w = _marked((4,), 0)
+    x = _marked((3, 4), 1)
+    np.testing.assert_allclose(numdyn.compile(m, backend="eager")(x), m.forward(x))

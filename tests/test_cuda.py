@@ -97,3 +97,31 @@ def test_compile_error_carries_the_log():
 def test_bad_arch_is_value_error():
     with pytest.raises(ValueError, match="compute_XY"):
         numdyn._C._cuda_compile("", "ampere")
+
+
+@pytest.mark.skipif(ndc.is_available(), reason="a GPU is here: test_cuda_device.py runs the Tensor")
+def test_cuda_tensors_without_a_gpu_say_why():
+    """numdyn.Tensor on CUDA: every way onto the device raises CudaError with
+    unavailable_reason(); CUDA producers are refused as DLPack says"""
+    import numpy as np
+    t = numdyn.tensor([1.0, 2.0])
+    reason = ndc.unavailable_reason()
+    for make in (lambda: numdyn.tensor([1.0], device="cuda"), t.cuda, lambda: t.to("cuda"),
+                 lambda: t.to("cuda:0", np.float32)):
+        with pytest.raises(ndc.CudaError, match="not available") as e:
+            make()
+        assert reason.split(" (")[0] in str(e.value)
+    assert t.cpu() is t and t.to("cpu") is t and t.to(np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="unknown device"):
+        t.to("tpu:x")
+
+    class OnGpu:
+        def __dlpack__(self, **kw):
+            raise AssertionError("not asked without a GPU")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+    with pytest.raises(BufferError, match="not readable by the CPU.*not available"):
+        numdyn.from_dlpack(OnGpu())
+    with pytest.raises(ValueError, match="not available"):
+        numdyn.from_dlpack(np.arange(3.0), device="cuda")

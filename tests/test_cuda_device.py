@@ -690,3 +690,248 @@ def test_on_device_with_torch():
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-11)
     got = _no_transfers(f, a, b)
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-11)
+
+
+# ------------------------------------------- numdyn.Tensor on CUDA (issue 16)
+# Each distinct operation signature is one kernel (a g++ run of the fake
+# driver): these tests share a few shapes and operations.
+
+def _ptr(t):
+    return t.__cuda_array_interface__["data"][0]
+
+
+def _moved():
+    return ctr("cuda_h2d_bytes"), ctr("cuda_d2h_bytes")
+
+
+def test_tensor_on_cuda_runs_numpy_semantics_on_the_device():
+    x = rand((6, 40), np.float64)
+    t = numdyn.tensor(x, device="cuda")
+    assert isinstance(t, numdyn.Tensor) and t.device.startswith("cuda")
+    assert (t.shape, t.dtype, t.ndim, t.size) == (x.shape, x.dtype, 2, x.size)
+    assert numdyn.cuda.memory_stats()["allocated_bytes"] >= x.nbytes
+    h = t.numpy()   # a copy on the host
+    assert isinstance(h, np.ndarray) and h is not t.numpy()
+    np.testing.assert_array_equal(h, x)
+    for r in (t.cpu(), t.to("cpu")):
+        assert type(r) is numdyn.Tensor and r.device == "cpu"
+        np.testing.assert_array_equal(r.numpy(), x)
+    assert t.cuda() is t and numdyn.tensor(x).cuda().device == t.device
+    with pytest.raises(TypeError, match="not converted to a NumPy array implicitly"):
+        np.asarray(t)
+    with pytest.raises(RuntimeError, match="same device"):
+        t + numdyn.tensor(x)
+
+    # NumPy's semantics, computed by kernels over the device memory in place
+    def f(a):
+        return np.exp(a * 0.5) - a
+    f(t)   # captured (the first call of a signature reads the operands once)
+    before, launches = _moved(), ctr("cuda_launches")
+    u = f(t)   # every later call: no copies, kernels only
+    assert _moved() == before and ctr("cuda_launches") > launches
+    assert u.device == t.device
+    same(u.numpy(), f(x))
+    s = np.exp(t * 0.5).sum(axis=1)
+    same(s.numpy(), np.exp(x * 0.5).sum(axis=1))
+    m = t.sum()   # a NumPy scalar: a 0-d Tensor on the device
+    assert m.shape == () and m.device == t.device
+    assert abs(float(m) - x.sum()) < 1e-12 * abs(x).sum() and abs(m.item() - x.sum()) < 1e-9
+
+    # views NumPy makes are views of the device memory (no kernel, no copy)
+    before = ctr("cuda_launches")
+    tt, row = t.T, t[2]
+    assert ctr("cuda_launches") == before
+    assert _ptr(row) == _ptr(t) + 2 * 40 * 8 and _ptr(tt) == _ptr(t)
+    assert tt.__cuda_array_interface__["strides"] == (8, 320)
+    same(tt.numpy(), x.T)
+    same(row.numpy(), x[2])
+    same(f(tt).numpy(), f(x.T))   # a strided operand read in place
+
+    # in-place writes land in the Tensor's own memory
+    p = _ptr(t)
+    t += 1.0
+    t[1, :5] = -2.0
+    x = x + 1.0
+    x[1, :5] = -2.0
+    assert _ptr(t) == p
+    same(t.numpy(), x)
+    same(row.numpy(), x[2])   # the view sees the write
+    z = numdyn.tensor(np.array([0.0, 2.0]), device="cuda")
+    for _ in range(2):   # NumPy's warning once a call, the first (capturing) one too
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            same((1.0 / z).numpy(), np.array([np.inf, 0.5]))
+        assert [str(x.message) for x in w] == ["divide by zero encountered in divide"]
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        1.0 / z
+    sel = t[t < 0]   # a data-dependent shape: a host step, reported
+    same(sel.numpy(), x[x < 0])
+    assert sel.device == t.device
+    assert "device='cuda" in repr(t)
+
+
+class _Producer:
+    """another library's kDLCUDA array, exchanged through DLPack only"""
+
+    def __init__(self, t):
+        self.t, self.kw = t, None
+
+    def __dlpack__(self, **kw):
+        self.kw = kw
+        return self.t.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def test_tensor_dlpack_on_cuda_both_ways():
+    x = rand((7, 9), np.float32)
+    t = numdyn.tensor(x, device="cuda")
+    dev = numdyn.cuda.current_device()
+    assert t.__dlpack_device__() == (2, dev)
+    # stream per the array API standard: None, -1, 1, 2, a handle; 0 is ambiguous
+    for s in (None, -1, 1, 2):
+        assert type(t.__dlpack__(stream=s)).__name__ == "PyCapsule"
+    with pytest.raises(ValueError, match="ambiguous"):
+        t.__dlpack__(stream=0)
+    with pytest.raises(TypeError, match="stream"):
+        t.__dlpack__(stream="x")
+    with pytest.raises(BufferError, match="unsupported device"):
+        t.__dlpack__(dl_device=(2, dev + 1))
+    host = np.from_dlpack(_HostCopy(t))   # dl_device=(1, 0): the producer copies down
+    np.testing.assert_array_equal(host, x)
+    # a kDLCUDA producer comes in without a copy; numdyn passes its stream
+    p = _Producer(t)
+    u = numdyn.from_dlpack(p)
+    assert u.device == t.device and _ptr(u) == _ptr(t)
+    assert p.kw["stream"] not in (None, 0) and p.kw["max_version"] == (1, 0)
+    same((u * 2.0).numpy(), x * np.float32(2.0))
+    del t
+    same(u.numpy(), x)   # the producer's memory is held by the import
+    c = numdyn.from_dlpack(p, copy=True)
+    assert _ptr(c) != _ptr(u)
+    same(c.numpy(), x)
+    cpu = numdyn.from_dlpack(p, device="cpu")
+    assert cpu.device == "cpu"
+    same(cpu.numpy(), x)
+    with pytest.raises(BufferError, match="needs a copy"):
+        numdyn.from_dlpack(p, device="cpu", copy=False)
+    try:
+        import torch
+    except ImportError:
+        return
+    if not EMULATED and torch.cuda.is_available():
+        tt = torch.from_dlpack(u)   # torch reads numdyn's memory, and numdyn torch's
+        assert tt.is_cuda and tt.data_ptr() == _ptr(u)
+        back = numdyn.from_dlpack(tt)
+        assert _ptr(back) == tt.data_ptr()
+
+
+class _HostCopy:
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, **kw):
+        kw["dl_device"] = (1, 0)
+        return self.t.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_wrap_numpy_of_cuda_tensors_stays_on_the_device():
+    x = rand((16, 40), np.float64)
+    t = numdyn.tensor(x, device="cuda")
+    f = numdyn.wrap_numpy(_softmax)
+    r = f(t)
+    assert isinstance(r, numdyn.Tensor) and r.device == t.device
+    same(r.numpy(), _softmax(x))
+    before, host, launches = _moved(), ctr("cuda_host_steps"), ctr("cuda_launches")
+    r = f(t)   # warm: one device program over the argument's memory
+    assert _moved() == before and ctr("cuda_host_steps") == host
+    assert ctr("cuda_launches") > launches
+
+    @numdyn.wrap_numpy
+    def breaks(a):   # Python needs a value: the call runs on the host, reported
+        return a * 2 if float(a.sum()) > 0 else -a
+    host = ctr("cuda_host_steps")
+    got = breaks(t)
+    assert got.device == t.device and ctr("cuda_host_steps") == host + 1
+    same(got.numpy(), breaks.__wrapped__(x))
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and not EMULATED and torch.cuda.is_available():
+        a = torch.from_numpy(x).cuda()
+        f(a)
+        before = _moved()
+        got = f(a)   # torch CUDA in -> torch CUDA out, no copies
+        assert isinstance(got, torch.Tensor) and got.is_cuda and _moved() == before
+        np.testing.assert_allclose(got.cpu().numpy(), _softmax(x), rtol=1e-12)
+    try:
+        import cupy
+    except ImportError:
+        return
+    if not EMULATED:
+        a = cupy.asarray(x)
+        got = f(a)
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_allclose(cupy.asnumpy(got), _softmax(x), rtol=1e-12)
+
+
+def test_gradients_of_cuda_tensors_run_on_the_gpu():
+    """backward() of a CUDA Tensor: the tape's program differentiated by
+    numdyn's autodiff, forward and backward one graph run by backend "cuda"
+    over the tape's device memory (a warm backward reads nothing back);
+    .grad on the device, equal to the CPU Tensor's gradients"""
+    x = rand((16, 40), np.float64)
+    w0, b0 = rand(40, np.float64), rand(40, np.float64)
+    units = set(os.listdir(os.environ["NUMDYN_EMU_TMP"])) if EMULATED else set()
+
+    def loss_of(t, w, b):
+        return (np.tanh(t * w + b) ** 2).mean()
+    grads = []
+    for dev in ("cuda", None):
+        t = numdyn.tensor(x, device=dev)
+        w = numdyn.tensor(w0, device=dev, requires_grad=True)
+        b = numdyn.tensor(b0, device=dev, requires_grad=True)
+        loss = loss_of(t, w, b)
+        assert loss.requires_grad and loss.grad_fn is not None
+        launches = ctr("cuda_launches")
+        loss.backward()
+        if dev:
+            assert ctr("cuda_launches") > launches   # the backward graph ran on the GPU
+            again = loss_of(t, numdyn.tensor(w0, device=dev, requires_grad=True),
+                            numdyn.tensor(b0, device=dev, requires_grad=True))
+            before, host = _moved(), ctr("cuda_host_steps")
+            again.backward()   # warm: only the seed cotangent (8 bytes) goes up
+            assert ctr("cuda_d2h_bytes") == before[1] and ctr("cuda_h2d_bytes") - before[0] <= 8
+            assert ctr("cuda_host_steps") == host
+            assert w.grad.device == t.device and b.grad.device == t.device
+            with numdyn.no_grad():   # an SGD step on the device
+                w -= 0.5 * w.grad
+            same(w.numpy(), w0 - 0.5 * w.grad.numpy())
+            # wrap_numpy on CUDA Tensors that require grad is on the tape too
+            v = numdyn.tensor(w0, device=dev, requires_grad=True)
+            numdyn.wrap_numpy(loss_of)(t, v, b.detach()).backward()
+            wrapped = v.grad.numpy()
+            u = numdyn.tensor(w0, device=dev, requires_grad=True)
+            np.tanh(t * u).backward(numdyn.tensor(x * 0.5, device=dev))   # backward(grad)
+            seeded = u.grad.numpy()
+        grads.append((w.grad.numpy(), b.grad.numpy()))
+    same(grads[0], grads[1])
+    same(wrapped, grads[1][0])
+    same(seeded, ((1 - np.tanh(x * w0) ** 2) * x * x * 0.5).sum(axis=0))
+    if EMULATED:   # the units the backward compiled, for NVRTC (test_cuda_emulated_device.py)
+        import shutil
+        keep = os.path.join(os.environ["NUMDYN_EMU_TMP"], "backward")
+        os.makedirs(keep, exist_ok=True)
+        for u in set(os.listdir(os.environ["NUMDYN_EMU_TMP"])) - units:
+            if u.endswith(".cpp"):
+                shutil.copy(os.path.join(os.environ["NUMDYN_EMU_TMP"], u), keep)

@@ -53,6 +53,21 @@ _EXEC = "host"
 
 
 _BUILT = {}
+_PCH = []
+
+
+def _include_dir():
+    """a folder holding cuda_host_emu.h and its precompiled form (built once:
+    the C++ library headers it includes are most of a unit's g++ time), or
+    tests/ when precompiling fails"""
+    if not _PCH:
+        d = tempfile.mkdtemp(prefix="nd_cuda_pch_")
+        shutil.copy(os.path.join(HERE, "cuda_host_emu.h"), d)
+        r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-w", "-pthread", "-x", "c++-header",
+                            os.path.join(d, "cuda_host_emu.h"), "-o",
+                            os.path.join(d, "cuda_host_emu.h.gch")], capture_output=True, timeout=300)
+        _PCH.append(d if r.returncode == 0 else HERE)
+    return _PCH[0]
 
 
 def build(src):
@@ -63,7 +78,7 @@ def build(src):
     with open(cu, "w") as f:
         f.write('#include "cuda_host_emu.h"\n' + src)
     so = os.path.join(d, "k.so")
-    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", HERE, cu, "-o", so,
+    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", _include_dir(), cu, "-o", so,
                         "-pthread"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     _BUILT[src] = ctypes.CDLL(so)

@@ -23,7 +23,9 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
           "(scans and int32 and 0) or stencil or gather or division or extern or repeated or "
           "float_conditions or nan_data or "
           "context or memory_stats or disk_cache or on_device or split_full or narrow_reductions or "
-          "(wide_rows and 4096) or black_scholes or (vector_lanes and float32)) and not (cupy or torch)")
+          "(wide_rows and 4096) or black_scholes or (vector_lanes and float32) or "
+          "tensor_on_cuda or tensor_dlpack or wrap_numpy_of_cuda or gradients_of_cuda) "
+          "and not (cupy or torch)")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 
 
@@ -50,3 +52,15 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
     tail = (r.stdout + r.stderr)[-6000:]
     assert r.returncode == 0, tail
     assert " passed" in r.stdout and "skipped" not in r.stdout.splitlines()[-1], tail
+    # every kernel the CUDA Tensor gradient test compiled (its forward, the
+    # backward graphs, the SGD step) is well-formed CUDA for NVRTC
+    kept = sorted((units / "backward").glob("*.cpp"))
+    assert kept, "the gradient test kept no units"
+    try:
+        numdyn.cuda.nvrtc_version()
+    except numdyn.CudaError:
+        return   # NVRTC not installed: test_cuda_codegen.py says so
+    for u in kept:
+        src = u.read_text().split("\n", 1)[1]   # without the host emulation's include
+        log, size = numdyn._C._cuda_compile(src, "sm_90")
+        assert size > 0 and "warning" not in log, (u.name, log)

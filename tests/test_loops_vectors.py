@@ -20,6 +20,17 @@ def captured(fn, *args):
     return cf
 
 
+def check_captured(fn, *arg_sets, **kw):
+    """check_calls(fn, *arg_sets) on one compiled function, then that its
+    loops were captured (one compile where captured() + check_calls() made
+    two)."""
+    cf = numdyn.compile(fn)
+    outs = check_calls(fn, *arg_sets, compiled=cf, **kw)
+    info = cf._loop_info()
+    assert info and all(i["captured"] for i in info), info
+    return outs
+
+
 # ---------------------------------------------------------------- programs
 
 def cholesky_rows(A):
@@ -82,8 +93,7 @@ def test_programs(dtype):
     for fn, args in [(cholesky_rows, (S,)), (forward_subst, (L, b)),
                      (gauss_seidel_rows, (U, F, 3)), (march_columns, (P, 0.1)),
                      (row_updates, (arr(dtype, (6, 5), seed=6), 0.25))]:
-        captured(fn, *args)
-        check_calls(fn, args)
+        check_captured(fn, args)
 
 
 # ---------------------------------------------------------------- slices
@@ -98,8 +108,7 @@ def slice_bounds(A, lo, hi):
 @pytest.mark.parametrize("lo,hi", [(1, 4), (-3, -1), (-100, 100), (4, 2), (0, 0), (5, 9)])
 def test_slice_bounds_as_python(lo, hi):
     A = arr("float64", (4, 6))
-    captured(slice_bounds, A, lo, hi)
-    check_calls(slice_bounds, (A, lo, hi))
+    check_captured(slice_bounds, (A, lo, hi))
 
 
 def shift_right(a):
@@ -122,8 +131,7 @@ def two_names_one_buffer(a, b):
 
 def test_right_side_is_computed_before_the_write():
     a = np.arange(8.0)
-    captured(shift_right, a)
-    check_calls(shift_right, (a,))
+    check_captured(shift_right, (a,))
     check_calls(shift_left_add, (np.arange(8.0),))
     A = arr("float64", (4, 5))
     captured(two_names_one_buffer, A.copy(), A.copy())
@@ -149,8 +157,7 @@ def reductions(A, B):
 def test_reduction_types_and_values(fdt, idt):
     A = arr(fdt, (5, 300), seed=7, lo=-1e3, hi=1e3)
     B = arr(idt, (5, 40), seed=8) if idt != "bool" else arr(idt, (5, 40), seed=8)
-    captured(reductions, A, B)
-    outs = check_calls(reductions, (A, B))
+    outs = check_captured(reductions, (A, B))
     assert outs[0].exc is None
 
 
@@ -194,8 +201,7 @@ def int_rows(A, c):
 
 def test_integer_arrays_wrap_silently():
     A = np.full((4, 5), 100, np.int8)
-    captured(int_rows, A, 3)
-    outs = check_calls(int_rows, (A, 3), (np.full((4, 5), 7, np.uint8), 200))
+    outs = check_captured(int_rows, (A, 3), (np.full((4, 5), 7, np.uint8), 200))
     assert outs[0].categories == ()
 
 
@@ -396,11 +402,9 @@ def test_array_locals_are_views(dtype):
     M = (arr(dtype, (12, 12), seed=18) + 12 * np.eye(12)).astype(dtype)
     for fn, args in [(lu_with_row_view, (M,)), (views_write_through, (arr(dtype, (4, 5)),)),
                      (view_before_the_loop, (arr(dtype, (3, 4)), arr(dtype, 4)))]:
-        captured(fn, *args)
-        check_calls(fn, args)
+        check_captured(fn, args)
     W = np.array([3, 5, 1, 7, 2])
-    captured(knapsack, W, arr(dtype, 5), 20)
-    check_calls(knapsack, (W, arr(dtype, 5), 20))
+    check_captured(knapsack, (W, arr(dtype, 5), 20))
 
 
 def test_returned_views_share_memory_with_their_array():
@@ -413,8 +417,7 @@ def test_returned_views_share_memory_with_their_array():
 
 def test_an_array_local_read_before_it_has_a_value_raises_as_python():
     A = arr("float64", (3, 2))
-    captured(maybe_unbound, A, 0)
-    outs = check_calls(maybe_unbound, (A, 0), (A, 1))
+    outs = check_captured(maybe_unbound, (A, 0), (A, 1))
     assert type(outs[1].exc) is UnboundLocalError
 
 
@@ -476,15 +479,13 @@ def test_matrix_vector_products(dtype):
     B = arr(dtype, (12, 3), seed=12)
     for fn, args in [(cholesky_cols, (S,)), (back_subst_multi, (U, B)),
                      (syrk_rows, (arr(dtype, (9, 9), seed=13), arr(dtype, (9, 4), seed=14), 0.5, 2.0))]:
-        captured(fn, *args)
-        check_calls(fn, args)
+        check_captured(fn, args)
 
 
 @pytest.mark.parametrize("dtype", ["int16", "uint8", "float64", "bool"])
 def test_products_of_whole_arrays_wrap_like_numpy(dtype):
     M, v = arr(dtype, (7, 7), seed=15), arr(dtype, 7, seed=16)
-    captured(products_of_whole_arrays, M, v)
-    check_calls(products_of_whole_arrays, (M, v))
+    check_captured(products_of_whole_arrays, (M, v))
 
 
 def mismatched_product(M, v):
@@ -536,8 +537,7 @@ def test_max_min_argmax_argmin_as_numpy(dtype):
         A[3, :] = 0.0
         A[3, 2] = -0.0
         A[4, 1] = A[4, 5] = np.nan
-    captured(extremes, A)
-    check_calls(extremes, (A,))
+    check_captured(extremes, (A,))
     got = numdyn.compile(extremes)(A)[0]
     assert np.array_equal(np.signbit(got), np.signbit(extremes(A)[0]))
 
@@ -596,20 +596,16 @@ def temp_of_ints(A, c):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_computed_arrays_given_to_names(dtype):
     pos, mass = arr(dtype, (9, 3), seed=19), arr(dtype, 9, seed=20)
-    captured(nbody_acc, pos, mass)
-    check_calls(nbody_acc, (pos, mass))
+    check_captured(nbody_acc, (pos, mass))
     W = np.array([3, 5, 1, 7, 2])
-    captured(knapsack_candidates, W, arr(dtype, 5), 20)
-    check_calls(knapsack_candidates, (W, arr(dtype, 5), 20))
-    captured(temp_reads_itself, arr(dtype, (3, 4)))
-    check_calls(temp_reads_itself, (arr(dtype, (3, 4)),))
+    check_captured(knapsack_candidates, (W, arr(dtype, 5), 20))
+    check_captured(temp_reads_itself, (arr(dtype, (3, 4)),))
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint32", "int64"])
 def test_computed_integer_arrays_wrap_and_are_handed_back(dtype):
     A = arr(dtype, (4, 5), seed=21)
-    captured(temp_of_ints, A, 100)
-    outs = check_calls(temp_of_ints, (A, 100), (A, 3))
+    outs = check_captured(temp_of_ints, (A, 100), (A, 3))
     assert outs[0].exc is None
 
 

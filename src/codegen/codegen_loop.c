@@ -84,6 +84,7 @@ typedef struct {
     int fcmp;         /* float comparisons emitted */
     int quiet;        /* emit them quiet (the second pass when fpflags) */
     int notick;       /* its iterations count toward the poll in bulk (no per-iteration tick) */
+    int nowide;       /* emitting the per-operation form of a wide() chain */
     int nohz;         /* emitting the copy of an innermost loop in which every
                          range check hoisted before it held: none inside */
     int unit;         /* in that copy: the setok arrays' last axes are contiguous */
@@ -1393,6 +1394,98 @@ done:
     return rc;
 }
 
+/* ------------------------------------------- unsigned integer chains */
+/* NumPy's unsigned scalar arithmetic wraps and warns at each operation that
+ * overflows: 4 * a[i - 1] + 2 * a[i] + a[i + 1] of uint8 a is four tests
+ * (and four exits) per element. By interval arithmetic over the operands'
+ * types, such a chain -- additions, and multiplications by a constant of at
+ * least 1, of values of the result type and non-negative constants -- has
+ * an exact value that fits uint64, and every operation's exact result is at
+ * most the chain's (each operand is at most its sum, or its product with a
+ * factor >= 1): so no operation overflows exactly when the chain's exact
+ * value fits the type, one test. When it does not, the operations are made
+ * one by one as before (their warnings in order). Its leaves raise nothing
+ * (variables, constants, elements whose range checks were proved before
+ * this copy of the loop), so computing them first changes no event's order. */
+static uint64_t umax_of(int t)
+{
+    return t == LT_U1 ? UINT8_MAX : t == LT_U2 ? UINT16_MAX : t == LT_U4 ? UINT32_MAX : UINT64_MAX;
+}
+
+static int wide_ok(cg *g, const nd_ln *e, int r, uint64_t *mx, int *nops)
+{
+    int bits, t = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (e->kind == LK_CONST) {
+        if (e->aux != LT_PYINT || e->i < 0 || (uint64_t)e->i > umax_of(r)) return 0;
+        *mx = (uint64_t)e->i;
+        return 1;
+    }
+    if (t != r) return 0;
+    if (e->kind == LK_BIN && (e->op == LO_ADD || e->op == LO_MUL)) {
+        uint64_t a, b;
+        if (!wide_ok(g, e->kid[0], r, &a, nops) || !wide_ok(g, e->kid[1], r, &b, nops)) return 0;
+        if (e->op == LO_MUL) {
+            const nd_ln *k = e->kid[0]->kind == LK_CONST ? e->kid[0] : e->kid[1]->kind == LK_CONST ? e->kid[1] : NULL;
+            if (!k || k->i < 1 || (a && b > (1ull << 62) / a)) return 0;
+            *mx = a * b;
+        } else {
+            *mx = a + b;
+        }
+        if (*mx > (1ull << 62)) return 0;
+        (*nops)++;
+        return 1;
+    }
+    *mx = umax_of(r);
+    if (e->kind == LK_VAR) return g->T->adt[e->var] < 0;
+    if (e->kind != LK_ELEM || !g->nohz || e->aux || e->i || g->T->adt[e->var] < 0 || e->n != g->T->andim[e->var])
+        return 0;
+    for (int k = 0; k < e->n; k++) {
+        int64_t c;
+        if (e->kid[k]->kind != LK_CONST && affine_index(e->kid[k], &c) < 0) return 0;
+        if (!hoisted(g, e, e->kid[k])) return 0;
+    }
+    return 1;
+}
+
+/* the chain's exact value as a uint64 C expression (its leaves computed) */
+static int wide_text(cg *g, const nd_ln *e, char *buf, size_t cap)
+{
+    if (e->kind == LK_CONST) {
+        snprintf(buf, cap, "%lluull", (unsigned long long)e->i);
+        return 0;
+    }
+    if (e->kind == LK_BIN) {
+        char x[512], y[512];
+        if (wide_text(g, e->kid[0], x, sizeof x) < 0 || wide_text(g, e->kid[1], y, sizeof y) < 0) return -1;
+        if (snprintf(buf, cap, "(%s %s %s)", x, e->op == LO_ADD ? "+" : "*", y) >= (int)cap) return no_type(g, e);
+        return 0;
+    }
+    cv v;
+    if (expr(g, e, &v) < 0) return -1;
+    snprintf(buf, cap, "(uint64_t)%s", v.s);
+    return 0;
+}
+
+static int wide(cg *g, const nd_ln *e, int r, cv *out)
+{
+    char w[512];
+    if (wide_text(g, e, w, sizeof w) < 0) return -1;
+    cv x;
+    newtmp(g, out, r);
+    line(g, "uint64_t w%s = %s;", out->s, w);
+    line(g, "%s %s;", ctype[r], out->s);
+    line(g, "if (NDL_UNLIKELY(w%s > %s)) {", out->s, tmax[r]);
+    g->ind++;
+    g->nowide = 1;
+    int rc = expr(g, e, &x);
+    g->nowide = 0;
+    if (rc < 0) return -1;
+    line(g, "%s = %s;", out->s, x.s);
+    g->ind--;
+    line(g, "} else %s = (%s)w%s;", out->s, ctype[r], out->s);
+    return 0;
+}
+
 static int expr(cg *g, const nd_ln *e, cv *out)
 {
     nd_ltyping *T = g->T;
@@ -1446,6 +1539,12 @@ static int expr(cg *g, const nd_ln *e, cv *out)
     }
     case LK_BIN:
     case LK_CMP:
+        if (e->kind == LK_BIN && (e->op == LO_ADD || e->op == LO_MUL) && !g->vec && !g->nowide &&
+            (r == LT_U1 || r == LT_U2 || r == LT_U4)) {
+            uint64_t mx;
+            int nops = 0;
+            if (wide_ok(g, e, r, &mx, &nops) && nops >= 2) return wide(g, e, r, out);
+        }
         if (expr(g, e->kid[0], &a) < 0 || expr(g, e->kid[1], &b) < 0) return -1;
         if (binop(g, e, e->op, &a, &b, r, bits, out) < 0) return -1;
         break;
@@ -2311,6 +2410,25 @@ static int has_loop(nd_ln *const *b, int n)
     return 0;
 }
 
+/* whether expression/statement e (and its blocks) works on array values --
+ * a slice, a whole array, a reduction or product of them: C loops of their
+ * own, which the copy of an innermost loop does not unroll (unrolling a
+ * body of several element loops made its compile 8x longer) */
+static int arrays_in(cg *g, const nd_ln *e)
+{
+    if (!e) return 0;
+    if (e->kind == LK_SLICE || e->kind == LK_SL) return 1;
+    if (e->kind == LK_VAR && g->T->adt[e->var] >= 0) return 1;
+    if (e->kind == LK_CALL && e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN) return 1;
+    if ((e->kind == LK_STORE || e->kind == LK_AUGSTORE) && g->T->adt[e->var] >= 0 &&
+        e->n - 1 != g->T->andim[e->var])
+        return 1;
+    for (int k = 0; k < e->n; k++) if (arrays_in(g, e->kid[k])) return 1;
+    for (int k = 0; k < e->nbody; k++) if (arrays_in(g, e->body[k])) return 1;
+    for (int k = 0; k < e->norelse; k++) if (arrays_in(g, e->orelse[k])) return 1;
+    return 0;
+}
+
 /* whether block b continues its own loop (not a loop nested in it) */
 static int continues(nd_ln *const *b, int n)
 {
@@ -2691,7 +2809,9 @@ static int stmt(cg *g, const nd_ln *s)
                     }
                 }
                 if (rc == 0 && (pass == 0 || nch < 0)) {
-                    if (g->nohz) line(g, "#pragma GCC unroll 4");
+                    int arrays = 0;
+                    for (int k = 0; k < s->nbody && !arrays; k++) arrays = arrays_in(g, s->body[k]);
+                    if (g->nohz && !arrays) line(g, "#pragma GCC unroll 4");
                     line(g, "for (; k%d < (%s)n%d; k%d++) {", id, kt, id, id);
                     g->ind++;
                     if (pass == 1) {

@@ -656,6 +656,42 @@ static int elem_loop(kctx *c, const redop *r, nd_id val, const uint8_t *which, c
  * row kernel (values around it reloaded); a row task polls at its start. */
 #define POLL_BLOCKS "if (((jb_ - (%s)) & (16 * ND_RBLOCK - 1)) == 0) { ND_POLL(E); }\n"
 
+/* Several running sums per block of a cascade (float and double sums):
+ * one vector accumulator is a chain of dependent adds, 4 cycles each, and
+ * a row re-read from L1 (x.std(-1): the squared deviations after the mean)
+ * waits on it -- 4 vector registers' worth of lanes (256 bytes) keep the
+ * adder busy. The lanes fold pairwise at the block's end, a fixed order:
+ * the result does not depend on the compiler's vectorization. 0: one sum. */
+static int cheap_value(kctx *c, nd_id v, int depth)
+{
+    nd_node *n = &c->g->nodes[v];
+    for (int o = 0; o < c->k->nin; o++) if (c->k->ops[o].via == v) return 1;   /* a load */
+    if (n->op == ND_OP_INPUT || n->op == ND_OP_SCALAR) return 1;
+    int cp = c->cache_phase ? c->cache_phase[v] : -1;
+    if (cp >= 0 && cp < c->phase) return 1;   /* read from the row's scratch */
+    if (depth > 32 || nd_cg_cost(c->g, v) >= 20) return 0;
+    for (int q = 0; q < n->nin; q++)
+        if (n->in[q] >= 0 && !cheap_value(c, n->in[q], depth + 1)) return 0;
+    return 1;
+}
+
+static int lane_count(kctx *c, const redop *r, nd_id val)
+{
+    const rpart *p;
+    /* a transcendental per element (softmax's exp) is the bound, not the
+     * adds, and its vector calls would spill the lanes: measured slower */
+    if (parts_of(r, &p) != 1 || !cheap_value(c, val, 0)) return 0;
+    int t = nd_cg_part_dtype(r->acc);
+    return t == NPY_DOUBLE ? 32 : t == NPY_FLOAT ? 64 : 0;
+}
+
+/* bl_[0..nl) folded pairwise and added to `to` */
+static void lane_fold(nd_sb *sb, int nl, const char *to)
+{
+    nd_sb_printf(sb, "for (int w_ = %d; w_ > 0; w_ /= 2)\nfor (int l_ = 0; l_ < w_; l_++) bl_[l_] += bl_[l_ + w_];\n"
+                     "%s += bl_[0];\n}\n", nl / 2, to);
+}
+
 /* The inner loop over the innermost (reduced) dim, from j = lo to hi,
  * accumulating v<val> into accumulator `x`. `flat` is the C expression of
  * the flat index over the reduced dims without j's term (argmax). */
@@ -674,12 +710,25 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
         nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo);
         nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n%s ", hi, part_ctype(r));
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_ = 0", q ? ", " : "", p[q].tag);
-        nd_sb_puts(sb, ";\n#pragma omp simd reduction(+:");
+        nd_sb_puts(sb, ";\n");
+        int nl = lane_count(c, r, val);
+        if (nl) {
+            /* the block's whole lane groups into nl running sums */
+            nd_sb_printf(sb, "{\n%s bl_[%d];\nfor (int l_ = 0; l_ < %d; l_++) bl_[l_] = 0;\nint64_t jl_ = jb_;\n"
+                         "for (; jl_ + %d <= je_; jl_ += %d) {\n#pragma omp simd%s\n",
+                         part_ctype(r), nl, nl, nl, nl, err);
+            char lhi[32];
+            snprintf(lhi, sizeof lhi, "jl_ + %d", nl);
+            if (elem_loop(c, r, val, which, "jl_", lhi) < 0) return -1;
+            nd_sb_puts(sb, "bl_[j - jl_] += cv_;\n}\n}\n");
+        }
+        nd_sb_puts(sb, "#pragma omp simd reduction(+:");
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_", q ? ", " : "", p[q].tag);
         nd_sb_printf(sb, ")%s\n", err);
-        if (elem_loop(c, r, val, which, "jb_", "je_") < 0) return -1;
+        if (elem_loop(c, r, val, which, nl ? "jl_" : "jb_", "je_") < 0) return -1;
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "bs%s_ += %scv_;\n", p[q].tag, p[q].sel);
         nd_sb_puts(sb, "}\n");
+        if (nl) lane_fold(sb, nl, "bs_");
         cascade_push(c, r, x, NULL);
         nd_sb_puts(sb, "}\n");
         return 0;
@@ -917,6 +966,28 @@ static int row_value(kctx *c, nd_id v)
     return 0;
 }
 
+/* A reduction kernel's output o stored per element of its domain (a side
+ * output, passes/schedule.h ND_ROW_SIDE: y = x * 2 next to x.sum(0)): its
+ * array has the domain's extent along a reduced dim, where every other
+ * output has 1. Stored from the walk (across_element), not the epilogue. */
+static int side_out(kctx *c, int o)
+{
+    const nd_kernel *k = c->k;
+    const nd_kop *op = &k->ops[o];
+    const nd_node *m = &c->g->nodes[op->buf], *d = &c->g->nodes[k->dom];
+    if (k->kind != ND_K_REDUCE || o < k->nin || op->acc != ND_A_DIRECT || m->ndim != d->ndim) return 0;
+    for (int q = 0; q < c->R; q++)
+        if ((k->red & (1u << q)) && m->shape[k->dims[q]] != 1) return 1;
+    return 0;
+}
+
+/* pointers q<o> of the side outputs over the bound dims */
+static void side_pointers(kctx *c, uint32_t bound)
+{
+    for (int o = c->k->nin; o < c->k->nin + c->k->nout; o++)
+        if (side_out(c, o)) pointer(c, o, bound, "q");
+}
+
 /* the epilogue: row values computed from the reduction's result (e.g.
  * sqrt(sum(...))), then every output stored at pointer prefix q */
 static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
@@ -924,7 +995,8 @@ static int epilogue_store(kctx *c, uint32_t bound, const char *jv)
     nd_kernel *k = c->k;
     for (int i = 0; i < k->nrow; i++)
         if (row_value(c, k->rowv[i]) < 0) return -1;
-    for (int o = k->nin; o < k->nin + k->nout; o++) store_at(c, o, bound, k->oval[o - k->nin], jv);
+    for (int o = k->nin; o < k->nin + k->nout; o++)
+        if (!side_out(c, o)) store_at(c, o, bound, k->oval[o - k->nin], jv);
     return 0;
 }
 
@@ -1239,6 +1311,8 @@ static int across_element(kctx *c, const rset *s, const char *jv, int rd, const 
     nd_sb *sb = c->sb;
     char a[48], b[48], flat[256];
     if (body(c, jv, NULL) < 0) return -1;
+    for (int o = c->k->nin; o < c->k->nin + c->k->nout; o++)
+        if (side_out(c, o)) store(c, o, c->k->oval[o - c->k->nin], "q", jv);
     flat_expr(c, flat, sizeof flat, 0);
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
@@ -1287,6 +1361,7 @@ static int across_row(kctx *c, const rset *s, uint32_t bound, const char *jv, co
     nd_sb *sb = c->sb;
     nd_sb_printf(sb, "{\nconst int64_t ih_ = %s;\n{\nconst int64_t i%d = ih_;\n", row, c->bdim);
     for (int o = 0; o < c->k->nin; o++) pointer(c, o, bound, "p");
+    side_pointers(c, bound);
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     if (across_element(c, s, jv, -1, sx) < 0) return -1;
@@ -1325,6 +1400,7 @@ static int across_walk(kctx *c, const rset *s, int rd, uint32_t bound, int chunk
         opened = open_serial(c, k->red, chunk_dim);
     }
     for (int o = 0; o < k->nin; o++) pointer(c, o, bound, "p");
+    side_pointers(c, bound);
     nd_sb_printf(sb, "#pragma omp simd%s\n", c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t j = j0; j < j1; j++) {\n");
     if (across_element(c, s, jv, s->nmom ? rd : -1, "") < 0) return -1;
@@ -1608,6 +1684,11 @@ static int gen_reduce(kctx *c)
     uint32_t kept = all & ~k->red;
     int inner_red = R > 0 && (k->red & (1u << (R - 1)));
     char flat[256], hi[16];
+    for (int o = k->nin; o < k->nin + k->nout && (inner_red || !R); o++)
+        if (side_out(c, o)) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a side output of a reduction along rows");
+            return -1;
+        }
     if (!inner_red && R >= 2 && kept == (1u << (R - 1)) && (k->red & 1u)) {
         /* a tall array's few columns: chunks of the rows in parallel */
         nd_sb_printf(sb, "if (n0 >= 4096 && n%d <= %d) {\n", R - 1, RBLOCK_K);

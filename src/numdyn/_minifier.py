@@ -105,10 +105,14 @@ def _program(nodes, outs, cuts):
     return src, params
 
 
-def _fails(mode, src, args, budget):
+def _check(mode, src, args, budget, nout):
+    """Compile and run the emitted program once: per output, whether it
+    fails (compile: a CompileError fails them all; accuracy: it differs
+    from NumPy's run of the same program), or None when the trial could
+    not tell (budget spent, another error)."""
     import numdyn
     if budget[0] <= 0:
-        return False
+        return None
     budget[0] -= 1
     ns = {"np": np}
     exec(compile(src, "<numdyn minifier>", "exec"), ns)
@@ -116,23 +120,34 @@ def _fails(mode, src, args, budget):
     try:
         got = numdyn.compile(fn)(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
     except numdyn.CompileError:
-        return mode == "compile"
+        return [True] * nout if mode == "compile" else None
     except Exception:  # another failure is not the one being minified
-        return False
+        return None
     if mode == "compile":
-        return False
+        return [False] * nout
     want = fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
-    return any(_differs(g, w) for g, w in zip(got, want))
+    return [_differs(g, w) for g, w in zip(got, want)]
+
+
+def _fails(mode, src, args, budget, nout=1):
+    r = _check(mode, src, args, budget, nout)
+    return bool(r) and any(r)
 
 
 def minify(mode, graph, values, native, error):
     """Called by the C runtime (runtime_debug.c); returns the repro's path,
     or None when the graph does not fail (accuracy: results agree). The
     search's own compiles write no NUMDYN_DEBUG_DIR artifacts."""
+    import numdyn
     debug_dir = os.environ.pop("NUMDYN_DEBUG_DIR", None)
+    # every trial waits for its compile: one NumPy ran meanwhile
+    # (background_compile) would look like a trial that does not fail
+    budget_s = numdyn.config.compile_budget
+    numdyn.config.compile_budget = float("inf")
     try:
         return _minify(mode, graph, values, native, error, debug_dir)
     finally:
+        numdyn.config.compile_budget = budget_s
         if debug_dir is not None:
             os.environ["NUMDYN_DEBUG_DIR"] = debug_dir
 
@@ -151,18 +166,28 @@ def _minify(mode, graph, values, native, error, debug_dir):
 
     def trial(o, c):
         src, params = _program(nodes, o, c)
-        return _fails(mode, src, [values[p] for p in params], budget), src, params
+        return _fails(mode, src, [values[p] for p in params], budget, len(o)), src, params
 
-    ok, src, params = trial(outs, cuts)
+    first = _first_differing(nodes, cuts, values, budget) if mode == "accuracy" else None
+    if first is not None:  # one compile found the failure and where it starts
+        ok = True
+    else:
+        ok, src, params = trial(outs, cuts)
     note = "the whole graph"
     if ok:
-        for k in range(len(nodes)):  # the earliest single node that fails
-            if nodes[k].op in ("input", "scalar") or k in cuts:
-                continue
-            if trial([k], cuts)[0]:
-                outs = [k]
-                break
-        changed = True
+        if first is None:
+            first = _earliest(mode, nodes, cuts, values, budget, trial)
+        if first is not None:
+            outs = [first]
+        # cut every input of the failing computation at once (it is the
+        # earliest failing node: what it reads is right), else one by one
+        src, params = _program(nodes, outs, cuts)
+        inner = {i for i in range(len(nodes)) if f"v{i} =" in src and i not in outs
+                 and nodes[i].op not in ("input", "scalar") and i not in cuts}
+        if inner and trial(outs, cuts | inner)[0]:
+            cuts = cuts | inner
+            inner = set()
+        changed = bool(inner)
         while changed and budget[0] > 0:  # cut inputs while it still fails
             changed = False
             src, params = _program(nodes, outs, cuts)
@@ -178,6 +203,38 @@ def _minify(mode, graph, values, native, error, debug_dir):
     else:
         note = "the re-emitted NumPy program did not fail: this is the whole graph as emitted"
     return _write(mode, src, [values[p] for p in params], note, error, graph, debug_dir)
+
+
+def _candidates(nodes, cuts):
+    return [k for k in range(len(nodes)) if nodes[k].op not in ("input", "scalar") and k not in cuts]
+
+
+def _first_differing(nodes, cuts, values, budget):
+    """accuracy: every candidate node an output of one program, one compile;
+    the earliest whose value differs from NumPy's, or None"""
+    cands = _candidates(nodes, cuts)
+    if not cands:
+        return None
+    src, params = _program(nodes, cands, cuts)
+    flags = _check("accuracy", src, [values[p] for p in params], budget, len(cands))
+    return next((k for k, f in zip(cands, flags) if f), None) if flags else None
+
+
+def _earliest(mode, nodes, cuts, values, budget, trial):
+    """The earliest node whose value fails: the shortest failing prefix of
+    the candidates, by bisection (a prefix holds no node after the earliest
+    failing one, so it fails exactly when it reaches that node)."""
+    cands = _candidates(nodes, cuts)
+    if not cands:
+        return None
+    lo, hi = 0, len(cands)  # the whole list fails (it holds the failing graph's outputs)
+    while hi - lo > 1 and budget[0] > 0:
+        mid = (lo + hi) // 2
+        if trial(cands[:mid], cuts)[0]:
+            hi = mid
+        else:
+            lo = mid
+    return cands[hi - 1] if hi - lo == 1 else None
 
 
 def _write(mode, src, args, note, error, graph, root):

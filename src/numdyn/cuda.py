@@ -357,7 +357,7 @@ class on_device:
 
     def _capture(self, args):
         import numpy as np
-        from . import compile as _compile, GraphBreakError
+        from . import GraphBreakError
         shadows, pristine = [], []
         for a in args:
             cai = _cai(a)
@@ -370,18 +370,8 @@ class on_device:
             _C._cuda_copy_into(cai["data"][0], h)
             shadows.append(h)
             pristine.append(h.copy(order="K"))
-        graphs, produced = [], []
-
-        def collect(graph, example_inputs):
-            graphs.append((graph, list(example_inputs)))
-
-            def runner(*xs):
-                out = graph(*xs)
-                produced.append(list(out))
-                return out
-            return runner
-
-        res = _compile(self.fn, backend=collect, fullgraph=True)(*shadows)
+        from ._cuda_tensor import capture_graphs
+        res, graphs, produced = capture_graphs(self.fn, shadows)
         if len(graphs) != 1 or len(produced) != 1:
             raise GraphBreakError(f"numdyn.cuda.on_device: {self.fn!r} captured {len(graphs)} "
                                   "graphs; it must be one (its array work in one graph)")
@@ -395,43 +385,14 @@ class on_device:
         for x in example:
             j = next((j for j, s in enumerate(shadows) if s is x), None)
             feeds.append(j)
-        used = set()
-
-        def leaf(v):
-            if isinstance(v, np.ndarray):
-                for j, o in enumerate(outs):
-                    if o is v:
-                        used.add(j)
-                        return ("out", j)
-            if isinstance(v, np.generic):
-                for j, o in enumerate(outs):
-                    if j not in used and isinstance(o, np.ndarray) and o.ndim == 0 and \
-                            o.dtype == v.dtype and (o == v or (o != o and v != v)):
-                        used.add(j)
-                        return ("out", j)
-            if isinstance(v, np.ndarray) and v.base is not None:
-                # a view NumPy made of an output: the same bytes of its device buffer
-                root = v
-                while isinstance(root.base, np.ndarray):
-                    root = root.base
-                for j, o in enumerate(outs):
-                    if isinstance(o, np.ndarray) and (o is root or o.base is root):
-                        return ("view", j, v.ctypes.data - o.ctypes.data, v.shape, v.strides,
-                                o.strides)
-            if isinstance(v, (np.ndarray, np.generic)):
-                raise NotImplementedError("numdyn.cuda.on_device: a result that is not one of "
-                                          "the graph's outputs (an argument returned as is?)")
-            return ("const", v)
-
-        def walk(v):
-            if isinstance(v, tuple):
-                return ("tuple", [walk(x) for x in v])
-            if isinstance(v, list):
-                return ("list", [walk(x) for x in v])
-            return leaf(v)
-
+        from ._cuda_tensor import _template
+        try:
+            template = _template(res, outs, (), ())
+        except NotImplementedError:
+            raise NotImplementedError("numdyn.cuda.on_device: a result that is not one of the "
+                                      "graph's outputs (an argument returned as is?)") from None
         e = _Entry()
-        e.graph, e.feeds, e.template = graph, feeds, walk(res)
+        e.graph, e.feeds, e.template = graph, feeds, template
         return e
 
     def __call__(self, *args):
@@ -493,20 +454,6 @@ class on_device:
 
 
 def _build(t, bufs, lib):
-    """the function's result from its template and the run's buffers (a
-    plain function: a closure calling itself would be a reference cycle
-    that kept the device buffers until the garbage collector ran)"""
-    kind, v = t[0], t[1]
-    if kind == "out":
-        return _wrap_like(lib, bufs[v])
-    if kind == "view":
-        _, j, off, shape, strides, ostrides = t
-        b = bufs[j]
-        if tuple(b.__cuda_array_interface__["strides"]) != tuple(ostrides):
-            raise NotImplementedError("numdyn.cuda.on_device: a view of a result laid "
-                                      "out otherwise on the device than on the host")
-        return _wrap_like(lib, _C._cuda_view(b, off, tuple(shape), tuple(strides)))
-    if kind == "const":
-        return v
-    items = [_build(x, bufs, lib) for x in v]
-    return tuple(items) if kind == "tuple" else items
+    """the function's result from its template and the run's buffers"""
+    from ._cuda_tensor import _build as build
+    return build(t, bufs, (), lambda b: _wrap_like(lib, b))

@@ -46,6 +46,9 @@ typedef struct rowdom {
     uint64_t axes;
     int trail;   /* the reduced dims are trailing and some dim is kept:
                     domain values may join (a row is walked several times) */
+    int across;  /* the innermost dim is kept (the kernel's vector loop runs
+                    along it, each element visited once): independent
+                    domain values may join as side outputs */
     int krank;
     npy_intp kshape[ND_MAXDIMS];   /* D without the reduced dims */
     npy_intp ashape[ND_MAXDIMS];   /* D with 1 at the reduced dims */
@@ -70,15 +73,17 @@ static int eligible_reduce(nd_graph *g, nd_id r, rowdom *D, int allow_arg)
     if (n->nin > 1 && n->in[1] >= 0 && g->nodes[n->in[1]].op != ND_OP_SCALAR) return 0;
     nd_node *x = &g->nodes[n->in[0]];
     if (!nd_emit->dtype_ok(x->dtype) || !nd_emit->dtype_ok(n->dtype)) return 0;
-    int seen_red = 0, kept = 0, red = 0, trail = 1;
+    int seen_red = 0, kept = 0, red = 0, trail = 1, last_kept = 0;
     for (int d = 0; d < x->ndim; d++) {
         int isr = (n->axes >> d) & 1;
         if (x->shape[d] == 1) continue;
         if (isr) { seen_red = 1; red++; }
         else { if (seen_red) trail = 0; kept++; }
+        last_kept = !isr;
     }
     if (!red) return 0;
     D->trail = trail && kept;
+    D->across = last_kept;
     D->rank = x->ndim;
     memcpy(D->shape, x->shape, sizeof(npy_intp) * (size_t)x->ndim);
     D->axes = n->axes;
@@ -221,7 +226,8 @@ static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *ro
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
                     nd_id *center)
 {
-    int n = g->n, ngroups = 0;
+    int n = g->n, ngroups = 0, side = (horiz & ND_ROW_SIDE) != 0;
+    horiz &= 1;
     uint8_t *dep = PyMem_Calloc((size_t)n + 1, 1);
     uint8_t *lv = PyMem_Calloc((size_t)n + 1, 1);
     nd_id *mem = PyMem_Malloc(sizeof(nd_id) * ((size_t)n + 1));
@@ -258,12 +264,15 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
                     lv[j] = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
                     mem[nm++] = j;
                     nred++;
-                } else if (horiz && D.trail && rowgrp[j] < 0 && !(skip && skip[j]) && pointwise_on(g, j, &D)) {
+                } else if (horiz && (D.trail || (side && D.across)) && rowgrp[j] < 0 && !(skip && skip[j]) &&
+                           pointwise_on(g, j, &D)) {
                     /* an independent pointwise value over the same domain
                      * (x * 2 next to (x ** 2).sum(1)): computed in the
                      * group's last walk of each row, from the row in cache,
-                     * not in a pass of its own. Its operands are computed
-                     * before it and none depends on the group (not bad). */
+                     * not in a pass of its own (next to x.sum(0): stored
+                     * from the reduction's one walk, a side output). Its
+                     * operands are computed before it and none depends on
+                     * the group (not bad). */
                     lv[j] = ND_ROW_DOMAIN;
                     mem[nm++] = j;
                 }
@@ -289,7 +298,16 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             }
             if (bad || rowgrp[j] >= 0) { dep[j] = 1; continue; }
             int join = 0, f = form_of(&D, jn);
-            if (f == ND_ROW_DOMAIN && !D.trail) f = 0;   /* no domain values */
+            if (f == ND_ROW_DOMAIN && !D.trail) {
+                /* no domain values, but side outputs: a pointwise value of
+                 * side values only (sqrt(abs(x)) next to x.sum(0)) */
+                int sidev = side && D.across;
+                for (int k = 0; k < nin && sidev; k++) {
+                    nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+                    if (in >= 0 && lv[in] && lv[in] != ND_ROW_DOMAIN) sidev = 0;
+                }
+                if (!sidev) f = 0;
+            }
             switch (jn->op) {
             case ND_OP_UFUNC: case ND_OP_CAST: case ND_OP_WHERE:
                 if (!f || !nd_emit->supported(g, j)) break;
@@ -328,7 +346,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             mem[nm++] = j;
         }
         (void)nred;
-        if (horiz && D.trail) nm = join_earlier(g, r, &D, rowgrp, skip, lv, dep, mem, nm);
+        if (horiz && (D.trail || (side && D.across))) nm = join_earlier(g, r, &D, rowgrp, skip, lv, dep, mem, nm);
         if (nm < 2) continue;
         for (int q = 0; q < nm; q++) { rowgrp[mem[q]] = ngroups; level[mem[q]] = lv[mem[q]]; }
         ngroups++;

@@ -28,6 +28,7 @@
 #define KMAX_NODES nd_schedule_kmax_nodes
 #define KMAX_OPS 40
 _Thread_local int nd_schedule_kmax_nodes = 64;
+_Thread_local int nd_schedule_side_outputs = 1;
 
 typedef struct sched {
     nd_graph *g;
@@ -532,17 +533,20 @@ static int build_row_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8
             if (push_id(&rowv, &nrow, &caprow, i) < 0) goto fail;
         }
     }
-    /* reductions and only row values after them: a reduction kernel with
-     * an epilogue (it may vectorize across rows when rows are short) */
-    int ndomain = 0;
-    for (int i = 0; i < b.ninl; i++) if (s->rowgrp[b.inl[i]] == rg) ndomain++;
-    if (ndomain == 0) k->kind = ND_K_REDUCE;   /* several: horizontal (one pass) */
     nd_node *rn = &g->nodes[k->root], *dn = &g->nodes[k->dom];
     for (int d = 0; d < dn->ndim; d++) {
         if (dn->shape[d] == 1) continue;
         if (rn->axes & (1ull << d)) k->red |= 1u << k->rank;
         k->dims[k->rank++] = (int8_t)d;
     }
+    /* reductions and only row values after them: a reduction kernel with
+     * an epilogue (it may vectorize across rows when rows are short); so
+     * too when the innermost dim is kept, its domain values side outputs
+     * (pass_rowfuse.c ND_ROW_SIDE) stored from the one walk */
+    int ndomain = 0;
+    for (int i = 0; i < b.ninl; i++) if (s->rowgrp[b.inl[i]] == rg) ndomain++;
+    if (ndomain == 0 || (k->rank && !(k->red & (1u << (k->rank - 1)))))
+        k->kind = ND_K_REDUCE;   /* several: horizontal (one pass) */
     int nin = b.nops;
     for (nd_id i = 0; i < s->n; i++) {
         if (s->rowgrp[i] != rg || !p->mat[i]) continue;
@@ -1024,7 +1028,8 @@ static int find_row_groups(sched *s, int allow_rows, int allow_horiz)
     int n = s->n;
     int nrg = 0;
     if (allow_rows) {
-        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, allow_horiz, s->center);
+        int horiz = allow_horiz ? 1 | (nd_schedule_side_outputs ? ND_ROW_SIDE : 0) : 0;
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, horiz, s->center);
         if (nrg < 0) return -1;
     } else {
         for (nd_id i = 0; i < n; i++) { s->rowgrp[i] = -1; s->center[i] = -1; }
@@ -1432,8 +1437,11 @@ static int plan_buffers(sched *s, nd_program *p)
               region_reads_in_place(g, &p->kerns[p->steps[t + 1].kern], st->node)));
         if (in_place && p->own[base]) p->take[st->node] = 1;
         /* an input the caller gives up (a value of an earlier flush that
-         * nothing reads again: A of an LU whose every step flushes) */
-        if (in_place && g->nodes[base].op == ND_OP_INPUT) p->take_in[st->node] = 1;
+         * nothing reads again: A of an LU whose every step flushes), or a
+         * NumPy step's result the run proves it alone holds */
+        if (in_place && (g->nodes[base].op == ND_OP_INPUT ||
+                         (g->nodes[base].op == ND_OP_EXTERN && s->eager[base])))
+            p->take_in[st->node] = 1;
     }
     return 0;
 }

@@ -150,7 +150,10 @@ typedef struct nd_program {
     uint8_t *take;          /* per SETITEM: may write into in[0]'s array */
     uint8_t *take_in;       /* per SETITEM whose in[0] is an INPUT: may write
                                into that array when the run was given it
-                               (backend.h, donated inputs): the rule of take */
+                               (backend.h, donated inputs): the rule of take;
+                               whose in[0] is a NumPy step's (EXTERN): may
+                               write into its result when nothing else holds
+                               it (runtime_native.c sole_owner) */
     int32_t *last;          /* per node: last step reading it (-1: none) */
     uint8_t *isout;         /* per node: an output (kept) */
     int32_t *freeat;        /* nsteps + 1 offsets into freen: the buffers */
@@ -238,6 +241,11 @@ static inline int nd_frame_sidx(int rank, int nops, int o, int t)
  * the number of groups, -1 + exception. */
 enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
 #define ND_MAXRED 8
+/* horiz | ND_ROW_SIDE: an independent pointwise value over the domain of a
+ * reduction whose innermost dim is kept (y = x * 2 next to x.sum(0)) joins
+ * its group as a *side output*: the reduction kernel stores it per element
+ * from the walk it makes anyway (one pass over x, not two) */
+#define ND_ROW_SIDE 2
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
                     nd_id *center);
 
@@ -248,6 +256,10 @@ nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);
  * where a value recomputed costs less than a pass over memory -- sets it
  * around its own nd_schedule call (backend_cuda.c); per thread. */
 extern _Thread_local int nd_schedule_kmax_nodes;
+/* 1 (default): reduction kernels may store side outputs (ND_ROW_SIDE). A
+ * generator without that form (the CUDA one) sets 0 around its own
+ * nd_schedule call; per thread. */
+extern _Thread_local int nd_schedule_side_outputs;
 void nd_program_free(nd_program *p);
 void nd_program_decref(nd_program *p);
 

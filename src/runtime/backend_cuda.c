@@ -779,6 +779,65 @@ static PyObject *devbuf_new(dbuf *b)
     return (PyObject *)o;
 }
 
+/* ---- DeviceBuffers for numdyn.Tensor on CUDA (cuda.h's contract) */
+int nd_cu_devbuf_check(PyObject *o) { return Py_IS_TYPE(o, &DevBuf_Type); }
+
+const nd_cu_array *nd_cu_devbuf_array(PyObject *o) { return &((DevBuf *)o)->b->a; }
+
+PyObject *nd_cu_devbuf_upload(PyObject *array)
+{
+    if (!PyArray_Check(array)) {
+        PyErr_SetString(PyExc_TypeError, "numdyn.cuda: only an ndarray goes up to the device");
+        return NULL;
+    }
+    if (nd_cu_ready() < 0) return NULL;
+    PyObject *a = nd_usable_array(array, 0);   /* aligned, native byte order */
+    if (!a) return NULL;
+    dbuf *b = upload((PyArrayObject *)a);
+    Py_DECREF(a);
+    /* a buffer is complete when handed out (its interface says stream None) */
+    if (b && nd_cu_sync() < 0) dbuf_drop(&b);
+    PyObject *r = devbuf_new(b);
+    dbuf_drop(&b);
+    return r;
+}
+
+PyObject *nd_cu_devbuf_borrow(const nd_cu_array *a, PyObject *owner)
+{
+    dbuf *b = PyMem_Calloc(1, sizeof *b);
+    if (!b) return PyErr_NoMemory();
+    b->refs = 1;
+    b->a = *a;
+    b->owner = Py_NewRef(owner);
+    PyObject *r = devbuf_new(b);
+    dbuf_drop(&b);
+    return r;
+}
+
+PyObject *nd_cu_devbuf_get(PyObject *o) { return devbuf_get(o, NULL); }
+
+int nd_cu_devbuf_copy(PyObject *dst, PyObject *src)
+{
+    const nd_cu_array *d = nd_cu_devbuf_array(dst), *s = nd_cu_devbuf_array(src);
+    int same = d->ndim == s->ndim && d->dtype == s->dtype && d->nbytes == s->nbytes;
+    for (int k = 0; same && k < d->ndim; k++)
+        same = d->shape[k] == s->shape[k] && (d->shape[k] < 2 || d->strides[k] == s->strides[k]);
+    npy_intp span = d->itemsize;   /* dense: the elements cover nbytes */
+    for (int k = 0; k < d->ndim; k++) span += (d->shape[k] - 1) * (d->strides[k] < 0 ? -d->strides[k] : d->strides[k]);
+    if (!same || (d->nbytes && (size_t)span != d->nbytes)) {
+        PyErr_SetString(PyExc_NotImplementedError, "numdyn.cuda: an in-place write into a CUDA "
+                        "Tensor whose memory is not dense in the layout of the value (a strided "
+                        "view): write into a contiguous Tensor");
+        return -1;
+    }
+    npy_intp lo = 0;   /* a dense buffer with negative strides starts below ptr */
+    for (int k = 0; k < d->ndim; k++) if (d->strides[k] < 0) lo += (d->shape[k] - 1) * d->strides[k];
+    if (!d->nbytes) return 0;
+    if (nd_cu_ready() < 0 || nd_cu_dtod(d->ptr + (nd_cu_ptr)lo, s->ptr + (nd_cu_ptr)lo, d->nbytes) < 0)
+        return -1;
+    return nd_cu_sync();
+}
+
 /* NumPy reruns a graph of given device inputs: they come down to the host
  * for it (the graph's INPUT nodes hold them meanwhile), the results go up */
 static PyObject *rerun_given(nd_graph *g, const nd_id *outs, int nout)
@@ -1051,6 +1110,38 @@ done:
     return res;
 }
 
+/* _cuda_graph_set_input(graph, k, array): the k-th INPUT node of graph
+ * holds array instead (same dtype and shape): a graph kept to run on
+ * device inputs need not keep the host copy it was captured from */
+static PyObject *py_graph_set_input(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *graph, *arr;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OnO!", &graph, &k, &PyArray_Type, &arr)) return NULL;
+    nd_graph *g;
+    const nd_id *outs;
+    int nout;
+    if (nd_graphpy_parts(graph, &g, &outs, &nout) < 0) return NULL;
+    Py_ssize_t seen = 0;
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *nn = &g->nodes[i];
+        if (nn->op != ND_OP_INPUT || seen++ != k) continue;
+        PyArrayObject *a = (PyArrayObject *)arr;
+        int same = nn->obj && PyArray_Check(nn->obj) && PyArray_NDIM(a) == nn->ndim &&
+                   PyArray_TYPE(a) == nn->dtype;
+        for (int d = 0; same && d < nn->ndim; d++) same = PyArray_DIM(a, d) == nn->shape[d];
+        if (!same) {
+            PyErr_SetString(PyExc_ValueError, "_cuda_graph_set_input: another dtype or shape");
+            return NULL;
+        }
+        Py_SETREF(nn->obj, Py_NewRef(arr));
+        Py_RETURN_NONE;
+    }
+    PyErr_SetString(PyExc_IndexError, "_cuda_graph_set_input: no such input");
+    return NULL;
+}
+
 /* _cuda_view(buf, byte offset, shape, byte strides) -> DeviceBuffer: a
  * view into buf's memory (bounds checked), holding buf's memory */
 static PyObject *py_view(PyObject *self, PyObject *args)
@@ -1193,6 +1284,7 @@ static PyMethodDef methods[] = {
     {"_cuda_run_graph", py_run_graph, METH_VARARGS, "run a Graph on device inputs; DeviceBuffers"},
     {"_cuda_copy_into", py_copy_into, METH_VARARGS, "device bytes into an ndarray"},
     {"_cuda_view", py_view, METH_VARARGS, "a view into a DeviceBuffer"},
+    {"_cuda_graph_set_input", py_graph_set_input, METH_VARARGS, "replace a graph input's array"},
     {"_cuda_sync_device", py_sync_device, METH_NOARGS, "wait for every stream of the device"},
     {"_cuda_wait_stream", py_wait_stream, METH_O, "numdyn's stream waits for another stream"},
     {NULL, NULL, 0, NULL},

@@ -171,6 +171,21 @@ typedef struct nd_cu_array {
 typedef int (*nd_cu_extern_fn)(nd_graph *g, nd_id id, const nd_cu_array *const *in, int nin,
                                nd_cu_array *out);
 int nd_cu_register_extern(nd_cu_extern_fn fn, const char *name);
+/* numdyn.cuda.DeviceBuffer (backend_cuda.c), the memory of a numdyn.Tensor
+ * on CUDA (src/tensor/). A buffer is complete when handed out (its CUDA
+ * Array Interface says stream None): upload and copy wait for numdyn's
+ * stream. */
+int nd_cu_devbuf_check(PyObject *o);
+const nd_cu_array *nd_cu_devbuf_array(PyObject *o);   /* borrowed; o a DeviceBuffer */
+/* an ndarray up to the device, in its layout (a non-dense one: a C copy) */
+PyObject *nd_cu_devbuf_upload(PyObject *array);
+/* memory of another library (a DLPack or CUDA Array Interface producer):
+ * owner is held until the last view of it dies */
+PyObject *nd_cu_devbuf_borrow(const nd_cu_array *a, PyObject *owner);
+PyObject *nd_cu_devbuf_get(PyObject *o);               /* a host copy (ndarray) */
+/* src's bytes into dst (same dtype, shape and dense layout; else
+ * NotImplementedError); 0 / -1 + exc */
+int nd_cu_devbuf_copy(PyObject *dst, PyObject *src);
 int nd_cuda_backend_init(PyObject *module);
 
 /* The graph scheduled for the GPU (cuda_source.c): the native schedule

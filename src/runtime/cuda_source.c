@@ -7,10 +7,12 @@
 
 nd_program *nd_cuda_schedule(nd_graph *g, const nd_id *outs, int nout)
 {
-    int was = nd_schedule_kmax_nodes;
+    int was = nd_schedule_kmax_nodes, side = nd_schedule_side_outputs;
     nd_schedule_kmax_nodes = ND_CU_KMAX_NODES;
+    nd_schedule_side_outputs = 0;   /* codegen_cuda.c has no side-output form */
     nd_program *p = nd_schedule(g, outs, nout);
     nd_schedule_kmax_nodes = was;
+    nd_schedule_side_outputs = side;
     return p;
 }
 

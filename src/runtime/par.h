@@ -52,6 +52,9 @@
  * matmul's BLAS threads then wait for the cores -- the team's cost lands
  * there). GIL held. */
 int nd_par_begin(nd_kernel *k, int64_t tot, int64_t work);
+/* Whether this process is a fork of one that loaded numdyn: kernels then run
+ * alone (libgomp's team does not survive fork). */
+int nd_par_forked(void);
 /* The kernel just begun returned (its own time, reported by explain). */
 void nd_par_ran(void);
 /* The program run ended (ok) or failed (!ok: the open span is dropped). */

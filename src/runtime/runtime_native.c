@@ -417,7 +417,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
     if (nd_cg_check_stores())
         for (int o = k->nin; o < nops; o++)
             byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
-    int E = 0;
+    int E = nd_par_forked() ? ND_RUN_ALONE : 0;
     (void)fpe_take();  /* flags left by earlier code are not this kernel's */
     int64_t work = tot * (int64_t)(k->cost > 0 ? k->cost : 1);
     if (work >= GIL_WORK) {
@@ -432,6 +432,7 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
         if (armed) disarm_interrupt();
     } else {
         k->fn(P, I, Sp, &E);
+        E &= ~ND_RUN_ALONE;
     }
     E |= fpe_take();
     if (E & ND_ERR_INTERRUPT) {
@@ -473,6 +474,19 @@ static int run_eager(nd_graph *g, nd_id id, PyObject **arr)
         if (!a) return -1;
     }
     return 0;
+}
+
+/* A NumPy step's result that nothing but this run's buffer table holds:
+ * no other node, no view (a view holds a reference to its base), not an
+ * array the step returned from elsewhere (an argument, a cache: those hold
+ * references too), and its memory its own. A setitem whose plan allows it
+ * (take_in) writes into it instead of copying it whole: the row swap
+ * A[[k, p], :] = A[[p, k], :] of an LU with partial pivoting is NumPy's
+ * scatter, a fresh copy of A, which the next column update then copied
+ * again (a copy of the whole matrix per column). */
+static int sole_owner(PyArrayObject *b)
+{
+    return Py_REFCNT(b) == 1 && PyArray_CHKFLAGS(b, NPY_ARRAY_OWNDATA) && !PyArray_BASE(b);
 }
 
 /* 1 when a listed scalar store (backend.h) would raise: NumPy then runs
@@ -742,8 +756,9 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         } else if (st->kind == ND_S_BASE) {
             nd_id base = g->nodes[st->node].in[0];
             PyArrayObject *b = (PyArrayObject *)arr[base];
-            int given = undo.nbuf && p->take_in && p->take_in[st->node] &&
-                        g->nodes[base].op == ND_OP_INPUT && in_donated(&undo, b);
+            int given = p->take_in && p->take_in[st->node] &&
+                        (g->nodes[base].op == ND_OP_INPUT ? undo.nbuf && in_donated(&undo, b)
+                                                          : sole_owner(b));
             if ((p->take[st->node] || given) && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
                 if (undo.nbuf && in_donated(&undo, b) && undo_save(&undo, g, st->node, b) < 0) goto done;
                 Py_INCREF(b);

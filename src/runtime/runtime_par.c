@@ -7,6 +7,7 @@
 #include "par.h"
 #include "core/counters.h"
 #include <dlfcn.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,7 +431,22 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* A process forked after kernels ran with the OpenMP team (multiprocessing's
+ * default start method on Linux) inherits libgomp's pool of threads that do
+ * not exist in it: its first parallel region would wait for them forever.
+ * The child runs every kernel alone (PyTorch does the same); the parent is
+ * unchanged. */
+static volatile int forked_child;
+
+static void at_fork_child(void) { forked_child = 1; }
+
+int nd_par_forked(void) { return forked_child; }
+
 int nd_par_init(PyObject *module)
 {
+    if (pthread_atfork(NULL, NULL, at_fork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: pthread_atfork failed");
+        return -1;
+    }
     return PyModule_AddFunctions(module, methods);
 }

@@ -22,7 +22,7 @@ static PyObject *str_dlpack, *str_dlpack_device, *kw_versioned, *kw_versioned_co
 
 /* --------------------------------------------------------------- dtypes */
 
-static int dl_of_descr(PyArray_Descr *d, nd_DLDataType *out)
+int nd_dl_of_descr(PyArray_Descr *d, nd_DLDataType *out)
 {
     int t = d->type_num;
     out->lanes = 1;
@@ -44,7 +44,7 @@ static int dl_of_descr(PyArray_Descr *d, nd_DLDataType *out)
     return 0;
 }
 
-static int npy_of_dl(nd_DLDataType dt)
+int nd_npy_of_dl(nd_DLDataType dt)
 {
     if (dt.lanes != 1) return -1;
     switch (dt.code) {
@@ -114,7 +114,29 @@ static void capsule_free_legacy(PyObject *cap)
     ND_T_EXC_RESTORE(exc);
 }
 
-static int parse_device(PyObject *dev, int32_t *type, int32_t *id)
+int nd_dlpack_options(PyObject *max_version, PyObject *copy, int *versioned, int *want_copy)
+{
+    *want_copy = *versioned = 0;
+    if (copy != Py_None) {
+        if (!PyBool_Check(copy)) {
+            PyErr_SetString(PyExc_TypeError, "__dlpack__: copy must be True, False or None");
+            return -1;
+        }
+        *want_copy = copy == Py_True;
+    }
+    if (max_version != Py_None) {
+        if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
+            PyErr_SetString(PyExc_TypeError, "max_version must be None or a (major, minor) tuple");
+            return -1;
+        }
+        long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
+        if (major == -1 && PyErr_Occurred()) return -1;
+        *versioned = major >= 1;
+    }
+    return 0;
+}
+
+int nd_dlpack_parse_device(PyObject *dev, int32_t *type, int32_t *id)
 {
     long long a, b;
     if (!PyTuple_Check(dev) || PyTuple_GET_SIZE(dev) != 2) {
@@ -147,34 +169,18 @@ PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs)
     }
     if (dl_device != Py_None) {
         int32_t type, id;
-        if (parse_device(dl_device, &type, &id) < 0) return NULL;
+        if (nd_dlpack_parse_device(dl_device, &type, &id) < 0) return NULL;
         if (type != ND_DL_CPU || id != 0) {
             PyErr_Format(PyExc_BufferError, "numdyn: unsupported device requested: %R (the "
                          "Tensor is on the CPU, (1, 0))", dl_device);
             return NULL;
         }
     }
-    int want_copy = 0;
-    if (copy != Py_None) {
-        if (!PyBool_Check(copy)) {
-            PyErr_SetString(PyExc_TypeError, "__dlpack__: copy must be True, False or None");
-            return NULL;
-        }
-        want_copy = copy == Py_True;
-    }
-    int versioned = 0;
-    if (max_version != Py_None) {
-        if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
-            PyErr_SetString(PyExc_TypeError, "max_version must be None or a (major, minor) tuple");
-            return NULL;
-        }
-        long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
-        if (major == -1 && PyErr_Occurred()) return NULL;
-        versioned = major >= 1;
-    }
+    int want_copy, versioned;
+    if (nd_dlpack_options(max_version, copy, &versioned, &want_copy) < 0) return NULL;
     PyArrayObject *a = (PyArrayObject *)array;
     nd_DLDataType dt;
-    if (dl_of_descr(PyArray_DESCR(a), &dt) < 0) return NULL;
+    if (nd_dl_of_descr(PyArray_DESCR(a), &dt) < 0) return NULL;
     int readonly = !PyArray_ISWRITEABLE(a);
     if (want_copy) {
         a = (PyArrayObject *)PyArray_NewCopy(a, NPY_KEEPORDER);
@@ -192,28 +198,39 @@ PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs)
     }
     int nd = PyArray_NDIM(a);
     npy_intp item = PyArray_ITEMSIZE(a);
-    export_ctx *c = calloc(1, sizeof(export_ctx) + sizeof(int64_t) * 2 * (size_t)(nd ? nd : 1));
-    if (!c) {
-        Py_DECREF(a);
-        return PyErr_NoMemory();
-    }
     for (int d = 0; d < nd; d++) {
-        npy_intp s = PyArray_STRIDE(a, d);
-        if (item == 0 || s % item) {
-            free(c);
+        npy_intp st = PyArray_STRIDE(a, d);
+        if (item == 0 || st % item) {
             Py_DECREF(a);
             PyErr_SetString(PyExc_BufferError,
                             "DLPack only supports strides which are a multiple of itemsize");
             return NULL;
         }
-        c->dims[d] = PyArray_DIM(a, d);
-        c->dims[nd + d] = s / item;
     }
-    c->array = (PyObject *)a;
+    return nd_dlpack_capsule(PyArray_DATA(a), ND_DL_CPU, 0, nd, PyArray_DIMS(a), PyArray_STRIDES(a),
+                             item, dt, (PyObject *)a, versioned,
+                             (readonly ? ND_DLPACK_FLAG_READ_ONLY : 0) |
+                             (want_copy ? ND_DLPACK_FLAG_IS_COPIED : 0));
+}
+
+PyObject *nd_dlpack_capsule(void *data, int32_t dev_type, int32_t dev_id, int nd,
+                            const npy_intp *shape, const npy_intp *byte_strides, npy_intp item,
+                            nd_DLDataType dt, PyObject *owner, int versioned, uint64_t flags)
+{
+    export_ctx *c = calloc(1, sizeof(export_ctx) + sizeof(int64_t) * 2 * (size_t)(nd ? nd : 1));
+    if (!c) {
+        Py_DECREF(owner);
+        return PyErr_NoMemory();
+    }
+    for (int d = 0; d < nd; d++) {
+        c->dims[d] = shape[d];
+        c->dims[nd + d] = item ? byte_strides[d] / item : 0;
+    }
+    c->array = owner;
     nd_DLTensor *t = versioned ? &c->m.v.dl_tensor : &c->m.l.dl_tensor;
-    t->data = PyArray_DATA(a);
-    t->device.device_type = ND_DL_CPU;
-    t->device.device_id = 0;
+    t->data = data;
+    t->device.device_type = dev_type;
+    t->device.device_id = dev_id;
     t->ndim = nd;
     t->dtype = dt;
     t->shape = c->dims;
@@ -225,8 +242,7 @@ PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs)
         c->m.v.version.minor = ND_DLPACK_MINOR;
         c->m.v.manager_ctx = c;
         c->m.v.deleter = deleter_versioned;
-        c->m.v.flags = (readonly ? ND_DLPACK_FLAG_READ_ONLY : 0) |
-                       (want_copy ? ND_DLPACK_FLAG_IS_COPIED : 0);
+        c->m.v.flags = flags;
         cap = PyCapsule_New(&c->m.v, "dltensor_versioned", capsule_free_versioned);
     } else {
         c->m.l.manager_ctx = c;
@@ -234,7 +250,7 @@ PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs)
         cap = PyCapsule_New(&c->m.l, "dltensor", capsule_free_legacy);
     }
     if (!cap) {
-        Py_DECREF(a);
+        Py_DECREF(owner);
         free(c);
     }
     return cap;
@@ -263,11 +279,10 @@ static PyObject *array_of(nd_DLTensor *t, int readonly, PyObject *owner)
     if (t->device.device_type != ND_DL_CPU && t->device.device_type != ND_DL_CUDA_HOST &&
         t->device.device_type != ND_DL_CUDA_MANAGED) {
         PyErr_Format(PyExc_BufferError, "numdyn.from_dlpack: memory on DLPack device type %d "
-                     "is not readable by the CPU (numdyn's CUDA backend is not built yet)",
-                     (int)t->device.device_type);
+                     "is not readable by the CPU", (int)t->device.device_type);
         return NULL;
     }
-    int tn = npy_of_dl(t->dtype);
+    int tn = nd_npy_of_dl(t->dtype);
     if (tn < 0) {
         PyErr_Format(PyExc_BufferError, "numdyn.from_dlpack: unsupported DLPack dtype (code %d, "
                      "bits %d, lanes %d)", t->dtype.code, t->dtype.bits, t->dtype.lanes);
@@ -297,7 +312,7 @@ static PyObject *array_of(nd_DLTensor *t, int readonly, PyObject *owner)
     return arr;
 }
 
-static PyObject *array_of_capsule(PyObject *cap)
+PyObject *nd_dlpack_consume(PyObject *cap, nd_dlpack_make make)
 {
     if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
         nd_DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
@@ -310,7 +325,7 @@ static PyObject *array_of_capsule(PyObject *cap)
         }
         PyObject *owner = PyCapsule_New(m, "numdyn.dlpack_versioned", NULL);
         if (!owner) return NULL;
-        PyObject *arr = array_of(&m->dl_tensor, (m->flags & ND_DLPACK_FLAG_READ_ONLY) != 0, owner);
+        PyObject *arr = make(&m->dl_tensor, (m->flags & ND_DLPACK_FLAG_READ_ONLY) != 0, owner);
         if (arr) {  /* the owner now deletes it; the producer's capsule must not */
             if (PyCapsule_SetName(cap, "used_dltensor_versioned") < 0 ||
                 PyCapsule_SetDestructor(owner, owner_free_versioned) < 0)
@@ -324,7 +339,7 @@ static PyObject *array_of_capsule(PyObject *cap)
         if (!m) return NULL;
         PyObject *owner = PyCapsule_New(m, "numdyn.dlpack", NULL);
         if (!owner) return NULL;
-        PyObject *arr = array_of(&m->dl_tensor, 0, owner);
+        PyObject *arr = make(&m->dl_tensor, 0, owner);
         if (arr) {
             if (PyCapsule_SetName(cap, "used_dltensor") < 0 ||
                 PyCapsule_SetDestructor(owner, owner_free_legacy) < 0)
@@ -353,13 +368,13 @@ PyObject *nd_dlpack_to_array(PyObject *x, int copy)
         return NULL;
     }
     int32_t type = 0, id = 0;
-    int rc = parse_device(dev, &type, &id);
+    int rc = nd_dlpack_parse_device(dev, &type, &id);
     Py_DECREF(dev);
     if (rc < 0) return NULL;
     if (type != ND_DL_CPU && type != ND_DL_CUDA_HOST && type != ND_DL_CUDA_MANAGED) {
         PyErr_Format(PyExc_BufferError, "numdyn.from_dlpack: the array is on DLPack device "
-                     "(%d, %d), not readable by the CPU (numdyn's CUDA backend is not built "
-                     "yet)", (int)type, (int)id);
+                     "(%d, %d), not readable by the CPU (numdyn.from_dlpack(x) makes a CUDA "
+                     "Tensor of it)", (int)type, (int)id);
         return NULL;
     }
     /* versioned first: __dlpack__(max_version=(1, 0)[, copy=...]) */
@@ -378,7 +393,7 @@ PyObject *nd_dlpack_to_array(PyObject *x, int copy)
         legacy_copy = copy == 1;
     }
     if (!cap) return NULL;
-    PyObject *arr = array_of_capsule(cap);
+    PyObject *arr = nd_dlpack_consume(cap, array_of);
     Py_DECREF(cap);
     if (arr && legacy_copy)
         Py_SETREF(arr, PyArray_NewCopy((PyArrayObject *)arr, NPY_KEEPORDER));
@@ -392,18 +407,40 @@ static PyObject *mod_from_dlpack(PyObject *m, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:from_dlpack", kwlist, &x, &device,
                                      &copy))
         return NULL;
+    int want_cuda = 0;
     if (device != Py_None) {
         const char *d = PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : NULL;
-        if (!d || (strcmp(d, "cpu") && strcmp(d, "cpu:0"))) {
+        want_cuda = d && !strncmp(d, "cuda", 4);
+        if (!d || (strcmp(d, "cpu") && strcmp(d, "cpu:0") && !want_cuda)) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "numdyn.from_dlpack: device %R is not "
-                             "available (numdyn runs on 'cpu')", device);
+                             "available (use 'cpu' or 'cuda')", device);
             return NULL;
         }
     }
     if (copy != Py_None && !PyBool_Check(copy)) {
         PyErr_SetString(PyExc_TypeError, "numdyn.from_dlpack: copy must be True, False or None");
         return NULL;
+    }
+    /* a CUDA producer (or device="cuda"): numdyn.Tensor on CUDA (tensor_cuda.c) */
+    int on_cuda = nd_tensor_is_cuda(x);
+    if (!on_cuda && !nd_tensor_check(x)) {
+        PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+        if (!dev) PyErr_Clear();
+        else {
+            on_cuda = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 &&
+                      PyLong_Check(PyTuple_GET_ITEM(dev, 0)) &&
+                      PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) == ND_DL_CUDA;
+            Py_DECREF(dev);
+        }
+    }
+    if (on_cuda || want_cuda) {
+        PyObject *args2 = Py_BuildValue("(OOO)", x, device, copy);
+        PyObject *eng = args2 ? PyImport_ImportModule("numdyn._cuda_tensor") : NULL;
+        PyObject *r = eng ? PyObject_CallMethod(eng, "from_dlpack", "O", args2) : NULL;
+        Py_XDECREF(eng);
+        Py_XDECREF(args2);
+        return r;
     }
     PyObject *a = nd_dlpack_to_array(x, copy == Py_None ? -1 : copy == Py_True);
     if (!a) return NULL;

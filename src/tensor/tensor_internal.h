@@ -2,8 +2,9 @@
 #ifndef ND_TENSOR_INTERNAL_H
 #define ND_TENSOR_INTERNAL_H
 #include "tensor/tensor.h"
+#include "tensor/dlpack.h"
 
-enum { ND_DEV_CPU = 0 };
+enum { ND_DEV_CPU = 0, ND_DEV_CUDA = 1 };
 
 /* an exception in flight, kept aside and put back (3.12 changed the API) */
 #if PY_VERSION_HEX >= 0x030C0000
@@ -23,9 +24,11 @@ typedef struct {
     PyObject *node;         /* the tape node that made it (tensor_tape.c), or NULL: a leaf */
     PyObject *weakrefs;
     int node_out;           /* which output of node: -1 its whole result, k item k */
-    int device;             /* ND_DEV_CPU */
+    int device;             /* ND_DEV_CPU, or ND_DEV_CUDA (then array is a
+                               numdyn.cuda.DeviceBuffer: tensor_cuda.c) */
     char requires_grad;
     char taped;             /* this version is an argument of a tape node */
+    char readonly;          /* CUDA: memory of a read-only DLPack producer (never written) */
     char stale;             /* array is a placeholder for an older value the tape
                                recomputes (tensor_type.c, old_value) */
     long long version;      /* in-place writes so far (torch's version counter) */
@@ -54,6 +57,31 @@ int nd_tensor_before_write(PyObject *o);
  * from its history; NULL + RuntimeError when that value was not kept. */
 PyObject *nd_tensor_at_version(PyObject *o, long long version);
 
+/* A Tensor of type tp (NdTensor_Type, or NdCudaTensor_Type with a
+ * DeviceBuffer) holding obj; no gradient. New ref. */
+PyObject *nd_tensor_from_array_of(PyObject *obj, PyTypeObject *tp);
+
+/* ---- tensor_cuda.c: numdyn.Tensor on CUDA (a subtype of Tensor) */
+extern PyTypeObject NdCudaTensor_Type;
+int nd_tensor_is_cuda(PyObject *o);
+PyObject *nd_tensor_cuda_from_buffer(PyObject *devbuf);
+/* numdyn.from_dlpack of a kDLCUDA producer: its memory, no copy */
+PyObject *nd_tensor_cuda_from_dlpack(PyObject *producer);
+/* the host Tensor t (CPU) up to the device: a CUDA Tensor holding a copy */
+PyObject *nd_tensor_cuda_of_cpu(PyObject *t);
+/* wrap_numpy with a CUDA tensor among the arguments: the engine's call */
+PyObject *nd_tensor_cuda_wrap_call(PyObject *fn, PyObject *compiled, PyObject *args,
+                                   PyObject *kwargs);
+/* a device copy of CUDA Tensor t (same layout when dense), no gradient */
+PyObject *nd_tensor_cuda_copy(PyObject *t);
+/* 1 when o is a DeviceBuffer of a float or complex dtype */
+int nd_tensor_cuda_differentiable(PyObject *o);
+/* backward() of a CUDA Tensor: the tape's program differentiated by
+ * numdyn's autodiff with backend "cuda"; gradients into the leaves' .grad
+ * as CUDA Tensors */
+PyObject *nd_tensor_cuda_backward(PyObject *t, PyObject *grad);
+int nd_tensor_cuda_init(PyObject *module);
+
 /* ---- tensor_dlpack.c */
 /* x.__dlpack__(...) / x.__dlpack_device__() for an ndarray x */
 PyObject *nd_dlpack_export(PyObject *array, PyObject *args, PyObject *kwargs);
@@ -61,6 +89,27 @@ PyObject *nd_dlpack_device(PyObject *array);
 /* an ndarray sharing the memory of a DLPack producer (any object with
  * __dlpack__), zero-copy; copy: -1 (None), 0, 1. New ref. */
 PyObject *nd_dlpack_to_array(PyObject *producer, int copy);
+/* A DLPack capsule (versioned or legacy) describing data on device
+ * (dev_type, dev_id) with NumPy's shape and byte strides; owner (stolen)
+ * is held until the consumer's deleter runs. NULL + exc. */
+PyObject *nd_dlpack_capsule(void *data, int32_t dev_type, int32_t dev_id, int nd,
+                            const npy_intp *shape, const npy_intp *byte_strides, npy_intp item,
+                            nd_DLDataType dt, PyObject *owner, int versioned, uint64_t flags);
+/* Consume a producer's capsule: make(tensor, readonly, owner) builds the
+ * result over its memory (owner, a capsule that runs the producer's
+ * deleter when it dies, to be held by the result); the capsule is marked
+ * used when make succeeds. */
+typedef PyObject *(*nd_dlpack_make)(nd_DLTensor *t, int readonly, PyObject *owner);
+PyObject *nd_dlpack_consume(PyObject *cap, nd_dlpack_make make);
+/* __dlpack__'s max_version and copy arguments: *versioned (a
+ * DLManagedTensorVersioned is wanted), *want_copy; 0 / -1 + TypeError */
+int nd_dlpack_options(PyObject *max_version, PyObject *copy, int *versioned, int *want_copy);
+/* a (device_type, device_id) tuple; 0 / -1 + TypeError */
+int nd_dlpack_parse_device(PyObject *dev, int32_t *type, int32_t *id);
+/* DLPack's dtype of a NumPy descr (0; -1 + BufferError); NumPy's type
+ * number of a DLPack dtype (-1: none) */
+int nd_dl_of_descr(PyArray_Descr *d, nd_DLDataType *out);
+int nd_npy_of_dl(nd_DLDataType dt);
 int nd_dlpack_init(PyObject *module);
 
 /* ---- tensor_wrap.c */

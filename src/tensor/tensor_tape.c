@@ -1012,6 +1012,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
                         "require grad (no operand of what made it requires grad)");
         return NULL;
     }
+    if (t->device == ND_DEV_CUDA) return nd_tensor_cuda_backward(self, grad);
     PyArrayObject *a = (PyArrayObject *)t->array;
     PyObject *g;
     if (grad == Py_None) {

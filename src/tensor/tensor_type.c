@@ -25,14 +25,19 @@ static PyObject *setitem_copy_fn;   /* numdyn._C._setitem_copy */
 
 int nd_tensor_dtype_differentiable(PyObject *array)
 {
-    if (!PyArray_Check(array)) return 0;
+    if (!PyArray_Check(array)) return nd_tensor_cuda_differentiable(array);
     int t = PyArray_TYPE((PyArrayObject *)array);
     return PyTypeNum_ISFLOAT(t) || PyTypeNum_ISCOMPLEX(t);
 }
 
 static PyObject *tensor_new_raw(PyObject *array)
 {
-    NdTensor *t = PyObject_GC_New(NdTensor, &NdTensor_Type);
+    return nd_tensor_from_array_of(array, &NdTensor_Type);
+}
+
+PyObject *nd_tensor_from_array_of(PyObject *array, PyTypeObject *tp)
+{
+    NdTensor *t = PyObject_GC_New(NdTensor, tp);
     if (!t) return NULL;
     t->array = Py_NewRef(array);
     t->grad = NULL;
@@ -43,6 +48,7 @@ static PyObject *tensor_new_raw(PyObject *array)
     t->requires_grad = 0;
     t->taped = 0;
     t->stale = 0;
+    t->readonly = 0;
     t->version = 0;
     t->history = NULL;
     PyObject_GC_Track(t);
@@ -64,6 +70,12 @@ PyObject *nd_tensor_array(PyObject *tensor) { return ND_TENSOR(tensor)->array; }
 static PyObject *unwrap_depth(PyObject *obj, int *any_grad, int depth)
 {
     if (nd_tensor_check(obj)) {
+        if (ND_TENSOR(obj)->device == ND_DEV_CUDA) {   /* NumPy on the host cannot read it */
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: expected all Tensors on the same device, "
+                            "found a CUDA Tensor among CPU operands (move it with .cpu(), or the "
+                            "others with .cuda())");
+            return NULL;
+        }
         if (any_grad && ND_TENSOR(obj)->requires_grad) *any_grad = 1;
         return Py_NewRef(ND_TENSOR(obj)->array);
     }
@@ -196,6 +208,11 @@ enum { ND_T_HISTORY = 8 };
 static PyObject *old_value(NdTensor *x)
 {
     PyObject *arr;
+    if (x->device == ND_DEV_CUDA) {   /* a device copy (tensor_cuda.c; never a node's) */
+        PyObject *o = nd_tensor_cuda_copy((PyObject *)x);
+        if (o) ND_TENSOR(o)->requires_grad = x->requires_grad;
+        return o;
+    }
     if (x->node) {
         PyArrayObject *a = (PyArrayObject *)x->array;
         PyArray_Descr *d = PyArray_DESCR(a);
@@ -1043,7 +1060,23 @@ static PyObject *t_setstate(PyObject *self, PyObject *state)
     Py_RETURN_NONE;
 }
 
+/* t.cuda(), t.cpu(), t.to(device/dtype): tensor_cuda.c and the engine */
+static PyObject *t_cuda(PyObject *self, PyObject *unused) { return nd_tensor_cuda_of_cpu(self); }
+static PyObject *t_cpu(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
+static PyObject *t_to(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *eng = PyImport_ImportModule("numdyn._cuda_tensor");
+    PyObject *r = eng ? PyObject_CallMethod(eng, "to", "OOO", self, args, kwargs ? kwargs : Py_None)
+                      : NULL;
+    Py_XDECREF(eng);
+    return r;
+}
+
 static PyMethodDef tensor_methods[] = {
+    {"cuda", t_cuda, METH_NOARGS, "A CUDA Tensor holding a copy of the values (numdyn.cuda)."},
+    {"cpu", t_cpu, METH_NOARGS, "This Tensor (it is on the CPU)."},
+    {"to", (PyCFunction)(void (*)(void))t_to, METH_VARARGS | METH_KEYWORDS,
+     "to(device=None, dtype=None, copy=False): on device ('cpu', 'cuda') and/or of dtype."},
     {"numpy", t_numpy, METH_NOARGS,
      "The ndarray this Tensor holds (no copy: they share memory)."},
     {"detach", t_detach, METH_NOARGS,
@@ -1188,12 +1221,37 @@ static PyObject *nd_tensor_make(PyObject *x, PyObject *dtype, PyObject *requires
     if (device != Py_None) {
         const char *d = PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : NULL;
         if (!d && PyErr_Occurred()) return NULL;
+        if (d && !strncmp(d, "cuda", 4)) {   /* made on the host, then up (tensor_cuda.c) */
+            PyObject *h = nd_tensor_make(x, dtype, Py_False, Py_None);
+            PyObject *t = h ? nd_tensor_cuda_of_cpu(h) : NULL;
+            Py_XDECREF(h);
+            PyObject *where = t && strcmp(d, "cuda") ? PyObject_GetAttrString(t, "device") : NULL;
+            int same = where ? PyObject_RichCompareBool(where, device, Py_EQ) : 1;
+            Py_XDECREF(where);
+            if (t && same != 1) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "numdyn.tensor: device %R is not the one numdyn "
+                                 "runs on (numdyn.cuda.set_device)", device);
+                Py_CLEAR(t);
+            }
+            if (t) {
+                int on = PyObject_IsTrue(requires_grad);
+                if (on < 0 || PyObject_SetAttrString(t, "requires_grad", on ? Py_True : Py_False) < 0)
+                    Py_CLEAR(t);
+            }
+            return t;
+        }
         if (!d || (strcmp(d, "cpu") && strcmp(d, "cpu:0"))) {
-            PyErr_Format(d && !strncmp(d, "cuda", 4) ? PyExc_RuntimeError : PyExc_ValueError,
-                         "numdyn.tensor: device %R is not available (numdyn runs on 'cpu'; "
-                         "the CUDA backend is not built yet)", device);
+            PyErr_Format(PyExc_ValueError, "numdyn.tensor: device %R is not available (use "
+                         "'cpu' or 'cuda')", device);
             return NULL;
         }
+    }
+    if (nd_tensor_is_cuda(x)) {   /* numdyn.tensor(cuda_t): a copy, on the host */
+        PyObject *h = PyObject_CallMethod(x, "numpy", NULL);
+        PyObject *t = h ? nd_tensor_make(h, dtype, requires_grad, Py_None) : NULL;
+        Py_XDECREF(h);
+        return t;
     }
     PyObject *src = nd_tensor_unwrap(x, NULL);
     if (!src) return NULL;
@@ -1300,6 +1358,8 @@ int nd_tensor_init(PyObject *m)
     if (!getitem_func) return -1;
     PyObject *bi = PyEval_GetBuiltins();  /* borrowed */
     if (!(op_funcs[ND_BIN_DIVMOD] = Py_XNewRef(PyDict_GetItemString(bi, "divmod")))) return -1;
-    if (nd_dlpack_init(m) < 0 || nd_wrap_init(m) < 0 || nd_tape_init(m) < 0) return -1;
+    if (nd_dlpack_init(m) < 0 || nd_wrap_init(m) < 0 || nd_tape_init(m) < 0 ||
+        nd_tensor_cuda_init(m) < 0)
+        return -1;
     return 0;
 }

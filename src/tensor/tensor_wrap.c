@@ -343,6 +343,36 @@ done:
     return r;
 }
 
+/* x says it is in CUDA memory (DLPack's kDLCUDA) */
+static int cuda_producer(PyObject *x)
+{
+    PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+    if (!dev) { PyErr_Clear(); return 0; }
+    int r = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 &&
+            PyLong_Check(PyTuple_GET_ITEM(dev, 0)) && PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) == 2;
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_DECREF(dev);
+    return r;
+}
+
+/* the call with CUDA tensors among the arguments: tensor_cuda.c's engine */
+static PyObject *cuda_call(NdWrapped *w, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
+{
+    PyObject *targs = PyTuple_New(nargs), *tkw = NULL, *r = NULL;
+    for (Py_ssize_t i = 0; targs && i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+    if (targs && kwnames && PyTuple_GET_SIZE(kwnames)) {
+        tkw = PyDict_New();
+        for (Py_ssize_t i = 0; tkw && i < PyTuple_GET_SIZE(kwnames); i++)
+            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) Py_CLEAR(tkw);
+        if (!tkw) Py_CLEAR(targs);
+    }
+    if (targs) r = nd_tensor_cuda_wrap_call(w->fn, w->compiled, targs, tkw);
+    Py_XDECREF(targs);
+    Py_XDECREF(tkw);
+    return r;
+}
+
 static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames)
 {
@@ -370,8 +400,20 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
         Py_XDECREF(tkw);
         goto done;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (nd_tensor_is_cuda(args[i])) {   /* numdyn.Tensor on CUDA: tensor_cuda.c */
+            r = cuda_call(w, args, nargs, kwnames);
+            goto done;
+        }
     for (; k < n; k++)
-        if (!(a[k] = enter(args[k], &kind, &grad, &foreign_grad))) goto done;
+        if (!(a[k] = enter(args[k], &kind, &grad, &foreign_grad))) {
+            /* a CUDA array of another library (torch, CuPy): not host memory */
+            if (PyErr_ExceptionMatches(PyExc_BufferError) && cuda_producer(args[k])) {
+                PyErr_Clear();
+                r = cuda_call(w, args, nargs, kwnames);
+            }
+            goto done;
+        }
     if (foreign_grad && torch_bridge) {
         /* torch's autograd records the call: the bridge runs numdyn's vjp */
         PyObject *targs = PyTuple_New(nargs);

@@ -487,6 +487,46 @@ static int capture_on(void)
     return on;
 }
 
+/* Every `<obj>.shuffle(args)` call becomes `__numdyn_shuffle__(<obj>.shuffle,
+ * args)` (numdyn/_rng_calls.py): NumPy's shuffle takes a generic element-swap
+ * path for anything but an ndarray, which duplicates rows of a lazy 2-D array;
+ * the helper hands it the array's real memory. The number of calls
+ * rewritten, or -1. */
+static int rewrite_shuffles(rctx *c, PyObject *fdef)
+{
+    PyObject *it = PyObject_CallMethod(mod_ast, "walk", "O", fdef), *node, *helper = NULL, *load = NULL;
+    int n = 0;
+    if (!it) return -1;
+    while (n >= 0 && (node = PyIter_Next(it))) {
+        if (strcmp(kind(node), "Call") == 0) {
+            PyObject *f = PyObject_GetAttrString(node, "func"), *at = NULL, *args = NULL, *name = NULL;
+            if (f && strcmp(kind(f), "Attribute") == 0 && (at = PyObject_GetAttrString(f, "attr")) &&
+                PyUnicode_CompareWithASCIIString(at, "shuffle") == 0) {
+                if (!load && !(load = PyObject_CallMethod(mod_ast, "Load", NULL))) n = -1;
+                if (n >= 0 && !(name = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_shuffle__", load))) n = -1;
+                if (n >= 0 && (!(args = PyObject_GetAttrString(node, "args")) || PyList_Insert(args, 0, f) < 0 ||
+                               PyObject_SetAttrString(node, "func", name) < 0))
+                    n = -1;
+                if (n >= 0) n++;
+            }
+            if (!f || (f && !at && PyErr_Occurred())) n = -1;
+            Py_XDECREF(f); Py_XDECREF(at); Py_XDECREF(args); Py_XDECREF(name);
+        }
+        Py_DECREF(node);
+    }
+    Py_DECREF(it);
+    Py_XDECREF(load);
+    if (n < 0 || PyErr_Occurred()) return -1;
+    if (n) {
+        PyObject *m = PyImport_ImportModule("numdyn._rng_calls");
+        helper = m ? PyObject_GetAttrString(m, "shuffle_call") : NULL;
+        Py_XDECREF(m);
+        if (!helper || PyDict_SetItemString(c->globals, "__numdyn_shuffle__", helper) < 0) n = -1;
+        Py_XDECREF(helper);
+    }
+    return n;
+}
+
 PyObject *nd_loop_rewrite(PyObject *fn)
 {
     if (!PyFunction_Check(fn) || !capture_on()) return Py_NewRef(fn);
@@ -553,7 +593,9 @@ PyObject *nd_loop_rewrite(PyObject *fn)
     }
     if (!(body = PyObject_GetAttrString(fdef, "body"))) goto fail;
     if (block(&c, body, NULL) < 0) goto fail;
-    if (c.captured) {
+    int shuffles = rewrite_shuffles(&c, fdef);
+    if (shuffles < 0) goto fail;
+    if (c.captured || shuffles) {
         if (getenv("NUMDYN_LOOP_DEBUG")) {
             PyObject *u = PyObject_CallMethod(mod_ast, "unparse", "O", fdef);
             if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();

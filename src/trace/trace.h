@@ -149,12 +149,19 @@ PyObject *nd_proxy_base_array(PyObject *proxy);
  * lazy: a new is_scalar proxy holding a snapshot (later writes to the array
  * do not change it), no flush. Otherwise -- not recording, the function's
  * earlier captures let array contents reach Python anyway, this capture
- * already did, or it made ND_LAZY_ELEM_MAX lazy reads (a long scalar loop
- * would grow an unbounded graph) -- the read is a real NumPy scalar at once
- * (DESIGN's cost rule): taken straight from the concrete array when the
- * storage has no pending work, else NULL with no exception and the caller
- * flushes. NULL + exception on error. */
-#define ND_LAZY_ELEM_MAX 4096
+ * already did, or it made ND_LAZY_ELEM_MAX lazy reads or its graph holds
+ * ND_LAZY_ELEM_NODES nodes (a long scalar loop would grow an unbounded
+ * graph) -- the read is a real NumPy scalar at once (DESIGN's cost rule):
+ * taken straight from the concrete array when the storage has no pending
+ * work, else NULL with no exception and the caller flushes. NULL +
+ * exception on error.
+ * The bounds: a replayed call of a time-stepping loop on tiny arrays runs
+ * 2-6x NumPy's speed, read by read through the flushing path 0.4-0.5x, so
+ * they hold a Lorenz RK4 of 1000 steps (27 reads, ~120 nodes a step); what
+ * a capture past them wastes is one flush of that graph, once per function
+ * (its later captures read eagerly): ~0.5 s, ~50 MB of nodes. */
+#define ND_LAZY_ELEM_MAX 32768
+#define ND_LAZY_ELEM_NODES 160000
 PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
 /* 1 while the call is recorded for replay and nothing has left the graph:
  * then value-dependent checks (index bounds of a lazily computed index)

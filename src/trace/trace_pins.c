@@ -42,6 +42,9 @@ void nd__pins_free(void *p)
 static int add_array(PyObject *set, PyObject *v)
 {
     if (!v || !PyArray_Check(v)) return 0;
+    uint64_t dyn = 0, st = 0;
+    nd_marks_get(v, &dyn, &st);
+    if (dyn) return 0;  /* an outside array with dims marked dynamic holds no constant */
     PyObject *k = PyLong_FromVoidPtr(v);
     int r = k ? PySet_Add(set, k) : -1;
     Py_XDECREF(k);

@@ -195,7 +195,8 @@ PyObject *nd_proxy_element(PyObject *o, npy_intp off)
     /* under differentiation an element read stays in the graph: a NumPy
      * scalar would carry no gradient */
     int ad = b->st->trace->ad != NULL;
-    if (!ad && (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX))
+    if (!ad && (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX ||
+                b->st->trace->g->n >= ND_LAZY_ELEM_NODES))
         return element_now(b, off);
     npy_intp str[ND_MAXDIMS] = {0}, z = 0;
     /* off over the proxy's own C-order index -> a 0-d view of it */

@@ -1,0 +1,144 @@
+"""Side outputs of column reductions, and the lanes of row sums (issue 19).
+
+A pointwise value over a reduction's domain that the reduction does not
+read (`y = x * 2` next to `x.sum(0)`, before or after it in the program)
+is stored by the reduction kernel from the walk it makes over x anyway,
+when the innermost dim is kept (the kernel's vector loop runs along it and
+visits each element once): one kernel and one pass over x instead of two.
+Counters pin the kernels and passes over C, F, strided and reversed
+layouts, for the tall path (chunks of rows in parallel, >= 4096 rows) and
+the short one. NumPy is the oracle over dtypes and layouts, with NaN and
+ties for min/max/argmin, moments (std/mean) in the same kernel, chains of
+side values and 3-d domains; one function holds many forms, so few
+compiles check many values.
+
+Row sums of cheap values (x.std(-1)'s mean and squared deviations) keep
+32 (float64) / 64 (float32) running sums per block instead of one vector
+(the adds' latency bound a row re-read from L1); a transcendental's sum
+(softmax's exp) keeps one: the generated source pins both.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from fusion_counts import passes
+from oracle import check
+
+
+def ew_and_colsum(x):
+    y = x * 2
+    s = x.sum(0)
+    return y, s
+
+
+def many(x):
+    # side values before and after the reductions, a chain of them, and
+    # every kind of column fold in one group
+    y = x * 2
+    lo, hi = x.min(0), x.max(0)
+    a = x.argmin(0)
+    z = np.abs(x)
+    w = z + 1
+    return y, lo, hi, a, w, x.std(0), x.mean(0), x.sum(0)
+
+
+def middle_axis(x):
+    return x.sum(1), -x
+
+
+def leading_two(x):
+    return np.maximum(x, 0), x.max((0, 1))
+
+
+def data(shape, dt, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dt).kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    return rng.integers(-50, 50, size=shape).astype(dt)
+
+
+def layouts(shape, dt):
+    a = data(shape, dt)
+    yield a
+    yield np.asfortranarray(a)
+    yield data((shape[0] * 2,) + tuple(shape[1:]), dt, 1)[::2]
+    yield a[::-1, ::-1]
+
+
+@pytest.mark.parametrize("rows", [300, 5000])
+def test_side_output_one_pass(rows):
+    # tall (split across chunks) and short; every layout
+    for i, x in enumerate(layouts((rows, 8), "float64")):
+        assert passes(ew_and_colsum, x) == (1, 1.0)
+        if i in (0, 3):
+            assert passes(many, x) == (1, 1.0)
+
+
+def test_side_output_values_layouts():
+    for i, x in enumerate(layouts((5000, 9), "float64")):
+        if i in (0, 3):
+            check(many, x, check_layout=True)
+        check(ew_and_colsum, x[:37], check_layout=True)
+
+
+def test_side_output_values_dtypes():
+    x = data((600, 10), "float32")
+    check(many, x)
+    check(many, x[:5])
+    check(ew_and_colsum, data((600, 10), "int32"))
+
+
+def test_side_output_nan_ties():
+    x = data((4100, 6), "float64")
+    x[7, 0] = np.nan                          # first NaN of column 0 wins
+    x[9, 0] = np.nan
+    x[3, 1] = x[4000, 1] = -9.0               # ties: the first index
+    x[:, 2] = 1.5                             # a constant column
+    x[2, 3] = -np.inf
+    x[5, 4] = np.inf
+    check(many, x)
+    check(many, x[:50])
+
+
+def test_side_output_3d():
+    x = data((40, 30, 9), "float64")
+    for v in (x, x[::-1, :, ::-1]):
+        check(middle_axis, v)
+    check(leading_two, x)
+    assert passes(middle_axis, x) == (1, 1.0)
+    assert passes(leading_two, x) == (1, 1.0)
+
+
+def test_side_output_empty_and_one_row():
+    for shape in [(0, 5), (1, 5), (3, 0)]:
+        check(ew_and_colsum, np.ones(shape))
+
+
+def _sources(tmp_path, monkeypatch, fn, x):
+    monkeypatch.setenv("NUMDYN_DEBUG_DIR", str(tmp_path))
+    numdyn.compile(fn)(x)
+    numdyn.utils.wait_compiles()
+    return "".join(p.read_text() for p in tmp_path.rglob("kernel_*.c"))
+
+
+def row_std(x):
+    return x.std(axis=-1)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn,dt,lanes", [(row_std, "float64", "bl_[32]"), (row_std, "float32", "bl_[64]"),
+                                         (softmax, "float32", None)])
+def test_row_sum_lanes(tmp_path, monkeypatch, fn, dt, lanes):
+    x = data((40, 1000), dt)
+    src = _sources(tmp_path, monkeypatch, fn, x)
+    if lanes:
+        assert src.count(lanes) == 2, src     # the mean's sum and the deviations'
+    else:
+        assert "bl_[" not in src, src
+    # rows whose length is not a multiple of the lanes, and a tail block
+    for n in (1, 31, 257, 1000):
+        check(fn, data((7, n), dt))
