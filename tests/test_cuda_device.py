@@ -874,6 +874,10 @@ def test_wrap_numpy_of_cuda_tensors_stays_on_the_device():
         got = f(a)   # torch CUDA in -> torch CUDA out, no copies
         assert isinstance(got, torch.Tensor) and got.is_cuda and _moved() == before
         np.testing.assert_allclose(got.cpu().numpy(), _softmax(x), rtol=1e-12)
+        with pytest.raises(NotImplementedError, match="requires grad"):
+            f(a.clone().requires_grad_(True))   # the torch bridge is the CPU's only
+        with torch.no_grad():
+            f(a.clone().requires_grad_(True))
     try:
         import cupy
     except ImportError:

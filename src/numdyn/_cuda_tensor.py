@@ -631,6 +631,8 @@ def _import_foreign(x):
     """another library's CUDA array as a CUDA Tensor over its memory (no copy):
     DLPack with numdyn's stream when it speaks it, else its CUDA Array Interface
     (its producer stream waited for on the device)"""
+    if getattr(x, "requires_grad", False) is True:   # torch exports only detached tensors
+        x = x.detach()
     if hasattr(type(x), "__dlpack__"):
         try:
             return _C._cuda_tensor_from_dlpack(x)
