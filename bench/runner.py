@@ -47,7 +47,7 @@ def timeit_interleaved(fns, args=(), *, repeat=15, warmup=2, number=None, min_ti
     """Median seconds per call of each fn(*args), as {name: seconds}.
 
     Samples are interleaved: every round takes one sample of each function
-    (in a rotating order), so drift (frequency scaling, other load) hits all
+    (in a rotating order, reversed every other cycle), so drift (frequency scaling, other load) hits all
     of them alike. `warmup` calls of each come first (compiles, caches);
     `number` calls make one sample (default: enough for ~10 ms, chosen per
     function); at least `repeat` rounds are taken, and more -- up to 4x --
@@ -73,7 +73,14 @@ def timeit_interleaved(fns, args=(), *, repeat=15, warmup=2, number=None, min_ti
     perf = time.perf_counter
     while rounds < repeat or (min(spent.values()) < min_time and rounds < 4 * repeat):
         k = rounds % len(names)
-        for name in names[k:] + names[:k]:
+        order = names[k:] + names[:k]
+        if (rounds // len(names)) % 2:
+            # rotation keeps the cyclic order (numdyn always right after
+            # NumPy of three): every other cycle reversed, so each function
+            # follows each other one equally often (under load the call
+            # after a long single-threaded one finds the OpenMP team asleep)
+            order.reverse()
+        for name in order:
             fn, num = fns[name], numbers[name]
             t0 = perf()
             for _ in range(num):

@@ -65,6 +65,38 @@ static PyObject *fallback(PyObject *func, const char *reason, PyObject *args, Py
     return nd_trace_fallback_call(func, args, kwargs, reason);
 }
 
+/* np.memmap arguments (trace.h, nd_proxy_has_memmap): the functions and
+ * methods whose NumPy result for a memmap is a plain array or a scalar
+ * (checked against NumPy, tests/test_ctl_memmap.py); the others return
+ * memmaps (views, copy, astype, sort, take, argmax(axis)...) and run on
+ * the memmap object itself */
+static int memmap_plain(const char *name, int method)
+{
+    static const char *const fns[] = {"sum", "mean", "std", "var", "max", "min", "amax", "amin",
+                                      "prod", "any", "all", "where", "concatenate", "stack", "clip",
+                                      "dot", "matmul", "einsum", "round", "around", "cumsum",
+                                      "nansum", "nanmean", NULL};
+    static const char *const meths[] = {"sum", "mean", "std", "var", "max", "min", "prod", "any",
+                                        "all", "cumsum", "clip", "dot", "round", NULL};
+    for (const char *const *n = method ? meths : fns; *n; n++)
+        if (!strcmp(*n, name)) return 1;
+    return 0;
+}
+
+static int args_have_memmap(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (nd_proxy_has_memmap(args[i])) return 1;
+    return 0;
+}
+
+static const char *memmap_reason(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "numpy.%s of an np.memmap (its result would be a memmap or is not "
+             "checked): NumPy runs it on the memmap", name);
+    return buf;
+}
+
 /* a shim's implementation, as one traced NumPy operation */
 static PyObject *call_impl(const nd_shim_def *def, nd_trace *t, PyObject **argv)
 {
@@ -107,20 +139,26 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
         for (Py_ssize_t i = 0; !lazy && i < ntot; i++) lazy = has_proxy(args[i], 2);
     }
     if (!lazy) return PyObject_Vectorcall(f->numpy_func, args, nargsf, kwnames);
-    PyObject *argv[ND_SHIM_MAXARGS];
-    if (nd_shim_parse_fast(f->def, args, nargs, kwnames, argv) < 0) return NULL;
-    PyObject *r = call_impl(f->def, t, argv);
-    if (r || PyErr_Occurred()) {
-        (void)nd_shim_take_unsupported();
-        return r;
-    }
-    const char *reason = nd_shim_take_unsupported();
-    if (!reason) {
-        PyErr_Format(PyExc_SystemError, "numdyn shim: %s returned NULL without a reason", f->def->name);
-        return NULL;
-    }
     char buf[320];
-    snprintf(buf, sizeof buf, "%s", reason);
+    PyObject *r = NULL;
+    if (args_have_memmap(args, nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0)) &&
+        !memmap_plain(f->def->name, 0)) {
+        memmap_reason(buf, sizeof buf, f->def->name);
+    } else {
+        PyObject *argv[ND_SHIM_MAXARGS];
+        if (nd_shim_parse_fast(f->def, args, nargs, kwnames, argv) < 0) return NULL;
+        r = call_impl(f->def, t, argv);
+        if (r || PyErr_Occurred()) {
+            (void)nd_shim_take_unsupported();
+            return r;
+        }
+        const char *reason = nd_shim_take_unsupported();
+        if (!reason) {
+            PyErr_Format(PyExc_SystemError, "numdyn shim: %s returned NULL without a reason", f->def->name);
+            return NULL;
+        }
+        snprintf(buf, sizeof buf, "%s", reason);
+    }
     PyObject *tup = PyTuple_New(nargs), *kw = NULL;
     if (!tup) return NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tup, i, args[i]); }
@@ -375,6 +413,14 @@ static PyObject *not_supported(PyObject *func, PyObject *args, PyObject *kwargs)
 static PyObject *run_def(nd_trace *t, PyObject *sf, PyObject *args, PyObject *kwargs)
 {
     shimfunc *f = (shimfunc *)sf;
+    int mm = PyTuple_Check(args) && args_have_memmap(&PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args));
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (!mm && kwargs && PyDict_Next(kwargs, &pos, &k, &v)) mm = nd_proxy_has_memmap(v);
+    if (mm && !memmap_plain(f->def->name, 0)) {
+        char buf[320];
+        return fallback(f->numpy_func, memmap_reason(buf, sizeof buf, f->def->name), args, kwargs);
+    }
     PyObject *argv[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(f->def, args, kwargs, argv) < 0) return NULL;
     return nd_shim_run_impl(t, f->def, argv, f->numpy_func, args, kwargs);
@@ -493,6 +539,12 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
 PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
 {
     nd_trace *t = nd_trace_current();
+    if (nd_proxy_has_memmap(self) && !memmap_plain(name, 1)) {
+        char buf[320];
+        snprintf(buf, sizeof buf, "np.memmap.%s (its result would be a memmap or is not checked): "
+                 "NumPy runs it on the memmap", name);
+        return method_fallback(name, self, args, kwargs, buf);
+    }
     PyObject *sf = (t && table.methods) ? PyDict_GetItemString(table.methods, name) : NULL;
     if (!sf) return method_fallback(name, self, args, kwargs, NULL);
     shimfunc *f = (shimfunc *)sf;

@@ -756,6 +756,14 @@ def test_tensor_on_cuda_runs_numpy_semantics_on_the_device():
     assert _ptr(t) == p
     same(t.numpy(), x)
     same(row.numpy(), x[2])   # the view sees the write
+    z = numdyn.tensor(np.array([0.0, 2.0]), device="cuda")
+    for _ in range(2):   # NumPy's warning once a call, the first (capturing) one too
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            same((1.0 / z).numpy(), np.array([np.inf, 0.5]))
+        assert [str(x.message) for x in w] == ["divide by zero encountered in divide"]
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        1.0 / z
     sel = t[t < 0]   # a data-dependent shape: a host step, reported
     same(sel.numpy(), x[x < 0])
     assert sel.device == t.device
@@ -866,6 +874,10 @@ def test_wrap_numpy_of_cuda_tensors_stays_on_the_device():
         got = f(a)   # torch CUDA in -> torch CUDA out, no copies
         assert isinstance(got, torch.Tensor) and got.is_cuda and _moved() == before
         np.testing.assert_allclose(got.cpu().numpy(), _softmax(x), rtol=1e-12)
+        with pytest.raises(NotImplementedError, match="requires grad"):
+            f(a.clone().requires_grad_(True))   # the torch bridge is the CPU's only
+        with torch.no_grad():
+            f(a.clone().requires_grad_(True))
     try:
         import cupy
     except ImportError:

@@ -315,7 +315,7 @@ def test_lu_pivoting_writes_a_in_place():
     # own path. A value nothing reads again is given to the run, which
     # writes into it: one copy per call (A.copy() itself) is left.
     rng = np.random.default_rng(11)
-    n = 24
+    n = 12
     cf = numdyn.compile(R.lu_partial_pivot, options=OWN)
     for _ in range(2):
         A = rng.standard_normal((n, n))

@@ -16,13 +16,9 @@ def extremes(a, M, out, b, N, out2):
         out[i, 0] = np.max(a[i:])
         out[i, 1] = np.min(a[: a.shape[0] - i])
         out[i, 2] = np.max(M[i:, 1:])            # rows of contiguous elements
-        out[i, 3] = np.min(np.abs(M[:, i:]) - 1.0)
-        out[i, 4] = np.max(M[::2, ::3])          # strided rows
-        out2[i, 0] = np.max(b[i:])               # the same in float32
-        out2[i, 1] = np.min(b[: b.shape[0] - i])
-        out2[i, 2] = np.max(N[i:, 1:])
-        out2[i, 3] = np.min(np.abs(N[:, i:]) - np.float32(1.0))
-        out2[i, 4] = np.max(N[::2, ::3])
+        out[i, 3] = np.min(np.abs(M[::2, i::3]) - 1.0)   # strided rows
+        out2[i, 0] = np.max(b[i:])               # float32
+        out2[i, 1] = np.min(N[i:, 1:])
     return out, out2
 
 
@@ -47,7 +43,7 @@ def cases(dt):
         a[[10, 55]] = zeros
         M = -np.abs(M0) - 1.0
         M[3, 7], M[6, 30] = zeros
-        M[0, 0], M[8, 39] = zeros                 # also for M[::2, ::3]
+        M[0, 0], M[8, 39] = zeros
         out.append((a.astype(dt), M.astype(dt)))
         b = np.abs(base) + 1.0                    # min is a zero
         b[[3, 68]] = zeros
@@ -70,9 +66,9 @@ def test_max_min_of_float_slices_as_numpy():
     f = numdyn.compile(extremes)   # one compile: float64 and float32 operands in one loop
     before = numdyn.utils.counters["loop_runs"]
     for (a, M), (b, N) in zip(cases(np.float64), cases(np.float32)):
-        want = extremes(a, M, np.zeros((6, 5)), b, N, np.zeros((6, 5), dtype=np.float32))
+        want = extremes(a, M, np.zeros((6, 4)), b, N, np.zeros((6, 2), dtype=np.float32))
         for _ in range(2):   # a first call may run Python while the C compiles
-            got = f(a, M, np.zeros((6, 5)), b, N, np.zeros((6, 5), dtype=np.float32))
+            got = f(a, M, np.zeros((6, 4)), b, N, np.zeros((6, 2), dtype=np.float32))
             numdyn.utils.wait_compiles()
             for w, g in zip(want, got):
                 wn, wv = bits(w)

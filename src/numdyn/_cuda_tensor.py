@@ -186,7 +186,11 @@ def _capture(kind, func, desc, leaves):
         e.template = _template(probe, [], shadows, leaves)
         return e
     try:
-        res, graphs, produced = capture_graphs(traced, shadows)
+        # quiet: the device run right after reports the conditions NumPy's
+        # error state acts on (once, as NumPy would)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            res, graphs, produced = capture_graphs(traced, shadows)
     except GraphBreakError:
         e.host = True
         return e
@@ -205,7 +209,24 @@ def _capture(kind, func, desc, leaves):
         e.template = _template(res, outs, shadows, leaves)
     except NotImplementedError:
         e.host = True
+    if e.graph is not None and not e.host:
+        for k, j in enumerate(e.feeds):   # keep no host copy of device operands
+            if j is not None and is_cuda(leaves[j]):
+                _C._cuda_graph_set_input(e.graph, k, _stand_in(shadows[j]))
     return e
+
+
+def _stand_in(a):
+    """an array of a's dtype, shape, strides and flags over untouched
+    read-only anonymous memory (the kernel's zero page: no RAM): what a
+    cached graph's input node holds where the device memory is fed"""
+    import mmap
+    if a.nbytes == 0 or a.size == 0:
+        return a
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
+    m = mmap.mmap(-1, hi - lo + a.itemsize, prot=mmap.PROT_READ)
+    return np.ndarray(a.shape, a.dtype, buffer=m, offset=-lo, strides=a.strides)
 
 
 def _all_views(r, shadows, leaves):
@@ -610,6 +631,8 @@ def _import_foreign(x):
     """another library's CUDA array as a CUDA Tensor over its memory (no copy):
     DLPack with numdyn's stream when it speaks it, else its CUDA Array Interface
     (its producer stream waited for on the device)"""
+    if getattr(x, "requires_grad", False) is True:   # torch exports only detached tensors
+        x = x.detach()
     if hasattr(type(x), "__dlpack__"):
         try:
             return _C._cuda_tensor_from_dlpack(x)

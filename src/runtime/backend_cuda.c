@@ -1110,6 +1110,38 @@ done:
     return res;
 }
 
+/* _cuda_graph_set_input(graph, k, array): the k-th INPUT node of graph
+ * holds array instead (same dtype and shape): a graph kept to run on
+ * device inputs need not keep the host copy it was captured from */
+static PyObject *py_graph_set_input(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *graph, *arr;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OnO!", &graph, &k, &PyArray_Type, &arr)) return NULL;
+    nd_graph *g;
+    const nd_id *outs;
+    int nout;
+    if (nd_graphpy_parts(graph, &g, &outs, &nout) < 0) return NULL;
+    Py_ssize_t seen = 0;
+    for (nd_id i = 0; i < g->n; i++) {
+        nd_node *nn = &g->nodes[i];
+        if (nn->op != ND_OP_INPUT || seen++ != k) continue;
+        PyArrayObject *a = (PyArrayObject *)arr;
+        int same = nn->obj && PyArray_Check(nn->obj) && PyArray_NDIM(a) == nn->ndim &&
+                   PyArray_TYPE(a) == nn->dtype;
+        for (int d = 0; same && d < nn->ndim; d++) same = PyArray_DIM(a, d) == nn->shape[d];
+        if (!same) {
+            PyErr_SetString(PyExc_ValueError, "_cuda_graph_set_input: another dtype or shape");
+            return NULL;
+        }
+        Py_SETREF(nn->obj, Py_NewRef(arr));
+        Py_RETURN_NONE;
+    }
+    PyErr_SetString(PyExc_IndexError, "_cuda_graph_set_input: no such input");
+    return NULL;
+}
+
 /* _cuda_view(buf, byte offset, shape, byte strides) -> DeviceBuffer: a
  * view into buf's memory (bounds checked), holding buf's memory */
 static PyObject *py_view(PyObject *self, PyObject *args)
@@ -1252,6 +1284,7 @@ static PyMethodDef methods[] = {
     {"_cuda_run_graph", py_run_graph, METH_VARARGS, "run a Graph on device inputs; DeviceBuffers"},
     {"_cuda_copy_into", py_copy_into, METH_VARARGS, "device bytes into an ndarray"},
     {"_cuda_view", py_view, METH_VARARGS, "a view into a DeviceBuffer"},
+    {"_cuda_graph_set_input", py_graph_set_input, METH_VARARGS, "replace a graph input's array"},
     {"_cuda_sync_device", py_sync_device, METH_NOARGS, "wait for every stream of the device"},
     {"_cuda_wait_stream", py_wait_stream, METH_O, "numdyn's stream waits for another stream"},
     {NULL, NULL, 0, NULL},

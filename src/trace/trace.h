@@ -58,6 +58,14 @@ static inline int nd_proxy_check(PyObject *o) { return Py_IS_TYPE(o, &NdProxy_Ty
  * back to Python code as a NumPy scalar when materialized. */
 PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar);
 int nd_proxy_is_scalar(PyObject *proxy);
+/* np.memmap arguments (trace_compile.c): the proxy of a memmap argument
+ * is traced through the operations whose NumPy result is not a memmap
+ * (ufuncs, operators, the reductions and functions the shim lists: their
+ * results are plain arrays or scalars, as under NumPy); any other
+ * operation -- views, indexing, copies, astype, unknown attributes --
+ * runs on the memmap object itself, a recorded graph break. 1 when o (or
+ * an item of a list/tuple o, two levels deep) is such a proxy. */
+int nd_proxy_has_memmap(PyObject *o);
 /* Node holding the proxy's current value (appends VIEW nodes as needed).
  * ND_NONE + exception on error. */
 nd_id nd_proxy_read(PyObject *proxy);

@@ -60,9 +60,56 @@ typedef struct {
 /* An exact ndarray argument becomes a caller proxy (the same proxy for an
  * array passed twice: alias maps id -> proxy), looking into tuples, lists
  * and dicts down to 16 levels. */
+/* np.memmap (exactly: a subclass of it may override anything), or NULL */
+static PyTypeObject *memmap_type(void)
+{
+    static PyObject *tp;
+    if (!tp) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        tp = np ? PyObject_GetAttrString(np, "memmap") : NULL;
+        Py_XDECREF(np);
+        if (!tp || !PyType_Check(tp)) { PyErr_Clear(); Py_CLEAR(tp); return NULL; }
+    }
+    return (PyTypeObject *)tp;
+}
+
+int nd_proxy_has_memmap(PyObject *o)
+{
+    if (nd_proxy_check(o)) return ((NdProxy *)o)->memmap;
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject **items = PySequence_Fast_ITEMS(o);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = items[i];
+            if (nd_proxy_check(x) ? ((NdProxy *)x)->memmap
+                                  : (PyTuple_CheckExact(x) || PyList_CheckExact(x)) && nd_proxy_has_memmap(x))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
 {
     wrap_ctx *c = ctx;
+    if (PyArray_Check(o) && Py_TYPE(o) == memmap_type() && nd_supported_array(o)) {
+        /* an np.memmap argument: traced where NumPy's result is no memmap
+         * (nd_proxy_has_memmap); one sharing memory with another argument
+         * runs with NumPy, as other subclasses do */
+        PyObject *key = c->alias != Py_None ? PyLong_FromVoidPtr(o) : NULL;
+        int aliased = key && PyDict_Contains(c->alias, key) == 1;
+        Py_XDECREF(key);
+        PyErr_Clear();
+        if (!aliased) {
+            nd_storage *s = nd__caller_storage(c->t, o);
+            PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+            if (p) {
+                nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)o);
+                ((NdProxy *)p)->memmap = 1;
+            }
+            return p;
+        }
+    }
     if (!PyArray_CheckExact(o) || !nd_supported_array(o)) {
         if (!PyArray_Check(o)) return ND_NOT_LEAF;
         /* an array the tracer does not stand in for runs with NumPy, and

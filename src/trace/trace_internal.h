@@ -141,6 +141,9 @@ struct NdProxy {
                                  with an identity map it is not the storage's
                                  array itself, as under NumPy */
     uint8_t part;             /* 0, or ND_F_VIEW_REAL / ND_F_VIEW_IMAG of a complex storage */
+    uint8_t memmap;           /* stands for the caller's np.memmap argument
+                                 itself (trace_compile.c): what NumPy would
+                                 return as a memmap runs on that object */
     PyObject *base;           /* owned: what ndarray.base gives (NULL: None) */
     PyObject *vbase;          /* owned: the base a view of this gets, NumPy's
                                  collapsed chain (NULL: this proxy itself) */

@@ -501,6 +501,13 @@ static Py_ssize_t p_len(PyObject *o)
 
 static PyObject *p_getitem(PyObject *o, PyObject *key)
 {
+    if (((NdProxy *)o)->memmap) {  /* a view or copy of a memmap is one */
+        PyObject *v = user_value((NdProxy *)o, "indexing an np.memmap (its views and copies are memmaps): "
+                                 "NumPy runs it on the memmap");
+        PyObject *r = v ? escaped(PyObject_GetItem(v, key)) : NULL;  /* a view Python holds */
+        Py_XDECREF(v);
+        return r;
+    }
     if (is_live_proxy(o)) {
         PyObject *r = escaped(nd_np.getitem(o, key));
         /* NumPy's scalar indexes itself as a 0-d array and reports any
@@ -614,6 +621,15 @@ static PyObject *p_iter(PyObject *o)
     if (p->ndim == 0) {
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
         return NULL;
+    }
+    if (p->memmap) {  /* its rows are memmaps */
+        PyObject *v = user_value(p, "iterating over an np.memmap: NumPy runs it on the memmap");
+        /* its rows, each a view Python holds */
+        PyObject *rows = v ? escaped(PySequence_List(v)) : NULL;
+        Py_XDECREF(v);
+        PyObject *r = rows ? PyObject_GetIter(rows) : NULL;
+        Py_XDECREF(rows);
+        return r;
     }
     NdProxyIter *it = PyObject_New(NdProxyIter, &NdProxyIter_Type);
     if (!it) return NULL;
@@ -971,8 +987,8 @@ static PyObject *get_part(PyObject *o, int which, const char *name)
 {
     NdProxy *p = (NdProxy *)o;
     int cplx = p->dtype == NPY_CFLOAT || p->dtype == NPY_CDOUBLE;
-    if (!is_live_proxy(o)) {
-        PyObject *v = user_value(p, NULL);
+    if (!is_live_proxy(o) || p->memmap) {
+        PyObject *v = user_value(p, p->memmap ? "a view of an np.memmap: NumPy runs it on the memmap" : NULL);
         PyObject *r = v ? PyObject_GetAttrString(v, name) : NULL;
         Py_XDECREF(v);
         return r;
@@ -1082,6 +1098,8 @@ static PyObject *g_class(PyObject *o, void *c)
         if (tp) return tp;
         PyErr_Clear();
     }
+    NdProxy *p = (NdProxy *)o;
+    if (p->memmap && p->st && p->st->caller) return Py_NewRef((PyObject *)Py_TYPE(p->st->caller));
     return Py_NewRef((PyObject *)&PyArray_Type);
 }
 
@@ -1288,6 +1306,13 @@ static PyObject *p_getattro(PyObject *o, PyObject *name)
 {
     PyObject *r = PyObject_GenericGetAttr(o, name);
     if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    if (((NdProxy *)o)->memmap) {  /* filename, offset, mode, flush(): the memmap's own */
+        PyErr_Clear();
+        PyObject *v = user_value((NdProxy *)o, "an attribute of an np.memmap: read on the memmap");
+        r = v ? escaped(PyObject_GetAttr(v, name)) : NULL;
+        Py_XDECREF(v);
+        return r;
+    }
     if (!nd_proxy_is_scalar(o)) {
         /* the function holds an ndarray: NumPy's name in the error */
         if (PyUnicode_Check(name) && PyUnicode_READ_CHAR(name, 0) != '_') {

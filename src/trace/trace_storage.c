@@ -108,6 +108,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->fresh = 0;
     p->readonly = 0;
     p->part = 0;
+    p->memmap = 0;
     p->base = p->vbase = NULL;
     p->dtype = s->dtype;
     p->off = 0;

@@ -306,6 +306,11 @@ PyObject *nd_proxy_base_array(PyObject *o)
     if (!p) return NULL;
     if (p->value) return Py_NewRef(p->value);
     if (!p->st) return NULL;
+    if (p->memmap && p->st->caller) {
+        /* the memmap object itself, its pending writes landed */
+        if (p->st->dirty && nd__flush_writes(p->st->trace) < 0) return NULL;
+        return Py_NewRef(p->st->caller);
+    }
     PyObject *arr = nd__node_array(p->st->trace->g, p->st->version);
     if (!arr || !PyArray_Check(arr)) return NULL;
     nd_storage *s = p->st;
