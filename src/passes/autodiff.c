@@ -188,6 +188,74 @@ nd_id nd_autodiff_zeros(nd_graph *g, int dt, int ndim, const npy_intp *shape)
     return view(g, z, ndim, shape, 0, st);
 }
 
+static nd_id reshape(nd_graph *g, nd_id a, int ndim, const npy_intp *shape);
+static nd_id uf(nd_graph *g, int u, nd_id a, nd_id b, int L);
+
+/* b (an operand of a product of rank nd broadcast to it) is constant along
+ * `axes` of the product: broadcast there, or a view with stride 0 */
+static int constant_along(nd_graph *g, nd_id b, int nd, uint64_t axes)
+{
+    const nd_node *bn = NODE(g, b);
+    int off = nd - bn->ndim;
+    for (int d = 0; d < nd; d++) {
+        if (!(axes & (1ULL << d)) || d < off || bn->shape[d - off] == 1) continue;
+        if (bn->op != ND_OP_VIEW || bn->vndim != bn->ndim || bn->vstrides[d - off] != 0) return 0;
+    }
+    return 1;
+}
+
+/* sum over `axes` of b * e, b constant along them, when the graph already
+ * holds e's sum over the same axes: b times that sum. The backward of
+ * softmax / logsumexp (the max stabilizer's cotangent sum_j c_i e_ij is
+ * c_i s_i, s the forward's row sums) then needs no pass over the rows and
+ * no (rows, cols) product kept for it. Rounds as a product of a sum does,
+ * not as the sum of products: a gradient's tolerance. ND_NONE: not that
+ * form (negations of it are). */
+static nd_id red_factored(nd_graph *g, nd_id a, uint64_t axes, int keep, int dt,
+                          int nd, const npy_intp *shape)
+{
+    const nd_node *x = NODE(g, a);
+    if (x->op != ND_OP_UFUNC || x->dtype != dt) return ND_NONE;
+    if (x->sub == ND_UF_NEGATIVE) {
+        nd_id r = red_factored(g, x->in[0], axes, keep, dt, nd, shape);
+        return BAD(r) ? ND_NONE : uf(g, ND_UF_NEGATIVE, r, ND_NONE, dt);
+    }
+    if (x->sub != ND_UF_MULTIPLY || x->in_dtype[0] != dt || x->in_dtype[1] != dt) return ND_NONE;
+    for (int k = 0; k < 2; k++) {
+        nd_id b = x->in[k], e = x->in[1 - k];
+        const nd_node *en = NODE(g, e);
+        if (en->ndim != x->ndim || !constant_along(g, b, x->ndim, axes)) continue;
+        for (nd_id j = 0; j < g->n; j++) {
+            const nd_node *s = NODE(g, j);
+            if (s->op != ND_OP_REDUCE || s->sub != ND_UF_ADD || s->in[0] != e || s->axes != axes ||
+                s->dtype != dt || s->in_dtype[0] != dt || s->nin != 1)
+                continue;
+            /* b at index 0 of the summed axes, as a view of the result's
+             * shape (of b's own input when b is a view: a view of a view
+             * would make the scheduler materialize b) */
+            const nd_node *bn = NODE(g, b);
+            int isview = bn->op == ND_OP_VIEW && bn->vndim == bn->ndim;
+            int boff = x->ndim - bn->ndim, t = 0;
+            npy_intp bst[ND_MAXDIMS], cs[ND_MAXDIMS];
+            nd_c_strides(bn->ndim, bn->shape, cs);
+            for (int d = 0; d < x->ndim; d++) {
+                int summed = (axes >> d) & 1;
+                if (summed && !keep) continue;
+                bst[t++] = summed || d < boff || bn->shape[d - boff] == 1 ? 0
+                           : isview ? bn->vstrides[d - boff] : cs[d - boff];
+            }
+            if (t != nd) return ND_NONE;
+            nd_id src = isview ? bn->in[0] : b;
+            npy_intp boff0 = isview ? bn->voff : 0;
+            nd_id b0 = view(g, src, nd, shape, boff0, bst);
+            nd_id s0 = reshape(g, j, nd, shape);
+            if (BAD(b0) || BAD(s0)) return ND_NONE;
+            return uf(g, ND_UF_MULTIPLY, b0, s0, dt);
+        }
+    }
+    return ND_NONE;
+}
+
 static nd_id red(nd_graph *g, int u, nd_id a, uint64_t axes, int keep, int dt)
 {
     if (BAD(a)) return ND_NONE;
@@ -197,6 +265,12 @@ static nd_id red(nd_graph *g, int u, nd_id a, uint64_t axes, int keep, int dt)
     for (int d = 0; d < x->ndim; d++) {
         if (axes & (1ULL << d)) { if (keep) shape[nd++] = 1; }
         else shape[nd++] = x->shape[d];
+    }
+    if (u == ND_UF_ADD) {
+        nd_id r = red_factored(g, a, axes, keep, dt, nd, shape);
+        if (!BAD(r)) return r;
+        if (PyErr_Occurred()) return ND_NONE;
+        x = NODE(g, a);  /* the graph's nodes may have moved */
     }
     nd_node n;
     nd_node_init(&n, ND_OP_REDUCE, dt, nd, shape);
@@ -1455,7 +1529,7 @@ static PyObject *swap_norm(PyObject *norm)
  * Every DFT matrix is symmetric, so under the transpose convention the
  * VJP of a complex transform is the same transform of the cotangent; of
  * rfft, the real part of fft of the cotangent zero-padded to the input's
- * length; of irfft, conj(rfft(c) * w) with the reciprocal normalization
+ * length (taken as an irfft, below); of irfft, conj(rfft(c) * w) with the reciprocal normalization
  * and w = 1 at bin 0 and the Nyquist bin, 2 elsewhere (JAX's rules). */
 static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
 {
@@ -1510,6 +1584,28 @@ static int rule_fft(ad_t *A, const nd_node *f, nd_id c, int k)
     nd_id gx;
     if (kind == FFT_C2C) {
         gx = ext(g, f->obj, tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
+    } else if (kind == FFT_R2C && !iscplx(x.dtype)) {
+        /* Re(fft(c zero-padded to n)) is the real inverse transform of
+         * conj(c) w with the reciprocal normalization, w = 1 at bin 0 and
+         * the Nyquist bin, 1/2 elsewhere (irfft doubles those): half the
+         * work of the complex transform, and a real result */
+        PyObject *sw = swap_norm(norm);
+        if (!sw) { Py_XDECREF(hnorm); return -1; }
+        extra[2] = sw;
+        int ax = axes[nax - 1], R = L == NPY_CFLOAT ? NPY_FLOAT
+                                  : L == NPY_CLONGDOUBLE ? NPY_LONGDOUBLE : NPY_DOUBLE;
+        /* w as a row of the bins (two one-element stores into halves),
+         * read per element as a broadcast view: no index test per element
+         * in the kernel that makes z */
+        npy_intp K = f->shape[ax], one_ = 1, unit = 1, zero_ = 0;
+        nd_id w = setitem(g, view(g, sc(g, 0.5, R), 1, &K, 0, &zero_), sc(g, 1, R), 0, 1, &one_, &unit);
+        if (rs[ax] % 2 == 0 && K > 1) w = setitem(g, w, sc(g, 1, R), K - 1, 1, &one_, &unit);
+        npy_intp wst[ND_MAXDIMS] = {0};
+        wst[ax] = 1;
+        nd_id z = uf(g, ND_UF_MULTIPLY, uf(g, ND_UF_CONJUGATE, c, ND_NONE, L),
+                     view(g, w, f->ndim, f->shape, 0, wst), L);
+        gx = ext(g, one ? F_fft[9] : F_fft[11], tmpl_of(1, 3, extra), 1, &z, R, x.ndim, rs);
+        Py_DECREF(sw);
     } else if (kind == FFT_R2C) {  /* acc takes the real part */
         gx = ext(g, one ? F_fft[0] : F_fft[4], tmpl_of(1, 3, extra), 1, &c, L, x.ndim, rs);
     } else {
