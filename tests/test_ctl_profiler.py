@@ -53,13 +53,3 @@ def test_profiler_reports_per_function():
     b(x)                                             # after the profiler: not counted
     assert prof.functions["_branchy"]["calls"] == 4
 
-
-def test_profiler_counts_compiles_of_a_name_compiled_before():
-    # the compile times of a name seen before the profiler (every lambda is
-    # "<lambda>") are not taken for old ones
-    numdyn.compile(lambda x: x + 1.0)(np.ones(3))
-    with numdyn.CompileProfiler() as prof:
-        numdyn.compile(lambda x: x * 5.0)(np.ones(3))
-    name = "test_profiler_counts_compiles_of_a_name_compiled_before.<locals>.<lambda>"
-    assert len(prof.compile_times[name]) == 1
-    assert f"{name}: 1 program(s) compiled" in prof.report()
