@@ -135,7 +135,7 @@ enum {
  * on x86-64 -- glibc's feclearexcept saves and reloads the whole x87
  * environment, a good part of a small statement (a Jacobi sweep of 48x48)
  * -- the SSE flags in MXCSR (the bits are FE_*'s) and the x87 ones (libm
- * routines may use the x87 unit), as trace/loop_run.c does around a run */
+ * routines may use the x87 unit); trace/loop_run.c tests them around a run */
 #define NDL_FPEV (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
 #if defined(__x86_64__) && defined(__GNUC__)
 static inline int ndl_fe_test(void)
