@@ -126,6 +126,8 @@ PyObject *nd_shim_run_impl(nd_trace *t, const nd_shim_def *def, PyObject **argv,
     return fallback(func, buf, args, kwargs);
 }
 
+static PyObject *run_def(nd_trace *t, PyObject *sf, PyObject *args, PyObject *kwargs);
+
 static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                      PyObject *kwnames)
 {
@@ -141,7 +143,11 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
     if (!lazy) return PyObject_Vectorcall(f->numpy_func, args, nargsf, kwnames);
     char buf[320];
     PyObject *r = NULL;
-    if (args_have_memmap(args, nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0)) &&
+    int sub = 0;  /* an ndarray subclass operand: run_def applies its result type */
+    for (Py_ssize_t i = 0; !sub && i < nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0); i++)
+        sub = nd_sub_in(args[i], NULL);
+    if (sub) {
+    } else if (args_have_memmap(args, nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0)) &&
         !memmap_plain(f->def->name, 0)) {
         memmap_reason(buf, sizeof buf, f->def->name);
     } else {
@@ -169,7 +175,7 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
                 Py_DECREF(tup); Py_DECREF(kw); return NULL;
             }
     }
-    r = fallback(f->numpy_func, buf, tup, kw);
+    r = sub ? run_def(t, self, tup, kw) : fallback(f->numpy_func, buf, tup, kw);
     Py_DECREF(tup);
     Py_XDECREF(kw);
     return r;
@@ -410,9 +416,23 @@ static PyObject *not_supported(PyObject *func, PyObject *args, PyObject *kwargs)
     return nd_trace_fallback_call(func, args, kwargs, buf);
 }
 
+typedef struct { nd_trace *t; shimfunc *f; PyObject *args, *kwargs; } def_ctx;
+
+static PyObject *run_def_plain(void *c)
+{
+    def_ctx *d = c;
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(d->f->def, d->args, d->kwargs, argv) < 0) return NULL;
+    return nd_shim_run_impl(d->t, d->f->def, argv, d->f->numpy_func, d->args, d->kwargs);
+}
+
 static PyObject *run_def(nd_trace *t, PyObject *sf, PyObject *args, PyObject *kwargs)
 {
     shimfunc *f = (shimfunc *)sf;
+    if (nd_sub_in(args, kwargs)) {  /* an ndarray subclass: NumPy's result type (trace.h) */
+        def_ctx c = {t, f, args, kwargs};
+        return nd_sub_function(f->def->name, f->numpy_func, args, kwargs, run_def_plain, &c);
+    }
     int mm = PyTuple_Check(args) && args_have_memmap(&PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args));
     PyObject *k, *v;
     Py_ssize_t pos = 0;

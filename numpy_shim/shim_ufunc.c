@@ -677,7 +677,8 @@ static PyTypeObject ShimUfunc_Type;
  * NumPy scalar. 1 = plain operand, 2 = live proxy, 0 = forward. */
 static int direct_operand(PyObject *o)
 {
-    if (nd_proxy_check(o)) return nd_proxy_live(o) ? 2 : 0;
+    /* a tagged subclass proxy goes through __array_ufunc__ (its result type) */
+    if (nd_proxy_check(o)) return nd_proxy_live(o) && !nd_proxy_sub(o) ? 2 : 0;
     if (PyFloat_CheckExact(o) || PyLong_Check(o) || PyComplex_CheckExact(o) ||
         PyArray_CheckExact(o) || PyArray_IsScalar(o, Generic))
         return 1;

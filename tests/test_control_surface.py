@@ -775,16 +775,27 @@ class _Sub(np.ndarray):
     pass
 
 
-def test_ndarray_subclass_is_a_reported_break():
+class _Wrap(np.ndarray):
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        return arr
+
+
+def test_ndarray_subclass_is_traced_or_a_reported_break():
+    # a plain subclass is traced with NumPy's result type (tests/test_subclass_trace.py)
     s = np.ones(4).view(_Sub)
     f = numdyn.compile(lambda x: np.sin(x) + 1.0)
     want = np.sin(s) + 1.0
     out = numdyn.explain(f)(s)
-    assert type(out.result) is type(want) and np.allclose(out.result, want)
+    assert type(out.result) is _Sub and np.allclose(out.result, want)
+    assert out.graph_break_count == 0, out.break_reasons
+    # one with its own __array_wrap__ runs with NumPy, said where
+    w = np.ones(4).view(_Wrap)
+    out = numdyn.explain(f)(w)
+    assert type(out.result) is np.ndarray and np.allclose(out.result, want)  # its wrap's
     assert out.graph_break_count == 1
     b = out.break_reasons[0]
-    assert "ndarray subclass (_Sub)" in b.reason
-    assert b.filename == __file__ and "numdyn.explain(f)(s)" in b.source
+    assert "ndarray subclass (_Wrap)" in b.reason and "__array_wrap__" in b.reason
+    assert b.filename == __file__ and "numdyn.explain(f)(w)" in b.source
     m = np.ma.masked_array(np.ones(3), mask=[0, 1, 0])
     got = f(m)
     assert type(got) is np.ma.MaskedArray and got.mask.tolist() == [False, True, False]
@@ -798,7 +809,7 @@ def test_ndarray_subclass_is_a_reported_break():
     assert out.graph_break_count == 1 and "ndarray subclass (matrix)" in out.break_reasons[0].reason
     assert "numdyn.explain(g)(mat)" in out.break_reasons[0].source
     with pytest.raises(numdyn.GraphBreakError, match="ndarray subclass"):
-        numdyn.compile(lambda x: x + 1.0, fullgraph=True)(s)
+        numdyn.compile(lambda x: x + 1.0, fullgraph=True)(w)
     with pytest.raises(numdyn.GraphBreakError, match="does not trace"):
         numdyn.compile(lambda x: x, fullgraph=True)(np.array(["a"]))
 

@@ -66,6 +66,23 @@ int nd_proxy_is_scalar(PyObject *proxy);
  * runs on the memmap object itself, a recorded graph break. 1 when o (or
  * an item of a list/tuple o, two levels deep) is such a proxy. */
 int nd_proxy_has_memmap(PyObject *o);
+/* Plain ndarray subclasses (trace_subclass.c): an argument of a subclass
+ * that overrides nothing NumPy dispatches on (no __array_wrap__,
+ * __array_ufunc__, __array_function__, operators or ndarray methods;
+ * __array_finalize__, __array_priority__, attributes and methods of its
+ * own are fine) is a *tagged* proxy: each traced operation on the list
+ * checked against NumPy gives what NumPy gives -- a tagged result whose
+ * __array_finalize__ ran with NumPy's `obj`, or a plain one -- and any
+ * other operation runs with NumPy on the subclass object (a recorded
+ * break). 1 when o is a live tagged proxy. */
+int nd_proxy_sub(PyObject *o);
+/* a tagged proxy among args (and items of list/tuple args) or kwargs */
+int nd_sub_in(PyObject *args, PyObject *kwargs);
+/* np.<name>(*args, **kwargs) with a tagged operand: inner(ctx) is the
+ * shim's traced version, numpy_func NumPy's (for a break) */
+typedef PyObject *(*nd_sub_inner)(void *ctx);
+PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args,
+                          PyObject *kwargs, nd_sub_inner inner, void *ctx);
 /* Node holding the proxy's current value (appends VIEW nodes as needed).
  * ND_NONE + exception on error. */
 nd_id nd_proxy_read(PyObject *proxy);

@@ -110,13 +110,39 @@ static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
             return p;
         }
     }
+    char why[300] = "";
+    int sub = 0;
+    if (PyArray_Check(o) && !PyArray_CheckExact(o) && nd_supported_array(o) &&
+        (sub = nd__sub_traceable(Py_TYPE(o), why, sizeof why)) > 0) {
+        /* a plain subclass: a tagged proxy (trace_subclass.c); one sharing
+         * memory with another argument runs with NumPy */
+        PyObject *key = c->alias != Py_None ? PyLong_FromVoidPtr(o) : NULL;
+        int aliased = key && PyDict_Contains(c->alias, key) == 1;
+        Py_XDECREF(key);
+        PyErr_Clear();
+        if (aliased) {
+            snprintf(why, sizeof why, "an argument is an ndarray subclass (%.80s) sharing memory "
+                     "with another argument: NumPy runs the operations on it", Py_TYPE(o)->tp_name);
+        } else {
+            nd_storage *s = nd__caller_storage(c->t, o);
+            PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+            if (p) {
+                nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)o);
+                if (nd__sub_tag_caller((NdProxy *)p, o) < 0) Py_CLEAR(p);
+                else nd_trace_not_replayable(c->t);  /* replay skips __array_finalize__ */
+            }
+            return p;
+        }
+    }
+    if (sub < 0) return NULL;
     if (!PyArray_CheckExact(o) || !nd_supported_array(o)) {
         if (!PyArray_Check(o)) return ND_NOT_LEAF;
         /* an array the tracer does not stand in for runs with NumPy, and
          * that is said: a recorded graph break at the call (explain shows
          * it; fullgraph=True raises) -- never a silent fallback */
-        char why[200];
-        if (!PyArray_CheckExact(o))
+        if (!PyArray_CheckExact(o) && why[0])
+            ;  /* nd__sub_traceable or the alias test said why */
+        else if (!PyArray_CheckExact(o))
             snprintf(why, sizeof why, "an argument is an ndarray subclass (%.80s): NumPy runs the "
                      "operations on it, with the subclass's semantics", Py_TYPE(o)->tp_name);
         else

@@ -1383,7 +1383,15 @@ static void detach(NdProxy *p, PyObject *value)
     nd__storage_decref(s);
 }
 
+static PyObject *proxy_value_plain(NdProxy *p, const char *reason);
+
 PyObject *nd__proxy_value(NdProxy *p, const char *reason)
+{
+    PyObject *r = proxy_value_plain(p, reason);
+    return p->subtype ? nd__sub_wrap(p, r) : r;  /* an ndarray subclass instance */
+}
+
+static PyObject *proxy_value_plain(NdProxy *p, const char *reason)
 {
     /* array contents reach Python code: a recording capture is not replayable */
     if (nd__tls_rec && !nd__tls_rec->final) nd__tls_rec->escapes++;
@@ -1529,6 +1537,7 @@ static int compute_set(proxy_set *ps)
     for (Py_ssize_t k = 0; k < ps->n; k++) {
         NdProxy *p = ps->p[k];
         if (!ps->v[k] && p->value) ps->v[k] = Py_NewRef(p->value);
+        if (p->subtype && ps->v[k] && !(ps->v[k] = nd__sub_wrap(p, ps->v[k]))) goto done;
         /* `z.flags.writeable = False` on a value the function made and returns */
         if (p->st && (p->st->trace->ended || p->st->trace->returning) && p->readonly &&
             !p->st->caller && ps->v[k] && PyArray_Check(ps->v[k]) &&
@@ -1719,6 +1728,22 @@ PyObject *nd__note_escape(PyObject *r)
 static PyObject *trace_result(nd_trace *t, PyObject *r, PyObject *const *hs, Py_ssize_t nh,
                               int depth)
 {
+    char why[8];
+    if (PyArray_Check(r) && !PyArray_CheckExact(r) && nd_supported_array(r) &&
+        !nd__overlaps_any(r, hs, nh, NULL) && !caller_aliased(t, r) &&
+        nd__sub_traceable(Py_TYPE(r), why, sizeof why) > 0) {
+        /* a plain subclass instance the break made: traced on as one
+         * (trace_subclass.c), like an argument */
+        nd_storage *s = nd__caller_storage(t, r);
+        PyObject *p = s ? nd__caller_proxy(s, 0) : NULL;
+        if (p) {
+            nd__proxy_set_caller((NdProxy *)p, (PyArrayObject *)r);
+            if (nd__sub_tag_caller((NdProxy *)p, r) < 0) Py_CLEAR(p);
+            else nd_trace_not_replayable(t);
+        }
+        return p;
+    }
+    if (PyErr_Occurred()) return NULL;
     if (PyArray_CheckExact(r)) {
         if (!nd_supported_array(r) || nd__overlaps_any(r, hs, nh, NULL))
             return Py_NewRef(r);

@@ -144,6 +144,9 @@ struct NdProxy {
     uint8_t memmap;           /* stands for the caller's np.memmap argument
                                  itself (trace_compile.c): what NumPy would
                                  return as a memmap runs on that object */
+    PyTypeObject *subtype;    /* owned: the ndarray subclass this value is
+                                 under NumPy (trace_subclass.c), or NULL */
+    PyObject *sdict;          /* owned with subtype: its instance __dict__ */
     PyObject *base;           /* owned: what ndarray.base gives (NULL: None) */
     PyObject *vbase;          /* owned: the base a view of this gets, NumPy's
                                  collapsed chain (NULL: this proxy itself) */
@@ -166,6 +169,21 @@ static inline void nd__storage_dirty(nd_storage *s)
  * borrowed; NULL with no exception under a NumPy without it
  * (trace_flush.c). */
 PyObject *nd__extobj_var(void);
+
+/* ---- trace_subclass.c: plain ndarray subclasses (trace.h) */
+/* 1: instances of tp are traced (tagged proxies); 0: not, why says what
+ * of tp NumPy would run that the tracer does not reproduce; -1 error */
+int nd__sub_traceable(PyTypeObject *tp, char *why, size_t n);
+/* p stands for the caller's subclass instance obj: tag it (0 / -1) */
+int nd__sub_tag_caller(NdProxy *p, PyObject *obj);
+/* what Python code sees for tagged p whose plain value is v (steals v):
+ * the caller object itself, or a subclass instance over v's data carrying
+ * p's __dict__ (no __array_finalize__ call: it ran when p was made) */
+PyObject *nd__sub_wrap(NdProxy *p, PyObject *v);
+PyObject *nd__sub_getattr(NdProxy *p, PyObject *name);  /* after the proxy's own */
+int nd__sub_setattr(NdProxy *p, PyObject *name, PyObject *value);
+/* route the NumPy entry table through the subclass rules */
+void nd__sub_install(nd_numpy_entries *np);
 
 /* ---- trace_state.c */
 extern _Thread_local nd_trace *nd__tls_trace;  /* the thread's current trace */

@@ -607,8 +607,10 @@ static PyObject *p_iter(PyObject *o)
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
         return NULL;
     }
-    if (p->memmap) {  /* its rows are memmaps */
-        PyObject *v = user_value(p, "iterating over an np.memmap: NumPy runs it on the memmap");
+    if (p->memmap || p->subtype) {  /* its rows are memmaps / subclass views */
+        PyObject *v = user_value(p, p->memmap ? "iterating over an np.memmap: NumPy runs it on the memmap"
+                                              : "iterating over an ndarray subclass: NumPy runs it "
+                                                "on the subclass object");
         /* its rows, each a view Python holds */
         PyObject *rows = v ? escaped(PySequence_List(v)) : NULL;
         Py_XDECREF(v);
@@ -654,6 +656,8 @@ static void p_dealloc(PyObject *o)
         nd__storage_decref(p->st);
     }
     Py_XDECREF(p->value);
+    Py_CLEAR(p->subtype);
+    Py_CLEAR(p->sdict);
     Py_CLEAR(p->base);
     Py_CLEAR(p->vbase);
     nd__proxy_free(o);
@@ -972,8 +976,11 @@ static PyObject *get_part(PyObject *o, int which, const char *name)
 {
     NdProxy *p = (NdProxy *)o;
     int cplx = p->dtype == NPY_CFLOAT || p->dtype == NPY_CDOUBLE;
-    if (!is_live_proxy(o) || p->memmap) {
-        PyObject *v = user_value(p, p->memmap ? "a view of an np.memmap: NumPy runs it on the memmap" : NULL);
+    if (!is_live_proxy(o) || p->memmap || (p->subtype && cplx)) {
+        PyObject *v = user_value(p, p->memmap ? "a view of an np.memmap: NumPy runs it on the memmap"
+                                 : p->subtype && is_live_proxy(o)
+                                     ? "a .real/.imag view of an ndarray subclass: NumPy runs it"
+                                     : NULL);
         PyObject *r = v ? PyObject_GetAttrString(v, name) : NULL;
         Py_XDECREF(v);
         return r;
@@ -1085,6 +1092,7 @@ static PyObject *g_class(PyObject *o, void *c)
     }
     NdProxy *p = (NdProxy *)o;
     if (p->memmap && p->st && p->st->caller) return Py_NewRef((PyObject *)Py_TYPE(p->st->caller));
+    if (p->subtype) return Py_NewRef((PyObject *)p->subtype);  /* isinstance(x, MyArr) */
     return Py_NewRef((PyObject *)&PyArray_Type);
 }
 
@@ -1291,6 +1299,8 @@ static PyObject *p_getattro(PyObject *o, PyObject *name)
 {
     PyObject *r = PyObject_GenericGetAttr(o, name);
     if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+    if (((NdProxy *)o)->subtype && ((NdProxy *)o)->sdict)  /* the subclass's own attributes */
+        return nd__sub_getattr((NdProxy *)o, name);
     if (((NdProxy *)o)->memmap) {  /* filename, offset, mode, flush(): the memmap's own */
         PyErr_Clear();
         PyObject *v = user_value((NdProxy *)o, "an attribute of an np.memmap: read on the memmap");
@@ -1330,6 +1340,18 @@ static PyObject *p_getattro(PyObject *o, PyObject *name)
     return r;
 }
 
+/* the subclass instance's attributes (x.info = ...) live in its dict;
+ * the proxy's own descriptors (real, imag, flat) come first */
+static int p_setattro(PyObject *o, PyObject *name, PyObject *value)
+{
+    NdProxy *p = (NdProxy *)o;
+    if (p->subtype && p->sdict && PyUnicode_Check(name)) {
+        PyObject *d = _PyType_Lookup(Py_TYPE(o), name);
+        if (!d || !Py_TYPE(d)->tp_descr_set) return nd__sub_setattr(p, name, value);
+    }
+    return PyObject_GenericSetAttr(o, name, value);
+}
+
 PyTypeObject NdProxy_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn._C.LazyArray",
@@ -1345,6 +1367,7 @@ PyTypeObject NdProxy_Type = {
     .tp_as_buffer = &proxy_as_buffer,
     .tp_hash = p_hash,
     .tp_getattro = p_getattro,
+    .tp_setattro = p_setattro,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_richcompare = p_richcompare,
     .tp_weaklistoffset = offsetof(NdProxy, weakrefs),

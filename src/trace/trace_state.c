@@ -337,4 +337,5 @@ nd_numpy_entries nd_np;
 void nd_trace_register_numpy(const nd_numpy_entries *entries)
 {
     nd_np = *entries;
+    nd__sub_install(&nd_np);  /* ndarray subclasses' result types (trace_subclass.c) */
 }

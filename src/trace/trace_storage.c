@@ -109,6 +109,8 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->readonly = 0;
     p->part = 0;
     p->memmap = 0;
+    p->subtype = NULL;
+    p->sdict = NULL;
     p->base = p->vbase = NULL;
     p->dtype = s->dtype;
     p->off = 0;

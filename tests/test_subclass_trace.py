@@ -1,0 +1,175 @@
+"""Plain ndarray subclasses are traced with NumPy's result types (issue 15,
+point 1): every returned object's type, attributes, values and the
+__array_finalize__ calls (how many, in which order, with which `obj`) are
+checked against NumPy run on the same inputs. Classes that override what
+NumPy dispatches on (np.matrix, masked arrays, __array_ufunc__ ...) and the
+operations whose result type is not reproduced run with NumPy as recorded
+graph breaks."""
+import numpy as np
+import pytest
+
+import numdyn
+
+LOG = []
+
+
+class A(np.ndarray):
+    """Finalizer copying an attribute and recording each call: `obj`'s
+    class and its creation tag, so order and identity are compared."""
+
+    def __array_finalize__(self, obj):
+        LOG.append((obj.__class__.__name__, getattr(obj, "tag", None)))
+        self.tag = len(LOG)
+        self.info = getattr(obj, "info", None)
+
+    def double(self):
+        return self * 2
+
+    @property
+    def twice_info(self):
+        return (self.info, self.info)
+
+
+class B(np.ndarray):
+    """No finalizer: attributes are not carried over (NumPy's default)."""
+
+
+class Hi(A):
+    __array_priority__ = 10.0
+
+
+class Neg(A):
+    __array_priority__ = -1.0
+
+
+class Wrapped(np.ndarray):
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        return arr
+
+
+def _mk(cls, info="hi", shape=(3, 4)):
+    x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape).view(cls)
+    x.info = info
+    x.tag = "arg"
+    return x
+
+
+def _leaves(r):
+    return [y for q in r for y in _leaves(q)] if isinstance(r, tuple) else [r]
+
+
+def _compare(f, make_args, backend="eager"):
+    """f's results, argument state and finalizer log: numdyn vs NumPy."""
+    ref_args = make_args()
+    LOG.clear()
+    want = f(*ref_args)
+    want_log = list(LOG)
+    args = make_args()
+    LOG.clear()
+    out = numdyn.explain(numdyn.compile(f, backend=backend))(*args)
+    got, got_log = out.result, list(LOG)
+    assert got_log == want_log
+    for i, (g, w) in enumerate(zip(_leaves(got), _leaves(want))):
+        assert type(g) is type(w), (i, type(g), type(w))
+        if isinstance(w, np.ndarray):
+            assert g.dtype == w.dtype and g.shape == w.shape, i
+            np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=str(i))
+            assert getattr(g, "__dict__", {}) == getattr(w, "__dict__", {}), (i, g.__dict__, w.__dict__)
+        else:
+            assert g == w, i
+    return out, args
+
+
+def _many(x, y):
+    return (
+        x + 1, 1 + x, -x, np.add(x, y), np.sin(x), divmod(x, 2.0), x > 3, x ** 2, abs(x),
+        y + x, y * x, np.sqrt(x), np.float64(2.0) * x,
+        x.sum(), x.sum(0), np.sum(x), np.sum(x, axis=1), x.mean(), x.mean(axis=0), np.mean(x, 1),
+        x.max(), x.min(1), x.prod(), x.any(), (x > 0).all(), np.amax(x), x.cumsum(0),
+        np.add.reduce(x), np.add.accumulate(x), x.clip(1, 5), np.clip(x, 1, 5), x.round(),
+        x.copy(), x.astype(np.float32), x.T, x.transpose(), np.transpose(x), x.mT, x.swapaxes(0, 1),
+        x.reshape(4, 3), x.T.reshape(12), x.ravel(), np.ravel(x), x.flatten(), x[None].squeeze(),
+        np.expand_dims(x, 0), np.flip(x), x.diagonal(), np.sort(x), x.view(),
+        x[1], x[1, 2], x[1:, ::2], x[[0, 2]], x[x > 3], x[...], x[1, 2, ...],
+        x.dot(x.T), np.dot(x, x.T), y.T.dot(x), x @ x.T, np.zeros_like(x), np.ones_like(x),
+        np.where(x > 3, x, 0), np.concatenate([x, x]), np.outer(x, x), np.copy(x), np.asarray(x),
+        np.array(x), x.real, x.double(), x.info, x.twice_info,
+    )
+
+
+def test_result_types_attributes_and_finalize_calls_are_numpys():
+    out, _ = _compare(_many, lambda: (_mk(A), np.ones((3, 4))))
+    # x.view() and x[x > 3] run with NumPy (recorded): the rest is traced
+    reasons = [b.reason for b in out.break_reasons]
+    assert len(reasons) == 2 and "view" in reasons[0] and "mask" in reasons[1], reasons
+
+
+def test_native_backend_and_in_function_attribute_writes():
+    def f(x):
+        x.seen = True                      # lands on the caller's object
+        y = np.exp(x) * 2.0
+        y.note = "made"                    # on the result's own dict
+        x[0, 0] = 5.0
+        return y, y.note, x, x.sum(1)
+
+    out, args = _compare(f, lambda: (_mk(A),), backend="native")
+    assert out.graph_break_count == 0, out.break_reasons
+    assert out.result[2] is args[0]        # `return x` is the caller's object
+    assert args[0].seen is True and args[0][0, 0] == 5.0
+
+
+def test_no_finalizer_priorities_and_mixed_classes():
+    def f(x, h, n, p):
+        return x + h, h + x, x + n, n * x, p + 1, p.sum(), x + p, p + x, n + np.ones(4)
+
+    _compare(f, lambda: (_mk(A), _mk(Hi, "h"), _mk(Neg, "n"), _mk(B, "b")))
+
+
+def test_finalizer_reading_values_is_traced():
+    class M(np.ndarray):
+        def __array_finalize__(self, obj):
+            # an array read in the finalizer (np.asarray: obj.max() would recurse under NumPy)
+            self.peak = None if obj is None else np.asarray(obj).max()
+
+    def f(x):
+        y = x * 2.0
+        return y, y.peak, y[1:].peak
+
+    x0 = np.arange(6.0).view(M)
+    want = f(x0)
+    got = numdyn.compile(f, backend="eager")(np.arange(6.0).view(M))
+    assert type(got[0]) is M and got[0].peak == want[0].peak == 5.0
+    assert got[1] == want[1] and got[2] == want[2]
+    assert type(got[0].peak) is type(want[0].peak)
+
+
+def test_unchecked_operations_break_with_numpys_results():
+    def f(x):
+        return x.std(), x.argmax(), np.stack([x, x]), x.take([0, 1]), x.cumsum(), list(x)[0] + 1
+
+    out, _ = _compare(f, lambda: (_mk(A),))
+    assert out.graph_break_count >= 5
+    assert any("A.std" in r for r in map(str, out.break_reasons))
+    with pytest.raises(numdyn.GraphBreakError if hasattr(numdyn, "GraphBreakError") else Exception):
+        numdyn.compile(f, fullgraph=True, backend="eager")(_mk(A))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+@pytest.mark.parametrize("make", [
+    lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
+    lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),
+    lambda: np.arange(3.0).view(Wrapped),
+], ids=["matrix", "masked", "array_wrap"])
+def test_classes_numpy_dispatches_on_are_reported_breaks(make):
+    def f(x):
+        return x * 2 + 1, (x * x).sum()
+
+    want = f(make())
+    out = numdyn.explain(numdyn.compile(f, backend="eager"))(make())
+    reasons = " ".join(map(str, out.break_reasons))
+    assert "ndarray subclass" in reasons and "NumPy runs" in reasons
+    for g, w in zip(out.result, want):
+        assert type(g) is type(w)
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    if isinstance(want[0], np.ma.MaskedArray):
+        np.testing.assert_array_equal(out.result[0].mask, want[0].mask)
