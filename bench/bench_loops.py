@@ -72,6 +72,8 @@ def loop_cases(quick=False):
     f = rng.random((n, n))
     add(f"Jacobi while-converged (swap) {n}x{n} <={iters} it", L.jacobi_until_converged_swap,
         lambda u=u, f=f, it=iters: (u, f, 1e-6, it), 1e-9)
+    add(f"Jacobi while-converged (new grid) {n}x{n} <={iters} it", L.jacobi_until_converged_copy,
+        lambda u=u, f=f, it=iters: (u, f, 1e-6, it), 1e-9)
 
     # ------------------------------------------------- dynamic programming
     n = 20 if Q else 60

@@ -114,8 +114,7 @@ def heat_3d_points(u0, steps, r):
 
 def jacobi_until_converged_swap(u0, f, tol, max_iter):
     """Jacobi for Poisson on whole 2-D slices in a while loop, stopping on the
-    max-norm change; two grids swapped by name (the form loop capture takes:
-    `new = u.copy(); ...; u = new` is not captured yet)."""
+    max-norm change; two grids swapped by name."""
     u = u0.copy()
     new = u0.copy()
     h2 = 1.0 / (u.shape[0] - 1) ** 2
@@ -126,6 +125,23 @@ def jacobi_until_converged_swap(u0, f, tol, max_iter):
                                   + h2 * f[1:-1, 1:-1])
         diff = np.max(np.abs(new - u))
         u, new = new, u
+        it += 1
+    return u, it
+
+
+def jacobi_until_converged_copy(u0, f, tol, max_iter):
+    """The same Jacobi iteration making a new grid each step (new = u.copy();
+    ...; u = new), as NumPy code usually reads."""
+    u = u0.copy()
+    h2 = 1.0 / (u.shape[0] - 1) ** 2
+    it = 0
+    diff = tol + 1.0
+    while diff > tol and it < max_iter:
+        new = u.copy()
+        new[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2]
+                                  + h2 * f[1:-1, 1:-1])
+        diff = np.max(np.abs(new - u))
+        u = new
         it += 1
     return u, it
 

@@ -51,8 +51,8 @@ static int is_matmul(PyObject *fn)
     return r;
 }
 
-int nd_pins_scan(nd_pins *p, const nd_graph *g, nd_pin_input_fn input, void *ctx,
-                 nd_pin_found *out)
+int nd_pins_scan(nd_pins *p, const nd_graph *g, nd_pin_input_fn input, nd_pin_const_fn konst,
+                 void *ctx, nd_pin_found *out)
 {
     if (g->n > p->cap) {
         nd_id cap = g->n < 64 ? 64 : g->n * 2;
@@ -67,6 +67,12 @@ int nd_pins_scan(nd_pins *p, const nd_graph *g, nd_pin_input_fn input, void *ctx
         for (int d = 0; d < ND_MAXDIMS; d++) L[d] = ND_PIN_FREE;
         p->done = i + 1;
         int sym = 0;
+        if (konst && n->op != ND_OP_INPUT) {
+            uint64_t m = konst(ctx, i);
+            for (int d = 0; m && d < n->ndim; d++)
+                if (m >> d & 1) L[d] = ND_PIN_CONST;
+            if (m) continue;  /* a made array: no inputs to unify */
+        }
 #define LAB(id, d) (p->lab[(size_t)(id) * ND_MAXDIMS + (size_t)(d)])
 #define PIN(ext, how_) do { out->node = i; out->sym = sym; out->size = (ext); out->how = (how_); return 1; } while (0)
         switch (n->op) {

@@ -38,9 +38,14 @@ typedef struct {
  * code of the caller's choosing) */
 typedef int32_t (*nd_pin_input_fn)(void *ctx, const nd_node *n, nd_id id, int d);
 
+/* dims of a non-INPUT node whose extent the caller knows to be a constant
+ * (a size written as a literal in the function's code: np.zeros(5)), as
+ * a bit mask; 0 for none */
+typedef uint64_t (*nd_pin_const_fn)(void *ctx, nd_id id);
+
 /* Label nodes p->done .. g->n-1. Returns 0 (nothing pinned), 1 with *out
- * set at the first pin, or -1 with MemoryError. */
-int nd_pins_scan(nd_pins *p, const nd_graph *g, nd_pin_input_fn input, void *ctx,
-                 nd_pin_found *out);
+ * set at the first pin, or -1 with MemoryError. konst may be NULL. */
+int nd_pins_scan(nd_pins *p, const nd_graph *g, nd_pin_input_fn input, nd_pin_const_fn konst,
+                 void *ctx, nd_pin_found *out);
 void nd_pins_clear(nd_pins *p);
 #endif

@@ -54,6 +54,20 @@ typedef struct {
 
 typedef union { int64_t i; uint64_t u; double f; } nd_lval;
 
+/* an array the loop made (new = u.copy(), np.empty_like(u)): a buffer of
+ * the frame's pool, held by the array locals whose src is -2 - its slot.
+ * The C code reuses a slot no name holds any more (Python would have freed
+ * that array); the runner makes one ndarray per slot still held at the end
+ * and frees the buffers (malloc) */
+typedef struct {
+    char *p;
+    int64_t cap;           /* bytes */
+    int32_t nd;
+    int32_t lt;            /* LT_* of the elements */
+    int64_t shape[NDL_MAXDIMS];
+    int64_t strides[NDL_MAXDIMS];
+} nd_lbuf;
+
 typedef struct nd_lframe nd_lframe;
 struct nd_lframe {
     nd_larr *arr;
@@ -70,9 +84,12 @@ struct nd_lframe {
     int err;                      /* NDL_* */
     int err_line;
     int64_t err_a, err_b, err_c;
+    nd_lbuf *pool;                /* npool slots (zeroed by the runner) */
+    int32_t npool;
 };
 
-enum { NDL_OK, NDL_PYERR, NDL_DEOPT, NDL_INDEX, NDL_UNBOUND, NDL_RANGE0 };
+/* NDL_NOMEM: an array the loop makes could not be allocated (MemoryError) */
+enum { NDL_OK, NDL_PYERR, NDL_DEOPT, NDL_INDEX, NDL_UNBOUND, NDL_RANGE0, NDL_NOMEM };
 
 /* operation codes of F->slow (binary, unary, comparisons, then calls) */
 enum {
@@ -225,6 +242,37 @@ static inline T NAME(const T *w, int64_t n)                                     
     memcpy(&m, w, sizeof m);                                                        \
     m_ bad = m != m;                                                                \
     int64_t i = W;                                                                  \
+    if (n >= 8 * W) {                                                               \
+        /* four chains of selects: one chain waits on the compare and select   \
+         * of the last (latency bound, a third of a Jacobi sweep's time) */    \
+        v_ m1, m2, m3;                                                              \
+        memcpy(&m1, w + W, sizeof m1);                                              \
+        memcpy(&m2, w + 2 * W, sizeof m2);                                          \
+        memcpy(&m3, w + 3 * W, sizeof m3);                                          \
+        m_ bad1 = m1 != m1, bad2 = m2 != m2, bad3 = m3 != m3;                       \
+        for (i = 4 * W; i + 4 * W <= n; i += 4 * W) {                               \
+            v_ x0, x1, x2, x3;                                                      \
+            memcpy(&x0, w + i, sizeof x0);                                          \
+            memcpy(&x1, w + i + W, sizeof x1);                                      \
+            memcpy(&x2, w + i + 2 * W, sizeof x2);                                  \
+            memcpy(&x3, w + i + 3 * W, sizeof x3);                                  \
+            m_ k0 = m CMP x0, k1 = m1 CMP x1, k2 = m2 CMP x2, k3 = m3 CMP x3;       \
+            bad |= x0 != x0; bad1 |= x1 != x1; bad2 |= x2 != x2; bad3 |= x3 != x3;  \
+            m = (v_)(((m_)m & k0) | ((m_)x0 & ~k0));                                \
+            m1 = (v_)(((m_)m1 & k1) | ((m_)x1 & ~k1));                              \
+            m2 = (v_)(((m_)m2 & k2) | ((m_)x2 & ~k2));                              \
+            m3 = (v_)(((m_)m3 & k3) | ((m_)x3 & ~k3));                              \
+        }                                                                           \
+        /* (which lane holds an equal value does not matter: equal nonzero     \
+         * floats are the same bits; zeros and NaNs rescan in order) */        \
+        bad |= bad1 | bad2 | bad3;                                                  \
+        m_ k = m CMP m1;                                                            \
+        m = (v_)(((m_)m & k) | ((m_)m1 & ~k));                                      \
+        k = m2 CMP m3;                                                              \
+        m2 = (v_)(((m_)m2 & k) | ((m_)m3 & ~k));                                    \
+        k = m CMP m2;                                                               \
+        m = (v_)(((m_)m & k) | ((m_)m2 & ~k));                                      \
+    }                                                                               \
     for (; i + W <= n; i += W) {                                                    \
         memcpy(&x, w + i, sizeof x);                                                \
         m_ k = m CMP x;                                                             \
@@ -326,4 +374,104 @@ static inline int ndl_apart2(const char *p, int64_t st, int64_t n, int64_t st2, 
     const char *qlo = q + (sq < 0 ? (m - 1) * sq : 0), *qhi = q + (sq > 0 ? (m - 1) * sq : 0) + iszq;
     return phi <= qlo || qhi <= plo;
 }
+
+/* ------------------------------------------------- arrays the loop makes */
+/* NumPy's flags: C (F) contiguous -- every axis longer than 1 at the
+ * stride of the axes after (before) it; any empty axis makes both */
+static inline int ndl_contig(int nd, const int64_t *n, const int64_t *s, int64_t isz, int fortran)
+{
+    int64_t sd = isz;
+    for (int d = 0; d < nd; d++) if (n[d] == 0) return 1;
+    for (int k = 0; k < nd; k++) {
+        int d = fortran ? k : nd - 1 - k;
+        if (n[d] != 1) {
+            if (s[d] != sd) return 0;
+            sd *= n[d];
+        }
+    }
+    return 1;
+}
+/* the strides NumPy gives a new array shaped n like a prototype with
+ * strides s: order 'C' (korder 0: x.copy()), or 'K' (np.copy, np.empty_like,
+ * np.zeros_like): C for a C-contiguous or 1-D prototype, F for an
+ * F-contiguous one, else its axes in the order of their |stride|
+ * (descending, ties in axis order: PyArray_CreateSortedStridePerm) */
+static inline void ndl_like_strides(int nd, const int64_t *n, const int64_t *s, int64_t isz, int korder,
+                                    int64_t *out)
+{
+    int fort = korder && nd > 1 && !ndl_contig(nd, n, s, isz, 0) && ndl_contig(nd, n, s, isz, 1);
+    if (!korder || nd <= 1 || ndl_contig(nd, n, s, isz, 0) || fort) {
+        /* PyArray_NewFromDescr's fill: an empty axis does not multiply */
+        int64_t sd = isz;
+        for (int k = 0; k < nd; k++) {
+            int d = fort ? k : nd - 1 - k;
+            out[d] = sd;
+            if (n[d]) sd *= n[d];
+        }
+        return;
+    }
+    int perm[NDL_MAXDIMS];
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    for (int i = 1; i < nd; i++) {   /* a stable insertion sort */
+        int p = perm[i], j = i;
+        int64_t ap = s[p] < 0 ? -s[p] : s[p];
+        while (j > 0) {
+            int q = perm[j - 1];
+            int64_t aq = s[q] < 0 ? -s[q] : s[q];
+            if (aq >= ap) break;
+            perm[j] = q;
+            j--;
+        }
+        perm[j] = p;
+    }
+    int64_t sd = isz;
+    for (int k = nd - 1; k >= 0; k--) {
+        out[perm[k]] = sd;
+        sd *= n[perm[k]];
+    }
+}
+static inline int64_t ndl_nbytes(int nd, const int64_t *n, int64_t isz)
+{
+    int64_t b = isz;
+    for (int d = 0; d < nd; d++) b *= n[d];
+    return b;
+}
+/* slot b holds at least nb bytes: 0, or 1 when malloc fails */
+static inline int ndl_pool_fit(nd_lbuf *b, int64_t nb)
+{
+    if (b->cap >= nb && b->p) return 0;
+    free(b->p);
+    b->p = (char *)malloc(nb > 0 ? (size_t)nb : 1);
+    b->cap = b->p ? nb : 0;
+    return b->p == NULL;
+}
+/* dst[...] = src[...] over shape n (byte strides; dst does not overlap src) */
+static inline void ndl_copy_nd(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
+                               const int64_t *n, int nd, int64_t isz)
+{
+    for (int d = 0; d < nd; d++) if (n[d] == 0) return;
+    if (ndl_contig(nd, n, ds, isz, 0) && ndl_contig(nd, n, ss, isz, 0)) {
+        memcpy(dst, src, (size_t)ndl_nbytes(nd, n, isz));
+        return;
+    }
+    int64_t idx[NDL_MAXDIMS] = {0};
+    int64_t in = nd ? n[nd - 1] : 1, dsi = nd ? ds[nd - 1] : 0, ssi = nd ? ss[nd - 1] : 0;
+    for (;;) {
+        if (dsi == isz && ssi == isz) memcpy(dst, src, (size_t)(in * isz));
+        else if (isz == 8) for (int64_t i = 0; i < in; i++) memcpy(dst + i * dsi, src + i * ssi, 8);
+        else if (isz == 4) for (int64_t i = 0; i < in; i++) memcpy(dst + i * dsi, src + i * ssi, 4);
+        else for (int64_t i = 0; i < in; i++) memcpy(dst + i * dsi, src + i * ssi, (size_t)isz);
+        int d = nd - 2;
+        for (; d >= 0; d--) {
+            dst += ds[d];
+            src += ss[d];
+            if (++idx[d] < n[d]) break;
+            dst -= ds[d] * n[d];
+            src -= ss[d] * n[d];
+            idx[d] = 0;
+        }
+        if (d < 0) return;
+    }
+}
+
 #endif

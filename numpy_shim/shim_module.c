@@ -102,9 +102,11 @@ static PyObject *call_impl(const nd_shim_def *def, nd_trace *t, PyObject **argv)
 {
     if (nd_trace_errstate_sync(t) < 0) return NULL;
     nd_id first = nd_shim_graph_size(t);
+    if (nd_trace_op_depth == 0 && nd_trace_pins_pre(t, def->name, argv) < 0) return NULL;  /* dims marked dynamic */
     nd_trace_op_depth++;
     PyObject *r = def->impl(t, argv);
     nd_trace_op_depth--;
+    if (r && nd_trace_op_depth == 0 && nd_trace_pins_op(t, def->name, argv, r) < 0) Py_CLEAR(r);
     return nd_shim_settled(t, first, r);
 }
 

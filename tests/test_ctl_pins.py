@@ -85,3 +85,32 @@ def test_what_does_not_pin_runs_as_numpy():
     m.w = _marked((4,), 0)
     x = _marked((3, 4), 1)
     np.testing.assert_allclose(numdyn.compile(m, backend="eager")(x), m.forward(x))
+
+
+def test_sizes_written_as_constants_pin_a_dynamic_dim():
+    # numdyn has no symbolic sizes: a literal in the code (np.zeros(8), x[:7],
+    # x.reshape(4, -1)) fixes a dim marked dynamic as torch's guards would
+    pinned = [
+        (lambda x: x.reshape(4, -1), "reshapes it with sizes written as constants"),
+        (lambda x: np.reshape(x, (2, 12)), "reshapes it to sizes written as constants"),
+        (lambda x: np.zeros(8) + x[:, 0], r"graph broadcasts it against"),
+        (lambda x: x + np.ones((8, 3)), r"graph broadcasts it against"),
+        (lambda x: x[:7] * 2, "slices it with bounds written as constants"),
+        (lambda x: x[2:5] * 2, "slices it with bounds written as constants"),
+        (lambda x: x[-3:] * 2, "slices it with bounds written as constants"),
+    ]
+    for fn, how in pinned:
+        with pytest.raises(numdyn.ConstraintViolationError,
+                           match=rf"dim 0 of argument 0 of .*\n.*inferred to be a constant .*: (the )?.*{how}"):
+            numdyn.compile(fn, backend="eager")(_marked((8, 3), 0))
+    # sizes from the dim itself, and what holds for every size, run as NumPy
+    free = [
+        lambda x: x.reshape(-1, 3), lambda x: x.reshape(-1), lambda x: x.reshape(x.shape[0], 3),
+        lambda x: x.reshape(len(x) // 2, -1), lambda x: np.zeros(len(x)) + x[:, 0],
+        lambda x: np.zeros(x.shape[0]) + x[:, 0], lambda x: np.ones(3) + x, lambda x: x[1:] * 2,
+        lambda x: x[:-1] * 2, lambda x: x[::2] * 2, lambda x: x[:, :2] * 2,
+        lambda x: x[: len(x) - 1] * 2,
+    ]
+    for fn in free:
+        x = _marked((8, 3), 0)
+        np.testing.assert_allclose(numdyn.compile(fn, backend="eager")(x), fn(x))

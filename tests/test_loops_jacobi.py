@@ -3,7 +3,7 @@ statement on slices, a norm test on the change (np.max(np.abs(...)),
 np.sqrt(np.sum(...)), the .max() method), two grids swapped by name, a
 while condition or a break ending it. Plain Python/NumPy is the oracle.
 The form that makes a new grid each step (new = u.copy(); ...; u = new) is
-not captured yet: Python runs that loop and explain names the .copy()."""
+captured too (test_loops_newarrays.py: the arrays a loop makes)."""
 import os
 import sys
 
@@ -45,20 +45,6 @@ def jacobi_for_break(u0, f, tol, max_iter):
     return u, it
 
 
-def jacobi_new_grid(u0, f, tol, max_iter):
-    u = u0.copy()
-    h2 = 1.0 / (u.shape[0] - 1) ** 2
-    it = 0
-    diff = tol + 1.0
-    while diff > tol and it < max_iter:
-        new = u.copy()
-        new[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] + h2 * f[1:-1, 1:-1])
-        diff = np.max(np.abs(new - u))
-        u = new
-        it += 1
-    return u, it
-
-
 def grids(n, m, seed):
     rng = np.random.default_rng(seed)
     u0 = np.zeros((n, m))
@@ -88,8 +74,11 @@ def test_jacobi_strided_grid():
     check_calls(L.jacobi_until_converged_swap, (u0[::2, ::2], f[1::2, ::2], 1e-4, 100))
 
 
-def test_jacobi_new_grid_each_step_runs_in_python_and_says_why():
+def test_jacobi_new_grid_each_step_captured_and_exact():
+    # new = u.copy(); ...; u = new: the loop makes a grid each step (a buffer
+    # of its pool, reused once no name holds it) and hands back new arrays
     u0, f = grids(12, 12, 4)
-    check_calls(jacobi_new_grid, (u0, f, 1e-4, 100))
-    info = loop_info(jacobi_new_grid, u0, f, 1e-4, 100)
-    assert len(info) == 1 and not info[0]["captured"] and "copy" in info[0]["reason"], info
+    outs = check_calls(L.jacobi_until_converged_copy, (u0, f, 1e-4, 100), (u0, f, 1e-2, 0))
+    assert outs[0].value[1] > 10
+    info = loop_info(L.jacobi_until_converged_copy, u0, f, 1e-4, 100)
+    assert len(info) == 1 and info[0]["captured"] and info[0].get("last_fallback") is None, info

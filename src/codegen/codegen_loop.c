@@ -1990,7 +1990,8 @@ static int alocal_copy(cg *g, const nd_ln *s)
 static int refs_var(const nd_ln *e, int v)
 {
     if (!e) return 0;
-    if ((e->kind == LK_VAR || e->kind == LK_ELEM || e->kind == LK_SLICE || e->kind == LK_SHAPE) && e->var == v)
+    if ((e->kind == LK_VAR || e->kind == LK_ELEM || e->kind == LK_SLICE || e->kind == LK_SHAPE ||
+         e->kind == LK_ALLOC) && e->var == v)
         return 1;
     for (int k = 0; k < e->n; k++) if (refs_var(e->kid[k], v)) return 1;
     return 0;
@@ -2042,12 +2043,61 @@ done:
     return rc;
 }
 
+/* new = u.copy() / np.copy(u) / np.empty_like(u) / np.zeros_like(u): a
+ * buffer of the frame's pool that no array local holds (Python would have
+ * freed the array it was), laid out as NumPy lays out the new array; the
+ * name holds it whole */
+static int vnewarr(cg *g, const nd_ln *s)
+{
+    const nd_ln *e = s->kid[0];
+    int v = s->var, w = e->var, nd = g->T->andim[w], np = nd_loop_npool(g->T);
+    if (!np || is_alocal(g, v) != 1 || g->T->adt[v] != g->T->adt[w] || g->T->andim[v] != nd) return no_type(g, s);
+    const char *T = ctype[g->T->adt[w]];
+    line(g, "{");
+    g->ind++;
+    need_set(g, w);
+    /* (the slot the name held stays taken until it is rebound: a copy of
+     * itself reads it) */
+    nd_sb *sb = g->sb;
+    line(g, "int q_ = 0;");
+    for (int k = 0; k < g->ind; k++) nd_sb_puts(sb, "  ");
+    nd_sb_printf(sb, "while (q_ < %d && (0", np - 1);
+    for (int x = 0; x < g->ir->nvars; x++)
+        if (g->T->adt[x] >= 0 && is_alocal(g, x) == 1) nd_sb_printf(sb, " || (a%d_set && a%d_src == -2 - q_)", x, x);
+    nd_sb_puts(sb, ")) q_++;\n");
+    line(g, "nd_lbuf *B_ = &F->pool[q_];");
+    char buf[64 * NDL_MAXDIMS];
+    int n = 0;
+    for (int d = 0; d < nd; d++) n += snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_n%d", d ? ", " : "", w, d);
+    line(g, "int64_t sh_[%d] = {%s};", nd, buf);
+    n = 0;
+    for (int d = 0; d < nd; d++) n += snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_s%d", d ? ", " : "", w, d);
+    line(g, "int64_t ss_[%d] = {%s};", nd, buf);
+    line(g, "ndl_like_strides(%d, sh_, ss_, (int64_t)sizeof(%s), %d, B_->strides);", nd, T, e->aux != LA_COPY_C);
+    line(g, "int64_t nb_ = ndl_nbytes(%d, sh_, (int64_t)sizeof(%s));", nd, T);
+    line(g, "if (NDL_UNLIKELY(ndl_pool_fit(B_, nb_))) { rc = NDL_NOMEM; goto nd_out; }");
+    line(g, "B_->nd = %d; B_->lt = %d;", nd, g->T->adt[w]);
+    line(g, "memcpy(B_->shape, sh_, sizeof sh_);");
+    if (e->aux == LA_COPY_C || e->aux == LA_COPY_K)
+        line(g, "ndl_copy_nd(B_->p, B_->strides, a%d, ss_, sh_, %d, (int64_t)sizeof(%s));", w, nd, T);
+    else if (e->aux == LA_ZEROS_K)
+        line(g, "memset(B_->p, 0, (size_t)nb_);");
+    line(g, "a%d = B_->p; a%d_src = -2 - q_; a%d_whole = 1; a%d_set = 1;", v, v, v, v);
+    for (int d = 0; d < nd; d++) line(g, "a%d_n%d = sh_[%d]; a%d_s%d = B_->strides[%d];", v, d, d, v, d, d);
+    g->ind--;
+    line(g, "}");
+    return 0;
+}
+
 static int simple(cg *g, const nd_ln *s)
 {
     cv x, y;
+    if (s->kind == LK_ASSIGN && s->kid[0]->kind == LK_ALLOC) return vnewarr(g, s);
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 2) return vtemp(g, s);
+    /* u = w: the name takes w's array whole (a whole array stays that
+     * object, a view stays that view) */
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 1 && s->kid[0]->kind == LK_VAR &&
-        is_alocal(g, s->kid[0]->var) == 1 && g->T->andim[s->var] == 2)
+        is_alocal(g, s->kid[0]->var) == 1 && g->T->andim[s->var] == g->T->andim[s->kid[0]->var])
         return alocal_copy(g, s);
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var)) return vassign(g, s);
     if (s->kind == LK_MULTI && is_alocal(g, s->kid[0]->var)) return alocal_copy(g, s);
@@ -2417,7 +2467,7 @@ static int has_loop(nd_ln *const *b, int n)
 static int arrays_in(cg *g, const nd_ln *e)
 {
     if (!e) return 0;
-    if (e->kind == LK_SLICE || e->kind == LK_SL) return 1;
+    if (e->kind == LK_SLICE || e->kind == LK_SL || e->kind == LK_ALLOC) return 1;
     if (e->kind == LK_VAR && g->T->adt[e->var] >= 0) return 1;
     if (e->kind == LK_CALL && e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN) return 1;
     if ((e->kind == LK_STORE || e->kind == LK_AUGSTORE) && g->T->adt[e->var] >= 0 &&

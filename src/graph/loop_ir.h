@@ -33,6 +33,8 @@ enum {
                      LK_SL each; axes past n are whole. Exactly one axis left
                      (a slice or a missing one) makes it a 1-D vector */
     LK_SL,        /* lo:hi:step of a LK_SLICE axis; kid[0..2], NULL when absent */
+    LK_ALLOC,     /* a new array like array var (only as the value of LK_ASSIGN):
+                     aux LA_*: var.copy(), np.copy(var), np.empty_like(var), np.zeros_like(var) */
     /* statements */
     LK_ASSIGN,    /* var = kid[0] */
     LK_STORE,     /* var[kid[1..n-1]] = kid[0]; aux: chained */
@@ -77,6 +79,9 @@ enum {
                            or handed back to the function */
 };
 enum { LM_MATH = 1, LM_NUMPY = 2 };
+/* LK_ALLOC's aux: what the new array holds, and its layout (C order or
+ * NumPy's 'K', the prototype's axis order) */
+enum { LA_COPY_C, LA_COPY_K, LA_EMPTY_K, LA_ZEROS_K };
 
 typedef struct nd_lblock nd_lblock;
 typedef struct {
@@ -86,6 +91,7 @@ typedef struct {
     uint8_t *vflags;      /* VF_* */
     uint8_t *vmod;        /* VF_MODULE: LM_*; VF_BUILTIN: which builtin (LB_*) */
     int line;             /* first line of the loop */
+    int nalloc;           /* LK_ALLOC nodes: the loop makes arrays */
     nd_lblock *arena;
 } nd_lir;
 

@@ -640,6 +640,8 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         }
         return r;
     }
+    case LK_ALLOC:
+        return why(T, e, "a new array (.copy(), np.copy, np.empty_like, np.zeros_like) inside an expression: only `name = x.copy()` is captured");
     default:
         return why(T, e, "a statement where an expression belongs");
     }
@@ -864,7 +866,16 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
     int changed = 0;
     for (int k = 0; k < n; k++) {
         const nd_ln *s = b[k];
-        if (s->kind == LK_ASSIGN) {
+        if (s->kind == LK_ASSIGN && s->kid[0]->kind == LK_ALLOC) {
+            /* new = u.copy(): an array the loop makes, like u (checked below) */
+            int v = s->var, w = s->kid[0]->var;
+            if (T->alocal[v] || T->adt[v] >= 0 || T->adt[w] < 0 || T->alocal[w] == 2) continue;
+            T->alocal[v] = 1;
+            T->adt[v] = T->adt[w];
+            T->andim[v] = T->andim[w];
+            T->awrite[v] = 1;
+            changed = 1;
+        } else if (s->kind == LK_ASSIGN) {
             int v = s->var, src = view_source(T, s->kid[0]);
             if (T->alocal[v] || T->adt[v] >= 0) continue;
             if (src < 0 && vector_expr(T, s->kid[0])) {
@@ -911,7 +922,17 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
 {
     for (int k = 0; k < n; k++) {
         const nd_ln *s = b[k];
-        if (s->kind == LK_ASSIGN && T->alocal[s->var] == 2) {
+        if (s->kind == LK_ASSIGN && s->kid[0]->kind == LK_ALLOC) {
+            int v = s->var, w = s->kid[0]->var;
+            if (T->adt[w] < 0 || T->alocal[w] == 2) {
+                why(T, s, "a new array like something that is not an array the loop holds whole (a computed 1-D array)");
+                return 1;
+            }
+            if (T->alocal[v] != 1 || T->adt[v] != T->adt[w] || T->andim[v] != T->andim[w]) {
+                why(T, s, "a name given a new array and values of another dtype or rank");
+                return 1;
+            }
+        } else if (s->kind == LK_ASSIGN && T->alocal[s->var] == 2) {
             /* a computed array: never a view of one (aliasing a buffer the
              * loop reuses), always a computed one */
             int src = view_source(T, s->kid[0]);
@@ -1013,4 +1034,14 @@ int nd_loop_type(nd_ltyping *T)
     }
     PyMem_Free(assign);
     return rc;
+}
+
+int nd_loop_npool(const nd_ltyping *T)
+{
+    /* each array local holds at most one slot; one more is free for the
+     * next new array (the name it goes to still holds its old one) */
+    if (!T->ir->nalloc || !T->alocal) return 0;
+    int n = 1;
+    for (int v = 0; v < T->ir->nvars; v++) n += T->alocal[v] != 0;
+    return n;
 }

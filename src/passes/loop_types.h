@@ -49,6 +49,10 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
 /* fills vset and vbits from entry; 0, 1 (not compilable: T->reason) or -1 */
 int nd_loop_type(nd_ltyping *T);
 
+/* slots of the frame's pool of arrays the loop makes (nd_loop.h's
+ * nd_lbuf): 0 when it makes none */
+int nd_loop_npool(const nd_ltyping *T);
+
 /* the Python callable of LF_* fn (borrowed), and a OP b / fn(a, b) on
  * Python objects (b NULL for one operand): the slow path's arithmetic */
 PyObject *nd_lty_function(int fn);

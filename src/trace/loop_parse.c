@@ -393,6 +393,25 @@ static nd_ln *call(pctx *c, PyObject *e)
             PyObject *id = attr(mv, "id");
             const char *ms = id ? PyUnicode_AsUTF8(id) : NULL, *as = PyUnicode_AsUTF8(an);
             int m = ms ? mod_of(ms) : 0;
+            int la = !as ? -1 : (!m && na == 0 && !strcmp(as, "copy")) ? LA_COPY_C
+                   : m != LM_NUMPY || na != 1 ? -1
+                   : !strcmp(as, "copy") ? LA_COPY_K : !strcmp(as, "empty_like") ? LA_EMPTY_K
+                   : !strcmp(as, "zeros_like") ? LA_ZEROS_K : -1;
+            if (la >= 0) {
+                /* a new array like a named one (new = u.copy()): loop_types.c
+                 * takes it only as an assignment's whole value */
+                int av = la == LA_COPY_C ? array_var(c, mv) : array_var(c, PyList_GET_ITEM(args, 0));
+                if (av >= 0 && la != LA_COPY_C) av = special_var(c, id, VF_MODULE, m, e) < 0 ? -2 : av;
+                if (av >= 0 && (r = nd_lir_node(c->ir, LK_ALLOC, line, 0))) {
+                    r->var = av;
+                    r->aux = la;
+                    c->ir->nalloc++;
+                }
+                Py_XDECREF(id);
+                Py_DECREF(an);
+                Py_DECREF(mv);
+                goto done;
+            }
             for (int k = 0; m && as && calls[k].name; k++)
                 if (calls[k].mod == m && !strcmp(as, calls[k].name)) { fn = calls[k].fn; break; }
             if (fn >= 0) v = special_var(c, id, VF_MODULE, m, e);

@@ -37,6 +37,7 @@ typedef struct {
     PyObject *reason;
     uint8_t *alocal;       /* per variable: an array local (typing's decision) */
     int alocal_stored;     /* the loop stores through an array local */
+    int npool;             /* slots of the pool of arrays the loop makes (nd_lbuf) */
 } lsig;
 
 typedef struct {
@@ -283,6 +284,7 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         for (int v = 0; v < nv; v++) s->alocal[nv + v] = (uint8_t)T->adt[v];
         for (int v = 0; v < nv; v++)
             if (T->alocal[v] && (L->ir.vflags[v] & VF_STORED)) s->alocal_stored = 1;
+        s->npool = nd_loop_npool(T);
     }
     nd_sb sb;
     nd_sb_init(&sb);
@@ -347,10 +349,49 @@ static int stored(const nd_lir *ir, const lsig *s, const int8_t *adt, int v)
     return s->alocal_stored && adt[v] >= 0;
 }
 
+/* the ndarray of pool slot k (nd_loop.h nd_lbuf), made once: every name
+ * holding the slot gets this one object (u = new: u is new) */
+static PyObject *pool_array(nd_lframe *F, PyObject **pobj, int k)
+{
+    if (!F || k < 0 || k >= F->npool || !F->pool[k].p) {
+        PyErr_SetString(PyExc_SystemError, "numdyn loop: an array local holds no array the loop made");
+        return NULL;
+    }
+    if (pobj[k]) return pobj[k];
+    const nd_lbuf *b = &F->pool[k];
+    npy_intp dims[NDL_MAXDIMS], st[NDL_MAXDIMS];
+    for (int d = 0; d < b->nd; d++) { dims[d] = (npy_intp)b->shape[d]; st[d] = (npy_intp)b->strides[d]; }
+    PyArray_Descr *dt = PyArray_DescrFromType(nd_lty_typenum(b->lt));
+    if (!dt) return NULL;
+    /* NumPy's own buffer (owndata, as x.copy() has), then the bytes: the
+     * layout is dense, so one copy */
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, dt, b->nd, dims, st, NULL, NPY_ARRAY_WRITEABLE, NULL);
+    if (!r) return NULL;
+    int64_t nb = ndl_nbytes(b->nd, b->shape, PyArray_ITEMSIZE((PyArrayObject *)r));
+    if (nb > 0) memcpy(PyArray_DATA((PyArrayObject *)r), b->p, (size_t)nb);   /* (strides > 0) */
+    pobj[k] = r;
+    return r;
+}
+
 /* the ndarray an array local holds at the loop's end: its entry object when
  * it still views it whole, else a view of the array it was taken from */
-static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt)
+static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt, nd_lframe *F,
+                                   PyObject **pobj, PyObject *origs)
 {
+    if (a->src <= -2) {   /* an array the loop made, or a view of one */
+        PyObject *base = pool_array(F, pobj, -2 - a->src);
+        if (!base) return NULL;
+        if (a->whole) return Py_NewRef(base);
+        PyArrayObject *b = (PyArrayObject *)base;
+        PyArray_Descr *d = PyArray_DESCR(b);
+        Py_INCREF(d);
+        npy_intp n = (npy_intp)a->shape[0], st = (npy_intp)a->strides[0];
+        PyObject *view = PyArray_NewFromDescr(&PyArray_Type, d, 1, &n, &st,
+                                              PyArray_BYTES(b) + (a->data - F->pool[-2 - a->src].p),
+                                              NPY_ARRAY_WRITEABLE, NULL);
+        if (view && PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(base)) < 0) Py_CLEAR(view);
+        return view;
+    }
     if (a->src < 0) {   /* a computed array: a new ndarray of it */
         npy_intp n = (npy_intp)a->shape[0];
         PyObject *r = PyArray_SimpleNew(1, &n, nd_lty_typenum(lt));
@@ -362,7 +403,12 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         PyErr_SetString(PyExc_SystemError, "numdyn loop: an array view without its array");
         return NULL;
     }
-    if (a->whole) return Py_NewRef(base);
+    if (a->whole) {
+        /* the very object the name held (a lazy value stays that value: the
+         * names not handed back that alias it stay the same object) */
+        PyObject *o = origs ? PyTuple_GET_ITEM(origs, a->src) : NULL;
+        return Py_NewRef(o && o != Py_None ? o : base);
+    }
     PyArrayObject *b = (PyArrayObject *)base;
     if (a->src == v && a->data == PyArray_BYTES(b) && PyArray_NDIM(b) == 1 &&
         a->shape[0] == PyArray_DIM(b, 0) && a->strides[0] == PyArray_STRIDE(b, 0))
@@ -383,7 +429,8 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
 /* The locals the loop assigned, as the template binds them: a tuple of all
  * of them, or a dict of the bound ones when one is unbound or as_dict. */
 static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals, const nd_larr *arr,
-                                 const uint8_t *tag, const nd_lval *val, int as_dict)
+                                 const uint8_t *tag, const nd_lval *val, int as_dict, nd_lframe *F,
+                                 PyObject **pobj, PyObject *origs)
 {
     const nd_lir *ir = &L->ir;
     int nv = ir->nvars, nout = 0, unbound = as_dict;
@@ -397,7 +444,8 @@ static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals
     for (int v = 0; r && v < nv; v++) {
         if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
         if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
-        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v]) : box(tag[v], &val[v]);
+        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v], F, pobj, origs)
+                                   : box(tag[v], &val[v]);
         if (!b) { Py_CLEAR(r); break; }
         if (unbound) {
             if (PyDict_SetItem(r, PyTuple_GET_ITEM(ir->names, v), b) < 0) Py_CLEAR(r);
@@ -451,6 +499,10 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     PyObject *result = NULL, *why = NULL, *handed = NULL, *mat = NULL;
     nd_trace *t = nd_trace_current();
     nd_outside o;
+    nd_lframe F;
+    PyObject **pobj = NULL;   /* the pool's ndarrays, made at the end */
+    PyObject *origs = NULL;   /* the names' values before lazy ones were computed */
+    memset(&F, 0, sizeof F);
     int outside = 0;
     memset(&o, 0, sizeof o);
     if (!vals || !buf || !arr || !val || !snaps) { PyErr_NoMemory(); goto done; }
@@ -508,7 +560,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         for (int v = 0; v < nv; v++) PyTuple_SET_ITEM(tup, v, Py_NewRef(vals[v] ? vals[v] : Py_None));
         PyObject *k = NULL;
         int mrc = nd__materialize_call(tup, NULL, &mat, &k);
-        Py_DECREF(tup);
+        origs = tup;
         Py_XDECREF(k);
         if (mrc < 0) goto done_free;
         for (int v = 0; v < nv; v++)
@@ -708,8 +760,15 @@ static PyObject *run(NdLoop *L, PyObject *locals)
                 !(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER)))
                 goto done_free;
     runctx ctx = {L, vals, fp, 0};
-    nd_lframe F;
     memset(&F, 0, sizeof F);
+    if (s->npool) {
+        if (!(F.pool = PyMem_Calloc((size_t)s->npool, sizeof(nd_lbuf))) ||
+            !(pobj = PyMem_Calloc((size_t)s->npool, sizeof(PyObject *)))) {
+            PyErr_NoMemory();
+            goto done_free;
+        }
+        F.npool = s->npool;
+    }
     F.arr = arr;
     F.val = val;
     F.tag = tag;
@@ -762,13 +821,16 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     case NDL_RANGE0:
         PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");
         goto raised;
+    case NDL_NOMEM:
+        PyErr_NoMemory();
+        goto raised;
     default:
         PyErr_Format(PyExc_SystemError, "numdyn loop: unknown status %d", rc);
         goto done_free;
     }
 
     /* 5. the locals it assigned */
-    result = assigned_locals(L, s, vals, arr, tag, val, L->in_try);
+    result = assigned_locals(L, s, vals, arr, tag, val, L->in_try, &F, pobj, origs);
     goto done_free;
 
 raised:
@@ -780,7 +842,7 @@ raised:
         PyErr_Fetch(&et, &ev, &etb);
         PyErr_NormalizeException(&et, &ev, &etb);
         if (etb && ev) PyException_SetTraceback(ev, etb);
-        PyObject *r = ev ? assigned_locals(L, s, vals, arr, tag, val, 1) : NULL;
+        PyObject *r = ev ? assigned_locals(L, s, vals, arr, tag, val, 1, &F, pobj, origs) : NULL;
         if (r && PyDict_SetItemString(r, "__nd_exc", ev) == 0) {
             result = r;
             Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb);
@@ -799,6 +861,12 @@ fallback:
     result = Py_NewRef(Py_None);
 done_free:
     for (int v = 0; arr && v < nv; v++) free(arr[v].own);
+    for (int k = 0; k < F.npool; k++) {
+        free(F.pool[k].p);
+        if (pobj) Py_XDECREF(pobj[k]);
+    }
+    PyMem_Free(F.pool);
+    PyMem_Free(pobj);
 done:
     if (outside) {
         if (!result) {
@@ -812,6 +880,7 @@ done:
     }
     Py_XDECREF(handed);
     Py_XDECREF(mat);
+    Py_XDECREF(origs);
     Py_XDECREF(why);
     if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
     if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);

@@ -76,6 +76,12 @@ int nd_proxy_has_memmap(PyObject *o);
  * other operation runs with NumPy on the subclass object (a recorded
  * break). 1 when o is a live tagged proxy. */
 int nd_proxy_sub(PyObject *o);
+/* Sizes written as constants in the traced code that fix a dim marked
+ * dynamic (trace_pins.c): a shim op's parsed arguments before it runs
+ * (x.reshape(4, -1): ConstraintViolationError) and after (np.zeros(5):
+ * its dims count as constants for the graph's pin check). 0 / -1. */
+int nd_trace_pins_pre(nd_trace *t, const char *name, PyObject **argv);
+int nd_trace_pins_op(nd_trace *t, const char *name, PyObject **argv, PyObject *r);
 /* a tagged proxy among args (and items of list/tuple args) or kwargs */
 int nd_sub_in(PyObject *args, PyObject *kwargs);
 /* np.<name>(*args, **kwargs) with a tagged operand: inner(ctx) is the

@@ -390,6 +390,8 @@ int nd__policy_init(PyObject *m);
 int nd__pins_begin(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t n, int spec_all);
 void nd__pins_lifted(nd_trace *t, PyObject *orig, nd_id id);
 int nd__pins_check(nd_trace *t);
+/* x[:7] of a dim marked dynamic: ConstraintViolationError (0 / -1) */
+int nd_trace_pins_slice(nd_trace *t, PyObject *self, PyObject *key);
 void nd__pins_free(void *pins);
 
 #endif

@@ -603,6 +603,10 @@ static int lazy_mask(PyObject *k)
 
 static PyObject *e_getitem(PyObject *self, PyObject *key)
 {
+    if (!sub_depth) {  /* x[:7] of a dim marked dynamic (trace_pins.c) */
+        nd_trace *t = ((NdProxy *)self)->st ? ((NdProxy *)self)->st->trace : NULL;
+        if (t && t->pins && nd_trace_pins_slice(t, self, key) < 0) return NULL;
+    }
     if (sub_depth || !nd_proxy_sub(self)) return inner.getitem(self, key);
     int mask = lazy_mask(key);
     for (Py_ssize_t i = 0; !mask && PyTuple_CheckExact(key) && i < PyTuple_GET_SIZE(key); i++)
