@@ -266,7 +266,7 @@ void nd_shim_raise_axis_error(long axis, int ndim)
 
 static int axis_one(PyObject *o, int ndim, int *out)
 {
-    if (!PyIndex_Check(o)) {
+    if (!nd_shim_index_like(o)) {
         PyErr_Format(PyExc_TypeError, "'%.200s' object cannot be interpreted as an integer",
                      Py_TYPE(o)->tp_name);
         return -1;
@@ -343,6 +343,56 @@ int nd_shim_dtype_arg(PyObject *obj, int *typenum)
     if (t < 0 || byteswapped || !nd_dtype_ok(t)) return 1;
     *typenum = t;
     return 0;
+}
+
+/* ---- integer arguments */
+
+int nd_shim_index_like(PyObject *o)
+{
+    if (nd_proxy_check(o))
+        return nd_proxy_ndim(o) == 0 && PyTypeNum_ISINTEGER(nd_proxy_dtype(o));
+    if (PyArray_Check(o))
+        return PyArray_NDIM((PyArrayObject *)o) == 0 && PyTypeNum_ISINTEGER(PyArray_TYPE((PyArrayObject *)o));
+    return PyIndex_Check(o);
+}
+
+/* ---- shape arguments, with the errors of NumPy's PyArray_IntpConverter */
+
+static int boolean_scalar(PyObject *o)
+{
+    return PyBool_Check(o) || PyArray_IsScalar(o, Bool) ||
+           (nd_proxy_check(o) && nd_proxy_ndim(o) == 0 && nd_proxy_dtype(o) == NPY_BOOL);
+}
+
+PyObject *nd_shim_shape_items(PyObject *o)
+{
+    int nd = nd_proxy_check(o) ? nd_proxy_ndim(o) : PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) : -1;
+    if (nd > 0) return PySequence_Tuple(o);
+    int integer = nd < 0 ? nd_shim_index_like(o) && !boolean_scalar(o)
+                  : PyTypeNum_ISINTEGER(nd_proxy_check(o) ? nd_proxy_dtype(o)
+                                                          : PyArray_TYPE((PyArrayObject *)o));
+    if (integer) return PyTuple_Pack(1, o);
+    if (nd < 0 && PySequence_Check(o) && !boolean_scalar(o)) return PySequence_Tuple(o);
+    PyObject *r = PyObject_Repr(o);
+    if (r) {
+        PyErr_Format(PyExc_TypeError, "expected a sequence of integers or a single integer, got '%U'", r);
+        Py_DECREF(r);
+    }
+    return NULL;
+}
+
+int nd_shim_shape_item(PyObject *it, Py_ssize_t *v)
+{
+    if (boolean_scalar(it)) {
+        PyErr_SetString(PyExc_TypeError, "an integer is required");
+        return -1;
+    }
+    if (PyArray_Check(it) && PyArray_NDIM((PyArrayObject *)it) > 0) {
+        PyErr_SetString(PyExc_TypeError, "only integer scalar arrays can be converted to a scalar index");
+        return -1;
+    }
+    *v = PyNumber_AsSsize_t(it, PyExc_ValueError);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 int nd_shim_bool_arg(PyObject *obj, int dflt)

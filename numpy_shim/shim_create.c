@@ -17,43 +17,17 @@
 
 static int shape_arg(PyObject *o, int *ndim, npy_intp *shape)
 {
-    if (PyIndex_Check(o) && !PyArray_Check(o)) {
-        Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_ValueError);
-        if (v == -1 && PyErr_Occurred()) return -1;
-        if (v < 0) { PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed"); return -1; }
-        *ndim = 1;
-        shape[0] = v;
-        return 0;
-    }
-    PyObject *seq = PySequence_Fast(o, "");
-    if (!seq) {
-        PyErr_Clear();
-        PyObject *r = PyObject_Repr(o);
-        if (r) {
-            PyErr_Format(PyExc_TypeError, "expected a sequence of integers or a single integer, got '%U'", r);
-            Py_DECREF(r);
-        }
-        return -1;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *seq = nd_shim_shape_items(o);
+    if (!seq) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > ND_MAXDIMS) {
         Py_DECREF(seq);
         nd_shim_unsupported("arrays of rank above %d are not supported in-graph", ND_MAXDIMS);
         return 1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyIndex_Check(it)) {
-            PyObject *r = PyObject_Repr(o);
-            Py_DECREF(seq);
-            if (r) {
-                PyErr_Format(PyExc_TypeError, "expected a sequence of integers or a single integer, got '%U'", r);
-                Py_DECREF(r);
-            }
-            return -1;
-        }
-        Py_ssize_t v = PyNumber_AsSsize_t(it, PyExc_ValueError);
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        Py_ssize_t v;
+        if (nd_shim_shape_item(PyTuple_GET_ITEM(seq, i), &v) < 0) { Py_DECREF(seq); return -1; }
         if (v < 0) {
             Py_DECREF(seq);
             PyErr_SetString(PyExc_ValueError, "negative dimensions are not allowed");
@@ -205,7 +179,7 @@ static nd_id scalar_at(nd_trace *t, PyObject *v, int dtype)
             return ND_NONE;
         }
     }
-    if (PyTypeNum_ISINTEGER(dtype) && !PyIndex_Check(v)) {
+    if (PyTypeNum_ISINTEGER(dtype) && !nd_shim_index_like(v)) {
         /* float start/step with an integer dtype: C truncation, as NumPy's setitem */
         PyObject *i = PyNumber_Long(v);
         if (!i) return ND_NONE;

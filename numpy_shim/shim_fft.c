@@ -17,14 +17,14 @@ static PyObject *fft1_common(nd_trace *t, PyObject **argv, const char *path, int
     if (a.ndim == 0) return nd_xj_numpy_error(path, P, argv);
     int ax = a.ndim - 1;
     if (argv[2]) {
-        long v = PyIndex_Check(argv[2]) ? PyLong_AsLong(argv[2]) : LONG_MAX;
+        long v = nd_shim_index_like(argv[2]) ? PyLong_AsLong(argv[2]) : LONG_MAX;
         if (v == -1 && PyErr_Occurred()) return NULL;
         if (v < -a.ndim || v >= a.ndim) return nd_xj_numpy_error(path, P, argv);
         ax = (int)(v < 0 ? v + a.ndim : v);
     }
     npy_intp m = a.shape[ax], n;
     if (argv[1] && argv[1] != Py_None) {
-        if (!PyIndex_Check(argv[1])) return nd_xj_numpy_error(path, P, argv);
+        if (!nd_shim_index_like(argv[1])) return nd_xj_numpy_error(path, P, argv);
         n = PyNumber_AsSsize_t(argv[1], PyExc_OverflowError);
         if (n == -1 && PyErr_Occurred()) return NULL;
     } else {
@@ -103,7 +103,7 @@ static PyObject *fftn_common(nd_trace *t, PyObject **argv, const char *path, int
         if (PySequence_Fast_GET_SIZE(seq) != nax) { Py_DECREF(seq); return nd_xj_numpy_error(path, P, argv); }
         for (int i = 0; i < nax; i++) {
             PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            s[i] = PyIndex_Check(e) ? PyNumber_AsSsize_t(e, PyExc_OverflowError) : -2;
+            s[i] = nd_shim_index_like(e) ? PyNumber_AsSsize_t(e, PyExc_OverflowError) : -2;
             if (s[i] == -1 && PyErr_Occurred()) { Py_DECREF(seq); return NULL; }
         }
         Py_DECREF(seq);

@@ -420,12 +420,12 @@ int nd_shim_setitem(PyObject *self, PyObject *key, PyObject *value)
  * int()'s or float()'s TypeError. */
 static int element_key(PyObject *key, int ndim)
 {
-    if (!PyTuple_Check(key)) return ndim == 1 && !PyBool_Check(key) && PyIndex_Check(key) &&
+    if (!PyTuple_Check(key)) return ndim == 1 && !PyBool_Check(key) && nd_shim_index_like(key) &&
                                     !PyArray_Check(key) && !nd_proxy_check(key);
     if (PyTuple_GET_SIZE(key) != ndim) return 0;
     for (Py_ssize_t i = 0; i < ndim; i++) {
         PyObject *k = PyTuple_GET_ITEM(key, i);
-        if (PyBool_Check(k) || !PyIndex_Check(k) || PyArray_Check(k) || nd_proxy_check(k)) return 0;
+        if (PyBool_Check(k) || !nd_shim_index_like(k) || PyArray_Check(k) || nd_proxy_check(k)) return 0;
     }
     return 1;
 }

@@ -211,6 +211,15 @@ int nd_shim_axis_index(PyObject *axis, int ndim, int *out);
 int nd_shim_dtype_arg(PyObject *obj, int *typenum);
 /* truthiness of a flag argument, NULL -> dflt. -1 on error. */
 int nd_shim_bool_arg(PyObject *obj, int dflt);
+/* o can be a Python integer: PyIndex_Check, but an array (real or traced:
+ * both have nb_index) only when 0-d of an integer dtype -- bins=, kth=,
+ * indices_or_sections=, axes= given as arrays are sequences */
+int nd_shim_index_like(PyObject *o);
+/* A shape argument as NumPy reads it (an integer, or a sequence or array of
+ * them): its items as a new tuple, then each item's value; NumPy's
+ * TypeErrors otherwise (a bool is not a size, a float names its type) */
+PyObject *nd_shim_shape_items(PyObject *o);
+int nd_shim_shape_item(PyObject *it, Py_ssize_t *v);
 /* keepdims= of NumPy's C reductions (and linalg.norm): an integer (__index__;
  * None, a str or an np.bool_ raise NumPy's TypeError), absent = 0. 0/1, or -1. */
 int nd_shim_keepdims_arg(PyObject *obj);

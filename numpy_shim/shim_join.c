@@ -345,7 +345,7 @@ static PyObject *stack_impl(nd_trace *t, PyObject **argv)
     arrlist l;
     if (arrlist_get(t, argv[0], &l)) return NULL;
     int ax = 0;
-    if (l.n == 0 || (argv[1] && !PyIndex_Check(argv[1]))) goto err;
+    if (l.n == 0 || (argv[1] && !nd_shim_index_like(argv[1]))) goto err;
     for (Py_ssize_t i = 1; i < l.n; i++)
         if (l.a[i].ndim != l.a[0].ndim ||
             memcmp(l.a[i].shape, l.a[0].shape, sizeof(npy_intp) * (size_t)l.a[0].ndim))
@@ -488,7 +488,7 @@ static PyObject *split_common(nd_trace *t, PyObject **argv, int kind)
     int nd = nd_proxy_ndim(ary), ax = 0;
     if (kind <= 1) {
         if (argv[2]) {
-            if (!PyIndex_Check(argv[2])) return nd_xj_numpy_error(path, P, argv);
+            if (!nd_shim_index_like(argv[2])) return nd_xj_numpy_error(path, P, argv);
             long v = PyLong_AsLong(argv[2]);
             if (v == -1 && PyErr_Occurred()) return NULL;
             if (v < -nd || v >= nd) return nd_xj_numpy_error(path, P, argv);
@@ -503,7 +503,7 @@ static PyObject *split_common(nd_trace *t, PyObject **argv, int kind)
     npy_intp *pts = NULL;
     Py_ssize_t npts = 0;
     PyObject *res = NULL;
-    if (PyIndex_Check(ios)) {
+    if (nd_shim_index_like(ios)) {
         Py_ssize_t s = PyNumber_AsSsize_t(ios, PyExc_OverflowError);
         if (s == -1 && PyErr_Occurred()) return NULL;
         if (s <= 0 || (kind != 1 && n % s != 0)) return nd_xj_numpy_error(path, P, argv);
@@ -522,7 +522,7 @@ static PyObject *split_common(nd_trace *t, PyObject **argv, int kind)
         pts[0] = 0;
         for (Py_ssize_t i = 0; i < k; i++) {
             PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            if (!PyIndex_Check(e)) {
+            if (!nd_shim_index_like(e)) {
                 Py_DECREF(seq);
                 PyMem_Free(pts);
                 return nd_xj_numpy_error(path, P, argv);
@@ -796,7 +796,7 @@ static PyObject *tri_common(nd_trace *t, PyObject **argv, int upper)
     if (m.ndim == 0) return nd_xj_numpy_error(path, "m|k", argv);
     long long k = 0;
     if (argv[1]) {
-        if (!PyIndex_Check(argv[1])) return nd_shim_unsupported("numpy.%s with a non-integer k", path);
+        if (!nd_shim_index_like(argv[1])) return nd_shim_unsupported("numpy.%s with a non-integer k", path);
         k = PyLong_AsLongLong(argv[1]);
         if (k == -1 && PyErr_Occurred()) return NULL;
     }
@@ -961,7 +961,7 @@ static PyObject *diff_impl(nd_trace *t, PyObject **argv)
     static const char *P = "a|n,axis,prepend,append";
     long n = 1;
     if (argv[1]) {
-        if (!PyIndex_Check(argv[1])) return nd_xj_numpy_error("diff", P, argv);
+        if (!nd_shim_index_like(argv[1])) return nd_xj_numpy_error("diff", P, argv);
         n = PyLong_AsLong(argv[1]);
         if (n == -1 && PyErr_Occurred()) return NULL;
     }

@@ -53,7 +53,7 @@ static PyObject *matrix_power_impl(nd_trace *t, PyObject **argv)
 {
     nd_xj_arr a;
     if (nd_xj_array(t, argv[0], &a)) return NULL;
-    if (!is_square_stack(&a) || !PyIndex_Check(argv[1]))
+    if (!is_square_stack(&a) || !nd_shim_index_like(argv[1]))
         return nd_xj_numpy_error("linalg.matrix_power", "a,n", argv);
     nd_ext_out o;
     nd_ext_init1(&o, 0, a.ndim, a.shape);
@@ -357,7 +357,7 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
     /* which axes: vector (1) or matrix (2) */
     int naxes;
     if (!axis) naxes = a.ndim;
-    else if (PyIndex_Check(axis)) naxes = 1;
+    else if (nd_shim_index_like(axis)) naxes = 1;
     else {
         Py_ssize_t k = PySequence_Check(axis) ? PySequence_Size(axis) : -1;
         if (k < 0) { PyErr_Clear(); Py_DECREF(x); return nd_xj_numpy_error("linalg.norm", P, argv); }
@@ -423,7 +423,7 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
             if (!seq) goto done;
             for (int i = 0; i < 2; i++) {
                 PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-                long v = PyIndex_Check(e) ? PyLong_AsLong(e) : LONG_MAX;
+                long v = nd_shim_index_like(e) ? PyLong_AsLong(e) : LONG_MAX;
                 if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); goto done; }
                 if (v < -a.ndim || v >= a.ndim) { Py_DECREF(seq); goto numpy_err; }
                 ax2[i] = (int)(v < 0 ? v + a.ndim : v);

@@ -459,20 +459,30 @@ static PyObject *m_getattro(PyObject *a, PyObject *name)
 
 static PyObject *g_class(PyObject *o, void *c) { return Py_NewRef((PyObject *)&PyArray_Type); }
 
-/* masked values in a tuple / dict replaced by their compacted arrays */
+/* masked values in the arguments replaced by their compacted arrays, down
+ * through tuples and lists: np.concatenate([a[m1], b[m2]]) dispatches on the
+ * list's items, so a masked value left in a list comes back here forever */
+static PyObject *compact_item(PyObject *e);
+
 static PyObject *compact_seq(PyObject *args)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *r = PyTuple_New(n);
+    int list = PyList_Check(args);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(args);
+    PyObject *r = list ? PyList_New(n) : PyTuple_New(n);
     for (Py_ssize_t i = 0; r && i < n; i++) {
-        PyObject *e = PyTuple_GET_ITEM(args, i);
-        if (PyTuple_Check(e)) e = compact_seq(e);
-        else if (nd_shim_masked_check(e)) e = Py_XNewRef(compact((NdMasked *)e));
-        else e = Py_NewRef(e);
+        PyObject *e = compact_item(PySequence_Fast_GET_ITEM(args, i));
         if (!e) Py_CLEAR(r);
+        else if (list) PyList_SET_ITEM(r, i, e);
         else PyTuple_SET_ITEM(r, i, e);
     }
     return r;
+}
+
+static PyObject *compact_item(PyObject *e)
+{
+    if (PyTuple_Check(e) || PyList_Check(e)) return compact_seq(e);
+    if (nd_shim_masked_check(e)) return Py_XNewRef(compact((NdMasked *)e));
+    return Py_NewRef(e);
 }
 
 static PyObject *compact_kw(PyObject *kw)
@@ -481,8 +491,7 @@ static PyObject *compact_kw(PyObject *kw)
     PyObject *r = PyDict_New(), *k, *v;
     Py_ssize_t pos = 0;
     while (r && PyDict_Next(kw, &pos, &k, &v)) {
-        PyObject *e = PyTuple_Check(v) ? compact_seq(v)
-                      : nd_shim_masked_check(v) ? Py_XNewRef(compact((NdMasked *)v)) : Py_NewRef(v);
+        PyObject *e = compact_item(v);
         if (!e || PyDict_SetItem(r, k, e) < 0) Py_CLEAR(r);
         Py_XDECREF(e);
     }

@@ -135,7 +135,7 @@ static PyObject *tensordot_impl(nd_trace *t, PyObject **argv)
     const nd_xj_arr *a = &in[0], *b = &in[1];
     int axa[ND_MAXDIMS], axb[ND_MAXDIMS], na = 0, nb = 0;
     PyObject *axes = argv[2];
-    if (!axes || PyIndex_Check(axes)) {
+    if (!axes || nd_shim_index_like(axes)) {
         long n = axes ? PyLong_AsLong(axes) : 2;
         if (n == -1 && PyErr_Occurred()) return NULL;
         if (n < 0 || n > a->ndim || n > b->ndim) return nd_xj_numpy_error("tensordot", P, argv);

@@ -25,11 +25,11 @@ static PyObject *sort_node(nd_trace *t, const char *path, nd_xj_arr *a, PyObject
     }
     if (kth) {
         npy_intp n = a->shape[ax];
-        PyObject *seq = PyIndex_Check(kth) ? PyTuple_Pack(1, kth) : PySequence_Fast(kth, "kth");
+        PyObject *seq = nd_shim_index_like(kth) ? PyTuple_Pack(1, kth) : PySequence_Fast(kth, "kth");
         if (!seq) { PyErr_Clear(); return nd_xj_numpy_error(path, P, argv); }
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
             PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-            Py_ssize_t k = PyIndex_Check(e) ? PyNumber_AsSsize_t(e, NULL) : n + 1;
+            Py_ssize_t k = nd_shim_index_like(e) ? PyNumber_AsSsize_t(e, NULL) : n + 1;
             if (k < -n || k >= n) { Py_DECREF(seq); return nd_xj_numpy_error(path, P, argv); }
         }
         Py_DECREF(seq);
@@ -43,7 +43,7 @@ static PyObject *sort_node(nd_trace *t, const char *path, nd_xj_arr *a, PyObject
     if (stable && !(kw = Py_BuildValue("{sO}", "stable", stable))) { Py_DECREF(axo); return NULL; }
     const char *fpath = which == 0 ? "sort" : which == 1 ? "argsort" : which == 2 ? "partition" : "argpartition";
     if (kth) {
-        PyObject *kc = PyIndex_Check(kth) ? (Py_INCREF(kth), kth) : PySequence_Tuple(kth);
+        PyObject *kc = nd_shim_index_like(kth) ? (Py_INCREF(kth), kth) : PySequence_Tuple(kth);
         if (kc) {
             PyObject *extra[3] = {kc, axo, kind ? kind : Py_None};
             if (!kind) {

@@ -170,7 +170,7 @@ static PyObject *histogram_impl(nd_trace *t, PyObject **argv)
 {
     static const char *P = "a|bins,range,density,weights";
     PyObject *bins = argv[1];
-    if (bins && !PyIndex_Check(bins)) return nd_shim_unsupported("numpy.histogram with explicit or named bins");
+    if (bins && !nd_shim_index_like(bins)) return nd_shim_unsupported("numpy.histogram with explicit or named bins");
     if ((argv[2] && argv[2] != Py_None && (PyTuple_Check(argv[2]) || PyList_Check(argv[2])) &&
          (nd_proxy_check(PySequence_Fast_GET_ITEM(argv[2], 0)) ||
           nd_proxy_check(PySequence_Fast_GET_ITEM(argv[2], PySequence_Fast_GET_SIZE(argv[2]) - 1)))) ||

@@ -92,7 +92,7 @@ static PyObject *transpose_method(nd_trace *t, PyObject **argv)
 {
     PyObject *axes = argv[1];
     if (axes && PyTuple_GET_SIZE(axes) == 1 && PyTuple_GET_ITEM(axes, 0) != Py_None &&
-        !PyIndex_Check(PyTuple_GET_ITEM(axes, 0)))
+        !nd_shim_index_like(PyTuple_GET_ITEM(axes, 0)))
         axes = PyTuple_GET_ITEM(axes, 0);
     else if (axes && PyTuple_GET_SIZE(axes) == 1 && PyTuple_GET_ITEM(axes, 0) == Py_None)
         axes = NULL;
@@ -122,7 +122,7 @@ static int axes_list(PyObject *o, int nd, int *out, int *n, const char *argname)
 {
     PyObject *seq = NULL;
     int rc = 0;
-    if (PyIndex_Check(o)) {
+    if (nd_shim_index_like(o)) {
         *n = 1;
         rc = nd_shim_axis_index(o, nd, &out[0]);
     } else {
@@ -204,17 +204,15 @@ static PyObject *moveaxis_impl(nd_trace *t, PyObject **argv)
 
 static int shape_with_unknown(PyObject *o, npy_intp size, int *nd, npy_intp *shape)
 {
-    PyObject *seq;
-    if (PyIndex_Check(o)) seq = PyTuple_Pack(1, o);
-    else seq = PySequence_Tuple(o);
+    PyObject *seq = nd_shim_shape_items(o);
     if (!seq) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > ND_MAXDIMS) { Py_DECREF(seq); nd_shim_unsupported("reshape to rank above %d", ND_MAXDIMS); return 1; }
     int unknown = -1;
     npy_intp known = 1, orig[ND_MAXDIMS];
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t v = PyNumber_AsSsize_t(PyTuple_GET_ITEM(seq, i), PyExc_ValueError);
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        Py_ssize_t v;
+        if (nd_shim_shape_item(PyTuple_GET_ITEM(seq, i), &v) < 0) { Py_DECREF(seq); return -1; }
         orig[i] = v;
         if (v < 0) {
             if (v != -1) {
@@ -436,13 +434,13 @@ static PyObject *expand_dims_impl(nd_trace *t, PyObject **argv)
     if (!p) return NULL;
     int nd = nd_proxy_ndim(p);
     const npy_intp *sh = nd_proxy_shape(p);
-    int n = PyIndex_Check(argv[1]) ? 1 : (int)PyObject_Length(argv[1]);
+    int n = nd_shim_index_like(argv[1]) ? 1 : (int)PyObject_Length(argv[1]);
     if (n < 0) { Py_DECREF(p); return NULL; }
     int out_nd = nd + n;
     if (out_nd > ND_MAXDIMS) { Py_DECREF(p); return nd_shim_unsupported("expand_dims to rank above %d", ND_MAXDIMS); }
     uint64_t mask;
     if (nd_shim_axis_mask(argv[1], out_nd, 1, &mask) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError) && !PyIndex_Check(argv[1])) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) && !nd_shim_index_like(argv[1])) {
             /* lists are accepted too */
             PyErr_Clear();
             PyObject *tup = PySequence_Tuple(argv[1]);
@@ -468,7 +466,7 @@ static PyObject *expand_dims_impl(nd_trace *t, PyObject **argv)
 
 static int shape_arg(PyObject *o, int *nd, npy_intp *shape)
 {
-    PyObject *seq = PyIndex_Check(o) ? PyTuple_Pack(1, o) : PySequence_Tuple(o);
+    PyObject *seq = nd_shim_index_like(o) ? PyTuple_Pack(1, o) : PySequence_Tuple(o);
     if (!seq) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > ND_MAXDIMS) { Py_DECREF(seq); nd_shim_unsupported("rank above %d", ND_MAXDIMS); return 1; }

@@ -372,7 +372,7 @@ PyObject *nd_xj_tmpl(int nin, int nextra, PyObject *const *extra)
 
 int nd_xj_int_list(PyObject *o, int allow_int, npy_intp *out, int cap, int *n)
 {
-    if (allow_int && PyIndex_Check(o)) {
+    if (allow_int && nd_shim_index_like(o)) {
         out[0] = PyNumber_AsSsize_t(o, PyExc_OverflowError);
         *n = 1;
         return (out[0] == -1 && PyErr_Occurred()) ? -1 : 0;
@@ -383,7 +383,7 @@ int nd_xj_int_list(PyObject *o, int allow_int, npy_intp *out, int cap, int *n)
     if (k > cap) { Py_DECREF(seq); return 2; }
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyIndex_Check(e)) { Py_DECREF(seq); return 1; }
+        if (!nd_shim_index_like(e)) { Py_DECREF(seq); return 1; }
         out[i] = PyNumber_AsSsize_t(e, PyExc_OverflowError);
         if (out[i] == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
     }

@@ -235,7 +235,7 @@ int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
     /* where stores usually go first: cells' and globals' own values */
     PyObject *f = PyMethod_Check(fn) ? PyMethod_GET_FUNCTION(fn) : fn;
     PyObject *g = PyFunction_Check(f) ? PyFunction_GET_GLOBALS(f) : NULL;
-    if (!PyDict_Check(g)) g = NULL;
+    if (g && !PyDict_Check(g)) g = NULL;
     if (visit_function(&w, fn, 0) < 0) goto done;
     if (g) {
         PyObject *k, *v;

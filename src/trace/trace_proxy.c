@@ -435,10 +435,11 @@ static Py_hash_t p_hash(PyObject *o)
     return h;
 }
 
+/* as NumPy's: a float scalar's error names its type, a 0-d array's says
+ * "only integer scalar arrays" */
 static PyObject *p_index(PyObject *o)
 {
-    PyObject *v = nd__proxy_value((NdProxy *)o,
-                                  "an array value used as a Python integer (__index__)");
+    PyObject *v = proxy_value_as_numpy(o, "an array value used as a Python integer (__index__)");
     PyObject *r = v ? PyNumber_Index(v) : NULL;
     Py_XDECREF(v);
     return r;
