@@ -10,6 +10,12 @@ False})) and of the default compile (after 14 calls: the floor has decided),
 each ratio numpy/that, the floor's choice, and the own path's flushes and
 kernel runs per call.
 
+--loops adds issue 13's per-iteration cost of a loop the tracer runs (it
+calls a helper, so it is not captured) with an element read (a flush) and an
+element write each iteration, at growing trip counts: the cost an iteration
+must not grow with the trip count; and the first call of a long lazy update
+(point 2/3: one graph of 2n nodes, thousands of identical kernels).
+
 --cpu times with time.thread_time() instead of wall time: on a machine other
 work loads, CPU time of the calling thread is what stays comparable between
 runs (run it with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 so that all work
@@ -33,12 +39,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cpu", action="store_true", help="thread CPU time instead of wall time")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--loops", action="store_true", help="also the traced-loop rows (issue 13 point 1-3)")
     ap.add_argument("names", nargs="*", help="rows whose name contains one of these")
     opts = ap.parse_args(argv)
     clock = time.thread_time if opts.cpu else time.perf_counter
     print(B.machine_description())
     print(f"clock: {'thread CPU time' if opts.cpu else 'wall'}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    if opts.loops:
+        traced_loops(clock, opts.reps)
     print("| program | NumPy | own path | default (floor) | flushes / kernels a call |")
     print("|---|---:|---:|---:|---:|")
     cases = B.program_cases(False)
@@ -69,6 +78,84 @@ def main(argv=None):
                   f"{B.format_time(mf)} ({mn / mf:.2f}x, {info.get('path')}) | "
                   f"{c1['flushes'] - c0['flushes']} / {c1['kernel_runs'] - c0['kernel_runs']} |",
                   flush=True)
+
+
+def _step(v, a):
+    return v * a + 0.1
+
+
+def _branchy(x):
+    for i in range(1, len(x)):
+        v = _step(x[i - 1], 0.5)   # a helper call: the loop is traced, not captured
+        if v > 0.3:                # an element read: a flush
+            x[i] = v + x[i]        # an element write to the argument
+    return x
+
+
+def _lazy(x, n):
+    for _ in range(n):
+        x = _step(x, 0.999)        # lazy: one graph of 2n nodes
+    return x
+
+
+def traced_loops(clock, reps):
+    import numpy as np
+    import resource
+    print("| traced loop (helper call, element read + write) | NumPy per iteration | "
+          "own path per iteration | ratio | flushes a call |")
+    print("|---|---:|---:|---:|---:|")
+    rng = np.random.default_rng(0)
+    for n in (1000, 4000, 16000):
+        x0 = rng.standard_normal(n)
+        own = numdyn.compile(_branchy, options={"floor": False})
+        want = _branchy(x0.copy())
+        for _ in range(2):
+            b = x0.copy()
+            own(b)
+            if not np.array_equal(b, want):
+                raise SystemExit("traced loop: numdyn differs from NumPy")
+        numdyn.utils.wait_compiles()
+        f0 = numdyn.utils.counters["flushes"]
+        own(x0.copy())
+        nfl = numdyn.utils.counters["flushes"] - f0
+        tn, to = [], []
+        for _ in range(max(3, reps // 3)):
+            a, b = x0.copy(), x0.copy()
+            t = clock(); _branchy(a); tn.append(clock() - t)
+            t = clock(); own(b); to.append(clock() - t)
+        mn, mo = statistics.median(tn), statistics.median(to)
+        print(f"| n={n} | {mn / n * 1e6:.2f} us | {mo / n * 1e6:.2f} us | {mn / mo:.2f}x | {nfl} |",
+              flush=True)
+    print()
+    print("| lazy update x = x * a + b, 16 elements | NumPy | own path first call | "
+          "own path warm | peak RSS growth | kernel texts made / kernels |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for n in (10000, 100000):
+        x0 = np.linspace(-1.0, 1.0, 16)
+        t = clock(); want = _lazy(x0, n); tnp = clock() - t
+        numdyn.reset()
+        numdyn.utils.clear_cache()
+        saved = numdyn.config.compile_budget
+        numdyn.config.compile_budget = float("inf")
+        own = numdyn.compile(_lazy, options={"floor": False})
+        C = numdyn.utils.counters
+        c0 = dict(C)
+        r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t = clock(); got = own(x0, n); tfirst = clock() - t
+        r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        numdyn.config.compile_budget = saved
+        if not np.allclose(got, want, rtol=1e-12, atol=0):
+            raise SystemExit("lazy update: numdyn differs from NumPy")
+        texts = C.get("kernel_texts", 0) - c0.get("kernel_texts", 0)
+        kern = C["kernel_runs"] - c0["kernel_runs"]
+        own(x0, n)
+        tw = []
+        for _ in range(3):
+            t = clock(); own(x0, n); tw.append(clock() - t)
+        print(f"| n={n} | {B.format_time(tnp)} | {B.format_time(tfirst)} | "
+              f"{B.format_time(statistics.median(tw))} | {(r1 - r0) // 1024} MB | "
+              f"{texts} / {kern} |", flush=True)
+    print()
 
 
 if __name__ == "__main__":

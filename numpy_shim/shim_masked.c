@@ -93,6 +93,20 @@ static nd_id mask_over(nd_trace *t, NdMasked *m)
 static PyObject *compact(NdMasked *m)
 {
     if (m->compact) return m->compact;
+    nd_trace *t = nd_trace_current();
+    if (t && nd_trace_differentiating(t) && nd_proxy_live(m->val)) {
+        /* differentiated: NumPy's a[m] would take the value out of the
+         * graph and its gradient with it. Only the mask (bool: no
+         * gradient) is computed, the same recorded break; its positions
+         * index the value by a gather in the graph (NumPy's a[m] is
+         * a[m.nonzero()]) */
+        PyObject *mk = nd_trace_materialize(m->mask, "boolean mask indexing: data-dependent output shape");
+        PyObject *nz = mk ? PyArray_Nonzero((PyArrayObject *)mk) : NULL;
+        Py_XDECREF(mk);
+        m->compact = nz ? nd_shim_advidx_getitem(t, m->val, nz) : NULL;
+        Py_XDECREF(nz);
+        return m->compact;
+    }
     PyObject *op = PyImport_ImportModule("operator");
     PyObject *gi = op ? PyObject_GetAttrString(op, "getitem") : NULL;
     Py_XDECREF(op);

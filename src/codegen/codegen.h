@@ -41,6 +41,15 @@ void nd_cg_store(nd_sb *sb, const char *lvalue, const char *val, int dtype);
 
 /* codegen_loops.c: the kernel function (name from its hash) */
 int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out);
+/* codegen_memo.c: a kernel's name (k->hash), cost and nomerge bit from the
+ * structure nd_cg_kernel's text is made of, before making it: lookup gives
+ * 1 (k's fields set as nd_cg_kernel would set them), 0 (unknown: make the
+ * text, then store), -1 with an exception. m holds the key between the two;
+ * nd_cg_memo_free it after either (store takes it when kept). */
+typedef struct nd_cg_memo { char *key; size_t len; uint64_t h; } nd_cg_memo;
+int nd_cg_memo_lookup(nd_graph *g, nd_kernel *k, nd_cg_memo *m);
+int nd_cg_memo_store(nd_cg_memo *m, const nd_kernel *k);
+void nd_cg_memo_free(nd_cg_memo *m);
 /* Per thread, set by the native backend while it schedules and compiles a
  * program: the sizes the program's graph key holds constant (the dims
  * marked static of its INPUT arrays; every dim under compile(dynamic=False)).

@@ -29,7 +29,11 @@ array once per kernel run, over the elements it walks without
 broadcasting; an array's passes over memory are bytes_read over its
 nbytes), base_copy_bytes (bytes an in-place write of a computed array
 copied from the array first: a value of an earlier flush that nothing
-reads again is written in place instead).
+reads again is written in place instead), writeback_nodes (graph nodes the
+write-backs of caller arrays walked to find old contents still read: what is
+live, never the length of the capture so far), kernel_texts (kernels whose C
+text was made: a kernel whose structure was seen before -- the next
+iteration of a long loop -- is named from that structure without its text).
 """
 from collections.abc import Mapping
 

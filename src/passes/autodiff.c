@@ -498,7 +498,23 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         if (db) gb = MUL(c, U1(ND_UF_EXP2, SUB(b, y)));
         break;
     case ND_UF_SQRT: ga = DIV(MUL(c, S(0.5)), y); break;
-    case ND_UF_SQUARE: ga = MUL(c, MUL(a, S(2))); break;
+    case ND_UF_SQUARE: {
+        /* |z|^2 of complex z: 2 c conj(z) straight to z. Through |z|'s own
+         * rule it is 2|z|c conj(z)/|z| with a select at 0: a complex
+         * division and |z| kept for the backward (a power spectrum's
+         * gradient, spectral losses) */
+        const nd_node *an = NODE(g, a);
+        if (an->op == ND_OP_UFUNC && an->sub == ND_UF_ABSOLUTE && an->nin == 1 &&
+            iscplx(NODE(g, an->in[0])->dtype)) {
+            nd_id z = an->in[0];
+            int Lc = NODE(g, z)->dtype;
+            if (!A->dep[z]) return 0;
+            return acc(A, z, uf(g, ND_UF_MULTIPLY, cast(g, MUL(c, S(2)), Lc),
+                                uf(g, ND_UF_CONJUGATE, z, ND_NONE, Lc), Lc));
+        }
+        ga = MUL(c, MUL(a, S(2)));
+        break;
+    }
     case ND_UF_CBRT: ga = DIV(c, MUL(SQ(y), S(3))); break;
     case ND_UF_RECIPROCAL: ga = NEG(MUL(c, SQ(y))); break;
     case ND_UF_POWER: case ND_UF_FLOAT_POWER:
@@ -1949,6 +1965,157 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return not_impl(buf, fn == F_dot ? "arrays above 2-D" : NULL);
 }
 
+/* ------------------------------------------- logsumexp's stabilizer */
+
+/* the forward nodes (v, n0) that read v, one entry per input slot that
+ * does; their count (at most cap are stored) */
+static int readers(const nd_graph *g, nd_id v, nd_id n0, nd_id *u, int cap)
+{
+    int k = 0;
+    for (nd_id j = v + 1; j < n0; j++) {
+        const nd_node *n = &g->nodes[j];
+        int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
+        for (int t = 0; t < ni; t++)
+            if ((n->op == ND_OP_EXTERN ? n->extra[t] : n->in[t]) == v) {
+                if (k < cap) u[k] = j;
+                k++;
+            }
+    }
+    return k;
+}
+
+/* operand p of a ufunc of rank nd and shape sh, read through at most one
+ * plain view, as an affine map into its base's C-order elements: *base,
+ * *off, st[d] (0 where sh[d] == 1 or p is broadcast along d) */
+static void operand_map(const nd_graph *g, nd_id p, int nd, const npy_intp *sh, nd_id *base,
+                        npy_intp *off, npy_intp *st)
+{
+    const nd_node *pn = &g->nodes[p];
+    npy_intp own[ND_MAXDIMS];
+    const npy_intp *ps = own;
+    *base = p;
+    *off = 0;
+    nd_c_strides(pn->ndim, pn->shape, own);
+    if (pn->op == ND_OP_VIEW && !(pn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)) &&
+        g->nodes[pn->in[0]].dtype == pn->dtype) {
+        *base = pn->in[0];
+        *off = pn->voff;
+        ps = pn->vstrides;
+    }
+    for (int d = 0; d < nd; d++) {
+        int q = d - (nd - pn->ndim);
+        st[d] = sh[d] == 1 || q < 0 || pn->shape[q] == 1 ? 0 : ps[q];
+    }
+}
+
+static int same_map(int nd, const npy_intp *sh, npy_intp o1, const npy_intp *s1, npy_intp o2,
+                    const npy_intp *s2)
+{
+    if (o1 != o2) return 0;
+    for (int d = 0; d < nd; d++)
+        if (sh[d] != 1 && s1[d] != s2[d]) return 0;
+    return 1;
+}
+
+/* r, read by exactly one forward node, directly or through one view read
+ * by exactly one: that node (*op) and the operand slot's node (*via) */
+static int sole_reader(const nd_graph *g, nd_id r, nd_id n0, nd_id *op, nd_id *via)
+{
+    nd_id u[2];
+    if (readers(g, r, n0, u, 2) != 1) return 0;
+    *via = r;
+    if (g->nodes[u[0]].op == ND_OP_VIEW) {
+        *via = u[0];
+        if (readers(g, u[0], n0, u, 2) != 1) return 0;
+    }
+    *op = u[0];
+    return 1;
+}
+
+/* m = max(x, axes) read only as logsumexp's stabilizer,
+ * log(sum(exp(x - m), axes)) + m, with nothing else reading the exp, its
+ * sum or the log: the result does not depend on m (its cotangent
+ * c - (c/s)*s is 0 but for rounding), so m gets none, as JAX's logsumexp
+ * stops it. Exact: s = sum(exp(x - m)) lies in [1, n] or is NaN, and a NaN
+ * row's gradient is NaN through exp's own term either way. This spares
+ * the backward the max's tie mask and tie count (two passes over x). */
+static int lse_stabilizer(const nd_graph *g, nd_id m, nd_id n0, int nout, const nd_id *outs)
+{
+    const nd_node *mn = &g->nodes[m];
+    int L = mn->dtype;
+    if (mn->op != ND_OP_REDUCE || (mn->sub != ND_UF_MAXIMUM && mn->sub != ND_UF_FMAX) ||
+        !isflt(L) || mn->nin != 1 || mn->in_dtype[0] != L)
+        return 0;
+    nd_id xi = mn->in[0];
+    const nd_node *xn = &g->nodes[xi];
+    if (xn->dtype != L) return 0;
+    /* m's two readers (through a view each): x - m and (log s) + m */
+    nd_id u[3], sub = ND_NONE, sum_add = ND_NONE, msub = ND_NONE, madd = ND_NONE;
+    if (readers(g, m, n0, u, 3) != 2) return 0;
+    for (int k = 0; k < 2; k++) {
+        nd_id op, via;
+        if (g->nodes[u[k]].op == ND_OP_VIEW) {
+            if (!sole_reader(g, u[k], n0, &op, &via) || via != u[k]) return 0;
+            via = u[k];
+        }
+        else { op = u[k]; via = m; }
+        const nd_node *on = &g->nodes[op];
+        if (on->op != ND_OP_UFUNC || on->nin != 2 || on->dtype != L || on->in_dtype[0] != L ||
+            on->in_dtype[1] != L || on->in[0] == on->in[1])
+            return 0;
+        if (on->sub == ND_UF_SUBTRACT && on->in[0] == xi && on->in[1] == via && sub == ND_NONE) {
+            sub = op; msub = via;
+        }
+        else if (on->sub == ND_UF_ADD && sum_add == ND_NONE) { sum_add = op; madd = via; }
+        else return 0;
+    }
+    if (sub == ND_NONE || sum_add == ND_NONE) return 0;
+    const nd_node *sn = &g->nodes[sub];
+    if (sn->ndim != xn->ndim || memcmp(sn->shape, xn->shape, sizeof(npy_intp) * xn->ndim))
+        return 0;
+    /* x - m reads m's element of x's row: m's dense layout with the
+     * reduced axes at stride 0 */
+    npy_intp want[ND_MAXDIMS], st[ND_MAXDIMS], off, acc1 = 1;
+    for (int d = xn->ndim - 1; d >= 0; d--) {
+        if ((mn->axes >> d) & 1) want[d] = 0;
+        else { want[d] = acc1; acc1 *= xn->shape[d]; }
+    }
+    nd_id base;
+    operand_map(g, msub, sn->ndim, sn->shape, &base, &off, st);
+    if (base != m || !same_map(sn->ndim, sn->shape, off, st, 0, want)) return 0;
+    nd_id e, s, lg, via;
+    if (readers(g, sub, n0, &e, 1) != 1) return 0;
+    const nd_node *en = &g->nodes[e];
+    if (en->op != ND_OP_UFUNC || en->sub != ND_UF_EXP || en->dtype != L || en->in_dtype[0] != L)
+        return 0;
+    if (readers(g, e, n0, &s, 1) != 1) return 0;
+    const nd_node *ssn = &g->nodes[s];
+    if (ssn->op != ND_OP_REDUCE || ssn->sub != ND_UF_ADD || ssn->nin != 1 || ssn->axes != mn->axes ||
+        ssn->dtype != L)
+        return 0;
+    if (readers(g, s, n0, &lg, 1) != 1) return 0;
+    const nd_node *ln = &g->nodes[lg];
+    if (ln->op != ND_OP_UFUNC || ln->sub != ND_UF_LOG || ln->dtype != L || ln->in_dtype[0] != L ||
+        ln->ndim != ssn->ndim || memcmp(ln->shape, ssn->shape, sizeof(npy_intp) * ln->ndim))
+        return 0;
+    nd_id op;
+    if (!sole_reader(g, lg, n0, &op, &via) || op != sum_add) return 0;
+    /* (log s) + m pairs each row's log with the same row's m: s and m are
+     * both laid out densely over the rows, so the two maps must agree */
+    const nd_node *an = &g->nodes[sum_add];
+    if (an->in[0] != via && an->in[1] != via) return 0;
+    npy_intp st2[ND_MAXDIMS], off2;
+    nd_id base2;
+    operand_map(g, madd, an->ndim, an->shape, &base, &off, st);
+    operand_map(g, via, an->ndim, an->shape, &base2, &off2, st2);
+    if (base != m || base2 != lg || !same_map(an->ndim, an->shape, off, st, off2, st2)) return 0;
+    for (int j = 0; j < nout; j++)
+        if (outs[j] == m || outs[j] == msub || outs[j] == madd || outs[j] == sub || outs[j] == e ||
+            outs[j] == s || outs[j] == lg || outs[j] == via)
+            return 0;
+    return 1;
+}
+
 /* -------------------------------------------------------------- driver */
 
 int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *cts,
@@ -1971,6 +2138,7 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
     for (nd_id i = lo; i <= hi; i++) {
         nd_node *n = &g->nodes[i];
         if (is_wrt[i] || !(isflt(n->dtype) || iscplx(n->dtype))) continue;
+        if (n->op == ND_OP_REDUCE && lse_stabilizer(g, i, n0, nout, outs)) continue;
         int ni = n->op == ND_OP_EXTERN ? n->nextra : n->nin;
         for (int k = 0; k < ni && !A.dep[i]; k++) {
             nd_id x = n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k];

@@ -178,16 +178,38 @@ static int compile_program(nd_program *p, nd_graph *g)
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &p->kerns[i];
         nd_sb_init(&texts[i]);
-        if (nd_cg_kernel(g, k, &texts[i]) < 0) goto done;
-        nd_kfn fn = nd_kcache_get(k->hash);
+        /* a kernel whose structure was seen (the next iteration of a long
+         * recorded loop) gets its name without its text (codegen_memo.c);
+         * the text is made only when it must be compiled */
+        nd_cg_memo m;
+        int known = nd_cg_memo_lookup(g, k, &m);
+        if (known < 0) goto done;
+        nd_kfn fn = known ? nd_kcache_get(k->hash) : NULL;
+        int dup = 0;
+        for (int j = 0; known && !fn && j < nnew; j++) if (todo[j]->hash == k->hash) dup = 1;
+        if ((!fn && !dup) || (known && nd_debug_checks())) {
+            uint64_t memo_name = k->hash;
+            if (nd_cg_kernel(g, k, &texts[i]) < 0) { nd_cg_memo_free(&m); goto done; }
+            nd_counter_add(ND_CTR_KERNEL_TEXTS, 1);
+            if (known && k->hash != memo_name) {
+                /* the memo's key missed something the text depends on */
+                nd_cg_memo_free(&m);
+                PyErr_SetString(PyExc_SystemError,
+                                "numdyn: internal error: a kernel's structural key named "
+                                "another kernel's code");
+                goto done;
+            }
+            if (!known) nd_cg_memo_store(&m, k);
+            fn = nd_kcache_get(k->hash);
+            for (int j = 0; !fn && j < nnew; j++) if (todo[j]->hash == k->hash) dup = 1;
+        }
+        nd_cg_memo_free(&m);
         if (fn) {
             k->fn = fn;
             nd_counter_add(ND_CTR_KERNEL_CACHE_HITS, 1);
             continue;
         }
         /* the same kernel twice in one program: compile it once */
-        int dup = 0;
-        for (int j = 0; j < nnew; j++) if (todo[j]->hash == k->hash) dup = 1;
         if (!dup) todo[nnew++] = k;
     }
     if (nnew) {

@@ -322,6 +322,11 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
  * vouches for the value. 0 (nothing done outside such a call, or for
  * operands that do not fit), -1 with an exception set. */
 int nd_trace_grad_alias(PyObject *computed, PyObject *known);
+/* 1 while t runs a function being differentiated (numdyn.grad/vjp/
+ * value_and_grad, a Tensor tape): values that depend on its inputs must
+ * stay in the graph (a shim that would hand one to NumPy takes another way
+ * or gets autodiff's NotImplementedError). */
+int nd_trace_differentiating(const nd_trace *t);
 int nd_grad_init(PyObject *module);  /* module init: _vjp, VJP */
 /* ------------------------------------------------- NumPy semantics entry
  * The tracer reaches NumPy's semantics only through this table, which the

@@ -63,6 +63,8 @@ static int ad_depends(nd_graph *g, nd_ad_capture *ad, nd_id id)
     return ad->dep[id];
 }
 
+int nd_trace_differentiating(const nd_trace *t) { return t && t->ad != NULL; }
+
 int nd__ad_escape(nd_trace *t, NdProxy *p, const char *reason)
 {
     if (reason && (strncmp(reason, "bool()", 6) == 0 || strncmp(reason, "repr()", 6) == 0 ||
