@@ -840,3 +840,34 @@ def test_reversed_of_a_lazy_value():
     with pytest.raises(TypeError) as e2:
         numdyn.compile(_reversed_of_scalar)(np.arange(3.0))
     assert str(e1.value) == str(e2.value)
+
+
+def powers(x, k):
+    # ndarray.__pow__'s fast paths: sqrt(-inf) is nan where pow gives inf,
+    # sqrt(-0.0) is -0.0; the warnings name square / reciprocal / sqrt
+    if k == 0:
+        return x ** 0.5, x ** -1, x ** 2, x ** 2.0, x ** -1.0, x ** np.float64(0.5)
+    y = x.copy()
+    if k == 1:
+        y **= 0.5
+    elif k == 2:
+        y **= -1
+    else:
+        y **= 2
+    return y
+
+
+_powers = numdyn.compile(powers)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64, np.bool_])
+def test_power_operator_fast_paths(dtype):
+    x = np.array([-np.inf, -0.0, 0.0, -1.0, 4.0, 1e30, np.nan, 2.0])
+    if dtype in (np.int64, np.bool_):
+        x = np.array([0, 3, 1, 2]).astype(dtype)
+    else:
+        x = x.astype(dtype)
+    for k in range(4):
+        if k in (1, 2) and dtype in (np.int64, np.bool_):
+            continue   # NumPy's casting errors: covered by the in-place casting tests
+        check(powers, x, k, compiled=_powers, warnings=True, signed_zeros=True)

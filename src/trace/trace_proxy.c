@@ -10,6 +10,7 @@
  * and the operation runs on that concrete array with plain NumPy.
  */
 #include "trace_internal.h"
+#include "core/number_slots.h"
 #include "trace_control.h"
 #include <string.h>
 
@@ -297,19 +298,34 @@ IBINOP(rshift, RIGHT_SHIFT, PyNumber_InPlaceRshift)
 static PyObject *np_power2(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
 static PyObject *np_ipower2(PyObject *a, PyObject *b) { return PyNumber_InPlacePower(a, b, Py_None); }
 
+/* ndarray.__pow__'s fast paths (NumPy 2, both `x ** e` and `x **= e`): a
+ * Python int 2 is np.square (any dtype: bool ** 2 is int8); for float and
+ * complex arrays a Python int -1 is np.reciprocal and a Python float 0.5
+ * np.sqrt -- different values at -inf and -0.0 (sqrt(-inf) is nan), and
+ * warnings that name those ufuncs. Not for NumPy scalars (np.True_ ** 2 is
+ * np.int64 1), np.power, or exponents given as NumPy scalars or arrays. */
+static int power_fast_path(PyObject *a, PyObject *b)
+{
+    if (!nd_proxy_check(a) || nd_proxy_is_scalar(a)) return -1;
+    int inexact = PyTypeNum_ISFLOAT(nd_proxy_dtype(a)) || PyTypeNum_ISCOMPLEX(nd_proxy_dtype(a));
+    if (PyLong_CheckExact(b)) {
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(b, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        if (overflow) return -1;
+        if (v == 2) return ND_UF_SQUARE;
+        if (v == -1 && inexact) return ND_UF_RECIPROCAL;
+        return -1;
+    }
+    if (PyFloat_CheckExact(b) && PyFloat_AS_DOUBLE(b) == 0.5 && inexact) return ND_UF_SQRT;
+    return -1;
+}
+
 static PyObject *p_pow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod == Py_None) {
-        /* ndarray.__pow__'s fast path: `x ** 2` with a Python int 2 is
-         * np.square(x) (differs from power for bool dtype and for complex
-         * cancellation); `x **= 2` and np.power(x, 2) are not rewritten,
-         * nor is a NumPy scalar's (np.True_ ** 2 is np.int64 1). */
-        if (nd_proxy_check(a) && !nd_proxy_is_scalar(a) && PyLong_CheckExact(b)) {
-            int overflow = 0;
-            if (PyLong_AsLongAndOverflow(b, &overflow) == 2 && !overflow)
-                return nd_np.ufunc1(ND_UF_SQUARE, a);
-            if (PyErr_Occurred()) return NULL;
-        }
+        int uf = power_fast_path(a, b);
+        if (uf >= 0) return nd_np.ufunc1(uf, a);
         return binop(ND_UF_POWER, a, b, np_power2);
     }
     /* three-argument pow is not an ndarray operation: NumPy's own answer */
@@ -324,6 +340,14 @@ static PyObject *p_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     if (mod != Py_None) return p_pow(a, b, mod);
     if (nd_proxy_is_scalar(a)) return binop(ND_UF_POWER, a, b, np_power2);
+    int uf = power_fast_path(a, b);
+    if (uf >= 0 && is_live_proxy(a) && nd_trace_current()) {
+        PyObject *args = PyTuple_Pack(1, a), *kw = args ? Py_BuildValue("{s(O)}", "out", a) : NULL;
+        PyObject *r = kw ? nd_np.array_ufunc(nd_ufunc_object(uf), str_call, args, kw) : NULL;
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        return r;
+    }
     return inplace(ND_UF_POWER, a, b, np_ipower2);
 }
 
@@ -444,23 +468,7 @@ static PyObject *p_index(PyObject *o)
     return r;
 }
 
-static PyNumberMethods proxy_as_number = {
-    .nb_add = p_add, .nb_subtract = p_sub, .nb_multiply = p_mul,
-    .nb_remainder = p_mod, .nb_divmod = p_divmod, .nb_power = p_pow,
-    .nb_negative = p_neg, .nb_positive = p_pos, .nb_absolute = p_abs,
-    .nb_bool = p_bool, .nb_invert = p_invert, .nb_lshift = p_lshift,
-    .nb_rshift = p_rshift, .nb_and = p_and, .nb_xor = p_xor, .nb_or = p_or,
-    .nb_int = p_int, .nb_float = p_float,
-    .nb_inplace_add = p_iadd, .nb_inplace_subtract = p_isub,
-    .nb_inplace_multiply = p_imul, .nb_inplace_remainder = p_imod,
-    .nb_inplace_power = p_ipow, .nb_inplace_lshift = p_ilshift,
-    .nb_inplace_rshift = p_irshift, .nb_inplace_and = p_iand,
-    .nb_inplace_xor = p_ixor, .nb_inplace_or = p_ior,
-    .nb_floor_divide = p_floordiv, .nb_true_divide = p_truediv,
-    .nb_inplace_floor_divide = p_ifloordiv, .nb_inplace_true_divide = p_itruediv,
-    .nb_index = p_index, .nb_matrix_multiply = p_matmul,
-    .nb_inplace_matrix_multiply = p_imatmul,
-};
+static PyNumberMethods proxy_as_number = ND_NUMBER_METHODS(p_);
 
 static PyObject *p_richcompare(PyObject *a, PyObject *b, int op)
 {
