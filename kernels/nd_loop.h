@@ -130,6 +130,35 @@ enum {
 #define NDL_EDGE2(r, a, b) (NDL_UNLIKELY(!isfinite(r)) && ((isnan(r) && !isnan(a) && !isnan(b)) || \
                             (isinf(r) && !isinf(a) && !isinf(b))))
 
+/* The three event flags NumPy tests, around a statement of float array
+ * work (codegen_loop.c flags_clear/flags_check): read and cleared directly
+ * on x86-64 -- glibc's feclearexcept saves and reloads the whole x87
+ * environment, a good part of a small statement (a Jacobi sweep of 48x48)
+ * -- the SSE flags in MXCSR (the bits are FE_*'s) and the x87 ones (libm
+ * routines may use the x87 unit); trace/loop_run.c tests them around a run */
+#define NDL_FPEV (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
+#if defined(__x86_64__) && defined(__GNUC__)
+static inline int ndl_fe_test(void)
+{
+    unsigned int csr;
+    unsigned short sw;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    __asm__ volatile("fnstsw %0" : "=m"(sw));
+    return (int)((csr | sw) & NDL_FPEV);
+}
+static inline void ndl_fe_clear(void)
+{
+    unsigned int csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    csr &= ~(unsigned int)NDL_FPEV;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+    __asm__ volatile("fnclex");
+}
+#else
+static inline int ndl_fe_test(void) { return fetestexcept(NDL_FPEV); }
+static inline void ndl_fe_clear(void) { feclearexcept(NDL_FPEV); }
+#endif
+
 /* a Python float as a float32 operand: NumPy's cast, which reports a finite
  * value past float32's range as an overflow (a flag the runner tests) */
 static inline float ndl_f4(double d)

@@ -1196,13 +1196,13 @@ static void vaddr(char *out, size_t cap, const vctx *vc, const char *p, const ch
  * end, where the runner tests them. */
 static void flags_clear(cg *g)
 {
-    line(g, "nd_fpp |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);");
-    line(g, "feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);");
+    line(g, "nd_fpp |= ndl_fe_test();");
+    line(g, "ndl_fe_clear();");
 }
 
 static void flags_check(cg *g)
 {
-    line(g, "if (NDL_UNLIKELY(fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)))");
+    line(g, "if (NDL_UNLIKELY(ndl_fe_test()))");
     g->ind++; deopt(g); g->ind--;
 }
 
@@ -1282,8 +1282,14 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
             char w[16];
             cv x;
             if (scratch(g, e, ctype[te], vc->size, w) < 0) goto done;
-            for (int pass = vc->nd == 2 ? 0 : 1; pass < 2; pass++) {
-                if (pass == 0) {
+            /* 2-D: a copy for rows of contiguous elements, and before it
+             * one for rows one after another in memory (whole C-ordered
+             * arrays: one loop over all elements, no loop per row) */
+            char len[16], len2[16];
+            memcpy(len, vc->len, sizeof len);
+            memcpy(len2, vc->len2, sizeof len2);
+            for (int pass = vc->nd == 2 ? -1 : 1; pass < 2; pass++) {
+                if (pass <= 0) {
                     char test[2048];
                     int n = snprintf(test, sizeof test, "1");
                     for (int k = 0; k < vc->n && n < (int)sizeof test - 200; k++) {
@@ -1291,20 +1297,31 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
                         int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &(int){0}) & ~(LT_VEC | LT_MAT);
                         n += snprintf(test + n, sizeof test - (size_t)n, " && %s == (int64_t)sizeof(%s)",
                                       vc->slot[k].st2, ctype[ts]);
+                        if (pass < 0)
+                            n += snprintf(test + n, sizeof test - (size_t)n, " && %s == %s * (int64_t)sizeof(%s)",
+                                          vc->slot[k].st, len2, ctype[ts]);
                     }
-                    line(g, "if (%s) {", test);
+                    line(g, "%sif (%s) {", pass == 0 ? "else " : "", test);
                     g->ind++;
                 }
-                vc->unit = pass == 0;
+                if (pass < 0) {
+                    /* one row of all the elements: flat index k2 */
+                    snprintf(vc->len2, sizeof vc->len2, "Lf%d", ++g->tmp);
+                    line(g, "const int64_t %s = %s * %s;", vc->len2, len, len2);
+                    snprintf(vc->len, sizeof vc->len, "1");
+                }
+                vc->unit = pass <= 0;
                 vloop_open(g, vc);
                 if (velem(g, vc, e->kid[0], &x) < 0) goto done;
                 line(g, "%s[%s] = %s;", w, vc->flat, x.s);
                 vloop_close(g, vc);
                 vc->unit = 0;
-                if (pass == 0) {
+                memcpy(vc->len, len, sizeof len);
+                memcpy(vc->len2, len2, sizeof len2);
+                if (pass <= 0) {
                     g->ind--;
-                    line(g, "} else {");
-                    g->ind++;
+                    line(g, pass < 0 ? "}" : "} else {");
+                    if (pass == 0) g->ind++;
                 }
             }
             if (vc->nd == 2) {

@@ -150,34 +150,11 @@ typedef struct {
 #define ND_FPEV (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
 
 /* The three event flags around a run (a clear before, a test and a clear
- * after, on every call): glibc's feclearexcept saves and reloads the whole
- * x87 environment (fnstenv/fldenv), a good part of a small loop's call. On
- * x86-64 the flags are read and cleared directly: the SSE ones in MXCSR
- * (where double/float arithmetic raises them; the bits are FE_*'s) and the
- * x87 ones (libm routines may use the x87 unit), cleared with fnclex --
- * which also clears the x87's inexact/underflow/denormal flags, that no one
- * tests across a run. */
-#if defined(__x86_64__) && defined(__GNUC__)
-static inline void fp_clear(void)
-{
-    unsigned int csr;
-    __asm__ volatile("stmxcsr %0" : "=m"(csr));
-    csr &= ~(unsigned int)ND_FPEV;
-    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
-    __asm__ volatile("fnclex");
-}
-static inline int fp_test(void)
-{
-    unsigned int csr;
-    unsigned short sw;
-    __asm__ volatile("stmxcsr %0" : "=m"(csr));
-    __asm__ volatile("fnstsw %0" : "=m"(sw));
-    return (int)((csr | sw) & ND_FPEV);
-}
-#else
-static inline void fp_clear(void) { feclearexcept(ND_FPEV); }
-static inline int fp_test(void) { return fetestexcept(ND_FPEV); }
-#endif
+ * after, on every call): nd_loop.h's ndl_fe_clear/ndl_fe_test read and
+ * clear MXCSR and the x87 flags directly (glibc's feclearexcept saves and
+ * reloads the whole x87 environment, a good part of a small loop's call) */
+#define fp_clear ndl_fe_clear
+#define fp_test ndl_fe_test
 
 static int cb_slow(nd_lframe *F, int op, int tr, void *r, int ta, const void *a, int tb, const void *b)
 {
