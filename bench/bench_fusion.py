@@ -11,7 +11,8 @@ nearest neighbour by pairwise distances, a covariance (X - mu).T @ (X - mu),
 the same search through the Gram matrix (|q|^2 - 2 q.p + |p|^2: BLAS and a
 fused epilogue), a histogram of the k-means labels, two reductions sharing one pass
 (column means and standard deviations), a pointwise output next to a column
-sum (one pass), and the row-wise kernels of
+sum and one that the column sum reads itself (one pass each), and the
+row-wise kernels of
 models: softmax and layer normalization over the last axis, and row
 standard deviations of wide and of narrow (8-element) rows. torch.compile compiles the very
 same NumPy source (TorchDynamo traces NumPy calls through torch._numpy);
@@ -80,6 +81,13 @@ def scaled_and_colsum(X):
     # a pointwise output next to an independent column reduction: the
     # reduction kernel stores X * 2 from its one walk over X
     return X * 2, X.sum(0)
+
+
+def scaled_own_colsum(X):
+    # a returned pointwise value that the reduction reads itself: stored by
+    # the reduction kernel from the walk that computes it for the sum
+    Y = X * 2
+    return Y, Y.sum(0)
 
 
 def softmax(x):
@@ -177,6 +185,7 @@ def run(quick=False, only=None):
         ("histogram of argmins f64 X=(%d,2), 8 means" % n, label_histogram, (X, means8), 0, True),
         ("mean and std over axis 0 f64 (%d,8)" % (n // 4), mean_and_std, (Xw,), 1e-9, False),
         ("X * 2 and X.sum(0) f64 (%d,8)" % (n // 4), scaled_and_colsum, (Xw,), 1e-9, False),
+        ("Y = X * 2; Y and Y.sum(0) f64 (%d,8)" % (n // 4), scaled_own_colsum, (Xw,), 1e-9, False),
         ("softmax last axis f32 (%d,1024)" % A.shape[0], softmax, (A32,), 1e-5, False),
         ("softmax last axis f64 (%d,1024)" % A.shape[0], softmax, (A,), 1e-12, False),
         ("layer norm last axis f32 (%d,1024)" % A.shape[0], layer_norm, (A32,), 1e-4, False),

@@ -188,13 +188,24 @@ ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
     ND_VM __attribute__((const, nothrow)) float nd_##nm##f(float, float) __asm__(#nm "f_u35"); \
     __attribute__((visibility("hidden"), const, nothrow)) float nd_##nm##f_u35s(float, float) __asm__(#nm "f_u35"); \
     float nd_##nm##f_u35s(float x, float y) { return nm##f(x, y); }
-ND_DECL1(exp) ND_DECL1(expm1) ND_DECL1(log10) ND_DECL1(log1p)
-ND_DECL1(asinh) ND_DECL1(acosh) ND_DECL1(atanh) ND_DECL2(pow)
+/* the raw SLEEF function nd_v_<nm>, wrapped below where its range is
+ * narrower than libm's */
+#define ND_DECL1RD(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_v_##nm(double) __asm__(#nm);
+#define ND_DECL1RF(nm) \
+    ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float) __asm__(#nm "f");
+#define ND_DECL1RF35(nm) \
+    ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float) __asm__(#nm "f_u35"); \
+    __attribute__((visibility("hidden"), const, nothrow)) float nd_##nm##f_u35s(float) __asm__(#nm "f_u35"); \
+    float nd_##nm##f_u35s(float x) { return nm##f(x); }
+ND_DECL1(exp) ND_DECL1(expm1) ND_DECL1(log10)
+ND_DECL1RD(log1p) ND_DECL1RF(log1p) ND_DECL1RD(asinh) ND_DECL1RF(asinh)
+ND_DECL1RD(acosh) ND_DECL1RF(acosh) ND_DECL1(atanh) ND_DECL2(pow)
 ND_DECL1D(exp2) ND_DECL1F35(exp2) ND_DECL1D(log) ND_DECL1F35(log)
 ND_DECL1D(log2) ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
-ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1D(tan) ND_DECL1F35(tan)
+ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD(tan) ND_DECL1F35(tan)
 ND_DECL1D(asin) ND_DECL1F35(asin) ND_DECL1D(acos) ND_DECL1F35(acos)
-ND_DECL1D(atan) ND_DECL1F35(atan) ND_DECL1D(sinh) ND_DECL1F35(sinh)
+ND_DECL1D(atan) ND_DECL1F35(atan) ND_DECL1D(sinh) ND_DECL1RF35(sinh)
 ND_DECL1D(cosh) ND_DECL1F35(cosh) ND_DECL1D(tanh) ND_DECL1F35(tanh)
 ND_DECL1D(cbrt) ND_DECL1F35(cbrt) ND_DECL2D(atan2) ND_DECL2F35(atan2)
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
@@ -227,22 +238,6 @@ ND_INLINE T nd_fmin_##S(T a, T b) { return (a <= b || b != b) ? a : b; } \
 ND_INLINE T nd_sign_##S(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; } \
 ND_INLINE T nd_heaviside_##S(T a, T h) \
 { return a < 0 ? (T)0 : a > 0 ? (T)1 : a == 0 ? h : a; } \
-ND_INLINE T nd_logaddexp_##S(T x, T y) \
-{ \
-    if (x == y) return x + (T)ND_LOGE2; \
-    T t = x - y; \
-    if (t > 0) return x + LOG1P(EXP(-t)); \
-    if (t <= 0) return y + LOG1P(EXP(t)); \
-    return t; \
-} \
-ND_INLINE T nd_logaddexp2_##S(T x, T y) \
-{ \
-    if (x == y) return x + (T)1; \
-    T t = x - y; \
-    if (t > 0) return x + (T)ND_LOG2E * LOG1P(EXP2(-t)); \
-    if (t <= 0) return y + (T)ND_LOG2E * LOG1P(EXP2(t)); \
-    return t; \
-} \
 ND_INLINE T nd_spacing_##S(T x) \
 { \
     if (isinf(x)) return (T)NAN; \
@@ -298,6 +293,86 @@ ND_FPCHK(double, d)
 ND_FPCHK(float, f)
 ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
 ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
+/* c ? a : b by bits: GCC would sink a call feeding one arm of ?: into that
+ * arm, where it cannot call the vector variant (see nd_sel_d below) */
+#define ND_BSEL(T, S, U) \
+ND_INLINE T nd_bsel_##S(int c, T a, T b) \
+{ \
+    U x, y, m = (U)0 - (U)(c != 0); \
+    memcpy(&x, &a, sizeof x); \
+    memcpy(&y, &b, sizeof y); \
+    x = (x & m) | (y & ~m); \
+    memcpy(&a, &x, sizeof a); \
+    return a; \
+}
+ND_BSEL(double, d, uint64_t)
+ND_BSEL(float, f, uint32_t)
+/* SLEEF's range where libm's is wider (checked against NumPy over every
+ * decade, tests/test_codegen_libm.py): a subnormal operand gives 0 or a
+ * wrong value from log1p, asinh, tan (float64) and sinh (float32), where
+ * libm returns the operand; log1p above 1e307 (float32: 1e38) and
+ * asinh/acosh above sqrt(DBL_MAX) (float32: sqrt(FLT_MAX)) give inf.
+ * The flag SLEEF raised then had NumPy rerun the graph, unless errors were
+ * ignored: then the wrong values were returned. Beyond those ranges log1p(x) =
+ * log1p(x / 32) + ln 32 (float32: x / 4, ln 4) and asinh(x) =
+ * 2 asinh(sqrt(x / 2)) (both ln(2x) to within 1e-150), one more rounding.
+ * Quiet comparisons: a NaN operand raises no flag here, as in libm. */
+#define ND_SLEEF_RANGE(T, S, F, FABS, SQRT, COPYSIGN, TINY, L1BIG, L1SC, L1LN, ASBIG) \
+ND_INLINE T nd_log1p##F(T x) \
+{ \
+    int big = __builtin_isgreater(x, (T)L1BIG); \
+    T r = nd_v_log1p##F(big ? x * (T)L1SC : x); \
+    r = nd_bsel_##S(big, r + (T)L1LN, r); \
+    return nd_bsel_##S(__builtin_isless(FABS(x), (T)TINY), x, r); \
+} \
+ND_INLINE T nd_asinh##F(T x) \
+{ \
+    T ax = FABS(x); \
+    int big = __builtin_isgreater(ax, (T)ASBIG); \
+    T r = nd_v_asinh##F(big ? COPYSIGN(SQRT(ax * (T)0.5), x) : x); \
+    r = nd_bsel_##S(big, r * 2, r); \
+    return nd_bsel_##S(__builtin_isless(ax, (T)TINY), x, r); \
+} \
+ND_INLINE T nd_acosh##F(T x) \
+{ \
+    int big = __builtin_isgreater(x, (T)ASBIG); \
+    T r = nd_v_acosh##F(big ? SQRT(x * (T)0.5) : x); \
+    return nd_bsel_##S(big, r * 2, r); \
+}
+ND_SLEEF_RANGE(double, d, , __builtin_fabs, __builtin_sqrt, __builtin_copysign, 2.2250738585072014e-308,
+               1e307, 0.03125, 3.46573590279972654709, 1e150)
+ND_SLEEF_RANGE(float, f, f, __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, 1.17549435e-38f,
+               1e38f, 0.25f, 1.38629436111989061883f, 1e18f)
+ND_INLINE double nd_tan(double x)
+{ return nd_bsel_d(__builtin_isless(__builtin_fabs(x), 2.2250738585072014e-308), x, nd_v_tan(x)); }
+ND_INLINE float nd_sinhf(float x)
+{ return nd_bsel_f(__builtin_isless(__builtin_fabsf(x), 1.17549435e-38f), x, nd_v_sinhf(x)); }
+/* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
+ * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and
+ * one selected. x == y (equal infinities among them) never subtracts: no
+ * "invalid" from inf - inf, as in NumPy; a NaN operand compares as NumPy's
+ * does (t > 0 signals invalid there too) and gives t. */
+#define ND_LOGADDEXP_V(T, S, EXPF, EXP2F, L1P) \
+ND_INLINE T nd_logaddexp_##S(T x, T y) \
+{ \
+    int same = x == y; \
+    T xs = same ? (T)0 : x, ys = same ? (T)0 : y, t = xs - ys; \
+    int pos = t > 0; \
+    T r = (pos ? xs : ys) + L1P(EXPF(pos ? -t : t)); \
+    r = nd_bsel_##S(t != t, t, r); \
+    return nd_bsel_##S(same, x + (T)ND_LOGE2, r); \
+} \
+ND_INLINE T nd_logaddexp2_##S(T x, T y) \
+{ \
+    int same = x == y; \
+    T xs = same ? (T)0 : x, ys = same ? (T)0 : y, t = xs - ys; \
+    int pos = t > 0; \
+    T r = (pos ? xs : ys) + (T)ND_LOG2E * L1P(EXP2F(pos ? -t : t)); \
+    r = nd_bsel_##S(t != t, t, r); \
+    return nd_bsel_##S(same, x + (T)1, r); \
+}
+ND_LOGADDEXP_V(double, d, nd_exp, nd_exp2, nd_log1p)
+ND_LOGADDEXP_V(float, f, nd_expf, nd_exp2f, nd_log1pf)
 
 /* signbit from the bits: GCC 12 fails (ICE) vectorizing signbit() with AVX-512 */
 ND_INLINE nd_bool nd_signbit_f(float x) { uint32_t b; memcpy(&b, &x, 4); return (nd_bool)(b >> 31); }
@@ -433,6 +508,14 @@ ND_INT_HELPERS(uint64_t, uint64_t, u64, 0, 0)
 #endif
 #define ND_COMPLEX_HELPERS(CT, T, S, FABS, HYPOT, CPOW, FMA) \
 ND_INLINE CT nd_cmk_##S(T re, T im) { CT z; __real__ z = re; __imag__ z = im; return z; } \
+/* an element loaded and stored as its two parts: GCC vectorizes a strided \
+ * _Complex access only so (an interleaved pair of real loads, where it \
+ * gives up on REALPART_EXPR of a strided complex reference). The \
+ * representation is C's: an array of two T (C11 6.2.5p13). */ \
+ND_INLINE CT nd_cld_##S(const CT *p) \
+{ const T *q = (const T *)(const void *)p; return nd_cmk_##S(q[0], q[1]); } \
+ND_INLINE void nd_cst_##S(CT *p, CT v) \
+{ T *q = (T *)(void *)p; q[0] = __real__ v; q[1] = __imag__ v; } \
 ND_INLINE CT nd_cmul_##S(CT a, CT b) \
 { \
     T ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b; \
@@ -471,7 +554,12 @@ ND_INLINE T nd_cabs_##S(CT a) \
     if (re != re) im = (T)NAN; \
     if (im != im) re = (T)NAN; \
     T larger = re > im ? re : im, smaller = im < re ? im : re; \
-    T ratio = (larger == 0 || smaller == (T)INFINITY) ? (T)0 : smaller / larger; \
+    /* ratio 0 where larger is 0 (then smaller is 0) or smaller is inf \
+     * (then both are): a division of safe operands in every lane, not a \
+     * division under a condition -- GCC cannot vectorize that one in a \
+     * loop that also folds the error bits (a sum of |z|, log1p(|z|**2)) */ \
+    T num = smaller == (T)INFINITY ? (T)0 : smaller, den = larger == 0 ? (T)1 : larger; \
+    T ratio = num / den; \
     return _Generic(ratio, float: sqrtf, default: sqrt)(ND_CMUL_PART(FMA, ratio, ratio, (T)1)) * larger; \
 } \
 ND_INLINE int nd_clt_##S(CT a, CT b) \

@@ -5,7 +5,9 @@
  * -- with the generated kernels run on the host by tests/cuda_host_emu.h.
  *
  * "NVRTC" keeps the CUDA C as its "cubin"; cuModuleLoadData compiles it
- * with g++ after cuda_host_emu.h (NUMDYN_EMU_INC: that header's folder).
+ * with g++ after cuda_host_emu.h (NUMDYN_EMU_INC: that header's folder;
+ * NUMDYN_EMU_PCH/NUMDYN_EMU_PRELUDE: see cuModuleLoadData);
+ * the emulation's runtime (launcher, barriers) is compiled in here, once.
  * Device memory is its own mmap'ed range, and every entry point checks that
  * device pointers point there and host pointers do not, so the backend
  * mixing them up fails loudly here as it would fault on a GPU. */
@@ -17,7 +19,9 @@
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <functional>
 #include <map>
+#include "cuda_host_emu_rt.cpp"
 
 typedef int CUresult;
 typedef uint64_t CUdeviceptr;
@@ -173,8 +177,7 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s) { *s = r >= 0 && r < 
 /* ------------------------------------------------------------ modules */
 #define MAGIC "NDFAKECUBIN\n"
 typedef void (*kern)(char *const *, const int64_t *, const void *, int *);
-typedef void (*launch_fn)(kern, char *const *, const int64_t *, const void *, int *, unsigned, unsigned);
-struct module { void *so; launch_fn launch; };
+struct module { void *so; };
 static std::map<std::string, module *> built;   /* by source */
 static std::map<void *, module *> fn_module;
 
@@ -188,34 +191,57 @@ EXPORT CUresult cuModuleLoadData(void **mod, const void *image)
     const char *inc = getenv("NUMDYN_EMU_INC");
     const char *tmpd = getenv("NUMDYN_EMU_TMP");
     if (!inc || !tmpd) fail("NUMDYN_EMU_INC / NUMDYN_EMU_TMP not set");
-    static int seq;
-    char cu[4096], so[4096], cmd[16384];
-    snprintf(cu, sizeof cu, "%s/unit%d_%d.cpp", tmpd, (int)getpid(), seq);
-    snprintf(so, sizeof so, "%s/unit%d_%d.so", tmpd, (int)getpid(), seq++);
-    FILE *f = fopen(cu, "w");
-    if (!f) fail("cannot write the unit");
-    fprintf(f, "#include \"cuda_host_emu.h\"\n%s\n", src.c_str());
-    fclose(f);
-    const char *cxx = getenv("CXX");
-    /* cuda_host_emu.h (and the C++ library headers it pulls in: most of a
-     * unit's compile time) precompiled once per run, with the units' flags */
-    static int pch = -1;
-    char pdir[4096];
-    snprintf(pdir, sizeof pdir, "%s/pch", tmpd);
-    if (pch < 0) {
-        snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/cuda_host_emu.h %s/ && %s -std=c++20 -O1 "
-                 "-fPIC -w -x c++-header %s/cuda_host_emu.h -o %s/cuda_host_emu.h.gch 1>&2",
-                 pdir, inc, pdir, cxx ? cxx : "g++", pdir, pdir);
-        pch = system(cmd) == 0;
+    /* a unit is named by its source's hash: another process of the run
+     * (a test's subprocess) loads what this one built */
+    char cu[4096], so[4096], tmp[4096], cmd[16384];
+    size_t h = std::hash<std::string>{}(src);
+    snprintf(cu, sizeof cu, "%s/unit%016zx.cpp", tmpd, h);
+    snprintf(so, sizeof so, "%s/unit%016zx.so", tmpd, h);
+    snprintf(tmp, sizeof tmp, "%s/unit%016zx.%d.so", tmpd, h, (int)getpid());
+    /* the unit finds the emulation's runtime (cuda_host_emu_rt.cpp, part of
+     * this library) in the global scope: numdyn dlopen'ed us locally */
+    static int global;
+    if (!global) {
+        Dl_info info;
+        if (!dladdr((void *)&cuModuleLoadData, &info) ||
+            !dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+            fail("cannot make the emulation's runtime global");
+        global = 1;
     }
-    snprintf(cmd, sizeof cmd, "%s -std=c++20 -O1 -fPIC -shared -w -I %s %s -o %s 1>&2",
-             cxx ? cxx : "g++", pch ? pdir : inc, cu, so);
-    if (system(cmd) != 0) return 218;   /* CUDA_ERROR_INVALID_PTX */
+    if (access(so, R_OK) != 0) {
+        /* NUMDYN_EMU_PCH: a folder with cuda_emu_nd.h -- cuda_host_emu.h and
+         * the prelude NUMDYN_EMU_PRELUDE (kernels/nd_cuda.h) -- precompiled
+         * once by the test: a unit that starts with that prelude includes it
+         * instead of parsing it again (most of a unit's g++ time) */
+        static std::string prelude;
+        static int have_prelude = -1;
+        const char *pch = getenv("NUMDYN_EMU_PCH"), *pre = getenv("NUMDYN_EMU_PRELUDE");
+        if (have_prelude < 0) {
+            have_prelude = 0;
+            FILE *pf = pch && pre ? fopen(pre, "rb") : NULL;
+            if (pf) {
+                char buf[65536];
+                size_t n;
+                while ((n = fread(buf, 1, sizeof buf, pf)) > 0) prelude.append(buf, n);
+                fclose(pf);
+                have_prelude = !prelude.empty();
+            }
+        }
+        int use_pch = have_prelude && src.compare(0, prelude.size(), prelude) == 0;
+        FILE *f = fopen(cu, "w");
+        if (!f) fail("cannot write the unit");
+        if (use_pch) fprintf(f, "#include \"cuda_emu_nd.h\"\n%s\n", src.c_str() + prelude.size());
+        else fprintf(f, "#include \"cuda_host_emu.h\"\n%s\n", src.c_str());
+        fclose(f);
+        const char *cxx = getenv("CXX");
+        snprintf(cmd, sizeof cmd, "%s -std=c++20 -O1 -fPIC -shared -w -I %s %s -o %s 1>&2",
+                 cxx ? cxx : "g++", use_pch ? pch : inc, cu, tmp);
+        if (system(cmd) != 0) return 218;   /* CUDA_ERROR_INVALID_PTX */
+        if (rename(tmp, so) != 0) fail("cannot rename the unit");
+    }
     module *m = new module;
     m->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!m->so) { fprintf(stderr, "%s\n", dlerror()); fail("dlopen of the unit"); }
-    m->launch = (launch_fn)dlsym(m->so, "nd_emu_launch");
-    if (!m->launch) fail("unit lacks nd_emu_launch");
     built[src] = m;
     *mod = m;
     return 0;
@@ -248,7 +274,7 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
      * backend's host work per call (bench/bench_cuda.py --host-overhead) */
     static const int noexec = getenv("NUMDYN_FAKE_NOEXEC") != NULL;
     if (noexec) return 0;
-    it->second->launch((kern)f, P, I, S, E, gx, bx);
+    nd_emu_launch((kern)f, P, I, S, E, gx, bx);
     return 0;
 }
 EXPORT long long nd_fake_launches(void) { return launches; }

@@ -35,7 +35,7 @@ def ref(x):
 
 
 def test_one_program_per_signature_sizes_do_not_recompile():
-    f = numdyn.compile(ref)
+    f = numdyn.compile(ref, backend="eager")  # programs per signature: the backends' same
     g0 = C["graph_compiles"]
     for n in (3, 4, 5, 17):
         np.testing.assert_allclose(f(np.arange(float(n))), ref(np.arange(float(n))))
@@ -714,6 +714,8 @@ def test_compile_profiler():
             y = y + 1.0
         return y
 
+    # a compile of the same name before the profiler (it once hid the later ones)
+    numdyn.compile(brk)(np.ones(3))
     f = numdyn.compile(brk)
     with numdyn.CompileProfiler() as prof:
         f(np.ones(3))
@@ -913,7 +915,10 @@ def prog(x, y):
     b = np.sqrt(np.abs(a)) - 1.0
     c = np.tanh(b) * 3.0
     return (c + a).sum(axis=0), b
+def clean(x):
+    return np.sqrt(x) * 2.0 + 1.0
 try:
+    numdyn.compile(clean)(np.linspace(0, 1, 12))  # compiles and agrees: leaves no repro
     r = numdyn.compile(prog)(np.linspace(0, 1, 12).reshape(3, 4), np.ones(4))
     print("ran")
 except numdyn.CompileError:
@@ -955,7 +960,7 @@ def test_minifier_shrinks_to_the_failing_op(tmp_path, mode):
     p, repros, env = _run_minifier(tmp_path, mode, _BAD_CC[mode])
     assert p.returncode == 0, p.stderr
     assert ("CompileError" if mode == "compile" else "ran") in p.stdout
-    assert len(repros) == 1, p.stderr
+    assert len(repros) == 1, p.stderr  # the failing program's only: `clean` agrees, quietly
     src = repros[0].read_text()
     body = src[src.index("def repro"):src.index("here =")]
     assert "np.tanh(" in body and "np.sqrt" not in body and "sum" not in body, body
@@ -967,7 +972,3 @@ def test_minifier_shrinks_to_the_failing_op(tmp_path, mode):
     assert q.returncode == 1 and "reproduced" in q.stdout, (q.stdout, q.stderr)
 
 
-def test_minifier_accuracy_is_quiet_when_results_agree(tmp_path):
-    p, repros, _ = _run_minifier(tmp_path, "accuracy")
-    assert p.returncode == 0 and "ran" in p.stdout, p.stderr
-    assert repros == []

@@ -52,3 +52,4 @@ def test_profiler_reports_per_function():
     assert "_pure: 0 program(s) compiled" in rep and "replayed 1, run eagerly 1" in rep
     b(x)                                             # after the profiler: not counted
     assert prof.functions["_branchy"]["calls"] == 4
+

@@ -1,8 +1,8 @@
 """The generated CUDA run twice: on the host and, where there is one, on a GPU.
 
 host: g++ compiles numdyn.cuda.source's kernels after tests/cuda_host_emu.h,
-which makes each CUDA thread of a block a std::thread and __syncthreads /
-warp shuffles barriers. This checks the generator's logic -- indexing,
+which makes each CUDA thread of a block a fiber and __syncthreads / warp
+shuffles barriers (tests/cuda_host_emu_rt.cpp). This checks the generator's logic -- indexing,
 grid-stride loops over several blocks, block and warp reductions, argmax's
 first occurrence and NaN rules, float16 rounding, integer division by zero
 -- on any machine, not a GPU's arithmetic or timing.
@@ -53,33 +53,46 @@ _EXEC = "host"
 
 
 _BUILT = {}
-_PCH = []
+_EMU = []
 
 
-def _include_dir():
-    """a folder holding cuda_host_emu.h and its precompiled form (built once:
-    the C++ library headers it includes are most of a unit's g++ time), or
-    tests/ when precompiling fails"""
-    if not _PCH:
-        d = tempfile.mkdtemp(prefix="nd_cuda_pch_")
-        shutil.copy(os.path.join(HERE, "cuda_host_emu.h"), d)
-        r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-w", "-pthread", "-x", "c++-header",
-                            os.path.join(d, "cuda_host_emu.h"), "-o",
-                            os.path.join(d, "cuda_host_emu.h.gch")], capture_output=True, timeout=300)
-        _PCH.append(d if r.returncode == 0 else HERE)
-    return _PCH[0]
+def _emu():
+    """(the emulation's runtime library, a folder with cuda_emu_nd.h: the
+    emulation header and numdyn's CUDA prelude precompiled), built once: a
+    unit is then its kernels alone (g++ parses neither again)"""
+    if not _EMU:
+        d = tempfile.mkdtemp(prefix="nd_cuda_emu_rt_")
+        rt = os.path.join(d, "libnd_emu_rt.so")
+        r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-I", HERE,
+                            os.path.join(HERE, "cuda_host_emu_rt.cpp"), "-o", rt],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        with open(os.path.join(HERE, "cuda_host_emu.h")) as f:
+            head = f.read()
+        with open(os.path.join(d, "cuda_emu_nd.h"), "w") as f:
+            f.write(head + ndc._C._cuda_prelude())
+        # a failed precompile leaves g++ reading cuda_emu_nd.h itself
+        subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-w", "-x", "c++-header",
+                        os.path.join(d, "cuda_emu_nd.h"), "-o", os.path.join(d, "cuda_emu_nd.h.gch")],
+                       capture_output=True, timeout=300)
+        # global: the units' undefined names (threadIdx, the barriers) are its
+        _EMU.extend([ctypes.CDLL(rt, mode=ctypes.RTLD_GLOBAL), d])
+    return _EMU
 
 
 def build(src):
     if src in _BUILT:  # one g++ run per kernel text (shapes travel in I)
         return _BUILT[src]
+    rt, inc = _emu()
+    pre = ndc._C._cuda_prelude()
+    assert src.startswith(pre)
     d = tempfile.mkdtemp(prefix="nd_cuda_emu_")
     cu = os.path.join(d, "k.cpp")
     with open(cu, "w") as f:
-        f.write('#include "cuda_host_emu.h"\n' + src)
+        f.write('#include "cuda_emu_nd.h"\n' + src[len(pre):])
     so = os.path.join(d, "k.so")
-    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", _include_dir(), cu, "-o", so,
-                        "-pthread"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-I", inc, cu, "-o", so],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     _BUILT[src] = ctypes.CDLL(so)
     return _BUILT[src]
@@ -112,7 +125,7 @@ def run(fn, args, outs, strides):
     ptrs += [0] * (3 * nops - len(ptrs)) + [part.ctypes.data, cnt.ctypes.data]
     P = (ctypes.c_void_p * len(ptrs))(*ptrs)
     E = ctypes.c_int(0)
-    lib.nd_emu_launch(ctypes.c_void_p(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value),
+    _emu()[0].nd_emu_launch(ctypes.c_void_p(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value),
                       P, I.ctypes.data_as(ctypes.c_void_p), None, ctypes.byref(E), GRID, BLOCK)
     assert not cnt.any()  # left zero for the next launch
     return E.value

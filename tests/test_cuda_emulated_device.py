@@ -35,8 +35,19 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
     lib = tmp_path / "lib"
     lib.mkdir()
     so = lib / "libcuda.so.1"
-    r = subprocess.run([CXX, "-std=c++17", "-O1", "-fPIC", "-shared", "-o", str(so),
+    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-o", str(so),
                         os.path.join(HERE, "cuda_fake_driver.cpp"), "-ldl"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # the host emulation's header and numdyn's CUDA prelude precompiled
+    # once, with the units' flags: a unit is then its kernels alone
+    prelude = os.path.join(os.path.dirname(HERE), "kernels", "nd_cuda.h")
+    pch = tmp_path / "pch"
+    pch.mkdir()
+    with open(os.path.join(HERE, "cuda_host_emu.h")) as a, open(prelude) as b:
+        (pch / "cuda_emu_nd.h").write_text(a.read() + b.read())
+    r = subprocess.run([CXX, "-std=c++20", "-O1", "-fPIC", "-w", "-x", "c++-header",
+                        str(pch / "cuda_emu_nd.h"), "-o", str(pch / "cuda_emu_nd.h.gch")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     units = tmp_path / "units"
@@ -45,6 +56,7 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
     cache.mkdir(mode=0o700)
     env = dict(os.environ, LD_LIBRARY_PATH=str(lib) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
                NUMDYN_NVRTC=str(so), NUMDYN_EMU_INC=HERE, NUMDYN_EMU_TMP=str(units),
+               NUMDYN_EMU_PCH=str(pch), NUMDYN_EMU_PRELUDE=prelude,
                NUMDYN_TEST_CACHE_DIR=str(cache), NUMDYN_CACHE_DIR=str(cache))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         "-k", SUBSET, os.path.join(HERE, "test_cuda_device.py")],
@@ -60,7 +72,11 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
         numdyn.cuda.nvrtc_version()
     except numdyn.CudaError:
         return   # NVRTC not installed: test_cuda_codegen.py says so
+    with open(prelude) as f:
+        pre = f.read()
     for u in kept:
-        src = u.read_text().split("\n", 1)[1]   # without the host emulation's include
+        first, src = u.read_text().split("\n", 1)   # without the host emulation's include
+        if "cuda_emu_nd.h" in first:   # the prelude was precompiled: put it back
+            src = pre + src
         log, size = numdyn._C._cuda_compile(src, "sm_90")
         assert size > 0 and "warning" not in log, (u.name, log)

@@ -63,3 +63,33 @@ def test_identical_kernels_are_named_without_their_text():
     want32 = _lazy(x.astype(np.float32), 100)
     assert got32.dtype == want32.dtype
     np.testing.assert_allclose(got32, want32, rtol=1e-5)
+
+
+def _backtrack(M):
+    # seam carving's second loop: an element read (a flush) a row, a row of
+    # M read each time, M held by Python for the whole loop
+    h = M.shape[0]
+    seam = np.zeros(h, dtype=np.int64)
+    seam[h - 1] = np.argmin(M[h - 1])
+    for i in range(h - 2, -1, -1):
+        j = seam[i + 1]
+        lo = max(j - 1, 0)
+        seam[i] = lo + np.argmin(M[i, lo:j + 2])
+    return seam
+
+
+def _walked_per_flush(cf, M):
+    C = numdyn.utils.counters
+    w0, f0 = C["flush_nodes"], C["flushes"]
+    np.testing.assert_array_equal(cf(M), _backtrack(M))
+    return (C["flush_nodes"] - w0) / max(1, C["flushes"] - f0)
+
+
+def test_flush_walks_do_not_grow_when_a_held_value_is_read():
+    # each flush asked whether it may give M's memory to the run by walking
+    # every node made since M (up to 4096 a flush); M is what Python holds
+    cf = numdyn.compile(_backtrack, options={"floor": False})
+    rng = np.random.default_rng(2)
+    small = _walked_per_flush(cf, 1.0 + rng.random((40, 12)))
+    big = _walked_per_flush(cf, 1.0 + rng.random((200, 12)))
+    assert big <= small + 8 and big < 64, (small, big)

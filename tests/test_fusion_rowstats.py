@@ -81,7 +81,12 @@ FNS = [row_std, row_var, row_std_ddof, row_var_keep, mean_and_std, zscore_rows, 
 def test_narrow_rows_oracle(backend, fn, dt, width):
     # float32 x - mean cancels near zero: ~1 ulp of the row's scale
     atol = 1e-6 if dt == "float32" else None
-    for x in layouts((301, width), dt):
+    for i, x in enumerate(layouts((301, width), dt)):
+        # int32 takes the float64 kernels' layout handling (its values are
+        # cast on load): C order and reversed rows check its loads, the
+        # float dtypes every layout
+        if dt == "int32" and i in (1, 2):
+            continue
         check(fn, x, backend=backend, atol=atol)
 
 

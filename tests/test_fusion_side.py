@@ -12,6 +12,12 @@ ties for min/max/argmin, moments (std/mean) in the same kernel, chains of
 side values and 3-d domains; one function holds many forms, so few
 compiles check many values.
 
+A returned pointwise value that the reduction reads itself (`y = x * 2;
+return y, y.sum(0)`, values between it and the folds included) joins the
+reduction's kernel the same way: stored from the walk that computes it for
+the fold, one kernel and one pass, not a kernel writing y and another
+reading it back; a view of it read by the fold stays two kernels.
+
 Row sums of cheap values (x.std(-1)'s mean and squared deviations) keep
 32 (float64) / 64 (float32) running sums per block instead of one vector
 (the adds' latency bound a row re-read from L1); a transcendental's sum
@@ -48,6 +54,31 @@ def middle_axis(x):
 
 def leading_two(x):
     return np.maximum(x, 0), x.max((0, 1))
+
+
+def own_colsum(x):
+    # the reduction reads the returned pointwise value itself
+    y = x * 2
+    return y, y.sum(0)
+
+
+def own_chain(x):
+    # a returned value, a value between it and the folds, folds of both
+    y = np.abs(x) + 1
+    z = y * 3
+    return y, z.max(0), z.argmin(0), y.mean(0)
+
+
+def own_rowsum(x):
+    y = x * 2
+    return y, y.sum(-1)
+
+
+def own_view(x):
+    # the reduction reads a view of the returned value: not joined (the
+    # kernel would read its own output)
+    y = x * 2
+    return y, y.T.sum(0)
 
 
 def data(shape, dt, seed=0):
@@ -142,3 +173,58 @@ def test_row_sum_lanes(tmp_path, monkeypatch, fn, dt, lanes):
     # rows whose length is not a multiple of the lanes, and a tail block
     for n in (1, 31, 257, 1000):
         check(fn, data((7, n), dt))
+
+
+@pytest.mark.parametrize("rows", [300, 5000])
+def test_returned_value_reduced_one_pass(rows):
+    # y = x * 2; return y, y.sum(0): the reduction kernel stores y from the
+    # walk that computes it for the sum (one kernel, one pass over x), over
+    # every layout; a row sum too (one row kernel)
+    for i, x in enumerate(layouts((rows, 8), "float64")):
+        assert passes(own_colsum, x) == (1, 1.0)
+        check(own_colsum, x, check_layout=True)
+        if i in (0, 3):
+            assert passes(own_chain, x) == (1, 1.0)
+            assert passes(own_rowsum, x) == (1, 1.0)
+            check(own_chain, x, check_layout=True)
+            check(own_rowsum, x, check_layout=True)
+    x = data((rows, 8), "float64")
+    assert passes(own_view, x) == (2, 2.0)
+    check(own_view, x)
+
+
+def test_returned_value_reduced_3d_dtypes():
+    x = data((40, 30, 9), "float64")
+    for v in (x, x[::-1, :, ::-1], np.asfortranarray(x)):
+        assert passes(own_colsum, v) == (1, 1.0)
+        check(own_colsum, v, check_layout=True)
+    for dt in ("float32", "int32", "int8", "bool", "complex128"):
+        v = data((600, 10), "float64" if dt in ("bool", "complex128") else dt)
+        v = (v > 0) if dt == "bool" else v.astype(dt)
+        check(own_colsum, v)
+        check(own_rowsum, v, atol=1e-5 if dt == "float32" else None)
+        if dt != "complex128":
+            check(own_chain, v)
+    v = data((4100, 6), "float64")
+    v[7, 0] = v[9, 0] = np.nan                # the first NaN's index
+    v[3, 1] = v[4000, 1] = -9.0               # ties: the first index
+    check(own_chain, v)
+    for shape in [(0, 5), (1, 5), (3, 0)]:
+        check(own_colsum, np.ones(shape))
+        check(own_rowsum, np.ones(shape))
+
+
+def layer_norm(x):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+def test_row_kernel_shares_equal_reductions(tmp_path, monkeypatch):
+    # x.mean(-1) and the mean inside x.var(-1) are two graph nodes folding
+    # the same values: the row kernel walks the row for one of them (then
+    # the squared deviations, then the output), not two
+    x = data((40, 1000), "float32")
+    src = _sources(tmp_path, monkeypatch, layer_norm, x)
+    assert src.count("nd_cas_push_f(") == 2, src
+    for n in (1, 257):
+        check(layer_norm, data((5, n), "float32"))

@@ -41,7 +41,8 @@ SRC_LAYERS = ("core", "graph", "passes", "codegen", "toolchain", "runtime", "tra
 # private to it. core/ is a toolbox: any of its headers (core.h lists them).
 CONTRACT = {
     "core": {"src/core/core.h", "src/core/npy.h", "src/core/dtypes.h", "src/core/strides.h",
-             "src/core/sb.h", "src/core/counters.h", "src/core/containers.h"},
+             "src/core/sb.h", "src/core/counters.h", "src/core/containers.h",
+             "src/core/number_slots.h"},
     "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h",
               "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},

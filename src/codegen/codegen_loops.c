@@ -222,6 +222,10 @@ static int body(kctx *c, const char *jv, const uint8_t *which)
         if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG))) {
             nd_sb_printf(c->sb, "const %s v%d = __%s__ (%s);\n", ctype_of(vn->dtype), (int)op->via,
                          (vn->flags & ND_F_VIEW_REAL) ? "real" : "imag", e);
+        } else if (nd_cg_is_complex(op->dtype)) {
+            /* as two parts (kernels/nd_kernel.h nd_cld): vectorizes strided */
+            nd_sb_printf(c->sb, "const %s v%d = nd_cld_%s(&%s);\n", ctype_of(op->dtype), (int)op->via,
+                         nd_cg_sfx(op->dtype), e);
         } else {
             nd_sb_printf(c->sb, "const %s v%d = ", ctype_of(op->dtype), (int)op->via);
             nd_cg_load(c->sb, e, op->dtype);
@@ -260,7 +264,8 @@ static void store_val(kctx *c, const char *lv, nd_id val, int to)
     nd_sb t;
     nd_sb_init(&t);
     nd_cg_cast(&t, v, c->g->nodes[val].dtype, to);
-    if (!t.oom) nd_cg_store(c->sb, lv, t.p, to);
+    if (!t.oom && nd_cg_is_complex(to)) nd_sb_printf(c->sb, "nd_cst_%s(&%s, %s);\n", nd_cg_sfx(to), lv, t.p);
+    else if (!t.oom) nd_cg_store(c->sb, lv, t.p, to);
     else c->sb->oom = 1;
     nd_sb_free(&t);
 }
@@ -1874,6 +1879,18 @@ static int dom_out(kctx *c, int o)
     return op->acc == ND_A_DIRECT && m->ndim == d->ndim && m->shape[c->k->dims[c->R - 1]] != 1;
 }
 
+/* REDUCE nodes a and b of a row kernel give the same value: the same
+ * operation over the same input node and dims, accumulated alike, to the
+ * same dtype, no initial value, not an arg-reduction */
+static int row_same_reduction(nd_graph *g, nd_id a, nd_id b)
+{
+    const nd_node *x = &g->nodes[a], *y = &g->nodes[b];
+    return x->op == ND_OP_REDUCE && y->op == ND_OP_REDUCE && x->sub == y->sub && x->in[0] == y->in[0] &&
+           x->axes == y->axes && x->dtype == y->dtype && x->in_dtype[0] == y->in_dtype[0] &&
+           x->sub != ND_RED_ARGMAX && x->sub != ND_RED_ARGMIN &&
+           !(x->nin > 1 && x->in[1] >= 0) && !(y->nin > 1 && y->in[1] >= 0);
+}
+
 static int gen_row(kctx *c)
 {
     nd_kernel *k = c->k;
@@ -1892,6 +1909,19 @@ static int gen_row(kctx *c)
     if (!role || !need || !cph || !done) { PyErr_NoMemory(); goto out; }
     memset(cph, -1, N);
     c->cache_phase = cph;
+    /* a reduction folding the very values an earlier one folds, the same
+     * way (x.mean(-1) and the mean inside x.var(-1): two graph nodes),
+     * takes that one's result instead of walking the row again */
+    int dup[ND_MAXRED];
+    if (np > ND_MAXRED) {
+        PyErr_SetString(PyExc_SystemError, "numdyn: internal error: too many reductions");
+        goto out;
+    }
+    for (int p = 0; p < np; p++) {
+        dup[p] = -1;
+        for (int q = 0; q < p && dup[p] < 0; q++)
+            if (dup[q] < 0 && row_same_reduction(g, k->reds[p], k->reds[q])) dup[p] = q;
+    }
     for (int i = 0; i < k->ninl; i++) role[k->inl[i]] = 1;
     for (int o = 0; o < k->nin; o++) role[k->ops[o].via] = 2;
     for (int i = 0; i < k->nscal; i++) role[k->scal[i]] = 0;
@@ -1900,7 +1930,7 @@ static int gen_row(kctx *c)
     for (int pass = 0; pass < 2; pass++) {
         memset(need, 0, N * (size_t)(np + 1));
         for (int p = 0; p < np; p++)
-            need_mark(c, role, need + N * (size_t)p, g->nodes[k->reds[p]].in[0], p);
+            if (dup[p] < 0) need_mark(c, role, need + N * (size_t)p, g->nodes[k->reds[p]].in[0], p);
         for (int o = k->nin; o < k->nin + k->nout; o++) {
             nd_kop *op = &k->ops[o];
             if (dom_out(c, o) && role[op->buf] == 1)
@@ -1950,24 +1980,28 @@ static int gen_row(kctx *c)
         if (p < np) {
             nd_id rid = k->reds[p];
             nd_node *rn = &g->nodes[rid];
-            redop r;
-            char x[16];
-            snprintf(x, sizeof x, "%d", p);
-            if (redop_of(g, rid, &r) < 0) {
-                PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
-                goto out;
+            if (dup[p] >= 0) {
+                nd_sb_printf(sb, "const %s v%d = v%d;\n", ctype_of(rn->dtype), (int)rid, (int)k->reds[dup[p]]);
+            } else {
+                redop r;
+                char x[16];
+                snprintf(x, sizeof x, "%d", p);
+                if (redop_of(g, rid, &r) < 0) {
+                    PyErr_SetString(PyExc_NotImplementedError, "numdyn: reduction without a C form");
+                    goto out;
+                }
+                acc_decl(c, &r, x);
+                nd_sb_puts(sb, "{\n");
+                int opened = open_serial(c, sred, -1);
+                for (int o = 0; o < k->nin; o++)
+                    if (nd_need[k->ops[o].via]) pointer(c, o, kept | sred, "p");
+                nd_sb_printf(sb, "const int64_t rb_ = %s;\n(void)rb_;\n", flat);
+                if (inner_reduce(c, &r, rn->in[0], nd_need, x, "0", hi, "0") < 0) goto out;
+                for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
+                nd_sb_puts(sb, "}\n");
+                acc_final(c, &r, x);
+                red_result(c, &r, rid, x);
             }
-            acc_decl(c, &r, x);
-            nd_sb_puts(sb, "{\n");
-            int opened = open_serial(c, sred, -1);
-            for (int o = 0; o < k->nin; o++)
-                if (nd_need[k->ops[o].via]) pointer(c, o, kept | sred, "p");
-            nd_sb_printf(sb, "const int64_t rb_ = %s;\n(void)rb_;\n", flat);
-            if (inner_reduce(c, &r, rn->in[0], nd_need, x, "0", hi, "0") < 0) goto out;
-            for (int q = 0; q < opened; q++) nd_sb_puts(sb, "}\n");
-            nd_sb_puts(sb, "}\n");
-            acc_final(c, &r, x);
-            red_result(c, &r, rid, x);
             done[rid] = 1;
             /* row values now computable, in order */
             for (int i = 0; i < k->nrow; i++) {

@@ -224,7 +224,7 @@ typedef struct {
     int cost, nomerge;
 } memo_ent;
 
-#define MEMO_SLOTS 8192          /* a power of two */
+#define MEMO_SLOTS 2048          /* a power of two; at most MEMO_MAX keys of a few KB */
 #define MEMO_MAX (MEMO_SLOTS / 2)
 static memo_ent *memo;
 static int memo_used;

@@ -9,6 +9,7 @@
  *   sb.h        the growable string builder (generated source, keys)
  *   counters.h  process-wide statistics (numdyn.utils.counters)
  *   containers.h  Python containers from C arrays (shape tuples)
+ *   number_slots.h  the PyNumberMethods table of numdyn's array-like types
  *
  * core/ includes nothing of numdyn outside itself (tests/test_layering.py).
  * A file may include this header or just the piece it needs.

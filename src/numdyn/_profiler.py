@@ -82,7 +82,8 @@ class CompileProfiler:
     def __enter__(self):
         from . import _C
         self._c0 = _C._native_counters()
-        self._ct0 = _C._compile_times()
+        # lengths, not the lists: the C layer appends to the same lists
+        self._ct0 = {k: len(v) for k, v in _C._compile_times().items()}
         self._t0 = time.perf_counter()
         _active.append(self)
         _C._set_profiling(True)
@@ -98,8 +99,8 @@ class CompileProfiler:
         c1 = _C._native_counters()
         self.counters = {k: c1[k] - self._c0.get(k, 0) for k in c1}
         ct1 = _C._compile_times()
-        self.compile_times = {k: v[len(self._ct0.get(k, ())):] for k, v in ct1.items()
-                              if len(v) > len(self._ct0.get(k, ()))}
+        self.compile_times = {k: list(v[self._ct0.get(k, 0):]) for k, v in ct1.items()
+                              if len(v) > self._ct0.get(k, 0)}
         return False
 
     def report(self):

@@ -176,14 +176,9 @@ static int pointwise_on(nd_graph *g, nd_id j, const rowdom *D)
            form_of(D, jn) == ND_ROW_DOMAIN && nd_emit->supported(g, j);
 }
 
-/* Horizontal fusion backwards (issue 19 item 3): a pointwise value over the
- * group's domain computed before its first reduction (x * 2, then
- * (x ** 2).sum(1)) joins when the group does not read it, not even through
- * other nodes (it would wait on itself), and it reads something the group
- * reads: the last walk of each row computes it from the row in cache.
- * `anc` is scratch of g->n bytes. Returns the new member count. */
-static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *rowgrp, const uint8_t *skip,
-                        uint8_t *lv, uint8_t *anc, nd_id *mem, int nm)
+/* anc[i] = 1 for the members mem[0..nm) and every node they read, directly
+ * or through other nodes; 0 elsewhere */
+static void mark_read(nd_graph *g, uint8_t *anc, const nd_id *mem, int nm)
 {
     memset(anc, 0, (size_t)g->n);
     for (int q = 0; q < nm; q++) anc[mem[q]] = 1;
@@ -196,6 +191,18 @@ static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *ro
             if (in >= 0) anc[in] = 1;
         }
     }
+}
+
+/* Horizontal fusion backwards (issue 19 item 3): a pointwise value over the
+ * group's domain computed before its first reduction (x * 2, then
+ * (x ** 2).sum(1)) joins when the group does not read it, not even through
+ * other nodes (it would wait on itself), and it reads something the group
+ * reads: the last walk of each row computes it from the row in cache.
+ * `anc` is scratch of g->n bytes. Returns the new member count. */
+static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *rowgrp, const uint8_t *skip,
+                        uint8_t *lv, uint8_t *anc, nd_id *mem, int nm)
+{
+    mark_read(g, anc, mem, nm);
     /* anc: 1 read by the group, 2 reads a joined node through a node
      * outside the group (a candidate reading one would wait on itself),
      * 3 joined. Nothing the group reads can be 2 or 3: it would have read
@@ -223,8 +230,47 @@ static int join_earlier(nd_graph *g, nd_id r, const rowdom *D, const int32_t *ro
     return nm;
 }
 
+/* A pointwise value over the group's domain that the group reads and that
+ * is needed as an array anyway (`need`: an output, y = x * 2 returned next
+ * to y.sum(0)) joins the group: the kernel stores it from the walk that
+ * computes it for the reduction, one kernel and one pass over x instead of
+ * a kernel writing y and another reading it back. So do the pointwise
+ * values between it and the group (y + 1 summed), which would otherwise
+ * read the kernel's own output as an input; when one of those cannot join
+ * (a view of y, a broadcast, a short reduction of y read by a member),
+ * nothing joins. Only values before the group's first reduction `r` join
+ * (later ones are the forward walk's). `anc` is scratch of g->n bytes.
+ * Returns the new member count. */
+static int join_producers(nd_graph *g, nd_id r, const rowdom *D, const int32_t *rowgrp, const uint8_t *skip,
+                          const uint8_t *need, uint8_t *lv, uint8_t *anc, nd_id *mem, int nm)
+{
+    if (!need) return nm;
+    mark_read(g, anc, mem, nm);
+    /* anc: 1 read by the group (members too); 3 joins. A non-member the
+     * group reads (directly or through other nodes, members joined by the
+     * forward walk included) that reads a joining value but cannot join
+     * itself would make the kernel wait on itself: then nothing joins. */
+    int njoin = 0, bad = 0;
+    for (nd_id j = 0; j < g->n && !bad; j++) {
+        if (anc[j] != 1 || lv[j]) continue;
+        nd_node *jn = &g->nodes[j];
+        int nin = jn->op == ND_OP_EXTERN ? jn->nextra : jn->nin, reads = 0;
+        for (int k = 0; k < nin; k++) {
+            nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+            if (in >= 0 && anc[in] == 3) reads = 1;
+        }
+        int can = j < r && rowgrp[j] < 0 && !(skip && skip[j]) && pointwise_on(g, j, D);
+        if (reads && !can) bad = 1;
+        else if (can && (reads || need[j])) { anc[j] = 3; njoin++; }
+    }
+    if (bad || !njoin) return nm;
+    for (nd_id j = 0; j < r; j++)
+        if (anc[j] == 3) { lv[j] = ND_ROW_DOMAIN; mem[nm++] = j; }
+    return nm;
+}
+
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
-                    nd_id *center)
+                    nd_id *center, const uint8_t *need)
 {
     int n = g->n, ngroups = 0, side = (horiz & ND_ROW_SIDE) != 0;
     horiz &= 1;
@@ -346,6 +392,7 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             mem[nm++] = j;
         }
         (void)nred;
+        if (horiz && (D.trail || (side && D.across))) nm = join_producers(g, r, &D, rowgrp, skip, need, lv, dep, mem, nm);
         if (horiz && (D.trail || (side && D.across))) nm = join_earlier(g, r, &D, rowgrp, skip, lv, dep, mem, nm);
         if (nm < 2) continue;
         for (int q = 0; q < nm; q++) { rowgrp[mem[q]] = ngroups; level[mem[q]] = lv[mem[q]]; }

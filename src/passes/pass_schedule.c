@@ -1029,7 +1029,7 @@ static int find_row_groups(sched *s, int allow_rows, int allow_horiz)
     int nrg = 0;
     if (allow_rows) {
         int horiz = allow_horiz ? 1 | (nd_schedule_side_outputs ? ND_ROW_SIDE : 0) : 0;
-        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, horiz, s->center);
+        nrg = nd_rowfuse_find(g, s->rowgrp, s->level, s->shortr, horiz, s->center, s->isout);
         if (nrg < 0) return -1;
     } else {
         for (nd_id i = 0; i < n; i++) { s->rowgrp[i] = -1; s->center[i] = -1; }

@@ -238,6 +238,9 @@ static inline int nd_frame_sidx(int rank, int nops, int o, int t)
  * (at most ND_MAXRED reductions a group). center (may be NULL): per node,
  * -1, or for a sum of squared deviations from a group's mean that joins the
  * group (a *moment*, x.var(0)), that mean's sum (a REDUCE member). Returns
+ * need (may be NULL): per node, its value is needed as an array (an output):
+ * with horiz, such a pointwise value the group reads joins it and is stored
+ * from the group's walk (y = x * 2 returned next to y.sum(0)). Returns
  * the number of groups, -1 + exception. */
 enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
 #define ND_MAXRED 8
@@ -247,7 +250,7 @@ enum { ND_ROW_NONE, ND_ROW_DOMAIN, ND_ROW_A, ND_ROW_B };
  * from the walk it makes anyway (one pass over x, not two) */
 #define ND_ROW_SIDE 2
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
-                    nd_id *center);
+                    nd_id *center, const uint8_t *need);
 
 /* pass_schedule.c */
 nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout);

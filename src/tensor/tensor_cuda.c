@@ -23,6 +23,7 @@
  * (no copy).
  */
 #include "tensor/tensor_internal.h"
+#include "core/number_slots.h"
 #include "tensor/dlpack.h"
 #include "runtime/cuda.h"
 #include "core/counters.h"
@@ -203,23 +204,7 @@ static PyObject *c_int(PyObject *a) { return cu_scalar(a, "int"); }
 static PyObject *c_float(PyObject *a) { return cu_scalar(a, "float"); }
 static PyObject *c_index(PyObject *a) { return cu_scalar(a, "index"); }
 
-static PyNumberMethods cu_as_number = {
-    .nb_add = c_add, .nb_subtract = c_sub, .nb_multiply = c_mul,
-    .nb_remainder = c_mod, .nb_divmod = c_divmod, .nb_power = c_pow,
-    .nb_negative = c_neg, .nb_positive = c_pos, .nb_absolute = c_abs,
-    .nb_bool = c_bool, .nb_invert = c_invert, .nb_lshift = c_lshift,
-    .nb_rshift = c_rshift, .nb_and = c_and, .nb_xor = c_xor, .nb_or = c_or,
-    .nb_int = c_int, .nb_float = c_float,
-    .nb_inplace_add = c_iadd, .nb_inplace_subtract = c_isub,
-    .nb_inplace_multiply = c_imul, .nb_inplace_remainder = c_imod,
-    .nb_inplace_power = c_ipow, .nb_inplace_lshift = c_ilshift,
-    .nb_inplace_rshift = c_irshift, .nb_inplace_and = c_iand,
-    .nb_inplace_xor = c_ixor, .nb_inplace_or = c_ior,
-    .nb_floor_divide = c_floordiv, .nb_true_divide = c_truediv,
-    .nb_inplace_floor_divide = c_ifloordiv, .nb_inplace_true_divide = c_itruediv,
-    .nb_index = c_index, .nb_matrix_multiply = c_matmul,
-    .nb_inplace_matrix_multiply = c_imatmul,
-};
+static PyNumberMethods cu_as_number = ND_NUMBER_METHODS(c_);
 
 static PyObject *cmp_funcs[6];   /* operator.lt .. ge by Py_LT .. Py_GE */
 

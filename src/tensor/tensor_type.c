@@ -14,6 +14,7 @@
  * every ndarray method and property works.
  */
 #include "tensor/tensor_internal.h"
+#include "core/number_slots.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -584,23 +585,7 @@ static PyObject *t_int(PyObject *a) { return PyNumber_Long(ND_TENSOR(a)->array);
 static PyObject *t_float(PyObject *a) { return PyNumber_Float(ND_TENSOR(a)->array); }
 static PyObject *t_index(PyObject *a) { return PyNumber_Index(ND_TENSOR(a)->array); }
 
-static PyNumberMethods tensor_as_number = {
-    .nb_add = t_add, .nb_subtract = t_sub, .nb_multiply = t_mul,
-    .nb_remainder = t_mod, .nb_divmod = t_divmod, .nb_power = t_pow,
-    .nb_negative = t_neg, .nb_positive = t_pos, .nb_absolute = t_abs,
-    .nb_bool = t_bool, .nb_invert = t_invert, .nb_lshift = t_lshift,
-    .nb_rshift = t_rshift, .nb_and = t_and, .nb_xor = t_xor, .nb_or = t_or,
-    .nb_int = t_int, .nb_float = t_float,
-    .nb_inplace_add = t_iadd, .nb_inplace_subtract = t_isub,
-    .nb_inplace_multiply = t_imul, .nb_inplace_remainder = t_imod,
-    .nb_inplace_power = t_ipow, .nb_inplace_lshift = t_ilshift,
-    .nb_inplace_rshift = t_irshift, .nb_inplace_and = t_iand,
-    .nb_inplace_xor = t_ixor, .nb_inplace_or = t_ior,
-    .nb_floor_divide = t_floordiv, .nb_true_divide = t_truediv,
-    .nb_inplace_floor_divide = t_ifloordiv, .nb_inplace_true_divide = t_itruediv,
-    .nb_index = t_index, .nb_matrix_multiply = t_matmul,
-    .nb_inplace_matrix_multiply = t_imatmul,
-};
+static PyNumberMethods tensor_as_number = ND_NUMBER_METHODS(t_);
 
 static PyObject *t_richcompare(PyObject *a, PyObject *b, int op)
 {

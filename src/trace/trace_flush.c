@@ -668,6 +668,14 @@ static int needed_after(nd_trace *t, nd_id i)
     nd_graph *tg = t->g;
     const char *target = t->scr_seen;
     Py_ssize_t span = tg->n - i;
+    /* i itself a root (the version of a storage Python still holds, as M
+     * of a seam carving read row by row after the loop that made it): read
+     * later, known without the walk, which each flush would redo over up
+     * to ND_DONATE_SCAN nodes */
+    for (NdProxy *p = t->proxies; p; p = p->next)
+        if (p->st->version == i || (p->vver == p->st->version && p->vnode == i)) return 1;
+    for (Py_ssize_t k = 0; k < t->nclist; k++)
+        if (t->clist[k]->version == i) return 1;
     char *need = PyMem_Calloc((size_t)span, 1);
     if (!need) { PyErr_NoMemory(); return -1; }
     /* a flush's walk, as its ancestors': the nodes since i and the caller

@@ -10,6 +10,7 @@
  * and the operation runs on that concrete array with plain NumPy.
  */
 #include "trace_internal.h"
+#include "core/number_slots.h"
 #include "trace_control.h"
 #include <string.h>
 
@@ -467,23 +468,7 @@ static PyObject *p_index(PyObject *o)
     return r;
 }
 
-static PyNumberMethods proxy_as_number = {
-    .nb_add = p_add, .nb_subtract = p_sub, .nb_multiply = p_mul,
-    .nb_remainder = p_mod, .nb_divmod = p_divmod, .nb_power = p_pow,
-    .nb_negative = p_neg, .nb_positive = p_pos, .nb_absolute = p_abs,
-    .nb_bool = p_bool, .nb_invert = p_invert, .nb_lshift = p_lshift,
-    .nb_rshift = p_rshift, .nb_and = p_and, .nb_xor = p_xor, .nb_or = p_or,
-    .nb_int = p_int, .nb_float = p_float,
-    .nb_inplace_add = p_iadd, .nb_inplace_subtract = p_isub,
-    .nb_inplace_multiply = p_imul, .nb_inplace_remainder = p_imod,
-    .nb_inplace_power = p_ipow, .nb_inplace_lshift = p_ilshift,
-    .nb_inplace_rshift = p_irshift, .nb_inplace_and = p_iand,
-    .nb_inplace_xor = p_ixor, .nb_inplace_or = p_ior,
-    .nb_floor_divide = p_floordiv, .nb_true_divide = p_truediv,
-    .nb_inplace_floor_divide = p_ifloordiv, .nb_inplace_true_divide = p_itruediv,
-    .nb_index = p_index, .nb_matrix_multiply = p_matmul,
-    .nb_inplace_matrix_multiply = p_imatmul,
-};
+static PyNumberMethods proxy_as_number = ND_NUMBER_METHODS(p_);
 
 static PyObject *p_richcompare(PyObject *a, PyObject *b, int op)
 {

@@ -30,7 +30,7 @@
 #include <string.h>
 
 static nd_numpy_entries inner;  /* the shim's entries */
-static int sub_depth;           /* inside an entry: nested ops are plain */
+static _Thread_local int sub_depth;  /* inside an entry: nested ops are plain */
 static PyObject *carriers;      /* subtype -> carrier class */
 static PyObject *nd_finalize;   /* ndarray.__array_finalize__ */
 
@@ -530,8 +530,8 @@ static PyObject *e_ufunc2(int uf, PyObject *a, PyObject *b)
     if (foreign) {  /* NumPy asks that object's __array_wrap__: its own run */
         PyObject *args = PyTuple_Pack(2, a, b);
         PyObject *r = args ? break_call(nd_ufunc_object(uf), args, NULL,
-                                        "an operator between a traced ndarray subclass and another "
-                                        "array type: NumPy runs it") : NULL;
+                                        "an operator on an ndarray subclass instance the trace does not "
+                                        "stand in for (a global, another library's array): NumPy runs it") : NULL;
         Py_XDECREF(args);
         return r;
     }
