@@ -173,3 +173,37 @@ def test_classes_numpy_dispatches_on_are_reported_breaks(make):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     if isinstance(want[0], np.ma.MaskedArray):
         np.testing.assert_array_equal(out.result[0].mask, want[0].mask)
+
+
+def test_threads_tracing_subclass_arguments_at_once():
+    import threading
+
+    class T(np.ndarray):
+        def __array_finalize__(self, obj):
+            self.info = getattr(obj, "info", None)
+
+    def f(x):
+        y = np.sqrt(x + 1.0)
+        return y.sum(0), y.T, np.where(y > 2, y, 0)  # ops whose nested steps must stay plain
+
+    cf = numdyn.compile(f, backend="eager")
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(20):
+                x = np.arange(12.0).reshape(3, 4).view(T)
+                x.info = k
+                got, want = cf(x), f(x)
+                for g, w in zip(got, want):
+                    assert type(g) is type(w) and getattr(g, "info", None) == getattr(w, "info", None)
+                    np.testing.assert_allclose(g, w)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]

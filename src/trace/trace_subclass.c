@@ -30,7 +30,7 @@
 #include <string.h>
 
 static nd_numpy_entries inner;  /* the shim's entries */
-static int sub_depth;           /* inside an entry: nested ops are plain */
+static _Thread_local int sub_depth;  /* inside an entry: nested ops are plain */
 static PyObject *carriers;      /* subtype -> carrier class */
 static PyObject *nd_finalize;   /* ndarray.__array_finalize__ */
 
