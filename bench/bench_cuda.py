@@ -483,6 +483,36 @@ def run(quick=False, only=None):
     return out
 
 
+def tensor_chain_row(name, fn, args, nbytes):
+    """fn's operations one by one on CUDA Tensors (no wrap_numpy): deferred
+    into one device program (numdyn/_cuda_lazy.py, the default) against
+    each operation its own kernel (_cuda_lazy.enabled = False), interleaved
+    in one run; the kernels each form launched per call"""
+    from numdyn import _cuda_lazy
+    row = {"benchmark": name, "why": {}, "bytes": nbytes}
+    ts = [numdyn.tensor(a, device="cuda") for a in args]
+    want = fn(*args)
+    fns, launches = {}, {}
+    for label, on in (("numdyn (Tensor)", True), ("numdyn (device)", False)):
+        def call(on=on):
+            _cuda_lazy.enabled = on
+            r = fn(*ts)
+            numdyn.cuda.synchronize()   # runs a deferred chain
+            return r
+        check(name + " " + label, call().numpy(), want)
+        numdyn.utils.wait_compiles()
+        k0 = numdyn.utils.counters["cuda_launches"]
+        call()
+        launches[label] = numdyn.utils.counters["cuda_launches"] - k0
+        fns[label] = call
+    row.update(time_interleaved(fns))
+    _cuda_lazy.enabled = True
+    row["note"] = ("numdyn (Tensor): the chain deferred, %d kernel(s); numdyn (device): one "
+                   "kernel per operation, %d" % (launches["numdyn (Tensor)"],
+                                                  launches["numdyn (device)"]))
+    return row
+
+
 def measure(quick=False, only=None):
     """(rows, device copy bandwidth in bytes/s), or None without a GPU."""
     if not numdyn.cuda.is_available():
@@ -535,6 +565,10 @@ def measure(quick=False, only=None):
         if only and key not in only:
             continue
         rows.append(bench_row(name, fn, tfn, args, nbytes))
+        _progress(rows[-1], bw)
+    if not only or "tchain" in only:
+        rows.append(tensor_chain_row(f"Tensor ops a * b + c * 0.5 - np.abs(a) f32 ({N})", chain,
+                                     (a, b, c), 4 * N * 4))
         _progress(rows[-1], bw)
     if not only or "mlp" in only:
         rows.append(mlp_row(quick))

@@ -272,6 +272,7 @@ static int lazy_index(nd_trace *t, PyObject *proxy, npy_intp n, int axis, int mo
                                   a.ndim, a.shape);
     Py_DECREF(tmpl);
     if (out->id == ND_NONE) return -1;
+    nd_graph_node(nd_trace_graph(t), out->id)->flags |= ND_F_CHECK;
     nd_xj_fill(t, out);
     return 0;
 }

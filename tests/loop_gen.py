@@ -551,7 +551,14 @@ class _Gen:
                 if p < q and self.arrays[p] == self.arrays[q] and "T" not in (p, q)]
         if r < 42 and same and self.chance(0.3):
             p, q = self.choice(same)
-            return [f"{pad}{p}, {q} = {q}, {p}"]   # the names swap their arrays
+            if self.chance(0.6):
+                return [f"{pad}{p}, {q} = {q}, {p}"]   # the names swap their arrays
+            # a name given a new array like another, or another's array
+            # (the loop's pool of arrays; p aliasing q afterwards)
+            if self.chance(0.5):
+                p, q = q, p
+            mk = self.choice([f"{q}.copy()", f"np.copy({q})", f"np.zeros_like({q})", q])
+            return [f"{pad}{p} = {mk}"]
         if r < 44:
             return [f"{pad}{self.choice(self.locals)} {self.choice(_AUG)} {self.expr(0, True)}"]
         if r < 58:

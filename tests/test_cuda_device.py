@@ -725,9 +725,10 @@ def test_tensor_on_cuda_runs_numpy_semantics_on_the_device():
     # NumPy's semantics, computed by kernels over the device memory in place
     def f(a):
         return np.exp(a * 0.5) - a
-    f(t)   # captured (the first call of a signature reads the operands once)
+    f(t).numpy()   # captured (the first call of a signature reads the operands once)
     before, launches = _moved(), ctr("cuda_launches")
-    u = f(t)   # every later call: no copies, kernels only
+    u = f(t)   # every later call: no copies, kernels only (deferred: run by synchronize)
+    numdyn.cuda.synchronize()
     assert _moved() == before and ctr("cuda_launches") > launches
     assert u.device == t.device
     same(u.numpy(), f(x))
@@ -768,6 +769,55 @@ def test_tensor_on_cuda_runs_numpy_semantics_on_the_device():
     same(sel.numpy(), x[x < 0])
     assert sel.device == t.device
     assert "device='cuda" in repr(t)
+
+
+def test_tensor_chain_on_cuda_fuses_into_one_kernel():
+    """a chain of elementwise CUDA Tensor operations is deferred and runs as
+    one device program (one kernel) when something reads it"""
+    x, y = rand((6, 40), np.float64), rand((6, 40), np.float64)
+    t, u = numdyn.tensor(x, device="cuda"), numdyn.tensor(y, device="cuda")
+
+    def chain(a, b):
+        return (np.exp(-(a * 0.5 + 1.0)) * b - a) / 3.0
+    for _ in range(2):   # the first run compiles the chain's program, the second reuses it
+        before = ctr("cuda_launches")
+        e = chain(t, u)   # five operations, recorded
+        assert ctr("cuda_launches") == before and (e.shape, e.dtype) == ((6, 40), np.float64)
+        same(e.numpy(), chain(x, y))
+        assert ctr("cuda_launches") == before + 1
+    # NumPy's dtypes (NEP 50 scalars), shapes, errors at the operation
+    i = numdyn.tensor(np.arange(5, dtype=np.int32), device="cuda")
+    k = np.arange(5, dtype=np.int32)
+    for got, want in ((i * 2 + 1, k * 2 + 1), (i / 2, k / 2), (i * 2.5, k * 2.5), (i < 3, k < 3),
+                      (-i, -k), (np.sqrt(i), np.sqrt(k)), (i.astype(np.float32) * 2, k.astype(np.float32) * 2)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        same(got.numpy(), want)
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        t + numdyn.tensor(np.ones(3), device="cuda")
+    # a live intermediate is an output of the same program; a write runs what reads first
+    c = t * 2.0
+    d = c + u
+    t += 1.0
+    same(c.numpy(), x * 2.0)
+    same(d.numpy(), x * 2.0 + y)
+    x = x + 1.0
+    same(t.numpy(), x)
+    # a reduction of a chain, a view of a chain, warnings when the chain runs
+    same((t * u).sum(axis=0).numpy(), (x * y).sum(axis=0))
+    same((t - 1.0)[2:4].numpy(), (x - 1.0)[2:4])
+    z = numdyn.tensor(np.array([0.0, 2.0]), device="cuda")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        same((1.0 / z + 1.0).numpy(), np.array([np.inf, 1.5]))
+    assert [str(m.message) for m in w] == ["divide by zero encountered in divide"]
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        1.0 / z   # raise mode: at the operation, as NumPy
+    # memory handed to another library is read at once (it may write it later)
+    s = numdyn.tensor(x, device="cuda")
+    s.__dlpack__()
+    before = ctr("cuda_launches")
+    s * 2.0
+    assert ctr("cuda_launches") == before + 1
 
 
 class _Producer:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import numdyn
+from oracle import check
 
 
 def unused_log(x):
@@ -77,3 +78,30 @@ def test_unused_values_warn_as_numpy(fn):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(np.asarray(r1, dtype=float) if r1 is not None else 0,
                                       np.asarray(r2, dtype=float) if r2 is not None else 0)
+
+
+# ---- an exception leaving the function: NumPy had run every operation
+# before it, so pending values are computed (their warnings come first) and
+# an earlier operation's own error (an out-of-bounds index) is the one raised
+def raises_after_pending(a, idx, k):
+    a += 1
+    b = np.log(a - 2)           # divide-by-zero and invalid warnings, value unused
+    if k == 0:
+        raise KeyError("late")
+    if k == 1:
+        return np.zeros(3) + np.zeros(4)
+    if k == 2:
+        c = a[idx + 1]          # out of bounds, never used: NumPy raised here
+        return a.sum()
+    if k == 3:
+        a[1:3] = a[idx + 1]     # the gather fails before the store's shape check
+    return b
+
+
+_raises = numdyn.compile(raises_after_pending)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_exception_after_pending_work(k):
+    idx = np.array([[1, 3], [0, 2]])
+    check(raises_after_pending, np.arange(4.0), idx, k, compiled=_raises, warnings=True)

@@ -207,3 +207,18 @@ def test_threads_tracing_subclass_arguments_at_once():
     for t in ts:
         t.join()
     assert not errors, errors[0]
+
+
+def test_in_place_out_and_concrete_reads():
+    def f(x):
+        y = x * 2.0
+        y += 1.0                                       # in place: no new object, no finalize
+        x *= 3.0                                       # into the caller's object
+        z = np.add(x, 1.0, out=np.empty_like(x))       # out= is returned as given
+        x.sort(axis=1)
+        s = x.sum()
+        return y, x, z, np.asarray(x), s, float(s), x.item(0)
+
+    out, args = _compare(f, lambda: (_mk(A),))
+    assert out.result[1] is args[0]
+    assert [b.reason for b in out.break_reasons] == ["float() of an array value"]

@@ -1311,10 +1311,29 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
                     snprintf(vc->len, sizeof vc->len, "1");
                 }
                 vc->unit = pass <= 0;
+                /* the slices' addresses and the buffer as restrict locals of
+                 * the loop's own block: GCC reloaded them from the stack at
+                 * every element (the buffer store might have changed them) */
+                char saved[VSLOTS][16], wq[16];
+                line(g, "{");
+                g->ind++;
+                for (int k = 0; k < vc->n; k++) {
+                    memcpy(saved[k], vc->slot[k].p, 16);
+                    if (vc->slot[k].slice != 1) continue;
+                    char q[16];
+                    snprintf(q, sizeof q, "q%d", ++g->tmp);
+                    line(g, "const char *restrict %s = %s;", q, vc->slot[k].p);
+                    memcpy(vc->slot[k].p, q, 16);
+                }
+                snprintf(wq, sizeof wq, "q%d", ++g->tmp);
+                line(g, "%s *restrict %s = %s;", ctype[te], wq, w);
                 vloop_open(g, vc);
                 if (velem(g, vc, e->kid[0], &x) < 0) goto done;
-                line(g, "%s[%s] = %s;", w, vc->flat, x.s);
+                line(g, "%s[%s] = %s;", wq, vc->flat, x.s);
                 vloop_close(g, vc);
+                for (int k = 0; k < vc->n; k++) memcpy(vc->slot[k].p, saved[k], 16);
+                g->ind--;
+                line(g, "}");
                 vc->unit = 0;
                 memcpy(vc->len, len, sizeof len);
                 memcpy(vc->len2, len2, sizeof len2);

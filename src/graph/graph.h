@@ -122,6 +122,11 @@ typedef enum {
                                   Kernels report ND_ERR_DATAWARN; the eager
                                   backend issues the warning. */
 
+#define ND_F_CHECK     0x0400u /* EXTERN that validates its input and raises
+                                  NumPy's error (index_check: IndexError):
+                                  NumPy raised it even where the value is
+                                  never used, so flushes run it then too */
+
 typedef union {
     double f;
     int64_t i;

@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from . import _C
+from . import _cuda_lazy as _lazy
 
 CudaTensor = _C._CudaTensor
 _wrap = _C._cuda_tensor_wrap
@@ -114,8 +115,7 @@ def _rebuild(d, xs):
 def _shadow(t):
     """a host copy of CUDA Tensor t with the same byte strides (so that the
     views NumPy makes of it map to offsets in its device memory)"""
-    cai = t.__cuda_array_interface__
-    shape, strides = tuple(cai["shape"]), tuple(cai["strides"])
+    _, shape, strides, _ = _layout(t)
     h = _buffer(t).get()
     if h.strides == strides or 0 in shape:
         return h
@@ -347,11 +347,16 @@ def _on_host(kind, func, desc, leaves):
     return _host_result(_call_of(kind, func)(args, kwargs))
 
 
-def apply(kind, func, args, kwargs):
-    """func(*args, **kwargs) (kind: call, method name, attribute) on CUDA Tensors"""
+def apply(kind, func, args, kwargs, lazy=True):
+    """func(*args, **kwargs) (kind: call, method name, attribute) on CUDA Tensors
+    (an elementwise operation is deferred: _cuda_lazy.py)"""
     if kwargs and "out" in kwargs and kwargs["out"] is not None:
         raise NotImplementedError("numdyn: out= into a CUDA Tensor; assign the result instead "
                                   "(t[...] = f(x))")
+    if kind == _CALL and not kwargs and lazy:
+        r = _lazy.record(func, args)   # an elementwise operation: deferred, fused with its chain
+        if r is not None:
+            return r
     leaves = []
     try:
         desc = ("tu", (_flat(args, leaves), _flat(kwargs or {}, leaves)))
@@ -415,6 +420,16 @@ def _flat_any(obj, leaves, depth=0):
 
 
 # ------------------------------------------------------------ the slots
+def flush():
+    """run the deferred operations (tensor_cuda.c calls it before reading memory)"""
+    _lazy.flush()
+
+
+def shared(t):
+    """t's memory was handed to another library: no deferred reads of it"""
+    _lazy.shared(t)
+
+
 def _iop(name):
     op = getattr(operator, name)
 
@@ -502,9 +517,8 @@ _LAYOUT = {"itemsize", "nbytes", "strides"}
 
 def attribute(t, name):
     if name in _LAYOUT:
-        cai = t.__cuda_array_interface__
-        it = np.dtype(cai["typestr"]).itemsize
-        return {"itemsize": it, "nbytes": it * t.size, "strides": tuple(cai["strides"])}[name]
+        it = t.dtype.itemsize
+        return {"itemsize": it, "nbytes": it * t.size, "strides": _layout(t)[2]}[name]
     a = getattr(np.ndarray, name, None)
     if a is None:
         raise AttributeError(f"'numdyn.Tensor' object has no attribute '{name}'")

@@ -177,7 +177,10 @@ def set_device(i):
 
 
 def synchronize():
-    """Wait until the GPU finished numdyn's queued work."""
+    """Wait until the GPU finished numdyn's queued work (deferred CUDA Tensor
+    operations run first)."""
+    from . import _cuda_lazy
+    _cuda_lazy.flush()
     _C._cuda_synchronize()
 
 

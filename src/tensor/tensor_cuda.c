@@ -66,6 +66,39 @@ static PyObject *call_engine(const char *name, PyObject *args)
     return r;
 }
 
+/* Deferred operations (numdyn/_cuda_tensor.py, "lazy chains"): a chain of
+ * elementwise operations on CUDA Tensors is recorded, its results are
+ * Tensors over placeholder buffers (shape and dtype known, no memory), and
+ * the whole chain runs as one device program when anything reads device
+ * memory. cu_pending counts what is recorded (the engine sets it); every
+ * entry below that reads a Tensor's memory or layout calls cu_flush
+ * first, which runs everything recorded (cheap when nothing is). */
+static Py_ssize_t cu_pending;
+
+/* memory another library can now read and write (DLPack, the CUDA Array
+ * Interface): operations reading it run at once from now on (a deferred
+ * one would read what that library wrote after it) */
+static int cu_shared(PyObject *t)
+{
+    PyObject *args = PyTuple_Pack(1, t);
+    PyObject *r = call_engine("shared", args);
+    Py_XDECREF(args);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int cu_flush(void)
+{
+    if (!cu_pending) return 0;
+    PyObject *args = PyTuple_New(0);
+    PyObject *r = call_engine("flush", args);
+    Py_XDECREF(args);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* a Tensor that requires grad in obj (through tuples, lists and dicts) */
 static int any_grad(PyObject *obj, int depth)
 {
@@ -306,11 +339,13 @@ static PyObject *c_getattro(PyObject *self, PyObject *name)
 /* ------------------------------------------------------------ methods */
 static PyObject *c_numpy(PyObject *self, PyObject *unused)
 {
+    if (cu_flush() < 0) return NULL;
     return nd_cu_devbuf_get(ND_TENSOR(self)->array);
 }
 
 static PyObject *c_cpu(PyObject *self, PyObject *unused)
 {
+    if (cu_flush() < 0) return NULL;
     PyObject *h = nd_cu_devbuf_get(ND_TENSOR(self)->array);
     if (!h) return NULL;
     PyObject *t = nd_tensor_from_array(h);
@@ -322,6 +357,7 @@ static PyObject *c_self(PyObject *self, PyObject *unused) { return Py_NewRef(sel
 
 static PyObject *c_detach(PyObject *self, PyObject *unused)
 {
+    if (cu_flush() < 0) return NULL;
     PyObject *r = nd_tensor_cuda_from_buffer(ND_TENSOR(self)->array);
     if (r) ND_TENSOR(r)->readonly = ND_TENSOR(self)->readonly;
     return r;
@@ -409,6 +445,7 @@ static PyObject *c_array_function(PyObject *self, PyObject *args)
 
 static PyObject *c_format(PyObject *self, PyObject *spec)
 {
+    if (cu_flush() < 0) return NULL;
     PyObject *h = nd_cu_devbuf_get(ND_TENSOR(self)->array);
     if (!h) return NULL;
     PyObject *r = PyObject_Format(h, spec);
@@ -446,6 +483,7 @@ static PyObject *c_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist, &stream,
                                      &max_version, &dl_device, &copy))
         return NULL;
+    if (cu_flush() < 0 || cu_shared(self) < 0) return NULL;
     PyObject *buf = ND_TENSOR(self)->array;
     int versioned, copied;
     if (nd_dlpack_options(max_version, copy, &versioned, &copied) < 0) return NULL;
@@ -620,6 +658,7 @@ static PyObject *cg_size(PyObject *s, void *c)
 static PyObject *cg_device(PyObject *s, void *c) { return PyUnicode_FromFormat("cuda:%d", nd_cu_current_device()); }
 static PyObject *cg_cai(PyObject *s, void *c)
 {
+    if (cu_flush() < 0 || cu_shared(s) < 0) return NULL;
     return PyObject_GetAttrString(ND_TENSOR(s)->array, "__cuda_array_interface__");
 }
 static PyObject *cg_requires_grad(PyObject *s, void *c) { return PyBool_FromLong(ND_TENSOR(s)->requires_grad); }
@@ -726,6 +765,7 @@ static PyObject *mod_buffer(PyObject *m, PyObject *t)
         PyErr_SetString(PyExc_TypeError, "_cuda_tensor_buffer: a CUDA Tensor");
         return NULL;
     }
+    if (cu_flush() < 0) return NULL;
     return Py_NewRef(ND_TENSOR(t)->array);
 }
 static PyObject *mod_upload(PyObject *m, PyObject *a) { return nd_cu_devbuf_upload(a); }
@@ -845,6 +885,7 @@ static PyObject *mod_layout(PyObject *m, PyObject *t)
         PyErr_SetString(PyExc_TypeError, "_cuda_tensor_layout: a CUDA Tensor");
         return NULL;
     }
+    if (cu_flush() < 0) return NULL;
     const nd_cu_array *a = arr_of(t);
     PyObject *shape = PyTuple_New(a->ndim), *st = PyTuple_New(a->ndim);
     for (int k = 0; shape && st && k < a->ndim; k++) {
@@ -855,8 +896,40 @@ static PyObject *mod_layout(PyObject *m, PyObject *t)
     return Py_BuildValue("(KNNi)", (unsigned long long)a->ptr, shape, st, a->dtype);
 }
 
+/* _cuda_tensor_pending(n): how many operations the engine holds deferred */
+static PyObject *mod_pending(PyObject *m, PyObject *n)
+{
+    Py_ssize_t v = PyLong_AsSsize_t(n);
+    if (v < 0 && PyErr_Occurred()) return NULL;
+    cu_pending = v;
+    Py_RETURN_NONE;
+}
+
+/* _cuda_tensor_adopt(t, buf): deferred Tensor t takes the memory its
+ * operation produced (same shape and dtype; the layout the run gave it) */
+static PyObject *mod_adopt(PyObject *m, PyObject *args)
+{
+    PyObject *t, *buf;
+    if (!PyArg_ParseTuple(args, "OO", &t, &buf)) return NULL;
+    if (!nd_tensor_is_cuda(t) || !nd_cu_devbuf_check(buf)) {
+        PyErr_SetString(PyExc_TypeError, "_cuda_tensor_adopt(t, buf): a CUDA Tensor and a DeviceBuffer");
+        return NULL;
+    }
+    const nd_cu_array *a = arr_of(t), *b = nd_cu_devbuf_array(buf);
+    int same = a->ndim == b->ndim && a->dtype == b->dtype;
+    for (int k = 0; same && k < a->ndim; k++) same = a->shape[k] == b->shape[k];
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError, "_cuda_tensor_adopt: another shape or dtype");
+        return NULL;
+    }
+    Py_SETREF(ND_TENSOR(t)->array, Py_NewRef(buf));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef cuda_tensor_functions[] = {
     {"_cuda_tensor_layout", mod_layout, METH_O, "(pointer, shape, byte strides, dtype number)"},
+    {"_cuda_tensor_pending", mod_pending, METH_O, "how many operations are deferred"},
+    {"_cuda_tensor_adopt", mod_adopt, METH_VARARGS, "a deferred Tensor takes its result's memory"},
     {"_cuda_tensor_readonly", mod_readonly, METH_O, "memory of a read-only DLPack producer"},
     {"_cuda_tensor_before_write", mod_before_write, METH_VARARGS, "checks before an in-place write"},
     {"_cuda_tensor_apply", mod_apply, METH_VARARGS, "an operation of CUDA Tensors (taped)"},

@@ -499,10 +499,27 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
             Py_CLEAR(out);
         Py_DECREF(res);
     } else {
-        /* NumPy would have mutated the caller's arrays before raising */
+        /* NumPy ran every operation before the raise: the caller's arrays
+         * are mutated, pending values computed (their warnings shown before
+         * the exception leaves) -- and if one of them fails when it runs (an
+         * out-of-bounds gather, errstate "raise"), that earlier error is the
+         * one NumPy raised, not the later one the tracer met */
+        /* Not after a graph run failed (its error is already NumPy's first,
+         * and what it left pending would warn twice), nor for an
+         * interruption (KeyboardInterrupt, SystemExit: nothing more runs) */
+        int run_all = t->dead_floor == 0 && PyErr_ExceptionMatches(PyExc_Exception);
         ND_EXC_SAVE(exc);
-        if (nd__flush_writes(t) < 0) PyErr_WriteUnraisable(self);
-        ND_EXC_RESTORE(exc);
+        int rc = 0;
+        if (run_all) {
+            t->returning = 1;
+            rc = nd__note_dead(t);
+            if (rc == 0) rc = nd__flush_all(t);
+            if (rc == 0) rc = nd__flush_dead(t);
+            t->returning = 0;
+        }
+        if (rc == 0 && nd__flush_writes(t) < 0) PyErr_WriteUnraisable(self);
+        if (rc < 0) ND_EXC_DROP(exc);
+        else ND_EXC_RESTORE(exc);
     }
     nd__tls_trace = prev;
     nd__tls_rec = prev_rec;

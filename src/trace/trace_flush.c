@@ -1374,8 +1374,9 @@ done:
 }
 
 /* NumPy runs every operation, so one whose value is never used still
- * warns (`r = np.log(a)` then rebound). Such values -- ufuncs, casts,
- * reductions and scans nothing reads -- are computed by the return flush
+ * warns (`r = np.log(a)` then rebound) or raises (`a[idx]` out of bounds,
+ * then dropped). Such values -- ufuncs, casts, reductions and scans nothing
+ * reads, and index checks (ND_F_CHECK) -- are computed by the return flush
  * and dropped. Orphans of other kinds (externs: costly, and never a
  * floating-point warning) are left alone. */
 int nd__note_dead(nd_trace *t)
@@ -1394,22 +1395,44 @@ int nd__note_dead(nd_trace *t)
         nd_id v = t->clist[k]->version;
         if (v >= 0 && v < g->n) used[v] = 1;
     }
-    int nd = 0;
-    for (nd_id i = t->dead_floor; i < g->n; i++) {
+    /* 2: dead and worth running -- the kinds above nothing reads, and an
+     * index check whose readers are all dead, however deep (`a[1:3, idx]`
+     * dropped or failing to store: the gather is not run, its IndexError
+     * is). readers[] counts live readers; ids are topological, so one pass
+     * from the end settles them. */
+    int32_t *readers = PyMem_Calloc((size_t)g->n, sizeof(int32_t));
+    if (!readers) { PyMem_Free(used); PyErr_NoMemory(); return -1; }
+    for (nd_id i = 0; i < g->n; i++) {
         const nd_node *n = &g->nodes[i];
-        nd += !used[i] && !n->value && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST ||
-                                        n->op == ND_OP_REDUCE || n->op == ND_OP_SCAN);
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
+            if (n->in[k] >= 0 && n->in[k] < g->n) readers[n->in[k]]++;
     }
+    for (Py_ssize_t k = 0; k < t->nclist; k++) {
+        nd_id v = t->clist[k]->version;
+        if (v >= 0 && v < g->n) readers[v]++;
+    }
+    for (NdProxy *p = t->proxies; p; p = p->next) {  /* values Python still holds */
+        nd_id v = p->st->version;
+        if (v >= 0 && v < g->n) readers[v]++;
+    }
+    int nd = 0;
+    for (nd_id i = g->n - 1; i >= t->dead_floor; i--) {
+        const nd_node *n = &g->nodes[i];
+        if (readers[i] > 0 || n->value) continue;
+        if ((!used[i] && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_REDUCE ||
+                          n->op == ND_OP_SCAN)) || (n->flags & ND_F_CHECK))
+            used[i] = 2;
+        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
+            if (n->in[k] >= 0 && n->in[k] < g->n) readers[n->in[k]]--;
+    }
+    PyMem_Free(readers);
+    for (nd_id i = t->dead_floor; i < g->n; i++) nd += used[i] == 2;
     if (nd) {
         nd_id *d = PyMem_Realloc(t->dead, sizeof(nd_id) * (size_t)nd);
         if (!d) { PyMem_Free(used); PyErr_NoMemory(); return -1; }
         t->dead = d;
-        for (nd_id i = t->dead_floor; i < g->n; i++) {
-            const nd_node *n = &g->nodes[i];
-            if (!used[i] && !n->value && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST ||
-                                          n->op == ND_OP_REDUCE || n->op == ND_OP_SCAN))
-                t->dead[t->ndead++] = i;
-        }
+        for (nd_id i = t->dead_floor; i < g->n; i++)
+            if (used[i] == 2) t->dead[t->ndead++] = i;
     }
     PyMem_Free(used);
     return 0;
