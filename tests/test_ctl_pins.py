@@ -98,6 +98,8 @@ def test_sizes_written_as_constants_pin_a_dynamic_dim():
         (lambda x: x[:7] * 2, "slices it with bounds written as constants"),
         (lambda x: x[2:5] * 2, "slices it with bounds written as constants"),
         (lambda x: x[-3:] * 2, "slices it with bounds written as constants"),
+        (lambda x: x[3] * 2, "indexes it at a position written as a constant"),
+        (lambda x: x[-4, 1] * 2, "indexes it at a position written as a constant"),
     ]
     for fn, how in pinned:
         with pytest.raises(numdyn.ConstraintViolationError,
@@ -109,7 +111,8 @@ def test_sizes_written_as_constants_pin_a_dynamic_dim():
         lambda x: x.reshape(len(x) // 2, -1), lambda x: np.zeros(len(x)) + x[:, 0],
         lambda x: np.zeros(x.shape[0]) + x[:, 0], lambda x: np.ones(3) + x, lambda x: x[1:] * 2,
         lambda x: x[:-1] * 2, lambda x: x[::2] * 2, lambda x: x[:, :2] * 2,
-        lambda x: x[: len(x) - 1] * 2,
+        lambda x: x[: len(x) - 1] * 2, lambda x: x[0] + x[1] + x[-1] + x[-2], lambda x: x[:, 2],
+        lambda x: x[len(x) - 3],
     ]
     for fn in free:
         x = _marked((8, 3), 0)

@@ -379,7 +379,7 @@ int nd_trace_pins_slice(nd_trace *t, PyObject *self, PyObject *key)
     if (!caller) return 0;
     PyObject *one = NULL;
     if (!PyTuple_Check(key)) {
-        if (!PySlice_Check(key)) return 0;
+        if (!PySlice_Check(key) && !PyLong_CheckExact(key)) return 0;
         if (!(one = PyTuple_Pack(1, key))) return -1;
         key = one;
     }
@@ -388,6 +388,17 @@ int nd_trace_pins_slice(nd_trace *t, PyObject *self, PyObject *key)
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key) && i < PyArray_NDIM(a) && rc == 0; i++) {
         PyObject *sl = PyTuple_GET_ITEM(key, i);
         if (sl == Py_Ellipsis || sl == Py_None) break;  /* dims no longer line up */
+        if (PyLong_CheckExact(sl) && i < 64 && (dyn >> i & 1) && literal(sl)) {
+            /* x[3]: valid only for sizes above 3 (x[0], x[1], x[-1], x[-2]
+             * hold for every size >= 2, as DynamicDim's comparisons) */
+            long long v = PyLong_AsLongLong(sl);
+            if (v == -1 && PyErr_Occurred()) { rc = -1; break; }
+            if (v >= 2 || v < -2)
+                rc = literal_violation(t, caller, (int)i, PyArray_DIM(a, (int)i),
+                                       "the program indexes it at a position written as a "
+                                       "constant, which not every size has");
+            continue;
+        }
         if (!PySlice_Check(sl) || i >= 64 || !(dyn >> i & 1)) continue;
         PySliceObject *s = (PySliceObject *)sl;
         if (s->step != Py_None) continue;  /* x[::2]: a size of its own */
