@@ -453,9 +453,11 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         case ND_UF_ABSOLUTE: {
             /* |z|: c conj(z) / |z|, 0 at z = 0 (JAX) */
             int Lc = NODE(g, a)->dtype;
+            /* divided by 1 at 0 (then selected away): no 0/0 warning */
+            nd_id at0 = U2(ND_UF_EQUAL, y, S(0));
             nd_id q = uf(g, ND_UF_TRUE_DIVIDE, uf(g, ND_UF_CONJUGATE, a, ND_NONE, Lc),
-                         cast(g, y, Lc), Lc);
-            ga = where(g, U2(ND_UF_EQUAL, y, S(0)), sc(g, 0, Lc),
+                         cast(g, where(g, at0, S(1), y, L), Lc), Lc);
+            ga = where(g, at0, sc(g, 0, Lc),
                        uf(g, ND_UF_MULTIPLY, cast(g, c, Lc), q, Lc), Lc);
             return PyErr_Occurred() ? -1 : acc(A, a, ga);
         }
