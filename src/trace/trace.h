@@ -35,8 +35,10 @@ void nd_trace_not_replayable(nd_trace *t);
  * code a replay skips (nd_trace_warning_shown). */
 extern _Thread_local int nd_graph_run_depth;
 /* A warning is being shown (the warnings module's _showwarnmsg hook): while
- * tracing and outside a graph run, the call is not replayable, and the
- * pending work runs first so its warnings come before this one. 0 / -1. */
+ * tracing and outside a graph run, the call is not replayable. 0 / -1.
+ * (Running the pending work first, for NumPy's warning order, would also
+ * run it in the middle of the tracer's own operations that warn -- a
+ * complex store's ComplexWarning -- and is not done.) */
 int nd_trace_warning_shown(void);
 /* warnings.catch_warnings is entered or left (the Python hook calls this
  * before the filters change): pending ops run now; 0 / -1 (trace_flush.c) */

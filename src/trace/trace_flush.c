@@ -284,10 +284,7 @@ int nd_trace_warning_shown(void)
     nd_trace *t = nd_trace_current();
     if (!t || t->flushing || nd_graph_run_depth) return 0;
     nd_trace_not_replayable(t);
-    /* NumPy had given the warnings of the work traced before this one
-     * already: it runs now, so they come first (between traced operations
-     * only: one in progress is not a point the graph can run at) */
-    return nd_trace_op_depth ? 0 : nd__flush_all(t);
+    return 0;
 }
 
 /* ------------------------------------------------------------ write log
