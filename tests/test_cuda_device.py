@@ -820,6 +820,31 @@ def test_tensor_chain_on_cuda_fuses_into_one_kernel():
     assert ctr("cuda_launches") == before + 1
 
 
+def test_tensor_chain_on_cuda_that_fails_raises_at_every_read(monkeypatch):
+    """a deferred chain whose device program fails leaves Tensors without
+    memory: the read that ran it raises the error, later reads of those
+    Tensors raise RuntimeError naming it (never a read of no memory)"""
+    from numdyn import _cuda_tensor
+    t = numdyn.tensor(rand((4, 8), np.float64), device="cuda")
+    real = _cuda_tensor.apply
+
+    def failing(kind, func, args, kwargs, lazy=True):
+        if getattr(func, "__name__", "") == "_cuda_chain":
+            raise MemoryError("device full (simulated)")
+        return real(kind, func, args, kwargs, lazy)
+    monkeypatch.setattr(_cuda_tensor, "apply", failing)
+    y = t * 2.0
+    with pytest.raises(MemoryError, match="simulated"):
+        y.numpy()
+    monkeypatch.setattr(_cuda_tensor, "apply", real)
+    for read in (y.numpy, lambda: y.sum(), lambda: y + 1.0 and (y + 1.0).numpy(), lambda: repr(y)):
+        with pytest.raises(RuntimeError, match="deferred CUDA operation .* failed: MemoryError"):
+            read()
+    same((t * 3.0).numpy(), t.numpy() * 3.0)   # the others are unaffected
+    del y
+    same((t - 1.0).numpy(), t.numpy() - 1.0)
+
+
 class _Producer:
     """another library's kDLCUDA array, exchanged through DLPack only"""
 

@@ -59,12 +59,32 @@ _shared = {}       # id(Tensor) -> weakref: memory handed to another library
 stats = {"deferred": 0, "chains": 0, "chain_nodes": 0}
 
 
-def _forget(tid):
-    return lambda _ref: _of.pop(tid, None)
+def _forget(tid, of=_of):
+    # the dict bound now: at interpreter exit module globals may be None
+    return lambda _ref: of.pop(tid, None)
+
+
+_failed = {}       # id(Tensor) -> (weakref, the exception its chain raised)
 
 
 def _count():
-    _C._cuda_tensor_pending(len(_order))
+    _C._cuda_tensor_pending(len(_order) + len(_failed))
+
+
+def _unfail(i, failed=_failed):
+    failed.pop(i, None)
+    try:
+        _count()
+    except Exception:   # interpreter exit
+        pass
+
+
+def check(t):
+    """raise for a Tensor whose deferred operation failed (it has no memory)"""
+    f = _failed.get(id(t))
+    if f is not None and f[0]() is t:
+        raise RuntimeError("numdyn: the deferred CUDA operation that computes this Tensor "
+                           f"failed: {type(f[1]).__name__}: {f[1]}") from f[1]
 
 
 def shared(t):
@@ -72,7 +92,7 @@ def shared(t):
     library may write it at any time, so operations reading t run at once"""
     i = id(t)
     if i not in _shared:
-        _shared[i] = weakref.ref(t, lambda _r: _shared.pop(i, None))
+        _shared[i] = weakref.ref(t, lambda _r, d=_shared: d.pop(i, None))
 
 
 def record(func, args):
@@ -216,8 +236,18 @@ def flush():
     stats["chain_nodes"] += len(kept)
     from ._cuda_tensor import apply, _CALL
     targets = [n.ref() for n in live]
-    with np.errstate(**err):
-        res = apply(_CALL, prog, tuple(leaves), None)
+    try:
+        with np.errstate(**err):
+            res = apply(_CALL, prog, tuple(leaves), None)
+    except BaseException as exc:
+        # the Tensors have no memory: reading one raises this (never a read
+        # of a null device pointer)
+        for t in targets:
+            if t is not None:
+                i = id(t)
+                _failed[i] = (weakref.ref(t, lambda _r, i=i, u=_unfail: u(i)), exc)
+        _count()
+        raise
     for t, r in zip(targets, res):
         if t is not None:
             _C._cuda_tensor_adopt(t, _C._cuda_tensor_buffer(r))

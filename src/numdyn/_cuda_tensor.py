@@ -420,9 +420,12 @@ def _flat_any(obj, leaves, depth=0):
 
 
 # ------------------------------------------------------------ the slots
-def flush():
-    """run the deferred operations (tensor_cuda.c calls it before reading memory)"""
+def flush(t=None):
+    """run the deferred operations (tensor_cuda.c calls it before reading t's
+    memory); raises for a t whose deferred operation failed"""
     _lazy.flush()
+    if t is not None:
+        _lazy.check(t)
 
 
 def shared(t):

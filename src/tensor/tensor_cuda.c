@@ -88,10 +88,10 @@ static int cu_shared(PyObject *t)
     return 0;
 }
 
-static int cu_flush(void)
+static int cu_flush(PyObject *t)
 {
     if (!cu_pending) return 0;
-    PyObject *args = PyTuple_New(0);
+    PyObject *args = PyTuple_Pack(1, t);   /* t: raises if its own operation failed */
     PyObject *r = call_engine("flush", args);
     Py_XDECREF(args);
     if (!r) return -1;
@@ -339,13 +339,13 @@ static PyObject *c_getattro(PyObject *self, PyObject *name)
 /* ------------------------------------------------------------ methods */
 static PyObject *c_numpy(PyObject *self, PyObject *unused)
 {
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(self) < 0) return NULL;
     return nd_cu_devbuf_get(ND_TENSOR(self)->array);
 }
 
 static PyObject *c_cpu(PyObject *self, PyObject *unused)
 {
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(self) < 0) return NULL;
     PyObject *h = nd_cu_devbuf_get(ND_TENSOR(self)->array);
     if (!h) return NULL;
     PyObject *t = nd_tensor_from_array(h);
@@ -357,7 +357,7 @@ static PyObject *c_self(PyObject *self, PyObject *unused) { return Py_NewRef(sel
 
 static PyObject *c_detach(PyObject *self, PyObject *unused)
 {
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(self) < 0) return NULL;
     PyObject *r = nd_tensor_cuda_from_buffer(ND_TENSOR(self)->array);
     if (r) ND_TENSOR(r)->readonly = ND_TENSOR(self)->readonly;
     return r;
@@ -445,7 +445,7 @@ static PyObject *c_array_function(PyObject *self, PyObject *args)
 
 static PyObject *c_format(PyObject *self, PyObject *spec)
 {
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(self) < 0) return NULL;
     PyObject *h = nd_cu_devbuf_get(ND_TENSOR(self)->array);
     if (!h) return NULL;
     PyObject *r = PyObject_Format(h, spec);
@@ -483,7 +483,7 @@ static PyObject *c_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist, &stream,
                                      &max_version, &dl_device, &copy))
         return NULL;
-    if (cu_flush() < 0 || cu_shared(self) < 0) return NULL;
+    if (cu_flush(self) < 0 || cu_shared(self) < 0) return NULL;
     PyObject *buf = ND_TENSOR(self)->array;
     int versioned, copied;
     if (nd_dlpack_options(max_version, copy, &versioned, &copied) < 0) return NULL;
@@ -658,7 +658,7 @@ static PyObject *cg_size(PyObject *s, void *c)
 static PyObject *cg_device(PyObject *s, void *c) { return PyUnicode_FromFormat("cuda:%d", nd_cu_current_device()); }
 static PyObject *cg_cai(PyObject *s, void *c)
 {
-    if (cu_flush() < 0 || cu_shared(s) < 0) return NULL;
+    if (cu_flush(s) < 0 || cu_shared(s) < 0) return NULL;
     return PyObject_GetAttrString(ND_TENSOR(s)->array, "__cuda_array_interface__");
 }
 static PyObject *cg_requires_grad(PyObject *s, void *c) { return PyBool_FromLong(ND_TENSOR(s)->requires_grad); }
@@ -765,7 +765,7 @@ static PyObject *mod_buffer(PyObject *m, PyObject *t)
         PyErr_SetString(PyExc_TypeError, "_cuda_tensor_buffer: a CUDA Tensor");
         return NULL;
     }
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(t) < 0) return NULL;
     return Py_NewRef(ND_TENSOR(t)->array);
 }
 static PyObject *mod_upload(PyObject *m, PyObject *a) { return nd_cu_devbuf_upload(a); }
@@ -885,7 +885,7 @@ static PyObject *mod_layout(PyObject *m, PyObject *t)
         PyErr_SetString(PyExc_TypeError, "_cuda_tensor_layout: a CUDA Tensor");
         return NULL;
     }
-    if (cu_flush() < 0) return NULL;
+    if (cu_flush(t) < 0) return NULL;
     const nd_cu_array *a = arr_of(t);
     PyObject *shape = PyTuple_New(a->ndim), *st = PyTuple_New(a->ndim);
     for (int k = 0; shape && st && k < a->ndim; k++) {
@@ -896,7 +896,8 @@ static PyObject *mod_layout(PyObject *m, PyObject *t)
     return Py_BuildValue("(KNNi)", (unsigned long long)a->ptr, shape, st, a->dtype);
 }
 
-/* _cuda_tensor_pending(n): how many operations the engine holds deferred */
+/* _cuda_tensor_pending(n): how many operations the engine holds deferred
+ * (and Tensors whose deferred operation failed: reading one raises) */
 static PyObject *mod_pending(PyObject *m, PyObject *n)
 {
     Py_ssize_t v = PyLong_AsSsize_t(n);
