@@ -7,6 +7,8 @@ import pytest
 
 from oracle import check
 
+import numdyn
+
 
 def _layout(layout):
     a = np.arange(48.0).reshape(4, 12) * 0.5
@@ -168,3 +170,20 @@ def test_view_written_in_place_keeps_the_callers_strides():
     ref = a.copy()
     _strides_after_inplace_write(ref)
     assert np.array_equal(got_a, ref)
+
+
+def test_returned_view_of_an_argument_runs_no_kernel():
+    # `return np.transpose(A)`: the view is the answer; a replayed call ran a
+    # copy kernel over all of A and dropped its result (npbench permute)
+    def kernel(A):
+        A = np.transpose(A, (2, 1, 0))
+        return A
+    cf = numdyn.compile(kernel, options={"floor": False})
+    B = np.arange(24.0).reshape(2, 3, 4)
+    for _ in range(3):
+        numdyn.utils.wait_compiles()
+        before = dict(numdyn.utils.counters)
+        r = cf(B)
+        assert np.shares_memory(r, B) and r.base is B.base and r.shape == (4, 3, 2)
+        np.testing.assert_array_equal(r, B.T)
+        assert numdyn.utils.counters["kernel_runs"] == before["kernel_runs"]

@@ -491,6 +491,14 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         if ((t1 = nd_lty_expr(T, e->kid[1], assign, &b1)) < 0) return t1;
         if ((t0 | t1) & (LT_VEC | LT_MAT)) {
             *bits = 1;
+            /* ndarray.__pow__'s fast paths (NumPy 2): an array ** 0.5 (a
+             * Python float) is np.sqrt -- nan at -inf where pow gives inf,
+             * -0.0 at -0.0 -- and a bool array ** 2 is np.square's int8 */
+            if (e->op == LO_POW && (t0 & (LT_VEC | LT_MAT)) && e->kid[1]->kind == LK_CONST &&
+                ((e->kid[1]->aux == LT_PYFLOAT && e->kid[1]->f == 0.5 &&
+                  ((t0 & 31) == LT_F4 || (t0 & 31) == LT_F8)) ||
+                 (e->kid[1]->aux == LT_PYINT && e->kid[1]->i == 2 && (t0 & 31) == LT_B1)))
+                return why(T, e, "`** 0.5` of a float array (NumPy computes np.sqrt) or `** 2` of a bool array");
             r = nd_lty_vop(e->op, t0, t1);
             if (r == -1) return why(T, e, "an array operation NumPy refuses for these types (or whose type loops do not compute in)");
             return r;

@@ -527,6 +527,109 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
     return n;
 }
 
+/* ---- helper functions the function calls get their loops captured too.
+ *
+ * Real programs put their loops in helpers (`def transposed(A, ...)` called
+ * by the kernel), which the tracer runs as plain Python: a loop there ran
+ * in the interpreter while the same loop written in the compiled function
+ * runs as C. So every call `name(args)` whose name is, when the function is
+ * rewritten, a global bound to a Python function of the user's (not
+ * NumPy's or numdyn's) becomes `__numdyn_callee__(name)(args)`: at each
+ * call that returns the callee's own rewritten copy -- its loops captured,
+ * its calls rewritten the same way -- or the callee itself when it has
+ * nothing to capture, is not a plain function (a policy wrapper, a class,
+ * a compiled function), or its globals, defaults or closure are not the
+ * ones its copy was made with. The name is evaluated where it was, so a
+ * rebinding is seen. */
+static PyObject *callee_seen;  /* code -> True: rewritten once (plain_by_code holds its copy) */
+
+static int user_function(PyObject *f)
+{
+    if (!PyFunction_Check(f)) return 0;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+        return 0;
+    PyObject *g = PyFunction_GET_GLOBALS(f);
+    PyObject *mod = g && PyDict_Check(g) ? PyDict_GetItemString(g, "__name__") : NULL;
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    if (!m) { PyErr_Clear(); return 1; }
+    return !(strncmp(m, "numpy", 5) == 0 && (m[5] == 0 || m[5] == '.')) &&
+           !(strncmp(m, "numdyn", 6) == 0 && (m[6] == 0 || m[6] == '.'));
+}
+
+static PyObject *callee_impl(PyObject *self, PyObject *f)
+{
+    if (!user_function(f) || !capture_on()) return Py_NewRef(f);
+    PyObject *code = PyFunction_GET_CODE(f);
+    int seen = PyDict_Contains(callee_seen, code);
+    if (seen < 0) return NULL;
+    if (seen) return nd_loop_plain(f);
+    if (PyDict_SetItem(callee_seen, code, Py_True) < 0) return NULL;
+    PyObject *r = nd_loop_rewrite(f);
+    if (!r) {
+        /* the helper runs as written: a rewrite that failed is not the
+         * caller's error */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+        return Py_NewRef(f);
+    }
+    return r;
+}
+
+static PyMethodDef callee_def = {"__numdyn_callee__", callee_impl, METH_O,
+                                 "numdyn: the loop-captured copy of a helper function, or itself"};
+static PyObject *callee_fn;
+
+/* The number of calls rewritten, or -1. */
+static int rewrite_calls(rctx *c, PyObject *fdef)
+{
+    if (!callee_fn) {
+        if (!(callee_seen = PyDict_New())) return -1;
+        if (!(callee_fn = PyCFunction_New(&callee_def, NULL))) return -1;
+    }
+    PyObject *it = PyObject_CallMethod(mod_ast, "walk", "O", fdef), *node, *load = NULL;
+    int n = 0;
+    if (!it) return -1;
+    while (n >= 0 && (node = PyIter_Next(it))) {
+        if (strcmp(kind(node), "Call") == 0) {
+            PyObject *f = PyObject_GetAttrString(node, "func"), *id = NULL;
+            if (f && strcmp(kind(f), "Name") == 0 && (id = PyObject_GetAttrString(f, "id"))) {
+                int local = PySet_Contains(c->locals, id);
+                PyObject *v = local == 0 ? PyDict_GetItemWithError(c->globals, id) : NULL;
+                if (local < 0 || (!v && PyErr_Occurred())) n = -1;
+                else if (v && user_function(v)) {
+                    PyObject *wrap = NULL, *args = NULL;
+                    if (!load && !(load = PyObject_CallMethod(mod_ast, "Load", NULL))) n = -1;
+                    if (n >= 0 && !(wrap = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_callee__", load))) n = -1;
+                    if (n >= 0 && !(args = PyList_New(1))) n = -1;
+                    if (n >= 0) {
+                        PyList_SET_ITEM(args, 0, Py_NewRef(f));
+                        PyObject *kws = PyList_New(0);
+                        PyObject *call = kws ? PyObject_CallMethod(mod_ast, "Call", "OOO", wrap, args, kws) : NULL;
+                        PyObject *loc = call ? PyObject_CallMethod(mod_ast, "copy_location", "OO", call, f) : NULL;
+                        if (!loc || PyObject_SetAttrString(node, "func", call) < 0) n = -1;
+                        else n++;
+                        Py_XDECREF(loc);
+                        Py_XDECREF(call);
+                        Py_XDECREF(kws);
+                    }
+                    Py_XDECREF(wrap);
+                    Py_XDECREF(args);
+                }
+            }
+            if (!f || (!id && PyErr_Occurred())) n = -1;
+            Py_XDECREF(f);
+            Py_XDECREF(id);
+        }
+        Py_DECREF(node);
+    }
+    Py_DECREF(it);
+    Py_XDECREF(load);
+    if (n < 0 || PyErr_Occurred()) return -1;
+    if (n && PyDict_SetItemString(c->globals, "__numdyn_callee__", callee_fn) < 0) return -1;
+    return n;
+}
+
 PyObject *nd_loop_rewrite(PyObject *fn)
 {
     if (!PyFunction_Check(fn) || !capture_on()) return Py_NewRef(fn);
@@ -595,7 +698,9 @@ PyObject *nd_loop_rewrite(PyObject *fn)
     if (block(&c, body, NULL) < 0) goto fail;
     int shuffles = rewrite_shuffles(&c, fdef);
     if (shuffles < 0) goto fail;
-    if (c.captured || shuffles) {
+    int calls = rewrite_calls(&c, fdef);
+    if (calls < 0) goto fail;
+    if (c.captured || shuffles || calls) {
         if (getenv("NUMDYN_LOOP_DEBUG")) {
             PyObject *u = PyObject_CallMethod(mod_ast, "unparse", "O", fdef);
             if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();

@@ -34,9 +34,12 @@ void nd_trace_not_replayable(nd_trace *t);
  * runs again; a warning given outside one while tracing came from Python
  * code a replay skips (nd_trace_warning_shown). */
 extern _Thread_local int nd_graph_run_depth;
-/* A warning was shown (the warnings module's _showwarnmsg hook): while
- * tracing and outside a graph run, the call is not replayable. */
-void nd_trace_warning_shown(void);
+/* A warning is being shown (the warnings module's _showwarnmsg hook): while
+ * tracing and outside a graph run, the call is not replayable. 0 / -1.
+ * (Running the pending work first, for NumPy's warning order, would also
+ * run it in the middle of the tracer's own operations that warn -- a
+ * complex store's ComplexWarning -- and is not done.) */
+int nd_trace_warning_shown(void);
 /* warnings.catch_warnings is entered or left (the Python hook calls this
  * before the filters change): pending ops run now; 0 / -1 (trace_flush.c) */
 int nd_trace_warnings_boundary(void);

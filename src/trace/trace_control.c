@@ -499,7 +499,7 @@ static PyObject *mod_warnings_boundary(PyObject *m, PyObject *unused)
 
 static PyObject *mod_warning_shown(PyObject *m, PyObject *unused)
 {
-    nd_trace_warning_shown();
+    if (nd_trace_warning_shown() < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -279,10 +279,12 @@ int nd_trace_warnings_boundary(void)
     return nd__flush_all(t);
 }
 
-void nd_trace_warning_shown(void)
+int nd_trace_warning_shown(void)
 {
     nd_trace *t = nd_trace_current();
-    if (t && !t->flushing && !nd_graph_run_depth) nd_trace_not_replayable(t);
+    if (!t || t->flushing || nd_graph_run_depth) return 0;
+    nd_trace_not_replayable(t);
+    return 0;
 }
 
 /* ------------------------------------------------------------ write log
@@ -1598,7 +1600,16 @@ static int compute_set(proxy_set *ps)
         int n = 0;
         for (Py_ssize_t j = k; j < ps->n; j++) {
             NdProxy *q = ps->p[j];
-            if (q->value || !q->st || q->st->trace != t) continue;
+            if (q->value || !q->st || q->st->trace != t || ps->v[j]) continue;
+            /* a view of memory that has its value now (`return A.T` of an
+             * argument) is that view, nothing to compute -- when the call
+             * returns with no write pending anywhere (a flush landing writes
+             * would change what such a view shows; a scalar is a snapshot) */
+            if (t->returning && t->ndirty == 0 && !nd_proxy_is_scalar((PyObject *)q)) {
+                PyObject *b = nd_proxy_base_array((PyObject *)q);
+                if (b) { ps->v[j] = b; continue; }
+                if (PyErr_Occurred()) goto done;
+            }
             nd_id id = nd__proxy_read_own(q);
             if (id == ND_NONE) goto done;
             ids[n] = id;
@@ -1610,7 +1621,7 @@ static int compute_set(proxy_set *ps)
             n += t->ndead;
             t->ndead = 0;
         }
-        if (nd__flush(t, ids, n, tmp) < 0) goto done;
+        if (n && nd__flush(t, ids, n, tmp) < 0) goto done;
         for (int i = nlive; i < n; i++) Py_CLEAR(tmp[i]);
         n = nlive;
         for (int i = 0; i < n; i++) {
