@@ -22,7 +22,7 @@ from hypothesis import settings
 import fuzz_views_extra as fx
 
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
-N_CI = 260      # generated programs per backend (each + VARIANTS value variants)
+N_CI = 360      # generated programs per backend (each + VARIANTS value variants)
 VARIANTS = 1
 BATCH = 32      # programs per compiled call (see test_fuzz_programs.py)
 SEED = 20251105

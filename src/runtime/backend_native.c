@@ -184,6 +184,12 @@ static int compile_program(nd_program *p, nd_graph *g)
         nd_cg_memo m;
         int known = nd_cg_memo_lookup(g, k, &m);
         if (known < 0) goto done;
+        /* OFF: the final CI of session 16 found two kernels with one key and
+         * different texts (test_extern's norms; the check below raised) --
+         * where the named kernel is already compiled nothing checks, so a
+         * hit could run another kernel's code. Every kernel gets its text
+         * until the key is proved complete. */
+        known = 0;
         nd_kfn fn = known ? nd_kcache_get(k->hash) : NULL;
         int dup = 0;
         for (int j = 0; known && !fn && j < nnew; j++) if (todo[j]->hash == k->hash) dup = 1;

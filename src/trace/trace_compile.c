@@ -518,8 +518,17 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
             t->returning = 0;
         }
         if (rc == 0 && nd__flush_writes(t) < 0) PyErr_WriteUnraisable(self);
-        if (rc < 0) ND_EXC_DROP(exc);
-        else ND_EXC_RESTORE(exc);
+        /* only an error NumPy's own operation gives (an index out of
+         * bounds, errstate "raise") replaces the one raised; one of
+         * numdyn's lowering (a MemoryError of an int64 iota NumPy never
+         * makes) does not */
+        if (rc < 0 && (PyErr_ExceptionMatches(PyExc_IndexError) ||
+                       PyErr_ExceptionMatches(PyExc_FloatingPointError)))
+            ND_EXC_DROP(exc);
+        else {
+            if (rc < 0) PyErr_Clear();
+            ND_EXC_RESTORE(exc);
+        }
     }
     nd__tls_trace = prev;
     nd__tls_rec = prev_rec;

@@ -1605,7 +1605,8 @@ static int compute_set(proxy_set *ps)
              * argument) is that view, nothing to compute -- when the call
              * returns with no write pending anywhere (a flush landing writes
              * would change what such a view shows; a scalar is a snapshot) */
-            if (t->returning && t->ndirty == 0 && !nd_proxy_is_scalar((PyObject *)q)) {
+            if (t->returning && t->ndirty == 0 && t->backend != ND_BACKEND_CUSTOM &&
+                !nd_proxy_is_scalar((PyObject *)q)) {
                 PyObject *b = nd_proxy_base_array((PyObject *)q);
                 if (b) { ps->v[j] = b; continue; }
                 if (PyErr_Occurred()) goto done;
