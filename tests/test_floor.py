@@ -120,9 +120,12 @@ def test_explain_reports_the_choice():
     assert numdyn.explain(cf)(x, 50).floor is None  # never called with these yet
     info = calls_until_decided(cf, (x, 50))
     out = numdyn.explain(cf)(x, 50)
-    assert out.floor["path"] == info["path"] == "numpy"
+    # which path wins at 50 steps is the machine's call (a recorded call
+    # replays its element reads: the own path can win); explain says which
+    assert out.floor["path"] == info["path"] in ("numpy", "numdyn")
     text = str(out)
-    assert "Speed Floor: runs as plain NumPy" in text and "numpy.float64[3]" in text
+    what = "runs as plain NumPy" if info["path"] == "numpy" else "runs under numdyn"
+    assert what in text and "Speed Floor: " in text and "numpy.float64[3]" in text
 
 
 def test_floor_off_by_option_and_config(monkeypatch):
