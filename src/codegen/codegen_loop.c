@@ -1140,7 +1140,18 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
         return rc;
     }
     switch (e->kind) {
-    case LK_ELEM: case LK_SLICE: case LK_VAR:
+    case LK_ELEM:
+        if (nd_lty_gather(g->T, e) && (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_VEC)) {
+            /* x[idx]: idx's elements (its own slots give the length), each
+             * checked against x's axis in the element loop (slot kind 3) */
+            int sl = vnew_slot(g, vc, e);
+            if (sl < 0) return no_type(g, e);
+            need_set(g, e->var);
+            vc->slot[sl].slice = 3;
+            return vprep(g, vc, e->kid[0]);
+        }
+        return vslice(g, vc, e);
+    case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
     case LK_CALL:
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
@@ -1534,6 +1545,21 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             vmatvec_elem(g, g->vc, sl, r & ~LT_VEC, out);
             return 0;
         }
+        if (sl >= 0 && g->vc->slot[sl].slice == 3) {
+            /* a gather's element: NumPy's IndexError names the index value
+             * (negative ones as given) and x's axis 0 */
+            int t = r & ~(LT_VEC | LT_MAT), a = e->var;
+            cv iv;
+            if (expr(g, e->kid[0], &iv) < 0) return -1;
+            char ix[16];
+            snprintf(ix, sizeof ix, "i%d", ++g->tmp);
+            line(g, "int64_t %s = (int64_t)%s;", ix, iv.s);
+            line(g, "if (%s < 0) %s += a%d_n0;", ix, ix, a);
+            line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n0)) { F->err_a = %s < 0 ? %s - a%d_n0 : %s; F->err_b = 0; F->err_c = a%d_n0; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
+                 ix, a, ix, ix, a, ix, a, e->line);
+            decl(g, out, t, "*(const %s *)(a%d + %s * a%d_s0)", ctype[t], a, ix, a);
+            return 0;
+        }
         if (sl >= 0) {
             int t = r & ~(LT_VEC | LT_MAT);
             char a[200];
@@ -1886,7 +1912,9 @@ static int vstore(cg *g, const nd_ln *s)
         for (int k = 0; k < vc->n; k++) {
             if (!vc->slot[k].slice) continue;
             int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
-            if (vc->slot[k].slice == 1 && tv->nd == 2)
+            if (vc->slot[k].slice == 3)   /* a gather may raise IndexError midway: NumPy has stored nothing then */
+                line(g, "dir_ = 0;");
+            else if (vc->slot[k].slice == 1 && tv->nd == 2)
                 line(g, "dir_ &= ndl_apart22(%s, %s, %s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, %s, %s, (int64_t)sizeof(%s));",
                      vc->slot[k].p, vc->slot[k].st, vc->len, vc->slot[k].st2, vc->len2, ctype[ts & ~LT_MAT],
                      tv->slot[0].p, tv->slot[0].st, tv->len, tv->slot[0].st2, tv->len2, D);
