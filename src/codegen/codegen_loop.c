@@ -544,7 +544,8 @@ static const char *cfn(int fn)
 
 static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
 {
-    int fn = e->aux, ln = e->line, n = e->n;
+    int fn = nd_lty_fn(g->T, e), ln = e->line, n = e->n;
+    if (fn < 0) return no_type(g, e);
     cv *a = n > 0 ? &args[0] : NULL, *b = n > 1 ? &args[1] : NULL;
     int op = LO_NOPS + fn;
     const char *f = cfn(fn);
@@ -1001,8 +1002,9 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
         snprintf(ix, sizeof ix, "i%d", ++g->tmp);
         line(g, "int64_t %s = (int64_t)%s;", ix, v.s);
         line(g, "if (%s < 0) %s += a%d_n%d;", ix, ix, a, j);
+        /* chained a[i][j][lo:hi]: each level's IndexError names axis 0 */
         line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
-             ix, a, j, ix, ix, a, j, ix, j, a, j, e->line);
+             ix, a, j, ix, ix, a, j, ix, e->aux ? 0 : j, a, j, e->line);
         size_t used = strlen(off);
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
@@ -1857,6 +1859,7 @@ static int vstore(cg *g, const nd_ln *s)
     memset(&tgt, 0, sizeof tgt);
     tgt.kind = LK_SLICE;
     tgt.var = a;
+    tgt.aux = s->aux;   /* chained */
     tgt.n = (uint16_t)(s->n - 1);
     tgt.kid = s->kid + 1;
     tgt.line = s->line;

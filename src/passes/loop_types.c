@@ -467,6 +467,13 @@ static int int_bits(int t)
 
 static int is_intlike(int t) { return t == LT_PYINT || t == LT_PYBOOL || (t >= LT_I1 && t <= LT_U8); }
 
+int nd_lty_fn(const nd_ltyping *T, const nd_ln *e)
+{
+    if (e->kind != LK_CALL || e->i != LCALL_DTYPE) return e->aux;
+    int t = e->var >= 0 ? T->adt[e->var] : -1;
+    return t >= LT_B1 && t < LT_N ? LF_NP_CAST + t : -1;
+}
+
 int nd_lty_gather(const nd_ltyping *T, const nd_ln *e)
 {
     return e->kind == LK_ELEM && e->n == 1 && !e->aux && !e->i && e->var >= 0 && T->adt[e->var] >= 0 &&
@@ -650,7 +657,9 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             *bits = 1;
             return r;
         }
-        r = nd_lty_call(e->aux, e->n, ta);
+        int fn = nd_lty_fn(T, e);
+        if (fn < 0) return why(T, e, "x.dtype.type() of an array of a dtype loops do not compute in");
+        r = nd_lty_call(fn, e->n, ta);
         if (r == -1) return why(T, e, "a call NumPy or Python refuses for these types (or returns a type loops do not compute in)");
         if (r < 0) return r;
         if (r == LT_PYINT) {
