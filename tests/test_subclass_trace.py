@@ -222,3 +222,44 @@ def test_in_place_out_and_concrete_reads():
     out, args = _compare(f, lambda: (_mk(A),))
     assert out.result[1] is args[0]
     assert [b.reason for b in out.break_reasons] == ["float() of an array value"]
+
+
+class K(np.ndarray):
+    """Class code that asks type(): the finalizer about obj, a method and a
+    property about self (they run on lazy values inside the function)."""
+    __array_priority__ = 5.0
+
+    def __new__(cls, a, unit="m"):
+        o = np.asarray(a).view(cls)
+        o.unit = unit
+        return o
+
+    def __array_finalize__(self, obj):
+        LOG.append((type(obj).__name__, getattr(obj, "tag", None)))
+        self.tag = len(LOG)
+        self.unit = getattr(obj, "unit", None)
+
+    def doubled(self):
+        return type(self)(self * 2, unit=self.unit + "2")
+
+    @property
+    def kind(self):
+        return type(self).__name__
+
+
+def test_type_of_values_class_code_and_concatenate_priority():
+    def f(x, p):
+        y = x * 2.0
+        return (type(x) is K, type(y).__name__, type(x[0]) is K, type(x.sum()).__name__,
+                type(x[0, 0]).__name__, type(p.T) is A, isinstance(y, K), y.kind, x.kind, y.unit,
+                x.doubled(), type(x)(np.ones(2), unit="s"),
+                # PyArray_GetSubType: the highest priority above 0 wins, finalized with None
+                np.concatenate([x, x]), np.concatenate([p, x]), np.concatenate((p, p), axis=None),
+                np.concatenate([p, p]), np.concatenate([np.ones((1, 4)), x], dtype=np.float32))
+
+    def args():
+        x = K(np.arange(12.0).reshape(3, 4), "kg")
+        x.tag = "arg"  # not the log's length at construction
+        return x, _mk(A)
+
+    _compare(f, args)

@@ -14,12 +14,18 @@
  *     operand (reductions, copy, astype, views, indexing, *_like): the
  *     result is of the operand's class, finalized with obj = the operand;
  *   - dot: the higher-priority operand's class (ties: the first);
- *   - where / concatenate / np.copy / outer / np.array / np.asarray: plain;
+ *   - concatenate of a list/tuple: the item class of the highest priority
+ *     above 0, finalized with obj = None (PyArray_GetSubType), else plain;
+ *   - where / np.copy / outer / np.array / np.asarray: plain;
  *   - everything else runs with NumPy on the subclass object: a recorded
  *     graph break, never a guess.
  * __array_finalize__ runs at trace time, in op order, on the proxies (its
  * reads of obj are traced; its attribute writes land in the result's
  * dict), so it runs exactly as often as under NumPy and with the same obj.
+ * It, the class's methods and its property getters run as copies remapped
+ * like the compiled function (trace_remap.c), so `type(obj)` / `type(self)`
+ * in them name the class NumPy's value has, as `type(x)` does in the
+ * function.
  * Materializing a tagged value builds the instance without calling it
  * again (through a carrier class whose __array_finalize__ is ndarray's,
  * then __class__ assignment) and hands it the proxy's dict.
@@ -169,70 +175,79 @@ static NdProxy *result_object(PyObject *r)
     return v;
 }
 
-/* tag result proxy r (new ref returned: r or its fresh twin) as winner's
- * class and run __array_finalize__(r, winner) as ndarray.__array_wrap__ /
+/* fn as the compiled function's own code runs (trace_remap.c: `type(obj)`
+ * answers the class NumPy's value would have, `np` is the shim): the
+ * class's __array_finalize__, methods and property getters run on lazy
+ * values. A copy per function, rebuilt when what it was made from changes.
+ * New ref. */
+static PyObject *as_compiled(PyObject *fn)
+{
+    static PyObject *copies;  /* function -> (copy, guards) */
+    if (!PyFunction_Check(fn)) return Py_NewRef(fn);
+    if (!copies && !(copies = PyDict_New())) return NULL;
+    PyObject *e = PyDict_GetItemWithError(copies, fn);
+    if (!e && PyErr_Occurred()) return NULL;
+    if (e) {
+        int ok = nd__remap_valid(PyTuple_GET_ITEM(e, 1));
+        if (ok < 0) return NULL;
+        if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    }
+    PyObject *guards = NULL, *c = nd__remap(fn, &guards);
+    if (!c) return NULL;
+    if (guards) {  /* none while the shim is not ready: not kept */
+        e = PyTuple_Pack(2, c, guards);
+        Py_DECREF(guards);
+        if (!e || PyDict_SetItem(copies, fn, e) < 0) { Py_XDECREF(e); Py_DECREF(c); return NULL; }
+        Py_DECREF(e);
+    }
+    return c;
+}
+
+/* tp.__array_finalize__(self, obj), as NumPy calls it for a new instance */
+static int finalize(PyTypeObject *tp, PyObject *self, PyObject *obj)
+{
+    PyObject *fin = own_lookup(tp, "__array_finalize__");
+    if (!fin || fin == Py_None) return 0;
+    PyObject *f = as_compiled(fin);
+    PyObject *res = f ? PyObject_CallFunctionObjArgs(f, self, obj, NULL) : NULL;
+    Py_XDECREF(f);
+    if (!res) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* tag result proxy r (new ref returned: r or its fresh twin) as class tp
+ * and run __array_finalize__(r, obj) as ndarray.__array_wrap__ /
  * PyArray_NewFromDescr would */
-static PyObject *tag(PyObject *r, NdProxy *winner)
+static PyObject *tag(PyObject *r, PyTypeObject *tp, PyObject *obj)
 {
     NdProxy *q = result_object(r);
     if (!q) return NULL;
-    Py_XSETREF(q->subtype, (PyTypeObject *)Py_NewRef((PyObject *)winner->subtype));
+    Py_XSETREF(q->subtype, (PyTypeObject *)Py_NewRef((PyObject *)tp));
     Py_XSETREF(q->sdict, PyDict_New());
     q->is_scalar = 0;  /* a 0-d subclass array, not a NumPy scalar */
-    if (!q->sdict) { Py_DECREF(q); return NULL; }
-    PyObject *fin = own_lookup(q->subtype, "__array_finalize__");
-    if (fin && fin != Py_None) {
-        PyObject *res = PyObject_CallFunctionObjArgs(fin, (PyObject *)q, (PyObject *)winner, NULL);
-        if (!res) { Py_DECREF(q); return NULL; }
-        Py_DECREF(res);
-    }
+    if (!q->sdict || finalize(tp, (PyObject *)q, obj) < 0) { Py_DECREF(q); return NULL; }
     return (PyObject *)q;
 }
 
-static PyObject *carrier_of(PyTypeObject *tp);
+static PyObject *carrier_view(PyTypeObject *tp, PyObject *arr);
 
 /* an exact ndarray the traced op gave (it ran with NumPy inside, a
  * recorded break): the subclass instance NumPy's wrap makes of it */
-static PyObject *tag_real(PyObject *arr, NdProxy *winner)
+static PyObject *tag_real(PyObject *arr, PyTypeObject *tp, PyObject *obj)
 {
-    PyObject *carrier = carrier_of(winner->subtype);
-    if (!carrier) return NULL;
-    PyArrayObject *a = (PyArrayObject *)arr;
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    Py_INCREF(descr);
-    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
-                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
-                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
-    if (!o || PyArray_SetBaseObject((PyArrayObject *)o, Py_NewRef(arr)) < 0) {
-        Py_XDECREF(o);
-        return NULL;
-    }
-    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
-    if (PyObject_SetAttrString(o, "__class__", (PyObject *)winner->subtype) < 0) {
-        Py_DECREF(o);
-        return NULL;
-    }
-    PyObject *fin = own_lookup(winner->subtype, "__array_finalize__");
-    if (fin && fin != Py_None) {
-        PyObject *res = PyObject_CallFunctionObjArgs(fin, o, (PyObject *)winner, NULL);
-        if (!res) { Py_DECREF(o); return NULL; }
-        Py_DECREF(res);
-    }
+    PyObject *o = carrier_view(tp, Py_NewRef(arr));
+    if (o && finalize(tp, o, obj) < 0) Py_CLEAR(o);
     return o;
 }
 
-/* tag every array result (a tuple's items too); scalars and other
- * objects stay what they are */
-static PyObject *tag_results(PyObject *r, NdProxy *winner)
+/* tag every array result (a tuple's items too) as class tp, finalized
+ * with obj; scalars and other objects stay what they are */
+static PyObject *tag_results_as(PyObject *r, PyTypeObject *tp, PyObject *obj)
 {
-    if (!r || !winner) return r;
-    if (PyArray_CheckExact(r)) {
-        PyObject *t = tag_real(r, winner);
-        Py_DECREF(r);
-        return t;
-    }
-    if (nd_proxy_check(r)) {
-        PyObject *t = tag(r, winner);
+    if (!r) return r;
+    if (PyArray_CheckExact(r) || nd_proxy_check(r)) {
+        PyObject *t = nd_proxy_check(r) ? tag(r, tp, obj) : tag_real(r, tp, obj);
         Py_DECREF(r);
         return t;
     }
@@ -242,8 +257,8 @@ static PyObject *tag_results(PyObject *r, NdProxy *winner)
         if (!out) { Py_DECREF(r); return NULL; }
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = PyTuple_GET_ITEM(r, i);
-            PyObject *t = nd_proxy_check(it) ? tag(it, winner)
-                          : PyArray_CheckExact(it) ? tag_real(it, winner) : Py_NewRef(it);
+            PyObject *t = nd_proxy_check(it) ? tag(it, tp, obj)
+                          : PyArray_CheckExact(it) ? tag_real(it, tp, obj) : Py_NewRef(it);
             if (!t) { Py_DECREF(out); Py_DECREF(r); return NULL; }
             PyTuple_SET_ITEM(out, i, t);
         }
@@ -251,6 +266,12 @@ static PyObject *tag_results(PyObject *r, NdProxy *winner)
         return out;
     }
     return r;
+}
+
+/* the common case: winner's class, finalized with obj = winner */
+static PyObject *tag_results(PyObject *r, NdProxy *winner)
+{
+    return winner ? tag_results_as(r, winner->subtype, (PyObject *)winner) : r;
 }
 
 /* a plain result: a tagged proxy returned as is (np.asarray(x)) becomes a
@@ -330,7 +351,7 @@ static const char *class_name(PyObject *const *in, Py_ssize_t n)
 
 /* ---------------------------------------------------- the op families */
 
-enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER };
+enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER, R_CONCAT };
 
 static int in_list(const char *name, const char *const *list)
 {
@@ -352,13 +373,13 @@ static int fn_rule(const char *name, PyObject *args, PyObject *kwargs)
         "sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "clip", "round",
         "around", "transpose", "ravel", "squeeze", "swapaxes", "expand_dims", "sort", "flip",
         "zeros_like", "ones_like", "empty_like", NULL};
-    static const char *const plain[] = {"where", "concatenate", "copy", "outer", "array", "asarray",
-                                        NULL};
+    static const char *const plain[] = {"where", "copy", "outer", "array", "asarray", NULL};
     if (kwargs && (PyDict_GetItemString(kwargs, "out") || PyDict_GetItemString(kwargs, "subok")))
         return R_BREAK;
     if (in_list(name, plain)) return R_PLAIN;
     if (!strcmp(name, "dot")) return R_DOT;
     if (!strcmp(name, "reshape")) return R_RESHAPE;
+    if (!strcmp(name, "concatenate")) return R_CONCAT;
     PyObject *a = args && PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
     if ((!strcmp(name, "cumsum") || !strcmp(name, "cumprod")) && a && nd_proxy_check(a))
         return (axis_given(args, 1, kwargs) || ((NdProxy *)a)->ndim <= 1) ? R_WRAP1 : R_BREAK;
@@ -402,9 +423,9 @@ static PyObject *reshape_result(PyObject *r, NdProxy *self)
 {
     if (!r || !nd_proxy_check(r)) return r;
     if (((NdProxy *)r)->st == self->st) return tag_results(r, self);
-    PyObject *mid = tag(r, self);  /* the C-order copy NumPy makes first */
+    PyObject *mid = tag(r, self->subtype, (PyObject *)self);  /* the C-order copy NumPy makes first */
     if (!mid) { Py_DECREF(r); return NULL; }
-    PyObject *out = tag(r, (NdProxy *)mid);
+    PyObject *out = tag(r, self->subtype, mid);
     Py_DECREF(mid);
     Py_DECREF(r);
     return out;
@@ -421,6 +442,31 @@ static NdProxy *dot_winner(PyObject *a, PyObject *b, int *foreign)
     if (nd_proxy_check(b) && ((NdProxy *)b)->subtype) pb = priority_of((B = (NdProxy *)b)->subtype);
     else if (b && PyArray_Check(b) && !PyArray_CheckExact(b)) *foreign = 1;
     return pb > pa ? B : A;
+}
+
+/* concatenate: PyArray_GetSubType's class (the highest __array_priority__
+ * above ndarray's 0 among the items, the first of equals), for a list or
+ * tuple of items; NULL for a plain result; *brk = 1 for what NumPy would
+ * iterate (an array as the sequence) or an item numdyn does not stand in
+ * for (a real subclass instance) */
+static NdProxy *concat_winner(PyObject *seq, int *brk)
+{
+    NdProxy *w = NULL;
+    double prio = 0;
+    *brk = !seq || !(PyList_CheckExact(seq) || PyTuple_CheckExact(seq));
+    if (*brk) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_ITEMS(seq)[i];
+        if (nd_proxy_sub(o)) {
+            double p = priority_of(((NdProxy *)o)->subtype);
+            if (p > prio) { prio = p; w = (NdProxy *)o; }
+        } else if (PyArray_Check(o) && !PyArray_CheckExact(o)) {
+            *brk = 1;
+            return NULL;
+        }
+    }
+    return w;
 }
 
 /* ---------------------------------------------------------- the entries */
@@ -447,6 +493,11 @@ PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args
         w = n == 2 ? dot_winner(in[0], in[1], &foreign) : NULL;
         if (n != 2 || foreign || (kwargs && PyDict_GET_SIZE(kwargs))) rule = R_BREAK;
     }
+    if (rule == R_CONCAT) {
+        int brk;
+        w = concat_winner(n ? in[0] : NULL, &brk);
+        if (brk) rule = R_BREAK;
+    }
     if (rule == R_BREAK) {
         char why[300];
         snprintf(why, sizeof why, "numpy.%s of a %s (its result type and __array_finalize__ calls "
@@ -459,6 +510,8 @@ PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args
     case R_WRAP1: return tag_results(r, first);
     case R_RESHAPE: return reshape_result(r, first);
     case R_DOT: return w ? tag_results(r, w) : plain_result(r);
+    case R_CONCAT:  /* a new array: __array_finalize__(result, None) */
+        return w ? tag_results_as(r, w->subtype, Py_None) : plain_result(r);
     }
     return r;
 }
@@ -657,9 +710,25 @@ PyObject *nd__sub_getattr(NdProxy *p, PyObject *name)
     const char *s = PyUnicode_AsUTF8(name);
     if (!s) return NULL;
     PyObject *a = own_lookup(p->subtype, s);
-    if (a) {
-        descrgetfunc get = Py_TYPE(a)->tp_descr_get;
-        return get ? get(a, (PyObject *)p, (PyObject *)p->subtype) : Py_NewRef(a);
+    if (a && Py_IS_TYPE(a, &PyProperty_Type)) {  /* its getter runs as compiled code */
+        PyObject *fget = PyObject_GetAttrString(a, "fget");
+        if (!fget) return NULL;
+        PyObject *f = fget != Py_None ? as_compiled(fget) : NULL;
+        Py_DECREF(fget);
+        if (f) {
+            PyObject *r = PyObject_CallOneArg(f, (PyObject *)p);
+            Py_DECREF(f);
+            return r;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (a) {  /* a method: bound from its compiled-code copy */
+        PyObject *f = as_compiled(a);
+        if (!f) return NULL;
+        descrgetfunc get = Py_TYPE(f)->tp_descr_get;
+        PyObject *r = get ? get(f, (PyObject *)p, (PyObject *)p->subtype) : Py_NewRef(f);
+        Py_DECREF(f);
+        return r;
     }
     PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%U'",
                  p->subtype->tp_name, name);
@@ -705,6 +774,25 @@ static PyObject *carrier_of(PyTypeObject *tp)
     return rc < 0 ? NULL : c;
 }
 
+/* a view of real array arr (a reference stolen) as an instance of tp, made
+ * through tp's carrier so that NumPy calls no __array_finalize__ */
+static PyObject *carrier_view(PyTypeObject *tp, PyObject *arr)
+{
+    PyObject *carrier = carrier_of(tp);
+    if (!carrier) { Py_DECREF(arr); return NULL; }
+    PyArrayObject *a = (PyArrayObject *)arr;
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    Py_INCREF(descr);
+    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
+                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
+                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
+    if (!o) { Py_DECREF(arr); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)o, arr) < 0) { Py_DECREF(o); return NULL; }
+    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
+    if (PyObject_SetAttrString(o, "__class__", (PyObject *)tp) < 0) { Py_DECREF(o); return NULL; }
+    return o;
+}
+
 static int same_view(PyArrayObject *a, PyArrayObject *b)
 {
     if (PyArray_DATA(a) != PyArray_DATA(b) || PyArray_NDIM(a) != PyArray_NDIM(b) ||
@@ -737,24 +825,7 @@ PyObject *nd__sub_wrap(NdProxy *p, PyObject *v)
         if (!val || PyDict_SetItem(p->sdict, k, val) < 0) { Py_XDECREF(val); Py_DECREF(v); return NULL; }
         Py_DECREF(val);
     }
-    PyObject *carrier = carrier_of(p->subtype);
-    if (!carrier) { Py_DECREF(v); return NULL; }
-    PyArrayObject *a = (PyArrayObject *)v;
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    Py_INCREF(descr);
-    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
-                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
-                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
-    if (!o || PyArray_SetBaseObject((PyArrayObject *)o, v) < 0) {  /* steals v */
-        if (!o) Py_DECREF(v);
-        Py_XDECREF(o);
-        return NULL;
-    }
-    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
-    if (PyObject_SetAttrString(o, "__class__", (PyObject *)p->subtype) < 0 ||
-        PyObject_SetAttrString(o, "__dict__", p->sdict) < 0) {
-        Py_DECREF(o);
-        return NULL;
-    }
+    PyObject *o = carrier_view(p->subtype, v);
+    if (o && PyObject_SetAttrString(o, "__dict__", p->sdict) < 0) Py_CLEAR(o);
     return o;
 }
