@@ -17,6 +17,11 @@
  *   - concatenate of a list/tuple: the item class of the highest priority
  *     above 0, finalized with obj = None (PyArray_GetSubType), else plain;
  *   - where / np.copy / outer / np.array / np.asarray: plain;
+ *   - a few whose path depends on an argument (arg_rule: mean's dtype,
+ *     round's decimals, squeeze with nothing to remove) and dot of 1-d
+ *     operands (a NumPy scalar);
+ *   - an assignment through a view of the class (x[0] = v) finalizes
+ *     that view, as NumPy's get_view_from_index does;
  *   - everything else runs with NumPy on the subclass object: a recorded
  *     graph break, never a guess.
  * __array_finalize__ runs at trace time, in op order, on the proxies (its
@@ -351,7 +356,7 @@ static const char *class_name(PyObject *const *in, Py_ssize_t n)
 
 /* ---------------------------------------------------- the op families */
 
-enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER, R_CONCAT };
+enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER, R_CONCAT, R_SELF };
 
 static int in_list(const char *name, const char *const *list)
 {
@@ -359,12 +364,47 @@ static int in_list(const char *name, const char *const *list)
     return 0;
 }
 
+/* argument `name` (positional at `at`), NULL when absent or None (borrowed) */
+static PyObject *arg_of(PyObject *args, Py_ssize_t at, PyObject *kwargs, const char *name)
+{
+    PyObject *v = args && PyTuple_GET_SIZE(args) > at ? PyTuple_GET_ITEM(args, at) : NULL;
+    if (!v && kwargs) v = PyDict_GetItemString(kwargs, name);
+    return v == Py_None ? NULL : v;
+}
+
 /* cumsum/cumprod without axis flatten first (a second finalize) */
 static int axis_given(PyObject *args, Py_ssize_t at, PyObject *kwargs)
 {
-    PyObject *ax = args && PyTuple_GET_SIZE(args) > at ? PyTuple_GET_ITEM(args, at) : NULL;
-    if (!ax && kwargs) ax = PyDict_GetItemString(kwargs, "axis");
-    return ax && ax != Py_None;
+    return arg_of(args, at, kwargs, "axis") != NULL;
+}
+
+/* the ops whose NumPy path depends on an argument (`at`: where the
+ * operand's arguments start); -1 for the others:
+ *   - mean with a dtype: NumPy's _mean casts the sum again, a second
+ *     finalize -- a break;
+ *   - round with decimals != 0: of a float array a plain array NumPy fills
+ *     with out= ufuncs (no finalize), of another dtype a break;
+ *   - squeeze with no dim to remove: the operand itself. */
+static int arg_rule(const char *name, NdProxy *p, PyObject *args, Py_ssize_t at, PyObject *kwargs)
+{
+    if (!strcmp(name, "mean")) return arg_of(args, at + 1, kwargs, "dtype") ? R_BREAK : R_WRAP1;
+    if (!strcmp(name, "round") || !strcmp(name, "around")) {
+        PyObject *d = arg_of(args, at, kwargs, "decimals");
+        if (!d) return R_WRAP1;
+        if (!PyLong_CheckExact(d)) return R_BREAK;
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(d, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return R_BREAK; }
+        if (v == 0 && !overflow) return R_WRAP1;
+        return p->dtype == NPY_FLOAT || p->dtype == NPY_DOUBLE || p->dtype == NPY_LONGDOUBLE ? R_PLAIN
+                                                                                           : R_BREAK;
+    }
+    if (!strcmp(name, "squeeze") && !arg_of(args, at, kwargs, "axis")) {
+        for (int d = 0; d < p->ndim; d++)
+            if (p->shape[d] == 1) return R_WRAP1;
+        return R_SELF;
+    }
+    return -1;
 }
 
 static int fn_rule(const char *name, PyObject *args, PyObject *kwargs)
@@ -381,6 +421,8 @@ static int fn_rule(const char *name, PyObject *args, PyObject *kwargs)
     if (!strcmp(name, "reshape")) return R_RESHAPE;
     if (!strcmp(name, "concatenate")) return R_CONCAT;
     PyObject *a = args && PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    int r = a && nd_proxy_sub(a) ? arg_rule(name, (NdProxy *)a, args, 1, kwargs) : -1;
+    if (r >= 0) return r;
     if ((!strcmp(name, "cumsum") || !strcmp(name, "cumprod")) && a && nd_proxy_check(a))
         return (axis_given(args, 1, kwargs) || ((NdProxy *)a)->ndim <= 1) ? R_WRAP1 : R_BREAK;
     if (in_list(name, wrap1)) return R_WRAP1;
@@ -413,6 +455,8 @@ static int meth_rule(const char *name, NdProxy *self, PyObject *args, PyObject *
                                                                                        : R_WRAP1;
     if (!strcmp(name, "cumsum") || !strcmp(name, "cumprod"))
         return axis_given(args, 0, kwargs) || self->ndim <= 1 ? R_WRAP1 : R_BREAK;
+    int r = arg_rule(name, self, args, 0, kwargs);
+    if (r >= 0) return r;
     if (in_list(name, wrap1)) return R_WRAP1;
     return R_BREAK;
 }
@@ -429,6 +473,21 @@ static PyObject *reshape_result(PyObject *r, NdProxy *self)
     Py_DECREF(mid);
     Py_DECREF(r);
     return out;
+}
+
+/* dot's result: PyArray_MatrixProduct2 makes it of winner's class, then
+ * PyArray_Return turns a 0-d one (1-d . 1-d) into a NumPy scalar */
+static PyObject *dot_result(PyObject *r, NdProxy *winner)
+{
+    if (!winner) return plain_result(r);
+    r = tag_results(r, winner);
+    if (r && nd_proxy_check(r) && ((NdProxy *)r)->ndim == 0) {
+        NdProxy *q = (NdProxy *)r;
+        Py_CLEAR(q->subtype);
+        Py_CLEAR(q->sdict);
+        q->is_scalar = 1;
+    }
+    return r;
 }
 
 /* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a) */
@@ -504,12 +563,13 @@ PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args
                  "are not checked): NumPy runs it on the subclass object", name, class_name(in, n));
         return break_call(numpy_func, args, kwargs, why);
     }
+    if (rule == R_SELF) return Py_NewRef(in[0]);
     PyObject *r = run_inner_fn(innerf, ctx);
     switch (rule) {
     case R_PLAIN: return plain_result(r);
     case R_WRAP1: return tag_results(r, first);
     case R_RESHAPE: return reshape_result(r, first);
-    case R_DOT: return w ? tag_results(r, w) : plain_result(r);
+    case R_DOT: return dot_result(r, w);
     case R_CONCAT:  /* a new array: __array_finalize__(result, None) */
         return w ? tag_results_as(r, w->subtype, Py_None) : plain_result(r);
     }
@@ -556,11 +616,13 @@ static PyObject *e_method(const char *name, PyObject *self, PyObject *args, PyOb
         Py_DECREF(m);
         return r;
     }
+    if (rule == R_SELF) return Py_NewRef(self);
     PyObject *r = run_inner_fn(meth_inner, &c);
     switch (rule) {
+    case R_PLAIN: return plain_result(r);
     case R_WRAP1: return tag_results(r, p);
     case R_RESHAPE: return reshape_result(r, p);
-    case R_DOT: return w ? tag_results(r, w) : plain_result(r);
+    case R_DOT: return dot_result(r, w);
     }
     return r;
 }
@@ -686,6 +748,59 @@ static PyObject *e_getitem(PyObject *self, PyObject *key)
     return tag_results(r, (NdProxy *)self);
 }
 
+/* whether NumPy's assignment a[key] = v goes through a view of a's class
+ * (mapping.c get_view_from_index, finalized with obj = a): an index of
+ * slices, None, an Ellipsis beside an integer, or fewer integers than
+ * dims -- not a full integer index, a lone Ellipsis or (), a fancy or
+ * boolean index, or one NumPy rejects before making the view */
+static int assign_makes_view(PyObject *key, int ndim)
+{
+    PyObject *const *it = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(key)) {
+        it = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    int ints = 0, used = 0, other = 0, ellipses = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = it[i];
+        if (o == Py_Ellipsis) { ellipses++; continue; }
+        if (o == Py_None) { other = 1; continue; }
+        if (PySlice_Check(o)) { other = 1; used++; continue; }
+        if (PyBool_Check(o)) return 0;
+        int integer = PyLong_Check(o) || PyArray_IsScalar(o, Integer) ||
+                      (PyArray_Check(o) && PyArray_NDIM((PyArrayObject *)o) == 0 &&
+                       PyArray_ISINTEGER((PyArrayObject *)o)) ||
+                      (nd_proxy_check(o) && nd_proxy_ndim(o) == 0 &&
+                       PyTypeNum_ISINTEGER(nd_proxy_dtype(o)));
+        if (!integer) return 0;  /* fancy, boolean, or an error */
+        ints++;
+        used++;
+    }
+    if (used > ndim || ellipses > 1) return 0;
+    if (!other && ints == 0) return 0;  /* `...` or `()`: the whole array, no view */
+    return other || ellipses || ints < ndim;
+}
+
+static int e_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!sub_depth && nd_proxy_sub(self) && assign_makes_view(key, ((NdProxy *)self)->ndim)) {
+        sub_depth++;
+        PyObject *v = inner.getitem(self, key);
+        sub_depth--;
+        if (!v) return -1;
+        PyObject *t = nd_proxy_check(v) ? tag(v, ((NdProxy *)self)->subtype, self) : NULL;
+        int bad = nd_proxy_check(v) && !t;
+        Py_DECREF(v);
+        Py_XDECREF(t);
+        if (bad) return -1;
+    }
+    sub_depth++;
+    int rc = inner.setitem(self, key, value);
+    sub_depth--;
+    return rc;
+}
+
 void nd__sub_install(nd_numpy_entries *np)
 {
     inner = *np;
@@ -695,6 +810,7 @@ void nd__sub_install(nd_numpy_entries *np)
     np->array_ufunc = e_array_ufunc;
     np->method = e_method;
     np->getitem = e_getitem;
+    np->setitem = e_setitem;
 }
 
 /* --------------------------------------------------- attributes, values */
