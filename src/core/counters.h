@@ -69,6 +69,8 @@ typedef enum {
                                still read (trace_flush.c): what is live, not the capture's length */
     ND_CTR_KERNEL_TEXTS,    /* kernels whose C text was made (backend_native.c): a kernel whose
                                structure was seen is named without it (codegen_memo.c) */
+    ND_CTR_CHUNK_FLUSHES,   /* flushes of a long run of lazy statements, made to keep the
+                               graph bounded (trace_flush.c nd__flush_chunk) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

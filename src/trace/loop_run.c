@@ -350,8 +350,58 @@ static PyObject *pool_array(nd_lframe *F, PyObject **pobj, int k)
     return r;
 }
 
+/* The tracer's view of lazy array `orig` (materialized as real array `b`)
+ * at data/n/bstride (bytes) inside b: what NumPy's x[i:j] gives in the
+ * function, so its .base is x (or x's base) and later writes through
+ * either name reach the other. The byte offset and stride are read back as
+ * index steps over b's axes (largest stride first) and checked; NULL with
+ * no exception when that fails: the caller makes a real view. */
+static PyObject *lazy_view_at(PyObject *orig, PyArrayObject *b, const char *data, npy_intp n, npy_intp bstride)
+{
+    int nd = PyArray_NDIM(b);
+    if (!nd_proxy_check(orig) || nd > NDL_MAXDIMS) return NULL;
+    const npy_intp *sh = PyArray_DIMS(b), *st = PyArray_STRIDES(b);
+    int ord[NDL_MAXDIMS];
+    for (int d = 0; d < nd; d++) ord[d] = d;
+    for (int d = 1; d < nd; d++)   /* by |stride|, largest first */
+        for (int e = d; e > 0 && llabs((long long)st[ord[e]]) > llabs((long long)st[ord[e - 1]]); e--) {
+            int t = ord[e]; ord[e] = ord[e - 1]; ord[e - 1] = t;
+        }
+    /* the first element's index: axes with negative strides counted from
+     * their far end, so every step is a non-negative multiple */
+    npy_intp idx[NDL_MAXDIMS], step[NDL_MAXDIMS];
+    npy_intp rem = (npy_intp)(data - PyArray_BYTES(b));
+    for (int d = 0; d < nd; d++)
+        if (st[d] < 0 && sh[d] > 0) rem -= (sh[d] - 1) * st[d];
+    npy_intp srem = bstride;
+    for (int k = 0; k < nd; k++) {
+        int d = ord[k];
+        npy_intp a = st[d] < 0 ? -st[d] : st[d];
+        if (sh[d] <= 1 || a == 0) { idx[d] = 0; step[d] = 0; continue; }
+        npy_intp i = rem >= 0 ? rem / a : -1;
+        if (i >= sh[d]) i = sh[d] - 1;
+        if (i < 0) return NULL;
+        rem -= i * a;
+        idx[d] = st[d] < 0 ? sh[d] - 1 - i : i;
+        step[d] = srem / st[d];
+        srem -= step[d] * st[d];
+    }
+    if (rem != 0 || (n > 1 && srem != 0)) return NULL;
+    npy_intp off = 0, fst = 0, c = 1;
+    for (int d = nd - 1; d >= 0; d--) {   /* over x's C-order flat index */
+        npy_intp last = idx[d] + step[d] * (n > 0 ? n - 1 : 0);
+        if (last < 0 || last >= sh[d]) return NULL;
+        off += idx[d] * c;
+        fst += step[d] * c;
+        c *= sh[d];
+    }
+    if (n <= 1) fst = 1;
+    return nd_proxy_view(orig, 1, &n, off, &fst);
+}
+
 /* the ndarray an array local holds at the loop's end: its entry object when
- * it still views it whole, else a view of the array it was taken from */
+ * it still views it whole, else a view of the array it was taken from (the
+ * tracer's view when that array is a lazy one) */
 static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt, nd_lframe *F,
                                    PyObject **pobj, PyObject *origs)
 {
@@ -387,9 +437,14 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         return Py_NewRef(o && o != Py_None ? o : base);
     }
     PyArrayObject *b = (PyArrayObject *)base;
+    PyObject *o = origs ? PyTuple_GET_ITEM(origs, a->src) : NULL;
     if (a->src == v && a->data == PyArray_BYTES(b) && PyArray_NDIM(b) == 1 &&
         a->shape[0] == PyArray_DIM(b, 0) && a->strides[0] == PyArray_STRIDE(b, 0))
-        return Py_NewRef(base);
+        return Py_NewRef(o && o != Py_None ? o : base);
+    if (o && o != Py_None) {
+        PyObject *lv = lazy_view_at(o, b, a->data, (npy_intp)a->shape[0], (npy_intp)a->strides[0]);
+        if (lv || PyErr_Occurred()) return lv;
+    }
     PyArray_Descr *d = PyArray_DESCR(b);
     Py_INCREF(d);
     npy_intp n = (npy_intp)a->shape[0], st = (npy_intp)a->strides[0];

@@ -95,6 +95,10 @@ struct nd_trace {
     void *pins;               /* owned, or NULL: the dims marked dynamic a
                                  flush checks the graph does not pin
                                  (trace_pins.c) */
+    nd_id chunk_base;         /* g->n when the last flush ended: what is
+                                 pending since (nd__flush_chunk) */
+    nd_id chunk_next;         /* g->n at which nd__flush_chunk looks again */
+    uint8_t chunking;         /* a chunk flush is running */
 };
 
 struct nd_storage {
@@ -321,6 +325,10 @@ PyObject *nd__arg_pairs(PyObject *const *args, PyObject *const *wrapped, Py_ssiz
 int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
+/* Between operations: when ND_CHUNK_NODES nodes were traced since the last
+ * flush, flush every live value (a chunk), so a long loop of lazy
+ * statements keeps a bounded graph (issue 13 point 2). 0 / -1. */
+int nd__flush_chunk(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */
 int nd__flush_writes(nd_trace *t);
 /* t->dead from t->g: uncomputed ufunc/cast/reduction/scan nodes nothing

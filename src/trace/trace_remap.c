@@ -35,10 +35,8 @@ static PyObject *numpy_mod, *get_instructions, *type_shim, *builtin_mark;
 static PyObject *type_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n == 1 && !kwnames && nd_proxy_check(args[0])) {
-        if (nd_proxy_is_scalar(args[0])) return PyArray_TypeObjectFromType(nd_proxy_dtype(args[0]));
-        return Py_NewRef((PyObject *)&PyArray_Type);
-    }
+    if (n == 1 && !kwnames && nd_proxy_check(args[0]))  /* its __class__: the scalar type, */
+        return PyObject_GetAttrString(args[0], "__class__");  /* a subclass, a memmap, ndarray */
     return PyObject_Vectorcall((PyObject *)&PyType_Type, args, nargsf, kwnames);
 }
 
