@@ -259,13 +259,21 @@ class K(np.ndarray):
     def kind(self):
         return type(self).__name__
 
+    @staticmethod
+    def kind_of(a):
+        return type(a).__name__
+
+    @classmethod
+    def made(cls, a):
+        return cls(a, unit=type(a).__name__)
+
 
 def test_type_of_values_class_code_and_concatenate_priority():
     def f(x, p):
         y = x * 2.0
         return (type(x) is K, type(y).__name__, type(x[0]) is K, type(x.sum()).__name__,
                 type(x[0, 0]).__name__, type(p.T) is A, isinstance(y, K), y.kind, x.kind, y.unit,
-                x.doubled(), type(x)(np.ones(2), unit="s"),
+                x.doubled(), type(x)(np.ones(2), unit="s"), x.kind_of(y), x.made(y),
                 # PyArray_GetSubType: the highest priority above 0 wins, finalized with None
                 np.concatenate([x, x]), np.concatenate([p, x]), np.concatenate((p, p), axis=None),
                 np.concatenate([p, p]), np.concatenate([np.ones((1, 4)), x], dtype=np.float32))

@@ -27,7 +27,8 @@
  * __array_finalize__ runs at trace time, in op order, on the proxies (its
  * reads of obj are traced; its attribute writes land in the result's
  * dict), so it runs exactly as often as under NumPy and with the same obj.
- * It, the class's methods and its property getters run as copies remapped
+ * It, the class's methods (static and class ones too, read through the
+ * instance) and its property getters run as copies remapped
  * like the compiled function (trace_remap.c), so `type(obj)` / `type(self)`
  * in them name the class NumPy's value has, as `type(x)` does in the
  * function.
@@ -837,6 +838,15 @@ PyObject *nd__sub_getattr(NdProxy *p, PyObject *name)
             return r;
         }
         if (PyErr_Occurred()) return NULL;
+    }
+    if (a && (Py_IS_TYPE(a, &PyStaticMethod_Type) || Py_IS_TYPE(a, &PyClassMethod_Type))) {
+        PyObject *fn = PyObject_GetAttrString(a, "__func__");
+        PyObject *f = fn ? as_compiled(fn) : NULL;
+        Py_XDECREF(fn);
+        if (!f || Py_IS_TYPE(a, &PyStaticMethod_Type)) return f;
+        PyObject *m = PyMethod_New(f, (PyObject *)p->subtype);
+        Py_DECREF(f);
+        return m;
     }
     if (a) {  /* a method: bound from its compiled-code copy */
         PyObject *f = as_compiled(a);
