@@ -541,7 +541,6 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
  * a compiled function), or its globals, defaults or closure are not the
  * ones its copy was made with. The name is evaluated where it was, so a
  * rebinding is seen. */
-static PyObject *callee_seen;  /* code -> True: rewritten once (plain_by_code holds its copy) */
 
 static int user_function(PyObject *f)
 {
@@ -560,12 +559,9 @@ static int user_function(PyObject *f)
 static PyObject *callee_impl(PyObject *self, PyObject *f)
 {
     if (!user_function(f) || !capture_on()) return Py_NewRef(f);
-    PyObject *code = PyFunction_GET_CODE(f);
-    int seen = PyDict_Contains(callee_seen, code);
-    if (seen < 0) return NULL;
-    if (seen) return nd_loop_plain(f);
-    if (PyDict_SetItem(callee_seen, code, Py_True) < 0) return NULL;
-    PyObject *r = nd_loop_rewrite(f);
+    /* its loops captured and the shim as its `np` (trace_remap.c: one
+     * copy per helper, checked at each call) */
+    PyObject *r = nd_trace_remap_callee(f);
     if (!r) {
         /* the helper runs as written: a rewrite that failed is not the
          * caller's error */
@@ -584,7 +580,6 @@ static PyObject *callee_fn;
 static int rewrite_calls(rctx *c, PyObject *fdef)
 {
     if (!callee_fn) {
-        if (!(callee_seen = PyDict_New())) return -1;
         if (!(callee_fn = PyCFunction_New(&callee_def, NULL))) return -1;
     }
     PyObject *it = PyObject_CallMethod(mod_ast, "walk", "O", fdef), *node, *load = NULL;
