@@ -436,6 +436,33 @@ class _TorchNP:
     fft = torch.fft if torch is not None else None
 
 
+def _blas_note():
+    """which OpenBLAS kernels NumPy's products (and so numdyn's) run: the
+    large MLP row is its sgemm against XLA's, and OPENBLAS_CORETYPE in the
+    environment overrides OpenBLAS's own CPU detection (Haswell's AVX2
+    kernels take ~2x the time of SkylakeX's AVX-512 ones on an AVX-512 CPU)"""
+    import ctypes
+    import glob
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*"))
+    name = None
+    for lib in libs:
+        try:
+            dll = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for sym in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                    "openblas_get_corename64_", "openblas_get_corename"):
+            fn = getattr(dll, sym, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                name = fn().decode()
+                break
+    env = os.environ.get("OPENBLAS_CORETYPE")
+    return (f"OpenBLAS core: {name or 'not found'}"
+            + (f" (OPENBLAS_CORETYPE={env} set in the environment)" if env else "")
+            + f"; numdyn._C._blas_threads() = {numdyn._C._blas_threads()}")
+
+
 def _print_ratios(rows):
     print("\nspeed-up over the hand-written NumPy gradient (higher is faster):")
     for r in rows:
@@ -452,6 +479,7 @@ if __name__ == "__main__":
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--vjp", action="store_true")
     a = ap.parse_args()
+    print(_blas_note())
     rows = run_vjp(a.quick, a.only) if a.vjp else run(a.quick, a.only, a.cpu)
     report(rows)
     _print_ratios(rows)

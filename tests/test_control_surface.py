@@ -72,13 +72,31 @@ def test_cache_size_limit_config_runs_eagerly_with_one_warning(monkeypatch):
     assert kinds[-1] == "LazyArray"
 
 
-def test_cache_size_limit_per_function_option():
-    kinds = []
+def test_cache_size_limit_per_function_option(caplog):
+    kinds, fails = [], []
     f = numdyn.compile(saw(kinds), options={"cache_size_limit": 1})
     f(np.ones(3))
     with pytest.warns(UserWarning, match="cache_size_limit \\(1 programs\\)"):
         f(np.ones((2, 2)))
     assert kinds == ["LazyArray", "ndarray"]
+    # the call that meets the limit is the last one reported: later unseen
+    # inputs run eagerly with no "Recompiling" log and no guard_fail_fn call
+    g = numdyn.optimize("eager", guard_fail_fn=fails.append)(saw(kinds))
+    was_on = "recompiles" in numdyn._log_kinds
+    numdyn.set_logs(recompiles=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="numdyn"), \
+                warnings.catch_warnings(record=True), pytest.MonkeyPatch.context() as mp:
+            warnings.simplefilter("always")
+            mp.setattr(numdyn.config, "cache_size_limit", 1)
+            for dt in (np.float64, np.float32, np.int32, np.int8):
+                g(np.ones(3, dt))
+    finally:
+        numdyn.set_logs(recompiles=was_on)
+    assert kinds[2:] == ["LazyArray", "ndarray", "ndarray", "ndarray"]
+    assert [gf.reason.split(": ")[-1] for gf in fails] == ["float64 -> float32"]
+    recompiles = [r.getMessage() for r in caplog.records if "Recompiling" in r.getMessage()]
+    assert len(recompiles) == 1, recompiles
     with pytest.raises(ValueError):
         numdyn.compile(ref, options={"cache_size_limit": -1})
 
@@ -651,7 +669,7 @@ def test_pickle_compiled_by_reference():
 def test_spawn_pool_runs_compiled_function():
     import multiprocessing as mp
     xs = [np.linspace(0, 1, 5), np.ones(3)]
-    with mp.get_context("spawn").Pool(2) as pool:
+    with mp.get_context("spawn").Pool(1) as pool:  # one worker: its spawn and unpickling are the point
         got = pool.map(pool_fn, xs)
     for x, g in zip(xs, got):
         np.testing.assert_allclose(g, ref(x))

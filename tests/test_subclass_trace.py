@@ -94,6 +94,10 @@ def _many(x, y):
         x.dot(x.T), np.dot(x, x.T), y.T.dot(x), x @ x.T, np.zeros_like(x), np.ones_like(x),
         np.where(x > 3, x, 0), np.concatenate([x, x]), np.outer(x, x), np.copy(x), np.asarray(x),
         np.array(x), x.real, x.double(), x.info, x.twice_info,
+        # argument-dependent paths: a plain array (round to decimals), the
+        # operand itself (nothing to squeeze), a NumPy scalar (1-d dot)
+        np.round(x, 2), x.round(1), x.squeeze(), np.squeeze(x), np.dot(x[0], x[0]),
+        x[1].dot(x[1]), x[0] @ x[0],
     )
 
 
@@ -145,7 +149,9 @@ def test_finalizer_reading_values_is_traced():
 
 def test_unchecked_operations_break_with_numpys_results():
     def f(x):
-        return x.std(), x.argmax(), np.stack([x, x]), x.take([0, 1]), x.cumsum(), list(x)[0] + 1
+        return (x.std(), x.argmax(), np.stack([x, x]), x.take([0, 1]), x.cumsum(), list(x)[0] + 1,
+                x.mean(dtype=np.float32), x.astype(int).round(2),
+                x[:, :2].dot(np.ones((2, 2))), np.ones((2, 3)).dot(x[::-1, 1:]))  # NumPy copies first
 
     out, _ = _compare(f, lambda: (_mk(A),))
     assert out.graph_break_count >= 5
@@ -211,6 +217,14 @@ def test_threads_tracing_subclass_arguments_at_once():
 
 def test_in_place_out_and_concrete_reads():
     def f(x):
+        # assignments through a view of x's class finalize it (x[0], x[:, 1],
+        # x[..., 0]); full integer, fancy and mask ones do not
+        x[0] = 1.0
+        x[:, 1] += 2.0
+        x[..., 0] = 4.0
+        x[1, 2] = 7.0
+        x[[0], 0] = 3.0
+        x[x > 6] = 6.0
         y = x * 2.0
         y += 1.0                                       # in place: no new object, no finalize
         x *= 3.0                                       # into the caller's object
@@ -222,3 +236,52 @@ def test_in_place_out_and_concrete_reads():
     out, args = _compare(f, lambda: (_mk(A),))
     assert out.result[1] is args[0]
     assert [b.reason for b in out.break_reasons] == ["float() of an array value"]
+
+
+class K(np.ndarray):
+    """Class code that asks type(): the finalizer about obj, a method and a
+    property about self (they run on lazy values inside the function)."""
+    __array_priority__ = 5.0
+
+    def __new__(cls, a, unit="m"):
+        o = np.asarray(a).view(cls)
+        o.unit = unit
+        return o
+
+    def __array_finalize__(self, obj):
+        LOG.append((type(obj).__name__, getattr(obj, "tag", None)))
+        self.tag = len(LOG)
+        self.unit = getattr(obj, "unit", None)
+
+    def doubled(self):
+        return type(self)(self * 2, unit=self.unit + "2")
+
+    @property
+    def kind(self):
+        return type(self).__name__
+
+    @staticmethod
+    def kind_of(a):
+        return type(a).__name__
+
+    @classmethod
+    def made(cls, a):
+        return cls(a, unit=type(a).__name__)
+
+
+def test_type_of_values_class_code_and_concatenate_priority():
+    def f(x, p):
+        y = x * 2.0
+        return (type(x) is K, type(y).__name__, type(x[0]) is K, type(x.sum()).__name__,
+                type(x[0, 0]).__name__, type(p.T) is A, isinstance(y, K), y.kind, x.kind, y.unit,
+                x.doubled(), type(x)(np.ones(2), unit="s"), x.kind_of(y), x.made(y),
+                # PyArray_GetSubType: the highest priority above 0 wins, finalized with None
+                np.concatenate([x, x]), np.concatenate([p, x]), np.concatenate((p, p), axis=None),
+                np.concatenate([p, p]), np.concatenate([np.ones((1, 4)), x], dtype=np.float32))
+
+    def args():
+        x = K(np.arange(12.0).reshape(3, 4), "kg")
+        x.tag = "arg"  # not the log's length at construction
+        return x, _mk(A)
+
+    _compare(f, args)

@@ -39,6 +39,15 @@ def data():
     return a, b, c
 
 
+@pytest.fixture(autouse=True)
+def quiet():
+    # the measured choice is what these tests check: the machine's load
+    # average (which sends every product to one thread) is not read
+    _C._threads_test_load(0.0)
+    yield
+    _C._threads_test_load(-1.0)
+
+
 @pytest.fixture
 def delay():
     yield _C._threads_test_delay
@@ -101,3 +110,22 @@ def test_small_products_and_the_off_switch(data, delay):
         np.testing.assert_allclose(out, np.tanh(data[0] @ data[1]) * 2.0, rtol=1e-14)
     finally:
         numdyn.config.adaptive_threads = was
+
+
+def test_loaded_machine_runs_products_on_one_thread(data, delay):
+    """at a load average of twice the cores or more no second thread finds a
+    core: every product takes one thread, untimed (nothing measured at that
+    load), and the thread count is given back"""
+    cf = numdyn.compile(layer, options=NOFLOOR)
+    ref = layer(*data)
+    threads = _C._blas_threads()
+    delay(0.0, 0.05)  # measured alone, one thread would lose: the load decides
+    _C._threads_test_load(1e6)
+    one0 = utils.counters["blas_runs_one_thread"]
+    for _ in range(5):
+        out, log = _blas_log(cf, data)
+        assert log == []
+    assert utils.counters["blas_runs_one_thread"] - one0 == 10
+    assert _C._blas_threads() == threads
+    for u, v in zip(out, ref):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12 * np.abs(v).max())

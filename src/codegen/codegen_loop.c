@@ -544,7 +544,8 @@ static const char *cfn(int fn)
 
 static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
 {
-    int fn = e->aux, ln = e->line, n = e->n;
+    int fn = nd_lty_fn(g->T, e), ln = e->line, n = e->n;
+    if (fn < 0) return no_type(g, e);
     cv *a = n > 0 ? &args[0] : NULL, *b = n > 1 ? &args[1] : NULL;
     int op = LO_NOPS + fn;
     const char *f = cfn(fn);
@@ -1001,8 +1002,9 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
         snprintf(ix, sizeof ix, "i%d", ++g->tmp);
         line(g, "int64_t %s = (int64_t)%s;", ix, v.s);
         line(g, "if (%s < 0) %s += a%d_n%d;", ix, ix, a, j);
+        /* chained a[i][j][lo:hi]: each level's IndexError names axis 0 */
         line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n%d)) { F->err_a = %s < 0 ? %s - a%d_n%d : %s; F->err_b = %d; F->err_c = a%d_n%d; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
-             ix, a, j, ix, ix, a, j, ix, j, a, j, e->line);
+             ix, a, j, ix, ix, a, j, ix, e->aux ? 0 : j, a, j, e->line);
         size_t used = strlen(off);
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
@@ -1140,7 +1142,18 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
         return rc;
     }
     switch (e->kind) {
-    case LK_ELEM: case LK_SLICE: case LK_VAR:
+    case LK_ELEM:
+        if (nd_lty_gather(g->T, e) && (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_VEC)) {
+            /* x[idx]: idx's elements (its own slots give the length), each
+             * checked against x's axis in the element loop (slot kind 3) */
+            int sl = vnew_slot(g, vc, e);
+            if (sl < 0) return no_type(g, e);
+            need_set(g, e->var);
+            vc->slot[sl].slice = 3;
+            return vprep(g, vc, e->kid[0]);
+        }
+        return vslice(g, vc, e);
+    case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
     case LK_CALL:
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
@@ -1534,6 +1547,21 @@ static int expr(cg *g, const nd_ln *e, cv *out)
             vmatvec_elem(g, g->vc, sl, r & ~LT_VEC, out);
             return 0;
         }
+        if (sl >= 0 && g->vc->slot[sl].slice == 3) {
+            /* a gather's element: NumPy's IndexError names the index value
+             * (negative ones as given) and x's axis 0 */
+            int t = r & ~(LT_VEC | LT_MAT), a = e->var;
+            cv iv;
+            if (expr(g, e->kid[0], &iv) < 0) return -1;
+            char ix[16];
+            snprintf(ix, sizeof ix, "i%d", ++g->tmp);
+            line(g, "int64_t %s = (int64_t)%s;", ix, iv.s);
+            line(g, "if (%s < 0) %s += a%d_n0;", ix, ix, a);
+            line(g, "if (NDL_UNLIKELY((uint64_t)%s >= (uint64_t)a%d_n0)) { F->err_a = %s < 0 ? %s - a%d_n0 : %s; F->err_b = 0; F->err_c = a%d_n0; F->err_line = %d; rc = NDL_INDEX; goto nd_out; }",
+                 ix, a, ix, ix, a, ix, a, e->line);
+            decl(g, out, t, "*(const %s *)(a%d + %s * a%d_s0)", ctype[t], a, ix, a);
+            return 0;
+        }
         if (sl >= 0) {
             int t = r & ~(LT_VEC | LT_MAT);
             char a[200];
@@ -1831,6 +1859,7 @@ static int vstore(cg *g, const nd_ln *s)
     memset(&tgt, 0, sizeof tgt);
     tgt.kind = LK_SLICE;
     tgt.var = a;
+    tgt.aux = s->aux;   /* chained */
     tgt.n = (uint16_t)(s->n - 1);
     tgt.kid = s->kid + 1;
     tgt.line = s->line;
@@ -1886,7 +1915,9 @@ static int vstore(cg *g, const nd_ln *s)
         for (int k = 0; k < vc->n; k++) {
             if (!vc->slot[k].slice) continue;
             int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
-            if (vc->slot[k].slice == 1 && tv->nd == 2)
+            if (vc->slot[k].slice == 3)   /* a gather may raise IndexError midway: NumPy has stored nothing then */
+                line(g, "dir_ = 0;");
+            else if (vc->slot[k].slice == 1 && tv->nd == 2)
                 line(g, "dir_ &= ndl_apart22(%s, %s, %s, %s, %s, (int64_t)sizeof(%s), %s, %s, %s, %s, %s, (int64_t)sizeof(%s));",
                      vc->slot[k].p, vc->slot[k].st, vc->len, vc->slot[k].st2, vc->len2, ctype[ts & ~LT_MAT],
                      tv->slot[0].p, tv->slot[0].st, tv->len, tv->slot[0].st2, tv->len2, D);

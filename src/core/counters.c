@@ -16,7 +16,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "cuda_kernel_cache_hits", "cuda_h2d_bytes", "cuda_d2h_bytes", "cuda_graph_cache_hits",
     "ad_aliased_values", "key_nodes",
     "cuda_split_reductions", "foreign_snapshot_bytes",
-    "blas_runs_one_thread", "writeback_nodes", "kernel_texts",
+    "blas_runs_one_thread", "writeback_nodes", "kernel_texts", "chunk_flushes",
 };
 
 void nd_counter_add(nd_counter c, long long v)

@@ -28,7 +28,8 @@ enum {
     LK_ELEM,      /* var (array); n index kids; aux: 1 = chained a[i][j]; i: 1 = the
                      index is known to be in range (for x in a: the iteration count) */
     LK_SHAPE,     /* var (array); aux: axis (>= 0), -1: .size, -2: .ndim */
-    LK_CALL,      /* aux: LF_*; n argument kids */
+    LK_CALL,      /* aux: LF_*; n argument kids. i == LCALL_DTYPE: x.dtype.type(v),
+                     var x (an array): the cast to x's dtype (loop_types.h nd_lty_fn) */
     LK_SLICE,     /* var (array); n kids (n <= ndim): an index expression or an
                      LK_SL each; axes past n are whole. Exactly one axis left
                      (a slice or a missing one) makes it a 1-D vector */
@@ -95,6 +96,7 @@ typedef struct {
     nd_lblock *arena;
 } nd_lir;
 
+enum { LCALL_DTYPE = 3 };
 enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP };
 
 /* allocation from the IR's arena (freed with it); NULL + MemoryError */

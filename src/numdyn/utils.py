@@ -33,7 +33,10 @@ reads again is written in place instead), writeback_nodes (graph nodes the
 write-backs of caller arrays walked to find old contents still read: what is
 live, never the length of the capture so far), kernel_texts (kernels whose C
 text was made: a kernel whose structure was seen before -- the next
-iteration of a long loop -- is named from that structure without its text).
+iteration of a long loop -- is named from that structure without its text),
+chunk_flushes (flushes made because a run of lazy statements with no value
+read in between reached 8192 graph nodes: the graph stays bounded whatever
+the trip count).
 """
 from collections.abc import Mapping
 

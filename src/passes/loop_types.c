@@ -467,6 +467,19 @@ static int int_bits(int t)
 
 static int is_intlike(int t) { return t == LT_PYINT || t == LT_PYBOOL || (t >= LT_I1 && t <= LT_U8); }
 
+int nd_lty_fn(const nd_ltyping *T, const nd_ln *e)
+{
+    if (e->kind != LK_CALL || e->i != LCALL_DTYPE) return e->aux;
+    int t = e->var >= 0 ? T->adt[e->var] : -1;
+    return t >= LT_B1 && t < LT_N ? LF_NP_CAST + t : -1;
+}
+
+int nd_lty_gather(const nd_ltyping *T, const nd_ln *e)
+{
+    return e->kind == LK_ELEM && e->n == 1 && !e->aux && !e->i && e->var >= 0 && T->adt[e->var] >= 0 &&
+           T->andim[e->var] == 1;
+}
+
 int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
 {
     int b0 = 0, b1 = 0, t0, t1, r;
@@ -584,6 +597,15 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                 continue;
             }
             if ((t0 = nd_lty_expr(T, e->kid[k], assign, &b0)) < 0) return t0;
+            if ((t0 & LT_VEC) && nd_lty_gather(T, e)) {
+                /* x[idx], idx a 1-D integer array: NumPy's gather along x's
+                 * one axis (a bool array would be a mask: not this) */
+                int ti = t0 & ~LT_VEC;
+                if (!is_intlike(ti) || ti == LT_B1 || ti == LT_U8)
+                    return why(T, e, "an index array that is not of a signed or 32-bit integer dtype");
+                *bits = 1;
+                return T->adt[a] | LT_VEC;
+            }
             if (!is_intlike(t0) || t0 == LT_PYBOOL || t0 == LT_B1 || t0 == LT_U8)
                 return why(T, e, "an index that is not an integer");
         }
@@ -635,7 +657,9 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             *bits = 1;
             return r;
         }
-        r = nd_lty_call(e->aux, e->n, ta);
+        int fn = nd_lty_fn(T, e);
+        if (fn < 0) return why(T, e, "x.dtype.type() of an array of a dtype loops do not compute in");
+        r = nd_lty_call(fn, e->n, ta);
         if (r == -1) return why(T, e, "a call NumPy or Python refuses for these types (or returns a type loops do not compute in)");
         if (r < 0) return r;
         if (r == LT_PYINT) {

@@ -46,6 +46,14 @@ int nd_lty_same_kind(int from, int to);
  * (reason may be set), -2 with an exception */
 int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits);
 
+/* whether element access e, when its one index is a 1-D array, is a gather
+ * x[idx] loops compute (x 1-D, a plain x[idx], not x[i][idx]) */
+int nd_lty_gather(const nd_ltyping *T, const nd_ln *e);
+
+/* the LF_* function call e computes: e->aux, or for x.dtype.type(v)
+ * (LCALL_DTYPE) the cast to x's dtype this signature gives; -1: none */
+int nd_lty_fn(const nd_ltyping *T, const nd_ln *e);
+
 /* fills vset and vbits from entry; 0, 1 (not compilable: T->reason) or -1 */
 int nd_loop_type(nd_ltyping *T);
 

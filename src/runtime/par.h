@@ -72,6 +72,11 @@ void nd_par_close(int ok);
  * own products move in the last bits with OPENBLAS_NUM_THREADS), so a
  * product takes one thread only when that measured 1.5x faster: a quiet
  * machine keeps NumPy's threads and bits; a stalled one switches.
+ * On a loaded machine (1-minute load average at least twice the cores this
+ * process may use: no idle core for a second thread, whatever this process
+ * itself runs) every product takes one thread, untimed: spans measured at
+ * that load are the scheduler's noise, and one threaded product leaves
+ * OpenBLAS's worker spinning on a core for ~0.1 s.
  * nd_par_blas_begin(s, m*n*k) before the step (s: the step's own state)
  * returns 1 when it opened a span; nd_par_blas_ran() after the step then
  * restores the thread count. Products under ND_PAR_BLAS_WORK multiply-adds

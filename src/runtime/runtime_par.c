@@ -8,6 +8,7 @@
 #include "core/counters.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,39 @@ static get_fn blas_get;
 static set_fn blas_set;
 static int blas_looked;
 
+/* The machine is loaded: the 1-minute load average (runnable threads, the
+ * kernel's count) is at least twice the cores this process may run on.
+ * This process alone puts at most 2 x cores - 1 threads there (the caller,
+ * OpenBLAS's workers, the OpenMP team's), so the verdict is never its own
+ * doing, and no thread of a second pool then finds an idle core: each
+ * threaded product waits for one and leaves its worker spinning ~0.1 s on
+ * it (2-layer MLP f32 value_and_grad at load 12 on 2 cores: 43 ms wall,
+ * 7.7 ms CPU per call with the measured choice, 28 ms and 3.9 ms with every
+ * product on one thread -- timed spans at that load are mostly the
+ * scheduler's, and one a way won by noise kept OpenBLAS's worker spinning
+ * through every call). libgomp's OMP_DYNAMIC sizes teams from the load
+ * average the same way. Read at most every LOAD_EVERY_NS. */
+#define LOAD_EVERY_NS 500000000ull
+static double test_load = -1;   /* _threads_test_load: >= 0 stands in for the reading */
+
+static int machine_loaded(void)
+{
+    static uint64_t at;
+    static int loaded, ncpu;
+    if (!ncpu) {
+        cpu_set_t set;
+        ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+        if (ncpu <= 0) ncpu = 1;
+    }
+    if (test_load >= 0) return test_load >= 2.0 * ncpu;
+    uint64_t t = now_ns();
+    if (at && t - at < LOAD_EVERY_NS) return loaded;
+    at = t;
+    double l;
+    loaded = getloadavg(&l, 1) == 1 && l >= 2.0 * ncpu;
+    return loaded;
+}
+
 static const char *const blas_names[][2] = {
     {"scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"},
     {"scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"},
@@ -313,6 +347,14 @@ int nd_par_blas_begin(nd_parstat *s, int64_t mnk)
     if (!blas_get) return 0;
     int was = blas_get();
     if (was <= 1) return 0;  /* one thread already (the user's limit): nothing to choose */
+    if (machine_loaded()) {
+        /* one thread, untimed: what was measured stays for when the load drops */
+        nd_counter_add(ND_CTR_BLAS_RUNS_ONE_THREAD, 1);
+        blas_set(1);
+        open_span.s = NULL;
+        open_span.blas_was = was;
+        return 1;
+    }
     int alone = choose(s, mnk);
     if (alone < 0) return 0;
     if (alone) {
@@ -365,6 +407,15 @@ static PyObject *py_test_delay(PyObject *self, PyObject *args)
     }
     test_delay[W_TEAM] = team;
     test_delay[W_ALONE] = alone;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_test_load(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double l = -1;
+    if (!PyArg_ParseTuple(args, "d", &l)) return NULL;
+    test_load = l < 0 ? -1 : l;
     Py_RETURN_NONE;
 }
 
@@ -424,6 +475,9 @@ static PyMethodDef methods[] = {
     {"_threads_test_delay", py_test_delay, METH_VARARGS,
      "_threads_test_delay(team_s, alone_s): add these seconds to each timed kernel run "
      "with the team / alone (tests: another pool holding the cores)."},
+    {"_threads_test_load", py_test_load, METH_VARARGS,
+     "_threads_test_load(load): the 1-minute load average BLAS steps see (tests; "
+     "negative: the machine's own again)."},
     {"_threads_log", py_log, METH_VARARGS,
      "_threads_log(True) starts recording the team/alone choice of the kernels and "
      "BLAS steps run; "

@@ -232,6 +232,9 @@ static int subscript(pctx *c, PyObject *e, PyObject **base, nd_ln **idx, int *ni
     if (!sl) goto done;
     if (IS(value, "Subscript")) {
         if (subscript(c, value, base, idx, nidx, chained) != 0) { rc = c->reason ? -2 : -1; goto done; }
+        /* a[i][j:k] is a[i, j:k] for integers i; a[1:3][0] is not a[1:3, 0] */
+        for (int k = 0; k < *nidx; k++)
+            if (idx[k]->kind == LK_SL) { refuse(c, e, "a subscript of a slice (a[i:j][k])"); rc = -2; goto done; }
         *chained = 1;
     } else {
         *base = Py_NewRef(value);
@@ -250,10 +253,9 @@ static int subscript(pctx *c, PyObject *e, PyObject **base, nd_ln **idx, int *ni
         }
         if (IS(ie, "Slice")) {
             /* lo:hi, step 1: a 1-D vector axis (typing checks the rest) */
-            nd_ln *x = *chained ? NULL : slice_node(c, ie);
+            nd_ln *x = slice_node(c, ie);
             if (!x) {
                 Py_XDECREF(elts);
-                if (*chained) refuse(c, ie, "a slice of a chained subscript");
                 rc = c->reason ? -2 : -1;
                 goto done;
             }
@@ -389,6 +391,34 @@ static nd_ln *call(pctx *c, PyObject *e)
     } else if (IS(f, "Attribute")) {
         PyObject *mv = attr(f, "value"), *an = mv ? attr(f, "attr") : NULL;
         if (!an) { Py_XDECREF(mv); goto done; }
+        if (na == 1 && IS(mv, "Attribute") && PyUnicode_CompareWithASCIIString(an, "type") == 0) {
+            /* x.dtype.type(v): NumPy's scalar of x's dtype (acc = A.dtype.type(0)) */
+            PyObject *dn = attr(mv, "attr"), *xv = dn ? attr(mv, "value") : NULL;
+            int is_dt = xv && PyUnicode_CompareWithASCIIString(dn, "dtype") == 0 && IS(xv, "Name");
+            if (is_dt) {
+                PyObject *id = attr(xv, "id");
+                const char *xs = id ? PyUnicode_AsUTF8(id) : NULL;
+                is_dt = xs && !mod_of(xs);
+                Py_XDECREF(id);
+            }
+            if (is_dt) {
+                int av = array_var(c, xv);
+                if (av >= 0 && (r = nd_lir_node(c->ir, LK_CALL, line, 1))) {
+                    r->aux = LF_NP_CAST;
+                    r->i = LCALL_DTYPE;
+                    r->var = av;
+                    if (!(r->kid[0] = expr(c, PyList_GET_ITEM(args, 0)))) r = NULL;
+                }
+                Py_XDECREF(dn);
+                Py_XDECREF(xv);
+                Py_DECREF(an);
+                Py_DECREF(mv);
+                goto done;
+            }
+            Py_XDECREF(dn);
+            Py_XDECREF(xv);
+            if (PyErr_Occurred()) { Py_DECREF(an); Py_DECREF(mv); goto done; }
+        }
         if (IS(mv, "Name")) {
             PyObject *id = attr(mv, "id");
             const char *ms = id ? PyUnicode_AsUTF8(id) : NULL, *as = PyUnicode_AsUTF8(an);

@@ -56,6 +56,7 @@ typedef struct {
      * replayed (an RNN's time loop: 0.58x NumPy). */
     struct { uint64_t prekey; int sig; } rejected[8];
     int nrejected;
+    char *spare;           /* a run's table block kept for the next run (one size per region) */
 } NdLoop;
 
 static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
@@ -350,8 +351,58 @@ static PyObject *pool_array(nd_lframe *F, PyObject **pobj, int k)
     return r;
 }
 
+/* The tracer's view of lazy array `orig` (materialized as real array `b`)
+ * at data/n/bstride (bytes) inside b: what NumPy's x[i:j] gives in the
+ * function, so its .base is x (or x's base) and later writes through
+ * either name reach the other. The byte offset and stride are read back as
+ * index steps over b's axes (largest stride first) and checked; NULL with
+ * no exception when that fails: the caller makes a real view. */
+static PyObject *lazy_view_at(PyObject *orig, PyArrayObject *b, const char *data, npy_intp n, npy_intp bstride)
+{
+    int nd = PyArray_NDIM(b);
+    if (!nd_proxy_check(orig) || nd > NDL_MAXDIMS) return NULL;
+    const npy_intp *sh = PyArray_DIMS(b), *st = PyArray_STRIDES(b);
+    int ord[NDL_MAXDIMS];
+    for (int d = 0; d < nd; d++) ord[d] = d;
+    for (int d = 1; d < nd; d++)   /* by |stride|, largest first */
+        for (int e = d; e > 0 && llabs((long long)st[ord[e]]) > llabs((long long)st[ord[e - 1]]); e--) {
+            int t = ord[e]; ord[e] = ord[e - 1]; ord[e - 1] = t;
+        }
+    /* the first element's index: axes with negative strides counted from
+     * their far end, so every step is a non-negative multiple */
+    npy_intp idx[NDL_MAXDIMS], step[NDL_MAXDIMS];
+    npy_intp rem = (npy_intp)(data - PyArray_BYTES(b));
+    for (int d = 0; d < nd; d++)
+        if (st[d] < 0 && sh[d] > 0) rem -= (sh[d] - 1) * st[d];
+    npy_intp srem = bstride;
+    for (int k = 0; k < nd; k++) {
+        int d = ord[k];
+        npy_intp a = st[d] < 0 ? -st[d] : st[d];
+        if (sh[d] <= 1 || a == 0) { idx[d] = 0; step[d] = 0; continue; }
+        npy_intp i = rem >= 0 ? rem / a : -1;
+        if (i >= sh[d]) i = sh[d] - 1;
+        if (i < 0) return NULL;
+        rem -= i * a;
+        idx[d] = st[d] < 0 ? sh[d] - 1 - i : i;
+        step[d] = srem / st[d];
+        srem -= step[d] * st[d];
+    }
+    if (rem != 0 || (n > 1 && srem != 0)) return NULL;
+    npy_intp off = 0, fst = 0, c = 1;
+    for (int d = nd - 1; d >= 0; d--) {   /* over x's C-order flat index */
+        npy_intp last = idx[d] + step[d] * (n > 0 ? n - 1 : 0);
+        if (last < 0 || last >= sh[d]) return NULL;
+        off += idx[d] * c;
+        fst += step[d] * c;
+        c *= sh[d];
+    }
+    if (n <= 1) fst = 1;
+    return nd_proxy_view(orig, 1, &n, off, &fst);
+}
+
 /* the ndarray an array local holds at the loop's end: its entry object when
- * it still views it whole, else a view of the array it was taken from */
+ * it still views it whole, else a view of the array it was taken from (the
+ * tracer's view when that array is a lazy one) */
 static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt, nd_lframe *F,
                                    PyObject **pobj, PyObject *origs)
 {
@@ -387,9 +438,14 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         return Py_NewRef(o && o != Py_None ? o : base);
     }
     PyArrayObject *b = (PyArrayObject *)base;
+    PyObject *o = origs ? PyTuple_GET_ITEM(origs, a->src) : NULL;
     if (a->src == v && a->data == PyArray_BYTES(b) && PyArray_NDIM(b) == 1 &&
         a->shape[0] == PyArray_DIM(b, 0) && a->strides[0] == PyArray_STRIDE(b, 0))
-        return Py_NewRef(base);
+        return Py_NewRef(o && o != Py_None ? o : base);
+    if (o && o != Py_None) {
+        PyObject *lv = lazy_view_at(o, b, a->data, (npy_intp)a->shape[0], (npy_intp)a->strides[0]);
+        if (lv || PyErr_Occurred()) return lv;
+    }
     PyArray_Descr *d = PyArray_DESCR(b);
     Py_INCREF(d);
     npy_intp n = (npy_intp)a->shape[0], st = (npy_intp)a->strides[0];
@@ -467,7 +523,22 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     size_t o_arr = 0, o_val = o_arr + n1 * sizeof(nd_larr), o_vals = o_val + n1 * sizeof(nd_lval),
            o_snaps = o_vals + n1 * sizeof(PyObject *), o_buf = o_snaps + n1 * sizeof(PyObject *),
            o_vset = o_buf + n1 * 8, o_vb = o_vset + n1 * sizeof(uint32_t), total = o_vb + n1;
-    char *block = PyMem_Calloc(1, total);
+    /* zeroed but for the arrays' dims past the fourth: those are set for
+     * every array the runner hands over, and an array local (1-D) gets its
+     * own when the loop assigns it (zeroing 544 bytes a variable was a
+     * fifth of a small loop's call) */
+    char *block = L->spare ? L->spare : PyMem_Malloc(total);
+    L->spare = NULL;   /* (a run inside this one, recursion, takes its own) */
+    if (block) {
+        memset(block + o_val, 0, total - o_val);
+        for (size_t v = 0; v < n1; v++) {
+            nd_larr *a = (nd_larr *)(block + o_arr) + v;
+            a->data = NULL;
+            for (int d = 0; d < 4; d++) a->shape[d] = a->strides[d] = 0;
+            a->src = a->set = a->whole = 0;
+            a->own = NULL;
+        }
+    }
     nd_larr *arr = block ? (nd_larr *)(block + o_arr) : NULL;
     nd_lval *val = block ? (nd_lval *)(block + o_val) : NULL;
     PyObject **vals = block ? (PyObject **)(block + o_vals) : NULL;   /* owned */
@@ -861,7 +932,8 @@ done:
     Py_XDECREF(why);
     if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
     if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);
-    PyMem_Free(block);
+    if (!L->spare) L->spare = block;
+    else PyMem_Free(block);
     return result;
 }
 
@@ -883,6 +955,7 @@ static void loop_dealloc(PyObject *o)
         PyMem_Free(L->sigs[k].alocal);
     }
     PyMem_Free(L->sigs);
+    PyMem_Free(L->spare);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
     Py_XDECREF(L->py);
@@ -917,6 +990,7 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
     L->nrejected = 0;
+    L->spare = NULL;
     return (PyObject *)L;
 }
 

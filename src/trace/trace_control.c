@@ -150,6 +150,12 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
     }
     if (nd__tls_frozen) return eager();
     long limit = c->limit >= 0 ? c->limit : nd_guard_config_limit;
+    /* past the limit, once warned: no recompile happens, so none is logged
+     * or reported to guard_fail_fn (torch skips such a frame too), and the
+     * miss reason is not worked out on every eager call */
+    if (c->warned && c->progs.n >= limit && !ctl_error_on_recompile &&
+        nd__ctl_stance != ND_STANCE_FAIL_ON_RECOMPILE)
+        return eager();
     int recompile = c->progs.n > 0;
     if (recompile || c->progs.n >= limit) {
         PyObject *guard = NULL, *why;

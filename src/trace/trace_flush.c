@@ -20,6 +20,12 @@
 #include "graph/hash.h"
 #include <string.h>
 
+/* nd__flush_chunk (below): nodes of a chunk (compile(options={"chunk_nodes":
+ * n}) sets another), and how many chunks a recording capture waits for its
+ * pending caller writes before it gives up replay */
+#define ND_CHUNK_NODES 8192
+#define ND_CHUNK_WAIT 8
+
 PyObject *nd__node_array(nd_graph *g, nd_id id)
 {
     nd_node *n = nd_graph_node(g, id);
@@ -815,7 +821,8 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const 
         nd_id don[8], from[8];
         PyObject *keep[8];
         nd_replay_rec *rec0 = nd__rec_of(t);
-        int ndon = t->backend == ND_BACKEND_NATIVE && !t->explain && !(rec0 && rec0->final && !rec0->g)
+        int ndon = t->backend == ND_BACKEND_NATIVE && !t->explain &&
+                   !(rec0 && ((rec0->final && !rec0->g) || t->chunking))
                    ? donate(t, g, map, order, norder, don, from, keep, 8) : 0;
         nd_donated = ndon ? don : NULL;
         nd_ndonated = ndon;
@@ -856,6 +863,13 @@ static PyObject *run_graph_now(nd_trace *t, const nd_id *targets, int nt, const 
     t->flushing = 0;
     if (res && check_results(t->g, targets, nt, res) < 0) Py_CLEAR(res);
     nd_replay_rec *rec = nd__rec_of(t);
+    if (rec && t->chunking && !rec->final && !rec->escapes && !rec->unreplayable) {
+        /* a chunk of a recording capture: a step of its replay, whose
+         * inputs are arguments or earlier steps' results */
+        int took = res && g && !t->explain ? nd__rec_chunk(rec, g, outs, nt, res) : 0;
+        if (took > 0) g = NULL;
+        else rec->escapes++;  /* not replayable as steps: this call is not recorded */
+    }
     if (res && rec && rec->final && !rec->g && g && !t->explain) {
         /* the return flush of a recording capture: its graph is the replay
          * program (trace_replay.c) */
@@ -966,7 +980,7 @@ char *nd__needed_nodes(nd_trace *t)
  * the loop's trip count: 8000 iterations, 10-18 us each). `mark` is zero on
  * entry for t->g->n nodes and is left zero; *out (PyMem) holds the ids.
  * The count, or -1 with MemoryError. */
-static Py_ssize_t needed_list(nd_trace *t, char *mark, nd_id **out)
+Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out)
 {
     nd_graph *g = t->g;
     Py_ssize_t n = 0, cap = 64, top = 0;
@@ -996,7 +1010,6 @@ static Py_ssize_t needed_list(nd_trace *t, char *mark, nd_id **out)
     }
 #undef PUSH
     for (Py_ssize_t k = 0; k < n; k++) mark[l[k]] = 0;
-    nd_counter_add(ND_CTR_WRITEBACK_NODES, n);
     *out = l;
     return n;
 oom:
@@ -1065,7 +1078,8 @@ static int write_back(nd_trace *t)
     /* old contents that later work still reads: private copies (the
      * versions being written back excepted: they are the new contents) */
     if (scratch_fit(t) < 0) goto done;
-    nneed = needed_list(t, t->scr_anc, &need);
+    nneed = nd__needed_list(t, t->scr_anc, &need);
+    if (nneed > 0) nd_counter_add(ND_CTR_WRITEBACK_NODES, nneed);
     if (nneed < 0) goto done;
     for (Py_ssize_t k = 0; k < nd; k++) t->scr_anc[ds[k]->version] = 1;
     marked = 1;
@@ -1117,8 +1131,22 @@ static int sweep_values(nd_trace *t)
     char *need = nd__needed_nodes(t);
     if (!need) return -1;
     nd_graph *g = t->g;
+    if (t->swept_cap < g->n) {
+        /* what ran is remembered: nd__note_dead took a released value
+         * (`while d > tol`'s comparison, every step of a time loop) for
+         * one never computed, and the return flush recomputed the whole
+         * loop from the arrays' final contents to run it again */
+        char *m = PyMem_Realloc(t->swept, (size_t)g->n);
+        if (!m) { PyMem_Free(need); PyErr_NoMemory(); return -1; }
+        memset(m + t->swept_cap, 0, (size_t)(g->n - t->swept_cap));
+        t->swept = m;
+        t->swept_cap = g->n;
+    }
     for (nd_id i = 0; i < g->n; i++)
-        if (!need[i] && g->nodes[i].value) Py_CLEAR(g->nodes[i].value);
+        if (!need[i] && g->nodes[i].value) {
+            Py_CLEAR(g->nodes[i].value);
+            t->swept[i] = 1;
+        }
     PyMem_Free(need);
     t->value_bytes = 0;
     return 0;
@@ -1216,7 +1244,7 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results)
     nd_counter_add(ND_CTR_FLUSHES, 1);
     if (!t->ended) wlog_note(t);
     nd_replay_rec *rec = nd__rec_of(t);
-    if (rec) {
+    if (rec && !t->chunking) {  /* a chunk is a step of the replay (nd__rec_chunk) */
         rec->flushes++;
         rec->escapes += !rec->final;
         for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++) rec->mutated |= t->clist[k]->dirty;
@@ -1368,6 +1396,8 @@ done:
     /* a run that raised (caught by the user's handler, or not) ran what
      * NumPy ran up to its error: no value made before it counts as dead */
     if (rc < 0) t->dead_floor = t->g->n;
+    t->chunk_base = t->g->n;
+    t->chunk_next = t->chunk_base + 64;  /* the size is looked up there */
     Py_XDECREF(res);
     PyMem_Free(targets);
     PyMem_Free(marked);
@@ -1420,7 +1450,7 @@ int nd__note_dead(nd_trace *t)
     int nd = 0;
     for (nd_id i = g->n - 1; i >= t->dead_floor; i--) {
         const nd_node *n = &g->nodes[i];
-        if (readers[i] > 0 || n->value) continue;
+        if (readers[i] > 0 || n->value || (i < t->swept_cap && t->swept[i])) continue;
         if ((!used[i] && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_REDUCE ||
                           n->op == ND_OP_SCAN)) || (n->flags & ND_F_CHECK))
             used[i] = 2;
@@ -1906,6 +1936,58 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
     }
     Py_XDECREF(handed);
     return r;
+}
+
+/* Issue 13 point 2: statements whose values Python never reads (x = x *
+ * a + b, 100,000 times) stay lazy and fuse, but one graph of the whole loop
+ * grows with its trip count: scheduling, kernel texts and memory (a 400,000
+ * node graph: 14 s and 470 MB on the first call). After ND_CHUNK_NODES new
+ * nodes the live values are computed, between two operations, as an element
+ * read would: the graph of each chunk is the same as the last one's, so its
+ * program comes from the graph cache, and a replay runs the chunks as steps
+ * (trace_replay.c). While a call is recorded for replay, a chunk waits for
+ * pending caller writes and scalar stores (a step writes nothing back). */
+
+/* compile(options={"chunk_nodes": n}) sets another size (at least 64) */
+static Py_ssize_t chunk_nodes(nd_trace *t)
+{
+    PyObject *v = t->options && PyDict_Check(t->options)
+                  ? PyDict_GetItemString(t->options, "chunk_nodes") : NULL;  /* borrowed */
+    long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : ND_CHUNK_NODES;
+    if (n == -1 && PyErr_Occurred()) { PyErr_Clear(); n = ND_CHUNK_NODES; }
+    return n < 64 ? 64 : n;
+}
+
+int nd__flush_chunk(nd_trace *t)
+{
+    if (t->g->n < t->chunk_next) return 0;
+    Py_ssize_t size = chunk_nodes(t);
+    if ((Py_ssize_t)t->g->n - (Py_ssize_t)t->chunk_base < size) {
+        t->chunk_next = (nd_id)(t->chunk_base + size);
+        return 0;
+    }
+    if (t->chunking || t->flushing || t->scr_busy || t->ended || t->returning || t->ad ||
+        t->backend == ND_BACKEND_CUSTOM)
+        return 0;
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (rec && rec->final) return 0;
+    int wait = rec && !rec->escapes && !rec->unreplayable && (t->scalar_stores || t->pins);
+    for (Py_ssize_t k = 0; rec && !rec->escapes && !wait && t->ndirty && k < t->nclist; k++)
+        wait = t->clist[k]->dirty;
+    if (wait) {
+        /* ... but not past ND_CHUNK_WAIT chunks: the call then runs its
+         * chunks with their writes and is not recorded (traced next time) */
+        if ((Py_ssize_t)t->g->n - (Py_ssize_t)t->chunk_base < ND_CHUNK_WAIT * size) {
+            t->chunk_next = (nd_id)(t->g->n + size);  /* looked at again a chunk later */
+            return 0;
+        }
+        rec->escapes++;
+    }
+    nd_counter_add(ND_CTR_CHUNK_FLUSHES, 1);
+    t->chunking = 1;
+    int rc = nd__flush_all(t);
+    t->chunking = 0;
+    return rc;
 }
 
 int nd__flush_all(nd_trace *t)

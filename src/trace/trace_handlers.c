@@ -190,6 +190,7 @@ static int in_handler(nd_trace *t)
 int nd_trace_settle(nd_trace *t, nd_id first)
 {
     if (!t || t->flushing || t->ended || nd_trace_op_depth > 0) return 0;
+    if (nd__flush_chunk(t) < 0) return -1;
     if (t->shared_touch) {  /* caller memory the code also reaches untraced */
         t->shared_touch = 0;
         return nd__flush_all(t);

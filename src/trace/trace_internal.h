@@ -95,6 +95,14 @@ struct nd_trace {
     void *pins;               /* owned, or NULL: the dims marked dynamic a
                                  flush checks the graph does not pin
                                  (trace_pins.c) */
+    char *swept;              /* PyMem or NULL, swept_cap bytes: 1 for a node
+                                 whose value a sweep released (it ran: the
+                                 return flush must not run it as dead) */
+    Py_ssize_t swept_cap;
+    nd_id chunk_base;         /* g->n when the last flush ended: what is
+                                 pending since (nd__flush_chunk) */
+    nd_id chunk_next;         /* g->n at which nd__flush_chunk looks again */
+    uint8_t chunking;         /* a chunk flush is running */
 };
 
 struct nd_storage {
@@ -319,8 +327,17 @@ int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
  * -1 error. */
 PyObject *nd__arg_pairs(PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
 int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
+/* nd__needed_nodes' set as a list (PyMem, *out), walked from the live
+ * versions through the nodes it marks only, so its cost is what is live,
+ * not the capture's length; mark: t->g->n bytes, zero on entry and on
+ * return. The count, or -1 with MemoryError. */
+Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
+/* Between operations: when ND_CHUNK_NODES nodes were traced since the last
+ * flush, flush every live value (a chunk), so a long loop of lazy
+ * statements keeps a bounded graph (issue 13 point 2). 0 / -1. */
+int nd__flush_chunk(nd_trace *t);
 /* Write pending caller writes (used when the user's function raised). */
 int nd__flush_writes(nd_trace *t);
 /* t->dead from t->g: uncomputed ufunc/cast/reduction/scan nodes nothing

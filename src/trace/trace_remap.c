@@ -35,10 +35,8 @@ static PyObject *numpy_mod, *get_instructions, *type_shim, *builtin_mark;
 static PyObject *type_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n == 1 && !kwnames && nd_proxy_check(args[0])) {
-        if (nd_proxy_is_scalar(args[0])) return PyArray_TypeObjectFromType(nd_proxy_dtype(args[0]));
-        return Py_NewRef((PyObject *)&PyArray_Type);
-    }
+    if (n == 1 && !kwnames && nd_proxy_check(args[0]))  /* its __class__: the scalar type, */
+        return PyObject_GetAttrString(args[0], "__class__");  /* a subclass, a memmap, ndarray */
     return PyObject_Vectorcall((PyObject *)&PyType_Type, args, nargsf, kwnames);
 }
 
@@ -297,4 +295,46 @@ PyObject *nd_trace_remap_function(PyObject *fn)
     PyObject *r = nd__remap(fn, &guards);
     Py_XDECREF(guards);
     return r;
+}
+
+/* Helpers the compiled function calls (loop_rewrite.c's
+ * __numdyn_callee__) see the shim as their `np` too: a helper that makes
+ * its output with np.empty and fills it (`out[:, i, j, :] = np.sum(...)`)
+ * otherwise makes a real array, and every store of a lazy value into it
+ * is a graph break (NPBench's conv2d/maxpool2d helpers: 640 a call). The
+ * copy is made once per helper and checked at each call like the compiled
+ * function's own (same function object, code, defaults, and every renamed
+ * global still bound as it was). */
+static PyObject *callee_copies;  /* code -> (copy, guards) */
+
+PyObject *nd_trace_remap_callee(PyObject *fn)
+{
+    if (!PyFunction_Check(fn)) return Py_NewRef(fn);
+    if (!callee_copies && !(callee_copies = PyDict_New())) return NULL;
+    PyObject *code = PyFunction_GET_CODE(fn);
+    PyObject *e = PyDict_GetItemWithError(callee_copies, code);
+    if (!e && PyErr_Occurred()) return NULL;
+    if (e) {
+        PyObject *g = PyTuple_GET_ITEM(e, 1);
+        if (PyTuple_GET_SIZE(g) >= 4 && PyTuple_GET_ITEM(g, 0) == fn) {
+            int ok = nd__remap_valid(g);
+            if (ok < 0) return NULL;
+            if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+        }
+    }
+    PyObject *guards = NULL;
+    PyObject *nf = nd__remap(fn, &guards);
+    if (!nf) return NULL;
+    if (guards && PyTuple_GET_SIZE(guards) >= 4) {
+        PyObject *ne = PyTuple_Pack(2, nf, guards);
+        if (!ne || PyDict_SetItem(callee_copies, code, ne) < 0) {
+            Py_XDECREF(ne);
+            Py_DECREF(guards);
+            Py_DECREF(nf);
+            return NULL;
+        }
+        Py_DECREF(ne);
+    }
+    Py_XDECREF(guards);
+    return nf;
 }

@@ -53,6 +53,43 @@ typedef struct {
                          view_spec capsule-free tuple, see view_spec() */
 } tnode;
 
+/* Chunks (trace_flush.c nd__flush_chunk): a long run of lazy statements is
+ * flushed in chunks of a bounded graph, and a replay runs them as steps
+ * before the return flush's graph. A step's INPUT node takes an argument,
+ * a result of the step run just before it (PREV), or the last result of an
+ * earlier distinct step (STEP). Consecutive chunks equal in every node and
+ * binding are one step run `repeat` times, so 100,000 iterations keep one
+ * or two graphs, not 50; a call whose chunks differ more than MAX_STEPS
+ * times (a loop index baked into each) is not recorded. */
+enum { B_ARG, B_PREV, B_STEP };
+#define MAX_STEPS 16
+
+typedef struct {
+    nd_id node;                /* INPUT node of the step's graph ... */
+    uint8_t kind;              /* ... takes B_ARG: argument idx (while
+                                  recording: the array `arg`), B_PREV: result
+                                  idx of the step before, B_STEP: result idx
+                                  of distinct step `step` */
+    int32_t step, idx;
+    PyObject *arg;             /* borrowed, recording only */
+} cbind;
+
+typedef struct {
+    nd_graph *g;               /* owned; INPUT objs NULL between runs */
+    nd_id *outs;
+    int nout;
+    cbind *b;
+    int nb;
+    long repeat;
+} cstep;
+
+typedef struct nd_chain {
+    cstep *s;
+    int n, cap;
+    PyObject *prev;            /* recording: results of the last chunk run */
+    PyObject *last[MAX_STEPS]; /* recording: last results of each distinct step */
+} nd_chain;
+
 typedef struct {
     nd_callguard cg;           /* how its arguments were passed, and each one */
     nd_graph *g;               /* owned or NULL (nothing to compute) */
@@ -80,6 +117,9 @@ typedef struct {
     int orphan;                /* dropped while running: the runner frees it */
     uint64_t key;              /* g's program-cache key with the arguments of ... */
     uint64_t *akeys;           /* PyMem, nbind: ... these guard keys (0: not known) */
+    nd_chain *chain;           /* owned or NULL: steps run before g */
+    cbind *cb;                 /* g's INPUT nodes that take a step's result */
+    int ncb;
 } entry;
 
 struct nd_replay {
@@ -428,8 +468,24 @@ static void tmpl_free(tnode *t, int n)
     PyMem_Free(t);
 }
 
+static void chain_free(nd_chain *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        nd_graph_free(c->s[i].g);
+        PyMem_Free(c->s[i].outs);
+        PyMem_Free(c->s[i].b);
+    }
+    PyMem_Free(c->s);
+    Py_XDECREF(c->prev);
+    for (int i = 0; i < MAX_STEPS; i++) Py_XDECREF(c->last[i]);
+    PyMem_Free(c);
+}
+
 static void entry_clear(entry *e)
 {
+    chain_free(e->chain);
+    PyMem_Free(e->cb);
     nd_callguard_clear(&e->cg);
     nd_graph_free(e->g);
     PyMem_Free(e->outs);
@@ -511,6 +567,125 @@ void nd__rec_clear(nd_replay_rec *rec)
     rec->nwb = rec->wb_bad = 0;
     nd_order_notes notes = nd__order_notes_take(rec);
     nd__order_notes_free(&notes);
+    chain_free(rec->chain);
+    rec->chain = NULL;
+}
+
+/* ------------------------------------------------------------ chunks */
+
+/* INPUT node obj of a graph as a binding: an earlier step's result (the
+ * step just run first), else an argument to resolve at record time. */
+static void bind_of(nd_chain *c, PyObject *obj, cbind *b)
+{
+    if (c && c->prev)
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(c->prev); j++)
+            if (PyList_GET_ITEM(c->prev, j) == obj) { b->kind = B_PREV; b->idx = (int32_t)j; return; }
+    for (int s = c ? c->n - 1 : -1; s >= 0; s--)
+        for (Py_ssize_t j = 0; c->last[s] && j < PyList_GET_SIZE(c->last[s]); j++)
+            if (PyList_GET_ITEM(c->last[s], j) == obj) {
+                b->kind = B_STEP;
+                b->step = s;
+                b->idx = (int32_t)j;
+                return;
+            }
+    b->kind = B_ARG;
+    b->arg = obj;
+}
+
+static int bindings(nd_chain *c, nd_graph *g, cbind **out, int *nout)
+{
+    int n = 0;
+    for (nd_id i = 0; i < g->n; i++) n += g->nodes[i].op == ND_OP_INPUT;
+    cbind *b = PyMem_Calloc((size_t)(n ? n : 1), sizeof(cbind));
+    if (!b) return -1;
+    n = 0;
+    for (nd_id i = 0; i < g->n; i++)
+        if (g->nodes[i].op == ND_OP_INPUT) {
+            b[n].node = i;
+            bind_of(c, g->nodes[i].obj, &b[n++]);
+        }
+    *out = b;
+    *nout = n;
+    return 0;
+}
+
+/* Two chunk graphs compute the same thing from the same bindings. */
+static int node_same(const nd_node *a, const nd_node *b)
+{
+    if (a->op != b->op || a->ndim != b->ndim || a->aux != b->aux || a->sub != b->sub ||
+        a->dtype != b->dtype || a->nin != b->nin || a->flags != b->flags || a->axes != b->axes ||
+        a->voff != b->voff || a->vndim != b->vndim || a->nextra != b->nextra)
+        return 0;
+    for (int k = 0; k < a->nin && k < ND_MAXIN; k++)
+        if (a->in[k] != b->in[k] || a->in_dtype[k] != b->in_dtype[k]) return 0;
+    if (memcmp(a->shape, b->shape, sizeof a->shape) || memcmp(a->vshape, b->vshape, sizeof a->vshape) ||
+        memcmp(a->vstrides, b->vstrides, sizeof a->vstrides) || memcmp(a->kperm, b->kperm, sizeof a->kperm) ||
+        memcmp(&a->scalar, &b->scalar, sizeof a->scalar))
+        return 0;
+    if (a->nextra && memcmp(a->extra, b->extra, sizeof(nd_id) * (size_t)a->nextra)) return 0;
+    if (a->op != ND_OP_INPUT && a->op != ND_OP_SCALAR && a->obj != b->obj) return 0;
+    if (a->attrs != b->attrs) {
+        if (!a->attrs || !b->attrs) return 0;
+        int eq = PyObject_RichCompareBool(a->attrs, b->attrs, Py_EQ);
+        if (eq < 0) PyErr_Clear();
+        if (eq != 1) return 0;
+    }
+    return 1;
+}
+
+static int step_same(const cstep *a, nd_graph *g, const nd_id *outs, int nout, const cbind *b, int nb)
+{
+    if (a->g->n != g->n || a->nout != nout || a->nb != nb) return 0;
+    if (memcmp(a->outs, outs, sizeof(nd_id) * (size_t)nout)) return 0;
+    for (int k = 0; k < nb; k++) {
+        const cbind *x = &a->b[k], *y = &b[k];
+        if (x->node != y->node || x->kind != y->kind || x->idx != y->idx ||
+            (x->kind == B_STEP && x->step != y->step) || (x->kind == B_ARG && x->arg != y->arg))
+            return 0;
+    }
+    for (nd_id i = 0; i < g->n; i++)
+        if (!node_same(&a->g->nodes[i], &g->nodes[i])) return 0;
+    return 1;
+}
+
+int nd__rec_chunk(nd_replay_rec *rec, nd_graph *g, const nd_id *outs, int nout, PyObject *res)
+{
+    if (!PyList_Check(res)) return 0;
+    nd_chain *c = rec->chain;
+    if (!c) {
+        if (!(c = PyMem_Calloc(1, sizeof *c))) { PyErr_Clear(); return 0; }
+        rec->chain = c;
+    }
+    cbind *b = NULL;
+    int nb = 0;
+    if (bindings(c, g, &b, &nb) < 0) return 0;
+    cstep *top = c->n ? &c->s[c->n - 1] : NULL;
+    if (top && step_same(top, g, outs, nout, b, nb)) {
+        top->repeat++;
+        PyMem_Free(b);
+        nd_graph_free(g);
+    } else {
+        nd_id *o = PyMem_Malloc(sizeof(nd_id) * (size_t)(nout ? nout : 1));
+        if (c->n == MAX_STEPS || !o) { PyMem_Free(b); PyMem_Free(o); return 0; }
+        if (c->n == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 4;
+            cstep *ns = PyMem_Realloc(c->s, sizeof(cstep) * (size_t)cap);
+            if (!ns) { PyMem_Free(b); PyMem_Free(o); return 0; }
+            c->s = ns;
+            c->cap = cap;
+        }
+        memcpy(o, outs, sizeof(nd_id) * (size_t)nout);
+        c->s[c->n++] = (cstep){g, o, nout, b, nb, 1};
+    }
+    /* the graph holds no arrays between runs (the arguments' stay
+     * borrowed in the bindings until the call is recorded) */
+    cstep *s = &c->s[c->n - 1];
+    if (s->g == g)
+        for (nd_id i = 0; i < g->n; i++)
+            if (g->nodes[i].op == ND_OP_INPUT) Py_CLEAR(g->nodes[i].obj);
+    Py_XSETREF(c->prev, Py_NewRef(res));
+    Py_XSETREF(c->last[c->n - 1], Py_NewRef(res));
+    return 1;
 }
 
 /* The bytes [lo, hi) an array's elements span. */
@@ -879,10 +1054,35 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
             if (nn->op != ND_OP_INPUT) continue;
             Py_ssize_t j = 0;
             while (j < n && args[j] != nn->obj) j++;
+            if (j == n && rec->chain) {  /* a chunk's result */
+                cbind cb = {0};
+                bind_of(rec->chain, nn->obj, &cb);
+                if (cb.kind != B_ARG) {
+                    cbind *more = PyMem_Realloc(e.cb, sizeof(cbind) * (size_t)(e.ncb + 1));
+                    if (!more) { PyErr_NoMemory(); goto done; }
+                    e.cb = more;
+                    cb.node = i;
+                    e.cb[e.ncb++] = cb;
+                    continue;
+                }
+            }
             if (j == n) { why = "the graph reads an array that is not an argument"; rc = 1; goto done; }
             e.bind_node[e.nbind] = i;
             e.bind_arg[e.nbind++] = (int32_t)j;
         }
+    }
+    if (rec->chain) {  /* the chunks' arguments, as indices */
+        nd_chain *c = rec->chain;
+        for (int k = 0; k < c->n; k++)
+            for (int b = 0; b < c->s[k].nb; b++) {
+                cbind *cb = &c->s[k].b[b];
+                if (cb->kind != B_ARG) continue;
+                Py_ssize_t j = 0;
+                while (j < n && args[j] != cb->arg) j++;
+                if (j == n) { why = "a chunk reads an array that is not an argument"; rc = 1; goto done; }
+                cb->idx = (int32_t)j;
+                cb->arg = NULL;
+            }
     }
     if (rec->nwb) {
         e.wb_out = PyMem_Malloc(sizeof(int32_t) * (size_t)rec->nwb);
@@ -928,6 +1128,12 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
         }
         nd_graph_free(notes.side);
         PyMem_Free(notes.side_outs);
+    }
+    if (rec->chain) {  /* the entry runs the chunks; their record-time results go */
+        e.chain = rec->chain;
+        rec->chain = NULL;
+        Py_CLEAR(e.chain->prev);
+        for (int k = 0; k < MAX_STEPS; k++) Py_CLEAR(e.chain->last[k]);
     }
     e.tmpl = tb.t;
     e.ntmpl = tb.n;
@@ -1089,11 +1295,69 @@ static uint64_t entry_key(entry *e, PyObject *const *args, int backend)
     return e->key;
 }
 
+static PyObject *bound(const cbind *b, PyObject *const *args, PyObject *prev, PyObject *const *last)
+{
+    PyObject *l = b->kind == B_PREV ? prev : b->kind == B_STEP ? last[b->step] : NULL;
+    if (b->kind == B_ARG) return args[b->idx];
+    return l && b->idx < PyList_GET_SIZE(l) ? PyList_GET_ITEM(l, b->idx) : NULL;
+}
+
+/* The chunks, in order; *prev and last[] receive their results (new refs). */
+static int run_chain(nd_chain *c, PyObject *const *args, int backend, PyObject *options,
+                     PyObject **prev, PyObject **last)
+{
+    for (int k = 0; k < c->n; k++) {
+        cstep *s = &c->s[k];
+        for (long r = 0; r < s->repeat; r++) {
+            for (int b = 0; b < s->nb; b++) {
+                PyObject *v = bound(&s->b[b], args, *prev, last);
+                if (!v) {
+                    for (int u = 0; u < b; u++) Py_CLEAR(s->g->nodes[s->b[u].node].obj);
+                    PyErr_SetString(PyExc_SystemError, "numdyn: a replayed chunk lost its input");
+                    return -1;
+                }
+                s->g->nodes[s->b[b].node].obj = Py_NewRef(v);
+            }
+            PyObject *res = nd__run_with_stores(backend, s->g, s->outs, s->nout, options, NULL, 0);
+            for (int b = 0; b < s->nb; b++) Py_CLEAR(s->g->nodes[s->b[b].node].obj);
+            if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != s->nout)) {
+                Py_CLEAR(res);
+                PyErr_SetString(PyExc_SystemError, "numdyn: replayed chunk returned a wrong result list");
+            }
+            if (!res) return -1;
+            Py_XSETREF(*prev, res);
+        }
+        Py_XSETREF(last[k], Py_NewRef(*prev));
+    }
+    return 0;
+}
+
 static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObject *options)
 {
-    PyObject *res = NULL;
-    if (e->g) {
-        e->busy = 1;
+    PyObject *res = NULL, *prev = NULL, *last[MAX_STEPS] = {NULL};
+    e->busy = 1;
+    if (e->chain && run_chain(e->chain, args, backend, options, &prev, last) < 0) {
+        Py_XDECREF(prev);
+        for (int k = 0; k < MAX_STEPS; k++) Py_XDECREF(last[k]);
+        e->busy = 0;
+        if (e->orphan) {
+            entry_clear(e);
+            PyMem_Free(e);
+        }
+        return NULL;
+    }
+    int lost = 0;
+    for (int b = 0; e->g && b < e->ncb; b++) {
+        PyObject *v = bound(&e->cb[b], args, prev, last);
+        lost |= !v;
+        e->g->nodes[e->cb[b].node].obj = Py_XNewRef(v);
+    }
+    Py_XDECREF(prev);
+    for (int k = 0; k < MAX_STEPS; k++) Py_XDECREF(last[k]);
+    if (lost) {
+        for (int b = 0; b < e->ncb; b++) Py_CLEAR(e->g->nodes[e->cb[b].node].obj);
+        PyErr_SetString(PyExc_SystemError, "numdyn: a replayed graph lost a chunk's result");
+    } else if (e->g) {
         for (int b = 0; b < e->nbind; b++)
             e->g->nodes[e->bind_node[b]].obj = Py_NewRef(args[e->bind_arg[b]]);
         nd_graph_key_hint = entry_key(e, args, backend);
@@ -1101,6 +1365,7 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
         nd_graph_key_hint = 0;
         if (!res) fail_writes(e, args, nd_failed_node, nd_failed_before);
         for (int b = 0; b < e->nbind; b++) Py_CLEAR(e->g->nodes[e->bind_node[b]].obj);
+        for (int b = 0; b < e->ncb; b++) Py_CLEAR(e->g->nodes[e->cb[b].node].obj);
         if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != e->nout)) {
             Py_CLEAR(res);
             PyErr_SetString(PyExc_SystemError, "numdyn: replayed graph returned a wrong result list");
@@ -1108,7 +1373,7 @@ static PyObject *run_entry(entry *e, PyObject *const *args, int backend, PyObjec
         if (res && e->nwb && write_back_args(e, res, args) < 0) Py_CLEAR(res);
     }
     int pos = 0;
-    PyObject *out = res || !e->g ? rebuild(e->tmpl, &pos, res, args) : NULL;
+    PyObject *out = !lost && (res || !e->g) ? rebuild(e->tmpl, &pos, res, args) : NULL;
     Py_XDECREF(res);
     e->busy = 0;
     if (e->orphan) {

@@ -33,6 +33,8 @@ typedef struct nd_replay_rec {
     PyObject **wb_caller;  /* PyMem, borrowed (the call's arguments hold them) */
     int wb_bad;     /* a write-back the return flush did not compute */
     int unreplayable; /* nd_trace_not_replayable */
+    struct nd_chain *chain; /* owned or NULL: the chunk flushes' graphs, the
+                               steps a replay runs before g (nd__rec_chunk) */
 } nd_replay_rec;
 
 /* The recording on this thread, or NULL. */
@@ -43,6 +45,11 @@ static inline nd_replay_rec *nd__rec_of(nd_trace *t)
     return r && r->trace == t ? r : NULL;
 }
 void nd__rec_clear(nd_replay_rec *rec);
+/* A chunk flush of a recording capture ran g (outs, its results res): keep
+ * it as a replay step. 1: g is taken; 0: not (the call is then not
+ * replayable: an input that is neither an argument nor an earlier step's
+ * result, too many different steps, no memory). */
+int nd__rec_chunk(nd_replay_rec *rec, nd_graph *g, const nd_id *outs, int nout, PyObject *res);
 
 typedef struct nd_replay nd_replay;   /* per compiled function */
 nd_replay *nd__replay_new(void);      /* NULL + MemoryError */

@@ -14,12 +14,24 @@
  *     operand (reductions, copy, astype, views, indexing, *_like): the
  *     result is of the operand's class, finalized with obj = the operand;
  *   - dot: the higher-priority operand's class (ties: the first);
- *   - where / concatenate / np.copy / outer / np.array / np.asarray: plain;
+ *   - concatenate of a list/tuple: the item class of the highest priority
+ *     above 0, finalized with obj = None (PyArray_GetSubType), else plain;
+ *   - where / np.copy / outer / np.array / np.asarray: plain;
+ *   - a few whose path depends on an argument (arg_rule: mean's dtype,
+ *     round's decimals, squeeze with nothing to remove) and dot of 1-d
+ *     operands (a NumPy scalar);
+ *   - an assignment through a view of the class (x[0] = v) finalizes
+ *     that view, as NumPy's get_view_from_index does;
  *   - everything else runs with NumPy on the subclass object: a recorded
  *     graph break, never a guess.
  * __array_finalize__ runs at trace time, in op order, on the proxies (its
  * reads of obj are traced; its attribute writes land in the result's
  * dict), so it runs exactly as often as under NumPy and with the same obj.
+ * It, the class's methods (static and class ones too, read through the
+ * instance) and its property getters run as copies remapped
+ * like the compiled function (trace_remap.c), so `type(obj)` / `type(self)`
+ * in them name the class NumPy's value has, as `type(x)` does in the
+ * function.
  * Materializing a tagged value builds the instance without calling it
  * again (through a carrier class whose __array_finalize__ is ndarray's,
  * then __class__ assignment) and hands it the proxy's dict.
@@ -169,70 +181,79 @@ static NdProxy *result_object(PyObject *r)
     return v;
 }
 
-/* tag result proxy r (new ref returned: r or its fresh twin) as winner's
- * class and run __array_finalize__(r, winner) as ndarray.__array_wrap__ /
+/* fn as the compiled function's own code runs (trace_remap.c: `type(obj)`
+ * answers the class NumPy's value would have, `np` is the shim): the
+ * class's __array_finalize__, methods and property getters run on lazy
+ * values. A copy per function, rebuilt when what it was made from changes.
+ * New ref. */
+static PyObject *as_compiled(PyObject *fn)
+{
+    static PyObject *copies;  /* function -> (copy, guards) */
+    if (!PyFunction_Check(fn)) return Py_NewRef(fn);
+    if (!copies && !(copies = PyDict_New())) return NULL;
+    PyObject *e = PyDict_GetItemWithError(copies, fn);
+    if (!e && PyErr_Occurred()) return NULL;
+    if (e) {
+        int ok = nd__remap_valid(PyTuple_GET_ITEM(e, 1));
+        if (ok < 0) return NULL;
+        if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    }
+    PyObject *guards = NULL, *c = nd__remap(fn, &guards);
+    if (!c) return NULL;
+    if (guards) {  /* none while the shim is not ready: not kept */
+        e = PyTuple_Pack(2, c, guards);
+        Py_DECREF(guards);
+        if (!e || PyDict_SetItem(copies, fn, e) < 0) { Py_XDECREF(e); Py_DECREF(c); return NULL; }
+        Py_DECREF(e);
+    }
+    return c;
+}
+
+/* tp.__array_finalize__(self, obj), as NumPy calls it for a new instance */
+static int finalize(PyTypeObject *tp, PyObject *self, PyObject *obj)
+{
+    PyObject *fin = own_lookup(tp, "__array_finalize__");
+    if (!fin || fin == Py_None) return 0;
+    PyObject *f = as_compiled(fin);
+    PyObject *res = f ? PyObject_CallFunctionObjArgs(f, self, obj, NULL) : NULL;
+    Py_XDECREF(f);
+    if (!res) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* tag result proxy r (new ref returned: r or its fresh twin) as class tp
+ * and run __array_finalize__(r, obj) as ndarray.__array_wrap__ /
  * PyArray_NewFromDescr would */
-static PyObject *tag(PyObject *r, NdProxy *winner)
+static PyObject *tag(PyObject *r, PyTypeObject *tp, PyObject *obj)
 {
     NdProxy *q = result_object(r);
     if (!q) return NULL;
-    Py_XSETREF(q->subtype, (PyTypeObject *)Py_NewRef((PyObject *)winner->subtype));
+    Py_XSETREF(q->subtype, (PyTypeObject *)Py_NewRef((PyObject *)tp));
     Py_XSETREF(q->sdict, PyDict_New());
     q->is_scalar = 0;  /* a 0-d subclass array, not a NumPy scalar */
-    if (!q->sdict) { Py_DECREF(q); return NULL; }
-    PyObject *fin = own_lookup(q->subtype, "__array_finalize__");
-    if (fin && fin != Py_None) {
-        PyObject *res = PyObject_CallFunctionObjArgs(fin, (PyObject *)q, (PyObject *)winner, NULL);
-        if (!res) { Py_DECREF(q); return NULL; }
-        Py_DECREF(res);
-    }
+    if (!q->sdict || finalize(tp, (PyObject *)q, obj) < 0) { Py_DECREF(q); return NULL; }
     return (PyObject *)q;
 }
 
-static PyObject *carrier_of(PyTypeObject *tp);
+static PyObject *carrier_view(PyTypeObject *tp, PyObject *arr);
 
 /* an exact ndarray the traced op gave (it ran with NumPy inside, a
  * recorded break): the subclass instance NumPy's wrap makes of it */
-static PyObject *tag_real(PyObject *arr, NdProxy *winner)
+static PyObject *tag_real(PyObject *arr, PyTypeObject *tp, PyObject *obj)
 {
-    PyObject *carrier = carrier_of(winner->subtype);
-    if (!carrier) return NULL;
-    PyArrayObject *a = (PyArrayObject *)arr;
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    Py_INCREF(descr);
-    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
-                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
-                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
-    if (!o || PyArray_SetBaseObject((PyArrayObject *)o, Py_NewRef(arr)) < 0) {
-        Py_XDECREF(o);
-        return NULL;
-    }
-    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
-    if (PyObject_SetAttrString(o, "__class__", (PyObject *)winner->subtype) < 0) {
-        Py_DECREF(o);
-        return NULL;
-    }
-    PyObject *fin = own_lookup(winner->subtype, "__array_finalize__");
-    if (fin && fin != Py_None) {
-        PyObject *res = PyObject_CallFunctionObjArgs(fin, o, (PyObject *)winner, NULL);
-        if (!res) { Py_DECREF(o); return NULL; }
-        Py_DECREF(res);
-    }
+    PyObject *o = carrier_view(tp, Py_NewRef(arr));
+    if (o && finalize(tp, o, obj) < 0) Py_CLEAR(o);
     return o;
 }
 
-/* tag every array result (a tuple's items too); scalars and other
- * objects stay what they are */
-static PyObject *tag_results(PyObject *r, NdProxy *winner)
+/* tag every array result (a tuple's items too) as class tp, finalized
+ * with obj; scalars and other objects stay what they are */
+static PyObject *tag_results_as(PyObject *r, PyTypeObject *tp, PyObject *obj)
 {
-    if (!r || !winner) return r;
-    if (PyArray_CheckExact(r)) {
-        PyObject *t = tag_real(r, winner);
-        Py_DECREF(r);
-        return t;
-    }
-    if (nd_proxy_check(r)) {
-        PyObject *t = tag(r, winner);
+    if (!r) return r;
+    if (PyArray_CheckExact(r) || nd_proxy_check(r)) {
+        PyObject *t = nd_proxy_check(r) ? tag(r, tp, obj) : tag_real(r, tp, obj);
         Py_DECREF(r);
         return t;
     }
@@ -242,8 +263,8 @@ static PyObject *tag_results(PyObject *r, NdProxy *winner)
         if (!out) { Py_DECREF(r); return NULL; }
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = PyTuple_GET_ITEM(r, i);
-            PyObject *t = nd_proxy_check(it) ? tag(it, winner)
-                          : PyArray_CheckExact(it) ? tag_real(it, winner) : Py_NewRef(it);
+            PyObject *t = nd_proxy_check(it) ? tag(it, tp, obj)
+                          : PyArray_CheckExact(it) ? tag_real(it, tp, obj) : Py_NewRef(it);
             if (!t) { Py_DECREF(out); Py_DECREF(r); return NULL; }
             PyTuple_SET_ITEM(out, i, t);
         }
@@ -251,6 +272,12 @@ static PyObject *tag_results(PyObject *r, NdProxy *winner)
         return out;
     }
     return r;
+}
+
+/* the common case: winner's class, finalized with obj = winner */
+static PyObject *tag_results(PyObject *r, NdProxy *winner)
+{
+    return winner ? tag_results_as(r, winner->subtype, (PyObject *)winner) : r;
 }
 
 /* a plain result: a tagged proxy returned as is (np.asarray(x)) becomes a
@@ -330,7 +357,7 @@ static const char *class_name(PyObject *const *in, Py_ssize_t n)
 
 /* ---------------------------------------------------- the op families */
 
-enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER };
+enum { R_BREAK, R_PLAIN, R_WRAP1, R_DOT, R_RESHAPE, R_INNER, R_CONCAT, R_SELF };
 
 static int in_list(const char *name, const char *const *list)
 {
@@ -338,12 +365,47 @@ static int in_list(const char *name, const char *const *list)
     return 0;
 }
 
+/* argument `name` (positional at `at`), NULL when absent or None (borrowed) */
+static PyObject *arg_of(PyObject *args, Py_ssize_t at, PyObject *kwargs, const char *name)
+{
+    PyObject *v = args && PyTuple_GET_SIZE(args) > at ? PyTuple_GET_ITEM(args, at) : NULL;
+    if (!v && kwargs) v = PyDict_GetItemString(kwargs, name);
+    return v == Py_None ? NULL : v;
+}
+
 /* cumsum/cumprod without axis flatten first (a second finalize) */
 static int axis_given(PyObject *args, Py_ssize_t at, PyObject *kwargs)
 {
-    PyObject *ax = args && PyTuple_GET_SIZE(args) > at ? PyTuple_GET_ITEM(args, at) : NULL;
-    if (!ax && kwargs) ax = PyDict_GetItemString(kwargs, "axis");
-    return ax && ax != Py_None;
+    return arg_of(args, at, kwargs, "axis") != NULL;
+}
+
+/* the ops whose NumPy path depends on an argument (`at`: where the
+ * operand's arguments start); -1 for the others:
+ *   - mean with a dtype: NumPy's _mean casts the sum again, a second
+ *     finalize -- a break;
+ *   - round with decimals != 0: of a float array a plain array NumPy fills
+ *     with out= ufuncs (no finalize), of another dtype a break;
+ *   - squeeze with no dim to remove: the operand itself. */
+static int arg_rule(const char *name, NdProxy *p, PyObject *args, Py_ssize_t at, PyObject *kwargs)
+{
+    if (!strcmp(name, "mean")) return arg_of(args, at + 1, kwargs, "dtype") ? R_BREAK : R_WRAP1;
+    if (!strcmp(name, "round") || !strcmp(name, "around")) {
+        PyObject *d = arg_of(args, at, kwargs, "decimals");
+        if (!d) return R_WRAP1;
+        if (!PyLong_CheckExact(d)) return R_BREAK;
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(d, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return R_BREAK; }
+        if (v == 0 && !overflow) return R_WRAP1;
+        return p->dtype == NPY_FLOAT || p->dtype == NPY_DOUBLE || p->dtype == NPY_LONGDOUBLE ? R_PLAIN
+                                                                                           : R_BREAK;
+    }
+    if (!strcmp(name, "squeeze") && !arg_of(args, at, kwargs, "axis")) {
+        for (int d = 0; d < p->ndim; d++)
+            if (p->shape[d] == 1) return R_WRAP1;
+        return R_SELF;
+    }
+    return -1;
 }
 
 static int fn_rule(const char *name, PyObject *args, PyObject *kwargs)
@@ -352,14 +414,16 @@ static int fn_rule(const char *name, PyObject *args, PyObject *kwargs)
         "sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "clip", "round",
         "around", "transpose", "ravel", "squeeze", "swapaxes", "expand_dims", "sort", "flip",
         "zeros_like", "ones_like", "empty_like", NULL};
-    static const char *const plain[] = {"where", "concatenate", "copy", "outer", "array", "asarray",
-                                        NULL};
+    static const char *const plain[] = {"where", "copy", "outer", "array", "asarray", NULL};
     if (kwargs && (PyDict_GetItemString(kwargs, "out") || PyDict_GetItemString(kwargs, "subok")))
         return R_BREAK;
     if (in_list(name, plain)) return R_PLAIN;
     if (!strcmp(name, "dot")) return R_DOT;
     if (!strcmp(name, "reshape")) return R_RESHAPE;
+    if (!strcmp(name, "concatenate")) return R_CONCAT;
     PyObject *a = args && PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    int r = a && nd_proxy_sub(a) ? arg_rule(name, (NdProxy *)a, args, 1, kwargs) : -1;
+    if (r >= 0) return r;
     if ((!strcmp(name, "cumsum") || !strcmp(name, "cumprod")) && a && nd_proxy_check(a))
         return (axis_given(args, 1, kwargs) || ((NdProxy *)a)->ndim <= 1) ? R_WRAP1 : R_BREAK;
     if (in_list(name, wrap1)) return R_WRAP1;
@@ -392,6 +456,8 @@ static int meth_rule(const char *name, NdProxy *self, PyObject *args, PyObject *
                                                                                        : R_WRAP1;
     if (!strcmp(name, "cumsum") || !strcmp(name, "cumprod"))
         return axis_given(args, 0, kwargs) || self->ndim <= 1 ? R_WRAP1 : R_BREAK;
+    int r = arg_rule(name, self, args, 0, kwargs);
+    if (r >= 0) return r;
     if (in_list(name, wrap1)) return R_WRAP1;
     return R_BREAK;
 }
@@ -402,18 +468,53 @@ static PyObject *reshape_result(PyObject *r, NdProxy *self)
 {
     if (!r || !nd_proxy_check(r)) return r;
     if (((NdProxy *)r)->st == self->st) return tag_results(r, self);
-    PyObject *mid = tag(r, self);  /* the C-order copy NumPy makes first */
+    PyObject *mid = tag(r, self->subtype, (PyObject *)self);  /* the C-order copy NumPy makes first */
     if (!mid) { Py_DECREF(r); return NULL; }
-    PyObject *out = tag(r, (NdProxy *)mid);
+    PyObject *out = tag(r, self->subtype, mid);
     Py_DECREF(mid);
     Py_DECREF(r);
     return out;
 }
 
-/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a) */
+/* dot's result: PyArray_MatrixProduct2 makes it of winner's class, then
+ * PyArray_Return turns a 0-d one (1-d . 1-d) into a NumPy scalar */
+static PyObject *dot_result(PyObject *r, NdProxy *winner)
+{
+    if (!winner) return plain_result(r);
+    r = tag_results(r, winner);
+    if (r && nd_proxy_check(r) && ((NdProxy *)r)->ndim == 0) {
+        NdProxy *q = (NdProxy *)r;
+        Py_CLEAR(q->subtype);
+        Py_CLEAR(q->sdict);
+        q->is_scalar = 1;
+    }
+    return r;
+}
+
+/* whether NumPy's dot copies subclass operand o first (cblasfuncs.c: a 2-d
+ * operand neither C- nor F-contiguous, a 1-d one with a stride <= 0): the
+ * copy is of o's class, one more finalize, which is not modelled */
+static int dot_copies(PyObject *o)
+{
+    if (!nd_proxy_sub(o)) return 0;
+    NdProxy *p = (NdProxy *)o;
+    npy_intp ms[ND_MAXDIMS];
+    if (p->ndim > 2 || nd_proxy_memory_strides(o, ms)) return 1;
+    if (p->ndim == 1) return p->shape[0] > 1 && ms[0] <= 0;
+    if (p->ndim < 2) return 0;
+    const npy_intp *n = p->shape;
+    int c = (n[1] <= 1 || ms[1] == 1) && (n[0] <= 1 || ms[0] == n[1]);
+    int f = (n[0] <= 1 || ms[0] == 1) && (n[1] <= 1 || ms[1] == n[0]);
+    return !c && !f;
+}
+
+/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a);
+ * *foreign = 1 for what numdyn does not stand in for (a real subclass
+ * instance) or a copy NumPy would make of a subclass operand */
 static NdProxy *dot_winner(PyObject *a, PyObject *b, int *foreign)
 {
-    *foreign = 0;
+    *foreign = dot_copies(a) || (b && dot_copies(b));
+    if (*foreign) return NULL;
     double pa = 0, pb = 0;
     NdProxy *A = NULL, *B = NULL;
     if (nd_proxy_check(a) && ((NdProxy *)a)->subtype) pa = priority_of((A = (NdProxy *)a)->subtype);
@@ -421,6 +522,31 @@ static NdProxy *dot_winner(PyObject *a, PyObject *b, int *foreign)
     if (nd_proxy_check(b) && ((NdProxy *)b)->subtype) pb = priority_of((B = (NdProxy *)b)->subtype);
     else if (b && PyArray_Check(b) && !PyArray_CheckExact(b)) *foreign = 1;
     return pb > pa ? B : A;
+}
+
+/* concatenate: PyArray_GetSubType's class (the highest __array_priority__
+ * above ndarray's 0 among the items, the first of equals), for a list or
+ * tuple of items; NULL for a plain result; *brk = 1 for what NumPy would
+ * iterate (an array as the sequence) or an item numdyn does not stand in
+ * for (a real subclass instance) */
+static NdProxy *concat_winner(PyObject *seq, int *brk)
+{
+    NdProxy *w = NULL;
+    double prio = 0;
+    *brk = !seq || !(PyList_CheckExact(seq) || PyTuple_CheckExact(seq));
+    if (*brk) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_ITEMS(seq)[i];
+        if (nd_proxy_sub(o)) {
+            double p = priority_of(((NdProxy *)o)->subtype);
+            if (p > prio) { prio = p; w = (NdProxy *)o; }
+        } else if (PyArray_Check(o) && !PyArray_CheckExact(o)) {
+            *brk = 1;
+            return NULL;
+        }
+    }
+    return w;
 }
 
 /* ---------------------------------------------------------- the entries */
@@ -447,18 +573,26 @@ PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args
         w = n == 2 ? dot_winner(in[0], in[1], &foreign) : NULL;
         if (n != 2 || foreign || (kwargs && PyDict_GET_SIZE(kwargs))) rule = R_BREAK;
     }
+    if (rule == R_CONCAT) {
+        int brk;
+        w = concat_winner(n ? in[0] : NULL, &brk);
+        if (brk) rule = R_BREAK;
+    }
     if (rule == R_BREAK) {
         char why[300];
         snprintf(why, sizeof why, "numpy.%s of a %s (its result type and __array_finalize__ calls "
                  "are not checked): NumPy runs it on the subclass object", name, class_name(in, n));
         return break_call(numpy_func, args, kwargs, why);
     }
+    if (rule == R_SELF) return Py_NewRef(in[0]);
     PyObject *r = run_inner_fn(innerf, ctx);
     switch (rule) {
     case R_PLAIN: return plain_result(r);
     case R_WRAP1: return tag_results(r, first);
     case R_RESHAPE: return reshape_result(r, first);
-    case R_DOT: return w ? tag_results(r, w) : plain_result(r);
+    case R_DOT: return dot_result(r, w);
+    case R_CONCAT:  /* a new array: __array_finalize__(result, None) */
+        return w ? tag_results_as(r, w->subtype, Py_None) : plain_result(r);
     }
     return r;
 }
@@ -503,11 +637,13 @@ static PyObject *e_method(const char *name, PyObject *self, PyObject *args, PyOb
         Py_DECREF(m);
         return r;
     }
+    if (rule == R_SELF) return Py_NewRef(self);
     PyObject *r = run_inner_fn(meth_inner, &c);
     switch (rule) {
+    case R_PLAIN: return plain_result(r);
     case R_WRAP1: return tag_results(r, p);
     case R_RESHAPE: return reshape_result(r, p);
-    case R_DOT: return w ? tag_results(r, w) : plain_result(r);
+    case R_DOT: return dot_result(r, w);
     }
     return r;
 }
@@ -633,6 +769,59 @@ static PyObject *e_getitem(PyObject *self, PyObject *key)
     return tag_results(r, (NdProxy *)self);
 }
 
+/* whether NumPy's assignment a[key] = v goes through a view of a's class
+ * (mapping.c get_view_from_index, finalized with obj = a): an index of
+ * slices, None, an Ellipsis beside an integer, or fewer integers than
+ * dims -- not a full integer index, a lone Ellipsis or (), a fancy or
+ * boolean index, or one NumPy rejects before making the view */
+static int assign_makes_view(PyObject *key, int ndim)
+{
+    PyObject *const *it = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(key)) {
+        it = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    int ints = 0, used = 0, other = 0, ellipses = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = it[i];
+        if (o == Py_Ellipsis) { ellipses++; continue; }
+        if (o == Py_None) { other = 1; continue; }
+        if (PySlice_Check(o)) { other = 1; used++; continue; }
+        if (PyBool_Check(o)) return 0;
+        int integer = PyLong_Check(o) || PyArray_IsScalar(o, Integer) ||
+                      (PyArray_Check(o) && PyArray_NDIM((PyArrayObject *)o) == 0 &&
+                       PyArray_ISINTEGER((PyArrayObject *)o)) ||
+                      (nd_proxy_check(o) && nd_proxy_ndim(o) == 0 &&
+                       PyTypeNum_ISINTEGER(nd_proxy_dtype(o)));
+        if (!integer) return 0;  /* fancy, boolean, or an error */
+        ints++;
+        used++;
+    }
+    if (used > ndim || ellipses > 1) return 0;
+    if (!other && ints == 0) return 0;  /* `...` or `()`: the whole array, no view */
+    return other || ellipses || ints < ndim;
+}
+
+static int e_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!sub_depth && nd_proxy_sub(self) && assign_makes_view(key, ((NdProxy *)self)->ndim)) {
+        sub_depth++;
+        PyObject *v = inner.getitem(self, key);
+        sub_depth--;
+        if (!v) return -1;
+        PyObject *t = nd_proxy_check(v) ? tag(v, ((NdProxy *)self)->subtype, self) : NULL;
+        int bad = nd_proxy_check(v) && !t;
+        Py_DECREF(v);
+        Py_XDECREF(t);
+        if (bad) return -1;
+    }
+    sub_depth++;
+    int rc = inner.setitem(self, key, value);
+    sub_depth--;
+    return rc;
+}
+
 void nd__sub_install(nd_numpy_entries *np)
 {
     inner = *np;
@@ -642,6 +831,7 @@ void nd__sub_install(nd_numpy_entries *np)
     np->array_ufunc = e_array_ufunc;
     np->method = e_method;
     np->getitem = e_getitem;
+    np->setitem = e_setitem;
 }
 
 /* --------------------------------------------------- attributes, values */
@@ -657,9 +847,34 @@ PyObject *nd__sub_getattr(NdProxy *p, PyObject *name)
     const char *s = PyUnicode_AsUTF8(name);
     if (!s) return NULL;
     PyObject *a = own_lookup(p->subtype, s);
-    if (a) {
-        descrgetfunc get = Py_TYPE(a)->tp_descr_get;
-        return get ? get(a, (PyObject *)p, (PyObject *)p->subtype) : Py_NewRef(a);
+    if (a && Py_IS_TYPE(a, &PyProperty_Type)) {  /* its getter runs as compiled code */
+        PyObject *fget = PyObject_GetAttrString(a, "fget");
+        if (!fget) return NULL;
+        PyObject *f = fget != Py_None ? as_compiled(fget) : NULL;
+        Py_DECREF(fget);
+        if (f) {
+            PyObject *r = PyObject_CallOneArg(f, (PyObject *)p);
+            Py_DECREF(f);
+            return r;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (a && (Py_IS_TYPE(a, &PyStaticMethod_Type) || Py_IS_TYPE(a, &PyClassMethod_Type))) {
+        PyObject *fn = PyObject_GetAttrString(a, "__func__");
+        PyObject *f = fn ? as_compiled(fn) : NULL;
+        Py_XDECREF(fn);
+        if (!f || Py_IS_TYPE(a, &PyStaticMethod_Type)) return f;
+        PyObject *m = PyMethod_New(f, (PyObject *)p->subtype);
+        Py_DECREF(f);
+        return m;
+    }
+    if (a) {  /* a method: bound from its compiled-code copy */
+        PyObject *f = as_compiled(a);
+        if (!f) return NULL;
+        descrgetfunc get = Py_TYPE(f)->tp_descr_get;
+        PyObject *r = get ? get(f, (PyObject *)p, (PyObject *)p->subtype) : Py_NewRef(f);
+        Py_DECREF(f);
+        return r;
     }
     PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%U'",
                  p->subtype->tp_name, name);
@@ -705,6 +920,25 @@ static PyObject *carrier_of(PyTypeObject *tp)
     return rc < 0 ? NULL : c;
 }
 
+/* a view of real array arr (a reference stolen) as an instance of tp, made
+ * through tp's carrier so that NumPy calls no __array_finalize__ */
+static PyObject *carrier_view(PyTypeObject *tp, PyObject *arr)
+{
+    PyObject *carrier = carrier_of(tp);
+    if (!carrier) { Py_DECREF(arr); return NULL; }
+    PyArrayObject *a = (PyArrayObject *)arr;
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    Py_INCREF(descr);
+    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
+                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
+                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
+    if (!o) { Py_DECREF(arr); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)o, arr) < 0) { Py_DECREF(o); return NULL; }
+    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
+    if (PyObject_SetAttrString(o, "__class__", (PyObject *)tp) < 0) { Py_DECREF(o); return NULL; }
+    return o;
+}
+
 static int same_view(PyArrayObject *a, PyArrayObject *b)
 {
     if (PyArray_DATA(a) != PyArray_DATA(b) || PyArray_NDIM(a) != PyArray_NDIM(b) ||
@@ -737,24 +971,7 @@ PyObject *nd__sub_wrap(NdProxy *p, PyObject *v)
         if (!val || PyDict_SetItem(p->sdict, k, val) < 0) { Py_XDECREF(val); Py_DECREF(v); return NULL; }
         Py_DECREF(val);
     }
-    PyObject *carrier = carrier_of(p->subtype);
-    if (!carrier) { Py_DECREF(v); return NULL; }
-    PyArrayObject *a = (PyArrayObject *)v;
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    Py_INCREF(descr);
-    PyObject *o = PyArray_NewFromDescr((PyTypeObject *)carrier, descr, PyArray_NDIM(a),
-                                       PyArray_DIMS(a), PyArray_STRIDES(a), PyArray_DATA(a),
-                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
-    if (!o || PyArray_SetBaseObject((PyArrayObject *)o, v) < 0) {  /* steals v */
-        if (!o) Py_DECREF(v);
-        Py_XDECREF(o);
-        return NULL;
-    }
-    PyArray_UpdateFlags((PyArrayObject *)o, NPY_ARRAY_UPDATE_ALL);
-    if (PyObject_SetAttrString(o, "__class__", (PyObject *)p->subtype) < 0 ||
-        PyObject_SetAttrString(o, "__dict__", p->sdict) < 0) {
-        Py_DECREF(o);
-        return NULL;
-    }
+    PyObject *o = carrier_view(p->subtype, v);
+    if (o && PyObject_SetAttrString(o, "__dict__", p->sdict) < 0) Py_CLEAR(o);
     return o;
 }
