@@ -24,6 +24,9 @@ static unsigned long long region_counter;
 
 /* code -> the last copy of its function with captured loops (nd_loop_plain) */
 static PyObject *plain_by_code;
+/* its last hit (borrowed, the dict holds both; cleared at every store): a
+ * code object's hash walks its constants, a good part of a small call */
+static PyObject *plain_last_code, *plain_last;
 
 static int init(void)
 {
@@ -701,6 +704,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
             if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();
         }
         nf = build(fn, fdef, code);
+        plain_last_code = plain_last = NULL;
         if (nf && PyDict_SetItem(plain_by_code, code, nf) < 0) goto fail;
         if (!nf) {
             /* the rewrite failed to compile: say so, run the original */
@@ -731,8 +735,13 @@ fail:
 PyObject *nd_loop_plain(PyObject *fn)
 {
     if (!plain_by_code || !PyFunction_Check(fn)) return Py_NewRef(fn);
-    PyObject *p = PyDict_GetItemWithError(plain_by_code, PyFunction_GET_CODE(fn));
-    if (!p) return PyErr_Occurred() ? NULL : Py_NewRef(fn);
+    PyObject *code = PyFunction_GET_CODE(fn), *p = plain_last;
+    if (code != plain_last_code) {
+        p = PyDict_GetItemWithError(plain_by_code, code);
+        if (!p) return PyErr_Occurred() ? NULL : Py_NewRef(fn);
+        plain_last_code = code;
+        plain_last = p;
+    }
     /* the copy was made with fn's globals, defaults and closure cells: a
      * function of the same code made with others (a closure of another
      * call, defaults set since) gets none of them from it */
