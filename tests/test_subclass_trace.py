@@ -150,7 +150,8 @@ def test_finalizer_reading_values_is_traced():
 def test_unchecked_operations_break_with_numpys_results():
     def f(x):
         return (x.std(), x.argmax(), np.stack([x, x]), x.take([0, 1]), x.cumsum(), list(x)[0] + 1,
-                x.mean(dtype=np.float32), x.astype(int).round(2))
+                x.mean(dtype=np.float32), x.astype(int).round(2),
+                x[:, :2].dot(np.ones((2, 2))), np.ones((2, 3)).dot(x[::-1, 1:]))  # NumPy copies first
 
     out, _ = _compare(f, lambda: (_mk(A),))
     assert out.graph_break_count >= 5

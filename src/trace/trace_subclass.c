@@ -491,10 +491,30 @@ static PyObject *dot_result(PyObject *r, NdProxy *winner)
     return r;
 }
 
-/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a) */
+/* whether NumPy's dot copies subclass operand o first (cblasfuncs.c: a 2-d
+ * operand neither C- nor F-contiguous, a 1-d one with a stride <= 0): the
+ * copy is of o's class, one more finalize, which is not modelled */
+static int dot_copies(PyObject *o)
+{
+    if (!nd_proxy_sub(o)) return 0;
+    NdProxy *p = (NdProxy *)o;
+    npy_intp ms[ND_MAXDIMS];
+    if (p->ndim > 2 || nd_proxy_memory_strides(o, ms)) return 1;
+    if (p->ndim == 1) return p->shape[0] > 1 && ms[0] <= 0;
+    if (p->ndim < 2) return 0;
+    const npy_intp *n = p->shape;
+    int c = (n[1] <= 1 || ms[1] == 1) && (n[0] <= 1 || ms[0] == n[1]);
+    int f = (n[0] <= 1 || ms[0] == 1) && (n[1] <= 1 || ms[1] == n[0]);
+    return !c && !f;
+}
+
+/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a);
+ * *foreign = 1 for what numdyn does not stand in for (a real subclass
+ * instance) or a copy NumPy would make of a subclass operand */
 static NdProxy *dot_winner(PyObject *a, PyObject *b, int *foreign)
 {
-    *foreign = 0;
+    *foreign = dot_copies(a) || (b && dot_copies(b));
+    if (*foreign) return NULL;
     double pa = 0, pb = 0;
     NdProxy *A = NULL, *B = NULL;
     if (nd_proxy_check(a) && ((NdProxy *)a)->subtype) pa = priority_of((A = (NdProxy *)a)->subtype);
