@@ -29,8 +29,8 @@
  * and a floating-point flag is raised exactly when NumPy's computation
  * raises one (operations that cannot raise one -- comparisons, sign
  * changes, integer add/subtract/multiply -- skip the substitution) (its warning then comes from the NumPy re-run of the graph,
- * runtime_native.c). With an all-False mask there is no such lane: lane 0
- * stands in, whose flags NumPy would not raise (a documented gap).
+ * runtime_native.c). With an all-False mask there is no such lane: every
+ * lane then holds a value no arithmetic flags (unless_all_false).
  */
 #include "shim_internal.h"
 #include <string.h>
@@ -151,6 +151,24 @@ static void remember(nd_trace *t, nd_id src, nd_id mnode, nd_id node)
     safe_next = (safe_next + 1) % SAFE_CACHE;
 }
 
+/* An all-False mask has no lane inside it: argmax(m) is lane 0, which
+ * NumPy never computes on. Then every lane holds a value no arithmetic
+ * raises a flag on: a quiet NaN for inexact dtypes (it propagates without
+ * one), 1 for integers and bools (no division by zero, no overflow). */
+static nd_id unless_all_false(nd_trace *t, nd_id mk, nd_id jn, nd_id lane, int dtype)
+{
+    nd_id hit = nd_xj_gather(t, mk, jn);
+    if (hit == ND_NONE) return ND_NONE;
+    PyObject *v = PyTypeNum_ISCOMPLEX(dtype) ? PyComplex_FromDoubles(Py_NAN, Py_NAN)
+                : PyTypeNum_ISFLOAT(dtype)   ? PyFloat_FromDouble(Py_NAN)
+                : PyTypeNum_ISBOOL(dtype)    ? Py_NewRef(Py_True)
+                                             : PyLong_FromLong(1);
+    if (!v) return ND_NONE;
+    nd_id c = nd_shim_node_scalar(t, v, dtype, 0);
+    Py_DECREF(v);
+    return c == ND_NONE ? ND_NONE : nd_shim_node_where(t, hit, lane, c, dtype);
+}
+
 /* val with its lanes outside the mask replaced by lane argmax(m)'s (see
  * the file comment); done once per value */
 static int make_safe(nd_trace *t, NdMasked *m)
@@ -186,6 +204,7 @@ static int make_safe(nd_trace *t, NdMasked *m)
         nd_id lane = flat == ND_NONE ? ND_NONE : nd_xj_gather(t, src, flat);
         if (lane != ND_NONE && nd > m->lead)
             lane = nd_shim_node_reshape(t, lane, nd - m->lead, sh + m->lead);
+        if (lane != ND_NONE) lane = unless_all_false(t, mk, jn, lane, dtype);
         nd_id lb = lane == ND_NONE ? ND_NONE : nd_shim_node_broadcast(t, lane, nd, sh);
         nd_id cond = lb == ND_NONE ? ND_NONE : mask_over(t, m);
         w = cond == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, src, lb, dtype);
@@ -717,6 +736,33 @@ PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key)
     return (PyObject *)r;
 }
 
+/* Nodes a and b compute the same value: the same node, or the same
+ * elementwise op / cast / view of inputs that compute the same values, or
+ * scalars of one dtype and value. So `x[x > 0] = x[x > 0] ** -1.5` -- two
+ * mask objects from one expression, neither written in between -- stores
+ * through the mask of the read (NPBench's nbody: a break per step). */
+static int same_value(nd_graph *g, nd_id a, nd_id b, int depth)
+{
+    if (a == b) return 1;
+    if (a < 0 || b < 0 || depth <= 0) return 0;
+    const nd_node *x = nd_graph_node(g, a), *y = nd_graph_node(g, b);
+    if (x->op != y->op || x->dtype != y->dtype || x->ndim != y->ndim || x->flags != y->flags ||
+        x->value || y->value || x->attrs || y->attrs || x->extra || y->extra ||
+        memcmp(x->shape, y->shape, sizeof(npy_intp) * x->ndim))
+        return 0;
+    if (x->op == ND_OP_SCALAR)
+        return !memcmp(&x->scalar, &y->scalar, sizeof x->scalar);
+    if (x->op == ND_OP_VIEW) {
+        if (x->voff != y->voff || memcmp(x->vstrides, y->vstrides, sizeof(npy_intp) * x->ndim)) return 0;
+    } else if (x->op != ND_OP_UFUNC && x->op != ND_OP_CAST) {
+        return 0;
+    }
+    if (x->sub != y->sub || x->aux != y->aux || x->nin != y->nin || x->obj != y->obj) return 0;
+    for (int k = 0; k < x->nin; k++)
+        if (x->in_dtype[k] != y->in_dtype[k] || !same_value(g, x->in[k], y->in[k], depth - 1)) return 0;
+    return 1;
+}
+
 int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
     if (!nd_shim_masked_check(value)) return 0;
@@ -726,8 +772,12 @@ int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *v
         if (PyTuple_GET_SIZE(key) != 1) return 0;
         k = PyTuple_GET_ITEM(key, 0);
     }
-    if (v->compact || k != v->key || !nd_proxy_live(v->val) || !nd_proxy_live(k)) return 0;
-    if (nd_proxy_read(k) != v->mnode) return PyErr_Occurred() ? -1 : 0;  /* the mask was written since */
+    if (v->compact || !nd_proxy_check(k) || !nd_proxy_live(v->val) || !nd_proxy_live(k)) return 0;
+    nd_id kn = nd_proxy_read(k);
+    if (kn == ND_NONE) return PyErr_Occurred() ? -1 : 0;
+    if (k == v->key ? kn != v->mnode   /* the mask was written since */
+                    : !same_value(nd_trace_graph(t), kn, v->mnode, 4))
+        return 0;
     int nd = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);
     if (nd != nd_proxy_ndim(v->val) ||
         memcmp(nd_proxy_shape(self), nd_proxy_shape(v->val), sizeof(npy_intp) * (size_t)nd))

@@ -534,6 +534,14 @@ class _Gen:
             # element, or a sum over them
             arrname = self.choice(ones)
             sl = self.choice(["::2", "1::2", "::-1", "-2::-2", ":-1:3", "::-3", "1:-1:2"])
+            idxs = [n for n in ones if self.arrays[n][0] in INT_DTYPES and self.arrays[n][0] != "uint64"]
+            if idxs and self.chance(0.3):
+                # a gather x[I] by an integer array (its values may leave x:
+                # IndexError), summed or dotted with a slice of x
+                ia = self.choice(idxs)
+                if self.chance(0.5):
+                    return [f"{pad}{self.choice(self.locals)} = np.sum({arrname}[{ia}])"]
+                return [f"{pad}{self.choice(self.locals)} = {arrname}[{ia}] @ {arrname}[:len({ia})]"]
             if self.chance(0.5):
                 op = self.choice(["=", "+=", "-=", "*="])
                 return [f"{pad}{arrname}[{sl}] {op} {self.expr(1, True)}"]
@@ -543,6 +551,9 @@ class _Gen:
             # 2-D parts: a scalar stored or added into a block, a sum over one
             arrname = self.choice(twos)
             sl = ", ".join(self.choice([":", "1:", ":-1", "::2", "::-1", "1:-1"]) for _ in range(2))
+            if self.chance(0.3):
+                # a chained row slice A[i][lo:hi] (the 2-index form A[i, lo:hi])
+                sl = f"{self.index(arrname, 0)}][{self.choice([':', '1:', ':-1', '::2', '::-1'])}"
             if self.chance(0.5):
                 op = self.choice(["=", "+=", "-=", "*="])
                 return [f"{pad}{arrname}[{sl}] {op} {self.expr(1, True)}"]

@@ -150,7 +150,8 @@ def test_finalizer_reading_values_is_traced():
 def test_unchecked_operations_break_with_numpys_results():
     def f(x):
         return (x.std(), x.argmax(), np.stack([x, x]), x.take([0, 1]), x.cumsum(), list(x)[0] + 1,
-                x.mean(dtype=np.float32), x.astype(int).round(2))
+                x.mean(dtype=np.float32), x.astype(int).round(2),
+                x[:, :2].dot(np.ones((2, 2))), np.ones((2, 3)).dot(x[::-1, 1:]))  # NumPy copies first
 
     out, _ = _compare(f, lambda: (_mk(A),))
     assert out.graph_break_count >= 5
@@ -259,13 +260,21 @@ class K(np.ndarray):
     def kind(self):
         return type(self).__name__
 
+    @staticmethod
+    def kind_of(a):
+        return type(a).__name__
+
+    @classmethod
+    def made(cls, a):
+        return cls(a, unit=type(a).__name__)
+
 
 def test_type_of_values_class_code_and_concatenate_priority():
     def f(x, p):
         y = x * 2.0
         return (type(x) is K, type(y).__name__, type(x[0]) is K, type(x.sum()).__name__,
                 type(x[0, 0]).__name__, type(p.T) is A, isinstance(y, K), y.kind, x.kind, y.unit,
-                x.doubled(), type(x)(np.ones(2), unit="s"),
+                x.doubled(), type(x)(np.ones(2), unit="s"), x.kind_of(y), x.made(y),
                 # PyArray_GetSubType: the highest priority above 0 wins, finalized with None
                 np.concatenate([x, x]), np.concatenate([p, x]), np.concatenate((p, p), axis=None),
                 np.concatenate([p, p]), np.concatenate([np.ones((1, 4)), x], dtype=np.float32))

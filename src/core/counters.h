@@ -65,8 +65,10 @@ typedef enum {
                                arguments) copied when a traced op read them (trace_lift.c) */
     ND_CTR_BLAS_RUNS_ONE_THREAD, /* matmul steps run with OpenBLAS on one thread, measured
                                     faster so on a busy machine (runtime/par.h) */
-    ND_CTR_WRITEBACK_NODES, /* nodes the write-backs of caller arrays walked for old contents
-                               still read (trace_flush.c): what is live, not the capture's length */
+    ND_CTR_WRITEBACK_NODES, /* nodes the write-backs of caller arrays, and calls handing arrays
+                               to code outside the graph, walked for old contents still read
+                               (trace_flush.c, trace_outside.c): what is live, not the capture's
+                               length */
     ND_CTR_KERNEL_TEXTS,    /* kernels whose C text was made (backend_native.c): a kernel whose
                                structure was seen is named without it (codegen_memo.c) */
     ND_CTR_CHUNK_FLUSHES,   /* flushes of a long run of lazy statements, made to keep the

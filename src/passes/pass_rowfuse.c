@@ -269,6 +269,21 @@ static int join_producers(nd_graph *g, nd_id r, const rowdom *D, const int32_t *
     return nm;
 }
 
+#define ROW_MAX_OPS 40   /* as pass_schedule.c's KMAX_OPS */
+
+/* j's inputs from outside the group that are not scalars, and its output:
+ * an upper bound of the operands joining j adds to the group's kernel */
+static int operand_cost(nd_graph *g, nd_id j, const uint8_t *lv)
+{
+    nd_node *jn = &g->nodes[j];
+    int nin = jn->op == ND_OP_EXTERN ? jn->nextra : jn->nin, c = 1;
+    for (int k = 0; k < nin; k++) {
+        nd_id in = jn->op == ND_OP_EXTERN ? jn->extra[k] : jn->in[k];
+        if (in >= 0 && !lv[in] && !is_scalar_like(g, in)) c++;
+    }
+    return c;
+}
+
 int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t *skip, int horiz,
                     nd_id *center, const uint8_t *need)
 {
@@ -292,6 +307,13 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
         int nm = 0, nred = 1;
         mem[nm++] = r;
         lv[r] = (rn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
+        /* operands the optional joins below may add (their outside inputs
+         * and their outputs), bounded: the runtime passes a kernel at most
+         * 64 operand pointers, and a loop of reductions of products
+         * (conv2d's sum(x[:, i:i+K, j:j+K] * w) per (i, j)) had every
+         * product join the first group as a side output: one kernel of
+         * 192 operands that could not run */
+        int ops = operand_cost(g, r, lv);
         for (nd_id j = r + 1; j < n; j++) {
             nd_node *jn = &g->nodes[j];
             int nin = jn->op == ND_OP_EXTERN ? jn->nextra : jn->nin;
@@ -305,13 +327,16 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             if (!related && !bad) {
                 /* an independent reduction over the same domain: one pass */
                 rowdom D2;
+                int cost = operand_cost(g, j, lv);
                 if (horiz && nred < ND_MAXRED && jn->op == ND_OP_REDUCE && rowgrp[j] < 0 && !(skip && skip[j]) &&
-                    eligible_reduce(g, j, &D2, 1) && same_dom(&D, &D2)) {
+                    ops + cost <= ROW_MAX_OPS && eligible_reduce(g, j, &D2, 1) && same_dom(&D, &D2)) {
                     lv[j] = (jn->flags & ND_F_KEEPDIMS) ? ND_ROW_A : ND_ROW_B;
                     mem[nm++] = j;
                     nred++;
+                    ops += cost;
                 } else if (horiz && (D.trail || (side && D.across)) && rowgrp[j] < 0 && !(skip && skip[j]) &&
-                           pointwise_on(g, j, &D)) {
+                           ops + cost <= ROW_MAX_OPS && pointwise_on(g, j, &D)) {
+                    ops += cost;
                     /* an independent pointwise value over the same domain
                      * (x * 2 next to (x ** 2).sum(1)): computed in the
                      * group's last walk of each row, from the row in cache,

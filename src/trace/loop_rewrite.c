@@ -24,6 +24,9 @@ static unsigned long long region_counter;
 
 /* code -> the last copy of its function with captured loops (nd_loop_plain) */
 static PyObject *plain_by_code;
+/* its last hit (borrowed, the dict holds both; cleared at every store): a
+ * code object's hash walks its constants, a good part of a small call */
+static PyObject *plain_last_code, *plain_last;
 
 static int init(void)
 {
@@ -541,7 +544,6 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
  * a compiled function), or its globals, defaults or closure are not the
  * ones its copy was made with. The name is evaluated where it was, so a
  * rebinding is seen. */
-static PyObject *callee_seen;  /* code -> True: rewritten once (plain_by_code holds its copy) */
 
 static int user_function(PyObject *f)
 {
@@ -560,12 +562,9 @@ static int user_function(PyObject *f)
 static PyObject *callee_impl(PyObject *self, PyObject *f)
 {
     if (!user_function(f) || !capture_on()) return Py_NewRef(f);
-    PyObject *code = PyFunction_GET_CODE(f);
-    int seen = PyDict_Contains(callee_seen, code);
-    if (seen < 0) return NULL;
-    if (seen) return nd_loop_plain(f);
-    if (PyDict_SetItem(callee_seen, code, Py_True) < 0) return NULL;
-    PyObject *r = nd_loop_rewrite(f);
+    /* its loops captured and the shim as its `np` (trace_remap.c: one
+     * copy per helper, checked at each call) */
+    PyObject *r = nd_trace_remap_callee(f);
     if (!r) {
         /* the helper runs as written: a rewrite that failed is not the
          * caller's error */
@@ -584,7 +583,6 @@ static PyObject *callee_fn;
 static int rewrite_calls(rctx *c, PyObject *fdef)
 {
     if (!callee_fn) {
-        if (!(callee_seen = PyDict_New())) return -1;
         if (!(callee_fn = PyCFunction_New(&callee_def, NULL))) return -1;
     }
     PyObject *it = PyObject_CallMethod(mod_ast, "walk", "O", fdef), *node, *load = NULL;
@@ -706,6 +704,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
             if (u) { PySys_FormatStderr("%U\n", u); Py_DECREF(u); } else PyErr_Clear();
         }
         nf = build(fn, fdef, code);
+        plain_last_code = plain_last = NULL;
         if (nf && PyDict_SetItem(plain_by_code, code, nf) < 0) goto fail;
         if (!nf) {
             /* the rewrite failed to compile: say so, run the original */
@@ -736,8 +735,13 @@ fail:
 PyObject *nd_loop_plain(PyObject *fn)
 {
     if (!plain_by_code || !PyFunction_Check(fn)) return Py_NewRef(fn);
-    PyObject *p = PyDict_GetItemWithError(plain_by_code, PyFunction_GET_CODE(fn));
-    if (!p) return PyErr_Occurred() ? NULL : Py_NewRef(fn);
+    PyObject *code = PyFunction_GET_CODE(fn), *p = plain_last;
+    if (code != plain_last_code) {
+        p = PyDict_GetItemWithError(plain_by_code, code);
+        if (!p) return PyErr_Occurred() ? NULL : Py_NewRef(fn);
+        plain_last_code = code;
+        plain_last = p;
+    }
     /* the copy was made with fn's globals, defaults and closure cells: a
      * function of the same code made with others (a closure of another
      * call, defaults set since) gets none of them from it */

@@ -56,6 +56,7 @@ typedef struct {
      * replayed (an RNN's time loop: 0.58x NumPy). */
     struct { uint64_t prekey; int sig; } rejected[8];
     int nrejected;
+    char *spare;           /* a run's table block kept for the next run (one size per region) */
 } NdLoop;
 
 static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
@@ -522,7 +523,22 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     size_t o_arr = 0, o_val = o_arr + n1 * sizeof(nd_larr), o_vals = o_val + n1 * sizeof(nd_lval),
            o_snaps = o_vals + n1 * sizeof(PyObject *), o_buf = o_snaps + n1 * sizeof(PyObject *),
            o_vset = o_buf + n1 * 8, o_vb = o_vset + n1 * sizeof(uint32_t), total = o_vb + n1;
-    char *block = PyMem_Calloc(1, total);
+    /* zeroed but for the arrays' dims past the fourth: those are set for
+     * every array the runner hands over, and an array local (1-D) gets its
+     * own when the loop assigns it (zeroing 544 bytes a variable was a
+     * fifth of a small loop's call) */
+    char *block = L->spare ? L->spare : PyMem_Malloc(total);
+    L->spare = NULL;   /* (a run inside this one, recursion, takes its own) */
+    if (block) {
+        memset(block + o_val, 0, total - o_val);
+        for (size_t v = 0; v < n1; v++) {
+            nd_larr *a = (nd_larr *)(block + o_arr) + v;
+            a->data = NULL;
+            for (int d = 0; d < 4; d++) a->shape[d] = a->strides[d] = 0;
+            a->src = a->set = a->whole = 0;
+            a->own = NULL;
+        }
+    }
     nd_larr *arr = block ? (nd_larr *)(block + o_arr) : NULL;
     nd_lval *val = block ? (nd_lval *)(block + o_val) : NULL;
     PyObject **vals = block ? (PyObject **)(block + o_vals) : NULL;   /* owned */
@@ -916,7 +932,8 @@ done:
     Py_XDECREF(why);
     if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
     if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);
-    PyMem_Free(block);
+    if (!L->spare) L->spare = block;
+    else PyMem_Free(block);
     return result;
 }
 
@@ -938,6 +955,7 @@ static void loop_dealloc(PyObject *o)
         PyMem_Free(L->sigs[k].alocal);
     }
     PyMem_Free(L->sigs);
+    PyMem_Free(L->spare);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
     Py_XDECREF(L->py);
@@ -972,6 +990,7 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->sigs = NULL;
     L->nsigs = L->capsigs = 0;
     L->nrejected = 0;
+    L->spare = NULL;
     return (PyObject *)L;
 }
 

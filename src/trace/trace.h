@@ -209,6 +209,10 @@ int nd_trace_checks_deferred(nd_trace *t);
  * itself when nothing is renamed). For NumPy's own Python code that the
  * shim traces through (shim_inline.c); the caller caches it. */
 PyObject *nd_trace_remap_function(PyObject *fn);
+/* A helper the compiled function calls, as the compiled function runs:
+ * its loops captured and the shim as its `np` (new ref; cached per code
+ * object, checked at each call; fn itself when nothing changes). */
+PyObject *nd_trace_remap_callee(PyObject *fn);
 /* The tracer lifts the ndarrays nd_supported_array (graph.h) accepts;
  * nd_trace_lift raises TypeError for other arrays. */
 /* Mark a proxy read-only like NumPy's read-only views (np.broadcast_to,

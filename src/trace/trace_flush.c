@@ -980,7 +980,7 @@ char *nd__needed_nodes(nd_trace *t)
  * the loop's trip count: 8000 iterations, 10-18 us each). `mark` is zero on
  * entry for t->g->n nodes and is left zero; *out (PyMem) holds the ids.
  * The count, or -1 with MemoryError. */
-static Py_ssize_t needed_list(nd_trace *t, char *mark, nd_id **out)
+Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out)
 {
     nd_graph *g = t->g;
     Py_ssize_t n = 0, cap = 64, top = 0;
@@ -1010,7 +1010,6 @@ static Py_ssize_t needed_list(nd_trace *t, char *mark, nd_id **out)
     }
 #undef PUSH
     for (Py_ssize_t k = 0; k < n; k++) mark[l[k]] = 0;
-    nd_counter_add(ND_CTR_WRITEBACK_NODES, n);
     *out = l;
     return n;
 oom:
@@ -1079,7 +1078,8 @@ static int write_back(nd_trace *t)
     /* old contents that later work still reads: private copies (the
      * versions being written back excepted: they are the new contents) */
     if (scratch_fit(t) < 0) goto done;
-    nneed = needed_list(t, t->scr_anc, &need);
+    nneed = nd__needed_list(t, t->scr_anc, &need);
+    if (nneed > 0) nd_counter_add(ND_CTR_WRITEBACK_NODES, nneed);
     if (nneed < 0) goto done;
     for (Py_ssize_t k = 0; k < nd; k++) t->scr_anc[ds[k]->version] = 1;
     marked = 1;
@@ -1131,8 +1131,22 @@ static int sweep_values(nd_trace *t)
     char *need = nd__needed_nodes(t);
     if (!need) return -1;
     nd_graph *g = t->g;
+    if (t->swept_cap < g->n) {
+        /* what ran is remembered: nd__note_dead took a released value
+         * (`while d > tol`'s comparison, every step of a time loop) for
+         * one never computed, and the return flush recomputed the whole
+         * loop from the arrays' final contents to run it again */
+        char *m = PyMem_Realloc(t->swept, (size_t)g->n);
+        if (!m) { PyMem_Free(need); PyErr_NoMemory(); return -1; }
+        memset(m + t->swept_cap, 0, (size_t)(g->n - t->swept_cap));
+        t->swept = m;
+        t->swept_cap = g->n;
+    }
     for (nd_id i = 0; i < g->n; i++)
-        if (!need[i] && g->nodes[i].value) Py_CLEAR(g->nodes[i].value);
+        if (!need[i] && g->nodes[i].value) {
+            Py_CLEAR(g->nodes[i].value);
+            t->swept[i] = 1;
+        }
     PyMem_Free(need);
     t->value_bytes = 0;
     return 0;
@@ -1436,7 +1450,7 @@ int nd__note_dead(nd_trace *t)
     int nd = 0;
     for (nd_id i = g->n - 1; i >= t->dead_floor; i--) {
         const nd_node *n = &g->nodes[i];
-        if (readers[i] > 0 || n->value) continue;
+        if (readers[i] > 0 || n->value || (i < t->swept_cap && t->swept[i])) continue;
         if ((!used[i] && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_REDUCE ||
                           n->op == ND_OP_SCAN)) || (n->flags & ND_F_CHECK))
             used[i] = 2;

@@ -95,6 +95,10 @@ struct nd_trace {
     void *pins;               /* owned, or NULL: the dims marked dynamic a
                                  flush checks the graph does not pin
                                  (trace_pins.c) */
+    char *swept;              /* PyMem or NULL, swept_cap bytes: 1 for a node
+                                 whose value a sweep released (it ran: the
+                                 return flush must not run it as dead) */
+    Py_ssize_t swept_cap;
     nd_id chunk_base;         /* g->n when the last flush ended: what is
                                  pending since (nd__flush_chunk) */
     nd_id chunk_next;         /* g->n at which nd__flush_chunk looks again */
@@ -323,6 +327,11 @@ int nd__settle_escapes(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
  * -1 error. */
 PyObject *nd__arg_pairs(PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
 int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wrapped, Py_ssize_t n);
+/* nd__needed_nodes' set as a list (PyMem, *out), walked from the live
+ * versions through the nodes it marks only, so its cost is what is live,
+ * not the capture's length; mark: t->g->n bytes, zero on entry and on
+ * return. The count, or -1 with MemoryError. */
+Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
 /* Between operations: when ND_CHUNK_NODES nodes were traced since the last

@@ -296,3 +296,45 @@ PyObject *nd_trace_remap_function(PyObject *fn)
     Py_XDECREF(guards);
     return r;
 }
+
+/* Helpers the compiled function calls (loop_rewrite.c's
+ * __numdyn_callee__) see the shim as their `np` too: a helper that makes
+ * its output with np.empty and fills it (`out[:, i, j, :] = np.sum(...)`)
+ * otherwise makes a real array, and every store of a lazy value into it
+ * is a graph break (NPBench's conv2d/maxpool2d helpers: 640 a call). The
+ * copy is made once per helper and checked at each call like the compiled
+ * function's own (same function object, code, defaults, and every renamed
+ * global still bound as it was). */
+static PyObject *callee_copies;  /* code -> (copy, guards) */
+
+PyObject *nd_trace_remap_callee(PyObject *fn)
+{
+    if (!PyFunction_Check(fn)) return Py_NewRef(fn);
+    if (!callee_copies && !(callee_copies = PyDict_New())) return NULL;
+    PyObject *code = PyFunction_GET_CODE(fn);
+    PyObject *e = PyDict_GetItemWithError(callee_copies, code);
+    if (!e && PyErr_Occurred()) return NULL;
+    if (e) {
+        PyObject *g = PyTuple_GET_ITEM(e, 1);
+        if (PyTuple_GET_SIZE(g) >= 4 && PyTuple_GET_ITEM(g, 0) == fn) {
+            int ok = nd__remap_valid(g);
+            if (ok < 0) return NULL;
+            if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+        }
+    }
+    PyObject *guards = NULL;
+    PyObject *nf = nd__remap(fn, &guards);
+    if (!nf) return NULL;
+    if (guards && PyTuple_GET_SIZE(guards) >= 4) {
+        PyObject *ne = PyTuple_Pack(2, nf, guards);
+        if (!ne || PyDict_SetItem(callee_copies, code, ne) < 0) {
+            Py_XDECREF(ne);
+            Py_DECREF(guards);
+            Py_DECREF(nf);
+            return NULL;
+        }
+        Py_DECREF(ne);
+    }
+    Py_XDECREF(guards);
+    return nf;
+}

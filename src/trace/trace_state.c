@@ -92,6 +92,7 @@ void nd__trace_decref(nd_trace *t)
     PyMem_Free(t->scr_anc);
     PyMem_Free(t->scr_map);
     PyMem_Free(t->dead);
+    PyMem_Free(t->swept);
     nd__pins_free(t->pins);
     PyMem_Free(t);
 }

@@ -27,7 +27,8 @@
  * __array_finalize__ runs at trace time, in op order, on the proxies (its
  * reads of obj are traced; its attribute writes land in the result's
  * dict), so it runs exactly as often as under NumPy and with the same obj.
- * It, the class's methods and its property getters run as copies remapped
+ * It, the class's methods (static and class ones too, read through the
+ * instance) and its property getters run as copies remapped
  * like the compiled function (trace_remap.c), so `type(obj)` / `type(self)`
  * in them name the class NumPy's value has, as `type(x)` does in the
  * function.
@@ -490,10 +491,30 @@ static PyObject *dot_result(PyObject *r, NdProxy *winner)
     return r;
 }
 
-/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a) */
+/* whether NumPy's dot copies subclass operand o first (cblasfuncs.c: a 2-d
+ * operand neither C- nor F-contiguous, a 1-d one with a stride <= 0): the
+ * copy is of o's class, one more finalize, which is not modelled */
+static int dot_copies(PyObject *o)
+{
+    if (!nd_proxy_sub(o)) return 0;
+    NdProxy *p = (NdProxy *)o;
+    npy_intp ms[ND_MAXDIMS];
+    if (p->ndim > 2 || nd_proxy_memory_strides(o, ms)) return 1;
+    if (p->ndim == 1) return p->shape[0] > 1 && ms[0] <= 0;
+    if (p->ndim < 2) return 0;
+    const npy_intp *n = p->shape;
+    int c = (n[1] <= 1 || ms[1] == 1) && (n[0] <= 1 || ms[0] == n[1]);
+    int f = (n[0] <= 1 || ms[0] == 1) && (n[1] <= 1 || ms[1] == n[0]);
+    return !c && !f;
+}
+
+/* dot: PyArray_MatrixProduct2's subtype (the higher priority, ties: a);
+ * *foreign = 1 for what numdyn does not stand in for (a real subclass
+ * instance) or a copy NumPy would make of a subclass operand */
 static NdProxy *dot_winner(PyObject *a, PyObject *b, int *foreign)
 {
-    *foreign = 0;
+    *foreign = dot_copies(a) || (b && dot_copies(b));
+    if (*foreign) return NULL;
     double pa = 0, pb = 0;
     NdProxy *A = NULL, *B = NULL;
     if (nd_proxy_check(a) && ((NdProxy *)a)->subtype) pa = priority_of((A = (NdProxy *)a)->subtype);
@@ -837,6 +858,15 @@ PyObject *nd__sub_getattr(NdProxy *p, PyObject *name)
             return r;
         }
         if (PyErr_Occurred()) return NULL;
+    }
+    if (a && (Py_IS_TYPE(a, &PyStaticMethod_Type) || Py_IS_TYPE(a, &PyClassMethod_Type))) {
+        PyObject *fn = PyObject_GetAttrString(a, "__func__");
+        PyObject *f = fn ? as_compiled(fn) : NULL;
+        Py_XDECREF(fn);
+        if (!f || Py_IS_TYPE(a, &PyStaticMethod_Type)) return f;
+        PyObject *m = PyMethod_New(f, (PyObject *)p->subtype);
+        Py_DECREF(f);
+        return m;
     }
     if (a) {  /* a method: bound from its compiled-code copy */
         PyObject *f = as_compiled(a);
