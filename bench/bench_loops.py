@@ -56,6 +56,12 @@ def loop_cases(quick=False):
     data, x = rng.random(rows * per), rng.random(rows)
     add(f"CSR mat-vec rows={rows} nnz={rows * per}", L.csr_matvec,
         lambda p=indptr, i=indices, d=data, x=x: (p, i, d, x), 1e-9)
+    add(f"CSR mat-vec by row slices rows={rows} nnz={rows * per}", L.csr_matvec_slices,
+        lambda p=indptr, i=indices, d=data, x=x: (p, i, d, x), 1e-9)
+    n, w = (20, 3) if Q else (400, 6)
+    A, B = rng.random((n, 2 * w + 1)), rng.random((n, 2 * w + 1))
+    add(f"band row products n={n} w={w} (chained slices)", L.band_row_products,
+        lambda A=A, B=B, w=w: (A, B, w), 1e-9)
     n, sweeps = (12, 2) if Q else (40, 5)
     u, f = np.zeros((n, n)), rng.random((n, n))
     u[0, :] = 1.0

@@ -83,6 +83,32 @@ def csr_matvec(indptr, indices, data, x):
     return y
 
 
+def csr_matvec_slices(indptr, indices, data, x):
+    """CSR times vector as NumPy code writes it: a row's values (a slice)
+    dotted with x gathered at the row's column indices (a slice of them)."""
+    y = np.empty(indptr.shape[0] - 1)
+    for i in range(indptr.shape[0] - 1):
+        cols = indices[indptr[i]:indptr[i + 1]]
+        y[i] = data[indptr[i]:indptr[i + 1]] @ x[cols]
+    return y
+
+
+def band_row_products(A, B, w):
+    """Products of rows of two banded (diagonal-stored) matrices within a
+    band of width w, each a dot of two row slices read as chained
+    subscripts, stored through a chained subscript."""
+    n, m = A.shape
+    out = np.zeros((n, 2 * w + 1))
+    for i in range(n):
+        for j in range(max(0, i - w), min(n, i + w + 1)):
+            k = m - abs(i - j)
+            acc = A.dtype.type(0)
+            if k > 0:
+                acc = A[i][:k] @ B[j][m - k:]
+            out[i][j - i + w] = acc
+    return out
+
+
 def gauss_seidel_points(u0, f, sweeps):
     """Point Gauss-Seidel for -Laplace(u) = f, element by element."""
     u = u0.copy()

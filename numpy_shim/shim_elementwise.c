@@ -499,6 +499,78 @@ static int layout_copies(PyObject *p, PyObject *order)
     return o == 'C' ? !c : o == 'F' ? !f : !(c || f);
 }
 
+/* np.array / np.asarray of a few Python numbers (a filter's taps, a small
+ * table): NumPy makes the array (its dtype inference, casts and errors),
+ * and its value enters the graph as SCALAR nodes of its elements, stacked
+ * -- not as an array input, which a replayed call cannot bind ("the graph
+ * reads an array that is not an argument": such functions were traced on
+ * every call). The numbers come from the code's constants and values the
+ * replay guards, so a call that passes the guards makes the same array. */
+#define CONST_SEQ_MAX 64
+static int few_numbers(PyObject *o, int depth, Py_ssize_t *count)
+{
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        if (n == 0 || depth >= ND_MAXDIMS) return 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!few_numbers(PySequence_Fast_GET_ITEM(o, i), depth + 1, count)) return 0;
+        return 1;
+    }
+    int num = PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyComplex_CheckExact(o) ||
+              PyArray_IsScalar(o, Number) || PyArray_IsScalar(o, Bool);
+    return num && ++*count <= CONST_SEQ_MAX;
+}
+
+typedef struct { nd_trace *t; int dt; } leafctx;
+
+int nd_shim_few_numbers(PyObject *o)
+{
+    Py_ssize_t count = 0;
+    return few_numbers(o, 0, &count);
+}
+
+static int scalar_leaf(PyObject *o, void *ctx, PyObject **out)
+{
+    if (PyList_Check(o) || PyTuple_Check(o)) return 0;
+    leafctx *c = ctx;
+    nd_id id = nd_shim_node_scalar(c->t, o, c->dt, 0);
+    if (id == ND_NONE) return -1;
+    *out = nd_shim_wrap(c->t, id, 1);
+    return *out ? 1 : -1;
+}
+
+static PyObject *constant_seq(nd_trace *t, PyObject *a, PyObject *dtype)
+{
+    PyObject *arr = PyObject_CallFunctionObjArgs(nd_xj_np_attr("array"), a, dtype ? dtype : Py_None, NULL);
+    if (!arr) return NULL;
+    int dt = PyArray_Check(arr) ? PyArray_TYPE((PyArrayObject *)arr) : -1;
+    if (!(PyTypeNum_ISBOOL(dt) || PyTypeNum_ISINTEGER(dt) || dt == NPY_HALF || dt == NPY_FLOAT ||
+          dt == NPY_DOUBLE || dt == NPY_CFLOAT || dt == NPY_CDOUBLE) || PyArray_NDIM((PyArrayObject *)arr) == 0) {
+        Py_DECREF(arr);
+        return Py_NewRef(Py_NotImplemented);   /* object, strings, long double: NumPy's */
+    }
+    PyObject *items = PyArray_ToList((PyArrayObject *)arr);
+    leafctx ctx = {t, dt};
+    PyObject *leaves = items ? nd_xj_map_template(items, scalar_leaf, &ctx) : NULL;
+    Py_XDECREF(items);
+    nd_xj_arr s;
+    int r = leaves ? nd_shim_array_from_seq(t, leaves, &s) : -1;
+    Py_XDECREF(leaves);
+    PyObject *res = NULL;
+    if (r < 0) goto done;
+    PyArrayObject *A = (PyArrayObject *)arr;
+    if (r > 0 || s.dtype != dt || s.ndim != PyArray_NDIM(A) ||
+        memcmp(s.shape, PyArray_SHAPE(A), sizeof(npy_intp) * (size_t)s.ndim)) {
+        PyErr_Clear();
+        res = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    res = nd_shim_wrap(t, s.id, 0);
+done:
+    Py_DECREF(arr);
+    return res;
+}
+
 static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
                               PyObject *ndmin, PyObject *order)
 {
@@ -518,6 +590,11 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
         int src = nd_shim_dtype_arg(dtype, &sdt);
         if (src < 0) return NULL;
         if (src) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
+        if (nd_shim_few_numbers(a)) {
+            PyObject *c = constant_seq(t, a, dtype);
+            if (c != Py_NotImplemented) return c;
+            Py_DECREF(c);
+        }
         nd_xj_arr s;
         int r = nd_shim_array_from_seq(t, a, &s);
         if (r) return NULL;
@@ -657,10 +734,10 @@ static const nd_shim_def functions[] = {
     {"allclose", "a,b|rtol,atol,equal_nan", allclose_impl, 0},
     {"nan_to_num", "x|copy,nan,posinf,neginf", nan_to_num_impl, 0},
     {"astype", "x,dtype|;copy,device", astype_impl, 0},
-    {"asarray", "a|dtype,order;device,copy,like", asarray_impl, 0},
+    {"asarray", "a|dtype,order;device,copy,like", asarray_impl, ND_SHIM_NUMBERS},
     {"asanyarray", "a|dtype,order;device,copy,like", asarray_impl, 0},
     {"ascontiguousarray", "a|dtype;like", ascontiguousarray_impl, 0},
-    {"array", "object|dtype;copy,order,subok,ndmin,ndmax,like", array_impl, 0},
+    {"array", "object|dtype;copy,order,subok,ndmin,ndmax,like", array_impl, ND_SHIM_NUMBERS},
     {"result_type", "*arrays_and_dtypes", result_type_impl, 0},
     {"can_cast", "from_,to|casting", can_cast_impl, 0},
     {NULL},

@@ -74,6 +74,11 @@
 typedef PyObject *(*nd_shim_impl)(nd_trace *t, PyObject **argv);
 
 #define ND_SHIM_CREATE 0x1u  /* lazy under a trace even without proxy args */
+#define ND_SHIM_NUMBERS 0x2u /* lazy under a trace when its first argument is a
+                                few Python numbers (np.array([1., 2., 1.]),
+                                dtype= the only keyword): nd_shim_few_numbers */
+/* o is a non-empty (nested) list/tuple of at most 64 Python or NumPy numbers */
+int nd_shim_few_numbers(PyObject *o);
 
 typedef struct nd_shim_def {
     const char *name;    /* numpy attribute path, or ndarray method name */

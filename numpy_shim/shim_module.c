@@ -141,6 +141,10 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
         lazy = (f->def->flags & ND_SHIM_CREATE) != 0;
         Py_ssize_t ntot = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
         for (Py_ssize_t i = 0; !lazy && i < ntot; i++) lazy = has_proxy(args[i], 2);
+        if (!lazy && (f->def->flags & ND_SHIM_NUMBERS) && nargs >= 1 && nargs <= 2 &&
+            (!kwnames || (PyTuple_GET_SIZE(kwnames) == 1 && nargs == 1 &&
+                          !PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "dtype"))))
+            lazy = nd_shim_few_numbers(args[0]);
     }
     if (!lazy) return PyObject_Vectorcall(f->numpy_func, args, nargsf, kwnames);
     char buf[320];

@@ -119,6 +119,40 @@ static PyObject *interp_impl(nd_trace *t, PyObject **argv)
     return nd_ext_simple(t, "interp", 3, in, 3, extra, NULL, &o);
 }
 
+/* mode='valid' of a short real filter as a stencil of graph nodes: out[i]
+ * = sum_k a[i + k] * w[k] (w = v reversed for convolve), accumulated in k
+ * order at the promoted dtype as NumPy's dot loop does. A loop of per-row
+ * np.convolve calls (a separable blur) then fuses each row with its store
+ * instead of calling NumPy per row. Not here: float16 (NumPy accumulates
+ * it in float32), bool (a logical dot), complex (correlate conjugates),
+ * long filters (NumPy's BLAS dot is the better loop). */
+#define CONV_MAX_TAPS 16
+static PyObject *conv_stencil(nd_trace *t, nd_xj_arr *a, nd_xj_arr *v, int reverse, npy_intp len)
+{
+    PyArray_Descr *da = PyArray_DescrFromType(a->dtype), *dv = PyArray_DescrFromType(v->dtype);
+    PyArray_Descr *dt = da && dv ? PyArray_PromoteTypes(da, dv) : NULL;
+    Py_XDECREF(da);
+    Py_XDECREF(dv);
+    if (!dt) return NULL;
+    int d = dt->type_num;
+    Py_DECREF(dt);
+    if (!(PyTypeNum_ISINTEGER(d) || d == NPY_FLOAT || d == NPY_DOUBLE)) return Py_NewRef(Py_NotImplemented);
+    npy_intp m = v->shape[0], one = 1;
+    int loop[2] = {d, d};
+    nd_id acc = ND_NONE;
+    for (npy_intp k = 0; k < m; k++) {
+        nd_id x = nd_shim_node_view(t, a->id, 1, &len, k, &one);
+        nd_id w = x == ND_NONE ? ND_NONE : nd_shim_node_view(t, v->id, 0, NULL, reverse ? m - 1 - k : k, NULL);
+        nd_id in[2] = {x, w};
+        nd_id p = w == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_MULTIPLY, in, loop, d, 0);
+        if (p == ND_NONE) return NULL;
+        if (acc == ND_NONE) { acc = p; continue; }
+        nd_id s2[2] = {acc, p};
+        if ((acc = nd_shim_node_ufunc(t, ND_UF_ADD, s2, loop, d, 0)) == ND_NONE) return NULL;
+    }
+    return nd_shim_wrap(t, acc, 0);
+}
+
 static PyObject *conv_common(nd_trace *t, PyObject **argv, const char *path, const char *dflt)
 {
     static const char *P = "a,v|mode";
@@ -143,6 +177,15 @@ static PyObject *conv_common(nd_trace *t, PyObject **argv, const char *path, con
     else if (strcmp(mode, "same") == 0) len = big;
     else if (strcmp(mode, "valid") == 0) len = big - small + 1;
     else return nd_xj_numpy_error(path, P, argv);
+    int conv = path[0] == 'c' && path[2] == 'n';   /* convolve (else correlate) */
+    if (strcmp(mode, "valid") == 0 && small <= CONV_MAX_TAPS && (conv || n >= m)) {
+        /* convolve is symmetric in its operands (NumPy swaps them so the
+         * longer one slides); correlate of a longer v reverses: extern */
+        nd_xj_arr *pa = n >= m ? &in[0] : &in[1], *pv = n >= m ? &in[1] : &in[0];
+        PyObject *r = conv_stencil(t, pa, pv, conv, len);
+        if (r != Py_NotImplemented) return r;
+        Py_DECREF(r);
+    }
     nd_ext_out o;
     nd_ext_init1(&o, 0, 1, &len);
     PyObject *mo = PyUnicode_FromString(mode);

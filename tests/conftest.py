@@ -5,7 +5,8 @@
   kernels are reused across tests of one run. Set NUMDYN_TEST_CACHE_DIR to
   keep it between runs (it must be owned by you, mode 0700).
 - Store-check mode (NUMDYN_CHECK_STORES=1): generated kernels check every
-  store against their output's bounds.
+  store against their output's bounds; with NUMDYN_SPLIT_PASSES=1 (`make
+  test`) the VECTOR_FILES slice runs in a pass without it instead.
 - The speed floor off (NUMDYN_FLOOR=0) except where a test asks for it.
 - Background compiles on (numdyn's default) with an unbounded compile budget
   (NUMDYN_COMPILE_BUDGET=inf): every call waits for its compilers, so
@@ -52,6 +53,15 @@ else:
 # inside its output's bytes (a stray store raises SystemError instead of
 # corrupting the heap). NUMDYN_CHECK_STORES=0 turns it off for a run.
 os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
+# That conditional store per element keeps kernel loops scalar: the
+# vectorized loops users run (SLEEF's calls, complex parts, vector
+# reductions, remainder loops) are not what a checked run tests. The
+# kernel-running tests of VECTOR_FILES are the slice that runs without the
+# checks: `make test` sets NUMDYN_SPLIT_PASSES=1 and runs the suite twice --
+# checked, those tests left out; then NUMDYN_CHECK_STORES=0, only those.
+# Without NUMDYN_SPLIT_PASSES a run keeps every test it collects.
+VECTOR_FILES = ("test_semantics_ufuncs.py", "test_codegen_complex_vec.py",
+                "test_complex_fma_and_square.py", "test_fusion_softmax.py")
 
 # ---- the speed floor (numdyn.config.floor) would, after a few calls, run a
 # compiled function as plain NumPy when that is faster: the suite tests
@@ -128,6 +138,24 @@ def pytest_sessionstart(session):
         if not where.startswith(os.path.realpath(expect) + os.sep):
             raise pytest.UsageError(
                 f"numdyn was imported from {where}, not from the build in {expect}")
+
+
+def _vector_slice(item):
+    """a test of VECTOR_FILES that runs kernels (not its eager-backend case)"""
+    if os.path.basename(str(item.fspath)) not in VECTOR_FILES:
+        return False
+    spec = getattr(item, "callspec", None)
+    return spec is None or spec.params.get("backend") != "eager"
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("NUMDYN_SPLIT_PASSES") != "1":
+        return
+    unchecked = os.environ.get("NUMDYN_CHECK_STORES") == "0"
+    keep = [it for it in items if _vector_slice(it) == unchecked]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[it for it in items if _vector_slice(it) != unchecked])
+        items[:] = keep
 
 
 def pytest_unconfigure(config):

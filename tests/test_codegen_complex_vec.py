@@ -10,6 +10,9 @@ the bit where NumPy is exact: |z| (NumPy's own algorithm), +, -, the fused
 multiply, conj, real/imag, where; over zeros, subnormals, infinities, NaNs
 and huge parts, strided (reversed) and transposed, complex128 and complex64.
 """
+import os
+import sys
+
 import numpy as np
 
 import numdyn
@@ -59,3 +62,12 @@ def test_complex_loaded_as_parts(tmp_path, monkeypatch):
     numdyn.utils.wait_compiles()
     src = "".join(p.read_text() for p in tmp_path.rglob("kernel_*.c"))
     assert "nd_cld_cd(&p" in src and "nd_cst_cd(&p" in src, src
+
+
+def test_split_passes_run_this_file_unchecked():
+    # `make test` (NUMDYN_SPLIT_PASSES=1, conftest.py VECTOR_FILES) runs this
+    # file's kernels without store checks, so their loops vectorize: the
+    # paths this file exists for are the ones tested
+    if os.environ.get("NUMDYN_SPLIT_PASSES") == "1":
+        assert os.environ["NUMDYN_CHECK_STORES"] == "0"
+    assert sys.modules["conftest"].VECTOR_FILES.count(os.path.basename(__file__)) == 1

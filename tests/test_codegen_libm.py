@@ -10,7 +10,9 @@ within 1 ULP of the true value, cbrt's up to 3 apart; the wrapped ranges
 below one more rounding) / 8 ULP (float32; SLEEF's 3.5-ULP variants).
 Every decade of each dtype is an operand: SLEEF's log1p, asinh and acosh
 gave inf near the top of the range and log1p/asinh/tan/sinh 0 or a wrong
-value on subnormals (kernels/nd_kernel.h wraps them). One compiled
+value on subnormals (kernels/nd_kernel.h wraps them); float64 tanh is
+numdyn's own (Cephes's split over SLEEF's exp: SLEEF's tanh was 2.3x
+slower than NumPy's loop). One compiled
 function computes them all, so the kernel (not a NumPy fallback) is what is
 checked: the counters say one kernel ran.
 """
@@ -49,11 +51,13 @@ def _inputs(dt):
     f = np.finfo(dt)
     sub = 5e-324 if dt == np.float64 else 1e-45
     edge_x = np.array([0.0, -0.0, sub, f.tiny, 1e-300 if dt == np.float64 else 1e-38, 1e-8, 0.5, 1.0, 2.0,
-                       1e15, f.max / 4, np.inf, np.nan], dtype=dt)
+                       1e15, f.max / 4, np.inf, np.nan, 0.625, 22.0, 3.0], dtype=dt)
     edge_y = np.array([-0.0, 0.0, -sub, sub, -f.tiny, 1e-30, -3.0, 20.0, -1e300 if dt == np.float64 else -1e38,
-                       np.inf, -np.inf, np.nan, 0.75], dtype=dt)
+                       np.inf, -np.inf, np.nan, 0.75,
+                       # float64 tanh's split (0.625) and cap (22)
+                       0.625, -np.nextafter(dt(0.625), dt(0)), 22.0], dtype=dt)
     edge_t = np.array([0.0, -0.0, -sub, 1e-20, -1e-8, 1.0, -1.0, 30.0, -700.0 if dt == np.float64 else -100.0,
-                       -np.inf, np.inf, 50.0, -50.0], dtype=dt)
+                       -np.inf, np.inf, 50.0, -50.0, 0.625, -0.625, 21.9], dtype=dt)
     rng = np.random.default_rng(7)
     # every decade of the dtype (subnormals, and up to its largest value:
     # SLEEF's log1p/asinh/acosh gave inf near the top, 0 at the bottom),

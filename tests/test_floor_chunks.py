@@ -10,10 +10,13 @@ import numpy as np
 import numdyn
 from numdyn import utils
 
-# chunks of 1024 nodes here (8192 by default): 4 nodes an iteration (two
+# chunks of 256 nodes here (8192 by default): 4 nodes an iteration (two
 # operations, their scalars), so N iterations make 4 chunks
-OPTS = {"floor": False, "chunk_nodes": 1024}
-N = 1000
+OPTS = {"floor": False, "chunk_nodes": 256}
+N = 250
+# the chunking and its replay do not depend on the backend: the tests that
+# need no compiled kernel run on the eager one (no compiler in CI time)
+EAGER = dict(backend="eager", options=OPTS)
 
 
 def _step(v, a):
@@ -62,7 +65,7 @@ def test_chunks_bound_the_graph_and_replay_as_steps():
     assert d["chunk_flushes"] >= 2
     # no flush scheduled more than a chunk (plus the last iteration's nodes)
     # (two walks a flush: its ancestors and its extraction)
-    assert d["flush_nodes"] <= d["flushes"] * 2 * (1024 + 64)
+    assert d["flush_nodes"] <= d["flushes"] * 2 * (256 + 64)
     # identical chunks: one program, found in the graph cache after the first
     assert d["graph_cache_hits"] >= d["chunk_flushes"] - 1
     x1 = np.linspace(-2.0, 0.5, 16)
@@ -73,13 +76,11 @@ def test_chunks_bound_the_graph_and_replay_as_steps():
         d = _delta(c0, "replays", "chunk_flushes", "graphs")
         assert d == {"replays": 1, "chunk_flushes": 0, "graphs": 0}
         assert np.array_equal(got, _lazy(x1, N))
-    # another trip count is another entry, as before
-    assert np.array_equal(cf(x0, N + 7), _lazy(x0, N + 7))
 
 
 def test_chunks_whose_scalars_differ_replay_exactly():
     x0 = np.linspace(0.0, 1.0, 8, dtype=np.float32)
-    cf = numdyn.compile(_lazy_index, options=OPTS)
+    cf = numdyn.compile(_lazy_index, **EAGER)
     for _ in range(3):  # trace, replay, replay: every chunk's own scalars
         got = cf(x0, N)
         want = _lazy_index(x0, N)
@@ -91,7 +92,7 @@ def test_chunks_whose_scalars_differ_replay_exactly():
 def test_chunks_write_the_callers_array_as_numpy_did():
     x0 = np.linspace(-1.0, 1.0, 12)
     a, b = x0.copy(), x0.copy()
-    cf = numdyn.compile(_lazy_inplace, options=OPTS)
+    cf = numdyn.compile(_lazy_inplace, **EAGER)
     c0 = _ctr()
     r = cf(b, N)
     assert _delta(c0, "chunk_flushes")["chunk_flushes"] >= 2
@@ -109,11 +110,11 @@ def test_chunk_warnings_are_numpys():
     x0 = np.linspace(0.0, 1.0, 4)
     with warnings.catch_warnings(record=True) as wn:
         warnings.simplefilter("always")
-        want = f(x0, 600)
-    cf = numdyn.compile(f, options=OPTS)
+        want = f(x0, 150)
+    cf = numdyn.compile(f, **EAGER)
     for _ in range(2):
         with warnings.catch_warnings(record=True) as wd:
             warnings.simplefilter("always")
-            got = cf(x0, 600)
+            got = cf(x0, 150)
         assert np.array_equal(got, want, equal_nan=True)
         assert [(w.category, str(w.message)) for w in wd] == [(w.category, str(w.message)) for w in wn]

@@ -38,10 +38,9 @@ def pick_views(x, mode):
                 col = x[j::2]
     facts = (best.base is x, best.base is base_of_x, col.base is x, col.base is base_of_x,
              best.base is None, np.shares_memory(best, x), best.flags.writeable)
-    before = best.copy()
     best[0] = -100.0          # reaches x
     x[x.shape[0] - 1] = 7.5   # reaches best when they overlap
-    return facts, before, best.copy(), col.copy(), x.copy()
+    return facts, best, col, x
 
 
 def test_views_from_a_loop_have_numpys_base_and_memory():
@@ -49,8 +48,7 @@ def test_views_from_a_loop_have_numpys_base_and_memory():
     rng = np.random.default_rng(3)
     one, two = rng.standard_normal(11), rng.standard_normal((5, 6))
     cases = [(lambda: one.copy(), 0), (lambda: one.copy(), 1), (lambda: one.copy(), 2),
-             (lambda: np.asfortranarray(two), 0), (lambda: two.copy()[::-1], 2),
-             (lambda: two.copy()[:, ::2], 1)]
+             (lambda: np.asfortranarray(two), 1), (lambda: two.copy()[::-1], 2)]
     for make, mode in cases:
         want = pick_views(make(), mode)
         xa = make()

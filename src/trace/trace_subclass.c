@@ -184,29 +184,11 @@ static NdProxy *result_object(PyObject *r)
 /* fn as the compiled function's own code runs (trace_remap.c: `type(obj)`
  * answers the class NumPy's value would have, `np` is the shim): the
  * class's __array_finalize__, methods and property getters run on lazy
- * values. A copy per function, rebuilt when what it was made from changes.
- * New ref. */
+ * values. The copy helper functions get too (made once, checked at each
+ * call). New ref. */
 static PyObject *as_compiled(PyObject *fn)
 {
-    static PyObject *copies;  /* function -> (copy, guards) */
-    if (!PyFunction_Check(fn)) return Py_NewRef(fn);
-    if (!copies && !(copies = PyDict_New())) return NULL;
-    PyObject *e = PyDict_GetItemWithError(copies, fn);
-    if (!e && PyErr_Occurred()) return NULL;
-    if (e) {
-        int ok = nd__remap_valid(PyTuple_GET_ITEM(e, 1));
-        if (ok < 0) return NULL;
-        if (ok) return Py_NewRef(PyTuple_GET_ITEM(e, 0));
-    }
-    PyObject *guards = NULL, *c = nd__remap(fn, &guards);
-    if (!c) return NULL;
-    if (guards) {  /* none while the shim is not ready: not kept */
-        e = PyTuple_Pack(2, c, guards);
-        Py_DECREF(guards);
-        if (!e || PyDict_SetItem(copies, fn, e) < 0) { Py_XDECREF(e); Py_DECREF(c); return NULL; }
-        Py_DECREF(e);
-    }
-    return c;
+    return nd_trace_remap_callee(fn);
 }
 
 /* tp.__array_finalize__(self, obj), as NumPy calls it for a new instance */
