@@ -37,8 +37,11 @@ def pool2(x):
 
 
 def small_cnn(img, w, bias):
-    y = np.maximum(window_sums(img, w) + bias, 0)
-    return pool2(y)
+    return np.maximum(window_sums(img, w) + bias, 0)
+
+
+def pooled(x):
+    return pool2(np.maximum(x, 0))
 
 
 def _inputs(layout):
@@ -110,3 +113,11 @@ def test_helper_errors_and_plain_arguments_are_numpys():
     check(caller_bad, x, 2, compiled=cf)
     check(caller_bad, x, -1, compiled=cf)    # ValueError: negative dimensions are not allowed
     check(caller_bad, x, 0, compiled=cf)     # an empty result
+
+
+def test_pool_helper_stays_in_the_graph():
+    x = np.random.default_rng(1).standard_normal((2, 4, 6, 3)).astype(np.float32)
+    cf = numdyn.compile(pooled, options={"floor": False})
+    check(pooled, x, compiled=cf)
+    check(pooled, np.asfortranarray(x), compiled=cf)
+    assert numdyn.explain(cf)(x).graph_break_count == 0
