@@ -77,3 +77,20 @@ def test_gather_in_an_elementwise_store():
         check_calls(scatter_rows, (idx, np.arange(5.0) * 0.5, np.zeros((3, 4))), repeat=False, compiled=cf)
     info = cf._loop_info()
     assert info[0]["captured"] and info[0].get("last_fallback") is None, info
+
+
+def gathered_rows(ptr, col, x, y):
+    for i in range(len(y)):
+        g = x[col[ptr[i]:ptr[i + 1]]]     # a new array (NumPy copies), not a view of x
+        g[0:1] = -1.0                     # so this never reaches x
+        y[i] = g.sum() + x[0]
+    return y, g, x
+
+
+def test_a_gather_given_to_a_name_is_a_new_array():
+    cf = numdyn.compile(gathered_rows, options={"floor": False})
+    ptr, x = np.array([0, 2, 3, 5]), np.arange(6.0)
+    for col in (np.array([1, 4, 0, -1, 2]), np.array([1, 4, 9, 0, 2])):
+        check_calls(gathered_rows, (ptr, col, x, np.zeros(3)), repeat=False, compiled=cf)
+        info = cf._loop_info()
+        assert info[0]["captured"] and info[0].get("last_fallback") is None, info

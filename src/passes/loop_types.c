@@ -862,7 +862,8 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
     if (!e) return 0;
     switch (e->kind) {
     case LK_VAR: case LK_SLICE: case LK_ELEM:
-        return view_source(T, e) >= 0;
+        /* (x[idx], a gather by an integer vector, is a new array) */
+        return view_source(T, e) >= 0 || (nd_lty_gather(T, e) && vector_expr(T, e->kid[0]));
     case LK_BIN: case LK_UN: case LK_CMP:
         for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
         return 0;

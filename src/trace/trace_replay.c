@@ -39,6 +39,7 @@
  */
 #include "trace_order.h"
 #include "guards/guards.h"
+#include "graph/hash.h"
 #include <string.h>
 
 _Thread_local nd_replay_rec *nd__tls_rec;
@@ -81,6 +82,8 @@ typedef struct {
     cbind *b;
     int nb;
     long repeat;
+    uint64_t key;              /* g's program-cache key (0: not known) for ... */
+    uint64_t ikey;             /* ... inputs of these guard keys (replay_key) */
 } cstep;
 
 typedef struct nd_chain {
@@ -675,7 +678,7 @@ int nd__rec_chunk(nd_replay_rec *rec, nd_graph *g, const nd_id *outs, int nout, 
             c->cap = cap;
         }
         memcpy(o, outs, sizeof(nd_id) * (size_t)nout);
-        c->s[c->n++] = (cstep){g, o, nout, b, nb, 1};
+        c->s[c->n++] = (cstep){g, o, nout, b, nb, 1, 0, 0};
     }
     /* the graph holds no arrays between runs (the arguments' stay
      * borrowed in the bindings until the call is recorded) */
@@ -1302,6 +1305,23 @@ static PyObject *bound(const cbind *b, PyObject *const *args, PyObject *prev, Py
     return l && b->idx < PyList_GET_SIZE(l) ? PyList_GET_ITEM(l, b->idx) : NULL;
 }
 
+/* A step's key, hashed once: a chunk of 8192 nodes hashed on every run was
+ * a tenth of a replayed lazy loop. Valid while its inputs' guard keys are
+ * (its INPUT nodes bound). */
+static uint64_t step_key(cstep *s, int backend)
+{
+    if (backend != ND_BACKEND_NATIVE || nd_marks_live || nd_marks_spec_all) return 0;
+    uint64_t ik = 0x73746570ULL;
+    for (int b = 0; b < s->nb; b++)
+        ik = nd_hash_mix(ik, nd_guard_array_key(s->g->nodes[s->b[b].node].obj));
+    if (!s->key || ik != s->ikey) {
+        s->key = nd_guard_graph_key(s->g, s->outs, s->nout);
+        s->ikey = ik;
+        nd_counter_add(ND_CTR_KEY_NODES, s->g->n);
+    }
+    return s->key;
+}
+
 /* The chunks, in order; *prev and last[] receive their results (new refs). */
 static int run_chain(nd_chain *c, PyObject *const *args, int backend, PyObject *options,
                      PyObject **prev, PyObject **last)
@@ -1318,7 +1338,9 @@ static int run_chain(nd_chain *c, PyObject *const *args, int backend, PyObject *
                 }
                 s->g->nodes[s->b[b].node].obj = Py_NewRef(v);
             }
+            nd_graph_key_hint = step_key(s, backend);
             PyObject *res = nd__run_with_stores(backend, s->g, s->outs, s->nout, options, NULL, 0);
+            nd_graph_key_hint = 0;
             for (int b = 0; b < s->nb; b++) Py_CLEAR(s->g->nodes[s->b[b].node].obj);
             if (res && (!PyList_Check(res) || PyList_GET_SIZE(res) != s->nout)) {
                 Py_CLEAR(res);
