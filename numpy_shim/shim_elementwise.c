@@ -526,7 +526,7 @@ typedef struct { nd_trace *t; int dt; } leafctx;
 int nd_shim_few_numbers(PyObject *o)
 {
     Py_ssize_t count = 0;
-    return few_numbers(o, 0, &count);
+    return (PyList_Check(o) || PyTuple_Check(o)) && few_numbers(o, 0, &count);
 }
 
 static int scalar_leaf(PyObject *o, void *ctx, PyObject **out)
@@ -544,11 +544,12 @@ static PyObject *constant_seq(nd_trace *t, PyObject *a, PyObject *dtype)
     PyObject *arr = PyObject_CallFunctionObjArgs(nd_xj_np_attr("array"), a, dtype ? dtype : Py_None, NULL);
     if (!arr) return NULL;
     int dt = PyArray_Check(arr) ? PyArray_TYPE((PyArrayObject *)arr) : -1;
-    if (!(PyTypeNum_ISBOOL(dt) || PyTypeNum_ISINTEGER(dt) || dt == NPY_HALF || dt == NPY_FLOAT ||
-          dt == NPY_DOUBLE || dt == NPY_CFLOAT || dt == NPY_CDOUBLE) || PyArray_NDIM((PyArrayObject *)arr) == 0) {
-        Py_DECREF(arr);
-        return Py_NewRef(Py_NotImplemented);   /* object, strings, long double: NumPy's */
-    }
+    /* NumPy's own array, as an untraced call gives it: object, strings,
+     * long double; and bool -- a constant mask indexes by its known
+     * positions, where a lazy one would be a data-dependent shape */
+    if (!(PyTypeNum_ISINTEGER(dt) || dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE ||
+          dt == NPY_CFLOAT || dt == NPY_CDOUBLE) || PyArray_NDIM((PyArrayObject *)arr) == 0)
+        return arr;
     PyObject *items = PyArray_ToList((PyArrayObject *)arr);
     leafctx ctx = {t, dt};
     PyObject *leaves = items ? nd_xj_map_template(items, scalar_leaf, &ctx) : NULL;
@@ -561,8 +562,8 @@ static PyObject *constant_seq(nd_trace *t, PyObject *a, PyObject *dtype)
     PyArrayObject *A = (PyArrayObject *)arr;
     if (r > 0 || s.dtype != dt || s.ndim != PyArray_NDIM(A) ||
         memcmp(s.shape, PyArray_SHAPE(A), sizeof(npy_intp) * (size_t)s.ndim)) {
-        PyErr_Clear();
-        res = Py_NewRef(Py_NotImplemented);
+        (void)nd_shim_take_unsupported();
+        res = Py_NewRef(arr);   /* NumPy's array, as before */
         goto done;
     }
     res = nd_shim_wrap(t, s.id, 0);
@@ -590,11 +591,7 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
         int src = nd_shim_dtype_arg(dtype, &sdt);
         if (src < 0) return NULL;
         if (src) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
-        if (nd_shim_few_numbers(a)) {
-            PyObject *c = constant_seq(t, a, dtype);
-            if (c != Py_NotImplemented) return c;
-            Py_DECREF(c);
-        }
+        if (nd_shim_few_numbers(a)) return constant_seq(t, a, dtype);
         nd_xj_arr s;
         int r = nd_shim_array_from_seq(t, a, &s);
         if (r) return NULL;
