@@ -44,7 +44,7 @@ $(BUILD)/numdyn/_C$(EXT_SUFFIX): $(OBJS)
 #   make wheel      a wheel in dist/
 VENV ?= .venv
 VPY := $(VENV)/bin/python
-PYTEST_ARGS ?= -q -ra
+PYTEST_ARGS ?= -q -ra --durations=25
 # `make test` runs the suite on this many workers (pytest-xdist; "auto": one
 # per core): most of its time is one core's -- pytest itself, and cc
 # compiling kernels one after another -- so two workers on two cores nearly

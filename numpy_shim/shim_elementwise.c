@@ -526,7 +526,7 @@ typedef struct { nd_trace *t; int dt; } leafctx;
 int nd_shim_few_numbers(PyObject *o)
 {
     Py_ssize_t count = 0;
-    return few_numbers(o, 0, &count);
+    return (PyList_Check(o) || PyTuple_Check(o)) && few_numbers(o, 0, &count);
 }
 
 static int scalar_leaf(PyObject *o, void *ctx, PyObject **out)
@@ -541,14 +541,17 @@ static int scalar_leaf(PyObject *o, void *ctx, PyObject **out)
 
 static PyObject *constant_seq(nd_trace *t, PyObject *a, PyObject *dtype)
 {
-    PyObject *arr = PyObject_CallFunctionObjArgs(nd_xj_np_attr("array"), a, dtype ? dtype : Py_None, NULL);
+    PyObject *f = nd_xj_np_attr("array");
+    PyObject *arr = f ? PyObject_CallFunctionObjArgs(f, a, dtype ? dtype : Py_None, NULL) : NULL;
+    Py_XDECREF(f);
     if (!arr) return NULL;
     int dt = PyArray_Check(arr) ? PyArray_TYPE((PyArrayObject *)arr) : -1;
-    if (!(PyTypeNum_ISBOOL(dt) || PyTypeNum_ISINTEGER(dt) || dt == NPY_HALF || dt == NPY_FLOAT ||
-          dt == NPY_DOUBLE || dt == NPY_CFLOAT || dt == NPY_CDOUBLE) || PyArray_NDIM((PyArrayObject *)arr) == 0) {
-        Py_DECREF(arr);
-        return Py_NewRef(Py_NotImplemented);   /* object, strings, long double: NumPy's */
-    }
+    /* NumPy's own array, as an untraced call gives it: object, strings,
+     * long double; and bool -- a constant mask indexes by its known
+     * positions, where a lazy one would be a data-dependent shape */
+    if (!(PyTypeNum_ISINTEGER(dt) || dt == NPY_HALF || dt == NPY_FLOAT || dt == NPY_DOUBLE ||
+          dt == NPY_CFLOAT || dt == NPY_CDOUBLE) || PyArray_NDIM((PyArrayObject *)arr) == 0)
+        return arr;
     PyObject *items = PyArray_ToList((PyArrayObject *)arr);
     leafctx ctx = {t, dt};
     PyObject *leaves = items ? nd_xj_map_template(items, scalar_leaf, &ctx) : NULL;
@@ -561,8 +564,8 @@ static PyObject *constant_seq(nd_trace *t, PyObject *a, PyObject *dtype)
     PyArrayObject *A = (PyArrayObject *)arr;
     if (r > 0 || s.dtype != dt || s.ndim != PyArray_NDIM(A) ||
         memcmp(s.shape, PyArray_SHAPE(A), sizeof(npy_intp) * (size_t)s.ndim)) {
-        PyErr_Clear();
-        res = Py_NewRef(Py_NotImplemented);
+        (void)nd_shim_take_unsupported();
+        res = Py_NewRef(arr);   /* NumPy's array, as before */
         goto done;
     }
     res = nd_shim_wrap(t, s.id, 0);
@@ -571,11 +574,53 @@ done:
     return res;
 }
 
+static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
+                               PyObject *order);
+
 static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
                               PyObject *ndmin, PyObject *order)
 {
-    if (ndmin && PyLong_Check(ndmin) && PyLong_AsLong(ndmin) != 0)
-        return nd_shim_unsupported("numpy.array with ndmin= is not supported in-graph");
+    long nmin = 0;
+    if (ndmin && ndmin != Py_None) {
+        /* NumPy's errors (a float, past its limit) come from the fallback */
+        if (!PyLong_Check(ndmin)) return nd_shim_unsupported("numpy.array with this ndmin=");
+        nmin = PyLong_AsLong(ndmin);
+        if (nmin == -1 && PyErr_Occurred()) return NULL;
+        if (nmin > ND_MAXDIMS) return nd_shim_unsupported("numpy.array with ndmin= past numdyn's rank limit");
+    }
+    PyObject *res = asarray_value(t, a, dtype, copy, dflt_copy, order);
+    if (res && PyArray_Check(res) && PyArray_NDIM((PyArrayObject *)res) < nmin) {
+        /* NumPy's own array (constant_seq's bool/object cases): its ndmin */
+        PyObject *kw = Py_BuildValue("{s:O,s:l}", "copy", Py_None, "ndmin", nmin);
+        PyObject *one = kw ? PyTuple_Pack(1, res) : NULL;
+        PyObject *f = one ? nd_xj_np_attr("array") : NULL;
+        PyObject *r2 = f ? PyObject_Call(f, one, kw) : NULL;
+        Py_XDECREF(f);
+        Py_XDECREF(kw);
+        Py_XDECREF(one);
+        Py_SETREF(res, r2);
+    }
+    if (!res || !nd_proxy_check(res) || nd_proxy_ndim(res) >= nmin) return res;
+    /* ndmin: a view with leading 1-dims, of the copy or of the operand
+     * itself (np.array(x, copy=None, ndmin=2).base is x) */
+    int nd = nd_proxy_ndim(res), k = (int)nmin - nd;
+    npy_intp shape[ND_MAXDIMS], st[ND_MAXDIMS], c = 1;
+    const npy_intp *sh = nd_proxy_shape(res);
+    for (int d = nd - 1; d >= 0; d--) { shape[k + d] = sh[d]; st[k + d] = c; c *= sh[d]; }
+    /* the new dims step over the whole operand: NumPy's strides for them
+     * (strides[0] * shape[0]) where the operand is C-contiguous; a view of
+     * another layout reports 0 for them (NumPy: strides[0] * shape[0], or
+     * the itemsize when F-contiguous -- a size-1 dim is never stepped) */
+    for (int d = 0; d < k; d++) { shape[d] = 1; st[d] = c; }
+    PyObject *v = nd_proxy_view(res, (int)nmin, shape, 0, st);
+    Py_DECREF(res);
+    return v;
+}
+
+/* np.array / np.asarray without ndmin */
+static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
+                               PyObject *order)
+{
     if (!nd_proxy_check(a) && !PyList_Check(a) && !PyTuple_Check(a) && !PyArray_Check(a))
         return nd_shim_unsupported("numpy.asarray of this object is not supported in-graph");
     if (PyList_Check(a) || PyTuple_Check(a)) {
@@ -590,18 +635,15 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
         int src = nd_shim_dtype_arg(dtype, &sdt);
         if (src < 0) return NULL;
         if (src) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
-        if (nd_shim_few_numbers(a)) {
-            PyObject *c = constant_seq(t, a, dtype);
-            if (c != Py_NotImplemented) return c;
-            Py_DECREF(c);
-        }
+        if (nd_shim_few_numbers(a)) return constant_seq(t, a, dtype);
         nd_xj_arr s;
         int r = nd_shim_array_from_seq(t, a, &s);
         if (r) return NULL;
         nd_id id = sdt >= 0 && sdt != s.dtype ? nd_shim_node_cast_np(t, s.id, sdt) : s.id;
         return id == ND_NONE ? NULL : nd_shim_wrap(t, id, 0);
     }
-    int want_copy = dflt_copy;
+    /* copy=None: only when needed (NumPy 2), whatever the default */
+    int want_copy = copy == Py_None ? 0 : dflt_copy;
     if (copy && copy != Py_None) {
         want_copy = PyObject_IsTrue(copy);
         if (want_copy < 0) return NULL;
@@ -625,7 +667,12 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
         return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     if (copy == Py_False) {
-        PyErr_SetString(PyExc_ValueError, "Unable to avoid copy while creating an array as requested.");
+        PyErr_SetString(PyExc_ValueError,
+                        "Unable to avoid copy while creating an array as requested.\n"
+                        "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` "
+                        "to allow a copy when needed (no behavior change in NumPy 1.x).\n"
+                        "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
+                        "#adapting-to-changes-in-the-copy-keyword.");
         return NULL;
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)

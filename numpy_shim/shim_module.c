@@ -539,6 +539,7 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
     if (attribute_name(name)) {
         PyObject *r = NULL;
         if (!t || nd_trace_record_break(t, buf) == 0) r = PyObject_GetAttrString(arr, name);
+        if (r && nd_trace_adopt_alias(self, arr, r) < 0) Py_CLEAR(r);
         Py_DECREF(arr);
         return r;
     }
@@ -557,6 +558,8 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
     if (r && mut) {
         nd_id v = nd_trace_lift(t, arr);
         if (v == ND_NONE || nd_proxy_write(self, v) < 0) Py_CLEAR(r);
+    } else if (r && nd_trace_adopt_alias(self, arr, r) < 0) {
+        Py_CLEAR(r);
     }
     Py_DECREF(arr);
     return r;

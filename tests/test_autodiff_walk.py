@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import numdyn
+from grad_check import check_terms
 
 R = np.random.default_rng(11)
 
@@ -61,19 +62,22 @@ BINARY = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_ufuncs(name):
-    uf = getattr(np, name)
-    check(lambda x: np.sum(uf(x) * W6), sample(UNARY[name], (2, 3)))
+def test_unary_ufuncs():
+    # all of them, a few compiled functions (grad_check.check_terms), each
+    # input in its own domain, a warm (replayed) call checked too
+    names = sorted(UNARY)
+    terms = [(n, lambda x, uf=getattr(np, n): uf(x) * W6, slice(k, k + 1)) for k, n in enumerate(names)]
+    check_terms(terms, [sample(UNARY[n], (2, 3)) for n in names], replay=True)
 
 
-@pytest.mark.parametrize("name", sorted(BINARY))
-def test_binary_ufuncs_broadcasting(name):
-    uf = getattr(np, name)
-    dom = BINARY[name]
-    x, y = sample(dom, (2, 3)), sample(None if dom == "pos" and name in ("power", "float_power") else dom, (3,))
-    check(lambda a: np.sum(uf(a, y) * W6), x)
-    check(lambda b: np.sum(uf(x, b) * W6), y)
+def test_binary_ufuncs_broadcasting():
+    names = sorted(BINARY)
+    args, terms = [], []
+    for k, n in enumerate(names):
+        dom = BINARY[n]
+        args += [sample(dom, (2, 3)), sample(None if dom == "pos" and n in ("power", "float_power") else dom, (3,))]
+        terms.append((n, lambda a, b, uf=getattr(np, n): uf(a, b) * W6, slice(2 * k, 2 * k + 2)))
+    check_terms(terms, args, chunk=8, replay=True)
 
 
 def test_ldexp_and_kinks():

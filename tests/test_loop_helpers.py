@@ -4,6 +4,8 @@ which the tracer used to run in the interpreter. Each call of a global
 Python function of the user's goes through __numdyn_callee__, which hands
 back the helper's own rewritten copy (loops as C, its calls rewritten the
 same way), or the helper itself."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -69,3 +71,24 @@ def test_rebinding_and_policies_are_respected():
     cp = numdyn.compile(uses_policy)
     check(uses_policy, a, compiled=cp)
     assert numdyn.explain(uses_policy)(a).graph_break_count >= 1   # still a break
+
+
+def shuffle_rows(m, rng):
+    rng.shuffle(m)
+    return m
+
+
+def shuffles_in_a_helper(x, seed):
+    rng = np.random.default_rng(seed)
+    m = x.reshape(-1, 2) * 2
+    shuffle_rows(m, rng)
+    return m, rng.random()
+
+
+def test_a_shuffle_in_a_helper_shuffles_rows_as_numpy():
+    # the helper's copy routes the shuffle as the compiled function's own
+    # calls are (numdyn/_rng_calls.py): NumPy's ndarray path, not its
+    # generic path over a LazyArray (which duplicates rows, with a warning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(shuffles_in_a_helper, np.arange(12.0), 3)

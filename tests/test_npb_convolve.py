@@ -101,7 +101,8 @@ def tables(x, k):
     d = np.array([1, 2.5, 3j])                    # complex128
     e = np.array([np.uint8(200), 100])            # NumPy's promotion of a strong uint8 and an int
     f = np.array([300], dtype=np.int16) * k       # a Python int scalar argument, guarded
-    return x[:3] * a, b @ b, x[:3][c], d * 2, e + e, f, a[k]
+    g = np.asarray(2.5) + np.array(1)             # 0-d: NumPy's arrays, no break
+    return x[:3] * a, b @ b, x[:3][c], d * 2, e + e, f, a[k], g
 
 
 def test_arrays_of_numbers_are_numpys():
@@ -110,5 +111,6 @@ def test_arrays_of_numbers_are_numpys():
     for k in (1, 1, 2):                          # traced, replayed, another guard
         check(tables, x, k, compiled=cf)
     check(tables, x, 7, compiled=cf)             # IndexError from a[7]
+    assert numdyn.explain(cf)(x, 1).graph_break_count == 0
     bad = numdyn.compile(lambda: np.array([300], dtype=np.uint8))
     check(lambda: np.array([300], dtype=np.uint8), compiled=bad)   # OverflowError, NumPy's words

@@ -100,12 +100,28 @@ def test_vmap_runs_per_example():
 def test_shape_probe_failure_is_reported():
     @numdyn.wrap_numpy
     def f(x):
-        if np.all(x == 1.0):
-            raise ValueError("ones are special")
+        if not np.any(x == 0.0):  # no probe has a zero: each raises
+            raise ValueError("needs a zero")
         return x * 2
 
-    with pytest.raises(NotImplementedError, match="ones of the inputs' shapes"):
+    with pytest.raises(NotImplementedError, match="ones of the inputs' shapes.*needs a zero"):
         jax.jit(lambda x: f(x))(jnp.zeros(3))
+
+
+def test_shape_probe_of_a_solve():
+    # a matrix of ones is singular: the shapes come from the next probe
+    @numdyn.wrap_numpy
+    def f(a, b):
+        return np.sum(np.linalg.solve(a, b) ** 2) + np.linalg.slogdet(a)[1]
+
+    def fj(a, b):
+        return jnp.sum(jnp.linalg.solve(a, b) ** 2) + jnp.linalg.slogdet(a)[1]
+    a = RNG.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = RNG.standard_normal((4, 2))
+    want = jax.grad(fj, (0, 1))(a, b)
+    got = jax.jit(jax.grad(f, (0, 1)))(jnp.asarray(a), jnp.asarray(b))
+    for u, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-9, atol=1e-12)
 
 
 def test_concrete_jax_arrays_still_go_through_dlpack():

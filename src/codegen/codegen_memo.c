@@ -102,6 +102,18 @@ static int64_t rank_of(const idset *s, nd_id id)
     return lo < s->n && s->v[lo] == id ? (int64_t)lo : -2;
 }
 
+/* A kernel whose expressions reach more nodes than this gets no key: its
+ * text is made (a long chain of inlined nodes is rare and costs its text) */
+#define KEY_MAX_NODES 4096
+
+static void expand(nd_graph *g, idset *s, nd_id id)
+{
+    if (id < 0 || id >= g->n) return;
+    const nd_node *x = &g->nodes[id];
+    for (int q = 0; q < x->nin && q < ND_MAXIN; q++) add(s, x->in[q]);
+    for (int q = 0; q < x->nextra; q++) if (x->extra) add(s, x->extra[q]);
+}
+
 static void touched(nd_graph *g, const nd_kernel *k, idset *s)
 {
     add(s, k->root);
@@ -119,18 +131,51 @@ static void touched(nd_graph *g, const nd_kernel *k, idset *s)
         if (k->rdiv) add(s, k->rdiv[i]);
     }
     for (int i = 0; i < k->nfr && i < ND_MAXFR; i++) add(s, k->fr[i]);
-    /* the inputs of what is listed, and theirs */
+    /* and every node an element's expression can reach before it meets a
+     * load or a parameter: the text follows inlined expressions and chains
+     * of views to any depth, so a fixed number of steps could leave out
+     * what a deeper one reads. Walked by levels (the graph is a DAG; ids
+     * met before are dropped), never through an operand's buffer. */
+    idset stop = {0}, seen = {0}, front = {0}, next = {0};
+    for (int o = 0; o < k->nin + k->nout; o++) add(&stop, k->ops[o].buf);
+    for (int i = 0; i < k->nscal; i++) add(&stop, k->scal[i]);
+    uniq(&stop);
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        add(&seen, s->v[i]);
+        if (rank_of(&stop, s->v[i]) < 0) add(&front, s->v[i]);
+    }
+    while (front.n && !seen.oom && !front.oom && !next.oom && !stop.oom) {
+        next.n = 0;
+        for (Py_ssize_t i = 0; i < front.n; i++) expand(g, &next, front.v[i]);
+        uniq(&next);
+        uniq(&seen);
+        front.n = 0;
+        for (Py_ssize_t i = 0; i < next.n; i++) {
+            if (rank_of(&seen, next.v[i]) >= 0) continue;
+            add(&front, next.v[i]);
+        }
+        for (Py_ssize_t i = 0; i < front.n; i++) add(&seen, front.v[i]);
+        if (seen.n > KEY_MAX_NODES) { s->oom = 2; break; }
+        /* what is new and not a buffer is walked next */
+        Py_ssize_t m = 0;
+        for (Py_ssize_t i = 0; i < front.n; i++)
+            if (rank_of(&stop, front.v[i]) < 0) front.v[m++] = front.v[i];
+        front.n = m;
+    }
+    if (stop.oom || seen.oom || front.oom || next.oom) { if (s->oom != 2) s->oom = 1; }
+    /* the inputs of what is listed, and theirs (a buffer's own inputs: view
+     * bases the text names) */
     for (int hop = 0; hop < 2 && !s->oom; hop++) {
         Py_ssize_t n0 = s->n;
-        for (Py_ssize_t i = 0; i < n0; i++) {
-            if (s->v[i] >= g->n) continue;
-            const nd_node *x = &g->nodes[s->v[i]];
-            for (int q = 0; q < x->nin && q < ND_MAXIN; q++) add(s, x->in[q]);
-            for (int q = 0; q < x->nextra; q++) if (x->extra) add(s, x->extra[q]);
-        }
+        for (Py_ssize_t i = 0; i < n0; i++) expand(g, s, s->v[i]);
         uniq(s);
     }
+    for (Py_ssize_t i = 0; i < seen.n && !s->oom; i++) add(s, seen.v[i]);
     uniq(s);
+    PyMem_Free(stop.v);
+    PyMem_Free(seen.v);
+    PyMem_Free(front.v);
+    PyMem_Free(next.v);
 }
 
 static void put_node(kbuf *b, const idset *s, const nd_node *x)
@@ -154,6 +199,8 @@ static void put_node(kbuf *b, const idset *s, const nd_node *x)
     put(b, x->kperm, (size_t)x->ndim);
     put_i(b, x->nextra);
     for (int q = 0; q < x->nextra; q++) if (x->extra) put_i(b, rank_of(s, x->extra[q]));
+    /* the one value the text reads: `x ** 2` is emitted as a product */
+    if (x->op == ND_OP_SCALAR) put_i(b, nd_scalar_is_two(x));
 }
 
 static void put_ids(kbuf *b, const idset *s, const nd_id *v, int n)
@@ -166,6 +213,7 @@ static int make_key(nd_graph *g, const nd_kernel *k, kbuf *b)
 {
     idset s = {0};
     touched(g, k, &s);
+    if (s.oom == 2) { PyMem_Free(s.v); return 1; }   /* too many: no key */
     if (s.oom) { PyMem_Free(s.v); PyErr_NoMemory(); return -1; }
     put_i(b, 0x6e646b6d656d6f31LL);  /* the key's own layout version */
     put_i(b, nd_cg_check_stores());
@@ -272,7 +320,8 @@ int nd_cg_memo_lookup(nd_graph *g, nd_kernel *k, nd_cg_memo *m)
     kbuf b = {0};
     m->key = NULL;
     m->len = 0;
-    if (make_key(g, k, &b) < 0) { PyMem_Free(b.p); return -1; }
+    int rc = make_key(g, k, &b);
+    if (rc != 0) { PyMem_Free(b.p); return rc < 0 ? -1 : 0; }
     m->key = b.p;
     m->len = b.n;
     m->h = key_hash(b.p, b.n) | 1;  /* never 0: 0 marks an empty slot */

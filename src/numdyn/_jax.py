@@ -14,7 +14,8 @@ float0 zero cotangents.
 
 The callback needs the result's shapes and dtypes before any value exists:
 they come from one run of the function on ones of the inputs' shapes and
-dtypes, cached per (function, input signature, other arguments). A function
+dtypes (random values when that raises: `solve` of a matrix of ones),
+cached per (function, input signature, other arguments). A function
 whose result shapes depend on the values of its JAX inputs cannot be used
 under jax.jit (as for any pure_callback).
 
@@ -34,6 +35,27 @@ def _key(compiled, args, pos, kwargs):
         return k
     except TypeError:
         return None
+
+
+def _probes(sigs):
+    """inputs to find the result's shapes with: ones, then random values in
+    [1, 2) (a matrix of ones is singular: np.linalg.solve/inv/cholesky of
+    it raise, of these they do not), then standard normal ones; integer and
+    bool inputs get ones (or 1..3)"""
+    import numpy as np
+    rng = np.random.default_rng(0)
+
+    def filled(shape, dt, how):
+        if how == "ones" or dt.kind == "b":
+            return np.ones(shape, dtype=dt)
+        if dt.kind in "iu":
+            return rng.integers(1, 4, size=shape).astype(dt)
+        v = rng.uniform(1.0, 2.0, size=shape) if how == "pos" else rng.standard_normal(shape)
+        if dt.kind == "c":
+            v = v + 1j * (rng.uniform(1.0, 2.0, size=shape) if how == "pos" else rng.standard_normal(shape))
+        return v.astype(dt)
+    for how in ("ones", "pos", "normal"):
+        yield [filled(sh, dt, how) for sh, dt in sigs]
 
 
 def apply(compiled, args, kwargs):
@@ -62,15 +84,19 @@ def apply(compiled, args, kwargs):
     key = _key(compiled, args, pos, kwargs)
     struct = _shapes.get(key) if key is not None else None
     if struct is None:
-        probe = [np.ones(args[p].shape, dtype=args[p].dtype) for p in pos]
-        try:
-            with np.errstate(all="ignore"):
-                out = as_arrays(compiled(*host(probe), **kwargs))
-        except Exception as e:  # noqa: BLE001 -- reported with its cause
+        first = None
+        for probe in _probes([(args[p].shape, np.dtype(args[p].dtype)) for p in pos]):
+            try:
+                with np.errstate(all="ignore"):
+                    out = as_arrays(compiled(*host(probe), **kwargs))
+                break
+            except Exception as e:  # noqa: BLE001 -- the next probe, or reported
+                first = first or e
+        else:
             raise NotImplementedError(
                 "numdyn.wrap_numpy under a JAX transformation needs the result's shapes before "
-                "the values exist; running the function on ones of the inputs' shapes to find "
-                f"them raised {type(e).__name__}: {e}") from e
+                "the values exist; running the function on ones of the inputs' shapes (and on "
+                f"random values) to find them raised {type(first).__name__}: {first}") from first
         struct = jax.tree_util.tree_map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), out)
         if key is not None:
             if len(_shapes) > 1024:

@@ -925,6 +925,9 @@ done:
             Py_CLEAR(result);
         }
         if (result && nd__flush_writes(t) < 0) Py_CLEAR(result);
+        /* arrays handed back that view the memory of lazy values (Python
+         * ran the loop on their materialized arrays): NumPy's views of them */
+        if (result && origs && mat && nd_trace_adopt_alias(origs, mat, result) < 0) Py_CLEAR(result);
     }
     Py_XDECREF(handed);
     Py_XDECREF(mat);

@@ -145,6 +145,13 @@ extern PyObject *(*nd_trace_masked_resolve)(PyObject *o);
 PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args,
                                  PyObject *kwargs, const char *reason);
 
+/* A break ran NumPy on `arr`, the materialized value of `proxy` (or a
+ * tuple/list/dict of them: arguments before and after materializing), and
+ * got `r` (an array, or a tuple/list of them): where r shares arr's memory
+ * (x.view(dtype), a window view), proxy's storage becomes arr's, so later
+ * writes to either are seen by the other, as NumPy's views are. */
+int nd_trace_adopt_alias(PyObject *proxy, PyObject *arr, PyObject *r);
+
 /* Record a graph break (reason + user location) without materializing.
  * Returns -1 with GraphBreakError set under fullgraph. */
 int nd_trace_record_break(nd_trace *t, const char *reason);

@@ -786,6 +786,54 @@ static int floor_wanted(int kind, PyObject *options, int disable)
     return on;
 }
 
+/* compile(options=...) of a built-in backend: the names it reads, with
+ * their types. An unknown name or a wrong type raises as torch.compile's
+ * options do (RuntimeError) -- a misspelt option was silently ignored.
+ * A custom backend's options are not checked (kept on cf.options). */
+static const struct { const char *name; const char *type; } known_options[] = {
+    {"cache_size_limit", "int"}, {"chunk_nodes", "int"}, {"floor", "bool"},
+};
+
+static int check_options(PyObject *options)
+{
+    if (options == Py_None) return 0;
+    if (!PyDict_Check(options)) {
+        PyErr_Format(PyExc_TypeError, "numdyn.compile: options must be a dict, not %.80s",
+                     Py_TYPE(options)->tp_name);
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    const int nk = (int)(sizeof known_options / sizeof known_options[0]);
+    while (PyDict_Next(options, &pos, &key, &val)) {
+        int k = -1;
+        if (PyUnicode_Check(key))
+            for (int i = 0; i < nk && k < 0; i++)
+                if (PyUnicode_CompareWithASCIIString(key, known_options[i].name) == 0) k = i;
+        if (k < 0) {
+            PyObject *names = PyList_New(nk);
+            if (!names) return -1;
+            for (int i = 0; i < nk; i++) {
+                PyObject *u = PyUnicode_FromString(known_options[i].name);
+                if (!u) { Py_DECREF(names); return -1; }
+                PyList_SET_ITEM(names, i, u);
+            }
+            PyErr_Format(PyExc_RuntimeError, "Unexpected optimization option %S, known options are %R",
+                         key, names);
+            Py_DECREF(names);
+            return -1;
+        }
+        int is_bool = PyBool_Check(val);
+        int ok = !strcmp(known_options[k].type, "bool") ? is_bool : PyLong_Check(val) && !is_bool;
+        if (!ok) {
+            PyErr_Format(PyExc_RuntimeError, "Unexpected type of attr %s, got %.80s should be %s",
+                         known_options[k].name, Py_TYPE(val)->tp_name, known_options[k].type);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"fn", "fullgraph", "dynamic", "backend", "options", "disable",
@@ -815,6 +863,11 @@ static PyObject *mod_compile(PyObject *m, PyObject *args, PyObject *kwargs)
     int kind;
     PyObject *bfn;
     if (resolve_backend(bname, &kind, &bfn) < 0) { Py_DECREF(bname); return NULL; }
+    if (kind != ND_BACKEND_CUSTOM && check_options(options) < 0) {
+        Py_DECREF(bname);
+        Py_XDECREF(bfn);
+        return NULL;
+    }
     NdCompiled *cf = PyObject_GC_New(NdCompiled, &NdCompiled_Type);
     if (!cf) { Py_DECREF(bname); Py_XDECREF(bfn); return NULL; }
     cf->vectorcall = cf_vectorcall;

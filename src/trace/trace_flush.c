@@ -1806,16 +1806,14 @@ static int note_one(nd_trace *t, PyObject *r)
 /* Python code is handed a real alias of a value the trace computed (a
  * storage with no caller array): the storage becomes that array's, as an
  * argument's storage is, so its later writes land in the memory Python
- * holds and its reads see Python's writes. Only when the flush left the
- * storage's whole value concrete (its version node's array). */
-static int adopt_escaped(nd_trace *t, nd_storage *s)
+ * holds and its reads see Python's writes. adopt_as: `base` holds the
+ * storage's whole value; adopt_escaped: when the flush left it concrete
+ * (its version node's array). */
+static int adopt_as(nd_trace *t, nd_storage *s, PyObject *base)
 {
-    if (s->caller || s->trace != t) return 0;
-    PyObject *base = t->g->nodes[s->version].value;
-    if (!base || !PyArray_Check(base)) return 0;
     PyArrayObject *b = (PyArrayObject *)base;
-    if (!PyArray_ISWRITEABLE(b) || PyArray_TYPE(b) != s->dtype || PyArray_NDIM(b) != s->ndim ||
-        memcmp(PyArray_DIMS(b), s->shape, sizeof(npy_intp) * s->ndim) != 0 ||
+    if (s->caller || s->trace != t || !PyArray_ISWRITEABLE(b) || PyArray_TYPE(b) != s->dtype ||
+        PyArray_NDIM(b) != s->ndim || memcmp(PyArray_DIMS(b), s->shape, sizeof(npy_intp) * s->ndim) != 0 ||
         nd__caller_find(t, base))
         return 0;
     nd_id id = nd__input_node(t, base);
@@ -1824,6 +1822,74 @@ static int adopt_escaped(nd_trace *t, nd_storage *s)
     s->version = id;
     s->korder = 0;
     return nd__caller_add(t, s);
+}
+
+static int adopt_escaped(nd_trace *t, nd_storage *s)
+{
+    if (s->caller || s->trace != t) return 0;
+    PyObject *base = t->g->nodes[s->version].value;
+    return base && PyArray_Check(base) ? adopt_as(t, s, base) : 0;
+}
+
+/* A break returned real arrays sharing memory with values the trace
+ * computed and handed to NumPy (sliding_window_view(y, 3), y.view(dtype)):
+ * NumPy's result is a view, so later writes to y must reach it and its
+ * writes y. The storage of each proxy whose materialized array `mat` such a
+ * result overlaps becomes that array's, as an argument's is (when the proxy
+ * is the storage's whole value), so nd__note_escape then finds the alias
+ * and runs its operations at once. orig/mat: the call's arguments before and
+ * after materializing (same structure: tuples, lists, dicts). */
+
+/* r: an array, or a tuple/list/dict (a loop's assigned names) of them */
+static int overlaps_result(PyObject *r, PyObject *m)
+{
+    if (PyArray_Check(r)) return overlaps(r, m);
+    if (PyTuple_Check(r) || PyList_Check(r))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(r, i);
+            if (PyArray_Check(it) && overlaps(it, m)) return 1;
+        }
+    if (PyDict_Check(r)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        while (PyDict_Next(r, &pos, &key, &val))
+            if (PyArray_Check(val) && overlaps(val, m)) return 1;
+    }
+    return 0;
+}
+
+static int adopt_overlapped(nd_trace *t, PyObject *r, PyObject *orig, PyObject *mat, int depth)
+{
+    if (!orig || !mat || depth > 4) return 0;
+    if (nd_proxy_check(orig)) {
+        NdProxy *p = (NdProxy *)orig;
+        if (!PyArray_Check(mat) || !p->st || !nd__live(p) || !p->identity || p->part) return 0;
+        return overlaps_result(r, mat) ? adopt_as(t, p->st, mat) : 0;
+    }
+    if ((PyTuple_Check(orig) || PyList_Check(orig)) && (PyTuple_Check(mat) || PyList_Check(mat))) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(orig);
+        if (PySequence_Fast_GET_SIZE(mat) != n) return 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (adopt_overlapped(t, r, PySequence_Fast_GET_ITEM(orig, i),
+                                 PySequence_Fast_GET_ITEM(mat, i), depth + 1) < 0)
+                return -1;
+        return 0;
+    }
+    if (PyDict_Check(orig) && PyDict_Check(mat)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        while (PyDict_Next(orig, &pos, &key, &val))
+            if (adopt_overlapped(t, r, val, PyDict_GetItem(mat, key), depth + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+int nd_trace_adopt_alias(PyObject *proxy, PyObject *arr, PyObject *r)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || t->ended || !r || !arr) return 0;
+    if (adopt_overlapped(t, r, proxy, arr, 0) < 0) return -1;
+    return nd__note_escape(r) ? 0 : -1;
 }
 
 int nd__note_escape_of(PyObject *proxy, PyObject *v)
@@ -1846,6 +1912,10 @@ PyObject *nd__note_escape(PyObject *r)
     } else if (PyTuple_Check(r) || PyList_Check(r)) {
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r) && rc == 0; i++)
             rc = note_one(t, PySequence_Fast_GET_ITEM(r, i));
+    } else if (PyDict_Check(r)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *val;
+        while (rc == 0 && PyDict_Next(r, &pos, &key, &val)) rc = note_one(t, val);
     }
     return rc < 0 ? NULL : r;
 }
@@ -1925,6 +1995,11 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args, PyObject *kwarg
     Py_XDECREF(k);
     /* a break lets Python code look at caller arrays: pending writes land */
     if (r && t && nd__flush_writes(t) < 0) Py_CLEAR(r);
+    /* (handed holds the materialized arguments) */
+    if (r && t && !t->ended && handed &&
+        (adopt_overlapped(t, r, args, PyTuple_GET_ITEM(handed, 0), 0) < 0 ||
+         (kwargs && adopt_overlapped(t, r, kwargs, PyTuple_GET_ITEM(handed, 1), 0) < 0)))
+        Py_CLEAR(r);
     if (r && !nd__note_escape(r)) Py_CLEAR(r);
     if (r && t && !t->ended && handed) {
         PyObject *list = PyList_New(0);

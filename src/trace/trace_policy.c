@@ -125,6 +125,11 @@ static PyObject *run_eagerly(NdPolicy *p, PyObject *const *args, size_t nargsf,
         nd__tls_trace = saved;
         Py_XDECREF(handed);
     }
+    /* what fn returns may view arrays it was handed: NumPy's views of them
+     * (later writes on either side are seen by the other) */
+    if (res && t && (nd_trace_adopt_alias(a, a2, res) < 0 ||
+                     (kw && k2 && nd_trace_adopt_alias(kw, k2, res) < 0)))
+        Py_CLEAR(res);
 done:
     Py_DECREF(a);
     Py_XDECREF(kw);
