@@ -21,6 +21,8 @@
  * Shape and type errors are NumPy's own: the key is applied to a
  * zero-stride stand-in of self (nd_xj_numpy_error-style), never guessed. */
 #include "shim_internal.h"
+#include "runtime/backend.h"
+#include "core/counters.h"
 #include <string.h>
 
 /* ------------------------------------------------- runtime helper callables */
@@ -76,43 +78,16 @@ static PyObject *index_check_fn(PyObject *self, PyObject *args)
 }
 
 /* copy of base (C order) with base.flat[flat[i]] = vals[i] in order: the
- * last write to a repeated index wins, as in NumPy */
+ * last write to a repeated index wins, as in NumPy (the native backend
+ * writes into base itself where its run may consume it: ND_F_SCATTER) */
 static PyObject *scatter_fn(PyObject *self, PyObject *args)
 {
     PyObject *base, *flat, *vals;
     if (!PyArg_ParseTuple(args, "OOO", &base, &flat, &vals)) return NULL;
     if (!PyArray_Check(base)) { PyErr_SetString(PyExc_TypeError, "scatter: base must be an array"); return NULL; }
-    PyArrayObject *b = (PyArrayObject *)base;
-    PyObject *out = PyArray_NewCopy(b, NPY_CORDER);
-    if (!out) return NULL;
-    PyObject *fi = PyArray_FROMANY(flat, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY);
-    PyArray_Descr *d = PyArray_DESCR(b);
-    Py_INCREF(d);
-    PyObject *va = fi ? PyArray_FromAny(vals, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL)
-                      : (Py_DECREF(d), NULL);
-    if (!fi || !va) { Py_XDECREF(fi); Py_XDECREF(va); Py_DECREF(out); return NULL; }
-    npy_intp m = PyArray_SIZE((PyArrayObject *)fi);
-    npy_intp total = PyArray_SIZE((PyArrayObject *)out);
-    if (PyArray_SIZE((PyArrayObject *)va) != m) {
-        PyErr_SetString(PyExc_ValueError, "numdyn scatter: values and indices differ in size");
-        Py_DECREF(fi); Py_DECREF(va); Py_DECREF(out);
-        return NULL;
-    }
-    size_t isz = (size_t)PyArray_ITEMSIZE((PyArrayObject *)out);
-    char *dst = PyArray_DATA((PyArrayObject *)out);
-    const char *src = PyArray_DATA((PyArrayObject *)va);
-    const int64_t *ix = PyArray_DATA((PyArrayObject *)fi);
-    for (npy_intp i = 0; i < m; i++) {
-        if (ix[i] < 0 || ix[i] >= total) {
-            /* indices were checked when traced; never write out of range */
-            PyErr_SetString(PyExc_IndexError, "numdyn scatter: index out of range");
-            Py_DECREF(fi); Py_DECREF(va); Py_DECREF(out);
-            return NULL;
-        }
-        memcpy(dst + (size_t)ix[i] * isz, src + (size_t)i * isz, isz);
-    }
-    Py_DECREF(fi);
-    Py_DECREF(va);
+    PyObject *out = PyArray_NewCopy((PyArrayObject *)base, NPY_CORDER);
+    if (out) nd_counter_add(ND_CTR_BASE_COPY_BYTES, (long long)PyArray_NBYTES((PyArrayObject *)out));
+    if (out && nd_scatter_into((PyArrayObject *)out, flat, vals, NULL) < 0) Py_CLEAR(out);
     return out;
 }
 
@@ -722,7 +697,9 @@ static int scatter_write(nd_trace *t, PyObject *self, nd_id flat, nd_id vals)
     nd_id nv = nd_shim_node_extern(t, scatter_obj, tmpl, NULL, 3, ins, -1, nd_proxy_dtype(self),
                                    nd_proxy_ndim(self), nd_proxy_shape(self));
     Py_DECREF(tmpl);
-    return nv == ND_NONE ? -1 : nd_proxy_write(self, nv);
+    if (nv == ND_NONE) return -1;
+    nd_graph_node(nd_trace_graph(t), nv)->flags |= ND_F_SCATTER;
+    return nd_proxy_write(self, nv);
 }
 
 /* Functional update: run NumPy on a private copy of self's value, then make

@@ -331,6 +331,44 @@ def test_lu_pivoting_writes_a_in_place():
     assert d["flushes"] >= n and d["base_copy_bytes"] <= A.nbytes, d
 
 
+def swap_then_log(A, w):
+    A = A.copy()
+    for k in range(A.shape[0] - 1):
+        p = k + np.argmax(w[k:])      # lazy: the swap is a scatter extern
+        A[[k, p], :] = A[[p, k], :]   # written into A's buffer (ND_F_SCATTER)
+        A[k, 1:3] = np.log(A[k, 1:3])
+        if A[k, 0] > 1e300:           # a flush: the swap and the log
+            break
+    return A
+
+
+def test_row_swap_in_place_is_undone_for_a_rerun():
+    # the fancy-index swap writes into A's buffer (a value given to the run)
+    # instead of copying A; a log of a negative entry warns in the same run,
+    # so NumPy reruns the graph from its inputs: the swapped rows are put
+    # back first, or the rerun would swap them again
+    import warnings
+    rng = np.random.default_rng(13)
+    cf = numdyn.compile(swap_then_log, options=OWN)
+    for i in range(3):
+        A = np.abs(rng.standard_normal((8, 6))) + 0.1
+        w = np.arange(8.0)         # every pivot is the last row: real swaps
+        A[1, 1] = -1.0 - i         # row 2 after the third swap: log warns there
+        keep = A.copy()
+        with warnings.catch_warnings(record=True) as wn:
+            warnings.simplefilter("always")
+            want = swap_then_log(A, w)
+        with warnings.catch_warnings(record=True) as wg:
+            warnings.simplefilter("always")
+            got, d = _delta(cf, (A, w))
+        _same(got, want)
+        assert [(w.category, str(w.message)) for w in wg] == \
+               [(w.category, str(w.message)) for w in wn] and wn
+        assert np.array_equal(A, keep)
+        if i:
+            assert d["errstate_reruns"] > 0 and d["base_copy_bytes"] <= 2 * A.nbytes, d
+
+
 def div_then_log(A):
     A = A.copy()
     logs = []

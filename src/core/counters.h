@@ -39,8 +39,9 @@ typedef enum {
     ND_CTR_ERRSTATE_QUERIES, /* np.geterr() calls the tracer made to learn whether traced
                                 arithmetic may raise (trace_handlers.c): once per
                                 error state, not per operation */
-    ND_CTR_BASE_COPY_BYTES, /* bytes a SETITEM copied from its base's array before writing its
-                               region (runtime_native.c): what in-place writes avoid */
+    ND_CTR_BASE_COPY_BYTES, /* bytes a SETITEM (or a fancy-index scatter) copied from its base's
+                               array before writing its region (runtime_native.c,
+                               shim_advidx.c): what in-place writes avoid */
     ND_CTR_LOOP_PENDING_RUNS, /* captured loops Python ran on real arrays while their C
                                  compiled in the background (trace/loop_run.c) */
     /* the CUDA backend (runtime/backend_cuda.c, cuda_module.c) */

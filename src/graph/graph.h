@@ -126,6 +126,11 @@ typedef enum {
                                   NumPy's error (index_check: IndexError):
                                   NumPy raised it even where the value is
                                   never used, so flushes run it then too */
+#define ND_F_SCATTER   0x0800u /* EXTERN scatter(base, flat, vals): extra[0]
+                                  with extra[2]'s elements written at the
+                                  int64 flat indices extra[1], in order; the
+                                  native run writes into base's own buffer
+                                  where it may consume it (nd_scatter_into) */
 
 typedef union {
     double f;

@@ -93,6 +93,14 @@ int nd_extern_sibling(const nd_node *a, const nd_node *b);
  * when NumPy raises for its error state). Reset by each built-in run. */
 extern _Thread_local const nd_id *nd_scalar_stores;  /* 2 * nd_nscalar_stores ids */
 extern _Thread_local int nd_nscalar_stores;
+/* out.flat[flat[i]] = vals[i] in order (the last write to a repeated index
+ * wins, as NumPy's): out C-contiguous and writeable, flat int64-convertible
+ * indices, vals converted to out's dtype, one per index. With saved, the
+ * elements overwritten are first copied into a new array (*saved), so that
+ * nd_scatter_into(out, flat, *saved, NULL) puts them back. 0, or -1 with an
+ * exception (an index out of range writes nothing). */
+int nd_scatter_into(PyArrayObject *out, PyObject *flat, PyObject *vals, PyObject **saved);
+
 /* Donated inputs. INPUT nodes of the graph whose arrays nothing outside
  * the run reads again (the flush gives them up, trace_flush.c): the native
  * backend may write a SETITEM's region into such an array instead of

@@ -458,6 +458,48 @@ static PyObject *fill_template(PyObject *o, PyObject *const *in, int nin)
     return o;
 }
 
+int nd_scatter_into(PyArrayObject *out, PyObject *flat, PyObject *vals, PyObject **saved)
+{
+    if (saved) *saved = NULL;
+    PyObject *fi = PyArray_FROMANY(flat, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY);
+    PyArray_Descr *d = PyArray_DESCR(out);
+    Py_INCREF(d);
+    PyObject *va = fi ? PyArray_FromAny(vals, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL)
+                      : (Py_DECREF(d), NULL);
+    if (!fi || !va) { Py_XDECREF(fi); Py_XDECREF(va); return -1; }
+    npy_intp m = PyArray_SIZE((PyArrayObject *)fi), total = PyArray_SIZE(out);
+    size_t isz = (size_t)PyArray_ITEMSIZE(out);
+    char *dst = PyArray_DATA(out);
+    const int64_t *ix = PyArray_DATA((PyArrayObject *)fi);
+    int rc = -1;
+    if (PyArray_SIZE((PyArrayObject *)va) != m) {
+        PyErr_SetString(PyExc_ValueError, "numdyn scatter: values and indices differ in size");
+        goto done;
+    }
+    for (npy_intp i = 0; i < m; i++)
+        if (ix[i] < 0 || ix[i] >= total) {
+            /* indices were checked when traced; never write out of range */
+            PyErr_SetString(PyExc_IndexError, "numdyn scatter: index out of range");
+            goto done;
+        }
+    if (saved) {
+        Py_INCREF(d);
+        npy_intp dim = m;
+        PyObject *sv = PyArray_NewFromDescr(&PyArray_Type, d, 1, &dim, NULL, NULL, 0, NULL);
+        if (!sv) goto done;
+        char *sp = PyArray_DATA((PyArrayObject *)sv);
+        for (npy_intp i = 0; i < m; i++) memcpy(sp + (size_t)i * isz, dst + (size_t)ix[i] * isz, isz);
+        *saved = sv;
+    }
+    const char *src = PyArray_DATA((PyArrayObject *)va);
+    for (npy_intp i = 0; i < m; i++) memcpy(dst + (size_t)ix[i] * isz, src + (size_t)i * isz, isz);
+    rc = 0;
+done:
+    Py_DECREF(fi);
+    Py_DECREF(va);
+    return rc;
+}
+
 /* fn(*args, **kwargs) of an EXTERN node: the whole result, before a
  * multi-output node picks its item (new ref). */
 static PyObject *extern_call(const nd_node *n, PyObject *const *in)

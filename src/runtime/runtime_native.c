@@ -512,6 +512,7 @@ typedef struct {
     char *lo[ND_MAX_DONATED], *hi[ND_MAX_DONATED];  /* the donated arrays' bytes */
     int n, cap;
     PyObject **view, **saved;
+    PyObject **idx;   /* a scatter's flat indices (saved: what they held), or NULL */
 } undo_log;
 
 static int donated_id(const nd_id *don, int ndon, nd_id id)
@@ -527,20 +528,28 @@ static int in_donated(const undo_log *u, PyArrayObject *a)
     return 0;
 }
 
+/* room for one more entry: 0, or -1 with MemoryError */
+static int undo_room(undo_log *u)
+{
+    if (u->n < u->cap) return 0;
+    int cap = u->cap ? 2 * u->cap : 4;
+    PyObject **v = PyMem_Realloc(u->view, sizeof(PyObject *) * (size_t)cap);
+    if (v) u->view = v;
+    PyObject **s = v ? PyMem_Realloc(u->saved, sizeof(PyObject *) * (size_t)cap) : NULL;
+    if (s) u->saved = s;
+    PyObject **x = s ? PyMem_Realloc(u->idx, sizeof(PyObject *) * (size_t)cap) : NULL;
+    if (!x) { PyErr_NoMemory(); return -1; }
+    u->idx = x;
+    u->cap = cap;
+    return 0;
+}
+
 /* SETITEM `set` is about to write its region into b, a donated array (or
  * one of its takes): keep a copy of the region */
 static int undo_save(undo_log *u, nd_graph *g, nd_id set, PyArrayObject *b)
 {
     const nd_node *sn = &g->nodes[set];
-    if (u->n == u->cap) {
-        int cap = u->cap ? 2 * u->cap : 4;
-        PyObject **v = PyMem_Realloc(u->view, sizeof(PyObject *) * (size_t)cap);
-        if (v) u->view = v;
-        PyObject **s = v ? PyMem_Realloc(u->saved, sizeof(PyObject *) * (size_t)cap) : NULL;
-        if (!s) { PyErr_NoMemory(); return -1; }
-        u->saved = s;
-        u->cap = cap;
-    }
+    if (undo_room(u) < 0) return -1;
     npy_intp isz = PyArray_ITEMSIZE(b), st[ND_MAXDIMS];
     for (int d = 0; d < sn->vndim; d++) st[d] = sn->vstrides[d] * isz;
     PyArray_Descr *dt = PyArray_DESCR(b);
@@ -552,6 +561,7 @@ static int undo_save(undo_log *u, nd_graph *g, nd_id set, PyArrayObject *b)
     PyObject *c = PyArray_NewCopy((PyArrayObject *)v, NPY_KEEPORDER);
     if (!c) { Py_DECREF(v); return -1; }
     u->view[u->n] = v;
+    u->idx[u->n] = NULL;
     u->saved[u->n++] = c;
     return 0;
 }
@@ -561,17 +571,72 @@ static void undo_end(undo_log *u, int restore)
     if (restore && u->n) {
         ND_EXC_SAVE(exc);
         for (int k = u->n - 1; k >= 0; k--)
-            if (PyArray_CopyInto((PyArrayObject *)u->view[k], (PyArrayObject *)u->saved[k]) < 0)
+            if ((u->idx[k] ? nd_scatter_into((PyArrayObject *)u->view[k], u->idx[k], u->saved[k], NULL)
+                           : PyArray_CopyInto((PyArrayObject *)u->view[k], (PyArrayObject *)u->saved[k])) < 0)
                 PyErr_Clear();
         ND_EXC_RESTORE(exc);
     }
     for (int k = 0; k < u->n; k++) {
         Py_DECREF(u->view[k]);
         Py_DECREF(u->saved[k]);
+        Py_XDECREF(u->idx[k]);
     }
     PyMem_Free(u->view);
     PyMem_Free(u->saved);
+    PyMem_Free(u->idx);
     memset(u, 0, sizeof *u);
+}
+
+static int shares_bytes(PyObject *x, PyArrayObject *b)
+{
+    if (!x || !PyArray_Check(x)) return 0;
+    PyArrayObject *a = (PyArrayObject *)x;
+    char *lo = PyArray_BYTES(a), *hi = lo;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp span = (PyArray_DIM(a, d) - 1) * PyArray_STRIDE(a, d);
+        if (PyArray_DIM(a, d) == 0) return 0;
+        if (span < 0) lo += span; else hi += span;
+    }
+    hi += PyArray_ITEMSIZE(a);
+    return lo < PyArray_BYTES(b) + PyArray_NBYTES(b) && PyArray_BYTES(b) < hi;
+}
+
+/* EXTERN scatter step `id` (ND_F_SCATTER) at step t: when no later step
+ * reads its base and the run may consume the base's buffer -- a result of
+ * this run that only its buffer table holds, or a donated input (its
+ * overwritten elements saved for undo) -- write the values into that buffer
+ * and make it the step's result: the row swap A[[k, p]] = A[[p, k]] of an
+ * LU with partial pivoting copied the whole matrix per column. 1 done, 0
+ * not so (the extern runs as usual), -1 error. */
+static int scatter_in_place(nd_program *p, int t, nd_graph *g, nd_id id, PyObject **arr,
+                            undo_log *undo)
+{
+    nd_node *n = &g->nodes[id];
+    if (!(n->flags & ND_F_SCATTER) || n->op != ND_OP_EXTERN || n->nextra != 3 || arr[id]) return 0;
+    nd_id base = n->extra[0];
+    if (base < 0 || p->isout[base] || p->last[base] != t) return 0;
+    for (int k = 1; k < 3; k++) if (n->extra[k] == base || n->extra[k] < 0) return 0;
+    PyArrayObject *b = (PyArrayObject *)arr[base];
+    PyObject *flat = arr[n->extra[1]], *vals = arr[n->extra[2]];
+    if (!b || !flat || !vals || !PyArray_Check(b) || PyArray_TYPE(b) != n->dtype ||
+        PyArray_NDIM(b) != n->ndim ||
+        (n->ndim && memcmp(PyArray_DIMS(b), n->shape, sizeof(npy_intp) * (size_t)n->ndim) != 0) ||
+        !PyArray_IS_C_CONTIGUOUS(b) || !PyArray_ISWRITEABLE(b) ||
+        shares_bytes(flat, b) || shares_bytes(vals, b))
+        return 0;
+    int donated = undo->nbuf && in_donated(undo, b);
+    if (!donated && !(g->nodes[base].op != ND_OP_INPUT && sole_owner(b))) return 0;
+    PyObject *saved = NULL, *keep = NULL;
+    if (donated && (undo_room(undo) < 0 || !(keep = PyArray_FROMANY(flat, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY))))
+        return -1;
+    if (nd_scatter_into(b, flat, vals, donated ? &saved : NULL) < 0) { Py_XDECREF(keep); return -1; }
+    if (donated) {
+        undo->view[undo->n] = Py_NewRef((PyObject *)b);
+        undo->idx[undo->n] = keep;
+        undo->saved[undo->n++] = saved;
+    }
+    arr[id] = Py_NewRef((PyObject *)b);
+    return 1;
 }
 
 /* What every run of a program reads of its graph's structure, gathered by
@@ -747,7 +812,8 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         if (st->kind == ND_S_EAGER) {
             int64_t mnk = plan->isblas && plan->isblas[t] ? blas_work(g, st) : 0;
             int timed = mnk && nd_par_blas_begin(&plan->blas[t], mnk);
-            int rc = run_eager(g, st->node, arr);
+            int rc = scatter_in_place(p, t, g, st->node, arr, &undo);
+            if (rc == 0) rc = run_eager(g, st->node, arr);
             if (timed) nd_par_blas_ran();
             if (rc < 0) {
                 nd_failed_node = st->node;
@@ -756,9 +822,14 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
         } else if (st->kind == ND_S_BASE) {
             nd_id base = g->nodes[st->node].in[0];
             PyArrayObject *b = (PyArrayObject *)arr[base];
-            int given = p->take_in && p->take_in[st->node] &&
-                        (g->nodes[base].op == ND_OP_INPUT ? undo.nbuf && in_donated(&undo, b)
-                                                          : sole_owner(b));
+            /* (a scatter that wrote into a donated input: its result is
+             * that input's buffer, which no later step reads) */
+            int given = 0;
+            if (p->take_in && p->take_in[st->node]) {
+                int don = undo.nbuf && in_donated(&undo, b);
+                given = g->nodes[base].op == ND_OP_INPUT
+                        ? don : sole_owner(b) || (don && (g->nodes[base].flags & ND_F_SCATTER));
+            }
             if ((p->take[st->node] || given) && PyArray_IS_C_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b)) {
                 if (undo.nbuf && in_donated(&undo, b) && undo_save(&undo, g, st->node, b) < 0) goto done;
                 Py_INCREF(b);
