@@ -129,6 +129,9 @@ int nd_shim_masked_init(void);
 int nd_shim_masked_check(PyObject *o);
 PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key);
 int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *value);
+/* the mean of a masked read: w = where(m, a, 0), cnt the int64 count
+ * (shim_reduce.c, as _methods._mean of NumPy's a[m]) */
+PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dtarg);
 /* ufunc.at(a, indices, b=None) with `a` a proxy. New ref (None) or NULL. */
 PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args,
                            PyObject *kwargs);

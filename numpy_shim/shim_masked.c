@@ -592,26 +592,59 @@ static PyObject *m_array(PyObject *self, PyObject *args, PyObject *kw)
     return r;
 }
 
-/* v.sum(): where(m, v, 0).sum(), the same dtype rules (a sum of an empty
- * selection is 0 of that dtype, as NumPy's) */
-static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
+/* Full reductions of a masked value kept in the graph: v.sum() is
+ * where(m, v, 0).sum(), the same dtype rules (a sum of an empty selection
+ * is 0 of that dtype, as NumPy's); v.mean() that sum over the count of m
+ * (nd_shim_masked_mean: NumPy's warnings for an empty selection). Only
+ * dtype= may be given (an inexact one for mean); anything else is NumPy's
+ * reduction of the compacted a[m]. np.sum(v) / np.mean(v) come here too
+ * (m_array_function). */
+enum { RED_SUM, RED_MEAN };
+
+static int full_reduction_args(NdMasked *m, int which, PyObject *args, PyObject *kw, PyObject **dtype)
+{
+    *dtype = NULL;
+    if (PyTuple_GET_SIZE(args) != 0 || m->compact || !nd_proxy_live(m->val)) return 0;
+    if (!kw) return 1;
+    static const nd_shim_def sum_def = {"sum", "|axis,dtype,out;keepdims,initial,where", NULL, 0};
+    static const nd_shim_def mean_def = {"mean", "|axis,dtype,out;keepdims,where", NULL, 0};
+    const nd_shim_def *def = which == RED_SUM ? &sum_def : &mean_def;
+    PyObject *argv[ND_SHIM_MAXARGS];
+    if (nd_shim_parse_args(def, args, kw, argv) < 0) {
+        PyErr_Clear();  /* NumPy's reduction of a[m] raises NumPy's own error */
+        return 0;
+    }
+    for (int k = 0; k < nd_shim_spec(def)->n; k++)
+        if (argv[k] && k != 1) return 0;
+    if (argv[1] && argv[1] != Py_None) {
+        if (which == RED_SUM) {
+            *dtype = argv[1];
+            return 1;
+        }
+        PyArray_Descr *d = NULL;
+        if (!PyArray_DescrConverter2(argv[1], &d) || !d) {
+            PyErr_Clear();
+            return 0;
+        }
+        int num = d->type_num;
+        Py_DECREF(d);
+        if (!PyTypeNum_ISFLOAT(num) && !PyTypeNum_ISCOMPLEX(num)) return 0;
+        if (num == NPY_LONGDOUBLE || num == NPY_CLONGDOUBLE) return 0;
+        *dtype = argv[1];
+    }
+    return 1;
+}
+
+static PyObject *full_reduction(PyObject *self, int which, PyObject *args, PyObject *kw)
 {
     NdMasked *m = (NdMasked *)self;
     nd_trace *t = nd_trace_current();
-    int plain = PyTuple_GET_SIZE(args) == 0 && !m->compact && t && nd_proxy_live(m->val);
-    if (plain && kw) {  /* only dtype= keeps the lazy where(m, v, 0).sum() */
-        static const nd_shim_def sum_def = {"sum", "|axis,dtype,out;keepdims,initial,where", NULL, 0};
-        PyObject *argv[ND_SHIM_MAXARGS];
-        if (nd_shim_parse_args(&sum_def, args, kw, argv) < 0) {
-            PyErr_Clear();  /* ndarray.sum below raises NumPy's own error */
-            plain = 0;
-        }
-        for (int k = 0; plain && k < nd_shim_spec(&sum_def)->n; k++)
-            if (argv[k] && k != 1) plain = 0;
-    }
+    PyObject *dtarg = NULL;
+    int plain = t ? full_reduction_args(m, which, args, kw, &dtarg) : 0;
+    const char *name = which == RED_SUM ? "sum" : "mean";
     if (!plain) {
         PyObject *c = compact(m);
-        PyObject *f = c ? PyObject_GetAttrString(c, "sum") : NULL;
+        PyObject *f = c ? PyObject_GetAttrString(c, name) : NULL;
         PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
         Py_XDECREF(f);
         return r;
@@ -623,12 +656,34 @@ static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
     nd_id z = v == ND_NONE ? ND_NONE : nd_xj_zeros(t, dtype, nd, sh);
     nd_id cond = z == ND_NONE ? ND_NONE : mask_over(t, m);
     nd_id w = cond == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, v, z, dtype);
-    PyObject *p = w == ND_NONE ? NULL : nd_shim_wrap(t, w, 0);
-    PyObject *f = p ? PyObject_GetAttrString(p, "sum") : NULL;
+    if (w == ND_NONE) return NULL;
+    if (which == RED_MEAN) {
+        nd_id cnt = nd_shim_node_reduce(t, ND_UF_ADD, cond, ~0ULL, 0, NPY_INT64, NPY_INT64, ND_NONE);
+        int dt = -1;
+        if (dtarg) {
+            PyArray_Descr *d = NULL;
+            if (!PyArray_DescrConverter2(dtarg, &d) || !d) return NULL;
+            dt = d->type_num;
+            Py_DECREF(d);
+        }
+        return cnt == ND_NONE ? NULL : nd_shim_masked_mean(t, w, cnt, dtype, dt);
+    }
+    PyObject *p = nd_shim_wrap(t, w, 0);
+    PyObject *f = p ? PyObject_GetAttrString(p, name) : NULL;
     PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
     Py_XDECREF(f);
     Py_XDECREF(p);
     return r;
+}
+
+static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return full_reduction(self, RED_SUM, args, kw);
+}
+
+static PyObject *m_mean(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return full_reduction(self, RED_MEAN, args, kw);
 }
 
 static PyMethodDef masked_methods[] = {
@@ -636,6 +691,7 @@ static PyMethodDef masked_methods[] = {
     {"__array_function__", m_array_function, METH_VARARGS, NULL},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS, NULL},
     {"sum", (PyCFunction)(void (*)(void))m_sum, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"mean", (PyCFunction)(void (*)(void))m_mean, METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL},
 };
 

@@ -401,7 +401,27 @@ static PyObject *sum_impl_uf(nd_trace *t, PyObject **argv, int uf, const char *f
     red_args ra = {A(0), A(1), A(2), A(3), A(4), A(5), A(6), NULL, NULL, NULL};
     return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
 }
-static PyObject *sum_impl(nd_trace *t, PyObject **argv) { return sum_impl_uf(t, argv, ND_UF_ADD, "sum"); }
+/* np.sum(v) / np.mean(v) of a masked read a[m] (shim_masked.c) is its
+ * method, as NumPy's functions call an ndarray's: a full reduction stays in
+ * the graph, anything else reduces NumPy's a[m] */
+static PyObject *masked_method(PyObject **argv, const char *method, const char *const *names, int n)
+{
+    PyObject *kw = PyDict_New(), *f = NULL, *r = NULL, *none = PyTuple_New(0);
+    for (int k = 1; kw && k < n; k++)
+        if (A(k) && PyDict_SetItemString(kw, names[k], A(k)) < 0) Py_CLEAR(kw);
+    if (kw && none && (f = PyObject_GetAttrString(A(0), method))) r = PyObject_Call(f, none, kw);
+    Py_XDECREF(f);
+    Py_XDECREF(kw);
+    Py_XDECREF(none);
+    return r;
+}
+
+static PyObject *sum_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *const names[] = {"a", "axis", "dtype", "out", "keepdims", "initial", "where"};
+    if (nd_shim_masked_check(A(0))) return masked_method(argv, "sum", names, 7);
+    return sum_impl_uf(t, argv, ND_UF_ADD, "sum");
+}
 static PyObject *prod_impl(nd_trace *t, PyObject **argv) { return sum_impl_uf(t, argv, ND_UF_MULTIPLY, "prod"); }
 
 /* max/min: a, axis, out, keepdims, initial, where */
@@ -522,6 +542,8 @@ static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int 
 
 static PyObject *mean_impl(nd_trace *t, PyObject **argv)
 {
+    static const char *const names[] = {"a", "axis", "dtype", "out", "keepdims", "where"};
+    if (nd_shim_masked_check(A(0))) return masked_method(argv, "mean", names, 6);
     if (where_given(A(5))) return nd_shim_unsupported("numpy.mean with where= is not supported in-graph");
     nd_operand a;
     red_opts o;
@@ -532,6 +554,37 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3));
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
     return finish(t, m, A(3), &a, o.mask, o.keep, NPY_UNSAFE_CASTING, -1);
+}
+
+/* The mean of a masked read a[m] (shim_masked.c), kept in the graph: w is
+ * where(m, a, 0) over a's full shape, cnt the int64 count of the selected
+ * elements. As _methods._mean of NumPy's a[m]: the sum in mean's
+ * accumulator dtype, divided by the count as by a Python int (weak: a
+ * float32 sum stays float32), a NumPy scalar; where the count is 0 it warns
+ * "Mean of empty slice", then the division 0/0 warns under the user's
+ * errstate (ND_F_DATA_WARN | ND_F_FP_KEPT, graph.h). */
+PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dtarg)
+{
+    int acc = mean_acc(dtype, dtarg);
+    int res = dtarg >= 0 ? dtarg : dtype == NPY_FLOAT16 ? NPY_FLOAT16 : acc;
+    nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, w, ~0ULL, 0, acc, acc, ND_NONE);
+    if (s == ND_NONE) return NULL;
+    int dt[2] = {acc, NPY_INT64}, weak[2] = {0, 1}, loop[2], out;
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *vals[2] = {NULL, one};
+    int rc = one ? nd_shim_resolve_ufunc(ND_UF_TRUE_DIVIDE, 2, dt, weak, vals, loop, &out) : -1;
+    Py_XDECREF(one);
+    if (rc < 0) return NULL;
+    nd_id c = nd_shim_node_cast(t, cnt, loop[1]);
+    nd_id in[2] = {s, c};
+    nd_id q = c == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
+    if (q == ND_NONE) return NULL;
+    nd_node *d = nd_graph_node(nd_trace_graph(t), q);
+    d->flags |= ND_F_DATA_WARN | ND_F_FP_KEPT;
+    if (PyArray_CanCastSafely(NPY_INTP, out) && d->ndim == 0 && !d->value)
+        d->flags |= ND_F_SCALAR_MATH;  /* "scalar divide", as divide_result */
+    if ((q = nd_shim_node_cast(t, q, res)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, q, 1);
 }
 
 /* var/std: a, axis, dtype, out, ddof, keepdims, where, mean, correction */

@@ -85,3 +85,61 @@ def int_update(x):
 ])
 def test_other_masks_keep_numpys_path(fn, x):
     check(fn, x)
+
+
+# ---- the mean of a masked read (azimint_naive's `data[mask].mean()` per bin)
+
+def binned_means(data, radius, nbins):
+    rmax = radius.max()
+    res = np.zeros(nbins, dtype=np.float64)
+    for i in range(nbins):
+        m = np.logical_and(rmax * i / nbins <= radius, radius < rmax * (i + 1) / nbins)
+        res[i] = data[m].mean()     # an empty bin: NumPy's nan and its two warnings
+    return res
+
+
+@pytest.mark.parametrize("dtype, nbins, rtol", [
+    (np.float64, 90, None),   # 90 bins of 40 points: empty ones
+    (np.float32, 5, 1e-6),    # a float32 mean: summed in another order than NumPy's
+    (np.int16, 12, None),
+])
+def test_masked_mean_matches_numpy(dtype, nbins, rtol):
+    rng = np.random.default_rng(nbins)
+    data, radius = (rng.random(40) * 10).astype(dtype), rng.random(40)
+    f = numdyn.compile(binned_means, options={"floor": False})
+    with np.errstate(invalid="warn"):
+        check(binned_means, data, radius, nbins, compiled=f, warnings=True, rtol=rtol)
+    assert numdyn.explain(f)(data.real.astype(np.float64), radius, 3).graph_break_count == 0
+
+
+def masked_reductions(a, lo):
+    s = a[a > lo]
+    return np.mean(s), np.sum(s), s.mean(dtype=np.float32), s.sum(dtype=np.int64)
+
+
+def masked_mean_raises(a, lo):
+    with np.errstate(invalid="raise"):
+        return a[a > lo].mean()
+
+
+@pytest.mark.parametrize("lo", [0.5, 2.0])
+def test_masked_mean_function_forms_and_errstate(lo):
+    a = np.random.default_rng(3).random(30)
+    check(masked_reductions, a, lo, warnings=True)
+    check(masked_mean_raises, a, lo, warnings=True)   # 2.0: "Mean of empty slice", then FloatingPointError
+
+
+def many_bin_sums(data, radius, nbins):
+    # 0-d values of a reduction (rmax * i / nbins for every i) joined its
+    # kernel as outputs without bound: "kernel with too many operands"
+    rmax = radius.max()
+    res = np.zeros(nbins)
+    for i in range(nbins):
+        m = np.logical_and(rmax * i / nbins <= radius, radius < rmax * (i + 1) / nbins)
+        res[i] = data[m].sum()
+    return res
+
+
+def test_reduction_epilogue_operands_bounded():
+    rng = np.random.default_rng(4)
+    check(many_bin_sums, rng.random(50), rng.random(50), 70, compiled=numdyn.compile(many_bin_sums))

@@ -122,6 +122,13 @@ typedef enum {
                                   Kernels report ND_ERR_DATAWARN; the eager
                                   backend issues the warning. */
 
+#define ND_F_FP_KEPT   0x0800u /* with ND_F_DATA_WARN on a true_divide: the
+                                  mean of a masked read (_methods._mean of
+                                  NumPy's a[m]) warns "Mean of empty slice"
+                                  where the count is 0, then divides under
+                                  the user's errstate (its FP warning is
+                                  NumPy's too, not ignored as nanmean's) */
+
 #define ND_F_CHECK     0x0400u /* EXTERN that validates its input and raises
                                   NumPy's error (index_check: IndexError):
                                   NumPy raised it even where the value is

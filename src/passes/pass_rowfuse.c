@@ -412,7 +412,12 @@ int nd_rowfuse_find(nd_graph *g, int32_t *rowgrp, uint8_t *level, const uint8_t 
             default:
                 break;
             }
-            if (!join) { dep[j] = 1; continue; }
+            /* bounded as the independent joins above: 0-d values of the
+             * result (rmax * i / n for each i of a loop after rmax =
+             * r.max()) each joined as an output made a kernel of 800 */
+            int cost = join ? operand_cost(g, j, lv) : 0;
+            if (!join || ops + cost > ROW_MAX_OPS) { dep[j] = 1; continue; }
+            ops += cost;
             lv[j] = (uint8_t)f;
             mem[nm++] = j;
         }

@@ -321,13 +321,30 @@ static PyObject *data_warn(const nd_node *n, PyObject *const *in)
     return r;
 }
 
+/* ND_F_FP_KEPT (graph.h): _methods._mean's "Mean of empty slice" where the
+ * count (the divisor) is 0, before the division warns on its own */
+static int empty_mean_warning(PyObject *divisor)
+{
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *cond = zero ? PyObject_RichCompare(divisor, zero, Py_EQ) : NULL;
+    Py_XDECREF(zero);
+    PyObject *any = cond ? PyObject_CallMethod(cond, "any", NULL) : NULL;
+    Py_XDECREF(cond);
+    int hit = any ? PyObject_IsTrue(any) : -1;
+    Py_XDECREF(any);
+    if (hit > 0 && PyErr_WarnEx(PyExc_RuntimeWarning, "Mean of empty slice", 1) < 0) return -1;
+    return hit < 0 ? -1 : 0;
+}
+
 static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
 {
+    int kept = (n->flags & ND_F_DATA_WARN) && (n->flags & ND_F_FP_KEPT) && n->nin == 2;
+    if (kept && empty_mean_warning(in[1]) < 0) return NULL;
     if (n->flags & ND_F_SCALAR_MATH) {
         PyObject *r = scalar_math(n, in);
         if (r || PyErr_Occurred()) return r;
     }
-    if (n->flags & ND_F_DATA_WARN) return data_warn(n, in);
+    if ((n->flags & ND_F_DATA_WARN) && !kept) return data_warn(n, in);
     return ufunc_call(n, in);
 }
 

@@ -373,7 +373,8 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
     char *P[3 * MAXOPS];
     int64_t I[ND_MAXDIMS + MAXOPS * ND_MAXDIMS + MAXOPS * ND_MAXFS];
     if (nops > MAXOPS) {
-        PyErr_SetString(PyExc_RuntimeError, "numdyn: kernel with too many operands");
+        PyErr_Format(PyExc_RuntimeError, "numdyn: kernel with too many operands (kind %d, %d in, %d out)",
+                     (int)k->kind, k->nin, k->nout);
         return -1;
     }
     /* outputs */
