@@ -122,17 +122,25 @@ static int graph_room(nd_graph *g)
     return 0;
 }
 
-/* The node written at g->nodes[g->n] (graph_room) joins the graph. */
-static nd_id graph_commit(nd_graph *g)
+/* The node written at g->nodes[g->n] (graph_room) joins the graph. Its
+ * inputs are read from src, the node it was copied from or itself: a node
+ * is copied whole (a `rep movs` of ~540 bytes), and loads of what such a
+ * copy just stored wait for the copy to land -- reading the copy's fields
+ * back was most of the cost of adding and of extracting a node. */
+static nd_id graph_commit_ids(nd_graph *g, const nd_id *in, int nin, const nd_id *extra, int nextra)
 {
     nd_id id = g->n++;
-    nd_node *n = &g->nodes[id];
-    n->refs = 0;
-    for (int k = 0; k < n->nin; k++)
-        if (n->in[k] >= 0) g->nodes[n->in[k]].refs++;
-    for (int k = 0; k < n->nextra; k++)
-        if (n->extra[k] >= 0) g->nodes[n->extra[k]].refs++;
+    g->nodes[id].refs = 0;
+    for (int k = 0; k < nin; k++)
+        if (in[k] >= 0) g->nodes[in[k]].refs++;
+    for (int k = 0; k < nextra; k++)
+        if (extra[k] >= 0) g->nodes[extra[k]].refs++;
     return id;
+}
+
+static nd_id graph_commit(nd_graph *g, const nd_node *src)
+{
+    return graph_commit_ids(g, src->in, src->nin, src->extra, src->nextra);
 }
 
 nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
@@ -143,7 +151,7 @@ nd_id nd_graph_add(nd_graph *g, const nd_node *proto)
     }
     if (graph_room(g) < 0) return ND_NONE;
     g->nodes[g->n] = *proto;
-    return graph_commit(g);
+    return graph_commit(g, proto);
 }
 
 
@@ -247,19 +255,23 @@ nd_graph *nd_graph_extract_scratch(nd_graph *g, const nd_id *outs, int nout, cha
             nd_node_init(c, ND_OP_INPUT, PyArray_TYPE(a), PyArray_NDIM(a), PyArray_DIMS(a));
             c->obj = Py_NewRef((PyObject *)a);
         } else {
+            /* (fields read from n, not from the copy: graph_commit) */
             *c = *n;
             c->value = NULL;
             c->extra = NULL;
             if (n->op == ND_OP_EXTERN && n->nextra) {
-                c->extra = PyMem_Malloc(sizeof(nd_id) * (size_t)n->nextra);
-                if (!c->extra) { PyErr_NoMemory(); goto fail; }
-                for (int k = 0; k < n->nextra; k++) c->extra[k] = map[n->extra[k]];
+                nd_id *x = PyMem_Malloc(sizeof(nd_id) * (size_t)n->nextra);
+                if (!x) { PyErr_NoMemory(); goto fail; }
+                for (int k = 0; k < n->nextra; k++) x[k] = map[n->extra[k]];
+                c->extra = x;
             }
-            Py_XINCREF(c->obj);
-            Py_XINCREF(c->attrs);
-            for (int k = 0; k < c->nin; k++) if (c->in[k] >= 0) c->in[k] = map[c->in[k]];
+            Py_XINCREF(n->obj);
+            Py_XINCREF(n->attrs);
+            for (int k = 0; k < n->nin; k++) c->in[k] = n->in[k] >= 0 ? map[n->in[k]] : n->in[k];
+            map[i] = graph_commit_ids(r, c->in, n->nin, c->extra, c->extra ? n->nextra : 0);
+            continue;
         }
-        map[i] = graph_commit(r);
+        map[i] = graph_commit_ids(r, NULL, 0, NULL, 0);
     }
     for (int i = 0; i < nout; i++) new_outs[i] = map[outs[i]];
     *order_out = order;
