@@ -16,6 +16,12 @@ element write each iteration, at growing trip counts: the cost an iteration
 must not grow with the trip count; and the first call of a long lazy update
 (point 2/3: one graph of 2n nodes, thousands of identical kernels).
 
+--capture (alone: it turns replay off for the process, NUMDYN_REPLAY=0)
+splits the cost of a traced loop of small statements, seam carving's DP
+rows, loop capture off: per row, NumPy, the own path, the tracing alone (the
+same loop returning nothing: no flush), and so the return flush + run; and
+the backtrack that reads one element a row (a flush a row).
+
 --cpu times with time.thread_time() instead of wall time: on a machine other
 work loads, CPU time of the calling thread is what stays comparable between
 runs (run it with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 so that all work
@@ -30,6 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_programs as B  # noqa: E402  (sets NUMDYN_CACHE_DIR before numdyn loads)
 import numdyn  # noqa: E402
+import numpy as np  # noqa: E402
 
 ROWS = ["LU partial", "Jacobi until", "seam carving", "logistic regression", "RNN forward",
         "random walk", "Lorenz", "Mandelbrot boolean"]
@@ -40,12 +47,18 @@ def main(argv=None):
     ap.add_argument("--cpu", action="store_true", help="thread CPU time instead of wall time")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--loops", action="store_true", help="also the traced-loop rows (issue 13 point 1-3)")
+    ap.add_argument("--capture", action="store_true", help="also the per-row cost of a traced loop")
     ap.add_argument("names", nargs="*", help="rows whose name contains one of these")
     opts = ap.parse_args(argv)
     clock = time.thread_time if opts.cpu else time.perf_counter
+    if opts.capture:
+        os.environ["NUMDYN_REPLAY"] = "0"   # read at the first compiled call
     print(B.machine_description())
     print(f"clock: {'thread CPU time' if opts.cpu else 'wall'}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    if opts.capture:
+        capture_cost(clock, opts.reps)
+        return
     if opts.loops:
         traced_loops(clock, opts.reps)
     print("| program | NumPy | own path | default (floor) | flushes / kernels a call |")
@@ -96,6 +109,64 @@ def _lazy(x, n):
     for _ in range(n):
         x = _step(x, 0.999)        # lazy: one graph of 2n nodes
     return x
+
+
+def _dp_rows(M, n):
+    M = M.copy()
+    for i in range(1, n):
+        left = np.concatenate((np.array([np.inf]), M[i - 1, :-1]))
+        right = np.concatenate((M[i - 1, 1:], np.array([np.inf])))
+        M[i] += np.minimum(np.minimum(left, M[i - 1]), right)
+    return M
+
+
+def _dp_rows_traced_only(M, n):   # _dp_rows returning nothing: no flush
+    M = M.copy()
+    for i in range(1, n):
+        left = np.concatenate((np.array([np.inf]), M[i - 1, :-1]))
+        right = np.concatenate((M[i - 1, 1:], np.array([np.inf])))
+        M[i] += np.minimum(np.minimum(left, M[i - 1]), right)
+    return None
+
+
+def _backtrack(M):
+    h = M.shape[0]
+    seam = np.zeros(h, dtype=np.int64)
+    seam[h - 1] = np.argmin(M[h - 1])
+    for i in range(h - 2, -1, -1):
+        j = seam[i + 1]           # an element read: a flush a row
+        lo = max(j - 1, 0)
+        seam[i] = lo + np.argmin(M[i, lo:j + 2])
+    return seam
+
+
+def capture_cost(clock, reps):
+    numdyn.config.loop_capture = False   # the loops run traced, statement by statement
+    n = 300
+    M = np.random.default_rng(0).random((n, 400))
+    own = numdyn.compile(_dp_rows, options={"floor": False})
+    tro = numdyn.compile(_dp_rows_traced_only, options={"floor": False})
+    back = numdyn.compile(_backtrack, options={"floor": False})
+    Mf = _dp_rows(M, n)
+    if not np.array_equal(own(M, n), Mf) or not np.array_equal(back(Mf), _backtrack(Mf)):
+        raise SystemExit("capture cost: numdyn differs from NumPy")
+    for _ in range(3):
+        own(M, n), tro(M, n), back(Mf)
+    numdyn.utils.wait_compiles()
+    tn, to, tt, bn, bo = [], [], [], [], []
+    for _ in range(reps):
+        t = clock(); _dp_rows(M, n); tn.append(clock() - t)
+        t = clock(); own(M, n); to.append(clock() - t)
+        t = clock(); tro(M, n); tt.append(clock() - t)
+        t = clock(); _backtrack(Mf); bn.append(clock() - t)
+        t = clock(); back(Mf); bo.append(clock() - t)
+    m = statistics.median
+    print("| traced loop, per row (300 rows of 400) | NumPy | own path | tracing alone | flush + run |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| DP rows (10 statements, one return flush) | {m(tn) / n * 1e6:.2f} us | {m(to) / n * 1e6:.2f} us | "
+          f"{m(tt) / n * 1e6:.2f} us | {(m(to) - m(tt)) / n * 1e6:.2f} us |")
+    print(f"| backtrack (element read: a flush a row) | {m(bn) / n * 1e6:.2f} us | {m(bo) / n * 1e6:.2f} us | | |")
+    print()
 
 
 def traced_loops(clock, reps):

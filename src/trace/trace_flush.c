@@ -1416,22 +1416,15 @@ int nd__note_dead(nd_trace *t)
     nd_graph *g = t->g;
     t->ndead = 0;
     if (g->n == 0) return 0;
+    /* used[i]: 1 when a node or a caller storage reads i (counted in
+     * readers[] by the same walk over the nodes: one pass over a long
+     * capture's nodes, not two); 2: dead and worth running -- the kinds
+     * above nothing reads, and an index check whose readers are all dead,
+     * however deep (`a[1:3, idx]` dropped or failing to store: the gather
+     * is not run, its IndexError is). readers[] counts live readers; ids
+     * are topological, so one pass from the end settles them. */
     char *used = PyMem_Calloc((size_t)g->n, 1);
     if (!used) { PyErr_NoMemory(); return -1; }
-    for (nd_id i = 0; i < g->n; i++) {
-        const nd_node *n = &g->nodes[i];
-        for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
-            if (n->in[k] >= 0 && n->in[k] < g->n) used[n->in[k]] = 1;
-    }
-    for (Py_ssize_t k = 0; k < t->nclist; k++) {
-        nd_id v = t->clist[k]->version;
-        if (v >= 0 && v < g->n) used[v] = 1;
-    }
-    /* 2: dead and worth running -- the kinds above nothing reads, and an
-     * index check whose readers are all dead, however deep (`a[1:3, idx]`
-     * dropped or failing to store: the gather is not run, its IndexError
-     * is). readers[] counts live readers; ids are topological, so one pass
-     * from the end settles them. */
     int32_t *readers = PyMem_Calloc((size_t)g->n, sizeof(int32_t));
     if (!readers) { PyMem_Free(used); PyErr_NoMemory(); return -1; }
     for (nd_id i = 0; i < g->n; i++) {
@@ -1443,6 +1436,7 @@ int nd__note_dead(nd_trace *t)
         nd_id v = t->clist[k]->version;
         if (v >= 0 && v < g->n) readers[v]++;
     }
+    for (nd_id i = 0; i < g->n; i++) used[i] = readers[i] > 0;
     for (NdProxy *p = t->proxies; p; p = p->next) {  /* values Python still holds */
         nd_id v = p->st->version;
         if (v >= 0 && v < g->n) readers[v]++;
