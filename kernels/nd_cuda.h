@@ -179,43 +179,9 @@ ND_FLOAT(double, d)
 ND_FLOAT(float, f)
 #undef ND_FLOAT
 
-/* float -> int as x86's cvtt* (NumPy's results): out of range/NaN -> MIN */
-ND_FN int64_t nd_d2i64(double x)
-{ return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }
-ND_FN int32_t nd_d2i32(double x)
-{ return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
-ND_FN uint64_t nd_d2u64(double x)
-{
-    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
-        return (uint64_t)(x - 9223372036854775808.0) + 9223372036854775808ull;
-    return (uint64_t)nd_d2i64(x);
-}
-/* The same for an explicit cast (astype, stores into integer arrays),
- * with NumPy's "invalid value encountered in cast": x86's conversions raise
- * the invalid flag exactly outside these ranges (uint32 and the narrower
- * types go through a 32-bit conversion, uint64 through a 64-bit one). */
-ND_FN int32_t nd_d2i32e(double x, int *e)
-{
-    int ok = x > -2147483649.0 && x < 2147483648.0;
-    *e |= (!ok) * ND_ERR_FPE_INVALID;
-    return ok ? (int32_t)x : INT32_MIN;
-}
-ND_FN uint32_t nd_d2u32e(double x, int *e)
-{
-    *e |= (!(x > -2147483649.0 && x < 4294967296.0)) * ND_ERR_FPE_INVALID;
-    return (uint32_t)nd_d2i64(x);
-}
-ND_FN int64_t nd_d2i64e(double x, int *e)
-{
-    int ok = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
-    *e |= (!ok) * ND_ERR_FPE_INVALID;
-    return ok ? (int64_t)x : INT64_MIN;
-}
-ND_FN uint64_t nd_d2u64e(double x, int *e)
-{
-    *e |= (!(x >= -9223372036854775808.0 && x < 18446744073709551616.0)) * ND_ERR_FPE_INVALID;
-    return nd_d2u64(x);
-}
+/* float -> int as x86's cvtt* (NumPy's results), shared with nd_kernel.h */
+#define ND_F2I_FN ND_FN
+#include "nd_f2i.h"
 
 /* ------------------------------------------------- integer helpers */
 /* T, its unsigned twin U; signedness from T. Integer division by zero is

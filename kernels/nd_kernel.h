@@ -403,45 +403,8 @@ ND_INLINE nd_bool nd_signbit_f(float x) { uint32_t b; memcpy(&b, &x, 4); return 
 ND_INLINE nd_bool nd_signbit_d(double x) { uint64_t b; memcpy(&b, &x, 8); return (nd_bool)(b >> 63); }
 
 /* ------------------------------------------- float -> int conversions */
-/* C leaves out-of-range/NaN conversions undefined; NumPy gets what x86's
- * cvtt* instructions give (the "integer indefinite" MIN value). Spell that
- * out so the optimizer cannot exploit UB. */
-ND_INLINE int64_t nd_d2i64(double x)
-{ return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }
-ND_INLINE int32_t nd_d2i32(double x)
-{ return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
-ND_INLINE uint64_t nd_d2u64(double x)
-{
-    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
-        return (uint64_t)(x - 9223372036854775808.0) + 9223372036854775808ull;
-    return (uint64_t)nd_d2i64(x);
-}
-/* The same for an explicit cast (astype, stores into integer arrays),
- * with NumPy's "invalid value encountered in cast": x86's conversions raise
- * the invalid flag exactly outside these ranges (uint32 and the narrower
- * types go through a 32-bit conversion, uint64 through a 64-bit one). */
-ND_INLINE int32_t nd_d2i32e(double x, int *e)
-{
-    int ok = x > -2147483649.0 && x < 2147483648.0;
-    *e |= (!ok) * ND_ERR_FPE_INVALID;
-    return ok ? (int32_t)x : INT32_MIN;
-}
-ND_INLINE uint32_t nd_d2u32e(double x, int *e)
-{
-    *e |= (!(x > -2147483649.0 && x < 4294967296.0)) * ND_ERR_FPE_INVALID;
-    return (uint32_t)nd_d2i64(x);
-}
-ND_INLINE int64_t nd_d2i64e(double x, int *e)
-{
-    int ok = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
-    *e |= (!ok) * ND_ERR_FPE_INVALID;
-    return ok ? (int64_t)x : INT64_MIN;
-}
-ND_INLINE uint64_t nd_d2u64e(double x, int *e)
-{
-    *e |= (!(x >= -9223372036854775808.0 && x < 18446744073709551616.0)) * ND_ERR_FPE_INVALID;
-    return nd_d2u64(x);
-}
+#define ND_F2I_FN ND_INLINE
+#include "nd_f2i.h"
 
 /* ------------------------------------------------- integer helpers */
 #define ND_INT_HELPERS(T, UT, S, TMIN, SIGNED) \

@@ -856,6 +856,72 @@ static PyObject *outer_impl(nd_trace *t, PyObject **argv)
     return nd_shim_wrap(t, r, 0);
 }
 
+/* kron(a, b): NumPy's own (numpy/lib/_shape_base_impl.py) in nodes: both
+ * padded with leading 1s to one rank n, a seen at (a0, b0, a1, b1, ...)
+ * broadcast over b's dims and b over a's, multiplied, and the C-order
+ * result viewed at (a0*b0, a1*b1, ...). NumPy branches on b.flags to make
+ * b contiguous first, which changes no value (the reason its Python code
+ * cannot be inlined). The result is C-contiguous as NumPy's is for
+ * operands whose dims are in C order in memory; other layouts (NumPy's result follows the
+ * operands' order), two 0-d operands (multiply's scalar) and ndarray
+ * subclasses (np.matrix's own rules) are NumPy's. */
+static PyObject *kron_impl(nd_trace *t, PyObject **argv)
+{
+    for (int k = 0; k < 2; k++) {
+        if (PyArray_Check(argv[k]) && !PyArray_CheckExact(argv[k]))
+            return nd_shim_unsupported("numpy.kron of an ndarray subclass");
+        /* its dims in C order in memory (positive strides, decreasing over
+         * the dims longer than 1): NumPy's product is then laid out in C order */
+        int nd;
+        const npy_intp *shape;
+        npy_intp ms[ND_MAXDIMS], prev = -1;
+        if (nd_operand_memory_strides(argv[k], &nd, &shape, ms) == 0) {
+            for (int d = 0; d < nd; d++) {
+                if (shape[d] <= 1) continue;
+                if (ms[d] <= 0 || (prev >= 0 && ms[d] >= prev))
+                    return nd_shim_unsupported("numpy.kron of an operand not in C order");
+                prev = ms[d];
+            }
+        }
+    }
+    nd_xj_arr a, b;
+    int rc = nd_xj_array(t, argv[0], &a);
+    if (rc == 0) rc = nd_xj_array(t, argv[1], &b);
+    if (rc) return NULL;
+    int n = a.ndim > b.ndim ? a.ndim : b.ndim;
+    if (n == 0 || 2 * n > ND_MAXDIMS)
+        return nd_shim_unsupported("numpy.kron of two 0-d operands or above %d dims", ND_MAXDIMS / 2);
+    npy_intp as[ND_MAXDIMS], bs[ND_MAXDIMS], ac[ND_MAXDIMS], bc[ND_MAXDIMS];
+    for (int d = 0; d < n; d++) {
+        int da = d - (n - a.ndim), db = d - (n - b.ndim);
+        as[d] = da >= 0 ? a.shape[da] : 1;
+        bs[d] = db >= 0 ? b.shape[db] : 1;
+    }
+    nd_c_strides(n, as, ac);
+    nd_c_strides(n, bs, bc);
+    npy_intp sh[ND_MAXDIMS], sa[ND_MAXDIMS], sb[ND_MAXDIMS], out[ND_MAXDIMS], oc[ND_MAXDIMS];
+    for (int d = 0; d < n; d++) {
+        sh[2 * d] = as[d];
+        sh[2 * d + 1] = bs[d];
+        sa[2 * d] = as[d] > 1 ? ac[d] : 0;
+        sa[2 * d + 1] = 0;
+        sb[2 * d] = 0;
+        sb[2 * d + 1] = bs[d] > 1 ? bc[d] : 0;
+        out[d] = as[d] * bs[d];
+    }
+    nd_c_strides(n, out, oc);
+    nd_id va = nd_shim_node_view(t, a.id, 2 * n, sh, 0, sa);
+    nd_id vb = va == ND_NONE ? ND_NONE : nd_shim_node_view(t, b.id, 2 * n, sh, 0, sb);
+    if (vb == ND_NONE) return NULL;
+    int dts[2] = {a.dtype, b.dtype}, weak[2] = {0, 0}, loop[2], odt;
+    PyObject *sv[2] = {NULL, NULL};
+    if (nd_shim_resolve_ufunc(ND_UF_MULTIPLY, 2, dts, weak, sv, loop, &odt) < 0) return NULL;
+    nd_id in[2] = {va, vb};
+    nd_id r = nd_shim_node_ufunc(t, ND_UF_MULTIPLY, in, loop, odt, 0);
+    if (r == ND_NONE || (r = nd_shim_node_view(t, r, n, out, 0, oc)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, r, 0);
+}
+
 /* ------------------------------------------------------------------- pad */
 
 static PyObject *pad_impl(nd_trace *t, PyObject **argv)
@@ -1051,6 +1117,7 @@ static const nd_shim_def join_defs[] = {
     {"triu", "m|k", triu_impl, 0},
     {"tril", "m|k", tril_impl, 0},
     {"outer", "a,b|out", outer_impl, 0},
+    {"kron", "a,b", kron_impl, 0},
     {"pad", "array,pad_width|mode;constant_values,end_values,reflect_type,stat_length", pad_impl, 0},
     {"diff", "a|n,axis,prepend,append", diff_impl, 0},
     {NULL, NULL, NULL, 0},

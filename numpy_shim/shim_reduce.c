@@ -540,16 +540,91 @@ static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int 
     return r;
 }
 
+/* mean(where=w), as _methods._mean: sum(a, where=w) in the accumulator
+ * dtype over rcount = sum(broadcast_to(w, a.shape), axis, intp), divided in
+ * the promoted dtype (true_divide(ret, rcount), float64 for float32 sums)
+ * and cast back. The counts are taken from w's values here (a lazy mask is
+ * computed: a recorded break), so the trace is not replayed with another
+ * mask; a count of 0 (NumPy warns "Mean of empty slice.") and out= are
+ * left to NumPy. A composition of sums and a division: differentiable. */
+static PyObject *mean_where(nd_trace *t, PyObject **argv, const nd_operand *a, const red_opts *o)
+{
+    if (A(3) && A(3) != Py_None)
+        return nd_shim_unsupported("numpy.mean with where= and out= is not supported in-graph");
+    PyObject *w = nd_proxy_check(A(5)) ? nd_trace_materialize(A(5), "numpy.mean with where= needs the mask's values")
+                                       : Py_NewRef(A(5));
+    PyObject *np = w ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *wa = np ? PyArray_FROM_O(w) : NULL, *shape = NULL, *wb = NULL, *cnt = NULL, *zero = NULL;
+    PyObject *r = NULL, *s = NULL;
+    if (!wa) goto done;
+    if (PyArray_TYPE((PyArrayObject *)wa) != NPY_BOOL) {
+        r = nd_shim_unsupported("numpy.mean with a non-bool where= is not supported in-graph");
+        goto done;
+    }
+    if (!(shape = PyTuple_New(a->ndim))) goto done;
+    for (int d = 0; d < a->ndim; d++) {
+        PyObject *n = PyLong_FromSsize_t(a->shape[d]);
+        if (!n) goto done;
+        PyTuple_SET_ITEM(shape, d, n);
+    }
+    wb = PyObject_CallMethod(np, "broadcast_to", "OO", wa, shape);
+    if (!wb) {  /* NumPy reports a mask that does not broadcast */
+        PyErr_Clear();
+        r = nd_shim_unsupported("numpy.mean with a where= that does not broadcast");
+        goto done;
+    }
+    {
+        PyObject *kw = Py_BuildValue("{sOsOsO}", "axis", A(1) ? A(1) : Py_None, "dtype",
+                                     (PyObject *)&PyLongArrType_Type, "keepdims", o->keep ? Py_True : Py_False);
+        PyObject *sum = kw ? PyObject_GetAttrString(np, "sum") : NULL;
+        PyObject *args = sum ? PyTuple_Pack(1, wb) : NULL;
+        if (args) cnt = PyObject_Call(sum, args, kw);
+        Py_XDECREF(args);
+        Py_XDECREF(sum);
+        Py_XDECREF(kw);
+    }
+    if (!cnt || !(zero = PyArray_FROM_OTF(cnt, NPY_INTP, NPY_ARRAY_CARRAY_RO))) goto done;
+    int empty = 0;
+    const npy_intp *cv = PyArray_DATA((PyArrayObject *)zero);
+    for (npy_intp k = 0; k < PyArray_SIZE((PyArrayObject *)zero); k++) empty |= cv[k] == 0;
+    if (empty) {
+        r = nd_shim_unsupported("numpy.mean(where=) over an empty slice (NumPy warns)");
+        goto done;
+    }
+    nd_trace_not_replayable(t);  /* the counts are this mask's */
+    red_args ra = {A(0), A(1), NULL, NULL, A(4), NULL, wa, NULL, NULL, NULL};
+    PyObject *acc = (PyObject *)PyArray_DescrFromType(mean_acc(a->dtype, o->dtarg));
+    ra.dtype = acc;
+    s = acc ? reduce_core(t, ND_UF_ADD, &ra, 1, np_attr("sum"), NULL, -1) : NULL;
+    Py_XDECREF(acc);
+    if (!s) goto done;
+    nd_operand c;
+    if (nd_shim_operand(t, cnt, &c) != 0) goto done;
+    nd_id q = binary(t, ND_UF_TRUE_DIVIDE, nd_proxy_read(s), c.id);
+    if (q == ND_NONE || (q = nd_shim_node_cast(t, q, o->res)) == ND_NONE) goto done;
+    r = finish(t, q, NULL, a, o->mask, o->keep, NPY_UNSAFE_CASTING, -1);
+done:
+    Py_XDECREF(w);
+    Py_XDECREF(np);
+    Py_XDECREF(wa);
+    Py_XDECREF(shape);
+    Py_XDECREF(wb);
+    Py_XDECREF(cnt);
+    Py_XDECREF(zero);
+    Py_XDECREF(s);
+    return r;
+}
+
 static PyObject *mean_impl(nd_trace *t, PyObject **argv)
 {
     static const char *const names[] = {"a", "axis", "dtype", "out", "keepdims", "where"};
     if (nd_shim_masked_check(A(0))) return masked_method(argv, "mean", names, 6);
-    if (where_given(A(5))) return nd_shim_unsupported("numpy.mean with where= is not supported in-graph");
     nd_operand a;
     red_opts o;
     if (operand_array(t, A(0), &a) ||
         red_options(&a, A(1), AX_STRICT, A(2), A(4), np_attr("mean"), NULL, -1, "numpy.mean", &o) < 0)
         return NULL;
+    if (where_given(A(5))) return mean_where(t, argv, &a, &o);
     if (count_of(&a, o.mask) == 0 && empty_slice_warning(t, "Mean of empty slice") < 0) return NULL;
     nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3));
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;

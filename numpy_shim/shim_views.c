@@ -691,6 +691,162 @@ static PyObject *atleast(nd_trace *t, PyObject *arys, int k)
     return tup;
 }
 
+/* trace: the diagonal's sum over its last axis, as NumPy's PyArray_Trace
+ * (a composition: differentiable, fused like any sum). a, offset, axis1,
+ * axis2 are diagonal's parameters in the same slots; dtype, out the sum's. */
+static PyObject *trace_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *d = diagonal_impl(t, argv);
+    if (!d) return NULL;
+    PyObject *kw = Py_BuildValue("{si}", "axis", -1);
+    PyObject *sum = kw ? PyObject_GetAttrString(d, "sum") : NULL;
+    PyObject *r = NULL;
+    if (sum && (!argv[4] || PyDict_SetItemString(kw, "dtype", argv[4]) == 0) &&
+        (!argv[5] || PyDict_SetItemString(kw, "out", argv[5]) == 0)) {
+        PyObject *empty = PyTuple_New(0);
+        if (empty) r = PyObject_Call(sum, empty, kw);
+        Py_XDECREF(empty);
+    }
+    Py_XDECREF(sum);
+    Py_XDECREF(kw);
+    Py_DECREF(d);
+    return r;
+}
+
+/* np.broadcast(*args) of lazy arrays: a stand-in that answers what the
+ * shapes decide (shape, ndim, nd, numiter, size) at once, and builds
+ * NumPy's own np.broadcast over the arrays' values (a recorded break)
+ * for anything else -- iterating it, index, iters, reset. NumPy's Python
+ * code asks only for the shape (np.cross: `broadcast(a[..., 0],
+ * b[..., 0]).shape`), which then stays in the graph. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *args;   /* owned tuple: the operands as given */
+    PyObject *shape;  /* owned tuple of ints */
+    PyObject *real;   /* owned or NULL: NumPy's np.broadcast, once needed */
+} LazyBroadcast;
+
+static PyObject *lb_real(LazyBroadcast *b)
+{
+    if (b->real) return b->real;
+    Py_ssize_t n = PyTuple_GET_SIZE(b->args);
+    PyObject *vals = PyTuple_New(n);
+    for (Py_ssize_t i = 0; vals && i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(b->args, i);
+        PyObject *v = nd_proxy_check(o) ? nd_trace_materialize(o, "np.broadcast's elements need the arrays' values")
+                                        : Py_NewRef(o);
+        if (!v) Py_CLEAR(vals);
+        else PyTuple_SET_ITEM(vals, i, v);
+    }
+    PyObject *cls = vals ? PyObject_GetAttrString(nd_shim_numpy(), "broadcast") : NULL;
+    if (cls) b->real = PyObject_Call(cls, vals, NULL);
+    Py_XDECREF(cls);
+    Py_XDECREF(vals);
+    return b->real;
+}
+
+static PyObject *lb_getattro(PyObject *o, PyObject *name)
+{
+    LazyBroadcast *b = (LazyBroadcast *)o;
+    if (PyUnicode_Check(name)) {
+        Py_ssize_t nd = PyTuple_GET_SIZE(b->shape);
+        if (PyUnicode_CompareWithASCIIString(name, "shape") == 0) return Py_NewRef(b->shape);
+        if (PyUnicode_CompareWithASCIIString(name, "ndim") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "nd") == 0)
+            return PyLong_FromSsize_t(nd);
+        if (PyUnicode_CompareWithASCIIString(name, "numiter") == 0)
+            return PyLong_FromSsize_t(PyTuple_GET_SIZE(b->args));
+        if (PyUnicode_CompareWithASCIIString(name, "size") == 0) {
+            npy_intp n = 1;
+            for (Py_ssize_t d = 0; d < nd; d++) n *= PyLong_AsSsize_t(PyTuple_GET_ITEM(b->shape, d));
+            return PyLong_FromSsize_t(n);
+        }
+    }
+    PyObject *r = lb_real(b);
+    return r ? PyObject_GetAttr(r, name) : NULL;
+}
+
+static PyObject *lb_iter(PyObject *o)
+{
+    PyObject *r = lb_real((LazyBroadcast *)o);
+    return r ? PyObject_GetIter(r) : NULL;
+}
+
+static PyObject *lb_next(PyObject *o)
+{
+    PyObject *r = lb_real((LazyBroadcast *)o);
+    return r ? PyIter_Next(r) : NULL;
+}
+
+static void lb_dealloc(PyObject *o)
+{
+    LazyBroadcast *b = (LazyBroadcast *)o;
+    Py_XDECREF(b->args);
+    Py_XDECREF(b->shape);
+    Py_XDECREF(b->real);
+    PyObject_Free(o);
+}
+
+static PyTypeObject LazyBroadcast_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.LazyBroadcast",
+    .tp_doc = "np.broadcast of lazy arrays: shape, ndim, numiter, size at once; the rest is NumPy's",
+    .tp_basicsize = sizeof(LazyBroadcast),
+    .tp_dealloc = lb_dealloc,
+    .tp_getattro = lb_getattro,
+    .tp_iter = lb_iter,
+    .tp_iternext = lb_next,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+static PyObject *broadcast_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *args = argv[0];
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    int lazy = 0;
+    for (Py_ssize_t i = 0; i < n; i++) lazy |= nd_proxy_check(PyTuple_GET_ITEM(args, i));
+    if (!lazy || n > 32) return nd_shim_unsupported("np.broadcast of no lazy array (or above 32)");
+    int nds[32];
+    const npy_intp *shs[32];
+    PyObject *keep[32] = {NULL};
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        if (!nd_proxy_check(o)) {
+            if (!(o = keep[i] = PyArray_FROM_O(o))) { rc = -1; break; }
+            nds[i] = PyArray_NDIM((PyArrayObject *)o);
+            shs[i] = PyArray_DIMS((PyArrayObject *)o);
+        } else {
+            nds[i] = nd_proxy_ndim(o);
+            shs[i] = nd_proxy_shape(o);
+        }
+    }
+    int nd = 0;
+    npy_intp sh[ND_MAXDIMS];
+    if (rc == 0 && nd_shim_broadcast((int)n, nds, shs, &nd, sh) < 0) {
+        /* NumPy's own words for a mismatch */
+        PyErr_Clear();
+        rc = 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(keep[i]);
+    if (rc) return rc < 0 ? NULL : nd_shim_unsupported("np.broadcast of shapes that do not broadcast");
+    if (!(LazyBroadcast_Type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&LazyBroadcast_Type) < 0)
+        return NULL;
+    PyObject *shape = PyTuple_New(nd);
+    for (int d = 0; shape && d < nd; d++) {
+        PyObject *v = PyLong_FromSsize_t(sh[d]);
+        if (!v) Py_CLEAR(shape);
+        else PyTuple_SET_ITEM(shape, d, v);
+    }
+    LazyBroadcast *b = shape ? PyObject_New(LazyBroadcast, &LazyBroadcast_Type) : NULL;
+    if (!b) { Py_XDECREF(shape); return NULL; }
+    b->args = Py_NewRef(args);
+    b->shape = shape;
+    b->real = NULL;
+    (void)t;
+    return (PyObject *)b;
+}
+
 static PyObject *atleast_1d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 1); }
 static PyObject *atleast_2d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 2); }
 static PyObject *atleast_3d_impl(nd_trace *t, PyObject **argv) { return atleast(t, argv[0], 3); }
@@ -710,8 +866,10 @@ static const nd_shim_def functions[] = {
     {"flipud", "m", flipud_impl, 0},
     {"fliplr", "m", fliplr_impl, 0},
     {"diagonal", "a|offset,axis1,axis2", diagonal_impl, 0},
+    {"trace", "a|offset,axis1,axis2,dtype,out", trace_impl, 0},
     {"real", "val", real_impl, 0},
     {"imag", "val", imag_impl, 0},
+    {"broadcast", "*args", broadcast_impl, 0},
     {"atleast_1d", "*arys", atleast_1d_impl, 0},
     {"atleast_2d", "*arys", atleast_2d_impl, 0},
     {"atleast_3d", "*arys", atleast_3d_impl, 0},
@@ -728,6 +886,7 @@ static const nd_shim_def methods[] = {
     {"__copy__", "self", dunder_copy, 0},
     {"squeeze", "self|axis", squeeze_impl, 0},
     {"diagonal", "self|offset,axis1,axis2", diagonal_impl, 0},
+    {"trace", "self|offset,axis1,axis2,dtype,out", trace_impl, 0},
     {"real", "self", real_impl, 0},
     {"imag", "self", imag_impl, 0},
     {NULL},

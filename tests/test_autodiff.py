@@ -5,6 +5,8 @@ function run by plain NumPy), on both the eager and the native backend;
 conventions at kinks and ties are checked against JAX where it is
 installed (those tests alone skip without it).
 """
+import types
+
 import numpy as np
 import pytest
 
@@ -324,6 +326,35 @@ def test_add_at(be):
     check_grad(f, x, v, backend=be)
 
 
+def _filled_in_helper(a, i):
+    z = np.zeros(5)
+    z += a
+    np.add.at(z, i, a[:len(i)] ** 2)
+    return z
+
+
+_HELPERS = types.ModuleType("_helpers")
+exec("import numpy as np\ndef filled(a):\n    z = np.zeros(a.shape)\n    z += a\n    return z\n",
+     _HELPERS.__dict__)
+
+
+def test_helper_writes_in_place_from_lambda(monkeypatch):
+    """a helper that makes an array and writes into it sees numdyn's np
+    whatever calls it: a lambda, a def with loop capture off, and through
+    a module's attribute"""
+    a = r(5)
+    i = np.array([0, 3, 3])
+    check_grad(lambda a: np.sum(_filled_in_helper(a, i[:2]) ** 2 + _HELPERS.filled(a) ** 3), a)
+    monkeypatch.setattr(numdyn.config, "loop_capture", False)
+
+    @numdyn.compile(fullgraph=True)  # no break: the helper's arrays are lazy
+    def g(a):
+        return _filled_in_helper(a, i) * 2
+
+    np.testing.assert_allclose(g(a), _filled_in_helper(a, i) * 2)
+    np.testing.assert_allclose(g(a + 1), _filled_in_helper(a + 1, i) * 2)
+
+
 def test_boolean_mask_read(be):
     x = r(8)
     m = x > 0
@@ -569,6 +600,15 @@ def test_error_value_leaves_graph():
     with pytest.raises(NotImplementedError, match="leaves the graph"):
         numdyn.grad(g)(r(3))
 
+    # a NumPy function run outside the graph on two lazy arrays, the first
+    # made inside the function: the second (differentiated) one is caught
+    # too, not handed over as data with a zero gradient
+    def h(x):
+        return np.sum(np.linalg.lstsq(np.ones((4, 2)) + np.eye(4, 2), x)[0] ** 2)
+
+    with pytest.raises(NotImplementedError, match="leaves the graph"):
+        numdyn.grad(h)(r(4))
+
 
 def test_cumprod(be):
     x = r(3, 5, lo=0.5, hi=1.5)
@@ -589,8 +629,8 @@ def test_short_axes(be):
 
 
 def test_error_unsupported_op_names_it():
-    with pytest.raises(NotImplementedError, match="the scan: (true_)?divide"):
-        numdyn.grad(lambda x: np.sum(np.divide.accumulate(x)))(r(4))
+    with pytest.raises(NotImplementedError, match="the scan: power"):
+        numdyn.grad(lambda x: np.sum(np.power.accumulate(x)))(r(4) + 2)
     with pytest.raises(NotImplementedError, match="complex values in the ufunc: maximum"):
         numdyn.grad(lambda x: np.sum(np.abs(np.maximum(x * 1j, 0))))(r(4))
     x = r(4)  # complex intermediates are differentiated (test_autodiff_complex.py)

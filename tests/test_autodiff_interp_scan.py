@@ -1,5 +1,5 @@
-"""Gradients of np.interp (for x and fp) and np.subtract.accumulate, the
-last two rules issue 14's walk found missing: against jax.grad (interp,
+"""Gradients of np.interp (for x and fp), np.subtract.accumulate and
+np.divide.accumulate, rules issue 14's walk found missing: against jax.grad (interp,
 where JAX's convention at the knots is the one followed: the segment to
 the right of an interior knot, the last one at xp[-1], zero outside the
 range), torch.autograd and central differences in float64."""
@@ -85,5 +85,26 @@ def test_subtract_accumulate():
         head = t.narrow(ax, 0, 1)
         y = torch.cat([head, head - torch.cumsum(t.narrow(ax, 1, n - 1), dim=ax)], dim=ax)
         loss = loss + (y ** 2 * torch.tensor(w[k])).sum()
+    loss.backward()
+    np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_divide_accumulate():
+    # y_i = x_0 / x_1 / ... / x_i along each axis, in one compiled function
+    x = R.uniform(0.5, 2.0, (3, 4)) * np.where(R.uniform(size=(3, 4)) < 0.3, -1.0, 1.0)
+    w = R.standard_normal((2, 3, 4))
+
+    def f(x):
+        return sum(np.sum(np.divide.accumulate(x, axis=ax) * w[k]) for k, ax in enumerate((0, 1)))
+
+    g = numdyn.grad(f)(x)
+    np.testing.assert_allclose(g, _central(f, (x,), 0), rtol=1e-6, atol=1e-8)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x, requires_grad=True)
+    loss = 0
+    for k, ax in enumerate((0, 1)):
+        head = t.narrow(ax, 0, 1)
+        y = torch.cat([head, head / torch.cumprod(t.narrow(ax, 1, x.shape[ax] - 1), dim=ax)], dim=ax)
+        loss = loss + (y * torch.tensor(w[k])).sum()
     loss.backward()
     np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12, atol=1e-14)

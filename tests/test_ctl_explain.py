@@ -50,3 +50,42 @@ def test_memmap_view_is_a_reported_break(tmp_path):
     assert "m[1:]" in out.break_reasons[0].source
     with pytest.raises(numdyn.GraphBreakError, match="indexing an np.memmap"):
         numdyn.compile(_scales_in_place, fullgraph=True)(got_m)
+
+
+def _reads_an_element(x):
+    y = x * 2.0
+    return y * float(y[1])
+
+
+def test_value_read_outside_a_recorded_call_is_named():
+    # no call is recorded under explain: the element read runs the graph so
+    # far (two graphs, no break), and explain says where
+    out = numdyn.explain(_reads_an_element)(np.arange(3.0))
+    np.testing.assert_array_equal(out.result, _reads_an_element(np.arange(3.0)))
+    assert out.graph_count == 2 and out.graph_break_count == 0
+    (r,) = out.value_reads
+    assert "float(y[1])" in r.source and r.lineno > 0
+    assert "Value Reads" in str(out) and "float(y[1])" in str(out)
+
+
+class _Arr(np.ndarray):
+    def doubled(self):
+        y = self * 2.0
+        return type(y), type(self)
+
+    @staticmethod
+    def kinds(x):
+        return type(x), type(x[1:])
+
+    @classmethod
+    def made(cls, x):
+        return cls, type(x.sum())
+
+
+def _calls_class_methods(x):
+    return _Arr.doubled(x), _Arr.kinds(x), _Arr.made(x), x.doubled()
+
+
+def test_type_inside_methods_called_through_the_class():
+    x = np.arange(4.0).view(_Arr)
+    assert numdyn.compile(_calls_class_methods)(x) == _calls_class_methods(x)

@@ -53,3 +53,45 @@ def test_profiler_reports_per_function():
     b(x)                                             # after the profiler: not counted
     assert prof.functions["_branchy"]["calls"] == 4
 
+
+
+
+def _step(x):
+    return x * 2.0
+
+
+_F1 = _step
+
+
+def _step(x):  # noqa: F811 -- a second function of the same qualname
+    return x + 1.0
+
+
+_F2 = _step
+
+
+def _make(k):
+    def step(x):
+        return x * k
+    return step
+
+
+def test_functions_of_one_name_report_apart():
+    f, g = numdyn.compile(_F1), numdyn.compile(_F2)
+    x = np.ones(3)
+    with numdyn.CompileProfiler() as prof:
+        f(x); f(x); g(x)
+        f(np.ones(3, np.float32))  # a recompile of f alone
+    assert _F1.__qualname__ == _F2.__qualname__
+    assert len(prof.functions) == 2
+    assert sorted(v["calls"] for v in prof.functions.values()) == [1, 3]
+    (rname, reasons), = prof.recompiles.items()
+    assert prof.functions[rname]["calls"] == 3 and "float64 -> float32" in reasons[0]
+    assert len(prof.compile_times[rname]) == 2
+    other, = set(prof.functions) - {rname}
+    assert len(prof.compile_times[other]) == 1 and "test_ctl_profiler.py:" in rname + other
+    # closures of one def are one function
+    h1, h2 = numdyn.compile(_make(2.0)), numdyn.compile(_make(3.0))
+    with numdyn.CompileProfiler() as prof2:
+        h1(x); h2(x)
+    assert list(prof2.functions) == ["_make.<locals>.step"]

@@ -41,7 +41,11 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
     assert r.returncode == 0, r.stderr
     # the host emulation's header and numdyn's CUDA prelude precompiled
     # once, with the units' flags: a unit is then its kernels alone
-    prelude = os.path.join(os.path.dirname(HERE), "kernels", "nd_cuda.h")
+    # (the prelude's text as numdyn gives it to NVRTC: kernels/nd_cuda.h
+    # with the headers it shares with the C kernels spliced in)
+    prelude = str(tmp_path / "prelude.h")
+    with open(prelude, "w") as f:
+        f.write(numdyn._C._cuda_prelude())
     pch = tmp_path / "pch"
     pch.mkdir()
     with open(os.path.join(HERE, "cuda_host_emu.h")) as a, open(prelude) as b:

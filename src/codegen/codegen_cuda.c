@@ -1227,25 +1227,56 @@ done:
 /* ------------------------------------------------------------ prelude */
 static char *prelude;
 
+/* the text of kernels/<name> appended to sb; 0 or -1 */
+static int append_header(nd_sb *sb, const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        PyErr_Format(PyExc_OSError, "numdyn.cuda: cannot read %s (broken installation?)", path);
+        return -1;
+    }
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) nd_sb_printf(sb, "%.*s", (int)n, buf);
+    fclose(f);
+    return 0;
+}
+
+/* kernels/nd_cuda.h with each line `#include "nd_*.h"` (a header shared
+ * with the C kernels: nd_f2i.h) replaced by that file's text: NVRTC is
+ * given one self-contained unit, and the unit's hash (the CUDA disk cache
+ * key) covers the shared text too */
 const char *nd_cuda_prelude(void)
 {
     if (prelude) return prelude;
     const char *dir = nd_cg_header_dir();
     if (!dir) return NULL;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/nd_cuda.h", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        PyErr_Format(PyExc_OSError, "numdyn.cuda: cannot read %s (broken installation?)", path);
-        return NULL;
-    }
-    nd_sb sb;
+    nd_sb raw, sb;
+    nd_sb_init(&raw);
     nd_sb_init(&sb);
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) nd_sb_printf(&sb, "%.*s", (int)n, buf);
-    fclose(f);
+    if (append_header(&raw, dir, "nd_cuda.h") < 0 || nd_sb_check(&raw) < 0) goto fail;
+    for (const char *p = raw.p; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+        const char *q = p + 10;  /* after `#include "` */
+        const char *end = len > 10 && strncmp(p, "#include \"nd_", 13) == 0 ? memchr(q, '"', len - 10) : NULL;
+        if (end && (size_t)(end - q) < 64) {
+            char name[72];
+            snprintf(name, sizeof name, "%.*s", (int)(end - q), q);
+            if (append_header(&sb, dir, name) < 0) goto fail;
+        } else {
+            nd_sb_printf(&sb, "%.*s", (int)len, p);
+        }
+        p += len;
+    }
+    nd_sb_free(&raw);
     if (nd_sb_check(&sb) < 0) { nd_sb_free(&sb); return NULL; }
     prelude = sb.p;  /* kept for the process */
     return prelude;
+fail:
+    nd_sb_free(&raw);
+    nd_sb_free(&sb);
+    return NULL;
 }

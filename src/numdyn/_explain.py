@@ -32,6 +32,9 @@ class ExplainOutput:
     # GPU runs (backend "cuda" / numdyn.device("cuda")): the steps NumPy ran on
     # the host, externs a GPU library ran, NumPy reruns (dicts: event, op, node, why)
     gpu: List[Any] = field(default_factory=list)
+    # values read without a graph break that ran the graph so far (an
+    # element read outside a call recorded for replay: explain records none)
+    value_reads: List[BreakReason] = field(default_factory=list)
 
 
     def __str__(self):
@@ -44,6 +47,10 @@ class ExplainOutput:
                 lines.append(f"  Break Reason {i}:")
                 lines.append(f"    Reason: {b.reason}")
                 lines.append(f"    User Stack: {b.filename}:{b.lineno}: {b.source}")
+        if self.value_reads:
+            lines.append("Value Reads (no graph break; each ran the graph so far):")
+            for b in self.value_reads:
+                lines.append(f"  {b.filename}:{b.lineno}: {b.source}")
         if self.ops_per_graph:
             lines.append("Ops per Graph:")
             for i, ops in enumerate(self.ops_per_graph, 1):
@@ -125,6 +132,9 @@ def build(records, result, floor=None, loops=()):
         elif rec[0] == "break":
             reason, filename, lineno, source = rec[1]
             out.break_reasons.append(BreakReason(reason, filename, lineno, source))
+        elif rec[0] == "read":
+            reason, filename, lineno, source = rec[1]
+            out.value_reads.append(BreakReason(reason, filename, lineno, source))
     out.graph_count = len(out.ops_per_graph)
     out.graph_break_count = len(out.break_reasons)
     return out

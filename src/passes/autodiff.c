@@ -738,12 +738,19 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         Py_XDECREF(ax[1]);
         return BAD(r) ? -1 : acc(A, xi, r);
     }
-    if (f->sub != ND_UF_ADD && f->sub != ND_UF_SUBTRACT)
+    if (f->sub != ND_UF_ADD && f->sub != ND_UF_SUBTRACT && f->sub != ND_UF_TRUE_DIVIDE)
         return not_impl("the scan", nd_ufunc_name(f->sub));
+    if (f->sub == ND_UF_TRUE_DIVIDE && iscplx(f->dtype))
+        return not_impl("complex values in the scan", nd_ufunc_name(f->sub));
     /* cumsum: each x_j reaches every y_i with i >= j, so its cotangent is
      * the reversed running sum R of c. subtract.accumulate: y_i = x_0 -
-     * x_1 - ... - x_i, so x_0's is R_0 and every later x_j's is -R_j */
-    nd_id r = flip(g, c, f->aux);
+     * x_1 - ... - x_i, so x_0's is R_0 and every later x_j's is -R_j.
+     * divide.accumulate: y_i = x_0 / x_1 / ... / x_i, dy_i/dx_0 = y_i/x_0
+     * and dy_i/dx_j = -y_i/x_j (0 < j <= i): R of c*y, then signed as
+     * subtract's and divided by x (JAX's cumulative-reduction gradient) */
+    int L = f->dtype;
+    nd_id src = f->sub == ND_UF_TRUE_DIVIDE ? MUL(c, i) : c;
+    nd_id r = flip(g, src, f->aux);
     if (BAD(r)) return -1;
     nd_node n;
     nd_node_init(&n, ND_OP_SCAN, f->dtype, f->ndim, f->shape);
@@ -754,11 +761,12 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     n.in_dtype[0] = f->dtype;
     n.obj = Py_NewRef(nd_ufunc_object(ND_UF_ADD));
     nd_id gx = flip(g, add(g, &n), f->aux);
-    if (f->sub == ND_UF_SUBTRACT && !BAD(gx)) {
+    if (f->sub != ND_UF_ADD && !BAD(gx)) {
         nd_id first = uf(g, ND_UF_EQUAL, index_node(g, f->ndim, f->shape, f->aux),
                          sc(g, 0, NPY_INT64), NPY_INT64);
         gx = where(g, first, gx, uf(g, ND_UF_NEGATIVE, gx, ND_NONE, f->dtype), f->dtype);
     }
+    if (f->sub == ND_UF_TRUE_DIVIDE) gx = DIV(gx, xi);
     return acc(A, xi, gx);
 }
 
@@ -1190,19 +1198,23 @@ static int rule_matrix_power(ad_t *A, const nd_node *f, nd_id c)
     long k = PyLong_AsLong(PyTuple_GET_ITEM(tmpl, 1));
     if (k == -1 && PyErr_Occurred()) return -1;
     if (k == 0) return 0;
-    if (k < 0 || k > 64) return not_impl("linalg.matrix_power", "a negative or large power");
+    if (k < -64 || k > 64) return not_impl("linalg.matrix_power", "a power beyond 64");
     int L = f->dtype;
-    nd_id at = swap_last(g, f->extra[0]);
+    /* a negative power is NumPy's inv(a)^|k|: B = inv(a), then a's
+     * cotangent is -B^T G B^T for B's cotangent G */
+    long m = k < 0 ? -k : k;
+    nd_id at = swap_last(g, k < 0 ? inv(g, f->extra[0]) : f->extra[0]);
     nd_id pw[65];
     pw[0] = ND_NONE;  /* (a^T)^0: the identity, left out of the products */
     pw[1] = at;
-    for (long j = 2; j < k; j++) pw[j] = mm(g, pw[j - 1], at);
+    for (long j = 2; j < m; j++) pw[j] = mm(g, pw[j - 1], at);
     nd_id sum = ND_NONE;
-    for (long j = 0; j < k; j++) {
+    for (long j = 0; j < m; j++) {
         nd_id t = j ? mm(g, pw[j], c) : c;
-        if (k - 1 - j) t = mm(g, t, pw[k - 1 - j]);
+        if (m - 1 - j) t = mm(g, t, pw[m - 1 - j]);
         sum = sum == ND_NONE ? t : ADD(sum, t);
     }
+    if (k < 0) sum = NEG(mm(g, mm(g, at, sum), at));
     return acc(A, f->extra[0], sum);
 }
 

@@ -545,23 +545,9 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
  * ones its copy was made with. The name is evaluated where it was, so a
  * rebinding is seen. */
 
-static int user_function(PyObject *f)
-{
-    if (!PyFunction_Check(f)) return 0;
-    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
-    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
-        return 0;
-    PyObject *g = PyFunction_GET_GLOBALS(f);
-    PyObject *mod = g && PyDict_Check(g) ? PyDict_GetItemString(g, "__name__") : NULL;
-    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
-    if (!m) { PyErr_Clear(); return 1; }
-    return !(strncmp(m, "numpy", 5) == 0 && (m[5] == 0 || m[5] == '.')) &&
-           !(strncmp(m, "numdyn", 6) == 0 && (m[6] == 0 || m[6] == '.'));
-}
-
 static PyObject *callee_impl(PyObject *self, PyObject *f)
 {
-    if (!user_function(f) || !capture_on()) return Py_NewRef(f);
+    if (!nd__user_function(f) || !capture_on()) return Py_NewRef(f);
     /* its loops captured and the shim as its `np` (trace_remap.c: one
      * copy per helper, checked at each call) */
     PyObject *r = nd_trace_remap_callee(f);
@@ -595,7 +581,7 @@ static int rewrite_calls(rctx *c, PyObject *fdef)
                 int local = PySet_Contains(c->locals, id);
                 PyObject *v = local == 0 ? PyDict_GetItemWithError(c->globals, id) : NULL;
                 if (local < 0 || (!v && PyErr_Occurred())) n = -1;
-                else if (v && user_function(v)) {
+                else if (v && nd__user_function(v)) {
                     PyObject *wrap = NULL, *args = NULL;
                     if (!load && !(load = PyObject_CallMethod(mod_ast, "Load", NULL))) n = -1;
                     if (n >= 0 && !(wrap = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_callee__", load))) n = -1;

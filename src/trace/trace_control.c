@@ -35,7 +35,45 @@ static PyObject *qualname(PyObject *fn)
     return n;
 }
 
-PyObject *nd__ctl_qualname(nd_ctl *c) { return qualname(c->fn); }
+/* what makes two compiled functions the same one for reports: a Python
+ * function's code object (closures of one def are one function), else the
+ * callable itself; new ref */
+static PyObject *identity(PyObject *fn)
+{
+    if (PyMethod_Check(fn)) fn = PyMethod_GET_FUNCTION(fn);
+    if (PyFunction_Check(fn)) return Py_NewRef(PyFunction_GET_CODE(fn));
+    return Py_NewRef(fn);
+}
+
+PyObject *nd__ctl_qualname(nd_ctl *c)
+{
+    if (c->report) return Py_NewRef(c->report);
+    static PyObject *owners;  /* qualname -> identity of the first function reported under it */
+    PyObject *name = qualname(c->fn);
+    PyObject *id = name ? identity(c->fn) : NULL;
+    if (!id || (!owners && !(owners = PyDict_New()))) goto fail;
+    PyObject *o = PyDict_GetItemWithError(owners, name);
+    if (!o) {
+        if (PyErr_Occurred() || PyDict_SetItem(owners, name, id) < 0) goto fail;
+    } else if (o != id) {
+        /* two modules' `f`, lambdas, two classes' methods: their reports
+         * must not merge */
+        if (PyCode_Check(id)) {
+            PyCodeObject *co = (PyCodeObject *)id;
+            Py_SETREF(name, PyUnicode_FromFormat("%U (%U:%d)", name, co->co_filename, co->co_firstlineno));
+        } else {
+            Py_SETREF(name, PyUnicode_FromFormat("%U (at %p)", name, (void *)id));
+        }
+        if (!name) goto fail;
+    }
+    Py_DECREF(id);
+    c->report = Py_NewRef(name);
+    return name;
+fail:
+    Py_XDECREF(name);
+    Py_XDECREF(id);
+    return NULL;
+}
 
 /* positional parameter names of fn (a bound method's without self) */
 static PyObject *param_names(PyObject *fn)
@@ -93,6 +131,7 @@ void nd__ctl_free(nd_ctl *c)
     Py_CLEAR(c->guard_fail_fn);
     Py_CLEAR(c->guard_export_fn);
     Py_CLEAR(c->names);
+    Py_CLEAR(c->report);
     PyMem_Free(c);
 }
 
@@ -163,7 +202,7 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
                                            &guard)
                         : PyUnicode_FromString("cache_size_limit is 0");
         if (!why) return -1;
-        PyObject *name = qualname(c->fn);
+        PyObject *name = nd__ctl_qualname(c);
         if (!name) { Py_DECREF(why); Py_XDECREF(guard); return -1; }
         int rc = 0;
         if (recompile) {
@@ -241,7 +280,7 @@ static int compiled_note(nd_ctl *c, Py_ssize_t idx, double seconds, int ok)
     if (idx < 0 || idx >= c->progs.n) return 0;
     c->progs.e[idx].compile_s = seconds;
     nd_counter_add(ND_CTR_GRAPH_COMPILES, 1);
-    PyObject *name = qualname(c->fn);
+    PyObject *name = nd__ctl_qualname(c);
     if (!name) return -1;
     PyObject *l = PyDict_GetItemWithError(compile_times, name);
     PyObject *s = PyFloat_FromDouble(seconds);

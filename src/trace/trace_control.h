@@ -32,6 +32,7 @@ typedef struct nd_ctl {
     int spec_all;               /* compile(dynamic=False) */
     int warned;                 /* the cache_size_limit warning was given */
     int dbg_serial;             /* NUMDYN_DEBUG_DIR: which function of its name (1, 2..), 0 unset */
+    PyObject *report;           /* owned or NULL (not yet): nd__ctl_qualname's name */
 } nd_ctl;
 
 /* Process-wide switches (numdyn.config, set_stance), pushed from Python. */
@@ -66,7 +67,10 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
                                 PyObject *kwnames);
 /* explain's out_guards for a call like this one: the guards of its
  * program (a list of str; empty when it has none). New ref. */
-/* the compiled function's __qualname__ (its repr when it has none); new ref */
+/* the name the compiled function's compile times, recompiles and profile
+ * are reported under: its __qualname__ (its repr when it has none), with
+ * its definition's "(file:line)" when another function of that qualname
+ * was reported first; new ref */
 PyObject *nd__ctl_qualname(nd_ctl *c);
 PyObject *nd__ctl_out_guards(nd_ctl *c, PyObject *const *args, Py_ssize_t n);
 /* x.shape of a traced array whose caller array is `caller` (or NULL):

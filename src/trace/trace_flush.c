@@ -1526,6 +1526,7 @@ static PyObject *proxy_value_plain(NdProxy *p, const char *reason)
         if (reason && live && nd__flush_writes(t) < 0) Py_CLEAR(r);
     } else if (!PyErr_Occurred()) {
         nd_id id = nd__proxy_read_own(p);
+        if (!reason && live && nd__explain_read(t) < 0) return NULL;
         if (id == ND_NONE || nd__flush(t, &id, 1, &r) < 0) r = NULL;
         if (r && p->st == s && (!s->caller || !s->dirty)) {
             /* the flush computed p's storage too (a live value), or landed
@@ -1625,6 +1626,9 @@ static int compute_set(proxy_set *ps)
         for (Py_ssize_t j = k; j < ps->n; j++) {
             NdProxy *q = ps->p[j];
             if (q->value || !q->st || q->st->trace != t || ps->v[j]) continue;
+            /* each differentiated value leaving as data raises, not only
+             * the first proxy's (np.linalg.lstsq(np.ones(..), x): x) */
+            if (j > k && t->ad && nd__live(q) && nd__ad_escape(t, q, NULL) < 0) goto done;
             /* a view of memory that has its value now (`return A.T` of an
              * argument) is that view, nothing to compute -- when the call
              * returns with no write pending anywhere (a flush landing writes

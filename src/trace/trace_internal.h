@@ -383,6 +383,10 @@ int nd__outside_end(nd_trace *t, nd_outside *o, int ok);
  * depends on a differentiated input through floats -- its gradient would
  * be lost -- except for bool() (a branch), repr() and str(). 0 / -1. */
 int nd__ad_escape(nd_trace *t, NdProxy *p, const char *reason);
+/* numdyn.explain: a value read that ran the graph so far without a
+ * recorded graph break (an element read while no call is recorded, NumPy
+ * code given a lazy array...): a "read" record with its user line */
+int nd__explain_read(nd_trace *t);
 
 /* ---- trace_compile.c */
 int nd__compile_init(PyObject *m);
@@ -395,6 +399,14 @@ int nd__proxy_type_init(PyObject *m);
  * returns fn itself (incref'd) when nothing is remapped. */
 PyObject *nd__remap(PyObject *fn, PyObject **guards);
 int nd__remap_valid(PyObject *guards);
+/* a Python function of the user's (not NumPy's or numdyn's, not a
+ * generator): its calls get the shim as their `np` too */
+int nd__user_function(PyObject *f);
+/* the user function behind the wrapper trace_remap.c binds to a helper's
+ * renamed global (borrowed), else NULL */
+PyObject *nd__helper_target(PyObject *v);
+/* v is trace_remap.c's view of a user class or module */
+int nd__namespace_view_user(PyObject *v);
 /* Registry of allow/disallow/forbid/disable policy wrappers (trace_policy.c). */
 PyObject *nd__policy_for(PyObject *fn);  /* borrowed wrapper or NULL */
 int nd__policy_init(PyObject *m);

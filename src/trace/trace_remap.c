@@ -13,6 +13,24 @@
  *   - the builtin `type` (not shadowed by a global)    -> a `type` that
  *     answers numpy.ndarray for a lazy array and the NumPy scalar type
  *     for a lazy scalar, as the function would see under NumPy.
+ *   - a NumPy submodule (`import numpy._core.numeric as NX`, `from numpy
+ *     import linalg as la`)                           -> a view of it whose
+ *     attributes that are NumPy functions the shim replaces resolve to the
+ *     shim's (NumPy's own Python code calls NX.asarray, _nx.zeros_like:
+ *     np.polyval inlined, shim_inline.c), every other attribute to the
+ *     module's own,
+ *   - a user class or module, only ever named to read an attribute
+ *     (`MyArr.helper(x)`, `mymod.step(x)`)           -> a view of it whose
+ *     Python functions (static, class or plain) resolve to helper wrappers
+ *     (below),
+ *   - a Python function of the user's, only ever called by that name
+ *     (every LOAD_GLOBAL of it pushes the call's NULL)
+ *                                                     -> a wrapper that calls
+ *     the helper's own remapped copy (nd_trace_remap_callee), so a helper
+ *     sees the shim as its `np` whatever calls it: `z = np.zeros(n);
+ *     z += a` there makes a lazy array, not a NumPy one that takes the
+ *     value out of the graph (a lambda, or loop capture off, has no AST
+ *     rewrite to do this for it: loop_rewrite.c's __numdyn_callee__).
  * The new name is "__numdyn_<name>__", injected into the function's own
  * globals dict (the module's namespace: a function needs a real dict, and
  * sharing it keeps `global` statements and later definitions visible).
@@ -28,8 +46,208 @@
  */
 #include "trace_internal.h"
 #include "trace/loop.h"
+#include <string.h>
 
 static PyObject *numpy_mod, *get_instructions, *type_shim, *builtin_mark;
+
+/* a file of Python's standard library or of an installed package (the
+ * sysconfig paths stdlib, platstdlib, purelib, platlib): not the user's */
+static int library_file(PyObject *filename)
+{
+    static PyObject *prefixes;  /* tuple of str */
+    if (!prefixes) {
+        PyObject *sc = PyImport_ImportModule("sysconfig");
+        PyObject *paths = sc ? PyObject_CallMethod(sc, "get_paths", NULL) : NULL;
+        Py_XDECREF(sc);
+        PyObject *l = paths ? PyList_New(0) : NULL;
+        static const char *const keys[] = {"stdlib", "platstdlib", "purelib", "platlib"};
+        for (int k = 0; l && k < 4; k++) {
+            PyObject *v = PyDict_Check(paths) ? PyDict_GetItemString(paths, keys[k]) : NULL;
+            if (v && PyUnicode_Check(v) && PyList_Append(l, v) < 0) Py_CLEAR(l);
+        }
+        Py_XDECREF(paths);
+        prefixes = l ? PyList_AsTuple(l) : NULL;
+        Py_XDECREF(l);
+        if (!prefixes) { PyErr_Clear(); prefixes = PyTuple_New(0); }
+        if (!prefixes) { PyErr_Clear(); return 0; }
+    }
+    if (!filename || !PyUnicode_Check(filename)) return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(prefixes); k++) {
+        Py_ssize_t m = PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(prefixes, k), 0, PY_SSIZE_T_MAX, -1);
+        if (m < 0) { PyErr_Clear(); return 0; }
+        if (m) return 1;
+    }
+    return 0;
+}
+
+int nd__user_function(PyObject *f)
+{
+    if (!PyFunction_Check(f)) return 0;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+        return 0;
+    if (library_file(co->co_filename)) return 0;
+    PyObject *g = PyFunction_GET_GLOBALS(f);
+    PyObject *mod = g && PyDict_Check(g) ? PyDict_GetItemString(g, "__name__") : NULL;
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    if (!m) { PyErr_Clear(); return 1; }
+    return !(strncmp(m, "numpy", 5) == 0 && (m[5] == 0 || m[5] == '.')) &&
+           !(strncmp(m, "numdyn", 6) == 0 && (m[6] == 0 || m[6] == '.'));
+}
+
+/* ---- a helper the function calls by a global name: the call runs the
+ * helper's remapped copy (checked at each call, nd_trace_remap_callee) */
+static PyObject *helper_call(PyObject *f, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *r = nd_trace_remap_callee(f);
+    if (!r) {
+        /* the helper runs as written: a remap that failed is not the
+         * caller's error */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+        r = Py_NewRef(f);
+    }
+    PyObject *res = PyObject_Vectorcall(r, args, nargsf, kwnames);
+    Py_DECREF(r);
+    return res;
+}
+
+static PyMethodDef helper_def = {
+    "helper", (PyCFunction)(void (*)(void))helper_call, METH_FASTCALL | METH_KEYWORDS,
+    "numdyn: calls the helper function with numdyn's NumPy as its np"};
+
+PyObject *nd__helper_target(PyObject *v)
+{
+    if (!PyCFunction_Check(v) || ((PyCFunctionObject *)v)->m_ml != &helper_def) return NULL;
+    return PyCFunction_GET_SELF(v);
+}
+
+/* ---- namespaces seen through numdyn: a NumPy submodule (its functions
+ * the shim replaces resolve to the shim's), and a user class or module
+ * named only for its attributes (`MyArr.helper(x)`, `mymod.step(x)`: its
+ * Python functions resolve to their helper wrappers, so they see numdyn's
+ * `np` and `type` as a function called by its own name does) */
+typedef struct {
+    PyObject_HEAD
+    PyObject *ns;
+    int user;
+} NsView;
+
+static PyObject *helper_wrapper(PyObject *f);
+
+static PyObject *nsview_getattro(PyObject *self, PyObject *name)
+{
+    NsView *v = (NsView *)self;
+    PyObject *a = PyObject_GetAttr(v->ns, name);
+    if (!a) return NULL;
+    if (v->user) {
+        PyObject *f = PyMethod_Check(a) ? PyMethod_GET_FUNCTION(a) : a;  /* a classmethod */
+        if (!nd__user_function(f)) return a;
+        PyObject *w = helper_wrapper(f);
+        PyObject *r = !w ? NULL : f == a ? Py_NewRef(w) : PyMethod_New(w, PyMethod_GET_SELF(a));
+        Py_DECREF(a);
+        return r;
+    }
+    PyObject *r = nd_np.lookup(a);
+    if (!r) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        return a;
+    }
+    Py_DECREF(a);
+    return Py_NewRef(r);
+}
+
+static void nsview_dealloc(PyObject *self)
+{
+    Py_XDECREF(((NsView *)self)->ns);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *nsview_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<numdyn view of %R>", ((NsView *)self)->ns);
+}
+
+static PyTypeObject NsView_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.NamespaceView",
+    .tp_basicsize = sizeof(NsView),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = nsview_dealloc,
+    .tp_getattro = nsview_getattro,
+    .tp_repr = nsview_repr,
+    .tp_doc = "a namespace whose functions resolve to numdyn's (the shim's, or a helper's wrapper)",
+};
+
+/* 1 a NumPy submodule, 2 a user class or module (not NumPy's, numdyn's or
+ * a builtin's), 0 neither */
+static int namespace_kind(PyObject *v)
+{
+    if (v == numpy_mod) return 0;
+    const char *mn = NULL;
+    if (PyModule_Check(v)) {
+        if (!(mn = PyModule_GetName(v))) { PyErr_Clear(); return 0; }
+        if (strncmp(mn, "numpy.", 6) == 0) return 1;
+        /* the standard library's and installed packages' modules are not
+         * the user's (one with no file: made at run time, or builtin, whose
+         * functions are not Python functions) */
+        PyObject *f = PyModule_GetFilenameObject(v);
+        int lib = f ? library_file(f) : 0;
+        if (!f) PyErr_Clear();
+        Py_XDECREF(f);
+        if (lib) return 0;
+    } else if (PyType_Check(v) && PyType_HasFeature((PyTypeObject *)v, Py_TPFLAGS_HEAPTYPE)) {
+        PyObject *m = PyObject_GetAttrString(v, "__module__");
+        mn = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+        Py_XDECREF(m);  /* the class keeps its __module__ string alive */
+        if (!mn) { PyErr_Clear(); return 0; }
+    } else {
+        return 0;
+    }
+    if ((strncmp(mn, "numpy", 5) == 0 && (mn[5] == 0 || mn[5] == '.')) ||
+        (strncmp(mn, "numdyn", 6) == 0 && (mn[6] == 0 || mn[6] == '.')))
+        return 0;
+    return 2;
+}
+
+/* one view per namespace (new ref) */
+static PyObject *namespace_view(PyObject *ns, int user)
+{
+    static PyObject *views;  /* namespace -> view */
+    if (!views && !(views = PyDict_New())) return NULL;
+    if (!(NsView_Type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&NsView_Type) < 0) return NULL;
+    PyObject *w = PyDict_GetItemWithError(views, ns);
+    if (w) return Py_NewRef(w);
+    if (PyErr_Occurred()) return NULL;
+    if (PyDict_GET_SIZE(views) > 4096) PyDict_Clear(views);  /* bounded */
+    NsView *nv = PyObject_New(NsView, &NsView_Type);
+    if (!nv) return NULL;
+    nv->ns = Py_NewRef(ns);
+    nv->user = user;
+    if (PyDict_SetItem(views, ns, (PyObject *)nv) < 0) { Py_DECREF(nv); return NULL; }
+    return (PyObject *)nv;
+}
+
+int nd__namespace_view_user(PyObject *v)
+{
+    return Py_TYPE(v) == &NsView_Type && ((NsView *)v)->user;
+}
+
+/* one wrapper per helper: its identity is what replay guards on */
+static PyObject *helper_wrapper(PyObject *f)
+{
+    static PyObject *wrappers;  /* function -> wrapper */
+    if (!wrappers && !(wrappers = PyDict_New())) return NULL;
+    PyObject *w = PyDict_GetItemWithError(wrappers, f);
+    if (w) return w;
+    if (PyErr_Occurred()) return NULL;
+    if (PyDict_GET_SIZE(wrappers) > 4096) PyDict_Clear(wrappers);  /* bounded */
+    w = PyCFunction_New(&helper_def, f);
+    if (!w) return NULL;
+    int rc = PyDict_SetItem(wrappers, f, w);
+    Py_DECREF(w);
+    return rc < 0 ? NULL : w;
+}
 
 /* type(x) inside compiled code: what NumPy's value would be */
 static PyObject *type_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -60,7 +278,10 @@ static int init(void)
     return get_instructions ? 0 : -1;
 }
 
-/* mapping: name -> (new_name, replacement, original) */
+/* how a renamed global may be used (entry[3]) */
+enum { USE_ANY, USE_CALL, USE_ATTR };
+
+/* mapping: name -> (new_name, replacement, original, use) */
 static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObject *shim, int depth)
 {
     if (depth > 32) return 0;
@@ -80,7 +301,9 @@ static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObjec
              * the name must stay unbound in the globals) */
             if (PyUnicode_CompareWithASCIIString(name, "type") == 0) {
                 PyObject *nn = PyUnicode_FromFormat("__numdyn_%U__", name);
-                PyObject *entry = nn ? PyTuple_Pack(3, nn, type_shim, builtin_mark) : NULL;
+                PyObject *use = PyLong_FromLong(USE_ANY);
+                PyObject *entry = nn && use ? PyTuple_Pack(4, nn, type_shim, builtin_mark, use) : NULL;
+                Py_XDECREF(use);
                 Py_XDECREF(nn);
                 if (!entry || PyDict_SetItem(mapping, name, entry) < 0) { Py_XDECREF(entry); goto done; }
                 Py_DECREF(entry);
@@ -92,10 +315,25 @@ static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObjec
         if (!repl) repl = nd_np.lookup(v);
         if (!repl) repl = nd__policy_for(v);
         PyErr_Clear();
+        int call_only = 0;
+        PyObject *view = NULL;
+        if (!repl && nd__user_function(v)) {
+            if (!(repl = helper_wrapper(v))) goto done;
+            call_only = 1;
+        }
+        int ns = repl ? 0 : namespace_kind(v);
+        if (ns) {
+            if (!(repl = view = namespace_view(v, ns == 2))) goto done;
+        }
         if (!repl) continue;
         PyObject *nn = PyUnicode_FromFormat("__numdyn_%U__", name);
-        PyObject *entry = nn ? PyTuple_Pack(3, nn, repl, v) : NULL;
+        /* how the name must be used: call_only (a helper), attr_only (a user
+         * namespace: never as the class or module itself) */
+        PyObject *use = PyLong_FromLong(call_only ? USE_CALL : ns == 2 ? USE_ATTR : USE_ANY);
+        PyObject *entry = nn && use ? PyTuple_Pack(4, nn, repl, v, use) : NULL;
+        Py_XDECREF(use);
         Py_XDECREF(nn);
+        Py_XDECREF(view);
         if (!entry || PyDict_SetItem(mapping, name, entry) < 0) { Py_XDECREF(entry); goto done; }
         Py_DECREF(entry);
     }
@@ -110,29 +348,69 @@ done:
     return rc;
 }
 
-/* names in mapping that some instruction other than LOAD_GLOBAL uses */
+/* whether a LOAD_GLOBAL instruction also pushes the NULL of a call
+ * (3.11+: the argument's low bit): the name is called, never kept */
+static int loads_for_call(PyObject *ins)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *a = PyObject_GetAttrString(ins, "arg");
+    if (!a) return -1;
+    long v = PyLong_Check(a) ? PyLong_AsLong(a) : 0;
+    Py_DECREF(a);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    return (int)(v & 1);
+#else
+    (void)ins;
+    return 0;  /* no such bit: a helper's name is left alone */
+#endif
+}
+
+/* names in mapping that some instruction other than LOAD_GLOBAL uses, or
+ * that a LOAD_GLOBAL uses otherwise than the entry allows: a helper's
+ * wrapper only for a call, a user namespace only for an attribute read by
+ * the next instruction (`MyArr.helper(...)`, `mod.f`) */
 static PyObject *unsafe_names(PyObject *code, PyObject *mapping)
 {
     PyObject *unsafe = PySet_New(NULL);
     PyObject *it = unsafe ? PyObject_CallOneArg(get_instructions, code) : NULL;
-    PyObject *iter = it ? PyObject_GetIter(it) : NULL, *ins;
+    PyObject *list = it ? PySequence_List(it) : NULL;
     Py_XDECREF(it);
-    if (!iter) { Py_XDECREF(unsafe); return NULL; }
-    while ((ins = PyIter_Next(iter))) {
+    if (!list) { Py_XDECREF(unsafe); return NULL; }
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *ins = PyList_GET_ITEM(list, i);
         PyObject *op = PyObject_GetAttrString(ins, "opname");
         PyObject *arg = op ? PyObject_GetAttrString(ins, "argval") : NULL;
-        Py_DECREF(ins);
         int bad = 0;
-        if (arg && PyUnicode_Check(arg) &&
-            PyUnicode_CompareWithASCIIString(op, "LOAD_GLOBAL") != 0) {
-            int has = PyDict_Contains(mapping, arg);
-            if (has < 0 || (has && PySet_Add(unsafe, arg) < 0)) bad = 1;
+        if (arg && PyUnicode_Check(arg)) {
+            PyObject *entry = PyDict_GetItemWithError(mapping, arg);
+            int unsafe_use = 0;
+            long use = entry ? PyLong_AsLong(PyTuple_GET_ITEM(entry, 3)) : USE_ANY;
+            if (!entry) {
+                bad = PyErr_Occurred() != NULL;
+            } else if (PyUnicode_CompareWithASCIIString(op, "LOAD_GLOBAL") != 0) {
+                unsafe_use = 1;
+            } else if (use == USE_CALL) {
+                int c = loads_for_call(ins);
+                if (c < 0) bad = 1;
+                unsafe_use = c == 0;
+            } else if (use == USE_ATTR) {
+                /* an attribute read next (a NULL the load pushes below it
+                 * is the call's of that attribute) */
+                PyObject *nop = i + 1 < n ? PyObject_GetAttrString(PyList_GET_ITEM(list, i + 1), "opname") : NULL;
+                if (i + 1 < n && !nop) bad = 1;
+                unsafe_use = !nop ||
+                             (PyUnicode_CompareWithASCIIString(nop, "LOAD_ATTR") != 0 &&
+                              PyUnicode_CompareWithASCIIString(nop, "LOAD_METHOD") != 0);
+                Py_XDECREF(nop);
+            }
+            if (unsafe_use && PySet_Add(unsafe, arg) < 0) bad = 1;
         }
         Py_XDECREF(op);
         Py_XDECREF(arg);
         if (!arg || bad) break;
     }
-    Py_DECREF(iter);
+    Py_DECREF(list);
     if (PyErr_Occurred()) { Py_DECREF(unsafe); return NULL; }
     return unsafe;
 }

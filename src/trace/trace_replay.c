@@ -366,6 +366,14 @@ static int named_tuple_class(PyObject *v)
 static int check_value(nd_replay *r, PyObject *name, PyObject *v, int builtin, PyObject *seen,
                        int depth)
 {
+    /* a helper's wrapper (trace_remap.c): the helper itself is scanned */
+    PyObject *helper = builtin ? NULL : nd__helper_target(v);
+    if (helper) return scan_fn(r, helper, seen, depth + 1);
+    /* a user class or module read through trace_remap.c's view: as the
+     * class or module itself, not replayed (what its functions read is not
+     * scanned) */
+    if (!builtin && nd__namespace_view_user(v))
+        return set_why(r, PyUnicode_FromFormat("reads %U (a class or module)", name));
     int ok = allowed_value(name, v, builtin);
     if (ok == 2) {
         /* allow_in_graph: the function's body is scanned like any called

@@ -260,6 +260,18 @@ void nd__log(const char *kind, PyObject *msg)
     ND_EXC_RESTORE(exc);
 }
 
+int nd__explain_read(nd_trace *t)
+{
+    if (!t->explain) return 0;
+    PyObject *loc = nd__user_location("the array's values were read here (an element, a lazy index, "
+                                      "NumPy code given the array): the graph so far ran");
+    PyObject *rec = loc ? Py_BuildValue("(sO)", "read", loc) : NULL;
+    int rc = rec ? PyList_Append(t->explain, rec) : -1;
+    Py_XDECREF(rec);
+    Py_XDECREF(loc);
+    return rc;
+}
+
 int nd_trace_record_break(nd_trace *t, const char *reason)
 {
     if (!t) t = nd_trace_current();
