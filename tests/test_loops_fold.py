@@ -1,0 +1,49 @@
+"""An innermost loop that carries a float scalar through an assignment that
+reads it (Cholesky's `s -= L[i, k] * L[j, k]`) is an in-order sum: NumPy's
+rounding forbids reassociating it, so vectorized it stays a chain of adds
+plus a prologue and an epilogue per run; its proved copy is kept scalar
+(issue 17, "at least as fast as numba"). The oracle is plain Python/NumPy."""
+import numpy as np
+import pytest
+
+from loop_gen import arr, check_calls
+
+
+def cholesky(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, j] = np.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    return L
+
+
+def dot_rows(A, B):
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        s = 0
+        for k in range(A.shape[1]):
+            if A[i, k] > 0:
+                s = s + A[i, k] * B[i, k]
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cholesky(dtype, monkeypatch, capfd):
+    monkeypatch.setenv("NUMDYN_LOOP_DEBUG", "1")
+    M = arr(dtype, (9, 9), seed=1)
+    A = (M @ M.T + 9 * np.eye(9)).astype(dtype)
+    check_calls(cholesky, (A,), (A[:1, :1],))
+    assert '__asm__ __volatile__("");' in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_sum_under_a_branch_of_several_types(dtype):
+    check_calls(dot_rows, (arr(dtype, (4, 7), seed=2), arr(dtype, (4, 7), seed=3)))
