@@ -53,31 +53,28 @@ def window_down(a, b, j, lo):
     return b
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int32", "uint8"])
-def test_insertion_sort(dtype, monkeypatch, capfd):
+def test_insertion_sort(monkeypatch, capfd):
     monkeypatch.setenv("NUMDYN_LOOP_DEBUG", "1")
-    v = arr(dtype, 23, seed=3)
-    if dtype == "float64":
-        v[5] = np.nan
+    v = arr("float64", 23, seed=3)
+    v[5] = np.nan
     check_calls(insertion_sort, (v,), (v[:1],), (v[::-2],))
     # the upper end of a[j] and a[j + 1], proved before the while loop
     assert re.search(r"hw\d+ &= !__builtin_add_overflow\(v\d+_1, 1ll, &x_\) && x_ < a\d+_n0;",
                      capfd.readouterr().err)
 
 
-@pytest.mark.parametrize("j,stop", [(5, 1), (5, -3), (5, -8), (6, 2), (7, 2), (-2, -5), (-7, -9),
-                                    (2**63 - 2, 2**63 - 4)])
+@pytest.mark.parametrize("j,stop", [(5, -3), (5, -8), (6, 2), (-7, -9), (2**63 - 2, 2**63 - 4)])
 def test_decreasing_index_past_either_end(j, stop):
     check_calls(shift_down, (arr("int64", 7, seed=1), j, stop), repeat=False)
 
 
-@pytest.mark.parametrize("i,zero", [(1, 7), (0, 7), (-6, 7), (-3, 3), (9, 7), (-12, 7)])
+@pytest.mark.parametrize("i,zero", [(1, 7), (-6, 7), (-3, 3), (-12, 7)])
 def test_increasing_index_until_a_zero_or_the_end(i, zero):
     a = arr("int16", 9, seed=2, lo=1, hi=5)
     a[zero] = 0
     check_calls(scan_up, (a, i), repeat=False)
 
 
-@pytest.mark.parametrize("j,lo", [(8, 0), (5, 2), (3, 3), (9, 0), (-(2**63) + 3, -(2**63) + 1)])
+@pytest.mark.parametrize("j,lo", [(5, 2), (9, 0), (-(2**63) + 3, -(2**63) + 1)])
 def test_inner_loop_under_the_proof(j, lo):
     check_calls(window_down, (arr("float64", 3, seed=4), np.zeros(8), j, lo), repeat=False)
