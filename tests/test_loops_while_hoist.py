@@ -78,3 +78,19 @@ def test_increasing_index_until_a_zero_or_the_end(i, zero):
 @pytest.mark.parametrize("j,lo", [(5, 2), (9, 0), (-(2**63) + 3, -(2**63) + 1)])
 def test_inner_loop_under_the_proof(j, lo):
     check_calls(window_down, (arr("float64", 3, seed=4), np.zeros(8), j, lo), repeat=False)
+
+
+def rebound_by_a_for(a, j):
+    # j only decreases in the for loop's body, but the for loop's target is
+    # j too: no proof (a[3] below is past a's end)
+    n = 0
+    while j >= 0 and n < 3:
+        a[j] += 1
+        for j in range(2, 5):
+            j -= 1
+        n += 1
+    return a, j
+
+
+def test_index_rebound_by_a_nested_for():
+    check_calls(rebound_by_a_for, (np.zeros(3), 0), (np.zeros(5), 1), repeat=False)

@@ -2772,9 +2772,10 @@ static int monotone(nd_ln *const *b, int n, int v)
             int64_t c;
             if (affine_index(x, &c) != v || c == 0) return 0;
             d = c < 0 ? -1 : 1;
-        } else if ((s->kind == LK_MULTI || s->kind == LK_FOR) && nd_lir_binds(&b[k], 1, v) &&
-                   !nd_lir_binds(s->body, s->nbody, v)) {
-            return 0;   /* its target is v (not merely its body) */
+        } else if (s->kind == LK_MULTI && nd_lir_binds(&b[k], 1, v)) {
+            return 0;
+        } else if (s->kind == LK_FOR && (s->var == v || (s->i > 0 && s->i - 1 == v))) {
+            return 0;   /* a for loop's target (or its count) is v */
         }
         if (s->kind == LK_IF || s->kind == LK_FOR || s->kind == LK_WHILE) {
             int d1 = monotone(s->body, s->nbody, v), d2 = monotone(s->orelse, s->norelse, v);
