@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import numdyn
+from bench_realprograms import blur as separable_blur  # bench/ is on sys.path (conftest)
 from oracle import check
 
 
@@ -63,18 +64,6 @@ def test_other_modes_and_bad_input(mode):
     check(conv_any, a, v, mode)
     check(conv_any, np.zeros(0), v, mode)           # ValueError: a cannot be empty
     check(conv_any, np.ones((2, 2)), v, mode)       # ValueError: object too deep
-
-
-def separable_blur(img):
-    img = img.astype(np.float32)
-    f = np.array([1.0, 2.0, 1.0], dtype=np.float32) / 4.0
-    rows = np.empty((img.shape[0], img.shape[1] - 2), dtype=np.float32)
-    for y in range(rows.shape[0]):
-        rows[y, :] = np.convolve(img[y, :], f, mode="valid")
-    out = np.empty((rows.shape[0] - 2, rows.shape[1]), dtype=np.float32)
-    for x in range(out.shape[1]):
-        out[:, x] = np.convolve(rows[:, x], f, mode="valid")
-    return np.clip(out, 0.0, 255.0).astype(np.uint8)
 
 
 def test_per_row_convolve_loop_stays_in_the_graph():
