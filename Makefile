@@ -48,8 +48,11 @@ PYTEST_ARGS ?= -q -ra --durations=25
 # `make test` runs the suite on this many workers (pytest-xdist; "auto": one
 # per core): most of its time is one core's -- pytest itself, and cc
 # compiling kernels one after another -- so two workers on two cores nearly
-# halve it. PYTEST_JOBS=0 runs it in one process.
+# halve it. PYTEST_JOBS=0 runs it in one process. Work stealing: a worker
+# that runs out takes half of another's queue (test durations vary from
+# milliseconds to a minute); tests/conftest.py starts the longest first.
 PYTEST_JOBS ?= auto
+PYTEST_DIST = $(if $(filter 0,$(PYTEST_JOBS)),,--dist worksteal)
 # A hung test fails after this many seconds instead of stalling CI.
 TEST_TIMEOUT ?= 900
 FUZZ_EXAMPLES ?= 20000
@@ -108,8 +111,24 @@ $(VENV)/.deps-stamp: pyproject.toml $(DEPS_LIST)
 	  echo "numdyn: $(VENV) was made with another Python; making it again"; rm -rf $(VENV); fi; \
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "numdyn: '$(PYTHON) -m venv' failed; on Debian/Ubuntu install python3-venv." >&2; exit 1; }
-	$(VPY) -m pip install -q --disable-pip-version-check $(TEST_DEPS)
+	$(VPY) -m pip install -q --disable-pip-version-check --no-compile $(TEST_DEPS)
+	@env -u PYTHONDONTWRITEBYTECODE $(VPY) -c "$$WARM_IMPORTS"
 	@touch $@
+
+# pip byte-compiles every module it installs unless --no-compile: for torch,
+# JAX and their dependencies two thirds of the install's CPU time (50 -> 17 s
+# measured). The modules the tests import are compiled once instead, by
+# importing them with bytecode writing on (a PYTHONDONTWRITEBYTECODE in the
+# environment would otherwise make every test process compile them again).
+export WARM_IMPORTS
+define WARM_IMPORTS
+import importlib
+for m in ("numpy", "pytest", "xdist", "hypothesis", "torch", "jax.numpy"):
+    try:
+        importlib.import_module(m)
+    except Exception as e:
+        print(f"numdyn: importing {m} in the new environment failed: {e!r}")
+endef
 
 # An editable install: Python files under src/numdyn are live; C changes
 # rebuild the extension with setup.py's flags (-Wall -Wextra -Werror).
@@ -126,9 +145,9 @@ build: sysdeps $(VENV)/.build-stamp
 VECTOR_TESTS = tests/test_semantics_ufuncs.py tests/test_codegen_complex_vec.py \
   tests/test_codegen_libm.py tests/test_complex_fma_and_square.py tests/test_fusion_softmax.py
 test: build
-	NUMDYN_SPLIT_PASSES=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_ARGS) || [ $$? = 5 ]
+	NUMDYN_SPLIT_PASSES=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) $(PYTEST_ARGS) || [ $$? = 5 ]
 	NUMDYN_SPLIT_PASSES=1 NUMDYN_CHECK_STORES=0 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_ARGS) $(VECTOR_TESTS) || [ $$? = 5 ]
+	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) $(PYTEST_ARGS) $(VECTOR_TESTS) || [ $$? = 5 ]
 
 demo: build
 	$(VPY) bench/demo.py

@@ -8,6 +8,7 @@ includes live in kernels/ and ship inside the package as numdyn/kernels.
 """
 import glob
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy
 from setuptools import Extension, setup
@@ -52,13 +53,45 @@ ext = Extension(
 
 class parallel_build_ext(build_ext):
     """Compile the extension's C files on all cores unless told otherwise
-    (`build_ext -j N`, or NUMDYN_BUILD_JOBS): it is many small files."""
+    (`build_ext -j N`, or NUMDYN_BUILD_JOBS): it is many small files in one
+    extension, and setuptools' own `-j` builds extensions in parallel, not
+    the files of one."""
 
     def finalize_options(self):
         super().finalize_options()
         if not self.parallel:
             jobs = os.environ.get("NUMDYN_BUILD_JOBS") or os.cpu_count() or 1
             self.parallel = int(jobs)
+
+    def build_extension(self, ext):
+        cc = self.compiler
+        jobs = int(self.parallel or 1)
+        steps = ("_setup_compile", "_get_cc_args", "_compile")
+        if jobs <= 1 or not all(hasattr(cc, s) for s in steps):
+            return super().build_extension(ext)
+
+        # CCompiler.compile's own steps, the per-file one on `jobs` threads
+        # (each runs the compiler as a process)
+        def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
+                    extra_preargs=None, extra_postargs=None, depends=None):
+            macros, objects, extra, pp_opts, build = cc._setup_compile(
+                output_dir, macros, include_dirs, sources, depends, extra_postargs)
+            cc_args = cc._get_cc_args(pp_opts, debug, extra_preargs)
+
+            def one(obj):
+                if obj in build:
+                    src, src_ext = build[obj]
+                    cc._compile(obj, src, src_ext, cc_args, extra, pp_opts)
+
+            with ThreadPoolExecutor(jobs) as pool:
+                list(pool.map(one, objects))
+            return objects
+
+        cc.compile = compile
+        try:
+            return super().build_extension(ext)
+        finally:
+            del cc.compile
 
 
 setup(

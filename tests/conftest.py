@@ -148,7 +148,34 @@ def _vector_slice(item):
     return spec is None or spec.params.get("backend") != "eager"
 
 
+# ---- the longest tests first. Under xdist (`make test`: -n auto --dist
+# worksteal) a worker that runs out of tests takes half of another's queue,
+# but not the test that worker is running: a 40 s test started last would
+# end the run 40 s after the rest. So the tests a CI run's --durations
+# shows longest (a test file or a test, by node id prefix, longest first)
+# start first. Keep it to what takes ~10 s or more.
+SLOW_FIRST = (
+    "tests/test_verify.py::test_a_slice_of_the_suite_passes_under_numdyn_debug",
+    "tests/test_packaging.py::test_wheel",
+    "tests/test_fuzz_layouts.py::test_fuzz_layouts[native",
+    "tests/test_cuda_emulated_device.py",
+    "tests/test_fuzz_programs.py::test_fuzz_programs[native",
+    "tests/test_fuzz_views.py::test_fuzz_views[native",
+    "tests/test_fuzz_programs.py::test_fuzz_programs_replayed[native",
+    "tests/test_loops_fuzz.py",
+    "tests/test_npb_helpers.py",
+)
+
+
+def _slow_rank(item):
+    for rank, prefix in enumerate(SLOW_FIRST):
+        if item.nodeid.startswith(prefix):
+            return rank
+    return len(SLOW_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_slow_rank)   # stable: the rest keep their order
     if os.environ.get("NUMDYN_SPLIT_PASSES") != "1":
         return
     unchecked = os.environ.get("NUMDYN_CHECK_STORES") == "0"

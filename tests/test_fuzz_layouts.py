@@ -9,6 +9,7 @@ The oracle compares results, exceptions, the arguments and their base
 arrays after the call. Programs run BATCH at a time in one compiled call
 (fuzz_views_extra.batch: each keeps its own arguments and bases); a batch
 that disagrees with NumPy is checked again program by program. The
+corpus runs in PARTS tests per backend (parallel under xdist). The
 hypothesis seed is fixed; `make fuzz` (NUMDYN_FUZZ=1) searches longer with
 random seeds.
 """
@@ -26,6 +27,9 @@ N_CI = 360      # generated programs per backend (each + VARIANTS value variants
 VARIANTS = 1
 BATCH = 32      # programs per compiled call (see test_fuzz_programs.py)
 SEED = 20251105
+# The corpus runs as PARTS tests per backend, which xdist spreads over its
+# workers; together they check every program of the corpus once.
+PARTS = 3
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,16 +58,39 @@ def test_corpus_covers_layouts_and_aliasing():
         assert kind in src, kind
 
 
-def test_fuzz_layouts(backend):
+def _part(k):
+    """The k-th of PARTS slices of the CI corpus, a program and its value
+    variants always in one slice (they run in later batches of the same
+    process, on the kernels their program's batch compiled)."""
+    groups = []
+    for prog in _corpus(N_CI):
+        if groups and prog.source() == groups[-1][0].source():
+            groups[-1].append(prog)
+        else:
+            groups.append([prog])
+    return [p for g in groups[k::PARTS] for p in g]
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_fuzz_layouts(backend, part):
     report = fx.Report(backend, batch_size=BATCH)
-    if FUZZ:
-        total = max(N_CI, settings().max_examples // 3)
-        fx.collect_programs(total, derandomize=False, variants=VARIANTS, sink=report.check)
+    if FUZZ:  # `make fuzz`: each part a share of the long random search
+        want = max(N_CI, settings().max_examples // 3) // PARTS
+        fx.collect_programs(want, derandomize=False, variants=VARIANTS, sink=report.check)
     else:
-        for prog in _corpus(N_CI):
+        progs = _part(part)
+        want = len(progs)
+        for prog in progs:
             report.check(prog)
     report.assert_ok()
-    assert report.ran >= N_CI, report.ran
+    assert report.ran >= want, (report.ran, want)
+
+
+def test_parts_cover_the_corpus():
+    """The PARTS slices hold every program of the CI corpus exactly once."""
+    parts = [_part(k) for k in range(PARTS)]
+    assert sorted(map(id, (p for part in parts for p in part))) == sorted(map(id, _corpus(N_CI)))
+    assert all(parts)
 
 
 def test_batched_report_blames_each_failing_program():

@@ -6,6 +6,7 @@ The wheel is built the way a user's `pip wheel .` / `pip install .` builds it
 (build isolation: setuptools and NumPy come from the package index) from a
 copy of the source tree, so the working tree is not touched.
 """
+import fcntl
 import glob
 import os
 import shutil
@@ -66,13 +67,24 @@ def _source_copy(dest):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
-    _source_copy(src)
+    """The wheel, built once per test run: under xdist the workers share
+    one (the run's temporary root, a lock), whichever of them asks first
+    builds it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent          # pytest-N/, above each worker's popen-gwK/
+    tmp = root / "numdyn-wheel"
     out = tmp / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
-          ".", "--no-deps", "-w", str(out)], cwd=src)
-    wheels = glob.glob(str(out / "numdyn-*.whl"))
+    with open(root / "numdyn-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wheels = glob.glob(str(out / "numdyn-*.whl"))
+        if not wheels:
+            shutil.rmtree(tmp, ignore_errors=True)   # a build that failed before
+            src = tmp / "src"
+            _source_copy(src)
+            _run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
+                  ".", "--no-deps", "-w", str(out)], cwd=src)
+            wheels = glob.glob(str(out / "numdyn-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 
