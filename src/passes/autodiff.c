@@ -657,15 +657,20 @@ static nd_id flip(nd_graph *g, nd_id a, int axis)
 
 /* The VJP of cumprod along axis, exact where x has zeros (no division):
  * g_i = (prod_{j<i} x_j) * r_i with r_i = c_i + x_{i+1} r_{i+1}. Float64,
- * x's shape; called as an EXTERN (cumprod_vjp(x, c, axis)). */
+ * or complex128 when x or c is complex (cumprod is holomorphic: the same
+ * products, no conjugates -- JAX's transpose convention), x's shape;
+ * called as an EXTERN (cumprod_vjp(x, c, axis)). */
 static PyObject *cumprod_vjp_fn(PyObject *self, PyObject *args)
 {
     PyObject *xo, *co;
     int axis;
     if (!PyArg_ParseTuple(args, "OOi", &xo, &co, &axis)) return NULL;
-    PyArrayObject *x = (PyArrayObject *)PyArray_FROMANY(xo, NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY);
-    PyArrayObject *c = x ? (PyArrayObject *)PyArray_FROMANY(co, NPY_DOUBLE, 0, 0, NPY_ARRAY_CARRAY) : NULL;
-    PyArrayObject *g = c ? (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), NPY_DOUBLE, 0) : NULL;
+    int cx = (PyArray_Check(xo) && PyArray_ISCOMPLEX((PyArrayObject *)xo)) ||
+             (PyArray_Check(co) && PyArray_ISCOMPLEX((PyArrayObject *)co));
+    int T = cx ? NPY_CDOUBLE : NPY_DOUBLE, w = cx ? 2 : 1;
+    PyArrayObject *x = (PyArrayObject *)PyArray_FROMANY(xo, T, 0, 0, NPY_ARRAY_CARRAY);
+    PyArrayObject *c = x ? (PyArrayObject *)PyArray_FROMANY(co, T, 0, 0, NPY_ARRAY_CARRAY) : NULL;
+    PyArrayObject *g = c ? (PyArrayObject *)PyArray_ZEROS(PyArray_NDIM(x), PyArray_DIMS(x), T, 0) : NULL;
     if (!g || PyArray_SIZE(c) != PyArray_SIZE(x) || axis < 0 || axis >= PyArray_NDIM(x)) {
         if (g) PyErr_SetString(PyExc_ValueError, "numdyn cumprod_vjp: bad operands");
         Py_XDECREF(x); Py_XDECREF(c); Py_XDECREF(g);
@@ -674,22 +679,39 @@ static PyObject *cumprod_vjp_fn(PyObject *self, PyObject *args)
     npy_intp n = PyArray_DIM(x, axis), outer = 1, inner = 1;
     for (int d = 0; d < axis; d++) outer *= PyArray_DIM(x, d);
     for (int d = axis + 1; d < PyArray_NDIM(x); d++) inner *= PyArray_DIM(x, d);
+    /* (re, im) pairs; a real array has im 0 throughout */
     const double *X = PyArray_DATA(x), *C = PyArray_DATA(c);
     double *G = PyArray_DATA(g);
+#define IM(a, k) (cx ? (a)[2 * (k) + 1] : 0.0)
     for (npy_intp o = 0; o < outer; o++)
         for (npy_intp k = 0; k < inner; k++) {
             npy_intp base = o * n * inner + k;
-            double r = 0;
+            double rr = 0, ri = 0;
             for (npy_intp i = n - 1; i >= 0; i--) {
-                r = C[base + i * inner] + (i + 1 < n ? X[base + (i + 1) * inner] * r : 0.0);
-                G[base + i * inner] = r;
+                npy_intp at = base + i * inner, nx = at + inner;
+                double tr = 0, ti = 0;
+                if (i + 1 < n) {
+                    tr = X[w * nx] * rr - IM(X, nx) * ri;
+                    ti = X[w * nx] * ri + IM(X, nx) * rr;
+                }
+                rr = C[w * at] + tr;
+                ri = IM(C, at) + ti;
+                G[w * at] = rr;
+                if (cx) G[w * at + 1] = ri;
             }
-            double e = 1;
+            double er = 1, ei = 0;
             for (npy_intp i = 0; i < n; i++) {
-                G[base + i * inner] *= e;
-                e *= X[base + i * inner];
+                npy_intp at = base + i * inner;
+                double gr = G[w * at], gi = IM(G, at);
+                G[w * at] = gr * er - gi * ei;
+                if (cx) G[w * at + 1] = gr * ei + gi * er;
+                double xr = X[w * at], xi = IM(X, at);
+                double nr = er * xr - ei * xi;
+                ei = er * xi + ei * xr;
+                er = nr;
             }
         }
+#undef IM
     Py_DECREF(x);
     Py_DECREF(c);
     return (PyObject *)g;
@@ -705,12 +727,12 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id xi = f->in[0];
     if (!A->dep[xi]) return 0;
     if (f->sub == ND_UF_MULTIPLY) {
-        if (iscplx(f->dtype)) return not_impl("complex values in the scan", "cumprod");
         nd_node x = *NODE(g, xi);
         PyObject *ax = PyLong_FromLong(f->aux);
         if (!ax) return -1;
         nd_id ids[2] = {xi, c};
-        nd_id r = ext(g, F_cumprod_vjp, tmpl_of(2, 1, &ax), 2, ids, NPY_DOUBLE, x.ndim, x.shape);
+        nd_id r = ext(g, F_cumprod_vjp, tmpl_of(2, 1, &ax), 2, ids,
+                      iscplx(f->dtype) ? NPY_CDOUBLE : NPY_DOUBLE, x.ndim, x.shape);
         Py_DECREF(ax);
         return acc(A, xi, r);
     }
@@ -1825,7 +1847,7 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     for (int k = 0; k < f->nextra && !cx; k++)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
     if (cx && fn != F_matmul && fn != F_dot && fn != F_einsum && fn != F_tensordot && fn != F_inv &&
-        fn != F_det && fn != F_solve) {
+        fn != F_det && fn != F_solve && fn != F_slogdet) {
         /* the decompositions' rules take conjugates this sweep does not: refused */
         PyObject *nm = PyObject_GetAttrString(fn, "__name__");
         const char *s = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
@@ -1855,8 +1877,14 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     if (fn == F_det)
         return acc(A, a, MUL(unsqueeze(g, unsqueeze(g, MUL(c, i), -1), -1), swap_last(g, inv(g, a))));
     if (fn == F_slogdet) {
-        if (f->aux == 0) return 0;  /* the sign: zero almost everywhere */
-        return acc(A, a, MUL(unsqueeze(g, unsqueeze(g, c, -1), -1), swap_last(g, inv(g, a))));
+        /* log|det a|: c a^-T, complex a too (JAX's transpose of Re(tr(a^-1 da)));
+         * a real sign is constant almost everywhere, a complex one (the
+         * determinant's phase) is not: refused */
+        if (f->aux == 0 && cx) return not_impl("complex values in", "linalg.slogdet's sign");
+        if (f->aux == 0) return 0;
+        int La = NODE(g, a)->dtype;  /* complex a: the product in a's dtype */
+        return acc(A, a, uf(g, ND_UF_MULTIPLY, cast(g, unsqueeze(g, unsqueeze(g, c, -1), -1), La),
+                            swap_last(g, inv(g, a)), La));
     }
     if (fn == F_solve) {
         int vec = NODE(g, b)->ndim == 1;

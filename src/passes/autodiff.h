@@ -15,9 +15,11 @@
  *    complex cotangent is its real part; re(z) -> c, im(z) -> -1j c,
  *    conj(z) -> conj(c), |z| -> c conj(z)/|z| (0 at 0). numdyn.grad of a
  *    real loss conjugates that (python layer) to give torch's
- *    conjugate-Wirtinger gradient, the steepest-ascent direction. The
- *    decompositions (eigh/svd/qr/cholesky), slogdet, sort, max/min and
- *    cumprod refuse complex values (NotImplementedError);
+ *    conjugate-Wirtinger gradient, the steepest-ascent direction.
+ *    cumprod and slogdet's log|det| take complex values (its sign, the
+ *    determinant's phase, does not); the decompositions
+ *    (eigh/svd/qr/cholesky), sort and max/min refuse them
+ *    (NotImplementedError);
  *  - linalg.eig/eigvals: eigenvalues and eigenvectors (torch's rule;
  *    distinct eigenvalues, losses invariant to the eigenvectors' phases);
  *    of a real matrix the node is complex and NumPy's real result its real
