@@ -38,6 +38,7 @@ typedef struct {
     uint8_t *alocal;       /* per variable: an array local (typing's decision) */
     int alocal_stored;     /* the loop stores through an array local */
     int npool;             /* slots of the pool of arrays the loop makes (nd_lbuf) */
+    int index;             /* its place in NdLoop.sigs; -1: a static marker (frozen, compiling) */
 } lsig;
 
 typedef struct {
@@ -47,7 +48,10 @@ typedef struct {
     PyObject *info;
     PyObject *py;          /* the loop as a Python function of its locals (loop.h) */
     int in_try;            /* inside a try statement: exceptions go back in a dict (loop.h) */
-    lsig *sigs;
+    /* each signature its own block, never moved: a call that releases the
+     * GIL (its compile, its run) keeps its pointer while another thread's
+     * call adds signatures */
+    lsig **sigs;
     int nsigs, capsigs;
     /* signatures C rejected, by the key of their names' types before the
      * tracer's lazy values were computed (prekey below): a later call with
@@ -243,14 +247,9 @@ static int init_refs(void)
 
 static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
 {
-    if (L->nsigs == L->capsigs) {
-        int nc = L->capsigs ? 2 * L->capsigs : 4;
-        lsig *s = PyMem_Realloc(L->sigs, sizeof(lsig) * (size_t)nc);
-        if (!s) { PyErr_NoMemory(); return NULL; }
-        L->sigs = s;
-        L->capsigs = nc;
-    }
-    lsig *s = &L->sigs[L->nsigs];
+    /* built apart and added at the end: the compile below releases the
+     * GIL, and another thread may run (and add signatures to) this loop */
+    lsig local, *s = &local;
     memset(s, 0, sizeof *s);
     s->key = key;
     int rc = nd_loop_type(T);
@@ -297,6 +296,7 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
             !(compiling.reason = PyUnicode_FromString("its C compiles in the background: Python ran it")))
             return NULL;
         compiling.pending = 1;
+        compiling.index = -1;
         return &compiling;
     }
     if (rc == 2) {  /* Python runs it this time; the signature is not remembered */
@@ -304,14 +304,33 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         if (!frozen_miss.reason &&
             !(frozen_miss.reason = PyUnicode_FromString("frozen mode (numdyn.run) compiles no new loop")))
             return NULL;
+        frozen_miss.index = -1;
         return &frozen_miss;
     }
     if (rc == 1) {
         s->reason = T->reason ? Py_NewRef(T->reason) : PyUnicode_FromString("types this loop cannot compute in");
         if (!s->reason) return NULL;
     }
-    L->nsigs++;
-    return s;
+    /* another thread may have added this signature meanwhile: keep its */
+    for (int k = 0; k < L->nsigs; k++)
+        if (L->sigs[k]->key == key) {
+            Py_XDECREF(s->reason);
+            PyMem_Free(s->alocal);
+            return L->sigs[k];
+        }
+    if (L->nsigs == L->capsigs) {
+        int nc = L->capsigs ? 2 * L->capsigs : 4;
+        lsig **ns = PyMem_Realloc(L->sigs, sizeof(lsig *) * (size_t)nc);
+        if (!ns) { Py_XDECREF(s->reason); PyMem_Free(s->alocal); PyErr_NoMemory(); return NULL; }
+        L->sigs = ns;
+        L->capsigs = nc;
+    }
+    lsig *kept = PyMem_Malloc(sizeof *kept);
+    if (!kept) { Py_XDECREF(s->reason); PyMem_Free(s->alocal); PyErr_NoMemory(); return NULL; }
+    *kept = local;
+    kept->index = L->nsigs;
+    L->sigs[L->nsigs++] = kept;
+    return kept;
 }
 
 static void set_reason(NdLoop *L, PyObject *why)
@@ -598,7 +617,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     if (proxies && t)
         for (int k = 0; k < L->nrejected; k++)
             if (L->rejected[k].prekey == prekey) {
-                why = Py_NewRef(L->sigs[L->rejected[k].sig].reason);
+                why = Py_NewRef(L->sigs[L->rejected[k].sig]->reason);
                 goto fallback;
             }
     /* arrays the tracer holds: materialized, handed over like a break's */
@@ -701,7 +720,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
     key = nd_hash_mix(key, (uint64_t)abits);
     lsig *s = NULL;
-    for (int k = 0; k < L->nsigs; k++) if (L->sigs[k].key == key) { s = &L->sigs[k]; break; }
+    for (int k = 0; k < L->nsigs; k++) if (L->sigs[k]->key == key) { s = L->sigs[k]; break; }
     if (!s) {
         nd_ltyping T;
         memset(&T, 0, sizeof T);
@@ -722,10 +741,10 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     }
     if (!s->fn && !s->pending) {
         /* (the static markers -- frozen, compiling -- are no rejection) */
-        if (proxies && t && s >= L->sigs && s < L->sigs + L->nsigs &&
+        if (proxies && t && s->index >= 0 &&
             L->nrejected < (int)(sizeof L->rejected / sizeof L->rejected[0])) {
             L->rejected[L->nrejected].prekey = prekey;
-            L->rejected[L->nrejected++].sig = (int)(s - L->sigs);
+            L->rejected[L->nrejected++].sig = s->index;
         }
         why = Py_NewRef(s->reason);
         goto fallback;
@@ -954,8 +973,9 @@ static void loop_dealloc(PyObject *o)
     NdLoop *L = (NdLoop *)o;
     nd_lir_free(&L->ir);
     for (int k = 0; k < L->nsigs; k++) {
-        Py_XDECREF(L->sigs[k].reason);
-        PyMem_Free(L->sigs[k].alocal);
+        Py_XDECREF(L->sigs[k]->reason);
+        PyMem_Free(L->sigs[k]->alocal);
+        PyMem_Free(L->sigs[k]);
     }
     PyMem_Free(L->sigs);
     PyMem_Free(L->spare);
