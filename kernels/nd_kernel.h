@@ -174,16 +174,27 @@ ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
 /* float32 with SLEEF's 3.5-ULP variants (2-3x faster than the 1-ULP ones;
  * 3.5 ULP is 2e-7 relative, far inside float32 tolerances): the vector
  * calls go to _ZGV..._<name>f_u35, and the scalar symbol <name>f_u35 (loop
- * remainders) is defined right here as libm's function. float64 keeps
- * the 1-ULP versions. */
+ * remainders) is defined right here as libm's function. float64 takes them
+ * where they measured within 3 ULP of NumPy's over every decade (log,
+ * log2, tan, arcsin, arccos, arctan, arctan2: 2x faster than the 1-ULP
+ * ones, which ran 1.5-2x slower than NumPy's loops; tests/
+ * test_codegen_libm.py), the 1-ULP versions elsewhere. */
 #define ND_DECL1D(nm) \
     ND_VM __attribute__((const, nothrow)) double nd_##nm(double) __asm__(#nm);
 #define ND_DECL2D(nm) \
     ND_VM __attribute__((const, nothrow)) double nd_##nm(double, double) __asm__(#nm);
+#define ND_DECL1D35(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_##nm(double) __asm__(#nm "_u35"); \
+    __attribute__((visibility("hidden"), const, nothrow)) double nd_##nm##_u35s(double) __asm__(#nm "_u35"); \
+    double nd_##nm##_u35s(double x) { return nm(x); }
 #define ND_DECL1F35(nm) \
     ND_VM __attribute__((const, nothrow)) float nd_##nm##f(float) __asm__(#nm "f_u35"); \
     __attribute__((visibility("hidden"), const, nothrow)) float nd_##nm##f_u35s(float) __asm__(#nm "f_u35"); \
     float nd_##nm##f_u35s(float x) { return nm##f(x); }
+#define ND_DECL2D35(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_##nm(double, double) __asm__(#nm "_u35"); \
+    __attribute__((visibility("hidden"), const, nothrow)) double nd_##nm##_u35s(double, double) __asm__(#nm "_u35"); \
+    double nd_##nm##_u35s(double x, double y) { return nm(x, y); }
 #define ND_DECL2F35(nm) \
     ND_VM __attribute__((const, nothrow)) float nd_##nm##f(float, float) __asm__(#nm "f_u35"); \
     __attribute__((visibility("hidden"), const, nothrow)) float nd_##nm##f_u35s(float, float) __asm__(#nm "f_u35"); \
@@ -192,23 +203,30 @@ ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
  * narrower than libm's */
 #define ND_DECL1RD(nm) \
     ND_VM __attribute__((const, nothrow)) double nd_v_##nm(double) __asm__(#nm);
+#define ND_DECL1RD35(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_v_##nm(double) __asm__(#nm "_u35"); \
+    __attribute__((visibility("hidden"), const, nothrow)) double nd_##nm##_u35s(double) __asm__(#nm "_u35"); \
+    double nd_##nm##_u35s(double x) { return nm(x); }
 #define ND_DECL1RF(nm) \
     ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float) __asm__(#nm "f");
 #define ND_DECL1RF35(nm) \
     ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float) __asm__(#nm "f_u35"); \
     __attribute__((visibility("hidden"), const, nothrow)) float nd_##nm##f_u35s(float) __asm__(#nm "f_u35"); \
     float nd_##nm##f_u35s(float x) { return nm##f(x); }
-ND_DECL1(exp) ND_DECL1(expm1) ND_DECL1(log10)
-ND_DECL1RD(asinh) ND_DECL1RF(asinh)
-ND_DECL1RD(acosh) ND_DECL1RF(acosh) ND_DECL1(atanh) ND_DECL2(pow)
-ND_DECL1D(exp2) ND_DECL1F35(exp2) ND_DECL1D(log) ND_DECL1F35(log)
-ND_DECL1D(log2) ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
-ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD(tan) ND_DECL1F35(tan)
-ND_DECL1D(asin) ND_DECL1F35(asin) ND_DECL1D(acos) ND_DECL1F35(acos)
-ND_DECL1D(atan) ND_DECL1F35(atan) ND_DECL1D(sinh) ND_DECL1RF35(sinh)
-ND_DECL1D(cosh) ND_DECL1F35(cosh) ND_DECL1F35(tanh)
-ND_DECL1D(cbrt) ND_DECL1F35(cbrt) ND_DECL2D(atan2) ND_DECL2F35(atan2)
+ND_DECL1(exp) ND_DECL2(pow)
+ND_DECL1D(exp2) ND_DECL1F35(exp2) ND_DECL1D35(log) ND_DECL1F35(log) ND_DECL1RD(log)
+ND_DECL1D35(log2) ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
+ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD35(tan) ND_DECL1F35(tan)
+ND_DECL1D35(asin) ND_DECL1F35(asin) ND_DECL1D35(acos) ND_DECL1F35(acos)
+ND_DECL1D35(atan) ND_DECL1F35(atan) ND_DECL1RF35(sinh)
+ND_DECL1F35(cosh) ND_DECL1F35(tanh)
+ND_DECL2D35(atan2) ND_DECL2F35(atan2)
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
+/* log10 as the 3.5-ULP log times 1/ln(10): SLEEF's own log10 (1 ULP) ran
+ * 1.5x (float64) and 2.6x (float32) slower than NumPy's loops; this is
+ * within 3 (float64) / 5 (float32) ULP of NumPy's */
+ND_INLINE double nd_log10(double x) { return nd_log(x) * 0x1.bcb7b1526e50ep-2; }
+ND_INLINE float nd_log10f(float x) { return nd_logf(x) * 0x1.bcb7b2p-2f; }
 
 /* --------------------------------------------------- float helpers */
 #define ND_LOGE2 0.693147180559945309417232121458176568
@@ -309,68 +327,278 @@ ND_BSEL(double, d, uint64_t)
 ND_BSEL(float, f, uint32_t)
 /* SLEEF's range where libm's is wider (checked against NumPy over every
  * decade, tests/test_codegen_libm.py): a subnormal operand gives 0 or a
- * wrong value from log1p, asinh, tan (float64) and sinh (float32), where
- * libm returns the operand; log1p above 1e307 (float32: 1e38) and
- * asinh/acosh above sqrt(DBL_MAX) (float32: sqrt(FLT_MAX)) give inf.
- * The flag SLEEF raised then had NumPy rerun the graph, unless errors were
- * ignored: then the wrong values were returned. Beyond that range
- * asinh(x) = 2 asinh(sqrt(x / 2)) (ln(2x) to within 1e-150), one more
- * rounding. log1p is Kahan's log(u) * x / (u - 1), u = 1 + x, over SLEEF's
- * log (x itself where u rounds to 1, and at inf): SLEEF's own log1p (double-
- * double inside) ran 2x slower, 3-5x slower than NumPy's SVML loop; this
- * is within 2 ULP (float64) / 3 ULP (float32) of NumPy's over the test's
- * decades. Quiet comparisons: a NaN operand raises no flag here, as in
- * libm. */
-#define ND_SLEEF_RANGE(T, S, F, FABS, SQRT, COPYSIGN, TINY, ASBIG) \
+ * wrong value from log1p, tan (float64) and sinh (float32), where libm
+ * returns the operand; log1p gave inf above 1e307 (float32: 1e38). The
+ * flag SLEEF raised then had NumPy rerun the graph, unless errors were
+ * ignored: then the wrong values were returned. log1p is Kahan's log(u) *
+ * x / (u - 1), u = 1 + x, over SLEEF's log (the 1-ULP one for float64: over
+ * the 3.5-ULP one it was 4 ULP off NumPy's; x itself where u rounds to 1,
+ * and at inf): SLEEF's own log1p (double-double inside) ran 2x slower,
+ * 3-5x slower than NumPy's SVML loop; this is within 2 ULP (float64) / 3
+ * ULP (float32) of NumPy's over the test's decades. Quiet comparisons: a
+ * NaN operand raises no flag here, as in libm. */
+#define ND_SLEEF_RANGE(T, S, F, LOG) \
 ND_INLINE T nd_log1p##F(T x) \
 { \
     T u = 1 + x, d = u - 1; \
-    int keep = u == 1 || x == (T)INFINITY; \
-    T r = nd_log##F(u) * ((keep ? (T)1 : x) / (keep ? (T)1 : d)); \
+    int keep = (u == 1) | (x == (T)INFINITY); \
+    T r = LOG(u) * (nd_bsel_##S(keep, (T)1, x) / nd_bsel_##S(keep, (T)1, d)); \
     return nd_bsel_##S(keep, x, r); \
-} \
-ND_INLINE T nd_asinh##F(T x) \
-{ \
-    T ax = FABS(x); \
-    int big = __builtin_isgreater(ax, (T)ASBIG); \
-    T r = nd_v_asinh##F(big ? COPYSIGN(SQRT(ax * (T)0.5), x) : x); \
-    r = nd_bsel_##S(big, r * 2, r); \
-    return nd_bsel_##S(__builtin_isless(ax, (T)TINY), x, r); \
-} \
-ND_INLINE T nd_acosh##F(T x) \
-{ \
-    int big = __builtin_isgreater(x, (T)ASBIG); \
-    T r = nd_v_acosh##F(big ? SQRT(x * (T)0.5) : x); \
-    return nd_bsel_##S(big, r * 2, r); \
 }
-ND_SLEEF_RANGE(double, d, , __builtin_fabs, __builtin_sqrt, __builtin_copysign, 2.2250738585072014e-308, 1e150)
-ND_SLEEF_RANGE(float, f, f, __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, 1.17549435e-38f, 1e18f)
+ND_SLEEF_RANGE(double, d, , nd_v_log)
+ND_SLEEF_RANGE(float, f, f, nd_logf)
 ND_INLINE double nd_tan(double x)
 { return nd_bsel_d(__builtin_isless(__builtin_fabs(x), 2.2250738585072014e-308), x, nd_v_tan(x)); }
 ND_INLINE float nd_sinhf(float x)
 { return nd_bsel_f(__builtin_isless(__builtin_fabsf(x), 1.17549435e-38f), x, nd_v_sinhf(x)); }
-/* np.tanh of float64 in vector lanes from SLEEF's exp: SLEEF's own tanh
- * ran 2.3x slower than NumPy's SIMD loop on this AVX-512 host (this one
- * 1.5x faster than SLEEF's, still 0.7x NumPy's). Cephes's split (tanh.c):
- * |x| < 0.625 a rational in x^2, else (e - 1) / (e + 1) with e =
- * exp(2|x|), |x| capped at 22 where tanh rounds to 1 (exp never overflows:
- * no flag NumPy would not raise). Both arms are computed and every choice
- * is made by bits (a ?: here left GCC's loop scalar), one division a lane;
- * comparisons are quiet, so a NaN raises nothing and stays NaN. Within 2
- * ULP of NumPy's (tests/test_codegen_libm.py). float32 keeps SLEEF's
- * 3.5-ULP tanhf: the same split in float32 ran 1.5x slower than it. */
+/* ------------------------------------ numdyn's own float64 vector math */
+/* expm1, sinh, cosh, tanh, arcsinh, arccosh, arctanh and cbrt of float64
+ * in vector lanes: SLEEF's 1-ULP versions of these compute in double-double
+ * and ran 2-4x slower than NumPy's SIMD loops (bench/bench_ufuncs.py).
+ * These are plain C over two cores -- exp's reduction x = k ln2 + r with a
+ * degree-13 Taylor polynomial of expm1(r), and fdlibm's log of the
+ * mantissa (s = f / (2 + f), one division) -- with fma, no tables, no
+ * branches: every arm is computed on an operand made safe first and the
+ * lane's result chosen by bits (a `?:` whose arm computes lets GCC turn
+ * it into control flow, and the loop stays scalar). So GCC vectorizes them
+ * at the widest width -march=native gives (AVX-512 8 lanes, AVX2 4), and
+ * no lane raises a flag NumPy would not: the out-of-domain ones raise
+ * "invalid" (or "divide" at a pole) from one operation on a value chosen
+ * for that lane only. Within 3 ULP of NumPy's over every decade
+ * (tests/test_codegen_libm.py), most results within 1. */
+/* bits, clamps, "invalid" NaNs and powers of two, for each float type:
+ * nd_clamp raises x to lo below it and gives 0 above hi and for NaN (lanes
+ * whose result the caller replaces: computing them raises no flag);
+ * nd_nan_where gives NaN with "invalid" in the lanes where c holds only;
+ * nd_p2(k) = 2^k for k within the normal exponents */
+#define ND_OWN_HELPERS(T, S, U, I, BIAS, SHIFT) \
+ND_INLINE T nd_b2##S(U u) { T d; memcpy(&d, &u, sizeof d); return d; } \
+ND_INLINE U nd_##S##2b(T d) { U u; memcpy(&u, &d, sizeof u); return u; } \
+ND_INLINE T nd_clamp_##S(T x, T lo, T hi) \
+{ \
+    x = __builtin_isless(x, lo) ? lo : x; \
+    return nd_bsel_##S(__builtin_islessequal(x, hi), x, (T)0); \
+} \
+ND_INLINE T nd_nan_where_##S(int c) { return nd_bsel_##S(c, (T)INFINITY, (T)0) * (T)0; } \
+ND_INLINE T nd_p2_##S(I k) { return nd_b2##S((U)(k + BIAS) << SHIFT); }
+ND_OWN_HELPERS(double, d, uint64_t, int64_t, 1023, 52)
+ND_OWN_HELPERS(float, f, uint32_t, int32_t, 127, 23)
+#define ND_INF_D ((double)INFINITY)
+#define ND_INF_F ((float)INFINITY)
+#define ND_LN2_D 0x1.62e42fefa39efp-1
+/* expm1(r) for |r| <= ln2 / 2: r + r^2 (1/2! + r/3! + ... + r^11/13!),
+ * the truncation below 2^-57 of the result */
+ND_INLINE double nd_em1p_d(double r)
+{
+    double p = 0x1.6124613a86d09p-33;
+    p = __builtin_fma(p, r, 0x1.1eed8eff8d898p-29); p = __builtin_fma(p, r, 0x1.ae64567f544e4p-26);
+    p = __builtin_fma(p, r, 0x1.27e4fb7789f5cp-22); p = __builtin_fma(p, r, 0x1.71de3a556c734p-19);
+    p = __builtin_fma(p, r, 0x1.a01a01a01a01ap-16); p = __builtin_fma(p, r, 0x1.a01a01a01a01ap-13);
+    p = __builtin_fma(p, r, 0x1.6c16c16c16c17p-10); p = __builtin_fma(p, r, 0x1.1111111111111p-7);
+    p = __builtin_fma(p, r, 0x1.5555555555555p-5); p = __builtin_fma(p, r, 0x1.5555555555555p-3);
+    p = __builtin_fma(p, r, 0.5);
+    return __builtin_fma(r * r, p, r);
+}
+/* x = k ln2 + r (x finite, |x| < 2^(digits-2)): expm1(r), and *sc =
+ * 2^(k-2) -- exp(x) = 4 (sc + sc expm1(r)), exact up to the last rounding.
+ * k comes from the bits of x log2(e) + 1.5 2^digits (no float-to-int
+ * conversion, which would raise "invalid" on a NaN lane); ln2's high part
+ * has trailing zero bits enough that k ln2_hi and x - k ln2_hi are exact.
+ * Callers keep k - 2 within the normal exponents. */
+#define ND_EXPK(T, S, U, I, MAGIC, LOG2E, LN2HI, LN2LO, FMA) \
+ND_INLINE T nd_expk_##S(T x, T *sc) \
+{ \
+    T kb = FMA(x, LOG2E, MAGIC); \
+    T kd = kb - MAGIC; \
+    I k = (I)(nd_##S##2b(kb) - nd_##S##2b(MAGIC)); \
+    T r = FMA(-kd, LN2HI, x); \
+    r = FMA(-kd, LN2LO, r); \
+    *sc = nd_p2_##S(k - 2); \
+    return nd_em1p_##S(r); \
+}
+ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e4200000000p-1, 0x1.fdf473de6af28p-22,
+        __builtin_fma)
+/* sinh = (t + t / (t + 1)) / 2 with t = expm1|x| below |x| = 22 (glibc's
+ * form), exp|x| / 2 above (e^-|x| is below its last bit there); cosh =
+ * e / 2 + 1 / (2 e). One exp core each; |x| up to 710.5 (sinh and cosh
+ * overflow past 710.4758) computes exp|x| / 2 without overflowing early. */
+ND_INLINE double nd_sinh(double x)
+{
+    double ax = __builtin_fabs(x), sc;
+    double e = nd_expk_d(nd_clamp_d(ax, 0.0, 710.5), &sc);
+    int small = ax < 22.0;
+    double t = 4 * nd_bsel_d(small, __builtin_fma(sc, e, sc - 0.25), 0.25);
+    double he = 2 * __builtin_fma(sc, e, sc);
+    double r = nd_bsel_d(small, 0.5 * (t + t / (t + 1.0)), he);
+    r = __builtin_copysign(nd_bsel_d(__builtin_isgreater(ax, 710.5), ND_INF_D, r), x);
+    return nd_bsel_d(!__builtin_isgreaterequal(ax, 0x1p-28), x + x * 0.0, r);
+}
+ND_INLINE double nd_cosh(double x)
+{
+    double ax = __builtin_fabs(x), sc;
+    double e = nd_expk_d(nd_clamp_d(ax, 0.0, 710.5), &sc);
+    double he = 2 * __builtin_fma(sc, e, sc);
+    double r = nd_bsel_d(__builtin_isgreater(ax, 710.5), ND_INF_D, he + 0.25 / nd_bsel_d(he < 0x1p500, he, 0x1p500));
+    return nd_bsel_d(x != x, x + x, r);
+}
+/* tanh = t / (t + 2), t = expm1(2|x|), |x| capped at 22 (tanh rounds to 1) */
 ND_INLINE double nd_tanh(double x)
 {
-    double a = __builtin_fabs(x);
-    int big = __builtin_isgreaterequal(a, 0.625);
-    double c = __builtin_isless(a, 22.0) ? a : 22.0;
-    double e = nd_exp(2 * nd_bsel_d(big, c, 0.625));
-    double s = nd_bsel_d(big, 0.0, a), z = s * s;
-    double p = (-9.64399179425052238628e-1 * z - 9.92877231001918586564e1) * z - 1.61468768441708447952e3;
-    double q = ((z + 1.12811678491632931402e2) * z + 2.23548839060100448583e3) * z + 4.84406305325125486048e3;
-    double r = nd_bsel_d(big, e - 1, s * z * p) / nd_bsel_d(big, e + 1, q);
-    return __builtin_copysign(nd_bsel_d(big, r, s + r), x);
+    double ax = __builtin_fabs(x), sc;
+    double e = nd_expk_d(nd_clamp_d(nd_bsel_d(__builtin_isgreater(ax, 22.0), 44.0, 2 * ax), 0.0, 44.0), &sc);
+    double t = 4 * __builtin_fma(sc, e, sc - 0.25);
+    double r = __builtin_copysign(t / (t + 2.0), x);
+    return nd_bsel_d(!__builtin_isgreaterequal(ax, 0x1p-28), x + x * 0.0, r);
 }
+/* fdlibm's log of a positive finite x (subnormals scaled by 2^54): x =
+ * 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f);
+ * log(m) = f - hfsq + s (hfsq + R(s^2)), hfsq = f^2 / 2. Returns k as
+ * a double, sets *kp to k and *f, *hfsq and *sr = s (hfsq + R). */
+ND_INLINE double nd_logm_d(double x, int64_t *kp, double *f, double *hfsq, double *sr)
+{
+    int sub = x < 0x1p-1022;
+    uint64_t ix = nd_d2b(x * nd_bsel_d(sub, 0x1p54, 1.0));
+    uint64_t tmp = ix - 0x3fe6a09e667f3bcdull;
+    int64_t k = ((int64_t)tmp >> 52) - 54 * (int64_t)sub;
+    double fm = nd_b2d(ix - (tmp & (0xfffull << 52))) - 1.0;
+    double s = fm / (2.0 + fm), z = s * s, w = z * z;
+    double t1 = w * __builtin_fma(w, __builtin_fma(w, 1.531383769920937332e-01, 2.222219843214978396e-01),
+                                  3.999999999940941908e-01);
+    double t2 = z * __builtin_fma(w, __builtin_fma(w, __builtin_fma(w, 1.479819860511658591e-01, 1.818357216161805012e-01),
+                                                   2.857142874366239149e-01), 6.666666666666735130e-01);
+    *f = fm;
+    *hfsq = 0.5 * fm * fm;
+    *sr = s * (*hfsq + (t1 + t2));
+    *kp = k;
+    /* k as a double from the bits of 1.5 2^52 + k: no int64 conversion,
+     * which AVX2 lacks (the loop would stay scalar there) */
+    return nd_b2d(nd_d2b(0x1.8p52) + (uint64_t)k) - 0x1.8p52;
+}
+/* log1p(y) for y >= 0 finite (arcsinh, arccosh, arctanh): log(u), u = 1 +
+ * y, plus the rounding error of u, c / u (fdlibm's log1p); 1/u = 2^-k / m
+ * to 4 bits is enough for that correction, so it costs no division */
+ND_INLINE double nd_log1p_pos_d(double y)
+{
+    double u = 1.0 + y, f, hfsq, sr;
+    int64_t k;
+    double kd = nd_logm_d(u, &k, &f, &hfsq, &sr);
+    double c = nd_bsel_d(kd > 0, 1.0 - (u - y), y - (u - 1.0));
+    c = c * (1.0 - f + f * f - f * f * f) * nd_p2_d(-(k < 1000 ? k : 1000));
+    double r = kd * 0x1.62e4200000000p-1 - ((hfsq - (sr + (kd * 0x1.fdf473de6af28p-22 + c))) - f);
+    return nd_bsel_d(__builtin_isless(y, 0x1p-54), y, r);
+}
+/* ------------------------------------ numdyn's own float32 vector math */
+/* expm1, arcsinh, arccosh, arctanh and cbrt of float32 by the same forms
+ * in float (16 lanes of AVX-512): SLEEF's float versions ran 1.5-4x
+ * slower than NumPy's loops. expm1 has a degree-8 polynomial; the inverse
+ * hyperbolics take nd_log1pf (Kahan's form over SLEEF's 3.5-ULP logf,
+ * faster here than an fdlibm logf core of their own, 5 ULP of NumPy's
+ * where that one was 3); cbrt three Newton steps. */
+/* expm1(r) for |r| <= ln2 / 2: degree 8, truncation 2^-27 */
+ND_INLINE float nd_em1p_f(float r)
+{
+    float p = 0x1.a01a02p-16f;
+    p = __builtin_fmaf(p, r, 0x1.a01a02p-13f); p = __builtin_fmaf(p, r, 0x1.6c16c2p-10f);
+    p = __builtin_fmaf(p, r, 0x1.111112p-7f); p = __builtin_fmaf(p, r, 0x1.555556p-5f);
+    p = __builtin_fmaf(p, r, 0x1.555556p-3f); p = __builtin_fmaf(p, r, 0.5f);
+    return __builtin_fmaf(r * r, p, r);
+}
+ND_EXPK(float, f, uint32_t, int32_t, 0x1.8p23f, 0x1.715476p+0f, 0x1.62ep-1f, 0x1.0bfbe8p-15f, __builtin_fmaf)
+/* cbrt: y ~ |x|^(-1/3) from the bits (their high 32 / 3, 5 bits: the
+ * seeds), ITERS Newton steps y (4 - |x| y^3) / 3 (no division), c = |x|
+ * y^2, and one last step from c's exact residual c^3 - |x| (fma).
+ * Subnormals are scaled up, values near the top down (y^3 would
+ * underflow), by powers of 2^3. Within 1 (float64) / 2 (float32) ULP of
+ * NumPy's. */
+ND_INLINE double nd_cbrt_seed_d(double a)
+{
+    uint32_t q = (uint32_t)(((uint64_t)(uint32_t)(nd_d2b(a) >> 32) * 0xAAAAAAABull) >> 33);
+    return nd_b2d((uint64_t)(0x553ee800u - q) << 32);
+}
+ND_INLINE float nd_cbrt_seed_f(float a)
+{
+    return nd_b2f(0x54a1f600u - (uint32_t)(((uint64_t)nd_f2b(a) * 0xAAAAAAABull) >> 33));
+}
+#define ND_CBRT(T, S, F, ITERS, MINN, SUBUP, SUBDN, BIG, BIGDN, BIGUP, FMA, FABS, COPYSIGN) \
+ND_INLINE T nd_cbrt##F(T x) \
+{ \
+    T ax = FABS(x); \
+    int sub = ax < MINN, big = ax > BIG, fin = (ax < (T)INFINITY) & (ax != 0); \
+    T as = nd_bsel_##S(fin, ax * nd_bsel_##S(sub, SUBUP, nd_bsel_##S(big, BIGDN, (T)1)), (T)1); \
+    T y = nd_cbrt_seed_##S(as); \
+    for (int i = 0; i < ITERS; i++) \
+        y = y * FMA(-as, y * y * y, (T)4) * ((T)1 / 3); \
+    T c = as * y * y; \
+    T c2 = c * c, c2e = FMA(c, c, -c2); \
+    T d = FMA(c2, c, -as) + c2e * c; \
+    c = FMA(-d, y * y * ((T)1 / 3), c) * nd_bsel_##S(sub, SUBDN, nd_bsel_##S(big, BIGUP, (T)1)); \
+    return nd_bsel_##S(fin, COPYSIGN(c, x), x + x); \
+}
+ND_CBRT(double, d, , 4, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
+        __builtin_fma, __builtin_fabs, __builtin_copysign)
+ND_CBRT(float, f, f, 3, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
+        __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
+
+/* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is
+ * exact for the k below the dtype's digits); overflows (and flags) where
+ * exp does; x itself below TINY (the sign of zero, subnormals) and NaN */
+#define ND_EXPM1(T, S, F, LO, HI, TINY, FABS) \
+ND_INLINE T nd_expm1##F(T x) \
+{ \
+    T sc, e = nd_expk_##S(nd_clamp_##S(x, LO, HI), &sc); \
+    T r = 4 * ND_FMA_##S(sc, e, sc - (T)0.25); \
+    r = nd_bsel_##S(__builtin_isgreater(x, HI), (T)INFINITY, r); \
+    return nd_bsel_##S(!__builtin_isgreaterequal(FABS(x), TINY), x + x * (T)0, r); \
+}
+#define ND_FMA_d __builtin_fma
+#define ND_FMA_f __builtin_fmaf
+ND_EXPM1(double, d, , -45.0, 709.79, 0x1p-54, __builtin_fabs)
+ND_EXPM1(float, f, f, -18.0f, 88.73f, 0x1p-25f, __builtin_fabsf)
+/* arcsinh |x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) (exact in reals;
+ * 2|x| - 1 for the sum above BIG, log1p(|x|) + ln2 above HUGE where the
+ * square would overflow), x itself below TINY; arccosh x = log1p(t +
+ * sqrt(2t + t^2)), t = x - 1 (exact below 2); arctanh |x| = log1p(2|x| /
+ * (1 - |x|)) / 2, +-1 giving +-inf with "divide", |x| > 1 nan with
+ * "invalid", as NumPy. LOG1P takes y >= 0 finite. */
+#define ND_INVHYP(T, S, F, LOG1P, BIG, HUGE, TINY, LN2, FABS, SQRT, COPYSIGN) \
+ND_INLINE T nd_asinh##F(T x) \
+{ \
+    T ax = FABS(x); \
+    int big = ax > BIG, huge = ax > HUGE, tiny = !__builtin_isgreaterequal(ax, TINY); \
+    T a = nd_bsel_##S(big | tiny, (T)1, ax); \
+    T t = a + a * a / ((T)1 + SQRT((T)1 + a * a)); \
+    T arg = nd_bsel_##S(huge, nd_bsel_##S(ax == (T)INFINITY, HUGE, ax), nd_bsel_##S(big, 2 * ax - (T)1, t)); \
+    T r = LOG1P(arg) + nd_bsel_##S(huge, LN2, (T)0); \
+    r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, r), x); \
+    return nd_bsel_##S(tiny, x + x * (T)0, r); \
+} \
+ND_INLINE T nd_acosh##F(T x) \
+{ \
+    int big = x > BIG, huge = x > HUGE, bad = x < (T)1; \
+    T t = nd_bsel_##S(big | bad, (T)1, x) - (T)1; \
+    T arg = nd_bsel_##S(huge, nd_bsel_##S(x == (T)INFINITY, HUGE, x), \
+                        nd_bsel_##S(big, 2 * x - (T)1, t + SQRT(2 * t + t * t))); \
+    T r = LOG1P(arg) + nd_bsel_##S(huge, LN2, (T)0); \
+    r = nd_bsel_##S(x == (T)INFINITY, x, r); \
+    r = nd_bsel_##S(bad, nd_nan_where_##S(bad), r); \
+    return nd_bsel_##S(x != x, x + x, r); \
+} \
+ND_INLINE T nd_atanh##F(T x) \
+{ \
+    T ax = FABS(x); \
+    int tiny = !__builtin_isgreaterequal(ax, TINY), in = ax < (T)1; \
+    T a = nd_bsel_##S(in & !tiny, ax, (T)0.5); \
+    T r = COPYSIGN((T)0.5 * LOG1P(2 * a / ((T)1 - a)), x); \
+    T one = nd_bsel_##S(ax == (T)1, (T)1, (T)0); \
+    r = nd_bsel_##S(ax == (T)1, COPYSIGN(one / ((T)1 - one), x), r); \
+    r = nd_bsel_##S(ax > (T)1, nd_nan_where_##S(ax > (T)1), r); \
+    return nd_bsel_##S(tiny, x + x * (T)0, r); \
+}
+ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
+          __builtin_fabs, __builtin_sqrt, __builtin_copysign)
+ND_INVHYP(float, f, f, nd_log1pf, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
+          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf)
+
 /* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
  * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and
  * one selected. x == y (equal infinities among them) never subtracts: no

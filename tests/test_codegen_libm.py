@@ -1,18 +1,20 @@
-"""SLEEF's vector functions in kernels against NumPy's libm (issue 19 point
-on kernel code quality): log1p, expm1, hypot, exp, log, tanh, arcsinh,
-cbrt, arctan2, power and logaddexp run as vector calls in generated loops.
+"""Vector math in kernels against NumPy's libm (issue 19 point on kernel
+code quality): log1p, expm1, hypot, exp, log, tanh, arcsinh, arccosh,
+arctanh, sinh, cosh, cbrt, arctan2, power and logaddexp run in vector lanes
+in generated loops -- SLEEF's functions, or numdyn's own
+(kernels/nd_kernel.h: float64 expm1/sinh/cosh/tanh/arcsinh/arccosh/arctanh/
+cbrt, float32 expm1/arcsinh/arccosh/arctanh/cbrt).
 Their accuracy is checked here against NumPy's results over edge values --
 subnormals, tiny and huge values, +-0, +-inf and NaN where the function
 raises no floating-point warning -- and random values over decades: special
 values exactly NumPy's (NaN where NaN, infinities, the sign of zero),
 finite values within 4 ULP of NumPy's (float64: SLEEF and libm each
-within 1 ULP of the true value, cbrt's up to 3 apart; the wrapped ranges
-below one more rounding) / 8 ULP (float32; SLEEF's 3.5-ULP variants).
+within 1 ULP of the true value; numdyn's own within 3 of NumPy's; the
+wrapped ranges below one more rounding) / 8 ULP (float32; SLEEF's 3.5-ULP
+variants, the inverse hyperbolics over them 5).
 Every decade of each dtype is an operand: SLEEF's log1p, asinh and acosh
-gave inf near the top of the range and log1p/asinh/tan/sinh 0 or a wrong
-value on subnormals (kernels/nd_kernel.h wraps them); float64 tanh is
-numdyn's own (Cephes's split over SLEEF's exp: SLEEF's tanh was 2.3x
-slower than NumPy's loop). One compiled
+gave inf near the top of the range and log1p/tan/sinh 0 or a wrong
+value on subnormals (kernels/nd_kernel.h wraps them). One compiled
 function computes them all, so the kernel (not a NumPy fallback) is what is
 checked: the counters say one kernel ran.
 """
@@ -31,11 +33,12 @@ def many(x, y, t):
     c = np.clip(y, -0.5, 1.0)
     return (np.log1p(x), np.expm1(t), np.hypot(x, y * 1e-20), np.exp(t), np.log(x + 1.0), np.tanh(y),
             np.arcsinh(y), np.cbrt(y), np.arctan2(y, x), np.power(x + 1.0, np.clip(t, -80.0, 80.0) * 0.01), np.logaddexp(t, -t),
-            np.arccosh(x + 1.0), np.tan(c), np.sinh(c), np.log1p(c))
+            np.arccosh(x + 1.0), np.tan(c), np.sinh(c), np.log1p(c), np.sinh(t), np.cosh(t), np.arctanh(c * 0.99),
+            np.log10(x + 0.5), np.log2(x + 0.5), np.arcsin(c), np.arccos(c), np.arctan(y))
 
 
 NAMES = ["log1p", "expm1", "hypot", "exp", "log", "tanh", "arcsinh", "cbrt", "arctan2", "power", "logaddexp",
-         "arccosh", "tan", "sinh", "log1p(y)"]
+         "arccosh", "tan", "sinh", "log1p(y)", "sinh(t)", "cosh", "arctanh", "log10", "log2", "arcsin", "arccos", "arctan"]
 
 
 def _ulps(a, e):

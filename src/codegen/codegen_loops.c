@@ -313,7 +313,12 @@ static void bind_dims(kctx *c, uint32_t mask)
 
 /* The task loop header: tasks over the dims in `td` (a mask, outer first)
  * and, when bdim >= 0, blocks of `blk` along dim bdim. Opens the loop
- * body; binds i<d> for d in td and j0/j1 when blocked. */
+ * body; binds i<d> for d in td and j0/j1 when blocked. Tasks are handed
+ * out one at a time (schedule(dynamic)): with a static split, a thread the
+ * OS deschedules on a loaded machine holds half the kernel's work until it
+ * runs again, and the call waits a time slice for it; this way the other
+ * threads take the remaining tasks (one atomic increment per task of a few
+ * thousand elements). A task's results do not depend on its thread. */
 static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par_ok)
 {
     nd_sb *sb = c->sb;
@@ -323,7 +328,7 @@ static void task_loop(kctx *c, uint32_t td, int bdim, int blk, int cost, int par
     for (int d = 0; d < c->R; d++) if (td & (1u << d)) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
     if (par_ok)
-        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+        nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(dynamic) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                      cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
@@ -366,7 +371,7 @@ static void row_tasks(kctx *c, uint32_t outer)
     nd_sb_puts(sb, "const int64_t ntask_ = 1 * nb_ * nrb_");
     for (int d = 0; d < rd; d++) nd_sb_printf(sb, " * n%d", d);
     nd_sb_puts(sb, ";\n");
-    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(static) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
+    nd_sb_printf(sb, "/*ND_PAR*/#pragma omp parallel for schedule(dynamic) if(ntask_ > 1 && (double)tot_ * %d >= ND_PAR_WORK)%s\n",
                  c->k->cost, c->uses_err ? " reduction(|:nd_err)" : "");
     nd_sb_puts(sb, "for (int64_t t_ = 0; t_ < ntask_; t_++) {\nND_POLL(E);\n");
     nd_sb_puts(sb, "int64_t r_ = t_;\n(void)r_;\n");
