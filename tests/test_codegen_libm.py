@@ -33,7 +33,7 @@ def many(x, y, t):
     c = np.clip(y, -0.5, 1.0)
     return (np.log1p(x), np.expm1(t), np.hypot(x, y * 1e-20), np.exp(t), np.log(x + 1.0), np.tanh(y),
             np.arcsinh(y), np.cbrt(y), np.arctan2(y, x), np.power(x + 1.0, np.clip(t, -80.0, 80.0) * 0.01), np.logaddexp(t, -t),
-            np.arccosh(x + 1.0), np.tan(c), np.sinh(c), np.log1p(c), np.sinh(t), np.cosh(t), np.arctanh(c * 0.99),
+            np.arccosh(x + 1.0), np.tan(c), np.sinh(c), np.log1p(c), np.sinh(t * 0.5), np.cosh(t * 0.5), np.arctanh(c * 0.99),
             np.log10(x + 0.5), np.log2(x + 0.5), np.arcsin(c), np.arccos(c), np.arctan(y))
 
 
