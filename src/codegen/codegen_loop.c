@@ -572,7 +572,8 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
             if (ISINT(a->t)) { decl(g, out, r, "(int64_t)%s", a->s); return 0; }
             newtmp(g, out, r);
             line(g, "int64_t %s = 0;", out->s);
-            line(g, "if (NDL_UNLIKELY(!((double)%s > -9223372036854775808.0 && (double)%s < 9223372036854775808.0))) {", a->s, a->s);
+            /* (one test: |x| < 2^63 is the open range, NaN fails it) */
+            line(g, "if (NDL_UNLIKELY(!(fabs((double)%s) < 9223372036854775808.0))) {", a->s);
             g->ind++; slow(g, ln, op, out, a, b); g->ind--;
             line(g, "} else %s = (int64_t)%s((double)%s);", out->s,
                  fn == LF_M_FLOOR ? "floor" : fn == LF_M_CEIL ? "ceil" : "trunc", a->s);
@@ -681,7 +682,9 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         if (ISF(a->t)) {
             newtmp(g, out, r);
             line(g, "int64_t %s = 0;", out->s);
-            line(g, "if (NDL_UNLIKELY(!((double)%s >= -9223372036854775808.0 && (double)%s < 9223372036854775808.0))) {", a->s, a->s);
+            /* one test, not two (histogram's int((v - lo) / width): 52 -> 47 us):
+             * |x| < 2^63; -2^63 itself, NaN and the rest go to Python's int() */
+            line(g, "if (NDL_UNLIKELY(!(fabs((double)%s) < 9223372036854775808.0))) {", a->s);
             g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
             line(g, "} else %s = (int64_t)%s;", out->s, a->s);
             return 0;
