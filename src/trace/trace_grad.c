@@ -868,6 +868,29 @@ static int replay_enabled(void)
     return !off && !nd__tls_explain;
 }
 
+/* the pullback of a top-level call (grad/vjp): takes over the output,
+ * cotangent, leaf and gradient arrays and the saved list (their pointers
+ * are set to NULL) */
+static NdVJP *vjp_top(nd_trace *t, int kind, int nout, nd_id **outs, nd_id **cts, leaf_ctx *lc,
+                      nd_id **grads, PyObject *dargs, PyObject **saved)
+{
+    NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
+    if (!v) return NULL;
+    v->t = t; nd__trace_incref(t);
+    v->kind = kind; v->inline_ = 0; v->nout = nout;
+    v->outs = *outs; *outs = NULL;
+    v->cts = *cts; *cts = NULL;
+    v->nleaf = lc->n;
+    v->leaves = lc->ids; lc->ids = NULL;
+    v->grads = *grads; *grads = NULL;
+    v->scalar = lc->scalar; lc->scalar = NULL;
+    v->args = Py_NewRef(dargs);
+    v->saved = *saved; *saved = NULL;
+    v->bwd = NULL;
+    v->argv = NULL;
+    return v;
+}
+
 /* A replayed vjp forward r = (out, aux, saved arrays, index of its
  * recorded backward) as numdyn.vjp's (out, aux, pullback); steals r. */
 static PyObject *vjp_warm(PyObject *r, PyObject *tlist, PyObject *args, const char *diff, int kind)
@@ -1129,22 +1152,8 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
             if (!pr || PyList_Append(saved, pr) < 0) { Py_XDECREF(pr); Py_DECREF(m); goto done; }
             Py_DECREF(pr);
         }
-        NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
-        if (v) {
-            v->t = t; nd__trace_incref(t);
-            v->kind = kind; v->inline_ = 0; v->nout = nout;
-            v->outs = outs; outs = NULL;
-            v->cts = cts; cts = NULL;
-            v->nleaf = lc.n;
-            v->leaves = lc.ids; lc.ids = NULL;
-            v->grads = grads; grads = NULL;
-            v->scalar = lc.scalar; lc.scalar = NULL;
-            v->args = Py_NewRef(dargs);
-            v->saved = saved; saved = NULL;
-            v->bwd = NULL;
-            v->argv = NULL;
-            result = Py_BuildValue("(OON)", PyTuple_GET_ITEM(m, 0), PyTuple_GET_ITEM(m, 1), (PyObject *)v);
-        }
+        NdVJP *v = vjp_top(t, kind, nout, &outs, &cts, &lc, &grads, dargs, &saved);
+        if (v) result = Py_BuildValue("(OON)", PyTuple_GET_ITEM(m, 0), PyTuple_GET_ITEM(m, 1), (PyObject *)v);
         Py_DECREF(m);
         goto done;
     }
@@ -1201,22 +1210,7 @@ PyObject *nd_trace_vjp(PyObject *fn, PyObject *args, PyObject *kwargs, PyObject 
     if (grad) {
         third = grads_tree(dargs, vals, lc.scalar);
     } else {
-        NdVJP *v = PyObject_New(NdVJP, &NdVJP_Type);
-        third = (PyObject *)v;
-        if (v) {
-            v->t = t; nd__trace_incref(t);
-            v->kind = kind; v->inline_ = 0; v->nout = nout;
-            v->outs = outs; outs = NULL;
-            v->cts = cts; cts = NULL;
-            v->nleaf = lc.n;
-            v->leaves = lc.ids; lc.ids = NULL;
-            v->grads = grads; grads = NULL;
-            v->scalar = lc.scalar; lc.scalar = NULL;
-            v->args = Py_NewRef(dargs);
-            v->saved = saved; saved = NULL;
-            v->bwd = NULL;
-            v->argv = NULL;
-        }
+        third = (PyObject *)vjp_top(t, kind, nout, &outs, &cts, &lc, &grads, dargs, &saved);
     }
     if (third) result = Py_BuildValue("(NNN)", mout, maux, third);
     else { Py_DECREF(mout); Py_DECREF(maux); }
