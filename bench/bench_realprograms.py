@@ -11,6 +11,9 @@ uses:
   blur       a separable blur by per-row / per-column np.convolve(mode='valid')
              with a filter made by np.array([...]) (stencils, and a replayed call)
   smooth     moving averages of many short series with np.convolve
+  binned     radial profile: the mean of the values in each radius bin,
+             values[(r >= lo) & (r < hi)].mean() per bin (the masked mean
+             stays in the graph: no break per bin)
 
     PYTHONPATH=<build> python3 bench/bench_realprograms.py [--quick]
 """
@@ -88,6 +91,15 @@ def smooth(series):
     return out - out.mean(axis=1, keepdims=True)
 
 
+def binned(values, radius, nbins):
+    rmax = radius.max()
+    out = np.zeros(nbins)
+    for i in range(nbins):
+        sel = (radius >= rmax * i / nbins) & (radius < rmax * (i + 1) / nbins)
+        out[i] = values[sel].mean()
+    return out
+
+
 def programs(quick):
     rng = np.random.default_rng(0)
     n = 40 if quick else 100
@@ -100,6 +112,7 @@ def programs(quick):
                                         rng.random((n, 1)) + 0.5, 0.01, 10)),
         ("blur", blur, lambda: (rng.integers(0, 256, (96, 128), dtype=np.uint8),)),
         ("smooth", smooth, lambda: (rng.standard_normal((64, 200)),)),
+        ("binned", binned, lambda: (rng.random(20000), rng.random(20000), 50)),
     ]
 
 

@@ -22,6 +22,7 @@ static const char *const inline_paths[] = {
     "resize", "cov", "corrcoef", "ediff1d", "polyval", "vander", "trapezoid", "select",
     "sinc", "angle", "fix", "nanmean", "nansum", "nanmax", "nanmin", "nanvar", "nanstd",
     "nanprod", "nancumsum", "logspace", "geomspace", "append", "block", "copy", "isin",
+    "gradient",
     "linalg.matrix_power", "linalg.multi_dot", "linalg.pinv", "linalg.cond",
     NULL,
 };

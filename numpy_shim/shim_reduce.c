@@ -320,6 +320,37 @@ static PyObject *ufunc_identity(int uf)
     return id;  /* new ref; None when the ufunc has none */
 }
 
+/* out= without dtype=: NumPy's reduction promotes out's dtype with the
+ * operand's (reducelike_promote_and_resolve: out's DType is the
+ * operation's first operand and its output), and no small-integer upcast
+ * then: np.sum(f32, out=f64) adds in float64, np.sum(f64, out=f32) in
+ * float64 too, then casts. That loop as a dtype= (a new reference), or NULL
+ * when out= is absent or not one array (NumPy's own checks then). */
+static PyObject *out_loop_dtype(int uf, int adt, PyObject *dtype, PyObject *out, int inexact_only)
+{
+    if ((dtype && dtype != Py_None) || !out || out == Py_None) return NULL;
+    int odt;
+    if (nd_proxy_check(out)) odt = nd_proxy_dtype(out);
+    else if (PyArray_Check(out)) odt = PyArray_TYPE((PyArrayObject *)out);
+    else return NULL;
+    if (odt < 0 || odt > NPY_CLONGDOUBLE || odt == NPY_LONGDOUBLE || odt == NPY_CLONGDOUBLE) return NULL;
+    if (inexact_only && !PyTypeNum_ISFLOAT(odt) && !PyTypeNum_ISCOMPLEX(odt)) return NULL;
+    int dt[2] = {odt, adt}, loop[2], res[2];
+    if (nd_shim_resolve_ufunc(uf, 2, dt, NULL, NULL, loop, res) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return (PyObject *)PyArray_DescrFromType(res[0]);
+}
+
+/* the dtype of one out= array (a proxy or an ndarray), or -1 */
+static int out_dtype(PyObject *out)
+{
+    if (out && nd_proxy_check(out)) return nd_proxy_dtype(out);
+    if (out && PyArray_Check(out)) return PyArray_TYPE((PyArrayObject *)out);
+    return -1;
+}
+
 /* The reduction of ufunc `uf` with NumPy's reduce semantics. oracle +
  * method name give NumPy's result dtype; axis_all: NULL axis means all
  * axes (np.sum) rather than axis 0 (ufunc.reduce). */
@@ -331,9 +362,12 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     if (rc) return NULL;
     /* fixed_res: any/all always give bool (they reduce with dtype=bool) */
     red_opts o;
-    if (red_options(&a, ra->axis, axis_all ? AX_UFUNC : AX_FIRST, ra->dtype, ra->keepdims,
-                    oracle, method, fixed_res, "reduction", &o) < 0)
-        return NULL;
+    PyObject *odt = (uf == ND_UF_ADD || uf == ND_UF_MULTIPLY) && fixed_res < 0
+                        ? out_loop_dtype(uf, a.dtype, ra->dtype, ra->out, 0) : NULL;
+    rc = red_options(&a, ra->axis, axis_all ? AX_UFUNC : AX_FIRST, odt ? odt : ra->dtype, ra->keepdims,
+                     oracle, method, fixed_res, "reduction", &o);
+    Py_XDECREF(odt);
+    if (rc < 0) return NULL;
     uint64_t mask = o.mask;
     int keep = o.keep, res = o.res;
     int acc = (uf == ND_UF_ADD && res == NPY_FLOAT16) ? NPY_FLOAT32 : res;
@@ -529,10 +563,13 @@ static int empty_slice_warning(nd_trace *t, const char *msg)
 }
 
 /* mean: a, axis, dtype, out, keepdims, where */
-static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int acc, PyObject *out)
+/* into: -1, or the dtype of the out= the sum is made in (_mean: umr_sum
+ * with out=, then the division in out) */
+static nd_id mean_node(nd_trace *t, nd_operand *a, uint64_t mask, int keep, int acc, PyObject *out, int into)
 {
     nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, a->id, mask, keep, acc, acc, ND_NONE);
     if (s == ND_NONE) return ND_NONE;
+    if (into >= 0 && (s = nd_shim_node_cast(t, s, into)) == ND_NONE) return ND_NONE;
     PyObject *n = PyLong_FromSsize_t(count_of(a, mask));
     if (!n) return ND_NONE;
     nd_id r = divide_result(t, s, n, out);
@@ -621,12 +658,16 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
     if (nd_shim_masked_check(A(0))) return masked_method(argv, "mean", names, 6);
     nd_operand a;
     red_opts o;
-    if (operand_array(t, A(0), &a) ||
-        red_options(&a, A(1), AX_STRICT, A(2), A(4), np_attr("mean"), NULL, -1, "numpy.mean", &o) < 0)
-        return NULL;
+    if (operand_array(t, A(0), &a)) return NULL;
+    /* _mean sums with out= (umr_sum): out's dtype joins the loop's */
+    PyObject *odt = where_given(A(5)) ? NULL : out_loop_dtype(ND_UF_ADD, a.dtype, A(2), A(3), 1);
+    int into = odt ? out_dtype(A(3)) : -1;
+    int rc = red_options(&a, A(1), AX_STRICT, odt ? odt : A(2), A(4), np_attr("mean"), NULL, -1, "numpy.mean", &o);
+    Py_XDECREF(odt);
+    if (rc < 0) return NULL;
     if (where_given(A(5))) return mean_where(t, argv, &a, &o);
     if (count_of(&a, o.mask) == 0 && empty_slice_warning(t, "Mean of empty slice") < 0) return NULL;
-    nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3));
+    nd_id m = mean_node(t, &a, o.mask, o.keep, mean_acc(a.dtype, o.dtarg), A(3), into);
     if (m == ND_NONE || (m = nd_shim_node_cast(t, m, o.res)) == ND_NONE) return NULL;
     return finish(t, m, A(3), &a, o.mask, o.keep, NPY_UNSAFE_CASTING, -1);
 }
@@ -694,7 +735,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
         return NULL;
     /* as numpy/_core/_methods.py _var: the mean in dtype (f8 for ints) */
     int acc = dtarg >= 0 ? dtarg : (a.dtype == NPY_BOOL || PyTypeNum_ISINTEGER(a.dtype)) ? NPY_FLOAT64 : a.dtype;
-    nd_id m = mean_node(t, &a, mask, 1, acc, NULL);
+    nd_id m = mean_node(t, &a, mask, 1, acc, NULL, -1);
     if (m == ND_NONE) return NULL;
     nd_id d = binary(t, ND_UF_SUBTRACT, a.id, m);
     if (d == ND_NONE) return NULL;
@@ -709,9 +750,17 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
         sq = unary(t, ND_UF_SQUARE, d);
     }
     if (sq == ND_NONE) return NULL;
+    /* _var's last umr_sum is given out=: out's dtype joins its loop
+     * (out_loop_dtype; the mean before it is not) */
     int sacc = dtarg >= 0 ? nd_shim_complex_part_dtype(dtarg) : nd_shim_node_dtype(t, sq);
+    PyObject *odt = dtarg >= 0 ? NULL : out_loop_dtype(ND_UF_ADD, sacc, NULL, A(3), 1);
+    int into_out = odt != NULL;  /* then its result is out's, not rounded through var's dtype */
+    if (odt) sacc = nd_shim_complex_part_dtype(((PyArray_Descr *)odt)->type_num);
+    Py_XDECREF(odt);
     nd_id ss = nd_shim_node_reduce(t, ND_UF_ADD, sq, mask, o.keep, sacc, sacc, ND_NONE);
     if (ss == ND_NONE) return NULL;
+    /* into out=: _var's sum is made in out, divided and rooted there */
+    if (into_out && (ss = nd_shim_node_cast(t, ss, out_dtype(A(3)))) == ND_NONE) return NULL;
     /* rcount = max(n - ddof, 0), a Python number as in NumPy */
     PyObject *cnt = PyLong_FromSsize_t(count_of(&a, mask)), *rc_obj = NULL;
     if (!cnt) return NULL;
@@ -735,7 +784,7 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
     Py_DECREF(rc_obj);
     if (v == ND_NONE) return NULL;
     if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
-    if ((v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
+    if (!into_out && (v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
     return finish(t, v, A(3), &a, mask, o.keep, is_std ? NPY_SAME_KIND_CASTING : NPY_UNSAFE_CASTING, -1);
 }
 static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }

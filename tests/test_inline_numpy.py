@@ -54,6 +54,8 @@ CASES = [
     ("block", lambda a: np.block([[a, a], [a, a]]), (S,), False),
     ("copy", lambda a: np.copy(a[::-1]), (A,), True),
     ("isin", lambda i: np.isin(i, [1, 4]), (I,), False),
+    ("gradient", lambda a: np.gradient(a), (A,), True),
+    ("gradient_1d", lambda v: np.gradient(v, 0.5, edge_order=2), (V,), True),
     ("matrix_power", lambda s: np.linalg.matrix_power(s, 3), (S,), True),
     ("multi_dot", lambda s: np.linalg.multi_dot([s, s, s]), (S,), True),
     ("pinv", lambda s: np.linalg.pinv(s), (S,), True),
