@@ -430,6 +430,9 @@ static int out_refused(PyObject *out, int ndim, const npy_intp *shape, int from,
 {
     int ond, odt;
     const npy_intp *osh;
+    /* an element read (`o[1, 0]`) is a NumPy scalar, not an array: NumPy's
+     * TypeError comes from its own call */
+    if (nd_proxy_check(out) && nd_proxy_is_scalar(out)) return 1;
     if (nd_proxy_check(out)) {
         ond = nd_proxy_ndim(out);
         osh = nd_proxy_shape(out);

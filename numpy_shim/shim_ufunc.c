@@ -512,6 +512,20 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
 enum { UKW_OUT, UKW_WHERE, UKW_DTYPE, UKW_CASTING, UKW_ORDER, UKW_SUBOK, UKW_UNSUPPORTED };
 static nd_shim_def ufunc_kw_defs[ND_UF_COUNT];
 
+/* an out= that is no array -- a number, or an element read (`o[1, 0]` is
+ * a NumPy scalar, whatever the tracer holds for it) -- is NumPy's TypeError */
+static int outs_are_arrays(const ufunc_opts *o, int nout)
+{
+    for (int i = 0; i < nout; i++) {
+        PyObject *x = o->outs[i];
+        if (x && (nd_proxy_check(x) ? nd_proxy_is_scalar(x) : !PyArray_Check(x))) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* kwargs of ufunc.__call__ the shim understands; others fall back. */
 static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
 {
@@ -527,7 +541,7 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
         PyObject *x = PyTuple_GET_ITEM(args, i);
         if (x != Py_None) { o->outs[i - nin] = x; o->nouts_given++; }
     }
-    if (!kwargs || !PyDict_GET_SIZE(kwargs)) return 0;
+    if (!kwargs || !PyDict_GET_SIZE(kwargs)) return outs_are_arrays(o, nout);
     nd_shim_def *def = &ufunc_kw_defs[uf];
     if (!def->name) {
         def->params = "|;out,where,dtype,casting,order,subok,signature,axes,axis,keepdims";
@@ -577,14 +591,7 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
                                 PyUnicode_AsUTF8(sp->names[k]));
             return 1;
         }
-    for (int i = 0; i < nout; i++) {
-        PyObject *x = o->outs[i];
-        if (x && !nd_proxy_check(x) && !PyArray_Check(x)) {
-            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
-            return -1;
-        }
-    }
-    return 0;
+    return outs_are_arrays(o, nout);
 }
 
 PyObject *nd_shim_ufunc_call(nd_trace *t, int uf, PyObject *args, PyObject *kwargs)
