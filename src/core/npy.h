@@ -22,7 +22,7 @@
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
 
-#define ND_MAXDIMS 16 /* arrays of higher rank are not traced: graph break */
+#define ND_MAXDIMS 8  /* arrays of higher rank are not traced: graph break */
 
 /* Keep the raised exception across cleanup code that may call Python, then
  * put it back or drop it: one spelling for CPython 3.10 .. 3.13+ (3.12

@@ -145,6 +145,9 @@ static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
         else if (!PyArray_CheckExact(o))
             snprintf(why, sizeof why, "an argument is an ndarray subclass (%.80s): NumPy runs the "
                      "operations on it, with the subclass's semantics", Py_TYPE(o)->tp_name);
+        else if (PyArray_NDIM((PyArrayObject *)o) > ND_MAXDIMS)
+            snprintf(why, sizeof why, "an argument is an array of rank %d, above the %d dims numdyn "
+                     "traces: NumPy runs the operations on it", PyArray_NDIM((PyArrayObject *)o), ND_MAXDIMS);
         else
             snprintf(why, sizeof why, "an argument is an array of dtype %.60s, which numdyn does not "
                      "trace: NumPy runs the operations on it",
