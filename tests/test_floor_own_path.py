@@ -444,3 +444,26 @@ def test_values_still_read_are_not_written_in_place():
                     np.testing.assert_array_equal(x, y)
             else:
                 _same(g_, w_)
+
+
+# ------------------------------- a node holds up to 8 dims (ND_MAXDIMS = 8)
+def expand_sum(x):
+    y = x[..., None, None] * 3.0   # 7-d -> 9-d
+    return y.sum(axis=-1) + 1.0, (x * 2.0).sum()
+
+
+def test_rank_above_node_dims_runs_with_numpy_as_a_break():
+    # graph nodes hold 8 dims (a smaller node is a cheaper trace and flush):
+    # a 9-d argument or value runs with NumPy, a recorded break naming the
+    # rank, with NumPy's results; fullgraph=True refuses it
+    rng = np.random.default_rng(14)
+    x9 = rng.standard_normal((2,) * 9)
+    e = numdyn.explain(numdyn.compile(lambda a: (a * 2.0 + 1.0).sum(axis=0), options=OWN), x9)
+    np.testing.assert_array_equal(e.result, (x9 * 2.0 + 1.0).sum(axis=0))
+    assert e.graph_break_count >= 1
+    assert any("rank 9" in b.reason for b in e.break_reasons), e.break_reasons
+    x7 = rng.standard_normal((2,) * 7)
+    got = numdyn.compile(expand_sum, options=OWN)(x7)
+    _same(got, expand_sum(x7))
+    with pytest.raises(numdyn.GraphBreakError, match="rank above 8"):
+        numdyn.compile(expand_sum, fullgraph=True, options=OWN)(x7)
