@@ -531,6 +531,25 @@ static PyObject *broadcast_to_impl(nd_trace *t, PyObject **argv)
         Py_DECREF(p);
         return NULL;
     }
+    /* NumPy's broadcast_to builds an iterator over the shape and a view of
+     * it: an element count past npy_intp, then a byte count past it, are
+     * its ValueErrors (no array of that shape could exist) */
+    PyArray_Descr *dd = PyArray_DescrFromType(nd_proxy_dtype(p));
+    npy_intp count = 1, isz = dd ? PyDataType_ELSIZE(dd) : 1;
+    Py_XDECREF(dd);
+    int zero = 0, big = 0;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) zero = 1;
+        else if (!big && count > NPY_MAX_INTP / shape[d]) big = 1;
+        else if (!big) count *= shape[d];
+    }
+    if (!zero && (big || count > NPY_MAX_INTP / (isz ? isz : 1))) {
+        PyErr_SetString(PyExc_ValueError, big ? "iterator is too large"
+                                              : "array is too big; `arr.size * arr.dtype.itemsize` is larger "
+                                                "than the maximum possible size.");
+        Py_DECREF(p);
+        return NULL;
+    }
     PyObject *r = view_of(p, nd, shape, 0, st);
     Py_DECREF(p);
     /* NumPy's broadcast_to returns a read-only view */

@@ -15,20 +15,20 @@ def _inner(x):
 _INNER = numdyn.compile(_inner)
 
 
-def _branchy(x):
+def _profiled_branchy(x):
     y = _INNER(x) + 1.0
     if y.sum() > 0:
         y = y - 1.0
     return np.sqrt(y)
 
 
-def _pure(x):
+def _profiled_pure(x):
     return x * 2.0 + 1.0
 
 
 def test_profiler_reports_per_function():
-    b = numdyn.compile(_branchy)
-    p = numdyn.compile(_pure, options={"cache_size_limit": 1})
+    b = numdyn.compile(_profiled_branchy)
+    p = numdyn.compile(_profiled_pure, options={"cache_size_limit": 1})
     x = np.ones(4)
     p(x)
     numdyn.utils.wait_compiles()
@@ -39,19 +39,19 @@ def test_profiler_reports_per_function():
         with pytest.warns(UserWarning, match="cache_size_limit"):
             p(np.ones(4, np.float32))  # past its cache_size_limit: eager
         b(np.ones(4, np.float32))     # a recompile
-    fb, fp = prof.functions["_branchy"], prof.functions["_pure"]
+    fb, fp = prof.functions["_profiled_branchy"], prof.functions["_profiled_pure"]
     assert fb["calls"] == 4 and fb["graph_breaks"] == 4 and fb["graphs"] == 8 and fb["seconds"] > 0
     assert fp["calls"] == 2 and fp["replayed"] == 1 and fp["eager"] == 1
-    assert "_inner" not in prof.functions           # inlined into _branchy's capture
-    (brk, times), = prof.breaks_by_function["_branchy"].items()
+    assert "_inner" not in prof.functions           # inlined into _profiled_branchy's capture
+    (brk, times), = prof.breaks_by_function["_profiled_branchy"].items()
     assert times == 4 and "bool() of an array" in brk and "if y.sum() > 0:" in brk
     rep = prof.report()
-    assert "_branchy: 2 program(s) compiled" in rep and "4 call(s) in" in rep
+    assert "_profiled_branchy: 2 program(s) compiled" in rep and "4 call(s) in" in rep
     assert "graph break (x4): bool() of an array" in rep and "test_ctl_profiler.py:20" in rep
     assert "recompile: L['x']: dtype changed: float64 -> float32" in rep
-    assert "_pure: 0 program(s) compiled" in rep and "replayed 1, run eagerly 1" in rep
+    assert "_profiled_pure: 0 program(s) compiled" in rep and "replayed 1, run eagerly 1" in rep
     b(x)                                             # after the profiler: not counted
-    assert prof.functions["_branchy"]["calls"] == 4
+    assert prof.functions["_profiled_branchy"]["calls"] == 4
 
 
 

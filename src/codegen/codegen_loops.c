@@ -663,8 +663,11 @@ static int elem_loop(kctx *c, const redop *r, nd_id val, const uint8_t *which, c
 
 /* A Ctrl-C poll every 16 blocks of a cascade (4096 elements), not every
  * block: the atomic load in each 256-element block costs ~7% of a softmax
- * row kernel (values around it reloaded); a row task polls at its start. */
-#define POLL_BLOCKS "if (((jb_ - (%s)) & (16 * ND_RBLOCK - 1)) == 0) { ND_POLL(E); }\n"
+ * row kernel (values around it reloaded); a row task polls at its start.
+ * Once interrupted the walk jumps to its end (ND_POLL's `continue` alone
+ * skipped only the polled block: a long reduction ran on to its end). */
+#define POLL_BLOCKS "if (((jb_ - (%s)) & (16 * ND_RBLOCK - 1)) == 0 && " \
+    "__builtin_expect(__atomic_load_n((E), __ATOMIC_RELAXED) & ND_ERR_INTERRUPT, 0)) { jb_ = (%s); continue; }\n"
 
 /* Several running sums per block of a cascade (float and double sums):
  * one vector accumulator is a chain of dependent adds, 4 cycles each, and
@@ -717,7 +720,7 @@ static int inner_reduce(kctx *c, const redop *r, nd_id val, const uint8_t *which
         /* blocks of ND_RBLOCK summed by a vector loop, pushed into the cascade */
         const rpart *p;
         int np = parts_of(r, &p);
-        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo);
+        nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo, hi);
         nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n%s ", hi, part_ctype(r));
         for (int q = 0; q < np; q++) nd_sb_printf(sb, "%sbs%s_ = 0", q ? ", " : "", p[q].tag);
         nd_sb_puts(sb, ";\n");
@@ -1084,7 +1087,7 @@ static int inner_multi(kctx *c, const rset *s, const char *x, const char *lo, co
         return inner_reduce(c, &s->r[0], s->val[0], NULL, t, lo, hi, flat);
     }
     for (int p = 0; p < s->n; p++) if (s->r[p].kind == RK_SEQ || s->r[p].kind == RK_ARG) simd = 0;
-    nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo);
+    nd_sb_printf(sb, "for (int64_t jb_ = %s; jb_ < %s; jb_ += ND_RBLOCK) {\n" POLL_BLOCKS, lo, hi, lo, hi);
     nd_sb_printf(sb, "const int64_t je_ = ND_MIN(jb_ + ND_RBLOCK, %s);\n", hi);
     for (int p = 0; p < s->n; p++) {
         const redop *r = &s->r[p];
