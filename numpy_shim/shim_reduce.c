@@ -333,7 +333,10 @@ static PyObject *out_loop_dtype(int uf, int adt, PyObject *dtype, PyObject *out,
     if (nd_proxy_check(out)) odt = nd_proxy_dtype(out);
     else if (PyArray_Check(out)) odt = PyArray_TYPE((PyArrayObject *)out);
     else return NULL;
-    if (odt < 0 || odt > NPY_CLONGDOUBLE || odt == NPY_LONGDOUBLE || odt == NPY_CLONGDOUBLE) return NULL;
+    /* float16's type number (23) lies past NPY_CLONGDOUBLE's: the range alone missed it */
+    if (odt < 0 || (odt > NPY_CLONGDOUBLE && odt != NPY_HALF) || odt == NPY_LONGDOUBLE ||
+        odt == NPY_CLONGDOUBLE)
+        return NULL;
     if (inexact_only && !PyTypeNum_ISFLOAT(odt) && !PyTypeNum_ISCOMPLEX(odt)) return NULL;
     int dt[2] = {odt, adt}, loop[2], res[2];
     if (nd_shim_resolve_ufunc(uf, 2, dt, NULL, NULL, loop, res) < 0) {

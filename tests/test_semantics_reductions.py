@@ -241,3 +241,28 @@ def test_all_nan_slices_warn_as_numpy_whatever_the_errstate(mode, floor):
         for x, y in zip(r1, r2):
             assert type(y) is type(x)
             np.testing.assert_array_equal(y, x)
+
+
+def test_float16_out_rounds_as_numpy(backend):
+    """var/std/sum/mean of float32 into a float16 out=: NumPy reduces in
+    float32 into out (one rounding to float16), then divides and roots the
+    float16 value there (a second rounding): bit-equal results, where a
+    single rounding of the float32 variance is off by 1-2 ulp."""
+    rng = np.random.default_rng(1)
+    xs = [(rng.standard_normal(1000) * s).astype(np.float32) for s in (2.07, 1.5, 3.3, 0.9)]
+
+    def f(x, o1, o2, o3, o4, o5):
+        np.var(x, out=o1)
+        np.std(x, out=o2)
+        np.var(x.reshape(100, 10), axis=0, out=o3)
+        np.sum(x, out=o4)
+        np.mean(x, out=o5)
+        return o1, o2, o3, o4, o5
+    fc = numdyn.compile(f, backend=backend)
+    for x in xs:
+        outs = lambda: (np.empty((), np.float16), np.empty((), np.float16), np.empty(10, np.float16),
+                        np.empty((), np.float16), np.empty((), np.float16))
+        want, got = f(x, *outs()), fc(x, *outs())
+        for w, g in zip(want, got):
+            assert g.dtype == np.float16
+            np.testing.assert_array_equal(g, w)
