@@ -90,14 +90,48 @@ static PyObject *const_filled(nd_trace *t, int ndim, const npy_intp *shape, long
 
 /* ------------------------------------------------------------ zeros & co */
 
+/* NumPy's order= of a new array (zeros, ones, empty, full, eye): 'C' or
+ * 'F', with NumPy's errors for the rest */
+static int create_order(PyObject *o, char *out)
+{
+    *out = 'C';
+    if (!o || o == Py_None) return 0;
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "order must be str, not %s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    char c = nd_shim_order_char(o, 0);
+    if (!c) {
+        PyErr_Format(PyExc_ValueError, "order must be one of 'C', 'F', 'A', or 'K' (got %R)", o);
+        return -1;
+    }
+    if (c != 'C' && c != 'F') {
+        PyErr_SetString(PyExc_ValueError, "only 'C' or 'F' order is permitted");
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+/* r laid out in memory as order= asked (a Fortran array's strides, ravel('K'),
+ * tobytes('A') and flags are NumPy's) */
+static PyObject *in_order(PyObject *r, char order)
+{
+    if (r && order == 'F') nd_proxy_set_order(r, NULL, 'F');
+    return r;
+}
+
 /* zeros/ones/empty: shape, dtype, order; device, like */
 static PyObject *const_create(nd_trace *t, PyObject **argv, long c)
 {
     if (plain_extras(argv[4], argv[3])) return NULL;
     int ndim, dtype;
     npy_intp shape[ND_MAXDIMS];
-    if (shape_arg(argv[0], &ndim, shape) || dtype_or(argv[1], NPY_FLOAT64, &dtype)) return NULL;
-    return const_filled(t, ndim, shape, c, dtype);
+    char order;
+    if (shape_arg(argv[0], &ndim, shape) || dtype_or(argv[1], NPY_FLOAT64, &dtype) ||
+        create_order(argv[2], &order))
+        return NULL;
+    return in_order(const_filled(t, ndim, shape, c, dtype), order);
 }
 static PyObject *zeros_impl(nd_trace *t, PyObject **argv) { return const_create(t, argv, 0); }
 static PyObject *ones_impl(nd_trace *t, PyObject **argv) { return const_create(t, argv, 1); }
@@ -128,7 +162,9 @@ static PyObject *full_impl(nd_trace *t, PyObject **argv)
     if (rc < 0) return NULL;
     if (rc) return nd_shim_unsupported("numpy.full with a non-numeric dtype");
     if (dtype < 0 && value_dtype(t, argv[1], &dtype)) return NULL;
-    return filled(t, ndim, shape, argv[1], dtype);
+    char order;
+    if (create_order(argv[3], &order)) return NULL;
+    return in_order(filled(t, ndim, shape, argv[1], dtype), order);
 }
 
 /* *_like: a, [fill_value,] dtype, order, subok, shape; device */
@@ -401,7 +437,9 @@ static PyObject *eye_core(nd_trace *t, PyObject *N, PyObject *M, PyObject *k, Py
 static PyObject *eye_impl(nd_trace *t, PyObject **argv)
 {
     if (plain_extras(argv[6], argv[5])) return NULL;
-    return eye_core(t, argv[0], argv[1], argv[2], argv[3]);
+    char order;
+    if (create_order(argv[4], &order)) return NULL;
+    return in_order(eye_core(t, argv[0], argv[1], argv[2], argv[3]), order);
 }
 
 /* identity: n, dtype; like */

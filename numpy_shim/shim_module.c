@@ -506,7 +506,7 @@ static PyObject *array_ufunc(nd_trace *t, PyObject *ufunc, PyObject *method, PyO
  * proxy's new value, so the mutation is seen by every view (functional). */
 static int mutating_method(const char *name)
 {
-    static const char *names[] = {"sort", "fill", "put", "partition", "itemset", "resize",
+    static const char *names[] = {"sort", "fill", "put", "partition", "itemset",
                                   "setfield", "byteswap", NULL};
     for (int i = 0; names[i]; i++) if (strcmp(names[i], name) == 0) return 1;
     return 0;
@@ -573,6 +573,12 @@ PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObj
         snprintf(buf, sizeof buf, "np.memmap.%s (its result would be a memmap or is not checked): "
                  "NumPy runs it on the memmap", name);
         return method_fallback(name, self, args, kwargs, buf);
+    }
+    if (t && strcmp(name, "resize") == 0) {
+        PyObject *empty = args ? NULL : PyTuple_New(0);
+        PyObject *r = (args || empty) ? nd_trace_resize(self, args ? args : empty, kwargs) : NULL;
+        Py_XDECREF(empty);
+        return r;
     }
     PyObject *sf = (t && table.methods) ? PyDict_GetItemString(table.methods, name) : NULL;
     if (!sf) return method_fallback(name, self, args, kwargs, NULL);

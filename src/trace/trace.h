@@ -152,6 +152,11 @@ PyObject *nd_trace_fallback_call(PyObject *func, PyObject *args,
  * writes to either are seen by the other, as NumPy's views are. */
 int nd_trace_adopt_alias(PyObject *proxy, PyObject *arr, PyObject *r);
 
+/* ndarray.resize of a traced array (trace_resize.c): the array object
+ * changes in place, as under NumPy -- the caller's own array for an
+ * argument; None, or NULL with NumPy's error. */
+PyObject *nd_trace_resize(PyObject *proxy, PyObject *args, PyObject *kwargs);
+
 /* Record a graph break (reason + user location) without materializing.
  * Returns -1 with GraphBreakError set under fullgraph. */
 int nd_trace_record_break(nd_trace *t, const char *reason);

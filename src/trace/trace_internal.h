@@ -334,6 +334,10 @@ int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wr
 Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
+/* ---- trace_resize.c: `a.shape = s` of the caller's array object itself:
+ * made on that object (NumPy's checks) after the pending writes; 1 done,
+ * 0 p is not that object (an in-graph reshape serves), -1 error */
+int nd__shape_set_caller(NdProxy *p, PyObject *value);
 /* Between operations: when ND_CHUNK_NODES nodes were traced since the last
  * flush, flush every live value (a chunk), so a long loop of lazy
  * statements keeps a bounded graph (issue 13 point 2). 0 / -1. */

@@ -937,6 +937,9 @@ static int s_shape(PyObject *o, PyObject *value, void *c)
         Py_XDECREF(v);
         return r;
     }
+    /* the caller's array itself changes shape, as NumPy's would */
+    int own = nd__shape_set_caller(p, value);
+    if (own) return own < 0 ? -1 : 0;
     PyObject *args = PyTuple_Pack(1, value);
     if (!args) return -1;
     PyObject *r = nd_np.method("reshape", o, args, NULL);
