@@ -1019,19 +1019,21 @@ oom:
     return -1;
 }
 
+nd_id nd__caller_input(nd_trace *t, PyObject *caller)
+{
+    if (PyArray_CheckExact(caller)) return nd__input_node(t, caller);
+    /* a subclass instance reads as the plain array over its memory */
+    PyObject *v = PyArray_View((PyArrayObject *)caller, NULL, &PyArray_Type);
+    if (!v) return ND_NONE;
+    nd_id id = nd__input_node(t, v);
+    Py_DECREF(v);
+    return id;
+}
+
 /* s's version is its caller array as it is now; no write pending. */
 static int settle(nd_trace *t, nd_storage *s)
 {
-    PyObject *base = s->caller;
-    nd_id id;
-    if (PyArray_CheckExact(base)) {
-        id = nd__input_node(t, base);
-    } else {
-        PyObject *v = PyArray_View((PyArrayObject *)base, NULL, &PyArray_Type);
-        if (!v) return -1;
-        id = nd__input_node(t, v);
-        Py_DECREF(v);
-    }
+    nd_id id = nd__caller_input(t, s->caller);
     if (id == ND_NONE) return -1;
     s->version = id;
     if (s->dirty) t->ndirty--;

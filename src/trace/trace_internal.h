@@ -334,6 +334,8 @@ int nd__reflect_args(PyObject *pairs, PyObject *const *args, PyObject *const *wr
 Py_ssize_t nd__needed_list(nd_trace *t, char *mark, nd_id **out);
 /* Flush every attached proxy of t and pending writes (graph_break()). */
 int nd__flush_all(nd_trace *t);
+/* an INPUT node of caller array `caller` as it is now (ND_NONE + error) */
+nd_id nd__caller_input(nd_trace *t, PyObject *caller);
 /* ---- trace_resize.c: `a.shape = s` of the caller's array object itself:
  * made on that object (NumPy's checks) after the pending writes; 1 done,
  * 0 p is not that object (an in-graph reshape serves), -1 error */

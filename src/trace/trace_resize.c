@@ -63,19 +63,9 @@ static void reseat(NdProxy *p, nd_id v, PyObject *arr)
  * that object as it is now (no write pending: the flush before it) */
 static int reseat_caller(NdProxy *p)
 {
-    nd_trace *t = p->st->trace;
-    PyObject *c = p->st->caller;
-    nd_id v;
-    if (PyArray_CheckExact(c)) {
-        v = nd__input_node(t, c);
-    } else {
-        PyObject *w = PyArray_View((PyArrayObject *)c, NULL, &PyArray_Type);
-        if (!w) return -1;
-        v = nd__input_node(t, w);
-        Py_DECREF(w);
-    }
+    nd_id v = nd__caller_input(p->st->trace, p->st->caller);
     if (v == ND_NONE) return -1;
-    reseat(p, v, c);
+    reseat(p, v, p->st->caller);
     return 0;
 }
 
