@@ -547,6 +547,15 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
 
 static PyObject *callee_impl(PyObject *self, PyObject *f)
 {
+    /* a method of a user object (`self.helper(x)`): its function's copy,
+     * bound to the same object */
+    if (PyMethod_Check(f) && nd__user_function(PyMethod_GET_FUNCTION(f)) && capture_on()) {
+        PyObject *r = callee_impl(self, PyMethod_GET_FUNCTION(f));
+        if (!r || r == PyMethod_GET_FUNCTION(f)) { Py_XDECREF(r); return r ? Py_NewRef(f) : NULL; }
+        PyObject *m = PyMethod_New(r, PyMethod_GET_SELF(f));
+        Py_DECREF(r);
+        return m;
+    }
     if (!nd__user_function(f) || !capture_on()) return Py_NewRef(f);
     /* its loops captured and the shim as its `np` (trace_remap.c: one
      * copy per helper, checked at each call) */
@@ -565,6 +574,42 @@ static PyMethodDef callee_def = {"__numdyn_callee__", callee_impl, METH_O,
                                  "numdyn: the loop-captured copy of a helper function, or itself"};
 static PyObject *callee_fn;
 
+/* Whether the call of attribute `f` (`self.helper`, `obj.part.step`) may
+ * be a user object's method: its root is a name that is a local (self, an
+ * argument) or a global bound to something other than a module (a
+ * module's functions, NumPy's among them, are remapped by trace_remap.c
+ * already, and `np.sum(x)` must stay as written). 1 yes, 0 no, -1 error;
+ * *id gets the root's name (a new reference) either way. */
+static int method_call_root(rctx *c, PyObject *f, PyObject **id)
+{
+    PyObject *v = Py_NewRef(f);
+    while (v && strcmp(kind(v), "Attribute") == 0) Py_SETREF(v, PyObject_GetAttrString(v, "value"));
+    if (!v) return -1;
+    int named = strcmp(kind(v), "Name") == 0;
+    *id = named ? PyObject_GetAttrString(v, "id") : NULL;
+    Py_DECREF(v);
+    if (!named) return 0;
+    if (!*id) return -1;
+    /* an array's own method (x.sum(), x.reshape(...)) is never a user's:
+     * left as written, the common case costs nothing */
+    static PyObject *ndarray;
+    if (!ndarray) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        ndarray = np ? PyObject_GetAttrString(np, "ndarray") : NULL;
+        Py_XDECREF(np);
+        if (!ndarray) return -1;
+    }
+    PyObject *attr = PyObject_GetAttrString(f, "attr");
+    int arrays = attr ? PyObject_HasAttr(ndarray, attr) : -1;
+    Py_XDECREF(attr);
+    if (arrays) return arrays < 0 ? -1 : 0;
+    int local = PySet_Contains(c->locals, *id);
+    if (local) return local;
+    PyObject *g = PyDict_GetItemWithError(c->globals, *id);
+    if (!g) return PyErr_Occurred() ? -1 : 0;  /* a builtin */
+    return !PyModule_Check(g);
+}
+
 /* The number of calls rewritten, or -1. */
 static int rewrite_calls(rctx *c, PyObject *fdef)
 {
@@ -577,11 +622,21 @@ static int rewrite_calls(rctx *c, PyObject *fdef)
     while (n >= 0 && (node = PyIter_Next(it))) {
         if (strcmp(kind(node), "Call") == 0) {
             PyObject *f = PyObject_GetAttrString(node, "func"), *id = NULL;
-            if (f && strcmp(kind(f), "Name") == 0 && (id = PyObject_GetAttrString(f, "id"))) {
+            int method = 0;
+            if (f && strcmp(kind(f), "Attribute") == 0) {
+                method = method_call_root(c, f, &id);
+                if (method < 0) n = -1;
+            } else if (f && strcmp(kind(f), "Name") == 0) {
+                id = PyObject_GetAttrString(f, "id");
+            }
+            if (n >= 0 && id && !method) {
                 int local = PySet_Contains(c->locals, id);
                 PyObject *v = local == 0 ? PyDict_GetItemWithError(c->globals, id) : NULL;
                 if (local < 0 || (!v && PyErr_Occurred())) n = -1;
-                else if (v && nd__user_function(v)) {
+                else if (v && nd__user_function(v)) method = 1;
+            }
+            if (n >= 0 && method > 0) {
+                {
                     PyObject *wrap = NULL, *args = NULL;
                     if (!load && !(load = PyObject_CallMethod(mod_ast, "Load", NULL))) n = -1;
                     if (n >= 0 && !(wrap = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_callee__", load))) n = -1;
