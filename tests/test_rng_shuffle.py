@@ -54,3 +54,47 @@ def test_shuffle_of_traced_arrays_is_numpys():
             np.testing.assert_allclose(v, u, rtol=1e-12)
         assert np.array_equal(a1, a2)
     assert any(i["captured"] for i in cf._loop_info())
+
+
+# A helper module's function with no source numdyn could rewrite (exec'd:
+# a REPL, generated code): numdyn remaps its `np`, and the shim's
+# np.random.shuffle hands NumPy the real array (a recorded graph break).
+_NOSRC = {"np": np}
+exec("def shuffle_rows(x, seed):\n"
+     "    np.random.seed(seed)\n"
+     "    np.random.shuffle(x)\n"
+     "    return x\n", _NOSRC)
+shuffle_rows = _NOSRC["shuffle_rows"]
+
+
+def _factory(helper):
+    def via_closure(x, arg, seed):
+        y = x * 2 + 1          # a computed 2-D array
+        helper(y, seed)        # a helper held by a closure variable
+        shuffle_rows(arg, seed + 1)  # an argument, by the no-source helper
+        z = x - 1
+        shuffle_rows(z, seed + 2)
+        return y, z, y.sum(0) + z.sum(0)
+    return via_closure
+
+
+def _shuffle_in_user_code(x, seed):
+    np.random.seed(seed)
+    np.random.shuffle(x)
+
+
+def test_shuffle_from_helpers_is_numpys():
+    x = np.random.default_rng(2).standard_normal((7, 3))
+    for helper in (_shuffle_in_user_code, shuffle_rows):
+        fn = _factory(helper)
+        cf = numdyn.compile(fn)
+        for seed in range(2):
+            a1, a2 = np.arange(12.0).reshape(4, 3), np.arange(12.0).reshape(4, 3)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # NumPy's "not a Sequence" warning fails
+                want, got = fn(x, a1, seed), cf(x, a2, seed)
+            for u, v in zip(want, got):
+                assert u.dtype == v.dtype and np.array_equal(u, v)
+            assert np.array_equal(a1, a2)
+    e = numdyn.explain(cf, x, np.zeros((4, 3)), 0)
+    assert any("numpy.random.shuffle" in b.reason for b in e.break_reasons)

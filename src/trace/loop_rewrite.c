@@ -633,7 +633,10 @@ static int rewrite_calls(rctx *c, PyObject *fdef)
                 int local = PySet_Contains(c->locals, id);
                 PyObject *v = local == 0 ? PyDict_GetItemWithError(c->globals, id) : NULL;
                 if (local < 0 || (!v && PyErr_Occurred())) n = -1;
-                else if (v && nd__user_function(v)) method = 1;
+                /* a local or a closure's variable may hold a helper too
+                 * (`helper(y)` of a function made by a factory): checked
+                 * when called */
+                else if (local || (v && nd__user_function(v))) method = 1;
             }
             if (n >= 0 && method > 0) {
                 {
