@@ -414,9 +414,29 @@ enum {
     ND_BIN_POW, ND_BIN_MATMUL, ND_BIN_AND, ND_BIN_OR, ND_BIN_XOR, ND_BIN_LSHIFT,
     ND_BIN_RSHIFT, ND_BIN_DIVMOD, ND_UN_NEG, ND_UN_POS, ND_UN_ABS, ND_UN_INVERT, ND_OP_COUNT
 };
-static const char *op_names[ND_OP_COUNT] = {
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_",
-    "xor", "lshift", "rshift", NULL /* divmod: builtins */, "neg", "pos", "abs", "invert",
+/* per operator: operator.<name> (what the tape records; divmod's is the
+ * builtin) and, for a binary one, its number-protocol call and in-place
+ * form (pow's are ternary: called apart) */
+static const struct {
+    const char *name;
+    binaryfunc fn, ifn;
+} ops[ND_OP_COUNT] = {
+    [ND_BIN_ADD] = {"add", PyNumber_Add, PyNumber_InPlaceAdd},
+    [ND_BIN_SUB] = {"sub", PyNumber_Subtract, PyNumber_InPlaceSubtract},
+    [ND_BIN_MUL] = {"mul", PyNumber_Multiply, PyNumber_InPlaceMultiply},
+    [ND_BIN_TRUEDIV] = {"truediv", PyNumber_TrueDivide, PyNumber_InPlaceTrueDivide},
+    [ND_BIN_FLOORDIV] = {"floordiv", PyNumber_FloorDivide, PyNumber_InPlaceFloorDivide},
+    [ND_BIN_MOD] = {"mod", PyNumber_Remainder, PyNumber_InPlaceRemainder},
+    [ND_BIN_POW] = {"pow", NULL, NULL},
+    [ND_BIN_MATMUL] = {"matmul", PyNumber_MatrixMultiply, PyNumber_InPlaceMatrixMultiply},
+    [ND_BIN_AND] = {"and_", PyNumber_And, PyNumber_InPlaceAnd},
+    [ND_BIN_OR] = {"or_", PyNumber_Or, PyNumber_InPlaceOr},
+    [ND_BIN_XOR] = {"xor", PyNumber_Xor, PyNumber_InPlaceXor},
+    [ND_BIN_LSHIFT] = {"lshift", PyNumber_Lshift, PyNumber_InPlaceLshift},
+    [ND_BIN_RSHIFT] = {"rshift", PyNumber_Rshift, PyNumber_InPlaceRshift},
+    [ND_BIN_DIVMOD] = {NULL, PyNumber_Divmod, NULL},
+    [ND_UN_NEG] = {"neg"}, [ND_UN_POS] = {"pos"}, [ND_UN_ABS] = {"abs"},
+    [ND_UN_INVERT] = {"invert"},
 };
 
 static PyObject *operand(PyObject *o, int *grad)
@@ -463,22 +483,7 @@ static PyObject *binop(int op, PyObject *a, PyObject *b)
         r = PyObject_Vectorcall(direct_ufunc[op], xy, 2, NULL);
         goto wrap;
     }
-    switch (op) {
-    case ND_BIN_ADD: r = PyNumber_Add(x, y); break;
-    case ND_BIN_SUB: r = PyNumber_Subtract(x, y); break;
-    case ND_BIN_MUL: r = PyNumber_Multiply(x, y); break;
-    case ND_BIN_TRUEDIV: r = PyNumber_TrueDivide(x, y); break;
-    case ND_BIN_FLOORDIV: r = PyNumber_FloorDivide(x, y); break;
-    case ND_BIN_MOD: r = PyNumber_Remainder(x, y); break;
-    case ND_BIN_POW: r = PyNumber_Power(x, y, Py_None); break;
-    case ND_BIN_MATMUL: r = PyNumber_MatrixMultiply(x, y); break;
-    case ND_BIN_AND: r = PyNumber_And(x, y); break;
-    case ND_BIN_OR: r = PyNumber_Or(x, y); break;
-    case ND_BIN_XOR: r = PyNumber_Xor(x, y); break;
-    case ND_BIN_LSHIFT: r = PyNumber_Lshift(x, y); break;
-    case ND_BIN_RSHIFT: r = PyNumber_Rshift(x, y); break;
-    default: r = PyNumber_Divmod(x, y); break;
-    }
+    r = op == ND_BIN_POW ? PyNumber_Power(x, y, Py_None) : ops[op].fn(x, y);
 wrap:
     return operator_result(op, r, grad, a, b);
 }
@@ -510,21 +515,7 @@ static PyObject *inplace(int op, PyObject *a, PyObject *b)
     PyObject *x = ND_TENSOR(a)->array;
     int grad = 0;
     PyObject *y = operand(b, &grad), *r;
-    switch (op) {
-    case ND_BIN_ADD: r = PyNumber_InPlaceAdd(x, y); break;
-    case ND_BIN_SUB: r = PyNumber_InPlaceSubtract(x, y); break;
-    case ND_BIN_MUL: r = PyNumber_InPlaceMultiply(x, y); break;
-    case ND_BIN_TRUEDIV: r = PyNumber_InPlaceTrueDivide(x, y); break;
-    case ND_BIN_FLOORDIV: r = PyNumber_InPlaceFloorDivide(x, y); break;
-    case ND_BIN_MOD: r = PyNumber_InPlaceRemainder(x, y); break;
-    case ND_BIN_POW: r = PyNumber_InPlacePower(x, y, Py_None); break;
-    case ND_BIN_MATMUL: r = PyNumber_InPlaceMatrixMultiply(x, y); break;
-    case ND_BIN_AND: r = PyNumber_InPlaceAnd(x, y); break;
-    case ND_BIN_OR: r = PyNumber_InPlaceOr(x, y); break;
-    case ND_BIN_XOR: r = PyNumber_InPlaceXor(x, y); break;
-    case ND_BIN_LSHIFT: r = PyNumber_InPlaceLshift(x, y); break;
-    default: r = PyNumber_InPlaceRshift(x, y); break;
-    }
+    r = op == ND_BIN_POW ? PyNumber_InPlacePower(x, y, Py_None) : ops[op].ifn(x, y);
     if (!r) { Py_XDECREF(old); return NULL; }
     if (r == x) {
         Py_DECREF(r);
@@ -1335,8 +1326,8 @@ int nd_tensor_init(PyObject *m)
     PyObject *op = PyImport_ImportModule("operator");
     if (!op) return -1;
     for (int i = 0; i < ND_OP_COUNT; i++) {
-        if (!op_names[i]) continue;
-        if (!(op_funcs[i] = PyObject_GetAttrString(op, op_names[i]))) { Py_DECREF(op); return -1; }
+        if (!ops[i].name) continue;
+        if (!(op_funcs[i] = PyObject_GetAttrString(op, ops[i].name))) { Py_DECREF(op); return -1; }
     }
     getitem_func = PyObject_GetAttrString(op, "getitem");
     Py_DECREF(op);
