@@ -14,6 +14,16 @@ PyObject *nd_intp_tuple(int n, const npy_intp *v)
     return t;
 }
 
+PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(rest);
+    PyObject *t = PyTuple_New(n + 1);
+    if (!t) return NULL;
+    PyTuple_SET_ITEM(t, 0, Py_NewRef(first));
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i + 1, Py_NewRef(PyTuple_GET_ITEM(rest, i)));
+    return t;
+}
+
 char nd__not_leaf;
 
 static PyObject *walk(PyObject *o, nd_leaf_fn fn, void *ctx, int depth, int maxdepth,

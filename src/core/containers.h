@@ -7,6 +7,8 @@
 /* A tuple of Python ints (shape, strides, axes); new ref, or NULL with an
  * exception set. */
 PyObject *nd_intp_tuple(int n, const npy_intp *v);
+/* (first, *rest) for a tuple rest; new ref, or NULL with an exception set */
+PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest);
 
 /* Container walking: the same structure with some leaves replaced.
  * fn(o, depth, ctx) returns o's replacement (new ref; o itself to keep

@@ -24,6 +24,8 @@
  */
 #include "tensor/tensor_internal.h"
 #include "core/number_slots.h"
+#include "core/containers.h"
+#include "trace/trace.h"
 #include "tensor/dlpack.h"
 #include "runtime/cuda.h"
 #include "core/counters.h"
@@ -411,24 +413,16 @@ static PyObject *c_array(PyObject *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *c_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (PyTuple_GET_SIZE(args) < 2) {
-        PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
-        return NULL;
-    }
-    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
-    PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
-    if (!inputs) return NULL;
-    PyObject *r;
-    if (PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method, "__call__") == 0) {
+    PyObject *ufunc, *method, *inputs, *r = NULL;
+    int call = nd_array_ufunc_args(args, &ufunc, &method, &inputs);
+    if (call < 0) return NULL;
+    if (call) {
         r = cu_apply(ND_OP_CALL, ufunc, inputs, kwargs && PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
     } else {   /* ufunc.reduce(x, ...): the bound method, recorded as the CPU does */
-        PyObject *full = PyTuple_New(PyTuple_GET_SIZE(inputs) + 1);
-        if (!full) { Py_DECREF(inputs); return NULL; }
-        PyTuple_SET_ITEM(full, 0, Py_NewRef(ufunc));
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); i++)
-            PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(inputs, i)));
-        r = cu_apply(ND_OP_METHOD, method, full, kwargs && PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
-        Py_DECREF(full);
+        PyObject *full = nd_tuple_prepend(ufunc, inputs);
+        if (full)
+            r = cu_apply(ND_OP_METHOD, method, full, kwargs && PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
+        Py_XDECREF(full);
     }
     Py_DECREF(inputs);
     return r;

@@ -15,6 +15,8 @@
  */
 #include "tensor/tensor_internal.h"
 #include "core/number_slots.h"
+#include "core/containers.h"
+#include "trace/trace.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -412,7 +414,7 @@ static PyObject *run_op(int kind, PyObject *func, PyObject *call, PyObject *args
 enum {
     ND_BIN_ADD, ND_BIN_SUB, ND_BIN_MUL, ND_BIN_TRUEDIV, ND_BIN_FLOORDIV, ND_BIN_MOD,
     ND_BIN_POW, ND_BIN_MATMUL, ND_BIN_AND, ND_BIN_OR, ND_BIN_XOR, ND_BIN_LSHIFT,
-    ND_BIN_RSHIFT, ND_BIN_DIVMOD, ND_UN_NEG, ND_UN_POS, ND_UN_ABS, ND_UN_INVERT, ND_OP_COUNT
+    ND_BIN_RSHIFT, ND_BIN_DIVMOD, ND_UN_NEG, ND_UN_POS, ND_UN_ABS, ND_UN_INVERT, ND_NUMBER_OPS
 };
 /* per operator: operator.<name> (what the tape records; divmod's is the
  * builtin) and, for a binary one, its number-protocol call and in-place
@@ -420,7 +422,7 @@ enum {
 static const struct {
     const char *name;
     binaryfunc fn, ifn;
-} ops[ND_OP_COUNT] = {
+} ops[ND_NUMBER_OPS] = {
     [ND_BIN_ADD] = {"add", PyNumber_Add, PyNumber_InPlaceAdd},
     [ND_BIN_SUB] = {"sub", PyNumber_Subtract, PyNumber_InPlaceSubtract},
     [ND_BIN_MUL] = {"mul", PyNumber_Multiply, PyNumber_InPlaceMultiply},
@@ -453,7 +455,7 @@ static PyObject *operand(PyObject *o, int *grad)
  * deferral to another type's reflected method can happen). Calling it
  * directly skips ndarray's operator slot (what makes t + t cost little
  * more than a + a). NULL: take the operator path. */
-static PyObject *direct_ufunc[ND_OP_COUNT];
+static PyObject *direct_ufunc[ND_NUMBER_OPS];
 
 static int plain_operand(PyObject *o)
 {
@@ -932,29 +934,19 @@ done:
 
 static PyObject *t_array_ufunc_slow(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (PyTuple_GET_SIZE(args) < 2) {
-        PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
-        return NULL;
+    PyObject *ufunc, *method, *inputs, *r = NULL;
+    int call = nd_array_ufunc_args(args, &ufunc, &method, &inputs);
+    if (call < 0) return NULL;
+    if (call) {
+        r = run_op(ND_OP_CALL, ufunc, ufunc, inputs, kwargs);
+    } else {   /* ufunc.reduce(x, ...): a method node whose receiver is the ufunc */
+        PyObject *bound = PyObject_GetAttr(ufunc, method);
+        PyObject *full = bound ? nd_tuple_prepend(ufunc, inputs) : NULL;
+        if (full) r = run_op(ND_OP_METHOD, method, bound, full, kwargs);
+        Py_XDECREF(full);
+        Py_XDECREF(bound);
     }
-    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
-    if (PyUnicode_Check(method) && PyUnicode_CompareWithASCIIString(method, "__call__") == 0) {
-        PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
-        if (!inputs) return NULL;
-        PyObject *r = run_op(ND_OP_CALL, ufunc, ufunc, inputs, kwargs);
-        Py_DECREF(inputs);
-        return r;
-    }
-    /* ufunc.reduce(x, ...): a method node whose receiver is the ufunc */
-    PyObject *bound = PyObject_GetAttr(ufunc, method);
-    if (!bound) return NULL;
-    PyObject *full = PyTuple_New(PyTuple_GET_SIZE(args) - 1);
-    if (!full) { Py_DECREF(bound); return NULL; }
-    PyTuple_SET_ITEM(full, 0, Py_NewRef(ufunc));
-    for (Py_ssize_t i = 2; i < PyTuple_GET_SIZE(args); i++)
-        PyTuple_SET_ITEM(full, i - 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    PyObject *r = run_op(ND_OP_METHOD, method, bound, full, kwargs);
-    Py_DECREF(full);
-    Py_DECREF(bound);
+    Py_DECREF(inputs);
     return r;
 }
 
@@ -1325,7 +1317,7 @@ int nd_tensor_init(PyObject *m)
     if (!np_array) return -1;
     PyObject *op = PyImport_ImportModule("operator");
     if (!op) return -1;
-    for (int i = 0; i < ND_OP_COUNT; i++) {
+    for (int i = 0; i < ND_NUMBER_OPS; i++) {
         if (!ops[i].name) continue;
         if (!(op_funcs[i] = PyObject_GetAttrString(op, ops[i].name))) { Py_DECREF(op); return -1; }
     }

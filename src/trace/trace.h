@@ -296,6 +296,12 @@ int nd_trace_ufunc_disallowed(int uf);
 PyObject *nd_trace_disallowed_ufunc(int uf, PyObject *a, PyObject *b, PyObject *args,
                                     PyObject *kwargs, int inplace);
 
+/* __array_ufunc__(ufunc, method, *inputs)'s arguments apart (the proxy's
+ * and the Tensor's): *ufunc and *method borrowed, *inputs args[2:] (new
+ * ref). 1 when method is "__call__", 0 for a ufunc method (reduce, at...),
+ * -1 with TypeError when args holds fewer than two. */
+int nd_array_ufunc_args(PyObject *args, PyObject **ufunc, PyObject **method, PyObject **inputs);
+
 int nd_trace_init(PyObject *module);  /* module init: types and functions */
 
 /* ------------------------------------------------------------ autodiff

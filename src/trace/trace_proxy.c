@@ -838,16 +838,22 @@ static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
     return v;
 }
 
-static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwargs)
+int nd_array_ufunc_args(PyObject *args, PyObject **ufunc, PyObject **method, PyObject **inputs)
 {
     if (PyTuple_GET_SIZE(args) < 2) {
         PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
-        return NULL;
+        return -1;
     }
-    PyObject *ufunc = PyTuple_GET_ITEM(args, 0), *method = PyTuple_GET_ITEM(args, 1);
-    PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
-    if (!inputs) return NULL;
-    PyObject *r = NULL;
+    *ufunc = PyTuple_GET_ITEM(args, 0);
+    *method = PyTuple_GET_ITEM(args, 1);
+    if (!(*inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args)))) return -1;
+    return PyUnicode_Check(*method) && PyUnicode_CompareWithASCIIString(*method, "__call__") == 0;
+}
+
+static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *ufunc, *method, *inputs, *r = NULL;
+    if (nd_array_ufunc_args(args, &ufunc, &method, &inputs) < 0) return NULL;
     if (nd_trace_current()) {
         r = escaped(nd_np.array_ufunc(ufunc, method, inputs, kwargs));
     } else {
