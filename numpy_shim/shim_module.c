@@ -9,6 +9,7 @@
  * falls through to numpy (np.pi, np.float32, ufuncs, np.random).
  */
 #include "shim_internal.h"
+#include "core/containers.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -171,16 +172,8 @@ static PyObject *shimfunc_vectorcall(PyObject *self, PyObject *const *args, size
         }
         snprintf(buf, sizeof buf, "%s", reason);
     }
-    PyObject *tup = PyTuple_New(nargs), *kw = NULL;
-    if (!tup) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tup, i, args[i]); }
-    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
-        if (!(kw = PyDict_New())) { Py_DECREF(tup); return NULL; }
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); j++)
-            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0) {
-                Py_DECREF(tup); Py_DECREF(kw); return NULL;
-            }
-    }
+    PyObject *tup, *kw;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &tup, &kw) < 0) return NULL;
     r = sub ? run_def(t, self, tup, kw) : fallback(f->numpy_func, buf, tup, kw);
     Py_DECREF(tup);
     Py_XDECREF(kw);

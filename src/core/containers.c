@@ -24,6 +24,24 @@ PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest)
     return t;
 }
 
+int nd_vectorcall_unpack(PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames,
+                         int always_dict, PyObject **args, PyObject **kwargs)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    *kwargs = NULL;
+    if (!(*args = PyTuple_New(nargs))) return -1;
+    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(*args, i, Py_NewRef(argv[i]));
+    if (!nkw && !always_dict) return 0;
+    if (!(*kwargs = PyDict_New())) goto fail;
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyDict_SetItem(*kwargs, PyTuple_GET_ITEM(kwnames, i), argv[nargs + i]) < 0) goto fail;
+    return 0;
+fail:
+    Py_CLEAR(*args);
+    Py_CLEAR(*kwargs);
+    return -1;
+}
+
 char nd__not_leaf;
 
 static PyObject *walk(PyObject *o, nd_leaf_fn fn, void *ctx, int depth, int maxdepth,

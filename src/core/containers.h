@@ -9,6 +9,13 @@
 PyObject *nd_intp_tuple(int n, const npy_intp *v);
 /* (first, *rest) for a tuple rest; new ref, or NULL with an exception set */
 PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest);
+/* A vectorcall's arguments as PyObject_Call takes them: *args the first
+ * nargs of argv (a tuple), *kwargs the keyword ones (argv[nargs:] by
+ * kwnames) as a dict -- NULL when there are none unless always_dict (an
+ * empty one then: a callee that takes the dict positionally). 0, or -1
+ * with an exception set and both NULL. */
+int nd_vectorcall_unpack(PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames,
+                         int always_dict, PyObject **args, PyObject **kwargs);
 
 /* Container walking: the same structure with some leaves replaced.
  * fn(o, depth, ctx) returns o's replacement (new ref; o itself to keep

@@ -761,16 +761,9 @@ static PyObject *tm_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!kwnames && !m->mutating && !ND_TENSOR(m->self)->requires_grad && all_plain(args, nargs))
         return nd_tensor_wrap_result(PyObject_Vectorcall(m->bound, args, nargs, NULL));
-    PyObject *targs = PyTuple_New(nargs), *kw = NULL, *r = NULL;
-    if (!targs) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
-        if (!(kw = PyDict_New())) goto done;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
-            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
-    }
-    r = tm_call(o, targs, kw);
-done:
+    PyObject *targs, *kw;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &kw) < 0) return NULL;
+    PyObject *r = tm_call(o, targs, kw);
     Py_DECREF(targs);
     Py_XDECREF(kw);
     return r;
@@ -917,16 +910,9 @@ static PyObject *t_array_ufunc(PyObject *self, PyObject *const *args, Py_ssize_t
             return r;
         }
     }
-    PyObject *targs = PyTuple_New(nargs), *kw = NULL, *r = NULL;
-    if (!targs) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
-        if (!(kw = PyDict_New())) goto done;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
-            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
-    }
-    r = t_array_ufunc_slow(self, targs, kw);
-done:
+    PyObject *targs, *kw;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &kw) < 0) return NULL;
+    PyObject *r = t_array_ufunc_slow(self, targs, kw);
     Py_DECREF(targs);
     Py_XDECREF(kw);
     return r;

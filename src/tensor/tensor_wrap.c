@@ -17,6 +17,7 @@
  * that loss.backward() in torch runs numdyn's backward.
  */
 #include "tensor/tensor_internal.h"
+#include "core/containers.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -359,17 +360,23 @@ static int cuda_producer(PyObject *x)
 static PyObject *cuda_call(NdWrapped *w, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
-    PyObject *targs = PyTuple_New(nargs), *tkw = NULL, *r = NULL;
-    for (Py_ssize_t i = 0; targs && i < nargs; i++) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-    if (targs && kwnames && PyTuple_GET_SIZE(kwnames)) {
-        tkw = PyDict_New();
-        for (Py_ssize_t i = 0; tkw && i < PyTuple_GET_SIZE(kwnames); i++)
-            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) Py_CLEAR(tkw);
-        if (!tkw) Py_CLEAR(targs);
-    }
-    if (targs) r = nd_tensor_cuda_wrap_call(w->fn, w->compiled, targs, tkw);
-    Py_XDECREF(targs);
+    PyObject *targs, *tkw, *r = NULL;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &tkw) < 0) return NULL;
+    r = nd_tensor_cuda_wrap_call(w->fn, w->compiled, targs, tkw);
+    Py_DECREF(targs);
     Py_XDECREF(tkw);
+    return r;
+}
+
+/* the call run by a bridge (JAX's, torch's) that records it: bridge(compiled, args, kwargs) */
+static PyObject *bridge_call(PyObject *bridge, NdWrapped *w, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *targs, *tkw;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 1, &targs, &tkw) < 0) return NULL;
+    PyObject *r = PyObject_CallFunctionObjArgs(bridge, w->compiled, targs, tkw, NULL);
+    Py_DECREF(targs);
+    Py_DECREF(tkw);
     return r;
 }
 
@@ -387,17 +394,7 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
     PyObject *r = NULL;
     for (Py_ssize_t i = 0; jax_bridge && i < n && !jax; i++) jax = is_jax_tracer(args[i]);
     if (jax) {  /* a JAX transformation records the call: the bridge runs it */
-        PyObject *targs = PyTuple_New(nargs);
-        PyObject *tkw = PyDict_New();
-        for (Py_ssize_t i = 0; targs && i < nargs; i++)
-            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-        for (Py_ssize_t i = nargs; tkw && i < n; i++)
-            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
-                Py_CLEAR(tkw);
-        if (targs && tkw)
-            r = PyObject_CallFunctionObjArgs(jax_bridge, w->compiled, targs, tkw, NULL);
-        Py_XDECREF(targs);
-        Py_XDECREF(tkw);
+        r = bridge_call(jax_bridge, w, args, nargs, kwnames);
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++)
@@ -416,17 +413,7 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
         }
     if (foreign_grad && torch_bridge) {
         /* torch's autograd records the call: the bridge runs numdyn's vjp */
-        PyObject *targs = PyTuple_New(nargs);
-        PyObject *tkw = PyDict_New();
-        for (Py_ssize_t i = 0; targs && i < nargs; i++)
-            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-        for (Py_ssize_t i = nargs; tkw && i < n; i++)
-            if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
-                Py_CLEAR(tkw);
-        if (targs && tkw)
-            r = PyObject_CallFunctionObjArgs(torch_bridge, w->compiled, targs, tkw, NULL);
-        Py_XDECREF(targs);
-        Py_XDECREF(tkw);
+        r = bridge_call(torch_bridge, w, args, nargs, kwnames);
         goto done;
     }
     if (grad && kind == &NdTensor_Type && nd_tape_grad_enabled()) {
@@ -437,17 +424,10 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
     r = PyObject_Vectorcall(w->compiled, a, nargs, kwnames);
     r = leave(r, kind, 0);
     if (r && grad) {
-        PyObject *targs = PyTuple_New(nargs), *tkw = NULL;
-        for (Py_ssize_t i = 0; targs && i < nargs; i++)
-            PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
-        if (targs && kwnames && PyTuple_GET_SIZE(kwnames)) {
-            tkw = PyDict_New();
-            for (Py_ssize_t i = nargs; tkw && i < n; i++)
-                if (PyDict_SetItem(tkw, PyTuple_GET_ITEM(kwnames, i - nargs), args[i]) < 0)
-                    Py_CLEAR(tkw);
-            if (!tkw) Py_CLEAR(targs);
-        }
-        if (!targs || nd_tape_record(ND_OP_CALL, w->compiled, targs, tkw, r) < 0) Py_CLEAR(r);
+        PyObject *targs, *tkw;
+        if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &tkw) < 0 ||
+            nd_tape_record(ND_OP_CALL, w->compiled, targs, tkw, r) < 0)
+            Py_CLEAR(r);
         Py_XDECREF(targs);
         Py_XDECREF(tkw);
     }

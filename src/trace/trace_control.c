@@ -344,14 +344,9 @@ const char *nd__ctl_debug_begin(nd_ctl *c, Py_ssize_t idx, PyObject *const *args
     if (!args) return prev;
     /* repro.py: written before the compile, so a crash still leaves it */
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
-    PyObject *a = PyTuple_New(npos), *kw = PyDict_New(), *m = PyImport_ImportModule("numdyn"), *r = NULL;
-    if (a && kw && m) {
-        for (Py_ssize_t i = 0; i < npos; i++) PyTuple_SET_ITEM(a, i, Py_NewRef(args[i]));
-        int ok = 1;
-        for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
-            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[npos + i]) < 0) ok = 0;
-        if (ok) r = PyObject_CallMethod(m, "_debug_repro", "OsOO", c->fn, tag, a, kw);
-    }
+    PyObject *a, *kw, *m = PyImport_ImportModule("numdyn"), *r = NULL;
+    if (nd_vectorcall_unpack(args, npos, kwnames, 1, &a, &kw) == 0 && m)
+        r = PyObject_CallMethod(m, "_debug_repro", "OsOO", c->fn, tag, a, kw);
     if (!r) PyErr_WriteUnraisable(c->fn);  /* debugging output must not change the call */
     Py_XDECREF(r);
     Py_XDECREF(a);

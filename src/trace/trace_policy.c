@@ -100,14 +100,8 @@ static PyObject *run_eagerly(NdPolicy *p, PyObject *const *args, size_t nargsf,
         if (r < 0) return NULL;
     }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *a = PyTuple_New(nargs), *kw = NULL, *a2 = NULL, *k2 = NULL, *res = NULL;
-    if (!a) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(a, i, Py_NewRef(args[i]));
-    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
-        if (!(kw = PyDict_New())) goto done;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
-            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto done;
-    }
+    PyObject *a, *kw, *a2 = NULL, *k2 = NULL, *res = NULL;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &a, &kw) < 0) return NULL;
     if (nd__materialize_call(a, kw, &a2, &k2) < 0) goto done;
     if (t && nd__flush_writes(t) < 0) goto done;  /* fn may look at caller arrays */
     {
