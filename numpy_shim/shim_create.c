@@ -449,6 +449,47 @@ static PyObject *identity_impl(nd_trace *t, PyObject **argv)
     return eye_core(t, argv[0], NULL, NULL, argv[1]);
 }
 
+/* np.ndarray(shape, dtype, buffer, offset, strides, order) called directly
+ * (trace_remap.c): without a buffer it allocates as np.empty does, so the
+ * stores that fill it stay in the graph (NPBench nbody: `KE =
+ * np.ndarray(Nt + 1)`, then `KE[i + 1] = lazy` each step). Anything else is
+ * NumPy's constructor itself, called as given: no graph break, as when the
+ * call was not renamed. */
+static PyObject *ndarray_impl(nd_trace *t, PyObject **argv)
+{
+    int plain = (!argv[2] || argv[2] == Py_None) && (!argv[4] || argv[4] == Py_None) &&
+                (!argv[5] || argv[5] == Py_None ||
+                 (PyUnicode_Check(argv[5]) && PyUnicode_CompareWithASCIIString(argv[5], "C") == 0));
+    if (plain && argv[3] && !(PyLong_CheckExact(argv[3]) && PyLong_AsLong(argv[3]) == 0)) {
+        PyErr_Clear();
+        plain = 0;
+    }
+    if (plain) {
+        int ndim, dtype;
+        npy_intp shape[ND_MAXDIMS];
+        int rc = shape_arg(argv[0], &ndim, shape);
+        if (rc < 0 || (rc == 0 && (rc = dtype_or(argv[1], NPY_FLOAT64, &dtype)) < 0)) return NULL;
+        if (rc == 0) return const_filled(t, ndim, shape, 0, dtype);
+        (void)nd_shim_take_unsupported();
+    }
+    PyObject *args = PyTuple_New(6);
+    if (!args) return NULL;
+    for (int i = 0; i < 6; i++) {
+        PyObject *v = argv[i] ? argv[i] : (i == 3 ? PyLong_FromLong(0) : Py_NewRef(Py_None));
+        if (argv[i]) Py_INCREF(v);
+        if (!v) { Py_DECREF(args); return NULL; }
+        PyTuple_SET_ITEM(args, i, v);
+    }
+    PyObject *r = PyObject_Call((PyObject *)&PyArray_Type, args, NULL);
+    Py_DECREF(args);
+    return r;
+}
+
+static const nd_shim_def call_only[] = {
+    {"ndarray", "shape|dtype,buffer,offset,strides,order", ndarray_impl, ND_SHIM_CREATE},
+    {NULL},
+};
+
 static const nd_shim_def functions[] = {
     {"zeros", "shape|dtype,order;device,like", zeros_impl, ND_SHIM_CREATE},
     {"empty", "shape|dtype,order;device,like", zeros_impl, ND_SHIM_CREATE},
@@ -467,5 +508,5 @@ static const nd_shim_def functions[] = {
 
 int nd_shim_register_create(nd_shim_table *tab)
 {
-    return nd_shim_add_functions(tab, functions);
+    return nd_shim_add_functions(tab, functions) < 0 ? -1 : nd_shim_add_call_only(tab, call_only);
 }

@@ -95,6 +95,12 @@ typedef struct nd_shim_table nd_shim_table;  /* opaque; lives in shim_module.c *
 int nd_shim_add_functions(nd_shim_table *tab, const nd_shim_def *defs);
 /* ndarray methods: name is the method name; params start with "self". */
 int nd_shim_add_methods(nd_shim_table *tab, const nd_shim_def *defs);
+/* Top-level NumPy callables whose own object must stay NumPy's (np.ndarray:
+ * isinstance, x.view(np.ndarray), `type(x) is np.ndarray`): the shim module
+ * holds each as "__numdyn_call_<name>__", reached only through a direct
+ * call `np.<name>(...)` that trace_remap.c renames; never found by
+ * nd_shim_lookup. */
+int nd_shim_add_call_only(nd_shim_table *tab, const nd_shim_def *defs);
 
 /* One per area file; called in this order from nd_shim_init. */
 int nd_shim_register_ufunc(nd_shim_table *tab);   /* shim_ufunc.c */

@@ -359,6 +359,25 @@ int nd_shim_add_methods(nd_shim_table *tab, const nd_shim_def *defs)
     return 0;
 }
 
+int nd_shim_add_call_only(nd_shim_table *tab, const nd_shim_def *defs)
+{
+    for (const nd_shim_def *d = defs; d->name; d++) {
+        if (!nd_shim_spec(d)) return -1;
+        PyObject *np = PyObject_GetAttrString(numpy_mod, d->name);
+        if (!np) return -1;
+        PyObject *f = shimfunc_new(d, np);
+        Py_DECREF(np);
+        if (!f) return -1;
+        int rc = -1;
+        PyObject *key = PyUnicode_FromFormat(ND_SHIM_CALL_PREFIX "%s__", d->name);
+        if (key) rc = PyObject_SetAttr(tab->module, key, f);
+        Py_XDECREF(key);
+        Py_DECREF(f);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
 /* the ShimFunction registered for a NumPy function object (borrowed) */
 static PyObject *lookup_def(PyObject *numpy_func)
 {

@@ -375,6 +375,10 @@ typedef struct nd_numpy_entries {
     PyObject *(*lookup)(PyObject *numpy_func); /* borrowed, or NULL: none */
 } nd_numpy_entries;
 extern nd_numpy_entries nd_np;
+/* The shim module may hold ND_SHIM_CALL_PREFIX "<name>__": what a direct
+ * call `np.<name>(...)` in a compiled function runs (trace_remap.c renames
+ * such calls), where np.<name> itself must stay NumPy's object. */
+#define ND_SHIM_CALL_PREFIX "__numdyn_call_"
 /* Called once by the shim's init; every entry must be set. */
 void nd_trace_register_numpy(const nd_numpy_entries *entries);
 

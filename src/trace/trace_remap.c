@@ -31,6 +31,11 @@
  *     z += a` there makes a lazy array, not a NumPy one that takes the
  *     value out of the graph (a lambda, or loop capture off, has no AST
  *     rewrite to do this for it: loop_rewrite.c's __numdyn_callee__).
+ * Attribute names are renamed too where the shim holds a call-only entry
+ * (ND_SHIM_CALL_PREFIX, trace.h) and every instruction naming one is a
+ * method load off the shim module: `np.ndarray(n)` calls the shim's
+ * constructor (a lazy np.empty) while `np.ndarray` read any other way --
+ * isinstance(x, np.ndarray), x.view(np.ndarray) -- is NumPy's own type.
  * The new name is "__numdyn_<name>__", injected into the function's own
  * globals dict (the module's namespace: a function needs a real dict, and
  * sharing it keeps `global` statements and later definitions visible).
@@ -369,13 +374,10 @@ static int loads_for_call(PyObject *ins)
  * that a LOAD_GLOBAL uses otherwise than the entry allows: a helper's
  * wrapper only for a call, a user namespace only for an attribute read by
  * the next instruction (`MyArr.helper(...)`, `mod.f`) */
-static PyObject *unsafe_names(PyObject *code, PyObject *mapping)
+static PyObject *unsafe_names(PyObject *list, PyObject *mapping)
 {
     PyObject *unsafe = PySet_New(NULL);
-    PyObject *it = unsafe ? PyObject_CallOneArg(get_instructions, code) : NULL;
-    PyObject *list = it ? PySequence_List(it) : NULL;
-    Py_XDECREF(it);
-    if (!list) { Py_XDECREF(unsafe); return NULL; }
+    if (!unsafe) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(list);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *ins = PyList_GET_ITEM(list, i);
@@ -410,20 +412,167 @@ static PyObject *unsafe_names(PyObject *code, PyObject *mapping)
         Py_XDECREF(arg);
         if (!arg || bad) break;
     }
-    Py_DECREF(list);
     if (PyErr_Occurred()) { Py_DECREF(unsafe); return NULL; }
     return unsafe;
 }
 
-static PyObject *remap_code(PyObject *code, PyObject *mapping, int depth)
+static int opname_is(PyObject *ins, const char *name)
+{
+    PyObject *op = PyObject_GetAttrString(ins, "opname");
+    if (!op) return -1;
+    int r = PyUnicode_Check(op) && PyUnicode_CompareWithASCIIString(op, name) == 0;
+    Py_DECREF(op);
+    return r;
+}
+
+static long ins_arg(PyObject *ins)
+{
+    PyObject *a = PyObject_GetAttrString(ins, "arg");
+    long v = a && PyLong_Check(a) ? PyLong_AsLong(a) : a ? 0 : -1;
+    Py_XDECREF(a);
+    return v;
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+/* 3.11 loads `np.ndarray` for a call with keywords as LOAD_GLOBAL (NULL +
+ * np), LOAD_ATTR: the attribute is the call's callable only if what
+ * follows pushes the arguments above it and a PRECALL of that many takes
+ * them (not `np.ndarray.__new__(...)`, `np.ndarray[int](...)`). Followed
+ * on straight code only: a jump in the arguments is a no. */
+static int called_by_next_call(PyObject *list, Py_ssize_t i)
+{
+    static PyObject *stack_effect;
+    if (!stack_effect) {
+        PyObject *dis = PyImport_ImportModule("dis");
+        stack_effect = dis ? PyObject_GetAttrString(dis, "stack_effect") : NULL;
+        Py_XDECREF(dis);
+        if (!stack_effect) return -1;
+    }
+    long depth = 0;
+    for (Py_ssize_t j = i + 1; j < PyList_GET_SIZE(list) && j < i + 256; j++) {
+        PyObject *ins = PyList_GET_ITEM(list, j);
+        int pre = opname_is(ins, "PRECALL");
+        if (pre < 0) return -1;
+        if (pre) {
+            long argc = ins_arg(ins);
+            if (argc < 0) return -1;
+            if (argc >= depth) return argc == depth;
+        }
+        PyObject *name = PyObject_GetAttrString(ins, "opname");
+        PyObject *jt = name ? PyObject_GetAttrString(ins, "is_jump_target") : NULL;
+        const char *nm = jt && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        int branch = !nm ? -1 : PyObject_IsTrue(jt) || strstr(nm, "JUMP") || !strcmp(nm, "FOR_ITER") ||
+                               !strcmp(nm, "SEND");
+        Py_XDECREF(name);
+        Py_XDECREF(jt);
+        if (branch) return branch < 0 ? -1 : 0;
+        PyObject *op = PyObject_GetAttrString(ins, "opcode");
+        PyObject *arg = op ? PyObject_GetAttrString(ins, "arg") : NULL;
+        PyObject *eff = arg ? PyObject_CallFunctionObjArgs(stack_effect, op, arg, NULL) : NULL;
+        Py_XDECREF(op);
+        Py_XDECREF(arg);
+        if (!eff) return -1;
+        long e = PyLong_AsLong(eff);
+        Py_DECREF(eff);
+        if (e == -1 && PyErr_Occurred()) return -1;
+        if ((depth += e) < 0) return 0;
+    }
+    return 0;
+}
+#endif
+
+/* ins (the i-th) loads an attribute only to call it: LOAD_METHOD, from
+ * 3.12 on LOAD_ATTR with the method bit (its argument's low bit), in 3.11
+ * LOAD_ATTR after a LOAD_GLOBAL that pushed a call's NULL, its value the
+ * callable of the next call */
+static int method_load(PyObject *list, Py_ssize_t i, Py_ssize_t prev)
+{
+    PyObject *ins = PyList_GET_ITEM(list, i);
+    int m = opname_is(ins, "LOAD_METHOD");
+    if (m != 0 || (m = opname_is(ins, "LOAD_ATTR")) != 1) return m;
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)prev;
+    long v = ins_arg(ins);
+    return v < 0 ? -1 : (int)(v & 1);
+#else
+    if (prev < 0) return 0;
+    long v = ins_arg(PyList_GET_ITEM(list, prev));
+    if (v < 0) return -1;
+    return (v & 1) ? called_by_next_call(list, i) : 0;
+#endif
+}
+
+/* ins is LOAD_GLOBAL of a name this code object reads as the shim module */
+static int loads_shim(PyObject *ins, PyObject *mapping, PyObject *unsafe, PyObject *shim)
+{
+    int g = opname_is(ins, "LOAD_GLOBAL");
+    if (g <= 0) return g;
+    PyObject *name = PyObject_GetAttrString(ins, "argval");
+    if (!name) return -1;
+    PyObject *entry = PyUnicode_Check(name) ? PyDict_GetItemWithError(mapping, name) : NULL;
+    int r = entry && PyTuple_GET_ITEM(entry, 1) == shim;
+    if (r && (r = !PySet_Contains(unsafe, name)) && PyErr_Occurred()) r = -1;
+    if (!entry && PyErr_Occurred()) r = -1;
+    Py_DECREF(name);
+    return r;
+}
+
+/* Attribute names to rename to the shim's ND_SHIM_CALL_PREFIX entries
+ * (name -> new name): every instruction naming one is a method load right
+ * after the LOAD_GLOBAL of the shim, so the attribute is only ever called,
+ * never kept: np.ndarray stays NumPy's type everywhere else. */
+static PyObject *call_renames(PyObject *list, PyObject *mapping, PyObject *unsafe, PyObject *shim)
+{
+    PyObject *ren = PyDict_New(), *no = PySet_New(NULL), *keys = NULL;
+    PyObject *sd = PyModule_Check(shim) ? PyModule_GetDict(shim) : NULL;
+    if (!ren || !no || !sd) goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *ins = PyList_GET_ITEM(list, i);
+        PyObject *arg = PyObject_GetAttrString(ins, "argval");
+        if (!arg) goto fail;
+        if (!PyUnicode_Check(arg) || PyDict_Contains(mapping, arg)) { Py_DECREF(arg); continue; }
+        PyObject *nn = PyUnicode_FromFormat(ND_SHIM_CALL_PREFIX "%U__", arg);
+        int has = nn ? PyDict_Contains(sd, nn) : -1, ok = 0;
+        if (has == 1) {
+            Py_ssize_t p = i - 1;  /* the object's load, before any EXTENDED_ARG */
+            while (p >= 0 && (ok = opname_is(PyList_GET_ITEM(list, p), "EXTENDED_ARG")) == 1) p--;
+            if (ok == 0) ok = p < 0 ? 0 : loads_shim(PyList_GET_ITEM(list, p), mapping, unsafe, shim);
+            if (ok == 1) ok = method_load(list, i, p);
+        }
+        int rc = has < 0 || ok < 0 ? -1 : !has ? 0 : ok ? PyDict_SetItem(ren, arg, nn) : PySet_Add(no, arg);
+        Py_XDECREF(nn);
+        Py_DECREF(arg);
+        if (rc < 0) goto fail;
+    }
+    if (!(keys = PyDict_Keys(ren))) goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        int bad = PySet_Contains(no, PyList_GET_ITEM(keys, i));
+        if (bad < 0 || (bad && PyDict_DelItem(ren, PyList_GET_ITEM(keys, i)) < 0)) goto fail;
+    }
+    Py_DECREF(keys);
+    Py_DECREF(no);
+    return ren;
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(ren);
+    Py_XDECREF(no);
+    return NULL;
+}
+
+static PyObject *remap_code(PyObject *code, PyObject *mapping, PyObject *shim, int depth)
 {
     if (depth > 32) return Py_NewRef(code);
     PyObject *names = PyObject_GetAttrString(code, "co_names");
     PyObject *consts = names ? PyObject_GetAttrString(code, "co_consts") : NULL;
-    PyObject *unsafe = consts ? unsafe_names(code, mapping) : NULL;
+    PyObject *it = consts ? PyObject_CallOneArg(get_instructions, code) : NULL;
+    PyObject *list = it ? PySequence_List(it) : NULL;
+    Py_XDECREF(it);
+    PyObject *unsafe = list ? unsafe_names(list, mapping) : NULL;
+    PyObject *calls = unsafe ? call_renames(list, mapping, unsafe, shim) : NULL;
     PyObject *nnames = NULL, *nconsts = NULL, *r = NULL;
     int changed = 0;
-    if (!unsafe) goto done;
+    if (!calls) goto done;
     nnames = PyTuple_New(PyTuple_GET_SIZE(names));
     nconsts = nnames ? PyTuple_New(PyTuple_GET_SIZE(consts)) : NULL;
     if (!nconsts) goto done;
@@ -434,11 +583,14 @@ static PyObject *remap_code(PyObject *code, PyObject *mapping, int depth)
         int bad = entry ? PySet_Contains(unsafe, name) : 1;
         if (bad < 0) goto done;
         if (!bad) { use = PyTuple_GET_ITEM(entry, 0); changed = 1; }
+        PyObject *call = entry ? NULL : PyDict_GetItemWithError(calls, name);
+        if (!call && PyErr_Occurred()) goto done;
+        if (call) { use = call; changed = 1; }
         PyTuple_SET_ITEM(nnames, i, Py_NewRef(use));
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(consts); i++) {
         PyObject *c = PyTuple_GET_ITEM(consts, i), *nc;
-        nc = PyCode_Check(c) ? remap_code(c, mapping, depth + 1) : Py_NewRef(c);
+        nc = PyCode_Check(c) ? remap_code(c, mapping, shim, depth + 1) : Py_NewRef(c);
         if (!nc) goto done;
         changed |= nc != c;
         PyTuple_SET_ITEM(nconsts, i, nc);
@@ -456,7 +608,9 @@ static PyObject *remap_code(PyObject *code, PyObject *mapping, int depth)
 done:
     Py_XDECREF(names);
     Py_XDECREF(consts);
+    Py_XDECREF(list);
     Py_XDECREF(unsafe);
+    Py_XDECREF(calls);
     Py_XDECREF(nnames);
     Py_XDECREF(nconsts);
     return r;
@@ -515,7 +669,7 @@ static PyObject *remap_function(PyObject *orig, PyObject *shim, PyObject **guard
     if (!mapping || collect(code, globals, mapping, shim, 0) < 0) goto done;
     if (!(*guards = make_guards(orig, mapping))) goto done;
     if (PyDict_GET_SIZE(mapping) == 0) { nf = Py_NewRef(fn); goto done; }
-    if (!(ncode = remap_code(code, mapping, 0))) goto done;
+    if (!(ncode = remap_code(code, mapping, shim, 0))) goto done;
     if (ncode == code) { nf = Py_NewRef(fn); goto done; }
     Py_ssize_t pos = 0;
     PyObject *name, *entry;
