@@ -452,14 +452,17 @@ static PyObject *identity_impl(nd_trace *t, PyObject **argv)
 /* np.ndarray(shape, dtype, buffer, offset, strides, order) called directly
  * (trace_remap.c): without a buffer it allocates as np.empty does, so the
  * stores that fill it stay in the graph (NPBench nbody: `KE =
- * np.ndarray(Nt + 1)`, then `KE[i + 1] = lazy` each step). Anything else is
+ * np.ndarray(Nt + 1)`, then `KE[i + 1] = lazy` each step), in C or F
+ * order. Anything else is
  * NumPy's constructor itself, called as given: no graph break, as when the
  * call was not renamed. */
 static PyObject *ndarray_impl(nd_trace *t, PyObject **argv)
 {
-    int plain = (!argv[2] || argv[2] == Py_None) && (!argv[4] || argv[4] == Py_None) &&
-                (!argv[5] || argv[5] == Py_None ||
-                 (PyUnicode_Check(argv[5]) && PyUnicode_CompareWithASCIIString(argv[5], "C") == 0));
+    char order = !argv[5] || argv[5] == Py_None ? 'C' : 0;
+    if (!order && PyUnicode_Check(argv[5]))
+        order = !PyUnicode_CompareWithASCIIString(argv[5], "C") ? 'C'
+                : !PyUnicode_CompareWithASCIIString(argv[5], "F") ? 'F' : 0;
+    int plain = order && (!argv[2] || argv[2] == Py_None) && (!argv[4] || argv[4] == Py_None);
     if (plain && argv[3] && !(PyLong_CheckExact(argv[3]) && PyLong_AsLong(argv[3]) == 0)) {
         PyErr_Clear();
         plain = 0;
@@ -469,7 +472,7 @@ static PyObject *ndarray_impl(nd_trace *t, PyObject **argv)
         npy_intp shape[ND_MAXDIMS];
         int rc = shape_arg(argv[0], &ndim, shape);
         if (rc < 0 || (rc == 0 && (rc = dtype_or(argv[1], NPY_FLOAT64, &dtype)) < 0)) return NULL;
-        if (rc == 0) return const_filled(t, ndim, shape, 0, dtype);
+        if (rc == 0) return in_order(const_filled(t, ndim, shape, 0, dtype), order);
         (void)nd_shim_take_unsupported();
     }
     PyObject *args = PyTuple_New(6);

@@ -79,12 +79,13 @@ def made(n, buf, x):
     a[:] = x[:, None] * 2
     b = np.ndarray(n, dtype=np.float64, buffer=buf, offset=8)
     c = np.ndarray((2, n), order="F")
-    c[...] = 1.5
+    c[...] = x * 1.5
     return a, b + 1, c, type(np.ndarray(1)).__name__
 
 
 def test_ndarray_constructor_forms_match_numpy():
-    # a buffer, an order other than C: NumPy's constructor as called, no break
+    # F order is laid out as NumPy's; a buffer is NumPy's constructor as
+    # called, no break
     buf, x = bytearray(np.arange(8.0).tobytes()), np.arange(3, dtype=np.int32)
     want = made(3, buf, x)
     cf = numdyn.compile(made, options=OWN)
