@@ -1092,15 +1092,95 @@ static nd_ln *stmt(pctx *c, PyObject *s)
     return r;
 }
 
+/* `a[i], a[j] = a[j], a[i]`: the number of targets when s assigns a tuple
+ * of values to a tuple of targets one of which is a subscript, else 0 */
+static Py_ssize_t tuple_store_size(PyObject *s)
+{
+    if (!IS(s, "Assign")) return 0;
+    PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+    PyObject *t = ts && PyList_GET_SIZE(ts) == 1 ? PyList_GET_ITEM(ts, 0) : NULL;
+    PyObject *te = t && (IS(t, "Tuple") || IS(t, "List")) ? attr(t, "elts") : NULL;
+    PyObject *ve = te && v && (IS(v, "Tuple") || IS(v, "List")) ? attr(v, "elts") : NULL;
+    Py_ssize_t m = 0;
+    if (ve && PyList_GET_SIZE(ve) == PyList_GET_SIZE(te))
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(te); k++)
+            if (IS(PyList_GET_ITEM(te, k), "Subscript")) m = PyList_GET_SIZE(te);
+    Py_XDECREF(ts); Py_XDECREF(v); Py_XDECREF(te); Py_XDECREF(ve);
+    PyErr_Clear();
+    return m;
+}
+
+/* Python evaluates the values left to right, then assigns the targets left
+ * to right, each target's subscript when its turn comes: the same as each
+ * value assigned to a name of its own, then each target from its name (an
+ * element swap through two C locals). The names are the region's own. */
+static int tuple_store(pctx *c, PyObject *s, Py_ssize_t m, nd_ln **out)
+{
+    int line = line_of(s), rc = -1;
+    PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+    PyObject *te = v ? attr(PyList_GET_ITEM(ts, 0), "elts") : NULL, *ve = te ? attr(v, "elts") : NULL;
+    int tmp[64];
+    if (!ve) goto done;
+    if (m > 64) { refuse(c, s, "a tuple assignment of more than 64 values"); goto done; }
+    PyObject *co = attr(s, "col_offset");
+    long col = co ? PyLong_AsLong(co) : -1;
+    Py_XDECREF(co);
+    if (col < 0) { PyErr_Clear(); col = 0; }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *name = PyUnicode_FromFormat("__numdyn_tuple_%d_%ld_%zd", line, col, k);
+        if (!name || PySet_Add(c->locals, name) < 0) { Py_XDECREF(name); goto done; }
+        int tv = var_of(c, name);
+        Py_DECREF(name);
+        nd_ln *x = tv >= 0 ? expr(c, PyList_GET_ITEM(ve, k)) : NULL;
+        if (!x || !(out[k] = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) goto done;
+        c->ir->vflags[tv] |= VF_ASSIGNED;
+        out[k]->var = tmp[k] = tv;
+        out[k]->kid[0] = x;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *t = PyList_GET_ITEM(te, k);
+        nd_ln *x = var_node(c, tmp[k], line), *r = NULL;
+        if (!x) goto done;
+        if (IS(t, "Subscript")) {
+            int av;
+            if ((r = elem(c, t, LK_STORE, &av))) c->ir->vflags[av] |= VF_STORED;
+        } else {
+            int tv;
+            if (assign_target(c, t, &tv) == 0 && (r = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) r->var = tv;
+        }
+        if (!r) goto done;
+        r->kid[0] = x;
+        out[m + k] = r;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(ts); Py_XDECREF(v); Py_XDECREF(te); Py_XDECREF(ve);
+    return rc;
+}
+
 static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
 {
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    *nout = (int)n;
+    Py_ssize_t n = PyList_GET_SIZE(list), total = 0;
+    *nout = 0;
     *out = NULL;
     if (!n) return 0;
-    if (!(*out = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)n))) return -1;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (!((*out)[k] = stmt(c, PyList_GET_ITEM(list, k)))) return -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t m = tuple_store_size(PyList_GET_ITEM(list, k));
+        total += m ? 2 * m : 1;
+    }
+    if (!(*out = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)total))) return -1;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *s = PyList_GET_ITEM(list, k);
+        Py_ssize_t m = tuple_store_size(s);
+        if (m) {
+            if (tuple_store(c, s, m, *out + j) < 0) return -1;
+            j += 2 * m;
+        } else if (!((*out)[j++] = stmt(c, s))) {
+            return -1;
+        }
+    }
+    *nout = (int)total;
     return 0;
 }
 
