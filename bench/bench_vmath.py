@@ -1,0 +1,98 @@
+"""Per-element cost of the kernels' vector math: each float ufunc's
+function from kernels/nd_kernel.h in a plain C loop (what a generated
+kernel's inner loop runs, one thread, compiled with numdyn's own compiler
+command) against NumPy's loop over the same operands, interleaved in one
+process, the minimum of many runs over 16384 elements (L1/L2-resident:
+the arithmetic, not memory). `--against DIR` times a second kernels/
+directory (another checkout's) in the same loop, before/after.
+
+    python bench/bench_vmath.py [--only exp,sinh] [--against /path/to/old/kernels] [--runs N]
+
+Operands are bench_ufuncs.py's; the max error against NumPy's results is
+printed in units of the dtype's epsilon (relative).
+"""
+import argparse
+import ctypes
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_ufuncs import UNARY, _operand  # noqa: E402
+
+import numdyn  # noqa: E402
+
+KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
+DEFAULT = ["exp", "exp2", "expm1", "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt"]
+CNAME = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
+
+
+def _compiler_command(tmp):
+    """numdyn's own compile command line (compile.txt of a debug dir)"""
+    env = dict(os.environ, NUMDYN_DEBUG_DIR=str(tmp / "dbg"), NUMDYN_CACHE_DIR=str(tmp / "cache"))
+    code = "import numpy as np, numdyn; numdyn.compile(lambda a: np.exp(a))(np.ones(9)); numdyn.utils.wait_compiles()"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    for line in next((tmp / "dbg").rglob("compile.txt")).read_text().splitlines():
+        if line.startswith("compiler: "):
+            return line[len("compiler: "):]
+    raise RuntimeError("no compiler line in compile.txt")
+
+
+def _build(names, kdir, cmd, tmp, tag):
+    src = ['#include "nd_kernel.h"']
+    for nm in names:
+        c = CNAME.get(nm, nm)
+        for t, s, f in (("double", "d", ""), ("float", "f", "f")):
+            src.append(f"void vm_{nm}_{s}(const {t} *restrict x, {t} *restrict y, long n)\n"
+                       f"{{\n#pragma omp simd\n    for (long i = 0; i < n; i++) y[i] = nd_{c}{f}(x[i]);\n}}")
+    c_path, so = tmp / f"vm_{tag}.c", tmp / f"vm_{tag}.so"
+    c_path.write_text("\n".join(src) + "\n")
+    subprocess.run(f"{cmd} -I{kdir} {c_path} -o {so} -lsleefgnuabi -lm", shell=True, check=True)
+    return ctypes.CDLL(str(so))
+
+
+def run(names, against=None, runs=100, n=16384):
+    with tempfile.TemporaryDirectory() as td:
+        tmp = pathlib.Path(td)
+        cmd = _compiler_command(tmp)
+        libs = [("numdyn", _build(names, KERNELS, cmd, tmp, "new"))]
+        if against:
+            libs.insert(0, ("against", _build(names, against, cmd, tmp, "old")))
+        rng = np.random.default_rng(0)
+        print(f"{'ufunc':8s} dtype  NumPy ns  " + "  ".join(f"{t:>8s} ns" for t, _ in libs) +
+              "  " + "  ".join(f"NumPy/{t}" for t, _ in libs) + "  max err/eps")
+        for nm in names:
+            for dt, s in (("f8", "d"), ("f4", "f")):
+                x = _operand(rng, UNARY[nm], n, np.dtype(dt))
+                want, y = np.empty_like(x), np.empty_like(x)
+                uf = getattr(np, nm)
+                fns = [getattr(lib, f"vm_{nm}_{s}") for _, lib in libs]
+                px, py = x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p)
+                tn, tk = [], [[] for _ in fns]
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    uf(x, out=want)
+                    tn.append(time.perf_counter() - t0)
+                    for fn, acc in zip(fns, tk):
+                        t0 = time.perf_counter()
+                        fn(px, py, ctypes.c_long(n))
+                        acc.append(time.perf_counter() - t0)
+                fi = np.finfo(dt)
+                err = np.max(np.abs(y - want) / np.maximum(np.abs(want), fi.tiny)) / fi.eps
+                b = min(tn)
+                print(f"{nm:8s} {dt}    {b / n * 1e9:7.2f}  " + "  ".join(f"{min(a) / n * 1e9:11.2f}" for a in tk) +
+                      "  " + "  ".join(f"{b / min(a):10.2f}x" for a in tk) + f"  {err:9.2f}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=",".join(DEFAULT))
+    ap.add_argument("--against", default=None, help="another kernels/ directory, timed alongside")
+    ap.add_argument("--runs", type=int, default=100)
+    a = ap.parse_args()
+    run(a.only.split(","), a.against, a.runs)
