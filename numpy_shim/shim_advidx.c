@@ -23,6 +23,7 @@
 #include "shim_internal.h"
 #include "runtime/backend.h"
 #include "core/counters.h"
+#include "core/containers.h"
 #include <string.h>
 
 /* ------------------------------------------------- runtime helper callables */
@@ -713,16 +714,8 @@ static int fallback_update(nd_trace *t, PyObject *self, PyObject *func,
     PyObject *copy = PyObject_CallMethod(cur, "copy", NULL);
     Py_DECREF(cur);
     if (!copy) return -1;
-    Py_ssize_t n = PyTuple_GET_SIZE(rest);
-    PyObject *args = PyTuple_New(n + 1);
+    PyObject *args = nd_tuple_prepend(copy, rest);
     if (!args) { Py_DECREF(copy); return -1; }
-    Py_INCREF(copy);
-    PyTuple_SET_ITEM(args, 0, copy);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *o = PyTuple_GET_ITEM(rest, i);
-        Py_INCREF(o);
-        PyTuple_SET_ITEM(args, i + 1, o);
-    }
     PyObject *r = nd_trace_fallback_call(func, args, kwargs, reason);
     Py_DECREF(args);
     if (!r) { Py_DECREF(copy); return -1; }

@@ -595,16 +595,8 @@ PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObj
     PyObject *sf = (t && table.methods) ? PyDict_GetItemString(table.methods, name) : NULL;
     if (!sf) return method_fallback(name, self, args, kwargs, NULL);
     shimfunc *f = (shimfunc *)sf;
-    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
-    PyObject *full = PyTuple_New(n + 1);
+    PyObject *full = nd_tuple_prepend(self, args);
     if (!full) return NULL;
-    Py_INCREF(self);
-    PyTuple_SET_ITEM(full, 0, self);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *o = PyTuple_GET_ITEM(args, i);
-        Py_INCREF(o);
-        PyTuple_SET_ITEM(full, i + 1, o);
-    }
     PyObject *argv[ND_SHIM_MAXARGS];
     PyObject *r = NULL;
     if (nd_shim_parse_args(f->def, full, kwargs, argv) == 0) {

@@ -16,7 +16,7 @@ PyObject *nd_intp_tuple(int n, const npy_intp *v)
 
 PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(rest);
+    Py_ssize_t n = rest ? PyTuple_GET_SIZE(rest) : 0;
     PyObject *t = PyTuple_New(n + 1);
     if (!t) return NULL;
     PyTuple_SET_ITEM(t, 0, Py_NewRef(first));

@@ -7,7 +7,8 @@
 /* A tuple of Python ints (shape, strides, axes); new ref, or NULL with an
  * exception set. */
 PyObject *nd_intp_tuple(int n, const npy_intp *v);
-/* (first, *rest) for a tuple rest; new ref, or NULL with an exception set */
+/* (first, *rest) for a tuple rest, (first,) for rest NULL; new ref, or
+ * NULL with an exception set */
 PyObject *nd_tuple_prepend(PyObject *first, PyObject *rest);
 /* A vectorcall's arguments as PyObject_Call takes them: *args the first
  * nargs of argv (a tuple), *kwargs the keyword ones (argv[nargs:] by

@@ -379,32 +379,37 @@ static PyObject *result_with_out(PyObject *r, PyObject *kwargs)
     return nd_tensor_wrap_result(r);
 }
 
+/* call(*args, **kwargs) on the arrays behind the Tensors in them, the
+ * result as Tensors (out= as given); args[0] left out when skip_receiver
+ * (the object call is bound to). *grad |= whether an argument requires
+ * grad (out= is refused then). New ref, or NULL. */
+static PyObject *call_on_arrays(PyObject *call, PyObject *args, PyObject *kwargs,
+                                int skip_receiver, int *grad)
+{
+    if (check_out(kwargs) < 0) return NULL;
+    PyObject *a = nd_tensor_unwrap(args, grad), *k = NULL, *r = NULL;
+    if (!a) return NULL;
+    if (kwargs && !(k = nd_tensor_unwrap(kwargs, grad))) goto done;
+    if (refuse_out_with_grad(kwargs, *grad) < 0) goto done;
+    if (skip_receiver) {
+        PyObject *rest = PyTuple_GetSlice(a, 1, PyTuple_GET_SIZE(a));
+        Py_SETREF(a, rest);
+        if (!a) goto done;
+    }
+    if ((r = PyObject_Call(call, a, k))) r = result_with_out(r, kwargs);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(k);
+    return r;
+}
+
 /* run func on the arrays behind args/kwargs, wrap, record. kind/func as
  * nd_tape_record; call: what actually runs (func itself for ND_OP_CALL) */
 static PyObject *run_op(int kind, PyObject *func, PyObject *call, PyObject *args,
                         PyObject *kwargs)
 {
     int grad = 0;
-    if (check_out(kwargs) < 0) return NULL;
-    PyObject *a = nd_tensor_unwrap(args, &grad);
-    if (!a) return NULL;
-    PyObject *k = NULL;
-    if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
-    if (refuse_out_with_grad(kwargs, grad) < 0) {
-        Py_DECREF(a);
-        Py_XDECREF(k);
-        return NULL;
-    }
-    if (kind == ND_OP_METHOD) {  /* args[0] is the receiver `call` is bound to */
-        PyObject *rest = PyTuple_GetSlice(a, 1, PyTuple_GET_SIZE(a));
-        Py_SETREF(a, rest);
-        if (!a) { Py_XDECREF(k); return NULL; }
-    }
-    PyObject *r = PyObject_Call(call, a, k);
-    Py_DECREF(a);
-    Py_XDECREF(k);
-    if (!r) return NULL;
-    r = result_with_out(r, kwargs);
+    PyObject *r = call_on_arrays(call, args, kwargs, kind == ND_OP_METHOD, &grad);
     if (r && grad && nd_tape_record(kind, func, args, kwargs, r) < 0) Py_CLEAR(r);
     return r;
 }
@@ -713,30 +718,11 @@ static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
     }
     if (m->mutating && nd_tensor_before_write(m->self) < 0) return NULL;
     int grad = ND_TENSOR(m->self)->requires_grad;
-    if (check_out(kwargs) < 0) return NULL;
-    PyObject *a = nd_tensor_unwrap(args, &grad);
-    if (!a) return NULL;
-    PyObject *k = NULL;
-    if (kwargs && !(k = nd_tensor_unwrap(kwargs, &grad))) { Py_DECREF(a); return NULL; }
-    if (refuse_out_with_grad(kwargs, grad) < 0) {
-        Py_DECREF(a);
-        Py_XDECREF(k);
-        return NULL;
-    }
-    PyObject *r = PyObject_Call(m->bound, a, k);
-    Py_DECREF(a);
-    Py_XDECREF(k);
-    if (!r) return NULL;
-    r = result_with_out(r, kwargs);
-    if (r && grad) {
-        Py_ssize_t n = PyTuple_GET_SIZE(args);
-        PyObject *full = PyTuple_New(n + 1);
-        if (!full) { Py_DECREF(r); return NULL; }
-        PyTuple_SET_ITEM(full, 0, Py_NewRef(m->self));
-        for (Py_ssize_t i = 0; i < n; i++)
-            PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-        if (nd_tape_record(ND_OP_METHOD, m->name, full, kwargs, r) < 0) Py_CLEAR(r);
-        Py_DECREF(full);
+    PyObject *r = call_on_arrays(m->bound, args, kwargs, 0, &grad);
+    if (r && grad) {   /* recorded as a method node whose receiver is self */
+        PyObject *full = nd_tuple_prepend(m->self, args);
+        if (!full || nd_tape_record(ND_OP_METHOD, m->name, full, kwargs, r) < 0) Py_CLEAR(r);
+        Py_XDECREF(full);
     }
     return r;
 }
