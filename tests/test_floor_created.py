@@ -2,6 +2,8 @@
 real array filled by lazy stores breaks at every store). np.ndarray(shape)
 called directly is the shim's lazy np.empty; np.ndarray read any other way
 stays NumPy's type. Checked against NumPy: values, dtypes, types, flags."""
+import operator
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,35 @@ def test_ndarray_constructor_forms_match_numpy():
         np.ndarray(-1)
     with pytest.raises(ValueError, match="negative dimensions"):
         cf(-1, buf, x)
+
+
+def grid_masked(x):
+    # NPBench mandelbrot2: index arrays from np.mgrid (real arrays) taken by
+    # a lazy mask each iteration
+    Xi = np.mgrid[0:4, 0:5][0].ravel()
+    m = x > 0.5
+    return Xi[m], operator.index(x.sum(dtype=np.int64) * 0 + 3)
+
+
+def test_real_array_indexed_by_lazy_mask_breaks_once():
+    # NumPy asks the index for __index__ before converting it: a lazy array
+    # of rank 1 refuses as NumPy does without a flush or a recorded break
+    x = np.linspace(0.0, 1.0, 20)
+    want = grid_masked(x)
+    cf = numdyn.compile(grid_masked, options=OWN)
+    out = numdyn.explain(cf)(x)
+    reasons = [r.reason for r in out.break_reasons]
+    # Xi[m]: the mask's data for NumPy (one break); the 0-d operator.index
+    # needs its value (one break); before, Xi[m] also flushed for __index__
+    assert len(reasons) == 2 and sum("__index__" in r for r in reasons) == 1, reasons
+    got = cf(x)
+    assert type(got[0]) is np.ndarray and got[0].dtype == want[0].dtype
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] == 3 and type(got[1]) is int
+
+    def index_of(a):
+        return operator.index(a * 2)
+    with pytest.raises(TypeError, match="only integer scalar arrays"):
+        index_of(np.arange(3))
+    with pytest.raises(TypeError, match="only integer scalar arrays"):
+        numdyn.compile(index_of, options=OWN)(np.arange(3))

@@ -462,6 +462,13 @@ static Py_hash_t p_hash(PyObject *o)
  * "only integer scalar arrays" */
 static PyObject *p_index(PyObject *o)
 {
+    /* NumPy refuses an array of rank 1 and up without looking at the data
+     * (indexing a real array with a lazy mask, `Xi[I]`, asks __index__
+     * first): same error, no flush and no recorded break */
+    if (((NdProxy *)o)->ndim > 0) {
+        PyErr_SetString(PyExc_TypeError, "only integer scalar arrays can be converted to a scalar index");
+        return NULL;
+    }
     PyObject *v = proxy_value_as_numpy(o, "an array value used as a Python integer (__index__)");
     PyObject *r = v ? PyNumber_Index(v) : NULL;
     Py_XDECREF(v);
