@@ -793,6 +793,87 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
 static PyObject *var_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 0); }
 static PyObject *std_impl(nd_trace *t, PyObject **argv) { return var_std(t, argv, 1); }
 
+/* nanvar/nanstd of a real float array, as numpy/lib/_nanfunctions_impl.py
+ * computes them: NaNs replaced by 0, the mean over the non-NaN count
+ * (divided with errors ignored), deviations zeroed at the NaNs, their
+ * squares summed and divided by dof = count - ddof (with errors ignored;
+ * "Degrees of freedom <= 0 for slice." and NaN where dof <= 0, ND_F_DATA_WARN
+ * on the dof node). A composition of sums, where and a division, so it
+ * stays in the graph and is differentiable (zero gradient at the NaNs).
+ * Before, NumPy's Python code ran on the proxy and its scalar division
+ * (a.dtype.type(a / b)) took the value out of the graph. */
+static PyObject *nanvar_std(nd_trace *t, PyObject **argv, int is_std)
+{
+    const char *fname = is_std ? "nanstd" : "nanvar";
+    nd_operand a;
+    if (operand_array(t, A(0), &a)) return NULL;
+    if (!PyTypeNum_ISFLOAT(a.dtype))
+        return PyTypeNum_ISCOMPLEX(a.dtype)
+                   ? nd_shim_unsupported("numpy.%s of complex values is not supported in-graph", fname)
+                   : var_std(t, argv, is_std);  /* no NaNs: NumPy calls np.var/np.std */
+    if (where_given(A(6)) || A(7) || (A(3) && A(3) != Py_None))
+        return nd_shim_unsupported("numpy.%s with where=, mean= or out= is not supported in-graph", fname);
+    PyObject *ddof = A(4);
+    if (A(8)) {
+        int nz = ddof ? PyObject_IsTrue(ddof) : 0;
+        if (nz < 0) return NULL;
+        if (nz) {
+            PyErr_SetString(PyExc_ValueError, "ddof and correction can't be provided simultaneously.");
+            return NULL;
+        }
+        ddof = A(8);
+    }
+    int ddt = !ddof || ddof == Py_None || (PyLong_Check(ddof) && !PyBool_Check(ddof)) ? NPY_INT64
+              : PyFloat_Check(ddof) ? NPY_FLOAT64 : -1;
+    if (ddt < 0) return nd_shim_unsupported("numpy.%s with a ddof= that is not a Python int or float", fname);
+    red_opts o;
+    if (red_options(&a, A(1), AX_UFUNC, A(2), A(5), np_attr(fname), NULL, -1, fname, &o) < 0) return NULL;
+    uint64_t mask = o.mask;
+    int sdt = o.dtarg >= 0 ? o.dtarg : a.dtype;  /* np.sum(arr, dtype=dtype)'s result */
+    int sacc = sdt == NPY_FLOAT16 ? NPY_FLOAT32 : sdt;
+    nd_id isn = unary(t, ND_UF_ISNAN, a.id);
+    nd_id zero = isn == ND_NONE ? ND_NONE : const_long(t, 0, a.dtype);
+    nd_id arr = zero == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, zero, a.id, a.dtype);
+    nd_id ok = arr == ND_NONE ? ND_NONE : unary(t, ND_UF_LOGICAL_NOT, isn);
+    nd_id cnt = ok == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, ok, mask, 1, NPY_INT64, NPY_INT64, ND_NONE);
+    nd_id avg = cnt == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, arr, mask, 1, sacc, sdt, ND_NONE);
+    /* np.divide(avg, cnt, out=avg, casting='unsafe') with errors ignored:
+     * over a count >= 1 (an all-NaN slice's mean only meets masked
+     * deviations), then np.subtract(arr, avg, out=arr, casting='unsafe') */
+    nd_id one = avg == ND_NONE ? ND_NONE : const_long(t, 1, NPY_INT64);
+    nd_id cnt1 = one == ND_NONE ? ND_NONE : binary(t, ND_UF_MAXIMUM, cnt, one);
+    nd_id q = cnt1 == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, avg, cnt1);
+    if (q == ND_NONE || (q = nd_shim_node_cast(t, q, sdt)) == ND_NONE) return NULL;
+    nd_id dev = binary(t, ND_UF_SUBTRACT, arr, q);
+    if (dev == ND_NONE || (dev = nd_shim_node_cast(t, dev, a.dtype)) == ND_NONE) return NULL;
+    nd_id dz = nd_shim_node_where(t, isn, zero, dev, a.dtype);
+    nd_id sq = dz == ND_NONE ? ND_NONE : binary(t, ND_UF_MULTIPLY, dz, dz);
+    nd_id var = sq == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, sq, mask, o.keep, sacc, sdt, ND_NONE);
+    /* the count as var's shape (NumPy squeezes the kept dims), minus ddof */
+    nd_id c2 = var == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, ok, mask, o.keep, NPY_INT64, NPY_INT64, ND_NONE);
+    nd_id dd = c2 == ND_NONE ? ND_NONE
+               : ddt == NPY_INT64 && (!ddof || ddof == Py_None) ? const_long(t, 0, NPY_INT64)
+               : nd_shim_node_scalar(t, ddof, ddt, 0);
+    nd_id dof = dd == ND_NONE ? ND_NONE : binary(t, ND_UF_SUBTRACT, c2, dd);
+    if (dof == ND_NONE || mark_data_warn(t, dof) < 0) return NULL;
+    /* divided with errors ignored: where dof <= 0 the result is NaN
+     * (NumPy's _copyto(var, np.nan, isbad)), so divide by 1 there */
+    PyObject *nan = PyFloat_FromDouble(NAN);
+    nd_id nn = nan ? nd_shim_node_scalar(t, nan, sdt, 0) : ND_NONE;
+    Py_XDECREF(nan);
+    nd_id z0 = nn == ND_NONE ? ND_NONE : const_long(t, 0, NPY_INT64);
+    nd_id bad = z0 == ND_NONE ? ND_NONE : binary(t, ND_UF_LESS_EQUAL, dof, z0);
+    nd_id dsafe = bad == ND_NONE ? ND_NONE : nd_shim_node_where(t, bad, one, dof, nd_shim_node_dtype(t, dof));
+    nd_id v = dsafe == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, var, dsafe);
+    if (v == ND_NONE || (v = nd_shim_node_cast(t, v, sdt)) == ND_NONE) return NULL;
+    if ((v = nd_shim_node_where(t, bad, nn, v, sdt)) == ND_NONE) return NULL;
+    if (is_std && (v = unary(t, ND_UF_SQRT, v)) == ND_NONE) return NULL;
+    if ((v = nd_shim_node_cast(t, v, o.res)) == ND_NONE) return NULL;
+    return finish(t, v, NULL, &a, mask, o.keep, NPY_UNSAFE_CASTING, -1);
+}
+static PyObject *nanvar_impl(nd_trace *t, PyObject **argv) { return nanvar_std(t, argv, 0); }
+static PyObject *nanstd_impl(nd_trace *t, PyObject **argv) { return nanvar_std(t, argv, 1); }
+
 /* nanmean: a, axis, dtype, out, keepdims, where */
 static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
 {
@@ -1007,6 +1088,8 @@ static const nd_shim_def functions[] = {
     {"argmin", "a|axis,out;keepdims", argmin_impl, 0},
     {"mean", MEANSPEC, mean_impl, 0},
     {"nanmean", MEANSPEC, nanmean_impl, 0},
+    {"nanvar", VARSPEC, nanvar_impl, 0},
+    {"nanstd", VARSPEC, nanstd_impl, 0},
     {"var", VARSPEC, var_impl, 0},
     {"std", VARSPEC, std_impl, 0},
     {"ptp", "a|axis,out,keepdims", ptp_impl, 0},

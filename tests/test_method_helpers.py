@@ -43,7 +43,7 @@ def through_global(x):
 def assert_one_graph(fn, x, want):
     np.testing.assert_array_equal(fn(x), want)
     e = numdyn.explain(fn, x)
-    assert e.graph_break_count == 0, [(b.reason, b.user_stack) for b in e.break_reasons]
+    assert e.graph_break_count == 0, [str(b) for b in e.break_reasons]
     assert e.graph_count == 1
     return e
 

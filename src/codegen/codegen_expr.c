@@ -563,6 +563,8 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
             nd_sb_printf(&w, "(nd_err |= ((%s) == 0) * ND_ERR_DATAWARN, %s)", b.p, e.p);
         else if (uf == ND_UF_POSITIVE)
             nd_sb_printf(&w, "(nd_err |= ((%s) != (%s)) * ND_ERR_DATAWARN, %s)", a.p, a.p, e.p);
+        else if (uf == ND_UF_SUBTRACT)  /* nanvar's dof: "Degrees of freedom <= 0" */
+            nd_sb_printf(&w, "(nd_err |= ((%s) <= 0) * ND_ERR_DATAWARN, %s)", e.p, e.p);
         else
             rc = -1;
         if (rc == 0 && !w.oom) {

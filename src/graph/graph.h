@@ -118,7 +118,10 @@ typedef enum {
                                   ignored) warns "Mean of empty slice" where
                                   the divisor is 0; positive (after
                                   nanmax/nanmin) warns "All-NaN slice
-                                  encountered" where the value is NaN.
+                                  encountered" where the value is NaN;
+                                  subtract (nanvar's count - ddof) warns
+                                  "Degrees of freedom <= 0 for slice."
+                                  where the value is <= 0.
                                   Kernels report ND_ERR_DATAWARN; the eager
                                   backend issues the warning. */
 

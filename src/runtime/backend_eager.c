@@ -304,17 +304,20 @@ static PyObject *data_warn(const nd_node *n, PyObject *const *in)
         Py_XDECREF(r);
         return NULL;
     }
-    int divide = n->sub == ND_UF_TRUE_DIVIDE;
-    PyObject *zero = divide ? PyLong_FromLong(0) : NULL;
+    int divide = n->sub == ND_UF_TRUE_DIVIDE, dof = n->sub == ND_UF_SUBTRACT;
+    PyObject *zero = divide || dof ? PyLong_FromLong(0) : NULL;
     PyObject *cond = divide ? (zero ? PyObject_RichCompare(in[1], zero, Py_EQ) : NULL)
+                     : dof  ? (zero ? PyObject_RichCompare(r, zero, Py_LE) : NULL)
                             : PyObject_RichCompare(r, r, Py_NE);
     Py_XDECREF(zero);
     PyObject *any = cond ? PyObject_CallMethod(cond, "any", NULL) : NULL;
     Py_XDECREF(cond);
     int hit = any ? PyObject_IsTrue(any) : -1;
     Py_XDECREF(any);
-    if (hit < 0 || (hit && PyErr_WarnEx(PyExc_RuntimeWarning, divide ? "Mean of empty slice"
-                                                                    : "All-NaN slice encountered", 1) < 0)) {
+    const char *msg = divide ? "Mean of empty slice"
+                      : dof  ? "Degrees of freedom <= 0 for slice."
+                             : "All-NaN slice encountered";
+    if (hit < 0 || (hit && PyErr_WarnEx(PyExc_RuntimeWarning, msg, 1) < 0)) {
         Py_DECREF(r);
         return NULL;
     }

@@ -1,0 +1,73 @@
+"""Gradients that numdyn used to refuse (NotImplementedError: the value left
+the graph, or no rule): np.nanvar/np.nanstd, ... Each is checked against
+central finite differences of the function run by NumPy (float64) and
+against a closed form, and the compiled forward against NumPy (values,
+dtypes, result types, warnings)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import numdyn
+from grad_check import numeric_grad
+
+RNG = np.random.default_rng(14)
+
+
+def with_nans(shape):
+    x = RNG.standard_normal(shape)
+    x[x > 1.0] = np.nan
+    return x
+
+
+NANSTATS = [
+    lambda x: np.nanvar(x),
+    lambda x: np.nanstd(x, axis=0),
+    lambda x: np.nanvar(x, axis=1, ddof=1, keepdims=True),
+    lambda x: np.nanstd(x, axis=0, ddof=4.5),      # dof <= 0 in some columns: NaN and a warning
+    lambda x: np.nanvar(x, keepdims=True),
+    lambda x: np.nanvar(x, dtype=np.float32),
+    lambda x: np.nanstd(x, correction=1),
+]
+
+
+@pytest.mark.parametrize("backend, dt", [("native", "float64"), ("native", "float32"),
+                                         ("eager", "float16"), ("eager", "float64")])
+def test_nanvar_nanstd_forward_is_numpys(backend, dt):
+    x = with_nans((6, 4)).astype(dt)
+    x[:, 2] = np.nan  # an all-NaN column
+    def f(x):
+        return tuple(e(x) for e in NANSTATS)
+    with warnings.catch_warnings(record=True) as w1:
+        warnings.simplefilter("always")
+        wants = f(x)
+    with warnings.catch_warnings(record=True) as w2:
+        warnings.simplefilter("always")
+        gots = numdyn.compile(f, backend=backend)(x)
+    for want, got in zip(wants, gots):
+        assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=2e-3 if dt == "float16" else 1e-6, equal_nan=True)
+    assert sorted({str(m.message) for m in w2}) == sorted({str(m.message) for m in w1})
+
+
+def test_nanvar_nanstd_stay_in_the_graph():
+    e = numdyn.explain(numdyn.compile(lambda x: np.nanstd(x, axis=0) + 1), with_nans((5, 3)))
+    assert e.graph_break_count == 0, [str(b) for b in e.break_reasons]
+
+
+def test_nanvar_nanstd_gradients():
+    x = with_nans((6, 4))
+    assert np.isnan(x).any()
+
+    def loss(x):
+        return (np.nanvar(x) + np.sum(np.nanstd(x, axis=0, ddof=1) * np.arange(1, 5))
+                + np.sum(np.nanvar(x, axis=1, keepdims=True) ** 2))
+    g = numdyn.grad(loss)(x)
+    nan = np.isnan(x)
+    assert g.dtype == x.dtype and np.all(g[nan] == 0)
+    num = numeric_grad(loss, [x], 0)  # NaN entries stay NaN under +-eps: compared elsewhere
+    np.testing.assert_allclose(g[~nan], num[~nan], rtol=1e-5, atol=1e-7)
+    # closed form: d nanvar / dx = 2 (x - mean) / (n - ddof) over the non-NaN entries
+    gv = numdyn.grad(numdyn.compile(lambda x: np.nanvar(x, ddof=1), backend="aot_eager"))(x)
+    v = x[~nan]
+    np.testing.assert_allclose(gv[~nan], 2 * (v - v.mean()) / (v.size - 1), rtol=1e-12)
