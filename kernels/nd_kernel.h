@@ -599,7 +599,11 @@ ND_EXPM1(float, f, f, -18.0f, 88.73f, 0x1p-25f, __builtin_fabsf)
  * square would overflow), x itself below TINY; arccosh x = log1p(t +
  * sqrt(2t + t^2)), t = x - 1 (exact below 2); arctanh |x| = log1p(2|x| /
  * (1 - |x|)) / 2, +-1 giving +-inf with "divide", |x| > 1 nan with
- * "invalid", as NumPy. LOG1P takes y >= 0 finite. */
+ * "invalid", as NumPy. LOG1P takes y >= 0 finite. arccosh and arctanh
+ * compare a NaN operand made 1 (0) first: GCC vectorizes < and > (even
+ * __builtin_isless) as signaling compares, and the "invalid" a NaN lane
+ * raised had NumPy rerun the whole graph for an array holding a NaN
+ * (counter errstate_reruns); == and != compare quietly. */
 #define ND_INVHYP(T, S, F, LOG1P, BIG, HUGE, TINY, LN2, FABS, SQRT, COPYSIGN) \
 ND_INLINE T nd_asinh##F(T x) \
 { \
@@ -612,8 +616,9 @@ ND_INLINE T nd_asinh##F(T x) \
     r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, r), x); \
     return nd_bsel_##S(tiny, x + x * (T)0, r); \
 } \
-ND_INLINE T nd_acosh##F(T x) \
+ND_INLINE T nd_acosh##F(T x0) \
 { \
+    T x = nd_bsel_##S(x0 == x0, x0, (T)1); \
     int big = x > BIG, huge = x > HUGE, bad = x < (T)1; \
     T t = nd_bsel_##S(big | bad, (T)1, x) - (T)1; \
     T arg = nd_bsel_##S(huge, nd_bsel_##S(x == (T)INFINITY, HUGE, x), \
@@ -621,11 +626,11 @@ ND_INLINE T nd_acosh##F(T x) \
     T r = LOG1P(arg) + nd_bsel_##S(huge, LN2, (T)0); \
     r = nd_bsel_##S(x == (T)INFINITY, x, r); \
     r = nd_bsel_##S(bad, nd_nan_where_##S(bad), r); \
-    return nd_bsel_##S(x != x, x + x, r); \
+    return nd_bsel_##S(x0 != x0, x0 + x0, r); \
 } \
 ND_INLINE T nd_atanh##F(T x) \
 { \
-    T ax = FABS(x); \
+    T ax = nd_bsel_##S(x == x, FABS(x), (T)0); \
     int tiny = !__builtin_isgreaterequal(ax, TINY), in = ax < (T)1; \
     T a = nd_bsel_##S(in & !tiny, ax, (T)0.5); \
     T r = COPYSIGN((T)0.5 * LOG1P(2 * a / ((T)1 - a)), x); \
