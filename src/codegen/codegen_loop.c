@@ -76,6 +76,12 @@ typedef struct {
      * that only decreases / increases in it: monotone()) */
     int hdir[16];
     char hz[16][16];
+    /* inner for loops whose range the enclosing for loop leaves unchanged:
+     * their range checks proved once before that loop, for every value its
+     * variable takes (pre_prove()); pz[k] names the flag of ploop[k] */
+    const nd_ln *ploop[16];
+    char pz[16][24];
+    int npz;
     /* the type-stable version of a loop (see steady()): pin[v] says that
      * variable v, of several possible types, has type assign[v] here,
      * known from the flow of the code since the loop's head, not tested */
@@ -889,6 +895,141 @@ static void hscan(cg *g, nd_ln *const *b, int n, const nd_ln *loop, int v, hset 
         hscan(g, b[k]->body, b[k]->nbody, loop, v, h);
         hscan(g, b[k]->orelse, b[k]->norelse, loop, v, h);
     }
+}
+
+/* a range argument of an inner loop that loop o leaves unchanged: int
+ * constants and invariant_ints of o other than o's own variables, under
+ * + and - (w + 3, w - 1, -1) */
+static int pre_arg_ok(cg *g, const nd_ln *e, const nd_ln *o, int depth)
+{
+    if (depth > 4) return 0;
+    if (e->kind == LK_CONST) return e->aux == LT_PYINT && e->i != INT64_MIN;
+    if (e->kind == LK_VAR) return e->var != o->var && e->var != o->i - 1 && invariant_int(g, e->var, o);
+    if (e->kind == LK_UN) return e->op == LO_NEG && pre_arg_ok(g, e->kid[0], o, depth + 1);
+    if (e->kind == LK_BIN)
+        return (e->op == LO_ADD || e->op == LO_SUB) && pre_arg_ok(g, e->kid[0], o, depth + 1) &&
+               pre_arg_ok(g, e->kid[1], o, depth + 1);
+    return 0;
+}
+
+/* its value in int64 into buf; what it needs (the locals' tags, no
+ * overflow: Python's int is exact, so a sum past int64 proves nothing)
+ * and-ed into ok_ */
+static void pre_arg(cg *g, const nd_ln *e, char *buf, size_t cap)
+{
+    if (e->kind == LK_CONST) { snprintf(buf, cap, "%lldll", (long long)e->i); return; }
+    if (e->kind == LK_VAR) {
+        line(g, "ok_ &= v%d_t == LT_PYINT || v%d_t == LT_I8;", e->var, e->var);
+        snprintf(buf, cap, "v%d_%d", e->var, REP(LT_PYINT));
+        return;
+    }
+    char x[32], y[32] = "0ll";
+    pre_arg(g, e->kid[0], x, sizeof x);
+    if (e->kind == LK_BIN) pre_arg(g, e->kid[1], y, sizeof y);
+    int t = ++g->tmp;
+    if (e->kind == LK_UN)
+        line(g, "int64_t e%d_; ok_ &= !__builtin_sub_overflow(0ll, %s, &e%d_);", t, x, t);
+    else
+        line(g, "int64_t e%d_; ok_ &= !__builtin_%s_overflow(%s, %s, &e%d_);", t, e->op == LO_ADD ? "add" : "sub",
+             x, y, t);
+    snprintf(buf, cap, "e%d_", t);
+}
+
+/* The range checks of an inner for loop (a[u + k], u the variable of the
+ * enclosing for loop o, k the inner one) were proved at each entry of the
+ * inner loop, once per iteration of o: GCC keeps that work in o's body
+ * (a window's max over 5000 rows of 9: 23.4 -> 19.1 us in a C harness,
+ * best of 3000). Where the inner loop's range is the same in every
+ * iteration of o (constants and locals o does not rebind) and o does not
+ * rebind u, the proof for every value u takes is made once before o; the
+ * inner loop proves its own range at entry only where that one failed.
+ * Emits the flags of the inner loops of o's body (nested in ifs, not in
+ * other loops) and records them (g->ploop, g->pz). */
+static int pre_prove(cg *g, nd_ln *const *b, int n, const nd_ln *o, int oid, char (*on)[16])
+{
+    for (int k = 0; k < n; k++) {
+        const nd_ln *s = b[k];
+        if (s->kind == LK_IF) {
+            if (pre_prove(g, s->body, s->nbody, o, oid, on) < 0 ||
+                pre_prove(g, s->orelse, s->norelse, o, oid, on) < 0)
+                return -1;
+            continue;
+        }
+        if (s->kind != LK_FOR || s->n != 3 || g->npz == 16 || nd_lir_binds(s->body, s->nbody, s->var)) continue;
+        int ok = 1;
+        for (int j = 0; j < 3 && ok; j++) ok = pre_arg_ok(g, s->kid[j], o, 0);
+        if (!ok) continue;
+        hset *h = PyMem_Calloc(1, sizeof(hset));
+        if (!h) { PyErr_NoMemory(); g->fail = -1; return -1; }
+        hscan(g, s->body, s->nbody, s, s->var, h);
+        ok = h->n && !h->full;
+        for (int j = 0; ok && j < h->n; j++) {
+            const htrip *q = &h->t[j];
+            ok = !is_alocal(g, q->a) &&
+                 (q->w < 0 || q->w == o->var ||
+                  (q->w != o->i - 1 && invariant_int(g, q->w, o)));
+        }
+        if (!ok) { PyMem_Free(h); continue; }
+        int id = ++g->tmp;
+        snprintf(g->pz[g->npz], sizeof g->pz[0], "pz%d", id);
+        g->ploop[g->npz++] = s;
+        line(g, "int pz%d = 0;", id);
+        line(g, "if (n%d) {", oid);
+        g->ind++;
+        line(g, "int ok_ = 1;");
+        char a[3][32];
+        for (int j = 0; j < 3; j++) pre_arg(g, s->kid[j], a[j], sizeof a[j]);
+        line(g, "const int64_t b0_ = %s, b1_ = %s, b2_ = %s;", a[0], a[1], a[2]);
+        line(g, "uint64_t m_ = b2_ > 0 ? (b1_ > b0_ ? ((uint64_t)b1_ - (uint64_t)b0_ - 1) / (uint64_t)b2_ + 1 : 0)");
+        line(g, "           : b2_ < 0 ? (b0_ > b1_ ? ((uint64_t)b0_ - (uint64_t)b1_ - 1) / ((uint64_t)0 - (uint64_t)b2_) + 1 : 0) : 0;");
+        line(g, "pz%d = ok_;", id);
+        line(g, "if (ok_ && m_) {");
+        g->ind++;
+        line(g, "int64_t f_ = b0_, l_ = (int64_t)((uint64_t)b0_ + (m_ - 1) * (uint64_t)b2_);");
+        line(g, "int64_t mn_ = f_ < l_ ? f_ : l_, mx_ = f_ < l_ ? l_ : f_;");
+        line(g, "int64_t of_ = %s, ol_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", on[0], on[0], oid,
+             on[2]);
+        line(g, "int64_t omn_ = of_ < ol_ ? of_ : ol_, omx_ = of_ < ol_ ? ol_ : of_;");
+        for (int j = 0; j < h->n; j++) {
+            const htrip *q = &h->t[j];
+            if (q->w < 0) {
+                line(g, "pz%d &= mn_ >= %lldll && mx_ < a%d_n%d - %lldll;", id, -(long long)q->c, q->a, q->axis,
+                     (long long)q->c);
+                continue;
+            }
+            const char *bop = q->ws > 0 ? "add" : "sub";
+            char lo[32], hi[32], tt[64];
+            /* o's variable is a Python int in o's body (unbound before it:
+             * no tag test); k - u is least at u's largest value */
+            if (q->w == o->var) {
+                snprintf(lo, sizeof lo, "%s", q->ws > 0 ? "omn_" : "omx_");
+                snprintf(hi, sizeof hi, "%s", q->ws > 0 ? "omx_" : "omn_");
+                snprintf(tt, sizeof tt, "1");
+            } else {
+                snprintf(lo, sizeof lo, "v%d_%d", q->w, REP(LT_PYINT));
+                snprintf(hi, sizeof hi, "v%d_%d", q->w, REP(LT_PYINT));
+                snprintf(tt, sizeof tt, "(v%d_t == LT_PYINT || v%d_t == LT_I8)", q->w, q->w);
+            }
+            line(g, "{ int64_t lo_, hi_; pz%d &= %s && "
+                    "!__builtin_%s_overflow(mn_, %s, &lo_) && lo_ >= 0 && "
+                    "!__builtin_%s_overflow(mx_, %s, &hi_) && hi_ < a%d_n%d; }",
+                 id, tt, bop, lo, bop, hi, q->a, q->axis);
+        }
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+        PyMem_Free(h);
+    }
+    return 0;
+}
+
+/* the flag of pre_prove() for inner loop s, or NULL */
+static const char *pre_proved(const cg *g, const nd_ln *s)
+{
+    for (int k = g->npz - 1; k >= 0; k--)
+        if (g->ploop[k] == s) return g->pz[k];
+    return NULL;
 }
 
 /* the flag proving index kid x of access e in range, or NULL; *dir: which
@@ -3033,7 +3174,9 @@ static int stmt(cg *g, const nd_ln *s)
                 g->hloop[g->nh] = s;
                 g->hdir[g->nh] = 0;
                 line(g, "int hz%d = 1;", id);
-                line(g, "if (n%d) {", id);
+                const char *pz = pre_proved(g, s);
+                if (pz) line(g, "if (!%s && n%d) {", pz, id);
+                else line(g, "if (n%d) {", id);
                 line(g, "  int64_t f_ = %s, l_ = (int64_t)((uint64_t)%s + (n%d - 1) * (uint64_t)%s);", names[0],
                      names[0], id, names[2]);
                 line(g, "  int64_t mn_ = f_ < l_ ? f_ : l_, mx_ = f_ < l_ ? l_ : f_;");
@@ -3060,6 +3203,9 @@ static int stmt(cg *g, const nd_ln *s)
             }
             PyMem_Free(h);
         }
+        int npz = g->npz;
+        if (!nd_lir_binds(s->body, s->nbody, s->var) && pre_prove(g, s->body, s->nbody, s, id, names) < 0)
+            return -1;
         int nv = g->ir->nvars, peel = 0, nch = -1, rc = 0;
         size_t sz = (size_t)nv + 1;
         uint8_t *A = NULL, *use = NULL, *saved = NULL, *states = NULL;
@@ -3220,6 +3366,7 @@ static int stmt(cg *g, const nd_ln *s)
         PyMem_Free(A);
         if (rc < 0) return -1;
         if (hoist) g->nh--;
+        g->npz = npz;
         g->ind--;
         line(g, "}");
         return 0;
