@@ -44,3 +44,23 @@ def test_cholesky(monkeypatch, capfd):
 
 def test_sum_under_a_branch_of_several_types():
     check_calls(dot_rows, (arr("float64", (4, 7), seed=2), arr("float64", (4, 7), seed=3)))
+
+
+def horner(coefs, x):
+    y = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for k in range(coefs.shape[0]):
+            acc = acc * x[i] + coefs[k]
+        y[i] = acc
+    return y
+
+
+def test_a_scaled_recurrence_is_no_sum(monkeypatch, capfd):
+    # acc * x + c is no reduction GCC's vectorizer takes: no barrier, which
+    # cost the loop unrolled by 4; the result stays NumPy's to the last bit
+    monkeypatch.setenv("NUMDYN_LOOP_DEBUG", "1")
+    check_calls(horner, (arr("float64", 12, seed=4), arr("float64", 30, seed=5)),
+                (arr("float64", 1, seed=6), arr("float64", 3, seed=7)), rtol=0, atol=0)
+    err = capfd.readouterr().err
+    assert "#pragma GCC unroll 4" in err and "__asm__ __volatile__" not in err, err[-3000:]
