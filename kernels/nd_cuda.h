@@ -61,47 +61,14 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 typedef uint8_t nd_bool;
 
 /* ------------------------------------------------------------ float16 */
-/* storage: the raw 16 bits; values computed as float, rounded to half
- * after every op (NumPy) -- the same bit-exact conversions as the CPU's */
-typedef uint16_t nd_half;
-ND_FN float nd_h2f(nd_half h)
-{
-    uint32_t em = (uint32_t)(h & 0x7fffu) << 13, s = (uint32_t)(h & 0x8000u) << 16;
-    float x = __uint_as_float(em) * 0x1p112f;
-    uint32_t xb = em >= (0x7c00u << 13) ? (em | 0x7f800000u) : __float_as_uint(x);
-    return __uint_as_float(xb | s);
-}
-ND_FN nd_half nd_f2h(float f)
-{
-    uint32_t x = __float_as_uint(f), sign = x & 0x80000000u;
-    x ^= sign;
-    uint32_t sub = __float_as_uint(__uint_as_float(x) + 0.5f) - 0x3f000000u;
-    uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
-    uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    uint32_t o = x >= 0x47800000u ? big : x < 0x38800000u ? sub : nrm;
-    return (nd_half)(o | (sign >> 16));
-}
-ND_FN nd_half nd_d2h(double d)
-{
-    uint64_t b = (uint64_t)__double_as_longlong(d);
-    uint16_t s = (uint16_t)((b >> 48) & 0x8000u);
-    uint64_t a = b & 0x7fffffffffffffffull;
-    if (a >= 0x7ff0000000000000ull)
-        return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
-    if (a >= 0x40effe0000000000ull) return (uint16_t)(s | 0x7c00u);
-    int e = (int)(a >> 52) - 1023;
-    uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
-    int shift;
-    uint32_t hb;
-    if (e < -25) return s;
-    if (e < -14) { shift = 42 + (-14 - e); hb = 0; }
-    else { shift = 42; hb = (uint32_t)(e + 15) << 10; m &= 0xfffffffffffffull; }
-    uint64_t q = m >> shift, r = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    uint32_t h = hb + (uint32_t)q;
-    if (r > half || (r == half && (q & 1))) h++;
-    return (uint16_t)(s | h);
-}
-ND_FN float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
+/* the CPU's bit-exact conversions, shared with nd_kernel.h; a GPU has no
+ * status flags, so float16 overflow raises nothing */
+ND_FN uint32_t nd_f2u(float f) { return __float_as_uint(f); }
+ND_FN float nd_u2f(uint32_t u) { return __uint_as_float(u); }
+ND_FN uint64_t nd_d2u(double d) { return (uint64_t)__double_as_longlong(d); }
+#define ND_F16_OVF 1.0f
+#define ND_F16_FN ND_FN
+#include "nd_f16.h"
 
 /* ------------------------------------------------ math library names */
 /* the CPU kernels' SLEEF-bound names, as CUDA's math functions */

@@ -85,76 +85,17 @@ typedef float _Complex nd_c64;
 typedef double _Complex nd_c128;
 
 /* ------------------------------------------------------------ float16 */
-/* float16 values are computed as float holding a value exactly representable
- * in half; every operation rounds back (NumPy converts to float, computes,
- * converts to half after EACH op). */
-/* Storage is the raw 16 bits; the conversions are branch-free integer and
- * float operations (exact round-to-nearest-even, checked against the
- * hardware for every half and a sweep of floats) so loops over float16 data
- * vectorize -- GCC does not vectorize _Float16 conversions. */
-typedef uint16_t nd_half;
-ND_INLINE float nd_h2f(nd_half h)
-{
-    uint32_t em = (uint32_t)(h & 0x7fffu) << 13, s = (uint32_t)(h & 0x8000u) << 16, xb;
-    float x;
-    memcpy(&x, &em, 4);
-    x *= 0x1p112f;  /* rebias the exponent; subnormal halves become normal floats */
-    memcpy(&xb, &x, 4);
-    xb = em >= (0x7c00u << 13) ? (em | 0x7f800000u) : xb;  /* inf / nan */
-    xb |= s;
-    memcpy(&x, &xb, 4);
-    return x;
-}
-/* 2^127, weak so that the compiler cannot know it: the multiplications
- * below that overflow on purpose (raising the flag NumPy reports for a
- * float16 result past 65504) are neither folded nor removed */
+ND_INLINE uint32_t nd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+ND_INLINE float nd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+ND_INLINE uint64_t nd_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+/* 2^127, weak so that the compiler cannot know it: the multiplication that
+ * overflows on purpose (raising the flag NumPy reports for a float16
+ * result past 65504) is neither folded nor removed */
 __attribute__((weak)) float nd_ovf_f = 0x1p127f;
-ND_INLINE nd_half nd_f2h(float f)
-{
-    uint32_t x, tb;
-    memcpy(&x, &f, 4);
-    uint32_t sign = x & 0x80000000u;
-    x ^= sign;
-    float t;
-    memcpy(&t, &x, 4);
-    t += 0.5f;  /* subnormal results: let the FPU round at the right bit */
-    memcpy(&tb, &t, 4);
-    uint32_t sub = tb - 0x3f000000u;
-    uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
-    uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    uint32_t o = x >= 0x47800000u ? big : x < 0x38800000u ? sub : nrm;
-    /* a finite value past float16's range (>= 65520): raise the overflow
-     * flag NumPy reports, by a float multiplication that overflows */
-    float ov = x >= 0x477ff000u && x < 0x7f800000u ? nd_ovf_f : 1.0f;
-    ov *= ov;
-    return (nd_half)(o | (sign >> 16) | (ov != ov));
-}
-/* double -> half with ONE rounding (NumPy converts doubles directly) */
-ND_INLINE nd_half nd_d2h(double d)
-{
-    uint64_t b; memcpy(&b, &d, 8);
-    uint16_t s = (uint16_t)((b >> 48) & 0x8000u);
-    uint64_t a = b & 0x7fffffffffffffffull;
-    if (a >= 0x7ff0000000000000ull)
-        return (uint16_t)(s | 0x7c00u | (a > 0x7ff0000000000000ull ? 0x200u : 0));
-    if (a >= 0x40effe0000000000ull) {  /* >= 65520: inf, and the overflow flag */
-        float ov = nd_ovf_f * nd_ovf_f;
-        s |= (uint16_t)(ov != ov);
-        return (uint16_t)(s | 0x7c00u);
-    }
-    int e = (int)(a >> 52) - 1023;
-    uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
-    int shift;
-    uint32_t hb;
-    if (e < -25) return s;
-    if (e < -14) { shift = 42 + (-14 - e); hb = 0; }
-    else { shift = 42; hb = (uint32_t)(e + 15) << 10; m &= 0xfffffffffffffull; }
-    uint64_t q = m >> shift, r = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    uint32_t h = hb + (uint32_t)q;
-    if (r > half || (r == half && (q & 1))) h++;
-    return (uint16_t)(s | h);
-}
-ND_INLINE float nd_rh(float f) { return nd_h2f(nd_f2h(f)); }
+#define ND_F16_OVF nd_ovf_f
+/* the conversions, shared with nd_cuda.h */
+#define ND_F16_FN ND_INLINE
+#include "nd_f16.h"
 
 /* ------------------------------------------------ SLEEF vector math */
 /* Declared under private names bound to the libm symbols: with the simd

@@ -256,20 +256,25 @@ def test_source_is_one_unit_with_the_prelude():
     assert "nd_cuda_" in src
 
 
-def test_prelude_shares_the_c_kernels_conversions():
-    """float -> int conversions are one text, kernels/nd_f2i.h, that the C
-    and CUDA preludes both include (issue 11); NVRTC gets it spliced in"""
+@pytest.mark.parametrize("header, defines, fn, dtypes", [
+    ("nd_f2i.h", "nd_d2i64(double", "nd_d2i64", ("float64", np.int64)),
+    ("nd_f16.h", "nd_d2h(double", "nd_d2h", ("float64", np.float16)),
+])
+def test_prelude_shares_the_c_kernels_conversions(header, defines, fn, dtypes):
+    """float -> int (nd_f2i.h, issue 11) and float16 (nd_f16.h) conversions
+    are one text each that the C and CUDA preludes both include; NVRTC gets
+    it spliced in"""
     kdir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
-    with open(os.path.join(kdir, "nd_f2i.h")) as f:
+    with open(os.path.join(kdir, header)) as f:
         shared = f.read()
     pre = numdyn._C._cuda_prelude()
     assert shared in pre and '#include "nd_' not in pre
     for h in ("nd_cuda.h", "nd_kernel.h"):
         with open(os.path.join(kdir, h)) as f:
             text = f.read()
-        assert '#include "nd_f2i.h"' in text and "nd_d2i64(double" not in text
-    src, _ = check(lambda a: (a * 3.5).astype(np.int64) + (a * 2).astype(np.uint32), arr("float64", (7,)))
-    assert "nd_d2i64" in src[len(pre):]
+        assert '#include "%s"' % header in text and defines not in text
+    src, _ = check(lambda a: (a * 3.5).astype(dtypes[1]) + (a * 2).astype(np.uint32), arr(dtypes[0], (7,)))
+    assert fn in src[len(pre):]
 
 
 def test_compile_check_raises_the_log(monkeypatch):
