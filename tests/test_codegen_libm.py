@@ -159,21 +159,22 @@ def test_own_vector_math_inline(tmp_path):
 
 def test_logaddexp_float32_near_cancellation():
     # operands on the curve logaddexp(x, y) = 0 (x ~ -log1p(e^y)), jittered
-    # by ulps: results near 0, where the float form's exp and log1p errors
-    # (an ULP of ~0.5 each) were 1.2e-7 off the exact value, twice NumPy's
-    # own error; float32 is computed in double now, one rounding
+    # by ulps: results near 0, where the error of the log1p term (~0.5) is
+    # all that is left. Over SLEEF's 3.5-ULP logf it was 1.2e-7, twice
+    # NumPy's own; over the 1-ULP logf it is NumPy's within a half
     rng = np.random.default_rng(5)
     x = rng.uniform(-3, -0.01, 20000).astype(np.float32)
     y = np.log1p(-np.exp(x.astype(np.float64))).astype(np.float32)
     y = (y + rng.integers(-3, 4, y.size) * np.spacing(y)).astype(np.float32)
-    f = numdyn.compile(lambda a, b: (np.logaddexp(a, b), np.logaddexp2(a * np.float32(1.4426950), b * np.float32(1.4426950))))
-    got, got2 = f(x, y)
-    assert got.dtype == got2.dtype == np.float32
-    exact = np.logaddexp(x.astype(np.float64), y.astype(np.float64))
-    exact2 = np.logaddexp2((x * np.float32(1.4426950)).astype(np.float64), (y * np.float32(1.4426950)).astype(np.float64))
-    # an ULP of the result, past double's own error (~1e-14: an ULP of 0.5)
-    assert np.all(np.abs(got - exact) <= np.spacing(np.abs(got)) + 1e-13), np.abs(got - exact).max()
-    assert np.all(np.abs(got2 - exact2) <= np.spacing(np.abs(got2)) + 1e-13), np.abs(got2 - exact2).max()
+    c = np.float32(1.4426950)
+    f = numdyn.compile(lambda a, b: (np.logaddexp(a, b), np.logaddexp2(a * c, b * c)))
+    got = f(x, y)
+    want = (np.logaddexp(x, y), np.logaddexp2(x * c, y * c))
+    exact = (np.logaddexp(x.astype(np.float64), y.astype(np.float64)),
+             np.logaddexp2((x * c).astype(np.float64), (y * c).astype(np.float64)))
+    for g, w, e in zip(got, want, exact):
+        assert g.dtype == np.float32
+        assert np.abs(g - e).max() <= 1.5 * np.abs(w - e).max(), (np.abs(g - e).max(), np.abs(w - e).max())
 
 
 def test_nan_operand_no_rerun():
