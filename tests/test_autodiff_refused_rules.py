@@ -1,5 +1,5 @@
 """Gradients that numdyn used to refuse (NotImplementedError: the value left
-the graph, or no rule): np.nanvar/np.nanstd, ... Each is checked against
+the graph, or no rule): np.nanvar/np.nanstd, np.power.accumulate. Each is checked against
 central finite differences of the function run by NumPy (float64) and
 against a closed form, and the compiled forward against NumPy (values,
 dtypes, result types, warnings)."""
@@ -71,3 +71,21 @@ def test_nanvar_nanstd_gradients():
     gv = numdyn.grad(numdyn.compile(lambda x: np.nanvar(x, ddof=1), backend="aot_eager"))(x)
     v = x[~nan]
     np.testing.assert_allclose(gv[~nan], 2 * (v - v.mean()) / (v.size - 1), rtol=1e-12)
+
+
+def test_power_accumulate_gradient():
+    """y_0 = x_0, y_i = y_{i-1} ** x_i: a reverse scan of the chain rule"""
+    x = RNG.uniform(0.5, 1.5, (4, 3))
+    w = RNG.standard_normal((4, 3))
+
+    def loss(x):
+        return (np.sum(np.power.accumulate(x, axis=0) * w)
+                + np.sum(np.float_power.accumulate(x, axis=1) * w))
+    v, g = numdyn.value_and_grad(loss)(x)
+    np.testing.assert_allclose(v, loss(x), rtol=1e-12)
+    assert g.dtype == x.dtype and g.shape == x.shape
+    np.testing.assert_allclose(g, numeric_grad(loss, [x], 0), rtol=1e-6, atol=1e-8)
+    # closed form: power.accumulate([a, b])[1] = a ** b
+    a, b = 1.3, 0.7
+    g2 = numdyn.grad(numdyn.compile(lambda v: np.power.accumulate(v)[1], backend="aot_eager"))(np.array([a, b]))
+    np.testing.assert_allclose(g2, [b * a ** (b - 1), a ** b * np.log(a)], rtol=1e-12)

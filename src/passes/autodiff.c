@@ -736,15 +736,19 @@ static int rule_scan(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         Py_DECREF(ax);
         return acc(A, xi, r);
     }
-    if (f->sub == ND_UF_MAXIMUM || f->sub == ND_UF_MINIMUM || f->sub == ND_UF_FMAX ||
-        f->sub == ND_UF_FMIN) {
-        /* each output's cotangent to the element it copies (autodiff_kernels.h) */
+    int ext_max = f->sub == ND_UF_MAXIMUM || f->sub == ND_UF_MINIMUM || f->sub == ND_UF_FMAX ||
+                  f->sub == ND_UF_FMIN;
+    if (ext_max || f->sub == ND_UF_POWER || f->sub == ND_UF_FLOAT_POWER) {
+        /* a running maximum: each output's cotangent to the element it
+         * copies; power.accumulate: the chain rule as a reverse scan
+         * (autodiff_kernels.h) */
         if (iscplx(f->dtype)) return not_impl("complex values in the scan", nd_ufunc_name(f->sub));
         nd_node x = *NODE(g, xi);
         PyObject *ax = PyLong_FromLong(f->aux);
         if (!ax) return -1;
         nd_id ids[3] = {xi, i, c};
-        nd_id r = ext(g, nd_ad_cumext_vjp, tmpl_of(3, 1, &ax), 3, ids, NPY_DOUBLE, x.ndim, x.shape);
+        nd_id r = ext(g, ext_max ? nd_ad_cumext_vjp : nd_ad_powacc_vjp, tmpl_of(3, 1, &ax), 3, ids,
+                      NPY_DOUBLE, x.ndim, x.shape);
         Py_DECREF(ax);
         return acc(A, xi, r);
     }

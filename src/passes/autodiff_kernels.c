@@ -4,7 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp, *nd_ad_interp_vjp;
+PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp, *nd_ad_interp_vjp,
+    *nd_ad_powacc_vjp;
 
 /* x, y, c as C-contiguous float64 arrays of one shape; NULL on error */
 static int as_f64(PyObject *o, PyArrayObject **out)
@@ -52,14 +53,19 @@ fail:
     return -1;
 }
 
-static PyObject *cumext_vjp_fn(PyObject *self, PyObject *args)
+/* the operands of a kernel called as (x, y, c, axis) */
+static int scan_args(PyObject *args, const char *who, scan_ops *s)
 {
     PyObject *xo, *yo, *co;
     int axis;
+    if (!PyArg_ParseTuple(args, "OOOi", &xo, &yo, &co, &axis)) return -1;
+    return scan_ops_get(xo, yo, co, axis, who, s);
+}
+
+static PyObject *cumext_vjp_fn(PyObject *self, PyObject *args)
+{
     scan_ops s;
-    if (!PyArg_ParseTuple(args, "OOOi", &xo, &yo, &co, &axis) ||
-        scan_ops_get(xo, yo, co, axis, "cumext_vjp", &s) < 0)
-        return NULL;
+    if (scan_args(args, "cumext_vjp", &s) < 0) return NULL;
     const npy_intp n = s.n, inner = s.inner;
     const double *X = PyArray_DATA(s.x), *Y = PyArray_DATA(s.y), *C = PyArray_DATA(s.c);
     double *G = PyArray_DATA(s.g);
@@ -111,6 +117,40 @@ static PyObject *lae_scan_vjp_fn(PyObject *self, PyObject *args)
                 G[at] = X[at] == -INFINITY ? 0.0 : X[at] == Y[at] ? r : r * (base2 ? exp2(e) : exp(e));
             }
         }
+    scan_ops_release(&s);
+    return (PyObject *)s.g;
+}
+
+/* powacc_vjp: y_0 = x_0, y_i = y_{i-1} ** x_i. A reverse scan carries r_i,
+ * the cotangent reaching y_i (its own c_i plus what y_{i+1} sends back,
+ * r_{i+1} * x_{i+1} * y_i ** (x_{i+1} - 1)); x_i (i > 0) gets r_i * y_i *
+ * log(y_{i-1}), x_0 gets r_0. np.power's rule at its kinks: no gradient to
+ * the base where the exponent is 0, log(1) for the exponent where the
+ * base is 0. */
+static void powacc_line(const scan_ops *s, npy_intp base)
+{
+    const double *X = PyArray_DATA(s->x), *Y = PyArray_DATA(s->y), *C = PyArray_DATA(s->c);
+    double *G = PyArray_DATA(s->g);
+    double r = 0;
+    for (npy_intp i = s->n - 1; i >= 0; i--) {
+        npy_intp at = base + i * s->inner;
+        r += C[at];
+        if (i == 0) {
+            G[at] = r;
+            break;
+        }
+        double prev = Y[at - s->inner], e = X[at];
+        G[at] = r * Y[at] * log(prev == 0 ? 1.0 : prev);
+        r = e == 0 ? 0.0 : r * e * pow(prev, e - 1);
+    }
+}
+
+static PyObject *powacc_vjp_fn(PyObject *self, PyObject *args)
+{
+    scan_ops s;
+    if (scan_args(args, "powacc_vjp", &s) < 0) return NULL;
+    for (npy_intp o = 0; o < s.outer; o++)
+        for (npy_intp k = 0; k < s.inner; k++) powacc_line(&s, o * s.n * s.inner + k);
     scan_ops_release(&s);
     return (PyObject *)s.g;
 }
@@ -349,6 +389,8 @@ static PyMethodDef cumext_def = {"cumext_vjp", cumext_vjp_fn, METH_VARARGS,
                                  "numdyn: the VJP of maximum/minimum.accumulate(x, axis)"};
 static PyMethodDef lae_scan_def = {"lae_scan_vjp", lae_scan_vjp_fn, METH_VARARGS,
                                    "numdyn: the VJP of logaddexp(2).accumulate(x, axis)"};
+static PyMethodDef powacc_def = {"powacc_vjp", powacc_vjp_fn, METH_VARARGS,
+                                  "numdyn: the VJP of power.accumulate(x, axis) at cotangent c"};
 static PyMethodDef interp_def = {"interp_vjp", interp_vjp_fn, METH_VARARGS,
                                  "numdyn: the VJP of interp(x, xp, fp) for x or fp"};
 static PyMethodDef quantile_def = {"quantile_vjp", quantile_vjp_fn, METH_VARARGS,
@@ -358,6 +400,7 @@ int nd_ad_kernels_init(void)
 {
     if (!nd_ad_cumext_vjp && !(nd_ad_cumext_vjp = PyCFunction_New(&cumext_def, NULL))) return -1;
     if (!nd_ad_lae_scan_vjp && !(nd_ad_lae_scan_vjp = PyCFunction_New(&lae_scan_def, NULL))) return -1;
+    if (!nd_ad_powacc_vjp && !(nd_ad_powacc_vjp = PyCFunction_New(&powacc_def, NULL))) return -1;
     if (!nd_ad_quantile_vjp && !(nd_ad_quantile_vjp = PyCFunction_New(&quantile_def, NULL))) return -1;
     if (!nd_ad_interp_vjp && !(nd_ad_interp_vjp = PyCFunction_New(&interp_def, NULL))) return -1;
     return 0;

@@ -21,6 +21,10 @@ extern PyObject *nd_ad_cumext_vjp;
  * reverse scan whose factors never exceed 1. */
 extern PyObject *nd_ad_lae_scan_vjp;
 
+/* powacc_vjp(x, y, c, axis): y = power.accumulate(x, axis); a reverse
+ * scan of the chain rule through y_i = y_{i-1} ** x_i (np.power's rule). */
+extern PyObject *nd_ad_powacc_vjp;
+
 /* quantile_vjp(x, c, q, axis, method): y = quantile(x, q, axis, method)
  * with q in [0, 1] (a float or a sequence; c has q's dims first, then the
  * reduced shape with or without kept 1-dims); every output's cotangent is
