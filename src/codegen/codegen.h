@@ -30,6 +30,17 @@ int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char 
 void nd_cg_param(nd_sb *sb, int t, int j);
 int nd_cg_is_complex(int dtype);
 int nd_cg_part_dtype(int dtype);         /* complex: the dtype of each part; else dtype */
+/* an integer dtype's unsigned twin (integer sums and products accumulate
+ * in it: wrapping as NumPy, no UB); any other dtype as it is */
+int nd_cg_unsigned_twin(int dtype);
+/* the C and CUDA loop emitters' shared text: "const int64_t i<d> = ...;"
+ * for each dim d < R in mask, taken from the flat index in r_ (innermost
+ * dim first; the outermost takes what is left) */
+void nd_cg_bind_dims(nd_sb *sb, int R, uint32_t mask);
+/* one element's step of an argmax (argmax 1) / argmin over accumulator sa
+ * and index si: value cv_ of element e wins when it beats sa, or (floats)
+ * when sa is NaN -- NumPy's first NaN is kept */
+void nd_cg_arg_step(nd_sb *sb, int argmax, int is_float, const char *sa, const char *si, int e);
 /* an expression converting `expr` (a value of computation type `from`) to `to` */
 void nd_cg_cast(nd_sb *sb, const char *expr, int from, int to);
 /* the same for a cast NumPy runs as a cast loop (astype, stores): float ->

@@ -148,14 +148,8 @@ static int body(cctx *c, const uint8_t *which)
 /* i<d> for the dims in mask from flat index `flat` (C order) */
 static void bind_dims(cctx *c, uint32_t mask, const char *flat)
 {
-    int first = -1;
-    for (int d = 0; d < c->R && first < 0; d++) if (mask & (1u << d)) first = d;
-    if (first >= 0) nd_sb_printf(c->sb, "int64_t r_ = %s;\n", flat);
-    for (int d = c->R - 1; d >= 0; d--) {
-        if (!(mask & (1u << d))) continue;
-        if (d == first) nd_sb_printf(c->sb, "const int64_t i%d = r_;\n", d);
-        else nd_sb_printf(c->sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
-    }
+    if (c->R < 32 ? mask & ((1u << c->R) - 1) : mask) nd_sb_printf(c->sb, "int64_t r_ = %s;\n", flat);
+    nd_cg_bind_dims(c->sb, c->R, mask);
 }
 
 static void store(cctx *c, int o, nd_id val)
@@ -369,18 +363,6 @@ typedef struct cred {
     char init[64];
 } cred;
 
-static int unsigned_of(int t)
-{
-    switch (t) {
-    case NPY_BYTE: return NPY_UBYTE;
-    case NPY_SHORT: return NPY_USHORT;
-    case NPY_INT: return NPY_UINT;
-    case NPY_LONG: return NPY_ULONG;
-    case NPY_LONGLONG: return NPY_ULONGLONG;
-    default: return t;
-    }
-}
-
 static int is_float(int t) { return t == NPY_HALF || t == NPY_FLOAT || t == NPY_DOUBLE; }
 
 /* an integer dtype's least (max = 0) or largest value, as C text */
@@ -422,7 +404,7 @@ static int cred_of(cctx *c, nd_id rid, int cent, nd_id div, int p, cred *r)
         if (cx) snprintf(r->init, sizeof r->init, "nd_cmk_%s(%d, 0)", nd_cg_sfx(r->acc), one);
         else if (r->acc == NPY_BOOL) snprintf(r->init, sizeof r->init, "(nd_bool)%d", one);
         else {
-            if (!fl) r->adt = unsigned_of(r->acc);  /* wrapping, as NumPy */
+            if (!fl) r->adt = nd_cg_unsigned_twin(r->acc);  /* wrapping, as NumPy */
             snprintf(r->init, sizeof r->init, "(%s)%d", nd_cg_ctype(r->adt), one);
         }
         return 0;
@@ -630,14 +612,8 @@ static int emit_short(cctx *c, nd_id rid)
         nd_cg_cast(sb, v, c->g->nodes[r.val].dtype, r.acc);
         nd_sb_puts(sb, ";\n");
         if (e == 0) nd_sb_printf(sb, "%s = cv_;\n", sa);
-        else if (r.arg) {
-            const char *cmp = r.uf == ND_RED_ARGMAX ? ">" : "<";
-            if (is_float(r.acc))
-                nd_sb_printf(sb, "if (cv_ %s %s || (cv_ != cv_ && %s == %s)) { %s = cv_; %s = %d; }\n",
-                             cmp, sa, sa, sa, sa, si, e);
-            else
-                nd_sb_printf(sb, "if (cv_ %s %s) { %s = cv_; %s = %d; }\n", cmp, sa, sa, si, e);
-        } else fold(c, &r, sa, "cv_");
+        else if (r.arg) nd_cg_arg_step(sb, r.uf == ND_RED_ARGMAX, is_float(r.acc), sa, si, e);
+        else fold(c, &r, sa, "cv_");
         nd_sb_puts(sb, "}\n");
     }
     c->fr = -1;

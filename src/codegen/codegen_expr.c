@@ -90,6 +90,39 @@ int nd_cg_part_dtype(int t)
     return t;
 }
 
+int nd_cg_unsigned_twin(int t)
+{
+    switch (t) {
+    case NPY_BYTE: return NPY_UBYTE;
+    case NPY_SHORT: return NPY_USHORT;
+    case NPY_INT: return NPY_UINT;
+    case NPY_LONG: return NPY_ULONG;
+    case NPY_LONGLONG: return NPY_ULONGLONG;
+    default: return t;
+    }
+}
+
+void nd_cg_bind_dims(nd_sb *sb, int R, uint32_t mask)
+{
+    int first = -1;
+    for (int d = 0; d < R; d++) if (mask & (1u << d)) { first = d; break; }
+    for (int d = R - 1; d >= 0; d--) {
+        if (!(mask & (1u << d))) continue;
+        if (d == first) nd_sb_printf(sb, "const int64_t i%d = r_;\n", d);
+        else nd_sb_printf(sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
+    }
+}
+
+void nd_cg_arg_step(nd_sb *sb, int argmax, int is_float, const char *sa, const char *si, int e)
+{
+    const char *cmp = argmax ? ">" : "<";
+    if (is_float)
+        nd_sb_printf(sb, "if (cv_ %s %s || (cv_ != cv_ && %s == %s)) { %s = cv_; %s = %d; }\n",
+                     cmp, sa, sa, sa, sa, si, e);
+    else
+        nd_sb_printf(sb, "if (cv_ %s %s) { %s = cv_; %s = %d; }\n", cmp, sa, sa, si, e);
+}
+
 /* Write template `t`: $a $b the operands, $T the computation type, $U its
  * unsigned twin, $R the type of its real parts, $s the helper suffix, $m
  * libm's suffix ("" for double parts, "f" otherwise), $j = `b`. */

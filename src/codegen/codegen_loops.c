@@ -300,16 +300,7 @@ static void store_at(kctx *c, int o, uint32_t bound, nd_id val, const char *jv)
 }
 
 /* i<d> for the dims in `mask` from the task number in r_ (C order) */
-static void bind_dims(kctx *c, uint32_t mask)
-{
-    int first = -1;
-    for (int d = 0; d < c->R; d++) if (mask & (1u << d)) { first = d; break; }
-    for (int d = c->R - 1; d >= 0; d--) {
-        if (!(mask & (1u << d))) continue;
-        if (d == first) nd_sb_printf(c->sb, "const int64_t i%d = r_;\n", d);
-        else nd_sb_printf(c->sb, "const int64_t i%d = r_ %% n%d;\nr_ /= n%d;\n", d, d, d);
-    }
-}
+static void bind_dims(kctx *c, uint32_t mask) { nd_cg_bind_dims(c->sb, c->R, mask); }
 
 /* The task loop header: tasks over the dims in `td` (a mask, outer first)
  * and, when bdim >= 0, blocks of `blk` along dim bdim. Opens the loop
@@ -473,19 +464,6 @@ static int parts_of(const redop *r, const rpart **p)
 static const char *part_ctype(const redop *r) { return ctype_of(nd_cg_part_dtype(r->acc)); }
 static const char *part_sfx(const redop *r) { return nd_cg_sfx(nd_cg_part_dtype(r->acc)); }
 
-/* integers sum and multiply in their unsigned twin: wrapping, no UB */
-static int unsigned_twin(int t)
-{
-    switch (t) {
-    case NPY_BYTE: return NPY_UBYTE;
-    case NPY_SHORT: return NPY_USHORT;
-    case NPY_INT: return NPY_UINT;
-    case NPY_LONG: return NPY_ULONG;
-    case NPY_LONGLONG: return NPY_ULONGLONG;
-    default: return t;
-    }
-}
-
 static void int_limit(char *buf, size_t n, const char *T, int max)
 {
     if (!strcmp(T, "nd_bool")) { snprintf(buf, n, max ? "1" : "0"); return; }
@@ -511,14 +489,14 @@ static int redop_make(redop *r, int uf, int acc)
     case ND_UF_ADD:
         if (fl || cx) { r->kind = RK_CASCADE; snprintf(r->init, sizeof r->init, "0"); return 0; }
         if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "|"); strcpy(r->init, "0"); return 0; }
-        r->adt = unsigned_twin(acc);
+        r->adt = nd_cg_unsigned_twin(acc);
         r->AT = ctype_of(r->adt);
         r->kind = RK_SIMD; strcpy(r->clause, "+"); strcpy(r->init, "0");
         return 0;
     case ND_UF_MULTIPLY:
         if (cx) { r->kind = RK_SEQ; snprintf(r->init, sizeof r->init, "nd_cmk_%s(1, 0)", nd_cg_sfx(acc)); return 0; }
         if (acc == NPY_BOOL) { r->kind = RK_SIMD; strcpy(r->clause, "&"); strcpy(r->init, "1"); return 0; }
-        if (in) { r->adt = unsigned_twin(acc); r->AT = ctype_of(r->adt); }
+        if (in) { r->adt = nd_cg_unsigned_twin(acc); r->AT = ctype_of(r->adt); }
         if (acc == NPY_HALF) { r->kind = RK_SEQ; strcpy(r->init, "1"); return 0; }  /* float product */
         r->kind = RK_SIMD; strcpy(r->clause, "*"); strcpy(r->init, "1");
         return 0;
@@ -883,14 +861,8 @@ static int emit_short(kctx *c, nd_id rid, const char *jv)
         else if (pw && e < pwend) nd_sb_printf(sb, "pw%d_[%d] += cv_;\n", f, e % 8);
         else if (pw) red_update(sb, &r, sa, "cv_");
         else if (e == 0) nd_sb_printf(sb, "%s = (%s)cv_;\n", sa, AT);
-        else if (arg) {
-            const char *cmp = r.uf == ND_RED_ARGMAX ? ">" : "<";
-            if (is_cls_float(r.acc))
-                nd_sb_printf(sb, "if (cv_ %s %s || (cv_ != cv_ && %s == %s)) { %s = cv_; %s = %d; }\n",
-                             cmp, sa, sa, sa, sa, si, e);
-            else
-                nd_sb_printf(sb, "if (cv_ %s %s) { %s = cv_; %s = %d; }\n", cmp, sa, sa, si, e);
-        } else red_update(sb, &r, sa, "cv_");
+        else if (arg) nd_cg_arg_step(sb, r.uf == ND_RED_ARGMAX, is_cls_float(r.acc), sa, si, e);
+        else red_update(sb, &r, sa, "cv_");
         nd_sb_puts(sb, "}\n");
         if (pw && e == pwend - 1)
             nd_sb_printf(sb, "%s = ((pw%d_[0] + pw%d_[1]) + (pw%d_[2] + pw%d_[3])) + "
