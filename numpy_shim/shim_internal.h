@@ -116,6 +116,7 @@ int nd_shim_register_advidx(nd_shim_table *tab);  /* shim_advidx.c (extern) */
 int nd_shim_register_copyto(nd_shim_table *tab);  /* shim_copyto.c */
 int nd_shim_register_flat(nd_shim_table *tab);    /* shim_flat.c */
 int nd_shim_register_random(nd_shim_table *tab);  /* shim_random.c */
+int nd_shim_register_special(nd_shim_table *tab); /* shim_special.c */
 
 /* Hooks implemented in shim_advidx.c (extern helper). Called under an
  * active trace with `self` a proxy. The initial versions are correct

@@ -646,7 +646,8 @@ int nd_shim_init(PyObject *module)
         nd_shim_register_methods(&table) < 0 || nd_shim_register_elementwise(&table) < 0 ||
         nd_shim_register_join(&table) < 0 || nd_shim_register_extern(&table) < 0 ||
         nd_shim_register_advidx(&table) < 0 || nd_shim_register_copyto(&table) < 0 ||
-        nd_shim_register_flat(&table) < 0 || nd_shim_register_random(&table) < 0 || nd_shim_masked_init() < 0 ||
+        nd_shim_register_flat(&table) < 0 || nd_shim_register_random(&table) < 0 ||
+        nd_shim_register_special(&table) < 0 || nd_shim_masked_init() < 0 ||
         nd_shim_inline_init() < 0 ||
         nd_shim_install_ufuncs(table.module) < 0)
         return -1;

@@ -1,5 +1,5 @@
 """Gradients that numdyn used to refuse (NotImplementedError: the value left
-the graph, or no rule): np.nanvar/np.nanstd, np.power.accumulate. Each is checked against
+the graph, or no rule): np.nanvar/np.nanstd, np.power.accumulate, np.i0. Each is checked against
 central finite differences of the function run by NumPy (float64) and
 against a closed form, and the compiled forward against NumPy (values,
 dtypes, result types, warnings)."""
@@ -89,3 +89,41 @@ def test_power_accumulate_gradient():
     a, b = 1.3, 0.7
     g2 = numdyn.grad(numdyn.compile(lambda v: np.power.accumulate(v)[1], backend="aot_eager"))(np.array([a, b]))
     np.testing.assert_allclose(g2, [b * a ** (b - 1), a ** b * np.log(a)], rtol=1e-12)
+
+
+I0_X = np.array([-12.0, -8.0, -3.3, -0.5, 0.0, 0.7, 2.0, 7.99, 8.0, 8.01, 15.0, 40.0])
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int64"])
+def test_i0_forward_is_numpys(backend, dt):
+    x = I0_X.astype(dt)
+    f = numdyn.compile(lambda v: np.i0(v), backend=backend)
+    want, got = np.i0(x), f(x)
+    assert type(got) is type(want) and got.dtype == want.dtype
+    # NumPy's operations in NumPy's order: equal up to the last bit of exp
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dt == "float32" else 1e-14)
+    w0, g0 = np.i0(np.float64(1.5)), f(np.float64(1.5))  # a 0-d array, as piecewise returns
+    assert type(g0) is type(w0) and g0.shape == w0.shape == ()
+    with pytest.raises(TypeError, match="i0 not supported for complex values"):
+        np.i0(x * 1j)
+    with pytest.raises(TypeError, match="i0 not supported for complex values"):
+        f(x * 1j)
+
+
+def _i1(v):
+    """the modified Bessel function I1 (d i0 / dx) by its series, exactly"""
+    from fractions import Fraction
+    from math import factorial
+    h = Fraction(float(v)) / 2
+    return float(sum(h ** (2 * k + 1) / (factorial(k) * factorial(k + 1)) for k in range(150)))
+
+
+def test_i0_gradient():
+    x = I0_X
+    e = numdyn.explain(numdyn.compile(lambda v: np.i0(v) * 2), x)
+    assert e.graph_break_count == 0, [str(b) for b in e.break_reasons]
+    g = numdyn.grad(lambda v: np.sum(np.i0(v)))(x)
+    np.testing.assert_allclose(g, [_i1(v) for v in x], rtol=1e-13, atol=1e-15)
+    y = np.array([-3.0, -0.4, 0.9, 6.0, 9.5])  # sizes where central differences are exact enough
+    f = lambda v: np.sum(np.i0(v) * np.arange(1, 6))  # noqa: E731
+    np.testing.assert_allclose(numdyn.grad(f)(y), numeric_grad(f, [y], 0), rtol=1e-5, atol=1e-5)
