@@ -378,9 +378,9 @@ ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e420
         __builtin_fma)
 /* sinh = (t + t / (t + 1)) / 2 with t = expm1|x| below |x| = SMALL
  * (glibc's form), exp|x| / 2 above (e^-|x| is below its last bit there);
- * cosh = e / 2 + 1 / (2 e). One exp core each; |x| up to CAP (sinh and
- * cosh overflow just below it) computes exp|x| / 2 without overflowing
- * early. tanh = t / (t + 2), t = expm1(2|x|), |x| capped at TCAP (tanh
+ * cosh = e / 2 + 1 / (2 e). One exp core each; |x| capped at CAP (sinh
+ * and cosh overflow just below it: exp|x| / 2 gives inf and "overflow"
+ * there, and not earlier); a NaN passes the cap and the arithmetic. tanh = t / (t + 2), t = expm1(2|x|), |x| capped at TCAP (tanh
  * rounds to 1). x itself below TINY. float32's by the same forms in float
  * (16 lanes): SLEEF's 3.5-ULP sinhf/coshf/tanhf ran 1.5-1.8x slower than
  * NumPy's loops. */
@@ -388,28 +388,24 @@ ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e420
 ND_INLINE T nd_sinh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(nd_clamp_##S(ax, (T)0, CAP), &sc); \
+    T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
     int small = ax < SMALL; \
     T t = 4 * nd_bsel_##S(small, FMA(sc, e, sc - (T)0.25), (T)0.25); \
     T he = 2 * FMA(sc, e, sc); \
-    T r = nd_bsel_##S(small, (T)0.5 * (t + t / (t + (T)1)), he); \
-    r = COPYSIGN(nd_bsel_##S(__builtin_isgreater(ax, CAP), (T)INFINITY, r), x); \
+    T r = COPYSIGN(nd_bsel_##S(small, (T)0.5 * (t + t / (t + (T)1)), he), x); \
     return nd_bsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 } \
 ND_INLINE T nd_cosh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(nd_clamp_##S(ax, (T)0, CAP), &sc); \
+    T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
     T he = 2 * FMA(sc, e, sc); \
-    T r = nd_bsel_##S(__builtin_isgreater(ax, CAP), (T)INFINITY, \
-                      he + (T)0.25 / nd_bsel_##S(he < HEMAX, he, HEMAX)); \
-    return nd_bsel_##S(x != x, x + x, r); \
+    return he + (T)0.25 / nd_bsel_##S(he < HEMAX, he, HEMAX); \
 } \
 ND_INLINE T nd_tanh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(nd_clamp_##S(nd_bsel_##S(__builtin_isgreater(ax, TCAP), 2 * TCAP, 2 * ax), \
-                                   (T)0, 2 * TCAP), &sc); \
+    T e = nd_expk_##S(__builtin_isgreater(ax, TCAP) ? 2 * TCAP : 2 * ax, &sc); \
     T t = 4 * FMA(sc, e, sc - (T)0.25); \
     T r = COPYSIGN(t / (t + (T)2), x); \
     return nd_bsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
