@@ -14,17 +14,7 @@ import pytest
 
 import numdyn
 from loop_gen import arr, check_calls
-
-
-def lu_loops(A):
-    A = A.copy()
-    n = A.shape[0]
-    for k in range(n):
-        for i in range(k + 1, n):
-            A[i, k] = A[i, k] / A[k, k]
-            for j in range(k + 1, n):
-                A[i, j] -= A[i, k] * A[k, j]
-    return A
+from programs_loops import lu_loops
 
 
 def stepped(x, y, lo, hi, step, off):

@@ -13,18 +13,7 @@ import numpy as np
 import pytest
 
 from loop_gen import arr, check_calls
-
-
-def insertion_sort(a):
-    a = a.copy()
-    for i in range(1, a.shape[0]):
-        key = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > key:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = key
-    return a
+from programs_loops import insertion_sort
 
 
 def shift_down(a, j, stop):
