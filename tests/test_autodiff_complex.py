@@ -367,12 +367,21 @@ def test_cumprod_complex_matches_torch_and_jax():
     np.testing.assert_allclose(pull(ct)[0], np.asarray(pj(jnp.asarray(ct))[0]), rtol=1e-10, atol=1e-12)
 
 
-def test_slogdet_complex_logabsdet_and_sign_refused():
+def test_slogdet_complex_logabsdet_and_sign():
     a = crand(2, 3, 3) + 3 * np.eye(3)
     f = lambda xp: lambda a: xp.sum(xp.linalg.slogdet(a)[1] ** 2)
     g = numdyn.grad(f(np))(a)
     np.testing.assert_allclose(g, fd_grad(f(np), a), rtol=1e-6, atol=1e-7)
     gj = jax.grad(f(jnp))(jnp.asarray(a))
     np.testing.assert_allclose(g, np.conj(np.asarray(gj)), rtol=1e-10)
-    with pytest.raises(NotImplementedError, match="slogdet's sign"):  # the phase: not written
-        numdyn.grad(lambda a: np.abs(np.linalg.slogdet(a)[0] + 1.0).sum())(a)
+    # the sign (the determinant's phase): ds = s i Im(tr(a^-1 da)), JAX's rule
+    w = np.array([0.3 - 0.7j, 1.1 + 0.2j])
+    h = lambda xp: lambda a: (xp.sum(xp.real(xp.linalg.slogdet(a)[0] * w))  # noqa: E731
+                              + xp.sum(xp.abs(xp.linalg.slogdet(a)[0] + 1.0)))
+    g = numdyn.grad(h(np))(a)
+    np.testing.assert_allclose(g, fd_grad(h(np), a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g, np.conj(np.asarray(jax.grad(h(jnp))(jnp.asarray(a)))), rtol=1e-10)
+    # closed form for one matrix: L = Im(log s) = angle(det a), dL = Im(tr(a^-1 da)),
+    # numdyn's gradient dL/dre + i dL/dim = i conj(a^-T)
+    g1 = numdyn.grad(lambda a: np.angle(np.linalg.slogdet(a)[0]))(a[0])
+    np.testing.assert_allclose(g1, 1j * np.conj(np.linalg.inv(a[0]).T), rtol=1e-10)

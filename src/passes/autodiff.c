@@ -1881,13 +1881,19 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     if (fn == F_det)
         return acc(A, a, MUL(unsqueeze(g, unsqueeze(g, MUL(c, i), -1), -1), swap_last(g, inv(g, a))));
     if (fn == F_slogdet) {
-        /* log|det a|: c a^-T, complex a too (JAX's transpose of Re(tr(a^-1 da)));
-         * a real sign is constant almost everywhere, a complex one (the
-         * determinant's phase) is not: refused */
-        if (f->aux == 0 && cx) return not_impl("complex values in", "linalg.slogdet's sign");
-        if (f->aux == 0) return 0;
+        /* log|det a|: c a^-T, complex a too (JAX's transpose of Re(tr(a^-1 da))).
+         * A real sign is constant almost everywhere: no gradient. A complex
+         * one is the determinant's phase s, ds = s i Im(tr(a^-1 da)) (JAX's
+         * slogdet JVP), whose transpose is i Im(c s) a^-T */
+        if (f->aux == 0 && !cx) return 0;
         int La = NODE(g, a)->dtype;  /* complex a: the product in a's dtype */
-        return acc(A, a, uf(g, ND_UF_MULTIPLY, cast(g, unsqueeze(g, unsqueeze(g, c, -1), -1), La),
+        nd_id k = c;
+        if (f->aux == 0) {
+            nd_id cs = uf(g, ND_UF_MULTIPLY, c, i, La);
+            nd_id im = real_part(g, uf(g, ND_UF_MULTIPLY, cs, scc(g, 0, -1, La), La));
+            k = uf(g, ND_UF_MULTIPLY, cast(g, im, La), scc(g, 0, 1, La), La);
+        }
+        return acc(A, a, uf(g, ND_UF_MULTIPLY, cast(g, unsqueeze(g, unsqueeze(g, k, -1), -1), La),
                             swap_last(g, inv(g, a)), La));
     }
     if (fn == F_solve) {
