@@ -517,14 +517,15 @@ ND_CBRT(float, f, f, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
         __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
 
 /* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is
- * exact for the k below the dtype's digits); overflows (and flags) where
- * exp does; x itself below TINY (the sign of zero, subnormals) and NaN */
+ * exact for the k below the dtype's digits); x capped at HI, just past
+ * the overflow, where the last product gives inf and "overflow"; x itself
+ * below TINY (the sign of zero, subnormals) and NaN */
 #define ND_EXPM1(T, S, F, LO, HI, TINY, FABS) \
 ND_INLINE T nd_expm1##F(T x) \
 { \
-    T sc, e = nd_expk_##S(nd_clamp_##S(x, LO, HI), &sc); \
+    T xc = __builtin_isless(x, LO) ? LO : x, sc; \
+    T e = nd_expk_##S(__builtin_isgreater(xc, HI) ? HI : xc, &sc); \
     T r = 4 * ND_FMA_##S(sc, e, sc - (T)0.25); \
-    r = nd_bsel_##S(__builtin_isgreater(x, HI), (T)INFINITY, r); \
     return nd_bsel_##S(!__builtin_isgreaterequal(FABS(x), TINY), x + x * (T)0, r); \
 }
 #define ND_FMA_d __builtin_fma
