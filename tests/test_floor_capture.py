@@ -92,3 +92,29 @@ def test_complex_abs_is_numpys_to_the_bit(dtype):
         assert a.dtype == wa.dtype
         np.testing.assert_array_equal(a, wa)
         np.testing.assert_array_equal(m, wm)
+
+
+def _one_element_arrays(x):
+    # seam carving's row: np.array([np.inf]) padding a shifted row, twice a row
+    left = np.concatenate((np.array([np.inf]), x[:-1]))
+    a = np.array([[7]], dtype=np.int32)
+    a += 2
+    b = np.array((np.float32(1.5),))
+    b[0] = x.sum()
+    return np.minimum(left, x), a, b, np.array([-0.0]) * 1
+
+
+def test_one_element_constant_array_is_one_scalar_node():
+    # a constant of one element is a SCALAR node broadcast (as np.full's),
+    # not a select over its positions (index, equal, where: 1.4 us to trace)
+    x = np.arange(5.0)
+    want = _one_element_arrays(x)
+    cf = numdyn.compile(_one_element_arrays, options={"floor": False})
+    ops = [op for g in numdyn.explain(cf)(x).ops_per_graph for op in g]
+    assert "where" not in ops and "equal" not in ops, ops
+    got = cf(x)
+    for g, w in zip(got, want):
+        assert type(g) is np.ndarray and g.dtype == w.dtype and g.shape == w.shape
+        assert g.strides == w.strides
+        np.testing.assert_array_equal(g, w)
+    assert np.signbit(got[3][0])
