@@ -1439,6 +1439,17 @@ int nd__note_dead(nd_trace *t)
         if (v >= 0 && v < g->n) readers[v]++;
     }
     for (nd_id i = 0; i < g->n; i++) used[i] = readers[i] > 0;
+    /* an extern reads every node of its extra list: a live one keeps its
+     * operands live (`-X` of `(-X) @ w` was taken for dead, so a target of
+     * the return flush kept as a program output to its end: 100 steps of
+     * logistic regression held 200 copies of X, 10x NumPy's time in page
+     * faults); a dead one is not run, so what only it reads stays worth
+     * running (`used` does not count it) */
+    for (nd_id i = 0; i < g->n; i++) {
+        const nd_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nextra; k++)
+            if (n->extra[k] >= 0 && n->extra[k] < g->n) readers[n->extra[k]]++;
+    }
     for (NdProxy *p = t->proxies; p; p = p->next) {  /* values Python still holds */
         nd_id v = p->st->version;
         if (v >= 0 && v < g->n) readers[v]++;
@@ -1452,6 +1463,8 @@ int nd__note_dead(nd_trace *t)
             used[i] = 2;
         for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
             if (n->in[k] >= 0 && n->in[k] < g->n) readers[n->in[k]]--;
+        for (int k = 0; k < n->nextra; k++)
+            if (n->extra[k] >= 0 && n->extra[k] < g->n) readers[n->extra[k]]--;
     }
     PyMem_Free(readers);
     for (nd_id i = t->dead_floor; i < g->n; i++) nd += used[i] == 2;
