@@ -10,6 +10,7 @@ import pytest
 
 import numdyn
 from loop_gen import arr, check_calls
+from programs_real import back_subst_multi, cholesky_cols, cholesky_rows, knapsack_01
 
 
 def captured(fn, *args):
@@ -32,18 +33,6 @@ def check_captured(fn, *arg_sets, **kw):
 
 
 # ---------------------------------------------------------------- programs
-
-def cholesky_rows(A):
-    A = A.copy()
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            A[i, j] -= np.dot(A[i, :j], A[j, :j])
-            A[i, j] /= A[j, j]
-        A[i, i] -= np.dot(A[i, :i], A[i, :i])
-        A[i, i] = np.sqrt(A[i, i])
-    return np.tril(A)
-
 
 def forward_subst(L, b):
     n = L.shape[0]
@@ -442,23 +431,6 @@ def test_a_view_of_a_readonly_array_refuses_writes():
 
 # ---------------------------------------------------------------- matrix products
 
-def cholesky_cols(A):
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for j in range(n):
-        L[j, j] = np.sqrt(A[j, j] - np.dot(L[j, :j], L[j, :j]))
-        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
-    return L
-
-
-def back_subst_multi(U, B):
-    n = U.shape[0]
-    X = np.zeros_like(B)
-    for i in range(n - 1, -1, -1):
-        X[i, :] = (B[i, :] - U[i, i + 1:] @ X[i + 1:, :]) / U[i, i]
-    return X
-
-
 def syrk_rows(C, A, alpha, beta):
     for i in range(C.shape[0]):
         C[i, :i + 1] = beta * C[i, :i + 1] + alpha * (A[:i + 1, :] @ A[i, :])
@@ -568,15 +540,6 @@ def nbody_acc(pos, mass):
     return acc
 
 
-def knapsack_candidates(weights, values, capacity):
-    best = np.zeros(capacity + 1)
-    for i in range(weights.shape[0]):
-        w = weights[i]
-        cand = best[:capacity + 1 - w] + values[i]
-        best[w:] = np.maximum(best[w:], cand)
-    return best
-
-
 def temp_reads_itself(A):
     for i in range(A.shape[0]):
         t = A[i] * 2
@@ -598,7 +561,7 @@ def test_computed_arrays_given_to_names(dtype):
     pos, mass = arr(dtype, (9, 3), seed=19), arr(dtype, 9, seed=20)
     check_captured(nbody_acc, (pos, mass))
     W = np.array([3, 5, 1, 7, 2])
-    check_captured(knapsack_candidates, (W, arr(dtype, 5), 20))
+    check_captured(knapsack_01, (W, arr(dtype, 5), 20))
     check_captured(temp_reads_itself, (arr(dtype, (3, 4)),))
 
 
