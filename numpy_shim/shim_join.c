@@ -20,6 +20,7 @@
  * The nd_xj_* helpers (shim_internal.h) are shared with shim_advidx.c and
  * shim_extern.c. */
 #include "shim_internal.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ helpers */
@@ -865,8 +866,60 @@ static PyObject *outer_impl(nd_trace *t, PyObject **argv)
  * operands whose dims are in C order in memory; other layouts (NumPy's result follows the
  * operands' order), two 0-d operands (multiply's scalar) and ndarray
  * subclasses (np.matrix's own rules) are NumPy's. */
+/* A small bool array with o's memory order (its dims longer than 1 cut to
+ * 2, their strides in o's order and signs), or a new reference to o itself
+ * when it has no layout to copy (a scalar, a list). */
+static PyObject *layout_standin(PyObject *o)
+{
+    int nd;
+    const npy_intp *shape;
+    npy_intp ms[ND_MAXDIMS], cs[ND_MAXDIMS], bs[ND_MAXDIMS];
+    if (nd_operand_memory_strides(o, &nd, &shape, ms) != 0) return Py_NewRef(o);
+    int perm[ND_MAXDIMS];
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    for (int i = 1; i < nd; i++)  /* dims by |stride|, largest first (stable) */
+        for (int j = i; j > 0 && llabs((long long)ms[perm[j]]) > llabs((long long)ms[perm[j - 1]]); j--) {
+            int tmp = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = tmp;
+        }
+    for (int d = 0; d < nd; d++) cs[d] = shape[d] > 1 ? 2 : shape[d];
+    for (int k = 0; k < nd; k++) bs[k] = cs[perm[k]];
+    PyObject *base = PyArray_ZEROS(nd, bs, NPY_BOOL, 0);
+    npy_intp axes[ND_MAXDIMS];
+    for (int k = 0; k < nd; k++) axes[perm[k]] = k;
+    PyArray_Dims pd = {axes, nd};
+    PyObject *r = base ? PyArray_Transpose((PyArrayObject *)base, &pd) : NULL;
+    Py_XDECREF(base);
+    for (int d = 0; r && d < nd; d++) {
+        if (ms[d] >= 0) continue;
+        PyObject *np = PyImport_ImportModule("numpy");
+        PyObject *f = np ? PyObject_CallMethod(np, "flip", "Oi", r, d) : NULL;
+        Py_XDECREF(np);
+        Py_SETREF(r, f);
+    }
+    return r;
+}
+
+/* 1 when NumPy lays np.kron(a, b) out in C order, as kron_impl makes it:
+ * asked of NumPy itself, on stand-ins with the operands' memory orders
+ * (its product follows its iterator's order; a transposed or reversed
+ * operand usually still gives C order) */
+static int kron_c_ordered(PyObject *a, PyObject *b)
+{
+    PyObject *sa = layout_standin(a), *sb = sa ? layout_standin(b) : NULL;
+    PyObject *np = sb ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *r = np ? PyObject_CallMethod(np, "kron", "OO", sa, sb) : NULL;
+    int c = r && PyArray_Check(r) ? PyArray_IS_C_CONTIGUOUS((PyArrayObject *)r) : -1;
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    Py_XDECREF(np);
+    Py_XDECREF(r);
+    if (c < 0) PyErr_Clear();
+    return c > 0;
+}
+
 static PyObject *kron_impl(nd_trace *t, PyObject **argv)
 {
+    int c_order = 1;
     for (int k = 0; k < 2; k++) {
         if (PyArray_Check(argv[k]) && !PyArray_CheckExact(argv[k]))
             return nd_shim_unsupported("numpy.kron of an ndarray subclass");
@@ -878,12 +931,14 @@ static PyObject *kron_impl(nd_trace *t, PyObject **argv)
         if (nd_operand_memory_strides(argv[k], &nd, &shape, ms) == 0) {
             for (int d = 0; d < nd; d++) {
                 if (shape[d] <= 1) continue;
-                if (ms[d] <= 0 || (prev >= 0 && ms[d] >= prev))
-                    return nd_shim_unsupported("numpy.kron of an operand not in C order");
+                if (ms[d] <= 0 || (prev >= 0 && ms[d] >= prev)) c_order = 0;
                 prev = ms[d];
             }
         }
     }
+    if (!c_order && !kron_c_ordered(argv[0], argv[1]))
+        return nd_shim_unsupported("numpy.kron of an operand not in C order whose product "
+                                   "NumPy lays out in another order");
     nd_xj_arr a, b;
     int rc = nd_xj_array(t, argv[0], &a);
     if (rc == 0) rc = nd_xj_array(t, argv[1], &b);

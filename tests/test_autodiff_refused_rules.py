@@ -1,5 +1,6 @@
 """Gradients that numdyn used to refuse (NotImplementedError: the value left
-the graph, or no rule): np.nanvar/np.nanstd, np.power.accumulate, np.i0. Each is checked against
+the graph, or no rule): np.nanvar/np.nanstd, np.power.accumulate, np.i0, np.kron of operands
+not in C order. Each is checked against
 central finite differences of the function run by NumPy (float64) and
 against a closed form, and the compiled forward against NumPy (values,
 dtypes, result types, warnings)."""
@@ -127,3 +128,41 @@ def test_i0_gradient():
     y = np.array([-3.0, -0.4, 0.9, 6.0, 9.5])  # sizes where central differences are exact enough
     f = lambda v: np.sum(np.i0(v) * np.arange(1, 6))  # noqa: E731
     np.testing.assert_allclose(numdyn.grad(f)(y), numeric_grad(f, [y], 0), rtol=1e-5, atol=1e-5)
+
+
+KRON_CASES = {
+    "T,C": lambda x, y: np.kron(x.T, y),
+    "C,T": lambda x, y: np.kron(x, y.T),
+    "rev,T": lambda x, y: np.kron(x[::-1], y.T),
+    "T,rev": lambda x, y: np.kron(x.T, y[:, ::-1]),
+}
+
+
+@pytest.mark.parametrize("shapes", [((3, 2), (2, 4)), ((2, 3, 2), (2, 2, 2)), ((1, 4), (2, 4))])
+def test_kron_of_operands_not_in_c_order(backend, shapes):
+    """in the graph where NumPy lays the product out in C order (asked of
+    NumPy on small stand-ins); values and strides are NumPy's either way"""
+    a, b = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    for name, f in KRON_CASES.items():
+        cf = numdyn.compile(f, backend=backend)
+        want, got = f(a, b), cf(a, b)
+        np.testing.assert_array_equal(got, want)
+        assert got.strides == want.strides, name
+        breaks = numdyn.explain(cf, a, b).graph_break_count
+        assert breaks == (0 if want.flags.c_contiguous else 1), name
+
+
+def test_kron_of_operands_not_in_c_order_gradient():
+    a, b = RNG.standard_normal((3, 2)), RNG.standard_normal((2, 4))
+    w = RNG.standard_normal((12, 4))  # kron of (3, 2) and (4, 2)
+
+    def loss(x, y):
+        return np.sum(np.kron(x[::-1], y.T) * w)
+    ga, gb = numdyn.grad(loss, argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(ga, numeric_grad(loss, [a, b], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, numeric_grad(loss, [a, b], 1), rtol=1e-6, atol=1e-8)
+    # closed form: d sum(kron(A, B) * W) / dA[i, j] = sum(B * (block (i, j) of W))
+    bt = b.T
+    gA = np.array([[np.sum(bt * w[i * 4:(i + 1) * 4, j * 2:(j + 1) * 2]) for j in range(2)]
+                   for i in range(3)])
+    np.testing.assert_allclose(ga, gA[::-1], rtol=1e-12)
