@@ -666,6 +666,24 @@ static PyObject *part(nd_trace *t, PyObject *a, int imag)
 static PyObject *real_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0], 0); }
 static PyObject *imag_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0], 1); }
 
+/* x.view() and x.view(np.ndarray) (as dtype or type): a view of all of x,
+ * sharing its storage, as NumPy's; another dtype or an ndarray subclass is
+ * NumPy's (a break) */
+static PyObject *view_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *nd = (PyObject *)&PyArray_Type;
+    if ((argv[1] && argv[1] != Py_None && argv[1] != nd) || (argv[2] && argv[2] != Py_None && argv[2] != nd))
+        return nd_shim_unsupported("ndarray.view to another dtype or type is not supported in-graph");
+    PyObject *p = as_proxy(t, argv[0]);
+    if (!p) return NULL;
+    int n = nd_proxy_ndim(p);
+    npy_intp cs[ND_MAXDIMS];
+    c_strides(n, nd_proxy_shape(p), cs);
+    PyObject *v = nd_proxy_view(p, n, nd_proxy_shape(p), 0, cs);
+    Py_DECREF(p);
+    return v;
+}
+
 static PyObject *atleast(nd_trace *t, PyObject *arys, int k)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(arys);
@@ -902,6 +920,7 @@ static const nd_shim_def methods[] = {
     {"ravel", "self|order", ravel_impl, 0},
     {"flatten", "self|order", flatten_impl, 0},
     {"copy", "self|order", copy_method, 0},
+    {"view", "self|dtype,type", view_method, 0},
     {"__copy__", "self", dunder_copy, 0},
     {"squeeze", "self|axis", squeeze_impl, 0},
     {"diagonal", "self|offset,axis1,axis2", diagonal_impl, 0},

@@ -136,3 +136,28 @@ def test_real_array_indexed_by_lazy_mask_breaks_once():
         index_of(np.arange(3))
     with pytest.raises(TypeError, match="only integer scalar arrays"):
         numdyn.compile(index_of, options=OWN)(np.arange(3))
+
+
+def viewed(x):
+    y = x * 2.0
+    v = y.view(np.ndarray)
+    w = y.view()
+    v[0] = -1.0          # a view: y sees the write, as under NumPy
+    w[1:, 0] += 10.0
+    return y, v, w, y.T.view(type=np.ndarray)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_view_as_ndarray_stays_in_graph(order):
+    # x.view(np.ndarray) / x.view() of a lazy array: a view sharing its
+    # storage (was a graph break: NumPy ran it on the concrete array)
+    x = np.asarray(np.arange(12.0).reshape(3, 4), order=order)
+    want = viewed(x)
+    cf = numdyn.compile(viewed, options=OWN)
+    out = numdyn.explain(cf)(x)
+    assert out.graph_break_count == 0, [r.reason for r in out.break_reasons]
+    got = cf(x)
+    for g, w in zip(got, want):
+        assert type(g) is np.ndarray and g.dtype == w.dtype and g.shape == w.shape
+        assert g.strides == w.strides
+        np.testing.assert_array_equal(g, w)

@@ -103,9 +103,9 @@ def _many(x, y):
 
 def test_result_types_attributes_and_finalize_calls_are_numpys():
     out, _ = _compare(_many, lambda: (_mk(A), np.ones((3, 4))))
-    # x.view() and x[x > 3] run with NumPy (recorded): the rest is traced
+    # x[x > 3] runs with NumPy (recorded): the rest is traced, x.view() too
     reasons = [b.reason for b in out.break_reasons]
-    assert len(reasons) == 2 and "view" in reasons[0] and "mask" in reasons[1], reasons
+    assert len(reasons) == 1 and "mask" in reasons[0], reasons
 
 
 def test_native_backend_and_in_function_attribute_writes():
