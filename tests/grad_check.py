@@ -19,6 +19,17 @@ def numeric_grad(f, args, argnum, eps=1e-6):
     return g
 
 
+def check_grad(f, x, rtol=1e-5, atol=1e-6):
+    """numdyn.grad of the scalar f(x) (float64 x) against central
+    differences, keeping x's shape and dtype; a warm call (replayed) agrees.
+    Returns the gradient."""
+    g = numdyn.grad(f)(x.copy())
+    assert g.shape == x.shape and g.dtype == x.dtype
+    np.testing.assert_allclose(g, numeric_grad(f, (x,), 0), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(numdyn.grad(f)(x.copy()), g, rtol=1e-12, atol=1e-14)
+    return g
+
+
 def check_terms(terms, args, backend="native", rtol=1e-5, atol=1e-6, chunk=12, replay=False):
     """numdyn's gradient of a sum of terms against each term's own central
     differences, `chunk` terms to a compiled function (CI time: one
