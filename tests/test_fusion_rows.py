@@ -12,7 +12,7 @@ layouts, rows holding NaN and infinities, and a row of one repeated value
 import numpy as np
 import pytest
 
-from fusion_counts import passes
+from fusion_counts import data, layouts, passes
 from oracle import check
 
 
@@ -20,18 +20,6 @@ from oracle import check
 from bench_fusion import layer_norm, row_std, softmax  # noqa: E402
 
 FNS = [softmax, layer_norm, row_std]
-
-
-def data(shape, dt, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dt)
-
-
-def layouts(shape, dt):
-    a = data(shape, dt)
-    yield a
-    yield np.asfortranarray(a)
-    yield data((shape[0] * 2, shape[1]), dt, 1)[::2]
-    yield a[::-1, ::-1]
 
 
 @pytest.mark.parametrize("fn", FNS)

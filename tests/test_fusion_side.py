@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import numdyn
-from fusion_counts import passes
+from fusion_counts import data, layouts, passes
 from oracle import check
 
 
@@ -79,21 +79,6 @@ def own_view(x):
     # kernel would read its own output)
     y = x * 2
     return y, y.T.sum(0)
-
-
-def data(shape, dt, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.dtype(dt).kind == "f":
-        return rng.standard_normal(shape).astype(dt)
-    return rng.integers(-50, 50, size=shape).astype(dt)
-
-
-def layouts(shape, dt):
-    a = data(shape, dt)
-    yield a
-    yield np.asfortranarray(a)
-    yield data((shape[0] * 2,) + tuple(shape[1:]), dt, 1)[::2]
-    yield a[::-1, ::-1]
 
 
 @pytest.mark.parametrize("rows", [300, 5000])
