@@ -216,6 +216,22 @@ def backend(request):
     return request.param
 
 
+@pytest.fixture
+def background_compiles(monkeypatch, tmp_path):
+    """numdyn compiling in the background into a private cache (the test's
+    kernels are built in it, not found) with no compile budget: a call never
+    waits for the compiler, whatever the machine's load -- NumPy runs what is
+    still compiling"""
+    import numdyn
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
+    numdyn.utils.reset()
+    monkeypatch.setattr(numdyn.config, "background_compile", True)
+    monkeypatch.setattr(numdyn.config, "compile_budget", 0.0)
+    yield
+    numdyn.utils.wait_compiles()
+    numdyn.utils.reset()
+
+
 _CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "suppress_errors",
                     "enabled", "error_on_recompile", "background_compile", "compile_budget",
                     "adaptive_threads")

@@ -285,25 +285,13 @@ def test_changed_slice_bounds_and_scalars_reuse_kernels():
 
 # ------------------------------------- background compiles (first calls)
 
-@pytest.fixture
-def background(monkeypatch, tmp_path):
-    # a private cache: the kernels below are built in this test, not found
-    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
-    utils.reset()
-    monkeypatch.setattr(numdyn.config, "background_compile", True)
-    # no budget: the calls below run while the compilers run (they take more
-    # than microseconds), whatever the machine's load
-    monkeypatch.setattr(numdyn.config, "compile_budget", 0.0)
-    yield
-    utils.wait_compiles()
-    utils.reset()
-
+# (conftest.py background_compiles: a private cache, no compile budget)
 
 def _first_call_program(a, s):
     return np.arctan(np.cosh(a * s) + 0.25) * np.log1p(np.abs(a)) - s
 
 
-def test_first_call_waits_for_no_compiler(background):
+def test_first_call_waits_for_no_compiler(background_compiles):
     a = np.linspace(-1.0, 1.0, 1001)
     cf = numdyn.compile(_first_call_program, options={"floor": False})
     c0 = dict(utils.counters)
@@ -325,7 +313,7 @@ def test_first_call_waits_for_no_compiler(background):
     assert dict(utils.counters)["kernels_compiled"] == c2["kernels_compiled"]
 
 
-def test_background_compile_error_raises_on_the_call_that_finds_it(background, tmp_path,
+def test_background_compile_error_raises_on_the_call_that_finds_it(background_compiles, tmp_path,
                                                                     monkeypatch):
     # several times in one process: a compiler that fails at once ended
     # before the first call noted the compile count, and the graph then
@@ -348,7 +336,7 @@ def test_background_compile_error_raises_on_the_call_that_finds_it(background, t
             with pytest.raises(utils.CompileError, match="the compiler says no"):
                 f(a)
 
-def test_floor_does_not_time_calls_that_ran_while_compiling(background):
+def test_floor_does_not_time_calls_that_ran_while_compiling(background_compiles):
     a = np.linspace(0.0, 1.0, 257)
     cf = numdyn.compile(_first_call_program, options=FLOOR)
     c0 = utils.counters["compiling_runs"]
@@ -372,7 +360,7 @@ def test_floor_does_not_time_calls_that_ran_while_compiling(background):
     assert info["numdyn_samples"] + info["numpy_samples"] == 3, info
 
 
-def test_wait_compiles_builds_queued_units_too(background, monkeypatch):
+def test_wait_compiles_builds_queued_units_too(background_compiles, monkeypatch):
     # more units than compilers at once (one per core): the others wait
     # their turn, and wait_compiles() returns only when every one is built.
     # (the lambdas' helper _chain is numdyn's: with loop capture its loop

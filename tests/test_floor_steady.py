@@ -80,20 +80,7 @@ def _slow_then(x, n, k):
     return acc + float(z.sum())
 
 
-@pytest.fixture
-def budget_zero(monkeypatch, tmp_path):
-    # a private cache and no compile budget: a call never waits for the
-    # compiler, NumPy runs what is still compiling
-    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
-    utils.reset()
-    monkeypatch.setattr(numdyn.config, "background_compile", True)
-    monkeypatch.setattr(numdyn.config, "compile_budget", 0.0)
-    yield
-    utils.wait_compiles()
-    utils.reset()
-
-
-def test_own_path_is_retimed_once_its_compile_lands(budget_zero):
+def test_own_path_is_retimed_once_its_compile_lands(background_compiles):
     x = np.arange(3.0)
     cf = numdyn.compile(_slow_then, options=FLOOR)
     cf(x, 40, 1)
