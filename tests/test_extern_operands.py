@@ -52,3 +52,25 @@ def test_dead_extern_operand_still_warns():
 def test_values():
     X = np.random.default_rng(1).standard_normal((50, 4))
     check(steps, X, np.ones(4), 7)
+
+
+def scaled_transpose_product(X, r):
+    return 0.1 * X.T @ r     # (0.1 * X.T) @ r: NumPy's 0.1 * X.T keeps X's memory order
+
+
+def test_extern_operand_in_numpys_memory_order():
+    # the product's operand is laid out as NumPy lays it out (Fortran order
+    # over X.T's dims): a kernel writing it in C order walked X transposed
+    # (logistic regression's `lr * X.T @ (p - y)`, 8x slower there)
+    seen = []
+
+    def keep(graph, example_inputs):
+        seen.append(graph)
+        return graph
+
+    X, r = np.random.default_rng(2).standard_normal((40, 3)), np.ones(40)
+    got = numdyn.compile(scaled_transpose_product, backend=keep)(X, r)
+    np.testing.assert_allclose(got, scaled_transpose_product(X, r), rtol=1e-12)
+    (g,) = seen
+    mul = [g[i] for i in range(len(g)) if g[i].op == "ufunc" and g[i].shape == (3, 40)]
+    assert mul and mul[0].attrs.get("memory_order") == (1, 0), [n.attrs for n in mul]

@@ -290,6 +290,13 @@ static PyObject *node_attrs(PyObject *self, void *c)
     }
     if (ok && n->op != ND_OP_EXTERN && n->attrs && PyDict_Check(n->attrs))
         ok = PyDict_Update(d, n->attrs) == 0;
+    if (ok && (n->flags & ND_F_KORDER)) {
+        /* the memory order NumPy lays the value out in: its dims, outermost
+         * first (C order: 0, 1, ...) */
+        PyObject *o = PyTuple_New(n->ndim);
+        for (int k = 0; o && k < n->ndim; k++) PyTuple_SET_ITEM(o, k, PyLong_FromLong(n->kperm[k]));
+        ok = set_item(d, "memory_order", o) == 0;
+    }
     if (!ok) { Py_DECREF(d); return NULL; }
     return d;
 }

@@ -45,16 +45,34 @@ int nd__storage_memory_strides(const nd_storage *s, npy_intp *ms)
 }
 
 /* s takes the order perm, unless that is C order (then it is plain) */
+/* the storage's computed node takes its layout too, so that a kernel
+ * materializing it for a NumPy call (`(lr * X.T) @ r`) writes it in
+ * NumPy's order, not only when a flush returns it: a C-order buffer of
+ * X.T's values is a transposing walk NumPy does not make (its K order keeps
+ * X's memory order), 8x slower there. The last layout the shim gives the
+ * value is the one that stands. */
+static void node_layout(nd_storage *s)
+{
+    nd_node *n = nd_graph_node(s->trace->g, s->version);
+    if (!n || n->value || n->ndim != s->ndim ||
+        !(n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_WHERE))
+        return;
+    if (!s->korder) {
+        n->flags &= ~ND_F_KORDER;
+        return;
+    }
+    n->flags |= ND_F_KORDER;
+    for (int d = 0; d < n->ndim; d++) n->kperm[d] = s->kperm[d];
+}
+
 static void set_perm(nd_storage *s, const int *perm)
 {
     npy_intp ms[ND_MAXDIMS];
     nd_perm_strides(s->ndim, s->shape, perm, ms);
-    if (nd_c_contiguous(s->ndim, s->shape, ms, 1)) {
-        s->korder = 0;
-        return;
-    }
-    s->korder = 1;
-    for (int d = 0; d < s->ndim; d++) s->kperm[d] = (int8_t)perm[d];
+    s->korder = !nd_c_contiguous(s->ndim, s->shape, ms, 1);
+    if (s->korder)
+        for (int d = 0; d < s->ndim; d++) s->kperm[d] = (int8_t)perm[d];
+    node_layout(s);
 }
 
 /* the storage of a value the shim just made: computed, whole, unshared */
