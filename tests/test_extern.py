@@ -5,13 +5,11 @@ linalg, fft, sort, histogram, and the data-dependent ones that must break.
 silently pass by falling back to NumPy; `breaks` asserts the recorded break
 of a data-dependent op and its reason.
 """
-import contextlib
-import sys
-
 import numpy as np
 import pytest
 
 import numdyn
+from numpy_calls import numpy_calls
 from oracle import check
 from test_join import arr, LAYOUTS
 
@@ -255,25 +253,6 @@ def test_data_dependent_linalg_break(backend):
 
 
 # ------------------------------------------- multi-output externs: one call
-
-@contextlib.contextmanager
-def numpy_calls(fn):
-    """Counts entries into NumPy's own Python implementation of fn (the
-    function behind its array-function dispatcher) while active: every call
-    numdyn makes reaches it, from an extern node or a fallback alike."""
-    code = getattr(fn, "_implementation", fn).__code__
-    n = [0]
-
-    def prof(frame, event, arg):
-        if event == "call" and frame.f_code is code:
-            n[0] += 1
-    old = sys.getprofile()
-    sys.setprofile(prof)
-    try:
-        yield n
-    finally:
-        sys.setprofile(old)
-
 
 def calls_per_run(fn, npfn, args, backend, runs=3):
     """NumPy calls of npfn per call of compiled fn, after a first call

@@ -6,32 +6,13 @@ stands in that program for the step's recomputation
 forward operation runs again. Gradients checked against torch.autograd;
 the saved values counted (counter ad_aliased_values) and an expensive
 step's recomputation counted by NumPy calls."""
-import contextlib
-import sys
-
 import numpy as np
 import pytest
 
 import numdyn
+from numpy_calls import numpy_calls
 
 R = np.random.default_rng(31)
-
-
-@contextlib.contextmanager
-def numpy_calls(fn):
-    """entries into NumPy's own implementation of fn while active"""
-    code = getattr(fn, "_implementation", fn).__code__
-    n = [0]
-
-    def prof(frame, event, arg):
-        if event == "call" and frame.f_code is code:
-            n[0] += 1
-    old = sys.getprofile()
-    sys.setprofile(prof)
-    try:
-        yield n
-    finally:
-        sys.setprofile(old)
 
 
 def aliased():
