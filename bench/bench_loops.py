@@ -118,6 +118,7 @@ def loop_cases(quick=False):
     n = 30 if Q else 150
     v = rng.integers(0, 1000, n)
     add(f"bubble sort n={n} (int64)", L.bubble_sort, lambda v=v: (v,), 0)
+    add(f"bubble sort, tuple swap n={n} (int64)", L.bubble_sort_swap, lambda v=v: (v,), 0)
 
     # ---------------------------------------------------- signal and cells
     n, steps = (40, 20) if Q else (200, 100)

@@ -251,6 +251,8 @@ def program_cases(quick=False):
     y = (X @ rng.standard_normal(d) + 0.3 * rng.standard_normal(n) > 0).astype(np.float64)
     add(f"logistic regression GD {n}x{d} x{iters}", P.logistic_gd,
         lambda X=X, y=y, it=iters: (X, y, 0.5, it), 1e-9, cat)
+    add(f"logistic regression GD, lr * X.T @ r {n}x{d} x{iters}", P.logistic_gd_scaled,
+        lambda X=X, y=y, it=iters: (X, y, 0.5, it), 1e-9, cat)
     T, b, d, h = (10, 4, 8, 16) if Q else (50, 16, 32, 64)
     xs = rng.standard_normal((T, b, d))
     Wx, Wh, bb = rng.standard_normal((d, h)) * 0.2, rng.standard_normal((h, h)) * 0.1, np.zeros(h)

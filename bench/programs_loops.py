@@ -320,6 +320,17 @@ def bubble_sort(a):
     return a
 
 
+def bubble_sort_swap(a):
+    """Bubble sort of a copy with the tuple swap most code writes."""
+    a = a.copy()
+    n = a.shape[0]
+    for i in range(n - 1):
+        for j in range(n - 1 - i):
+            if a[j] > a[j + 1]:
+                a[j], a[j + 1] = a[j + 1], a[j]
+    return a
+
+
 # ============================================================ signal, cells
 def cellular_automaton(cells0, rule, steps):
     """Elementary 1-D cellular automaton (rule given as an 8-entry table), fixed 0 ends."""

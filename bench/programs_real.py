@@ -303,6 +303,16 @@ def logistic_gd(X, y, lr, iters):
     return w, b
 
 
+def logistic_gd_scaled(X, y, lr, iters):
+    """Logistic regression as often written: `lr * X.T @ r` is (lr * X.T) @ r,
+    a scaled copy of X.T each step, and -X @ w a negated copy of X."""
+    w = np.zeros(X.shape[1])
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-X @ w))
+        w -= lr * X.T @ (p - y) / len(y)
+    return w
+
+
 def rnn_forward(xs, Wx, Wh, b):
     """Elman RNN forward pass over T time steps."""
     T, batch, _ = xs.shape
