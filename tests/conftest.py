@@ -41,16 +41,6 @@ _TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _TESTS)
 sys.path.append(os.path.join(os.path.dirname(_TESTS), "bench"))
 
-# ---- torch.compile (tests/test_fusion_tall.py) imports setuptools, whose
-# distutils override asserts that `distutils` now comes from setuptools. In
-# two CI runs the first such import, late in a worker after thousands of
-# tests, found the standard library's distutils instead and failed the test
-# (not reproduced alone or in any file run here). The import is made once,
-# first, in every process that can run torch.compile.
-import importlib.util as _ilu
-if _ilu.find_spec("torch") is not None and _ilu.find_spec("setuptools") is not None:
-    import setuptools  # noqa: F401
-
 # ---- kernel cache: before anything imports numdyn -------------------------
 # Compiling kernels is most of the suite's CPU time (cc ran 75 of the 86 CPU
 # seconds of test_fusion_rows + test_semantics_reductions), so one run has

@@ -163,24 +163,12 @@ def test_flags_left_on_pool_threads_are_not_the_kernels():
     # its own -- every call ran again with NumPy to report it
     # (errstate_reruns): standardize 6x slower next to torch.compile
     torch = pytest.importorskip("torch")
-    # inductor compiles on a pool of threads: the first import of setuptools
-    # (its distutils override) racing another thread's fell back to the
-    # standard library's distutils and failed an assertion (one CI run);
-    # import it here, on this thread, and compile on this thread
-    import torch.utils.cpp_extension  # noqa: F401
-    import torch._inductor.config as inductor_config
     x = data((200_000, 8), "float64")
     f = numdyn.compile(standardize)
     expect = standardize(x)
     f(x)
-    threads = inductor_config.compile_threads
-    inductor_config.compile_threads = 1
-    try:
-        g = torch.compile(lambda t: torch.sqrt(t) * 2.0)
-        neg = torch.full((1 << 21,), -1.0, dtype=torch.float64)
-        g(neg)
-    finally:
-        inductor_config.compile_threads = threads
+    g = torch.compile(lambda t: torch.sqrt(t) * 2.0)
+    neg = torch.full((1 << 21,), -1.0, dtype=torch.float64)
     c = numdyn.utils.counters
     r0 = c["errstate_reruns"]
     for _ in range(4):

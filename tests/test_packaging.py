@@ -130,10 +130,15 @@ CHECK = textwrap.dedent("""
 def _pip_can_target_python():
     """pip >= 22.3 installs into another interpreter's environment
     (`pip --python PY install ...`)."""
+    # read from pip's metadata: importing pip in this process would turn
+    # off setuptools' distutils shim for the rest of it (_distutils_hack's
+    # spec_for_pip), and a later `import setuptools` in the same xdist worker
+    # (torch.compile in test_fusion_tall.py) then asserts on the standard
+    # library's distutils -- the CI failure of sessions 18 and 19
+    from importlib.metadata import PackageNotFoundError, version
     try:
-        from pip import __version__
-        return tuple(int(x) for x in __version__.split(".")[:2]) >= (22, 3)
-    except Exception:
+        return tuple(int(x) for x in version("pip").split(".")[:2]) >= (22, 3)
+    except (PackageNotFoundError, ValueError):
         return False
 
 
