@@ -102,6 +102,14 @@ OPS = {
     "sort": lambda a, b: np.sort(a, axis=1),
     "argsort": lambda a, b: np.argsort(a),
     "partition": lambda a, b: np.partition(a, 1),
+    # of a strided view: NumPy sorts the view's K copy (Fortran-like for a
+    # Fortran a), whatever copy of the view the extern is handed
+    "sort_step_view": lambda a, b: np.sort(a[::2], axis=0),
+    "sort_col_view": lambda a, b: np.sort(a[:, 1:, ::2], axis=2),
+    "sort_T_view": lambda a, b: np.sort(a.T[1:], axis=1),
+    "sort_computed": lambda a, b: np.sort(a[::2] * 2.0, axis=-1),
+    "partition_view": lambda a, b: np.partition(a[1:, ::2], 1, axis=0),
+    "argsort_view": lambda a, b: np.argsort(a[::2], axis=1),
     "fft": lambda a, b: np.fft.fft(a, axis=1),
     "rfft": lambda a, b: np.fft.rfft(a),
 }

@@ -264,10 +264,18 @@ void nd_proxy_set_order(PyObject *res, PyObject *src, char order)
     }
     if (order == 'K') {
         nd_proxy_set_korder(res, 1, &src, 0);
-        return;
+    } else {
+        for (int d = 0; d < nd; d++) perm[d] = order == 'F' ? nd - 1 - d : d;
+        set_perm(s, perm);
     }
-    for (int d = 0; d < nd; d++) perm[d] = order == 'F' ? nd - 1 - d : d;
-    set_perm(s, perm);
+    /* a NumPy call's own result (np.sort, np.partition) takes the order
+     * given here, C too: the extern computes it from a copy of the operand
+     * (of a strided view, say) whose layout is not the one NumPy sees */
+    nd_node *n = nd_graph_node(s->trace->g, s->version);
+    if (n && !n->value && n->op == ND_OP_EXTERN && n->ndim == nd) {
+        n->flags |= ND_F_KORDER;
+        for (int d = 0; d < nd; d++) n->kperm[d] = s->korder ? s->kperm[d] : (int8_t)d;
+    }
 }
 
 void nd__flush_mark_layouts(nd_trace *t, const char *is_target)
