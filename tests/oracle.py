@@ -14,6 +14,7 @@ asserts that both give the same thing:
   dtypes, within ``dtype_tol(dtype)`` for inexact ones, NaN where NaN is,
   infinities of the same sign; signed zeros only with ``signed_zeros=True``);
 - for NumPy and Python scalars: the same type and value;
+- for ``np.random.Generator`` / ``RandomState`` objects: the same state;
 - the same exception (type, and message unless ``exc_match`` / ``exc_normalize``
   relax it) when NumPy raises;
 - optionally the same warnings (``warnings=True``);
@@ -266,6 +267,11 @@ def assert_same(actual, expected, *, rtol=None, atol=None, signed_zeros=False,
     elif isinstance(expected, np.dtype):
         if actual != expected:
             raise AssertionError(f"{path}: got dtype {actual}, NumPy gives {expected}")
+    elif isinstance(expected, (np.random.Generator, np.random.RandomState)):
+        # a random generator (an argument): the same state, so the same stream
+        def state(g):
+            return g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state(legacy=False)
+        assert_same(state(actual), state(expected), path=f"{path} state", **kw)
     else:
         try:
             same = bool(actual == expected)

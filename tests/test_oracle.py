@@ -254,6 +254,17 @@ def test_mutation_of_nested_argument():
         check(f, (X, X + 1), compiled=lambda pair: pair[1].fill(7))
 
 
+def test_random_generator_state_must_match():
+    def draw(g, n):
+        return g.random(n).sum()
+
+    for g in (np.random.default_rng(3), np.random.RandomState(3)):
+        draw_legacy = (lambda g, n: g.random_sample(n).sum()) if isinstance(g, np.random.RandomState) else draw
+        check(draw_legacy, g, 4, compiled=draw_legacy)
+        with fails(r"args after the call\[0\] state"):
+            check(draw_legacy, g, 4, compiled=lambda g, n: draw_legacy(g, n) + 0 * draw_legacy(g, 1))
+
+
 def test_callers_arrays_untouched():
     x = X.copy()
     check(inc_inplace, x, compiled=inc_inplace)

@@ -1,23 +1,41 @@
-"""In-place random calls of compiled code that NumPy's C must see ndarrays for.
+"""NumPy's random methods that write into arrays compiled code gives them.
 
 ``Generator.shuffle`` and ``RandomState.shuffle`` (``np.random.shuffle``) test
 their argument for ``np.ndarray`` and take a generic path for anything else:
 ``x[i], x[j] = x[j], x[i]`` element by element, with a warning that objects
 with view semantics "may contain duplicates after shuffling" -- which a 2-D
 array computed by traced code then did (rows duplicated: a wrong answer),
-and ``axis=`` raised NotImplementedError. numdyn's rewrite of a compiled
-function (src/trace/loop_rewrite.c) routes every ``<obj>.shuffle(...)`` call
-through ``shuffle_call``, which hands NumPy the array's real memory: NumPy
-shuffles it in place, exactly as without numdyn, and the traced array is
-that memory from then on (the alias rule of a computed value handed to code
-numdyn does not trace).
+and ``axis=`` raised NotImplementedError. The ``out=`` of
+``Generator.random`` / ``standard_normal`` / ``standard_exponential`` /
+``standard_gamma`` / ``permuted`` is cast to an ndarray without a check
+(Cython's ``<ndarray>out``): a lazy array there was read as an ndarray's
+struct and refused ("Supplied output array must be contiguous, writable,
+aligned, and in machine byte-order") where NumPy fills the buffer.
+
+numdyn's rewrite of a compiled function (src/trace/loop_rewrite.c) routes
+every ``<obj>.shuffle(...)`` call, and every call of those methods that may
+pass ``out``, through ``random_call``, which hands NumPy the arrays' real
+memory: NumPy writes it in place, exactly as without numdyn, and the traced
+array is that memory from then on (the alias rule of a computed value handed
+to code numdyn does not trace).
 """
 import numpy as np
 
 from . import _C
 
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState)
 
-def shuffle_call(method, x, *args, **kwargs):
-    if isinstance(x, _C.LazyArray):
-        x = np.asarray(x)
-    return method(x, *args, **kwargs)
+
+def _real(v):
+    return np.asarray(v) if isinstance(v, _C.LazyArray) else v
+
+
+def random_call(method, *args, **kwargs):
+    if getattr(method, "__name__", None) == "shuffle" and args:
+        # any shuffle: NumPy's generic path is wrong for lazy rows
+        args = (_real(args[0]),) + args[1:]
+    elif isinstance(getattr(method, "__self__", None), _RANDOM_TYPES):
+        args = tuple(_real(a) for a in args)
+        if "out" in kwargs:
+            kwargs["out"] = _real(kwargs["out"])
+    return method(*args, **kwargs)

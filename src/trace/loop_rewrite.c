@@ -490,12 +490,47 @@ static int capture_on(void)
     return on;
 }
 
-/* Every `<obj>.shuffle(args)` call becomes `__numdyn_shuffle__(<obj>.shuffle,
- * args)` (numdyn/_rng_calls.py): NumPy's shuffle takes a generic element-swap
- * path for anything but an ndarray, which duplicates rows of a lazy 2-D array;
- * the helper hands it the array's real memory. The number of calls
- * rewritten, or -1. */
-static int rewrite_shuffles(rctx *c, PyObject *fdef)
+/* NumPy's random methods that write into an array they are given:
+ * Generator.shuffle / RandomState.shuffle take a generic element-swap path
+ * for anything but an ndarray, which duplicates rows of a lazy 2-D array;
+ * the `out=` of Generator.random / standard_normal / standard_exponential /
+ * standard_gamma / permuted is cast to an ndarray unchecked (Cython's
+ * `<ndarray>out`: a lazy array there raised "Supplied output array must be
+ * contiguous..." -- its struct read as an ndarray's -- where NumPy fills the
+ * buffer). Every `<obj>.shuffle(args)` call, and every call of one of the
+ * others that passes `out=` or enough positional arguments to reach it,
+ * becomes `__numdyn_random__(<obj>.<name>, args)` (numdyn/_rng_calls.py),
+ * which hands NumPy the arrays' real memory. */
+static int random_writer(PyObject *node, PyObject *attr)
+{
+    if (PyUnicode_CompareWithASCIIString(attr, "shuffle") == 0) return 1;
+    static const struct { const char *name; Py_ssize_t out_pos; } outs[] = {
+        {"random", 2}, {"standard_normal", 2}, {"standard_exponential", 3},
+        {"standard_gamma", 3}, {"permuted", 2},
+    };
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+        if (PyUnicode_CompareWithASCIIString(attr, outs[k].name) != 0) continue;
+        PyObject *args = PyObject_GetAttrString(node, "args"), *kws = args ? PyObject_GetAttrString(node, "keywords") : NULL;
+        int r = -1;
+        if (kws) {
+            r = PyList_GET_SIZE(args) > outs[k].out_pos;
+            for (Py_ssize_t j = 0; !r && j < PyList_GET_SIZE(kws); j++) {
+                PyObject *arg = PyObject_GetAttrString(PyList_GET_ITEM(kws, j), "arg");
+                if (!arg) { r = -1; break; }
+                /* `out=` by name, or `**kw` that may hold it */
+                r = arg == Py_None || PyUnicode_CompareWithASCIIString(arg, "out") == 0;
+                Py_DECREF(arg);
+            }
+        }
+        Py_XDECREF(args);
+        Py_XDECREF(kws);
+        return r;
+    }
+    return 0;
+}
+
+/* The number of calls rewritten, or -1. */
+static int rewrite_random_calls(rctx *c, PyObject *fdef)
 {
     PyObject *it = PyObject_CallMethod(mod_ast, "walk", "O", fdef), *node, *helper = NULL, *load = NULL;
     int n = 0;
@@ -503,16 +538,17 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
     while (n >= 0 && (node = PyIter_Next(it))) {
         if (strcmp(kind(node), "Call") == 0) {
             PyObject *f = PyObject_GetAttrString(node, "func"), *at = NULL, *args = NULL, *name = NULL;
+            int w = 0;
             if (f && strcmp(kind(f), "Attribute") == 0 && (at = PyObject_GetAttrString(f, "attr")) &&
-                PyUnicode_CompareWithASCIIString(at, "shuffle") == 0) {
+                (w = random_writer(node, at)) > 0) {
                 if (!load && !(load = PyObject_CallMethod(mod_ast, "Load", NULL))) n = -1;
-                if (n >= 0 && !(name = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_shuffle__", load))) n = -1;
+                if (n >= 0 && !(name = PyObject_CallMethod(mod_ast, "Name", "sO", "__numdyn_random__", load))) n = -1;
                 if (n >= 0 && (!(args = PyObject_GetAttrString(node, "args")) || PyList_Insert(args, 0, f) < 0 ||
                                PyObject_SetAttrString(node, "func", name) < 0))
                     n = -1;
                 if (n >= 0) n++;
             }
-            if (!f || (f && !at && PyErr_Occurred())) n = -1;
+            if (!f || w < 0 || (f && !at && PyErr_Occurred())) n = -1;
             Py_XDECREF(f); Py_XDECREF(at); Py_XDECREF(args); Py_XDECREF(name);
         }
         Py_DECREF(node);
@@ -522,9 +558,9 @@ static int rewrite_shuffles(rctx *c, PyObject *fdef)
     if (n < 0 || PyErr_Occurred()) return -1;
     if (n) {
         PyObject *m = PyImport_ImportModule("numdyn._rng_calls");
-        helper = m ? PyObject_GetAttrString(m, "shuffle_call") : NULL;
+        helper = m ? PyObject_GetAttrString(m, "random_call") : NULL;
         Py_XDECREF(m);
-        if (!helper || PyDict_SetItemString(c->globals, "__numdyn_shuffle__", helper) < 0) n = -1;
+        if (!helper || PyDict_SetItemString(c->globals, "__numdyn_random__", helper) < 0) n = -1;
         Py_XDECREF(helper);
     }
     return n;
@@ -738,7 +774,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
     }
     if (!(body = PyObject_GetAttrString(fdef, "body"))) goto fail;
     if (block(&c, body, NULL) < 0) goto fail;
-    int shuffles = rewrite_shuffles(&c, fdef);
+    int shuffles = rewrite_random_calls(&c, fdef);
     if (shuffles < 0) goto fail;
     int calls = rewrite_calls(&c, fdef);
     if (calls < 0) goto fail;
