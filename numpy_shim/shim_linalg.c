@@ -406,7 +406,10 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
             PyObject *s = tmp ? sum_axis(tmp, axis_obj, keep) : NULL;
             if (s) { res = nd_shim_ufunc1(ND_UF_SQRT, s); Py_DECREF(s); }
         } else {
-            tmp = nd_shim_ufunc2(ND_UF_POWER, absx, ordo);
+            /* NumPy's `absx **= ord`: ndarray's in-place power, whose fast
+             * paths make a Python int -1 np.reciprocal and a Python float
+             * 0.5 np.sqrt (their warnings name those ufuncs) */
+            tmp = PyNumber_InPlacePower(absx, ordo, Py_None);
             PyObject *s = tmp ? sum_axis(tmp, axis_obj, keep) : NULL;
             PyObject *inv = s ? PyFloat_FromDouble(1.0 / ord) : NULL;
             if (inv) res = nd_shim_ufunc2(ND_UF_POWER, s, inv);

@@ -8,6 +8,11 @@
    lazy array's struct as an ndarray's and raised "Supplied output array
    must be contiguous, writable, aligned, and in machine byte-order" where
    NumPy fills the buffer.
+2. ``np.linalg.norm(v, ord)`` of a vector for an ord other than 0, 1, 2 and
+   inf raised ``|v|`` with np.power where NumPy writes ``absx **= ord``:
+   ndarray's in-place power makes a Python int -1 np.reciprocal (and 0.5
+   np.sqrt), so a zero element warned "divide by zero encountered in power"
+   instead of "... in reciprocal".
 """
 import numpy as np
 import pytest
@@ -64,3 +69,16 @@ def test_generator_out_of_arrays_the_function_makes(backend):
     for seed in (1, 2):
         check(fill_new_arrays, np.random.default_rng(seed), np.arange(12.0).reshape(4, 3),
               backend=backend)
+
+
+# ------------------------------------------------- 2. norm's absx **= ord
+
+def vector_norms(v):
+    return (np.linalg.norm(v, ord=-1), np.linalg.norm(v, ord=-1.0), np.linalg.norm(v, ord=0.5),
+            np.linalg.norm(v, ord=3), np.linalg.norm(v[None], ord=-1, axis=1))
+
+
+@pytest.mark.parametrize("v", [np.array([0.0, 1.0, 2.0]), np.array([0, 3, 4]),
+                               np.array([3.0, -1.0, 2.0], np.float32), np.array([0j, 1 + 1j])])
+def test_vector_norm_orders_warn_as_numpy(backend, v):
+    check(vector_norms, v, backend=backend, warnings=True)
