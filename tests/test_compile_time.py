@@ -218,3 +218,40 @@ print("H", bool(np.isclose(h(x), np.arcsinh(x * 1.5).sum(), rtol=1e-12)))
     assert "OK True True" in out and "H True" in out, out
     first = _compiles(log)[0]
     assert "-I../pch-" not in first, first
+
+
+def test_a_unit_compiles_no_scalar_math_wrappers_it_does_not_call(tmp_path):
+    # nd_kernel.h binds the scalar symbols of SLEEF's 3.5-ULP functions
+    # (log_u35, sinf_u35, ... -- loop remainders call them) to libm's by an
+    # assembler alias: no unit compiles a function for them (18 wrappers went
+    # through -O3 in every unit, 40 ms of a small unit's ~90 ms). A kernel
+    # with no math defines none; a float32/float64 log and arctan2 kernel of
+    # 1027 elements (vector body and scalar remainder) gives NumPy's values
+    # (SLEEF's 3.5-ULP tolerance).
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    cc, log = _logging_cc(tmp_path)
+    cache = tmp_path / "cache"
+    code = """
+import numpy as np, numdyn
+x = np.linspace(0.1, 0.9, 1027)
+f = numdyn.compile(lambda a: (a * 2.5 + 1.0).sum())
+print("F", bool(np.isclose(f(x), (x * 2.5 + 1.0).sum(), rtol=1e-12)))
+"""
+    assert "F True" in _run(code, cache, cc)
+    (so,) = cache.glob("*.so")
+    syms = subprocess.run([nm, str(so)], capture_output=True, text=True, check=True).stdout
+    assert "_u35" not in syms, syms
+    code = """
+import numpy as np, numdyn
+for dt in (np.float32, np.float64):
+    x = np.linspace(0.1, 0.9, 1027).astype(dt)
+    g = numdyn.compile(lambda a: np.log(a) * np.arctan2(a, 0.5) - np.arcsin(a))
+    want = np.log(x) * np.arctan2(x, 0.5) - np.arcsin(x)
+    got, tol = g(x), (2e-6 if dt is np.float32 else 1e-14)
+    print(dt.__name__, got.dtype == want.dtype, bool(np.allclose(got, want, rtol=tol)),
+          bool(np.allclose(g(x[1:]), want[1:], rtol=tol)))
+"""
+    out = _run(code, tmp_path / "cache2", cc)
+    assert "float32 True True True" in out and "float64 True True True" in out, out
