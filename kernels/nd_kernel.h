@@ -272,6 +272,22 @@ ND_INLINE T nd_bsel_##S(int c, T a, T b) \
 }
 ND_BSEL(double, d, uint64_t)
 ND_BSEL(float, f, uint32_t)
+/* c ? a : b as one blend (nd_bsel's and/andnot/or are three instructions
+ * a vector), for arms GCC computes anyway: no call, division or square
+ * root feeding one arm only (GCC does not speculate those, the loop would
+ * stay scalar) */
+#define ND_TSEL(T, S, U) \
+ND_INLINE T nd_tsel_##S(int c, T a, T b) \
+{ \
+    U x, y; \
+    memcpy(&x, &a, sizeof x); \
+    memcpy(&y, &b, sizeof y); \
+    x = c ? x : y; \
+    memcpy(&a, &x, sizeof a); \
+    return a; \
+}
+ND_TSEL(double, d, uint64_t)
+ND_TSEL(float, f, uint32_t)
 /* SLEEF's range where libm's is wider (checked against NumPy over every
  * decade, tests/test_codegen_libm.py): a subnormal operand gives 0 or a
  * wrong value from log1p, tan (float64) and sinh (float32), where libm
@@ -397,17 +413,17 @@ ND_INLINE T nd_sinh##F(T x) \
     T ax = FABS(x), sc; \
     T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
     int small = ax < SMALL; \
-    T t = 4 * nd_bsel_##S(small, FMA(sc, e, sc - (T)0.25), (T)0.25); \
+    T t = 4 * nd_tsel_##S(small, FMA(sc, e, sc - (T)0.25), (T)0.25); \
     T he = 2 * FMA(sc, e, sc); \
-    T r = COPYSIGN(nd_bsel_##S(small, (T)0.5 * (t + t / (t + (T)1)), he), x); \
-    return nd_bsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
+    T r = COPYSIGN(nd_tsel_##S(small, (T)0.5 * (t + t / (t + (T)1)), he), x); \
+    return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 } \
 ND_INLINE T nd_cosh##F(T x) \
 { \
     T ax = FABS(x), sc; \
     T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
     T he = 2 * FMA(sc, e, sc); \
-    return he + (T)0.25 / nd_bsel_##S(he < HEMAX, he, HEMAX); \
+    return he + (T)0.25 / nd_tsel_##S(he < HEMAX, he, HEMAX); \
 } \
 ND_INLINE T nd_tanh##F(T x) \
 { \
@@ -415,7 +431,7 @@ ND_INLINE T nd_tanh##F(T x) \
     T e = nd_expk_##S(__builtin_isgreater(ax, TCAP) ? 2 * TCAP : 2 * ax, &sc); \
     T t = 4 * FMA(sc, e, sc - (T)0.25); \
     T r = COPYSIGN(t / (t + (T)2), x); \
-    return nd_bsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
+    return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 }
 ND_HYP(double, d, , 22.0, 710.5, 0x1p-28, 0x1p500, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
@@ -533,7 +549,7 @@ ND_INLINE T nd_expm1##F(T x) \
     T xc = __builtin_isless(x, LO) ? LO : x, sc; \
     T e = nd_expk_##S(__builtin_isgreater(xc, HI) ? HI : xc, &sc); \
     T r = 4 * ND_FMA_##S(sc, e, sc - (T)0.25); \
-    return nd_bsel_##S(!__builtin_isgreaterequal(FABS(x), TINY), x + x * (T)0, r); \
+    return nd_tsel_##S(!__builtin_isgreaterequal(FABS(x), TINY), x + x * (T)0, r); \
 }
 #define ND_FMA_d __builtin_fma
 #define ND_FMA_f __builtin_fmaf
