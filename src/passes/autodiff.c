@@ -1366,18 +1366,47 @@ static nd_id put_cols(nd_graph *g, nd_id base, nd_id v, npy_intp c0)
     return setitem(g, base, v, c0, nd, vs, cs);
 }
 
-static nd_id sym(nd_graph *g, nd_id x, int L) { return MUL(ADD(x, swap_last(g, x)), S(0.5)); }
+/* complex companions of the real rules: conj(x) of a complex node (x itself
+ * of a real one), the conjugate transpose, and (x + x^H) / 2 */
+static nd_id cj(nd_graph *g, nd_id x)
+{
+    if (BAD(x) || !iscplx(NODE(g, x)->dtype)) return x;
+    return uf(g, ND_UF_CONJUGATE, x, ND_NONE, NODE(g, x)->dtype);
+}
 
+static nd_id ctr(nd_graph *g, nd_id x) { return cj(g, swap_last(g, x)); }
+
+static nd_id sym(nd_graph *g, nd_id x, int L) { return MUL(ADD(x, ctr(g, x)), S(0.5)); }
+
+static int cplx_of(int dt) { return dt == NPY_FLOAT ? NPY_CFLOAT : dt == NPY_DOUBLE ? NPY_CDOUBLE : dt; }
+static int real_of(int dt) { return dt == NPY_CFLOAT ? NPY_FLOAT : dt == NPY_CDOUBLE ? NPY_DOUBLE : dt; }
+
+/* i Im(diag(X)) / (2 s) as a diagonal matrix (X complex (..., K, K), s real
+ * (..., K)): the share of a complex SVD's gauge (U -> U e^{i phi}, V -> V
+ * e^{i phi}) split evenly between U and V; a gauge-invariant loss makes the
+ * two shares equal, as the formulas of Wan & Zhang (2019) and torch assume */
+static nd_id svd_phase(nd_graph *g, nd_id X, nd_id s, npy_intp K, int L)
+{
+    nd_id im2 = MUL(SUB(X, cj(g, X)), S(0.25));  /* i Im(X) / 2 */
+    return where(g, eye_mask(g, K, 0), DIV(im2, unsqueeze(g, s, -2)), S(0), L);
+}
+
+/* eigh of a complex (Hermitian) matrix: the real rule with conj(V) for the
+ * first V and Hermitian symmetrization (the transpose convention of
+ * autodiff.h of torch's V (F o skew(V^H gV) / 2 + diag(gw)) V^H);
+ * eigenvalues are real, the eigenvectors complex (dtypes per output) */
 static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
-    int L = f->dtype;
     nd_node a = *NODE(g, f->extra[0]);
+    int cx = iscplx(a.dtype);
+    int vec = f->obj != F_eigvalsh && f->aux == 1;
+    int Lw = vec ? real_of(f->dtype) : f->dtype, L = cx ? cplx_of(Lw) : Lw;
     npy_intp n = a.shape[a.ndim - 1];
     PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
     nd_id w, V;
-    if (f->obj == F_eigvalsh || f->aux == 0) {
-        /* the eigenvalues: V diag(c) V^T */
+    if (!vec) {
+        /* the eigenvalues: conj(V) diag(c) V^T */
         w = i;
         if (f->obj == F_eigvalsh) {
             PyObject *t = PyTuple_Pack(2, PyTuple_GET_ITEM(tmpl, 0), PyTuple_GET_ITEM(tmpl, 1));
@@ -1387,16 +1416,16 @@ static int rule_eigh(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         } else {
             V = sibling(g, f, F_eigh, tmpl, 1, L, a.ndim, a.shape);
         }
-        nd_id gA = mm(g, MUL(V, unsqueeze(g, c, -2)), swap_last(g, V));
+        nd_id gA = mm(g, MUL(cj(g, V), unsqueeze(g, c, -2)), swap_last(g, V));
         return acc(A, f->extra[0], sym(g, gA, L));
     }
-    /* the eigenvectors: V (F o (V^T c)) V^T */
+    /* the eigenvectors: conj(V) (F o (V^T c)) V^T */
     V = i;
     npy_intp ws[ND_MAXDIMS];
     memcpy(ws, a.shape, sizeof(ws));
-    w = sibling(g, f, F_eigh, tmpl, 0, L, a.ndim - 1, ws);
+    w = sibling(g, f, F_eigh, tmpl, 0, Lw, a.ndim - 1, ws);
     nd_id Vt = swap_last(g, V);
-    nd_id gA = mm(g, mm(g, V, MUL(gap_inverse(g, w, n, L), mm(g, Vt, c))), Vt);
+    nd_id gA = mm(g, mm(g, cj(g, V), MUL(gap_inverse(g, w, n, Lw), mm(g, Vt, c))), Vt);
     return acc(A, f->extra[0], sym(g, gA, L));
 }
 
@@ -1435,11 +1464,17 @@ static int rule_eig(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return acc(A, f->extra[0], mm(g, Vti, mm(g, inner, Vt)));
 }
 
+/* A = U S Vh. The real rules below are torch's (adjoint convention: X^H
+ * where they transpose); a complex A runs them on conj(c) and conjugates
+ * the result (autodiff.h's transpose convention), with the gauge terms
+ * of svd_phase; losses must be invariant to U, V -> U e^{i phi}, V e^{i phi} */
 static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
-    int L = f->dtype;
     nd_node a = *NODE(g, f->extra[0]);
+    int cx = iscplx(a.dtype);
+    int Ls = f->aux == 1 || f->aux < 0 ? f->dtype : real_of(f->dtype);
+    int L = cx ? cplx_of(Ls) : Ls;
     int nd = a.ndim;
     npy_intp M = a.shape[nd - 2], N = a.shape[nd - 1], K = M < N ? M : N;
     PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
@@ -1461,7 +1496,7 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     su[nd - 1] = K; ss[nd - 2] = K; sv[nd - 2] = K;
     PyObject *use = uv && !narrow ? tmpl : rt;  /* this very call's siblings when they fit */
     nd_id U = f->aux == 0 && !narrow ? i : sibling(g, f, F_svd, use, 0, L, nd, su);
-    nd_id s = f->aux == 1 ? i : sibling(g, f, F_svd, use, 1, L, nd - 1, ss);
+    nd_id s = f->aux == 1 ? i : sibling(g, f, F_svd, use, 1, Ls, nd - 1, ss);
     nd_id Vh = f->aux == 2 && !narrow ? i : sibling(g, f, F_svd, use, 2, L, nd, sv);
     Py_DECREF(rt);
     if (BAD(U) || BAD(s) || BAD(Vh)) return -1;
@@ -1472,25 +1507,30 @@ static int rule_svd(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     if (!uv || f->aux == 1) {
         gA = mm(g, MUL(U, unsqueeze(g, c, -2)), Vh);
     } else {
-        nd_id F = gap_inverse(g, SQ(s), K, L);  /* 1 / (s_j^2 - s_i^2) */
+        nd_id sq = uf(g, ND_UF_SQUARE, s, ND_NONE, Ls);
+        nd_id F = gap_inverse(g, sq, K, Ls);  /* 1 / (s_j^2 - s_i^2) */
         if (f->aux == 0) {
-            /* U [(F o (U^T c - c^T U)) S] Vh + (I - U U^T) c S^-1 Vh */
-            nd_id UtC = mm(g, swap_last(g, U), c);
-            nd_id inner = MUL(MUL(F, SUB(UtC, swap_last(g, UtC))), s_col);
-            nd_id cs = DIV(c, s_col);
-            nd_id outer = SUB(cs, mm(g, U, mm(g, swap_last(g, U), cs)));
+            /* U [(F o (U^H Ub - Ub^H U)) S] Vh + (I - U U^H) Ub S^-1 Vh, Ub = conj(c) */
+            nd_id Ub = cj(g, c);
+            nd_id UhUb = mm(g, ctr(g, U), Ub);
+            nd_id inner = MUL(MUL(F, SUB(UhUb, ctr(g, UhUb))), s_col);
+            if (cx) inner = ADD(inner, svd_phase(g, UhUb, s, K, L));
+            nd_id cs = DIV(Ub, s_col);
+            nd_id outer = SUB(cs, mm(g, U, mm(g, ctr(g, U), cs)));
             gA = mm(g, ADD(mm(g, U, inner), outer), Vh);
         } else {
-            /* c is Vh's cotangent, V = Vh^T, V-bar = c^T:
-             * U [S (F o (V^T V-bar - V-bar^T V))] Vh + U S^-1 c (I - V V^T) */
-            nd_id V = swap_last(g, Vh);
-            nd_id VtVb = mm(g, c, V);  /* (V^T V-bar)^T = c V, so V^T V-bar = (c V)^T */
-            nd_id inner = MUL(s_row, MUL(F, SUB(swap_last(g, VtVb), VtVb)));
-            nd_id cs = DIV(c, s_row);
+            /* c is Vh's cotangent, V = Vh^H, V-bar = c^T:
+             * U [S (F o (V^H V-bar - V-bar^H V))] Vh + U S^-1 V-bar^H (I - V V^H) */
+            nd_id V = ctr(g, Vh);
+            nd_id X = mm(g, Vh, swap_last(g, c));  /* V^H V-bar */
+            nd_id inner = MUL(s_row, MUL(F, SUB(X, ctr(g, X))));
+            if (cx) inner = SUB(inner, svd_phase(g, X, s, K, L));
+            nd_id cs = DIV(cj(g, c), s_row);
             nd_id outer = SUB(cs, mm(g, mm(g, cs, V), Vh));
             gA = mm(g, U, ADD(mm(g, inner, Vh), outer));
         }
     }
+    gA = cj(g, gA);
     if (herm) gA = sym(g, gA, L);
     return acc(A, f->extra[0], gA);
 }
@@ -1523,42 +1563,49 @@ static int rule_qr(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     nd_id R = is_r ? i : sibling(g, f, F_qr, use, 1, L, nd, sr);
     Py_DECREF(rt);
     if (BAD(Q) || BAD(R)) return -1;
-    /* A wide A = Q [R1 R2] (M < N): its first M columns X = Q R1 are a
-     * square QR, and R2 = Q^T Y of the others: Y-bar = Q R2-bar, and R2
-     * adds Y R2-bar^T to Q-bar. Then for X (square or tall):
-     * gX = (Q-bar + Q Nn) R1^-T, Nn = tril(Mm - Mm^T, -1) - Mm,
-     * Mm = Q^T Q-bar - R1-bar R1^T. */
+    /* (adjoint convention, X^H where the real rule transposes: a complex A
+     * runs it on conj(c) and conjugates the result, autodiff.h)
+     * A wide A = Q [R1 R2] (M < N): its first M columns X = Q R1 are a
+     * square QR, and R2 = Q^H Y of the others: Y-bar = Q R2-bar, and R2
+     * adds Y R2-bar^H to Q-bar. Then for X (square or tall), Q^H dQ
+     * skew-Hermitian and R's diagonal real (LAPACK's):
+     * gX = (Q-bar + Q Nn) R1^-H, Nn = tril(Mm - Mm^H, -1) + i Im diag(Mm) - Mm,
+     * Mm = Q^H Q-bar - R1-bar R1^H. */
+    int cx = iscplx(L);
+    c = cj(g, c);
     nd_id R1 = M < N ? block(g, R, 0, M, 0, M) : R;
     nd_id Qb = is_r ? ND_NONE : c, R1b = ND_NONE, gY = ND_NONE;
     if (is_r) R1b = M < N ? block(g, c, 0, M, 0, M) : c;
     if (is_r && M < N) {
         nd_id R2b = block(g, c, 0, M, M, N);
         gY = mm(g, Q, R2b);
-        Qb = mm(g, block(g, f->extra[0], 0, M, M, N), swap_last(g, R2b));
+        Qb = mm(g, block(g, f->extra[0], 0, M, M, N), ctr(g, R2b));
     }
     nd_id Mm = ND_NONE;
-    if (Qb != ND_NONE) Mm = mm(g, swap_last(g, Q), Qb);
+    if (Qb != ND_NONE) Mm = mm(g, ctr(g, Q), Qb);
     if (R1b != ND_NONE) {
-        nd_id t = NEG(mm(g, R1b, swap_last(g, R1)));
+        nd_id t = NEG(mm(g, R1b, ctr(g, R1)));
         Mm = Mm == ND_NONE ? t : ADD(Mm, t);
     }
     nd_id low = eye_mask(g, K, 1);
-    nd_id Nn = SUB(where(g, low, SUB(Mm, swap_last(g, Mm)), S(0), L), Mm);
+    nd_id Nn = SUB(where(g, low, SUB(Mm, ctr(g, Mm)), S(0), L), Mm);
+    if (cx) Nn = ADD(Nn, where(g, eye_mask(g, K, 0), MUL(SUB(Mm, cj(g, Mm)), S(0.5)), S(0), L));
     nd_id Y = mm(g, Q, Nn);
     if (Qb != ND_NONE) Y = ADD(Qb, Y);
     if (BAD(Y)) return -1;
-    /* Y R^-T = solve(R, Y^T)^T */
+    /* Y R^-H = solve(R, Y^H)^H */
     nd_node *yn = NODE(g, Y);
     npy_intp ys[ND_MAXDIMS];
     int ynd = yn->ndim;
     memcpy(ys, yn->shape, sizeof(ys));
     npy_intp tmp = ys[ynd - 1]; ys[ynd - 1] = ys[ynd - 2]; ys[ynd - 2] = tmp;
-    nd_id ids[2] = {R1, swap_last(g, Y)};
+    nd_id ids[2] = {R1, ctr(g, Y)};
     nd_id X = ext(g, F_solve, tmpl_of(2, 0, NULL), 2, ids, L, ynd, ys);
+    /* conj(X^H) = X^T: back to the transpose convention */
     if (M >= N) return acc(A, f->extra[0], swap_last(g, X));
     nd_id z = nd_autodiff_zeros(g, L, a.ndim, a.shape);
     nd_id gA = put_cols(g, z, swap_last(g, X), 0);
-    if (gY != ND_NONE) gA = put_cols(g, gA, gY, M);
+    if (gY != ND_NONE) gA = put_cols(g, gA, cj(g, gY), M);
     return acc(A, f->extra[0], gA);
 }
 
@@ -1851,7 +1898,8 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     for (int k = 0; k < f->nextra && !cx; k++)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
     if (cx && fn != F_matmul && fn != F_dot && fn != F_einsum && fn != F_tensordot && fn != F_inv &&
-        fn != F_det && fn != F_solve && fn != F_slogdet) {
+        fn != F_det && fn != F_solve && fn != F_slogdet && fn != F_eigh && fn != F_eigvalsh &&
+        fn != F_svd && fn != F_qr) {
         /* the decompositions' rules take conjugates this sweep does not: refused */
         PyObject *nm = PyObject_GetAttrString(fn, "__name__");
         const char *s = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;

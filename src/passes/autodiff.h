@@ -17,9 +17,11 @@
  *    real loss conjugates that (python layer) to give torch's
  *    conjugate-Wirtinger gradient, the steepest-ascent direction.
  *    cumprod and slogdet's log|det| take complex values (its sign, the
- *    determinant's phase, does not); the decompositions
- *    (eigh/svd/qr/cholesky), sort and max/min refuse them
- *    (NotImplementedError);
+ *    determinant's phase, does not); so do eigh/eigvalsh (Hermitian),
+ *    svd (losses invariant to the gauge U, V -> U e^{i phi}, V e^{i phi})
+ *    and qr (LAPACK's R has a real diagonal): torch's adjoint-convention
+ *    rules run on conj(c), their result conjugated; cholesky, sort and
+ *    max/min refuse them (NotImplementedError);
  *  - linalg.eig/eigvals: eigenvalues and eigenvectors (torch's rule;
  *    distinct eigenvalues, losses invariant to the eigenvectors' phases);
  *    of a real matrix the node is complex and NumPy's real result its real
