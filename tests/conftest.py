@@ -168,10 +168,10 @@ def _vector_slice(item):
 # 2-core machine), longest first.
 SLOW_FIRST = (
     "tests/test_verify.py::test_a_slice_of_the_suite_passes_under_numdyn_debug",   # 88 s
-    "tests/test_packaging.py::test_wheel",                                        # 56 s
     "tests/test_fuzz_layouts.py::test_fuzz_layouts[native",                       # 30-38 s
     "tests/test_fuzz_views.py::test_fuzz_views[native",                           # 37 s
     "tests/test_fuzz_programs.py::test_fuzz_programs[native-all",                 # 24 s
+    "tests/test_packaging.py::test_wheel",                # 56 s; ~25 s reusing make build's _C
     "tests/test_cuda_emulated_device.py",                                         # 24 s
     "tests/test_fuzz_programs.py::test_fuzz_programs_replayed[native",            # 14-22 s
     "tests/test_fuzz_programs.py::test_fuzz_programs[native",                     # 11-18 s
