@@ -2350,6 +2350,110 @@ static int vnewarr(cg *g, const nd_ln *s)
     return 0;
 }
 
+/* whether value e has one type for the current types of the variables
+ * (else its operands' types differ: split_assign()) */
+static int one_type(cg *g, const nd_ln *e)
+{
+    int bits;
+    PyObject *saved = g->T->reason;
+    g->T->reason = NULL;
+    int t = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (t == -2) PyErr_Clear();
+    Py_XDECREF(g->T->reason);
+    g->T->reason = saved;
+    return t >= 0;
+}
+
+/* v = max(a, b) / min(a, b) / x if c else y whose two operands have
+ * different types: the name takes the operand Python hands back, with its
+ * own type (its tag says which). CPython's max keeps the first operand
+ * unless `b > a` (min: `b < a`), each operand evaluated once, in order.
+ * A nested one (max(a, b, c) is max(max(a, b), c)) passes each of its
+ * possible values on to what its parent does with it (splitk): the code
+ * after it is emitted once per branch, so at most SPLIT_MAX splits a
+ * statement. */
+#define SPLIT_MAX 4
+typedef struct splitk {
+    const nd_ln *e;          /* the min/max whose operand is being computed; NULL: assign */
+    int which;               /* which operand */
+    cv other;                /* operand 0's value, when which == 1 */
+    const struct splitk *up;
+    int var;
+} splitk;
+
+static int split_val(cg *g, const nd_ln *e, const splitk *k);
+
+static int split_done(cg *g, const splitk *k, cv *x)
+{
+    if (!k->e) return assign_to(g, k->var, x);
+    if (k->which == 0) {
+        splitk k1 = {k->e, 1, *x, k->up, k->var};
+        return split_val(g, k->e->kid[1], &k1);
+    }
+    cv a = k->other, c;
+    int op = k->e->aux == LF_MAX ? LO_GT : LO_LT;
+    int r = nd_lty_bin(op, x->t, a.t);
+    if (r < 0) {
+        if (r == -2) { g->fail = -1; return -1; }
+        return no_type(g, k->e);
+    }
+    if (binop(g, k->e, op, x, &a, r, LBITS_ANY, &c) < 0) return -1;
+    line(g, "if (%s) {", c.s);
+    g->ind++;
+    if (split_done(g, k->up, x) < 0) return -1;
+    g->ind--;
+    line(g, "} else {");
+    g->ind++;
+    if (split_done(g, k->up, &a) < 0) return -1;
+    g->ind--;
+    line(g, "}");
+    return 0;
+}
+
+static int split_val(cg *g, const nd_ln *e, const splitk *k)
+{
+    if (!nd_lty_split(e) || one_type(g, e)) {
+        cv x;
+        if (expr(g, e, &x) < 0) return -1;
+        return split_done(g, k, &x);
+    }
+    if (e->kind == LK_CALL) {
+        splitk k0 = {e, 0, {0}, k, k->var};
+        return split_val(g, e->kid[0], &k0);
+    }
+    char cn[16];
+    if (cond(g, e->kid[0], cn) < 0) return -1;
+    line(g, "if (%s) {", cn);
+    g->ind++;
+    if (split_val(g, e->kid[1], k) < 0) return -1;
+    g->ind--;
+    line(g, "} else {");
+    g->ind++;
+    if (split_val(g, e->kid[2], k) < 0) return -1;
+    g->ind--;
+    line(g, "}");
+    return 0;
+}
+
+static int nsplits(const nd_ln *e)
+{
+    if (!nd_lty_split(e)) return 0;
+    int first = e->kind == LK_IFEXP;
+    return 1 + nsplits(e->kid[first]) + nsplits(e->kid[first + 1]);
+}
+
+static int split_assign(cg *g, const nd_ln *s)
+{
+    if (nsplits(s->kid[0]) > SPLIT_MAX) {
+        if (!g->T->reason)
+            g->T->reason = PyUnicode_FromFormat("min/max/if-else of more than %d values of different types at line %d",
+                                                SPLIT_MAX + 1, s->line);
+        return no_type(g, s);
+    }
+    splitk top = {NULL, 0, {0}, NULL, s->var};
+    return split_val(g, s->kid[0], &top);
+}
+
 static int simple(cg *g, const nd_ln *s)
 {
     cv x, y;
@@ -2364,6 +2468,7 @@ static int simple(cg *g, const nd_ln *s)
     if (s->kind == LK_MULTI && is_alocal(g, s->kid[0]->var)) return alocal_copy(g, s);
     switch (s->kind) {
     case LK_ASSIGN:
+        if (nd_lty_split(s->kid[0]) && !one_type(g, s->kid[0])) return split_assign(g, s);
         if (expr(g, s->kid[0], &x) < 0) return -1;
         return assign_to(g, s->var, &x);
     case LK_MULTI: {

@@ -717,6 +717,12 @@ typedef struct {
 /* every type (and bits) e may have over the combinations of its union
  * variables' types */
 /* vecs: NULL, or where the 1-D array types (LT_VEC | t) e may have go */
+int nd_lty_split(const nd_ln *e)
+{
+    if (e->kind == LK_IFEXP) return 1;
+    return e->kind == LK_CALL && e->n == 2 && e->i != LCALL_DTYPE && (e->aux == LF_MIN || e->aux == LF_MAX);
+}
+
 static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits, uint64_t *vecs)
 {
     nd_ltyping *T = f->T;
@@ -751,6 +757,20 @@ static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits, uint64_
     return 0;
 }
 
+/* the types a split value (nd_lty_split) may have: those of its operands,
+ * nested ones (the fold of max(a, b, c)) included */
+static int split_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits)
+{
+    if (!nd_lty_split(e)) return expr_types(f, e, set, bits, NULL);
+    int first = e->kind == LK_IFEXP, rc, b2;
+    uint32_t s2;
+    if ((rc = split_types(f, e->kid[first], set, bits)) != 0) return rc;
+    if ((rc = split_types(f, e->kid[first + 1], &s2, &b2)) != 0) return rc;
+    *set |= s2;
+    if (b2 > *bits) *bits = b2;
+    return 0;
+}
+
 static void add_to(fctx *f, int v, uint32_t set, int bits)
 {
     nd_ltyping *T = f->T;
@@ -780,6 +800,14 @@ static int stmt_types(fctx *f, const nd_ln *s)
             return 0;
         }
         if (T->alocal && T->alocal[s->var]) return 0;   /* a view: codegen checks its indices */
+        if (nd_lty_split(s->kid[0])) {
+            /* max(a, b), x if c else y: one of two values, whose types may
+             * differ (max(j - 1, 0) of an int64 j: int64 or a Python int,
+             * by the data); the name takes either */
+            if ((rc = split_types(f, s->kid[0], &set, &bits)) != 0) return rc;
+            add_to(f, s->var, set, bits);
+            return 0;
+        }
         if ((rc = expr_types(f, s->kid[0], &set, &bits, NULL)) != 0) return rc;
         add_to(f, s->var, set, bits);
         return 0;

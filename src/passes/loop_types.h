@@ -46,6 +46,11 @@ int nd_lty_same_kind(int from, int to);
  * (reason may be set), -2 with an exception */
 int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits);
 
+/* whether the value of an assignment, e, is one of two operands Python
+ * hands back as they are (max(a, b), min(a, b), x if c else y): its type
+ * is either operand's, chosen by the data where they differ */
+int nd_lty_split(const nd_ln *e);
+
 /* whether element access e, when its one index is a 1-D array, is a gather
  * x[idx] loops compute (x 1-D, a plain x[idx], not x[i][idx]) */
 int nd_lty_gather(const nd_ltyping *T, const nd_ln *e);
