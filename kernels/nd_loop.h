@@ -115,6 +115,8 @@ enum {
     LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
     /* reductions of 1-D arrays to a NumPy scalar */
     LF_NP_DOT, LF_NP_SUM, LF_NP_MATMUL, LF_NP_MAX, LF_NP_MIN, LF_NP_ARGMAX, LF_NP_ARGMIN,
+    /* np.outer(u, v) of 1-D arrays: a 2-D array */
+    LF_NP_OUTER,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N

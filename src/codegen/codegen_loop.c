@@ -124,8 +124,10 @@ typedef struct vctx {
     /* slice 1: a 1-D slice (p, st); 2: a matrix product M @ v or v @ M, whose
      * element k is the product of row/column k of M (p, st: along k; st2:
      * along the sum; n2: the sum's length) with v, computed before the loop
-     * into buffer w of element type te */
-    struct { const nd_ln *e; cv v; int slice; char p[16], st[16], st2[16], n2[16], w[16]; int te; } slot[VSLOTS];
+     * into buffer w of element type te; 4: np.outer(u, v), u and v computed
+     * before the loop into buffers w and w2 (element types te, te2): element
+     * (k, k2) is w[k] * w2[k2] */
+    struct { const nd_ln *e; cv v; int slice; char p[16], st[16], st2[16], n2[16], w[16], w2[16]; int te, te2; } slot[VSLOTS];
     int n;
     char len[16];
     int havelen;
@@ -1273,6 +1275,58 @@ done:
     return rc;
 }
 
+/* 1-D vector expression e into a scratch buffer (name w, element type
+ * *te), its length in iv->len */
+static int vbuffer(cg *g, vctx *iv, const nd_ln *e, char *w, int *te)
+{
+    int bits, t = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (t < 0 || !(t & LT_VEC) || (t & LT_MAT)) return no_type(g, e);
+    *te = t & ~LT_VEC;
+    if (vprep(g, iv, e) < 0) return -1;
+    if (!iv->havelen) return no_type(g, e);
+    if (scratch(g, e, ctype[*te], iv->len, w) < 0) return -1;
+    if (ISF(*te)) flags_clear(g);
+    vloop_open(g, iv);
+    cv x;
+    if (velem(g, iv, e, &x) < 0) return -1;
+    line(g, "%s[%s] = %s;", w, iv->k, x.s);
+    vloop_close(g, iv);
+    if (ISF(*te)) flags_check(g);
+    return 0;
+}
+
+/* np.outer(u, v): u, then v, computed into buffers before the loop (so a
+ * store into the memory they read, A[k+1:, k+1:] -= np.outer(A[k+1:, k],
+ * A[k, k+1:]), reads them as NumPy's temporary holds them); a 2-D
+ * expression of len(u) x len(v) elements */
+static int vouter(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e);
+    if (sl < 0) return no_type(g, e);
+    if (vc->havelen && vc->nd != 2) return no_type(g, e);
+    vctx *iv = PyMem_Calloc(2, sizeof(vctx));
+    if (!iv) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    int rc = -1;
+    if (vbuffer(g, &iv[0], e->kid[0], vc->slot[sl].w, &vc->slot[sl].te) < 0 ||
+        vbuffer(g, &iv[1], e->kid[1], vc->slot[sl].w2, &vc->slot[sl].te2) < 0)
+        goto done;
+    if (!vc->havelen) vc->nd = 2;
+    vlength(g, vc, iv[0].len);
+    if (!vc->len2[0]) {
+        snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
+        line(g, "const int64_t %s = %s;", vc->len2, iv[1].len);
+    } else {
+        line(g, "if (NDL_UNLIKELY(%s != %s))", iv[1].len, vc->len2);
+        g->ind++; deopt(g); g->ind--;
+    }
+    snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
+    vc->slot[sl].slice = 4;
+    rc = 0;
+done:
+    PyMem_Free(iv);
+    return rc;
+}
+
 /* element k of a matrix product slot, of type r */
 static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
 {
@@ -1333,6 +1387,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
         return vslice(g, vc, e);
     case LK_CALL:
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
+        if (e->aux == LF_NP_OUTER) return vouter(g, vc, e);
         /* fall through */
     case LK_BIN: case LK_CMP: case LK_UN:
         for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) return -1;
@@ -1741,6 +1796,13 @@ static int expr1(cg *g, const nd_ln *e, cv *out)
             vmatvec_elem(g, g->vc, sl, r & ~LT_VEC, out);
             return 0;
         }
+        if (sl >= 0 && g->vc->slot[sl].slice == 4) {
+            /* np.outer's element (k, k2): NumPy's multiply of the two */
+            cv x, y;
+            decl(g, &x, g->vc->slot[sl].te, "%s[%s]", g->vc->slot[sl].w, g->vc->k);
+            decl(g, &y, g->vc->slot[sl].te2, "%s[%s]", g->vc->slot[sl].w2, g->vc->k2);
+            return binop(g, e, LO_MUL, &x, &y, r & ~LT_MAT, 1, out);
+        }
         if (sl >= 0 && g->vc->slot[sl].slice == 3) {
             /* a gather's element: NumPy's IndexError names the index value
              * (negative ones as given) and x's axis 0 */
@@ -2107,7 +2169,7 @@ static int vstore(cg *g, const nd_ln *s)
          * ranges at run time. Else the right side goes to a buffer first. */
         line(g, "int dir_ = 1;");
         for (int k = 0; k < vc->n; k++) {
-            if (!vc->slot[k].slice) continue;
+            if (!vc->slot[k].slice || vc->slot[k].slice == 4) continue;   /* (4: in buffers) */
             int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
             if (vc->slot[k].slice == 3)   /* a gather may raise IndexError midway: NumPy has stored nothing then */
                 line(g, "dir_ = 0;");

@@ -63,6 +63,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
     {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
+    {LF_NP_OUTER, "numpy", "outer"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -387,7 +388,15 @@ int nd_lty_vop(int op, int ta, int tb)
         int mat = (ta & LT_MAT) || (tb >= 0 && (tb & LT_MAT));
         int vec = (ta & LT_VEC) || (tb >= 0 && (tb & LT_VEC));
         int prod = op == LO_NOPS + LF_NP_DOT || op == LO_NOPS + LF_NP_MATMUL;
-        if (mat && !prod) {
+        if (op == LO_NOPS + LF_NP_OUTER) {
+            /* two 1-D operands to a 2-D result */
+            if (!mat && (ta & LT_VEC) && (tb & LT_VEC) && PyArray_CheckExact(r) &&
+                PyArray_NDIM((PyArrayObject *)r) == 2) {
+                t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
+                if (t < LT_B1) t = -1;
+                else t |= LT_MAT;
+            }
+        } else if (mat && !prod) {
             /* 2-D operands: elementwise with 2-D ones and scalars (no
              * broadcasting of a 1-D one) to a 2-D result, or reduced whole */
             if (!vec && red && !PyArray_Check(r)) {
@@ -646,6 +655,15 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                 return why(T, e, "a product of two matrices");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
+            *bits = 1;
+            return r;
+        }
+        if (e->aux == LF_NP_OUTER) {
+            /* np.outer(u, v) of two 1-D arrays (NumPy flattens others) */
+            if (!(ta[0] & LT_VEC) || !(ta[1] & LT_VEC))
+                return why(T, e, "np.outer() of something that is not a 1-D array");
+            r = nd_lty_vop(LO_NOPS + e->aux, ta[0], ta[1]);
+            if (r == -1) return why(T, e, "np.outer() NumPy refuses for these types (or whose type loops do not compute in)");
             *bits = 1;
             return r;
         }

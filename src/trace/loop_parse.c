@@ -130,7 +130,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
     {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
     {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
-    {"argmin", LF_NP_ARGMIN, LM_NUMPY},
+    {"argmin", LF_NP_ARGMIN, LM_NUMPY}, {"outer", LF_NP_OUTER, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
@@ -489,7 +489,7 @@ static nd_ln *call(pctx *c, PyObject *e)
     }
     int need = (fn == LF_MIN || fn == LF_MAX || fn == LF_M_ATAN2 || fn == LF_M_HYPOT || fn == LF_M_POW ||
                 fn == LF_NP_ARCTAN2 || fn == LF_NP_HYPOT || fn == LF_NP_POWER || fn == LF_NP_MINIMUM ||
-                fn == LF_NP_MAXIMUM || fn == LF_NP_DOT || fn == LF_NP_MATMUL) ? 2 : 1;
+                fn == LF_NP_MAXIMUM || fn == LF_NP_DOT || fn == LF_NP_MATMUL || fn == LF_NP_OUTER) ? 2 : 1;
     if (na != need && !((fn == LF_INT || fn == LF_FLOAT || fn == LF_BOOL) && na == 0)) {
         refuse(c, e, "a call with an unsupported number of arguments");
         goto done;
