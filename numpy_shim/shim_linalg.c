@@ -496,8 +496,73 @@ extern_norm:
     return nd_shim_unsupported("numpy.linalg.norm with a singular-value ord");
 }
 
+/* lstsq(a, b): (x, residuals, rank, s), one EXTERN node each. The
+ * residuals' shape depends on the computed rank: (K,) ((1,) for a vector
+ * b) when rank == N < M, else (0,). Of a wide or square a they are always
+ * empty; of a tall one the rank is read first (a graph break), then the
+ * residuals are a node of the shape NumPy gives, or NumPy's empty array
+ * (the nodes of one call run it once per distinct output set: a residual
+ * node must never exist with a shape the call will not return). */
 static PyObject *lstsq_impl(nd_trace *t, PyObject **argv)
-{ return nd_shim_unsupported("numpy.linalg.lstsq: residuals have a data-dependent shape"); }
+{
+    static const char *P = "a,b|rcond";
+    if (argv[2] && nd_proxy_check(argv[2]))
+        return nd_shim_unsupported("numpy.linalg.lstsq with a lazy rcond");
+    nd_xj_arr in[2];
+    if (nd_xj_array(t, argv[0], &in[0]) || nd_xj_array(t, argv[1], &in[1])) return NULL;
+    if (in[0].ndim != 2 || in[1].ndim < 1 || in[1].ndim > 2 || in[1].shape[0] != in[0].shape[0])
+        return nd_xj_numpy_error("linalg.lstsq", P, argv);
+    npy_intp M = in[0].shape[0], N = in[0].shape[1], K = in[1].ndim == 2 ? in[1].shape[1] : 1;
+    if (M == 0 || N == 0 || K == 0) return nd_shim_unsupported("numpy.linalg.lstsq of empty arrays");
+    nd_ext_out o;
+    npy_intp sx[2] = {N, K}, sr[1] = {0}, ss[1] = {M < N ? M : N};
+    PyObject *extra[1] = {argv[2] ? argv[2] : Py_None};
+    if (M <= N) {
+        nd_ext_init(&o, 4, 1, 1);
+        nd_ext_shape(&o, 0, in[1].ndim, sx);
+        nd_ext_shape(&o, 1, 1, sr);
+        nd_ext_shape(&o, 2, 0, NULL);
+        nd_ext_shape(&o, 3, 1, ss);
+        return nd_ext_simple(t, "linalg.lstsq", 2, in, 1, extra, NULL, &o);
+    }
+    /* x by the shared builder (its probe gives x's dtype), the others here */
+    nd_ext_init(&o, 1, 1, 1);
+    nd_ext_shape(&o, 0, in[1].ndim, sx);
+    PyObject *fn = nd_xj_np_attr("linalg.lstsq");
+    PyObject *tmpl = fn ? nd_xj_tmpl(2, 1, extra) : NULL;
+    PyObject *first = tmpl ? nd_ext_build(t, fn, tmpl, NULL, 2, in, &o) : NULL;
+    PyObject *items[4] = {NULL, NULL, NULL, NULL}, *out = NULL;
+    if (!first) goto done;
+    items[0] = PySequence_GetItem(first, 0);
+    int xdt = o.dtype[0];
+    int rdt = xdt == NPY_CFLOAT ? NPY_FLOAT : xdt == NPY_CDOUBLE ? NPY_DOUBLE : xdt;
+    nd_id ids[2] = {in[0].id, in[1].id};
+    nd_id rank_id = nd_shim_node_extern(t, fn, tmpl, NULL, 2, ids, 2, NPY_INT32, 0, NULL);
+    nd_id s_id = rank_id == ND_NONE ? ND_NONE
+                 : nd_shim_node_extern(t, fn, tmpl, NULL, 2, ids, 3, rdt, 1, ss);
+    if (!items[0] || s_id == ND_NONE) goto done;
+    if (!(items[2] = nd_shim_wrap(t, rank_id, 1)) || !(items[3] = nd_shim_wrap(t, s_id, 0))) goto done;
+    PyObject *rv = nd_trace_materialize(items[2], "linalg.lstsq's residuals have a shape that "
+                                                  "depends on the data: the computed rank");
+    long rk = rv ? PyLong_AsLong(rv) : -1;
+    Py_XDECREF(rv);
+    if (rk == -1 && PyErr_Occurred()) goto done;
+    if (rk == N) {
+        sr[0] = K;
+        nd_id r_id = nd_shim_node_extern(t, fn, tmpl, NULL, 2, ids, 1, rdt, 1, sr);
+        items[1] = r_id == ND_NONE ? NULL : nd_shim_wrap(t, r_id, 0);
+    } else {  /* below full rank: NumPy's empty residuals */
+        items[1] = PyArray_Empty(1, sr, PyArray_DescrFromType(rdt), 0);
+    }
+    if (items[1]) out = PyTuple_Pack(4, items[0], items[1], items[2], items[3]);
+done:
+    for (int k = 0; k < 4; k++) Py_XDECREF(items[k]);
+    Py_XDECREF(first);
+    Py_XDECREF(tmpl);
+    Py_XDECREF(fn);
+    return out;
+}
+
 /* eig/eigvals of a complex matrix are complex whatever the data: traced
  * (and differentiable, passes/autodiff.h). Of a real one NumPy's result is
  * real when every eigenvalue is, else complex: the traced node is always

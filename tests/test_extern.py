@@ -368,7 +368,10 @@ def test_multi_output_extern_calls_numpy_once(backend, name, npfn, fn, make, mod
 def test_data_dependent_multi_output_calls_numpy_once(backend, name, npfn, fn, make):
     check(fn, make_args=make, backend=backend, rtol=1e-9, atol=1e-9)
     breaks(fn, *make(), reason="data")
-    assert calls_per_run(fn, npfn, make(), backend) == 1
+    # lstsq of a tall matrix is traced (differentiable): its rank is read at
+    # the break, then the residuals, whose shape that rank decides, are a
+    # second call -- only when they are used ("lstsq-rcond": once)
+    assert calls_per_run(fn, npfn, make(), backend) == (2 if name == "lstsq" else 1)
 
 
 def test_two_calls_with_equal_inputs_stay_two(backend):

@@ -17,7 +17,7 @@
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
     *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
     *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power, *F_median, *F_quantile,
-    *F_percentile, *F_pinv, *F_convolve, *F_correlate, *F_interp;
+    *F_percentile, *F_pinv, *F_convolve, *F_correlate, *F_interp, *F_lstsq;
 /* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*),
  * then hfft (irfft of the conjugate) and ihfft (the conjugate of rfft) */
 #define ND_NFFT 14
@@ -1882,6 +1882,59 @@ static int rule_pinv(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return acc(A, a, ADD(ADD(t1, t2), t3));
 }
 
+/* lstsq(A, b) at full rank: x = P b, P = pinv(A) (the rank must not change
+ * nearby). Adjoint convention (a complex call runs on conj(c), its result
+ * conjugated, autodiff.h), xb the cotangent of x, r = b - A x, w = P^H xb:
+ *   b-bar = w,  A-bar = -w x^H + r (P w)^H [M > N] + P^H x (xb - P A xb)^H [M < N]
+ * (the bracketed terms vanish otherwise); residuals (full rank, M > N)
+ * res_k = |r_k|^2 with A^H r = 0: b-bar = 2 r c, A-bar = -2 r c x^H.
+ * The rank is data: the backward checks it (full_rank) before using w. */
+static int rule_lstsq(ad_t *A, nd_id i, const nd_node *f, nd_id c)
+{
+    nd_graph *g = A->g;
+    if (kw_given(f) || f->nextra != 2) return not_impl("linalg.lstsq", "this call form");
+    if (f->aux == 3)
+        return not_impl("linalg.lstsq", "its singular values s (take np.linalg.svd(a, compute_uv=False))");
+    if (f->aux == 1 && f->shape[0] == 0) return 0;  /* empty residuals: nothing flows */
+    nd_id a = f->extra[0], b = f->extra[1];
+    nd_node an = *NODE(g, a), bn = *NODE(g, b);
+    int cx = iscplx(an.dtype) || iscplx(bn.dtype);
+    int Lx = f->aux == 0 ? f->dtype : cx ? cplx_of(f->dtype) : f->dtype, L = Lx;
+    npy_intp M = an.shape[0], N = an.shape[1], K = bn.ndim == 2 ? bn.shape[1] : 1;
+    PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
+    npy_intp sx[2] = {N, K}, sm[2] = {M, K}, sn[2] = {N, K};
+    nd_id x = f->aux == 0 ? i : sibling(g, f, F_lstsq, tmpl, 0, Lx, bn.ndim, sx);
+    nd_id xm = reshape(g, x, 2, sx), bm = reshape(g, b, 2, sm);
+    nd_id r = SUB(bm, mm(g, a, xm));
+    nd_id gA, gb;
+    if (f->aux == 1) {
+        nd_id cr = unsqueeze(g, c, -2);  /* (1, K) */
+        nd_id rc = MUL(MUL(cj(g, r), cr), S(2));
+        gb = rc;
+        gA = NEG(mm(g, rc, swap_last(g, xm)));
+    } else {
+        nd_id rank = sibling(g, f, F_lstsq, tmpl, 2, NPY_INT32, 0, NULL);
+        nd_id xb = cj(g, reshape(g, c, 2, sn));
+        nd_id P = ext(g, F_pinv, tmpl_of(1, 0, NULL), 1, &a, L, 2, (npy_intp[]){N, M});
+        PyObject *k = PyLong_FromSsize_t(M < N ? M : N);
+        if (!k) return -1;
+        nd_id ids[2] = {mm(g, ctr(g, P), xb), rank};
+        nd_id w = BAD(ids[0]) || BAD(rank) ? ND_NONE
+                  : ext(g, nd_ad_full_rank, tmpl_of(2, 1, &k), 2, ids, L, 2, sm);
+        Py_DECREF(k);
+        gb = cj(g, w);
+        gA = NEG(mm(g, w, ctr(g, xm)));
+        if (M > N) gA = ADD(gA, mm(g, r, ctr(g, mm(g, P, w))));
+        if (M < N)
+            gA = ADD(gA, mm(g, mm(g, ctr(g, P), xm), ctr(g, SUB(xb, mm(g, mm(g, P, a), xb)))));
+        gA = cj(g, gA);
+    }
+    if (PyErr_Occurred() || BAD(gA) || BAD(gb)) return -1;
+    if (A->dep[a] && acc(A, a, gA) < 0) return -1;
+    if (A->dep[b] && acc(A, b, reshape(g, gb, bn.ndim, bn.shape)) < 0) return -1;
+    return 0;
+}
+
 static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
@@ -1899,7 +1952,7 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
     if (cx && fn != F_matmul && fn != F_dot && fn != F_einsum && fn != F_tensordot && fn != F_inv &&
         fn != F_det && fn != F_solve && fn != F_slogdet && fn != F_eigh && fn != F_eigvalsh &&
-        fn != F_svd && fn != F_qr) {
+        fn != F_svd && fn != F_qr && fn != F_lstsq) {
         /* the decompositions' rules take conjugates this sweep does not: refused */
         PyObject *nm = PyObject_GetAttrString(fn, "__name__");
         const char *s = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
@@ -1917,6 +1970,7 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     if (fn == F_median || fn == F_quantile || fn == F_percentile) return rule_quantile(A, f, c);
     if (fn == F_convolve || fn == F_correlate) return rule_conv(A, f, c);
     if (fn == F_pinv) return rule_pinv(A, i, f, c);
+    if (fn == F_lstsq) return rule_lstsq(A, i, f, c);
     if (fn == F_interp) return rule_interp(A, f, c);
     if (fn == F_inner) return rule_inner(A, f, c);
     if (fn == F_multi_dot) return rule_multi_dot(A, f, c);
@@ -2345,7 +2399,7 @@ int nd_autodiff_init(void)
         {&F_multi_dot, "linalg.multi_dot"}, {&F_matrix_power, "linalg.matrix_power"},
         {&F_median, "median"}, {&F_quantile, "quantile"}, {&F_percentile, "percentile"},
         {&F_pinv, "linalg.pinv"}, {&F_convolve, "convolve"}, {&F_correlate, "correlate"},
-        {&F_interp, "interp"},
+        {&F_interp, "interp"}, {&F_lstsq, "linalg.lstsq"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }
