@@ -58,6 +58,26 @@ def test_slow_capture_runs_as_numpy():
     assert utils.counters["floor_numpy_calls"] > before
 
 
+def test_lengths_of_one_size_class_share_a_decision():
+    # ragged data: the function is called on segments of 48 lengths (16..63
+    # elements, one size class). Signatures keyed by exact length never
+    # decided (8 slots for 48 lengths: every call ran numdyn's capture, 0.44x
+    # NumPy); by size class the lengths share one slot, which goes to NumPy
+    cf = numdyn.compile(tiny_steps, options=FLOOR)
+    segs = [np.arange(float(n)) for n in range(16, 64)]
+    before = utils.counters["floor_numpy_calls"]
+    for i in range(240):
+        s = segs[(i * 7) % len(segs)]
+        assert cf(s, 30) == tiny_steps(s, 30)
+    info = cf._floor_info()
+    assert len(info) == 1 and info[0]["path"] == "numpy", info
+    assert utils.counters["floor_numpy_calls"] - before > 150, info
+    # another size class and another dtype are measured apart
+    cf(np.arange(300.0), 30)
+    cf(np.arange(20, dtype=np.float32), 30)
+    assert len(cf._floor_info()) == 3, cf._floor_info()
+
+
 def test_fast_kernels_stay_compiled():
     x = np.linspace(0.0, 1.0, 2_000_000)
     cf = numdyn.compile(fused, options=FLOOR)
