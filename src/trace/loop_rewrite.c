@@ -587,6 +587,20 @@ static int rewrite_random_calls(rctx *c, PyObject *fdef)
  * ones its copy was made with. The name is evaluated where it was, so a
  * rebinding is seen. */
 
+/* type(f).__call__ when it is a user's Python function (f an instance of
+ * a user class, not a function, class or method), else NULL (an exception
+ * set only on error) */
+static PyObject *user_call_method(PyObject *f)
+{
+    if (PyFunction_Check(f) || PyType_Check(f) || PyMethod_Check(f) || PyCFunction_Check(f))
+        return NULL;
+    PyObject *call = PyObject_GetAttrString((PyObject *)Py_TYPE(f), "__call__");
+    if (!call) { PyErr_Clear(); return NULL; }
+    if (nd__user_function(call)) return call;
+    Py_DECREF(call);
+    return NULL;
+}
+
 static PyObject *callee_impl(PyObject *self, PyObject *f)
 {
     /* a method of a user object (`self.helper(x)`): its function's copy,
@@ -598,6 +612,18 @@ static PyObject *callee_impl(PyObject *self, PyObject *f)
         Py_DECREF(r);
         return m;
     }
+    /* an instance of a user class with a Python __call__ (`model(x)`,
+     * `self.blocks[0](x)`): that __call__'s copy, bound to the instance */
+    PyObject *call = user_call_method(f);
+    if (call) {
+        PyObject *m = PyMethod_New(call, f);
+        Py_DECREF(call);
+        if (!m) return NULL;
+        PyObject *r = callee_impl(self, m);
+        Py_DECREF(m);
+        return r;
+    }
+    if (PyErr_Occurred()) return NULL;
     if (!nd__user_function(f) || !capture_on()) return Py_NewRef(f);
     /* its loops captured and the shim as its `np` (trace_remap.c: one
      * copy per helper, checked at each call) */
@@ -616,16 +642,19 @@ static PyMethodDef callee_def = {"__numdyn_callee__", callee_impl, METH_O,
                                  "numdyn: the loop-captured copy of a helper function, or itself"};
 static PyObject *callee_fn;
 
-/* Whether the call of attribute `f` (`self.helper`, `obj.part.step`) may
- * be a user object's method: its root is a name that is a local (self, an
- * argument) or a global bound to something other than a module (a
- * module's functions, NumPy's among them, are remapped by trace_remap.c
- * already, and `np.sum(x)` must stay as written). 1 yes, 0 no, -1 error;
- * *id gets the root's name (a new reference) either way. */
+/* Whether the call of attribute or item `f` (`self.helper`, `obj.part.step`,
+ * `ops["act"]`, `self.layers[i]`, `self.blocks[0].forward`) may be a user
+ * object's method or a function of the user's held by a container: its
+ * root is a name that is a local (self, an argument) or a global bound to
+ * something other than a module (a module's functions, NumPy's among
+ * them, are remapped by trace_remap.c already, and `np.sum(x)` must stay
+ * as written). 1 yes, 0 no, -1 error; *id gets the root's name (a new
+ * reference) either way. */
 static int method_call_root(rctx *c, PyObject *f, PyObject **id)
 {
     PyObject *v = Py_NewRef(f);
-    while (v && strcmp(kind(v), "Attribute") == 0) Py_SETREF(v, PyObject_GetAttrString(v, "value"));
+    while (v && (strcmp(kind(v), "Attribute") == 0 || strcmp(kind(v), "Subscript") == 0))
+        Py_SETREF(v, PyObject_GetAttrString(v, "value"));
     if (!v) return -1;
     int named = strcmp(kind(v), "Name") == 0;
     *id = named ? PyObject_GetAttrString(v, "id") : NULL;
@@ -641,10 +670,12 @@ static int method_call_root(rctx *c, PyObject *f, PyObject **id)
         Py_XDECREF(np);
         if (!ndarray) return -1;
     }
-    PyObject *attr = PyObject_GetAttrString(f, "attr");
-    int arrays = attr ? PyObject_HasAttr(ndarray, attr) : -1;
-    Py_XDECREF(attr);
-    if (arrays) return arrays < 0 ? -1 : 0;
+    if (strcmp(kind(f), "Attribute") == 0) {
+        PyObject *attr = PyObject_GetAttrString(f, "attr");
+        int arrays = attr ? PyObject_HasAttr(ndarray, attr) : -1;
+        Py_XDECREF(attr);
+        if (arrays) return arrays < 0 ? -1 : 0;
+    }
     int local = PySet_Contains(c->locals, *id);
     if (local) return local;
     PyObject *g = PyDict_GetItemWithError(c->globals, *id);
@@ -665,7 +696,7 @@ static int rewrite_calls(rctx *c, PyObject *fdef)
         if (strcmp(kind(node), "Call") == 0) {
             PyObject *f = PyObject_GetAttrString(node, "func"), *id = NULL;
             int method = 0;
-            if (f && strcmp(kind(f), "Attribute") == 0) {
+            if (f && (strcmp(kind(f), "Attribute") == 0 || strcmp(kind(f), "Subscript") == 0)) {
                 method = method_call_root(c, f, &id);
                 if (method < 0) n = -1;
             } else if (f && strcmp(kind(f), "Name") == 0) {
@@ -679,6 +710,12 @@ static int rewrite_calls(rctx *c, PyObject *fdef)
                  * (`helper(y)` of a function made by a factory): checked
                  * when called */
                 else if (local || (v && nd__user_function(v))) method = 1;
+                else if (v) {  /* a user object called (`model(x)`): its __call__ */
+                    PyObject *call = user_call_method(v);
+                    if (call) method = 1;
+                    else if (PyErr_Occurred()) n = -1;
+                    Py_XDECREF(call);
+                }
             }
             if (n >= 0 && method > 0) {
                 {
