@@ -39,7 +39,8 @@ import numdyn  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROWS = ["LU partial", "Jacobi until", "seam carving", "logistic regression", "RNN forward",
-        "random walk", "Lorenz", "Mandelbrot boolean"]
+        "random walk", "Lorenz", "Mandelbrot boolean",
+        "Mandelbrot compacting", "Gaussian window"]
 
 
 def main(argv=None):

@@ -316,6 +316,12 @@ def program_cases(quick=False):
     cre, cim = np.linspace(-2.0, 0.6, wd), np.linspace(-1.2, 1.2, h)
     add(f"Mandelbrot boolean mask {h}x{wd} x{it}", P.mandelbrot_mask,
         lambda a=cre, b=cim, it=it: (a, b, it), 0, cat, max_int_diff=(1e-3, 1))
+    for n in ((32,) if Q else (64, 512)):
+        add(f"Gaussian window on mgrid {n}x{n}", P.gaussian_window,
+            lambda n=n: (n, n * 0.5), 1e-12, cat)
+    for n, it in (((32, 10),) if Q else ((64, 20), (256, 50))):
+        add(f"Mandelbrot compacting mgrid {n}x{n} x{it}", P.mandelbrot_compact,
+            lambda n=n, it=it: (-2.0, 0.5, -1.25, 1.25, n, n, it), 1e-9, cat)
     return cases
 
 

@@ -468,6 +468,37 @@ def lorenz_rk4(state0, sigma, rho, beta, dt, steps):
     return out
 
 
+def gaussian_window(n, sigma2):
+    """A normalized 2-D Gaussian window on an np.mgrid index grid."""
+    X, Y = np.mgrid[0:n, 0:n]
+    r2 = (X - n / 2) ** 2 + (Y - n / 2) ** 2
+    k = np.exp(-r2 / sigma2)
+    return k / k.sum()
+
+
+def mandelbrot_compact(x0, x1, y0, y1, nx, ny, maxit):
+    """Escape-time Mandelbrot that keeps only the live points: index grids
+    from np.mgrid, a compaction of every array by the live mask each step,
+    escaped points scattered into the outputs by their grid indices."""
+    gi, gj = np.mgrid[0:nx, 0:ny]
+    gi, gj = gi.astype(np.uint32), gj.astype(np.uint32)
+    c = np.linspace(x0, x1, nx)[gi] + 1j * np.linspace(y0, y1, ny)[gj]
+    iters = np.zeros(c.shape, dtype=np.int64)
+    zend = np.zeros(c.shape, dtype=np.complex128)
+    gi, gj, c = gi.ravel(), gj.ravel(), c.ravel()
+    z = np.zeros(c.shape, np.complex128)
+    for it in range(maxit):
+        if not len(z):
+            break
+        z = z * z + c
+        out = np.abs(z) > 2.0
+        iters[gi[out], gj[out]] = it + 1
+        zend[gi[out], gj[out]] = z[out]
+        live = ~out
+        z, c, gi, gj = z[live], c[live], gi[live], gj[live]
+    return zend.T, iters.T
+
+
 def mandelbrot_mask(cre, cim, maxit):
     """Escape-time Mandelbrot with a boolean mask of points still iterating."""
     c = cre[None, :] + 1j * cim[:, None]

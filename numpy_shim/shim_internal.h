@@ -572,6 +572,8 @@ int nd_shim_register_linalg(nd_shim_table *tab);
 int nd_shim_register_fft(nd_shim_table *tab);
 int nd_shim_register_sort(nd_shim_table *tab);
 int nd_shim_register_stats(nd_shim_table *tab);
+/* np.mgrid / np.ogrid objects in the shim module (shim_grid.c) */
+int nd_shim_register_grid(PyObject *module);
 
 /* r, the result of a traced operation that began when the graph had
  * `first` nodes, once an error its nodes may raise when they run has been

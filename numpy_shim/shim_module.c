@@ -648,7 +648,7 @@ int nd_shim_init(PyObject *module)
         nd_shim_register_advidx(&table) < 0 || nd_shim_register_copyto(&table) < 0 ||
         nd_shim_register_flat(&table) < 0 || nd_shim_register_random(&table) < 0 ||
         nd_shim_register_special(&table) < 0 || nd_shim_masked_init() < 0 ||
-        nd_shim_inline_init() < 0 ||
+        nd_shim_inline_init() < 0 || nd_shim_register_grid(table.module) < 0 ||
         nd_shim_install_ufuncs(table.module) < 0)
         return -1;
     Py_INCREF(table.module);
