@@ -1036,9 +1036,13 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         if (PyArray_NDIM((PyArrayObject *)g) != PyArray_NDIM(a) ||
             !PyArray_CompareLists(PyArray_DIMS((PyArrayObject *)g), PyArray_DIMS(a),
                                   PyArray_NDIM(a))) {
-            PyErr_Format(PyExc_RuntimeError, "numdyn: backward(grad): grad has shape %R, the "
-                         "Tensor %R", PyObject_GetAttrString(g, "shape"),
-                         PyObject_GetAttrString((PyObject *)a, "shape"));
+            PyObject *gs = PyObject_GetAttrString(g, "shape");
+            PyObject *as = gs ? PyObject_GetAttrString((PyObject *)a, "shape") : NULL;
+            if (as)
+                PyErr_Format(PyExc_RuntimeError, "numdyn: backward(grad): grad has shape %R, the "
+                             "Tensor %R", gs, as);
+            Py_XDECREF(gs);
+            Py_XDECREF(as);
             Py_DECREF(g);
             return NULL;
         }

@@ -951,10 +951,31 @@ static PyObject *t_dlpack_device(PyObject *self, PyObject *unused)
 
 static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *grad = Py_None;
-    static char *kwlist[] = {"grad", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:backward", kwlist, &grad)) return NULL;
-    return nd_tape_backward(self, grad);
+    /* torch's signature, backward(gradient=None, retain_graph=None,
+     * create_graph=False, inputs=None), `grad=` kept as an alias. numdyn's
+     * tape keeps what its backward reads (a second backward() recomputes
+     * from it), so retain_graph is accepted either way; a backward that is
+     * itself recorded (create_graph) or restricted to some leaves (inputs)
+     * is refused by name rather than ignored. */
+    PyObject *gradient = NULL, *retain = Py_None, *create = Py_False, *inputs = Py_None, *grad = NULL;
+    static char *kwlist[] = {"gradient", "retain_graph", "create_graph", "inputs", "grad", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOO$O:backward", kwlist, &gradient, &retain,
+                                     &create, &inputs, &grad))
+        return NULL;
+    if (gradient && grad) {
+        PyErr_SetString(PyExc_TypeError, "backward() got both gradient= and its alias grad=");
+        return NULL;
+    }
+    int cg = PyObject_IsTrue(create);
+    if (cg < 0) return NULL;
+    if (cg || inputs != Py_None) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "numdyn: Tensor.backward(%s) is not supported; for higher-order or "
+                     "partial gradients use numdyn.grad / numdyn.vjp on the function",
+                     cg ? "create_graph=True" : "inputs=...");
+        return NULL;
+    }
+    return nd_tape_backward(self, gradient ? gradient : grad ? grad : Py_None);
 }
 
 static int set_requires_grad(NdTensor *t, PyObject *v)
