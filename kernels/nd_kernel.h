@@ -275,10 +275,18 @@ ND_BSEL(float, f, uint32_t)
 /* c ? a : b as one blend (nd_bsel's and/andnot/or are three instructions
  * a vector), for arms GCC computes anyway: no call, division or square
  * root feeding one arm only (GCC does not speculate those, the loop would
- * stay scalar) */
+ * stay scalar). GCC if-converts the arms' arithmetic into masked
+ * instructions: AVX-512 only. Without its mask registers (AVX2) the ?:
+ * stays control flow and the loop scalar (10x): nd_bsel's form there. */
+#if defined(__AVX512F__)
+#define ND_TSEL_MASKED 1
+#else
+#define ND_TSEL_MASKED 0
+#endif
 #define ND_TSEL(T, S, U) \
 ND_INLINE T nd_tsel_##S(int c, T a, T b) \
 { \
+    if (!ND_TSEL_MASKED) return nd_bsel_##S(c, a, b); \
     U x, y; \
     memcpy(&x, &a, sizeof x); \
     memcpy(&y, &b, sizeof y); \
@@ -428,7 +436,7 @@ ND_INLINE T nd_cosh##F(T x) \
 ND_INLINE T nd_tanh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(__builtin_isgreater(ax, TCAP) ? 2 * TCAP : 2 * ax, &sc); \
+    T e = nd_expk_##S(2 * (__builtin_isgreater(ax, TCAP) ? TCAP : ax), &sc); \
     T t = 4 * FMA(sc, e, sc - (T)0.25); \
     T r = COPYSIGN(t / (t + (T)2), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
