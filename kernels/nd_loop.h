@@ -117,6 +117,9 @@ enum {
     LF_NP_DOT, LF_NP_SUM, LF_NP_MATMUL, LF_NP_MAX, LF_NP_MIN, LF_NP_ARGMAX, LF_NP_ARGMIN,
     /* np.outer(u, v) of 1-D arrays: a 2-D array */
     LF_NP_OUTER,
+    /* np.concatenate((u, v, ...)) of 1-D arrays, np.array([x, y, ...]) of scalars: 1-D
+       arrays (LK_CALL's kids: the parts, at most LCAT_MAX) */
+    LF_NP_CONCATENATE, LF_NP_ARRAY,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N

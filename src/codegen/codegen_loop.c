@@ -126,7 +126,8 @@ typedef struct vctx {
      * along the sum; n2: the sum's length) with v, computed before the loop
      * into buffer w of element type te; 4: np.outer(u, v), u and v computed
      * before the loop into buffers w and w2 (element types te, te2): element
-     * (k, k2) is w[k] * w2[k2] */
+     * (k, k2) is w[k] * w2[k2]; 5: np.concatenate((...)) / np.array([...]),
+     * computed before the loop into buffer w (element type te) */
     struct { const nd_ln *e; cv v; int slice; char p[16], st[16], st2[16], n2[16], w[16], w2[16]; int te, te2; } slot[VSLOTS];
     int n;
     char len[16];
@@ -1327,6 +1328,72 @@ done:
     return rc;
 }
 
+/* np.concatenate((u, v, ...)) of 1-D arrays / np.array([x, y, ...]) of
+ * scalars, into a buffer before the loop, each element cast to the
+ * result's type as NumPy casts it: the parts' scalars and slices in order
+ * (as Python evaluates the tuple), then their elements */
+static int vconcat(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e), bits;
+    if (sl < 0) return no_type(g, e);
+    if (vc->havelen && vc->nd != 1) return no_type(g, e);
+    int r = nd_lty_expr(g->T, e, g->assign, &bits), m = e->n, cat = e->aux == LF_NP_CONCATENATE;
+    if (r < 0 || !(r & LT_VEC) || m > LCAT_MAX) return no_type(g, e);
+    int te = r & ~LT_VEC;
+    const char *T = ctype[te];
+    vctx *iv = PyMem_Calloc(LCAT_MAX, sizeof(vctx));
+    if (!iv) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    int rc = -1;
+    cv x[LCAT_MAX];
+    char tot[16], w[16], c[64];
+    snprintf(tot, sizeof tot, "L%d", ++g->tmp);
+    line(g, "int64_t %s = 0;", tot);
+    for (int k = 0; k < m; k++) {
+        if (!cat) {
+            vctx *up = g->vc;
+            g->vc = NULL;
+            int xrc = expr(g, e->kid[k], &x[k]);
+            g->vc = up;
+            if (xrc < 0) goto done;
+            line(g, "%s += 1;", tot);
+            continue;
+        }
+        if (vprep(g, &iv[k], e->kid[k]) < 0) goto done;
+        if (!iv[k].havelen) { rc = no_type(g, e); goto done; }
+        line(g, "%s += %s;", tot, iv[k].len);
+    }
+    if (scratch(g, e, T, tot, w) < 0) goto done;
+    if (cat && ISF(te)) flags_clear(g);
+    line(g, "{ int64_t o_ = 0; (void)o_;");
+    g->ind++;
+    for (int k = 0; k < m; k++) {
+        if (!cat) {
+            conv(g, c, sizeof c, &x[k], te);
+            line(g, "%s[%d] = %s;", w, k, c);
+            continue;
+        }
+        cv y;
+        vloop_open(g, &iv[k]);
+        if (velem(g, &iv[k], e->kid[k], &y) < 0) goto done;
+        conv(g, c, sizeof c, &y, te);
+        line(g, "%s[o_ + %s] = %s;", w, iv[k].k, c);
+        vloop_close(g, &iv[k]);
+        line(g, "o_ += %s;", iv[k].len);
+    }
+    g->ind--;
+    line(g, "}");
+    if (cat && ISF(te)) flags_check(g);
+    memcpy(vc->slot[sl].w, w, 16);
+    vc->slot[sl].te = te;
+    if (!vc->havelen) vc->nd = 1;
+    vlength(g, vc, tot);
+    vc->slot[sl].slice = 5;
+    rc = 0;
+done:
+    PyMem_Free(iv);
+    return rc;
+}
+
 /* element k of a matrix product slot, of type r */
 static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
 {
@@ -1388,6 +1455,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
     case LK_CALL:
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
         if (e->aux == LF_NP_OUTER) return vouter(g, vc, e);
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return vconcat(g, vc, e);
         /* fall through */
     case LK_BIN: case LK_CMP: case LK_UN:
         for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) return -1;
@@ -1803,6 +1871,10 @@ static int expr1(cg *g, const nd_ln *e, cv *out)
             decl(g, &y, g->vc->slot[sl].te2, "%s[%s]", g->vc->slot[sl].w2, g->vc->k2);
             return binop(g, e, LO_MUL, &x, &y, r & ~LT_MAT, 1, out);
         }
+        if (sl >= 0 && g->vc->slot[sl].slice == 5) {
+            decl(g, out, g->vc->slot[sl].te, "%s[%s]", g->vc->slot[sl].w, g->vc->k);
+            return 0;
+        }
         if (sl >= 0 && g->vc->slot[sl].slice == 3) {
             /* a gather's element: NumPy's IndexError names the index value
              * (negative ones as given) and x's axis 0 */
@@ -2169,7 +2241,7 @@ static int vstore(cg *g, const nd_ln *s)
          * ranges at run time. Else the right side goes to a buffer first. */
         line(g, "int dir_ = 1;");
         for (int k = 0; k < vc->n; k++) {
-            if (!vc->slot[k].slice || vc->slot[k].slice == 4) continue;   /* (4: in buffers) */
+            if (!vc->slot[k].slice || vc->slot[k].slice >= 4) continue;   /* (4, 5: in buffers) */
             int ts = nd_lty_expr(g->T, vc->slot[k].e, g->assign, &bits);
             if (vc->slot[k].slice == 3)   /* a gather may raise IndexError midway: NumPy has stored nothing then */
                 line(g, "dir_ = 0;");

@@ -97,6 +97,7 @@ typedef struct {
 } nd_lir;
 
 enum { LCALL_DTYPE = 3 };
+#define LCAT_MAX 8   /* parts of np.concatenate((...)) / items of np.array([...]) */
 enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP };
 
 /* allocation from the IR's arena (freed with it); NULL + MemoryError */

@@ -63,7 +63,8 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
     {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
-    {LF_NP_OUTER, "numpy", "outer"},
+    {LF_NP_OUTER, "numpy", "outer"}, {LF_NP_CONCATENATE, "numpy", "concatenate"},
+    {LF_NP_ARRAY, "numpy", "array"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -156,6 +157,15 @@ PyObject *nd_lty_apply(int op, PyObject *a, PyObject *b)
     default: {
         PyObject *f = nd_lty_function(op - LO_NOPS);
         if (!f) return NULL;
+        if (op == LO_NOPS + LF_NP_CONCATENATE || op == LO_NOPS + LF_NP_ARRAY) {
+            /* their parts in one tuple / list */
+            PyObject *seq = op == LO_NOPS + LF_NP_ARRAY ? PyList_New(0) : NULL;
+            if (seq && (PyList_Append(seq, a) < 0 || (b && PyList_Append(seq, b) < 0))) Py_CLEAR(seq);
+            if (op == LO_NOPS + LF_NP_CONCATENATE) seq = b ? PyTuple_Pack(2, a, b) : PyTuple_Pack(1, a);
+            PyObject *r = seq ? PyObject_CallOneArg(f, seq) : NULL;
+            Py_XDECREF(seq);
+            return r;
+        }
         PyObject *args[2] = {a, b};
         return PyObject_Vectorcall(f, args, b ? 2 : (a ? 1 : 0), NULL);
     }
@@ -489,6 +499,28 @@ int nd_lty_gather(const nd_ltyping *T, const nd_ln *e)
            T->andim[e->var] == 1;
 }
 
+/* np.concatenate((u, v, ...)) of 1-D arrays / np.array([x, y, ...]) of
+ * scalars: NumPy's type of the parts two at a time (promotion of array
+ * dtypes, and of the default dtypes of Python scalars, for the types loops
+ * compute in), a 1-D array */
+static int cat_type(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
+{
+    int cat = e->aux == LF_NP_CONCATENATE, r = -1;
+    for (int k = 0; k < e->n; k++) {
+        int b, t = nd_lty_expr(T, e->kid[k], assign, &b);
+        if (t < 0) return t;
+        if (cat && (!(t & LT_VEC) || (t & LT_MAT)))
+            return why(T, e, "np.concatenate() of something that is not a 1-D array");
+        if (!cat && (t & (LT_VEC | LT_MAT))) return why(T, e, "np.array() of arrays");
+        if (!cat && t == LT_PYINT && b > 62) return why(T, e, "np.array() of a Python int that may not fit int64");
+        r = k == 0 ? nd_lty_vop(LO_NOPS + e->aux, t, -1) : nd_lty_vop(LO_NOPS + e->aux, cat ? r : r & ~LT_VEC, t);
+        if (r < 0) return r == -2 ? -2 : why(T, e, "np.concatenate()/np.array() of types NumPy refuses (or whose result loops do not compute in)");
+        if (!(r & LT_VEC)) return why(T, e, "np.concatenate()/np.array() whose result is not a 1-D array");
+    }
+    *bits = 1;
+    return r;
+}
+
 int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
 {
     int b0 = 0, b1 = 0, t0, t1, r;
@@ -636,6 +668,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return LT_PYINT;
     }
     case LK_CALL: {
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return cat_type(T, e, assign, bits);
         int ta[2] = {LT_N, LT_N}, bs[2] = {0, 0}, vec = 0;
         for (int k = 0; k < e->n; k++) {
             if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
@@ -928,6 +961,7 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
             }
             return 0;
         }
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return 1;
         if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
         for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
         return 0;

@@ -131,6 +131,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
     {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
     {"argmin", LF_NP_ARGMIN, LM_NUMPY}, {"outer", LF_NP_OUTER, LM_NUMPY},
+    {"concatenate", LF_NP_CONCATENATE, LM_NUMPY}, {"array", LF_NP_ARRAY, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
@@ -470,6 +471,30 @@ static nd_ln *call(pctx *c, PyObject *e)
         if (fn < 0 || v < 0) goto done;
     } else {
         refuse(c, e, "a call of a computed function");
+        goto done;
+    }
+    if ((fn == LF_NP_CONCATENATE || fn == LF_NP_ARRAY) && na == 1) {
+        /* np.concatenate((u, v)), np.array([x, y]): the parts written out */
+        PyObject *seq = PyList_GET_ITEM(args, 0);
+        PyObject *elts = IS(seq, "Tuple") || IS(seq, "List") ? attr(seq, "elts") : NULL;
+        Py_ssize_t m = elts ? PyList_GET_SIZE(elts) : 0;
+        if (!elts || m < 1 || m > LCAT_MAX) {
+            Py_XDECREF(elts);
+            if (!PyErr_Occurred()) refuse(c, e, "np.concatenate()/np.array() of other than a tuple or list of 1 to 8 items written out");
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < m; k++)
+            if (IS(PyList_GET_ITEM(elts, k), "Starred")) {
+                Py_DECREF(elts);
+                refuse(c, e, "a call with *args");
+                goto done;
+            }
+        if ((r = nd_lir_node(c->ir, LK_CALL, line, (int)m))) {
+            r->aux = fn;
+            for (Py_ssize_t k = 0; k < m; k++)
+                if (!(r->kid[k] = expr(c, PyList_GET_ITEM(elts, k)))) { r = NULL; break; }
+        }
+        Py_DECREF(elts);
         goto done;
     }
     if ((fn == LF_MIN || fn == LF_MAX) && na > 2) {
