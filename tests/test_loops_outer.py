@@ -46,6 +46,14 @@ def outer_sum(x):
     return s
 
 
+def outer_extremes(x, y):
+    # np.max/np.min of a 2-D value: reduced in vector lanes, by rows
+    s = 0.0
+    for i in range(1, x.shape[0]):
+        s += np.max(np.outer(x[:i], y)) - np.min(np.outer(y[i:], x[:i]) * 2.0)
+    return s
+
+
 def mismatch(A, u, v):
     for k in range(2):
         A[:, :] += np.outer(u[k:], v)     # the second row's shape differs: ValueError
@@ -87,6 +95,16 @@ def test_outer_in_reduction():
     check_calls(outer_sum, (arr("float64", 9, seed=5),), (arr("int16", 7, seed=6),))
     cf = numdyn.compile(outer_sum)
     cf(arr("float64", 9, seed=5))
+    ran_as_c(cf)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_outer_max_min(dtype):
+    x, y = arr(dtype, 7, seed=8), arr(dtype, 9, seed=9)
+    y[2] = 0
+    check_calls(outer_extremes, (x, y))
+    cf = numdyn.compile(outer_extremes)
+    cf(x, y)
     ran_as_c(cf)
 
 

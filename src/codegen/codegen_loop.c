@@ -1600,7 +1600,10 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
             char len[16], len2[16];
             memcpy(len, vc->len, sizeof len);
             memcpy(len2, vc->len2, sizeof len2);
-            for (int pass = vc->nd == 2 ? -1 : 1; pass < 2; pass++) {
+            /* (an element of np.outer's buffers needs its row and column) */
+            int flat = 1;
+            for (int k = 0; k < vc->n; k++) flat &= vc->slot[k].slice < 2;
+            for (int pass = vc->nd == 2 ? (flat ? -1 : 0) : 1; pass < 2; pass++) {
                 if (pass <= 0) {
                     char test[2048];
                     int n = snprintf(test, sizeof test, "1");
@@ -1613,7 +1616,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
                             n += snprintf(test + n, sizeof test - (size_t)n, " && %s == %s * (int64_t)sizeof(%s)",
                                           vc->slot[k].st, len2, ctype[ts]);
                     }
-                    line(g, "%sif (%s) {", pass == 0 ? "else " : "", test);
+                    line(g, "%sif (%s) {", pass == 0 && flat ? "else " : "", test);
                     g->ind++;
                 }
                 if (pass < 0) {
