@@ -580,8 +580,14 @@ def test_errors_non_scalar_and_int_output():
         numdyn.grad(lambda x: np.sum(x * 1.0))(np.arange(3))
     g = numdyn.grad(lambda x, n: np.sum(x * n), argnums=(0, 1), allow_int=True)(r(3), np.arange(3))
     assert g[1] is None
-    with pytest.raises(ValueError, match="argnums"):
+    # JAX's error types: too few positional arguments is a TypeError, an index
+    # below -len(args) a ValueError (a ValueError for both before)
+    with pytest.raises(TypeError, match="argnums=3 requires at least 4 positional arguments"):
         numdyn.grad(lambda x: np.sum(x), argnums=3)(r(3))
+    with pytest.raises(TypeError, match=r"argnums=\(0, 2\) requires at least 3"):
+        numdyn.value_and_grad(lambda x, y: np.sum(x * y), argnums=(0, 2))(r(3), r(3))
+    with pytest.raises(ValueError, match="argnums -2 is out of range"):
+        numdyn.grad(lambda x: np.sum(x), argnums=-2)(r(3))
     with pytest.raises(TypeError, match="has_aux"):
         numdyn.grad(lambda x: np.sum(x), has_aux=True)(r(3))
 

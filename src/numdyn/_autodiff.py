@@ -59,9 +59,15 @@ def _argnums_tuple(argnums, nargs):
     for a in nums:
         if not isinstance(a, int):
             raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
-        if not -nargs <= a < nargs:
+        # JAX's error types: too few arguments for the index is a TypeError
+        # (the call's fault), a negative index below -len(args) a ValueError
+        if a >= nargs:
+            raise TypeError(f"differentiating with respect to argnums={argnums!r} requires at "
+                            f"least {max(nums) + 1} positional arguments to be passed by the "
+                            f"caller, but got only {nargs} positional arguments")
+        if a < -nargs:
             raise ValueError(f"argnums {a} is out of range for a function called with {nargs} "
-                             f"positional arguments")
+                             f"positional arguments (indices must be >= -len(args))")
     return single, nums
 
 
