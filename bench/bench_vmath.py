@@ -56,10 +56,21 @@ def _build(names, kdir, cmd, tmp, tag):
     return ctypes.CDLL(str(so))
 
 
+def _isa(cmd):
+    """the vector ISA numdyn's compile command targets here (-march=native:
+    detected, not assumed), from the compiler's predefined macros"""
+    out = subprocess.run(cmd.replace("-shared", "") + " -dM -E -x c /dev/null", shell=True, capture_output=True,
+                         text=True).stdout
+    return next((nm for mac, nm in (("__AVX512F__", "AVX-512"), ("__AVX2__", "AVX2"), ("__SSE2__", "SSE2"))
+                 if "#define " + mac + " " in out), "scalar")
+
+
 def run(names, against=None, runs=100, n=16384):
     with tempfile.TemporaryDirectory() as td:
         tmp = pathlib.Path(td)
         cmd = _compiler_command(tmp)
+        print(f"target ISA {_isa(cmd)}; load {os.getloadavg()[0]:.1f}; OMP_NUM_THREADS="
+              f"{os.environ.get('OMP_NUM_THREADS', 'unset')}")
         libs = [("numdyn", _build(names, KERNELS, cmd, tmp, "new"))]
         if against:
             libs.insert(0, ("against", _build(names, against, cmd, tmp, "old")))
@@ -87,6 +98,7 @@ def run(names, against=None, runs=100, n=16384):
                 b = min(tn)
                 print(f"{nm:8s} {dt}    {b / n * 1e9:7.2f}  " + "  ".join(f"{min(a) / n * 1e9:11.2f}" for a in tk) +
                       "  " + "  ".join(f"{b / min(a):10.2f}x" for a in tk) + f"  {err:9.2f}")
+        print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
