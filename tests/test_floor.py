@@ -78,6 +78,26 @@ def test_lengths_of_one_size_class_share_a_decision():
     assert len(cf._floor_info()) == 3, cf._floor_info()
 
 
+def sum_parts(parts):
+    acc = 0.0
+    for p in parts:
+        acc += float(_shift(p * 2.0).sum())
+    return acc
+
+
+def test_list_lengths_of_one_class_share_a_decision():
+    # a list of 16..63 small arrays (the pieces of ragged data): one slot
+    cf = numdyn.compile(sum_parts, options=FLOOR)
+    pieces = [np.arange(3.0) + k for k in range(64)]
+    before = utils.counters["floor_numpy_calls"]
+    for i in range(240):
+        parts = pieces[:16 + (i * 7) % 48]
+        assert cf(parts) == sum_parts(parts)
+    info = cf._floor_info()
+    assert len(info) == 1 and info[0]["path"] == "numpy", info
+    assert utils.counters["floor_numpy_calls"] - before > 150, info
+
+
 def test_fast_kernels_stay_compiled():
     x = np.linspace(0.0, 1.0, 2_000_000)
     cf = numdyn.compile(fused, options=FLOOR)

@@ -142,7 +142,9 @@ static uint64_t sig_obj(uint64_t h, PyObject *o, int depth)
                                                   NPY_ARRAY_WRITEABLE)));
     } else if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && depth < 2) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        h = mix(h, (uint64_t)n);
+        int lg = 0;   /* the length by class too (a list of 3..60 pieces) */
+        for (Py_ssize_t m = n; m > 3; m >>= 2) lg++;
+        h = mix(h, (uint64_t)(n < 4 ? n : 4 + lg));
         for (Py_ssize_t i = 0; i < n && i < 16; i++)
             h = sig_obj(h, PySequence_Fast_GET_ITEM(o, i), depth + 1);
     } else if (PyUnicode_CheckExact(o) || PyBool_Check(o) || o == Py_None) {
