@@ -454,9 +454,10 @@ static PyObject *astype_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObject
     if (want_copy < 0) return NULL;
     if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
         if (!nd_proxy_is_scalar(a)) return Py_NewRef(a);
-        /* a NumPy-scalar-valued proxy: asarray gives a 0-d ndarray, i.e. a
-         * plain (not is_scalar) proxy on the same storage */
-        return nd_proxy_view(a, 0, NULL, 0, NULL);
+        /* a NumPy-scalar-valued proxy: asarray gives a new 0-d ndarray
+         * holding its value (nd_proxy_view's copy: writes into it leave the
+         * scalar as it was); copy=False cannot avoid that copy */
+        if (copy != Py_False) return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast_np(t, op.id, dt);
@@ -674,9 +675,10 @@ static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObje
     }
     if (!want_copy && PyArray_EquivTypenums(dt, op.dtype) && nd_proxy_check(a)) {
         if (!nd_proxy_is_scalar(a)) return Py_NewRef(a);
-        /* a NumPy-scalar-valued proxy: asarray gives a 0-d ndarray, i.e. a
-         * plain (not is_scalar) proxy on the same storage */
-        return nd_proxy_view(a, 0, NULL, 0, NULL);
+        /* a NumPy-scalar-valued proxy: asarray gives a new 0-d ndarray
+         * holding its value (nd_proxy_view's copy: writes into it leave the
+         * scalar as it was); copy=False cannot avoid that copy */
+        if (copy != Py_False) return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
     if (copy == Py_False) {
         PyErr_SetString(PyExc_ValueError,
@@ -780,7 +782,15 @@ static PyObject *item_method(nd_trace *t, PyObject **argv)
     return r;
 }
 
-static PyObject *conj_method(nd_trace *t, PyObject **argv) { return uf1(ND_UF_CONJUGATE, argv[0]); }
+/* NumPy's PyArray_Conjugate: of a complex array the ufunc; of any other
+ * numeric array the array itself (`c = a.conj(); c += 1` writes into a) */
+static PyObject *conj_method(nd_trace *t, PyObject **argv)
+{
+    PyObject *self = argv[0];
+    if (nd_proxy_check(self) && !nd_proxy_is_scalar(self) && !PyTypeNum_ISCOMPLEX(nd_proxy_dtype(self)))
+        return Py_NewRef(self);
+    return uf1(ND_UF_CONJUGATE, self);
+}
 
 static PyObject *round_method(nd_trace *t, PyObject **argv) { return round_core(t, argv[0], argv[1], argv[2]); }
 

@@ -80,6 +80,8 @@ static PyObject *transpose_axes(nd_trace *t, PyObject *a, PyObject *axes)
         }
         Py_DECREF(seq);
     }
+    /* a NumPy scalar's transpose is the scalar (immutable: itself will do) */
+    if (nd_proxy_is_scalar(p)) return p;
     PyObject *r = permute(p, perm);
     Py_DECREF(p);
     return r;
@@ -415,6 +417,10 @@ static PyObject *squeeze_impl(nd_trace *t, PyObject **argv)
     } else {
         for (int d = 0; d < nd; d++) if (sh[d] == 1) mask |= 1ULL << d;
     }
+    /* NumPy's PyArray_Squeeze(Selected): with no dim to remove the array
+     * itself (`a.squeeze() is a`, `a.squeeze(axis=())`), not a view of it;
+     * a NumPy scalar's squeeze is a scalar (immutable: itself will do) */
+    if (!mask && (p == argv[0] || nd_proxy_is_scalar(p))) return p;
     npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS];
     c_strides(nd, sh, cs);
     int k = 0;

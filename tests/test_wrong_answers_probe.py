@@ -13,10 +13,25 @@
    ndarray's in-place power makes a Python int -1 np.reciprocal (and 0.5
    np.sqrt), so a zero element warned "divide by zero encountered in power"
    instead of "... in reciprocal".
+3. ``a.conj()`` / ``a.conjugate()`` of a real (non-complex) array is ``a``
+   itself under NumPy (PyArray_Conjugate), so ``c = a.conj(); c += 1``
+   writes into ``a``; numdyn made a new array (a wrong answer). And
+   ``a.squeeze()`` with no dim of size 1 is ``a`` itself (PyArray_Squeeze),
+   not a view.
+4. A NumPy scalar the function computes (``s = x.sum()``, ``a0 * 2`` of a
+   0-d array, an element read kept lazy) is immutable, so whatever NumPy
+   makes of it -- ``np.asarray(s)``, ``np.atleast_1d(s)``, ``s.reshape(1)``,
+   ``np.ravel(s)``, ``np.expand_dims(s, 0)``, ``s[...]`` -- is a new array:
+   numdyn's was a view of the scalar's own storage, so writing into it
+   changed ``s`` (a wrong answer). Methods of a scalar give scalars
+   (``s.squeeze()``, ``s.T``, ``s.copy()``, ``np.squeeze(s)``), not 0-d
+   arrays; ``np.array(s, copy=False)`` raises as NumPy's; and ``s[...] = v``
+   raises NumPy's TypeError instead of being ignored.
 """
 import numpy as np
 import pytest
 
+import numdyn
 from oracle import check
 
 
@@ -82,3 +97,89 @@ def vector_norms(v):
                                np.array([3.0, -1.0, 2.0], np.float32), np.array([0j, 1 + 1j])])
 def test_vector_norm_orders_warn_as_numpy(backend, v):
     check(vector_norms, v, backend=backend, warnings=True)
+
+
+# ------------------------------------------ 3. methods that return self
+
+def conj_writes_through(a):
+    c = a + 0
+    b = c.conj()
+    b += 1
+    d = a.conjugate()
+    d[0] = -1
+    return c, b is c, d is a
+
+
+def squeeze_is_self(a):
+    c = a * 2
+    e = c.squeeze()
+    e *= 2
+    return c, e is c, a.squeeze() is a, np.squeeze(a) is a, a.squeeze(axis=()) is a
+
+
+@pytest.mark.parametrize("a", [np.arange(3.0), np.arange(6).reshape(2, 3), np.ones((2, 1)),
+                               np.array([True, False]), np.array(2.5),
+                               np.array([1 + 2j, 3j], np.complex64)])
+def test_methods_that_return_the_array_itself(backend, a):
+    check(conj_writes_through, a, backend=backend)
+    check(squeeze_is_self, a, backend=backend)
+
+
+# ------------------------------------- 4. NumPy scalars are immutable
+
+def _views_of_scalar(s):
+    return [np.asarray(s), np.atleast_1d(s), np.atleast_2d(s), s.reshape(1), np.reshape(s, (1,)),
+            np.ravel(s), s.ravel(), np.expand_dims(s, 0), s[...], s[None], np.asanyarray(s),
+            np.ascontiguousarray(s), np.array(s)]
+
+
+def write_into_views_of_a_sum(x):
+    s = x.sum()
+    outs = _views_of_scalar(s)
+    for o in outs:
+        o[...] = 7
+    return s, outs
+
+
+def write_into_views_of_a_scalar_product(a0):
+    s = a0 * 2                      # a 0-d array times 2: a NumPy scalar
+    outs = _views_of_scalar(s)
+    for o in outs:
+        o += 1
+    return s, outs
+
+
+def scalar_methods_are_scalars(x):
+    s = x.max()
+    outs = [s.squeeze(), s.T, s.transpose(), s.copy(), np.squeeze(s), np.transpose(s),
+            s.view(), s.astype(np.float32), s.reshape(())]
+    for o in outs:
+        o *= 3                      # rebinds a scalar; never writes s
+    return s, outs
+
+
+def scalar_refuses_item_assignment(x):
+    s = x.sum()
+    s[...] = 7
+    return s
+
+
+def scalar_refuses_copy_false(x):
+    return np.array(x.sum(), copy=False)
+
+
+@pytest.mark.parametrize("x", [np.arange(4.0), np.arange(5), np.array([1 + 2j, 3j])])
+def test_a_computed_scalar_is_never_written(backend, x):
+    check(write_into_views_of_a_sum, x, backend=backend)
+    check(write_into_views_of_a_scalar_product, np.array(x[1]), backend=backend)
+    check(scalar_refuses_item_assignment, x, backend=backend)
+    check(scalar_refuses_copy_false, x, backend=backend)
+    if x.dtype.kind != "c":
+        check(scalar_methods_are_scalars, x, backend=backend)
+
+
+def test_a_computed_scalar_is_never_written_replayed():
+    cf = numdyn.compile(write_into_views_of_a_sum)
+    for n in (4, 4, 6, 4):
+        x = np.arange(float(n))
+        check(write_into_views_of_a_sum, x, compiled=cf)

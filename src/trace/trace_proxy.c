@@ -544,6 +544,12 @@ static PyObject *p_getitem(PyObject *o, PyObject *key)
 
 static int p_setitem(PyObject *o, PyObject *key, PyObject *value)
 {
+    if (nd_proxy_is_scalar(o)) {  /* a NumPy scalar is immutable */
+        PyErr_Format(PyExc_TypeError, value ? "'%s' object does not support item assignment"
+                                            : "'%s' object does not support item deletion",
+                     np_type_name(o));
+        return -1;
+    }
     if (!value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
@@ -734,6 +740,11 @@ static PyObject *call_method(const char *name, PyObject *self, PyObject *const *
     PyObject *r = escaped(nd_np.method(name, self, tup, kw));
     Py_DECREF(tup);
     Py_XDECREF(kw);
+    /* NumPy runs a scalar's method on a 0-d array of its value and gives a
+     * 0-d result back as a scalar (PyArray_Return): s.squeeze(), s.T,
+     * s.copy() of a NumPy scalar are NumPy scalars */
+    if (r && ((NdProxy *)self)->is_scalar && nd_proxy_check(r) && r != self && ((NdProxy *)r)->ndim == 0)
+        ((NdProxy *)r)->is_scalar = 1;
     return r;
 }
 

@@ -80,6 +80,24 @@ static int c_contiguous_map(const NdProxy *p)
     return 1;
 }
 
+/* A NumPy scalar is immutable: what NumPy views of one (np.asarray(s),
+ * s.reshape(1), s[...], a method's 0-d result) views a new 0-d array
+ * holding its value, never the scalar, so writes through the view leave s
+ * as it was. A scalar-valued proxy's value as a storage of its own (an
+ * identity VIEW node: a new value), new ref; b itself when not a scalar. */
+static NdProxy *unshared_base(NdProxy *b)
+{
+    if (!b->is_scalar) return (NdProxy *)Py_NewRef(b);
+    nd_id v = nd__proxy_read_own(b);
+    if (v == ND_NONE) return NULL;
+    nd_node n;
+    nd_node_init(&n, ND_OP_VIEW, b->dtype, b->ndim, b->shape);
+    n.nin = 1;
+    n.in[0] = v;
+    nd_id id = nd_graph_add(b->st->trace->g, &n);
+    return id == ND_NONE ? NULL : (NdProxy *)nd_proxy_wrap(b->st->trace, id, 0);
+}
+
 PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
                         npy_intp off, const npy_intp *strides)
 {
@@ -93,6 +111,12 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     if (!nd__live(b)) {
         if (!(adopted = nd__adopt(b))) return NULL;
         b = adopted;
+    }
+    if (b->is_scalar) {
+        NdProxy *u = unshared_base(b);
+        Py_XDECREF(adopted);
+        if (!u) return NULL;
+        b = adopted = u;
     }
     npy_intp noff, nstr[ND_MAXDIMS];
     if (b->identity) {
@@ -137,7 +161,7 @@ PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
 {
     NdProxy *b = nd__as_proxy(o);
     if (!b) return NULL;
-    if (b->part || !nd__live(b)) return NULL;  /* the general path handles these */
+    if (b->part || !nd__live(b) || b->is_scalar) return NULL;  /* the general path handles these */
     npy_intp nstr[ND_MAXDIMS], ms[ND_MAXDIMS];
     if (!nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr)) {
         /* a view of the caller's memory order that the map over the
