@@ -18,6 +18,12 @@ pass ``out``, through ``random_call``, which hands NumPy the arrays' real
 memory: NumPy writes it in place, exactly as without numdyn, and the traced
 array is that memory from then on (the alias rule of a computed value handed
 to code numdyn does not trace).
+
+The other drawing methods (``integers``, ``normal``, ``choice``...) are
+routed here too: NumPy draws at the call, as without numdyn, and the fresh
+array of draws becomes a traced value (``_C._trace_fresh``). Without that
+everything a Monte Carlo function computed from its draws ran op by op in
+NumPy, untraced and unreported.
 """
 import numpy as np
 
@@ -37,5 +43,13 @@ def random_call(method, *args, **kwargs):
     elif isinstance(getattr(method, "__self__", None), _RANDOM_TYPES):
         args = tuple(_real(a) for a in args)
         if "out" in kwargs:
-            kwargs["out"] = _real(kwargs["out"])
+            given = kwargs["out"]
+            kwargs["out"] = _real(given)
+            r = method(*args, **kwargs)
+            # NumPy returns out itself: the array the caller gave, not its memory
+            return given if r is kwargs["out"] else r
+        # a fresh array of draws: traced from here (the Generator drew it now,
+        # its state advanced as under NumPy), so what the function computes
+        # from it is captured and fused instead of running op by op in NumPy
+        return _C._trace_fresh(method(*args, **kwargs))
     return method(*args, **kwargs)

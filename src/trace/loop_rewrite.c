@@ -496,42 +496,33 @@ static int capture_on(void)
     return on;
 }
 
-/* NumPy's random methods that write into an array they are given:
- * Generator.shuffle / RandomState.shuffle take a generic element-swap path
- * for anything but an ndarray, which duplicates rows of a lazy 2-D array;
- * the `out=` of Generator.random / standard_normal / standard_exponential /
- * standard_gamma / permuted is cast to an ndarray unchecked (Cython's
- * `<ndarray>out`: a lazy array there raised "Supplied output array must be
- * contiguous..." -- its struct read as an ndarray's -- where NumPy fills the
- * buffer). Every `<obj>.shuffle(args)` call, and every call of one of the
- * others that passes `out=` or enough positional arguments to reach it,
- * becomes `__numdyn_random__(<obj>.<name>, args)` (numdyn/_rng_calls.py),
- * which hands NumPy the arrays' real memory. */
+/* NumPy's random methods, routed through numdyn/_rng_calls.py's helper:
+ * `<obj>.<name>(args)` becomes `__numdyn_random__(<obj>.<name>, args)`.
+ * - Writers: Generator.shuffle / RandomState.shuffle take a generic
+ *   element-swap path for anything but an ndarray, which duplicates rows of
+ *   a lazy 2-D array; the `out=` of Generator.random / standard_normal /
+ *   standard_exponential / standard_gamma / permuted is cast to an ndarray
+ *   unchecked (Cython's `<ndarray>out`: a lazy array there raised "Supplied
+ *   output array must be contiguous..."). The helper hands NumPy the
+ *   arrays' real memory.
+ * - Draws (every method below, with or without out=): the fresh array of
+ *   draws becomes a traced value, so what the function computes from it is
+ *   captured. On an object that is no Generator / RandomState the helper
+ *   calls the method as it is. */
 static int random_writer(PyObject *node, PyObject *attr)
 {
-    if (PyUnicode_CompareWithASCIIString(attr, "shuffle") == 0) return 1;
-    static const struct { const char *name; Py_ssize_t out_pos; } outs[] = {
-        {"random", 2}, {"standard_normal", 2}, {"standard_exponential", 3},
-        {"standard_gamma", 3}, {"permuted", 2},
-    };
-    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
-        if (PyUnicode_CompareWithASCIIString(attr, outs[k].name) != 0) continue;
-        PyObject *args = PyObject_GetAttrString(node, "args"), *kws = args ? PyObject_GetAttrString(node, "keywords") : NULL;
-        int r = -1;
-        if (kws) {
-            r = PyList_GET_SIZE(args) > outs[k].out_pos;
-            for (Py_ssize_t j = 0; !r && j < PyList_GET_SIZE(kws); j++) {
-                PyObject *arg = PyObject_GetAttrString(PyList_GET_ITEM(kws, j), "arg");
-                if (!arg) { r = -1; break; }
-                /* `out=` by name, or `**kw` that may hold it */
-                r = arg == Py_None || PyUnicode_CompareWithASCIIString(arg, "out") == 0;
-                Py_DECREF(arg);
-            }
-        }
-        Py_XDECREF(args);
-        Py_XDECREF(kws);
-        return r;
-    }
+    (void)node;
+    static const char *const names[] = {
+        "shuffle", "random", "standard_normal", "standard_exponential", "standard_gamma",
+        "permuted", "integers", "normal", "uniform", "choice", "permutation", "exponential",
+        "poisson", "binomial", "beta", "gamma", "lognormal", "laplace", "logistic", "geometric",
+        "multinomial", "multivariate_normal", "dirichlet", "triangular", "vonmises", "wald",
+        "weibull", "zipf", "pareto", "power", "rayleigh", "chisquare", "f", "hypergeometric",
+        "negative_binomial", "standard_cauchy", "standard_t", "gumbel", "logseries",
+        "noncentral_chisquare", "noncentral_f", "randint", "rand", "randn", "random_sample",
+        "random_integers", "ranf", "sample", "tomaxint", NULL};
+    for (const char *const *d = names; *d; d++)
+        if (PyUnicode_CompareWithASCIIString(attr, *d) == 0) return 1;
     return 0;
 }
 

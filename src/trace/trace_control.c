@@ -543,7 +543,27 @@ static PyObject *mod_warning_shown(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _trace_fresh(a): a fresh ndarray that code under a capture made with
+ * NumPy (a random Generator's result: nothing but the caller holds it) as
+ * a traced value of the running capture, so what the function computes
+ * from it is traced and fused; a itself outside a capture, or when it is
+ * not fresh (someone else may hold it and change it unseen), or of a dtype
+ * or rank the IR does not take. */
+static PyObject *mod_trace_fresh(PyObject *m, PyObject *a)
+{
+    nd_trace *t = nd_trace_current();
+    /* the caller passed its only reference (a call's result, on its stack) */
+    if (!t || t->flushing || !PyArray_CheckExact(a) || Py_REFCNT(a) > 1 ||
+        !PyArray_CHKFLAGS((PyArrayObject *)a, NPY_ARRAY_OWNDATA) || !nd_supported_array(a))
+        return Py_NewRef(a);
+    nd_id id = nd__input_node(t, a);
+    if (id == ND_NONE) return NULL;
+    return nd_proxy_wrap(t, id, 0);
+}
+
 static PyMethodDef ctl_functions[] = {
+    {"_trace_fresh", mod_trace_fresh, METH_O,
+     "_trace_fresh(a): a fresh ndarray made under a capture, as a traced value (a itself otherwise)"},
     {"_warning_shown", mod_warning_shown, METH_NOARGS,
      "a warning is being shown (warnings._showwarnmsg): a trace in progress is not replayable"},
     {"_warnings_boundary", mod_warnings_boundary, METH_NOARGS,
