@@ -32,7 +32,9 @@
  * partial file; an entry whose .so does not match its .sum (truncated,
  * corrupted, or a writer that died between the renames), that dlopen
  * rejects, that lacks a kernel's symbol, or that fails the checks above is
- * rebuilt (the rebuild's rename replaces it).
+ * rebuilt (the rebuild's rename replaces it). <key>.k is the kernel index
+ * (a kernel's text -> the unit holding it; see index_put below): a unit
+ * whose kernels all were compiled in other units loads them from those.
  *
  * clear (numdyn.utils.clear_cache) removes final entries only: a compile in
  * progress lives in its own build directory, which clear leaves alone unless
@@ -374,6 +376,99 @@ static void *try_load(int dfd, const char *base, const char *const *syms, int ns
         lib = NULL;
     }
     return lib;
+}
+
+/* ------------------------------------------------ the kernel index
+ * <16 hex>.k names a kernel by the hash of its whole text with the
+ * compiler identity (flags, host ISA, headers, version: what an entry's
+ * name covers) and holds "<the unit's 16 hex> <the same 16 hex>\n": the
+ * cached unit compiled with that kernel in it. Written after a unit
+ * compiled (temporary name, then rename). A unit asked for and not on disk
+ * whose kernels all are indexed is assembled from those units: the index
+ * file is read through open_trusted, as a .sum, and each unit it names
+ * loads only through try_load (its .sum, checksum, ownership and mode
+ * checks) and only when it has the kernel's symbol. A stale, damaged or
+ * refused index costs a compile, nothing more. */
+static uint64_t index_name(uint64_t ident, uint64_t kkey)
+{
+    return nd_fnv64(&ident, sizeof ident, kkey);
+}
+
+static void index_put(int dfd, const char *base, uint64_t kname)
+{
+    char name[40], tmp[64], line[40];
+    snprintf(name, sizeof name, "%016llx.k", (unsigned long long)kname);
+    snprintf(tmp, sizeof tmp, "%016llx.k.tmp%ld", (unsigned long long)kname, (long)getpid());
+    int k = snprintf(line, sizeof line, "%.16s %016llx\n", base, (unsigned long long)kname);
+    (void)unlinkat(dfd, tmp, 0);  /* this process's own leftover, if any */
+    if (write_new_at(dfd, tmp, line, (size_t)k) == 0 && renameat(dfd, tmp, dfd, name) < 0)
+        (void)unlinkat(dfd, tmp, 0);
+}
+
+/* index every kernel of unit u, just compiled as entry base */
+static void index_unit(int dfd, const char *base, const nd_disk_unit *u)
+{
+    if (!u->kkeys) return;
+    uint64_t ident = nd_cc_identity();
+    for (int s = 0; s < u->nsyms; s++) index_put(dfd, base, index_name(ident, u->kkeys[s]));
+}
+
+static int is_hex16(const char *p)
+{
+    for (int i = 0; i < 16; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* the unit indexed for kname into base (17 bytes): 1, or 0 when none */
+static int index_get(int dfd, uint64_t kname, char *base)
+{
+    char name[40], line[64], want[20];
+    snprintf(name, sizeof name, "%016llx.k", (unsigned long long)kname);
+    struct stat st;
+    int fd = open_trusted(dfd, name, &st);
+    if (fd < 0) return 0;
+    ssize_t k = st.st_size == 34 ? pread(fd, line, 34, 0) : -1;
+    close(fd);
+    if (k != 34 || line[16] != ' ' || line[33] != '\n' || !is_hex16(line) || !is_hex16(line + 17))
+        return 0;
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)kname);
+    if (memcmp(line + 17, want, 16)) return 0;
+    memcpy(base, line, 16);
+    base[16] = 0;
+    return 1;
+}
+
+/* Unit u assembled from the cached units holding its kernels: 1 with
+ * u->addrs filled and *handle one of those units, 0 when a kernel is not
+ * indexed or its unit does not load (the caller compiles u). */
+static int from_index(int dfd, const nd_disk_unit *u, void **handle)
+{
+    if (!u->kkeys || !u->addrs || u->nsyms < 1) return 0;
+    uint64_t ident = nd_cc_identity();
+    char seen[16][17];
+    void *seenh[16], *first = NULL;
+    int nseen = 0;
+    for (int s = 0; s < u->nsyms; s++) {
+        char base[17];
+        if (!index_get(dfd, index_name(ident, u->kkeys[s]), base)) return 0;
+        void *h = NULL;
+        for (int b = 0; b < nseen && !h; b++)
+            if (!strcmp(seen[b], base)) h = seenh[b];
+        if (!h) {
+            if (!(h = try_load(dfd, base, &u->syms[s], 1))) return 0;
+            if (nseen < 16) {
+                memcpy(seen[nseen], base, 17);
+                seenh[nseen++] = h;
+            }
+        }
+        void *a = dlsym(h, u->syms[s]);
+        if (!a) return 0;
+        u->addrs[s] = a;
+        if (!first) first = h;
+    }
+    *handle = first;
+    return 1;
 }
 
 /* libgomp reads its settings once, when the first library that needs it
@@ -847,8 +942,12 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
     } else {
         nd_cc_log_result("u.c", "u.so", j->ub.shown, j->pch[0] ? j->pch : NULL, 0, j->out);
         *handle = build_finish(dfd, given, &j->ub, 1, u->syms, u->nsyms);
-        if (*handle) *u->compiled = 1;
-        else rc = -1;
+        if (*handle) {
+            *u->compiled = 1;
+            index_unit(dfd, base, u);
+        } else {
+            rc = -1;
+        }
     }
     bg_drop(i);
     return rc;
@@ -866,8 +965,9 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
     unit_build *ub = PyMem_Calloc((size_t)n, sizeof *ub);
     int *todo = PyMem_Calloc((size_t)n, sizeof(int)), *fds = PyMem_Calloc((size_t)n, sizeof(int));
     const char **shown = PyMem_Calloc((size_t)n, sizeof(char *));
+    char *via = PyMem_Calloc((size_t)n, 1);  /* units assembled from the index */
     int nb = 0, nbg_req = 0, rc = -1;
-    if (!bases || !ub || !todo || !fds || !shown) { PyErr_NoMemory(); goto done; }
+    if (!bases || !ub || !todo || !fds || !shown || !via) { PyErr_NoMemory(); goto done; }
     /* the compiler, its flags, the host ISA, the headers and numdyn's
      * version are part of every entry's name here, whatever the caller's key
      * covers: a kernel built against another header or ISA never loads */
@@ -877,6 +977,11 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         snprintf(bases[i], sizeof bases[i], "%016llx", (unsigned long long)key);
         handles[i] = try_load(dfd, bases[i], units[i].syms, units[i].nsyms);
         if (handles[i]) {
+            nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+            continue;
+        }
+        if (from_index(dfd, &units[i], &handles[i])) {
+            via[i] = 1;
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
             continue;
         }
@@ -919,8 +1024,13 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         int i = todo[b];
         if (ok) {
             handles[i] = build_finish(dfd, given, &ub[b], 1, units[i].syms, units[i].nsyms);
-            if (!handles[i]) { ok = 0; rc = -1; }
-            else *units[i].compiled = 1;
+            if (!handles[i]) {
+                ok = 0;
+                rc = -1;
+            } else {
+                *units[i].compiled = 1;
+                index_unit(dfd, bases[i], &units[i]);
+            }
         } else {
             /* the first failure's message stands; the rest are cleaned up
              * (build_finish raises nothing when !ok) */
@@ -933,8 +1043,14 @@ done:
         close(ub[b].bfd);
         remove_build_dir(dfd, ub[b].bname);
     }
+    /* the addresses of units loaded or built as a whole */
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (handles[i] && units[i].addrs && !via[i])
+            for (int s = 0; s < units[i].nsyms; s++)
+                units[i].addrs[s] = dlsym(handles[i], units[i].syms[s]);
     close(dfd);
     PyMem_Free(bases); PyMem_Free(ub); PyMem_Free(todo); PyMem_Free(fds); PyMem_Free((void *)shown);
+    PyMem_Free(via);
     return rc;
 }
 
@@ -942,7 +1058,7 @@ void *nd_disk_load_or_build(const char *src, size_t len, uint64_t key,
                             const char *const *syms, int nsyms, int *compiled)
 {
     *compiled = 0;
-    nd_disk_unit u = {src, len, key, syms, nsyms, compiled};
+    nd_disk_unit u = {src, len, key, syms, nsyms, compiled, NULL, NULL};
     void *h = NULL;
     return nd_disk_load_or_build_many(1, &u, &h) == 0 ? h : NULL;
 }
@@ -955,6 +1071,7 @@ static int final_entry(const char *name)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 0;
     }
     return !strcmp(name + 16, ".c") || !strcmp(name + 16, ".so") || !strcmp(name + 16, ".sum") ||
+           !strcmp(name + 16, ".k") ||  /* the kernel index */
            !strcmp(name + 16, ".cubin") || !strcmp(name + 16, ".ptx");  /* cache_blob.c */
 }
 

@@ -75,6 +75,16 @@ typedef struct {
     const char *const *syms;
     int nsyms;
     int *compiled;    /* set to 1 when the compiler ran for this unit */
+    /* Optional (both or neither): kkeys[s], the hash of symbol s's whole
+     * kernel text (its definition alone: a unit is the prelude line and
+     * self-contained kernel definitions); addrs[s] receives s's address.
+     * With them, each kernel compiled is indexed by its text
+     * (<16 hex>.k: kernel -> the unit holding it), and a unit not on disk
+     * whose kernels ALL are in other cached units is assembled from those
+     * (each loaded through the same checks as a unit of its own) instead
+     * of compiled: the same kernels batched differently compile once. */
+    const uint64_t *kkeys;
+    void **addrs;
 } nd_disk_unit;
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles);
 /* Per thread: nonzero makes nd_disk_load_or_build_many load only -- a unit
