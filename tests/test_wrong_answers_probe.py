@@ -26,7 +26,10 @@
    changed ``s`` (a wrong answer). Methods of a scalar give scalars
    (``s.squeeze()``, ``s.T``, ``s.copy()``, ``np.squeeze(s)``), not 0-d
    arrays; ``np.array(s, copy=False)`` raises as NumPy's; and ``s[...] = v``
-   raises NumPy's TypeError instead of being ignored.
+   raises NumPy's TypeError instead of being ignored. NumPy code numdyn
+   does not trace (``np.asarray_chkfinite``, ``np.require``,
+   ``np.asfortranarray``, ``as_strided``) took the scalar's own memory
+   through the buffer protocol / ``__array__``: now a copy of its value.
 """
 import numpy as np
 import pytest
@@ -183,3 +186,17 @@ def test_a_computed_scalar_is_never_written_replayed():
     for n in (4, 4, 6, 4):
         x = np.arange(float(n))
         check(write_into_views_of_a_sum, x, compiled=cf)
+
+
+def numpy_code_given_a_computed_scalar(x):
+    s = x.sum() * 1
+    outs = [np.asarray_chkfinite(s), np.require(s), np.asfortranarray(s),
+            np.lib.stride_tricks.as_strided(s), np.array(memoryview(s))]
+    for o in outs:
+        o[...] = 7
+    return s, outs
+
+
+@pytest.mark.parametrize("x", [np.arange(4.0), np.arange(5, dtype=np.int32)])
+def test_numpy_code_given_a_computed_scalar_copies_it(backend, x):
+    check(numpy_code_given_a_computed_scalar, x, backend=backend)

@@ -590,8 +590,18 @@ static int p_getbuffer(PyObject *o, Py_buffer *view, int flags)
                                   "the buffer protocol (memoryview, bytes(), C code) "
                                   "needs the array's data");
     if (!v) return -1;
+    int r;
+    if (nd_proxy_is_scalar(o)) {
+        /* a NumPy scalar's value: a new array of it (np.asarray of a scalar
+         * never aliases it), so writes through the buffer leave it as is */
+        PyObject *c = PyArray_FromAny(v, NULL, 0, 0, NPY_ARRAY_ENSURECOPY, NULL);
+        r = c ? PyObject_GetBuffer(c, view, flags) : -1;
+        Py_XDECREF(c);
+        Py_DECREF(v);
+        return r;
+    }
     /* the buffer is a real alias of the array Python code now holds */
-    int r = nd__note_escape_of(o, v) == 0 ? PyObject_GetBuffer(v, view, flags) : -1;  /* view->obj keeps v */
+    r = nd__note_escape_of(o, v) == 0 ? PyObject_GetBuffer(v, view, flags) : -1;  /* view->obj keeps v */
     Py_DECREF(v);
     return r;
 }
@@ -834,10 +844,27 @@ static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *dtype = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
+    int scalar = nd_proxy_is_scalar(self);
+    if (scalar && copy == Py_False) {  /* a NumPy scalar's array is always new */
+        PyErr_SetString(PyExc_ValueError,
+                        "Unable to avoid copy while creating an array as requested.\n"
+                        "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` "
+                        "to allow a copy when needed (no behavior change in NumPy 1.x).\n"
+                        "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
+                        "#adapting-to-changes-in-the-copy-keyword.");
+        return NULL;
+    }
     PyObject *v = nd__proxy_value((NdProxy *)self,
                                   "NumPy needs the array's data (np.asarray, or NumPy C code)");
     if (!v) return NULL;
-    if (dtype == Py_None && copy != Py_True && nd__note_escape_of(self, v) < 0) {  /* an alias escapes */
+    if (scalar) {
+        /* NumPy code given a NumPy scalar makes a new array of its value
+         * (np.asarray_chkfinite, np.require, as_strided): writes into it
+         * must not reach the scalar's storage */
+        Py_SETREF(v, PyArray_FromAny(v, NULL, 0, 0, NPY_ARRAY_ENSURECOPY, NULL));
+        if (!v) return NULL;
+        copy = Py_False;  /* the copy is made */
+    } else if (dtype == Py_None && copy != Py_True && nd__note_escape_of(self, v) < 0) {  /* an alias escapes */
         Py_DECREF(v);
         return NULL;
     }
