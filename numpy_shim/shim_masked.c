@@ -44,6 +44,7 @@ typedef struct {
     int lead;            /* mask dims = leading dims of val */
     int safe;            /* lanes outside the mask hold lane argmax(m)'s values */
     PyObject *compact;   /* once compacted: NumPy's a[m] (then everything delegates) */
+    npy_intp count;      /* the mask's count once computed (-1: not yet) */
 } NdMasked;
 
 static PyTypeObject NdMasked_Type;
@@ -73,6 +74,7 @@ static NdMasked *masked_make(PyObject *val, const NdMasked *like, int safe)
     m->lead = like->lead;
     m->safe = safe;
     m->compact = NULL;
+    m->count = like->count;  /* the same mask: the same count */
     return m;
 }
 
@@ -452,7 +454,64 @@ static PyObject *m_index(PyObject *a) { PyObject *c = self_compact(a); return c 
 static PyObject *m_repr(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Repr(c) : NULL; }
 static PyObject *m_str(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Str(c) : NULL; }
 static PyObject *m_iter(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_GetIter(c) : NULL; }
-static Py_ssize_t m_len(PyObject *a) { PyObject *c = self_compact(a); return c ? PyObject_Length(c) : -1; }
+
+/* the last count taken (a strong reference to its key: an address is
+ * not reused while held) */
+static _Thread_local struct { nd_trace *t; PyObject *key; nd_id node; npy_intp n; } count_cache;
+
+/* The number of selected elements (a[m].shape[0]): only the mask's count
+ * is computed (a flush of the count alone: the value stays lazy, no a[m]),
+ * once per mask (values made from this one inherit it). -1 on error. */
+static npy_intp masked_count(NdMasked *m)
+{
+    if (m->count >= 0) return m->count;
+    if (m->compact) return m->count = PyObject_Length(m->compact);
+    nd_trace *t = nd_trace_current();
+    if (!t) {
+        PyObject *c = compact(m);
+        return c ? (m->count = PyObject_Length(c)) : -1;
+    }
+    /* reads through one mask object, not written since, share its count:
+     * the mask's node the last count was taken of, read after that flush */
+    if (count_cache.t == t && count_cache.key == m->key && count_cache.node == m->mnode)
+        return m->count = count_cache.n;
+    nd_id kn = nd_proxy_live(m->key) ? nd_proxy_read(m->key) : ND_NONE;
+    PyErr_Clear();
+    nd_id mk = nd_proxy_read(m->mask);
+    nd_id cn = mk == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, mk, ~0ULL, 0, NPY_INT64, NPY_INT64, ND_NONE);
+    PyObject *p = cn == ND_NONE ? NULL : nd_shim_wrap(t, cn, 0);
+    PyObject *v = p ? nd_trace_materialize(p, "boolean mask indexing: the count of a masked read") : NULL;
+    Py_XDECREF(p);
+    PyObject *i = v ? PyNumber_Index(v) : NULL;
+    Py_XDECREF(v);
+    npy_intp n = i ? PyLong_AsSsize_t(i) : -1;
+    Py_XDECREF(i);
+    if (n < 0) return -1;
+    /* the key's node after the flush, if the key still reads the value
+     * the mask was taken of */
+    kn = m->mnode == kn && nd_proxy_live(m->key) ? nd_proxy_read(m->key) : ND_NONE;
+    PyErr_Clear();
+    count_cache.t = t;
+    Py_XSETREF(count_cache.key, kn == ND_NONE ? NULL : Py_NewRef(m->key));
+    count_cache.node = kn;
+    count_cache.n = n;
+    return m->count = n;
+}
+
+/* rows of a[m] other than the first dimension: val's trailing dims */
+static npy_intp row_size(NdMasked *m)
+{
+    npy_intp T = 1;
+    for (int d = m->lead; d < nd_proxy_ndim(m->val); d++) T *= nd_proxy_shape(m->val)[d];
+    return T;
+}
+
+static Py_ssize_t m_len(PyObject *a)
+{
+    NdMasked *m = (NdMasked *)a;
+    if (m->compact) return PyObject_Length(m->compact);
+    return masked_count(m);
+}
 static PyObject *m_getitem(PyObject *a, PyObject *k) { PyObject *c = self_compact(a); return c ? PyObject_GetItem(c, k) : NULL; }
 static int m_contains(PyObject *a, PyObject *v) { PyObject *c = self_compact(a); return c ? PySequence_Contains(c, v) : -1; }
 
@@ -480,12 +539,35 @@ static PyObject *m_richcompare(PyObject *a, PyObject *b, int op)
     return PyObject_RichCompare(v[0], v[1], op);
 }
 
+/* a[m]'s dtype, ndim, shape and size without a[m]: the first from the
+ * value, the others from the mask's count (masked_count) */
+static PyObject *shape_attr(NdMasked *m, PyObject *name)
+{
+    if (m->compact || !nd_proxy_live(m->val) || !PyUnicode_Check(name)) return NULL;
+    if (PyUnicode_CompareWithASCIIString(name, "dtype") == 0) return PyObject_GetAttr(m->val, name);
+    int nd = nd_proxy_ndim(m->val);
+    if (PyUnicode_CompareWithASCIIString(name, "ndim") == 0) return PyLong_FromLong(nd - m->lead + 1);
+    int shape = PyUnicode_CompareWithASCIIString(name, "shape") == 0;
+    if (!shape && PyUnicode_CompareWithASCIIString(name, "size") != 0) return NULL;
+    npy_intp n = masked_count(m);
+    if (n < 0) return NULL;
+    if (!shape) return PyLong_FromSsize_t(n * row_size(m));
+    PyObject *r = PyTuple_New(nd - m->lead + 1);
+    for (int d = m->lead - 1; r && d < nd; d++) {
+        PyObject *e = PyLong_FromSsize_t(d < m->lead ? n : nd_proxy_shape(m->val)[d]);
+        if (!e) Py_CLEAR(r);
+        else PyTuple_SET_ITEM(r, d - m->lead + 1, e);
+    }
+    return r;
+}
+
 /* everything not defined here is the compacted array's */
 static PyObject *m_getattro(PyObject *a, PyObject *name)
 {
     PyObject *r = PyObject_GenericGetAttr(a, name);
     if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
     PyErr_Clear();
+    if ((r = shape_attr((NdMasked *)a, name)) || PyErr_Occurred()) return r;
     PyObject *c = self_compact(a);
     return c ? PyObject_GetAttr(c, name) : NULL;
 }
@@ -601,6 +683,16 @@ static PyObject *m_array(PyObject *self, PyObject *args, PyObject *kw)
  * (m_array_function). */
 enum { RED_SUM, RED_MEAN };
 
+/* NumPy's method `name` of the compacted a[m] */
+static PyObject *compact_method(NdMasked *m, const char *name, PyObject *args, PyObject *kw)
+{
+    PyObject *c = compact(m);
+    PyObject *f = c ? PyObject_GetAttrString(c, name) : NULL;
+    PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
+    Py_XDECREF(f);
+    return r;
+}
+
 static int full_reduction_args(NdMasked *m, int which, PyObject *args, PyObject *kw, PyObject **dtype)
 {
     *dtype = NULL;
@@ -642,13 +734,7 @@ static PyObject *full_reduction(PyObject *self, int which, PyObject *args, PyObj
     PyObject *dtarg = NULL;
     int plain = t ? full_reduction_args(m, which, args, kw, &dtarg) : 0;
     const char *name = which == RED_SUM ? "sum" : "mean";
-    if (!plain) {
-        PyObject *c = compact(m);
-        PyObject *f = c ? PyObject_GetAttrString(c, name) : NULL;
-        PyObject *r = f ? PyObject_Call(f, args, kw) : NULL;
-        Py_XDECREF(f);
-        return r;
-    }
+    if (!plain) return compact_method(m, name, args, kw);
     int nd = nd_proxy_ndim(m->val), dtype = nd_proxy_dtype(m->val);
     npy_intp sh[ND_MAXDIMS];
     memcpy(sh, nd_proxy_shape(m->val), sizeof(npy_intp) * (size_t)nd);
@@ -686,7 +772,40 @@ static PyObject *m_mean(PyObject *self, PyObject *args, PyObject *kw)
     return full_reduction(self, RED_MEAN, args, kw);
 }
 
+/* v.max() / v.min() (np.max(v), np.amax(v), ...: shim_reduce.c) kept in
+ * the graph: the reduction of the substituted value (make_safe: every lane
+ * outside the mask holds a lane inside it), which has a[m]'s elements and
+ * no others, so its max/min, NaNs included, is a[m]'s, in a[m]'s dtype.
+ * An empty selection has no identity: NumPy's ValueError, raised here as
+ * NumPy raises it, which needs the mask's count (masked_count: the count
+ * alone is computed, not a[m]). Any argument, or differentiation (the
+ * gradient of a[m]'s max goes to one element, not to its copies), is
+ * NumPy's reduction of the compacted a[m]. */
+static PyObject *minmax_red(PyObject *self, int is_max, PyObject *args, PyObject *kw)
+{
+    NdMasked *m = (NdMasked *)self;
+    nd_trace *t = nd_trace_current();
+    const char *name = is_max ? "max" : "min";
+    int plain = t && !nd_trace_differentiating(t) && PyTuple_GET_SIZE(args) == 0 && !m->compact &&
+                nd_proxy_live(m->val) && (!kw || PyDict_GET_SIZE(kw) == 0);
+    if (!plain) return compact_method(m, name, args, kw);
+    npy_intp n = masked_count(m);
+    if (n < 0) return NULL;
+    if (n * row_size(m) == 0) {
+        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+                     is_max ? "maximum" : "minimum");
+        return NULL;
+    }
+    if (make_safe(t, m) < 0) return NULL;
+    return PyObject_CallMethod(m->val, name, NULL);
+}
+
+static PyObject *m_max(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 1, args, kw); }
+static PyObject *m_min(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 0, args, kw); }
+
 static PyMethodDef masked_methods[] = {
+    {"max", (PyCFunction)(void (*)(void))m_max, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"min", (PyCFunction)(void (*)(void))m_min, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))m_array_ufunc, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_function__", m_array_function, METH_VARARGS, NULL},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS, NULL},
@@ -789,6 +908,7 @@ PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key)
     r->lead = lead;
     r->safe = 0;
     r->compact = NULL;
+    r->count = -1;
     return (PyObject *)r;
 }
 

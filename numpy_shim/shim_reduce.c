@@ -464,6 +464,8 @@ static PyObject *prod_impl(nd_trace *t, PyObject **argv) { return sum_impl_uf(t,
 /* max/min: a, axis, out, keepdims, initial, where */
 static PyObject *minmax(nd_trace *t, PyObject **argv, int uf, const char *fname)
 {
+    static const char *const names[] = {"a", "axis", "out", "keepdims", "initial", "where"};
+    if (nd_shim_masked_check(A(0))) return masked_method(argv, fname, names, 6);
     red_args ra = {A(0), A(1), NULL, A(2), A(3), A(4), A(5), NULL, NULL, NULL};
     return reduce_core(t, uf, &ra, 1, np_attr(fname), NULL, -1);
 }
