@@ -680,15 +680,7 @@ static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObje
          * scalar as it was); copy=False cannot avoid that copy */
         if (copy != Py_False) return nd_proxy_view(a, 0, NULL, 0, NULL);
     }
-    if (copy == Py_False) {
-        PyErr_SetString(PyExc_ValueError,
-                        "Unable to avoid copy while creating an array as requested.\n"
-                        "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` "
-                        "to allow a copy when needed (no behavior change in NumPy 1.x).\n"
-                        "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
-                        "#adapting-to-changes-in-the-copy-keyword.");
-        return NULL;
-    }
+    if (copy == Py_False) return nd_err_copy_unavoidable();
     nd_id r = PyArray_EquivTypenums(dt, op.dtype) ? nd_shim_node_reshape(t, op.id, op.ndim, op.shape)
                                                    : nd_shim_node_cast_np(t, op.id, dt);
     PyObject *res = nd_shim_wrap(t, r, 0);

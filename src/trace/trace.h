@@ -61,6 +61,8 @@ static inline int nd_proxy_check(PyObject *o) { return Py_IS_TYPE(o, &NdProxy_Ty
  * back to Python code as a NumPy scalar when materialized. */
 PyObject *nd_proxy_wrap(nd_trace *t, nd_id id, int is_scalar);
 int nd_proxy_is_scalar(PyObject *proxy);
+/* NumPy 2's ValueError for copy=False where a copy cannot be avoided; NULL */
+PyObject *nd_err_copy_unavoidable(void);
 /* np.memmap arguments (trace_compile.c): the proxy of a memmap argument
  * is traced through the operations whose NumPy result is not a memmap
  * (ufuncs, operators, the reductions and functions the shim lists: their

@@ -838,6 +838,17 @@ static PyObject *m___reversed__(PyObject *self, PyObject *unused)
     return r;
 }
 
+PyObject *nd_err_copy_unavoidable(void)
+{
+    PyErr_SetString(PyExc_ValueError,
+                    "Unable to avoid copy while creating an array as requested.\n"
+                    "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` "
+                    "to allow a copy when needed (no behavior change in NumPy 1.x).\n"
+                    "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
+                    "#adapting-to-changes-in-the-copy-keyword.");
+    return NULL;
+}
+
 static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"dtype", "copy", NULL};
@@ -845,15 +856,7 @@ static PyObject *m___array__(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
     int scalar = nd_proxy_is_scalar(self);
-    if (scalar && copy == Py_False) {  /* a NumPy scalar's array is always new */
-        PyErr_SetString(PyExc_ValueError,
-                        "Unable to avoid copy while creating an array as requested.\n"
-                        "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` "
-                        "to allow a copy when needed (no behavior change in NumPy 1.x).\n"
-                        "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
-                        "#adapting-to-changes-in-the-copy-keyword.");
-        return NULL;
-    }
+    if (scalar && copy == Py_False) return nd_err_copy_unavoidable();  /* a NumPy scalar's array is always new */
     PyObject *v = nd__proxy_value((NdProxy *)self,
                                   "NumPy needs the array's data (np.asarray, or NumPy C code)");
     if (!v) return NULL;
