@@ -1,5 +1,5 @@
 """Masked reductions and lengths (issue 13, numpy_shim/shim_masked.c):
-a[m].max() / .min() / len(a[m]) with m computed in the graph. numdyn computes
+a[m].max() / .min() / .std() / len(a[m]) with m computed in the graph. numdyn computes
 only the mask's count (a flush of the count), never a[m]; before, each such
 read compacted: a flush of the value and the mask, then NumPy's a[m] and its
 reduction. NumPy and numdyn's own path (floor off) interleaved in one run.
@@ -34,7 +34,16 @@ def normalize_selected(x, lo):
     return x
 
 
-PROGRAMS = [("clipped range", clipped_range), ("normalize selected", normalize_selected)]
+def standardize_selected(x, lo):
+    # z-scores of the selected values, written back
+    m = x > lo
+    mu, sd = x[m].mean(), x[m].std()
+    x[m] = (x[m] - mu) / sd
+    return x
+
+
+PROGRAMS = [("clipped range", clipped_range), ("normalize selected", normalize_selected),
+            ("standardize selected", standardize_selected)]
 
 
 def main(argv=None):

@@ -800,12 +800,92 @@ static PyObject *minmax_red(PyObject *self, int is_max, PyObject *args, PyObject
     return PyObject_CallMethod(m->val, name, NULL);
 }
 
+/* a / b of two NumPy values (no weak operand), as NumPy's loop types them;
+ * scalar: a NumPy scalar by an np.intp: scalar math ("scalar divide"
+ * warnings) where a's type holds intp safely, else (float32) NumPy defers
+ * to the ufunc ("divide") */
+static nd_id np_divide(nd_trace *t, nd_id a, nd_id b, int scalar)
+{
+    nd_graph *g = nd_trace_graph(t);
+    int dt[2] = {nd_graph_node(g, a)->dtype, nd_graph_node(g, b)->dtype}, weak[2] = {0, 0}, loop[2], out;
+    PyObject *vals[2] = {NULL, NULL};
+    if (nd_shim_resolve_ufunc(ND_UF_TRUE_DIVIDE, 2, dt, weak, vals, loop, &out) < 0) return ND_NONE;
+    nd_id in[2] = {nd_shim_node_cast(t, a, loop[0]), nd_shim_node_cast(t, b, loop[1])};
+    if (in[0] == ND_NONE || in[1] == ND_NONE) return ND_NONE;
+    nd_id q = nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
+    if (q != ND_NONE && scalar && PyArray_CanCastSafely(NPY_INTP, dt[0]))
+        nd_graph_node(nd_trace_graph(t), q)->flags |= ND_F_SCALAR_MATH;
+    return q;
+}
+
+/* v.var() / v.std() (ddof= a Python int, nothing else), as _methods._var
+ * of NumPy's a[m] for a real dtype: "Degrees of freedom <= 0 for slice"
+ * when ddof >= the count (the count flushed: masked_count), the mean as
+ * the sum over the selection (where(m, v, 0), in float64 for ints) divided
+ * by the count (an array division: its warnings say "divide"), the squared
+ * deviations of the substituted value (make_safe: any flag is one NumPy
+ * raises) summed over the selection and divided by max(count - ddof, 0)
+ * as NumPy scalars ("scalar divide"), then a NumPy scalar of the sum's
+ * dtype; std its sqrt. */
+static PyObject *var_red(PyObject *self, int is_std, PyObject *args, PyObject *kw)
+{
+    NdMasked *m = (NdMasked *)self;
+    nd_trace *t = nd_trace_current();
+    const char *name = is_std ? "std" : "var";
+    PyObject *dd = kw ? PyDict_GetItemString(kw, "ddof") : NULL;
+    int dtype = nd_proxy_live(m->val) ? nd_proxy_dtype(m->val) : -1;
+    int plain = t && !nd_trace_differentiating(t) && PyTuple_GET_SIZE(args) == 0 && !m->compact &&
+                (dtype == NPY_BOOL || PyTypeNum_ISINTEGER(dtype) || dtype == NPY_FLOAT32 || dtype == NPY_FLOAT64) &&
+                (!kw || PyDict_GET_SIZE(kw) == 0 || (PyDict_GET_SIZE(kw) == 1 && dd && PyLong_CheckExact(dd)));
+    long long ddof = plain && dd ? PyLong_AsLongLong(dd) : 0;
+    if (ddof == -1 && PyErr_Occurred()) { PyErr_Clear(); plain = 0; }
+    if (!plain) return compact_method(m, name, args, kw);
+    npy_intp n = masked_count(m), T = row_size(m);
+    if (n < 0) return NULL;
+    if (ddof >= (long long)(n * T)) {
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, "Degrees of freedom <= 0 for slice", 1) < 0) return NULL;
+        nd_trace_not_replayable(t);
+    }
+    if (make_safe(t, m) < 0) return NULL;
+    int acc = dtype == NPY_BOOL || PyTypeNum_ISINTEGER(dtype) ? NPY_FLOAT64 : dtype;
+    int nd = nd_proxy_ndim(m->val);
+    npy_intp sh[ND_MAXDIMS];
+    memcpy(sh, nd_proxy_shape(m->val), sizeof(npy_intp) * (size_t)nd);
+    nd_id v = nd_proxy_read(m->val), mk = v == ND_NONE ? ND_NONE : nd_proxy_read(m->mask);
+    nd_id vc = mk == ND_NONE ? ND_NONE : nd_shim_node_cast(t, v, acc);
+    nd_id z = vc == ND_NONE ? ND_NONE : nd_xj_zeros(t, acc, nd, sh);
+    nd_id cond = z == ND_NONE ? ND_NONE : mask_over(t, m);
+    nd_id w = cond == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, vc, z, acc);
+    nd_id s = w == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, w, ~0ULL, 0, acc, acc, ND_NONE);
+    nd_id cnt = s == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, mk, ~0ULL, 0, NPY_INT64, NPY_INT64, ND_NONE);
+    cnt = nd_xj_ibin_c(t, ND_UF_MULTIPLY, cnt, (long long)T);
+    nd_id mean = cnt == ND_NONE ? ND_NONE : np_divide(t, s, cnt, 0);
+    mean = mean == ND_NONE ? ND_NONE : nd_shim_node_cast(t, mean, acc);  /* out=arrmean */
+    int l2[2] = {acc, acc};
+    nd_id in[2] = {vc, mean};
+    nd_id d = mean == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_SUBTRACT, in, l2, acc, 0);
+    nd_id sq = d == ND_NONE ? ND_NONE : nd_shim_node_ufunc(t, ND_UF_SQUARE, &d, l2, acc, 0);
+    nd_id w2 = sq == ND_NONE ? ND_NONE : nd_shim_node_where(t, cond, sq, z, acc);
+    nd_id ret = w2 == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, w2, ~0ULL, 0, acc, acc, ND_NONE);
+    nd_id dof = ret == ND_NONE ? ND_NONE : nd_xj_ibin_c(t, ND_UF_SUBTRACT, cnt, ddof);
+    dof = nd_xj_ibin_c(t, ND_UF_MAXIMUM, dof, 0);
+    nd_id q = dof == ND_NONE ? ND_NONE : np_divide(t, ret, dof, 1);
+    q = q == ND_NONE ? ND_NONE : nd_shim_node_cast(t, q, acc);  /* ret.dtype.type(ret / rcount) */
+    if (q != ND_NONE && is_std) q = nd_shim_node_ufunc(t, ND_UF_SQRT, &q, l2, acc, 0);
+    return q == ND_NONE ? NULL : nd_shim_wrap(t, q, 1);
+}
+
+static PyObject *m_var(PyObject *self, PyObject *args, PyObject *kw) { return var_red(self, 0, args, kw); }
+static PyObject *m_std(PyObject *self, PyObject *args, PyObject *kw) { return var_red(self, 1, args, kw); }
+
 static PyObject *m_max(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 1, args, kw); }
 static PyObject *m_min(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 0, args, kw); }
 
 static PyMethodDef masked_methods[] = {
     {"max", (PyCFunction)(void (*)(void))m_max, METH_VARARGS | METH_KEYWORDS, NULL},
     {"min", (PyCFunction)(void (*)(void))m_min, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"var", (PyCFunction)(void (*)(void))m_var, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"std", (PyCFunction)(void (*)(void))m_std, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))m_array_ufunc, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__array_function__", m_array_function, METH_VARARGS, NULL},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS, NULL},

@@ -674,7 +674,14 @@ static PyObject *imag_impl(nd_trace *t, PyObject **argv) { return part(t, argv[0
 
 /* x.view() and x.view(np.ndarray) (as dtype or type): a view of all of x,
  * sharing its storage, as NumPy's; another dtype or an ndarray subclass is
- * NumPy's (a break) */
+ * NumPy's (a break). Why view(dtype) is not a node: ND_OP_VIEW is an
+ * affine map in elements of in[0]'s own dtype (voff, vstrides), so another
+ * itemsize (f8 -> u1: 8 elements per element) has no element strides to
+ * state, and every backend reads a node's input in its dtype: a same-size
+ * reinterpretation (f8 <-> i8) would be a new bit-cast op in each codegen
+ * (C, eager, CUDA) and, as a view, writes through it must reach the base
+ * (SETITEM of the base with the inverse bit-cast), and an EXTERN running
+ * NumPy's view would give a copy, losing that aliasing. */
 static PyObject *view_method(nd_trace *t, PyObject **argv)
 {
     PyObject *nd = (PyObject *)&PyArray_Type;

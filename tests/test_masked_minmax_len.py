@@ -161,3 +161,65 @@ def rewritten_mask(x):
 def test_count_follows_writes_to_the_mask():
     check(rewritten_mask, _x(np.float64))
     check(rewritten_mask, _x(np.float64, seed=5))
+
+
+def full_2d(a):
+    m = a > 0.3
+    v = a[m]
+    return v.max(), v.min(), len(v), v.shape, np.amax(v * v)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_2d_mask_over_all_dims(dtype):
+    a = (np.random.default_rng(4).random((5, 7)) * 4 - 1).astype(dtype)
+    check(full_2d, a)
+    check(full_2d, np.zeros((3, 4), dtype))     # empty: ValueError
+    check(full_2d, np.ones((3, 4), dtype))      # all selected
+    check(full_2d, np.ones((0, 4), dtype))      # no elements at all
+
+
+def test_later_calls_still_see_the_count():
+    # the count is data: a call after many others (replay, floor) with
+    # an empty selection still raises, and lengths follow the data
+    cf = numdyn.compile(mx)
+    cs = numdyn.compile(shapes)
+    for i in range(30):
+        x = _x(np.float64, 50, seed=i)
+        assert cf(x) == mx(x)
+        assert cs(x) == shapes(x)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        cf(-np.ones(50))
+    assert cs(-np.ones(50)) == shapes(-np.ones(50))
+    assert cs(np.ones(50)) == shapes(np.ones(50))
+
+
+def var_std(x):
+    m = x > 0.25
+    return x[m].var(), x[m].std(), x[m].var(ddof=1), (x[m] * 2).std(ddof=2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("backend", ["native", "eager"])
+def test_var_std(dtype, backend):
+    x = _x(dtype)
+    check(var_std, x, backend=backend, warnings=True)
+    one = np.zeros(9, dtype)
+    one[4] = 1                                   # one selected: ddof 1, 2 warn
+    check(var_std, one, backend=backend, warnings=True)
+    check(var_std, np.zeros(9, dtype), backend=backend, warnings=True)   # empty
+    check(var_std, np.ones(9, dtype), backend=backend, warnings=True)    # all
+
+
+def test_var_std_nan_inf():
+    x = _x(np.float64)
+    x[[2, 5]] = [np.nan, np.inf]
+    check(var_std, x, warnings=True)
+    x[2] = 4.0
+    check(var_std, x, warnings=True)             # inf - inf: invalid
+
+
+def test_var_std_in_graph():
+    x = _x(np.float64, 200)
+    e = numdyn.explain(var_std)(x)
+    assert e.graph_break_count == 1
+    assert "data-dependent output shape" not in str(e)
