@@ -543,12 +543,17 @@ static PyObject *m_richcompare(PyObject *a, PyObject *b, int op)
  * value, the others from the mask's count (masked_count) */
 static PyObject *shape_attr(NdMasked *m, PyObject *name)
 {
+    /* attribute names (not keywords: shim_args.c parses those) */
+    static const char *const attrs[] = {"dtype", "ndim", "shape", "size"};
+    enum { A_DTYPE, A_NDIM, A_SHAPE, A_SIZE, A_NONE };
     if (m->compact || !nd_proxy_live(m->val) || !PyUnicode_Check(name)) return NULL;
-    if (PyUnicode_CompareWithASCIIString(name, "dtype") == 0) return PyObject_GetAttr(m->val, name);
+    int k = A_DTYPE;
+    while (k < A_NONE && PyUnicode_CompareWithASCIIString(name, attrs[k]) != 0) k++;
+    if (k == A_NONE) return NULL;
+    if (k == A_DTYPE) return PyObject_GetAttr(m->val, name);
     int nd = nd_proxy_ndim(m->val);
-    if (PyUnicode_CompareWithASCIIString(name, "ndim") == 0) return PyLong_FromLong(nd - m->lead + 1);
-    int shape = PyUnicode_CompareWithASCIIString(name, "shape") == 0;
-    if (!shape && PyUnicode_CompareWithASCIIString(name, "size") != 0) return NULL;
+    if (k == A_NDIM) return PyLong_FromLong(nd - m->lead + 1);
+    int shape = k == A_SHAPE;
     npy_intp n = masked_count(m);
     if (n < 0) return NULL;
     if (!shape) return PyLong_FromSsize_t(n * row_size(m));
