@@ -37,8 +37,16 @@ def test_replayed_calls_hash_no_nodes():
     got, d = _delta(cf, *args)          # traced and recorded: hashed
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert d["key_nodes"] > 100, d
-    got, d = _delta(cf, *args)          # first replay: the entry learns its key
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # loop capture takes this loop (np.array of scalars is a loop expression)
+    # and falls back to tracing at line 20 (s a view and another value), so
+    # the first call may record nothing: calls until the first replay, which
+    # learns the entry's key
+    for _ in range(3):
+        got, d = _delta(cf, *args)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        if d["replays"]:
+            break
+    assert d["replays"] == 1 and d["key_nodes"] > 0, d
     for _ in range(3):
         got, d = _delta(cf, *args)
         np.testing.assert_array_equal(got, want)
