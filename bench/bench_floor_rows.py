@@ -22,6 +22,11 @@ rows, loop capture off: per row, NumPy, the own path, the tracing alone (the
 same loop returning nothing: no flush), and so the return flush + run; and
 the backtrack that reads one element a row (a flush a row).
 
+--ragged adds a function called on segments of many lengths (ragged data:
+one call per row, 5..400 elements): NumPy vs numdyn's default, and how many
+calls the floor ran as NumPy (its signatures count sizes by class, so the
+lengths share a decision instead of each starting one).
+
 --cpu times with time.thread_time() instead of wall time: on a machine other
 work loads, CPU time of the calling thread is what stays comparable between
 runs (run it with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 so that all work
@@ -49,6 +54,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--loops", action="store_true", help="also the traced-loop rows (issue 13 point 1-3)")
     ap.add_argument("--capture", action="store_true", help="also the per-row cost of a traced loop")
+    ap.add_argument("--ragged", action="store_true", help="also a function called on segments of many lengths")
     ap.add_argument("names", nargs="*", help="rows whose name contains one of these")
     opts = ap.parse_args(argv)
     clock = time.thread_time if opts.cpu else time.perf_counter
@@ -62,6 +68,8 @@ def main(argv=None):
         return
     if opts.loops:
         traced_loops(clock, opts.reps)
+    if opts.ragged:
+        ragged(clock, opts.reps)
     print("| program | NumPy | own path | default (floor) | flushes / kernels a call |")
     print("|---|---:|---:|---:|---:|")
     cases = B.program_cases(False)
@@ -168,6 +176,43 @@ def capture_cost(clock, reps):
           f"{m(tt) / n * 1e6:.2f} us | {(m(to) - m(tt)) / n * 1e6:.2f} us |")
     print(f"| backtrack (element read: a flush a row) | {m(bn) / n * 1e6:.2f} us | {m(bo) / n * 1e6:.2f} us | | |")
     print()
+
+
+def _centered(y):
+    return y - y.mean()
+
+
+def ragged_steps(x, n):
+    # a Python helper per step and a float() of each sum: a graph break a step
+    acc = 0.0
+    for i in range(n):
+        acc += float(_centered(x * (i + 1)).sum())
+    return acc
+
+
+def ragged(clock, reps):
+    rng = np.random.default_rng(0)
+    segs = [rng.standard_normal(int(n)) for n in rng.integers(5, 400, 500)]
+    cf = numdyn.compile(ragged_steps)
+    for s in segs:
+        cf(s, 5)
+    c0 = numdyn.utils.counters["floor_numpy_calls"]
+    tn, tc = [], []
+    for _ in range(reps):
+        t0 = clock()
+        for s in segs:
+            ragged_steps(s, 5)
+        t1 = clock()
+        for s in segs:
+            cf(s, 5)
+        t2 = clock()
+        tn.append((t1 - t0) / len(segs))
+        tc.append((t2 - t1) / len(segs))
+    share = (numdyn.utils.counters["floor_numpy_calls"] - c0) / (reps * len(segs))
+    n, c = statistics.median(tn), statistics.median(tc)
+    print(f"ragged segments (500 calls, 5..400 elements, 5 breaks a call): NumPy {n * 1e6:.1f} us, "
+          f"numdyn {c * 1e6:.1f} us a call ({n / c:.2f}x NumPy); {share:.1%} of the calls ran as "
+          f"NumPy, {len(cf._floor_info())} floor signatures\n")
 
 
 def traced_loops(clock, reps):

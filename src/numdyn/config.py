@@ -95,7 +95,7 @@ adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
 cuda_host_fallback = os.environ.get("NUMDYN_CUDA_HOST_FALLBACK", "") not in ("", "0")
 
 # Switches read on every call live in C; assignments here push them there.
-_PUSHED = ("enabled", "cache_size_limit", "error_on_recompile")
+_PUSHED = ("enabled", "cache_size_limit", "error_on_recompile", "loop_capture")
 
 
 class _Config(types.ModuleType):

@@ -48,6 +48,10 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info);
  * instead of raising it (loop_rewrite.c's template raises it) */
 int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try);
 int nd_loop_init(PyObject *module);
-/* NUMDYN_LOOPS=0 / numdyn.config.loop_capture = False: no loop capture */
+/* NUMDYN_LOOPS=0: no loop capture */
 extern int nd_loop_enabled;
+/* numdyn.config.loop_capture, pushed from Python when set (config.py's
+ * _PUSHED): read on every helper call, which an import and an attribute
+ * read made cost ~0.5 us */
+extern int nd_loop_config;
 #endif

@@ -484,16 +484,7 @@ static int set_info(PyObject *code, PyObject *infos)
 /* numdyn.config.loop_capture (read when a function is first compiled) */
 static int capture_on(void)
 {
-    if (!nd_loop_enabled) return 0;
-    PyObject *cfg = PyImport_ImportModule("numdyn.config");
-    if (!cfg) { PyErr_Clear(); return 1; }
-    PyObject *v = PyObject_GetAttrString(cfg, "loop_capture");
-    Py_DECREF(cfg);
-    if (!v) { PyErr_Clear(); return 1; }
-    int on = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    if (on < 0) { PyErr_Clear(); return 1; }
-    return on;
+    return nd_loop_enabled && nd_loop_config;
 }
 
 /* NumPy's random methods, routed through numdyn/_rng_calls.py's helper:

@@ -26,6 +26,7 @@
 #include <string.h>
 
 int nd_loop_enabled = 1;
+int nd_loop_config = 1;
 
 typedef int (*nd_loopfn)(nd_lframe *F);
 

@@ -2,6 +2,7 @@
  * recompiles, cache_size_limit, stances, frozen mode, the guard hooks,
  * compile times (trace_control.h). */
 #include "trace_control.h"
+#include "trace/loop.h"
 #include "toolchain/toolchain.h"
 #include <limits.h>
 #include <time.h>
@@ -443,6 +444,10 @@ static PyObject *mod_config_set(PyObject *m, PyObject *args)
         int on = PyObject_IsTrue(v);
         if (on < 0) return NULL;
         *(name[0] == 'e' && name[1] == 'n' ? &nd__ctl_enabled : &ctl_error_on_recompile) = on;
+    } else if (!strcmp(name, "loop_capture")) {
+        int on = PyObject_IsTrue(v);
+        if (on < 0) return NULL;
+        nd_loop_config = on;
     } else if (!strcmp(name, "log_output_code")) {
         int on = PyObject_IsTrue(v);
         if (on < 0) return NULL;

@@ -85,19 +85,35 @@ static int library_file(PyObject *filename)
     return 0;
 }
 
-int nd__user_function(PyObject *f)
+static int user_function_uncached(PyCodeObject *co, PyObject *g)
 {
-    if (!PyFunction_Check(f)) return 0;
-    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
     if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
         return 0;
     if (library_file(co->co_filename)) return 0;
-    PyObject *g = PyFunction_GET_GLOBALS(f);
     PyObject *mod = g && PyDict_Check(g) ? PyDict_GetItemString(g, "__name__") : NULL;
     const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
     if (!m) { PyErr_Clear(); return 1; }
     return !(strncmp(m, "numpy", 5) == 0 && (m[5] == 0 || m[5] == '.')) &&
            !(strncmp(m, "numdyn", 6) == 0 && (m[6] == 0 || m[6] == '.'));
+}
+
+/* Asked at every call of a helper from rewritten code (loop_rewrite.c's
+ * __numdyn_callee__): the file-path tests and the module-name lookup cost
+ * ~0.4 us a call, so the answer is kept per (code, globals), which depend
+ * on nothing else. The memo holds references to both, so an address it
+ * keeps is never another object's. */
+int nd__user_function(PyObject *f)
+{
+    if (!PyFunction_Check(f)) return 0;
+    PyObject *code = PyFunction_GET_CODE(f), *g = PyFunction_GET_GLOBALS(f);
+    static struct { PyObject *code, *globals; int r; } memo[16];
+    size_t k = ((uintptr_t)code >> 4) % 16;
+    if (memo[k].code == code && memo[k].globals == g) return memo[k].r;
+    int r = user_function_uncached((PyCodeObject *)code, g);
+    Py_XSETREF(memo[k].code, Py_NewRef(code));
+    Py_XSETREF(memo[k].globals, Py_XNewRef(g));
+    memo[k].r = r;
+    return r;
 }
 
 /* ---- a helper the function calls by a global name: the call runs the
@@ -744,8 +760,19 @@ PyObject *nd_trace_remap_callee(PyObject *fn)
     if (!PyFunction_Check(fn)) return Py_NewRef(fn);
     if (!callee_copies && !(callee_copies = PyDict_New())) return NULL;
     PyObject *code = PyFunction_GET_CODE(fn);
-    PyObject *e = PyDict_GetItemWithError(callee_copies, code);
-    if (!e && PyErr_Occurred()) return NULL;
+    /* the entries last found, by code address (borrowed: the dict holds
+     * them; forgotten at every store): hashing a code object walks its
+     * constants, and a helper called in a loop asked the dict each call --
+     * 1.5 us a call of a two-line helper on the speed floor's NumPy path */
+#define ND_CALLEE_MEMO 8
+    static PyObject *memo_code[ND_CALLEE_MEMO], *memo_e[ND_CALLEE_MEMO];
+    size_t slot = ((uintptr_t)code >> 4) % ND_CALLEE_MEMO;
+    PyObject *e = memo_code[slot] == code ? memo_e[slot] : NULL;
+    if (!e) {
+        e = PyDict_GetItemWithError(callee_copies, code);
+        if (!e && PyErr_Occurred()) return NULL;
+        if (e) { memo_code[slot] = code; memo_e[slot] = e; }
+    }
     if (e) {
         PyObject *g = PyTuple_GET_ITEM(e, 1);
         if (PyTuple_GET_SIZE(g) >= 4 && PyTuple_GET_ITEM(g, 0) == fn) {
@@ -759,6 +786,7 @@ PyObject *nd_trace_remap_callee(PyObject *fn)
     if (!nf) return NULL;
     if (guards && PyTuple_GET_SIZE(guards) >= 4) {
         PyObject *ne = PyTuple_Pack(2, nf, guards);
+        memset(memo_code, 0, sizeof memo_code);  /* the store may drop an entry memo_e holds */
         if (!ne || PyDict_SetItem(callee_copies, code, ne) < 0) {
             Py_XDECREF(ne);
             Py_DECREF(guards);
