@@ -154,3 +154,32 @@ def test_config_switch_and_explain_field():
     assert numdyn.config.cuda_host_fallback in (True, False)
     out = numdyn.explain(numdyn.compile(lambda a: a + 1))(np.ones(3))
     assert out.gpu == []  # nothing ran on a GPU
+
+
+@pytest.mark.skipif(not NO_GPU, reason="a GPU is present")
+def test_wrap_numpy_of_a_dlpack_only_cuda_array_says_why():
+    """A CUDA array that speaks DLPack only (no __cuda_array_interface__),
+    whose __dlpack_device__ is Python code: wrap_numpy must not call it with
+    the host import's BufferError pending (torch CUDA tensors gave a
+    SystemError on the GPU, session 21) and takes it as a CUDA array."""
+    import sys
+    import types
+    mod = types.ModuleType("nd_fake_cuda_lib")
+    mod.from_dlpack = lambda x: x
+    sys.modules[mod.__name__] = mod
+
+    class DeviceArray:
+        __module__ = mod.__name__
+
+        def __dlpack__(self, *a, **k):
+            raise BufferError("the array is on a CUDA device")
+
+        def __dlpack_device__(self):
+            return (2, [0, 0][-1])   # a list index fails with an exception pending
+
+    f = numdyn.wrap_numpy(lambda a: a * 2)
+    try:
+        with pytest.raises(numdyn.CudaError, match="CUDA is not available"):
+            f(DeviceArray())
+    finally:
+        del sys.modules[mod.__name__]

@@ -641,7 +641,12 @@ def _cuda_foreign(x):
     try:
         return x.__cuda_array_interface__
     except Exception:   # AttributeError; torch's RuntimeError for a CPU tensor
+        pass
+    try:    # a DLPack producer on a CUDA device (kDLCUDA = 2, kDLCUDAManaged = 13)
+        dev = x.__dlpack_device__()
+    except Exception:
         return None
+    return dev if dev[0] in (2, 13) else None
 
 
 def _import_foreign(x):

@@ -404,10 +404,20 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
         }
     for (; k < n; k++)
         if (!(a[k] = enter(args[k], &kind, &grad, &foreign_grad))) {
-            /* a CUDA array of another library (torch, CuPy): not host memory */
-            if (PyErr_ExceptionMatches(PyExc_BufferError) && cuda_producer(args[k])) {
-                PyErr_Clear();
-                r = cuda_call(w, args, nargs, kwnames);
+            /* a CUDA array of another library (torch, CuPy): not host memory.
+             * The BufferError is held while the producer is asked for its
+             * device: torch's __dlpack_device__ is Python code, which must
+             * not run with an exception pending (it returned NULL and the
+             * exception was lost: SystemError on the GPU). */
+            if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+                PyObject *et, *ev, *etb;
+                PyErr_Fetch(&et, &ev, &etb);
+                if (cuda_producer(args[k])) {
+                    Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(etb);
+                    r = cuda_call(w, args, nargs, kwnames);
+                } else {
+                    PyErr_Restore(et, ev, etb);
+                }
             }
             goto done;
         }
