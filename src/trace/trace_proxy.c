@@ -898,10 +898,85 @@ int nd_array_ufunc_args(PyObject *args, PyObject **ufunc, PyObject **method, PyO
     return PyUnicode_Check(*method) && PyUnicode_CompareWithASCIIString(*method, "__call__") == 0;
 }
 
+/* ---- a NumPy scalar's operator with a scalar proxy on its right --------
+ * `np.int32(C) + a[i]` (a[i] kept lazy, or s = x.sum()) is NumPy's scalar
+ * math under NumPy: it warns "overflow encountered in scalar add" where the
+ * int32 wraps. The NumPy scalar's own slot does not defer to the proxy (its
+ * type defines __array_ufunc__): it falls through to the array path, a
+ * ufunc call, so __array_ufunc__ sees what np.add(np.int32(C), a[i]) would
+ * give it. The two differ only in the Python instruction running: a binary
+ * operator (BINARY_OP, CPython >= 3.11) is taken as the proxy's reflected
+ * operator, which is NumPy's scalar math. */
+static int binary_op_opcode = -2;   /* opcode.opmap["BINARY_OP"]; -1: none */
+
+static void binary_op_init(void)
+{
+    binary_op_opcode = -1;
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *m = PyImport_ImportModule("opcode");
+    PyObject *map = m ? PyObject_GetAttrString(m, "opmap") : NULL;
+    PyObject *v = map ? PyDict_GetItemString(map, "BINARY_OP") : NULL;
+    if (v && PyLong_Check(v)) binary_op_opcode = (int)PyLong_AsLong(v);
+    Py_XDECREF(map);
+    Py_XDECREF(m);
+    PyErr_Clear();
+#endif
+}
+
+/* the NB_* operator (BINARY_OP's argument, in-place ones folded onto
+ * theirs) the innermost Python frame is executing; -1 none */
+static int frame_binary_op(void)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    if (binary_op_opcode == -2) binary_op_init();
+    PyFrameObject *f = PyEval_GetFrame();
+    if (binary_op_opcode < 0 || !f) return -1;
+    PyCodeObject *co = PyFrame_GetCode(f);
+    int lasti = PyFrame_GetLasti(f), r = -1;
+    PyObject *code = PyCode_GetCode(co);
+    Py_DECREF(co);
+    if (!code) { PyErr_Clear(); return -1; }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(code);
+    if (lasti >= 0 && lasti + 1 < PyBytes_GET_SIZE(code) && b[lasti] == binary_op_opcode &&
+        b[lasti + 1] < 26)
+        r = b[lasti + 1] % 13;   /* NB_INPLACE_ADD = 13 + NB_ADD ... */
+    Py_DECREF(code);
+    return r;
+#else
+    return -1;
+#endif
+}
+
+static PyObject *reflected_scalar_op(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+{
+    /* NB_* order: add, and, floor_divide, lshift, matmul, multiply,
+     * remainder, or, power, rshift, subtract, true_divide, xor */
+    static const struct { int uf; binaryfunc op; } nb[13] = {
+        {ND_UF_ADD, PyNumber_Add}, {ND_UF_BITWISE_AND, PyNumber_And},
+        {ND_UF_FLOOR_DIVIDE, PyNumber_FloorDivide}, {ND_UF_LEFT_SHIFT, PyNumber_Lshift},
+        {-1, NULL}, {ND_UF_MULTIPLY, PyNumber_Multiply}, {ND_UF_REMAINDER, PyNumber_Remainder},
+        {ND_UF_BITWISE_OR, PyNumber_Or}, {ND_UF_POWER, np_power2},
+        {ND_UF_RIGHT_SHIFT, PyNumber_Rshift}, {ND_UF_SUBTRACT, PyNumber_Subtract},
+        {ND_UF_TRUE_DIVIDE, PyNumber_TrueDivide}, {ND_UF_BITWISE_XOR, PyNumber_Xor},
+    };
+    if ((kwargs && PyDict_GET_SIZE(kwargs)) || PyTuple_GET_SIZE(inputs) != 2) return NULL;
+    PyObject *a = PyTuple_GET_ITEM(inputs, 0), *b = PyTuple_GET_ITEM(inputs, 1);
+    if (!PyArray_IsScalar(a, Generic) || !is_live_proxy(b) || !nd_proxy_is_scalar(b)) return NULL;
+    int k = frame_binary_op();
+    if (k < 0 || nb[k].uf < 0 || nd_ufunc_object(nb[k].uf) != ufunc) return NULL;
+    return binop(nb[k].uf, a, b, nb[k].op);
+}
+
 static PyObject *m___array_ufunc__(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *ufunc, *method, *inputs, *r = NULL;
-    if (nd_array_ufunc_args(args, &ufunc, &method, &inputs) < 0) return NULL;
+    int call = nd_array_ufunc_args(args, &ufunc, &method, &inputs);
+    if (call < 0) return NULL;
+    if (call && nd_trace_current() && (r = reflected_scalar_op(ufunc, inputs, kwargs))) {
+        Py_DECREF(inputs);
+        return r;
+    }
+    if (PyErr_Occurred()) { Py_DECREF(inputs); return NULL; }
     if (nd_trace_current()) {
         r = escaped(nd_np.array_ufunc(ufunc, method, inputs, kwargs));
     } else {

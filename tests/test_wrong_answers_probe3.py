@@ -1,0 +1,73 @@
+"""Wrong answers found by probe programs written as users write NumPy code
+(session 21), each against NumPy.
+
+1. ``np.int32(C) + a[i]`` -- a NumPy scalar on the left of a scalar the
+   function computes (an element read kept lazy, ``x.sum()``) -- is NumPy's
+   scalar math: it warns "overflow encountered in scalar add" where the
+   int32 wraps (or raises under ``np.errstate(over="raise")``). The NumPy
+   scalar's slot does not defer to the proxy, it calls the ufunc, so numdyn
+   computed ``np.add``'s answer: no warning, a silent wrap. ``np.add(...)``
+   itself still does not warn.
+"""
+import numpy as np
+import pytest
+
+import numdyn
+from oracle import check
+
+
+# ------------------------------------ 1. NumPy scalar OP computed scalar
+
+def scalar_left_of_element_reads(a):
+    return (np.int8(100) + a[0], a[1] * np.int16(30000), np.uint8(3) - a[2], np.int8(-128) - a[0],
+            np.int8(2) ** a[1], np.int8(5) // a[2], np.int8(5) % a[2])
+
+
+def float_scalar_left_of_a_sum(x):
+    return (np.float32(3e38) * x.sum(), np.float32(1.0) / (x.sum() - x.sum()),
+            np.float32(-3e38) - x.max() * np.float32(1e38))
+
+
+def ufunc_call_does_not_warn(a):
+    return np.add(np.int32(2**31 - 1), a[0]), np.multiply(np.int32(2**30), a[1])
+
+
+def scalar_left_under_errstate(a):
+    with np.errstate(over="raise"):
+        try:
+            return np.int32(2**31 - 1) + a[0]
+        except FloatingPointError as e:
+            return str(e)
+
+
+def scalar_left_in_a_loop(a, out):
+    t = np.int16(0)
+    for i in range(a.shape[0]):
+        out[i] = np.int32(2**31 - 10) + a[i]
+        t = np.int16(3) * t + a[i].astype(np.int16)
+    return out, t
+
+
+@pytest.mark.parametrize("a", [np.array([100, 7, 0], np.int8), np.array([-1, 2, 5], np.int8)])
+def test_numpy_scalar_left_of_element_read_warns(backend, a):
+    check(scalar_left_of_element_reads, a, backend=backend, warnings=True)
+
+
+def test_numpy_scalar_left_of_computed_float(backend):
+    check(float_scalar_left_of_a_sum, np.array([1.0, 2.0], np.float32), backend=backend,
+          warnings=True)
+
+
+def test_ufunc_call_with_numpy_scalar_does_not_warn(backend):
+    check(ufunc_call_does_not_warn, np.array([5, 4], np.int32), backend=backend, warnings=True)
+
+
+def test_numpy_scalar_left_raises_under_errstate(backend):
+    check(scalar_left_under_errstate, np.array([1, 2], np.int32), backend=backend)
+
+
+def test_numpy_scalar_left_in_captured_loop(backend):
+    cf = numdyn.compile(scalar_left_in_a_loop, backend=backend)
+    for n in (3, 3, 5):
+        a = np.arange(n, dtype=np.int32) * 7 + 3
+        check(scalar_left_in_a_loop, a, np.zeros(n, np.int32), compiled=cf, warnings=True)
