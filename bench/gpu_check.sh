@@ -23,6 +23,12 @@ timeout "$TT" python3 -m pytest -q -p no:cacheprovider -n "$(( J > 12 ? 12 : J )
   > "$OUT/tests.log" 2>&1
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -40
+# the generated kernels of tests/test_cuda_emulated.py run on the GPU through CuPy
+t0=$(date +%s)
+timeout 120 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 100 -k gpu \
+  tests/test_cuda_emulated.py > "$OUT/tests_emu_gpu.log" 2>&1
+echo "emulated-on-gpu tests rc=$? $(( $(date +%s) - t0 )) s"
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests_emu_gpu.log" | tail -20
 t0=$(date +%s)
 timeout "$BT" python3 bench/bench_cuda.py --markdown "$@" > "$OUT/bench.md" 2>&1
 echo "bench rc=$? $(( $(date +%s) - t0 )) s"

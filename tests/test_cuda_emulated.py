@@ -98,13 +98,14 @@ def build(src):
     return _BUILT[src]
 
 
-def run(fn, args, outs, strides):
+def run(fn, args, outs, strides, edit=None):
     """Run fn's only kernel on the host. args: the input arrays (kernel
     operand order); outs: output arrays to fill; strides: per operand, its
-    element strides along the kernel dims. Returns the error word."""
+    element strides along the kernel dims; edit: a change of the kernel's
+    text first (a test's probe). Returns the error word."""
     ks = ndc.kernels(fn, *args)
     assert len(ks) == 1, [k for k, _ in ks]
-    text = ks[0][1]
+    text = ks[0][1] if edit is None else edit(ks[0][1])
     name = re.search(r"(nd_cuda_[0-9a-f]{16})\(", text).group(1)
     R = len(re.findall(r"const int64_t n\d+ = I\[\d+\];", text))
     nops = len(re.findall(r"\*const B\d+ = ", text))
@@ -297,19 +298,73 @@ def _cached_branch(text):
     return text.split("if (nred_ <= (int64_t)", 1)[1].split("} else {", 1)[0]
 
 
-@pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 2000), ("float32", 3000)])
+@pytest.mark.parametrize("dt,width", [("float64", 300), ("float64", 2000), ("float32", 1000), ("float32", 3000)])
 def test_softmax_rows_read_once(dt, width):
     """rows that fit the block's registers are read from memory once (the
-    first pass keeps each thread's elements, the max/sum/divide passes read
-    them there); wider rows take the three-read loop. At 64 threads a block
-    (the emulation's) float64 rows fit up to 16 * 64 and float32 rows up to
-    32 * 64 elements: both branches run."""
+    threads load their elements by vectors of 4 before the max/sum/divide
+    passes, which read them there); wider rows take the three-read loop.
+    At 64 threads a block (the emulation's) float64 rows fit up to 8 * 64
+    and float32 rows up to 16 * 64 elements: both branches run."""
     x = np.random.default_rng(10).standard_normal((9, width)).astype(dt)
     out = np.zeros_like(x)
     text = ndc.kernels(_softmax, x)[0][1]
     assert len(re.findall(r"B0\[", _cached_branch(text))) == 1   # one read of the row
     run(_softmax, [x], [out], [[width, 1], [width, 1]])
     np.testing.assert_allclose(out, _softmax(x), rtol=1e-5 if dt == "float32" else 1e-13)
+
+
+def _aligned(shape, dt, align=64):
+    """an array of this shape whose data starts at a multiple of align bytes"""
+    n = int(np.prod(shape)) * np.dtype(dt).itemsize
+    buf = np.zeros(n + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + n].view(dt).reshape(shape)
+
+
+def _no_fallback(text):
+    """the kernel with its three-read row loop removed: a row the register
+    form does not take stays unwritten"""
+    head, tail = text.split("if (nred_ <= (int64_t)", 1)
+    assert "} else {" in tail
+    return head + "if (nred_ <= (int64_t)" + tail.replace("} else {", "} else if (0) {", 1)
+
+
+@pytest.mark.parametrize("dt,width,how", [
+    ("float32", 1024, "aligned"), ("float64", 300, "aligned"), ("float32", 20, "aligned"),
+    ("float32", 1002, "odd width"), ("float32", 1024, "misaligned"), ("float32", 1024, "strided"),
+    ("float64", 300, "odd row stride")])
+def test_row_registers_by_vectors_or_not_at_all(dt, width, how):
+    """The register form of a row kernel moves 4 elements by one vector
+    load/store (scalar loads at runtime strides held a register per address:
+    126 a thread for softmax, 27% of an H100's copy bandwidth; vectors 94%).
+    It runs only where every cached operand and output has element stride 1
+    along the row, rows a multiple of 4 elements apart and addresses aligned
+    to 4 elements (checked when the kernel runs); every other row takes the
+    three-read loop. With that loop removed, the rows it would take stay
+    unwritten: the test sees which branch ran."""
+    if _EXEC == "gpu":
+        pytest.skip("host addresses: run_gpu's device copies change the alignment")
+    rows = 9
+    if how == "aligned" or how == "odd width":
+        x = _aligned((rows, width), dt)
+    elif how == "misaligned":
+        x = _aligned((rows, width + 4), dt)[:, 1:width + 1]
+    elif how == "strided":
+        x = _aligned((rows, 2 * width), dt)[:, ::2]
+    else:   # rows 302 elements apart: not a multiple of 4
+        x = _aligned((rows, width + 2), dt)[:, :width]
+    x[...] = np.random.default_rng(14).standard_normal(x.shape)
+    rs, cs = x.strides[0] // x.itemsize, x.strides[1] // x.itemsize
+    want = _softmax(x)
+    out = _aligned((rows, width), dt)
+    run(_softmax, [x], [out], [[rs, cs], [width, 1]])
+    np.testing.assert_allclose(out, want, rtol=1e-5 if dt == "float32" else 1e-13)
+    out[...] = 0
+    run(_softmax, [x], [out], [[rs, cs], [width, 1]], edit=_no_fallback)
+    if how == "aligned":
+        np.testing.assert_allclose(out, want, rtol=1e-5 if dt == "float32" else 1e-13)
+    else:
+        assert not out.any()
 
 
 def _lse(a):
@@ -329,7 +384,7 @@ def test_logsumexp_and_two_operand_rows_read_once():
     assert len(re.findall(r"B0\[", _cached_branch(text))) == 1
     run(_lse, [x], [out], [[700, 1], [1, 0]])
     np.testing.assert_allclose(out, _lse(x), rtol=1e-13)
-    x = x[:, :500]   # two float64 operands: 8 elements a thread, 512 a row here
+    x = x[:, :500]   # two float64 operands: 4 elements a thread, wider rows than 256 read thrice
     w = rng.standard_normal((1, 500))
     out2 = np.zeros_like(x)
     ks = ndc.kernels(_scaled_softmax, x, w)

@@ -30,13 +30,13 @@ typedef struct cctx {
     int R;
     int fr;               /* the frame being emitted (a short reduction's body), -1 */
     int fe[ND_MAXFS];     /* ... at this index along its short dims */
-    /* row kernels holding their row in registers (gen_row): 1, the first
-     * pass loads the operands in `fill` and keeps them in kc<o>_[j_];
-     * 2, later passes read them from there; 0, every pass loads; 3, a
-     * pointwise kernel's vector lanes (gen_pointwise): operands read from
-     * L<o>_.v[l_], outputs written to S<o>_.v[l_] */
+    /* row kernels holding their row in registers (gen_row): 2, the
+     * passes read the operands in kc<o>_[j_] (loaded before the first
+     * pass by vector loads); 0, every pass loads; 3, a pointwise kernel's
+     * vector lanes (gen_pointwise): operands read from L<o>_.v[l_],
+     * outputs written to S<o>_.v[l_] */
     int cache;
-    const uint8_t *fill;
+    int lanes;            /* stores go to S<o>_.v[l_] (a row kernel's vector stores) */
 } cctx;
 
 static int sidx(const cctx *c, int o, int d) { return c->R + o * c->R + d; }
@@ -102,16 +102,6 @@ static int body(cctx *c, const uint8_t *which)
         const nd_node *vn = &c->g->nodes[op->via];
         if (op->frame != c->fr) continue;
         int cached = c->cache && op->frame < 0;
-        if (cached && c->cache == 1 && c->fill[op->via] && which && !which[op->via]) {
-            /* a later pass's operand: loaded now, kept for then */
-            elem(e, sizeof e, c, o);
-            nd_sb_printf(c->sb, "kc%d_[j_] = ", o);
-            if (op->acc == ND_A_VIEW && (vn->flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)))
-                nd_sb_printf(c->sb, "__%s__ (%s)", (vn->flags & ND_F_VIEW_REAL) ? "real" : "imag", e);
-            else nd_cg_load(c->sb, e, op->dtype);
-            nd_sb_puts(c->sb, ";\n");
-            continue;
-        }
         if (which && !which[op->via]) continue;
         if (cached && c->cache == 2) {
             nd_sb_printf(c->sb, "const %s v%d = kc%d_[j_];\n", nd_cg_ctype(cache_type(c, o)), (int)op->via, o);
@@ -127,7 +117,6 @@ static int body(cctx *c, const uint8_t *which)
             nd_cg_load(c->sb, e, op->dtype);
             nd_sb_puts(c->sb, ";\n");
         }
-        if (cached && c->cache == 1 && c->fill[op->via]) nd_sb_printf(c->sb, "kc%d_[j_] = v%d;\n", o, (int)op->via);
     }
     for (int i = 0; i < k->ninl; i++) {
         nd_id id = k->inl[i];
@@ -155,11 +144,12 @@ static void bind_dims(cctx *c, uint32_t mask, const char *flat)
 static void store(cctx *c, int o, nd_id val)
 {
     char e[512], v[32];
-    if (c->cache == 3) snprintf(e, sizeof e, "S%d_.v[l_]", o);
+    int lane = c->cache == 3 || c->lanes;
+    if (lane) snprintf(e, sizeof e, "S%d_.v[l_]", o);
     else elem(e, sizeof e, c, o);
     snprintf(v, sizeof v, "v%d", (int)val);
     int t = c->k->ops[o].dtype;
-    if (nd_cg_check_stores() && c->cache != 3)   /* a lane: checked with its vector (gen_vector) */
+    if (nd_cg_check_stores() && !lane)   /* a lane: checked with its vector */
         nd_sb_printf(c->sb, "if (ND_OOB(&(%s), lo%d, hi%d)) nd_err |= ND_ERR_OOB; else\n", e, o, o);
     nd_sb t2;
     nd_sb_init(&t2);
@@ -859,29 +849,59 @@ static void need_mark(cctx *c, const uint8_t *role, uint8_t *need, nd_id x)
 }
 
 /* The row loop of gen_row: rk 0, every pass reads the row from memory;
- * rk > 0, a row of at most rk * blockDim.x elements: the first pass loads
- * each thread's rk elements of every operand a pass reads into registers
- * (kc<o>_[j_], a fully unrolled loop), later passes read them there, so
- * the row is read from memory once (softmax: max, sum, divide). */
+ * rk > 0 (a multiple of 4), rows of at most rk * blockDim.x elements
+ * whose cached operands and domain-shaped outputs run with element stride
+ * 1 from aligned addresses (gen_row checks when it runs): before the
+ * first pass each thread loads its rk elements of every operand a pass
+ * reads into registers (kc<o>_[j_]), 4 consecutive elements by one
+ * vector load; the passes read them there, so the row is read from memory
+ * once (softmax: max, sum, divide), and the outputs are written by vector
+ * stores. Thread t holds elements 4 (t + w blockDim.x) + l, w < rk / 4,
+ * l < 4: a warp's loads are 512 contiguous bytes of float32. Scalar loads
+ * at runtime strides held a register per address (126 registers a thread
+ * for 32 float32 of softmax, 27% of the H100's copy bandwidth; this form
+ * 38 registers, 94%, session 21). */
 static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const uint8_t *fill,
                     uint8_t *done, int ndom, int rk, int thr)
 {
     const nd_kernel *k = c->k;
     nd_graph *g = c->g;
     nd_sb *sb = c->sb;
-    int np = k->nred;
+    int np = k->nred, nops = k->nin + k->nout;
     size_t N = (size_t)g->n;
     uint32_t all = (uint32_t)((1u << c->R) - 1), kept = all & ~k->red;
+    char e[512];
     (void)role;
     memset(done, 0, N);
     if (thr)  /* a thread per row (rows of at most ND_NARROW): its passes in order */
         nd_sb_puts(sb, "for (int64_t row_ = tid_; row_ < nrow_; row_ += nthr_) {\n");
     else
         nd_sb_puts(sb, "for (int64_t row_ = blockIdx.x; row_ < nrow_; row_ += gridDim.x) {\n");
-    if (rk)
+    if (rk) {
         for (int o = 0; o < k->nin; o++)
             if (k->ops[o].frame < 0 && fill[k->ops[o].via])
                 nd_sb_printf(sb, "%s kc%d_[%d];\n", nd_cg_ctype(cache_type(c, o)), o, rk);
+        nd_sb_printf(sb, "#pragma unroll\nfor (int w_ = 0; w_ < %d; w_++) {\n"
+                     "const int64_t e_ = 4 * (threadIdx.x + (int64_t)w_ * blockDim.x);\n"
+                     "if (e_ < nred_) {\n", rk / 4);
+        bind_row(c, kept, 0);
+        bind_dims(c, k->red, "e_");
+        for (int o = 0; o < k->nin; o++) {
+            const nd_kop *op = &k->ops[o];
+            if (op->frame >= 0 || !fill[op->via]) continue;
+            const char *st = nd_cg_stype(op->dtype);
+            elem(e, sizeof e, c, o);
+            nd_sb_printf(sb, "const nd_v4<%s> F%d_ = *(const nd_v4<%s> *)&(%s);\n", st, o, st, e);
+            for (int l = 0; l < 4; l++) {
+                char x[32];
+                snprintf(x, sizeof x, "F%d_.v[%d]", o, l);
+                nd_sb_printf(sb, "kc%d_[4 * w_ + %d] = ", o, l);
+                nd_cg_load(sb, x, op->dtype);
+                nd_sb_puts(sb, ";\n");
+            }
+        }
+        nd_sb_puts(sb, "}\n}\n");
+    }
     for (int p = 0; p <= np; p++) {
         if (p == np && !ndom) break;
         if (p < np) {
@@ -889,10 +909,15 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
             if (rs[p].arg) nd_sb_printf(sb, "int64_t bi%d = -1;\n", p);
         }
         if (rk) {
-            nd_sb_printf(sb, "#pragma unroll\nfor (int j_ = 0; j_ < %d; j_++) {\n"
-                         "const int64_t e_ = threadIdx.x + (int64_t)j_ * blockDim.x;\nif (e_ < nred_) {\n", rk);
-            c->cache = p == 0 ? 1 : 2;
-            c->fill = fill;
+            nd_sb_printf(sb, "#pragma unroll\nfor (int w_ = 0; w_ < %d; w_++) {\n"
+                         "const int64_t e4_ = 4 * (threadIdx.x + (int64_t)w_ * blockDim.x);\n"
+                         "if (e4_ < nred_) {\n", rk / 4);
+            if (p == np)
+                for (int o = k->nin; o < nops; o++)
+                    if (dom_out(c, o)) nd_sb_printf(sb, "nd_v4<%s> S%d_;\n", nd_cg_stype(k->ops[o].dtype), o);
+            nd_sb_puts(sb, "#pragma unroll\nfor (int l_ = 0; l_ < 4; l_++) {\n"
+                           "const int j_ = 4 * w_ + l_;\nconst int64_t e_ = e4_ + l_;\n{\n");
+            c->cache = 2;
         } else if (thr) {
             nd_sb_puts(sb, "for (int64_t e_ = 0; e_ < nred_; e_++) {\n{\n");
         } else {
@@ -907,9 +932,28 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         if (brc < 0) return -1;
         if (p < np) elem_fold(c, &rs[p], p, "e_");
         else
-            for (int o = k->nin; o < k->nin + k->nout; o++)
-                if (dom_out(c, o)) store(c, o, k->ops[o].buf);
+            for (int o = k->nin; o < nops; o++)
+                if (dom_out(c, o)) {
+                    c->lanes = rk != 0;
+                    store(c, o, k->ops[o].buf);
+                    c->lanes = 0;
+                }
         nd_sb_puts(sb, "}\n}\n");
+        if (rk && p == np) {  /* the lanes out, one vector store an output */
+            nd_sb_puts(sb, "{\n");
+            bind_row(c, kept, 0);
+            bind_dims(c, k->red, "e4_");
+            for (int o = k->nin; o < nops; o++) {
+                if (!dom_out(c, o)) continue;
+                elem(e, sizeof e, c, o);
+                if (nd_cg_check_stores())
+                    nd_sb_printf(sb, "if (ND_OOB(&(%s), lo%d, hi%d) || ND_OOB(&(%s) + 3, lo%d, hi%d)) "
+                                 "nd_err |= ND_ERR_OOB; else\n", e, o, o, e, o, o);
+                nd_sb_printf(sb, "*(nd_v4<%s> *)&(%s) = S%d_;\n", nd_cg_stype(k->ops[o].dtype), e, o);
+            }
+            nd_sb_puts(sb, "}\n");
+        }
+        if (rk) nd_sb_puts(sb, "}\n}\n");
         if (p == np) break;
         if (!thr) block_combine(c, &rs[p], p);
         red_result_p(c, &rs[p], p);
@@ -938,7 +982,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         /* the row outputs that are ready: thread 0 stores them */
         nd_sb_puts(sb, thr ? "{\n" : "if (threadIdx.x == 0) {\n");
         bind_row(c, kept, 1);
-        for (int o = k->nin; o < k->nin + k->nout; o++) {
+        for (int o = k->nin; o < nops; o++) {
             const nd_kop *op = &k->ops[o];
             if (done[op->buf] != 1 || dom_out(c, o)) continue;
             store(c, o, op->buf);
@@ -950,10 +994,33 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
     return 0;
 }
 
-/* bytes a thread may keep in registers for its share of a row (per
- * element of every cached operand, times the elements it holds): 32
- * floats of a float32 row, so rows up to 8192 wide at 256 threads */
-#define ROW_CACHE_BYTES 128
+/* bytes a thread keeps in registers for its share of a row (per element
+ * of every cached operand, times the elements it holds): 16 float32, so
+ * rows up to 4096 wide at 256 threads. 32 (rows to 8192) took 60 or more
+ * registers a thread: fewer resident blocks, less memory in flight */
+#define ROW_CACHE_BYTES 64
+
+/* operand o can move by 4-element vectors along the row's one reduced
+ * dim d (its stride and alignment are checked when the kernel runs) */
+static int row_vec_operand(const cctx *c, int o, int d)
+{
+    const nd_kop *op = &c->k->ops[o];
+    if (nd_cg_is_complex(op->dtype) || nd_cg_elsize(op->dtype) > 8 || op->frame >= 0 ||
+        (op->zero & (1u << d)))
+        return 0;
+    return !(o < c->k->nin && op->acc == ND_A_VIEW &&
+             (c->g->nodes[op->via].flags & (ND_F_VIEW_REAL | ND_F_VIEW_IMAG)));
+}
+
+/* the runtime test of the vector-cached row form: " && ..." per operand */
+static void row_vec_test(cctx *c, int o, int d)
+{
+    const nd_kop *op = &c->k->ops[o];
+    nd_sb_printf(c->sb, " && I[%d] == 1 && (unsigned long long)B%d %% (4 * sizeof(*B%d)) == 0",
+                 sidx(c, o, d), o, o);
+    for (int t = 0; t < c->R; t++)
+        if (t != d && !(op->zero & (1u << t))) nd_sb_printf(c->sb, " && I[%d] %% 4 == 0", sidx(c, o, t));
+}
 
 /* One block per row (the kept dims): per reduction one pass of the
  * block's threads over the row, the reduction combined across the block
@@ -1014,9 +1081,15 @@ static int gen_row(cctx *c)
         bytes += nd_cg_elsize(cache_type(c, o));
         again |= later;
     }
-    int rk = bytes && again ? ROW_CACHE_BYTES / bytes : 0;
-    if (rk > 32) rk = 32;
-    if (rk < 2) rk = 0;
+    int rk = bytes && again ? ROW_CACHE_BYTES / bytes : 0, rd = -1;
+    rk &= ~3;  /* whole vectors */
+    for (int d = 0; d < c->R; d++)
+        if ((k->red >> d) & 1) rd = rd == -1 ? d : -2;
+    if (rd < 0) rk = 0;  /* one reduced dim: a row is one run of memory */
+    for (int o = 0; rk && o < k->nin + k->nout; o++)
+        if ((o < k->nin ? k->ops[o].frame < 0 && fill[k->ops[o].via] : dom_out(c, o)) &&
+            !row_vec_operand(c, o, rd))
+            rk = 0;
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
@@ -1024,7 +1097,11 @@ static int gen_row(cctx *c)
     if (row_loop(c, rs, role, need, fill, done, ndom, 0, 1) < 0) goto out;
     nd_sb_puts(sb, "} else {\n");
     if (rk) {
-        nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x) {\n", rk);
+        nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x && nred_ %% 4 == 0", rk);
+        for (int o = 0; o < k->nin + k->nout; o++)
+            if (o < k->nin ? k->ops[o].frame < 0 && fill[k->ops[o].via] : dom_out(c, o))
+                row_vec_test(c, o, rd);
+        nd_sb_puts(sb, ") {\n");
         if (row_loop(c, rs, role, need, fill, done, ndom, rk, 0) < 0) goto out;
         nd_sb_puts(sb, "} else {\n");
     }
