@@ -1,0 +1,179 @@
+"""numdyn's own AVX-512 vector math (kernels/nd_kernel.h, ND_ZV): float64
+log1p -- and the inverse hyperbolics over it -- written with GCC's AVX-512
+builtins (vgetmant/vgetexp, a 16-entry table by vpermt2pd, vfpclass) and
+called by vectorized loops through its vector-ABI variants
+(_ZGVeN8v_nd_zv_log1p, ...), defined in each unit that calls it. On a target
+without AVX-512F/DQ the plain C forms are used instead; the accuracy tests
+hold for both.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import numdyn
+
+KDIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
+
+
+def _ulps(a, e):
+    ai, ei = a.view(np.int64).astype(np.int64), e.view(np.int64).astype(np.int64)
+    lo = np.iinfo(np.int64).min
+    ai = np.where(ai < 0, lo - ai, ai)
+    ei = np.where(ei < 0, lo - ei, ei)
+    return np.abs(ai - ei)
+
+
+def _operands():
+    rng = np.random.default_rng(11)
+    n = 200_000
+    dec = 10.0 ** np.arange(-323, 308.25, 0.25)
+    special = np.array([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -1e-300, 2.0 ** -54, -(2.0 ** -54),
+                        2.0 ** -53, -(2.0 ** -53), 1e-16, -1e-16, -0.5, -0.75, -0.99999999, -1 + 2.0 ** -52,
+                        0.03125, -0.03125, 0.0625, 0.5, 1.0, 2.0, 2.0 ** 53, 2.0 ** 53 + 2, 2.0 ** 60,
+                        1.7976931348623157e308, np.inf])
+    return np.concatenate([special, dec, -dec[dec < 1], rng.uniform(-1, 1, n), rng.uniform(-0.05, 0.05, n),
+                           rng.uniform(-1e-6, 1e-6, n), 10.0 ** rng.uniform(-30, 300, n),
+                           -(10.0 ** rng.uniform(-30, 0, n)), rng.uniform(0.9, 1.1, n) - 1.0])
+
+
+def _check(got, want, bound, name):
+    assert got.dtype == want.dtype == np.float64, name
+    assert np.array_equal(np.isnan(got), np.isnan(want)), name
+    inf = np.isinf(want)
+    assert np.array_equal(got[inf], want[inf]) and not np.isinf(got[~inf]).any(), name
+    z = want == 0
+    assert np.array_equal(got[z] == 0, z[z]) and np.array_equal(np.signbit(got[z]), np.signbit(want[z])), name
+    fin = np.isfinite(want)
+    u = _ulps(got[fin], want[fin])
+    assert u.max() <= bound, (name, int(u.max()), got[fin][u.argmax()], want[fin][u.argmax()])
+
+
+def _fns(x, y, z):
+    return np.log1p(x), np.arcsinh(y), np.arccosh(np.abs(y) + 1.0), np.arctanh(z)
+
+
+def _compare():
+    x = _operands()
+    y = np.concatenate([x, -x[::-1]])
+    z = np.clip(y, -0.999999, 0.999999)
+    x = np.concatenate([x, x])
+    f = numdyn.compile(_fns, options={"floor": False})
+    with np.errstate(over="raise", invalid="raise", divide="raise"):   # NumPy raises none here
+        f(x, y, z)
+        numdyn.utils.wait_compiles()
+        k0 = numdyn.utils.counters["kernel_runs"]
+        got = f(x, y, z)
+        assert numdyn.utils.counters["kernel_runs"] - k0 == 1           # the kernel, not NumPy
+        want = _fns(x, y, z)
+    # log1p within 1 ULP of NumPy's with the AVX-512 form (2 elsewhere),
+    # the inverse hyperbolics within 2 (3 elsewhere)
+    zv = os.environ.get("ND_TEST_ZV") == "1"
+    for name, g, w in zip(("log1p", "arcsinh", "arccosh", "arctanh"), got, want):
+        _check(np.asarray(g), w, (1 if name == "log1p" else 2) + (not zv), name)
+    # the poles and out-of-domain lanes: NumPy's values and warnings
+    bad = np.array([-1.0, -2.0, -np.inf, np.nan, 3.0, -0.0] * 5)
+    g = numdyn.compile(lambda a: np.log1p(a))
+    for kw, exc in (({"divide": "raise"}, "divide"), ({"invalid": "raise"}, "invalid")):
+        for arr in (bad, bad[:1] if kw.get("divide") else bad[1:2]):
+            with np.errstate(**kw), pytest.raises(FloatingPointError, match=exc):
+                g(arr)
+    with np.errstate(all="ignore"):
+        _check(np.asarray(g(bad)), np.log1p(bad), 0, "log1p specials")
+    print("OK")
+
+
+def _target_has_zv():
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return False
+    out = subprocess.run([gcc, "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True,
+                         text=True).stdout
+    return "#define __AVX512F__ 1" in out and "#define __AVX512DQ__ 1" in out
+
+
+def _production(code, tmp_path, zv):
+    env = dict(os.environ, NUMDYN_CHECK_STORES="0", NUMDYN_CACHE_DIR=str(tmp_path), ND_TEST_ZV=str(int(zv)))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_log1p_and_inverse_hyperbolics_float64_against_numpy(tmp_path):
+    # production mode (no store checks: the loops vectorize, the vector
+    # variants run); every decade, both signs, near -1, near 0, the
+    # special values, warnings for -1 (divide) and below (invalid), none
+    # for the rest (no flag the vector code raises on valid lanes)
+    zv = _target_has_zv()
+    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare()" % os.path.dirname(
+        os.path.abspath(__file__))
+    assert _production(code, tmp_path, zv).strip().endswith("OK")
+
+
+def test_kernel_calls_vector_variant(tmp_path):
+    # where the target has AVX-512F/DQ, a float64 log1p / arcsinh kernel calls
+    # the vector-ABI variant; elsewhere no such symbol exists
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    code = ("import numpy as np, numdyn\n"
+            "a = np.linspace(0.0, 9.0, 4099)\n"
+            "g = numdyn.compile(lambda x: (np.log1p(x * 0.5), np.arcsinh(x)))\n"
+            "for r, e in zip(g(a), (np.log1p(a * 0.5), np.arcsinh(a))):\n"
+            "    np.testing.assert_allclose(r, e, rtol=1e-14)\n"
+            "numdyn.utils.wait_compiles()\n")
+    zv = _target_has_zv()
+    _production(code, tmp_path, zv)
+    sos = list(tmp_path.rglob("*.so"))
+    assert sos
+    dis = "".join(subprocess.run([objdump, "-d", "--no-show-raw-insn", str(p)], capture_output=True,
+                                 text=True).stdout for p in sos)
+    called = set(re.findall(r"call\s+\S+\s+<(_ZGV\w+_nd_zv_log1p)>", dis))
+    if zv:
+        assert "_ZGVeN8v_nd_zv_log1p" in called, called
+    else:
+        assert not called and "nd_zv_" not in dis
+
+
+@pytest.mark.parametrize("flags", [["-march=skylake-avx512"], ["-march=skylake-avx512", "-mprefer-vector-width=512"],
+                                   ["-march=icelake-server", "-mprefer-vector-width=512"], ["-march=haswell"]])
+def test_variants_defined_per_isa(tmp_path, flags):
+    # every variant a vectorized loop may call (8 lanes under numdyn's
+    # prefer-512, 4 and 2 at other widths, the scalar symbol in remainders)
+    # is defined in the unit that calls it, and nothing of it in a unit that
+    # does not: no undefined nd_zv symbol can reach dlopen
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed")
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    src = ('#include "nd_kernel.h"\n'
+           "void a(const double *restrict x, double *restrict y, long n)\n"
+           "{ for (long i = 0; i < n; i++) y[i] = nd_log1p(x[i]) + nd_asinh(x[i]) + nd_atanh(x[i] * 0.5); }\n"
+           "void b(const double *restrict x, double *restrict y, long n)\n"
+           "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0); }\n")
+    other = '#include "nd_kernel.h"\nvoid c(double *restrict y, long n) { for (long i = 0; i < n; i++) y[i] = nd_exp(y[i]); }\n'
+    syms = []
+    for i, text in enumerate((src, other)):
+        c = tmp_path / ("u%d.c" % i)
+        c.write_text(text)
+        r = subprocess.run([gcc, "-O3", *flags, "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-I" + KDIR,
+                            "-c", str(c), "-o", str(tmp_path / ("u%d.o" % i)), "-fopt-info-vec-optimized"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        if i == 0:
+            assert len(set(re.findall(r"u0\.c:(\d+):\d+: optimized: loop vectorized", r.stderr))) == 2, r.stderr
+        syms.append(subprocess.run([nm, str(tmp_path / ("u%d.o" % i))], capture_output=True, text=True).stdout)
+    undef = [ln for ln in syms[0].splitlines() if ln.split()[0] == "U" and "nd_zv" in ln]
+    assert not undef, undef
+    assert "nd_zv" not in syms[1]
+    if "haswell" in flags[0]:
+        assert "nd_zv" not in syms[0]
+    else:
+        for v in ("_ZGVeN8v_", "_ZGVdN4v_", "_ZGVcN4v_", "_ZGVbN2v_", ""):
+            assert re.search(r" t %snd_zv_log1p\n" % v, syms[0]), (v, syms[0])
