@@ -8,6 +8,12 @@
    scalar's slot does not defer to the proxy, it calls the ufunc, so numdyn
    computed ``np.add``'s answer: no warning, a silent wrap. ``np.add(...)``
    itself still does not warn.
+2. A reshape NumPy makes as a view of a computed array whose memory is not
+   in C order (``z = x.transpose(2, 0, 1) * 1.5`` is laid out as x, so
+   ``z.reshape(4, -1)`` merges dims adjacent in memory) was a copy: writes
+   through it reached ``z`` inside the function (the graph's view) but the
+   arrays handed back did not share memory, so a write after the call, or
+   ``np.shares_memory``, differed from NumPy.
 """
 import numpy as np
 import pytest
@@ -71,3 +77,57 @@ def test_numpy_scalar_left_in_captured_loop(backend):
     for n in (3, 3, 5):
         a = np.arange(n, dtype=np.int32) * 7 + 3
         check(scalar_left_in_a_loop, a, np.zeros(n, np.int32), compiled=cf, warnings=True)
+
+
+# --------------------- 2. reshape views of arrays laid out as their input
+
+def reshape_of_permuted_result(x):
+    z = np.transpose(x, (2, 0, 1)) * 1.5
+    w = z.reshape(z.shape[0], -1)
+    w[0, 0] = 99
+    w[:, 1] = -1
+    return z, w, np.shares_memory(z, w), w.strides, z.strides
+
+
+def reshape_of_argument(z):
+    w = z.reshape(z.shape[0], -1)
+    w[:, 1] = -1
+    return z, w, np.shares_memory(z, w), w.strides
+
+
+def reshapes_of_fortran_result(x):
+    z = x.T * 2.0
+    w = z.reshape(z.shape[0], -1)
+    v = z.reshape(-1, z.shape[-1])
+    v[0] = 5
+    y = z[1:].reshape(-1, z.shape[2])
+    return z, w, v, y, np.shares_memory(z, w), np.shares_memory(z, v), np.shares_memory(z, y)
+
+
+def returned_reshape(x):
+    z = np.transpose(x, (2, 0, 1)) * 1.5
+    return z, z.reshape(z.shape[0], -1)
+
+
+_rng = np.random.default_rng(0)
+_x3 = _rng.random((2, 3, 4))
+
+
+@pytest.mark.parametrize("x", [_x3, np.asfortranarray(_x3)])
+def test_reshape_of_permuted_result_is_a_view(backend, x):
+    check(reshape_of_permuted_result, x, backend=backend)
+    check(reshapes_of_fortran_result, x, backend=backend)
+
+
+@pytest.mark.parametrize("z", [_x3.transpose(2, 0, 1), np.asfortranarray(_x3)])
+def test_reshape_of_argument_is_a_view(backend, z):
+    check(reshape_of_argument, z, backend=backend)
+
+
+def test_returned_reshape_shares_memory(backend):
+    z, w = numdyn.compile(returned_reshape, backend=backend)(_x3.copy())
+    ez, ew = returned_reshape(_x3.copy())
+    w[0, 0] = ew[0, 0] = 99
+    np.testing.assert_array_equal(z, ez)
+    assert np.shares_memory(z, w)
+

@@ -157,6 +157,21 @@ PyObject *nd_proxy_view(PyObject *o, int ndim, const npy_intp *shape,
     return (PyObject *)p;
 }
 
+/* whether a map over storage s's C-order index is a strided view of the
+ * memory s's value has (C order, or per-dimension over its dims) */
+static int memory_expresses(nd_storage *s, int ndim, const npy_intp *shape, npy_intp off,
+                            const npy_intp *strides)
+{
+    npy_intp ms[ND_MAXDIMS], cs[ND_MAXDIMS];
+    if (nd__storage_memory_strides(s, ms)) return 1;  /* unknown: as before */
+    nd_c_strides(s->ndim, s->shape, cs);
+    int c_order = 1;
+    for (int d = 0; d < s->ndim; d++) c_order &= s->shape[d] <= 1 || ms[d] == cs[d];
+    if (c_order) return 1;
+    npy_intp start[ND_MAXDIMS], coef[ND_MAXDIMS][ND_MAXDIMS];
+    return !nd__decompose(s->ndim, s->shape, ndim, shape, off, strides, start, coef);
+}
+
 PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
 {
     NdProxy *b = nd__as_proxy(o);
@@ -172,6 +187,17 @@ PyObject *nd_proxy_reshape_view(PyObject *o, int ndim, const npy_intp *shape)
         int r = nd__rebase_memory(b->st);
         if (r <= 0) return NULL;
         if (!nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr)) return NULL;
+    } else if (!memory_expresses(b->st, ndim, shape, b->off, nstr)) {
+        /* a view over the storage's C-order index that crosses its dims
+         * where its memory is not in C order (z = x.transpose(2, 0, 1) * 2
+         * is laid out as x; z.reshape(4, -1) merges dims NumPy finds
+         * adjacent in memory): no strided view of the memory is that map,
+         * so the result would be a copy NumPy's view is not. Re-base the
+         * storage over its memory order, where NumPy's view is a map. */
+        int r = nd__rebase_memory(b->st);
+        if (r < 0) return NULL;
+        if (r > 0 && !nd_nocopy_reshape(b->ndim, b->shape, b->strides, ndim, shape, nstr))
+            return NULL;
     }
     NdProxy *p = (NdProxy *)nd__proxy_on(b->st, ndim, shape, b->off, nstr);
     if (p) {
