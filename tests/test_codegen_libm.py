@@ -163,7 +163,10 @@ def test_own_vector_math_inline(tmp_path):
     dis = "".join(subprocess.run([objdump, "-d", "--no-show-raw-insn", str(p)], capture_output=True,
                                  text=True).stdout for p in sos)
     calls = set(re.findall(r"call\s+\S+\s+<([^>@+]+)", dis))
-    assert not [c for c in calls if re.search(r"(^|_)(expf?|sinhf|coshf|tanhf|cbrtf?)(_u\d+)?$", c)], calls
+    # (numdyn's own AVX-512 exp, where the target has it, is called by its
+    # vector-ABI name: _ZGVeN8v_nd_zv_exp, tests/test_vmath_zv.py)
+    assert not [c for c in calls if re.search(r"(^|_)(expf?|sinhf|coshf|tanhf|cbrtf?)(_u\d+)?$", c)
+                and "nd_zv_" not in c], calls
     assert not re.search(r"vpmul(l|ud)q", dis)
     assert re.search(r"vfmadd\w*pd\s+%[yz]mm", dis) and re.search(r"vfmadd\w*ps\s+%[yz]mm", dis)
     # float32 logaddexp calls SLEEF's vector logf (its loop vectorized: a
