@@ -611,7 +611,8 @@ ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e420
  * cosh = e / 2 + 1 / (2 e). One exp core each; |x| capped at CAP (sinh
  * and cosh overflow just below it: exp|x| / 2 gives inf and "overflow"
  * there, and not earlier); a NaN passes the cap and the arithmetic. tanh = t / (t + 2), t = expm1(2|x|), |x| capped at TCAP (tanh
- * rounds to 1). x itself below TINY. float32's by the same forms in float
+ * rounds to 1; the cap by nd_tsel: its ?: left the loop scalar on AVX2,
+ * 3-6x slower). x itself below TINY. float32's by the same forms in float
  * (16 lanes): SLEEF's 3.5-ULP sinhf/coshf/tanhf ran 1.5-1.8x slower than
  * NumPy's loops. */
 #define ND_HYP(T, S, F, SMALL, CAP, TINY, HEMAX, TCAP, FMA, FABS, COPYSIGN) \
@@ -635,7 +636,7 @@ ND_INLINE T nd_cosh##F(T x) \
 ND_INLINE T nd_tanh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(2 * (__builtin_isgreater(ax, TCAP) ? TCAP : ax), &sc); \
+    T e = nd_expk_##S(2 * nd_tsel_##S(__builtin_isgreater(ax, TCAP), TCAP, ax), &sc); \
     T t = 4 * FMA(sc, e, sc - (T)0.25); \
     T r = COPYSIGN(t / (t + (T)2), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
@@ -843,25 +844,26 @@ ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-
 
 /* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
  * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and
- * one selected. x == y (equal infinities among them) never subtracts: no
+ * one selected (nd_tsel: with a plain ?: GCC kept control flow in the loop
+ * on AVX2, scalar, 2.5-5x slower). x == y (equal infinities among them) never subtracts: no
  * "invalid" from inf - inf, as in NumPy; a NaN operand compares as NumPy's
  * does (t > 0 signals invalid there too) and gives t. */
 #define ND_LOGADDEXP_V(T, S, EXPF, EXP2F, L1P) \
 ND_INLINE T nd_logaddexp_##S(T x, T y) \
 { \
     int same = x == y; \
-    T xs = same ? (T)0 : x, ys = same ? (T)0 : y, t = xs - ys; \
+    T xs = nd_tsel_##S(same, (T)0, x), ys = nd_tsel_##S(same, (T)0, y), t = xs - ys; \
     int pos = t > 0; \
-    T r = (pos ? xs : ys) + L1P(EXPF(pos ? -t : t)); \
+    T r = nd_tsel_##S(pos, xs, ys) + L1P(EXPF(nd_tsel_##S(pos, -t, t))); \
     r = nd_bsel_##S(t != t, t, r); \
     return nd_bsel_##S(same, x + (T)ND_LOGE2, r); \
 } \
 ND_INLINE T nd_logaddexp2_##S(T x, T y) \
 { \
     int same = x == y; \
-    T xs = same ? (T)0 : x, ys = same ? (T)0 : y, t = xs - ys; \
+    T xs = nd_tsel_##S(same, (T)0, x), ys = nd_tsel_##S(same, (T)0, y), t = xs - ys; \
     int pos = t > 0; \
-    T r = (pos ? xs : ys) + (T)ND_LOG2E * L1P(EXP2F(pos ? -t : t)); \
+    T r = nd_tsel_##S(pos, xs, ys) + (T)ND_LOG2E * L1P(EXP2F(nd_tsel_##S(pos, -t, t))); \
     r = nd_bsel_##S(t != t, t, r); \
     return nd_bsel_##S(same, x + (T)1, r); \
 }

@@ -288,10 +288,10 @@ def test_inverse_hyperbolics_float32_ulp():
 # the ISA is whatever -march=native finds, so each form must vectorize on
 # both (a select GCC turns into masked arithmetic vectorizes only where
 # AVX-512's mask registers exist: sinh/cosh/expm1 and the float32 inverse
-# hyperbolics' log core went scalar on AVX2 with it). Known still scalar on
-# AVX2, before and after: tanh and logaddexp/logaddexp2 (GCC keeps control
-# flow in their loops there; BENCHMARKS.md, session 19 vector math)
-AVX2_SCALAR = ("nd_tanh", "nd_logaddexp")
+# hyperbolics' log core went scalar on AVX2 with it). tanh and
+# logaddexp/logaddexp2 were scalar on AVX2 until their selects went
+# through nd_tsel (session 20): none is known scalar now
+AVX2_SCALAR = ()
 VM_CALLS = ["nd_exp{f}(v)", "nd_exp2{f}(v)", "nd_expm1{f}(v)", "nd_log1p{f}(v)", "nd_sinh{f}(v)",
             "nd_cosh{f}(v)", "nd_tanh{f}(v)", "nd_asinh{f}(v)", "nd_acosh{f}(v)", "nd_atanh{f}(v)",
             "nd_cbrt{f}(v)", "nd_logaddexp_{s}(v, v * 2)", "nd_logaddexp2_{s}(v, v * 2)"]
@@ -323,3 +323,4 @@ def test_vector_math_vectorizes_per_isa(tmp_path, march):
     known = AVX2_SCALAR if march == "haswell" else ()
     assert not [w for ln, w in lines.items() if ln not in done and not w.startswith(known)], r.stderr[-500:]
     assert len(done) >= len(lines) - (6 if known else 0)
+    assert not AVX2_SCALAR and done >= set(lines), sorted(w for ln, w in lines.items() if ln not in done)

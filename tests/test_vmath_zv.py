@@ -224,3 +224,62 @@ def test_variants_defined_per_isa(tmp_path, flags):
         for v in ("_ZGVeN8v_", "_ZGVdN4v_", "_ZGVcN4v_", "_ZGVbN2v_", ""):
             for fn in ("log1p", "exp2"):
                 assert re.search(r" t %snd_zv_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
+
+
+AVX2_FNS = [("tanh", "nd_tanh{f}(v)", 1), ("logaddexp", "nd_logaddexp_{s}(v, w)", 2),
+            ("logaddexp2", "nd_logaddexp2_{s}(v, w)", 2), ("log1p", "nd_log1p{f}(v)", 1),
+            ("exp2", "nd_exp2{f}(v)", 1), ("arcsinh", "nd_asinh{f}(v)", 1)]
+
+
+def test_avx2_build_against_numpy(tmp_path):
+    # the forms an AVX2-only target compiles (no ND_ZV; tanh and logaddexp
+    # vectorized through nd_tsel since session 20), built for haswell and
+    # run here when this CPU has AVX2 and FMA: special values and random
+    # operands against NumPy
+    import ctypes
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed")
+    out = subprocess.run([gcc, "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True,
+                         text=True).stdout
+    if "#define __AVX2__ 1" not in out or "#define __FMA__ 1" not in out:
+        pytest.skip("this CPU does not run AVX2 code")
+    src = ['#include "nd_kernel.h"']
+    for nm, call, _ in AVX2_FNS:
+        for T, f, s in (("double", "", "d"), ("float", "f", "f")):
+            src.append(f"void {nm}_{s}(const {T} *restrict x, const {T} *restrict y, {T} *restrict o, long n)\n"
+                       f"{{ for (long i = 0; i < n; i++) {{ {T} v = x[i], w = y[i]; o[i] = {call.format(f=f, s=s)}; }} }}")
+    c = tmp_path / "avx2.c"
+    c.write_text("\n".join(src) + "\n")
+    so = tmp_path / "avx2.so"
+    r = subprocess.run([gcc, "-O3", "-march=haswell", "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-fPIC",
+                        "-shared", "-I" + KDIR, str(c), "-o", str(so), "-lsleefgnuabi", "-lm",
+                        "-fopt-info-vec-optimized"], capture_output=True, text=True)
+    if r.returncode != 0 and "sleefgnuabi" in r.stderr:
+        pytest.skip("SLEEF is not installed")
+    assert r.returncode == 0, r.stderr
+    assert len(set(re.findall(r"avx2\.c:(\d+):\d+: optimized: loop vectorized", r.stderr))) == 2 * len(AVX2_FNS)
+    lib = ctypes.CDLL(str(so))
+    rng = np.random.default_rng(4)
+    sp = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 30.0, -30.0, 800.0, -800.0,
+          1e300, -1e300]
+    for dt in (np.float64, np.float32):
+        with np.errstate(all="ignore"):
+            a = np.concatenate([np.repeat(sp, len(sp)), rng.uniform(-40, 40, 4000), rng.uniform(-1, 1, 4000)]).astype(dt)
+            b = np.concatenate([np.tile(sp, len(sp)), rng.uniform(-40, 40, 4000), rng.uniform(-1, 1, 4000)]).astype(dt)
+        s = "d" if dt == np.float64 else "f"
+        eps = np.finfo(dt).eps
+        for nm, _, nin in AVX2_FNS:
+            o = np.empty_like(a)
+            getattr(lib, f"{nm}_{s}")(*(v.ctypes.data_as(ctypes.c_void_p) for v in (a, b, o)), ctypes.c_long(a.size))
+            with np.errstate(all="ignore"):
+                want = getattr(np, nm)(a, b) if nin == 2 else getattr(np, nm)(a)
+            assert np.array_equal(np.isnan(o), np.isnan(want)), (nm, dt)
+            inf = np.isinf(want)
+            assert np.array_equal(o[inf], want[inf]) and not np.isinf(o[~inf]).any(), (nm, dt)
+            z = want == 0
+            assert np.array_equal(o[z] == 0, z[z]) and np.array_equal(np.signbit(o[z]), np.signbit(want[z])), (nm, dt)
+            fin = np.isfinite(want) & ~z
+            # relative to the result, or to 1 where logaddexp cancels to near 0
+            err = np.abs(o[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1.0 if nin == 2 else 0.0)
+            assert err.max() <= 8 * eps, (nm, dt, err.max() / eps)
