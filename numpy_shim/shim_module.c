@@ -548,6 +548,26 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
      * nd_trace_fallback_call / nd_trace_record_break below */
     PyObject *arr = nd_trace_materialize(self, NULL);
     if (!arr) return NULL;
+    /* a NumPy scalar's method runs on the scalar (s.view(np.int64) of
+     * s = x.sum() is an np.int64, a new value): never on the 0-d array
+     * holding the proxy's value, which the result would alias or write */
+    int scalar = nd_proxy_is_scalar(self) && PyArray_Check(arr) && PyArray_NDIM((PyArrayObject *)arr) == 0;
+    if (scalar) {
+        PyObject *s = PyArray_Return((PyArrayObject *)arr);   /* steals arr */
+        if (!s) return NULL;
+        PyObject *r = NULL;
+        if (attribute_name(name)) {
+            if (!t || nd_trace_record_break(t, buf) == 0) r = PyObject_GetAttrString(s, name);
+        } else {
+            PyObject *meth = PyObject_GetAttrString(s, name);
+            PyObject *empty = args ? NULL : PyTuple_New(0);
+            if (meth && (args || empty)) r = nd_trace_fallback_call(meth, args ? args : empty, kwargs, buf);
+            Py_XDECREF(empty);
+            Py_XDECREF(meth);
+        }
+        Py_DECREF(s);
+        return r;
+    }
     if (attribute_name(name)) {
         PyObject *r = NULL;
         if (!t || nd_trace_record_break(t, buf) == 0) r = PyObject_GetAttrString(arr, name);

@@ -14,6 +14,10 @@
    through it reached ``z`` inside the function (the graph's view) but the
    arrays handed back did not share memory, so a write after the call, or
    ``np.shares_memory``, differed from NumPy.
+3. A method NumPy runs on a computed NumPy scalar that numdyn does not
+   trace (``s.view(np.int64)`` of ``s = x.sum()``) ran on the 0-d array
+   holding the scalar's value: the result was a 0-d array (NumPy: an
+   ``np.int64``) aliasing the scalar's storage.
 """
 import numpy as np
 import pytest
@@ -131,3 +135,23 @@ def test_returned_reshape_shares_memory(backend):
     np.testing.assert_array_equal(z, ez)
     assert np.shares_memory(z, w)
 
+
+# ---------------------------- 3. methods of a computed scalar NumPy runs
+
+def view_of_a_sum(x):
+    s = x.sum()
+    v = s.view(np.int64)
+    v += 1
+    w = x.max().view(np.uint64)
+    return s, v, w, s.view(), s.real, s.imag, s.base, s.T
+
+
+def view_of_a_scalar_product(a0):
+    s = a0 * 2                      # a 0-d array times 2: a NumPy scalar
+    return s, s.view(np.int64), a0
+
+
+@pytest.mark.parametrize("x", [np.arange(4.0), np.array([1.5, -2.0])])
+def test_dtype_view_of_a_computed_scalar_is_a_scalar(backend, x):
+    check(view_of_a_sum, x, backend=backend)
+    check(view_of_a_scalar_product, np.array(x[1]), backend=backend)
