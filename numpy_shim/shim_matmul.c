@@ -9,10 +9,25 @@
 
 /* sum(a * b) over two equal-length vectors as fused graph ops (conj_a:
  * vdot's conjugated first operand). Same dtype as np.dot: the multiply's
- * NEP-50 result; float16 accumulates in float32 like NumPy's dot. */
-static PyObject *vector_dot(nd_trace *t, const nd_xj_arr *a0, const nd_xj_arr *b0, int conj_a)
+ * NEP-50 result (float16: NumPy's own, below). */
+static PyObject *vector_dot(nd_trace *t, const char *path, const nd_xj_arr *a0,
+                            const nd_xj_arr *b0, int conj_a)
 {
     nd_xj_arr a = *a0, b = *b0;
+    int dts[2] = {a.dtype, b.dtype}, weak[2] = {0, 0}, loop[2], od;
+    PyObject *sv[2] = {NULL, NULL};
+    if (nd_shim_resolve_ufunc(ND_UF_MULTIPLY, 2, dts, weak, sv, loop, &od) < 0) return NULL;
+    if (od == NPY_HALF) {
+        /* NumPy's float16 dot (and matmul's loop) converts each element to
+         * float32, multiplies and sums there and rounds once: products in
+         * float16 overflow where NumPy's do not ([300, 300] . [300, -300]
+         * is 0, not nan), and its overflow warning names the function */
+        nd_ext_out o;
+        nd_ext_init1(&o, 1, 0, NULL);
+        o.dtype[0] = od;   /* not the probe's tiny arrays: vdot's sizes must agree */
+        nd_xj_arr ins[2] = {a, b};
+        return nd_ext_simple(t, path, 2, ins, 0, NULL, NULL, &o);
+    }
     npy_intp n = nd_xj_size(a.ndim, a.shape);
     if (nd_xj_reshape(t, &a, 1, &n) < 0 || nd_xj_reshape(t, &b, 1, &n) < 0) return NULL;
     if (conj_a && PyTypeNum_ISCOMPLEX(a.dtype)) {
@@ -21,14 +36,10 @@ static PyObject *vector_dot(nd_trace *t, const nd_xj_arr *a0, const nd_xj_arr *b
         a.id = nd_shim_node_ufunc(t, ND_UF_CONJUGATE, in, loop, a.dtype, 0);
         if (a.id == ND_NONE) return NULL;
     }
-    int dts[2] = {a.dtype, b.dtype}, weak[2] = {0, 0}, loop[2], od;
-    PyObject *sv[2] = {NULL, NULL};
-    if (nd_shim_resolve_ufunc(ND_UF_MULTIPLY, 2, dts, weak, sv, loop, &od) < 0) return NULL;
     nd_id in[2] = {a.id, b.id};
     nd_id p = nd_shim_node_ufunc(t, ND_UF_MULTIPLY, in, loop, od, 0);
     if (p == ND_NONE) return NULL;
-    int acc = od == NPY_HALF ? NPY_FLOAT : od;
-    nd_id r = nd_shim_node_reduce(t, ND_UF_ADD, p, 1, 0, acc, od, ND_NONE);
+    nd_id r = nd_shim_node_reduce(t, ND_UF_ADD, p, 1, 0, od, od, ND_NONE);
     return nd_shim_wrap(t, r, 1);
 }
 
@@ -42,7 +53,7 @@ static PyObject *matmul_impl(nd_trace *t, PyObject **argv)
     const nd_xj_arr *a = &in[0], *b = &in[1];
     if (a->ndim == 0 || b->ndim == 0) return nd_xj_numpy_error("matmul", P_MATMUL, argv);
     if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0] && (!argv[2] || argv[2] == Py_None))
-        return vector_dot(t, a, b, 0);
+        return vector_dot(t, "matmul", a, b, 0);
     npy_intp ka = a->shape[a->ndim - 1], kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
     int nd;
     npy_intp sh[ND_MAXDIMS + 2];
@@ -79,7 +90,7 @@ static PyObject *dot_like(nd_trace *t, PyObject **argv, const char *path, const 
     npy_intp sh[2 * ND_MAXDIMS];
     int nd = 0;
     if (a->ndim == 1 && b->ndim == 1 && a->shape[0] == b->shape[0])
-        return vector_dot(t, a, b, 0);
+        return vector_dot(t, path, a, b, 0);
     if (a->ndim == 0 || b->ndim == 0) {
         const nd_xj_arr *o = a->ndim == 0 ? b : a;
         nd = o->ndim;
@@ -110,7 +121,7 @@ static PyObject *vdot_impl(nd_trace *t, PyObject **argv)
     if (nd_xj_array2(t, argv, in)) return NULL;
     if (nd_xj_size(in[0].ndim, in[0].shape) != nd_xj_size(in[1].ndim, in[1].shape))
         return nd_xj_numpy_error("vdot", "a,b", argv);
-    return vector_dot(t, &in[0], &in[1], 1);
+    return vector_dot(t, "vdot", &in[0], &in[1], 1);
 }
 
 /* axes argument of tensordot -> lists; 0 ok, 1 not modelled/invalid */

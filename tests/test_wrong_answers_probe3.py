@@ -18,6 +18,11 @@
    trace (``s.view(np.int64)`` of ``s = x.sum()``) ran on the 0-d array
    holding the scalar's value: the result was a 0-d array (NumPy: an
    ``np.int64``) aliasing the scalar's storage.
+4. ``a @ b`` / ``np.dot`` / ``np.inner`` / ``np.vdot`` of float16 vectors
+   multiplied in float16 and summed in float32: NumPy converts each element
+   to float32, multiplies and sums there and rounds once, so
+   ``[300, 300] . [300, -300]`` is 0 under NumPy and was nan (inf - inf);
+   the overflow warning names matmul / dot, not multiply.
 """
 import numpy as np
 import pytest
@@ -155,3 +160,20 @@ def view_of_a_scalar_product(a0):
 def test_dtype_view_of_a_computed_scalar_is_a_scalar(backend, x):
     check(view_of_a_sum, x, backend=backend)
     check(view_of_a_scalar_product, np.array(x[1]), backend=backend)
+
+
+# --------------------------------------------- 4. float16 vector products
+
+def half_products(a, b):
+    return a @ b, np.matmul(a, b), np.dot(a, b), np.inner(a, b), np.vdot(a, b), a.dot(b)
+
+
+@pytest.mark.parametrize("a,b", [
+    (np.array([300, 300], np.float16), np.array([300, -300], np.float16)),  # f16 products overflow
+    (np.full(3, 60000, np.float16), np.full(3, 60000, np.float16)),         # the sum overflows
+    (np.full(1000, 0.1, np.float16), np.full(1000, 0.1, np.float16)),
+    (np.array([300, 300], np.float16), np.array([100, -100], np.int8)),
+])
+def test_float16_vector_products_accumulate_in_float32(backend, a, b):
+    check(half_products, a, b, backend=backend, warnings=True)
+    check(lambda a, b: np.vdot(a.reshape(1, -1), b[None]), a, b, backend=backend, warnings=True)
