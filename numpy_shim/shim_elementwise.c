@@ -366,8 +366,12 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
     if (nd_shim_operand(t, argv[0], &op)) return NULL;
     if (op.weak && (op.id = nd_shim_operand_node(t, &op, op.dtype)) == ND_NONE) return NULL;
     int dt = op.dtype;
-    if (argv[1] && PyObject_IsTrue(argv[1]) == 0 && !nd_proxy_check(argv[0]))
+    int nocopy = argv[1] ? PyObject_IsTrue(argv[1]) == 0 : 0;
+    if (nocopy && !nd_proxy_check(argv[0]))
         return nd_shim_unsupported("numpy.nan_to_num(copy=False) of a non-lazy array");
+    /* np.array(x, copy=False) first: a NumPy scalar (s = x.sum()) has no
+     * array to write into, never its own storage */
+    if (nocopy && nd_proxy_is_scalar(argv[0])) return nd_err_copy_unavoidable();
     nd_id x = op.id;
     if (PyTypeNum_ISCOMPLEX(dt)) {
         /* each part replaced separately: NumPy's own nan_to_num inside the
@@ -415,10 +419,12 @@ static PyObject *nan_to_num_impl(nd_trace *t, PyObject **argv)
         x = nd_shim_node_reshape(t, x, op.ndim, op.shape);
     }
     if (x == ND_NONE) return NULL;
-    if (argv[1] && PyObject_IsTrue(argv[1]) == 0) {
+    if (nocopy) {
         if (nd_proxy_write(argv[0], x) < 0) return NULL;
-        Py_INCREF(argv[0]);
-        return argv[0];
+        if (op.ndim) return Py_NewRef(argv[0]);
+        /* a 0-d array is written, and x[()] -- a NumPy scalar -- returned */
+        nd_id v = nd_proxy_read(argv[0]);
+        return v == ND_NONE ? NULL : nd_shim_wrap(t, v, 1);
     }
     /* NumPy returns a NumPy scalar for any 0-d input; the copy keeps a's order */
     return nd_shim_wrap_k(t, x, op.ndim == 0, 1, argv, 0);

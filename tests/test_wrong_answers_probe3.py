@@ -23,6 +23,10 @@
    to float32, multiplies and sums there and rounds once, so
    ``[300, 300] . [300, -300]`` is 0 under NumPy and was nan (inf - inf);
    the overflow warning names matmul / dot, not multiply.
+5. ``np.nan_to_num(s, copy=False)`` of a computed NumPy scalar wrote the
+   scalar's storage (``s`` changed from inf to 1.8e308) where NumPy's
+   ``np.array(s, copy=False)`` raises ValueError; of a 0-d array it returned
+   the array where NumPy returns ``x[()]``, a NumPy scalar.
 """
 import numpy as np
 import pytest
@@ -177,3 +181,42 @@ def half_products(a, b):
 def test_float16_vector_products_accumulate_in_float32(backend, a, b):
     check(half_products, a, b, backend=backend, warnings=True)
     check(lambda a, b: np.vdot(a.reshape(1, -1), b[None]), a, b, backend=backend, warnings=True)
+
+
+# --------------------------------------------- 5. nan_to_num(copy=False)
+
+def nan_to_num_of_a_computed_scalar(x):
+    s = x.sum() / 0
+    try:
+        r = np.nan_to_num(s, copy=False)
+    except ValueError as e:
+        r = str(e)
+    t = x[0] * np.inf
+    try:
+        np.nan_to_num(t, copy=0)
+    except ValueError:
+        pass
+    return s, r, t, np.nan_to_num(s)
+
+
+def nan_to_num_of_a_0d_array(a):
+    b = a * np.inf
+    r = np.nan_to_num(b, copy=False)
+    r2 = np.nan_to_num(a, copy=False, nan=-1.0)
+    return a, b, r, r2
+
+
+def nan_to_num_in_place(x):
+    y = x * np.inf
+    r = np.nan_to_num(y, copy=False, nan=-1.0, posinf=5)
+    t = y[1:]
+    np.nan_to_num(t, copy=False)
+    return y, t, r is y
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nan_to_num_copy_false(backend):
+    check(nan_to_num_of_a_computed_scalar, np.arange(3.0), backend=backend)
+    check(nan_to_num_of_a_0d_array, np.array(np.nan), backend=backend)
+    check(nan_to_num_of_a_0d_array, np.array(-1.0), backend=backend)
+    check(nan_to_num_in_place, np.array([0.0, 1.0, -1.0]), backend=backend)
