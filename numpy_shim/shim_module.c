@@ -606,6 +606,21 @@ PyObject *nd_shim_method(const char *name, PyObject *self, PyObject *args, PyObj
                  "NumPy runs it on the memmap", name);
         return method_fallback(name, self, args, kwargs, buf);
     }
+    if (t && nd_proxy_is_scalar(self) && strcmp(name, "byteswap") != 0 &&
+        (mutating_method(name) || strcmp(name, "resize") == 0)) {
+        /* a NumPy scalar is immutable: its s.fill(1), s.sort(), s.put(...)
+         * run on a new 0-d array of its value, leaving s as it was (its
+         * byteswap(True) raises: the shim's own) */
+        PyObject *c = nd_shim_method("copy", self, NULL, NULL);
+        if (!c) return NULL;
+        PyObject *r = NULL;
+        if (nd_proxy_is_scalar(c))
+            PyErr_SetString(PyExc_SystemError, "numdyn shim: the copy of a scalar is a scalar");
+        else
+            r = nd_shim_method(name, c, args, kwargs);
+        Py_DECREF(c);
+        return r;
+    }
     if (t && strcmp(name, "resize") == 0) {
         PyObject *empty = args ? NULL : PyTuple_New(0);
         PyObject *r = (args || empty) ? nd_trace_resize(self, args ? args : empty, kwargs) : NULL;

@@ -27,6 +27,9 @@
    scalar's storage (``s`` changed from inf to 1.8e308) where NumPy's
    ``np.array(s, copy=False)`` raises ValueError; of a 0-d array it returned
    the array where NumPy returns ``x[()]``, a NumPy scalar.
+6. A computed NumPy scalar's mutating methods (``s.fill(1)``,
+   ``s.put(0, 5)``, ``s.resize(1)``) wrote the scalar's storage: NumPy runs
+   them on a new 0-d array of its value, and ``s`` stays as it was.
 """
 import numpy as np
 import pytest
@@ -220,3 +223,26 @@ def test_nan_to_num_copy_false(backend):
     check(nan_to_num_of_a_0d_array, np.array(np.nan), backend=backend)
     check(nan_to_num_of_a_0d_array, np.array(-1.0), backend=backend)
     check(nan_to_num_in_place, np.array([0.0, 1.0, -1.0]), backend=backend)
+
+
+# -------------------------- 6. a computed scalar's mutating methods
+
+def mutating_methods_of_a_scalar(x):
+    s = x.max()
+    t = x.sum()
+    u = x[0] * 1
+    r = [s.fill(1), t.put(0, 5), u.resize(1)]
+    try:
+        s.sort()
+    except Exception as e:
+        r.append(type(e).__name__)
+    try:
+        t.byteswap(True)
+    except ValueError as e:
+        r.append(str(e))
+    return s, t, u, r
+
+
+@pytest.mark.parametrize("x", [np.arange(4.0), np.arange(1, 5, dtype=np.int32)])
+def test_mutating_methods_leave_a_computed_scalar(backend, x):
+    check(mutating_methods_of_a_scalar, x, backend=backend)
