@@ -991,6 +991,10 @@ PyObject *nd_shim_ufunc_at(nd_trace *t, PyObject *ufunc, PyObject *args, PyObjec
         Py_DECREF(at);
         return r;
     }
+    if (nd_proxy_is_scalar(self)) {   /* a NumPy scalar, not an array */
+        PyErr_SetString(PyExc_TypeError, "first operand must be array");
+        return NULL;
+    }
     int uf = nd_ufunc_lookup(ufunc);
     int nin = nd_ufunc_nin(uf);
     if ((nin == 2) != (n == 3) || nd_ufunc_nout(uf) != 1) goto fallback;
@@ -1244,6 +1248,17 @@ static PyObject *put_impl(nd_trace *t, PyObject **argv)
     static const char *P = "a,ind,v|mode";
     PyObject *self = argv[0];
     if (!nd_proxy_check(self)) return nd_shim_unsupported("numpy.put into a non-lazy array");
+    if (nd_proxy_is_scalar(self)) {
+        /* np.put(s, ...) of a NumPy scalar is s.put(...): it puts into a
+         * new 0-d array of its value, s stays as it was */
+        PyObject *c = nd_shim_method("copy", self, NULL, NULL), *r = NULL;
+        if (c && !nd_proxy_is_scalar(c)) {
+            PyObject *cargv[4] = {c, argv[1], argv[2], argv[3]};
+            r = put_impl(t, cargv);
+        }
+        Py_XDECREF(c);
+        return r;
+    }
     int mode, r;
     if ((r = mode_arg(argv[3], &mode))) return r < 0 ? NULL : nd_xj_numpy_error("put", P, argv);
     int sdim = nd_proxy_ndim(self), dtype = nd_proxy_dtype(self);

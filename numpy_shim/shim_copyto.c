@@ -71,10 +71,19 @@ static int numpy_accepts(PyObject *dst, PyObject *src, PyObject *casting, PyObje
 static PyObject *copyto_impl(nd_trace *t, PyObject **argv)
 {
     PyObject *dst = argv[0], *src = argv[1], *casting = argv[2], *where = argv[3];
+    if (nd_proxy_check(dst) && nd_proxy_is_scalar(dst)) {
+        /* a NumPy scalar the function computed is no array to copy into */
+        PyObject *tp = PyArray_TypeObjectFromType(nd_proxy_dtype(dst));
+        if (tp)
+            PyErr_Format(PyExc_TypeError, "copyto() argument 1 must be a numpy.ndarray, not %.100s",
+                         ((PyTypeObject *)tp)->tp_name);
+        Py_XDECREF(tp);
+        return NULL;
+    }
     if (!nd_proxy_check(dst) || !nd_proxy_live(dst)) {
         if (!PyArray_Check(dst)) {
             PyErr_Format(PyExc_TypeError,
-                         "copyto() argument 1 must be numpy.ndarray, not %.100s",
+                         "copyto() argument 1 must be a numpy.ndarray, not %.100s",
                          Py_TYPE(dst)->tp_name);
             return NULL;
         }

@@ -30,6 +30,11 @@
 6. A computed NumPy scalar's mutating methods (``s.fill(1)``,
    ``s.put(0, 5)``, ``s.resize(1)``) wrote the scalar's storage: NumPy runs
    them on a new 0-d array of its value, and ``s`` stays as it was.
+7. ``np.copyto(s, v)`` and ``np.put(s, i, v)`` of a computed NumPy scalar
+   wrote it: NumPy's copyto raises TypeError ("... must be a numpy.ndarray,
+   not numpy.float64"; the message lacked "a"), np.put runs the scalar's
+   put on a new 0-d array; ``np.add.at(s, ...)`` raises "first operand must
+   be array" (numdyn raised IndexError).
 """
 import numpy as np
 import pytest
@@ -246,3 +251,22 @@ def mutating_methods_of_a_scalar(x):
 @pytest.mark.parametrize("x", [np.arange(4.0), np.arange(1, 5, dtype=np.int32)])
 def test_mutating_methods_leave_a_computed_scalar(backend, x):
     check(mutating_methods_of_a_scalar, x, backend=backend)
+
+
+# ------------------------- 7. NumPy functions given a computed scalar
+
+def functions_writing_a_computed_scalar(x):
+    s = x.sum()
+    r = []
+    for f in (lambda: np.copyto(s, 1.0), lambda: np.put(s, 0, 5), lambda: np.add.at(s, 0, 1),
+              lambda: np.copyto([1.0], x[:1]), lambda: np.put(s, 3, 5)):
+        try:
+            r.append(f())
+        except Exception as e:
+            r.append(type(e).__name__ + ": " + str(e))
+    return s, r
+
+
+def test_numpy_functions_leave_a_computed_scalar(backend):
+    check(functions_writing_a_computed_scalar, np.arange(3.0), backend=backend)
+    check(functions_writing_a_computed_scalar, np.arange(3, dtype=np.int16), backend=backend)
