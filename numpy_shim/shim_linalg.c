@@ -332,6 +332,27 @@ static PyObject *svd_norm(nd_trace *t, PyObject *x, const nd_xj_arr *a, const in
     return m;
 }
 
+/* NumPy's norm of a whole array (ord None, or 2 of a vector, no axis) is
+ * sqrt(x.ravel().dot(x.ravel())): a float16 dot multiplies and sums in
+ * float32 and rounds once (its overflow warning names dot), not the sum of
+ * float16 squares */
+static PyObject *half_whole_norm(PyObject *x, int ndim, int keepdims)
+{
+    PyObject *flat = PyObject_CallMethod(x, "ravel", NULL);
+    PyObject *sq = flat ? PyObject_CallMethod(flat, "dot", "O", flat) : NULL;
+    PyObject *r = sq ? nd_shim_ufunc1(ND_UF_SQRT, sq) : NULL;
+    Py_XDECREF(flat);
+    Py_XDECREF(sq);
+    if (r && keepdims) {
+        PyObject *ones = PyTuple_New(ndim);
+        for (int d = 0; ones && d < ndim; d++) PyTuple_SET_ITEM(ones, d, PyLong_FromLong(1));
+        PyObject *k = ones ? PyObject_CallMethod(r, "reshape", "O", ones) : NULL;
+        Py_XDECREF(ones);
+        Py_SETREF(r, k);
+    }
+    return r;
+}
+
 static PyObject *norm_impl(nd_trace *t, PyObject **argv)
 {
     static const char *P = "x|ord,axis,keepdims";
@@ -364,6 +385,17 @@ static PyObject *norm_impl(nd_trace *t, PyObject **argv)
         naxes = (int)k;
     }
     PyObject *res = NULL, *absx = NULL, *tmp = NULL, *axis_obj = axis;
+    int whole = !ordo ||
+                (a.ndim == 1 && (PyLong_CheckExact(ordo) || PyFloat_CheckExact(ordo)) &&
+                 PyFloat_AsDouble(ordo) == 2.0) ||
+                (a.ndim == 2 && PyUnicode_Check(ordo) &&
+                 (PyUnicode_CompareWithASCIIString(ordo, "fro") == 0 ||
+                  PyUnicode_CompareWithASCIIString(ordo, "f") == 0));
+    if (PyErr_Occurred()) { Py_DECREF(x); return NULL; }
+    if (a.dtype == NPY_HALF && !axis && whole) {
+        res = half_whole_norm(x, a.ndim, keepdims);
+        goto done;
+    }
     if (!ordo && !axis) {
         /* sqrt(sum(|x|^2)) over everything; keepdims keeps every dim */
         absx = nd_shim_ufunc1(ND_UF_ABSOLUTE, x);

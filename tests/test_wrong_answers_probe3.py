@@ -35,6 +35,10 @@
    not numpy.float64"; the message lacked "a"), np.put runs the scalar's
    put on a new 0-d array; ``np.add.at(s, ...)`` raises "first operand must
    be array" (numdyn raised IndexError).
+8. ``np.linalg.norm`` of a whole float16 array (no axis; ord None, 2 of a
+   vector, 'fro') is NumPy's ``sqrt(x.dot(x))``, a float32 dot rounded
+   once: numdyn summed float16 squares and warned "overflow encountered in
+   cast" where NumPy's names dot.
 """
 import numpy as np
 import pytest
@@ -270,3 +274,21 @@ def functions_writing_a_computed_scalar(x):
 def test_numpy_functions_leave_a_computed_scalar(backend):
     check(functions_writing_a_computed_scalar, np.arange(3.0), backend=backend)
     check(functions_writing_a_computed_scalar, np.arange(3, dtype=np.int16), backend=backend)
+
+
+# ------------------------------------- 8. float16 norm of a whole array
+
+def half_whole_norms(a):
+    r = [np.linalg.norm(a), np.linalg.norm(a, keepdims=True)]
+    if a.ndim == 1:
+        r += [np.linalg.norm(a, 2), np.linalg.norm(a, 2.0)]
+    else:
+        r += [np.linalg.norm(a, "fro"), np.linalg.norm(a, "f", keepdims=True)]
+    return r
+
+
+@pytest.mark.parametrize("a", [np.array([60000, 60000, -60000], np.float16),
+                               np.full(1000, 0.1, np.float16), np.full((2, 2), 300, np.float16),
+                               np.arange(6, dtype=np.float16).reshape(3, 2)])
+def test_float16_norm_is_a_float32_dot(backend, a):
+    check(half_whole_norms, a, backend=backend, warnings=True)
