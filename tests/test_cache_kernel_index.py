@@ -162,3 +162,46 @@ def test_refused_index_or_unit_costs_a_compile_never_a_load(tmp_path, how):
     # what compiled now is indexed again: the other batching loads it
     r2 = run(d, True)
     assert r2["kernels_compiled"] == 0 and r2["disk_cache_hits"] >= 1
+
+
+def h(a, b, c):
+    # f's kernels and a kernel of its own (c's shape fuses with nothing of f's)
+    return (*f(a, b), np.cumsum(c, axis=0) * 3.0)
+
+
+def new_part(c):
+    return np.cumsum(c, axis=0) * 3.0
+
+
+def test_batched_unit_compiles_only_its_kernels_not_cached(tmp_path, monkeypatch):
+    # waited-for compiles batch a program's kernels into a few units: the
+    # kernels of one the index holds load from their units, only the others
+    # compile (a unit with one new kernel compiled its cached ones again)
+    monkeypatch.setattr(numdyn.config, "compile_budget", float("inf"))
+    monkeypatch.setattr(numdyn.config, "background_compile", False)
+    a = np.linspace(-1, 1, 600).reshape(30, 20)
+    b = np.cos(a)
+    c = np.arange(21.0).reshape(7, 3)
+
+    def compiled(fn, *args):
+        before = dict(utils.counters)
+        r = numdyn.compile(fn, backend="native")(*args)
+        check(r if isinstance(r, tuple) else (r,), fn(*args) if isinstance(r, tuple) else (fn(*args),))
+        return {k: v - before[k] for k, v in utils.counters.items()}
+
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "alone"))
+    utils.reset()
+    k_new = compiled(new_part, c)["kernels_compiled"]
+    assert k_new >= 1
+    monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / "cache"))
+    utils.reset()
+    k_f = compiled(f, a, b)["kernels_compiled"]
+    assert k_f >= 2
+    utils.reset()
+    d = compiled(h, a, b, c)
+    assert d["kernels_compiled"] == k_new, (d, k_f, k_new)
+    assert d["disk_cache_hits"] >= 1
+    # and the kernels now compiled are indexed too: nothing compiles again
+    utils.reset()
+    assert compiled(h, a, b, c)["kernels_compiled"] == 0
+    utils.reset()

@@ -74,6 +74,54 @@ static int pend_still(uint64_t key)
     return i >= 0 && pend[i].stamp == nd_disk_progress();
 }
 
+/* a kernel's symbol, and the hash of its whole text (the disk cache's
+ * kernel index: the same text means the same kernel in any unit -- kernel
+ * texts define one function each, nothing the next kernel of a unit could
+ * see) */
+static void kernel_sym(char name[40], const nd_kernel *k)
+{
+    snprintf(name, 40, "ndk_%016llx", (unsigned long long)k->hash);
+}
+
+static uint64_t kernel_key(const nd_sb *text, uint64_t ident)
+{
+    return nd_fnv64(text->p, text->n, ND_FNV_INIT ^ ident);
+}
+
+/* Batched compiles: the kernels of todo[0..nnew) the disk cache's index
+ * holds registered from the units holding them, the rest left first in
+ * todo: their number, or -1 with an exception. Only those are then grouped
+ * into units -- a unit with one kernel not cached compiled all its kernels
+ * again (the fuzz harness's 32-program batches after 4-program replays of
+ * the same programs: 15.4 s CPU where 8.8 s compile the batch alone). */
+static int take_indexed(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts)
+{
+    char (*names)[40] = PyMem_Calloc((size_t)nnew, sizeof *names);
+    const char **syms = PyMem_Calloc((size_t)nnew, sizeof *syms);
+    uint64_t *kkeys = PyMem_Calloc((size_t)nnew, sizeof *kkeys);
+    void **addrs = PyMem_Calloc((size_t)nnew, sizeof *addrs);
+    int rc = -1, left = 0;
+    if (!names || !syms || !kkeys || !addrs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t ident = nd_cc_identity();
+    for (int j = 0; j < nnew; j++) {
+        kernel_sym(names[j], todo[j]);
+        syms[j] = names[j];
+        kkeys[j] = kernel_key(&texts[todo[j] - p->kerns], ident);
+    }
+    if (nd_disk_load_indexed(nnew, kkeys, syms, addrs) < 0) goto done;
+    for (int j = 0; j < nnew; j++) {
+        if (!addrs[j]) todo[left++] = todo[j];
+        else if (nd_kcache_put(todo[j]->hash, (nd_kfn)addrs[j]) < 0) goto done;
+    }
+    rc = left;
+done:
+    PyMem_Free(names); PyMem_Free(syms); PyMem_Free(kkeys); PyMem_Free(addrs);
+    return rc;
+}
+
 /* The kernels todo[0..nnew) of p, compiled: split into up to nd_cc_jobs()
  * translation units of about equal text (a program of 19 kernels waited
  * for one compiler process; now the cores share it), each unit cached on
@@ -82,6 +130,11 @@ static int pend_still(uint64_t key)
  * with an exception. */
 static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts)
 {
+    if (!nd_backend_frozen && !background() && nnew > 1) {
+        /* units of several kernels: compile only the kernels not cached
+         * (a unit a kernel, in the background, is found by its own text) */
+        if ((nnew = take_indexed(p, todo, nnew, texts)) <= 0) return nnew;
+    }
     int nu = nd_cc_jobs();
     /* a unit pays the compiler's start-up and the header: not for tiny ones */
     size_t total = 0;
@@ -120,7 +173,7 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
         for (int v = 1; v < nu; v++) if (load[v] < load[u]) u = v;
         unit_of[j] = u;
         load[u] += texts[todo[j] - p->kerns].n;
-        snprintf(names[j], sizeof names[j], "ndk_%016llx", (unsigned long long)todo[j]->hash);
+        kernel_sym(names[j], todo[j]);
     }
     uint64_t ident = nd_cc_identity();
     int ns = 0;
@@ -135,10 +188,7 @@ static int compile_units(nd_program *p, nd_kernel **todo, int nnew, nd_sb *texts
             const nd_sb *t = &texts[todo[j] - p->kerns];
             nd_sb_puts(&src[u], "\n");
             nd_sb_puts(&src[u], t->p);
-            /* the whole definition: the same text means the same kernel in
-             * any unit (kernel texts define one function each, nothing the
-             * next kernel of a unit could see) */
-            kkeys[ns] = nd_fnv64(t->p, t->n, ND_FNV_INIT ^ ident);
+            kkeys[ns] = kernel_key(t, ident);
             sym_of[j] = ns;
             syms[ns++] = names[j];
             units[u].nsyms++;

@@ -439,36 +439,66 @@ static int index_get(int dfd, uint64_t kname, char *base)
     return 1;
 }
 
+/* Each kernel s of n whose text the index names: addrs[s] its address in
+ * the cached unit holding it (loaded only through try_load's checks), NULL
+ * where not indexed or its unit does not load; *first one of the handles
+ * loaded, *nloaded the units loaded. The number found; with all set, it
+ * stops at the first not found. */
+static int load_indexed(int dfd, int n, const uint64_t *kkeys, const char *const *syms,
+                        void **addrs, int all, void **first, int *nloaded)
+{
+    uint64_t ident = nd_cc_identity();
+    char seen[16][17];
+    void *seenh[16];
+    int nseen = 0, found = 0;
+    *first = NULL;
+    *nloaded = 0;
+    for (int s = 0; s < n; s++) {
+        char base[17];
+        void *h = NULL;
+        addrs[s] = NULL;
+        if (index_get(dfd, index_name(ident, kkeys[s]), base)) {
+            for (int b = 0; b < nseen && !h; b++)
+                if (!strcmp(seen[b], base)) h = seenh[b];
+            if (!h && (h = try_load(dfd, base, &syms[s], 1)) && ++*nloaded && nseen < 16) {
+                memcpy(seen[nseen], base, 17);
+                seenh[nseen++] = h;
+            }
+        }
+        if (h) addrs[s] = dlsym(h, syms[s]);
+        if (!addrs[s]) {
+            if (all) return found;
+            continue;
+        }
+        found++;
+        if (!*first) *first = h;
+    }
+    return found;
+}
+
 /* Unit u assembled from the cached units holding its kernels: 1 with
  * u->addrs filled and *handle one of those units, 0 when a kernel is not
  * indexed or its unit does not load (the caller compiles u). */
 static int from_index(int dfd, const nd_disk_unit *u, void **handle)
 {
     if (!u->kkeys || !u->addrs || u->nsyms < 1) return 0;
-    uint64_t ident = nd_cc_identity();
-    char seen[16][17];
-    void *seenh[16], *first = NULL;
-    int nseen = 0;
-    for (int s = 0; s < u->nsyms; s++) {
-        char base[17];
-        if (!index_get(dfd, index_name(ident, u->kkeys[s]), base)) return 0;
-        void *h = NULL;
-        for (int b = 0; b < nseen && !h; b++)
-            if (!strcmp(seen[b], base)) h = seenh[b];
-        if (!h) {
-            if (!(h = try_load(dfd, base, &u->syms[s], 1))) return 0;
-            if (nseen < 16) {
-                memcpy(seen[nseen], base, 17);
-                seenh[nseen++] = h;
-            }
-        }
-        void *a = dlsym(h, u->syms[s]);
-        if (!a) return 0;
-        u->addrs[s] = a;
-        if (!first) first = h;
-    }
-    *handle = first;
-    return 1;
+    int nloaded;
+    return load_indexed(dfd, u->nsyms, u->kkeys, u->syms, u->addrs, 1, handle, &nloaded) == u->nsyms;
+}
+
+int nd_disk_load_indexed(int n, const uint64_t *kkeys, const char *const *syms, void **addrs)
+{
+    for (int s = 0; s < n; s++) addrs[s] = NULL;
+    nd_omp_defaults(0);
+    char given[PATH_MAX], resolved[PATH_MAX];
+    if (cache_path(given, sizeof given) < 0) return -1;
+    int dfd = open_checked_dir(given, resolved);
+    if (dfd < 0) return -1;
+    void *first;
+    int nloaded, found = load_indexed(dfd, n, kkeys, syms, addrs, 0, &first, &nloaded);
+    close(dfd);
+    nd_counter_add(ND_CTR_DISK_CACHE_HITS, nloaded);  /* one a unit, as a unit's own load */
+    return found;
 }
 
 /* libgomp reads its settings once, when the first library that needs it

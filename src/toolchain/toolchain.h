@@ -87,6 +87,14 @@ typedef struct {
     void **addrs;
 } nd_disk_unit;
 int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles);
+/* Each of n kernels (kkeys[s]: the hash of its whole text, as in
+ * nd_disk_unit; syms[s] its symbol) that the kernel index names loaded from
+ * the cached unit holding it, through the same checks as any unit: addrs[s]
+ * its address, or NULL (not indexed, or its unit refused). The number
+ * found, or -1 with an exception (the cache directory unusable). A program
+ * batching its kernels compiles only those not found: a unit with one new
+ * kernel no longer compiles its other kernels again. */
+int nd_disk_load_indexed(int n, const uint64_t *kkeys, const char *const *syms, void **addrs);
 /* Per thread: nonzero makes nd_disk_load_or_build_many load only -- a unit
  * not in the cache is left with a NULL handle, no error (frozen mode). */
 extern _Thread_local int nd_disk_load_only;
