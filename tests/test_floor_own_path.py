@@ -299,12 +299,14 @@ def test_loop_run_in_c_is_never_replayed_away():
 
 
 # ------------------------- a flush's value written in place by the next flush
-def test_lu_pivoting_writes_a_in_place():
-    # bench's LU with partial pivoting flushes twice per column (the pivot's
-    # `if p != k`); each flush's SETITEMs on A copied the whole of A (the
-    # value of the flush before) before writing their regions: 43% of the
-    # own path. A value nothing reads again is given to the run, which
+def test_lu_pivoting_writes_a_in_place(monkeypatch):
+    # bench's LU with partial pivoting, traced (loop capture now runs its
+    # loop as C: tests/test_floor_rowswap.py), flushes twice per column (the
+    # pivot's `if p != k`); each flush's SETITEMs on A copied the whole of A
+    # (the value of the flush before) before writing their regions: 43% of
+    # the own path. A value nothing reads again is given to the run, which
     # writes into it: one copy per call (A.copy() itself) is left.
+    monkeypatch.setattr(numdyn.config, "loop_capture", False)
     rng = np.random.default_rng(11)
     n = 12
     cf = numdyn.compile(R.lu_partial_pivot, options=OWN)

@@ -1135,6 +1135,20 @@ static Py_ssize_t tuple_store_size(PyObject *s)
     return m;
 }
 
+/* a name of the region's own for value k of statement s (prefix: its kind) */
+static int temp_var(pctx *c, PyObject *s, const char *prefix, Py_ssize_t k)
+{
+    PyObject *co = attr(s, "col_offset");
+    long col = co ? PyLong_AsLong(co) : -1;
+    Py_XDECREF(co);
+    if (col < 0) { PyErr_Clear(); col = 0; }
+    PyObject *name = PyUnicode_FromFormat("__numdyn_%s_%d_%ld_%zd", prefix, line_of(s), col, k);
+    if (!name || PySet_Add(c->locals, name) < 0) { Py_XDECREF(name); return -1; }
+    int tv = var_of(c, name);
+    Py_DECREF(name);
+    return tv;
+}
+
 /* Python evaluates the values left to right, then assigns the targets left
  * to right, each target's subscript when its turn comes: the same as each
  * value assigned to a name of its own, then each target from its name (an
@@ -1147,15 +1161,8 @@ static int tuple_store(pctx *c, PyObject *s, Py_ssize_t m, nd_ln **out)
     int tmp[64];
     if (!ve) goto done;
     if (m > 64) { refuse(c, s, "a tuple assignment of more than 64 values"); goto done; }
-    PyObject *co = attr(s, "col_offset");
-    long col = co ? PyLong_AsLong(co) : -1;
-    Py_XDECREF(co);
-    if (col < 0) { PyErr_Clear(); col = 0; }
     for (Py_ssize_t k = 0; k < m; k++) {
-        PyObject *name = PyUnicode_FromFormat("__numdyn_tuple_%d_%ld_%zd", line, col, k);
-        if (!name || PySet_Add(c->locals, name) < 0) { Py_XDECREF(name); goto done; }
-        int tv = var_of(c, name);
-        Py_DECREF(name);
+        int tv = temp_var(c, s, "tuple", k);
         nd_ln *x = tv >= 0 ? expr(c, PyList_GET_ITEM(ve, k)) : NULL;
         if (!x || !(out[k] = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) goto done;
         c->ir->vflags[tv] |= VF_ASSIGNED;
@@ -1183,6 +1190,187 @@ done:
     return rc;
 }
 
+/* A[[i0, i1, ...], rest] = A[[j0, j1, ...], rest] (NumPy's row or element
+ * swap by lists of indices: `A[[k, p], :] = A[[p, k], :]`, `perm[[k, p]] =
+ * perm[[p, k]]`): one array, the same rest of the subscript on both sides,
+ * and the i's a permutation of the j's (compared as ast.dump text). NumPy
+ * gathers every j row into a new array (each index checked), then writes
+ * row i_r from its row r. So: each j row copied (+x, positive: a copy of
+ * its dtype; bool has no positive, and such a loop runs in Python) into a
+ * name of its own, then each i row stored from it, in order (a repeated
+ * index: the last one wins, as NumPy's). Every i is among the j's, so every
+ * index was checked before the first store, and the shapes are the same:
+ * no store happens where NumPy raises. The subscripts are parsed as ast
+ * Subscripts built here. */
+typedef struct { PyObject *base, *list, *rest; } listsub;   /* Name, [elts], [elts] */
+
+static void listsub_clear(listsub *q) { Py_CLEAR(q->base); Py_CLEAR(q->list); Py_CLEAR(q->rest); }
+
+/* 1: s is a Subscript of a name whose first index is a list display */
+static int list_subscript(PyObject *s, listsub *q)
+{
+    memset(q, 0, sizeof *q);
+    if (!IS(s, "Subscript")) return 0;
+    PyObject *sl = attr(s, "slice");
+    if (!sl) return -1;
+    int r = 0;
+    if (IS(sl, "List")) {
+        q->list = attr(sl, "elts");
+        q->rest = PyList_New(0);
+    } else if (IS(sl, "Tuple")) {
+        PyObject *el = attr(sl, "elts");
+        if (el && PyList_GET_SIZE(el) > 1 && IS(PyList_GET_ITEM(el, 0), "List")) {
+            q->list = attr(PyList_GET_ITEM(el, 0), "elts");
+            q->rest = PyList_GetSlice(el, 1, PyList_GET_SIZE(el));
+        }
+        Py_XDECREF(el);
+    }
+    Py_DECREF(sl);
+    if (q->list && q->rest && (q->base = attr(s, "value")) && IS(q->base, "Name")) r = 1;
+    if (r != 1) listsub_clear(q);
+    return PyErr_Occurred() ? -1 : r;
+}
+
+static PyObject *ast_fn(const char *name)
+{
+    PyObject *m = PyImport_ImportModule("ast");
+    PyObject *f = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    return f;
+}
+
+/* whether a and b dump to the same text (ast.dump) */
+static int same_ast(PyObject *a, PyObject *b)
+{
+    static PyObject *dump;
+    if (!dump && !(dump = ast_fn("dump"))) return -1;
+    PyObject *da = PyObject_CallOneArg(dump, a), *db = da ? PyObject_CallOneArg(dump, b) : NULL;
+    int r = db ? PyObject_RichCompareBool(da, db, Py_EQ) : -1;
+    Py_XDECREF(da);
+    Py_XDECREF(db);
+    return r;
+}
+
+static Py_ssize_t perm_store_size(PyObject *s)
+{
+    if (!IS(s, "Assign")) return 0;
+    PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+    listsub t = {0}, w = {0};
+    Py_ssize_t m = 0;
+    if (!v || PyList_GET_SIZE(ts) != 1 || list_subscript(PyList_GET_ITEM(ts, 0), &t) != 1 ||
+        list_subscript(v, &w) != 1)
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(t.list), nr = PyList_GET_SIZE(t.rest);
+    if (n < 1 || n > 16 || n != PyList_GET_SIZE(w.list) || nr != PyList_GET_SIZE(w.rest)) goto done;
+    PyObject *ti = attr(t.base, "id"), *wi = ti ? attr(w.base, "id") : NULL;
+    int eq = wi ? PyObject_RichCompareBool(ti, wi, Py_EQ) : 0;
+    Py_XDECREF(ti);
+    Py_XDECREF(wi);
+    if (eq != 1) goto done;
+    for (Py_ssize_t k = 0; k < nr; k++)
+        if (same_ast(PyList_GET_ITEM(t.rest, k), PyList_GET_ITEM(w.rest, k)) != 1) goto done;
+    char used[16] = {0};
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *ik = PyList_GET_ITEM(t.list, k);
+        if (IS(ik, "Starred")) goto done;
+        Py_ssize_t j = 0;
+        for (; j < n; j++)
+            if (!used[j] && same_ast(ik, PyList_GET_ITEM(w.list, j)) == 1) break;
+        if (j == n) goto done;
+        used[j] = 1;
+    }
+    m = n;
+done:
+    listsub_clear(&t);
+    listsub_clear(&w);
+    Py_XDECREF(ts);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return m;
+}
+
+/* ast.Subscript(q.base, (idx, *q.rest)) at the place of `at` */
+static PyObject *row_subscript(listsub *q, PyObject *idx, PyObject *at)
+{
+    static PyObject *sub_t, *tup_t, *load, *copy_loc;
+    if (!sub_t) {
+        PyObject *lt = ast_fn("Load");
+        if (!lt || !(load = PyObject_CallNoArgs(lt)) || !(sub_t = ast_fn("Subscript")) || !(tup_t = ast_fn("Tuple")) ||
+            !(copy_loc = ast_fn("copy_location"))) {
+            Py_XDECREF(lt);
+            Py_CLEAR(sub_t);
+            return NULL;
+        }
+        Py_DECREF(lt);
+    }
+    PyObject *sl = NULL, *r = NULL, *kw = NULL, *args = PyTuple_New(0);
+    Py_ssize_t nr = PyList_GET_SIZE(q->rest);
+    if (!args) return NULL;
+    if (!nr) {
+        sl = Py_NewRef(idx);
+    } else {
+        PyObject *el = PyList_New(0);
+        if (el && PyList_Append(el, idx) == 0) {
+            for (Py_ssize_t k = 0; k < nr; k++)
+                if (PyList_Append(el, PyList_GET_ITEM(q->rest, k)) < 0) Py_CLEAR(el);
+        } else {
+            Py_CLEAR(el);
+        }
+        if (el && (kw = Py_BuildValue("{s:O,s:O}", "elts", el, "ctx", load))) sl = PyObject_Call(tup_t, args, kw);
+        Py_XDECREF(el);
+        Py_CLEAR(kw);
+        if (sl && !(r = PyObject_CallFunctionObjArgs(copy_loc, sl, at, NULL))) Py_CLEAR(sl);
+        Py_CLEAR(r);
+    }
+    if (sl && (kw = Py_BuildValue("{s:O,s:O,s:O}", "value", q->base, "slice", sl, "ctx", load))) {
+        PyObject *n = PyObject_Call(sub_t, args, kw);
+        if (n) r = PyObject_CallFunctionObjArgs(copy_loc, n, at, NULL);
+        Py_XDECREF(n);
+    }
+    Py_XDECREF(sl);
+    Py_XDECREF(kw);
+    Py_DECREF(args);
+    return r;
+}
+
+static int perm_store(pctx *c, PyObject *s, Py_ssize_t m, nd_ln **out)
+{
+    int line = line_of(s), rc = -1, tmp[16];
+    PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+    PyObject *tn = v ? PyList_GET_ITEM(ts, 0) : NULL;
+    listsub t = {0}, w = {0};
+    if (!tn || list_subscript(tn, &t) != 1 || list_subscript(v, &w) != 1) goto done;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int tv = temp_var(c, s, "rows", k);
+        PyObject *sub = tv >= 0 ? row_subscript(&w, PyList_GET_ITEM(w.list, k), v) : NULL;
+        nd_ln *x = sub ? expr(c, sub) : NULL, *pos = x ? nd_lir_node(c->ir, LK_UN, line, 1) : NULL;
+        Py_XDECREF(sub);
+        if (!pos || !(out[k] = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) goto done;
+        pos->op = LO_POS;
+        pos->kid[0] = x;
+        c->ir->vflags[tv] |= VF_ASSIGNED;
+        out[k]->var = tmp[k] = tv;
+        out[k]->kid[0] = pos;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *sub = row_subscript(&t, PyList_GET_ITEM(t.list, k), tn);
+        nd_ln *x = sub ? var_node(c, tmp[k], line) : NULL, *r = NULL;
+        int av;
+        if (x && (r = elem(c, sub, LK_STORE, &av))) c->ir->vflags[av] |= VF_STORED;
+        Py_XDECREF(sub);
+        if (!r) goto done;
+        r->kid[0] = x;
+        out[m + k] = r;
+    }
+    rc = 0;
+done:
+    listsub_clear(&t);
+    listsub_clear(&w);
+    Py_XDECREF(ts);
+    Py_XDECREF(v);
+    return rc;
+}
+
 static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
 {
     Py_ssize_t n = PyList_GET_SIZE(list), total = 0;
@@ -1190,17 +1378,22 @@ static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
     *out = NULL;
     if (!n) return 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t m = tuple_store_size(PyList_GET_ITEM(list, k));
+        PyObject *s = PyList_GET_ITEM(list, k);
+        Py_ssize_t m = tuple_store_size(s);
+        if (!m) m = perm_store_size(s);
         total += m ? 2 * m : 1;
     }
     if (!(*out = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)total))) return -1;
     Py_ssize_t j = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *s = PyList_GET_ITEM(list, k);
-        Py_ssize_t m = tuple_store_size(s);
+        Py_ssize_t m = tuple_store_size(s), mp = m ? 0 : perm_store_size(s);
         if (m) {
             if (tuple_store(c, s, m, *out + j) < 0) return -1;
             j += 2 * m;
+        } else if (mp) {
+            if (perm_store(c, s, mp, *out + j) < 0) return -1;
+            j += 2 * mp;
         } else if (!((*out)[j++] = stmt(c, s))) {
             return -1;
         }
