@@ -44,6 +44,23 @@ def swap_cols_of_rows(A, j):
     return A
 
 
+def copy_swap(A, idx):
+    # the other spelling of the pivot's swap: rows copied by .copy()
+    for i in range(len(idx)):
+        A[i], A[idx[i]] = A[idx[i]].copy(), A[i].copy()
+    return A
+
+
+def copy_parts(A):
+    s = 0.0
+    for i in range(A.shape[0] - 2):
+        r = A[i + 1, 1:].copy()          # a name given a new 1-D array
+        A[i, 1:] = r * 2.0
+        A[i:i + 2, :2] = A[i + 1:i + 3, 1:3].copy()
+        s += A[i, 0].copy()
+    return A, s, r
+
+
 def not_a_permutation(A):
     for i in range(A.shape[0] - 1):
         A[[i, i + 1]] = A[[i + 1, i + 1]]
@@ -80,6 +97,12 @@ RNG = np.random.default_rng(13)
     (swap_rows, (np.arange(6.0), np.array([5, 3, 0, 1, 4, 2]))),
     (swap_rows, (np.arange(6, dtype=np.int8), np.array([5, 3, 0, 1, 4, 2]))),
     (swap_rows, (np.arange(6.0), np.array([5, 3, 9, 1, 4, 2]))),   # IndexError at i = 2
+    (copy_swap, (np.arange(20.0).reshape(5, 4), np.array([3, 1, 4, 0, 2]))),
+    (copy_swap, (np.arange(20, dtype=np.int16).reshape(5, 4), np.array([3, 1, 7, 0, 2]))),
+    (copy_swap, ((np.arange(20) % 3 == 0).reshape(5, 4), np.array([3, 1, 4, 0, 2]))),
+    (copy_swap, (np.arange(6.0), np.array([5, 3, 0, 1, 4, 2]))),
+    (copy_parts, (np.arange(30.0).reshape(6, 5),)),
+    (copy_parts, (np.arange(30, dtype=np.int32).reshape(6, 5),)),
     (not_a_permutation, (np.arange(12.0).reshape(4, 3),)),
     (two_arrays, (np.arange(12.0).reshape(4, 3), np.arange(12.0, 24.0).reshape(4, 3))),
     (bool_list, (np.arange(6.0).reshape(2, 3), True, False)),     # a boolean mask, as NumPy
@@ -94,6 +117,8 @@ def test_rowswap_values(fn, args):
     (rotate3, (np.arange(24.0).reshape(6, 4),)),
     (swap_cols_of_rows, (np.arange(12).reshape(4, 3), 2)),
     (swap_rows, (np.arange(6.0), np.array([5, 3, 0, 1, 4, 2]))),
+    (copy_swap, (np.arange(20.0).reshape(5, 4), np.array([3, 1, 4, 0, 2]))),
+    (copy_parts, (np.arange(30.0).reshape(6, 5),)),
 ])
 def test_rowswap_is_captured_and_runs_as_c(fn, args):
     c = numdyn.utils.counters

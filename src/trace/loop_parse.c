@@ -464,6 +464,19 @@ static nd_ln *call(pctx *c, PyObject *e)
                 Py_DECREF(mv);
                 goto done;
             }
+            if (as && na == 0 && !strcmp(as, "copy") && IS(mv, "Subscript")) {
+                /* A[p].copy(), A[i, lo:hi].copy(), a[i].copy(): a new array (or
+                 * scalar) of the part's dtype and values, which is +part
+                 * (np.positive; bool has none: the loop runs in Python). The
+                 * row swap A[i], A[p] = A[p].copy(), A[i].copy() */
+                if ((r = nd_lir_node(c->ir, LK_UN, line, 1))) {
+                    r->op = LO_POS;
+                    if (!(r->kid[0] = expr(c, mv))) r = NULL;
+                }
+                Py_DECREF(an);
+                Py_DECREF(mv);
+                goto done;
+            }
             refuse(c, e, "a method call");
         }
         Py_DECREF(mv);
