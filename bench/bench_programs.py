@@ -159,6 +159,7 @@ def program_cases(quick=False):
     n = 48 if Q else 200
     A = rng.standard_normal((n, n))
     add(f"LU partial pivoting n={n}", P.lu_partial_pivot, lambda A=A: (A,), 1e-8, cat)
+    add(f"LU partial pivoting, row copies n={n}", P.lu_partial_pivot_rows, lambda A=A: (A,), 1e-8, cat)
     m, n = (40, 12) if Q else (200, 50)
     A = rng.standard_normal((m, n))
     add(f"QR modified Gram-Schmidt {m}x{n}", P.qr_gram_schmidt, lambda A=A: (A,), 1e-8, cat)

@@ -65,6 +65,22 @@ def lu_partial_pivot(A):
     return perm, A
 
 
+def lu_partial_pivot_rows(A):
+    """LU with partial pivoting as often written for numba: rows swapped by
+    copies (a row with itself when it is the pivot), the multipliers in a
+    vector of their own, then the rank-1 update."""
+    U = A.astype(np.float64)
+    piv = np.arange(len(U))
+    for j in range(len(U) - 1):
+        r = np.argmax(np.abs(U[j:, j])) + j
+        U[j], U[r] = U[r].copy(), U[j].copy()
+        piv[j], piv[r] = piv[r], piv[j]
+        mult = U[j + 1:, j] / U[j, j]
+        U[j + 1:, j] = mult
+        U[j + 1:, j + 1:] -= np.outer(mult, U[j, j + 1:])
+    return piv, U
+
+
 def qr_gram_schmidt(A):
     """QR by modified Gram-Schmidt, column by column."""
     m, n = A.shape

@@ -329,7 +329,9 @@ def list_index_errors(a, b):
     return a[[0, i]]
 
 
-def test_row_swaps_by_list_of_lazy_ints():
+def test_row_swaps_by_list_of_lazy_ints(monkeypatch):
+    # traced: loop capture runs this loop as C (tests/test_floor_rowswap.py)
+    monkeypatch.setattr(numdyn.config, "loop_capture", False)
     A = np.random.default_rng(5).standard_normal((12, 12))
     check(lu_pivot, A, backend="native")
     # only the pivot branch syncs: one break per column, none at the swaps
