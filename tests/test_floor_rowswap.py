@@ -61,6 +61,32 @@ def copy_parts(A):
     return A, s, r
 
 
+def swap_3d(A):
+    # rows of a 3-D array are 2-D: not a value a name can hold (Python runs it)
+    for k in range(A.shape[0] - 1):
+        A[[k, k + 1]] = A[[k + 1, k]]
+    return A
+
+
+def array_in_list(a, idx):
+    # a list holding an index array: NumPy's own rules (Python runs it)
+    for i in range(2):
+        a[[i, idx]] = a[[idx, i]]
+    return a
+
+
+def one_row(A):
+    for k in range(A.shape[0]):
+        A[[k]] = A[[k]] * 1
+    return A
+
+
+def shifted(A, s):
+    for k in range(A.shape[0] - 1):
+        A[[k, k + s], 1:3] = A[[k + s, k], 1:3]
+    return A
+
+
 def not_a_permutation(A):
     for i in range(A.shape[0] - 1):
         A[[i, i + 1]] = A[[i + 1, i + 1]]
@@ -103,6 +129,12 @@ RNG = np.random.default_rng(13)
     (copy_swap, (np.arange(6.0), np.array([5, 3, 0, 1, 4, 2]))),
     (copy_parts, (np.arange(30.0).reshape(6, 5),)),
     (copy_parts, (np.arange(30, dtype=np.int32).reshape(6, 5),)),
+    (swap_3d, (np.arange(24.0).reshape(4, 3, 2),)),
+    (array_in_list, (np.arange(6.0), np.array([3, 4]))),
+    (one_row, (np.arange(6.0).reshape(3, 2),)),
+    (shifted, (np.arange(20.0).reshape(5, 4), 1)),
+    (shifted, (np.arange(20.0).reshape(5, 4), -1)),     # A[[0, -1]]: NumPy's wrap
+    (shifted, (np.arange(20.0).reshape(5, 4), 5)),      # IndexError, nothing stored
     (not_a_permutation, (np.arange(12.0).reshape(4, 3),)),
     (two_arrays, (np.arange(12.0).reshape(4, 3), np.arange(12.0, 24.0).reshape(4, 3))),
     (bool_list, (np.arange(6.0).reshape(2, 3), True, False)),     # a boolean mask, as NumPy
@@ -119,6 +151,7 @@ def test_rowswap_values(fn, args):
     (swap_rows, (np.arange(6.0), np.array([5, 3, 0, 1, 4, 2]))),
     (copy_swap, (np.arange(20.0).reshape(5, 4), np.array([3, 1, 4, 0, 2]))),
     (copy_parts, (np.arange(30.0).reshape(6, 5),)),
+    (shifted, (np.arange(20.0).reshape(5, 4), -1)),
 ])
 def test_rowswap_is_captured_and_runs_as_c(fn, args):
     c = numdyn.utils.counters
