@@ -637,8 +637,6 @@ def test_short_axes(be):
 def test_error_unsupported_op_names_it():
     with pytest.raises(NotImplementedError, match="complex values in the scan: power"):
         numdyn.grad(lambda x: np.sum(np.abs(np.power.accumulate(x * (1 + 1j)))))(r(4) + 2)
-    with pytest.raises(NotImplementedError, match="complex values in the ufunc: maximum"):
-        numdyn.grad(lambda x: np.sum(np.abs(np.maximum(x * 1j, 0))))(r(4))
     x = r(4)  # complex intermediates are differentiated (test_autodiff_complex.py)
     np.testing.assert_allclose(numdyn.grad(lambda x: np.sum(np.abs(x * 1j)))(x), np.sign(x))
 

@@ -17,7 +17,7 @@
 static PyObject *F_matmul, *F_dot, *F_einsum, *F_tensordot, *F_inv, *F_det, *F_slogdet,
     *F_solve, *F_cholesky, *F_sort, *F_argsort, *F_bincount, *F_eigh, *F_eigvalsh, *F_svd, *F_qr,
     *F_eig, *F_eigvals, *F_inner, *F_multi_dot, *F_matrix_power, *F_median, *F_quantile,
-    *F_percentile, *F_pinv, *F_convolve, *F_correlate, *F_interp, *F_lstsq;
+    *F_percentile, *F_pinv, *F_convolve, *F_correlate, *F_interp, *F_lstsq, *F_partition;
 /* numpy.fft: c2c (fft, ifft, fft2, ifft2, fftn, ifftn), r2c (rfft*), c2r (irfft*),
  * then hfft (irfft of the conjugate) and ihfft (the conjugate of rfft) */
 #define ND_NFFT 14
@@ -445,8 +445,11 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         case ND_UF_ARCSIN: case ND_UF_ARCCOS: case ND_UF_ARCTAN: case ND_UF_SINH:
         case ND_UF_COSH: case ND_UF_TANH: case ND_UF_ARCSINH: case ND_UF_ARCCOSH:
         case ND_UF_ARCTANH:
+        /* NumPy orders complex values lexicographically: the winner's
+         * cotangent, a tie's halved, by equality as for real values */
+        case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN:
             break;
-        case ND_UF_SIGN:
+        case ND_UF_SIGN: case ND_UF_RINT:  /* zero almost everywhere */
             return 0;
         case ND_UF_CONJUGATE:
             return acc(A, a, U1(ND_UF_CONJUGATE, c));
@@ -611,8 +614,8 @@ static int rule_reduce(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         gx = expand(g, c, f, &x);
         break;
     case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
-        if (iscplx(L)) return not_impl("complex values in the reduction", nd_ufunc_name(f->sub));
-        /* ties share the cotangent evenly (JAX) */
+        /* ties share the cotangent evenly (JAX); complex values by NumPy's
+         * lexicographic order, the same equality test */
         nd_id eq = uf(g, ND_UF_EQUAL, xi, expand(g, i, f, &x), L);
         nd_id cnt = red(g, ND_UF_ADD, cast(g, eq, L), f->axes, keep, L);
         /* mask * v as a select by the bool mask (v * 0 where it is false:
@@ -893,6 +896,22 @@ static nd_id flat_index(nd_graph *g, nd_id along, int axis, int ndim, const npy_
         acc_ = d == 0 ? term : uf(g, ND_UF_ADD, acc_, term, NPY_INT64);
     }
     return acc_;
+}
+
+/* src[..., idx[..., k, ...], ...] along axis (idx of src's shape): a
+ * GATHER of dtype dt */
+static nd_id gather_along(nd_graph *g, nd_id src, nd_id idx, int axis, int dt)
+{
+    if (BAD(src) || BAD(idx)) return ND_NONE;
+    nd_node x = *NODE(g, idx);
+    nd_id flat = flat_index(g, idx, axis, x.ndim, x.shape);
+    if (BAD(flat)) return ND_NONE;
+    nd_node n;
+    nd_node_init(&n, ND_OP_GATHER, dt, x.ndim, x.shape);
+    n.nin = 2;
+    n.in[0] = src;
+    n.in[1] = flat;
+    return add(g, &n);
 }
 
 /* bincount-based scatter-add of v (any shape) at flat indices idx (same
@@ -1952,7 +1971,8 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         cx = f->extra[k] >= 0 && A->dep[f->extra[k]] && iscplx(NODE(g, f->extra[k])->dtype);
     if (cx && fn != F_matmul && fn != F_dot && fn != F_einsum && fn != F_tensordot && fn != F_inv &&
         fn != F_det && fn != F_solve && fn != F_slogdet && fn != F_eigh && fn != F_eigvalsh &&
-        fn != F_svd && fn != F_qr && fn != F_lstsq) {
+        fn != F_svd && fn != F_qr && fn != F_lstsq && fn != F_cholesky && fn != F_sort &&
+        fn != F_partition) {
         /* the decompositions' rules take conjugates this sweep does not: refused */
         PyObject *nm = PyObject_GetAttrString(fn, "__name__");
         const char *s = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
@@ -2028,40 +2048,50 @@ static int rule_extern(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         return rule_qr(A, i, f, c);
     }
     if (fn == F_cholesky) {
+        /* torch's rule (adjoint convention: on conj(c), the result
+         * conjugated; autodiff.h), T = tril(L^H gL):
+         *   gA = L^-H (T + tril(T, -1)^H) / 2 L^-1
+         * of a real matrix the symmetric gradient (JAX's) */
         if (kw_given(f)) return not_impl("cholesky", "upper=True");
         nd_node *ln = NODE(g, i);
         int nd = ln->ndim;
         npy_intp sq[2] = {ln->shape[nd - 2], ln->shape[nd - 1]};
         nd_id r = index_node(g, 2, sq, 0), q = index_node(g, 2, sq, 1);
-        nd_id mask = where(g, uf(g, ND_UF_GREATER, r, q, NPY_INT64), S(1),
-                           where(g, uf(g, ND_UF_EQUAL, r, q, NPY_INT64), S(0.5), S(0), L), L);
+        nd_id T = where(g, uf(g, ND_UF_GREATER_EQUAL, r, q, NPY_INT64),
+                        mm(g, ctr(g, i), cj(g, c)), S(0), L);
+        nd_id Phi = MUL(ADD(T, ctr(g, where(g, eye_mask(g, sq[0], 1), T, S(0), L))), S(0.5));
         nd_id Linv = inv(g, i);
-        nd_id phi = MUL(mm(g, swap_last(g, i), c), mask);
-        nd_id gA = mm(g, mm(g, swap_last(g, Linv), phi), Linv);
-        return acc(A, a, MUL(ADD(gA, swap_last(g, gA)), S(0.5)));
+        return acc(A, a, cj(g, mm(g, mm(g, ctr(g, Linv), Phi), Linv)));
     }
-    if (fn == F_sort) {
+    if (fn == F_sort || fn == F_partition) {
+        /* values move: a's element k goes to the output position j(k) and
+         * takes its cotangent, g_a = c[j]. Stable argsorts of a (pa) and
+         * of the output (po) list the same values in the same order, so
+         * j = po[argsort(pa)] (for sort po is the identity): partition's
+         * own arrangement, whatever selection algorithm NumPy ran; tied
+         * values share the order of the stable sort (a complex array's
+         * order is NumPy's lexicographic one) */
         PyObject *tmpl = PyTuple_GET_ITEM(f->attrs, 0);
-        PyObject *ax = PyTuple_GET_SIZE(tmpl) > 1 ? PyTuple_GET_ITEM(tmpl, 1) : Py_None;
-        if (!PyLong_Check(ax)) return not_impl("sort", "axis=None");
+        int ai = fn == F_sort ? 1 : 2;
+        PyObject *ax = PyTuple_GET_SIZE(tmpl) > ai ? PyTuple_GET_ITEM(tmpl, ai) : Py_None;
+        const char *nm = fn == F_sort ? "sort" : "partition";
+        if (!PyLong_Check(ax)) return not_impl(nm, "axis=None");
         nd_node x = *NODE(g, a);
         long axis = PyLong_AsLong(ax);
         if (axis < 0) axis += x.ndim;
-        if (axis < 0 || axis >= x.ndim) return not_impl("sort", "this axis");
+        if (axis < 0 || axis >= x.ndim) return not_impl(nm, "this axis");
         PyObject *extra[2] = {ax, NULL};
         extra[1] = PyUnicode_FromString("stable");
         if (!extra[1]) return -1;
         nd_id perm = ext(g, F_argsort, tmpl_of(1, 2, extra), 1, &a, NPY_INT64, x.ndim, x.shape);
         nd_id rank = ext(g, F_argsort, tmpl_of(1, 2, extra), 1, &perm, NPY_INT64, x.ndim, x.shape);
+        nd_id po = fn == F_partition
+                   ? ext(g, F_argsort, tmpl_of(1, 2, extra), 1, &i, NPY_INT64, x.ndim, x.shape)
+                   : ND_NONE;
         Py_DECREF(extra[1]);
-        nd_id flat = flat_index(g, rank, (int)axis, x.ndim, x.shape);
-        if (BAD(flat) || BAD(c)) return -1;
-        nd_node n;
-        nd_node_init(&n, ND_OP_GATHER, L, x.ndim, x.shape);
-        n.nin = 2;
-        n.in[0] = c;
-        n.in[1] = flat;
-        return acc(A, a, add(g, &n));
+        if (BAD(rank) || BAD(c) || (fn == F_partition && BAD(po))) return -1;
+        if (fn == F_partition) rank = gather_along(g, po, rank, (int)axis, NPY_INT64);
+        return acc(A, a, gather_along(g, c, rank, (int)axis, L));
     }
     if (is_cfunc(fn, "scatter") && f->nextra == 3) {
         /* base.flat[idx] = vals, the last write to an index winning */
@@ -2399,7 +2429,7 @@ int nd_autodiff_init(void)
         {&F_multi_dot, "linalg.multi_dot"}, {&F_matrix_power, "linalg.matrix_power"},
         {&F_median, "median"}, {&F_quantile, "quantile"}, {&F_percentile, "percentile"},
         {&F_pinv, "linalg.pinv"}, {&F_convolve, "convolve"}, {&F_correlate, "correlate"},
-        {&F_interp, "interp"}, {&F_lstsq, "linalg.lstsq"},
+        {&F_interp, "interp"}, {&F_lstsq, "linalg.lstsq"}, {&F_partition, "partition"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
         if (!*t[k].slot && !(*t[k].slot = np_attr(np, t[k].path))) { Py_DECREF(np); return -1; }

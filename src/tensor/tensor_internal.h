@@ -136,5 +136,5 @@ int nd_tape_init(PyObject *module);
 /* 0 inside numdyn.no_grad(), else 1 */
 int nd_tape_grad_enabled(void);
 /* backward() of a Tensor: gradients into the leaves' .grad */
-PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad);
+PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad, int retain);
 #endif

@@ -40,6 +40,7 @@ typedef struct {
      * shapes); all NULL for a node backward() replays */
     PyObject *pull, *positions, *fwd;
     int kind;
+    char freed;         /* a backward() without retain_graph went through it */
 } NdTapeNode;
 
 static PyTypeObject NdTapeNode_Type;
@@ -173,6 +174,7 @@ static int record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, Py
     n->positions = Py_XNewRef(positions);
     n->fwd = Py_XNewRef(fwd);
     n->kind = kind;
+    n->freed = 0;
     PyObject_GC_Track(n);
     if ((kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) || note_versions(n, args, 0) < 0 ||
         (n->kwargs && note_versions(n, n->kwargs, 0) < 0)) {
@@ -744,6 +746,50 @@ done:
 
 /* ------------------------------------------------------------ backward */
 
+/* torch frees what a backward saved unless retain_graph=True, and a later
+ * backward through a node that saved a value raises; nodes whose backward
+ * reads no forward value (sums, views, indexing, additions: torch's
+ * AddBackward, SumBackward, ...) go through again. 1: this node's
+ * backward reads saved values (a wrap_numpy vjp's residuals always) */
+static int node_saves(const NdTapeNode *n)
+{
+    static const char *linear[] = {
+        "add", "sub", "iadd", "isub", "neg", "pos", "getitem", "subtract", "negative",
+        "positive", "sum", "mean", "reshape", "transpose", "ravel", "flatten", "squeeze",
+        "expand_dims", "swapaxes", "moveaxis", "concatenate", "stack", "hstack", "vstack",
+        "broadcast_to", "cumsum", "copy", "diagonal", "trace", "real", "imag", "T", "mT",
+        "__getitem__", "__add__", "__radd__", "__sub__", "__rsub__", "__neg__", "__pos__",
+        "_setitem_copy", "view", "clone", NULL};
+    if (n->pull) return 1;
+    PyObject *name = PyUnicode_Check(n->func) ? Py_NewRef(n->func)
+                                              : PyObject_GetAttrString(n->func, "__name__");
+    if (!name) { PyErr_Clear(); return 1; }
+    const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (!s) PyErr_Clear();
+    int saves = 1;
+    for (int k = 0; s && linear[k] && saves; k++) saves = strcmp(s, linear[k]) != 0;
+    Py_DECREF(name);
+    return saves;
+}
+
+static int check_not_freed(PyObject *order)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
+        NdTapeNode *n = (NdTapeNode *)PyList_GET_ITEM(order, i);
+        if (n->freed && node_saves(n)) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Trying to backward through the graph a second time (or directly "
+                            "access saved tensors after they have already been freed). Saved "
+                            "intermediate values of the graph are freed when you call "
+                            ".backward() or autograd.grad(). Specify retain_graph=True if you "
+                            "need to backward through the graph a second time or if you need "
+                            "to access saved tensors after calling backward.");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int accumulate(PyObject *leaf, PyObject *g, int conj)
 {
     NdTensor *t = ND_TENSOR(leaf);
@@ -1004,7 +1050,16 @@ done:
     return rc;
 }
 
-PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
+/* a backward done: without retain_graph its nodes are freed (steals order) */
+static PyObject *done_backward(PyObject *order, int retain)
+{
+    for (Py_ssize_t i = 0; !retain && i < PyList_GET_SIZE(order); i++)
+        ((NdTapeNode *)PyList_GET_ITEM(order, i))->freed = 1;
+    Py_DECREF(order);
+    Py_RETURN_NONE;
+}
+
+PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
 {
     NdTensor *t = ND_TENSOR(self);
     if (!t->requires_grad) {
@@ -1053,6 +1108,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         if (rc < 0) return NULL;
         Py_RETURN_NONE;
     }
+    PyObject *order = NULL;  /* the tape's nodes, marked freed when done */
     if (!vjp_entry) {
         vjp_entry = PyObject_GetAttrString(module_ref, "_vjp");
         if (!vjp_entry) {
@@ -1068,7 +1124,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
         /* a tape with a node whose forward ran as a vjp: the sweep */
         builder cb = {PyList_New(0), PyDict_New(), NULL, NULL, NULL, NULL};
         int has = -1;
-        if (cb.order && cb.index && collect(&cb, t->node) == 0) {
+        if (cb.order && cb.index && collect(&cb, t->node) == 0 && check_not_freed(cb.order) == 0) {
             has = 0;
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cb.order) && !has; i++)
                 has = ((NdTapeNode *)PyList_GET_ITEM(cb.order, i))->pull != NULL;
@@ -1084,17 +1140,18 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
             }
             if (has == 1 && sweep(self, g, cb.order) < 0) has = -1;
         }
+        if (has >= 0) order = Py_NewRef(cb.order);
         Py_XDECREF(cb.order);
         Py_XDECREF(cb.index);
         if (has != 0) {
             Py_XDECREF(g);
             if (has < 0) return NULL;
-            Py_RETURN_NONE;
+            return done_backward(order, retain);
         }
     }
     PyObject *params = NULL, *leaves = NULL;
     PyObject *prog = build_program(self, &params, &leaves);
-    if (!prog) { Py_DECREF(g); return NULL; }
+    if (!prog) { Py_DECREF(g); Py_XDECREF(order); return NULL; }
     PyObject *res = NULL;
     Py_ssize_t nleaves = PyList_GET_SIZE(leaves);
     if (nleaves == 0) {
@@ -1151,8 +1208,9 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad)
             goto done;
         }
     Py_DECREF(grads);
-    res = Py_NewRef(Py_None);
+    res = done_backward(Py_NewRef(order), retain);
 done:
+    Py_XDECREF(order);
     Py_DECREF(prog);
     Py_DECREF(params);
     Py_DECREF(leaves);

@@ -952,9 +952,8 @@ static PyObject *t_dlpack_device(PyObject *self, PyObject *unused)
 static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     /* torch's signature, backward(gradient=None, retain_graph=None,
-     * create_graph=False, inputs=None), `grad=` kept as an alias. numdyn's
-     * tape keeps what its backward reads (a second backward() recomputes
-     * from it), so retain_graph is accepted either way; a backward that is
+     * create_graph=False, inputs=None), `grad=` kept as an alias;
+     * retain_graph as torch has it (tensor_tape.c, node_saves); a backward that is
      * itself recorded (create_graph) or restricted to some leaves (inputs)
      * is refused by name rather than ignored. */
     PyObject *gradient = NULL, *retain = Py_None, *create = Py_False, *inputs = Py_None, *grad = NULL;
@@ -975,7 +974,11 @@ static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
                      cg ? "create_graph=True" : "inputs=...");
         return NULL;
     }
-    return nd_tape_backward(self, gradient ? gradient : grad ? grad : Py_None);
+    /* torch: retain_graph defaults to create_graph (False here); without
+     * it a second backward through nodes that saved values raises */
+    int keep = retain == Py_None ? 0 : PyObject_IsTrue(retain);
+    if (keep < 0) return NULL;
+    return nd_tape_backward(self, gradient ? gradient : grad ? grad : Py_None, keep);
 }
 
 static int set_requires_grad(NdTensor *t, PyObject *v)
