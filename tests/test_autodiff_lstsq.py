@@ -4,9 +4,10 @@ depends on the computed rank, so a tall matrix's rank is read at a
 recorded graph break, a wide or square one's never is -- and gradients of
 x and the residuals at full rank (the pseudo-inverse's rule, JAX's for
 full-rank inputs), checked against central differences, JAX and
-torch.linalg.lstsq; at a rank-deficient matrix the backward raises
-NotImplementedError (the rank is data: checked when the backward runs,
-replayed calls included)."""
+torch.linalg.lstsq; at a rank-deficient matrix the minimum-norm
+solution's gradient (the pseudo-inverse's at lstsq's own cutoff, torch's
+rule), checked by differences along matrices of that rank and against
+torch (the rank is data: replayed calls included)."""
 import numpy as np
 import pytest
 
@@ -85,13 +86,63 @@ def test_matches_jax():
         np.testing.assert_allclose(x, np.asarray(y), rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
-def test_rank_deficient_gradient_refused(shape):
-    f = lambda a: np.sum(np.linalg.lstsq(a, np.ones(a.shape[0]))[0])  # noqa: E731
-    g = numdyn.grad(f)
-    g(RNG.standard_normal(shape))  # full rank first: a wide one is then replayed
-    with pytest.raises(NotImplementedError, match="lstsq at a rank-deficient matrix"):
-        g(deficient(*shape))
+W6 = RNG.standard_normal((6, 3))
+
+
+def lowrank_loss(U, V, b):
+    x = np.linalg.lstsq(U @ V.T, b)[0]
+    w = W6[:x.shape[0], :x.shape[1]] if x.ndim == 2 else W6[:x.shape[0], 0]
+    return np.sum(x ** 3 * w) + np.sum(x * x)
+
+
+@pytest.mark.parametrize("m, n, k, bk", [(5, 3, 2, 0), (3, 5, 2, 2), (4, 4, 2, 3), (6, 4, 1, 0),
+                                         (4, 6, 3, 1)])
+def test_rank_deficient_gradient_by_differences(m, n, k, bk):
+    """along matrices of rank k (A = U V^T), where the minimum-norm
+    solution is smooth: U, V and b against central differences"""
+    U, V = RNG.standard_normal((m, k)), RNG.standard_normal((n, k))
+    b = RNG.standard_normal((m, bk) if bk else (m,))
+    assert np.linalg.lstsq(U @ V.T, b)[2] == k
+    g = numdyn.grad(lowrank_loss, argnums=(0, 1, 2))(U, V, b)
+    for j, arg in enumerate((U, V, b)):
+        np.testing.assert_allclose(g[j], numeric_grad(lowrank_loss, (U, V, b), j),
+                                   rtol=1e-6, atol=1e-7, err_msg=f"argument {j}")
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_rank_deficient_gradient_matches_torch(shape, dt):
+    torch = pytest.importorskip("torch")
+    m, n = shape
+    k = min(m, n) - 1
+    cr = (lambda *s: RNG.standard_normal(s) + 1j * RNG.standard_normal(s)) if dt == np.complex128 \
+        else (lambda *s: RNG.standard_normal(s))
+    a = cr(m, k) @ cr(k, n)
+    b = cr(m, 2)
+
+    def make(xp, lstsq_):
+        return lambda a, b: xp.sum(xp.abs(lstsq_(a, b)) ** 3)
+    f = make(np, lambda a, b: np.linalg.lstsq(a, b)[0])
+    g = numdyn.grad(f, argnums=(0, 1))
+    g(cr(m, n), b)  # full rank first: the deficient call is replayed (wide, square)
+    ga, gb = g(a, b)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    make(torch, lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd").solution)(ta, tb).backward()
+    np.testing.assert_allclose(ga, ta.grad.numpy(), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(gb, tb.grad.numpy(), rtol=1e-7, atol=1e-8)
+
+
+def test_rank_deficient_rcond_is_lstsqs():
+    """an explicit rcond that drops a small singular value: the gradient is
+    the pseudo-inverse's at that cutoff (the truncated problem's)"""
+    U, _, Vt = np.linalg.svd(RNG.standard_normal((5, 4)), full_matrices=False)
+    s = np.array([3.0, 2.0, 1.0, 1e-6])
+    a, b = (U * s) @ Vt, RNG.standard_normal(5)
+    f = lambda a, b: np.sum(np.linalg.lstsq(a, b, rcond=1e-4)[0] ** 2)  # noqa: E731
+    assert np.linalg.lstsq(a, b, rcond=1e-4)[2] == 3
+    at = (U[:, :3] * s[:3]) @ Vt[:3]  # what lstsq solves
+    want = numdyn.grad(lambda b: np.sum((np.linalg.pinv(at) @ b) ** 2))(b)
+    np.testing.assert_allclose(numdyn.grad(f, argnums=1)(a, b), want, rtol=1e-9, atol=1e-10)
 
 
 def test_singular_values_gradient_refused_by_name():

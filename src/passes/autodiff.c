@@ -11,6 +11,7 @@
 #include "autodiff.h"
 #include "autodiff_kernels.h"
 #include "core/core.h"
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -1901,13 +1902,18 @@ static int rule_pinv(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     return acc(A, a, ADD(ADD(t1, t2), t3));
 }
 
-/* lstsq(A, b) at full rank: x = P b, P = pinv(A) (the rank must not change
- * nearby). Adjoint convention (a complex call runs on conj(c), its result
- * conjugated, autodiff.h), xb the cotangent of x, r = b - A x, w = P^H xb:
- *   b-bar = w,  A-bar = -w x^H + r (P w)^H [M > N] + P^H x (xb - P A xb)^H [M < N]
- * (the bracketed terms vanish otherwise); residuals (full rank, M > N)
- * res_k = |r_k|^2 with A^H r = 0: b-bar = 2 r c, A-bar = -2 r c x^H.
- * The rank is data: the backward checks it (full_rank) before using w. */
+/* lstsq(A, b): x = P b, P = pinv(A) with lstsq's own cutoff (singular
+ * values at or below rcond s_max are zero: rcond = eps max(M, N) for None,
+ * eps for a negative one, NumPy's double-precision eps and computation),
+ * so x is the minimum-norm solution at any rank, and its gradient the
+ * pseudo-inverse's (torch's linalg_lstsq_backward; the rank must not
+ * change nearby). Adjoint convention (a complex call runs on conj(c), its
+ * result conjugated, autodiff.h), xb the cotangent of x, r = b - A x,
+ * w = P^H xb:
+ *   b-bar = w,  A-bar = -w x^H + r (P w)^H + P^H x (xb - P A xb)^H
+ * (at full rank the second term vanishes unless M > N, the third unless
+ * M < N); residuals (full rank, M > N) res_k = |r_k|^2 with A^H r = 0:
+ * b-bar = 2 r c, A-bar = -2 r c x^H. */
 static int rule_lstsq(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
@@ -1932,20 +1938,22 @@ static int rule_lstsq(ad_t *A, nd_id i, const nd_node *f, nd_id c)
         gb = rc;
         gA = NEG(mm(g, rc, swap_last(g, xm)));
     } else {
-        nd_id rank = sibling(g, f, F_lstsq, tmpl, 2, NPY_INT32, 0, NULL);
-        nd_id xb = cj(g, reshape(g, c, 2, sn));
-        nd_id P = ext(g, F_pinv, tmpl_of(1, 0, NULL), 1, &a, L, 2, (npy_intp[]){N, M});
-        PyObject *k = PyLong_FromSsize_t(M < N ? M : N);
+        PyObject *rco = PyTuple_GET_SIZE(tmpl) > 2 ? PyTuple_GET_ITEM(tmpl, 2) : Py_None;
+        double rcond = rco == Py_None ? -2 : PyFloat_AsDouble(rco);
+        if (rcond == -1 && PyErr_Occurred()) return -1;
+        rcond = rco == Py_None ? DBL_EPSILON * (double)(M > N ? M : N)
+                : rcond < 0 ? DBL_EPSILON : rcond;
+        PyObject *k = PyFloat_FromDouble(rcond);
         if (!k) return -1;
-        nd_id ids[2] = {mm(g, ctr(g, P), xb), rank};
-        nd_id w = BAD(ids[0]) || BAD(rank) ? ND_NONE
-                  : ext(g, nd_ad_full_rank, tmpl_of(2, 1, &k), 2, ids, L, 2, sm);
+        int Ld = cx ? NPY_CDOUBLE : NPY_DOUBLE;
+        nd_id ad = cast(g, a, Ld);
+        nd_id P = cast(g, ext(g, F_pinv, tmpl_of(1, 1, &k), 1, &ad, Ld, 2, (npy_intp[]){N, M}), L);
         Py_DECREF(k);
+        nd_id xb = cj(g, reshape(g, c, 2, sn));
+        nd_id w = mm(g, ctr(g, P), xb);
         gb = cj(g, w);
-        gA = NEG(mm(g, w, ctr(g, xm)));
-        if (M > N) gA = ADD(gA, mm(g, r, ctr(g, mm(g, P, w))));
-        if (M < N)
-            gA = ADD(gA, mm(g, mm(g, ctr(g, P), xm), ctr(g, SUB(xb, mm(g, mm(g, P, a), xb)))));
+        gA = ADD(ADD(NEG(mm(g, w, ctr(g, xm))), mm(g, r, ctr(g, mm(g, P, w)))),
+                 mm(g, mm(g, ctr(g, P), xm), ctr(g, SUB(xb, mm(g, P, mm(g, a, xb))))));
         gA = cj(g, gA);
     }
     if (PyErr_Occurred() || BAD(gA) || BAD(gb)) return -1;

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-PyObject *nd_ad_full_rank, *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp, *nd_ad_interp_vjp,
+PyObject *nd_ad_cumext_vjp, *nd_ad_quantile_vjp, *nd_ad_lae_scan_vjp, *nd_ad_interp_vjp,
     *nd_ad_powacc_vjp;
 
 /* x, y, c as C-contiguous float64 arrays of one shape; NULL on error */
@@ -385,27 +385,6 @@ done:
     return r;
 }
 
-/* full_rank(v, rank, k): v itself when the computed rank is k, else the
- * refusal of a gradient the rank-deficient lstsq does not have here */
-static PyObject *full_rank_fn(PyObject *self, PyObject *args)
-{
-    PyObject *v, *rank;
-    long k;
-    if (!PyArg_ParseTuple(args, "OOl", &v, &rank, &k)) return NULL;
-    long r = PyLong_AsLong(rank);
-    if (r == -1 && PyErr_Occurred()) return NULL;
-    if (r != k) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "numdyn autodiff: no gradient of numpy.linalg.lstsq at a rank-deficient "
-                     "matrix (rank %ld of %ld; JAX's and the pseudo-inverse's rule hold only at "
-                     "full rank): regularize the problem or differentiate around it", r, k);
-        return NULL;
-    }
-    return Py_NewRef(v);
-}
-
-static PyMethodDef full_rank_def = {"full_rank", full_rank_fn, METH_VARARGS,
-                                    "numdyn: v when lstsq's computed rank is k, else an error"};
 static PyMethodDef cumext_def = {"cumext_vjp", cumext_vjp_fn, METH_VARARGS,
                                  "numdyn: the VJP of maximum/minimum.accumulate(x, axis)"};
 static PyMethodDef lae_scan_def = {"lae_scan_vjp", lae_scan_vjp_fn, METH_VARARGS,
@@ -424,6 +403,5 @@ int nd_ad_kernels_init(void)
     if (!nd_ad_powacc_vjp && !(nd_ad_powacc_vjp = PyCFunction_New(&powacc_def, NULL))) return -1;
     if (!nd_ad_quantile_vjp && !(nd_ad_quantile_vjp = PyCFunction_New(&quantile_def, NULL))) return -1;
     if (!nd_ad_interp_vjp && !(nd_ad_interp_vjp = PyCFunction_New(&interp_def, NULL))) return -1;
-    if (!nd_ad_full_rank && !(nd_ad_full_rank = PyCFunction_New(&full_rank_def, NULL))) return -1;
     return 0;
 }

@@ -45,11 +45,6 @@ extern PyObject *nd_ad_quantile_vjp;
  * (the values NumPy then returns; given constants take none). */
 extern PyObject *nd_ad_interp_vjp;
 
-/* full_rank(v, rank, k): v when rank == k, else NotImplementedError
- * (lstsq's gradient, defined at full rank only: a runtime check in the
- * backward, the rank being data) */
-extern PyObject *nd_ad_full_rank;
-
 /* 1 when quantile_vjp knows NumPy's method named s */
 int nd_ad_quantile_method_known(const char *s);
 
