@@ -20,8 +20,9 @@
  *    determinant's phase, does not); so do eigh/eigvalsh (Hermitian),
  *    svd (losses invariant to the gauge U, V -> U e^{i phi}, V e^{i phi})
  *    and qr (LAPACK's R has a real diagonal): torch's adjoint-convention
- *    rules run on conj(c), their result conjugated; cholesky, sort and
- *    max/min refuse them (NotImplementedError);
+ *    rules run on conj(c), their result conjugated; so does cholesky
+ *    (torch's rule); sort/partition and max/min/maximum/minimum take
+ *    them in NumPy's lexicographic order;
  *  - linalg.eig/eigvals: eigenvalues and eigenvectors (torch's rule;
  *    distinct eigenvalues, losses invariant to the eigenvectors' phases);
  *    of a real matrix the node is complex and NumPy's real result its real
@@ -39,7 +40,11 @@
  *    the running extremum (torch's cummax/cummin); logaddexp(2).accumulate:
  *    torch's logcumsumexp rule (an element at -inf gets 0);
  *  - convolve/correlate (every mode) by correlations of the cotangent;
- *    pinv of full-rank matrices (the rank must not change nearby);
+ *    pinv, and lstsq at any rank (the minimum-norm solution through the
+ *    pseudo-inverse at lstsq's own cutoff; the rank must not change nearby);
+ *  - sort/partition: each element takes the cotangent of the position
+ *    NumPy moved it to (partition's own arrangement, found by stable
+ *    argsorts of its input and output);
  *    norm ord=2/-2/'nuc' through svd's singular values (the shim traces
  *    them so);
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
