@@ -432,17 +432,22 @@ def _chain(x, n):
 def test_decided_calls_are_sampled_not_all_timed():
     # once decided, the chosen path's cost is followed on one call in 8:
     # timing every call cost a third of a warm call of a small function
+    # (which path wins is not this test's business: tiny_steps' traced path
+    # now costs within ~20% of NumPy's, so a decision may be revisited when
+    # a background compile lands or load moves a sample -- CI saw the path
+    # flip once; the samples of both paths are counted)
     x = np.arange(3.0)
     cf = numdyn.compile(tiny_steps, options=FLOOR)
     info = calls_until_decided(cf, (x, 200))
     path = info["path"]
-    key = "numpy_samples" if path == "numpy" else "numdyn_samples"
-    n0 = cf._floor_info_for(x, 200)[key]
+    n0 = info["numpy_samples"] + info["numdyn_samples"]
     before = utils.counters["floor_numpy_calls"]
     for _ in range(32):
         assert cf(x, 200) == tiny_steps(x, 200)
     after = cf._floor_info_for(x, 200)
-    assert after["path"] == path
-    assert 3 <= after[key] - n0 <= 5, (n0, after)
-    if path == "numpy":  # untimed calls still count as NumPy's
+    taken = after["numpy_samples"] + after["numdyn_samples"] - n0
+    assert 2 <= taken <= 8, (info, after)   # one call in 8, a probe or two: not 32
+    if path == "numpy" and after["path"] == "numpy" and \
+            after["numdyn_samples"] == info["numdyn_samples"]:
+        # untimed calls still count as NumPy's
         assert utils.counters["floor_numpy_calls"] - before == 32
