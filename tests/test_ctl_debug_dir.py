@@ -127,3 +127,79 @@ def test_compile_txt_holds_each_compiles_command_and_output(tmp_path):
     text = (prog / "compile.txt").read_text()
     assert "FAILED" in text and f"$ {fail_cc} -O3" in text, text
     assert "exit status 1" in text and "error: injected failure" in text, text
+
+
+_SCRIPT_PROG = '''
+import math as m
+import numpy as np, numdyn
+from os import path as osp
+W = np.linspace(0.1, 1.0, 12)
+SCALE = 3.0
+class Act:
+    @staticmethod
+    def apply(x):
+        return np.tanh(x) * SCALE
+def act(x):
+    return Act.apply(x) + m.pi * 0
+def make(bias):
+    @numdyn.compile
+    def model(x, n=2):
+        y = act(x * W) + bias
+        for i in range(n):
+            y = y + i
+        return y.sum() + len(osp.sep)
+    return model
+print(make(0.5)(np.ones(12)))
+'''
+
+
+def test_repro_of_a_script_function_defines_what_it_reads(tmp_path):
+    """A function of the user's script (here a closure, decorated) reads
+    helpers, a class, modules, constants, an array and a closure variable:
+    repro.py copies them (the function without its decorator), so it runs
+    the function itself -- it reproduces a miscompiled tanh (exit 1), where
+    it used to compare the NameError of a helper it lacked under NumPy with
+    the same NameError under numdyn and say that they agree."""
+    dbg = tmp_path / "dbg"
+    env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
+           "NUMDYN_COMPILE_BUDGET": "inf", "PYTHONPATH": os.pathsep.join(sys.path)}
+    prog = tmp_path / "prog.py"
+    prog.write_text(_SCRIPT_PROG)
+    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (repro,) = dbg.glob("*model_0/repro.py")  # make.<locals>.model's directory
+    text = repro.read_text()
+    assert "@numdyn.compile" not in text and "def act(x):" in text and "class Act:" in text, text
+    assert "bias = 0.5" in text and "SCALE = 3.0" in text and "import math as m" in text, text
+    assert np.array_equal(np.load(repro.parent / "inputs.npz")["g_W"], np.linspace(0.1, 1.0, 12))
+    q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert q.returncode == 0 and "results agree" in q.stdout, (q.stdout, q.stderr)
+    cc = tmp_path / "cc.sh"
+    cc.write_text("#!/bin/sh\n" + _BAD_CC)
+    cc.chmod(0o755)
+    bad = {**env, "CC": str(cc), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c2")}
+    q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=bad,
+                       timeout=300, cwd=tmp_path)
+    assert q.returncode == 1 and "values differ" in q.stdout, (q.stdout, q.stderr)
+
+
+def test_repro_says_when_it_cannot_rebuild_a_name(tmp_path):
+    """A name the script cannot rebuild (an object of a user class with
+    state) is named, and repro.py exits 2 instead of comparing two
+    NameErrors as an agreement."""
+    dbg = tmp_path / "dbg"
+    env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
+           "NUMDYN_COMPILE_BUDGET": "inf", "PYTHONPATH": os.pathsep.join(sys.path)}
+    prog = tmp_path / "prog.py"
+    prog.write_text("import numpy as np, numdyn\nclass P:\n    k = 2.0\nobj = P()\n"
+                    "def f(x):\n    return x * obj.k\nnumdyn.compile(f)(np.ones(3))\n")
+    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    repro = dbg / "f_0" / "repro.py"
+    assert "# obj: a P the function reads is not rebuilt" in repro.read_text()
+    q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert q.returncode == 2 and "cannot run the function here" in q.stdout, (q.stdout, q.stderr)

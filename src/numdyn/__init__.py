@@ -36,6 +36,7 @@ from . import _C
 from . import config
 from . import _explain
 from . import _profiler
+from . import _repro
 from . import _warnings_hook  # noqa: F401  (hooks warnings.catch_warnings)
 from . import cuda  # noqa: F401  (numdyn.cuda: NVRTC/driver loaded on first use)
 from ._profiler import CompileProfiler
@@ -564,24 +565,29 @@ def _debug_repro(fn, tag, args, kwargs):
     os.makedirs(d, mode=0o700, exist_ok=True)
     target = fn.__func__ if inspect.ismethod(fn) else fn
     mod, qual = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    items = [(f"a{i}", a) for i, a in enumerate(args)] + [(f"k_{k}", v) for k, v in kwargs.items()]
+    arrays = {n: a for n, a in items if type(a) is np.ndarray and a.dtype.kind in "biufc"}
+    saved = sum(a.nbytes for a in arrays.values()) <= _REPRO_SAVE_BYTES
+    to_save = dict(arrays) if saved else {}
     if mod and mod != "__main__" and "<locals>" not in qual and not inspect.ismethod(fn):
         get_fn = f"import {mod}\nfn = {mod}.{qual}\nfn = getattr(fn, '__wrapped__', fn)\n"
     else:
+        # the source is copied: with what it reads (globals, closure cells:
+        # helpers, modules, numbers, arrays) and without its decorators
         try:
-            src = inspect.cleandoc("\n" + inspect.getsource(target))
-            get_fn = src + f"\n\nfn = {target.__name__}\n"
+            budget = _REPRO_SAVE_BYTES - sum(a.nbytes for a in to_save.values())
+            env = _repro.source_env(target, to_save, budget)
             if target.__name__ == "<lambda>":
-                get_fn = f"fn = {_lambda_source(target, src)}\n"
+                src = inspect.cleandoc("\n" + inspect.getsource(target))
+                get_fn = env + f"fn = {_lambda_source(target, src)}\n"
+            else:
+                get_fn = env + _repro.function_source(target) + f"\n\nfn = {target.__name__}\n"
         except (OSError, TypeError, ValueError, SyntaxError):
             get_fn = f"raise SystemExit('numdyn: the source of {qual} is not available')\n"
     if inspect.ismethod(fn):
         get_fn += "# (a bound method: its object is not rebuilt; call fn with it first)\n"
-
-    items = [(f"a{i}", a) for i, a in enumerate(args)] + [(f"k_{k}", v) for k, v in kwargs.items()]
-    arrays = {n: a for n, a in items if type(a) is np.ndarray and a.dtype.kind in "biufc"}
-    saved = sum(a.nbytes for a in arrays.values()) <= _REPRO_SAVE_BYTES
-    if saved and arrays:
-        np.savez(os.path.join(d, "inputs.npz"), **arrays)
+    if to_save:
+        np.savez(os.path.join(d, "inputs.npz"), **to_save)
 
     def arg_expr(name, a):
         if name in arrays and saved:  # its shape and dtype in a comment for the reader
@@ -614,14 +620,17 @@ def _debug_repro(fn, tag, args, kwargs):
              "# exits 0 when numdyn agrees with NumPy, 1 when it reproduces a difference",
              "import copy", "import os", "import sys", "import numpy as np", "import numdyn", "",
              "os.environ.pop('NUMDYN_DEBUG_DIR', None)  # running it must not overwrite it", "",
-             get_fn,
              "here = os.path.dirname(os.path.abspath(__file__))",
-             ("inputs = np.load(os.path.join(here, 'inputs.npz'))" if saved and arrays else "inputs = {}"),
-             "rng = np.random.default_rng(0)",
+             ("inputs = np.load(os.path.join(here, 'inputs.npz'))" if to_save else "inputs = {}"),
+             "rng = np.random.default_rng(0)", "",
+             get_fn,
              "args = [", *(_comma(arg_expr(n, a)) for n, a in items[:npos]), "]",
              "kwargs = {", *(_comma(f"{n[2:]!r}: {arg_expr(n, a)}") for n, a in items[npos:]), "}",
              _REPRO_CHECK,
              "expected, exp_args = call(fn, copy.deepcopy(args), copy.deepcopy(kwargs))",
+             "if isinstance(expected, NameError):  # not the user's bug: a name this script lacks",
+             "    print('numdyn repro: cannot run the function here:', expected)",
+             "    sys.exit(2)",
              "got, got_args = call(numdyn.compile(fn), args, kwargs)",
              "problems = compare(got, expected, 'result') + compare(got_args, exp_args, 'arguments')",
              "if problems:",
