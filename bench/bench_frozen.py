@@ -46,8 +46,9 @@ def run(quick=False):
     for name, fn, args in _cases(quick):
         compiled = numdyn.compile(fn)
         frozen = numdyn.run(compiled)
+        frozen_plain = numdyn.run(fn)  # the plain function: uses `compiled`'s programs
         ref = fn(*args)
-        for got in (compiled(*args), frozen(*args)):  # compiles once, then seen
+        for got in (compiled(*args), frozen(*args), frozen_plain(*args)):  # compiles once, then seen
             assert got.dtype == ref.dtype and got.shape == ref.shape
             np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5)
         numdyn.utils.wait_compiles()
@@ -56,13 +57,15 @@ def run(quick=False):
         # either: their inputs are seen)
         c = numdyn.utils.counters
         k, lf = c["kernels_compiled"], c["loop_fallbacks"]
-        t = timeit_interleaved({"numpy": fn, "numdyn": compiled, "frozen": frozen}, args,
+        t = timeit_interleaved({"numpy": fn, "numdyn": compiled, "frozen": frozen,
+                                "run(plain fn)": frozen_plain}, args,
                                repeat=5 if quick else 15)
         assert c["kernels_compiled"] == k and c["loop_fallbacks"] == lf, \
             "frozen mode compiled, or ran a seen loop in Python"
         rows.append({"benchmark": name, **t,
-                     "note": "numdyn %.2fx, frozen %.2fx NumPy's speed"
-                             % (t["numpy"] / t["numdyn"], t["numpy"] / t["frozen"])})
+                     "note": "numdyn %.2fx, frozen %.2fx, run(plain fn) %.2fx NumPy's speed"
+                             % (t["numpy"] / t["numdyn"], t["numpy"] / t["frozen"],
+                                t["numpy"] / t["run(plain fn)"])})
     return rows
 
 

@@ -29,6 +29,7 @@ import os
 import pickle
 import sys
 import types as _types
+import weakref
 
 import numpy as np
 
@@ -91,7 +92,22 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, backend="native",
               disable=disable)
     if _is_module_like(fn):
         return CompiledModule(fn, **kw)
-    return _C.compile(fn, **kw)
+    return _remember(fn, _C.compile(fn, **kw))
+
+
+# plain function -> (weak) its latest compiled function: numdyn.run(f) of the
+# plain f uses the programs compiled for it, as torch._dynamo.run(f) uses
+# the cache torch.compile(f) filled (torch keeps it on f's code object)
+_compiled_for = weakref.WeakKeyDictionary()
+_frozen_runners = weakref.WeakKeyDictionary()  # plain function -> WeakSet of run(f)
+
+
+def _remember(fn, compiled):
+    if isinstance(fn, _types.FunctionType) and isinstance(compiled, CompiledFunction):
+        _compiled_for[fn] = weakref.ref(compiled)
+        for runner in _frozen_runners.get(fn, ()):  # made before: they call it now
+            runner.__setstate__((_C._run_frozen, (compiled,), None, runner.__dict__))
+    return compiled
 
 
 def _is_module_like(obj):
@@ -202,9 +218,9 @@ def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fa
     compiled. nopython=True is fullgraph=True.
     """
     def decorator(fn):
-        return _C.compile(fn, fullgraph=nopython, dynamic=dynamic, backend=backend,
-                          disable=disable, guard_fail_fn=guard_fail_fn,
-                          guard_export_fn=guard_export_fn)
+        return _remember(fn, _C.compile(fn, fullgraph=nopython, dynamic=dynamic, backend=backend,
+                                        disable=disable, guard_fail_fn=guard_fail_fn,
+                                        guard_export_fn=guard_export_fn))
     return decorator
 
 
@@ -374,7 +390,10 @@ class _Frozen:
     """numdyn.run's frozen mode: a decorator and a context manager."""
 
     def __call__(self, fn):
-        runner = _FrozenRunner(_C._run_frozen, fn)
+        if isinstance(fn, _types.FunctionType):
+            runner = _frozen_plain(fn)
+        else:
+            runner = _FrozenRunner(_C._run_frozen, fn)
         functools.update_wrapper(runner, fn)
         return runner
 
@@ -395,12 +414,32 @@ class _FrozenRunner(functools.partial):
         return self if obj is None else _types.MethodType(self, obj)
 
 
+class _FrozenPlain(_FrozenRunner):
+    """numdyn.run(f) of a plain function f: calls, in frozen mode, the
+    function numdyn.compile(f) (or optimize) made last -- its programs, so
+    a seen input runs compiled -- else f itself; a later compile of f
+    retargets it (still one C call per call, no lookup)."""
+
+    def __reduce__(self):
+        return (run, (self.__dict__["_numdyn_plain"],))
+
+
+def _frozen_plain(fn):
+    ref = _compiled_for.get(fn)
+    target = ref() if ref is not None else None
+    runner = _FrozenPlain(_C._run_frozen, fn if target is None else target)
+    runner.__dict__["_numdyn_plain"] = fn
+    _frozen_runners.setdefault(fn, weakref.WeakSet()).add(runner)
+    return runner
+
+
 def run(fn=None):
     """Frozen mode: ``numdyn.run(fn)(...)`` or ``with numdyn.run(): ...``.
 
     Compiled functions use only what is compiled already -- their programs
     (replayed traces, the program cache, kernels in the memory and disk
-    caches) -- and never compile: a call whose argument signature has no
+    caches) -- and never compile (`fn` may be the plain function: its
+    latest `numdyn.compile(fn)` is used): a call whose argument signature has no
     program runs the plain function (NumPy), and a graph whose kernels are
     in no cache runs op by op with NumPy. Seen inputs run at compiled speed.
     """
