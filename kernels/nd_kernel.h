@@ -352,12 +352,15 @@ typedef unsigned char nd_m8;
  * (tests/test_codegen_libm.py). */
 static const double __attribute__((aligned(64))) ND_ZV_LOG_INVC[16] = {0x1.0000000000000p+0, 0x1.e1e2d9fe00000p-1, 0x1.c713b82800000p-1, 0x1.af1f836c00000p-1, 0x1.9995dcd400000p-1, 0x1.86187d7000000p-1, 0x1.745d2efe00000p-1, 0x1.6429291200000p-1, 0x1.58e1128e00000p-1, 0x1.4e642acb00000p+0, 0x1.413b992300000p+0, 0x1.3520851700000p+0, 0x1.29e82a3b00000p+0, 0x1.1f6f51d500000p+0, 0x1.15ac7a9600000p+0, 0x1.0c9313e900000p+0};
 static const double __attribute__((aligned(64))) ND_ZV_LOG_LOGC[16] = {0x0.0p+0, 0x1.f092922754000p-5, 0x1.e2befe3b64000p-4, 0x1.601d57395f000p-3, 0x1.c9122c6b7d000p-3, 0x1.16758174bd000p-2, 0x1.46187ae748000p-2, 0x1.73a72963a9800p-2, 0x1.949d134cde800p-2, -0x1.118bab042e800p-2, -0x1.d0df6f142e000p-3, -0x1.82338808e7000p-3, -0x1.367bed2581000p-3, -0x1.da64c44da8000p-4, -0x1.4ce1252ed6000p-4, -0x1.88d07fa36c000p-5};
-ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor)
+ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor, nd_m8 twice)
 {
     /* vgetmant's [0.75, 1.5) (3), sign cleared (1 << 2) */
     nd_v8d m = __builtin_ia32_getmantpd512_mask(u, 7, u, (nd_m8)-1, ND_ZV_CUR);
     nd_v8d e = __builtin_ia32_getexppd512_mask(u, u, (nd_m8)-1, ND_ZV_CUR);
     nd_v8d kd = __builtin_ia32_addpd512_mask(e, ND_Z1(1.0), e, ND_ZCMP(m, ND_Z1(1.0), 0x11), ND_ZV_CUR);
+    nd_v8d kd2 = kd;
+    if (twice)   /* log(2u) in those lanes: k + 1 (the correction's scale stays 2^-k) */
+        kd2 = __builtin_ia32_addpd512_mask(kd, ND_Z1(1.0), kd, twice, ND_ZV_CUR);
     nd_v8d mj = m + ND_Z1(0x1p-5);
     nd_v8i j;
     memcpy(&j, &mj, sizeof j);
@@ -372,13 +375,13 @@ ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor)
     nd_v8d q4 = ND_ZFMA(r, ND_Z1(1.0 / 11), ND_Z1(-1.0 / 10));
     nd_v8d s0 = ND_ZFMA(q1, r2, q0), s1 = ND_ZFMA(q3, r2, q2);
     nd_v8d p = ND_ZFMA(ND_ZFMA(q4, r4, s1), r4, s0);
-    nd_v8d lo = kd * ND_Z1(0x1.ef35793c76730p-45);
+    nd_v8d lo = kd2 * ND_Z1(0x1.ef35793c76730p-45);
     if (withcor) {
         nd_v8d d = __builtin_ia32_scalefpd512_mask(cor * invc, -kd, u, (nd_m8)-1, ND_ZV_CUR);
         lo = lo + ND_ZFNMA(d, r, d);
     }
     lo = ND_ZFMA(r2, p, lo);
-    nd_v8d w = ND_ZFMA(kd, ND_Z1(0x1.62e42fefa3800p-1), logc);
+    nd_v8d w = ND_ZFMA(kd2, ND_Z1(0x1.62e42fefa3800p-1), logc);
     return w + (r + lo);
 }
 /* log1p: u = 1 + x, its rounding error x - (u - 1) exact below 2^53 (above,
@@ -388,14 +391,17 @@ ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor)
  * nd_ckat), NaN with "invalid" (inf * 0) below it. */
 ND_INLINE nd_v8d nd_zv_log1p8(nd_v8d x)
 {
-    nd_v8d u = ND_Z1(1.0) + x;
-    nd_v8d c = x - (u - ND_Z1(1.0));
     /* vfpclass 0x9f: NaN, +-0, +-inf */
     nd_m8 bad = (nd_m8)__builtin_ia32_fpclasspd512_mask(x, 0x9f, (nd_m8)-1) | ND_ZCMP(x, ND_Z1(-1.0), 0x12);
+    /* u and c from x made 0 in the special lanes (at inf, u - 1 - x
+     * raised "invalid" and had NumPy rerun the graph) */
+    nd_v8d xs = __builtin_expect(bad == 0, 1) ? x : ND_ZSEL(bad, ND_Z1(0.0), x);
+    nd_v8d u = ND_Z1(1.0) + xs;
+    nd_v8d c = xs - (u - ND_Z1(1.0));
+    nd_v8d res = nd_zv_log_core(u, c, 1, 0);
     if (__builtin_expect(bad == 0, 1))
-        return nd_zv_log_core(u, c, 1);
-    nd_v8d res = nd_zv_log_core(ND_ZSEL(bad, ND_Z1(1.0), u), ND_ZSEL(bad, ND_Z1(0.0), c), 1);
-    nd_m8 pole = ND_ZCMP(u, ND_Z1(0.0), 0), neg = ND_ZCMP(u, ND_Z1(0.0), 0x11);
+        return res;
+    nd_m8 pole = ND_ZCMP(x, ND_Z1(-1.0), 0), neg = ND_ZCMP(x, ND_Z1(-1.0), 0x11);
     res = ND_ZSEL(pole, ND_Z1(-INFINITY), res);
     res = __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, neg, ND_ZV_CUR);
     return ND_ZSEL((nd_m8)(bad & ~(pole | neg)), x, res);
@@ -467,7 +473,7 @@ ND_INLINE nd_v8d nd_zv_atanh_q(nd_v8d a)
     r = ND_ZFMA(r, ND_ZFNMA(v, r, ND_Z1(1.0)), r);
     nd_v8d q = n * r;
     nd_v8d cor = (ND_ZFNMA(q, v, n) + ND_ZFNMA(q, vlo, nlo)) * r;
-    return ND_Z1(0.5) * nd_zv_log_core(q, cor, 1);
+    return ND_Z1(0.5) * nd_zv_log_core(q, cor, 1, 0);
 }
 ND_INLINE nd_v8d nd_zv_atanh8(nd_v8d x)
 {
@@ -482,6 +488,87 @@ ND_INLINE nd_v8d nd_zv_atanh8(nd_v8d x)
     res = __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, out, ND_ZV_CUR);
     res = (nd_v8d)((nd_v8u)res | sgn);
     return ND_ZSEL((nd_m8)(bad & ~(pole | out)), x + x, res);
+}
+/* sqrt(h + l), h >= 0 normal or 0, |l| <= 2^-52 h: s + *sl within 2^-80
+ * of it, no vsqrtpd (alone 1.07 ns an element): 1/sqrt(h) by vrsqrt14pd
+ * and one Newton step (2^-28), s = h y corrected once by Heron's step from
+ * the residual h - s0^2 (fma), and the low part from the exact residual
+ * of s: (h - s^2 + l) y / 2. FLOOR (> 0) stands in for h in y where h may
+ * be 0 (s = 0 there). */
+ND_INLINE nd_v8d nd_zv_sqrt2(nd_v8d h, nd_v8d l, nd_v8d *sl, double floor)
+{
+    nd_v8d hy = floor > 0 ? __builtin_ia32_maxpd512_mask(h, ND_Z1(floor), h, (nd_m8)-1, ND_ZV_CUR) : h;
+    nd_v8d y = __builtin_ia32_rsqrt14pd512_mask(hy, hy, (nd_m8)-1);
+    nd_v8d yh = y * ND_Z1(0.5);
+    yh = ND_ZFMA(yh, ND_ZFNMA(hy * y, yh, ND_Z1(0.5)), yh);   /* 1 / (2 sqrt(h)) */
+    nd_v8d s0 = ND_Z1(2.0) * (h * yh);
+    nd_v8d s = ND_ZFMA(yh, ND_ZFNMA(s0, s0, h), s0);
+    *sl = (ND_ZFNMA(s, s, h) + l) * yh;
+    return s;
+}
+/* log(b + c + cor) (b >= c >= 0: the sum's rounding error by Fast2Sum) */
+ND_INLINE nd_v8d nd_zv_log_sum(nd_v8d b, nd_v8d c, nd_v8d cor)
+{
+    nd_v8d t = b + c;
+    return nd_zv_log_core(t, (c - (t - b)) + cor, 1, 0);
+}
+/* arcsinh: a = |x| = log(a + sqrt(1 + a^2)), 1 + a^2 = h + l exact
+ * (Fast2Sum of 1 and a^2 in either order: max and min of them, then
+ * a^2's error by fma), the sum and its rounding error into the log core
+ * as its correction: no division, no vsqrtpd (the C form over log1p had
+ * both: 3.0 ns against NumPy's 2.4). Below 2^-300 x itself (selected: a^2
+ * would underflow); above 2^28, NaN and inf in a second pass: log(2a)
+ * there (1/(4 a^2) is below its last bit) by the core's exponent + 1. */
+/* the second pass of arcsinh and arccosh over a = |x| (x), res the
+ * first's: log(2a) above 2^28 (the core's exponent + 1), inf at inf, x + x
+ * for NaN, res elsewhere */
+ND_INLINE nd_v8d nd_zv_invhyp_big(nd_v8d x, nd_v8d a, nd_v8d res, nd_m8 bad)
+{
+    nd_m8 big = ND_ZCMP(a, ND_Z1(0x1p28), 0x1e) & ND_ZCMP(a, ND_Z1(INFINITY), 0x0c);   /* >, != (_CMP_NEQ_OQ) */
+    res = ND_ZSEL(big, nd_zv_log_core(ND_ZSEL(big, a, ND_Z1(1.0)), ND_Z1(0.0), 0, big), res);
+    res = ND_ZSEL(ND_ZCMP(a, ND_Z1(INFINITY), 0), a, res);
+    return ND_ZSEL(ND_ZCMP(a, a, 0x04), x + x, res);   /* NaN: _CMP_NEQ_UQ */
+}
+ND_INLINE nd_v8d nd_zv_asinh_m(nd_v8d a)
+{
+    nd_v8d a2 = a * a, a2l = ND_ZFMA(a, a, -a2);
+    nd_v8d hi = __builtin_ia32_maxpd512_mask(a2, ND_Z1(1.0), a2, (nd_m8)-1, ND_ZV_CUR);
+    nd_v8d lw = __builtin_ia32_minpd512_mask(a2, ND_Z1(1.0), a2, (nd_m8)-1, ND_ZV_CUR);
+    nd_v8d h = a2 + ND_Z1(1.0);
+    nd_v8d sl, s = nd_zv_sqrt2(h, ((hi - h) + lw) + a2l, &sl, 0.0);
+    return nd_zv_log_sum(s, a, sl);
+}
+ND_INLINE nd_v8d nd_zv_asinh8(nd_v8d x)
+{
+    nd_v8u sgn = (nd_v8u)x & (nd_v8u)ND_Z1(-0.0);
+    nd_v8d a = (nd_v8d)((nd_v8u)x ^ sgn);
+    nd_m8 tiny = ND_ZCMP(a, ND_Z1(0x1p-300), 0x11);   /* _CMP_LT_OQ */
+    nd_m8 bad = ND_ZCMP(a, ND_Z1(0x1p28), 0x16);      /* !(a <= 2^28), _CMP_NLE_UQ: NaN, inf */
+    nd_v8d as = ND_ZSEL((nd_m8)(tiny | bad), ND_Z1(1.0), a);
+    nd_v8d res = nd_zv_asinh_m(as);
+    if (__builtin_expect(bad != 0, 0))
+        res = nd_zv_invhyp_big(x, a, res, bad);
+    return ND_ZSEL(tiny, x, (nd_v8d)((nd_v8u)res | sgn));
+}
+/* arccosh: x >= 1 = log(x + sqrt(x^2 - 1)), x^2 - 1 = h + l exact
+ * (Fast2Sum: x^2 >= 1), as arcsinh's. x = 1 gives +0 (h = 0: s = 0).
+ * Above 2^28, x < 1 and NaN in a second pass: log(2x) there, NaN with
+ * "invalid" below 1 (a masked product), NaN itself. */
+ND_INLINE nd_v8d nd_zv_acosh_m(nd_v8d x)
+{
+    nd_v8d x2 = x * x, x2l = ND_ZFMA(x, x, -x2);
+    nd_v8d h = x2 - ND_Z1(1.0);
+    nd_v8d sl, s = nd_zv_sqrt2(h, ((x2 - h) - ND_Z1(1.0)) + x2l, &sl, 0x1p-60);
+    return nd_zv_log_sum(x, s, sl);
+}
+ND_INLINE nd_v8d nd_zv_acosh8(nd_v8d x)
+{
+    nd_m8 ok = ND_ZCMP(x, ND_Z1(1.0), 0x1d) & ND_ZCMP(x, ND_Z1(0x1p28), 0x12);   /* _CMP_GE_OQ, _CMP_LE_OQ */
+    if (__builtin_expect(ok == (nd_m8)-1, 1))
+        return nd_zv_acosh_m(x);
+    nd_v8d res = nd_zv_invhyp_big(x, x, nd_zv_acosh_m(ND_ZSEL(ok, x, ND_Z1(1.0))), (nd_m8)~ok);
+    /* below 1: NaN with "invalid" (a masked product) */
+    return __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, ND_ZCMP(x, ND_Z1(1.0), 0x11), ND_ZV_CUR);
 }
 /* the entry points: NM's vector-ABI variants and its scalar symbol, from
  * F8. GCC picks the variant of the loop's vector width: 8 lanes under
@@ -519,6 +606,8 @@ static double NM##_s(double x) { return NM##_e(ND_Z1(x))[0]; }
 ND_ZV_ENTRY(nd_zv_log1p, nd_zv_log1p8, 0.5)
 ND_ZV_ENTRY(nd_zv_exp2, nd_zv_exp2_8, 0.0)
 ND_ZV_ENTRY(nd_zv_atanh, nd_zv_atanh8, 0.0)
+ND_ZV_ENTRY(nd_zv_asinh, nd_zv_asinh8, 1.0)
+ND_ZV_ENTRY(nd_zv_acosh, nd_zv_acosh8, 1.0)
 /* float64 exp2: SLEEF's 1-ULP exp2 ran 0.61-0.84x NumPy's loop. (exp by
  * the same form, called per vector, measured no faster than the inline C
  * form of nd_exp below, which needs no call: a call spills a fused
@@ -838,8 +927,8 @@ ND_EXPM1(float, f, f, -18.0f, 88.73f, 0x1p-25f, __builtin_fabsf)
  * __builtin_isless) as signaling compares, and the "invalid" a NaN lane
  * raised had NumPy rerun the whole graph for an array holding a NaN
  * (counter errstate_reruns); == and != compare quietly. */
-#define ND_INVHYP(T, S, F, LOG1P, BIG, HUGE, TINY, LN2, FABS, SQRT, COPYSIGN, ATANH) \
-ND_INLINE T nd_asinh##F(T x) \
+#define ND_INVHYP(T, S, F, LOG1P, BIG, HUGE, TINY, LN2, FABS, SQRT, COPYSIGN, ASINH, ACOSH, ATANH) \
+ND_INLINE T ASINH(T x) \
 { \
     T ax = FABS(x); \
     int big = ax > BIG, huge = ax > HUGE, tiny = !__builtin_isgreaterequal(ax, TINY); \
@@ -850,7 +939,7 @@ ND_INLINE T nd_asinh##F(T x) \
     r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, r), x); \
     return nd_bsel_##S(tiny, x + x * (T)0, r); \
 } \
-ND_INLINE T nd_acosh##F(T x0) \
+ND_INLINE T ACOSH(T x0) \
 { \
     T x = nd_bsel_##S(x0 == x0, x0, (T)1); \
     int big = x > BIG, huge = x > HUGE, bad = x < (T)1; \
@@ -874,16 +963,19 @@ ND_INLINE T ATANH(T x) \
     return nd_bsel_##S(tiny, x + x * (T)0, r); \
 }
 #if ND_ZV
-/* float64 arctanh: numdyn's AVX-512 function (nd_zv_atanh8: no division) */
+/* float64: numdyn's AVX-512 functions (nd_zv_asinh8, nd_zv_acosh8,
+ * nd_zv_atanh8: no division, no vsqrtpd) */
 ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
-          __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_atanh_c)
+          __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_asinh_c, nd_acosh_c, nd_atanh_c)
+ND_INLINE double nd_asinh(double x) { ND_ZV_KEEP(nd_zv_asinh) return nd_zv_asinh(x); }
+ND_INLINE double nd_acosh(double x) { ND_ZV_KEEP(nd_zv_acosh) return nd_zv_acosh(x); }
 ND_INLINE double nd_atanh(double x) { ND_ZV_KEEP(nd_zv_atanh) return nd_zv_atanh(x); }
 #else
 ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
-          __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_atanh)
+          __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_asinh, nd_acosh, nd_atanh)
 #endif
 ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
-          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_atanhf)
+          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf, nd_acoshf, nd_atanhf)
 
 /* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
  * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and
