@@ -161,6 +161,52 @@ def test_torch_mixed_with_numdyn():
     assert isinstance(r, Tensor)
 
 
+def test_wrap_numpy_tensors_inside_lists_tuples_dicts():
+    """Tensors inside list/tuple/dict arguments enter as ndarrays sharing
+    their memory, and ndarrays inside list/tuple/dict results leave as the
+    caller's kind (torch.compiler.wrap_numpy maps both pytrees): they
+    entered as torch tensors, so the function ran torch's semantics, and
+    dict results stayed ndarrays. A container without tensors is passed as
+    it is (changes the function makes reach the caller); a torch tensor
+    that requires grad inside one raises (its gradient would be lost)."""
+    torch = pytest.importorskip("torch")
+
+    @numdyn.wrap_numpy
+    def kinds(d, ts):
+        return {"types": [type(d["x"]).__name__, type(ts[0]).__name__, type(ts[1][0]).__name__],
+                "sum": d["x"] + ts[1][0], "ints": d["x"] // 2, "n": len(ts)}
+
+    x, y = torch.arange(4.0), torch.ones(4)
+    r = kinds({"x": x, "k": 3}, (y, [y]))
+    assert r["types"] == ["ndarray", "ndarray", "ndarray"] and r["n"] == 2
+    assert isinstance(r["sum"], torch.Tensor) and torch.equal(r["sum"], x + 1)
+    assert isinstance(r["ints"], torch.Tensor) and torch.equal(r["ints"], x // 2)
+
+    @numdyn.wrap_numpy
+    def stack(ts):
+        ts[0][0] = 7.0                  # writes through to the caller's tensor: no copies
+        return np.stack(ts)
+
+    a = torch.zeros(3)
+    out = stack([a, torch.ones(3)])
+    assert isinstance(out, torch.Tensor) and out.shape == (2, 3) and a[0].item() == 7.0
+
+    @numdyn.wrap_numpy
+    def grow(lst, t):
+        lst.append(1)
+        return t * 2
+
+    lst = [0]
+    grow(lst, torch.ones(2))
+    assert lst == [0, 1]
+
+    nd = numdyn.wrap_numpy(lambda d: {"y": d["a"] * 2})({"a": numdyn.tensor(np.ones(2))})
+    assert isinstance(nd["y"], Tensor)
+    w = torch.ones(2, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="inside a list, tuple or dict"):
+        numdyn.wrap_numpy(lambda ts: ts[0] * 2)([w])
+
+
 # ------------------------------------------------------------------ JAX
 
 def test_jax_dlpack_and_wrap_numpy():

@@ -122,10 +122,14 @@ static PyObject *export_array(PyObject *arr, PyTypeObject *tp)
     return r;
 }
 
+static int is_jax_tracer(PyObject *x);
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int depth);
+
 /* what a tensor argument is inside fn: an ndarray (new ref), or the
- * argument itself when it is not a tensor. *kind: the first tensor's type
- * (borrowed); *grad: a numdyn Tensor requires grad; *torch_grad: a foreign
- * tensor requires grad */
+ * argument itself when it is not a tensor; lists, tuples and dicts of
+ * them: enter_container. *kind: the first tensor's type (borrowed);
+ * *grad: a numdyn Tensor requires grad; *torch_grad: a foreign tensor
+ * requires grad */
 static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad)
 {
     if (nd_tensor_check(x)) {
@@ -133,6 +137,8 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
         *grad |= ND_TENSOR(x)->requires_grad;
         return Py_NewRef(ND_TENSOR(x)->array);
     }
+    if (PyTuple_CheckExact(x) || PyList_CheckExact(x) || PyDict_CheckExact(x))
+        return enter_container(x, kind, 0);
     if (PyArray_Check(x) || PyLong_Check(x) || PyFloat_Check(x) || PyBool_Check(x) ||
         PyComplex_Check(x) || x == Py_None || PyUnicode_Check(x) || PyTuple_Check(x) ||
         PyList_Check(x) || PyDict_Check(x) || PyArray_IsScalar(x, Generic))
@@ -161,11 +167,92 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
     return import_array(x);
 }
 
-/* a result of fn as the kind of tensor that came in (steals r) */
+/* One element of a list/tuple/dict argument as fn sees it (new ref):
+ * tensors as ndarrays, as torch's wrap_numpy maps its arguments' pytree.
+ * Left as they are: a numdyn Tensor that requires grad (the tape records
+ * it where the call is replayed) or on CUDA, a JAX tracer; a foreign
+ * tensor that requires grad raises (its gradient would be lost). */
+static PyObject *enter_item(PyObject *v, PyTypeObject **kind, int depth)
+{
+    if (PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v))
+        return depth < 16 ? enter_container(v, kind, depth + 1) : Py_NewRef(v);
+    if (nd_tensor_check(v) && (ND_TENSOR(v)->requires_grad || nd_tensor_is_cuda(v)))
+        return Py_NewRef(v);
+    if (is_jax_tracer(v)) return Py_NewRef(v);
+    int g = 0, fg = 0;
+    PyObject *e = enter(v, kind, &g, &fg);
+    if (e && fg) {
+        Py_DECREF(e);
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "numdyn.wrap_numpy: a tensor that requires grad inside a list, tuple or "
+                        "dict argument; pass it as a positional argument of its own");
+        return NULL;
+    }
+    return e;
+}
+
+/* a list, tuple or dict argument: a new one of the same type holding its
+ * tensors as ndarrays (and so for the containers inside it), or x itself
+ * when it holds none (the function may change it for the caller) */
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int depth)
+{
+    if (PyDict_CheckExact(x)) {
+        PyObject *out = NULL, *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(x, &pos, &k, &v)) {
+            PyObject *e = enter_item(v, kind, depth);
+            if (!e) { Py_XDECREF(out); return NULL; }
+            if (e != v && !out && !(out = PyDict_Copy(x))) { Py_DECREF(e); return NULL; }
+            int rc = out ? PyDict_SetItem(out, k, e) : 0;
+            Py_DECREF(e);
+            if (rc < 0) { Py_DECREF(out); return NULL; }
+        }
+        return out ? out : Py_NewRef(x);
+    }
+    int tup = PyTuple_CheckExact(x);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(x, i);
+        PyObject *e = enter_item(v, kind, depth);
+        if (!e) { Py_XDECREF(out); return NULL; }
+        if (e != v && !out) {
+            out = tup ? PyTuple_New(n) : PyList_New(n);
+            for (Py_ssize_t j = 0; out && j < n; j++) {
+                PyObject *o = Py_NewRef(PySequence_Fast_GET_ITEM(x, j));
+                if (tup) PyTuple_SET_ITEM(out, j, o);
+                else PyList_SET_ITEM(out, j, o);
+            }
+            if (!out) { Py_DECREF(e); return NULL; }
+        }
+        if (out) {
+            PyObject **slot = tup ? &((PyTupleObject *)out)->ob_item[i] : &((PyListObject *)out)->ob_item[i];
+            Py_SETREF(*slot, e);
+        } else {
+            Py_DECREF(e);
+        }
+    }
+    return out ? out : Py_NewRef(x);
+}
+
+/* a result of fn as the kind of tensor that came in (steals r): ndarrays
+ * and NumPy scalars in it, inside lists, tuples and dicts too */
 static PyObject *leave(PyObject *r, PyTypeObject *kind, int depth)
 {
     if (!r || !kind) return r;
-    if (kind == &NdTensor_Type) return nd_tensor_wrap_result(r);
+    if (PyDict_CheckExact(r) && depth < 16) {
+        PyObject *out = PyDict_New(), *k, *v;
+        Py_ssize_t pos = 0;
+        while (out && PyDict_Next(r, &pos, &k, &v)) {
+            PyObject *e = leave(Py_NewRef(v), kind, depth + 1);
+            if (!e || PyDict_SetItem(out, k, e) < 0) Py_CLEAR(out);
+            Py_XDECREF(e);
+        }
+        Py_DECREF(r);
+        return out;
+    }
+    if (kind == &NdTensor_Type && !PyTuple_CheckExact(r) && !PyList_CheckExact(r))
+        return nd_tensor_wrap_result(r);
     if (PyArray_IsScalar(r, Generic)) Py_SETREF(r, PyArray_FromScalar(r, NULL));
     if (r && PyArray_CheckExact(r)) {
         PyObject *out = export_array(r, kind);
