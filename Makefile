@@ -60,9 +60,10 @@ FUZZ_EXAMPLES ?= 20000
 # other sides of the tensor-interop and autodiff tests: without them those
 # tests would be skipped, and a skipped test is not a passing one. NVRTC (PyPI's
 # nvidia-cuda-nvrtc-cu12, ~90 MB, no GPU needed) compiles the generated CUDA in
-# tests/test_cuda*.py.
+# tests/test_cuda*.py. cloudpickle: how Dask/Ray/loky workers receive compiled
+# functions (tests/test_ctl_pickle.py).
 TEST_DEPS := "setuptools>=64" wheel "numpy>=2.0" "pytest>=7" "hypothesis>=6" pytest-timeout pytest-xdist \
-  torch==2.13.0 jax jaxlib nvidia-cuda-nvrtc-cu12
+  torch==2.13.0 jax jaxlib nvidia-cuda-nvrtc-cu12 cloudpickle
 # What the extension build depends on. Lists that make cannot see through
 # timestamps (files added or removed, the test requirements) are recorded in
 # build/*.txt, rewritten only when they change, so a change rebuilds too.

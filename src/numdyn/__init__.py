@@ -176,7 +176,7 @@ def _reduce_compiled(cf):
     the compile arguments, compiled again on load. So compiled functions go
     to multiprocessing spawn pools and process workers."""
     mod, qual = getattr(cf, "__module__", None), getattr(cf, "__qualname__", None)
-    if mod and qual and "<locals>" not in qual:
+    if mod and qual and "<locals>" not in qual and not _main_by_value(mod):
         obj = sys.modules.get(mod)
         for part in qual.split("."):
             obj = getattr(obj, part, None)
@@ -186,6 +186,26 @@ def _reduce_compiled(cf):
         raise pickle.PicklingError(
             f"numdyn: cannot pickle {cf!r}: its backend is a callable, not a registered name")
     return (_rebuild_compiled, (cf._fn, _compile_kwargs(cf)))
+
+
+def _main_by_value(mod):
+    """A decorated function of the user's script (__main__) pickled by
+    cloudpickle (Dask's and Ray's process workers, joblib's loky): the
+    wrapped function goes by value, as cloudpickle ships every __main__
+    function, since the worker has no such script to look the name up in.
+    Plain pickle (multiprocessing's spawn re-imports the script) keeps the
+    name. The pickler is the Python code that called the C reducer."""
+    if mod != "__main__":
+        return False
+    f = sys._getframe(2)
+    for _ in range(8):
+        if f is None:
+            return False
+        name = f.f_globals.get("__name__", "")
+        if name.startswith("cloudpickle") or ".cloudpickle" in name:
+            return True
+        f = f.f_back
+    return False
 
 
 def _rebuild_compiled(fn, kwargs):
@@ -198,7 +218,7 @@ def _reduce_policy(wrapper, fn, kind):
     (a decorator), else the wrapped function and the policy, applied again
     on load (in a spawn worker too)."""
     mod, qual = getattr(wrapper, "__module__", None), getattr(wrapper, "__qualname__", None)
-    if mod and qual and "<locals>" not in qual:
+    if mod and qual and "<locals>" not in qual and not _main_by_value(mod):
         obj = sys.modules.get(mod)
         for part in qual.split("."):
             obj = getattr(obj, part, None)
