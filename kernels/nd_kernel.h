@@ -570,6 +570,56 @@ ND_INLINE nd_v8d nd_zv_acosh8(nd_v8d x)
     /* below 1: NaN with "invalid" (a masked product) */
     return __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, ND_ZCMP(x, ND_Z1(1.0), 0x11), ND_ZV_CUR);
 }
+/* cbrt: |x| = 2^e m, m in [1, 2) (vgetexp, vgetmant: subnormals too), e
+ * = 3q + i; cbrt(m 2^i) ~ c0 = cbrt(c_j) 2^(i/3) (1 + r P(r)), c_j the
+ * centre of m's 1/16 bucket (its top 4 bits), r = m/c_j - 1 (|r| < 1/32),
+ * r P(r) Taylor's of (1+r)^(1/3) - 1 to r^4 (2^-30); then one Newton step
+ * from the exact residual c0^3 - m 2^i (fma) over 3 c0^2 (its reciprocal
+ * by vrcp14pd and one Newton step): the error squares, 2^-60; scaled by
+ * 2^q (vscalef). The C form's three Newton steps from a 5-bit seed ran
+ * 0.65x NumPy's loop. +-0, +-inf and NaN (vfpclass) take a second pass:
+ * x + x. */
+static const double __attribute__((aligned(64))) ND_ZV_CBRT_INVC[16] = {0x1.f07c1f07c1f08p-1, 0x1.d41d41d41d41dp-1, 0x1.bacf914c1bad0p-1, 0x1.a41a41a41a41ap-1, 0x1.8f9c18f9c18fap-1, 0x1.7d05f417d05f4p-1, 0x1.6c16c16c16c17p-1, 0x1.5c9882b931057p-1, 0x1.4e5e0a72f0539p-1, 0x1.4141414141414p-1, 0x1.3521cfb2b78c1p-1, 0x1.29e4129e4129ep-1, 0x1.1f7047dc11f70p-1, 0x1.15b1e5f75270dp-1, 0x1.0c9714fbcda3bp-1, 0x1.0410410410410p-1};
+static const double __attribute__((aligned(64))) ND_ZV_CBRT_C[16] = {0x1.02a3ad2ef6f48p+0, 0x1.07c3236b0a73ap+0, 0x1.0cb18b61ad8cfp+0, 0x1.11733d66373bdp+0, 0x1.160bfc12dd091p+0, 0x1.1a7f0eab8483dp+0, 0x1.1ecf55daa68a5p+0, 0x1.22ff5c2fb2fd0p+0, 0x1.27116361abaeap+0, 0x1.2b076f131c9d7p+0, 0x1.2ee34da3b4fe3p+0, 0x1.32a69f78df567p+0, 0x1.3652dd0d71db1p+0, 0x1.39e95c0605a66p+0, 0x1.3d6b5379be10cp+0, 0x1.40d9df94f1be1p+0};
+static const double __attribute__((aligned(64))) ND_ZV_CBRT_T3[16] = {
+    0x1.0p+0, 0x1.428a2f98d728bp+0, 0x1.965fea53d6e3dp+0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+ND_INLINE nd_v8d nd_zv_cbrt_m(nd_v8d a)   /* a > 0 finite */
+{
+    nd_v8d m = __builtin_ia32_getmantpd512_mask(a, 4, a, (nd_m8)-1, ND_ZV_CUR);   /* [1, 2), sign cleared */
+    nd_v8d e = __builtin_ia32_getexppd512_mask(a, a, (nd_m8)-1, ND_ZV_CUR);
+    /* q = floor((e + 1/2) / 3), exact for |e| < 2^50; 0x09: down, no "inexact" */
+    nd_v8d qd = __builtin_ia32_rndscalepd_mask(ND_ZFMA(e, ND_Z1(1.0 / 3), ND_Z1(1.0 / 6)), 0x09, e, (nd_m8)-1,
+                                               ND_ZV_CUR);
+    nd_v8d i = ND_ZFMA(qd, ND_Z1(-3.0), e), ib = i + ND_Z1(0x1.8p52);
+    nd_v8i jm, ji;
+    memcpy(&jm, &m, sizeof jm);
+    memcpy(&ji, &ib, sizeof ji);
+    jm = (nd_v8i)((nd_v8u)jm >> 48);
+    nd_v8d r = ND_ZFMA(m, ND_ZTABLE(ND_ZV_CBRT_INVC, jm), ND_Z1(-1.0));
+    nd_v8d r2 = r * r;
+    nd_v8d q0 = ND_ZFMA(r, ND_Z1(-0x1.c71c71c71c71cp-4), ND_Z1(0x1.5555555555555p-2));
+    nd_v8d q1 = ND_ZFMA(r, ND_Z1(-0x1.511e8d2b3183bp-5), ND_Z1(0x1.f9add3c0ca458p-5));
+    nd_v8d p = ND_ZFMA(r2, q1, q0);
+    nd_v8d t = ND_ZTABLE(ND_ZV_CBRT_C, jm) * ND_ZTABLE(ND_ZV_CBRT_T3, ji);
+    nd_v8d c0 = ND_ZFMA(t, r * p, t);
+    nd_v8d y = __builtin_ia32_scalefpd512_mask(m, i, m, (nd_m8)-1, ND_ZV_CUR);
+    nd_v8d c2 = c0 * c0, c2e = ND_ZFMA(c0, c0, -c2);
+    nd_v8d d = ND_ZFMA(c2e, c0, ND_ZFMA(c2, c0, -y));
+    nd_v8d rr = __builtin_ia32_rcp14pd512_mask(c2, c2, (nd_m8)-1);
+    rr = ND_ZFMA(rr, ND_ZFNMA(c2, rr, ND_Z1(1.0)), rr);
+    nd_v8d c = ND_ZFMA(d * ND_Z1(-1.0 / 3), rr, c0);
+    return __builtin_ia32_scalefpd512_mask(c, qd, c, (nd_m8)-1, ND_ZV_CUR);
+}
+ND_INLINE nd_v8d nd_zv_cbrt8(nd_v8d x)
+{
+    nd_v8u sgn = (nd_v8u)x & (nd_v8u)ND_Z1(-0.0);
+    nd_v8d a = (nd_v8d)((nd_v8u)x ^ sgn);
+    nd_m8 bad = (nd_m8)__builtin_ia32_fpclasspd512_mask(x, 0x9f, (nd_m8)-1);   /* NaN, +-0, +-inf */
+    if (__builtin_expect(bad == 0, 1))
+        return (nd_v8d)((nd_v8u)nd_zv_cbrt_m(a) | sgn);
+    nd_v8d res = (nd_v8d)((nd_v8u)nd_zv_cbrt_m(ND_ZSEL(bad, ND_Z1(1.0), a)) | sgn);
+    return ND_ZSEL(bad, x + x, res);
+}
 /* the entry points: NM's vector-ABI variants and its scalar symbol, from
  * F8. GCC picks the variant of the loop's vector width: 8 lanes under
  * numdyn's -mprefer-vector-width=512, 4 or 2 elsewhere (and any of them
@@ -608,6 +658,7 @@ ND_ZV_ENTRY(nd_zv_exp2, nd_zv_exp2_8, 0.0)
 ND_ZV_ENTRY(nd_zv_atanh, nd_zv_atanh8, 0.0)
 ND_ZV_ENTRY(nd_zv_asinh, nd_zv_asinh8, 1.0)
 ND_ZV_ENTRY(nd_zv_acosh, nd_zv_acosh8, 1.0)
+ND_ZV_ENTRY(nd_zv_cbrt, nd_zv_cbrt8, 1.0)
 /* float64 exp2: SLEEF's 1-ULP exp2 ran 0.61-0.84x NumPy's loop. (exp by
  * the same form, called per vector, measured no faster than the inline C
  * form of nd_exp below, which needs no call: a call spills a fused
@@ -896,8 +947,15 @@ ND_INLINE T nd_cbrt##F(T x) \
     c = FMA(-d, y * y * ((T)1 / 3), c) * nd_bsel_##S(sub, SUBDN, nd_bsel_##S(big, BIGUP, (T)1)); \
     return nd_bsel_##S(fin, COPYSIGN(c, x), x + x); \
 }
+#if ND_ZV
+/* float64: numdyn's AVX-512 function (nd_zv_cbrt8) */
+ND_CBRT(double, d, _c, 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
+        __builtin_fma, __builtin_fabs, __builtin_copysign)
+ND_INLINE double nd_cbrt(double x) { ND_ZV_KEEP(nd_zv_cbrt) return nd_zv_cbrt(x); }
+#else
 ND_CBRT(double, d, , 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
         __builtin_fma, __builtin_fabs, __builtin_copysign)
+#endif
 ND_CBRT(float, f, f, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
         __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
 

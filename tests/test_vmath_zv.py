@@ -183,6 +183,30 @@ def _compare_invhyp():
     print("OK")
 
 
+def _compare_cbrt():
+    # every exponent (e mod 3 and the buckets of the mantissa), subnormals,
+    # the largest finite, +-0, +-inf, NaN, exact cubes; no flag raised
+    rng = np.random.default_rng(14)
+    n = 300_000
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 3 * 5e-324, 2.2250738585072014e-308,
+                   2.225073858507201e-308, 1.7976931348623157e308, 1.0, 8.0, 27.0, -8.0, 0.125, 1e-300, 2.0 ** 1023,
+                   np.nextafter(2.0, 0), 1 + 2.0 ** -52, 1.0 + 1 / 32, 1.0 + 1 / 16, 1.0 - 2.0 ** -53])
+    x = np.concatenate([sp, -sp, np.arange(-50, 51, dtype=np.float64) ** 3, np.ldexp(rng.uniform(1, 2, n), rng.integers(-1074, 1024, n)),
+                        -(10.0 ** rng.uniform(-323, 308, n)), rng.uniform(-10, 10, n)])
+    f = numdyn.compile(lambda a: np.cbrt(a), options={"floor": False})
+    with np.errstate(all="raise"):
+        f(x)
+        numdyn.utils.wait_compiles()
+        k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
+        got = np.asarray(f(x))
+        assert numdyn.utils.counters["kernel_runs"] - k0 == 1
+        assert numdyn.utils.counters["errstate_reruns"] == r0
+    want = np.cbrt(x)
+    _check(got, want, 1, "cbrt")
+    assert np.array_equal(got[np.isinf(x)], x[np.isinf(x)])
+    print("OK")
+
+
 def _target_has_zv():
     gcc = shutil.which("gcc")
     if gcc is None:
@@ -231,6 +255,13 @@ def test_inverse_hyperbolics_float64_edges(tmp_path):
     assert _production(code, tmp_path, zv).strip().endswith("OK")
 
 
+def test_cbrt_float64_against_numpy(tmp_path):
+    zv = _target_has_zv()
+    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_cbrt()" % os.path.dirname(
+        os.path.abspath(__file__))
+    assert _production(code, tmp_path, zv).strip().endswith("OK")
+
+
 def test_kernel_calls_vector_variant(tmp_path):
     # where the target has AVX-512F/DQ, a float64 log1p / arcsinh kernel calls
     # the vector-ABI variant; elsewhere no such symbol exists
@@ -239,8 +270,8 @@ def test_kernel_calls_vector_variant(tmp_path):
         pytest.skip("objdump (binutils) is not installed")
     code = ("import numpy as np, numdyn\n"
             "a = np.linspace(0.0, 9.0, 4099)\n"
-            "g = numdyn.compile(lambda x: (np.log1p(x * 0.5), np.arcsinh(x), np.exp(x), np.exp2(x), np.arctanh(x / 9.5)))\n"
-            "for r, e in zip(g(a), (np.log1p(a * 0.5), np.arcsinh(a), np.exp(a), np.exp2(a), np.arctanh(a / 9.5))):\n"
+            "g = numdyn.compile(lambda x: (np.log1p(x * 0.5), np.arcsinh(x), np.exp(x), np.exp2(x), np.arctanh(x / 9.5), np.cbrt(x)))\n"
+            "for r, e in zip(g(a), (np.log1p(a * 0.5), np.arcsinh(a), np.exp(a), np.exp2(a), np.arctanh(a / 9.5), np.cbrt(a))):\n"
             "    np.testing.assert_allclose(r, e, rtol=1e-14)\n"
             "numdyn.utils.wait_compiles()\n")
     zv = _target_has_zv()
@@ -251,7 +282,7 @@ def test_kernel_calls_vector_variant(tmp_path):
                                  text=True).stdout for p in sos)
     called = set(re.findall(r"call\s+\S+\s+<(_ZGV\w+_nd_zv_\w+)>", dis))
     if zv:
-        assert {"_ZGVeN8v_nd_zv_" + f for f in ("log1p", "exp2", "atanh", "asinh")} <= called, called
+        assert {"_ZGVeN8v_nd_zv_" + f for f in ("log1p", "exp2", "atanh", "asinh", "cbrt")} <= called, called
     else:
         assert not called and "nd_zv_" not in dis
 
@@ -273,7 +304,7 @@ def test_variants_defined_per_isa(tmp_path, flags):
            "void a(const double *restrict x, double *restrict y, long n)\n"
            "{ for (long i = 0; i < n; i++) y[i] = nd_log1p(x[i]) + nd_asinh(x[i]) + nd_atanh(x[i] * 0.5) + nd_exp(x[i]); }\n"
            "void b(const double *restrict x, double *restrict y, long n)\n"
-           "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0) * nd_exp2(x[i]); }\n")
+           "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0) * nd_exp2(x[i]) + nd_cbrt(x[i]); }\n")
     other = '#include "nd_kernel.h"\nvoid c(double *restrict y, long n) { for (long i = 0; i < n; i++) y[i] = nd_expm1(y[i]) + nd_sinh(y[i]); }\n'
     syms = []
     for i, text in enumerate((src, other)):
@@ -293,14 +324,14 @@ def test_variants_defined_per_isa(tmp_path, flags):
         assert "nd_zv" not in syms[0]
     else:
         for v in ("_ZGVeN8v_", "_ZGVdN4v_", "_ZGVcN4v_", "_ZGVbN2v_", ""):
-            for fn in ("log1p", "exp2", "atanh", "asinh", "acosh"):
+            for fn in ("log1p", "exp2", "atanh", "asinh", "acosh", "cbrt"):
                 assert re.search(r" t %snd_zv_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
 
 
 AVX2_FNS = [("tanh", "nd_tanh{f}(v)", 1), ("logaddexp", "nd_logaddexp_{s}(v, w)", 2),
             ("logaddexp2", "nd_logaddexp2_{s}(v, w)", 2), ("log1p", "nd_log1p{f}(v)", 1),
             ("exp2", "nd_exp2{f}(v)", 1), ("arcsinh", "nd_asinh{f}(v)", 1), ("arccosh", "nd_acosh{f}(v)", 1),
-            ("arctanh", "nd_atanh{f}(v)", 1)]
+            ("arctanh", "nd_atanh{f}(v)", 1), ("cbrt", "nd_cbrt{f}(v)", 1)]
 
 
 @pytest.mark.parametrize("flags", [["-march=haswell"], ["-march=x86-64"], ["-march=native", "-fno-tree-vectorize"]],
