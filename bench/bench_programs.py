@@ -588,6 +588,12 @@ def measure(case, quick=False, budget=None, log=print):
         row["floor"] = "untraced"
         notes.append(f"speed floor ran it untraced: NumPy calls as they are, its captured loops as C "
                      f"(numdyn's traced warm call: {format_time(floor['numdyn_s'])})")
+    elif floor and floor["path"] == "original":
+        # its captured loops' C lost to NumPy too: the original function ran
+        row["floor"] = "numpy"
+        notes.append(f"speed floor ran it as plain NumPy, the original function (numdyn's own warm "
+                     f"call: {format_time(floor['numdyn_s'])}, with its captured loops as C: "
+                     f"{format_time(floor['numpy_s'])})")
     elif floor and floor["path"] == "numpy":
         # the speed floor (numdyn.config.floor) ran this program as plain NumPy:
         # say so, with numdyn's own warm cost as the floor measured it

@@ -53,14 +53,23 @@ def _delta(c0):
 
 
 def test_the_numpy_path_runs_the_loops_as_c():
-    f = numdyn.compile(scaled_sum, options={"floor": True})
-    c0 = dict(utils.counters)
-    for k in range(CALLS):
-        x = arr("float64", 50, seed=k)
-        assert f(x) == scaled_sum(x)
+    # the floor's third path, the original function, runs the loop in
+    # Python: timed here as far slower (its test hook), it runs on the two
+    # calls that show it (test_floor_original.py)
+    numdyn._C._floor_test_delay(0.0, 0.0, 0.05)
+    try:
+        f = numdyn.compile(scaled_sum, options={"floor": True})
+        c0 = dict(utils.counters)
+        for k in range(CALLS):
+            x = arr("float64", 50, seed=k)
+            assert f(x) == scaled_sum(x)
+    finally:
+        numdyn._C._floor_test_delay(0.0, 0.0, 0.0)
     d = _delta(c0)
-    # every call ran the loop's C, on either path
-    assert d["floor_numpy_calls"] >= 5 and d["loop_runs"] == CALLS and d["loop_fallbacks"] == 0, d
+    orig = f._floor_info_for(x)["original_samples"]
+    # every other call ran the loop's C, on either path
+    assert orig == 2 and d["floor_numpy_calls"] >= 5, (d, f._floor_info())
+    assert d["loop_runs"] == CALLS - orig and d["loop_fallbacks"] == 0, d
 
 
 def test_index_error_at_the_same_iteration_on_either_path():

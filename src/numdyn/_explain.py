@@ -79,14 +79,21 @@ def _us(t):
 
 def _floor_line(f):
     what = {"numpy": "runs as plain NumPy (numdyn was slower)",
+            "original": "runs as the original function, plain NumPy without its captured loops "
+                        "(numdyn, and its loops' C, were slower)",
             "numdyn": "runs under numdyn (faster than NumPy)",
             "measuring": "still measuring"}[f["path"]]
     line = (f"Speed Floor: {what} for arguments ({f['signature']}): numdyn "
-            f"{_us(f['numdyn_s'])}, NumPy {_us(f['numpy_s'])} per call over {f['calls']} calls")
+            f"{_us(f['numdyn_s'])}, NumPy {_us(f['numpy_s'])}")
+    if f.get("original_samples"):
+        line += f", the original function {_us(f['original_s'])}"
+    line += f" per call over {f['calls']} calls"
     if f.get("decided_at"):
         line += (f"; decided at call {f['decided_at']} on {f['numdyn_samples']} numdyn and "
-                 f"{f['numpy_samples']} NumPy timed calls; the other path is probed next "
-                 f"at call {f['next_probe']}")
+                 f"{f['numpy_samples']} NumPy timed calls")
+        if f.get("original_samples"):
+            line += f" and {f['original_samples']} of the original"
+        line += f"; a path not chosen is probed next at call {f['next_probe']}"
     return line
 
 

@@ -10,6 +10,7 @@
 #include "native.h"
 #include "backend.h"
 #include "par.h"
+#include "floor.h"
 #include "guards/guards.h"
 #include <dlfcn.h>
 
@@ -512,6 +513,6 @@ int nd_native_init(PyObject *module)
         "and the path of the generated source.", PyExc_RuntimeError, NULL);
     if (!nd_CompileError) return -1;
     if (PyModule_AddObjectRef(module, "CompileError", nd_CompileError) < 0) return -1;
-    if (nd_par_init(module) < 0) return -1;
+    if (nd_par_init(module) < 0 || nd_floor_init(module) < 0) return -1;
     return PyModule_AddFunctions(module, methods);
 }

@@ -29,13 +29,16 @@
 
 typedef struct nd_floor nd_floor;   /* per compiled function */
 
-enum { ND_FLOOR_COMPILED = 0, ND_FLOOR_NUMPY = 1 };
+/* numdyn's path; NumPy's (the function untraced, its captured loops as
+ * C); the original function (only for one with captured loops: plain NumPy
+ * where a captured loop's C is slower than NumPy's calls) */
+enum { ND_FLOOR_COMPILED = 0, ND_FLOOR_NUMPY = 1, ND_FLOOR_ORIGINAL = 2 };
 
 /* A call's choice, handed back to nd_floor_done with the call's time. */
 typedef struct {
     nd_floor *f;
     int slot;       /* -1: not timed */
-    int path;       /* ND_FLOOR_COMPILED or ND_FLOOR_NUMPY */
+    int path;       /* ND_FLOOR_COMPILED, ND_FLOOR_NUMPY or ND_FLOOR_ORIGINAL */
     uint64_t key;   /* the slot's signature (another call may evict it) */
     uint64_t t0;    /* ns */
     long long compiling; /* ND_CTR_COMPILING_RUNS at the start: a call that
@@ -51,21 +54,29 @@ nd_floor *nd_floor_new(void);          /* NULL + MemoryError */
 void nd_floor_free(nd_floor *f);
 void nd_floor_reset(nd_floor *f);      /* forget every measurement */
 
-/* Which path this call takes. Never fails: an argument it cannot describe
- * makes the call untimed and compiled. */
-void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_call *c);
+/* Which path this call takes. original: the function has captured loops,
+ * so the original function is a third path (NumPy's path is not plain
+ * NumPy). Never fails: an argument it cannot describe makes the call
+ * untimed and compiled. */
+void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, int original,
+                     nd_floor_call *c);
 /* The call finished; ok: it returned (raising calls are not timed). */
 void nd_floor_done(nd_floor_call *c, int ok);
 
-/* List of dicts: signature, path ("numdyn"/"numpy"/"measuring"), calls,
- * numdyn_s and numpy_s (second least of the recent calls, seconds, None
- * before measured), numdyn_samples / numpy_samples (timed calls of each
- * path so far), decided_at (the call that ended measuring, 0 while
- * measuring: earlier than 2 + 2 x 5 when one path is far slower) and
- * next_probe (the call that next runs the path not chosen; 0 while
- * measuring). */
+/* List of dicts: signature, path ("numdyn"/"numpy"/"original"/"measuring"),
+ * calls, numdyn_s, numpy_s and original_s (second least of the recent
+ * calls, seconds, None before measured), numdyn_samples / numpy_samples /
+ * original_samples (timed calls of each path so far), decided_at (the call
+ * that ended measuring, 0 while measuring: earlier than 2 + 2 x 5 when one
+ * path is far slower), next_probe (the call that next runs a path not
+ * chosen; 0 while measuring) and probes ({path: the call that next runs
+ * it}, 0 for the chosen path and one the signature does not have). */
 PyObject *nd_floor_info(nd_floor *f);
 /* The same dict for the signature of these arguments, or None. */
 PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n);
+
+/* _floor_test_delay(numdyn_s, numpy_s, original_s): seconds added to
+ * each timed call of each path (tests: a path slower than it is here). */
+int nd_floor_init(PyObject *module);
 
 #endif

@@ -1,17 +1,23 @@
 /* runtime_floor.c -- the speed floor (floor.h): per argument signature,
  * numdyn's warm calls are timed against the original function's and the
- * faster path runs.
+ * fastest path runs. The paths: numdyn's (traced or replayed), NumPy's
+ * (the function untraced, its captured loops as C) and, for a function
+ * with captured loops, the original function itself (plain NumPy and
+ * Python: a captured loop whose C is slower than NumPy's calls -- back
+ * substitution's row times matrix, 1.45 vs 1.02 ms -- made both of the
+ * others slower than NumPy, and the floor had nothing at NumPy's speed).
  *
  * Schedule of one signature:
  *   calls 1..WARM          numdyn, not timed (tracing, compiling, recording
  *                          a replay entry: one-time costs, paid once)
- *   measuring              numdyn and NumPy interleaved, NSAMP each; or
- *                          EARLY each when one path's fastest call took
- *                          LOPSIDED times the other's slowest (a capture
+ *   measuring              the paths interleaved, NSAMP calls each; a
+ *                          path stops after EARLY when its fastest call
+ *                          took LOPSIDED times another's slowest (a capture
  *                          10x slower than NumPy must not run 5 more times
- *                          to prove it)
+ *                          to prove it), and measuring ends when one path
+ *                          is left
  *   decided                the chosen path runs (one call in SAMPLE_EVERY
- *                          timed, keeping its cost current); the
+ *                          timed, keeping its cost current); each
  *                          other path is probed after gaps of G, 2G, 4G,
  *                          ... calls, so a decision made on atypical calls
  *                          is revisited. G is 64 calls, or more when the
@@ -52,17 +58,23 @@
 #define PROBE_SHARE 0.02
 #define SAMPLE_EVERY 8
 #define UNSTEADY_MAX 16
+#define NPATH 3
 
-enum { MEASURING = 2 };
+enum { MEASURING = NPATH };  /* a slot's mode while it measures */
 
 typedef struct {
     uint64_t key;
     int used, mode;
-    uint64_t calls, last_use, next_probe, gap;
+    uint64_t calls, last_use;
+    uint64_t next_probe[NPATH], gap[NPATH]; /* per path not chosen; gap 0:
+                              never probed (a path that appeared after the
+                              decision is probed at once) */
     uint64_t decided_at;   /* the call that ended measuring; 0: measuring */
-    unsigned n[2];         /* samples taken per path (ring position) */
-    double samp[2][NSAMP]; /* the last NSAMP timed calls per path */
-    double est[2];         /* second least of them, seconds; < 0: unknown */
+    int npath;             /* paths this signature has had: 2, or 3 once
+                              the function has captured loops */
+    unsigned n[NPATH];     /* samples taken per path (ring position) */
+    double samp[NPATH][NSAMP]; /* the last NSAMP timed calls per path */
+    double est[NPATH];     /* second least of them, seconds; < 0: unknown */
     char desc[120];
     uint64_t pending_at;   /* nd_disk_progress() + 1 when a call ran graphs
                               whose kernels were still compiling; 0: none */
@@ -70,6 +82,8 @@ typedef struct {
                               most UNSTEADY_MAX: a program that compiles on
                               every call pays that on every call) */
 } slot;
+
+static double test_delay[NPATH];   /* _floor_test_delay */
 
 struct nd_floor {
     slot s[NSLOT];
@@ -207,12 +221,12 @@ static double low(const double *v, int n)
     return a[n > 1 ? 1 : 0];
 }
 
-/* The first gap before probing the path not chosen: FIRST_GAP calls, or
- * enough that a probe's extra cost (the slower path's time less the faster
- * one's) stays under PROBE_SHARE of the time of the calls in between. */
-static uint64_t first_gap(const slot *s)
+/* The first gap before probing path p, not chosen: FIRST_GAP calls, or
+ * enough that a probe's extra cost (p's time less the chosen path's) stays
+ * under PROBE_SHARE of the time of the calls in between. */
+static uint64_t first_gap(const slot *s, int p)
 {
-    double fast = s->est[s->mode], slow = s->est[!s->mode];
+    double fast = s->est[s->mode], slow = s->est[p];
     uint64_t g = FIRST_GAP;
     if (fast > 0 && slow > fast) {
         double want = (slow / fast - 1.0) / PROBE_SHARE;
@@ -222,21 +236,23 @@ static uint64_t first_gap(const slot *s)
     return g;
 }
 
+/* The fastest measured path; a decided one gives way only to one 5%
+ * faster (hysteresis). */
 static void decide(slot *s)
 {
-    if (s->est[0] < 0 || s->est[1] < 0) return;
+    int best = -1;
+    for (int p = 0; p < s->npath; p++)
+        if (s->est[p] >= 0 && (best < 0 || s->est[p] < s->est[best])) best = p;
+    if (best < 0) return;
     int was = s->mode;
-    if (s->mode == ND_FLOOR_NUMPY) {
-        if (s->est[0] < 0.95 * s->est[1]) s->mode = ND_FLOOR_COMPILED;
-    } else if (s->mode == ND_FLOOR_COMPILED) {
-        if (s->est[0] > 1.05 * s->est[1]) s->mode = ND_FLOOR_NUMPY;
-    } else {
-        s->mode = s->est[0] < s->est[1] ? ND_FLOOR_COMPILED : ND_FLOOR_NUMPY;
-    }
-    if (s->mode != was) {  /* first decision or a switch: probe on the new costs */
-        s->gap = first_gap(s);
-        s->next_probe = s->calls + s->gap;
-    }
+    if (was == MEASURING) s->mode = best;
+    else if (s->est[best] < 0.95 * s->est[was]) s->mode = best;
+    if (s->mode != was)  /* first decision or a switch: probe on the new costs */
+        for (int p = 0; p < s->npath; p++) {
+            if (p == s->mode || s->est[p] < 0) continue;
+            s->gap[p] = first_gap(s, p);
+            s->next_probe[p] = s->calls + s->gap[p];
+        }
 }
 
 static double least(const double *v, int n)
@@ -253,16 +269,43 @@ static double most(const double *v, int n)
     return m;
 }
 
-/* Measuring may end early: every call of one path took LOPSIDED times the
- * slowest call of the other. Load only adds time, so the slow path's least
- * sample is near its cost and the fast path's most is no less than its own:
- * the order cannot be noise's unless load hit every slow call alone. */
-static int lopsided(const slot *s)
+static int nsamp(const slot *s, int p) { return s->n[p] < NSAMP ? (int)s->n[p] : NSAMP; }
+
+/* A path is measured no further once every call of it took LOPSIDED times
+ * the slowest call of another. Load only adds time, so the slow path's
+ * least sample is near its cost and the fast path's most is no less than
+ * its own: the order cannot be noise's unless load hit every slow call
+ * alone. */
+static int out(const slot *s, int p)
 {
-    if (s->n[0] < EARLY || s->n[1] < EARLY) return 0;
-    int n0 = s->n[0] < NSAMP ? (int)s->n[0] : NSAMP, n1 = s->n[1] < NSAMP ? (int)s->n[1] : NSAMP;
-    return least(s->samp[0], n0) > LOPSIDED * most(s->samp[1], n1) ||
-           least(s->samp[1], n1) > LOPSIDED * most(s->samp[0], n0);
+    if (s->n[p] < EARLY) return 0;
+    double lo = least(s->samp[p], nsamp(s, p));
+    for (int q = 0; q < s->npath; q++)
+        if (q != p && s->n[q] >= EARLY && lo > LOPSIDED * most(s->samp[q], nsamp(s, q))) return 1;
+    return 0;
+}
+
+/* Measuring ends when every path still in the running has NSAMP samples,
+ * or one path alone is left in it. */
+static int measured(const slot *s)
+{
+    int left = 0, short_ = 0;
+    for (int p = 0; p < s->npath; p++) {
+        if (out(s, p)) continue;
+        left++;
+        short_ |= s->n[p] < NSAMP;
+    }
+    return left <= 1 || !short_;
+}
+
+/* While measuring: the path in the running with the fewest samples
+ * (numdyn's first on a tie) */
+static int next_to_measure(const slot *s)
+{
+    int best = -1;
+    for (int p = 0; p < s->npath; p++)
+        if (!out(s, p) && (best < 0 || s->n[p] < s->n[best])) best = p;
+    return best < 0 ? ND_FLOOR_COMPILED : best;
 }
 
 static slot *find(nd_floor *f, uint64_t key, int create)
@@ -278,7 +321,8 @@ static slot *find(nd_floor *f, uint64_t key, int create)
     victim->used = 1;
     victim->key = key;
     victim->mode = MEASURING;
-    victim->est[0] = victim->est[1] = -1;
+    victim->npath = 2;
+    for (int p = 0; p < NPATH; p++) victim->est[p] = -1;
     return victim;
 }
 
@@ -289,7 +333,8 @@ static uint64_t sig(PyObject *const *args, Py_ssize_t n)
     return h;
 }
 
-void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_call *c)
+void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, int original,
+                     nd_floor_call *c)
 {
     c->f = f;
     c->slot = -1;
@@ -301,6 +346,7 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
     if (!s->calls) describe(s->desc, sizeof s->desc, args, n);
     s->calls++;
     s->last_use = ++f->tick;
+    if (original) s->npath = NPATH;
     if (s->pending_at) {
         /* its kernels still compile in the background (no compile has
          * ended since a call found them compiling): the function itself
@@ -316,26 +362,31 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, nd_floor_
         s->pending_at = 0;
         /* a compile landed: the path that waited for it is re-timed now,
          * not a doubling gap later (its earlier calls ran around it) */
-        if (s->mode == ND_FLOOR_NUMPY && s->next_probe > s->calls) s->next_probe = s->calls;
+        if (s->mode != ND_FLOOR_COMPILED && s->mode != MEASURING &&
+            s->next_probe[ND_FLOOR_COMPILED] > s->calls)
+            s->next_probe[ND_FLOOR_COMPILED] = s->calls;
     }
     c->watch = (int)(s - f->s);
     c->key = key;
     c->compiling = nd_counter_get(ND_CTR_COMPILING_RUNS);
     if (s->calls <= WARM) return;
+    int probe = -1;
+    for (int p = 0; p < s->npath && s->mode != MEASURING && probe < 0; p++)
+        if (p != s->mode && s->calls >= s->next_probe[p]) probe = p;
     if (s->mode == MEASURING) {
-        c->path = s->n[ND_FLOOR_COMPILED] <= s->n[ND_FLOOR_NUMPY] ? ND_FLOOR_COMPILED
-                                                                  : ND_FLOOR_NUMPY;
-    } else if (s->calls >= s->next_probe) {
-        c->path = !s->mode;
-        s->next_probe = s->calls + s->gap;
-        if (s->gap < MAX_GAP) s->gap *= 2;
+        c->path = next_to_measure(s);
+    } else if (probe >= 0) {
+        c->path = probe;
+        if (!s->gap[probe]) s->gap[probe] = FIRST_GAP;
+        s->next_probe[probe] = s->calls + s->gap[probe];
+        if (s->gap[probe] < MAX_GAP) s->gap[probe] *= 2;
     } else {
         c->path = s->mode;
         /* the chosen path's cost is followed on one call in SAMPLE_EVERY:
          * timing every call (two clock reads, the estimate's sort) was a
          * third of a warm call of a small function */
         if (s->calls % SAMPLE_EVERY) {
-            if (c->path == ND_FLOOR_NUMPY) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
+            if (c->path != ND_FLOOR_COMPILED) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
             return;
         }
     }
@@ -355,7 +406,7 @@ void nd_floor_done(nd_floor_call *c, int ok)
     }
     if (c->slot < 0) return;
     double dt = (double)(now_ns() - c->t0) * 1e-9;
-    if (c->path == ND_FLOOR_NUMPY) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
+    if (c->path != ND_FLOOR_COMPILED) nd_counter_add(ND_CTR_FLOOR_NUMPY_CALLS, 1);
     slot *s = &c->f->s[c->slot];
     if (!ok || !s->used || s->key != c->key) return;
     /* NumPy ran graphs of it while their kernels compiled: not numdyn's
@@ -370,40 +421,58 @@ void nd_floor_done(nd_floor_call *c, int ok)
     if (c->path == ND_FLOOR_COMPILED && s->unsteady < UNSTEADY_MAX && onetime() != c->onetime) {
         s->unsteady++;
         if (s->calls > WARM) s->calls--;
-        if (s->mode == ND_FLOOR_NUMPY) s->next_probe = s->calls + 1;
+        if (s->mode != ND_FLOOR_COMPILED && s->mode != MEASURING)
+            s->next_probe[ND_FLOOR_COMPILED] = s->calls + 1;
         return;
     }
     int p = c->path;
+    dt += test_delay[p];
     s->samp[p][s->n[p] % NSAMP] = dt;
     s->n[p]++;
     if (s->mode == MEASURING) {
-        if ((s->n[0] < NSAMP || s->n[1] < NSAMP) && !lopsided(s)) return;
+        if (!measured(s)) return;
         s->decided_at = s->calls;
     }
-    for (int q = 0; q < 2; q++)
-        if (s->n[q]) s->est[q] = low(s->samp[q], s->n[q] < NSAMP ? (int)s->n[q] : NSAMP);
+    for (int q = 0; q < s->npath; q++)
+        if (s->n[q]) s->est[q] = low(s->samp[q], nsamp(s, q));
     decide(s);
 }
 
 /* ------------------------------------------------------------ reporting */
 
+static PyObject *est_or_none(double t)
+{
+    return t < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(t);
+}
+
 static PyObject *slot_dict(const slot *s)
 {
-    const char *path = s->mode == MEASURING ? "measuring"
-                     : s->mode == ND_FLOOR_NUMPY ? "numpy" : "numdyn";
-    PyObject *t0 = s->est[0] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[0]);
-    PyObject *t1 = s->est[1] < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(s->est[1]);
-    int dec = s->mode != MEASURING;
-    PyObject *d = t0 && t1
-        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O,s:I,s:I,s:K,s:K}", "signature", s->desc, "path", path,
-                        "calls", (unsigned long long)s->calls, "numdyn_s", t0, "numpy_s", t1,
+    static const char *const names[NPATH] = {"numdyn", "numpy", "original"};
+    const char *path = s->mode == MEASURING ? "measuring" : names[s->mode];
+    uint64_t probe = 0;   /* the next call that runs a path not chosen */
+    for (int p = 0; p < s->npath && s->mode != MEASURING; p++)
+        if (p != s->mode && (!probe || s->next_probe[p] < probe)) probe = s->next_probe[p];
+    PyObject *t[NPATH];
+    for (int p = 0; p < NPATH; p++) t[p] = est_or_none(s->est[p]);
+    /* each path's next probe: 0 for the chosen one, while measuring, and
+     * for a path this signature does not have */
+    unsigned long long np_[NPATH];
+    for (int p = 0; p < NPATH; p++)
+        np_[p] = s->mode == MEASURING || p == s->mode || p >= s->npath ? 0 : s->next_probe[p];
+    PyObject *pr = Py_BuildValue("{s:K,s:K,s:K}", names[0], np_[0], names[1], np_[1], names[2], np_[2]);
+    PyObject *d = t[0] && t[1] && t[2] && pr
+        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O,s:O,s:I,s:I,s:I,s:K,s:K,s:O}", "signature", s->desc,
+                        "path", path, "calls", (unsigned long long)s->calls,
+                        "numdyn_s", t[ND_FLOOR_COMPILED], "numpy_s", t[ND_FLOOR_NUMPY],
+                        "original_s", t[ND_FLOOR_ORIGINAL],
                         "numdyn_samples", s->n[ND_FLOOR_COMPILED],
                         "numpy_samples", s->n[ND_FLOOR_NUMPY],
+                        "original_samples", s->n[ND_FLOOR_ORIGINAL],
                         "decided_at", (unsigned long long)s->decided_at,
-                        "next_probe", (unsigned long long)(dec ? s->next_probe : 0))
+                        "next_probe", (unsigned long long)probe, "probes", pr)
         : NULL;
-    Py_XDECREF(t0);
-    Py_XDECREF(t1);
+    for (int p = 0; p < NPATH; p++) Py_XDECREF(t[p]);
+    Py_XDECREF(pr);
     return d;
 }
 
@@ -425,3 +494,28 @@ PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n)
     slot *s = f ? find(f, sig(args, n), 0) : NULL;
     return s ? slot_dict(s) : Py_NewRef(Py_None);
 }
+
+/* ------------------------------------------------------------ test hook */
+
+static PyObject *py_test_delay(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double d[NPATH] = {0};
+    if (!PyArg_ParseTuple(args, "ddd", &d[0], &d[1], &d[2])) return NULL;
+    for (int p = 0; p < NPATH; p++)
+        if (!(d[p] >= 0 && d[p] <= 1)) {
+            PyErr_SetString(PyExc_ValueError, "delays are seconds in [0, 1]");
+            return NULL;
+        }
+    memcpy(test_delay, d, sizeof d);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"_floor_test_delay", py_test_delay, METH_VARARGS,
+     "_floor_test_delay(numdyn_s, numpy_s, original_s): add these seconds to each timed call "
+     "of the speed floor's paths (tests: a path slower than it is on this machine)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int nd_floor_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }

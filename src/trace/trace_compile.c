@@ -433,17 +433,19 @@ static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args
      * for arguments like these (floor.h) */
     nd_floor_call fc;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    nd_floor_choose(cf->floor, args, n, &fc);
+    /* NumPy's path: the function untraced, its captured loops still C
+     * (loop.h); when it has such loops the original function is a third */
+    PyObject *plain = nd_loop_plain(cf->fn);
+    if (!plain) { Py_DECREF(fn); return NULL; }
+    nd_floor_choose(cf->floor, args, n, plain != cf->fn, &fc);
     PyObject *r;
-    if (fc.path == ND_FLOOR_NUMPY) {
+    if (fc.path != ND_FLOOR_COMPILED) {
         Py_DECREF(fn);
-        /* the function untraced, its captured loops still C (loop.h) */
-        PyObject *plain = nd_loop_plain(cf->fn);
-        r = plain ? PyObject_Vectorcall(plain, args, nargsf, kwnames) : NULL;
-        Py_XDECREF(plain);
+        r = PyObject_Vectorcall(fc.path == ND_FLOOR_NUMPY ? plain : cf->fn, args, nargsf, kwnames);
     } else {
         r = framed_call(cf, fn, args, nargsf, kwnames);
     }
+    Py_DECREF(plain);
     nd_floor_done(&fc, r != NULL);
     return r;
 }
