@@ -74,6 +74,8 @@ typedef enum {
                                structure was seen is named without it (codegen_memo.c) */
     ND_CTR_CHUNK_FLUSHES,   /* flushes of a long run of lazy statements, made to keep the
                                graph bounded (trace_flush.c nd__flush_chunk) */
+    ND_CTR_LOOP_SNAPSHOT_BYTES, /* bytes of arrays captured loops copied before running, to put
+                                   back if they deoptimize (trace/loop_run.c) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

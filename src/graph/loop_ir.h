@@ -107,4 +107,8 @@ void nd_lir_free(nd_lir *ir);
 /* whether statements b[0..n) (nested blocks included) assign variable v:
  * an assignment, a for loop's target or index, a tuple assignment */
 int nd_lir_binds(nd_ln *const *b, int n, int v);
+/* live[v] = 1 (live: nvars bytes) for each variable the loop may read
+ * before it assigns it (its value at the loop's start may matter); 0 or -1
+ * with MemoryError */
+int nd_lir_live_in(const nd_lir *ir, uint8_t *live);
 #endif

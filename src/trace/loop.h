@@ -3,7 +3,7 @@
  * loop_rewrite.c: the compiled copy of a function has each capturable loop
  *   statement replaced by a call of a loop region, with the original loop
  *   kept as the fallback:
- *       __nd_r = __numdyn_loop_7__(locals())
+ *       __nd_r = __numdyn_loop_7__(a, x, s)       # or (locals())
  *       if __nd_r is None: <the original loop>        # Python runs it
  *       elif __nd_r.__class__ is tuple: (x, y) = __nd_r
  *       else: <assign the names __nd_r binds>          # some stay unbound
@@ -47,6 +47,10 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info);
  * when it raised, with the exception under '__nd_exc' (py does the same),
  * instead of raising it (loop_rewrite.c's template raises it) */
 int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try);
+/* how the region is called and what it hands back: npos >= 0, called with
+ * npos values by position, vpos[v] variable v's position (-1: unbound to
+ * the loop at entry); -1: called with locals(). vout[v]: v handed back */
+int nd_loop_region_set_io(PyObject *region, const int *vpos, int npos, const uint8_t *vout);
 int nd_loop_init(PyObject *module);
 /* NUMDYN_LOOPS=0: no loop capture */
 extern int nd_loop_enabled;

@@ -61,6 +61,13 @@ typedef struct {
     PyObject *fn, *locals, *globals, *infos;
     int captured;
     int in_try;       /* depth of try statements around the block */
+    /* what the loop regions' calls pass and take back by position
+     * (io_facts below): */
+    PyObject *bound;    /* names certainly bound here (a set), NULL: unknown */
+    PyObject *deleted;  /* names ever deleted (del, an except clause's name) */
+    PyObject *uses;     /* name -> the number of reads of it in the function */
+    PyObject *cells;    /* cell and free variables (a closure may read them) */
+    int introspects;    /* it calls locals(), vars(), eval(), exec(), dir() */
 } rctx;
 
 static PyObject *info_entry(int line, int captured, PyObject *reason)
@@ -107,6 +114,242 @@ static int place(PyObject *tree, int ln)
     Py_XDECREF(l);
     Py_XDECREF(z);
     return rc < 0 || PyErr_Occurred() ? -1 : 0;
+}
+
+/* ---- what a region's call passes and takes back by position.
+ *
+ * A region called with locals() costs the dict (every local of the
+ * function), a lookup per name and a tuple of every name the loop assigns:
+ * ~1 us of a 1.7 us call around an 8-element loop. Instead the template
+ * passes, by position, the locals the loop may read before it assigns them
+ * (graph/loop_ir.h nd_lir_live_in) -- when each is certainly bound where
+ * the loop starts, else evaluating it could raise (then locals() as before)
+ * -- and the other locals it names that are certainly bound (their types
+ * at entry are the signature's, as with locals()); a local it names that
+ * is neither (assigned before any read, maybe unbound: a for target) is
+ * unbound to it at entry. It takes back the names read after the loop: a
+ * name the loop assigns that is not live-in and read nowhere else in the
+ * function (no closure holds it, no locals()/vars()/eval()/exec()/dir()
+ * looks) is never read again with the value the loop left, so it is not
+ * boxed.
+ *
+ * Certainly bound: a parameter, or a name a simple statement binds
+ * (assignment, augmented assignment, annotated assignment with a value,
+ * import, def, class) earlier in the same block or in a block around it
+ * (before the statement holding it) -- never a name deleted anywhere (del,
+ * an except clause's `as` name). */
+
+/* names a target binds, into set */
+static int target_names(PyObject *t, PyObject *set)
+{
+    const char *k = kind(t);
+    if (!strcmp(k, "Name")) {
+        PyObject *id = PyObject_GetAttrString(t, "id");
+        int rc = id ? PySet_Add(set, id) : -1;
+        Py_XDECREF(id);
+        return rc;
+    }
+    if (!strcmp(k, "Starred")) {
+        PyObject *v = PyObject_GetAttrString(t, "value");
+        int rc = v ? target_names(v, set) : -1;
+        Py_XDECREF(v);
+        return rc;
+    }
+    if (!strcmp(k, "Tuple") || !strcmp(k, "List")) {
+        PyObject *e = PyObject_GetAttrString(t, "elts");
+        int rc = e ? 0 : -1;
+        for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(e); j++) rc = target_names(PyList_GET_ITEM(e, j), set);
+        Py_XDECREF(e);
+        return rc;
+    }
+    return 0;   /* an attribute or a subscript binds no name */
+}
+
+/* the names simple statement s certainly binds when it completes, into set */
+static int stmt_binds(PyObject *s, PyObject *set)
+{
+    const char *k = kind(s);
+    int rc = 0;
+    if (!strcmp(k, "Assign")) {
+        PyObject *ts = PyObject_GetAttrString(s, "targets");
+        if (!ts) return -1;
+        for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(ts); j++) rc = target_names(PyList_GET_ITEM(ts, j), set);
+        Py_DECREF(ts);
+    } else if (!strcmp(k, "AugAssign") || !strcmp(k, "AnnAssign")) {
+        PyObject *v = !strcmp(k, "AnnAssign") ? PyObject_GetAttrString(s, "value") : Py_NewRef(Py_True);
+        PyObject *t = v ? PyObject_GetAttrString(s, "target") : NULL;
+        rc = t ? (v != Py_None && !strcmp(kind(t), "Name") ? target_names(t, set) : 0) : -1;
+        Py_XDECREF(v);
+        Py_XDECREF(t);
+    } else if (!strcmp(k, "FunctionDef") || !strcmp(k, "AsyncFunctionDef") || !strcmp(k, "ClassDef")) {
+        PyObject *n = PyObject_GetAttrString(s, "name");
+        rc = n ? PySet_Add(set, n) : -1;
+        Py_XDECREF(n);
+    } else if (!strcmp(k, "Import") || !strcmp(k, "ImportFrom")) {
+        PyObject *ns = PyObject_GetAttrString(s, "names");
+        if (!ns) return -1;
+        for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(ns); j++) {
+            PyObject *al = PyList_GET_ITEM(ns, j), *as = PyObject_GetAttrString(al, "asname");
+            PyObject *nm = as && as != Py_None ? Py_NewRef(as) : as ? PyObject_GetAttrString(al, "name") : NULL;
+            if (!nm) rc = -1;
+            else if (PyUnicode_Check(nm) && PyUnicode_FindChar(nm, '*', 0, PyUnicode_GET_LENGTH(nm), 1) < 0) {
+                Py_ssize_t dot = PyUnicode_FindChar(nm, '.', 0, PyUnicode_GET_LENGTH(nm), 1);
+                PyObject *top = dot >= 0 ? PyUnicode_Substring(nm, 0, dot) : Py_NewRef(nm);
+                rc = top ? PySet_Add(set, top) : -1;
+                Py_XDECREF(top);
+            }
+            Py_XDECREF(as);
+            Py_XDECREF(nm);
+        }
+        Py_DECREF(ns);
+    }
+    return rc;
+}
+
+/* One walk over node: the reads of each name into counts (a dict name ->
+ * int): Load and Del contexts, augmented assignments' targets; *intro set
+ * when it names locals/vars/eval/exec/dir; the names deleted (del, except
+ * ... as name) into set deleted (when not NULL). */
+static int name_facts(PyObject *node, PyObject *counts, int *intro, PyObject *deleted)
+{
+    PyObject *walk = PyObject_CallMethod(mod_ast, "walk", "O", node);
+    PyObject *it = walk ? PyObject_GetIter(walk) : NULL, *n;
+    Py_XDECREF(walk);
+    if (!it) return -1;
+    int rc = 0;
+    while (rc == 0 && (n = PyIter_Next(it))) {
+        const char *k = kind(n);
+        PyObject *name = NULL;
+        if (!strcmp(k, "Name")) {
+            PyObject *ctx = PyObject_GetAttrString(n, "ctx");
+            const char *ck = ctx ? kind(ctx) : "";
+            if (!ctx) rc = -1;
+            else if (strcmp(ck, "Store") != 0) name = PyObject_GetAttrString(n, "id");
+            if (name && deleted && !strcmp(ck, "Del") && PySet_Add(deleted, name) < 0) rc = -1;
+            Py_XDECREF(ctx);
+        } else if (!strcmp(k, "AugAssign")) {
+            PyObject *t = PyObject_GetAttrString(n, "target");
+            if (!t) rc = -1;
+            else if (!strcmp(kind(t), "Name")) name = PyObject_GetAttrString(t, "id");
+            Py_XDECREF(t);
+        } else if (!strcmp(k, "ExceptHandler") && deleted) {
+            PyObject *nm = PyObject_GetAttrString(n, "name");
+            if (!nm) rc = -1;
+            else if (nm != Py_None) rc = PySet_Add(deleted, nm);
+            Py_XDECREF(nm);
+        }
+        if (rc == 0 && name && PyUnicode_Check(name)) {
+            static const char *const looks[] = {"locals", "vars", "eval", "exec", "dir", "breakpoint", NULL};
+            for (const char *const *l = looks; *l && intro; l++)
+                if (PyUnicode_CompareWithASCIIString(name, *l) == 0) *intro = 1;
+            PyObject *c0 = PyDict_GetItemWithError(counts, name);
+            long cur = c0 ? PyLong_AsLong(c0) : 0;
+            PyObject *nv = PyErr_Occurred() ? NULL : PyLong_FromLong(cur + 1);
+            if (!nv || PyDict_SetItem(counts, name, nv) < 0) rc = -1;
+            Py_XDECREF(nv);
+        } else if (!name && PyErr_Occurred()) {
+            rc = -1;
+        }
+        Py_XDECREF(name);
+        Py_DECREF(n);
+    }
+    Py_DECREF(it);
+    return rc < 0 || PyErr_Occurred() ? -1 : 0;
+}
+
+/* The function's facts for io_facts: its parameters as the names bound at
+ * its start, the deleted names, the reads of each name, its cells. */
+static int function_facts(rctx *c, PyObject *fdef, PyObject *code)
+{
+    if (!(c->bound = PySet_New(NULL)) || !(c->deleted = PySet_New(NULL)) || !(c->uses = PyDict_New()) ||
+        !(c->cells = PySet_New(NULL)))
+        return -1;
+    PyObject *args = PyObject_GetAttrString(fdef, "args");
+    if (!args) return -1;
+    static const char *const lists[] = {"posonlyargs", "args", "kwonlyargs"}, *const one[] = {"vararg", "kwarg"};
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        PyObject *l = PyObject_GetAttrString(args, lists[k]);
+        if (!l) { rc = -1; break; }
+        for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(l); j++) {
+            PyObject *a = PyObject_GetAttrString(PyList_GET_ITEM(l, j), "arg");
+            rc = a ? PySet_Add(c->bound, a) : -1;
+            Py_XDECREF(a);
+        }
+        Py_DECREF(l);
+    }
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        PyObject *o = PyObject_GetAttrString(args, one[k]);
+        PyObject *a = o && o != Py_None ? PyObject_GetAttrString(o, "arg") : NULL;
+        if (!o || (o != Py_None && !a)) rc = -1;
+        else if (a) rc = PySet_Add(c->bound, a);
+        Py_XDECREF(o);
+        Py_XDECREF(a);
+    }
+    Py_DECREF(args);
+    if (rc < 0 || name_facts(fdef, c->uses, &c->introspects, c->deleted) < 0) return -1;
+    static const char *const cl[] = {"co_cellvars", "co_freevars"};
+    for (int k = 0; k < 2; k++) {
+        PyObject *t = PyObject_GetAttrString(code, cl[k]);
+        if (!t) return -1;
+        for (Py_ssize_t j = 0; rc == 0 && j < PyTuple_GET_SIZE(t); j++) rc = PySet_Add(c->cells, PyTuple_GET_ITEM(t, j));
+        Py_DECREF(t);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+static void facts_clear(rctx *c)
+{
+    Py_CLEAR(c->bound);
+    Py_CLEAR(c->deleted);
+    Py_CLEAR(c->uses);
+    Py_CLEAR(c->cells);
+}
+
+/* For loop `node` (ir): *npos = the number of values passed by position,
+ * vpos[v] its position for each variable passed (else -1); *npos = -1 when
+ * the call must pass locals() (a live-in name not certainly bound, or the
+ * loop is in a try). vout[v] = 1 for each variable handed back. */
+static int io_facts(rctx *c, PyObject *node, const nd_lir *ir, int *vpos, int *npos, uint8_t *vout)
+{
+    int nv = ir->nvars, rc = -1;
+    uint8_t *live = PyMem_Calloc((size_t)nv + 1, 1);
+    PyObject *inside = PyDict_New();
+    *npos = -1;
+    if (!live || !inside) { PyErr_NoMemory(); goto done; }
+    if (nd_lir_live_in(ir, live) < 0) goto done;
+    int intro = c->introspects, positional = !c->in_try && c->bound;
+    if (c->uses && name_facts(node, inside, NULL, NULL) < 0) goto done;
+    int np = 0;
+    for (int v = 0; v < nv; v++) {
+        uint8_t f = ir->vflags[v];
+        PyObject *name = PyTuple_GET_ITEM(ir->names, v);
+        vpos[v] = -1;
+        vout[v] = (f & VF_ASSIGNED) != 0;
+        if (!(f & VF_LOCAL) || (f & VF_HIDDEN)) continue;
+        {
+            int b = positional ? PySet_Contains(c->bound, name) : 0, d = b > 0 ? PySet_Contains(c->deleted, name) : 0;
+            if (b < 0 || d < 0) goto done;
+            if (b && !d) vpos[v] = np++;
+            else if (live[v]) positional = 0;
+        }
+        /* a name not live-in, read nowhere else, in no cell: not handed back */
+        if (vout[v] && !live[v] && !c->in_try && !intro && c->uses) {
+            int cell = PySet_Contains(c->cells, name);
+            PyObject *all = PyDict_GetItemWithError(c->uses, name), *in = all ? PyDict_GetItemWithError(inside, name) : NULL;
+            if (cell < 0 || PyErr_Occurred()) goto done;
+            if (!cell && (!all || (in && PyLong_AsLong(in) >= PyLong_AsLong(all)))) vout[v] = 0;
+            if (PyErr_Occurred()) goto done;
+        }
+    }
+    if (positional) *npos = np;
+    else for (int v = 0; v < nv; v++) vpos[v] = -1;
+    rc = 0;
+done:
+    PyMem_Free(live);
+    Py_XDECREF(inside);
+    return rc;
 }
 
 /* The loop alone as a function of a dict of the locals it uses, returning
@@ -198,18 +441,30 @@ done:
 /* the statements that replace loop `node` (a list), or NULL */
 static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info)
 {
-    PyObject *outs = PyList_New(0), *gname = NULL, *region = NULL, *text = NULL, *mod = NULL, *body = NULL;
-    PyObject *r = NULL;
-    if (!outs) { nd_lir_free(ir); return NULL; }
-    for (int v = 0; v < ir->nvars; v++)
-        if ((ir->vflags[v] & VF_ASSIGNED) && PyList_Append(outs, PyTuple_GET_ITEM(ir->names, v)) < 0) {
+    PyObject *outs = PyList_New(0), *ins = PyList_New(0), *gname = NULL, *region = NULL, *text = NULL;
+    PyObject *mod = NULL, *body = NULL, *r = NULL;
+    int nv = ir->nvars, npos = -1;
+    int *vpos = PyMem_Calloc((size_t)nv + 1, sizeof(int));
+    uint8_t *vout = PyMem_Calloc((size_t)nv + 1, 1);
+    if (!outs || !ins || !vpos || !vout || io_facts(c, node, ir, vpos, &npos, vout) < 0) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        nd_lir_free(ir);
+        goto done;
+    }
+    for (int k = 0; k < npos; k++)   /* the names passed, in their positions */
+        for (int v = 0; v < nv; v++)
+            if (vpos[v] == k && PyList_Append(ins, PyTuple_GET_ITEM(ir->names, v)) < 0) { nd_lir_free(ir); goto done; }
+    for (int v = 0; v < nv; v++)
+        if (vout[v] && PyList_Append(outs, PyTuple_GET_ITEM(ir->names, v)) < 0) {
             nd_lir_free(ir);
             goto done;
         }
     PyObject *py = python_runner(c, node, ir);
     if (!py) { nd_lir_free(ir); goto done; }
     region = nd_loop_region_new(ir, c->globals, info);
-    if (region && nd_loop_region_set_py(region, py, c->in_try) < 0) Py_CLEAR(region);
+    if (region && (nd_loop_region_set_py(region, py, c->in_try) < 0 ||
+                   nd_loop_region_set_io(region, vpos, npos, vout) < 0))
+        Py_CLEAR(region);
     Py_DECREF(py);
     if (!region) goto done;
     if (!(gname = PyUnicode_FromFormat("__numdyn_loop_%llu__", ++region_counter))) goto done;
@@ -220,6 +475,17 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
         PyObject *parts = PyList_New(0), *tup = NULL, *dct = NULL, *sep = NULL;
         Py_ssize_t n = PyList_GET_SIZE(outs);
         if (!parts) goto done;
+        /* the call: by position, or locals() */
+        PyObject *call = NULL;
+        if (npos < 0) {
+            call = PyUnicode_FromFormat("%U(locals())", gname);
+        } else {
+            PyObject *comma = PyUnicode_FromString(", "), *a = comma ? PyUnicode_Join(comma, ins) : NULL;
+            call = a ? PyUnicode_FromFormat("%U(%U)", gname, a) : NULL;
+            Py_XDECREF(comma);
+            Py_XDECREF(a);
+        }
+        if (!call) { Py_DECREF(parts); goto done; }
         for (Py_ssize_t k = 0; k < n; k++) {
             PyObject *p = PyUnicode_FromFormat("%U, ", PyList_GET_ITEM(outs, k));
             if (!p || PyList_Append(parts, p) < 0) { Py_XDECREF(p); Py_DECREF(parts); goto done; }
@@ -239,21 +505,22 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
         dct = parts ? PyUnicode_Join(sep, parts) : NULL;
         Py_XDECREF(parts);
         Py_DECREF(sep);
-        if (!dct) { Py_DECREF(tup); goto done; }
+        if (!dct) { Py_DECREF(tup); Py_DECREF(call); goto done; }
         if (c->in_try)   /* a dict then, and the exception the loop raised, if any */
             text = PyUnicode_FromFormat(
-                "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
+                "__nd_r = %U\nif __nd_r is None:\n    pass\n"
                 "else:\n%U    if '__nd_exc' in __nd_r:\n        raise __nd_r.pop('__nd_exc')\n",
-                gname, dct);
+                call, dct);
         else if (n)
             text = PyUnicode_FromFormat(
-                "__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n"
+                "__nd_r = %U\nif __nd_r is None:\n    pass\n"
                 "elif __nd_r.__class__ is ().__class__:\n    (%U) = __nd_r\nelse:\n%U",
-                gname, tup, dct);
+                call, tup, dct);
         else
-            text = PyUnicode_FromFormat("__nd_r = %U(locals())\nif __nd_r is None:\n    pass\n", gname);
+            text = PyUnicode_FromFormat("__nd_r = %U\nif __nd_r is None:\n    pass\n", call);
         Py_DECREF(tup);
         Py_DECREF(dct);
+        Py_DECREF(call);
         if (!text) goto done;
     }
     if (!(mod = PyObject_CallMethod(mod_ast, "parse", "O", text))) goto done;
@@ -269,6 +536,9 @@ static PyObject *replacement(rctx *c, PyObject *node, nd_lir *ir, PyObject *info
     r = Py_NewRef(body);
 done:
     Py_XDECREF(outs);
+    Py_XDECREF(ins);
+    PyMem_Free(vpos);
+    PyMem_Free(vout);
     Py_XDECREF(gname);
     Py_XDECREF(region);
     Py_XDECREF(text);
@@ -308,12 +578,25 @@ static int loops_in(rctx *c, PyObject *node, const char *why);
 
 /* statements of list `stmts` (an attribute of a node): loops are tried and
  * replaced in place; `why` (not NULL) forbids capture in this block */
+static int block_in(rctx *c, PyObject *stmts, const char *why);
+
+/* the names certainly bound inside the block are not after it */
 static int block(rctx *c, PyObject *stmts, const char *why)
 {
     if (!stmts || !PyList_Check(stmts)) return 0;
+    PyObject *saved = c->bound;
+    if (saved && !(c->bound = PySet_New(saved))) { c->bound = saved; return -1; }
+    int rc = block_in(c, stmts, why);
+    Py_XSETREF(c->bound, saved);
+    return rc;
+}
+
+static int block_in(rctx *c, PyObject *stmts, const char *why)
+{
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(stmts); k++) {
         PyObject *s = PyList_GET_ITEM(stmts, k);
         const char *kd = kind(s);
+        if (c->bound && stmt_binds(s, c->bound) < 0) return -1;
         if (!strcmp(kd, "For") || !strcmp(kd, "While")) {
             int ln = lineno(s);
             if (why) {
@@ -742,7 +1025,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
         return Py_NewRef(fn);
     if (init() < 0) return NULL;
     PyObject *src = NULL, *ded = NULL, *tree = NULL, *fdef = NULL, *body = NULL, *nf = NULL;
-    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0, 0};
+    rctx c = {fn, NULL, PyFunction_GET_GLOBALS(fn), NULL, 0, 0, NULL, NULL, NULL, NULL, 0};
     if (!(c.infos = PyList_New(0))) return NULL;
     if (!(src = PyObject_CallOneArg(getsource, fn))) {
         /* no source (a lambda in a REPL, exec'd code): nothing to capture */
@@ -798,6 +1081,7 @@ PyObject *nd_loop_rewrite(PyObject *fn)
         if (shadow) goto plain;
     }
     if (!(body = PyObject_GetAttrString(fdef, "body"))) goto fail;
+    if (function_facts(&c, fdef, code) < 0) goto fail;
     if (block(&c, body, NULL) < 0) goto fail;
     int shuffles = rewrite_random_calls(&c, fdef);
     if (shuffles < 0) goto fail;
@@ -824,12 +1108,14 @@ PyObject *nd_loop_rewrite(PyObject *fn)
         }
     }
 plain:
+    facts_clear(&c);
     if (set_info(code, c.infos) < 0) goto fail;
     Py_XDECREF(src); Py_XDECREF(ded); Py_XDECREF(tree); Py_XDECREF(fdef); Py_XDECREF(body);
     Py_XDECREF(c.locals);
     Py_DECREF(c.infos);
     return nf ? nf : Py_NewRef(fn);
 fail:
+    facts_clear(&c);
     Py_XDECREF(src); Py_XDECREF(ded); Py_XDECREF(tree); Py_XDECREF(fdef); Py_XDECREF(body);
     Py_XDECREF(c.locals);
     Py_DECREF(c.infos);

@@ -21,6 +21,7 @@
 #include "graph/hash.h"
 #include "core/counters.h"
 #include "runtime/backend.h"
+#include <numpy/arrayscalars.h>
 #include <dlfcn.h>
 #include <fenv.h>
 #include <string.h>
@@ -34,6 +35,10 @@ typedef struct {
     uint64_t key;
     nd_loopfn fn;          /* NULL: not compilable for this signature */
     int snapshot;
+    /* NumPy's float events may deoptimize it without a copy of the arrays
+     * it stores into (rerun_safe below): it makes no array local and reads
+     * no element of an array it stores into */
+    int fp_nocopy;
     int pending;           /* the static marker: its C still compiles in the background */
     PyObject *reason;
     uint8_t *alocal;       /* per variable: an array local (typing's decision) */
@@ -44,7 +49,15 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    vectorcallfunc vcall;
     nd_lir ir;
+    /* the call (loop_rewrite.c io_facts): npos >= 0, the values of the
+     * locals the loop may read before assigning them, by position (vpos[v]:
+     * variable v's, -1: v is unbound to the loop at entry); -1: locals().
+     * vout[v]: v is handed back */
+    int npos;
+    int *vpos;
+    uint8_t *vout;
     PyObject *globals;
     PyObject *info;
     PyObject *py;          /* the loop as a Python function of its locals (loop.h) */
@@ -68,9 +81,59 @@ static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
 /* NumPy's error state is one object in a context variable, replaced (never
  * changed) by np.seterr/np.errstate: what was read of the last one is kept */
 static PyObject *extobj_var, *extobj_last;
-static int extobj_under_ok, extobj_fpignore;
+static int extobj_under_ok, extobj_fpignore, extobj_fpsafe;
+static PyObject *warnings_mod;
 
 /* ------------------------------------------------------------- boxing */
+/* NumPy's scalar type of each LT_B1..LT_F8, exactly (not a subclass):
+ * made and read without a descriptor (PyArray_DescrFromType then
+ * PyArray_Scalar were a tenth of a small loop's call, per value) */
+static PyTypeObject *sc_type[LT_N];
+
+static int sc_init(void)
+{
+    for (int t = LT_B1; t < LT_N; t++) {
+        PyArray_Descr *d = PyArray_DescrFromType(nd_lty_typenum(t));
+        if (!d) return -1;
+        sc_type[t] = d->typeobj;   /* (static types of NumPy's, never freed) */
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
+#define ND_SC_CASES(X) \
+    X(LT_I1, Byte, int8_t) X(LT_I2, Short, int16_t) X(LT_I4, Int, int32_t) X(LT_I8, Long, int64_t) \
+    X(LT_U1, UByte, uint8_t) X(LT_U2, UShort, uint16_t) X(LT_U4, UInt, uint32_t) X(LT_U8, ULong, uint64_t) \
+    X(LT_F4, Float, float) X(LT_F8, Double, double)
+
+/* a new NumPy scalar of type t (LT_B1..LT_F8) from p; NULL: use PyArray_Scalar */
+static PyObject *sc_box(int t, const void *p)
+{
+    if (t < LT_B1 || t >= LT_N || !sc_type[t]) return NULL;
+    if (t == LT_B1) return Py_NewRef(*(const uint8_t *)p ? PyArrayScalar_True : PyArrayScalar_False);
+    PyObject *r = sc_type[t]->tp_alloc(sc_type[t], 0);
+    if (!r) return NULL;
+    switch (t) {
+#define X(LT, NAME, CT) case LT: memcpy(&PyArrayScalar_VAL(r, NAME), p, sizeof(CT)); break;
+    ND_SC_CASES(X)
+#undef X
+    }
+    return r;
+}
+
+/* 0: r holds o, a NumPy scalar of exactly type t's; 1: it is not one */
+static int sc_unbox(PyObject *o, int t, void *r)
+{
+    if (t < LT_B1 || t >= LT_N || !sc_type[t] || Py_TYPE(o) != sc_type[t]) return 1;
+    switch (t) {
+    case LT_B1: *(uint8_t *)r = PyArrayScalar_VAL(o, Bool) != 0; return 0;
+#define X(LT, NAME, CT) case LT: memcpy(r, &PyArrayScalar_VAL(o, NAME), sizeof(CT)); return 0;
+    ND_SC_CASES(X)
+#undef X
+    }
+    return 1;
+}
+
 static PyObject *box(int t, const void *p)
 {
     switch (t) {
@@ -78,6 +141,8 @@ static PyObject *box(int t, const void *p)
     case LT_PYINT: return PyLong_FromLongLong(*(const int64_t *)p);
     case LT_PYFLOAT: return PyFloat_FromDouble(*(const double *)p);
     default: {
+        PyObject *f = sc_box(t, p);
+        if (f || PyErr_Occurred()) return f;
         PyArray_Descr *d = PyArray_DescrFromType(nd_lty_typenum(t));
         if (!d) return NULL;
         PyObject *r = PyArray_Scalar((void *)p, d, NULL);
@@ -109,6 +174,7 @@ static int unbox(PyObject *o, int t, void *r)
         *(double *)r = PyFloat_AS_DOUBLE(o);
         return 0;
     default: {
+        if (sc_unbox(o, t, r) == 0) return 0;
         if (!PyArray_IsScalar(o, Generic)) return 1;
         PyArray_Descr *d = PyArray_DescrFromScalar(o);
         if (!d) { PyErr_Clear(); return 1; }
@@ -135,6 +201,8 @@ static int type_of_value(PyObject *o, int64_t *bits)
         return LT_PYINT;
     }
     if (PyFloat_CheckExact(o)) return LT_PYFLOAT;
+    for (int t = LT_B1; t < LT_N; t++)
+        if (Py_TYPE(o) == sc_type[t]) return t;
     if (PyArray_IsScalar(o, Generic)) {
         PyArray_Descr *d = PyArray_DescrFromScalar(o);
         if (!d) { PyErr_Clear(); return -1; }
@@ -233,6 +301,7 @@ static int init_refs(void)
     builtins_dict = PyModule_GetDict(b);
     Py_INCREF(builtins_dict);
     Py_DECREF(b);
+    if (sc_init() < 0) return -1;
     if (!(math_mod = PyImport_ImportModule("math"))) return -1;
     if (!(numpy_mod = PyImport_ImportModule("numpy"))) return -1;
     geterr = PyObject_GetAttrString(numpy_mod, "geterr");
@@ -245,6 +314,92 @@ static int init_refs(void)
     return 0;
 }
 
+
+/* whether the loop reads the contents of array variable v anywhere under
+ * n (an element, a slice, the whole array, a copy, an op= store): all but
+ * a plain store into it, its shape, its dtype */
+static int reads_contents(const nd_ln *n, int v)
+{
+    if (!n) return 0;
+    if (n->var == v && n->kind != LK_STORE && n->kind != LK_SHAPE && !(n->kind == LK_CALL && n->i == LCALL_DTYPE))
+        return 1;
+    for (int k = 0; k < n->n; k++) if (reads_contents(n->kid[k], v)) return 1;
+    for (int k = 0; k < n->nbody; k++) if (reads_contents(n->body[k], v)) return 1;
+    for (int k = 0; k < n->norelse; k++) if (reads_contents(n->orelse[k], v)) return 1;
+    return 0;
+}
+
+static int stored(const nd_lir *ir, const lsig *s, const int8_t *adt, int v);
+
+/* the bytes [*lo, *hi) array a may reach (empty: *lo == *hi) */
+static void extent(PyArrayObject *a, const char **lo, const char **hi)
+{
+    const char *l = PyArray_BYTES(a), *h = l + PyArray_ITEMSIZE(a);
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d), st = PyArray_STRIDE(a, d);
+        if (n == 0) { *lo = *hi = l; return; }
+        if (st < 0) l += (n - 1) * st; else h += (n - 1) * st;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+/* whether a RuntimeWarning NumPy gives may raise: a warnings filter
+ * 'error' (whatever it matches), or showwarning replaced */
+static int warnings_may_raise(void)
+{
+    if (!warnings_mod && !(warnings_mod = PyImport_ImportModule("warnings"))) return -1;
+    PyObject *f = PyObject_GetAttrString(warnings_mod, "filters");
+    if (!f) return -1;
+    int r = !PyList_Check(f);
+    for (Py_ssize_t k = 0; !r && k < PyList_GET_SIZE(f); k++) {
+        PyObject *e = PyList_GET_ITEM(f, k);
+        PyObject *a = PyTuple_Check(e) && PyTuple_GET_SIZE(e) ? PyTuple_GET_ITEM(e, 0) : NULL;
+        r = !a || !PyUnicode_Check(a) || PyUnicode_CompareWithASCIIString(a, "error") == 0;
+    }
+    Py_DECREF(f);
+    if (!r) {
+        PyObject *sw = PyObject_GetAttrString(warnings_mod, "showwarning");
+        PyObject *orig = sw ? PyObject_GetAttrString(warnings_mod, "_showwarning_orig") : NULL;
+        if (!orig) { Py_XDECREF(sw); return -1; }
+        r = sw != orig;
+        Py_DECREF(sw);
+        Py_DECREF(orig);
+    }
+    return r;
+}
+
+/* A loop whose only reason to copy the arrays it stores into is NumPy's
+ * float events (tested after it: Python then reruns it from the start for
+ * NumPy's warnings) needs no copy when Python's rerun is sure to store
+ * everything the C run stored: the loop reads no element of an array it
+ * stores into (lsig.fp_nocopy) and no such array shares memory with
+ * another it reads, so the rerun computes what the C run computed -- the
+ * same values, branches and indices -- and stores the same elements again,
+ * in the same order, up to where NumPy's run ends; and NumPy's run cannot
+ * end early at the event (np.errstate 'ignore', 'warn' or 'print' for
+ * over/divide/invalid, no warnings filter 'error', showwarning NumPy's).
+ * An IndexError or another exception ends both runs at the same point.
+ * Untraced calls only (the traced path hands the arrays over as a break's).
+ * 1: no copy; 0: copy; -1: error. */
+static int rerun_safe(NdLoop *L, const lsig *s, PyObject *const *vals, const int8_t *adt, nd_trace *t, int fpsafe)
+{
+    if (!s->fp_nocopy || t || !fpsafe) return 0;
+    int nv = L->ir.nvars;
+    for (int v = 0; v < nv; v++) {
+        if (!stored(&L->ir, s, adt, v) || adt[v] < 0 || !vals[v]) continue;
+        const char *lo, *hi;
+        extent((PyArrayObject *)vals[v], &lo, &hi);
+        for (int w = 0; w < nv && lo < hi; w++) {
+            if (w == v || adt[w] < 0 || !vals[w] || !PyArray_Check(vals[w]) || stored(&L->ir, s, adt, w)) continue;
+            const char *l2, *h2;
+            extent((PyArrayObject *)vals[w], &l2, &h2);
+            if (l2 < h2 && l2 < hi && lo < h2) return 0;
+        }
+    }
+    int r = warnings_may_raise();
+    return r < 0 ? -1 : !r;
+}
 
 static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
 {
@@ -263,6 +418,10 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
         for (int v = 0; v < nv; v++)
             if (T->alocal[v] && (L->ir.vflags[v] & VF_STORED)) s->alocal_stored = 1;
         s->npool = nd_loop_npool(T);
+        s->fp_nocopy = !s->npool;
+        for (int v = 0; v < nv && s->fp_nocopy; v++)
+            if (T->alocal[v] || ((L->ir.vflags[v] & VF_STORED) && reads_contents(L->ir.root, v)))
+                s->fp_nocopy = 0;
     }
     nd_sb sb;
     nd_sb_init(&sb);
@@ -488,14 +647,14 @@ static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals
     const nd_lir *ir = &L->ir;
     int nv = ir->nvars, nout = 0, unbound = as_dict;
     for (int v = 0; v < nv; v++)
-        if (ir->vflags[v] & VF_ASSIGNED) {
+        if (L->vout[v]) {
             nout++;
             unbound |= s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND;
         }
     PyObject *r = unbound ? PyDict_New() : PyTuple_New(nout);
     int k = 0;
     for (int v = 0; r && v < nv; v++) {
-        if (!(ir->vflags[v] & VF_ASSIGNED)) continue;
+        if (!L->vout[v]) continue;
         if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
         PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v], F, pobj, origs)
                                    : box(tag[v], &val[v]);
@@ -532,7 +691,7 @@ static uint64_t prekey_of(PyObject *x)
 }
 
 /* ---------------------------------------------------------------- run */
-static PyObject *run(NdLoop *L, PyObject *locals)
+static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
 {
     nd_lir *ir = &L->ir;
     int nv = ir->nvars;
@@ -593,7 +752,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         PyObject *name = PyTuple_GET_ITEM(ir->names, v), *x;
         uint8_t f = ir->vflags[v];
         if (f & VF_HIDDEN) continue;
-        if (f & VF_LOCAL) x = PyDict_GetItemWithError(locals, name);
+        if (f & VF_LOCAL) x = pos ? (L->vpos[v] >= 0 ? pos[L->vpos[v]] : NULL) : PyDict_GetItemWithError(locals, name);
         else {
             x = PyDict_GetItemWithError(L->globals, name);
             if (!x && !PyErr_Occurred()) x = PyDict_GetItemWithError(builtins_dict, name);
@@ -613,8 +772,13 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         }
         if (x && nd_proxy_check(x)) proxies = 1;
         vals[v] = Py_XNewRef(x);
-        prekey = nd_hash_mix(prekey, prekey_of(x) ^ (uint64_t)v << 56);
     }
+    /* (the key of the names' types before lazy values are computed: only
+     * with lazy values, which a rejection keeps from being computed) */
+    if (proxies && t)
+        for (int v = 0; v < nv; v++)
+            if (!(ir->vflags[v] & (VF_HIDDEN | VF_MODULE | VF_BUILTIN)))
+                prekey = nd_hash_mix(prekey, prekey_of(vals[v]) ^ (uint64_t)v << 56);
     if (proxies && t)
         for (int k = 0; k < L->nrejected; k++)
             if (L->rejected[k].prekey == prekey) {
@@ -754,12 +918,13 @@ static PyObject *run(NdLoop *L, PyObject *locals)
     /* 3. NumPy's error state: the C code sees no underflow; where NumPy
      * ignores overflow, division by zero and invalid results alike, the
      * events left to the FP flags need no test */
-    int fpignore = 1;
+    int fpignore = 1, fpsafe = 1;
     PyObject *eo = NULL;
     if (extobj_var && PyContextVar_Get(extobj_var, NULL, &eo) < 0) goto done_free;
     if (eo && eo == extobj_last) {
         Py_DECREF(eo);
         fpignore = extobj_fpignore;
+        fpsafe = extobj_fpsafe;
         if (!extobj_under_ok) { why = PyUnicode_FromString("np.errstate(under=...) is not 'ignore'"); goto fallback; }
     } else {
         PyObject *err = PyObject_CallNoArgs(geterr);
@@ -769,6 +934,11 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         for (int k = 0; k < 3 && err; k++) {
             PyObject *m = PyDict_GetItemString(err, evs[k]);
             if (!m || !PyUnicode_Check(m) || PyUnicode_CompareWithASCIIString(m, "ignore") != 0) fpignore = 0;
+            /* 'raise', 'call', 'log' may raise where NumPy meets the event */
+            if (!m || !PyUnicode_Check(m) || (PyUnicode_CompareWithASCIIString(m, "ignore") != 0 &&
+                                              PyUnicode_CompareWithASCIIString(m, "warn") != 0 &&
+                                              PyUnicode_CompareWithASCIIString(m, "print") != 0))
+                fpsafe = 0;
         }
         Py_XDECREF(err);
         if (!u && PyErr_Occurred()) { Py_XDECREF(eo); goto done_free; }
@@ -776,6 +946,7 @@ static PyObject *run(NdLoop *L, PyObject *locals)
             Py_XSETREF(extobj_last, eo);
             extobj_under_ok = ign;
             extobj_fpignore = fpignore;
+            extobj_fpsafe = fpsafe;
         }
         if (!ign) { why = PyUnicode_FromString("np.errstate(under=...) is not 'ignore'"); goto fallback; }
     }
@@ -821,12 +992,18 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         outside = 1;
     }
     /* the arrays restored when the loop deoptimizes */
-    int fp = (s->snapshot & 2) && !fpignore, snap = (s->snapshot & 1) || fp;
+    int fp = (s->snapshot & 2) && !fpignore, snap = (s->snapshot & 1) || fp, nocopy = 0;
+    if (snap && !(s->snapshot & 1)) {
+        nocopy = rerun_safe(L, s, vals, adt, t, fpsafe);
+        if (nocopy < 0) goto done_free;
+        if (nocopy) snap = 0;
+    }
     if (snap)
         for (int v = 0; v < nv; v++)
-            if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v] &&
-                !(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER)))
-                goto done_free;
+            if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v]) {
+                if (!(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER))) goto done_free;
+                nd_counter_add(ND_CTR_LOOP_SNAPSHOT_BYTES, (long long)PyArray_NBYTES((PyArrayObject *)snaps[v]));
+            }
     runctx ctx = {L, vals, fp, 0};
     memset(&F, 0, sizeof F);
     if (s->npool) {
@@ -861,6 +1038,11 @@ static PyObject *run(NdLoop *L, PyObject *locals)
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "numdyn loop failed without an exception");
         goto raised;
     case NDL_DEOPT:
+        if (nocopy) {   /* Python's rerun writes all the loop wrote (rerun_safe) */
+            nd_counter_add(ND_CTR_LOOP_DEOPTS, 1);
+            why = PyUnicode_FromString("deoptimized: NumPy float events (Python reruns it for NumPy's warnings)");
+            goto fallback;
+        }
         if (!snap) {
             PyErr_Format(PyExc_RuntimeError, "numdyn: the loop at line %d cannot be resumed in Python "
                          "(please report this); run it with NUMDYN_LOOPS=0", ir->line);
@@ -928,7 +1110,7 @@ fallback:
     nd_counter_add(ND_CTR_LOOP_FALLBACKS, 1);
     result = Py_NewRef(Py_None);
 done_free:
-    for (int v = 0; arr && v < nv; v++) free(arr[v].own);
+    for (int v = 0; arr && v < nv; v++) if (arr[v].own) free(arr[v].own);
     for (int k = 0; k < F.npool; k++) {
         free(F.pool[k].p);
         if (pobj) Py_XDECREF(pobj[k]);
@@ -960,13 +1142,22 @@ done:
     return result;
 }
 
-static PyObject *loop_tp_call(PyObject *self, PyObject *args, PyObject *kw)
+/* region(locals()), or region(*values) by position (NdLoop.npos) */
+static PyObject *loop_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (PyTuple_GET_SIZE(args) != 1 || (kw && PyDict_GET_SIZE(kw)) || !PyDict_Check(PyTuple_GET_ITEM(args, 0))) {
-        PyErr_SetString(PyExc_TypeError, "a numdyn loop region takes locals()");
-        return NULL;
+    NdLoop *L = (NdLoop *)self;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) goto bad;
+    if (L->npos >= 0) {
+        if (n != L->npos) goto bad;
+        return run(L, NULL, args);
     }
-    return run((NdLoop *)self, PyTuple_GET_ITEM(args, 0));
+    if (n != 1 || !PyDict_Check(args[0])) goto bad;
+    return run(L, args[0], NULL);
+bad:
+    if (L->npos >= 0) PyErr_Format(PyExc_TypeError, "a numdyn loop region takes %d values", L->npos);
+    else PyErr_SetString(PyExc_TypeError, "a numdyn loop region takes locals()");
+    return NULL;
 }
 
 static void loop_dealloc(PyObject *o)
@@ -980,6 +1171,8 @@ static void loop_dealloc(PyObject *o)
     }
     PyMem_Free(L->sigs);
     PyMem_Free(L->spare);
+    PyMem_Free(L->vpos);
+    PyMem_Free(L->vout);
     Py_XDECREF(L->globals);
     Py_XDECREF(L->info);
     Py_XDECREF(L->py);
@@ -991,22 +1184,63 @@ static PyObject *loop_repr(PyObject *o)
     return PyUnicode_FromFormat("<numdyn loop region, line %d>", ((NdLoop *)o)->ir.line);
 }
 
+/* for tests and explain: how the template calls the region */
+static PyObject *loop_get_passed(PyObject *o, void *c)
+{
+    NdLoop *L = (NdLoop *)o;
+    if (L->npos < 0) Py_RETURN_NONE;   /* locals() */
+    PyObject *r = PyTuple_New(L->npos);
+    for (int v = 0; r && v < L->ir.nvars; v++)
+        if (L->vpos[v] >= 0 && L->vpos[v] < L->npos)
+            PyTuple_SET_ITEM(r, L->vpos[v], Py_NewRef(PyTuple_GET_ITEM(L->ir.names, v)));
+    return r;
+}
+
+static PyObject *loop_get_handed_back(PyObject *o, void *c)
+{
+    NdLoop *L = (NdLoop *)o;
+    PyObject *r = PyList_New(0);
+    for (int v = 0; r && v < L->ir.nvars; v++)
+        if (L->vout[v] && PyList_Append(r, PyTuple_GET_ITEM(L->ir.names, v)) < 0) Py_CLEAR(r);
+    Py_XSETREF(r, r ? PyList_AsTuple(r) : NULL);
+    return r;
+}
+
+static PyObject *loop_get_line(PyObject *o, void *c) { return PyLong_FromLong(((NdLoop *)o)->ir.line); }
+
+static PyGetSetDef loop_getset[] = {
+    {"passed", loop_get_passed, NULL, "the names passed by position (None: locals())", NULL},
+    {"handed_back", loop_get_handed_back, NULL, "the names handed back", NULL},
+    {"line", loop_get_line, NULL, "the loop's first line", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static PyTypeObject NdLoop_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "numdyn._C.LoopRegion",
     .tp_basicsize = sizeof(NdLoop),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_call = loop_tp_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(NdLoop, vcall),
+    .tp_call = PyVectorcall_Call,
     .tp_dealloc = loop_dealloc,
     .tp_repr = loop_repr,
+    .tp_getset = loop_getset,
 };
 
 PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
 {
     NdLoop *L = PyObject_New(NdLoop, &NdLoop_Type);
     if (!L) { nd_lir_free(ir); return NULL; }
+    L->vcall = loop_vcall;
     L->ir = *ir;
     memset(ir, 0, sizeof *ir);
+    L->npos = -1;
+    L->vpos = PyMem_Malloc(sizeof(int) * ((size_t)L->ir.nvars + 1));
+    L->vout = PyMem_Malloc((size_t)L->ir.nvars + 1);
+    if (L->vpos && L->vout)
+        for (int v = 0; v < L->ir.nvars; v++) {
+            L->vpos[v] = -1;
+            L->vout[v] = (L->ir.vflags[v] & VF_ASSIGNED) != 0;
+        }
     L->globals = Py_NewRef(globals);
     L->info = Py_XNewRef(info);
     L->py = NULL;
@@ -1015,7 +1249,26 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->nsigs = L->capsigs = 0;
     L->nrejected = 0;
     L->spare = NULL;
+    if (!L->vpos || !L->vout) {
+        Py_DECREF(L);
+        return PyErr_NoMemory();
+    }
     return (PyObject *)L;
+}
+
+int nd_loop_region_set_io(PyObject *region, const int *vpos, int npos, const uint8_t *vout)
+{
+    if (Py_TYPE(region) != &NdLoop_Type) {
+        PyErr_SetString(PyExc_TypeError, "not a numdyn loop region");
+        return -1;
+    }
+    NdLoop *L = (NdLoop *)region;
+    for (int v = 0; v < L->ir.nvars; v++) {
+        L->vpos[v] = npos >= 0 ? vpos[v] : -1;
+        L->vout[v] = vout[v];
+    }
+    L->npos = npos;
+    return 0;
 }
 
 int nd_loop_region_set_py(PyObject *region, PyObject *py, int in_try)
