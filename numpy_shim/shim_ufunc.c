@@ -13,7 +13,14 @@
  * its buffer is visible to the caller from this call on.
  *
  * where= without out=: NumPy leaves the masked-out elements uninitialized;
- * we give them the computed value (any value is NumPy-conformant).
+ * we give them the computed value (any value is NumPy-conformant), and
+ * warn as NumPy 2 does (UserWarning "'where' used without 'out'..."; an
+ * out= keyword, even out=None, silences it, a positional None does not).
+ * __array_ufunc__ drops an all-None out=, so only a call through the
+ * shim's own ufunc objects (`np.add(..., where=m)` in a compiled function)
+ * tells the two apart: it notes what it saw in where_no_out for the
+ * nd_shim_ufunc_call it leads to; a call through NumPy's own ufuncs
+ * (code the function calls) stays silent rather than warn wrongly.
  */
 #include "shim_internal.h"
 #include <stddef.h>
@@ -25,7 +32,12 @@ typedef struct {
     PyObject *where;      /* borrowed or NULL */
     int sig_dtype;        /* dtype= as typenum or -1 */
     NPY_CASTING casting;
+    int out_kw;           /* out= given as a keyword (None included) */
 } ufunc_opts;
+
+/* 1: the shim ufunc being called got where= and no out= keyword; 0: it
+ * did not; -1: not called through a shim ufunc (unknown) */
+static int where_no_out = -1;
 
 /* A comparison with a Python int outside the integer loop dtype's range:
  * NumPy 2 compares true values, so the answer does not depend on the
@@ -273,7 +285,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
     return finish(t, uf, res, nout, o, out_dt, inputs);
 }
 
-static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING};
+static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING, 0};
 
 static PyObject *no_trace_call(int uf, PyObject *args)
 {
@@ -512,6 +524,16 @@ PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
 enum { UKW_OUT, UKW_WHERE, UKW_DTYPE, UKW_CASTING, UKW_ORDER, UKW_SUBOK, UKW_UNSUPPORTED };
 static nd_shim_def ufunc_kw_defs[ND_UF_COUNT];
 
+static const nd_shim_def *ufunc_kw_def(int uf)
+{
+    nd_shim_def *def = &ufunc_kw_defs[uf];
+    if (!def->name) {
+        def->params = "|;out,where,dtype,casting,order,subok,signature,axes,axis,keepdims";
+        def->name = nd_ufunc_name(uf);
+    }
+    return def;
+}
+
 /* an out= that is no array -- a number, or an element read (`o[1, 0]` is
  * a NumPy scalar, whatever the tracer holds for it) -- is NumPy's TypeError */
 static int outs_are_arrays(const ufunc_opts *o, int nout)
@@ -542,14 +564,11 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
         if (x != Py_None) { o->outs[i - nin] = x; o->nouts_given++; }
     }
     if (!kwargs || !PyDict_GET_SIZE(kwargs)) return outs_are_arrays(o, nout);
-    nd_shim_def *def = &ufunc_kw_defs[uf];
-    if (!def->name) {
-        def->params = "|;out,where,dtype,casting,order,subok,signature,axes,axis,keepdims";
-        def->name = nd_ufunc_name(uf);
-    }
+    const nd_shim_def *def = ufunc_kw_def(uf);
     PyObject *kw[ND_SHIM_MAXARGS];
     if (nd_shim_parse_args(def, NULL, kwargs, kw) < 0) return -1;
     PyObject *val = kw[UKW_OUT];
+    o->out_kw = val != NULL;
     if (val && n > nin) {
         PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and keyword argument");
         return -1;
@@ -598,10 +617,19 @@ PyObject *nd_shim_ufunc_call(nd_trace *t, int uf, PyObject *args, PyObject *kwar
 {
     if (nd_trace_n_disallowed && nd_trace_ufunc_disallowed(uf))  /* numdyn.disallow_in_graph */
         return nd_trace_disallowed_ufunc(uf, NULL, NULL, args, kwargs, 0);
+    int warn_where = where_no_out == 1;
+    where_no_out = -1;
     ufunc_opts o;
     int rc = parse_opts(uf, args, kwargs, &o);
     PyObject *r = NULL;
     if (rc == 0) r = apply(t, uf, &PyTuple_GET_ITEM(args, 0), &o);
+    if (r && o.where && !o.out_kw && warn_where) {
+        /* NumPy warns at every such call; a replayed call would not */
+        nd_trace_not_replayable(t);
+        if (PyErr_WarnEx(PyExc_UserWarning, "'where' used without 'out', expect unitialized memory in "
+                         "output. If this is intentional, use out=None.", 1) < 0)
+            Py_CLEAR(r);
+    }
     if (r || PyErr_Occurred()) {
         (void)nd_shim_take_unsupported();
         return r;
@@ -705,7 +733,16 @@ static PyObject *shim_ufunc_vectorcall(PyObject *self, PyObject *const *args, si
             return nin == 1 ? nd_shim_ufunc1(f->uf, args[0])
                             : nd_shim_ufunc2(f->uf, args[0], args[1]);
     }
-    return PyObject_Vectorcall(f->ufunc, args, nargsf, kwnames);
+    int saved = where_no_out, seen = -1;
+    PyObject *kw[ND_SHIM_MAXARGS];
+    if (kwnames && nd_shim_parse_fast(ufunc_kw_def(f->uf), args + nargs, 0, kwnames, kw) == 0)
+        seen = kw[UKW_WHERE] && kw[UKW_WHERE] != Py_True && !kw[UKW_OUT];
+    else if (kwnames)
+        PyErr_Clear();  /* NumPy's own call below raises it */
+    where_no_out = seen;
+    PyObject *r = PyObject_Vectorcall(f->ufunc, args, nargsf, kwnames);
+    where_no_out = saved;
+    return r;
 }
 
 static void shim_ufunc_dealloc(PyObject *self)
