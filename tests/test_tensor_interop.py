@@ -318,8 +318,18 @@ def test_torch_bridge_outputs_and_modes():
     with torch.no_grad():
         a, s = two(x, 3.0)
     assert a.grad_fn is None and isinstance(s, torch.Tensor)
-    with pytest.raises(NotImplementedError, match="positionally"):
-        two(x=x, scale=2.0)
+    x.grad = None
+    a, s = two(x=x, scale=2.0)  # by keyword too, as torch.compiler.wrap_numpy (it raised)
+    (a.sum() + s).backward()
+    torch.testing.assert_close(x.grad, 2.0 + 2 * x.detach())
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    x.grad = None
+    loss = numdyn.wrap_numpy(lambda u, v=None, k=1.0: (np.tanh(u * v) * k).sum())(x, v=w, k=3.0)
+    loss.backward()
+    x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    (torch.tanh(x2 * w2) * 3.0).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+    torch.testing.assert_close(w.grad, w2.grad)
     x.grad = None
     a, s = two(x, 2.0)
     s.backward()                # torch gives the unused output a zero cotangent

@@ -66,11 +66,11 @@ def apply(compiled, args, kwargs):
     if not torch.is_grad_enabled():
         with torch.no_grad():
             return _nograd(compiled, args, kwargs)
-    for k, v in kwargs.items():
-        if isinstance(v, torch.Tensor) and v.requires_grad:
-            raise NotImplementedError(
-                f"numdyn.wrap_numpy: pass tensors that require grad positionally "
-                f"(keyword argument {k!r})")
+    names = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+    if names:  # differentiated as trailing positional arguments of an adapter
+        compiled = _keywords_last(compiled, len(args), names)
+        args = tuple(args) + tuple(kwargs[k] for k in names)
+        kwargs = {k: v for k, v in kwargs.items() if k not in names}
     call = _Call()
     call.positions = tuple(i for i, a in enumerate(args)
                            if isinstance(a, torch.Tensor) and a.requires_grad)
@@ -81,6 +81,16 @@ def apply(compiled, args, kwargs):
     call.kwargs = {k: _C._wrap_enter(v) for k, v in kwargs.items()}
     call.compiled = compiled
     return _bridge_class().apply(call, *tensors)
+
+
+def _keywords_last(compiled, n, names):
+    """compiled called with its keyword tensors `names` given positionally
+    after its n positional arguments (numdyn's vjp differentiates
+    positions)"""
+    def call(*a, **kw):
+        kw.update(zip(names, a[n:]))
+        return compiled(*a[:n], **kw)
+    return call
 
 
 def _nograd(compiled, args, kwargs):

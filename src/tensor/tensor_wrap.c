@@ -185,7 +185,7 @@ static PyObject *enter_item(PyObject *v, PyTypeObject **kind, int depth)
         Py_DECREF(e);
         PyErr_SetString(PyExc_NotImplementedError,
                         "numdyn.wrap_numpy: a tensor that requires grad inside a list, tuple or "
-                        "dict argument; pass it as a positional argument of its own");
+                        "dict argument; pass it as an argument of its own");
         return NULL;
     }
     return e;
