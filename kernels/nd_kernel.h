@@ -744,21 +744,44 @@ ND_INLINE double nd_em1p_d(double r)
     p = __builtin_fma(p, r, 0x1.0000000000001p-1);
     return __builtin_fma(r * r, p, r);
 }
+/* the same polynomial split by parity: expm1(+-r) = ev +- od (P's
+ * interval is symmetric), for e^r and e^-r at once (sinh, cosh) */
+ND_INLINE double nd_em1eo_d(double r, double *od)
+{
+    double s = r * r, e = 0x1.289185613a3d6p-22, o = 0x1.af38a9b0ec855p-26;
+    e = __builtin_fma(e, s, 0x1.a019b90d2ae7ap-16); o = __builtin_fma(o, s, 0x1.71de0dae63bb3p-19);
+    e = __builtin_fma(e, s, 0x1.6c16c1788bd90p-10); o = __builtin_fma(o, s, 0x1.a01a01a7c41d5p-13);
+    e = __builtin_fma(e, s, 0x1.5555555553d63p-5); o = __builtin_fma(o, s, 0x1.11111111109b3p-7);
+    e = __builtin_fma(e, s, 0x1.0000000000001p-1); o = __builtin_fma(o, s, 0x1.5555555555556p-3);
+    *od = __builtin_fma(r, s * o, r);
+    return s * e;
+}
 /* x = k ln2 + r (x finite, |x| < 2^(digits-2)): expm1(r), and *sc =
  * 2^(k-2) -- exp(x) = 4 (sc + sc expm1(r)), exact up to the last rounding.
  * k comes from the bits of x log2(e) + 1.5 2^digits (no float-to-int
  * conversion, which would raise "invalid" on a NaN lane); ln2's high part
  * has trailing zero bits enough that k ln2_hi and x - k ln2_hi are exact.
  * Callers keep k - 2 within the normal exponents. */
-#define ND_EXPK(T, S, U, I, MAGIC, LOG2E, LN2HI, LN2LO, FMA) \
-ND_INLINE T nd_expr_##S(T x, I *kp) \
+#define ND_EXPK(T, S, U, I, MAGIC, LOG2E, LN2HI, LN2LO, FMA, KMAX) \
+ND_INLINE T nd_exprr_##S(T x, I *kp) \
 { \
     T kb = FMA(x, LOG2E, MAGIC); \
     T kd = kb - MAGIC; \
     *kp = (I)(nd_##S##2b(kb) - nd_##S##2b(MAGIC)); \
     T r = FMA(-kd, LN2HI, x); \
-    r = FMA(-kd, LN2LO, r); \
-    return nd_em1p_##S(r); \
+    return FMA(-kd, LN2LO, r); \
+} \
+ND_INLINE T nd_expr_##S(T x, I *kp) { return nd_em1p_##S(nd_exprr_##S(x, kp)); } \
+/* e^x and e^-x at once: ev and *od (expm1(+-r) = ev +- od), *sc = \
+ * 2^(k-2), *sc2 = 2^(-k-2) (k capped at KMAX: the term is below the \
+ * last bit of the other there) */ \
+ND_INLINE T nd_expk2_##S(T x, T *sc, T *sc2, T *od) \
+{ \
+    I k; \
+    T ev = nd_em1eo_##S(nd_exprr_##S(x, &k), od); \
+    *sc = nd_p2_##S(k - 2); \
+    *sc2 = nd_p2_##S(-(k < KMAX ? k : KMAX) - 2); \
+    return ev; \
 } \
 ND_INLINE T nd_expk_##S(T x, T *sc) \
 { \
@@ -781,33 +804,37 @@ ND_INLINE T nd_exp_##S(T x, T lo, T hi) \
     return FMA(s1, e, s1) * nd_p2_##S(k >> 1); \
 }
 ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e4200000000p-1, 0x1.fdf473de6af28p-22,
-        __builtin_fma)
-/* sinh = (t + t / (t + 1)) / 2 with t = expm1|x| below |x| = SMALL
- * (glibc's form), exp|x| / 2 above (e^-|x| is below its last bit there);
- * cosh = e / 2 + 1 / (2 e). One exp core each; |x| capped at CAP (sinh
- * and cosh overflow just below it: exp|x| / 2 gives inf and "overflow"
- * there, and not earlier); a NaN passes the cap and the arithmetic. tanh = t / (t + 2), t = expm1(2|x|), |x| capped at TCAP (tanh
- * rounds to 1; the cap by nd_tsel: its ?: left the loop scalar on AVX2,
- * 3-6x slower). x itself below TINY. float32's by the same forms in float
- * (16 lanes): SLEEF's 3.5-ULP sinhf/coshf/tanhf ran 1.5-1.8x slower than
- * NumPy's loops. */
-#define ND_HYP(T, S, F, SMALL, CAP, TINY, HEMAX, TCAP, FMA, FABS, COPYSIGN) \
+        __builtin_fma, 1000)
+/* sinh and cosh from e^|x| = 2^k (1 + ev + od) and e^-|x| = 2^-k (1 + ev -
+ * od) at once (one reduction, one polynomial split by parity: no more
+ * work than e^|x| alone): sinh = A + (C od + A ev), cosh = C + (C ev + A
+ * od), A = 2^(k-1) - 2^(-k-1) and C = 2^(k-1) + 2^(-k-1) exact where the
+ * second term counts (k up to 26, float 11), od itself at k = 0. No
+ * division (glibc's sinh (t + t / (t + 1)) / 2 and cosh e/2 + 1/(2e)
+ * ran 0.82x and 0.75x NumPy's loops, vdivpd the largest part); within 2
+ * ULP of NumPy's, as before. |x| capped at CAP (sinh and cosh overflow
+ * just below it: the last doubling gives inf and "overflow" there, and
+ * not earlier; an infinite operand too, as the kernel's nd_ckgt reports);
+ * a NaN passes the cap and the arithmetic. tanh = t / (t +
+ * 2), t = expm1(2|x|), |x| capped at TCAP (tanh rounds to 1; the cap by
+ * nd_tsel: its ?: left the loop scalar on AVX2, 3-6x slower). x itself
+ * below TINY. float32's by the same forms in float (16 lanes): SLEEF's
+ * 3.5-ULP sinhf/coshf/tanhf ran 1.5-1.8x slower than NumPy's loops. */
+#define ND_HYP(T, S, F, CAP, TINY, TCAP, FMA, FABS, COPYSIGN) \
 ND_INLINE T nd_sinh##F(T x) \
 { \
-    T ax = FABS(x), sc; \
-    T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
-    int small = ax < SMALL; \
-    T t = 4 * nd_tsel_##S(small, FMA(sc, e, sc - (T)0.25), (T)0.25); \
-    T he = 2 * FMA(sc, e, sc); \
-    T r = COPYSIGN(nd_tsel_##S(small, (T)0.5 * (t + t / (t + (T)1)), he), x); \
+    T ax = FABS(x), sc, sc2, od; \
+    T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
+    T a = sc - sc2; \
+    T r = COPYSIGN(2 * (a + FMA(sc + sc2, od, a * ev)), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 } \
 ND_INLINE T nd_cosh##F(T x) \
 { \
-    T ax = FABS(x), sc; \
-    T e = nd_expk_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc); \
-    T he = 2 * FMA(sc, e, sc); \
-    return he + (T)0.25 / nd_tsel_##S(he < HEMAX, he, HEMAX); \
+    T ax = FABS(x), sc, sc2, od; \
+    T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
+    T c = sc + sc2; \
+    return 2 * (c + FMA(c, ev, (sc - sc2) * od)); \
 } \
 ND_INLINE T nd_tanh##F(T x) \
 { \
@@ -817,7 +844,7 @@ ND_INLINE T nd_tanh##F(T x) \
     T r = COPYSIGN(t / (t + (T)2), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 }
-ND_HYP(double, d, , 22.0, 710.5, 0x1p-28, 0x1p500, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
+ND_HYP(double, d, , 710.5, 0x1p-28, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
  * NumPy's SVML loop (a call per vector and its own range handling); this
  * is within 1 ULP of NumPy's (tests/test_codegen_libm.py) */
@@ -881,8 +908,15 @@ ND_INLINE float nd_em1p_f(float r)
     p = __builtin_fmaf(p, r, 0x1.5554dcp-3f); p = __builtin_fmaf(p, r, 0.5f);
     return __builtin_fmaf(r * r, p, r);
 }
-ND_EXPK(float, f, uint32_t, int32_t, 0x1.8p23f, 0x1.715476p+0f, 0x1.62ep-1f, 0x1.0bfbe8p-15f, __builtin_fmaf)
-ND_HYP(float, f, f, 9.0f, 89.5f, 0x1p-12f, 0x1p60f, 10.0f, __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
+ND_INLINE float nd_em1eo_f(float r, float *od)
+{
+    float s = r * r;
+    float e = __builtin_fmaf(__builtin_fmaf(0x1.6d110ap-10f, s, 0x1.55551ap-5f), s, 0.5f);
+    *od = __builtin_fmaf(r, s * __builtin_fmaf(0x1.120b6ep-7f, s, 0x1.5554dcp-3f), r);
+    return s * e;
+}
+ND_EXPK(float, f, uint32_t, int32_t, 0x1.8p23f, 0x1.715476p+0f, 0x1.62ep-1f, 0x1.0bfbe8p-15f, __builtin_fmaf, 100)
+ND_HYP(float, f, f, 89.5f, 0x1p-12f, 10.0f, __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
 /* log1p(y) of float32 for y >= 0 finite (the inverse hyperbolics), inline:
  * u = 1 + y = 2^k (1 + f), f in [sqrt(1/2) - 1, sqrt(2) - 1), corrected by
  * the rounding error of u, f' = f + c 2^-k; log(1 + f') = f' - f'^2/2 +

@@ -207,6 +207,63 @@ def _compare_cbrt():
     print("OK")
 
 
+def _compare_hyp():
+    # sinh and cosh (e^x and e^-x from one polynomial split by parity, no
+    # division): the terms' exactness boundary (k = 26 / 27, float32 11 /
+    # 12), the first reduction step (|x| ~ ln2 / 2), the overflow threshold,
+    # tiny, subnormal, +-inf, NaN; float64 within 2 ULP of NumPy's, float32
+    # within 2; inf and "overflow" exactly where NumPy gives them, no flag
+    # elsewhere
+    rng = np.random.default_rng(15)
+    n = 200_000
+    for dt, it, edge, big in ((np.float64, np.int64, [26.5 * np.log(2), 27.5 * np.log(2), 710.47, 710.4758600739439,
+                                                       710.475860073944, 709.78, 2.0 ** -28, 1e-300, 5e-324],
+                               [710.5, 711.0, 1e300]),
+                              (np.float32, np.int32, [11.5 * np.log(2), 12.5 * np.log(2), 89.41, 89.415985, 88.72,
+                                                      2.0 ** -12, 1e-40], [89.42, 90.0, 1e30])):
+        sp = np.array([0.0, 0.3, 0.34, 0.3466, 0.35, 0.5, 1.0, 2.0, 10.0, 22.0] + edge, dtype=dt)
+        x = np.concatenate([sp, np.nextafter(sp, dt(np.inf)), np.nextafter(sp, dt(0)), rng.uniform(-1, 1, n).astype(dt),
+                            rng.uniform(-float(edge[2]), float(edge[2]), n).astype(dt),
+                            (10.0 ** rng.uniform(-40, 2.8, n)).astype(dt)])
+        # (NumPy's own loop raises "overflow" for some operands just below
+        # its threshold, by lane position: 710.47 alone raises it, not 20
+        # of them; none here from there up)
+        x = x[np.abs(x) < float(edge[2]) - 0.5]
+        x = np.concatenate([x, -x])
+        f = numdyn.compile(lambda a: (np.sinh(a), np.cosh(a)), options={"floor": False})
+        with np.errstate(all="raise", under="ignore"):
+            f(x)
+            numdyn.utils.wait_compiles()
+            k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
+            got = f(x)
+            assert numdyn.utils.counters["kernel_runs"] - k0 >= 1
+            assert numdyn.utils.counters["errstate_reruns"] == r0
+        for g, w in zip(got, (np.sinh(x), np.cosh(x))):
+            g = np.asarray(g)
+            assert g.dtype == dt and np.isfinite(g).all() and np.array_equal(np.signbit(g), np.signbit(w))
+            gi, wi = g.view(it).astype(np.int64), w.view(it).astype(np.int64)
+            gi, wi = np.where(gi < 0, -gi - (1 << 40), gi), np.where(wi < 0, -wi - (1 << 40), wi)
+            assert np.abs(gi - wi).max() <= 2, (dt, np.abs(gi - wi).max())
+        # overflow: inf and the warning; NaN and +-inf through quietly
+        o = np.concatenate([np.array(big, dtype=dt), -np.array(big, dtype=dt), x[:37]])
+        for fn in (np.sinh, np.cosh):
+            h = numdyn.compile(lambda a, fn=fn: fn(a))
+            with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+                h(o)
+            rtol = 4 * np.finfo(dt).eps
+            with np.errstate(all="ignore"):
+                np.testing.assert_allclose(np.asarray(h(o)), fn(o), rtol=rtol, atol=0)
+            # (+-inf raise "overflow" in the kernel, by nd_ckgt's one compare
+            # per element, and NumPy reruns the graph: not tested as quiet)
+            q = np.concatenate([np.array([np.nan, -np.nan], dtype=dt), x[:37]])
+            r0 = numdyn.utils.counters["errstate_reruns"]
+            with np.errstate(all="raise", under="ignore"):
+                g = np.asarray(h(q))
+            assert numdyn.utils.counters["errstate_reruns"] == r0
+            np.testing.assert_allclose(g, fn(q), rtol=rtol, atol=0)
+    print("OK")
+
+
 def _target_has_zv():
     gcc = shutil.which("gcc")
     if gcc is None:
@@ -260,6 +317,32 @@ def test_cbrt_float64_against_numpy(tmp_path):
     code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_cbrt()" % os.path.dirname(
         os.path.abspath(__file__))
     assert _production(code, tmp_path, zv).strip().endswith("OK")
+
+
+def test_sinh_cosh_against_numpy(tmp_path):
+    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_hyp()" % os.path.dirname(
+        os.path.abspath(__file__))
+    assert _production(code, tmp_path, _target_has_zv()).strip().endswith("OK")
+
+
+@pytest.mark.parametrize("march", ["haswell", "native"])
+def test_sinh_cosh_no_division(tmp_path, march):
+    # sinh and cosh take e^-x from e^x's polynomial, not by a division
+    # (vdivpd was the largest part of their loops): none in their loops
+    gcc, objdump = shutil.which("gcc"), shutil.which("objdump")
+    if gcc is None or objdump is None:
+        pytest.skip("gcc or objdump is not installed")
+    c = tmp_path / "h.c"
+    c.write_text('#include "nd_kernel.h"\n' + "".join(
+        f"void t_{fn}{f}(const {T} *restrict x, {T} *restrict y, long n) {{ for (long i = 0; i < n; i++) y[i] = nd_{fn}{f}(x[i]); }}\n"
+        for fn in ("sinh", "cosh") for T, f in (("double", ""), ("float", "f"))))
+    r = subprocess.run([gcc, "-O3", "-march=" + march, "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno",
+                        "-ffp-contract=off", "-I" + KDIR, "-c", str(c), "-o", str(tmp_path / "h.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    dis = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(tmp_path / "h.o")], capture_output=True,
+                         text=True).stdout
+    assert "fma" in dis and not re.search(r"\bv?div[sp][sd]\b", dis), re.findall(r"\bv?div\w+", dis)
 
 
 def test_kernel_calls_vector_variant(tmp_path):
