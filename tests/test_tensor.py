@@ -422,6 +422,13 @@ def test_dlpack_legacy_producer_and_devices():
     a = np.arange(5.0)
     t = numdyn.from_dlpack(LegacyProducer(a))
     assert addr(t) == addr(a)
+    # a legacy capsule cannot say read-only: read-only, as np.from_dlpack's
+    # (it was writable: writes reached a JAX array, which is immutable)
+    assert not np.from_dlpack(LegacyProducer(a)).flags.writeable
+    assert not t.numpy().flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        t[0] = 1.0
+    assert a[0] == 0.0
     c = numdyn.from_dlpack(LegacyProducer(a), copy=True)
     assert addr(c) != addr(a)
     np.testing.assert_array_equal(c.numpy(), a)

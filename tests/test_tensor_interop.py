@@ -216,13 +216,43 @@ def test_jax_dlpack_and_wrap_numpy():
     t = numdyn.from_dlpack(x)
     assert isinstance(t, Tensor) and t.dtype == np.float32
     np.testing.assert_array_equal(t.numpy(), np.asarray(x))
-    back = jnp.from_dlpack(t)
+    # read-only (JAX's legacy capsule cannot say so; np.from_dlpack's is
+    # read-only too), so it cannot go back through a legacy capsule, as NumPy's
+    assert not t.numpy().flags.writeable
+    with pytest.raises(BufferError):
+        jnp.from_dlpack(np.from_dlpack(x))
+    with pytest.raises(BufferError):
+        jnp.from_dlpack(t)
+    w = numdyn.tensor(np.asarray(x))
+    back = jnp.from_dlpack(w)
     np.testing.assert_array_equal(np.asarray(back), np.asarray(x))
+    same = numdyn.wrap_numpy(lambda v: (v, v.T, np.broadcast_to(v[0], (2, 4))))(x)
+    assert all(isinstance(v, jax.Array) for v in same)   # read-only results leave as copies
+    np.testing.assert_array_equal(np.asarray(same[1]), np.asarray(x).T)
     r = numdyn.wrap_numpy(softmax)(x)
     assert isinstance(r, jax.Array) and r.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(r), np.asarray(jax.nn.softmax(x, axis=-1)), rtol=1e-5)
     s = numdyn.wrap_numpy(lambda v: (v * v).sum())(x)
     assert isinstance(s, jax.Array) and s.ndim == 0
+
+    # JAX exports a legacy capsule: its arrays enter read-only, as NumPy's
+    # np.from_dlpack makes them, so a write raises NumPy's error instead of
+    # changing the (immutable) JAX array
+    def write(v):
+        v[0] = 100.0
+        return v * 2
+
+    def add_in_place(v):
+        v += 1
+        return v
+
+    for fn in (write, add_in_place):
+        with pytest.raises(ValueError, match="read-only") as ours:
+            numdyn.wrap_numpy(fn)(x)
+        with pytest.raises(ValueError) as numpys:
+            fn(np.from_dlpack(x))
+        assert str(ours.value) == str(numpys.value)
+    np.testing.assert_array_equal(np.asarray(x), np.arange(12.0).reshape(3, 4))
 
 
 # ------------------------------------------------------- OpenMP's wait policy

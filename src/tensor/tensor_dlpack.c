@@ -339,7 +339,10 @@ PyObject *nd_dlpack_consume(PyObject *cap, nd_dlpack_make make)
         if (!m) return NULL;
         PyObject *owner = PyCapsule_New(m, "numdyn.dlpack", NULL);
         if (!owner) return NULL;
-        PyObject *arr = make(&m->dl_tensor, 0, owner);
+        /* a legacy capsule cannot say read-only: NumPy 2's np.from_dlpack
+         * makes host memory so imported read-only (a JAX array is
+         * immutable: a write through it changed the JAX value) */
+        PyObject *arr = make(&m->dl_tensor, make == array_of, owner);
         if (arr) {
             if (PyCapsule_SetName(cap, "used_dltensor") < 0 ||
                 PyCapsule_SetDestructor(owner, owner_free_legacy) < 0)

@@ -119,6 +119,18 @@ static PyObject *export_array(PyObject *arr, PyTypeObject *tp)
     if (!carrier) return NULL;
     PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(k, 0), carrier);
     Py_DECREF(carrier);
+    if (!r && !PyArray_ISWRITEABLE((PyArrayObject *)arr) &&
+        PyErr_ExceptionMatches(PyExc_BufferError)) {
+        /* a consumer of legacy capsules only (JAX), which cannot carry
+         * read-only memory (an argument JAX gave, a broadcast view): a copy */
+        PyErr_Clear();
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)arr, NPY_KEEPORDER);
+        carrier = c ? nd_tensor_from_array(c) : NULL;
+        Py_XDECREF(c);
+        if (!carrier) return NULL;
+        r = PyObject_CallOneArg(PyTuple_GET_ITEM(k, 0), carrier);
+        Py_DECREF(carrier);
+    }
     return r;
 }
 
