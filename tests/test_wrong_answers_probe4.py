@@ -7,6 +7,10 @@ NumPy code (session 22), each against NumPy.
    keyword, even ``out=None``, silences it; a positional ``None`` or
    ``where=np.True_`` does not; ``where=True`` is no mask at all. numdyn
    recorded the op silently.
+2. ``b.__array_interface__`` / ``b.__array_struct__`` of an array the
+   function computes (what PIL's ``Image.fromarray`` and ctypes code read)
+   raised AttributeError; they now give the concrete array's, and the
+   address that went out is an escaped alias: writes through it are seen.
 """
 import warnings
 
@@ -51,3 +55,35 @@ def test_where_without_out_warns_on_every_call():
             warnings.simplefilter("always")
             cf(a, -a)
         assert [str(x.message)[:40] for x in w] == ["'where' used without 'out', expect uniti"] * 3
+
+
+# ------------------------------- 2. __array_interface__ of a computed array
+
+class _Interface:
+    def __init__(self, d):
+        self.__array_interface__ = d
+
+
+def write_through_interface(a):
+    b = a * 2
+    c = np.asarray(_Interface(b.__array_interface__))
+    c[0] = 99
+    return b, b + 1, c.sum(), b.__array_interface__["shape"], b.__array_interface__["typestr"]
+
+
+def write_through_argument_interface(a):
+    c = np.asarray(_Interface(a.__array_interface__))
+    c[-1] = -5
+    return a.sum(), a
+
+
+def array_struct(a):
+    b = a[::2] * 3
+    return type(b.__array_struct__).__name__, b, a.sum().__array_interface__["shape"]
+
+
+@pytest.mark.parametrize("fn", [write_through_interface, write_through_argument_interface, array_struct])
+def test_array_interface_of_a_lazy_array(backend, fn):
+    cf = numdyn.compile(fn, backend=backend)
+    for a in [np.arange(4.0), np.arange(4.0), np.arange(6.0).reshape(2, 3), np.arange(5, dtype=np.int32)[::-1]]:
+        check(fn, a, compiled=cf)

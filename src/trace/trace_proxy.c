@@ -1221,19 +1221,26 @@ static int set_part(PyObject *o, PyObject *value, const char *part)
 static int s_real(PyObject *o, PyObject *v, void *c) { return set_part(o, v, "real"); }
 static int s_imag(PyObject *o, PyObject *v, void *c) { return set_part(o, v, "imag"); }
 
-static PyObject *g_concrete_attr(PyObject *o, void *c)
+/* .data (a memoryview) and .ctypes hold the array: an alias escapes when
+ * they keep a reference to it. __array_interface__ / __array_struct__
+ * (PIL's Image.fromarray, ctypes users) hand out the buffer's address,
+ * held by nothing that refcounts it, so the alias always escapes: the proxy
+ * keeps reading the array whose address went out, writes through it seen. */
+static PyObject *concrete_attr(PyObject *o, const char *name, int by_address)
 {
-    const char *name = c;
     char reason[96];
     PyOS_snprintf(reason, sizeof reason, "ndarray.%s needs the concrete array", name);
     PyObject *v = nd__proxy_value((NdProxy *)o, reason);
     if (!v) return NULL;
     PyObject *r = PyObject_GetAttrString(v, name);
-    /* .data (a memoryview) and .ctypes hold the array: an alias escapes */
-    if (r && Py_REFCNT(v) > 1 && nd__note_escape_of(o, v) < 0) Py_CLEAR(r);
+    int escapes = by_address ? PyArray_Check(v) : Py_REFCNT(v) > 1;
+    if (r && escapes && nd__note_escape_of(o, v) < 0) Py_CLEAR(r);
     Py_DECREF(v);
     return r;
 }
+
+static PyObject *g_concrete_attr(PyObject *o, void *c) { return concrete_attr(o, c, 0); }
+static PyObject *g_interface_attr(PyObject *o, void *c) { return concrete_attr(o, c, 1); }
 
 static PyObject *g_class(PyObject *o, void *c)
 {
@@ -1441,6 +1448,8 @@ static PyGetSetDef proxy_getset[] = {
     {"base", g_base, NULL, NULL, NULL},
     {"data", g_concrete_attr, NULL, NULL, "data"},
     {"ctypes", g_concrete_attr, NULL, NULL, "ctypes"},
+    {"__array_interface__", g_interface_attr, NULL, NULL, "__array_interface__"},
+    {"__array_struct__", g_interface_attr, NULL, NULL, "__array_struct__"},
     {"__class__", g_class, NULL, NULL, NULL},
     {"__array_priority__", g_priority, NULL, NULL, NULL},
     {"device", g_device, NULL, NULL, NULL},
