@@ -203,3 +203,21 @@ def test_repro_says_when_it_cannot_rebuild_a_name(tmp_path):
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert q.returncode == 2 and "cannot run the function here" in q.stdout, (q.stdout, q.stderr)
+
+
+def test_repro_env_skips_what_it_cannot_write():
+    """A long global list is not written out as text, and an object whose
+    repr raises is named, not fatal (numdyn/_repro.py)."""
+    from numdyn import _repro
+
+    class Bad:
+        def __repr__(self):
+            raise RuntimeError("no repr")
+
+    g = {"__name__": "__main__", "np": np, "BIG": list(range(100000)), "B": (Bad(),), "K": 2.5}
+    f = eval(compile("lambda x: x * K + len(BIG) + len(B)", "<test>", "eval"), g)
+    arrays = {}
+    text = _repro.source_env(f, arrays, 1 << 20)
+    assert "K = 2.5" in text and "# BIG: a list the function reads is not rebuilt" in text, text
+    assert "# B: not rebuilt (RuntimeError)" in text, text
+    assert "import numpy" not in text and not arrays

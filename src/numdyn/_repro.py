@@ -17,6 +17,7 @@ import types
 import numpy as np
 
 _MAX_DEPTH = 8  # helpers of helpers copied, at most this deep
+_MAX_ITEMS = 4096  # a longer container or string is not written into repro.py
 
 
 def function_source(fn):
@@ -54,6 +55,8 @@ def _literal(v):
     containers of them), np.float64(...) for NumPy scalars; else None"""
     if isinstance(v, np.generic) and v.dtype.kind in "biufc":
         return f"np.{type(v).__name__}({v.item()!r})"
+    if isinstance(v, (tuple, list, dict, frozenset, set, str, bytes)) and len(v) > _MAX_ITEMS:
+        return None  # not written out as text
     if isinstance(v, (bool, int, float, complex, str, bytes, type(None), tuple, list, dict, frozenset, set)):
         try:
             r = repr(v)
@@ -71,10 +74,18 @@ class _Env:
         self.done = set()
 
     def name(self, name, v, home, depth):
-        """define `name` bound to v (read by code of module `home`)"""
+        """define `name` bound to v (read by code of module `home`); what
+        cannot be written (an object whose repr or source fails) is named
+        in a comment: the debugging output must not fail the call"""
         if name in self.done:
             return
         self.done.add(name)
+        try:
+            self._define(name, v, home, depth)
+        except Exception as e:  # noqa: BLE001 -- any user object's repr/source may raise
+            self.values.append(f"# {name}: not rebuilt ({type(e).__name__})")
+
+    def _define(self, name, v, home, depth):
         if isinstance(v, types.ModuleType):
             mod = v.__name__
             if (name, mod) in (("np", "numpy"), ("numpy", "numpy"), ("numdyn", "numdyn")):
