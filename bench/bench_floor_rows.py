@@ -6,7 +6,7 @@ path (floor off) vs numdyn's default (floor on), interleaved in one process.
 The rows of bench_programs.py where numdyn's own warm call lost to NumPy, so
 the floor (numdyn.config.floor) ran the function as plain NumPy. Columns:
 median per call of NumPy, of the own path (compile(fn, options={"floor":
-False})) and of the default compile (after 14 calls: the floor has decided),
+False})) and of the default compile (after B.FLOOR_SETTLE_CALLS calls: the floor has decided),
 each ratio numpy/that, the floor's choice, and the own path's flushes and
 kernel runs per call.
 
@@ -79,7 +79,7 @@ def main(argv=None):
             want = case.fn(*args)
             own = numdyn.compile(case.fn, options={"floor": False})
             flo = numdyn.compile(case.fn)
-            for _ in range(14):
+            for _ in range(B.FLOOR_SETTLE_CALLS):
                 for f in (own, flo):
                     e = B.compare(want, f(*args), case.rtol, True, case.max_int_diff)
                     if e:
