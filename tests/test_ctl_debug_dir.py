@@ -153,26 +153,21 @@ print(make(0.5)(np.ones(12)))
 '''
 
 
-def test_repro_of_a_script_function_defines_what_it_reads(tmp_path):
-    """A function of the user's script (here a closure, decorated) reads
-    helpers, a class, modules, constants, an array and a closure variable:
-    repro.py copies them (the function without its decorator), so it runs
-    the function itself -- it reproduces a miscompiled tanh (exit 1), where
-    it used to compare the NameError of a helper it lacked under NumPy with
-    the same NameError under numdyn and say that they agree."""
+def _run_script(tmp_path, text):
+    """runs `text` as the user's script with NUMDYN_DEBUG_DIR set: (dbg, env)"""
     dbg = tmp_path / "dbg"
     env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
            "NUMDYN_COMPILE_BUDGET": "inf", "PYTHONPATH": os.pathsep.join(sys.path)}
     prog = tmp_path / "prog.py"
-    prog.write_text(_SCRIPT_PROG)
+    prog.write_text(text)
     p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    (repro,) = dbg.glob("*model_0/repro.py")  # make.<locals>.model's directory
-    text = repro.read_text()
-    assert "@numdyn.compile" not in text and "def act(x):" in text and "class Act:" in text, text
-    assert "bias = 0.5" in text and "SCALE = 3.0" in text and "import math as m" in text, text
-    assert np.array_equal(np.load(repro.parent / "inputs.npz")["g_W"], np.linspace(0.1, 1.0, 12))
+    return dbg, env
+
+
+def _agrees_then_reproduces(repro, env, tmp_path):
+    """repro.py exits 0 (agrees), then 1 with a C compiler that miscompiles tanh"""
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert q.returncode == 0 and "results agree" in q.stdout, (q.stdout, q.stderr)
@@ -185,19 +180,29 @@ def test_repro_of_a_script_function_defines_what_it_reads(tmp_path):
     assert q.returncode == 1 and "values differ" in q.stdout, (q.stdout, q.stderr)
 
 
+def test_repro_of_a_script_function_defines_what_it_reads(tmp_path):
+    """A function of the user's script (here a closure, decorated) reads
+    helpers, a class, modules, constants, an array and a closure variable:
+    repro.py copies them (the function without its decorator), so it runs
+    the function itself -- it reproduces a miscompiled tanh (exit 1), where
+    it used to compare the NameError of a helper it lacked under NumPy with
+    the same NameError under numdyn and say that they agree."""
+    dbg, env = _run_script(tmp_path, _SCRIPT_PROG)
+    (repro,) = dbg.glob("*model_0/repro.py")  # make.<locals>.model's directory
+    text = repro.read_text()
+    assert "@numdyn.compile" not in text and "def act(x):" in text and "class Act:" in text, text
+    assert "bias = 0.5" in text and "SCALE = 3.0" in text and "import math as m" in text, text
+    assert np.array_equal(np.load(repro.parent / "inputs.npz")["g_W"], np.linspace(0.1, 1.0, 12))
+    _agrees_then_reproduces(repro, env, tmp_path)
+
+
 def test_repro_says_when_it_cannot_rebuild_a_name(tmp_path):
     """A name the script cannot rebuild (an object of a user class with
     state) is named, and repro.py exits 2 instead of comparing two
     NameErrors as an agreement."""
-    dbg = tmp_path / "dbg"
-    env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c1"),
-           "NUMDYN_COMPILE_BUDGET": "inf", "PYTHONPATH": os.pathsep.join(sys.path)}
-    prog = tmp_path / "prog.py"
-    prog.write_text("import numpy as np, numdyn\nclass P:\n    k = 2.0\nobj = P()\n"
-                    "def f(x):\n    return x * obj.k\nnumdyn.compile(f)(np.ones(3))\n")
-    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
-                       timeout=300, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
+    dbg, env = _run_script(tmp_path, "import numpy as np, numdyn\nclass P:\n    k = 2.0\n"
+                           "obj = P()\ndef f(x):\n    return x * obj.k\n"
+                           "numdyn.compile(f)(np.ones(3))\n")
     repro = dbg / "f_0" / "repro.py"
     assert "# obj: a P the function reads is not rebuilt" in repro.read_text()
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
@@ -221,3 +226,32 @@ def test_repro_env_skips_what_it_cannot_write():
     assert "K = 2.5" in text and "# BIG: a list the function reads is not rebuilt" in text, text
     assert "# B: not rebuilt (RuntimeError)" in text, text
     assert "import numpy" not in text and not arrays
+
+
+_MODULE_PROG = '''
+import numpy as np, numdyn
+class Lin:
+    def __init__(self, act):
+        self.w, self.calls, self.act = np.linspace(0.1, 1.0, 3), 0, act
+    def forward(self, x):
+        self.calls += 1
+        return np.tanh(x @ self.w) * self.calls
+numdyn.compile(Lin("tanh"))(np.ones((2, 3)))
+numdyn.compile(Lin(lambda v: v))(np.ones((2, 3), np.float32))
+'''
+
+
+def test_repro_of_a_compiled_module_rebuilds_its_object(tmp_path):
+    """numdyn.compile(obj)'s repro.py: the forward is a bound method; its
+    object is pickled (self.pkl, before the call) and loaded once for each
+    side, its class copied from the script, so the script reproduces a
+    miscompiled tanh (exit 1). It called the unbound function without its
+    object: two TypeErrors, 'results agree'. An object that does not
+    pickle (it holds a lambda): exit 2, said."""
+    dbg, env = _run_script(tmp_path, _MODULE_PROG)
+    good, bad_obj = dbg / "Lin.forward_0" / "repro.py", dbg / "Lin.forward-2_0" / "repro.py"
+    assert "class Lin:" in good.read_text() and (good.parent / "self.pkl").exists()
+    _agrees_then_reproduces(good, env, tmp_path)
+    q = subprocess.run([sys.executable, str(bad_obj)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert q.returncode == 2 and "does not pickle" in q.stdout, (q.stdout, q.stderr)

@@ -628,7 +628,9 @@ def _debug_repro(fn, tag, args, kwargs):
     arrays = {n: a for n, a in items if type(a) is np.ndarray and a.dtype.kind in "biufc"}
     saved = sum(a.nbytes for a in arrays.values()) <= _REPRO_SAVE_BYTES
     to_save = dict(arrays) if saved else {}
-    if mod and mod != "__main__" and "<locals>" not in qual and not inspect.ismethod(fn):
+    if inspect.ismethod(fn):
+        get_fn = _repro_method(fn, d, to_save)
+    elif mod and mod != "__main__" and "<locals>" not in qual:
         get_fn = f"import {mod}\nfn = {mod}.{qual}\nfn = getattr(fn, '__wrapped__', fn)\n"
     else:
         # the source is copied: with what it reads (globals, closure cells:
@@ -643,8 +645,6 @@ def _debug_repro(fn, tag, args, kwargs):
                 get_fn = env + _repro.function_source(target) + f"\n\nfn = {target.__name__}\n"
         except (OSError, TypeError, ValueError, SyntaxError):
             get_fn = f"raise SystemExit('numdyn: the source of {qual} is not available')\n"
-    if inspect.ismethod(fn):
-        get_fn += "# (a bound method: its object is not rebuilt; call fn with it first)\n"
     if to_save:
         np.savez(os.path.join(d, "inputs.npz"), **to_save)
 
@@ -690,7 +690,7 @@ def _debug_repro(fn, tag, args, kwargs):
              "if isinstance(expected, NameError):  # not the user's bug: a name this script lacks",
              "    print('numdyn repro: cannot run the function here:', expected)",
              "    sys.exit(2)",
-             "got, got_args = call(numdyn.compile(fn), args, kwargs)",
+             "got, got_args = call(numdyn.compile(globals().get('fn_numdyn', fn)), args, kwargs)",
              "problems = compare(got, expected, 'result') + compare(got_args, exp_args, 'arguments')",
              "if problems:",
              "    print('numdyn repro: reproduced:', *problems, sep='\\n  ')",
@@ -698,6 +698,33 @@ def _debug_repro(fn, tag, args, kwargs):
              "print('numdyn repro: results agree')", ""]
     with open(os.path.join(d, "repro.py"), "w") as f:
         f.write("\n".join(lines))
+
+
+def _repro_method(fn, d, to_save):
+    """repro.py's lines that rebuild a bound method (a CompiledModule's
+    forward): its object pickled to self.pkl and loaded twice, one copy for
+    NumPy's call and one for numdyn's (the method may change its object);
+    a class of the user's script comes as source. An object that does not
+    pickle: the script says so and exits 2."""
+    import pickle as _pickle
+    obj, name = fn.__self__, fn.__func__.__name__
+    cls = type(obj)
+    try:
+        blob = _pickle.dumps(obj)
+        if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+            budget = _REPRO_SAVE_BYTES - sum(a.nbytes for a in to_save.values())
+            head = _repro.source_env(cls, to_save, budget) + _repro.function_source(cls) + "\n\n"
+        else:
+            head = f"import {cls.__module__}\n"
+    except Exception as e:  # noqa: BLE001 -- any object may refuse pickling
+        return (f"print('numdyn repro: the object of the bound method {cls.__qualname__}.{name} "
+                f"is not rebuilt ({type(e).__name__}: it does not pickle)')\nsys.exit(2)\n")
+    with open(os.path.join(d, "self.pkl"), "wb") as f:
+        f.write(blob)
+    return (head + "import pickle\n"
+            "with open(os.path.join(here, 'self.pkl'), 'rb') as _f:\n    _self = _f.read()\n"
+            f"fn = getattr(pickle.loads(_self), {name!r})  # NumPy's call\n"
+            f"fn_numdyn = getattr(pickle.loads(_self), {name!r})  # numdyn's, on its own copy\n")
 
 
 def _comma(expr):
