@@ -81,3 +81,66 @@ def test_data_row_index_2d_values_and_errors():
         bad = idx.copy()
         bad[3] = b
         check_calls(gather_rows, (A, bad, np.zeros((5, 4))))
+
+
+# ------------------------------------- v @ M summed down M's strided axis
+def back_subst(U, B):
+    # X[i, :] from the rows below it: U[i, i+1:] @ X[i+1:, :] sums down X's
+    # columns (strided in a C-ordered X), one output per column
+    n = U.shape[0]
+    X = np.zeros_like(B)
+    for i in range(n - 1, -1, -1):
+        X[i, :] = (B[i, :] - U[i, i + 1:] @ X[i + 1:, :]) / U[i, i]
+    return X
+
+
+def every_other_column(v, M, out):
+    # v @ M[:, ::2]: strided along the summed axis and the output axis
+    for i in range(M.shape[0]):
+        out[i, :] = v[i:] @ M[i:, ::2]
+    return out
+
+
+def rows_times_vector(M, v, out):
+    # M @ v: summed along M's rows (contiguous in a C-ordered M)
+    for i in range(M.shape[1]):
+        out[i, :] = M[:, i:] @ v[i:]
+    return out
+
+
+def _upper(n, k, dtype, order="C"):
+    U = np.triu(arr(dtype, (n, n), seed=5)) + n * np.eye(n, dtype=dtype)
+    B = np.asarray(arr(dtype, (n, k), seed=6), order=order)
+    return U, B
+
+
+def test_vector_times_matrix_by_rows_in_the_c(monkeypatch, capfd):
+    # the product is built a row of M at a time (a contiguous inner loop),
+    # not an element at a time down a strided column
+    c = loop_c(back_subst, _upper(40, 8, "float64"), monkeypatch, capfd)
+    assert re.search(r"w\d+\[k(\d+)\] \+= \(\(const double \*\)r\1\)\[k\1\] \* v\1;", c), c[-3000:]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("n,k", [(1, 1), (2, 1), (9, 1), (40, 8), (33, 17), (70, 3)])
+def test_vector_times_matrix_values(dtype, n, k):
+    check_calls(back_subst, _upper(n, k, dtype), _upper(n, k, dtype, order="F"))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_vector_times_strided_matrix_values(dtype):
+    for n, k in ((5, 3), (30, 7), (20, 20)):
+        v = arr(dtype, (n,), seed=7)
+        M = arr(dtype, (n, 2 * k), seed=8)
+        check_calls(every_other_column, (v, M, np.zeros((n, k), dtype)))
+        M2 = arr(dtype, (n, n), seed=9)
+        check_calls(rows_times_vector, (M2, arr(dtype, (n,), seed=10), np.zeros((n, n), dtype)),
+                    (np.asfortranarray(M2), arr(dtype, (n,), seed=11), np.zeros((n, n), dtype)))
+
+
+def test_vector_times_matrix_nonfinite_warnings():
+    # inf * 0 in the product raises 'invalid' where NumPy's matmul does
+    U, B = _upper(12, 4, "float64")
+    B[11, 2] = np.inf
+    U[3, 11] = 0.0
+    check_calls(back_subst, (U, B))

@@ -1241,6 +1241,53 @@ static void flags_clear(cg *g);
 static void flags_check(cg *g);
 static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *name);
 
+/* A float product M @ v / v @ M of one type, whole, into a buffer (slot
+ * w2) before the element loop.  Summed along a contiguous axis, each
+ * element is a dot product (ndl_dotrow's partial sums); summed along a
+ * strided axis (v @ M of a C-ordered M, BLAS's transposed gemv), by rows:
+ * out += v[j] * M[j, :], so the inner loop walks M's rows contiguously and
+ * vectorizes where an element at a time strides down a column.  Each
+ * element still sums j = 0, 1, ... from +0.0 in order, as the strided dot
+ * did: the same bits. */
+static int vmatvec_rows(cg *g, vctx *vc, int sl, const nd_ln *e, const nd_ln *M, const char *n)
+{
+    int bits, r = nd_lty_expr(g->T, e, g->assign, &bits) & ~(LT_VEC | LT_MAT);
+    int dm = nd_lty_expr(g->T, M, g->assign, &bits) & ~LT_MAT;
+    if (!((r == LT_F8 || r == LT_F4) && dm == r && vc->slot[sl].te == r)) return 0;
+    const char *T = ctype[r], *p = vc->slot[sl].p, *st = vc->slot[sl].st, *st2 = vc->slot[sl].st2,
+               *n2 = vc->slot[sl].n2, *w = vc->slot[sl].w;
+    char *o = vc->slot[sl].w2;
+    if (scratch(g, e, T, n, o) < 0) return -1;
+    vc->slot[sl].te2 = r;
+    int q = ++g->tmp;
+    flags_clear(g);
+    line(g, "if (%s == (int64_t)sizeof(%s) || %s == 1) {", st2, T, n);
+    g->ind++;
+    line(g, "for (int64_t k%d = 0; k%d < %s; k%d++)", q, q, n, q);
+    line(g, "    %s[k%d] = ndl_dotrow_%s(%s + k%d * %s, %s, %s, %s);", o, q, r == LT_F8 ? "d" : "f", p, q, st,
+         st2, w, n2);
+    g->ind--;
+    line(g, "} else {");
+    g->ind++;
+    line(g, "for (int64_t k%d = 0; k%d < %s; k%d++) %s[k%d] = 0;", q, q, n, q, o, q);
+    line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, n2, q);
+    g->ind++;
+    line(g, "const %s v%d = %s[j%d];", T, q, w, q);
+    line(g, "const char *r%d = %s + j%d * %s;", q, p, q, st2);
+    line(g, "if (%s == (int64_t)sizeof(%s))", st, T);
+    line(g, "    for (int64_t k%d = 0; k%d < %s; k%d++) %s[k%d] += ((const %s *)r%d)[k%d] * v%d;", q, q, n, q, o, q,
+         T, q, q, q);
+    line(g, "else");
+    line(g, "    for (int64_t k%d = 0; k%d < %s; k%d++) %s[k%d] += *(const %s *)(r%d + k%d * %s) * v%d;", q, q, n,
+         q, o, q, T, q, q, st, q);
+    g->ind--;
+    line(g, "}");
+    g->ind--;
+    line(g, "}");
+    flags_check(g);
+    return 0;
+}
+
 /* M @ v, v @ M (np.dot, np.matmul) with M 2-D: v is computed into a buffer
  * first; element k of the result is then a dot product along M's other
  * axis (BLAS's gemv sums in another order: the last bits may differ) */
@@ -1278,6 +1325,8 @@ static int vmatvec(cg *g, vctx *vc, const nd_ln *e)
     memcpy(vc->slot[sl].st, st[ks], 16);
     memcpy(vc->slot[sl].st2, st[js], 16);
     memcpy(vc->slot[sl].n2, len[js], 16);
+    vc->slot[sl].w2[0] = 0;
+    if (vmatvec_rows(g, vc, sl, e, M, len[ks]) < 0) goto done;
     vlength(g, vc, len[ks]);
     vc->slot[sl].slice = 2;
     rc = 0;
@@ -1409,6 +1458,10 @@ static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
 {
     const char *R = ctype[r];
     const nd_ln *e = vc->slot[sl].e;
+    if (vc->slot[sl].w2[0] && vc->slot[sl].te2 == r) {
+        decl(g, out, r, "%s[%s]", vc->slot[sl].w2, vc->k);
+        return;
+    }
     int bits, m = (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_MAT) ? 0 : 1;
     int dm = nd_lty_expr(g->T, e->kid[m], g->assign, &bits) & ~LT_MAT;
     if ((r == LT_F8 || r == LT_F4) && dm == r && vc->slot[sl].te == r) {
