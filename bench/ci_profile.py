@@ -1,0 +1,152 @@
+"""Where the test suite's CPU time goes: pytest's process tree against the C
+compiler's share of it (CI time work, BENCHMARKS.md "CI time").
+
+    python bench/ci_profile.py [--replay] [--keep DIR] TESTFILE... [-- PYTEST_ARGS]
+
+Runs pytest on the given files in one process (a fresh kernel cache: the
+conftest makes one per run) with $CC replaced by a wrapper that records each
+compiler run's user+sys CPU time and keeps each kernel unit's source. Prints,
+per file: the pytest tree's user+sys CPU seconds (getrusage of the waited-for
+children: numdyn's compilers are pytest's children), the compiler's share,
+the number of kernel units and their median cost.
+
+--replay then compiles every recorded unit again, one after another, twice
+with the flags it was compiled with: as it was, and with the parallel copy of
+each task loop removed (codegen's split_parallel emits every parallel loop
+twice, `if (ND_TEAM(E) && big) { omp parallel for LOOP } else { LOOP }`;
+replacing `ND_TEAM(E) &&` by `0 &&` leaves GCC one copy to optimize). The
+difference is what emitting each loop once would save the compiler. The
+replayed kernels are not run: it measures compile time only.
+
+Run it on a quiet machine or compare CPU seconds, not wall time.
+"""
+import argparse
+import os
+import re
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+WRAPPER = r"""#!/bin/bash
+TIMEFORMAT='%U %S'
+t0=$(mktemp)
+{ time REALCC "$@" ; } 2>"$t0"; rc=$?
+t=$(tail -n 1 "$t0"); head -n -1 "$t0" >&2; rm -f "$t0"
+src=-
+for a in "$@"; do case "$a" in *.c) if [ -f "$a" ]; then src=KEEP/$$.c; cp "$a" "$src"; fi;; esac; done
+echo "$t $rc $src $PWD $*" >> LOG
+exit $rc
+"""
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_file(path, extra, work, real_cc):
+    log = os.path.join(work, "cc.log")
+    keep = os.path.join(work, "units")
+    os.makedirs(keep, exist_ok=True)
+    wrap = os.path.join(work, "cc")
+    with open(wrap, "w") as f:
+        f.write(WRAPPER.replace("REALCC", shlex.quote(real_cc)).replace("KEEP", shlex.quote(keep))
+                .replace("LOG", shlex.quote(log)))
+    os.chmod(wrap, 0o755)
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(os.environ, CC=wrap)
+    before, t0 = children_cpu(), time.time()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path] + extra,
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    cpu, wall = children_cpu() - before, time.time() - t0
+    summary = [ln for ln in proc.stdout.splitlines() if re.search(r"\d+ (passed|failed|error)", ln)]
+    units = []
+    if os.path.exists(log):
+        with open(log) as f:
+            for ln in f:
+                w = ln.split()
+                units.append((float(w[0]) + float(w[1]), w[3], w[5:]))
+    return cpu, wall, (summary[-1] if summary else proc.stdout[-300:]), units
+
+
+def replay(units, work, real_cc):
+    """compile each recorded kernel unit as recorded and with one loop copy:
+    (seconds as recorded, seconds with one copy), user+sys"""
+    pch = os.path.join(work, "pch")
+    totals = [0.0, 0.0]
+    built = None
+    for _, src, args in units:
+        if src == "-" or "-shared" not in args:
+            continue
+        # the recorded flags up to the unit's own file, without its build
+        # directory's -I of the precompiled header (built here instead)
+        flags = [a for a in args if not a.startswith("-I../pch-")]
+        i = next(k for k, a in enumerate(flags) if a.endswith(".c"))
+        inc = [a for a in flags[:i] if a.startswith("-I")]
+        opts = [a for a in flags[:i] if not a.startswith("-I") and a != "-shared"]
+        if built != opts:
+            shutil.rmtree(pch, ignore_errors=True)
+            os.makedirs(pch)
+            hdr = os.path.join(inc[-1][2:], "nd_kernel.h")
+            subprocess.run([real_cc] + opts + inc + ["-x", "c-header", hdr, "-o",
+                           os.path.join(pch, "nd_kernel.h.gch")], check=True)
+            built = opts
+        with open(src) as f:
+            text = f.read()
+        one = os.path.join(work, "one.c")
+        with open(one, "w") as f:
+            f.write(text.replace("ND_TEAM(E) &&", "0 &&"))
+        for k, s in enumerate((src, one)):
+            cmd = [real_cc] + flags[:i] + ["-I" + pch] + [s] + ["-o", os.path.join(work, "u.so")] + flags[i + 3:]
+            before = children_cpu()
+            subprocess.run(cmd, check=True)
+            totals[k] += children_cpu() - before
+    return totals
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--replay", action="store_true")
+    ap.add_argument("--keep", help="keep the units and logs here")
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    a = ap.parse_args(argv)
+    real_cc = shutil.which((os.environ.get("CC") or "cc").split()[0])
+    print(f"load average {os.getloadavg()[0]:.1f}; compiler {real_cc}")
+    print("| file | tests | CPU s | cc CPU s | cc share | units | median unit s |"
+          + (" replay s | one copy s | saved |" if a.replay else ""))
+    print("|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if a.replay else ""))
+    for path in a.files:
+        work = a.keep or tempfile.mkdtemp(prefix="nd-ci-profile-")
+        if a.keep:
+            work = os.path.join(a.keep, os.path.basename(path))
+            os.makedirs(work, exist_ok=True)
+        cpu, wall, summary, units = run_file(path, extra, work, real_cc)
+        kern = [u for u in units if "-shared" in u[2]]
+        cc = sum(u[0] for u in units)
+        med = statistics.median(u[0] for u in kern) if kern else 0.0
+        row = (f"| {path} | {summary.strip()} | {cpu:.1f} | {cc:.1f} | {100 * cc / max(cpu, 1e-9):.0f}% |"
+               f" {len(kern)} | {med:.3f} |")
+        if a.replay:
+            r0, r1 = replay(kern, work, real_cc)
+            row += f" {r0:.1f} | {r1:.1f} | {100 * (r0 - r1) / max(r0, 1e-9):.0f}% |"
+        print(row, flush=True)
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
