@@ -357,6 +357,34 @@ static int out_dtype(PyObject *out)
 /* The reduction of ufunc `uf` with NumPy's reduce semantics. oracle +
  * method name give NumPy's result dtype; axis_all: NULL axis means all
  * axes (np.sum) rather than axis 0 (ufunc.reduce). */
+/* float16 add.reduce: NumPy's inner loop sums its run pairwise in float32
+ * and adds that into a float16 accumulator, so only the reduced axes its
+ * iterator coalesces into that one inner run (the innermost in memory:
+ * strides below every kept axis's, each the next one's extent) are summed
+ * in float32 as the graph's REDUCE does; over other axes NumPy adds in
+ * float16, rounding at each step (a C-order m.sum(0) differs from a float32
+ * sum by several float16 ulps). 1: that case, left to NumPy. */
+static int half_sum_rounds_per_step(const nd_operand *a, uint64_t mask, PyObject *where)
+{
+    if (where && where != Py_True) return 1;
+    int nd, red[ND_MAXDIMS], nred = 0;
+    const npy_intp *shape;
+    npy_intp ms[ND_MAXDIMS], min_kept = NPY_MAX_INTP;
+    if (nd_operand_memory_strides(a->obj, &nd, &shape, ms) != 0 || nd != a->ndim) return 1;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] <= 1) continue;
+        npy_intp s = ms[d] < 0 ? -ms[d] : ms[d];
+        ms[d] = s;
+        if (!(mask & (1ULL << d))) { if (s < min_kept) min_kept = s; continue; }
+        int i = nred++;
+        for (; i > 0 && ms[red[i - 1]] > s; i--) red[i] = red[i - 1];
+        red[i] = d;
+    }
+    for (int i = 1; i < nred; i++)
+        if (ms[red[i]] != ms[red[i - 1]] * shape[red[i - 1]]) return 1;
+    return nred > 0 && ms[red[nred - 1]] >= min_kept;
+}
+
 static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_all,
                              PyObject *oracle, const char *method, int fixed_res)
 {
@@ -374,6 +402,9 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     uint64_t mask = o.mask;
     int keep = o.keep, res = o.res;
     int acc = (uf == ND_UF_ADD && res == NPY_FLOAT16) ? NPY_FLOAT32 : res;
+    if (acc != res && half_sum_rounds_per_step(&a, mask, ra->where))
+        return nd_shim_unsupported("a float16 sum over axes NumPy adds in float16 step by step "
+                                   "(not the innermost in memory) runs in NumPy");
     PyObject *ident = ufunc_identity(uf);
     if (!ident) return NULL;
     int has_initial = ra->initial != NULL;
