@@ -402,9 +402,11 @@ static PyObject *reduce_core(nd_trace *t, int uf, const red_args *ra, int axis_a
     uint64_t mask = o.mask;
     int keep = o.keep, res = o.res;
     int acc = (uf == ND_UF_ADD && res == NPY_FLOAT16) ? NPY_FLOAT32 : res;
-    if (acc != res && half_sum_rounds_per_step(&a, mask, ra->where))
-        return nd_shim_unsupported("a float16 sum over axes NumPy adds in float16 step by step "
-                                   "(not the innermost in memory) runs in NumPy");
+    /* prod alike: NumPy multiplies a run in float32, the runs into float16 */
+    if ((uf == ND_UF_ADD || uf == ND_UF_MULTIPLY) && res == NPY_FLOAT16 &&
+        half_sum_rounds_per_step(&a, mask, ra->where))
+        return nd_shim_unsupported("a float16 sum or product over axes NumPy reduces in float16 "
+                                   "step by step (not the innermost in memory) runs in NumPy");
     PyObject *ident = ufunc_identity(uf);
     if (!ident) return NULL;
     int has_initial = ra->initial != NULL;
@@ -919,10 +921,17 @@ static PyObject *nanmean_impl(nd_trace *t, PyObject **argv)
         return NULL;
     uint64_t mask = o.mask;
     int keep = o.keep, acc = mean_acc(a.dtype, o.dtarg);
+    /* NumPy's nanmean of float16 (no dtype=) divides np.sum(a with nans
+     * zeroed): a float16 total, rounded before the division; see
+     * half_sum_rounds_per_step for the axes it sums in float16 */
+    int tot = a.dtype == NPY_FLOAT16 && o.dtarg < 0 ? NPY_FLOAT16 : acc;
+    if (tot != acc && half_sum_rounds_per_step(&a, mask, NULL))
+        return nd_shim_unsupported("numpy.nanmean of float16 over axes NumPy sums in float16 "
+                                   "step by step (not the innermost in memory) runs in NumPy");
     nd_id isn = unary(t, ND_UF_ISNAN, a.id);
     nd_id zero = isn == ND_NONE ? ND_NONE : const_long(t, 0, a.dtype);
     nd_id x = zero == ND_NONE ? ND_NONE : nd_shim_node_where(t, isn, zero, a.id, a.dtype);
-    nd_id s = x == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, x, mask, keep, acc, acc, ND_NONE);
+    nd_id s = x == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, x, mask, keep, acc, tot, ND_NONE);
     nd_id ok = s == ND_NONE ? ND_NONE : unary(t, ND_UF_LOGICAL_NOT, isn);
     nd_id cnt = ok == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, ok, mask, keep, NPY_INT64, NPY_INT64, ND_NONE);
     nd_id q = cnt == ND_NONE ? ND_NONE : binary(t, ND_UF_TRUE_DIVIDE, s, cnt);

@@ -19,7 +19,11 @@ NumPy code (session 22), each against NumPy.
    and rounded once: more exact, but up to ~0.3% (tens of float16 ulps) off
    NumPy's answer. Such sums now run in NumPy; the innermost-axis ones
    (``m.sum(1)``, an F-order ``m.sum(0)``, ``t.sum(axis=(1, 2))``) stay in
-   the graph, where float32 gives NumPy's value.
+   the graph, where float32 gives NumPy's value. The same holds for
+   ``m.prod(0)`` (NumPy multiplies a run in float32, the runs into float16).
+   ``np.nanmean`` of float16 divides NumPy's float16 ``np.sum``: the total
+   is rounded to float16 before the division (numdyn divided the float32
+   total), and over outer axes it is summed in float16 (now in NumPy).
 """
 import warnings
 
@@ -119,3 +123,18 @@ def test_half_sums_round_as_numpy(backend):
         for mm in (m, np.asfortranarray(m)):
             check(half_sums, mm, t, compiled=cf, rtol=0, atol=0)
             check(half_sums_in_float32, mm, backend=backend)
+
+
+def half_prods_and_nanmeans(m):
+    return (m.prod(0), m.prod(1), m.prod(), np.nanmean(m, 0), np.nanmean(m, 1), np.nanmean(m),
+            np.nanmean(m, 1, keepdims=True))
+
+
+def test_half_prods_and_nanmeans_round_as_numpy(backend):
+    cf = numdyn.compile(half_prods_and_nanmeans, backend=backend)
+    rng = np.random.default_rng(1)
+    for k in range(3):
+        m = (1 + rng.standard_normal((60, 40)) * 0.05).astype(np.float16) * (1 + 29 * k)
+        m[3, 4] = np.nan if k == 1 else m[3, 4]
+        for mm in (m, np.asfortranarray(m)):
+            check(half_prods_and_nanmeans, mm, compiled=cf, rtol=0, atol=0)
