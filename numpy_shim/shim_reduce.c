@@ -763,6 +763,10 @@ static PyObject *var_std(nd_trace *t, PyObject **argv, int is_std)
         return NULL;
     uint64_t mask = o.mask;
     int dtarg = o.dtarg;
+    /* _var of float16 sums in float16 (no dtype=): step by step over outer axes */
+    if (a.dtype == NPY_FLOAT16 && dtarg < 0 && half_sum_rounds_per_step(&a, mask, NULL))
+        return nd_shim_unsupported("numpy.%s of float16 over axes NumPy sums in float16 step by step "
+                                   "(not the innermost in memory) runs in NumPy", fname);
     /* as _methods._var: ddof >= rcount warns first, compared as Python does */
     PyObject *n_obj = PyLong_FromSsize_t(count_of(&a, mask));
     PyObject *dd = ddof && ddof != Py_None ? Py_NewRef(ddof) : PyLong_FromLong(0);
