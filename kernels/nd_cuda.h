@@ -132,7 +132,7 @@ ND_FN T nd_logaddexp2_##S(T x, T y) { return nd_t_logaddexp(x, y, true); } \
 ND_FN T nd_spacing_##S(T x) { return isinf(x) ? (T)NAN : nextafter(x, copysign((T)INFINITY, x)) - x; } \
 ND_FN nd_bool nd_signbit_##S(T x) { return (nd_bool)(signbit(x) != 0); } \
 ND_FN T nd_ckat_##S(T x, T r, T at, int *e) { *e |= (x == at) * ND_ERR_FPE_DIV; return r; } \
-ND_FN T nd_ckgt_##S(T x, T r, T lim, int *e) { *e |= (x > lim) * ND_ERR_FPE_OVER; return r; } \
+ND_FN T nd_ckgt_##S(T x, T r, T lim, int *e) { *e |= (x > lim && x != (T)INFINITY) * ND_ERR_FPE_OVER; return r; } \
 ND_FN T nd_ckinf_##S(T x, T r, int *e) { *e |= (fabs(x) == (T)INFINITY) * ND_ERR_FPE_INVALID; return r; } \
 ND_FN T nd_ckdiv_##S(T x, T y, int *e) \
 { *e |= (y == 0) * (ND_ERR_FPE_DIV | ND_ERR_FPE_INVALID); return x / y; } \

@@ -225,16 +225,22 @@ ND_INLINE T nd_spacing_##S(T x) \
  * as little per element as each case allows (one compare). nd_ckat:
  * "divide by zero" at the pole (log of 0, log1p of -1); nd_ckgt: "overflow"
  * for an operand past (a little below) the largest that does not overflow
- * (exp, sinh of |x|; +inf flags too: a flag NumPy would not raise only has
- * NumPy run the graph, see runtime_native.c); nd_ckinf: "invalid" for an
- * infinite operand (sin, cos, tan). */
+ * for a finite operand past (a little below) the largest that does not
+ * overflow (exp, sinh of |x|). An infinite one gives inf exactly and no
+ * flag in NumPy (np.exp(np.inf)), and the functions below reach it without
+ * one (exp's last factor is inf from its bits, expm1's, sinh's and cosh's
+ * an inf chosen for it); flagged, NumPy reran the graph (runtime_native.c),
+ * right but slow, for any array holding an inf. lim < x < inf as one
+ * unsigned compare of the bits (x - lim - 1 ulp below inf - lim - 1 ulp;
+ * a negative x or a NaN is above): no more than the one compare before.
+ * nd_ckinf: "invalid" for an infinite operand (sin, cos, tan). */
 #define ND_LIM_EXP_d 709.78
 #define ND_LIM_EXP_f 88.72f
 #define ND_LIM_EXP2_d 1023.99
 #define ND_LIM_EXP2_f 127.99f
 #define ND_LIM_SINH_d 710.47
 #define ND_LIM_SINH_f 89.41f
-#define ND_FPCHK(T, S) \
+#define ND_FPCHK(T, S, U) \
 ND_INLINE T nd_ckat_##S(T x, T r, T at, int *e) \
 { \
     *e |= (x == at) * ND_ERR_FPE_DIV; \
@@ -242,7 +248,12 @@ ND_INLINE T nd_ckat_##S(T x, T r, T at, int *e) \
 } \
 ND_INLINE T nd_ckgt_##S(T x, T r, T lim, int *e) \
 { \
-    *e |= __builtin_isgreater(x, lim) * ND_ERR_FPE_OVER; \
+    U xb, lb, ib; \
+    T inf = (T)INFINITY; \
+    memcpy(&xb, &x, sizeof xb); \
+    memcpy(&lb, &lim, sizeof lb); \
+    memcpy(&ib, &inf, sizeof ib); \
+    *e |= ((U)(xb - lb - 1) < (U)(ib - lb - 1)) * ND_ERR_FPE_OVER; \
     return r; \
 } \
 ND_INLINE T nd_ckinf_##S(T x, T r, int *e) \
@@ -266,8 +277,8 @@ ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \
           (isinf(r) && !isinf(x) && !isinf(y) ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
     return r; \
 }
-ND_FPCHK(double, d)
-ND_FPCHK(float, f)
+ND_FPCHK(double, d, uint64_t)
+ND_FPCHK(float, f, uint32_t)
 ND_FLOAT_HELPERS(double, d, floor, fmod, copysign, log1p, exp, exp2, nextafter)
 ND_FLOAT_HELPERS(float, f, floorf, fmodf, copysignf, log1pf, expf, exp2f, nextafterf)
 /* c ? a : b by bits: GCC would sink a call feeding one arm of ?: into that
@@ -444,7 +455,12 @@ ND_INLINE nd_v8d nd_zv_exp_tail(nd_v8d kb, nd_v8d r)
 ND_INLINE nd_v8d nd_zv_exp2_8(nd_v8d x)
 {
     nd_v8u ax = (nd_v8u)x & (nd_v8u)ND_Z1(__builtin_nan("0x7ffffffffffff"));
+    nd_m8 pinf = 0;
     if (__builtin_expect(ND_ZCMP((nd_v8d)ax, ND_Z1(1022.0), 0x1d) != 0, 0)) {   /* |x| >= 1022 (_CMP_GE_OQ) */
+        /* +inf goes in as 0 and comes out inf: vscalef of 1025 would
+         * raise "overflow", NumPy raises nothing for it */
+        pinf = ND_ZCMP(x, ND_Z1(__builtin_inf()), 0x0);   /* _CMP_EQ_OQ */
+        x = ND_ZSEL(pinf, ND_Z1(0.0), x);
         x = ND_ZSEL(ND_ZCMP(x, ND_Z1(-1080.0), 0x11), ND_Z1(-1080.0), x);
         x = ND_ZSEL(ND_ZCMP(x, ND_Z1(1025.0), 0x1e), ND_Z1(1025.0), x);
     }
@@ -452,7 +468,8 @@ ND_INLINE nd_v8d nd_zv_exp2_8(nd_v8d x)
     nd_v8d f = x - (kb - ND_Z1(0x1.8p52)) * ND_Z1(0.0625);   /* exact */
     /* r = f ln2 with its rounding error carried: f ln2hi + f ln2lo */
     nd_v8d r = ND_ZFMA(f, ND_Z1(0x1.62e42fefa39efp-1), f * ND_Z1(0x1.abc9e3b39803fp-56));
-    return nd_zv_exp_tail(kb, r);
+    nd_v8d y = nd_zv_exp_tail(kb, r);
+    return __builtin_expect(pinf != 0, 0) ? ND_ZSEL(pinf, ND_Z1(__builtin_inf()), y) : y;
 }
 /* arctanh: |x| = a < 1, atanh a = log(q) / 2, q = (1 + a) / (1 - a) with
  * no division (vdivpd zmm alone cost 0.7 ns an element, a third of the
@@ -790,18 +807,21 @@ ND_INLINE T nd_expk_##S(T x, T *sc) \
     *sc = nd_p2_##S(k - 2); \
     return e; \
 } \
-/* exp: 2^k applied as two factors 2^(k - k/2) 2^(k/2), so a subnormal \
- * result is rounded once, in the last product, and the largest overflows \
- * there; the operand clamped to [LO, HI], where the products give 0 and \
- * inf with the flags those raise; a NaN passes the compares and the \
- * arithmetic (no select spent on it) */ \
+/* exp: 2^k applied as two factors 2^floor(k/2) 2^(k - floor(k/2)), so a \
+ * subnormal result is rounded once, in the last product, and the largest \
+ * overflows there; the operand clamped to [LO, HI], where the products \
+ * give 0 and inf; a NaN passes the compares and the arithmetic (no select \
+ * spent on it). HI has k = 2 EMAX + 1: the last factor is 2^(EMAX + 1), \
+ * inf from its bits, and the product inf with no flag (NumPy raises none \
+ * for +inf; a finite operand that large is flagged by the kernel's \
+ * nd_ckgt; below it, the product overflows with its flag). */ \
 ND_INLINE T nd_exp_##S(T x, T lo, T hi) \
 { \
     I k; \
     T xc = __builtin_isless(x, lo) ? lo : x; \
     xc = __builtin_isgreater(xc, hi) ? hi : xc; \
-    T e = nd_expr_##S(xc, &k), s1 = nd_p2_##S(k - (k >> 1)); \
-    return FMA(s1, e, s1) * nd_p2_##S(k >> 1); \
+    T e = nd_expr_##S(xc, &k), s1 = nd_p2_##S(k >> 1); \
+    return FMA(s1, e, s1) * nd_p2_##S(k - (k >> 1)); \
 }
 ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e4200000000p-1, 0x1.fdf473de6af28p-22,
         __builtin_fma, 1000)
@@ -814,7 +834,8 @@ ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e420
  * ran 0.82x and 0.75x NumPy's loops, vdivpd the largest part); within 2
  * ULP of NumPy's, as before. |x| capped at CAP (sinh and cosh overflow
  * just below it: the last doubling gives inf and "overflow" there, and
- * not earlier; an infinite operand too, as the kernel's nd_ckgt reports);
+ * not earlier; an infinite operand's last factor is inf, not 2: inf
+ * quietly, as NumPy's);
  * a NaN passes the cap and the arithmetic. tanh = t / (t +
  * 2), t = expm1(2|x|), |x| capped at TCAP (tanh rounds to 1; the cap by
  * nd_tsel: its ?: left the loop scalar on AVX2, 3-6x slower). x itself
@@ -826,7 +847,7 @@ ND_INLINE T nd_sinh##F(T x) \
     T ax = FABS(x), sc, sc2, od; \
     T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
     T a = sc - sc2; \
-    T r = COPYSIGN(2 * (a + FMA(sc + sc2, od, a * ev)), x); \
+    T r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, (T)2) * (a + FMA(sc + sc2, od, a * ev)), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 } \
 ND_INLINE T nd_cosh##F(T x) \
@@ -834,7 +855,7 @@ ND_INLINE T nd_cosh##F(T x) \
     T ax = FABS(x), sc, sc2, od; \
     T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
     T c = sc + sc2; \
-    return 2 * (c + FMA(c, ev, (sc - sc2) * od)); \
+    return nd_bsel_##S(ax == (T)INFINITY, ax, (T)2) * (c + FMA(c, ev, (sc - sc2) * od)); \
 } \
 ND_INLINE T nd_tanh##F(T x) \
 { \
@@ -848,7 +869,7 @@ ND_HYP(double, d, , 710.5, 0x1p-28, 22.0, __builtin_fma, __builtin_fabs, __built
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
  * NumPy's SVML loop (a call per vector and its own range handling); this
  * is within 1 ULP of NumPy's (tests/test_codegen_libm.py) */
-ND_INLINE double nd_exp(double x) { return nd_exp_d(x, -746.0, 710.0); }
+ND_INLINE double nd_exp(double x) { return nd_exp_d(x, -746.0, 1418.9); }   /* k = 2047 */
 /* fdlibm's log of a positive finite x (subnormals scaled by 2^54): x =
  * 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f);
  * log(m) = f - hfsq + s (hfsq + R(s^2)), hfsq = f^2 / 2. Returns k as
@@ -941,7 +962,7 @@ ND_INLINE float nd_log1p_pos_f(float y)
     return __builtin_fmaf(kd, 0x1.62e430p-1f, __builtin_fmaf(kd, -0x1.05c610p-29f, lm));
 }
 /* exp of float32 by float64's form: 1.2x faster than SLEEF's expf */
-ND_INLINE float nd_expf(float x) { return nd_exp_f(x, -104.0f, 89.0f); }
+ND_INLINE float nd_expf(float x) { return nd_exp_f(x, -104.0f, 176.7f); }   /* k = 255 */
 /* cbrt: y ~ |x|^(-1/3) from the bits (their high 32 / 3, 5 bits: the
  * seeds), ITERS Newton steps y (4/3 - |x|/3 y^3) (no division; 5 -> 10
  * -> 20 -> 40 bits), c = |x| y^2, and one last step from c's exact
@@ -995,14 +1016,15 @@ ND_CBRT(float, f, f, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
 
 /* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is
  * exact for the k below the dtype's digits); x capped at HI, just past
- * the overflow, where the last product gives inf and "overflow"; x itself
+ * the overflow, where the last product gives inf and "overflow" (+inf
+ * quietly: its factor is inf, not 4); x itself
  * below TINY (the sign of zero, subnormals) and NaN */
 #define ND_EXPM1(T, S, F, LO, HI, TINY, FABS) \
 ND_INLINE T nd_expm1##F(T x) \
 { \
     T xc = __builtin_isless(x, LO) ? LO : x, sc; \
     T e = nd_expk_##S(__builtin_isgreater(xc, HI) ? HI : xc, &sc); \
-    T r = 4 * ND_FMA_##S(sc, e, sc - (T)0.25); \
+    T r = nd_bsel_##S(x == (T)INFINITY, x, (T)4) * ND_FMA_##S(sc, e, sc - (T)0.25); \
     return nd_tsel_##S(!__builtin_isgreaterequal(FABS(x), TINY), x + x * (T)0, r); \
 }
 #define ND_FMA_d __builtin_fma

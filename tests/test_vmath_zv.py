@@ -253,9 +253,8 @@ def _compare_hyp():
             rtol = 4 * np.finfo(dt).eps
             with np.errstate(all="ignore"):
                 np.testing.assert_allclose(np.asarray(h(o)), fn(o), rtol=rtol, atol=0)
-            # (+-inf raise "overflow" in the kernel, by nd_ckgt's one compare
-            # per element, and NumPy reruns the graph: not tested as quiet)
-            q = np.concatenate([np.array([np.nan, -np.nan], dtype=dt), x[:37]])
+            # (+-inf quiet too since session 22: no rerun by NumPy)
+            q = np.concatenate([np.array([np.nan, -np.nan, np.inf, -np.inf], dtype=dt), x[:37]])
             r0 = numdyn.utils.counters["errstate_reruns"]
             with np.errstate(all="raise", under="ignore"):
                 g = np.asarray(h(q))
@@ -478,3 +477,48 @@ def test_avx2_build_against_numpy(tmp_path, flags):
             # relative to the result, or to 1 where logaddexp cancels to near 0
             err = np.abs(o[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1.0 if nin == 2 else 0.0)
             assert err.max() <= 8 * eps, (nm, dt, err.max() / eps)
+
+
+_OVER = {np.float16: {"exp2": 16.5, None: 12.0}, np.float32: {"exp2": 130.0, None: 100.0},
+         np.float64: {"exp2": 1030.0, None: 800.0}}
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64], ids=["f16", "f32", "f64"])
+@pytest.mark.parametrize("name", ["exp", "exp2", "expm1", "sinh", "cosh"])
+def test_infinite_operand_quiet_finite_overflow_flagged(name, dt):
+    # exp, exp2, expm1 of +-inf and sinh, cosh of +-inf are inf (0, -1)
+    # exactly, and NumPy raises nothing: until session 22 the kernels
+    # flagged "overflow" (their cap and last product, nd_ckgt's compare) or
+    # "invalid" (SLEEF), so NumPy reran the graph for any array holding an
+    # inf. Now no rerun, NumPy's values and dtype; a finite operand that
+    # overflows still raises, alone and among other lanes
+    fn = getattr(np, name)
+    h = numdyn.compile(lambda a: fn(a))
+    rng = np.random.default_rng(5)
+    fin = rng.uniform(-5, 5, 61).astype(dt)
+    for x in (np.array([np.inf] * 40, dtype=dt), np.array([-np.inf] * 40, dtype=dt),
+              np.concatenate([fin, np.array([np.inf, -np.inf, np.nan, 0.0, -0.0], dtype=dt), fin[::-1]])):
+        r0 = numdyn.utils.counters["errstate_reruns"]
+        with np.errstate(all="raise", under="ignore"):
+            g = h(x)
+            w = fn(x)
+        assert numdyn.utils.counters["errstate_reruns"] == r0, (name, dt, x[:3])
+        g = np.asarray(g)
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=4 * np.finfo(dt).eps, atol=0)
+        assert np.array_equal(np.isinf(g), np.isinf(w)) and np.array_equal(np.signbit(g), np.signbit(w))
+    big = dt(_OVER[dt].get(name, _OVER[dt][None]))
+    cases = [np.array([big] * 40, dtype=dt), np.concatenate([fin, [big], fin]).astype(dt),
+             np.concatenate([fin, [np.inf, big, -np.inf], fin]).astype(dt)]
+    if name in ("sinh", "cosh"):
+        cases.append(np.concatenate([fin, [-big], fin]).astype(dt))
+    for x in cases:
+        with np.errstate(over="raise", under="ignore"), pytest.raises(FloatingPointError, match="overflow"):
+            fn(x)
+        with np.errstate(over="raise", under="ignore"), pytest.raises(FloatingPointError, match="overflow"):
+            h(x)
+        with np.errstate(all="ignore"):
+            g, w = np.asarray(h(x)), fn(x)
+        np.testing.assert_allclose(g, w, rtol=4 * np.finfo(dt).eps, atol=0)
+        with pytest.warns(RuntimeWarning, match="overflow"), np.errstate(over="warn", under="ignore"):
+            h(x)
