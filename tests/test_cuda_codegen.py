@@ -159,6 +159,12 @@ RED_FNS = {
 def test_reductions(name, dt, axis):
     f = RED_FNS[name]
     src, kinds = check(lambda a: f(a * 1, axis), arr(dt, (4, 35, 3)))
+    if dt == "float16" and name in ("sum", "prod") and axis is not None:
+        # over axes not innermost in memory NumPy rounds to float16 at every
+        # step: numdyn runs NumPy's code there (tests/test_wrong_answers_probe4.py),
+        # no reduction kernel (values: that file and tests/test_cuda_emulated.py)
+        assert "reduce" not in kinds
+        return
     assert "reduce" in kinds
     assert "__shfl_down_sync" in src
 
