@@ -56,6 +56,14 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 /* At the top of each task / reduction block: a Ctrl-C stops a long kernel
  * within one task (a few thousand elements), at the cost of one relaxed
  * load per task. */
+/* Task bodies of parallel loops as nested functions (codegen_loops.c,
+ * put_task_function): GCC's GNU C extension; elsewhere the loop's two
+ * copies. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(ND_NO_NESTED_TASKS)
+#define ND_NESTED_TASKS 1
+#else
+#define ND_NESTED_TASKS 0
+#endif
 #define ND_POLL(E) if (__builtin_expect(__atomic_load_n((E), __ATOMIC_RELAXED) & ND_ERR_INTERRUPT, 0)) continue
 /* At the end of each task of a parallel loop: this thread's status flags
  * into the kernel's error word, then cleared (two register reads when none

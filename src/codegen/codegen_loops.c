@@ -2077,6 +2077,40 @@ static int put_without_stream(nd_sb *out, const char *loop, const char *end)
     return 0;
 }
 
+/* The task body once, as a function both paths call, where the compiler
+ * has GNU C's nested functions (ND_NESTED_TASKS, nd_kernel.h): the split
+ * below otherwise gives cc1 the loop twice, and the second copy is 22-43%
+ * of a kernel unit's compile time (BENCHMARKS.md, "CI time: the parallel
+ * loop's second copy"). The body keeps its text: its variables are the
+ * kernel's through the static chain, its error bits its own nd_err
+ * (returned: the parallel loop's reduction combines them), a `continue`
+ * of the task loop (ND_POLL) leaves the do-while. noinline: inlined into
+ * both paths it would be two copies again. The rest of the kernel only
+ * reads what tasks share, and writes none of it but through pointers (a
+ * parallel loop could not either). Emits the #if/#else; the caller emits
+ * the split and the #endif. */
+static int put_task_function(nd_sb *out, int id, const char *cond, const char *cend, const char *prag,
+                             const char *ifp, const char *q, const char *eol, const char *loop,
+                             const char *br, const char *e, int has_red)
+{
+    /* the task index: for (int64_t NAME = ... */
+    static const char decl[] = "for (int64_t ";
+    if (strncmp(loop, decl, sizeof decl - 1)) return -1;
+    const char *nm = loop + sizeof decl - 1, *ne = nm;
+    while (ne < br && (*ne == '_' || (*ne >= 'a' && *ne <= 'z') || (*ne >= '0' && *ne <= '9'))) ne++;
+    if (ne == nm || ne >= br) return -1;
+    int nl = (int)(ne - nm);
+    nd_sb_printf(out, "#if ND_NESTED_TASKS\n__attribute__((noinline)) int ndt%d_(int64_t %.*s) {\n"
+                      "int nd_err = 0;\ndo {%.*s} while (0);\nreturn nd_err;\n}\n",
+                 id, nl, nm, (int)(e - 1 - (br + 1)), br + 1);
+    nd_sb_printf(out, "if (ND_TEAM(E) && %.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
+                 (int)(ifp - prag), prag, (int)(eol - q), q, has_red ? "" : " reduction(|:nd_err)");
+    nd_sb_printf(out, "%.*s\n(void)nd_fpe_take();\nnd_err |= ndt%d_(%.*s);\nND_FPE_TAKE;\n}\n} else {\n",
+                 (int)(br + 1 - loop), loop, id, nl, nm);
+    nd_sb_printf(out, "%.*s\nnd_err |= ndt%d_(%.*s);\n}\n}\n#else\n", (int)(br + 1 - loop), loop, id, nl, nm);
+    return 0;
+}
+
 /* `#pragma omp parallel for if(small)` still enters libgomp (a team of
  * one, a futex wake) on every call: each marked parallel loop becomes
  *   if (ND_TEAM(E) && COND) { #pragma omp parallel for ... LOOP } else { LOOP }
@@ -2086,6 +2120,7 @@ static int split_parallel(nd_sb *in, nd_sb *out)
 {
     static const char mark[] = "/*ND_PAR*/";
     const char *p = in->p;
+    int ntask = 0;
     for (;;) {
         const char *m = strstr(p, mark);
         if (!m) { nd_sb_puts(out, p); break; }
@@ -2109,13 +2144,14 @@ static int split_parallel(nd_sb *in, nd_sb *out)
          * (torch's), whose flags would otherwise read as this kernel's and
          * send every call to NumPy (errstate_reruns) */
         int has_red = strstr(q, "reduction(|:nd_err)") && strstr(q, "reduction(|:nd_err)") < eol;
+        if (put_task_function(out, ntask++, cond, cend, prag, ifp, q, eol, loop, br, e, has_red) < 0) goto bad;
         nd_sb_printf(out, "if (ND_TEAM(E) && %.*s) {\n%.*s%.*s%s\n", (int)(cend - cond), cond,
                      (int)(ifp - prag), prag, (int)(eol - q), q,
                      has_red ? "" : " reduction(|:nd_err)");
         nd_sb_printf(out, "%.*s\n(void)nd_fpe_take();\n%.*sND_FPE_TAKE;\n}\n} else {\n", (int)(br + 1 - loop), loop,
                      (int)(e - 1 - (br + 1)), br + 1);
         if (put_without_stream(out, loop, e) < 0) goto bad;
-        nd_sb_puts(out, "\n}\n");
+        nd_sb_puts(out, "\n}\n#endif\n");
         p = e;
     }
     return nd_sb_check(out);
