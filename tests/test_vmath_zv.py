@@ -279,25 +279,26 @@ def _production(code, tmp_path, zv):
     return r.stdout
 
 
+def _production_compare(fn, tmp_path):
+    """T.<fn>() of this module in a production-mode process; it prints OK"""
+    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T.%s()" % (
+        os.path.dirname(os.path.abspath(__file__)), fn)
+    assert _production(code, tmp_path, _target_has_zv()).strip().endswith("OK")
+
+
 def test_log1p_and_inverse_hyperbolics_float64_against_numpy(tmp_path):
     # production mode (no store checks: the loops vectorize, the vector
     # variants run); every decade, both signs, near -1, near 0, the
     # special values, warnings for -1 (divide) and below (invalid), none
     # for the rest (no flag the vector code raises on valid lanes)
-    zv = _target_has_zv()
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare()" % os.path.dirname(
-        os.path.abspath(__file__))
-    assert _production(code, tmp_path, zv).strip().endswith("OK")
+    _production_compare('_compare', tmp_path)
 
 
 def test_exp_exp2_float64_against_numpy(tmp_path):
     # production mode; across the range, the subnormal results (rounded
     # twice by the AVX-512 exp2: within 1 ULP there too), the overflow.
     # (exp is the inline C form on every target: within 1 ULP too)
-    zv = _target_has_zv()
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_exp()" % os.path.dirname(
-        os.path.abspath(__file__))
-    assert _production(code, tmp_path, zv).strip().endswith("OK")
+    _production_compare('_compare_exp', tmp_path)
 
 
 def test_inverse_hyperbolics_float64_edges(tmp_path):
@@ -305,23 +306,15 @@ def test_inverse_hyperbolics_float64_edges(tmp_path):
     # 0.5, 1 - 2^-53, subnormals, the largest finite), dense sweeps near 1
     # and near 0; "divide" at +-1 and "invalid" beyond, from a lane among
     # valid ones too; no "underflow" from a subnormal operand
-    zv = _target_has_zv()
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_invhyp()" % os.path.dirname(
-        os.path.abspath(__file__))
-    assert _production(code, tmp_path, zv).strip().endswith("OK")
+    _production_compare('_compare_invhyp', tmp_path)
 
 
 def test_cbrt_float64_against_numpy(tmp_path):
-    zv = _target_has_zv()
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_cbrt()" % os.path.dirname(
-        os.path.abspath(__file__))
-    assert _production(code, tmp_path, zv).strip().endswith("OK")
+    _production_compare('_compare_cbrt', tmp_path)
 
 
 def test_sinh_cosh_against_numpy(tmp_path):
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_zv as T; T._compare_hyp()" % os.path.dirname(
-        os.path.abspath(__file__))
-    assert _production(code, tmp_path, _target_has_zv()).strip().endswith("OK")
+    _production_compare('_compare_hyp', tmp_path)
 
 
 @pytest.mark.parametrize("march", ["haswell", "native"])
