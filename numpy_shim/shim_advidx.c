@@ -29,6 +29,10 @@
 /* ------------------------------------------------- runtime helper callables */
 
 enum { MODE_RAISE = 0, MODE_WRAP = 1, MODE_CLIP = 2 };
+/* or'ed into a mode: whose error a non-empty index of an empty axis gets
+ * (NumPy's take and put say so in their own words, indexing names the index) */
+enum { MODE_TAKE = 4, MODE_PUT = 8 };
+#define MODE_OF(m) ((m) & 3)
 
 /* int64 copy of idx with negative indices wrapped (mode raise), wrapped
  * modulo n (wrap) or clipped (clip); IndexError like NumPy when out of
@@ -43,11 +47,17 @@ static PyObject *normalize_indices(PyObject *idx, npy_intp n, int axis, int mode
     if (!r) return NULL;
     int64_t *p = PyArray_DATA((PyArrayObject *)r);
     npy_intp m = PyArray_SIZE((PyArrayObject *)r);
-    if (m > 0 && n == 0 && mode != MODE_RAISE) {
+    if (m > 0 && n == 0 && (mode & MODE_PUT)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_IndexError, "cannot replace elements of an empty array");
+        return NULL;
+    }
+    if (m > 0 && n == 0 && (MODE_OF(mode) != MODE_RAISE || (mode & MODE_TAKE))) {
         Py_DECREF(r);
         PyErr_SetString(PyExc_IndexError, "cannot do a non-empty take from an empty axes.");
         return NULL;
     }
+    mode = MODE_OF(mode);
     for (npy_intp i = 0; i < m; i++) {
         int64_t v = p[i];
         if (mode == MODE_RAISE) {
@@ -1148,7 +1158,7 @@ static PyObject *take_impl(nd_trace *t, PyObject **argv)
         return NULL;
     }
     if (a.ndim == 0) return nd_xj_numpy_error("take", P, argv);
-    r = axis_indices(t, argv[1], a.shape[ax], ax, mode, &idx);
+    r = axis_indices(t, argv[1], a.shape[ax], ax, mode | MODE_TAKE, &idx);
     if (r < 0) return NULL;
     if (r > 0) return nd_xj_numpy_error("take", P, argv);
     nd_id g = nd_xj_take_axis(t, &a, ax, &idx);
@@ -1266,7 +1276,20 @@ static PyObject *put_impl(nd_trace *t, PyObject **argv)
     memcpy(sshape, nd_proxy_shape(self), sizeof(npy_intp) * (size_t)sdim);
     npy_intp total = nd_xj_size(sdim, sshape);
     nd_xj_arr idx;
-    r = axis_indices(t, argv[1], total, 0, mode, &idx);
+    if (mode == MODE_RAISE && nd_proxy_check(argv[1]) && nd_proxy_ndim(argv[1]) > 0 &&
+        PyTypeNum_ISINTEGER(nd_proxy_dtype(argv[1]))) {
+        /* NumPy's put stores index by index and stops at a bad one, the
+         * stores before it made (put_partial): a computed index array is
+         * read now, never left to a check node that raises before any store
+         * (a call that defers index checks, nd_trace_checks_deferred) */
+        PyObject *ind = nd_trace_materialize(argv[1], NULL);
+        if (!ind) return NULL;
+        PyObject *cargv[4] = {argv[0], ind, argv[2], argv[3]};
+        PyObject *res = put_impl(t, cargv);
+        Py_DECREF(ind);
+        return res;
+    }
+    r = axis_indices(t, argv[1], total, 0, mode | MODE_PUT, &idx);
     if (r < 0 && PyErr_ExceptionMatches(PyExc_IndexError)) return put_partial(t, argv);
     if (r) return r < 0 ? NULL : nd_xj_numpy_error("put", P, argv);
     npy_intp m = nd_xj_size(idx.ndim, idx.shape);

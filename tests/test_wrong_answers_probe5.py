@@ -1,0 +1,76 @@
+"""Differences from NumPy found by probe programs written as users write
+NumPy code (session 23), each against NumPy.
+
+1. ``np.put(x, idx, v)`` with an index array the caller passed (or the
+   function computed) and an index out of range: NumPy's put stores index by
+   index, so the values before the bad index are in ``x`` when IndexError
+   leaves the call. numdyn deferred the bounds check of a computed index to
+   a check node of the graph (a call recorded for replay defers them), which
+   raised before any store: ``x`` came back untouched.
+2. ``np.take(x, idx)`` of an empty axis with a non-empty index raises
+   NumPy's "cannot do a non-empty take from an empty axes." in every mode
+   (numdyn: the indexing message "index 0 is out of bounds ..." for mode
+   'raise'); ``np.put`` into an empty array: "cannot replace elements of an
+   empty array".
+"""
+import numpy as np
+import pytest
+
+from oracle import check
+
+import numdyn
+
+
+def _calls(fn, backend, *arg_sets):
+    """One compiled fn, called on each argument set (first and warm calls)."""
+    cf = numdyn.compile(fn, backend=backend)
+    for args in arg_sets:
+        check(fn, *args, compiled=cf)
+
+
+# ------------------------------------------ 1. np.put stops at a bad index
+def _put(x, i, v):
+    np.put(x, i, v)
+    return x
+
+
+def test_put_partial_store_computed_index(backend):
+    _calls(_put, backend,
+           (np.zeros(5), np.array([1, 5, 2]), 9.0),
+           (np.zeros(6), np.array([0, 2, -7, 1]), np.array([1.0, 2.0, 3.0, 4.0])),
+           (np.zeros(5), np.array([3, 1]), 2.0))
+
+
+def _put_computed(x, i):
+    np.put(x, i * 2, 7.0)
+    return x
+
+
+def test_put_partial_store_index_computed_inside(backend):
+    _calls(_put_computed, backend,
+           (np.zeros(5), np.array([1, 3, 0])),
+           (np.zeros(7), np.array([2, 1])))
+
+
+# ------------------------------------ 2. take / put of an empty axis
+def _take(x, i):
+    return np.take(x, i), np.take(x, i, mode="clip")
+
+
+def test_take_empty_axis_message(backend):
+    _calls(_take, backend,
+           (np.zeros(0), np.array([0])),
+           (np.zeros(0), np.array([], np.int64)),
+           (np.arange(3.0), np.array([2, 0])))
+
+
+def test_take_put_empty_axis_message_concrete_index(backend):
+    def f(x):
+        return np.take(x, [0, 1])
+
+    def g(x):
+        np.put(x, [0], 1.0)
+        return x
+
+    check(f, np.zeros(0), backend=backend)
+    check(g, np.zeros(0), backend=backend)
