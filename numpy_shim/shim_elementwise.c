@@ -270,12 +270,42 @@ static PyObject *round_impl(nd_trace *t, PyObject **argv) { return round_core(t,
 
 /* ------------------------------------------------------------ isclose */
 
-/* as numpy/_core/numeric.py isclose, NumPy 2 */
+/* Whether NumPy's isclose takes tolerance v without its "One of rtol or
+ * atol is not valid" check firing (np.all(np.isfinite(v))): 1 yes, 0 no or
+ * not known (NumPy then runs isclose: its warning, its errors), -1 error.
+ * A computed tolerance is computed now for it. */
+static int plain_finite_tol(PyObject *v)
+{
+    if (!v || PyLong_Check(v)) return 1;
+    if (PyFloat_Check(v)) return isfinite(PyFloat_AS_DOUBLE(v));
+    PyObject *c = nd_proxy_check(v) ? nd_trace_materialize(v, NULL) : Py_NewRef(v);
+    if (!c) return -1;
+    PyObject *fn = nd_xj_np_attr("isfinite");
+    PyObject *f = fn ? PyObject_CallOneArg(fn, c) : NULL;
+    PyObject *all = f ? PyObject_CallMethod(f, "all", NULL) : NULL;
+    int ok = all ? PyObject_IsTrue(all) : 0;
+    Py_XDECREF(fn); Py_XDECREF(f); Py_XDECREF(all);
+    Py_DECREF(c);
+    PyErr_Clear();  /* not a number NumPy's isfinite takes: NumPy's isclose says so */
+    return ok > 0;
+}
+
+/* as numpy/_core/numeric.py isclose, NumPy 2. NumPy computes it under
+ * errstate(invalid='ignore'): |inf - inf| and rtol * |inf| with rtol 0 are
+ * invalid there, and a graph runs under one error state. So the arithmetic
+ * reads y where it is finite and 0 elsewhere -- the result there is x == y
+ * alone (isfinite(y) is false) -- which, with finite tolerances, can raise
+ * no invalid flag; overflow still warns, as NumPy's. Other tolerances
+ * (non-finite: NumPy's own warning; arrays) are NumPy's to take. */
 static PyObject *isclose_core(nd_trace *t, PyObject *a, PyObject *b, PyObject *rtol, PyObject *atol,
                               PyObject *equal_nan)
 {
+    int okr = plain_finite_tol(rtol), oka = okr > 0 ? plain_finite_tol(atol) : okr;
+    if (oka < 0) return NULL;
+    if (!oka)
+        return nd_shim_unsupported("numpy.isclose with tolerances other than finite Python numbers");
     PyObject *one = PyFloat_FromDouble(1.0);
-    PyObject *x = a, *y = b, *yy = NULL, *r = NULL;
+    PyObject *x = a, *y = b, *yy = NULL, *r = NULL, *fin = NULL, *yf = NULL;
     PyObject *rt = rtol ? rtol : NULL, *at = atol ? atol : NULL;
     PyObject *rtd = NULL, *atd = NULL;
     if (!one) return NULL;
@@ -294,19 +324,28 @@ static PyObject *isclose_core(nd_trace *t, PyObject *a, PyObject *b, PyObject *r
         if (!(yy = PyNumber_Float(y))) goto done;
         y = yy;
     }
+    if (!(fin = uf1(ND_UF_ISFINITE, y))) goto done;
+    if (PyFloat_Check(y)) {
+        yf = PyFloat_FromDouble(isfinite(PyFloat_AS_DOUBLE(y)) ? PyFloat_AS_DOUBLE(y) : 0.0);
+    } else {
+        PyObject *zero = PyLong_FromLong(0);
+        PyObject *wargv[3] = {fin, y, zero};
+        yf = zero ? where_impl(t, wargv) : NULL;
+        Py_XDECREF(zero);
+    }
+    if (!yf) goto done;
     {
-        PyObject *diff = uf2(ND_UF_SUBTRACT, x, y);
+        PyObject *diff = uf2(ND_UF_SUBTRACT, x, yf);
         PyObject *adiff = diff ? uf1(ND_UF_ABSOLUTE, diff) : NULL;
-        PyObject *ay = adiff ? uf1(ND_UF_ABSOLUTE, y) : NULL;
+        PyObject *ay = adiff ? uf1(ND_UF_ABSOLUTE, yf) : NULL;
         PyObject *rtay = ay ? uf2(ND_UF_MULTIPLY, rt, ay) : NULL;
         PyObject *tol = rtay ? uf2(ND_UF_ADD, at, rtay) : NULL;
         PyObject *le = tol ? uf2(ND_UF_LESS_EQUAL, adiff, tol) : NULL;
-        PyObject *fin = le ? uf1(ND_UF_ISFINITE, y) : NULL;
-        PyObject *lf = fin ? uf2(ND_UF_BITWISE_AND, le, fin) : NULL;
+        PyObject *lf = le ? uf2(ND_UF_BITWISE_AND, le, fin) : NULL;
         PyObject *eq = lf ? uf2(ND_UF_EQUAL, x, y) : NULL;
         r = eq ? uf2(ND_UF_BITWISE_OR, lf, eq) : NULL;
         Py_XDECREF(diff); Py_XDECREF(adiff); Py_XDECREF(ay); Py_XDECREF(rtay); Py_XDECREF(tol);
-        Py_XDECREF(le); Py_XDECREF(fin); Py_XDECREF(lf); Py_XDECREF(eq);
+        Py_XDECREF(le); Py_XDECREF(lf); Py_XDECREF(eq);
     }
     if (r && equal_nan && PyObject_IsTrue(equal_nan) == 1) {
         PyObject *nx = uf1(ND_UF_ISNAN, x), *ny = nx ? uf1(ND_UF_ISNAN, y) : NULL;
@@ -316,6 +355,8 @@ static PyObject *isclose_core(nd_trace *t, PyObject *a, PyObject *b, PyObject *r
         Py_SETREF(r, r2);
     }
 done:
+    Py_XDECREF(fin);
+    Py_XDECREF(yf);
     Py_XDECREF(yy);
     Py_XDECREF(rtd);
     Py_XDECREF(atd);

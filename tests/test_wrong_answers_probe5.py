@@ -74,3 +74,38 @@ def test_take_put_empty_axis_message_concrete_index(backend):
 
     check(f, np.zeros(0), backend=backend)
     check(g, np.zeros(0), backend=backend)
+
+
+# ------------------------- 3. isclose ignores invalid values as NumPy's
+_X = np.array([1.0, np.nan, np.inf, -np.inf, 0.0, 1e300])
+_Y = np.array([1.0 + 1e-9, np.nan, np.inf, np.inf, 1e-9, -1e300])
+
+
+def _isclose(x, y):
+    return (np.isclose(x, y), np.isclose(x, y, rtol=0, equal_nan=True),
+            np.isclose(x, np.inf), np.allclose(x, y))
+
+
+def test_isclose_of_infinities_gives_no_invalid_warning(backend):
+    cf = numdyn.compile(_isclose, backend=backend)
+    for args in ((_X, _Y), (_X[:5].astype(np.float32), _Y[:5]), (_Y, _X)):
+        check(_isclose, *args, compiled=cf, warnings=True)
+
+
+def _isclose_raise(x, y):
+    with np.errstate(invalid="raise"):
+        return np.isclose(x, y, atol=0.5)
+
+
+def test_isclose_of_infinities_under_errstate_raise(backend):
+    check(_isclose_raise, _X, _Y, backend=backend)
+
+
+def _isclose_tol(x, y, atol):
+    return np.isclose(x, y, atol=atol, rtol=0.0)
+
+
+def test_isclose_non_finite_tolerance_warns(backend):
+    cf = numdyn.compile(_isclose_tol, backend=backend)
+    for atol in (np.inf, 0.25, np.float32(0.5)):
+        check(_isclose_tol, _X, _Y, atol, compiled=cf, warnings=True)
