@@ -124,6 +124,15 @@ static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi,
     ops[2].obj = hi; ops[2].weak = 0;
     if (lo && nd_shim_operand(t, lo, &ops[1])) return NULL;
     if (hi && nd_shim_operand(t, hi, &ops[2])) return NULL;
+    {   /* np.clip is one ufunc of the given operands: a shape error names
+         * each one's shape, not those of a maximum and a minimum */
+        int nds[3], n = 0, ond;
+        const npy_intp *shs[3];
+        npy_intp osh[ND_MAXDIMS];
+        for (int k = 0; k < 3; k++)
+            if (k == 0 || ops[k].obj) { nds[n] = ops[k].ndim; shs[n++] = ops[k].shape; }
+        if (nd_shim_broadcast(n, nds, shs, &ond, osh) < 0) return NULL;
+    }
     int dt = clip_dtype(t, ops, 3);
     if (dt < 0) return NULL;
     nd_id x = nd_shim_operand_at(t, &ops[0], dt);

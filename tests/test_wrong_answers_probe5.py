@@ -109,3 +109,15 @@ def test_isclose_non_finite_tolerance_warns(backend):
     cf = numdyn.compile(_isclose_tol, backend=backend)
     for atol in (np.inf, 0.25, np.float32(0.5)):
         check(_isclose_tol, _X, _Y, atol, compiled=cf, warnings=True)
+
+
+# ---------------------- 4. np.clip's shape error names all its operands
+def _clip(x, lo, hi):
+    return np.clip(x, lo, hi)
+
+
+def test_clip_broadcast_error_names_every_operand(backend):
+    cf = numdyn.compile(_clip, backend=backend)
+    x = np.arange(12.0).reshape(3, 4)
+    for lo, hi in ((np.zeros(3), np.float64(2)), (1, np.zeros(5)), (np.zeros(4), 2.5)):
+        check(_clip, x, lo, hi, compiled=cf)
