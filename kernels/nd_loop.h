@@ -127,6 +127,17 @@ enum {
 
 /* ------------------------------------------------------------ helpers */
 #define NDL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* the first statement of a cold path that evaluates again, operation by
+ * operation, what the hot path computed from array elements (a wide()
+ * chain of codegen_loop.c whose exact value does not fit): the elements
+ * are loaded again there (nothing stored in between: the same values), so
+ * the hot path's loaded values need not stay live into it (rule 110's
+ * three cells were kept in extra registers for it) */
+#if defined(__GNUC__)
+#define NDL_RELOAD() __asm__ __volatile__("" ::: "memory")
+#else
+#define NDL_RELOAD() ((void)0)
+#endif
 /* a float result that NumPy or Python treats as an event: NaN from
  * non-NaN operands (invalid) or an infinity from finite ones (overflow,
  * division by zero) */

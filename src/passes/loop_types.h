@@ -27,6 +27,9 @@ typedef struct nd_ltyping_s {
     uint8_t *acontig;   /* arrays: the last axis's stride is the element size (a
                            constant in the C code; part of the signature), or NULL */
     uint8_t abits;      /* bound of any array dimension (bits) */
+    uint8_t in_try;     /* the loop is inside a try statement: the runner reads its
+                           scalar locals after an exception too (loop_run.c), so the
+                           C writes them back on its error exits as well */
     PyObject *reason;   /* str, set when a signature cannot be compiled */
 } nd_ltyping;
 

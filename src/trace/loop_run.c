@@ -900,6 +900,7 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
         T.alocal = alocal;
         T.acontig = acontig;
         T.abits = (uint8_t)abits;
+        T.in_try = (uint8_t)L->in_try;
         s = compile_sig(L, key, &T);
         Py_XDECREF(T.reason);
         if (!s) goto done_free;
