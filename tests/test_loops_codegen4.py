@@ -5,6 +5,7 @@ Python/NumPy where that property could go wrong: values, the arrays after
 the call, the exception and the iteration it stops at, the locals a handler
 sees."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -124,3 +125,60 @@ def test_unsigned_chain_overflow_values():
     # the cold path, whose reloaded elements are the hot path's
     h = cells(np.uint8, 3, 30, 6, hi=256)
     check_calls(automaton, (h, np.arange(256, dtype=np.uint8)[::-1].copy(), 3))
+
+
+# ------------------------------------------------- the call around the loop
+def sum_sq(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s
+
+
+def float_events(f, x, action):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter(action)
+        try:
+            r, e = f(x), None
+        except Exception as ex:
+            r, e = None, ex
+    return r, type(e), str(e) if e else None, [(c.category, str(c.message)) for c in w]
+
+
+@pytest.mark.parametrize("action", ["always", "error"])
+def test_a_loop_that_stores_nothing_reruns_float_events_as_numpy(action):
+    # nothing stored: nothing to restore, however NumPy's run ends (a
+    # warnings filter 'error' included), so on the untraced path (the speed
+    # floor's, taken after the first calls) the runner does not read the
+    # warnings filters on each call; Python's rerun gives NumPy's warning or
+    # exception, on both paths
+    import numdyn
+    from numdyn import utils
+    f = numdyn.compile(sum_sq, options={"floor": True})
+    f(np.arange(4.0))
+    utils.wait_compiles()
+    big, small = np.array([1.0, 1e200, 2.0, 1e200]), np.arange(5.0)
+    snap = utils.counters["loop_snapshot_bytes"]
+    for k in range(24):
+        x = big if k % 3 == 0 else small
+        assert float_events(f, x, action) == float_events(sum_sq, x, action), k
+    assert utils.counters["loop_snapshot_bytes"] == snap
+
+
+def test_float_flags_set_before_the_call_do_not_deoptimize():
+    # Python float arithmetic leaves the overflow flag set (CPython does
+    # not clear it); the runner clears the flags it finds set before the C
+    # loop runs, so the loop's own clean run is not taken for an event
+    import numdyn
+    from numdyn import utils
+    f = numdyn.compile(sum_sq, options={"floor": False})
+    x = np.arange(6.0)
+    f(x)
+    utils.wait_compiles()
+    runs, deopts = utils.counters["loop_runs"], utils.counters["loop_deopts"]
+    for _ in range(3):
+        big = 1e308
+        assert big * 10.0 == float("inf")       # sets FE_OVERFLOW
+        assert f(x) == sum_sq(x)
+    assert utils.counters["loop_runs"] == runs + 3
+    assert utils.counters["loop_deopts"] == deopts

@@ -210,15 +210,18 @@ static uint64_t onetime(void)
 
 /* ------------------------------------------------------------ decisions */
 
+/* the second smallest of v[0..n) (the smallest when n == 1): one pass --
+ * it runs on every timed call, and the insertion sort it replaces made
+ * GCC swap neighbours with 16-byte stores that the next comparison's
+ * loads could not forward from (a few % of a small loop's call) */
 static double low(const double *v, int n)
 {
-    double a[NSAMP];
-    memcpy(a, v, sizeof(double) * (size_t)n);
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
-            double t = a[j]; a[j] = a[j - 1]; a[j - 1] = t;
-        }
-    return a[n > 1 ? 1 : 0];
+    double a = v[0], b = v[0];   /* a <= b: the two smallest so far */
+    for (int i = 1; i < n; i++) {
+        if (i == 1 || v[i] < b) b = v[i];
+        if (b < a) { double t = a; a = b; b = t; }
+    }
+    return n > 1 ? b : a;
 }
 
 /* The first gap before probing path p, not chosen: FIRST_GAP calls, or
