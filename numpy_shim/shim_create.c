@@ -70,9 +70,16 @@ static PyObject *filled(nd_trace *t, int ndim, const npy_intp *shape, PyObject *
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
     if (rc) return NULL;
-    nd_id v = nd_shim_operand_node(t, &op, dtype);
-    if (v == ND_NONE || (v = nd_shim_node_cast_np(t, v, dtype)) == ND_NONE ||
-        (v = nd_shim_node_broadcast(t, v, ndim, shape)) == ND_NONE)
+    /* a Python float into an integer dtype, a Python complex into a real
+     * one: NumPy's copyto converts np.asarray(value) with its unsafe cast
+     * (1e300 into int32 is INT_MIN, NaN warns "invalid value encountered in
+     * cast", an imaginary part is dropped with ComplexWarning) */
+    int via_cast = op.weak && ((PyFloat_Check(value) && PyTypeNum_ISINTEGER(dtype)) ||
+                               (PyComplex_Check(value) && !PyTypeNum_ISCOMPLEX(dtype)));
+    nd_id v = nd_shim_operand_node(t, &op, via_cast ? op.dtype : dtype);
+    /* cast the elements NumPy casts: none of an empty array */
+    if (v == ND_NONE || (v = nd_shim_node_broadcast(t, v, ndim, shape)) == ND_NONE ||
+        (v = nd_shim_node_cast_np(t, v, dtype)) == ND_NONE)
         return NULL;
     return nd_shim_wrap(t, v, 0);
 }
@@ -242,6 +249,27 @@ static nd_id ramp(nd_trace *t, npy_intp n, nd_id start, nd_id delta, int work)
     return m == ND_NONE ? ND_NONE : binop(t, ND_UF_ADD, start, m, work);
 }
 
+/* arange's dtype when none is given: as NumPy's PyArray_ArangeObj, its
+ * arguments' types promoted with intp (a uint64 bound makes float64, a
+ * NumPy float32 one float64, an int8 one int64). -1 with an exception or an
+ * unsupported reason. */
+static int arange_dtype(PyObject *start, PyObject *stop, PyObject *step)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(NPY_INTP);
+    PyObject *args[3] = {start, stop, step};
+    for (int k = 0; d && k < 3; k++) Py_SETREF(d, PyArray_DescrFromObject(args[k], d));
+    if (!d) return -1;
+    int dt = d->type_num;
+    Py_DECREF(d);
+    if (dt == NPY_LONGLONG) dt = NPY_INT64;
+    if (dt == NPY_ULONGLONG) dt = NPY_UINT64;
+    if (!nd_dtype_ok(dt)) {
+        nd_shim_unsupported("numpy.arange of a %s range", "non-numeric");
+        return -1;
+    }
+    return dt;
+}
+
 /* arange: start_or_stop, stop, step; dtype, device, like */
 static PyObject *arange_impl(nd_trace *t, PyObject **argv)
 {
@@ -264,13 +292,19 @@ static PyObject *arange_impl(nd_trace *t, PyObject **argv)
         goto done;
     }
     int dtype;
-    if (dtype_or(argv[3], (ks || ke || kp) ? NPY_FLOAT64 : NPY_INT64, &dtype)) goto done;
+    if (dtype_or(argv[3], -1, &dtype)) goto done;
+    if (dtype < 0 && (dtype = arange_dtype(start, stop, step)) < 0) goto done;
     if (PyTypeNum_ISCOMPLEX(dtype) || dtype == NPY_BOOL) {
         nd_shim_unsupported("numpy.arange with dtype %s is not supported in-graph", nd_dtype_name(dtype));
         goto done;
     }
-    /* NumPy computes the length with Python number arithmetic */
-    if (!(range = PyNumber_Subtract(stop, start)) || !(q = PyNumber_TrueDivide(range, step))) goto done;
+    /* NumPy computes the length with Python number arithmetic (where that
+     * fails -- a NumPy scalar bound overflowing -- NumPy says in its words) */
+    if (!(range = PyNumber_Subtract(stop, start)) || !(q = PyNumber_TrueDivide(range, step))) {
+        PyErr_Clear();
+        nd_shim_unsupported("numpy.arange whose length NumPy cannot compute");
+        goto done;
+    }
     double qd = PyFloat_AsDouble(q);
     if (qd == -1.0 && PyErr_Occurred()) goto done;
     if (!isfinite(qd)) {
@@ -278,6 +312,14 @@ static PyObject *arange_impl(nd_trace *t, PyObject **argv)
         goto done;
     }
     double c = ceil(qd);
+    if (qd == 0.0) {
+        /* NumPy's _calc_length: a step so large that the quotient is 0 (an
+         * infinite one, or one underflowing it) gives the start alone when
+         * it points from start towards stop */
+        int nz = PyObject_IsTrue(range);
+        if (nz < 0) goto done;
+        c = nz && !signbit(qd) ? 1.0 : 0.0;
+    }
     if (c > 1e15) {
         nd_shim_unsupported("numpy.arange of this length");
         goto done;
@@ -286,8 +328,14 @@ static PyObject *arange_impl(nd_trace *t, PyObject **argv)
     if (!(next = PyNumber_Add(start, step))) goto done;
     /* the two first values in the result dtype; delta = second - first */
     int work = dtype == NPY_FLOAT16 ? NPY_FLOAT32 : PyTypeNum_ISINTEGER(dtype) ? NPY_INT64 : dtype;
-    nd_id s0 = scalar_at(t, start, dtype);
-    nd_id s1 = s0 == ND_NONE ? ND_NONE : scalar_at(t, next, dtype);
+    /* NumPy sets the first value only when there is one, the second only
+     * when there are two (np.arange(300, 0, dtype=np.int8) is empty, the
+     * start of np.arange(0, 5, np.inf) is not 0 * inf) */
+    PyObject *zero0 = n ? NULL : PyLong_FromLong(0);
+    if (!n && !zero0) goto done;
+    nd_id s0 = scalar_at(t, n ? start : zero0, dtype);
+    Py_XDECREF(zero0);
+    nd_id s1 = s0 == ND_NONE ? ND_NONE : n <= 1 ? s0 : scalar_at(t, next, dtype);
     if (s1 == ND_NONE) goto done;
     s0 = nd_shim_node_cast(t, s0, work);
     s1 = s0 == ND_NONE ? ND_NONE : nd_shim_node_cast(t, s1, work);
@@ -392,8 +440,10 @@ static PyObject *linspace_impl(nd_trace *t, PyObject **argv)
     if ((y = nd_shim_node_cast(t, y, dtype)) == ND_NONE) return NULL;
     PyObject *res = nd_shim_wrap(t, y, 0);
     if (!res || !retstep) return res;
-    PyObject *st = PyArray_Scalar(&step, PyArray_DescrFromType(NPY_FLOAT64), NULL);
-    if (st && dt != NPY_FLOAT64) {
+    /* NumPy's step where there is none (div <= 0) is the Python float nan */
+    PyObject *st = div <= 0 ? PyFloat_FromDouble(NAN)
+                            : PyArray_Scalar(&step, PyArray_DescrFromType(NPY_FLOAT64), NULL);
+    if (st && div > 0 && dt != NPY_FLOAT64) {
         PyObject *d = nd_shim_descr(dt);
         PyObject *cast = d ? PyObject_CallMethod(d, "type", "O", st) : NULL;
         Py_XDECREF(d);

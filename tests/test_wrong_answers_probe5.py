@@ -121,3 +121,67 @@ def test_clip_broadcast_error_names_every_operand(backend):
     x = np.arange(12.0).reshape(3, 4)
     for lo, hi in ((np.zeros(3), np.float64(2)), (1, np.zeros(5)), (np.zeros(4), 2.5)):
         check(_clip, x, lo, hi, compiled=cf)
+
+
+# ------------------------------ 5. arange's length and dtype, linspace's step
+def _arange(s, e, st):
+    return np.arange(s, e, st)
+
+
+def test_arange_step_past_the_stop(backend):
+    # NumPy's _calc_length: a quotient of 0 (an infinite step, one that
+    # underflows it) gives the start alone when the step points to stop
+    cf = numdyn.compile(_arange, backend=backend)
+    for args in ((0, 5, np.inf), (0, 5, -np.inf), (5, 0, -np.inf), (0.0, 1e-300, 1e300),
+                 (0, 0, np.inf), (0, 5, 2)):
+        check(_arange, *args, compiled=cf)
+
+
+def _arange_dt(s, e, st, dt):
+    return np.arange(s, e, st, dtype=dt)
+
+
+def test_arange_sets_only_the_values_it_has(backend):
+    cf = numdyn.compile(_arange_dt, backend=backend)
+    for args in ((300, 0, 1, np.int8), (250, 251, 10, np.uint8), (250, 256, 5, np.uint8),
+                 (0, 5, np.inf, np.float32)):
+        check(_arange_dt, *args, compiled=cf)
+
+
+def _arange_types(s, e):
+    return np.arange(e), np.arange(s, e)
+
+
+def test_arange_dtype_from_numpy_scalar_bounds(backend):
+    # PyArray_ArangeObj promotes the arguments' types with intp: a uint64
+    # bound gives float64, an int8 one int64, a float32 one float64
+    cf = numdyn.compile(_arange_types, backend=backend)
+    for args in ((np.uint64(1), np.uint64(4)), (np.int8(1), np.int8(5)), (1, np.float32(3.5)),
+                 (np.uint8(250), np.int64(260)), (np.int8(3), 300), (2, 5)):
+        check(_arange_types, *args, compiled=cf)
+
+
+def _linspace_step(n):
+    return np.linspace(0, 1, n, retstep=True), np.linspace(np.float32(0), 1, n, retstep=True)
+
+
+def test_linspace_retstep_without_a_step_is_python_nan(backend):
+    cf = numdyn.compile(_linspace_step, backend=backend)
+    for n in (1, 0, 4):
+        check(_linspace_step, n, compiled=cf)
+
+
+# --------------------- 6. np.full of a Python float into an integer dtype
+def _full(n, v, dt):
+    return np.full(n, v, dtype=dt)
+
+
+def test_full_casts_a_python_float_as_numpy(backend):
+    # copyto(casting='unsafe') of np.asarray(v): 1e300 into int32 is INT_MIN,
+    # NaN warns "invalid value encountered in cast", 1j into float64 warns
+    # ComplexWarning; nothing is cast into an empty array
+    cf = numdyn.compile(_full, backend=backend)
+    for args in ((3, 1e300, np.int32), (3, np.nan, np.int64), (0, np.nan, np.int64),
+                 (2, 1e10, np.int8), (2, 1 + 1j, np.float64), (0, np.float64(np.nan), np.int64),
+                 (2, 300.7, np.int16)):
+        check(_full, *args, compiled=cf, warnings=True)
