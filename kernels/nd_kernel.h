@@ -359,6 +359,17 @@ typedef unsigned char nd_m8;
 #define ND_ZSEL(m, a, b) __builtin_ia32_blendmpd_512_mask(b, a, m) /* m ? a : b */
 #define ND_ZTABLE(t, j) __builtin_ia32_vpermt2varpd512_mask(j, *(const nd_v8d *)(t), *(const nd_v8d *)((t) + 8), (nd_m8)-1)
 #define ND_ZV_DEF __attribute__((noinline, const, nothrow))
+#define ND_ZGETMANT(a, imm) __builtin_ia32_getmantpd512_mask(a, imm, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZGETEXP(a) __builtin_ia32_getexppd512_mask(a, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZRND(a, imm) __builtin_ia32_rndscalepd_mask(a, imm, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZSCALEF(a, b) __builtin_ia32_scalefpd512_mask(a, b, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZRCP(a) __builtin_ia32_rcp14pd512_mask(a, a, (nd_m8)-1)
+#define ND_ZMAX(a, b) __builtin_ia32_maxpd512_mask(a, b, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZMIN(a, b) __builtin_ia32_minpd512_mask(a, b, a, (nd_m8)-1, ND_ZV_CUR)
+#define ND_ZRSQRT(a) __builtin_ia32_rsqrt14pd512_mask(a, a, (nd_m8)-1)
+#define ND_ZMULM(a, b, src, m) __builtin_ia32_mulpd512_mask(a, b, src, m, ND_ZV_CUR)   /* m ? a * b : src */
+#define ND_ZDIVM(a, b, src, m) __builtin_ia32_divpd512_mask(a, b, src, m, ND_ZV_CUR)
+#define ND_ZFPCLASS(a, imm) ((nd_m8)__builtin_ia32_fpclasspd512_mask(a, imm, (nd_m8)-1))
 /* log(u) for u = 2^k m, m in [0.75, 1.5) (vgetmant, vgetexp: subnormals
  * too); the table's 1/c (c the centre of m's 1/16 bucket, 1 for the one
  * around 1; bucket by m + 1/32's top 4 bits) chosen so that -log(1/c) lies
@@ -482,119 +493,123 @@ ND_INLINE nd_v8d nd_zv_exp2_8(nd_v8d x)
 /* arctanh: |x| = a < 1, atanh a = log(q) / 2, q = (1 + a) / (1 - a) with
  * no division (vdivpd zmm alone cost 0.7 ns an element, a third of the
  * old loop): n = 1 + a and v = 1 - a with their rounding errors (exact,
- * Fast2Sum), 1/v by vrcp14pd and two Newton steps, q = n / v to a few
- * ULP, and the rest of the quotient, (n - q v + nlo - q vlo) / v (the
- * first term exact by fma), carried into the log core as its correction.
- * Tiny and subnormal a come out as 2a / 2 = a exactly (q = 1, the
- * correction 2a). The lanes with a >= 1 or NaN take a second pass:
- * +-inf with "divide" at +-1, NaN with "invalid" beyond (masked
- * operations: no other lane raises), NaN itself. Within 2 ULP of NumPy's. */
-ND_INLINE nd_v8d nd_zv_atanh_q(nd_v8d a)
-{
-    nd_v8d n = ND_Z1(1.0) + a, v = ND_Z1(1.0) - a;
-    nd_v8d nlo = a - (n - ND_Z1(1.0)), vlo = (ND_Z1(1.0) - v) - a;
-    nd_v8d r = __builtin_ia32_rcp14pd512_mask(v, v, (nd_m8)-1);
-    r = ND_ZFMA(r, ND_ZFNMA(v, r, ND_Z1(1.0)), r);
-    r = ND_ZFMA(r, ND_ZFNMA(v, r, ND_Z1(1.0)), r);
-    nd_v8d q = n * r;
-    nd_v8d cor = (ND_ZFNMA(q, v, n) + ND_ZFNMA(q, vlo, nlo)) * r;
-    return ND_Z1(0.5) * nd_zv_log_core(q, cor, 1, 0);
-}
-ND_INLINE nd_v8d nd_zv_atanh8(nd_v8d x)
-{
-    nd_v8u sgn = (nd_v8u)x & (nd_v8u)ND_Z1(-0.0);
-    nd_v8d a = (nd_v8d)((nd_v8u)x ^ sgn);
-    nd_m8 bad = ND_ZCMP(a, ND_Z1(1.0), 0x15);   /* !(a < 1), _CMP_NLT_UQ: NaN too */
-    if (__builtin_expect(bad == 0, 1))
-        return (nd_v8d)((nd_v8u)nd_zv_atanh_q(a) | sgn);
-    nd_v8d res = nd_zv_atanh_q(ND_ZSEL(bad, ND_Z1(0.5), a));
-    nd_m8 pole = ND_ZCMP(a, ND_Z1(1.0), 0), out = ND_ZCMP(a, ND_Z1(1.0), 0x1e);   /* ==, > (_CMP_GT_OQ) */
-    res = __builtin_ia32_divpd512_mask(ND_Z1(1.0), ND_Z1(0.0), res, pole, ND_ZV_CUR);
-    res = __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, out, ND_ZV_CUR);
-    res = (nd_v8d)((nd_v8u)res | sgn);
-    return ND_ZSEL((nd_m8)(bad & ~(pole | out)), x + x, res);
-}
-/* sqrt(h + l), h >= 0 normal or 0, |l| <= 2^-52 h: s + *sl within 2^-80
+ * Fast2Sum), 1/v by vrcp14pd and Newton steps (NEWTON: two for float64,
+ * one for float32), q = n / v to a few ULP, and the rest of the quotient,
+ * (n - q v + nlo - q vlo) / v (the first term exact by fma), carried into
+ * the log core as its correction. Tiny and subnormal a come out as 2a / 2
+ * = a exactly (q = 1, the correction 2a). The lanes with a >= 1 or NaN
+ * take a second pass: +-inf with "divide" at +-1, NaN with "invalid"
+ * beyond (masked operations: no other lane raises), NaN itself. Within 1
+ * ULP of NumPy's.
+ * sqrt(h + l), h >= 0 normal or 0, |l| <= 2^-52 h: s + *sl within 2^-80
  * of it, no vsqrtpd (alone 1.07 ns an element): 1/sqrt(h) by vrsqrt14pd
  * and one Newton step (2^-28), s = h y corrected once by Heron's step from
  * the residual h - s0^2 (fma), and the low part from the exact residual
  * of s: (h - s^2 + l) y / 2. FLOOR (> 0) stands in for h in y where h may
- * be 0 (s = 0 there). */
-ND_INLINE nd_v8d nd_zv_sqrt2(nd_v8d h, nd_v8d l, nd_v8d *sl, double floor)
-{
-    nd_v8d hy = floor > 0 ? __builtin_ia32_maxpd512_mask(h, ND_Z1(floor), h, (nd_m8)-1, ND_ZV_CUR) : h;
-    nd_v8d y = __builtin_ia32_rsqrt14pd512_mask(hy, hy, (nd_m8)-1);
-    nd_v8d yh = y * ND_Z1(0.5);
-    yh = ND_ZFMA(yh, ND_ZFNMA(hy * y, yh, ND_Z1(0.5)), yh);   /* 1 / (2 sqrt(h)) */
-    nd_v8d s0 = ND_Z1(2.0) * (h * yh);
-    nd_v8d s = ND_ZFMA(yh, ND_ZFNMA(s0, s0, h), s0);
-    *sl = (ND_ZFNMA(s, s, h) + l) * yh;
-    return s;
-}
-/* log(b + c + cor) (b >= c >= 0: the sum's rounding error by Fast2Sum) */
-ND_INLINE nd_v8d nd_zv_log_sum(nd_v8d b, nd_v8d c, nd_v8d cor)
-{
-    nd_v8d t = b + c;
-    return nd_zv_log_core(t, (c - (t - b)) + cor, 1, 0);
-}
-/* arcsinh: a = |x| = log(a + sqrt(1 + a^2)), 1 + a^2 = h + l exact
+ * be 0 (s = 0 there).
+ * arcsinh: a = |x| = log(a + sqrt(1 + a^2)), 1 + a^2 = h + l exact
  * (Fast2Sum of 1 and a^2 in either order: max and min of them, then
  * a^2's error by fma), the sum and its rounding error into the log core
  * as its correction: no division, no vsqrtpd (the C form over log1p had
- * both: 3.0 ns against NumPy's 2.4). Below 2^-300 x itself (selected: a^2
- * would underflow); above 2^28, NaN and inf in a second pass: log(2a)
- * there (1/(4 a^2) is below its last bit) by the core's exponent + 1. */
-/* the second pass of arcsinh and arccosh over a = |x| (x), res the
- * first's: log(2a) above 2^28 (the core's exponent + 1), inf at inf, x + x
- * for NaN, res elsewhere */
-ND_INLINE nd_v8d nd_zv_invhyp_big(nd_v8d x, nd_v8d a, nd_v8d res, nd_m8 bad)
-{
-    nd_m8 big = ND_ZCMP(a, ND_Z1(0x1p28), 0x1e) & ND_ZCMP(a, ND_Z1(INFINITY), 0x0c);   /* >, != (_CMP_NEQ_OQ) */
-    res = ND_ZSEL(big, nd_zv_log_core(ND_ZSEL(big, a, ND_Z1(1.0)), ND_Z1(0.0), 0, big), res);
-    res = ND_ZSEL(ND_ZCMP(a, ND_Z1(INFINITY), 0), a, res);
-    return ND_ZSEL(ND_ZCMP(a, a, 0x04), x + x, res);   /* NaN: _CMP_NEQ_UQ */
-}
-ND_INLINE nd_v8d nd_zv_asinh_m(nd_v8d a)
-{
-    nd_v8d a2 = a * a, a2l = ND_ZFMA(a, a, -a2);
-    nd_v8d hi = __builtin_ia32_maxpd512_mask(a2, ND_Z1(1.0), a2, (nd_m8)-1, ND_ZV_CUR);
-    nd_v8d lw = __builtin_ia32_minpd512_mask(a2, ND_Z1(1.0), a2, (nd_m8)-1, ND_ZV_CUR);
-    nd_v8d h = a2 + ND_Z1(1.0);
-    nd_v8d sl, s = nd_zv_sqrt2(h, ((hi - h) + lw) + a2l, &sl, 0.0);
-    return nd_zv_log_sum(s, a, sl);
-}
-ND_INLINE nd_v8d nd_zv_asinh8(nd_v8d x)
-{
-    nd_v8u sgn = (nd_v8u)x & (nd_v8u)ND_Z1(-0.0);
-    nd_v8d a = (nd_v8d)((nd_v8u)x ^ sgn);
-    nd_m8 tiny = ND_ZCMP(a, ND_Z1(0x1p-300), 0x11);   /* _CMP_LT_OQ */
-    nd_m8 bad = ND_ZCMP(a, ND_Z1(0x1p28), 0x16);      /* !(a <= 2^28), _CMP_NLE_UQ: NaN, inf */
-    nd_v8d as = ND_ZSEL((nd_m8)(tiny | bad), ND_Z1(1.0), a);
-    nd_v8d res = nd_zv_asinh_m(as);
-    if (__builtin_expect(bad != 0, 0))
-        res = nd_zv_invhyp_big(x, a, res, bad);
-    return ND_ZSEL(tiny, x, (nd_v8d)((nd_v8u)res | sgn));
-}
-/* arccosh: x >= 1 = log(x + sqrt(x^2 - 1)), x^2 - 1 = h + l exact
+ * both: 3.0 ns against NumPy's 2.4). Below TINY x itself (selected: a^2
+ * would underflow); above BIG, NaN and inf in a second pass: log(2a)
+ * there (1/(4 a^2) is below its last bit) by the core's exponent + 1.
+ * arccosh: x >= 1 = log(x + sqrt(x^2 - 1)), x^2 - 1 = h + l exact
  * (Fast2Sum: x^2 >= 1), as arcsinh's. x = 1 gives +0 (h = 0: s = 0).
- * Above 2^28, x < 1 and NaN in a second pass: log(2x) there, NaN with
- * "invalid" below 1 (a masked product), NaN itself. */
-ND_INLINE nd_v8d nd_zv_acosh_m(nd_v8d x)
-{
-    nd_v8d x2 = x * x, x2l = ND_ZFMA(x, x, -x2);
-    nd_v8d h = x2 - ND_Z1(1.0);
-    nd_v8d sl, s = nd_zv_sqrt2(h, ((x2 - h) - ND_Z1(1.0)) + x2l, &sl, 0x1p-60);
-    return nd_zv_log_sum(x, s, sl);
+ * Above BIG, x < 1 and NaN in a second pass: log(2x) there, NaN with
+ * "invalid" below 1 (a masked product), NaN itself.
+ * P: Z for float64's 8 lanes (PFX nd_zv), Y for float32's 16 (nd_zvf),
+ * over PFX##_log_core. */
+#define ND_ZV_INVHYP_DEF(P, V, VU, M, PFX, NEWTON, TINY, BIG, FLOOR) \
+ND_INLINE V PFX##_atanh_q(V a) \
+{ \
+    V n = ND_##P##1(1.0) + a, v = ND_##P##1(1.0) - a; \
+    V nlo = a - (n - ND_##P##1(1.0)), vlo = (ND_##P##1(1.0) - v) - a; \
+    V r = ND_##P##RCP(v); \
+    for (int i_ = 0; i_ < NEWTON; i_++) \
+        r = ND_##P##FMA(r, ND_##P##FNMA(v, r, ND_##P##1(1.0)), r); \
+    V q = n * r; \
+    V cor = (ND_##P##FNMA(q, v, n) + ND_##P##FNMA(q, vlo, nlo)) * r; \
+    return ND_##P##1(0.5) * PFX##_log_core(q, cor, 1, 0); \
+} \
+ND_INLINE V PFX##_atanhv(V x) \
+{ \
+    VU sgn = (VU)x & (VU)ND_##P##1(-0.0); \
+    V a = (V)((VU)x ^ sgn); \
+    M bad = ND_##P##CMP(a, ND_##P##1(1.0), 0x15);   /* !(a < 1), _CMP_NLT_UQ: NaN too */ \
+    if (__builtin_expect(bad == 0, 1)) \
+        return (V)((VU)PFX##_atanh_q(a) | sgn); \
+    V res = PFX##_atanh_q(ND_##P##SEL(bad, ND_##P##1(0.5), a)); \
+    M pole = ND_##P##CMP(a, ND_##P##1(1.0), 0), out = ND_##P##CMP(a, ND_##P##1(1.0), 0x1e);   /* ==, > */ \
+    res = ND_##P##DIVM(ND_##P##1(1.0), ND_##P##1(0.0), res, pole); \
+    res = ND_##P##MULM(ND_##P##1(INFINITY), ND_##P##1(0.0), res, out); \
+    res = (V)((VU)res | sgn); \
+    return ND_##P##SEL((M)(bad & ~(pole | out)), x, res); \
+} \
+ND_INLINE V PFX##_sqrt2(V h, V l, V *sl, double floor) \
+{ \
+    V hy = floor > 0 ? ND_##P##MAX(h, ND_##P##1(floor)) : h; \
+    V y = ND_##P##RSQRT(hy); \
+    V yh = y * ND_##P##1(0.5); \
+    yh = ND_##P##FMA(yh, ND_##P##FNMA(hy * y, yh, ND_##P##1(0.5)), yh);   /* 1 / (2 sqrt(h)) */ \
+    V s0 = ND_##P##1(2.0) * (h * yh); \
+    V s = ND_##P##FMA(yh, ND_##P##FNMA(s0, s0, h), s0); \
+    *sl = (ND_##P##FNMA(s, s, h) + l) * yh; \
+    return s; \
+} \
+/* log(b + c + cor) (b >= c >= 0: the sum's rounding error by Fast2Sum) */ \
+ND_INLINE V PFX##_log_sum(V b, V c, V cor) \
+{ \
+    V t = b + c; \
+    return PFX##_log_core(t, (c - (t - b)) + cor, 1, 0); \
+} \
+/* the second pass of arcsinh and arccosh over a = |x| (x), res the \
+ * first's: log(2a) above BIG (the core's exponent + 1), inf at inf, x \
+ * itself for NaN, res elsewhere */ \
+ND_INLINE V PFX##_invhyp_big(V x, V a, V res) \
+{ \
+    M big = ND_##P##CMP(a, ND_##P##1(BIG), 0x1e) & ND_##P##CMP(a, ND_##P##1(INFINITY), 0x0c);   /* >, != */ \
+    res = ND_##P##SEL(big, PFX##_log_core(ND_##P##SEL(big, a, ND_##P##1(1.0)), ND_##P##1(0.0), 0, big), res); \
+    res = ND_##P##SEL(ND_##P##CMP(a, ND_##P##1(INFINITY), 0), a, res); \
+    return ND_##P##SEL(ND_##P##CMP(a, a, 0x04), x, res);   /* NaN: _CMP_NEQ_UQ */ \
+} \
+ND_INLINE V PFX##_asinh_m(V a) \
+{ \
+    V a2 = a * a, a2l = ND_##P##FMA(a, a, -a2); \
+    V hi = ND_##P##MAX(a2, ND_##P##1(1.0)), lw = ND_##P##MIN(a2, ND_##P##1(1.0)); \
+    V h = a2 + ND_##P##1(1.0); \
+    V sl, s = PFX##_sqrt2(h, ((hi - h) + lw) + a2l, &sl, 0.0); \
+    return PFX##_log_sum(s, a, sl); \
+} \
+ND_INLINE V PFX##_asinhv(V x) \
+{ \
+    VU sgn = (VU)x & (VU)ND_##P##1(-0.0); \
+    V a = (V)((VU)x ^ sgn); \
+    M tiny = ND_##P##CMP(a, ND_##P##1(TINY), 0x11);   /* _CMP_LT_OQ */ \
+    M bad = ND_##P##CMP(a, ND_##P##1(BIG), 0x16);     /* !(a <= BIG), _CMP_NLE_UQ: NaN, inf */ \
+    V as = ND_##P##SEL((M)(tiny | bad), ND_##P##1(1.0), a); \
+    V res = PFX##_asinh_m(as); \
+    if (__builtin_expect(bad != 0, 0)) \
+        res = PFX##_invhyp_big(x, a, res); \
+    return ND_##P##SEL(tiny, x, (V)((VU)res | sgn)); \
+} \
+ND_INLINE V PFX##_acosh_m(V x) \
+{ \
+    V x2 = x * x, x2l = ND_##P##FMA(x, x, -x2); \
+    V h = x2 - ND_##P##1(1.0); \
+    V sl, s = PFX##_sqrt2(h, ((x2 - h) - ND_##P##1(1.0)) + x2l, &sl, FLOOR); \
+    return PFX##_log_sum(x, s, sl); \
+} \
+ND_INLINE V PFX##_acoshv(V x) \
+{ \
+    M ok = ND_##P##CMP(x, ND_##P##1(1.0), 0x1d) & ND_##P##CMP(x, ND_##P##1(BIG), 0x12);   /* >=, <= */ \
+    if (__builtin_expect(ok == (M)-1, 1)) \
+        return PFX##_acosh_m(x); \
+    V res = PFX##_invhyp_big(x, x, PFX##_acosh_m(ND_##P##SEL(ok, x, ND_##P##1(1.0)))); \
+    /* below 1: NaN with "invalid" (a masked product) */ \
+    return ND_##P##MULM(ND_##P##1(INFINITY), ND_##P##1(0.0), res, ND_##P##CMP(x, ND_##P##1(1.0), 0x11)); \
 }
-ND_INLINE nd_v8d nd_zv_acosh8(nd_v8d x)
-{
-    nd_m8 ok = ND_ZCMP(x, ND_Z1(1.0), 0x1d) & ND_ZCMP(x, ND_Z1(0x1p28), 0x12);   /* _CMP_GE_OQ, _CMP_LE_OQ */
-    if (__builtin_expect(ok == (nd_m8)-1, 1))
-        return nd_zv_acosh_m(x);
-    nd_v8d res = nd_zv_invhyp_big(x, x, nd_zv_acosh_m(ND_ZSEL(ok, x, ND_Z1(1.0))), (nd_m8)~ok);
-    /* below 1: NaN with "invalid" (a masked product) */
-    return __builtin_ia32_mulpd512_mask(ND_Z1(INFINITY), ND_Z1(0.0), res, ND_ZCMP(x, ND_Z1(1.0), 0x11), ND_ZV_CUR);
-}
+ND_ZV_INVHYP_DEF(Z, nd_v8d, nd_v8u, nd_m8, nd_zv, 2, 0x1p-300, 0x1p28, 0x1p-60)
 /* cbrt: |x| = 2^e m, m in [1, 2) (vgetexp, vgetmant: subnormals too), e
  * = 3q + i; cbrt(m 2^i) ~ c0 = cbrt(c_j) 2^(i/3) (1 + r P(r)), c_j the
  * centre of m's 1/16 bucket (its top 4 bits), r = m/c_j - 1 (|r| < 1/32),
@@ -603,74 +618,92 @@ ND_INLINE nd_v8d nd_zv_acosh8(nd_v8d x)
  * by vrcp14pd and one Newton step): the error squares, 2^-60; scaled by
  * 2^q (vscalef). The C form's three Newton steps from a 5-bit seed ran
  * 0.65x NumPy's loop. +-0, +-inf and NaN (vfpclass) take a second pass:
- * x + x. */
+ * x itself (x + x, computed in every lane,
+ * raised "overflow" above 2^1023). */
 static const double __attribute__((aligned(64))) ND_ZV_CBRT_INVC[16] = {0x1.f07c1f07c1f08p-1, 0x1.d41d41d41d41dp-1, 0x1.bacf914c1bad0p-1, 0x1.a41a41a41a41ap-1, 0x1.8f9c18f9c18fap-1, 0x1.7d05f417d05f4p-1, 0x1.6c16c16c16c17p-1, 0x1.5c9882b931057p-1, 0x1.4e5e0a72f0539p-1, 0x1.4141414141414p-1, 0x1.3521cfb2b78c1p-1, 0x1.29e4129e4129ep-1, 0x1.1f7047dc11f70p-1, 0x1.15b1e5f75270dp-1, 0x1.0c9714fbcda3bp-1, 0x1.0410410410410p-1};
 static const double __attribute__((aligned(64))) ND_ZV_CBRT_C[16] = {0x1.02a3ad2ef6f48p+0, 0x1.07c3236b0a73ap+0, 0x1.0cb18b61ad8cfp+0, 0x1.11733d66373bdp+0, 0x1.160bfc12dd091p+0, 0x1.1a7f0eab8483dp+0, 0x1.1ecf55daa68a5p+0, 0x1.22ff5c2fb2fd0p+0, 0x1.27116361abaeap+0, 0x1.2b076f131c9d7p+0, 0x1.2ee34da3b4fe3p+0, 0x1.32a69f78df567p+0, 0x1.3652dd0d71db1p+0, 0x1.39e95c0605a66p+0, 0x1.3d6b5379be10cp+0, 0x1.40d9df94f1be1p+0};
 static const double __attribute__((aligned(64))) ND_ZV_CBRT_T3[16] = {
     0x1.0p+0, 0x1.428a2f98d728bp+0, 0x1.965fea53d6e3dp+0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-ND_INLINE nd_v8d nd_zv_cbrt_m(nd_v8d a)   /* a > 0 finite */
+/* cbrt's core for a > 0 finite and its entry (P: Z for float64's 8
+ * lanes, Y for float32's 16; SH and MAGIC: the shift to the mantissa's top
+ * 4 bits and 1.5 2^digits; POLY: (1+r)^(1/3) - 1 over r; NEWTON: the
+ * steps on 1/(3 c0^2)'s vrcp14 -- float32 needs none, its step is 2^-19
+ * of c0) */
+#define ND_ZV_CBRT_DEF(P, V, VI, VU, M, NM, SH, MAGIC, TB, POLY, NEWTON) \
+ND_INLINE V NM##_m(V a) \
+{ \
+    V m = ND_##P##GETMANT(a, 4);   /* [1, 2), sign cleared */ \
+    V e = ND_##P##GETEXP(a); \
+    /* q = floor((e + 1/2) / 3), exact for |e| < 2^50; 0x09: down, no "inexact" */ \
+    V qd = ND_##P##RND(ND_##P##FMA(e, ND_##P##1(1.0 / 3), ND_##P##1(1.0 / 6)), 0x09); \
+    V i = ND_##P##FMA(qd, ND_##P##1(-3.0), e), ib = i + ND_##P##1(MAGIC); \
+    VI jm, ji; \
+    memcpy(&jm, &m, sizeof jm); \
+    memcpy(&ji, &ib, sizeof ji); \
+    jm = (VI)((VU)jm >> SH); \
+    V r = ND_##P##FMA(m, ND_##P##TABLE(TB##_INVC, jm), ND_##P##1(-1.0)); \
+    V t = ND_##P##TABLE(TB##_C, jm) * ND_##P##TABLE(TB##_T3, ji); \
+    V c0 = ND_##P##FMA(t, r * POLY(r), t); \
+    V y = ND_##P##SCALEF(m, i); \
+    V c2 = c0 * c0, c2e = ND_##P##FMA(c0, c0, -c2); \
+    V d = ND_##P##FMA(c2e, c0, ND_##P##FMA(c2, c0, -y)); \
+    V rr = ND_##P##RCP(c2); \
+    for (int i_ = 0; i_ < NEWTON; i_++) \
+        rr = ND_##P##FMA(rr, ND_##P##FNMA(c2, rr, ND_##P##1(1.0)), rr); \
+    V c = ND_##P##FMA(d * ND_##P##1(-1.0 / 3), rr, c0); \
+    return ND_##P##SCALEF(c, qd); \
+} \
+ND_INLINE V NM(V x) \
+{ \
+    VU sgn = (VU)x & (VU)ND_##P##1(-0.0); \
+    V a = (V)((VU)x ^ sgn); \
+    M bad = ND_##P##FPCLASS(x, 0x9f);   /* NaN, +-0, +-inf */ \
+    if (__builtin_expect(bad == 0, 1)) \
+        return (V)((VU)NM##_m(a) | sgn); \
+    V res = (V)((VU)NM##_m(ND_##P##SEL(bad, ND_##P##1(1.0), a)) | sgn); \
+    return ND_##P##SEL(bad, x, res); \
+}
+ND_INLINE nd_v8d nd_zv_cbrt_p(nd_v8d r)   /* Taylor's to r^4 (2^-30) */
 {
-    nd_v8d m = __builtin_ia32_getmantpd512_mask(a, 4, a, (nd_m8)-1, ND_ZV_CUR);   /* [1, 2), sign cleared */
-    nd_v8d e = __builtin_ia32_getexppd512_mask(a, a, (nd_m8)-1, ND_ZV_CUR);
-    /* q = floor((e + 1/2) / 3), exact for |e| < 2^50; 0x09: down, no "inexact" */
-    nd_v8d qd = __builtin_ia32_rndscalepd_mask(ND_ZFMA(e, ND_Z1(1.0 / 3), ND_Z1(1.0 / 6)), 0x09, e, (nd_m8)-1,
-                                               ND_ZV_CUR);
-    nd_v8d i = ND_ZFMA(qd, ND_Z1(-3.0), e), ib = i + ND_Z1(0x1.8p52);
-    nd_v8i jm, ji;
-    memcpy(&jm, &m, sizeof jm);
-    memcpy(&ji, &ib, sizeof ji);
-    jm = (nd_v8i)((nd_v8u)jm >> 48);
-    nd_v8d r = ND_ZFMA(m, ND_ZTABLE(ND_ZV_CBRT_INVC, jm), ND_Z1(-1.0));
-    nd_v8d r2 = r * r;
     nd_v8d q0 = ND_ZFMA(r, ND_Z1(-0x1.c71c71c71c71cp-4), ND_Z1(0x1.5555555555555p-2));
     nd_v8d q1 = ND_ZFMA(r, ND_Z1(-0x1.511e8d2b3183bp-5), ND_Z1(0x1.f9add3c0ca458p-5));
-    nd_v8d p = ND_ZFMA(r2, q1, q0);
-    nd_v8d t = ND_ZTABLE(ND_ZV_CBRT_C, jm) * ND_ZTABLE(ND_ZV_CBRT_T3, ji);
-    nd_v8d c0 = ND_ZFMA(t, r * p, t);
-    nd_v8d y = __builtin_ia32_scalefpd512_mask(m, i, m, (nd_m8)-1, ND_ZV_CUR);
-    nd_v8d c2 = c0 * c0, c2e = ND_ZFMA(c0, c0, -c2);
-    nd_v8d d = ND_ZFMA(c2e, c0, ND_ZFMA(c2, c0, -y));
-    nd_v8d rr = __builtin_ia32_rcp14pd512_mask(c2, c2, (nd_m8)-1);
-    rr = ND_ZFMA(rr, ND_ZFNMA(c2, rr, ND_Z1(1.0)), rr);
-    nd_v8d c = ND_ZFMA(d * ND_Z1(-1.0 / 3), rr, c0);
-    return __builtin_ia32_scalefpd512_mask(c, qd, c, (nd_m8)-1, ND_ZV_CUR);
+    return ND_ZFMA(r * r, q1, q0);
 }
-ND_INLINE nd_v8d nd_zv_cbrt8(nd_v8d x)
-{
-    nd_v8u sgn = (nd_v8u)x & (nd_v8u)ND_Z1(-0.0);
-    nd_v8d a = (nd_v8d)((nd_v8u)x ^ sgn);
-    nd_m8 bad = (nd_m8)__builtin_ia32_fpclasspd512_mask(x, 0x9f, (nd_m8)-1);   /* NaN, +-0, +-inf */
-    if (__builtin_expect(bad == 0, 1))
-        return (nd_v8d)((nd_v8u)nd_zv_cbrt_m(a) | sgn);
-    nd_v8d res = (nd_v8d)((nd_v8u)nd_zv_cbrt_m(ND_ZSEL(bad, ND_Z1(1.0), a)) | sgn);
-    return ND_ZSEL(bad, x + x, res);
-}
+ND_ZV_CBRT_DEF(Z, nd_v8d, nd_v8i, nd_v8u, nd_m8, nd_zv_cbrt8, 48, 0x1.8p52, ND_ZV_CBRT, nd_zv_cbrt_p, 1)
 /* the entry points: NM's vector-ABI variants and its scalar symbol, from
  * F8. GCC picks the variant of the loop's vector width: 8 lanes under
  * numdyn's -mprefer-vector-width=512, 4 or 2 elsewhere (and any of them
  * may be called: each is defined); the narrower ones run F8 on their
  * lanes and copies of a benign operand (NARROW) in the rest, which raise
  * no flag. */
+#define ND_ZV_ENTRY_T(NM, F, N, T, VE, VD, VB, LE, LD, LB, SPLAT) \
+__attribute__((simd("notinbranch"), const, nothrow)) T NM(T) __asm__(#NM); \
+static ND_ZV_DEF VE NM##_e(VE x) __asm__("_ZGVeN" #LE "v_" #NM); \
+static VE NM##_e(VE x) { return F(x); } \
+static ND_ZV_DEF VD NM##_d(VD x) __asm__("_ZGVdN" #LD "v_" #NM); \
+static VD NM##_d(VD x) \
+{ \
+    VE w = SPLAT(N); \
+    for (int i = 0; i < LD; i++) w[i] = x[i]; \
+    w = NM##_e(w); \
+    for (int i = 0; i < LD; i++) x[i] = w[i]; \
+    return x; \
+} \
+static ND_ZV_DEF VD NM##_c(VD x) __asm__("_ZGVcN" #LD "v_" #NM); \
+static VD NM##_c(VD x) { return NM##_d(x); } \
+static ND_ZV_DEF VB NM##_b(VB x) __asm__("_ZGVbN" #LB "v_" #NM); \
+static VB NM##_b(VB x) \
+{ \
+    VE w = SPLAT(N); \
+    for (int i = 0; i < LB; i++) w[i] = x[i]; \
+    w = NM##_e(w); \
+    for (int i = 0; i < LB; i++) x[i] = w[i]; \
+    return x; \
+} \
+static ND_ZV_DEF T NM##_s(T x) __asm__(#NM); \
+static T NM##_s(T x) { return NM##_e(SPLAT(x))[0]; }
 #define ND_ZV_ENTRY(NM, F8, NARROW) \
-__attribute__((simd("notinbranch"), const, nothrow)) double NM(double) __asm__(#NM); \
-static ND_ZV_DEF nd_v8d NM##_e(nd_v8d x) __asm__("_ZGVeN8v_" #NM); \
-static nd_v8d NM##_e(nd_v8d x) { return F8(x); } \
-static ND_ZV_DEF nd_v4d NM##_d(nd_v4d x) __asm__("_ZGVdN4v_" #NM); \
-static nd_v4d NM##_d(nd_v4d x) \
-{ \
-    nd_v8d w = NM##_e((nd_v8d){x[0], x[1], x[2], x[3], NARROW, NARROW, NARROW, NARROW}); \
-    return (nd_v4d){w[0], w[1], w[2], w[3]}; \
-} \
-static ND_ZV_DEF nd_v4d NM##_c(nd_v4d x) __asm__("_ZGVcN4v_" #NM); \
-static nd_v4d NM##_c(nd_v4d x) { return NM##_d(x); } \
-static ND_ZV_DEF nd_v2d NM##_b(nd_v2d x) __asm__("_ZGVbN2v_" #NM); \
-static nd_v2d NM##_b(nd_v2d x) \
-{ \
-    nd_v8d w = NM##_e((nd_v8d){x[0], x[1], NARROW, NARROW, NARROW, NARROW, NARROW, NARROW}); \
-    return (nd_v2d){w[0], w[1]}; \
-} \
-static ND_ZV_DEF double NM##_s(double x) __asm__(#NM); \
-static double NM##_s(double x) { return NM##_e(ND_Z1(x))[0]; }
+    ND_ZV_ENTRY_T(NM, F8, NARROW, double, nd_v8d, nd_v4d, nd_v2d, 8, 4, 2, ND_Z1)
 /* in each inline function calling NM: a unit that calls it compiles NM's
  * variants, the others nothing (the vectorizer's calls go by symbol, which
  * alone would not keep them; emitting them in every unit cost 0.1 s) */
@@ -680,15 +713,118 @@ static double NM##_s(double x) { return NM##_e(ND_Z1(x))[0]; }
     (void)nd_zv_keep_##NM;
 ND_ZV_ENTRY(nd_zv_log1p, nd_zv_log1p8, 0.5)
 ND_ZV_ENTRY(nd_zv_exp2, nd_zv_exp2_8, 0.0)
-ND_ZV_ENTRY(nd_zv_atanh, nd_zv_atanh8, 0.0)
-ND_ZV_ENTRY(nd_zv_asinh, nd_zv_asinh8, 1.0)
-ND_ZV_ENTRY(nd_zv_acosh, nd_zv_acosh8, 1.0)
+ND_ZV_ENTRY(nd_zv_atanh, nd_zv_atanhv, 0.0)
+ND_ZV_ENTRY(nd_zv_asinh, nd_zv_asinhv, 1.0)
+ND_ZV_ENTRY(nd_zv_acosh, nd_zv_acoshv, 1.0)
 ND_ZV_ENTRY(nd_zv_cbrt, nd_zv_cbrt8, 1.0)
 /* float64 exp2: SLEEF's 1-ULP exp2 ran 0.61-0.84x NumPy's loop. (exp by
  * the same form, called per vector, measured no faster than the inline C
  * form of nd_exp below, which needs no call: a call spills a fused
  * kernel's live registers) */
 ND_INLINE double nd_exp2(double x) { ND_ZV_KEEP(nd_zv_exp2) return nd_zv_exp2(x); }
+/* float32 in 16 lanes by the same mechanism (nd_zvf_*: _ZGVeN16v_<name>,
+ * 8 and 4 lanes and the scalar symbol for other widths): arcsinh,
+ * arccosh, arctanh over a float log core, and cbrt. Their C forms (below,
+ * still AVX2's and the baseline's) are ~66 instructions a vector and ran
+ * 0.6-0.8x NumPy's loops. */
+typedef float nd_v16f __attribute__((vector_size(64)));
+typedef float nd_v8f __attribute__((vector_size(32)));
+typedef float nd_v4f __attribute__((vector_size(16)));
+typedef int nd_v16i __attribute__((vector_size(64)));
+typedef unsigned int nd_v16u __attribute__((vector_size(64)));
+typedef unsigned short nd_m16;
+#define ND_Y1(c) ((nd_v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
+#define ND_YFMA(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YFNMA(a, b, c) __builtin_ia32_vfnmaddps512_mask(a, b, c, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YCMP(a, b, p) ((nd_m16)__builtin_ia32_cmpps512_mask(a, b, p, (nd_m16)-1, ND_ZV_CUR))
+#define ND_YSEL(m, a, b) __builtin_ia32_blendmps_512_mask(b, a, m) /* m ? a : b */
+/* a 16-entry float table in one register (vpermps) */
+#define ND_YTABLE(t, j) __builtin_ia32_permvarsf512_mask(*(const nd_v16f *)(t), j, *(const nd_v16f *)(t), (nd_m16)-1)
+#define ND_YGETMANT(a, imm) __builtin_ia32_getmantps512_mask(a, imm, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YGETEXP(a) __builtin_ia32_getexpps512_mask(a, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YRND(a, imm) __builtin_ia32_rndscaleps_mask(a, imm, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YSCALEF(a, b) __builtin_ia32_scalefps512_mask(a, b, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YRCP(a) __builtin_ia32_rcp14ps512_mask(a, a, (nd_m16)-1)
+#define ND_YMAX(a, b) __builtin_ia32_maxps512_mask(a, b, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YMIN(a, b) __builtin_ia32_minps512_mask(a, b, a, (nd_m16)-1, ND_ZV_CUR)
+#define ND_YRSQRT(a) __builtin_ia32_rsqrt14ps512_mask(a, a, (nd_m16)-1)
+#define ND_YMULM(a, b, src, m) __builtin_ia32_mulps512_mask(a, b, src, m, ND_ZV_CUR)
+#define ND_YDIVM(a, b, src, m) __builtin_ia32_divps512_mask(a, b, src, m, ND_ZV_CUR)
+#define ND_YFPCLASS(a, imm) ((nd_m16)__builtin_ia32_fpclassps512_mask(a, imm, (nd_m16)-1))
+#define ND_YSIGN(x) ((nd_v16u)(x) & (nd_v16u)ND_Y1(-0.0f))
+#define ND_YOR(x, s) ((nd_v16f)((nd_v16u)(x) | (s)))
+/* log(u + cor) for u > 0 finite (subnormals too): u = 2^k m, m in [0.75,
+ * 1.5) (vgetmant, vgetexp), c the centre of m's bucket (m + 1/32's top 4
+ * bits; 1 for the one around 1), r = m/c - 1 by one fma (|r| < 1/33),
+ * log1p(r) = r + r^2 P(r), P Taylor's to r^6 (2^-33 relative). log c =
+ * hi + lo, hi and ln2's high part multiples of 2^-17: k ln2hi + hi is
+ * exact (|k| <= 150), the rest summed below the result's last bit. TWICE:
+ * log(2u) in those lanes (k + 1; no correction there). */
+static const float __attribute__((aligned(64))) ND_ZVF_LOG_INVC[16] = {
+    0x1p+0f, 0x1.e1e1e2p-1f, 0x1.c71c72p-1f, 0x1.af286cp-1f, 0x1.99999ap-1f, 0x1.861862p-1f, 0x1.745d18p-1f,
+    0x1.642c86p-1f, 0x1.555556p-1f, 0x1.4e5e0ap+0f, 0x1.414142p+0f, 0x1.3521dp+0f, 0x1.29e412p+0f, 0x1.1f7048p+0f,
+    0x1.15b1e6p+0f, 0x1.0c9714p+0f};
+static const float __attribute__((aligned(64))) ND_ZVF_LOG_HI[16] = {
+    0.0f, 0x1.f0ap-5f, 0x1.e27p-4f, 0x1.5ff4p-3f, 0x1.c9p-3f, 0x1.1676p-2f, 0x1.4618p-2f, 0x1.739ep-2f,
+    0x1.9f32p-2f, -0x1.1178p-2f, -0x1.d104p-3f, -0x1.823cp-3f, -0x1.366p-3f, -0x1.da7p-4f, -0x1.4d3p-4f,
+    -0x1.895p-5f};
+static const float __attribute__((aligned(64))) ND_ZVF_LOG_LO[16] = {
+    0.0f, 0x1.85008cp-20f, 0x1.d38abcp-22f, -0x1.f3eb0ep-20f, -0x1.0b0cacp-20f, -0x1.b42a2cp-21f, 0x1.74438cp-19f,
+    -0x1.03a886p-19f, 0x1.e65fccp-21f, -0x1.cd84fcp-19f, 0x1.f066a8p-21f, -0x1.8551a4p-23f, 0x1.c9f538p-22f,
+    -0x1.3c1c22p-19f, -0x1.165208p-20f, 0x1.5f2d82p-19f};
+ND_INLINE nd_v16f nd_zvf_log_core(nd_v16f u, nd_v16f cor, int withcor, nd_m16 twice)
+{
+    nd_v16f m = __builtin_ia32_getmantps512_mask(u, 7, u, (nd_m16)-1, ND_ZV_CUR);
+    nd_v16f e = __builtin_ia32_getexpps512_mask(u, u, (nd_m16)-1, ND_ZV_CUR);
+    nd_v16f kd = __builtin_ia32_addps512_mask(e, ND_Y1(1.0f), e, ND_YCMP(m, ND_Y1(1.0f), 0x11), ND_ZV_CUR);
+    nd_v16f kd2 = kd;
+    if (twice)
+        kd2 = __builtin_ia32_addps512_mask(kd, ND_Y1(1.0f), kd, twice, ND_ZV_CUR);
+    nd_v16f mj = m + ND_Y1(0x1p-5f);
+    nd_v16i j;
+    memcpy(&j, &mj, sizeof j);
+    j = (nd_v16i)((nd_v16u)j >> 19);
+    nd_v16f invc = ND_YTABLE(ND_ZVF_LOG_INVC, j);
+    nd_v16f r = ND_YFMA(m, invc, ND_Y1(-1.0f));
+    nd_v16f r2 = r * r;
+    nd_v16f p = ND_YFMA(ND_YFMA(r2, ND_Y1(-0x1.555556p-3f), ND_YFMA(r, ND_Y1(0x1.99999ap-3f), ND_Y1(-0.25f))), r2,
+                        ND_YFMA(r, ND_Y1(0x1.555556p-2f), ND_Y1(-0.5f)));
+    nd_v16f lo = ND_YFMA(kd2, ND_Y1(0x1.7f7d1cp-20f), ND_YTABLE(ND_ZVF_LOG_LO, j));
+    if (withcor) {
+        nd_v16f d = __builtin_ia32_scalefps512_mask(cor * invc, -kd, u, (nd_m16)-1, ND_ZV_CUR);
+        lo = lo + ND_YFNMA(d, r, d);
+    }
+    lo = ND_YFMA(r2, p, lo);
+    nd_v16f w = ND_YFMA(kd2, ND_Y1(0x1.62e4p-1f), ND_YTABLE(ND_ZVF_LOG_HI, j));
+    return w + (r + lo);
+}
+/* arcsinh and arccosh: log(2a) above 2^12 (1/(4a^2) below the last
+ * bit), a itself below 2^-40; arctanh: 1/v to 2^-28 */
+ND_ZV_INVHYP_DEF(Y, nd_v16f, nd_v16u, nd_m16, nd_zvf, 1, 0x1p-40, 0x1p12, 0x1p-60)
+/* cbrt as float64's nd_zv_cbrt8: c0 to 2^-19 (Taylor's to r^2), one
+ * Newton step from the exact residual */
+static const float __attribute__((aligned(64))) ND_ZVF_CBRT_INVC[16] = {
+    0x1.f07c2p-1f, 0x1.d41d42p-1f, 0x1.bacf92p-1f, 0x1.a41a42p-1f, 0x1.8f9c18p-1f, 0x1.7d05f4p-1f, 0x1.6c16c2p-1f,
+    0x1.5c9882p-1f, 0x1.4e5e0ap-1f, 0x1.414142p-1f, 0x1.3521dp-1f, 0x1.29e412p-1f, 0x1.1f7048p-1f, 0x1.15b1e6p-1f,
+    0x1.0c9714p-1f, 0x1.041042p-1f};
+static const float __attribute__((aligned(64))) ND_ZVF_CBRT_C[16] = {
+    0x1.02a3aep+0f, 0x1.07c324p+0f, 0x1.0cb18cp+0f, 0x1.11733ep+0f, 0x1.160bfcp+0f, 0x1.1a7f0ep+0f, 0x1.1ecf56p+0f,
+    0x1.22ff5cp+0f, 0x1.271164p+0f, 0x1.2b076ep+0f, 0x1.2ee34ep+0f, 0x1.32a6ap+0f, 0x1.3652dep+0f, 0x1.39e95cp+0f,
+    0x1.3d6b54p+0f, 0x1.40d9ep+0f};
+static const float __attribute__((aligned(64))) ND_ZVF_CBRT_T3[16] = {
+    0x1p+0f, 0x1.428a3p+0f, 0x1.965feap+0f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+ND_INLINE nd_v16f nd_zvf_cbrt_p(nd_v16f r)   /* Taylor's to r^2 (2^-19) */
+{
+    return ND_YFMA(r, ND_Y1(-0x1.c71c72p-4f), ND_Y1(0x1.555556p-2f));
+}
+ND_ZV_CBRT_DEF(Y, nd_v16f, nd_v16i, nd_v16u, nd_m16, nd_zvf_cbrt16, 19, 0x1.8p23, ND_ZVF_CBRT, nd_zvf_cbrt_p, 0)
+/* float32's entry points: 16, 8 and 4 lanes */
+#define ND_ZVF_ENTRY(NM, F16, NARROW) \
+    ND_ZV_ENTRY_T(NM, F16, NARROW, float, nd_v16f, nd_v8f, nd_v4f, 16, 8, 4, ND_Y1)
+ND_ZVF_ENTRY(nd_zvf_atanh, nd_zvf_atanhv, 0.0f)
+ND_ZVF_ENTRY(nd_zvf_asinh, nd_zvf_asinhv, 1.0f)
+ND_ZVF_ENTRY(nd_zvf_acosh, nd_zvf_acoshv, 1.0f)
+ND_ZVF_ENTRY(nd_zvf_cbrt, nd_zvf_cbrt16, 1.0f)
 #endif
 /* SLEEF's range where libm's is wider (checked against NumPy over every
  * decade, tests/test_codegen_libm.py): a subnormal operand gives 0 or a
@@ -1008,7 +1144,7 @@ ND_INLINE T nd_cbrt##F(T x) \
     T c2 = c * c, c2e = FMA(c, c, -c2); \
     T d = FMA(c2, c, -as) + c2e * c; \
     c = FMA(-d, y * y * ((T)1 / 3), c) * nd_bsel_##S(sub, SUBDN, nd_bsel_##S(big, BIGUP, (T)1)); \
-    return nd_bsel_##S(fin, COPYSIGN(c, x), x + x); \
+    return nd_bsel_##S(fin, COPYSIGN(c, x), x); \
 }
 #if ND_ZV
 /* float64: numdyn's AVX-512 function (nd_zv_cbrt8) */
@@ -1019,8 +1155,15 @@ ND_INLINE double nd_cbrt(double x) { ND_ZV_KEEP(nd_zv_cbrt) return nd_zv_cbrt(x)
 ND_CBRT(double, d, , 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
         __builtin_fma, __builtin_fabs, __builtin_copysign)
 #endif
+#if ND_ZV
+/* float32: numdyn's AVX-512 function (nd_zvf_cbrt16) */
+ND_CBRT(float, f, f_c, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
+        __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
+ND_INLINE float nd_cbrtf(float x) { ND_ZV_KEEP(nd_zvf_cbrt) return nd_zvf_cbrt(x); }
+#else
 ND_CBRT(float, f, f, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
         __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
+#endif
 
 /* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is
  * exact for the k below the dtype's digits); x capped at HI, just past
@@ -1041,7 +1184,8 @@ ND_EXPM1(double, d, , -45.0, 709.79, 0x1p-54, __builtin_fabs)
 ND_EXPM1(float, f, f, -18.0f, 88.73f, 0x1p-25f, __builtin_fabsf)
 /* arcsinh |x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) (exact in reals;
  * 2|x| - 1 for the sum above BIG, log1p(|x|) + ln2 above HUGE where the
- * square would overflow), x itself below TINY; arccosh x = log1p(t +
+ * square would overflow, and 2|x| too: computed on 1 there, as it raised
+ * "overflow" and NumPy reran the graph), x itself below TINY; arccosh x = log1p(t +
  * sqrt(2t + t^2)), t = x - 1 (exact below 2); arctanh |x| = log1p(2|x| /
  * (1 - |x|)) / 2, +-1 giving +-inf with "divide", |x| > 1 nan with
  * "invalid", as NumPy. LOG1P takes y >= 0 finite. arccosh and arctanh
@@ -1056,10 +1200,11 @@ ND_INLINE T ASINH(T x) \
     int big = ax > BIG, huge = ax > HUGE, tiny = !__builtin_isgreaterequal(ax, TINY); \
     T a = nd_bsel_##S(big | tiny, (T)1, ax); \
     T t = a + a * a / ((T)1 + SQRT((T)1 + a * a)); \
-    T arg = nd_bsel_##S(huge, nd_bsel_##S(ax == (T)INFINITY, HUGE, ax), nd_bsel_##S(big, 2 * ax - (T)1, t)); \
+    T arg = nd_bsel_##S(huge, nd_bsel_##S(ax == (T)INFINITY, HUGE, ax), \
+                        nd_bsel_##S(big, 2 * nd_bsel_##S(huge, (T)1, ax) - (T)1, t)); \
     T r = LOG1P(arg) + nd_bsel_##S(huge, LN2, (T)0); \
     r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, r), x); \
-    return nd_bsel_##S(tiny, x + x * (T)0, r); \
+    return nd_bsel_##S(tiny, x, r); \
 } \
 ND_INLINE T ACOSH(T x0) \
 { \
@@ -1067,11 +1212,11 @@ ND_INLINE T ACOSH(T x0) \
     int big = x > BIG, huge = x > HUGE, bad = x < (T)1; \
     T t = nd_bsel_##S(big | bad, (T)1, x) - (T)1; \
     T arg = nd_bsel_##S(huge, nd_bsel_##S(x == (T)INFINITY, HUGE, x), \
-                        nd_bsel_##S(big, 2 * x - (T)1, t + SQRT(2 * t + t * t))); \
+                        nd_bsel_##S(big, 2 * nd_bsel_##S(huge, (T)1, x) - (T)1, t + SQRT(2 * t + t * t))); \
     T r = LOG1P(arg) + nd_bsel_##S(huge, LN2, (T)0); \
     r = nd_bsel_##S(x == (T)INFINITY, x, r); \
     r = nd_bsel_##S(bad, nd_nan_where_##S(bad), r); \
-    return nd_bsel_##S(x0 != x0, x0 + x0, r); \
+    return nd_bsel_##S(x0 != x0, x0, r); \
 } \
 ND_INLINE T ATANH(T x) \
 { \
@@ -1082,11 +1227,11 @@ ND_INLINE T ATANH(T x) \
     T one = nd_bsel_##S(ax == (T)1, (T)1, (T)0); \
     r = nd_bsel_##S(ax == (T)1, COPYSIGN(one / ((T)1 - one), x), r); \
     r = nd_bsel_##S(ax > (T)1, nd_nan_where_##S(ax > (T)1), r); \
-    return nd_bsel_##S(tiny, x + x * (T)0, r); \
+    return nd_bsel_##S(tiny, x, r); \
 }
 #if ND_ZV
-/* float64: numdyn's AVX-512 functions (nd_zv_asinh8, nd_zv_acosh8,
- * nd_zv_atanh8: no division, no vsqrtpd) */
+/* float64: numdyn's AVX-512 functions (nd_zv_asinhv, nd_zv_acoshv,
+ * nd_zv_atanhv: no division, no vsqrtpd) */
 ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
           __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_asinh_c, nd_acosh_c, nd_atanh_c)
 ND_INLINE double nd_asinh(double x) { ND_ZV_KEEP(nd_zv_asinh) return nd_zv_asinh(x); }
@@ -1096,8 +1241,18 @@ ND_INLINE double nd_atanh(double x) { ND_ZV_KEEP(nd_zv_atanh) return nd_zv_atanh
 ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
           __builtin_fabs, __builtin_sqrt, __builtin_copysign, nd_asinh, nd_acosh, nd_atanh)
 #endif
+#if ND_ZV
+/* float32: numdyn's AVX-512 functions (nd_zvf_asinhv, nd_zvf_acoshv,
+ * nd_zvf_atanhv) */
+ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
+          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf_c, nd_acoshf_c, nd_atanhf_c)
+ND_INLINE float nd_asinhf(float x) { ND_ZV_KEEP(nd_zvf_asinh) return nd_zvf_asinh(x); }
+ND_INLINE float nd_acoshf(float x) { ND_ZV_KEEP(nd_zvf_acosh) return nd_zvf_acosh(x); }
+ND_INLINE float nd_atanhf(float x) { ND_ZV_KEEP(nd_zvf_atanh) return nd_zvf_atanh(x); }
+#else
 ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
           __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf, nd_acoshf, nd_atanhf)
+#endif
 
 /* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
  * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and

@@ -163,10 +163,11 @@ def test_own_vector_math_inline(tmp_path):
     dis = "".join(subprocess.run([objdump, "-d", "--no-show-raw-insn", str(p)], capture_output=True,
                                  text=True).stdout for p in sos)
     calls = set(re.findall(r"call\s+\S+\s+<([^>@+]+)", dis))
-    # (numdyn's own AVX-512 exp, where the target has it, is called by its
-    # vector-ABI name: _ZGVeN8v_nd_zv_exp, tests/test_vmath_zv.py)
+    # (numdyn's own AVX-512 functions, where the target has them, are called
+    # by their vector-ABI names: _ZGVeN8v_nd_zv_cbrt, _ZGVeN16v_nd_zvf_cbrt,
+    # tests/test_vmath_zv.py)
     assert not [c for c in calls if re.search(r"(^|_)(expf?|sinhf|coshf|tanhf|cbrtf?)(_u\d+)?$", c)
-                and "nd_zv_" not in c], calls
+                and not re.search(r"nd_zvf?_", c)], calls
     assert not re.search(r"vpmul(l|ud)q", dis)
     assert re.search(r"vfmadd\w*pd\s+%[yz]mm", dis) and re.search(r"vfmadd\w*ps\s+%[yz]mm", dis)
     # float32 logaddexp calls SLEEF's vector logf (its loop vectorized: a
@@ -272,9 +273,13 @@ def test_inverse_hyperbolics_float32_ulp():
     with np.errstate(over="raise", invalid="raise", divide="raise"):    # NumPy raises none here
         f(*ops)
         numdyn.utils.wait_compiles()
-        k0 = numdyn.utils.counters["kernel_runs"]
+        k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
         got = f(*ops)
-        assert numdyn.utils.counters["kernel_runs"] - k0 == 1
+        # the kernels' values (one a shape): until session 23 the C forms
+        # raised a flag here, NumPy reran the graph and this compared
+        # NumPy's values with NumPy's
+        assert numdyn.utils.counters["kernel_runs"] - k0 >= 1
+        assert numdyn.utils.counters["errstate_reruns"] == r0
     ref = _inv_hyp(*(o.astype(np.float64) for o in ops))
     for a, e in zip(got, ref):
         assert a.dtype == np.float32

@@ -263,6 +263,70 @@ def _compare_hyp():
     print("OK")
 
 
+def _ulps32(got, want):
+    gi, wi = got.view(np.int32).astype(np.int64), want.view(np.int32).astype(np.int64)
+    gi, wi = np.where(gi < 0, -(1 << 31) - gi, gi), np.where(wi < 0, -(1 << 31) - wi, wi)
+    return np.abs(gi - wi)
+
+
+def _compare_f32():
+    # float32 arcsinh, arccosh, arctanh and cbrt (numdyn's 16-lane AVX-512
+    # functions where the target has it): every 1021st bit pattern (every
+    # exponent, subnormals, NaNs, +-inf) and the edges of each form's
+    # range, against NumPy's float64 result rounded once -- within 1 ULP
+    # (NumPy's own float32 loops: up to 1.4 ULP, cbrt 1.9; the C forms
+    # before: 3); NaN, +-inf, +-0 and their signs exactly; no flag raised
+    # for a valid operand, NumPy's "divide" and "invalid" for the others
+    bits = np.arange(0, 2 ** 32, 1021, dtype=np.uint64).astype(np.uint32)
+    # quiet NaNs only (a signaling one raises "invalid" in NumPy's arcsinh, not in its cbrt)
+    bits = np.where((bits & 0x7f800000) == 0x7f800000, bits | 0x00400000, bits)
+    one = np.float32(1)
+    sp = np.array([0.0, 1e-45, 1e-40, 1.1754944e-38, 2.0 ** -40, np.nextafter(2.0 ** -40, 0), 2.0 ** -12, 2.0 ** -24,
+                   0.03125, 0.0625, 0.5, 0.75, 1.0, 1.5, 2.0, 8.0, 27.0, 2.0 ** 12, np.nextafter(2.0 ** 12, 0),
+                   2.0 ** 12 + 1, 2.0 ** 24, 3.4028235e38, np.inf, np.nan], dtype=np.float32)
+    sp = np.concatenate([sp, np.nextafter(sp, np.float32(np.inf)), [np.nextafter(one, 0), one + np.float32(2.0 ** -23)]])
+    x = np.concatenate([bits.view(np.float32), sp, -sp]).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        dom = {"arcsinh": np.ones(x.size, bool), "cbrt": np.ones(x.size, bool), "arctanh": np.abs(x) < 1,
+               "arccosh": x >= 1}
+    rng = np.random.default_rng(16)
+    fns = {"arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt}
+    zv = os.environ.get("ND_TEST_ZV") == "1"
+    for name, fn in fns.items():
+        # odd sizes: the loops' remainders (the scalar symbol) run too
+        lo = {"arccosh": 1, "arctanh": -1}.get(name, -3)
+        ok = np.concatenate([x[dom[name] | np.isnan(x)], rng.uniform(lo, 1 if lo == -1 else 3, 37).astype(np.float32)])
+        f = numdyn.compile(lambda a, fn=fn: fn(a), options={"floor": False})
+        with np.errstate(all="raise"):
+            f(ok)
+            numdyn.utils.wait_compiles()
+            k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
+            got = np.asarray(f(ok))
+            assert numdyn.utils.counters["kernel_runs"] - k0 == 1, name
+            assert numdyn.utils.counters["errstate_reruns"] == r0, name
+        want = fn(ok.astype(np.float64)).astype(np.float32)
+        assert got.dtype == np.float32, name
+        assert np.array_equal(np.isnan(got), np.isnan(want)), name
+        assert np.array_equal(np.signbit(got), np.signbit(want)), name
+        fin = ~np.isnan(want)
+        assert np.array_equal(np.isinf(got[fin]), np.isinf(want[fin])), name
+        u = _ulps32(got[fin], want[fin])
+        assert u.max() <= (1 if zv else 3), (name, int(u.max()), ok[fin][u.argmax()], got[fin][u.argmax()])
+        # out of the domain: NumPy's value and warning, alone and among others
+        base = ok[:40]
+        bads = {"arctanh": ((1.0, "divide"), (-1.0, "divide"), (1.5, "invalid"), (-np.inf, "invalid")),
+                "arccosh": ((0.5, "invalid"), (-1.0, "invalid"), (-np.inf, "invalid"))}.get(name, ())
+        for v, exc in bads:
+            for arr in (np.array([v], np.float32), np.concatenate([base, [v], base]).astype(np.float32)):
+                with np.errstate(**{exc: "raise"}), pytest.raises(FloatingPointError, match=exc):
+                    f(arr)
+                with np.errstate(all="ignore"):
+                    g, w = np.asarray(f(arr)), fn(arr)
+                assert g.dtype == w.dtype and np.array_equal(np.isnan(g), np.isnan(w)), (name, v)
+                assert np.array_equal(g[np.isinf(w)], w[np.isinf(w)]), (name, v)
+    print("OK")
+
+
 def _target_has_zv():
     gcc = shutil.which("gcc")
     if gcc is None:
@@ -317,6 +381,11 @@ def test_sinh_cosh_against_numpy(tmp_path):
     _production_compare('_compare_hyp', tmp_path)
 
 
+def test_inverse_hyperbolics_cbrt_float32_against_numpy(tmp_path):
+    # production mode; float32's 16-lane AVX-512 forms (the C forms
+    # elsewhere), every exponent and the forms' edges, NumPy's warnings
+    _production_compare('_compare_f32', tmp_path)
+
 @pytest.mark.parametrize("march", ["haswell", "native"])
 def test_sinh_cosh_no_division(tmp_path, march):
     # sinh and cosh take e^-x from e^x's polynomial, not by a division
@@ -348,6 +417,11 @@ def test_kernel_calls_vector_variant(tmp_path):
             "g = numdyn.compile(lambda x: (np.log1p(x * 0.5), np.arcsinh(x), np.exp(x), np.exp2(x), np.arctanh(x / 9.5), np.cbrt(x)))\n"
             "for r, e in zip(g(a), (np.log1p(a * 0.5), np.arcsinh(a), np.exp(a), np.exp2(a), np.arctanh(a / 9.5), np.cbrt(a))):\n"
             "    np.testing.assert_allclose(r, e, rtol=1e-14)\n"
+            "b = a.astype(np.float32)\n"
+            "h = numdyn.compile(lambda x: (np.arcsinh(x), np.arccosh(x + 1), np.arctanh(x / 9.5), np.cbrt(x)))\n"
+            "for r, e in zip(h(b), (np.arcsinh(b), np.arccosh(b + 1), np.arctanh(b / 9.5), np.cbrt(b))):\n"
+            "    assert r.dtype == np.float32\n"
+            "    np.testing.assert_allclose(r, e, rtol=3e-7)\n"
             "numdyn.utils.wait_compiles()\n")
     zv = _target_has_zv()
     _production(code, tmp_path, zv)
@@ -355,9 +429,11 @@ def test_kernel_calls_vector_variant(tmp_path):
     assert sos
     dis = "".join(subprocess.run([objdump, "-d", "--no-show-raw-insn", str(p)], capture_output=True,
                                  text=True).stdout for p in sos)
-    called = set(re.findall(r"call\s+\S+\s+<(_ZGV\w+_nd_zv_\w+)>", dis))
+    called = set(re.findall(r"call\s+\S+\s+<(_ZGV\w+_nd_zvf?_\w+)>", dis))
     if zv:
         assert {"_ZGVeN8v_nd_zv_" + f for f in ("log1p", "exp2", "atanh", "asinh", "cbrt")} <= called, called
+        # float32: the 16-lane variants
+        assert {"_ZGVeN16v_nd_zvf_" + f for f in ("atanh", "asinh", "acosh", "cbrt")} <= called, called
     else:
         assert not called and "nd_zv_" not in dis
 
@@ -379,7 +455,9 @@ def test_variants_defined_per_isa(tmp_path, flags):
            "void a(const double *restrict x, double *restrict y, long n)\n"
            "{ for (long i = 0; i < n; i++) y[i] = nd_log1p(x[i]) + nd_asinh(x[i]) + nd_atanh(x[i] * 0.5) + nd_exp(x[i]); }\n"
            "void b(const double *restrict x, double *restrict y, long n)\n"
-           "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0) * nd_exp2(x[i]) + nd_cbrt(x[i]); }\n")
+           "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0) * nd_exp2(x[i]) + nd_cbrt(x[i]); }\n"
+           "void d(const float *restrict x, float *restrict y, long n)\n"
+           "{ for (long i = 0; i < n; i++) y[i] = nd_asinhf(x[i]) + nd_acoshf(x[i] + 1.0f) * nd_atanhf(x[i] * 0.5f) + nd_cbrtf(x[i]); }\n")
     other = '#include "nd_kernel.h"\nvoid c(double *restrict y, long n) { for (long i = 0; i < n; i++) y[i] = nd_expm1(y[i]) + nd_sinh(y[i]); }\n'
     syms = []
     for i, text in enumerate((src, other)):
@@ -390,7 +468,7 @@ def test_variants_defined_per_isa(tmp_path, flags):
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         if i == 0:
-            assert len(set(re.findall(r"u0\.c:(\d+):\d+: optimized: loop vectorized", r.stderr))) == 2, r.stderr
+            assert len(set(re.findall(r"u0\.c:(\d+):\d+: optimized: loop vectorized", r.stderr))) == 3, r.stderr
         syms.append(subprocess.run([nm, str(tmp_path / ("u%d.o" % i))], capture_output=True, text=True).stdout)
     undef = [ln for ln in syms[0].splitlines() if ln.split()[0] == "U" and "nd_zv" in ln]
     assert not undef, undef
@@ -401,6 +479,9 @@ def test_variants_defined_per_isa(tmp_path, flags):
         for v in ("_ZGVeN8v_", "_ZGVdN4v_", "_ZGVcN4v_", "_ZGVbN2v_", ""):
             for fn in ("log1p", "exp2", "atanh", "asinh", "acosh", "cbrt"):
                 assert re.search(r" t %snd_zv_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
+        for v in ("_ZGVeN16v_", "_ZGVdN8v_", "_ZGVcN8v_", "_ZGVbN4v_", ""):
+            for fn in ("atanh", "asinh", "acosh", "cbrt"):
+                assert re.search(r" t %snd_zvf_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
 
 
 AVX2_FNS = [("tanh", "nd_tanh{f}(v)", 1), ("logaddexp", "nd_logaddexp_{s}(v, w)", 2),
