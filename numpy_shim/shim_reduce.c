@@ -11,6 +11,7 @@
  */
 #include "shim_internal.h"
 #include <string.h>
+#include <math.h>
 
 /* ------------------------------------------------------------ oracle */
 
@@ -169,16 +170,45 @@ static nd_id const_long(nd_trace *t, long v, int dtype)
 }
 
 /* x / n with NumPy's true_divide typing for (x dtype, weak Python number) */
+/* The count n as a value of dtype dt: float16/float32 hold every integer
+ * only up to 2048 / 2**24. */
+static int count_exact_in(PyObject *n, int dt)
+{
+    double v = PyFloat_AsDouble(n);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    int bits = dt == NPY_FLOAT16 ? 11 : dt == NPY_FLOAT32 || dt == NPY_COMPLEX64 ? 24 : 0;
+    if (!bits || v == 0.0) return 1;
+    if (!(fabs(v) <= (bits == 11 ? 65504.0 : 3.4028234663852886e38))) return 0;
+    int e;
+    double m = ldexp(frexp(fabs(v), &e), bits);  /* the significand as an integer, if it is one */
+    return m == floor(m);
+}
+
+/* _methods' rcount is an np.intp (max(rcount - ddof, 0): a float64 when
+ * ddof is a float), a strong NumPy scalar: a float16/float32/complex64 sum
+ * is divided in float64/complex128 and rounded back to the sum's dtype
+ * (true_divide(ret, rcount, out=ret) / ret.dtype.type(ret / rcount)).
+ * Where the count is a value of the sum's dtype, dividing in that dtype
+ * gives the same bits (a quotient correctly rounded to 53 bits, then to 24
+ * or 11, rounds as once: 53 >= 2*24 + 2) and keeps the graph the fusion
+ * passes know; past 2048 (float16) or 2**24 (float32) it is not, and a
+ * division in the sum's dtype was off by an ulp. */
 static nd_id divide_by(nd_trace *t, nd_id x, PyObject *n)
 {
-    int dt[2] = {nd_shim_node_dtype(t, x), PyFloat_Check(n) ? NPY_FLOAT64 : NPY_INT64};
-    int weak[2] = {0, 1}, loop[2], out;
+    int sdt = nd_shim_node_dtype(t, x);
+    int strong = !count_exact_in(n, sdt);
+    int dt[2] = {sdt, PyFloat_Check(n) ? NPY_FLOAT64 : strong ? NPY_INTP : NPY_INT64};
+    int weak[2] = {0, !strong}, loop[2], out;
     PyObject *vals[2] = {NULL, n};
     if (nd_shim_resolve_ufunc(ND_UF_TRUE_DIVIDE, 2, dt, weak, vals, loop, &out) < 0) return ND_NONE;
-    nd_id s = nd_shim_node_scalar(t, n, loop[1], 1);
+    nd_id s = nd_shim_node_scalar(t, n, loop[1], !strong);
     if (s == ND_NONE) return ND_NONE;
     nd_id in[2] = {x, s};
-    return nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
+    nd_id r = nd_shim_node_ufunc(t, ND_UF_TRUE_DIVIDE, in, loop, out, 0);
+    return r == ND_NONE || out == sdt || !strong ? r : nd_shim_node_cast(t, r, sdt);
 }
 
 /* node x carries a nan-function's data-dependent warning (graph.h) */
