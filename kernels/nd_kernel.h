@@ -438,8 +438,9 @@ ND_INLINE nd_v8d nd_zv_log1p8(nd_v8d x)
 }
 /* exp2: x = n/16 + f, n = round(16 x) from 16 x + 1.5 2^52 (its low 4
  * bits index 2^(j/16) in a hi + lo table by vpermt2pd), r = f ln2 (|r| <=
- * ln2/32, its rounding error carried): e^r - 1 by Taylor's to r^7
- * (Estrin's scheme; 2^-59 relative), result 2^(j/16) (1 + p) scaled by
+ * ln2/32: its rounding error is 2^-58 of the result): e^r - 1 as r + r^2
+ * P(r), P of degree 4 near-minimax (Chebyshev fit, 2^-55 relative; Taylor's
+ * to r^7 was one fma more), by Estrin's scheme, result 2^(j/16) (1 + p) scaled by
  * vscalef by 2^floor(n/16) (overflow to inf with its flag, a subnormal
  * result underflowing there, rounded twice: within 1 ULP). A vector
  * holding an |x| >= 1022 has its operands clamped first, by quiet compares
@@ -462,14 +463,39 @@ ND_INLINE nd_v8d nd_zv_exp_tail(nd_v8d kb, nd_v8d r)
     memcpy(&j, &kb, sizeof j);
     nd_v8d nd = kb - ND_Z1(0x1.8p52);
     nd_v8d r2 = r * r;
-    nd_v8d q0 = ND_ZFMA(r, ND_Z1(1.0 / 6), ND_Z1(0.5));
-    nd_v8d q1 = ND_ZFMA(r, ND_Z1(1.0 / 120), ND_Z1(1.0 / 24));
-    nd_v8d q2 = ND_ZFMA(r, ND_Z1(1.0 / 5040), ND_Z1(1.0 / 720));
-    nd_v8d p = ND_ZFMA(ND_ZFMA(q2, r2, q1), r2, q0);
+    nd_v8d q0 = ND_ZFMA(r, ND_Z1(0x1.55555554dd44dp-3), ND_Z1(0.5));
+    nd_v8d q1 = ND_ZFMA(r, ND_Z1(0x1.11120af701e68p-7), ND_Z1(0x1.55555555194d2p-5));
+    nd_v8d p = ND_ZFMA(ND_ZFMA(ND_Z1(0x1.6c17bb51f23eap-10), r2, q1), r2, q0);
     p = ND_ZFMA(p, r2, r);                  /* e^r - 1 */
     nd_v8d t = ND_ZTABLE(ND_ZV_EXP_T, j), tl = ND_ZTABLE(ND_ZV_EXP_TL, j);
     nd_v8d v = t + ND_ZFMA(t, p, tl);
     return __builtin_ia32_scalefpd512_mask(v, nd * ND_Z1(0.0625), v, (nd_m8)-1, ND_ZV_CUR);
+}
+/* exp: x = n ln2/16 + r, n = round(16 x / ln2) from the bits of 16 x /
+ * ln2 + 1.5 2^52, r by ln2/16's high part (21 bits: n ln2hi/16 and x -
+ * that are exact for |n| < 2^32) and low part; then exp2's tail. Its
+ * clamp in a vector holding an |x| >= 708 only (the rest of the range has
+ * 2^(n/16) and its scaling exact): +inf comes out inf with no flag (NumPy
+ * raises none), a finite x past 709.78 inf and "overflow" (vscalef), below
+ * -745.2 0, NaN itself. Within 1 ULP of NumPy's. The inline C form
+ * (nd_exp_d, still AVX2's) is ~29 instructions a vector: 0.8x NumPy's
+ * AVX-512 loop. */
+ND_INLINE nd_v8d nd_zv_exp8(nd_v8d x)
+{
+    nd_v8u ax = (nd_v8u)x & (nd_v8u)ND_Z1(__builtin_nan("0x7ffffffffffff"));
+    nd_m8 pinf = 0;
+    if (__builtin_expect(ND_ZCMP((nd_v8d)ax, ND_Z1(708.0), 0x1d) != 0, 0)) {   /* |x| >= 708 (_CMP_GE_OQ) */
+        pinf = ND_ZCMP(x, ND_Z1(__builtin_inf()), 0x0);
+        x = ND_ZSEL(pinf, ND_Z1(0.0), x);
+        x = ND_ZSEL(ND_ZCMP(x, ND_Z1(-746.0), 0x11), ND_Z1(-746.0), x);
+        x = ND_ZSEL(ND_ZCMP(x, ND_Z1(710.0), 0x1e), ND_Z1(710.0), x);
+    }
+    nd_v8d kb = ND_ZFMA(x, ND_Z1(0x1.71547652b82fep+4), ND_Z1(0x1.8p52));
+    nd_v8d kd = kb - ND_Z1(0x1.8p52);
+    nd_v8d r = ND_ZFNMA(kd, ND_Z1(0x1.62e42p-5), x);
+    r = ND_ZFNMA(kd, ND_Z1(0x1.fdf473de6af28p-26), r);
+    nd_v8d y = nd_zv_exp_tail(kb, r);
+    return __builtin_expect(pinf != 0, 0) ? ND_ZSEL(pinf, ND_Z1(__builtin_inf()), y) : y;
 }
 ND_INLINE nd_v8d nd_zv_exp2_8(nd_v8d x)
 {
@@ -484,9 +510,9 @@ ND_INLINE nd_v8d nd_zv_exp2_8(nd_v8d x)
         x = ND_ZSEL(ND_ZCMP(x, ND_Z1(1025.0), 0x1e), ND_Z1(1025.0), x);
     }
     nd_v8d kb = ND_ZFMA(x, ND_Z1(16.0), ND_Z1(0x1.8p52));
-    nd_v8d f = x - (kb - ND_Z1(0x1.8p52)) * ND_Z1(0.0625);   /* exact */
-    /* r = f ln2 with its rounding error carried: f ln2hi + f ln2lo */
-    nd_v8d r = ND_ZFMA(f, ND_Z1(0x1.62e42fefa39efp-1), f * ND_Z1(0x1.abc9e3b39803fp-56));
+    nd_v8d f = ND_ZFNMA(kb - ND_Z1(0x1.8p52), ND_Z1(0.0625), x);   /* exact */
+    /* r = f ln2 (|r| <= ln2/32: its rounding error is 2^-58 of the result) */
+    nd_v8d r = f * ND_Z1(0x1.62e42fefa39efp-1);
     nd_v8d y = nd_zv_exp_tail(kb, r);
     return __builtin_expect(pinf != 0, 0) ? ND_ZSEL(pinf, ND_Z1(__builtin_inf()), y) : y;
 }
@@ -713,14 +739,12 @@ static T NM##_s(T x) { return NM##_e(SPLAT(x))[0]; }
     (void)nd_zv_keep_##NM;
 ND_ZV_ENTRY(nd_zv_log1p, nd_zv_log1p8, 0.5)
 ND_ZV_ENTRY(nd_zv_exp2, nd_zv_exp2_8, 0.0)
+ND_ZV_ENTRY(nd_zv_exp, nd_zv_exp8, 0.0)
 ND_ZV_ENTRY(nd_zv_atanh, nd_zv_atanhv, 0.0)
 ND_ZV_ENTRY(nd_zv_asinh, nd_zv_asinhv, 1.0)
 ND_ZV_ENTRY(nd_zv_acosh, nd_zv_acoshv, 1.0)
 ND_ZV_ENTRY(nd_zv_cbrt, nd_zv_cbrt8, 1.0)
-/* float64 exp2: SLEEF's 1-ULP exp2 ran 0.61-0.84x NumPy's loop. (exp by
- * the same form, called per vector, measured no faster than the inline C
- * form of nd_exp below, which needs no call: a call spills a fused
- * kernel's live registers) */
+/* float64 exp2: SLEEF's 1-ULP exp2 ran 0.61-0.84x NumPy's loop */
 ND_INLINE double nd_exp2(double x) { ND_ZV_KEEP(nd_zv_exp2) return nd_zv_exp2(x); }
 /* float32 in 16 lanes by the same mechanism (nd_zvf_*: _ZGVeN16v_<name>,
  * 8 and 4 lanes and the scalar symbol for other widths): arcsinh,
@@ -1012,8 +1036,17 @@ ND_INLINE T nd_tanh##F(T x) \
 ND_HYP(double, d, , 710.5, 0x1p-28, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
  * NumPy's SVML loop (a call per vector and its own range handling); this
- * is within 1 ULP of NumPy's (tests/test_codegen_libm.py) */
+ * is within 1 ULP of NumPy's (tests/test_codegen_libm.py). With AVX-512
+ * numdyn's own nd_zv_exp8 (session 23: 0.86x -> 1.0x NumPy's loop alone,
+ * and faster in fused loops too, call and all: exp((x - m) s) w + ...
+ * 1.43 -> 1.09 ns an element; session 20's form of it had exp2's Taylor
+ * polynomial and two more operations in the reduction, and measured no
+ * faster than this form) */
+#if ND_ZV
+ND_INLINE double nd_exp(double x) { ND_ZV_KEEP(nd_zv_exp) return nd_zv_exp(x); }
+#else
 ND_INLINE double nd_exp(double x) { return nd_exp_d(x, -746.0, 1418.9); }   /* k = 2047 */
+#endif
 /* fdlibm's log of a positive finite x (subnormals scaled by 2^54): x =
  * 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f);
  * log(m) = f - hfsq + s (hfsq + R(s^2)), hfsq = f^2 / 2. Returns k as
