@@ -70,13 +70,9 @@ static PyObject *filled(nd_trace *t, int ndim, const npy_intp *shape, PyObject *
     nd_operand op;
     int rc = nd_shim_operand(t, value, &op);
     if (rc) return NULL;
-    /* a Python float into an integer dtype, a Python complex into a real
-     * one: NumPy's copyto converts np.asarray(value) with its unsafe cast
-     * (1e300 into int32 is INT_MIN, NaN warns "invalid value encountered in
-     * cast", an imaginary part is dropped with ComplexWarning) */
-    int via_cast = op.weak && ((PyFloat_Check(value) && PyTypeNum_ISINTEGER(dtype)) ||
-                               (PyComplex_Check(value) && !PyTypeNum_ISCOMPLEX(dtype)));
-    nd_id v = nd_shim_operand_node(t, &op, via_cast ? op.dtype : dtype);
+    /* NumPy's full is copyto(casting='unsafe') of the value */
+    int via_cast;
+    nd_id v = nd_shim_operand_node_unsafe(t, &op, dtype, &via_cast);
     /* cast the elements NumPy casts: none of an empty array */
     if (v == ND_NONE || (v = nd_shim_node_broadcast(t, v, ndim, shape)) == ND_NONE ||
         (v = nd_shim_node_cast_np(t, v, dtype)) == ND_NONE)

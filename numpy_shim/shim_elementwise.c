@@ -686,6 +686,23 @@ static PyObject *asarray_core(nd_trace *t, PyObject *a, PyObject *dtype, PyObjec
     return v;
 }
 
+/* Whether a nesting holds a float or complex scalar (a Python one, a NumPy
+ * one, a lazy one): np.array(..., dtype=<integer>) stores each such scalar
+ * by setitem, as int() converts it (300.5 into int8: OverflowError, NaN:
+ * ValueError), where arrays in it are cast */
+static int inexact_scalar_leaf(PyObject *o, int depth)
+{
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        if (depth >= ND_MAXDIMS) return 0;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (inexact_scalar_leaf(PySequence_Fast_GET_ITEM(o, i), depth + 1)) return 1;
+        return 0;
+    }
+    if (nd_proxy_check(o))
+        return nd_proxy_ndim(o) == 0 && (PyTypeNum_ISFLOAT(nd_proxy_dtype(o)) || PyTypeNum_ISCOMPLEX(nd_proxy_dtype(o)));
+    return PyFloat_Check(o) || PyComplex_Check(o) || PyArray_IsScalar(o, Inexact);
+}
+
 /* np.array / np.asarray without ndmin */
 static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObject *copy, int dflt_copy,
                                PyObject *order)
@@ -705,6 +722,8 @@ static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObje
         if (src < 0) return NULL;
         if (src) return nd_shim_unsupported("asarray to a non-numeric dtype is not supported in-graph");
         if (nd_shim_few_numbers(a)) return constant_seq(t, a, dtype);
+        if (PyTypeNum_ISINTEGER(sdt) && inexact_scalar_leaf(a, 0))
+            return nd_shim_unsupported("numpy.array of float scalars into an integer dtype");
         nd_xj_arr s;
         int r = nd_shim_array_from_seq(t, a, &s);
         if (r) return NULL;

@@ -376,8 +376,12 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
             return ND_NONE;
         }
     }
-    nd_id v = nd_shim_operand_node(t, &op, dtype);
-    if (v == ND_NONE || (v = warn ? nd_shim_node_cast_np(t, v, dtype) : nd_shim_node_cast(t, v, dtype)) == ND_NONE)
+    /* np.copyto (not as_item) casts a Python float unsafely, after the
+     * broadcast: nothing is cast into an empty region */
+    int late = 0;
+    nd_id v = as_item ? nd_shim_operand_node(t, &op, dtype) : nd_shim_operand_node_unsafe(t, &op, dtype, &late);
+    if (v == ND_NONE ||
+        (!late && (v = warn ? nd_shim_node_cast_np(t, v, dtype) : nd_shim_node_cast(t, v, dtype)) == ND_NONE))
         return ND_NONE;
     if (op.ndim > ndim) {
         int drop = 0;
@@ -385,7 +389,8 @@ nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim, co
         if (drop && (v = nd_shim_node_reshape(t, v, op.ndim - drop, op.shape + drop)) == ND_NONE)
             return ND_NONE;
     }
-    return nd_shim_node_broadcast(t, v, ndim, shape);
+    v = nd_shim_node_broadcast(t, v, ndim, shape);
+    return late && v != ND_NONE ? nd_shim_node_cast(t, v, dtype) : v;
 }
 
 static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value);

@@ -205,6 +205,14 @@ int nd_shim_operand(nd_trace *t, PyObject *obj, nd_operand *op);
  * of range of an integer dtype). For non-weak operands returns op->id
  * unchanged (no cast: UFUNC nodes cast via in_dtype). */
 nd_id nd_shim_operand_node(nd_trace *t, nd_operand *op, int dtype);
+/* The operand's node for NumPy's unsafe cast of np.asarray(value) into
+ * dtype (np.copyto(casting='unsafe'), np.full): a weak Python float into an
+ * integer dtype, a weak complex into a real one, stays a float64/complex128
+ * node (*cast = 1) for a CAST node to convert as NumPy's C cast does --
+ * 1e300 into int32 is INT_MIN, NaN warns "invalid value encountered in
+ * cast", an imaginary part is dropped with ComplexWarning -- not as int()
+ * or a trace-time conversion would; else nd_shim_operand_node (*cast = 0). */
+nd_id nd_shim_operand_node_unsafe(nd_trace *t, nd_operand *op, int dtype, int *cast);
 
 /* Node info copied out (node pointers move when the graph grows). */
 int nd_shim_node_dtype(nd_trace *t, nd_id id);

@@ -147,6 +147,13 @@ nd_id nd_shim_operand_node(nd_trace *t, nd_operand *op, int dtype)
     return nd_shim_node_scalar(t, op->obj, dtype, 1);
 }
 
+nd_id nd_shim_operand_node_unsafe(nd_trace *t, nd_operand *op, int dtype, int *cast)
+{
+    *cast = op->weak && ((PyFloat_Check(op->obj) && PyTypeNum_ISINTEGER(dtype)) ||
+                         (PyComplex_Check(op->obj) && !PyTypeNum_ISCOMPLEX(dtype)));
+    return nd_shim_operand_node(t, op, *cast ? op->dtype : dtype);
+}
+
 /* ------------------------------------------------------------ nodes */
 
 static int scalar_value(PyObject *v, int dtype, nd_scalar *s)

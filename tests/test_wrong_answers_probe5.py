@@ -185,3 +185,29 @@ def test_full_casts_a_python_float_as_numpy(backend):
                  (2, 1e10, np.int8), (2, 1 + 1j, np.float64), (0, np.float64(np.nan), np.int64),
                  (2, 300.7, np.int16)):
         check(_full, *args, compiled=cf, warnings=True)
+
+
+def _copyto(x, v):
+    np.copyto(x, v, casting="unsafe")
+    return x
+
+
+def test_copyto_unsafe_casts_a_python_float_as_numpy(backend):
+    cf = numdyn.compile(_copyto, backend=backend)
+    for args in ((np.zeros(3, np.int32), 1e300), (np.zeros(3, np.int32), np.nan),
+                 (np.zeros(2, np.uint8), -1.5), (np.zeros(0, np.int8), np.nan),
+                 (np.zeros(2, np.int16), 2.5)):
+        check(_copyto, *args, compiled=cf, warnings=True)
+
+
+# ------------- 7. np.array of float scalars with an integer dtype= stores
+# each by setitem (int() of it), not by a cast of the stacked values
+def _array_int(y):
+    return np.array([y[0], y[1]], dtype=np.int8)
+
+
+def test_array_of_computed_float_scalars_into_int8(backend):
+    cf = numdyn.compile(_array_int, backend=backend)
+    for y in (np.array([300.5, 2.0]), np.array([np.nan, 1.0]), np.array([1.5, -2.5]),
+              np.array([127.9, 2.0], np.float32)):
+        check(_array_int, y, compiled=cf)
