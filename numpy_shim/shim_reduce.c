@@ -743,8 +743,9 @@ static PyObject *mean_impl(nd_trace *t, PyObject **argv)
 /* The mean of a masked read a[m] (shim_masked.c), kept in the graph: w is
  * where(m, a, 0) over a's full shape, cnt the int64 count of the selected
  * elements. As _methods._mean of NumPy's a[m]: the sum in mean's
- * accumulator dtype, divided by the count as by a Python int (weak: a
- * float32 sum stays float32), a NumPy scalar; where the count is 0 it warns
+ * accumulator dtype, divided by the count, an np.intp as _mean's rcount
+ * (a float32 sum is divided in float64 and rounded back: a count past
+ * 2**24 is not a float32 value), a NumPy scalar; where the count is 0 it warns
  * "Mean of empty slice", then the division 0/0 warns under the user's
  * errstate (ND_F_DATA_WARN | ND_F_FP_KEPT, graph.h). */
 PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dtarg)
@@ -753,7 +754,7 @@ PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dt
     int res = dtarg >= 0 ? dtarg : dtype == NPY_FLOAT16 ? NPY_FLOAT16 : acc;
     nd_id s = nd_shim_node_reduce(t, ND_UF_ADD, w, ~0ULL, 0, acc, acc, ND_NONE);
     if (s == ND_NONE) return NULL;
-    int dt[2] = {acc, NPY_INT64}, weak[2] = {0, 1}, loop[2], out;
+    int dt[2] = {acc, NPY_INTP}, weak[2] = {0, 0}, loop[2], out;
     PyObject *one = PyLong_FromLong(1);
     PyObject *vals[2] = {NULL, one};
     int rc = one ? nd_shim_resolve_ufunc(ND_UF_TRUE_DIVIDE, 2, dt, weak, vals, loop, &out) : -1;
@@ -765,7 +766,7 @@ PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dt
     if (q == ND_NONE) return NULL;
     nd_node *d = nd_graph_node(nd_trace_graph(t), q);
     d->flags |= ND_F_DATA_WARN | ND_F_FP_KEPT;
-    if (PyArray_CanCastSafely(NPY_INTP, out) && d->ndim == 0 && !d->value)
+    if (PyArray_CanCastSafely(NPY_INTP, acc) && d->ndim == 0 && !d->value)
         d->flags |= ND_F_SCALAR_MATH;  /* "scalar divide", as divide_result */
     if ((q = nd_shim_node_cast(t, q, res)) == ND_NONE) return NULL;
     return nd_shim_wrap(t, q, 1);

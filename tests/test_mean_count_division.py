@@ -84,3 +84,15 @@ def test_fractional_ddof_small_count(backend, dt):
     half = rng.integers(1, 4, 500).astype(dt)
     a = rng.permutation(np.concatenate([half, -half]))
     check(var_fractional_ddof, a, backend=backend, **EXACT)
+
+
+def masked_mean(a):
+    return a[a > 0].mean()
+
+
+def test_masked_mean_count_past_2_24(backend):
+    # a[m].mean(): the count of the selection is _mean's np.intp too
+    a = np.ones(2**24 + 2, np.float32)
+    a[7] = -1.0
+    res = check(masked_mean, a, backend=backend, **EXACT)
+    assert res == np.float32(0.99999994)
