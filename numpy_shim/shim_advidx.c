@@ -719,7 +719,7 @@ static int fallback_update(nd_trace *t, PyObject *self, PyObject *func,
                            PyObject *rest, PyObject *kwargs, const char *reason)
 {
     /* the break is recorded once, by nd_trace_fallback_call below */
-    PyObject *cur = nd_trace_materialize(self, NULL);
+    PyObject *cur = nd_trace_break_value(self, reason);
     if (!cur) return -1;
     PyObject *copy = PyObject_CallMethod(cur, "copy", NULL);
     Py_DECREF(cur);

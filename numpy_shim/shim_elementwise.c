@@ -839,7 +839,7 @@ static PyObject *fill_method(nd_trace *t, PyObject **argv)
 /* item() reads values: a flush (not a break), then NumPy's item */
 static PyObject *item_method(nd_trace *t, PyObject **argv)
 {
-    PyObject *arr = nd_trace_materialize(argv[0], NULL);
+    PyObject *arr = nd_trace_read(argv[0], "ndarray.item() (a Python scalar)");
     if (!arr) return NULL;
     PyObject *item = PyObject_GetAttrString(arr, "item");
     Py_DECREF(arr);

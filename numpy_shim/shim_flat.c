@@ -43,7 +43,7 @@ static int live(NdFlat *f, nd_trace **t)
 
 static PyObject *concrete_flat(NdFlat *f)
 {
-    PyObject *a = nd_trace_materialize(f->x, NULL);
+    PyObject *a = nd_trace_read(f->x, "ndarray.flat (an access numdyn runs with NumPy)");
     if (!a) return NULL;
     PyObject *r = PyObject_GetAttrString(a, "flat");
     Py_DECREF(a);
@@ -119,12 +119,13 @@ static int flat_setitem(PyObject *o, PyObject *key, PyObject *value)
         return nd_proxy_write(x, v);
     }
     /* NumPy's repeating assignment, on a private copy of x's value */
-    PyObject *cur = nd_trace_materialize(x, NULL);
+    static const char why[] = "ndarray.flat assignment of a value NumPy repeats";
+    PyObject *cur = nd_trace_break_value(x, why);
     if (!cur) return -1;
     PyObject *c = PyArray_NewCopy((PyArrayObject *)cur, NPY_CORDER);
     Py_DECREF(cur);
     if (!c) return -1;
-    if (nd_trace_record_break(t, "ndarray.flat assignment of a value NumPy repeats") < 0) {
+    if (nd_trace_record_break(t, why) < 0) {
         Py_DECREF(c);
         return -1;
     }

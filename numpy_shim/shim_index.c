@@ -178,6 +178,8 @@ static int lazy_int_index(PyObject *o)
 
 /* An integer index array computed in the graph: its bounds are checked at
  * this line unless the call defers such checks (nd_trace_checks_deferred). */
+#define IDX_READ "a computed integer index array, bounds-checked at its line after the pending writes to the caller's arrays"
+#define INT_READ "a computed integer used as an index (its value decides the view or element)"
 static int lazy_int_array(PyObject *o, int defer)
 {
     return !defer && nd_proxy_check(o) && nd_proxy_ndim(o) > 0 &&
@@ -186,7 +188,7 @@ static int lazy_int_array(PyObject *o, int defer)
 
 PyObject *nd_shim_checked_index(nd_trace *t, PyObject *index)
 {
-    if (lazy_int_array(index, nd_trace_checks_deferred(t))) return nd_trace_materialize(index, NULL);
+    if (lazy_int_array(index, nd_trace_checks_deferred(t))) return nd_trace_read(index, IDX_READ);
     return Py_NewRef(index);
 }
 
@@ -210,7 +212,8 @@ static PyObject *concrete_key(nd_trace *t, PyObject *key)
                             "and integer or boolean arrays are valid indices");
             return NULL;
         }
-    if (lazy_int_index(key) || lazy_int_array(key, defer)) return nd_trace_materialize(key, NULL);
+    if (lazy_int_index(key) || lazy_int_array(key, defer))
+        return nd_trace_read(key, lazy_int_index(key) ? INT_READ : IDX_READ);
     if (!PyTuple_Check(key)) return Py_NewRef(key);
     Py_ssize_t n = PyTuple_GET_SIZE(key), i;
     for (i = 0; i < n; i++) {
@@ -222,17 +225,35 @@ static PyObject *concrete_key(nd_trace *t, PyObject *key)
     if (!k) return NULL;
     for (i = 0; i < n; i++) {
         PyObject *o = PyTuple_GET_ITEM(key, i);
-        PyObject *v = lazy_int_index(o) || lazy_int_array(o, defer) ? nd_trace_materialize(o, NULL)
-                                                                     : Py_NewRef(o);
+        PyObject *v = lazy_int_index(o) ? nd_trace_read(o, INT_READ)
+                      : lazy_int_array(o, defer) ? nd_trace_read(o, IDX_READ) : Py_NewRef(o);
         if (!v) { Py_DECREF(k); return NULL; }
         PyTuple_SET_ITEM(k, i, v);
     }
     return k;
 }
 
+/* a[k] / a[i, k] naming one element, some of its integers computed (lazy
+ * 0-d integers, `b[np.argmax(b)]`): where the call defers checks it is a
+ * gather in the graph (its bound checked when the graph runs), the NumPy
+ * scalar NumPy's integer indexing gives, instead of computing k now */
+static int lazy_element_key(PyObject *key, int ndim)
+{
+    int tup = PyTuple_CheckExact(key);
+    Py_ssize_t n = tup ? PyTuple_GET_SIZE(key) : 1;
+    if (n != ndim || ndim == 0) return 0;
+    int lazy = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = tup ? PyTuple_GET_ITEM(key, i) : key;
+        if (lazy_int_index(o)) lazy = 1;
+        else if (!PyLong_CheckExact(o)) return 0;
+    }
+    return lazy;
+}
+
 static PyObject *materialized_getitem(PyObject *self, PyObject *key)
 {
-    PyObject *arr = nd_trace_materialize(self, NULL);
+    PyObject *arr = nd_trace_read(self, "an element read (a NumPy scalar for Python)");
     if (!arr) return NULL;
     PyObject *r = PyObject_GetItem(arr, key);
     Py_DECREF(arr);
@@ -267,6 +288,8 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
             return materialized_getitem(self, key);
         }
     }
+    if (lazy_element_key(key, nd) && nd_trace_checks_deferred(t))
+        return nd_shim_advidx_getitem(t, self, key);  /* a gather of one element */
     PyObject *k = concrete_key(t, key);
     if (!k) return NULL;
     PyObject *r = getitem(t, self, k);
@@ -478,7 +501,7 @@ static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
         const char *why = nd_shim_take_unsupported();
         char buf[200];
         snprintf(buf, sizeof buf, "%s", why ? why : "assignment not supported in-graph");
-        PyObject *cur = nd_trace_materialize(self, NULL);  /* break recorded below */
+        PyObject *cur = nd_trace_break_value(self, buf);  /* break recorded below */
         if (!cur) return -1;
         PyObject *copy = PyArray_NewCopy((PyArrayObject *)cur, NPY_CORDER);
         Py_DECREF(cur);

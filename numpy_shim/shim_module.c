@@ -546,7 +546,7 @@ static PyObject *method_fallback(const char *name, PyObject *self, PyObject *arg
     nd_trace *t = nd_trace_current();
     /* the value is computed here (a flush); the break is recorded once, by
      * nd_trace_fallback_call / nd_trace_record_break below */
-    PyObject *arr = nd_trace_materialize(self, NULL);
+    PyObject *arr = nd_trace_break_value(self, buf);
     if (!arr) return NULL;
     /* a NumPy scalar's method runs on the scalar (s.view(np.int64) of
      * s = x.sum() is an np.int64, a new value): never on the 0-d array

@@ -639,7 +639,8 @@ int nd_shim_store_out(nd_trace *t, PyObject *out, nd_id value, const char *ufunc
     if (check_out_shape(PyArray_NDIM(oa), PyArray_DIMS(oa), vi.ndim, vi.shape) < 0) return -1;
     PyObject *p = nd_proxy_wrap(t, value, 0);
     if (!p) return -1;
-    PyObject *arr = nd_trace_materialize(p, NULL);
+    PyObject *arr = nd_trace_read(p, "out= a real ndarray the trace does not own (the value is "
+                                     "copied into its memory now)");
     Py_DECREF(p);
     if (!arr) return -1;
     int r = PyArray_CopyInto(oa, (PyArrayObject *)arr);

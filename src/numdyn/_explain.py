@@ -51,6 +51,7 @@ class ExplainOutput:
             lines.append("Value Reads (no graph break; each ran the graph so far):")
             for b in self.value_reads:
                 lines.append(f"  {b.filename}:{b.lineno}: {b.source}")
+                lines.append(f"    Read: {b.reason}")
         if self.ops_per_graph:
             lines.append("Ops per Graph:")
             for i, ops in enumerate(self.ops_per_graph, 1):

@@ -132,6 +132,19 @@ nd_id nd_trace_lift(nd_trace *t, PyObject *obj);
  * (new ref). If `reason` is not NULL this is a graph break: it is recorded
  * with the user's file/line (and raises GraphBreakError under fullgraph). */
 PyObject *nd_trace_materialize(PyObject *proxy, const char *reason);
+/* A value read: the proxy's value computed for code outside the graph with
+ * no graph break recorded (an element NumPy hands to Python, a method
+ * numdyn runs with NumPy whose break is recorded by the caller). `what`
+ * names the construct: explain lists it under Value Reads and, since the
+ * graph so far runs (the function is then more than one graph), under
+ * fullgraph=True a live read raises GraphBreakError naming it and the
+ * user's line. NULL what: a generic description. */
+PyObject *nd_trace_read(PyObject *proxy, const char *what);
+/* The value of a proxy for NumPy code the caller then records as a graph
+ * break with `reason` (nd_trace_record_break / nd_trace_fallback_call):
+ * no Value Reads record; under fullgraph=True the GraphBreakError with
+ * that reason is raised here, before the graph so far runs. */
+PyObject *nd_trace_break_value(PyObject *proxy, const char *reason);
 
 /* Objects that stand for arrays without being proxies (numpy_shim's masked
  * reads, shim_masked.c): while *nd_trace_masked_live is nonzero, a value
@@ -201,8 +214,9 @@ PyObject *nd_proxy_base_array(PyObject *proxy);
  * ND_LAZY_ELEM_NODES nodes (a long scalar loop would grow an unbounded
  * graph) -- the read is a real NumPy scalar at once (DESIGN's cost rule):
  * taken straight from the concrete array when the storage has no pending
- * work, else NULL with no exception and the caller flushes. NULL +
- * exception on error.
+ * work, else NULL with no exception and the caller flushes -- except
+ * under fullgraph=True, where such a read stays lazy (a flush would make
+ * the function two graphs). NULL + exception on error.
  * The bounds: a replayed call of a time-stepping loop on tiny arrays runs
  * 2-6x NumPy's speed, read by read through the flushing path 0.4-0.5x, so
  * they hold a Lorenz RK4 of 1000 steps (27 reads, ~120 nodes a step); what
@@ -215,8 +229,12 @@ PyObject *nd_proxy_element(PyObject *proxy, npy_intp off);
  * then value-dependent checks (index bounds of a lazily computed index)
  * run with the graph, raising when it runs -- such a capture has no
  * caller-visible effect before its one flush, so the caller sees what
- * NumPy leaves. 0 otherwise: the shim computes such an index now and checks
- * it at its line, so writes before it land and writes after it do not. */
+ * NumPy leaves; so too under fullgraph=True (as torch's checks run with
+ * its graph: Python effects after the line, a print, come before the
+ * IndexError). 0 otherwise, and whenever a write to a caller's array is
+ * pending: the shim computes such an index now and checks it at its line,
+ * so writes before it land and writes after it do not (under fullgraph a
+ * value read: GraphBreakError). */
 int nd_trace_checks_deferred(nd_trace *t);
 /* fn with its global references to numpy (and to functions the shim
  * replaces) pointing at the shim, as compiled functions run (new ref; fn

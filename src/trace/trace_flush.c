@@ -1512,15 +1512,23 @@ static void detach(NdProxy *p, PyObject *value)
     nd__storage_decref(s);
 }
 
-static PyObject *proxy_value_plain(NdProxy *p, const char *reason);
+static PyObject *proxy_value_plain(NdProxy *p, const char *reason, const char *what, int brk);
 
 PyObject *nd__proxy_value(NdProxy *p, const char *reason)
 {
-    PyObject *r = proxy_value_plain(p, reason);
+    PyObject *r = proxy_value_plain(p, reason, NULL, 0);
     return p->subtype ? nd__sub_wrap(p, r) : r;  /* an ndarray subclass instance */
 }
 
-static PyObject *proxy_value_plain(NdProxy *p, const char *reason)
+PyObject *nd__proxy_read(NdProxy *p, const char *what, int brk)
+{
+    PyObject *r = proxy_value_plain(p, NULL, what, brk);
+    return p->subtype ? nd__sub_wrap(p, r) : r;
+}
+
+/* reason: a graph break's (recorded); else a value read, `what` naming it;
+ * brk: the caller records `what` as a graph break next (nd_trace_break_value) */
+static PyObject *proxy_value_plain(NdProxy *p, const char *reason, const char *what, int brk)
 {
     /* array contents reach Python code: a recording capture is not replayable */
     if (nd__tls_rec && !nd__tls_rec->final) nd__tls_rec->escapes++;
@@ -1541,7 +1549,11 @@ static PyObject *proxy_value_plain(NdProxy *p, const char *reason)
         if (reason && live && nd__flush_writes(t) < 0) Py_CLEAR(r);
     } else if (!PyErr_Occurred()) {
         nd_id id = nd__proxy_read_own(p);
-        if (!reason && live && nd__explain_read(t) < 0) return NULL;
+        if (!reason && live && brk && t->fullgraph) {  /* the break the caller records, now */
+            if (nd_trace_record_break(t, what) < 0) return NULL;
+        } else if (!reason && live && !brk && nd__explain_read(t, what) < 0) {
+            return NULL;
+        }
         if (id == ND_NONE || nd__flush(t, &id, 1, &r) < 0) r = NULL;
         if (r && p->st == s && (!s->caller || !s->dirty)) {
             /* the flush computed p's storage too (a live value), or landed
@@ -1556,14 +1568,26 @@ static PyObject *proxy_value_plain(NdProxy *p, const char *reason)
     return r;
 }
 
+static int check_proxy(PyObject *proxy)
+{
+    if (nd_proxy_check(proxy)) return 0;
+    PyErr_Format(PyExc_TypeError, "numdyn: cannot materialize a %.80s", Py_TYPE(proxy)->tp_name);
+    return -1;
+}
+
 PyObject *nd_trace_materialize(PyObject *proxy, const char *reason)
 {
-    if (!nd_proxy_check(proxy)) {
-        PyErr_Format(PyExc_TypeError, "numdyn: cannot materialize a %.80s",
-                     Py_TYPE(proxy)->tp_name);
-        return NULL;
-    }
-    return nd__proxy_value((NdProxy *)proxy, reason);
+    return check_proxy(proxy) < 0 ? NULL : nd__proxy_value((NdProxy *)proxy, reason);
+}
+
+PyObject *nd_trace_read(PyObject *proxy, const char *what)
+{
+    return check_proxy(proxy) < 0 ? NULL : nd__proxy_read((NdProxy *)proxy, what, 0);
+}
+
+PyObject *nd_trace_break_value(PyObject *proxy, const char *reason)
+{
+    return check_proxy(proxy) < 0 ? NULL : nd__proxy_read((NdProxy *)proxy, reason, 1);
 }
 
 /* ------------------------------------------------ whole-structure flush */

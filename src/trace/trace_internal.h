@@ -298,6 +298,8 @@ int nd__flush(nd_trace *t, const nd_id *ids, int n, PyObject **results);
 /* Concrete value of any proxy (its own trace, detached or foreign): new ref
  * to an ndarray; 0-d is_scalar values stay 0-d arrays. */
 PyObject *nd__proxy_value(NdProxy *p, const char *reason);
+/* nd_trace_read (brk 0) / nd_trace_break_value (brk 1) of a proxy */
+PyObject *nd__proxy_read(NdProxy *p, const char *what, int brk);
 /* Replace every proxy in obj (tuples, lists, dicts, nested) by its value,
  * with ONE flush per trace. as_scalar: is_scalar proxies become NumPy
  * scalars (what the user's Python code should see). New ref. */
@@ -389,10 +391,12 @@ int nd__outside_end(nd_trace *t, nd_outside *o, int ok);
  * depends on a differentiated input through floats -- its gradient would
  * be lost -- except for bool() (a branch), repr() and str(). 0 / -1. */
 int nd__ad_escape(nd_trace *t, NdProxy *p, const char *reason);
-/* numdyn.explain: a value read that ran the graph so far without a
- * recorded graph break (an element read while no call is recorded, NumPy
- * code given a lazy array...): a "read" record with its user line */
-int nd__explain_read(nd_trace *t);
+/* A value read that runs the graph so far without a recorded graph break
+ * (an element read while no call is recorded, NumPy code given a lazy
+ * array...; what: the construct, NULL for a generic text): numdyn.explain
+ * gets a "read" record with its user line; under fullgraph=True it is
+ * GraphBreakError (the function would run as more than one graph). 0/-1. */
+int nd__explain_read(nd_trace *t, const char *what);
 
 /* ---- trace_compile.c */
 int nd__compile_init(PyObject *m);

@@ -60,7 +60,7 @@ PyObject *nd_trace_disallowed_ufunc(int uf, PyObject *a, PyObject *b, PyObject *
     }
     /* a op= b: NumPy computes into a concrete copy of a (its casting rules
      * and errors), which then becomes a's value (views of a see it) */
-    PyObject *cur = nd_trace_materialize(a, NULL);
+    PyObject *cur = nd_trace_break_value(a, why);
     PyObject *c = cur ? PyArray_NewCopy((PyArrayObject *)cur, NPY_KEEPORDER) : NULL;
     Py_XDECREF(cur);
     if (!c) return NULL;

@@ -143,7 +143,7 @@ PyObject *nd_trace_resize(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     /* a private copy that owns its data takes NumPy's resize (its
      * argument checks and errors, zero fill, memory order) */
-    PyObject *arr = nd_trace_materialize(self, NULL);
+    PyObject *arr = nd_trace_read(self, "ndarray.resize (NumPy resizes a private copy)");
     if (!arr) return NULL;
     PyObject *c = PyArray_NewCopy((PyArrayObject *)arr, NPY_KEEPORDER);
     Py_DECREF(arr);

@@ -260,16 +260,44 @@ void nd__log(const char *kind, PyObject *msg)
     ND_EXC_RESTORE(exc);
 }
 
-int nd__explain_read(nd_trace *t)
+/* An event at the user's line (kind "break" or "read"): under fullgraph
+ * GraphBreakError, under explain a (kind, location) record. The location
+ * (new ref), or NULL with the exception. */
+static PyObject *note_event(nd_trace *t, const char *reason, const char *kind)
 {
-    if (!t->explain) return 0;
-    PyObject *loc = nd__user_location("the array's values were read here (an element, a lazy index, "
-                                      "NumPy code given the array): the graph so far ran");
-    PyObject *rec = loc ? Py_BuildValue("(sO)", "read", loc) : NULL;
-    int rc = rec ? PyList_Append(t->explain, rec) : -1;
-    Py_XDECREF(rec);
-    Py_XDECREF(loc);
-    return rc;
+    PyObject *loc = nd__user_location(reason);
+    if (!loc) return NULL;
+    if (t->fullgraph) {
+        PyErr_Format(nd__GraphBreakError,
+                     "graph break in a function compiled with fullgraph=True: %s\n"
+                     "  %U:%d: %U\n"
+                     "(remove the break, or compile without fullgraph=True to let "
+                     "numdyn run this part with NumPy)",
+                     reason, PyTuple_GET_ITEM(loc, 1), (int)PyLong_AsLong(PyTuple_GET_ITEM(loc, 2)),
+                     PyTuple_GET_ITEM(loc, 3));
+        Py_DECREF(loc);
+        return NULL;
+    }
+    if (t->explain) {
+        PyObject *rec = Py_BuildValue("(sO)", kind, loc);
+        if (!rec || PyList_Append(t->explain, rec) < 0) Py_CLEAR(loc);
+        Py_XDECREF(rec);
+    }
+    return loc;
+}
+
+int nd__explain_read(nd_trace *t, const char *what)
+{
+    if (!t->explain && !t->fullgraph) return 0;
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s: the array's values were read here, so the graph so far ran "
+             "(a value read: the function is more than one graph)",
+             what ? what : "an array's values needed outside the graph (an element, a lazy index, "
+                           "NumPy code given the array)");
+    PyObject *loc = note_event(t, reason, "read");
+    if (!loc) return -1;
+    Py_DECREF(loc);
+    return 0;
 }
 
 int nd_trace_record_break(nd_trace *t, const char *reason)
@@ -278,29 +306,8 @@ int nd_trace_record_break(nd_trace *t, const char *reason)
     if (!t) return 0;  /* not capturing: plain NumPy, nothing to record */
     nd_counter_add(ND_CTR_GRAPH_BREAKS, 1);
     if (!t->fullgraph && !t->explain && !nd__log_hook) return 0;
-    PyObject *loc = nd__user_location(reason);
+    PyObject *loc = note_event(t, reason, "break");
     if (!loc) return -1;
-    if (t->fullgraph) {
-        PyErr_Format(nd__GraphBreakError,
-                     "graph break in a function compiled with fullgraph=True: %s\n"
-                     "  %U:%d: %U\n"
-                     "(remove the break, or compile without fullgraph=True to let "
-                     "numdyn run this part with NumPy)",
-                     reason, PyTuple_GET_ITEM(loc, 1),
-                     (int)PyLong_AsLong(PyTuple_GET_ITEM(loc, 2)),
-                     PyTuple_GET_ITEM(loc, 3));
-        Py_DECREF(loc);
-        return -1;
-    }
-    if (t->explain) {
-        PyObject *rec = Py_BuildValue("(sO)", "break", loc);
-        if (!rec || PyList_Append(t->explain, rec) < 0) {
-            Py_XDECREF(rec);
-            Py_DECREF(loc);
-            return -1;
-        }
-        Py_DECREF(rec);
-    }
     if (nd__log_hook) {
         PyObject *msg = PyUnicode_FromFormat("graph break: %s at %U:%S: %U", reason,
                                              PyTuple_GET_ITEM(loc, 1),
@@ -339,7 +346,11 @@ void nd_trace_not_replayable(nd_trace *t)
 int nd_trace_checks_deferred(nd_trace *t)
 {
     nd_replay_rec *rec = nd__rec_of(t);
-    if (!rec || rec->final || rec->escapes || rec->flushes || rec->mutated) return 0;
+    /* fullgraph=True: checking at the line would run the graph so far (a
+     * second graph); the check runs with the graph, as torch's does, unless
+     * NumPy's order needs the pending caller writes landed first */
+    if (!t->fullgraph && (!rec || rec->final || rec->escapes || rec->flushes || rec->mutated))
+        return 0;
     for (Py_ssize_t k = 0; t->ndirty && k < t->nclist; k++)
         if (t->clist[k]->dirty) return 0;  /* a caller write is pending: it must land first */
     return 1;

@@ -606,7 +606,7 @@ static PyObject *e_method(const char *name, PyObject *self, PyObject *args, PyOb
         snprintf(why, sizeof why, "%s.%s (its result type and __array_finalize__ calls are not "
                  "checked): NumPy runs it on the subclass object",
                  p ? p->subtype->tp_name : "ndarray", name);
-        PyObject *v = nd_trace_materialize(self, NULL);
+        PyObject *v = nd_trace_break_value(self, why);
         PyObject *m = v ? PyObject_GetAttrString(v, name) : NULL;
         Py_XDECREF(v);
         if (!m) return NULL;
@@ -733,7 +733,7 @@ static PyObject *e_getitem(PyObject *self, PyObject *key)
         char why[200];
         snprintf(why, sizeof why, "boolean mask indexing of an ndarray subclass (%.80s): NumPy runs "
                  "it on the subclass object", ((NdProxy *)self)->subtype->tp_name);
-        PyObject *v = nd_trace_materialize(self, NULL);
+        PyObject *v = nd_trace_break_value(self, why);
         PyObject *m = v ? PyObject_GetAttrString(v, "__getitem__") : NULL;
         PyObject *args = m ? PyTuple_Pack(1, key) : NULL;
         PyObject *r = args ? break_call(m, args, NULL, why) : NULL;

@@ -246,8 +246,12 @@ PyObject *nd_proxy_element(PyObject *o, npy_intp off)
      * scalar would carry no gradient */
     int ad = b->st->trace->ad != NULL;
     if (!ad && (!rec || !rec->elem_lazy || rec->final || rec->escapes || rec->nelem >= ND_LAZY_ELEM_MAX ||
-                b->st->trace->g->n >= ND_LAZY_ELEM_NODES))
-        return element_now(b, off);
+                b->st->trace->g->n >= ND_LAZY_ELEM_NODES)) {
+        PyObject *e = element_now(b, off);
+        /* fullgraph=True: an element of pending work stays in the graph
+         * (a read now would run the graph so far: a second graph) */
+        if (e || PyErr_Occurred() || !b->st->trace->fullgraph) return e;
+    }
     npy_intp str[ND_MAXDIMS] = {0}, z = 0;
     /* off over the proxy's own C-order index -> a 0-d view of it */
     PyObject *v = b->ndim ? nd_proxy_view(o, 0, &z, off, str) : Py_NewRef(o);
