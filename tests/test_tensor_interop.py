@@ -202,9 +202,11 @@ def test_wrap_numpy_tensors_inside_lists_tuples_dicts():
 
     nd = numdyn.wrap_numpy(lambda d: {"y": d["a"] * 2})({"a": numdyn.tensor(np.ones(2))})
     assert isinstance(nd["y"], Tensor)
+    # a tensor that requires grad inside a list gets its gradient
+    # (tests/test_wrap_numpy_containers.py)
     w = torch.ones(2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="inside a list, tuple or dict"):
-        numdyn.wrap_numpy(lambda ts: ts[0] * 2)([w])
+    numdyn.wrap_numpy(lambda ts: ts[0] * 2)([w]).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0]
 
 
 # ------------------------------------------------------------------ JAX

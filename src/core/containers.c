@@ -101,3 +101,48 @@ PyObject *nd_map_leaves(PyObject *o, nd_leaf_fn fn, void *ctx, int maxdepth, uns
 {
     return walk(o, fn, ctx, 0, maxdepth, flags);
 }
+
+static PyObject *leaf_append(PyObject *o, int depth, void *ctx)
+{
+    if (PyTuple_Check(o) || PyList_Check(o) || PyDict_CheckExact(o)) return ND_NOT_LEAF;
+    return PyList_Append((PyObject *)ctx, o) < 0 ? NULL : Py_NewRef(o);
+}
+
+PyObject *nd_tree_leaves(PyObject *o, int maxdepth)
+{
+    PyObject *list = PyList_New(0);
+    PyObject *r = list ? nd_map_leaves(o, leaf_append, list, maxdepth, 0) : NULL;
+    if (!r) { Py_XDECREF(list); return NULL; }
+    Py_DECREF(r);
+    return list;
+}
+
+typedef struct {
+    PyObject *leaves;
+    Py_ssize_t next;
+} unflatten_ctx;
+
+static PyObject *leaf_next(PyObject *o, int depth, void *ctx)
+{
+    if (PyTuple_Check(o) || PyList_Check(o) || PyDict_CheckExact(o)) return ND_NOT_LEAF;
+    unflatten_ctx *c = ctx;
+    if (c->next >= PySequence_Fast_GET_SIZE(c->leaves)) {
+        PyErr_SetString(PyExc_ValueError, "numdyn: fewer leaves than the structure holds");
+        return NULL;
+    }
+    return Py_NewRef(PySequence_Fast_GET_ITEM(c->leaves, c->next++));
+}
+
+PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth)
+{
+    PyObject *seq = PySequence_Fast(leaves, "numdyn: leaves must be a sequence");
+    if (!seq) return NULL;
+    unflatten_ctx c = {seq, 0};
+    PyObject *r = nd_map_leaves(o, leaf_next, &c, maxdepth, 0);
+    if (r && c.next != PySequence_Fast_GET_SIZE(seq)) {
+        PyErr_SetString(PyExc_ValueError, "numdyn: more leaves than the structure holds");
+        Py_CLEAR(r);
+    }
+    Py_DECREF(seq);
+    return r;
+}

@@ -31,4 +31,10 @@ extern char nd__not_leaf;
 #define ND_WALK_DICT_SUBCLASSES 0x1u
 typedef PyObject *(*nd_leaf_fn)(PyObject *o, int depth, void *ctx);
 PyObject *nd_map_leaves(PyObject *o, nd_leaf_fn fn, void *ctx, int maxdepth, unsigned flags);
+/* The leaves of o as nd_map_leaves walks it (tuples, lists, exact dicts;
+ * o itself when it is none of them), in order: a new list, or NULL. */
+PyObject *nd_tree_leaves(PyObject *o, int maxdepth);
+/* o's structure with its leaves (nd_tree_leaves' order) replaced by the
+ * items of the sequence `leaves`, which must have as many. New ref. */
+PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth);
 #endif

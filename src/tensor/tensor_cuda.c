@@ -101,19 +101,18 @@ static int cu_flush(PyObject *t)
     return 0;
 }
 
-/* a Tensor that requires grad in obj (through tuples, lists and dicts) */
-static int any_grad(PyObject *obj, int depth)
+int nd_tensor_any_grad(PyObject *obj, int depth)
 {
     if (nd_tensor_check(obj)) return ND_TENSOR(obj)->requires_grad;
     if (depth > 16) return 0;
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); i++)
-            if (any_grad(PySequence_Fast_GET_ITEM(obj, i), depth + 1)) return 1;
+            if (nd_tensor_any_grad(PySequence_Fast_GET_ITEM(obj, i), depth + 1)) return 1;
     } else if (PyDict_Check(obj)) {
         PyObject *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(obj, &pos, &k, &v))
-            if (any_grad(v, depth + 1)) return 1;
+            if (nd_tensor_any_grad(v, depth + 1)) return 1;
     }
     return 0;
 }
@@ -126,7 +125,7 @@ static PyObject *cu_apply(int kind, PyObject *func, PyObject *args, PyObject *kw
     PyObject *r = call_engine("apply", a);
     Py_XDECREF(a);
     if (!r) return NULL;
-    if (nd_tape_grad_enabled() && (any_grad(args, 0) || (kwargs && any_grad(kwargs, 0))) &&
+    if (nd_tape_grad_enabled() && (nd_tensor_any_grad(args, 0) || (kwargs && nd_tensor_any_grad(kwargs, 0))) &&
         nd_tape_record(kind, func, args, kwargs, r) < 0)
         Py_CLEAR(r);
     return r;

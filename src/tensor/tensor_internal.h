@@ -64,6 +64,8 @@ PyObject *nd_tensor_from_array_of(PyObject *obj, PyTypeObject *tp);
 /* ---- tensor_cuda.c: numdyn.Tensor on CUDA (a subtype of Tensor) */
 extern PyTypeObject NdCudaTensor_Type;
 int nd_tensor_is_cuda(PyObject *o);
+/* obj is, or holds in its tuples, lists and dicts, a Tensor that requires grad */
+int nd_tensor_any_grad(PyObject *obj, int depth);
 PyObject *nd_tensor_cuda_from_buffer(PyObject *devbuf);
 /* numdyn.from_dlpack of a kDLCUDA producer: its memory, no copy */
 PyObject *nd_tensor_cuda_from_dlpack(PyObject *producer);

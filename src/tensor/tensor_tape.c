@@ -17,6 +17,7 @@
  * of captured forward/backward graphs with it.
  */
 #include "tensor/tensor_internal.h"
+#include "core/containers.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -184,9 +185,13 @@ static int record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, Py
     int rc = 0;
     if (nd_tensor_check(out)) {
         rc = mark_output(out, (PyObject *)n, -1);
-    } else if (PyTuple_Check(out) || PyList_Check(out)) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out) && rc == 0; i++)
-            rc = mark_output(PySequence_Fast_GET_ITEM(out, i), (PyObject *)n, (int)i);
+    } else if (PyTuple_Check(out) || PyList_Check(out) || PyDict_CheckExact(out)) {
+        /* output k: the k-th leaf of the result (nested lists, tuples, dicts) */
+        PyObject *leaves = nd_tree_leaves(out, 16);
+        rc = leaves ? 0 : -1;
+        for (Py_ssize_t i = 0; leaves && i < PyList_GET_SIZE(leaves) && rc == 0; i++)
+            rc = mark_output(PyList_GET_ITEM(leaves, i), (PyObject *)n, (int)i);
+        Py_XDECREF(leaves);
     }
     Py_DECREF(n);
     return rc;
@@ -203,6 +208,7 @@ int nd_tape_record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, P
  * refuse the Tensor's later in-place writes; None for a non-array */
 static PyObject *placeholder(PyObject *x)
 {
+    if (PyTuple_Check(x) || PyList_Check(x) || PyDict_CheckExact(x)) return ND_NOT_LEAF;
     if (!PyArray_Check(x) && !PyArray_IsScalar(x, Generic)) return Py_NewRef(Py_None);
     PyObject *a = PyArray_FromAny(x, NULL, 0, 0, 0, NULL);
     if (!a) return NULL;
@@ -226,21 +232,12 @@ static PyObject *placeholder(PyObject *x)
     return r;
 }
 
+static PyObject *placeholder_leaf(PyObject *x, int depth, void *ctx) { return placeholder(x); }
+
 int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
                        PyObject *pull, PyObject *positions, PyObject *fwd)
 {
-    PyObject *ph;
-    if (PyTuple_Check(fwd) || PyList_Check(fwd)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(fwd);
-        ph = PyTuple_New(n);
-        for (Py_ssize_t i = 0; ph && i < n; i++) {
-            PyObject *p = placeholder(PySequence_Fast_GET_ITEM(fwd, i));
-            if (!p) Py_CLEAR(ph);
-            else PyTuple_SET_ITEM(ph, i, p);
-        }
-    } else {
-        ph = placeholder(fwd);
-    }
+    PyObject *ph = nd_map_leaves(fwd, placeholder_leaf, NULL, 16, 0);
     if (!ph) return -1;
     int rc = record(ND_OP_CALL, func, args, kwargs, out, pull, positions, ph);
     Py_DECREF(ph);
@@ -481,6 +478,24 @@ typedef struct {
     PyObject *known;
 } NdTapeProgram;
 
+/* output k of a step's result: its k-th leaf (record's numbering) */
+static PyObject *nth_leaf(PyObject *v, int k)
+{
+    if (PyTuple_Check(v) || PyList_Check(v)) {  /* the common flat case */
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v), i = 0;
+        for (; i < n; i++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(v, i);
+            if (PyTuple_Check(o) || PyList_Check(o) || PyDict_CheckExact(o)) break;
+        }
+        if (i == n) return PySequence_GetItem(v, k);
+    }
+    PyObject *leaves = nd_tree_leaves(v, 16);
+    if (!leaves) return NULL;
+    PyObject *r = PySequence_GetItem(leaves, k);
+    Py_DECREF(leaves);
+    return r;
+}
+
 static PyObject *fill(PyObject *tpl, PyObject *const *params, PyObject **vals, int depth)
 {
     if (Py_IS_TYPE(tpl, &NdSlot_Type)) {
@@ -488,7 +503,7 @@ static PyObject *fill(PyObject *tpl, PyObject *const *params, PyObject **vals, i
         if (s->step == -1) return Py_NewRef(params[s->index]);
         PyObject *v = vals[s->step];
         if (s->index < 0) return Py_NewRef(v);
-        return PySequence_GetItem(v, s->index);
+        return nth_leaf(v, s->index);
     }
     if (!PyTuple_CheckExact(tpl) || depth > 17) return Py_NewRef(tpl);
     Py_ssize_t n = PyTuple_GET_SIZE(tpl);
@@ -574,7 +589,7 @@ static PyObject *program_vectorcall(PyObject *self, PyObject *const *args, size_
             PyObject *e = PyTuple_GET_ITEM(p->known, kn);
             if (PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0)) != i) break;
             int idx = (int)PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
-            PyObject *piece = idx < 0 ? Py_NewRef(r) : PySequence_GetItem(r, idx);
+            PyObject *piece = idx < 0 ? Py_NewRef(r) : nth_leaf(r, idx);
             PyObject *ok = piece ? PyObject_CallFunctionObjArgs(
                                        alias_entry, piece,
                                        args[PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 2))], NULL)
@@ -834,15 +849,9 @@ static int accumulate(PyObject *leaf, PyObject *g, int conj)
  * differentiated by a vjp of its own one-step program. Cotangents are
  * summed per (node, output). */
 
-/* the output leaves of a node's forward result, as _vjp walks them: a tuple
- * or list's items, else the result itself (new list) */
-static PyObject *out_items(PyObject *fwd)
-{
-    if (PyTuple_Check(fwd) || PyList_Check(fwd)) return PySequence_List(fwd);
-    PyObject *l = PyList_New(1);
-    if (l) PyList_SET_ITEM(l, 0, Py_NewRef(fwd));
-    return l;
-}
+/* the output leaves of a node's forward result, as _vjp walks them (nested
+ * tuples, lists, dicts), else the result itself (new list) */
+static PyObject *out_items(PyObject *fwd) { return nd_tree_leaves(fwd, 16); }
 
 static PyObject *ct_key(PyObject *node, int k)
 {
@@ -936,7 +945,7 @@ static PyObject *node_cts(PyObject *cts, NdTapeNode *n, PyObject *fwd, int *any)
     PyObject *items = out_items(fwd);
     if (!items) return NULL;
     Py_ssize_t m = PyList_GET_SIZE(items);
-    int single = !(PyTuple_Check(fwd) || PyList_Check(fwd));
+    int single = !(PyTuple_Check(fwd) || PyList_Check(fwd) || PyDict_CheckExact(fwd));
     PyObject *r = PyTuple_New(m);
     *any = 0;
     for (Py_ssize_t k = 0; r && k < m; k++) {
@@ -963,6 +972,52 @@ static PyObject *node_cts(PyObject *cts, NdTapeNode *n, PyObject *fwd, int *any)
     return r;
 }
 
+/* a vjp node's differentiated arguments that are lists, tuples or dicts:
+ * *prims and *grads (one entry per argument) become one entry per leaf,
+ * each Tensor leaf (at the version the node read) paired with the leaf of
+ * its gradient; other leaves are kept, skipped by the sweep. 0 / -1. */
+static int container_prims(NdTapeNode *n, PyObject **prims, PyObject **grads)
+{
+    Py_ssize_t m = PyList_GET_SIZE(*prims), j;
+    for (j = 0; j < m; j++) {
+        PyObject *a = PyList_GET_ITEM(*prims, j);
+        if (PyTuple_Check(a) || PyList_Check(a) || PyDict_CheckExact(a)) break;
+    }
+    if (j == m) return 0;
+    PyObject *np = PyList_New(0), *ng = PyList_New(0);
+    int rc = np && ng ? 0 : -1;
+    for (j = 0; j < m && rc == 0; j++) {
+        PyObject *a = PyList_GET_ITEM(*prims, j), *g = PyTuple_GET_ITEM(*grads, j);
+        if (nd_tensor_check(a) || !(PyTuple_Check(a) || PyList_Check(a) || PyDict_CheckExact(a))) {
+            rc = PyList_Append(np, a) < 0 || PyList_Append(ng, g) < 0 ? -1 : 0;
+            continue;
+        }
+        PyObject *al = nd_tree_leaves(a, 16);
+        PyObject *gl = al ? (g == Py_None ? NULL : nd_tree_leaves(g, 16)) : NULL;
+        if (!al || (g != Py_None && !gl)) { Py_XDECREF(al); rc = -1; break; }
+        if (gl && PyList_GET_SIZE(gl) != PyList_GET_SIZE(al)) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: a gradient's structure differs from its "
+                            "argument's");
+            rc = -1;
+        }
+        for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(al); k++) {
+            PyObject *leaf = PyList_GET_ITEM(al, k);
+            if (!nd_tensor_check(leaf) || !ND_TENSOR(leaf)->requires_grad) continue;
+            PyObject *t = resolve(n, leaf);
+            rc = !t || PyList_Append(np, t) < 0 ||
+                 PyList_Append(ng, gl ? PyList_GET_ITEM(gl, k) : Py_None) < 0 ? -1 : 0;
+        }
+        Py_DECREF(al);
+        Py_XDECREF(gl);
+    }
+    PyObject *gt = rc == 0 ? PyList_AsTuple(ng) : NULL;
+    Py_XDECREF(ng);
+    if (!gt) { Py_XDECREF(np); return -1; }
+    Py_SETREF(*prims, np);
+    Py_SETREF(*grads, gt);
+    return 0;
+}
+
 static int sweep(PyObject *root, PyObject *g, PyObject *order)
 {
     PyObject *cts = PyDict_New(), *lgrads = PyDict_New(), *lorder = PyList_New(0);
@@ -979,10 +1034,13 @@ static int sweep(PyObject *root, PyObject *g, PyObject *order)
             /* the forward already ran: its pullback and its differentiated Tensors */
             pull = Py_NewRef(n->pull);
             fwd = Py_NewRef(n->fwd);
+            /* per position its argument: a Tensor, or a list/tuple/dict
+             * whose gradient has its structure (grads_leaves below) */
             prims = PyList_New(PyTuple_GET_SIZE(n->positions));
             for (Py_ssize_t j = 0; prims && j < PyTuple_GET_SIZE(n->positions); j++) {
                 Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(n->positions, j));
-                PyObject *t = resolve(n, PyTuple_GET_ITEM(n->args, pos));
+                PyObject *a = PyTuple_GET_ITEM(n->args, pos);
+                PyObject *t = nd_tensor_check(a) ? resolve(n, a) : a;
                 if (!t) { Py_CLEAR(prims); break; }
                 PyList_SET_ITEM(prims, j, Py_NewRef(t));
             }
@@ -1007,10 +1065,11 @@ static int sweep(PyObject *root, PyObject *g, PyObject *order)
                             "of gradients");
             goto next;
         }
+        if (n->pull && container_prims(n, &prims, &grads) < 0) goto next;
         bad = 0;
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(prims) && !bad; j++) {
             PyObject *t = PyList_GET_ITEM(prims, j), *gj = PyTuple_GET_ITEM(grads, j);
-            if (gj == Py_None) continue;
+            if (gj == Py_None || !nd_tensor_check(t)) continue;
             PyObject *key;
             if (ND_TENSOR(t)->node) {
                 key = ct_key(ND_TENSOR(t)->node, ND_TENSOR(t)->node_out);

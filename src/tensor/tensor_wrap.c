@@ -135,7 +135,8 @@ static PyObject *export_array(PyObject *arr, PyTypeObject *tp)
 }
 
 static int is_jax_tracer(PyObject *x);
-static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int depth);
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad,
+                                 int depth);
 
 /* what a tensor argument is inside fn: an ndarray (new ref), or the
  * argument itself when it is not a tensor; lists, tuples and dicts of
@@ -150,7 +151,7 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
         return Py_NewRef(ND_TENSOR(x)->array);
     }
     if (PyTuple_CheckExact(x) || PyList_CheckExact(x) || PyDict_CheckExact(x))
-        return enter_container(x, kind, 0);
+        return enter_container(x, kind, grad, foreign_grad, 0);
     if (PyArray_Check(x) || PyLong_Check(x) || PyFloat_Check(x) || PyBool_Check(x) ||
         PyComplex_Check(x) || x == Py_None || PyUnicode_Check(x) || PyTuple_Check(x) ||
         PyList_Check(x) || PyDict_Check(x) || PyArray_IsScalar(x, Generic))
@@ -180,39 +181,30 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
 }
 
 /* One element of a list/tuple/dict argument as fn sees it (new ref):
- * tensors as ndarrays, as torch's wrap_numpy maps its arguments' pytree.
- * Left as they are: a numdyn Tensor that requires grad (the tape records
- * it where the call is replayed) or on CUDA, a JAX tracer; a foreign
- * tensor that requires grad raises (its gradient would be lost). */
-static PyObject *enter_item(PyObject *v, PyTypeObject **kind, int depth)
+ * tensors as ndarrays, as torch's wrap_numpy maps its arguments' pytree
+ * (*grad / *foreign_grad: a numdyn / foreign tensor in it requires grad:
+ * its gradient is the container's, vjp_call and numdyn/_torch.py).
+ * Left as they are: a numdyn Tensor on CUDA, a JAX tracer. */
+static PyObject *enter_item(PyObject *v, PyTypeObject **kind, int *grad, int *foreign_grad, int depth)
 {
     if (PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v))
-        return depth < 16 ? enter_container(v, kind, depth + 1) : Py_NewRef(v);
-    if (nd_tensor_check(v) && (ND_TENSOR(v)->requires_grad || nd_tensor_is_cuda(v)))
-        return Py_NewRef(v);
+        return depth < 16 ? enter_container(v, kind, grad, foreign_grad, depth + 1) : Py_NewRef(v);
+    if (nd_tensor_check(v) && nd_tensor_is_cuda(v)) return Py_NewRef(v);
     if (is_jax_tracer(v)) return Py_NewRef(v);
-    int g = 0, fg = 0;
-    PyObject *e = enter(v, kind, &g, &fg);
-    if (e && fg) {
-        Py_DECREF(e);
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "numdyn.wrap_numpy: a tensor that requires grad inside a list, tuple or "
-                        "dict argument; pass it as an argument of its own");
-        return NULL;
-    }
-    return e;
+    return enter(v, kind, grad, foreign_grad);
 }
 
 /* a list, tuple or dict argument: a new one of the same type holding its
  * tensors as ndarrays (and so for the containers inside it), or x itself
  * when it holds none (the function may change it for the caller) */
-static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int depth)
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad,
+                                 int depth)
 {
     if (PyDict_CheckExact(x)) {
         PyObject *out = NULL, *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(x, &pos, &k, &v)) {
-            PyObject *e = enter_item(v, kind, depth);
+            PyObject *e = enter_item(v, kind, grad, foreign_grad, depth);
             if (!e) { Py_XDECREF(out); return NULL; }
             if (e != v && !out && !(out = PyDict_Copy(x))) { Py_DECREF(e); return NULL; }
             int rc = out ? PyDict_SetItem(out, k, e) : 0;
@@ -226,7 +218,7 @@ static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int depth)
     PyObject *out = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PySequence_Fast_GET_ITEM(x, i);
-        PyObject *e = enter_item(v, kind, depth);
+        PyObject *e = enter_item(v, kind, grad, foreign_grad, depth);
         if (!e) { Py_XDECREF(out); return NULL; }
         if (e != v && !out) {
             out = tup ? PyTuple_New(n) : PyList_New(n);
@@ -319,12 +311,13 @@ static int own_one(PyObject *t)
 
 static int own_results(PyObject *r)
 {
-    if (PyTuple_Check(r) || PyList_Check(r)) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++)
-            if (own_one(PySequence_Fast_GET_ITEM(r, i)) < 0) return -1;
-        return 0;
-    }
-    return own_one(r);
+    PyObject *leaves = nd_tree_leaves(r, 16);
+    if (!leaves) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(leaves) && rc == 0; i++)
+        rc = own_one(PyList_GET_ITEM(leaves, i));
+    Py_DECREF(leaves);
+    return rc;
 }
 
 /* A call with numdyn Tensors that require grad: the forward runs as
@@ -333,19 +326,17 @@ static int own_results(PyObject *r)
  * the tape node keeps the pullback: backward() then runs only the
  * backward graph, not fn again. *used = 0 (and NULL returned, nothing
  * done) where that does not apply: a Tensor that requires grad passed by
- * keyword or inside a container, a custom backend, a result other than
- * arrays/scalars or a flat tuple/list of them; the call is then recorded
- * as a node backward() replays. */
+ * keyword, a custom backend; the call is then recorded as a node
+ * backward() replays. An argument that is a list, tuple or dict holding
+ * such Tensors is differentiated as a whole (the gradient has its
+ * structure; the tape gives each Tensor its leaf); results may nest. */
 static PyObject *vjp_call(NdWrapped *w, PyObject *const *args, PyObject **a, Py_ssize_t nargs,
                           PyObject *kwnames, int *used)
 {
     *used = 0;
     Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     for (Py_ssize_t i = nargs; i < n; i++)
-        if (nd_tensor_check(args[i]) && ND_TENSOR(args[i])->requires_grad) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if ((PyTuple_Check(args[i]) || PyList_Check(args[i]) || PyDict_Check(args[i])))
-            return NULL;  /* Tensors inside containers: the replayed node sees them */
+        if (nd_tensor_any_grad(args[i], 0)) return NULL;
     PyObject *backend = PyObject_GetAttrString(w->compiled, "backend");
     if (!backend) { PyErr_Clear(); return NULL; }
     int builtin = PyUnicode_Check(backend) &&
@@ -363,7 +354,7 @@ static PyObject *vjp_call(NdWrapped *w, PyObject *const *args, PyObject **a, Py_
              *positions = NULL, *tkw = NULL;
     if (!pos) goto done;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (!nd_tensor_check(args[i]) || !ND_TENSOR(args[i])->requires_grad) continue;
+        if (!nd_tensor_any_grad(args[i], 0)) continue;
         PyObject *num = PyLong_FromSsize_t(i);
         if (!num || PyList_Append(pos, num) < 0) { Py_XDECREF(num); goto done; }
         Py_DECREF(num);
@@ -403,31 +394,15 @@ static PyObject *vjp_call(NdWrapped *w, PyObject *const *args, PyObject **a, Py_
         goto done;
     }
     PyObject *out = PyTuple_GET_ITEM(res3, 0);
-    int flat = !(PyTuple_Check(out) || PyList_Check(out) || PyDict_Check(out));
-    if (!flat && !PyDict_Check(out)) {
-        flat = 1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out) && flat; i++) {
-            PyObject *o = PySequence_Fast_GET_ITEM(out, i);
-            flat = !(PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o));
-        }
-    }
     *used = 1;
     r = leave(Py_NewRef(out), &NdTensor_Type, 0);
-    if (r && flat) {
+    if (r) {
         /* the Tensors themselves as the node's arguments (versions noted) */
         PyObject *nargs_t = PyTuple_New(nargs);
         for (Py_ssize_t i = 0; nargs_t && i < nargs; i++)
             PyTuple_SET_ITEM(nargs_t, i, Py_NewRef(args[i]));
         if (!nargs_t || nd_tape_record_vjp(w->compiled, nargs_t, tkw, r,
                                            PyTuple_GET_ITEM(res3, 2), positions, out) < 0)
-            Py_CLEAR(r);
-        Py_XDECREF(nargs_t);
-    } else if (r) {
-        /* a nested result: recorded as a node backward() replays */
-        PyObject *nargs_t = PyTuple_New(nargs);
-        for (Py_ssize_t i = 0; nargs_t && i < nargs; i++)
-            PyTuple_SET_ITEM(nargs_t, i, Py_NewRef(args[i]));
-        if (!nargs_t || nd_tape_record(ND_OP_CALL, w->compiled, nargs_t, tkw, r) < 0)
             Py_CLEAR(r);
         Py_XDECREF(nargs_t);
     }
@@ -672,7 +647,22 @@ static PyObject *mod_from_array(PyObject *m, PyObject *args)
     return leave(Py_NewRef(r), Py_TYPE(like), 0);
 }
 
+/* _tree_leaves(obj) / _tree_unflatten(obj, leaves): the torch bridge's
+ * view of an argument or result as its leaves (core/containers.h) */
+static PyObject *mod_tree_leaves(PyObject *m, PyObject *o) { return nd_tree_leaves(o, 16); }
+
+static PyObject *mod_tree_unflatten(PyObject *m, PyObject *args)
+{
+    PyObject *o, *leaves;
+    if (!PyArg_ParseTuple(args, "OO:_tree_unflatten", &o, &leaves)) return NULL;
+    return nd_tree_unflatten(o, leaves, 16);
+}
+
 static PyMethodDef wrap_functions[] = {
+    {"_tree_leaves", mod_tree_leaves, METH_O,
+     "The leaves of a value in its tuples, lists and dicts, in order (a list)."},
+    {"_tree_unflatten", mod_tree_unflatten, METH_VARARGS,
+     "_tree_unflatten(obj, leaves): obj's structure holding the given leaves."},
     {"_wrap_numpy", mod_wrap_numpy, METH_VARARGS, "_wrap_numpy(fn, compile_kwargs)"},
     {"_set_torch_bridge", mod_set_torch_bridge, METH_O, NULL},
     {"_set_jax_bridge", mod_set_jax_bridge, METH_O, NULL},
