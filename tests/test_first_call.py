@@ -8,6 +8,7 @@ gate (a file the test creates), so "the compiler has not finished" is a fact
 of the test, not a timing: no test here measures speed.
 """
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -546,7 +547,11 @@ print("OK", ok, len(res), numdyn.utils.counters["kernels_compiled"])
     assert ok == "True" and n == "5", r.stdout
     units = list(cache.glob("*.so"))
     compiles = log.read_text().splitlines()
-    assert len(compiles) == len(units) == int(compiled), (compiles, units, compiled)
+    assert len(compiles) == len(units), (compiles, units)
+    # the kernels asked for at once compile in few compiler runs
+    # (cache_disk.c, bg_start_merged): each kernel in exactly one unit
+    kernels = [k for p in cache.glob("*.c") for k in re.findall(r"\bndk_[0-9a-f]{16}\b", p.read_text())]
+    assert len(kernels) == len(set(kernels)) == int(compiled), (kernels, compiled)
 
 
 # the default mode's fallback over real programs: NumPy runs every graph

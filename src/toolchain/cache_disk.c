@@ -741,6 +741,13 @@ typedef struct {
     char *out;
     size_t olen;
     char pch[256];       /* the precompiled header's option it started with ("": none) */
+    /* a merged compile (bg_start_merged): the other units of the request
+     * compiled in the same compiler run (their bases), and every member's
+     * kernel index keys; published as base, the others' kernels indexed
+     * to it */
+    int nmore, nkk;
+    char (*more)[32];
+    uint64_t *kk;
 } bg_job;
 
 static bg_job **bg;
@@ -758,6 +765,8 @@ static void bg_drop(int i)
     Py_XDECREF(j->et);
     Py_XDECREF(j->ev);
     Py_XDECREF(j->etb);
+    PyMem_RawFree(j->more);
+    PyMem_RawFree(j->kk);
     PyMem_RawFree(j);
     bg[i] = bg[--nbg];
 }
@@ -839,12 +848,21 @@ void nd_disk_call_end(void)
     if (call_depth > 0 && --call_depth == 0) call_deadline = 0;
 }
 
+/* 1 when job j builds unit base (its own or a merged member) */
+static int bg_is(const bg_job *j, const char *base)
+{
+    if (!strcmp(j->base, base)) return 1;
+    for (int m = 0; m < j->nmore; m++)
+        if (!strcmp(j->more[m], base)) return 1;
+    return 0;
+}
+
 /* 1 when job j is one of the n bases asked for (all when bases is NULL) */
 static int bg_wanted(const bg_job *j, char (*bases)[32], int n)
 {
     if (!bases) return 1;
     for (int i = 0; i < n; i++)
-        if (!strcmp(j->base, bases[i])) return 1;
+        if (bg_is(j, bases[i])) return 1;
     return 0;
 }
 
@@ -909,18 +927,52 @@ int nd_disk_wait_all(void)
     return nd_pch_wait();
 }
 
+/* A new job building src as unit base, queued (bg_pump starts it when a
+ * compiler slot is free): the job, or NULL with an exception. */
+static bg_job *bg_new(int dfd, const char *given, const char *base, const char *src, size_t len)
+{
+    if (nbg == capbg) {
+        int cap = capbg ? 2 * capbg : 8;
+        bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
+        if (!nb) { PyErr_NoMemory(); return NULL; }
+        bg = nb;
+        capbg = cap;
+    }
+    bg_job *j = PyMem_RawCalloc(1, sizeof *j);
+    if (!j) { PyErr_NoMemory(); return NULL; }
+    snprintf(j->base, sizeof j->base, "%s", base);
+    j->ub.base = j->base;
+    j->rfd = -1;
+    j->owner = getpid();
+    if ((j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        PyMem_RawFree(j);
+        return PyErr_SetFromErrno(PyExc_OSError), NULL;
+    }
+    if (build_prepare(dfd, given, &j->ub, src, len) < 0) {
+        close(j->dfd);
+        PyMem_RawFree(j);
+        return NULL;
+    }
+    if (!bg_exit_set) bg_exit_set = Py_AtExit(bg_atexit) == 0;
+    bg[nbg++] = j;
+    return j;
+}
+
 /* unit i of a background request: *handle set when it is ready; 0, or -1
- * with an exception (the compile failed) */
+ * with an exception (the compile failed). The request's units (req, their
+ * bases and handles, nreq of them) built by the same merged compile get
+ * their handles too. */
 static int bg_step(int dfd, const char *given, const char *base, const nd_disk_unit *u,
-                   void **handle)
+                   void **handle, int nreq, const nd_disk_unit *req, char (*req_bases)[32],
+                   void **req_h)
 {
     *handle = NULL;
     int i = 0;
-    while (i < nbg && strcmp(bg[i]->base, base)) i++;
-    if (i < nbg && bg[i]->owner != getpid()) {  /* a fork's copy of its parent's job */
-        close(bg[i]->ub.bfd);
-        bg_drop(i);
-        i = nbg;
+    while (i < nbg) {
+        if (!bg_is(bg[i], base)) { i++; continue; }
+        if (bg[i]->owner == getpid()) break;
+        close(bg[i]->ub.bfd);  /* a fork's copy of its parent's job */
+        bg_drop(i);            /* (the last job moved to i: look at it next) */
     }
     if (i == nbg) {
         /* another thread may have collected (and published) it while this
@@ -929,30 +981,13 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
             return 0;
         }
-        if (nbg == capbg) {
-            int cap = capbg ? 2 * capbg : 8;
-            bg_job **nb = PyMem_RawRealloc(bg, sizeof(*nb) * (size_t)cap);
-            if (!nb) { PyErr_NoMemory(); return -1; }
-            bg = nb;
-            capbg = cap;
+        /* or it was a member of a merged compile: its kernels are indexed
+         * to the unit published */
+        if (from_index(dfd, u, handle)) {
+            nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
+            return 0;
         }
-        bg_job *j = PyMem_RawCalloc(1, sizeof *j);
-        if (!j) { PyErr_NoMemory(); return -1; }
-        snprintf(j->base, sizeof j->base, "%s", base);
-        j->ub.base = j->base;
-        j->rfd = -1;
-        j->owner = getpid();
-        if ((j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0) {
-            PyMem_RawFree(j);
-            return PyErr_SetFromErrno(PyExc_OSError), -1;
-        }
-        if (build_prepare(dfd, given, &j->ub, u->src, u->len) < 0) {
-            close(j->dfd);
-            PyMem_RawFree(j);
-            return -1;
-        }
-        if (!bg_exit_set) bg_exit_set = Py_AtExit(bg_atexit) == 0;
-        bg[nbg++] = j;
+        if (!bg_new(dfd, given, base, u->src, u->len)) return -1;
         bg_pump();  /* starts it when a compiler slot is free */
         return 0;
     }
@@ -974,12 +1009,94 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
         *handle = build_finish(dfd, given, &j->ub, 1, u->syms, u->nsyms);
         if (*handle) {
             *u->compiled = 1;
-            index_unit(dfd, base, u);
+            if (!j->nmore) {
+                index_unit(dfd, base, u);
+            } else {
+                /* a merged compile: its units' kernels, all in the unit
+                 * published, and the request's other members done too */
+                uint64_t ident = nd_cc_identity();
+                for (int k = 0; k < j->nkk; k++)
+                    index_put(dfd, j->base, index_name(ident, j->kk[k]));
+                for (int k = 0; k < nreq; k++)
+                    if (!req_h[k] && bg_is(j, req_bases[k]) && has_syms(*handle, req[k].syms, req[k].nsyms)) {
+                        req_h[k] = *handle;
+                        *req[k].compiled = 1;
+                    }
+            }
         } else {
             rc = -1;
         }
     }
     bg_drop(i);
+    return rc;
+}
+
+/* The units fresh[0..nfresh) of a background request (none on disk, none
+ * building), queued as merged compiles: up to nd_cc_jobs() compiler runs
+ * of at least ND_UNIT_TEXT bytes of kernel text each (as waited-for
+ * compiles split a graph's kernels), balanced in order. A unit stays one
+ * kernel's (its name, so any graph asking for that kernel, finds the job
+ * while it runs and the kernel through the index after); only the compiler
+ * runs are fewer -- each pays the driver, cc1 loading the precompiled
+ * header, as and the -shared link (~40 ms CPU), a unit a kernel paid them
+ * per kernel. The merged source is the units' sources one after another,
+ * ND_UNIT_PRELUDE once (only units that begin with it are merged). 0, or
+ * -1 with an exception. */
+static int bg_start_merged(int dfd, const char *given, const nd_disk_unit *units,
+                           char (*bases)[32], const int *fresh, int nfresh)
+{
+    size_t total = 0;
+    for (int f = 0; f < nfresh; f++) total += units[fresh[f]].len;
+    int ng = nd_cc_jobs();
+    if ((size_t)ng > total / ND_UNIT_TEXT + 1) ng = (int)(total / ND_UNIT_TEXT + 1);
+    if (ng > nfresh) ng = nfresh;
+    if (ng < 1) ng = 1;
+    int *grp = PyMem_Calloc((size_t)nfresh, sizeof(int));
+    size_t *load = PyMem_Calloc((size_t)ng, sizeof(size_t));
+    int rc = -1;
+    if (!grp || !load) { PyErr_NoMemory(); goto out; }
+    for (int f = 0; f < nfresh; f++) {
+        int g = 0;
+        for (int v = 1; v < ng; v++) if (load[v] < load[g]) g = v;
+        grp[f] = g;
+        load[g] += units[fresh[f]].len;
+    }
+    for (int g = 0; g < ng; g++) {
+        int first = -1, nm = 0, nk = 0;
+        nd_sb src;
+        nd_sb_init(&src);
+        for (int f = 0; f < nfresh; f++) {
+            if (grp[f] != g) continue;
+            const nd_disk_unit *u = &units[fresh[f]];
+            if (first < 0) first = f;
+            nm++;
+            nk += u->nsyms;
+            nd_sb_puts(&src, u->src + (nm > 1 ? strlen(ND_UNIT_PRELUDE) : 0));
+        }
+        if (first < 0) { nd_sb_free(&src); continue; }
+        if (nd_sb_check(&src) < 0) { nd_sb_free(&src); goto out; }
+        const nd_disk_unit *u0 = &units[fresh[first]];
+        bg_job *j = nm == 1 ? bg_new(dfd, given, bases[fresh[first]], u0->src, u0->len)
+                            : bg_new(dfd, given, bases[fresh[first]], src.p, src.n);
+        nd_sb_free(&src);
+        if (!j) goto out;
+        if (nm > 1) {
+            j->more = PyMem_RawCalloc((size_t)nm - 1, sizeof *j->more);
+            j->kk = PyMem_RawCalloc((size_t)nk, sizeof *j->kk);
+            if (!j->more || !j->kk) { PyErr_NoMemory(); goto out; }  /* the job stays queued alone */
+            for (int f = 0; f < nfresh; f++) {
+                if (grp[f] != g) continue;
+                const nd_disk_unit *u = &units[fresh[f]];
+                if (f != first) memcpy(j->more[j->nmore++], bases[fresh[f]], sizeof *j->more);
+                for (int s = 0; s < u->nsyms; s++) j->kk[j->nkk++] = u->kkeys[s];
+            }
+        }
+    }
+    bg_pump();
+    rc = 0;
+out:
+    PyMem_Free(grp);
+    PyMem_Free(load);
     return rc;
 }
 
@@ -996,8 +1113,9 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
     int *todo = PyMem_Calloc((size_t)n, sizeof(int)), *fds = PyMem_Calloc((size_t)n, sizeof(int));
     const char **shown = PyMem_Calloc((size_t)n, sizeof(char *));
     char *via = PyMem_Calloc((size_t)n, 1);  /* units assembled from the index */
-    int nb = 0, nbg_req = 0, rc = -1;
-    if (!bases || !ub || !todo || !fds || !shown || !via) { PyErr_NoMemory(); goto done; }
+    int *fresh = PyMem_Calloc((size_t)n, sizeof(int));  /* background: to start, merged */
+    int nb = 0, nbg_req = 0, nfresh = 0, rc = -1;
+    if (!bases || !ub || !todo || !fds || !shown || !via || !fresh) { PyErr_NoMemory(); goto done; }
     /* the compiler, its flags, the host ISA, the headers and numdyn's
      * version are part of every entry's name here, whatever the caller's key
      * covers: a kernel built against another header or ISA never loads */
@@ -1005,6 +1123,7 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
     for (int i = 0; i < n; i++) {
         uint64_t key = nd_fnv64(&ident, sizeof ident, units[i].key);
         snprintf(bases[i], sizeof bases[i], "%016llx", (unsigned long long)key);
+        if (handles[i]) continue;  /* built by a merged compile collected for an earlier one */
         handles[i] = try_load(dfd, bases[i], units[i].syms, units[i].nsyms);
         if (handles[i]) {
             nd_counter_add(ND_CTR_DISK_CACHE_HITS, 1);
@@ -1017,7 +1136,16 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         }
         if (nd_disk_load_only) continue;  /* frozen: not built, handle NULL */
         if (nd_disk_background) {
-            if (bg_step(dfd, given, bases[i], &units[i], &handles[i]) < 0) goto done;
+            int building = 0;
+            for (int b = 0; b < nbg && !building; b++)
+                building = bg[b]->owner == getpid() && bg_is(bg[b], bases[i]);
+            if (!building && units[i].kkeys && units[i].addrs && units[i].nsyms > 0 &&
+                !strncmp(units[i].src, ND_UNIT_PRELUDE, strlen(ND_UNIT_PRELUDE))) {
+                fresh[nfresh++] = i;  /* started below, with the request's others */
+                continue;
+            }
+            if (bg_step(dfd, given, bases[i], &units[i], &handles[i], n, units, bases, handles) < 0)
+                goto done;
             if (!handles[i]) todo[nbg_req++] = i;
             continue;
         }
@@ -1026,6 +1154,10 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         fds[nb] = ub[nb].bfd;
         shown[nb] = ub[nb].shown;
         todo[nb++] = i;
+    }
+    if (nfresh) {
+        if (bg_start_merged(dfd, given, units, bases, fresh, nfresh) < 0) goto done;
+        for (int f = 0; f < nfresh; f++) todo[nbg_req++] = fresh[f];
     }
     if (nbg_req) {
         /* every unit's compiler started (as many at once as nd_cc_jobs()):
@@ -1043,7 +1175,9 @@ int nd_disk_load_or_build_many(int n, const nd_disk_unit *units, void **handles)
         if (wrc < 0) goto done;
         for (int b = 0; b < nbg_req; b++) {
             int i = todo[b];
-            if (bg_step(dfd, given, bases[i], &units[i], &handles[i]) < 0) goto done;
+            if (handles[i]) continue;  /* built by a merged compile collected before it */
+            if (bg_step(dfd, given, bases[i], &units[i], &handles[i], n, units, bases, handles) < 0)
+                goto done;
         }
         rc = 0;
         goto done;
@@ -1081,6 +1215,7 @@ done:
     close(dfd);
     PyMem_Free(bases); PyMem_Free(ub); PyMem_Free(todo); PyMem_Free(fds); PyMem_Free((void *)shown);
     PyMem_Free(via);
+    PyMem_Free(fresh);
     return rc;
 }
 
