@@ -105,8 +105,8 @@ import programs_real as P  # noqa: E402
 
 NUMDYN_COLS = ("numdyn", "numdyn 1st call")
 # the speed floor's settling: 2 untimed calls + 5 timed calls of each of its
-# (up to) 3 paths (runtime_floor.c)
-FLOOR_SETTLE_CALLS = 17
+# (up to) 3 paths, 9 each when the paths are within 10% (runtime_floor.c)
+FLOOR_SETTLE_CALLS = 29
 COLUMNS = ("numpy", "numdyn", "numdyn 1st call", "numba", "numba 1st call")
 
 
@@ -578,7 +578,7 @@ def measure(case, quick=False, budget=None, log=print):
     rounds = int(max(3, min(5 if quick else 15, budget / per_round)))
     if timed:
         # warm-up: enough calls for the speed floor to measure its paths
-        # and settle (runtime_floor.c: 2 untimed + up to 3 x 5 measured calls)
+        # and settle (runtime_floor.c: 2 untimed + up to 3 x 9 measured calls)
         t = timeit_interleaved(timed, args, repeat=rounds, warmup=FLOOR_SETTLE_CALLS,
                                min_time=0.05 if quick else 0.2)
         row.update(t)

@@ -13,9 +13,13 @@
  *
  * The measurement is a cost model, not a guess: it is taken on this machine,
  * on these shapes, after the kernels were built (the first calls of a
- * signature are not timed), as the second least of recent interleaved calls. A decision is
- * re-checked with exponentially growing gaps, so a program whose first warm
- * calls were not typical is re-measured at a bounded cost (a few percent).
+ * signature are not timed), as the median of recent interleaved calls
+ * (the typical call: a path whose time varies with the machine's load,
+ * NumPy's threaded BLAS, is not judged by its lucky calls). A close call
+ * waits for more samples. A decision is re-checked with exponentially
+ * growing gaps, so a program whose first warm calls were not typical is
+ * re-measured at a bounded cost (a few percent); a re-check that would
+ * switch paths measures them again side by side first.
  *
  * Off with compile(..., options={"floor": False}), or numdyn.config.floor
  * = False (read at compile time; NUMDYN_FLOOR=0 sets its default: the test
@@ -64,11 +68,12 @@ void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, int origi
 void nd_floor_done(nd_floor_call *c, int ok);
 
 /* List of dicts: signature, path ("numdyn"/"numpy"/"original"/"measuring"),
- * calls, numdyn_s, numpy_s and original_s (second least of the recent
- * calls, seconds, None before measured), numdyn_samples / numpy_samples /
+ * calls, numdyn_s, numpy_s and original_s (median of the recent calls,
+ * seconds, None before measured), numdyn_samples / numpy_samples /
  * original_samples (timed calls of each path so far), decided_at (the call
- * that ended measuring, 0 while measuring: earlier than 2 + 2 x 5 when one
- * path is far slower), next_probe (the call that next runs a path not
+ * that ended the last measuring, 0 while measuring: earlier than 2 + 2 x 5
+ * when one path is far slower, up to 2 + 2 x 9 when the paths are within
+ * 10%), next_probe (the call that next runs a path not
  * chosen; 0 while measuring) and probes ({path: the call that next runs
  * it}, 0 for the chosen path and one the signature does not have). */
 PyObject *nd_floor_info(nd_floor *f);
@@ -76,7 +81,10 @@ PyObject *nd_floor_info(nd_floor *f);
 PyObject *nd_floor_info_for(nd_floor *f, PyObject *const *args, Py_ssize_t n);
 
 /* _floor_test_delay(numdyn_s, numpy_s, original_s): seconds added to
- * each timed call of each path (tests: a path slower than it is here). */
+ * each timed call of each path (tests: a path slower than it is here).
+ * _floor_test_times(numdyn, numpy, original): sequences of seconds that
+ * stand in for the clock's readings of each path's timed calls, cyclically
+ * (tests: decisions independent of the machine's load). */
 int nd_floor_init(PyObject *module);
 
 #endif

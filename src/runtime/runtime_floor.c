@@ -30,13 +30,23 @@
  * compiled, loaded or waited for kernels, or ran graphs around a pending
  * compile, is set aside (not a step of the schedule either), and once a
  * compile lands the own path is timed again at once, whatever the gap.
- * Each path's cost is the second least of its last NSAMP timed calls: load
- * on a busy machine only ever adds time, so low samples are the truest (a
- * median moved when load lasted through three of five calls, and sent a
- * 20x faster loop to its Python path), but the very least flatters a path
- * whose time varies (threads contending) with one lucky call. Switching
- * needs a 5% margin either way (hysteresis): two paths of equal cost must
- * not flip on noise.
+ * Each path's cost is the median of its recent timed calls (at most RING),
+ * taken interleaved with the other paths' so that load lasting through
+ * several calls lands on all of them. Not a low sample: a path whose own
+ * time varies -- NumPy's threaded OpenBLAS, whose second thread waits for
+ * a core another process holds -- has lucky calls far below its typical
+ * one (least squares 20000x10 in a quiet run: NumPy 1.98 ms a call, its
+ * second least of five under 0.95 ms, numdyn's one-thread path a steady
+ * 1 ms; the second least chose NumPy and the function ran at 0.90x). The
+ * median is the typical call, and a spike on two of five calls of a path
+ * does not move it. A marginal decision (the two best within MARGIN) waits
+ * for RING samples of each path, not NSAMP. Once decided, a timed call
+ * that would switch paths (a probe faster than the choice, or the chosen
+ * path's calls grown slower) does not switch on samples taken long apart:
+ * the paths are measured again, interleaved (re-measures at most every
+ * 16, 32, 64... calls; between them such a call switches directly).
+ * Switching needs a 5% margin either way (hysteresis): two paths of equal
+ * cost must not flip on noise.
  */
 #include "cuda.h"
 #include "core/npy.h"
@@ -49,7 +59,10 @@
 #include <time.h>
 
 #define NSLOT 8
-#define NSAMP 5
+#define NSAMP 5        /* timed calls per path before a decision */
+#define RING 9         /* kept per path; a marginal decision waits for this many */
+#define MARGIN 1.10    /* the two best paths within 10%: marginal */
+#define REGAP_FIRST 16 /* calls before a second re-measure (doubling) */
 #define WARM 2
 #define FIRST_GAP 64
 #define MAX_GAP (1u << 20)
@@ -73,8 +86,13 @@ typedef struct {
     int npath;             /* paths this signature has had: 2, or 3 once
                               the function has captured loops */
     unsigned n[NPATH];     /* samples taken per path (ring position) */
-    double samp[NPATH][NSAMP]; /* the last NSAMP timed calls per path */
-    double est[NPATH];     /* second least of them, seconds; < 0: unknown */
+    unsigned base[NPATH];  /* n[p] when the current measurement began: the
+                              samples before it are not used */
+    double samp[NPATH][RING]; /* the last RING timed calls per path */
+    double est[NPATH];     /* median of the recent ones, seconds; < 0: unknown */
+    int prev;              /* while measuring again: the decision it may
+                              keep; MEASURING for the first measurement */
+    uint64_t next_remeasure, regap; /* no re-measure before that call */
     char desc[120];
     uint64_t pending_at;   /* nd_disk_progress() + 1 when a call ran graphs
                               whose kernels were still compiling; 0: none */
@@ -84,6 +102,10 @@ typedef struct {
 } slot;
 
 static double test_delay[NPATH];   /* _floor_test_delay */
+#define TEST_TIMES 64
+static double test_times[NPATH][TEST_TIMES];  /* _floor_test_times */
+static int test_ntimes[NPATH];
+static unsigned test_next[NPATH];
 
 struct nd_floor {
     slot s[NSLOT];
@@ -210,18 +232,43 @@ static uint64_t onetime(void)
 
 /* ------------------------------------------------------------ decisions */
 
-/* the second smallest of v[0..n) (the smallest when n == 1): one pass --
- * it runs on every timed call, and the insertion sort it replaces made
- * GCC swap neighbours with 16-byte stores that the next comparison's
- * loads could not forward from (a few % of a small loop's call) */
-static double low(const double *v, int n)
+static int nsamp(const slot *s, int p)
 {
-    double a = v[0], b = v[0];   /* a <= b: the two smallest so far */
-    for (int i = 1; i < n; i++) {
-        if (i == 1 || v[i] < b) b = v[i];
-        if (b < a) { double t = a; a = b; b = t; }
+    unsigned k = s->n[p] - s->base[p];
+    return k < RING ? (int)k : RING;
+}
+
+/* the current measurement's samples of path p (at most RING) into v */
+static int recent(const slot *s, int p, double *v)
+{
+    int k = nsamp(s, p);
+    for (int i = 0; i < k; i++) v[i] = s->samp[p][(s->n[p] - 1 - (unsigned)i) % RING];
+    return k;
+}
+
+/* the k-th least (from 0) of v[0..n), by counting: it runs on timed
+ * calls, and a sort's swaps of neighbours compiled to 16-byte stores that
+ * the next comparison's loads could not forward from (a few % of a small
+ * loop's call, 7163883) */
+static double kth(const double *v, int n, int k)
+{
+    for (int i = 0; i < n; i++) {
+        int lt = 0, le = 0;
+        for (int j = 0; j < n; j++) {
+            lt += v[j] < v[i];
+            le += v[j] <= v[i];
+        }
+        if (lt <= k && k < le) return v[i];
     }
-    return n > 1 ? b : a;
+    return v[0];
+}
+
+static double median(const slot *s, int p)
+{
+    double a[RING];
+    int n = recent(s, p, a);
+    if (!n) return -1;
+    return n % 2 ? kth(a, n, n / 2) : 0.5 * (kth(a, n, n / 2 - 1) + kth(a, n, n / 2));
 }
 
 /* The first gap before probing path p, not chosen: FIRST_GAP calls, or
@@ -239,17 +286,30 @@ static uint64_t first_gap(const slot *s, int p)
     return g;
 }
 
-/* The fastest measured path; a decided one gives way only to one 5%
- * faster (hysteresis). */
-static void decide(slot *s)
+static int fastest(const slot *s)
 {
     int best = -1;
     for (int p = 0; p < s->npath; p++)
         if (s->est[p] >= 0 && (best < 0 || s->est[p] < s->est[best])) best = p;
+    return best;
+}
+
+/* whether est says to leave the decision `was` (5% hysteresis) */
+static int switches(const slot *s, int was)
+{
+    int best = fastest(s);
+    return best >= 0 && best != was && s->est[best] < 0.95 * s->est[was];
+}
+
+/* The fastest measured path; a decided one (was: the mode, or the
+ * decision a re-measure may keep) gives way only to one 5% faster
+ * (hysteresis). */
+static void decide(slot *s, int was)
+{
+    int best = fastest(s);
     if (best < 0) return;
-    int was = s->mode;
-    if (was == MEASURING) s->mode = best;
-    else if (s->est[best] < 0.95 * s->est[was]) s->mode = best;
+    if (was == MEASURING || s->est[was] < 0) s->mode = best;
+    else s->mode = switches(s, was) ? best : was;
     if (s->mode != was)  /* first decision or a switch: probe on the new costs */
         for (int p = 0; p < s->npath; p++) {
             if (p == s->mode || s->est[p] < 0) continue;
@@ -258,21 +318,15 @@ static void decide(slot *s)
         }
 }
 
-static double least(const double *v, int n)
+/* the least (sign 1) or most (sign -1) of path p's current samples */
+static double extreme(const slot *s, int p, double sign)
 {
+    double v[RING];
+    int n = recent(s, p, v);
     double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    for (int i = 1; i < n; i++) m = sign * v[i] < sign * m ? v[i] : m;
     return m;
 }
-
-static double most(const double *v, int n)
-{
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
-    return m;
-}
-
-static int nsamp(const slot *s, int p) { return s->n[p] < NSAMP ? (int)s->n[p] : NSAMP; }
 
 /* A path is measured no further once every call of it took LOPSIDED times
  * the slowest call of another. Load only adds time, so the slow path's
@@ -281,24 +335,34 @@ static int nsamp(const slot *s, int p) { return s->n[p] < NSAMP ? (int)s->n[p] :
  * alone. */
 static int out(const slot *s, int p)
 {
-    if (s->n[p] < EARLY) return 0;
-    double lo = least(s->samp[p], nsamp(s, p));
+    if (nsamp(s, p) < EARLY) return 0;
+    double lo = extreme(s, p, 1);
     for (int q = 0; q < s->npath; q++)
-        if (q != p && s->n[q] >= EARLY && lo > LOPSIDED * most(s->samp[q], nsamp(s, q))) return 1;
+        if (q != p && nsamp(s, q) >= EARLY && lo > LOPSIDED * extreme(s, q, -1)) return 1;
     return 0;
 }
 
-/* Measuring ends when every path still in the running has NSAMP samples,
- * or one path alone is left in it. */
+/* Measuring ends when every path still in the running has NSAMP samples
+ * -- RING when the two best medians are within MARGIN of each other: one
+ * more call of a path about as fast as the other costs next to nothing,
+ * and five samples a side decide a close call on noise -- or one path
+ * alone is left in it. */
 static int measured(const slot *s)
 {
-    int left = 0, short_ = 0;
+    int left = 0, short_ = 0, full = 1;
+    double m1 = -1, m2 = -1;   /* the two least medians in the running */
     for (int p = 0; p < s->npath; p++) {
         if (out(s, p)) continue;
         left++;
-        short_ |= s->n[p] < NSAMP;
+        short_ |= nsamp(s, p) < NSAMP;
+        full &= nsamp(s, p) >= RING;
+        double m = median(s, p);
+        if (m1 < 0 || m < m1) { m2 = m1; m1 = m; }
+        else if (m2 < 0 || m < m2) m2 = m;
     }
-    return left <= 1 || !short_;
+    if (left <= 1) return 1;
+    if (short_) return 0;
+    return full || m2 >= MARGIN * m1;
 }
 
 /* While measuring: the path in the running with the fewest samples
@@ -307,8 +371,21 @@ static int next_to_measure(const slot *s)
 {
     int best = -1;
     for (int p = 0; p < s->npath; p++)
-        if (!out(s, p) && (best < 0 || s->n[p] < s->n[best])) best = p;
+        if (!out(s, p) && (best < 0 || nsamp(s, p) < nsamp(s, best))) best = p;
     return best < 0 ? ND_FLOOR_COMPILED : best;
+}
+
+/* Measure the paths again, interleaved, keeping the decision until that
+ * ends (decided_at then moves to its end). */
+static void remeasure(slot *s)
+{
+    s->prev = s->mode;
+    s->mode = MEASURING;
+    s->decided_at = 0;
+    for (int p = 0; p < NPATH; p++) s->base[p] = s->n[p];
+    if (!s->regap) s->regap = REGAP_FIRST;
+    s->next_remeasure = s->calls + s->regap;
+    if (s->regap < MAX_GAP) s->regap *= 2;
 }
 
 static slot *find(nd_floor *f, uint64_t key, int create)
@@ -324,6 +401,7 @@ static slot *find(nd_floor *f, uint64_t key, int create)
     victim->used = 1;
     victim->key = key;
     victim->mode = MEASURING;
+    victim->prev = MEASURING;
     victim->npath = 2;
     for (int p = 0; p < NPATH; p++) victim->est[p] = -1;
     return victim;
@@ -429,16 +507,34 @@ void nd_floor_done(nd_floor_call *c, int ok)
         return;
     }
     int p = c->path;
+    if (test_ntimes[p]) dt = test_times[p][test_next[p]++ % (unsigned)test_ntimes[p]];
     dt += test_delay[p];
-    s->samp[p][s->n[p] % NSAMP] = dt;
+    s->samp[p][s->n[p] % RING] = dt;
     s->n[p]++;
-    if (s->mode == MEASURING) {
+    int was = s->mode, ended = was == MEASURING;
+    if (ended) {
         if (!measured(s)) return;
         s->decided_at = s->calls;
+        was = s->prev;
     }
-    for (int q = 0; q < s->npath; q++)
-        if (s->n[q]) s->est[q] = low(s->samp[q], nsamp(s, q));
-    decide(s);
+    if (ended)            /* a measurement ended: every path's estimate */
+        for (int q = 0; q < s->npath; q++) {
+            if (nsamp(s, q)) s->est[q] = median(s, q);
+        }
+    else                  /* decided: only p's samples changed */
+        s->est[p] = median(s, p);
+    /* decided: a probe faster than the choice, or estimates that would
+     * switch paths, compare samples taken far apart (a probe's against the
+     * chosen path's 1 in SAMPLE_EVERY, the probed path's from many calls
+     * back): the paths are measured again side by side instead, unless
+     * that was done very recently */
+    if (s->mode != MEASURING && s->calls >= s->next_remeasure &&
+        ((p != s->mode && dt < 0.95 * s->est[s->mode]) || switches(s, s->mode))) {
+        remeasure(s);
+        return;
+    }
+    decide(s, was);
+    s->prev = MEASURING;
 }
 
 /* ------------------------------------------------------------ reporting */
@@ -514,7 +610,46 @@ static PyObject *py_test_delay(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _floor_test_times(numdyn, numpy, original): sequences of seconds; a
+ * timed call of a path whose sequence is not empty counts as the next
+ * value of it (cyclically) instead of the clock's reading */
+static PyObject *py_test_times(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *seq[NPATH];
+    double v[NPATH][TEST_TIMES];
+    int nv[NPATH];
+    if (!PyArg_ParseTuple(args, "OOO", &seq[0], &seq[1], &seq[2])) return NULL;
+    for (int p = 0; p < NPATH; p++) {
+        PyObject *f = PySequence_Fast(seq[p], "times are sequences of seconds");
+        if (!f) return NULL;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+        if (n > TEST_TIMES) {
+            Py_DECREF(f);
+            return PyErr_Format(PyExc_ValueError, "at most %d times a path", TEST_TIMES);
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            v[p][i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
+            if (!(v[p][i] >= 0 && v[p][i] <= 1)) {
+                Py_DECREF(f);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "times are seconds in [0, 1]");
+                return NULL;
+            }
+        }
+        nv[p] = (int)n;
+        Py_DECREF(f);
+    }
+    memcpy(test_times, v, sizeof v);
+    memcpy(test_ntimes, nv, sizeof nv);
+    memset(test_next, 0, sizeof test_next);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"_floor_test_times", py_test_times, METH_VARARGS,
+     "_floor_test_times(numdyn, numpy, original): sequences of seconds; each timed call of a path "
+     "with a non-empty sequence counts as its next value, cyclically, instead of the clock's "
+     "(tests: decisions that do not depend on this machine's load). Empty sequences: the clock."},
     {"_floor_test_delay", py_test_delay, METH_VARARGS,
      "_floor_test_delay(numdyn_s, numpy_s, original_s): add these seconds to each timed call "
      "of the speed floor's paths (tests: a path slower than it is on this machine)."},
