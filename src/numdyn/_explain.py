@@ -94,7 +94,10 @@ def _floor_line(f):
                  f"{f['numpy_samples']} NumPy timed calls")
         if f.get("original_samples"):
             line += f" and {f['original_samples']} of the original"
-        line += f"; a path not chosen is probed next at call {f['next_probe']}"
+        if f.get("remeasuring"):
+            line += "; now measuring the paths again side by side (a re-check would switch)"
+        else:
+            line += f"; a path not chosen is probed next at call {f['next_probe']}"
     return line
 
 

@@ -73,7 +73,8 @@ void nd_floor_done(nd_floor_call *c, int ok);
  * original_samples (timed calls of each path so far), decided_at (the call
  * that ended the last measuring, 0 while measuring: earlier than 2 + 2 x 5
  * when one path is far slower, up to 2 + 2 x 9 when the paths are within
- * 10%), next_probe (the call that next runs a path not
+ * 10%), remeasuring (True while a decided signature measures its paths
+ * again: path is the decision that stands meanwhile), next_probe (the call that next runs a path not
  * chosen; 0 while measuring) and probes ({path: the call that next runs
  * it}, 0 for the chosen path and one the signature does not have). */
 PyObject *nd_floor_info(nd_floor *f);

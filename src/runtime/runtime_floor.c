@@ -381,7 +381,6 @@ static void remeasure(slot *s)
 {
     s->prev = s->mode;
     s->mode = MEASURING;
-    s->decided_at = 0;
     for (int p = 0; p < NPATH; p++) s->base[p] = s->n[p];
     if (!s->regap) s->regap = REGAP_FIRST;
     s->next_remeasure = s->calls + s->regap;
@@ -547,10 +546,12 @@ static PyObject *est_or_none(double t)
 static PyObject *slot_dict(const slot *s)
 {
     static const char *const names[NPATH] = {"numdyn", "numpy", "original"};
-    const char *path = s->mode == MEASURING ? "measuring" : names[s->mode];
+    /* measuring again, the decision stands until the measurement ends */
+    int m = s->mode == MEASURING ? s->prev : s->mode;
+    const char *path = m == MEASURING ? "measuring" : names[m];
     uint64_t probe = 0;   /* the next call that runs a path not chosen */
     for (int p = 0; p < s->npath && s->mode != MEASURING; p++)
-        if (p != s->mode && (!probe || s->next_probe[p] < probe)) probe = s->next_probe[p];
+        if (p != m && (!probe || s->next_probe[p] < probe)) probe = s->next_probe[p];
     PyObject *t[NPATH];
     for (int p = 0; p < NPATH; p++) t[p] = est_or_none(s->est[p]);
     /* each path's next probe: 0 for the chosen one, while measuring, and
@@ -560,7 +561,7 @@ static PyObject *slot_dict(const slot *s)
         np_[p] = s->mode == MEASURING || p == s->mode || p >= s->npath ? 0 : s->next_probe[p];
     PyObject *pr = Py_BuildValue("{s:K,s:K,s:K}", names[0], np_[0], names[1], np_[1], names[2], np_[2]);
     PyObject *d = t[0] && t[1] && t[2] && pr
-        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O,s:O,s:I,s:I,s:I,s:K,s:K,s:O}", "signature", s->desc,
+        ? Py_BuildValue("{s:s,s:s,s:K,s:O,s:O,s:O,s:I,s:I,s:I,s:K,s:K,s:O,s:O}", "signature", s->desc,
                         "path", path, "calls", (unsigned long long)s->calls,
                         "numdyn_s", t[ND_FLOOR_COMPILED], "numpy_s", t[ND_FLOOR_NUMPY],
                         "original_s", t[ND_FLOOR_ORIGINAL],
@@ -568,7 +569,8 @@ static PyObject *slot_dict(const slot *s)
                         "numpy_samples", s->n[ND_FLOOR_NUMPY],
                         "original_samples", s->n[ND_FLOOR_ORIGINAL],
                         "decided_at", (unsigned long long)s->decided_at,
-                        "next_probe", (unsigned long long)probe, "probes", pr)
+                        "next_probe", (unsigned long long)probe, "probes", pr,
+                        "remeasuring", m != s->mode ? Py_True : Py_False)
         : NULL;
     for (int p = 0; p < NPATH; p++) Py_XDECREF(t[p]);
     Py_XDECREF(pr);
