@@ -188,13 +188,26 @@ static int scalar_value(PyObject *v, int dtype, nd_scalar *s)
     }
     PyObject *i = PyNumber_Index(v);
     if (!i) {
-        /* a float-valued NumPy scalar typed at an integer dtype (astype
-         * semantics) -- truncate like C */
+        /* a float typed at an integer dtype (a NumPy float scalar's astype,
+         * a Python float given to an integer loop with casting='unsafe'):
+         * NumPy's cast of the 0-d float64, its value (1e300 into int32 is
+         * INT_MIN, into int8 0, -1.5 into uint8 255) and its "invalid value
+         * encountered in cast" warning -- not a truncation to int64 */
         PyErr_Clear();
         double f = PyFloat_AsDouble(v);
         if (f == -1.0 && PyErr_Occurred()) return -1;
-        s->i = (int64_t)f;
-        return 0;
+        PyObject *a = PyArray_SimpleNew(0, NULL, NPY_DOUBLE);
+        if (!a) return -1;
+        *(double *)PyArray_DATA((PyArrayObject *)a) = f;
+        PyObject *c = PyArray_CastToType((PyArrayObject *)a, PyArray_DescrFromType(dtype), 0);
+        Py_DECREF(a);
+        if (!c) return -1;
+        PyObject *item = PyArray_GETITEM((PyArrayObject *)c, PyArray_DATA((PyArrayObject *)c));
+        Py_DECREF(c);
+        if (!item) return -1;
+        i = PyNumber_Index(item);
+        Py_DECREF(item);
+        if (!i) return -1;
     }
     if (PyTypeNum_ISUNSIGNED(dtype)) {
         s->u = PyLong_AsUnsignedLongLongMask(i);

@@ -211,3 +211,18 @@ def test_array_of_computed_float_scalars_into_int8(backend):
     for y in (np.array([300.5, 2.0]), np.array([np.nan, 1.0]), np.array([1.5, -2.5]),
               np.array([127.9, 2.0], np.float32)):
         check(_array_int, y, compiled=cf)
+
+
+# ------- 8. a Python float given to an integer loop (dtype=, casting='unsafe')
+def _unsafe_loop(x):
+    return (np.add(x, 1e300, dtype=np.int32, casting="unsafe"),
+            np.maximum(x, 1e300, dtype=np.int32, casting="unsafe"),
+            np.add(x, -1.5, dtype=np.uint8, casting="unsafe"))
+
+
+def test_python_float_cast_to_an_integer_loop_as_numpy(backend):
+    # NumPy casts the 0-d float64 to the loop's dtype: 1e300 is INT_MIN in
+    # int32 (numdyn truncated it through int64: 0), with its warning
+    cf = numdyn.compile(_unsafe_loop, backend=backend)
+    for x in (np.array([3, 1, 0], np.int32), np.array([1.0, -2.0, -4.0])):
+        check(_unsafe_loop, x, compiled=cf, warnings=True)
