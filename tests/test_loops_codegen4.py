@@ -118,6 +118,12 @@ def test_unsigned_chain_cold_path_reloads(monkeypatch, capfd):
     # than keeping the hot path's loaded values alive into it
     c = loop_c(automaton, (cells(np.uint8, 4, 30, 5), rule110(np.uint8, 256), 4), monkeypatch, capfd)
     assert re.search(r"if \(NDL_UNLIKELY\(wt\d+ > UINT8_MAX\)\) \{\n\s*NDL_RELOAD\(\);", c), c[-3000:]
+    # and hands its result back through the wide value, narrowed once after
+    # the join (no else branch): the zero-extension for rule[idx] goes away
+    m = re.search(r"uint8_t (t\d+);\n\s*if \(NDL_UNLIKELY\((w\1) > UINT8_MAX\)\) \{", c)
+    assert m, c[-3000:]
+    t, w = m.group(1), m.group(2)
+    assert re.search(r"^\s*%s = \(uint64_t\)t\d+;\n\s*\}\n\s*%s = \(uint8_t\)%s;" % (w, t, w), c, re.M), c[-3000:]
 
 
 def test_unsigned_chain_overflow_values():
