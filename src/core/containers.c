@@ -146,3 +146,20 @@ PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth)
     Py_DECREF(seq);
     return r;
 }
+
+int nd_tree_any(PyObject *o, int (*pred)(PyObject *), int maxdepth)
+{
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        for (Py_ssize_t i = 0; maxdepth >= 0 && i < PySequence_Fast_GET_SIZE(o); i++)
+            if (nd_tree_any(PySequence_Fast_GET_ITEM(o, i), pred, maxdepth - 1)) return 1;
+        return 0;
+    }
+    if (PyDict_Check(o)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (maxdepth >= 0 && PyDict_Next(o, &pos, &k, &v))
+            if (nd_tree_any(v, pred, maxdepth - 1)) return 1;
+        return 0;
+    }
+    return pred(o);
+}

@@ -37,4 +37,7 @@ PyObject *nd_tree_leaves(PyObject *o, int maxdepth);
 /* o's structure with its leaves (nd_tree_leaves' order) replaced by the
  * items of the sequence `leaves`, which must have as many. New ref. */
 PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth);
+/* pred(leaf) for some leaf of o (inside tuples, lists and dicts, down to
+ * maxdepth levels): 1, else 0 */
+int nd_tree_any(PyObject *o, int (*pred)(PyObject *), int maxdepth);
 #endif

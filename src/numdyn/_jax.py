@@ -26,9 +26,9 @@ from . import _C
 _shapes = {}  # (compiled, signature) -> the result's ShapeDtypeStruct tree
 
 
-def _key(compiled, args, pos, kwargs):
-    sig = tuple((tuple(args[p].shape), str(args[p].dtype)) for p in pos)
-    other = tuple(a for i, a in enumerate(args) if i not in pos)
+def _key(compiled, leaves, pos, kwargs):
+    sig = tuple((tuple(leaves[p].shape), str(leaves[p].dtype)) for p in pos)
+    other = tuple(a for i, a in enumerate(leaves) if i not in pos)
     try:
         k = (compiled, sig, other, tuple(sorted(kwargs.items())))
         hash(k)
@@ -69,23 +69,30 @@ def apply(compiled, args, kwargs):
             raise NotImplementedError(
                 f"numdyn.wrap_numpy: pass JAX arrays positionally under JAX transformations "
                 f"(keyword argument {k!r})")
-    pos = tuple(i for i, a in enumerate(args) if isinstance(a, jax.Array))
-    fixed = list(args)
+    # the JAX arrays among the arguments' leaves (inside list/tuple/dict
+    # arguments too, as numdyn walks them: _C._tree_leaves)
+    per_arg = [_C._tree_leaves(a) for a in args]
+    leaves = [v for ls in per_arg for v in ls]
+    pos = tuple(i for i, v in enumerate(leaves) if isinstance(v, jax.Array))
 
     def host(xs):
-        a = list(fixed)
+        flat = list(leaves)
         for p, x in zip(pos, xs):
-            a[p] = np.asarray(x)
-        return a
+            flat[p] = np.asarray(x)
+        out, k = [], 0
+        for a, ls in zip(args, per_arg):
+            out.append(_C._tree_unflatten(a, flat[k:k + len(ls)]))
+            k += len(ls)
+        return out
 
     def as_arrays(out):
         return jax.tree_util.tree_map(np.asarray, out)
 
-    key = _key(compiled, args, pos, kwargs)
+    key = _key(compiled, leaves, pos, kwargs)
     struct = _shapes.get(key) if key is not None else None
     if struct is None:
         first = None
-        for probe in _probes([(args[p].shape, np.dtype(args[p].dtype)) for p in pos]):
+        for probe in _probes([(leaves[p].shape, np.dtype(leaves[p].dtype)) for p in pos]):
             try:
                 with np.errstate(all="ignore"):
                     out = as_arrays(compiled(*host(probe), **kwargs))
@@ -103,7 +110,7 @@ def apply(compiled, args, kwargs):
                 _shapes.clear()
             _shapes[key] = struct
     out_tree = jax.tree_util.tree_structure(struct)
-    diff = [np.dtype(args[p].dtype).kind in "fc" for p in pos]
+    diff = [np.dtype(leaves[p].dtype).kind in "fc" for p in pos]
 
     def forward(*xs):
         return as_arrays(compiled(*host(xs), **kwargs))
@@ -117,10 +124,13 @@ def apply(compiled, args, kwargs):
             fn = functools.partial(compiled, **kwargs)
         out, pull = _autodiff.vjp(fn, *a)
         gs = pull(jax.tree_util.tree_unflatten(out_tree, [np.asarray(c) for c in cts]))
+        # each argument's gradient has its structure: its leaves, in order
+        gleaves = [g for i, g in enumerate(gs) for g in (_C._tree_leaves(g) if g is not None
+                                                          else [None] * len(per_arg[i]))]
         res = []
         for p, d, x in zip(pos, diff, xs):
             if d:
-                g = gs[p]
+                g = gleaves[p]
                 res.append(np.zeros(x.shape, x.dtype) if g is None else np.asarray(g, dtype=x.dtype))
         return tuple(res)
 
@@ -139,7 +149,7 @@ def apply(compiled, args, kwargs):
                      for x, d in zip(xs, diff))
 
     call.defvjp(call_fwd, call_bwd)
-    return call(*[args[p] for p in pos])
+    return call(*[leaves[p] for p in pos])
 
 
 _C._set_jax_bridge(apply)

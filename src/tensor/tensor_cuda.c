@@ -101,21 +101,9 @@ static int cu_flush(PyObject *t)
     return 0;
 }
 
-int nd_tensor_any_grad(PyObject *obj, int depth)
-{
-    if (nd_tensor_check(obj)) return ND_TENSOR(obj)->requires_grad;
-    if (depth > 16) return 0;
-    if (PyTuple_Check(obj) || PyList_Check(obj)) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); i++)
-            if (nd_tensor_any_grad(PySequence_Fast_GET_ITEM(obj, i), depth + 1)) return 1;
-    } else if (PyDict_Check(obj)) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(obj, &pos, &k, &v))
-            if (nd_tensor_any_grad(v, depth + 1)) return 1;
-    }
-    return 0;
-}
+static int requires_grad(PyObject *o) { return nd_tensor_check(o) && ND_TENSOR(o)->requires_grad; }
+
+int nd_tensor_any_grad(PyObject *obj, int depth) { return nd_tree_any(obj, requires_grad, 16 - depth); }
 
 /* func(*args, **kwargs) on the device through the engine; recorded on the
  * tape when a Tensor among the operands requires grad */

@@ -466,7 +466,8 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
     int grad = 0, foreign_grad = 0, jax = 0;
     Py_ssize_t k = 0;
     PyObject *r = NULL;
-    for (Py_ssize_t i = 0; jax_bridge && i < n && !jax; i++) jax = is_jax_tracer(args[i]);
+    /* also inside list/tuple/dict arguments (numdyn/_jax.py takes their leaves) */
+    for (Py_ssize_t i = 0; jax_bridge && i < n && !jax; i++) jax = nd_tree_any(args[i], is_jax_tracer, 16);
     if (jax) {  /* a JAX transformation records the call: the bridge runs it */
         r = bridge_call(jax_bridge, w, args, nargs, kwnames);
         goto done;
