@@ -96,3 +96,54 @@ def test_masked_mean_count_past_2_24(backend):
     a[7] = -1.0
     res = check(masked_mean, a, backend=backend, **EXACT)
     assert res == np.float32(0.99999994)
+
+
+# ------------------------------------------------------- complex64 means
+# NumPy's complex division by (n + 0j) multiplies by a rounded reciprocal
+# (Smith's form): only the complex128 quotient rounded back is NumPy's,
+# whatever the count. Integer parts make every sum exact.
+
+def mean_axis0(a):
+    return a.mean(0), a.mean()
+
+
+def test_complex64_mean_small_counts(backend):
+    rng = np.random.default_rng(5)
+    for n in (2100, 977, 1500, 6300):
+        a = (rng.integers(0, 1000, n) + 1j * rng.integers(0, 1000, n)).astype(np.complex64)
+        check(mean_axis0, a, backend=backend, **EXACT)
+    m = (rng.integers(0, 100, (2100, 3)) + 1j).astype(np.complex64)
+    check(mean_all, m, backend=backend, **EXACT)
+
+
+# ------------------------------------------- float16 totals NumPy rounds
+# A float16 total over axes NumPy adds step by step (dtype=np.float16, or
+# nanvar of float16), or cast into float16 from another dtype (NumPy's
+# buffers round the total at each one) runs in NumPy: numdyn's float32
+# sum rounded once was up to 3% off.
+
+def f16_dtype_outer(a):
+    return (a.mean(0, dtype=np.float16), a.var(0, dtype=np.float16),
+            a.std(0, dtype=np.float16), np.nanmean(a, 0, dtype=np.float16))
+
+
+def nanvar_outer(a):
+    return np.nanvar(a, 0), np.nanstd(a, 0, ddof=1)
+
+
+def cast_into_f16_total(a):
+    return a.mean(dtype=np.float16), (a * 3).astype(np.int8).sum(dtype=np.float16)
+
+
+def test_float16_dtype_over_outer_axes(backend):
+    rng = np.random.default_rng(2)
+    m = (rng.standard_normal((2100, 3)) * 3 + 5).astype(np.float16)
+    check(f16_dtype_outer, m, backend=backend, **EXACT)
+    check(nanvar_outer, m, backend=backend, **EXACT)
+
+
+def test_cast_into_float16_total(backend):
+    rng = np.random.default_rng(2)
+    for n in (3000, 9000, 20000, 70000):
+        a = (rng.standard_normal(n) * 0.5 + 1).astype(np.float32)
+        check(cast_into_f16_total, a, backend=backend, **EXACT)
