@@ -16,6 +16,7 @@ import pytest
 import numdyn
 from numdyn import utils
 
+from cc_wrap import logging_cc  # noqa: E402
 from test_hardening_cache import last_json, payload, run_py, write_sum  # noqa: E402
 
 # several kernels in one program (two reductions, elementwise work)
@@ -219,21 +220,17 @@ def test_kernels_asked_for_at_once_share_compiler_runs(tmp_path):
     # in up to nd_cc_jobs() compiler runs (cache_disk.c, bg_start_merged):
     # a run pays the driver, the precompiled header's load and the link
     # (~40 ms CPU) once, not once per kernel
-    log = tmp_path / "cc.log"
-    cc = tmp_path / "logcc"
-    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *-shared*) echo run >> {log};; esac\n"
-                  "exec gcc \"$@\"\n")
-    cc.chmod(0o755)
+    cc, log = logging_cc(tmp_path, when="*-shared*")
     d = tmp_path / "c"
-    env = {"NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_COMPILE_BUDGET": "inf", "CC": str(cc),
+    env = {"NUMDYN_BACKGROUND_COMPILE": "1", "NUMDYN_COMPILE_BUDGET": "inf", "CC": cc,
            "NUMDYN_COMPILE_JOBS": "1"}
     r = last_json(run_py(PROG, d, env_extra=env))
     assert r["ok"] and r["kernels_compiled"] >= 3, r
-    runs = log.read_text().split()
+    runs = log.read_text().splitlines()
     assert len(runs) == len(sos(d)) == 1, (runs, sos(d))
     # every kernel is indexed to that unit: other batchings load them all
     assert len(indexed_units(d)) == r["kernels_compiled"]
     assert set(indexed_units(d).values()) == {sos(d)[0][:-3]}
     r2 = last_json(run_py(PROG, d, env_extra=dict(env, NUMDYN_BACKGROUND_COMPILE="0")))
     assert r2["ok"] and r2["kernels_compiled"] == 0 and r2["disk_cache_hits"] >= 1, r2
-    assert len(log.read_text().split()) == 1
+    assert len(log.read_text().splitlines()) == 1

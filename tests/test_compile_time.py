@@ -14,16 +14,10 @@ import textwrap
 
 import pytest
 
+from cc_wrap import fake_cc, logging_cc
+
 gcc = shutil.which("gcc")
 pytestmark = pytest.mark.skipif(gcc is None, reason="the precompiled header is GCC's")
-
-
-def _logging_cc(tmp_path):
-    log = tmp_path / "cc.log"
-    cc = tmp_path / "logcc"
-    cc.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {gcc} \"$@\"\n")
-    cc.chmod(0o755)
-    return str(cc), log
 
 
 def _run(code, cache, cc, extra=None):
@@ -65,7 +59,7 @@ def _pch_dirs(cache):
 
 
 def test_the_header_is_precompiled_once_and_later_compiles_use_it(tmp_path):
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     assert _run(_programs(), cache, cc).split() == ["OK", "True", "True"]
     (d,) = _pch_dirs(cache)
@@ -87,7 +81,7 @@ def test_the_header_is_precompiled_once_and_later_compiles_use_it(tmp_path):
 
 
 def test_numdyn_pch_0_turns_it_off(tmp_path):
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     assert _run(_programs(), cache, cc, {"NUMDYN_PCH": "0"}).split() == ["OK", "True", "True"]
     assert _pch_dirs(cache) == []
@@ -98,7 +92,7 @@ def test_numdyn_pch_0_turns_it_off(tmp_path):
 def test_a_damaged_precompiled_header_is_rebuilt_not_used(tmp_path, damage):
     # GCC fails every compile on a truncated one ("cannot read PCH file"):
     # one that does not match its checksum is never given to it
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     _run(_programs(), cache, cc)
     (d,) = _pch_dirs(cache)
@@ -125,7 +119,7 @@ def test_kernels_compile_to_the_same_code_with_and_without_it(tmp_path):
     objdump = shutil.which("objdump")
     if objdump is None:
         pytest.skip("objdump (binutils) is not installed")
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     code = _programs() + """
 h = numdyn.compile(lambda a: np.log1p(np.abs(a - 0.5)) * 2.0 + np.sin(a).cumsum())
 print("H", bool(np.allclose(h(x), np.log1p(np.abs(x - 0.5)) * 2.0 + np.sin(x).cumsum())))
@@ -148,7 +142,7 @@ print("H", bool(np.allclose(h(x), np.log1p(np.abs(x - 0.5)) * 2.0 + np.sin(x).cu
 
 
 def test_clear_cache_keeps_the_current_header_and_drops_others(tmp_path):
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     _run(_programs(), cache, cc)
     (d,) = _pch_dirs(cache)
@@ -165,11 +159,9 @@ def test_exit_with_the_header_build_in_flight_stops_it(tmp_path):
     # never opens): the kernels compile without it, the interpreter exits
     # promptly, the build is stopped and its build directory removed
     log = tmp_path / "cc.log"
-    cc = tmp_path / "slowpch"
     gate = tmp_path / "gate"
-    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *c-header*)\n  echo \"pch $$\" >> {log}\n"
-                  f"  while [ ! -e {gate} ]; do sleep 0.05; done;;\nesac\nexec {gcc} \"$@\"\n")
-    cc.chmod(0o755)
+    cc = fake_cc(tmp_path, "slowpch", when="*c-header*",
+                 then=f'echo "pch $$" >> {log}\nwhile [ ! -e {gate} ]; do sleep 0.05; done')
     cache = tmp_path / "cache"
     code = """
 import numpy as np, numdyn
@@ -181,7 +173,7 @@ print("OK", bool(np.isclose(f(x), np.sqrt(np.tanh(x) * 2.5 + 1.0).sum(), rtol=1e
 """
     import time
     t0 = time.monotonic()
-    assert _run(code, cache, str(cc)).split() == ["OK", "True", "True"]
+    assert _run(code, cache, cc).split() == ["OK", "True", "True"]
     assert time.monotonic() - t0 < 120
     (line,) = log.read_text().splitlines()
     pid = int(line.split()[1])
@@ -201,7 +193,7 @@ def test_a_header_damaged_after_its_check_in_this_process_is_not_used(tmp_path):
     # checked once per process, then its identity (device, inode, size,
     # mtime) stands for the check: rewritten in place, same size, it is
     # checked again, found damaged and not given to GCC
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     code = _programs() + f"""
 import glob
@@ -231,7 +223,7 @@ def test_a_unit_compiles_no_scalar_math_wrappers_it_does_not_call(tmp_path):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm (binutils) is not installed")
-    cc, log = _logging_cc(tmp_path)
+    cc, log = logging_cc(tmp_path)
     cache = tmp_path / "cache"
     code = """
 import numpy as np, numdyn

@@ -16,6 +16,8 @@ import pytest
 
 import numdyn
 
+from cc_wrap import editing_cc, fake_cc
+
 C = numdyn.utils.counters
 
 
@@ -944,11 +946,11 @@ except numdyn.CompileError:
 '''
 
 # compilers with an injected bug in kernels that call tanh
+# a C compiler (tests/cc_wrap.py) that fails on, or miscompiles, tanh
 _BAD_CC = {
-    "compile": 'for a in "$@"; do case "$a" in *.c) if grep -q nd_tanh "$a"; then '
-               'echo "injected failure" >&2; exit 1; fi;; esac; done\nexec cc "$@"\n',
-    "accuracy": 'for a in "$@"; do case "$a" in *.c) sed -i "s/= nd_tanh(/= 0.5 * (/" "$a";; '
-                'esac; done\nexec cc "$@"\n',
+    "compile": lambda d: fake_cc(d, "cc.sh", per_source='if grep -q nd_tanh "$a"; then '
+                                 'echo "injected failure" >&2; exit 1; fi'),
+    "accuracy": lambda d: editing_cc(d, "s/= nd_tanh(/= 0.5 * (/"),
 }
 
 
@@ -962,10 +964,7 @@ def _run_minifier(tmp_path, mode, cc=None):
            "NUMDYN_DEBUG_DIR": str(tmp_path / "dbg"), "NUMDYN_COMPILE_BUDGET": "inf",
            "PYTHONPATH": os.pathsep.join(sys.path)}
     if cc:
-        wrapper = tmp_path / "cc.sh"
-        wrapper.write_text("#!/bin/sh\n" + cc)
-        wrapper.chmod(0o755)
-        env["CC"] = str(wrapper)
+        env["CC"] = cc(tmp_path)
     p = subprocess.run([sys.executable, "-c", _MIN_PROG], capture_output=True, text=True,
                        env=env, timeout=600, cwd=tmp_path)
     repros = sorted((tmp_path / "dbg" / "minifier").glob("*/repro.py")) \

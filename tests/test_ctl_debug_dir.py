@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+from cc_wrap import editing_cc, failing_cc, fake_cc
+
 _PROG = '''
 import numpy as np, numdyn
 def scale_rows(x, y, n):
@@ -28,9 +30,9 @@ f1(np.ones(3)); f2(np.ones(3))
 print("ran")
 '''
 
-# a C compiler that miscompiles tanh (as the minifier's tests inject bugs)
-_BAD_CC = ('for a in "$@"; do case "$a" in *.c) sed -i "s/= nd_tanhf\\{0,1\\}(/= 0.5f * (/" "$a";; '
-           'esac; done\nexec cc "$@"\n')
+# a C compiler (tests/cc_wrap.py) that miscompiles tanh, float64 and float32
+# (as the minifier's tests inject bugs)
+_BAD_TANH = "s/= nd_tanhf\\{0,1\\}(/= 0.5f * (/"
 
 
 def _cache(tmp_path, name):
@@ -69,10 +71,8 @@ def test_debug_dir_after_one_background_compiled_call(tmp_path):
     # (test_control_surface.py's debug-dir test runs a repro that agrees: exit 0)
     repro = dbg / "scale_rows_0" / "repro.py"
     text = repro.read_text()
-    cc = tmp_path / "cc.sh"
-    cc.write_text("#!/bin/sh\n" + _BAD_CC)
-    cc.chmod(0o755)
-    bad = {**env, "CC": str(cc), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c3"), "NUMDYN_COMPILE_BUDGET": "inf"}
+    bad = {**env, "CC": editing_cc(tmp_path, _BAD_TANH), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c3"),
+           "NUMDYN_COMPILE_BUDGET": "inf"}
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=bad,
                        timeout=300)
     assert q.returncode == 1 and "reproduced" in q.stdout and "values differ" in q.stdout, \
@@ -106,15 +106,12 @@ def test_compile_txt_holds_each_compiles_command_and_output(tmp_path):
     """compile.txt names the command each compile ran (in the program's own
     directory even when the kernels were collected by a later call) and the
     compiler's output -- warnings on success, the error on a failure."""
-    warn_cc, fail_cc = tmp_path / "warn.sh", tmp_path / "fail.sh"
-    warn_cc.write_text('#!/bin/sh\necho "u.c:1:1: warning: injected by the test" >&2\nexec cc "$@"\n')
-    fail_cc.write_text('#!/bin/sh\necho "u.c:2:2: error: injected failure" >&2\nexit 1\n')
-    for s in (warn_cc, fail_cc):
-        s.chmod(0o755)
+    warn_cc = fake_cc(tmp_path, "warn.sh", then='echo "u.c:1:1: warning: injected by the test" >&2')
+    fail_cc = failing_cc(tmp_path, "u.c:2:2: error: injected failure", name="fail.sh")
     dbg = tmp_path / "dbg"
     env = {**os.environ, "NUMDYN_DEBUG_DIR": str(dbg), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c"),
-           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1", "CC": str(warn_cc),
-           "FAIL_CC": str(fail_cc), "NUMDYN_PCH": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
+           "NUMDYN_COMPILE_BUDGET": "0", "NUMDYN_BACKGROUND_COMPILE": "1", "CC": warn_cc,
+           "FAIL_CC": fail_cc, "NUMDYN_PCH": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
     p = subprocess.run([sys.executable, "-W", "ignore", "-c", _LOG_PROG], capture_output=True,
                        text=True, env=env, timeout=300, cwd=tmp_path)
     assert p.returncode == 0 and "failed as asked" in p.stdout, (p.stdout, p.stderr)
@@ -171,10 +168,7 @@ def _agrees_then_reproduces(repro, env, tmp_path):
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert q.returncode == 0 and "results agree" in q.stdout, (q.stdout, q.stderr)
-    cc = tmp_path / "cc.sh"
-    cc.write_text("#!/bin/sh\n" + _BAD_CC)
-    cc.chmod(0o755)
-    bad = {**env, "CC": str(cc), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c2")}
+    bad = {**env, "CC": editing_cc(tmp_path, _BAD_TANH), "NUMDYN_CACHE_DIR": _cache(tmp_path, "c2")}
     q = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, env=bad,
                        timeout=300, cwd=tmp_path)
     assert q.returncode == 1 and "values differ" in q.stdout, (q.stdout, q.stderr)

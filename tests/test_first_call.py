@@ -21,6 +21,8 @@ import pytest
 import numdyn
 from numdyn import utils
 
+from cc_wrap import REAL_CC, failing_cc, fake_cc, logging_cc
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -28,21 +30,13 @@ def _gated_cc(tmp_path):
     """A compiler that logs each compile's start and end and holds it until
     tmp_path/gate exists (--version / -E calls of the identity pass)."""
     gate, log = tmp_path / "gate", tmp_path / "cc.log"
-    cc = tmp_path / "gatedcc"
-    cc.write_text(textwrap.dedent(f"""\
-        #!/bin/sh
-        case "$*" in
-        *-shared*)
-            echo "start $$" >> {log}
-            while [ ! -e {gate} ]; do sleep 0.02; done
-            gcc "$@"; rc=$?
-            echo "end $$" >> {log}
-            exit $rc;;
-        esac
-        exec gcc "$@"
-        """))
-    cc.chmod(0o755)
-    return str(cc), gate, log
+    cc = fake_cc(tmp_path, "gatedcc", when="*-shared*", then=textwrap.dedent(f"""\
+        echo "start $$" >> {log}
+        while [ ! -e {gate} ]; do sleep 0.02; done
+        {REAL_CC} "$@"; rc=$?
+        echo "end $$" >> {log}
+        exit $rc"""))
+    return cc, gate, log
 
 
 def _starts(log):
@@ -199,21 +193,12 @@ def test_blocking_compiles_run_in_parallel(tmp_path):
     # background compiles off: one graph of many kernels is split into up to
     # nd_cc_jobs() units, compiled at once (the gate holds each until both
     # started: a serial build would never get past it)
-    cc = tmp_path / "paircc"
     log = tmp_path / "cc.log"
-    cc.write_text(textwrap.dedent(f"""\
-        #!/bin/sh
-        case "$*" in
-        *-shared*)
-            echo "start $$" >> {log}
-            n=0
-            while [ "$(grep -c start {log})" -lt 2 ] && [ $n -lt 1500 ]; do sleep 0.02; n=$((n+1)); done
-            echo "saw $(grep -c start {log})" >> {log}
-            exec gcc "$@";;
-        esac
-        exec gcc "$@"
-        """))
-    cc.chmod(0o755)
+    cc = fake_cc(tmp_path, "paircc", when="*-shared*", then=textwrap.dedent(f"""\
+        echo "start $$" >> {log}
+        n=0
+        while [ "$(grep -c start {log})" -lt 2 ] && [ $n -lt 1500 ]; do sleep 0.02; n=$((n+1)); done
+        echo "saw $(grep -c start {log})" >> {log}"""))
     code = """
 import numpy as np, numdyn
 rng = np.random.default_rng(1)
@@ -229,7 +214,7 @@ got = f(x)
 want = big(x)
 print("OK", all(np.allclose(a, b) for a, b in zip(got, want)))
 """
-    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": str(cc),
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": cc,
                     "NUMDYN_COMPILE_JOBS": "2", "NUMDYN_FLOOR": "0",
                     "NUMDYN_BACKGROUND_COMPILE": "0"})
     assert r.returncode == 0, r.stderr
@@ -454,10 +439,7 @@ def test_default_first_call_raises_a_compile_error_found_within_the_budget(tmp_p
     # a compiler that ends at once (it fails, after printing its message):
     # within the default budget, the very first call raises the
     # CompileError, as it would waiting for the compiler
-    cc = tmp_path / "badcc"
-    cc.write_text("#!/bin/sh\ncase \"$*\" in *-shared*) echo 'numdyn-test: the compiler says no' >&2;"
-                  " exit 1;; esac\nexec gcc \"$@\"\n")
-    cc.chmod(0o755)
+    cc = failing_cc(tmp_path, when="*-shared*")
     code = _PROGRAM + """
 try:
     f(x)
@@ -465,7 +447,7 @@ try:
 except numdyn.utils.CompileError as e:
     print("CompileError", "the compiler says no" in str(e))
 """
-    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": str(cc)})
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(tmp_path / "cache"), "CC": cc})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["CompileError", "True"], (r.stdout, r.stderr)
 
@@ -534,13 +516,9 @@ res.append(f(x))
 ok = all(np.allclose(r, want, rtol=1e-12) for r in res)
 print("OK", ok, len(res), numdyn.utils.counters["kernels_compiled"])
 """
-    log = tmp_path / "cc.log"
-    cc = tmp_path / "logcc"
-    cc.write_text(f"#!/bin/sh\ncase \"$*\" in *-shared*) echo \"$*\" >> {log};; esac\n"
-                  "exec gcc \"$@\"\n")
-    cc.chmod(0o755)
+    cc, log = logging_cc(tmp_path, when="*-shared*")
     cache = tmp_path / "cache"
-    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": str(cc), "NUMDYN_FLOOR": "0",
+    r = _run(code, {"NUMDYN_CACHE_DIR": str(cache), "CC": cc, "NUMDYN_FLOOR": "0",
                     "NUMDYN_COMPILE_BUDGET": "inf", "NUMDYN_PCH": "0"}, timeout=300)
     assert r.returncode == 0, r.stderr
     ok, n, compiled = r.stdout.split()[1:]

@@ -10,6 +10,8 @@ import pytest
 import numdyn
 from numdyn import utils
 
+from cc_wrap import failing_cc
+
 FLOOR = {"floor": True}
 
 
@@ -386,10 +388,7 @@ def test_background_compile_error_raises_on_the_call_that_finds_it(background_co
     # came: 28 of 30 rounds before the fix)
     import warnings
     for k in range(5):
-        cc = tmp_path / f"badcc{k}"
-        cc.write_text("#!/bin/sh\necho 'numdyn-test: the compiler says no' >&2\nexit 1\n")
-        cc.chmod(0o755)
-        monkeypatch.setenv("CC", str(cc))
+        monkeypatch.setenv("CC", failing_cc(tmp_path, name=f"badcc{k}"))
         monkeypatch.setenv("NUMDYN_CACHE_DIR", str(tmp_path / f"cache{k}"))
         utils.reset()
         f = numdyn.compile(lambda a: np.tan(a) * 3.25 + 2.0, options={"floor": False})

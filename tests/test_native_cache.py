@@ -17,6 +17,8 @@ import pytest
 import numdyn
 from numdyn import utils
 
+from cc_wrap import failing_cc, fake_cc
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -219,11 +221,8 @@ def test_clear_cache_empties_disk_and_memory(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------ the compiler
 def test_compiler_error_shows_message_and_source_path(tmp_path, monkeypatch):
-    cc = tmp_path / "badcc"
-    cc.write_text("#!/bin/sh\necho 'numdyn-test: the compiler says no' >&2\nexit 1\n")
-    cc.chmod(0o755)
     d = tmp_path / "cache"
-    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("CC", failing_cc(tmp_path))
     monkeypatch.setenv("NUMDYN_CACHE_DIR", str(d))
     utils.reset()
     f = numdyn.compile(lambda a: np.tan(a) * 3.5 + 2.0, backend="native")
@@ -337,14 +336,8 @@ def test_a_failing_unit_among_parallel_ones_raises_compile_error(tmp_path):
     # a compiler that builds the first unit it is given and fails on every
     # other one: CompileError names a kept source, no build directory is left
     lock = tmp_path / "first"
-    fake = tmp_path / "cc"
-    real = shutil.which("cc") or "cc"
-    fake.write_text("#!/bin/sh\n"
-                    "case \" $* \" in *\" u.c \"*)\n"
-                    f"  mkdir {lock} 2>/dev/null || {{ echo 'not this one' >&2; exit 1; }};;\n"
-                    "esac\n"
-                    f"exec {real} \"$@\"\n")
-    fake.chmod(0o755)
+    fake = fake_cc(tmp_path, when="*' u.c '*",
+                   then=f"mkdir {lock} 2>/dev/null || {{ echo 'not this one' >&2; exit 1; }}")
     code = MULTI.replace("r = numdyn.compile", "try:\n    r = numdyn.compile").replace(
         "e = f(a, b, w)", "except utils.CompileError as ex:\n"
         "    import os; src = [w for w in str(ex).split() if w.endswith('.c')]\n"
@@ -352,7 +345,7 @@ def test_a_failing_unit_among_parallel_ones_raises_compile_error(tmp_path):
         "    raise SystemExit\n"
         "e = f(a, b, w)")
     d = tmp_path / "fail"
-    r = last_json(run_py(code, d, {"NUMDYN_COMPILE_JOBS": "3", "CC": str(fake)}))
+    r = last_json(run_py(code, d, {"NUMDYN_COMPILE_JOBS": "3", "CC": fake}))
     assert r.get("raised") and r["ok"], r
     assert not [p for p in d.iterdir() if p.is_dir()], sorted(p.name for p in d.iterdir())
 
