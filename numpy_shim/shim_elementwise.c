@@ -545,15 +545,16 @@ static int layout_copies(PyObject *p, PyObject *order)
     if (!order || order == Py_None) return 0;
     if (!PyUnicode_Check(order) || PyUnicode_GetLength(order) != 1) return -1;
     Py_UCS4 o = PyUnicode_READ_CHAR(order, 0);
-    if (o == 'K') return 0;
-    if (o != 'C' && o != 'F' && o != 'A') return -1;
+    /* NumPy's STRIDING_OK: 'K' and 'A' take any layout as it is */
+    if (o == 'K' || o == 'A') return 0;
+    if (o != 'C' && o != 'F') return -1;
     npy_intp ms[ND_MAXDIMS], rd[ND_MAXDIMS], rs[ND_MAXDIMS];
     if (nd_proxy_memory_strides(p, ms)) return 1;
     int nd = nd_proxy_ndim(p);
     const npy_intp *sh = nd_proxy_shape(p);
     for (int d = 0; d < nd; d++) { rd[d] = sh[nd - 1 - d]; rs[d] = ms[nd - 1 - d]; }
     int c = nd_c_contiguous(nd, sh, ms, 1), f = nd_c_contiguous(nd, rd, rs, 1);
-    return o == 'C' ? !c : o == 'F' ? !f : !(c || f);
+    return o == 'C' ? !c : !f;
 }
 
 /* np.array / np.asarray of a few Python numbers (a filter's taps, a small

@@ -33,6 +33,7 @@ typedef struct {
     int sig_dtype;        /* dtype= as typenum or -1 */
     NPY_CASTING casting;
     int out_kw;           /* out= given as a keyword (None included) */
+    char order;           /* order=: the memory order of new results ('K') */
 } ufunc_opts;
 
 /* 1: the shim ufunc being called got where= and no out= keyword; 0: it
@@ -71,11 +72,34 @@ static int comparison_constant(int uf, nd_operand *ops, int *loop_in, int *value
     return 0;
 }
 
-/* a new ufunc result, laid out as NumPy's iterator lays it out */
-static PyObject *result(nd_trace *t, nd_id id, int nin, PyObject *const *inputs)
+/* order='A' of a ufunc call: Fortran when every operand is F-contiguous
+ * (NumPy's flag: length-1 dims skipped; a scalar is), C otherwise */
+static char any_order(int nin, PyObject *const *inputs)
+{
+    for (int k = 0; k < nin; k++) {
+        int nd;
+        const npy_intp *sh;
+        npy_intp ms[ND_MAXDIMS], e = 1;
+        if (!nd_proxy_check(inputs[k]) && !PyArray_Check(inputs[k])) continue;
+        if (nd_operand_memory_strides(inputs[k], &nd, &sh, ms)) return 'C';
+        for (int d = 0; d < nd; d++)
+            if (sh[d] > 1) {
+                if (ms[d] != e) return 'C';
+                e *= sh[d];
+            }
+    }
+    return 'F';
+}
+
+/* a new ufunc result, laid out as NumPy's iterator lays it out, or as
+ * order= asks */
+static PyObject *result(nd_trace *t, nd_id id, int nin, PyObject *const *inputs, char order)
 {
     PyObject *p = nd_shim_wrap(t, id, nd_shim_node_ndim(t, id) == 0);
-    if (p) nd_proxy_set_korder(p, nin, inputs, 1);
+    if (!p) return NULL;
+    if (order == 'A') order = any_order(nin, inputs);
+    if (order == 'K') nd_proxy_set_korder(p, nin, inputs, 1);
+    else nd_proxy_set_order(p, NULL, order);
     return p;
 }
 
@@ -127,11 +151,11 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
 {
     int nin = nd_ufunc_nin(uf);
     if (o->nouts_given == 0) {
-        if (nout == 1) return result(t, res[0], nin, inputs);
+        if (nout == 1) return result(t, res[0], nin, inputs, o->order);
         PyObject *tup = PyTuple_New(nout);
         if (!tup) return NULL;
         for (int i = 0; i < nout; i++) {
-            PyObject *p = result(t, res[i], nin, inputs);
+            PyObject *p = result(t, res[i], nin, inputs, o->order);
             if (!p) { Py_DECREF(tup); return NULL; }
             PyTuple_SET_ITEM(tup, i, p);
         }
@@ -168,7 +192,7 @@ static PyObject *finish(nd_trace *t, int uf, nd_id *res, int nout, const ufunc_o
     for (int i = 0; i < nout; i++) {
         PyObject *p = o->outs[i] ? o->outs[i] : NULL;
         if (p) Py_INCREF(p);
-        else if (!(p = result(t, res[i], nin, inputs))) {
+        else if (!(p = result(t, res[i], nin, inputs, o->order))) {
             Py_DECREF(tup);
             return NULL;
         }
@@ -285,7 +309,7 @@ static PyObject *apply(nd_trace *t, int uf, PyObject *const *inputs, const ufunc
     return finish(t, uf, res, nout, o, out_dt, inputs);
 }
 
-static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING, 0};
+static const ufunc_opts plain = {{NULL, NULL}, 0, NULL, -1, NPY_SAME_KIND_CASTING, 0, 'K'};
 
 static PyObject *no_trace_call(int uf, PyObject *args)
 {
@@ -602,7 +626,13 @@ static int parse_opts(int uf, PyObject *args, PyObject *kwargs, ufunc_opts *o)
     }
     if (kw[UKW_CASTING] && nd_shim_casting_arg(kw[UKW_CASTING], NPY_SAME_KIND_CASTING, &o->casting) < 0)
         return -1;
-    /* order=, subok=: layout / subclass requests do not change values */
+    /* order=: the layout of new results (NumPy's ValueError / TypeError for
+     * another value come from the fallback); subok=: no subclass is traced */
+    PyObject *ord = kw[UKW_ORDER];
+    if (ord && ord != Py_None && !(o->order = nd_shim_order_char(ord, 0))) {
+        nd_shim_unsupported("numpy.%s with this order=", nd_ufunc_name(uf));
+        return 1;
+    }
     const nd_spec *sp = nd_shim_spec(def);
     for (int k = UKW_UNSUPPORTED; k < sp->n; k++)
         if (kw[k]) {

@@ -1,0 +1,77 @@
+"""Differences from NumPy found by probe programs written as users write
+NumPy code (session 24, probe6), each against NumPy.
+
+1. ``order=`` of a ufunc call (``np.add(a, b, order='F')``,
+   ``np.exp(x, order='C')``, ``np.negative(x, order='A')``) was parsed and
+   ignored: the result took the iterator's 'K' layout, so a later
+   ``.ravel('K')`` / ``.ravel('A')`` / ``tobytes('A')`` listed the elements
+   in another order than NumPy's.
+2. ``np.asarray(x, order='A')`` of a non-contiguous array copied it: NumPy
+   takes any layout for 'A' as for 'K' (its STRIDING_OK), so the result is
+   ``x`` itself.
+"""
+import numpy as np
+import pytest
+
+from oracle import check
+
+import numdyn
+
+
+def _calls(fn, backend, *makers, **kw):
+    """One compiled fn, called on the arguments each maker builds (first and
+    warm calls); makers, not arrays: the oracle's deep copy of a strided
+    view is contiguous"""
+    cf = numdyn.compile(fn, backend=backend)
+    for make in makers:
+        check(fn, make_args=make, compiled=cf, **kw)
+
+
+def _c():
+    return np.arange(12.0).reshape(3, 4)
+
+
+def _f():
+    return np.asfortranarray(_c())
+
+
+def _s():
+    return np.arange(24.0).reshape(3, 8)[:, ::2]
+
+
+def _n():
+    return _c()[::-1]
+
+
+# ----------------------------------------------- 1. a ufunc's order=
+def _ufunc_orders(a, b):
+    return (np.add(a, b, order="F"), np.multiply(a, 2.0, order="C"),
+            np.negative(a, order="A"), np.add(a, b, order="A"),
+            np.add(a, 1.0, order="f").ravel("K"), np.add(a, b, order="A").ravel("A"),
+            np.divmod(a, 3.0, order="F")[1].ravel("K"))
+
+
+def test_ufunc_order_keyword(backend):
+    _calls(_ufunc_orders, backend, lambda: (_c(), _c()), lambda: (_f(), _f()),
+           lambda: (_f(), _c()), lambda: (_s(), _n()), lambda: (_f(), np.ones(4)),
+           check_layout=True)
+
+
+def _ufunc_bad_order(a):
+    return np.add(a, 1.0, order="X")
+
+
+def test_ufunc_order_keyword_error(backend):
+    _calls(_ufunc_bad_order, backend, lambda: (np.ones((2, 2)),))
+
+
+# ---------------------------------- 2. np.asarray(x, order='A') is x
+def _asarray_any(a):
+    b = np.asarray(a, order="A")
+    b[0, 0] = 99.0
+    return b is a, b, a.sum()
+
+
+def test_asarray_order_any_is_the_array(backend):
+    _calls(_asarray_any, backend, lambda: (_c(),), lambda: (_s(),), lambda: (_f(),),
+           lambda: (_n(),), check_layout=True)
