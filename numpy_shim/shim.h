@@ -16,6 +16,9 @@ PyObject *nd_shim_ufunc2(int ufunc_id, PyObject *a, PyObject *b);
 /* in-place operator: a op= b (writes through nd_proxy_write) */
 PyObject *nd_shim_ufunc2_inplace(int ufunc_id, PyObject *a, PyObject *b);
 
+/* builtin max()/min() of lazy NumPy scalars (trace.h nd_numpy_entries) */
+PyObject *nd_shim_builtin_minmax(int is_max, PyObject *const *args, Py_ssize_t n);
+
 /* The protocols: what NumPy hands the proxy. */
 PyObject *nd_shim_array_ufunc(PyObject *ufunc, PyObject *method,
                               PyObject *args, PyObject *kwargs);

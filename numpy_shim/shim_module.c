@@ -663,6 +663,7 @@ static const nd_numpy_entries entries = {
     .setitem = nd_shim_setitem,
     .module = nd_shim_module,
     .lookup = nd_shim_lookup,
+    .builtin_minmax = nd_shim_builtin_minmax,
 };
 
 int nd_shim_init(PyObject *module)

@@ -500,6 +500,72 @@ PyObject *nd_shim_ufunc2(int uf, PyObject *a, PyObject *b)
     return nd_shim_settled(t, first, r);
 }
 
+/* Python's builtin max(a, b, ...) / min(...) (or of one list or tuple) of
+ * lazy NumPy scalars: a lazy scalar in the graph, with the builtin's own
+ * semantics -- it keeps the first item and takes a later one only when
+ * `item > best` (`item < best` for min) is true, so ties keep the first
+ * and a NaN compares false (max(nan, 1) is nan, max(1, nan) is 1). Every
+ * item a lazy scalar or a NumPy scalar of one real dtype, at least one of
+ * them lazy: otherwise the result's type could depend on the values (a
+ * Python float or another dtype chosen), and NULL with no exception asks
+ * the caller for the builtin itself. */
+PyObject *nd_shim_builtin_minmax(int is_max, PyObject *const *args, Py_ssize_t n)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t || n < 1) return NULL;
+    PyObject *seq = NULL;
+    if (n == 1) {
+        if (!PyList_CheckExact(args[0]) && !PyTuple_CheckExact(args[0])) return NULL;
+        seq = PySequence_Fast(args[0], "");  /* a new ref: the list stays alive */
+        if (!seq) return NULL;
+        args = PySequence_Fast_ITEMS(seq);
+        n = PySequence_Fast_GET_SIZE(seq);
+    }
+    int dt = -1, lazy = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = args[k];
+        int d;
+        if (nd_shim_lazy_scalar(o)) {
+            d = nd_proxy_dtype(o);
+            lazy = 1;
+        } else if (PyArray_IsScalar(o, Generic)) {
+            PyArray_Descr *descr = PyArray_DescrFromScalar(o);
+            if (!descr) { Py_XDECREF(seq); return NULL; }
+            d = descr->type_num;
+            Py_DECREF(descr);
+        } else {
+            d = -2;
+        }
+        if (d < 0 || (dt >= 0 && d != dt) ||
+            !(PyTypeNum_ISBOOL(d) || PyTypeNum_ISINTEGER(d) || PyTypeNum_ISFLOAT(d))) {
+            Py_XDECREF(seq);
+            return NULL;
+        }
+        dt = d;
+    }
+    if (!lazy || n < 2) { Py_XDECREF(seq); return NULL; }
+    nd_id first = nd_shim_graph_size(t);
+    const int loop[2] = {dt, dt};
+    nd_operand op;
+    nd_id best = ND_NONE;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (nd_shim_operand(t, args[k], &op)) { best = ND_NONE; break; }
+        nd_id x = op.id;
+        if (k) {
+            nd_id in[2] = {x, best};
+            nd_id c = nd_shim_node_ufunc(t, is_max ? ND_UF_GREATER : ND_UF_LESS, in, loop, NPY_BOOL, 0);
+            x = c == ND_NONE ? ND_NONE : nd_shim_node_where(t, c, x, best, dt);
+        }
+        if ((best = x) == ND_NONE) break;
+    }
+    Py_XDECREF(seq);
+    if (best == ND_NONE) {
+        if (!PyErr_Occurred()) nd_shim_take_unsupported();  /* the builtin then */
+        return NULL;
+    }
+    return nd_shim_settled(t, first, nd_shim_wrap(t, best, 1));
+}
+
 PyObject *nd_shim_ufunc2_inplace(int uf, PyObject *a, PyObject *b)
 {
     nd_trace *t = nd_trace_current();

@@ -64,11 +64,22 @@ def apply(compiled, args, kwargs):
     import numpy as np
     from . import _autodiff
 
-    for k, v in kwargs.items():
-        if isinstance(v, jax.Array):
-            raise NotImplementedError(
-                f"numdyn.wrap_numpy: pass JAX arrays positionally under JAX transformations "
-                f"(keyword argument {k!r})")
+    # keyword arguments holding JAX arrays travel as one more (dict)
+    # argument, so they are leaves like the positional ones: traced by the
+    # callbacks and differentiated; the other keywords stay static
+    dyn = {k: v for k, v in kwargs.items()
+           if any(isinstance(x, jax.Array) for x in _C._tree_leaves(v))}
+    if dyn:
+        static = {k: v for k, v in kwargs.items() if k not in dyn}
+        inner = compiled
+
+        def compiled(*a, **kw):
+            return inner(*a[:-1], **a[-1], **kw)
+        compiled.__wrapped__ = inner
+        args, kwargs = tuple(args) + (dyn,), static
+        key_fn = (inner, tuple(dyn))
+    else:
+        key_fn = compiled
     # the JAX arrays among the arguments' leaves (inside list/tuple/dict
     # arguments too, as numdyn walks them: _C._tree_leaves)
     per_arg = [_C._tree_leaves(a) for a in args]
@@ -88,7 +99,7 @@ def apply(compiled, args, kwargs):
     def as_arrays(out):
         return jax.tree_util.tree_map(np.asarray, out)
 
-    key = _key(compiled, leaves, pos, kwargs)
+    key = _key(key_fn, leaves, pos, kwargs)
     struct = _shapes.get(key) if key is not None else None
     if struct is None:
         first = None

@@ -393,6 +393,9 @@ typedef struct nd_numpy_entries {
     int (*setitem)(PyObject *self, PyObject *key, PyObject *value);
     PyObject *(*module)(void);                 /* borrowed: the shim module */
     PyObject *(*lookup)(PyObject *numpy_func); /* borrowed, or NULL: none */
+    /* builtin max()/min() of lazy scalars (trace_remap.c): a lazy scalar,
+     * or NULL with no exception for the builtin itself */
+    PyObject *(*builtin_minmax)(int is_max, PyObject *const *args, Py_ssize_t n);
 } nd_numpy_entries;
 extern nd_numpy_entries nd_np;
 /* The shim module may hold ND_SHIM_CALL_PREFIX "<name>__": what a direct

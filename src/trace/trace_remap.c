@@ -12,7 +12,9 @@
  *                                                     -> its wrapper,
  *   - the builtin `type` (not shadowed by a global)    -> a `type` that
  *     answers numpy.ndarray for a lazy array and the NumPy scalar type
- *     for a lazy scalar, as the function would see under NumPy.
+ *     for a lazy scalar, as the function would see under NumPy;
+ *     `min`/`max`                                     -> the builtin, but of
+ *     lazy NumPy scalars a lazy scalar (the shim's builtin_minmax).
  *   - a NumPy submodule (`import numpy._core.numeric as NX`, `from numpy
  *     import linalg as la`)                           -> a view of it whose
  *     attributes that are NumPy functions the shim replaces resolve to the
@@ -284,10 +286,60 @@ static PyMethodDef type_def = {
     "type(object) -> the object's type, as under NumPy for numdyn's lazy values; "
     "type(name, bases, dict) as the builtin"};
 
+/* max()/min() inside compiled code: of lazy NumPy scalars a lazy scalar in
+ * the graph with the builtin's semantics (the shim's nd_np.builtin_minmax),
+ * so `max(b[0], b[1])` is no value read; anything else the builtin itself */
+static PyObject *minmax_impl(int is_max, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    static PyObject *builtin[2];
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (!kwnames && nd_np.builtin_minmax) {
+        int any = 0;
+        for (Py_ssize_t k = 0; k < n && !any; k++)
+            any = nd_proxy_check(args[k]) || ((PyList_CheckExact(args[k]) || PyTuple_CheckExact(args[k])) && n == 1);
+        if (any) {
+            PyObject *r = nd_np.builtin_minmax(is_max, args, n);
+            if (r || PyErr_Occurred()) return r;
+        }
+    }
+    if (!builtin[is_max]) {
+        PyObject *b = PyEval_GetBuiltins();  /* borrowed */
+        PyObject *f = b ? PyDict_GetItemString(b, is_max ? "max" : "min") : NULL;
+        if (!f) return PyErr_Format(PyExc_RuntimeError, "numdyn: the builtin %s is missing", is_max ? "max" : "min");
+        builtin[is_max] = Py_NewRef(f);
+    }
+    return PyObject_Vectorcall(builtin[is_max], args, nargsf, kwnames);
+}
+
+static PyObject *max_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return minmax_impl(1, args, nargsf, kwnames);
+}
+
+static PyObject *min_impl(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return minmax_impl(0, args, nargsf, kwnames);
+}
+
+static PyMethodDef minmax_defs[2] = {
+    {"min", (PyCFunction)(void (*)(void))min_impl, METH_FASTCALL | METH_KEYWORDS,
+     "min(...) -> the builtin's result; of numdyn's lazy NumPy scalars a lazy scalar"},
+    {"max", (PyCFunction)(void (*)(void))max_impl, METH_FASTCALL | METH_KEYWORDS,
+     "max(...) -> the builtin's result; of numdyn's lazy NumPy scalars a lazy scalar"}};
+
+/* the builtins a compiled function's names are renamed to, unless a global
+ * shadows them (guarded: the name must stay unbound in the globals) */
+static const char *const builtin_names[] = {"type", "min", "max"};
+static PyObject *builtin_shims[3];
+
 static int init(void)
 {
     if (get_instructions) return 0;
     if (!type_shim && !(type_shim = PyCFunction_New(&type_def, NULL))) return -1;
+    builtin_shims[0] = type_shim;
+    for (int k = 0; k < 2; k++)
+        if (!builtin_shims[k + 1] && !(builtin_shims[k + 1] = PyCFunction_New(&minmax_defs[k], NULL)))
+            return -1;
     if (!builtin_mark && !(builtin_mark = PyUnicode_FromString("<numdyn: a builtin, not a global>")))
         return -1;
     numpy_mod = PyImport_ImportModule("numpy");
@@ -318,12 +370,14 @@ static int collect(PyObject *code, PyObject *globals, PyObject *mapping, PyObjec
         PyObject *v = PyDict_GetItemWithError(globals, name);
         if (!v) {
             if (PyErr_Occurred()) goto done;
-            /* the builtin type(), unless a global shadows it (guarded:
+            /* type(), min(), max(), unless a global shadows them (guarded:
              * the name must stay unbound in the globals) */
-            if (PyUnicode_CompareWithASCIIString(name, "type") == 0) {
+            int b = 0;
+            while (b < 3 && PyUnicode_CompareWithASCIIString(name, builtin_names[b]) != 0) b++;
+            if (b < 3) {
                 PyObject *nn = PyUnicode_FromFormat("__numdyn_%U__", name);
                 PyObject *use = PyLong_FromLong(USE_ANY);
-                PyObject *entry = nn && use ? PyTuple_Pack(4, nn, type_shim, builtin_mark, use) : NULL;
+                PyObject *entry = nn && use ? PyTuple_Pack(4, nn, builtin_shims[b], builtin_mark, use) : NULL;
                 Py_XDECREF(use);
                 Py_XDECREF(nn);
                 if (!entry || PyDict_SetItem(mapping, name, entry) < 0) { Py_XDECREF(entry); goto done; }
