@@ -129,3 +129,37 @@ def test_loaded_machine_runs_products_on_one_thread(data, delay):
     assert _C._blas_threads() == threads
     for u, v in zip(out, ref):
         np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
+
+
+def normal_step(X, y, w):
+    # least squares' gradient: two matrix-vector products (NumPy calls gemv)
+    r = X @ w - y
+    return X.T @ r * 0.5
+
+
+def test_matrix_vector_products_are_blas_steps(data, delay):
+    """OpenBLAS threads a gemv from a matrix of 9216 elements, far below the
+    2^18 multiply-adds of its gemm threshold: such products are timed and,
+    on a loaded machine, run on one thread like the others (they ran
+    threaded and untimed); a smaller matrix is OpenBLAS's one thread anyway"""
+    rng = np.random.default_rng(1)
+    X, y, w = rng.standard_normal((2000, 11)), rng.standard_normal(2000), rng.standard_normal(11)
+    cf = numdyn.compile(normal_step, options=NOFLOOR)
+    ref = normal_step(X, y, w)
+    threads = _C._blas_threads()
+    for _ in range(3):
+        cf(X, y, w)
+    out, log = _blas_log(cf, (X, y, w))
+    assert len(log) == 2  # both gemv products, timed
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    _C._threads_test_load(1e6)
+    one0 = utils.counters["blas_runs_one_thread"]
+    out, log = _blas_log(cf, (X, y, w))
+    assert log == [] and utils.counters["blas_runs_one_thread"] - one0 == 2
+    assert _C._blas_threads() == threads
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    small = (X[:800], y[:800], w)  # 8800 elements: under OpenBLAS's threshold
+    one0 = utils.counters["blas_runs_one_thread"]
+    out = cf(*small)
+    assert utils.counters["blas_runs_one_thread"] == one0
+    np.testing.assert_allclose(out, normal_step(*small), rtol=1e-12)

@@ -79,8 +79,9 @@ void nd_par_close(int ok);
  * OpenBLAS's worker spinning on a core for ~0.1 s.
  * nd_par_blas_begin(s, m*n*k) before the step (s: the step's own state)
  * returns 1 when it opened a span; nd_par_blas_ran() after the step then
- * restores the thread count. Products under ND_PAR_BLAS_WORK multiply-adds
- * run on one thread in OpenBLAS anyway and are not timed. Counted in
+ * restores the thread count. mnk is 0 for products OpenBLAS runs on one
+ * thread anyway (gemm under ND_PAR_BLAS_WORK multiply-adds, gemv of a
+ * matrix under 9216 elements: runtime_native.c): they are not timed. Counted in
  * numdyn.utils.counters["blas_runs_one_thread"]. */
 #define ND_PAR_BLAS_WORK (1ll << 18)
 int nd_par_blas_begin(nd_parstat *s, int64_t mnk);

@@ -675,15 +675,17 @@ static void run_plan_free(void *v)
     PyMem_Free(r);
 }
 
-/* A step NumPy runs as a level-3 BLAS product: np.matmul of operands of
- * two or more dims each, or np.dot of two matrices (what the BLAS thread
- * choice of par.h covers: products that split their output over threads). */
+/* A step NumPy runs as a BLAS product: np.matmul of operands of one or
+ * more dims (not two vectors), or np.dot of a matrix and a matrix or a
+ * vector (what the BLAS thread choice of par.h covers: products that
+ * OpenBLAS splits over its threads -- gemm, and gemv, which NumPy calls
+ * for a matrix times a vector: `A.T @ r`). */
 static int blas_step(nd_graph *g, const nd_step *st)
 {
     static PyObject *mm, *dot;
     if (st->kind != ND_S_EAGER) return 0;
     const nd_node *n = &g->nodes[st->node];
-    if (n->op != ND_OP_EXTERN || n->nextra != 2 || !n->obj || n->ndim < 2) return 0;
+    if (n->op != ND_OP_EXTERN || n->nextra != 2 || !n->obj || n->ndim < 1) return 0;
     if (!mm) {
         PyObject *np = PyImport_ImportModule("numpy");
         if (np) {
@@ -697,22 +699,35 @@ static int blas_step(nd_graph *g, const nd_step *st)
         }
     }
     if (n->obj != mm && n->obj != dot) return 0;
+    int two = 0;
     for (int k = 0; k < 2; k++) {
         nd_id in = n->extra[k];
-        if (in < 0 || g->nodes[in].ndim < 2 || (n->obj == dot && g->nodes[in].ndim != 2)) return 0;
+        if (in < 0 || g->nodes[in].ndim < 1 || (n->obj == dot && g->nodes[in].ndim > 2)) return 0;
+        two += g->nodes[in].ndim >= 2;
     }
-    return 1;
+    return two > 0;
 }
 
-/* multiply-adds of blas step st's product (all of its matrices) when one
- * matrix's reaches ND_PAR_BLAS_WORK; else 0 */
+/* OpenBLAS's own thresholds for splitting a product over its threads
+ * (interface/gemm.c, interface/gemv.c): a gemm from m*n*k >= 2^18
+ * multiply-adds (ND_PAR_BLAS_WORK), a gemv from a matrix of m*n >= 9216
+ * elements. A gemv under 2^18 multiply-adds ran threaded and untimed (the
+ * least squares' `Xb.T @ y`, 20000x11: on a loaded machine its worker
+ * waits for a core as NumPy's does, mean 3.5-5 ms against a median of 1.6). */
+#define BLAS_GEMV_THREADED 9216
+
+/* multiply-adds of blas step st's product (all of its matrices) when
+ * OpenBLAS would run it on its threads; else 0 */
 static int64_t blas_work(nd_graph *g, const nd_step *st)
 {
-    const nd_node *n = &g->nodes[st->node], *a = &g->nodes[n->extra[0]];
-    int64_t m = n->shape[n->ndim - 2], q = n->shape[n->ndim - 1], k = a->shape[a->ndim - 1];
-    int64_t one = m * q * k, batch = 1;
-    for (int d = 0; d < n->ndim - 2; d++) batch *= n->shape[d];
-    return one >= ND_PAR_BLAS_WORK && m > 1 && q > 1 ? one * batch : 0;
+    const nd_node *n = &g->nodes[st->node], *a = &g->nodes[n->extra[0]], *b = &g->nodes[n->extra[1]];
+    int64_t m = a->ndim >= 2 ? a->shape[a->ndim - 2] : 1, k = a->shape[a->ndim - 1];
+    int64_t q = b->ndim >= 2 ? b->shape[b->ndim - 1] : 1, out = 1;
+    for (int d = 0; d < n->ndim; d++) out *= n->shape[d];
+    int64_t one = m * q * k, batch = m > 0 && q > 0 ? out / (m * q) : 0;
+    if (m > 1 && q > 1) return one >= ND_PAR_BLAS_WORK ? one * batch : 0;
+    if (m == 1 && q == 1) return 0;  /* a dot of two vectors */
+    return one >= BLAS_GEMV_THREADED ? one * batch : 0;  /* gemv: the matrix is k x (m or q) */
 }
 
 static run_plan *run_plan_of(nd_program *p, nd_graph *g)

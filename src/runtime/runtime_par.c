@@ -339,7 +339,7 @@ static int find_blas(struct dl_phdr_info *info, size_t size, void *data)
 int nd_par_blas_begin(nd_parstat *s, int64_t mnk)
 {
     nd_par_close(1);
-    if (mnk < ND_PAR_BLAS_WORK || !on()) return 0;
+    if (mnk <= 0 || !on()) return 0;
     if (!blas_looked) {
         blas_looked = 1;
         dl_iterate_phdr(find_blas, NULL);
