@@ -29,7 +29,8 @@ import numdyn  # noqa: E402
 
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 DEFAULT = ["exp", "exp2", "expm1", "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt"]
-CNAME = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
+CNAME = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arcsin": "asin", "arccos": "acos",
+         "arctan": "atan"}
 
 
 def _compiler_command(tmp):

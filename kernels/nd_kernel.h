@@ -182,17 +182,16 @@ ND_DECL2(pow)
 ND_DECL1F35(exp2)
 ND_DECL1D(exp2)
 #endif
- ND_DECL1D35(log) ND_DECL1F35(log) ND_DECL1RD(log) ND_DECL1RF(log)
-ND_DECL1D35(log2) ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
+/* float64 log, log2, log10: nd_vm64.h */
+ND_DECL1F35(log) ND_DECL1RD(log) ND_DECL1RF(log)
+ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
 ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD35(tan) ND_DECL1F35(tan)
 ND_DECL1D35(asin) ND_DECL1F35(asin) ND_DECL1D35(acos) ND_DECL1F35(acos)
 ND_DECL1D35(atan) ND_DECL1F35(atan)
 ND_DECL2D35(atan2) ND_DECL2F35(atan2)
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
-/* log10 as the 3.5-ULP log times 1/ln(10): SLEEF's own log10 (1 ULP) ran
- * 1.5x (float64) and 2.6x (float32) slower than NumPy's loops; this is
- * within 3 (float64) / 5 (float32) ULP of NumPy's */
-ND_INLINE double nd_log10(double x) { return nd_log(x) * 0x1.bcb7b1526e50ep-2; }
+/* float32 log10 as the 3.5-ULP log times 1/ln(10): SLEEF's own log10 (1
+ * ULP) ran 2.6x slower than NumPy's loop; this is within 5 ULP of NumPy's */
 ND_INLINE float nd_log10f(float x) { return nd_logf(x) * 0x1.bcb7b2p-2f; }
 
 /* --------------------------------------------------- float helpers */
@@ -327,6 +326,26 @@ ND_INLINE T nd_tsel_##S(int c, T a, T b) \
 }
 ND_TSEL(double, d, uint64_t)
 ND_TSEL(float, f, uint32_t)
+/* log's 16-entry table (numdyn's own log forms: nd_zv_log_core below, nd_vm64.h):
+ * 1/c and log c, c the centre of m's 1/16 bucket (described at nd_zv_log_core) */
+static const double __attribute__((aligned(64))) ND_ZV_LOG_INVC[16] = {0x1.0000000000000p+0, 0x1.e1e2d9fe00000p-1, 0x1.c713b82800000p-1, 0x1.af1f836c00000p-1, 0x1.9995dcd400000p-1, 0x1.86187d7000000p-1, 0x1.745d2efe00000p-1, 0x1.6429291200000p-1, 0x1.58e1128e00000p-1, 0x1.4e642acb00000p+0, 0x1.413b992300000p+0, 0x1.3520851700000p+0, 0x1.29e82a3b00000p+0, 0x1.1f6f51d500000p+0, 0x1.15ac7a9600000p+0, 0x1.0c9313e900000p+0};
+static const double __attribute__((aligned(64))) ND_ZV_LOG_LOGC[16] = {0x0.0p+0, 0x1.f092922754000p-5, 0x1.e2befe3b64000p-4, 0x1.601d57395f000p-3, 0x1.c9122c6b7d000p-3, 0x1.16758174bd000p-2, 0x1.46187ae748000p-2, 0x1.73a72963a9800p-2, 0x1.949d134cde800p-2, -0x1.118bab042e800p-2, -0x1.d0df6f142e000p-3, -0x1.82338808e7000p-3, -0x1.367bed2581000p-3, -0x1.da64c44da8000p-4, -0x1.4ce1252ed6000p-4, -0x1.88d07fa36c000p-5};
+/* (log1p(r) - r) / r^2 for |r| < 1/31 (r2 = r^2): P of degree 8
+ * near-minimax (Chebyshev fit, 1.4e-17 in P: 2^-61 of log1p(r); Taylor's
+ * to r^11 was one fma more), by Estrin's scheme */
+#define ND_LOG_P_C0 -0x1.0000000000000p-1
+#define ND_LOG_P_C1 0x1.5555555555512p-2
+#define ND_LOG_P_C2 -0x1.fffffffffff84p-3
+#define ND_LOG_P_C3 0x1.9999999b40c18p-3
+#define ND_LOG_P_C4 -0x1.55555556d93c6p-3
+#define ND_LOG_P_C5 0x1.249232cf09fd8p-3
+#define ND_LOG_P_C6 -0x1.ffffd70d9ee96p-4
+#define ND_LOG_P_C7 0x1.c7fbecdd086f6p-4
+#define ND_LOG_P_C8 -0x1.9a6675fecc474p-4
+#define ND_LOG_P(V, C1, FMA, r, r2) \
+    FMA(FMA(C1(ND_LOG_P_C8), (r2) * (r2), FMA(FMA((r), C1(ND_LOG_P_C7), C1(ND_LOG_P_C6)), (r2), \
+                                               FMA((r), C1(ND_LOG_P_C5), C1(ND_LOG_P_C4)))), \
+        (r2) * (r2), FMA(FMA((r), C1(ND_LOG_P_C3), C1(ND_LOG_P_C2)), (r2), FMA((r), C1(ND_LOG_P_C1), C1(ND_LOG_P_C0))))
 /* ------------------------- numdyn's own AVX-512 vector math (vector ABI) */
 /* Where GCC cannot emit what a fast vector form needs from plain C --
  * vgetmant/vgetexp (the mantissa and exponent of a double, subnormals
@@ -375,13 +394,11 @@ typedef unsigned char nd_m8;
  * around 1; bucket by m + 1/32's top 4 bits) chosen so that -log(1/c) lies
  * within 2^-62 of a multiple of 2^-43: k ln2hi + log c is then exact in
  * one fma (ln2hi has 42 bits, k <= 1075). r = m/c - 1 by one fma, |r| <
- * 1/31; log1p(r) = r + r^2 P(r), P Taylor's to r^9 (truncation 2^-58
- * relative), by Estrin's scheme (latency). COR: log(u + cor) instead, cor
+ * 1/31; log1p(r) = r + r^2 P(r) (nd_zv_log_p). COR: log(u + cor) instead, cor
  * the rounding error of u (log1p's u = 1 + x): + cor/u, cor/u by cor
  * 2^-k (1/c) (1 - r) (2^-63 relative). Within 1 ULP of NumPy's log1p
  * (tests/test_codegen_libm.py). */
-static const double __attribute__((aligned(64))) ND_ZV_LOG_INVC[16] = {0x1.0000000000000p+0, 0x1.e1e2d9fe00000p-1, 0x1.c713b82800000p-1, 0x1.af1f836c00000p-1, 0x1.9995dcd400000p-1, 0x1.86187d7000000p-1, 0x1.745d2efe00000p-1, 0x1.6429291200000p-1, 0x1.58e1128e00000p-1, 0x1.4e642acb00000p+0, 0x1.413b992300000p+0, 0x1.3520851700000p+0, 0x1.29e82a3b00000p+0, 0x1.1f6f51d500000p+0, 0x1.15ac7a9600000p+0, 0x1.0c9313e900000p+0};
-static const double __attribute__((aligned(64))) ND_ZV_LOG_LOGC[16] = {0x0.0p+0, 0x1.f092922754000p-5, 0x1.e2befe3b64000p-4, 0x1.601d57395f000p-3, 0x1.c9122c6b7d000p-3, 0x1.16758174bd000p-2, 0x1.46187ae748000p-2, 0x1.73a72963a9800p-2, 0x1.949d134cde800p-2, -0x1.118bab042e800p-2, -0x1.d0df6f142e000p-3, -0x1.82338808e7000p-3, -0x1.367bed2581000p-3, -0x1.da64c44da8000p-4, -0x1.4ce1252ed6000p-4, -0x1.88d07fa36c000p-5};
+ND_INLINE nd_v8d nd_zv_log_p(nd_v8d r, nd_v8d r2) { return ND_LOG_P(nd_v8d, ND_Z1, ND_ZFMA, r, r2); }
 ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor, nd_m8 twice)
 {
     /* vgetmant's [0.75, 1.5) (3), sign cleared (1 << 2) */
@@ -397,14 +414,7 @@ ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor, nd_m8 twice)
     j = (nd_v8i)((nd_v8u)j >> 48);
     nd_v8d invc = ND_ZTABLE(ND_ZV_LOG_INVC, j), logc = ND_ZTABLE(ND_ZV_LOG_LOGC, j);
     nd_v8d r = ND_ZFMA(m, invc, ND_Z1(-1.0));
-    nd_v8d r2 = r * r, r4 = r2 * r2;
-    nd_v8d q0 = ND_ZFMA(r, ND_Z1(1.0 / 3), ND_Z1(-0.5));
-    nd_v8d q1 = ND_ZFMA(r, ND_Z1(1.0 / 5), ND_Z1(-1.0 / 4));
-    nd_v8d q2 = ND_ZFMA(r, ND_Z1(1.0 / 7), ND_Z1(-1.0 / 6));
-    nd_v8d q3 = ND_ZFMA(r, ND_Z1(1.0 / 9), ND_Z1(-1.0 / 8));
-    nd_v8d q4 = ND_ZFMA(r, ND_Z1(1.0 / 11), ND_Z1(-1.0 / 10));
-    nd_v8d s0 = ND_ZFMA(q1, r2, q0), s1 = ND_ZFMA(q3, r2, q2);
-    nd_v8d p = ND_ZFMA(ND_ZFMA(q4, r4, s1), r4, s0);
+    nd_v8d r2 = r * r, p = nd_zv_log_p(r, r2);
     nd_v8d lo = kd2 * ND_Z1(0x1.ef35793c76730p-45);
     if (withcor) {
         nd_v8d d = __builtin_ia32_scalefpd512_mask(cor * invc, -kd, u, (nd_m8)-1, ND_ZV_CUR);
@@ -1124,6 +1134,7 @@ ND_INLINE double nd_log1p_pos_d(double y)
     return nd_bsel_d(__builtin_isless(y, 0x1p-54), y, r);
 #endif
 }
+#include "nd_vm64.h"
 /* ------------------------------------ numdyn's own float32 vector math */
 /* expm1, arcsinh, arccosh, arctanh and cbrt of float32 by the same forms
  * in float (16 lanes of AVX-512): SLEEF's float versions ran 1.5-4x
