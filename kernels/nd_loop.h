@@ -182,6 +182,18 @@ static inline int ndl_fe_test(void) { return fetestexcept(NDL_FPEV); }
 static inline void ndl_fe_clear(void) { feclearexcept(NDL_FPEV); }
 #endif
 
+/* int(x) of a float x whose truncation fits int64, else INT64_MIN (NaN,
+ * out of range, and -2^63 itself, which the caller hands to Python): x86's
+ * cvttsd2si gives exactly that, so the hot path is the conversion and one
+ * compare with INT64_MIN (was a mask, a float compare and its branch;
+ * histogram's int((v - lo) / width)) */
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef double ndl_v2df_ __attribute__((vector_size(16)));
+static inline int64_t ndl_f2i(double x) { return __builtin_ia32_cvttsd2si64((ndl_v2df_){x, 0.0}); }
+#else
+static inline int64_t ndl_f2i(double x) { return fabs(x) < 9223372036854775808.0 ? (int64_t)x : INT64_MIN; }
+#endif
+
 /* a Python float as a float32 operand: NumPy's cast, which reports a finite
  * value past float32's range as an overflow (a flag the runner tests) */
 static inline float ndl_f4(double d)

@@ -586,12 +586,13 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         if (fn == LF_M_FLOOR || fn == LF_M_CEIL || fn == LF_M_TRUNC) {
             if (ISINT(a->t)) { decl(g, out, r, "(int64_t)%s", a->s); return 0; }
             newtmp(g, out, r);
-            line(g, "int64_t %s = 0;", out->s);
-            /* (one test: |x| < 2^63 is the open range, NaN fails it) */
-            line(g, "if (NDL_UNLIKELY(!(fabs((double)%s) < 9223372036854775808.0))) {", a->s);
-            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
-            line(g, "} else %s = (int64_t)%s((double)%s);", out->s,
+            /* (one test: INT64_MIN is NaN, out of range or -2^63 itself,
+             * which Python's own answer takes, see ndl_f2i) */
+            line(g, "int64_t %s = ndl_f2i(%s((double)%s));", out->s,
                  fn == LF_M_FLOOR ? "floor" : fn == LF_M_CEIL ? "ceil" : "trunc", a->s);
+            line(g, "if (NDL_UNLIKELY(%s == INT64_MIN)) {", out->s);
+            g->ind++; slow(g, ln, op, out, a, b); g->ind--;
+            line(g, "}");
             return 0;
         }
         if (!f || r != LT_PYFLOAT) return no_type(g, e);
@@ -696,12 +697,13 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         if (!a) { decl(g, out, r, "0"); return 0; }
         if (ISF(a->t)) {
             newtmp(g, out, r);
-            line(g, "int64_t %s = 0;", out->s);
-            /* one test, not two (histogram's int((v - lo) / width): 52 -> 47 us):
-             * |x| < 2^63; -2^63 itself, NaN and the rest go to Python's int() */
-            line(g, "if (NDL_UNLIKELY(!(fabs((double)%s) < 9223372036854775808.0))) {", a->s);
+            /* one test, not two (histogram's int((v - lo) / width): 52 -> 47 us),
+             * and on the conversion's result (see ndl_f2i): -2^63 itself,
+             * NaN and the rest go to Python's int() */
+            line(g, "int64_t %s = ndl_f2i((double)%s);", out->s, a->s);
+            line(g, "if (NDL_UNLIKELY(%s == INT64_MIN)) {", out->s);
             g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
-            line(g, "} else %s = (int64_t)%s;", out->s, a->s);
+            line(g, "}");
             return 0;
         }
         if (a->t == LT_U8) {
