@@ -9,6 +9,10 @@ NumPy code (session 24, probe6), each against NumPy.
 2. ``np.asarray(x, order='A')`` of a non-contiguous array copied it: NumPy
    takes any layout for 'A' as for 'K' (its STRIDING_OK), so the result is
    ``x`` itself.
+3. Arguments sharing memory that numdyn cannot put on one storage -- a view
+   of another dtype (``f(x, x.view(np.int64))``, ``f(z, z.real)``) -- were
+   traced as independent arrays: a write through one was not seen through
+   the other (NumPy: it is). They run with NumPy now (a recorded break).
 """
 import numpy as np
 import pytest
@@ -75,3 +79,38 @@ def _asarray_any(a):
 def test_asarray_order_any_is_the_array(backend):
     _calls(_asarray_any, backend, lambda: (_c(),), lambda: (_s(),), lambda: (_f(),),
            lambda: (_n(),), check_layout=True)
+
+
+# ------------------- 3. arguments sharing memory across dtypes / layouts
+def _bits_after_write(a, b):
+    a += 1.0
+    return b.copy(), (b & 0xFF).sum()
+
+
+def _separate():
+    return np.arange(6.0), np.arange(6)
+
+
+def _punned():
+    x = np.arange(6.0)
+    return x, x.view(np.int64)
+
+
+def test_argument_view_of_another_dtype(backend):
+    # a first call with separate arrays, then aliasing ones (warm: replay)
+    _calls(_bits_after_write, backend, _separate, _separate, _punned, _separate, _punned)
+
+
+def _scale_real(z, re):
+    re *= 2
+    return z.sum(), np.abs(z)
+
+
+def _complex_and_real():
+    z = np.arange(4) + 1j * np.arange(4)
+    return z, z.real
+
+
+def test_argument_real_part_of_complex(backend):
+    _calls(_scale_real, backend, _complex_and_real, _complex_and_real)
+

@@ -160,6 +160,13 @@ static PyObject *wrap_leaf(PyObject *o, int depth, void *ctx)
         if (!key) return NULL;
         PyObject *p = PyDict_GetItemWithError(c->alias, key);
         Py_DECREF(key);
+        if (p == Py_None) {  /* sharing memory in a way no storage models */
+            if (nd_trace_record_break(c->t, "an argument shares memory with another argument as a "
+                                      "view of another dtype or layout: NumPy runs the operations "
+                                      "on it") < 0)
+                return NULL;
+            return Py_NewRef(o);
+        }
         if (p) return Py_NewRef(p);
         if (PyErr_Occurred()) return NULL;
     }
@@ -187,27 +194,76 @@ static PyObject *ultimate_base(PyObject *a)
 /* Arguments that are overlapping views of one dense base array get proxies
  * on ONE storage for that base's memory, so a write through one is seen
  * through the others as under NumPy. Returns a dict id(array) -> proxy, or
- * None when no arguments alias. */
+ * None when no arguments alias. Where that cannot be done for one of them
+ * (a view of another dtype: `x.view(np.int64)`, `z.real` beside `z`; a
+ * view not aligned to its base's elements; a base with gaps), a separate
+ * storage would miss the others' writes: every argument on that base's
+ * memory maps to None instead, and runs with NumPy (wrap_leaf). */
+static int alias_modeled(PyObject *a, PyObject *ba)
+{
+    PyArrayObject *A = (PyArrayObject *)a;
+    return nd_supported_array(ba) &&
+           PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR((PyArrayObject *)ba));
+}
+
+static int aliases_another(PyObject *list, Py_ssize_t m, PyObject *a, PyObject *ba)
+{
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *c = PyList_GET_ITEM(list, j);
+        if (c != a && ultimate_base(c) == ba &&
+            nd_mem_overlap((PyArrayObject *)a, (PyArrayObject *)c))
+            return 1;
+    }
+    return 0;
+}
+
+/* list[i]'s base cannot be modeled: its aliasing arguments met so far map
+ * to None in *out (those met later: through *unmodeled) */
+static int unmodeled_base(PyObject *list, Py_ssize_t i, PyObject *ba, PyObject **unmodeled,
+                          PyObject **out)
+{
+    Py_ssize_t m = PyList_GET_SIZE(list);
+    PyObject *bkey = PyLong_FromVoidPtr(ba);
+    int r = bkey && (*unmodeled || (*unmodeled = PySet_New(NULL))) ? PySet_Add(*unmodeled, bkey) : -1;
+    Py_XDECREF(bkey);
+    if (r < 0 || (!*out && !(*out = PyDict_New()))) return -1;
+    for (Py_ssize_t j = 0; j <= i; j++) {
+        PyObject *c = PyList_GET_ITEM(list, j);
+        if (ultimate_base(c) != ba || !aliases_another(list, m, c, ba)) continue;
+        PyObject *key = PyLong_FromVoidPtr(c);
+        r = key ? PyDict_SetItem(*out, key, Py_None) : -1;
+        Py_XDECREF(key);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
 static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
 {
-    PyObject *list = PyList_New(0), *out = NULL, *mem = NULL;
+    PyObject *list = PyList_New(0), *out = NULL, *mem = NULL, *unmodeled = NULL;
     if (!list) return NULL;
     for (Py_ssize_t k = 0; k < n; k++)
         if (nd__gather_arrays(args[k], list, 1, 0) < 0) goto done;
     Py_ssize_t m = PyList_GET_SIZE(list);
-    if (m < 2) { out = Py_NewRef(Py_None); goto done; }
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t i = 0; m >= 2 && i < m; i++) {
         PyObject *a = PyList_GET_ITEM(list, i), *ba = ultimate_base(a);
-        int alias = 0;
-        for (Py_ssize_t j = 0; j < m && !alias; j++) {
-            PyObject *c = PyList_GET_ITEM(list, j);
-            alias = c != a && ultimate_base(c) == ba &&
-                    nd_mem_overlap((PyArrayObject *)a, (PyArrayObject *)c);
+        int alias = aliases_another(list, m, a, ba);
+        int bad = 0;
+        if (alias && !alias_modeled(a, ba)) {
+            bad = 1;
+        } else if (alias && unmodeled) {
+            PyObject *bkey = PyLong_FromVoidPtr(ba);
+            if (!bkey) goto done;
+            bad = PySet_Contains(unmodeled, bkey);
+            Py_DECREF(bkey);
+            if (bad < 0) goto done;
+        }
+        if (bad) {
+            if (unmodeled_base(list, i, ba, &unmodeled, &out) < 0) goto done;
+            continue;
         }
         PyArrayObject *A = (PyArrayObject *)a, *B = (PyArrayObject *)ba;
-        if (!alias || !nd_supported_array(ba) ||
-            !PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR(B)))
-            continue;
+        if (!alias) continue;
         /* one memory-order array per base, shared by all its views */
         if (!mem && !(mem = PyDict_New())) goto done;
         PyObject *bkey = PyLong_FromVoidPtr(ba);
@@ -229,7 +285,10 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
             if (PyErr_Occurred()) goto done;
             continue;
         }
-        if (M == Py_None) continue;  /* a base with gaps: stays independent */
+        if (M == Py_None) {  /* a base with gaps */
+            if (unmodeled_base(list, i, ba, &unmodeled, &out) < 0) goto done;
+            continue;
+        }
         B = (PyArrayObject *)M;
         npy_intp isz = PyArray_ITEMSIZE(A), off = PyArray_BYTES(A) - PyArray_BYTES(B);
         npy_intp st[ND_MAXDIMS];
@@ -238,7 +297,10 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
             ok = PyArray_STRIDE(A, d) % isz == 0;
             st[d] = PyArray_STRIDE(A, d) / isz;
         }
-        if (!ok) continue;  /* not an element-aligned view: stays independent */
+        if (!ok) {  /* not an element-aligned view */
+            if (unmodeled_base(list, i, ba, &unmodeled, &out) < 0) goto done;
+            continue;
+        }
         nd_storage *s = nd__caller_storage(t, M);
         if (!s) goto done;
         if (!out && !(out = PyDict_New())) goto done;
@@ -249,13 +311,19 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         int r = key ? PyDict_SetItem(out, key, p) : -1;
         Py_XDECREF(key);
         Py_XDECREF(p);
-        if (r < 0) { Py_CLEAR(out); goto done; }
+        if (r < 0) goto done;
     }
     if (!out) out = Py_NewRef(Py_None);
-done:
+    Py_XDECREF(unmodeled);
     Py_DECREF(list);
     Py_XDECREF(mem);  /* the storages own their memory-order arrays */
     return out;
+done:
+    Py_XDECREF(unmodeled);
+    Py_XDECREF(out);
+    Py_DECREF(list);
+    Py_XDECREF(mem);
+    return NULL;
 }
 
 /* the function to run: the remapped copy when the shim is there */
