@@ -61,3 +61,25 @@ def test_outer_copy_with_proved_inner_loops(monkeypatch, capfd):
     # copy's), its entry test once (the general copy's)
     assert len(re.findall(r"nd_tick2 \+= \(uint32_t\)n\d+", c)) == 2, c
     assert len(re.findall(r"n\d+ <= 65536u, 1\)\) \{", c)) == 1, c
+
+
+def carried_rows(a, f):
+    # each row from the one before it: the loop reads what it stores, and a
+    # float64 overflow (a NumPy float event) makes Python rerun the loop
+    # from its start on the arrays as they were (the runner's copy of them)
+    for i in range(1, a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = a[i - 1, j] * f + a[i, j]
+    return a
+
+
+def test_float_event_rerun_restores_raw_copies():
+    # the copies are raw bytes in a buffer the region keeps between calls:
+    # a larger array after a smaller one (a new buffer), a smaller after a
+    # larger (the kept one), Fortran order (one piece too), no event (the
+    # C result stands); each rerun gives NumPy's values and warnings
+    c = lambda r, k: np.arange(1.0, r * k + 1.0).reshape(r, k)  # noqa: E731
+    check_calls(carried_rows, (c(3, 4), 2.0), (c(40, 3), 1e200), (c(2, 2), 1e308),
+                (c(60, 5), 1e300), (c(4, 2), 3.0))
+    check_calls(carried_rows, (np.asfortranarray(c(6, 5)), 1e300), (np.asfortranarray(c(3, 3)), 1e200),
+                repeat=False)

@@ -75,7 +75,12 @@ typedef struct {
     struct { uint64_t prekey; int sig; } rejected[8];
     int nrejected;
     char *spare;           /* a run's table block kept for the next run (one size per region) */
+    char *snapbuf;         /* the raw copies of the arrays a run may restore, kept for the next
+                              run up to SNAP_KEEP bytes */
+    size_t snapcap;
 } NdLoop;
+
+#define SNAP_KEEP ((size_t)1 << 20)
 
 static PyObject *math_mod, *numpy_mod, *builtins_dict, *geterr;
 /* NumPy's error state is one object in a context variable, replaced (never
@@ -715,7 +720,8 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
     size_t n1 = (size_t)nv + 1;
     size_t o_arr = 0, o_val = o_arr + n1 * sizeof(nd_larr), o_vals = o_val + n1 * sizeof(nd_lval),
            o_snaps = o_vals + n1 * sizeof(PyObject *), o_buf = o_snaps + n1 * sizeof(PyObject *),
-           o_vset = o_buf + n1 * 8, o_vb = o_vset + n1 * sizeof(uint32_t), total = o_vb + n1;
+           o_vset = o_buf + n1 * 8, o_soff = o_vset + n1 * sizeof(uint32_t),
+           o_vb = o_soff + n1 * sizeof(int64_t), total = o_vb + n1;
     /* zeroed but for the arrays' dims past the fourth: those are set for
      * every array the runner hands over, and an array local (1-D) gets its
      * own when the loop assigns it (zeroing 544 bytes a variable was a
@@ -736,6 +742,9 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
     nd_lval *val = block ? (nd_lval *)(block + o_val) : NULL;
     PyObject **vals = block ? (PyObject **)(block + o_vals) : NULL;   /* owned */
     PyObject **snaps = block ? (PyObject **)(block + o_snaps) : NULL;
+    int64_t *soff = block ? (int64_t *)(block + o_soff) : NULL;   /* raw copies: offsets in sbuf, -1 none */
+    char *sbuf = NULL;
+    size_t scap = 0;
     uint8_t *buf = block ? (uint8_t *)(block + o_buf) : NULL;
     PyObject *result = NULL, *why = NULL, *handed = NULL, *mat = NULL;
     nd_trace *t = nd_trace_current();
@@ -1013,12 +1022,44 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
         if (nocopy < 0) goto done_free;
         if (nocopy) snap = 0;
     }
-    if (snap)
+    /* an array in one piece (C or Fortran order) is copied raw into a buffer
+     * the region keeps between runs, and put back the same way: no new
+     * ndarray and no NumPy copy machinery each call (a 50x50 Cholesky's L,
+     * which the loop reads and stores and whose float events deoptimize) */
+    if (snap) {
+        size_t need = 0;
+        for (int v = 0; v < nv; v++) {
+            soff[v] = -1;
+            if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v] && PyArray_ISONESEGMENT((PyArrayObject *)vals[v]))
+                need += ((size_t)PyArray_NBYTES((PyArrayObject *)vals[v]) + 63) & ~(size_t)63;
+        }
+        if (need) {
+            if (L->snapbuf && L->snapcap >= need) {
+                sbuf = L->snapbuf;
+                scap = L->snapcap;
+                L->snapbuf = NULL;   /* (a run inside this one takes its own) */
+            } else if (!(sbuf = PyMem_Malloc(need))) {
+                PyErr_NoMemory();
+                goto done_free;
+            } else {
+                scap = need;
+            }
+        }
+        size_t off = 0;
         for (int v = 0; v < nv; v++)
             if (stored(ir, s, adt, v) && adt[v] >= 0 && vals[v]) {
-                if (!(snaps[v] = PyArray_NewCopy((PyArrayObject *)vals[v], NPY_KEEPORDER))) goto done_free;
-                nd_counter_add(ND_CTR_LOOP_SNAPSHOT_BYTES, (long long)PyArray_NBYTES((PyArrayObject *)snaps[v]));
+                PyArrayObject *a = (PyArrayObject *)vals[v];
+                size_t nb = (size_t)PyArray_NBYTES(a);
+                if (PyArray_ISONESEGMENT(a)) {
+                    soff[v] = (int64_t)off;
+                    if (nb) memcpy(sbuf + off, PyArray_BYTES(a), nb);
+                    off += (nb + 63) & ~(size_t)63;
+                } else if (!(snaps[v] = PyArray_NewCopy(a, NPY_KEEPORDER))) {
+                    goto done_free;
+                }
+                nd_counter_add(ND_CTR_LOOP_SNAPSHOT_BYTES, (long long)nb);
             }
+    }
     runctx ctx = {L, vals, fp, 0};
     memset(&F, 0, sizeof F);
     if (s->npool) {
@@ -1063,9 +1104,12 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
                          "(please report this); run it with NUMDYN_LOOPS=0", ir->line);
             goto done_free;
         }
-        for (int v = 0; v < nv; v++)
+        for (int v = 0; v < nv; v++) {
+            size_t nb = soff[v] >= 0 ? (size_t)PyArray_NBYTES((PyArrayObject *)vals[v]) : 0;
+            if (nb) memcpy(PyArray_BYTES((PyArrayObject *)vals[v]), sbuf + soff[v], nb);
             if (snaps[v] && PyArray_CopyInto((PyArrayObject *)vals[v], (PyArrayObject *)snaps[v]) < 0)
                 goto done_free;
+        }
         nd_counter_add(ND_CTR_LOOP_DEOPTS, 1);
         why = PyUnicode_FromString("deoptimized: a value left the types the C loop computes in");
         goto fallback;
@@ -1152,6 +1196,12 @@ done:
     Py_XDECREF(why);
     if (vals) for (int v = 0; v < nv; v++) Py_XDECREF(vals[v]);
     if (snaps) for (int v = 0; v < nv; v++) Py_XDECREF(snaps[v]);
+    if (sbuf && !L->snapbuf && scap <= SNAP_KEEP) {
+        L->snapbuf = sbuf;
+        L->snapcap = scap;
+    } else {
+        PyMem_Free(sbuf);
+    }
     if (!L->spare) L->spare = block;
     else PyMem_Free(block);
     return result;
@@ -1186,6 +1236,7 @@ static void loop_dealloc(PyObject *o)
     }
     PyMem_Free(L->sigs);
     PyMem_Free(L->spare);
+    PyMem_Free(L->snapbuf);
     PyMem_Free(L->vpos);
     PyMem_Free(L->vout);
     Py_XDECREF(L->globals);
@@ -1264,6 +1315,8 @@ PyObject *nd_loop_region_new(nd_lir *ir, PyObject *globals, PyObject *info)
     L->nsigs = L->capsigs = 0;
     L->nrejected = 0;
     L->spare = NULL;
+    L->snapbuf = NULL;
+    L->snapcap = 0;
     if (!L->vpos || !L->vout) {
         Py_DECREF(L);
         return PyErr_NoMemory();
