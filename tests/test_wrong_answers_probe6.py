@@ -13,6 +13,9 @@ NumPy code (session 24, probe6), each against NumPy.
    of another dtype (``f(x, x.view(np.int64))``, ``f(z, z.real)``) -- were
    traced as independent arrays: a write through one was not seen through
    the other (NumPy: it is). They run with NumPy now (a recorded break).
+   So do traced arguments sharing memory with an argument NumPy runs (a
+   structured array and one of its fields, a datetime64 array and its
+   int64 view) or with a traced subclass (``f(a.view(Sub), a)``).
 """
 import numpy as np
 import pytest
@@ -114,3 +117,36 @@ def _complex_and_real():
 def test_argument_real_part_of_complex(backend):
     _calls(_scale_real, backend, _complex_and_real, _complex_and_real)
 
+
+
+def _field_after_write(st, x):
+    x *= 2
+    return st["x"].copy(), st[0]["x"]
+
+
+def _record_and_field():
+    st = np.zeros(3, dtype=[("x", "f8"), ("y", "i4")])
+    st["x"] = [1.0, 2.0, 3.0]
+    return st, st["x"]
+
+
+def test_argument_field_of_a_structured_argument(backend):
+    _calls(_field_after_write, backend, _record_and_field, _record_and_field)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def _sub_after_write(s, a):
+    a += 1
+    return np.asarray(s).copy(), s.sum()
+
+
+def _sub_and_base():
+    a = np.arange(6.0)
+    return a.view(_Sub), a
+
+
+def test_argument_subclass_view_of_another_argument(backend):
+    _calls(_sub_after_write, backend, _sub_and_base, _sub_and_base)

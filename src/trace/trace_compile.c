@@ -196,13 +196,16 @@ static PyObject *ultimate_base(PyObject *a)
  * through the others as under NumPy. Returns a dict id(array) -> proxy, or
  * None when no arguments alias. Where that cannot be done for one of them
  * (a view of another dtype: `x.view(np.int64)`, `z.real` beside `z`; a
- * view not aligned to its base's elements; a base with gaps), a separate
- * storage would miss the others' writes: every argument on that base's
- * memory maps to None instead, and runs with NumPy (wrap_leaf). */
+ * view not aligned to its base's elements; a base with gaps; an array
+ * NumPy runs or a traced subclass), a separate storage would miss the
+ * others' writes: every argument on that base's memory maps to None
+ * instead, and runs with NumPy (wrap_leaf). */
 static int alias_modeled(PyObject *a, PyObject *ba)
 {
     PyArrayObject *A = (PyArrayObject *)a;
-    return nd_supported_array(ba) &&
+    /* an argument NumPy runs (a dtype numdyn does not trace: structured,
+     * datetime64; a subclass) or a traced subclass (its own storage) */
+    return PyArray_CheckExact(a) && nd_supported_array(a) && nd_supported_array(ba) &&
            PyArray_EquivTypes(PyArray_DESCR(A), PyArray_DESCR((PyArrayObject *)ba));
 }
 
@@ -243,7 +246,7 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
     PyObject *list = PyList_New(0), *out = NULL, *mem = NULL, *unmodeled = NULL;
     if (!list) return NULL;
     for (Py_ssize_t k = 0; k < n; k++)
-        if (nd__gather_arrays(args[k], list, 1, 0) < 0) goto done;
+        if (nd__gather_arrays(args[k], list, 0, 0) < 0) goto done;
     Py_ssize_t m = PyList_GET_SIZE(list);
     for (Py_ssize_t i = 0; m >= 2 && i < m; i++) {
         PyObject *a = PyList_GET_ITEM(list, i), *ba = ultimate_base(a);
