@@ -326,6 +326,9 @@ ND_INLINE T nd_tsel_##S(int c, T a, T b) \
 }
 ND_TSEL(double, d, uint64_t)
 ND_TSEL(float, f, uint32_t)
+#define ND_VM64_PART 1
+#include "nd_vm64.h"
+#undef ND_VM64_PART
 /* log's 16-entry table (numdyn's own log forms: nd_zv_log_core below, nd_vm64.h):
  * 1/c and log c, c the centre of m's 1/16 bucket (described at nd_zv_log_core) */
 static const double __attribute__((aligned(64))) ND_ZV_LOG_INVC[16] = {0x1.0000000000000p+0, 0x1.e1e2d9fe00000p-1, 0x1.c713b82800000p-1, 0x1.af1f836c00000p-1, 0x1.9995dcd400000p-1, 0x1.86187d7000000p-1, 0x1.745d2efe00000p-1, 0x1.6429291200000p-1, 0x1.58e1128e00000p-1, 0x1.4e642acb00000p+0, 0x1.413b992300000p+0, 0x1.3520851700000p+0, 0x1.29e82a3b00000p+0, 0x1.1f6f51d500000p+0, 0x1.15ac7a9600000p+0, 0x1.0c9313e900000p+0};
@@ -393,36 +396,60 @@ typedef unsigned char nd_m8;
  * too); the table's 1/c (c the centre of m's 1/16 bucket, 1 for the one
  * around 1; bucket by m + 1/32's top 4 bits) chosen so that -log(1/c) lies
  * within 2^-62 of a multiple of 2^-43: k ln2hi + log c is then exact in
- * one fma (ln2hi has 42 bits, k <= 1075). r = m/c - 1 by one fma, |r| <
- * 1/31; log1p(r) = r + r^2 P(r) (nd_zv_log_p). COR: log(u + cor) instead, cor
- * the rounding error of u (log1p's u = 1 + x): + cor/u, cor/u by cor
- * 2^-k (1/c) (1 - r) (2^-63 relative). Within 1 ULP of NumPy's log1p
- * (tests/test_codegen_libm.py). */
+ * one fma (ln2hi has 42 bits, k <= 1075). r + pl = m/c - 1 exactly, |r| <
+ * 1/31; log1p(r + pl) = r + (pl (1 - r) + r^2 P(r)) (nd_zv_log_p), the sum
+ * in double-double to the last addition (nd_vm64.h's ND_VM_LOG_FINISH).
+ * COR: log(u + cor) instead, cor the rounding error of u (log1p's u = 1 +
+ * x): cor/u = cor 2^-k (1/c) (1 - r) (2^-63 relative) joins r + pl
+ * (WITHCOR 2: log1p); WITHCOR 1 (the inverse hyperbolics) keeps the
+ * cheaper form of before (r rounded, w + (r + lo)). log1p and
+ * log within 0.54 ULP of the exact value (tests/test_vmath_f64_accuracy.py;
+ * until session 24 w + (r + lo) and r rounded: 1 ULP of NumPy's). */
 ND_INLINE nd_v8d nd_zv_log_p(nd_v8d r, nd_v8d r2) { return ND_LOG_P(nd_v8d, ND_Z1, ND_ZFMA, r, r2); }
-ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor, nd_m8 twice)
+/* u = 2^k m: *kd = k, *j m's bucket, r + *pl = m/c - 1 exactly (m (1/c) =
+ * ph + pl by fma, r = ph - 1 exact), *invc = 1/c */
+ND_INLINE nd_v8d nd_zv_log_red(nd_v8d u, nd_v8d *kd, nd_v8i *j, nd_v8d *pl, nd_v8d *invc, nd_v8d *mp)
 {
     /* vgetmant's [0.75, 1.5) (3), sign cleared (1 << 2) */
-    nd_v8d m = __builtin_ia32_getmantpd512_mask(u, 7, u, (nd_m8)-1, ND_ZV_CUR);
-    nd_v8d e = __builtin_ia32_getexppd512_mask(u, u, (nd_m8)-1, ND_ZV_CUR);
-    nd_v8d kd = __builtin_ia32_addpd512_mask(e, ND_Z1(1.0), e, ND_ZCMP(m, ND_Z1(1.0), 0x11), ND_ZV_CUR);
-    nd_v8d kd2 = kd;
+    nd_v8d m = *mp = ND_ZGETMANT(u, 7);
+    nd_v8d e = ND_ZGETEXP(u);
+    *kd = __builtin_ia32_addpd512_mask(e, ND_Z1(1.0), e, ND_ZCMP(m, ND_Z1(1.0), 0x11), ND_ZV_CUR);
+    nd_v8d mj = m + ND_Z1(0x1p-5);
+    memcpy(j, &mj, sizeof *j);
+    *j = (nd_v8i)((nd_v8u)*j >> 48);
+    *invc = ND_ZTABLE(ND_ZV_LOG_INVC, *j);
+    nd_v8d ph = m * *invc;
+    *pl = ND_ZFMA(m, *invc, -ph);
+    return ph - ND_Z1(1.0);
+}
+#define ND_VM_ZTB(t) ND_ZTABLE(t, j)
+ND_INLINE nd_v8d nd_zv_log_core(nd_v8d u, nd_v8d cor, int withcor, nd_m8 twice)
+{
+    nd_v8d kd, pl, invc, m, res;
+    nd_v8i j;
+    nd_v8d r = nd_zv_log_red(u, &kd, &j, &pl, &invc, &m), kd2 = kd;
     if (twice)   /* log(2u) in those lanes: k + 1 (the correction's scale stays 2^-k) */
         kd2 = __builtin_ia32_addpd512_mask(kd, ND_Z1(1.0), kd, twice, ND_ZV_CUR);
-    nd_v8d mj = m + ND_Z1(0x1p-5);
-    nd_v8i j;
-    memcpy(&j, &mj, sizeof j);
-    j = (nd_v8i)((nd_v8u)j >> 48);
-    nd_v8d invc = ND_ZTABLE(ND_ZV_LOG_INVC, j), logc = ND_ZTABLE(ND_ZV_LOG_LOGC, j);
-    nd_v8d r = ND_ZFMA(m, invc, ND_Z1(-1.0));
-    nd_v8d r2 = r * r, p = nd_zv_log_p(r, r2);
-    nd_v8d lo = kd2 * ND_Z1(0x1.ef35793c76730p-45);
-    if (withcor) {
-        nd_v8d d = __builtin_ia32_scalefpd512_mask(cor * invc, -kd, u, (nd_m8)-1, ND_ZV_CUR);
-        lo = lo + ND_ZFNMA(d, r, d);
+    if (withcor == 1) {
+        /* the inverse hyperbolics: r rounded, w + (r + lo) (1 ULP; their
+         * other steps cost more): 10% faster */
+        r = ND_ZFMA(m, invc, ND_Z1(-1.0));
+        nd_v8d r2 = r * r, d = ND_ZSCALEF(cor * invc, -kd);
+        nd_v8d lo = ND_ZFMA(r2, nd_zv_log_p(r, r2), ND_ZFMA(kd2, ND_Z1(ND_VM_LN2_LO), ND_ZFNMA(d, r, d)));
+        return ND_ZFMA(kd2, ND_Z1(ND_VM_LN2_HI), ND_ZTABLE(ND_ZV_LOG_LOGC, j)) + (r + lo);
     }
-    lo = ND_ZFMA(r2, p, lo);
-    nd_v8d w = ND_ZFMA(kd2, ND_Z1(0x1.62e42fefa3800p-1), logc);
-    return w + (r + lo);
+    nd_v8d r2 = r * r, p = nd_zv_log_p(r, r2), lm = ND_VM_LM(ND_ZFMA, r, pl, r2, p);
+    if (withcor == 2) {
+        /* log1p: into r by Fast2Sum, r + pl' = r + pl + d exactly, pl'
+         * below r's last bit (pl's ulp at log1p(-1.8e-16) was a quarter of
+         * the result's: 0.66 ULP); P and (1 - r) on the old r, off d's path */
+        nd_v8d d = ND_ZSCALEF(cor * invc, -kd), r1 = r + d, dl = pl + d;
+        /* log1p(r + dl) = log1p(r) + dl - (r + dl/2) dl + ... */
+        lm = ND_ZFMA(r2, p, ND_ZFNMA(ND_ZFMA(dl, ND_Z1(0.5), r), dl, ((r - r1) + d) + pl));
+        r = r1;
+    }
+    ND_VM_LOG_FINISH(nd_v8d, ND_Z1, ND_ZFMA, ND_VM_ZTB, 0, kd2, r, lm, res);
+    return res;
 }
 /* log1p: u = 1 + x, its rounding error x - (u - 1) exact below 2^53 (above,
  * its error is under 2^-52 / 36: harmless). The special lanes -- NaN,
@@ -438,7 +465,7 @@ ND_INLINE nd_v8d nd_zv_log1p8(nd_v8d x)
     nd_v8d xs = __builtin_expect(bad == 0, 1) ? x : ND_ZSEL(bad, ND_Z1(0.0), x);
     nd_v8d u = ND_Z1(1.0) + xs;
     nd_v8d c = xs - (u - ND_Z1(1.0));
-    nd_v8d res = nd_zv_log_core(u, c, 1, 0);
+    nd_v8d res = nd_zv_log_core(u, c, 2, 0);
     if (__builtin_expect(bad == 0, 1))
         return res;
     nd_m8 pole = ND_ZCMP(x, ND_Z1(-1.0), 0), neg = ND_ZCMP(x, ND_Z1(-1.0), 0x11);
@@ -1038,7 +1065,8 @@ ND_ZVF_ENTRY(nd_zvf_expm1, nd_zvf_expm1v, 0.0f)
 /* float32 exp2 (numdyn's, above) */
 ND_INLINE float nd_exp2f(float x) { ND_ZV_KEEP(nd_zvf_exp2) return nd_zvf_exp2(x); }
 #endif
-/* SLEEF's range where libm's is wider (checked against NumPy over every
+/* (float32's log1p; float64's is numdyn's own, nd_vm64.h)
+ * SLEEF's range where libm's is wider (checked against NumPy over every
  * decade, tests/test_codegen_libm.py): a subnormal operand gives 0 or a
  * wrong value from log1p, tan (float64) and sinh (float32), where libm
  * returns the operand; log1p gave inf above 1e307 (float32: 1e38). The
@@ -1062,9 +1090,7 @@ ND_INLINE T nd_log1p##F(T x) \
 /* numdyn's AVX-512 log1p above: 1.6x faster than this form over SLEEF's
  * log and a division (bench/bench_vmath.py) */
 ND_INLINE double nd_log1p(double x) { ND_ZV_KEEP(nd_zv_log1p) return nd_zv_log1p(x); }
-#else
-ND_SLEEF_RANGE(double, d, , nd_v_log)
-#endif
+#endif   /* elsewhere nd_vm64.h's C form */
 ND_SLEEF_RANGE(float, f, f, nd_logf)
 ND_INLINE double nd_tan(double x)
 { return nd_bsel_d(__builtin_isless(__builtin_fabs(x), 2.2250738585072014e-308), x, nd_v_tan(x)); }
@@ -1281,7 +1307,9 @@ ND_INLINE double nd_log1p_pos_d(double y)
     return nd_bsel_d(__builtin_isless(y, 0x1p-54), y, r);
 #endif
 }
+#define ND_VM64_PART 2
 #include "nd_vm64.h"
+#undef ND_VM64_PART
 /* ------------------------------------ numdyn's own float32 vector math */
 /* expm1, arcsinh, arccosh, arctanh and cbrt of float32 by the same forms
  * in float (16 lanes of AVX-512): SLEEF's float versions ran 1.5-4x

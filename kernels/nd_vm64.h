@@ -34,6 +34,9 @@
  * SSE2, scalar) the same arithmetic in plain C, vectorized by GCC (the
  * table by gathers), special lanes chosen by bits. */
 
+#if ND_VM64_PART == 1
+/* part 1 (before nd_kernel.h's AVX-512 log core, which finishes with
+ * ND_VM_LOG_FINISH): constants, tables, the shared tail */
 /* 1/ln2, 1/ln10 (hi + lo); log10(2) (42-bit hi + lo); ln2 (42-bit hi + lo) */
 #define ND_VM_INVLN2_HI 0x1.71547652b82fep+0
 #define ND_VM_INVLN2_LO 0x1.777d0ffda0d24p-56
@@ -52,14 +55,16 @@ static const double __attribute__((aligned(64))) ND_VM_LOG10C_HI[16] = {0x0.0p+0
 static const double __attribute__((aligned(64))) ND_VM_LOG10C_LO[16] = {0x0.0p+0, -0x1.0dc45882f1d1dp-45, -0x1.9035ece26bd24p-45, 0x1.37613186e218bp-45, -0x1.bdbd8f3ff9487p-46, 0x1.8b09fe05d4aa2p-46, -0x1.d2cd14907b21fp-46, -0x1.dda65621da25fp-46, 0x1.b970a8913b7a9p-45, -0x1.f96b9843522a9p-46, 0x1.19b1a877372cap-45, 0x1.02f9170f1416dp-45, -0x1.ff7567d7222afp-45, 0x1.5e4ab0e75efcfp-47, -0x1.e830beb84b0c1p-46, -0x1.70c87eb81d653p-47};
 /* log_b(x) into out, shared by both forms (over the vector type V or
  * double, its splat C1, fma FMA and table lookup TB(table)), BASE 0 (e),
- * 2 or 10, from kd = k, r, pl, r2 = r^2 and rp = P(r): w = k log_b(2)hi +
+ * 2 or 10, from kd = k, r and lm = log1p(r + pl) - r = pl (1 - r) + r^2
+ * P(r) (ND_VM_LM; log1p's own): w = k log_b(2)hi +
  * log_b(c)hi (exact), r / ln b = rh + rl (fma), hi = w + rh and its
  * rounding error (Fast2Sum: w is 0 or larger than rh), the low parts
- * (k log_b(2)lo, log_b(c)lo, r (1/ln b)lo, rl, (pl (1 - r) + r^2 P(r)) / ln b)
+ * (k log_b(2)lo, log_b(c)lo, r (1/ln b)lo, rl, lm / ln b)
  * summed, then hi + lo */
-#define ND_VM_LOG_FINISH(V, C1, FMA, TB, BASE, kd, r, pl, r2, rp, out) \
+#define ND_VM_LM(FMA, r, pl, r2, rp) FMA((r2), (rp), FMA(-(r), (pl), (pl)))
+#define ND_VM_LOG_FINISH(V, C1, FMA, TB, BASE, kd, r, lm, out) \
     do { \
-        V lm_ = FMA((r2), (rp), FMA(-(r), (pl), (pl))), w_, rh_, lo_; \
+        V lm_ = (lm), w_, rh_, lo_; \
         if ((BASE) == 0) { \
             w_ = FMA((kd), C1(ND_VM_LN2_HI), TB(ND_ZV_LOG_LOGC)); \
             rh_ = (r); \
@@ -78,22 +83,18 @@ static const double __attribute__((aligned(64))) ND_VM_LOG10C_LO[16] = {0x0.0p+0
         (out) = hi_ + (((w_ - hi_) + rh_) + lo_); \
     } while (0)
 
+#else
+/* part 2: the functions */
 #if ND_ZV
-/* log_b(u) for u > 0 finite (subnormals too) */
+/* log_b(u) for u > 0 finite (subnormals too): log is nd_kernel.h's core */
 ND_INLINE nd_v8d nd_zv_logb_m(nd_v8d u, const int base)
 {
-    nd_v8d m = ND_ZGETMANT(u, 7);   /* [0.75, 1.5), sign cleared */
-    nd_v8d e = ND_ZGETEXP(u);
-    nd_v8d kd = __builtin_ia32_addpd512_mask(e, ND_Z1(1.0), e, ND_ZCMP(m, ND_Z1(1.0), 0x11), ND_ZV_CUR);
-    nd_v8d mj = m + ND_Z1(0x1p-5);
+    if (base == 0)
+        return nd_zv_log_core(u, ND_Z1(0.0), 0, 0);
+    nd_v8d kd, pl, invc, m, res;
     nd_v8i j;
-    memcpy(&j, &mj, sizeof j);
-    j = (nd_v8i)((nd_v8u)j >> 48);
-    nd_v8d invc = ND_ZTABLE(ND_ZV_LOG_INVC, j);
-    nd_v8d ph = m * invc, pl = ND_ZFMA(m, invc, -ph), r = ph - ND_Z1(1.0);
-    nd_v8d r2 = r * r, res;
-    #define ND_VM_ZTB(t) ND_ZTABLE(t, j)
-    ND_VM_LOG_FINISH(nd_v8d, ND_Z1, ND_ZFMA, ND_VM_ZTB, base, kd, r, pl, r2, nd_zv_log_p(r, r2), res);
+    nd_v8d r = nd_zv_log_red(u, &kd, &j, &pl, &invc, &m), r2 = r * r;
+    ND_VM_LOG_FINISH(nd_v8d, ND_Z1, ND_ZFMA, ND_VM_ZTB, base, kd, r, ND_VM_LM(ND_ZFMA, r, pl, r2, nd_zv_log_p(r, r2)), res);
     return res;
 }
 /* vfpclass 0xdf: NaN, +-0, +-inf, negative finite -- a second pass */
@@ -119,12 +120,13 @@ ND_INLINE double nd_log2(double x) { ND_ZV_KEEP(nd_zv_log2) return nd_zv_log2(x)
 ND_INLINE double nd_log10(double x) { ND_ZV_KEEP(nd_zv_log10) return nd_zv_log10(x); }
 #else
 #define ND_VM_C1(c) (c)
-ND_INLINE double nd_logb_c(double x, const int base)
+#define ND_VM_CTB(t) (t)[j]
+/* log_b(u + cor) for u > 0 finite (subnormals scaled by 2^54), cor (with
+ * WITHCOR) u's rounding error, log1p's: cor/u = cor 2^-k (1/c) joins r + pl */
+ND_INLINE double nd_logb_cm(double u, double cor, const int withcor, const int base)
 {
-    int ok = __builtin_isgreater(x, 0.0) & __builtin_isless(x, ND_INF_D);
-    double xs = nd_bsel_d(ok, x, 1.0);
-    int sub = xs < 0x1p-1022;
-    uint64_t ix = nd_d2b(xs * nd_bsel_d(sub, 0x1p54, 1.0));
+    int sub = u < 0x1p-1022;
+    uint64_t ix = nd_d2b(u * nd_bsel_d(sub, 0x1p54, 1.0));
     uint64_t tmp = ix - 0x3fe8000000000000ull;   /* 0.75 */
     int64_t k = ((int64_t)tmp >> 52) - 54 * (int64_t)sub;
     double m = nd_b2d(ix - (tmp & (0xfffull << 52)));
@@ -133,15 +135,42 @@ ND_INLINE double nd_logb_c(double x, const int base)
     /* k as a double from the bits of 1.5 2^52 + k (AVX2 has no int64 conversion) */
     double kd = nd_b2d(nd_d2b(0x1.8p52) + (uint64_t)k) - 0x1.8p52;
     double ph = m * invc, pl = __builtin_fma(m, invc, -ph), r = ph - 1.0;
-    double r2 = r * r, p = ND_LOG_P(double, ND_VM_C1, __builtin_fma, r, r2);
-    double res;
-    #define ND_VM_CTB(t) (t)[j]
-    ND_VM_LOG_FINISH(double, ND_VM_C1, __builtin_fma, ND_VM_CTB, base, kd, r, pl, r2, p, res);
+    double r2 = r * r, p = ND_LOG_P(double, ND_VM_C1, __builtin_fma, r, r2), res;
+    double lm = ND_VM_LM(__builtin_fma, r, pl, r2, p);
+    if (withcor) {   /* log1p's u >= 2^-53: k >= -53; as nd_zv_log_core's WITHCOR 2 */
+        double d = cor * invc * nd_p2_d(-(k < 1000 ? k : 1000)), r1 = r + d, dl = pl + d;
+        lm = __builtin_fma(r2, p, __builtin_fma(-__builtin_fma(dl, 0.5, r), dl, ((r - r1) + d) + pl));
+        r = r1;
+    }
+    ND_VM_LOG_FINISH(double, ND_VM_C1, __builtin_fma, ND_VM_CTB, base, kd, r, lm, res);
+    return res;
+}
+ND_INLINE double nd_logb_c(double x, const int base)
+{
+    int ok = __builtin_isgreater(x, 0.0) & __builtin_isless(x, ND_INF_D);
+    double res = nd_logb_cm(nd_bsel_d(ok, x, 1.0), 0.0, 0, base);
     /* 0: -inf; below 0: NaN with "invalid" (from that lane's operand only); +inf, NaN: x */
     double sp = nd_bsel_d(x == 0, -ND_INF_D, nd_bsel_d(__builtin_isless(x, 0.0), nd_nan_where_d(__builtin_isless(x, 0.0)), x));
+    return nd_bsel_d(ok, res, sp);
+}
+/* log1p: log(u + cor), u = 1 + x and its rounding error (exact: x > -1,
+ * below 2^53; above, cor/u is below log1p's last bit); x itself for |x| <
+ * 2^-54 (+-0 with its sign), -inf at -1 ("divide" from the kernel's
+ * nd_ckat), NaN with "invalid" below, x for +inf and NaN. The form over
+ * SLEEF's 1-ULP log and Kahan's division (2 ULP of NumPy's) ran slower. */
+ND_INLINE double nd_log1p(double x)
+{
+    int ok = __builtin_isgreater(x, -1.0) & __builtin_isless(x, ND_INF_D);
+    double xs = nd_bsel_d(ok, x, 0.0);
+    double u = 1.0 + xs;
+    double res = nd_logb_cm(u, xs - (u - 1.0), 1, 0);
+    res = nd_bsel_d(__builtin_isless(__builtin_fabs(x), 0x1p-54), x, res);
+    double sp = nd_bsel_d(x == -1.0, -ND_INF_D,
+                          nd_bsel_d(__builtin_isless(x, -1.0), nd_nan_where_d(__builtin_isless(x, -1.0)), x));
     return nd_bsel_d(ok, res, sp);
 }
 ND_INLINE double nd_log(double x) { return nd_logb_c(x, 0); }
 ND_INLINE double nd_log2(double x) { return nd_logb_c(x, 2); }
 ND_INLINE double nd_log10(double x) { return nd_logb_c(x, 10); }
+#endif
 #endif

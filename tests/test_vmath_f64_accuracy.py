@@ -1,5 +1,5 @@
 """float64 vector math accuracy against NumPy 2 (kernels/nd_vm64.h):
-log, log2 and log10 in generated kernels within ~0.55 ULP of the exact
+log, log2, log10 and log1p in generated kernels within ~0.55 ULP of the exact
 value (a long double reference) and bit for bit NumPy's on nearly every
 element -- NumPy's are correctly rounded almost everywhere, and a
 cancellation after a log (log(S / K) + (r + sigma^2 / 2) T) turns a 2-ULP
@@ -7,7 +7,7 @@ difference into thousands. Checked in production mode (vectorized loops
 calling the AVX-512 variants where the CPU has AVX-512F/DQ) and for the
 plain C form an AVX2, SSE2 or scalar target compiles (built here with
 -march=haswell / x86-64 and called through ctypes). One compiled kernel
-per process for all three functions.
+per process for all four functions.
 """
 import ctypes
 import os
@@ -18,24 +18,36 @@ import numpy as np
 import pytest
 from vmath_build import build, kernel_values
 
-FNS = ("log", "log2", "log10")
-# the worst found for these forms is 0.54 ULP (NumPy's: 0.61); fewer than
+FNS = ("log", "log2", "log10", "log1p")
+# the worst found for these forms is 0.55 ULP (NumPy's: 0.61); fewer than
 # 1% of the results differ from NumPy's (SLEEF's 3.5-ULP forms: 2-3 ULP, a
-# third of them)
+# third of them; log1p over SLEEF's log: 1-2 ULP)
 MAX_ULP = 0.56
 MAX_DIFFER = 0.015
 
 
 def _operands():
+    """(log's operands, log1p's)"""
     rng = np.random.default_rng(24)
     n = 40_000
     tiny = np.array([5e-324, 1e-320, 2.2250738585072014e-308, 2.225073858507201e-308, 1e-310])
     ones = 1.0 + np.arange(-40, 41) * 2.0 ** -52
     powers = np.concatenate([2.0 ** np.arange(-1074, 1024, 7.0), 10.0 ** np.arange(-300, 301, 1.0)])
     buckets = (np.arange(0.75, 1.5, 1 / 32)[:, None] * (1 + np.array([-1e-9, 0, 1e-9]))).ravel()
-    return np.concatenate([tiny, ones, powers, buckets, [1.7976931348623157e308, 0.75, 1.5, np.nextafter(1.5, 0)],
-                           rng.random(n) * 2, np.exp(rng.uniform(-740, 709, n)), rng.uniform(0.9, 1.1, n),
-                           rng.uniform(1 - 1e-6, 1 + 1e-6, n), rng.uniform(1e-320, 1e-308, n // 10)])
+    x = np.concatenate([tiny, ones, powers, buckets, [1.7976931348623157e308, 0.75, 1.5, np.nextafter(1.5, 0)],
+                        rng.random(n) * 2, np.exp(rng.uniform(-740, 709, n)), rng.uniform(0.9, 1.1, n),
+                        rng.uniform(1 - 1e-6, 1 + 1e-6, n), rng.uniform(1e-320, 1e-308, n // 10)])
+    # log1p: around 0 down to where 1 + y rounds (the rounding error of
+    # 1 + y is then as large as the result), toward -1, up to the largest
+    small = 10.0 ** rng.uniform(-20, -13, n // 4)
+    y = np.concatenate([x[x > 2.0 ** -50] - 1.0, small, -small, 2.0 ** -np.arange(1, 60, 0.5),
+                        -(2.0 ** -np.arange(1, 60, 0.5)), rng.uniform(-1e-3, 1e-3, n // 4), tiny, -tiny,
+                        [-1 + 2.0 ** -52, 2.0 ** 53, 1.7976931348623157e308]])
+    return x, y
+
+
+def _arg(name, x, y):
+    return y if name == "log1p" else x
 
 
 def _ulp_err(got, x, name):
@@ -61,38 +73,42 @@ def _check(got, x, name):
     return float(e.max()), differ
 
 
-def _fns(x):
-    return np.log(x), np.log2(x), np.log10(x)
+def _fns(x, y):
+    return np.log(x), np.log2(x), np.log10(x), np.log1p(y)
 
 
 def _compare():
     import numdyn
-    x = _operands()
+    x, y = _operands()
     f = numdyn.compile(_fns, options={"floor": False})
-    got = kernel_values(f, x, over="raise", invalid="raise", divide="raise")   # NumPy raises none here
+    got = kernel_values(f, x, y, over="raise", invalid="raise", divide="raise")   # NumPy raises none here
     for name, g in zip(FNS, got):
-        _check(g, x, name)
+        _check(g, _arg(name, x, y), name)
     # the special lanes among ordinary ones: NumPy's values, "divide" at
-    # +-0 and "invalid" below 0 (-inf too), nothing for NaN and +inf
+    # the pole (log: +-0, log1p: -1) and "invalid" below it (-inf too),
+    # nothing for NaN and +inf
     sp = np.array([2.0, 0.0, 3.0, -0.0, 0.5, -1.0, -np.inf, np.inf, np.nan, 5e-324, -5e-324, 1.0] * 3)
-    for arr, flag in ((sp, None), (sp[[0, 1, 2]], "divide"), (sp[[0, 3]], "divide"), (sp[[0, 5, 2]], "invalid"),
-                      (sp[[6, 4]], "invalid"), (sp[[10, 0]], "invalid"), (sp[[7, 8, 9, 11, 0]], "")):
+    ysp = sp - 1.0
+    ysp[9::12], ysp[10::12], ysp[11::12] = 5e-324, -1.5, -0.0   # each lane's flag as log's
+    for ix, flag in ((slice(None), None), ([0, 1, 2], "divide"), ([0, 3], "divide"), ([0, 5, 2], "invalid"),
+                     ([6, 4], "invalid"), ([10, 0], "invalid"), ([7, 8, 9, 11, 0], "")):
+        arr, yarr = sp[ix], ysp[ix]
         with np.errstate(all="ignore"):
-            for name, g in zip(FNS, f(arr)):
-                _check(g, arr, name)
+            for name, g in zip(FNS, f(arr, yarr)):
+                _check(g, _arg(name, arr, yarr), name)
         if flag == "":
             with np.errstate(all="raise"):
-                f(arr)
+                f(arr, yarr)
         elif flag:
             with np.errstate(**{flag: "raise"}), pytest.raises(FloatingPointError, match=flag):
-                f(arr)
+                f(arr, yarr)
             other = "invalid" if flag == "divide" else "divide"
             with np.errstate(**{other: "raise", flag: "ignore"}):
-                f(arr)
+                f(arr, yarr)
     print("OK")
 
 
-def test_log_log2_log10_production_against_numpy(tmp_path):
+def test_log_log2_log10_log1p_production_against_numpy(tmp_path):
     # production mode (no store checks: the loops vectorize)
     code = "import sys; sys.path.insert(0, %r); import test_vmath_f64_accuracy as T; T._compare()" % (
         os.path.dirname(os.path.abspath(__file__)))
@@ -111,10 +127,12 @@ def test_log_forms_per_isa(tmp_path, flags):
         f"void t_{fn}(const double *restrict x, double *restrict y, long n)\n"
         f"{{ for (long i = 0; i < n; i++) y[i] = nd_{fn}(x[i]); }}\n" for fn in FNS), flags)
     if flags != ["-march=x86-64"]:   # SSE2 has no gathers: scalar there
-        assert len(vec) == 3, vec
-    x = np.concatenate([_operands(), [0.0, -0.0, -1.0, -5e-324, -np.inf, np.inf, np.nan]])
+        assert len(vec) == len(FNS), vec
+    sp = [0.0, -0.0, -1.0, -2.0, -5e-324, -np.inf, np.inf, np.nan]
+    x, y = (np.concatenate([v, sp]) for v in _operands())
     for fn in FNS:
-        y = np.empty_like(x)
-        getattr(lib, "t_" + fn)(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
-                                ctypes.c_long(x.size))
-        _check(y, x, fn)
+        a = _arg(fn, x, y)
+        out = np.empty_like(a)
+        getattr(lib, "t_" + fn)(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p),
+                                ctypes.c_long(a.size))
+        _check(out, a, fn)
