@@ -28,7 +28,8 @@ from bench_ufuncs import UNARY, _operand  # noqa: E402
 import numdyn  # noqa: E402
 
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
-DEFAULT = ["exp", "exp2", "expm1", "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt"]
+DEFAULT = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+           "arctanh", "cbrt"]
 CNAME = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arcsin": "asin", "arccos": "acos",
          "arctan": "atan"}
 
