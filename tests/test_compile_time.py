@@ -115,6 +115,30 @@ def test_a_damaged_precompiled_header_is_rebuilt_not_used(tmp_path, damage):
     assert int((d / "nd_kernel.h.sum").read_text().split()[0]) == gch.stat().st_size
 
 
+# a captured loop: its unit includes nd_loop.h after nd_kernel.h
+LOOP = """
+def loop(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0.5:
+            s += a[i] * 2.0
+    return s
+print("L", numdyn.compile(loop)(x) == loop(x))
+"""
+
+
+def test_a_loops_header_comes_from_the_precompiled_one(tmp_path):
+    # GCC's -H lists each header it reads ("! x.gch" for a precompiled one):
+    # a captured loop's unit reads nd_loop.h from the .gch, not from the file
+    hlog = tmp_path / "h.log"
+    cc = fake_cc(tmp_path, "hcc", when="*-shared*", then=f'{gcc} -H "$@" 2>> {hlog}; exit $?')
+    out = _run(_programs() + LOOP, tmp_path / "cache", cc)
+    assert "OK True True" in out and "L True" in out
+    lines = hlog.read_text().splitlines()
+    assert any(ln.startswith("! ") and ln.endswith("nd_kernel.h.gch") for ln in lines), lines
+    assert not [ln for ln in lines if ln.endswith("/nd_loop.h")], lines
+
+
 def test_kernels_compile_to_the_same_code_with_and_without_it(tmp_path):
     objdump = shutil.which("objdump")
     if objdump is None:
@@ -123,12 +147,12 @@ def test_kernels_compile_to_the_same_code_with_and_without_it(tmp_path):
     code = _programs() + """
 h = numdyn.compile(lambda a: np.log1p(np.abs(a - 0.5)) * 2.0 + np.sin(a).cumsum())
 print("H", bool(np.allclose(h(x), np.log1p(np.abs(x - 0.5)) * 2.0 + np.sin(x).cumsum())))
-"""
+""" + LOOP
     text = {}
     for name, extra in (("with", {}), ("without", {"NUMDYN_PCH": "0"})):
         cache = tmp_path / name
         out = _run(code, cache, cc, extra)
-        assert "H True" in out
+        assert "H True" in out and "L True" in out
         for so in cache.glob("*.so"):
             dis = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(so)],
                                  capture_output=True, text=True).stdout

@@ -6,7 +6,9 @@
  * unit per kernel. GCC loads a precompiled header in its place: it looks
  * for nd_kernel.h.gch in each include directory before nd_kernel.h, and
  * ignores one built with other options (it then reads the header itself),
- * so using it never changes what a kernel compiles to.
+ * so using it never changes what a kernel compiles to. It is built from
+ * ND_PCH_SRC (toolchain.h): nd_kernel.h then nd_loop.h, which a captured
+ * loop's unit includes second and then finds already read.
  *
  * Where: pch-<identity>/nd_kernel.h.gch in the checked cache directory (the
  * identity hashes the compiler, flags, ISA and the headers' text, so a new

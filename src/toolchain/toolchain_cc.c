@@ -315,11 +315,9 @@ static int compile_argv(char **argv, char *inc, const char *src_name, const char
     ex[ne++] = inc;
     if (!sl) ex[ne++] = "-DND_NO_SLEEF";
     if (!so_name) {  /* the header, precompiled (the same options as every unit) */
-        static char hdr_path[4200];
-        snprintf(hdr_path, sizeof hdr_path, "%s/nd_kernel.h", hdr);
         ex[ne++] = "-x";
         ex[ne++] = "c-header";
-        ex[ne++] = hdr_path;
+        ex[ne++] = ND_PCH_SRC;
         ex[ne++] = "-o";
         ex[ne++] = (char *)src_name;
         build_argv(argv, MAXARGS, ex, ne);
@@ -432,6 +430,11 @@ int nd_cc_start_pch(int dirfd, const char *gch_name, pid_t *pid, int *rfd)
 {
     char inc[4200], *argv[MAXARGS];
     if (compile_argv(argv, inc, gch_name, NULL, NULL) < 0) return -1;
+    static const char src[] = ND_PCH_TEXT;
+    if (nd_disk_write_new_at(dirfd, ND_PCH_SRC, src, sizeof src - 1) < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
     if (spawn_capture_pg(dirfd, argv, pid, rfd, 1) < 0) {
         compile_error(-1, errno, "nd_kernel.h", NULL);
         return -1;
