@@ -229,6 +229,11 @@ static int is_int_scalar(PyObject *o)
 /* Lift a normalized concrete int64 index array. */
 static int lift_index(nd_trace *t, PyObject *norm, nd_xj_arr *out)
 {
+    /* norm is normalize_indices' own copy, which nothing else holds:
+     * read-only, the graph reads it as is (a writeable one is an array
+     * Python code might change before the graph runs, so it was copied
+     * again at every read: 43 MB a call of a 256x256 compacting loop) */
+    PyArray_CLEARFLAGS((PyArrayObject *)norm, NPY_ARRAY_WRITEABLE);
     out->id = nd_trace_lift(t, norm);
     if (out->id == ND_NONE) return -1;
     nd_xj_fill(t, out);
@@ -660,7 +665,7 @@ static void gather_layout(PyObject *res, PyObject *self, const idx_plan *pl)
     nd_proxy_set_perm(res, perm);
 }
 
-PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
+static PyObject *advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
 {
     idx_plan *pl = PyMem_Malloc(sizeof(idx_plan));
     if (!pl) return PyErr_NoMemory();
@@ -894,7 +899,7 @@ done:
     return out;
 }
 
-int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+static int advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
     int done = nd_shim_masked_store(t, self, key, value);
     if (done) return done < 0 ? -1 : 0;
@@ -909,7 +914,7 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject 
     if (rc > 0) {
         PyObject *ck, *pk = mask_as_positions(self, key, &ck);
         if (pk || PyErr_Occurred()) {
-            res = pk ? nd_shim_advidx_setitem(t, self, pk, value) : -1;
+            res = pk ? advidx_setitem(t, self, pk, value) : -1;
             if (res < 0 && ck && PyErr_ExceptionMatches(PyExc_ValueError)) {
                 /* a value that does not fit: NumPy's own message for the
                  * boolean key (its boolean fast path words it otherwise) */
@@ -982,6 +987,28 @@ int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject 
 done:
     PyMem_Free(pl);
     return res;
+}
+
+/* Masked values in the key (`b[a[m], c[m]]`) index as their compacted
+ * arrays: lazy gathers by the mask's positions (shim_masked.c). */
+PyObject *nd_shim_advidx_getitem(nd_trace *t, PyObject *self, PyObject *key)
+{
+    PyObject *k = nd_shim_masked_key(key);
+    PyObject *r = k ? advidx_getitem(t, self, k) : NULL;
+    Py_XDECREF(k);
+    return r;
+}
+
+int nd_shim_advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
+{
+    int done = nd_shim_masked_store(t, self, key, value);
+    if (done) return done < 0 ? -1 : 0;
+    /* a masked value stored by other positions: its compacted array */
+    PyObject *k = nd_shim_masked_key(key), *v = k ? nd_shim_masked_key(value) : NULL;
+    int r = v ? advidx_setitem(t, self, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    return r;
 }
 
 /* ufunc.at(a, indices, b=None) */

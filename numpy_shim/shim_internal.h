@@ -137,6 +137,12 @@ int nd_shim_masked_init(void);
 int nd_shim_masked_check(PyObject *o);
 PyObject *nd_shim_masked_read(nd_trace *t, PyObject *self, PyObject *key);
 int nd_shim_masked_store(nd_trace *t, PyObject *self, PyObject *key, PyObject *value);
+/* key (an index: an item or a tuple of them) with its masked values
+ * compacted (a[m]: a lazy gather once the mask's positions are known), so
+ * `b[a[m], c[m]] = v` indexes by lazy arrays instead of handing NumPy's C
+ * code objects it reads through the buffer protocol. New ref (key itself
+ * when it holds none), NULL on error. */
+PyObject *nd_shim_masked_key(PyObject *key);
 /* the mean of a masked read: w = where(m, a, 0), cnt the int64 count
  * (shim_reduce.c, as _methods._mean of NumPy's a[m]) */
 PyObject *nd_shim_masked_mean(nd_trace *t, nd_id w, nd_id cnt, int dtype, int dtarg);

@@ -91,20 +91,58 @@ static nd_id mask_over(nd_trace *t, NdMasked *m)
     return nd_shim_node_view(t, mk, nd, sh, 0, st);
 }
 
-/* NumPy's a[m] of the value: the break that a masked read used to be */
+/* The mask's positions (NumPy's a[m] is a[m.nonzero()]): the mask alone
+ * is computed -- a recorded break when it has no value yet -- and its
+ * nonzero() is kept for the reads through the same mask (z[m], c[m],
+ * gi[m] of one step: one flush and one nonzero, not one of each a read).
+ * New ref, NULL on error. */
+static _Thread_local struct { nd_trace *t; nd_id node; PyObject *val, *nz; } nz_cache;
+
+static PyObject *mask_value(nd_trace *t, nd_id id)
+{
+    nd_graph *g = nd_trace_graph(t);
+    return id >= 0 && id < g->n ? nd_graph_node(g, id)->value : NULL;
+}
+
+static PyObject *positions(nd_trace *t, NdMasked *m)
+{
+    /* the same mask node with the same computed array (held, so its
+     * address is not another's): the same positions */
+    PyObject *have = mask_value(t, m->mnode);
+    if (have && nz_cache.t == t && nz_cache.node == m->mnode && nz_cache.val == have)
+        return Py_NewRef(nz_cache.nz);
+    PyObject *b = nd_proxy_base_array(m->mask);
+    if (!b && PyErr_Occurred()) return NULL;
+    Py_XDECREF(b);
+    PyObject *mk = nd_trace_materialize(m->mask, b ? NULL : "boolean mask indexing: data-dependent output shape");
+    PyObject *nz = mk ? PyArray_Nonzero((PyArrayObject *)mk) : NULL;
+    Py_XDECREF(mk);
+    if (!nz) return NULL;
+    if ((have = mask_value(t, m->mnode))) {
+        nz_cache.t = t;
+        nz_cache.node = m->mnode;
+        Py_XSETREF(nz_cache.val, Py_NewRef(have));
+        Py_XSETREF(nz_cache.nz, Py_NewRef(nz));
+    }
+    if (m->count < 0 && PyTuple_GET_SIZE(nz) > 0)
+        m->count = PyArray_DIM((PyArrayObject *)PyTuple_GET_ITEM(nz, 0), 0);
+    return nz;
+}
+
+/* NumPy's a[m] of the value: a gather by the mask's positions */
 static PyObject *compact(NdMasked *m)
 {
     if (m->compact) return m->compact;
     nd_trace *t = nd_trace_current();
-    if (t && nd_trace_differentiating(t) && nd_proxy_live(m->val)) {
-        /* differentiated: NumPy's a[m] would take the value out of the
-         * graph and its gradient with it. Only the mask (bool: no
-         * gradient) is computed, the same recorded break; its positions
-         * index the value by a gather in the graph (NumPy's a[m] is
-         * a[m.nonzero()]) */
-        PyObject *mk = nd_trace_materialize(m->mask, "boolean mask indexing: data-dependent output shape");
-        PyObject *nz = mk ? PyArray_Nonzero((PyArrayObject *)mk) : NULL;
-        Py_XDECREF(mk);
+    if (t && nd_proxy_live(m->val)) {
+        /* only the mask is computed (a recorded break when it has no
+         * value yet); its positions index the value by a gather in the
+         * graph (NumPy's a[m] is a[m.nonzero()]). NumPy's a[m] on the
+         * computed value took the value out of the graph -- and, when
+         * differentiated, its gradient with it --, computed it at every
+         * compaction (z[out], gi[out], gj[out]: a flush each) and ran
+         * NumPy's setitem with the compacted keys as a break. */
+        PyObject *nz = positions(t, m);
         m->compact = nz ? nd_shim_advidx_getitem(t, m->val, nz) : NULL;
         Py_XDECREF(nz);
         return m->compact;
@@ -603,6 +641,16 @@ static PyObject *compact_item(PyObject *e)
     if (PyTuple_Check(e) || PyList_Check(e)) return compact_seq(e);
     if (nd_shim_masked_check(e)) return Py_XNewRef(compact((NdMasked *)e));
     return Py_NewRef(e);
+}
+
+PyObject *nd_shim_masked_key(PyObject *key)
+{
+    if (!nd_shim_live_masked) return Py_NewRef(key);
+    if (nd_shim_masked_check(key)) return compact_item(key);
+    if (!PyTuple_Check(key)) return Py_NewRef(key);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+        if (nd_shim_masked_check(PyTuple_GET_ITEM(key, i))) return compact_seq(key);
+    return Py_NewRef(key);
 }
 
 static PyObject *compact_kw(PyObject *kw)
