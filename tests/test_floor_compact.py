@@ -72,24 +72,25 @@ def test_compaction_flushes_and_copies():
 
 
 def test_masked_keys_of_several_masks_and_the_loop():
-    # escape-time loop over steps, compacting every array; the loop's
-    # escaped points land at their grid positions as NumPy puts them
-    def loop(c, n, steps):
-        gi, gj = np.divmod(np.arange(n * n), n)
-        iters = np.zeros((n, n), np.int64)
-        z = np.zeros_like(c)
-        for it in range(steps):
-            if not len(z):
+    # particles leaving a box: each step records the step at which the
+    # particles that left did, by their ids, and keeps the others
+    def exits(x, v, steps):
+        ids = np.arange(len(x))
+        when = np.full(len(x), -1)
+        where = np.zeros(len(x))
+        for s in range(steps):
+            x = x + v
+            gone = (x < 0.0) | (x > 1.0)
+            when[ids[gone]] = s
+            where[ids[gone]] = x[gone]
+            stay = ~gone
+            x, v, ids = x[stay], v[stay], ids[stay]
+            if len(x) == 0:
                 break
-            z = z * z + c
-            esc = np.abs(z) > 2.0
-            iters[gi[esc], gj[esc]] = it + 1
-            keep = ~esc
-            z, c, gi, gj = z[keep], c[keep], gi[keep], gj[keep]
-        return iters, z
+        return when, where, ids
     rng = np.random.default_rng(4)
-    c = rng.uniform(-2, 0.5, 24 * 24) + 1j * rng.uniform(-1.2, 1.2, 24 * 24)
-    want = loop(c.copy(), 24, 12)
-    cf = numdyn.compile(loop, options=NOFLOOR)
+    x, v = rng.uniform(0, 1, 300), rng.standard_normal(300) * 0.05
+    want = exits(x, v, 12)
+    cf = numdyn.compile(exits, options=NOFLOOR)
     for _ in range(2):
-        _check(cf(c.copy(), 24, 12), want)
+        _check(cf(x, v, 12), want)
