@@ -267,7 +267,7 @@ def _ulps32(got, want):
 
 
 def _compare_f32():
-    # float32 arcsinh, arccosh, arctanh, cbrt, exp2, tanh and expm1 (numdyn's 16-lane AVX-512
+    # float32 arcsinh, arccosh, arctanh, cbrt, exp2, tanh, expm1 and log1p (numdyn's 16-lane AVX-512
     # functions where the target has it): every 1021st bit pattern (every
     # exponent, subnormals, NaNs, +-inf) and the edges of each form's
     # range, against NumPy's float64 result rounded once -- within 1 ULP
@@ -286,14 +286,15 @@ def _compare_f32():
     x = np.concatenate([bits.view(np.float32), sp, -sp]).astype(np.float32)
     with np.errstate(invalid="ignore"):
         dom = {"arcsinh": np.ones(x.size, bool), "cbrt": np.ones(x.size, bool), "arctanh": np.abs(x) < 1,
-               "arccosh": x >= 1, "exp2": x < 127.99, "tanh": np.ones(x.size, bool), "expm1": x < 88.72}
+               "arccosh": x >= 1, "exp2": x < 127.99, "tanh": np.ones(x.size, bool), "expm1": x < 88.72,
+               "log1p": x > -1}
     rng = np.random.default_rng(16)
     fns = {"arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "exp2": np.exp2,
-           "tanh": np.tanh, "expm1": np.expm1}
+           "tanh": np.tanh, "expm1": np.expm1, "log1p": np.log1p}
     zv = os.environ.get("ND_TEST_ZV") == "1"
     for name, fn in fns.items():
         # odd sizes: the loops' remainders (the scalar symbol) run too
-        lo = {"arccosh": 1, "arctanh": -1}.get(name, -3)
+        lo = {"arccosh": 1, "arctanh": -1, "log1p": -1}.get(name, -3)
         ok = np.concatenate([x[dom[name] | np.isnan(x)], rng.uniform(lo, 1 if lo == -1 else 3, 37).astype(np.float32)])
         f = numdyn.compile(lambda a, fn=fn: fn(a), options={"floor": False})
         # (exp2's subnormal results underflow, in NumPy too)
@@ -336,7 +337,8 @@ def _compare_f32():
         bads = {"arctanh": ((1.0, "divide"), (-1.0, "divide"), (1.5, "invalid"), (-np.inf, "invalid")),
                 "arccosh": ((0.5, "invalid"), (-1.0, "invalid"), (-np.inf, "invalid")),
                 "exp2": ((128.0, "overflow"), (1e30, "overflow")),
-                "expm1": ((88.73, "overflow"), (1e30, "overflow"))}.get(name, ())
+                "expm1": ((88.73, "overflow"), (1e30, "overflow")),
+                "log1p": ((-1.0, "divide"), (-1.5, "invalid"), (-np.inf, "invalid"))}.get(name, ())
         for v, exc in bads:
             for arr in (np.array([v], np.float32), np.concatenate([base, [v], base]).astype(np.float32)):
                 with np.errstate(**{exc[:4] if exc == "overflow" else exc: "raise"}), \
@@ -403,7 +405,7 @@ def test_sinh_cosh_against_numpy(tmp_path):
     _production_compare('_compare_hyp', tmp_path)
 
 
-def test_inverse_hyperbolics_cbrt_exp2_tanh_expm1_float32_against_numpy(tmp_path):
+def test_float32_own_vector_math_against_numpy(tmp_path):
     # production mode; float32's 16-lane AVX-512 forms (the C forms and
     # SLEEF's exp2f elsewhere), every exponent and the forms' edges, NumPy's
     # warnings (exp2: within 1 ULP of the float64 result rounded once;
@@ -442,8 +444,8 @@ def test_kernel_calls_vector_variant(tmp_path):
             "for r, e in zip(g(a), (np.log1p(a * 0.5), np.arcsinh(a), np.exp(a), np.exp2(a), np.arctanh(a / 9.5), np.cbrt(a))):\n"
             "    np.testing.assert_allclose(r, e, rtol=1e-14)\n"
             "b = a.astype(np.float32)\n"
-            "h = numdyn.compile(lambda x: (np.arcsinh(x), np.arccosh(x + 1), np.arctanh(x / 9.5), np.cbrt(x), np.exp2(x), np.tanh(x), np.expm1(x)))\n"
-            "for r, e in zip(h(b), (np.arcsinh(b), np.arccosh(b + 1), np.arctanh(b / 9.5), np.cbrt(b), np.exp2(b), np.tanh(b), np.expm1(b))):\n"
+            "h = numdyn.compile(lambda x: (np.arcsinh(x), np.arccosh(x + 1), np.arctanh(x / 9.5), np.cbrt(x), np.exp2(x), np.tanh(x), np.expm1(x), np.log1p(x)))\n"
+            "for r, e in zip(h(b), (np.arcsinh(b), np.arccosh(b + 1), np.arctanh(b / 9.5), np.cbrt(b), np.exp2(b), np.tanh(b), np.expm1(b), np.log1p(b))):\n"
             "    assert r.dtype == np.float32\n"
             "    np.testing.assert_allclose(r, e, rtol=3e-7)\n"
             "numdyn.utils.wait_compiles()\n")
@@ -457,7 +459,7 @@ def test_kernel_calls_vector_variant(tmp_path):
     if zv:
         assert {"_ZGVeN8v_nd_zv_" + f for f in ("log1p", "exp2", "exp", "atanh", "asinh", "cbrt")} <= called, called
         # float32: the 16-lane variants
-        assert {"_ZGVeN16v_nd_zvf_" + f for f in ("atanh", "asinh", "acosh", "cbrt", "exp2", "tanh", "expm1")} <= called, called
+        assert {"_ZGVeN16v_nd_zvf_" + f for f in ("atanh", "asinh", "acosh", "cbrt", "exp2", "tanh", "expm1", "log1p")} <= called, called
     else:
         assert not called and "nd_zv_" not in dis
 
@@ -482,7 +484,7 @@ def test_variants_defined_per_isa(tmp_path, flags):
            "{ for (long i = 0; i < n; i++) y[i] = nd_acosh(x[i] + 1.0) * nd_exp2(x[i]) + nd_cbrt(x[i]); }\n"
            "void d(const float *restrict x, float *restrict y, long n)\n"
            "{ for (long i = 0; i < n; i++) y[i] = nd_asinhf(x[i]) + nd_acoshf(x[i] + 1.0f) * nd_atanhf(x[i] * 0.5f) + nd_cbrtf(x[i])"
-           " + nd_exp2f(x[i]) + nd_tanhf(x[i]) + nd_expm1f(x[i]); }\n")
+           " + nd_exp2f(x[i]) + nd_tanhf(x[i]) + nd_expm1f(x[i]) + nd_log1pf(x[i]); }\n")
     other = '#include "nd_kernel.h"\nvoid c(double *restrict y, long n) { for (long i = 0; i < n; i++) y[i] = nd_expm1(y[i]) + nd_sinh(y[i]); }\n'
     syms = []
     for i, text in enumerate((src, other)):
@@ -505,7 +507,7 @@ def test_variants_defined_per_isa(tmp_path, flags):
             for fn in ("log1p", "exp2", "exp", "atanh", "asinh", "acosh", "cbrt"):
                 assert re.search(r" t %snd_zv_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
         for v in ("_ZGVeN16v_", "_ZGVdN8v_", "_ZGVcN8v_", "_ZGVbN4v_", ""):
-            for fn in ("atanh", "asinh", "acosh", "cbrt", "exp2", "tanh", "expm1"):
+            for fn in ("atanh", "asinh", "acosh", "cbrt", "exp2", "tanh", "expm1", "log1p"):
                 assert re.search(r" t %snd_zvf_%s\n" % (v, fn), syms[0]), (v, fn, syms[0])
 
 
