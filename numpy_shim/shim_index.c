@@ -251,6 +251,41 @@ static int lazy_element_key(PyObject *key, int ndim)
     return lazy;
 }
 
+/* m[k] / m[k, :] / m[i, k] leaving dims, some of the leading integers
+ * computed (lazy 0-d integers, `m[np.argmax(v)]`), the rest full slices:
+ * NumPy's view at an offset the graph computes. Under fullgraph=True it is
+ * a gather in the graph (nd_proxy_dynamic_view keeps NumPy's view
+ * semantics), where computing k now would run the graph so far. */
+static int lazy_row_key(PyObject *key, int ndim)
+{
+    int tup = PyTuple_CheckExact(key);
+    Py_ssize_t n = tup ? PyTuple_GET_SIZE(key) : 1, ints = 0;
+    int lazy = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = tup ? PyTuple_GET_ITEM(key, i) : key;
+        if (ints == i && (lazy_int_index(o) || PyLong_CheckExact(o))) {
+            lazy |= lazy_int_index(o);
+            ints++;
+        } else if (!PySlice_Check(o) || ((PySliceObject *)o)->start != Py_None ||
+                   ((PySliceObject *)o)->stop != Py_None || ((PySliceObject *)o)->step != Py_None) {
+            return 0;
+        }
+    }
+    return lazy && ints < ndim && n <= ndim;
+}
+
+static PyObject *dynamic_row(nd_trace *t, PyObject *self, PyObject *key)
+{
+    PyObject *r = nd_shim_advidx_getitem(t, self, key);
+    if (!r) return NULL;
+    int rc = nd_proxy_dynamic_view(r, self, key);
+    if (rc == 0) return r;
+    Py_DECREF(r);
+    if (rc > 0)
+        PyErr_SetString(PyExc_SystemError, "numdyn: a gather at a computed index could not stand for the view");
+    return NULL;
+}
+
 static PyObject *materialized_getitem(PyObject *self, PyObject *key)
 {
     PyObject *arr = nd_trace_read(self, "an element read (a NumPy scalar for Python)");
@@ -290,6 +325,8 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
     }
     if (lazy_element_key(key, nd) && nd_trace_checks_deferred(t))
         return nd_shim_advidx_getitem(t, self, key);  /* a gather of one element */
+    if (lazy_row_key(key, nd) && nd_proxy_dynamic_view_ok(self) && nd_trace_checks_deferred(t))
+        return dynamic_row(t, self, key);  /* a gather standing for the view */
     PyObject *k = concrete_key(t, key);
     if (!k) return NULL;
     PyObject *r = getitem(t, self, k);

@@ -98,3 +98,49 @@ def test_wrap_numpy_jax_keyword_arrays_under_transformations():
     xs = jnp.stack([x, 2 * x])
     got = jax.vmap(lambda x: f(x, w=w, scale=2.0))(xs)
     np.testing.assert_allclose(got, [ref(x, w), ref(2 * x, w)], rtol=1e-12)
+
+
+# ---- m[k] with k computed, leaving dims, under fullgraph=True ------------
+
+def _row(m, v):
+    return m[np.argmax(v)] * 2, m[np.argmin(v) - 3, :].sum() + m[:, 1]
+
+
+def _row_view(m, v):
+    r = m[np.argmax(v)]
+    return r, r[1:3] + 1
+
+
+@pytest.mark.parametrize("v", [[1.0, 5.0, 2.0], [9.0, 1.0, 2.0]])
+def test_fullgraph_row_at_computed_index_is_a_gather(v):
+    m, v = np.arange(12.0).reshape(3, 4), np.array(v)
+    for fn in (_row, _row_view):
+        got, want = numdyn.compile(fn, fullgraph=True)(m, v), fn(m, v)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_fullgraph_row_at_computed_index_returned_is_numpy_view():
+    m, v = np.arange(12.0).reshape(3, 4).copy(), np.array([1.0, 5.0, 2.0])
+    r, _ = numdyn.compile(_row_view, fullgraph=True)(m, v)
+    assert r.base is m and np.shares_memory(r, m)
+    m[1, 0] = -5.0
+    assert r[0] == -5.0
+
+
+def test_fullgraph_row_at_computed_index_writes_are_reads():
+    # the gather would not see these writes: NumPy's view needs the index
+    def w_base(m, v):
+        r = m[np.argmax(v)]
+        m[0] = 1.0
+        return r * 2
+
+    def w_row(m, v):
+        r = (m * 2)[np.argmax(v)]
+        r[0] = 7.0
+        return r
+    m, v = np.arange(12.0).reshape(3, 4), np.array([1.0, 5.0, 2.0])
+    for fn in (w_base, w_row):
+        with pytest.raises(numdyn.GraphBreakError, match="computed index"):
+            numdyn.compile(fn, fullgraph=True)(m.copy(), v)
+        np.testing.assert_array_equal(numdyn.compile(fn)(m.copy(), v), fn(m.copy(), v))

@@ -97,6 +97,17 @@ PyObject *nd_sub_function(const char *name, PyObject *numpy_func, PyObject *args
 /* Node holding the proxy's current value (appends VIEW nodes as needed).
  * ND_NONE + exception on error. */
 nd_id nd_proxy_read(PyObject *proxy);
+/* Under fullgraph=True, r (a fresh gather result, base[key]) stands for
+ * NumPy's view of base at an index only the graph computes
+ * (`m[np.argmax(v)]`): r gets base's .base and read-only flag; a write into
+ * r, or into base while r's value lives, is a value read (GraphBreakError)
+ * since the gather would not see it; leaving the function, r is NumPy's
+ * view of base's array (nd_proxy_base_array). 0 marked; 1 not applicable (not fullgraph, or base's
+ * memory reachable outside the trace): the caller computes the index
+ * instead; -1 error. */
+int nd_proxy_dynamic_view(PyObject *r, PyObject *base, PyObject *key);
+/* whether base[k] may be taken so (fullgraph=True, base's memory the trace's own) */
+int nd_proxy_dynamic_view_ok(PyObject *base);
 /* dtype / ndim / shape of the proxy's current value, without new nodes. */
 int nd_proxy_dtype(PyObject *proxy);
 int nd_proxy_ndim(PyObject *proxy);

@@ -135,6 +135,12 @@ struct nd_storage {
     PyObject *exports;        /* owned list of weakrefs: real NumPy arrays that
                                  alias `caller` and escaped to Python code;
                                  while one lives, writes are flushed at once */
+    nd_storage *dview_of;     /* owned: this value is NumPy's view of that
+                                 storage at an index the graph computes
+                                 (nd_proxy_dynamic_view), taken as a gather */
+    PyObject *dview_base;     /* owned with dview_of: the proxy indexed */
+    PyObject *dview_key;      /* owned with dview_of: its key (lazy integers) */
+    Py_ssize_t ndviews;       /* live storages whose dview_of is this one */
 };
 
 struct NdProxy {

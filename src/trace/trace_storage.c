@@ -61,12 +61,21 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->rebased = 0;
     s->root = NULL;
     s->korder = 0;
+    s->dview_of = NULL;
+    s->dview_base = s->dview_key = NULL;
+    s->ndviews = 0;
     return s;
 }
 
 void nd__storage_decref(nd_storage *s)
 {
     if (!s || --s->refcnt > 0) return;
+    if (s->dview_of) {
+        s->dview_of->ndviews--;
+        nd__storage_decref(s->dview_of);
+        Py_CLEAR(s->dview_base);
+        Py_CLEAR(s->dview_key);
+    }
     Py_XDECREF(s->caller);
     Py_XDECREF(s->root);
     Py_XDECREF(s->exports);
@@ -257,6 +266,46 @@ static int write_through(nd_storage *s)
 
 static int write_part(NdProxy *p, nd_id value);
 
+/* A write into a value taken as NumPy's view at a computed index (or into
+ * the array it views, while that value lives): the gather it is in the
+ * graph would not see it, and making it NumPy's view needs the index's
+ * value, a read (under fullgraph=True, the only place such views are made,
+ * GraphBreakError). */
+static int dynamic_view_write(nd_storage *s)
+{
+    if (nd__explain_read(s->trace, s->dview_of ? "a write into a view taken at a computed index"
+                                               : "a write into an array while a view of it taken at a "
+                                                 "computed index lives") < 0)
+        return -1;
+    PyErr_SetString(PyExc_SystemError, "numdyn: a view at a computed index outside fullgraph=True");
+    return -1;
+}
+
+int nd_proxy_dynamic_view_ok(PyObject *base)
+{
+    NdProxy *b = nd__as_proxy(base);
+    if (!b || !nd__live(b)) return 0;
+    nd_storage *bs = b->st;
+    return bs->trace->fullgraph && !b->part && !b->memmap && !b->subtype && !bs->shared &&
+           !bs->foreign && !bs->exports && !bs->rebased;
+}
+
+int nd_proxy_dynamic_view(PyObject *r, PyObject *base, PyObject *key)
+{
+    NdProxy *p = nd__as_proxy(r), *b = nd__as_proxy(base);
+    if (!p || !b || !nd__live(p) || !nd__live(b) || !nd_proxy_dynamic_view_ok(base)) return 1;
+    nd_storage *s = p->st, *bs = b->st;
+    if (s == bs || s->caller || s->dview_of || s->refcnt != 1) return 1;
+    s->dview_of = bs;
+    s->dview_base = Py_NewRef(base);
+    s->dview_key = Py_NewRef(key);
+    bs->refcnt++;
+    bs->ndviews++;
+    p->readonly = b->readonly || bs->readonly;
+    nd__proxy_view_of(p, b);
+    return 0;
+}
+
 /* flags: node flags of the SETITEM made (ND_F_SCALAR_STORE: always one,
  * even for a whole-storage write, so the store is a node of its own) */
 static int write_node(NdProxy *p, nd_id value, uint32_t flags)
@@ -267,6 +316,7 @@ static int write_node(NdProxy *p, nd_id value, uint32_t flags)
         PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
         return -1;
     }
+    if ((s->dview_of || s->ndviews) && dynamic_view_write(s) < 0) return -1;
     if (p->part) return write_part(p, value);
     if (value < 0 || value >= g->n) {
         PyErr_Format(PyExc_SystemError, "numdyn: nd_proxy_write of bad node %d", (int)value);

@@ -354,12 +354,53 @@ make:;
     return v;
 }
 
+/* A value taken as NumPy's view at a computed index (nd_proxy_dynamic_view)
+ * leaving the function: that view of the base's array, the index computed
+ * (the call's graph has run: no second graph). NULL without an exception
+ * while the call goes on or the base has no array of its own yet. */
+static PyObject *dynamic_view_array(NdProxy *p)
+{
+    nd_storage *s = p->st;
+    nd_trace *t = s->trace;
+    if (!(t->returning || t->ended)) return NULL;
+    NdProxy *b = nd__as_proxy(s->dview_base);
+    if (!b || !b->st || (b->st->caller && b->st->dirty)) return NULL;
+    PyObject *key = s->dview_key, *base = NULL, *k = NULL, *full = NULL, *r = NULL;
+    Py_ssize_t n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
+    if (!(base = nd_proxy_base_array((PyObject *)b)) || !(k = PyTuple_New(n))) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, i) : key, *v = NULL;
+        NdProxy *q = nd__as_proxy(o);
+        if (q && q->value) {
+            v = PyNumber_Index(q->value);
+        } else if (q && q->st) {
+            nd_id id = nd__proxy_read_own(q);
+            PyObject *a = NULL;
+            if (id != ND_NONE && nd__flush(q->st->trace, &id, 1, &a) == 0) v = PyNumber_Index(a);
+            Py_XDECREF(a);
+        } else {
+            v = Py_NewRef(o);
+        }
+        if (!v) goto done;
+        PyTuple_SET_ITEM(k, i, v);
+    }
+    if (!(full = PyObject_GetItem(base, PyTuple_Check(key) ? k : PyTuple_GET_ITEM(k, 0)))) goto done;
+    if (!PyArray_Check(full)) goto done;
+    r = nd__view_of(p, (PyArrayObject *)full);
+done:
+    Py_XDECREF(base);
+    Py_XDECREF(k);
+    Py_XDECREF(full);
+    return r;
+}
+
 PyObject *nd_proxy_base_array(PyObject *o)
 {
     NdProxy *p = nd__as_proxy(o);
     if (!p) return NULL;
     if (p->value) return Py_NewRef(p->value);
     if (!p->st) return NULL;
+    if (p->st->dview_of) return dynamic_view_array(p);
     if (p->memmap && p->st->caller) {
         /* the memmap object itself, its pending writes landed */
         if (p->st->dirty && nd__flush_writes(p->st->trace) < 0) return NULL;
