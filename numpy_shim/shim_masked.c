@@ -497,6 +497,28 @@ static PyObject *m_iter(PyObject *a) { PyObject *c = self_compact(a); return c ?
  * not reused while held) */
 static _Thread_local struct { nd_trace *t; PyObject *key; nd_id node; npy_intp n; } count_cache;
 
+/* The count of mask node mk when it is `~k` / `np.logical_not(k)` of a
+ * boolean k already computed: k's size less k's count, from k's value --
+ * no flush (a compacting loop's `keep = ~gone` after `x[gone]` computed
+ * gone: `len(x[keep])` was a flush of its own every step). -2: not such
+ * a mask; -1: error. */
+static npy_intp complement_count(nd_trace *t, nd_id mk)
+{
+    nd_graph *g = nd_trace_graph(t);
+    const nd_node *n = nd_graph_node(g, mk);
+    if (n->op != ND_OP_UFUNC || (n->sub != ND_UF_INVERT && n->sub != ND_UF_LOGICAL_NOT) ||
+        n->nin != 1 || n->dtype != NPY_BOOL || n->in_dtype[0] != NPY_BOOL || n->in[0] < 0)
+        return -2;
+    PyObject *k = nd_graph_node(g, n->in[0])->value;
+    npy_intp size = 1;
+    for (int d = 0; d < n->ndim; d++) size *= n->shape[d];
+    if (!k || !PyArray_Check(k) || PyArray_TYPE((PyArrayObject *)k) != NPY_BOOL ||
+        PyArray_SIZE((PyArrayObject *)k) != size)
+        return -2;
+    npy_intp c = PyArray_CountNonzero((PyArrayObject *)k);
+    return c < 0 ? -1 : size - c;
+}
+
 /* The number of selected elements (a[m].shape[0]): only the mask's count
  * is computed (a flush of the count alone: the value stays lazy, no a[m]),
  * once per mask (values made from this one inherit it). -1 on error. */
@@ -516,14 +538,17 @@ static npy_intp masked_count(NdMasked *m)
     nd_id kn = nd_proxy_live(m->key) ? nd_proxy_read(m->key) : ND_NONE;
     PyErr_Clear();
     nd_id mk = nd_proxy_read(m->mask);
-    nd_id cn = mk == ND_NONE ? ND_NONE : nd_shim_node_reduce(t, ND_UF_ADD, mk, ~0ULL, 0, NPY_INT64, NPY_INT64, ND_NONE);
-    PyObject *p = cn == ND_NONE ? NULL : nd_shim_wrap(t, cn, 0);
-    PyObject *v = p ? nd_trace_materialize(p, "boolean mask indexing: the count of a masked read") : NULL;
-    Py_XDECREF(p);
-    PyObject *i = v ? PyNumber_Index(v) : NULL;
-    Py_XDECREF(v);
-    npy_intp n = i ? PyLong_AsSsize_t(i) : -1;
-    Py_XDECREF(i);
+    npy_intp n = mk == ND_NONE ? -1 : complement_count(t, mk);
+    if (n == -2) {
+        nd_id cn = nd_shim_node_reduce(t, ND_UF_ADD, mk, ~0ULL, 0, NPY_INT64, NPY_INT64, ND_NONE);
+        PyObject *p = cn == ND_NONE ? NULL : nd_shim_wrap(t, cn, 0);
+        PyObject *v = p ? nd_trace_materialize(p, "boolean mask indexing: the count of a masked read") : NULL;
+        Py_XDECREF(p);
+        PyObject *i = v ? PyNumber_Index(v) : NULL;
+        Py_XDECREF(v);
+        n = i ? PyLong_AsSsize_t(i) : -1;
+        Py_XDECREF(i);
+    }
     if (n < 0) return -1;
     /* the key's node after the flush, if the key still reads the value
      * the mask was taken of */

@@ -94,3 +94,24 @@ def test_masked_keys_of_several_masks_and_the_loop():
     cf = numdyn.compile(exits, options=NOFLOOR)
     for _ in range(2):
         _check(cf(x, v, 12), want)
+
+
+def test_count_of_a_complement_needs_no_flush():
+    # len(x[~m]) once m is computed (its positions read x[m]) is the size
+    # less m's count: no flush and no break of its own
+    def split(x, v):
+        x = x + v
+        gone = (x < 0.0) | (x > 1.0)
+        out = np.sort(x[gone])
+        stay = ~gone
+        return len(x[stay]), out, x[stay]
+    rng = np.random.default_rng(5)
+    x, v = rng.uniform(0, 1, 300), rng.standard_normal(300) * 0.3
+    want = split(x, v)
+    cf = numdyn.compile(split, options=NOFLOOR)
+    cf(x, v)
+    e = numdyn.explain(cf)(x, v)
+    assert e.result[0] == want[0] and type(e.result[0]) is int
+    _check(e.result[1:], want[1:])
+    reasons = [r.reason for r in e.break_reasons]
+    assert len(reasons) == 2 and not any("count" in r for r in reasons), reasons
