@@ -16,6 +16,11 @@ NumPy code (session 24, probe6), each against NumPy.
    So do traced arguments sharing memory with an argument NumPy runs (a
    structured array and one of its fields, a datetime64 array and its
    int64 view) or with a traced subclass (``f(a.view(Sub), a)``).
+4. A NumPy function that may raise on its values (``np.linalg.inv`` /
+   ``solve`` of a singular matrix) whose result is never used (a bare call,
+   a value rebound, only ``.shape`` read) was not run: NumPy's LinAlgError
+   was lost. Unused values of such functions are run by the return flush,
+   as unused ufuncs already were for their warnings.
 """
 import numpy as np
 import pytest
@@ -150,3 +155,25 @@ def _sub_and_base():
 
 def test_argument_subclass_view_of_another_argument(backend):
     _calls(_sub_after_write, backend, _sub_and_base, _sub_and_base)
+
+
+# ------------------------- 4. an unused result of a function that raises
+def _bare_inv(a):
+    np.linalg.inv(a)
+
+
+def _inv_shape_only(a):
+    y = np.linalg.inv(a)
+    return y.shape
+
+
+def _solve_dropped(a):
+    np.linalg.solve(a, a[0])
+    return a
+
+
+def test_unused_linalg_result_still_raises(backend):
+    sing = lambda: (np.zeros((2, 2)),)
+    ok = lambda: (np.eye(2) * 2.0,)
+    for fn in (_bare_inv, _inv_shape_only, _solve_dropped):
+        _calls(fn, backend, sing, ok, sing)

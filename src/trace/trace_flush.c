@@ -1409,10 +1409,12 @@ done:
 
 /* NumPy runs every operation, so one whose value is never used still
  * warns (`r = np.log(a)` then rebound) or raises (`a[idx]` out of bounds,
- * then dropped). Such values -- ufuncs, casts, reductions and scans nothing
- * reads, and index checks (ND_F_CHECK) -- are computed by the return flush
- * and dropped. Orphans of other kinds (externs: costly, and never a
- * floating-point warning) are left alone. */
+ * then dropped; `np.linalg.inv(a)` of a singular `a`, its result unused).
+ * Such values -- ufuncs, casts, reductions and scans nothing reads, the
+ * externs that may raise on their values, and index checks (ND_F_CHECK)
+ * -- are computed by the return flush and dropped. Orphans of other kinds
+ * (externs that never raise: costly, and never a floating-point warning)
+ * are left alone. */
 int nd__note_dead(nd_trace *t)
 {
     nd_graph *g = t->g;
@@ -1459,7 +1461,9 @@ int nd__note_dead(nd_trace *t)
         const nd_node *n = &g->nodes[i];
         if (readers[i] > 0 || n->value || (i < t->swept_cap && t->swept[i])) continue;
         if ((!used[i] && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_REDUCE ||
-                          n->op == ND_OP_SCAN)) || (n->flags & ND_F_CHECK))
+                          n->op == ND_OP_SCAN ||
+                          (n->op == ND_OP_EXTERN && nd__extern_may_raise(n)))) ||
+            (n->flags & ND_F_CHECK))
             used[i] = 2;
         for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
             if (n->in[k] >= 0 && n->in[k] < g->n) readers[n->in[k]]--;

@@ -41,7 +41,7 @@ static const char *const never_raise[] = {
     NULL,
 };
 
-static int extern_may_raise(const nd_node *n)
+int nd__extern_may_raise(const nd_node *n)
 {
     PyObject *fn = n->obj;
     if (!fn) return 1;
@@ -106,7 +106,7 @@ static int may_raise(nd_trace *t, const nd_node *n)
 {
     switch (n->op) {
     case ND_OP_EXTERN:
-        return extern_may_raise(n);
+        return nd__extern_may_raise(n);
     case ND_OP_SETITEM:
         if (n->flags & ND_F_SCALAR_STORE) return 1;  /* int() of a stored scalar */
         return errstate_raises(t);

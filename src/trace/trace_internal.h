@@ -218,6 +218,9 @@ nd_storage *nd__caller_find(nd_trace *t, PyObject *arr);
 /* mark the caller storages whose memory fn's code can reach untraced
  * (trace_reach.c); 0 / -1 */
 int nd__mark_reachable(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssize_t n);
+/* an EXTERN node whose NumPy function may raise because of the values it
+ * is given (LinAlgError of a singular matrix...; trace_handlers.c) */
+int nd__extern_may_raise(const nd_node *n);
 int nd__caller_add(nd_trace *t, nd_storage *s);
 /* "file:line: source" of the user's innermost frame, as a tuple
  * (reason, filename, lineno, source). New ref. */
