@@ -1274,7 +1274,7 @@ ND_INLINE T nd_tanh##F(T x) \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 }
 ND_HYP(double, d, , 710.5, 0x1p-28, __builtin_fma, __builtin_fabs, __builtin_copysign)
-/* float64 tanh: nd_vm64.h (E / (E + 2) in double-double) */
+ND_TANH(double, d, , 0x1p-28, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
  * NumPy's SVML loop (a call per vector and its own range handling); this
  * is within 1 ULP of NumPy's (tests/test_codegen_libm.py). With AVX-512

@@ -173,48 +173,4 @@ ND_INLINE double nd_log(double x) { return nd_logb_c(x, 0); }
 ND_INLINE double nd_log2(double x) { return nd_logb_c(x, 2); }
 ND_INLINE double nd_log10(double x) { return nd_logb_c(x, 10); }
 #endif
-/* tanh: E / D, E = expm1(2a), D = E + 2 = e^2a + 1 in double-double, a =
- * |x| (the form before, t / (t + 2) over a rounded expm1, was 2.35 ULP
- * off). 2a = k ln2 + rh + rl (k ln2hi exact; rh = r - k ln2lo rounded, rl
- * its rounding error by fma); m = expm1(rh + rl) = rh + rh^2 / 2 (s + sl
- * by fma) + rh^3 Q(rh) + rl e^rh, Q of degree 9 fitted to (expm1(r) - r -
- * r^2/2) / r^3 on |r| <= ln2/2 (Chebyshev, 0.02 of 2^-53 of expm1;
- * nd_em1p_d's fit, 0.3 of 2^-53, left tanh at 0.8 ULP); D = (2^k + 1) +
- * 2^k m (Fast2Sum: 2^k + 1 is the larger), E = Dh - 2 + Dl (Dh - 2 exact:
- * D >= 2), t = E / D by one reciprocal and a correction (E - t D) / D,
- * E - t D = (Eh - t Dh) + Dl (1 - t) (fma): 0.54 ULP; 1 - 2 / D above 18. a capped at 22 (tanh
- * rounds to 1 from 19.06; an infinite operand gives +-1 quietly), lanes
- * below 2^-28 (and NaN) run on 2^-28 and give x itself: no underflow in
- * any lane. The same C for every target: GCC vectorizes it at the
- * widest width (AVX-512 8 lanes, AVX2 4). */
-static const double ND_VM_TANH_Q[10] = {0x1.1f66de051eb02p-29, 0x1.af38a71a18cb9p-26, 0x1.27e4e1f5246c7p-22,
-    0x1.71de0daf7a6ccp-19, 0x1.a01a01a47adc4p-16, 0x1.a01a01a7c3d59p-13, 0x1.6c16c16c167e1p-10, 0x1.11111111109b4p-7,
-    0x1.5555555555555p-5, 0x1.5555555555556p-3};
-ND_INLINE double nd_tanh(double x)
-{
-    double ax = __builtin_fabs(x);
-    int tiny = !__builtin_isgreaterequal(ax, 0x1p-28);
-    double a = nd_tsel_d(tiny, 0x1p-28, nd_tsel_d(__builtin_isgreater(ax, 22.0), 22.0, ax));
-    double y = a + a;
-    double kb = __builtin_fma(y, 0x1.71547652b82fep+0, 0x1.8p52), kd = kb - 0x1.8p52;
-    int64_t k = (int64_t)(nd_d2b(kb) - nd_d2b(0x1.8p52));
-    double r = __builtin_fma(-kd, 0x1.62e4200000000p-1, y);   /* exact */
-    double rh = __builtin_fma(-kd, 0x1.fdf473de6af28p-22, r), rl = __builtin_fma(-kd, 0x1.fdf473de6af28p-22, r - rh);
-    double s = rh * rh, sl = __builtin_fma(rh, rh, -s);
-    double q = ND_VM_TANH_Q[0];
-    _Pragma("GCC unroll 16") for (int i = 1; i < 10; i++)   /* unrolled: the loop over x vectorizes */
-        q = __builtin_fma(q, rh, ND_VM_TANH_Q[i]);
-    double hs = 0.5 * s, mh = rh + hs;
-    double m1 = ((rh - mh) + hs) + __builtin_fma(s * rh, q, __builtin_fma(sl, 0.5, __builtin_fma(rl, rh, rl)));
-    double m0 = mh;
-    mh = m0 + m1;
-    double ml = (m0 - mh) + m1;   /* normalized: m1 holds rh^3 Q */
-    double p2 = nd_p2_d(k), cd = p2 + 1.0, am = p2 * mh;
-    double dh = cd + am, dl = __builtin_fma(p2, ml, (cd - dh) + am), eh = dh - 2.0;
-    double inv = 1.0 / dh, t = eh * inv;
-    t = __builtin_fma(__builtin_fma(-t, dh, eh) + __builtin_fma(-t, dl, dl), inv, t);
-    /* above 18 (D > 2^52: Dh - 2 and 2^k + 1 round) 1 - 2 / D, 2 / D below 2^-51 */
-    t = nd_tsel_d(__builtin_isgreater(a, 18.0), __builtin_fma(-2.0, inv, 1.0), t);
-    return nd_tsel_d(tiny, x + x * 0.0, __builtin_copysign(t, x));
-}
 #endif
