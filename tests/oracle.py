@@ -90,6 +90,37 @@ def run_capturing(fn, args, kwargs, record_warnings=False):
     return Outcome(value=value, warnings=caught)
 
 
+def _strided_copy(a):
+    """A copy of ndarray a with a's strides (deepcopy makes a strided or
+    reversed view contiguous, so a test passing one would test another
+    layout): its elements in a fresh buffer laid out as a's are."""
+    it = a.itemsize
+    if (a.ndim == 0 or a.size == 0 or a.flags.c_contiguous or a.flags.f_contiguous
+            or type(a) is not np.ndarray or a.dtype.hasobject
+            or any(s % it for s in a.strides)):
+        return copy.deepcopy(a)
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
+    buf = np.zeros((hi - lo) // it + 1, dtype=a.dtype)
+    out = np.ndarray(a.shape, a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+    out[...] = a
+    if not a.flags.writeable:
+        out.flags.writeable = False
+    return out
+
+
+def layout_copy(obj):
+    """copy.deepcopy of a nest of tuples/lists/dicts whose ndarrays keep
+    their strides (_strided_copy)."""
+    if isinstance(obj, np.ndarray):
+        return _strided_copy(obj)
+    if type(obj) in (tuple, list):
+        return type(obj)(layout_copy(v) for v in obj)
+    if type(obj) is dict:
+        return {k: layout_copy(v) for k, v in obj.items()}
+    return copy.deepcopy(obj)
+
+
 def check(fn, *args, backend=None, rtol=None, atol=None, compiled=None,
           make_args=None, signed_zeros=False, exc_match=None,
           exc_normalize=None, warnings=False, check_layout=False,
@@ -119,8 +150,8 @@ def check(fn, *args, backend=None, rtol=None, atol=None, compiled=None,
         np_args, np_kwargs = tuple(make_args()), copy.deepcopy(kwargs)
         nd_args, nd_kwargs = tuple(make_args()), copy.deepcopy(kwargs)
     else:
-        np_args, np_kwargs = copy.deepcopy((args, kwargs))
-        nd_args, nd_kwargs = copy.deepcopy((args, kwargs))
+        np_args, np_kwargs = layout_copy((args, kwargs))
+        nd_args, nd_kwargs = layout_copy((args, kwargs))
 
     if compiled is None:
         import numdyn
