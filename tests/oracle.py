@@ -109,16 +109,23 @@ def _strided_copy(a):
     return out
 
 
-def layout_copy(obj):
+def layout_copy(obj, memo=None):
     """copy.deepcopy of a nest of tuples/lists/dicts whose ndarrays keep
-    their strides (_strided_copy)."""
+    their strides (_strided_copy); an object met twice is copied once, as
+    deepcopy's memo does (`f(a, a)` gets one array twice)."""
+    memo = {} if memo is None else memo
+    if id(obj) in memo:
+        return memo[id(obj)]
     if isinstance(obj, np.ndarray):
-        return _strided_copy(obj)
-    if type(obj) in (tuple, list):
-        return type(obj)(layout_copy(v) for v in obj)
-    if type(obj) is dict:
-        return {k: layout_copy(v) for k, v in obj.items()}
-    return copy.deepcopy(obj)
+        out = _strided_copy(obj)
+    elif type(obj) in (tuple, list):
+        out = type(obj)(layout_copy(v, memo) for v in obj)
+    elif type(obj) is dict:
+        out = {k: layout_copy(v, memo) for k, v in obj.items()}
+    else:
+        out = copy.deepcopy(obj, memo)
+    memo[id(obj)] = out
+    return out
 
 
 def check(fn, *args, backend=None, rtol=None, atol=None, compiled=None,

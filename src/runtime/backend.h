@@ -65,7 +65,9 @@ PyObject *nd_eval_node(nd_graph *g, nd_id id, PyObject *const *inputs);
  * owned by the caller). */
 int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *inputs, PyObject **vals,
                          const char *want);
-/* Nonzero when b (not yet computed) is another output of a's NumPy call. */
+/* Nonzero when b is another output of a's NumPy call (computed or not);
+ * _sibling: one not yet computed. */
+int nd_extern_same_call(const nd_node *a, const nd_node *b);
 int nd_extern_sibling(const nd_node *a, const nd_node *b);
 
 /* ---- NumPy's order of events, across a run of many operations ----------

@@ -587,10 +587,9 @@ static PyObject *eval_extern(const nd_node *n, PyObject *const *in)
  * outputs of one call from one args template object and one kwargs dict,
  * so identity of the template and equality of the kwargs pairs (same
  * objects) tell the call apart from a second call with equal arguments. */
-int nd_extern_sibling(const nd_node *a, const nd_node *b)
+int nd_extern_same_call(const nd_node *a, const nd_node *b)
 {
-    if (b->op != ND_OP_EXTERN || b->aux < 0 || b->value || b->obj != a->obj ||
-        b->nextra != a->nextra)
+    if (b->op != ND_OP_EXTERN || b->aux < 0 || b->obj != a->obj || b->nextra != a->nextra)
         return 0;
     if (a->nextra && memcmp(a->extra, b->extra, sizeof(nd_id) * (size_t)a->nextra) != 0) return 0;
     if (a->attrs == b->attrs) return 1;
@@ -600,6 +599,11 @@ int nd_extern_sibling(const nd_node *a, const nd_node *b)
     int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(a->attrs, 1), PyTuple_GET_ITEM(b->attrs, 1), Py_EQ);
     if (eq < 0) { PyErr_Clear(); return 0; }  /* uncomparable kwargs: two calls, as before */
     return eq;
+}
+
+int nd_extern_sibling(const nd_node *a, const nd_node *b)
+{
+    return !b->value && nd_extern_same_call(a, b);
 }
 
 int nd_eval_extern_group(nd_graph *g, nd_id id, PyObject *const *in, PyObject **vals,

@@ -1415,6 +1415,18 @@ done:
  * -- are computed by the return flush and dropped. Orphans of other kinds
  * (externs that never raise: costly, and never a floating-point warning)
  * are left alone. */
+/* another output of extern i's NumPy call is computed or live: that call
+ * raises what i would (lstsq's rank read at a break, its residuals unused:
+ * running them would call lstsq a second time for nothing) */
+static int call_runs_anyway(const nd_graph *g, nd_id i, const int32_t *readers)
+{
+    for (nd_id j = 0; j < g->n; j++)
+        if (j != i && (g->nodes[j].value || readers[j] > 0) &&
+            nd_extern_same_call(&g->nodes[i], &g->nodes[j]))
+            return 1;
+    return 0;
+}
+
 int nd__note_dead(nd_trace *t)
 {
     nd_graph *g = t->g;
@@ -1462,7 +1474,8 @@ int nd__note_dead(nd_trace *t)
         if (readers[i] > 0 || n->value || (i < t->swept_cap && t->swept[i])) continue;
         if ((!used[i] && (n->op == ND_OP_UFUNC || n->op == ND_OP_CAST || n->op == ND_OP_REDUCE ||
                           n->op == ND_OP_SCAN ||
-                          (n->op == ND_OP_EXTERN && nd__extern_may_raise(n)))) ||
+                          (n->op == ND_OP_EXTERN && nd__extern_may_raise(n) &&
+                           !call_runs_anyway(g, i, readers)))) ||
             (n->flags & ND_F_CHECK))
             used[i] = 2;
         for (int k = 0; k < n->nin && k < ND_MAXIN; k++)
