@@ -247,6 +247,20 @@ _CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "sup
                     "adaptive_threads")
 
 
+@pytest.fixture
+def floor_times():
+    """The speed floor's clock, scripted: floor_times(numdyn_s, numpy_s,
+    original_s) makes each timed call of a path count as the next of its
+    seconds (cyclically; runtime_floor.c's _floor_test_times), so a
+    decision is the same under any load; the clock again after the test."""
+    from numdyn import _C
+
+    def set_(numdyn_s=(), numpy_s=(), original_s=()):
+        _C._floor_test_times(list(numdyn_s), list(numpy_s), list(original_s))
+    yield set_
+    _C._floor_test_times([], [], [])
+
+
 @pytest.fixture(autouse=True)
 def _numdyn_reset():
     # Ctrl-C handling (test_hardening_interrupt.py) needs Python's SIGINT

@@ -140,3 +140,39 @@ def test_test_hook_checks_its_arguments():
         _C._floor_test_delay(-1.0, 0.0, 0.0)
     with pytest.raises(TypeError):
         _C._floor_test_delay("a", 0.0, 0.0)
+
+
+
+def test_measuring_again_leaves_a_far_slower_path_alone(floor_times):
+    # numdyn's path 10x NumPy's; the original function about as fast as
+    # NumPy's path. A lucky call of the original asks for a re-measure:
+    # NumPy's path and the original's run again side by side, numdyn's
+    # does not (each call of it would cost 9 ms more; such re-measures come
+    # every 16, 32, 64... calls between two paths of equal cost)
+    MS = 1e-3
+    floor_times(numdyn_s=[10 * MS], numpy_s=[1 * MS], original_s=[1.5 * MS])
+    cf = numdyn.compile(scale_rows, options=FLOOR)
+    info = until_decided(cf, _rows_args)
+    assert info["path"] == "numpy" and info["numdyn_samples"] == 2, info
+    while info["calls"] + 1 < info["probes"]["original"]:
+        cf(*_rows_args())
+        info = cf._floor_info_for(*_rows_args())
+    floor_times(numdyn_s=[10 * MS], numpy_s=[1 * MS], original_s=[0.5 * MS] + [1.5 * MS] * 20)
+    cf(*_rows_args())
+    before = cf._floor_info_for(*_rows_args())
+    assert before["remeasuring"] and before["path"] == "numpy", before
+    after = before
+    for _ in range(40):
+        if not after["remeasuring"]:
+            break
+        cf(*_rows_args())
+        after = cf._floor_info_for(*_rows_args())
+    assert not after["remeasuring"] and after["path"] == "numpy", after
+    assert after["original_samples"] - before["original_samples"] >= 2, (before, after)
+    assert after["numpy_samples"] - before["numpy_samples"] >= 2, (before, after)
+    # numdyn's path was not run again; its estimate stands
+    assert after["numdyn_samples"] == 2 and after["numdyn_s"] == pytest.approx(10 * MS), after
+    A, out = _rows_args()
+    A2, out2 = _rows_args()
+    assert cf(A, out) == scale_rows(A2, out2)
+    np.testing.assert_array_equal(out, out2)

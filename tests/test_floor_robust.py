@@ -24,11 +24,8 @@ MS = 1e-3
 
 
 @pytest.fixture
-def times():
-    def set_(numdyn_s=(), numpy_s=(), original_s=()):
-        _C._floor_test_times(list(numdyn_s), list(numpy_s), list(original_s))
-    yield set_
-    _C._floor_test_times([], [], [])
+def times(floor_times):
+    return floor_times
 
 
 def affine(x):
