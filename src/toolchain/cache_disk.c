@@ -1017,11 +1017,19 @@ static int bg_step(int dfd, const char *given, const char *base, const nd_disk_u
                 uint64_t ident = nd_cc_identity();
                 for (int k = 0; k < j->nkk; k++)
                     index_put(dfd, j->base, index_name(ident, j->kk[k]));
+                int counted = u->nsyms;
                 for (int k = 0; k < nreq; k++)
                     if (!req_h[k] && bg_is(j, req_bases[k]) && has_syms(*handle, req[k].syms, req[k].nsyms)) {
                         req_h[k] = *handle;
                         *req[k].compiled = 1;
+                        counted += req[k].nsyms;
                     }
+                /* members another thread's request started (threads that
+                 * traced other graphs ask for other units): the caller
+                 * counts its own units' kernels as compiled, and a later
+                 * request finds those through the index as disk hits, so
+                 * they are counted here or never */
+                if (j->nkk > counted) nd_counter_add(ND_CTR_KERNELS_COMPILED, j->nkk - counted);
             }
         } else {
             rc = -1;
