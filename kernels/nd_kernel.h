@@ -184,15 +184,13 @@ ND_DECL1D(exp2)
 #endif
 /* float64 log, log2, log10: nd_vm64.h */
 ND_DECL1F35(log) ND_DECL1RD(log) ND_DECL1RF(log)
-ND_DECL1F35(log2) ND_DECL1D(sin) ND_DECL1F35(sin)
+ND_DECL1D(sin) ND_DECL1F35(sin)
 ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD35(tan) ND_DECL1F35(tan)
 ND_DECL1D35(asin) ND_DECL1F35(asin) ND_DECL1D35(acos) ND_DECL1F35(acos)
 ND_DECL1D35(atan) ND_DECL1F35(atan)
 ND_DECL2D35(atan2) ND_DECL2F35(atan2)
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
-/* float32 log10 as the 3.5-ULP log times 1/ln(10): SLEEF's own log10 (1
- * ULP) ran 2.6x slower than NumPy's loop; this is within 5 ULP of NumPy's */
-ND_INLINE float nd_log10f(float x) { return nd_logf(x) * 0x1.bcb7b2p-2f; }
+/* float32 log2, log10: nd_vm32.h */
 
 /* --------------------------------------------------- float helpers */
 #define ND_LOGE2 0.693147180559945309417232121458176568
@@ -1542,6 +1540,8 @@ ND_INLINE float nd_atanhf(float x) { ND_ZV_KEEP(nd_zvf_atanh) return nd_zvf_atan
 ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
           __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf, nd_acoshf, nd_atanhf)
 #endif
+/* numdyn's own float32 log2, log10 (AVX-512 and C forms) */
+#include "nd_vm32.h"
 
 /* np.logaddexp / logaddexp2 in vector lanes: NumPy's npy_logaddexp with
  * SLEEF's exp/exp2 and log1p (1 ULP of glibc's), both arms computed and

@@ -10,13 +10,10 @@ plain C form an AVX2, SSE2 or scalar target compiles (built here with
 per process for all four functions.
 """
 import ctypes
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from vmath_build import build, kernel_values
+from vmath_build import build, kernel_values, run_in_production
 
 FNS = ("log", "log2", "log10", "log1p")
 # the worst found for these forms is 0.55 ULP (NumPy's: 0.61); fewer than
@@ -110,11 +107,7 @@ def _compare():
 
 def test_log_log2_log10_log1p_production_against_numpy(tmp_path):
     # production mode (no store checks: the loops vectorize)
-    code = "import sys; sys.path.insert(0, %r); import test_vmath_f64_accuracy as T; T._compare()" % (
-        os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NUMDYN_CHECK_STORES="0", NUMDYN_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    run_in_production("test_vmath_f64_accuracy", "_compare", tmp_path)
 
 
 @pytest.mark.parametrize("flags", [["-march=native", "-mprefer-vector-width=512"], ["-march=haswell"],

@@ -48,3 +48,32 @@ def kernel_values(f, *args, **errstate):
         assert numdyn.utils.counters["kernel_runs"] - k0 >= 1
         assert numdyn.utils.counters["errstate_reruns"] == r0
     return got
+
+
+def ulps32(got, want):
+    """distance in float32 units in the last place (adjacent floats: 1)"""
+    import numpy as np
+    gi, wi = got.view(np.int32).astype(np.int64), want.view(np.int32).astype(np.int64)
+    gi, wi = np.where(gi < 0, -(1 << 31) - gi, gi), np.where(wi < 0, -(1 << 31) - wi, wi)
+    return np.abs(gi - wi)
+
+
+def float32_patterns(step=1021):
+    """every step-th float32 bit pattern (every exponent, subnormals, +-inf),
+    NaNs made quiet (a signaling one raises "invalid" in some of NumPy's
+    functions and not in others)"""
+    import numpy as np
+    bits = np.arange(0, 2 ** 32, step, dtype=np.uint64).astype(np.uint32)
+    return np.where((bits & 0x7f800000) == 0x7f800000, bits | 0x00400000, bits).view(np.float32)
+
+
+def run_in_production(module, fn, tmp_path):
+    """module.fn() (a test module's) in a production-mode process (no store
+    checks: the loops vectorize); it prints OK at the end"""
+    import subprocess
+    import sys
+    code = "import sys; sys.path.insert(0, %r); import %s as T; T.%s()" % (
+        os.path.dirname(os.path.abspath(__file__)), module, fn)
+    env = dict(os.environ, NUMDYN_CHECK_STORES="0", NUMDYN_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr

@@ -1,0 +1,137 @@
+/* nd_vm32.h -- numdyn's own float32 vector math, included by nd_kernel.h
+ * after its float32 forms (it uses their helpers: ND_Y* and the 16-lane
+ * entry points where the target has AVX-512F/DQ, nd_bsel_f, nd_f2b,
+ * nd_nan_where_f elsewhere).
+ *
+ * log2 and log10. NumPy's float32 log2/log10 (SVML with AVX-512) are
+ * within ~1 ULP; SLEEF's 3.5-ULP log2f and logf times 1/ln10 ran
+ * 0.82-0.86x NumPy's loops (bench/bench_vmath.py).
+ *
+ * AVX-512 (16 lanes): x = 2^e m, m in [1, 2) (vgetmant, vgetexp: subnormals
+ * too); c the centre of m's 1/32 bucket (its top 5 bits), except c = 1 for
+ * the first bucket and c = 2 for the last, so that next to x = 1 the table
+ * terms cancel exactly (log_b(c) = 0, or e log_b 2 + log_b 2 = 0) and the
+ * result is the polynomial alone; r = m/c - 1 by one fma (|r| < 1/32).
+ * log_b(x) = (e KH + HI_j) + (r LH + (r LL + LO_j + e KL + r^2 Q(r))):
+ * e KH + HI_j is exact (HI a multiple of 2^-16 (log2) / 2^-17 (log10), KH
+ * = 1 or log10(2) to 16 bits, |e| <= 149), LH + LL = 1/ln b, HI + LO =
+ * log_b(1/(1/c rounded)), Q Taylor's to r^3 (2^-27 relative). Tables of 32
+ * floats by vpermt2ps. 16 vector operations a vector and a vfpclass test:
+ * +-0, negative, +-inf and NaN take a second pass (-inf at +-0, "divide"
+ * from the kernel's nd_ckat; NaN with "invalid" below 0 from one masked
+ * product; x itself for +inf and NaN). Within 1 ULP of the float64 result
+ * rounded once (tests/test_vmath_f32.py).
+ *
+ * Elsewhere (AVX2, SSE2, scalar) the same result from plain C that GCC
+ * vectorizes (8 lanes on AVX2): no table (a gather a vector cost more
+ * than the polynomial), x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)) from
+ * the bits (subnormals scaled by 2^23 first), ln(1 + f) = f + g, g = -f^2/2
+ * + f^3 P(f) (nd_kernel.h's degree-7 P of nd_log1p_pos_f), log_b(x) = k KH
+ * + (f LH + (f LL + g (LH + LL) + k KL)). Within 1 ULP too. */
+#ifndef ND_VM32_H
+#define ND_VM32_H
+
+/* ---------------------------------------------------- log2, log10 */
+#define ND_VM32_LOG2_LH 0x1.715476p+0f
+#define ND_VM32_LOG2_LL 0x1.4ae0cp-26f
+#define ND_VM32_LOG10_LH 0x1.bcb7b2p-2f
+#define ND_VM32_LOG10_LL -0x1.5b235ep-27f
+#define ND_VM32_LOG10_KH 0x1.3442p-2f
+#define ND_VM32_LOG10_KL -0x1.95ec1p-19f
+
+/* ln(1 + f) - f for f in [sqrt(1/2) - 1, sqrt(2) - 1) (the C forms) */
+ND_INLINE float nd_vm32_log1p_g(float f)
+{
+    float p = -0x1.2d9544p-4f;
+    p = __builtin_fmaf(p, f, 0x1.0276dcp-3f); p = __builtin_fmaf(p, f, -0x1.0e610cp-3f);
+    p = __builtin_fmaf(p, f, 0x1.235f0ep-3f); p = __builtin_fmaf(p, f, -0x1.5467dap-3f);
+    p = __builtin_fmaf(p, f, 0x1.9998b0p-3f); p = __builtin_fmaf(p, f, -0x1.00023cp-2f);
+    p = __builtin_fmaf(p, f, 0x1.555564p-2f);
+    float f2 = f * f;
+    return __builtin_fmaf(f2 * f, p, f2 * -0.5f);
+}
+/* log_b(x) of float32 in plain C (every target; AVX2's, SSE2's and the
+ * scalar one's). Quiet compares only on a NaN (== and !=): GCC vectorizes <
+ * and > as signaling compares, and the "invalid" of a NaN lane had NumPy
+ * rerun the graph. */
+#define ND_VM32_LOGB_C(NM, KH, KL, LH, LL) \
+ND_INLINE float NM(float x0) \
+{ \
+    float x = nd_bsel_f(x0 == x0, x0, 1.0f); \
+    int neg = x < 0, zero = x == 0, inf = x == (float)INFINITY, sub = x < 0x1p-126f; \
+    float xs = nd_bsel_f(neg | zero | inf, 1.0f, x) * nd_bsel_f(sub & !zero, 0x1p23f, 1.0f); \
+    uint32_t ix = nd_f2b(xs), tmp = ix - 0x3f3504f3u; \
+    int32_t k = ((int32_t)tmp >> 23) - 23 * (sub & !zero); \
+    float f = nd_b2f(ix - (tmp & 0xff800000u)) - 1.0f; \
+    float g = nd_vm32_log1p_g(f), kd = (float)k; \
+    float lo = __builtin_fmaf(g, LH, __builtin_fmaf(g, LL, __builtin_fmaf(f, LL, kd * KL))); \
+    float r = __builtin_fmaf(kd, KH, __builtin_fmaf(f, LH, lo)); \
+    r = nd_bsel_f(zero, -(float)INFINITY, nd_bsel_f(inf, x, r)); \
+    r = nd_bsel_f(neg, nd_nan_where_f(neg), r); \
+    return nd_bsel_f(x0 != x0, x0, r); \
+}
+ND_VM32_LOGB_C(nd_log2f_c, 1.0f, 0.0f, ND_VM32_LOG2_LH, ND_VM32_LOG2_LL)
+ND_VM32_LOGB_C(nd_log10f_c, ND_VM32_LOG10_KH, ND_VM32_LOG10_KL, ND_VM32_LOG10_LH, ND_VM32_LOG10_LL)
+
+#if ND_ZV
+/* 1/c over m in [1, 2)'s 32 buckets (1 and 1/2 at the ends), and log_b(c)
+ * = HI + LO for the rounded 1/c */
+/* log2: 1/c over m in [1, 2)'s 32 buckets (1 and 1/2 at the ends), each
+ * chosen within 1/128 of the bucket's centre so that log2(c) lies within
+ * 2^-31.8 of a multiple of 2^-16 (HI: no low part) */
+static const float __attribute__((aligned(64))) ND_VM32_LOG2_INVC[32] = {
+    0x1p+0f, 0x1.e7534ap-1f, 0x1.db5b6ep-1f, 0x1.cbfc38p-1f, 0x1.bf2618p-1f, 0x1.b6a47p-1f, 0x1.a87aeap-1f,
+    0x1.a029aap-1f, 0x1.94c47cp-1f, 0x1.8a615ap-1f, 0x1.801192p-1f, 0x1.789b58p-1f, 0x1.6ecd74p-1f, 0x1.6a13b4p-1f,
+    0x1.608076p-1f, 0x1.574cb6p-1f, 0x1.51a73ep-1f, 0x1.498c8ep-1f, 0x1.446c7ep-1f, 0x1.3d0852p-1f, 0x1.366308p-1f,
+    0x1.319292p-1f, 0x1.2d6c1p-1f, 0x1.28cc0ep-1f, 0x1.22b142p-1f, 0x1.1b4a1ep-1f, 0x1.18deb6p-1f, 0x1.1252acp-1f,
+    0x1.0fcc7ep-1f, 0x1.087e58p-1f, 0x1.047b62p-1f, 0x1p-1f};
+static const float __attribute__((aligned(64))) ND_VM32_LOG2_HI[32] = {
+    0.0f, 0x1.23ep-4f, 0x1.b6dp-4f, 0x1.3c88p-3f, 0x1.9028p-3f, 0x1.c8e8p-3f, 0x1.14fp-2f, 0x1.322cp-2f, 0x1.5b3p-2f,
+    0x1.8198p-2f, 0x1.a8bcp-2f, 0x1.c5b8p-2f, 0x1.ecbp-2f, 0x1.ffd8p-2f, 0x1.13b8p-1f, 0x1.2742p-1f, 0x1.3382p-1f,
+    0x1.4574p-1f, 0x1.5108p-1f, 0x1.620ep-1f, 0x1.71b4p-1f, 0x1.7d4p-1f, 0x1.875ap-1f, 0x1.92c6p-1f, 0x1.a22p-1f,
+    0x1.b52ep-1f, 0x1.bb84p-1f, 0x1.ccfp-1f, 0x1.d3c4p-1f, 0x1.e7e4p-1f, 0x1.f32ep-1f, 0x1p+0f};
+/* NM##v: log_b of 16 floats; LH and Q's coefficients (near-minimax,
+ * 2^-31 relative): log_b(1 + r) = r LH + r^2 Q(r); FIN(w, t): the result
+ * from w = e + log2(c) (exact) and t = log_b(1 + r) */
+#define ND_VM32_ZLOGB(NM, FIN, LH, C0, C1, C2, C3) \
+ND_INLINE nd_v16f NM##_m(nd_v16f x) \
+{ \
+    nd_v16f m = ND_YGETMANT(x, 4);   /* [1, 2), sign cleared */ \
+    nd_v16f e = ND_YGETEXP(x); \
+    nd_v16i j; \
+    memcpy(&j, &m, sizeof j); \
+    j = (nd_v16i)((nd_v16u)j >> 18);   /* vpermt2ps reads the low 5 bits */ \
+    nd_v16f r = ND_YFMA(m, ND_YTAB32(ND_VM32_LOG2_INVC, j), ND_Y1(-1.0f)); \
+    nd_v16f r2 = r * r; \
+    nd_v16f q = ND_YFMA(r2, ND_YFMA(r, ND_Y1(C3), ND_Y1(C2)), ND_YFMA(r, ND_Y1(C1), ND_Y1(C0))); \
+    nd_v16f t = ND_YFMA(r, ND_Y1(LH), r2 * q); \
+    return FIN(e + ND_YTAB32(ND_VM32_LOG2_HI, j), t); \
+} \
+ND_INLINE nd_v16f NM##v(nd_v16f x) \
+{ \
+    nd_m16 bad = ND_YFPCLASS(x, 0xdf);   /* NaN, +-0, +-inf, negative */ \
+    if (__builtin_expect(bad == 0, 1)) \
+        return NM##_m(x); \
+    nd_v16f res = NM##_m(ND_YSEL(bad, ND_Y1(1.0f), x)); \
+    res = ND_YSEL(ND_YFPCLASS(x, 0x06), ND_Y1(-__builtin_inff()), res);   /* +-0 */ \
+    res = ND_YMULM(ND_Y1(__builtin_inff()), ND_Y1(0.0f), res, ND_YFPCLASS(x, 0x50));   /* < 0, -inf */ \
+    return ND_YSEL(ND_YFPCLASS(x, 0x89), x, res);   /* NaN, +inf */ \
+}
+/* log2: w + t; log10: w (KH + KL) + t, KH 16 bits (w KH + (w KL + t)
+ * rounded once) */
+#define ND_VM32_LOG2_FIN(w, t) ((w) + (t))
+#define ND_VM32_LOG10_FIN(w, t) ND_YFMA(w, ND_Y1(ND_VM32_LOG10_KH), ND_YFMA(w, ND_Y1(ND_VM32_LOG10_KL), t))
+ND_VM32_ZLOGB(nd_vm32_zlog2, ND_VM32_LOG2_FIN, ND_VM32_LOG2_LH, -0x1.715474p-1f, 0x1.ec7098p-2f, -0x1.71a164p-2f,
+              0x1.27c12p-2f)
+ND_VM32_ZLOGB(nd_vm32_zlog10, ND_VM32_LOG10_FIN, ND_VM32_LOG10_LH, -0x1.bcb7aep-3f, 0x1.287a72p-3f, -0x1.bd1454p-4f,
+              0x1.641faep-4f)
+ND_ZVF_ENTRY(nd_zvf_log2, nd_vm32_zlog2v, 1.0f)
+ND_ZVF_ENTRY(nd_zvf_log10, nd_vm32_zlog10v, 1.0f)
+ND_INLINE float nd_log2f(float x) { ND_ZV_KEEP(nd_zvf_log2) return nd_zvf_log2(x); }
+ND_INLINE float nd_log10f(float x) { ND_ZV_KEEP(nd_zvf_log10) return nd_zvf_log10(x); }
+#else
+ND_INLINE float nd_log2f(float x) { return nd_log2f_c(x); }
+ND_INLINE float nd_log10f(float x) { return nd_log10f_c(x); }
+#endif
+
+#endif

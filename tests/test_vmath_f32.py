@@ -1,0 +1,129 @@
+"""float32 vector math of kernels/nd_vm32.h against a float64 reference
+rounded once: every 1021st bit pattern (every exponent, subnormals, +-inf,
+NaNs) plus each form's edges, within 1 ULP (NumPy's own float32 loops: 2-3
+ULP), NumPy's values for +-0, negatives, +-inf and NaN, and the floating-
+point flags the loop raises: none but "inexact" for a valid operand,
+"invalid" where NumPy warns. Each target's form is built here (AVX-512
+where the CPU has it, -march=haswell's AVX2 C form, x86-64's SSE2 form
+without fma instructions, and the scalar symbols loop remainders call) and
+called through ctypes; one kernel in production mode checks the generated
+code's path and NumPy's warnings. One compiled unit per target.
+"""
+import ctypes
+import numpy as np
+import pytest
+from vmath_build import build, float32_patterns, kernel_values, run_in_production, ulps32
+
+# NumPy's name: the kernels' C function
+FNS = {"log2": "nd_log2f", "log10": "nd_log10f"}
+FE_INVALID = 0x01   # x86's <fenv.h>
+FE_DIVBYZERO = 0x04
+FE_OVERFLOW = 0x08
+
+
+def _operands():
+    # the log tables' bucket edges (m in [1, 2) by 1/32), around 1 and the powers of 2
+    edges = np.concatenate([1 + np.arange(33) / 32, 2.0 ** np.arange(-149, 128, 3.0), [1e-45, 1.1754942e-38,
+                            1.1754944e-38, 3.4028235e38, 10.0, 100.0, 0.1, 1e-30, 1e30]]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        edges = np.concatenate([edges, np.nextafter(edges, np.float32(0)), np.nextafter(edges, np.float32(np.inf)),
+                                1 + np.arange(-64, 65, dtype=np.float32) * np.float32(2.0 ** -24)])
+    return np.concatenate([float32_patterns(), edges, -edges]).astype(np.float32)
+
+
+def _want(name, x):
+    with np.errstate(all="ignore"):
+        return getattr(np, name)(x.astype(np.float64)).astype(np.float32)
+
+
+def _check(name, got, want, tag):
+    assert got.dtype == np.float32
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (name, tag)
+    fin = ~np.isnan(want)
+    assert np.array_equal(np.isinf(got[fin]), np.isinf(want[fin])), (name, tag)
+    assert np.array_equal(np.signbit(got[fin]), np.signbit(want[fin])), (name, tag)
+    u = ulps32(got[fin], want[fin])
+    assert u.size == 0 or u.max() <= 1, (name, tag, int(u.max()), got[fin][u.argmax()], want[fin][u.argmax()])
+
+
+def _flags_expected(name, x):
+    """the flags NumPy's float64 function raises on x (bits)"""
+    fl = 0
+    with np.errstate(all="raise"):
+        for flag, bit in (("invalid", FE_INVALID), ("divide", FE_DIVBYZERO), ("over", FE_OVERFLOW)):
+            try:
+                with np.errstate(**{flag: "raise"}):
+                    with np.errstate(**{o: "ignore" for o in ("invalid", "divide", "over", "under") if o != flag}):
+                        getattr(np, name)(x.astype(np.float64))
+            except FloatingPointError:
+                fl |= bit
+    return fl
+
+
+@pytest.mark.parametrize("flags", [["-march=native", "-mprefer-vector-width=512"], ["-march=haswell"],
+                                   ["-march=x86-64"], ["-march=native", "-fno-tree-vectorize"]],
+                         ids=["native", "avx2", "sse2", "native-scalar"])
+def test_float32_forms_per_isa(tmp_path, flags):
+    src = ['#include "nd_kernel.h"', "#include <fenv.h>"]
+    for name, fn in FNS.items():
+        src.append(f"int t_{name}(const float *restrict x, float *restrict y, long n)\n"
+                   f"{{ feclearexcept(FE_ALL_EXCEPT);\n"
+                   f"  for (long i = 0; i < n; i++) y[i] = {fn}(x[i]);\n"
+                   f"  return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW); }}")
+    lib, vec = build(tmp_path, "f32", "\n".join(src) + "\n", flags)
+    if flags == ["-march=haswell"] or "-mprefer-vector-width=512" in flags:
+        assert len(vec) == len(FNS), vec
+    elif "-fno-tree-vectorize" in flags:
+        assert not vec
+    x = _operands()
+
+    def run(name, a):
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        out = np.empty_like(a)
+        fl = getattr(lib, "t_" + name)(a.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p),
+                                       ctypes.c_long(a.size))
+        return out, fl
+
+    for name in FNS:
+        out, _ = run(name, x)
+        _check(name, out, _want(name, x), flags)
+        # flags: none for the valid operands (and NaN, +inf), NumPy's for
+        # each special one alone and among valid ones (an odd count: the
+        # scalar remainder too). Division by zero is the kernel's (nd_ckat
+        # from the operand), so only "invalid" and "overflow" are the
+        # function's own.
+        _, fl = run(name, x[np.isfinite(_want(name, x)) | np.isnan(x) | np.isposinf(x)])
+        assert fl & (FE_INVALID | FE_OVERFLOW) == 0, (name, flags, fl)
+        base = np.linspace(0.5, 3, 37, dtype=np.float32)
+        for v in (-1.0, -np.inf, -1e-45, 0.0, -0.0, np.inf, np.nan):
+            e = _flags_expected(name, np.array([v])) & (FE_INVALID | FE_OVERFLOW)
+            for arr in (np.array([v], np.float32), np.concatenate([base, [v], base[:20]])):
+                o, fl = run(name, arr)
+                assert fl & (FE_INVALID | FE_OVERFLOW) == e, (name, v, flags, fl, e)
+                _check(name, o, _want(name, arr), (flags, v))
+
+
+def _production():
+    import numdyn
+    x = _operands()
+    fns = [getattr(np, n) for n in FNS]
+    f = numdyn.compile(lambda a: tuple(fn(a) for fn in fns), options={"floor": False})
+    pos = x[(x > 0) | np.isnan(x)]
+    got = kernel_values(f, pos, over="raise", invalid="raise", divide="raise")
+    for name, g in zip(FNS, got):
+        _check(name, np.asarray(g), _want(name, pos), "production")
+    base = pos[:40]
+    for v, flag in ((0.0, "divide"), (-0.0, "divide"), (-1.0, "invalid"), (-np.inf, "invalid")):
+        for arr in (np.array([v], np.float32), np.concatenate([base, [v], base]).astype(np.float32)):
+            with np.errstate(**{flag: "raise"}), pytest.raises(FloatingPointError, match=flag):
+                f(arr)
+            with np.errstate(all="ignore"):
+                for name, g in zip(FNS, f(arr)):
+                    _check(name, np.asarray(g), _want(name, arr), ("production", v))
+    print("OK")
+
+
+def test_float32_production_against_numpy(tmp_path):
+    # production mode (no store checks: the loops vectorize and call the
+    # 16-lane variants where the CPU has AVX-512)
+    run_in_production("test_vmath_f32", "_production", tmp_path)
