@@ -2,6 +2,7 @@
 #include "fn_programs.h"
 #include "dim_marks.h"
 #include "core/dtypes.h"
+#include "core/counters.h"
 #include "graph/hash.h"
 #include <string.h>
 
@@ -27,17 +28,92 @@ static void sig_of(PyObject *o, int spec_all, nd_sigarg *s)
     }
 }
 
-static uint64_t sig_hash(uint64_t h, const nd_sigarg *s)
+/* an array argument? Exact ndarrays and the common Python scalars are
+ * told apart without PyType_IsSubtype's walk of the type's MRO (every
+ * non-array argument paid it, twice a call) */
+static inline int is_array(PyObject *o)
 {
-    h = nd_hash_mix(h, (uint64_t)(uintptr_t)s->type);
-    if (s->typenum < 0) return h;
-    h = nd_hash_mix(h, ((uint64_t)(uint32_t)s->typenum << 32) ^ ((uint64_t)s->ndim << 8) ^
-                           ((uint64_t)s->layout << 2) ^ ((uint64_t)s->aligned << 1) ^ (uint64_t)s->swapped);
-    h = nd_hash_mix(h, s->ones);
-    if (s->stat) {
-        h = nd_hash_mix(h, s->stat);
-        for (int d = 0; d < s->ndim; d++)
-            if (s->stat >> d & 1) h = nd_hash_mix(h, (uint64_t)s->size[d]);
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyArray_Type) return 1;
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyUnicode_Type || t == &PyBool_Type ||
+        t == &PyTuple_Type || t == &PyList_Type || o == Py_None)
+        return 0;
+    return PyType_IsSubtype(t, &PyArray_Type);
+}
+
+/* The program hash of one argument: the fields sig_of records, hashed as
+ * they are read (no nd_sigarg built: its memset of ND_MAXDIMS sizes was
+ * most of the hash's cost) */
+static uint64_t prog_mix(uint64_t h, PyObject *o, int arr, int spec_all)
+{
+    h = nd_hash_mix(h, (uint64_t)(uintptr_t)Py_TYPE(o));
+    if (!arr) return h;
+    PyArrayObject *a = (PyArrayObject *)o;
+    int f = PyArray_FLAGS(a), nd = PyArray_NDIM(a);
+    int layout = (f & NPY_ARRAY_C_CONTIGUOUS) ? 1 : (f & NPY_ARRAY_F_CONTIGUOUS) ? 2 : 3;
+    uint64_t ones = 0;
+    for (int d = 0; d < nd && d < 64; d++)
+        if (PyArray_DIM(a, d) == 1) ones |= 1ULL << d;
+    h = nd_hash_mix(h, ((uint64_t)(uint32_t)PyArray_TYPE(a) << 32) ^ ((uint64_t)nd << 8) ^
+                           ((uint64_t)layout << 2) ^ ((uint64_t)!!(f & NPY_ARRAY_ALIGNED) << 1) ^
+                           (uint64_t)!PyArray_ISNOTSWAPPED(a));
+    h = nd_hash_mix(h, ones);
+    if (nd_marks_live || spec_all) {
+        uint64_t stat = nd_marks_static_dims(o, spec_all);
+        if (stat) {
+            h = nd_hash_mix(h, stat);
+            for (int d = 0; d < nd; d++)
+                if (stat >> d & 1) h = nd_hash_mix(h, (uint64_t)PyArray_DIM(a, d));
+        }
+    }
+    return h;
+}
+
+/* What decides a call's cost (fn_programs.h nd_callsig). Sizes count by
+ * class -- which dims are 0 or 1, and the element count to a factor of 4
+ * -- not exactly: a function called on segments of many lengths (one per
+ * row of ragged data) got a floor signature per length, so the floor
+ * measured each anew and numdyn's path ran its first calls for every
+ * length, never deciding (0.44x NumPy on 2000 segments of 5..400 elements
+ * where each length alone goes to NumPy). Within a class the paths' costs
+ * move together. */
+static uint64_t size_class(PyArrayObject *a)
+{
+    uint64_t edges = 0, size = 1;
+    for (int i = 0; i < PyArray_NDIM(a); i++) {
+        npy_intp d = PyArray_DIM(a, i);
+        edges = edges << 2 | (uint64_t)(d < 2 ? d : 2);
+        size *= (uint64_t)d;
+    }
+    int lg = 0;
+    while (size >>= 2) lg++;
+    return edges << 6 | (uint64_t)lg;
+}
+
+static uint64_t cost_mix(uint64_t h, PyObject *o, int arr, int depth)
+{
+    h = nd_hash_mix(h, (uint64_t)(uintptr_t)Py_TYPE(o));
+    if (arr) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        h = nd_hash_mix(h, (uint64_t)PyArray_TYPE(a));
+        h = nd_hash_mix(h, (uint64_t)PyArray_NDIM(a));
+        h = nd_hash_mix(h, size_class(a));
+        h = nd_hash_mix(h, (uint64_t)(PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS |
+                                                          NPY_ARRAY_F_CONTIGUOUS |
+                                                          NPY_ARRAY_WRITEABLE)));
+    } else if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && depth < 2) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        int lg = 0;   /* the length by class too (a list of 3..60 pieces) */
+        for (Py_ssize_t m = n; m > 3; m >>= 2) lg++;
+        h = nd_hash_mix(h, (uint64_t)(n < 4 ? n : 4 + lg));
+        for (Py_ssize_t i = 0; i < n && i < 16; i++) {
+            PyObject *x = PySequence_Fast_GET_ITEM(o, i);
+            h = cost_mix(h, x, is_array(x), depth + 1);
+        }
+    } else if (PyUnicode_CheckExact(o) || PyBool_Check(o) || o == Py_None) {
+        Py_hash_t v = PyObject_Hash(o);
+        if (v == -1) PyErr_Clear();
+        h = nd_hash_mix(h, (uint64_t)v);
     }
     return h;
 }
@@ -53,17 +129,26 @@ static uint64_t call_hash0(Py_ssize_t npos, PyObject *kwnames)
     return h;
 }
 
-uint64_t nd_progsig_hash(PyObject *const *args, size_t nargsf, PyObject *kwnames, int spec_all)
+uint64_t nd_callsig(PyObject *const *args, size_t nargsf, PyObject *kwnames, int spec_all,
+                    uint64_t *cost)
 {
     Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
     Py_ssize_t n = npos + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     uint64_t h = call_hash0(npos, kwnames);
-    nd_sigarg s;
+    uint64_t c = nd_hash_mix(0x6e64666c6f6f72ULL, (uint64_t)n);
     for (Py_ssize_t i = 0; i < n; i++) {
-        sig_of(args[i], spec_all, &s);
-        h = sig_hash(h, &s);
+        int arr = is_array(args[i]);
+        h = prog_mix(h, args[i], arr, spec_all);
+        if (cost) c = cost_mix(c, args[i], arr, 0);
     }
+    if (cost) *cost = c;
+    nd_counter_add(ND_CTR_ARG_SIGNATURES, 1);
     return h;
+}
+
+uint64_t nd_progsig_hash(PyObject *const *args, size_t nargsf, PyObject *kwnames, int spec_all)
+{
+    return nd_callsig(args, nargsf, kwnames, spec_all, NULL);
 }
 
 Py_ssize_t nd_programs_find(const nd_programs *p, uint64_t hash)

@@ -45,6 +45,17 @@ typedef struct nd_programs {
  * dim not marked dynamic is specialized (compile(dynamic=False)). Plain C
  * over the arguments; never fails. */
 uint64_t nd_progsig_hash(PyObject *const *args, size_t nargsf, PyObject *kwnames, int spec_all);
+/* The same hash and, in the same pass over the arguments, *cost (when not
+ * NULL): what decides the call's cost -- the speed floor's key
+ * (runtime/floor.h): types; for arrays dtype, rank, size class (which dims
+ * are 0 or 1, the element count to a factor of 4), memory order and
+ * writeability; tuples' and lists' items (their length by class); the
+ * values of strings, bools and None; never a scalar's value (a loop count
+ * scales every path alike). One pass a call for both (counter
+ * arg_signatures): admission and the floor hashed the arguments apart.
+ * The cost key counts the arguments, not how they were passed. */
+uint64_t nd_callsig(PyObject *const *args, size_t nargsf, PyObject *kwnames, int spec_all,
+                    uint64_t *cost);
 /* Index of the program with that hash, or -1. */
 Py_ssize_t nd_programs_find(const nd_programs *p, uint64_t hash);
 /* Add the call's signature; its index, or -1 with an exception. */

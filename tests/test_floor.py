@@ -475,3 +475,44 @@ def test_decided_calls_are_sampled_not_all_timed():
             after["numdyn_samples"] == info["numdyn_samples"]:
         # untimed calls still count as NumPy's
         assert utils.counters["floor_numpy_calls"] - before == 32
+
+
+def test_a_call_signs_its_arguments_once(floor_times):
+    # admission (which program) and the floor (which path) key on one pass
+    # over the arguments (guards' nd_callsig): a call the floor runs as NumPy
+    # signed them twice, and a call run as numdyn's path does not sign them
+    # again either
+    floor_times(numdyn_s=[5e-3], numpy_s=[1e-3])
+    x = np.arange(6.0).reshape(2, 3)
+    args = (x, [x, 2.0], "s", True, None, 3)
+    def f(a, pair, tag, flag, nothing, k):
+        return a * k + pair[1] if flag else a
+    cf = numdyn.compile(f, options=FLOOR)
+    for _ in range(16):
+        np.testing.assert_array_equal(cf(*args), f(*args))
+    assert cf._floor_info_for(*args)["path"] == "numpy"
+    before = dict(utils.counters)
+    for _ in range(10):
+        np.testing.assert_array_equal(cf(*args), f(*args))
+    after = dict(utils.counters)
+    assert after["arg_signatures"] - before["arg_signatures"] == 10, (before, after)
+    assert after["floor_numpy_calls"] - before["floor_numpy_calls"] >= 9
+
+
+def test_cost_key_classes_sizes_and_keeps_values_that_pick_code(floor_times):
+    # the floor's key from the shared pass: sizes by class (a factor of 4),
+    # strings and bools by value, other scalars by type
+    floor_times(numdyn_s=[5e-3], numpy_s=[1e-3])
+    def g(a, mode, s):
+        return a * s if mode == "mul" else a + s
+    cf = numdyn.compile(g, options=FLOOR)
+    a, b, c = np.ones(100), np.ones(120), np.ones(1000)
+    for _ in range(16):
+        cf(a, "mul", 2.0)
+    info = cf._floor_info_for(a, "mul", 2.0)
+    assert info["path"] == "numpy", info
+    assert cf._floor_info_for(b, "mul", 7.5) == {**info, "signature": info["signature"]}
+    assert cf._floor_info_for(c, "mul", 2.0) is None      # another size class
+    assert cf._floor_info_for(a, "add", 2.0) is None      # another string
+    assert cf._floor_info_for(a, "mul", 2) is None        # another type
+    np.testing.assert_array_equal(cf(b, "add", 1.0), g(b, "add", 1.0))

@@ -76,6 +76,9 @@ typedef enum {
                                graph bounded (trace_flush.c nd__flush_chunk) */
     ND_CTR_LOOP_SNAPSHOT_BYTES, /* bytes of arrays captured loops copied before running, to put
                                    back if they deoptimize (trace/loop_run.c) */
+    ND_CTR_ARG_SIGNATURES,  /* passes over a top-level call's arguments to sign them
+                               (guards/fn_programs.c nd_callsig): one a call, shared by
+                               admission and the speed floor */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

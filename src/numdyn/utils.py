@@ -36,7 +36,8 @@ text was made: a kernel whose structure was seen before -- the next
 iteration of a long loop -- is named from that structure without its text),
 chunk_flushes (flushes made because a run of lazy statements with no value
 read in between reached 8192 graph nodes: the graph stays bounded whatever
-the trip count).
+the trip count), arg_signatures (passes over a top-level call's arguments
+to sign it: one a call, shared by the program lookup and the speed floor).
 """
 from collections.abc import Mapping
 

@@ -5,7 +5,8 @@
  * NumPy's ~1 us per call, or kernels no better than NumPy's own. For those
  * the cheapest correct program is the user's function itself, run on real
  * arrays by NumPy. So each compiled function measures, per argument
- * signature (types; dtypes, ranks, shapes and memory order of arrays), its
+ * signature (types; dtypes, ranks, size classes and memory order of
+ * arrays: guards' nd_callsig cost key), its
  * warm calls under numdyn against calls of the original function, and runs
  * whichever is faster. Both paths give NumPy's answer (numdyn's whole
  * contract), so the choice changes speed only; each call runs the function
@@ -58,12 +59,13 @@ nd_floor *nd_floor_new(void);          /* NULL + MemoryError */
 void nd_floor_free(nd_floor *f);
 void nd_floor_reset(nd_floor *f);      /* forget every measurement */
 
-/* Which path this call takes. original: the function has captured loops,
- * so the original function is a third path (NumPy's path is not plain
- * NumPy). Never fails: an argument it cannot describe makes the call
- * untimed and compiled. */
-void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, int original,
-                     nd_floor_call *c);
+/* Which path this call takes. key: the call's cost key (guards'
+ * nd_callsig, computed once a call with the program signature);
+ * args/n: the arguments (described for reports). original: the function
+ * has captured loops, so the original function is a third path (NumPy's
+ * path is not plain NumPy). Never fails. */
+void nd_floor_choose(nd_floor *f, uint64_t key, PyObject *const *args, Py_ssize_t n,
+                     int original, nd_floor_call *c);
 /* The call finished; ok: it returned (raising calls are not timed). */
 void nd_floor_done(nd_floor_call *c, int ok);
 

@@ -52,6 +52,7 @@
 #include "core/npy.h"
 #include "floor.h"
 #include "backend.h"
+#include "guards/guards.h"
 #include "toolchain/toolchain.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,61 +139,9 @@ void nd_floor_reset(nd_floor *f)
 
 /* ------------------------------------------------------------ signature */
 
-static inline uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-/* What decides the cost of a call: types, and for arrays dtype, rank, size
- * class and memory order. Scalar values are left out (a loop count scales
- * both paths alike); strings, bools and None are in (they pick code paths).
- * Sizes count by class -- which dims are 0 or 1, and the element count to
- * a factor of 4 -- not exactly: a function called on segments of many
- * lengths (one per row of ragged data) got a signature per length, so the
- * floor measured each anew and numdyn's path ran its first calls for every
- * length, never deciding (0.44x NumPy on 2000 segments of 5..400 elements
- * where each length alone goes to NumPy). Within a class both paths' costs
- * move together; the second least of NSAMP interleaved samples compares
- * them at like sizes. */
-static uint64_t size_class(PyArrayObject *a)
-{
-    uint64_t edges = 0, size = 1;
-    for (int i = 0; i < PyArray_NDIM(a); i++) {
-        npy_intp d = PyArray_DIM(a, i);
-        edges = edges << 2 | (uint64_t)(d < 2 ? d : 2);
-        size *= (uint64_t)d;
-    }
-    int lg = 0;
-    while (size >>= 2) lg++;
-    return edges << 6 | (uint64_t)lg;
-}
-
-static uint64_t sig_obj(uint64_t h, PyObject *o, int depth)
-{
-    h = mix(h, (uint64_t)(uintptr_t)Py_TYPE(o));
-    if (PyArray_Check(o)) {
-        PyArrayObject *a = (PyArrayObject *)o;
-        h = mix(h, (uint64_t)PyArray_TYPE(a));
-        h = mix(h, (uint64_t)PyArray_NDIM(a));
-        h = mix(h, size_class(a));
-        h = mix(h, (uint64_t)(PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS |
-                                                  NPY_ARRAY_F_CONTIGUOUS |
-                                                  NPY_ARRAY_WRITEABLE)));
-    } else if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && depth < 2) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        int lg = 0;   /* the length by class too (a list of 3..60 pieces) */
-        for (Py_ssize_t m = n; m > 3; m >>= 2) lg++;
-        h = mix(h, (uint64_t)(n < 4 ? n : 4 + lg));
-        for (Py_ssize_t i = 0; i < n && i < 16; i++)
-            h = sig_obj(h, PySequence_Fast_GET_ITEM(o, i), depth + 1);
-    } else if (PyUnicode_CheckExact(o) || PyBool_Check(o) || o == Py_None) {
-        Py_hash_t v = PyObject_Hash(o);
-        if (v == -1) PyErr_Clear();
-        h = mix(h, (uint64_t)v);
-    }
-    return h;
-}
+/* A call's key is guards' cost key (fn_programs.h nd_callsig): types, and
+ * for arrays dtype, rank, size class and memory order; admission computes
+ * it in its pass over the arguments. */
 
 static void describe(char *buf, size_t cap, PyObject *const *args, Py_ssize_t n)
 {
@@ -427,20 +376,19 @@ static slot *find(nd_floor *f, uint64_t key, int create)
 
 static uint64_t sig(PyObject *const *args, Py_ssize_t n)
 {
-    uint64_t h = mix(0x6e64666c6f6f72ull, (uint64_t)n);
-    for (Py_ssize_t i = 0; i < n; i++) h = sig_obj(h, args[i], 0);
-    return h;
+    uint64_t key;
+    nd_callsig(args, (size_t)n, NULL, 0, &key);
+    return key;
 }
 
-void nd_floor_choose(nd_floor *f, PyObject *const *args, Py_ssize_t n, int original,
-                     nd_floor_call *c)
+void nd_floor_choose(nd_floor *f, uint64_t key, PyObject *const *args, Py_ssize_t n,
+                     int original, nd_floor_call *c)
 {
     c->f = f;
     c->slot = -1;
     c->watch = -1;
     c->path = ND_FLOOR_COMPILED;
     if (!f || nd_cuda_device_depth > 0) return;  /* numdyn.device("cuda"): the GPU, untimed */
-    uint64_t key = sig(args, n);
     slot *s = find(f, key, 1);
     if (!s->calls) describe(s->desc, sizeof s->desc, args, n);
     s->calls++;

@@ -399,7 +399,7 @@ static PyObject *compiled_call(NdCompiled *cf, PyObject *fn, PyObject *const *ar
                                size_t nargsf, PyObject *kwnames);
 
 static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args,
-                             size_t nargsf, PyObject *kwnames);
+                             size_t nargsf, PyObject *kwnames, uint64_t cost);
 
 /* numdyn.CompileProfiler is active: top-level calls report to it */
 static int profiling;
@@ -460,7 +460,8 @@ static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
     }
     /* a top-level call: is it numdyn's to run (trace_control.h)? */
     Py_ssize_t idx = -1;
-    int adm = nd__ctl_admit(cf->ctl, args, nargsf, kwnames, &idx);
+    uint64_t cost = 0;
+    int adm = nd__ctl_admit(cf->ctl, args, nargsf, kwnames, &idx, &cost);
     if (adm != ND_ADMIT_RUN && adm != ND_ADMIT_COMPILE) {
         Py_DECREF(fn);
         return adm < 0 ? NULL : PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
@@ -471,7 +472,7 @@ static PyObject *cf_call(PyObject *self, PyObject *const *args, size_t nargsf,
     if (adm == ND_ADMIT_COMPILE) tag = nd__ctl_debug_begin(cf->ctl, idx, args, nargsf, kwnames);
     else tag = nd__ctl_debug_begin(cf->ctl, idx, NULL, 0, NULL);
     double t0 = adm == ND_ADMIT_COMPILE ? nd__ctl_now() : 0;
-    PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames);
+    PyObject *r = cf_toplevel(cf, fn, args, nargsf, kwnames, cost);
     nd_marks_spec_all = spec_saved;
     nd_debug_tag = tag;
     if (adm == ND_ADMIT_COMPILE && nd__ctl_compiled(cf->ctl, idx, nd__ctl_now() - t0, r != NULL) < 0)
@@ -494,9 +495,10 @@ static PyObject *framed_call(NdCompiled *cf, PyObject *fn, PyObject *const *args
 }
 
 /* a top-level call numdyn runs: the speed floor's choice, then replay or
- * capture. Steals fn. */
+ * capture. cost: the call's cost key (admission signed the call). Steals
+ * fn. */
 static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args,
-                             size_t nargsf, PyObject *kwnames)
+                             size_t nargsf, PyObject *kwnames, uint64_t cost)
 {
     if (!cf->floor || nd__tls_explain)
         return framed_call(cf, fn, args, nargsf, kwnames);
@@ -508,7 +510,7 @@ static PyObject *cf_toplevel(NdCompiled *cf, PyObject *fn, PyObject *const *args
      * (loop.h); when it has such loops the original function is a third */
     PyObject *plain = nd_loop_plain(cf->fn);
     if (!plain) { Py_DECREF(fn); return NULL; }
-    nd_floor_choose(cf->floor, args, n, plain != cf->fn, &fc);
+    nd_floor_choose(cf->floor, cost, args, n, plain != cf->fn, &fc);
     PyObject *r;
     if (fc.path != ND_FLOOR_COMPILED) {
         Py_DECREF(fn);

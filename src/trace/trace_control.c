@@ -177,11 +177,11 @@ static int check_ranges(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObjec
 }
 
 int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwnames,
-                  Py_ssize_t *idx)
+                  Py_ssize_t *idx, uint64_t *cost)
 {
     if (!nd__ctl_enabled || nd__ctl_stance == ND_STANCE_FORCE_EAGER) return eager();
     if (nd_marks_ranged && check_ranges(c, args, nargsf, kwnames) < 0) return -1;
-    uint64_t h = nd_progsig_hash(args, nargsf, kwnames, c->spec_all);
+    uint64_t h = nd_callsig(args, nargsf, kwnames, c->spec_all, cost);
     Py_ssize_t i = nd_programs_find(&c->progs, h);
     if (i >= 0) {
         c->progs.e[i].calls++;

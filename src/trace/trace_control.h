@@ -51,10 +51,13 @@ void nd__ctl_reset(nd_ctl *c);   /* forget the programs (numdyn.reset) */
 int nd__ctl_traverse(nd_ctl *c, visitproc visit, void *arg);
 
 enum { ND_ADMIT_EAGER = 0, ND_ADMIT_RUN = 1, ND_ADMIT_COMPILE = 2 };
-/* What to do with this call (see above). *idx: the program's index.
- * ND_ADMIT_*, or -1 with an exception. */
+/* What to do with this call (see above). *idx: the program's index;
+ * *cost: the call's cost key for the speed floor (guards' nd_callsig:
+ * the one pass over the arguments signs the call for both), set when the
+ * call is numdyn's (ND_ADMIT_RUN, ND_ADMIT_COMPILE). ND_ADMIT_*, or -1
+ * with an exception. */
 int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwnames,
-                  Py_ssize_t *idx);
+                  Py_ssize_t *idx, uint64_t *cost);
 /* The call that made program idx finished (ok: without an exception) after
  * `seconds`. 0, or -1 with an exception (a guard_export_fn raised). */
 int nd__ctl_compiled(nd_ctl *c, Py_ssize_t idx, double seconds, int ok);
