@@ -141,6 +141,14 @@ def loop_cases(quick=False):
     cre, cim = np.linspace(-2.0, 0.6, w), np.linspace(-1.2, 1.2, h)
     add(f"Mandelbrot escape loop {h}x{w} x{it}", L.mandelbrot_points,
         lambda a=cre, b=cim, it=it: (a, b, it), 0)
+
+    # ------------------------------------------ loops calling user helpers
+    n = 2000 if Q else 20000
+    x = rng.standard_normal(n)
+    add(f"logistic by helper call n={n}", L.logistic_map, lambda x=x: (x, 2.5, 0.3), 1e-12)
+    steps = 1000 if Q else 10000
+    add(f"RK4 scalar ODE, helper derivative x{steps}", L.rk4_scalar,
+        lambda s=steps: (1.0, 0.0, 0.001, s, 0.7), 1e-12)
     return cases
 
 

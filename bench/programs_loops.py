@@ -7,6 +7,8 @@ branches on element values, index arrays. The same function objects run as
 they are (what a NumPy user runs), under numdyn.compile and under numba.njit.
 Every program leaves its arguments untouched.
 """
+import math
+
 import numpy as np
 
 
@@ -407,3 +409,41 @@ def mandelbrot_points(cre, cim, maxit):
                 k += 1
             counts[i, j] = k
     return counts
+
+
+# ---------------------------------------------- loops calling user helpers
+# (numdyn inlines the helpers into the loop's C; numba.njit of the loop
+# needs the helpers njit-ed too, so its column fails on these rows)
+def logistic(x, k, x0):
+    """The logistic curve at x (steepness k, midpoint x0)."""
+    z = k * (x - x0)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def logistic_map(x, k, x0):
+    """A per-element transfer function written as a helper called in the loop."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = logistic(x[i], k, x0)
+    return out
+
+
+def decay_rate(t, y, k):
+    """dy/dt of a forced, damped scalar ODE."""
+    return -k * y + math.sin(t)
+
+
+def rk4_scalar(y0, t0, h, steps, k):
+    """Classic RK4 on a scalar ODE whose derivative is a helper function."""
+    out = np.empty(steps + 1)
+    y, t = y0, t0
+    out[0] = y
+    for i in range(steps):
+        k1 = decay_rate(t, y, k)
+        k2 = decay_rate(t + h / 2, y + h / 2 * k1, k)
+        k3 = decay_rate(t + h / 2, y + h / 2 * k2, k)
+        k4 = decay_rate(t + h, y + h * k3, k)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + h
+        out[i + 1] = y
+    return out

@@ -113,6 +113,7 @@ typedef struct {
     cv cse_v;
     int cse_have, cse_in;
     char cse_flag[16];
+    cv let[LLET_MAX]; /* LK_LET bindings' values (an inlined helper's locals) */
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -2062,6 +2063,21 @@ static int expr1(cg *g, const nd_ln *e, cv *out)
         line(g, "}");
         break;
     }
+    case LK_LET: {
+        /* an inlined helper's argument or local: its value once, in a C
+         * local its body reads */
+        cv *b = &g->let[e->aux];
+        if (expr(g, e->kid[0], &a) < 0) return -1;
+        decl(g, b, a.t, "%s", a.s);
+        b->bits = a.bits;
+        b->kconst = a.kconst;
+        b->kval = a.kval;
+        if (expr(g, e->kid[1], out) < 0) return -1;
+        break;
+    }
+    case LK_LETVAR:
+        *out = g->let[e->aux];
+        break;
     case LK_ELEM: {
         char ix[NDL_MAXDIMS][16], addr[1024];
         if (index_of(g, e, 0, ix) < 0) return -1;

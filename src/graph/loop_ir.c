@@ -48,6 +48,7 @@ void nd_lir_free(nd_lir *ir)
     }
     ir->arena = NULL;
     Py_CLEAR(ir->names);
+    Py_CLEAR(ir->funcs);
     PyMem_Free(ir->vflags);
     PyMem_Free(ir->vmod);
     ir->vflags = ir->vmod = NULL;

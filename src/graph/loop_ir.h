@@ -48,8 +48,16 @@ enum {
     LK_WHILE,     /* kid[0] cond; body */
     LK_BREAK,
     LK_CONTINUE,
-    LK_PASS
+    LK_PASS,
+    /* expressions again: a user helper function's call, inlined
+     * (loop_parse.c): LK_LET binds aux (a binding number < LLET_MAX) to
+     * kid[0]'s scalar value, evaluated once, then is kid[1]'s value, in
+     * which LK_LETVAR aux reads it. Python's order: the arguments, then
+     * the body's assignments in turn, then the returned value */
+    LK_LET,
+    LK_LETVAR
 };
+#define LLET_MAX 64
 
 typedef struct nd_ln nd_ln;
 struct nd_ln {
@@ -79,7 +87,7 @@ enum {
     VF_HIDDEN = 128     /* the loop's own (an iteration count): never read from
                            or handed back to the function */
 };
-enum { LM_MATH = 1, LM_NUMPY = 2 };
+enum { LM_MATH = 1, LM_NUMPY = 2, LM_FUNC = 3 };   /* LM_FUNC: a user helper the loop inlines */
 /* LK_ALLOC's aux: what the new array holds, and its layout (C order or
  * NumPy's 'K', the prototype's axis order) */
 enum { LA_COPY_C, LA_COPY_K, LA_EMPTY_K, LA_ZEROS_K };
@@ -93,6 +101,10 @@ typedef struct {
     uint8_t *vmod;        /* VF_MODULE: LM_*; VF_BUILTIN: which builtin (LB_*) */
     int line;             /* first line of the loop */
     int nalloc;           /* LK_ALLOC nodes: the loop makes arrays */
+    int nlets;            /* LK_LET bindings */
+    PyObject *funcs;      /* tuple, per variable: None, or for a helper function the
+                             loop inlines (VF_MODULE, LM_FUNC) (function, its code, its
+                             defaults) as parsed: a call runs the C only with these */
     nd_lblock *arena;
 } nd_lir;
 

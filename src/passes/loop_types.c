@@ -612,6 +612,16 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         }
         *bits = b1;
         return r;
+    case LK_LET:
+        if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
+        if (t0 & (LT_VEC | LT_MAT)) return why(T, e, "a helper function's array value (loops inline scalar helpers)");
+        T->let_t[e->aux] = (uint8_t)(t0 + 1);
+        T->let_bits[e->aux] = (uint8_t)b0;
+        return nd_lty_expr(T, e->kid[1], assign, bits);
+    case LK_LETVAR:
+        if (!T->let_t[e->aux]) return why(T, e, "a helper function's value read before it was typed");
+        *bits = T->let_bits[e->aux];
+        return T->let_t[e->aux] - 1;
     case LK_IFEXP:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
         if (t0 & (LT_VEC | LT_MAT)) return why(T, e, "the truth value of an array");

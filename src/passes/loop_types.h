@@ -31,6 +31,9 @@ typedef struct nd_ltyping_s {
                            scalar locals after an exception too (loop_run.c), so the
                            C writes them back on its error exits as well */
     PyObject *reason;   /* str, set when a signature cannot be compiled */
+    /* LK_LET binding k's type + 1 (0: not typed yet) and Python int bits, as
+     * the last typing of its LK_LET found them (its LK_LETVARs are inside it) */
+    uint8_t let_t[LLET_MAX], let_bits[LLET_MAX];
 } nd_ltyping;
 
 /* result type of a OP b / OP a / fn(args) for operand types, from Python

@@ -19,8 +19,9 @@
 #include "graph/loop_ir.h"
 
 /* 0: *ir holds the loop; 1: not capturable, *reason (str) says why and
- * where; -1: error. locals: set of the function's local names. */
-int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reason);
+ * where; -1: error. locals: set of the function's local names; globals:
+ * its globals (user helpers it calls are inlined from there). */
+int nd_loop_parse(PyObject *loop, PyObject *locals, PyObject *globals, nd_lir *ir, PyObject **reason);
 
 /* fn with its capturable loops replaced (new ref), or fn itself when there
  * is none or its source is not available. Records what was decided for

@@ -26,6 +26,15 @@ typedef struct {
     int cap;
     PyObject *reason;     /* str: why not (set with result NULL, no exception) */
     int depth;
+    PyObject *globals;    /* the function's globals (helpers are looked up there) */
+    /* inside an inlined helper's body: its local names -> ('v', variable)
+     * (an argument that is a name of the loop), ('l', binding) (LK_LETVAR),
+     * ('k', type, int, float) (a constant argument or default) */
+    PyObject *scope;
+    PyObject *hnames;     /* with scope: the helper's local names (co_varnames) */
+    PyObject *funcs;      /* name -> (function, code, defaults) of the helpers inlined */
+    PyObject *inl[4];     /* the codes being inlined (no recursion) */
+    int ninl;
 } pctx;
 
 static const char *kind(PyObject *o)
@@ -79,6 +88,44 @@ static int var_of(pctx *c, PyObject *name)
     Py_DECREF(kk);
     ir->nvars++;
     return k;
+}
+
+/* a name as the loop's variable, inside an inlined helper too: its
+ * arguments that are names of the loop are those variables; its other
+ * locals are no variables (-2, reason set); any other name is a global of
+ * the helper, which is the function's global -- unless the function has a
+ * local of that name */
+static int name_var(pctx *c, PyObject *name, PyObject *node)
+{
+    if (c->scope) {
+        PyObject *m = PyDict_GetItemWithError(c->scope, name);
+        if (m) {
+            if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(m, 0), "v") == 0)
+                return (int)PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+            if (!c->reason)
+                c->reason = PyUnicode_FromFormat("a helper's local '%U' used as an array or a function at line %d",
+                                                 name, line_of(node));
+            return -2;
+        }
+        if (PyErr_Occurred()) return -1;
+        int hl = PySequence_Contains(c->hnames, name);
+        if (hl < 0) return -1;
+        if (hl) {
+            if (!c->reason)
+                c->reason = PyUnicode_FromFormat("a helper's local '%U' read where it may be unbound at line %d",
+                                                 name, line_of(node));
+            return -2;
+        }
+        int loc = PySet_Contains(c->locals, name);
+        if (loc < 0) return -1;
+        if (loc) {
+            if (!c->reason)
+                c->reason = PyUnicode_FromFormat("a helper reading the global '%U', a local of the function, at line %d",
+                                                 name, line_of(node));
+            return -2;
+        }
+    }
+    return var_of(c, name);
 }
 
 static nd_ln *expr(pctx *c, PyObject *e);
@@ -149,7 +196,7 @@ static const struct { const char *name; int b; int fn; int nargs; } builtins[] =
 /* a name used as a module (math., np.) or a builtin: a guarded variable */
 static int special_var(pctx *c, PyObject *name, int flag, int which, PyObject *node)
 {
-    int v = var_of(c, name);
+    int v = name_var(c, name, node);
     if (v < 0) return -1;
     uint8_t f = c->ir->vflags[v];
     if ((f & ~(VF_LOCAL | flag)) || (c->ir->vmod[v] && c->ir->vmod[v] != which)) {
@@ -184,7 +231,7 @@ static int array_var(pctx *c, PyObject *e)
     if (!IS(e, "Name")) { refuse(c, e, "an indexed expression that is not a name"); return -2; }
     PyObject *id = attr(e, "id");
     if (!id) return -1;
-    int v = var_of(c, id);
+    int v = name_var(c, id, e);
     Py_DECREF(id);
     if (v < 0) return v;
     if (c->ir->vflags[v] & (VF_MODULE | VF_BUILTIN)) {
@@ -347,6 +394,329 @@ static nd_ln *reduction_method(pctx *c, PyObject *obj, const char *name, PyObjec
     return r;
 }
 
+/* ------------------------------------------------ inlined helpers */
+/* a Name of a helper's scope: ('v', var) -> var (the caller makes the
+ * LK_VAR); ('l', b) / ('k', ...) -> *r, and -3 */
+static int scoped(pctx *c, PyObject *m, int line, nd_ln **r)
+{
+    const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(m, 0));
+    if (!k) return -1;
+    if (k[0] == 'v') return (int)PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+    if (k[0] == 'l') {
+        if ((*r = nd_lir_node(c->ir, LK_LETVAR, line, 0))) (*r)->aux = (int)PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+    } else {
+        *r = const_node(c, line, (int)PyLong_AsLong(PyTuple_GET_ITEM(m, 1)),
+                        PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2)), PyFloat_AsDouble(PyTuple_GET_ITEM(m, 3)));
+    }
+    return -3;
+}
+
+/* scope[name] = ('l', b) for a new binding b of value x: the LK_LET (its
+ * kid[1] filled by the caller), or NULL */
+static nd_ln *let_bind(pctx *c, PyObject *name, nd_ln *x, int line)
+{
+    if (!x) return NULL;
+    if (c->ir->nlets >= LLET_MAX) {
+        if (!c->reason && !PyErr_Occurred())
+            c->reason = PyUnicode_FromFormat("more than %d helper locals in a loop at line %d", LLET_MAX, line);
+        return NULL;
+    }
+    nd_ln *l = nd_lir_node(c->ir, LK_LET, line, 2);
+    if (!l) return NULL;
+    l->aux = c->ir->nlets++;
+    l->kid[0] = x;
+    PyObject *m = Py_BuildValue("(si)", "l", l->aux);
+    if (!m || PyDict_SetItem(c->scope, name, m) < 0) { Py_XDECREF(m); return NULL; }
+    Py_DECREF(m);
+    return l;
+}
+
+/* a Python constant the loop computes with: ('k', type, int, float), else
+ * NULL (no exception) */
+static PyObject *const_entry(PyObject *v)
+{
+    if (PyBool_Check(v)) return Py_BuildValue("(sili)", "k", LT_PYBOOL, v == Py_True, 0);
+    if (PyLong_CheckExact(v)) {
+        int of = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &of);
+        if (of || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return NULL; }
+        return Py_BuildValue("(siLd)", "k", LT_PYINT, x, 0.0);
+    }
+    if (PyFloat_CheckExact(v)) return Py_BuildValue("(siid)", "k", LT_PYFLOAT, 0, PyFloat_AS_DOUBLE(v));
+    return NULL;
+}
+
+/* statements body[k:] ++ rest of a helper as one expression: its
+ * assignments to names bind (LK_LET) the rest, an if is a conditional
+ * expression of both ways on (each with the statements after it), return
+ * ends it. The scope is the caller's: it is restored here */
+static nd_ln *helper_body(pctx *c, PyObject *body, Py_ssize_t k, PyObject *fname)
+{
+    Py_ssize_t n = PyList_GET_SIZE(body);
+    if (++c->depth > 200) { c->depth--; return refuse(c, PyList_GET_ITEM(body, 0), "a helper nested too deeply"); }
+    nd_ln *r = NULL;
+    PyObject *saved = PyDict_Copy(c->scope);
+    if (!saved) goto out;
+    while (k < n) {
+        PyObject *s = PyList_GET_ITEM(body, k);
+        if (IS(s, "Pass")) { k++; continue; }
+        if (IS(s, "Expr")) {
+            PyObject *v = attr(s, "value");
+            int doc = v && IS(v, "Constant");
+            Py_XDECREF(v);
+            if (doc) { k++; continue; }
+        }
+        break;
+    }
+    if (k == n) {
+        if (!c->reason) c->reason = PyUnicode_FromFormat("a helper %U() that can return None", fname);
+        goto out;
+    }
+    PyObject *s = PyList_GET_ITEM(body, k);
+    int line = line_of(s);
+    if (IS(s, "Return")) {
+        PyObject *v = attr(s, "value");
+        if (v && v != Py_None) r = expr(c, v);
+        else if (v && !c->reason) c->reason = PyUnicode_FromFormat("a helper %U() that can return None", fname);
+        Py_XDECREF(v);
+    } else if (IS(s, "Assign") || IS(s, "AugAssign") || IS(s, "AnnAssign")) {
+        PyObject *t = NULL, *v = attr(s, "value"), *name = NULL;
+        if (IS(s, "Assign")) {
+            PyObject *ts = attr(s, "targets");
+            if (ts && PyList_GET_SIZE(ts) == 1) t = Py_NewRef(PyList_GET_ITEM(ts, 0));
+            Py_XDECREF(ts);
+        } else {
+            t = attr(s, "target");
+        }
+        if (t && IS(t, "Name")) name = attr(t, "id");
+        nd_ln *x = NULL;
+        if (!name || !v || v == Py_None) {
+            if (!PyErr_Occurred()) refuse(c, s, "a helper's assignment to other than one name");
+        } else if (IS(s, "AugAssign")) {
+            PyObject *op = attr(s, "op");
+            int o = op ? op_of(op, 0) : -1;
+            nd_ln *cur = NULL;
+            PyObject *m = op ? PyDict_GetItemWithError(c->scope, name) : NULL;
+            if (o < 0 && op) refuse(c, s, "the @= operator");
+            else if (m) {
+                int cv = scoped(c, m, line, &cur);
+                if (cv >= 0 && (cur = nd_lir_node(c->ir, LK_VAR, line, 0))) {
+                    cur->var = cv;
+                    c->ir->vflags[cv] |= VF_READ;
+                }
+            }
+            else if (op && !PyErr_Occurred()) refuse(c, s, "a helper's augmented assignment to a name it has not bound");
+            if (cur && (x = nd_lir_node(c->ir, LK_BIN, line, 2))) {
+                x->op = (uint8_t)o;
+                x->kid[0] = cur;
+                if (!(x->kid[1] = expr(c, v))) x = NULL;
+            }
+            Py_XDECREF(op);
+        } else {
+            x = expr(c, v);
+        }
+        nd_ln *l = x ? let_bind(c, name, x, line) : NULL;
+        if (l && !(l->kid[1] = helper_body(c, body, k + 1, fname))) l = NULL;
+        r = l;
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(name);
+    } else if (IS(s, "If")) {
+        PyObject *t = attr(s, "test"), *b = t ? attr(s, "body") : NULL, *o = b ? attr(s, "orelse") : NULL;
+        PyObject *rest = o ? PyList_GetSlice(body, k + 1, n) : NULL;
+        PyObject *yes = rest ? PySequence_Concat(b, rest) : NULL, *no = yes ? PySequence_Concat(o, rest) : NULL;
+        if (no && (r = nd_lir_node(c->ir, LK_IFEXP, line, 3)))
+            if (!(r->kid[0] = expr(c, t)) || !(r->kid[1] = helper_body(c, yes, 0, fname)) ||
+                !(r->kid[2] = helper_body(c, no, 0, fname)))
+                r = NULL;
+        Py_XDECREF(t); Py_XDECREF(b); Py_XDECREF(o); Py_XDECREF(rest); Py_XDECREF(yes); Py_XDECREF(no);
+    } else {
+        char what[120];
+        snprintf(what, sizeof what, "a helper's statement of kind %s", kind(s));
+        refuse(c, s, what);
+    }
+out:
+    if (saved) {
+        if (PyDict_Clear(c->scope), PyDict_Update(c->scope, saved) < 0) r = NULL;
+        Py_DECREF(saved);
+    }
+    c->depth--;
+    return r;
+}
+
+/* f(args) of a user function f, a global of the function: its body, when
+ * it is a small scalar helper (assignments to its own names, if/else and
+ * return), as an expression of the loop: each argument bound in turn,
+ * then the body. A name argument the helper never rebinds is that name
+ * (an array the helper indexes, too). The region checks at each call that
+ * the global is still this function with this code and defaults
+ * (loop_run.c); anything else is refused with the reason */
+static nd_ln *inline_call(pctx *c, PyObject *e, PyObject *id, PyObject *fn, PyObject *args)
+{
+    int line = line_of(e);
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    PyObject *defaults = PyFunction_GET_DEFAULTS(fn);
+    Py_ssize_t na = PyList_GET_SIZE(args), nd = defaults ? PyTuple_GET_SIZE(defaults) : 0;
+    const char *why = NULL;
+    if (PyFunction_GET_GLOBALS(fn) != c->globals) why = "is a function of another module";
+    else if (PyFunction_GET_CLOSURE(fn) || PyFunction_GET_KW_DEFAULTS(fn)) why = "has a closure or keyword-only defaults";
+    else if (co->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR |
+                             CO_ITERABLE_COROUTINE))
+        why = "takes *args or **kwargs, or is a generator";
+    else if (co->co_kwonlyargcount || na > co->co_argcount || na + nd < co->co_argcount)
+        why = "is called with another number of arguments";
+    else if (c->ninl == 4) why = "nests helpers more than 4 deep";
+    for (int k = 0; !why && k < c->ninl; k++) if (c->inl[k] == (PyObject *)co) why = "is recursive";
+    if (why) {
+        if (!c->reason) c->reason = PyUnicode_FromFormat("a call of %U() at line %d: the helper %s", id, line, why);
+        return NULL;
+    }
+    PyObject *names = PyObject_GetAttrString((PyObject *)co, "co_varnames");
+    PyObject *cells = names ? PyObject_GetAttrString((PyObject *)co, "co_cellvars") : NULL;
+    PyObject *insp = cells ? PyImport_ImportModule("inspect") : NULL, *tw = insp ? PyImport_ImportModule("textwrap") : NULL;
+    PyObject *ast = tw ? PyImport_ImportModule("ast") : NULL;
+    PyObject *src = NULL, *ded = NULL, *tree = NULL, *b = NULL, *fdef = NULL, *body = NULL, *scope = NULL;
+    PyObject *outer = c->scope;
+    nd_ln *r = NULL, *head = NULL, **hole = &head;
+    if (!ast) goto done;
+    if (PyTuple_GET_SIZE(cells)) { why = "has locals a nested function reads"; goto done; }
+    if (!(src = PyObject_CallMethod(insp, "getsource", "O", fn))) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) goto done;
+        PyErr_Clear();
+        why = "has no source";
+        goto done;
+    }
+    if (!(ded = PyObject_CallMethod(tw, "dedent", "O", src)) || !(tree = PyObject_CallMethod(ast, "parse", "O", ded))) {
+        if (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_SyntaxError)) goto done;
+        PyErr_Clear();
+        why = "has no source";
+        goto done;
+    }
+    {
+        PyObject *inc = PyObject_CallMethod(ast, "increment_lineno", "Oi", tree, co->co_firstlineno - 1);
+        if (!inc) goto done;
+        Py_DECREF(inc);
+    }
+    if (!(b = attr(tree, "body"))) goto done;
+    fdef = PyList_GET_SIZE(b) == 1 ? Py_NewRef(PyList_GET_ITEM(b, 0)) : NULL;
+    if (!fdef || !IS(fdef, "FunctionDef")) { why = "is not a def statement"; goto done; }
+    {
+        PyObject *nm = attr(fdef, "name");
+        int same = nm && PyUnicode_Compare(nm, co->co_name) == 0;
+        Py_XDECREF(nm);
+        if (PyErr_Occurred()) goto done;
+        if (!same) { why = "is not a def statement"; goto done; }
+    }
+    if (!(body = attr(fdef, "body")) || !(scope = PyDict_New())) goto done;
+    /* the arguments, in the caller's scope, left to right */
+    Py_ssize_t nlet = 0;
+    nd_ln *lets[64];
+    for (Py_ssize_t k = 0; k < co->co_argcount; k++) {
+        PyObject *pn = PyTuple_GET_ITEM(names, k), *m = NULL;
+        if (k >= na) {
+            PyObject *d = PyTuple_GET_ITEM(defaults, nd - (co->co_argcount - k));
+            if (!(m = const_entry(d))) {
+                if (!PyErr_Occurred()) why = "has a default that is not an int, float or bool";
+                goto done;
+            }
+        } else {
+            PyObject *a = PyList_GET_ITEM(args, k);
+            int rebinds = 0;
+            /* the helper's code stores the parameter: a name argument is
+             * then a binding of its own */
+            {
+                PyObject *w = PyObject_CallMethod(ast, "walk", "O", fdef), *x;
+                if (!w) goto done;
+                while ((x = PyIter_Next(w))) {
+                    if (IS(x, "Name")) {
+                        PyObject *ctx = attr(x, "ctx"), *xid = ctx ? attr(x, "id") : NULL;
+                        if (xid && !IS(ctx, "Load") && PyUnicode_Compare(xid, pn) == 0) rebinds = 1;
+                        Py_XDECREF(ctx);
+                        Py_XDECREF(xid);
+                    }
+                    Py_DECREF(x);
+                }
+                Py_DECREF(w);
+                if (PyErr_Occurred()) goto done;
+            }
+            if (IS(a, "Constant")) {
+                PyObject *v = attr(a, "value");
+                m = v ? const_entry(v) : NULL;
+                Py_XDECREF(v);
+                if (PyErr_Occurred()) goto done;
+            }
+            if (!m && IS(a, "Name") && !rebinds) {
+                PyObject *aid = attr(a, "id");
+                PyObject *am = aid && outer ? PyDict_GetItemWithError(outer, aid) : NULL;
+                if (am) m = Py_NewRef(am);
+                else if (aid && !PyErr_Occurred()) {
+                    int v = name_var(c, aid, a);
+                    if (v >= 0) {
+                        if (c->ir->vflags[v] & (VF_MODULE | VF_BUILTIN)) {
+                            refuse(c, a, "a module or builtin used as a value");
+                            v = -2;
+                        } else {
+                            c->ir->vflags[v] |= VF_READ;
+                            m = Py_BuildValue("(si)", "v", v);
+                        }
+                    }
+                }
+                Py_XDECREF(aid);
+                if (!m) goto done;
+            }
+            if (!m) {
+                /* the argument's value once, in the caller's scope */
+                nd_ln *x = expr(c, a);
+                if (!x) goto done;
+                if (nlet == 64) { why = "takes too many arguments"; goto done; }
+                PyObject *keep = c->scope;
+                c->scope = scope;
+                nd_ln *l = let_bind(c, pn, x, line);
+                c->scope = keep;
+                if (!l) goto done;
+                lets[nlet++] = l;
+                continue;
+            }
+        }
+        if (PyDict_SetItem(scope, pn, m) < 0) { Py_DECREF(m); goto done; }
+        Py_DECREF(m);
+    }
+    /* the helper's other locals: bound by its own assignments */
+    {
+        int fv = special_var(c, id, VF_MODULE, LM_FUNC, e);
+        if (fv < 0) goto done;
+        PyObject *want = Py_BuildValue("(OOO)", fn, (PyObject *)co, defaults ? defaults : Py_None);
+        if (!want || PyDict_SetItem(c->funcs, id, want) < 0) { Py_XDECREF(want); goto done; }
+        Py_DECREF(want);
+    }
+    PyObject *outer_names = c->hnames;
+    c->scope = scope;
+    c->hnames = names;
+    c->inl[c->ninl++] = (PyObject *)co;
+    nd_ln *val = helper_body(c, body, 0, id);
+    c->ninl--;
+    c->scope = outer;
+    c->hnames = outer_names;
+    if (!val && c->reason && c->ninl == 0) {
+        /* the call's line first: the helper's own lines are elsewhere */
+        PyObject *w = PyUnicode_FromFormat("a call of %U() at line %d: %U", id, line, c->reason);
+        if (!w) goto done;
+        Py_SETREF(c->reason, w);
+    }
+    if (!val) goto done;
+    for (Py_ssize_t k = 0; k < nlet; k++) { *hole = lets[k]; hole = &lets[k]->kid[1]; }
+    *hole = val;
+    r = head;
+done:
+    if (!r && why && !c->reason && !PyErr_Occurred())
+        c->reason = PyUnicode_FromFormat("a call of %U() at line %d: the helper %s", id, line, why);
+    c->scope = outer;
+    Py_XDECREF(names); Py_XDECREF(cells); Py_XDECREF(insp); Py_XDECREF(tw); Py_XDECREF(ast);
+    Py_XDECREF(src); Py_XDECREF(ded); Py_XDECREF(tree); Py_XDECREF(b); Py_XDECREF(fdef); Py_XDECREF(body);
+    Py_XDECREF(scope);
+    return r;
+}
+
 static nd_ln *call(pctx *c, PyObject *e)
 {
     PyObject *f = attr(e, "func"), *args = f ? attr(e, "args") : NULL;
@@ -364,6 +734,18 @@ static nd_ln *call(pctx *c, PyObject *e)
         if (!id) goto done;
         const char *s = PyUnicode_AsUTF8(id);
         if (!s) { Py_DECREF(id); goto done; }
+        {
+            /* a user function, a global of the function: inlined */
+            int loc = PySet_Contains(c->locals, id);
+            int sc = loc || !c->scope ? 0 : PyDict_Contains(c->scope, id);
+            PyObject *g = loc || sc || !c->globals ? NULL : PyDict_GetItemWithError(c->globals, id);
+            if (loc < 0 || sc < 0 || (!g && PyErr_Occurred())) { Py_DECREF(id); goto done; }
+            if (g && PyFunction_Check(g)) {
+                r = inline_call(c, e, id, g, args);
+                Py_DECREF(id);
+                goto done;
+            }
+        }
         if (!strcmp(s, "len") && na == 1) {
             Py_DECREF(id);
             int av = array_var(c, PyList_GET_ITEM(args, 0));
@@ -562,7 +944,8 @@ static nd_ln *expr(pctx *c, PyObject *e)
         Py_DECREF(v);
     } else if (IS(e, "Name")) {
         PyObject *id = attr(e, "id");
-        int v = id ? var_of(c, id) : -1;
+        PyObject *m = id && c->scope ? PyDict_GetItemWithError(c->scope, id) : NULL;
+        int v = !id || PyErr_Occurred() ? -1 : m ? scoped(c, m, line, &r) : name_var(c, id, e);
         Py_XDECREF(id);
         if (v >= 0) {
             if (c->ir->vflags[v] & (VF_MODULE | VF_BUILTIN)) refuse(c, e, "a module or builtin used as a value");
@@ -1415,7 +1798,7 @@ static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
     return 0;
 }
 
-int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reason)
+int nd_loop_parse(PyObject *loop, PyObject *locals, PyObject *globals, nd_lir *ir, PyObject **reason)
 {
     memset(ir, 0, sizeof *ir);
     *reason = NULL;
@@ -1423,7 +1806,9 @@ int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reaso
     memset(&c, 0, sizeof c);
     c.ir = ir;
     c.locals = locals;
-    if (!(c.index = PyDict_New())) return -1;
+    c.globals = globals;
+    if (!(c.funcs = PyDict_New())) return -1;
+    if (!(c.index = PyDict_New())) { Py_DECREF(c.funcs); return -1; }
     ir->line = line_of(loop);
     ir->root = stmt(&c, loop);
     int rc = 0;
@@ -1439,10 +1824,18 @@ int nd_loop_parse(PyObject *loop, PyObject *locals, nd_lir *ir, PyObject **reaso
         while (ir->names && PyDict_Next(c.index, &pos, &k, &v))
             PyTuple_SET_ITEM(ir->names, PyLong_AsLong(v), Py_NewRef(k));
         if (!ir->names) rc = -1;
+        /* the helpers inlined, by variable */
+        if (rc == 0 && !(ir->funcs = PyTuple_New(ir->nvars))) rc = -1;
+        for (int v = 0; rc == 0 && v < ir->nvars; v++) {
+            PyObject *f = PyDict_GetItemWithError(c.funcs, PyTuple_GET_ITEM(ir->names, v));
+            if (!f && PyErr_Occurred()) rc = -1;
+            else PyTuple_SET_ITEM(ir->funcs, v, Py_NewRef(f ? f : Py_None));
+        }
         /* an indexed name the loop assigns is an array local (row = A[i])
          * or not compilable: typing decides, per call (loop_types.c) */
     }
     Py_DECREF(c.index);
+    Py_DECREF(c.funcs);
     if (rc != 0) nd_lir_free(ir);
     return rc;
 }

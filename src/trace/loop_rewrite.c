@@ -608,7 +608,7 @@ static int block_in(rctx *c, PyObject *stmts, const char *why)
             }
             nd_lir ir;
             PyObject *reason = NULL;
-            int rc = nd_loop_parse(s, c->locals, &ir, &reason);
+            int rc = nd_loop_parse(s, c->locals, c->globals, &ir, &reason);
             if (rc < 0) return -1;
             if (rc == 1) {
                 if (note(c, ln, 0, reason, NULL) < 0) { Py_XDECREF(reason); return -1; }

@@ -791,6 +791,16 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
             }
         }
         if (!x && PyErr_Occurred()) goto done_free;
+        if ((f & VF_MODULE) && ir->vmod[v] == LM_FUNC) {
+            /* an inlined helper: the same function, code and defaults */
+            PyObject *want = PyTuple_GET_ITEM(ir->funcs, v);
+            if (!x || x != PyTuple_GET_ITEM(want, 0) || PyFunction_GET_CODE(x) != PyTuple_GET_ITEM(want, 1) ||
+                (PyFunction_GET_DEFAULTS(x) ? PyFunction_GET_DEFAULTS(x) : Py_None) != PyTuple_GET_ITEM(want, 2)) {
+                why = PyUnicode_FromFormat("'%U' is not the function the loop inlined", name);
+                goto fallback;
+            }
+            continue;
+        }
         if (f & VF_MODULE) {
             int ok = x && ((ir->vmod[v] == LM_MATH && x == math_mod) ||
                            (ir->vmod[v] == LM_NUMPY && (x == numpy_mod || (nd_np.module && x == nd_np.module()))));
