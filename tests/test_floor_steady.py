@@ -116,3 +116,27 @@ def test_own_path_is_retimed_once_its_compile_lands(background_compiles):
         assert utils.counters["kernel_runs"] > k0
         assert utils.counters["floor_numpy_calls"] == n0
     assert cf._floor_info_for(x, 40, 2)["numdyn_samples"] == before + 1
+
+
+def _compile_ends_inside(a):
+    b = np.sin(a) * 2.0 + 1.0
+    s = float(b.sum())       # runs with NumPy: its kernels still compile
+    utils.wait_compiles()    # and their compile ends within this same call
+    return s
+
+
+def test_a_compile_that_ended_within_the_call_is_not_pending_forever():
+    # the slot was marked "kernels still compiling" at the call's end, to be
+    # cleared by the next compile to end; none was left to end, and every
+    # later call ran with NumPy (its kernels never loaded)
+    old = numdyn.config.compile_budget
+    numdyn.config.compile_budget = 0.0
+    try:
+        cf = numdyn.compile(_compile_ends_inside, options=FLOOR)
+        x = np.linspace(0.0, 1.0, 1000)
+        k0 = utils.counters["kernel_runs"]
+        for _ in range(12):
+            assert cf(x) == pytest.approx(_compile_ends_inside(x), rel=1e-12)
+        assert utils.counters["kernel_runs"] > k0
+    finally:
+        numdyn.config.compile_budget = old

@@ -449,7 +449,13 @@ void nd_floor_done(nd_floor_call *c, int ok)
     if (c->watch >= 0 && c->path == ND_FLOOR_COMPILED &&
         nd_counter_get(ND_CTR_COMPILING_RUNS) != c->compiling) {
         slot *w = &c->f->s[c->watch];
-        if (w->used && w->key == c->key) w->pending_at = nd_disk_progress() + 1;
+        /* only while a compile still runs: one that ended within this
+         * call (a later wait of the call saw it end) moves the progress no
+         * more, and the slot would run with NumPy on every call after */
+        if (w->used && w->key == c->key) {
+            uint64_t at = nd_disk_progress() + 1;  /* before: a compile ending between counts */
+            w->pending_at = nd_disk_running() ? at : 0;
+        }
     }
     if (c->slot < 0) return;
     double dt = (double)(now_ns() - c->t0) * 1e-9;

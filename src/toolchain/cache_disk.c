@@ -916,6 +916,15 @@ uint64_t nd_disk_progress(void)
     return bg_ended;
 }
 
+int nd_disk_running(void)
+{
+    bg_pump();
+    int n = 0;
+    pid_t me = getpid();
+    for (int i = 0; i < nbg; i++) n += bg[i]->owner == me && !bg[i]->ended;
+    return n;
+}
+
 double nd_disk_budget_left(void)
 {
     return call_deadline > 0 ? call_deadline - mono_now() : budget_s;

@@ -144,6 +144,9 @@ double nd_disk_budget_left(void);
  * program found still compiling at one value cannot be ready before the
  * value changes. */
 uint64_t nd_disk_progress(void);
+/* How many background compiles of this process are queued or running
+ * (polls them first): none, and nd_disk_progress() will not move again. */
+int nd_disk_running(void);
 int nd_disk_clear(void);
 /* A private build directory in the cache directory dfd (name: 64 bytes);
  * its descriptor, or -1 with errno. Removing one removes its files. */
