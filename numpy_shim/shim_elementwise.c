@@ -767,10 +767,11 @@ static PyObject *asarray_value(nd_trace *t, PyObject *a, PyObject *dtype, PyObje
 static PyObject *asarray_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[4], 0, NULL, argv[2]); }
 static PyObject *array_impl(nd_trace *t, PyObject **argv) { return asarray_core(t, argv[0], argv[1], argv[2], 1, argv[5], argv[3]); }
 
-/* a C-contiguous array of rank >= 1: 0-d input becomes shape (1,) */
-static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv)
+/* a C- (F-) contiguous array of rank >= 1: 0-d input becomes shape (1,);
+ * an operand already so laid out is itself, as NumPy gives it */
+static PyObject *as_ordered_array(nd_trace *t, PyObject **argv, const char *order)
 {
-    PyObject *c = PyUnicode_FromString("C");
+    PyObject *c = PyUnicode_FromString(order);
     PyObject *r = c ? asarray_core(t, argv[0], argv[1], NULL, 0, NULL, c) : NULL;
     Py_XDECREF(c);
     if (!r || !nd_proxy_check(r) || nd_proxy_ndim(r) != 0) return r;
@@ -778,6 +779,18 @@ static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv)
     PyObject *v = nd_proxy_view(r, 1, &one, 0, &st);
     Py_DECREF(r);
     return v;
+}
+
+static PyObject *ascontiguousarray_impl(nd_trace *t, PyObject **argv)
+{
+    return as_ordered_array(t, argv, "C");
+}
+
+/* NumPy's own asfortranarray of a lazy array went through the buffer
+ * protocol: a new ndarray over its memory, never the operand itself */
+static PyObject *asfortranarray_impl(nd_trace *t, PyObject **argv)
+{
+    return as_ordered_array(t, argv, "F");
 }
 
 /* result_type / can_cast: metadata only -- proxies stand in by their dtype
@@ -874,6 +887,7 @@ static const nd_shim_def functions[] = {
     {"asarray", "a|dtype,order;device,copy,like", asarray_impl, ND_SHIM_NUMBERS},
     {"asanyarray", "a|dtype,order;device,copy,like", asarray_impl, 0},
     {"ascontiguousarray", "a|dtype;like", ascontiguousarray_impl, 0},
+    {"asfortranarray", "a|dtype;like", asfortranarray_impl, 0},
     {"array", "object|dtype;copy,order,subok,ndmin,ndmax,like", array_impl, ND_SHIM_NUMBERS},
     {"result_type", "*arrays_and_dtypes", result_type_impl, 0},
     {"can_cast", "from_,to|casting", can_cast_impl, 0},

@@ -310,7 +310,10 @@ static PyObject *alias_proxies(nd_trace *t, PyObject *const *args, Py_ssize_t n)
         PyObject *p = nd__proxy_on(s, PyArray_NDIM(A), PyArray_DIMS(A), off / isz, st);
         PyObject *key = p ? PyLong_FromVoidPtr(a) : NULL;
         if (p && !PyArray_ISWRITEABLE(A)) ((NdProxy *)p)->readonly = 1;
-        if (p) nd__proxy_set_caller((NdProxy *)p, A);
+        if (p) {
+            nd__proxy_set_caller((NdProxy *)p, A);
+            ((NdProxy *)p)->arg = Py_NewRef(a);
+        }
         int r = key ? PyDict_SetItem(out, key, p) : -1;
         Py_XDECREF(key);
         Py_XDECREF(p);

@@ -128,6 +128,8 @@ struct nd_storage {
     PyObject *root;           /* rebased: owned, the caller array itself */
     npy_intp root_off;        /* rebased: the caller array's own map over it */
     npy_intp root_strides[ND_MAXDIMS];
+    nd_id rebase_version;     /* rebased: the version the rebase made, whose
+                                 value is `caller`'s memory as it is */
     uint8_t korder;           /* computed value NumPy lays out in memory
                                  order kperm (outermost first), not C order
                                  (trace_layout.c); 0 for caller storages */
@@ -164,6 +166,9 @@ struct NdProxy {
     PyObject *base;           /* owned: what ndarray.base gives (NULL: None) */
     PyObject *vbase;          /* owned: the base a view of this gets, NumPy's
                                  collapsed chain (NULL: this proxy itself) */
+    PyObject *arg;            /* owned: the argument array this proxy stands
+                                 for when it is a view of another argument's
+                                 memory (trace_compile.c's alias_proxies) */
     int dtype;
     npy_intp off;             /* element offset into the storage's C-order flat index */
     npy_intp shape[ND_MAXDIMS];

@@ -469,6 +469,7 @@ int nd__rebase_memory(nd_storage *s)
         s->korder = 0;  /* 1-d: its memory order is its own */
     } else {
         s->rebased = 1;
+        s->rebase_version = g2;
         s->root_off = off0;
         memcpy(s->root_strides, ms, sizeof(npy_intp) * (size_t)nd);
         s->root = s->caller;  /* the caller table's key: kept alive */

@@ -707,6 +707,7 @@ static void p_dealloc(PyObject *o)
     Py_CLEAR(p->sdict);
     Py_CLEAR(p->base);
     Py_CLEAR(p->vbase);
+    Py_CLEAR(p->arg);
     nd__proxy_free(o);
 }
 

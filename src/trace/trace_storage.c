@@ -60,6 +60,7 @@ nd_storage *nd__storage_new(nd_trace *t, nd_id version, PyObject *caller)
     s->exports = NULL;
     s->rebased = 0;
     s->root = NULL;
+    s->rebase_version = ND_NONE;
     s->korder = 0;
     s->dview_of = NULL;
     s->dview_base = s->dview_key = NULL;
@@ -120,7 +121,7 @@ PyObject *nd__proxy_new(nd_storage *s, int is_scalar)
     p->memmap = 0;
     p->subtype = NULL;
     p->sdict = NULL;
-    p->base = p->vbase = NULL;
+    p->base = p->vbase = p->arg = NULL;
     p->dtype = s->dtype;
     p->off = 0;
     memcpy(p->shape, s->shape, sizeof(npy_intp) * s->ndim);

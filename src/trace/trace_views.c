@@ -394,6 +394,21 @@ done:
     return r;
 }
 
+/* whether ndarrays v and a are views of the same memory with one layout */
+static int same_view(PyObject *v, PyObject *a)
+{
+    PyArrayObject *V = (PyArrayObject *)v, *A = (PyArrayObject *)a;
+    int nd = PyArray_NDIM(V);
+    if (!PyArray_Check(v) || PyArray_BYTES(V) != PyArray_BYTES(A) || nd != PyArray_NDIM(A) ||
+        !PyArray_EquivTypes(PyArray_DESCR(V), PyArray_DESCR(A)))
+        return 0;
+    for (int d = 0; d < nd; d++)
+        if (PyArray_DIM(V, d) != PyArray_DIM(A, d) ||
+            (PyArray_DIM(V, d) > 1 && PyArray_STRIDE(V, d) != PyArray_STRIDE(A, d)))
+            return 0;
+    return 1;
+}
+
 PyObject *nd_proxy_base_array(PyObject *o)
 {
     NdProxy *p = nd__as_proxy(o);
@@ -406,9 +421,14 @@ PyObject *nd_proxy_base_array(PyObject *o)
         if (p->st->dirty && nd__flush_writes(p->st->trace) < 0) return NULL;
         return Py_NewRef(p->st->caller);
     }
-    PyObject *arr = nd__node_array(p->st->trace->g, p->st->version);
-    if (!arr || !PyArray_Check(arr)) return NULL;
     nd_storage *s = p->st;
+    /* a rebased storage not written since: its value is the caller's memory
+     * itself (the rebase's version node computes a copy of it), so a view
+     * returned is NumPy's view of the caller's array (a.T.ravel() of an F
+     * array) */
+    PyObject *arr = s->rebased && s->version == s->rebase_version
+                  ? s->caller : nd__node_array(s->trace->g, s->version);
+    if (!arr || !PyArray_Check(arr)) return NULL;
     if (s->rebased && !p->fresh && !p->part && arr == s->caller) {
         /* the caller array itself, as `return a` gives it */
         PyArrayObject *r = (PyArrayObject *)s->root;
@@ -417,7 +437,12 @@ PyObject *nd_proxy_base_array(PyObject *o)
             same = p->shape[d] == PyArray_DIM(r, d) && p->strides[d] == s->root_strides[d];
         if (same) return Py_NewRef(s->root);
     }
-    if (!p->part) return nd__view_of(p, (PyArrayObject *)arr);
+    if (!p->part) {
+        PyObject *v = nd__view_of(p, (PyArrayObject *)arr);
+        if (v && p->arg && !p->fresh && arr == s->caller && same_view(v, p->arg))
+            Py_SETREF(v, Py_NewRef(p->arg));  /* the argument itself, as `return y` gives it */
+        return v;
+    }
     /* the complex region, then NumPy's own .real/.imag view of it */
     uint8_t part = p->part, ident = p->identity;
     p->part = 0;

@@ -1,0 +1,89 @@
+"""Differences from NumPy found by probe programs written as users write
+NumPy code (session 25, probe7), each against NumPy.
+
+1. A reshape NumPy makes a view of an argument laid out in another memory
+   order (``a.T.ravel()``, ``a.T.reshape(2, 6)`` of a Fortran-ordered
+   ``a``) re-expressed the argument's storage over its memory order, and
+   the view returned was built on the value of that re-expression -- a
+   copy -- not on the caller's memory: NumPy's result shares memory with
+   ``a`` (writes into it change ``a``), numdyn's did not. A re-expressed
+   storage not written since is the caller's memory itself.
+2. ``np.asfortranarray(a)`` is NumPy's C function, which took a lazy array
+   through the buffer protocol: of an argument already Fortran-ordered it
+   gave a new ndarray over its memory where NumPy gives ``a`` itself (a
+   recorded break, too). It is in the shim now, as ``ascontiguousarray``.
+3. An argument that is a view of another argument's memory (``f(b, b[1:])``)
+   returned as it was (``return x, y``) came back as a new view of that
+   memory where NumPy gives the argument object itself.
+"""
+import numpy as np
+import pytest
+
+from oracle import check
+
+import numdyn
+
+
+def _calls(fn, backend, *makers, **kw):
+    """One compiled fn, called on the arguments each maker builds (first and
+    warm calls)"""
+    cf = numdyn.compile(fn, backend=backend)
+    for make in makers:
+        check(fn, make_args=make, compiled=cf, **kw)
+
+
+# ------------------- 1. views through a re-expressed argument's memory
+def _fortran():
+    return (np.asfortranarray(np.arange(12.0).reshape(3, 4)),)
+
+
+def _transposed():
+    return (np.arange(12.0).reshape(4, 3).T,)
+
+
+def reshaped_views_of_other_orders(a):
+    return a.T.ravel(), a.T.reshape(2, 6), np.transpose(a).reshape(-1)[2:]
+
+
+def test_reshape_view_of_a_fortran_argument(backend):
+    _calls(reshaped_views_of_other_orders, backend, _fortran, _transposed, _fortran,
+           check_aliasing=True)
+
+
+# ------------------------------------------------- 2. np.asfortranarray
+def as_fortran(a):
+    b = np.asfortranarray(a)
+    return (b, np.asfortranarray(a, dtype=np.float32), np.asfortranarray(a * 2).ravel("K"),
+            np.asfortranarray(a.sum()), b.flags.f_contiguous)
+
+
+def test_asfortranarray_of_a_fortran_argument_is_itself(backend):
+    _calls(as_fortran, backend, _fortran, lambda: (np.arange(12.0).reshape(3, 4),),
+           lambda: (np.arange(5.0),), lambda: (np.array(2.0),), _fortran, check_aliasing=True)
+
+
+# ---------------------- 3. arguments that are views of one another's memory
+def add_and_return_both(x, y):
+    n = min(len(x), len(y))
+    x[:n] += y[:n]
+    return x, y
+
+
+def _shifted():
+    b = np.arange(10.0)
+    return b, b[1:]
+
+
+def _halves():
+    b = np.arange(10.0)
+    return b[:6], b[4:]
+
+
+def _reversed():
+    b = np.arange(10.0)
+    return b, b[::-1]
+
+
+def test_aliasing_arguments_return_themselves(backend):
+    _calls(add_and_return_both, backend, _shifted, _halves, _reversed, _shifted,
+           check_aliasing=True)
