@@ -285,6 +285,49 @@ def test_ufunc_at_unary_and_errors(backend):
     check(h, arr((4,), np.int64), backend=backend)
 
 
+def test_lazy_index_negative_wrap_and_message(backend):
+    # computed indices: negatives wrapped, and the first one out of range
+    # named as given (below -n too: the vectorized check wraps it first)
+    def f(a, i):
+        return a[i - 3]
+    check(f, arr((6,)), np.array([3, 0, 8, 1, 2]), backend=backend)    # -3..5 in range
+    check(f, arr((6,)), np.array([3, 0, -4, 9, 1]), backend=backend)   # -7: IndexError
+    check(f, arr((6,)), np.array([3, 0, 2, 9, 1]), backend=backend)    # 6: IndexError
+
+
+def test_scatter_add_calls_no_python(backend):
+    # np.add.at of values shaped like the index (a COO mat-vec): the scatter
+    # hands the values to at() as they are -- no np.broadcast_to (a Python
+    # function, most of a small scatter's cost) on any call, replays included
+    import sys
+
+    def coo(rows, cols, data, x, n):
+        y = np.zeros(n)
+        np.add.at(y, rows, data * x[cols])
+        return y
+
+    rows, cols = np.array([0, 2, 2, 1, 0]), np.array([1, 1, 0, 2, 2])
+    data, x = arr((5,), seed=1), arr((3,), seed=2)
+    check(coo, rows, cols, data, x, 3, backend=backend)
+    check(lambda a, i: (np.add.at(a, i, 2.5), a)[1], arr((4,)), np.array([0, 3, 3]), backend=backend)
+    check(lambda a, i, v: (np.add.at(a, i, v), a)[1], arr((3, 4)), np.array([0, 2, 0]), arr((4,)),
+          backend=backend)   # a row of values for each indexed row: broadcast
+    f = numdyn.compile(coo, backend=backend)
+    called = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            called.append(frame.f_code.co_name)
+    for _ in range(3):
+        sys.setprofile(prof)
+        try:
+            y = f(rows, cols, data, x, 3)
+        finally:
+            sys.setprofile(None)
+        np.testing.assert_allclose(y, coo(rows, cols, data, x, 3))
+    assert "broadcast_to" not in called, called
+
+
 # ------------------------------------------------- randomized key combinations
 
 def _random_key(rng, shape):
