@@ -873,8 +873,8 @@ ND_INLINE nd_v16f nd_zvf_log_core(nd_v16f u, nd_v16f cor, int withcor, nd_m16 tw
 /* arcsinh and arccosh: log(2a) above 2^12 (1/(4a^2) below the last
  * bit), a itself below 2^-40; arctanh: 1/v to 2^-28 */
 ND_ZV_INVHYP_DEF(Y, nd_v16f, nd_v16u, nd_m16, nd_zvf, 1, 0x1p-40, 0x1p12, 0x1p-60)
-/* cbrt as float64's nd_zv_cbrt8: c0 to 2^-19 (Taylor's to r^2), one
- * Newton step from the exact residual */
+/* cbrt's tables (nd_vm32.h's float cbrt: as float64's nd_zv_cbrt8, c0 to
+ * 2^-19 by Taylor's to r^2, one Newton step) */
 static const float __attribute__((aligned(64))) ND_ZVF_CBRT_INVC[16] = {
     0x1.f07c2p-1f, 0x1.d41d42p-1f, 0x1.bacf92p-1f, 0x1.a41a42p-1f, 0x1.8f9c18p-1f, 0x1.7d05f4p-1f, 0x1.6c16c2p-1f,
     0x1.5c9882p-1f, 0x1.4e5e0ap-1f, 0x1.414142p-1f, 0x1.3521dp-1f, 0x1.29e412p-1f, 0x1.1f7048p-1f, 0x1.15b1e6p-1f,
@@ -885,11 +885,6 @@ static const float __attribute__((aligned(64))) ND_ZVF_CBRT_C[16] = {
     0x1.3d6b54p+0f, 0x1.40d9ep+0f};
 static const float __attribute__((aligned(64))) ND_ZVF_CBRT_T3[16] = {
     0x1p+0f, 0x1.428a3p+0f, 0x1.965feap+0f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-ND_INLINE nd_v16f nd_zvf_cbrt_p(nd_v16f r)   /* Taylor's to r^2 (2^-19) */
-{
-    return ND_YFMA(r, ND_Y1(-0x1.c71c72p-4f), ND_Y1(0x1.555556p-2f));
-}
-ND_ZV_CBRT_DEF(Y, nd_v16f, nd_v16i, nd_v16u, nd_m16, nd_zvf_cbrt16, 19, 0x1.8p23, ND_ZVF_CBRT, nd_zvf_cbrt_p, 0)
 /* float32 exp2 by float64's form (a 16-entry float table in one register:
  * vpermps; e^r - 1 by r + r^2 (1/2 + r/6 + r^2/24), 2^-30): SLEEF's
  * 3.5-ULP exp2f ran 0.85x NumPy's loop */
@@ -914,7 +909,6 @@ ND_ZV_EXP2_DEF(Y, nd_v16f, nd_v16i, nd_v16u, nd_m16, nd_zvf, ND_ZVF_EXP, 0x1.8p2
 ND_ZVF_ENTRY(nd_zvf_atanh, nd_zvf_atanhv, 0.0f)
 ND_ZVF_ENTRY(nd_zvf_asinh, nd_zvf_asinhv, 1.0f)
 ND_ZVF_ENTRY(nd_zvf_acosh, nd_zvf_acoshv, 1.0f)
-ND_ZVF_ENTRY(nd_zvf_cbrt, nd_zvf_cbrt16, 1.0f)
 ND_ZVF_ENTRY(nd_zvf_exp2, nd_zvf_exp2v, 0.0f)
 /* float32 tanh: |x| capped at 10 (tanh rounds to 1 from 9.01) and the
  * sign cleared by one vrangeps, then a degree-6
@@ -1356,7 +1350,8 @@ ND_INLINE float nd_em1eo_f(float r, float *od)
     return s * e;
 }
 ND_EXPK(float, f, uint32_t, int32_t, 0x1.8p23f, 0x1.715476p+0f, 0x1.62ep-1f, 0x1.0bfbe8p-15f, __builtin_fmaf, 100)
-ND_HYP(float, f, f, 89.5f, 0x1p-12f, __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
+/* (nd_sinhf, nd_coshf: nd_vm32.h, over these where the target has no AVX-512) */
+ND_HYP(float, f, f_c, 89.5f, 0x1p-12f, __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
 #if ND_ZV
 /* float32 tanh: numdyn's AVX-512 function (nd_zvf_tanhv); the exp form
  * above for the other targets */
@@ -1437,15 +1432,9 @@ ND_INLINE double nd_cbrt(double x) { ND_ZV_KEEP(nd_zv_cbrt) return nd_zv_cbrt(x)
 ND_CBRT(double, d, , 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
         __builtin_fma, __builtin_fabs, __builtin_copysign)
 #endif
-#if ND_ZV
-/* float32: numdyn's AVX-512 function (nd_zvf_cbrt16) */
+/* float32: nd_vm32.h (its AVX-512 function, this C form elsewhere) */
 ND_CBRT(float, f, f_c, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
         __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
-ND_INLINE float nd_cbrtf(float x) { ND_ZV_KEEP(nd_zvf_cbrt) return nd_zvf_cbrt(x); }
-#else
-ND_CBRT(float, f, f, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
-        __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
-#endif
 
 /* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is
  * exact for the k below the dtype's digits); x capped at HI, just past
