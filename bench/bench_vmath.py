@@ -8,7 +8,7 @@ directory (another checkout's) in the same loop, before/after.
 
     python bench/bench_vmath.py [--only exp,sinh] [--against /path/to/old/kernels] [--runs N]
 
-Operands are bench_ufuncs.py's; the max error against NumPy's results is
+Operands are bench_ufuncs.py's (binary ones too: arctan2); the max error against NumPy's results is
 printed in units of the dtype's epsilon (relative).
 """
 import argparse
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ufuncs import UNARY, _operand  # noqa: E402
+from bench_ufuncs import BINARY, UNARY, _operand  # noqa: E402
 
 import numdyn  # noqa: E402
 
@@ -31,7 +31,7 @@ KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 DEFAULT = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
            "arctanh", "cbrt"]
 CNAME = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arcsin": "asin", "arccos": "acos",
-         "arctan": "atan"}
+         "arctan": "atan", "arctan2": "atan2"}
 
 
 def _compiler_command(tmp):
@@ -50,8 +50,12 @@ def _build(names, kdir, cmd, tmp, tag):
     for nm in names:
         c = CNAME.get(nm, nm)
         for t, s, f in (("double", "d", ""), ("float", "f", "f")):
-            src.append(f"void vm_{nm}_{s}(const {t} *restrict x, {t} *restrict y, long n)\n"
-                       f"{{\n#pragma omp simd\n    for (long i = 0; i < n; i++) y[i] = nd_{c}{f}(x[i]);\n}}")
+            if nm in BINARY:   # (x, x2, y)
+                src.append(f"void vm_{nm}_{s}(const {t} *restrict x, const {t} *restrict x2, {t} *restrict y, long n)\n"
+                           f"{{\n#pragma omp simd\n    for (long i = 0; i < n; i++) y[i] = nd_{c}{f}(x[i], x2[i]);\n}}")
+            else:
+                src.append(f"void vm_{nm}_{s}(const {t} *restrict x, {t} *restrict y, long n)\n"
+                           f"{{\n#pragma omp simd\n    for (long i = 0; i < n; i++) y[i] = nd_{c}{f}(x[i]);\n}}")
     c_path, so = tmp / f"vm_{tag}.c", tmp / f"vm_{tag}.so"
     c_path.write_text("\n".join(src) + "\n")
     subprocess.run(f"{cmd} -I{kdir} {c_path} -o {so} -lsleefgnuabi -lm", shell=True, check=True)
@@ -81,19 +85,19 @@ def run(names, against=None, runs=100, n=16384):
               "  " + "  ".join(f"NumPy/{t}" for t, _ in libs) + "  max err/eps")
         for nm in names:
             for dt, s in (("f8", "d"), ("f4", "f")):
-                x = _operand(rng, UNARY[nm], n, np.dtype(dt))
-                want, y = np.empty_like(x), np.empty_like(x)
+                xs = [_operand(rng, spec, n, np.dtype(dt)) for spec in (BINARY[nm] if nm in BINARY else (UNARY[nm],))]
+                want, y = np.empty_like(xs[0]), np.empty_like(xs[0])
                 uf = getattr(np, nm)
                 fns = [getattr(lib, f"vm_{nm}_{s}") for _, lib in libs]
-                px, py = x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p)
+                ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in (*xs, y)]
                 tn, tk = [], [[] for _ in fns]
                 for _ in range(runs):
                     t0 = time.perf_counter()
-                    uf(x, out=want)
+                    uf(*xs, out=want)
                     tn.append(time.perf_counter() - t0)
                     for fn, acc in zip(fns, tk):
                         t0 = time.perf_counter()
-                        fn(px, py, ctypes.c_long(n))
+                        fn(*ptrs, ctypes.c_long(n))
                         acc.append(time.perf_counter() - t0)
                 fi = np.finfo(dt)
                 err = np.max(np.abs(y - want) / np.maximum(np.abs(want), fi.tiny)) / fi.eps

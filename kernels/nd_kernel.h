@@ -188,7 +188,7 @@ ND_DECL1D(sin) ND_DECL1F35(sin)
 ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD35(tan) ND_DECL1F35(tan)
 ND_DECL1D35(asin) ND_DECL1F35(asin) ND_DECL1D35(acos) ND_DECL1F35(acos)
 ND_DECL1D35(atan) ND_DECL1F35(atan)
-ND_DECL2D35(atan2) ND_DECL2F35(atan2)
+ND_DECL2F35(atan2)   /* float64: nd_vm64_trig.h */
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
 /* float32 log2, log10: nd_vm32.h */
 
@@ -1326,6 +1326,7 @@ ND_INLINE double nd_log1p_pos_d(double y)
 #define ND_VM64_PART 2
 #include "nd_vm64.h"
 #undef ND_VM64_PART
+#include "nd_vm64_trig.h"
 /* ------------------------------------ numdyn's own float32 vector math */
 /* expm1, arcsinh, arccosh, arctanh and cbrt of float32 by the same forms
  * in float (16 lanes of AVX-512): SLEEF's float versions ran 1.5-4x

@@ -366,7 +366,7 @@ print(json.dumps({"ok": bool(r == f(A)), "captured": cf._loop_info()[0]["capture
 """
 
 
-@pytest.mark.parametrize("header", ["nd_kernel.h", "nd_vm64.h", "nd_vm32.h", "nd_loop.h"])
+@pytest.mark.parametrize("header", ["nd_kernel.h", "nd_vm64.h", "nd_vm64_trig.h", "nd_vm32.h", "nd_loop.h"])
 def test_a_changed_header_never_loads_kernels_built_against_the_old(tmp_path, header):
     """Every header generated code includes is part of every cache entry's
     key, captured loops' entries included (a new numdyn with another

@@ -40,7 +40,8 @@ static int find_header_dir(void)
     }
     /* every header generated code includes: a changed one (a new numdyn)
      * must not load kernels compiled against the old one */
-    static const char *const headers[] = {"nd_kernel.h", "nd_vm64.h", "nd_vm32.h", "nd_f2i.h", "nd_f16.h", "nd_loop.h"};
+    static const char *const headers[] = {"nd_kernel.h", "nd_vm64.h", "nd_vm64_trig.h", "nd_vm32.h", "nd_f2i.h", "nd_f16.h",
+                                          "nd_loop.h"};
     uint64_t h = ND_FNV_INIT;
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
         char path[4200];
