@@ -295,7 +295,23 @@ static PyObject *materialized_getitem(PyObject *self, PyObject *key)
     return r;
 }
 
-static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key);
+static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key, int scalar_array);
+
+/* Whether key holds a 0-d integer array (a lazy one too; not a NumPy
+ * scalar): NumPy's HAS_SCALAR_ARRAY. It indexes as an integer, but an
+ * index with one that does not name an element is an advanced index: the
+ * result is a copy, not a view (a[np.array(1)] of a 2-d a) */
+static int has_scalar_array(PyObject *key)
+{
+    Py_ssize_t n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, i) : key;
+        if (PyArray_Check(o) ? PyArray_NDIM((PyArrayObject *)o) == 0 && PyArray_ISINTEGER((PyArrayObject *)o)
+                             : lazy_int_index(o) && !nd_proxy_is_scalar(o))
+            return 1;
+    }
+    return 0;
+}
 
 PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
 {
@@ -325,16 +341,20 @@ PyObject *nd_shim_getitem(PyObject *self, PyObject *key)
     }
     if (lazy_element_key(key, nd) && nd_trace_checks_deferred(t))
         return nd_shim_advidx_getitem(t, self, key);  /* a gather of one element */
-    if (lazy_row_key(key, nd) && nd_proxy_dynamic_view_ok(self) && nd_trace_checks_deferred(t))
-        return dynamic_row(t, self, key);  /* a gather standing for the view */
+    int sa = has_scalar_array(key);
+    if (lazy_row_key(key, nd) && nd_trace_checks_deferred(t)) {
+        if (sa) return nd_shim_advidx_getitem(t, self, key);  /* NumPy's copy: a gather */
+        if (nd_proxy_dynamic_view_ok(self))
+            return dynamic_row(t, self, key);  /* a gather standing for the view */
+    }
     PyObject *k = concrete_key(t, key);
     if (!k) return NULL;
-    PyObject *r = getitem(t, self, k);
+    PyObject *r = getitem(t, self, k, sa);
     Py_DECREF(k);
     return r;
 }
 
-static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key)
+static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key, int scalar_array)
 {
     if (!nd_shim_key_is_basic(key)) return nd_shim_advidx_getitem(t, self, key);
     basic_map m;
@@ -357,7 +377,13 @@ static PyObject *getitem(nd_trace *t, PyObject *self, PyObject *key)
         if (e || PyErr_Occurred()) return e;
         return materialized_getitem(self, key);
     }
-    return nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
+    PyObject *v = nd_proxy_view(self, m.ndim, m.shape, m.off, m.strides);
+    if (!v || !scalar_array) return v;
+    /* a 0-d integer array in it: NumPy's result is a copy of that view */
+    nd_id id = nd_proxy_read(v);
+    Py_DECREF(v);
+    if (id == ND_NONE || (id = nd_shim_node_reshape(t, id, m.ndim, m.shape)) == ND_NONE) return NULL;
+    return nd_shim_wrap(t, id, 0);
 }
 
 /* NumPy's own store of the NumPy scalar x into an element of a signed

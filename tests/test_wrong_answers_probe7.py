@@ -15,6 +15,11 @@ NumPy code (session 25, probe7), each against NumPy.
 3. An argument that is a view of another argument's memory (``f(b, b[1:])``)
    returned as it was (``return x, y``) came back as a new view of that
    memory where NumPy gives the argument object itself.
+4. A 0-d integer ndarray in an index that does not name one element
+   (``m[np.array(1)]``, ``m[k, 1:]`` with ``k = np.asarray(np.argmax(v))``)
+   indexed as an integer and gave a view: NumPy's index is then advanced
+   (its HAS_SCALAR_ARRAY) and the result a copy, so a write into it
+   changed ``m`` under numdyn only. A NumPy scalar index stays a view.
 """
 import numpy as np
 import pytest
@@ -86,4 +91,24 @@ def _reversed():
 
 def test_aliasing_arguments_return_themselves(backend):
     _calls(add_and_return_both, backend, _shifted, _halves, _reversed, _shifted,
+           check_aliasing=True)
+
+
+# --------------------------------------- 4. a 0-d integer array as an index
+def zero_d_array_index(m, v, i):
+    k = np.asarray(np.argmax(v))
+    r = m[k]
+    r[0] = 9
+    q = m[i, 1:]
+    q += 100
+    s = m[np.argmin(v)]   # a NumPy scalar index: a view
+    s[1] = -7
+    m[np.array(2)] += 1
+    return m, r, q, s, m[k, 2], m[i][::-1]
+
+
+def test_zero_d_integer_array_index_copies(backend):
+    _calls(zero_d_array_index, backend,
+           lambda: (np.arange(12.0).reshape(3, 4), np.array([1.0, 5.0, 2.0]), np.array(0)),
+           lambda: (np.arange(8.0).reshape(4, 2), np.array([7.0, 5.0, 2.0, 1.0]), np.array(-1)),
            check_aliasing=True)
