@@ -152,6 +152,9 @@ static PyObject *clip_core(nd_trace *t, PyObject *a, PyObject *lo, PyObject *hi,
         nd_id in[2] = {x, b};
         x = nd_shim_node_ufunc(t, k == 1 ? ND_UF_MAXIMUM : ND_UF_MINIMUM, in, loop, dt, 0);
         if (x == ND_NONE) return NULL;
+        /* a bound's tie is the clipped value's (graph.h, autodiff) */
+        nd_node *xn = nd_graph_node(nd_trace_graph(t), x);
+        if (xn->op == ND_OP_UFUNC && xn->nin == 2 && xn->in[0] == in[0]) xn->flags |= ND_F_CLIP;
     }
     if (!lo && !hi && (x = nd_shim_node_reshape(t, x, ops[0].ndim, ops[0].shape)) == ND_NONE) return NULL;
     if (out && out != Py_None) {

@@ -116,7 +116,8 @@ def test_guard_fail_fn_and_guard_export_fn():
     assert isinstance(gf, numdyn.GuardFail)
     assert "L['x']" in gf.reason and "float64 -> float32" in gf.reason
     assert "dtype float64" in gf.guard
-    assert gf.orig_code is ref
+    assert gf.orig_code is ref.__code__ and gf.fn is ref  # torch: the frame's code object
+    assert tuple(gf) == (gf.reason, ref.__code__, gf.guard)
     f(np.ones((3, 1)))
     assert "ndim changed: 1 -> 2" in fails[1].reason
     f(np.ones(4, np.float32))  # seen: no failure

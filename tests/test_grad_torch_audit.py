@@ -201,9 +201,56 @@ def test_kink_conventions():
     torch.maximum(tx, torch.tensor([0.5])).sum().backward()
     assert tx.grad.item() == 0.5
     g = numdyn.grad(lambda x: np.sum(np.clip(x, 0.0, 0.5)))(x.copy())
-    np.testing.assert_array_equal(g, [0.0, 0.5, 0.5, 0.0])  # at a bound: half (JAX); torch: 1
+    np.testing.assert_array_equal(g, [0.0, 1.0, 1.0, 0.0])  # at a bound: 1 (torch.clamp)
     g = numdyn.grad(lambda x: np.max(x))(np.array([1.0, 3.0, 3.0, 2.0]))
     np.testing.assert_array_equal(g, [0.0, 0.5, 0.5, 0.0])  # tied maxima share (JAX); torch amax too
     tx = torch.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
     torch.amax(tx).backward()
     np.testing.assert_array_equal(tx.grad.numpy(), [0.0, 0.5, 0.5, 0.0])
+
+
+W = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+
+
+@pytest.mark.parametrize("lo, hi", [("a", "a"), ("a", None), (None, "a"), ("s", "s"), ("s", None)],
+                         ids=["arrays", "min-array", "max-array", "scalars", "min-scalar"])
+def test_clip_at_its_bounds_is_torch_clamp(lo, hi):
+    """np.clip's gradient on the closed interval [min, max] is 1, its
+    bounds' where they win strictly, min > max gives max (torch.clamp,
+    every operand a float64 array, or Python float bounds); a plain
+    maximum/minimum tie still halves (test_kink_conventions)"""
+    x = np.array([-1.0, 0.0, 0.25, 0.5, 2.0, 1.0, 0.7])
+    a_lo = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 0.7])  # the last two: min > max, and min == x
+    a_hi = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 0.6])
+    s_lo, s_hi = 0.0, 0.5
+    if lo == "s":
+        names = (0,)
+        args = (x.copy(),)
+        lv, hv = s_lo, (s_hi if hi else None)
+        f = lambda x: np.sum(np.clip(x, lv, hv) * W)
+        ft = lambda x: (torch.clamp(x, lv, hv) * torch.tensor(W)).sum()
+    else:
+        ops = [x] + ([a_lo] if lo else []) + ([a_hi] if hi else [])
+        names = tuple(range(len(ops)))
+        args = tuple(o.copy() for o in ops)
+
+        def f(*a):
+            it = iter(a[1:])
+            return np.sum(np.clip(a[0], next(it) if lo else None, next(it) if hi else None) * W)
+
+        def ft(*a):
+            it = iter(a[1:])
+            return (torch.clamp(a[0], next(it) if lo else None, next(it) if hi else None)
+                    * torch.tensor(W)).sum()
+    gs = numdyn.grad(f, argnums=names)(*args)
+    ts = [torch.tensor(a, requires_grad=True) for a in args]
+    ft(*ts).backward()
+    np.testing.assert_allclose(f(*args), ft(*[t.detach() for t in ts]).item(), rtol=1e-14)
+    for g, t in zip(gs, ts):
+        assert g.dtype == np.float64 and g.shape == t.shape
+        np.testing.assert_array_equal(g, t.grad.numpy())
+    # the same program through numdyn.Tensor.backward
+    nt = [numdyn.tensor(a.copy(), requires_grad=True) for a in args]
+    f(*nt).backward()
+    for n, t in zip(nt, ts):
+        np.testing.assert_array_equal(n.grad.numpy(), t.grad.numpy())

@@ -142,6 +142,12 @@ typedef enum {
                                   native run writes into base's own buffer
                                   where it may consume it (nd_scatter_into) */
 
+#define ND_F_CLIP      0x1000u /* UFUNC maximum/minimum made by np.clip
+                                  (in[0] the clipped value, in[1] a bound):
+                                  autodiff gives a tie to in[0] (torch.clamp:
+                                  gradient 1 on the closed [min, max]) where
+                                  a plain maximum/minimum halves it */
+
 typedef union {
     double f;
     int64_t i;

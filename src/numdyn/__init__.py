@@ -67,7 +67,7 @@ RecompileError = _C.RecompileError
 RecompileError.__module__ = "numdyn"
 ConstraintViolationError = _C.ConstraintViolationError
 ConstraintViolationError.__module__ = "numdyn"
-GuardFail = _C.GuardFail  # (reason, orig_code, guard): what guard_fail_fn receives
+GuardFail = _C.GuardFail  # (reason, orig_code, guard), .fn: what guard_fail_fn receives
 LazyArray = _C.LazyArray
 Graph = getattr(_C, "Graph", None)
 
@@ -233,7 +233,7 @@ def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fa
 
     guard_fail_fn(numdyn.GuardFail) is called when a call fits none of the
     function's compiled programs (a recompile): .reason says why, .guard is
-    the guard that failed (text), .orig_code the function.
+    the guard that failed (text), .orig_code the function's code object (torch's), .fn the function.
     guard_export_fn(guards) gets the guards (a list of str) of each program
     compiled. nopython=True is fullgraph=True.
     """

@@ -555,8 +555,15 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     case ND_UF_DEG2RAD: case ND_UF_RADIANS: ga = MUL(c, S(PI / 180)); break;
     case ND_UF_RAD2DEG: case ND_UF_DEGREES: ga = MUL(c, S(180 / PI)); break;
     case ND_UF_MAXIMUM: case ND_UF_MINIMUM: case ND_UF_FMAX: case ND_UF_FMIN: {
-        /* JAX's balanced rule: a tie gives each side half */
+        /* JAX's balanced rule: a tie gives each side half; np.clip's
+         * bounds (ND_F_CLIP) leave a tie to the clipped value, as
+         * torch.clamp (1 on the closed interval [min, max]) */
         nd_id ea = U2(ND_UF_EQUAL, a, y), eb = U2(ND_UF_EQUAL, b, y);
+        if (f->flags & ND_F_CLIP) {
+            if (da) ga = where(g, ea, c, S(0), L);
+            if (db) gb = where(g, ea, S(0), where(g, eb, c, S(0), L), L);
+            break;
+        }
         if (da) ga = MUL(c, where(g, ea, where(g, eb, S(0.5), S(1), L), S(0), L));
         if (db) gb = MUL(c, where(g, eb, where(g, ea, S(0.5), S(1), L), S(0), L));
         break;

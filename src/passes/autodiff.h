@@ -49,7 +49,9 @@
  *    them so);
  *  - abs'(0) = 1 (JAX: select(x >= 0, g, -g)), sign/floor/ceil/round have
  *    zero derivative;
- *  - maximum/minimum (and so clip) give a tie half the cotangent each;
+ *  - maximum/minimum give a tie half the cotangent each; np.clip's bounds
+ *    (ND_F_CLIP) leave it to the clipped value: 1 on the closed interval
+ *    [min, max], a bound's where it wins strictly (torch.clamp);
  *    max/min reductions split the cotangent evenly among the tied maxima;
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
  *  - cumprod's gradient is exact where x has zeros (no division);

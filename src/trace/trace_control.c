@@ -15,6 +15,44 @@ _Thread_local int nd__tls_frozen;
 static PyObject *RecompileError;
 static PyObject *ConstraintViolationError;
 static PyTypeObject *GuardFail_Type;
+
+/* the code object a compiled callable runs (torch's GuardFail.orig_code is
+ * the frame's f_code): a function's __code__, through __wrapped__, a
+ * partial's func, an object's forward or its type's __call__; None when
+ * it has no Python code (a builtin). New reference, NULL on error. */
+static int opt_attr(PyObject *o, const char *name, PyObject **out)
+{
+    *out = PyObject_GetAttrString(o, name);
+    if (*out) return 1;
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+static PyObject *code_of(PyObject *fn)
+{
+    static const char *const via[] = {"__wrapped__", "func", "forward", NULL};
+    Py_INCREF(fn);
+    for (int depth = 0; depth < 8; depth++) {
+        PyObject *code;
+        if (opt_attr(fn, "__code__", &code) < 0) { Py_DECREF(fn); return NULL; }
+        if (code && PyCode_Check(code)) { Py_DECREF(fn); return code; }
+        Py_XDECREF(code);
+        PyObject *next = NULL;
+        for (int k = 0; via[k] && !next; k++)
+            if (opt_attr(fn, via[k], &next) < 0) { Py_DECREF(fn); return NULL; }
+        if (!next && !PyType_Check(fn) && !PyFunction_Check(fn) && !PyMethod_Check(fn) &&
+            opt_attr((PyObject *)Py_TYPE(fn), "__call__", &next) < 0) {
+            Py_DECREF(fn);
+            return NULL;
+        }
+        Py_DECREF(fn);
+        if (!next) Py_RETURN_NONE;
+        fn = next;
+    }
+    Py_DECREF(fn);
+    Py_RETURN_NONE;
+}
 static PyObject *compile_times;         /* qualname -> [seconds, ...] */
 static const char *stance_names[] = {"default", "force_eager", "eager_on_recompile",
                                      "fail_on_recompile"};
@@ -222,10 +260,13 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
                 PyObject *gf = PyStructSequence_New(GuardFail_Type);
                 if (gf) {
                     PyStructSequence_SetItem(gf, 0, Py_NewRef(why));
-                    PyStructSequence_SetItem(gf, 1, Py_NewRef(c->fn));
+                    PyObject *code = code_of(c->fn);
+                    PyStructSequence_SetItem(gf, 1, code);
                     PyStructSequence_SetItem(gf, 2, guard ? Py_NewRef(guard) : Py_NewRef(Py_None));
-                    PyObject *r = PyObject_CallOneArg(c->guard_fail_fn, gf);
-                    Py_DECREF(gf);
+                    PyStructSequence_SetItem(gf, 3, Py_NewRef(c->fn));
+                    if (!code) Py_CLEAR(gf);
+                    PyObject *r = gf ? PyObject_CallOneArg(c->guard_fail_fn, gf) : NULL;
+                    Py_XDECREF(gf);
                     if (!r) rc = -1;
                     Py_XDECREF(r);
                 } else {
@@ -585,14 +626,16 @@ static PyMethodDef ctl_functions[] = {
 
 static PyStructSequence_Field gf_fields[] = {
     {"reason", "why the call fits none of the function's compiled programs"},
-    {"orig_code", "the function that was called"},
+    {"orig_code", "the code object of the function that was called (torch's GuardFail.orig_code; "
+                  "None for a callable without Python code)"},
     {"guard", "the guard that failed, as text (None when the call shape itself differs)"},
+    {"fn", "the function that was called"},
     {NULL, NULL},
 };
 static PyStructSequence_Desc gf_desc = {
     "numdyn.GuardFail",
     "What guard_fail_fn receives when a call fits no compiled program (a recompile).",
-    gf_fields, 3,
+    gf_fields, 3,  /* fn: an attribute, not an item */
 };
 
 int nd__ctl_init(PyObject *m)
