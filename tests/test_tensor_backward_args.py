@@ -1,8 +1,8 @@
 """Tensor.backward takes torch's signature (issue 14, probed as a torch
 user would write it): backward(gradient=None, retain_graph=None,
 create_graph=False, inputs=None), `grad=` an alias. Before, gradient= and
-retain_graph= were TypeErrors; create_graph / inputs are refused by name
-(NotImplementedError), never silently ignored."""
+retain_graph= were TypeErrors; create_graph / inputs work as torch's
+(test_tensor_backward_graph.py)."""
 import numpy as np
 import pytest
 
@@ -36,19 +36,6 @@ def test_retain_graph_twice_accumulates_as_torch():
     yt.backward(retain_graph=True)
     yt.backward()
     np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-12)
-
-
-@pytest.mark.parametrize("kw, what", [({"create_graph": True}, "create_graph"),
-                                      ({"inputs": None, "create_graph": 1}, "create_graph"),
-                                      ({"inputs": ["t"]}, "inputs")])
-def test_unsupported_forms_refused_by_name(kw, what):
-    t = leaf()
-    y = (t * 2.0).sum()
-    if kw.get("inputs") == ["t"]:
-        kw = {"inputs": [t]}
-    with pytest.raises(NotImplementedError, match=what):
-        y.backward(**kw)
-    assert t.grad is None
 
 
 def test_argument_errors():

@@ -29,6 +29,7 @@ typedef struct {
     char requires_grad;
     char taped;             /* this version is an argument of a tape node */
     char readonly;          /* CUDA: memory of a read-only DLPack producer (never written) */
+    char retains;           /* retain_grad(): a non-leaf whose .grad backward() fills */
     char stale;             /* array is a placeholder for an older value the tape
                                recomputes (tensor_type.c, old_value) */
     long long version;      /* in-place writes so far (torch's version counter) */
@@ -137,6 +138,11 @@ int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObjec
 int nd_tape_init(PyObject *module);
 /* 0 inside numdyn.no_grad(), else 1 */
 int nd_tape_grad_enabled(void);
-/* backward() of a Tensor: gradients into the leaves' .grad */
-PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad, int retain);
+/* backward() of a Tensor: gradients into the leaves' .grad. wrt: NULL, or
+ * a list of Tensors that require grad (torch's inputs=): only those get
+ * gradients, non-leaf ones too; create: the gradients are themselves
+ * recorded on the tape (torch's create_graph), so a later backward
+ * differentiates them again. */
+PyObject *nd_tape_backward(PyObject *tensor, PyObject *grad, int retain, PyObject *wrt,
+                           int create);
 #endif

@@ -118,6 +118,12 @@ static int mark_output(PyObject *t, PyObject *node, int k)
 
 int nd_tape_grad_enabled(void) { return grad_enabled; }
 
+/* the key of output k of a node: cotangents (the sweep), perturbed values */
+static PyObject *ct_key(PyObject *node, int k)
+{
+    return Py_BuildValue("(Ni)", PyLong_FromVoidPtr(node), k);
+}
+
 /* the Tensors among a node's arguments read at their current version:
  * marked (a later write keeps that value), versions past 0 noted */
 static int note_versions(NdTapeNode *n, PyObject *o, int depth)
@@ -255,19 +261,24 @@ typedef struct {
     PyObject_HEAD
     int step;   /* -1: a parameter */
     int index;  /* parameter number, or the output of the step (-1: its whole result) */
+    int param;  /* a step output read as itself + this parameter (zeros), whose
+                 * gradient is the output's (backward(inputs=) of a non-leaf);
+                 * -1: none */
 } NdSlot;
 
 static PyObject *slot_richcompare(PyObject *a, PyObject *b, int op)
 {
     if (Py_TYPE(a) != Py_TYPE(b) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
     int eq = ((NdSlot *)a)->step == ((NdSlot *)b)->step &&
-             ((NdSlot *)a)->index == ((NdSlot *)b)->index;
+             ((NdSlot *)a)->index == ((NdSlot *)b)->index &&
+             ((NdSlot *)a)->param == ((NdSlot *)b)->param;
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 
 static Py_hash_t slot_hash(PyObject *o)
 {
-    Py_hash_t h = (Py_hash_t)((NdSlot *)o)->step * 1000003 + ((NdSlot *)o)->index + 17;
+    Py_hash_t h = ((Py_hash_t)((NdSlot *)o)->step * 1000003 + ((NdSlot *)o)->index) * 31 +
+                  ((NdSlot *)o)->param + 17;
     return h == -1 ? -2 : h;
 }
 
@@ -286,6 +297,7 @@ static PyObject *slot_new(int step, int index)
     if (!s) return NULL;
     s->step = step;
     s->index = index;
+    s->param = -1;
     return (PyObject *)s;
 }
 
@@ -297,9 +309,50 @@ typedef struct {
     PyObject *leaves;   /* list of leaf Tensors, in parameter order */
     PyObject *ptensors; /* flat programs (one step): per parameter its Tensor or None */
     PyObject *known;    /* or NULL: (step, output) -> the array the tape holds for it */
+    PyObject *pobjs;    /* or NULL: per parameter the Tensor (or array) it stands for */
+    PyObject *perturb;  /* or NULL: (id(node), output) -> parameter added to that value */
 } builder;
 
+/* the Tensors among node n's arguments (through tuples, lists, dicts), to
+ * fn until it returns nonzero (that, or -1) */
+typedef int (*arg_fn)(NdTapeNode *n, PyObject *t, void *ctx);
+
+static int node_args_each(NdTapeNode *n, arg_fn fn, void *ctx)
+{
+    PyObject *todo = PyList_New(0);
+    int rc = !todo || PyList_Append(todo, n->args) < 0 ||
+             (n->kwargs && PyList_Append(todo, n->kwargs) < 0) ? -1 : 0;
+    while (rc == 0 && PyList_GET_SIZE(todo)) {
+        Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
+        PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
+        PyList_SetSlice(todo, last, last + 1, NULL);
+        if (nd_tensor_check(o)) {
+            rc = fn(n, o, ctx);
+        } else if (PyTuple_Check(o) || PyList_Check(o)) {
+            /* reversed so that the walk meets arguments left to right */
+            for (Py_ssize_t j = PySequence_Fast_GET_SIZE(o) - 1; j >= 0 && rc == 0; j--)
+                rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, j));
+        } else if (PyDict_Check(o)) {
+            PyObject *k, *v;
+            Py_ssize_t pos = 0;
+            while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
+        }
+        Py_DECREF(o);
+    }
+    Py_XDECREF(todo);
+    return rc;
+}
+
+/* collect: the node of argument t (at the version n read) goes on the stack */
+static int push_arg_node(NdTapeNode *n, PyObject *t, void *stack)
+{
+    PyObject *r = resolve(n, t);
+    if (!r) return -1;
+    return ND_TENSOR(r)->node ? PyList_Append((PyObject *)stack, ND_TENSOR(r)->node) : 0;
+}
+
 /* post-order walk from a Tensor's node (iterative: deep tapes are common) */
+
 static int collect(builder *b, PyObject *root)
 {
     PyObject *stack = PyList_New(0);
@@ -333,30 +386,7 @@ static int collect(builder *b, PyObject *root)
         rc = PySet_Add(seen, key);
         Py_DECREF(key);
         /* push the nodes of the Tensors among its arguments */
-        PyObject *all = n->kwargs ? PyTuple_Pack(2, n->args, n->kwargs) : Py_NewRef(n->args);
-        if (!all) { rc = -1; break; }
-        PyObject *todo = PyList_New(0);
-        if (!todo || PyList_Append(todo, all) < 0) rc = -1;
-        Py_DECREF(all);
-        while (rc == 0 && PyList_GET_SIZE(todo)) {
-            Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
-            PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
-            PyList_SetSlice(todo, last, last + 1, NULL);
-            if (nd_tensor_check(o)) {
-                PyObject *r = resolve(n, o);
-                if (!r) rc = -1;
-                else if (ND_TENSOR(r)->node) rc = PyList_Append(stack, ND_TENSOR(r)->node);
-            } else if (PyTuple_Check(o) || PyList_Check(o)) {
-                for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o) && rc == 0; i++)
-                    rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, i));
-            } else if (PyDict_Check(o)) {
-                PyObject *k, *v;
-                Py_ssize_t pos = 0;
-                while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
-            }
-            Py_DECREF(o);
-        }
-        Py_XDECREF(todo);
+        if (rc == 0) rc = node_args_each(n, push_arg_node, stack);
     }
     Py_DECREF(seen);
     Py_DECREF(stack);
@@ -382,6 +412,7 @@ static PyObject *param_slot(builder *b, PyObject *o)
     Py_XDECREF(num);
     Py_DECREF(key);
     if (rc < 0 || PyList_Append(b->params, arr) < 0) return NULL;
+    if (b->pobjs && PyList_Append(b->pobjs, o) < 0) return NULL;
     if (b->ptensors && PyList_Append(b->ptensors, nd_tensor_check(o) ? o : Py_None) < 0)
         return NULL;
     return slot_new(-1, (int)i);
@@ -407,7 +438,15 @@ static PyObject *template_of(builder *b, NdTapeNode *nd, PyObject *o, int depth)
                     Py_XDECREF(kk);
                     if (rc < 0) return NULL;
                 }
-                return slot_new((int)PyLong_AsLong(step), t->node_out);
+                PyObject *s = slot_new((int)PyLong_AsLong(step), t->node_out);
+                if (s && b->perturb) {
+                    PyObject *pk = ct_key(t->node, t->node_out);
+                    PyObject *pp = pk ? PyDict_GetItemWithError(b->perturb, pk) : NULL;
+                    Py_XDECREF(pk);
+                    if (pp) ((NdSlot *)s)->param = (int)PyLong_AsLong(pp);
+                    else if (PyErr_Occurred()) Py_CLEAR(s);
+                }
+                return s;
             }
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_SystemError, "numdyn: tape node missing from its program");
@@ -502,8 +541,9 @@ static PyObject *fill(PyObject *tpl, PyObject *const *params, PyObject **vals, i
         NdSlot *s = (NdSlot *)tpl;
         if (s->step == -1) return Py_NewRef(params[s->index]);
         PyObject *v = vals[s->step];
-        if (s->index < 0) return Py_NewRef(v);
-        return nth_leaf(v, s->index);
+        v = s->index < 0 ? Py_NewRef(v) : nth_leaf(v, s->index);
+        if (v && s->param >= 0) Py_SETREF(v, PyNumber_Add(v, params[s->param]));
+        return v;
     }
     if (!PyTuple_CheckExact(tpl) || depth > 17) return Py_NewRef(tpl);
     Py_ssize_t n = PyTuple_GET_SIZE(tpl);
@@ -624,54 +664,73 @@ static PyTypeObject NdTapeProgram_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 };
 
-/* the program computing `t` from its tape, its parameters, the leaves */
-static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **leaves_out)
+/* build_program: argument t of node n, at the version n read, is a
+ * parameter and a leaf when it is a leaf Tensor that requires grad */
+static int add_leaf(NdTapeNode *n, PyObject *t, void *ctx)
+{
+    builder *b = ctx;
+    PyObject *o = resolve(n, t);
+    if (!o) return -1;
+    if (ND_TENSOR(o)->node || !ND_TENSOR(o)->requires_grad) return 0;
+    PyObject *k = PyLong_FromVoidPtr(o);
+    int have = k ? PyDict_Contains(b->pindex, k) : -1;
+    Py_XDECREF(k);
+    if (have) return have < 0 ? -1 : 0;
+    PyObject *s = param_slot(b, o);
+    int rc = s ? PyList_Append(b->leaves, o) : -1;
+    Py_XDECREF(s);
+    return rc;
+}
+
+/* the program computing `t` from its tape, its parameters, the leaves.
+ * wrt (NULL or a list of Tensors): each non-leaf one the tape reaches is
+ * read as its value + a parameter of zeros (its gradient is the
+ * Tensor's); *pert_out (when asked) lists (Tensor, parameter) for those.
+ * no_known: the step outputs the tape holds are not passed in (a backward
+ * that is itself differentiated must see them computed from the leaves).
+ * *pobjs_out (when asked): per parameter the Tensor or array it is. */
+static PyObject *build_program_ex(PyObject *t, PyObject *wrt, int no_known, PyObject **params_out,
+                                  PyObject **leaves_out, PyObject **pobjs_out, PyObject **pert_out)
 {
     builder b = {PyList_New(0), PyDict_New(), PyList_New(0), PyDict_New(), PyList_New(0), NULL,
-                 PyDict_New()};
-    PyObject *prog = NULL, *steps = NULL, *key = NULL, *kspec = NULL, *known = NULL;
-    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves || !b.known) goto fail;
+                 no_known ? NULL : PyDict_New(), pobjs_out ? PyList_New(0) : NULL,
+                 wrt ? PyDict_New() : NULL};
+    PyObject *prog = NULL, *steps = NULL, *key = NULL, *kspec = NULL, *known = NULL,
+             *pert = pert_out ? PyList_New(0) : NULL;
+    if (!b.order || !b.index || !b.params || !b.pindex || !b.leaves || (!no_known && !b.known) ||
+        (pobjs_out && !b.pobjs) || (wrt && !b.perturb) || (pert_out && !pert))
+        goto fail;
     if (collect(&b, ND_TENSOR(t)->node) < 0) goto fail;
     /* leaves first, in the order the tape meets them, so that parameter i
      * is leaf i for i < nleaves */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(b.order); i++) {
-        NdTapeNode *n = (NdTapeNode *)PyList_GET_ITEM(b.order, i);
-        PyObject *todo = PyList_New(0);
-        if (!todo || PyList_Append(todo, n->args) < 0 ||
-            (n->kwargs && PyList_Append(todo, n->kwargs) < 0)) { Py_XDECREF(todo); goto fail; }
-        while (PyList_GET_SIZE(todo)) {
-            Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
-            PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
-            PyList_SetSlice(todo, last, last + 1, NULL);
-            int rc = 0;
-            if (nd_tensor_check(o)) {
-                PyObject *r = resolve(n, o);
-                if (!r) { Py_DECREF(o); Py_DECREF(todo); goto fail; }
-                Py_SETREF(o, Py_NewRef(r));
-                if (!ND_TENSOR(o)->node && ND_TENSOR(o)->requires_grad) {
-                    PyObject *k = PyLong_FromVoidPtr(o);
-                    int have = k ? PyDict_Contains(b.pindex, k) : -1;
-                    Py_XDECREF(k);
-                    if (have < 0) rc = -1;
-                    else if (!have) {
-                        PyObject *s = param_slot(&b, o);
-                        rc = s ? PyList_Append(b.leaves, o) : -1;
-                        Py_XDECREF(s);
-                    }
-                }
-            } else if (PyTuple_Check(o) || PyList_Check(o)) {
-                /* reversed so that the walk meets arguments left to right */
-                for (Py_ssize_t j = PySequence_Fast_GET_SIZE(o) - 1; j >= 0 && rc == 0; j--)
-                    rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, j));
-            } else if (PyDict_Check(o)) {
-                PyObject *k, *v;
-                Py_ssize_t pos = 0;
-                while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
-            }
-            Py_DECREF(o);
-            if (rc < 0) { Py_DECREF(todo); goto fail; }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(b.order); i++)
+        if (node_args_each((NdTapeNode *)PyList_GET_ITEM(b.order, i), add_leaf, &b) < 0) goto fail;
+    /* the non-leaf Tensors to differentiate that the tape reaches */
+    for (Py_ssize_t i = 0; wrt && i < PyList_GET_SIZE(wrt); i++) {
+        NdTensor *w = ND_TENSOR(PyList_GET_ITEM(wrt, i));
+        if (!w->node) continue;
+        PyObject *nk = PyLong_FromVoidPtr(w->node);
+        int in = nk ? PyDict_Contains(b.index, nk) : -1;
+        Py_XDECREF(nk);
+        if (in < 0) goto fail;
+        PyObject *pk = in ? ct_key(w->node, w->node_out) : NULL;
+        int have = pk ? PyDict_Contains(b.perturb, pk) : 0;
+        if (!in || have) { Py_XDECREF(pk); if (have < 0) goto fail; continue; }
+        PyArrayObject *wa = (PyArrayObject *)w->array;
+        PyObject *z = pk ? PyArray_ZEROS(PyArray_NDIM(wa), PyArray_DIMS(wa), PyArray_TYPE(wa), 0)
+                         : NULL;
+        PyObject *num = z ? PyLong_FromSsize_t(PyList_GET_SIZE(b.params)) : NULL;
+        int bad = !num || PyDict_SetItem(b.perturb, pk, num) < 0 ||
+                  PyList_Append(b.params, z) < 0 || (b.pobjs && PyList_Append(b.pobjs, z) < 0);
+        if (!bad && pert) {
+            PyObject *e = PyTuple_Pack(2, (PyObject *)w, num);
+            bad = !e || PyList_Append(pert, e) < 0;
+            Py_XDECREF(e);
         }
-        Py_DECREF(todo);
+        Py_XDECREF(pk);
+        Py_XDECREF(z);
+        Py_XDECREF(num);
+        if (bad) goto fail;
     }
     Py_ssize_t n = PyList_GET_SIZE(b.order);
     steps = PyTuple_New(n);
@@ -690,7 +749,7 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
     if (!res) goto fail;
     /* the saved step outputs, by step, as parameters after the others */
     {
-        PyObject *ks = PyDict_Keys(b.known);
+        PyObject *ks = b.known ? PyDict_Keys(b.known) : PyList_New(0);
         if (!ks || PyList_Sort(ks) < 0) { Py_XDECREF(ks); Py_DECREF(res); goto fail; }
         Py_ssize_t nk = PyList_GET_SIZE(ks);
         kspec = PyList_AsTuple(ks);
@@ -699,7 +758,8 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
             PyObject *kk = PyList_GET_ITEM(ks, j);
             PyObject *e = Py_BuildValue("(OOn)", PyTuple_GET_ITEM(kk, 0), PyTuple_GET_ITEM(kk, 1),
                                         PyList_GET_SIZE(b.params));
-            if (!e || PyList_Append(b.params, PyDict_GetItem(b.known, kk)) < 0) {
+            if (!e || PyList_Append(b.params, PyDict_GetItem(b.known, kk)) < 0 ||
+                (b.pobjs && PyList_Append(b.pobjs, PyDict_GetItem(b.known, kk)) < 0)) {
                 Py_XDECREF(e);
                 Py_CLEAR(known);
                 break;
@@ -713,7 +773,8 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
         Py_DECREF(res);
         goto fail;
     }
-    key = PyTuple_Pack(3, steps, res, kspec);
+    /* nparams too: a perturbation parameter no step reads still counts */
+    key = Py_BuildValue("(OOOn)", steps, res, kspec, PyList_GET_SIZE(b.params));
     if (!key) { Py_DECREF(res); goto fail; }
     /* the same structure (and constants) reuses its program: autodiff's
      * caches are keyed on the callable */
@@ -742,6 +803,8 @@ static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **le
     Py_DECREF(res);
     *params_out = Py_NewRef(b.params);
     *leaves_out = Py_NewRef(b.leaves);
+    if (pobjs_out) *pobjs_out = Py_NewRef(b.pobjs);
+    if (pert_out) *pert_out = Py_NewRef(pert);
     goto done;
 fail:
     Py_CLEAR(prog);
@@ -754,9 +817,17 @@ done:
     Py_XDECREF(b.pindex);
     Py_XDECREF(b.leaves);
     Py_XDECREF(b.known);
+    Py_XDECREF(b.pobjs);
+    Py_XDECREF(b.perturb);
+    Py_XDECREF(pert);
     Py_XDECREF(kspec);
     Py_XDECREF(known);
     return prog;
+}
+
+static PyObject *build_program(PyObject *t, PyObject **params_out, PyObject **leaves_out)
+{
+    return build_program_ex(t, NULL, 0, params_out, leaves_out, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -853,10 +924,6 @@ static int accumulate(PyObject *leaf, PyObject *g, int conj)
  * tuples, lists, dicts), else the result itself (new list) */
 static PyObject *out_items(PyObject *fwd) { return nd_tree_leaves(fwd, 16); }
 
-static PyObject *ct_key(PyObject *node, int k)
-{
-    return Py_BuildValue("(Ni)", PyLong_FromVoidPtr(node), k);
-}
 
 /* d[key] += g (g borrowed) */
 static int ct_add(PyObject *d, PyObject *key, PyObject *g)
@@ -1018,7 +1085,9 @@ static int container_prims(NdTapeNode *n, PyObject **prims, PyObject **grads)
     return 0;
 }
 
-static int sweep(PyObject *root, PyObject *g, PyObject *order)
+static int wrt_has(PyObject *wrt, PyObject *t);
+
+static int sweep(PyObject *root, PyObject *g, PyObject *order, PyObject *wrt, PyObject *nonleaf)
 {
     PyObject *cts = PyDict_New(), *lgrads = PyDict_New(), *lorder = PyList_New(0);
     int rc = -1;
@@ -1090,16 +1159,27 @@ static int sweep(PyObject *root, PyObject *g, PyObject *order)
         Py_XDECREF(grads);
         if (bad) goto done;
     }
-    if (!PyList_GET_SIZE(lorder)) {
+    if (!wrt && !PyList_GET_SIZE(lorder)) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
         goto done;
     }
+    /* the leaves (those of inputs= only), then the non-leaf Tensors asked
+     * for (inputs=, retain_grad) by their cotangents */
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(lorder); j++) {
         PyObject *t = PyList_GET_ITEM(lorder, j);
+        if (wrt && !wrt_has(wrt, t)) continue;
         PyObject *key = PyLong_FromVoidPtr(t);
         PyObject *gl = key ? PyDict_GetItemWithError(lgrads, key) : NULL;
         Py_XDECREF(key);
         if (!gl || accumulate(t, gl, 1) < 0) goto done;
+    }
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(nonleaf); j++) {
+        PyObject *t = PyList_GET_ITEM(nonleaf, j);
+        PyObject *key = ct_key(ND_TENSOR(t)->node, ND_TENSOR(t)->node_out);
+        PyObject *gl = key ? PyDict_GetItemWithError(cts, key) : NULL;
+        Py_XDECREF(key);
+        if (!gl && PyErr_Occurred()) goto done;
+        if (gl && accumulate(t, gl, 1) < 0) goto done;
     }
     rc = 0;
 done:
@@ -1107,6 +1187,242 @@ done:
     Py_XDECREF(lgrads);
     Py_XDECREF(lorder);
     return rc;
+}
+
+/* ---- create_graph: the backward as a step of the tape
+ *
+ * backward(create_graph=True) records the gradients it computes as the
+ * outputs of one more tape node, whose function is the backward itself:
+ * GradFn(*params[, cotangent]) runs autodiff's vjp of the program on the
+ * parameters and returns the gradients of the differentiated ones. A later
+ * backward through those gradients captures that call like any step; the
+ * vjp inside it runs inline in that capture (trace.h: grad of grad), so
+ * autodiff differentiates the backward graph itself: second derivatives.
+ * One GradFn per (program, argnums, ...) so that a loop that builds the
+ * same tape each step reuses the same second-order program. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *prog;      /* the NdTapeProgram */
+    PyObject *argnums;   /* tuple: the parameters differentiated */
+    PyObject *conj_out;  /* tuple of bools: conjugate that gradient (a complex one) */
+    Py_ssize_t nparams;
+    int scalar;          /* the cotangent is an implicit 1 (no argument) */
+    int conj_ct;         /* conjugate the cotangent (a complex output) */
+} NdTapeGrad;
+
+static PyObject *grad_fns;   /* (prog, argnums, conj_out, scalar, conj_ct) -> NdTapeGrad */
+static PyObject *np_conj;    /* numpy.conjugate */
+
+static PyObject *conj_of(PyObject *x)
+{
+    if (!np_conj) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        np_conj = np ? PyObject_GetAttrString(np, "conjugate") : NULL;
+        Py_XDECREF(np);
+        if (!np_conj) return NULL;
+    }
+    return PyObject_CallOneArg(np_conj, x);
+}
+
+static PyObject *gradfn_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    NdTapeGrad *f = (NdTapeGrad *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != f->nparams + !f->scalar || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "numdyn tape gradient takes %zd arrays, got %zd",
+                     f->nparams + !f->scalar, nargs);
+        return NULL;
+    }
+    PyObject *pargs = PyTuple_New(f->nparams);
+    for (Py_ssize_t i = 0; pargs && i < f->nparams; i++)
+        PyTuple_SET_ITEM(pargs, i, Py_NewRef(args[i]));
+    if (!pargs) return NULL;
+    PyObject *r3 = PyObject_CallFunction(vjp_entry, "OOOOsOO", f->prog, pargs, f->argnums, Py_None,
+                                         "native", Py_False, f->scalar ? Py_True : Py_False);
+    Py_DECREF(pargs);
+    if (!r3) return NULL;
+    if (!PyTuple_Check(r3) || PyTuple_GET_SIZE(r3) != 3) {
+        Py_DECREF(r3);
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
+                        "(out, aux, vjp)");
+        return NULL;
+    }
+    PyObject *grads;
+    if (f->scalar) {
+        grads = Py_NewRef(PyTuple_GET_ITEM(r3, 2));
+    } else {
+        PyObject *ct = f->conj_ct ? conj_of(args[f->nparams]) : Py_NewRef(args[f->nparams]);
+        grads = ct ? PyObject_CallOneArg(PyTuple_GET_ITEM(r3, 2), ct) : NULL;
+        Py_XDECREF(ct);
+    }
+    Py_DECREF(r3);
+    if (!grads) return NULL;
+    Py_ssize_t m = PyTuple_GET_SIZE(f->argnums);
+    if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != m) {
+        Py_DECREF(grads);
+        PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned the wrong number of gradients");
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(m);
+    for (Py_ssize_t i = 0; out && i < m; i++) {
+        PyObject *gi = PyTuple_GET_ITEM(grads, i);
+        gi = PyTuple_GET_ITEM(f->conj_out, i) == Py_True ? conj_of(gi) : Py_NewRef(gi);
+        if (!gi) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, i, gi);
+    }
+    Py_DECREF(grads);
+    return out;
+}
+
+static void gradfn_dealloc(PyObject *o)
+{
+    NdTapeGrad *f = (NdTapeGrad *)o;
+    Py_XDECREF(f->prog);
+    Py_XDECREF(f->argnums);
+    Py_XDECREF(f->conj_out);
+    PyObject_Free(o);
+}
+
+static PyObject *gradfn_repr(PyObject *o)
+{
+    return PyUnicode_FromFormat("<numdyn gradient of a tape program, %zd parameters>",
+                                ((NdTapeGrad *)o)->nparams);
+}
+
+static PyTypeObject NdTapeGrad_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numdyn._C.TapeGradient",
+    .tp_basicsize = sizeof(NdTapeGrad),
+    .tp_dealloc = gradfn_dealloc,
+    .tp_repr = gradfn_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(NdTapeGrad, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+};
+
+static PyObject *gradfn_get(PyObject *prog, Py_ssize_t nparams, PyObject *argnums,
+                            PyObject *conj_out, int scalar, int conj_ct)
+{
+    PyObject *key = Py_BuildValue("(OOOii)", prog, argnums, conj_out, scalar, conj_ct);
+    if (!key) return NULL;
+    PyObject *f = PyDict_GetItemWithError(grad_fns, key);
+    if (f || PyErr_Occurred()) {
+        Py_DECREF(key);
+        return Py_XNewRef(f);
+    }
+    NdTapeGrad *n = PyObject_New(NdTapeGrad, &NdTapeGrad_Type);
+    if (!n) { Py_DECREF(key); return NULL; }
+    n->vectorcall = gradfn_vectorcall;
+    n->prog = Py_NewRef(prog);
+    n->argnums = Py_NewRef(argnums);
+    n->conj_out = Py_NewRef(conj_out);
+    n->nparams = nparams;
+    n->scalar = scalar;
+    n->conj_ct = conj_ct;
+    if (PyDict_GET_SIZE(grad_fns) > 256) PyDict_Clear(grad_fns);
+    int rc = PyDict_SetItem(grad_fns, key, (PyObject *)n);
+    Py_DECREF(key);
+    if (rc < 0) Py_CLEAR(n);
+    return (PyObject *)n;
+}
+
+/* t.grad += g where g is a Tensor of the tape (create_graph): out of place,
+ * itself recorded, as torch accumulates a gradient that has a graph */
+static int accumulate_graph(PyObject *leaf, PyObject *g)
+{
+    NdTensor *t = ND_TENSOR(leaf);
+    if (!t->grad) {
+        t->grad = Py_NewRef(g);
+        return 0;
+    }
+    PyObject *sum = PyNumber_Add(t->grad, g);
+    if (!sum) return -1;
+    if (!nd_tensor_check(sum)) {
+        Py_DECREF(sum);
+        PyErr_SetString(PyExc_SystemError, "numdyn: a Tensor sum that is not a Tensor");
+        return -1;
+    }
+    Py_SETREF(t->grad, sum);
+    return 0;
+}
+
+static int wrt_has(PyObject *wrt, PyObject *t)
+{
+    for (Py_ssize_t i = 0; wrt && i < PyList_GET_SIZE(wrt); i++)
+        if (PyList_GET_ITEM(wrt, i) == t) return 1;
+    return 0;
+}
+
+static int each_arg(PyObject *order, arg_fn fn, void *ctx)
+{
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(order); i++)
+        rc = node_args_each((NdTapeNode *)PyList_GET_ITEM(order, i), fn, ctx);
+    return rc;
+}
+
+/* a leaf of wrt among the arguments */
+static int arg_in_wrt(NdTapeNode *n, PyObject *t, void *wrt)
+{
+    return !ND_TENSOR(t)->node && wrt_has((PyObject *)wrt, t);
+}
+
+/* does t's value depend on a Tensor of wrt (or is it one)? torch's engine
+ * runs, under inputs=, only the part of the graph between the root and
+ * those: a retained Tensor elsewhere gets nothing. 1 / 0 / -1 */
+static int depends_on_wrt(PyObject *t, PyObject *wrt)
+{
+    if (wrt_has(wrt, t)) return 1;
+    builder cb = {PyList_New(0), PyDict_New(), NULL, NULL, NULL, NULL};
+    int r = cb.order && cb.index && collect(&cb, ND_TENSOR(t)->node) == 0 ? 0 : -1;
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(wrt); i++) {
+        NdTensor *w = ND_TENSOR(PyList_GET_ITEM(wrt, i));
+        if (!w->node) continue;
+        PyObject *k = PyLong_FromVoidPtr(w->node);
+        r = k ? PyDict_Contains(cb.index, k) : -1;
+        Py_XDECREF(k);
+    }
+    if (r == 0) r = each_arg(cb.order, arg_in_wrt, wrt);
+    Py_XDECREF(cb.order);
+    Py_XDECREF(cb.index);
+    return r;
+}
+
+typedef struct { PyObject *out, *wrt; } retained_ctx;
+
+static int add_retained(NdTapeNode *n, PyObject *o, void *ctx)
+{
+    retained_ctx *c = ctx;
+    NdTensor *t = ND_TENSOR(o);
+    if (!t->node || !t->retains || wrt_has(c->out, o)) return 0;
+    PyObject *r = resolve(n, o);
+    if (!r) return -1;
+    if (r != o) return 0;  /* an older value than the Tensor now holds */
+    int dep = c->wrt ? depends_on_wrt(o, c->wrt) : 1;
+    return dep < 0 ? -1 : dep ? PyList_Append(c->out, o) : 0;
+}
+
+/* the non-leaf Tensors whose .grad a backward fills (inputs= among wrt,
+ * retain_grad() among the root and the tape's arguments at the version
+ * they were read), each once; new list */
+static PyObject *nonleaf_targets(PyObject *root, PyObject *order, PyObject *wrt)
+{
+    PyObject *out = PyList_New(0);
+    int rc = out ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && wrt && i < PyList_GET_SIZE(wrt); i++)
+        if (ND_TENSOR(PyList_GET_ITEM(wrt, i))->node)
+            rc = PyList_Append(out, PyList_GET_ITEM(wrt, i));
+    if (rc == 0 && ND_TENSOR(root)->retains && !wrt_has(out, root)) {
+        int dep = wrt ? depends_on_wrt(root, wrt) : 1;
+        rc = dep < 0 ? -1 : dep ? PyList_Append(out, root) : 0;
+    }
+    retained_ctx c = {out, wrt};
+    if (rc == 0) rc = each_arg(order, add_retained, &c);
+    if (rc < 0) Py_CLEAR(out);
+    return out;
 }
 
 /* a backward done: without retain_graph its nodes are freed (steals order) */
@@ -1118,7 +1434,7 @@ static PyObject *done_backward(PyObject *order, int retain)
     Py_RETURN_NONE;
 }
 
-PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
+PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject *wrt, int create)
 {
     NdTensor *t = ND_TENSOR(self);
     if (!t->requires_grad) {
@@ -1126,7 +1442,14 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
                         "require grad (no operand of what made it requires grad)");
         return NULL;
     }
-    if (t->device == ND_DEV_CUDA) return nd_tensor_cuda_backward(self, grad);
+    if (t->device == ND_DEV_CUDA) {
+        if (wrt || create) {
+            PyErr_Format(PyExc_NotImplementedError, "numdyn: backward(%s) of a CUDA Tensor is "
+                         "not supported", create ? "create_graph=True" : "inputs=...");
+            return NULL;
+        }
+        return nd_tensor_cuda_backward(self, grad);
+    }
     PyArrayObject *a = (PyArrayObject *)t->array;
     PyObject *g;
     if (grad == Py_None) {
@@ -1162,7 +1485,7 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
         }
     }
     if (!t->node) {  /* a leaf: its own gradient */
-        int rc = accumulate(self, g, 0);
+        int rc = wrt && !wrt_has(wrt, self) ? 0 : accumulate(self, g, 0);
         Py_DECREF(g);
         if (rc < 0) return NULL;
         Py_RETURN_NONE;
@@ -1188,6 +1511,14 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cb.order) && !has; i++)
                 has = ((NdTapeNode *)PyList_GET_ITEM(cb.order, i))->pull != NULL;
         }
+        if (has == 1 && create) {
+            /* its pullbacks run saved residuals: nothing a capture could differentiate */
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "numdyn: backward(create_graph=True) through a wrap_numpy call is "
+                            "not supported (its pullback is not itself differentiable); use "
+                            "numdyn.grad of numdyn.grad on the NumPy function");
+            has = -1;
+        }
         if (has == 1) {
             if (grad == Py_None && PyArray_ISCOMPLEX(a)) {
                 PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created "
@@ -1197,7 +1528,9 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
                 Py_SETREF(g, PyArray_Conjugate((PyArrayObject *)g, NULL));
                 if (!g) has = -1;
             }
-            if (has == 1 && sweep(self, g, cb.order) < 0) has = -1;
+            PyObject *nl = has == 1 ? nonleaf_targets(self, cb.order, wrt) : NULL;
+            if (has == 1 && (!nl || sweep(self, g, cb.order, wrt, nl) < 0)) has = -1;
+            Py_XDECREF(nl);
         }
         if (has >= 0) order = Py_NewRef(cb.order);
         Py_XDECREF(cb.order);
@@ -1208,18 +1541,87 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
             return done_backward(order, retain);
         }
     }
-    PyObject *params = NULL, *leaves = NULL;
-    PyObject *prog = build_program(self, &params, &leaves);
+    PyObject *params = NULL, *leaves = NULL, *pobjs = NULL, *pert = NULL;
+    PyObject *nl = nonleaf_targets(self, order, wrt);
+    PyObject *prog = nl ? build_program_ex(self, PyList_GET_SIZE(nl) ? nl : NULL, create, &params,
+                                           &leaves, &pobjs, &pert)
+                        : NULL;
+    Py_XDECREF(nl);
     if (!prog) { Py_DECREF(g); Py_XDECREF(order); return NULL; }
-    PyObject *res = NULL;
+    PyObject *res = NULL, *argnums = NULL, *targets = NULL, *grads = NULL, *conj_out = NULL;
     Py_ssize_t nleaves = PyList_GET_SIZE(leaves);
-    if (nleaves == 0) {
-        PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
-        goto done;
-    }
     if (grad == Py_None && PyArray_ISCOMPLEX(a)) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created only for "
                         "real scalar outputs");
+        goto done;
+    }
+    /* what gets a gradient: every leaf, or those of inputs= and the
+     * perturbation parameters of its non-leaf Tensors */
+    argnums = PyList_New(0);
+    targets = PyList_New(0);
+    conj_out = PyList_New(0);
+    if (!argnums || !targets || !conj_out) goto done;
+    for (Py_ssize_t i = 0; i < nleaves + PyList_GET_SIZE(pert); i++) {
+        PyObject *tt, *num;
+        if (i < nleaves) {
+            tt = PyList_GET_ITEM(leaves, i);
+            if (wrt && !wrt_has(wrt, tt)) continue;
+            num = PyLong_FromSsize_t(i);
+        } else {
+            PyObject *e = PyList_GET_ITEM(pert, i - nleaves);
+            tt = PyTuple_GET_ITEM(e, 0);
+            num = Py_NewRef(PyTuple_GET_ITEM(e, 1));
+        }
+        int bad = !num || PyList_Append(argnums, num) < 0 || PyList_Append(targets, tt) < 0 ||
+                  PyList_Append(conj_out, PyArray_ISCOMPLEX((PyArrayObject *)ND_TENSOR(tt)->array)
+                                              ? Py_True : Py_False) < 0;
+        Py_XDECREF(num);
+        if (bad) goto done;
+    }
+    if (!PyList_GET_SIZE(targets)) {
+        if (wrt) {  /* torch: inputs the graph does not reach keep their .grad */
+            res = done_backward(Py_NewRef(order), retain);
+            goto done;
+        }
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(): no leaf Tensor requires grad");
+        goto done;
+    }
+    Py_SETREF(argnums, PyList_AsTuple(argnums));
+    Py_SETREF(conj_out, conj_out ? PyList_AsTuple(conj_out) : NULL);
+    if (!argnums || !conj_out) goto done;
+    /* grad=1 for a 0-d float result (its gradients come from the same
+     * run), else a VJP object called with the cotangent */
+    int scalar = grad == Py_None && PyArray_NDIM(a) == 0;
+    if (create) {
+        PyObject *gf = gradfn_get(prog, PyList_GET_SIZE(params), argnums, conj_out, scalar,
+                                  PyArray_ISCOMPLEX((PyArrayObject *)g));
+        if (!gf) goto done;
+        /* the call on arrays, then recorded with the Tensors it reads */
+        Py_ssize_t np_ = PyList_GET_SIZE(params), na = np_ + !scalar;
+        PyObject *cargs = PyTuple_New(na), *rargs = PyTuple_New(na);
+        for (Py_ssize_t i = 0; cargs && rargs && i < np_; i++) {
+            PyTuple_SET_ITEM(cargs, i, Py_NewRef(PyList_GET_ITEM(params, i)));
+            PyTuple_SET_ITEM(rargs, i, Py_NewRef(PyList_GET_ITEM(pobjs, i)));
+        }
+        if (cargs && rargs && !scalar) {
+            PyTuple_SET_ITEM(cargs, np_, Py_NewRef(g));
+            PyTuple_SET_ITEM(rargs, np_, Py_NewRef(nd_tensor_check(grad) ? grad : g));
+        }
+        PyObject *r = cargs && rargs ? PyObject_Call(gf, cargs, NULL) : NULL;
+        Py_XDECREF(cargs);
+        PyObject *tr = r ? nd_tensor_wrap_result(r) : NULL;  /* steals r */
+        if (tr && (!PyTuple_Check(tr) || PyTuple_GET_SIZE(tr) != PyList_GET_SIZE(targets))) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: a tape gradient of the wrong arity");
+            Py_CLEAR(tr);
+        }
+        int bad = !tr || nd_tape_record(ND_OP_CALL, gf, rargs, NULL, tr) < 0;
+        Py_XDECREF(rargs);
+        Py_DECREF(gf);
+        for (Py_ssize_t i = 0; !bad && i < PyList_GET_SIZE(targets); i++)
+            bad = accumulate_graph(PyList_GET_ITEM(targets, i), PyTuple_GET_ITEM(tr, i)) < 0;
+        Py_XDECREF(tr);
+        if (bad) goto done;
+        res = done_backward(Py_NewRef(order), retain);
         goto done;
     }
     if (PyArray_ISCOMPLEX((PyArrayObject *)g)) {  /* torch's convention: conj(vjp(conj(g))) */
@@ -1227,52 +1629,41 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain)
         if (!g) goto done;
     }
     /* trace.h's contract: _vjp(fn, args, argnums, kwargs, backend, has_aux,
-     * grad) -> (out, aux, third); grad=1 for a 0-d float result (its
-     * gradients come from the same run), else a VJP object called with the
-     * cotangent */
+     * grad) -> (out, aux, third) */
     PyObject *pargs = PyList_AsTuple(params);
-    PyObject *argnums = pargs ? PyTuple_New(nleaves) : NULL;
-    for (Py_ssize_t i = 0; argnums && i < nleaves; i++)
-        PyTuple_SET_ITEM(argnums, i, PyLong_FromSsize_t(i));
-    int scalar = grad == Py_None && PyArray_NDIM(a) == 0;
-    PyObject *res3 = argnums ? PyObject_CallFunction(vjp_entry, "OOOOsOO", prog, pargs, argnums,
-                                                     Py_None, "native", Py_False,
-                                                     scalar ? Py_True : Py_False)
-                             : NULL;
+    PyObject *res3 = pargs ? PyObject_CallFunction(vjp_entry, "OOOOsOO", prog, pargs, argnums,
+                                                   Py_None, "native", Py_False,
+                                                   scalar ? Py_True : Py_False)
+                           : NULL;
     Py_XDECREF(pargs);
-    Py_XDECREF(argnums);
-    PyObject *grads = NULL;
     if (res3 && PyTuple_Check(res3) && PyTuple_GET_SIZE(res3) == 3) {
         PyObject *third = PyTuple_GET_ITEM(res3, 2);
-        if (scalar) {
-            grads = Py_NewRef(third);
-        } else {
-            /* the cotangent in the output's dtype, as _vjp casts it */
-            grads = PyObject_CallOneArg(third, g);
-        }
+        /* the cotangent in the output's dtype, as _vjp casts it */
+        grads = scalar ? Py_NewRef(third) : PyObject_CallOneArg(third, g);
     } else if (res3) {
         PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned something other than "
                         "(out, aux, vjp)");
     }
     Py_XDECREF(res3);
     if (!grads) goto done;
-    if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != nleaves) {
+    if (!PyTuple_Check(grads) || PyTuple_GET_SIZE(grads) != PyList_GET_SIZE(targets)) {
         PyErr_SetString(PyExc_SystemError, "numdyn: _vjp returned the wrong number of gradients");
-        Py_DECREF(grads);
         goto done;
     }
-    for (Py_ssize_t i = 0; i < nleaves; i++)
-        if (accumulate(PyList_GET_ITEM(leaves, i), PyTuple_GET_ITEM(grads, i), 1) < 0) {
-            Py_DECREF(grads);
-            goto done;
-        }
-    Py_DECREF(grads);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(targets); i++)
+        if (accumulate(PyList_GET_ITEM(targets, i), PyTuple_GET_ITEM(grads, i), 1) < 0) goto done;
     res = done_backward(Py_NewRef(order), retain);
 done:
     Py_XDECREF(order);
     Py_DECREF(prog);
     Py_DECREF(params);
     Py_DECREF(leaves);
+    Py_XDECREF(pobjs);
+    Py_XDECREF(pert);
+    Py_XDECREF(argnums);
+    Py_XDECREF(targets);
+    Py_XDECREF(conj_out);
+    Py_XDECREF(grads);
     Py_XDECREF(g);
     return res;
 }
@@ -1318,9 +1709,9 @@ static PyMethodDef tape_functions[] = {
 int nd_tape_init(PyObject *m)
 {
     if (PyType_Ready(&NdTapeNode_Type) < 0 || PyType_Ready(&NdSlot_Type) < 0 ||
-        PyType_Ready(&NdTapeProgram_Type) < 0)
+        PyType_Ready(&NdTapeProgram_Type) < 0 || PyType_Ready(&NdTapeGrad_Type) < 0)
         return -1;
-    if (!(programs = PyDict_New())) return -1;
+    if (!(programs = PyDict_New()) || !(grad_fns = PyDict_New())) return -1;
     module_ref = m;
     return PyModule_AddFunctions(m, tape_functions);
 }

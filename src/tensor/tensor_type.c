@@ -51,6 +51,7 @@ PyObject *nd_tensor_from_array_of(PyObject *array, PyTypeObject *tp)
     t->requires_grad = 0;
     t->taped = 0;
     t->stale = 0;
+    t->retains = 0;
     t->readonly = 0;
     t->version = 0;
     t->history = NULL;
@@ -833,6 +834,20 @@ static PyObject *t_numpy(PyObject *self, PyObject *unused)
     return Py_NewRef(ND_TENSOR(self)->array);
 }
 
+/* torch's retain_grad(): a non-leaf Tensor's .grad is filled by every
+ * later backward() that reaches it (a leaf's always is) */
+static PyObject *t_retain_grad(PyObject *self, PyObject *unused)
+{
+    NdTensor *t = ND_TENSOR(self);
+    if (!t->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "can't retain_grad on Tensor that has requires_grad=False");
+        return NULL;
+    }
+    if (t->node) t->retains = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *t_detach(PyObject *self, PyObject *unused)
 {
     return tensor_new_raw(ND_TENSOR(self)->array);
@@ -953,9 +968,9 @@ static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     /* torch's signature, backward(gradient=None, retain_graph=None,
      * create_graph=False, inputs=None), `grad=` kept as an alias;
-     * retain_graph as torch has it (tensor_tape.c, node_saves); a backward that is
-     * itself recorded (create_graph) or restricted to some leaves (inputs)
-     * is refused by name rather than ignored. */
+     * retain_graph as torch has it (tensor_tape.c, node_saves); create_graph
+     * records the backward itself on the tape (second derivatives), inputs=
+     * restricts the gradients to those Tensors (tensor_tape.c). */
     PyObject *gradient = NULL, *retain = Py_None, *create = Py_False, *inputs = Py_None, *grad = NULL;
     static char *kwlist[] = {"gradient", "retain_graph", "create_graph", "inputs", "grad", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOO$O:backward", kwlist, &gradient, &retain,
@@ -967,18 +982,48 @@ static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     int cg = PyObject_IsTrue(create);
     if (cg < 0) return NULL;
-    if (cg || inputs != Py_None) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "numdyn: Tensor.backward(%s) is not supported; for higher-order or "
-                     "partial gradients use numdyn.grad / numdyn.vjp on the function",
-                     cg ? "create_graph=True" : "inputs=...");
-        return NULL;
-    }
-    /* torch: retain_graph defaults to create_graph (False here); without
-     * it a second backward through nodes that saved values raises */
-    int keep = retain == Py_None ? 0 : PyObject_IsTrue(retain);
+    /* torch: retain_graph defaults to create_graph; without it a second
+     * backward through nodes that saved values raises */
+    int keep = retain == Py_None ? cg : PyObject_IsTrue(retain);
     if (keep < 0) return NULL;
-    return nd_tape_backward(self, gradient ? gradient : grad ? grad : Py_None, keep);
+    PyObject *wrt = NULL;
+    if (inputs != Py_None) {
+        /* torch: a Tensor or a sequence of them, not empty, each requiring grad */
+        PyObject *seq = nd_tensor_check(inputs) ? PyTuple_Pack(1, inputs)
+                                                : PySequence_Fast(inputs, "backward(inputs=...): "
+                                                                  "a Tensor or a sequence of Tensors");
+        if (!seq) return NULL;
+        if (!PySequence_Fast_GET_SIZE(seq)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_RuntimeError, "`inputs` argument to `backward()` cannot be empty.");
+            return NULL;
+        }
+        wrt = PyList_New(0);
+        for (Py_ssize_t i = 0; wrt && i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+            if (!nd_tensor_check(o)) {
+                PyErr_Format(PyExc_TypeError, "backward(inputs=...): expected a numdyn.Tensor, "
+                             "got %.100s", Py_TYPE(o)->tp_name);
+                Py_CLEAR(wrt);
+            } else if (!ND_TENSOR(o)->requires_grad) {
+                PyErr_SetString(PyExc_RuntimeError, "numdyn: backward(inputs=...): one of the "
+                                "inputs does not require grad");
+                Py_CLEAR(wrt);
+            } else {
+                int dup = 0;  /* by identity: == of Tensors is elementwise */
+                for (Py_ssize_t j = 0; j < PyList_GET_SIZE(wrt) && !dup; j++)
+                    dup = PyList_GET_ITEM(wrt, j) == o;
+                if (!dup && PyList_Append(wrt, o) < 0) Py_CLEAR(wrt);
+                /* torch retains the gradient of a non-leaf input from now on */
+                else if (ND_TENSOR(o)->node) ND_TENSOR(o)->retains = 1;
+            }
+        }
+        Py_DECREF(seq);
+        if (!wrt) return NULL;
+    }
+    PyObject *r = nd_tape_backward(self, gradient ? gradient : grad ? grad : Py_None, keep, wrt, cg);
+    Py_XDECREF(wrt);
+    return r;
 }
 
 static int set_requires_grad(NdTensor *t, PyObject *v)
@@ -1043,12 +1088,16 @@ static PyMethodDef tensor_methods[] = {
      "to(device=None, dtype=None, copy=False): on device ('cpu', 'cuda') and/or of dtype."},
     {"numpy", t_numpy, METH_NOARGS,
      "The ndarray this Tensor holds (no copy: they share memory)."},
+    {"retain_grad", t_retain_grad, METH_NOARGS,
+     "Fill this non-leaf Tensor's .grad in later backward() calls (torch's retain_grad)."},
     {"detach", t_detach, METH_NOARGS,
      "A Tensor sharing this one's memory, outside of differentiation."},
     {"item", t_item, METH_VARARGS, "The element as a Python scalar (ndarray.item)."},
     {"backward", (PyCFunction)(void (*)(void))t_backward, METH_VARARGS | METH_KEYWORDS,
-     "backward(grad=None): accumulate d(self)/d(leaf) . grad into every leaf's .grad. "
-     "grad may be omitted for a single-element Tensor (it is 1)."},
+     "backward(gradient=None, retain_graph=None, create_graph=False, inputs=None): accumulate "
+     "d(self)/d(leaf) . gradient into every leaf's .grad (only into the Tensors of inputs=, "
+     "non-leaf ones too); gradient may be omitted for a single-element Tensor (it is 1); "
+     "create_graph records the gradients on the tape, so they can be differentiated again."},
     {"requires_grad_", (PyCFunction)(void (*)(void))t_requires_grad_,
      METH_VARARGS | METH_KEYWORDS, "Set requires_grad in place; returns self."},
     {"__array__", (PyCFunction)(void (*)(void))t_array, METH_VARARGS | METH_KEYWORDS, NULL},
@@ -1098,6 +1147,10 @@ static int s_grad(PyObject *s, PyObject *v, void *c)
     Py_XSETREF(ND_TENSOR(s)->grad, v && v != Py_None ? Py_NewRef(v) : NULL);
     return 0;
 }
+static PyObject *g_retains_grad(PyObject *s, void *c)
+{
+    return PyBool_FromLong(ND_TENSOR(s)->node && ND_TENSOR(s)->retains);
+}
 static PyObject *g_is_leaf(PyObject *s, void *c) { return PyBool_FromLong(ND_TENSOR(s)->node == NULL); }
 static PyObject *g_grad_fn(PyObject *s, void *c)
 {
@@ -1115,6 +1168,8 @@ static PyGetSetDef tensor_getset[] = {
     {"requires_grad", g_requires_grad, s_requires_grad,
      "whether backward() computes a gradient for this Tensor", NULL},
     {"grad", g_grad, s_grad, "the gradient backward() accumulated, or None", NULL},
+    {"retains_grad", g_retains_grad, NULL, "True for a non-leaf after retain_grad() (or "
+     "backward(inputs=[it]))", NULL},
     {"is_leaf", g_is_leaf, NULL, "True unless an operation on Tensors that require grad made it", NULL},
     {"grad_fn", g_grad_fn, NULL, "the tape node that made this Tensor, or None for a leaf", NULL},
     {"_version", g_version, NULL, "in-place writes into this Tensor so far (torch's _version)", NULL},
