@@ -870,9 +870,7 @@ ND_INLINE nd_v16f nd_zvf_log_core(nd_v16f u, nd_v16f cor, int withcor, nd_m16 tw
     nd_v16f w = ND_YFMA(kd2, ND_Y1(0x1.62e4p-1f), ND_YTABLE(ND_ZVF_LOG_HI, j));
     return w + (r + lo);
 }
-/* arcsinh and arccosh: log(2a) above 2^12 (1/(4a^2) below the last
- * bit), a itself below 2^-40; arctanh: 1/v to 2^-28 */
-ND_ZV_INVHYP_DEF(Y, nd_v16f, nd_v16u, nd_m16, nd_zvf, 1, 0x1p-40, 0x1p12, 0x1p-60)
+/* (float32 arcsinh, arccosh, arctanh: nd_vm32.h, over its own log core) */
 /* cbrt's tables (nd_vm32.h's float cbrt: as float64's nd_zv_cbrt8, c0 to
  * 2^-19 by Taylor's to r^2, one Newton step) */
 static const float __attribute__((aligned(64))) ND_ZVF_CBRT_INVC[16] = {
@@ -906,9 +904,6 @@ ND_ZV_EXP2_DEF(Y, nd_v16f, nd_v16i, nd_v16u, nd_m16, nd_zvf, ND_ZVF_EXP, 0x1.8p2
 /* float32's entry points: 16, 8 and 4 lanes */
 #define ND_ZVF_ENTRY(NM, F16, NARROW) \
     ND_ZV_ENTRY_T(NM, F16, NARROW, float, nd_v16f, nd_v8f, nd_v4f, 16, 8, 4, ND_Y1)
-ND_ZVF_ENTRY(nd_zvf_atanh, nd_zvf_atanhv, 0.0f)
-ND_ZVF_ENTRY(nd_zvf_asinh, nd_zvf_asinhv, 1.0f)
-ND_ZVF_ENTRY(nd_zvf_acosh, nd_zvf_acoshv, 1.0f)
 ND_ZVF_ENTRY(nd_zvf_exp2, nd_zvf_exp2v, 0.0f)
 /* float32 tanh: |x| capped at 10 (tanh rounds to 1 from 9.01) and the
  * sign cleared by one vrangeps, then a degree-6
@@ -1523,12 +1518,10 @@ ND_INVHYP(double, d, , nd_log1p_pos_d, 0x1p28, 0x1p1000, 0x1p-28, ND_LN2_D,
  * nd_zvf_atanhv) */
 ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
           __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf_c, nd_acoshf_c, nd_atanhf_c)
-ND_INLINE float nd_asinhf(float x) { ND_ZV_KEEP(nd_zvf_asinh) return nd_zvf_asinh(x); }
-ND_INLINE float nd_acoshf(float x) { ND_ZV_KEEP(nd_zvf_acosh) return nd_zvf_acosh(x); }
-ND_INLINE float nd_atanhf(float x) { ND_ZV_KEEP(nd_zvf_atanh) return nd_zvf_atanh(x); }
+/* (nd_asinhf, nd_acoshf, nd_atanhf: nd_vm32.h's AVX-512 functions) */
 #else
 ND_INVHYP(float, f, f, nd_log1p_pos_f, 0x1p12f, 0x1p100f, 0x1p-12f, 0x1.62e430p-1f,
-          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf, nd_acoshf, nd_atanhf)
+          __builtin_fabsf, __builtin_sqrtf, __builtin_copysignf, nd_asinhf_c, nd_acoshf, nd_atanhf)
 #endif
 /* numdyn's own float32 log2, log10 (AVX-512 and C forms) */
 #include "nd_vm32.h"
