@@ -102,6 +102,7 @@ except ImportError:  # pragma: no cover - numba is optional
     numba = None
 
 import programs_real as P  # noqa: E402
+import programs_styles as PS  # noqa: E402
 
 NUMDYN_COLS = ("numdyn", "numdyn 1st call")
 # the speed floor's settling: 2 untimed calls + 5 timed calls of each of its
@@ -325,6 +326,33 @@ def program_cases(quick=False):
     for n, it in (((32, 10),) if Q else ((64, 20), (256, 50))):
         add(f"Mandelbrot compacting mgrid {n}x{n} x{it}", P.mandelbrot_compact,
             lambda n=n, it=it: (-2.0, 0.5, -1.25, 1.25, n, n, it), 1e-9, cat)
+
+    # ------------------- programs of bench_styles.py that were below NumPy
+    # (session 25): a scatter-add, a column softmax, masked attention (exp
+    # of -inf), group-by with np.bincount, sorting, shifted-sum convolution
+    cat = "new styles"
+    for nnz in ((1000,) if Q else (1000, 1000000)):
+        nn = nnz // 10
+        r_, c_ = rng.integers(0, nn, nnz), rng.integers(0, nn, nnz)
+        d_, x_ = rng.standard_normal(nnz), rng.standard_normal(nn)
+        add(f"COO mat-vec np.add.at nnz={nnz}", PS.scatter_add_at,
+            lambda r=r_, c=c_, d=d_, x=x_, nn=nn: (r, c, d, x, nn), 1e-9, cat)
+    r, c = (100, 100) if Q else (1000, 1000)
+    x = rng.standard_normal((r, c)) * 3
+    add(f"log-softmax axis 0 {r}x{c}", PS.log_softmax_axis0, lambda x=x: (x,), 1e-9, cat)
+    q, k = rng.standard_normal((16, 8)), rng.standard_normal((16, 8))
+    mask = np.tril(np.ones((16, 16), dtype=bool))
+    add("masked attention weights 16x8", PS.attention_weights,
+        lambda q=q, k=k, m=mask: (q, k, m), 1e-9, cat)
+    keys, vals = rng.integers(0, 50, 1000), rng.standard_normal(1000)
+    add("group-by bincount/maximum.at n=1000", PS.groupby_stats,
+        lambda k=keys, v=vals: (k, v, 50), 1e-9, cat)
+    x, edges = rng.standard_normal(1000), np.linspace(-3, 3, 25)
+    add("ranks/searchsorted/unique n=1000", PS.rank_and_bins, lambda x=x, e=edges: (x, e), 1e-12, cat)
+    side = 64 if Q else 1000
+    img, kern = rng.random((side, side)), rng.random((5, 5))
+    add(f"conv2d shifted sums 5x5 {side}x{side}", PS.conv2d_shifted,
+        lambda a=img, k=kern: (a, k), 1e-9, cat)
     return cases
 
 
