@@ -96,7 +96,12 @@ static nd_id concat_nodes(nd_trace *t, const nd_xj_arr *a, Py_ssize_t n, int ax,
     memcpy(shape, a[0].shape, sizeof(npy_intp) * (size_t)nd);
     shape[ax] = 0;
     for (Py_ssize_t i = 0; i < n; i++) shape[ax] += a[i].shape[ax];
-    if (n == 1) return nd_shim_node_cast(t, a[0].id, dtype);
+    if (n == 1) {
+        /* a new array, as NumPy's: never the operand's own value (a
+         * returned np.concatenate([x]) was x itself) */
+        nd_id c = nd_shim_node_cast(t, a[0].id, dtype);
+        return c == a[0].id ? nd_shim_node_reshape(t, c, nd, a[0].shape) : c;
+    }
     nd_c_strides(nd, shape, cs);
     nd_id base = nd_xj_zeros(t, dtype, nd, shape);
     npy_intp off = 0;

@@ -20,6 +20,10 @@ NumPy code (session 25, probe7), each against NumPy.
    indexed as an integer and gave a view: NumPy's index is then advanced
    (its HAS_SCALAR_ARRAY) and the result a copy, so a write into it
    changed ``m`` under numdyn only. A NumPy scalar index stays a view.
+5. ``np.concatenate([x])`` / ``np.hstack((x,))`` of one array of the
+   result's dtype was ``x``'s own value: returned, it was the argument
+   itself, so the caller's writes into the result changed ``x`` (NumPy's
+   result is a new array).
 """
 import numpy as np
 import pytest
@@ -112,3 +116,14 @@ def test_zero_d_integer_array_index_copies(backend):
            lambda: (np.arange(12.0).reshape(3, 4), np.array([1.0, 5.0, 2.0]), np.array(0)),
            lambda: (np.arange(8.0).reshape(4, 2), np.array([7.0, 5.0, 2.0, 1.0]), np.array(-1)),
            check_aliasing=True)
+
+
+# ------------------------------------------------ 5. a join of one array
+def joins_of_one(a):
+    return (np.concatenate([a]), np.hstack((a,)), np.concatenate((a,), axis=0, dtype=a.dtype),
+            np.concatenate([a * 2]))
+
+
+def test_join_of_one_array_is_a_new_array(backend):
+    _calls(joins_of_one, backend, lambda: (np.arange(6.0),), lambda: (np.arange(6.0)[::-2],),
+           lambda: (np.arange(6.0),), check_aliasing=True)
