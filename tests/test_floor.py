@@ -246,8 +246,15 @@ def test_decision_sets_a_probe_gap_that_bounds_the_probes_cost():
     for _ in range(quiet):
         assert cf(x, 200) == tiny_steps(x, 200)
     after = dict(utils.counters)
-    assert after["floor_numpy_calls"] - before["floor_numpy_calls"] == quiet
-    assert after["flushes"] == before["flushes"] and after["graphs"] == before["graphs"]
+    # numdyn runs only as a timed sample: NumPy's path and the original
+    # function cost about the same here (tiny_steps' loop is captured), so
+    # noise may ask for a re-measure, which times numdyn's path again when
+    # its estimate is within 10% of the best (runtime_floor.c remeasure)
+    ran = quiet - (after["floor_numpy_calls"] - before["floor_numpy_calls"])
+    now = cf._floor_info_for(x, 200)
+    assert ran == now["numdyn_samples"] - info["numdyn_samples"], (ran, info, now)
+    if ran == 0:
+        assert after["flushes"] == before["flushes"] and after["graphs"] == before["graphs"]
 
 
 def test_probe_call_runs_numdyn_and_gap_doubles():
@@ -258,7 +265,8 @@ def test_probe_call_runs_numdyn_and_gap_doubles():
     # up to numdyn's probe (a probe of the other plain path may switch the
     # choice between the two and set the gaps anew: read it on each call)
     cur = info
-    while cur["calls"] + 1 < cur["probes"]["numdyn"]:
+    # (nor while the paths are measured again: no probes then)
+    while cur["remeasuring"] or cur["calls"] + 1 < cur["probes"]["numdyn"]:
         cf(x, 200)
         cur = cf._floor_info_for(x, 200)
     first = cur["probes"]["numdyn"]

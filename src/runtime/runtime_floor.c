@@ -94,9 +94,9 @@ typedef struct {
     int prev;              /* while measuring again: the decision it may
                               keep; MEASURING for the first measurement */
     uint64_t next_remeasure, regap; /* no re-measure before that call */
-    unsigned char kept[NPATH]; /* while measuring again: a path far slower
-                              than the best (LOPSIDED), not run again --
-                              its estimate stands, its probes go on */
+    unsigned char kept[NPATH]; /* while measuring again: a path slower
+                              than the best by more than MARGIN, not run
+                              again -- its estimate stands, its probes go on */
     char desc[120];
     uint64_t pending_at;   /* nd_disk_progress() + 1 when a call ran graphs
                               whose kernels were still compiling; 0: none */
@@ -331,14 +331,15 @@ static int next_to_measure(const slot *s)
 /* Measure the paths again, interleaved, keeping the decision until that
  * ends (decided_at then moves to its end). Only the paths that may take
  * the decision run again: the chosen one, the one whose call asked for it
- * (trigger), and any whose estimate is within LOPSIDED of the best. A
- * path LOPSIDED times slower keeps its estimate and its own probes: every
- * call of it in a re-measure costs its whole excess, and two paths of
- * about equal cost (NumPy's and the original function, for a function
- * whose captured loops do little) ask for a re-measure every 16, 32, 64...
- * calls on noise alone -- Mandelbrot compacting 64x64 ran numdyn's 4x
- * slower path twice each time, 0.92-0.95x NumPy in a quiet run where the
- * floor had chosen NumPy's path. */
+ * (trigger), and any whose estimate is within MARGIN of the best. A
+ * slower path keeps its estimate and its own probes (one faster than the
+ * choice asks for a re-measure with it as the trigger): every call of it
+ * in a re-measure costs its whole excess, and two paths of about equal
+ * cost (NumPy's and the original function, for a function whose captured
+ * loops do little) ask for a re-measure every 16, 32, 64... calls on noise
+ * alone -- Mandelbrot compacting 64x64 ran numdyn's 4x slower path twice
+ * each time, 0.92-0.95x NumPy in a quiet run where the floor had chosen
+ * NumPy's path. */
 static void remeasure(slot *s, int trigger)
 {
     double best = -1;
@@ -347,7 +348,7 @@ static void remeasure(slot *s, int trigger)
     s->prev = s->mode;
     s->mode = MEASURING;
     for (int p = 0; p < NPATH; p++) {
-        s->kept[p] = p != s->prev && p != trigger && best > 0 && s->est[p] > LOPSIDED * best;
+        s->kept[p] = p != s->prev && p != trigger && best > 0 && s->est[p] > MARGIN * best;
         if (!s->kept[p]) s->base[p] = s->n[p];
     }
     if (!s->regap) s->regap = REGAP_FIRST;
