@@ -1511,14 +1511,10 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject 
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cb.order) && !has; i++)
                 has = ((NdTapeNode *)PyList_GET_ITEM(cb.order, i))->pull != NULL;
         }
-        if (has == 1 && create) {
-            /* its pullbacks run saved residuals: nothing a capture could differentiate */
-            PyErr_SetString(PyExc_NotImplementedError,
-                            "numdyn: backward(create_graph=True) through a wrap_numpy call is "
-                            "not supported (its pullback is not itself differentiable); use "
-                            "numdyn.grad of numdyn.grad on the NumPy function");
-            has = -1;
-        }
+        /* create_graph: a vjp node's pullback runs saved residuals, nothing a
+         * capture could differentiate; the program replays its compiled
+         * function instead, inline in the capture (grad of compile) */
+        if (has == 1 && create) has = 0;
         if (has == 1) {
             if (grad == Py_None && PyArray_ISCOMPLEX(a)) {
                 PyErr_SetString(PyExc_RuntimeError, "numdyn: grad can be implicitly created "
