@@ -279,3 +279,30 @@ def test_create_graph_through_wrap_numpy():
         ((gx * gx).sum() + (gw * gw).sum()).backward()
         return [x, w]
     both(prog, X.reshape(2, 3), W[:3, :4])
+
+
+def test_complex_create_graph_and_inputs():
+    """complex leaves and a non-leaf: torch's conjugate-Wirtinger gradients,
+    then the gradient of a real function of the gradient (second order)"""
+    Z = np.array([0.3 + 0.5j, -1.2 + 0.1j, 2.0 - 0.7j])
+
+    def prog(lib, z):
+        h = z * 2.0
+        if lib == "torch":
+            y = (torch.sin(h) * h.conj()).real.sum() + (h * h).abs().sum()
+        else:
+            y = (np.sin(h) * h.conj()).real.sum() + np.abs(h * h).sum()
+        y.backward(create_graph=True, inputs=[z, h])
+        g = z.grad
+        first = [(t.detach().numpy() if lib == "torch" else t.numpy()).copy() for t in (g, h.grad)]
+        z.grad = None
+        if lib == "torch":
+            (g.real * g.imag).sum().backward(inputs=[z])
+        else:
+            (np.real(g) * np.imag(g)).sum().backward(inputs=[z])
+        return first, z
+    (fn, zn), (ft, zt) = prog("nd", leaf("nd", Z)), prog("torch", leaf("torch", Z))
+    for a, b in zip(fn, ft):
+        assert a.dtype == np.complex128
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    same_grads([zn], [zt])
