@@ -104,12 +104,14 @@ def _compare_exp():
     special = [0.0, -0.0, 5e-324, -5e-324, 1e-300, -np.inf, np.nan, -708.4, -745.13, -745.14, -800.0, -1e300,
                1e-10, -1e-10, 0.5, 1.0, -1.0, 700.0, 709.7]
     # (708: the AVX-512 exp's clamp, in a vector holding |x| >= 708 only)
+    # scores masked with -inf (softmax/attention), +-inf lanes next to finite ones
+    masked = np.where(rng.random(n) < 0.5, -np.inf, rng.uniform(-30.0, 5.0, n))
     a = np.concatenate([special, [2.0, 3.0, -2.0, -3.0, 1e-5, 100.0, -100.0, 708.0, np.nextafter(708.0, 0), -708.0,
                                   709.78, -745.0, np.log(2) / 32, -np.log(2) / 32], rng.uniform(-745.2, 709.7, n), rng.uniform(-1, 1, n), rng.uniform(-1e-5, 1e-5, n),
-                        rng.uniform(-750, -700, n)])
+                        rng.uniform(-750, -700, n), masked])
     b = np.concatenate([special, [-1074.0, -1075.0, -1074.5, -1022.0, -1023.5, 1023.99, 1023.0],
                         rng.uniform(-1080, 1023.99, n), rng.uniform(-1, 1, n), rng.uniform(-1e-5, 1e-5, n),
-                        rng.uniform(-1080, -1000, n)])
+                        rng.uniform(-1080, -1000, n), masked, -masked])
     f = numdyn.compile(_exps, options={"floor": False})
     with np.errstate(over="raise", invalid="raise", divide="raise"):   # NumPy raises none here
         f(a, b)
