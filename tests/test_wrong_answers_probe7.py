@@ -24,6 +24,12 @@ NumPy code (session 25, probe7), each against NumPy.
    result's dtype was ``x``'s own value: returned, it was the argument
    itself, so the caller's writes into the result changed ``x`` (NumPy's
    result is a new array).
+6. A storage left at another value's version -- a whole write
+   (``b[...] = c``, ``np.copyto(b, a)``) or an identity op
+   (``np.roll(c, 0, axis=0)``) -- handed back that value's array: ``return
+   b, c`` gave one memory twice, ``np.copyto(b, a); return b`` gave the
+   argument's memory. A value so shared becomes a copy of its own when it
+   is handed out.
 """
 import numpy as np
 import pytest
@@ -127,3 +133,22 @@ def joins_of_one(a):
 def test_join_of_one_array_is_a_new_array(backend):
     _calls(joins_of_one, backend, lambda: (np.arange(6.0),), lambda: (np.arange(6.0)[::-2],),
            lambda: (np.arange(6.0),), check_aliasing=True)
+
+
+# ------------------------------- 6. two names of one value, two arrays
+def shared_versions(a):
+    b = np.empty_like(a)
+    c = a * 2
+    b[...] = c
+    d = np.empty_like(a)
+    np.copyto(d, a)
+    e = np.roll(c, 0, axis=0)
+    return b, c, d, e, b[1:]
+
+
+def test_values_sharing_a_version_are_distinct_arrays(backend):
+    _calls(shared_versions, backend, lambda: (np.arange(6.0),), lambda: (np.arange(12.0)[::2],),
+           lambda: (np.arange(6.0),), check_aliasing=True)
+    b, c, d, e, b1 = numdyn.compile(shared_versions, backend=backend)(np.arange(6.0))
+    arrays = (b, c, d, e)
+    assert not any(np.shares_memory(x, y) for i, x in enumerate(arrays) for y in arrays[i + 1:])

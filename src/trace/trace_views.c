@@ -409,6 +409,21 @@ static int same_view(PyObject *v, PyObject *a)
     return 1;
 }
 
+/* Whether the array holding storage s's value is another storage's too:
+ * a whole-storage write or an identity op left s at another live value's
+ * version (b[...] = c; np.copyto(b, a); np.roll(c, 0, axis=0)), or at a
+ * caller's array. Two names NumPy gives two arrays must not come back as
+ * one memory. */
+static int value_shared(nd_storage *s, PyObject *arr)
+{
+    if (arr == s->caller) return 0;
+    nd_storage *o = nd__caller_find(s->trace, arr);
+    if (o && o != s) return 1;
+    for (NdProxy *q = s->trace->proxies; q; q = q->next)
+        if (q->st && q->st != s && q->st->version == s->version) return 1;
+    return 0;
+}
+
 PyObject *nd_proxy_base_array(PyObject *o)
 {
     NdProxy *p = nd__as_proxy(o);
@@ -429,6 +444,16 @@ PyObject *nd_proxy_base_array(PyObject *o)
     PyObject *arr = s->rebased && s->version == s->rebase_version
                   ? s->caller : nd__node_array(s->trace->g, s->version);
     if (!arr || !PyArray_Check(arr)) return NULL;
+    if (!s->caller && !s->dview_of && value_shared(s, arr)) {
+        /* s's value of its own: a copy, its new version */
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)arr, NPY_KEEPORDER);
+        nd_id id = c ? nd__input_node(s->trace, c) : ND_NONE;
+        Py_XDECREF(c);
+        if (id == ND_NONE) return NULL;
+        s->version = id;
+        arr = nd__node_array(s->trace->g, id);
+        if (!arr) return NULL;
+    }
     if (s->rebased && !p->fresh && !p->part && arr == s->caller) {
         /* the caller array itself, as `return a` gives it */
         PyArrayObject *r = (PyArrayObject *)s->root;
