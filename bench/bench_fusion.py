@@ -104,6 +104,27 @@ def row_std(x):
     return x.std(axis=-1)
 
 
+def colsum(X):
+    return X.sum(axis=0)
+
+
+def colvar(X):
+    return X.var(axis=0)
+
+
+def log_softmax0(x):
+    # over axis 0: reductions across the rows of a wide array
+    y = x - x.max(axis=0)
+    return y - np.log(np.exp(y).sum(axis=0))
+
+
+def masked_softmax(x, mask):
+    # scores masked with -inf (attention): exp of -inf in half the lanes
+    s = np.where(mask, x, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _torch_fn(fn):
     """torch.compile of the same NumPy source (torch traces NumPy code through
     torch._numpy), called on ndarrays"""
@@ -175,6 +196,9 @@ def run(quick=False, only=None):
     P = rng.standard_normal((64, 3))
     Q32 = rng.standard_normal((20_000 // scale, 32))
     P32 = rng.standard_normal((256, 32))
+    W = rng.standard_normal((1000, 1000 // scale))
+    M = rng.random(W.shape) < 0.5
+    M[:, 0] = True
     todo = [
         ("k-means step f64 X=(%d,2), 2 means" % n, kmeans_step, (X, means), 0, True),
         ("standardize f64 (%d,8)" % (n // 4), standardize, (Xw,), 1e-9, False),
@@ -191,6 +215,10 @@ def run(quick=False, only=None):
         ("layer norm last axis f32 (%d,1024)" % A.shape[0], layer_norm, (A32,), 1e-4, False),
         ("row std f64 (%d,1024)" % A.shape[0], row_std, (A,), 1e-12, False),
         ("row std f64 (%d,8)" % (n // 4), row_std, (Xw,), 1e-12, False),
+        ("column sums X.sum(0) f64 (%d,%d)" % W.shape, colsum, (W,), 1e-12, False),
+        ("column variances X.var(0) f64 (%d,%d)" % W.shape, colvar, (W,), 1e-9, False),
+        ("log-softmax over axis 0 f64 (%d,%d)" % W.shape, log_softmax0, (W,), 1e-12, False),
+        ("softmax masked with -inf f64 (%d,%d)" % W.shape, masked_softmax, (W, M), 1e-12, False),
     ]
     rows = []
     for name, fn, args, rtol, exact in todo:
