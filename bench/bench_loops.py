@@ -149,15 +149,6 @@ def loop_cases(quick=False):
     steps = 1000 if Q else 10000
     add(f"RK4 scalar ODE, helper derivative x{steps}", L.rk4_scalar,
         lambda s=steps: (1.0, 0.0, 0.001, s, 0.7), 1e-12)
-
-    # ----------------------------------- small state vectors updated whole
-    steps = 200 if Q else 2000
-    A = rng.standard_normal((4, 4)) * 0.1
-    add(f"RK4 on a 4-vector, y' = A y x{steps}", L.rk4_linear_system,
-        lambda A=A, s=steps: (np.ones(4), A, 0.01, s), 1e-12)
-    steps = 1000 if Q else 10000
-    add(f"Euler steps of Lorenz (3-vector built per step) x{steps}", L.lorenz_euler,
-        lambda s=steps: (np.ones(3), 0.001, s), 1e-12)
     return cases
 
 

@@ -447,27 +447,3 @@ def rk4_scalar(y0, t0, h, steps, k):
         t = t + h
         out[i + 1] = y
     return out
-
-
-# -------------------------------------- small state vectors updated whole
-def rk4_linear_system(y0, A, h, steps):
-    """RK4 on y' = A y with a small state vector (4 unknowns)."""
-    y = y0.copy()
-    for i in range(steps):
-        k1 = A @ y
-        k2 = A @ (y + h / 2 * k1)
-        k3 = A @ (y + h / 2 * k2)
-        k4 = A @ (y + h * k3)
-        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y
-
-
-def lorenz_euler(y0, h, steps):
-    """Explicit Euler on the Lorenz system, the state a 3-vector built per step."""
-    y = y0.copy()
-    out = np.empty((steps, 3))
-    for i in range(steps):
-        d = np.array([10.0 * (y[1] - y[0]), y[0] * (28.0 - y[2]) - y[1], y[0] * y[1] - 8.0 / 3.0 * y[2]])
-        y = y + h * d
-        out[i] = y
-    return out

@@ -102,7 +102,6 @@ typedef struct {
     int line;             /* first line of the loop */
     int nalloc;           /* LK_ALLOC nodes: the loop makes arrays */
     int nlets;            /* LK_LET bindings */
-    nd_ln *lets[LLET_MAX]; /* each binding's LK_LET */
     PyObject *funcs;      /* tuple, per variable: None, or for a helper function the
                              loop inlines (VF_MODULE, LM_FUNC) (function, its code, its
                              defaults) as parsed: a call runs the C only with these */

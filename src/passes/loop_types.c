@@ -614,7 +614,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     case LK_LET:
         if ((t0 = nd_lty_expr(T, e->kid[0], assign, &b0)) < 0) return t0;
-        if (t0 & LT_MAT) return why(T, e, "a helper function's 2-D array argument or local");
+        if (t0 & (LT_VEC | LT_MAT)) return why(T, e, "a helper function's array value (loops inline scalar helpers)");
         T->let_t[e->aux] = (uint8_t)(t0 + 1);
         T->let_bits[e->aux] = (uint8_t)b0;
         return nd_lty_expr(T, e->kid[1], assign, bits);
@@ -950,10 +950,6 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
 {
     if (!e) return 0;
     switch (e->kind) {
-    case LK_LET:
-        return vector_expr(T, e->kid[1]);
-    case LK_LETVAR:
-        return vector_expr(T, T->ir->lets[e->aux]->kid[0]);
     case LK_VAR: case LK_SLICE: case LK_ELEM:
         /* (x[idx], a gather by an integer vector, is a new array) */
         return view_source(T, e) >= 0 || (nd_lty_gather(T, e) && vector_expr(T, e->kid[0]));
@@ -1004,16 +1000,6 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
             changed = 1;
         } else if (s->kind == LK_ASSIGN) {
             int v = s->var, src = view_source(T, s->kid[0]);
-            if (T->alocal[v] == 1 && T->andim[v] == 1 && src < 0 && vector_expr(T, s->kid[0])) {
-                /* y = y + h * k of a name holding a 1-D array before the
-                 * loop (y = y0.copy()): a computed array local whose first
-                 * value is that array (the runner's whole view of it, handed
-                 * back as it is when never reassigned); its dtype stays the
-                 * array's, every computed value must have it */
-                T->alocal[v] = 2;
-                changed = 1;
-                continue;
-            }
             if (T->alocal[v] || T->adt[v] >= 0) continue;
             if (src < 0 && vector_expr(T, s->kid[0])) {
                 T->alocal[v] = 2;

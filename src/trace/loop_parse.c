@@ -425,7 +425,6 @@ static nd_ln *let_bind(pctx *c, PyObject *name, nd_ln *x, int line)
     if (!l) return NULL;
     l->aux = c->ir->nlets++;
     l->kid[0] = x;
-    c->ir->lets[l->aux] = l;
     PyObject *m = Py_BuildValue("(si)", "l", l->aux);
     if (!m || PyDict_SetItem(c->scope, name, m) < 0) { Py_XDECREF(m); return NULL; }
     Py_DECREF(m);
