@@ -161,11 +161,15 @@ def test_flush_scratch_survives_failing_flushes():
 
 # ------------------------------------------- log messages only for listeners
 def _scaled(x, i):
-    return x * i
+    y = x
+    for _ in range(1):   # a helper holding a loop is not inlined
+        y = x * i
+    return y
 
 
 def breaks_each_iteration(x, n):
-    # (the call of a Python function keeps the loop from loop capture)
+    # (the call of a Python function that loop capture does not inline
+    # keeps the loop from it)
     acc = 0.0
     for i in range(n):
         if _scaled(x, i).sum() > 3.0:   # bool of a lazy value: a graph break

@@ -197,12 +197,36 @@ def calls_python(a):
     return s
 
 
-def test_user_function_call_is_not_captured_but_right():
+def helper_with_loop(x):
+    t = 0.0
+    for _ in range(2):
+        t += x
+    return t
+
+
+def calls_python_loop(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += helper_with_loop(a[i])
+    return s
+
+
+def test_user_function_call_is_inlined_and_right():
+    # a helper of assignments and a return is compiled into the loop's C
+    # (tests/test_loops_helpers.py has the rest)
     exp, got, _, _, cf = run_both(calls_python, np.arange(4.0))
     same(exp, got)
     info = cf._loop_info()
+    assert len(info) == 1 and info[0]["captured"], info
+
+
+def test_user_function_call_is_not_captured_but_right():
+    # a helper holding a loop is not inlined: the loop runs in Python
+    exp, got, _, _, cf = run_both(calls_python_loop, np.arange(4.0))
+    same(exp, got)
+    info = cf._loop_info()
     assert len(info) == 1 and not info[0]["captured"]
-    assert "helper" in info[0]["reason"] and "line" in info[0]["reason"]
+    assert "helper_with_loop" in info[0]["reason"] and "line" in info[0]["reason"]
 
 
 def readonly_store(a):
@@ -267,7 +291,7 @@ def test_loop_variable_unbound_after_empty_loop():
 
 
 def test_explain_names_each_loop():
-    out = numdyn.explain(numdyn.compile(calls_python))(np.arange(3.0))
+    out = numdyn.explain(numdyn.compile(calls_python_loop))(np.arange(3.0))
     assert "Loops:" in str(out) and "not captured" in str(out)
     out = numdyn.explain(numdyn.compile(sum_sq))(np.arange(3.0))
     assert "captured (compiled to a C loop)" in str(out)
