@@ -1014,3 +1014,84 @@ def test_gradients_of_cuda_tensors_run_on_the_gpu():
         for u in set(os.listdir(os.environ["NUMDYN_EMU_TMP"])) - units:
             if u.endswith(".cpp"):
                 shutil.copy(os.path.join(os.environ["NUMDYN_EMU_TMP"], u), keep)
+
+
+def test_backward_inputs_create_graph_and_retain_grad_of_cuda_tensors():
+    """backward(inputs=...), backward(create_graph=True) and retain_grad()
+    of CUDA Tensors as on the CPU (tests/test_tensor_backward_graph.py
+    holds the CPU Tensor to torch's): the same program on both devices,
+    every .grad equal (None where None), the gradients CUDA Tensors; the
+    float programs run on the device (no host steps); create_graph's
+    gradients have a graph, differentiated again (second derivatives, a
+    Hessian-vector product, a gradient Tensor that requires grad)"""
+    X = np.array([0.3, -1.2, 2.0, 0.7, -0.4, 1.1])
+    Z = np.array([0.3 + 0.5j, -1.2 + 0.1j, 2.0 - 0.7j])
+    V = np.linspace(0.5, -0.5, 6)
+
+    def prog(dev, x, z, c):
+        keep = []
+        h = x * 3.0
+        y = np.sin(h) * h * z
+        y.sum().backward(inputs=[h, x])          # z keeps None; h a non-leaf
+        keep += [x.grad, h.grad, z.grad]
+        x.grad = h.grad = None
+        u = x * z
+        u.retain_grad()
+        (u * u).sum().backward()                 # retain_grad: u's .grad too
+        keep += [x.grad, z.grad, u.grad]
+        x.grad = z.grad = None
+        (np.sin(x) * x).sum().backward(create_graph=True)
+        g = x.grad
+        assert g.requires_grad and g.grad_fn is not None
+        x.grad = None
+        (g * g).sum().backward()                 # a second derivative
+        keep.append(x.grad)
+        x.grad = None
+        f = (np.tanh(x * z) ** 2).sum() + (x * x * x).sum()
+        f.backward(create_graph=True, inputs=[x])
+        g = x.grad
+        x.grad = None
+        (g * numdyn.tensor(V, device=dev)).sum().backward(inputs=[x])   # HVP
+        keep += [x.grad, z.grad]
+        x.grad = None
+        (np.sin(x) * x).backward(c, create_graph=True)   # c requires grad: reached again
+        g = x.grad
+        x.grad = None
+        (g * g).sum().backward()
+        keep += [x.grad, c.grad]
+        x.grad = None
+        h = x.astype(np.float32) * 2.0                   # float32, a non-leaf input
+        (np.tanh(h) * 3.0).sum().backward(create_graph=True, inputs=[h])
+        keep.append(h.grad)
+        (h.grad * h.grad).sum().backward(inputs=[x])
+        keep.append(x.grad)
+        return keep
+
+    def complex_prog(dev, w):
+        h = w * 2.0
+        # .real/.imag of a complex Tensor: float views of its memory
+        same(w.real.numpy(), Z.real)
+        same(h.imag.numpy(), (Z * 2.0).imag)
+        y = (np.sin(h) * h.conj()).real.sum() + np.abs(h * h).sum()
+        y.backward(create_graph=True, inputs=[w, h])
+        keep = [w.grad, h.grad]
+        g = w.grad
+        w.grad = None
+        (g.real * g.imag).sum().backward(inputs=[w])
+        return keep + [w.grad]
+
+    results = []
+    for dev in ("cuda", None):
+        mk = lambda a: numdyn.tensor(a.copy(), device=dev, requires_grad=True)   # noqa: E731
+        host = ctr("cuda_host_steps")
+        got = prog(dev, mk(X), mk(X[::-1]), mk(np.linspace(1.0, 2.0, 6)))
+        if dev:
+            assert ctr("cuda_host_steps") == host   # every float backward ran on the device
+        got += complex_prog(dev, mk(Z))
+        if dev:
+            assert all(g is None or g.device == numdyn.tensor(X, device=dev).device for g in got)
+        results.append([None if g is None else g.numpy() for g in got])
+    for i, (a, b) in enumerate(zip(*results)):
+        assert (a is None) == (b is None), i
+        if a is not None:
+            same(a, b, rtol=1e-5 if a.dtype == np.float32 else 1e-10, atol=1e-6)

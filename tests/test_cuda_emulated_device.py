@@ -24,7 +24,8 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
           "float_conditions or nan_data or "
           "context or memory_stats or disk_cache or on_device or split_full or narrow_reductions or "
           "(wide_rows and 4096) or black_scholes or (vector_lanes and float32) or "
-          "tensor_on_cuda or tensor_chain or tensor_dlpack or wrap_numpy_of_cuda or gradients_of_cuda) "
+          "tensor_on_cuda or tensor_chain or tensor_dlpack or wrap_numpy_of_cuda or gradients_of_cuda or "
+          "backward_inputs) "
           "and not (cupy or torch)")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 

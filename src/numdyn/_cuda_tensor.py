@@ -271,10 +271,12 @@ def _template(res, outs, shadows, leaves):
             root = _root(v)
             for j, o in enumerate(outs):   # a view NumPy made of an output
                 if isinstance(o, np.ndarray) and (o is root or _root(o) is root):
-                    return ("view", j, v.ctypes.data - o.ctypes.data, v.shape, v.strides, o.strides)
+                    return ("view", j, v.ctypes.data - o.ctypes.data, v.shape, v.strides, o.strides,
+                            v.dtype.num)
             for i, s in enumerate(shadows):   # a view of an operand: its device memory
                 if is_cuda(leaves[i]) and (s is v or _root(s) is root):
-                    return ("inview", i, v.ctypes.data - s.ctypes.data, v.shape, v.strides)
+                    return ("inview", i, v.ctypes.data - s.ctypes.data, v.shape, v.strides,
+                            v.dtype.num)
         if isinstance(v, (np.ndarray, np.generic)):
             raise NotImplementedError("a result that is not one of the graph's outputs")
         return ("const", v)
@@ -297,15 +299,15 @@ def _build(t, bufs, leaves, wrap=None):
     if kind == "out":
         return (wrap or _wrap)(bufs[t[1]])
     if kind == "view":
-        _, j, off, shape, strides, ostrides = t
+        _, j, off, shape, strides, ostrides, dt = t
         b = bufs[j]
         if tuple(b.__cuda_array_interface__["strides"]) != tuple(ostrides):
             raise NotImplementedError("numdyn: a view of a result laid out otherwise on the "
                                       "device than on the host")
-        return (wrap or _wrap)(_C._cuda_view(b, off, tuple(shape), tuple(strides)))
+        return (wrap or _wrap)(_C._cuda_view(b, off, tuple(shape), tuple(strides), dt))
     if kind == "inview":
-        _, i, off, shape, strides = t
-        return _wrap(_C._cuda_view(_buffer(leaves[i]), off, tuple(shape), tuple(strides)))
+        _, i, off, shape, strides, dt = t   # dt: x.real of a complex x is a float view
+        return _wrap(_C._cuda_view(_buffer(leaves[i]), off, tuple(shape), tuple(strides), dt))
     if kind == "const":
         return t[1]
     items = [_build(x, bufs, leaves, wrap) for x in t[1]]
@@ -722,59 +724,87 @@ def wrap_call(fn, compiled, args, kwargs):
 
 
 # ------------------------------------------------------------ gradients
-def backward(t, grad):
-    """t.backward(grad) for a CUDA Tensor: the tape's program (tensor_tape.c)
-    differentiated by numdyn's autodiff, its forward and backward graphs run
-    with backend "cuda"; the gradients accumulate into the leaves' .grad as
-    CUDA Tensors (torch's conjugate convention for complex leaves, as on the
-    CPU). The program's parameters -- the leaves and the step outputs the
-    tape holds -- are read from the device once per backward()."""
+def backward(t, grad, wrt=None, create=False):
+    """t.backward(grad, inputs=wrt, create_graph=create) for a CUDA Tensor:
+    the tape's program (tensor_tape.c) differentiated by numdyn's autodiff,
+    its forward and backward graphs run with backend "cuda"; the gradients
+    accumulate into .grad as CUDA Tensors (torch's conjugate convention for
+    complex leaves, as on the CPU). wrt: only those Tensors get a gradient
+    (a non-leaf one through a parameter of zeros added to its value, as the
+    CPU does); retain_grad()'s non-leaf Tensors get theirs too. create: the
+    gradient function runs as a recorded device operation over the Tensors
+    it reads, so its results have a graph (second derivatives). Without it
+    the program's parameters -- the leaves and the step outputs the tape
+    holds -- are read where they are (no copies on a warm call)."""
     if t.grad_fn is None:      # a leaf: its own gradient
+        if wrt is not None and not any(x is t for x in wrt):
+            return None
         g = _cotangent(t, grad)
         _accumulate(t, g.numpy() if is_cuda(g) else g)
         return None
-    prog, params, leaves = _C._tape_program(t)
-    if not leaves:
+    prog, params, leaves, pobjs, pert = _C._tape_program(t, wrt, bool(create))
+    nums, targets = [], []
+    for i, leaf in enumerate(leaves):
+        if wrt is None or any(x is leaf for x in wrt):
+            nums.append(i)
+            targets.append(leaf)
+    for w, num in pert:
+        nums.append(num)
+        targets.append(w)
+    if not targets:
+        if wrt is not None:    # torch: inputs the graph does not reach keep their .grad
+            return None
         raise RuntimeError("numdyn: backward(): no leaf Tensor requires grad")
     g = _cotangent(t, grad)
     if grad is None and t.dtype.kind == "c":
         raise RuntimeError("numdyn: grad can be implicitly created only for real scalar outputs")
-    if t.dtype.kind == "f" and all(x.dtype.kind == "f" for x in leaves):
-        grads = _device_grads(prog, params, len(leaves), None if grad is None else g)
+    nums = tuple(nums)
+    scalar = grad is None and t.ndim == 0
+    if create:
+        conj_out = tuple(x.dtype.kind == "c" for x in targets)
+        gf = _C._tape_grad_fn(prog, len(params), nums, conj_out, scalar, g.dtype.kind == "c")
+        args = tuple(_wrap(p) if isinstance(p, _C.CudaDeviceBuffer) else p for p in pobjs)
+        if not scalar:
+            args += ((grad if isinstance(grad, _C.Tensor) and grad.requires_grad else
+                      g if is_cuda(g) else upload(np.asarray(g))),)
+        grads = _C._cuda_tensor_apply(_CALL, gf, args, None)   # recorded on the tape
+        for x, gr in zip(targets, grads):
+            x.grad = gr if x.grad is None else x.grad + gr
+        return None
+    if t.dtype.kind == "f" and all(x.dtype.kind == "f" for x in targets):
+        grads = _device_grads(prog, params, nums, None if grad is None else g)
         if grads is not None:
-            for leaf, gr in zip(leaves, grads):
-                if gr.dtype != leaf.dtype:
-                    gr = gr.astype(leaf.dtype)
-                leaf.grad = gr if leaf.grad is None else leaf.grad + gr
+            with _C_no_grad():
+                for x, gr in zip(targets, grads):
+                    if gr.dtype != x.dtype:
+                        gr = gr.astype(x.dtype)
+                    x.grad = gr if x.grad is None else x.grad + gr
             return None
     host = tuple(p.get() if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
-    scalar = grad is None and t.ndim == 0
-    nums = tuple(range(len(leaves)))
     out, _aux, third = _C._vjp(prog, host, nums, None, "cuda", False, scalar)
     if scalar:
         grads = third
     else:
         gh = g.numpy() if is_cuda(g) else np.asarray(g)
         grads = third(np.conj(gh) if gh.dtype.kind == "c" else gh)
-    for leaf, gr in zip(leaves, grads):
+    for x, gr in zip(targets, grads):
         gr = np.asarray(gr)
-        _accumulate(leaf, np.conj(gr) if gr.dtype.kind == "c" else gr)
+        _accumulate(x, np.conj(gr) if gr.dtype.kind == "c" else gr)
     return None
 
 
-_grad_fns = {}   # (tape program, leaves, seeded) -> the function of arrays whose graph runs
+_grad_fns = {}   # (tape program, argnums, seeded) -> the function of arrays whose graph runs
 
 
-def _grad_fn(prog, nleaves, seeded):
+def _grad_fn(prog, nums, seeded):
     """value_and_grad of the tape's program as one function of arrays:
     numdyn's autodiff inlines forward and backward into the graph the
     engine captures (seeded: the output's cotangent is the last argument,
     the loss then <out, ct>, real dtypes only)"""
-    key = (prog, nleaves, seeded)
+    key = (prog, nums, seeded)
     fn = _grad_fns.get(key)
     if fn is None:
         from . import value_and_grad
-        nums = tuple(range(nleaves))
         if seeded:
             vg = value_and_grad(lambda *a: (prog(*a[:-1]) * a[-1]).sum(), argnums=nums)
         else:
@@ -789,15 +819,16 @@ def _grad_fn(prog, nleaves, seeded):
     return fn
 
 
-def _device_grads(prog, params, nleaves, ct):
-    """the gradients as CUDA Tensors, computed by one device program over
-    the tape's values where they are (no copies on a warm call); None when
-    that program cannot be captured (the host path runs instead)"""
+def _device_grads(prog, params, nums, ct):
+    """the gradients (of parameters nums) as CUDA Tensors, computed by one
+    device program over the tape's values where they are (no copies on a
+    warm call); None when that program cannot be captured (the host path
+    runs instead)"""
     from . import GraphBreakError
     args = tuple(_wrap(p) if isinstance(p, _C.CudaDeviceBuffer) else p for p in params)
     if ct is not None:
         args += (ct if is_cuda(ct) else upload(np.asarray(ct)),)
-    fn = _grad_fn(prog, nleaves, ct is not None)
+    fn = _grad_fn(prog, nums, ct is not None)
     try:
         with _C_no_grad():
             grads = apply(_CALL, fn, args, None)
@@ -834,4 +865,5 @@ def _cotangent(t, grad):
 def _accumulate(leaf, g):
     """a host gradient into leaf.grad (a CUDA Tensor of the leaf's dtype)"""
     g = upload(np.asarray(g).astype(leaf.dtype, copy=False))
-    leaf.grad = g if leaf.grad is None else leaf.grad + g
+    with _C_no_grad():   # as the CPU's: an earlier create_graph .grad's graph is not extended
+        leaf.grad = g if leaf.grad is None else leaf.grad + g

@@ -1142,16 +1142,22 @@ static PyObject *py_graph_set_input(PyObject *self, PyObject *args)
     return NULL;
 }
 
-/* _cuda_view(buf, byte offset, shape, byte strides) -> DeviceBuffer: a
- * view into buf's memory (bounds checked), holding buf's memory */
+/* _cuda_view(buf, byte offset, shape, byte strides[, dtype number]) ->
+ * DeviceBuffer: a view into buf's memory (bounds checked), holding buf's
+ * memory; of another dtype where given (x.real of a complex x) */
 static PyObject *py_view(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *bo, *shape, *strides;
     Py_ssize_t off;
-    if (!PyArg_ParseTuple(args, "O!nO!O!", &DevBuf_Type, &bo, &off, &PyTuple_Type, &shape,
-                          &PyTuple_Type, &strides))
+    int dtype = -1;
+    if (!PyArg_ParseTuple(args, "O!nO!O!|i", &DevBuf_Type, &bo, &off, &PyTuple_Type, &shape,
+                          &PyTuple_Type, &strides, &dtype))
         return NULL;
+    PyArray_Descr *d = dtype >= 0 ? PyArray_DescrFromType(dtype) : NULL;
+    if (dtype >= 0 && !d) return NULL;
+    int itemsize = d ? (int)PyDataType_ELSIZE(d) : 0;
+    Py_XDECREF(d);
     dbuf *b = ((DevBuf *)bo)->b;
     int nd = (int)PyTuple_GET_SIZE(shape);
     if (nd != PyTuple_GET_SIZE(strides) || nd > ND_MAXDIMS) {
@@ -1162,6 +1168,10 @@ static PyObject *py_view(PyObject *self, PyObject *args)
     if (!v) return PyErr_NoMemory();
     v->a = b->a;
     v->a.ndim = nd;
+    if (dtype >= 0) {
+        v->a.dtype = dtype;
+        v->a.itemsize = itemsize;
+    }
     npy_intp lo = off, hi = off, nel = 1;
     for (int k = 0; k < nd; k++) {
         v->a.shape[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));

@@ -834,11 +834,20 @@ int nd_tensor_cuda_differentiable(PyObject *o)
     return PyTypeNum_ISFLOAT(t) || PyTypeNum_ISCOMPLEX(t);
 }
 
-PyObject *nd_tensor_cuda_backward(PyObject *t, PyObject *grad)
+PyObject *nd_tensor_cuda_backward(PyObject *t, PyObject *grad, PyObject *wrt, int create)
 {
-    PyObject *args = PyTuple_Pack(2, t, grad);
-    PyObject *r = call_engine("backward", args);
+    PyObject *args = Py_BuildValue("(OOOO)", t, grad, wrt ? wrt : Py_None, create ? Py_True : Py_False);
+    PyObject *r = args ? call_engine("backward", args) : NULL;
     Py_XDECREF(args);
+    return r;
+}
+
+PyObject *nd_tensor_cuda_zeros_like(PyObject *t)
+{
+    const nd_cu_array *a = arr_of(t);
+    PyObject *z = PyArray_ZEROS(a->ndim, (npy_intp *)a->shape, a->dtype, 0);
+    PyObject *r = z ? nd_cu_devbuf_upload(z) : NULL;
+    Py_XDECREF(z);
     return r;
 }
 

@@ -81,8 +81,10 @@ PyObject *nd_tensor_cuda_copy(PyObject *t);
 int nd_tensor_cuda_differentiable(PyObject *o);
 /* backward() of a CUDA Tensor: the tape's program differentiated by
  * numdyn's autodiff with backend "cuda"; gradients into the leaves' .grad
- * as CUDA Tensors */
-PyObject *nd_tensor_cuda_backward(PyObject *t, PyObject *grad);
+ * as CUDA Tensors (wrt: NULL or inputs=' list; create: create_graph) */
+PyObject *nd_tensor_cuda_backward(PyObject *t, PyObject *grad, PyObject *wrt, int create);
+/* a DeviceBuffer of zeros shaped as CUDA Tensor t (a tape's perturbation parameter) */
+PyObject *nd_tensor_cuda_zeros_like(PyObject *t);
 int nd_tensor_cuda_init(PyObject *module);
 
 /* ---- tensor_dlpack.c */

@@ -717,8 +717,10 @@ static PyObject *build_program_ex(PyObject *t, PyObject *wrt, int no_known, PyOb
         int have = pk ? PyDict_Contains(b.perturb, pk) : 0;
         if (!in || have) { Py_XDECREF(pk); if (have < 0) goto fail; continue; }
         PyArrayObject *wa = (PyArrayObject *)w->array;
-        PyObject *z = pk ? PyArray_ZEROS(PyArray_NDIM(wa), PyArray_DIMS(wa), PyArray_TYPE(wa), 0)
-                         : NULL;
+        PyObject *z = !pk ? NULL
+                      : w->device == ND_DEV_CUDA
+                          ? nd_tensor_cuda_zeros_like((PyObject *)w)
+                          : PyArray_ZEROS(PyArray_NDIM(wa), PyArray_DIMS(wa), PyArray_TYPE(wa), 0);
         PyObject *num = z ? PyLong_FromSsize_t(PyList_GET_SIZE(b.params)) : NULL;
         int bad = !num || PyDict_SetItem(b.perturb, pk, num) < 0 ||
                   PyList_Append(b.params, z) < 0 || (b.pobjs && PyList_Append(b.pobjs, z) < 0);
@@ -1442,14 +1444,8 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject 
                         "require grad (no operand of what made it requires grad)");
         return NULL;
     }
-    if (t->device == ND_DEV_CUDA) {
-        if (wrt || create) {
-            PyErr_Format(PyExc_NotImplementedError, "numdyn: backward(%s) of a CUDA Tensor is "
-                         "not supported", create ? "create_graph=True" : "inputs=...");
-            return NULL;
-        }
-        return nd_tensor_cuda_backward(self, grad);
-    }
+    if (t->device == ND_DEV_CUDA)  /* _cuda_tensor.py, from _tape_program's parts */
+        return nd_tensor_cuda_backward(self, grad, wrt, create);
     PyArrayObject *a = (PyArrayObject *)t->array;
     PyObject *g;
     if (grad == Py_None) {
@@ -1680,16 +1676,55 @@ static PyObject *mod_is_grad_enabled(PyObject *m, PyObject *unused)
     return PyBool_FromLong(grad_enabled);
 }
 
-static PyObject *mod_tape_program(PyObject *m, PyObject *t)
+/* _tape_program(t) -> (program, params, leaves); _tape_program(t, wrt,
+ * create) -> (program, params, leaves, pobjs, pert): what nd_tape_backward
+ * differentiates for backward(inputs=wrt (a list or None),
+ * create_graph=create), for a CUDA Tensor's backward (_cuda_tensor.py) */
+static PyObject *mod_tape_program(PyObject *m, PyObject *args)
 {
+    PyObject *t, *wrt = Py_None;
+    int create = -1;
+    if (!PyArg_ParseTuple(args, "O|Op:_tape_program", &t, &wrt, &create)) return NULL;
     if (!nd_tensor_check(t) || !ND_TENSOR(t)->node) {
         PyErr_SetString(PyExc_TypeError, "_tape_program: a Tensor computed on the tape");
         return NULL;
     }
-    PyObject *params = NULL, *leaves = NULL;
-    PyObject *prog = build_program(t, &params, &leaves);
+    PyObject *params = NULL, *leaves = NULL, *pobjs = NULL, *pert = NULL;
+    if (create < 0) {
+        PyObject *prog = build_program(t, &params, &leaves);
+        if (!prog) return NULL;
+        return Py_BuildValue("(NNN)", prog, params, leaves);
+    }
+    if (wrt != Py_None && !PyList_Check(wrt)) {
+        PyErr_SetString(PyExc_TypeError, "_tape_program: wrt is a list of Tensors or None");
+        return NULL;
+    }
+    builder cb = {PyList_New(0), PyDict_New(), NULL, NULL, NULL, NULL};
+    PyObject *nl = NULL;
+    if (cb.order && cb.index && collect(&cb, ND_TENSOR(t)->node) == 0)
+        nl = nonleaf_targets(t, cb.order, wrt == Py_None ? NULL : wrt);
+    Py_XDECREF(cb.order);
+    Py_XDECREF(cb.index);
+    if (!nl) return NULL;
+    PyObject *prog = build_program_ex(t, PyList_GET_SIZE(nl) ? nl : NULL, create, &params, &leaves,
+                                      &pobjs, &pert);
+    Py_DECREF(nl);
     if (!prog) return NULL;
-    return Py_BuildValue("(NNN)", prog, params, leaves);
+    return Py_BuildValue("(NNNNN)", prog, params, leaves, pobjs, pert);
+}
+
+/* _tape_grad_fn(prog, nparams, argnums, conj_out, scalar, conj_ct): the
+ * gradient function backward(create_graph=True) records (gradfn_get) */
+static PyObject *mod_tape_grad_fn(PyObject *m, PyObject *args)
+{
+    PyObject *prog, *argnums, *conj_out;
+    Py_ssize_t nparams;
+    int scalar, conj_ct;
+    if (!PyArg_ParseTuple(args, "OnO!O!pp:_tape_grad_fn", &prog, &nparams, &PyTuple_Type, &argnums,
+                          &PyTuple_Type, &conj_out, &scalar, &conj_ct))
+        return NULL;
+    if (!vjp_entry && !(vjp_entry = PyObject_GetAttrString(module_ref, "_vjp"))) return NULL;
+    return gradfn_get(prog, nparams, argnums, conj_out, scalar, conj_ct);
 }
 
 static PyMethodDef tape_functions[] = {
@@ -1697,8 +1732,11 @@ static PyMethodDef tape_functions[] = {
      "Turn recording of Tensor operations on/off; returns the previous state."},
     {"is_grad_enabled", mod_is_grad_enabled, METH_NOARGS,
      "Whether operations on Tensors that require grad are recorded."},
-    {"_tape_program", mod_tape_program, METH_O,
-     "(program, params, leaves) that backward() of this Tensor differentiates."},
+    {"_tape_program", mod_tape_program, METH_VARARGS,
+     "(program, params, leaves) that backward() of this Tensor differentiates; with "
+     "(wrt, create) also the parameters' objects and the non-leaf (Tensor, parameter) pairs."},
+    {"_tape_grad_fn", mod_tape_grad_fn, METH_VARARGS,
+     "The gradient function of a tape program that backward(create_graph=True) records."},
     {NULL},
 };
 
