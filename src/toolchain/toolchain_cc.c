@@ -12,7 +12,10 @@
 #include "toolchain.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,7 +117,10 @@ int nd_cc_available(void)
 static int spawn_capture_pg(int cwd_fd, char *const argv[], pid_t *pid_out, int *rfd, int own_pgrp)
 {
     int fd[2];
-    if (pipe(fd) < 0) return -1;
+    /* close-on-exec: a compiler another thread spawns meanwhile must not
+     * hold this pipe's write end (its reader would wait for that one too);
+     * the dup2 below gives this compiler its own inheritable copies */
+    if (pipe2(fd, O_CLOEXEC) < 0) return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
@@ -385,14 +391,16 @@ int nd_cc_start(int dirfd, const char *src_name, const char *so_name, const char
     return 0;
 }
 
-/* append what can be read now from rfd (until EOF when it blocks) */
-static void drain(int rfd, char **out, size_t *olen)
+/* append what can be read now from rfd (until EOF when it blocks): 1 at
+ * EOF (or a read error), 0 when a non-blocking rfd has nothing more now */
+static int drain(int rfd, char **out, size_t *olen)
 {
     for (;;) {
         char tmp[4096];
         ssize_t k = read(rfd, tmp, sizeof tmp);
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (k <= 0) return 1;
         char *nb = realloc(*out, *olen + (size_t)k + 1);
         if (!nb) continue;  /* the message is lost, not the compile */
         memcpy(nb + *olen, tmp, (size_t)k);
@@ -444,6 +452,21 @@ int nd_cc_start_pch(int dirfd, const char *gch_name, pid_t *pid, int *rfd)
     return 0;
 }
 
+/* End a compiler nobody waits for: SIGTERM (gcc's driver removes its
+ * temporary files), SIGKILL if it is still there after a second; reaped. */
+static void stop_child(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    for (int t = 0; t < 100; t++) {
+        pid_t r = waitpid(pid, NULL, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+}
+
 int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const char *so_name,
                        const char *const *src_paths, const char *pch)
 {
@@ -453,34 +476,75 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
     char **out = PyMem_Calloc((size_t)n, sizeof(char *));
     pid_t *pid = PyMem_Calloc((size_t)n, sizeof(pid_t));
     int *rfd = PyMem_Calloc((size_t)n, sizeof(int));
-    if (!rc || !err || !out || !pid || !rfd) {
+    size_t *olen = PyMem_Calloc((size_t)n, sizeof(size_t));
+    if (!rc || !err || !out || !pid || !rfd || !olen) {
         PyMem_Free(rc); PyMem_Free(err); PyMem_Free(out); PyMem_Free(pid); PyMem_Free(rfd);
+        PyMem_Free(olen);
         PyErr_NoMemory();
         return -1;
     }
     int jobs = nd_cc_jobs();
-    Py_BEGIN_ALLOW_THREADS
-    /* up to `jobs` compilers at once; outputs are read in order (a later
-     * one whose pipe fills just waits: none waits on an earlier one) */
-    int started = 0;
-    for (int i = 0; i < n; i++) {
-        while (started < n && started < i + jobs) {
-            if (spawn_capture(dirfds[started], argv, &pid[started], &rfd[started]) < 0) {
-                rc[started] = -1;
-                err[started] = errno;
-                pid[started] = 0;
+    /* up to `jobs` compilers at once, their pipes read as they write (a
+     * compiler whose pipe fills never ends). The GIL is taken back between
+     * waits of at most 50 ms to run the signal handlers: a Ctrl-C kills the
+     * compilers of our process group that were running, but not one started
+     * after it -- a compile must not wait on that one (gated or slow) with
+     * the KeyboardInterrupt pending: the ones still running are stopped. */
+    int started = 0, ended = 0, stopped = 0;
+    while (ended < n) {
+        Py_BEGIN_ALLOW_THREADS
+        while (started < n && started - ended < jobs) {
+            int i = started++;
+            if (spawn_capture(dirfds[i], argv, &pid[i], &rfd[i]) < 0) {
+                rc[i] = -1;
+                err[i] = errno;
+                pid[i] = 0;
+                ended++;
+                continue;
             }
-            started++;
+            int fl = fcntl(rfd[i], F_GETFL);
+            if (fl >= 0) (void)fcntl(rfd[i], F_SETFL, fl | O_NONBLOCK);
         }
-        if (pid[i]) {
-            size_t olen;
-            rc[i] = collect_capture(pid[i], rfd[i], &out[i], &olen);
+        struct pollfd pf[16];
+        int who[16], np = 0;
+        for (int i = 0; i < started && np < 16; i++)
+            if (rfd[i] >= 0 && pid[i]) {
+                pf[np].fd = rfd[i];
+                pf[np].events = POLLIN;
+                pf[np].revents = 0;
+                who[np++] = i;
+            }
+        if (np && poll(pf, (nfds_t)np, 50) > 0)
+            for (int k = 0; k < np; k++) {
+                int i = who[k];
+                if (!pf[k].revents || !drain(rfd[i], &out[i], &olen[i])) continue;
+                close(rfd[i]);
+                rfd[i] = -1;
+                int st = 0;  /* its output ended: it is exiting */
+                while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR) {}
+                rc[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+                ended++;
+            }
+        Py_END_ALLOW_THREADS
+        if (ended < n && PyErr_CheckSignals() < 0) {
+            stopped = 1;
+            break;
         }
     }
-    Py_END_ALLOW_THREADS
+    if (stopped) {
+        Py_BEGIN_ALLOW_THREADS
+        for (int i = 0; i < started; i++)
+            if (pid[i] && rfd[i] >= 0) {
+                close(rfd[i]);
+                rfd[i] = -1;
+                stop_child(pid[i]);
+                rc[i] = 128 + SIGTERM;
+            }
+        Py_END_ALLOW_THREADS
+    }
     /* a Ctrl-C while waiting (which killed the compilers of our process
      * group too) is the exception the call raises, not a compile error */
-    int status = PyErr_CheckSignals() < 0 ? -1 : 0;
+    int status = stopped || PyErr_CheckSignals() < 0 ? -1 : 0;
     for (int i = 0; i < n; i++) {
         if (pid[i]) log_argv(argv, src_paths[i], rc[i], out[i]);
         if (!status && rc[i] != 0) {
@@ -490,6 +554,7 @@ int nd_cc_compile_many(int n, const int *dirfds, const char *src_name, const cha
         free(out[i]);
     }
     PyMem_Free(rc); PyMem_Free(err); PyMem_Free(out); PyMem_Free(pid); PyMem_Free(rfd);
+    PyMem_Free(olen);
     return status;
 }
 
