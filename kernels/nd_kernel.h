@@ -185,9 +185,21 @@ ND_DECL1D(exp2)
 /* float64 log, log2, log10: nd_vm64.h */
 ND_DECL1F35(log) ND_DECL1RD(log) ND_DECL1RF(log)
 ND_DECL1D(sin) ND_DECL1F35(sin)
-ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1RD35(tan) ND_DECL1F35(tan)
-ND_DECL1D35(asin) ND_DECL1F35(asin) ND_DECL1D35(acos) ND_DECL1F35(acos)
-ND_DECL1D35(atan) ND_DECL1F35(atan)
+ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1F35(tan) ND_DECL1F35(asin) ND_DECL1F35(acos)
+/* float64 tan, arcsin, arccos: SLEEF's 3.5-ULP forms with AVX-512 (NumPy's
+ * SVML loops there run 1.2-1.4x slower than those, 1.5x faster than the
+ * 1-ULP ones); elsewhere its 1-ULP forms (within 1 ULP, 2.7 for the 3.5-ULP
+ * tan; NumPy's loops without AVX-512 are glibc's scalar functions, 3-6x
+ * slower: bench/bench_vmath.py --avx2) */
+#if ND_ZV
+ND_DECL1RD35(tan) ND_DECL1D35(asin) ND_DECL1D35(acos)
+#else
+ND_DECL1RD(tan) ND_DECL1D(asin) ND_DECL1D(acos)
+#endif
+ND_DECL1F35(atan)
+#if ND_ZV
+ND_DECL1D35(atan)   /* elsewhere float64: nd_vm64_trig.h */
+#endif
 ND_DECL2F35(atan2)   /* float64: nd_vm64_trig.h */
 ND_DECL2D(hypot) ND_DECL2F35(hypot)
 /* float32 log2, log10: nd_vm32.h */
@@ -1162,15 +1174,21 @@ ND_INLINE double nd_em1p_d(double r)
 }
 /* the same polynomial split by parity: expm1(+-r) = ev +- od (P's
  * interval is symmetric), for e^r and e^-r at once (sinh, cosh) */
-ND_INLINE double nd_em1eo_d(double r, double *od)
+ND_INLINE double nd_em1eot_d(double r, double *ot)   /* *ot = od - r */
 {
     double s = r * r, e = 0x1.289185613a3d6p-22, o = 0x1.af38a9b0ec855p-26;
     e = __builtin_fma(e, s, 0x1.a019b90d2ae7ap-16); o = __builtin_fma(o, s, 0x1.71de0dae63bb3p-19);
     e = __builtin_fma(e, s, 0x1.6c16c1788bd90p-10); o = __builtin_fma(o, s, 0x1.a01a01a7c41d5p-13);
     e = __builtin_fma(e, s, 0x1.5555555553d63p-5); o = __builtin_fma(o, s, 0x1.11111111109b3p-7);
     e = __builtin_fma(e, s, 0x1.0000000000001p-1); o = __builtin_fma(o, s, 0x1.5555555555556p-3);
-    *od = __builtin_fma(r, s * o, r);
+    *ot = r * (s * o);
     return s * e;
+}
+ND_INLINE double nd_em1eo_d(double r, double *od)
+{
+    double ot, ev = nd_em1eot_d(r, &ot);
+    *od = r + ot;
+    return ev;
 }
 /* x = k ln2 + r (x finite, |x| < 2^(digits-2)): expm1(r), and *sc =
  * 2^(k-2) -- exp(x) = 4 (sc + sc expm1(r)), exact up to the last rounding.
@@ -1266,8 +1284,10 @@ ND_INLINE T nd_tanh##F(T x) \
     T r = COPYSIGN(t / (t + (T)2), x); \
     return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
 }
+#if ND_ZV
 ND_HYP(double, d, , 710.5, 0x1p-28, __builtin_fma, __builtin_fabs, __builtin_copysign)
 ND_TANH(double, d, , 0x1p-28, 22.0, __builtin_fma, __builtin_fabs, __builtin_copysign)
+#endif   /* elsewhere float64 sinh, cosh, tanh: nd_vm64_trig.h */
 /* exp of float64 (nd_exp_d): SLEEF's 1-ULP exp ran 1.3x slower than
  * NumPy's SVML loop (a call per vector and its own range handling); this
  * is within 1 ULP of NumPy's (tests/test_codegen_libm.py). With AVX-512

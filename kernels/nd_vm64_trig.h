@@ -1,4 +1,4 @@
-/* nd_vm64_trig.h -- numdyn's own float64 arctan2, included by nd_kernel.h
+/* nd_vm64_trig.h -- numdyn's own float64 arctan2, arctan, sinh, cosh and tanh, included by nd_kernel.h
  * (after nd_vm64.h's functions, with its helpers and numdyn's own AVX-512
  * vector math).
  *
@@ -174,4 +174,149 @@ ND_INLINE double nd_atan2(double y, double x)
     res = __builtin_copysign(nd_bsel_d(ok, res, sp), y);
     return nd_bsel_d(__builtin_isunordered(y, x), y + x, res);
 }
+#endif
+
+/* arctan: atan2(x, 1)'s arithmetic (above), B + sg atan(n/d) with n =
+ * min(a, 1), d = max(a, 1) (a = |x|; a > 1: B = pi/2, sg = -1), and no
+ * other special lanes than below 2^-28 (x itself, +-0 with its sign: u^2
+ * would underflow, and NumPy raises no flag), above 2^60 and +-inf
+ * (+-pi/2 rounded, which atan reaches from 2^53), NaN (itself). No flag
+ * for any operand, as NumPy's. NumPy 2's float64 arctan (SVML's) is
+ * within ~0.57 ULP; SLEEF's 3.5-ULP atan was 1.8 ULP off and a fifth of
+ * its results differed from NumPy's in their last bits. */
+#if !ND_ZV
+/* lo <= a <= inf for a >= +0 or NaN (false), by its bits: GCC vectorizes
+ * isgreaterequal and its negation as vcmpnlepd/vcmplepd (AVX2), which
+ * raise "invalid" on a quiet NaN (NumPy raises none) */
+ND_INLINE int nd_vt_inrange(double a, double lo, double hi) { return nd_d2b(a) - nd_d2b(lo) <= nd_d2b(hi) - nd_d2b(lo); }
+ND_INLINE int nd_vt_atleast(double a, double lo) { return nd_vt_inrange(a, lo, ND_INF_D); }
+#endif
+#if !ND_ZV
+ND_INLINE double nd_atan(double x)
+{
+    double a = __builtin_fabs(x);
+    int ok = nd_vt_inrange(a, 0x1p-28, 0x1p60);
+    double as = nd_bsel_d(ok, a, 0.5);
+    int swap = as > 1.0;
+    double n = nd_bsel_d(swap, 1.0, as), d = nd_bsel_d(swap, as, 1.0);
+    double kb = ND_VT_ATAN_KB(ND_VM_C1, __builtin_fma, nd_vt_cmin, n / d);
+    int64_t j = (int64_t)(nd_d2b(kb) & 15);
+    double bhi = nd_bsel_d(swap, ND_VT_PI2_HI, 0.0), blo = nd_bsel_d(swap, ND_VT_PI2_LO, 0.0);
+    double sg = nd_bsel_d(swap, -1.0, 1.0), res;
+    ND_VT_ATAN_FIN(double, ND_VM_C1, __builtin_fma, ND_VM_CTB, ND_VT_CRCP, (kb - ND_VT_MAGIC) * 0.0625, n, d, bhi, blo,
+                   sg, res);
+    double sp = nd_bsel_d(nd_vt_inrange(a, 0x1p60, ND_INF_D), ND_VT_PI2_HI, a);
+    return __builtin_copysign(nd_bsel_d(ok, res, sp), x);
+}
+#endif
+
+/* tanh: NumPy 2's float64 tanh (SVML's) is within ~1.2 ULP; numdyn's
+ * former t / (t + 2), t = expm1(2|x|) rounded, was ~2 ULP off. This one
+ * (after session 25's acc9) carries t = expm1(-2|x|) and the quotient in
+ * double-double to the last addition (0.5x ULP in the worst case found;
+ * tests/test_vmath_f64_accuracy.py):
+ * y = -2 min(|x|, 19.5) (tanh rounds to 1 from 19.06) = k ln2 + rh + rl:
+ * y - k ln2hi exact (ln2hi of 42 bits), rh the rest less k ln2lo by fma.
+ * expm1(rh) = rh + q, q = rh^2 P(rh) (nd_kernel.h's degree-9 P of expm1,
+ * by Estrin's scheme), as eh + el by Fast2Sum (|q| < |rh|), plus rh's
+ * error. t = 2^k (1 + eh + el) - 1 = wh + wl in (-1, 0]: (2^k - 1) +
+ * 2^k eh by Fast2Sum (|2^k - 1| >= 2^k |eh| unless 0). tanh(-|x|) =
+ * t / (t + 2): D + Dl = 2 + wh (Fast2Sum, D in (1, 2]), q0 ~ wh / D, the
+ * residual wh - q0 D (fma) + wl - q0 (Dl + wl) over D added to q0; the
+ * sign of x on it. 1/D: a division (C form), or vrcp14pd and one Newton
+ * step (2^-28: q0 to 2^-28, its correction to 2^-56 of the result) with
+ * AVX-512 (vdivpd zmm alone costs 0.7 ns an element).
+ * Below 2^-28 x itself (+-0 with its sign), +-1 at +-inf (the cap), NaN
+ * itself; no flag for any operand, as NumPy's. */
+/* -tanh|x| (before its sign) from xc = min(|x|, 19.5), over the vector
+ * type V or double, its splat C1, fma FMA, P2(kd, kb) = 2^k and RCP(D)
+ * ~ 1/D (to 2^-28 at least) */
+#define ND_VT_TANH(V, C1, FMA, P2, RCP, xc, out) \
+    do { \
+        V kb_ = FMA((xc), C1(-0x1.71547652b82fep+1), C1(ND_VT_MAGIC)), kd_ = kb_ - C1(ND_VT_MAGIC); \
+        V r0_ = FMA(-kd_, C1(ND_VM_LN2_HI), C1(-2.0) * (xc)); \
+        V rh_ = FMA(-kd_, C1(ND_VM_LN2_LO), r0_); \
+        V r2_ = rh_ * rh_, r4_ = r2_ * r2_; \
+        /* P(rh) - 1/2 of nd_kernel.h's expm1 P (nd_em1p_d's), Estrin */ \
+        V c01_ = FMA(rh_, C1(0x1.5555555555556p-3), C1(0x1p-53)); \
+        V c23_ = FMA(rh_, C1(0x1.11111111109b3p-7), C1(0x1.5555555553d63p-5)); \
+        V c45_ = FMA(rh_, C1(0x1.a01a01a7c41d5p-13), C1(0x1.6c16c1788bd90p-10)); \
+        V c67_ = FMA(rh_, C1(0x1.71de0dae63bb3p-19), C1(0x1.a019b90d2ae7ap-16)); \
+        V c89_ = FMA(rh_, C1(0x1.af38a9b0ec855p-26), C1(0x1.289185613a3d6p-22)); \
+        V p_ = FMA(FMA(c89_, r4_, FMA(c67_, r2_, c45_)), r4_, FMA(c23_, r2_, c01_)); \
+        V q_ = FMA(r2_, p_, C1(0.5) * r2_); \
+        V eh_ = rh_ + q_; \
+        V el_ = FMA(-kd_, C1(ND_VM_LN2_LO), (r0_ - rh_) + ((rh_ - eh_) + q_)); \
+        V s_ = P2(kd_, kb_), a_ = s_ - C1(1.0), b_ = s_ * eh_; \
+        V wh_ = a_ + b_, wl_ = ((a_ - wh_) + b_) + FMA(s_, el_, (C1(-1.0) - a_) + s_); \
+        V d_ = C1(2.0) + wh_, dl_ = (C1(2.0) - d_) + wh_; \
+        V rc_ = RCP(d_); \
+        V q0_ = wh_ * rc_; \
+        V e_ = FMA(-q0_, d_, wh_) + FMA(-q0_, dl_ + wl_, wl_); \
+        (out) = FMA(e_, rc_, q0_); \
+    } while (0)
+#if !ND_ZV
+#define ND_VT_CP2(kd, kb) nd_p2_d((int64_t)(nd_d2b(kb) - nd_d2b(ND_VT_MAGIC)))
+ND_INLINE double nd_tanh(double x)
+{
+    double ax = __builtin_fabs(x), res;
+    uint64_t axb = nd_d2b(ax), capb = nd_d2b(19.5);
+    double xc = nd_b2d(axb < capb ? axb : capb);   /* NaN: 19.5 */
+    ND_VT_TANH(double, ND_VM_C1, __builtin_fma, ND_VT_CP2, ND_VT_CRCP, xc, res);
+    return nd_tsel_d(nd_vt_atleast(ax, 0x1p-28), __builtin_copysign(res, x), x);
+}
+#endif
+
+/* sinh and cosh of float64: nd_kernel.h's form (ND_HYP: e^|x| = 2^k (1
+ * + ev + od) and e^-|x| = 2^-k (1 + ev - od) from one reduction and one
+ * polynomial split by parity; sinh = 2 (A + C od + A ev), cosh = 2 (C +
+ * A od + C ev), A = 2^(k-2) - 2^(-k-2), C = 2^(k-2) + 2^(-k-2)) with
+ * the leading terms in double-double: A or C and its rounding error
+ * (k > 25; Fast2Sum),
+ * od = r + ot (ot = r^3 Q(r^2)), M r = h + l by fma (M = C for sinh, A
+ * for cosh), L + h by Fast2Sum (L = A or C: |L| >= |M r| unless L = 0,
+ * where the sum is h), then the low parts -- its error, l, L's, C ot + A ev
+ * (sinh) or A ot + C ev (cosh), and M rl, rl the reduction's rounding
+ * error (r = |x| - k ln2 rounded: 2^-55 of r, a quarter ULP of sinh near
+ * ln2/2 otherwise) -- summed, then hi + lo, times 2. Session 25's form
+ * summed L + (M od + L ev) rounded: 1.8 ULP (sinh) and 1.4 (cosh) off;
+ * this one within 0.6 (tests/test_vmath_f64_accuracy.py), for 6 more
+ * operations. |x| capped at 710.5 (both overflow just below it: the last
+ * doubling gives inf and "overflow" there, and not earlier; an infinite
+ * operand's last factor is inf, not 2: inf quietly, as NumPy's); x itself
+ * below 2^-28 (sinh; cosh 1 there by the arithmetic); a NaN computed as 0
+ * and itself selected (by bits, as the cap: GCC's vector compares of a
+ * NaN raised "invalid", and NumPy raises none). */
+#if !ND_ZV
+ND_INLINE double nd_vt_hyp(double x, int cosh_)
+{
+    double ax = __builtin_fabs(x);
+    /* |x| capped at 710.5, a NaN at 0 (selected by bits: no flag) */
+    double xc = nd_bsel_d(nd_vt_inrange(ax, 0.0, 710.5), ax, nd_bsel_d(nd_vt_atleast(ax, 0.0), 710.5, 0.0));
+    int64_t k;
+    double r0, kd;
+    {
+        double kb = __builtin_fma(xc, 0x1.71547652b82fep+0, 0x1.8p52);
+        kd = kb - 0x1.8p52;
+        k = (int64_t)(nd_d2b(kb) - nd_d2b(0x1.8p52));
+        r0 = __builtin_fma(-kd, 0x1.62e4200000000p-1, xc);
+    }
+    double r = __builtin_fma(-kd, 0x1.fdf473de6af28p-22, r0);
+    double rl = __builtin_fma(-kd, 0x1.fdf473de6af28p-22, r0 - r);
+    double ot, ev = nd_em1eot_d(r, &ot);
+    double sc = nd_p2_d(k - 2), sc2 = nd_p2_d(-(k < 1000 ? k : 1000) - 2);
+    double a = sc - sc2, c = sc + sc2;
+    double lead = cosh_ ? c : a, m = cosh_ ? a : c;
+    double ll = cosh_ ? (sc - c) + sc2 : (sc - a) - sc2;   /* lead's rounding error (k > 25) */
+    double h = m * r, l = __builtin_fma(m, r, -h);
+    double hi = lead + h;
+    double lo = ((lead - hi) + h) + ((l + ll) + __builtin_fma(c, cosh_ ? ev : ot, __builtin_fma(a, cosh_ ? ot : ev, m * rl)));
+    return nd_bsel_d(ax == ND_INF_D, ax, 2.0) * (hi + lo);
+}
+ND_INLINE double nd_sinh(double x)
+{
+    double r = __builtin_copysign(nd_vt_hyp(x, 0), x);
+    return nd_tsel_d(nd_vt_atleast(__builtin_fabs(x), 0x1p-28), r, x);
+}
+ND_INLINE double nd_cosh(double x) { return nd_bsel_d(nd_vt_atleast(__builtin_fabs(x), 0.0), nd_vt_hyp(x, 1), x); }
 #endif

@@ -12,7 +12,8 @@ code's path and NumPy's warnings. One compiled unit per target.
 import ctypes
 import numpy as np
 import pytest
-from vmath_build import build, float32_patterns, kernel_values, run_in_production, ulps32
+from vmath_build import (FE_INVALID, FE_OVERFLOW, PER_ISA_FLAGS, build, flag_loops, float32_patterns, kernel_values,
+                         numpy_flags, run_in_production, ulps32)
 
 # NumPy's name: (the kernels' C function, max ULP of the AVX-512 form, of the
 # C form AVX2/SSE2 compile; NumPy's own float32 cosh is 2 off too, the C
@@ -21,9 +22,6 @@ FNS = {"log2": ("nd_log2f", 1, 1), "log10": ("nd_log10f", 1, 1), "sinh": ("nd_si
        "cosh": ("nd_coshf", 2, 2), "cbrt": ("nd_cbrtf", 1, 1), "arcsinh": ("nd_asinhf", 1, 3),
        "arccosh": ("nd_acoshf", 1, 3), "arctanh": ("nd_atanhf", 1, 3)}
 LOGS = ("log2", "log10")
-FE_INVALID = 0x01   # x86's <fenv.h>
-FE_DIVBYZERO = 0x04
-FE_OVERFLOW = 0x08
 
 
 def _operands():
@@ -51,30 +49,9 @@ def _check(name, got, want, tag, zv=True):
     assert u.size == 0 or u.max() <= FNS[name][1 if zv else 2], (name, tag, int(u.max()), got[fin][u.argmax()], want[fin][u.argmax()])
 
 
-def _flags_expected(name, x):
-    """the flags NumPy's function raises on x (bits)"""
-    fl = 0
-    with np.errstate(all="raise"):
-        for flag, bit in (("invalid", FE_INVALID), ("divide", FE_DIVBYZERO), ("over", FE_OVERFLOW)):
-            try:
-                with np.errstate(**{flag: "raise"}):
-                    with np.errstate(**{o: "ignore" for o in ("invalid", "divide", "over", "under") if o != flag}):
-                        getattr(np, name)(x)
-            except FloatingPointError:
-                fl |= bit
-    return fl
-
-
-@pytest.mark.parametrize("flags", [["-march=native", "-mprefer-vector-width=512"], ["-march=haswell"],
-                                   ["-march=x86-64"], ["-march=native", "-fno-tree-vectorize"]],
-                         ids=["native", "avx2", "sse2", "native-scalar"])
+@PER_ISA_FLAGS
 def test_float32_forms_per_isa(tmp_path, flags):
-    src = ['#include "nd_kernel.h"', "#include <fenv.h>"]
-    for name, (fn, _, _) in FNS.items():
-        src.append(f"int t_{name}(const float *restrict x, float *restrict y, long n)\n"
-                   f"{{ feclearexcept(FE_ALL_EXCEPT);\n"
-                   f"  for (long i = 0; i < n; i++) y[i] = {fn}(x[i]);\n"
-                   f"  return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW); }}")
+    src = ['#include "nd_kernel.h"', "#include <fenv.h>", flag_loops("float", {nm: v[0] for nm, v in FNS.items()})]
     lib, vec = build(tmp_path, "f32", "\n".join(src) + "\n", flags)
     if flags == ["-march=haswell"] or "-mprefer-vector-width=512" in flags:
         assert len(vec) == len(FNS), vec
@@ -104,7 +81,7 @@ def test_float32_forms_per_isa(tmp_path, flags):
         base = np.linspace(-0.9, 0.9, 37, dtype=np.float32) if name == "arctanh" else \
             np.linspace(1.01, 3, 37, dtype=np.float32)   # inside every domain
         for v in (-1.0, -np.inf, -1e-45, 0.0, -0.0, np.inf, np.nan, 100.0, -100.0, 1e-40, 89.4, 89.42, -89.42):
-            e = _flags_expected(name, np.array([v], np.float32)) & (FE_INVALID | FE_OVERFLOW)
+            e = numpy_flags(name, np.array([v], np.float32)) & (FE_INVALID | FE_OVERFLOW)
             for arr in (np.array([v], np.float32), np.concatenate([base, [v], base[:20]]).astype(np.float32)):
                 o, fl = run(name, arr)
                 assert fl & (FE_INVALID | FE_OVERFLOW) == e, (name, v, flags, fl, e)

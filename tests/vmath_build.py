@@ -77,3 +77,33 @@ def run_in_production(module, fn, tmp_path):
     env = dict(os.environ, NUMDYN_CHECK_STORES="0", NUMDYN_CACHE_DIR=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+FE_INVALID, FE_DIVBYZERO, FE_OVERFLOW = 0x01, 0x04, 0x08   # x86's <fenv.h>
+# each target's form: AVX-512 where the CPU has it (native), AVX2's and
+# SSE2's C forms, and the scalar symbols loop remainders call
+PER_ISA_FLAGS = pytest.mark.parametrize(
+    "flags", [["-march=native", "-mprefer-vector-width=512"], ["-march=haswell"], ["-march=x86-64"],
+              ["-march=native", "-fno-tree-vectorize"]], ids=["native", "avx2", "sse2", "native-scalar"])
+
+
+def numpy_flags(name, x):
+    """the flags NumPy's function raises on x (FE_ bits; underflow aside)"""
+    import numpy as np
+    fl = 0
+    for flag, bit in (("invalid", FE_INVALID), ("divide", FE_DIVBYZERO), ("over", FE_OVERFLOW)):
+        try:
+            with np.errstate(all="ignore"), np.errstate(**{flag: "raise"}):
+                getattr(np, name)(x)
+        except FloatingPointError:
+            fl |= bit
+    return fl
+
+
+def flag_loops(ctype, fns):
+    """C source: int t_<name>(x, y, n) running y[i] = fn(x[i]) for each
+    name: fn of fns, returning the invalid/divide/overflow flags it raised"""
+    return "".join(f"int t_{name}(const {ctype} *restrict x, {ctype} *restrict y, long n)\n"
+                   f"{{ feclearexcept(FE_ALL_EXCEPT);\n"
+                   f"  for (long i = 0; i < n; i++) y[i] = {fn}(x[i]);\n"
+                   f"  return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW); }}\n" for name, fn in fns.items())
