@@ -209,21 +209,25 @@ def test_kink_conventions():
     np.testing.assert_array_equal(tx.grad.numpy(), [0.0, 0.5, 0.5, 0.0])
 
 
-W = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+W = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
 
 
-@pytest.mark.parametrize("lo, hi", [("a", "a"), ("a", None), (None, "a"), ("s", "s"), ("s", None)],
-                         ids=["arrays", "min-array", "max-array", "scalars", "min-scalar"])
+@pytest.mark.parametrize("lo, hi", [("a", "a"), ("a", None), (None, "a"), ("s", "s"), ("s", None),
+                                     ("e", "e")],
+                         ids=["arrays", "min-array", "max-array", "scalars", "min-scalar",
+                              "equal-scalars"])
 def test_clip_at_its_bounds_is_torch_clamp(lo, hi):
     """np.clip's gradient on the closed interval [min, max] is 1, its
     bounds' where they win strictly, min > max gives max (torch.clamp,
     every operand a float64 array, or Python float bounds); a plain
-    maximum/minimum tie still halves (test_kink_conventions)"""
-    x = np.array([-1.0, 0.0, 0.25, 0.5, 2.0, 1.0, 0.7])
-    a_lo = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 0.7])  # the last two: min > max, and min == x
-    a_hi = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 0.6])
-    s_lo, s_hi = 0.0, 0.5
-    if lo == "s":
+    maximum/minimum tie still halves (test_kink_conventions); min == max
+    gives x and both bounds 0 unless x == min (then x's 1)"""
+    # the last three: min == max with x below, above and at it
+    x = np.array([-1.0, 0.0, 0.25, 0.5, 2.0, 1.0, 0.7, -0.3, 0.9, 0.4])
+    a_lo = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 0.7, 0.2, 0.2, 0.4])  # [5:7]: min > max, and min == x
+    a_hi = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 0.6, 0.2, 0.2, 0.4])
+    s_lo, s_hi = (0.25, 0.25) if lo == "e" else (0.0, 0.5)
+    if lo in ("s", "e"):
         names = (0,)
         args = (x.copy(),)
         lv, hv = s_lo, (s_hi if hi else None)

@@ -263,6 +263,35 @@ def test_create_graph_float32_and_non_leaf_input():
     same_grads([xn], [xt], rtol=1e-4)
 
 
+def test_create_graph_retained_non_leaf_second_order():
+    """a retained non-leaf h gets its share of a backward through
+    create_graph gradients, as torch: first h.grad (with a graph), then,
+    reset or accumulated, d/dh of a function of x.grad and h.grad; a
+    second backward with inputs=[x] fills h.grad too (h lies between the
+    root and x)"""
+    def prog(lib, x, w, reset):
+        h = x * x * w
+        h.retain_grad()
+        (sin(h) * h * x).sum().backward(create_graph=True)
+        gx, gh = x.grad, h.grad
+        assert gh.requires_grad
+        x.grad = None
+        if reset:
+            h.grad = None
+        ((gx * gx).sum() + (gh * gh * w).sum()).backward()
+        return [x, w, h]
+    for reset in (True, False):
+        both(lambda lib, x, w: prog(lib, x, w, reset), X, X[::-1])
+
+    def prog_inputs(lib, x):
+        h = sin(x) * 2.0
+        h.retain_grad()
+        (h * h * x).sum().backward(create_graph=True)
+        x.grad.sum().backward(inputs=[x])
+        return [x, h]
+    both(prog_inputs, X)
+
+
 def test_create_graph_through_wrap_numpy():
     """a wrap_numpy call on the tape: its pullback runs saved residuals, so
     create_graph replays its compiled function inside the differentiated

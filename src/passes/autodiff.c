@@ -560,7 +560,19 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
          * torch.clamp (1 on the closed interval [min, max]) */
         nd_id ea = U2(ND_UF_EQUAL, a, y), eb = U2(ND_UF_EQUAL, b, y);
         if (f->flags & ND_F_CLIP) {
-            if (da) ga = where(g, ea, c, S(0), L);
+            /* np.clip(x, lo, hi) is minimum(maximum(x, lo), hi): when
+             * lo == hi and x < lo the value is the bounds' tie, and
+             * torch.clamp gives nobody a gradient there (lo's is
+             * x < lo < hi, hi's x > hi or hi < lo): a tie at hi passes
+             * to maximum(x, lo) only where x itself is the value */
+            const nd_node *an = NODE(g, a);
+            nd_id ax = an->op == ND_OP_UFUNC && an->sub == ND_UF_MAXIMUM &&
+                       (an->flags & ND_F_CLIP) && an->nin == 2 ? an->in[0] : ND_NONE;
+            if (da && f->sub == ND_UF_MINIMUM && ax != ND_NONE) {
+                nd_id moved = U2(ND_UF_NOT_EQUAL, ax, a);
+                ga = where(g, ea, where(g, eb, where(g, moved, S(0), c, L), c, L), S(0), L);
+            }
+            else if (da) ga = where(g, ea, c, S(0), L);
             if (db) gb = where(g, ea, S(0), where(g, eb, c, S(0), L), L);
             break;
         }

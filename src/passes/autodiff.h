@@ -51,7 +51,8 @@
  *    zero derivative;
  *  - maximum/minimum give a tie half the cotangent each; np.clip's bounds
  *    (ND_F_CLIP) leave it to the clipped value: 1 on the closed interval
- *    [min, max], a bound's where it wins strictly (torch.clamp);
+ *    [min, max], a bound's where it wins strictly, nobody's where
+ *    min == max and x < min (torch.clamp);
  *    max/min reductions split the cotangent evenly among the tied maxima;
  *  - x ** y: d/dx is 0 where y == 0, d/dy is 0 where x == 0;
  *  - cumprod's gradient is exact where x has zeros (no division);

@@ -34,6 +34,9 @@ typedef struct {
                                recomputes (tensor_type.c, old_value) */
     long long version;      /* in-place writes so far (torch's version counter) */
     PyObject *history;      /* dict version -> Tensor standing for that older value, or NULL */
+    PyObject *grad_to;      /* or NULL: a leaf standing for a perturbation parameter of a
+                               backward(create_graph=True) (tensor_tape.c): its gradient is
+                               this retained non-leaf Tensor's .grad */
 } NdTensor;
 
 #define ND_TENSOR(o) ((NdTensor *)(o))

@@ -878,9 +878,15 @@ static int check_not_freed(PyObject *order)
     return 0;
 }
 
+static int leaf_wanted(PyObject *wrt, PyObject *t);
+
 static int accumulate(PyObject *leaf, PyObject *g, int conj)
 {
     NdTensor *t = ND_TENSOR(leaf);
+    /* a perturbation parameter of a create_graph backward: the gradient
+     * reaching it is its retained non-leaf Tensor's (torch: a retained y
+     * gets its share of a second-order backward) */
+    if (t->grad_to) t = ND_TENSOR(t->grad_to);
     if (g == Py_None) {
         PyErr_SetString(PyExc_SystemError, "numdyn: autodiff gave no gradient for a float leaf");
         return -1;
@@ -1169,7 +1175,9 @@ static int sweep(PyObject *root, PyObject *g, PyObject *order, PyObject *wrt, Py
      * for (inputs=, retain_grad) by their cotangents */
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(lorder); j++) {
         PyObject *t = PyList_GET_ITEM(lorder, j);
-        if (wrt && !wrt_has(wrt, t)) continue;
+        int want = leaf_wanted(wrt, t);
+        if (want < 0) goto done;
+        if (!want) continue;
         PyObject *key = PyLong_FromVoidPtr(t);
         PyObject *gl = key ? PyDict_GetItemWithError(lgrads, key) : NULL;
         Py_XDECREF(key);
@@ -1393,6 +1401,16 @@ static int depends_on_wrt(PyObject *t, PyObject *wrt)
     return r;
 }
 
+/* does a backward with inputs wrt (or NULL: all) fill leaf t's gradient?
+ * A create_graph perturbation leaf stands for its retained Tensor, which
+ * torch fills when it lies between the root and wrt. 1 / 0 / -1 */
+static int leaf_wanted(PyObject *wrt, PyObject *t)
+{
+    if (!wrt || wrt_has(wrt, t)) return 1;
+    PyObject *to = ND_TENSOR(t)->grad_to;
+    return to && ND_TENSOR(to)->retains ? depends_on_wrt(to, wrt) : 0;
+}
+
 typedef struct { PyObject *out, *wrt; } retained_ctx;
 
 static int add_retained(NdTapeNode *n, PyObject *o, void *ctx)
@@ -1557,7 +1575,9 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject 
         PyObject *tt, *num;
         if (i < nleaves) {
             tt = PyList_GET_ITEM(leaves, i);
-            if (wrt && !wrt_has(wrt, tt)) continue;
+            int want = leaf_wanted(wrt, tt);
+            if (want < 0) goto done;
+            if (!want) continue;
             num = PyLong_FromSsize_t(i);
         } else {
             PyObject *e = PyList_GET_ITEM(pert, i - nleaves);
@@ -1594,6 +1614,23 @@ PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject 
         for (Py_ssize_t i = 0; cargs && rargs && i < np_; i++) {
             PyTuple_SET_ITEM(cargs, i, Py_NewRef(PyList_GET_ITEM(params, i)));
             PyTuple_SET_ITEM(rargs, i, Py_NewRef(PyList_GET_ITEM(pobjs, i)));
+        }
+        /* a retained non-leaf's perturbation parameter (zeros) is recorded
+         * as a leaf requiring grad whose gradient goes to that Tensor: a
+         * backward through these gradients gives it d/dp at p = 0, its
+         * gradient as an intermediate value (torch's retain_grad) */
+        for (Py_ssize_t j = 0; cargs && rargs && j < PyList_GET_SIZE(pert); j++) {
+            PyObject *e = PyList_GET_ITEM(pert, j);
+            PyObject *w = PyTuple_GET_ITEM(e, 0);
+            Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 1));
+            if (!ND_TENSOR(w)->retains || k < 0 || k >= np_) continue;
+            PyObject *pt = nd_tensor_from_array(PyList_GET_ITEM(params, k));
+            if (!pt) { Py_CLEAR(cargs); break; }
+            ND_TENSOR(pt)->requires_grad = 1;
+            ND_TENSOR(pt)->grad_to = Py_NewRef(w);
+            PyObject *old = PyTuple_GET_ITEM(rargs, k);
+            PyTuple_SET_ITEM(rargs, k, pt);
+            Py_DECREF(old);
         }
         if (cargs && rargs && !scalar) {
             PyTuple_SET_ITEM(cargs, np_, Py_NewRef(g));

@@ -55,6 +55,7 @@ PyObject *nd_tensor_from_array_of(PyObject *array, PyTypeObject *tp)
     t->readonly = 0;
     t->version = 0;
     t->history = NULL;
+    t->grad_to = NULL;
     PyObject_GC_Track(t);
     return (PyObject *)t;
 }
@@ -1210,6 +1211,7 @@ static int t_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(ND_TENSOR(o)->grad);
     Py_VISIT(ND_TENSOR(o)->node);
     Py_VISIT(ND_TENSOR(o)->history);
+    Py_VISIT(ND_TENSOR(o)->grad_to);
     return 0;
 }
 
@@ -1218,6 +1220,7 @@ static int t_clear(PyObject *o)
     Py_CLEAR(ND_TENSOR(o)->grad);
     Py_CLEAR(ND_TENSOR(o)->node);
     Py_CLEAR(ND_TENSOR(o)->history);
+    Py_CLEAR(ND_TENSOR(o)->grad_to);
     return 0;
 }
 
