@@ -254,21 +254,33 @@ PyObject *nd_shim_exc(const char *name)
     return NULL;
 }
 
-void nd_shim_raise_axis_error(long axis, int ndim)
+/* NumPy's AxisError(axis, ndim, msg_prefix): "axis1: axis 5 is out of
+ * bounds ..." where NumPy names the argument (swapaxes, diagonal, trace:
+ * its check_and_adjust_axis_msg); prefix NULL: no prefix */
+static void raise_axis_error(long axis, int ndim, const char *prefix)
 {
     PyObject *cls = nd_shim_exc("numpy.exceptions.AxisError");
     if (!cls) return;
-    PyObject *e = PyObject_CallFunction(cls, "li", axis, ndim);
+    PyObject *e = prefix ? PyObject_CallFunction(cls, "lis", axis, ndim, prefix)
+                         : PyObject_CallFunction(cls, "li", axis, ndim);
     if (!e) return;
     PyErr_SetObject(cls, e);
     Py_DECREF(e);
 }
 
-static int axis_one(PyObject *o, int ndim, int *out)
+void nd_shim_raise_axis_error(long axis, int ndim)
+{
+    raise_axis_error(axis, ndim, NULL);
+}
+
+static int axis_one(PyObject *o, int ndim, int *out, const char *prefix)
 {
     if (!nd_shim_index_like(o)) {
-        PyErr_Format(PyExc_TypeError, "'%.200s' object cannot be interpreted as an integer",
-                     Py_TYPE(o)->tp_name);
+        if (nd_proxy_check(o) || PyArray_Check(o))   /* ndarray's nb_index */
+            PyErr_SetString(PyExc_TypeError, "only integer scalar arrays can be converted to a scalar index");
+        else
+            PyErr_Format(PyExc_TypeError, "'%.200s' object cannot be interpreted as an integer",
+                         Py_TYPE(o)->tp_name);
         return -1;
     }
     long v = PyLong_AsLong(o);
@@ -282,7 +294,7 @@ static int axis_one(PyObject *o, int ndim, int *out)
         if (v == -1 && PyErr_Occurred()) return -1;
     }
     if (v < -ndim || v >= ndim) {
-        nd_shim_raise_axis_error(v, ndim);
+        raise_axis_error(v, ndim, prefix);
         return -1;
     }
     *out = (int)(v < 0 ? v + ndim : v);
@@ -291,32 +303,55 @@ static int axis_one(PyObject *o, int ndim, int *out)
 
 int nd_shim_axis_index(PyObject *axis, int ndim, int *out)
 {
-    return axis_one(axis, ndim, out);
+    return axis_one(axis, ndim, out, NULL);
 }
 
-int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask)
+int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname)
+{
+    return axis_one(axis, ndim, out, argname);
+}
+
+/* dup: the ValueError of an axis named twice; seq_ok: any iterable that is
+ * not an integer names axes as a tuple does (normalize_axis_tuple) */
+static int axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask, const char *dup,
+                     int seq_ok)
 {
     if (!axis || axis == Py_None) {
         *mask = ndim ? (ndim >= 64 ? ~0ULL : ((1ULL << ndim) - 1)) : 0;
         return 0;
     }
     *mask = 0;
-    if (PyTuple_Check(axis) && allow_tuple) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(axis); i++) {
+    if (allow_tuple && (PyTuple_Check(axis) || (seq_ok && !nd_shim_index_like(axis)))) {
+        /* normalize_axis_tuple iterates whatever operator.index refuses */
+        PyObject *tup = PySequence_Tuple(axis);
+        if (!tup) return -1;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
             int a;
-            if (axis_one(PyTuple_GET_ITEM(axis, i), ndim, &a) < 0) return -1;
+            if (axis_one(PyTuple_GET_ITEM(tup, i), ndim, &a, NULL) < 0) { Py_DECREF(tup); return -1; }
             if (*mask & (1ULL << a)) {
-                PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
+                Py_DECREF(tup);
+                PyErr_SetString(PyExc_ValueError, dup);
                 return -1;
             }
             *mask |= 1ULL << a;
         }
+        Py_DECREF(tup);
         return 0;
     }
     int a;
-    if (axis_one(axis, ndim, &a) < 0) return -1;
+    if (axis_one(axis, ndim, &a, NULL) < 0) return -1;
     *mask = 1ULL << a;
     return 0;
+}
+
+int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask)
+{
+    return axis_mask(axis, ndim, allow_tuple, mask, "duplicate value in 'axis'", 0);
+}
+
+int nd_shim_axis_mask_normalized(PyObject *axis, int ndim, uint64_t *mask)
+{
+    return axis_mask(axis, ndim, 1, mask, "repeated axis", 1);
 }
 
 /* NumPy has two typenums for some sizes (NPY_LONG vs NPY_LONGLONG on

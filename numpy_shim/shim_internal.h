@@ -233,8 +233,13 @@ void nd_shim_node_shape(nd_trace *t, nd_id id, npy_intp *shape);
  * dimension 2"), ValueError("duplicate value in 'axis'"), TypeError for
  * non-integers. 0 or -1. */
 int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask);
+/* NumPy's normalize_axis_tuple(axis, ndim) (flip, expand_dims, median):
+ * an int, tuple or list; ValueError("repeated axis") */
+int nd_shim_axis_mask_normalized(PyObject *axis, int ndim, uint64_t *mask);
 /* single axis (may be negative) -> normalized index, AxisError. */
 int nd_shim_axis_index(PyObject *axis, int ndim, int *out);
+/* the same, NumPy's AxisError message prefixed with the argument's name */
+int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname);
 /* dtype argument: NULL/None -> *typenum = -1; else the typenum (anything
  * np.dtype() accepts). A non-numeric dtype: returns 1 (caller falls back
  * via nd_shim_unsupported). 0, 1, or -1 on error. */

@@ -11,7 +11,7 @@
 static int reduced_shape(const nd_xj_arr *a, PyObject *axis, int keepdims, int *nd, npy_intp *sh)
 {
     uint64_t mask;
-    if (nd_shim_axis_mask(axis == Py_None ? NULL : axis, a->ndim, 1, &mask) < 0) return -1;
+    if (nd_shim_axis_mask_normalized(axis == Py_None ? NULL : axis, a->ndim, &mask) < 0) return -1;
     int o = 0;
     for (int d = 0; d < a->ndim; d++) {
         if (mask & (1ULL << d)) { if (keepdims) sh[o++] = 1; }

@@ -106,7 +106,8 @@ static PyObject *swapaxes_impl(nd_trace *t, PyObject **argv)
     PyObject *p = as_proxy(t, argv[0]);
     if (!p) return NULL;
     int nd = nd_proxy_ndim(p), a1, a2, perm[ND_MAXDIMS];
-    if (nd_shim_axis_index(argv[1], nd, &a1) < 0 || nd_shim_axis_index(argv[2], nd, &a2) < 0) {
+    if (nd_shim_axis_index_named(argv[1], nd, &a1, "axis1") < 0 ||
+        nd_shim_axis_index_named(argv[2], nd, &a2, "axis2") < 0) {
         Py_DECREF(p);
         return NULL;
     }
@@ -440,23 +441,22 @@ static PyObject *expand_dims_impl(nd_trace *t, PyObject **argv)
     if (!p) return NULL;
     int nd = nd_proxy_ndim(p);
     const npy_intp *sh = nd_proxy_shape(p);
-    int n = nd_shim_index_like(argv[1]) ? 1 : (int)PyObject_Length(argv[1]);
-    if (n < 0) { Py_DECREF(p); return NULL; }
-    int out_nd = nd + n;
-    if (out_nd > ND_MAXDIMS) { Py_DECREF(p); return nd_shim_unsupported("expand_dims to rank above %d", ND_MAXDIMS); }
+    /* NumPy: an axis that is not a tuple or list is (axis,) */
+    PyObject *axes = PyTuple_Check(argv[1]) || PyList_Check(argv[1]) ? (Py_INCREF(argv[1]), argv[1])
+                                                                      : PyTuple_Pack(1, argv[1]);
+    if (!axes) { Py_DECREF(p); return NULL; }
+    int out_nd = nd + (int)PySequence_Fast_GET_SIZE(axes);
+    if (out_nd > ND_MAXDIMS) {
+        Py_DECREF(p);
+        Py_DECREF(axes);
+        return nd_shim_unsupported("expand_dims to rank above %d", ND_MAXDIMS);
+    }
     uint64_t mask;
-    if (nd_shim_axis_mask(argv[1], out_nd, 1, &mask) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError) && !nd_shim_index_like(argv[1])) {
-            /* lists are accepted too */
-            PyErr_Clear();
-            PyObject *tup = PySequence_Tuple(argv[1]);
-            int rc = tup ? nd_shim_axis_mask(tup, out_nd, 1, &mask) : -1;
-            Py_XDECREF(tup);
-            if (rc < 0) { Py_DECREF(p); return NULL; }
-        } else {
-            Py_DECREF(p);
-            return NULL;
-        }
+    int rc = nd_shim_axis_mask_normalized(axes, out_nd, &mask);
+    Py_DECREF(axes);
+    if (rc < 0) {
+        Py_DECREF(p);
+        return NULL;
     }
     if (PyErr_Occurred()) { Py_DECREF(p); return NULL; }
     npy_intp cs[ND_MAXDIMS], shape[ND_MAXDIMS], st[ND_MAXDIMS];
@@ -577,7 +577,7 @@ static PyObject *flip_mask(nd_trace *t, PyObject *a, PyObject *axis, int fixed)
             return NULL;
         }
         mask = 1ULL << fixed;
-    } else if (nd_shim_axis_mask(axis, nd, 1, &mask) < 0) {
+    } else if (nd_shim_axis_mask_normalized(axis, nd, &mask) < 0) {
         Py_DECREF(p);
         return NULL;
     }
@@ -609,8 +609,8 @@ static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
         return NULL;
     }
     if ((argv[1] && (off = PyNumber_AsSsize_t(argv[1], PyExc_OverflowError)) == -1 && PyErr_Occurred()) ||
-        (argv[2] && nd_shim_axis_index(argv[2], nd, &a1) < 0) ||
-        (argv[3] && nd_shim_axis_index(argv[3], nd, &a2) < 0)) {
+        (argv[2] && nd_shim_axis_index_named(argv[2], nd, &a1, "axis1") < 0) ||
+        (argv[3] && nd_shim_axis_index_named(argv[3], nd, &a2, "axis2") < 0)) {
         Py_DECREF(p);
         return NULL;
     }

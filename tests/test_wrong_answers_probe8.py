@@ -1,0 +1,60 @@
+"""Differences from NumPy found by probe programs written as users write
+NumPy code (session 26, probe8), each against NumPy.
+
+1. The AxisError of an axis out of range names the argument where NumPy's
+   check_and_adjust_axis_msg does: ``a.swapaxes(5, 0)`` says "axis1: axis 5
+   is out of bounds ...", as do ``np.diagonal`` / ``a.diagonal`` /
+   ``np.trace`` for axis1 and axis2 (numdyn left the prefix out).
+2. The functions NumPy gives an axis through ``normalize_axis_tuple``
+   (``np.flip``, ``np.expand_dims``, ``np.median``, ``np.percentile``,
+   ``np.quantile``) raise ValueError "repeated axis" for an axis named twice
+   (numdyn: the reductions' "duplicate value in 'axis'"), and take any
+   iterable of axes -- a list, an ndarray (``np.flip(a, np.array([0]))``,
+   which numdyn refused); a reduction given an array as its axis raises
+   "only integer scalar arrays can be converted to a scalar index".
+"""
+import numpy as np
+import pytest
+
+from oracle import check
+
+import numdyn
+
+
+def _calls(fn, backend, *makers, **kw):
+    """One compiled fn, called on the arguments each maker builds (first and
+    warm calls)"""
+    cf = numdyn.compile(fn, backend=backend)
+    for make in makers:
+        check(fn, make_args=make, compiled=cf, **kw)
+
+
+def _m2():
+    return (np.arange(6.0).reshape(2, 3),)
+
+
+def _m3():
+    return (np.arange(24.0).reshape(2, 3, 4),)
+
+
+# ------------------------------------ 1. the argument's name in AxisError
+@pytest.mark.parametrize("expr", [
+    "a.swapaxes(5, 0)", "np.swapaxes(a, 0, -9)", "np.diagonal(a, 0, 0, 3)",
+    "a.diagonal(axis1=-4)", "np.trace(a, axis2=5)"])
+def test_axis_error_names_the_argument(backend, expr):
+    fn = eval(f"lambda a: {expr}", {"np": np})
+    _calls(fn, backend, _m2, _m3)
+
+
+# -------------------------------------------- 2. normalize_axis_tuple axes
+@pytest.mark.parametrize("expr", [
+    "np.flip(a, (0, 0))", "np.expand_dims(a, (0, 0))", "np.median(a, axis=(0, 0))",
+    "np.percentile(a, 5, axis=(1, -2))", "np.quantile(a, 0.5, axis=[1, 1])",
+    "np.flip(a, [0, 1])", "np.flip(a, np.array([0]))", "np.flip(a, 1.5)",
+    "np.expand_dims(a, [0, -1])", "np.expand_dims(a, np.array([0]))",
+    "np.median(a, axis=[0, 1])", "np.median(a, axis=np.array([1]))",
+    "a.sum(axis=np.array([0]))", "np.cumsum(a, axis=np.array([0]))",
+    "np.squeeze(a[None], (0, 0))", "np.flip(a, (0, 5))"])
+def test_normalized_axis_tuples(backend, expr):
+    fn = eval(f"lambda a: {expr}", {"np": np})
+    _calls(fn, backend, _m2, _m3)
