@@ -149,6 +149,27 @@ def loop_cases(quick=False):
     steps = 1000 if Q else 10000
     add(f"RK4 scalar ODE, helper derivative x{steps}", L.rk4_scalar,
         lambda s=steps: (1.0, 0.0, 0.001, s, 0.7), 1e-12)
+
+    # ----------------------------------- small state vectors updated whole
+    # (rows named 'state: ...': --only state runs them together)
+    steps = 200 if Q else 2000
+    A = rng.standard_normal((4, 4)) * 0.1
+    add(f"state: RK4 on a 4-vector, y' = A y x{steps}", L.rk4_linear_system,
+        lambda A=A, s=steps: (np.ones(4), A, 0.01, s), 1e-12)
+    steps = 1000 if Q else 10000
+    add(f"state: Euler steps of Lorenz (3-vector built per step) x{steps}", L.lorenz_euler,
+        lambda s=steps: (np.ones(3), 0.001, s), 1e-12)
+    steps = 300 if Q else 3000
+    add(f"state: RK4 of Lorenz (3-vector rebound) x{steps}", L.lorenz_rk4_vector,
+        lambda s=steps: (np.ones(3), 0.001, s), 1e-12)
+    steps = 20 if Q else 200
+    st = tuple(rng.standard_normal(5) for _ in range(6)) + (rng.random(5) + 0.5,)
+    add(f"state: n-body, 5 bodies, six 1-D state arrays x{steps}", L.nbody_small,
+        lambda st=st, s=steps: st + (0.001, s), 1e-12)
+    # the tracer's: every pass fused into one kernel (loop capture leaves it)
+    for size in (64, 10 ** 5 if Q else 10 ** 6):
+        add(f"state: x = x * 1.5 + 0.25 x10 on {size} elements (tracer's)", L.affine_steps,
+            lambda size=size: (np.linspace(0, 1, size), 10), 1e-12)
     return cases
 
 

@@ -447,3 +447,77 @@ def rk4_scalar(y0, t0, h, steps, k):
         t = t + h
         out[i + 1] = y
     return out
+
+
+# -------------------------------------- small state vectors updated whole
+def rk4_linear_system(y0, A, h, steps):
+    """RK4 on y' = A y with a small state vector (4 unknowns)."""
+    y = y0.copy()
+    for i in range(steps):
+        k1 = A @ y
+        k2 = A @ (y + h / 2 * k1)
+        k3 = A @ (y + h / 2 * k2)
+        k4 = A @ (y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+
+
+def lorenz_euler(y0, h, steps):
+    """Explicit Euler on the Lorenz system, the state a 3-vector built per step."""
+    y = y0.copy()
+    out = np.empty((steps, 3))
+    for i in range(steps):
+        d = np.array([10.0 * (y[1] - y[0]), y[0] * (28.0 - y[2]) - y[1], y[0] * y[1] - 8.0 / 3.0 * y[2]])
+        y = y + h * d
+        out[i] = y
+    return out
+
+
+def lorenz_rk4_vector(y0, h, steps):
+    """RK4 on the Lorenz system, the state a 3-vector rebound each step."""
+    y = y0.copy()
+    for i in range(steps):
+        k1 = np.array([10.0 * (y[1] - y[0]), y[0] * (28.0 - y[2]) - y[1], y[0] * y[1] - 8.0 / 3.0 * y[2]])
+        t = y + h / 2 * k1
+        k2 = np.array([10.0 * (t[1] - t[0]), t[0] * (28.0 - t[2]) - t[1], t[0] * t[1] - 8.0 / 3.0 * t[2]])
+        t = y + h / 2 * k2
+        k3 = np.array([10.0 * (t[1] - t[0]), t[0] * (28.0 - t[2]) - t[1], t[0] * t[1] - 8.0 / 3.0 * t[2]])
+        t = y + h * k3
+        k4 = np.array([10.0 * (t[1] - t[0]), t[0] * (28.0 - t[2]) - t[1], t[0] * t[1] - 8.0 / 3.0 * t[2]])
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+
+
+def nbody_small(x, y, z, vx, vy, vz, m, dt, steps):
+    """n-body steps on a few bodies, the state six 1-D arrays rebound whole."""
+    n = x.shape[0]
+    for s in range(steps):
+        ax = np.zeros_like(m)
+        ay = np.zeros_like(m)
+        az = np.zeros_like(m)
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    dx = x[j] - x[i]
+                    dy = y[j] - y[i]
+                    dz = z[j] - z[i]
+                    r2 = dx * dx + dy * dy + dz * dz + 0.01
+                    inv = m[j] / (r2 * np.sqrt(r2))
+                    ax[i] += dx * inv
+                    ay[i] += dy * inv
+                    az[i] += dz * inv
+        vx = vx + dt * ax
+        vy = vy + dt * ay
+        vz = vz + dt * az
+        x = x + dt * vx
+        y = y + dt * vy
+        z = z + dt * vz
+    return x, y, z, vx, vy, vz
+
+
+def affine_steps(x, n):
+    """x = x * 1.5 + 0.25 n times: the tracer fuses every pass into one
+    kernel (the loop is left to it: a C loop would make a pass a step)."""
+    for _ in range(n):
+        x = x * 1.5 + 0.25
+    return x

@@ -80,7 +80,10 @@ def _slow_then(x, n, k):
     return acc + float(z.sum())
 
 
-def test_own_path_is_retimed_once_its_compile_lands(background_compiles):
+def test_own_path_is_retimed_once_its_compile_lands(background_compiles, monkeypatch):
+    # (loop capture runs this loop as C since session 26, its helper taking
+    # a 1-D array inlined: this test is of the tracer's graph breaks and the floor's timing)
+    monkeypatch.setattr(numdyn.config, "loop_capture", False)
     x = np.arange(3.0)
     cf = numdyn.compile(_slow_then, options=FLOOR)
     cf(x, 40, 1)

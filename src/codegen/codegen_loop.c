@@ -114,6 +114,8 @@ typedef struct {
     int cse_have, cse_in;
     char cse_flag[16];
     cv let[LLET_MAX]; /* LK_LET bindings' values (an inlined helper's locals) */
+    /* a 1-D array binding: the buffer it was computed into, its element type, length */
+    struct { char w[16], len[16]; int te; } letbuf[LLET_MAX];
 } cg;
 
 /* A 1-D array expression (a statement's value, a reduction's operands) is
@@ -1502,6 +1504,24 @@ static void vmatvec_elem(cg *g, vctx *vc, int sl, int r, cv *out)
 }
 
 /* everything of vector expression e computed before its element loop */
+/* LK_LET e binding a 1-D array: its elements computed into a buffer once,
+ * as Python computes the argument before the helper's body */
+static int let_buffer(cg *g, const nd_ln *e)
+{
+    vctx *iv = PyMem_Calloc(1, sizeof(vctx));
+    if (!iv) { PyErr_NoMemory(); g->fail = -1; return -1; }
+    vctx *up = g->vc;
+    int vec = g->vec;
+    g->vc = NULL;
+    g->vec = 0;
+    int rc = vbuffer(g, iv, e->kid[0], g->letbuf[e->aux].w, &g->letbuf[e->aux].te);
+    g->vc = up;
+    g->vec = vec;
+    if (rc == 0) snprintf(g->letbuf[e->aux].len, sizeof g->letbuf[e->aux].len, "%s", iv->len);
+    PyMem_Free(iv);
+    return rc;
+}
+
 static int vprep(cg *g, vctx *vc, const nd_ln *e)
 {
     int bits, r = nd_lty_expr(g->T, e, g->assign, &bits);
@@ -1516,6 +1536,37 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
         return rc;
     }
     switch (e->kind) {
+    case LK_LET: {
+        /* the binding before the element loop, then the helper's body */
+        int bt = nd_lty_expr(g->T, e->kid[0], g->assign, &bits);
+        if (bt < 0) return no_type(g, e);
+        if (bt & LT_VEC) {
+            if (let_buffer(g, e) < 0) return -1;
+        } else {
+            vctx *up = g->vc;
+            cv x, *b = &g->let[e->aux];
+            g->vc = NULL;
+            int rc = expr(g, e->kid[0], &x);
+            g->vc = up;
+            if (rc < 0) return -1;
+            decl(g, b, x.t, "%s", x.s);
+            b->bits = x.bits;
+            b->kconst = x.kconst;
+            b->kval = x.kval;
+        }
+        return vprep(g, vc, e->kid[1]);
+    }
+    case LK_LETVAR: {
+        /* a 1-D array binding: its buffer (slot kind 5) */
+        int sl = vnew_slot(g, vc, e);
+        if (sl < 0 || (vc->havelen && vc->nd != 1)) return no_type(g, e);
+        memcpy(vc->slot[sl].w, g->letbuf[e->aux].w, 16);
+        vc->slot[sl].te = g->letbuf[e->aux].te;
+        if (!vc->havelen) vc->nd = 1;
+        vlength(g, vc, g->letbuf[e->aux].len);
+        vc->slot[sl].slice = 5;
+        return 0;
+    }
     case LK_ELEM:
         if (nd_lty_gather(g->T, e) && (nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & LT_VEC)) {
             /* x[idx]: idx's elements (its own slots give the length), each
@@ -2065,8 +2116,16 @@ static int expr1(cg *g, const nd_ln *e, cv *out)
     }
     case LK_LET: {
         /* an inlined helper's argument or local: its value once, in a C
-         * local its body reads */
+         * local its body reads; a 1-D array's into a buffer (in an element
+         * loop's code the binding was made before the loop: vprep) */
         cv *b = &g->let[e->aux];
+        int bb, bt = nd_lty_expr(T, e->kid[0], g->assign, &bb);
+        if (bt < 0) return no_type(g, e);
+        if ((bt & LT_VEC) || g->vec) {
+            if (!g->vec && let_buffer(g, e) < 0) return -1;
+            if (expr(g, e->kid[1], out) < 0) return -1;
+            break;
+        }
         if (expr(g, e->kid[0], &a) < 0) return -1;
         decl(g, b, a.t, "%s", a.s);
         b->bits = a.bits;
@@ -2508,13 +2567,13 @@ static int vtemp(cg *g, const nd_ln *s)
     if (!vc->havelen) { rc = no_type(g, s); goto done; }
     char w[64], buf[32], cap[32];
     int self = refs_var(s->kid[0], v);
-    snprintf(buf, sizeof buf, "b%d", v);
-    snprintf(cap, sizeof cap, "b%d_cap", v);
+    snprintf(buf, sizeof buf, "ob%d", v);
+    snprintf(cap, sizeof cap, "ob%d_cap", v);
     if (self) {   /* t = t * 2: the old value is read while the new one is made */
         if (scratch(g, s, T, vc->len, w) < 0) goto done;
     } else {
         grow(g, buf, cap, vc->len, T);
-        snprintf(w, sizeof w, "((%s *)b%d)", T, v);
+        snprintf(w, sizeof w, "((%s *)ob%d)", T, v);
     }
     if (ISF(te)) flags_clear(g);
     vloop_open(g, vc);
@@ -2525,9 +2584,9 @@ static int vtemp(cg *g, const nd_ln *s)
     if (ISF(te)) flags_check(g);
     if (self) {
         grow(g, buf, cap, vc->len, T);
-        line(g, "if (%s) memcpy(b%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
+        line(g, "if (%s) memcpy(ob%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
     }
-    line(g, "a%d = b%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1; a%d_whole = 0;", v, v,
+    line(g, "a%d = ob%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1; a%d_whole = 0;", v, v,
          v, vc->len, v, T, v, v, v);
     g->ind--;
     line(g, "}");
@@ -3889,7 +3948,8 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
                      v, d, v, d);
             line(&g, "int32_t a%d_src = F->arr[%d].src, a%d_set = F->arr[%d].set, a%d_whole = F->arr[%d].whole;", v,
                  v, v, v, v, v);
-            if (T->alocal[v] == 2) line(&g, "char *b%d = NULL; size_t b%d_cap = 0;", v, v);
+            /* (its own buffer: ob, not b, the prefix of slice bounds' temporaries) */
+            if (T->alocal[v] == 2) line(&g, "char *ob%d = NULL; size_t ob%d_cap = 0;", v, v);
             continue;
         }
         if (T->adt[v] >= 0) {
@@ -3948,7 +4008,7 @@ static int gen(struct nd_ltyping_s *T, nd_sb *out, int *needs_snapshot, int quie
                      d);
         }
     for (int v = 0; v < ir->nvars; v++)
-        if (T->adt[v] >= 0 && T->alocal && T->alocal[v] == 2) line(&g, "F->arr[%d].own = b%d;", v, v);
+        if (T->adt[v] >= 0 && T->alocal && T->alocal[v] == 2) line(&g, "F->arr[%d].own = ob%d;", v, v);
     line(&g, "if (nd_fpp) feraiseexcept(nd_fpp);");
     line(&g, "for (int q_ = 0; q_ < %d; q_++) free(nd_scr[q_]);", g.nscr);
     line(&g, "return rc;");

@@ -37,7 +37,7 @@ enum {
     LK_ALLOC,     /* a new array like array var (only as the value of LK_ASSIGN):
                      aux LA_*: var.copy(), np.copy(var), np.empty_like(var), np.zeros_like(var) */
     /* statements */
-    LK_ASSIGN,    /* var = kid[0] */
+    LK_ASSIGN,    /* var = kid[0]; aux 1: var op= x (kid[0] var op x), in place on an array */
     LK_STORE,     /* var[kid[1..n-1]] = kid[0]; aux: chained */
     LK_AUGSTORE,  /* var[kid[1..n-1]] op= kid[0]; aux: chained */
     LK_MULTI,     /* n/2 targets: kid[0..m-1] are LK_VAR targets, kid[m..] values */
@@ -102,6 +102,7 @@ typedef struct {
     int line;             /* first line of the loop */
     int nalloc;           /* LK_ALLOC nodes: the loop makes arrays */
     int nlets;            /* LK_LET bindings */
+    nd_ln *lets[LLET_MAX]; /* each binding's LK_LET */
     PyObject *funcs;      /* tuple, per variable: None, or for a helper function the
                              loop inlines (VF_MODULE, LM_FUNC) (function, its code, its
                              defaults) as parsed: a call runs the C only with these */

@@ -425,6 +425,7 @@ static nd_ln *let_bind(pctx *c, PyObject *name, nd_ln *x, int line)
     if (!l) return NULL;
     l->aux = c->ir->nlets++;
     l->kid[0] = x;
+    c->ir->lets[l->aux] = l;
     PyObject *m = Py_BuildValue("(si)", "l", l->aux);
     if (!m || PyDict_SetItem(c->scope, name, m) < 0) { Py_XDECREF(m); return NULL; }
     Py_DECREF(m);
@@ -1486,6 +1487,7 @@ static nd_ln *stmt(pctx *c, PyObject *s)
                     b->kid[0] = cur;
                     b->kid[1] = x;
                     r->var = k;
+                    r->aux = 1;   /* (in place when k holds an array: loop_types.c) */
                     r->kid[0] = b;
                 }
             } else if (IS(t, "Subscript")) {
