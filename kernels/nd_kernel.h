@@ -1152,7 +1152,12 @@ ND_INLINE T nd_clamp_##S(T x, T lo, T hi) \
     return nd_bsel_##S(__builtin_islessequal(x, hi), x, (T)0); \
 } \
 ND_INLINE T nd_nan_where_##S(int c) { return nd_bsel_##S(c, (T)INFINITY, (T)0) * (T)0; } \
-ND_INLINE T nd_p2_##S(I k) { return nd_b2##S((U)(k + BIAS) << SHIFT); }
+ND_INLINE T nd_p2_##S(I k) { return nd_b2##S((U)(k + BIAS) << SHIFT); } \
+/* lo <= a <= hi for a >= +0 or NaN (false; 0 <= lo <= hi), by the bits: \
+ * GCC vectorizes isgreater/isgreaterequal and their negations as \
+ * signaling compares (vcmpnlepd...), which raise "invalid" on a quiet NaN \
+ * (NumPy raises none; a flag makes numdyn rerun the graph in NumPy) */ \
+ND_INLINE int nd_inrange_##S(T a, T lo, T hi) { return nd_##S##2b(a) - nd_##S##2b(lo) <= nd_##S##2b(hi) - nd_##S##2b(lo); }
 ND_OWN_HELPERS(double, d, uint64_t, int64_t, 1023, 52)
 ND_OWN_HELPERS(float, f, uint32_t, int32_t, 127, 23)
 #define ND_INF_D ((double)INFINITY)
@@ -1260,18 +1265,20 @@ ND_EXPK(double, d, uint64_t, int64_t, 0x1.8p52, 0x1.71547652b82fep+0, 0x1.62e420
  * 3.5-ULP sinhf/coshf/tanhf ran 1.5-1.8x slower than NumPy's loops
  * (float32 tanh with AVX-512: nd_zvf_tanhv, a table of polynomials). */
 #define ND_HYP(T, S, F, CAP, TINY, FMA, FABS, COPYSIGN) \
+/* |x| capped at CAP, a NaN passed (quietly through the arithmetic) */ \
+ND_INLINE T nd_hypc_##S(T ax) { return nd_bsel_##S(nd_inrange_##S(ax, CAP, (T)INFINITY), CAP, ax); } \
 ND_INLINE T nd_sinh##F(T x) \
 { \
     T ax = FABS(x), sc, sc2, od; \
-    T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
+    T ev = nd_expk2_##S(nd_hypc_##S(ax), &sc, &sc2, &od); \
     T a = sc - sc2; \
     T r = COPYSIGN(nd_bsel_##S(ax == (T)INFINITY, ax, (T)2) * (a + FMA(sc + sc2, od, a * ev)), x); \
-    return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
+    return nd_tsel_##S(nd_inrange_##S(ax, TINY, (T)INFINITY), r, x); \
 } \
 ND_INLINE T nd_cosh##F(T x) \
 { \
     T ax = FABS(x), sc, sc2, od; \
-    T ev = nd_expk2_##S(__builtin_isgreater(ax, CAP) ? CAP : ax, &sc, &sc2, &od); \
+    T ev = nd_expk2_##S(nd_hypc_##S(ax), &sc, &sc2, &od); \
     T c = sc + sc2; \
     return nd_bsel_##S(ax == (T)INFINITY, ax, (T)2) * (c + FMA(c, ev, (sc - sc2) * od)); \
 }
@@ -1279,10 +1286,10 @@ ND_INLINE T nd_cosh##F(T x) \
 ND_INLINE T nd_tanh##F(T x) \
 { \
     T ax = FABS(x), sc; \
-    T e = nd_expk_##S(2 * nd_tsel_##S(__builtin_isgreater(ax, TCAP), TCAP, ax), &sc); \
+    T e = nd_expk_##S(2 * nd_bsel_##S(nd_inrange_##S(ax, TCAP, (T)INFINITY), TCAP, ax), &sc); \
     T t = 4 * FMA(sc, e, sc - (T)0.25); \
     T r = COPYSIGN(t / (t + (T)2), x); \
-    return nd_tsel_##S(!__builtin_isgreaterequal(ax, TINY), x + x * (T)0, r); \
+    return nd_tsel_##S(nd_inrange_##S(ax, TINY, (T)INFINITY), r, x); \
 }
 #if ND_ZV
 ND_HYP(double, d, , 710.5, 0x1p-28, __builtin_fma, __builtin_fabs, __builtin_copysign)

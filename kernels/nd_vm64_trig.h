@@ -185,17 +185,10 @@ ND_INLINE double nd_atan2(double y, double x)
  * within ~0.57 ULP; SLEEF's 3.5-ULP atan was 1.8 ULP off and a fifth of
  * its results differed from NumPy's in their last bits. */
 #if !ND_ZV
-/* lo <= a <= inf for a >= +0 or NaN (false), by its bits: GCC vectorizes
- * isgreaterequal and its negation as vcmpnlepd/vcmplepd (AVX2), which
- * raise "invalid" on a quiet NaN (NumPy raises none) */
-ND_INLINE int nd_vt_inrange(double a, double lo, double hi) { return nd_d2b(a) - nd_d2b(lo) <= nd_d2b(hi) - nd_d2b(lo); }
-ND_INLINE int nd_vt_atleast(double a, double lo) { return nd_vt_inrange(a, lo, ND_INF_D); }
-#endif
-#if !ND_ZV
 ND_INLINE double nd_atan(double x)
 {
     double a = __builtin_fabs(x);
-    int ok = nd_vt_inrange(a, 0x1p-28, 0x1p60);
+    int ok = nd_inrange_d(a, 0x1p-28, 0x1p60);
     double as = nd_bsel_d(ok, a, 0.5);
     int swap = as > 1.0;
     double n = nd_bsel_d(swap, 1.0, as), d = nd_bsel_d(swap, as, 1.0);
@@ -205,7 +198,7 @@ ND_INLINE double nd_atan(double x)
     double sg = nd_bsel_d(swap, -1.0, 1.0), res;
     ND_VT_ATAN_FIN(double, ND_VM_C1, __builtin_fma, ND_VM_CTB, ND_VT_CRCP, (kb - ND_VT_MAGIC) * 0.0625, n, d, bhi, blo,
                    sg, res);
-    double sp = nd_bsel_d(nd_vt_inrange(a, 0x1p60, ND_INF_D), ND_VT_PI2_HI, a);
+    double sp = nd_bsel_d(nd_inrange_d(a, 0x1p60, ND_INF_D), ND_VT_PI2_HI, a);
     return __builtin_copysign(nd_bsel_d(ok, res, sp), x);
 }
 #endif
@@ -263,7 +256,7 @@ ND_INLINE double nd_tanh(double x)
     uint64_t axb = nd_d2b(ax), capb = nd_d2b(19.5);
     double xc = nd_b2d(axb < capb ? axb : capb);   /* NaN: 19.5 */
     ND_VT_TANH(double, ND_VM_C1, __builtin_fma, ND_VT_CP2, ND_VT_CRCP, xc, res);
-    return nd_tsel_d(nd_vt_atleast(ax, 0x1p-28), __builtin_copysign(res, x), x);
+    return nd_tsel_d(nd_inrange_d(ax, 0x1p-28, ND_INF_D), __builtin_copysign(res, x), x);
 }
 #endif
 
@@ -284,15 +277,15 @@ ND_INLINE double nd_tanh(double x)
  * operations. |x| capped at 710.5 (both overflow just below it: the last
  * doubling gives inf and "overflow" there, and not earlier; an infinite
  * operand's last factor is inf, not 2: inf quietly, as NumPy's); x itself
- * below 2^-28 (sinh; cosh 1 there by the arithmetic); a NaN computed as 0
- * and itself selected (by bits, as the cap: GCC's vector compares of a
- * NaN raised "invalid", and NumPy raises none). */
+ * below 2^-28 (sinh; cosh 1 there by the arithmetic); a NaN passes the cap
+ * (by bits: nd_inrange_d) and the arithmetic quietly (2^k from its bits
+ * is finite or inf, never NaN). */
 #if !ND_ZV
 ND_INLINE double nd_vt_hyp(double x, int cosh_)
 {
     double ax = __builtin_fabs(x);
-    /* |x| capped at 710.5, a NaN at 0 (selected by bits: no flag) */
-    double xc = nd_bsel_d(nd_vt_inrange(ax, 0.0, 710.5), ax, nd_bsel_d(nd_vt_atleast(ax, 0.0), 710.5, 0.0));
+    /* |x| capped at 710.5 by its bits (no flag), a NaN passed through */
+    double xc = nd_bsel_d(nd_inrange_d(ax, 710.5, ND_INF_D), 710.5, ax);
     int64_t k;
     double r0, kd;
     {
@@ -316,7 +309,7 @@ ND_INLINE double nd_vt_hyp(double x, int cosh_)
 ND_INLINE double nd_sinh(double x)
 {
     double r = __builtin_copysign(nd_vt_hyp(x, 0), x);
-    return nd_tsel_d(nd_vt_atleast(__builtin_fabs(x), 0x1p-28), r, x);
+    return nd_tsel_d(nd_inrange_d(__builtin_fabs(x), 0x1p-28, ND_INF_D), r, x);
 }
-ND_INLINE double nd_cosh(double x) { return nd_bsel_d(nd_vt_atleast(__builtin_fabs(x), 0.0), nd_vt_hyp(x, 1), x); }
+ND_INLINE double nd_cosh(double x) { return nd_vt_hyp(x, 1); }
 #endif
