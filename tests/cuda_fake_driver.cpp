@@ -32,6 +32,10 @@ static char *dev_lo, *dev_hi, *dev_next;
 static std::map<CUdeviceptr, size_t> live;
 static size_t dev_cap = (size_t)1 << 32;   /* reserved, not committed */
 static long long launches, allocs;
+/* driver calls by entry point (nd_fake_calls): what a warm call costs in
+ * driver work, counted by tests/test_cuda_device.py */
+static std::map<std::string, long long> ncalls;
+#define CALL() (ncalls[__func__]++)
 
 static void fail(const char *what)
 {
@@ -95,13 +99,43 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int)
 static int ctx_token;
 EXPORT CUresult cuDevicePrimaryCtxRetain(void **c, int) { *c = &ctx_token; return 0; }
 static thread_local void *current;
-EXPORT CUresult cuCtxSetCurrent(void *c) { current = c; return 0; }
-EXPORT CUresult cuCtxGetCurrent(void **c) { *c = current; return 0; }
+EXPORT CUresult cuCtxSetCurrent(void *c) { CALL(); current = c; return 0; }
+EXPORT CUresult cuCtxGetCurrent(void **c) { CALL(); *c = current; return 0; }
 EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *t = (size_t)1 << 30; *f = *t - (size_t)(dev_next - dev_lo); return 0; }
-EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n); return *p ? 0 : 2; }
-EXPORT CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+/* CU_MEMHOSTALLOC_DEVICEMAP (2): host memory the kernels may address, here
+ * a block of the "device" range (its host and device pointers are one, as
+ * with unified addressing) -- so copies from or to it fail as a misuse */
+static std::map<void *, size_t> mapped;
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
+EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+    CALL();
+    if (!(flags & 2)) { *p = malloc(n); return *p ? 0 : 2; }
+    CUdeviceptr d;
+    CUresult r = cuMemAlloc_v2(&d, n);
+    ncalls["cuMemAlloc_v2"]--;
+    if (r) return r;
+    *p = (void *)d;
+    mapped[*p] = n;
+    return 0;
+}
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags)
+{
+    CALL();
+    if (flags || !mapped.count(p)) return 1;   /* CUDA_ERROR_INVALID_VALUE */
+    *d = (CUdeviceptr)p;
+    return 0;
+}
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+    CALL();
+    if (mapped.erase(p)) { live.erase((CUdeviceptr)p); return 0; }
+    free(p);
+    return 0;
+}
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
+    CALL();
     if (!current) fail("cuMemAlloc without a current context");
     size_t need = (n + 255) & ~(size_t)255;
     const char *lim = getenv("NUMDYN_FAKE_GPU_BYTES");
@@ -117,11 +151,13 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 }
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
+    CALL();
     if (!live.erase(p)) fail("cuMemFree of no allocation");
     return 0;
 }
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *)
 {
+    CALL();
     check_dev(d, n, "cuMemcpyHtoDAsync dst");
     check_host(h, "cuMemcpyHtoDAsync src");
     memcpy((void *)d, h, n);
@@ -129,6 +165,7 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, voi
 }
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *)
 {
+    CALL();
     check_dev(d, n, "cuMemcpyDtoHAsync src");
     check_host(h, "cuMemcpyDtoHAsync dst");
     memcpy(h, (const void *)d, n);
@@ -136,6 +173,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *)
 }
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *)
 {
+    CALL();
     check_dev(d, n, "cuMemcpyDtoDAsync dst");
     check_dev(s, n, "cuMemcpyDtoDAsync src");
     memmove((void *)d, (const void *)s, n);
@@ -143,19 +181,21 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, voi
 }
 EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *)
 {
+    CALL();
     check_dev(d, n * 4, "cuMemsetD32Async");
     for (size_t i = 0; i < n; i++) memcpy((char *)d + 4 * i, &v, 4);
     return 0;
 }
 static int stream_token;
 EXPORT CUresult cuStreamCreate(void **s, unsigned) { *s = &stream_token; return 0; }
-EXPORT CUresult cuStreamSynchronize(void *) { return 0; }
+EXPORT CUresult cuStreamSynchronize(void *) { CALL(); return 0; }
 static long long ctx_syncs, stream_waits;
-EXPORT CUresult cuCtxSynchronize(void) { ctx_syncs++; return 0; }
+EXPORT CUresult cuCtxSynchronize(void) { CALL(); ctx_syncs++; return 0; }
 static int event_token;
 EXPORT CUresult cuEventCreate(void **e, unsigned) { *e = &event_token; return 0; }
 EXPORT CUresult cuEventRecord(void *e, void *s)
 {
+    CALL();
     if (e != &event_token) fail("cuEventRecord of no event");
     /* another library's stream: any handle but 0 (CUDA Array Interface
      * forbids 0, ambiguous); numdyn's own needs no event */
@@ -164,6 +204,7 @@ EXPORT CUresult cuEventRecord(void *e, void *s)
 }
 EXPORT CUresult cuStreamWaitEvent(void *s, void *e, unsigned)
 {
+    CALL();
     if (s != &stream_token || e != &event_token) fail("cuStreamWaitEvent: not numdyn's stream");
     stream_waits++;
     return 0;
@@ -257,6 +298,7 @@ EXPORT CUresult cuModuleGetFunction(void **fn, void *mod, const char *name)
 EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
 {
+    CALL();
     (void)shmem; (void)stream; (void)extra;
     if (gx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx == 0 || bx > 1024 || bx % 32)
         return 1;   /* CUDA_ERROR_INVALID_VALUE, as a GPU would say */
@@ -279,6 +321,14 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 }
 EXPORT long long nd_fake_launches(void) { return launches; }
 EXPORT long long nd_fake_allocs(void) { return allocs; }
+/* calls of driver entry point `name` so far (NULL: of them all) */
+EXPORT long long nd_fake_calls(const char *name)
+{
+    if (name) return ncalls.count(name) ? ncalls[name] : 0;
+    long long n = 0;
+    for (auto &kv : ncalls) n += kv.second;
+    return n;
+}
 
 /* --------------------------------------------------------------- NVRTC */
 struct prog { std::string src, out; };

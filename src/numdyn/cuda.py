@@ -194,7 +194,10 @@ def memory_stats():
     rounded to size classes), reserved_bytes (in use + cached for reuse),
     peak_allocated_bytes, alloc_calls, cache_hits (requests served from the
     cache), driver_allocs / driver_frees (cuMemAlloc / cuMemFree calls),
-    blocks_in_use, blocks_cached. Works without a GPU (all zero)."""
+    blocks_in_use, blocks_cached; kept_argument_bytes: of allocated_bytes,
+    the compiled programs' kernel launch arguments, kept on the device
+    between calls (a warm call uploads none that did not change;
+    empty_cache() drops them). Works without a GPU (all zero)."""
     return _C._cuda_memory_stats()
 
 

@@ -175,6 +175,15 @@ typedef struct cprog {
     nd_program *p;
     nd_cu_fn_t *fns;     /* per kernel */
     int *split;          /* per kernel: nd_cuda_split_slots */
+    /* the kernels' P, I, S of the last run, kept on the device (args) and
+     * as the host image uploaded last (last): a warm call whose arguments
+     * did not change (the allocator hands out the same blocks) uploads
+     * nothing; busy: a run is using them (a nested run of the same program
+     * takes its own) */
+    nd_cu_ptr args;
+    char *last;
+    size_t argcap;
+    int busy;
 } cprog;
 
 static struct { cprog *t; size_t cap, n; } pc;
@@ -187,11 +196,30 @@ static cprog *pc_get(uint64_t key)
     return NULL;
 }
 
+size_t nd_cu_kept_arg_bytes;
+
+static void kept_args_drop(cprog *c)
+{
+    if (!c->args || c->busy) return;
+    nd_cu_free(c->args);
+    nd_cu_kept_arg_bytes -= nd_cu_alloc_size(c->argcap);
+    PyMem_Free(c->last);
+    c->args = 0;
+    c->last = NULL;
+}
+
+void nd_cu_drop_kept_args(void)
+{
+    for (size_t i = 0; i < pc.cap; i++) kept_args_drop(&pc.t[i]);
+}
+
 static void cprog_clear(cprog *c)
 {
     if (c->p) nd_program_decref(c->p);
     PyMem_Free(c->fns);
     PyMem_Free(c->split);
+    c->busy = 0;
+    kept_args_drop(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -312,11 +340,13 @@ typedef struct run {
     PyObject **host;    /* per node: an ndarray on the host, or NULL */
     dbuf **dev;         /* per node: its device buffer; dev[n + i]: a C copy for view reads */
     nd_cu_ptr E;        /* one int per kernel */
-    int *Eh;
+    int *Eh;            /* their host image; the words themselves when mapped */
+    int mapped;         /* E is mapped host memory (nd_cu_errwords_take): nks words */
     int eread;          /* kernels whose error word was read */
     nd_cu_ptr args;     /* device arena of the kernels' P, I, S */
     size_t argoff, argcap;
-    char *stage;        /* its host image */
+    char *stage;        /* its host image (cp->last when kept: what the device holds) */
+    char *img;          /* when kept: a kernel's arguments before they are compared */
     nd_cu_ptr scr;      /* split reductions' scratch (scratch_for) */
     size_t scr_part, scr_n;
 } run;
@@ -402,7 +432,8 @@ static int device_view(run *r, nd_id id)
 static int check_errors(run *r, int upto)
 {
     if (r->eread >= upto) return 0;
-    if (nd_cu_dtoh(r->Eh, r->E, sizeof(int) * (size_t)upto) < 0) return -1;
+    if (r->mapped ? nd_cu_sync() < 0 : nd_cu_dtoh(r->Eh, r->E, sizeof(int) * (size_t)upto) < 0)
+        return -1;
     nd_program *p = r->cp->p;
     for (int s = 0, kk = 0; s < p->nsteps && kk < upto; s++) {
         if (p->steps[s].kind != ND_S_KERNEL) continue;
@@ -534,7 +565,8 @@ static int run_kernel(run *r, int step_kern, int kidx)
     size_t ib = (size_t)(R + nops * R + nops * ND_MAXFS) * sizeof(int64_t);
     size_t sbts = (size_t)k->nscal * sizeof(nd_scalar);
     size_t a16 = (pb + 15) & ~(size_t)15, i16 = (ib + 15) & ~(size_t)15;
-    char *h = r->stage + r->argoff;
+    char *h = r->img ? r->img : r->stage + r->argoff;
+    memset(h, 0, a16 + i16);   /* padding: compared below */
     memcpy(h, P, pb);
     memcpy(h + a16, I, ib);
     for (int j = 0; j < k->nscal; j++)
@@ -542,7 +574,15 @@ static int run_kernel(run *r, int step_kern, int kidx)
                sizeof(nd_scalar));
     nd_cu_ptr dP = r->args + r->argoff, dI = dP + a16, dS = dI + i16, dE = r->E + sizeof(int) * (size_t)kidx;
     size_t used = a16 + i16 + sbts;
-    if (nd_cu_htod(dP, h, used) < 0) return -1;
+    if (r->img) {   /* the device holds the last run's: upload only what changed */
+        char *dev = r->stage + r->argoff;
+        if (memcmp(dev, h, used) != 0) {
+            if (nd_cu_htod(dP, h, used) < 0) return -1;
+            memcpy(dev, h, used);   /* after the upload was queued: what the device will hold */
+        }
+    } else if (nd_cu_htod(dP, h, used) < 0) {
+        return -1;
+    }
     r->argoff += arg_bytes(k);
     void *params[4] = {&dP, &dI, &dS, &dE};
     if (nd_cu_launch(r->cp->fns[step_kern], grid, ND_CU_THREADS, params) < 0) return -1;
@@ -884,7 +924,7 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
     r.cp = cp;
     r.n = g->n;
     PyObject *res = NULL;
-    int rerun = 0;
+    int rerun = 0, kept = 0;
     if (g->n != p->nnodes) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: program does not fit the graph");
         return NULL;
@@ -893,16 +933,39 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
     r.dev = PyMem_Calloc((size_t)r.n * 2, sizeof(dbuf *));
     int nks = 0;
     for (int t = 0; t < p->nsteps; t++) nks += p->steps[t].kind == ND_S_KERNEL;
-    r.Eh = PyMem_Calloc((size_t)(nks ? nks : 1), sizeof(int));
+    if (nks) {
+        int mr = nd_cu_errwords_take((size_t)nks, &r.Eh, &r.E);
+        if (mr < 0) goto done;
+        r.mapped = mr == 0;
+    }
+    if (!r.mapped) r.Eh = PyMem_Calloc((size_t)(nks ? nks : 1), sizeof(int));
     /* every kernel step's arguments (a kernel run twice: twice) */
     for (int t = 0; t < p->nsteps; t++)
         if (p->steps[t].kind == ND_S_KERNEL) r.argcap += arg_bytes(&p->kerns[p->steps[t].kern]);
-    r.stage = PyMem_Malloc(r.argcap ? r.argcap : 16);
-    if (!r.host || !r.dev || !r.Eh || !r.stage) { PyErr_NoMemory(); goto done; }
+    kept = nks && !cp->busy;   /* the program's own argument arena */
+    if (kept && !cp->last) {
+        if (!(cp->last = PyMem_Calloc(1, r.argcap))) { PyErr_NoMemory(); goto done; }
+        if (nd_cu_alloc(r.argcap, &cp->args) < 0) {
+            PyMem_Free(cp->last);
+            cp->last = NULL;
+            goto done;
+        }
+        cp->argcap = r.argcap;
+        nd_cu_kept_arg_bytes += nd_cu_alloc_size(r.argcap);
+    }
+    if (kept) {
+        cp->busy = 1;
+        r.stage = cp->last;
+        r.args = cp->args;
+        r.img = PyMem_Malloc(r.argcap);
+    } else {
+        r.stage = PyMem_Malloc(r.argcap ? r.argcap : 16);
+    }
+    if (!r.host || !r.dev || !r.Eh || !r.stage || (kept && !r.img)) { PyErr_NoMemory(); goto done; }
     if (nks) {
-        if (nd_cu_alloc(sizeof(int) * (size_t)nks, &r.E) < 0 ||
-            nd_cu_memset32(r.E, 0, (size_t)nks) < 0 ||
-            nd_cu_alloc(r.argcap, &r.args) < 0)
+        if ((!r.mapped && (nd_cu_alloc(sizeof(int) * (size_t)nks, &r.E) < 0 ||
+                           nd_cu_memset32(r.E, 0, (size_t)nks) < 0)) ||
+            (!kept && nd_cu_alloc(r.argcap, &r.args) < 0))
             goto done;
     }
     for (nd_id i = 0; i < r.n; i++) {
@@ -939,6 +1002,12 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
             dbuf_drop(&r.dev[r.n + id]);
         }
     }
+    /* host results with mapped error words: the results' download waits
+     * for the kernels, and the words are read after it (no wait of their
+     * own: nothing is queued after the download's); discarded on a rerun */
+    int early = r.mapped && !given_in;
+    for (int i = 0; early && i < nout; i++)
+        if (!need_host(&r, outs[i])) goto done;
     int rc = check_errors(&r, kidx);
     if (rc < 0) goto done;
     if (rc > 0) { rerun = 1; goto done; }
@@ -960,13 +1029,18 @@ done:
     if (r.dev) for (int i = 0; i < 2 * r.n; i++) dbuf_drop(&r.dev[i]);
     /* freed blocks are reused in stream order; the arena's host image is
      * staged (copied) before each upload returns */
-    nd_cu_free(r.E);
-    nd_cu_free(r.args);
+    if (r.mapped) nd_cu_errwords_give((size_t)nks, r.eread == nks);
+    else nd_cu_free(r.E), PyMem_Free(r.Eh);
+    if (kept) {
+        cp->busy = 0;
+        PyMem_Free(r.img);
+    } else {
+        nd_cu_free(r.args);
+        PyMem_Free(r.stage);
+    }
     nd_cu_free(r.scr);
     PyMem_Free(r.host);
     PyMem_Free(r.dev);
-    PyMem_Free(r.Eh);
-    PyMem_Free(r.stage);
     if (rerun) {
         nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
         log_event("numpy_rerun", g, -1, "a kernel reported a condition NumPy's error state acts on");

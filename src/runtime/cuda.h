@@ -97,6 +97,12 @@ int nd_cu_dtod(nd_cu_ptr dst, nd_cu_ptr src, size_t n);
 int nd_cu_memset32(nd_cu_ptr dst, uint32_t value, size_t count);
 /* Wait until everything queued on numdyn's stream ran. 0 / -1 + exc. */
 int nd_cu_sync(void);
+/* n zeroed error words for a run's kernels in mapped pinned host memory:
+ * *host for the host, *dev for the kernels; 0, 1 when none (the caller
+ * uses device memory), -1 + exc. Given back last-in first-out, with
+ * synced 0 when kernels may still write them. */
+int nd_cu_errwords_take(size_t n, int **host, nd_cu_ptr *dev);
+void nd_cu_errwords_give(size_t n, int synced);
 /* ... on every stream of the context (cuCtxSynchronize): before reading
  * memory another library's streams may still be writing */
 int nd_cu_sync_device(void);
@@ -125,6 +131,12 @@ int nd_cu_alloc(size_t n, nd_cu_ptr *p);
 void nd_cu_free(nd_cu_ptr p);        /* p from nd_cu_alloc, or 0 */
 /* Give every cached (free) block back to the driver; 0 / -1 + exc */
 int nd_cu_empty_cache(void);
+/* the compiled programs' launch arguments kept on the device between
+ * calls (backend_cuda.c): their bytes (allocated, counted in the
+ * allocator's in use), and dropping them (empty_cache) */
+extern size_t nd_cu_kept_arg_bytes;
+size_t nd_cu_alloc_size(size_t n);   /* the bytes nd_cu_alloc(n) takes (its size class) */
+void nd_cu_drop_kept_args(void);
 /* dict: allocated_bytes (in use, rounded), reserved_bytes (in use +
  * cached), peak_allocated_bytes, alloc_calls, cache_hits, driver_allocs,
  * driver_frees, blocks_in_use, blocks_cached */

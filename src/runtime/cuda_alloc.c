@@ -260,15 +260,25 @@ void nd_cu_free(nd_cu_ptr p)
     if (p) (void)a_free(&dev, p);
 }
 
+size_t nd_cu_alloc_size(size_t n) { return class_of(n); }
+
 int nd_cu_empty_cache(void)
 {
     if (!dev.ncls) return 0;
     if (nd_cu_sync() < 0) return -1;   /* nothing queued may still use a block */
+    nd_cu_drop_kept_args();
     release_cached(&dev);
     return 0;
 }
 
-PyObject *nd_cu_memory_stats(void) { return a_stats(&dev); }
+PyObject *nd_cu_memory_stats(void)
+{
+    PyObject *d = a_stats(&dev);
+    PyObject *k = d ? PyLong_FromSize_t(nd_cu_kept_arg_bytes) : NULL;
+    if (!k || PyDict_SetItemString(d, "kept_argument_bytes", k) < 0) Py_CLEAR(d);
+    Py_XDECREF(k);
+    return d;
+}
 
 /* ------------------------------------------------------ simulation */
 /* a fake address space of `cap` bytes: addresses grow, freed bytes return */

@@ -48,6 +48,9 @@ static struct {
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
+/* optional: without it the error words live in device memory */
+static CUresult (*MemHostGetDevicePointer)(nd_cu_ptr *, void *, unsigned);
+
 void *nd_cu_lib;   /* the dlopen handle (cuda_alloc.c, cuda_module.c bind their own entries) */
 
 static struct {
@@ -61,6 +64,11 @@ static struct {
     /* pinned staging: [0, off) holds bytes of copies that may still run */
     char *stage;
     size_t cap, off;
+    /* work may be queued on the stream since its last synchronization:
+     * set by every function that queues some, and by every hand-out of
+     * the stream's handle (extern libraries, DLPack producers queue on
+     * it); nd_cu_sync with nothing queued makes no driver call */
+    int pending;
 } drv;
 
 #define STAGE_MIN ((size_t)4 << 20)
@@ -93,6 +101,7 @@ static void driver_probe(void)
     B2(MemcpyDtoHAsync); B2(MemcpyDtoDAsync); B(MemsetD32Async); B(StreamCreate);
     B(StreamSynchronize); B(CtxSynchronize); B(EventCreate); B(EventRecord); B(StreamWaitEvent);
     B(LaunchKernel); B(GetErrorString); B(GetErrorName);
+    *(void **)&MemHostGetDevicePointer = bind("cuMemHostGetDevicePointer_v2");
 #undef B
 #undef B2
     void **all = (void **)&cu;
@@ -208,7 +217,11 @@ int nd_cu_ready(void)
 
 int nd_cu_current_device(void) { driver_probe(); return drv.dev; }
 nd_cu_ctx_t nd_cu_context(void) { return (nd_cu_ctx_t)drv.ctx; }
-nd_cu_stream_t nd_cu_stream(void) { return (nd_cu_stream_t)drv.stream; }
+nd_cu_stream_t nd_cu_stream(void)
+{
+    drv.pending = 1;   /* the caller queues work on it */
+    return (nd_cu_stream_t)drv.stream;
+}
 int nd_cu_sm_count(void) { return nd_cu_ready() < 0 ? -1 : drv.sm_count; }
 int nd_cu_driver_version(void) { driver_probe(); return drv.version; }
 
@@ -235,10 +248,15 @@ int nd_cu_arch(int dev)
  * waits could reuse staging bytes a copy still reads. */
 int nd_cu_sync(void)
 {
+    if (!drv.pending && drv.ready) {
+        drv.off = 0;
+        return 0;
+    }
     if (nd_cu_ready() < 0) return -1;
     CUresult r = cu.StreamSynchronize(drv.stream);
     if (nd_cu_check(r, "cuStreamSynchronize (a kernel or copy before it failed)") < 0) return -1;
     drv.off = 0;  /* every staged copy ran */
+    drv.pending = 0;
     return 0;
 }
 
@@ -258,10 +276,64 @@ int nd_cu_wait_stream(uintptr_t other)
     if ((CUstream)other == drv.stream) return 0;
     if (!ev && nd_cu_check(cu.EventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */), "cuEventCreate") < 0)
         return -1;
+    drv.pending = 1;
     if (nd_cu_check(cu.EventRecord(ev, (CUstream)other), "cuEventRecord (the array's stream)") < 0 ||
         nd_cu_check(cu.StreamWaitEvent(drv.stream, ev, 0), "cuStreamWaitEvent") < 0)
         return -1;
     return 0;
+}
+
+/* ----------------------------------------------------- error words
+ * The kernels' error words in mapped pinned host memory
+ * (CU_MEMHOSTALLOC_DEVICEMAP): the host zeroes them and reads them after
+ * the stream's synchronization, so a call launches no memset and no copy
+ * for them. Runs take slices last-in first-out (a host step may run
+ * another graph); a run that could not have its own slice -- nested
+ * deeper than the block, or no mapped memory -- uses device memory.
+ * A slice given back without its run's synchronization (an error) makes
+ * the next take wait for the stream first: kernels may still write it. */
+static struct { int *h; nd_cu_ptr d; size_t cap, top; int dirty, broken; } ew;
+
+int nd_cu_errwords_take(size_t n, int **host, nd_cu_ptr *dev)
+{
+    if (ew.broken || !MemHostGetDevicePointer) return 1;
+    if (ew.dirty) {
+        if (nd_cu_sync() < 0) return -1;
+        ew.dirty = 0;
+    }
+    if (ew.top + n > ew.cap) {
+        if (ew.top) return 1;
+        size_t cap = ew.cap ? ew.cap : 256;
+        while (cap < n) cap *= 2;
+        if (ew.h) cu.MemFreeHost(ew.h);
+        ew.h = NULL;
+        ew.cap = 0;
+        void *p = NULL;
+        nd_cu_ptr d = 0;
+        if (cu.MemHostAlloc(&p, cap * sizeof(int), 2 /* CU_MEMHOSTALLOC_DEVICEMAP */) != 0) {
+            ew.broken = 1;
+            return 1;
+        }
+        if (MemHostGetDevicePointer(&d, p, 0) != 0) {
+            cu.MemFreeHost(p);
+            ew.broken = 1;
+            return 1;
+        }
+        ew.h = p;
+        ew.d = d;
+        ew.cap = cap;
+    }
+    *host = ew.h + ew.top;
+    *dev = ew.d + ew.top * sizeof(int);
+    ew.top += n;
+    memset(*host, 0, n * sizeof(int));
+    return 0;
+}
+
+void nd_cu_errwords_give(size_t n, int synced)
+{
+    ew.top -= n;
+    if (!synced) ew.dirty = 1;
 }
 
 /* room for n staged bytes at drv.stage + drv.off (n <= STAGE_MAX) */
@@ -292,6 +364,7 @@ int nd_cu_htod(nd_cu_ptr dst, const void *host, size_t n)
         if (stage_room(c) < 0) return -1;
         char *s = drv.stage + drv.off;
         memcpy(s, src, c);
+        drv.pending = 1;
         if (nd_cu_check(cu.MemcpyHtoDAsync(dst, s, c, drv.stream), "cuMemcpyHtoDAsync") < 0)
             return -1;
         drv.off += (c + 255) & ~(size_t)255;
@@ -311,6 +384,7 @@ int nd_cu_dtoh(void *host, nd_cu_ptr src, size_t n)
         size_t c = n < STAGE_MAX ? n : STAGE_MAX;
         if (stage_room(c) < 0) return -1;
         char *s = drv.stage + drv.off;
+        drv.pending = 1;
         if (nd_cu_check(cu.MemcpyDtoHAsync(s, src, c, drv.stream), "cuMemcpyDtoHAsync") < 0)
             return -1;
         if (nd_cu_sync() < 0) return -1;
@@ -326,6 +400,7 @@ int nd_cu_dtod(nd_cu_ptr dst, nd_cu_ptr src, size_t n)
 {
     if (nd_cu_ready() < 0) return -1;
     if (!n) return 0;
+    drv.pending = 1;
     return nd_cu_check(cu.MemcpyDtoDAsync(dst, src, n, drv.stream), "cuMemcpyDtoDAsync");
 }
 
@@ -333,11 +408,13 @@ int nd_cu_memset32(nd_cu_ptr dst, uint32_t value, size_t count)
 {
     if (nd_cu_ready() < 0) return -1;
     if (!count) return 0;
+    drv.pending = 1;
     return nd_cu_check(cu.MemsetD32Async(dst, value, count, drv.stream), "cuMemsetD32Async");
 }
 
 int nd_cu_launch(nd_cu_fn_t f, unsigned grid, unsigned block, void **params)
 {
+    drv.pending = 1;
     return nd_cu_check(cu.LaunchKernel((CUfunction)f, grid, 1, 1, block, 1, 1, 0, drv.stream,
                                        params, NULL),
                        "cuLaunchKernel");
@@ -428,6 +505,7 @@ static PyObject *py_ready(PyObject *self, PyObject *noargs)
 {
     (void)self; (void)noargs;
     if (nd_cu_ready() < 0) return NULL;
+    drv.pending = 1;   /* the stream's handle: Python code may queue work on it */
     return Py_BuildValue("(iKK)", drv.dev, (unsigned long long)(uintptr_t)drv.ctx,
                          (unsigned long long)(uintptr_t)drv.stream);
 }
