@@ -25,6 +25,7 @@
 #include "core/counters.h"
 #include "core/containers.h"
 #include <string.h>
+#include <fenv.h>
 
 /* ------------------------------------------------- runtime helper callables */
 
@@ -147,6 +148,80 @@ static int same_or_scalar_shape(PyObject *vals, PyArrayObject *flat)
            PyArray_CompareLists(PyArray_DIMS(v), PyArray_DIMS(flat), PyArray_NDIM(v));
 }
 
+/* NumPy's scalar ops of the indexed loops (umath loops_minmax: a float
+ * maximum keeps a NaN already there, else takes the larger or the new one) */
+#define AT_ADD(o, v) ((o) + (v))
+#define AT_SUB(o, v) ((o) - (v))
+#define AT_MUL(o, v) ((o) * (v))
+#define AT_MAXF(o, v) (((o) >= (v) || (o) != (o)) ? (o) : (v))
+#define AT_MINF(o, v) (((o) <= (v) || (o) != (o)) ? (o) : (v))
+#define AT_MAXI(o, v) ((o) > (v) ? (o) : (v))
+#define AT_MINI(o, v) ((o) < (v) ? (o) : (v))
+/* integer add/subtract/multiply wrap as NumPy's: in the unsigned type */
+#define AT_LOOP(T, U, OP)                                                      \
+    for (npy_intp i = 0; i < m; i++) {                                         \
+        T *q = o + ix[i];                                                      \
+        T v = vp[i * vs];                                                      \
+        *q = (T)(U)OP((U)*q, (U)v);                                            \
+    }
+#define AT_SWITCH(T, U, MAX, MIN)                                              \
+    {                                                                          \
+        T *o = (T *)PyArray_DATA(out);                                         \
+        const T *vp = (const T *)PyArray_DATA(va);                             \
+        switch (uf) {                                                          \
+        case ND_UF_ADD: AT_LOOP(T, U, AT_ADD) break;                           \
+        case ND_UF_SUBTRACT: AT_LOOP(T, U, AT_SUB) break;                      \
+        case ND_UF_MULTIPLY: AT_LOOP(T, U, AT_MUL) break;                      \
+        case ND_UF_MAXIMUM: AT_LOOP(T, T, MAX) break;                          \
+        case ND_UF_MINIMUM: AT_LOOP(T, T, MIN) break;                          \
+        }                                                                      \
+    }
+
+/* ufunc.at(out.flat, flat, vals) in index order, as NumPy's indexed loops
+ * do, where that is a plain loop: add/subtract/multiply/maximum/minimum of
+ * out's dtype (float64/32, int64/32) on values of that dtype and flat's
+ * shape (or one value), flat int64 already normalized and checked
+ * (index_check). 1 done, 0 not this case (NumPy's ufunc.at runs it). */
+static int ufunc_at_direct(PyObject *ufo, PyArrayObject *out, PyObject *flat, PyObject *vals)
+{
+    int uf = nd_ufunc_lookup(ufo);
+    if (uf != ND_UF_ADD && uf != ND_UF_SUBTRACT && uf != ND_UF_MULTIPLY && uf != ND_UF_MAXIMUM &&
+        uf != ND_UF_MINIMUM)
+        return 0;
+    int dt = PyArray_TYPE(out);
+    if (dt != NPY_DOUBLE && dt != NPY_FLOAT && dt != NPY_INT64 && dt != NPY_INT32) return 0;
+    if (!PyArray_Check(flat) || !PyArray_Check(vals)) return 0;
+    PyArrayObject *fa = (PyArrayObject *)flat, *va = (PyArrayObject *)vals;
+    if (PyArray_TYPE(fa) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(fa) || !PyArray_ISALIGNED(fa) ||
+        PyArray_TYPE(va) != dt || !PyArray_ISALIGNED(va) || !PyArray_IS_C_CONTIGUOUS(out) ||
+        !PyArray_ISALIGNED(out) || !PyArray_ISNOTSWAPPED(va) || !PyArray_ISNOTSWAPPED(out))
+        return 0;
+    npy_intp m = PyArray_SIZE(fa), vs;
+    if (PyArray_NDIM(va) == 0) vs = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(va) && PyArray_NDIM(va) == PyArray_NDIM(fa) &&
+             PyArray_CompareLists(PyArray_DIMS(va), PyArray_DIMS(fa), PyArray_NDIM(va)))
+        vs = 1;
+    else
+        return 0;
+    const int64_t *ix = (const int64_t *)PyArray_DATA(fa);
+    npy_intp n = PyArray_SIZE(out);
+    for (npy_intp i = 0; i < m; i++)
+        if (ix[i] < 0 || ix[i] >= n) return 0;   /* not normalized: NumPy's own error */
+    feclearexcept(FE_ALL_EXCEPT);
+    switch (dt) {
+    case NPY_DOUBLE: AT_SWITCH(double, double, AT_MAXF, AT_MINF) break;
+    case NPY_FLOAT: AT_SWITCH(float, float, AT_MAXF, AT_MINF) break;
+    case NPY_INT64: AT_SWITCH(int64_t, uint64_t, AT_MAXI, AT_MINI) break;
+    case NPY_INT32: AT_SWITCH(int32_t, uint32_t, AT_MAXI, AT_MINI) break;
+    }
+    /* a floating-point flag (NaN compared, overflow, inf - inf): NumPy's
+     * loop raises the same one and warns or raises by the errstate; the
+     * caller has it run NumPy on a fresh copy */
+    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW) ? -1 : 1;
+}
+#undef AT_SWITCH
+#undef AT_LOOP
+
 /* copy of base with ufunc.at(copy.flat-view, flat, vals) applied */
 static PyObject *ufunc_at_fn(PyObject *self, PyObject *args)
 {
@@ -155,6 +230,12 @@ static PyObject *ufunc_at_fn(PyObject *self, PyObject *args)
     if (!PyArray_Check(base)) { PyErr_SetString(PyExc_TypeError, "ufunc_at: base must be an array"); return NULL; }
     PyObject *out = PyArray_NewCopy((PyArrayObject *)base, NPY_CORDER);
     if (!out) return NULL;
+    int direct = ufunc_at_direct(uf, (PyArrayObject *)out, flat, vals);
+    if (direct > 0) return out;
+    if (direct < 0) {
+        Py_DECREF(out);
+        if (!(out = PyArray_NewCopy((PyArrayObject *)base, NPY_CORDER))) return NULL;
+    }
     PyObject *fl = PyArray_Ravel((PyArrayObject *)out, NPY_CORDER);
     PyObject *r = NULL, *bv = NULL;
     /* flat is the index array of the user's whole key (rows of a row

@@ -200,7 +200,6 @@ static PyObject *correlate_impl(nd_trace *t, PyObject **argv) { return conv_comm
 
 #define DATA_DEP(NAME, MSG) \
     static PyObject *NAME(nd_trace *t, PyObject **argv) { return nd_shim_unsupported(MSG); }
-DATA_DEP(bincount_impl, "numpy.bincount: output length depends on the data")
 DATA_DEP(unique_impl, "numpy.unique: output shape depends on the data")
 DATA_DEP(nonzero_impl, "numpy.nonzero: output shape depends on the data")
 DATA_DEP(flatnonzero_impl, "numpy.flatnonzero: output shape depends on the data")
@@ -208,6 +207,147 @@ DATA_DEP(argwhere_impl, "numpy.argwhere: output shape depends on the data")
 DATA_DEP(extract_impl, "numpy.extract: output shape depends on the data")
 DATA_DEP(nonzero_method, "ndarray.nonzero: output shape depends on the data")
 
+
+/* ------------------------------------------------------------ bincount */
+
+#define BC_MAX(T)                                                              \
+    do {                                                                       \
+        for (npy_intp i = 0; i < n; i++) {                                     \
+            int64_t v = (int64_t)*(const T *)(p + i * st);                     \
+            if (v < 0) return -1;                                              \
+            if (v > mx) mx = v;                                                \
+        }                                                                      \
+    } while (0)
+
+/* np.bincount(x, minlength=m)'s length for a 1-D integer array x that
+ * NumPy casts safely to intp: max(m, max(x) + 1); -1 where NumPy raises
+ * or the dtype is not one of these (the break then runs NumPy). Also the
+ * replay's data guard (nd_trace_data_guard): a vectorizable pass. */
+static int64_t bincount_len(PyArrayObject *x, int64_t minlength)
+{
+    /* an empty x: NumPy's result is intp whatever the weights (a break) */
+    if (PyArray_NDIM(x) != 1 || PyArray_DIM(x, 0) == 0) return -1;
+    npy_intp n = PyArray_DIM(x, 0), st = PyArray_STRIDE(x, 0);
+    const char *p = PyArray_BYTES(x);
+    int64_t mx = -1;
+    switch (PyArray_TYPE(x)) {
+    case NPY_BYTE: BC_MAX(int8_t); break;
+    case NPY_UBYTE: BC_MAX(uint8_t); break;
+    case NPY_SHORT: BC_MAX(int16_t); break;
+    case NPY_USHORT: BC_MAX(uint16_t); break;
+    case NPY_INT: BC_MAX(int32_t); break;
+    case NPY_UINT: BC_MAX(uint32_t); break;
+    case NPY_LONG: case NPY_LONGLONG: BC_MAX(int64_t); break;
+    default: return -1;
+    }
+    return mx + 1 > minlength ? mx + 1 : minlength;
+}
+#undef BC_MAX
+
+/* bincount_n(x, weights or None, L): np.bincount(x, weights, minlength=L)
+ * for an x whose largest element is below L (the trace's data guard saw
+ * to it), in one pass and without NumPy's argument parsing: the counts as
+ * intp, or the weights (as float64) summed in x's order, as NumPy does.
+ * Anything else is NumPy's own call (its result, its errors). */
+static PyObject *bincount_n_fn(PyObject *self, PyObject *args)
+{
+    PyObject *x, *w;
+    Py_ssize_t L;
+    if (!PyArg_ParseTuple(args, "OOn", &x, &w, &L)) return NULL;
+    PyArrayObject *xa = PyArray_Check(x) ? (PyArrayObject *)x : NULL;
+    PyArrayObject *wa = w != Py_None && PyArray_Check(w) ? (PyArrayObject *)w : NULL;
+    int fast = xa && PyArray_NDIM(xa) == 1 && PyArray_TYPE(xa) == NPY_INTP && PyArray_ISALIGNED(xa) &&
+               PyArray_ISNOTSWAPPED(xa) && L >= 0 &&
+               (w == Py_None || (wa && PyArray_NDIM(wa) == 1 && PyArray_TYPE(wa) == NPY_DOUBLE &&
+                                 PyArray_ISALIGNED(wa) && PyArray_ISNOTSWAPPED(wa) &&
+                                 PyArray_DIM(wa, 0) == PyArray_DIM(xa, 0)));
+    if (fast) {
+        npy_intp n = PyArray_DIM(xa, 0), xs = PyArray_STRIDE(xa, 0) / (npy_intp)sizeof(npy_intp);
+        const npy_intp *xp = (const npy_intp *)PyArray_DATA(xa);
+        for (npy_intp i = 0; i < n && fast; i++) fast = xp[i * xs] >= 0 && xp[i * xs] < L;
+        if (fast) {
+            npy_intp dim = L;
+            PyObject *out = PyArray_Zeros(1, &dim, PyArray_DescrFromType(w == Py_None ? NPY_INTP : NPY_DOUBLE), 0);
+            if (!out) return NULL;
+            if (w == Py_None) {
+                npy_intp *o = (npy_intp *)PyArray_DATA((PyArrayObject *)out);
+                for (npy_intp i = 0; i < n; i++) o[xp[i * xs]]++;
+            } else {
+                double *o = (double *)PyArray_DATA((PyArrayObject *)out);
+                const double *wp = (const double *)PyArray_DATA(wa);
+                npy_intp ws = PyArray_STRIDE(wa, 0) / (npy_intp)sizeof(double);
+                for (npy_intp i = 0; i < n; i++) o[xp[i * xs]] += wp[i * ws];
+            }
+            return out;
+        }
+    }
+    PyObject *fn = nd_xj_np_attr("bincount");
+    if (!fn) return NULL;
+    PyObject *r = PyObject_CallFunction(fn, "OOn", x, w, L);
+    Py_DECREF(fn);
+    return r;
+}
+
+static PyMethodDef bincount_n_def = {"bincount_n", bincount_n_fn, METH_VARARGS,
+                                     "numdyn: np.bincount of a known length"};
+static PyObject *bincount_n_obj;
+
+/* bincount(x, weights=None, minlength=0). Its length is the data's: known
+ * now where x is a caller's array as it came in (a graph INPUT), so the
+ * call is an EXTERN of that length, and a replayed call runs it only while
+ * its argument gives the same length (a data guard). A computed x, or
+ * anything NumPy would refuse, is a recorded break (NumPy runs it). */
+static PyObject *bincount_impl(nd_trace *t, PyObject **argv)
+{
+    static const char *why = "numpy.bincount: output length depends on the data";
+    PyObject *w = argv[1] && argv[1] != Py_None ? argv[1] : NULL, *ml = argv[2];
+    long long minlength = 0;
+    if (ml) {
+        if (!PyLong_CheckExact(ml)) return nd_shim_unsupported(why);
+        minlength = PyLong_AsLongLong(ml);
+        if (minlength == -1 && PyErr_Occurred()) { PyErr_Clear(); return nd_shim_unsupported(why); }
+        if (minlength < 0) return nd_shim_unsupported(why);
+    }
+    if (!nd_proxy_check(argv[0])) return nd_shim_unsupported(why);
+    nd_xj_arr in[2];
+    int r = nd_xj_array(t, argv[0], &in[0]);
+    if (r) return r < 0 ? NULL : nd_shim_unsupported(why);
+    nd_node *xn = nd_graph_node(nd_trace_graph(t), in[0].id);
+    if (xn->op != ND_OP_INPUT || !xn->obj || !PyArray_Check(xn->obj) || in[0].ndim != 1 ||
+        PyArray_NDIM((PyArrayObject *)xn->obj) != 1 || PyArray_DIM((PyArrayObject *)xn->obj, 0) != in[0].shape[0])
+        return nd_shim_unsupported(why);
+    PyObject *xarr = xn->obj;
+    int64_t len = bincount_len((PyArrayObject *)xarr, minlength);
+    if (len < 0) return nd_shim_unsupported(why);
+    if (w) {
+        r = nd_xj_array(t, w, &in[1]);
+        if (r) return r < 0 ? NULL : nd_shim_unsupported(why);
+        /* NumPy casts the weights to float64 safely: the same length, real */
+        if (in[1].ndim != 1 || in[1].shape[0] != in[0].shape[0] ||
+            !(PyTypeNum_ISBOOL(in[1].dtype) || PyTypeNum_ISINTEGER(in[1].dtype) ||
+              in[1].dtype == NPY_HALF || in[1].dtype == NPY_FLOAT || in[1].dtype == NPY_DOUBLE))
+            return nd_shim_unsupported(why);
+    }
+    Py_INCREF(xarr);   /* the guard keeps it; the node may go */
+    r = nd_trace_data_guard(t, xarr, bincount_len, minlength, len);
+    Py_DECREF(xarr);
+    if (r < 0) return NULL;
+    npy_intp sh = (npy_intp)len;
+    nd_ext_out o;
+    nd_ext_init1(&o, 0, 1, &sh);
+    o.dtype[0] = w ? NPY_DOUBLE : NPY_INTP;
+    PyObject *L = PyLong_FromLongLong((long long)len);
+    if (!L) return NULL;
+    PyObject *p0 = nd_extern_placeholder(0), *p1 = w ? nd_extern_placeholder(1) : Py_NewRef(Py_None);
+    PyObject *tmpl = p0 && p1 ? PyTuple_Pack(3, p0, p1, L) : NULL;
+    Py_XDECREF(p0);
+    Py_XDECREF(p1);
+    Py_DECREF(L);
+    if (!tmpl) return NULL;
+    PyObject *res = nd_ext_build(t, bincount_n_obj, tmpl, NULL, w ? 2 : 1, in, &o);
+    Py_DECREF(tmpl);
+    return res;
+}
 
 static PyObject *histogram_impl(nd_trace *t, PyObject **argv)
 {
@@ -282,6 +422,7 @@ static const nd_shim_def stats_methods[] = {
 
 int nd_shim_register_stats(nd_shim_table *tab)
 {
+    if (!bincount_n_obj && !(bincount_n_obj = PyCFunction_New(&bincount_n_def, NULL))) return -1;
     if (nd_shim_add_functions(tab, stats_defs) < 0) return -1;
     return nd_shim_add_methods(tab, stats_methods);
 }

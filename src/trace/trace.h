@@ -29,6 +29,15 @@ extern int nd_trace_op_depth;  /* traced NumPy operations in progress */
  * ComplexWarning, given once per cast: the call is not recorded for replay,
  * so every call traces and gives it again. */
 void nd_trace_not_replayable(nd_trace *t);
+/* The trace depended on fn(arr, param) == expect, a value of the contents
+ * of arr, a caller's array (np.bincount's output length from its input's
+ * largest element): a replayed call runs the recorded graph only where
+ * fn of the argument in arr's place gives expect again, else it traces.
+ * fn returns -1 where the value is not defined (no exception set). An arr
+ * that is not an argument of the call makes it not replayable. 0 / -1. */
+typedef int64_t (*nd_data_guard_fn)(PyArrayObject *arr, int64_t param);
+int nd_trace_data_guard(nd_trace *t, PyObject *arr, nd_data_guard_fn fn, int64_t param,
+                        int64_t expect);
 /* Graph runs in progress on this thread (a flush, a replay, a gradient):
  * warnings given inside one come from the graph's own ops, which a replay
  * runs again; a warning given outside one while tracing came from Python

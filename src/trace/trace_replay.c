@@ -123,6 +123,8 @@ typedef struct {
     nd_chain *chain;           /* owned or NULL: steps run before g */
     cbind *cb;                 /* g's INPUT nodes that take a step's result */
     int ncb;
+    nd_vguard *vg;             /* data guards (arr NULL, arg set) */
+    int nvg;
 } entry;
 
 struct nd_replay {
@@ -512,6 +514,7 @@ static void entry_clear(entry *e)
     PyMem_Free(e->sbind_arg);
     tmpl_free(e->tmpl, e->ntmpl);
     PyMem_Free(e->akeys);
+    PyMem_Free(e->vg);
     memset(e, 0, sizeof(*e));
 }
 
@@ -580,6 +583,24 @@ void nd__rec_clear(nd_replay_rec *rec)
     nd__order_notes_free(&notes);
     chain_free(rec->chain);
     rec->chain = NULL;
+    for (int k = 0; k < rec->nvg; k++) Py_XDECREF(rec->vg[k].arr);
+    PyMem_Free(rec->vg);
+    rec->vg = NULL;
+    rec->nvg = 0;
+}
+
+int nd_trace_data_guard(nd_trace *t, PyObject *arr, nd_data_guard_fn fn, int64_t param,
+                        int64_t expect)
+{
+    nd_replay_rec *rec = nd__rec_of(t);
+    if (!rec) return 0;
+    for (int k = 0; k < rec->nvg; k++)
+        if (rec->vg[k].arr == arr && rec->vg[k].fn == fn && rec->vg[k].param == param) return 0;
+    nd_vguard *more = PyMem_Realloc(rec->vg, sizeof(nd_vguard) * (size_t)(rec->nvg + 1));
+    if (!more) { PyErr_NoMemory(); return -1; }
+    rec->vg = more;
+    rec->vg[rec->nvg++] = (nd_vguard){Py_NewRef(arr), -1, fn, param, expect};
+    return 0;
 }
 
 /* ------------------------------------------------------------ chunks */
@@ -727,14 +748,25 @@ static int written_arg_overlaps(PyObject *const *args, Py_ssize_t n, Py_ssize_t 
     return 0;
 }
 
-/* An entry fits a call when its call guards do (guards/fn_guards.h) and no
+/* the first data guard of e that args fail (the call guards fit), or -1 */
+static int data_guards_fit(const entry *e, PyObject *const *args)
+{
+    for (int k = 0; k < e->nvg; k++) {
+        const nd_vguard *v = &e->vg[k];
+        PyObject *a = args[v->arg];
+        if (!PyArray_Check(a) || v->fn((PyArrayObject *)a, v->param) != v->expect) return k;
+    }
+    return -1;
+}
+
+/* An entry fits a call when its call guards and data guards do (guards/fn_guards.h) and no
  * argument it writes back overlaps another argument. */
 static int entry_fits(const entry *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     if (!nd_callguard_fits(&e->cg, args, nargsf, kwnames)) return 0;
     for (int k = 0; k < e->nwb; k++)
         if (written_arg_overlaps(args, e->cg.nag, e->wb_arg[k])) return 0;
-    return 1;
+    return data_guards_fit(e, args) < 0;
 }
 
 static PyObject *miss_reason(const entry *e, PyObject *const *args, size_t nargsf,
@@ -746,6 +778,11 @@ static PyObject *miss_reason(const entry *e, PyObject *const *args, size_t nargs
         if (written_arg_overlaps(args, e->cg.nag, e->wb_arg[k]))
             return PyUnicode_FromFormat("argument %d, which the function writes, overlaps "
                                         "another argument", (int)e->wb_arg[k]);
+    int dg = data_guards_fit(e, args);
+    if (dg >= 0)
+        return PyUnicode_FromFormat("the contents of argument %d give another output shape "
+                                    "(np.bincount's length) than the trace's, %lld",
+                                    (int)e->vg[dg].arg, (long long)e->vg[dg].expect);
     return PyUnicode_FromString("the matching entry is running on another thread");
 }
 
@@ -1115,6 +1152,19 @@ int nd__replay_record(nd_replay *r, nd_replay_rec *rec, PyObject *fn, PyObject *
             e.wb_out[e.nwb] = rec->wb_out[k];
             e.wb_arg[e.nwb++] = (int32_t)j;
         }
+    }
+    if (rec->nvg) {  /* data guards: on arguments only */
+        e.vg = PyMem_Malloc(sizeof(nd_vguard) * (size_t)rec->nvg);
+        if (!e.vg) { PyErr_NoMemory(); goto done; }
+        for (int k = 0; k < rec->nvg; k++) {
+            Py_ssize_t j = 0;
+            while (j < n && args[j] != rec->vg[k].arr) j++;
+            if (j == n) { why = "a data guard on an array that is not an argument"; rc = 1; goto done; }
+            e.vg[k] = rec->vg[k];
+            e.vg[k].arr = NULL;
+            e.vg[k].arg = (int32_t)j;
+        }
+        e.nvg = rec->nvg;
     }
     if ((rc = build_tmpl(&tb, rec, raw, args, n, 0, &why)) != 0) goto done;
     /* the entry owns the graph; between calls its inputs hold nothing */

@@ -33,9 +33,21 @@ typedef struct nd_replay_rec {
     PyObject **wb_caller;  /* PyMem, borrowed (the call's arguments hold them) */
     int wb_bad;     /* a write-back the return flush did not compute */
     int unreplayable; /* nd_trace_not_replayable */
+    int nvg;          /* data guards (nd_trace_data_guard), PyMem */
+    struct nd_vguard *vg;
     struct nd_chain *chain; /* owned or NULL: the chunk flushes' graphs, the
                                steps a replay runs before g (nd__rec_chunk) */
 } nd_replay_rec;
+
+/* A data guard: a value computed from an argument's contents that the
+ * trace depended on (nd_trace_data_guard); arr is the array while
+ * recording (owned), arg its argument index in an entry. */
+typedef struct nd_vguard {
+    PyObject *arr;
+    int32_t arg;
+    nd_data_guard_fn fn;
+    int64_t param, expect;
+} nd_vguard;
 
 /* The recording on this thread, or NULL. */
 extern _Thread_local nd_replay_rec *nd__tls_rec;
