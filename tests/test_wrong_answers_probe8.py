@@ -12,7 +12,16 @@ NumPy code (session 26, probe8), each against NumPy.
    iterable of axes -- a list, an ndarray (``np.flip(a, np.array([0]))``,
    which numdyn refused); a reduction given an array as its axis raises
    "only integer scalar arrays can be converted to a scalar index".
+3. A RuntimeWarning that a warnings filter 'error' turns into an exception
+   (``warnings.simplefilter("error")`` in a ``catch_warnings`` block, or
+   without one) inside ``try: b = np.log(a) except RuntimeWarning:`` was
+   raised when the graph ran -- at the block's end, outside the try -- so
+   it escaped the handler that NumPy's run reaches. Such filters now make
+   the traced operation one that may raise: inside a handler the pending
+   graph runs at once, as under ``np.errstate(divide="raise")``.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -58,3 +67,42 @@ def test_axis_error_names_the_argument(backend, expr):
 def test_normalized_axis_tuples(backend, expr):
     fn = eval(f"lambda a: {expr}", {"np": np})
     _calls(fn, backend, _m2, _m3)
+
+
+# --------------------- 3. a warnings filter 'error' inside a try block
+def warning_filter_error_caught(a):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            b = np.log(a)
+        except RuntimeWarning as e:
+            b = str(e)
+    return b
+
+
+def warning_error_caught_after_writes(a, d):
+    warnings.simplefilter("error", RuntimeWarning)  # (the oracle's catch_warnings restores it)
+    a[0] = 7.0
+    try:
+        q = 1.0 / d
+        a[1] = 8.0
+    except RuntimeWarning as e:
+        q = (str(e), a.sum())
+    c = (a * 2).sum()
+    try:
+        r = (a * 1e308 * 10).sum()
+    except RuntimeWarning as e:
+        r = str(e)
+    return q, c, r
+
+
+def test_warning_filter_error_caught_inside_the_function(backend):
+    _calls(warning_filter_error_caught, backend, lambda: (np.array([0.0, 1.0]),),
+           lambda: (np.array([1.0, 2.0]),), lambda: (np.array([-1.0, 1.0]),), warnings=True)
+
+
+def test_warning_filter_error_set_without_a_block_caught(backend):
+    _calls(warning_error_caught_after_writes, backend,
+           lambda: (np.arange(4.0), np.array([0.0, 2.0])),
+           lambda: (np.arange(4.0), np.array([1.0, 2.0])),
+           lambda: (np.arange(3.0), np.array([0.0])))

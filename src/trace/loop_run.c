@@ -350,8 +350,8 @@ static void extent(PyArrayObject *a, const char **lo, const char **hi)
 }
 
 /* whether a RuntimeWarning NumPy gives may raise: a warnings filter
- * 'error' (whatever it matches), or showwarning replaced */
-static int warnings_may_raise(void)
+ * 'error' (whatever it matches), or showwarning replaced (trace_internal.h) */
+int nd__warnings_may_raise(void)
 {
     /* read from the module's dict with interned names: this runs on every
      * call of such a loop, and PyObject_GetAttrString made, hashed and
@@ -416,7 +416,7 @@ static int rerun_safe(NdLoop *L, const lsig *s, PyObject *const *vals, const int
     /* no array stored: nothing to restore, however NumPy's run ends (a
      * sum's loop; the warnings filters are not read on each call) */
     if (!any) return 1;
-    int r = warnings_may_raise();
+    int r = nd__warnings_may_raise();
     return r < 0 ? -1 : !r;
 }
 

@@ -67,18 +67,22 @@ static PyObject *current_fpstate(nd_trace *t)
 }
 
 /* np.geterr() has "raise" or "call" for some category: any arithmetic may
- * raise when it runs. Cached per error-state object (a new one per
- * np.errstate / np.seterr): asking np.geterr() builds a dict, and a
- * traced call asks once per arithmetic operation. */
+ * raise when it runs; or "warn" for some category under a warnings filter
+ * 'error' (`warnings.simplefilter("error")` inside the try block: NumPy's
+ * RuntimeWarning is then an exception the block catches). The error state
+ * is cached per error-state object (a new one per np.errstate /
+ * np.seterr): asking np.geterr() builds a dict, and a traced call asks
+ * once per arithmetic operation; the filters are read each time (they
+ * change without a new error state). */
 static int errstate_raises(nd_trace *t)
 {
     static PyObject *geterr;
     static PyObject *seen;   /* owned: the state last asked about */
-    static int seen_raises;
+    static int seen_raises, seen_warns;
     PyObject *state = current_fpstate(t);
     if (state && state == seen) {
         Py_DECREF(state);
-        return seen_raises;
+        goto warns;
     }
     if (!geterr) {
         PyObject *np = PyImport_ImportModule("numpy");
@@ -89,17 +93,24 @@ static int errstate_raises(nd_trace *t)
     nd_counter_add(ND_CTR_ERRSTATE_QUERIES, 1);
     PyObject *d = PyObject_CallNoArgs(geterr);
     if (!d) { PyErr_Clear(); Py_XDECREF(state); return 1; }
-    int raises = 0;
+    int raises = 0, warns = 0;
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    while (PyDict_Check(d) && PyDict_Next(d, &pos, &k, &v))
+    while (PyDict_Check(d) && PyDict_Next(d, &pos, &k, &v)) {
         if (PyUnicode_Check(v) && (PyUnicode_CompareWithASCIIString(v, "raise") == 0 ||
                                    PyUnicode_CompareWithASCIIString(v, "call") == 0))
             raises = 1;
+        if (PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, "warn") == 0) warns = 1;
+    }
     Py_DECREF(d);
     Py_XSETREF(seen, state);  /* (NULL: not cached) */
     seen_raises = raises;
-    return raises;
+    seen_warns = warns;
+warns:
+    if (seen_raises || !seen_warns) return seen_raises;
+    int w = nd__warnings_may_raise();
+    if (w < 0) { PyErr_Clear(); return 1; }
+    return w;
 }
 
 static int may_raise(nd_trace *t, const nd_node *n)

@@ -226,6 +226,9 @@ int nd__mark_reachable(nd_trace *t, PyObject *fn, PyObject *const *args, Py_ssiz
 /* an EXTERN node whose NumPy function may raise because of the values it
  * is given (LinAlgError of a singular matrix...; trace_handlers.c) */
 int nd__extern_may_raise(const nd_node *n);
+/* a RuntimeWarning NumPy gives may raise: a warnings filter 'error', or
+ * showwarning replaced (loop_run.c); 1, 0 or -1 */
+int nd__warnings_may_raise(void);
 int nd__caller_add(nd_trace *t, nd_storage *s);
 /* "file:line: source" of the user's innermost frame, as a tuple
  * (reason, filename, lineno, source). New ref. */
