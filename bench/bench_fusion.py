@@ -108,6 +108,14 @@ def colsum(X):
     return X.sum(axis=0)
 
 
+def rowsum(x):
+    return x.sum(axis=1)
+
+
+def colsum_t(x):
+    return x.T.sum(axis=0)
+
+
 def colvar(X):
     return X.var(axis=0)
 
@@ -197,6 +205,8 @@ def run(quick=False, only=None):
     Q32 = rng.standard_normal((20_000 // scale, 32))
     P32 = rng.standard_normal((256, 32))
     W = rng.standard_normal((1000, 1000 // scale))
+    WF = np.asfortranarray(W)
+    WF32 = WF.astype(np.float32, order="F")
     M = rng.random(W.shape) < 0.5
     M[:, 0] = True
     todo = [
@@ -217,6 +227,10 @@ def run(quick=False, only=None):
         ("row std f64 (%d,8)" % (n // 4), row_std, (Xw,), 1e-12, False),
         ("column sums X.sum(0) f64 (%d,%d)" % W.shape, colsum, (W,), 1e-12, False),
         ("column variances X.var(0) f64 (%d,%d)" % W.shape, colvar, (W,), 1e-9, False),
+        ("Fortran-ordered X.sum(0) f64 (%d,%d)" % W.shape, colsum, (WF,), 1e-12, False),
+        ("Fortran-ordered X.sum(1) f64 (%d,%d)" % W.shape, rowsum, (WF,), 1e-12, False),
+        ("Fortran-ordered X.sum(0) f32 (%d,%d)" % W.shape, colsum, (WF32,), 1e-5, False),
+        ("X.T.sum(0) of C-ordered f64 (%d,%d)" % W.shape, colsum_t, (W,), 1e-12, False),
         ("log-softmax over axis 0 f64 (%d,%d)" % W.shape, log_softmax0, (W,), 1e-12, False),
         ("softmax masked with -inf f64 (%d,%d)" % W.shape, masked_softmax, (W, M), 1e-12, False),
     ]

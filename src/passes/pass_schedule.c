@@ -346,6 +346,79 @@ static int korder_inner(const nd_node *m)
     return c_order ? -1 : last;
 }
 
+/* The memory order of a reduction's domain dn when it is known and not C
+ * order: dims outermost first into perm, 1; else 0. A Fortran-ordered
+ * INPUT (the layout class is part of the program's key; an unaligned or
+ * byte-swapped one is copied to C), a value NumPy lays out in order kperm
+ * (ND_F_KORDER), a view of a C-ordered INPUT (its element strides are the
+ * memory's: `x.T`). */
+static int domain_memory_order(const nd_graph *g, const nd_node *dn, int *perm)
+{
+    int nd = dn->ndim;
+    if (dn->flags & ND_F_KORDER) {
+        for (int d = 0; d < nd; d++) perm[d] = dn->kperm[d];
+        return 1;
+    }
+    if (dn->op == ND_OP_INPUT && dn->obj && PyArray_Check(dn->obj)) {
+        PyArrayObject *a = (PyArrayObject *)dn->obj;
+        if (PyArray_IS_C_CONTIGUOUS(a) || !PyArray_IS_F_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) ||
+            !PyArray_ISNOTSWAPPED(a))
+            return 0;
+        for (int d = 0; d < nd; d++) perm[d] = nd - 1 - d;
+        return 1;
+    }
+    if (dn->op == ND_OP_VIEW && dn->in[0] >= 0) {
+        const nd_node *b = &g->nodes[dn->in[0]];
+        if (b->op != ND_OP_INPUT || !b->obj || !PyArray_Check(b->obj) ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)b->obj))
+            return 0;
+        /* by |stride|, largest first; ties keep C order (insertion sort) */
+        for (int d = 0; d < nd; d++) {
+            int e = d;
+            npy_intp sd = dn->vstrides[d] < 0 ? -dn->vstrides[d] : dn->vstrides[d];
+            while (e > 0) {
+                npy_intp sp = dn->vstrides[perm[e - 1]];
+                if ((sp < 0 ? -sp : sp) >= sd) break;
+                perm[e] = perm[e - 1];
+                e--;
+            }
+            perm[e] = d;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* NumPy reduces in its iterator's order: the axes sorted by memory, the
+ * innermost in memory innermost (nditer), so a Fortran array's column sums
+ * are pairwise sums down each contiguous column and its row sums add
+ * column after column -- other roundings than C order's. A reduction
+ * kernel over such a domain walks that order: NumPy's additions in
+ * NumPy's order, at unit stride. Not an arg-reduction over several axes
+ * (its ties go to the first C-order flat index). */
+static void reduce_memory_order(const nd_graph *g, nd_kernel *k, const nd_node *rn,
+                                const nd_node *dn, int drank)
+{
+    int perm[ND_MAXDIMS], nred = 0;
+    if (k->kind != ND_K_REDUCE || k->dom_v || drank != dn->ndim || k->rank < 2 ||
+        !domain_memory_order(g, dn, perm))
+        return;
+    for (int q = 0; q < k->rank; q++) nred += (k->red >> q) & 1;
+    if ((rn->sub == ND_RED_ARGMAX || rn->sub == ND_RED_ARGMIN) && nred > 1) return;
+    int rank = 0;
+    unsigned red = 0;
+    int8_t dims[ND_MAXDIMS];
+    for (int i = 0; i < drank; i++) {
+        int d = perm[i];
+        if (d < 0 || d >= drank || dn->shape[d] == 1) continue;
+        if (rn->axes & (1ull << d)) red |= 1u << rank;
+        dims[rank++] = (int8_t)d;
+    }
+    if (rank != k->rank) return;  /* not a permutation of the kernel's dims */
+    memcpy(k->dims, dims, sizeof(int8_t) * (size_t)rank);
+    k->red = red;
+}
+
 static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int drank)
 {
     nd_graph *g = s->g;
@@ -386,8 +459,15 @@ static int static_inner(sched *s, nd_program *p, nd_kernel *k, nd_kop *op, int d
         if (v->vstrides[dl] == 0) return 0;
         return v->vstrides[dl] == 1 ? 1 : -1;
     }
-    case ND_A_REDOUT:
-        return (k->red & (1u << (k->rank - 1))) ? 0 : 1;
+    case ND_A_REDOUT: {
+        /* the output is C-ordered over the kept dims: unit stride along the
+         * innermost kernel dim when that is the last kept one (a kernel in
+         * another memory order, reduce_memory_order, may end on another) */
+        if (k->red & (1u << (k->rank - 1))) return 0;
+        for (int q = 0; q < k->rank - 1; q++)
+            if (!(k->red & (1u << q)) && k->dims[q] > dl) return -1;
+        return 1;
+    }
     case ND_A_ROWB:
         return (k->red & (1u << (k->rank - 1))) ? 0 : 1;
     }
@@ -633,6 +713,7 @@ static int build_kernel(sched *s, nd_program *p, nd_kernel *k, int gi, uint8_t *
         if (k->kind == ND_K_SCAN && d == (rn->aux < 0 ? rn->aux + drank : rn->aux)) k->scan = k->rank;
         k->dims[k->rank++] = (int8_t)d;
     }
+    reduce_memory_order(g, k, rn, dn, drank);
     if (k->kind == ND_K_POINTWISE) {
         /* outputs NumPy lays out in another memory order are allocated in
          * it; when they all agree, the loops walk that order (a ufunc of
