@@ -3,7 +3,7 @@ numdyn's backend="cuda", torch.compile of the same NumPy-style code written
 with torch ops (on CUDA tensors), CuPy running the very same NumPy source
 (the function's `np` bound to cupy); NumPy on the CPU for reference.
 
-    python bench/bench_cuda.py [--quick] [--only NAME[,NAME]] [--markdown]
+    python bench/bench_cuda.py [--quick] [--only NAME[,NAME]] [--markdown] [--calls]
 
 Rows: the device's copy bandwidth (a device-to-device copy, read + write
 bytes over time), fused elementwise chains and softmax as a fraction of
@@ -618,12 +618,56 @@ def table(rows, bw, markdown=False):
     return "\n".join(out)
 
 
+def call_split(n=2000, rounds=7):
+    """--calls: the per-call work of small(x) on 8 float32 elements by way
+    of calling (no torch.compile, no copy bandwidth: seconds), medians of
+    interleaved rounds of n warm calls between two synchronizations, in us
+    a call. bench/gpu_check.sh runs it as is and with
+    NUMDYN_CUDA_DEVICE_ERRWORDS=1 (the kernels' error words in device
+    memory, zeroed and copied back each call: the form before session 26)."""
+    if not numdyn.cuda.is_available():
+        print(f"bench_cuda: no GPU ({numdyn.cuda.unavailable_reason()}): nothing run")
+        return
+    numdyn.config.compile_budget = float("inf")
+    x = np.arange(8, dtype=np.float32)
+    paths = {"numdyn.wrap_numpy(small)(CUDA Tensor)": (numdyn.wrap_numpy(small),
+                                                       numdyn.tensor(x, device="cuda"))}
+    if cupy is not None:
+        paths["numdyn.cuda.on_device(small)(CuPy)"] = (numdyn.cuda.on_device(small),
+                                                       cupy.asarray(x))
+        paths["CuPy small(x) (no sync a call)"] = (small, cupy.asarray(x))
+    for f, a in paths.values():
+        for _ in range(50):
+            f(a)
+    times = {k: [] for k in paths}
+    for _ in range(rounds):
+        for name, (f, a) in paths.items():
+            numdyn.cuda.synchronize()
+            if cupy is not None:
+                cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f(a)
+            numdyn.cuda.synchronize()
+            if cupy is not None:
+                cupy.cuda.Device().synchronize()
+            times[name].append((time.perf_counter() - t0) / n * 1e6)
+    errw = "device memory" if os.environ.get("NUMDYN_CUDA_DEVICE_ERRWORDS") else "mapped host memory"
+    print(f"per-call us, error words in {errw} ({rounds} rounds of {n} calls):")
+    print("| call | median us | min - max |\n|---|---:|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {statistics.median(ts):.1f} | {min(ts):.1f} - {max(ts):.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--calls", action="store_true", help="only the per-call work (call_split)")
     o = ap.parse_args()
+    if o.calls:
+        return call_split()
     only = set(o.only.split(",")) if o.only else None
     if numdyn.cuda.is_available():
         p = numdyn.cuda.get_device_properties(0)

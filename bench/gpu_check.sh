@@ -33,3 +33,10 @@ t0=$(date +%s)
 timeout "$BT" python3 bench/bench_cuda.py --markdown "$@" > "$OUT/bench.md" 2>&1
 echo "bench rc=$? $(( $(date +%s) - t0 )) s"
 tail -25 "$OUT/bench.md"
+# session 26: the per-call work alone (seconds), as is and with the kernels'
+# error words in device memory (the form before: a memset and a copy back a call)
+for ew in "" 1; do
+  NUMDYN_CUDA_DEVICE_ERRWORDS=$ew timeout 60 python3 bench/bench_cuda.py --calls \
+    > "$OUT/calls${ew:+_device_errwords}.md" 2>&1
+  echo "calls${ew:+ (device error words)} rc=$?"; tail -5 "$OUT/calls${ew:+_device_errwords}.md"
+done

@@ -1160,3 +1160,27 @@ def test_warm_call_driver_work():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             same(d(a, b + 1), a // (b + 1))
+
+
+@pytest.mark.skipif(not EMULATED, reason="counts the fake driver's calls")
+def test_error_words_in_device_memory_when_asked():
+    """NUMDYN_CUDA_DEVICE_ERRWORDS=1: the error words in device memory (the
+    form before mapped host memory, kept for where mapping is unavailable
+    and to compare on a GPU): zeroed and copied back each call, same
+    warnings"""
+    code = ("import warnings, numpy as np, numdyn\n"
+            "numdyn.config.compile_budget = float('inf')\n"
+            "import tests.test_cuda_device as t\n"
+            "d = numdyn.compile(lambda a, b: a // b, backend='cuda')\n"
+            "a, b = np.arange(6), np.array([1, 2, 0, 3, 1, 2])\n"
+            "d(a, b + 1)\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    n = t._calls_of(lambda: d(a, b))\n"
+            "print(sorted(n.items()), [str(m.message) for m in w])\n")
+    env = dict(os.environ, NUMDYN_CUDA_DEVICE_ERRWORDS="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=600, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stderr
+    assert "('cuMemsetD32Async', 1)" in r.stdout and "('cuMemcpyDtoHAsync_v2', " in r.stdout, r.stdout
+    assert "['divide by zero encountered in floor_divide']" in r.stdout, r.stdout

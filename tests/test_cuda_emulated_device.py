@@ -25,7 +25,7 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
           "context or memory_stats or disk_cache or on_device or split_full or narrow_reductions or "
           "(wide_rows and 4096) or black_scholes or (vector_lanes and float32) or "
           "tensor_on_cuda or tensor_chain or tensor_dlpack or wrap_numpy_of_cuda or gradients_of_cuda or "
-          "backward_inputs or warm_call) "
+          "backward_inputs or warm_call or error_words) "
           "and not (cupy or torch)")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 

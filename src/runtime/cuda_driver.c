@@ -291,12 +291,19 @@ int nd_cu_wait_stream(uintptr_t other)
  * another graph); a run that could not have its own slice -- nested
  * deeper than the block, or no mapped memory -- uses device memory.
  * A slice given back without its run's synchronization (an error) makes
- * the next take wait for the stream first: kernels may still write it. */
+ * the next take wait for the stream first: kernels may still write it.
+ * NUMDYN_CUDA_DEVICE_ERRWORDS=1 (read at the first take) keeps them in
+ * device memory: the form before, for a comparison on a GPU. */
 static struct { int *h; nd_cu_ptr d; size_t cap, top; int dirty, broken; } ew;
 
 int nd_cu_errwords_take(size_t n, int **host, nd_cu_ptr *dev)
 {
     if (ew.broken || !MemHostGetDevicePointer) return 1;
+    const char *env = ew.cap ? NULL : getenv("NUMDYN_CUDA_DEVICE_ERRWORDS");
+    if (env && *env && strcmp(env, "0") != 0) {   /* the device-memory form, to compare */
+        ew.broken = 1;
+        return 1;
+    }
     if (ew.dirty) {
         if (nd_cu_sync() < 0) return -1;
         ew.dirty = 0;
