@@ -194,7 +194,7 @@ ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1F35(tan) ND_DECL1F35(asin) ND_DECL1F35(a
 #if ND_ZV
 ND_DECL1RD35(tan) ND_DECL1D35(asin) ND_DECL1D35(acos)
 #else
-ND_DECL1RD(tan) ND_DECL1D(asin) ND_DECL1D(acos)
+ND_DECL1RD(tan) ND_DECL1RD(asin) ND_DECL1RD(acos)
 #endif
 ND_DECL1F35(atan)
 #if ND_ZV
@@ -1121,8 +1121,7 @@ ND_INLINE float nd_log1pf(float x) { ND_ZV_KEEP(nd_zvf_log1p) return nd_zvf_log1
 #else
 ND_SLEEF_RANGE(float, f, f, nd_logf)
 #endif
-ND_INLINE double nd_tan(double x)
-{ return nd_bsel_d(__builtin_isless(__builtin_fabs(x), 2.2250738585072014e-308), x, nd_v_tan(x)); }
+
 /* ------------------------------------ numdyn's own float64 vector math */
 /* exp, expm1, sinh, cosh, tanh, arcsinh, arccosh, arctanh and cbrt of float64
  * in vector lanes: SLEEF's 1-ULP versions of these compute in double-double
@@ -1161,6 +1160,43 @@ ND_INLINE int nd_inrange_##S(T a, T lo, T hi) { return nd_##S##2b(a) - nd_##S##2
 ND_OWN_HELPERS(double, d, uint64_t, int64_t, 1023, 52)
 ND_OWN_HELPERS(float, f, uint32_t, int32_t, 127, 23)
 #define ND_INF_D ((double)INFINITY)
+#if ND_ZV
+/* float64 tan over SLEEF's 3.5-ULP tan: x itself below the smallest normal
+ * (SLEEF's gave 0 for subnormals). (arcsin, arccos, arctan: SLEEF's
+ * 3.5-ULP functions themselves; like tan's they raise "invalid" for a NaN,
+ * where NumPy raises none -- numdyn then reruns the graph in NumPy, right
+ * but slow; wrapping them as below measured 14-25% slower here.) */
+ND_INLINE double nd_tan(double x)
+{ return nd_bsel_d(__builtin_isless(__builtin_fabs(x), 2.2250738585072014e-308), x, nd_v_tan(x)); }
+#else
+/* float64 tan, arcsin, arccos over SLEEF's 1-ULP functions, which raise
+ * "invalid" for a NaN (and asin/acos "invalid" and "divide by zero" at
+ * exactly +-0, +-1 and below ~1e-300, "underflow" below ~1e-20), where
+ * NumPy raises none (numdyn would rerun the graph in NumPy): those lanes
+ * compute 0.5 and take their values -- x for a NaN; tan: x below the
+ * smallest normal too (SLEEF's tan gave 0 for subnormals); arcsin, arccos
+ * below 2^-28: x, or pi/2 - x in double-double (the x^3 term is below the
+ * last bit); at +-1: +-pi/2, or 0 and pi. Past +-1 SLEEF's NaN and
+ * "invalid" (and "overflow" from ~1e300: a graph rerun, as for the
+ * "invalid" NumPy raises there). Lanes chosen by bits (nd_inrange: GCC's
+ * vector compares signal on a NaN). */
+ND_INLINE double nd_tan(double x)
+{
+    int ok = nd_inrange_d(__builtin_fabs(x), 2.2250738585072014e-308, ND_INF_D);
+    return nd_bsel_d(ok, nd_v_tan(nd_bsel_d(ok, x, 0.5)), x);
+}
+ND_INLINE double nd_asacs(double x, int acos_)
+{
+    double ax = __builtin_fabs(x);
+    int one = ax == 1.0, use = nd_inrange_d(ax, 0x1p-28, ND_INF_D) & !one;
+    double r = acos_ ? nd_v_acos(nd_bsel_d(use, x, 0.5)) : nd_v_asin(nd_bsel_d(use, x, 0.5));
+    double tiny = acos_ ? 0x1.921fb54442d18p+0 + (0x1.1a62633145c07p-54 - x) : x;
+    double sp1 = acos_ ? nd_bsel_d((int)(nd_d2b(x) >> 63), 0x1.921fb54442d18p+1, 0.0) : __builtin_copysign(0x1.921fb54442d18p+0, x);
+    return nd_bsel_d(use, r, nd_bsel_d(one, sp1, nd_bsel_d(nd_d2b(ax) < nd_d2b(0x1p-28), tiny, x)));
+}
+ND_INLINE double nd_asin(double x) { return nd_asacs(x, 0); }
+ND_INLINE double nd_acos(double x) { return nd_asacs(x, 1); }
+#endif
 #define ND_INF_F ((float)INFINITY)
 #define ND_LN2_D 0x1.62e42fefa39efp-1
 /* expm1(r) for |r| <= ln2 / 2: r + r^2 P(r), P of degree 9 near-minimax
