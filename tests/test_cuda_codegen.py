@@ -347,3 +347,21 @@ def test_fuzz_programs_compile(mode, n):
         except ndc.CudaError as e:
             fails.append(f"{p.source()}\n{str(e)[:2000]}")
     assert not fails, f"{len(fails)} of {len(srcs)} programs:\n" + "\n\n".join(fails[:3])
+
+
+def test_softmax_rows_register_budget():
+    """ptxas's resource report (NVRTC --ptxas-options=-v) of the softmax
+    row kernel for sm_90: at most 64 registers a thread, so that four
+    256-thread blocks fit an SM (GPU run 6: 126 registers, two blocks, 28%
+    of copy bandwidth; the vector-load register form, 3b7f049: 48)"""
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    x = np.ones((64, 4096), np.float32)
+    assert [k for k, _ in ndc.kernels(softmax, x)] == ["row"]
+    log, size = numdyn._C._cuda_compile(ndc.source(softmax, x), "sm_90", True)
+    regs = [int(n) for n in re.findall(r"Used (\d+) registers", log)]
+    assert size > 0 and len(regs) == 1, log
+    assert regs[0] <= 64, log
+    spill = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spill and spill[0] <= 16, log

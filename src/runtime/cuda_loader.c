@@ -147,8 +147,8 @@ int nd_cuda_nvrtc_archs(int *archs, int max)
     return n;
 }
 
-int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size,
-                          char **bin)
+static int nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size,
+                         char **bin, int verbose)
 {
     *log = NULL;
     if (bin) *bin = NULL;
@@ -163,7 +163,9 @@ int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, siz
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
     /* --fmad=false: NumPy rounds a * b and then + c; a contracted FMA would
      * give other results than the CPU backend and NumPy */
-    const char *opts[] = {archopt, "--std=c++17", "--fmad=false", "-default-device"};
+    /* verbose: ptxas's resource report in the log (registers, spills) */
+    const char *opts[] = {archopt, "--std=c++17", "--fmad=false", "-default-device",
+                          "--ptxas-options=-v"};
     nvrtcProgram prog = NULL;
     nvrtcResult r;
     Py_BEGIN_ALLOW_THREADS
@@ -175,7 +177,7 @@ int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, siz
     }
     nvrtcResult cr;
     Py_BEGIN_ALLOW_THREADS
-    cr = nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    cr = nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]) - !verbose, opts);
     Py_END_ALLOW_THREADS
     size_t ls = 0;
     char *buf = NULL;
@@ -221,15 +223,23 @@ done:
     return rc;
 }
 
-/* _cuda_compile(source, arch) -> (log, bytes of PTX or cubin) */
+int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size,
+                          char **bin)
+{
+    return nvrtc_compile(src, arch, log, size, bin, 0);
+}
+
+/* _cuda_compile(source, arch, verbose=False) -> (log, bytes of PTX or
+ * cubin); verbose: ptxas's registers and spills per kernel in the log */
 static PyObject *py_compile(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *src, *arch;
-    if (!PyArg_ParseTuple(args, "ss", &src, &arch)) return NULL;
+    int verbose = 0;
+    if (!PyArg_ParseTuple(args, "ss|p", &src, &arch, &verbose)) return NULL;
     PyObject *log;
     size_t size;
-    if (nd_cuda_nvrtc_compile(src, arch, &log, &size, NULL) < 0) return NULL;
+    if (nvrtc_compile(src, arch, &log, &size, NULL, verbose && arch[0] == 's') < 0) return NULL;
     return Py_BuildValue("(Nn)", log, (Py_ssize_t)size);
 }
 
