@@ -53,19 +53,29 @@ static PyObject *walk(PyObject *o, nd_leaf_fn fn, void *ctx, int depth, int maxd
     int is_tuple = PyTuple_Check(o);
     if (is_tuple || PyList_Check(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        PyObject *items = PyList_New(n);
-        if (!items) return NULL;
-        int changed = 0;
+        /* made at the first item that changes (most walks change nothing):
+         * the result itself for an exact tuple or a list */
+        int as_tuple = PyTuple_CheckExact(o);
+        PyObject *items = NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = PySequence_Fast_GET_ITEM(o, i);
             PyObject *w = walk(it, fn, ctx, depth + 1, maxdepth, flags);
-            if (!w) { Py_DECREF(items); return NULL; }
-            changed |= w != it;
-            PyList_SET_ITEM(items, i, w);
+            if (!w) { Py_XDECREF(items); return NULL; }
+            if (!items && w != it) {
+                if (!(items = as_tuple ? PyTuple_New(n) : PyList_New(n))) { Py_DECREF(w); return NULL; }
+                for (Py_ssize_t j = 0; j < i; j++) {
+                    PyObject *same = Py_NewRef(PySequence_Fast_GET_ITEM(o, j));
+                    if (as_tuple) PyTuple_SET_ITEM(items, j, same);
+                    else PyList_SET_ITEM(items, j, same);
+                }
+            }
+            if (!items) Py_DECREF(w);
+            else if (as_tuple) PyTuple_SET_ITEM(items, i, w);
+            else PyList_SET_ITEM(items, i, w);
         }
-        if (!changed) { Py_DECREF(items); return Py_NewRef(o); }
-        if (!is_tuple) return items;
-        if (PyTuple_CheckExact(o) || !PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make"))
+        if (!items) return Py_NewRef(o);
+        if (!is_tuple || as_tuple) return items;
+        if (!PyObject_HasAttrString((PyObject *)Py_TYPE(o), "_make"))
             r = PyList_AsTuple(items);
         else  /* namedtuple */
             r = PyObject_CallMethod((PyObject *)Py_TYPE(o), "_make", "O", items);
@@ -147,19 +157,30 @@ PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth)
     return r;
 }
 
-int nd_tree_any(PyObject *o, int (*pred)(PyObject *), int maxdepth)
+int nd_tree_each(PyObject *o, nd_visit_fn fn, void *ctx, int maxdepth)
 {
+    int rc = 0;
     if (PyTuple_Check(o) || PyList_Check(o)) {
-        for (Py_ssize_t i = 0; maxdepth >= 0 && i < PySequence_Fast_GET_SIZE(o); i++)
-            if (nd_tree_any(PySequence_Fast_GET_ITEM(o, i), pred, maxdepth - 1)) return 1;
-        return 0;
+        for (Py_ssize_t i = 0; maxdepth >= 0 && !rc && i < PySequence_Fast_GET_SIZE(o); i++)
+            rc = nd_tree_each(PySequence_Fast_GET_ITEM(o, i), fn, ctx, maxdepth - 1);
+        return rc;
     }
     if (PyDict_Check(o)) {
         PyObject *k, *v;
         Py_ssize_t pos = 0;
-        while (maxdepth >= 0 && PyDict_Next(o, &pos, &k, &v))
-            if (nd_tree_any(v, pred, maxdepth - 1)) return 1;
-        return 0;
+        while (maxdepth >= 0 && !rc && PyDict_Next(o, &pos, &k, &v))
+            rc = nd_tree_each(v, fn, ctx, maxdepth - 1);
+        return rc;
     }
-    return pred(o);
+    return fn(o, ctx);
+}
+
+typedef struct { int (*pred)(PyObject *); } any_ctx;
+
+static int any_leaf(PyObject *o, void *ctx) { return ((any_ctx *)ctx)->pred(o) ? 1 : 0; }
+
+int nd_tree_any(PyObject *o, int (*pred)(PyObject *), int maxdepth)
+{
+    any_ctx c = {pred};
+    return nd_tree_each(o, any_leaf, &c, maxdepth);
 }

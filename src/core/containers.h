@@ -37,7 +37,13 @@ PyObject *nd_tree_leaves(PyObject *o, int maxdepth);
 /* o's structure with its leaves (nd_tree_leaves' order) replaced by the
  * items of the sequence `leaves`, which must have as many. New ref. */
 PyObject *nd_tree_unflatten(PyObject *o, PyObject *leaves, int maxdepth);
-/* pred(leaf) for some leaf of o (inside tuples, lists and dicts, down to
- * maxdepth levels): 1, else 0 */
+/* fn(leaf, ctx) for each leaf of o in order (inside tuples, lists and
+ * dicts, subclasses too, down to maxdepth levels: a container deeper is
+ * skipped, not visited) until fn returns nonzero: that value (-1 with an
+ * exception set, or a result of the caller's), else 0. The one walk of
+ * nested arguments: a tape node's Tensors, versions, predicates. */
+typedef int (*nd_visit_fn)(PyObject *leaf, void *ctx);
+int nd_tree_each(PyObject *o, nd_visit_fn fn, void *ctx, int maxdepth);
+/* pred(leaf) for some leaf of o (as nd_tree_each walks it): 1, else 0 */
 int nd_tree_any(PyObject *o, int (*pred)(PyObject *), int maxdepth);
 #endif

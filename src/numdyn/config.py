@@ -107,6 +107,10 @@ class _Config(types.ModuleType):
     def __setattr__(self, name, value):
         if name == "recompile_limit":
             name = "cache_size_limit"
+        # an option that does not exist (a typo, another library's name) is
+        # an error, as in torch._dynamo.config: setting it would do nothing
+        if not name.startswith("_") and name not in self.__dict__:
+            raise AttributeError(f"numdyn.config.{name} does not exist")
         if name in _PUSHED:
             from . import _C
             _C._config_set(name, value)

@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <string.h>
 
+/* how deep arguments nest inside lists, tuples and dicts before the tape
+ * stops looking (containers.h walks them) */
+enum { ND_TAPE_DEPTH = 16 };
+
 static int grad_enabled = 1;   /* numdyn.no_grad() turns it off (one interpreter lock) */
 static PyObject *programs;     /* structure key -> NdTapeProgram */
 static PyObject *vjp_entry;    /* the module's _vjp, looked up at first use */
@@ -126,30 +130,24 @@ static PyObject *ct_key(PyObject *node, int k)
 
 /* the Tensors among a node's arguments read at their current version:
  * marked (a later write keeps that value), versions past 0 noted */
-static int note_versions(NdTapeNode *n, PyObject *o, int depth)
+static int note_version(PyObject *o, void *node)
 {
-    if (nd_tensor_check(o)) {
-        NdTensor *t = ND_TENSOR(o);
-        t->taped = 1;
-        if (!t->version) return 0;
-        if (!n->versions && !(n->versions = PyDict_New())) return -1;
-        PyObject *k = PyLong_FromVoidPtr(o), *v = PyLong_FromLongLong(t->version);
-        int rc = k && v ? PyDict_SetItem(n->versions, k, v) : -1;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
-        return rc;
-    }
-    if (depth > 16) return 0;
-    if (PyTuple_Check(o) || PyList_Check(o)) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
-            if (note_versions(n, PySequence_Fast_GET_ITEM(o, i), depth + 1) < 0) return -1;
-    } else if (PyDict_Check(o)) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(o, &pos, &k, &v))
-            if (note_versions(n, v, depth + 1) < 0) return -1;
-    }
-    return 0;
+    if (!nd_tensor_check(o)) return 0;
+    NdTapeNode *n = node;
+    NdTensor *t = ND_TENSOR(o);
+    t->taped = 1;
+    if (!t->version) return 0;
+    if (!n->versions && !(n->versions = PyDict_New())) return -1;
+    PyObject *k = PyLong_FromVoidPtr(o), *v = PyLong_FromLongLong(t->version);
+    int rc = k && v ? PyDict_SetItem(n->versions, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    return rc;
+}
+
+static int note_versions(NdTapeNode *n, PyObject *o)
+{
+    return nd_tree_each(o, note_version, n, ND_TAPE_DEPTH);
 }
 
 /* the Tensor standing for argument o of node n: o at the version n read */
@@ -183,8 +181,8 @@ static int record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, Py
     n->kind = kind;
     n->freed = 0;
     PyObject_GC_Track(n);
-    if ((kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) || note_versions(n, args, 0) < 0 ||
-        (n->kwargs && note_versions(n, n->kwargs, 0) < 0)) {
+    if ((kwargs && PyDict_GET_SIZE(kwargs) && !n->kwargs) || note_versions(n, args) < 0 ||
+        (n->kwargs && note_versions(n, n->kwargs) < 0)) {
         Py_DECREF(n);
         return -1;
     }
@@ -193,7 +191,7 @@ static int record(int kind, PyObject *func, PyObject *args, PyObject *kwargs, Py
         rc = mark_output(out, (PyObject *)n, -1);
     } else if (PyTuple_Check(out) || PyList_Check(out) || PyDict_CheckExact(out)) {
         /* output k: the k-th leaf of the result (nested lists, tuples, dicts) */
-        PyObject *leaves = nd_tree_leaves(out, 16);
+        PyObject *leaves = nd_tree_leaves(out, ND_TAPE_DEPTH);
         rc = leaves ? 0 : -1;
         for (Py_ssize_t i = 0; leaves && i < PyList_GET_SIZE(leaves) && rc == 0; i++)
             rc = mark_output(PyList_GET_ITEM(leaves, i), (PyObject *)n, (int)i);
@@ -243,7 +241,7 @@ static PyObject *placeholder_leaf(PyObject *x, int depth, void *ctx) { return pl
 int nd_tape_record_vjp(PyObject *func, PyObject *args, PyObject *kwargs, PyObject *out,
                        PyObject *pull, PyObject *positions, PyObject *fwd)
 {
-    PyObject *ph = nd_map_leaves(fwd, placeholder_leaf, NULL, 16, 0);
+    PyObject *ph = nd_map_leaves(fwd, placeholder_leaf, NULL, ND_TAPE_DEPTH, 0);
     if (!ph) return -1;
     int rc = record(ND_OP_CALL, func, args, kwargs, out, pull, positions, ph);
     Py_DECREF(ph);
@@ -317,30 +315,19 @@ typedef struct {
  * fn until it returns nonzero (that, or -1) */
 typedef int (*arg_fn)(NdTapeNode *n, PyObject *t, void *ctx);
 
+typedef struct { NdTapeNode *n; arg_fn fn; void *ctx; } args_ctx;
+
+static int arg_tensor(PyObject *o, void *ctx)
+{
+    args_ctx *c = ctx;
+    return nd_tensor_check(o) ? c->fn(c->n, o, c->ctx) : 0;
+}
+
 static int node_args_each(NdTapeNode *n, arg_fn fn, void *ctx)
 {
-    PyObject *todo = PyList_New(0);
-    int rc = !todo || PyList_Append(todo, n->args) < 0 ||
-             (n->kwargs && PyList_Append(todo, n->kwargs) < 0) ? -1 : 0;
-    while (rc == 0 && PyList_GET_SIZE(todo)) {
-        Py_ssize_t last = PyList_GET_SIZE(todo) - 1;
-        PyObject *o = Py_NewRef(PyList_GET_ITEM(todo, last));
-        PyList_SetSlice(todo, last, last + 1, NULL);
-        if (nd_tensor_check(o)) {
-            rc = fn(n, o, ctx);
-        } else if (PyTuple_Check(o) || PyList_Check(o)) {
-            /* reversed so that the walk meets arguments left to right */
-            for (Py_ssize_t j = PySequence_Fast_GET_SIZE(o) - 1; j >= 0 && rc == 0; j--)
-                rc = PyList_Append(todo, PySequence_Fast_GET_ITEM(o, j));
-        } else if (PyDict_Check(o)) {
-            PyObject *k, *v;
-            Py_ssize_t pos = 0;
-            while (rc == 0 && PyDict_Next(o, &pos, &k, &v)) rc = PyList_Append(todo, v);
-        }
-        Py_DECREF(o);
-    }
-    Py_XDECREF(todo);
-    return rc;
+    args_ctx c = {n, fn, ctx};
+    int rc = nd_tree_each(n->args, arg_tensor, &c, ND_TAPE_DEPTH);
+    return rc == 0 && n->kwargs ? nd_tree_each(n->kwargs, arg_tensor, &c, ND_TAPE_DEPTH) : rc;
 }
 
 /* collect: the node of argument t (at the version n read) goes on the stack */
@@ -455,7 +442,7 @@ static PyObject *template_of(builder *b, NdTapeNode *nd, PyObject *o, int depth)
         return param_slot(b, o);
     }
     if (PyArray_Check(o)) return param_slot(b, o);
-    if (depth > 16) return Py_NewRef(o);
+    if (depth > ND_TAPE_DEPTH) return Py_NewRef(o);
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
         PyObject *out = PyTuple_New(n + (PyList_CheckExact(o) ? 1 : 0));
@@ -528,7 +515,7 @@ static PyObject *nth_leaf(PyObject *v, int k)
         }
         if (i == n) return PySequence_GetItem(v, k);
     }
-    PyObject *leaves = nd_tree_leaves(v, 16);
+    PyObject *leaves = nd_tree_leaves(v, ND_TAPE_DEPTH);
     if (!leaves) return NULL;
     PyObject *r = PySequence_GetItem(leaves, k);
     Py_DECREF(leaves);
@@ -930,7 +917,7 @@ static int accumulate(PyObject *leaf, PyObject *g, int conj)
 
 /* the output leaves of a node's forward result, as _vjp walks them (nested
  * tuples, lists, dicts), else the result itself (new list) */
-static PyObject *out_items(PyObject *fwd) { return nd_tree_leaves(fwd, 16); }
+static PyObject *out_items(PyObject *fwd) { return nd_tree_leaves(fwd, ND_TAPE_DEPTH); }
 
 
 /* d[key] += g (g borrowed) */
@@ -1067,8 +1054,8 @@ static int container_prims(NdTapeNode *n, PyObject **prims, PyObject **grads)
             rc = PyList_Append(np, a) < 0 || PyList_Append(ng, g) < 0 ? -1 : 0;
             continue;
         }
-        PyObject *al = nd_tree_leaves(a, 16);
-        PyObject *gl = al ? (g == Py_None ? NULL : nd_tree_leaves(g, 16)) : NULL;
+        PyObject *al = nd_tree_leaves(a, ND_TAPE_DEPTH);
+        PyObject *gl = al ? (g == Py_None ? NULL : nd_tree_leaves(g, ND_TAPE_DEPTH)) : NULL;
         if (!al || (g != Py_None && !gl)) { Py_XDECREF(al); rc = -1; break; }
         if (gl && PyList_GET_SIZE(gl) != PyList_GET_SIZE(al)) {
             PyErr_SetString(PyExc_SystemError, "numdyn: a gradient's structure differs from its "

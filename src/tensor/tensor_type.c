@@ -72,7 +72,8 @@ PyObject *nd_tensor_from_array(PyObject *array)
 
 PyObject *nd_tensor_array(PyObject *tensor) { return ND_TENSOR(tensor)->array; }
 
-static PyObject *unwrap_depth(PyObject *obj, int *any_grad, int depth)
+/* a Tensor -> its ndarray; exact tuples, lists and dicts are walked */
+static PyObject *unwrap_leaf(PyObject *obj, int depth, void *any_grad)
 {
     if (nd_tensor_check(obj)) {
         if (ND_TENSOR(obj)->device == ND_DEV_CUDA) {   /* NumPy on the host cannot read it */
@@ -81,54 +82,18 @@ static PyObject *unwrap_depth(PyObject *obj, int *any_grad, int depth)
                             "others with .cuda())");
             return NULL;
         }
-        if (any_grad && ND_TENSOR(obj)->requires_grad) *any_grad = 1;
+        if (any_grad && ND_TENSOR(obj)->requires_grad) *(int *)any_grad = 1;
         return Py_NewRef(ND_TENSOR(obj)->array);
     }
-    if (depth > 16) return Py_NewRef(obj);
-    int tup = PyTuple_CheckExact(obj), lst = PyList_CheckExact(obj);
-    if (tup || lst) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
-        PyObject **items = PySequence_Fast_ITEMS(obj);
-        Py_ssize_t i = 0;
-        PyObject *first = NULL;
-        for (; i < n; i++) {
-            first = unwrap_depth(items[i], any_grad, depth + 1);
-            if (!first) return NULL;
-            if (first != items[i]) break;
-            Py_DECREF(first);
-        }
-        if (i == n) return Py_NewRef(obj);
-        PyObject *out = tup ? PyTuple_New(n) : PyList_New(n);
-        if (!out) { Py_DECREF(first); return NULL; }
-        for (Py_ssize_t j = 0; j < n; j++) {
-            PyObject *v = j < i ? Py_NewRef(items[j]) : j == i ? first
-                        : unwrap_depth(items[j], any_grad, depth + 1);
-            if (!v) { Py_DECREF(out); return NULL; }
-            if (tup) PyTuple_SET_ITEM(out, j, v);
-            else PyList_SET_ITEM(out, j, v);
-        }
-        return out;
-    }
-    if (PyDict_CheckExact(obj)) {
-        PyObject *out = NULL, *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(obj, &pos, &k, &v)) {
-            PyObject *u = unwrap_depth(v, any_grad, depth + 1);
-            if (!u) { Py_XDECREF(out); return NULL; }
-            if (u != v && !out && !(out = PyDict_Copy(obj))) { Py_DECREF(u); return NULL; }
-            if (out && PyDict_SetItem(out, k, u) < 0) {
-                Py_DECREF(u);
-                Py_DECREF(out);
-                return NULL;
-            }
-            Py_DECREF(u);
-        }
-        return out ? out : Py_NewRef(obj);
-    }
+    if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj) || PyDict_CheckExact(obj))
+        return ND_NOT_LEAF;
     return Py_NewRef(obj);
 }
 
-PyObject *nd_tensor_unwrap(PyObject *obj, int *any_grad) { return unwrap_depth(obj, any_grad, 0); }
+PyObject *nd_tensor_unwrap(PyObject *obj, int *any_grad)
+{
+    return nd_map_leaves(obj, unwrap_leaf, any_grad, 16, 0);
+}
 
 PyObject *nd_tensor_wrap_result(PyObject *r)
 {
@@ -282,10 +247,12 @@ PyObject *nd_tensor_at_version(PyObject *o, long long version)
     PyObject *old = k && x->history ? PyDict_GetItemWithError(x->history, k) : NULL;
     Py_XDECREF(k);
     if (old || PyErr_Occurred()) return old;
+    /* torch's words, so that code matching torch's error matches it */
     PyErr_Format(PyExc_RuntimeError,
-                 "numdyn: a Tensor needed for gradient computation was modified by an in-place "
-                 "operation (it is at version %lld; the tape read version %lld)", x->version,
-                 version);
+                 "numdyn: one of the variables needed for gradient computation has been modified "
+                 "by an inplace operation: a Tensor is at version %lld; expected version %lld "
+                 "instead (it was modified by an in-place operation after the tape read it)",
+                 x->version, version);
     return NULL;
 }
 

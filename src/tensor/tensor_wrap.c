@@ -135,8 +135,7 @@ static PyObject *export_array(PyObject *arr, PyTypeObject *tp)
 }
 
 static int is_jax_tracer(PyObject *x);
-static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad,
-                                 int depth);
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad);
 
 /* what a tensor argument is inside fn: an ndarray (new ref), or the
  * argument itself when it is not a tensor; lists, tuples and dicts of
@@ -151,7 +150,7 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
         return Py_NewRef(ND_TENSOR(x)->array);
     }
     if (PyTuple_CheckExact(x) || PyList_CheckExact(x) || PyDict_CheckExact(x))
-        return enter_container(x, kind, grad, foreign_grad, 0);
+        return enter_container(x, kind, grad, foreign_grad);
     if (PyArray_Check(x) || PyLong_Check(x) || PyFloat_Check(x) || PyBool_Check(x) ||
         PyComplex_Check(x) || x == Py_None || PyUnicode_Check(x) || PyTuple_Check(x) ||
         PyList_Check(x) || PyDict_Check(x) || PyArray_IsScalar(x, Generic))
@@ -180,63 +179,32 @@ static PyObject *enter(PyObject *x, PyTypeObject **kind, int *grad, int *foreign
     return import_array(x);
 }
 
+typedef struct {
+    PyTypeObject **kind;
+    int *grad, *foreign_grad;
+} enter_ctx;
+
 /* One element of a list/tuple/dict argument as fn sees it (new ref):
  * tensors as ndarrays, as torch's wrap_numpy maps its arguments' pytree
  * (*grad / *foreign_grad: a numdyn / foreign tensor in it requires grad:
  * its gradient is the container's, vjp_call and numdyn/_torch.py).
  * Left as they are: a numdyn Tensor on CUDA, a JAX tracer. */
-static PyObject *enter_item(PyObject *v, PyTypeObject **kind, int *grad, int *foreign_grad, int depth)
+static PyObject *enter_item(PyObject *v, int depth, void *ctx)
 {
-    if (PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v))
-        return depth < 16 ? enter_container(v, kind, grad, foreign_grad, depth + 1) : Py_NewRef(v);
+    enter_ctx *c = ctx;
+    if (PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v)) return ND_NOT_LEAF;
     if (nd_tensor_check(v) && nd_tensor_is_cuda(v)) return Py_NewRef(v);
     if (is_jax_tracer(v)) return Py_NewRef(v);
-    return enter(v, kind, grad, foreign_grad);
+    return enter(v, c->kind, c->grad, c->foreign_grad);
 }
 
 /* a list, tuple or dict argument: a new one of the same type holding its
  * tensors as ndarrays (and so for the containers inside it), or x itself
  * when it holds none (the function may change it for the caller) */
-static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad,
-                                 int depth)
+static PyObject *enter_container(PyObject *x, PyTypeObject **kind, int *grad, int *foreign_grad)
 {
-    if (PyDict_CheckExact(x)) {
-        PyObject *out = NULL, *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(x, &pos, &k, &v)) {
-            PyObject *e = enter_item(v, kind, grad, foreign_grad, depth);
-            if (!e) { Py_XDECREF(out); return NULL; }
-            if (e != v && !out && !(out = PyDict_Copy(x))) { Py_DECREF(e); return NULL; }
-            int rc = out ? PyDict_SetItem(out, k, e) : 0;
-            Py_DECREF(e);
-            if (rc < 0) { Py_DECREF(out); return NULL; }
-        }
-        return out ? out : Py_NewRef(x);
-    }
-    int tup = PyTuple_CheckExact(x);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
-    PyObject *out = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PySequence_Fast_GET_ITEM(x, i);
-        PyObject *e = enter_item(v, kind, grad, foreign_grad, depth);
-        if (!e) { Py_XDECREF(out); return NULL; }
-        if (e != v && !out) {
-            out = tup ? PyTuple_New(n) : PyList_New(n);
-            for (Py_ssize_t j = 0; out && j < n; j++) {
-                PyObject *o = Py_NewRef(PySequence_Fast_GET_ITEM(x, j));
-                if (tup) PyTuple_SET_ITEM(out, j, o);
-                else PyList_SET_ITEM(out, j, o);
-            }
-            if (!out) { Py_DECREF(e); return NULL; }
-        }
-        if (out) {
-            PyObject **slot = tup ? &((PyTupleObject *)out)->ob_item[i] : &((PyListObject *)out)->ob_item[i];
-            Py_SETREF(*slot, e);
-        } else {
-            Py_DECREF(e);
-        }
-    }
-    return out ? out : Py_NewRef(x);
+    enter_ctx c = {kind, grad, foreign_grad};
+    return nd_map_leaves(x, enter_item, &c, 16, 0);
 }
 
 /* a result of fn as the kind of tensor that came in (steals r): ndarrays
