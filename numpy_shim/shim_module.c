@@ -480,6 +480,9 @@ PyObject *nd_shim_array_ufunc(PyObject *ufunc, PyObject *method, PyObject *args,
 {
     nd_trace *t = nd_trace_current();
     if (!t) return array_ufunc(t, ufunc, method, args, kwargs);
+    /* the operation runs under the error state it is called in (an
+     * np.errstate entered since the last one: the pending work runs first) */
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
     nd_id first = nd_shim_graph_size(t);
     return nd_shim_settled(t, first, array_ufunc(t, ufunc, method, args, kwargs));
 }

@@ -106,3 +106,60 @@ def test_warning_filter_error_set_without_a_block_caught(backend):
            lambda: (np.arange(4.0), np.array([0.0, 2.0])),
            lambda: (np.arange(4.0), np.array([1.0, 2.0])),
            lambda: (np.arange(3.0), np.array([0.0])))
+
+
+# ------------------------------------------------- an error caught in the function
+# (lead, session 26, from probe8's unfixed findings.) NumPy's ufunc writes its
+# result, then raises its floating-point error: the user's handler goes on
+# with that result. The failing operation stayed pending in the graph and
+# raised again at the next flush (the function's return), outside the try.
+# And a ufunc called with out= (through __array_ufunc__) ran under the error
+# state of the last operation before the np.errstate block: no raise at all.
+
+def inplace_error_caught(a):
+    o = a * 1
+    with np.errstate(invalid="raise", divide="raise"):
+        try:
+            o /= a
+            r = 0
+        except FloatingPointError as e:
+            r = str(e)
+    return o, r
+
+
+def out_error_caught(a):
+    o = np.empty_like(a)
+    with np.errstate(invalid="raise"):
+        try:
+            np.log(a, out=o)
+            r = 0
+        except FloatingPointError:
+            o[:2] = -1.0
+            r = 1
+    return o, r
+
+
+def reduce_out_error_caught(a):
+    o = np.zeros(a.shape[1:])
+    with np.errstate(over="raise"):
+        try:
+            np.multiply.reduce(a * 1e200, axis=0, out=o)
+            r = 0
+        except FloatingPointError as e:
+            r = str(e)
+    return o * 1, r
+
+
+def test_inplace_error_caught_keeps_numpys_result(backend):
+    _calls(inplace_error_caught, backend, lambda: (np.array([0.0, 1.0, 2.0]),),
+           lambda: (np.array([1.0, 2.0, 3.0]),), lambda: (np.array([0.0, 0.0]),))
+
+
+def test_out_error_raises_inside_the_errstate_block(backend):
+    _calls(out_error_caught, backend, lambda: (np.array([-1.0, 1.0, 2.0]),),
+           lambda: (np.array([1.0, 2.0, 3.0]),), lambda: (np.array([-1.0, -2.0, 4.0]),))
+
+
+def test_reduce_out_error_caught(backend):
+    _calls(reduce_out_error_caught, backend, lambda: (np.full((3, 2), 1e200),),
+           lambda: (np.ones((3, 2)),))

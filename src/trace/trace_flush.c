@@ -1187,11 +1187,35 @@ static int note_write_backs(nd_trace *t, nd_replay_rec *rec, const nd_id *target
  * failing operation never ran). The exception stands. Without a log, or
  * when the versions cannot be computed, the caller arrays keep what they
  * hold and the pending writes are dropped. */
+/* The failing operation F wrote its result before NumPy raised (a ufunc's
+ * floating-point error under errstate "raise", or its RuntimeWarning under
+ * a warnings filter "error": the loop runs, then the flags are checked).
+ * Inside a try block the user's code goes on with that result -- an array
+ * the function made and updated in place (`o /= a`) holds it -- so F's
+ * value is computed quietly and kept: a later flush must not run F again
+ * (and raise again where NumPy does not). */
+static void keep_failed_value(nd_trace *t, nd_id F, int before)
+{
+    if (F == ND_NONE || before || F >= t->g->n || t->g->nodes[F].value) return;
+    if (!PyErr_ExceptionMatches(PyExc_FloatingPointError) &&
+        !PyErr_ExceptionMatches(PyExc_RuntimeWarning))
+        return;
+    int op = t->g->nodes[F].op;
+    if (op != ND_OP_UFUNC && op != ND_OP_CAST && op != ND_OP_REDUCE && op != ND_OP_SCAN) return;
+    ND_EXC_SAVE(exc);
+    PyObject *vals = nd__compute_quietly(t->g, &F, 1);
+    if (vals) Py_XSETREF(t->g->nodes[F].value, Py_NewRef(PyList_GET_ITEM(vals, 0)));
+    else PyErr_Clear();
+    Py_XDECREF(vals);
+    ND_EXC_RESTORE(exc);
+}
+
 static void fail_writes(nd_trace *t)
 {
     nd_id F = flush_failed;
     int before = flush_failed_before;
     Py_ssize_t nc = t->nclist;
+    keep_failed_value(t, F, before);
     if (!nc) return;
     ND_EXC_SAVE(exc);
     nd_graph *g = t->g;
