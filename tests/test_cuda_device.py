@@ -1092,6 +1092,9 @@ def test_backward_inputs_create_graph_and_retain_grad_of_cuda_tensors():
         mk = lambda a: numdyn.tensor(a.copy(), device=dev, requires_grad=True)   # noqa: E731
         host = ctr("cuda_host_steps")
         got = prog(dev, mk(X), mk(X[::-1]), mk(np.linspace(1.0, 2.0, 6)))
+        # prog's last gradient is float64 but flows through the float32 h:
+        # float32's precision (the GPU's float32 tanh is not the CPU's)
+        f32_chain = len(got) - 1
         if dev:
             assert ctr("cuda_host_steps") == host   # every float backward ran on the device
         got += complex_prog(dev, mk(Z))
@@ -1101,7 +1104,8 @@ def test_backward_inputs_create_graph_and_retain_grad_of_cuda_tensors():
     for i, (a, b) in enumerate(zip(*results)):
         assert (a is None) == (b is None), i
         if a is not None:
-            same(a, b, rtol=1e-5 if a.dtype == np.float32 else 1e-10, atol=1e-6)
+            f32 = a.dtype == np.float32 or i == f32_chain
+            same(a, b, rtol=1e-5 if f32 else 1e-10, atol=1e-5 if f32 else 1e-6)
 
 
 def _driver_calls():
