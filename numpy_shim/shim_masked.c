@@ -840,14 +840,30 @@ static PyObject *full_reduction(PyObject *self, int which, PyObject *args, PyObj
     return r;
 }
 
+/* v.sum() ... called on the masked read itself (not through np.sum(v):
+ * call_impl, shim_module.c) as one traced operation: under the error state
+ * it is called in, and its errors and warnings (an empty selection's "Mean
+ * of empty slice" under a warnings filter 'error') given the chance to
+ * reach the user's try block (nd_shim_settled) */
+typedef PyObject *(*masked_red)(PyObject *self, int which, PyObject *args, PyObject *kw);
+
+static PyObject *as_operation(masked_red red, PyObject *self, int which, PyObject *args, PyObject *kw)
+{
+    nd_trace *t = nd_trace_current();
+    if (!t) return red(self, which, args, kw);
+    if (nd_trace_errstate_sync(t) < 0) return NULL;
+    nd_id first = nd_shim_graph_size(t);
+    return nd_shim_settled(t, first, red(self, which, args, kw));
+}
+
 static PyObject *m_sum(PyObject *self, PyObject *args, PyObject *kw)
 {
-    return full_reduction(self, RED_SUM, args, kw);
+    return as_operation(full_reduction, self, RED_SUM, args, kw);
 }
 
 static PyObject *m_mean(PyObject *self, PyObject *args, PyObject *kw)
 {
-    return full_reduction(self, RED_MEAN, args, kw);
+    return as_operation(full_reduction, self, RED_MEAN, args, kw);
 }
 
 /* v.max() / v.min() (np.max(v), np.amax(v), ...: shim_reduce.c) kept in
@@ -953,11 +969,23 @@ static PyObject *var_red(PyObject *self, int is_std, PyObject *args, PyObject *k
     return q == ND_NONE ? NULL : nd_shim_wrap(t, q, 1);
 }
 
-static PyObject *m_var(PyObject *self, PyObject *args, PyObject *kw) { return var_red(self, 0, args, kw); }
-static PyObject *m_std(PyObject *self, PyObject *args, PyObject *kw) { return var_red(self, 1, args, kw); }
+static PyObject *m_var(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return as_operation(var_red, self, 0, args, kw);
+}
+static PyObject *m_std(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return as_operation(var_red, self, 1, args, kw);
+}
 
-static PyObject *m_max(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 1, args, kw); }
-static PyObject *m_min(PyObject *self, PyObject *args, PyObject *kw) { return minmax_red(self, 0, args, kw); }
+static PyObject *m_max(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return as_operation(minmax_red, self, 1, args, kw);
+}
+static PyObject *m_min(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return as_operation(minmax_red, self, 0, args, kw);
+}
 
 static PyMethodDef masked_methods[] = {
     {"max", (PyCFunction)(void (*)(void))m_max, METH_VARARGS | METH_KEYWORDS, NULL},

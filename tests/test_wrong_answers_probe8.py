@@ -163,3 +163,30 @@ def test_out_error_raises_inside_the_errstate_block(backend):
 def test_reduce_out_error_caught(backend):
     _calls(reduce_out_error_caught, backend, lambda: (np.full((3, 2), 1e200),),
            lambda: (np.ones((3, 2)),))
+
+
+# A reduction method called on a masked read itself (`b = a[a > 10];
+# b.mean()`), not through np.mean(b): its "Mean of empty slice" under a
+# warnings filter 'error' was raised at the function's end (or never, when
+# the filter was reset first), outside the try block NumPy raises it in.
+
+def masked_method_warning_caught(a):
+    b = a[a > 10]
+    warnings.simplefilter("error", RuntimeWarning)  # (the oracle's catch_warnings restores it)
+    try:
+        m = b.mean()
+        r = 0
+    except RuntimeWarning as e:
+        m = -1.0
+        r = str(e)
+    try:
+        v = a[a > 10].std()
+    except RuntimeWarning as e:
+        v = str(e)
+    warnings.simplefilter("ignore", RuntimeWarning)
+    return m, r, v, a[a > 0].sum()
+
+
+def test_masked_method_warning_caught_inside_the_function(backend):
+    _calls(masked_method_warning_caught, backend, lambda: (np.array([1.0, 2.0]),),
+           lambda: (np.array([11.0, 20.0, 3.0]),))
