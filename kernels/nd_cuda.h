@@ -437,4 +437,11 @@ ND_CPLX(nd_c64, float, cf, f)
 template <class T> struct alignas(4 * sizeof(T)) nd_v4 { T v[4]; };
 /* bytes of a split reduction's partial (the widest accumulator) */
 #define ND_SPLIT_SLOT 16
+/* a reduction's strided element loop unrolled this many times: the
+ * unrolled iterations' loads are independent of the accumulator, so a warp
+ * has this many in flight instead of one (a full sum's loop waited for
+ * each load before its add). Still folded in the loop's order. */
+#ifndef ND_RED_UNROLL
+#define ND_RED_UNROLL 4
+#endif
 #endif

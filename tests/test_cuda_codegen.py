@@ -365,3 +365,28 @@ def test_softmax_rows_register_budget():
     assert regs[0] <= 64, log
     spill = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
     assert spill and spill[0] <= 16, log
+
+
+def test_row_and_reduction_kernels_wait_less_per_row():
+    """A row's block combine takes one barrier (each warp's result through
+    shared memory, then every thread folds the warps' results in warp
+    order), not three and a second shuffle tree in warp 0: softmax's two
+    combines and the row's end, 3 barriers a row in each of its two block
+    forms (14 before). The strided element loops of reductions are
+    unrolled (ND_RED_UNROLL, 4: several loads in flight a warp; a full
+    sum's loop waited for each load before its add)."""
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    x = np.ones((64, 4096), np.float32)
+    (kind, text), = ndc.kernels(softmax, x)
+    assert kind == "row"
+    assert text.count("__syncthreads()") == 6, text
+    assert "#define ND_RED_UNROLL 4" in ndc._C._cuda_prelude()
+
+    def total(a):
+        return a.sum()
+    (kind, text), = ndc.kernels(total, np.ones(1 << 20, np.float32))
+    loops = re.findall(r"(#pragma unroll ND_RED_UNROLL\n)?for \(int64_t e_ = [^;]*; e_ < nred_; e_ \+= (\w+)", text)
+    strided = [u for u, step in loops if step != "1"]
+    assert strided and all(strided), loops

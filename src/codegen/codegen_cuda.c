@@ -480,9 +480,22 @@ static void shfl(cctx *c, int t, const char *dst, const char *src, const char *o
         nd_sb_printf(c->sb, "%s %s = __shfl_down_sync(0xffffffffu, %s, %s);\n", T, dst, src, off);
 }
 
+/* fold another thread's (o_, oi_) into accumulator a (and index bi) */
+static void fold_other(cctx *c, const cred *r, const char *a, const char *bi)
+{
+    if (r->arg) arg_fold(c, r, a, bi, "o_", "oi_");
+    else fold(c, r, a, "o_");
+}
+
 /* combine every thread's accumulator of r (acc<p>, and bi<p> for an arg
- * reduction) into all threads' acc<p>: warp shuffles, then the warps'
- * results through shared memory, then one broadcast */
+ * reduction) into all threads' acc<p>: warp shuffles, each warp's result
+ * into shared memory, one barrier, then every thread folds the warps'
+ * results itself, in warp order (the same order, so the same value, in
+ * all threads). One barrier instead of three and no second shuffle tree
+ * in warp 0: the latency a row kernel's block waits between its passes
+ * (softmax: two combines a row). The shared slots are written again only
+ * after a later barrier: the callers' row loops end with one, and a
+ * split reduction's partial and final combines are apart by one. */
 static void block_combine(cctx *c, const cred *r, int p)
 {
     nd_sb *sb = c->sb;
@@ -493,34 +506,21 @@ static void block_combine(cctx *c, const cred *r, int p)
     snprintf(bi, sizeof bi, "bi%d", p);
     nd_sb_printf(sb, "{\n__shared__ %s sh%d_[ND_THREADS / ND_WARP];\n", T, p);
     if (r->arg) nd_sb_printf(sb, "__shared__ int64_t shi%d_[ND_THREADS / ND_WARP];\n", p);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            nd_sb_printf(sb, "if (lane_ == 0) { sh%d_[warp_] = %s;%s }\n__syncthreads();\n", p, a,
-                         r->arg ? "" : "");
-            if (r->arg) nd_sb_printf(sb, "if (lane_ == 0) shi%d_[warp_] = %s;\n__syncthreads();\n", p, bi);
-            nd_sb_printf(sb, "if (warp_ == 0) {\n%s = lane_ < (int)(blockDim.x / ND_WARP) ? sh%d_[lane_] : %s;\n",
-                         a, p, r->arg ? a : r->init);
-            if (r->arg) nd_sb_printf(sb, "%s = lane_ < (int)(blockDim.x / ND_WARP) ? shi%d_[lane_] : -1;\n", bi, p);
-        }
-        nd_sb_puts(sb, "for (int off_ = ND_WARP / 2; off_ > 0; off_ >>= 1) {\n");
-        shfl(c, t, "o_", a, "off_");
-        if (r->arg) {
-            nd_sb_printf(sb, "const int64_t oi_ = __shfl_down_sync(0xffffffffu, %s, off_);\n", bi);
-            arg_fold(c, r, a, bi, "o_", "oi_");
-        } else {
-            fold(c, r, a, "o_");
-        }
-        nd_sb_puts(sb, "}\n");
-        if (pass == 1) {
-            nd_sb_printf(sb, "if (lane_ == 0) { sh%d_[0] = %s;%s }\n}\n__syncthreads();\n", p, a,
-                         r->arg ? "" : "");
-            if (r->arg) nd_sb_printf(sb, "if (threadIdx.x == 0) shi%d_[0] = %s;\n__syncthreads();\n", p, bi);
-            nd_sb_printf(sb, "%s = sh%d_[0];\n", a, p);
-            if (r->arg) nd_sb_printf(sb, "%s = shi%d_[0];\n", bi, p);
-            nd_sb_puts(sb, "__syncthreads();\n");
-        }
-    }
+    nd_sb_puts(sb, "for (int off_ = ND_WARP / 2; off_ > 0; off_ >>= 1) {\n");
+    shfl(c, t, "o_", a, "off_");
+    if (r->arg) nd_sb_printf(sb, "const int64_t oi_ = __shfl_down_sync(0xffffffffu, %s, off_);\n", bi);
+    fold_other(c, r, a, bi);
     nd_sb_puts(sb, "}\n");
+    nd_sb_printf(sb, "if (lane_ == 0) { sh%d_[warp_] = %s;", p, a);
+    if (r->arg) nd_sb_printf(sb, " shi%d_[warp_] = %s;", p, bi);
+    nd_sb_puts(sb, " }\n__syncthreads();\n");
+    nd_sb_printf(sb, "%s = sh%d_[0];\n", a, p);
+    if (r->arg) nd_sb_printf(sb, "%s = shi%d_[0];\n", bi, p);
+    nd_sb_puts(sb, "for (int w_ = 1; w_ < (int)(blockDim.x / ND_WARP); w_++) {\n");
+    nd_sb_printf(sb, "const %s o_ = sh%d_[w_];\n", T, p);
+    if (r->arg) nd_sb_printf(sb, "const int64_t oi_ = shi%d_[w_];\n", p);
+    fold_other(c, r, a, bi);
+    nd_sb_puts(sb, "}\n}\n");
 }
 
 /* v<rid> from accumulator `acc` (and index `bi`), the initial value
@@ -649,7 +649,7 @@ static void bind_row(cctx *c, uint32_t kept, int zero_red)
 static int red_pass(cctx *c, const cred *rs, int n, int pass, uint32_t kept, const char *from, const char *step)
 {
     nd_sb *sb = c->sb;
-    nd_sb_printf(sb, "for (int64_t e_ = %s; e_ < nred_; e_ += %s) {\n{\n", from, step);
+    nd_sb_printf(sb, "#pragma unroll ND_RED_UNROLL\nfor (int64_t e_ = %s; e_ < nred_; e_ += %s) {\n{\n", from, step);
     bind_row(c, kept, 0);
     bind_dims(c, c->k->red, "e_");
     if (body(c, NULL) < 0) return -1;
@@ -921,7 +921,7 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         } else if (thr) {
             nd_sb_puts(sb, "for (int64_t e_ = 0; e_ < nred_; e_++) {\n{\n");
         } else {
-            nd_sb_puts(sb, "for (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
+            nd_sb_puts(sb, "#pragma unroll ND_RED_UNROLL\nfor (int64_t e_ = threadIdx.x; e_ < nred_; e_ += blockDim.x) {\n{\n");
         }
         bind_row(c, kept, 0);
         bind_dims(c, k->red, "e_");
