@@ -1,7 +1,8 @@
 """Where the test suite's CPU time goes: pytest's process tree against the C
 compiler's share of it (CI time work, BENCHMARKS.md "CI time").
 
-    python bench/ci_profile.py [--replay] [--keep DIR] TESTFILE... [-- PYTEST_ARGS]
+    python bench/ci_profile.py [--replay [--flags="F..."]] [--keep DIR] [--top N]
+                               TESTFILE... [-- PYTEST_ARGS]
 
 Runs pytest on the given files in one process (a fresh kernel cache: the
 conftest makes one per run) with $CC replaced by a wrapper that records each
@@ -17,6 +18,12 @@ twice, `if (ND_TEAM(E) && big) { omp parallel for LOOP } else { LOOP }`;
 replacing `ND_TEAM(E) &&` by `0 &&` leaves GCC one copy to optimize). The
 difference is what emitting each loop once would save the compiler. The
 replayed kernels are not run: it measures compile time only.
+
+--replay --flags="F..." compares the recorded flags with F appended
+(e.g. "--param=max-combine-insns=2") instead of the one-copy text: the
+precompiled header is built again with the same flags, as numdyn would.
+--top N lists the N units that took the compiler longest (CPU s, size,
+the test that asked for them is not known to the wrapper: the unit's path).
 
 Run it on a quiet machine or compare CPU seconds, not wall time.
 """
@@ -77,12 +84,12 @@ def run_file(path, extra, work, real_cc):
     return cpu, wall, (summary[-1] if summary else proc.stdout[-300:]), units
 
 
-def replay(units, work, real_cc):
-    """compile each recorded kernel unit as recorded and with one loop copy:
-    (seconds as recorded, seconds with one copy), user+sys"""
-    pch = os.path.join(work, "pch")
+def replay(units, work, real_cc, extra_flags=()):
+    """compile each recorded kernel unit as recorded and with one loop copy
+    (or, given extra_flags, with those flags appended): (seconds as
+    recorded, seconds of the variant), user+sys"""
     totals = [0.0, 0.0]
-    built = None
+    built = [None, None]
     for _, src, args in units:
         if src == "-" or "-shared" not in args:
             continue
@@ -92,20 +99,30 @@ def replay(units, work, real_cc):
         i = next(k for k, a in enumerate(flags) if a.endswith(".c"))
         inc = [a for a in flags[:i] if a.startswith("-I")]
         opts = [a for a in flags[:i] if not a.startswith("-I") and a != "-shared"]
-        if built != opts:
-            shutil.rmtree(pch, ignore_errors=True)
-            os.makedirs(pch)
-            hdr = os.path.join(inc[-1][2:], "nd_kernel.h")
-            subprocess.run([real_cc] + opts + inc + ["-x", "c-header", hdr, "-o",
-                           os.path.join(pch, "nd_kernel.h.gch")], check=True)
-            built = opts
-        with open(src) as f:
-            text = f.read()
-        one = os.path.join(work, "one.c")
-        with open(one, "w") as f:
-            f.write(text.replace("ND_TEAM(E) &&", "0 &&"))
+        # a precompiled header per variant (its flags must match the unit's)
+        for k in (0, 1):
+            vopts = opts + (list(extra_flags) if k else [])
+            pch = os.path.join(work, f"pch{k}")
+            if built[k] != vopts:
+                shutil.rmtree(pch, ignore_errors=True)
+                os.makedirs(pch)
+                # what numdyn precompiles (toolchain.h, ND_PCH_SRC)
+                hdr = os.path.join(work, "nd_pch.h")
+                with open(hdr, "w") as f:
+                    f.write('#include "nd_kernel.h"\n#include "nd_loop.h"\n')
+                subprocess.run([real_cc] + vopts + inc + ["-x", "c-header", hdr, "-o",
+                               os.path.join(pch, "nd_kernel.h.gch")], check=True)
+                built[k] = vopts
+        one = src
+        if not extra_flags:
+            with open(src) as f:
+                text = f.read()
+            one = os.path.join(work, "one.c")
+            with open(one, "w") as f:
+                f.write(text.replace("ND_TEAM(E) &&", "0 &&"))
         for k, s in enumerate((src, one)):
-            cmd = [real_cc] + flags[:i] + ["-I" + pch] + [s] + ["-o", os.path.join(work, "u.so")] + flags[i + 3:]
+            cmd = ([real_cc] + flags[:i] + (list(extra_flags) if k else []) + ["-I" + os.path.join(work, f"pch{k}")]
+                   + [s] + ["-o", os.path.join(work, "u.so")] + flags[i + 3:])
             before = children_cpu()
             subprocess.run(cmd, check=True)
             totals[k] += children_cpu() - before
@@ -116,6 +133,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+")
     ap.add_argument("--replay", action="store_true")
+    ap.add_argument("--flags", help="replay with these flags appended (instead of one loop copy)")
+    ap.add_argument("--top", type=int, default=0, help="list the N slowest units")
     ap.add_argument("--keep", help="keep the units and logs here")
     argv = sys.argv[1:]
     extra = []
@@ -125,8 +144,10 @@ def main():
     a = ap.parse_args(argv)
     real_cc = shutil.which((os.environ.get("CC") or "cc").split()[0])
     print(f"load average {os.getloadavg()[0]:.1f}; compiler {real_cc}")
+    extra_flags = shlex.split(a.flags) if a.flags else []
+    variant = f"with {a.flags}" if a.flags else "one copy"
     print("| file | tests | CPU s | cc CPU s | cc share | units | median unit s |"
-          + (" replay s | one copy s | saved |" if a.replay else ""))
+          + (f" replay s | {variant} s | saved |" if a.replay else ""))
     print("|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if a.replay else ""))
     for path in a.files:
         work = a.keep or tempfile.mkdtemp(prefix="nd-ci-profile-")
@@ -140,9 +161,12 @@ def main():
         row = (f"| {path} | {summary.strip()} | {cpu:.1f} | {cc:.1f} | {100 * cc / max(cpu, 1e-9):.0f}% |"
                f" {len(kern)} | {med:.3f} |")
         if a.replay:
-            r0, r1 = replay(kern, work, real_cc)
+            r0, r1 = replay(kern, work, real_cc, extra_flags)
             row += f" {r0:.1f} | {r1:.1f} | {100 * (r0 - r1) / max(r0, 1e-9):.0f}% |"
         print(row, flush=True)
+        for t, src, args in sorted(kern, key=lambda u: -u[0])[:a.top]:
+            size = os.path.getsize(src) if os.path.exists(src) else 0
+            print(f"    {t:6.2f} s  {size / 1024:6.1f} KB  {src}")
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
