@@ -3,6 +3,7 @@ compiler's share of it (CI time work, BENCHMARKS.md "CI time").
 
     python bench/ci_profile.py [--replay [--flags="F..."]] [--keep DIR] [--top N]
                                TESTFILE... [-- PYTEST_ARGS]
+    python bench/ci_profile.py --durations LOG [--top N]
 
 Runs pytest on the given files in one process (a fresh kernel cache: the
 conftest makes one per run) with $CC replaced by a wrapper that records each
@@ -23,7 +24,15 @@ replayed kernels are not run: it measures compile time only.
 (e.g. "--param=max-combine-insns=2") instead of the one-copy text: the
 precompiled header is built again with the same flags, as numdyn would.
 --top N lists the N units that took the compiler longest (CPU s, size,
-the test that asked for them is not known to the wrapper: the unit's path).
+the test whose call compiled it, the unit's path) and the N tests whose
+compiles took longest.
+
+--durations LOG reads the output of a pytest run with --durations=0 (e.g.
+`make test PYTEST_ARGS="-q -ra --durations=0" > LOG`: every phase of every
+test, xdist's workers included) and prints the summed durations per test
+file (setup + call + teardown; the time a worker spent in it) and the N
+longest tests: where a CI run's time goes, and what SLOW_FIRST in
+tests/conftest.py should start first.
 
 Run it on a quiet machine or compare CPU seconds, not wall time.
 """
@@ -49,6 +58,7 @@ t=$(tail -n 1 "$t0"); head -n -1 "$t0" >&2; rm -f "$t0"
 src=-
 for a in "$@"; do case "$a" in *.c) if [ -f "$a" ]; then src=KEEP/$$.c; cp "$a" "$src"; fi;; esac; done
 echo "$t $rc $src $PWD $*" >> LOG
+printf '%s\t%s\n' "$src" "$PYTEST_CURRENT_TEST" >> LOG.tests
 exit $rc
 """
 
@@ -67,21 +77,61 @@ def run_file(path, extra, work, real_cc):
         f.write(WRAPPER.replace("REALCC", shlex.quote(real_cc)).replace("KEEP", shlex.quote(keep))
                 .replace("LOG", shlex.quote(log)))
     os.chmod(wrap, 0o755)
-    if os.path.exists(log):
-        os.remove(log)
+    for f in (log, log + ".tests"):
+        if os.path.exists(f):
+            os.remove(f)
     env = dict(os.environ, CC=wrap)
     before, t0 = children_cpu(), time.time()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path] + extra,
                           cwd=ROOT, env=env, capture_output=True, text=True)
     cpu, wall = children_cpu() - before, time.time() - t0
     summary = [ln for ln in proc.stdout.splitlines() if re.search(r"\d+ (passed|failed|error)", ln)]
-    units = []
+    return cpu, wall, (summary[-1] if summary else proc.stdout[-300:]), read_log(log)
+
+
+def read_log(log):
+    """the wrapper's records: (CPU s, kept source or "-", arguments, the
+    test that was running: $PYTEST_CURRENT_TEST without its phase)"""
+    units, tests = [], {}
+    if os.path.exists(log + ".tests"):
+        with open(log + ".tests") as f:
+            for ln in f:
+                src, _, test = ln.rstrip("\n").partition("\t")
+                tests[src] = test.rsplit(" (", 1)[0]
     if os.path.exists(log):
         with open(log) as f:
             for ln in f:
                 w = ln.split()
-                units.append((float(w[0]) + float(w[1]), w[3], w[5:]))
-    return cpu, wall, (summary[-1] if summary else proc.stdout[-300:]), units
+                units.append((float(w[0]) + float(w[1]), w[3], w[5:], tests.get(w[3], "?")))
+    return units
+
+
+def durations(log, top):
+    """per-file sums and the longest tests of a --durations=0 pytest log"""
+    pat = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*)$")
+    per_file, per_test, phase = {}, {}, {}
+    with open(log, errors="replace") as f:
+        for ln in f:
+            m = pat.match(ln)
+            if not m:
+                continue
+            t, ph, node = float(m.group(1)), m.group(2), m.group(3).strip()
+            fname = node.split("::", 1)[0]
+            per_file[fname] = per_file.get(fname, 0.0) + t
+            per_test[node] = per_test.get(node, 0.0) + t
+            phase[ph] = phase.get(ph, 0.0) + t
+    total = sum(per_file.values())
+    print(f"{len(per_test)} tests, {total:.0f} s summed (" +
+          ", ".join(f"{k} {v:.0f} s" for k, v in sorted(phase.items())) + ")")
+    print("| file | tests | summed s | share |\n|---|---:|---:|---:|")
+    counts = {}
+    for node in per_test:
+        counts[node.split("::", 1)[0]] = counts.get(node.split("::", 1)[0], 0) + 1
+    for fname, t in sorted(per_file.items(), key=lambda kv: -kv[1])[:top or 30]:
+        print(f"| {fname} | {counts[fname]} | {t:.1f} | {100 * t / max(total, 1e-9):.1f}% |")
+    print("\nlongest tests (setup + call + teardown):")
+    for node, t in sorted(per_test.items(), key=lambda kv: -kv[1])[:top or 30]:
+        print(f"  {t:7.1f} s  {node}")
 
 
 def replay(units, work, real_cc, extra_flags=()):
@@ -90,7 +140,7 @@ def replay(units, work, real_cc, extra_flags=()):
     recorded, seconds of the variant), user+sys"""
     totals = [0.0, 0.0]
     built = [None, None]
-    for _, src, args in units:
+    for _, src, args, _test in units:
         if src == "-" or "-shared" not in args:
             continue
         # the recorded flags up to the unit's own file, without its build
@@ -131,7 +181,8 @@ def replay(units, work, real_cc, extra_flags=()):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+")
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--durations", metavar="LOG", help="summarize a pytest --durations=0 log")
     ap.add_argument("--replay", action="store_true")
     ap.add_argument("--flags", help="replay with these flags appended (instead of one loop copy)")
     ap.add_argument("--top", type=int, default=0, help="list the N slowest units")
@@ -142,6 +193,11 @@ def main():
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
     a = ap.parse_args(argv)
+    if a.durations:
+        durations(a.durations, a.top)
+        return
+    if not a.files:
+        ap.error("no test files")
     real_cc = shutil.which((os.environ.get("CC") or "cc").split()[0])
     print(f"load average {os.getloadavg()[0]:.1f}; compiler {real_cc}")
     extra_flags = shlex.split(a.flags) if a.flags else []
@@ -164,9 +220,17 @@ def main():
             r0, r1 = replay(kern, work, real_cc, extra_flags)
             row += f" {r0:.1f} | {r1:.1f} | {100 * (r0 - r1) / max(r0, 1e-9):.0f}% |"
         print(row, flush=True)
-        for t, src, args in sorted(kern, key=lambda u: -u[0])[:a.top]:
+        for t, src, args, test in sorted(kern, key=lambda u: -u[0])[:a.top]:
             size = os.path.getsize(src) if os.path.exists(src) else 0
-            print(f"    {t:6.2f} s  {size / 1024:6.1f} KB  {src}")
+            print(f"    {t:6.2f} s  {size / 1024:6.1f} KB  {test}  {src}")
+        by_test = {}
+        for t, _src, _args, test in kern:
+            by_test[test] = by_test.get(test, (0.0, 0))
+            by_test[test] = (by_test[test][0] + t, by_test[test][1] + 1)
+        if a.top:
+            print("  tests whose compiles took longest (cc CPU s, units):")
+        for test, (t, n) in sorted(by_test.items(), key=lambda kv: -kv[1][0])[:a.top]:
+            print(f"    {t:6.2f} s  {n:4d}  {test}")
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
