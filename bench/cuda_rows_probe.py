@@ -317,6 +317,36 @@ def small(x):
     return x * 2.0 + 1.0
 
 
+def pointwise_calls(bw, rows_out):
+    """compute-heavy pointwise kernels (bench_cuda.py's Black-Scholes, GELU)
+    through numdyn.cuda.on_device, against torch eager on the same math"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_cuda as bc
+    n = N // 4
+    rng = np.random.default_rng(1)
+    S = rng.uniform(5, 30, n).astype(np.float32)
+    K = rng.uniform(1, 100, n).astype(np.float32)
+    T = rng.uniform(0.25, 10, n).astype(np.float32)
+    xg = rng.standard_normal(N).astype(np.float32)
+    for name, fn, args, nbytes in (("Black-Scholes f32", bc.black_scholes, (S, K, T), 5 * n * 4),
+                                   ("GELU f32", bc.gelu, (xg,), 2 * N * 4)):
+        want = fn(*args)
+        dargs = [cupy.asarray(a) for a in args]
+        od = ndc.on_device(fn)
+        got = od(*dargs)
+        got = got if isinstance(got, tuple) else (got,)
+        wants = want if isinstance(want, tuple) else (want,)
+        ok = all(close(cupy.asnumpy(g), w) for g, w in zip(got, wants))
+        t = wall_time(lambda: od(*dargs))
+        rows_out.append((name, "numdyn.cuda.on_device (whole call, synced)", "", t, nbytes / t / bw,
+                         "ok" if ok else "WRONG"))
+        if torch is not None:
+            targs = [torch.as_tensor(a, device="cuda") for a in dargs]
+            tf = bc.with_np(fn, torch)
+            t = wall_time(lambda: tf(*targs))
+            rows_out.append((name, "torch eager (one kernel an op)", "", t, nbytes / t / bw, ""))
+
+
 def call_floor(rows_out):
     """the per-call floor: what a launch and a stream synchronization cost
     alone (an empty kernel through CuPy), against numdyn's warm calls of
@@ -362,6 +392,11 @@ def main():
         except Exception as e:  # noqa: BLE001 -- one case's failure is a row
             rows.append((case[0], f"probe failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
                          "", None, None, ""))
+    try:
+        pointwise_calls(bw, rows)
+    except Exception as e:  # noqa: BLE001
+        rows.append(("pointwise", f"probe failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}",
+                     "", None, None, ""))
     try:
         call_floor(rows)
     except Exception as e:  # noqa: BLE001

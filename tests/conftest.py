@@ -23,7 +23,8 @@
   `settings().max_examples` or read NUMDYN_FUZZ_EXAMPLES, so that `make fuzz`
   searches longer.
 - A `backend` fixture: every test taking it runs once per backend
-  ("eager", "native").
+  ("eager", "native"; NUMDYN_TEST_BACKEND=cuda: "cuda" alone, and
+  numdyn.compile's default backend "cuda" -- bench/gpu_check.sh).
 - numdyn.reset() after each test (when numdyn provides it), so one test's
   caches, counters and marks don't leak into the next.
 """
@@ -217,7 +218,35 @@ def pytest_unconfigure(config):
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
-BACKENDS = ["eager", "native"]
+# ---- the suite on the GPU (issue 16, point 5): NUMDYN_TEST_BACKEND=cuda runs
+# the `backend` fixture's compiled runs with backend="cuda" instead of
+# "native" ("eager" left out: it runs NumPy on the host), and numdyn.compile
+# called without a backend (or with "native") compiles for "cuda". The
+# subset that holds to NumPy's semantics whatever the backend (the
+# differential program generator's tests, the semantics tests) is
+# bench/gpu_check.sh's GPU suite run; tests of the native backend's own
+# machinery (C compiler, counters of C kernels) are not meant to pass so.
+TEST_BACKEND = os.environ.get("NUMDYN_TEST_BACKEND", "")
+if TEST_BACKEND not in ("", "native", "cuda"):
+    raise pytest.UsageError(f"NUMDYN_TEST_BACKEND={TEST_BACKEND!r}: 'cuda' or unset")
+BACKENDS = ["cuda"] if TEST_BACKEND == "cuda" else ["eager", "native"]
+
+
+def pytest_configure(config):
+    if TEST_BACKEND != "cuda":
+        return
+    import functools
+
+    import numdyn
+    if not numdyn.cuda.is_available():
+        raise pytest.UsageError("NUMDYN_TEST_BACKEND=cuda: no CUDA device (" +
+                                str(numdyn.cuda.unavailable_reason()) + ")")
+    compile_ = numdyn.compile
+
+    @functools.wraps(compile_)
+    def compile_on_cuda(fn=None, *args, backend="native", **kwargs):
+        return compile_(fn, *args, backend="cuda" if backend == "native" else backend, **kwargs)
+    numdyn.compile = compile_on_cuda
 
 
 @pytest.fixture(params=BACKENDS)

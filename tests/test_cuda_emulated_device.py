@@ -30,9 +30,16 @@ SUBSET = ("(device_properties or target or rejects or (arithmetic_chain and (flo
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 
 
-@pytest.mark.skipif(numdyn.cuda.is_available(), reason="a GPU is here: test_cuda_device.py runs on it")
-@pytest.mark.skipif(not CXX, reason="no C++ compiler to build the fake driver")
-def test_cuda_device_suite_on_the_fake_driver(tmp_path):
+NO_FAKE = pytest.mark.skipif(numdyn.cuda.is_available() or not CXX,
+                             reason="a GPU is here (test_cuda_device.py runs on it) or no C++ compiler "
+                                    "to build the fake driver")
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory):
+    """(the environment of a process that sees the fake driver, its folder
+    of kept units, the prelude's path)"""
+    tmp_path = tmp_path_factory.mktemp("fake_cuda")
     lib = tmp_path / "lib"
     lib.mkdir()
     so = lib / "libcuda.so.1"
@@ -63,6 +70,12 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
                NUMDYN_NVRTC=str(so), NUMDYN_EMU_INC=HERE, NUMDYN_EMU_TMP=str(units),
                NUMDYN_EMU_PCH=str(pch), NUMDYN_EMU_PRELUDE=prelude,
                NUMDYN_TEST_CACHE_DIR=str(cache), NUMDYN_CACHE_DIR=str(cache))
+    return env, units, prelude
+
+
+@NO_FAKE
+def test_cuda_device_suite_on_the_fake_driver(fake):
+    env, units, prelude = fake
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         "-k", SUBSET, os.path.join(HERE, "test_cuda_device.py")],
                        env=env, capture_output=True, text=True, timeout=1800)
@@ -85,3 +98,52 @@ def test_cuda_device_suite_on_the_fake_driver(tmp_path):
             src = pre + src
         log, size = numdyn._C._cuda_compile(src, "sm_90")
         assert size > 0 and "warning" not in log, (u.name, log)
+
+
+SWITCHED = """
+import numpy as np
+import numdyn
+from test_semantics_ufuncs import test_signed_zero  # noqa: F401 -- collected here
+
+
+def test_backend_fixture_is_cuda(backend):
+    assert backend == "cuda"
+
+
+def test_compile_defaults_to_cuda():
+    c = numdyn.utils.counters
+    before = c["cuda_launches"]
+    np.testing.assert_array_equal(numdyn.compile(lambda a: a * 2 + 1)(np.arange(4.0)), np.arange(4.0) * 2 + 1)
+    assert c["cuda_launches"] > before, "the call did not run on the GPU backend"
+    before = c["cuda_launches"]
+    np.testing.assert_array_equal(numdyn.compile(lambda a: a - 1, backend="eager")(np.arange(4.0)),
+                                  np.arange(4.0) - 1)
+    assert c["cuda_launches"] == before
+"""
+
+
+@NO_FAKE
+def test_suite_switch_runs_compiled_functions_on_cuda(fake, tmp_path):
+    """NUMDYN_TEST_BACKEND=cuda (tests/conftest.py, bench/gpu_check.sh's
+    suite on the GPU): the backend fixture is "cuda" alone and
+    numdyn.compile without a backend compiles for the GPU; a semantics
+    test passes so on the fake driver"""
+    env, _units, _prelude = fake
+    t = tmp_path / "test_switched.py"
+    t.write_text(SWITCHED)
+    env = dict(env, NUMDYN_TEST_BACKEND="cuda", PYTHONPATH=os.pathsep.join(
+        [HERE] + [p for p in sys.path if p]))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
+                        "-rA", str(t)],
+                       env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert "test_signed_zero[cuda-float32]" in out and "[native" not in out and "[eager" not in out, out[-3000:]
+    assert "5 passed" in out, out[-3000:]
+    # without a device the switch refuses to run rather than test the CPU
+    bare = dict(os.environ, NUMDYN_TEST_BACKEND="cuda")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
+                        str(t)], env=dict(bare, PYTHONPATH=env["PYTHONPATH"]), capture_output=True,
+                       text=True, timeout=300, cwd=str(tmp_path))
+    assert r.returncode != 0 and "NUMDYN_TEST_BACKEND=cuda: no CUDA device" in r.stdout + r.stderr, \
+        (r.stdout + r.stderr)[-3000:]
