@@ -335,14 +335,23 @@ def pointwise_calls(bw, rows_out):
                                    ("GELU f32", bc.gelu, (xg,), 2 * N * 4)):
         want = fn(*args)
         dargs = [cupy.asarray(a) for a in args]
-        od = ndc.on_device(fn)
-        got = od(*dargs)
-        got = got if isinstance(got, tuple) else (got,)
         wants = want if isinstance(want, tuple) else (want,)
-        ok = all(close(cupy.asnumpy(g), w) for g, w in zip(got, wants))
-        t = wall_time(lambda: od(*dargs))
-        rows_out.append((name, "numdyn.cuda.on_device (whole call, synced)", "", t, nbytes / t / bw,
-                         "ok" if ok else "WRONG"))
+        # NUMDYN_CUDA_MIN_BLOCKS (codegen_cuda.c): the kernel compiled with
+        # __launch_bounds__(256, N) -- registers against resident blocks
+        for minb in ("", "4", "6"):
+            os.environ["NUMDYN_CUDA_MIN_BLOCKS"] = minb
+            ndc._C._cuda_clear_programs()   # generated again, with the knob
+            g = dict(fn.__globals__)
+            f2 = type(fn)(fn.__code__, g, fn.__name__)   # a fresh function: compiled again
+            od = ndc.on_device(f2)
+            got = od(*dargs)
+            got = got if isinstance(got, tuple) else (got,)
+            ok = all(close(cupy.asnumpy(x), w) for x, w in zip(got, wants))
+            t = wall_time(lambda: od(*dargs))
+            rows_out.append((name, "numdyn.cuda.on_device (whole call, synced)" +
+                             (f", __launch_bounds__(256, {minb})" if minb else ""), "", t,
+                             nbytes / t / bw, "ok" if ok else "WRONG"))
+        os.environ.pop("NUMDYN_CUDA_MIN_BLOCKS", None)
         if torch is not None:
             targs = [torch.as_tensor(a, device="cuda") for a in dargs]
             tf = bc.with_np(fn, torch)

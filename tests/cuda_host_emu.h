@@ -20,7 +20,7 @@
 #define __device__
 #define __global__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 struct nd_dim3 { unsigned x, y, z; };
 extern thread_local nd_dim3 threadIdx, blockIdx;

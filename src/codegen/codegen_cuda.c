@@ -21,6 +21,7 @@
 #include "codegen.h"
 #include "codegen_cuda.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct cctx {
@@ -1268,16 +1269,26 @@ int nd_cuda_kernel(nd_graph *g, const nd_kernel *k, nd_sb *out, uint64_t *hash)
         rc = -1;
     }
     if (rc == 0) {
+        /* NUMDYN_CUDA_MIN_BLOCKS=N (an experiment's knob, bench/
+         * cuda_rows_probe.py): at least N resident blocks an SM asked of
+         * ptxas, which then holds a thread to 65536 / (N * ND_THREADS)
+         * registers; unset, ptxas chooses. Part of the kernel's name (its
+         * hash): the module caches know kernels by name */
+        const char *mb = getenv("NUMDYN_CUDA_MIN_BLOCKS");
+        int minb = mb ? atoi(mb) : 0;
+        char lb[48] = "";
+        if (minb > 0 && minb <= 32) snprintf(lb, sizeof lb, ", %d", minb);
         uint64_t h = nd_fnv64(fixed.p, fixed.n, ND_FNV_INIT);
+        if (lb[0]) h = nd_fnv64(lb, strlen(lb), h);
         if (hash) *hash = h;
         /* P, I, S are only read, and nothing else in the kernel points at
          * them: __restrict__ lets the extents and strides stay in registers
          * across the grid-stride loop instead of being loaded again after
          * every store */
-        nd_sb_printf(out, "extern \"C\" __global__ void __launch_bounds__(ND_THREADS)\n"
+        nd_sb_printf(out, "extern \"C\" __global__ void __launch_bounds__(ND_THREADS%s)\n"
                      "nd_cuda_%016llx(char *const *__restrict__ P, const int64_t *__restrict__ I,\n"
                      "                 const nd_sv *__restrict__ S, int *E)\n{\n",
-                     (unsigned long long)h);
+                     lb, (unsigned long long)h);
         nd_sb_puts(out, fixed.p);
         nd_sb_puts(out, "}\n");
         rc = nd_sb_check(out);
