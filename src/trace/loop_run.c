@@ -357,12 +357,14 @@ int nd__warnings_may_raise(void)
      * call of such a loop, and PyObject_GetAttrString made, hashed and
      * looked up three new strings through the module type's MRO each time
      * (2/3 of the runner's time on a call of an 8-element loop) */
-    static PyObject *k_filters, *k_show, *k_orig;
+    static PyObject *k_filters, *k_show, *k_orig, *k_error;
     if (!k_filters && (!(k_filters = PyUnicode_InternFromString("filters")) ||
                        !(k_show = PyUnicode_InternFromString("showwarning")) ||
-                       !(k_orig = PyUnicode_InternFromString("_showwarning_orig")))) {
+                       !(k_orig = PyUnicode_InternFromString("_showwarning_orig")) ||
+                       !(k_error = PyUnicode_InternFromString("error")))) {
         Py_CLEAR(k_filters);
         Py_CLEAR(k_show);
+        Py_CLEAR(k_orig);
         return -1;
     }
     if (!warnings_mod && !(warnings_mod = PyImport_ImportModule("warnings"))) return -1;
@@ -373,7 +375,11 @@ int nd__warnings_may_raise(void)
     for (Py_ssize_t k = 0; !r && k < PyList_GET_SIZE(f); k++) {
         PyObject *e = PyList_GET_ITEM(f, k);
         PyObject *a = PyTuple_Check(e) && PyTuple_GET_SIZE(e) ? PyTuple_GET_ITEM(e, 0) : NULL;
-        r = !a || !PyUnicode_Check(a) || PyUnicode_CompareWithASCIIString(a, "error") == 0;
+        /* (the tracer asks this of every operation that may warn: an
+         * interned action -- warnings.py's own, 'default', 'ignore' -- is
+         * 'error' only as the interned 'error' itself, no text compared) */
+        r = !a || !PyUnicode_Check(a) || a == k_error ||
+            (!PyUnicode_CHECK_INTERNED(a) && PyUnicode_CompareWithASCIIString(a, "error") == 0);
     }
     if (!r) {
         PyObject *sw = PyDict_GetItemWithError(d, k_show);
