@@ -136,13 +136,9 @@ def test_stale_tape_after_leaf_update_raises():
 
 
 def test_shared_memory_refused():
+    """memory shared with an ndarray the tape cannot see (views that are
+    Tensors are torch's CopySlices: tests/test_tensor_view_writes.py)"""
     w = leaf(RNG.standard_normal(4))
-    y = w * 2
-    v = y[1:3]      # a view of y's memory
-    with pytest.raises(RuntimeError, match="shares its memory"):
-        v += 1
-    with pytest.raises(RuntimeError, match="shares its memory"):
-        y += 1
     z = w * 3
     arr = z.numpy()
     with pytest.raises(RuntimeError, match="shares its memory"):

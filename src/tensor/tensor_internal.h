@@ -33,10 +33,23 @@ typedef struct {
     char stale;             /* array is a placeholder for an older value the tape
                                recomputes (tensor_type.c, old_value) */
     long long version;      /* in-place writes so far (torch's version counter) */
+    long long skew;         /* steps of version that were no write: the step that ends
+                               a recorded write into a base (tensor_type.c, views) */
     PyObject *history;      /* dict version -> Tensor standing for that older value, or NULL */
     PyObject *grad_to;      /* or NULL: a leaf standing for a perturbation parameter of a
                                backward(create_graph=True) (tensor_tape.c): its gradient is
                                this retained non-leaf Tensor's .grad */
+    /* views (torch's view + base): a Tensor whose array views the memory of
+     * another Tensor's array, made by indexing, a method, an attribute or a
+     * NumPy function of it (tensor_type.c, note_view) */
+    PyObject *view_base;    /* the Tensor owning the memory (never itself a view), or NULL */
+    PyObject *view_index;   /* intp array shaped as this view: the flat (C-order) index in
+                               view_base of each element; computed at first need, or NULL */
+    long long view_version; /* view_base's first version that node computes */
+    long long view_valid;   /* view_base's last version node is known to compute (the
+                               base's version past it: refreshed when next read) */
+    Py_ssize_t nviews;      /* live views of this Tensor (a base) */
+    char view_nograd;       /* the view was made under no_grad() */
 } NdTensor;
 
 #define ND_TENSOR(o) ((NdTensor *)(o))
@@ -60,6 +73,13 @@ int nd_tensor_before_write(PyObject *o);
 /* The Tensor standing for o's value at `version` (borrowed): o itself, or
  * from its history; NULL + RuntimeError when that value was not kept. */
 PyObject *nd_tensor_at_version(PyObject *o, long long version);
+/* o's version counter: a view shares its base's (torch's _version) */
+long long nd_tensor_version(PyObject *o);
+/* A view o whose base was written since o's node was recorded gets a new
+ * node reading the base's current value (torch regenerates a view's
+ * grad_fn the same way); the old node stays in o's history for the tape
+ * nodes that read it. 0 / -1. */
+int nd_tensor_refresh_view(PyObject *o);
 
 /* A Tensor of type tp (NdTensor_Type, or NdCudaTensor_Type with a
  * DeviceBuffer) holding obj; no gradient. New ref. */

@@ -135,10 +135,13 @@ static int note_version(PyObject *o, void *node)
     if (!nd_tensor_check(o)) return 0;
     NdTapeNode *n = node;
     NdTensor *t = ND_TENSOR(o);
+    /* a view whose base was written since: the node reads its value now */
+    if (nd_tensor_refresh_view(o) < 0) return -1;
     t->taped = 1;
-    if (!t->version) return 0;
+    long long ver = nd_tensor_version(o);
+    if (!ver) return 0;
     if (!n->versions && !(n->versions = PyDict_New())) return -1;
-    PyObject *k = PyLong_FromVoidPtr(o), *v = PyLong_FromLongLong(t->version);
+    PyObject *k = PyLong_FromVoidPtr(o), *v = PyLong_FromLongLong(ver);
     int rc = k && v ? PyDict_SetItem(n->versions, k, v) : -1;
     Py_XDECREF(k);
     Py_XDECREF(v);
@@ -154,7 +157,7 @@ static int note_versions(NdTapeNode *n, PyObject *o)
 static PyObject *resolve(NdTapeNode *n, PyObject *o)
 {
     if (!n || !n->versions) {
-        if (!n || !ND_TENSOR(o)->version) return o;
+        if (!n || !nd_tensor_version(o)) return o;
         return nd_tensor_at_version(o, 0);
     }
     PyObject *k = PyLong_FromVoidPtr(o);
@@ -1444,6 +1447,8 @@ static PyObject *done_backward(PyObject *order, int retain)
 PyObject *nd_tape_backward(PyObject *self, PyObject *grad, int retain, PyObject *wrt, int create)
 {
     NdTensor *t = ND_TENSOR(self);
+    /* a view whose base was written since it was made: its value now */
+    if (grad_enabled && nd_tensor_refresh_view(self) < 0) return NULL;
     if (!t->requires_grad) {
         PyErr_SetString(PyExc_RuntimeError, "numdyn: backward() of a Tensor that does not "
                         "require grad (no operand of what made it requires grad)");

@@ -23,6 +23,8 @@
 static PyObject *op_funcs[32];      /* operator.<name> per ND_BIN_* / ND_UN_* */
 static PyObject *str_out;           /* "out" */
 static PyObject *setitem_copy_fn;   /* numdyn._C._setitem_copy */
+static PyObject *take_flat_fn;      /* numdyn._C._view_take */
+static PyObject *scatter_flat_fn;   /* numdyn._C._view_scatter */
 
 /* ----------------------------------------------------------- wrapping */
 
@@ -42,20 +44,11 @@ PyObject *nd_tensor_from_array_of(PyObject *array, PyTypeObject *tp)
 {
     NdTensor *t = PyObject_GC_New(NdTensor, tp);
     if (!t) return NULL;
+    /* every field past the object header starts zero / NULL */
+    memset((char *)t + sizeof(PyObject), 0, sizeof(NdTensor) - sizeof(PyObject));
     t->array = Py_NewRef(array);
-    t->grad = NULL;
-    t->node = NULL;
     t->node_out = -1;
-    t->weakrefs = NULL;
     t->device = ND_DEV_CPU;
-    t->requires_grad = 0;
-    t->taped = 0;
-    t->stale = 0;
-    t->retains = 0;
-    t->readonly = 0;
-    t->version = 0;
-    t->history = NULL;
-    t->grad_to = NULL;
     PyObject_GC_Track(t);
     return (PyObject *)t;
 }
@@ -149,6 +142,14 @@ static int on_tape(PyObject *o)
     return nd_tensor_check(o) && (ND_TENSOR(o)->requires_grad || ND_TENSOR(o)->node);
 }
 
+/* a write into Tensor o of value v is recorded on the tape: one of them
+ * takes part in differentiation, or the base whose memory o views does */
+static int write_recorded(PyObject *o, PyObject *v)
+{
+    return nd_tape_grad_enabled() &&
+           (on_tape(o) || on_tape(v) || (ND_TENSOR(o)->view_base && on_tape(ND_TENSOR(o)->view_base)));
+}
+
 static int refuse_inplace(const char *what)
 {
     PyErr_Format(PyExc_RuntimeError,
@@ -214,6 +215,27 @@ static PyObject *old_value(NdTensor *x)
     return o;
 }
 
+long long nd_tensor_version(PyObject *o)
+{
+    NdTensor *x = ND_TENSOR(o);
+    return x->view_base ? ND_TENSOR(x->view_base)->version : x->version;
+}
+
+/* x's value at `version` kept in its history (the Tensor old stands for
+ * it); only the last ND_T_HISTORY versions: memory stays bounded when a
+ * buffer is rewritten every step, older tapes raise. 0 / -1 */
+static int keep_old(NdTensor *x, long long version, PyObject *old)
+{
+    if (!x->history && !(x->history = PyDict_New())) return -1;
+    PyObject *k = PyLong_FromLongLong(version);
+    int rc = k ? PyDict_SetItem(x->history, k, old) : -1;
+    Py_XDECREF(k);
+    PyObject *gone = rc == 0 ? PyLong_FromLongLong(version - ND_T_HISTORY) : NULL;
+    if (gone && PyDict_DelItem(x->history, gone) < 0) PyErr_Clear();
+    Py_XDECREF(gone);
+    return rc;
+}
+
 int nd_tensor_before_write(PyObject *o)
 {
     NdTensor *x = ND_TENSOR(o);
@@ -221,54 +243,302 @@ int nd_tensor_before_write(PyObject *o)
      * no_grad() writes it every step): a tape that read it raises */
     if (x->taped && !(x->requires_grad && !x->node)) {
         PyObject *old = old_value(x);
-        if (!old) return -1;
-        if (!x->history && !(x->history = PyDict_New())) { Py_DECREF(old); return -1; }
-        PyObject *k = PyLong_FromLongLong(x->version);
-        int rc = k ? PyDict_SetItem(x->history, k, old) : -1;
-        Py_XDECREF(k);
-        Py_DECREF(old);
-        /* the last ND_T_HISTORY values only: memory stays bounded when a
-         * buffer is rewritten every step; older tapes raise */
-        PyObject *gone = rc == 0 ? PyLong_FromLongLong(x->version - ND_T_HISTORY) : NULL;
-        if (gone && PyDict_DelItem(x->history, gone) < 0) PyErr_Clear();
-        Py_XDECREF(gone);
+        int rc = old ? keep_old(x, nd_tensor_version(o), old) : -1;
+        Py_XDECREF(old);
         if (rc < 0) return -1;
     }
-    x->version++;
     x->taped = 0;
+    /* a write through a view writes its base's memory: the version
+     * counter is the base's (torch's shared counter), so tapes that read
+     * the base, or any other view of it, see the write */
+    if (x->view_base) return nd_tensor_before_write(x->view_base);
+    x->version++;
     return 0;
 }
 
 PyObject *nd_tensor_at_version(PyObject *o, long long version)
 {
     NdTensor *x = ND_TENSOR(o);
-    if (version == x->version) return o;
+    long long now = nd_tensor_version(o);
+    if (version == now) return o;
     PyObject *k = PyLong_FromLongLong(version);
     PyObject *old = k && x->history ? PyDict_GetItemWithError(x->history, k) : NULL;
     Py_XDECREF(k);
     if (old || PyErr_Occurred()) return old;
+    /* a view read at `version` whose base was written through another
+     * Tensor since: its node still computes the value read then */
+    if (x->view_base && x->node && version >= x->view_version) {
+        PyObject *v = old_value(x);
+        int rc = v ? keep_old(x, version, v) : -1;
+        Py_XDECREF(v);
+        return rc < 0 ? NULL : nd_tensor_at_version(o, version);
+    }
     /* torch's words, so that code matching torch's error matches it */
     PyErr_Format(PyExc_RuntimeError,
                  "numdyn: one of the variables needed for gradient computation has been modified "
                  "by an inplace operation: a Tensor is at version %lld; expected version %lld "
                  "instead (it was modified by an in-place operation after the tape read it)",
-                 x->version, version);
+                 now, version);
     return NULL;
 }
 
+/* ------------------------------------------------------------ views
+ * A Tensor made by indexing, a method, an attribute or a NumPy function of
+ * Tensor s whose array views s's memory is a view of s's base (s itself,
+ * or s's own base). A differentiable write into a view is torch's
+ * CopySlices: the view takes the write's functional form, and its base
+ * the view's new value scattered into the base's old one, so gradients
+ * flow through the base's history; other views of the base see the write
+ * in memory, and their nodes are refreshed from the base when next read
+ * (nd_tensor_refresh_view). Positions are flat C-order indices into the
+ * base (view_index): any view NumPy can make (slices, transposes,
+ * reshapes, diagonals) maps that way, and the tape's replay of it is a
+ * gather (_view_take) and a scatter (_view_scatter), both differentiable. */
+
+/* the array that owns the memory a is a view of (a itself when it owns) */
+static PyObject *memory_owner(PyObject *a)
+{
+    while (PyArray_Check(a)) {
+        PyObject *b = PyArray_BASE((PyArrayObject *)a);
+        if (!b || !PyArray_Check(b)) break;
+        a = b;
+    }
+    return a;
+}
+
+static void note_view_leaf(PyObject *r, PyObject *src)
+{
+    if (!nd_tensor_check(r) || r == src || ND_TENSOR(r)->view_base ||
+        ND_TENSOR(r)->device != ND_DEV_CPU || !PyArray_Check(ND_TENSOR(r)->array))
+        return;
+    PyObject *ra = ND_TENSOR(r)->array;
+    PyObject *b = PyArray_BASE((PyArrayObject *)ra);
+    if (!b || !PyArray_Check(b) || memory_owner(ra) != memory_owner(ND_TENSOR(src)->array))
+        return;
+    PyObject *base = ND_TENSOR(src)->view_base ? ND_TENSOR(src)->view_base : src;
+    NdTensor *x = ND_TENSOR(r);
+    x->view_base = Py_NewRef(base);
+    x->view_version = x->view_valid = ND_TENSOR(base)->version;
+    x->view_nograd = !nd_tape_grad_enabled();
+    ND_TENSOR(base)->nviews++;
+}
+
+/* r (a Tensor, or a tuple/list of them: np.split) came from an operation
+ * on Tensor src: those that view src's memory become views of its base */
+static void note_view(PyObject *r, PyObject *src)
+{
+    if (!r || !src || !nd_tensor_check(src) || ND_TENSOR(src)->device != ND_DEV_CPU) return;
+    if (PyTuple_Check(r) || PyList_Check(r)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++)
+            note_view_leaf(PySequence_Fast_GET_ITEM(r, i), src);
+    } else {
+        note_view_leaf(r, src);
+    }
+}
+
+/* the first Tensor among args (a tuple), or NULL */
+static PyObject *first_tensor(PyObject *args)
+{
+    for (Py_ssize_t i = 0; args && PyTuple_Check(args) && i < PyTuple_GET_SIZE(args); i++)
+        if (nd_tensor_check(PyTuple_GET_ITEM(args, i))) return PyTuple_GET_ITEM(args, i);
+    return NULL;
+}
+
+static void drop_view_base(NdTensor *x)
+{
+    if (!x->view_base) return;
+    ND_TENSOR(x->view_base)->nviews--;
+    Py_CLEAR(x->view_base);
+}
+
+/* an intp array of n items starting at data + off items, with the shape
+ * of a and a's strides in items of size `item` (a view of buf) */
+static PyObject *index_view(PyObject *buf, npy_intp off, PyArrayObject *a, npy_intp item)
+{
+    int nd = PyArray_NDIM(a);
+    npy_intp st[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++) st[d] = PyArray_STRIDES(a)[d] / item * (npy_intp)sizeof(npy_intp);
+    PyArray_Descr *dt = PyArray_DescrFromType(NPY_INTP);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, dt, nd, PyArray_DIMS(a), st,
+                                       (npy_intp *)PyArray_DATA((PyArrayObject *)buf) + off,
+                                       NPY_ARRAY_WRITEABLE, NULL);
+    if (v && PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef(buf)) < 0) Py_CLEAR(v);
+    return v;
+}
+
+/* the flat C-order index in view x's base of each of x's elements
+ * (borrowed; computed once: neither array's geometry ever changes) */
+static PyObject *view_index(NdTensor *x)
+{
+    if (x->view_index) return x->view_index;
+    PyArrayObject *b = (PyArrayObject *)ND_TENSOR(x->view_base)->array;
+    PyArrayObject *a = (PyArrayObject *)x->array;
+    npy_intp item = PyArray_ITEMSIZE(b), lo = 0, hi = 0, size = PyArray_SIZE(b);
+    int ok = PyArray_ITEMSIZE(a) == item;
+    for (int d = 0; ok && d < PyArray_NDIM(b); d++) {
+        npy_intp e = (PyArray_DIMS(b)[d] - 1) * PyArray_STRIDES(b)[d];
+        ok = PyArray_STRIDES(b)[d] % item == 0;
+        if (e < 0) lo += e; else hi += e;
+    }
+    for (int d = 0; ok && d < PyArray_NDIM(a); d++) ok = PyArray_STRIDES(a)[d] % item == 0;
+    npy_intp off = PyArray_BYTES(a) - PyArray_BYTES(b) - lo;
+    if (!ok || off % item) {
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: an in-place write through a view that "
+                        "reinterprets its base's memory (another item size, .view(dtype), "
+                        ".real/.imag) is not differentiable; compute a new Tensor");
+        return NULL;
+    }
+    npy_intp n = size ? (hi - lo) / item + 1 : 1;
+    npy_intp one = n;
+    PyObject *buf = PyArray_EMPTY(1, &one, NPY_INTP, 0), *all = NULL, *pos = NULL, *j = NULL;
+    if (!buf) return NULL;
+    for (npy_intp i = 0; i < n; i++) ((npy_intp *)PyArray_DATA((PyArrayObject *)buf))[i] = -1;
+    /* the base's elements numbered in C order, laid out as its memory is */
+    PyObject *grid = index_view(buf, -lo / item, b, item);
+    PyObject *num = grid ? PyArray_Arange(0, (double)size, 1, NPY_INTP) : NULL;
+    PyArray_Dims shp = {PyArray_DIMS(b), PyArray_NDIM(b)};
+    all = num ? PyArray_Newshape((PyArrayObject *)num, &shp, NPY_CORDER) : NULL;
+    if (all && PyArray_CopyInto((PyArrayObject *)grid, (PyArrayObject *)all) == 0) {
+        npy_intp ext = 0, neg = 0;   /* x's memory must lie in the base's */
+        for (int d = 0; d < PyArray_NDIM(a); d++) {
+            npy_intp e = (PyArray_DIMS(a)[d] - 1) * PyArray_STRIDES(a)[d];
+            if (PyArray_DIMS(a)[d] == 0) { ext = neg = 0; break; }
+            if (e < 0) neg += e; else ext += e;
+        }
+        if (PyArray_SIZE(a) == 0 || (off + neg >= 0 && off + ext <= (n - 1) * item)) {
+            pos = PyArray_SIZE(a) ? index_view(buf, off / item, a, item)
+                                  : PyArray_ZEROS(PyArray_NDIM(a), PyArray_DIMS(a), NPY_INTP, 0);
+            j = pos ? PyArray_NewCopy((PyArrayObject *)pos, NPY_CORDER) : NULL;
+        }
+        if (j && PyArray_SIZE((PyArrayObject *)j)) {   /* every element one of the base's */
+            npy_intp *p = PyArray_DATA((PyArrayObject *)j);
+            for (npy_intp i = 0; i < PyArray_SIZE((PyArrayObject *)j); i++)
+                if (p[i] < 0) { Py_CLEAR(j); break; }
+        }
+        if (!j && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: an in-place write through a view "
+                            "that reaches memory outside its base's elements is not "
+                            "differentiable; compute a new Tensor");
+    }
+    Py_XDECREF(pos);
+    Py_XDECREF(all);
+    Py_XDECREF(num);
+    Py_XDECREF(grid);
+    Py_DECREF(buf);
+    return x->view_index = j;
+}
+
+/* the module functions below take exactly `want` positional arguments */
+static int arity(Py_ssize_t n, Py_ssize_t want, const char *usage)
+{
+    if (n == want) return 0;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
+/* _view_take(base, index): the view's value, read from its base's */
+static PyObject *view_take(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+    if (arity(n, 2, "_view_take(base, index)") < 0) return NULL;
+    PyObject *flat = PyObject_CallMethod(args[0], "reshape", "(i)", -1);
+    PyObject *r = flat ? PyObject_GetItem(flat, args[1]) : NULL;
+    Py_XDECREF(flat);
+    return r;
+}
+
+/* _view_scatter(base, index, value): a copy of base with the view's
+ * elements set to value -- an in-place write through a view, as its base
+ * takes it (torch's CopySlices) */
+static PyObject *view_scatter(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+    if (arity(n, 3, "_view_scatter(base, index, value)") < 0) return NULL;
+    PyObject *flat = PyObject_CallMethod(args[0], "reshape", "(i)", -1);
+    PyObject *c = flat ? PyObject_CallMethod(flat, "copy", NULL) : NULL;
+    PyObject *shape = c ? PyObject_GetAttrString(args[0], "shape") : NULL;
+    PyObject *r = NULL;
+    if (shape && PyObject_SetItem(c, args[1], args[2]) == 0)
+        r = PyObject_CallMethod(c, "reshape", "(O)", shape);
+    Py_XDECREF(shape);
+    Py_XDECREF(c);
+    Py_XDECREF(flat);
+    return r;
+}
+
+/* the base a recorded write is being recorded into (borrowed), or NULL:
+ * between its version step and its node, the views of that base are read
+ * as they were (the write's own operands), not refreshed */
+static PyObject *writing_base;
+
+int nd_tensor_refresh_view(PyObject *o)
+{
+    NdTensor *x = ND_TENSOR(o);
+    if (!x->view_base || !nd_tape_grad_enabled() || x->view_base == writing_base) return 0;
+    NdTensor *b = ND_TENSOR(x->view_base);
+    if (x->view_valid == b->version) return 0;
+    if (!on_tape(x->view_base)) {   /* a constant's view: its memory is its value */
+        x->view_version = x->view_valid = b->version;
+        return 0;
+    }
+    if (x->taped && x->node) {
+        /* tape nodes read the old node's value, at the versions since it
+         * was made (the last ND_T_HISTORY of them) */
+        PyObject *old = old_value(x);
+        if (!old) return -1;
+        long long k = x->view_version > b->version - ND_T_HISTORY ? x->view_version
+                                                                  : b->version - ND_T_HISTORY;
+        for (; k < b->version; k++)
+            if (keep_old(x, k, old) < 0) { Py_DECREF(old); return -1; }
+        Py_DECREF(old);
+        x->taped = 0;
+    }
+    PyObject *j = view_index(x);
+    PyObject *args = j ? PyTuple_Pack(2, x->view_base, j) : NULL;
+    x->view_version = x->view_valid = b->version;
+    int rc = args ? nd_tape_record(ND_OP_CALL, take_flat_fn, args, NULL, o) : -1;
+    Py_XDECREF(args);
+    return rc;
+}
+
 /* May `what` write in place into Tensor o as a recorded (differentiable)
- * write? 0 yes, -1 RuntimeError */
+ * write? 0 yes, -1 RuntimeError (torch's words where torch refuses too) */
 static int inplace_allowed(PyObject *o, const char *what)
 {
     NdTensor *x = ND_TENSOR(o);
-    if (x->requires_grad && !x->node) {
+    if (x->requires_grad && !x->node && !x->view_base) {
         PyErr_Format(PyExc_RuntimeError,
                      "numdyn: %s writes in place into a leaf Tensor that requires grad; use "
                      ".detach() or compute a new Tensor", what);
         return -1;
     }
-    PyObject *base = PyArray_BASE((PyArrayObject *)x->array);
-    if (Py_REFCNT(x->array) > 1 || (base && PyArray_Check(base))) {
+    PyObject *arr = x->array;
+    Py_ssize_t views = x->nviews;
+    if (x->view_base) {
+        NdTensor *b = ND_TENSOR(x->view_base);
+        if (b->requires_grad && !b->node) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "numdyn: a view of a leaf Variable that requires grad is being used in "
+                         "an in-place operation (%s); use .detach() or compute a new Tensor",
+                         what);
+            return -1;
+        }
+        if (x->view_nograd) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "numdyn: A view was created in no_grad mode and is being modified "
+                            "inplace with grad mode enabled. Given that this use case is "
+                            "ambiguous and error-prone, it is forbidden. You can clarify your "
+                            "code by moving both the view and the inplace either both inside "
+                            "the no_grad block (if you don't want the inplace to be tracked) or "
+                            "both outside (if you want the inplace to be tracked).");
+            return -1;
+        }
+        if (Py_REFCNT(x->array) > 1) views = -1;   /* the view's own array handed out */
+        arr = b->array;
+        views = views < 0 ? -1 : b->nviews;
+    }
+    /* memory shared with arrays the tape cannot see: the base's array is
+     * referenced by itself and by its views' arrays only */
+    PyObject *base = PyArray_BASE((PyArrayObject *)arr);
+    if (views < 0 || Py_REFCNT(arr) > 1 + views || (base && PyArray_Check(base))) {
         PyErr_Format(PyExc_RuntimeError,
                      "numdyn: %s writes in place into a Tensor that takes part in "
                      "differentiation and shares its memory with other arrays (a view, or the "
@@ -277,6 +547,52 @@ static int inplace_allowed(PyObject *o, const char *what)
         return -1;
     }
     return 0;
+}
+
+/* Before a recorded write into o: the Tensor standing for its base's
+ * value (o a view), else NULL without error. */
+static PyObject *base_before_write(PyObject *o, int *err)
+{
+    NdTensor *x = ND_TENSOR(o);
+    *err = 0;
+    if (!x->view_base) return NULL;
+    if (nd_tensor_refresh_view(o) < 0 || !view_index(x)) { *err = 1; return NULL; }
+    PyObject *old = old_value(ND_TENSOR(x->view_base));
+    if (!old) *err = 1;
+    return old;
+}
+
+/* A recorded write into o begins (after nd_tensor_before_write): the
+ * operands it reads are the values before it. Returns the previous
+ * writing_base, for end_write. */
+static PyObject *begin_write(PyObject *o)
+{
+    PyObject *prev = writing_base;
+    writing_base = ND_TENSOR(o)->view_base ? ND_TENSOR(o)->view_base : o;
+    return prev;
+}
+
+/* The recorded write into o ends: its node (o = the write's functional
+ * form) is on the tape; a view's base takes o's new value --
+ * base = _view_scatter(old base, index, o), torch's CopySlices -- and the
+ * base's version steps once more, so that nodes read before and after
+ * the write never share a version (a view refreshed later keeps its old
+ * node for the versions before this step). 0 / -1 */
+static int end_write(PyObject *o, PyObject *bold, PyObject *prev, int rc)
+{
+    NdTensor *x = ND_TENSOR(o);
+    if (rc == 0 && bold) {
+        PyObject *args = PyTuple_Pack(3, bold, x->view_index, o);
+        rc = args ? nd_tape_record(ND_OP_CALL, scatter_flat_fn, args, NULL, x->view_base) : -1;
+        Py_XDECREF(args);
+    }
+    writing_base = prev;
+    NdTensor *b = x->view_base ? ND_TENSOR(x->view_base) : x;
+    if (x->view_base) x->view_version = b->version;   /* o's node: read from here on */
+    b->version++;
+    b->skew++;
+    if (x->view_base) x->view_valid = b->version;
+    return rc;
 }
 
 /* out= of a ufunc or NumPy function: no Tensor of the tape may be written;
@@ -379,6 +695,7 @@ static PyObject *run_op(int kind, PyObject *func, PyObject *call, PyObject *args
 {
     int grad = 0;
     PyObject *r = call_on_arrays(call, args, kwargs, kind == ND_OP_METHOD, &grad);
+    note_view(r, first_tensor(args));
     if (r && grad && nd_tape_record(kind, func, args, kwargs, r) < 0) Py_CLEAR(r);
     return r;
 }
@@ -481,32 +798,37 @@ static PyObject *unop(int op, PyObject *a)
 static PyObject *inplace(int op, PyObject *a, PyObject *b)
 {
     if (!nd_tensor_check(a)) Py_RETURN_NOTIMPLEMENTED;
-    int record = nd_tape_grad_enabled() && (on_tape(a) || on_tape(b));
-    PyObject *old = NULL;
+    int record = write_recorded(a, b), err = 0;
+    PyObject *old = NULL, *bold = NULL;
     if (record) {
         if (inplace_allowed(a, "an in-place operator") < 0) return NULL;
-        if (!(old = old_value(ND_TENSOR(a)))) return NULL;
+        bold = base_before_write(a, &err);
+        if (err || !(old = old_value(ND_TENSOR(a)))) { Py_XDECREF(bold); return NULL; }
     }
-    if (nd_tensor_before_write(a) < 0) { Py_XDECREF(old); return NULL; }
+    if (nd_tensor_before_write(a) < 0) { Py_XDECREF(old); Py_XDECREF(bold); return NULL; }
     PyObject *x = ND_TENSOR(a)->array;
     int grad = 0;
     PyObject *y = operand(b, &grad), *r;
     r = op == ND_BIN_POW ? PyNumber_InPlacePower(x, y, Py_None) : ops[op].ifn(x, y);
-    if (!r) { Py_XDECREF(old); return NULL; }
+    if (!r) { Py_XDECREF(old); Py_XDECREF(bold); return NULL; }
     if (r == x) {
         Py_DECREF(r);
-        /* on the tape: a = old op b */
+        /* on the tape: a = old op b (and a view's base takes a's value) */
         if (old) {
             /* t op= t reads the old value twice */
             PyObject *args = PyTuple_Pack(2, old, b == a ? old : b);
+            PyObject *prev = begin_write(a);
             int rc = args ? nd_tape_record(ND_OP_CALL, op_funcs[op], args, NULL, a) : -1;
+            rc = end_write(a, bold, prev, rc);
             Py_XDECREF(args);
             Py_DECREF(old);
+            Py_XDECREF(bold);
             if (rc < 0) return NULL;
         }
         return Py_NewRef(a);
     }
     Py_XDECREF(old);
+    Py_XDECREF(bold);
     return nd_tensor_wrap_result(r);
 }
 
@@ -571,6 +893,7 @@ static PyObject *t_getitem(PyObject *self, PyObject *key)
     if (!k) return NULL;
     PyObject *r = nd_tensor_wrap_result(PyObject_GetItem(ND_TENSOR(self)->array, k));
     Py_DECREF(k);
+    note_view(r, self);
     if (r && grad) {
         PyObject *args = PyTuple_Pack(2, self, key);
         if (!args || nd_tape_record(ND_OP_CALL, getitem_func, args, NULL, r) < 0) Py_CLEAR(r);
@@ -583,10 +906,7 @@ static PyObject *t_getitem(PyObject *self, PyObject *key)
  * assignment's functional form, as the tape replays it */
 static PyObject *setitem_copy(PyObject *m, PyObject *const *args, Py_ssize_t n)
 {
-    if (n != 3) {
-        PyErr_SetString(PyExc_TypeError, "_setitem_copy(a, key, value)");
-        return NULL;
-    }
+    if (arity(n, 3, "_setitem_copy(a, key, value)") < 0) return NULL;
     PyObject *c = PyObject_CallMethod(args[0], "copy", NULL);
     if (c && PyObject_SetItem(c, args[1], args[2]) < 0) Py_CLEAR(c);
     return c;
@@ -594,16 +914,17 @@ static PyObject *setitem_copy(PyObject *m, PyObject *const *args, Py_ssize_t n)
 
 static int t_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
-    int record = value && nd_tape_grad_enabled() && (on_tape(self) || on_tape(value));
+    int record = value && write_recorded(self, value), err = 0;
     if (!value && on_tape(self)) return refuse_inplace("item deletion");
-    PyObject *old = NULL;
+    PyObject *old = NULL, *bold = NULL;
     if (record) {
         if (inplace_allowed(self, "item assignment") < 0) return -1;
-        if (!(old = old_value(ND_TENSOR(self)))) return -1;
+        bold = base_before_write(self, &err);
+        if (err || !(old = old_value(ND_TENSOR(self)))) { Py_XDECREF(bold); return -1; }
     }
-    if (nd_tensor_before_write(self) < 0) { Py_XDECREF(old); return -1; }
+    if (nd_tensor_before_write(self) < 0) { Py_XDECREF(old); Py_XDECREF(bold); return -1; }
     PyObject *k = nd_tensor_unwrap(key, NULL);
-    if (!k) { Py_XDECREF(old); return -1; }
+    if (!k) { Py_XDECREF(old); Py_XDECREF(bold); return -1; }
     int rc;
     if (!value) {
         rc = PyObject_DelItem(ND_TENSOR(self)->array, k);
@@ -615,10 +936,13 @@ static int t_setitem(PyObject *self, PyObject *key, PyObject *value)
     Py_DECREF(k);
     if (rc == 0 && old) {  /* on the tape: self = _setitem_copy(old, key, value) */
         PyObject *args = PyTuple_Pack(3, old, key, value == self ? old : value);
+        PyObject *prev = begin_write(self);
         rc = args ? nd_tape_record(ND_OP_CALL, setitem_copy_fn, args, NULL, self) : -1;
+        rc = end_write(self, bold, prev, rc);
         Py_XDECREF(args);
     }
     Py_XDECREF(old);
+    Py_XDECREF(bold);
     return rc;
 }
 
@@ -688,6 +1012,7 @@ static PyObject *tm_call(PyObject *o, PyObject *args, PyObject *kwargs)
     if (m->mutating && nd_tensor_before_write(m->self) < 0) return NULL;
     int grad = ND_TENSOR(m->self)->requires_grad;
     PyObject *r = call_on_arrays(m->bound, args, kwargs, 0, &grad);
+    note_view(r, m->self);
     if (r && grad) {   /* recorded as a method node whose receiver is self */
         PyObject *full = nd_tuple_prepend(m->self, args);
         if (!full || nd_tape_record(ND_OP_METHOD, m->name, full, kwargs, r) < 0) Py_CLEAR(r);
@@ -714,8 +1039,11 @@ static PyObject *tm_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf
 {
     NdTensorMethod *m = (NdTensorMethod *)o;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (!kwnames && !m->mutating && !ND_TENSOR(m->self)->requires_grad && all_plain(args, nargs))
-        return nd_tensor_wrap_result(PyObject_Vectorcall(m->bound, args, nargs, NULL));
+    if (!kwnames && !m->mutating && !ND_TENSOR(m->self)->requires_grad && all_plain(args, nargs)) {
+        PyObject *r = nd_tensor_wrap_result(PyObject_Vectorcall(m->bound, args, nargs, NULL));
+        note_view(r, m->self);
+        return r;
+    }
     PyObject *targs, *kw;
     if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &kw) < 0) return NULL;
     PyObject *r = tm_call(o, targs, kw);
@@ -785,6 +1113,7 @@ static PyObject *t_getattro(PyObject *self, PyObject *name)
     }
     if (PyArray_CheckExact(v)) {
         PyObject *t = nd_tensor_wrap_result(v);
+        note_view(t, self);
         if (t && ND_TENSOR(self)->requires_grad) {
             PyObject *args = PyTuple_Pack(1, self);
             if (!args || nd_tape_record(ND_OP_ATTR, name, args, NULL, t) < 0) Py_CLEAR(t);
@@ -1125,7 +1454,12 @@ static PyObject *g_grad_fn(PyObject *s, void *c)
     return Py_NewRef(ND_TENSOR(s)->node ? ND_TENSOR(s)->node : Py_None);
 }
 
-static PyObject *g_version(PyObject *o, void *c) { return PyLong_FromLongLong(ND_TENSOR(o)->version); }
+static PyObject *g_version(PyObject *o, void *c)
+{
+    NdTensor *x = ND_TENSOR(o);
+    NdTensor *b = x->view_base ? ND_TENSOR(x->view_base) : x;
+    return PyLong_FromLongLong(b->version - b->skew);
+}
 
 static PyGetSetDef tensor_getset[] = {
     {"shape", g_shape, NULL, "the ndarray's shape", NULL},
@@ -1179,6 +1513,7 @@ static int t_traverse(PyObject *o, visitproc visit, void *arg)
     Py_VISIT(ND_TENSOR(o)->node);
     Py_VISIT(ND_TENSOR(o)->history);
     Py_VISIT(ND_TENSOR(o)->grad_to);
+    Py_VISIT(ND_TENSOR(o)->view_base);
     return 0;
 }
 
@@ -1188,6 +1523,8 @@ static int t_clear(PyObject *o)
     Py_CLEAR(ND_TENSOR(o)->node);
     Py_CLEAR(ND_TENSOR(o)->history);
     Py_CLEAR(ND_TENSOR(o)->grad_to);
+    drop_view_base(ND_TENSOR(o));
+    Py_CLEAR(ND_TENSOR(o)->view_index);
     return 0;
 }
 
@@ -1309,6 +1646,11 @@ static PyMethodDef tensor_functions[] = {
     {"tensor", (PyCFunction)(void (*)(void))mod_tensor, METH_VARARGS | METH_KEYWORDS,
      "tensor(data, dtype=None, *, requires_grad=False, device='cpu'): a Tensor holding a "
      "copy of data (as np.array(data, dtype=dtype) makes it)."},
+    {"_view_take", (PyCFunction)(void (*)(void))view_take, METH_FASTCALL,
+     "_view_take(base, index): a view's value read from its base (flat C-order indices)"},
+    {"_view_scatter", (PyCFunction)(void (*)(void))view_scatter, METH_FASTCALL,
+     "_view_scatter(base, index, value): a copy of base with a view's elements set to value "
+     "(an in-place write through a view, as its base takes it)"},
     {"_setitem_copy", (PyCFunction)(void (*)(void))setitem_copy, METH_FASTCALL,
      "_setitem_copy(a, key, value): a copy of a with a[key] = value (item assignment as the "
      "tape replays it)"},
@@ -1321,6 +1663,8 @@ int nd_tensor_init(PyObject *m)
     if (PyModule_AddObjectRef(m, "Tensor", (PyObject *)&NdTensor_Type) < 0) return -1;
     if (PyModule_AddFunctions(m, tensor_functions) < 0) return -1;
     if (!(setitem_copy_fn = PyObject_GetAttrString(m, "_setitem_copy"))) return -1;
+    if (!(take_flat_fn = PyObject_GetAttrString(m, "_view_take"))) return -1;
+    if (!(scatter_flat_fn = PyObject_GetAttrString(m, "_view_scatter"))) return -1;
     if (!(str_out = PyUnicode_InternFromString("out"))) return -1;
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return -1;
