@@ -166,6 +166,15 @@ def loop_cases(quick=False):
     st = tuple(rng.standard_normal(5) for _ in range(6)) + (rng.random(5) + 0.5,)
     add(f"state: n-body, 5 bodies, six 1-D state arrays x{steps}", L.nbody_small,
         lambda st=st, s=steps: st + (0.001, s), 1e-12)
+    # a 2-D state: covariance P (4x4) and gain K (4x2) recomputed every step
+    steps = 50 if Q else 500
+    dt = 0.1
+    Fm = np.array([[1, 0, dt, 0], [0, 1, 0, dt], [0, 0, 1, 0], [0, 0, 0, 1.0]])
+    Hm = np.array([[1, 0, 0, 0], [0, 1, 0, 0.0]])
+    zs = np.cumsum(rng.standard_normal((steps, 2)) * 0.1, axis=0)
+    add(f"state: Kalman filter, 4 states 2 measurements x{steps}", L.kalman_filter,
+        lambda Fm=Fm, Hm=Hm, zs=zs: (zs, Fm, Hm, np.eye(4) * 1e-3, np.eye(2) * 0.05, np.zeros(4), np.eye(4)),
+        1e-9)
     # the tracer's: every pass fused into one kernel (loop capture leaves it)
     for size in (64, 10 ** 5 if Q else 10 ** 6):
         add(f"state: x = x * 1.5 + 0.25 x10 on {size} elements (tracer's)", L.affine_steps,

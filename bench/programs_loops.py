@@ -521,3 +521,24 @@ def affine_steps(x, n):
     for _ in range(n):
         x = x * 1.5 + 0.25
     return x
+
+
+# ------------------------------------ small 2-D state updated whole
+def kalman_filter(zs, F, H, Q, R, x0, P0):
+    """Linear Kalman filter over a measurement sequence: the state vector
+    and its covariance (a small matrix) recomputed whole every step by
+    matrix products, a transpose and a small inverse."""
+    x = x0.copy()
+    P = P0.copy()
+    I = np.eye(x.shape[0])
+    out = np.empty((zs.shape[0], x.shape[0]))
+    for k in range(zs.shape[0]):
+        x = F @ x
+        P = F @ P @ F.T + Q
+        y = zs[k] - H @ x
+        S = H @ P @ H.T + R
+        K = P @ H.T @ np.linalg.inv(S)
+        x = x + K @ y
+        P = (I - K @ H) @ P
+        out[k] = x
+    return out
