@@ -142,13 +142,17 @@ build: sysdeps $(VENV)/.build-stamp
 
 # Two passes (tests/conftest.py, VECTOR_FILES): the suite with store checks,
 # then the vectorized-kernel slice without them (exit 5: PYTEST_ARGS
-# selected nothing for that pass).
+# selected nothing for that pass). Each pass leaves every test's time in
+# build/test-times*.xml (JUnit XML): `python bench/ci_profile.py --durations
+# build/test-times.xml` sums it per file and lists the longest tests.
 VECTOR_TESTS = tests/test_semantics_ufuncs.py tests/test_codegen_complex_vec.py \
   tests/test_codegen_libm.py tests/test_complex_fma_and_square.py tests/test_fusion_softmax.py
 test: build
-	NUMDYN_SPLIT_PASSES=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) $(PYTEST_ARGS) || [ $$? = 5 ]
+	NUMDYN_SPLIT_PASSES=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) \
+	  --junitxml=build/test-times.xml $(PYTEST_ARGS) || [ $$? = 5 ]
 	NUMDYN_SPLIT_PASSES=1 NUMDYN_CHECK_STORES=0 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) $(PYTEST_ARGS) $(VECTOR_TESTS) || [ $$? = 5 ]
+	  $(VPY) -m pytest --timeout=$(TEST_TIMEOUT) -n $(PYTEST_JOBS) $(PYTEST_DIST) \
+	  --junitxml=build/test-times-vector.xml $(PYTEST_ARGS) $(VECTOR_TESTS) || [ $$? = 5 ]
 
 demo: build
 	$(VPY) bench/demo.py

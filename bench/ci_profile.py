@@ -27,11 +27,11 @@ precompiled header is built again with the same flags, as numdyn would.
 the test whose call compiled it, the unit's path) and the N tests whose
 compiles took longest.
 
---durations LOG reads the output of a pytest run with --durations=0 (e.g.
-`make test PYTEST_ARGS="-q -ra --durations=0" > LOG`: every phase of every
-test, xdist's workers included) and prints the summed durations per test
-file (setup + call + teardown; the time a worker spent in it) and the N
-longest tests: where a CI run's time goes, and what SLOW_FIRST in
+--durations LOG reads the times of a test run -- the JUnit XML file each
+`make test` pass writes (build/test-times.xml, build/test-times-vector.xml),
+or the output of a run with --durations=0 -- and prints the summed durations
+per test file (setup + call + teardown: the time a worker spent in it) and
+the N longest tests: where a CI run's time goes, and what SLOW_FIRST in
 tests/conftest.py should start first.
 
 Run it on a quiet machine or compare CPU seconds, not wall time.
@@ -106,20 +106,39 @@ def read_log(log):
     return units
 
 
-def durations(log, top):
-    """per-file sums and the longest tests of a --durations=0 pytest log"""
+def _junit_records(path):
+    """(seconds, "all", node id) of each testcase of a --junitxml file"""
+    import xml.etree.ElementTree as ET
+    for case in ET.parse(path).getroot().iter("testcase"):
+        cls = case.get("classname", "")
+        parts = cls.split(".")
+        # classname is the module's dotted path, then any test classes
+        k = next((i for i in range(len(parts), 0, -1)
+                  if os.path.exists(os.path.join(ROOT, *parts[:i]) + ".py")), len(parts))
+        node = "/".join(parts[:k]) + ".py::" + "::".join(parts[k:] + [case.get("name", "")])
+        yield float(case.get("time", 0) or 0), "all", node
+
+
+def _durations_records(path):
+    """(seconds, phase, node id) of each line of a --durations=0 log"""
     pat = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*)$")
-    per_file, per_test, phase = {}, {}, {}
-    with open(log, errors="replace") as f:
+    with open(path, errors="replace") as f:
         for ln in f:
             m = pat.match(ln)
-            if not m:
-                continue
-            t, ph, node = float(m.group(1)), m.group(2), m.group(3).strip()
-            fname = node.split("::", 1)[0]
-            per_file[fname] = per_file.get(fname, 0.0) + t
-            per_test[node] = per_test.get(node, 0.0) + t
-            phase[ph] = phase.get(ph, 0.0) + t
+            if m:
+                yield float(m.group(1)), m.group(2), m.group(3).strip()
+
+
+def durations(log, top):
+    """per-file sums and the longest tests of a --durations=0 pytest log or
+    a --junitxml file (`make test` writes build/test-times*.xml)"""
+    per_file, per_test, phase = {}, {}, {}
+    records = _junit_records(log) if log.endswith(".xml") else _durations_records(log)
+    for t, ph, node in records:
+        fname = node.split("::", 1)[0]
+        per_file[fname] = per_file.get(fname, 0.0) + t
+        per_test[node] = per_test.get(node, 0.0) + t
+        phase[ph] = phase.get(ph, 0.0) + t
     total = sum(per_file.values())
     print(f"{len(per_test)} tests, {total:.0f} s summed (" +
           ", ".join(f"{k} {v:.0f} s" for k, v in sorted(phase.items())) + ")")
