@@ -1210,12 +1210,37 @@ static void keep_failed_value(nd_trace *t, nd_id F, int before)
     ND_EXC_RESTORE(exc);
 }
 
+/* The arrays the function made get no write log (nothing is written back
+ * to them), but a `try` block goes on with them after the failure: the
+ * stores (SETITEM) from the failing operation on -- the failing store itself
+ * when it raised before its write (a scalar int() cannot convert), the
+ * writes that read the failed value when it was not kept -- are taken off
+ * each such storage's version chain, so a later read sees what NumPy left
+ * in the array and does not run the failing operation again (it raised at
+ * the return). Stores into arrays made by later operations are not undone:
+ * inside a handler the failing operation is the last one traced
+ * (trace_handlers.c). */
+static void rewind_own_stores(nd_trace *t, nd_id F, int before)
+{
+    nd_graph *g = t->g;
+    if (F == ND_NONE || F >= g->n || (!before && g->nodes[F].value)) return;
+    nd_id from = before ? F : F + 1;  /* the first node whose store NumPy did not make */
+    for (NdProxy *p = t->proxies; p; p = p->next) {
+        nd_storage *s = p->st;
+        if (!s || s->caller) continue;  /* caller arrays: fail_writes' log */
+        nd_id v = s->version;
+        while (v >= from && v < g->n && g->nodes[v].op == ND_OP_SETITEM) v = g->nodes[v].in[0];
+        if (v != s->version && v >= 0 && v < from) s->version = v;
+    }
+}
+
 static void fail_writes(nd_trace *t)
 {
     nd_id F = flush_failed;
     int before = flush_failed_before;
     Py_ssize_t nc = t->nclist;
     keep_failed_value(t, F, before);
+    rewind_own_stores(t, F, before);
     if (!nc) return;
     ND_EXC_SAVE(exc);
     nd_graph *g = t->g;
