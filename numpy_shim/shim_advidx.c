@@ -1307,7 +1307,7 @@ static PyObject *take_impl(nd_trace *t, PyObject **argv)
     if (!argv[2] || argv[2] == Py_None) {
         npy_intp n = nd_xj_size(a.ndim, a.shape);
         if (nd_xj_reshape(t, &a, 1, &n) < 0) return NULL;
-    } else if (nd_shim_axis_index(argv[2], a.ndim, &ax) < 0) {
+    } else if (nd_shim_axis_conv(argv[2], a.ndim, &ax, ND_AXIS_CONVERTER) < 0) {
         return NULL;
     }
     if (a.ndim == 0) return nd_xj_numpy_error("take", P, argv);
@@ -1331,7 +1331,7 @@ static PyObject *take_along_axis_impl(nd_trace *t, PyObject **argv)
         npy_intp n = nd_xj_size(a.ndim, a.shape);
         if (nd_xj_reshape(t, &a, 1, &n) < 0) return NULL;
         ax = 0;
-    } else if (argv[2] && nd_shim_axis_index(argv[2], a.ndim, &ax) < 0) {
+    } else if (argv[2] && nd_shim_axis_conv(argv[2], a.ndim, &ax, ND_AXIS_NORMALIZE) < 0) {
         return NULL;
     }
     if (a.ndim == 0) return nd_xj_numpy_error("take_along_axis", P, argv);

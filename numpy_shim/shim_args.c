@@ -273,10 +273,19 @@ void nd_shim_raise_axis_error(long axis, int ndim)
     raise_axis_error(axis, ndim, NULL);
 }
 
-static int axis_one(PyObject *o, int ndim, int *out, const char *prefix)
+/* A single axis through one of NumPy's converters (shim_internal.h,
+ * nd_axis_conv): they take the same integers and differ in what they
+ * refuse and how they say it. */
+static int axis_one(PyObject *o, int ndim, int *out, const char *prefix, nd_axis_conv conv)
 {
+    if (conv == ND_AXIS_CONVERTER && (PyBool_Check(o) || PyArray_IsScalar(o, Bool))) {
+        PyErr_SetString(PyExc_TypeError, "an integer is required for the axis");
+        return -1;
+    }
     if (!nd_shim_index_like(o)) {
-        if (nd_proxy_check(o) || PyArray_Check(o))   /* ndarray's nb_index */
+        if (conv == ND_AXIS_NORMALIZE && PyFloat_Check(o))   /* its "i" argument parser */
+            PyErr_SetString(PyExc_TypeError, "integer argument expected, got float");
+        else if (nd_proxy_check(o) || PyArray_Check(o))   /* ndarray's nb_index */
             PyErr_SetString(PyExc_TypeError, "only integer scalar arrays can be converted to a scalar index");
         else
             PyErr_Format(PyExc_TypeError, "'%.200s' object cannot be interpreted as an integer",
@@ -303,18 +312,44 @@ static int axis_one(PyObject *o, int ndim, int *out, const char *prefix)
 
 int nd_shim_axis_index(PyObject *axis, int ndim, int *out)
 {
-    return axis_one(axis, ndim, out, NULL);
+    return axis_one(axis, ndim, out, NULL, ND_AXIS_INDEX);
 }
 
-int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname)
+int nd_shim_axis_conv(PyObject *axis, int ndim, int *out, nd_axis_conv conv)
 {
-    return axis_one(axis, ndim, out, argname);
+    return axis_one(axis, ndim, out, NULL, conv);
+}
+
+int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname,
+                             nd_axis_conv conv)
+{
+    return axis_one(axis, ndim, out, argname, conv);
+}
+
+int nd_shim_axis_tuple(PyObject *axis, int ndim, int *out, int *n)
+{
+    *n = 0;
+    if (nd_shim_index_like(axis)) {  /* operator.index takes it */
+        *n = 1;
+        return axis_one(axis, ndim, out, NULL, ND_AXIS_NORMALIZE);
+    }
+    PyObject *tup = PySequence_Tuple(axis);  /* NumPy's own iteration errors */
+    if (!tup) return -1;
+    int rc = 0;
+    if (PyTuple_GET_SIZE(tup) > ND_MAXDIMS) {
+        PyErr_SetString(PyExc_ValueError, "too many axes");
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(tup); i++)
+        rc = axis_one(PyTuple_GET_ITEM(tup, i), ndim, &out[(*n)++], NULL, ND_AXIS_NORMALIZE);
+    Py_DECREF(tup);
+    return rc;
 }
 
 /* dup: the ValueError of an axis named twice; seq_ok: any iterable that is
  * not an integer names axes as a tuple does (normalize_axis_tuple) */
 static int axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask, const char *dup,
-                     int seq_ok)
+                     int seq_ok, nd_axis_conv conv)
 {
     if (!axis || axis == Py_None) {
         *mask = ndim ? (ndim >= 64 ? ~0ULL : ((1ULL << ndim) - 1)) : 0;
@@ -327,7 +362,10 @@ static int axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask, 
         if (!tup) return -1;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
             int a;
-            if (axis_one(PyTuple_GET_ITEM(tup, i), ndim, &a, NULL) < 0) { Py_DECREF(tup); return -1; }
+            if (axis_one(PyTuple_GET_ITEM(tup, i), ndim, &a, NULL, conv) < 0) {
+                Py_DECREF(tup);
+                return -1;
+            }
             if (*mask & (1ULL << a)) {
                 Py_DECREF(tup);
                 PyErr_SetString(PyExc_ValueError, dup);
@@ -339,19 +377,25 @@ static int axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask, 
         return 0;
     }
     int a;
-    if (axis_one(axis, ndim, &a, NULL) < 0) return -1;
+    if (axis_one(axis, ndim, &a, NULL, conv) < 0) return -1;
     *mask = 1ULL << a;
     return 0;
 }
 
 int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask)
 {
-    return axis_mask(axis, ndim, allow_tuple, mask, "duplicate value in 'axis'", 0);
+    return axis_mask(axis, ndim, allow_tuple, mask, "duplicate value in 'axis'", 0, ND_AXIS_INDEX);
+}
+
+int nd_shim_axis_mask_conv(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask,
+                           nd_axis_conv conv)
+{
+    return axis_mask(axis, ndim, allow_tuple, mask, "duplicate value in 'axis'", 0, conv);
 }
 
 int nd_shim_axis_mask_normalized(PyObject *axis, int ndim, uint64_t *mask)
 {
-    return axis_mask(axis, ndim, 1, mask, "repeated axis", 1);
+    return axis_mask(axis, ndim, 1, mask, "repeated axis", 1, ND_AXIS_NORMALIZE);
 }
 
 /* NumPy has two typenums for some sizes (NPY_LONG vs NPY_LONGLONG on

@@ -236,10 +236,34 @@ int nd_shim_axis_mask(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask)
 /* NumPy's normalize_axis_tuple(axis, ndim) (flip, expand_dims, median):
  * an int, tuple or list; ValueError("repeated axis") */
 int nd_shim_axis_mask_normalized(PyObject *axis, int ndim, uint64_t *mask);
+/* NumPy reads a single axis through one of three converters; the same
+ * integers pass each, what they refuse and their TypeError texts differ:
+ *   ND_AXIS_INDEX      operator.index (ufunc reductions, swapaxes,
+ *                      diagonal, transpose's entries): "'float' object
+ *                      cannot be interpreted as an integer"; bools pass;
+ *   ND_AXIS_CONVERTER  PyArray_AxisConverter (take, repeat, concatenate,
+ *                      argsort, argmax, cumsum): the same, and a bool or
+ *                      np.bool_ is "an integer is required for the axis";
+ *   ND_AXIS_NORMALIZE  normalize_axis_index (stack, sort, partition,
+ *                      trace, diff, the entries of normalize_axis_tuple):
+ *                      a float is "integer argument expected, got float",
+ *                      a Python bool passes, np.bool_ does not. */
+typedef enum { ND_AXIS_INDEX, ND_AXIS_CONVERTER, ND_AXIS_NORMALIZE } nd_axis_conv;
 /* single axis (may be negative) -> normalized index, AxisError. */
-int nd_shim_axis_index(PyObject *axis, int ndim, int *out);
+int nd_shim_axis_index(PyObject *axis, int ndim, int *out);  /* ND_AXIS_INDEX */
+int nd_shim_axis_conv(PyObject *axis, int ndim, int *out, nd_axis_conv conv);
 /* the same, NumPy's AxisError message prefixed with the argument's name */
-int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname);
+int nd_shim_axis_index_named(PyObject *axis, int ndim, int *out, const char *argname,
+                             nd_axis_conv conv);
+/* NumPy's normalize_axis_tuple, in order (moveaxis, unstack): an integer
+ * or any iterable of integers (its iteration errors: "'float' object is
+ * not iterable"); out has ND_MAXDIMS slots, *n the count. No check for
+ * repeats. */
+int nd_shim_axis_tuple(PyObject *axis, int ndim, int *out, int *n);
+/* nd_shim_axis_mask with each axis read by `conv` (np.mean/var/std:
+ * normalize_axis_index on each) */
+int nd_shim_axis_mask_conv(PyObject *axis, int ndim, int allow_tuple, uint64_t *mask,
+                           nd_axis_conv conv);
 /* dtype argument: NULL/None -> *typenum = -1; else the typenum (anything
  * np.dtype() accepts). A non-numeric dtype: returns 1 (caller falls back
  * via nd_shim_unsupported). 0, 1, or -1 on error. */

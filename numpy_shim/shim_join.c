@@ -25,11 +25,12 @@
 
 /* ------------------------------------------------------------ helpers */
 
-/* axis argument that may be absent (NULL: dflt, not normalized) */
-static int axis_arg(PyObject *o, int dflt, int ndim, int *out)
+/* axis argument that may be absent (NULL: dflt, not normalized), read
+ * by NumPy's converter `conv` */
+static int axis_arg(PyObject *o, int dflt, int ndim, int *out, nd_axis_conv conv)
 {
     if (!o) { *out = dflt; return 0; }
-    return nd_shim_axis_index(o, ndim, out);
+    return nd_shim_axis_conv(o, ndim, out, conv);
 }
 
 static int can_cast(int from, int to, NPY_CASTING casting)
@@ -263,7 +264,7 @@ static PyObject *concat_finish(nd_trace *t, const char *path, const char *params
             if (nd_xj_ravel(t, &l->a[i]) < 0) goto done;
     } else {
         if (l->a[0].ndim == 0) goto numpy_error;
-        if (axis_arg(axis_obj, 0, l->a[0].ndim, &ax) < 0) goto done;
+        if (axis_arg(axis_obj, 0, l->a[0].ndim, &ax, ND_AXIS_CONVERTER) < 0) goto done;
     }
     if (concat_mismatch(l->a, l->n, ax)) goto numpy_error;
     if (dtype < 0) {
@@ -357,7 +358,7 @@ static PyObject *stack_impl(nd_trace *t, PyObject **argv)
             memcmp(l.a[i].shape, l.a[0].shape, sizeof(npy_intp) * (size_t)l.a[0].ndim))
             goto err;
     if (l.a[0].ndim + 1 > ND_MAXDIMS) { arrlist_free(&l); return nd_shim_unsupported("stack above rank 16"); }
-    if (axis_arg(argv[1], 0, l.a[0].ndim + 1, &ax) < 0 || expand_all(t, &l, ax) < 0) {
+    if (axis_arg(argv[1], 0, l.a[0].ndim + 1, &ax, ND_AXIS_NORMALIZE) < 0 || expand_all(t, &l, ax) < 0) {
         arrlist_free(&l);
         return NULL;
     }
@@ -557,8 +558,15 @@ static PyObject *unstack_impl(nd_trace *t, PyObject **argv)
     PyObject *x = argv[0];
     if (!nd_proxy_check(x) || nd_proxy_is_scalar(x) || nd_proxy_ndim(x) == 0)
         return nd_xj_numpy_error("unstack", P, argv);
-    int nd = nd_proxy_ndim(x), ax;
-    if (axis_arg(argv[1], 0, nd, &ax) < 0) return NULL;
+    int nd = nd_proxy_ndim(x), ax = 0, axes[ND_MAXDIMS], nax = 1;
+    /* NumPy's unstack is moveaxis(x, axis, 0): normalize_axis_tuple */
+    if (argv[1] && nd_shim_axis_tuple(argv[1], nd, axes, &nax) < 0) return NULL;
+    if (nax != 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "`source` and `destination` arguments must have the same number of elements");
+        return NULL;
+    }
+    if (argv[1]) ax = axes[0];
     npy_intp shape[ND_MAXDIMS], cs[ND_MAXDIMS], sh[ND_MAXDIMS], st[ND_MAXDIMS];
     memcpy(shape, nd_proxy_shape(x), sizeof(npy_intp) * (size_t)nd);
     nd_c_strides(nd, shape, cs);
@@ -625,7 +633,7 @@ static PyObject *repeat_impl(nd_trace *t, PyObject **argv)
     int ax = 0;
     if (!argv[2] || argv[2] == Py_None) {
         if (nd_xj_ravel(t, &a) < 0) return NULL;
-    } else if (nd_shim_axis_index(argv[2], a.ndim, &ax) < 0) {
+    } else if (nd_shim_axis_conv(argv[2], a.ndim, &ax, ND_AXIS_CONVERTER) < 0) {
         return NULL;
     }
     npy_intp n = a.shape[ax];
@@ -1096,7 +1104,7 @@ static PyObject *diff_impl(nd_trace *t, PyObject **argv)
     if (nd_xj_array(t, argv[0], &a)) return NULL;
     if (a.ndim == 0 || n < 0) return nd_xj_numpy_error("diff", P, argv);
     int ax = a.ndim - 1;
-    if (axis_arg(argv[2], a.ndim - 1, a.ndim, &ax) < 0) return NULL;
+    if (axis_arg(argv[2], a.ndim - 1, a.ndim, &ax, ND_AXIS_NORMALIZE) < 0) return NULL;
     if (argv[3] || argv[4]) {
         nd_xj_arr parts[3];
         int np_ = 0;

@@ -353,7 +353,7 @@ static PyObject *half_whole_norm(PyObject *x, int ndim, int keepdims)
     return r;
 }
 
-static PyObject *norm_impl(nd_trace *t, PyObject **argv)
+static PyObject *norm_axes(nd_trace *t, PyObject **argv)
 {
     static const char *P = "x|ord,axis,keepdims";
     PyObject *ordo = argv[1] && argv[1] != Py_None ? argv[1] : NULL;
@@ -526,6 +526,27 @@ done:
     return res;
 extern_norm:
     return nd_shim_unsupported("numpy.linalg.norm with a singular-value ord");
+}
+
+/* NumPy's norm reads an axis that is not a tuple as int(axis): a bool, a
+ * float, a numeric string, a 0-d array are that integer; what int()
+ * refuses (a list, a 1-d array) is its TypeError */
+static PyObject *norm_impl(nd_trace *t, PyObject **argv)
+{
+    PyObject *axis = argv[2];
+    if (!axis || axis == Py_None || PyTuple_Check(axis) ||
+        (PyLong_CheckExact(axis)))
+        return norm_axes(t, argv);
+    PyObject *k = PyNumber_Long(axis);
+    if (!k) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "'axis' must be None, an integer or a tuple of integers");
+        return NULL;
+    }
+    PyObject *args2[4] = {argv[0], argv[1], k, argv[3]};
+    PyObject *r = norm_axes(t, args2);
+    Py_DECREF(k);
+    return r;
 }
 
 /* lstsq(a, b): (x, residuals, rank, s), one EXTERN node each. The

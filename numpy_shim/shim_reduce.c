@@ -284,7 +284,7 @@ static int red_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
  * with axis=0 raises AxisError) */
 static int strict_axis_mask(PyObject *axis, int ndim, uint64_t *mask)
 {
-    return nd_shim_axis_mask(axis, ndim, 1, mask);
+    return nd_shim_axis_mask_conv(axis, ndim, 1, mask, ND_AXIS_NORMALIZE);
 }
 
 /* How a reduction family reads axis=: */
@@ -308,9 +308,9 @@ static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject
 {
     o->mask = 0;
     /* (mean/var/std: an np.bool_ axis meets the index check below first) */
-    if (axmode != AX_SKIP && !(axmode == AX_STRICT && axis && PyArray_IsScalar(axis, Bool)) &&
-        nd_shim_axis_bool_refused(axis, axmode == AX_ARG ? "an integer is required for the axis"
-                                                         : "an integer is required") < 0)
+    if (axmode != AX_SKIP && axmode != AX_ARG &&
+        !(axmode == AX_STRICT && axis && PyArray_IsScalar(axis, Bool)) &&
+        nd_shim_axis_bool_refused(axis, "an integer is required") < 0)
         return -1;
     switch (axmode) {
     case AX_FIRST:
@@ -325,7 +325,7 @@ static int red_options(const nd_operand *a, PyObject *axis, int axmode, PyObject
     case AX_ARG:
         if (axis && axis != Py_None) {
             int ax;
-            if (nd_shim_axis_index(axis, a->ndim ? a->ndim : 1, &ax) < 0) return -1;
+            if (nd_shim_axis_conv(axis, a->ndim ? a->ndim : 1, &ax, ND_AXIS_CONVERTER) < 0) return -1;
             o->mask = a->ndim ? 1ULL << ax : 0;
         } else {
             o->mask = a->ndim ? ((a->ndim >= 64 ? ~0ULL : (1ULL << a->ndim) - 1)) : 0;
@@ -1059,7 +1059,14 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
     int res = o.res;
     nd_id x = a.id;
     int ax = 0;
-    if (nd_shim_axis_bool_refused(axis, "an integer is required for the axis") < 0) return NULL;
+    /* cumsum & co: PyArray_AxisConverter; ufunc.accumulate: bools are
+     * "an integer is required" (in a tuple too) */
+    nd_axis_conv conv = axis_none_flat ? ND_AXIS_CONVERTER : ND_AXIS_INDEX;
+    if (!axis_none_flat && nd_shim_axis_bool_refused(axis, "an integer is required") < 0) return NULL;
+    if (!axis_none_flat && axis == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "accumulate does not allow multiple axes");
+        return NULL;
+    }
     if ((!axis || axis == Py_None) && axis_none_flat) {
         npy_intp n = size_of(&a);
         if ((x = nd_shim_node_reshape(t, a.id, 1, &n)) == ND_NONE) return NULL;
@@ -1071,10 +1078,10 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
                 return NULL;
             }
             npy_intp one = 1;
-            if (nd_shim_axis_index(axis, 1, &ax) < 0 ||
+            if (nd_shim_axis_conv(axis, 1, &ax, conv) < 0 ||
                 (x = nd_shim_node_reshape(t, a.id, 1, &one)) == ND_NONE)
                 return NULL;
-        } else if (nd_shim_axis_index(axis ? axis : Py_False, a.ndim, &ax) < 0) {
+        } else if (nd_shim_axis_conv(axis ? axis : Py_False, a.ndim, &ax, axis ? conv : ND_AXIS_INDEX) < 0) {
             return NULL;
         }
     }

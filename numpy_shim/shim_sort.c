@@ -21,7 +21,11 @@ static PyObject *sort_node(nd_trace *t, const char *path, nd_xj_arr *a, PyObject
     } else {
         if (a->ndim == 0) return nd_xj_numpy_error(path, P, argv);
         if (!axis) ax = a->ndim - 1;
-        else if (nd_shim_axis_index(axis, a->ndim, &ax) < 0) return NULL;
+        /* sort, partition: normalize_axis_index; argsort, argpartition:
+         * PyArray_AxisConverter */
+        else if (nd_shim_axis_conv(axis, a->ndim, &ax, which & 1 ? ND_AXIS_CONVERTER
+                                                                 : ND_AXIS_NORMALIZE) < 0)
+            return NULL;
     }
     if (kth) {
         npy_intp n = a->shape[ax];

@@ -106,8 +106,8 @@ static PyObject *swapaxes_impl(nd_trace *t, PyObject **argv)
     PyObject *p = as_proxy(t, argv[0]);
     if (!p) return NULL;
     int nd = nd_proxy_ndim(p), a1, a2, perm[ND_MAXDIMS];
-    if (nd_shim_axis_index_named(argv[1], nd, &a1, "axis1") < 0 ||
-        nd_shim_axis_index_named(argv[2], nd, &a2, "axis2") < 0) {
+    if (nd_shim_axis_index_named(argv[1], nd, &a1, "axis1", ND_AXIS_INDEX) < 0 ||
+        nd_shim_axis_index_named(argv[2], nd, &a2, "axis2", ND_AXIS_INDEX) < 0) {
         Py_DECREF(p);
         return NULL;
     }
@@ -123,37 +123,29 @@ static PyObject *swapaxes_impl(nd_trace *t, PyObject **argv)
  * argument's name as prefix, ValueError for a repeated axis. */
 static int axes_list(PyObject *o, int nd, int *out, int *n, const char *argname)
 {
-    PyObject *seq = NULL;
-    int rc = 0;
-    if (nd_shim_index_like(o)) {
-        *n = 1;
-        rc = nd_shim_axis_index(o, nd, &out[0]);
-    } else {
-        if (!(seq = PySequence_Fast(o, "axes must be integers"))) return -1;
-        *n = (int)PySequence_Fast_GET_SIZE(seq);
-        if (*n > ND_MAXDIMS) { *n = 0; rc = -1; PyErr_SetString(PyExc_ValueError, "too many axes"); }
-        for (int i = 0; rc == 0 && i < *n; i++)
-            rc = nd_shim_axis_index(PySequence_Fast_GET_ITEM(seq, i), nd, &out[i]);
-    }
-    Py_XDECREF(seq);
+    int rc = nd_shim_axis_tuple(o, nd, out, n);
     if (rc < 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);  /* nd_shim_exc may import: no exception set */
         PyObject *cls = nd_shim_exc("numpy.exceptions.AxisError");
-        if (cls && PyErr_ExceptionMatches(cls)) {
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyErr_NormalizeException(&et, &ev, &tb);
-            PyObject *ax = ev ? PyObject_GetAttrString(ev, "axis") : NULL;
+        if (!cls) {
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+            return -1;
+        }
+        PyErr_NormalizeException(&et, &ev, &tb);
+        if (ev && PyObject_IsInstance(ev, cls) == 1) {
+            PyObject *ax = PyObject_GetAttrString(ev, "axis");
             PyObject *e = ax ? PyObject_CallFunction(cls, "Ois", ax, nd, argname) : NULL;
             Py_XDECREF(ax);
             if (e) {
                 Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
                 PyErr_SetObject(cls, e);
                 Py_DECREF(e);
-            } else {
-                PyErr_Clear();
-                PyErr_Restore(et, ev, tb);
+                return -1;
             }
+            PyErr_Clear();
         }
+        PyErr_Restore(et, ev, tb);
         return -1;
     }
     for (int i = 0; i < *n; i++)
@@ -596,7 +588,9 @@ static PyObject *flip_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, a
 static PyObject *flipud_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, argv[0], NULL, 0); }
 static PyObject *fliplr_impl(nd_trace *t, PyObject **argv) { return flip_mask(t, argv[0], NULL, 1); }
 
-static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
+/* conv: how the axes are read (np.diagonal: operator.index; np.trace:
+ * normalize_axis_index) */
+static PyObject *diagonal_of(nd_trace *t, PyObject **argv, nd_axis_conv conv)
 {
     PyObject *p = as_proxy(t, argv[0]);
     if (!p) return NULL;
@@ -609,8 +603,8 @@ static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
         return NULL;
     }
     if ((argv[1] && (off = PyNumber_AsSsize_t(argv[1], PyExc_OverflowError)) == -1 && PyErr_Occurred()) ||
-        (argv[2] && nd_shim_axis_index_named(argv[2], nd, &a1, "axis1") < 0) ||
-        (argv[3] && nd_shim_axis_index_named(argv[3], nd, &a2, "axis2") < 0)) {
+        (argv[2] && nd_shim_axis_index_named(argv[2], nd, &a1, "axis1", conv) < 0) ||
+        (argv[3] && nd_shim_axis_index_named(argv[3], nd, &a2, "axis2", conv) < 0)) {
         Py_DECREF(p);
         return NULL;
     }
@@ -741,12 +735,17 @@ static PyObject *atleast(nd_trace *t, PyObject *arys, int k)
     return tup;
 }
 
+static PyObject *diagonal_impl(nd_trace *t, PyObject **argv)
+{
+    return diagonal_of(t, argv, ND_AXIS_INDEX);
+}
+
 /* trace: the diagonal's sum over its last axis, as NumPy's PyArray_Trace
  * (a composition: differentiable, fused like any sum). a, offset, axis1,
  * axis2 are diagonal's parameters in the same slots; dtype, out the sum's. */
 static PyObject *trace_impl(nd_trace *t, PyObject **argv)
 {
-    PyObject *d = diagonal_impl(t, argv);
+    PyObject *d = diagonal_of(t, argv, ND_AXIS_NORMALIZE);
     if (!d) return NULL;
     PyObject *kw = Py_BuildValue("{si}", "axis", -1);
     PyObject *sum = kw ? PyObject_GetAttrString(d, "sum") : NULL;
