@@ -120,6 +120,14 @@ def colvar(X):
     return X.var(axis=0)
 
 
+def col_argmin(X):
+    return np.argmin(X, axis=0)
+
+
+def col_minmax(X):
+    return X.min(axis=0), X.max(axis=0)
+
+
 def log_softmax0(x):
     # over axis 0: reductions across the rows of a wide array
     y = x - x.max(axis=0)
@@ -207,6 +215,8 @@ def run(quick=False, only=None):
     W = rng.standard_normal((1000, 1000 // scale))
     WF = np.asfortranarray(W)
     WF32 = WF.astype(np.float32, order="F")
+    Q3 = rng.standard_normal((n // 10, 3))
+    Q5 = rng.standard_normal((n // 10, 5)).astype(np.float32)
     M = rng.random(W.shape) < 0.5
     M[:, 0] = True
     todo = [
@@ -231,6 +241,10 @@ def run(quick=False, only=None):
         ("Fortran-ordered X.sum(1) f64 (%d,%d)" % W.shape, rowsum, (WF,), 1e-12, False),
         ("Fortran-ordered X.sum(0) f32 (%d,%d)" % W.shape, colsum, (WF32,), 1e-5, False),
         ("X.T.sum(0) of C-ordered f64 (%d,%d)" % W.shape, colsum_t, (W,), 1e-12, False),
+        # a tall array's narrow kept dim: the rows as one flat run of lanes
+        ("argmin(axis=0) f64 (%d,2)" % (n // 10), col_argmin, (X[:n // 10],), 0, True),
+        ("argmin(axis=0) f64 (%d,3)" % (n // 10), col_argmin, (Q3,), 0, True),
+        ("min(0), max(0) f32 (%d,5)" % (n // 10), col_minmax, (Q5,), 0, True),
         ("log-softmax over axis 0 f64 (%d,%d)" % W.shape, log_softmax0, (W,), 1e-12, False),
         ("softmax masked with -inf f64 (%d,%d)" % W.shape, masked_softmax, (W, M), 1e-12, False),
     ]
