@@ -373,8 +373,9 @@ def test_row_and_reduction_kernels_wait_less_per_row():
     order), not three and a second shuffle tree in warp 0: softmax's two
     combines and the row's end, 3 barriers a row in each of its two block
     forms (14 before). The strided element loops of reductions are
-    unrolled (ND_RED_UNROLL, 4: several loads in flight a warp; a full
-    sum's loop waited for each load before its add)."""
+    unrolled (ND_RED_UNROLL, 8: several loads in flight a warp; a full
+    sum's loop waited for each load before its add: 119 -> 70 us on an
+    H200, session 27)."""
     def softmax(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
@@ -382,7 +383,7 @@ def test_row_and_reduction_kernels_wait_less_per_row():
     (kind, text), = ndc.kernels(softmax, x)
     assert kind == "row"
     assert text.count("__syncthreads()") == 6, text
-    assert "#define ND_RED_UNROLL 4" in ndc._C._cuda_prelude()
+    assert "#define ND_RED_UNROLL 8" in ndc._C._cuda_prelude()
 
     def total(a):
         return a.sum()
@@ -415,3 +416,48 @@ def test_pointwise_tests_scalar_parameters_once_a_kernel():
     tests = [ln for ln in text.splitlines() if "nd_err |= ND_ERR_FPE_DIV | ND_ERR_FPE_OVER" in ln]
     assert tests and all(ln.count("isfinite(") == 4 and "nd_sfin_" in ln for ln in tests), tests
     numdyn._C._cuda_compile(ndc.source(bs, a, b, c), "compute_80")
+
+
+def test_black_scholes_register_budget():
+    """bench_cuda.py's Black-Scholes (float32, one kernel of 56 scalar
+    parameters) within 64 registers a thread for sm_90 (four 256-thread
+    blocks an SM): its float-condition checks are predicated ORs, not
+    multiplied flags (with the scalars tested once a kernel, the multiplied
+    form took 80 registers, three blocks)"""
+    def cnd(d):
+        k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
+        poly = k * (0.319381530 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978
+                                                                              + k * 1.330274429))))
+        w = 1.0 - 0.3989422804014327 * np.exp(-0.5 * d * d) * poly
+        return np.where(d < 0, 1.0 - w, w)
+
+    def black_scholes(S, K, T):
+        r, v = 0.02, 0.30
+        sqt = np.sqrt(T)
+        d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / (v * sqt)
+        d2 = d1 - v * sqt
+        disc = np.exp(-r * T)
+        return S * cnd(d1) - K * disc * cnd(d2), K * disc * cnd(-d2) - S * cnd(-d1)
+    S, K, T = (np.linspace(1, 2, 64, dtype=np.float32) + i for i in range(3))
+    assert [k for k, _ in ndc.kernels(black_scholes, S, K, T)] == ["pointwise"]
+    log, size = numdyn._C._cuda_compile(ndc.source(black_scholes, S, K, T), "sm_90", True)
+    regs = [int(n) for n in re.findall(r"Used (\d+) registers", log)]
+    assert size > 0 and len(regs) == 1 and regs[0] <= 64, log
+
+
+def test_float32_max_reductions_fold_by_one_nan_propagating_instruction():
+    """a float32 max/min reduction folds with PTX max.NaN / min.NaN (one
+    instruction from sm_80, NaN-propagating as NumPy's maximum.reduce), not
+    two compares and a select: softmax's and logsumexp's row max cost 15 us
+    of 164 / 105 on an H200 (bench/cuda_rows_probe.py). float64 keeps the
+    compare form (no max.NaN.f64)."""
+    def lse(x):
+        m = x.max(axis=-1)
+        return m + np.log(np.exp(x - m[:, None]).sum(axis=-1)), x.min(axis=0)
+    x = np.ones((64, 4096), np.float32)
+    k32 = "".join(t for _k, t in ndc.kernels(lse, x))
+    assert "nd_rmax_f(acc" in k32 and "nd_rmin_f(acc" in k32 and "nd_max_f(acc" not in k32
+    log, size = numdyn._C._cuda_compile(ndc.source(lse, x), "compute_80")
+    assert size > 0
+    k64 = "".join(t for _k, t in ndc.kernels(lse, x.astype(np.float64)))
+    assert "nd_rmax" not in k64 and "nd_max_d(acc" in k64
