@@ -179,11 +179,34 @@ __attribute__((weak)) float nd_ovf_f = 0x1p127f;
     ND_U35S(nm##f, float, (float x), (x))
 ND_DECL2(pow)
 #if !ND_ZV
-ND_DECL1F35(exp2)
+/* SLEEF's float32 exp2 raises "invalid" (its exponent's conversion)
+ * below -256, where the result is 0 and NumPy raises no such flag: the
+ * flag had NumPy rerun every such graph. Clamped (NaN passes). */
+ND_DECL1RF35(exp2)
+ND_INLINE float nd_exp2f(float x) { return nd_v_exp2f(x < -160.0f ? -160.0f : x); }
 ND_DECL1D(exp2)
 #endif
 /* float64 log, log2, log10: nd_vm64.h */
-ND_DECL1F35(log) ND_DECL1RD(log) ND_DECL1RF(log)
+ND_DECL1RD(log)
+/* float32 log: SLEEF's vector logf (both accuracies; seen with AVX2)
+ * raises "overflow" for operands above ~2^64 and "invalid" for a NaN,
+ * which NumPy's loops do not: the flag had NumPy rerun the graph (a
+ * float32 log1p or log of values over 1e20, or of data with NaNs). Those
+ * operands are scaled by 2^-64 first and 64 ln 2 added back (its float is
+ * within 0.03 ULP of the sum's magnitude); a NaN is returned as it is. */
+ND_VM __attribute__((const, nothrow)) float nd_v35r_logf(float) __asm__("logf_u35");
+ND_U35S(logf, float, (float x), (x))
+ND_VM __attribute__((const, nothrow)) float nd_v10r_logf(float) __asm__("logf");
+#define ND_LOGF_SCALED(NAME, RAW) \
+ND_INLINE float NAME(float x) \
+{ \
+    /* by the bits: GCC's vector isgreater is a signaling compare */ \
+    uint32_t xb; \
+    memcpy(&xb, &x, sizeof xb); \
+    int big = (int32_t)xb > 0x5e800000, nan = __builtin_isunordered(x, x); \
+    float r = RAW(nd_bsel_f(nan, 1.0f, x * nd_bsel_f(big, 0x1p-64f, 1.0f))); \
+    return nd_bsel_f(nan, x, r + nd_bsel_f(big, 44.3614196f, 0.0f)); \
+}
 ND_DECL1D(sin) ND_DECL1F35(sin)
 ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1F35(tan) ND_DECL1F35(asin) ND_DECL1F35(acos)
 /* float64 tan, arcsin, arccos: SLEEF's 3.5-ULP forms with AVX-512 (NumPy's
@@ -312,6 +335,8 @@ ND_INLINE T nd_bsel_##S(int c, T a, T b) \
 }
 ND_BSEL(double, d, uint64_t)
 ND_BSEL(float, f, uint32_t)
+ND_LOGF_SCALED(nd_logf, nd_v35r_logf)
+ND_LOGF_SCALED(nd_v_logf, nd_v10r_logf)
 /* c ? a : b as one blend (nd_bsel's and/andnot/or are three instructions
  * a vector), for arms GCC computes anyway: no call, division or square
  * root feeding one arm only (GCC does not speculate those, the loop would
@@ -1472,6 +1497,10 @@ ND_INLINE float nd_cbrt_seed_f(float a)
     return nd_b2f(0x54a1f600u - (uint32_t)(int32_t)((float)(int32_t)nd_f2b(a) * (1.0f / 3)));
 }
 
+/* Operands below MINN are scaled up by SUBUP (a cube) first: the error
+ * term c2e * c is ~2^-53 of the operand and underflowed ("underflow" that
+ * NumPy's cbrt does not raise) for operands below ~2^-969, normal ones
+ * included; MINN 2^-600 keeps every product normal. */
 #define ND_CBRT(T, S, F, ITERS, MINN, SUBUP, SUBDN, BIG, BIGDN, BIGUP, FMA, FABS, COPYSIGN) \
 ND_INLINE T nd_cbrt##F(T x) \
 { \
@@ -1490,15 +1519,15 @@ ND_INLINE T nd_cbrt##F(T x) \
 }
 #if ND_ZV
 /* float64: numdyn's AVX-512 function (nd_zv_cbrt8) */
-ND_CBRT(double, d, _c, 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
+ND_CBRT(double, d, _c, 3, 0x1p-600, 0x1p600, 0x1p-200, 0x1p900, 0x1p-900, 0x1p300,
         __builtin_fma, __builtin_fabs, __builtin_copysign)
 ND_INLINE double nd_cbrt(double x) { ND_ZV_KEEP(nd_zv_cbrt) return nd_zv_cbrt(x); }
 #else
-ND_CBRT(double, d, , 3, 0x1p-1022, 0x1p54, 0x1p-18, 0x1p900, 0x1p-900, 0x1p300,
+ND_CBRT(double, d, , 3, 0x1p-600, 0x1p600, 0x1p-200, 0x1p900, 0x1p-900, 0x1p300,
         __builtin_fma, __builtin_fabs, __builtin_copysign)
 #endif
 /* float32: nd_vm32.h (its AVX-512 function, this C form elsewhere) */
-ND_CBRT(float, f, f_c, 2, 0x1p-126f, 0x1p24f, 0x1p-8f, 0x1p96f, 0x1p-96f, 0x1p32f,
+ND_CBRT(float, f, f_c, 2, 0x1p-60f, 0x1p60f, 0x1p-20f, 0x1p96f, 0x1p-96f, 0x1p32f,
         __builtin_fmaf, __builtin_fabsf, __builtin_copysignf)
 
 /* expm1 = 2^k e + (2^k - 1), e = expm1(r), with one rounding (2^k - 1 is

@@ -86,7 +86,10 @@ def test_forms_per_isa(tmp_path, flags):
         bound = ZV_MAX_ULP if zv else max_ulp
         assert e.max() <= bound, (name, float(e.max()), x[fin][e.argmax()])
         if not zv:
-            assert np.mean(got[fin] != want[fin]) <= max_differ, (name, np.mean(got[fin] != want[fin]))
+            # where NumPy's value is the correctly rounded one (its loops are
+            # SVML's with AVX-512, glibc's without: off by an ULP more often)
+            differ = np.mean((got[fin] != want[fin]) & (_ulp_err(want[fin], x[fin], name) <= 0.5))
+            assert differ <= max_differ, (name, differ)
         # the flags: NumPy's for each special operand alone and among
         # ordinary ones (a spurious flag makes numdyn rerun the graph in NumPy:
         # right but slow; SLEEF's raise "invalid" on a NaN -- still so with

@@ -155,7 +155,8 @@ def _compare_invhyp():
     w = np.abs(y) + 1.0
     w = np.concatenate([w, 1 + 10.0 ** rng.uniform(-16, 0, n), big, 10.0 ** rng.uniform(0, 308, n)])
     f = numdyn.compile(lambda a, b, c: (np.arcsinh(a), np.arccosh(b), np.arctanh(c)), options={"floor": False})
-    with np.errstate(over="raise", invalid="raise", divide="raise", under="raise"):
+    # (under="raise" would have NumPy run the graph: test_underflow_is_numpys)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
         f(y, w, z)
         numdyn.utils.wait_compiles()
         k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
@@ -183,7 +184,7 @@ def _compare_invhyp():
                     _check(np.asarray(fn(arr)), ref(arr), 1 if zv else 3, "%s(%r)" % (ref.__name__, v))
         arr = np.concatenate([base, [np.nan, -np.nan], base])
         r0 = numdyn.utils.counters["errstate_reruns"]
-        with np.errstate(all="raise"):
+        with np.errstate(all="raise", under="ignore"):
             _check(np.asarray(fn(arr)), ref(arr), 1 if zv else 3, ref.__name__ + " nan")
         assert numdyn.utils.counters["errstate_reruns"] == r0
     print("OK")
@@ -200,14 +201,16 @@ def _compare_cbrt():
     x = np.concatenate([sp, -sp, np.arange(-50, 51, dtype=np.float64) ** 3, np.ldexp(rng.uniform(1, 2, n), rng.integers(-1074, 1024, n)),
                         -(10.0 ** rng.uniform(-323, 308, n)), rng.uniform(-10, 10, n)])
     f = numdyn.compile(lambda a: np.cbrt(a), options={"floor": False})
-    with np.errstate(all="raise"):
+    with np.errstate(all="raise", under="ignore"):
         f(x)
         numdyn.utils.wait_compiles()
         k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
         got = np.asarray(f(x))
         assert numdyn.utils.counters["kernel_runs"] - k0 == 1
         assert numdyn.utils.counters["errstate_reruns"] == r0
-    want = np.cbrt(x)
+    # within an ULP of the exact cube root (NumPy's loop without AVX-512,
+    # glibc's cbrt, is off by up to 3 ULP and differs from it on half of these)
+    want = np.cbrt(x.astype(np.longdouble)).astype(np.float64)
     _check(got, want, 1, "cbrt")
     assert np.array_equal(got[np.isinf(x)], x[np.isinf(x)])
     print("OK")
@@ -292,8 +295,8 @@ def _compare_f32():
         lo = {"arccosh": 1, "arctanh": -1, "log1p": -1}.get(name, -3)
         ok = np.concatenate([x[dom[name] | np.isnan(x)], rng.uniform(lo, 1 if lo == -1 else 3, 37).astype(np.float32)])
         f = numdyn.compile(lambda a, fn=fn: fn(a), options={"floor": False})
-        # (exp2's subnormal results underflow, in NumPy too)
-        with np.errstate(all="raise", under="ignore" if name == "exp2" else "raise"):
+        # (underflow: NumPy's loops report it, test_underflow_is_numpys)
+        with np.errstate(all="raise", under="ignore"):
             f(ok)
             numdyn.utils.wait_compiles()
             k0, r0 = numdyn.utils.counters["kernel_runs"], numdyn.utils.counters["errstate_reruns"]
@@ -320,7 +323,7 @@ def _compare_f32():
             e = np.concatenate([e, e * np.float32(1.5), [9.0, 9.01, 9.02, 10.0, 12.0, 1e30, 1e-45, 1e-38]]).astype(np.float32)
             e = np.concatenate([e, np.nextafter(e, np.float32(0)), np.nextafter(e, np.float32(np.inf))])
             e = np.concatenate([e, -e]).astype(np.float32)
-            with np.errstate(all="raise"):
+            with np.errstate(all="raise", under="ignore"):
                 r0 = numdyn.utils.counters["errstate_reruns"]
                 g = np.asarray(f(e))
                 assert numdyn.utils.counters["errstate_reruns"] == r0

@@ -660,6 +660,8 @@ typedef struct {
     nd_parstat *blas; /* per step: a matrix product's BLAS thread choice
                          (par.h); NULL when the program has none */
     uint8_t *isblas;  /* per step: 1 for such a product */
+    int libm;         /* a kernel computes a ufunc whose underflow flag is
+                         NumPy's libm's (libm_ufunc) */
 } run_plan;
 
 static void run_plan_free(void *v)
@@ -730,6 +732,70 @@ static int64_t blas_work(nd_graph *g, const nd_step *st)
     return one >= BLAS_GEMV_THREADED ? one * batch : 0;  /* gemv: the matrix is k x (m or q) */
 }
 
+/* A float ufunc whose "underflow" NumPy reports as its own loop raises
+ * it, and its loops differ by machine: glibc's asinh/sin/tanh/expm1/...
+ * raise it for a subnormal operand (a result equal to it), the SVML loops
+ * of NumPy's AVX-512 builds do not; numdyn's forms follow neither. The
+ * IEEE operations (+ - * / sqrt on reals, comparisons, rounding) raise it
+ * exactly where NumPy's loops do. */
+static int libm_ufunc(const nd_node *n)
+{
+    if (n->op != ND_OP_UFUNC) return 0;
+    int cplx = PyTypeNum_ISCOMPLEX(n->dtype);
+    for (int j = 0; j < n->nin && !cplx; j++)
+        cplx = n->in_dtype[j] >= 0 && PyTypeNum_ISCOMPLEX(n->in_dtype[j]);
+    switch (n->sub) {
+    case ND_UF_EXP: case ND_UF_EXP2: case ND_UF_EXPM1: case ND_UF_LOG: case ND_UF_LOG2:
+    case ND_UF_LOG10: case ND_UF_LOG1P: case ND_UF_LOGADDEXP: case ND_UF_LOGADDEXP2:
+    case ND_UF_CBRT: case ND_UF_SIN: case ND_UF_COS: case ND_UF_TAN: case ND_UF_ARCSIN:
+    case ND_UF_ARCCOS: case ND_UF_ARCTAN: case ND_UF_ARCTAN2: case ND_UF_HYPOT: case ND_UF_SINH:
+    case ND_UF_COSH: case ND_UF_TANH: case ND_UF_ARCSINH: case ND_UF_ARCCOSH: case ND_UF_ARCTANH:
+        return 1;
+    case ND_UF_POWER: case ND_UF_FLOAT_POWER:
+        return PyTypeNum_ISFLOAT(n->dtype) || cplx;
+    case ND_UF_MULTIPLY: case ND_UF_TRUE_DIVIDE: case ND_UF_ABSOLUTE: case ND_UF_SQRT:
+    case ND_UF_SQUARE: case ND_UF_RECIPROCAL:
+        return cplx;
+    default:
+        return 0;
+    }
+}
+
+/* 1 when np.geterr()["under"] is not "ignore" (NumPy's default), cached
+ * per error-state object (np.errstate / np.seterr make a new one); -1
+ * with an exception. */
+static int underflow_watched(void)
+{
+    static PyObject *cv, *geterr, *seen;
+    static int seen_watched;
+    if (!cv) {
+        PyObject *um = PyImport_ImportModule("numpy._core.umath");
+        cv = um ? PyObject_GetAttrString(um, "_extobj_contextvar") : NULL;
+        Py_XDECREF(um);
+        if (!cv) PyErr_Clear();   /* no such variable: ask np.geterr() each time */
+    }
+    PyObject *cur = NULL;
+    if (cv && PyContextVar_Get(cv, NULL, &cur) < 0) return -1;
+    if (cur && cur == seen) {
+        Py_DECREF(cur);
+        return seen_watched;
+    }
+    if (!geterr) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        geterr = np ? PyObject_GetAttrString(np, "geterr") : NULL;
+        Py_XDECREF(np);
+        if (!geterr) { Py_XDECREF(cur); return -1; }
+    }
+    PyObject *d = PyObject_CallNoArgs(geterr);
+    PyObject *u = d && PyDict_Check(d) ? PyDict_GetItemString(d, "under") : NULL;
+    int w = !(u && PyUnicode_Check(u) && PyUnicode_CompareWithASCIIString(u, "ignore") == 0);
+    Py_XDECREF(d);
+    if (!d) { Py_XDECREF(cur); return -1; }
+    Py_XSETREF(seen, cur);   /* (NULL: not cached) */
+    seen_watched = w;
+    return w;
+}
+
 static run_plan *run_plan_of(nd_program *p, nd_graph *g)
 {
     if (p->run) return p->run;
@@ -767,6 +833,7 @@ static run_plan *run_plan_of(nd_program *p, nd_graph *g)
         }
         for (int t = 0; t < p->nsteps; t++) r->isblas[t] = (uint8_t)blas_step(g, &p->steps[t]);
     }
+    for (nd_id i = 0; i < n && !r->libm; i++) r->libm = libm_ufunc(&g->nodes[i]);
     p->run = r;
     p->run_free = run_plan_free;
     return r;
@@ -802,6 +869,13 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     }
     run_plan *plan = run_plan_of(p, g);
     if (!plan) goto done;
+    if (plan->libm) {
+        /* np.errstate(under=...) asks for NumPy's underflow reports: its
+         * own loops compute such a graph and say when */
+        int w = underflow_watched();
+        if (w < 0) goto done;
+        if (w) { rerun = 1; goto done; }
+    }
     /* the kernels' parameters, read from the graph in one pass */
     if (plan->nscal > (int64_t)(sizeof Ssmall / sizeof Ssmall[0])) {
         S = PyMem_Malloc(sizeof(nd_scalar) * (size_t)plan->nscal);
