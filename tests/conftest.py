@@ -81,6 +81,11 @@ VECTOR_FILES = ("test_semantics_ufuncs.py", "test_codegen_complex_vec.py", "test
 # numdyn's own paths, so it is off by default here; tests/test_floor.py turns
 # it on per function (options={"floor": True}).
 os.environ.setdefault("NUMDYN_FLOOR", "0")
+# ---- numdyn.config.accumulated_recompile_limit (torch's 256 recompiles per
+# process, all functions together) would make the suite's later tests run
+# eagerly once its earlier ones recompiled that often: unbounded here;
+# tests/test_control_torch_api.py sets it per test.
+os.environ.setdefault("NUMDYN_ACCUMULATED_RECOMPILE_LIMIT", "1000000000")
 # kernels compile in the background (the default) but every call waits for
 # them (counters and CompileErrors are per call, whatever the load);
 # test_first_call.py tests the default budget, in processes of its own too

@@ -53,6 +53,7 @@ __all__ = [
     "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp", "device", "CudaError",
+    "is_dynamo_compiling", "error_on_graph_break", "lookup_backend",
 ]
 
 CudaError = cuda.CudaError
@@ -338,6 +339,23 @@ def list_backends(exclude_tags=("debug", "experimental")):
     return sorted(names)
 
 
+def lookup_backend(compiler_fn):
+    """torch._dynamo.lookup_backend: the backend a compile(backend=...)
+    value names -- a registered backend's compiler function, a built-in
+    backend's name (its own C implementation), or compiler_fn itself when it
+    is callable. An unknown name raises ValueError listing the known ones."""
+    if callable(compiler_fn):
+        return compiler_fn
+    if not isinstance(compiler_fn, str):
+        raise TypeError(f"numdyn: a backend is a name or a callable, not {type(compiler_fn).__name__}")
+    if compiler_fn in _C._backends:
+        return _C._backends[compiler_fn]
+    if compiler_fn in _BUILTIN_BACKENDS:
+        return compiler_fn
+    raise ValueError(f"numdyn: unknown backend {compiler_fn!r}; known: "
+                     f"{', '.join(list_backends(exclude_tags=()))}")
+
+
 def register_backend(compiler_fn=None, name=None, tags=()):
     """Register compiler_fn(graph, example_inputs) -> callable under `name`
     (default: its __name__). Works as a decorator, with or without arguments."""
@@ -404,6 +422,37 @@ def forbid_in_graph(fn):
 
 graph_break = _C.graph_break
 is_compiling = _C.is_tracing
+is_dynamo_compiling = _C.is_tracing  # torch.compiler.is_dynamo_compiling's name
+
+
+class error_on_graph_break:
+    """torch._dynamo.error_on_graph_break(flag): inside the region, a graph
+    break raises numdyn.GraphBreakError as under fullgraph=True (flag True),
+    or does not (flag False: it undoes an enclosing error_on_graph_break(True);
+    fullgraph=True itself stays). A context manager -- around calls of
+    compiled functions, or inside a compiled function for part of it -- and
+    a decorator of the function whose calls form the region."""
+
+    def __init__(self, error_on_graph_break):
+        self.flag = bool(error_on_graph_break)
+        self._prev = []
+
+    def __enter__(self):
+        self._prev.append(_C._break_errors(self.flag))
+        return self
+
+    def __exit__(self, *exc):
+        _C._break_errors(self._prev.pop())
+        return False
+
+    def __call__(self, fn):
+        flag = self.flag
+
+        @functools.wraps(fn)
+        def region(*args, **kwargs):
+            with error_on_graph_break(flag):
+                return fn(*args, **kwargs)
+        return region
 
 
 class _Frozen:

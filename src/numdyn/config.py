@@ -14,6 +14,14 @@ cache_size_limit
     UserWarning naming the function and the reason. Per function:
     compile(options={"cache_size_limit": n}). recompile_limit (torch's
     newer name) reads and sets the same value.
+accumulated_recompile_limit
+    Most recompiles (programs a function compiles past its first) over all
+    compiled functions of the process together (default 256, as
+    torch._dynamo.config; NUMDYN_ACCUMULATED_RECOMPILE_LIMIT). Past it, a
+    call with unseen inputs runs its plain function (eagerly, NumPy) with
+    one UserWarning naming the function and the reason, as past
+    cache_size_limit; first compiles of new functions still happen.
+    accumulated_cache_size_limit (torch's older name) reads and sets it.
 error_on_recompile
     Raise numdyn.RecompileError instead of compiling a second program for a
     function (default False).
@@ -83,6 +91,7 @@ import sys
 import types
 
 cache_size_limit = int(os.environ.get("NUMDYN_CACHE_SIZE_LIMIT", "8"))
+accumulated_recompile_limit = int(os.environ.get("NUMDYN_ACCUMULATED_RECOMPILE_LIMIT", "256"))
 verbose = os.environ.get("NUMDYN_VERBOSE", "") not in ("", "0")
 floor = os.environ.get("NUMDYN_FLOOR", "1") not in ("0",)
 loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
@@ -95,18 +104,23 @@ adaptive_threads = os.environ.get("NUMDYN_ADAPTIVE_THREADS", "1") != "0"
 cuda_host_fallback = os.environ.get("NUMDYN_CUDA_HOST_FALLBACK", "") not in ("", "0")
 
 # Switches read on every call live in C; assignments here push them there.
-_PUSHED = ("enabled", "cache_size_limit", "error_on_recompile", "loop_capture")
+_PUSHED = ("enabled", "cache_size_limit", "error_on_recompile", "loop_capture",
+           "accumulated_recompile_limit")
 
 
 class _Config(types.ModuleType):
     def __getattr__(self, name):  # names not set here
         if name == "recompile_limit":  # torch's newer name of cache_size_limit
             return self.cache_size_limit
+        if name == "accumulated_cache_size_limit":  # torch's older name
+            return self.accumulated_recompile_limit
         raise AttributeError(f"module 'numdyn.config' has no attribute {name!r}")
 
     def __setattr__(self, name, value):
         if name == "recompile_limit":
             name = "cache_size_limit"
+        if name == "accumulated_cache_size_limit":
+            name = "accumulated_recompile_limit"
         # an option that does not exist (a typo, another library's name) is
         # an error, as in torch._dynamo.config: setting it would do nothing
         if not name.startswith("_") and name not in self.__dict__:

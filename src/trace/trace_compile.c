@@ -368,7 +368,10 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     PyObject *small[8], **w = n <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
     if (!w) return PyErr_NoMemory();
     Py_ssize_t k = 0;
-    t->fullgraph += cf->fullgraph;  /* an untraced argument is a break too */
+    /* fullgraph=True, or a call inside numdyn.error_on_graph_break(True)
+     * (trace_control.c): an untraced argument is a break too */
+    int strict = cf->fullgraph || nd__tls_break_errors == 1;
+    t->fullgraph += strict;
     PyObject *r = NULL, *alias = alias_proxies(t, args, n);
     if (!alias) goto done;
     for (; k < n; k++)
@@ -391,7 +394,7 @@ static PyObject *call_traced(NdCompiled *cf, nd_trace *t, PyObject *fn, PyObject
     }
     Py_DECREF(pairs);
 done:
-    t->fullgraph -= cf->fullgraph;
+    t->fullgraph -= strict;
     for (Py_ssize_t i = 0; i < k; i++) Py_DECREF(w[i]);
     if (w != small) PyMem_Free(w);
     Py_XDECREF(alias);

@@ -11,6 +11,12 @@ int nd__ctl_enabled = 1;
 int nd__ctl_stance = ND_STANCE_DEFAULT;
 static int ctl_error_on_recompile;      /* numdyn.config.error_on_recompile */
 _Thread_local int nd__tls_frozen;
+_Thread_local int nd__tls_break_errors = -1;
+/* numdyn.config.accumulated_recompile_limit: recompiles (programs past a
+ * function's first) allowed over all functions of the process; and how
+ * many happened */
+static long ctl_accumulated_limit = 256;
+static long ctl_recompiles;
 
 static PyObject *RecompileError;
 static PyObject *ConstraintViolationError;
@@ -231,10 +237,15 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
     /* past the limit, once warned: no recompile happens, so none is logged
      * or reported to guard_fail_fn (torch skips such a frame too), and the
      * miss reason is not worked out on every eager call */
+    int recompile = c->progs.n > 0;
+    /* torch's accumulated_recompile_limit: the recompiles of every
+     * function together; past it a function's unseen inputs run eagerly
+     * as past its own limit */
+    int accum = recompile && ctl_recompiles >= ctl_accumulated_limit;
+    if (accum && limit > c->progs.n) limit = c->progs.n;
     if (c->warned && c->progs.n >= limit && !ctl_error_on_recompile &&
         nd__ctl_stance != ND_STANCE_FAIL_ON_RECOMPILE)
         return eager();
-    int recompile = c->progs.n > 0;
     if (recompile || c->progs.n >= limit) {
         PyObject *guard = NULL, *why;
         why = recompile ? nd_programs_miss(&c->progs, args, nargsf, kwnames, c->spec_all, c->names,
@@ -278,7 +289,14 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
         if (rc == 0 && c->progs.n >= limit) {
             if (!c->warned) {
                 c->warned = 1;
-                PyObject *msg = PyUnicode_FromFormat(
+                PyObject *msg = accum
+                    ? PyUnicode_FromFormat(
+                          "numdyn: %U would recompile, but the process reached "
+                          "numdyn.config.accumulated_recompile_limit (%ld recompiles over all "
+                          "functions); %U. Inputs unlike earlier ones now run eagerly (plain "
+                          "NumPy). Raise numdyn.config.accumulated_recompile_limit, or mark the "
+                          "varying dims dynamic.", name, ctl_accumulated_limit, why)
+                    : PyUnicode_FromFormat(
                     "numdyn: %U reached its cache_size_limit (%ld programs); %U. Inputs unlike "
                     "earlier ones now run eagerly (plain NumPy). Raise numdyn.config.cache_size_limit "
                     "or compile(options={'cache_size_limit': n}), or mark the varying dims dynamic.",
@@ -297,6 +315,7 @@ int nd__ctl_admit(nd_ctl *c, PyObject *const *args, size_t nargsf, PyObject *kwn
     }
     i = nd_programs_add(&c->progs, h, args, nargsf, kwnames, c->spec_all);
     if (i < 0) return -1;
+    if (recompile) ctl_recompiles++;
     c->progs.e[i].calls = 1;
     *idx = i;
     return ND_ADMIT_COMPILE;
@@ -501,6 +520,15 @@ static PyObject *mod_config_set(PyObject *m, PyObject *args)
             return NULL;
         }
         nd_guard_config_limit = l;
+    } else if (!strcmp(name, "accumulated_recompile_limit")) {
+        long l = PyLong_AsLong(v);
+        if (l == -1 && PyErr_Occurred()) return NULL;
+        if (l < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "numdyn.config.accumulated_recompile_limit must be >= 0");
+            return NULL;
+        }
+        ctl_accumulated_limit = l;
     } else {
         PyErr_Format(PyExc_AttributeError, "numdyn.config: %s is not pushed to C", name);
         return NULL;
@@ -607,7 +635,35 @@ static PyObject *mod_trace_fresh(PyObject *m, PyObject *a)
     return nd_proxy_wrap(t, id, 0);
 }
 
+/* _break_errors(flag) -> the previous setting: numdyn.error_on_graph_break's
+ * region begins (flag True/False) or ends (the previous value, -1: none).
+ * A trace in progress (the region opened inside compiled code) raises at
+ * its breaks from here on as under fullgraph=True, or stops doing so for
+ * the region's own part; a call that starts tracing inside the region
+ * takes it (trace_compile.c). fullgraph=True itself is never turned off. */
+static PyObject *mod_break_errors(PyObject *m, PyObject *arg)
+{
+    int v = arg == Py_None ? -1 : PyObject_IsTrue(arg);
+    if (v == -1 && arg != Py_None) return NULL;
+    if (PyLong_Check(arg) && PyLong_AsLong(arg) == -1) v = -1;
+    int prev = nd__tls_break_errors;
+    nd__tls_break_errors = v;
+    nd_trace *t = nd_trace_current();
+    if (t) t->fullgraph += (v == 1) - (prev == 1);
+    return PyLong_FromLong(prev);
+}
+
+/* _recompiles() -> recompiles counted against accumulated_recompile_limit */
+static PyObject *mod_recompiles(PyObject *m, PyObject *unused)
+{
+    return PyLong_FromLong(ctl_recompiles);
+}
+
 static PyMethodDef ctl_functions[] = {
+    {"_break_errors", mod_break_errors, METH_O,
+     "_break_errors(flag) -> previous: numdyn.error_on_graph_break's region (-1: none)"},
+    {"_recompiles", mod_recompiles, METH_NOARGS,
+     "recompiles so far, over all functions (numdyn.config.accumulated_recompile_limit)"},
     {"_trace_fresh", mod_trace_fresh, METH_O,
      "_trace_fresh(a): a fresh ndarray made under a capture, as a traced value (a itself otherwise)"},
     {"_warning_shown", mod_warning_shown, METH_NOARGS,

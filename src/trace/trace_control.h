@@ -42,6 +42,9 @@ enum { ND_STANCE_DEFAULT, ND_STANCE_FORCE_EAGER, ND_STANCE_EAGER_ON_RECOMPILE,
 extern int nd__ctl_stance;
 /* numdyn.run(): only what is compiled already runs compiled (per thread) */
 extern _Thread_local int nd__tls_frozen;
+/* numdyn.error_on_graph_break(flag) in force on this thread: 1 graph breaks
+ * raise (as under fullgraph=True), 0 they do not, -1 no such region */
+extern _Thread_local int nd__tls_break_errors;
 
 /* NULL + exception on error. options: compile(options=...) or NULL. */
 nd_ctl *nd__ctl_new(PyObject *fn, PyObject *options, PyObject *dynamic,
