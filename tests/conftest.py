@@ -190,6 +190,10 @@ SLOW_FIRST = (
     "tests/test_fuzz_programs.py::test_fuzz_programs[native",                     # 9-26 s
     "tests/test_fuzz_programs.py::test_fuzz_programs_replayed[native",            # 17-24 s
     "tests/test_first_call.py::test_programs_give_numpys_answers_while_their_kernels_compile",  # 17 s
+    # session 27's loaded run (load ~13, ~4x the quiet times above):
+    # 138 s, and 25-37 s for each of test_loop_programs' parts
+    "tests/test_loops_extreme.py::test_max_min_of_float_slices_as_numpy",
+    "tests/test_loops_fuzz.py::test_loop_programs[",
     "tests/test_fusion_tall.py::test_tall_float32_against_exact",                 # 16 s
     "tests/test_fusion_tall.py::test_flags_left_on_pool_threads_are_not_the_kernels",  # 16 s
     "tests/test_fusion_rowstats.py::test_narrow_rows_oracle[native-16",           # 14-15 s
