@@ -364,10 +364,36 @@ template <class T> ND_FN nd_cx<T> nd_t_csinh(nd_cx<T> z)
 { return nd_t_cmk(sinh(z.re) * cos(z.im), z.im == 0 ? z.im : cosh(z.re) * sin(z.im)); }
 template <class T> ND_FN nd_cx<T> nd_t_ccosh(nd_cx<T> z)
 { return nd_t_cmk(cosh(z.re) * cos(z.im), z.im == 0 ? z.im : sinh(z.re) * sin(z.im)); }
+/* tanh as glibc's ctanh (NumPy's loop): C11 Annex G's special values
+ * (an infinite real part gives +-1 and a signed zero, a NaN with a zero
+ * imaginary part stays NaN + 0i, +-0 + i inf is +-0 + i NaN); past t = (max exponent - 1) ln2 / 2
+ * (354; float 44) sinh^2 overflows, so the real part is +-1 and the
+ * imaginary part 4 sin y cos y e^(-2|x|) in two steps, kept down to the
+ * subnormals; below it sinh ch / (sinh^2 + cos^2) with the tiny operands
+ * passed through. */
 template <class T> ND_FN nd_cx<T> nd_t_ctanh(nd_cx<T> z)
 {
-    if (fabs(z.re) > 354) return nd_t_cmk(copysign((T)1, z.re), copysign((T)0, sin(2 * z.im)));
-    T sh = sinh(z.re), ch = cosh(z.re), c = cos(z.im), s = sin(z.im), den = sh * sh + c * c;
+    const bool f32 = sizeof(T) == 4;
+    const T t = f32 ? (T)44 : (T)354, tiny = f32 ? (T)1.17549435e-38f : (T)2.2250738585072014e-308;
+    const T eps = f32 ? (T)1.1920929e-07f : (T)2.220446049250313e-16;
+    T x = z.re, y = z.im;
+    if (!isfinite(x) || !isfinite(y)) {
+        if (isinf(x))
+            return nd_t_cmk(copysign((T)1, x),
+                            isfinite(y) && fabs(y) > 1 ? copysign((T)0, sin(y) * cos(y)) : copysign((T)0, y));
+        if (y == 0) return z;
+        return nd_t_cmk(x == 0 ? x : (T)NAN, (T)NAN);   /* +-0 + i inf: C11's +-0 + i NaN */
+    }
+    T s = y, c = 1;
+    if (fabs(y) > tiny) { s = sin(y); c = cos(y); }
+    if (fabs(x) > t) {
+        T e2t = exp(2 * t), ax = fabs(x) - t, im = 4 * s * c / e2t;
+        im = ax > t ? im / e2t : im / exp(2 * ax);
+        return nd_t_cmk(copysign((T)1, x), im);
+    }
+    T sh = x, ch = 1;
+    if (fabs(x) > tiny) { sh = sinh(x); ch = cosh(x); }
+    T den = fabs(sh) > fabs(c) * eps ? sh * sh + c * c : c * c;
     return nd_t_cmk(sh * ch / den, s * c / den);
 }
 /* sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz) */

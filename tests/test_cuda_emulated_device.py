@@ -147,3 +147,24 @@ def test_suite_switch_runs_compiled_functions_on_cuda(fake, tmp_path):
                        text=True, timeout=300, cwd=str(tmp_path))
     assert r.returncode != 0 and "NUMDYN_TEST_BACKEND=cuda: no CUDA device" in r.stdout + r.stderr, \
         (r.stdout + r.stderr)[-3000:]
+
+
+# cases GPU run 12 (session 27, the suite on the CUDA backend) found: complex
+# tan/tanh's special values (C11 Annex G as glibc's ctanh: +-1 and a signed
+# zero for an infinite real part, +-0 + i NaN for +-0 + i inf, e^(-2|x|) kept
+# past sinh^2's overflow) and the "invalid" of a reduction's epilogue (a mean
+# of an empty slice divides 0 by 0: no flags on a GPU, the kernel tests it)
+GPU_FOUND = [f"tests/test_semantics_ufuncs.py::test_complex_transcendental_special_values[cuda-{f}-{dt}]"
+             for f in ("tan", "tanh") for dt in ("complex64", "complex128")] + \
+            [f"tests/test_semantics_reductions.py::test_mean_var_of_too_few_elements_warn_as_numpy[cuda-{k}]"
+             for k in range(8)]
+
+
+@NO_FAKE
+def test_cases_the_gpu_suite_run_found(fake):
+    env, _units, _prelude = fake
+    env = dict(env, NUMDYN_TEST_BACKEND="cuda")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *GPU_FOUND],
+                       env=env, capture_output=True, text=True, timeout=900, cwd=os.path.dirname(HERE))
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and f"{len(GPU_FOUND)} passed" in out, out[-6000:]

@@ -218,16 +218,38 @@ static void finite_of(nd_sb *sb, int t, const char *x)
  * that holds NaN or inf already costs nothing. (Not seen: a non-finite
  * intermediate whose result is finite again, conditions inside
  * reductions.) */
-static void flag_nonfinite(cctx *c)
+static int float_outputs(const cctx *c)
 {
     const nd_kernel *k = c->k;
-    nd_sb *sb = c->sb;
     int any = 0;
     for (int o = k->nin; o < k->nin + k->nout; o++) {
         int t = c->g->nodes[k->oval[o - k->nin]].dtype;
         any |= is_float(t) || nd_cg_is_complex(t);
     }
-    if (!any) return;
+    return any;
+}
+
+/* ") && !(every output finite)) nd_err |= ...": the test's second half */
+static void flag_if_outputs_nonfinite(cctx *c)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    nd_sb_puts(sb, ") && !(1");
+    for (int o = k->nin; o < k->nin + k->nout; o++) {
+        nd_id v = k->oval[o - k->nin];
+        char x[24];
+        snprintf(x, sizeof x, "v%d", (int)v);
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, c->g->nodes[v].dtype, x);
+    }
+    nd_sb_puts(sb, ")) nd_err |= ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | ND_ERR_FPE_INVALID;\n");
+}
+
+static void flag_nonfinite(cctx *c)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    if (!float_outputs(c)) return;
     nd_sb_puts(sb, "if ((1");
     for (int o = 0; o < k->nin; o++) {
         const nd_kop *op = &k->ops[o];
@@ -240,15 +262,8 @@ static void flag_nonfinite(cctx *c)
         nd_sb_puts(sb, " && ");
         finite_of(sb, t, x);
     }
-    nd_sb_puts(sb, " && nd_sfin_) && !(1");
-    for (int o = k->nin; o < k->nin + k->nout; o++) {
-        nd_id v = k->oval[o - k->nin];
-        char x[24];
-        snprintf(x, sizeof x, "v%d", (int)v);
-        nd_sb_puts(sb, " && ");
-        finite_of(sb, c->g->nodes[v].dtype, x);
-    }
-    nd_sb_puts(sb, ")) nd_err |= ND_ERR_FPE_DIV | ND_ERR_FPE_OVER | ND_ERR_FPE_INVALID;\n");
+    nd_sb_puts(sb, " && nd_sfin_");
+    flag_if_outputs_nonfinite(c);
 }
 
 /* whether every float scalar parameter is finite, once a kernel
@@ -706,6 +721,35 @@ static void red_means(cctx *c, const cred *rs, int n)
     }
 }
 
+/* flag_nonfinite for a reduction's epilogue: finite reduction results and
+ * scalar parameters giving a non-finite output (a mean of an empty slice
+ * divides 0 by a count of 0: NumPy's "invalid value encountered in
+ * divide"). Row values read from other operands are not tested: a NaN
+ * there costs a rerun by NumPy, not a missed warning. */
+static void flag_epilogue(cctx *c, const cred *rs, int n)
+{
+    const nd_kernel *k = c->k;
+    nd_sb *sb = c->sb;
+    if (!float_outputs(c)) return;
+    char x[24];
+    nd_sb_puts(sb, "if ((1");
+    for (int p = 0; p < n; p++) {
+        int t = c->g->nodes[rs[p].rid].dtype;
+        if (!is_float(t) && !nd_cg_is_complex(t)) continue;
+        snprintf(x, sizeof x, "v%d", (int)rs[p].rid);
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, t, x);
+    }
+    for (int j = 0; j < k->nscal; j++) {
+        int t = c->g->nodes[k->scal[j]].dtype;
+        if (!is_float(t) && !nd_cg_is_complex(t)) continue;
+        snprintf(x, sizeof x, "v%d", (int)k->scal[j]);
+        nd_sb_puts(sb, " && ");
+        finite_of(sb, t, x);
+    }
+    flag_if_outputs_nonfinite(c);
+}
+
 /* the row's results from acc<p>, its row values, its stores */
 static int red_outputs(cctx *c, const cred *rs, int n, uint32_t kept)
 {
@@ -721,6 +765,7 @@ static int red_outputs(cctx *c, const cred *rs, int n, uint32_t kept)
             nd_sb_printf(sb, "const %s v%d = v%d;\n", nd_cg_ctype(vn->dtype), (int)v, (int)vn->in[0]);
         else if (nd_cg_node(c->g, v, sb, &uses) < 0) return -1;
     }
+    flag_epilogue(c, rs, n);
     for (int o = k->nin; o < k->nin + k->nout; o++) store(c, o, k->oval[o - k->nin]);
     return 0;
 }
