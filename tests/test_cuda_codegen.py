@@ -424,20 +424,7 @@ def test_black_scholes_register_budget():
     blocks an SM): its float-condition checks are predicated ORs, not
     multiplied flags (with the scalars tested once a kernel, the multiplied
     form took 80 registers, three blocks)"""
-    def cnd(d):
-        k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
-        poly = k * (0.319381530 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978
-                                                                              + k * 1.330274429))))
-        w = 1.0 - 0.3989422804014327 * np.exp(-0.5 * d * d) * poly
-        return np.where(d < 0, 1.0 - w, w)
-
-    def black_scholes(S, K, T):
-        r, v = 0.02, 0.30
-        sqt = np.sqrt(T)
-        d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / (v * sqt)
-        d2 = d1 - v * sqt
-        disc = np.exp(-r * T)
-        return S * cnd(d1) - K * disc * cnd(d2), K * disc * cnd(-d2) - S * cnd(-d1)
+    from test_cuda_device import black_scholes   # the GPU tests' own (bench_cuda.py's form)
     S, K, T = (np.linspace(1, 2, 64, dtype=np.float32) + i for i in range(3))
     assert [k for k, _ in ndc.kernels(black_scholes, S, K, T)] == ["pointwise"]
     log, size = numdyn._C._cuda_compile(ndc.source(black_scholes, S, K, T), "sm_90", True)
