@@ -1048,6 +1048,58 @@ static PyObject *count_nonzero_impl(nd_trace *t, PyObject **argv)
 
 /* ------------------------------------------------------------ scans */
 
+/* ufunc.accumulate's axis as NumPy's PyUFunc_GenericReduction reads it:
+ * absent is axis 0 (no axis of a 0-d array), None every axis, a tuple its
+ * elements in order (each an integer, bools refused, in range), anything
+ * else one integer (0 or -1 name no axis of a 0-d array); then a 0-d array
+ * is a TypeError and anything but one axis a ValueError. */
+static int accumulate_axis(PyObject *axis, int ndim, int *ax)
+{
+    static const char nobool[] = "an integer is required";
+    Py_ssize_t naxes = 0;
+    *ax = 0;
+    if (!axis) {
+        naxes = ndim ? 1 : 0;
+    } else if (axis == Py_None) {
+        naxes = ndim;
+    } else if (PyTuple_Check(axis)) {
+        naxes = PyTuple_GET_SIZE(axis);
+        if (naxes > NPY_MAXDIMS) {
+            PyErr_SetString(PyExc_ValueError, "too many values for 'axis'");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < naxes; i++) {
+            PyObject *o = PyTuple_GET_ITEM(axis, i);
+            int a;
+            if ((!PyTuple_Check(o) && nd_shim_axis_bool_refused(o, nobool) < 0) ||
+                nd_shim_axis_conv(o, ndim, &a, ND_AXIS_INDEX) < 0)
+                return -1;
+            if (i == 0) *ax = a;
+        }
+    } else {
+        if (nd_shim_axis_bool_refused(axis, nobool) < 0) return -1;
+        naxes = 1;
+        if (ndim == 0) {
+            /* 0 and -1 are no axis there; another integer is out of range */
+            int a;
+            if (nd_shim_axis_conv(axis, 1, &a, ND_AXIS_INDEX) == 0) naxes = 0;
+            else if (PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+            else { PyErr_Clear(); return nd_shim_axis_conv(axis, 0, &a, ND_AXIS_INDEX); }
+        } else if (nd_shim_axis_conv(axis, ndim, ax, ND_AXIS_INDEX) < 0) {
+            return -1;
+        }
+    }
+    if (ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "cannot accumulate on a scalar");
+        return -1;
+    }
+    if (naxes != 1) {
+        PyErr_SetString(PyExc_ValueError, "accumulate does not allow multiple axes");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, PyObject *dtype,
                            PyObject *out, PyObject *oracle, const char *method, int axis_none_flat)
 {
@@ -1059,29 +1111,20 @@ static PyObject *scan_core(nd_trace *t, int uf, PyObject *aobj, PyObject *axis, 
     int res = o.res;
     nd_id x = a.id;
     int ax = 0;
-    /* cumsum & co: PyArray_AxisConverter; ufunc.accumulate: bools are
-     * "an integer is required" (in a tuple too) */
-    nd_axis_conv conv = axis_none_flat ? ND_AXIS_CONVERTER : ND_AXIS_INDEX;
-    if (!axis_none_flat && nd_shim_axis_bool_refused(axis, "an integer is required") < 0) return NULL;
-    if (!axis_none_flat && axis == Py_None) {
-        PyErr_SetString(PyExc_ValueError, "accumulate does not allow multiple axes");
-        return NULL;
-    }
-    if ((!axis || axis == Py_None) && axis_none_flat) {
+    /* cumsum & co: PyArray_AxisConverter, None the flattened array */
+    if (!axis_none_flat) {
+        if (accumulate_axis(axis, a.ndim, &ax) < 0) return NULL;
+    } else if (!axis || axis == Py_None) {
         npy_intp n = size_of(&a);
         if ((x = nd_shim_node_reshape(t, a.id, 1, &n)) == ND_NONE) return NULL;
     } else {
         if (a.ndim == 0) {
             /* NumPy accumulates a 0-d value as a 1-element 1-d array */
-            if (!axis_none_flat) {
-                PyErr_SetString(PyExc_ValueError, "cannot accumulate on a scalar");
-                return NULL;
-            }
             npy_intp one = 1;
-            if (nd_shim_axis_conv(axis, 1, &ax, conv) < 0 ||
+            if (nd_shim_axis_conv(axis, 1, &ax, ND_AXIS_CONVERTER) < 0 ||
                 (x = nd_shim_node_reshape(t, a.id, 1, &one)) == ND_NONE)
                 return NULL;
-        } else if (nd_shim_axis_conv(axis ? axis : Py_False, a.ndim, &ax, axis ? conv : ND_AXIS_INDEX) < 0) {
+        } else if (nd_shim_axis_conv(axis, a.ndim, &ax, ND_AXIS_CONVERTER) < 0) {
             return NULL;
         }
     }
