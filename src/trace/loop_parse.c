@@ -1533,6 +1533,25 @@ static Py_ssize_t tuple_store_size(PyObject *s)
     return m;
 }
 
+/* `t1 = t2 = ... = v` (a chained assignment): the number of targets when
+ * each is a subscript or a name, at most one a name, else 0. Two names
+ * would be bound to one object (an array value: aliases), which the
+ * region's per-name values cannot say: such a statement is refused. */
+static Py_ssize_t chain_store_size(PyObject *s)
+{
+    if (!IS(s, "Assign")) return 0;
+    PyObject *ts = attr(s, "targets");
+    Py_ssize_t m = ts ? PyList_GET_SIZE(ts) : 0, names = 0;
+    for (Py_ssize_t k = 0; m > 1 && k < PyList_GET_SIZE(ts); k++) {
+        PyObject *t = PyList_GET_ITEM(ts, k);
+        if (IS(t, "Name")) names++;
+        else if (!IS(t, "Subscript")) m = 0;
+    }
+    Py_XDECREF(ts);
+    PyErr_Clear();
+    return m > 1 && names <= 1 ? m : 0;
+}
+
 /* a name of the region's own for value k of statement s (prefix: its kind) */
 static int temp_var(pctx *c, PyObject *s, const char *prefix, Py_ssize_t k)
 {
@@ -1545,6 +1564,22 @@ static int temp_var(pctx *c, PyObject *s, const char *prefix, Py_ssize_t k)
     int tv = var_of(c, name);
     Py_DECREF(name);
     return tv;
+}
+
+/* target t (a subscript or a name) = the region's own name tv */
+static nd_ln *target_from(pctx *c, PyObject *t, int tv, int line)
+{
+    nd_ln *x = var_node(c, tv, line), *r = NULL;
+    if (!x) return NULL;
+    if (IS(t, "Subscript")) {
+        int av;
+        if ((r = elem(c, t, LK_STORE, &av))) c->ir->vflags[av] |= VF_STORED;
+    } else {
+        int nv;
+        if (assign_target(c, t, &nv) == 0 && (r = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) r->var = nv;
+    }
+    if (r) r->kid[0] = x;
+    return r;
 }
 
 /* Python evaluates the values left to right, then assigns the targets left
@@ -1567,24 +1602,32 @@ static int tuple_store(pctx *c, PyObject *s, Py_ssize_t m, nd_ln **out)
         out[k]->var = tmp[k] = tv;
         out[k]->kid[0] = x;
     }
-    for (Py_ssize_t k = 0; k < m; k++) {
-        PyObject *t = PyList_GET_ITEM(te, k);
-        nd_ln *x = var_node(c, tmp[k], line), *r = NULL;
-        if (!x) goto done;
-        if (IS(t, "Subscript")) {
-            int av;
-            if ((r = elem(c, t, LK_STORE, &av))) c->ir->vflags[av] |= VF_STORED;
-        } else {
-            int tv;
-            if (assign_target(c, t, &tv) == 0 && (r = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) r->var = tv;
-        }
-        if (!r) goto done;
-        r->kid[0] = x;
-        out[m + k] = r;
-    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (!(out[m + k] = target_from(c, PyList_GET_ITEM(te, k), tmp[k], line))) goto done;
     rc = 0;
 done:
     Py_XDECREF(ts); Py_XDECREF(v); Py_XDECREF(te); Py_XDECREF(ve);
+    return rc;
+}
+
+/* Python evaluates the value once, then assigns the targets left to right,
+ * each subscript when its turn comes: the value into a name of the
+ * region's own, then each target from it. out: 1 + m statements */
+static int chain_store(pctx *c, PyObject *s, Py_ssize_t m, nd_ln **out)
+{
+    int line = line_of(s), rc = -1;
+    PyObject *ts = attr(s, "targets"), *v = ts ? attr(s, "value") : NULL;
+    int tv = v ? temp_var(c, s, "chain", 0) : -1;
+    nd_ln *x = tv >= 0 ? expr(c, v) : NULL;
+    if (!x || !(out[0] = nd_lir_node(c->ir, LK_ASSIGN, line, 1))) goto done;
+    c->ir->vflags[tv] |= VF_ASSIGNED;
+    out[0]->var = tv;
+    out[0]->kid[0] = x;
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (!(out[1 + k] = target_from(c, PyList_GET_ITEM(ts, k), tv, line))) goto done;
+    rc = 0;
+done:
+    Py_XDECREF(ts); Py_XDECREF(v);
     return rc;
 }
 
@@ -1777,16 +1820,19 @@ static int block(pctx *c, PyObject *list, nd_ln ***out, int *nout)
     if (!n) return 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *s = PyList_GET_ITEM(list, k);
-        Py_ssize_t m = tuple_store_size(s);
+        Py_ssize_t m = tuple_store_size(s), mc = chain_store_size(s);
         if (!m) m = perm_store_size(s);
-        total += m ? 2 * m : 1;
+        total += m ? 2 * m : mc ? 1 + mc : 1;
     }
     if (!(*out = nd_lir_alloc(c->ir, sizeof(nd_ln *) * (size_t)total))) return -1;
     Py_ssize_t j = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *s = PyList_GET_ITEM(list, k);
-        Py_ssize_t m = tuple_store_size(s), mp = m ? 0 : perm_store_size(s);
-        if (m) {
+        Py_ssize_t m = tuple_store_size(s), mp = m ? 0 : perm_store_size(s), mc = chain_store_size(s);
+        if (mc) {
+            if (chain_store(c, s, mc, *out + j) < 0) return -1;
+            j += 1 + mc;
+        } else if (m) {
             if (tuple_store(c, s, m, *out + j) < 0) return -1;
             j += 2 * m;
         } else if (mp) {
