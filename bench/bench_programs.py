@@ -613,11 +613,22 @@ def measure(case, quick=False, budget=None, log=print):
     nd = fns.get("numdyn")
     floor = nd._floor_info_for(*args) if nd is not None and hasattr(nd, "_floor_info_for") else None
     loops = [i for i in (nd._loop_info() if hasattr(nd, "_loop_info") else []) if i.get("captured")]
+    # captured loops that Python ran (a type C does not compute in): the
+    # floor's "untraced" path is then the original function's own work, and
+    # its two estimates differ by noise alone
+    fell = [i["last_fallback"] for i in loops if i.get("last_fallback")]
+    if loops and len(fell) == len(loops):
+        notes.append(f"its captured loops ran by Python ({fell[0]})")
+        loops = []
     if floor and floor["path"] == "numpy" and loops:
         # its NumPy path is the function untraced with its captured loops as C
         row["floor"] = "untraced"
         notes.append(f"speed floor ran it untraced: NumPy calls as they are, its captured loops as C "
                      f"(numdyn's traced warm call: {format_time(floor['numdyn_s'])})")
+    elif floor and floor["path"] == "original" and not loops:
+        row["floor"] = "numpy"
+        notes.append(f"speed floor ran it as plain NumPy, the original function (numdyn's own warm "
+                     f"call: {format_time(floor['numdyn_s'])})")
     elif floor and floor["path"] == "original":
         # its captured loops' C lost to NumPy too: the original function ran
         row["floor"] = "numpy"
