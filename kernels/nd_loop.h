@@ -120,6 +120,9 @@ enum {
     /* np.concatenate((u, v, ...)) of 1-D arrays, np.array([x, y, ...]) of scalars: 1-D
        arrays (LK_CALL's kids: the parts, at most LCAT_MAX) */
     LF_NP_CONCATENATE, LF_NP_ARRAY,
+    /* np.flip(u) of a 1-D array: a 1-D array, reversed into a buffer (NumPy's
+       view is read before any store of the statement, as its temporary) */
+    LF_NP_FLIP,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N

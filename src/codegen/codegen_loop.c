@@ -1403,7 +1403,8 @@ done:
     return rc;
 }
 
-/* np.concatenate((u, v, ...)) of 1-D arrays / np.array([x, y, ...]) of
+/* np.concatenate((u, v, ...)) of 1-D arrays / np.flip(u) (its one part
+ * written back to front) / np.array([x, y, ...]) of
  * scalars, into a buffer before the loop, each element cast to the
  * result's type as NumPy casts it: the parts' scalars and slices in order
  * (as Python evaluates the tuple), then their elements */
@@ -1412,7 +1413,8 @@ static int vconcat(cg *g, vctx *vc, const nd_ln *e)
     int sl = vnew_slot(g, vc, e), bits;
     if (sl < 0) return no_type(g, e);
     if (vc->havelen && vc->nd != 1) return no_type(g, e);
-    int r = nd_lty_expr(g->T, e, g->assign, &bits), m = e->n, cat = e->aux == LF_NP_CONCATENATE;
+    int r = nd_lty_expr(g->T, e, g->assign, &bits), m = e->n, flip = e->aux == LF_NP_FLIP;
+    int cat = e->aux == LF_NP_CONCATENATE || flip;
     if (r < 0 || !(r & LT_VEC) || m > LCAT_MAX) return no_type(g, e);
     int te = r & ~LT_VEC;
     const char *T = ctype[te];
@@ -1451,7 +1453,8 @@ static int vconcat(cg *g, vctx *vc, const nd_ln *e)
         vloop_open(g, &iv[k]);
         if (velem(g, &iv[k], e->kid[k], &y) < 0) goto done;
         conv(g, c, sizeof c, &y, te);
-        line(g, "%s[o_ + %s] = %s;", w, iv[k].k, c);
+        if (flip) line(g, "%s[%s - 1 - %s] = %s;", w, tot, iv[k].k, c);
+        else line(g, "%s[o_ + %s] = %s;", w, iv[k].k, c);
         vloop_close(g, &iv[k]);
         line(g, "o_ += %s;", iv[k].len);
     }
@@ -1583,7 +1586,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
     case LK_CALL:
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
         if (e->aux == LF_NP_OUTER) return vouter(g, vc, e);
-        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return vconcat(g, vc, e);
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return vconcat(g, vc, e);
         /* fall through */
     case LK_BIN: case LK_CMP: case LK_UN:
         for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) return -1;

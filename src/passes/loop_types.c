@@ -64,7 +64,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
     {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
     {LF_NP_OUTER, "numpy", "outer"}, {LF_NP_CONCATENATE, "numpy", "concatenate"},
-    {LF_NP_ARRAY, "numpy", "array"},
+    {LF_NP_ARRAY, "numpy", "array"}, {LF_NP_FLIP, "numpy", "flip"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -505,12 +505,12 @@ int nd_lty_gather(const nd_ltyping *T, const nd_ln *e)
  * compute in), a 1-D array */
 static int cat_type(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
 {
-    int cat = e->aux == LF_NP_CONCATENATE, r = -1;
+    int cat = e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_FLIP, r = -1;
     for (int k = 0; k < e->n; k++) {
         int b, t = nd_lty_expr(T, e->kid[k], assign, &b);
         if (t < 0) return t;
         if (cat && (!(t & LT_VEC) || (t & LT_MAT)))
-            return why(T, e, "np.concatenate() of something that is not a 1-D array");
+            return why(T, e, "np.concatenate()/np.flip() of something that is not a 1-D array");
         if (!cat && (t & (LT_VEC | LT_MAT))) return why(T, e, "np.array() of arrays");
         if (!cat && t == LT_PYINT && b > 62) return why(T, e, "np.array() of a Python int that may not fit int64");
         r = k == 0 ? nd_lty_vop(LO_NOPS + e->aux, t, -1) : nd_lty_vop(LO_NOPS + e->aux, cat ? r : r & ~LT_VEC, t);
@@ -678,7 +678,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return LT_PYINT;
     }
     case LK_CALL: {
-        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return cat_type(T, e, assign, bits);
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return cat_type(T, e, assign, bits);
         int ta[2] = {LT_N, LT_N}, bs[2] = {0, 0}, vec = 0;
         for (int k = 0; k < e->n; k++) {
             if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
@@ -975,7 +975,7 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
             }
             return 0;
         }
-        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY) return 1;
+        if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return 1;
         if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
         for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
         return 0;

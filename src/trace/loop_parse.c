@@ -179,6 +179,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
     {"argmin", LF_NP_ARGMIN, LM_NUMPY}, {"outer", LF_NP_OUTER, LM_NUMPY},
     {"concatenate", LF_NP_CONCATENATE, LM_NUMPY}, {"array", LF_NP_ARRAY, LM_NUMPY},
+    {"flip", LF_NP_FLIP, LM_NUMPY},
     {"bool_", LF_NP_CAST + LT_B1, LM_NUMPY}, {"int8", LF_NP_CAST + LT_I1, LM_NUMPY},
     {"int16", LF_NP_CAST + LT_I2, LM_NUMPY}, {"int32", LF_NP_CAST + LT_I4, LM_NUMPY},
     {"int64", LF_NP_CAST + LT_I8, LM_NUMPY}, {"uint8", LF_NP_CAST + LT_U1, LM_NUMPY},
