@@ -207,8 +207,10 @@ ND_INLINE float NAME(float x) \
     float r = RAW(nd_bsel_f(nan, 1.0f, x * nd_bsel_f(big, 0x1p-64f, 1.0f))); \
     return nd_bsel_f(nan, x, r + nd_bsel_f(big, 44.3614196f, 0.0f)); \
 }
-ND_DECL1D(sin) ND_DECL1F35(sin)
-ND_DECL1D(cos) ND_DECL1F35(cos) ND_DECL1F35(tan) ND_DECL1F35(asin) ND_DECL1F35(acos)
+/* sin, cos (and float32 tan, arcsin, arccos): SLEEF's, a NaN passed by
+ * (ND_PASSED below) */
+ND_DECL1RD(sin) ND_DECL1RF35(sin)
+ND_DECL1RD(cos) ND_DECL1RF35(cos) ND_DECL1RF35(tan) ND_DECL1RF35(asin) ND_DECL1RF35(acos)
 /* float64 tan, arcsin, arccos: SLEEF's 3.5-ULP forms with AVX-512 (NumPy's
  * SVML loops there run 1.2-1.4x slower than those, 1.5x faster than the
  * 1-ULP ones); elsewhere its 1-ULP forms (within 1 ULP, 2.7 for the 3.5-ULP
@@ -337,6 +339,26 @@ ND_BSEL(double, d, uint64_t)
 ND_BSEL(float, f, uint32_t)
 ND_LOGF_SCALED(nd_logf, nd_v35r_logf)
 ND_LOGF_SCALED(nd_v_logf, nd_v10r_logf)
+/* SLEEF's vector sin and cos (float32 tan, asin, acos too) raise
+ * "invalid" for a NaN operand (their range reduction's compares), and its
+ * float32 tan "divide by zero" for +-0, where NumPy's loops raise nothing:
+ * the flag had NumPy rerun every graph taking them of data holding a NaN
+ * (or a zero: np.tan(np.linspace(0, 1, n, dtype=np.float32))), counter
+ * errstate_reruns. Those lanes (PASS, compared quietly: == and !=)
+ * compute on 0.5 and return the operand itself. */
+#define ND_PASSED(T, S, NAME, RAW, PASS) \
+ND_INLINE T NAME(T x) \
+{ \
+    int pass = PASS; \
+    return nd_bsel_##S(pass, x, RAW(nd_bsel_##S(pass, (T)0.5, x))); \
+}
+ND_PASSED(double, d, nd_sin, nd_v_sin, x != x)
+ND_PASSED(double, d, nd_cos, nd_v_cos, x != x)
+ND_PASSED(float, f, nd_sinf, nd_v_sinf, x != x)
+ND_PASSED(float, f, nd_cosf, nd_v_cosf, x != x)
+ND_PASSED(float, f, nd_tanf, nd_v_tanf, (x != x) | (x == 0))
+ND_PASSED(float, f, nd_asinf, nd_v_asinf, x != x)
+ND_PASSED(float, f, nd_acosf, nd_v_acosf, x != x)
 /* c ? a : b as one blend (nd_bsel's and/andnot/or are three instructions
  * a vector), for arms GCC computes anyway: no call, division or square
  * root feeding one arm only (GCC does not speculate those, the loop would

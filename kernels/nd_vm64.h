@@ -145,12 +145,21 @@ ND_INLINE double nd_logb_cm(double u, double cor, const int withcor, const int b
     ND_VM_LOG_FINISH(double, ND_VM_C1, __builtin_fma, ND_VM_CTB, base, kd, r, lm, res);
     return res;
 }
+/* lo <= x's bits < hi, one unsigned compare. The special lanes are chosen
+ * by bits: GCC vectorizes __builtin_isgreater/isless as signaling compares
+ * (vcmpnltpd), and the "invalid" a NaN lane raised had NumPy rerun every
+ * graph taking a log of data holding a NaN (counter errstate_reruns). */
+ND_INLINE int nd_bits_in_d(double x, uint64_t lo, uint64_t hi) { return nd_d2b(x) - lo < hi - lo; }
+#define ND_B_PINF 0x7ff0000000000000ull   /* +inf; -inf is ND_B_PINF | ND_B_SIGN */
+#define ND_B_SIGN 0x8000000000000000ull
+#define ND_B_ONE 0x3ff0000000000000ull
 ND_INLINE double nd_logb_c(double x, const int base)
 {
-    int ok = __builtin_isgreater(x, 0.0) & __builtin_isless(x, ND_INF_D);
+    int ok = nd_bits_in_d(x, 1, ND_B_PINF);                               /* 0 < x < inf */
+    int neg = nd_bits_in_d(x, ND_B_SIGN + 1, (ND_B_SIGN | ND_B_PINF) + 1); /* -inf <= x < 0 */
     double res = nd_logb_cm(nd_bsel_d(ok, x, 1.0), 0.0, 0, base);
     /* 0: -inf; below 0: NaN with "invalid" (from that lane's operand only); +inf, NaN: x */
-    double sp = nd_bsel_d(x == 0, -ND_INF_D, nd_bsel_d(__builtin_isless(x, 0.0), nd_nan_where_d(__builtin_isless(x, 0.0)), x));
+    double sp = nd_bsel_d(x == 0, -ND_INF_D, nd_bsel_d(neg, nd_nan_where_d(neg), x));
     return nd_bsel_d(ok, res, sp);
 }
 /* log1p: log(u + cor), u = 1 + x and its rounding error (exact: x > -1,
@@ -160,13 +169,14 @@ ND_INLINE double nd_logb_c(double x, const int base)
  * SLEEF's 1-ULP log and Kahan's division (2 ULP of NumPy's) ran slower. */
 ND_INLINE double nd_log1p(double x)
 {
-    int ok = __builtin_isgreater(x, -1.0) & __builtin_isless(x, ND_INF_D);
+    /* -1 < x < inf; x < -1 (-inf too) */
+    int ok = nd_bits_in_d(x, 0, ND_B_PINF) | nd_bits_in_d(x, ND_B_SIGN, ND_B_SIGN | ND_B_ONE);
+    int below = nd_bits_in_d(x, (ND_B_SIGN | ND_B_ONE) + 1, (ND_B_SIGN | ND_B_PINF) + 1);
     double xs = nd_bsel_d(ok, x, 0.0);
     double u = 1.0 + xs;
     double res = nd_logb_cm(u, xs - (u - 1.0), 1, 0);
-    res = nd_bsel_d(__builtin_isless(__builtin_fabs(x), 0x1p-54), x, res);
-    double sp = nd_bsel_d(x == -1.0, -ND_INF_D,
-                          nd_bsel_d(__builtin_isless(x, -1.0), nd_nan_where_d(__builtin_isless(x, -1.0)), x));
+    res = nd_bsel_d((nd_d2b(x) & ~ND_B_SIGN) < nd_d2b(0x1p-54), x, res);
+    double sp = nd_bsel_d(x == -1.0, -ND_INF_D, nd_bsel_d(below, nd_nan_where_d(below), x));
     return nd_bsel_d(ok, res, sp);
 }
 ND_INLINE double nd_log(double x) { return nd_logb_c(x, 0); }
