@@ -43,6 +43,15 @@ def captured(cf, n=1):
     return info
 
 
+def captured_close(fn, *args, rtol=1e-12):
+    """fn's compiled call gives the plain call's results (to rtol) with its
+    one loop captured"""
+    exp, got, _, _, cf = run_both(fn, *args)
+    for x, y in zip(exp if isinstance(exp, tuple) else (exp,), got if isinstance(got, tuple) else (got,)):
+        np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=rtol)
+    return captured(cf)
+
+
 def sum_sq(a):
     s = 0.0
     for i in range(a.shape[0]):

@@ -1167,6 +1167,30 @@ static nd_ln *assign_node(pctx *c, PyObject *target, nd_ln *value, int line)
     return r;
 }
 
+/* range(lo, hi, 1) -> range(hi - 1, lo - 1, -1) and range(lo, hi, -1) ->
+ * range(hi + 1, lo + 1, 1): the same values in reverse order, also when
+ * empty (lo, hi evaluated in the loop's head, as range() evaluates them;
+ * they are plain expressions). Other steps: the last value needs the
+ * length, not done. */
+static int reverse_range(pctx *c, int line, PyObject *node, nd_ln **r)
+{
+    nd_ln *st = r[2];
+    if (st->kind != LK_CONST || st->aux != LT_PYINT || (st->i != 1 && st->i != -1)) {
+        refuse(c, node, "reversed(range()) with a step other than 1 or -1");
+        return -1;
+    }
+    int d = (int)st->i;
+    nd_ln *lo = nd_lir_node(c->ir, LK_BIN, line, 2), *hi = nd_lir_node(c->ir, LK_BIN, line, 2);
+    nd_ln *one0 = const_node(c, line, LT_PYINT, 1, 0), *one1 = const_node(c, line, LT_PYINT, 1, 0);
+    nd_ln *nst = const_node(c, line, LT_PYINT, -d, 0);
+    if (!lo || !hi || !one0 || !one1 || !nst) return -1;
+    lo->op = hi->op = d == 1 ? LO_SUB : LO_ADD;
+    lo->kid[0] = r[1]; lo->kid[1] = one0;     /* the new start: hi -+ 1 */
+    hi->kid[0] = r[0]; hi->kid[1] = one1;     /* the new stop: lo -+ 1 */
+    r[0] = lo; r[1] = hi; r[2] = nst;
+    return 0;
+}
+
 /* one iterable of a for loop's head: range(...) or an array name */
 typedef struct { PyObject *target; int arr; nd_ln *rng[3]; } forpart;
 
@@ -1182,8 +1206,20 @@ static int for_part(pctx *c, PyObject *it, PyObject *target, PyObject *node, int
         Py_DECREF(args);
         return rc;
     }
+    if ((args = builtin_call(c, it, "reversed", LB_REVERSED, node, &err))) {
+        PyObject *ra = PyList_GET_SIZE(args) == 1 ? builtin_call(c, PyList_GET_ITEM(args, 0), "range", LB_RANGE, node, &err) : NULL;
+        Py_DECREF(args);
+        if (!ra) {
+            if (!err) refuse(c, node, "reversed() of something other than range()");
+            return -1;
+        }
+        int rc = range_nodes(c, ra, line, node, p->rng);
+        Py_DECREF(ra);
+        return rc < 0 ? -1 : reverse_range(c, line, node, p->rng);
+    }
+    if (err) return -1;
     if (!IS(it, "Name")) {
-        refuse(c, node, "a for loop over something other than range(), an array name, enumerate() or zip()");
+        refuse(c, node, "a for loop over something other than range(), reversed(range()), an array name, enumerate() or zip()");
         return -1;
     }
     int av = array_var(c, it);
