@@ -177,7 +177,15 @@ __attribute__((weak)) float nd_ovf_f = 0x1p127f;
 #define ND_DECL1RF35(nm) \
     ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float) __asm__(#nm "f_u35"); \
     ND_U35S(nm##f, float, (float x), (x))
-ND_DECL2(pow)
+/* the raw SLEEF functions of two operands (NaN passed by below) */
+#define ND_DECL2RD(nm) \
+    ND_VM __attribute__((const, nothrow)) double nd_v_##nm(double, double) __asm__(#nm);
+#define ND_DECL2RF(nm) \
+    ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float, float) __asm__(#nm "f");
+#define ND_DECL2RF35(nm) \
+    ND_VM __attribute__((const, nothrow)) float nd_v_##nm##f(float, float) __asm__(#nm "f_u35"); \
+    ND_U35S(nm##f, float, (float x, float y), (x, y))
+ND_DECL2RD(pow) ND_DECL2RF(pow)
 #if !ND_ZV
 /* SLEEF's float32 exp2 raises "invalid" (its exponent's conversion)
  * below -256, where the result is 0 and NumPy raises no such flag: the
@@ -225,8 +233,8 @@ ND_DECL1F35(atan)
 #if ND_ZV
 ND_DECL1D35(atan)   /* elsewhere float64: nd_vm64_trig.h */
 #endif
-ND_DECL2F35(atan2)   /* float64: nd_vm64_trig.h */
-ND_DECL2D(hypot) ND_DECL2F35(hypot)
+ND_DECL2RF35(atan2)   /* float64: nd_vm64_trig.h */
+ND_DECL2RD(hypot) ND_DECL2RF35(hypot)
 /* float32 log2, log10: nd_vm32.h */
 
 /* --------------------------------------------------- float helpers */
@@ -239,6 +247,9 @@ ND_INLINE T nd_divmod_##S(T a, T b, T *modp) \
     T mod = FMOD(a, b), div, fdiv; \
     if (!b) { *modp = mod; return a / b; } \
     div = (a - mod) / b; \
+    /* NaN (then mod is NaN too) by itself: the compares below would raise \
+     * "invalid" for it, NumPy's npy_divmod (isless/isgreater) does not */ \
+    if (div != div) { *modp = mod; return div; } \
     if (mod) { if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; } } \
     else mod = COPYSIGN((T)0, b); \
     if (div) { fdiv = FLOOR(div); if (div - fdiv > (T)0.5) fdiv += (T)1; } \
@@ -313,10 +324,21 @@ ND_INLINE T nd_ckdiv_##S(T x, T y, int *e) \
     *e |= (y == 0) * (ND_ERR_FPE_DIV | ND_ERR_FPE_INVALID); \
     return x / y; \
 } \
+/* +-inf by the bits: isinf, and fabs(x) == inf, which GCC turns into an \
+ * ordered compare, raise "invalid" for a NaN (signaling when vectorized) */ \
+ND_INLINE int nd_ckisinf_##S(T x) \
+{ \
+    U xb, ib; \
+    T inf = (T)INFINITY; \
+    memcpy(&xb, &x, sizeof xb); \
+    memcpy(&ib, &inf, sizeof ib); \
+    return (U)(xb << 1) == (U)(ib << 1); \
+} \
 ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \
 { \
+    int ri = nd_ckisinf_##S(r), xi = nd_ckisinf_##S(x), yi = nd_ckisinf_##S(y); \
     *e |= (r != r && x == x && y == y ? ND_ERR_FPE_INVALID : 0) | \
-          (isinf(r) && !isinf(x) && !isinf(y) ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
+          (ri && !xi && !yi ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
     return r; \
 }
 ND_FPCHK(double, d, uint64_t)
@@ -359,6 +381,24 @@ ND_PASSED(float, f, nd_cosf, nd_v_cosf, x != x)
 ND_PASSED(float, f, nd_tanf, nd_v_tanf, (x != x) | (x == 0))
 ND_PASSED(float, f, nd_asinf, nd_v_asinf, x != x)
 ND_PASSED(float, f, nd_acosf, nd_v_acosf, x != x)
+/* SLEEF's pow, hypot and float32 atan2 raise "invalid" for a NaN operand
+ * too: NaN lanes compute on 0.5 and give C99's value (pow(1, NaN) and
+ * pow(NaN, 0) are 1, hypot(+-inf, NaN) is inf, otherwise a NaN) */
+#define ND_PASSED2(T, S, NAME, RAW, SPECIAL) \
+ND_INLINE T NAME(T x, T y) \
+{ \
+    int pass = (x != x) | (y != y); \
+    T r = RAW(nd_bsel_##S(pass, (T)0.5, x), nd_bsel_##S(pass, (T)0.5, y)); \
+    return nd_bsel_##S(pass, SPECIAL, r); \
+}
+#define ND_POW_NAN(T, S) nd_bsel_##S((x == (T)1) | (y == (T)0), (T)1, x + y)
+#define ND_HYPOT_NAN(T, S) \
+    nd_bsel_##S((__builtin_fabs(x) == (T)INFINITY) | (__builtin_fabs(y) == (T)INFINITY), (T)INFINITY, x + y)
+ND_PASSED2(double, d, nd_pow, nd_v_pow, ND_POW_NAN(double, d))
+ND_PASSED2(float, f, nd_powf, nd_v_powf, ND_POW_NAN(float, f))
+ND_PASSED2(double, d, nd_hypot, nd_v_hypot, ND_HYPOT_NAN(double, d))
+ND_PASSED2(float, f, nd_hypotf, nd_v_hypotf, ND_HYPOT_NAN(float, f))
+ND_PASSED2(float, f, nd_atan2f, nd_v_atan2f, x + y)
 /* c ? a : b as one blend (nd_bsel's and/andnot/or are three instructions
  * a vector), for arms GCC computes anyway: no call, division or square
  * root feeding one arm only (GCC does not speculate those, the loop would

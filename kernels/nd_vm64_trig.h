@@ -148,8 +148,13 @@ ND_INLINE double nd_vt_cmin(double a, double b) { return nd_bsel_d(__builtin_isl
  * (n/d a division: "underflow" where it underflows, as NumPy, and n
  * raised to d 2^-80 where B is not 0: below B's last bit); a zero n or
  * an infinite d as B, both infinite +-pi/4 or +-3pi/4, NaN y + x */
-ND_INLINE double nd_atan2(double y, double x)
+ND_INLINE double nd_atan2(double y0, double x0)
 {
+    /* a NaN lane computes on 1 and gives y + x: the compares below are
+     * ordered ones, which GCC vectorizes as signaling (vcmpnltpd), and the
+     * "invalid" they raised for a NaN had NumPy rerun the graph */
+    int nan = (y0 != y0) | (x0 != x0);
+    double y = nd_bsel_d(nan, 1.0, y0), x = nd_bsel_d(nan, 1.0, x0);
     double ay = __builtin_fabs(y), ax = __builtin_fabs(x);
     int swap = __builtin_isgreater(ay, ax), neg = (int)(nd_d2b(x) >> 63);
     double n = nd_bsel_d(swap, ax, ay), d = nd_bsel_d(swap, ay, ax);
@@ -172,7 +177,7 @@ ND_INLINE double nd_atan2(double y, double x)
     double sp = bhi + __builtin_fma(sg, nd_bsel_d(tiny, z, 0.0), blo);
     sp = nd_bsel_d(n == ND_INF_D, nd_bsel_d(neg, 0x1.2d97c7f3321d2p+1, 0x1.921fb54442d18p-1), sp);
     res = __builtin_copysign(nd_bsel_d(ok, res, sp), y);
-    return nd_bsel_d(__builtin_isunordered(y, x), y + x, res);
+    return nd_bsel_d(nan, y0 + x0, res);
 }
 #endif
 

@@ -300,7 +300,10 @@ static int may_flag_invalid(nd_graph *g, nd_id id)
         for (int j = 0; j < (n->op == ND_OP_UFUNC ? nin : 1) && j < ND_MAXIN; j++)
             if (PyTypeNum_ISFLOAT(n->in_dtype[j]) || PyTypeNum_ISCOMPLEX(n->in_dtype[j])) inexact = 1;
         if (!inexact) return 0;
-        if (n->op == ND_OP_SCAN) return 1;
+        /* a running max/min only compares (NumPy flags no NaN there) */
+        if (n->op == ND_OP_SCAN)
+            return !(n->sub == ND_UF_MAXIMUM || n->sub == ND_UF_MINIMUM || n->sub == ND_UF_FMAX ||
+                     n->sub == ND_UF_FMIN);
         switch (n->sub) {
         case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS: case ND_UF_LESS_EQUAL:
         case ND_UF_EQUAL: case ND_UF_NOT_EQUAL: case ND_UF_MAXIMUM: case ND_UF_MINIMUM:
