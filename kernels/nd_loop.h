@@ -114,7 +114,8 @@ enum {
     LF_NP_ISINF, LF_NP_ISFINITE, LF_NP_LOG1P, LF_NP_EXPM1,
     LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
     /* reductions of 1-D arrays to a NumPy scalar */
-    LF_NP_DOT, LF_NP_SUM, LF_NP_MATMUL, LF_NP_MAX, LF_NP_MIN, LF_NP_ARGMAX, LF_NP_ARGMIN,
+    LF_NP_DOT, LF_NP_SUM, LF_NP_MEAN, LF_NP_NORM, LF_NP_MATMUL, LF_NP_MAX, LF_NP_MIN, LF_NP_ARGMAX,
+    LF_NP_ARGMIN,
     /* np.outer(u, v) of 1-D arrays: a 2-D array */
     LF_NP_OUTER,
     /* np.concatenate((u, v, ...)) of 1-D arrays, np.array([x, y, ...]) of scalars: 1-D

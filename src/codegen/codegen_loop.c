@@ -1695,12 +1695,17 @@ static int scratch(cg *g, const nd_ln *e, const char *ct, const char *n, char *n
 /* ------------------------------------------------------- reductions */
 /* np.dot(u, v) / np.sum(v) of 1-D arrays, as NumPy computes them: float
  * sums pairwise (bit for bit), dot products in order (BLAS's order differs
- * in the last bits), integers wrapping in the result type */
+ * in the last bits), integers wrapping in the result type. np.mean(v) of
+ * floats: the pairwise sum divided by the count in float64, then cast
+ * (NumPy divides by an intp count: a float32 sum promotes to float64); an
+ * empty one warns in NumPy: Python runs it. np.linalg.norm(v) of floats:
+ * sqrt(v . v), NumPy's own formula for a 1-D array */
 static int reduction(cg *g, const nd_ln *e, int r, cv *out)
 {
     vctx *vc = PyMem_Calloc(1, sizeof(vctx));
     if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
     int rc = -1, dot = e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL;
+    int mean = e->aux == LF_NP_MEAN, norm = e->aux == LF_NP_NORM;
     const char *R = ctype[r];
     for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) goto done;
     if (!vc->havelen) { rc = no_type(g, e); goto done; }
@@ -1708,6 +1713,10 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
     line(g, "%s %s = 0;", R, out->s);
     line(g, "{");
     g->ind++;
+    if (mean) {
+        line(g, "if (NDL_UNLIKELY(%s == 0))", vc->size);
+        g->ind++; deopt(g); g->ind--;
+    }
     int fn = e->aux;
     if (fn >= LF_NP_MAX && fn <= LF_NP_ARGMIN) {
         /* NumPy's: the first NaN wins; else the later of equal maxima
@@ -1830,7 +1839,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         goto done;
     }
     if (ISF(r)) flags_clear(g);
-    if (!dot && ISF(r)) {
+    if (!dot && !norm && ISF(r)) {
         char w[16];
         if (scratch(g, e, R, vc->size, w) < 0) goto done;
         vloop_open(g, vc);
@@ -1850,15 +1859,20 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         /* np.dot of two slices of the result's type: one vectorized helper */
         line(g, "%s = ndl_dot2_%s(%s, %s, %s, %s, %s);", out->s, r == LT_F8 ? "d" : "f", vc->slot[0].p,
              vc->slot[0].st, vc->slot[1].p, vc->slot[1].st, vc->len);
+    } else if (norm && vc->n == 1 && vc->slot[0].slice == 1 && vc->slot[0].e == e->kid[0] &&
+               (nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC) == r) {
+        line(g, "%s = ndl_dot2_%s(%s, %s, %s, %s, %s);", out->s, r == LT_F8 ? "d" : "f", vc->slot[0].p,
+             vc->slot[0].st, vc->slot[0].p, vc->slot[0].st, vc->len);
     } else {
 
         vloop_open(g, vc);
         cv x, y;
         if (velem(g, vc, e->kid[0], &x) < 0) goto done;
         if (dot && velem(g, vc, e->kid[1], &y) < 0) goto done;
+        if (norm) y = x;
         if (r == LT_B1)
             line(g, "%s |= (uint8_t)((%s != 0) & %s);", out->s, x.s, dot ? y.s : "1");
-        else if (ISF(r))   /* from +0.0 as BLAS; one element: its product (-0.0 kept) */
+        else if (ISF(r) && (dot || norm))   /* from +0.0 as BLAS; one element: its product (-0.0 kept) */
             line(g, "%s = %s == 1 ? (%s)%s * (%s)%s : %s + (%s)%s * (%s)%s;", out->s, vc->len, R, x.s, R, y.s,
                  out->s, R, x.s, R, y.s);
         else if (dot)   /* integers wrap (unsigned arithmetic: no UB) */
@@ -1867,6 +1881,8 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
             line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s);
         vloop_close(g, vc);
     }
+    if (norm) line(g, "%s = %s(%s);", out->s, r == LT_F4 ? "sqrtf" : "sqrt", out->s);
+    if (mean) line(g, "%s = (%s)((double)%s / (double)%s);", out->s, R, out->s, vc->size);
     if (ISF(r)) flags_check(g);
     g->ind--;
     line(g, "}");

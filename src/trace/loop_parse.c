@@ -175,6 +175,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
+    {"mean", LF_NP_MEAN, LM_NUMPY},
     {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
     {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
     {"argmin", LF_NP_ARGMIN, LM_NUMPY}, {"outer", LF_NP_OUTER, LM_NUMPY},
@@ -372,7 +373,7 @@ static nd_ln *elem(pctx *c, PyObject *e, int kindv, int *arr)
 
 /* x.sum(), x.max(), ..., x.dot(y): the reductions np.sum(x), np.dot(x, y) */
 static const struct { const char *name; int fn; } methods[] = {
-    {"sum", LF_NP_SUM}, {"max", LF_NP_MAX}, {"min", LF_NP_MIN}, {"argmax", LF_NP_ARGMAX},
+    {"sum", LF_NP_SUM}, {"mean", LF_NP_MEAN}, {"max", LF_NP_MAX}, {"min", LF_NP_MIN}, {"argmax", LF_NP_ARGMAX},
     {"argmin", LF_NP_ARGMIN}, {"dot", LF_NP_DOT}, {NULL, 0}};
 
 static int is_reduction_method(const char *name, Py_ssize_t nargs)
@@ -840,6 +841,18 @@ static nd_ln *call(pctx *c, PyObject *e)
             else if (id && !PyErr_Occurred() && !c->reason)
                 c->reason = PyUnicode_FromFormat("a call of %U.%U() at line %d", id, an, line);
             Py_XDECREF(id);
+        } else if (na == 1 && IS(mv, "Attribute") && PyUnicode_CompareWithASCIIString(an, "norm") == 0) {
+            /* np.linalg.norm(v): the 2-norm of a 1-D float array (typing) */
+            PyObject *ln = attr(mv, "attr"), *nv = ln ? attr(mv, "value") : NULL;
+            PyObject *id = nv && IS(nv, "Name") ? attr(nv, "id") : NULL;
+            const char *ms = id ? PyUnicode_AsUTF8(id) : NULL;
+            if (ms && mod_of(ms) == LM_NUMPY && PyUnicode_CompareWithASCIIString(ln, "linalg") == 0) {
+                fn = LF_NP_NORM;
+                v = special_var(c, id, VF_MODULE, LM_NUMPY, e);
+            } else if (!PyErr_Occurred()) {
+                refuse(c, e, "a call of a function of a module other than math and numpy");
+            }
+            Py_XDECREF(ln); Py_XDECREF(nv); Py_XDECREF(id);
         } else if (!PyErr_Occurred()) {
             const char *as = PyUnicode_AsUTF8(an);
             if (as && is_reduction_method(as, na)) {
