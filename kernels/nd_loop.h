@@ -112,7 +112,7 @@ enum {
     LF_NP_ARCTAN, LF_NP_ARCSIN, LF_NP_ARCCOS, LF_NP_SINH, LF_NP_COSH, LF_NP_TANH, LF_NP_FABS,
     LF_NP_FLOOR, LF_NP_CEIL, LF_NP_TRUNC, LF_NP_ARCTAN2, LF_NP_HYPOT, LF_NP_POWER, LF_NP_ISNAN,
     LF_NP_ISINF, LF_NP_ISFINITE, LF_NP_LOG1P, LF_NP_EXPM1,
-    LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SQUARE,
+    LF_NP_ABS, LF_NP_MINIMUM, LF_NP_MAXIMUM, LF_NP_SIGN, LF_NP_SQUARE,
     /* reductions of 1-D arrays to a NumPy scalar */
     LF_NP_DOT, LF_NP_SUM, LF_NP_MEAN, LF_NP_NORM, LF_NP_MATMUL, LF_NP_MAX, LF_NP_MIN, LF_NP_ARGMAX,
     LF_NP_ARGMIN,
@@ -197,6 +197,23 @@ static inline int64_t ndl_f2i(double x) { return __builtin_ia32_cvttsd2si64((ndl
 #else
 static inline int64_t ndl_f2i(double x) { return fabs(x) < 9223372036854775808.0 ? (int64_t)x : INT64_MIN; }
 #endif
+/* np.sign of a float: NumPy's x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x (the
+ * NaN itself), by the bits: no compare that could flag 'invalid' for a NaN
+ * lane when GCC vectorizes it (np.sign raises no warning for NaN) */
+static inline double ndl_sign_d(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    uint64_t m = u & 0x7fffffffffffffffull;
+    return m > 0x7ff0000000000000ull ? x : m == 0 ? 0.0 : (u >> 63) ? -1.0 : 1.0;
+}
+static inline float ndl_sign_f(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t m = u & 0x7fffffffu;
+    return m > 0x7f800000u ? x : m == 0 ? 0.0f : (u >> 31) ? -1.0f : 1.0f;
+}
 
 /* a Python float as a float32 operand: NumPy's cast, which reports a finite
  * value past float32's range as an overflow (a flag the runner tests) */

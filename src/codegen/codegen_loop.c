@@ -627,6 +627,7 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
             else if (fn == LF_NP_SQUARE) line(g, "  %s = x_ * x_;", out->s);
             else if (fn == LF_NP_MINIMUM) line(g, "  %s = nd_min_%s(x_, y_);", out->s, sfx[r]);
             else if (fn == LF_NP_MAXIMUM) line(g, "  %s = nd_max_%s(x_, y_);", out->s, sfx[r]);
+            else if (fn == LF_NP_SIGN) { line(g, "  %s = ndl_sign_%s(x_); }", out->s, s32[0] ? "f" : "d"); return 0; }
             else if (f) line(g, "  %s = %s%s(x_%s);", out->s, f, s32, b ? ", y_" : "");
             else return no_type(g, e);
             if (g->vec) { line(g, "}"); return 0; }
@@ -650,6 +651,11 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
                 return 0;
             case LF_NP_MINIMUM: decl(g, out, r, "(%s < %s ? %s : %s)", x, y, x, y); return 0;
             case LF_NP_MAXIMUM: decl(g, out, r, "(%s > %s ? %s : %s)", x, y, x, y); return 0;
+            case LF_NP_SIGN:
+                if (r == LT_B1) return no_type(g, e);
+                if (ISU(r)) decl(g, out, r, "(%s)(%s != 0)", ctype[r], x);
+                else decl(g, out, r, "(%s)((%s > 0) - (%s < 0))", ctype[r], x, x);
+                return 0;
             case LF_NP_SQUARE:
                 if (r == LT_B1) decl(g, out, r, "%s", x);
                 else decl(g, out, r, "(%s)((uint64_t)%s * (uint64_t)%s)", ctype[r], x, x);

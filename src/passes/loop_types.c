@@ -60,6 +60,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_ISFINITE, "numpy", "isfinite"}, {LF_NP_LOG1P, "numpy", "log1p"},
     {LF_NP_EXPM1, "numpy", "expm1"}, {LF_NP_ABS, "numpy", "absolute"},
     {LF_NP_MINIMUM, "numpy", "minimum"}, {LF_NP_MAXIMUM, "numpy", "maximum"},
+    {LF_NP_SIGN, "numpy", "sign"},
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
     {LF_NP_MEAN, "numpy", "mean"}, {LF_NP_NORM, "numpy.linalg", "norm"},
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},

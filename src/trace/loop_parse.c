@@ -174,6 +174,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"log1p", LF_NP_LOG1P, LM_NUMPY}, {"expm1", LF_NP_EXPM1, LM_NUMPY},
     {"abs", LF_NP_ABS, LM_NUMPY}, {"absolute", LF_NP_ABS, LM_NUMPY},
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
+    {"sign", LF_NP_SIGN, LM_NUMPY},
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
     {"mean", LF_NP_MEAN, LM_NUMPY},
     {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
