@@ -101,7 +101,7 @@ enum {
 };
 /* calls: LO_NOPS + LF_* */
 enum {
-    LF_ABS, LF_MIN, LF_MAX, LF_INT, LF_FLOAT, LF_BOOL,
+    LF_ABS, LF_MIN, LF_MAX, LF_INT, LF_FLOAT, LF_BOOL, LF_ROUND,
     /* math module */
     LF_M_SQRT, LF_M_EXP, LF_M_LOG, LF_M_LOG10, LF_M_LOG2, LF_M_SIN, LF_M_COS, LF_M_TAN,
     LF_M_ATAN, LF_M_ASIN, LF_M_ACOS, LF_M_SINH, LF_M_COSH, LF_M_TANH, LF_M_FABS,

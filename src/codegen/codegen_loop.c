@@ -702,14 +702,18 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
         decl(g, out, r, "%s ? %s : %s", c.s, b->s, a->s);
         return 0;
     }
-    case LF_INT:
+    case LF_INT: case LF_ROUND:
+        /* round(x): Python's int of x rounded half to even (nearbyint in
+         * the default rounding mode, which raises no flag NumPy checks);
+         * of an integer, int(x) */
         if (!a) { decl(g, out, r, "0"); return 0; }
         if (ISF(a->t)) {
             newtmp(g, out, r);
             /* one test, not two (histogram's int((v - lo) / width): 52 -> 47 us),
              * and on the conversion's result (see ndl_f2i): -2^63 itself,
              * NaN and the rest go to Python's int() */
-            line(g, "int64_t %s = ndl_f2i((double)%s);", out->s, a->s);
+            if (fn == LF_ROUND) line(g, "int64_t %s = ndl_f2i(nearbyint((double)%s));", out->s, a->s);
+            else line(g, "int64_t %s = ndl_f2i((double)%s);", out->s, a->s);
             line(g, "if (NDL_UNLIKELY(%s == INT64_MIN)) {", out->s);
             g->ind++; slow(g, ln, op, out, a, NULL); g->ind--;
             line(g, "}");

@@ -111,7 +111,7 @@ typedef struct {
 
 enum { LCALL_DTYPE = 3 };
 #define LCAT_MAX 8   /* parts of np.concatenate((...)) / items of np.array([...]) */
-enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP, LB_REVERSED };
+enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP, LB_REVERSED, LB_ROUND };
 
 /* allocation from the IR's arena (freed with it); NULL + MemoryError */
 void *nd_lir_alloc(nd_lir *ir, size_t size);

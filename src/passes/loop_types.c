@@ -39,6 +39,7 @@ static PyObject *fnobj[LF_N];
 static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_ABS, "builtins", "abs"}, {LF_MIN, "builtins", "min"}, {LF_MAX, "builtins", "max"},
     {LF_INT, "builtins", "int"}, {LF_FLOAT, "builtins", "float"}, {LF_BOOL, "builtins", "bool"},
+    {LF_ROUND, "builtins", "round"},
     {LF_M_SQRT, "math", "sqrt"}, {LF_M_EXP, "math", "exp"}, {LF_M_LOG, "math", "log"},
     {LF_M_LOG10, "math", "log10"}, {LF_M_LOG2, "math", "log2"}, {LF_M_SIN, "math", "sin"},
     {LF_M_COS, "math", "cos"}, {LF_M_TAN, "math", "tan"}, {LF_M_ATAN, "math", "atan"},
@@ -731,7 +732,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         if (r == -1) return why(T, e, "a call NumPy or Python refuses for these types (or returns a type loops do not compute in)");
         if (r < 0) return r;
         if (r == LT_PYINT) {
-            if (e->aux == LF_INT || e->aux == LF_ABS)
+            if (e->aux == LF_INT || e->aux == LF_ABS || e->aux == LF_ROUND)
                 *bits = e->n == 0 ? 1 : ta[0] == LT_PYINT ? bs[0] : int_bits(ta[0]);
             else if (e->aux == LF_MIN || e->aux == LF_MAX) *bits = bs[0] > bs[1] ? bs[0] : bs[1];
             else *bits = LBITS_ANY;

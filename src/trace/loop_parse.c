@@ -194,6 +194,7 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
 static const struct { const char *name; int b; int fn; int nargs; } builtins[] = {
     {"abs", LB_ABS, LF_ABS, 1}, {"min", LB_MIN, LF_MIN, 2}, {"max", LB_MAX, LF_MAX, 2},
     {"int", LB_INT, LF_INT, 1}, {"float", LB_FLOAT, LF_FLOAT, 1}, {"bool", LB_BOOL, LF_BOOL, 1},
+    {"round", LB_ROUND, LF_ROUND, 1},
     {NULL, 0, 0, 0}};
 
 /* a name used as a module (math., np.) or a builtin: a guarded variable */

@@ -292,7 +292,7 @@ static int cb_poll(nd_lframe *F)
 
 /* ---------------------------------------------------------- compiling */
 static const char *const bnames[] = {NULL, "range", "len", "abs", "min", "max", "int", "float", "bool",
-                                     "enumerate", "zip", "reversed"};
+                                     "enumerate", "zip", "reversed", "round"};
 /* bnames as interned str (a lookup by C string made a str every call) */
 static PyObject *bname_obj[sizeof bnames / sizeof bnames[0]];
 
