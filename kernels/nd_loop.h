@@ -306,7 +306,12 @@ NDL_PAIRWISE(ndl_pairwise_f, float)
  * of -0.0, 0.0 is 0.0). In W lanes (vector extensions: the C compiler's own
  * vectorizer leaves a conditional reduction alone); the lanes' extreme is
  * the scan's whenever no NaN is met and it is not zero (equal nonzero
- * floats are the same bits), else the ordered scan answers. */
+ * floats are the same bits), else the ordered scan answers.
+ * The lanes' part is a function of its own (noinline), called for n >= 2W:
+ * inlined at every np.max/np.min of a loop, its unrolled lane loops gave
+ * one loop 7170 basic blocks and GCC's RTL GCSE ran 15 s on it (session
+ * 28, ci11: test_loops_vectors' max/min loop, 15.4 -> 0.9 s to compile;
+ * the call is one per >= 2W elements, short slices keep the inline scan). */
 #define NDL_EXTREME(NAME, T, I, W, CMP)                                             \
 static inline T NAME##_scan(const T *w, int64_t n)                                  \
 {                                                                                   \
@@ -318,11 +323,10 @@ static inline T NAME##_scan(const T *w, int64_t n)                              
     }                                                                               \
     return b;                                                                       \
 }                                                                                   \
-static inline T NAME(const T *w, int64_t n)                                         \
+static inline __attribute__((noinline)) T NAME##_lanes(const T *w, int64_t n)       \
 {                                                                                   \
     typedef T v_ __attribute__((vector_size(W * sizeof(T))));                       \
     typedef I m_ __attribute__((vector_size(W * sizeof(T))));                       \
-    if (n < 2 * W) return NAME##_scan(w, n);                                        \
     v_ m, x;                                                                        \
     memcpy(&m, w, sizeof m);                                                        \
     m_ bad = m != m;                                                                \
@@ -375,6 +379,10 @@ static inline T NAME(const T *w, int64_t n)                                     
         if (!(b CMP w[i])) b = w[i];                                                \
     }                                                                               \
     return anybad || b == 0 ? NAME##_scan(w, n) : b;                                \
+}                                                                                   \
+static inline T NAME(const T *w, int64_t n)                                         \
+{                                                                                   \
+    return n < 2 * W ? NAME##_scan(w, n) : NAME##_lanes(w, n);                      \
 }
 NDL_EXTREME(ndl_max_d, double, int64_t, 8, >)
 NDL_EXTREME(ndl_min_d, double, int64_t, 8, <)
