@@ -138,6 +138,10 @@ ND_FN T nd_ckgt_##S(T x, T r, T lim, int *e) { if (x > lim && x != (T)INFINITY) 
 ND_FN T nd_ckinf_##S(T x, T r, int *e) { if (fabs(x) == (T)INFINITY) *e |= ND_ERR_FPE_INVALID; return r; } \
 ND_FN T nd_ckdiv_##S(T x, T y, int *e) \
 { if (y == 0) *e |= ND_ERR_FPE_DIV | ND_ERR_FPE_INVALID; return x / y; } \
+/* ordered compares (nd_kernel.h's avoid a CPU's signaling compare; a GPU \
+ * raises no flag) */ \
+ND_FN int nd_qlt_##S(T a, T b) { return a < b; } \
+ND_FN int nd_qle_##S(T a, T b) { return a <= b; } \
 ND_FN T nd_ckpow_##S(T x, T y, T r, int *e) \
 { \
     *e |= (r != r && x == x && y == y ? ND_ERR_FPE_INVALID : 0) | \

@@ -334,6 +334,23 @@ ND_INLINE int nd_ckisinf_##S(T x) \
     memcpy(&ib, &inf, sizeof ib); \
     return (U)(xb << 1) == (U)(ib << 1); \
 } \
+/* a < b and a <= b raising no flag for a NaN operand (NumPy's loops \
+ * raise none): GCC vectorizes C's < (and __builtin_isless) as a \
+ * signaling compare, whose "invalid" on a NaN lane had NumPy rerun the \
+ * whole graph wherever the kernel's flags are read. A NaN operand's lane \
+ * compares 0 with 0 (its bits masked by quiet == tests) and is then \
+ * false: two quiet compares and three ands a vector more, no branch. */ \
+ND_INLINE int nd_qmask_##S(T *a, T *b) \
+{ \
+    int ok = (*a == *a) & (*b == *b); \
+    U x, y, m = (U)0 - (U)ok; \
+    memcpy(&x, a, sizeof x); memcpy(&y, b, sizeof y); \
+    x &= m; y &= m; \
+    memcpy(a, &x, sizeof x); memcpy(b, &y, sizeof y); \
+    return ok; \
+} \
+ND_INLINE int nd_qlt_##S(T a, T b) { int ok = nd_qmask_##S(&a, &b); return ok & (a < b); } \
+ND_INLINE int nd_qle_##S(T a, T b) { int ok = nd_qmask_##S(&a, &b); return ok & (a <= b); } \
 ND_INLINE T nd_ckpow_##S(T x, T y, T r, int *e) \
 { \
     int ri = nd_ckisinf_##S(r), xi = nd_ckisinf_##S(x), yi = nd_ckisinf_##S(y); \

@@ -22,6 +22,17 @@ int nd_cg_elsize(int dtype);             /* bytes of one element */
 /* append "<ctype> v<id> = <expr>;" for a pointwise node; the inputs'
  * variables v<in> already exist. -1 + exception when unsupported. */
 int nd_cg_node(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err);
+/* Whether node id (kernel k: any node it computes) may raise FE_INVALID on
+ * a NaN operand where NumPy's loop raises none, so that the flag must be
+ * read. quiet: NULL (the structure alone: any binary arithmetic may), or a
+ * test of a binary ufunc node that its operands' values keep quiet (the
+ * runtime's, which knows the scalar parameters). */
+typedef int (*nd_cg_quiet_fn)(nd_graph *g, const nd_node *n);
+int nd_cg_may_flag_invalid(nd_graph *g, nd_id id, nd_cg_quiet_fn quiet);
+int nd_cg_kernel_may_flag_invalid(nd_graph *g, const nd_kernel *k, nd_cg_quiet_fn quiet);
+/* 1 (default): ordered float compares use the quiet forms; nd_cg_kernel
+ * clears it for a kernel whose "invalid" flag is dropped anyway */
+extern _Thread_local int nd_cg_quiet_cmp;
 /* append the C form of ufunc `uf` (output `aux`) over loop dtype `loop`
  * applied to operand texts a, b; sets *uses_err when it collects error
  * bits. -1 (no exception) when the ufunc has no loop for that dtype. */

@@ -245,12 +245,18 @@ static void cast(nd_sb *sb, const char *x, int from, int to, int *uses_err)
  * (nd_cpow calls cpow): exp(b log a) turns a 1-ulp difference in arg a
  * into |b| ulps of the angle, past the per-part tolerance wherever one
  * part of the result is small. */
+_Thread_local int nd_cg_quiet_cmp = 1;
+
 typedef struct ufform {
     const char *r, *f, *h, *i, *b, *c;
 } ufform;
 
 #define NO ""
 #define CMP(op, cx) {.r = "(nd_bool)($a " op " $b)", .c = cx}
+/* ordered compares of floats (float16's computed as float): nd_kernel.h's
+ * quiet forms, no "invalid" for a NaN lane, in kernels whose flag is read
+ * (nd_cg_quiet_cmp) */
+#define QCMP(op, q, x, y, cx) {.r = "(nd_bool)($a " op " $b)", .f = "(nd_bool)" q "_$s(" x ", " y ")", .c = cx}
 #define F1(fn) {.f = fn "$m($a)"}
 #define FC1(fn, cfn) {.f = fn "$m($a)", .c = cfn "$m($a)"}
 #define FV1(fn, cfn) {.f = fn "$m($a)", .c = cfn "_$s($a)"}
@@ -320,10 +326,10 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_RADIANS] = {.f = "($a * ($T)(" PI " / 180.0))"},
     [ND_UF_RAD2DEG] = {.f = "($a * ($T)(180.0 / " PI "))"},
     [ND_UF_DEGREES] = {.f = "($a * ($T)(180.0 / " PI "))"},
-    [ND_UF_GREATER] = CMP(">", "(nd_bool)nd_clt_$s($b, $a)"),
-    [ND_UF_GREATER_EQUAL] = CMP(">=", "(nd_bool)nd_cle_$s($b, $a)"),
-    [ND_UF_LESS] = CMP("<", "(nd_bool)nd_clt_$s($a, $b)"),
-    [ND_UF_LESS_EQUAL] = CMP("<=", "(nd_bool)nd_cle_$s($a, $b)"),
+    [ND_UF_GREATER] = QCMP(">", "nd_qlt", "$b", "$a", "(nd_bool)nd_clt_$s($b, $a)"),
+    [ND_UF_GREATER_EQUAL] = QCMP(">=", "nd_qle", "$b", "$a", "(nd_bool)nd_cle_$s($b, $a)"),
+    [ND_UF_LESS] = QCMP("<", "nd_qlt", "$a", "$b", "(nd_bool)nd_clt_$s($a, $b)"),
+    [ND_UF_LESS_EQUAL] = QCMP("<=", "nd_qle", "$a", "$b", "(nd_bool)nd_cle_$s($a, $b)"),
     [ND_UF_NOT_EQUAL] = CMP("!=", "(nd_bool)(__real__ $a != __real__ $b || __imag__ $a != __imag__ $b)"),
     [ND_UF_EQUAL] = CMP("==", "(nd_bool)(__real__ $a == __real__ $b && __imag__ $a == __imag__ $b)"),
     [ND_UF_LOGICAL_AND] = {.r = "(nd_bool)($a != 0 && $b != 0)",
@@ -424,10 +430,77 @@ int nd_cg_ufunc(nd_sb *sb, int uf, int aux, int loop, const char *a, const char 
     }
     const char *t = form_cell(row, d->cls);
     if (!t) return -1;
+    /* a kernel whose "invalid" flag is dropped compares with C's operator
+     * (the quiet form's extra instructions are a third of a compare) */
+    if (!nd_cg_quiet_cmp && t != row->r && row->r && (uf == ND_UF_GREATER || uf == ND_UF_GREATER_EQUAL ||
+                                                      uf == ND_UF_LESS || uf == ND_UF_LESS_EQUAL))
+        t = row->r;
     if (strstr(t, "nd_err")) *uses_err = 1;
     expand(sb, t, d, a, b);
     return 0;
 }
+
+/* Whether NumPy could flag "invalid value" for node id: x86's ordered
+ * comparisons (our <, >=, max, min, sign, SLEEF's internals) raise FE_INVALID
+ * on a quiet NaN where NumPy's loops raise nothing, so a kernel made of such
+ * ops alone drops the flag instead of having NumPy run the graph again for
+ * every call with a NaN in it. Checked for real-valued operands only (NumPy
+ * flags complex comparisons). */
+int nd_cg_may_flag_invalid(nd_graph *g, nd_id id, nd_cg_quiet_fn quiet)
+{
+    if (id < 0) return 0;
+    nd_node *n = &g->nodes[id];
+    int nin = n->op == ND_OP_EXTERN ? 0 : n->nin;
+    for (int j = 0; j < nin && j < ND_MAXIN; j++)
+        if (n->in[j] >= 0 && PyTypeNum_ISCOMPLEX(g->nodes[n->in[j]].dtype)) return 1;
+    switch (n->op) {
+    case ND_OP_INPUT: case ND_OP_SCALAR: case ND_OP_WHERE: case ND_OP_VIEW:
+    case ND_OP_SETITEM: case ND_OP_INDEX: case ND_OP_GATHER:
+        return 0;
+    case ND_OP_CAST:
+        return !(PyTypeNum_ISFLOAT(n->dtype) || PyTypeNum_ISCOMPLEX(n->dtype) || PyTypeNum_ISBOOL(n->dtype));
+    case ND_OP_UFUNC: case ND_OP_REDUCE: case ND_OP_SCAN: {
+        /* integer / bool loops raise no floating-point flag */
+        int inexact = 0;
+        for (int j = 0; j < (n->op == ND_OP_UFUNC ? nin : 1) && j < ND_MAXIN; j++)
+            if (PyTypeNum_ISFLOAT(n->in_dtype[j]) || PyTypeNum_ISCOMPLEX(n->in_dtype[j])) inexact = 1;
+        if (!inexact) return 0;
+        /* a running max/min only compares (NumPy flags no NaN there) */
+        if (n->op == ND_OP_SCAN)
+            return !(n->sub == ND_UF_MAXIMUM || n->sub == ND_UF_MINIMUM || n->sub == ND_UF_FMAX ||
+                     n->sub == ND_UF_FMIN);
+        switch (n->sub) {
+        case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS: case ND_UF_LESS_EQUAL:
+        case ND_UF_EQUAL: case ND_UF_NOT_EQUAL: case ND_UF_MAXIMUM: case ND_UF_MINIMUM:
+        case ND_UF_FMAX: case ND_UF_FMIN: case ND_UF_SIGN: case ND_UF_ISNAN: case ND_UF_ISINF:
+        case ND_UF_ISFINITE: case ND_UF_SIGNBIT: case ND_UF_ABSOLUTE: case ND_UF_FABS:
+        case ND_UF_NEGATIVE: case ND_UF_POSITIVE: case ND_UF_EXP: case ND_UF_EXP2:
+        case ND_UF_EXPM1: case ND_UF_TANH: case ND_UF_SINH: case ND_UF_COSH: case ND_UF_ARCTAN:
+        case ND_UF_ARCSINH: case ND_UF_FLOOR: case ND_UF_CEIL: case ND_UF_TRUNC: case ND_UF_RINT:
+        case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR: case ND_UF_LOGICAL_XOR:
+        case ND_UF_LOGICAL_NOT: case ND_UF_COPYSIGN: case ND_UF_SQUARE: case ND_UF_HEAVISIDE:
+        case ND_UF_DEG2RAD: case ND_UF_RAD2DEG: case ND_UF_DEGREES: case ND_UF_RADIANS:
+        case ND_UF_CONJUGATE: case ND_UF_CBRT:
+        case ND_RED_ARGMAX: case ND_RED_ARGMIN:
+            return 0;
+        default:
+            return n->op == ND_OP_UFUNC && n->nin == 2 && quiet ? !quiet(g, n) : 1;
+        }
+    }
+    default:
+        return 1;
+    }
+}
+
+int nd_cg_kernel_may_flag_invalid(nd_graph *g, const nd_kernel *k, nd_cg_quiet_fn quiet)
+{
+    if (nd_cg_may_flag_invalid(g, k->root, quiet)) return 1;
+    for (int i = 0; i < k->ninl; i++) if (nd_cg_may_flag_invalid(g, k->inl[i], quiet)) return 1;
+    for (int i = 0; i < k->nrow; i++) if (nd_cg_may_flag_invalid(g, k->rowv[i], quiet)) return 1;
+    for (int i = 0; i < k->nred; i++) if (nd_cg_may_flag_invalid(g, k->reds[i], quiet)) return 1;
+    return 0;
+}
+
 
 static int natural_type(int uf, int aux, int loop)
 {

@@ -2418,8 +2418,11 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
     }
     nd_sb_init(&body_sb);
     c.sb = &body_sb;
+    /* structure alone decides (the memo names kernels by it): a kernel
+     * that may flag "invalid" for some scalar values compares quietly */
+    nd_cg_quiet_cmp = nd_cg_kernel_may_flag_invalid(g, k, NULL);
     k->cost = kernel_cost(&c);
-    if (prologue(&c) < 0) { nd_sb_free(&body_sb); return -1; }
+    if (prologue(&c) < 0) { nd_sb_free(&body_sb); nd_cg_quiet_cmp = 1; return -1; }
     switch (k->kind) {
     case ND_K_POINTWISE: case ND_K_REGION: rc = gen_pointwise(&c); break;
     case ND_K_REDUCE: rc = gen_reduce(&c); break;
@@ -2452,6 +2455,7 @@ int nd_cg_kernel(nd_graph *g, nd_kernel *k, nd_sb *out)
     }
     nd_sb_free(&canon);
     nd_sb_free(&body_sb);
+    nd_cg_quiet_cmp = 1;
     return rc;
 }
 

@@ -275,65 +275,12 @@ static int quiet_with_scalar(nd_graph *g, const nd_node *n)
     }
 }
 
-/* Whether NumPy could flag "invalid value" for node id: x86's ordered
- * comparisons (our <, >=, max, min, sign, SLEEF's internals) raise FE_INVALID
- * on a quiet NaN where NumPy's loops raise nothing, so a kernel made of such
- * ops alone drops the flag instead of having NumPy run the graph again for
- * every call with a NaN in it. Checked for real-valued operands only (NumPy
- * flags complex comparisons). */
-static int may_flag_invalid(nd_graph *g, nd_id id)
-{
-    if (id < 0) return 0;
-    nd_node *n = &g->nodes[id];
-    int nin = n->op == ND_OP_EXTERN ? 0 : n->nin;
-    for (int j = 0; j < nin && j < ND_MAXIN; j++)
-        if (n->in[j] >= 0 && PyTypeNum_ISCOMPLEX(g->nodes[n->in[j]].dtype)) return 1;
-    switch (n->op) {
-    case ND_OP_INPUT: case ND_OP_SCALAR: case ND_OP_WHERE: case ND_OP_VIEW:
-    case ND_OP_SETITEM: case ND_OP_INDEX: case ND_OP_GATHER:
-        return 0;
-    case ND_OP_CAST:
-        return !(PyTypeNum_ISFLOAT(n->dtype) || PyTypeNum_ISCOMPLEX(n->dtype) || PyTypeNum_ISBOOL(n->dtype));
-    case ND_OP_UFUNC: case ND_OP_REDUCE: case ND_OP_SCAN: {
-        /* integer / bool loops raise no floating-point flag */
-        int inexact = 0;
-        for (int j = 0; j < (n->op == ND_OP_UFUNC ? nin : 1) && j < ND_MAXIN; j++)
-            if (PyTypeNum_ISFLOAT(n->in_dtype[j]) || PyTypeNum_ISCOMPLEX(n->in_dtype[j])) inexact = 1;
-        if (!inexact) return 0;
-        /* a running max/min only compares (NumPy flags no NaN there) */
-        if (n->op == ND_OP_SCAN)
-            return !(n->sub == ND_UF_MAXIMUM || n->sub == ND_UF_MINIMUM || n->sub == ND_UF_FMAX ||
-                     n->sub == ND_UF_FMIN);
-        switch (n->sub) {
-        case ND_UF_GREATER: case ND_UF_GREATER_EQUAL: case ND_UF_LESS: case ND_UF_LESS_EQUAL:
-        case ND_UF_EQUAL: case ND_UF_NOT_EQUAL: case ND_UF_MAXIMUM: case ND_UF_MINIMUM:
-        case ND_UF_FMAX: case ND_UF_FMIN: case ND_UF_SIGN: case ND_UF_ISNAN: case ND_UF_ISINF:
-        case ND_UF_ISFINITE: case ND_UF_SIGNBIT: case ND_UF_ABSOLUTE: case ND_UF_FABS:
-        case ND_UF_NEGATIVE: case ND_UF_POSITIVE: case ND_UF_EXP: case ND_UF_EXP2:
-        case ND_UF_EXPM1: case ND_UF_TANH: case ND_UF_SINH: case ND_UF_COSH: case ND_UF_ARCTAN:
-        case ND_UF_ARCSINH: case ND_UF_FLOOR: case ND_UF_CEIL: case ND_UF_TRUNC: case ND_UF_RINT:
-        case ND_UF_LOGICAL_AND: case ND_UF_LOGICAL_OR: case ND_UF_LOGICAL_XOR:
-        case ND_UF_LOGICAL_NOT: case ND_UF_COPYSIGN: case ND_UF_SQUARE: case ND_UF_HEAVISIDE:
-        case ND_UF_DEG2RAD: case ND_UF_RAD2DEG: case ND_UF_DEGREES: case ND_UF_RADIANS:
-        case ND_UF_CONJUGATE: case ND_UF_CBRT:
-        case ND_RED_ARGMAX: case ND_RED_ARGMIN:
-            return 0;
-        default:
-            return n->op == ND_OP_UFUNC && n->nin == 2 ? !quiet_with_scalar(g, n) : 1;
-        }
-    }
-    default:
-        return 1;
-    }
-}
-
+/* whether kernel k may raise "invalid" where NumPy's loops raise none
+ * (codegen.h nd_cg_kernel_may_flag_invalid), with the values of its scalar
+ * parameters known */
 static int kernel_may_flag_invalid(nd_graph *g, nd_kernel *k)
 {
-    if (may_flag_invalid(g, k->root)) return 1;
-    for (int i = 0; i < k->ninl; i++) if (may_flag_invalid(g, k->inl[i])) return 1;
-    for (int i = 0; i < k->nrow; i++) if (may_flag_invalid(g, k->rowv[i])) return 1;
-    for (int i = 0; i < k->nred; i++) if (may_flag_invalid(g, k->reds[i])) return 1;
-    return 0;
+    return nd_cg_kernel_may_flag_invalid(g, k, quiet_with_scalar);
 }
 
 /* The calling thread's floating-point status flags as ND_ERR_FPE_* (the
