@@ -124,6 +124,8 @@ enum {
     /* np.flip(u) of a 1-D array: a 1-D array, reversed into a buffer (NumPy's
        view is read before any store of the statement, as its temporary) */
     LF_NP_FLIP,
+    /* np.linalg.inv(M) of a square float 2-D array: a 2-D array */
+    LF_NP_INV,
     /* NumPy scalar types as functions: np.float64(x) ... (LF_NP_CAST + LT_*) */
     LF_NP_CAST,
     LF_N = LF_NP_CAST + LT_N
@@ -410,6 +412,53 @@ static inline T NAME(const char *x, int64_t sx, const T *w, int64_t n)          
 }
 NDL_DOTROW(ndl_dotrow_d, double)
 NDL_DOTROW(ndl_dotrow_f, float)
+
+/* np.linalg.inv of the n x n matrix at p (byte strides s0, s1) into out (C
+ * order), by Gauss-Jordan elimination with partial pivoting on w (n * n
+ * scratch), in the matrix's own float type as LAPACK's ?gesv: the pivot
+ * of column c is the first largest |w[r, c]|, r >= c -- LAPACK's LU takes
+ * the same pivots (the rows below c are those of its elimination), so an
+ * exactly zero pivot, its "Singular matrix", is found at the same column.
+ * 0: done; 1: a zero pivot (NumPy raises LinAlgError); 2: a NaN or an
+ * infinity in the matrix (left to NumPy). The caller leaves both to
+ * NumPy, and float events (an overflow of a near-singular matrix) too. */
+#define NDL_INV(name, T, ABS)                                                                    \
+    static inline int name(const char *p, int64_t s0, int64_t s1, int64_t n, T *out, T *w)       \
+    {                                                                                            \
+        for (int64_t i = 0; i < n; i++)                                                          \
+            for (int64_t j = 0; j < n; j++) {                                                    \
+                T x = *(const T *)(p + i * s0 + j * s1);                                         \
+                if (!isfinite(x)) return 2;                                                      \
+                w[i * n + j] = x;                                                                \
+                out[i * n + j] = (T)(i == j);                                                    \
+            }                                                                                    \
+        for (int64_t c = 0; c < n; c++) {                                                        \
+            int64_t piv = c;                                                                     \
+            T best = ABS(w[c * n + c]);                                                          \
+            for (int64_t r = c + 1; r < n; r++)                                                  \
+                if (ABS(w[r * n + c]) > best) { best = ABS(w[r * n + c]); piv = r; }             \
+            if (best == 0) return 1;                                                             \
+            if (piv != c)                                                                        \
+                for (int64_t j = 0; j < n; j++) {                                                \
+                    T t = w[c * n + j]; w[c * n + j] = w[piv * n + j]; w[piv * n + j] = t;       \
+                    t = out[c * n + j]; out[c * n + j] = out[piv * n + j]; out[piv * n + j] = t; \
+                }                                                                                \
+            const T d = w[c * n + c];                                                            \
+            for (int64_t j = 0; j < n; j++) { w[c * n + j] /= d; out[c * n + j] /= d; }          \
+            for (int64_t r = 0; r < n; r++) {                                                    \
+                if (r == c) continue;                                                            \
+                const T f = w[r * n + c];                                                        \
+                if (f == 0) continue;                                                            \
+                for (int64_t j = 0; j < n; j++) {                                                \
+                    w[r * n + j] -= f * w[c * n + j];                                            \
+                    out[r * n + j] -= f * out[c * n + j];                                        \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+        return 0;                                                                                \
+    }
+NDL_INV(ndl_inv_d, double, fabs)
+NDL_INV(ndl_inv_f, float, fabsf)
 /* u . v of two strided vectors (np.dot of slices): eight partial sums when
  * both are contiguous (BLAS's ddot sums out of order too), else in order,
  * from +0.0 (as BLAS); one element is its product (as NumPy, -0.0 kept) */

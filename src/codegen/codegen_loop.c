@@ -1224,6 +1224,12 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
     if (got != nv) return no_type(g, e);
+    if (e->kind == LK_SLICE && e->aux == 2 && nv == 2) {
+        /* X.T: the same memory, its two axes swapped */
+        char t[16];
+        memcpy(t, st[0], 16); memcpy(st[0], st[1], 16); memcpy(st[1], t, 16);
+        memcpy(t, len[0], 16); memcpy(len[0], len[1], 16); memcpy(len[1], t, 16);
+    }
     snprintf(p, 16, "p%d", ++g->tmp);
     line(g, "const char *%s = a%d + %s;", p, a, off);
     return 0;
@@ -1359,6 +1365,170 @@ static int vmatvec(cg *g, vctx *vc, const nd_ln *e)
 done:
     PyMem_Free(iv);
     return rc;
+}
+
+/* A 2-D @ 2-D product (np.dot, np.matmul, @ of 2-D operands): each
+ * operand a 2-D part read where it lies (X, A[i0:i1, :], X.T), or computed
+ * into a buffer first (another product, elementwise work), Python's order:
+ * the left one first. The product goes whole into a C-ordered buffer of
+ * NumPy's result type before the expression's element loop reads it (a
+ * store into an operand then reads it as NumPy's temporary holds it).
+ * Floats sum k = 0, 1, ... in order (BLAS's order differs in the last
+ * bits) and float events deoptimize, so NumPy reruns the loop; integers
+ * wrap as NumPy's; bool products (an or of ands) are left to NumPy. */
+static int vmatmat_into(cg *g, const nd_ln *e, char *w, char *n, char *m);
+static int vinv_into(cg *g, const nd_ln *e, char *w, char *n);
+
+static int vmat_operand(cg *g, const nd_ln *e, char *p, char (*st)[16], char (*len)[16])
+{
+    int bits, t = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (t < 0 || !(t & LT_MAT)) return no_type(g, e);
+    t &= ~LT_MAT;
+    if (e->kind == LK_VAR || e->kind == LK_SLICE || e->kind == LK_ELEM) return vpart(g, e, 2, p, st, len);
+    char w[16];
+    if (e->kind == LK_CALL && (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL)) {
+        if (vmatmat_into(g, e, w, len[0], len[1]) < 0) return -1;
+    } else if (e->kind == LK_CALL && e->aux == LF_NP_INV) {
+        if (vinv_into(g, e, w, len[0]) < 0) return -1;
+        memcpy(len[1], len[0], 16);
+    } else {
+        vctx *iv = PyMem_Calloc(1, sizeof(vctx));
+        if (!iv) { PyErr_NoMemory(); g->fail = -1; return -1; }
+        int rc = -1;
+        if (vprep(g, iv, e) < 0) goto out;
+        if (!iv->havelen || iv->nd != 2) { rc = no_type(g, e); goto out; }
+        if (scratch(g, e, ctype[t], iv->size, w) < 0) goto out;
+        if (ISF(t)) flags_clear(g);
+        vloop_open(g, iv);
+        cv x;
+        if (velem(g, iv, e, &x) < 0) goto out;
+        line(g, "%s[%s] = %s;", w, iv->flat, x.s);
+        vloop_close(g, iv);
+        if (ISF(t)) flags_check(g);
+        memcpy(len[0], iv->len, 16);
+        memcpy(len[1], iv->len2, 16);
+        rc = 0;
+    out:
+        PyMem_Free(iv);
+        if (rc < 0) return rc;
+    }
+    snprintf(p, 16, "p%d", ++g->tmp);
+    line(g, "const char *%s = (const char *)%s;", p, w);
+    snprintf(st[0], 16, "s%d", ++g->tmp);
+    line(g, "const int64_t %s = %s * (int64_t)sizeof(%s);", st[0], len[1], ctype[t]);
+    snprintf(st[1], 16, "s%d", ++g->tmp);
+    line(g, "const int64_t %s = (int64_t)sizeof(%s);", st[1], ctype[t]);
+    return 0;
+}
+
+static int vmatmat_into(cg *g, const nd_ln *e, char *w, char *n, char *m)
+{
+    int bits, r = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (r < 0 || !(r & LT_MAT) || e->n != 2) return no_type(g, e);
+    r &= ~LT_MAT;
+    int ta = nd_lty_expr(g->T, e->kid[0], g->assign, &bits) & ~LT_MAT;
+    int tb = nd_lty_expr(g->T, e->kid[1], g->assign, &bits) & ~LT_MAT;
+    if (r == LT_B1) {
+        if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("a product of bool matrices at line %d", e->line);
+        return no_type(g, e);
+    }
+    char pa[16], pb[16], sa[2][16], sb[2][16], la[2][16], lb[2][16];
+    if (vmat_operand(g, e->kid[0], pa, sa, la) < 0 || vmat_operand(g, e->kid[1], pb, sb, lb) < 0) return -1;
+    /* (n, k) @ (k, m); another k: NumPy's ValueError, from Python */
+    line(g, "if (NDL_UNLIKELY(%s != %s))", la[1], lb[0]);
+    g->ind++; deopt(g); g->ind--;
+    const char *R = ctype[r];
+    snprintf(n, 16, "%s", la[0]);
+    snprintf(m, 16, "%s", lb[1]);
+    char size[48];
+    snprintf(size, sizeof size, "(%s * %s)", n, m);
+    if (scratch(g, e, R, size, w) < 0) return -1;
+    int q = ++g->tmp;
+    char A[160], B[160];
+    snprintf(A, sizeof A, "(%s)*(const %s *)(%s + i%d * %s + l%d * %s)", R, ctype[ta], pa, q, sa[0], q, sa[1]);
+    snprintf(B, sizeof B, "(%s)*(const %s *)(%s + l%d * %s + j%d * %s)", R, ctype[tb], pb, q, sb[0], q, sb[1]);
+    if (ISF(r)) {
+        /* row i of the result += A[i, l] * row l of B: contiguous rows */
+        flags_clear(g);
+        line(g, "for (int64_t i%d = 0; i%d < %s; i%d++) {", q, q, n, q);
+        line(g, "  %s *o_ = %s + i%d * %s;", R, w, q, m);
+        line(g, "  for (int64_t j%d = 0; j%d < %s; j%d++) o_[j%d] = 0;", q, q, m, q, q);
+        line(g, "  for (int64_t l%d = 0; l%d < %s; l%d++) {", q, q, la[1], q);
+        line(g, "    const %s x_ = %s;", R, A);
+        line(g, "    for (int64_t j%d = 0; j%d < %s; j%d++) o_[j%d] += x_ * %s;", q, q, m, q, q, B);
+        line(g, "  }");
+        line(g, "}");
+        flags_check(g);
+    } else {
+        line(g, "for (int64_t i%d = 0; i%d < %s; i%d++)", q, q, n, q);
+        line(g, "  for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, m, q);
+        line(g, "    uint64_t acc_ = 0;");
+        line(g, "    for (int64_t l%d = 0; l%d < %s; l%d++) acc_ += (uint64_t)%s * (uint64_t)%s;", q, q, la[1], q, A, B);
+        line(g, "    %s[i%d * %s + j%d] = (%s)acc_;", w, q, m, q, R);
+        line(g, "  }");
+    }
+    return 0;
+}
+
+/* np.linalg.inv(M), M square float32/float64 (typing), into a C-ordered
+ * buffer of M's type (ndl_inv_*): a singular matrix (NumPy's LinAlgError),
+ * one that is not square, one holding a NaN or an infinity, and float
+ * events leave the loop to NumPy */
+static int vinv_into(cg *g, const nd_ln *e, char *w, char *n)
+{
+    int bits, r = nd_lty_expr(g->T, e, g->assign, &bits);
+    if (r < 0 || !(r & LT_MAT) || e->n != 1) return no_type(g, e);
+    r &= ~LT_MAT;
+    char pa[16], sa[2][16], la[2][16], wk[16];
+    if (vmat_operand(g, e->kid[0], pa, sa, la) < 0) return -1;
+    line(g, "if (NDL_UNLIKELY(%s != %s))", la[0], la[1]);
+    g->ind++; deopt(g); g->ind--;
+    snprintf(n, 16, "%s", la[0]);
+    char size[48];
+    snprintf(size, sizeof size, "(%s * %s)", n, n);
+    const char *R = ctype[r];
+    if (scratch(g, e, R, size, w) < 0 || scratch(g, e, R, size, wk) < 0) return -1;
+    flags_clear(g);
+    line(g, "if (NDL_UNLIKELY(ndl_inv_%s(%s, %s, %s, %s, %s, %s)))", r == LT_F8 ? "d" : "f", pa, sa[0], sa[1], n,
+         w, wk);
+    g->ind++; deopt(g); g->ind--;
+    flags_check(g);
+    return 0;
+}
+
+/* a 2-D @ 2-D product or np.linalg.inv in a 2-D expression: a slot
+ * reading its buffer */
+static int vmatmat(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e);
+    if (sl < 0) return no_type(g, e);
+    if (vc->havelen && vc->nd != 2) return no_type(g, e);
+    char w[16], n[16], m[16];
+    if (e->aux == LF_NP_INV) {
+        if (vinv_into(g, e, w, n) < 0) return -1;
+        memcpy(m, n, 16);
+    } else if (vmatmat_into(g, e, w, n, m) < 0) {
+        return -1;
+    }
+    snprintf(vc->slot[sl].p, 16, "p%d", ++g->tmp);
+    line(g, "const char *%s = (const char *)%s;", vc->slot[sl].p, w);
+    int bits, r = nd_lty_expr(g->T, e, g->assign, &bits) & ~LT_MAT;
+    snprintf(vc->slot[sl].st, 16, "s%d", ++g->tmp);
+    line(g, "const int64_t %s = %s * (int64_t)sizeof(%s);", vc->slot[sl].st, m, ctype[r]);
+    snprintf(vc->slot[sl].st2, 16, "s%d", ++g->tmp);
+    line(g, "const int64_t %s = (int64_t)sizeof(%s);", vc->slot[sl].st2, ctype[r]);
+    if (!vc->havelen) vc->nd = 2;
+    vlength(g, vc, n);
+    if (!vc->len2[0]) {
+        snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
+        line(g, "const int64_t %s = %s;", vc->len2, m);
+    } else {
+        line(g, "if (NDL_UNLIKELY(%s != %s))", m, vc->len2);
+        g->ind++; deopt(g); g->ind--;
+    }
+    snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
+    vc->slot[sl].slice = 1;
+    return 0;
 }
 
 /* 1-D vector expression e into a scratch buffer (name w, element type
@@ -1594,6 +1764,8 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
     case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
     case LK_CALL:
+        if ((e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL || e->aux == LF_NP_INV) && (r & LT_MAT))
+            return vmatmat(g, vc, e);
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
         if (e->aux == LF_NP_OUTER) return vouter(g, vc, e);
         if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return vconcat(g, vc, e);
@@ -2583,9 +2755,9 @@ static int refs_var(const nd_ln *e, int v)
  * right side is computed whole first: it may read the name's old value) */
 static int vtemp(cg *g, const nd_ln *s)
 {
-    int v = s->var, te = g->T->adt[v], bits;
+    int v = s->var, te = g->T->adt[v], bits, mat = g->T->andim[v] == 2;
     int tr = nd_lty_expr(g->T, s->kid[0], g->assign, &bits);
-    if (tr < 0 || tr != (te | LT_VEC)) return no_type(g, s);
+    if (tr < 0 || tr != (te | (mat ? LT_MAT : LT_VEC))) return no_type(g, s);
     vctx *vc = PyMem_Calloc(1, sizeof(vctx));
     if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
     int rc = -1;
@@ -2593,30 +2765,35 @@ static int vtemp(cg *g, const nd_ln *s)
     line(g, "{");
     g->ind++;
     if (vprep(g, vc, s->kid[0]) < 0) goto done;
-    if (!vc->havelen) { rc = no_type(g, s); goto done; }
-    char w[64], buf[32], cap[32];
+    if (!vc->havelen || (vc->nd == 2) != mat) { rc = no_type(g, s); goto done; }
+    char w[64], buf[32], cap[32], n[48];
     int self = refs_var(s->kid[0], v);
     snprintf(buf, sizeof buf, "ob%d", v);
     snprintf(cap, sizeof cap, "ob%d_cap", v);
+    snprintf(n, sizeof n, "%s", vc->size);   /* (a 2-D value: C order, NumPy's layout of a new array) */
     if (self) {   /* t = t * 2: the old value is read while the new one is made */
-        if (scratch(g, s, T, vc->len, w) < 0) goto done;
+        if (scratch(g, s, T, n, w) < 0) goto done;
     } else {
-        grow(g, buf, cap, vc->len, T);
+        grow(g, buf, cap, n, T);
         snprintf(w, sizeof w, "((%s *)ob%d)", T, v);
     }
     if (ISF(te)) flags_clear(g);
     vloop_open(g, vc);
     cv x;
     if (velem(g, vc, s->kid[0], &x) < 0) goto done;
-    line(g, "%s[%s] = %s;", w, vc->k, x.s);
+    line(g, "%s[%s] = %s;", w, vc->flat, x.s);
     vloop_close(g, vc);
     if (ISF(te)) flags_check(g);
     if (self) {
-        grow(g, buf, cap, vc->len, T);
-        line(g, "if (%s) memcpy(ob%d, %s, (size_t)%s * sizeof(%s));", vc->len, v, w, vc->len, T);
+        grow(g, buf, cap, n, T);
+        line(g, "if (%s) memcpy(ob%d, %s, (size_t)%s * sizeof(%s));", n, v, w, n, T);
     }
-    line(g, "a%d = ob%d; a%d_n0 = %s; a%d_s0 = (int64_t)sizeof(%s); a%d_src = -1; a%d_set = 1; a%d_whole = 0;", v, v,
-         v, vc->len, v, T, v, v, v);
+    if (mat)
+        line(g, "a%d_n1 = %s; a%d_s1 = (int64_t)sizeof(%s); a%d_s0 = %s * (int64_t)sizeof(%s);", v, vc->len2, v, T,
+             v, vc->len2, T);
+    else
+        line(g, "a%d_s0 = (int64_t)sizeof(%s);", v, T);
+    line(g, "a%d = ob%d; a%d_n0 = %s; a%d_src = -1; a%d_set = 1; a%d_whole = 0;", v, v, v, vc->len, v, v, v);
     g->ind--;
     line(g, "}");
     rc = 0;

@@ -67,7 +67,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
     {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
     {LF_NP_OUTER, "numpy", "outer"}, {LF_NP_CONCATENATE, "numpy", "concatenate"},
-    {LF_NP_ARRAY, "numpy", "array"}, {LF_NP_FLIP, "numpy", "flip"},
+    {LF_NP_ARRAY, "numpy", "array"}, {LF_NP_FLIP, "numpy", "flip"}, {LF_NP_INV, "numpy.linalg", "inv"},
     {LF_NP_CAST + LT_B1, "numpy", "bool_"}, {LF_NP_CAST + LT_I1, "numpy", "int8"},
     {LF_NP_CAST + LT_I2, "numpy", "int16"}, {LF_NP_CAST + LT_I4, "numpy", "int32"},
     {LF_NP_CAST + LT_I8, "numpy", "int64"}, {LF_NP_CAST + LT_U1, "numpy", "uint8"},
@@ -409,6 +409,13 @@ int nd_lty_vop(int op, int ta, int tb)
                 if (t < LT_B1) t = -1;
                 else t |= LT_MAT;
             }
+        } else if (prod && (ta & LT_MAT) && tb >= 0 && (tb & LT_MAT)) {
+            /* 2-D @ 2-D: a 2-D result */
+            if (PyArray_CheckExact(r) && PyArray_NDIM((PyArrayObject *)r) == 2) {
+                t = nd_lty_of_typenum(PyArray_TYPE((PyArrayObject *)r));
+                if (t < LT_B1) t = -1;
+                else t |= LT_MAT;
+            }
         } else if (mat && !prod) {
             /* 2-D operands: elementwise with 2-D ones and scalars (no
              * broadcasting of a 1-D one) to a 2-D result, or reduced whole */
@@ -697,8 +704,9 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                     return why(T, e, "a reduction or product of something that is not a 1-D or 2-D array");
                 nmat += (ta[k] & LT_MAT) != 0;
             }
-            if (nmat > 1 || (nmat && e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL && e->n != 1))
-                return why(T, e, "a product of two matrices");
+            if ((nmat > 1 && (e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL)) ||
+                (nmat && e->aux != LF_NP_DOT && e->aux != LF_NP_MATMUL && e->n != 1))
+                return why(T, e, "a reduction of more than one array with a 2-D one");
             /* np.mean / np.linalg.norm: of float arrays, as NumPy sums them
              * (its mean of integers sums in float64 in buffered chunks) */
             if ((e->aux == LF_NP_MEAN || e->aux == LF_NP_NORM) &&
@@ -708,6 +716,14 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
             *bits = 1;
             return r;
+        }
+        if (e->aux == LF_NP_INV) {
+            /* np.linalg.inv(M) of a float 2-D array (of another dtype NumPy
+             * computes in float64 from a converted copy: not here) */
+            if (!(ta[0] & LT_MAT) || ((ta[0] & ~LT_MAT) != LT_F8 && (ta[0] & ~LT_MAT) != LT_F4))
+                return why(T, e, "np.linalg.inv() of something that is not a float32/float64 2-D array");
+            *bits = 1;
+            return ta[0];
         }
         if (e->aux == LF_NP_OUTER) {
             /* np.outer(u, v) of two 1-D arrays (NumPy flattens others) */
@@ -809,8 +825,9 @@ static int expr_types(fctx *f, const nd_ln *e, uint32_t *set, int *bits, uint64_
         for (int k = 0; k < u.n; k++) f->assign[u.vars[k]] = (uint8_t)mem[k][idx[k]];
         int b, t = nd_lty_expr(T, e, f->assign, &b);
         if (t == -2) return -1;
-        if (t >= 0 && vecs && (t & LT_VEC) && !(t & LT_MAT)) {
-            *vecs |= 1ull << (t & ~LT_VEC);
+        if (t >= 0 && vecs && ((t & LT_VEC) != 0) != ((t & LT_MAT) != 0)) {
+            /* 1-D element types in bits 0.., 2-D ones from bit 32 */
+            *vecs |= (t & LT_MAT) ? 1ull << (32 + (t & ~LT_MAT)) : 1ull << (t & ~LT_VEC);
             t = -1;
         }
         if (t >= 0 && (t & (LT_VEC | LT_MAT))) { why(T, e, "an array value given to a name"); return 1; }
@@ -861,6 +878,11 @@ static int stmt_types(fctx *f, const nd_ln *s)
             uint64_t vecs;
             if ((rc = expr_types(f, s->kid[0], &set, &bits, &vecs)) != 0) return rc;
             if (set) { why(T, s, "a name given both a computed array and a scalar"); return 1; }
+            if (vecs & (T->andim[s->var] == 2 ? 0xffffffffull : 0xffffffffull << 32)) {
+                why(T, s, "a name given computed arrays of different ranks");
+                return 1;
+            }
+            if (T->andim[s->var] == 2) vecs >>= 32;
             for (int et = 0; et < LT_N; et++) {
                 if (!(vecs & (1ull << et))) continue;
                 if (T->adt[s->var] < 0) { T->adt[s->var] = (int8_t)et; f->changed = 1; }
@@ -932,15 +954,16 @@ static int walk(fctx *f, nd_ln *const *b, int n)
 /* ------------------------------------------------- array locals */
 /* the array variable a view expression selects a 1-D part of (a slice, a
  * row of a 2-D array, a whole 1-D array or array local), or -1 */
+static int vector_expr(const nd_ltyping *T, const nd_ln *e);
 static int view_source(const nd_ltyping *T, const nd_ln *e)
 {
     if (e->kind == LK_VAR) {
-        if (T->alocal[e->var] == 2) return e->var;
+        if (T->alocal[e->var] == 2) return T->andim[e->var] == 1 ? e->var : -1;
         return T->adt[e->var] >= 0 && T->andim[e->var] == 1 ? e->var : -1;
     }
     if ((e->kind == LK_SLICE || e->kind == LK_ELEM) && T->alocal[e->var] == 2) {
-        /* a computed array local is 1-D (its dtype may not be known yet) */
-        int nvec = 1 - e->n;
+        /* a computed array local has its rank (its dtype may not be known yet) */
+        int nvec = T->andim[e->var] - e->n;
         for (int k = 0; k < e->n; k++) nvec += e->kid[k]->kind == LK_SL;
         return nvec == 1 ? e->var : -1;
     }
@@ -952,8 +975,25 @@ static int view_source(const nd_ltyping *T, const nd_ln *e)
     return nvec == 1 ? a : -1;
 }
 
-/* whether e computes a 1-D array (elementwise work on a view, a
- * matrix-vector product): structurally, before scalar types are known */
+/* the number of axes (2, 1) of the array e computes by elementwise work
+ * on 2-D parts (A[i0:i1, :] * s) or whole 2-D arrays, on views, by a
+ * matrix-vector product; 0: not an array. Structurally, before scalar
+ * types are known */
+static int matrix_part(const nd_ltyping *T, const nd_ln *e)
+{
+    if (e->kind != LK_VAR && e->kind != LK_SLICE && e->kind != LK_ELEM) return 0;
+    int a = e->var;
+    if (a < 0 || (T->adt[a] < 0 && T->alocal[a] != 2)) return 0;
+    if (e->kind == LK_VAR) return T->andim[a] == 2;
+    if (e->n > T->andim[a]) return 0;
+    int nvec = T->andim[a] - e->n;
+    for (int k = 0; k < e->n; k++) {
+        if (e->kid[k]->kind == LK_SL) nvec++;
+        else if (vector_expr(T, e->kid[k])) return 0;   /* (a gather) */
+    }
+    return nvec == 2;
+}
+
 static int vector_expr(const nd_ltyping *T, const nd_ln *e)
 {
     if (!e) return 0;
@@ -964,29 +1004,34 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
         return vector_expr(T, T->ir->lets[e->aux]->kid[0]);
     case LK_VAR: case LK_SLICE: case LK_ELEM:
         /* (x[idx], a gather by an integer vector, is a new array) */
+        if (matrix_part(T, e)) return 2;
         return view_source(T, e) >= 0 || (nd_lty_gather(T, e) && vector_expr(T, e->kid[0]));
-    case LK_BIN: case LK_UN: case LK_CMP:
-        for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
-        return 0;
-    case LK_CALL:
+    case LK_BIN: case LK_UN: case LK_CMP: {
+        int r = 0;
+        for (int k = 0; k < e->n; k++) {
+            int rk = vector_expr(T, e->kid[k]);
+            if (rk > r) r = rk;
+        }
+        return r;
+    }
+    case LK_CALL: {
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) {
-            /* a product with a 2-D operand is a vector */
-            for (int k = 0; k < e->n; k++) {
-                const nd_ln *x = e->kid[k];
-                int a = x->var;
-                if ((x->kind == LK_VAR || x->kind == LK_SLICE || x->kind == LK_ELEM) && a >= 0 &&
-                    T->adt[a] >= 0 && !T->alocal[a]) {
-                    int nvec = T->andim[a] - (x->kind == LK_VAR ? 0 : x->n);
-                    for (int j = 0; x->kind != LK_VAR && j < x->n; j++) nvec += x->kid[j]->kind == LK_SL;
-                    if (nvec == 2) return 1;
-                }
-            }
-            return 0;
+            /* a product of two 2-D operands is 2-D, with one 2-D operand a
+             * vector, of two 1-D ones a scalar */
+            int nmat = 0;
+            for (int k = 0; k < e->n; k++) nmat += vector_expr(T, e->kid[k]) == 2;
+            return e->n == 2 && nmat == 2 ? 2 : nmat ? 1 : 0;
         }
         if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return 1;
+        if (e->aux == LF_NP_INV) return e->n == 1 && vector_expr(T, e->kid[0]) == 2 ? 2 : 0;
         if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
-        for (int k = 0; k < e->n; k++) if (vector_expr(T, e->kid[k])) return 1;
-        return 0;
+        int r = 0;
+        for (int k = 0; k < e->n; k++) {
+            int rk = vector_expr(T, e->kid[k]);
+            if (rk > r) r = rk;
+        }
+        return r;
+    }
     default:
         return 0;
     }
@@ -1012,20 +1057,24 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
             changed = 1;
         } else if (s->kind == LK_ASSIGN) {
             int v = s->var, src = view_source(T, s->kid[0]);
-            if (T->alocal[v] == 1 && T->andim[v] == 1 && src < 0 && vector_expr(T, s->kid[0])) {
-                /* y = y + h * k of a name holding a 1-D array before the
-                 * loop (y = y0.copy()): a computed array local whose first
-                 * value is that array (the runner's whole view of it, handed
-                 * back as it is when never reassigned); its dtype stays the
-                 * array's, every computed value must have it */
+            /* (a bare 2-D part, S = A[1:, :], is a view in NumPy: never a copy) */
+            int rank = src < 0 && !matrix_part(T, s->kid[0]) ? vector_expr(T, s->kid[0]) : 0;
+            if (T->alocal[v] == 1 && T->andim[v] <= 2 && rank && rank == T->andim[v]) {
+                /* y = y + h * k of a name holding a 1-D (2-D) array before
+                 * the loop (y = y0.copy()): a computed array local whose
+                 * first value is that array (the runner's whole view of it,
+                 * handed back as it is when never reassigned); its dtype and
+                 * rank stay the array's, every computed value must have them */
                 T->alocal[v] = 2;
                 changed = 1;
                 continue;
             }
             if (T->alocal[v] || T->adt[v] >= 0) continue;
-            if (src < 0 && vector_expr(T, s->kid[0])) {
+            if (rank) {
+                /* (its rank: its first assignment's; check_array_locals
+                 * holds the others to it) */
                 T->alocal[v] = 2;
-                T->andim[v] = 1;
+                T->andim[v] = (int8_t)rank;
                 T->awrite[v] = 1;
                 changed = 1;
                 continue;
@@ -1080,10 +1129,14 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
         } else if (s->kind == LK_ASSIGN && T->alocal[s->var] == 2) {
             /* a computed array: never a view of one (aliasing a buffer the
              * loop reuses), always a computed one */
-            int src = view_source(T, s->kid[0]);
-            if (src >= 0 || !vector_expr(T, s->kid[0])) {
+            int src = view_source(T, s->kid[0]), rank = matrix_part(T, s->kid[0]) ? 0 : vector_expr(T, s->kid[0]);
+            if (src >= 0 || !rank) {
                 why(T, s, src >= 0 ? "a name given both a view and a computed array (or a view of a computed array)"
                                    : "a name given both a computed array and another value");
+                return 1;
+            }
+            if (rank != T->andim[s->var]) {
+                why(T, s, "a name given computed arrays of different ranks");
                 return 1;
             }
         } else if (s->kind == LK_ASSIGN && T->alocal[s->var] && whole_copy(T, s->var, s->kid[0])) {

@@ -246,6 +246,16 @@ static int array_var(pctx *c, PyObject *e)
     return v;
 }
 
+/* whether Name e names math or numpy (np.T is an attribute of a module) */
+static int name_is_module(PyObject *e)
+{
+    PyObject *id = attr(e, "id");
+    const char *vs = id ? PyUnicode_AsUTF8(id) : NULL;
+    int m = vs ? mod_of(vs) != 0 : 1;
+    Py_XDECREF(id);
+    return m;
+}
+
 static int is_none(PyObject *o)
 {
     if (o == Py_None) return 1;
@@ -722,6 +732,31 @@ done:
     return r;
 }
 
+/* np.linalg.inv(M) (LF_NP_INV), np.linalg.norm(v) (LF_NP_NORM: the 2-norm
+ * of a 1-D float array, typing): fn with *v the module's variable (np's),
+ * or -1 */
+static int linalg_call(pctx *c, PyObject *mv, PyObject *an, Py_ssize_t na, PyObject *e, int *v)
+{
+    int which = PyUnicode_CompareWithASCIIString(an, "inv") == 0     ? LF_NP_INV
+                : PyUnicode_CompareWithASCIIString(an, "norm") == 0 ? LF_NP_NORM
+                                                                    : -1;
+    if (na != 1 || !IS(mv, "Attribute") || which < 0) return -1;
+    PyObject *ln = attr(mv, "attr"), *npn = ln ? attr(mv, "value") : NULL;
+    int fn = -1;
+    if (npn && PyUnicode_CompareWithASCIIString(ln, "linalg") == 0 && IS(npn, "Name")) {
+        PyObject *id = attr(npn, "id");
+        const char *ms = id ? PyUnicode_AsUTF8(id) : NULL;
+        if (ms && mod_of(ms) == LM_NUMPY) {
+            fn = which;
+            *v = special_var(c, id, VF_MODULE, LM_NUMPY, e);
+        }
+        Py_XDECREF(id);
+    }
+    Py_XDECREF(ln);
+    Py_XDECREF(npn);
+    return fn;
+}
+
 static nd_ln *call(pctx *c, PyObject *e)
 {
     PyObject *f = attr(e, "func"), *args = f ? attr(e, "args") : NULL;
@@ -843,18 +878,8 @@ static nd_ln *call(pctx *c, PyObject *e)
             else if (id && !PyErr_Occurred() && !c->reason)
                 c->reason = PyUnicode_FromFormat("a call of %U.%U() at line %d", id, an, line);
             Py_XDECREF(id);
-        } else if (na == 1 && IS(mv, "Attribute") && PyUnicode_CompareWithASCIIString(an, "norm") == 0) {
-            /* np.linalg.norm(v): the 2-norm of a 1-D float array (typing) */
-            PyObject *ln = attr(mv, "attr"), *nv = ln ? attr(mv, "value") : NULL;
-            PyObject *id = nv && IS(nv, "Name") ? attr(nv, "id") : NULL;
-            const char *ms = id ? PyUnicode_AsUTF8(id) : NULL;
-            if (ms && mod_of(ms) == LM_NUMPY && PyUnicode_CompareWithASCIIString(ln, "linalg") == 0) {
-                fn = LF_NP_NORM;
-                v = special_var(c, id, VF_MODULE, LM_NUMPY, e);
-            } else if (!PyErr_Occurred()) {
-                refuse(c, e, "a call of a function of a module other than math and numpy");
-            }
-            Py_XDECREF(ln); Py_XDECREF(nv); Py_XDECREF(id);
+        } else if (!PyErr_Occurred() && (fn = linalg_call(c, mv, an, na, e, &v)) >= 0) {
+            /* np.linalg.inv(M), np.linalg.norm(v) */
         } else if (!PyErr_Occurred()) {
             const char *as = PyUnicode_AsUTF8(an);
             if (as && is_reduction_method(as, na)) {
@@ -1058,6 +1083,14 @@ static nd_ln *expr(pctx *c, PyObject *e)
                     }
                 } else if (vs) refuse(c, e, "a module attribute");
                 Py_XDECREF(id);
+            } else if (as && !strcmp(as, "T") && IS(v, "Name") && !name_is_module(v)) {
+                /* X.T: X's axes reversed, a view (LK_SLICE of no index, aux 2;
+                 * typing takes 1-D and 2-D arrays) */
+                int av = array_var(c, v);
+                if (av >= 0 && (r = nd_lir_node(c->ir, LK_SLICE, line, 0))) {
+                    r->var = av;
+                    r->aux = 2;
+                }
             } else if (as && IS(v, "Name")) {
                 PyObject *id = attr(v, "id");
                 const char *vs = id ? PyUnicode_AsUTF8(id) : NULL;

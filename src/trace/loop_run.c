@@ -436,10 +436,11 @@ static lsig *compile_sig(NdLoop *L, uint64_t key, nd_ltyping *T)
     int rc = nd_loop_type(T);
     if (rc == 0) {
         int nv = L->ir.nvars;
-        /* per variable: its array-local kind, then its element type */
-        if (!(s->alocal = PyMem_Calloc(2 * (size_t)nv + 1, 1))) { PyErr_NoMemory(); return NULL; }
+        /* per variable: its array-local kind, then its element type, then its rank */
+        if (!(s->alocal = PyMem_Calloc(3 * (size_t)nv + 1, 1))) { PyErr_NoMemory(); return NULL; }
         memcpy(s->alocal, T->alocal, (size_t)nv);
         for (int v = 0; v < nv; v++) s->alocal[nv + v] = (uint8_t)T->adt[v];
+        for (int v = 0; v < nv; v++) s->alocal[2 * nv + v] = (uint8_t)T->andim[v];
         for (int v = 0; v < nv; v++)
             if (T->alocal[v] && (L->ir.vflags[v] & VF_STORED)) s->alocal_stored = 1;
         s->npool = nd_loop_npool(T);
@@ -607,7 +608,7 @@ static PyObject *lazy_view_at(PyObject *orig, PyArrayObject *b, const char *data
 /* the ndarray an array local holds at the loop's end: its entry object when
  * it still views it whole, else a view of the array it was taken from (the
  * tracer's view when that array is a lazy one) */
-static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt, nd_lframe *F,
+static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int v, int lt, int nd, nd_lframe *F,
                                    PyObject **pobj, PyObject *origs)
 {
     if (a->src <= -2) {   /* an array the loop made, or a view of one */
@@ -624,10 +625,11 @@ static PyObject *array_local_value(const nd_larr *a, PyObject *const *vals, int 
         if (view && PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(base)) < 0) Py_CLEAR(view);
         return view;
     }
-    if (a->src < 0) {   /* a computed array: a new ndarray of it */
-        npy_intp n = (npy_intp)a->shape[0];
-        PyObject *r = PyArray_SimpleNew(1, &n, nd_lty_typenum(lt));
-        if (r && n) memcpy(PyArray_DATA((PyArrayObject *)r), a->data, (size_t)n * (size_t)PyArray_ITEMSIZE((PyArrayObject *)r));
+    if (a->src < 0) {   /* a computed array (1-D, or 2-D in C order): a new ndarray of it */
+        npy_intp n[2] = {(npy_intp)a->shape[0], nd == 2 ? (npy_intp)a->shape[1] : 1};
+        PyObject *r = PyArray_SimpleNew(nd == 2 ? 2 : 1, n, nd_lty_typenum(lt));
+        if (r && n[0] * n[1] != 0)
+            memcpy(PyArray_DATA((PyArrayObject *)r), a->data, (size_t)(n[0] * n[1]) * (size_t)PyArray_ITEMSIZE((PyArrayObject *)r));
         return r;
     }
     PyObject *base = vals[a->src];
@@ -681,7 +683,8 @@ static PyObject *assigned_locals(NdLoop *L, const lsig *s, PyObject *const *vals
     for (int v = 0; r && v < nv; v++) {
         if (!L->vout[v]) continue;
         if (s->alocal[v] ? !arr[v].set : tag[v] == LT_UNBOUND) continue;
-        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v], F, pobj, origs)
+        PyObject *b = s->alocal[v] ? array_local_value(&arr[v], vals, v, s->alocal[nv + v], s->alocal[2 * nv + v], F, pobj,
+                                                       origs)
                                    : box(tag[v], &val[v]);
         if (!b) { Py_CLEAR(r); break; }
         if (unbound) {
