@@ -147,6 +147,9 @@ typedef struct vctx {
      * buffer, size: the number of elements */
     int nd, unit;
     char len2[16], k2[16], flat[64], size[40];
+    /* prov[ax]: axis ax's length so far is a broadcast 1 (x[:, None]), a
+     * variable the first operand of another length sets */
+    int prov[2];
 } vctx;
 
 static void line(cg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1131,6 +1134,11 @@ static int vnew_slot(cg *g, vctx *vc, const nd_ln *e)
 /* a length of this vector: the first sets it, the others must agree */
 static void vlength(cg *g, vctx *vc, const char *n)
 {
+    if (vc->prov[0]) {
+        line(g, "%s = %s;", vc->len, n);
+        vc->prov[0] = 0;
+        return;
+    }
     if (!vc->havelen) {
         snprintf(vc->len, sizeof vc->len, "L%d", ++g->tmp);
         line(g, "const int64_t %s = %s;", vc->len, n);
@@ -1140,6 +1148,30 @@ static void vlength(cg *g, vctx *vc, const char *n)
     }
     line(g, "if (NDL_UNLIKELY(%s != %s))", n, vc->len);
     g->ind++; deopt(g); g->ind--;
+}
+
+/* axis 1 of a 2-D expression has length n (bc: a broadcast 1, x[:, None]:
+ * any length fits); axis 0 goes through vlength */
+static void vaxis1(cg *g, vctx *vc, const char *n, int bc)
+{
+    if (bc) {
+        if (!vc->len2[0]) {
+            snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
+            line(g, "int64_t %s = 1;", vc->len2);
+            vc->prov[1] = 1;
+        }
+        return;
+    }
+    if (!vc->len2[0]) {
+        snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
+        line(g, "const int64_t %s = %s;", vc->len2, n);
+    } else if (vc->prov[1]) {
+        line(g, "%s = %s;", vc->len2, n);
+        vc->prov[1] = 0;
+    } else {
+        line(g, "if (NDL_UNLIKELY(%s != %s))", n, vc->len2);
+        g->ind++; deopt(g); g->ind--;
+    }
 }
 
 /* Python's slice bound: None, negative from the end, clipped to [0, n] */
@@ -1223,6 +1255,14 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
         size_t used = strlen(off);
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
+    if (e->kind == LK_SLICE && e->aux >= 3 && got == 1 && nv == 2) {
+        /* x[:, None] / x[None, :]: the new axis has length 1, stride 0 */
+        int nx = e->aux == 3 ? 1 : 0;
+        if (nx == 0) { memcpy(st[1], st[0], 16); memcpy(len[1], len[0], 16); }
+        snprintf(st[nx], 16, "0");
+        snprintf(len[nx], 16, "1");
+        got = 2;
+    }
     if (got != nv) return no_type(g, e);
     if (e->kind == LK_SLICE && e->aux == 2 && nv == 2) {
         /* X.T: the same memory, its two axes swapped */
@@ -1248,15 +1288,18 @@ static int vslice(cg *g, vctx *vc, const nd_ln *e)
     memcpy(vc->slot[sl].st, st[0], 16);
     if (nv == 2) memcpy(vc->slot[sl].st2, st[1], 16);
     if (!vc->havelen) vc->nd = nv;
-    vlength(g, vc, len[0]);
+    /* the axis a new axis (x[:, None]) broadcasts along: any length */
+    int bx = e->kind == LK_SLICE && e->aux >= 3 ? (e->aux == 3 ? 1 : 0) : -1;
+    if (bx == 0 && !vc->havelen) {
+        snprintf(vc->len, sizeof vc->len, "L%d", ++g->tmp);
+        line(g, "int64_t %s = 1;", vc->len);
+        vc->havelen = 1;
+        vc->prov[0] = 1;
+    } else if (bx != 0) {
+        vlength(g, vc, len[0]);
+    }
     if (nv == 2) {
-        if (!vc->len2[0]) {
-            snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
-            line(g, "const int64_t %s = %s;", vc->len2, len[1]);
-        } else {
-            line(g, "if (NDL_UNLIKELY(%s != %s))", len[1], vc->len2);
-            g->ind++; deopt(g); g->ind--;
-        }
+        vaxis1(g, vc, len[1], bx == 1);
         snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
     } else {
         snprintf(vc->size, sizeof vc->size, "%s", vc->len);
@@ -1496,6 +1539,59 @@ static int vinv_into(cg *g, const nd_ln *e, char *w, char *n)
     return 0;
 }
 
+/* np.max(M, axis=k), np.min, np.argmax, np.argmin (and the methods) of a
+ * 2-D M: along axis k into a buffer before the element loop (slot kind 5).
+ * NumPy's rules: the first of equal extremes; a NaN is the max/min, and
+ * argmax/argmin give the first NaN's index (quiet compares: no flag); a
+ * reduced axis of length 0 is left to NumPy (its ValueError) */
+static int vaxisred(cg *g, vctx *vc, const nd_ln *e)
+{
+    int sl = vnew_slot(g, vc, e), bits;
+    if (sl < 0) return no_type(g, e);
+    if (vc->havelen && vc->nd == 2) return no_type(g, e);
+    int r = nd_lty_expr(g->T, e, g->assign, &bits), tm = nd_lty_expr(g->T, e->kid[0], g->assign, &bits);
+    if (r < 0 || tm < 0 || !(r & LT_VEC) || !(tm & LT_MAT)) return no_type(g, e);
+    r &= ~LT_VEC;
+    tm &= ~LT_MAT;
+    int ax = e->op - 3 < 0 ? e->op - 1 : e->op - 3, kx = 1 - ax;
+    int arg = e->aux == LF_NP_ARGMAX || e->aux == LF_NP_ARGMIN, mx = e->aux == LF_NP_MAX || e->aux == LF_NP_ARGMAX;
+    char p[16], st[2][16], len[2][16], w[16];
+    if (vmat_operand(g, e->kid[0], p, st, len) < 0) return -1;
+    line(g, "if (NDL_UNLIKELY(%s == 0))", len[ax]);
+    g->ind++; deopt(g); g->ind--;
+    if (scratch(g, e, ctype[r], len[kx], w) < 0) return -1;
+    const char *M = ctype[tm];
+    int q = ++g->tmp;
+    char el[160];
+    snprintf(el, sizeof el, "*(const %s *)(%s + i%d * %s + j%d * %s)", M, p, q, st[ax], q, st[kx]);
+    line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, len[kx], q);
+    g->ind++;
+    line(g, "int64_t i%d = 0;", q);
+    line(g, "%s acc_ = %s, x_; int64_t idx_ = 0;", M, el);
+    if (ISF(tm)) {
+        line(g, "if (!isnan(acc_))");
+        line(g, "  for (i%d = 1; i%d < %s; i%d++) {", q, q, len[ax], q);
+        line(g, "    x_ = %s;", el);
+        line(g, "    if (!%s(x_, acc_)) { acc_ = x_; idx_ = i%d; if (isnan(x_)) break; }", mx ? "islessequal" : "isgreaterequal", q);
+        line(g, "  }");
+    } else {
+        line(g, "for (i%d = 1; i%d < %s; i%d++) {", q, q, len[ax], q);
+        line(g, "  x_ = %s;", el);
+        line(g, "  if (x_ %s acc_) { acc_ = x_; idx_ = i%d; }", mx ? ">" : "<", q);
+        line(g, "}");
+    }
+    line(g, "(void)idx_; (void)acc_;");
+    line(g, "%s[j%d] = (%s)%s;", w, q, ctype[r], arg ? "idx_" : "acc_");
+    g->ind--;
+    line(g, "}");
+    memcpy(vc->slot[sl].w, w, 16);
+    vc->slot[sl].te = r;
+    vc->slot[sl].slice = 5;
+    if (!vc->havelen) vc->nd = 1;
+    vlength(g, vc, len[kx]);
+    return 0;
+}
+
 /* a 2-D @ 2-D product or np.linalg.inv in a 2-D expression: a slot
  * reading its buffer */
 static int vmatmat(cg *g, vctx *vc, const nd_ln *e)
@@ -1519,13 +1615,7 @@ static int vmatmat(cg *g, vctx *vc, const nd_ln *e)
     line(g, "const int64_t %s = (int64_t)sizeof(%s);", vc->slot[sl].st2, ctype[r]);
     if (!vc->havelen) vc->nd = 2;
     vlength(g, vc, n);
-    if (!vc->len2[0]) {
-        snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
-        line(g, "const int64_t %s = %s;", vc->len2, m);
-    } else {
-        line(g, "if (NDL_UNLIKELY(%s != %s))", m, vc->len2);
-        g->ind++; deopt(g); g->ind--;
-    }
+    vaxis1(g, vc, m, 0);
     snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
     vc->slot[sl].slice = 1;
     return 0;
@@ -1568,13 +1658,7 @@ static int vouter(cg *g, vctx *vc, const nd_ln *e)
         goto done;
     if (!vc->havelen) vc->nd = 2;
     vlength(g, vc, iv[0].len);
-    if (!vc->len2[0]) {
-        snprintf(vc->len2, sizeof vc->len2, "L%d", ++g->tmp);
-        line(g, "const int64_t %s = %s;", vc->len2, iv[1].len);
-    } else {
-        line(g, "if (NDL_UNLIKELY(%s != %s))", iv[1].len, vc->len2);
-        g->ind++; deopt(g); g->ind--;
-    }
+    vaxis1(g, vc, iv[1].len, 0);
     snprintf(vc->size, sizeof vc->size, "(%s * %s)", vc->len, vc->len2);
     vc->slot[sl].slice = 4;
     rc = 0;
@@ -1764,6 +1848,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
     case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
     case LK_CALL:
+        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN) return vaxisred(g, vc, e);
         if ((e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL || e->aux == LF_NP_INV) && (r & LT_MAT))
             return vmatmat(g, vc, e);
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);
@@ -2573,6 +2658,14 @@ static int vstore(cg *g, const nd_ln *s)
         if (sl < 0 || expr(g, s->kid[0], &vc->slot[sl].v) < 0) goto done;
     }
     if (!aug && vslice(g, tv, &tgt) < 0) goto done;
+    if (vv && tv->nd == 2) {
+        /* a value's new axis (c[:, None]) broadcasts along the target's */
+        for (int ax = 0; ax < 2; ax++)
+            if (vc->prov[ax]) {
+                line(g, "%s = %s;", ax ? vc->len2 : vc->len, ax ? tv->len2 : tv->len);
+                vc->prov[ax] = 0;
+            }
+    }
     if (vv) {   /* lengths agree (NumPy would broadcast a length 1, or raise) */
         if (tv->nd == 2) line(g, "if (NDL_UNLIKELY(%s != %s || %s != %s))", vc->len, tv->len, vc->len2, tv->len2);
         else line(g, "if (NDL_UNLIKELY(%s != %s))", vc->len, tv->len);

@@ -645,6 +645,12 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
     case LK_SLICE: {
         int a = e->var, nvec = 0;
         if (T->adt[a] < 0) return why(T, e, "an indexed name that is not an ndarray of a supported dtype");
+        if (e->kind == LK_SLICE && e->aux >= 3) {
+            /* x[:, None], x[None, :]: a 1-D array as a column / row */
+            if (T->andim[a] != 1) return why(T, e, "a new axis of an array that is not 1-D");
+            *bits = 1;
+            return T->adt[a] | LT_MAT;
+        }
         if (e->n > T->andim[a]) return why(T, e, "too many indices");
         for (int k = 0; k < e->n; k++) {
             if (e->kid[k]->kind == LK_SL) {
@@ -694,6 +700,17 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             if ((ta[k] = nd_lty_expr(T, e->kid[k], assign, &bs[k])) < 0) return ta[k];
             if (ta[k] == LT_PYBOOL) bs[k] = 1;
             vec |= ta[k] & (LT_VEC | LT_MAT);
+        }
+        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN) {
+            /* np.max(M, axis=k) ...: along one axis of a 2-D array, a 1-D array */
+            if (e->n != 1 || !(ta[0] & LT_MAT))
+                return why(T, e, "a reduction along an axis of something that is not a 2-D array");
+            r = nd_lty_vop(LO_NOPS + e->aux, ta[0], -1);
+            if (r == -2) return r;
+            if (r < 0 || (r & (LT_VEC | LT_MAT)))
+                return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
+            *bits = 1;
+            return r | LT_VEC;
         }
         if (e->aux >= LF_NP_DOT && e->aux <= LF_NP_ARGMIN) {
             /* reductions of 1-D arrays (np.dot(v, s) is an array); matrix
@@ -957,6 +974,7 @@ static int walk(fctx *f, nd_ln *const *b, int n)
 static int vector_expr(const nd_ltyping *T, const nd_ln *e);
 static int view_source(const nd_ltyping *T, const nd_ln *e)
 {
+    if (e->kind == LK_SLICE && e->aux >= 3) return -1;   /* x[:, None]: 2-D */
     if (e->kind == LK_VAR) {
         if (T->alocal[e->var] == 2) return T->andim[e->var] == 1 ? e->var : -1;
         return T->adt[e->var] >= 0 && T->andim[e->var] == 1 ? e->var : -1;
@@ -985,6 +1003,7 @@ static int matrix_part(const nd_ltyping *T, const nd_ln *e)
     int a = e->var;
     if (a < 0 || (T->adt[a] < 0 && T->alocal[a] != 2)) return 0;
     if (e->kind == LK_VAR) return T->andim[a] == 2;
+    if (e->kind == LK_SLICE && e->aux >= 3) return T->andim[a] == 1;   /* x[:, None] */
     if (e->n > T->andim[a]) return 0;
     int nvec = T->andim[a] - e->n;
     for (int k = 0; k < e->n; k++) {
@@ -1024,6 +1043,8 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
         }
         if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return 1;
         if (e->aux == LF_NP_INV) return e->n == 1 && vector_expr(T, e->kid[0]) == 2 ? 2 : 0;
+        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN)   /* along an axis of a 2-D array */
+            return e->n == 1 && vector_expr(T, e->kid[0]) == 2 ? 1 : 0;
         if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
         int r = 0;
         for (int k = 0; k < e->n; k++) {

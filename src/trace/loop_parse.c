@@ -246,6 +246,32 @@ static int array_var(pctx *c, PyObject *e)
     return v;
 }
 
+static int is_none(PyObject *o);
+/* whether o is the slice ':' (no bounds, no step) */
+static int whole_slice(PyObject *o)
+{
+    if (!IS(o, "Slice")) return 0;
+    PyObject *p0 = attr(o, "lower"), *p1 = attr(o, "upper"), *p2 = attr(o, "step");
+    int r = p0 == Py_None && p1 == Py_None && p2 == Py_None;
+    Py_XDECREF(p0); Py_XDECREF(p1); Py_XDECREF(p2);
+    return r;
+}
+
+/* a subscript x[:, None] (3), x[None, :] (4) of a name x; 0: another; -1 error */
+static int newaxis_form(PyObject *e)
+{
+    PyObject *v = attr(e, "value"), *sl = v ? attr(e, "slice") : NULL;
+    PyObject *elts = sl && IS(sl, "Tuple") ? attr(sl, "elts") : NULL;
+    int r = 0;
+    if (elts && IS(v, "Name") && PyList_GET_SIZE(elts) == 2) {
+        PyObject *a = PyList_GET_ITEM(elts, 0), *b = PyList_GET_ITEM(elts, 1);
+        if (whole_slice(a) && is_none(b)) r = 3;
+        else if (is_none(a) && whole_slice(b)) r = 4;
+    }
+    Py_XDECREF(v); Py_XDECREF(sl); Py_XDECREF(elts);
+    return PyErr_Occurred() ? -1 : r;
+}
+
 /* whether Name e names math or numpy (np.T is an attribute of a module) */
 static int name_is_module(PyObject *e)
 {
@@ -765,7 +791,29 @@ static nd_ln *call(pctx *c, PyObject *e)
     if (!kw) goto done;
     int line = line_of(e);
     Py_ssize_t na = PyList_GET_SIZE(args);
-    if (PyList_GET_SIZE(kw)) { refuse(c, e, "a call with keyword arguments"); goto done; }
+    /* axis=k (an integer written out) of np.max/min/argmax/argmin and
+     * their methods: LK_CALL's op is k + 3 (0: no axis) */
+    int kaxis = 0;
+    if (PyList_GET_SIZE(kw)) {
+        PyObject *k0 = PyList_GET_ITEM(kw, 0), *kn = attr(k0, "arg"), *kv = kn ? attr(k0, "value") : NULL;
+        int neg = 0;
+        if (kv && IS(kv, "UnaryOp")) {   /* axis=-1 */
+            PyObject *op = attr(kv, "op"), *x = op ? attr(kv, "operand") : NULL;
+            neg = op && IS(op, "USub");
+            Py_XDECREF(op);
+            Py_SETREF(kv, neg ? x : NULL);
+            if (!neg) Py_XDECREF(x);
+        }
+        PyObject *cv = kv && IS(kv, "Constant") ? attr(kv, "value") : NULL;
+        if (PyList_GET_SIZE(kw) == 1 && kn != Py_None && kn && PyUnicode_CompareWithASCIIString(kn, "axis") == 0 &&
+            cv && PyLong_Check(cv) && !PyBool_Check(cv)) {
+            long ax = PyLong_AsLong(cv) * (neg ? -1 : 1);
+            if (ax >= -2 && ax <= 1) kaxis = (int)ax + 3;
+        }
+        Py_XDECREF(kn); Py_XDECREF(kv); Py_XDECREF(cv);
+        if (PyErr_Occurred()) goto done;
+        if (!kaxis) { refuse(c, e, "a call with keyword arguments"); goto done; }
+    }
     for (Py_ssize_t k = 0; k < na; k++)
         if (IS(PyList_GET_ITEM(args, k), "Starred")) { refuse(c, e, "a call with *args"); goto done; }
     int fn = -1, v = -1;
@@ -961,6 +1009,13 @@ static nd_ln *call(pctx *c, PyObject *e)
     for (Py_ssize_t k = 0; k < na; k++)
         if (!(r->kid[k] = expr(c, PyList_GET_ITEM(args, k)))) { r = NULL; break; }
 done:
+    if (r && kaxis) {
+        if (r->kind == LK_CALL && r->n == 1 &&
+            (r->aux == LF_NP_MAX || r->aux == LF_NP_MIN || r->aux == LF_NP_ARGMAX || r->aux == LF_NP_ARGMIN))
+            r->op = (uint8_t)kaxis;
+        else
+            r = refuse(c, e, "a call with keyword arguments");
+    }
     Py_XDECREF(f);
     Py_XDECREF(args);
     Py_XDECREF(kw);
@@ -1067,7 +1122,21 @@ static nd_ln *expr(pctx *c, PyObject *e)
             if (!(r->kid[0] = expr(c, t)) || !(r->kid[1] = expr(c, b)) || !(r->kid[2] = expr(c, o))) r = NULL;
         Py_XDECREF(t); Py_XDECREF(b); Py_XDECREF(o);
     } else if (IS(e, "Subscript")) {
-        r = elem(c, e, LK_ELEM, NULL);
+        int na = newaxis_form(e);
+        if (na > 0) {
+            /* x[:, None] / x[None, :] of a name: x as a column / a row of a
+             * 2-D expression, broadcast along its new axis (LK_SLICE of no
+             * index, aux 3 / 4; typing takes 1-D arrays) */
+            PyObject *v = attr(e, "value");
+            int av = v ? array_var(c, v) : -1;
+            Py_XDECREF(v);
+            if (av >= 0 && (r = nd_lir_node(c->ir, LK_SLICE, line, 0))) {
+                r->var = av;
+                r->aux = na;
+            }
+        } else if (na == 0) {
+            r = elem(c, e, LK_ELEM, NULL);
+        }
     } else if (IS(e, "Attribute")) {
         PyObject *a = attr(e, "attr"), *v = a ? attr(e, "value") : NULL;
         if (v) {
