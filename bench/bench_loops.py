@@ -175,6 +175,18 @@ def loop_cases(quick=False):
     add(f"state: Kalman filter, 4 states 2 measurements x{steps}", L.kalman_filter,
         lambda Fm=Fm, Hm=Hm, zs=zs: (zs, Fm, Hm, np.eye(4) * 1e-3, np.eye(2) * 0.05, np.zeros(4), np.eye(4)),
         1e-9)
+    # constructs captured since session 28 (np.flip, chained assignments,
+    # np.linalg.norm, reversed(range()), np.mean, np.sign)
+    rng28 = np.random.default_rng(28)
+    n28 = 300 if Q else 800
+    add(f"linear algebra: Levinson-Durbin (np.flip) n={n28}", L.levinson_durbin,
+        lambda: (rng28.random(n28) * (0.5 / n28),), 1e-9)
+    add("linear algebra: covariance, chained symmetric fill 400x60", L.covariance_fill,
+        lambda: (rng28.random((400, 60)),), 1e-9)
+    add("linear algebra: Gram-Schmidt norms + reversed() solve 200x40", L.gram_schmidt_norms,
+        lambda: (rng28.random((200, 40)) + np.eye(200, 40),), 1e-9)
+    add("statistics: row mean/norm/sign 300x50", L.row_stats,
+        lambda: (rng28.random((300, 50)) - 0.5,), 1e-9)
     # the tracer's: every pass fused into one kernel (loop capture leaves it)
     for size in (64, 10 ** 5 if Q else 10 ** 6):
         add(f"state: x = x * 1.5 + 0.25 x10 on {size} elements (tracer's)", L.affine_steps,

@@ -542,3 +542,59 @@ def kalman_filter(zs, F, H, Q, R, x0, P0):
         P = (I - K @ H) @ P
         out[k] = x
     return out
+
+
+# ------------------------------------ constructs captured since session 28
+def levinson_durbin(r):
+    """Levinson-Durbin recursion for a Toeplitz system: np.flip of slices."""
+    n = r.shape[0]
+    y = np.empty_like(r)
+    alpha = -r[0]
+    beta = 1.0
+    y[0] = -r[0]
+    for k in range(1, n):
+        beta *= 1.0 - alpha * alpha
+        alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
+        y[:k] += alpha * np.flip(y[:k])
+        y[k] = alpha
+    return y
+
+
+def covariance_fill(data):
+    """Covariance by columns, each row and column of the symmetric result
+    stored by one chained assignment."""
+    n, m = data.shape
+    d = data - data.mean(axis=0)
+    cov = np.zeros((m, m))
+    for i in range(m):
+        cov[i:m, i] = cov[i, i:m] = d[:, i] @ d[:, i:m] / (n - 1.0)
+    return cov
+
+
+def gram_schmidt_norms(A):
+    """Modified Gram-Schmidt with np.linalg.norm and reversed() back
+    substitution of R x = Q^T b."""
+    m, n = A.shape
+    Q = A.copy()
+    R = np.zeros((n, n))
+    for j in range(n):
+        for i in range(j):
+            R[i, j] = np.dot(Q[:, i], Q[:, j])
+            Q[:, j] -= R[i, j] * Q[:, i]
+        R[j, j] = np.linalg.norm(Q[:, j])
+        Q[:, j] /= R[j, j]
+    b = Q.T @ np.ones(m)
+    x = np.zeros(n)
+    for i in reversed(range(n)):
+        x[i] = (b[i] - R[i, i + 1:] @ x[i + 1:]) / R[i, i]
+    return x
+
+
+def row_stats(A):
+    """Per-row mean, norm and sign balance."""
+    out = np.empty((A.shape[0], 3))
+    for i in range(A.shape[0]):
+        out[i, 0] = np.mean(A[i])
+        out[i, 1] = np.linalg.norm(A[i])
+        out[i, 2] = np.sum(np.sign(A[i] - out[i, 0]))
+    return out
