@@ -325,7 +325,7 @@ static inline T NAME##_scan(const T *w, int64_t n)                              
     }                                                                               \
     return b;                                                                       \
 }                                                                                   \
-static inline __attribute__((noinline)) T NAME##_lanes(const T *w, int64_t n)       \
+static __attribute__((noinline, unused)) T NAME##_lanes(const T *w, int64_t n)      \
 {                                                                                   \
     typedef T v_ __attribute__((vector_size(W * sizeof(T))));                       \
     typedef I m_ __attribute__((vector_size(W * sizeof(T))));                       \
