@@ -1025,8 +1025,32 @@ done:
     return out;
 }
 
+/* NumPy's assignment through one boolean array of the array's dims
+ * (array_assign_boolean_subscript) takes a value of 0 or 1 dims only,
+ * where the same positions as a fancy index would broadcast (1, n) */
+static int bool_value_refused(PyObject *self, PyObject *key, PyObject *value)
+{
+    PyObject *m = key;
+    if (PyTuple_Check(key)) {
+        if (PyTuple_GET_SIZE(key) != 1) return 0;
+        m = PyTuple_GET_ITEM(key, 0);
+    }
+    int mnd;
+    if (nd_proxy_check(m) && nd_proxy_dtype(m) == NPY_BOOL) mnd = nd_proxy_ndim(m);
+    else if (PyArray_Check(m) && PyArray_TYPE((PyArrayObject *)m) == NPY_BOOL) mnd = PyArray_NDIM((PyArrayObject *)m);
+    else return 0;
+    if (mnd == 0 || mnd != nd_proxy_ndim(self)) return 0;
+    int vnd = nd_proxy_check(value) ? nd_proxy_ndim(value)
+              : PyArray_Check(value) ? PyArray_NDIM((PyArrayObject *)value) : nd_shim_seq_ndim(value);
+    if (vnd <= 1) return 0;
+    PyErr_Format(PyExc_TypeError, "NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
+                 "input, input has %d dimensions", vnd);
+    return -1;
+}
+
 static int advidx_setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
+    if (bool_value_refused(self, key, value) < 0) return -1;
     int done = nd_shim_masked_store(t, self, key, value);
     if (done) return done < 0 ? -1 : 0;
     if (mask_where(t, self, key, value, &done) < 0) return -1;

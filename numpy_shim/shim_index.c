@@ -547,6 +547,21 @@ static int element_value_ok(int dtype, PyObject *value)
     return r < 0 ? -1 : 0;
 }
 
+int nd_shim_seq_ndim(PyObject *value)
+{
+    if (!PyList_Check(value) && !PyTuple_Check(value)) return -1;
+    int nd = 0;
+    PyObject *o = value;
+    while ((PyList_Check(o) || PyTuple_Check(o)) && nd <= NPY_MAXDIMS) {
+        nd++;
+        if (PySequence_Fast_GET_SIZE(o) == 0) return nd;
+        o = PySequence_Fast_GET_ITEM(o, 0);
+    }
+    if (nd_proxy_check(o)) nd += nd_proxy_ndim(o);
+    else if (PyArray_Check(o)) nd += PyArray_NDIM((PyArrayObject *)o);
+    return nd;
+}
+
 static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
 {
     if (element_key(key, nd_proxy_ndim(self)) && element_value_ok(nd_proxy_dtype(self), value) < 0)
@@ -556,6 +571,13 @@ static int setitem(nd_trace *t, PyObject *self, PyObject *key, PyObject *value)
     int rc = basic_index(key, nd_proxy_ndim(self), nd_proxy_shape(self), &m);
     if (rc < 0) return -1;
     nd_id v = ND_NONE;
+    if (rc == 0 && nd_shim_seq_ndim(value) > m.ndim) {
+        /* NumPy converts a sequence with at most the view's dims
+         * (PyArray_CopyObject), where an array's leading 1s broadcast */
+        PyErr_Format(PyExc_ValueError, "setting an array element with a sequence. The requested array "
+                     "would exceed the maximum number of dimension of %d.", m.ndim);
+        return -1;
+    }
     if (rc == 0) v = nd_shim_assign_value(t, value, nd_proxy_dtype(self), m.ndim, m.shape, 1, 1);
     if (v == ND_NONE) {
         if (PyErr_Occurred()) return -1;

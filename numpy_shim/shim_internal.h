@@ -403,6 +403,9 @@ int nd_shim_lazy_scalar(PyObject *value);
  * nd_shim_unsupported reason (caller falls back). warn: give NumPy's cast
  * warnings (ComplexWarning) -- 0 where NumPy itself already vetted the
  * assignment on stand-ins (copyto). */
+/* the number of dims NumPy discovers in a list/tuple value (through its
+ * first items; an array or proxy item adds its own); -1 for anything else */
+int nd_shim_seq_ndim(PyObject *value);
 nd_id nd_shim_assign_value(nd_trace *t, PyObject *value, int dtype, int ndim,
                            const npy_intp *shape, int as_item, int warn);
 
