@@ -424,6 +424,15 @@ static int acc(ad_t *A, nd_id i, nd_id v)
 #define NEG(a) U1(ND_UF_NEGATIVE, a)
 #define SQ(a) U1(ND_UF_SQUARE, a)
 
+/* a power's exponent that is a real float scalar of the graph, finite and
+ * not 0 (x ** 3, x ** 0.5): its derivative needs no per-element select */
+static int pow_const_exponent(nd_graph *g, nd_id b)
+{
+    const nd_node *bn = NODE(g, b);
+    return bn->op == ND_OP_SCALAR && bn->ndim == 0 && isflt(bn->dtype) &&
+           isfinite(bn->scalar.f) && bn->scalar.f != 0;
+}
+
 static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
@@ -524,7 +533,16 @@ static int rule_ufunc(ad_t *A, nd_id i, const nd_node *f, nd_id c)
     case ND_UF_CBRT: ga = DIV(c, MUL(SQ(y), S(3))); break;
     case ND_UF_RECIPROCAL: ga = NEG(MUL(c, SQ(y))); break;
     case ND_UF_POWER: case ND_UF_FLOAT_POWER:
-        if (da)
+        if (da && !db && pow_const_exponent(g, b)) {
+            /* x ** k, k a real scalar other than 0: k x^(k-1) with k-1 a
+             * scalar of the graph, not a 0-d node computed per call, so
+             * x ** 3's derivative is 3 (x * x) (codegen multiplies for an
+             * exponent of 2; a computed one was a libm pow an element:
+             * Black-Scholes greeks spent a quarter of its time there) and
+             * k = 1 needs no power at all. No select: k is never 0. */
+            double k = NODE(g, b)->scalar.f;
+            ga = k == 1 ? c : MUL(c, MUL(b, k == 2 ? a : U2(ND_UF_POWER, a, S(k - 1))));
+        } else if (da)
             ga = MUL(c, where(g, U2(ND_UF_EQUAL, b, S(0)), S(0),
                               MUL(b, U2(ND_UF_POWER, a, SUB(b, S(1)))), L));
         if (db)

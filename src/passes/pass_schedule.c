@@ -25,9 +25,21 @@
  * and buffers it reads (the runtime passes at most 64 operand pointers).
  * A long chain of 0-d work -- lazy element reads in a scalar loop -- is cut
  * into several kernels instead of one that cannot be built. */
-#define KMAX_NODES nd_schedule_kmax_nodes
 #define KMAX_OPS 40
 _Thread_local int nd_schedule_kmax_nodes = 64;
+/* A kernel over an array domain may inline up to KMAX_ARRAY_NODES nodes
+ * (the GPU's bound): each split of a long pointwise chain writes a buffer
+ * and reads it back, and the gradient of a pointwise loss is one -- the
+ * backward of Black-Scholes greeks is ~120 pointwise nodes, cut into 15
+ * kernels at 64 (2.7x slower than one). nd_schedule_kmax_nodes bounds 0-d
+ * domains, the chains of lazy element reads a scalar loop makes. */
+#define KMAX_ARRAY_NODES 256
+
+static int kmax_nodes(const nd_node *domain)
+{
+    int k = nd_schedule_kmax_nodes;
+    return domain->ndim > 0 && k < KMAX_ARRAY_NODES ? KMAX_ARRAY_NODES : k;
+}
 _Thread_local int nd_schedule_side_outputs = 1;
 
 typedef struct sched {
@@ -1157,6 +1169,36 @@ static void buffer_broadcasts(sched *s)
     }
 }
 
+/* Is input k of node i a buffer the groups in set already count among
+ * their operands -- an earlier input of i, or read by a node already placed
+ * in one of them? A kernel passes each buffer once, however many of its
+ * nodes read it: counted per read, an input read by 40 nodes of a chain (x
+ * in every step of `y = (y * 0.5 + x) * y`, or a loss's inputs throughout
+ * its backward) filled KMAX_OPS and cut the chain into kernels reading
+ * each other's buffers. Groups merged later add their counts (an upper
+ * bound). */
+static int operand_counted(sched *s, nd_id i, int k, const int32_t *set, int cnt)
+{
+    nd_graph *g = s->g;
+    nd_node *nn = &g->nodes[i];
+    nd_id in = node_in(nn, k);
+    for (int j = 0; j < k; j++) if (node_in(nn, j) == in) return 1;
+    for (int q = s->cstart[in]; q < s->cstart[in + 1]; q++) {
+        nd_id c = s->clist[q];
+        if (c <= i) continue;  /* placed later (the walk goes from the outputs back) */
+        int add[MAXG], na = 0;
+        if (s->mat[c]) {
+            if (s->eager[c] || g->nodes[c].op == ND_OP_INPUT || s->grp[c] < 0) continue;
+            add[na++] = find(s, s->grp[c]);
+        } else if (!s->freen[c]) {
+            for (int t = 0; t < s->ng[c]; t++) add[na++] = find(s, GSETS(s, c)[t]);
+        }
+        for (int t = 0; t < na; t++)
+            for (int u = 0; u < cnt; u++) if (find(s, set[u]) == add[t]) return 1;
+    }
+    return 0;
+}
+
 static void group_kernels(sched *s, int allow_merge)
 {
     nd_graph *g = s->g;
@@ -1233,14 +1275,16 @@ static void group_kernels(sched *s, int allow_merge)
             int64_t sz = 1, nop = 0;
             for (int k = 0; k < node_nin(nn); k++) {
                 nd_id in = node_in(nn, k);
-                if (in >= 0 && (s->mat[in] || view_of_buffer(g, in))) nop++;
+                if (in >= 0 && (s->mat[in] || view_of_buffer(g, in)) &&
+                    !operand_counted(s, i, k, set, cnt))
+                    nop++;
             }
             for (int t = 0; t < cnt; t++) {
                 int r = find(s, set[t]), dup = 0;
                 for (int u = 0; u < t; u++) if (find(s, set[u]) == r) dup = 1;
                 if (!dup) { sz += s->gsize[r]; nop += s->gops[r]; }
             }
-            if (sz > KMAX_NODES || nop > KMAX_OPS) ok = 0;
+            if (sz > kmax_nodes(nn) || nop > KMAX_OPS) ok = 0;
             else {
                 int64_t nf = s->shortr[i] ? 1 : 0;
                 for (int t = 0; t < cnt; t++) {
@@ -1367,7 +1411,8 @@ static void merge_pointwise(sched *s, uint8_t *dep)
             int a = find(s, set[0]), o = find(s, set[t]);
             if (a == o) continue;
             if (!same_domain(&g->nodes[s->groot[a]], &g->nodes[s->groot[o]])) continue;
-            if (s->gsize[a] + s->gsize[o] > KMAX_NODES || s->gops[a] + s->gops[o] > KMAX_OPS ||
+            if (s->gsize[a] + s->gsize[o] > kmax_nodes(&g->nodes[s->groot[a]]) ||
+                s->gops[a] + s->gops[o] > KMAX_OPS ||
                 s->gfr[a] + s->gfr[o] > ND_MAXFR)
                 continue;
             if (ext && ext[a] >= 0 && ext[o] >= 0 && ext[a] != ext[o]) continue;
