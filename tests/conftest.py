@@ -282,7 +282,7 @@ def background_compiles(monkeypatch, tmp_path):
 
 _CONFIG_SWITCHES = ("cache_size_limit", "verbose", "floor", "loop_capture", "suppress_errors",
                     "enabled", "error_on_recompile", "background_compile", "compile_budget",
-                    "adaptive_threads")
+                    "adaptive_threads", "automatic_dynamic_shapes")
 
 
 @pytest.fixture

@@ -53,7 +53,8 @@ __all__ = [
     "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp", "device", "CudaError",
-    "is_dynamo_compiling", "error_on_graph_break", "lookup_backend",
+    "is_dynamo_compiling", "error_on_graph_break", "lookup_backend", "list_mode_options",
+    "assume_constant_result", "nonstrict_trace", "substitute_in_graph",
 ]
 
 CudaError = cuda.CudaError
@@ -76,16 +77,62 @@ _BUILTIN_BACKENDS = ("aot_eager", "eager", "native", "cuda")
 _backend_tags = {}
 
 
-def compile(fn=None, *, fullgraph=False, dynamic=None, backend="native",
+# compile(mode=...): what each of torch.compile's modes means for numdyn, as
+# the options it sets (torch._inductor.list_mode_options maps them to
+# Inductor's config the same way). numdyn has no CUDA graphs: its warm
+# calls already replay the recorded program without running Python, on
+# every mode.
+_MODE_OPTIONS = {
+    # numdyn's defaults (config.floor decides the speed floor)
+    "default": {},
+    # the least work a warm call does: no speed floor (no per-call floor
+    # check, no timed NumPy calls; compiled kernels always)
+    "reduce-overhead": {"floor": False},
+    # numdyn's autotuning on whatever the config says: the speed floor times
+    # compiled calls against NumPy per argument signature and keeps the
+    # faster (even under config.floor = False / NUMDYN_FLOOR=0)
+    "max-autotune-no-cudagraphs": {"floor": True},
+    "max-autotune": {"floor": True},
+}
+
+
+def list_mode_options(mode=None, dynamic=None):
+    """The options each compile(mode=...) sets (torch._inductor's
+    list_mode_options): all modes as a dict, or the given mode's; an
+    unknown mode raises RuntimeError as torch.compile's does."""
+    try:
+        return dict(_MODE_OPTIONS[mode]) if mode else {k: dict(v) for k, v in _MODE_OPTIONS.items()}
+    except (KeyError, TypeError):
+        raise RuntimeError(
+            f"Unrecognized mode={mode}, should be one of: {', '.join(_MODE_OPTIONS)}") from None
+
+
+def _mode_options(mode, options):
+    """compile's options after mode= (torch.compile's checks and errors)"""
+    if mode is not None and options is not None:
+        raise RuntimeError(
+            "Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode is None:
+        return options
+    return list_mode_options(mode) or None
+
+
+def compile(fn=None, *, fullgraph=False, dynamic=None, backend="native", mode=None,
             options=None, disable=False):
     """Compile `fn` (a function, bound method or callable) with numdyn.
 
     Usable as ``@numdyn.compile`` or ``@numdyn.compile(backend="eager", ...)``.
     fullgraph=True turns the first graph break into numdyn.GraphBreakError.
+    mode (torch.compile's): "default", "reduce-overhead" (no speed floor: no
+    per-call floor work, compiled kernels always), "max-autotune" and
+    "max-autotune-no-cudagraphs" (the speed floor on whatever
+    numdyn.config.floor says); numdyn.list_mode_options() lists what each
+    sets. Not with options= (RuntimeError, as torch).
     disable=True returns a wrapper that just calls fn. An object that is
     not a function or method but has ``forward`` or ``__call__`` becomes a
     numdyn.CompiledModule (like torch's OptimizedModule).
     """
+    options = _mode_options(mode, options)
     if fn is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
                                  backend=backend, options=options, disable=disable)
@@ -213,7 +260,7 @@ def _rebuild_compiled(fn, kwargs):
     return _C.compile(fn, **kwargs)
 
 
-def _reduce_policy(wrapper, fn, kind):
+def _reduce_policy(wrapper, fn, kind, alt=None):
     """PolicyWrapper.__reduce__ (disable, allow_in_graph, ...): by reference,
     like compiled functions -- the module attribute when the wrapper is one
     (a decorator), else the wrapped function and the policy, applied again
@@ -225,7 +272,7 @@ def _reduce_policy(wrapper, fn, kind):
             obj = getattr(obj, part, None)
         if obj is wrapper:
             return qual
-    return (_C._policy, (fn, kind))
+    return (_C._policy, (fn, kind) if alt is None else (fn, kind, alt))
 
 
 def optimize(backend="native", *, nopython=False, guard_export_fn=None, guard_fail_fn=None,
@@ -418,6 +465,86 @@ def disallow_in_graph(fn):
 def forbid_in_graph(fn):
     """Calling fn inside compiled code raises RuntimeError."""
     return _C._policy(fn, "forbid_in_graph")
+
+
+def assume_constant_result(fn):
+    """torch._dynamo.assume_constant_result: fn's result is a constant of
+    the compiled program. Called from compiled code, fn runs once while the
+    call is traced (on concrete values, no graph break, nothing it does
+    traced); calls that replay the program reuse that result without
+    calling fn or checking what it read -- like torch, numdyn does not
+    check that the assumption holds. Outside compiled code fn runs as
+    usual."""
+    return _C._policy(fn, "assume_constant_result")
+
+
+def nonstrict_trace(fn):
+    """torch._dynamo.nonstrict_trace: fn is traced into the graph (its array
+    work fuses with the caller's, as allow_in_graph), and values it reads
+    other than its arguments -- globals, closure variables, arrays among
+    them -- are assumed constant: calls that replay the program do not
+    check them (allow_in_graph's guards do). Outside compiled code fn runs
+    as usual."""
+    return _C._policy(fn, "nonstrict_trace")
+
+
+def substitute_in_graph(original_fn, *, can_constant_fold_through=False,
+                        skip_signature_check=False):
+    """torch.compiler.substitute_in_graph: ``@substitute_in_graph(f)`` on a
+    polyfill with f's signature makes compiled code that calls f -- by a
+    global name, or a NumPy function numdyn's shim does not cover reaching
+    a traced array through __array_function__ -- run the polyfill, traced;
+    outside compiled code (and the returned function, called eagerly) f
+    itself runs. torch's checks and errors: f must be a function (TypeError),
+    the signatures must match unless skip_signature_check (TypeError), one
+    polyfill per function (ValueError). can_constant_fold_through is
+    accepted (numdyn folds what is constant anyway)."""
+    if not isinstance(original_fn, (_types.FunctionType, _types.BuiltinFunctionType,
+                                    _types.MethodDescriptorType, _types.WrapperDescriptorType,
+                                    np.ufunc)) and not _is_numpy_function(original_fn):
+        raise TypeError(f"substitute_in_graph expects a function but got {type(original_fn)!r}")
+
+    def wrapper(traceable_fn):
+        if not isinstance(traceable_fn, (_types.FunctionType, _types.BuiltinFunctionType)):
+            raise TypeError(
+                f"@substitute_in_graph(...) expects a function but got {type(traceable_fn)!r}")
+        if not skip_signature_check:
+            _check_same_signature(original_fn, traceable_fn)
+        prev = _C._policies.get(original_fn)
+        if prev is not None and prev._numdyn_policy == "substitute_in_graph":
+            raise ValueError(f"Duplicate polyfill handlers for {original_fn}: "
+                             f"already handled by {prev.__wrapped__}")
+        return _C._policy(original_fn, "substitute_in_graph", traceable_fn)
+    return wrapper
+
+
+def _is_numpy_function(f):
+    # NumPy's dispatching functions (np.polyval, np.interp...) are
+    # _ArrayFunctionDispatcher objects, not FunctionType
+    return callable(f) and type(f).__name__ == "_ArrayFunctionDispatcher"
+
+
+def _check_same_signature(original_fn, traceable_fn):
+    """torch's rule: positional names, keyword-only names and defaults equal
+    (annotations, *args/**kwargs names aside), or either is (*args, **kwargs)"""
+    try:
+        original_sig = inspect.signature(original_fn)
+    except ValueError:
+        return
+    traceable_sig = inspect.signature(traceable_fn)
+    var = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+    def ident(sig):
+        ps = sig.parameters.values()
+        return (tuple(p.name for p in ps if p.kind not in (p.KEYWORD_ONLY,) + var),
+                {p.name for p in ps if p.kind == p.KEYWORD_ONLY},
+                {p.name: p.default for p in ps if p.kind not in var})
+
+    wild = ident(inspect.signature(lambda *args, **kwargs: None))
+    a, b = ident(original_sig), ident(traceable_sig)
+    if a != b and a != wild and b != wild:
+        raise TypeError(f"Signature mismatch between {original_fn} and {traceable_fn}: "
+                        f"{original_sig} != {traceable_sig}")
 
 
 graph_break = _C.graph_break

@@ -34,6 +34,10 @@ def wrap_numpy(fn=None, **compile_options):
     jax.custom_vjp of host callbacks whose backward is numdyn.vjp
     (numdyn/_jax.py).
     """
+    if "mode" in compile_options:  # as numdyn.compile's mode=: the options it sets
+        from . import _mode_options
+        compile_options["options"] = _mode_options(compile_options.pop("mode"),
+                                                   compile_options.get("options"))
     if fn is None:
         return functools.partial(wrap_numpy, **compile_options)
     w = _C._wrap_numpy(fn, compile_options)

@@ -74,6 +74,14 @@ adaptive_threads
     library's thread pool -- OpenBLAS spinning after a matmul -- can hold
     the cores a team needs; see src/runtime/par.h. Counter
     kernel_runs_alone; numdyn.explain lists the choice per kernel.
+automatic_dynamic_shapes
+    What compile(dynamic=None) means (torch._dynamo.config's name; default
+    True, NUMDYN_AUTOMATIC_DYNAMIC_SHAPES=0 sets False). True: kernels are
+    shape-generic, so another size reuses the program (torch compiles a
+    dynamic program once a size changes; numdyn's are dynamic from the
+    first call). False: every size is specialized, as with dynamic=False --
+    a new size compiles another program (a recompile, with its reason).
+    Read when numdyn.compile is called; dynamic=True/False win over it.
 suppress_errors
     When the native backend fails to compile a graph, warn and run that graph
     with the eager backend instead of raising.
@@ -97,6 +105,7 @@ floor = os.environ.get("NUMDYN_FLOOR", "1") not in ("0",)
 loop_capture = os.environ.get("NUMDYN_LOOPS", "1") not in ("0",)
 suppress_errors = os.environ.get("NUMDYN_SUPPRESS_ERRORS", "") not in ("", "0")
 enabled = os.environ.get("NUMDYN_DISABLE", "") in ("", "0")
+automatic_dynamic_shapes = os.environ.get("NUMDYN_AUTOMATIC_DYNAMIC_SHAPES", "1") != "0"
 error_on_recompile = False
 background_compile = os.environ.get("NUMDYN_BACKGROUND_COMPILE", "1") != "0"
 compile_budget = float(os.environ.get("NUMDYN_COMPILE_BUDGET", "1.0"))

@@ -135,6 +135,24 @@ static PyObject *param_names(PyObject *fn)
     return r;
 }
 
+/* numdyn.config.<name> as a truth value (dflt when the config has no such
+ * attribute); -1 with an exception set */
+static int config_flag(const char *name, int dflt)
+{
+    PyObject *cfg = PyImport_ImportModule("numdyn.config");
+    if (!cfg) return -1;
+    PyObject *v = PyObject_GetAttrString(cfg, name);
+    Py_DECREF(cfg);
+    if (!v) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return dflt;
+    }
+    int on = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return on;
+}
+
 nd_ctl *nd__ctl_new(PyObject *fn, PyObject *options, PyObject *dynamic,
                     PyObject *guard_fail_fn, PyObject *guard_export_fn)
 {
@@ -143,6 +161,15 @@ nd_ctl *nd__ctl_new(PyObject *fn, PyObject *options, PyObject *dynamic,
     c->fn = fn;
     c->limit = -1;
     c->spec_all = dynamic == Py_False;
+    if (dynamic == Py_None) {
+        /* torch._dynamo.config.automatic_dynamic_shapes: dynamic=None
+         * means "dynamic once sizes change" while it is True -- numdyn's
+         * shape-generic kernels from the first call; False: every size
+         * specialized, as dynamic=False. Read when compile is called. */
+        int autodyn = config_flag("automatic_dynamic_shapes", 1);
+        if (autodyn < 0) { PyMem_Free(c); return NULL; }
+        c->spec_all = !autodyn;
+    }
     if (options && PyDict_Check(options)) {
         PyObject *v = PyDict_GetItemString(options, "cache_size_limit");
         if (v) {

@@ -436,6 +436,7 @@ PyObject *nd__helper_target(PyObject *v);
 int nd__namespace_view_user(PyObject *v);
 /* Registry of allow/disallow/forbid/disable policy wrappers (trace_policy.c). */
 PyObject *nd__policy_for(PyObject *fn);  /* borrowed wrapper or NULL */
+PyObject *nd__substitute_for(PyObject *fn);  /* borrowed polyfill or NULL */
 int nd__policy_init(PyObject *m);
 /* trace_pins.c: a top-level capture whose arguments carry dynamic marks
  * checks, before each flush, that its graph pins none of those dims to a

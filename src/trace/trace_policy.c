@@ -19,16 +19,29 @@
 #include <string.h>
 
 /* DISABLE_SHALLOW: disable(fn, recursive=False): fn runs on concrete
- * arrays, but compiled functions it calls still compile */
-enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE, POL_DISABLE_SHALLOW, POL_N };
+ * arrays, but compiled functions it calls still compile.
+ * CONST (torch._dynamo.assume_constant_result): under tracing fn runs once
+ * on concrete values with the capture suspended and no graph break; replay
+ * (trace_replay.c) takes its result as a constant: never called again,
+ * nothing it reads guarded.
+ * NONSTRICT (torch._dynamo.nonstrict_trace): traced through like allow,
+ * but replay does not scan its body: what it reads besides its arguments
+ * (globals, closures) is assumed constant, as torch assumes.
+ * SUBST (substitute_in_graph): fn is the original, alt its polyfill: calls
+ * of fn under tracing run alt (also NumPy functions reaching a proxy's
+ * __array_function__); outside, fn itself. */
+enum { POL_ALLOW, POL_DISALLOW, POL_FORBID, POL_DISABLE, POL_DISABLE_SHALLOW, POL_CONST,
+       POL_NONSTRICT, POL_SUBST, POL_N };
 static const char *pol_names[] = {"allow_in_graph", "disallow_in_graph", "forbid_in_graph",
-                                  "disable", "disable_shallow"};
+                                  "disable", "disable_shallow", "assume_constant_result",
+                                  "nonstrict_trace", "substitute_in_graph"};
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *fn;
     PyObject *dict;
+    PyObject *alt;   /* SUBST: the polyfill */
     int kind;
 } NdPolicy;
 
@@ -132,11 +145,39 @@ done:
     return res;
 }
 
+/* assume_constant_result under tracing: fn on concrete values, the capture
+ * suspended (nothing lazy leaks into it, nothing it does is traced), no
+ * graph break: its result is a constant of the trace */
+static PyObject *run_constant(NdPolicy *p, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *a, *kw, *a2 = NULL, *k2 = NULL, *res = NULL;
+    if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &a, &kw) < 0) return NULL;
+    if (nd__materialize_call(a, kw, &a2, &k2) == 0) {
+        nd_trace *saved = nd__tls_trace;
+        nd__tls_trace = NULL;
+        res = PyObject_Call(p->fn, a2, k2);
+        nd__tls_trace = saved;
+    }
+    Py_DECREF(a);
+    Py_XDECREF(kw);
+    Py_XDECREF(a2);
+    Py_XDECREF(k2);
+    return res;
+}
+
 static PyObject *pol_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames)
 {
     NdPolicy *p = (NdPolicy *)self;
     switch (p->kind) {
+    case POL_CONST:
+        if (nd_trace_current()) return run_constant(p, args, nargsf, kwnames);
+        break;
+    case POL_SUBST:
+        if (nd_trace_current()) return PyObject_Vectorcall(p->alt, args, nargsf, kwnames);
+        break;
     case POL_DISALLOW:
         if (nd_trace_current()) return run_eagerly(p, args, nargsf, kwnames, 0);
         break;
@@ -173,6 +214,7 @@ static int pol_traverse(PyObject *o, visitproc visit, void *arg)
 {
     Py_VISIT(((NdPolicy *)o)->fn);
     Py_VISIT(((NdPolicy *)o)->dict);
+    Py_VISIT(((NdPolicy *)o)->alt);
     return 0;
 }
 
@@ -180,6 +222,7 @@ static int pol_clear(PyObject *o)
 {
     Py_CLEAR(((NdPolicy *)o)->fn);
     Py_CLEAR(((NdPolicy *)o)->dict);
+    Py_CLEAR(((NdPolicy *)o)->alt);
     return 0;
 }
 
@@ -213,7 +256,8 @@ static PyObject *pol_reduce(PyObject *o, PyObject *unused)
 {
     NdPolicy *p = (NdPolicy *)o;
     PyObject *m = PyImport_ImportModule("numdyn");
-    PyObject *r = m ? PyObject_CallMethod(m, "_reduce_policy", "OOs", o, p->fn, pol_names[p->kind]) : NULL;
+    PyObject *r = m ? PyObject_CallMethod(m, "_reduce_policy", "OOsO", o, p->fn, pol_names[p->kind],
+                                          p->alt ? p->alt : Py_None) : NULL;
     Py_XDECREF(m);
     return r;
 }
@@ -249,11 +293,18 @@ PyObject *nd__policy_for(PyObject *fn)
     return r;
 }
 
+/* the polyfill substitute_in_graph registered for fn (borrowed), or NULL */
+PyObject *nd__substitute_for(PyObject *fn)
+{
+    PyObject *w = nd__policy_for(fn);
+    return w && ((NdPolicy *)w)->kind == POL_SUBST ? ((NdPolicy *)w)->alt : NULL;
+}
+
 static PyObject *mod_policy(PyObject *m, PyObject *args)
 {
-    PyObject *fn;
+    PyObject *fn, *alt = Py_None;
     const char *kind;
-    if (!PyArg_ParseTuple(args, "Os:_policy", &fn, &kind)) return NULL;
+    if (!PyArg_ParseTuple(args, "Os|O:_policy", &fn, &kind, &alt)) return NULL;
     int k = -1;
     for (int i = 0; i < POL_N; i++)
         if (strcmp(kind, pol_names[i]) == 0) k = i;
@@ -266,17 +317,24 @@ static PyObject *mod_policy(PyObject *m, PyObject *args)
                      Py_TYPE(fn)->tp_name);
         return NULL;
     }
+    if ((k == POL_SUBST) != (alt != Py_None) || (alt != Py_None && !PyCallable_Check(alt))) {
+        PyErr_SetString(PyExc_TypeError, "numdyn: a polyfill goes with substitute_in_graph");
+        return NULL;
+    }
     if (Py_IS_TYPE(fn, &NdPolicy_Type)) fn = ((NdPolicy *)fn)->fn;  /* re-mark */
     NdPolicy *p = PyObject_GC_New(NdPolicy, &NdPolicy_Type);
     if (!p) return NULL;
     p->vectorcall = pol_vectorcall;
     p->fn = Py_NewRef(fn);
     p->dict = NULL;
+    p->alt = alt != Py_None ? Py_NewRef(alt) : NULL;
     p->kind = k;
     PyObject_GC_Track((PyObject *)p);
     PyObject *functools = PyImport_ImportModule("functools");
+    /* a substitute looks like its polyfill (torch: functools.wraps(polyfill)) */
     PyObject *r = functools
-        ? PyObject_CallMethod(functools, "update_wrapper", "OO", (PyObject *)p, fn) : NULL;
+        ? PyObject_CallMethod(functools, "update_wrapper", "OO", (PyObject *)p,
+                              k == POL_SUBST ? alt : fn) : NULL;
     Py_XDECREF(functools);
     if (!r) { Py_DECREF(p); return NULL; }
     Py_DECREF(r);

@@ -998,7 +998,12 @@ static PyObject *m___array_function__(PyObject *self, PyObject *args, PyObject *
     PyObject *func, *types, *fargs, *fkwargs;
     if (!PyArg_ParseTuple(args, "OOOO:__array_function__", &func, &types, &fargs, &fkwargs))
         return NULL;
-    if (nd_trace_current()) return escaped(nd_np.array_function(func, types, fargs, fkwargs));
+    if (nd_trace_current()) {
+        /* numdyn.substitute_in_graph(func): its polyfill, traced */
+        PyObject *poly = nd__substitute_for(func);
+        if (poly) return PyObject_Call(poly, fargs, PyDict_GET_SIZE(fkwargs) ? fkwargs : NULL);
+        return escaped(nd_np.array_function(func, types, fargs, fkwargs));
+    }
     PyObject *a2, *k2;
     if (nd__materialize_call(fargs, fkwargs, &a2, &k2) < 0) return NULL;
     PyObject *r = PyObject_Call(func, a2, k2);

@@ -266,10 +266,15 @@ static int allowed_value(PyObject *name, PyObject *v, int builtin)
     if (PyObject_TypeCheck(v, &PyUFunc_Type)) return 1;
     PyObject *pol = PyObject_GetAttrString(v, "_numdyn_policy");
     if (pol) {
-        int ok = PyUnicode_Check(pol) &&
-                 PyUnicode_CompareWithASCIIString(pol, "allow_in_graph") == 0;
+        /* allow_in_graph: pure, its body scanned (2); assume_constant_result
+         * and nonstrict_trace: what they read is assumed constant, as torch
+         * assumes -- replayed without looking inside (1) */
+        int ok = !PyUnicode_Check(pol) ? 0
+                 : PyUnicode_CompareWithASCIIString(pol, "allow_in_graph") == 0 ? 2
+                 : PyUnicode_CompareWithASCIIString(pol, "assume_constant_result") == 0 ||
+                   PyUnicode_CompareWithASCIIString(pol, "nonstrict_trace") == 0;
         Py_DECREF(pol);
-        return ok ? 2 : 0;
+        return ok;
     }
     PyErr_Clear();
     /* names trace_remap.c injected for functions the shim replaces */
