@@ -63,3 +63,54 @@ def test_read_when_compile_is_called(monkeypatch):
 def test_unknown_config_names_still_refused():
     with pytest.raises(AttributeError):
         numdyn.config.automatic_dynamic_shape = False
+
+
+# ---------------------------------------------------------------- mark_unbacked
+
+def branchy(x):
+    if x.shape[0] == 3:
+        return x + 1.0
+    return x - 1.0
+
+
+def test_mark_unbacked_strict_refuses_specialization():
+    f = numdyn.compile(branchy)
+    x = np.ones((3, 4))
+    numdyn.mark_unbacked(x, 0, strict=True)
+    assert numdyn._marked_dims(x)[0] == frozenset({0})
+    with pytest.raises(numdyn.ConstraintViolationError, match="inferred to be a constant \\(3\\)"):
+        f(x)
+    # torch's default (strict=False): specialization proceeds without error
+    y = np.ones((3, 4))
+    numdyn.mark_unbacked(y, [0, 1])
+    np.testing.assert_array_equal(f(y), y + 1.0)
+    assert numdyn._marked_dims(y) == (frozenset(), frozenset())
+
+
+def test_mark_unbacked_strict_keeps_dims_generic_and_bounded():
+    f = numdyn.compile(sine_affine, dynamic=False)
+    g0 = utils.counters["graph_compiles"]
+    for n in (5, 6, 7):
+        x = np.linspace(0, 1, n)
+        numdyn.mark_unbacked(x, 0, strict=True, hint_override=64, max=10)
+        np.testing.assert_allclose(f(x), sine_affine(x), rtol=1e-12)
+    assert utils.counters["graph_compiles"] - g0 == 1  # generic under dynamic=False
+    x = np.linspace(0, 1, 12)
+    numdyn.mark_unbacked(x, 0, strict=True, max=10)
+    with pytest.raises(numdyn.ConstraintViolationError):
+        f(x)
+
+
+def test_mark_unbacked_refusals():
+    x = np.ones(4)
+    with pytest.raises(NotImplementedError, match="specialize_on and shape_id"):
+        numdyn.mark_unbacked(x, 0, shape_id="batch")
+    with pytest.raises(NotImplementedError, match="strict=True"):
+        numdyn.mark_unbacked(x, 0, min=2)
+
+    def marks_inside(x):
+        numdyn.mark_unbacked(x, 0)
+        return x * 2
+
+    with pytest.raises(RuntimeError, match="mark_unbacked was called inside a compiled function"):
+        numdyn.compile(marks_inside)(x)

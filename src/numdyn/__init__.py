@@ -54,7 +54,7 @@ __all__ = [
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
     "grad", "value_and_grad", "vjp", "device", "CudaError",
     "is_dynamo_compiling", "error_on_graph_break", "lookup_backend", "list_mode_options",
-    "assume_constant_result", "nonstrict_trace", "substitute_in_graph",
+    "assume_constant_result", "nonstrict_trace", "substitute_in_graph", "mark_unbacked",
 ]
 
 CudaError = cuda.CudaError
@@ -712,6 +712,35 @@ def maybe_mark_dynamic(x, dim):
     default, so this is numdyn's unmarked state."""
     _check_not_tracing("maybe_dynamic")
     _C._mark(x, dim, 2)
+
+
+def mark_unbacked(x, index, hint_override=None, strict=False, specialize_on=None,
+                  shape_id=None, min=None, max=None):
+    """torch._dynamo.mark_unbacked: dim(s) `index` of x are data-dependent --
+    programs do not specialize on their size. strict=True: code that forces
+    such a dim to a constant raises numdyn.ConstraintViolationError, and
+    min/max bound it, as mark_dynamic; strict=False (torch's default):
+    specialization is allowed without error, as maybe_mark_dynamic (numdyn's
+    kernels are shape-generic anyway; under compile(dynamic=False) such a
+    dim is then specialized, where torch would keep it unbacked). As all of
+    numdyn's kernels, a program still tells size-1 dims (broadcasting) from
+    others, where torch's unbacked size is never taken to be 0 or 1: the
+    values are NumPy's either way. hint_override is accepted (numdyn
+    autotunes nothing by size hints); specialize_on, shape_id, and bounds
+    without strict=True are not implemented (NotImplementedError)."""
+    _check_not_tracing("unbacked")
+    if specialize_on is not None or shape_id is not None:
+        raise NotImplementedError(
+            "numdyn.mark_unbacked: specialize_on and shape_id are not implemented; mark the "
+            "dim with mark_dynamic, and check equal sizes in the function")
+    if not strict and (min is not None or max is not None):
+        raise NotImplementedError(
+            "numdyn.mark_unbacked: min/max are checked for strict=True only (as mark_dynamic's "
+            "range); pass strict=True or use numdyn.mark_dynamic(x, dim, min=, max=)")
+    if strict:
+        _C._mark(x, index, 1, min, max)
+    else:
+        _C._mark(x, index, 2)
 
 
 def mark_static(x, dim=None):
