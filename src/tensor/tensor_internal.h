@@ -80,6 +80,8 @@ long long nd_tensor_version(PyObject *o);
  * grad_fn the same way); the old node stays in o's history for the tape
  * nodes that read it. 0 / -1. */
 int nd_tensor_refresh_view(PyObject *o);
+/* results of a wrap_numpy call that view a Tensor argument: views of its base */
+void nd_tensor_note_views(PyObject *r, PyObject *const *args, Py_ssize_t n);
 
 /* A Tensor of type tp (NdTensor_Type, or NdCudaTensor_Type with a
  * DeviceBuffer) holding obj; no gradient. New ref. */

@@ -336,6 +336,16 @@ static void note_view(PyObject *r, PyObject *src)
     }
 }
 
+/* wrap_numpy's results (tensor_wrap.c): one that views the memory of a
+ * Tensor argument (fn returned a[1:], a.T, a reshaped) is a view of that
+ * argument's base, as an indexing result is -- an in-place write through
+ * it is CopySlices on the base, where it was refused */
+void nd_tensor_note_views(PyObject *r, PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; r && i < n; i++)
+        if (nd_tensor_check(args[i])) note_view(r, args[i]);
+}
+
 /* the first Tensor among args (a tuple), or NULL */
 static PyObject *first_tensor(PyObject *args)
 {

@@ -383,6 +383,7 @@ done:
     Py_XDECREF(tkw);
     Py_XDECREF(res3);
     if (r && own_results(r) < 0) Py_CLEAR(r);
+    nd_tensor_note_views(r, args, nargs);  /* those still sharing an argument's memory */
     return r;
 }
 
@@ -476,6 +477,7 @@ static PyObject *wrapped_vectorcall(PyObject *self, PyObject *const *args, size_
     }
     r = PyObject_Vectorcall(w->compiled, a, nargs, kwnames);
     r = leave(r, kind, 0);
+    if (kind == &NdTensor_Type) nd_tensor_note_views(r, args, nargs);
     if (r && grad) {
         PyObject *targs, *tkw;
         if (nd_vectorcall_unpack(args, nargs, kwnames, 0, &targs, &tkw) < 0 ||
