@@ -1440,6 +1440,21 @@ def collect_programs(mode: str, n: int, *, derandomize: bool = True,
     return out
 
 
+_CORPORA = {}
+
+
+def corpus(mode: str, n: int, variants: int = 0) -> tuple:
+    """collect_programs(mode, n, variants=variants) with the fixed seed, made
+    once per process and shared by the test modules that check it
+    (test_fuzz_views' batches and test_fuzz_programs' replays of the same
+    "views" programs: ~20 s of generation each, and the replays then load
+    the batches' kernels from the disk cache's kernel index)."""
+    key = (mode, n, variants)
+    if key not in _CORPORA:
+        _CORPORA[key] = tuple(collect_programs(mode, n, variants=variants))
+    return _CORPORA[key]
+
+
 def batch(progs) -> Program:
     """One Program running every program of progs, in order, in one call:
     each keeps its own source as a nested function (its names and text

@@ -12,7 +12,6 @@ returned values and the caller's arrays after the call (numdyn must write
 back exactly what NumPy left there), and exceptions such as writing into a
 read-only view or a same_kind casting error.
 """
-import functools
 import os
 
 import numpy as np
@@ -23,13 +22,17 @@ import fuzz_gen as fg
 
 FUZZ = bool(os.environ.get("NUMDYN_FUZZ")) or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 VARIANTS = 2
-N_CI = 500   # generated programs per backend in CI (each + VARIANTS value variants)
+# generated programs per backend in CI (each + VARIANTS value variants):
+# the same corpus test_fuzz_programs' replays of "views" check (fg.corpus,
+# one generation), so the replays load these batches' kernels. 300 since
+# session 28 (500 before; BENCHMARKS.md "CI time", ci11): `make fuzz`
+# searches as long as before.
+N_CI = 300
 BATCH = 32   # programs per compiled call (see test_fuzz_programs.py)
 
 
-@functools.lru_cache(maxsize=None)
 def _corpus(n):
-    return tuple(fg.collect_programs("views", n, variants=VARIANTS))
+    return fg.corpus("views", n, VARIANTS)
 
 
 def test_fuzz_views(backend):
