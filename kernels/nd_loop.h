@@ -419,10 +419,16 @@ NDL_DOTROW(ndl_dotrow_f, float)
  * of column c is the first largest |w[r, c]|, r >= c -- LAPACK's LU takes
  * the same pivots (the rows below c are those of its elimination), so an
  * exactly zero pivot, its "Singular matrix", is found at the same column.
- * 0: done; 1: a zero pivot (NumPy raises LinAlgError); 2: a NaN or an
- * infinity in the matrix (left to NumPy). The caller leaves both to
- * NumPy, and float events (an overflow of a near-singular matrix) too. */
-#define NDL_INV(name, T, ABS)                                                                    \
+ * 0: done; 1: a pivot that is zero or small against its column of the
+ * matrix (TOL: about the square root of T's epsilon) -- LAPACK's LU sums
+ * in another order (OpenBLAS's kernels), so where this elimination sees a
+ * pivot of rounding size (a singular matrix such as arange(1, 10).reshape
+ * (3, 3), or a near-singular one, whose inverse differs between any two
+ * orders far past the dtype's tolerance) LAPACK may see an exact zero and
+ * raise, or not: NumPy decides; 2: a NaN or an infinity in the matrix
+ * (left to NumPy). The caller leaves both to NumPy, and float events (an
+ * overflow) too. */
+#define NDL_INV(name, T, ABS, TOL)                                                               \
     static inline int name(const char *p, int64_t s0, int64_t s1, int64_t n, T *out, T *w)       \
     {                                                                                            \
         for (int64_t i = 0; i < n; i++)                                                          \
@@ -437,7 +443,12 @@ NDL_DOTROW(ndl_dotrow_f, float)
             T best = ABS(w[c * n + c]);                                                          \
             for (int64_t r = c + 1; r < n; r++)                                                  \
                 if (ABS(w[r * n + c]) > best) { best = ABS(w[r * n + c]); piv = r; }             \
-            if (best == 0) return 1;                                                             \
+            T cmax = 0;                                                                          \
+            for (int64_t r = 0; r < n; r++) {                                                    \
+                T x = ABS(*(const T *)(p + r * s0 + c * s1));                                    \
+                if (x > cmax) cmax = x;                                                          \
+            }                                                                                    \
+            if (!(best > (T)(TOL) * cmax)) return 1;                                             \
             if (piv != c)                                                                        \
                 for (int64_t j = 0; j < n; j++) {                                                \
                     T t = w[c * n + j]; w[c * n + j] = w[piv * n + j]; w[piv * n + j] = t;       \
@@ -457,8 +468,8 @@ NDL_DOTROW(ndl_dotrow_f, float)
         }                                                                                        \
         return 0;                                                                                \
     }
-NDL_INV(ndl_inv_d, double, fabs)
-NDL_INV(ndl_inv_f, float, fabsf)
+NDL_INV(ndl_inv_d, double, fabs, 0x1p-26)
+NDL_INV(ndl_inv_f, float, fabsf, 0x1p-12)
 /* u . v of two strided vectors (np.dot of slices): eight partial sums when
  * both are contiguous (BLAS's ddot sums out of order too), else in order,
  * from +0.0 (as BLAS); one element is its product (as NumPy, -0.0 kept) */
