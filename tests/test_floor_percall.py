@@ -57,7 +57,9 @@ def test_identical_kernels_are_named_without_their_text():
     got = cf(x, 700)
     np.testing.assert_allclose(got, _lazy(x, 700), rtol=1e-13)
     runs, texts = C["kernel_runs"] - r0, C["kernel_texts"] - t0
-    assert runs >= 15 and texts <= 4, (runs, texts)
+    # (1400 nodes: 6 kernels of up to 256 nodes since session 28, 22 of 64
+    # before; every stretch the same text)
+    assert runs >= 5 and texts <= 4, (runs, texts)
     # another dtype is another kernel (the key holds dtypes): right answers
     got32 = cf(x.astype(np.float32), 100)
     want32 = _lazy(x.astype(np.float32), 100)
