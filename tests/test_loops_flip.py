@@ -12,21 +12,8 @@ import numpy as np
 import pytest
 
 from oracle import check
+from programs_loops import levinson_durbin as durbin  # bench/programs_loops.py, the benchmark itself
 from test_loop_capture import captured_close, run_both
-
-
-def durbin(r):
-    n = r.shape[0]
-    y = np.empty_like(r)
-    alpha = -r[0]
-    beta = 1.0
-    y[0] = -r[0]
-    for k in range(1, n):
-        beta *= 1.0 - alpha * alpha
-        alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
-        y[:k] += alpha * np.flip(y[:k])
-        y[k] = alpha
-    return y
 
 
 def overlap_add(x):
