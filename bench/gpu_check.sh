@@ -5,7 +5,9 @@
 # Logs go to $OUT (the device tool brings them back) or ./gpu-out.
 #   bash bench/gpu_check.sh [TEST_SECONDS] [BENCH_SECONDS] [BENCH_ARGS...]
 # SUITE_SECONDS (default 120; 0: skipped) bounds the suite subset on the CUDA
-# backend; ROWS_PROBE=1 runs bench/cuda_rows_probe.py (~1 min) before the bench.
+# backend; ROWS_PROBE=1 runs bench/cuda_rows_probe.py (~1 min, bounded by
+# PROBE_SECONDS, default 120) before the bench. CALLS_SECONDS (default 60)
+# bounds each per-call run; ERRW_CALLS=0 skips its device-error-words twin.
 # TESTS=0 / EMU_GPU=0 skip the GPU tests / the emulated kernels on the GPU;
 # BENCH_SECONDS 0 skips the bench and the per-call figures (device time is
 # 15 minutes a session: a run picks what it needs).
@@ -40,7 +42,7 @@ grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests_emu_gpu.log" | tail -20
 fi
 if [ "${ROWS_PROBE:-0}" = 1 ]; then
   t0=$(date +%s)
-  timeout 120 python3 bench/cuda_rows_probe.py > "$OUT/rows_probe.md" 2>&1
+  timeout "${PROBE_SECONDS:-120}" python3 bench/cuda_rows_probe.py > "$OUT/rows_probe.md" 2>&1
   echo "rows probe rc=$? $(( $(date +%s) - t0 )) s"; tail -60 "$OUT/rows_probe.md"
 fi
 if [ "$BT" -gt 0 ]; then
@@ -51,7 +53,8 @@ tail -25 "$OUT/bench.md"
 # session 26: the per-call work alone (seconds), as is and with the kernels'
 # error words in device memory (the form before: a memset and a copy back a call)
 for ew in "" 1; do
-  NUMDYN_CUDA_DEVICE_ERRWORDS=$ew timeout 60 python3 bench/bench_cuda.py --calls \
+  [ -n "$ew" ] && [ "${ERRW_CALLS:-1}" = 0 ] && continue
+  NUMDYN_CUDA_DEVICE_ERRWORDS=$ew timeout "${CALLS_SECONDS:-60}" python3 bench/bench_cuda.py --calls \
     > "$OUT/calls${ew:+_device_errwords}.md" 2>&1
   echo "calls${ew:+ (device error words)} rc=$?"; tail -5 "$OUT/calls${ew:+_device_errwords}.md"
 done

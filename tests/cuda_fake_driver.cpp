@@ -189,26 +189,31 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *)
 static int stream_token;
 EXPORT CUresult cuStreamCreate(void **s, unsigned) { *s = &stream_token; return 0; }
 EXPORT CUresult cuStreamSynchronize(void *) { CALL(); return 0; }
-static long long ctx_syncs, stream_waits;
+static long long ctx_syncs, stream_waits, handovers;
 EXPORT CUresult cuCtxSynchronize(void) { CALL(); ctx_syncs++; return 0; }
 static int event_token;
+static void *recorded_on;   /* the stream the event was last recorded on */
 EXPORT CUresult cuEventCreate(void **e, unsigned) { *e = &event_token; return 0; }
 EXPORT CUresult cuEventRecord(void *e, void *s)
 {
     CALL();
     if (e != &event_token) fail("cuEventRecord of no event");
-    /* another library's stream: any handle but 0 (CUDA Array Interface
-     * forbids 0, ambiguous); numdyn's own needs no event */
-    if (s == NULL || s == &stream_token) fail("cuEventRecord on the null stream or numdyn's own");
+    /* another library's stream (any handle but 0: CUDA Array Interface
+     * forbids 0, ambiguous), or numdyn's own for a hand-over */
+    if (s == NULL) fail("cuEventRecord on the null stream");
+    recorded_on = s;
     return 0;
 }
 EXPORT CUresult cuStreamWaitEvent(void *s, void *e, unsigned)
 {
     CALL();
-    if (s != &stream_token || e != &event_token) fail("cuStreamWaitEvent: not numdyn's stream");
-    stream_waits++;
+    if (s == NULL || e != &event_token) fail("cuStreamWaitEvent: no stream or no event");
+    if (s == recorded_on) fail("cuStreamWaitEvent: a stream waits on itself");
+    if (s == &stream_token) stream_waits++;   /* numdyn waits for another library's stream */
+    else handovers++;                          /* another library's stream waits for numdyn's */
     return 0;
 }
+EXPORT long long nd_fake_handovers(void) { return handovers; }
 EXPORT long long nd_fake_ctx_syncs(void) { return ctx_syncs; }
 EXPORT long long nd_fake_stream_waits(void) { return stream_waits; }
 static const char *const names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_MEMORY"};

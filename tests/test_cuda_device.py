@@ -640,6 +640,68 @@ def test_on_device_orders_by_the_arrays_streams():
             assert (after[0] - before[0], after[1] - before[1]) == (syncs, waits), arg
 
 
+_HANDOVER_PROBE = r"""
+import ctypes, sys
+import numpy as np
+import numdyn
+sys.path.insert(0, {here!r})
+from test_cuda_device import _Foreign, EMULATED
+rng = np.random.default_rng(3)
+x = rng.standard_normal((64, 512)).astype(np.float32)
+dx = numdyn.cuda.on_device(lambda a: a + 0)(x)
+lib = ctypes.CDLL("libcuda.so.1") if EMULATED else None
+
+
+def counts():
+    if lib is None:
+        return None
+    lib.nd_fake_calls.restype = lib.nd_fake_handovers.restype = ctypes.c_longlong
+    return lib.nd_fake_calls(b"cuStreamSynchronize"), lib.nd_fake_handovers()
+
+
+def softmax(a):
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+quiet = numdyn.cuda.on_device(softmax)              # no error word: no check can fail
+loud = numdyn.cuda.on_device(lambda a: a * 3 - 1)   # float-condition checks
+for name, f, arg, want, expect in (
+        ("quiet, stream 1", quiet, _Foreign(dx, 1), softmax(x), (0, 1)),
+        ("quiet, stream 2", quiet, _Foreign(dx, 2), softmax(x), (0, 1)),
+        ("quiet, numdyn's own", quiet, dx, softmax(x), (1, 0)),
+        ("quiet, no stream entry", quiet, _Foreign(dx), softmax(x), (1, 0)),
+        ("loud, stream 1", loud, _Foreign(dx, 1), x * 3 - 1, (1, 0))):
+    f(arg)   # captured
+    numdyn.cuda.synchronize()
+    before = counts()
+    got = f(arg)
+    after = counts()
+    if before is not None:
+        d = (after[0] - before[0], after[1] - before[1])
+        assert d == expect, (name, d, expect)
+    np.testing.assert_allclose(numdyn.cuda.DeviceBuffer.get(got), want, rtol=2e-6, atol=1e-7)
+print("ok")
+"""
+
+
+def test_on_device_quiet_kernels_hand_results_over_without_a_wait():
+    """A call whose kernels cannot set an error word (no check emitted:
+    softmax) does not wait for them on the host: its arguments' producer
+    streams (CUDA Array Interface v3 `stream`) wait for numdyn's stream on
+    the device instead (cuEventRecord + cuStreamWaitEvent), so that their
+    later work -- using the results, writing or freeing the arguments --
+    comes after numdyn's kernels. Arguments without a known stream
+    (numdyn's own, interface version 2) and kernels with checks (NumPy's
+    warnings and errors are decided before the call returns) still wait.
+    Run without the suite's store checks (each one a check that can fail)."""
+    import subprocess
+    env = dict(os.environ, NUMDYN_CHECK_STORES="0")
+    r = subprocess.run([sys.executable, "-c", _HANDOVER_PROBE.format(here=os.path.dirname(__file__))],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
 def test_on_device_refuses_breaks_and_writes():
     dx = numdyn.cuda.on_device(lambda a: a + 0)(rand(100, np.float64))
     with pytest.raises(numdyn.GraphBreakError):

@@ -310,20 +310,32 @@ def _contiguous(a):
                     f"(make it contiguous first)")
 
 
-def _wrap_like(lib, buf):
+def _as_is(buf):
+    return buf
+
+
+def _wrapper(lib):
+    """how a result's DeviceBuffer leaves as lib's array: looked up once a
+    signature (an import statement and a lambda a call were a sixth of a
+    warm call's Python time); module functions, no closure that could
+    hold results in a reference cycle"""
     if lib == "cupy":
         import cupy
-        return cupy.asarray(buf)
+        return cupy.asarray
     if lib == "torch":
+        import functools
         import torch
-        return torch.as_tensor(buf, device="cuda")
-    return buf
+        return functools.partial(torch.as_tensor, device="cuda")
+    return _as_is
+
+
+_tbuild = []   # [_cuda_tensor._build] once imported
 
 
 class _Entry:
     # feeds: per graph input, None (its own array), or (argument index, None
     # for a host array / (dtype number, byte strides) of a device one)
-    __slots__ = ("graph", "feeds", "template", "lib")
+    __slots__ = ("graph", "feeds", "template", "lib", "wrap")
 
 
 class on_device:
@@ -427,9 +439,11 @@ class on_device:
                             (lambda d: (d[0].num, d[1]))(_dense(cais[j])))
                            for j in e.feeds]
             e.lib = lib   # the key holds the arguments' types: the results' library
+            e.wrap = _wrapper(lib)
             self.cache[key] = e
         feeds = []
         waits = None
+        handed = True   # every array argument is a CUDA one whose producer's stream is known
         for f in e.feeds:
             if f is None:
                 feeds.append(None)
@@ -437,6 +451,7 @@ class on_device:
             j, dev = f
             if dev is None:
                 feeds.append(args[j])
+                handed = False
                 continue
             cai = cais[j]
             sh = cai["shape"]
@@ -448,18 +463,19 @@ class on_device:
                 if waits is None:
                     waits = set()
                 waits.add(s)
+            else:
+                handed = False
         if waits:
             if False in waits:
                 _C._cuda_sync_device()
+                handed = False
             else:
                 for s in waits:   # numdyn's stream waits on the device; the host goes on
                     _C._cuda_wait_stream(s)
-        bufs = _C._cuda_run_graph(e.graph, feeds)
-
-        return _build(e.template, bufs, e.lib)
-
-
-def _build(t, bufs, lib):
-    """the function's result from its template and the run's buffers"""
-    from ._cuda_tensor import _build as build
-    return build(t, bufs, (), lambda b: _wrap_like(lib, b))
+        # kernels that set no error word need no wait for it: the producers'
+        # streams then wait for numdyn's on the device (README, "CUDA")
+        bufs = _C._cuda_run_graph(e.graph, feeds, tuple(waits) if handed and waits else None)
+        if not _tbuild:
+            from ._cuda_tensor import _build
+            _tbuild.append(_build)
+        return _tbuild[0](e.template, bufs, (), e.wrap)

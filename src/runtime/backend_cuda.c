@@ -175,6 +175,7 @@ typedef struct cprog {
     nd_program *p;
     nd_cu_fn_t *fns;     /* per kernel */
     int *split;          /* per kernel: nd_cuda_split_slots */
+    uint8_t *quiet;      /* per kernel: its text sets no error word (quiet_text) */
     /* the kernels' P, I, S of the last run, kept on the device (args) and
      * as the host image uploaded last (last): a warm call whose arguments
      * did not change (the allocator hands out the same blocks) uploads
@@ -218,6 +219,7 @@ static void cprog_clear(cprog *c)
     if (c->p) nd_program_decref(c->p);
     PyMem_Free(c->fns);
     PyMem_Free(c->split);
+    PyMem_Free(c->quiet);
     c->busy = 0;
     kept_args_drop(c);
     memset(c, 0, sizeof *c);
@@ -275,6 +277,18 @@ static int host_fallback_wanted(void)
     return on;
 }
 
+/* a kernel's text that names its error word only where it declares it
+ * and where it writes it out at the end (`if (nd_err) atomicOr(E,
+ * nd_err)`): no check of the kernel can set it (every check ORs into
+ * nd_err, directly or through a helper given &nd_err), so the word stays
+ * 0 and nobody needs to wait to read it */
+static int quiet_text(const char *t)
+{
+    int n = 0;
+    for (const char *q = t; (q = strstr(q, "nd_err")) != NULL; q += 6) n++;
+    return n == 3 && strstr(t, "int nd_err = 0;") && strstr(t, "if (nd_err) atomicOr(E, nd_err);");
+}
+
 /* schedule + generate + load; NULL + exc. *unsupported: 1 when a kernel
  * has no CUDA form (NotImplementedError set) */
 static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int *unsupported)
@@ -298,8 +312,9 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     char (*names)[40] = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof *names);
     c.fns = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(nd_cu_fn_t));
     c.split = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(int));
+    c.quiet = PyMem_Calloc((size_t)(nk ? nk : 1), 1);
     cprog *out = NULL;
-    if (!texts || !tp || !np || !names || !c.fns || !c.split) { PyErr_NoMemory(); goto done; }
+    if (!texts || !tp || !np || !names || !c.fns || !c.split || !c.quiet) { PyErr_NoMemory(); goto done; }
     for (int i = 0; i < nk; i++) {
         nd_kernel *k = &c.p->kerns[i];
         uint64_t h = 0;
@@ -310,6 +325,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
         }
         k->hash = h;
         c.split[i] = nd_cuda_split_slots(g, k);
+        c.quiet[i] = (uint8_t)quiet_text(texts[i].p);
         snprintf(names[i], sizeof names[i], "nd_cuda_%016llx", (unsigned long long)h);
         tp[i] = texts[i].p;
         np[i] = names[i];
@@ -322,6 +338,7 @@ static cprog *build(nd_graph *g, const nd_id *outs, int nout, uint64_t key, int 
     c.p = NULL;
     c.fns = NULL;
     c.split = NULL;
+    c.quiet = NULL;
 done:
     if (texts) for (int i = 0; i < nk; i++) nd_sb_free(&texts[i]);
     PyMem_Free(texts);
@@ -343,6 +360,8 @@ typedef struct run {
     int *Eh;            /* their host image; the words themselves when mapped */
     int mapped;         /* E is mapped host memory (nd_cu_errwords_take): nks words */
     int eread;          /* kernels whose error word was read */
+    int async;          /* quiet kernels need no wait for their words (run_async) */
+    int unsynced;       /* ... and a check skipped the wait */
     nd_cu_ptr args;     /* device arena of the kernels' P, I, S */
     size_t argoff, argcap;
     char *stage;        /* its host image (cp->last when kept: what the device holds) */
@@ -432,6 +451,17 @@ static int device_view(run *r, nd_id id)
 static int check_errors(run *r, int upto)
 {
     if (r->eread >= upto) return 0;
+    if (r->async) {
+        nd_program *p = r->cp->p;
+        int loud = 0;
+        for (int s = 0, kk = 0; s < p->nsteps && kk < upto; s++)
+            if (p->steps[s].kind == ND_S_KERNEL) loud |= kk++ >= r->eread && !r->cp->quiet[p->steps[s].kern];
+        if (!loud) {
+            r->eread = upto;
+            r->unsynced = 1;
+            return 0;
+        }
+    }
     if (r->mapped ? nd_cu_sync() < 0 : nd_cu_dtoh(r->Eh, r->E, sizeof(int) * (size_t)upto) < 0)
         return -1;
     nd_program *p = r->cp->p;
@@ -915,6 +945,11 @@ static PyObject *rerun_given(nd_graph *g, const nd_id *outs, int nout)
     return res;
 }
 
+/* set by _cuda_run_graph for the one run it starts (a nested run of a
+ * host step takes none): results stay on the device and the caller orders
+ * their consumers' streams after numdyn's (run_unsynced: it must) */
+static int run_async, run_unsynced;
+
 static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout)
 {
     nd_program *p = cp->p;
@@ -923,6 +958,9 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
     r.g = g;
     r.cp = cp;
     r.n = g->n;
+    r.async = run_async && given_in && !nd_nscalar_stores;
+    run_async = 0;
+    run_unsynced = 0;
     PyObject *res = NULL;
     int rerun = 0, kept = 0;
     if (g->n != p->nnodes) {
@@ -1024,6 +1062,7 @@ static PyObject *run_program(cprog *cp, nd_graph *g, const nd_id *outs, int nout
         PyList_SET_ITEM(res, i, given_in ? a : Py_NewRef(a));
     }
     if (!given_in && nd_outputs_in_order(g, outs, nout, res) < 0) Py_CLEAR(res);
+    run_unsynced = r.unsynced;
 done:
     if (r.host) for (int i = 0; i < r.n; i++) Py_XDECREF(r.host[i]);
     if (r.dev) for (int i = 0; i < 2 * r.n; i++) dbuf_drop(&r.dev[i]);
@@ -1089,8 +1128,8 @@ PyObject *nd_backend_cuda_run(nd_graph *g, const nd_id *outs, int nout, PyObject
 static PyObject *py_run_graph(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *graph, *inputs;
-    if (!PyArg_ParseTuple(args, "OO", &graph, &inputs)) return NULL;
+    PyObject *graph, *inputs, *hand = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O", &graph, &inputs, &hand)) return NULL;
     nd_graph *g;
     const nd_id *outs;
     int nout;
@@ -1168,8 +1207,36 @@ static PyObject *py_run_graph(PyObject *self, PyObject *args)
         nd_counter_add(ND_CTR_CUDA_GRAPH_CACHE_HITS, 1);
     }
     given_in = given;
+    run_async = hand != Py_None;
     res = run_program(cp, g, outs, nout);
     given_in = NULL;
+    run_async = 0;
+    if (res && run_unsynced) {
+        /* no wait: the streams of the arguments' producers wait on the
+         * device for numdyn's work so far (their later work -- using the
+         * results, writing or freeing the arguments -- comes after it);
+         * a stream that cannot wait gets the wait on the host instead */
+        PyObject *hs = PySequence_Fast(hand, "_cuda_run_graph: a sequence of stream handles");
+        int ok = hs != NULL;
+        for (Py_ssize_t q = 0; ok && q < PySequence_Fast_GET_SIZE(hs); q++) {
+            unsigned long long h = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(hs, q));
+            ok = !(h == (unsigned long long)-1 && PyErr_Occurred()) && nd_cu_order_after((uintptr_t)h) == 0;
+        }
+        Py_XDECREF(hs);
+        if (!ok) {   /* the results are complete before the error is raised */
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            if (nd_cu_sync() < 0) {   /* the driver's error instead */
+                Py_XDECREF(et);
+                Py_XDECREF(ev);
+                Py_XDECREF(tb);
+            } else {
+                PyErr_Restore(et, ev, tb);
+            }
+            Py_CLEAR(res);
+        }
+        run_unsynced = 0;
+    }
 done:
     for (nd_id i = 0; i < g->n; i++) {
         dbuf_drop(&given[i]);

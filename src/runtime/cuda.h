@@ -111,6 +111,7 @@ int nd_cu_sync_device(void);
  * and 2: the legacy and per-thread default streams): before a kernel reads
  * an array another library's stream produces. 0 / -1 + exc. */
 int nd_cu_wait_stream(uintptr_t other);
+int nd_cu_order_after(uintptr_t other);   /* other waits for numdyn's stream's work so far */
 #define ND_CU_THREADS 256   /* threads of a block: kernels/nd_cuda.h's ND_THREADS */
 #define ND_CU_NARROW 16     /* reductions this short: a thread a row (nd_cuda.h's ND_NARROW) */
 #define ND_CU_SPLIT_SLOT 16 /* bytes of a split reduction's partial (ND_SPLIT_SLOT) */

@@ -283,6 +283,22 @@ int nd_cu_wait_stream(uintptr_t other)
     return 0;
 }
 
+/* stream `other` waits on the device for the work numdyn's stream holds
+ * now (the reverse of nd_cu_wait_stream: results handed to its producer
+ * without a wait on the host) */
+int nd_cu_order_after(uintptr_t other)
+{
+    static void *ev;
+    if (nd_cu_ready() < 0) return -1;
+    if ((CUstream)other == drv.stream) return 0;
+    if (!ev && nd_cu_check(cu.EventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */), "cuEventCreate") < 0)
+        return -1;
+    if (nd_cu_check(cu.EventRecord(ev, drv.stream), "cuEventRecord") < 0 ||
+        nd_cu_check(cu.StreamWaitEvent((CUstream)other, ev, 0), "cuStreamWaitEvent (the array's stream)") < 0)
+        return -1;
+    return 0;
+}
+
 /* ----------------------------------------------------- error words
  * The kernels' error words in mapped pinned host memory
  * (CU_MEMHOSTALLOC_DEVICEMAP): the host zeroes them and reads them after
