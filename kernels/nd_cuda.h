@@ -129,6 +129,7 @@ ND_FN T nd_sign_##S(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 :
 ND_FN T nd_heaviside_##S(T a, T h) { return a < 0 ? (T)0 : a > 0 ? (T)1 : a == 0 ? h : a; } \
 ND_FN T nd_logaddexp_##S(T x, T y) { return nd_t_logaddexp(x, y, false); } \
 ND_FN T nd_logaddexp2_##S(T x, T y) { return nd_t_logaddexp(x, y, true); } \
+ND_FN T nd_wsel_##S(int c, T a, T b) { return c ? a : b; }   /* no flags on a GPU */ \
 ND_FN T nd_spacing_##S(T x) { return isinf(x) ? (T)NAN : nextafter(x, copysign((T)INFINITY, x)) - x; } \
 ND_FN nd_bool nd_signbit_##S(T x) { return (nd_bool)(signbit(x) != 0); } \
 /* the float-condition checks: a predicated OR (4 PTX instructions for \

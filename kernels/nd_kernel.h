@@ -212,7 +212,11 @@ ND_INLINE float NAME(float x) \
     uint32_t xb; \
     memcpy(&xb, &x, sizeof xb); \
     int big = (int32_t)xb > 0x5e800000, nan = __builtin_isunordered(x, x); \
+    /* -inf <= x < 0: SLEEF's NaN there raises "invalid" for some operands \
+     * only (-3.5 none, -2 one); NumPy's for each: inf * 0 in those lanes */ \
+    int neg = xb - 0x80000001u < 0xff800000u - 0x80000000u; \
     float r = RAW(nd_bsel_f(nan, 1.0f, x * nd_bsel_f(big, 0x1p-64f, 1.0f))); \
+    r = nd_bsel_f(neg, nd_bsel_f(neg, (float)INFINITY, 0.0f) * 0.0f, r); \
     return nd_bsel_f(nan, x, r + nd_bsel_f(big, 44.3614196f, 0.0f)); \
 }
 /* sin, cos (and float32 tan, arcsin, arccos): SLEEF's, a NaN passed by
@@ -376,6 +380,10 @@ ND_INLINE T nd_bsel_##S(int c, T a, T b) \
 }
 ND_BSEL(double, d, uint64_t)
 ND_BSEL(float, f, uint32_t)
+/* np.where of real floats: both arms computed on every lane, as NumPy
+ * does (a flag an arm raises where the select drops it is NumPy's too) */
+#define nd_wsel_d nd_bsel_d
+#define nd_wsel_f nd_bsel_f
 ND_LOGF_SCALED(nd_logf, nd_v35r_logf)
 ND_LOGF_SCALED(nd_v_logf, nd_v10r_logf)
 /* SLEEF's vector sin and cos (float32 tan, asin, acos too) raise

@@ -596,11 +596,19 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
         return 0;
     }
     case ND_OP_WHERE: {
-        nd_sb_printf(sb, "const %s v%d = (", od->ctype, (int)id);
+        /* NumPy computes both arms on every element, so np.where(x > 0,
+         * np.log(x), 0) warns "invalid" for a negative x. From c ? a : b
+         * GCC moves a's computation into the branch that keeps it (log's
+         * table load or a square root is not if-converted): the lanes the
+         * select drops never raised their flag. Real floats select by bits
+         * (nd_wsel_*), where both arms are data the select needs. */
+        int bits = od->cls == 'h' || od->cls == 'f' || od->cls == 'd';
+        if (bits) nd_sb_printf(sb, "const %s v%d = nd_wsel_%s(", od->ctype, (int)id, od->sfx);
+        else nd_sb_printf(sb, "const %s v%d = (", od->ctype, (int)id);
         if (operand(sb, g, n->in[0], NPY_BOOL) < 0) return -1;
-        nd_sb_puts(sb, ") ? (");
+        nd_sb_puts(sb, bits ? ", " : ") ? (");
         if (operand(sb, g, n->in[1], n->dtype) < 0) return -1;
-        nd_sb_puts(sb, ") : (");
+        nd_sb_puts(sb, bits ? ", " : ") : (");
         if (operand(sb, g, n->in[2], n->dtype) < 0) return -1;
         nd_sb_puts(sb, ");\n");
         return 0;
