@@ -278,31 +278,74 @@ static inline int ndl_cmp_iu(int64_t a, uint64_t b)
     return (uint64_t)a < b ? -1 : (uint64_t)a > b ? 1 : 0;
 }
 /* NumPy's pairwise summation (its add.reduce of float arrays: the identity
- * 0 plus this over the elements), so np.sum in a loop is NumPy's bit for bit */
-#define NDL_PAIRWISE(NAME, T)                                                       \
-static inline T NAME(const T *a, int64_t n)                                         \
+ * 0 plus this over the elements), so np.sum in a loop is NumPy's bit for bit.
+ * Up to 128 elements (NumPy's 8 lanes, then their sum) inline at each call;
+ * longer ones halve in a noinline function, two levels inline in it (one
+ * call up to ~512 elements). Session 28 found the recursive static inline
+ * inlined several levels deep at every call: one loop unit took GCC 2.2 s,
+ * now 0.9 s (BENCHMARKS.md, CI time).
+ * The 8 lanes are vectors of 32 bytes (float: one of 8, double: two of 4):
+ * as an array T r[8], GCC kept them in memory in the noinline function
+ * (two 16-byte stores read back by one 32-byte load: a store-forwarding
+ * stall a leaf, 3-6x slower sums of 200-700 elements). */
+#define NDL_PW_LANES8_(T)                                                           \
+    typedef T V_ __attribute__((vector_size(8 * sizeof(T))));                       \
+    V_ r, t;                                                                        \
+    int64_t i;                                                                      \
+    memcpy(&r, a, sizeof r);                                                        \
+    for (i = 8; i < n - (n % 8); i += 8) {                                          \
+        memcpy(&t, a + i, sizeof t);                                                \
+        r += t;                                                                     \
+    }                                                                               \
+    T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+#define NDL_PW_LANES4_(T)                                                           \
+    typedef T V_ __attribute__((vector_size(4 * sizeof(T))));                       \
+    V_ r0, r1, t0, t1;                                                              \
+    int64_t i;                                                                      \
+    memcpy(&r0, a, sizeof r0);                                                      \
+    memcpy(&r1, a + 4, sizeof r1);                                                  \
+    for (i = 8; i < n - (n % 8); i += 8) {                                          \
+        memcpy(&t0, a + i, sizeof t0);                                              \
+        memcpy(&t1, a + i + 4, sizeof t1);                                          \
+        r0 += t0;                                                                   \
+        r1 += t1;                                                                   \
+    }                                                                               \
+    T res = ((r0[0] + r0[1]) + (r0[2] + r0[3])) + ((r1[0] + r1[1]) + (r1[2] + r1[3]));
+#define NDL_PAIRWISE(NAME, T, LANES)                                                \
+static inline __attribute__((always_inline)) T NAME##_short(const T *a, int64_t n) \
 {                                                                                   \
     if (n < 8) {                                                                    \
         T res = (T)-0.0;                                                            \
         for (int64_t i = 0; i < n; i++) res += a[i];                                \
         return res;                                                                 \
     }                                                                               \
-    if (n <= 128) {                                                                 \
-        T r[8];                                                                     \
-        int64_t i;                                                                  \
-        for (int j = 0; j < 8; j++) r[j] = a[j];                                    \
-        for (i = 8; i < n - (n % 8); i += 8)                                        \
-            for (int j = 0; j < 8; j++) r[j] += a[i + j];                           \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));   \
-        for (; i < n; i++) res += a[i];                                             \
-        return res;                                                                 \
-    }                                                                               \
+    LANES(T)                                                                        \
+    for (; i < n; i++) res += a[i];                                                 \
+    return res;                                                                     \
+}                                                                                   \
+static __attribute__((noinline, unused)) T NAME##_long(const T *a, int64_t n);     \
+static inline __attribute__((always_inline)) T NAME##_half(const T *a, int64_t n)  \
+{                                                                                   \
+    if (n <= 128) return NAME##_short(a, n);                                        \
     int64_t n2 = n / 2;                                                             \
     n2 -= n2 % 8;                                                                   \
-    return NAME(a, n2) + NAME(a + n2, n - n2);                                      \
+    if (n - n2 <= 128) /* both halves are leaves (n2 <= n - n2) */                  \
+        return NAME##_short(a, n2) + NAME##_short(a + n2, n - n2);                  \
+    return NAME##_long(a, n2) + NAME##_long(a + n2, n - n2);                        \
+}                                                                                   \
+static T NAME##_long(const T *a, int64_t n)                                         \
+{                                                                                   \
+    if (n <= 128) return NAME##_short(a, n);                                        \
+    int64_t n2 = n / 2;                                                             \
+    n2 -= n2 % 8;                                                                   \
+    return NAME##_half(a, n2) + NAME##_half(a + n2, n - n2);                        \
+}                                                                                   \
+static inline T NAME(const T *a, int64_t n)                                         \
+{                                                                                   \
+    return n <= 128 ? NAME##_short(a, n) : NAME##_long(a, n);                       \
 }
-NDL_PAIRWISE(ndl_pairwise_d, double)
-NDL_PAIRWISE(ndl_pairwise_f, float)
+NDL_PAIRWISE(ndl_pairwise_d, double, NDL_PW_LANES4_)
+NDL_PAIRWISE(ndl_pairwise_f, float, NDL_PW_LANES8_)
 /* np.max / np.min of n >= 1 floats w, as codegen_loop.c's ordered scan
  * gives it: the first NaN; else the extreme, the later of equal values (max
  * of -0.0, 0.0 is 0.0). In W lanes (vector extensions: the C compiler's own

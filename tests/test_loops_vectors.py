@@ -158,8 +158,10 @@ def float_sum_bits(A):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("n", [3, 8, 100, 129, 1000])
+@pytest.mark.parametrize("n", [3, 8, 100, 129, 526, 1000, 1999])
 def test_sum_is_numpys_pairwise_sum_bit_for_bit(dtype, n):
+    # 526, 1999: a half of 258-271 elements whose halves are 128 (a leaf) and
+    # more (halved again): kernels/nd_loop.h's NDL_PAIRWISE inlines two levels
     A = (np.random.default_rng(n).standard_normal((3, n)) * 10.0 ** np.arange(n % 7)[None, :1]
          ).astype(dtype)
     captured(float_sum_bits, A)
