@@ -12,6 +12,27 @@
  * out so the optimizer cannot exploit UB, and a GPU gives the same. */
 #ifndef ND_F2I_H
 #define ND_F2I_H
+/* int64 -> double, correctly rounded as C's cast. x86 before AVX-512DQ
+ * has no vector form of that cast, so a kernel loop converting int64
+ * (np.arange, indices, np.outer of them) stayed scalar whole -- a complex
+ * exp fused after it too. The C form is integer and double operations
+ * that vectorize: the high 32 bits (signed) as 2^84 + 2^63 + hi * 2^32 and
+ * the low 32 bits as 2^52 + lo, both exact doubles by their bits; their
+ * difference less the offsets is exact and one final add rounds once. */
+ND_F2I_FN double nd_i64_to_d(int64_t v)
+{
+#if defined(__CUDACC__)
+    return (double)v;
+#else
+    uint64_t u = (uint64_t)v, lo = (u & 0xffffffffu) | 0x4330000000000000u;
+    uint64_t hi = (u >> 32) ^ 0x4530000080000000u, off = 0x4530000080100000u;
+    double dl, dh, doff;
+    memcpy(&dl, &lo, 8);
+    memcpy(&dh, &hi, 8);
+    memcpy(&doff, &off, 8);
+    return (dh - doff) + dl;
+#endif
+}
 ND_F2I_FN int64_t nd_d2i64(double x)
 { return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }
 ND_F2I_FN int32_t nd_d2i32(double x)

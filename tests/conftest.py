@@ -74,7 +74,8 @@ os.environ.setdefault("NUMDYN_CHECK_STORES", "1")
 # checked, those tests left out; then NUMDYN_CHECK_STORES=0, only those.
 # Without NUMDYN_SPLIT_PASSES a run keeps every test it collects.
 VECTOR_FILES = ("test_semantics_ufuncs.py", "test_codegen_complex_vec.py", "test_codegen_libm.py",
-                "test_complex_fma_and_square.py", "test_fusion_softmax.py", "test_probe10_nan_flags.py")
+                "test_complex_fma_and_square.py", "test_fusion_softmax.py", "test_probe10_nan_flags.py",
+                "test_floor12_vector_casts.py")
 
 # ---- the speed floor (numdyn.config.floor) would, after a few calls, run a
 # compiled function as plain NumPy when that is faster: the suite tests
