@@ -339,10 +339,17 @@ EXPORT long long nd_fake_calls(const char *name)
 struct prog { std::string src, out; };
 EXPORT const char *nvrtcGetErrorString(int) { return "fake nvrtc error"; }
 EXPORT int nvrtcVersion(int *ma, int *mi) { *ma = 13; *mi = 0; return 0; }
-EXPORT int nvrtcCreateProgram(prog **p, const char *src, const char *, int, const char *const *, const char *const *)
+EXPORT int nvrtcCreateProgram(prog **p, const char *src, const char *, int nh, const char *const *headers,
+                               const char *const *names)
 {
     *p = new prog;
     (*p)->src = src;
+    for (int i = 0; i < nh; i++) {   /* #include "name" of a header given here: its text in place */
+        std::string inc = std::string("#include \"") + names[i] + "\"";
+        size_t at = (*p)->src.find(inc);
+        if (at == std::string::npos) fail("nvrtcCreateProgram: a header the source does not include");
+        (*p)->src.replace(at, inc.size(), headers[i]);
+    }
     return 0;
 }
 EXPORT int nvrtcDestroyProgram(prog **p) { delete *p; *p = NULL; return 0; }

@@ -398,6 +398,26 @@ def test_row_values_held_cost_no_registers():
     assert regs and regs[0] <= 48 and spill == [0], log
 
 
+def test_runtime_compiles_the_prelude_as_a_precompiled_header():
+    """numdyn's runtime hands NVRTC its kernels with the prelude as an
+    included header (nd_cuda_nvrtc_compile_pre; NVRTC 12.8+ keeps it
+    precompiled, -pch: parsed once a process, not once a unit): the same
+    PTX as the one-text unit, and every kernel in it"""
+    def f(a, b):
+        return np.sin(a) * b + 1, (a * b).sum()
+    a = np.linspace(0, 1, 100, dtype=np.float32)
+    src = ndc.source(f, a, a)
+    pre = ndc._C._cuda_prelude()
+    assert src.startswith(pre)
+    _log, size, ptx = numdyn._C._cuda_compile(src[len(pre):], "compute_80", False, pre)
+    _log2, size2 = numdyn._C._cuda_compile(src, "compute_80")
+    assert size == size2 and len(ptx) == size
+    names = re.findall(r"(nd_cuda_[0-9a-f]{16})\(", src)
+    assert len(names) == 2 and all(n.encode() in ptx for n in names)
+    _log, size, cubin = numdyn._C._cuda_compile(src[len(pre):], "sm_90", False, pre)
+    assert size > 0 and cubin[:4] == b"\x7fELF"
+
+
 def test_row_and_reduction_kernels_wait_less_per_row():
     """A row's block combine takes one barrier (each warp's result through
     shared memory, then every thread folds the warps' results in warp

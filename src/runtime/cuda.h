@@ -44,6 +44,9 @@ extern PyObject *nd_CudaError;
  * compile, or when NVRTC cannot be loaded. */
 int nd_cuda_nvrtc_compile(const char *src, const char *arch, PyObject **log, size_t *size,
                           char **bin);
+/* pre + body (pre: the prelude, NVRTC's precompiled header where it has them) */
+int nd_cuda_nvrtc_compile_pre(const char *pre, const char *body, const char *arch, PyObject **log,
+                              size_t *size, char **bin);
 /* NVRTC's version as major * 1000 + minor * 10 (12090), or -1 + exc */
 int nd_cuda_nvrtc_version(void);
 /* The architectures NVRTC can emit a cubin for (sm_XY as XY, ascending),

@@ -195,7 +195,7 @@ int nd_cu_functions(int n, const char *const *texts, const char *const *names, n
         PyMem_Free(bin);
         bin = NULL;
     }
-    if (nd_cuda_nvrtc_compile(unit.p, target, &log, &blen, &bin) < 0) goto done;
+    if (nd_cuda_nvrtc_compile_pre(pre, unit.p + strlen(pre), target, &log, &blen, &bin) < 0) goto done;
     nd_counter_add(ND_CTR_CUDA_COMPILES, 1);
     *compiled = 1;
     (void)nd_disk_blob_put(key, ext, bin, target[0] == 's' ? blen : strlen(bin) + 1);
