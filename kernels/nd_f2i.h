@@ -33,15 +33,32 @@ ND_F2I_FN double nd_i64_to_d(int64_t v)
     return (dh - doff) + dl;
 #endif
 }
+/* C's truncation where x fits, else x86's INT64_MIN. In C kernels by the
+ * bits (mantissa shifted by the exponent, then the sign): x86 before
+ * AVX-512DQ has no vector double -> int64 conversion, and a loop holding
+ * one (x.astype(np.int64), an index computed in floats) stayed scalar. */
 ND_F2I_FN int64_t nd_d2i64(double x)
-{ return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }
+{
+#if defined(__CUDACC__)
+    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+#else
+    uint64_t b;
+    memcpy(&b, &x, 8);
+    int64_t sh = (int64_t)((b >> 52) & 0x7ff) - 1075;   /* |x| = m * 2^sh */
+    uint64_t m = (b & 0xfffffffffffffu) | 0x10000000000000u;
+    uint64_t up = m << (sh > 0 ? (sh < 63 ? sh : 63) : 0), down = m >> (sh < 0 ? (-sh < 63 ? -sh : 63) : 0);
+    uint64_t v = sh >= 0 ? up : down;
+    v = (b >> 63) ? (uint64_t)0 - v : v;
+    return sh < 11 ? (int64_t)v : INT64_MIN;   /* |x| < 2^63; -2^63 itself is INT64_MIN */
+#endif
+}
 ND_F2I_FN int32_t nd_d2i32(double x)
 { return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
 ND_F2I_FN uint64_t nd_d2u64(double x)
 {
-    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
-        return (uint64_t)(x - 9223372036854775808.0) + 9223372036854775808ull;
-    return (uint64_t)nd_d2i64(x);
+    int big = (x >= 9223372036854775808.0) & (x < 18446744073709551616.0);
+    uint64_t hi = (uint64_t)nd_d2i64(x - 9223372036854775808.0) + 9223372036854775808ull;
+    return big ? hi : (uint64_t)nd_d2i64(x);
 }
 /* The same for an explicit cast (astype, stores into integer arrays),
  * with NumPy's "invalid value encountered in cast": x86's conversions raise
@@ -60,9 +77,9 @@ ND_F2I_FN uint32_t nd_d2u32e(double x, int *e)
 }
 ND_F2I_FN int64_t nd_d2i64e(double x, int *e)
 {
-    int ok = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+    int ok = (x >= -9223372036854775808.0) & (x < 9223372036854775808.0);
     *e |= (!ok) * ND_ERR_FPE_INVALID;
-    return ok ? (int64_t)x : INT64_MIN;
+    return nd_d2i64(x);
 }
 ND_F2I_FN uint64_t nd_d2u64e(double x, int *e)
 {

@@ -14,6 +14,10 @@
   bits and runs one set of operations: NumPy's values and flags to the bit,
   zero divisors, infinities, NaNs and subnormals included.
 
+- float64 -> int64 (astype, an index computed in floats): no vector form
+  before AVX-512DQ either; nd_d2i64 is C's truncation by the bits (the
+  mantissa shifted by the exponent), x86's INT64_MIN outside the range.
+
 This file is in conftest's VECTOR_FILES: `make test` runs it once more
 without store checks, so the vectorized loops are the ones checked.
 """
@@ -150,6 +154,43 @@ def test_int64_conversion_in_kernel_source(tmp_path, monkeypatch):
     assert "nd_i64_to_d(" in src and "(double)(v" not in src, src
 
 
+def _float_values():
+    p = [0.0, -0.0, 0.5, -0.5, 0.999999, -1.5, 1e-310, 4503599627370495.5, 2.0**52, 2.0**53 + 2, 2.0**63 - 1024,
+         -2.0**63, -2.0**63 - 2048, 2.0**63, 2.0**64 - 2048, 2.0**64, 1e19, -1e19, 1e300, 2147483648.5,
+         -2147483649.5, 4294967295.9, 4294967296.0]
+    rng = np.random.default_rng(8)
+    r = rng.standard_normal(600) * 10.0 ** rng.integers(-3, 21, 600)
+    return np.concatenate([np.array(p), r])
+
+
+def to_int64(x):
+    return x.astype(np.int64)
+
+
+def to_unsigned(x):
+    # where NumPy's result is one value: what fits int64 or the unsigned
+    # type (out of range, NumPy's loops give 0 or the indefinite by layout)
+    return x.astype(np.uint64), x.astype(np.uint32), x.astype(np.int32)
+
+
+def bin_index(x):
+    idx = ((x + 3.0) * 4.0).astype(np.int64)
+    return np.clip(idx, 0, 23)
+
+
+def test_float_to_int_exact_layouts():
+    x = _float_values()
+    with np.errstate(invalid="ignore"):
+        u = x[(x > -2.0**31) & (x < 2.0**31)]
+        for a, b in ((x, u), (x[::-3], u[::-3]), (x[:620].reshape(-1, 4).T, u[:u.size // 4 * 4].reshape(-1, 4).T)):
+            check(to_int64, a, rtol=0, atol=0)
+            check(to_unsigned, b, rtol=0, atol=0)
+    check(to_int64, x[np.abs(x) < 2.0**63], rtol=0, atol=0, warnings=True)
+    check(to_int64, np.array([1.5, np.nan, -np.inf, 3e19]), rtol=0, atol=0, warnings=True)
+    check(to_unsigned, np.array([1.5, 7.9, 1e9, 0.0]), rtol=0, atol=0, warnings=True)
+    check(bin_index, np.random.default_rng(3).standard_normal(5000), rtol=0, atol=0)
+
+
 LOOPS = r"""
 #include "nd_kernel.h"
 void div_exp(const nd_c128 *restrict p, nd_c128 *restrict q, nd_c128 w, long n)
@@ -162,12 +203,18 @@ void i64_exp(const int64_t *restrict p, nd_c128 *restrict q, nd_c128 w, long n)
 #pragma omp simd
     for (long j = 0; j < n; j++) nd_cst_cd(&q[j], nd_cexp_cd(nd_cmul_cd(w, nd_cmk_cd(nd_i64_to_d(p[j]), 0))));
 }
+void f2i(const double *restrict p, int64_t *restrict q, long n)
+{
+#pragma omp simd
+    for (long j = 0; j < n; j++) q[j] = nd_d2i64(p[j] * 0.5);
+}
 """
 
 
 def test_loops_vectorize(tmp_path):
-    # the point of both forms: GCC (numdyn's kernel flags) vectorizes a loop
-    # of a complex division or an int64 conversion followed by a complex exp
+    # the point of these forms: GCC (numdyn's kernel flags) vectorizes a loop
+    # of a complex division or an int64 conversion followed by a complex exp,
+    # and one converting doubles to int64
     cc = os.environ.get("CC") or shutil.which("cc")
     ver = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     if "Free Software Foundation" not in ver:
@@ -180,7 +227,7 @@ def test_loops_vectorize(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith(str(src)) and "loop vectorized" in ln]
     vect = {int(ln.split(":")[1]) for ln in lines}
-    assert {6, 11} <= vect, r.stderr[-3000:]
+    assert {6, 11, 16} <= vect, r.stderr[-3000:]
 
 
 def test_in_vector_files():
