@@ -1564,6 +1564,48 @@ static int vaxisred(cg *g, vctx *vc, const nd_ln *e)
     int q = ++g->tmp;
     char el[160];
     snprintf(el, sizeof el, "*(const %s *)(%s + i%d * %s + j%d * %s)", M, p, q, st[ax], q, st[kx]);
+    if (ax == 0) {
+        /* along axis 0 of rows of contiguous elements (Viterbi's column
+         * maxima of delta[:, None] + logA): row by row, each column's
+         * extreme so far in a buffer -- the inner loop is stride 1 and its
+         * compare-and-select vectorizes (a column at a time walked the
+         * matrix by its row stride, one element a step). The same rules:
+         * a column's first NaN stays (and its index), ties keep the first */
+        char acc[16], ix[16];
+        if (scratch(g, e, M, len[kx], acc) < 0) return -1;
+        if (arg) {
+            if (scratch(g, e, "int64_t", len[kx], ix) < 0) return -1;
+        } else {
+            memcpy(ix, acc, sizeof ix);
+        }
+        line(g, "if (%s == (int64_t)sizeof(%s)) {", st[kx], M);
+        g->ind++;
+        line(g, "%s *restrict a%d = %s;", M, q, acc);
+        if (arg) line(g, "int64_t *restrict x%d = %s;", q, ix);
+        line(g, "const %s *restrict r%d = (const %s *)%s;", M, q, M, p);
+        line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) a%d[j%d] = r%d[j%d];", q, q, len[kx], q, q, q, q, q);
+        if (arg) line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) x%d[j%d] = 0;", q, q, len[kx], q, q, q);
+        line(g, "for (int64_t i%d = 1; i%d < %s; i%d++) {", q, q, len[ax], q);
+        g->ind++;
+        line(g, "const %s *restrict r_ = (const %s *)(%s + i%d * %s);", M, M, p, q, st[ax]);
+        line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, len[kx], q);
+        g->ind++;
+        line(g, "const %s x_ = r_[j%d], b_ = a%d[j%d];", M, q, q, q);
+        if (ISF(tm))   /* (b_ == b_: not NaN, quiet; x_ NaN or beyond b_) */
+            line(g, "const int c_ = (b_ == b_) & !%s(x_, b_);", mx ? "islessequal" : "isgreaterequal");
+        else
+            line(g, "const int c_ = x_ %s b_;", mx ? ">" : "<");
+        line(g, "a%d[j%d] = c_ ? x_ : b_;", q, q);
+        if (arg) line(g, "x%d[j%d] = c_ ? i%d : x%d[j%d];", q, q, q, q, q);
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+        line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) %s[j%d] = (%s)%s%d[j%d];", q, q, len[kx], q, w, q, ctype[r],
+             arg ? "x" : "a", q, q);
+        g->ind--;
+        line(g, "} else");
+    }
     line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, len[kx], q);
     g->ind++;
     line(g, "int64_t i%d = 0;", q);
@@ -1973,6 +2015,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
     if (!vc) { PyErr_NoMemory(); g->fail = -1; return -1; }
     int rc = -1, dot = e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL;
     int mean = e->aux == LF_NP_MEAN, norm = e->aux == LF_NP_NORM;
+    int var = e->aux == LF_NP_VAR || e->aux == LF_NP_STD, prod = e->aux == LF_NP_PROD;
     const char *R = ctype[r];
     for (int k = 0; k < e->n; k++) if (vprep(g, vc, e->kid[k]) < 0) goto done;
     if (!vc->havelen) { rc = no_type(g, e); goto done; }
@@ -1980,7 +2023,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
     line(g, "%s %s = 0;", R, out->s);
     line(g, "{");
     g->ind++;
-    if (mean) {
+    if (mean || var) {
         line(g, "if (NDL_UNLIKELY(%s == 0))", vc->size);
         g->ind++; deopt(g); g->ind--;
     }
@@ -2118,7 +2161,27 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         /* (a 2-D part: pairwise over its elements in C order; NumPy's
          * iterator sums a non-contiguous one in buffered blocks or by rows,
          * which rounds differently in the last bits) */
-        line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, pw, w, vc->size);
+        if (prod) {
+            /* NumPy's multiply.reduce of floats: in order, from the first element */
+            line(g, "%s = 1;", out->s);
+            line(g, "for (int64_t k = 0; k < %s; k++) %s *= %s[k];", vc->size, out->s, w);
+        } else {
+            line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, pw, w, vc->size);
+        }
+        if (var) {
+            /* NumPy's _var: the mean (sum / count: float64 division, cast to
+             * the dtype), x = (a - mean)**2 in the dtype, the pairwise sum of
+             * x over the count the same way; np.std: its sqrt in the dtype */
+            line(g, "{");
+            g->ind++;
+            line(g, "const %s m = (%s)((double)%s / (double)%s);", R, R, out->s, vc->size);
+            line(g, "for (int64_t k = 0; k < %s; k++) { %s d = %s[k] - m; %s[k] = d * d; }", vc->size, R, w, w);
+            line(g, "%s = (%s)0 + ndl_pairwise_%s(%s, %s);", out->s, R, pw, w, vc->size);
+            line(g, "%s = (%s)((double)%s / (double)%s);", out->s, R, out->s, vc->size);
+            if (e->aux == LF_NP_STD) line(g, "%s = %s(%s);", out->s, r == LT_F4 ? "sqrtf" : "sqrt", out->s);
+            g->ind--;
+            line(g, "}");
+        }
     } else if (dot && (r == LT_F8 || r == LT_F4) && vc->n == 2 && vc->slot[0].slice == 1 &&
                vc->slot[1].slice == 1 && vc->slot[0].e == e->kid[0] && vc->slot[1].e == e->kid[1] &&
                (nd_lty_expr(g->T, e->kid[0], g->assign, &(int){0}) & ~LT_VEC) == r &&
@@ -2131,7 +2194,7 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         line(g, "%s = ndl_dot2_%s(%s, %s, %s, %s, %s);", out->s, r == LT_F8 ? "d" : "f", vc->slot[0].p,
              vc->slot[0].st, vc->slot[0].p, vc->slot[0].st, vc->len);
     } else {
-
+        if (prod) line(g, "%s = 1;", out->s);
         vloop_open(g, vc);
         cv x, y;
         if (velem(g, vc, e->kid[0], &x) < 0) goto done;
@@ -2142,6 +2205,8 @@ static int reduction(cg *g, const nd_ln *e, int r, cv *out)
         else if (ISF(r) && (dot || norm))   /* from +0.0 as BLAS; one element: its product (-0.0 kept) */
             line(g, "%s = %s == 1 ? (%s)%s * (%s)%s : %s + (%s)%s * (%s)%s;", out->s, vc->len, R, x.s, R, y.s,
                  out->s, R, x.s, R, y.s);
+        else if (prod)   /* integers wrap (unsigned arithmetic: no UB) */
+            line(g, "%s = (%s)((uint64_t)%s * (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s);
         else if (dot)   /* integers wrap (unsigned arithmetic: no UB) */
             line(g, "%s = (%s)((uint64_t)%s + (uint64_t)(%s)%s * (uint64_t)(%s)%s);", out->s, R, out->s, R, x.s, R, y.s);
         else

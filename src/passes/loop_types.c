@@ -64,6 +64,7 @@ static const struct { int fn; const char *mod, *name; } fntab[] = {
     {LF_NP_SIGN, "numpy", "sign"},
     {LF_NP_SQUARE, "numpy", "square"}, {LF_NP_DOT, "numpy", "dot"}, {LF_NP_SUM, "numpy", "sum"},
     {LF_NP_MEAN, "numpy", "mean"}, {LF_NP_NORM, "numpy.linalg", "norm"},
+    {LF_NP_VAR, "numpy", "var"}, {LF_NP_STD, "numpy", "std"}, {LF_NP_PROD, "numpy", "prod"},
     {LF_NP_MATMUL, "numpy", "matmul"}, {LF_NP_MAX, "numpy", "max"}, {LF_NP_MIN, "numpy", "min"},
     {LF_NP_ARGMAX, "numpy", "argmax"}, {LF_NP_ARGMIN, "numpy", "argmin"},
     {LF_NP_OUTER, "numpy", "outer"}, {LF_NP_CONCATENATE, "numpy", "concatenate"},
@@ -726,9 +727,12 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
                 return why(T, e, "a reduction of more than one array with a 2-D one");
             /* np.mean / np.linalg.norm: of float arrays, as NumPy sums them
              * (its mean of integers sums in float64 in buffered chunks) */
-            if ((e->aux == LF_NP_MEAN || e->aux == LF_NP_NORM) &&
+            if ((e->aux == LF_NP_MEAN || e->aux == LF_NP_NORM || e->aux == LF_NP_VAR || e->aux == LF_NP_STD) &&
                 (nmat || e->n != 1 || ((ta[0] & ~LT_VEC) != LT_F8 && (ta[0] & ~LT_VEC) != LT_F4)))
-                return why(T, e, "np.mean()/np.linalg.norm() of something that is not a 1-D float32/float64 array");
+                return why(T, e, "np.mean()/np.var()/np.std()/np.linalg.norm() of something that is not a 1-D float32/float64 array");
+            /* np.prod: of a 1-D array (NumPy's multiply.reduce, in order) */
+            if (e->aux == LF_NP_PROD && nmat)
+                return why(T, e, "np.prod() of a 2-D array");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], e->n > 1 ? ta[1] : -1);
             if (r == -1) return why(T, e, "a reduction NumPy refuses for these types (or whose type loops do not compute in)");
             *bits = 1;

@@ -176,7 +176,8 @@ static const struct { const char *name; int fn; int mod; } calls[] = {
     {"minimum", LF_NP_MINIMUM, LM_NUMPY}, {"maximum", LF_NP_MAXIMUM, LM_NUMPY},
     {"sign", LF_NP_SIGN, LM_NUMPY},
     {"square", LF_NP_SQUARE, LM_NUMPY}, {"dot", LF_NP_DOT, LM_NUMPY}, {"sum", LF_NP_SUM, LM_NUMPY},
-    {"mean", LF_NP_MEAN, LM_NUMPY},
+    {"mean", LF_NP_MEAN, LM_NUMPY}, {"var", LF_NP_VAR, LM_NUMPY}, {"std", LF_NP_STD, LM_NUMPY},
+    {"prod", LF_NP_PROD, LM_NUMPY},
     {"matmul", LF_NP_MATMUL, LM_NUMPY}, {"max", LF_NP_MAX, LM_NUMPY}, {"amax", LF_NP_MAX, LM_NUMPY},
     {"min", LF_NP_MIN, LM_NUMPY}, {"amin", LF_NP_MIN, LM_NUMPY}, {"argmax", LF_NP_ARGMAX, LM_NUMPY},
     {"argmin", LF_NP_ARGMIN, LM_NUMPY}, {"outer", LF_NP_OUTER, LM_NUMPY},
@@ -411,7 +412,8 @@ static nd_ln *elem(pctx *c, PyObject *e, int kindv, int *arr)
 
 /* x.sum(), x.max(), ..., x.dot(y): the reductions np.sum(x), np.dot(x, y) */
 static const struct { const char *name; int fn; } methods[] = {
-    {"sum", LF_NP_SUM}, {"mean", LF_NP_MEAN}, {"max", LF_NP_MAX}, {"min", LF_NP_MIN}, {"argmax", LF_NP_ARGMAX},
+    {"sum", LF_NP_SUM}, {"mean", LF_NP_MEAN}, {"var", LF_NP_VAR}, {"std", LF_NP_STD}, {"prod", LF_NP_PROD},
+    {"max", LF_NP_MAX}, {"min", LF_NP_MIN}, {"argmax", LF_NP_ARGMAX},
     {"argmin", LF_NP_ARGMIN}, {"dot", LF_NP_DOT}, {NULL, 0}};
 
 static int is_reduction_method(const char *name, Py_ssize_t nargs)
@@ -1003,6 +1005,26 @@ static nd_ln *call(pctx *c, PyObject *e)
     if (na != need && !((fn == LF_INT || fn == LF_FLOAT || fn == LF_BOOL) && na == 0)) {
         refuse(c, e, "a call with an unsupported number of arguments");
         goto done;
+    }
+    if (fn == LF_FLOAT && na == 1 && IS(PyList_GET_ITEM(args, 0), "Constant")) {
+        /* float("inf"), float("-inf"), float("nan"), float("1e-8"): the
+         * builtin's value of a str constant, Python's own parse of it (the
+         * guard on the name float stays: a shadowed float runs in Python);
+         * a string float() rejects is left to Python, which raises */
+        PyObject *s = attr(PyList_GET_ITEM(args, 0), "value");
+        if (s && PyUnicode_CheckExact(s)) {
+            PyObject *x = PyFloat_FromString(s);
+            if (x) r = const_node(c, line, LT_PYFLOAT, 0, PyFloat_AS_DOUBLE(x));
+            else if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+                PyErr_Clear();
+                refuse(c, e, "float() of a string that is not a number");
+            }
+            Py_XDECREF(x);
+            Py_DECREF(s);
+            goto done;
+        }
+        Py_XDECREF(s);
+        if (PyErr_Occurred()) goto done;
     }
     if (!(r = nd_lir_node(c->ir, LK_CALL, line, (int)na))) goto done;
     r->aux = fn;
