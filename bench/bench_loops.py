@@ -187,6 +187,14 @@ def loop_cases(quick=False):
         lambda: (rng28.random((200, 40)) + np.eye(200, 40),), 1e-9)
     add("statistics: row mean/norm/sign 300x50", L.row_stats,
         lambda: (rng28.random((300, 50)) - 0.5,), 1e-9)
+    # constructs captured since session 29 (np.std/np.prod of slices,
+    # float("inf"), sums and means along an axis of a 2-D local)
+    rng29 = np.random.default_rng(29)
+    n29 = 2000 if Q else 20000
+    add(f"statistics: rolling z-score + growth (np.std/np.prod) n={n29} w=20", L.rolling_zscore,
+        lambda: (rng29.standard_normal(n29), 20), 1e-9)
+    add("statistics: column/row means of a rescaled 64x48 x50", L.column_stats_steps,
+        lambda: (rng29.standard_normal((64, 48)), 50), 1e-9)
     # the tracer's: every pass fused into one kernel (loop capture leaves it)
     for size in (64, 10 ** 5 if Q else 10 ** 6):
         add(f"state: x = x * 1.5 + 0.25 x10 on {size} elements (tracer's)", L.affine_steps,

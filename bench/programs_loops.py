@@ -598,3 +598,34 @@ def row_stats(A):
         out[i, 1] = np.linalg.norm(A[i])
         out[i, 2] = np.sum(np.sign(A[i] - out[i, 0]))
     return out
+
+
+def rolling_zscore(x, w):
+    """Trailing-window z-scores and compounded growth (np.std, np.mean,
+    np.prod of slices) with a running minimum from float("inf")."""
+    n = x.shape[0]
+    z = np.zeros(n)
+    g = np.zeros(n)
+    lo = float("inf")
+    for i in range(w, n):
+        win = x[i - w:i]
+        s = np.std(win)
+        if s > 0:
+            z[i] = (x[i] - np.mean(win)) / s
+        g[i] = np.prod(1.0 + win * 0.01)
+        if z[i] < lo:
+            lo = z[i]
+    return z, g, lo
+
+
+def column_stats_steps(X, k):
+    """Column and row means of a matrix rescaled step by step (sums and
+    means along an axis of a 2-D local)."""
+    col = np.zeros((k, X.shape[1]))
+    row = np.zeros((k, X.shape[0]))
+    for s in range(k):
+        M = X * (1.0 + 0.1 * s)
+        col[s] = np.mean(M, axis=0)
+        row[s] = M.sum(axis=1)
+    return col, row
+

@@ -1564,6 +1564,52 @@ static int vaxisred(cg *g, vctx *vc, const nd_ln *e)
     int q = ++g->tmp;
     char el[160];
     snprintf(el, sizeof el, "*(const %s *)(%s + i%d * %s + j%d * %s)", M, p, q, st[ax], q, st[kx]);
+    if (e->aux == LF_NP_SUM || e->aux == LF_NP_MEAN) {
+        /* np.sum / np.mean along an axis. Integers (sum only) wrap in the
+         * result type, in any order. Floats as NumPy's iterator sums a
+         * matrix of contiguous rows: from NumPy's identity +0.0 (a column of
+         * -0.0 sums to 0.0), along axis 1 each row pairwise, along axis 0
+         * row after row (out[j] = out[j] + M[i, j]);
+         * other layouts, and a single column summed along axis 0 (a strided
+         * 1-D pairwise sum in NumPy), are left to Python. Mean: the sum over
+         * the count, a float64 division cast to the dtype (NumPy's
+         * true_divide by an intp count into the result) */
+        const char *R = ctype[r];
+        if (!ISF(r)) {
+            line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, len[kx], q);
+            line(g, "  uint64_t s_ = 0;");
+            line(g, "  for (int64_t i%d = 0; i%d < %s; i%d++) s_ += (uint64_t)(%s)%s;", q, q, len[ax], q, R, el);
+            line(g, "  %s[j%d] = (%s)s_;", w, q, R);
+            line(g, "}");
+        } else {
+            line(g, "if (%s != (int64_t)sizeof(%s) || (%d == 0 && %s == 1 && %s >= 8))", st[1], M, ax, len[kx], len[ax]);
+            g->ind++; deopt(g); g->ind--;
+            flags_clear(g);
+            line(g, "{");
+            g->ind++;
+            line(g, "%s *restrict o_ = %s;", R, w);
+            if (ax == 1) {
+                line(g, "for (int64_t j%d = 0; j%d < %s; j%d++)", q, q, len[kx], q);
+                line(g, "  o_[j%d] = (%s)0 + ndl_pairwise_%s((const %s *)(%s + j%d * %s), %s);", q, R,
+                     r == LT_F4 ? "f" : "d", R, p, q, st[kx], len[ax]);
+            } else {
+                line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) o_[j%d] = (%s)0 + ((const %s *)%s)[j%d];", q, q,
+                     len[kx], q, q, R, R, p, q);
+                line(g, "for (int64_t i%d = 1; i%d < %s; i%d++) {", q, q, len[ax], q);
+                line(g, "  const %s *restrict r_ = (const %s *)(%s + i%d * %s);", R, R, p, q, st[ax]);
+                line(g, "  for (int64_t j%d = 0; j%d < %s; j%d++) o_[j%d] = o_[j%d] + r_[j%d];", q, q, len[kx], q, q,
+                     q, q);
+                line(g, "}");
+            }
+            if (e->aux == LF_NP_MEAN)
+                line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) o_[j%d] = (%s)((double)o_[j%d] / (double)%s);", q, q,
+                     len[kx], q, q, R, q, len[ax]);
+            g->ind--;
+            line(g, "}");
+            flags_check(g);
+        }
+        goto slot;
+    }
     if (ax == 0) {
         /* along axis 0 of rows of contiguous elements (Viterbi's column
          * maxima of delta[:, None] + logA): row by row, each column's
@@ -1626,6 +1672,7 @@ static int vaxisred(cg *g, vctx *vc, const nd_ln *e)
     line(g, "%s[j%d] = (%s)%s;", w, q, ctype[r], arg ? "idx_" : "acc_");
     g->ind--;
     line(g, "}");
+slot:
     memcpy(vc->slot[sl].w, w, 16);
     vc->slot[sl].te = r;
     vc->slot[sl].slice = 5;
@@ -1890,7 +1937,7 @@ static int vprep(cg *g, vctx *vc, const nd_ln *e)
     case LK_SLICE: case LK_VAR:
         return vslice(g, vc, e);
     case LK_CALL:
-        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN) return vaxisred(g, vc, e);
+        if (ND_LAXISRED(e)) return vaxisred(g, vc, e);
         if ((e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL || e->aux == LF_NP_INV) && (r & LT_MAT))
             return vmatmat(g, vc, e);
         if (e->aux == LF_NP_DOT || e->aux == LF_NP_MATMUL) return vmatvec(g, vc, e);

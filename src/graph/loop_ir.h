@@ -110,6 +110,10 @@ typedef struct {
 } nd_lir;
 
 enum { LCALL_DTYPE = 3 };
+/* LK_CALL e along one axis of a 2-D array (op: axis + 3): np.max, np.min,
+ * np.argmax, np.argmin, np.sum, np.mean (and their methods) with axis=k */
+#define ND_LAXISRED(e) ((e)->op && (((e)->aux >= LF_NP_MAX && (e)->aux <= LF_NP_ARGMIN) || \
+                                    (e)->aux == LF_NP_SUM || (e)->aux == LF_NP_MEAN))
 #define LCAT_MAX 8   /* parts of np.concatenate((...)) / items of np.array([...]) */
 enum { LB_RANGE = 1, LB_LEN, LB_ABS, LB_MIN, LB_MAX, LB_INT, LB_FLOAT, LB_BOOL, LB_ENUMERATE, LB_ZIP, LB_REVERSED, LB_ROUND };
 

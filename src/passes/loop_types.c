@@ -702,10 +702,13 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
             if (ta[k] == LT_PYBOOL) bs[k] = 1;
             vec |= ta[k] & (LT_VEC | LT_MAT);
         }
-        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN) {
+        if (ND_LAXISRED(e)) {
             /* np.max(M, axis=k) ...: along one axis of a 2-D array, a 1-D array */
             if (e->n != 1 || !(ta[0] & LT_MAT))
                 return why(T, e, "a reduction along an axis of something that is not a 2-D array");
+            if ((e->aux == LF_NP_SUM && (ta[0] & ~LT_MAT) == LT_B1) ||
+                (e->aux == LF_NP_MEAN && (ta[0] & ~LT_MAT) != LT_F8 && (ta[0] & ~LT_MAT) != LT_F4))
+                return why(T, e, "np.mean() along an axis of something that is not a float32/float64 2-D array (or np.sum() of a bool one)");
             r = nd_lty_vop(LO_NOPS + e->aux, ta[0], -1);
             if (r == -2) return r;
             if (r < 0 || (r & (LT_VEC | LT_MAT)))
@@ -1047,7 +1050,7 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
         }
         if (e->aux == LF_NP_CONCATENATE || e->aux == LF_NP_ARRAY || e->aux == LF_NP_FLIP) return 1;
         if (e->aux == LF_NP_INV) return e->n == 1 && vector_expr(T, e->kid[0]) == 2 ? 2 : 0;
-        if (e->op && e->aux >= LF_NP_MAX && e->aux <= LF_NP_ARGMIN)   /* along an axis of a 2-D array */
+        if (ND_LAXISRED(e))   /* along an axis of a 2-D array */
             return e->n == 1 && vector_expr(T, e->kid[0]) == 2 ? 1 : 0;
         if (e->aux < LF_NP_SQRT || e->aux > LF_NP_SQUARE) return 0;
         int r = 0;

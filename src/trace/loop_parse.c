@@ -1033,7 +1033,8 @@ static nd_ln *call(pctx *c, PyObject *e)
 done:
     if (r && kaxis) {
         if (r->kind == LK_CALL && r->n == 1 &&
-            (r->aux == LF_NP_MAX || r->aux == LF_NP_MIN || r->aux == LF_NP_ARGMAX || r->aux == LF_NP_ARGMIN))
+            (r->aux == LF_NP_MAX || r->aux == LF_NP_MIN || r->aux == LF_NP_ARGMAX || r->aux == LF_NP_ARGMIN ||
+             r->aux == LF_NP_SUM || r->aux == LF_NP_MEAN))
             r->op = (uint8_t)kaxis;
         else
             r = refuse(c, e, "a call with keyword arguments");
