@@ -395,56 +395,6 @@ def test_logsumexp_and_two_operand_rows_read_once():
     np.testing.assert_allclose(out2, _scaled_softmax(x, w), rtol=1e-13)
 
 
-def _softmax_times_x(a):
-    return _softmax(a) * a
-
-
-@pytest.mark.parametrize("fn,dt,width,exps", [
-    (_softmax, "float32", 1000, 1), (_softmax, "float64", 300, 1),
-    (_softmax_times_x, "float32", 1000, 2), (_softmax_times_x, "float64", 260, 2)],
-    ids=["softmax-f32", "softmax-f64", "softmax*x-f32", "softmax*x-f64"])
-def test_row_values_held_from_the_pass_computing_them(fn, dt, width, exps):
-    """The register form of a row kernel computes a per-element value once
-    and keeps it in registers for the later passes that read it (softmax:
-    exp(x - max) is the sum pass's and the output pass's; computed twice an
-    element before), in the registers of the operand it replaces (x: no
-    pass after the sum's reads it). Where keeping it would take more
-    registers than the row's operands (softmax(x) * x: x is read by the
-    output pass too), it is computed again. Values against NumPy, with the
-    three-read loop removed (the register form made them)."""
-    x = _aligned((9, width), dt)
-    x[...] = np.random.default_rng(15).standard_normal(x.shape)
-    text = ndc.kernels(fn, x)[0][1]
-    cached = _cached_branch(text)
-    assert len(re.findall(r"nd_exp\w*\(", cached)) == exps, cached
-    assert len(re.findall(r"B0\[", cached)) == 1
-    if exps == 1:
-        assert re.search(r"kc0_\[j_\] = v\d+;", cached), cached   # held in x's registers
-        assert "kn" not in cached
-    want = fn(x)
-    out = _aligned((9, width), dt)
-    run(fn, [x], [out], [[width, 1], [width, 1]], edit=_no_fallback)
-    np.testing.assert_allclose(out, want, rtol=1e-5 if dt == "float32" else 1e-13)
-
-
-def test_row_values_held_across_passes_of_two_operands():
-    """softmax(x * w): x * w is computed by the max pass and held (x's
-    registers) for the sum pass, whose exp is held for the output pass; w's
-    registers are free after the first pass"""
-    rng = np.random.default_rng(16)
-    x = _aligned((13, 256), "float64")
-    x[...] = rng.standard_normal(x.shape)
-    w = _aligned((1, 256), "float64")
-    w[...] = rng.standard_normal(w.shape)
-    text = ndc.kernels(_scaled_softmax, x, w)[0][1]
-    cached = _cached_branch(text)
-    assert len(re.findall(r"nd_exp\w*\(", cached)) == 1, cached
-    assert cached.count(" * v") <= 1 and len(re.findall(r"kc0_\[j_\] = v\d+;", cached)) == 2, cached
-    out = _aligned((13, 256), "float64")
-    run(_scaled_softmax, [x, w], [out], [[256, 1], [0, 1], [256, 1]], edit=_no_fallback)
-    np.testing.assert_allclose(out, _scaled_softmax(x, w), rtol=1e-13)
-
-
 @pytest.mark.parametrize("dt", ["float32", "complex128", "int64"])
 def test_full_reductions_split_over_blocks(dt):
     """a reduction with fewer rows than half the grid is split over the

@@ -39,17 +39,7 @@ typedef struct cctx {
     int cache;
     int lanes;            /* stores go to S<o>_.v[l_] (a row kernel's vector stores) */
     int vd;               /* cache 3: the dim the vector lanes run along */
-    const int *hslot;     /* cache 2: the registers a held value is in (held_values) */
 } cctx;
-
-/* the register array of a row kernel's held value: an operand's it
- * replaces (kc<o>_) or its own (kn<x>_) */
-static void held_name(const cctx *c, nd_id x, char *buf, size_t n)
-{
-    int s = c->hslot[x];
-    if (s < c->k->nin) snprintf(buf, n, "kc%d_", s);
-    else snprintf(buf, n, "kn%d_", s - c->k->nin);
-}
 
 static int sidx(const cctx *c, int o, int d) { return c->R + o * c->R + d; }
 
@@ -135,12 +125,6 @@ static int body(cctx *c, const uint8_t *which)
         const nd_node *n = &c->g->nodes[id];
         if ((k->inlf && k->inlf[i] != c->fr) || (!k->inlf && c->fr >= 0)) continue;
         if (which && !which[id]) continue;
-        if (which && which[id] == 2) {  /* computed by an earlier pass, held in registers */
-            char hn[32];
-            held_name(c, id, hn, sizeof hn);
-            nd_sb_printf(c->sb, "const %s v%d = %s[j_];\n", nd_cg_ctype(n->dtype), (int)id, hn);
-            continue;
-        }
         if (n->op == ND_OP_SCALAR || n->op == ND_OP_INPUT || n->op == ND_OP_VIEW) continue;
         if (n->op == ND_OP_INDEX) { index_value(c, id); continue; }
         if (n->op == ND_OP_REDUCE) {
@@ -1003,130 +987,6 @@ static void need_mark(cctx *c, const uint8_t *role, uint8_t *need, nd_id x)
     for (int q = 0; q < n->nin; q++) need_mark(c, role, need, n->in[q]);
 }
 
-/* need_mark for the register form: a per-element value that an earlier
- * pass computed (made[x], 1 + that pass) is read from the registers it
- * was kept in (need 2; last[x]: the last pass reading it), not computed
- * again from the row's operands */
-static void need_mark_held(cctx *c, const uint8_t *role, uint8_t *need, const uint8_t *made,
-                           uint8_t *last, int p, nd_id x)
-{
-    if (x < 0 || need[x]) return;
-    if (made[x]) {
-        need[x] = 2;
-        last[x] = (uint8_t)p;
-        return;
-    }
-    need[x] = 1;
-    if (role[x] != 1) return;
-    const nd_node *n = &c->g->nodes[x];
-    if (n->op == ND_OP_VIEW && c->g->nodes[n->in[0]].op != ND_OP_SCALAR) return;
-    for (int q = 0; q < n->nin; q++) need_mark_held(c, role, need, made, last, p, n->in[q]);
-}
-
-/* Values of the row kernel's register form kept from the pass computing
- * them to the later passes reading them (softmax: exp(x - max), computed
- * by the sum's pass, read by the output's divide -- once an element, not
- * twice): every per-element node of the kernel's own text (no frame, no
- * index, a real dtype) that a pass needs and an earlier pass computed.
- * Fills needc (the passes' needs, held values marked 2) and made (1 + the
- * pass keeping node x, 0: not kept); returns how many are kept. Kept only
- * where the registers a thread holds at a pass boundary do not outgrow
- * the operands' (`bytes`: all of them, loaded before the first pass) --
- * a value replacing the operands it is computed from costs nothing, and
- * rows as long as without it still fit. */
-static int held_values(cctx *c, const cred *rs, const uint8_t *role, const uint8_t *fill, int bytes,
-                       uint8_t *needc, uint8_t *made, int *slot)
-{
-    const nd_kernel *k = c->k;
-    int np = k->nred, held = 0;
-    size_t N = (size_t)c->g->n;
-    uint8_t *ok = PyMem_Calloc(N, 1), *last = PyMem_Calloc(N, 1);
-    if (!ok || !last) {
-        PyMem_Free(ok);
-        PyMem_Free(last);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int i = 0; i < k->ninl; i++) {
-        nd_id id = k->inl[i];
-        const nd_node *n = &c->g->nodes[id];
-        ok[id] = role[id] == 1 && (!k->inlf || k->inlf[i] < 0) && n->op != ND_OP_SCALAR &&
-                 n->op != ND_OP_INPUT && n->op != ND_OP_VIEW && n->op != ND_OP_INDEX &&
-                 n->op != ND_OP_REDUCE && !nd_cg_is_complex(n->dtype) && nd_cg_elsize(n->dtype) <= 8;
-    }
-    for (int i = 0; i < k->ninl; i++)  /* a node listed twice, once in a frame */
-        if (k->inlf && k->inlf[i] >= 0) ok[k->inl[i]] = 0;
-    memset(made, 0, N);
-    memset(needc, 0, N * (size_t)(np + 1));
-    for (int p = 0; p <= np; p++) {
-        uint8_t *nd = needc + N * (size_t)p;
-        if (p < np) need_mark_held(c, role, nd, made, last, p, rs[p].val);
-        else
-            for (int o = k->nin; o < k->nin + k->nout; o++)
-                if (dom_out(c, o)) need_mark_held(c, role, nd, made, last, p, k->ops[o].buf);
-        for (size_t x = 0; x < N; x++)
-            if (nd[x] == 1 && ok[x] && !made[x]) made[x] = (uint8_t)(p + 1);
-    }
-    int peak = 0;
-    for (size_t x = 0; x < N; x++)
-        if (!last[x]) made[x] = 0;   /* computed, never read again */
-        else held++;
-    for (int b = 0; b <= np; b++) {  /* bytes a thread holds an element before pass b */
-        int live = 0;
-        for (int o = 0; o < k->nin; o++) {
-            const nd_kop *op = &k->ops[o];
-            if (op->frame >= 0 || !fill[op->via]) continue;
-            int later = 0;
-            for (int q = b; q <= np; q++) later |= needc[N * (size_t)q + (size_t)op->via] != 0;
-            if (later) live += nd_cg_elsize(cache_type(c, o));
-        }
-        for (size_t x = 0; x < N; x++)
-            if (made[x] && made[x] <= b && b <= last[x]) live += nd_cg_elsize(c->g->nodes[x].dtype);
-        if (live > peak) peak = live;
-    }
-    if (peak > bytes) held = 0;
-    /* registers: a value takes over those of an operand (or an earlier
-     * value) of its C type that no pass after its own reads -- its row
-     * slot j is read before it is written in the same iteration. Its own
-     * array otherwise. (softmax: exp(x - max) in x's registers, 46
-     * registers a thread for sm_90; in an array of its own, 64: ptxas
-     * kept both) */
-    int nops = k->nin, *free_after = PyMem_Calloc(N + (size_t)nops, sizeof(int));
-    if (!free_after) {
-        PyMem_Free(ok);
-        PyMem_Free(last);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int o = 0; o < nops; o++) {   /* -1: no array */
-        const nd_kop *op = &k->ops[o];
-        free_after[o] = -1;
-        if (op->frame >= 0 || !fill[op->via]) continue;
-        for (int q = 0; q <= np; q++) if (needc[N * (size_t)q + (size_t)op->via]) free_after[o] = q;
-    }
-    for (size_t x = 0; x < N; x++) free_after[nops + x] = -1;
-    for (int p = 0; held && p < np; p++)
-        for (size_t x = 0; x < N; x++) {
-            if (made[x] != p + 1) continue;
-            const char *ct = nd_cg_ctype(c->g->nodes[x].dtype);
-            int s = -1;
-            for (int o = 0; o < nops && s < 0; o++)
-                if (free_after[o] >= 0 && free_after[o] <= p && !strcmp(nd_cg_ctype(cache_type(c, o)), ct))
-                    s = o;
-            for (size_t y = 0; y < x && s < 0; y++)
-                if (free_after[nops + y] >= 0 && free_after[nops + y] <= p &&
-                    !strcmp(nd_cg_ctype(c->g->nodes[y].dtype), ct))
-                    s = nops + (int)y;
-            if (s < 0) s = nops + (int)x;
-            slot[x] = s;
-            free_after[s] = last[x];
-        }
-    PyMem_Free(free_after);
-    PyMem_Free(ok);
-    PyMem_Free(last);
-    return held;
-}
-
 /* The row loop of gen_row: rk 0, every pass reads the row from memory;
  * rk > 0 (a multiple of 4), rows of at most rk * blockDim.x elements
  * whose cached operands and domain-shaped outputs run with element stride
@@ -1141,7 +1001,7 @@ static int held_values(cctx *c, const cred *rs, const uint8_t *role, const uint8
  * for 32 float32 of softmax, 27% of the H100's copy bandwidth; this form
  * 38 registers, 94%, session 21). */
 static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const uint8_t *fill,
-                    const uint8_t *made, uint8_t *done, int ndom, int rk, int thr)
+                    uint8_t *done, int ndom, int rk, int thr)
 {
     const nd_kernel *k = c->k;
     nd_graph *g = c->g;
@@ -1160,9 +1020,6 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         for (int o = 0; o < k->nin; o++)
             if (k->ops[o].frame < 0 && fill[k->ops[o].via])
                 nd_sb_printf(sb, "%s kc%d_[%d];\n", nd_cg_ctype(cache_type(c, o)), o, rk);
-        for (size_t x = 0; made && x < N; x++)
-            if (made[x] && c->hslot[x] == k->nin + (int)x)
-                nd_sb_printf(sb, "%s kn%d_[%d];\n", nd_cg_ctype(g->nodes[x].dtype), (int)x, rk);
         nd_sb_printf(sb, "#pragma unroll\nfor (int w_ = 0; w_ < %d; w_++) {\n"
                      "const int64_t e_ = 4 * (threadIdx.x + (int64_t)w_ * blockDim.x);\n"
                      "if (e_ < nred_) {\n", rk / 4);
@@ -1212,12 +1069,6 @@ static int row_loop(cctx *c, const cred *rs, uint8_t *role, uint8_t *need, const
         int brc = body(c, need + N * (size_t)p);
         c->cache = 0;
         if (brc < 0) return -1;
-        for (size_t x = 0; rk && made && x < N; x++)  /* kept for a later pass */
-            if (made[x] == p + 1) {
-                char hn[32];
-                held_name(c, (nd_id)x, hn, sizeof hn);
-                nd_sb_printf(sb, "%s[j_] = v%d;\n", hn, (int)x);
-            }
         if (p < np) elem_fold(c, &rs[p], p, "e_");
         else
             for (int o = k->nin; o < nops; o++)
@@ -1338,11 +1189,8 @@ static int gen_row(cctx *c)
         }
     }
     uint8_t *role = PyMem_Calloc(N, 1), *need = PyMem_Calloc(N * (size_t)(np + 1), 1);
-    uint8_t *done = PyMem_Calloc(N, 1), *fill = PyMem_Calloc(N, 1), *made = PyMem_Calloc(N, 1);
-    uint8_t *needc = PyMem_Calloc(N * (size_t)(np + 1), 1);
-    int heldn = 0, *slot = PyMem_Calloc(N, sizeof(int));
-    if (!role || !need || !done || !fill || !made || !needc || !slot) { PyErr_NoMemory(); goto out; }
-    c->hslot = slot;
+    uint8_t *done = PyMem_Calloc(N, 1), *fill = PyMem_Calloc(N, 1);
+    if (!role || !need || !done || !fill) { PyErr_NoMemory(); goto out; }
     for (int i = 0; i < k->ninl; i++) role[k->inl[i]] = 1;
     for (int i = 0; i < k->nrow; i++) role[k->rowv[i]] = 0;
     for (int p = 0; p < np; p++) role[k->reds[p]] = 0;
@@ -1381,12 +1229,11 @@ static int gen_row(cctx *c)
         if ((o < k->nin ? k->ops[o].frame < 0 && fill[k->ops[o].via] : dom_out(c, o)) &&
             !row_vec_operand(c, o, rd))
             rk = 0;
-    if (rk && (heldn = held_values(c, rs, role, fill, bytes, needc, made, slot)) < 0) goto out;
     nd_sb_puts(sb, "int64_t nrow_ = 1, nred_ = 1;\n");
     for (int d = 0; d < c->R; d++) nd_sb_printf(sb, "%s *= n%d;\n", (kept >> d) & 1 ? "nrow_" : "nred_", d);
     nd_sb_puts(sb, "const int lane_ = threadIdx.x % ND_WARP, warp_ = threadIdx.x / ND_WARP;\n(void)lane_; (void)warp_;\n");
     nd_sb_puts(sb, "if (nred_ <= ND_NARROW) {\n");
-    if (row_loop(c, rs, role, need, fill, NULL, done, ndom, 0, 1) < 0) goto out;
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 1) < 0) goto out;
     nd_sb_puts(sb, "} else {\n");
     if (rk) {
         nd_sb_printf(sb, "if (nred_ <= (int64_t)%d * blockDim.x && nred_ %% 4 == 0", rk);
@@ -1394,11 +1241,10 @@ static int gen_row(cctx *c)
             if (o < k->nin ? k->ops[o].frame < 0 && fill[k->ops[o].via] : dom_out(c, o))
                 row_vec_test(c, o, rd);
         nd_sb_puts(sb, ") {\n");
-        if (row_loop(c, rs, role, heldn ? needc : need, fill, heldn ? made : NULL, done, ndom, rk, 0) < 0)
-            goto out;
+        if (row_loop(c, rs, role, need, fill, done, ndom, rk, 0) < 0) goto out;
         nd_sb_puts(sb, "} else {\n");
     }
-    if (row_loop(c, rs, role, need, fill, NULL, done, ndom, 0, 0) < 0) goto out;
+    if (row_loop(c, rs, role, need, fill, done, ndom, 0, 0) < 0) goto out;
     if (rk) nd_sb_puts(sb, "}\n");
     nd_sb_puts(sb, "}\n");
     rc = 0;
@@ -1407,10 +1253,6 @@ out:
     PyMem_Free(need);
     PyMem_Free(done);
     PyMem_Free(fill);
-    PyMem_Free(made);
-    PyMem_Free(needc);
-    PyMem_Free(slot);
-    c->hslot = NULL;
     return rc;
 }
 
