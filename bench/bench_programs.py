@@ -257,6 +257,11 @@ def program_cases(quick=False):
         lambda X=X, y=y, it=iters: (X, y, 0.5, it), 1e-9, cat)
     add(f"logistic regression GD, lr * X.T @ r {n}x{d} x{iters}", P.logistic_gd_scaled,
         lambda X=X, y=y, it=iters: (X, y, 0.5, it), 1e-9, cat)
+    n, iters = (100, 10) if Q else (500, 30)
+    links = rng.random((n, n))
+    links /= links.sum(axis=0)
+    add(f"PageRank power iteration 0.85 * M @ r n={n} x{iters}", P.pagerank,
+        lambda M=links, it=iters: (M, it), 1e-9, cat)
     T, b, d, h = (10, 4, 8, 16) if Q else (50, 16, 32, 64)
     xs = rng.standard_normal((T, b, d))
     Wx, Wh, bb = rng.standard_normal((d, h)) * 0.2, rng.standard_normal((h, h)) * 0.1, np.zeros(h)

@@ -329,6 +329,16 @@ def logistic_gd_scaled(X, y, lr, iters):
     return w
 
 
+def pagerank(M, iters):
+    """PageRank by power iteration as often written: `0.85 * M @ r` is
+    (0.85 * M) @ r, the whole link matrix scaled again each iteration."""
+    n = M.shape[0]
+    r = np.full(n, 1.0 / n)
+    for _ in range(iters):
+        r = 0.15 / n + 0.85 * M @ r
+    return r
+
+
 def rnn_forward(xs, Wx, Wh, b):
     """Elman RNN forward pass over T time steps."""
     T, batch, _ = xs.shape

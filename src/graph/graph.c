@@ -80,6 +80,7 @@ void nd_graph_reserve(nd_graph *g, int32_t n)
 void nd_graph_free(nd_graph *g)
 {
     if (!g) return;
+    if (g->derived_free) g->derived_free(g->derived);
     for (int32_t i = 0; i < g->n; i++) node_clear(&g->nodes[i]);
     spare_put(g->nodes, g->cap);
     PyMem_Free(g);

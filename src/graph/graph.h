@@ -187,6 +187,15 @@ typedef struct nd_node {
 typedef struct nd_graph {
     nd_node *nodes;
     int32_t n, cap;
+    /* 1: passes/cse.h found no common subexpression in this graph (a
+     * replayed graph runs again and again: the verdict is kept, never a
+     * merge -- sizes may be rebound, values of one entry are not) */
+    uint8_t cse_none;
+    /* a pass's product kept with the graph and freed with it (passes/cse.h:
+     * the graph with common subexpressions merged, for a graph that runs
+     * again: a replay) */
+    void *derived;
+    void (*derived_free)(void *);
 } nd_graph;
 
 nd_graph *nd_graph_new(void);                    /* NULL + MemoryError */

@@ -120,6 +120,17 @@ extern _Thread_local int nd_ndonated;
  * by the native run that starts next on the thread; a caller that sets it
  * for another backend clears it itself. */
 extern _Thread_local uint64_t nd_graph_key_hint;
+/* NumPy's graph of the next native run. The flush and replay run a graph
+ * whose common subexpressions are computed once (passes/cse.h), where NumPy
+ * computed the value at each of its operations and warned at each: when the
+ * kernels raised flags np.errstate acts on, the native run re-runs this
+ * graph and its outputs (the same number, in the same order) with NumPy
+ * instead of its own, and sets nd_reran (nd_failed_node is then this
+ * graph's id). Read and cleared by the native run that starts next on the
+ * thread. */
+extern _Thread_local nd_graph *nd_numpy_graph;
+extern _Thread_local const nd_id *nd_numpy_outs;
+extern _Thread_local int nd_reran;
 extern _Thread_local nd_id nd_failed_node;
 extern _Thread_local int nd_failed_before;
 /* Whether storing the one-element ndarray `value` into an array of signed

@@ -454,6 +454,9 @@ static int scalar_store_fails(nd_graph *g, PyObject **arr)
 
 _Thread_local const nd_id *nd_donated;
 _Thread_local int nd_ndonated;
+_Thread_local nd_graph *nd_numpy_graph;
+_Thread_local const nd_id *nd_numpy_outs;
+_Thread_local int nd_reran;
 
 /* Regions a run wrote into donated arrays (backend.h), with what they held
  * before: undone, last first, when the run fails or NumPy reruns the graph. */
@@ -797,6 +800,11 @@ PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout
     int ndon = nd_ndonated;
     nd_donated = NULL;
     nd_ndonated = 0;
+    nd_graph *numpy_g = nd_numpy_graph;
+    const nd_id *numpy_outs = nd_numpy_outs;
+    nd_numpy_graph = NULL;
+    nd_numpy_outs = NULL;
+    nd_reran = 0;
     undo_log undo;
     memset(&undo, 0, sizeof undo);
     int n = g->n;
@@ -930,7 +938,8 @@ done:
     if (S != Ssmall) PyMem_Free(S);
     if (rerun) {
         nd_counter_add(ND_CTR_ERRSTATE_RERUNS, 1);
-        res = nd_backend_eager_run(g, outs, nout);
+        nd_reran = numpy_g != NULL;
+        res = numpy_g ? nd_backend_eager_run(numpy_g, numpy_outs, nout) : nd_backend_eager_run(g, outs, nout);
     }
     return res;
 }

@@ -18,6 +18,9 @@
 #include "graph/graph_py.h"
 #include "runtime/backend.h"
 #include "graph/hash.h"
+#include "passes/cse.h"
+#include "guards/guards.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* nd__flush_chunk (below): nodes of a chunk (compile(options={"chunk_nodes":
@@ -448,6 +451,144 @@ PyObject *nd__compute_quietly(nd_graph *g, const nd_id *ids, int n)
     return res;
 }
 
+/* The native run of g with its common subexpressions computed once
+ * (passes/cse.h), kept with g (a replayed graph runs again and again: it is
+ * merged once, and its program key learnt once). Between runs the merged
+ * graph holds no arrays: its INPUT nodes take g's each run. */
+typedef struct {
+    nd_graph *gc;
+    nd_id *gmap;         /* g id -> gc id */
+    nd_id *outs, *couts; /* g's outputs it was made for; theirs in gc */
+    int nout;
+    nd_id *inp;          /* (g id, gc id) of each INPUT node gc keeps */
+    int ninp;
+    uint64_t ghint, ckey; /* g's program key (the caller's hint) -> gc's */
+} cse_cache;
+
+static void cse_cache_free(void *p)
+{
+    cse_cache *c = p;
+    if (!c) return;
+    nd_graph_free(c->gc);
+    PyMem_Free(c->gmap);
+    PyMem_Free(c->outs);
+    PyMem_Free(c->couts);
+    PyMem_Free(c->inp);
+    PyMem_Free(c);
+}
+
+static cse_cache *cse_cache_make(nd_graph *g, const nd_id *outs, int nout)
+{
+    nd_id cs[16], *couts = nout <= 16 ? cs : PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
+    if (!couts) return (cse_cache *)PyErr_NoMemory();
+    nd_id *gmap = NULL;
+    nd_graph *gc = nd_cse_graph(g, outs, nout, couts, &gmap);
+    if (!gc) {
+        if (couts != cs) PyMem_Free(couts);
+        return NULL;  /* nothing to merge, or an error */
+    }
+    cse_cache *c = PyMem_Calloc(1, sizeof *c);
+    if (!c) {
+        nd_graph_free(gc);
+        PyMem_Free(gmap);
+        if (couts != cs) PyMem_Free(couts);
+        return (cse_cache *)PyErr_NoMemory();
+    }
+    c->gc = gc;
+    c->gmap = gmap;
+    c->nout = nout;
+    c->outs = PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
+    c->couts = couts != cs ? couts : PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
+    if (!c->outs || !c->couts) goto nomem;
+    memcpy(c->outs, outs, sizeof(nd_id) * (size_t)nout);
+    if (couts == cs) memcpy(c->couts, cs, sizeof(nd_id) * (size_t)nout);
+    for (nd_id i = 0; i < g->n; i++) c->ninp += g->nodes[i].op == ND_OP_INPUT && c->gmap[i] != ND_NONE;
+    c->inp = PyMem_Malloc(sizeof(nd_id) * 2 * ((size_t)c->ninp + 1));
+    if (!c->inp) goto nomem;
+    int k = 0;
+    for (nd_id i = 0; i < g->n; i++)
+        if (g->nodes[i].op == ND_OP_INPUT && c->gmap[i] != ND_NONE) {
+            c->inp[2 * k] = i;
+            c->inp[2 * k + 1] = c->gmap[i];
+            Py_CLEAR(c->gc->nodes[c->gmap[i]].obj);  /* taken from g at each run */
+            k++;
+        }
+    return c;
+nomem:
+    PyErr_NoMemory();
+    cse_cache_free(c);
+    return NULL;
+}
+
+/* *ran = 0 when g has no common subexpression (the caller runs g itself).
+ * What the caller handed the run for g's ids (donated inputs, the program
+ * key) is translated, and so is the failed operation; a re-run for NumPy's
+ * error state runs g. */
+static PyObject *run_merged(nd_graph *g, const nd_id *outs, int nout, PyObject *options, int *ran)
+{
+    static int off = -1;
+    *ran = 0;
+    if (off < 0) {
+        const char *e = getenv("NUMDYN_CSE");
+        off = e && strcmp(e, "0") == 0;
+    }
+    if (off || g->cse_none) return NULL;
+    cse_cache *c = g->derived_free == cse_cache_free ? g->derived : NULL;
+    if (c && (c->nout != nout || memcmp(c->outs, outs, sizeof(nd_id) * (size_t)nout))) {
+        cse_cache_free(c);  /* other outputs of the same graph: merged anew */
+        g->derived = NULL;
+        g->derived_free = NULL;
+        c = NULL;
+    }
+    if (!c) {
+        if (g->derived_free) return NULL;  /* g keeps another product */
+        c = cse_cache_make(g, outs, nout);
+        if (!c) {
+            if (PyErr_Occurred()) *ran = 1;
+            else g->cse_none = 1;
+            return NULL;
+        }
+        g->derived = c;
+        g->derived_free = cse_cache_free;
+    }
+    *ran = 1;
+    nd_graph *gc = c->gc;
+    for (int k = 0; k < c->ninp; k++)
+        Py_XSETREF(gc->nodes[c->inp[2 * k + 1]].obj, Py_XNewRef(g->nodes[c->inp[2 * k]].obj));
+    nd_id don[32];
+    int ndon = 0;
+    for (int k = 0; k < nd_ndonated && ndon < 32; k++) {
+        nd_id x = nd_donated[k] >= 0 && nd_donated[k] < g->n ? c->gmap[nd_donated[k]] : ND_NONE;
+        if (x != ND_NONE) don[ndon++] = x;
+    }
+    nd_donated = ndon ? don : NULL;
+    nd_ndonated = ndon;
+    /* the caller's hint is g's key: gc's is learnt with it */
+    uint64_t hint = nd_graph_key_hint;
+    nd_graph_key_hint = 0;
+    if (hint && hint == c->ghint) {
+        nd_graph_key_hint = c->ckey;
+    } else if (hint) {
+        c->ckey = nd_guard_graph_key(gc, c->couts, nout);
+        c->ghint = hint;
+        nd_graph_key_hint = c->ckey;
+    }
+    nd_numpy_graph = g;
+    nd_numpy_outs = outs;
+    PyObject *res = nd_backends[ND_BACKEND_NATIVE].run(gc, c->couts, nout, options);
+    nd_numpy_graph = NULL;
+    nd_numpy_outs = NULL;
+    for (int k = 0; k < c->ninp; k++) Py_CLEAR(gc->nodes[c->inp[2 * k + 1]].obj);
+    if (!res && nd_failed_node != ND_NONE && !nd_reran) {
+        /* NumPy fails at the first of the operations merged into it */
+        nd_id f = nd_failed_node;
+        nd_failed_node = ND_NONE;
+        for (nd_id i = 0; i < g->n; i++)
+            if (c->gmap[i] == f) { nd_failed_node = i; break; }
+    }
+    return res;
+}
+
 PyObject *nd__run_with_stores(int backend, nd_graph *g, const nd_id *outs, int nout,
                               PyObject *options, const nd_id *stores, int nstores)
 {
@@ -456,7 +597,11 @@ PyObject *nd__run_with_stores(int backend, nd_graph *g, const nd_id *outs, int n
     nd_scalar_stores = stores;
     nd_nscalar_stores = nstores;
     nd_graph_run_depth++;
-    PyObject *res = nd_backends[backend].run(g, outs, nout, options);
+    int ran = 0;
+    /* a scalar store's checks name g's nodes (backend.h): such a graph
+     * runs as traced */
+    PyObject *res = backend == ND_BACKEND_NATIVE && !nstores ? run_merged(g, outs, nout, options, &ran) : NULL;
+    if (!ran) res = nd_backends[backend].run(g, outs, nout, options);
     nd_graph_run_depth--;
     nd_scalar_stores = saved;
     nd_nscalar_stores = nsaved;
