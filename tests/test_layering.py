@@ -46,7 +46,8 @@ CONTRACT = {
     "graph": {"src/graph/graph.h", "src/graph/graph_py.h", "src/graph/hash.h",
               "src/graph/loop_ir.h"},          # the captured-loop IR (issue 17)
     "guards": {"guards/guards.h"},
-    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h"},
+    "passes": {"src/passes/schedule.h", "src/passes/loop_types.h", "src/passes/autodiff.h",
+               "src/passes/cse.h"},    # common subexpressions: the run's graph
     "codegen": {"src/codegen/codegen.h", "src/codegen/codegen_cuda.h"},
     "toolchain": {"src/toolchain/toolchain.h"},
     "runtime": {"src/runtime/backend.h", "src/runtime/floor.h",
