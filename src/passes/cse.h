@@ -32,11 +32,11 @@
 int nd_pass_cse(nd_graph *g, nd_id *rep, const char *keep);
 
 /* g with its common subexpressions computed once, as a new graph of the
- * nodes the outputs need: new_outs[k] is outs[k]'s id there, *gmap (PyMem,
- * g->n entries; the caller frees it) each node's id there (a merged node:
- * its representative's; ND_NONE: no longer needed). NULL with no exception
- * when nothing merges (the caller runs g), NULL with an exception on
- * failure. The outputs are kept apart from one another. */
-nd_graph *nd_cse_graph(nd_graph *g, const nd_id *outs, int nout, nd_id *new_outs, nd_id **gmap);
+ * nodes the outputs need: *gmap (PyMem, g->n entries; the caller frees it)
+ * gives each node's id there (a merged node: its representative's, an
+ * output: its own; ND_NONE: no longer needed). NULL with no exception when
+ * nothing merges (the caller runs g), NULL with an exception on failure.
+ * The outputs are kept apart from one another. */
+nd_graph *nd_cse_graph(nd_graph *g, const nd_id *outs, int nout, nd_id **gmap);
 
 #endif

@@ -161,7 +161,7 @@ int nd_pass_cse(nd_graph *g, nd_id *rep, const char *keep)
     return merged;
 }
 
-nd_graph *nd_cse_graph(nd_graph *g, const nd_id *outs, int nout, nd_id *new_outs, nd_id **gmap_out)
+nd_graph *nd_cse_graph(nd_graph *g, const nd_id *outs, int nout, nd_id **gmap_out)
 {
     *gmap_out = NULL;
     int32_t n = g->n;
@@ -228,7 +228,6 @@ nd_graph *nd_cse_graph(nd_graph *g, const nd_id *outs, int nout, nd_id *new_outs
             goto fail;
         }
     }
-    for (int k = 0; k < nout; k++) new_outs[k] = gmap[outs[k]];
     if (rep != rep_s) PyMem_Free(rep);
     if (need != need_s) PyMem_Free(need);
     *gmap_out = gmap;

@@ -479,29 +479,25 @@ static void cse_cache_free(void *p)
 
 static cse_cache *cse_cache_make(nd_graph *g, const nd_id *outs, int nout)
 {
-    nd_id cs[16], *couts = nout <= 16 ? cs : PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
-    if (!couts) return (cse_cache *)PyErr_NoMemory();
     nd_id *gmap = NULL;
-    nd_graph *gc = nd_cse_graph(g, outs, nout, couts, &gmap);
-    if (!gc) {
-        if (couts != cs) PyMem_Free(couts);
-        return NULL;  /* nothing to merge, or an error */
-    }
+    nd_graph *gc = nd_cse_graph(g, outs, nout, &gmap);
+    if (!gc) return NULL;  /* nothing to merge, or an error */
     cse_cache *c = PyMem_Calloc(1, sizeof *c);
     if (!c) {
         nd_graph_free(gc);
         PyMem_Free(gmap);
-        if (couts != cs) PyMem_Free(couts);
         return (cse_cache *)PyErr_NoMemory();
     }
     c->gc = gc;
     c->gmap = gmap;
     c->nout = nout;
     c->outs = PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
-    c->couts = couts != cs ? couts : PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
+    c->couts = PyMem_Malloc(sizeof(nd_id) * ((size_t)nout + 1));
     if (!c->outs || !c->couts) goto nomem;
-    memcpy(c->outs, outs, sizeof(nd_id) * (size_t)nout);
-    if (couts == cs) memcpy(c->couts, cs, sizeof(nd_id) * (size_t)nout);
+    for (int k = 0; k < nout; k++) {
+        c->outs[k] = outs[k];
+        c->couts[k] = gmap[outs[k]];
+    }
     for (nd_id i = 0; i < g->n; i++) c->ninp += g->nodes[i].op == ND_OP_INPUT && c->gmap[i] != ND_NONE;
     c->inp = PyMem_Malloc(sizeof(nd_id) * 2 * ((size_t)c->ninp + 1));
     if (!c->inp) goto nomem;
