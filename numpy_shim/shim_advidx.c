@@ -35,19 +35,20 @@ enum { MODE_RAISE = 0, MODE_WRAP = 1, MODE_CLIP = 2 };
 enum { MODE_TAKE = 4, MODE_PUT = 8 };
 #define MODE_OF(m) ((m) & 3)
 
-/* p[i] < 0 wrapped by n in place; nonzero when some p[i] is outside
- * [-n, n) (then p is no longer the index: the caller copies it again). Branch
- * free, so the AVX2 clone is vectorized (-O2 alone does not: hence the
- * optimize attribute; a gathered or scattered index
- * array of 1e6 entries is checked on every run of its graph) */
+/* src with negative indices wrapped by n, written to dst (a new array:
+ * the copy and the check are one pass, not NumPy's copy then a check);
+ * nonzero when some src[i] is outside [-n, n). Branch free, so the AVX2
+ * clone is vectorized (-O2 alone does not: hence the optimize attribute; a
+ * gathered or scattered index array of 1e6 entries is checked on every run
+ * of its graph) */
 __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize", "vect-cost-model=dynamic")))
-static int64_t wrap_check_i64(int64_t *p, npy_intp m, int64_t n)
+static int64_t wrap_check_copy_i64(int64_t *restrict dst, const int64_t *restrict src, npy_intp m, int64_t n)
 {
     int64_t bad = 0;
     for (npy_intp i = 0; i < m; i++) {
-        int64_t v = p[i];
+        int64_t v = src[i];
         bad |= (int64_t)(v < -n) | (int64_t)(v >= n);
-        p[i] = v + (v < 0 ? n : 0);
+        dst[i] = v + (v < 0 ? n : 0);
     }
     return bad;
 }
@@ -60,34 +61,36 @@ static PyObject *normalize_indices(PyObject *idx, npy_intp n, int axis, int mode
 {
     PyObject *a = PyArray_FROMANY(idx, NPY_INT64, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
     if (!a) return NULL;
-    PyObject *r = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER);
-    Py_DECREF(a);
-    if (!r) return NULL;
-    int64_t *p = PyArray_DATA((PyArrayObject *)r);
-    npy_intp m = PyArray_SIZE((PyArrayObject *)r);
+    PyArrayObject *aa = (PyArrayObject *)a;
+    npy_intp m = PyArray_SIZE(aa);
     if (m > 0 && n == 0 && (mode & MODE_PUT)) {
-        Py_DECREF(r);
+        Py_DECREF(a);
         PyErr_SetString(PyExc_IndexError, "cannot replace elements of an empty array");
         return NULL;
     }
     if (m > 0 && n == 0 && (MODE_OF(mode) != MODE_RAISE || (mode & MODE_TAKE))) {
-        Py_DECREF(r);
+        Py_DECREF(a);
         PyErr_SetString(PyExc_IndexError, "cannot do a non-empty take from an empty axes.");
         return NULL;
     }
     mode = MODE_OF(mode);
-    if (mode == MODE_RAISE) {
-        /* the common case in one branch-free pass the compiler vectorizes
-         * (negatives wrapped, out-of-range ones only flagged); the loop
-         * below then finds the first bad index for NumPy's message */
-        if (!wrap_check_i64(p, m, (int64_t)n)) return r;
-        /* undo the wrap so the message names the index as given */
-        PyArrayObject *src = (PyArrayObject *)PyArray_FROMANY(idx, NPY_INT64, 0, 0,
-                                                              NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
-        if (!src) { Py_DECREF(r); return NULL; }
-        memcpy(p, PyArray_DATA(src), (size_t)m * sizeof(int64_t));
-        Py_DECREF(src);
+    /* the result is always a new array (lift_index makes it read-only),
+     * filled by the check itself where mode is raise (an index of 1000
+     * entries checked on every run of its graph spent as much on NumPy's
+     * copy machinery as on the check) */
+    PyObject *r = PyArray_SimpleNew(PyArray_NDIM(aa), PyArray_DIMS(aa), NPY_INT64);
+    if (!r) { Py_DECREF(a); return NULL; }
+    int64_t *p = PyArray_DATA((PyArrayObject *)r);
+    /* the common case in one branch-free pass the compiler vectorizes
+     * (negatives wrapped, out-of-range ones only flagged) */
+    if (mode == MODE_RAISE && !wrap_check_copy_i64(p, PyArray_DATA(aa), m, (int64_t)n)) {
+        Py_DECREF(a);
+        return r;
     }
+    /* another mode, or a bad index: the loop below finds the first one for
+     * NumPy's message, which names it as given */
+    memcpy(p, PyArray_DATA(aa), (size_t)m * sizeof(int64_t));
+    Py_DECREF(a);
     for (npy_intp i = 0; i < m; i++) {
         int64_t v = p[i];
         if (mode == MODE_RAISE) {
@@ -177,6 +180,15 @@ static int same_or_scalar_shape(PyObject *vals, PyArrayObject *flat)
         }                                                                      \
     }
 
+/* 1 when every ix[i] is in [0, n): branch-free, vectorized */
+__attribute__((target_clones("avx2", "default"), optimize("tree-vectorize", "vect-cost-model=dynamic")))
+static int flat_ok(const int64_t *ix, npy_intp m, uint64_t n)
+{
+    uint64_t bad = 0;
+    for (npy_intp i = 0; i < m; i++) bad |= (uint64_t)ix[i] >= n;
+    return !bad;
+}
+
 /* ufunc.at(out.flat, flat, vals) in index order, as NumPy's indexed loops
  * do, where that is a plain loop: add/subtract/multiply/maximum/minimum of
  * out's dtype (float64/32, int64/32) on values of that dtype and flat's
@@ -205,8 +217,7 @@ static int ufunc_at_direct(PyObject *ufo, PyArrayObject *out, PyObject *flat, Py
         return 0;
     const int64_t *ix = (const int64_t *)PyArray_DATA(fa);
     npy_intp n = PyArray_SIZE(out);
-    for (npy_intp i = 0; i < m; i++)
-        if (ix[i] < 0 || ix[i] >= n) return 0;   /* not normalized: NumPy's own error */
+    if (!flat_ok(ix, m, (uint64_t)n)) return 0;   /* not normalized: NumPy's own error */
     feclearexcept(FE_ALL_EXCEPT);
     switch (dt) {
     case NPY_DOUBLE: AT_SWITCH(double, double, AT_MAXF, AT_MINF) break;
