@@ -42,11 +42,12 @@ uint64_t nd_guard_graph_key(nd_graph *g, const nd_id *outs, int nout)
             for (int d = 0; d < n->ndim; d++) h = nd_hash_mix(h, 0x6b6f7264ULL ^ (uint64_t)(uint8_t)n->kperm[d]);
         switch (n->op) {
         case ND_OP_UFUNC:
-            /* x ** 2 with a scalar 2 compiles to x * x (NumPy's fast path):
-             * which exponents are 2 is structure */
+            /* x ** 2 with a scalar 2 compiles to x * x, ** -1 and ** 0.5
+             * likewise (NumPy's fast paths): which class an exponent is
+             * of is structure */
             if ((n->sub == ND_UF_POWER || n->sub == ND_UF_FLOAT_POWER) && n->nin > 1 && n->in[1] >= 0 &&
                 g->nodes[n->in[1]].op == ND_OP_SCALAR)
-                h = nd_hash_mix(h, 0x706f7732ULL ^ (uint64_t)nd_scalar_is_two(&g->nodes[n->in[1]]));
+                h = nd_hash_mix(h, 0x706f7732ULL ^ (uint64_t)nd_scalar_power_class(&g->nodes[n->in[1]]));
             break;
         case ND_OP_INPUT:
             if (n->obj) h = nd_hash_mix(h, nd_guard_array_key(n->obj));

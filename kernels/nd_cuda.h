@@ -148,6 +148,14 @@ ND_FN T nd_ckpow_##S(T x, T y, T r, int *e) \
     *e |= (r != r && x == x && y == y ? ND_ERR_FPE_INVALID : 0) | \
           (isinf(r) && !isinf(x) && !isinf(y) ? (x == 0 ? ND_ERR_FPE_DIV : ND_ERR_FPE_OVER) : 0); \
     return r; \
+} \
+/* NumPy's power loop given one exponent for the whole loop (nd_kernel.h) */ \
+ND_FN T nd_powsc_##S(T x, T y, int *e) \
+{ \
+    if (y == (T)2) return x * x; \
+    if (y == (T)-1) return (T)1 / x; \
+    if (y == (T)0.5) return sqrt(x); \
+    return nd_ckpow_##S(x, y, pow(x, y), e); \
 }
 ND_FLOAT(double, d)
 ND_FLOAT(float, f)

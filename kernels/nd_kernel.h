@@ -421,6 +421,20 @@ ND_INLINE T NAME(T x, T y) \
     nd_bsel_##S((__builtin_fabs(x) == (T)INFINITY) | (__builtin_fabs(y) == (T)INFINITY), (T)INFINITY, x + y)
 ND_PASSED2(double, d, nd_pow, nd_v_pow, ND_POW_NAN(double, d))
 ND_PASSED2(float, f, nd_powf, nd_v_powf, ND_POW_NAN(float, f))
+/* NumPy's power loop given one exponent for the whole loop, known only at
+ * run time (a 0-d operand: codegen_expr.c power_class): 2, -1 and 0.5 are
+ * x * x, 1 / x and sqrt(x), as NumPy's loop computes them; the test is
+ * loop-invariant (the compiler unswitches it) */
+#define ND_POWSC(T, S, M) \
+ND_INLINE T nd_powsc_##S(T x, T y, int *e) \
+{ \
+    if (y == (T)2) return x * x; \
+    if (y == (T)-1) return (T)1 / x; \
+    if (y == (T)0.5) return __builtin_sqrt##M(x); \
+    return nd_ckpow_##S(x, y, nd_pow##M(x, y), e); \
+}
+ND_POWSC(double, d, )
+ND_POWSC(float, f, f)
 ND_PASSED2(double, d, nd_hypot, nd_v_hypot, ND_HYPOT_NAN(double, d))
 ND_PASSED2(float, f, nd_hypotf, nd_v_hypotf, ND_HYPOT_NAN(float, f))
 ND_PASSED2(float, f, nd_atan2f, nd_v_atan2f, x + y)

@@ -531,6 +531,30 @@ static int natural_type(int uf, int aux, int loop)
 }
 
 /* the operand text: v<in> converted to the loop dtype */
+/* NumPy's float power loop with one exponent for the whole loop (graph.h
+ * nd_scalar_power_class): a SCALAR exponent's class is known here (the
+ * keys cover it); a 0-d exponent, or a size-1 one broadcast to more than
+ * one element, is tested in the kernel (nd_powsc_*). The float16 loop
+ * computes with powf (only x * x is the same value). Left to pow: an
+ * exponent of shape (n, 1) against (n, m) -- NumPy's choice there depends
+ * on its iterator's buffering, not on the operands alone. */
+enum { POW_AT_RUN_TIME = 100 };
+static int power_class(nd_graph *g, const nd_node *n, const dtinfo *ld)
+{
+    if ((n->sub != ND_UF_POWER && n->sub != ND_UF_FLOAT_POWER) || !is_float(ld->cls) || n->nin < 2)
+        return ND_POW_GENERAL;
+    const nd_node *x = &g->nodes[n->in[1]];
+    if (x->op == ND_OP_SCALAR) {
+        int pc = nd_scalar_power_class(x);
+        return ld->cls == 'h' && pc != ND_POW_SQUARE ? ND_POW_GENERAL : pc;
+    }
+    if (ld->cls == 'h') return ND_POW_GENERAL;
+    int ones = 1, many = 0;
+    for (int d = 0; d < x->ndim; d++) ones &= x->shape[d] == 1;
+    for (int d = 0; d < n->ndim; d++) many |= n->shape[d] != 1;
+    return ones && (x->ndim == 0 || many) ? POW_AT_RUN_TIME : ND_POW_GENERAL;
+}
+
 static int operand(nd_sb *sb, nd_graph *g, nd_id in, int loop)
 {
     char v[32];
@@ -661,10 +685,17 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
     nd_sb e;
     nd_sb_init(&e);
     if (rc == 0) {
-        if (is_float(ld->cls) && (uf == ND_UF_POWER || uf == ND_UF_FLOAT_POWER) &&
-            g->nodes[n->in[1]].op == ND_OP_SCALAR && nd_scalar_is_two(&g->nodes[n->in[1]]))
-            nd_sb_printf(&e, "(%s * %s)", a.p, a.p);  /* part of the program key */
-        else if ((n->flags & ND_F_SCALAR_MATH) && (ld->cls == 'i' || ld->cls == 'u') &&
+        int pc = power_class(g, n, ld);
+        if (pc == ND_POW_SQUARE)
+            nd_sb_printf(&e, "(%s * %s)", a.p, a.p);
+        else if (pc == ND_POW_RECIPROCAL)
+            expand(&e, "(($T)1 / $a)", ld, a.p, "");
+        else if (pc == ND_POW_SQRT)
+            expand(&e, "sqrt$m($a)", ld, a.p, "");
+        else if (pc == POW_AT_RUN_TIME) {
+            *uses_err = 1;
+            expand(&e, "nd_powsc_$s($a, $b, &nd_err)", ld, a.p, b.p);
+        } else if ((n->flags & ND_F_SCALAR_MATH) && (ld->cls == 'i' || ld->cls == 'u') &&
                  scalar_math_form(uf)) {
             *uses_err = 1;
             expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");

@@ -290,6 +290,23 @@ static int compare(cg *g, int op, const cv *a, const cv *b, int r, cv *out)
     return 0;
 }
 
+/* NumPy's float power loop given one exponent for a whole vector statement
+ * (a scalar, graph.h nd_scalar_power_class) computes 2, -1 and 0.5 as
+ * x * x, 1 / x and sqrt(x) -- other values than pow's in the last bit, and
+ * at -0.0 and -inf for 0.5; Python's and NumPy's scalar powers are pow's.
+ * x: the exponent's expression (a binary operator's right operand, an
+ * augmented store's value, a call's second argument). */
+static void pow_line(cg *g, const char *o, int r, const nd_ln *x)
+{
+    const char *s = r == LT_F4 ? "f" : "";
+    int bits, t = g->vec && x ? nd_lty_expr(g->T, x, g->assign, &bits) : -1;
+    if (t >= 0 && !(t & (LT_VEC | LT_MAT)))
+        line(g, "  %s = y_ == 2 ? x_ * x_ : y_ == -1 ? 1 / x_ : y_ == 0.5%s ? sqrt%s(x_) : pow%s(x_, y_);",
+             o, s, s, s);
+    else
+        line(g, "  %s = pow%s(x_, y_);", o, s);
+}
+
 static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, cv *out)
 {
     int ln = e->line;
@@ -476,7 +493,9 @@ static int binop(cg *g, const nd_ln *e, int op, cv *a, cv *b, int r, int rbits, 
         case LO_TDIV: line(g, "  %s = x_ / y_;", out->s); break;
         case LO_FDIV: line(g, "  %s = nd_floordiv_%s(x_, y_);", out->s, sfx[r]); break;
         case LO_MOD: line(g, "  %s = nd_remainder_%s(x_, y_);", out->s, sfx[r]); break;
-        case LO_POW: line(g, "  %s = %s(x_, y_);", out->s, r == LT_F4 ? "powf" : "pow"); break;
+        case LO_POW:
+            pow_line(g, out->s, r, e->kind == LK_BIN ? e->kid[1] : e->kind == LK_AUGSTORE ? e->kid[0] : NULL);
+            break;
         default: return no_type(g, e);
         }
         if (g->vec) { line(g, "}"); return 0; }
@@ -631,6 +650,7 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
             else if (fn == LF_NP_MINIMUM) line(g, "  %s = nd_min_%s(x_, y_);", out->s, sfx[r]);
             else if (fn == LF_NP_MAXIMUM) line(g, "  %s = nd_max_%s(x_, y_);", out->s, sfx[r]);
             else if (fn == LF_NP_SIGN) { line(g, "  %s = ndl_sign_%s(x_); }", out->s, s32[0] ? "f" : "d"); return 0; }
+            else if (fn == LF_NP_POWER) pow_line(g, out->s, r, e->n > 1 ? e->kid[1] : NULL);
             else if (f) line(g, "  %s = %s%s(x_%s);", out->s, f, s32, b ? ", y_" : "");
             else return no_type(g, e);
             if (g->vec) { line(g, "}"); return 0; }

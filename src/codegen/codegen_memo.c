@@ -199,8 +199,9 @@ static void put_node(kbuf *b, const idset *s, const nd_node *x)
     put(b, x->kperm, (size_t)x->ndim);
     put_i(b, x->nextra);
     for (int q = 0; q < x->nextra; q++) if (x->extra) put_i(b, rank_of(s, x->extra[q]));
-    /* the one value the text reads: `x ** 2` is emitted as a product */
-    if (x->op == ND_OP_SCALAR) put_i(b, nd_scalar_is_two(x));
+    /* the one value the text reads: `x ** 2` is emitted as a product
+     * (** -1 and ** 0.5 likewise: graph.h nd_scalar_power_class) */
+    if (x->op == ND_OP_SCALAR) put_i(b, nd_scalar_power_class(x));
 }
 
 static void put_ids(kbuf *b, const idset *s, const nd_id *v, int n)

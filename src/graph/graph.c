@@ -460,10 +460,13 @@ int nd_supported_array(PyObject *obj)
     return nd_dtype_known(PyArray_TYPE(a)) && PyArray_ITEMSIZE(a) > 0;
 }
 
-int nd_scalar_is_two(const nd_node *sc)
+int nd_scalar_power_class(const nd_node *sc)
 {
-    switch (sc->dtype) {
-    case NPY_HALF: case NPY_FLOAT: case NPY_DOUBLE: return sc->scalar.f == 2.0;
-    default: return 0;
-    }
+    /* (the value the float loop sees: an integer exponent is cast to it) */
+    double v;
+    if (PyTypeNum_ISFLOAT(sc->dtype)) v = sc->scalar.f;
+    else if (PyTypeNum_ISSIGNED(sc->dtype)) v = (double)sc->scalar.i;
+    else if (PyTypeNum_ISUNSIGNED(sc->dtype)) v = (double)sc->scalar.u;
+    else return ND_POW_GENERAL;
+    return v == 2.0 ? ND_POW_SQUARE : v == -1.0 ? ND_POW_RECIPROCAL : v == 0.5 ? ND_POW_SQRT : ND_POW_GENERAL;
 }

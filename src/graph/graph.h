@@ -275,9 +275,16 @@ int nd_debug_checks(void);
 /* 1 when an ndarray can be an INPUT node: a dtype of the IR (bool, ints,
  * float16/32/64, complex64/128), native byte order, rank <= ND_MAXDIMS. */
 int nd_supported_array(PyObject *arr);
-/* 1 when a float SCALAR node holds exactly 2 (x ** 2 compiles to x * x;
- * the guard key covers it, so a kernel may depend on it). */
-int nd_scalar_is_two(const nd_node *scalar);
+/* NumPy's float32/float64 power loop, given one exponent for the whole
+ * loop (a scalar or 0-d exponent, a stride-0 operand), computes 2 as x * x,
+ * -1 as 1 / x and 0.5 as sqrt(x) -- other values than pow's in the last
+ * bit, and at -0.0 and -inf for 0.5 (sqrt(-inf) is nan, pow's inf). Its
+ * float16 loop computes in float with pow, where only 2 is exact either
+ * way. The class of a SCALAR exponent node by its value (an integer is
+ * cast to the float loop's type); the guard key and the kernel key cover
+ * it, so a kernel may depend on it. */
+enum { ND_POW_GENERAL, ND_POW_SQUARE, ND_POW_RECIPROCAL, ND_POW_SQRT };
+int nd_scalar_power_class(const nd_node *scalar);
 
 /* EXTERN argument templates (graph_extern.c): the placeholder object for
  * input k (new ref) marks where the k-th input array goes;
