@@ -10,8 +10,9 @@
 
 Py_ssize_t nd_marks_live, nd_marks_ranged;
 _Thread_local int nd_marks_spec_all;
-/* id -> (weakref, int dynamic, int static, ranges): ranges is None or a
- * dict dim -> (min, max) of dims marked dynamic with bounds */
+/* id -> (weakref, int dynamic, int static, ranges, int address): ranges is
+ * None or a dict dim -> (min, max) of dims marked dynamic with bounds;
+ * address: 0, or 1/2 marked by mark_static_address (2: guard=True) */
 static PyObject *marks;
 
 static int has_ranges(PyObject *e) { return e && PyTuple_GET_ITEM(e, 3) != Py_None; }
@@ -40,16 +41,21 @@ static PyObject *entry_of(PyObject *arr)
     return e;
 }
 
-static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range);
+static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range, int addr);
 
 int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic)
 {
-    return marks_store(arr, mask, dynamic, NULL);
+    return marks_store(arr, mask, dynamic, NULL, -1);
 }
 
+static int addr_of(PyObject *e) { return e ? (int)PyLong_AsLong(PyTuple_GET_ITEM(e, 4)) : 0; }
+
+int nd_marks_address(PyObject *arr) { return addr_of(entry_of(arr)); }
+
 /* a newer mark of a dim replaces its older one, range included; range:
- * (min, max) for the dims of mask (dynamic marks), or NULL */
-static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range)
+ * (min, max) for the dims of mask (dynamic marks), or NULL; addr: the
+ * address mark to store (-1: keep the entry's) */
+static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *range, int addr)
 {
     uint64_t dyn = 0, st = 0;
     nd_marks_get(arr, &dyn, &st);
@@ -70,7 +76,8 @@ static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *rang
             if (PyErr_ExceptionMatches(PyExc_TypeError)) {
                 PyErr_Clear();
                 PyErr_Format(PyExc_TypeError, "numdyn.mark_%s: expected an ndarray, got %.80s",
-                             dynamic == 1 ? "dynamic" : dynamic == 0 ? "static" : "maybe_dynamic",
+                             addr > 0 ? "static_address" : dynamic == 1 ? "dynamic"
+                             : dynamic == 0 ? "static" : "maybe_dynamic",
                              Py_TYPE(arr)->tp_name);
             }
             return -1;
@@ -92,8 +99,9 @@ static int marks_store(PyObject *arr, uint64_t mask, int dynamic, PyObject *rang
         if (PyDict_GET_SIZE(ranges) == 0) Py_CLEAR(ranges);
     }
     int had = has_ranges(e);
-    PyObject *t = Py_BuildValue("(NKKO)", wr, (unsigned long long)dyn, (unsigned long long)st,
-                                ranges ? ranges : Py_None);
+    if (addr < 0) addr = addr_of(e);
+    PyObject *t = Py_BuildValue("(NKKOi)", wr, (unsigned long long)dyn, (unsigned long long)st,
+                                ranges ? ranges : Py_None, addr);
     Py_XDECREF(ranges);
     int r = t ? PyDict_SetItem(marks, key, t) : -1;
     Py_XDECREF(t);
@@ -191,7 +199,7 @@ static PyObject *py_mark(PyObject *m, PyObject *args)
         }
         if (!(range = Py_BuildValue("(LL)", l, h))) return NULL;
     }
-    int rc = marks_store(x, mask, dynamic, range);
+    int rc = marks_store(x, mask, dynamic, range, -1);
     Py_XDECREF(range);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
@@ -215,7 +223,33 @@ static PyObject *py_marked(PyObject *m, PyObject *x)
     return r;
 }
 
+/* _mark_static_address(x, guard): x's data pointer is a constant of the
+ * programs compiled for it; guard: a call with x at another address is a
+ * recompile (fn_programs.c). No dim marks change. */
+static PyObject *py_mark_addr(PyObject *m, PyObject *args)
+{
+    PyObject *x;
+    int guard;
+    if (!PyArg_ParseTuple(args, "Op:_mark_static_address", &x, &guard)) return NULL;
+    if (!PyArray_Check(x)) {
+        PyErr_Format(PyExc_TypeError, "mark_static_address expects a tensor but received <class '%.80s'>",
+                     Py_TYPE(x)->tp_name);
+        return NULL;
+    }
+    if (marks_store(x, 0, 3, NULL, guard ? 2 : 1) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_addr_marked(PyObject *m, PyObject *x)
+{
+    int a = nd_marks_address(x);
+    return PyUnicode_FromString(a == 2 ? "guarded" : a == 1 ? "unguarded" : "");
+}
+
 static PyMethodDef funcs[] = {
+    {"_mark_static_address", py_mark_addr, METH_VARARGS, "_mark_static_address(x, guard)"},
+    {"_static_address_mark", py_addr_marked, METH_O,
+     "_static_address_mark(x) -> 'guarded', 'unguarded' or ''"},
     {"_mark", py_mark, METH_VARARGS, "_mark(x, dims|None, dynamic, min=None, max=None)"},
     {"_marked_dims", py_marked, METH_O, "_marked_dims(x) -> (dynamic dims, static dims)"},
     {NULL, NULL, 0, NULL},

@@ -27,6 +27,9 @@ int nd_marks_range(PyObject *arr, int d, long long *lo, long long *hi);
  * them (2: maybe_mark_dynamic); a dim's newer mark replaces its older one. 0, or -1 with TypeError (arr takes
  * no weak references). */
 int nd_marks_set(PyObject *arr, uint64_t mask, int dynamic);
+/* arr's mark_static_address: 0 none, 1 marked, 2 marked with guard=True
+ * (its data pointer is guarded: fn_programs.c). Never fails. */
+int nd_marks_address(PyObject *arr);
 /* arr's marks (0 masks when none). Never fails. */
 void nd_marks_get(PyObject *arr, uint64_t *dynamic, uint64_t *stat);
 /* Dims of an array argument that are specialized: its static marks, or

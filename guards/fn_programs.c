@@ -25,6 +25,7 @@ static void sig_of(PyObject *o, int spec_all, nd_sigarg *s)
         s->stat = nd_marks_static_dims(o, spec_all);
         for (int d = 0; d < s->ndim; d++)
             if (s->stat >> d & 1) s->size[d] = PyArray_DIM(a, d);
+        if (nd_marks_live && nd_marks_address(o) == 2) s->addr = PyArray_DATA(a);
     }
 }
 
@@ -65,6 +66,8 @@ static uint64_t prog_mix(uint64_t h, PyObject *o, int arr, int spec_all)
             for (int d = 0; d < nd; d++)
                 if (stat >> d & 1) h = nd_hash_mix(h, (uint64_t)PyArray_DIM(a, d));
         }
+        if (nd_marks_live && nd_marks_address(o) == 2)
+            h = nd_hash_mix(h ^ 0x61646472ULL, (uint64_t)(uintptr_t)PyArray_DATA(a));
     }
     return h;
 }
@@ -241,6 +244,7 @@ static PyObject *guard_text(const nd_progent *e, int i, PyObject *names)
                                    s->aligned ? ", aligned" : ", unaligned",
                                    s->swapped ? ", byte-swapped" : "", stat)
             : NULL;
+        if (r && s->addr) Py_SETREF(r, PyUnicode_FromFormat("%U, data_ptr == %p", r, s->addr));
         Py_XDECREF(ones);
         Py_XDECREF(stat);
     }
@@ -266,7 +270,7 @@ static int arg_differs(const nd_sigarg *a, const nd_sigarg *b)
     if (a->typenum < 0) return 0;
     int k = (a->typenum != b->typenum) + (a->ndim != b->ndim) + (a->layout != b->layout) +
             (a->aligned != b->aligned) + (a->swapped != b->swapped) + (a->ones != b->ones) +
-            (a->stat != b->stat);
+            (a->stat != b->stat) + (a->addr != b->addr);
     for (int d = 0; d < a->ndim && d < b->ndim; d++)
         if ((a->stat >> d & 1) && (b->stat >> d & 1) && a->size[d] != b->size[d]) k++;
     return k;
@@ -288,6 +292,12 @@ static PyObject *arg_reason(PyObject *nm, const nd_sigarg *was, const nd_sigarg 
                                         (Py_ssize_t)was->size[d], (Py_ssize_t)now->size[d]);
     if (was->stat != now->stat)
         return PyUnicode_FromFormat("%U: its dims marked static changed", nm);
+    if (was->addr != now->addr) {
+        if (was->addr && now->addr)
+            return PyUnicode_FromFormat("%U: data_ptr changed: %p -> %p (marked by "
+                                        "mark_static_address(guard=True))", nm, was->addr, now->addr);
+        return PyUnicode_FromFormat("%U: its mark_static_address(guard=True) changed", nm);
+    }
     if (was->ones != now->ones) {
         PyObject *a = dims_text(was->ones, was->ndim), *b = dims_text(now->ones, now->ndim);
         PyObject *r = a && b ? PyUnicode_FromFormat("%U: size-1 dims (broadcasting) changed: %U -> %U",

@@ -24,6 +24,7 @@ typedef struct nd_sigarg {
     uint64_t ones;        /* dims of size 1 */
     uint64_t stat;        /* specialized dims ... */
     npy_intp size[ND_MAXDIMS]; /* ... and their sizes */
+    const void *addr;     /* the data pointer, where mark_static_address(guard=True) */
 } nd_sigarg;
 
 typedef struct nd_progent {

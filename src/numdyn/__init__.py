@@ -48,7 +48,7 @@ __all__ = [
     "compile", "explain", "GraphBreakError", "Graph", "list_backends",
     "register_backend", "disable", "allow_in_graph", "disallow_in_graph",
     "forbid_in_graph", "graph_break", "run", "reset", "mark_dynamic",
-    "mark_static", "maybe_mark_dynamic", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
+    "mark_static", "mark_static_address", "maybe_mark_dynamic", "config", "is_compiling", "CompileError", "optimize", "optimize_assert",
     "GuardFail", "RecompileError", "set_stance", "ConstraintViolationError",
     "CompiledModule", "CompileProfiler", "export",
     "Tensor", "tensor", "from_dlpack", "wrap_numpy", "no_grad", "is_grad_enabled",
@@ -748,6 +748,24 @@ def mark_static(x, dim=None):
     every dim): another size is another program (a recompile)."""
     _check_not_tracing("static")
     _C._mark(x, dim, 0)
+
+
+def mark_static_address(t, guard=False):
+    """torch._dynamo.mark_static_address: t's data pointer is treated as a
+    constant of the programs compiled for it. guard=True guards on it: a
+    later call with t's value at another address (another array in its
+    place) is a recompile, with the reason "data_ptr changed" (recompile
+    logs, guard_fail_fn, cache_size_limit) and the data pointer in the
+    program's guards (guard_export_fn, explain's out_guards); guard=False
+    (torch's default) is the hint alone -- numdyn's CPU kernels take their
+    operands' addresses per call, so it changes no program. t is an ndarray
+    or a numdyn.Tensor (its array); anything else raises torch's TypeError.
+    The mark lives as long as the array (a weak reference, as mark_static's)."""
+    if isinstance(t, Tensor):
+        t = t.numpy()
+    elif not isinstance(t, np.ndarray):
+        raise TypeError(f"mark_static_address expects a tensor but received {type(t)}")
+    _C._mark_static_address(t, bool(guard))
 
 
 _marked_dims = _C._marked_dims
