@@ -379,11 +379,24 @@ static nd_id sum_to(nd_graph *g, nd_id v, int ndim, const npy_intp *shape)
 
 /* ------------------------------------------------------------- sweep */
 
+/* a window view's cotangent waiting for the other windows of its base
+ * (rule_view, flush_windows) */
+typedef struct {
+    nd_id c;
+    int next;                 /* the base's next record, or -1 */
+    npy_intp off;
+    int nd;
+    npy_intp R[ND_MAXDIMS], s[ND_MAXDIMS];
+} ad_win;
+
 typedef struct {
     nd_graph *g;
     nd_id *ct;
     char *dep;
     nd_id n0;
+    int32_t *whead;           /* per node: its first waiting window, -1; NULL: none yet */
+    ad_win *win;
+    int nwin, capwin;
 } ad_t;
 
 static int not_impl(const char *what, const char *detail)
@@ -860,6 +873,53 @@ static int injective(int ndim, const npy_intp *shape, const npy_intp *strides)
     return 1;
 }
 
+/* element stride of dim d of x's C order */
+static npy_intp cs_of(const nd_node *x, int d)
+{
+    npy_intp st = 1;
+    for (int e = d + 1; e < x->ndim; e++) st *= x->shape[e];
+    return st;
+}
+
+static int same_shape_of(const nd_node *a, int nd, const npy_intp *sh)
+{
+    return a->ndim == nd && memcmp(a->shape, sh, sizeof(npy_intp) * (size_t)nd) == 0;
+}
+
+static int same_shape_dtype(const nd_node *a, const nd_node *b)
+{
+    return a->dtype == b->dtype && same_shape_of(a, b->ndim, b->shape);
+}
+
+/* Add cotangent c (shaped as the view) into node i's through the view's
+ * map (off, nd, R, s; injective). The first one scatters into zeros; a
+ * later one updates the cotangent so far in its window only --
+ * setitem(ct, ct[window] + c) -- not a zeros array of x's shape per view
+ * and a sum of them: a stencil's u reads 5 shifted windows of u, whose
+ * transposes were 5 zero fills, 5 region kernels and an add over the
+ * whole array per time step; now 5 region kernels writing one buffer in
+ * place (schedule's region_reads_in_place). */
+static int acc_window(ad_t *A, nd_id i, nd_id c, npy_intp off, int nd, const npy_intp *R,
+                      const npy_intp *s)
+{
+    nd_graph *g = A->g;
+    const nd_node *x = NODE(g, i);
+    int dt = x->dtype, xnd = x->ndim;
+    npy_intp xsh[ND_MAXDIMS];
+    memcpy(xsh, x->shape, sizeof(npy_intp) * (size_t)xnd);
+    if (A->ct[i] == ND_NONE)
+        return acc(A, i, setitem(g, nd_autodiff_zeros(g, dt, xnd, xsh), c, off, nd, R, s));
+    if (BAD(c)) return -1;
+    if (iscplx(NODE(g, c)->dtype) && !iscplx(dt)) c = real_part(g, c);
+    c = cast(g, c, dt);
+    nd_id base = A->ct[i];
+    nd_id sum = uf(g, ND_UF_ADD, view(g, base, nd, R, off, s), c, dt);
+    nd_id r = setitem(g, base, sum, off, nd, R, s);
+    if (BAD(r)) return -1;
+    A->ct[i] = r;
+    return 0;
+}
+
 static int rule_view(ad_t *A, const nd_node *f, nd_id c)
 {
     nd_graph *g = A->g;
@@ -893,10 +953,138 @@ static int rule_view(ad_t *A, const nd_node *f, nd_id c)
     nd_c_strides(nd, R, cs);
     int is_reshape = rs == xs && f->voff == 0;
     for (int d = 0; is_reshape && d < nd; d++) is_reshape = R[d] == 1 || s[d] == cs[d];
-    nd_id gx;
-    if (is_reshape) gx = reshape(g, c2, x.ndim, x.shape);
-    else gx = setitem(g, nd_autodiff_zeros(g, x.dtype, x.ndim, x.shape), c2, f->voff, nd, R, s);
-    return acc(A, xi, gx);
+    if (is_reshape) return acc(A, xi, reshape(g, c2, x.ndim, x.shape));
+    /* a box of x (step 1 along every dim it spans): kept until x's other
+     * windows are known (flush_windows) */
+    int box = nd == x.ndim;
+    for (int d = 0; box && d < nd; d++) box = R[d] == 1 || s[d] == cs_of(&x, d);
+    if (!box) return acc_window(A, xi, c2, f->voff, nd, R, s);
+    if (!A->whead) {
+        if (!(A->whead = PyMem_Malloc(sizeof(int32_t) * (size_t)A->n0))) { PyErr_NoMemory(); return -1; }
+        for (nd_id k = 0; k < A->n0; k++) A->whead[k] = -1;
+    }
+    if (A->nwin == A->capwin) {
+        int cap = A->capwin ? 2 * A->capwin : 16;
+        ad_win *w = PyMem_Realloc(A->win, sizeof(ad_win) * (size_t)cap);
+        if (!w) { PyErr_NoMemory(); return -1; }
+        A->win = w;
+        A->capwin = cap;
+    }
+    ad_win *w = &A->win[A->nwin];
+    w->c = c2;
+    w->off = f->voff;
+    w->nd = nd;
+    memcpy(w->R, R, sizeof(npy_intp) * (size_t)nd);
+    memcpy(w->s, s, sizeof(npy_intp) * (size_t)nd);
+    w->next = A->whead[xi];
+    A->whead[xi] = A->nwin++;
+    return 0;
+}
+
+/* c as (base, up to 4 steps) where each step multiplies by a 0-d scalar
+ * node or negates, shape kept: -4 * c and c share a base */
+typedef struct { nd_id base; int n; nd_id scal[4]; } ad_peel;
+
+static ad_peel peel(nd_graph *g, nd_id c)
+{
+    ad_peel p = {c, 0, {0}};
+    nd_id chain[4];
+    while (p.n < 4 && !BAD(p.base)) {
+        const nd_node *n = NODE(g, p.base);
+        if (n->op != ND_OP_UFUNC) break;
+        nd_id next = ND_NONE, k = ND_NONE;
+        if (n->sub == ND_UF_NEGATIVE && n->nin == 1) next = n->in[0];
+        else if (n->sub == ND_UF_MULTIPLY && n->nin == 2) {
+            for (int j = 0; j < 2; j++)
+                if (NODE(g, n->in[j])->op == ND_OP_SCALAR && NODE(g, n->in[j])->ndim == 0) {
+                    k = n->in[j];
+                    next = n->in[1 - j];
+                }
+        }
+        if (next == ND_NONE || !same_shape_dtype(NODE(g, next), n)) break;
+        chain[p.n] = k;  /* ND_NONE: a negation */
+        p.n++;
+        p.base = next;
+    }
+    for (int j = 0; j < p.n; j++) p.scal[j] = chain[p.n - 1 - j];  /* innermost first */
+    return p;
+}
+
+/* x's window cotangents, now that all are known: windows of one shape
+ * whose cotangents share a base (the stencil lap = u[:-2,1:-1] + u[2:,1:-1]
+ * + ... - 4 u[1:-1,1:-1] hands the same cotangent, or a scalar multiple,
+ * to each) are transposed together -- the base placed once in a zero-
+ * padded array P, each window's transpose a view of P of x's shape, and
+ * their sum one pointwise (stencil) kernel, as the forward's -- the others
+ * one window at a time (acc_window). */
+static int flush_windows(ad_t *A, nd_id xi)
+{
+    if (!A->whead || A->whead[xi] < 0) return 0;
+    nd_graph *g = A->g;
+    nd_node x = *NODE(g, xi);
+    int nd = x.ndim;
+    npy_intp xs = nd_node_size(&x);
+    for (int r = A->whead[xi]; r >= 0; r = A->win[r].next) {
+        ad_win *w = &A->win[r];
+        if (BAD(w->c)) continue;  /* taken by an earlier group */
+        ad_peel pw = peel(g, w->c);
+        int members[64], m = 0;
+        npy_intp a[64][ND_MAXDIMS];
+        for (int q = r; q >= 0 && m < 64; q = A->win[q].next) {
+            ad_win *v = &A->win[q];
+            if (BAD(v->c) || memcmp(v->R, w->R, sizeof(npy_intp) * (size_t)nd) != 0) continue;
+            if (peel(g, v->c).base != pw.base || !same_shape_of(NODE(g, pw.base), nd, w->R)) continue;
+            /* the window's first index per dim, from its offset */
+            npy_intp rem = v->off;
+            int ok = 1;
+            for (int d = 0; d < nd; d++) {
+                npy_intp cs = cs_of(&x, d);
+                a[m][d] = x.shape[d] == 1 ? 0 : rem / cs;
+                rem -= a[m][d] * cs;
+                ok = ok && a[m][d] >= 0 && a[m][d] + v->R[d] <= x.shape[d];
+            }
+            if (ok && rem == 0) members[m++] = q;
+        }
+        npy_intp lo[ND_MAXDIMS], hi[ND_MAXDIMS], P[ND_MAXDIMS], ps = 1;
+        for (int d = 0; d < nd; d++) {
+            lo[d] = hi[d] = 0;
+            for (int j = 0; j < m; j++) {
+                if (a[j][d] > lo[d]) lo[d] = a[j][d];
+                if (x.shape[d] - w->R[d] - a[j][d] > hi[d]) hi[d] = x.shape[d] - w->R[d] - a[j][d];
+            }
+            P[d] = w->R[d] + lo[d] + hi[d];
+            ps *= P[d];
+        }
+        if (m < 2 || ps > 2 * xs + 64) continue;  /* alone: below */
+        npy_intp cp[ND_MAXDIMS], off = 0;
+        nd_c_strides(nd, P, cp);
+        for (int d = 0; d < nd; d++) off += lo[d] * cp[d];
+        nd_id pad = setitem(g, nd_autodiff_zeros(g, NODE(g, pw.base)->dtype, nd, P), pw.base, off, nd,
+                            w->R, cp);
+        nd_id sum = ND_NONE;
+        for (int j = 0; j < m; j++) {
+            ad_win *v = &A->win[members[j]];
+            ad_peel pv = peel(g, v->c);
+            npy_intp o = 0;
+            for (int d = 0; d < nd; d++) o += (lo[d] - a[j][d]) * cp[d];
+            nd_id t = view(g, pad, nd, x.shape, o, cp);
+            int dt = NODE(g, v->c)->dtype;
+            for (int k = 0; k < pv.n; k++)
+                t = pv.scal[k] == ND_NONE ? uf(g, ND_UF_NEGATIVE, t, ND_NONE, dt)
+                                          : uf(g, ND_UF_MULTIPLY, t, pv.scal[k], dt);
+            sum = sum == ND_NONE ? t : uf(g, ND_UF_ADD, sum, t, dt);
+            v->c = ND_NONE - 1;  /* taken */
+            if (BAD(sum)) return -1;
+        }
+        if (acc(A, xi, sum) < 0) return -1;
+    }
+    for (int r = A->whead[xi]; r >= 0; r = A->win[r].next) {
+        ad_win *w = &A->win[r];
+        if (BAD(w->c)) continue;
+        if (acc_window(A, xi, w->c, w->off, w->nd, w->R, w->s) < 0) return -1;
+    }
+    A->whead[xi] = -1;
+    return 0;
 }
 
 static int rule_setitem(ad_t *A, const nd_node *f, nd_id c)
@@ -2380,7 +2568,8 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
     for (int k = 0; k < nwrt; k++) { grads[k] = ND_NONE; if (wrt[k] < lo) lo = wrt[k]; }
     for (int j = 0; j < nout; j++) if (outs[j] > hi) hi = outs[j];
     if (nwrt == 0 || hi < lo) return 0;
-    ad_t A = {g, PyMem_Malloc(sizeof(nd_id) * (size_t)n0), PyMem_Calloc((size_t)n0, 1), n0};
+    ad_t A = {g, PyMem_Malloc(sizeof(nd_id) * (size_t)n0), PyMem_Calloc((size_t)n0, 1), n0,
+              NULL, NULL, 0, 0};
     char *is_wrt = PyMem_Calloc((size_t)n0, 1);
     int rc = -1;
     if (!A.ct || !A.dep || !is_wrt) { PyErr_NoMemory(); goto done; }
@@ -2407,6 +2596,7 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
             goto done;
     }
     for (nd_id i = hi; i >= lo; i--) {
+        if (flush_windows(&A, i) < 0) goto done;  /* its consumers are done */
         nd_id c = A.ct[i];
         if (c == ND_NONE || !A.dep[i] || is_wrt[i]) continue;
         nd_node f = g->nodes[i];  /* a copy: rules grow the graph */
@@ -2430,6 +2620,8 @@ int nd_autodiff_backward(nd_graph *g, int nout, const nd_id *outs, const nd_id *
 done:
     PyMem_Free(A.ct);
     PyMem_Free(A.dep);
+    PyMem_Free(A.whead);
+    PyMem_Free(A.win);
     PyMem_Free(is_wrt);
     return rc;
 }
