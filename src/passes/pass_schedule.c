@@ -26,6 +26,8 @@
  * A long chain of 0-d work -- lazy element reads in a scalar loop -- is cut
  * into several kernels instead of one that cannot be built. */
 #define KMAX_OPS 40
+/* operand pointers a kernel may take (runtime_native.c's and backend_cuda.c's MAXOPS) */
+#define ND_KMAX_OPERANDS 64
 _Thread_local int nd_schedule_kmax_nodes = 64;
 /* A kernel over an array domain may inline up to KMAX_ARRAY_NODES nodes
  * (the GPU's bound): each split of a long pointwise chain writes a buffer
@@ -35,8 +37,13 @@ _Thread_local int nd_schedule_kmax_nodes = 64;
  * domains, the chains of lazy element reads a scalar loop makes. */
 #define KMAX_ARRAY_NODES 256
 
+/* set by nd_schedule for a graph whose kernels outgrew their operand
+ * pointers at every merging level: a smaller node bound per kernel */
+static _Thread_local int tight_nodes;
+
 static int kmax_nodes(const nd_node *domain)
 {
+    if (tight_nodes) return tight_nodes;
     int k = nd_schedule_kmax_nodes;
     return domain->ndim > 0 && k < KMAX_ARRAY_NODES ? KMAX_ARRAY_NODES : k;
 }
@@ -1653,6 +1660,15 @@ static nd_program *schedule(nd_graph *g, const nd_id *outs, int nout, int allow_
     group_kernels(&s, allow_merge);
     if (allow_horiz) merge_pointwise(&s, s.seen);
     if (build_kernels(&s, p) < 0) goto fail;
+    /* the operand bounds of the grouping are estimates (an input read
+     * again counts once, merged groups add theirs): a kernel past the
+     * runtime's operand pointers is rescheduled as a kernel cycle is --
+     * with less merging -- not left to fail when it runs */
+    for (int k = 0; k < p->nkern; k++)
+        if (p->kerns[k].nin + p->kerns[k].nout > ND_KMAX_OPERANDS) {
+            *retry = 2;
+            goto fail;
+        }
     int r = order_steps(&s, p, outs, nout);
     if (r < 0) goto fail;
     if (r) { *retry = 1; goto fail; }
@@ -1687,8 +1703,16 @@ nd_program *nd_schedule(nd_graph *g, const nd_id *outs, int nout)
     if (!p && retry && !PyErr_Occurred()) {
         retry = 0;
         p = schedule(g, outs, nout, 0, 0, 0, &retry);
-        if (!p && !PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: no valid kernel order");
     }
+    /* kernels still past their operand pointers without merging (a chain
+     * of pointwise nodes reading a saved value each: a backward) */
+    for (int tight = 32; !p && retry == 2 && tight >= 4 && !PyErr_Occurred(); tight /= 4) {
+        retry = 0;
+        tight_nodes = tight;
+        p = schedule(g, outs, nout, 0, 0, 0, &retry);
+        tight_nodes = 0;
+    }
+    if (!p && retry && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: no valid kernel order");
     return p;
 }
