@@ -451,6 +451,8 @@ template <class T> ND_FN nd_cx<T> nd_t_cpow(nd_cx<T> a, nd_cx<T> b)
 #define ND_CPLX(CT, T, S, M) \
 ND_FN CT nd_cmk_##S(T re, T im) { return nd_t_cmk(re, im); } \
 ND_FN CT nd_cmul_##S(CT a, CT b) { return nd_t_cmul(a, b); } \
+ND_FN CT nd_wsel_##S(int c, CT a, CT b) { return c ? a : b; }   /* no flags on a GPU */ \
+ND_FN CT nd_ckcl_##S(CT z, CT r, int *e) { if (z.re == 0 && z.im == 0) *e |= ND_ERR_FPE_DIV; return r; } \
 ND_FN CT nd_cmul_fused_##S(CT a, CT b) \
 { return nd_t_cmk(fma(a.re, b.re, -(a.im * b.im)), fma(a.re, b.im, a.im * b.re)); } \
 ND_FN CT nd_cdiv_##S(CT a, CT b) { return nd_t_cdiv(a, b); } \

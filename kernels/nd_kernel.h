@@ -1887,6 +1887,16 @@ ND_INLINE T nd_bsel_##S(int c, T a, T b) \
     memcpy(&a, &x, sizeof a); \
     return a; \
 } \
+/* NumPy's complex log (log2, log10) of 0 warns "divide by zero" (npy_clog \
+ * divides -1 by 0 there): from the operand, as nd_ckat for real log, since \
+ * a scalar log of 0 (a loop that does not vectorize, a reduction's) raises \
+ * no flag of its own */ \
+ND_INLINE CT nd_ckcl_##S(CT z, CT r, int *e) \
+{ *e |= ((__real__ z == 0) & (__imag__ z == 0)) * ND_ERR_FPE_DIV; return r; } \
+/* np.where of complex values: both arms computed on every lane, as NumPy \
+ * does (np.where(z != 0, np.log(z), 0) warns "divide by zero" for a 0) */ \
+ND_INLINE CT nd_wsel_##S(int c, CT a, CT b) \
+{ return nd_cmk_##S(nd_bsel_##S(c, __real__ a, __real__ b), nd_bsel_##S(c, __imag__ a, __imag__ b)); } \
 /* NumPy's Smith division, branch free: its two branches differ only in \
  * which parts pair up, so the operands are selected and one set of \
  * operations runs -- the same products, sums and divisions as NumPy's \
@@ -1982,6 +1992,9 @@ ND_INLINE CT nd_cpow_##S(CT a, CT b) \
     if (br == 0 && bi == 0) return nd_cmk_##S(1, 0); \
     if (ar == 0 && ai == 0) { \
         if (br > 0) return nd_cmk_##S(0, 0); \
+        /* NumPy's npy_cpow raises "invalid" there (inf - inf) */ \
+        volatile T inf = (T)INFINITY; \
+        inf -= (T)INFINITY; \
         return nd_cmk_##S((T)NAN, (T)NAN); \
     } \
     if (bi == 0 && br > -100 && br < 100 && br == (T)(int64_t)br) { \

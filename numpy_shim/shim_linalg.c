@@ -332,14 +332,27 @@ static PyObject *svd_norm(nd_trace *t, PyObject *x, const nd_xj_arr *a, const in
     return m;
 }
 
-/* NumPy's norm of a whole array (ord None, or 2 of a vector, no axis) is
- * sqrt(x.ravel().dot(x.ravel())): a float16 dot multiplies and sums in
- * float32 and rounds once (its overflow warning names dot), not the sum of
- * float16 squares */
-static PyObject *half_whole_norm(PyObject *x, int ndim, int keepdims)
+/* NumPy's norm of a whole array (ord None, 'fro' of a matrix or 2 of a
+ * vector, no axis) is sqrt of x.ravel().dot(x.ravel()), of the real and
+ * imaginary parts' dots added for complex x: its sums are dot's (a float16
+ * dot multiplies and sums in float32 and rounds once, not the sum of
+ * float16 squares) and so is its overflow warning ("in dot") */
+static PyObject *whole_norm(PyObject *x, int ndim, int keepdims, int cplx)
 {
-    PyObject *flat = PyObject_CallMethod(x, "ravel", NULL);
-    PyObject *sq = flat ? PyObject_CallMethod(flat, "dot", "O", flat) : NULL;
+    PyObject *flat = PyObject_CallMethod(x, "ravel", NULL), *sq = NULL;
+    if (flat && cplx) {
+        PyObject *re = PyObject_GetAttrString(flat, "real");
+        PyObject *im = re ? PyObject_GetAttrString(flat, "imag") : NULL;
+        PyObject *r2 = im ? PyObject_CallMethod(re, "dot", "O", re) : NULL;
+        PyObject *i2 = r2 ? PyObject_CallMethod(im, "dot", "O", im) : NULL;
+        sq = i2 ? PyNumber_Add(r2, i2) : NULL;
+        Py_XDECREF(re);
+        Py_XDECREF(im);
+        Py_XDECREF(r2);
+        Py_XDECREF(i2);
+    } else if (flat) {
+        sq = PyObject_CallMethod(flat, "dot", "O", flat);
+    }
     PyObject *r = sq ? nd_shim_ufunc1(ND_UF_SQRT, sq) : NULL;
     Py_XDECREF(flat);
     Py_XDECREF(sq);
@@ -392,16 +405,8 @@ static PyObject *norm_axes(nd_trace *t, PyObject **argv)
                  (PyUnicode_CompareWithASCIIString(ordo, "fro") == 0 ||
                   PyUnicode_CompareWithASCIIString(ordo, "f") == 0));
     if (PyErr_Occurred()) { Py_DECREF(x); return NULL; }
-    if (a.dtype == NPY_HALF && !axis && whole) {
-        res = half_whole_norm(x, a.ndim, keepdims);
-        goto done;
-    }
-    if (!ordo && !axis) {
-        /* sqrt(sum(|x|^2)) over everything; keepdims keeps every dim */
-        absx = nd_shim_ufunc1(ND_UF_ABSOLUTE, x);
-        tmp = absx ? nd_shim_ufunc2(ND_UF_MULTIPLY, absx, absx) : NULL;
-        PyObject *s = tmp ? sum_axis(tmp, NULL, keep ? keep : Py_False) : NULL;
-        if (s) { res = nd_shim_ufunc1(ND_UF_SQRT, s); Py_DECREF(s); }
+    if (!axis && whole) {
+        res = whole_norm(x, a.ndim, keepdims, PyTypeNum_ISCOMPLEX(a.dtype));
         goto done;
     }
     if (naxes == 1 && (a.ndim >= 1)) {

@@ -7,9 +7,27 @@
 
 /* ------------------------------------------------------------- products */
 
+/* The computing nodes a NumPy function added from id `from` on (views and
+ * scalars compute nothing) get `flags` (graph.h: ND_F_FP_QUIET for
+ * functions that check no floating-point status, ND_F_CMUL_PLAIN for
+ * products BLAS or einsum's loops make). */
+static void mark_computing(nd_trace *t, nd_id from, uint32_t flags)
+{
+    nd_graph *g = nd_trace_graph(t);
+    for (nd_id i = from; i < g->n; i++) {
+        nd_node *n = nd_graph_node(g, i);
+        if (n->op == ND_OP_UFUNC || n->op == ND_OP_REDUCE || n->op == ND_OP_CAST)
+            n->flags |= n->op == ND_OP_UFUNC && n->sub == ND_UF_MULTIPLY ? flags
+                                                                          : flags & ~ND_F_CMUL_PLAIN;
+    }
+}
+
 /* sum(a * b) over two equal-length vectors as fused graph ops (conj_a:
  * vdot's conjugated first operand). Same dtype as np.dot: the multiply's
- * NEP-50 result (float16: NumPy's own, below). */
+ * NEP-50 result (float16: NumPy's own, below). NumPy computes it in one
+ * BLAS call: complex products round each part's products apart, a
+ * floating-point warning names dot or matmul (the sum is tagged so:
+ * graph.h, ND_RED_BY_DOT), and vdot warns nothing. */
 static PyObject *vector_dot(nd_trace *t, const char *path, const nd_xj_arr *a0,
                             const nd_xj_arr *b0, int conj_a)
 {
@@ -30,6 +48,7 @@ static PyObject *vector_dot(nd_trace *t, const char *path, const nd_xj_arr *a0,
     }
     npy_intp n = nd_xj_size(a.ndim, a.shape);
     if (nd_xj_reshape(t, &a, 1, &n) < 0 || nd_xj_reshape(t, &b, 1, &n) < 0) return NULL;
+    nd_id from = nd_trace_graph(t)->n;
     if (conj_a && PyTypeNum_ISCOMPLEX(a.dtype)) {
         int loop[1] = {a.dtype};
         nd_id in[1] = {a.id};
@@ -40,6 +59,10 @@ static PyObject *vector_dot(nd_trace *t, const char *path, const nd_xj_arr *a0,
     nd_id p = nd_shim_node_ufunc(t, ND_UF_MULTIPLY, in, loop, od, 0);
     if (p == ND_NONE) return NULL;
     nd_id r = nd_shim_node_reduce(t, ND_UF_ADD, p, 1, 0, od, od, ND_NONE);
+    if (r == ND_NONE) return NULL;
+    /* vdot: conj(a) . b is what BLAS's zdotc computes, to the bit */
+    nd_graph_node(nd_trace_graph(t), r)->aux = strcmp(path, "matmul") ? ND_RED_BY_DOT : ND_RED_BY_MATMUL;
+    mark_computing(t, from, ND_F_CMUL_PLAIN | (conj_a ? ND_F_FP_QUIET : 0));
     return nd_shim_wrap(t, r, 1);
 }
 
@@ -349,7 +372,7 @@ static void ein_layout(PyObject *res, const einspec *e, PyObject *const *objs, c
 }
 
 static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, int dtype, int scalar,
-                           PyObject *const *objs)
+                           PyObject *const *objs, int optimize_off)
 {
     int L[EIN_MAXL], nL = 0, in_out[EIN_MAXL] = {0};
     for (int j = 0; j < e->nout; j++) { L[nL++] = e->out[j]; in_out[e->out[j]] = 1; }
@@ -358,7 +381,7 @@ static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, 
     if (nL > ND_MAXDIMS) return nd_shim_unsupported("einsum over more than 16 labels");
     npy_intp shape[ND_MAXDIMS];
     for (int i = 0; i < nL; i++) shape[i] = e->size[L[i]];
-    nd_id prod = ND_NONE;
+    nd_id prod = ND_NONE, from = nd_trace_graph(t)->n;
     int pdt = -1;
     for (int o = 0; o < e->nop; o++) {
         npy_intp cs[ND_MAXDIMS], st[ND_MAXDIMS] = {0};
@@ -385,6 +408,10 @@ static PyObject *ein_fused(nd_trace *t, const einspec *e, const nd_xj_arr *ops, 
         prod = nd_shim_node_reduce(t, ND_UF_ADD, prod, mask, 0, dtype, dtype, ND_NONE);
         if (prod == ND_NONE) return NULL;
     }
+    /* c_einsum's sum-of-products loops check no FP status and multiply
+     * complex parts unfused; with optimize NumPy may call matmul, which
+     * warns as matmul does */
+    mark_computing(t, from, ND_F_CMUL_PLAIN | (optimize_off ? ND_F_FP_QUIET : 0));
     PyObject *res = nd_shim_wrap(t, prod, scalar);
     ein_layout(res, e, objs, L, nL);
     return res;
@@ -482,7 +509,8 @@ static PyObject *einsum_impl(nd_trace *t, PyObject **argv)
         (scalar = ein_scalar_result(PyTuple_GET_ITEM(ops, 0), argv[2], nop, in)) < 0)
         return NULL;
     if ((fusable || !has_sum) && nop <= 3)
-        return ein_fused(t, &e, in, dtype, scalar, &PyTuple_GET_ITEM(ops, 1));
+        return ein_fused(t, &e, in, dtype, scalar, &PyTuple_GET_ITEM(ops, 1),
+                         !argv[2] || argv[2] == Py_False);
     npy_intp sh[ND_MAXDIMS];
     for (int j = 0; j < e.nout; j++) sh[j] = e.size[e.out[j]];
     nd_ext_out o;

@@ -311,9 +311,11 @@ static const ufform UFORM[ND_UF_COUNT] = {
     [ND_UF_EXP] = {.f = CKO("nd_exp", "ND_LIM_EXP"), .c = "nd_cexp_$s($a)"},
     [ND_UF_EXP2] = {.f = CKO("nd_exp2", "ND_LIM_EXP2")},
     [ND_UF_EXPM1] = {.f = CKO("nd_expm1", "ND_LIM_EXP")},
-    [ND_UF_LOG] = {.f = CKD("nd_log"), .c = "nd_clog_$s($a)"},
-    [ND_UF_LOG2] = {.f = CKD("nd_log2"), .c = "(nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137)"},
-    [ND_UF_LOG10] = {.f = CKD("nd_log10"), .c = "(nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082)"},
+    [ND_UF_LOG] = {.f = CKD("nd_log"), .c = "nd_ckcl_$s($a, nd_clog_$s($a), &nd_err)"},
+    [ND_UF_LOG2] = {.f = CKD("nd_log2"),
+                    .c = "nd_ckcl_$s($a, nd_clog_$s($a) * ($R)1.442695040888963407359924681001892137, &nd_err)"},
+    [ND_UF_LOG10] = {.f = CKD("nd_log10"),
+                     .c = "nd_ckcl_$s($a, nd_clog_$s($a) * ($R)0.434294481903251827651128918916605082, &nd_err)"},
     [ND_UF_LOG1P] = {.f = "nd_ckat_$s($a, nd_log1p$m($a), -1, &nd_err)"},
     [ND_UF_LOGADDEXP] = {.f = "nd_logaddexp_$s($a, $b)"},
     [ND_UF_LOGADDEXP2] = {.f = "nd_logaddexp2_$s($a, $b)"},
@@ -637,9 +639,9 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
          * np.log(x), 0) warns "invalid" for a negative x. From c ? a : b
          * GCC moves a's computation into the branch that keeps it (log's
          * table load or a square root is not if-converted): the lanes the
-         * select drops never raised their flag. Real floats select by bits
-         * (nd_wsel_*), where both arms are data the select needs. */
-        int bits = od->cls == 'h' || od->cls == 'f' || od->cls == 'd';
+         * select drops never raised their flag. Floats and complex select
+         * by bits (nd_wsel_*), where both arms are data the select needs. */
+        int bits = od->cls == 'h' || od->cls == 'f' || od->cls == 'd' || is_cplx(od->cls);
         if (bits) nd_sb_printf(sb, "const %s v%d = nd_wsel_%s(", od->ctype, (int)id, od->sfx);
         else nd_sb_printf(sb, "const %s v%d = (", od->ctype, (int)id);
         if (operand(sb, g, n->in[0], NPY_BOOL) < 0) return -1;
@@ -701,6 +703,8 @@ static int emit(nd_graph *g, nd_id id, nd_sb *sb, int *uses_err)
             expand(&e, scalar_math_form(uf), ld, a.p, nin > 1 ? b.p : "");
         } else if (uf == ND_UF_EXP && is_float(ld->cls) && at_most_zero(g, n->in[0]))
             expand(&e, "nd_exp$m($a)", ld, a.p, "");
+        else if (uf == ND_UF_MULTIPLY && is_cplx(ld->cls) && (n->flags & ND_F_CMUL_PLAIN))
+            expand(&e, "nd_cmul_$s($a, $b)", ld, a.p, b.p);  /* BLAS's and einsum's products */
         else
             rc = nd_cg_ufunc(&e, uf, n->aux, loop, a.p, nin > 1 ? b.p : "", uses_err);
     }

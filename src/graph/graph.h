@@ -148,6 +148,25 @@ typedef enum {
                                   gradient 1 on the closed [min, max]) where
                                   a plain maximum/minimum halves it */
 
+#define ND_F_FP_QUIET  0x2000u /* made by a NumPy function that checks no
+                                  floating-point status (einsum's loops, vdot):
+                                  the eager backend computes it with FP errors
+                                  ignored, so no warning, no FloatingPointError */
+#define ND_F_CMUL_PLAIN 0x4000u /* UFUNC multiply whose complex product rounds
+                                  each part's two products apart (BLAS's dot,
+                                  einsum's loops: (1e200+1e200j)**2 summed is
+                                  nan+infj), not fused as NumPy's multiply
+                                  ufunc's SIMD loop does (kernels/nd_kernel.h) */
+
+/* REDUCE aux: 0, or the NumPy function one call of which computes this sum
+ * of in[0]'s products (a UFUNC multiply of two vectors: np.dot, inner, the
+ * ndarray method and np.linalg.norm's x.dot(x) -> ND_RED_BY_DOT; a 1-D @ ->
+ * ND_RED_BY_MATMUL). NumPy runs BLAS there, whose FP warning names the
+ * function ("overflow encountered in dot"), not multiply or reduce: the
+ * eager backend calls that function on the product's operands. */
+#define ND_RED_BY_DOT 1
+#define ND_RED_BY_MATMUL 2
+
 typedef union {
     double f;
     int64_t i;

@@ -271,9 +271,9 @@ static PyObject *ufunc_call(const nd_node *n, PyObject *const *in)
     return r;
 }
 
-/* A node marked ND_F_DATA_WARN (graph.h): NumPy's nan-functions compute
- * with FP errors ignored, then warn from the data */
-static PyObject *data_warn(const nd_node *n, PyObject *const *in)
+/* np.errstate(all="ignore") entered: the context to leave (errors_leave),
+ * or NULL with an exception */
+static PyObject *errors_ignored(void)
 {
     static PyObject *errstate, *kw, *noargs;
     if (!errstate) {
@@ -290,17 +290,32 @@ static PyObject *data_warn(const nd_node *n, PyObject *const *in)
     PyObject *ent = PyObject_CallMethod(ctx, "__enter__", NULL);
     if (!ent) { Py_DECREF(ctx); return NULL; }
     Py_DECREF(ent);
-    PyObject *r = ufunc_call(n, in);
+    return ctx;
+}
+
+/* Leave ctx (steals it); ok: what ran inside succeeded. -1 when it failed
+ * or leaving did: the error of what ran wins over one from leaving. */
+static int errors_leave(PyObject *ctx, int ok)
+{
     ND_EXC_SAVE(exc);
     PyObject *ex = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
     Py_DECREF(ctx);
     Py_XDECREF(ex);
-    if (!ex || !r) {
-        /* the ufunc's own error wins over one from leaving the context */
-        if (!r) {
-            PyErr_Clear();
-            ND_EXC_RESTORE(exc);
-        }
+    if (!ok) {
+        PyErr_Clear();
+        ND_EXC_RESTORE(exc);
+    }
+    return ok && ex ? 0 : -1;
+}
+
+/* A node marked ND_F_DATA_WARN (graph.h): NumPy's nan-functions compute
+ * with FP errors ignored, then warn from the data */
+static PyObject *data_warn(const nd_node *n, PyObject *const *in)
+{
+    PyObject *ctx = errors_ignored();
+    if (!ctx) return NULL;
+    PyObject *r = ufunc_call(n, in);
+    if (errors_leave(ctx, r != NULL) < 0) {
         Py_XDECREF(r);
         return NULL;
     }
@@ -339,8 +354,41 @@ static int empty_mean_warning(PyObject *divisor)
     return hit < 0 ? -1 : 0;
 }
 
+/* a * b of complex arrays with each part's two products rounded apart
+ * (ND_F_CMUL_PLAIN, graph.h): ar*br - ai*bi, ar*bi + ai*br by float
+ * ufuncs, whose products are not fused as complex multiply's SIMD loop */
+static PyObject *plain_cmul(const nd_node *n, PyObject *const *in)
+{
+    PyObject *part[2][2] = {{NULL, NULL}, {NULL, NULL}}, *r = NULL, *re = NULL, *im = NULL;
+    PyObject *rr = NULL, *ii = NULL, *ri = NULL, *ir = NULL;
+    for (int k = 0; k < 2; k++) {
+        PyObject *a = astype(Py_NewRef(in[k]), n->in_dtype[k] >= 0 ? n->in_dtype[k] : n->dtype);
+        if (!a) goto done;
+        part[k][0] = PyObject_GetAttrString(a, "real");
+        part[k][1] = PyObject_GetAttrString(a, "imag");
+        Py_DECREF(a);
+        if (!part[k][0] || !part[k][1]) goto done;
+    }
+    if (!(rr = PyNumber_Multiply(part[0][0], part[1][0])) || !(ii = PyNumber_Multiply(part[0][1], part[1][1])) ||
+        !(ri = PyNumber_Multiply(part[0][0], part[1][1])) || !(ir = PyNumber_Multiply(part[0][1], part[1][0])) ||
+        !(re = PyNumber_Subtract(rr, ii)) || !(im = PyNumber_Add(ri, ir)))
+        goto done;
+    PyArrayObject *ra = (PyArrayObject *)(re = as_array(re));
+    if (!ra || !(r = PyArray_Zeros(PyArray_NDIM(ra), PyArray_DIMS(ra), PyArray_DescrFromType(n->dtype), 0)))
+        goto done;
+    if (PyObject_SetAttrString(r, "real", re) < 0 || PyObject_SetAttrString(r, "imag", im) < 0) Py_CLEAR(r);
+done:
+    for (int k = 0; k < 2; k++) { Py_XDECREF(part[k][0]); Py_XDECREF(part[k][1]); }
+    Py_XDECREF(rr); Py_XDECREF(ii); Py_XDECREF(ri); Py_XDECREF(ir);
+    Py_XDECREF(re); Py_XDECREF(im);
+    return r;
+}
+
 static PyObject *ufunc_result(const nd_node *n, PyObject *const *in)
 {
+    if ((n->flags & ND_F_CMUL_PLAIN) && n->sub == ND_UF_MULTIPLY && n->nin == 2 &&
+        PyTypeNum_ISCOMPLEX(n->dtype))
+        return plain_cmul(n, in);
     int kept = (n->flags & ND_F_DATA_WARN) && (n->flags & ND_F_FP_KEPT) && n->nin == 2;
     if (kept && empty_mean_warning(in[1]) < 0) return NULL;
     if (n->flags & ND_F_SCALAR_MATH) {
@@ -765,8 +813,62 @@ char *nd_scalar_store_marks(nd_graph *g, nd_id **value_of)
     return m;
 }
 
-static int n_inputs(const nd_node *n) { return n->op == ND_OP_EXTERN ? n->nextra : n->nin; }
-static nd_id input_of(const nd_node *n, int k) { return n->op == ND_OP_EXTERN ? n->extra[k] : n->in[k]; }
+/* The product whose sum REDUCE n is, when one NumPy call computes that sum
+ * (graph.h, ND_RED_BY_DOT): its operands are n's inputs here, and the
+ * product itself is not computed */
+static const nd_node *dot_product(const nd_graph *g, const nd_node *n)
+{
+    if (n->op != ND_OP_REDUCE || !n->aux || n->nin != 1 || n->in[0] < 0 || n->value) return NULL;
+    const nd_node *p = &g->nodes[n->in[0]];
+    return p->op == ND_OP_UFUNC && p->sub == ND_UF_MULTIPLY && p->nin == 2 && !p->value &&
+           p->in[0] >= 0 && p->in[1] >= 0 ? p : NULL;
+}
+
+static int n_inputs(const nd_graph *g, const nd_node *n)
+{
+    return n->op == ND_OP_EXTERN ? n->nextra : dot_product(g, n) ? 2 : n->nin;
+}
+
+static nd_id input_of(const nd_graph *g, const nd_node *n, int k)
+{
+    const nd_node *p = n->op == ND_OP_REDUCE ? dot_product(g, n) : NULL;
+    return n->op == ND_OP_EXTERN ? n->extra[k] : p ? p->in[k] : n->in[k];
+}
+
+/* np.dot or np.matmul of the product p's operands (in: their values), in
+ * p's loop dtypes: NumPy's values (BLAS) and its warnings */
+static PyObject *eval_dot(const nd_node *n, const nd_node *p, PyObject *const *in)
+{
+    static PyObject *fn[2];
+    int which = n->aux == ND_RED_BY_MATMUL;
+    if (!fn[which]) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        fn[which] = np ? PyObject_GetAttrString(np, which ? "matmul" : "dot") : NULL;
+        Py_XDECREF(np);
+        if (!fn[which]) return NULL;
+    }
+    PyObject *a = Py_NewRef(in[0]), *b = Py_NewRef(in[1]);
+    if (p->in_dtype[0] >= 0) a = astype(a, p->in_dtype[0]);
+    if (p->in_dtype[1] >= 0) b = astype(b, p->in_dtype[1]);
+    PyObject *r = a && b ? PyObject_CallFunctionObjArgs(fn[which], a, b, NULL) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return astype(as_array(r), n->dtype);
+}
+
+/* node i of the eager run, its value into val[i] (ND_F_FP_QUIET: with
+ * FP errors ignored, as the NumPy function that made it) */
+static int eager_step(nd_graph *g, nd_id i, PyObject *const *inp, PyObject **val, const char *need)
+{
+    const nd_node *n = &g->nodes[i], *p = n->op == ND_OP_REDUCE ? dot_product(g, n) : NULL;
+    PyObject *ctx = NULL;
+    if ((n->flags & ND_F_FP_QUIET) && !n->value && !(ctx = errors_ignored())) return -1;
+    int rc;
+    if (p) rc = (val[i] = eval_dot(n, p, inp)) ? 0 : -1;
+    else rc = nd_eval_extern_group(g, i, inp, val, need);
+    if (ctx && errors_leave(ctx, rc == 0) < 0) rc = -1;
+    return rc;
+}
 
 PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
 {
@@ -793,8 +895,8 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
     for (nd_id i = N - 1; i >= 0; i--) {
         nd_node *n = &g->nodes[i];
         if (!need[i] || n->value || n->op == ND_OP_INPUT) continue;
-        for (int k = 0; k < n_inputs(n); k++) {
-            nd_id j = input_of(n, k);
+        for (int k = 0; k < n_inputs(g, n); k++) {
+            nd_id j = input_of(g, n, k);
             if (j >= 0) { need[j] = 1; uses[j]++; }
         }
     }
@@ -802,12 +904,12 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
         if (!need[i]) continue;
         nd_node *n = &g->nodes[i];
         PyObject *ins[ND_MAXIN > 8 ? ND_MAXIN : 8], **inp = ins;
-        int nin = (n->value || n->op == ND_OP_INPUT) ? 0 : n_inputs(n);
+        int nin = (n->value || n->op == ND_OP_INPUT) ? 0 : n_inputs(g, n);
         if (nin > 8 && !(inp = PyMem_Malloc(sizeof(PyObject *) * (size_t)nin))) {
             PyErr_NoMemory();
             goto done;
         }
-        for (int k = 0; k < nin; k++) inp[k] = input_of(n, k) >= 0 ? val[input_of(n, k)] : NULL;
+        for (int k = 0; k < nin; k++) inp[k] = input_of(g, n, k) >= 0 ? val[input_of(g, n, k)] : NULL;
         /* a scalar store raises before its write: NumPy's int() of the scalar */
         if (store && store[i] && !n->value && val[store_value[i]] &&
             nd_scalar_store_check(val[store_value[i]], n->dtype, 1) != 0) {
@@ -820,14 +922,14 @@ PyObject *nd_backend_eager_run(nd_graph *g, const nd_id *outs, int nout)
         }
         /* val[i] set already: an earlier output of the same extern call made it */
         int rc = 0;
-        if (!val[i]) rc = nd_eval_extern_group(g, i, inp, val, need);
+        if (!val[i]) rc = eager_step(g, i, inp, val, need);
         if (inp != ins) PyMem_Free(inp);
         if (rc < 0) {
             nd_failed_node = i;
             goto done;
         }
         for (int k = 0; k < nin; k++) {
-            nd_id j = input_of(n, k);
+            nd_id j = input_of(g, n, k);
             if (j >= 0 && --uses[j] == 0) Py_CLEAR(val[j]);
         }
     }
