@@ -358,6 +358,16 @@ def program_cases(quick=False):
     img, kern = rng.random((side, side)), rng.random((5, 5))
     add(f"conv2d shifted sums 5x5 {side}x{side}", PS.conv2d_shifted,
         lambda a=img, k=kern: (a, k), 1e-9, cat)
+    # ------------------- programs the lead found slow in session 29 (a row
+    # callback, a lambda argument, slice-assignment sieve, power iteration)
+    img = rng.random((50, 200))
+    add("apply_along_axis row blur 50x200", PS.blur_rows_apply, lambda a=img: (a,), 1e-12, cat)
+    gauss = lambda t: np.exp(-t * t) * np.cos(3 * t)  # noqa: E731
+    add("trapezoid of a lambda n=10000", PS.integrate_trapezoid,
+        lambda f=gauss: (f, -4.0, 4.0, 10000), 1e-12, cat)
+    add("sieve by slice assignment n=100000", PS.sieve_slices, lambda: (100000,), 0, cat)
+    M = rng.random((100, 100))
+    add("power iteration 100x100 x50", PS.power_iteration, lambda A=M + M.T: (A, 50), 1e-9, cat)
     return cases
 
 

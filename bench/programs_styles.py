@@ -248,3 +248,37 @@ def interp_resample(t, y, tq):
     """Linear resampling with np.interp and a clipped query grid."""
     tq = np.clip(tq, t[0], t[-1])
     return np.interp(tq, t, y)
+
+
+# ------------------------------------------------- session 29's slow finds
+def blur_rows_apply(img):
+    """A 1-D blur of every row by np.apply_along_axis (a Python callback
+    per row, as NumPy users write it)."""
+    k = np.array([0.25, 0.5, 0.25])
+    return np.apply_along_axis(lambda r: np.convolve(r, k, mode="same"), 1, img)
+
+
+def integrate_trapezoid(f, a, b, n):
+    """np.trapezoid of a function's values on a grid; the function is an
+    argument (a lambda)."""
+    x = np.linspace(a, b, n)
+    return np.trapezoid(f(x), x)
+
+
+def sieve_slices(n):
+    """Sieve of Eratosthenes crossing out multiples by slice assignment."""
+    is_prime = np.ones(n + 1, dtype=np.bool_)
+    is_prime[:2] = False
+    for i in range(2, int(n ** 0.5) + 1):
+        if is_prime[i]:
+            is_prime[i * i::i] = False
+    return np.flatnonzero(is_prime)
+
+
+def power_iteration(A, iters):
+    """Dominant eigenpair by power iteration (mat-vec, normalize)."""
+    b = np.ones(A.shape[0])
+    for _ in range(iters):
+        b = A @ b
+        b /= np.linalg.norm(b)
+    return b @ A @ b, b
