@@ -195,6 +195,17 @@ def loop_cases(quick=False):
         lambda: (rng29.standard_normal(n29), 20), 1e-9)
     add("statistics: column/row means of a rescaled 64x48 x50", L.column_stats_steps,
         lambda: (rng29.standard_normal((64, 48)), 50), 1e-9)
+    # session 30: NaN data without a rerun (quiet compares), `.T` of subscripts
+    rng30 = np.random.default_rng(30)
+    n30 = 2000 if Q else 20000
+    x30 = rng30.standard_normal(n30)
+    x30[rng30.integers(0, n30, n30 // 500)] = np.nan
+    add(f"signal: max/min envelope of NaN-gapped data n={n30} w=16", L.sensor_envelope,
+        lambda x=x30: (x, 16), 0)
+    m30 = 60 if Q else 200
+    A30, v30 = rng30.standard_normal((m30, m30)), rng30.standard_normal(m30)
+    add(f"linear algebra: trailing projections A[:, k:].T @ v n={m30}", L.trailing_projections,
+        lambda A=A30, v=v30: (A, v), 1e-9)
     # the tracer's: every pass fused into one kernel (loop capture leaves it)
     for size in (64, 10 ** 5 if Q else 10 ** 6):
         add(f"state: x = x * 1.5 + 0.25 x10 on {size} elements (tracer's)", L.affine_steps,

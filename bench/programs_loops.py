@@ -629,3 +629,30 @@ def column_stats_steps(X, k):
         row[s] = M.sum(axis=1)
     return col, row
 
+
+
+def sensor_envelope(x, w):
+    """Trailing max/min envelope and clamped spread of a sensor trace with
+    NaN dropouts (np.max/np.min/np.maximum of slices of NaN data: NumPy
+    gives NaN windows and no warning)."""
+    n = x.shape[0]
+    hi = np.zeros(n)
+    lo = np.zeros(n)
+    for i in range(w, n):
+        win = x[i - w:i]
+        hi[i] = np.max(win)
+        lo[i] = np.min(win)
+        hi[i - w:i] = np.maximum(hi[i - w:i], win * 0.5)
+    return hi, lo
+
+
+def trailing_projections(A, v):
+    """Projections of v on the trailing columns, A[:, k:].T @ v, and the
+    transposed diagonal blocks A[k:k+2, k:k+2].T (`.T` of subscripts)."""
+    m = A.shape[1]
+    out = np.zeros(m)
+    for k in range(m - 1):
+        w = A[:, k:].T @ v
+        B = A[k:k + 2, k:k + 2].T
+        out[k] = w[0] + B[0, 1] - B[1, 0]
+    return out

@@ -346,18 +346,64 @@ static inline T NAME(const T *a, int64_t n)                                     
 }
 NDL_PAIRWISE(ndl_pairwise_d, double, NDL_PW_LANES4_)
 NDL_PAIRWISE(ndl_pairwise_f, float, NDL_PW_LANES8_)
+/* Quiet float compares. C's a > b of a NaN raises FE_INVALID (an ordered
+ * compare), and GCC vectorizes even the quiet isgreater/islessequal into
+ * the signaling vcmpnlepd: loops whose float events go to the flags took
+ * that flag for an event and reran in Python on every call with NaN data
+ * (NumPy's maximum, max and argmax of NaN warn of nothing). == and != are
+ * quiet; the ordered compares below only ever see NaN-free operands. */
+/* whether n floats w hold a NaN (a loop the C compiler vectorizes) */
+static inline int ndl_anynan_d(const double *w, int64_t n)
+{
+    int r = 0;
+    for (int64_t i = 0; i < n; i++) r |= w[i] != w[i];
+    return r;
+}
+static inline int ndl_anynan_f(const float *w, int64_t n)
+{
+    int r = 0;
+    for (int64_t i = 0; i < n; i++) r |= w[i] != w[i];
+    return r;
+}
+/* A float's bits as a signed integer of the float order (-0.0 just below
+ * +0.0; a NaN anywhere): x > y of NaN-free x, y is NDL_QGT with no float
+ * compare at all (a NaN-free stand-in compared as a float does not do: GCC
+ * compares the operands themselves and selects after) */
+static inline int64_t ndl_ord_d(double x)
+{
+    int64_t i;
+    memcpy(&i, &x, sizeof i);
+    return i ^ (int64_t)((uint64_t)(i >> 63) >> 1);
+}
+static inline int32_t ndl_ord_f(float x)
+{
+    int32_t i;
+    memcpy(&i, &x, sizeof i);
+    return i ^ (int32_t)((uint32_t)(i >> 31) >> 1);
+}
+#define NDL_QGT(S, x, y) ((ndl_ord_##S(x) > ndl_ord_##S(y)) & ((x) != (y)))
+/* np.maximum / np.minimum of two floats (nd_kernel.h's nd_max_d: a NaN
+ * operand is the result, the first one first; equal values give a) */
+static inline double ndl_qmax_d(double a, double b) { return ((a != a) | ((b == b) & !NDL_QGT(d, b, a))) ? a : b; }
+static inline double ndl_qmin_d(double a, double b) { return ((a != a) | ((b == b) & !NDL_QGT(d, a, b))) ? a : b; }
+static inline float ndl_qmax_f(float a, float b) { return ((a != a) | ((b == b) & !NDL_QGT(f, b, a))) ? a : b; }
+static inline float ndl_qmin_f(float a, float b) { return ((a != a) | ((b == b) & !NDL_QGT(f, a, b))) ? a : b; }
+
 /* np.max / np.min of n >= 1 floats w, as codegen_loop.c's ordered scan
  * gives it: the first NaN; else the extreme, the later of equal values (max
  * of -0.0, 0.0 is 0.0). In W lanes (vector extensions: the C compiler's own
  * vectorizer leaves a conditional reduction alone); the lanes' extreme is
- * the scan's whenever no NaN is met and it is not zero (equal nonzero
- * floats are the same bits), else the ordered scan answers.
+ * the scan's whenever it is not zero (equal nonzero floats are the same
+ * bits), else the ordered scan answers. Data with a NaN goes to the scan
+ * (found first by ndl_anynan_d): the lanes' ordered compares of a NaN
+ * raise FE_INVALID, which a loop whose float events go to the flags took
+ * for an event, rerunning in Python every call with NaN data.
  * The lanes' part is a function of its own (noinline), called for n >= 2W:
  * inlined at every np.max/np.min of a loop, its unrolled lane loops gave
  * one loop 7170 basic blocks and GCC's RTL GCSE ran 15 s on it (session
  * 28, ci11: test_loops_vectors' max/min loop, 15.4 -> 0.9 s to compile;
  * the call is one per >= 2W elements, short slices keep the inline scan). */
-#define NDL_EXTREME(NAME, T, I, W, CMP)                                             \
+#define NDL_EXTREME(NAME, T, I, W, CMP, S)                                             \
 static inline T NAME##_scan(const T *w, int64_t n)                                  \
 {                                                                                   \
     T b = w[0];                                                                     \
@@ -427,12 +473,12 @@ static __attribute__((noinline, unused)) T NAME##_lanes(const T *w, int64_t n)  
 }                                                                                   \
 static inline T NAME(const T *w, int64_t n)                                         \
 {                                                                                   \
-    return n < 2 * W ? NAME##_scan(w, n) : NAME##_lanes(w, n);                      \
+    return n < 2 * W || ndl_anynan_##S(w, n) ? NAME##_scan(w, n) : NAME##_lanes(w, n); \
 }
-NDL_EXTREME(ndl_max_d, double, int64_t, 8, >)
-NDL_EXTREME(ndl_min_d, double, int64_t, 8, <)
-NDL_EXTREME(ndl_max_f, float, int32_t, 16, >)
-NDL_EXTREME(ndl_min_f, float, int32_t, 16, <)
+NDL_EXTREME(ndl_max_d, double, int64_t, 8, >, d)
+NDL_EXTREME(ndl_min_d, double, int64_t, 8, <, d)
+NDL_EXTREME(ndl_max_f, float, int32_t, 16, >, f)
+NDL_EXTREME(ndl_min_f, float, int32_t, 16, <, f)
 /* x . w for a matrix row/column x (byte stride sx) and a contiguous w: in
  * eight partial sums when x is contiguous (vectorizes; BLAS's gemv also
  * sums out of order), else in order */

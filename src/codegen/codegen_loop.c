@@ -647,8 +647,16 @@ static int call(cg *g, const nd_ln *e, cv *args, int r, cv *out)
             line(g, "{ %s x_ = %s, y_ = %s; (void)y_;", T, x, b ? y : "0");
             if (fn == LF_NP_ABS) line(g, "  %s = fabs%s(x_);", out->s, s32);
             else if (fn == LF_NP_SQUARE) line(g, "  %s = x_ * x_;", out->s);
-            else if (fn == LF_NP_MINIMUM) line(g, "  %s = nd_min_%s(x_, y_);", out->s, sfx[r]);
-            else if (fn == LF_NP_MAXIMUM) line(g, "  %s = nd_max_%s(x_, y_);", out->s, sfx[r]);
+            /* (where float events are tested -- element loops of array work,
+             * loops whose scalar events go to the flags -- quietly: a NaN
+             * operand raises no FE_INVALID, nd_loop.h; at 1.6x the compares'
+             * work, so only there) */
+            else if (fn == LF_NP_MINIMUM || fn == LF_NP_MAXIMUM) {
+                int q = g->quiet || g->vec;
+                g->fcmp = 1;
+                line(g, "  %s = %s_%s(x_, y_);", out->s,
+                     fn == LF_NP_MINIMUM ? (q ? "ndl_qmin" : "nd_min") : (q ? "ndl_qmax" : "nd_max"), sfx[r]);
+            }
             else if (fn == LF_NP_SIGN) { line(g, "  %s = ndl_sign_%s(x_); }", out->s, s32[0] ? "f" : "d"); return 0; }
             else if (fn == LF_NP_POWER) pow_line(g, out->s, r, e->n > 1 ? e->kid[1] : NULL);
             else if (f) line(g, "  %s = %s%s(x_%s);", out->s, f, s32, b ? ", y_" : "");
@@ -1270,8 +1278,9 @@ static int vpart(cg *g, const nd_ln *e, int nv, char *p, char (*st)[16], char (*
         char ix[16];
         snprintf(ix, sizeof ix, "i%d", ++g->tmp);
         line(g, "int64_t %s = (int64_t)%s;", ix, v.s);
-        /* chained a[i][j][lo:hi]: each level's IndexError names axis 0 */
-        index_check(g, ix, a, j, e->aux ? 0 : j, e->line);
+        /* chained a[i][j][lo:hi] (aux 1; 2 is A[i, :, lo:hi].T): each
+         * level's IndexError names axis 0 */
+        index_check(g, ix, a, j, e->aux == 1 ? 0 : j, e->line);
         size_t used = strlen(off);
         snprintf(off + used, sizeof off - used, " + %s * a%d_s%d", ix, a, j);
     }
@@ -1651,22 +1660,37 @@ static int vaxisred(cg *g, vctx *vc, const nd_ln *e)
         line(g, "const %s *restrict r%d = (const %s *)%s;", M, q, M, p);
         line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) a%d[j%d] = r%d[j%d];", q, q, len[kx], q, q, q, q, q);
         if (arg) line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) x%d[j%d] = 0;", q, q, len[kx], q, q, q);
+        /* floats: NumPy's rules need the ordered compare, which raises
+         * FE_INVALID on NaN data (GCC vectorizes even !islessequal into the
+         * signaling vcmpnlepd), and a loop whose float events go to the
+         * flags took that for an event (every call with a NaN reran in
+         * Python). The loop notes a NaN quietly (x_ != x_) and, having met
+         * one, clears FE_INVALID when it was clear before: the values are
+         * right either way, and no other operation runs in between */
+        if (ISF(tm)) line(g, "const int inv_ = fetestexcept(FE_INVALID); int nan_ = 0;");
         line(g, "for (int64_t i%d = 1; i%d < %s; i%d++) {", q, q, len[ax], q);
         g->ind++;
         line(g, "const %s *restrict r_ = (const %s *)(%s + i%d * %s);", M, M, p, q, st[ax]);
         line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) {", q, q, len[kx], q);
         g->ind++;
         line(g, "const %s x_ = r_[j%d], b_ = a%d[j%d];", M, q, q, q);
-        if (ISF(tm))   /* (b_ == b_: not NaN, quiet; x_ NaN or beyond b_) */
+        if (ISF(tm)) {   /* (b_ == b_: not NaN, quiet; x_ NaN or beyond b_) */
             line(g, "const int c_ = (b_ == b_) & !%s(x_, b_);", mx ? "islessequal" : "isgreaterequal");
-        else
+            line(g, "nan_ |= x_ != x_;");
+        } else {
             line(g, "const int c_ = x_ %s b_;", mx ? ">" : "<");
+        }
         line(g, "a%d[j%d] = c_ ? x_ : b_;", q, q);
         if (arg) line(g, "x%d[j%d] = c_ ? i%d : x%d[j%d];", q, q, q, q, q);
         g->ind--;
         line(g, "}");
         g->ind--;
         line(g, "}");
+        if (ISF(tm)) {
+            line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) nan_ |= ((const %s *)%s)[j%d] != ((const %s *)%s)[j%d];",
+                 q, q, len[kx], q, M, p, q, M, p, q);
+            line(g, "if (nan_ && !inv_) feclearexcept(FE_INVALID);");
+        }
         line(g, "for (int64_t j%d = 0; j%d < %s; j%d++) %s[j%d] = (%s)%s%d[j%d];", q, q, len[kx], q, w, q, ctype[r],
              arg ? "x" : "a", q, q);
         g->ind--;
@@ -3034,12 +3058,25 @@ done:
 static int vnewarr(cg *g, const nd_ln *s)
 {
     const nd_ln *e = s->kid[0];
-    int v = s->var, w = e->var, nd = g->T->andim[w], np = nd_loop_npool(g->T);
-    if (!np || is_alocal(g, v) != 1 || g->T->adt[v] != g->T->adt[w] || g->T->andim[v] != nd) return no_type(g, s);
-    const char *T = ctype[g->T->adt[w]];
+    int v = s->var, w = e->var, nd = w >= 0 ? g->T->andim[w] : e->n, np = nd_loop_npool(g->T);
+    int dt = w >= 0 ? g->T->adt[w] : (int)e->i;
+    if (!np || is_alocal(g, v) != 1 || g->T->adt[v] != dt || g->T->andim[v] != nd) return no_type(g, s);
+    const char *T = ctype[dt];
+    char sz[NDL_MAXDIMS][16];
     line(g, "{");
     g->ind++;
-    need_set(g, w);
+    if (w >= 0) need_set(g, w);
+    for (int d = 0; w < 0 && d < nd; d++) {
+        /* np.zeros(n) & co.: the sizes, in order; a negative one (NumPy's
+         * ValueError) or a huge one (its MemoryError) is Python's business */
+        cv x;
+        if (expr(g, e->kid[d], &x) < 0) return -1;
+        if (!(x.t == LT_PYINT || ISNPI(x.t))) return no_type(g, e->kid[d]);
+        snprintf(sz[d], 16, "z%d", ++g->tmp);
+        line(g, "const int64_t %s = (int64_t)%s;", sz[d], x.s);   /* (a uint64 past int64: negative) */
+        line(g, "if (NDL_UNLIKELY(%s < 0 || %s > ((int64_t)1 << 34)))", sz[d], sz[d]);
+        g->ind++; deopt(g); g->ind--;
+    }
     /* (the slot the name held stays taken until it is rebound: a copy of
      * itself reads it) */
     nd_sb *sb = g->sb;
@@ -3052,20 +3089,33 @@ static int vnewarr(cg *g, const nd_ln *s)
     line(g, "nd_lbuf *B_ = &F->pool[q_];");
     char buf[64 * NDL_MAXDIMS];
     int n = 0;
-    for (int d = 0; d < nd; d++) n += snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_n%d", d ? ", " : "", w, d);
+    for (int d = 0; d < nd; d++)
+        n += w >= 0 ? snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_n%d", d ? ", " : "", w, d)
+                    : snprintf(buf + n, sizeof buf - (size_t)n, "%s%s", d ? ", " : "", sz[d]);
     line(g, "int64_t sh_[%d] = {%s};", nd, buf);
     n = 0;
-    for (int d = 0; d < nd; d++) n += snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_s%d", d ? ", " : "", w, d);
+    for (int d = 0; d < nd; d++)
+        n += w >= 0 ? snprintf(buf + n, sizeof buf - (size_t)n, "%sa%d_s%d", d ? ", " : "", w, d)
+                    : snprintf(buf + n, sizeof buf - (size_t)n, "%s0", d ? ", " : "");
     line(g, "int64_t ss_[%d] = {%s};", nd, buf);
-    line(g, "ndl_like_strides(%d, sh_, ss_, (int64_t)sizeof(%s), %d, B_->strides);", nd, T, e->aux != LA_COPY_C);
+    /* (np.zeros & co.: C order) */
+    line(g, "ndl_like_strides(%d, sh_, ss_, (int64_t)sizeof(%s), %d, B_->strides);", nd, T,
+         w >= 0 && e->aux != LA_COPY_C);
+    if (w < 0) {
+        /* (the sizes' product past 2**34 elements: NumPy's MemoryError) */
+        line(g, "{ double t_ = 1; for (int d_ = 0; d_ < %d; d_++) t_ *= (double)sh_[d_];", nd);
+        line(g, "  if (NDL_UNLIKELY(t_ > (double)((int64_t)1 << 34))) { rc = NDL_DEOPT; goto nd_err; } }");
+    }
     line(g, "int64_t nb_ = ndl_nbytes(%d, sh_, (int64_t)sizeof(%s));", nd, T);
     line(g, "if (NDL_UNLIKELY(ndl_pool_fit(B_, nb_))) { rc = NDL_NOMEM; goto nd_err; }");
-    line(g, "B_->nd = %d; B_->lt = %d;", nd, g->T->adt[w]);
+    line(g, "B_->nd = %d; B_->lt = %d;", nd, dt);
     line(g, "memcpy(B_->shape, sh_, sizeof sh_);");
     if (e->aux == LA_COPY_C || e->aux == LA_COPY_K)
         line(g, "ndl_copy_nd(B_->p, B_->strides, a%d, ss_, sh_, %d, (int64_t)sizeof(%s));", w, nd, T);
-    else if (e->aux == LA_ZEROS_K)
+    else if (e->aux == LA_ZEROS_K || e->aux == LA_ZEROS_N)
         line(g, "memset(B_->p, 0, (size_t)nb_);");
+    else if (e->aux == LA_ONES_N)
+        line(g, "for (int64_t k_ = 0; k_ < nb_ / (int64_t)sizeof(%s); k_++) ((%s *)B_->p)[k_] = (%s)1;", T, T, T);
     line(g, "a%d = B_->p; a%d_src = -2 - q_; a%d_whole = 1; a%d_set = 1;", v, v, v, v);
     for (int d = 0; d < nd; d++) line(g, "a%d_n%d = sh_[%d]; a%d_s%d = B_->strides[%d];", v, d, d, v, d, d);
     g->ind--;

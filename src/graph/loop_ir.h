@@ -32,7 +32,9 @@ enum {
                      var x (an array): the cast to x's dtype (loop_types.h nd_lty_fn) */
     LK_SLICE,     /* var (array); n kids (n <= ndim): an index expression or an
                      LK_SL each; axes past n are whole. Exactly one axis left
-                     (a slice or a missing one) makes it a 1-D vector */
+                     (a slice or a missing one) makes it a 1-D vector. aux: 1
+                     chained a[i][j:k]; 2 its two axes swapped (X.T, A[i:j].T);
+                     3 / 4 x[:, None] / x[None, :] (no kids) */
     LK_SL,        /* lo:hi:step of a LK_SLICE axis; kid[0..2], NULL when absent */
     LK_ALLOC,     /* a new array like array var (only as the value of LK_ASSIGN):
                      aux LA_*: var.copy(), np.copy(var), np.empty_like(var), np.zeros_like(var) */
@@ -89,8 +91,10 @@ enum {
 };
 enum { LM_MATH = 1, LM_NUMPY = 2, LM_FUNC = 3 };   /* LM_FUNC: a user helper the loop inlines */
 /* LK_ALLOC's aux: what the new array holds, and its layout (C order or
- * NumPy's 'K', the prototype's axis order) */
-enum { LA_COPY_C, LA_COPY_K, LA_EMPTY_K, LA_ZEROS_K };
+ * NumPy's 'K', the prototype's axis order). The _N ones have no prototype
+ * (var -1): np.zeros/np.empty/np.ones of a shape, its n kids (the sizes),
+ * C order, dtype i (LT_*) */
+enum { LA_COPY_C, LA_COPY_K, LA_EMPTY_K, LA_ZEROS_K, LA_ZEROS_N, LA_EMPTY_N, LA_ONES_N };
 
 typedef struct nd_lblock nd_lblock;
 typedef struct {

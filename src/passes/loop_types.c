@@ -782,7 +782,7 @@ int nd_lty_expr(nd_ltyping *T, const nd_ln *e, const uint8_t *assign, int *bits)
         return r;
     }
     case LK_ALLOC:
-        return why(T, e, "a new array (.copy(), np.copy, np.empty_like, np.zeros_like) inside an expression: only `name = x.copy()` is captured");
+        return why(T, e, "a new array (.copy(), np.copy, np.empty_like, np.zeros_like, np.zeros, np.empty, np.ones) inside an expression: only `name = x.copy()` is captured");
     default:
         return why(T, e, "a statement where an expression belongs");
     }
@@ -1065,6 +1065,11 @@ static int vector_expr(const nd_ltyping *T, const nd_ln *e)
     }
 }
 
+/* the dtype (LT_*, -1: none) and rank of the array LK_ALLOC e makes: its
+ * prototype's, or np.zeros(shape)'s own */
+static int alloc_dt(const nd_ltyping *T, const nd_ln *e) { return e->var >= 0 ? T->adt[e->var] : (int)e->i; }
+static int alloc_nd(const nd_ltyping *T, const nd_ln *e) { return e->var >= 0 ? T->andim[e->var] : e->n; }
+
 /* names assigned views (row = A[i], w = row[1:]) become array locals: one
  * pass marks those whose sources are known; names assigned computed 1-D
  * arrays (d = X[i] - X[j]) become temporary array locals (alocal 2, their
@@ -1075,12 +1080,14 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
     for (int k = 0; k < n; k++) {
         const nd_ln *s = b[k];
         if (s->kind == LK_ASSIGN && s->kid[0]->kind == LK_ALLOC) {
-            /* new = u.copy(): an array the loop makes, like u (checked below) */
+            /* new = u.copy(), t = np.zeros(n): an array the loop makes, like
+             * u or of its shape and dtype (checked below) */
             int v = s->var, w = s->kid[0]->var;
-            if (T->alocal[v] || T->adt[v] >= 0 || T->adt[w] < 0 || T->alocal[w] == 2) continue;
+            if (T->alocal[v] || T->adt[v] >= 0 || alloc_dt(T, s->kid[0]) < 0 || (w >= 0 && T->alocal[w] == 2))
+                continue;
             T->alocal[v] = 1;
-            T->adt[v] = T->adt[w];
-            T->andim[v] = T->andim[w];
+            T->adt[v] = (int8_t)alloc_dt(T, s->kid[0]);
+            T->andim[v] = (int8_t)alloc_nd(T, s->kid[0]);
             T->awrite[v] = 1;
             changed = 1;
         } else if (s->kind == LK_ASSIGN) {
@@ -1146,11 +1153,11 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
         const nd_ln *s = b[k];
         if (s->kind == LK_ASSIGN && s->kid[0]->kind == LK_ALLOC) {
             int v = s->var, w = s->kid[0]->var;
-            if (T->adt[w] < 0 || T->alocal[w] == 2) {
+            if (w >= 0 && (T->adt[w] < 0 || T->alocal[w] == 2)) {
                 why(T, s, "a new array like something that is not an array the loop holds whole (a computed 1-D array)");
                 return 1;
             }
-            if (T->alocal[v] != 1 || T->adt[v] != T->adt[w] || T->andim[v] != T->andim[w]) {
+            if (T->alocal[v] != 1 || T->adt[v] != alloc_dt(T, s->kid[0]) || T->andim[v] != alloc_nd(T, s->kid[0])) {
                 why(T, s, "a name given a new array and values of another dtype or rank");
                 return 1;
             }

@@ -785,6 +785,101 @@ static int linalg_call(pctx *c, PyObject *mv, PyObject *an, Py_ssize_t na, PyObj
     return fn;
 }
 
+/* the dtype a dtype= argument names: np.float32 & co. (the scalar types
+ * loops compute in), float, int, bool; -1: another (reason set), -2: error */
+static int dtype_arg(pctx *c, PyObject *d)
+{
+    if (IS(d, "Attribute")) {
+        PyObject *mv = attr(d, "value"), *an = mv ? attr(d, "attr") : NULL, *id = NULL;
+        int t = -1;
+        if (an && IS(mv, "Name") && (id = attr(mv, "id"))) {
+            const char *ms = PyUnicode_AsUTF8(id), *as = PyUnicode_AsUTF8(an);
+            if (ms && as && mod_of(ms) == LM_NUMPY)
+                for (int k = 0; calls[k].name; k++)
+                    if (calls[k].mod == LM_NUMPY && calls[k].fn >= LF_NP_CAST && !strcmp(as, calls[k].name)) {
+                        t = calls[k].fn - LF_NP_CAST;
+                        break;
+                    }
+            if (t >= 0 && special_var(c, id, VF_MODULE, LM_NUMPY, d) < 0) t = -1;
+        }
+        Py_XDECREF(mv); Py_XDECREF(an); Py_XDECREF(id);
+        if (PyErr_Occurred()) return -2;
+        if (t < 0) refuse(c, d, "a new array of a dtype loops do not compute in");
+        return t;
+    }
+    if (IS(d, "Name")) {
+        PyObject *id = attr(d, "id");
+        const char *s = id ? PyUnicode_AsUTF8(id) : NULL;
+        int t = !s ? -1 : !strcmp(s, "float") ? LT_F8 : !strcmp(s, "int") ? LT_I8 : !strcmp(s, "bool") ? LT_B1 : -1;
+        int b = t == LT_F8 ? LB_FLOAT : t == LT_I8 ? LB_INT : LB_BOOL;
+        if (t >= 0 && special_var(c, id, VF_BUILTIN, b, d) < 0) t = -1;
+        Py_XDECREF(id);
+        if (PyErr_Occurred()) return -2;
+        if (t < 0) refuse(c, d, "a new array of a dtype loops do not compute in");
+        return t;
+    }
+    refuse(c, d, "a new array of a dtype loops do not compute in");
+    return -1;
+}
+
+/* np.zeros(shape), np.empty(shape), np.ones(shape) [, dtype] made in the
+ * loop (a fresh array each time: loop_types.c takes it as an assignment's
+ * whole value, as x.copy()): 0 not such a call, 1 handled (*out the node,
+ * or NULL with the reason or an error) */
+static int new_array(pctx *c, PyObject *e, PyObject *f, PyObject *args, PyObject *kw, nd_ln **out)
+{
+    PyObject *mv = attr(f, "value"), *an = mv ? attr(f, "attr") : NULL, *id = NULL, *shp = NULL;
+    int rc = 1, la = -1, dt = LT_F8;
+    *out = NULL;
+    if (!an) goto done;
+    const char *as = PyUnicode_AsUTF8(an);
+    if (!as) goto done;
+    la = !strcmp(as, "zeros") ? LA_ZEROS_N : !strcmp(as, "empty") ? LA_EMPTY_N : !strcmp(as, "ones") ? LA_ONES_N : -1;
+    if (la < 0 || !IS(mv, "Name") || !(id = attr(mv, "id"))) { rc = PyErr_Occurred() ? 1 : 0; goto done; }
+    const char *ms = PyUnicode_AsUTF8(id);
+    if (!ms) goto done;
+    if (mod_of(ms) != LM_NUMPY) { rc = 0; goto done; }
+    Py_ssize_t na = PyList_GET_SIZE(args), nk = PyList_GET_SIZE(kw);
+    PyObject *dobj = na == 2 ? PyList_GET_ITEM(args, 1) : NULL;
+    if (na < 1 || na > 2 || nk > 1 || (nk && dobj)) { refuse(c, e, "a new array (np.zeros/np.empty/np.ones) with arguments other than a shape and a dtype"); goto done; }
+    if (nk) {
+        PyObject *k0 = PyList_GET_ITEM(kw, 0), *kn = attr(k0, "arg");
+        int isdt = kn && kn != Py_None && PyUnicode_CompareWithASCIIString(kn, "dtype") == 0;
+        Py_XDECREF(kn);
+        if (!isdt) { if (!PyErr_Occurred()) refuse(c, e, "a new array (np.zeros/np.empty/np.ones) with arguments other than a shape and a dtype"); goto done; }
+        if (!(dobj = attr(k0, "value"))) goto done;
+        dt = dtype_arg(c, dobj);
+        Py_DECREF(dobj);
+    } else if (dobj) {
+        dt = dtype_arg(c, dobj);
+    }
+    if (dt < 0) goto done;
+    shp = PyList_GET_ITEM(args, 0);
+    PyObject *elts = IS(shp, "Tuple") || IS(shp, "List") ? attr(shp, "elts") : NULL;
+    Py_ssize_t nd = elts ? PyList_GET_SIZE(elts) : 1;
+    if ((elts || IS(shp, "Tuple") || IS(shp, "List")) && (!elts || nd < 1 || nd > NDL_MAXDIMS)) {
+        Py_XDECREF(elts);
+        if (!PyErr_Occurred()) refuse(c, e, "a new array of no dimensions or too many");
+        shp = NULL;
+        goto done;
+    }
+    if (special_var(c, id, VF_MODULE, LM_NUMPY, e) < 0) { Py_XDECREF(elts); shp = NULL; goto done; }
+    nd_ln *r = nd_lir_node(c->ir, LK_ALLOC, line_of(e), (int)nd);
+    if (r) {
+        r->aux = la;
+        r->i = dt;
+        for (Py_ssize_t k = 0; k < nd; k++)
+            if (!(r->kid[k] = expr(c, elts ? PyList_GET_ITEM(elts, k) : shp))) { r = NULL; break; }
+    }
+    Py_XDECREF(elts);
+    shp = NULL;
+    if (r) c->ir->nalloc++;
+    *out = r;
+done:
+    Py_XDECREF(mv); Py_XDECREF(an); Py_XDECREF(id);
+    return rc;
+}
+
 static nd_ln *call(pctx *c, PyObject *e)
 {
     PyObject *f = attr(e, "func"), *args = f ? attr(e, "args") : NULL;
@@ -796,6 +891,7 @@ static nd_ln *call(pctx *c, PyObject *e)
     /* axis=k (an integer written out) of np.max/min/argmax/argmin and
      * their methods: LK_CALL's op is k + 3 (0: no axis) */
     int kaxis = 0;
+    if (IS(f, "Attribute") && new_array(c, e, f, args, kw, &r)) goto done;
     if (PyList_GET_SIZE(kw)) {
         PyObject *k0 = PyList_GET_ITEM(kw, 0), *kn = attr(k0, "arg"), *kv = kn ? attr(k0, "value") : NULL;
         int neg = 0;
@@ -1183,6 +1279,16 @@ static nd_ln *expr(pctx *c, PyObject *e)
                     r->var = av;
                     r->aux = 2;
                 }
+            } else if (as && !strcmp(as, "T") && IS(v, "Subscript") && newaxis_form(v) == 0) {
+                /* A[i0:i1, :].T, A[:, k:].T, A[i, :, lo:hi].T: the part, its
+                 * two axes swapped (LK_SLICE aux 2 with indices; a 1-D part's
+                 * .T is the part itself). An element's or a chained
+                 * subscript's .T stays with Python */
+                r = elem(c, v, LK_ELEM, NULL);
+                if (r && (r->kind != LK_SLICE || r->aux))
+                    r = refuse(c, e, "the .T of an element or of a chained subscript (a[i][j:k].T)");
+                else if (r)
+                    r->aux = 2;
             } else if (as && IS(v, "Name")) {
                 PyObject *id = attr(v, "id");
                 const char *vs = id ? PyUnicode_AsUTF8(id) : NULL;
