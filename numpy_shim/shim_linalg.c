@@ -272,10 +272,16 @@ done:
  * shim ops (so NEP-50 typing and scalar-vs-array results are the shim's);
  * ord=2/-2/'nuc' matrix norms: reductions of svd's singular values. */
 /* x.<name>(axis=axis, keepdims=keepdims) through the shim: sum/max/min */
+/* x.name(axis=, keepdims=); NumPy's norm takes a max with initial=0 (an
+ * empty vector's inf-norm, an empty matrix's 1- and inf-norms are 0, not
+ * max's "zero-size array" error): "max" gets it here */
 static PyObject *red_axis(const char *name, PyObject *x, PyObject *axis, PyObject *keepdims)
 {
-    PyObject *kw = Py_BuildValue("{sOsO}", "axis", axis ? axis : Py_None, "keepdims",
-                                 keepdims ? keepdims : Py_False);
+    PyObject *kw = !strcmp(name, "max")
+                   ? Py_BuildValue("{sOsOsi}", "axis", axis ? axis : Py_None, "keepdims",
+                                   keepdims ? keepdims : Py_False, "initial", 0)
+                   : Py_BuildValue("{sOsO}", "axis", axis ? axis : Py_None, "keepdims",
+                                   keepdims ? keepdims : Py_False);
     PyObject *args = PyTuple_New(0);
     PyObject *r = (kw && args) ? nd_shim_method(name, x, args, kw) : NULL;
     Py_XDECREF(kw);
