@@ -53,6 +53,10 @@ typedef union { double f; int64_t i; uint64_t u; struct { double re, im; } c; } 
 #define ND_ERR_DATAWARN 1024 /* a node marked ND_F_DATA_WARN met its condition: NumPy's
                                warning (not an FP flag, not subject to errstate) is
                                issued by running the graph with NumPy */
+#define ND_ERR_VARIANT 2048 /* the kernel was generated without the run-time variant these
+                              sizes take (a tall array's chunked column reduction,
+                              codegen_loops.c gen_reduce): it did nothing; the runtime
+                              compiles the kernel with every variant and runs that */
 /* At the top of each task / reduction block: a Ctrl-C stops a long kernel
  * within one task (a few thousand elements), at the cost of one relaxed
  * load per task. */

@@ -82,6 +82,10 @@ void nd_cg_memo_free(nd_cg_memo *m);
  * (k->nomerge): the extents it is called with are the ones it was built for. */
 extern _Thread_local const npy_intp *nd_cg_static_sizes;
 extern _Thread_local int nd_cg_nstatic;
+/* 1: kernels get every run-time variant (nd_cg_kernel otherwise leaves out
+ * one the current call's sizes do not take, and the kernel reports
+ * ND_ERR_VARIANT when later sizes need it: runtime_native.c) */
+extern _Thread_local int nd_cg_all_variants;
 /* Store-check mode (NUMDYN_CHECK_STORES=1, fixed per process; the test
  * suite turns it on): every store of a generated kernel first checks that it
  * lands inside its output's bytes, which the runtime passes after the

@@ -218,6 +218,7 @@ static int make_key(nd_graph *g, const nd_kernel *k, kbuf *b)
     if (s.oom) { PyMem_Free(s.v); PyErr_NoMemory(); return -1; }
     put_i(b, 0x6e646b6d656d6f31LL);  /* the key's own layout version */
     put_i(b, nd_cg_check_stores());
+    put_i(b, nd_cg_all_variants);
     put_i(b, nd_cg_nstatic);
     if (nd_cg_nstatic > 0 && nd_cg_static_sizes)
         put(b, nd_cg_static_sizes, sizeof(npy_intp) * (size_t)nd_cg_nstatic);

@@ -17,7 +17,7 @@ static const char *counter_names[ND_CTR_COUNT] = {
     "ad_aliased_values", "key_nodes",
     "cuda_split_reductions", "foreign_snapshot_bytes",
     "blas_runs_one_thread", "writeback_nodes", "kernel_texts", "chunk_flushes",
-    "loop_snapshot_bytes", "arg_signatures",
+    "loop_snapshot_bytes", "arg_signatures", "kernel_variants",
 };
 
 void nd_counter_add(nd_counter c, long long v)

@@ -79,6 +79,9 @@ typedef enum {
     ND_CTR_ARG_SIGNATURES,  /* passes over a top-level call's arguments to sign them
                                (guards/fn_programs.c nd_callsig): one a call, shared by
                                admission and the speed floor */
+    ND_CTR_KERNEL_VARIANTS, /* kernels built again with every run-time variant: generated
+                               for other sizes, they met sizes taking one they left out
+                               (runtime_native.c, ND_ERR_VARIANT) */
     ND_CTR_COUNT
 } nd_counter;
 void nd_counter_add(nd_counter c, long long v);

@@ -37,7 +37,11 @@ iteration of a long loop -- is named from that structure without its text),
 chunk_flushes (flushes made because a run of lazy statements with no value
 read in between reached 8192 graph nodes: the graph stays bounded whatever
 the trip count), arg_signatures (passes over a top-level call's arguments
-to sign it: one a call, shared by the program lookup and the speed floor).
+to sign it: one a call, shared by the program lookup and the speed floor),
+kernel_variants (kernels built again with every run-time variant: a kernel
+is generated with the variants its first call's sizes may take -- a tall
+array's chunked column walk only for a tall array -- and rebuilt when later
+sizes need one it left out).
 """
 from collections.abc import Mapping
 

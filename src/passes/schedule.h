@@ -27,6 +27,7 @@ typedef void (*nd_kfn)(char *const *ptrs, const int64_t *ints, const nd_scalar *
 #define ND_ERR_FPE_UNDER 256
 #define ND_ERR_FPE_INVALID 512
 #define ND_ERR_DATAWARN 1024    /* a node marked ND_F_DATA_WARN met its condition (graph.h) */
+#define ND_ERR_VARIANT 2048     /* generated without the variant these sizes take (codegen.h) */
 #define ND_RUN_ALONE (1 << 30)  /* an input bit: run on the calling thread */
 #define ND_PAR_WORK 32768       /* work a kernel needs for its OpenMP team */
 

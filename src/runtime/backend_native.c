@@ -305,6 +305,44 @@ done:
     return rc;
 }
 
+int nd_native_all_variants(nd_program *p, nd_graph *g, nd_kernel *k)
+{
+    int i = (int)(k - p->kerns), rc = -1;
+    uint64_t lite = k->hash;
+    nd_kfn fn = NULL;
+    nd_sb *texts = PyMem_Calloc((size_t)p->nkern, sizeof(nd_sb));
+    if (!texts) { PyErr_NoMemory(); return -1; }
+    for (int j = 0; j < p->nkern; j++) nd_sb_init(&texts[j]);
+    nd_cg_all_variants = 1;
+    int cg = nd_cg_kernel(g, k, &texts[i]);
+    nd_cg_all_variants = 0;
+    if (cg < 0 || nd_sb_check(&texts[i]) < 0) goto done;
+    fn = nd_kcache_get(k->hash);
+    if (!fn) {
+        /* waited for: the call needs it now (in the background NumPy would
+         * run every such call until it is built) */
+        int bg = background_compile;
+        background_compile = 0;
+        nd_kernel *todo = k;
+        int crc = compile_units(p, &todo, 1, texts);
+        background_compile = bg;
+        if (crc != 0) { rc = crc; goto done; }
+        fn = nd_kcache_get(k->hash);
+        if (!fn) {
+            PyErr_SetString(PyExc_RuntimeError, "numdyn: internal error: kernel not compiled");
+            goto done;
+        }
+    }
+    k->fn = fn;
+    nd_counter_add(ND_CTR_KERNEL_VARIANTS, 1);
+    rc = 0;
+done:
+    if (rc) k->hash = lite;
+    for (int j = 0; j < p->nkern; j++) nd_sb_free(&texts[j]);
+    PyMem_Free(texts);
+    return rc;
+}
+
 _Thread_local uint64_t nd_graph_key_hint;
 
 /* the sizes g's key holds constant, for codegen (codegen.h,

@@ -60,6 +60,13 @@ void nd_kernel_args(nd_graph *g, nd_kernel *k, const nd_karr *arrs, char **P, in
  * ints[0..R) = n; returns the element count */
 int64_t nd_kernel_merge(nd_kernel *k, int64_t *ints, int64_t *n);
 
+/* backend_native.c: kernel k of p generated again with every run-time
+ * variant (nd_cg_all_variants: its text left out one the sizes of this
+ * call take, ND_ERR_VARIANT) and compiled, waited for. 0 with k->fn the new
+ * kernel, 1 when it may not compile now (frozen: NumPy runs the graph),
+ * -1 with an exception. */
+int nd_native_all_variants(nd_program *p, nd_graph *g, nd_kernel *k);
+
 /* runtime_native.c */
 PyObject *nd_run_program(nd_program *p, nd_graph *g, const nd_id *outs, int nout);
 /* an input array kernels can read (aligned, native byte order, element

@@ -368,24 +368,44 @@ static int run_kernel(nd_program *p, nd_kernel *k, nd_graph *g, PyObject **arr, 
     if (nd_cg_check_stores())
         for (int o = k->nin; o < nops; o++)
             byte_extent((PyArrayObject *)opa[o], &P[nops + 2 * (o - k->nin)]);
-    int E = nd_par_forked() ? ND_RUN_ALONE : 0;
-    (void)fpe_take();  /* flags left by earlier code are not this kernel's */
     int64_t work = tot * (int64_t)(k->cost > 0 ? k->cost : 1);
+    int E, rebuilt = 0;
+    nd_kfn ran;
+again:
+    ran = k->fn;
+    E = nd_par_forked() ? ND_RUN_ALONE : 0;
+    (void)fpe_take();  /* flags left by earlier code are not this kernel's */
     if (work >= GIL_WORK) {
         int armed = work >= INT_WORK ? arm_interrupt(&E) : 0;
         if (armed < 0) goto fail;
         E |= nd_par_begin(k, tot, work);  /* the team or this thread alone (par.h) */
         Py_BEGIN_ALLOW_THREADS
-        k->fn(P, I, Sp, &E);
+        ran(P, I, Sp, &E);
         Py_END_ALLOW_THREADS
         nd_par_ran();
         E &= ~ND_RUN_ALONE;
         if (armed) disarm_interrupt();
     } else {
-        k->fn(P, I, Sp, &E);
+        ran(P, I, Sp, &E);
         E &= ~ND_RUN_ALONE;
     }
     E |= fpe_take();
+    if ((E & ND_ERR_VARIANT) && !(E & ND_ERR_INTERRUPT)) {
+        /* the kernel was generated without the variant these sizes take
+         * and did nothing: once with every variant, then run that (another
+         * thread may have rebuilt it meanwhile) */
+        if (rebuilt++) {
+            PyErr_SetString(PyExc_SystemError, "numdyn: internal error: a kernel with every variant "
+                            "asked for another");
+            goto fail;
+        }
+        if (k->fn == ran) {
+            int vr = nd_native_all_variants(p, g, k);
+            if (vr < 0) goto fail;
+            if (vr > 0) return 1;   /* frozen: NumPy runs the graph */
+        }
+        goto again;
+    }
     if (E & ND_ERR_INTERRUPT) {
         /* the kernel skipped its remaining work: its outputs are garbage and
          * are dropped with the program (kernels write fresh buffers only; the
