@@ -3138,8 +3138,8 @@ static int one_type(cg *g, const nd_ln *e)
 }
 
 /* v = max(a, b) / min(a, b) / x if c else y whose two operands have
- * different types: the name takes the operand Python hands back, with its
- * own type (its tag says which). CPython's max keeps the first operand
+ * different types: the name (or the array element a store writes) takes
+ * the operand Python hands back, with its own type (its tag says which). CPython's max keeps the first operand
  * unless `b > a` (min: `b < a`), each operand evaluated once, in order.
  * A nested one (max(a, b, c) is max(max(a, b), c)) passes each of its
  * possible values on to what its parent does with it (splitk): the code
@@ -3152,15 +3152,25 @@ typedef struct splitk {
     cv other;                /* operand 0's value, when which == 1 */
     const struct splitk *up;
     int var;
+    const nd_ln *store;      /* assign (e NULL): this LK_STORE's element, not var */
 } splitk;
 
 static int split_val(cg *g, const nd_ln *e, const splitk *k);
 
+/* target[i, j] = x: the element's index after the value, as Python */
+static int store_elem(cg *g, const nd_ln *s, const cv *x)
+{
+    char ix[NDL_MAXDIMS][16], addr[1024];
+    if (index_of(g, s, 1, ix) < 0) return -1;
+    address(g, s, s->n - 1, ix, addr, sizeof addr);
+    return store(g, s, x, addr, ix, s->n - 1);
+}
+
 static int split_done(cg *g, const splitk *k, cv *x)
 {
-    if (!k->e) return assign_to(g, k->var, x);
+    if (!k->e) return k->store ? store_elem(g, k->store, x) : assign_to(g, k->var, x);
     if (k->which == 0) {
-        splitk k1 = {k->e, 1, *x, k->up, k->var};
+        splitk k1 = {k->e, 1, *x, k->up, k->var, k->store};
         return split_val(g, k->e->kid[1], &k1);
     }
     cv a = k->other, c;
@@ -3191,7 +3201,7 @@ static int split_val(cg *g, const nd_ln *e, const splitk *k)
         return split_done(g, k, &x);
     }
     if (e->kind == LK_CALL) {
-        splitk k0 = {e, 0, {0}, k, k->var};
+        splitk k0 = {e, 0, {0}, k, k->var, k->store};
         return split_val(g, e->kid[0], &k0);
     }
     char cn[16];
@@ -3223,7 +3233,7 @@ static int split_assign(cg *g, const nd_ln *s)
                                                 SPLIT_MAX + 1, s->line);
         return no_type(g, s);
     }
-    splitk top = {NULL, 0, {0}, NULL, s->var};
+    splitk top = {NULL, 0, {0}, NULL, s->kind == LK_STORE ? -1 : s->var, s->kind == LK_STORE ? s : NULL};
     return split_val(g, s->kid[0], &top);
 }
 
@@ -3271,6 +3281,9 @@ static int simple(cg *g, const nd_ln *s)
             if (!g->T->reason) g->T->reason = PyUnicode_FromFormat("a store of an array-valued subscript at line %d", s->line);
             return no_type(g, s);
         }
+        /* a[i] = x if c else y / max(x, y) of two types (np.float64 and a
+         * Python float): each value stored with its own type's cast */
+        if (nd_lty_split(s->kid[0]) && !one_type(g, s->kid[0])) return split_assign(g, s);
         if (expr(g, s->kid[0], &x) < 0) return -1;
         if (index_of(g, s, 1, ix) < 0) return -1;
         address(g, s, s->n - 1, ix, addr, sizeof addr);
