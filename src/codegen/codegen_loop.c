@@ -3247,6 +3247,17 @@ static int simple(cg *g, const nd_ln *s)
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var) == 1 && s->kid[0]->kind == LK_VAR &&
         is_alocal(g, s->kid[0]->var) == 1 && g->T->andim[s->var] == g->T->andim[s->kid[0]->var])
         return alocal_copy(g, s);
+    if (s->kind == LK_ASSIGN && s->aux == 1 && is_alocal(g, s->var) == 1 && s->kid[0]->kind == LK_BIN) {
+        /* x op= y of a name holding an array: NumPy updates that array in
+         * place, as x[...] op= y stores into all of it */
+        nd_ln st = *s, *kid[1] = {s->kid[0]->kid[1]};
+        st.kind = LK_AUGSTORE;
+        st.op = s->kid[0]->op;
+        st.aux = 0;
+        st.n = 1;
+        st.kid = kid;
+        return vstore(g, &st);
+    }
     if (s->kind == LK_ASSIGN && is_alocal(g, s->var)) return vassign(g, s);
     if (s->kind == LK_MULTI && is_alocal(g, s->kid[0]->var)) return alocal_copy(g, s);
     switch (s->kind) {

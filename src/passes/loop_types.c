@@ -1094,6 +1094,7 @@ static int mark_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
             int v = s->var, src = view_source(T, s->kid[0]);
             /* (a bare 2-D part, S = A[1:, :], is a view in NumPy: never a copy) */
             int rank = src < 0 && !matrix_part(T, s->kid[0]) ? vector_expr(T, s->kid[0]) : 0;
+            if (T->alocal[v] == 1 && s->aux == 1) continue;   /* v op= x: the array, updated in place */
             if (T->alocal[v] == 1 && T->andim[v] <= 2 && rank && rank == T->andim[v]) {
                 /* y = y + h * k of a name holding a 1-D (2-D) array before
                  * the loop (y = y0.copy()): a computed array local whose
@@ -1161,6 +1162,9 @@ static int check_array_locals(nd_ltyping *T, nd_ln *const *b, int n)
                 why(T, s, "a name given a new array and values of another dtype or rank");
                 return 1;
             }
+        } else if (s->kind == LK_ASSIGN && s->aux == 1 && T->alocal[s->var] == 1) {
+            /* v op= x of a name holding an array: NumPy's in-place update
+             * of that array, a store over all of it (codegen_loop.c) */
         } else if (s->kind == LK_ASSIGN && T->alocal[s->var] == 2) {
             /* a computed array: never a view of one (aliasing a buffer the
              * loop reuses), always a computed one */
@@ -1326,6 +1330,20 @@ int nd_loop_type(nd_ltyping *T)
                     T->reason = PyUnicode_FromFormat("'%U' holds an array and is given both new arrays and "
                                                      "in-place updates (line %d)",
                                                      PyTuple_GET_ITEM(ir->names, v), ir->line);
+                    PyMem_Free(assign);
+                    return T->reason ? 1 : -1;
+                }
+                carried = v;
+            }
+        /* x op= y of a name holding an array: a store over all of it when
+         * the arrays are small (loop_types.h ND_LOOP_SMALL_INPLACE), else
+         * the tracer's; a whole-array update the tracer may fuse too */
+        for (int v = 0; v < ir->nvars && carried < 0; v++)
+            if (assign[v] && T->alocal[v] == 1 && aug_assigns(one, 1, v)) {
+                if (!T->small_alocals) {
+                    T->reason = PyUnicode_FromFormat("'%U' holds an array of more than %d elements updated in place "
+                                                     "(line %d): the tracer fuses its passes",
+                                                     PyTuple_GET_ITEM(ir->names, v), ND_LOOP_SMALL_INPLACE, ir->line);
                     PyMem_Free(assign);
                     return T->reason ? 1 : -1;
                 }

@@ -855,7 +855,7 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
 
     /* 2. the signature */
     uint64_t key = 0x6c6f6f70;
-    int abits = 31;
+    int abits = 31, small = 1;
     for (int v = 0; v < nv; v++) {
         uint8_t f = ir->vflags[v];
         PyObject *x = vals[v];
@@ -882,6 +882,7 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
                 alocal[v] = 1;
                 arr[v].set = 1;
                 arr[v].whole = 1;
+                if (PyArray_SIZE((PyArrayObject *)x) > ND_LOOP_SMALL_INPLACE) small = 0;
             } else {
                 f &= (uint8_t)~VF_ARRAY;
             }
@@ -937,7 +938,7 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
         tag[v] = (uint8_t)lt;
         key = nd_hash_mix(key, (uint64_t)v << 16 | (uint64_t)lt << 8 | (uint64_t)b);
     }
-    key = nd_hash_mix(key, (uint64_t)abits);
+    key = nd_hash_mix(key, (uint64_t)abits | (uint64_t)small << 8);
     lsig *s = NULL;
     for (int k = 0; k < L->nsigs; k++) if (L->sigs[k]->key == key) { s = L->sigs[k]; break; }
     if (!s) {
@@ -954,6 +955,7 @@ static PyObject *run(NdLoop *L, PyObject *locals, PyObject *const *pos)
         T.alocal = alocal;
         T.acontig = acontig;
         T.abits = (uint8_t)abits;
+        T.small_alocals = (uint8_t)small;
         T.in_try = (uint8_t)L->in_try;
         s = compile_sig(L, key, &T);
         Py_XDECREF(T.reason);
