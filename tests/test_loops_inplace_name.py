@@ -135,3 +135,35 @@ def test_two_d():
 def test_float32_with_float64_value():
     check(mixed, np.linspace(0, 1, 9, dtype=np.float32), np.linspace(1, 2, 9), 5)
     ran_as_c(mixed, np.linspace(0, 1, 9, dtype=np.float32), np.linspace(1, 2, 9), 5)
+
+
+def row_views(A, s):
+    """views a loop makes (rows, parts), updated in place: writes through"""
+    for i in range(A.shape[0]):
+        row = A[i]
+        row *= s
+        row += A[i - 1, 0]
+        w = A[i, 1:]
+        w -= 1.0
+    return A
+
+
+def reversed_self(A):
+    for i in range(A.shape[0]):
+        row = A[i, ::-1]
+        row -= A[i]      # the right side overlaps the view, reversed
+    return A
+
+
+@pytest.mark.parametrize("dtype,s", [(np.float64, 2.0), (np.int64, 2), (np.int64, 2.5)])
+def test_views_updated_in_place(dtype, s):
+    A = np.arange(20).reshape(4, 5).astype(dtype)
+    check(row_views, A, s)
+    if dtype == np.float64:
+        ran_as_c(row_views, A, s)
+
+
+def test_view_overlapping_its_value():
+    A = np.arange(20.0).reshape(4, 5)
+    check(reversed_self, A)
+    ran_as_c(reversed_self, A)
